@@ -1,0 +1,33 @@
+//! The mock role: we are the agents. For now, the conforming reference agent of each protocol,
+//! built as a [`Responder`] so that misbehaviours can later wrap it (a slow, malformed or
+//! oversized agent is a mutation of a conforming answer).
+
+pub mod reference;
+pub mod server;
+
+use bytes::Bytes;
+
+/// What an agent answers to one request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub body: Bytes,
+}
+
+impl Reply {
+    pub fn json(status: u16, value: &impl serde::Serialize) -> Reply {
+        Reply { status, content_type: "application/json", body: Bytes::from(serde_json::to_vec(value).unwrap_or_default()) }
+    }
+
+    /// A JSON error body `{"error": message}`.
+    pub fn error(status: u16, message: impl Into<String>) -> Reply {
+        Reply::json(status, &serde_json::json!({ "error": message.into() }))
+    }
+}
+
+/// Produces answers for one protocol's endpoints. `endpoint` is the path without its leading
+/// slash (`analyze`); `body` is the request body as received.
+pub trait Responder: Send + Sync + 'static {
+    fn respond(&self, endpoint: &str, body: &[u8]) -> Reply;
+}

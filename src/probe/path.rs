@@ -1,0 +1,138 @@
+//! A small path language for choosing values in a JSON document: `observations[*].evidence`,
+//! `challenges[0].target_agent`, `conditions`. Used by the generic checks (evidence tags,
+//! phrases, list caps) so that a suite names its fields as data.
+
+use serde_json::Value;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    Key(String),
+    Index(usize),
+    Every,
+}
+
+/// A parsed path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonPath {
+    text: String,
+    steps: Vec<Step>,
+}
+
+impl JsonPath {
+    /// Parses `a.b[*].c[0]`; the error says where it goes wrong.
+    pub fn parse(text: &str) -> Result<JsonPath, String> {
+        let mut steps = Vec::new();
+        for (n, part) in text.split('.').enumerate() {
+            let (key, mut rest) = match part.find('[') {
+                Some(i) => (&part[..i], &part[i..]),
+                None => (part, ""),
+            };
+            if key.is_empty() && (n > 0 || rest.is_empty()) {
+                return Err(format!("path {text:?}: empty field name"));
+            }
+            if !key.is_empty() {
+                steps.push(Step::Key(key.to_string()));
+            }
+            while !rest.is_empty() {
+                let end = rest.find(']').ok_or_else(|| format!("path {text:?}: '[' without ']'"))?;
+                let inner = &rest[1..end];
+                steps.push(match inner {
+                    "*" => Step::Every,
+                    _ => Step::Index(inner.parse().map_err(|_| format!("path {text:?}: [{inner}] is neither [*] nor an index"))?),
+                });
+                rest = &rest[end + 1..];
+                if !rest.is_empty() && !rest.starts_with('[') {
+                    return Err(format!("path {text:?}: unexpected {rest:?} after ']'"));
+                }
+            }
+        }
+        Ok(JsonPath { text: text.to_string(), steps })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Every value the path reaches, with its concrete path (`observations[2].evidence`).
+    pub fn select<'a>(&self, root: &'a Value) -> Vec<(String, &'a Value)> {
+        let mut current = vec![(String::new(), root)];
+        for step in &self.steps {
+            let mut next = Vec::new();
+            for (at, value) in current {
+                match step {
+                    Step::Key(k) => {
+                        if let Some(v) = value.get(k) {
+                            next.push((if at.is_empty() { k.clone() } else { format!("{at}.{k}") }, v));
+                        }
+                    }
+                    Step::Index(i) => {
+                        if let Some(v) = value.get(i) {
+                            next.push((format!("{at}[{i}]"), v));
+                        }
+                    }
+                    Step::Every => {
+                        if let Some(items) = value.as_array() {
+                            next.extend(items.iter().enumerate().map(|(i, v)| (format!("{at}[{i}]"), v)));
+                        }
+                    }
+                }
+            }
+            current = next;
+        }
+        current
+    }
+}
+
+/// Every string in a document with its path, in document order (for length limits).
+pub fn strings(root: &Value) -> Vec<(String, &str)> {
+    let mut out = Vec::new();
+    let mut stack = vec![(String::from("$"), root)];
+    while let Some((at, value)) = stack.pop() {
+        match value {
+            Value::String(s) => out.push((at, s.as_str())),
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate().rev() {
+                    stack.push((if at == "$" { format!("[{i}]") } else { format!("{at}[{i}]") }, v));
+                }
+            }
+            Value::Object(map) => {
+                let entries: Vec<_> = map.iter().collect();
+                for (k, v) in entries.into_iter().rev() {
+                    stack.push((if at == "$" { k.clone() } else { format!("{at}.{k}") }, v));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn selects_with_wildcards_and_indexes() {
+        let doc = json!({"observations": [{"evidence": "a"}, {"evidence": "b"}, {}], "x": [[1, 2]]});
+        let p = JsonPath::parse("observations[*].evidence").unwrap();
+        let got: Vec<_> = p.select(&doc).into_iter().map(|(p, v)| format!("{p}={v}")).collect();
+        assert_eq!(got, ["observations[0].evidence=\"a\"", "observations[1].evidence=\"b\""]);
+        let p = JsonPath::parse("x[0][1]").unwrap();
+        assert_eq!(p.select(&doc)[0].1, &json!(2));
+    }
+
+    #[test]
+    fn bad_paths_say_why() {
+        assert!(JsonPath::parse("a[").unwrap_err().contains("without ']'"));
+        assert!(JsonPath::parse("a[x]").unwrap_err().contains("neither"));
+        assert!(JsonPath::parse("a..b").unwrap_err().contains("empty field"));
+    }
+
+    #[test]
+    fn strings_in_document_order() {
+        let doc = json!({"a": "1", "b": [{"c": "2"}, "3"]});
+        let got: Vec<_> = strings(&doc).into_iter().map(|(p, s)| format!("{p}={s}")).collect();
+        assert_eq!(got, ["a=1", "b[0].c=2", "b[1]=3"]);
+    }
+}

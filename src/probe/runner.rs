@@ -1,0 +1,296 @@
+//! Runs a suite against an agent: cases in dependency layers, each exchange sent once (at most
+//! `concurrency` at a time) under the transport's deadline and byte cap; a case whose needs did not
+//! pass is skipped with the reason, so one broken endpoint does not cascade into a wall of failures.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::{OnceCell, Semaphore};
+
+use super::checks::{Check, Ctx, Outcome};
+use super::suite::{AuthMode, ExchangeSpec, Requirement, Suite};
+use super::template::{self, RunValues};
+use crate::protocol::content::Content;
+use crate::report::{self, CaseResult, Exchange, Report, Status, Summary};
+use crate::text::{excerpt, excerpt_str, shell_quote, Redactor};
+use crate::transport::http::{self, BaseUrl, Limits};
+
+/// Validated settings for one probe run (see `cli` for the flags).
+#[derive(Debug, Clone)]
+pub struct ProbeSettings {
+    pub base: BaseUrl,
+    pub api_key: Option<String>,
+    /// Deadline of each exchange.
+    pub timeout: Duration,
+    pub max_body: usize,
+    pub max_field: usize,
+    pub seed: u64,
+    /// `--only` patterns (empty: every case).
+    pub only: Vec<String>,
+    pub strict: bool,
+    /// Exchanges in flight at once.
+    pub concurrency: usize,
+    pub suite: Suite,
+}
+
+impl ProbeSettings {
+    /// Defaults as the CLI documents them, for `base` and the built-in suite of `protocol`.
+    pub fn new(base: BaseUrl, suite: Suite) -> ProbeSettings {
+        ProbeSettings {
+            base,
+            api_key: None,
+            timeout: Duration::from_secs(120),
+            max_body: 5_000_000,
+            max_field: 50_000,
+            seed: 0,
+            only: Vec::new(),
+            strict: false,
+            concurrency: 4,
+            suite,
+        }
+    }
+
+    fn limits(&self) -> Limits {
+        Limits { deadline: self.timeout, max_body: self.max_body, ..Limits::default() }
+    }
+
+    /// The bearer token sent where a suite asks for a wrong key: derived from the seed, never the key.
+    fn wrong_key(&self) -> String {
+        format!("agent-tck-wrong-key-{:016x}", self.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+    }
+}
+
+/// Longest request body written inline into a report's `curl` command.
+const INLINE_BODY_LIMIT: usize = 256 * 1024;
+
+struct Sent {
+    outcome: Arc<Outcome>,
+    elapsed: Duration,
+    detail: Exchange,
+}
+
+struct Runner<'a> {
+    settings: &'a ProbeSettings,
+    run_values: RunValues,
+    exchanges: Mutex<HashMap<String, Arc<OnceCell<Arc<Sent>>>>>,
+    permits: Semaphore,
+    results: Mutex<HashMap<String, CaseResult>>,
+}
+
+/// Runs the probe. `on_case` is called as each case finishes (for a progress indicator). The
+/// error is a configuration error (an `--only` that matches nothing, a dependency cycle).
+pub async fn run(settings: &ProbeSettings, on_case: &(dyn Fn(&CaseResult) + Sync)) -> Result<Report, String> {
+    let started_at = report::now_rfc3339();
+    let started = Instant::now();
+    let chosen = settings.suite.select(&settings.only)?;
+    let layers = settings.suite.layers(&chosen)?;
+    let runner = Runner {
+        settings,
+        run_values: RunValues::new(settings.seed),
+        exchanges: Mutex::new(HashMap::new()),
+        permits: Semaphore::new(settings.concurrency.max(1)),
+        results: Mutex::new(HashMap::new()),
+    };
+    for layer in layers {
+        let results = futures::future::join_all(layer.iter().map(|id| runner.run_case(id))).await;
+        for result in results {
+            on_case(&result);
+            runner.results.lock().expect("results lock").insert(result.id.clone(), result);
+        }
+    }
+    let mut by_id = runner.results.into_inner().expect("results lock");
+    let cases: Vec<CaseResult> = chosen.iter().filter_map(|id| by_id.remove(id)).collect();
+    let mut report = Report {
+        tool: "agent-tck".into(),
+        version: crate::VERSION.into(),
+        role: "probe".into(),
+        protocol: settings.suite.file.protocol.clone(),
+        target: settings.base.to_string(),
+        seed: settings.seed,
+        strict: settings.strict,
+        started_at,
+        duration_ms: started.elapsed().as_millis() as u64,
+        summary: Summary::of(&cases),
+        cases,
+    };
+    report.redact(&Redactor::new(settings.api_key.clone()));
+    Ok(report)
+}
+
+impl Runner<'_> {
+    async fn run_case(&self, id: &str) -> CaseResult {
+        let spec = self.settings.suite.case(id).expect("selected ids exist");
+        let mut result = CaseResult {
+            id: id.to_string(),
+            group: spec.group(),
+            level: spec.level,
+            status: Status::Skip,
+            title: spec.title.clone(),
+            spec: spec.spec.clone(),
+            message: String::new(),
+            duration_ms: 0,
+            exchange: Exchange::default(),
+        };
+        if spec.requires == Some(Requirement::ApiKey) && self.settings.api_key.is_none() {
+            result.message = "no --api-key given: the agent is probed without a key, so refusing a missing or wrong key cannot be tested".into();
+            return result;
+        }
+        if let Some(why) = self.unmet_need(&spec.needs) {
+            result.message = why;
+            return result;
+        }
+
+        let reachable = if spec.checks.iter().any(|c| matches!(c, Check::Reachable)) {
+            let started = Instant::now();
+            let r = http::connect(&self.settings.base, self.settings.timeout).await;
+            result.duration_ms = started.elapsed().as_millis() as u64;
+            Some(r.map(|t| format!("connected in {} ms", t.as_millis())).map_err(|e| e.to_string()))
+        } else {
+            None
+        };
+
+        let mut outcomes = HashMap::new();
+        let mut names: Vec<&String> = spec.checks.iter().flat_map(Check::extra_exchanges).collect();
+        names.extend(spec.exchange.as_ref());
+        for name in names {
+            let sent = self.exchange(name).await;
+            outcomes.insert(name.clone(), sent);
+        }
+        let own = spec.exchange.as_ref().and_then(|n| outcomes.get(n)).cloned();
+        if let Some(sent) = &own {
+            result.duration_ms = sent.elapsed.as_millis() as u64;
+            result.exchange = sent.detail.clone();
+        }
+        let by_name: HashMap<String, Arc<Outcome>> = outcomes.iter().map(|(k, v)| (k.clone(), v.outcome.clone())).collect();
+        let ctx = Ctx {
+            outcome: own.as_ref().map(|s| s.outcome.as_ref()),
+            exchanges: &by_name,
+            reachable,
+            max_body: self.settings.max_body,
+            max_field: self.settings.max_field,
+        };
+        let mut notes = Vec::new();
+        result.status = Status::Pass;
+        for check in &spec.checks {
+            match check.evaluate(&ctx) {
+                Ok(note) if !note.is_empty() => notes.push(note),
+                Ok(_) => {}
+                Err(why) => {
+                    result.status = Status::Fail;
+                    result.message = why;
+                    return result;
+                }
+            }
+        }
+        result.message = notes.join("; ");
+        result
+    }
+
+    /// Why a case cannot run: a case it needs did not pass.
+    fn unmet_need(&self, needs: &[String]) -> Option<String> {
+        let results = self.results.lock().expect("results lock");
+        needs.iter().find_map(|need| {
+            let r = results.get(need)?;
+            match r.status {
+                Status::Pass => None,
+                Status::Fail => Some(format!("skipped: it needs {need}, which failed")),
+                Status::Skip => Some(format!("skipped: it needs {need}, which was skipped")),
+            }
+        })
+    }
+
+    /// Sends exchange `name` once; later callers get the same outcome.
+    async fn exchange(&self, name: &str) -> Arc<Sent> {
+        let cell = self.exchanges.lock().expect("exchanges lock").entry(name.to_string()).or_default().clone();
+        cell.get_or_init(|| async {
+            let spec = &self.settings.suite.file.exchanges[name];
+            let _permit = self.permits.acquire().await.expect("semaphore never closed");
+            Arc::new(self.send(name, spec).await)
+        })
+        .await
+        .clone()
+    }
+
+    async fn send(&self, name: &str, spec: &ExchangeSpec) -> Sent {
+        let settings = self.settings;
+        let mut headers = vec![("user-agent".to_string(), format!("agent-tck/{}", crate::VERSION)), ("accept".to_string(), "application/json".to_string())];
+        let mut body_sent = None;
+        let body = if let Some(template) = &spec.body {
+            // Templates were rendered once at load; a failure here cannot happen for a loaded suite.
+            let value = template::render(template, &self.run_values, &mut Content::new(settings.seed, name)).unwrap_or(Value::Null);
+            let bytes = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
+            body_sent = Some(value);
+            bytes
+        } else {
+            spec.raw_body.clone().map(Bytes::from).unwrap_or_default()
+        };
+        if spec.body.is_some() || spec.raw_body.is_some() {
+            headers.push(("content-type".into(), spec.content_type.clone().unwrap_or_else(|| "application/json".into())));
+        }
+        match (spec.auth, &settings.api_key) {
+            (AuthMode::Default, Some(key)) => headers.push(("authorization".into(), format!("Bearer {key}"))),
+            (AuthMode::Wrong, _) => headers.push(("authorization".into(), format!("Bearer {}", settings.wrong_key()))),
+            _ => {}
+        }
+        headers.extend(spec.headers.iter().map(|(k, v)| (k.to_lowercase(), v.clone())));
+        let request = http::Request { method: spec.method.clone(), path: spec.path.clone(), headers, body };
+        let started = Instant::now();
+        let result = http::send(&settings.base, &request, settings.limits()).await;
+        let elapsed = started.elapsed();
+        let detail = Exchange {
+            request: Some(describe_request(&settings.base, &request)),
+            response: Some(match &result {
+                Ok(r) => describe_response(r),
+                Err(e) => format!("no usable answer: {e}"),
+            }),
+            reproduce: Some(curl(&settings.base, &request, settings.timeout)),
+        };
+        Sent { outcome: Arc::new(Outcome::new(spec.auth, body_sent, result)), elapsed, detail }
+    }
+}
+
+fn describe_request(base: &BaseUrl, request: &http::Request) -> String {
+    let mut out = format!("{} {}\n", request.method, base.join(&request.path));
+    for (name, value) in &request.headers {
+        out.push_str(&format!("{name}: {value}\n"));
+    }
+    if !request.body.is_empty() {
+        out.push('\n');
+        out.push_str(&excerpt(&request.body, 16_000));
+    }
+    out
+}
+
+fn describe_response(response: &http::Response) -> String {
+    let mut out = format!("HTTP {} ({} ms)\n", response.status, response.elapsed.as_millis());
+    for (name, value) in response.headers.iter().take(30) {
+        out.push_str(&format!("{}: {}\n", excerpt_str(name, 100), excerpt_str(value, 200)));
+    }
+    out.push('\n');
+    if response.body_exceeded {
+        out.push_str(&format!("[body cut at {} bytes: over --max-body]\n", response.body.len()));
+    }
+    out.push_str(&excerpt(&response.body[..response.body.len().min(8_000)], crate::text::EXCERPT_CHARS));
+    out
+}
+
+/// A `curl` command that sends the same request (the key is redacted with the rest of the report).
+fn curl(base: &BaseUrl, request: &http::Request, timeout: Duration) -> String {
+    let mut cmd = format!("curl -sS -i --max-time {} -X {} {}", timeout.as_secs().max(1), request.method, shell_quote(&base.join(&request.path)));
+    for (name, value) in &request.headers {
+        if name != "user-agent" && name != "accept" {
+            cmd.push_str(&format!(" -H {}", shell_quote(&format!("{name}: {value}"))));
+        }
+    }
+    if !request.body.is_empty() {
+        if request.body.len() <= INLINE_BODY_LIMIT {
+            cmd.push_str(&format!(" --data-binary {}", shell_quote(&String::from_utf8_lossy(&request.body))));
+        } else {
+            cmd.push_str(&format!(" --data-binary @request.json  # the {}-byte body is in the request section", request.body.len()));
+        }
+    }
+    cmd
+}

@@ -1,0 +1,135 @@
+//! Request templates. In a suite's request body, a string that is exactly `{{ name }}` or
+//! `{{ name(args) }}` is replaced by generated JSON (an object, a list, a string); a placeholder
+//! inside a longer string is replaced by generated text.
+//!
+//! Generators: `task_id` and `task` (one value per run, shared by every exchange, as one
+//! deliberation), `sentence`, `word`, `text(N)` (N characters), `unicode` (many scripts),
+//! `analyses(N)` (N other agents' analyses), `synthesis(TRADE_OFFS, MINORITY_VIEWS)`.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde_json::Value;
+
+use crate::protocol::content::Content;
+
+/// Run-level values: the same task across the whole run.
+#[derive(Debug, Clone)]
+pub struct RunValues {
+    pub task_id: String,
+    pub task: String,
+}
+
+impl RunValues {
+    pub fn new(seed: u64) -> RunValues {
+        let mut c = Content::new(seed, "run");
+        RunValues { task_id: c.task_id(), task: c.task_content() }
+    }
+}
+
+fn placeholder() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"\{\{\s*([a-z_]+)\s*(?:\(([^)]*)\))?\s*\}\}").expect("valid regex"))
+}
+
+/// Fills a template. `content` is the exchange's own stream of generated content.
+pub fn render(template: &Value, run: &RunValues, content: &mut Content) -> Result<Value, String> {
+    match template {
+        Value::String(s) => render_string(s, run, content),
+        Value::Array(items) => items.iter().map(|v| render(v, run, content)).collect::<Result<Vec<_>, _>>().map(Value::Array),
+        Value::Object(map) => {
+            let mut out = serde_json::Map::new();
+            for (k, v) in map {
+                out.insert(k.clone(), render(v, run, content)?);
+            }
+            Ok(Value::Object(out))
+        }
+        other => Ok(other.clone()),
+    }
+}
+
+fn render_string(s: &str, run: &RunValues, content: &mut Content) -> Result<Value, String> {
+    let re = placeholder();
+    if let Some(caps) = re.captures(s) {
+        if caps.get(0).is_some_and(|m| m.as_str() == s.trim()) {
+            return generate(&caps[1], caps.get(2).map_or("", |m| m.as_str()), run, content);
+        }
+    } else {
+        return Ok(Value::String(s.to_string()));
+    }
+    let mut out = String::new();
+    let mut last = 0;
+    for caps in re.captures_iter(s) {
+        let m = caps.get(0).expect("group 0 always matches");
+        out.push_str(&s[last..m.start()]);
+        match generate(&caps[1], caps.get(2).map_or("", |m| m.as_str()), run, content)? {
+            Value::String(text) => out.push_str(&text),
+            other => out.push_str(&other.to_string()),
+        }
+        last = m.end();
+    }
+    out.push_str(&s[last..]);
+    Ok(Value::String(out))
+}
+
+fn numbers(name: &str, args: &str, want: usize) -> Result<Vec<usize>, String> {
+    let parts: Vec<&str> = args.split(',').map(str::trim).filter(|a| !a.is_empty()).collect();
+    if parts.len() != want {
+        return Err(format!("{{{{ {name}(…) }}}} takes {want} number(s), got {args:?}"));
+    }
+    parts.iter().map(|p| p.parse().map_err(|_| format!("{{{{ {name}({args}) }}}}: {p:?} is not a whole number"))).collect()
+}
+
+fn generate(name: &str, args: &str, run: &RunValues, c: &mut Content) -> Result<Value, String> {
+    let no_args = |v: Value| if args.trim().is_empty() { Ok(v) } else { Err(format!("{{{{ {name} }}}} takes no arguments")) };
+    match name {
+        "task_id" => no_args(Value::String(run.task_id.clone())),
+        "task" => no_args(Value::String(run.task.clone())),
+        "sentence" => no_args(Value::String(c.sentence())),
+        "word" => no_args(Value::String(c.word())),
+        "unicode" => no_args(Value::String(c.unicode_text())),
+        "text" => {
+            let n = numbers(name, args, 1)?[0];
+            Ok(Value::String(c.text(n)))
+        }
+        "analyses" => {
+            let n = numbers(name, args, 1)?[0];
+            Ok(serde_json::to_value(c.analyses(n)).unwrap_or(Value::Null))
+        }
+        "synthesis" => {
+            let n = numbers(name, args, 2)?;
+            Ok(serde_json::to_value(c.synthesis(n[0], n[1])).unwrap_or(Value::Null))
+        }
+        other => Err(format!(
+            "unknown generator {{{{ {other} }}}} (known: task_id, task, sentence, word, unicode, text(N), analyses(N), synthesis(T, M))"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fill(t: Value) -> Result<Value, String> {
+        render(&t, &RunValues::new(1), &mut Content::new(1, "t"))
+    }
+
+    #[test]
+    fn whole_values_and_inline_text() {
+        let run = RunValues::new(1);
+        let v = fill(json!({"id": "{{ task_id }}", "others": "{{ analyses(2) }}", "s": "task {{task_id}}!", "n": 3})).unwrap();
+        assert_eq!(v["id"], json!(run.task_id));
+        assert_eq!(v["others"].as_array().unwrap().len(), 2);
+        assert_eq!(v["s"], json!(format!("task {}!", run.task_id)));
+        assert_eq!(v["n"], json!(3));
+        assert_eq!(fill(json!("{{ text(10) }}")).unwrap().as_str().unwrap().chars().count(), 10);
+    }
+
+    #[test]
+    fn errors_name_the_generator() {
+        assert!(fill(json!("{{ nope }}")).unwrap_err().contains("unknown generator {{ nope }}"));
+        assert!(fill(json!("{{ text(x) }}")).unwrap_err().contains("not a whole number"));
+        assert!(fill(json!("{{ synthesis(1) }}")).unwrap_err().contains("takes 2"));
+    }
+}

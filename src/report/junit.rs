@@ -1,0 +1,91 @@
+//! JUnit XML: one testsuite per group (endpoint), one testcase per case.
+//!
+//! quick-junit escapes markup; the strings we hand it were already made printable by
+//! `text::excerpt` (no NUL or other characters XML 1.0 forbids), and [`xml_safe`] guards the rest,
+//! so the file parses in standard consumers whatever bytes the agent sent.
+
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
+
+use super::{CaseResult, Report, Status};
+
+pub fn to_string(report: &Report) -> String {
+    let mut junit = quick_junit::Report::new(format!("agent-tck {} {}", report.role, report.protocol));
+    junit.set_time(Duration::from_millis(report.duration_ms));
+    let mut groups: Vec<(String, Vec<&CaseResult>)> = Vec::new();
+    for case in &report.cases {
+        match groups.iter_mut().find(|(g, _)| *g == case.group) {
+            Some((_, cases)) => cases.push(case),
+            None => groups.push((case.group.clone(), vec![case])),
+        }
+    }
+    for (group, cases) in groups {
+        let mut suite = TestSuite::new(xml_safe(&group));
+        for case in cases {
+            suite.add_test_case(test_case(report, case));
+        }
+        suite.add_property(("target", xml_safe(&report.target).as_str()));
+        suite.add_property(("seed", report.seed.to_string().as_str()));
+        junit.add_test_suite(suite);
+    }
+    junit
+        .to_string()
+        .unwrap_or_else(|e| format!("<?xml version=\"1.0\"?><!-- agent-tck: cannot write JUnit: {} -->", xml_safe(&e.to_string()).replace("--", "- -")))
+}
+
+fn test_case(report: &Report, case: &CaseResult) -> TestCase {
+    let status = match case.status {
+        Status::Pass => TestCaseStatus::success(),
+        Status::Skip => {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(xml_safe(&case.message));
+            s
+        }
+        Status::Fail => {
+            // Only failures that fail the run are <failure>; SHOULD/MAY failures that do not are
+            // still reported as failures, but typed so a reader can tell them apart.
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(xml_safe(&case.message));
+            let ty = if report.is_blocking(case) {
+                format!("{} failure", case.level.as_str().to_uppercase())
+            } else {
+                format!("{} warning", case.level.as_str().to_uppercase())
+            };
+            s.set_type(ty);
+            s
+        }
+    };
+    let mut tc = TestCase::new(xml_safe(&format!("{} [{}]", case.id, case.level.as_str())), status);
+    tc.set_classname(xml_safe(&format!("{}.{}", report.protocol, case.group)));
+    tc.set_time(Duration::from_millis(case.duration_ms));
+    let mut out = format!("{}\nspec: {}\n", case.title, case.spec);
+    if !case.message.is_empty() {
+        out.push_str(&format!("message: {}\n", case.message));
+    }
+    if let Some(request) = &case.exchange.request {
+        out.push_str(&format!("\n--- request sent ---\n{request}\n"));
+    }
+    if let Some(response) = &case.exchange.response {
+        out.push_str(&format!("\n--- answer (excerpt) ---\n{response}\n"));
+    }
+    if let Some(cmd) = &case.exchange.reproduce {
+        out.push_str(&format!("\n--- reproduce ---\n{cmd}\n"));
+    }
+    tc.set_system_out(xml_safe(&out));
+    tc
+}
+
+/// Replaces the characters XML 1.0 cannot carry at all (most C0 controls, surrogates cannot occur
+/// in a Rust string, U+FFFE/U+FFFF) with visible escapes.
+pub fn xml_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\t' | '\n' | '\r' => out.push(c),
+            '\u{0}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}' => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+            _ => out.push(c),
+        }
+    }
+    out
+}

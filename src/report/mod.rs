@@ -1,0 +1,171 @@
+//! The result model shared by every role (probe verdicts, later mock observations), and its
+//! reporters: console, JUnit XML, JSON. A reporter reads a finished [`Report`]; nothing else
+//! formats results.
+
+pub mod console;
+pub mod json;
+pub mod junit;
+
+use serde::{Deserialize, Serialize};
+
+use crate::text::Redactor;
+
+/// How much a case matters, as in RFC 2119.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// A failure fails the run (exit 1).
+    Must,
+    /// A failure is a warning; it fails the run only under `--strict`.
+    Should,
+    /// Reported for information; never fails the run.
+    May,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Must => "must",
+            Level::Should => "should",
+            Level::May => "may",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    Fail,
+    Skip,
+}
+
+/// What a case sent and got back, for the reader who wants to reproduce it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Exchange {
+    /// The request as sent (method, URL, headers, body; bounded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
+    /// A bounded, escaped excerpt of the answer (status line, headers, body).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response: Option<String>,
+    /// A shell command that sends the same request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reproduce: Option<String>,
+}
+
+/// The verdict of one case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    pub id: String,
+    /// The group the case is reported under (a JUnit testsuite): an endpoint, `auth`, `http`, …
+    pub group: String,
+    pub level: Level,
+    pub status: Status,
+    pub title: String,
+    /// The spec section the case enforces.
+    pub spec: String,
+    /// Why it failed or was skipped; for a passing case, what was observed (may be empty).
+    pub message: String,
+    pub duration_ms: u64,
+    #[serde(default, skip_serializing_if = "is_default_exchange")]
+    pub exchange: Exchange,
+}
+
+fn is_default_exchange(e: &Exchange) -> bool {
+    *e == Exchange::default()
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    pub passed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    /// Failed cases by level.
+    pub failed_must: usize,
+    pub failed_should: usize,
+    pub failed_may: usize,
+}
+
+impl Summary {
+    pub fn of(cases: &[CaseResult]) -> Summary {
+        let mut s = Summary::default();
+        for case in cases {
+            match case.status {
+                Status::Pass => s.passed += 1,
+                Status::Skip => s.skipped += 1,
+                Status::Fail => {
+                    s.failed += 1;
+                    match case.level {
+                        Level::Must => s.failed_must += 1,
+                        Level::Should => s.failed_should += 1,
+                        Level::May => s.failed_may += 1,
+                    }
+                }
+            }
+        }
+        s
+    }
+}
+
+/// A whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub tool: String,
+    pub version: String,
+    /// `probe` (we played the platform) or `mock` (we played the agents).
+    pub role: String,
+    pub protocol: String,
+    /// What was tested: the agent's base URL, or the platform.
+    pub target: String,
+    pub seed: u64,
+    /// Whether SHOULD failures fail the run.
+    pub strict: bool,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub duration_ms: u64,
+    pub summary: Summary,
+    pub cases: Vec<CaseResult>,
+}
+
+impl Report {
+    /// 0: no MUST failure (and, under `--strict`, no SHOULD failure); 1 otherwise.
+    pub fn exit_code(&self) -> i32 {
+        let s = &self.summary;
+        if s.failed_must > 0 || (self.strict && s.failed_should > 0) {
+            1
+        } else {
+            0
+        }
+    }
+
+    /// Whether this failed case fails the run.
+    pub fn is_blocking(&self, case: &CaseResult) -> bool {
+        case.status == Status::Fail
+            && (case.level == Level::Must || (self.strict && case.level == Level::Should))
+    }
+
+    /// Hides every secret in every string of the report. Called once, before any reporter runs.
+    pub fn redact(&mut self, redactor: &Redactor) {
+        redactor.redact_in_place(&mut self.target);
+        for case in &mut self.cases {
+            for field in [&mut case.message, &mut case.title] {
+                redactor.redact_in_place(field);
+            }
+            let e = &mut case.exchange;
+            for field in [&mut e.request, &mut e.response, &mut e.reproduce]
+                .into_iter()
+                .flatten()
+            {
+                redactor.redact_in_place(field);
+            }
+        }
+    }
+}
+
+/// RFC 3339 timestamp of now, UTC, to the second.
+pub fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc().replace_nanosecond(0).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    now.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string())
+}

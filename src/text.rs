@@ -1,0 +1,154 @@
+//! Making peer bytes safe to show: bounded excerpts, escaping of control and invisible characters,
+//! JSON-pointer to dotted-path conversion, secret redaction.
+//!
+//! Everything an agent sends may end up on a terminal, in XML or in JSON. Escaping here means a
+//! hostile peer cannot colour our console, spoof lines with `\r`, reorder text with bidi controls or
+//! break an XML consumer with a NUL byte.
+
+/// Longest excerpt of a peer's bytes kept in a report, in characters.
+pub const EXCERPT_CHARS: usize = 2_000;
+
+/// Renders bytes for a report: invalid UTF-8 becomes U+FFFD, control and invisible characters
+/// become visible escapes, and at most `max_chars` characters are kept (with a note of what was cut).
+pub fn excerpt(bytes: &[u8], max_chars: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    excerpt_str(&text, max_chars)
+}
+
+/// As [`excerpt`], for text already decoded.
+pub fn excerpt_str(text: &str, max_chars: usize) -> String {
+    let mut out = String::new();
+    let mut kept = 0usize;
+    let mut chars = text.char_indices();
+    for (_, c) in chars.by_ref() {
+        if kept == max_chars {
+            break;
+        }
+        push_escaped(&mut out, c);
+        kept += 1;
+    }
+    if kept == max_chars && chars.next().is_some() {
+        let total = text.chars().count();
+        out.push_str(&format!("… [{} more characters]", total - kept));
+    }
+    out
+}
+
+/// Escapes one character unless it is safe to print as it is. Newlines and tabs are kept.
+fn push_escaped(out: &mut String, c: char) {
+    if is_unsafe_char(c) {
+        let code = c as u32;
+        if code <= 0xff {
+            out.push_str(&format!("\\x{code:02x}"));
+        } else {
+            out.push_str(&format!("\\u{{{code:04x}}}"));
+        }
+    } else {
+        out.push(c);
+    }
+}
+
+/// Control characters (C0 but `\n` and `\t`, DEL, C1), bidi controls, zero-width characters,
+/// Unicode tag characters, non-characters and the replacement character stay visible as escapes.
+pub fn is_unsafe_char(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
+        | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{2069}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
+        | '\u{e0000}'..='\u{e007f}')
+}
+
+/// Shortens a text to at most `max_chars` characters without escaping (for messages we wrote).
+pub fn shorten(text: &str, max_chars: usize) -> String {
+    excerpt_str(text, max_chars)
+}
+
+/// `/observations/1/severity` → `observations[1].severity`; the empty pointer is `$` (the body).
+pub fn pointer_to_path(pointer: &str) -> String {
+    if pointer.is_empty() {
+        return "$".to_string();
+    }
+    let mut out = String::new();
+    for token in pointer.trim_start_matches('/').split('/') {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{token}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&token);
+        }
+    }
+    out
+}
+
+/// Replaces every occurrence of each secret with `***`. Secrets shorter than 3 bytes are left alone
+/// (they would turn every report into asterisks and are not worth hiding).
+#[derive(Debug, Clone, Default)]
+pub struct Redactor {
+    secrets: Vec<String>,
+}
+
+impl Redactor {
+    pub fn new<I: IntoIterator<Item = String>>(secrets: I) -> Self {
+        let mut secrets: Vec<String> = secrets.into_iter().filter(|s| s.len() >= 3).collect();
+        // Longest first, so a secret that contains another is replaced whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        Redactor { secrets }
+    }
+
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for secret in &self.secrets {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), "***");
+            }
+        }
+        out
+    }
+
+    pub fn redact_in_place(&self, text: &mut String) {
+        if self.secrets.iter().any(|s| text.contains(s.as_str())) {
+            *text = self.redact(text);
+        }
+    }
+}
+
+/// Quotes a string for a POSIX shell (single quotes).
+pub fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpt_escapes_controls_and_cuts() {
+        let e = excerpt(b"a\x00b\x1b[31mc\xffd", 100);
+        assert_eq!(e, "a\\x00b\\x1b[31mc\u{fffd}d");
+        let long = "x".repeat(10);
+        assert_eq!(excerpt_str(&long, 4), "xxxx… [6 more characters]");
+        assert_eq!(excerpt_str("abcd", 4), "abcd");
+        assert_eq!(excerpt_str("a\u{202e}b", 10), "a\\u{202e}b");
+    }
+
+    #[test]
+    fn pointer_paths() {
+        assert_eq!(pointer_to_path(""), "$");
+        assert_eq!(pointer_to_path("/observations/1/severity"), "observations[1].severity");
+        assert_eq!(pointer_to_path("/a~1b/0"), "a/b[0]");
+    }
+
+    #[test]
+    fn redaction_replaces_every_occurrence() {
+        let r = Redactor::new(vec!["s3cret".to_string(), "ab".to_string()]);
+        assert_eq!(r.redact("Bearer s3cret, s3cret! ab"), "Bearer ***, ***! ab");
+    }
+
+    #[test]
+    fn shell_quoting() {
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    }
+}
