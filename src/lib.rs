@@ -3,13 +3,13 @@
 //! The binary is a thin layer over this library (see `main.rs`): integration tests drive the same
 //! `probe::run` and `mock` servers in-process.
 
-// pub mod cli;
+pub mod cli;
 pub mod mock;
 pub mod probe;
 pub mod protocol;
 pub mod report;
 pub mod schema;
-// pub mod selftest;
+pub mod selftest;
 pub mod text;
 pub mod transport;
 

@@ -14,13 +14,41 @@ use crate::text::{excerpt_str, pointer_to_path};
 
 /// (schema id as used in suites, file path under `schemas/`, contents).
 pub const EMBEDDED: &[(&str, &str, &str)] = &[
-    ("roundtable/analyze.request", "roundtable/analyze.request.json", include_str!("../schemas/roundtable/analyze.request.json")),
-    ("roundtable/analyze.response", "roundtable/analyze.response.json", include_str!("../schemas/roundtable/analyze.response.json")),
-    ("roundtable/challenge.request", "roundtable/challenge.request.json", include_str!("../schemas/roundtable/challenge.request.json")),
-    ("roundtable/challenge.response", "roundtable/challenge.response.json", include_str!("../schemas/roundtable/challenge.response.json")),
-    ("roundtable/vote.request", "roundtable/vote.request.json", include_str!("../schemas/roundtable/vote.request.json")),
-    ("roundtable/vote.response", "roundtable/vote.response.json", include_str!("../schemas/roundtable/vote.response.json")),
-    ("report", "report.schema.json", include_str!("../schemas/report.schema.json")),
+    (
+        "roundtable/analyze.request",
+        "roundtable/analyze.request.json",
+        include_str!("../schemas/roundtable/analyze.request.json"),
+    ),
+    (
+        "roundtable/analyze.response",
+        "roundtable/analyze.response.json",
+        include_str!("../schemas/roundtable/analyze.response.json"),
+    ),
+    (
+        "roundtable/challenge.request",
+        "roundtable/challenge.request.json",
+        include_str!("../schemas/roundtable/challenge.request.json"),
+    ),
+    (
+        "roundtable/challenge.response",
+        "roundtable/challenge.response.json",
+        include_str!("../schemas/roundtable/challenge.response.json"),
+    ),
+    (
+        "roundtable/vote.request",
+        "roundtable/vote.request.json",
+        include_str!("../schemas/roundtable/vote.request.json"),
+    ),
+    (
+        "roundtable/vote.response",
+        "roundtable/vote.response.json",
+        include_str!("../schemas/roundtable/vote.response.json"),
+    ),
+    (
+        "report",
+        "report.schema.json",
+        include_str!("../schemas/report.schema.json"),
+    ),
 ];
 
 /// One way an instance breaks its schema.
@@ -87,7 +115,10 @@ impl Schemas {
     /// All the ways `instance` breaks schema `id` (empty: valid). An unknown id is one finding.
     pub fn validate(&self, id: &str, instance: &Value) -> Vec<Finding> {
         let Some(validator) = self.validators.get(id) else {
-            return vec![Finding { path: "$".into(), message: format!("unknown schema {id:?}") }];
+            return vec![Finding {
+                path: "$".into(),
+                message: format!("unknown schema {id:?}"),
+            }];
         };
         validator
             .iter_errors(instance)
@@ -108,7 +139,15 @@ fn describe(error: &jsonschema::ValidationError<'_>) -> String {
         K::Enum { options } => {
             let allowed: Vec<String> = options
                 .as_array()
-                .map(|a| a.iter().map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).collect())
+                .map(|a| {
+                    a.iter()
+                        .map(|v| {
+                            v.as_str()
+                                .map(str::to_string)
+                                .unwrap_or_else(|| v.to_string())
+                        })
+                        .collect()
+                })
                 .unwrap_or_default();
             format!("{value} is not one of {}", allowed.join(", "))
         }
@@ -161,22 +200,43 @@ mod tests {
             {"finding": "f", "evidence": "[POSSIBLE]", "severity": "high", "confidence": 1.5}]});
         let findings = schemas().validate("roundtable/analyze.response", &body);
         let text: Vec<String> = findings.iter().map(|f| f.to_string()).collect();
-        assert!(text.contains(&"observations[1].severity: \"high\" is not one of critical, warning, info".to_string()), "{text:?}");
-        assert!(text.contains(&"observations[1].confidence: 1.5 is above the maximum 1.0".to_string()), "{text:?}");
+        assert!(
+            text.contains(
+                &"observations[1].severity: \"high\" is not one of critical, warning, info"
+                    .to_string()
+            ),
+            "{text:?}"
+        );
+        assert!(
+            text.contains(&"observations[1].confidence: 1.5 is above the maximum 1.0".to_string()),
+            "{text:?}"
+        );
     }
 
     #[test]
     fn approve_must_be_a_boolean() {
-        let findings = schemas().validate("roundtable/vote.response", &json!({"agent_name": "a", "approve": "false"}));
+        let findings = schemas().validate(
+            "roundtable/vote.response",
+            &json!({"agent_name": "a", "approve": "false"}),
+        );
         assert_eq!(findings.len(), 1);
         assert_eq!(findings[0].path, "approve");
-        assert!(findings[0].message.contains("\"false\" is not of type"), "{}", findings[0].message);
+        assert!(
+            findings[0].message.contains("\"false\" is not of type"),
+            "{}",
+            findings[0].message
+        );
     }
 
     #[test]
     fn relative_refs_resolve_from_memory() {
         let bad = json!({"task_id": "t", "content": "c", "other_analyses": [{"agent_name": "x"}]});
         let findings = schemas().validate("roundtable/challenge.request", &bad);
-        assert!(findings.iter().any(|f| f.path == "other_analyses[0]" && f.message.contains("domain")), "{findings:?}");
+        assert!(
+            findings
+                .iter()
+                .any(|f| f.path == "other_analyses[0]" && f.message.contains("domain")),
+            "{findings:?}"
+        );
     }
 }

@@ -137,7 +137,10 @@ mod tests {
     #[test]
     fn pointer_paths() {
         assert_eq!(pointer_to_path(""), "$");
-        assert_eq!(pointer_to_path("/observations/1/severity"), "observations[1].severity");
+        assert_eq!(
+            pointer_to_path("/observations/1/severity"),
+            "observations[1].severity"
+        );
         assert_eq!(pointer_to_path("/a~1b/0"), "a/b[0]");
     }
 

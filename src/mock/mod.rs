@@ -17,7 +17,11 @@ pub struct Reply {
 
 impl Reply {
     pub fn json(status: u16, value: &impl serde::Serialize) -> Reply {
-        Reply { status, content_type: "application/json", body: Bytes::from(serde_json::to_vec(value).unwrap_or_default()) }
+        Reply {
+            status,
+            content_type: "application/json",
+            body: Bytes::from(serde_json::to_vec(value).unwrap_or_default()),
+        }
     }
 
     /// A JSON error body `{"error": message}`.

@@ -17,7 +17,10 @@ pub struct ReferenceAgent {
 
 impl ReferenceAgent {
     pub fn new(name: impl Into<String>, seed: u64) -> ReferenceAgent {
-        ReferenceAgent { name: name.into(), seed }
+        ReferenceAgent {
+            name: name.into(),
+            seed,
+        }
     }
 
     fn content(&self, endpoint: &str, task_id: &str) -> Content {
@@ -27,7 +30,12 @@ impl ReferenceAgent {
 
 /// Parses a request body, or says (as a 400) what is wrong with it.
 fn parse<T: DeserializeOwned>(endpoint: &str, body: &[u8]) -> Result<T, Reply> {
-    serde_json::from_slice(body).map_err(|e| Reply::error(400, format!("/{endpoint}: the request body is not a valid {endpoint} request: {e}")))
+    serde_json::from_slice(body).map_err(|e| {
+        Reply::error(
+            400,
+            format!("/{endpoint}: the request body is not a valid {endpoint} request: {e}"),
+        )
+    })
 }
 
 impl Responder for ReferenceAgent {
@@ -38,10 +46,26 @@ impl Responder for ReferenceAgent {
                 analysis.domain = "general review".into();
                 Reply::json(200, &analysis)
             }),
-            "challenge" => parse::<ChallengeRequest>(endpoint, body)
-                .map(|r| Reply::json(200, &self.content(endpoint, &r.task_id).challenge_response(&self.name, &r))),
-            "vote" => parse::<VoteRequest>(endpoint, body).map(|r| Reply::json(200, &self.content(endpoint, &r.task_id).vote_response(&self.name, &r))),
-            "health" => Ok(Reply::json(200, &json!({"status": "ok", "agent_name": self.name}))),
+            "challenge" => parse::<ChallengeRequest>(endpoint, body).map(|r| {
+                Reply::json(
+                    200,
+                    &self
+                        .content(endpoint, &r.task_id)
+                        .challenge_response(&self.name, &r),
+                )
+            }),
+            "vote" => parse::<VoteRequest>(endpoint, body).map(|r| {
+                Reply::json(
+                    200,
+                    &self
+                        .content(endpoint, &r.task_id)
+                        .vote_response(&self.name, &r),
+                )
+            }),
+            "health" => Ok(Reply::json(
+                200,
+                &json!({"status": "ok", "agent_name": self.name}),
+            )),
             other => Err(Reply::error(404, format!("no endpoint /{other}"))),
         };
         answer.unwrap_or_else(|e| e)

@@ -35,7 +35,13 @@ pub fn app(responder: Arc<dyn Responder>, api_key: Option<String>) -> Router {
         .with_state(state)
 }
 
-async fn handle(State(state): State<Arc<AppState>>, Path(endpoint): Path<String>, method: Method, headers: HeaderMap, body: Bytes) -> Response {
+async fn handle(
+    State(state): State<Arc<AppState>>,
+    Path(endpoint): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let expected = match endpoint.as_str() {
         "analyze" | "challenge" | "vote" => Method::POST,
         "health" => Method::GET,
@@ -46,11 +52,15 @@ async fn handle(State(state): State<Arc<AppState>>, Path(endpoint): Path<String>
     }
     if endpoint != "health" {
         if let Some(key) = &state.api_key {
-            let sent = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+            let sent = headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok());
             match sent.and_then(|v| v.strip_prefix("Bearer ")) {
                 Some(token) if token == key => {}
                 Some(_) => return to_response(Reply::error(401, "wrong API key")),
-                None => return to_response(Reply::error(401, "missing Authorization: Bearer <key>")),
+                None => {
+                    return to_response(Reply::error(401, "missing Authorization: Bearer <key>"))
+                }
             }
         }
     }
@@ -96,6 +106,12 @@ pub async fn spawn(addr: SocketAddr, app: Router) -> std::io::Result<Running> {
 }
 
 /// Serves until `shutdown` completes.
-pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
 }

@@ -37,7 +37,10 @@ pub enum Check {
     /// Each string at these paths carries a well-formed evidence level tag.
     EvidenceTags(Vec<String>),
     /// None of these patterns occur in the strings at these paths.
-    Phrases { fields: Vec<String>, patterns: Vec<String> },
+    Phrases {
+        fields: Vec<String>,
+        patterns: Vec<String>,
+    },
     /// /vote: a dissent carries a non-empty dissent_reason.
     DissentReason,
     /// /challenge: every challenge carries non-empty counter_evidence.
@@ -78,7 +81,10 @@ impl StatusSpec {
     fn matches(&self, status: u16) -> bool {
         self.items().iter().any(|i| match i {
             StatusItem::Code(c) => *c == status,
-            StatusItem::Class(c) => c.as_bytes().first().is_some_and(|d| u16::from(d - b'0') == status / 100),
+            StatusItem::Class(c) => c
+                .as_bytes()
+                .first()
+                .is_some_and(|d| u16::from(d - b'0') == status / 100),
         })
     }
 
@@ -117,14 +123,26 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub fn new(auth: AuthMode, body_sent: Option<Value>, result: Result<Response, HttpError>) -> Outcome {
-        Outcome { auth, body_sent, result, parsed: OnceLock::new() }
+    pub fn new(
+        auth: AuthMode,
+        body_sent: Option<Value>,
+        result: Result<Response, HttpError>,
+    ) -> Outcome {
+        Outcome {
+            auth,
+            body_sent,
+            result,
+            parsed: OnceLock::new(),
+        }
     }
 
     /// The body as JSON, parsed once.
     pub fn json(&self, max_body: usize) -> Result<&Value, String> {
         let response = self.result.as_ref().map_err(|e| e.to_string())?;
-        self.parsed.get_or_init(|| parse_body(response, max_body)).as_ref().map_err(Clone::clone)
+        self.parsed
+            .get_or_init(|| parse_body(response, max_body))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 }
 
@@ -161,7 +179,11 @@ fn body_too_large(response: &Response, max_body: usize) -> String {
 /// Findings as one message: at most 8, then a count of the rest.
 pub fn findings_message(findings: &[Finding]) -> String {
     const SHOWN: usize = 8;
-    let mut lines: Vec<String> = findings.iter().take(SHOWN).map(ToString::to_string).collect();
+    let mut lines: Vec<String> = findings
+        .iter()
+        .take(SHOWN)
+        .map(ToString::to_string)
+        .collect();
     if findings.len() > SHOWN {
         lines.push(format!("(and {} more)", findings.len() - SHOWN));
     }
@@ -183,7 +205,11 @@ impl Check {
     }
 
     /// Load-time validation: names, paths and patterns. The error says what is wrong.
-    pub fn validate(&self, has_exchange: bool, exchanges: &BTreeMap<String, ExchangeSpec>) -> Result<(), String> {
+    pub fn validate(
+        &self,
+        has_exchange: bool,
+        exchanges: &BTreeMap<String, ExchangeSpec>,
+    ) -> Result<(), String> {
         if self.reads_exchange() && !has_exchange {
             return Err("a check that reads an answer needs `exchange:`".into());
         }
@@ -192,22 +218,30 @@ impl Check {
                 for item in spec.items() {
                     if let StatusItem::Class(c) = item {
                         if !matches!(c.as_str(), "1xx" | "2xx" | "3xx" | "4xx" | "5xx") {
-                            return Err(format!("status {c:?} is neither a code nor a class like 4xx"));
+                            return Err(format!(
+                                "status {c:?} is neither a code nor a class like 4xx"
+                            ));
                         }
                     }
                 }
                 Ok(())
             }
-            Check::Schema(id) if !schemas().contains(id) => {
-                Err(format!("unknown schema {id:?} (known: {})", schemas().ids().collect::<Vec<_>>().join(", ")))
-            }
+            Check::Schema(id) if !schemas().contains(id) => Err(format!(
+                "unknown schema {id:?} (known: {})",
+                schemas().ids().collect::<Vec<_>>().join(", ")
+            )),
             Check::ListCaps(caps) => caps.keys().try_for_each(|p| JsonPath::parse(p).map(drop)),
-            Check::EvidenceTags(paths) => paths.iter().try_for_each(|p| JsonPath::parse(p).map(drop)),
+            Check::EvidenceTags(paths) => {
+                paths.iter().try_for_each(|p| JsonPath::parse(p).map(drop))
+            }
             Check::Phrases { fields, patterns } => {
-                fields.iter().try_for_each(|p| JsonPath::parse(p).map(drop))?;
+                fields
+                    .iter()
+                    .try_for_each(|p| JsonPath::parse(p).map(drop))?;
                 PhraseSet::new(patterns).map(drop)
             }
-            Check::SameAgentName(names) => match names.iter().find(|n| !exchanges.contains_key(*n)) {
+            Check::SameAgentName(names) => match names.iter().find(|n| !exchanges.contains_key(*n))
+            {
                 Some(n) => Err(format!("same_agent_name: unknown exchange {n:?}")),
                 None => Ok(()),
             },
@@ -226,7 +260,10 @@ impl Check {
     /// Ok(note) or Err(why it failed).
     pub fn evaluate(&self, ctx: &Ctx<'_>) -> Result<String, String> {
         if let Check::Reachable = self {
-            return ctx.reachable.clone().unwrap_or_else(|| Err("no connection attempt was made".into()));
+            return ctx
+                .reachable
+                .clone()
+                .unwrap_or_else(|| Err("no connection attempt was made".into()));
         }
         if let Check::SameAgentName(names) = self {
             return same_agent_name(names, ctx);
@@ -240,7 +277,12 @@ impl Check {
                 if spec.matches(response.status) {
                     Ok(format!("answered {}", response.status))
                 } else {
-                    Err(format!("answered {}; expected {}; body: {}", response.status, spec.describe(), excerpt(&response.body[..response.body.len().min(300)], 300)))
+                    Err(format!(
+                        "answered {}; expected {}; body: {}",
+                        response.status,
+                        spec.describe(),
+                        excerpt(&response.body[..response.body.len().min(300)], 300)
+                    ))
                 }
             }
             Check::MaxBody => {
@@ -296,9 +338,15 @@ impl Check {
                 verdict(findings, String::new)
             }
             Check::DissentReason => verdict(roundtable::dissent_has_reason(json()?), String::new),
-            Check::CounterEvidence => verdict(roundtable::challenges_have_counter_evidence(json()?), String::new),
+            Check::CounterEvidence => verdict(
+                roundtable::challenges_have_counter_evidence(json()?),
+                String::new,
+            ),
             Check::KnownTargets => {
-                let request = outcome.body_sent.as_ref().ok_or("the request had no JSON body")?;
+                let request = outcome
+                    .body_sent
+                    .as_ref()
+                    .ok_or("the request had no JSON body")?;
                 verdict(roundtable::targets_are_known(json()?, request), String::new)
             }
             Check::Refused => match response.status {
@@ -311,13 +359,18 @@ impl Check {
                     if (200..300).contains(&s) {
                         Err(format!("security finding: the agent accepted a request {how} (answered {s}); expected 401 or 403"))
                     } else {
-                        Err(format!("answered {s} to a request {how}; expected 401 or 403"))
+                        Err(format!(
+                            "answered {s} to a request {how}; expected 401 or 403"
+                        ))
                     }
                 }
             },
             Check::ReportAnswer => {
                 let ct = response.header("content-type").unwrap_or("no content-type");
-                Ok(format!("answered {} ({ct}): {}", response.status, excerpt(&response.body[..response.body.len().min(200)], 200)))
+                Ok(format!(
+                    "{ct}: {}",
+                    excerpt(&response.body[..response.body.len().min(200)], 200)
+                ))
             }
         }
     }
@@ -326,13 +379,26 @@ impl Check {
 fn same_agent_name(names: &[String], ctx: &Ctx<'_>) -> Result<String, String> {
     let mut seen = Vec::new();
     for name in names {
-        let outcome = ctx.exchanges.get(name).ok_or_else(|| format!("exchange {name} was not run"))?;
-        let body = outcome.json(ctx.max_body).map_err(|e| format!("/{name}: {e}"))?;
-        let agent = body.get("agent_name").and_then(Value::as_str).ok_or_else(|| format!("/{name}: no agent_name"))?;
+        let outcome = ctx
+            .exchanges
+            .get(name)
+            .ok_or_else(|| format!("exchange {name} was not run"))?;
+        let body = outcome
+            .json(ctx.max_body)
+            .map_err(|e| format!("/{name}: {e}"))?;
+        let agent = body
+            .get("agent_name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("/{name}: no agent_name"))?;
         seen.push((name.clone(), agent.to_string()));
     }
-    verdict(roundtable::agent_name_consistent(&seen), || match seen.first() {
-        Some((_, n)) => format!("agent_name {}", excerpt_str(&Value::from(n.as_str()).to_string(), 80)),
-        None => String::new(),
+    verdict(roundtable::agent_name_consistent(&seen), || {
+        match seen.first() {
+            Some((_, n)) => format!(
+                "agent_name {}",
+                excerpt_str(&Value::from(n.as_str()).to_string(), 80)
+            ),
+            None => String::new(),
+        }
     })
 }

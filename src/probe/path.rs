@@ -34,11 +34,15 @@ impl JsonPath {
                 steps.push(Step::Key(key.to_string()));
             }
             while !rest.is_empty() {
-                let end = rest.find(']').ok_or_else(|| format!("path {text:?}: '[' without ']'"))?;
+                let end = rest
+                    .find(']')
+                    .ok_or_else(|| format!("path {text:?}: '[' without ']'"))?;
                 let inner = &rest[1..end];
                 steps.push(match inner {
                     "*" => Step::Every,
-                    _ => Step::Index(inner.parse().map_err(|_| format!("path {text:?}: [{inner}] is neither [*] nor an index"))?),
+                    _ => Step::Index(inner.parse().map_err(|_| {
+                        format!("path {text:?}: [{inner}] is neither [*] nor an index")
+                    })?),
                 });
                 rest = &rest[end + 1..];
                 if !rest.is_empty() && !rest.starts_with('[') {
@@ -46,7 +50,10 @@ impl JsonPath {
                 }
             }
         }
-        Ok(JsonPath { text: text.to_string(), steps })
+        Ok(JsonPath {
+            text: text.to_string(),
+            steps,
+        })
     }
 
     pub fn as_str(&self) -> &str {
@@ -62,7 +69,14 @@ impl JsonPath {
                 match step {
                     Step::Key(k) => {
                         if let Some(v) = value.get(k) {
-                            next.push((if at.is_empty() { k.clone() } else { format!("{at}.{k}") }, v));
+                            next.push((
+                                if at.is_empty() {
+                                    k.clone()
+                                } else {
+                                    format!("{at}.{k}")
+                                },
+                                v,
+                            ));
                         }
                     }
                     Step::Index(i) => {
@@ -72,7 +86,12 @@ impl JsonPath {
                     }
                     Step::Every => {
                         if let Some(items) = value.as_array() {
-                            next.extend(items.iter().enumerate().map(|(i, v)| (format!("{at}[{i}]"), v)));
+                            next.extend(
+                                items
+                                    .iter()
+                                    .enumerate()
+                                    .map(|(i, v)| (format!("{at}[{i}]"), v)),
+                            );
                         }
                     }
                 }
@@ -92,13 +111,27 @@ pub fn strings(root: &Value) -> Vec<(String, &str)> {
             Value::String(s) => out.push((at, s.as_str())),
             Value::Array(items) => {
                 for (i, v) in items.iter().enumerate().rev() {
-                    stack.push((if at == "$" { format!("[{i}]") } else { format!("{at}[{i}]") }, v));
+                    stack.push((
+                        if at == "$" {
+                            format!("[{i}]")
+                        } else {
+                            format!("{at}[{i}]")
+                        },
+                        v,
+                    ));
                 }
             }
             Value::Object(map) => {
                 let entries: Vec<_> = map.iter().collect();
                 for (k, v) in entries.into_iter().rev() {
-                    stack.push((if at == "$" { k.clone() } else { format!("{at}.{k}") }, v));
+                    stack.push((
+                        if at == "$" {
+                            k.clone()
+                        } else {
+                            format!("{at}.{k}")
+                        },
+                        v,
+                    ));
                 }
             }
             _ => {}
@@ -114,10 +147,21 @@ mod tests {
 
     #[test]
     fn selects_with_wildcards_and_indexes() {
-        let doc = json!({"observations": [{"evidence": "a"}, {"evidence": "b"}, {}], "x": [[1, 2]]});
+        let doc =
+            json!({"observations": [{"evidence": "a"}, {"evidence": "b"}, {}], "x": [[1, 2]]});
         let p = JsonPath::parse("observations[*].evidence").unwrap();
-        let got: Vec<_> = p.select(&doc).into_iter().map(|(p, v)| format!("{p}={v}")).collect();
-        assert_eq!(got, ["observations[0].evidence=\"a\"", "observations[1].evidence=\"b\""]);
+        let got: Vec<_> = p
+            .select(&doc)
+            .into_iter()
+            .map(|(p, v)| format!("{p}={v}"))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "observations[0].evidence=\"a\"",
+                "observations[1].evidence=\"b\""
+            ]
+        );
         let p = JsonPath::parse("x[0][1]").unwrap();
         assert_eq!(p.select(&doc)[0].1, &json!(2));
     }
@@ -132,7 +176,10 @@ mod tests {
     #[test]
     fn strings_in_document_order() {
         let doc = json!({"a": "1", "b": [{"c": "2"}, "3"]});
-        let got: Vec<_> = strings(&doc).into_iter().map(|(p, s)| format!("{p}={s}")).collect();
+        let got: Vec<_> = strings(&doc)
+            .into_iter()
+            .map(|(p, s)| format!("{p}={s}"))
+            .collect();
         assert_eq!(got, ["a=1", "b[0].c=2", "b[1]=3"]);
     }
 }

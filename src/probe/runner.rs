@@ -54,12 +54,19 @@ impl ProbeSettings {
     }
 
     fn limits(&self) -> Limits {
-        Limits { deadline: self.timeout, max_body: self.max_body, ..Limits::default() }
+        Limits {
+            deadline: self.timeout,
+            max_body: self.max_body,
+            ..Limits::default()
+        }
     }
 
     /// The bearer token sent where a suite asks for a wrong key: derived from the seed, never the key.
     fn wrong_key(&self) -> String {
-        format!("agent-tck-wrong-key-{:016x}", self.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        format!(
+            "agent-tck-wrong-key-{:016x}",
+            self.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        )
     }
 }
 
@@ -82,7 +89,10 @@ struct Runner<'a> {
 
 /// Runs the probe. `on_case` is called as each case finishes (for a progress indicator). The
 /// error is a configuration error (an `--only` that matches nothing, a dependency cycle).
-pub async fn run(settings: &ProbeSettings, on_case: &(dyn Fn(&CaseResult) + Sync)) -> Result<Report, String> {
+pub async fn run(
+    settings: &ProbeSettings,
+    on_case: &(dyn Fn(&CaseResult) + Sync),
+) -> Result<Report, String> {
     let started_at = report::now_rfc3339();
     let started = Instant::now();
     let chosen = settings.suite.select(&settings.only)?;
@@ -98,7 +108,11 @@ pub async fn run(settings: &ProbeSettings, on_case: &(dyn Fn(&CaseResult) + Sync
         let results = futures::future::join_all(layer.iter().map(|id| runner.run_case(id))).await;
         for result in results {
             on_case(&result);
-            runner.results.lock().expect("results lock").insert(result.id.clone(), result);
+            runner
+                .results
+                .lock()
+                .expect("results lock")
+                .insert(result.id.clone(), result);
         }
     }
     let mut by_id = runner.results.into_inner().expect("results lock");
@@ -147,24 +161,38 @@ impl Runner<'_> {
             let started = Instant::now();
             let r = http::connect(&self.settings.base, self.settings.timeout).await;
             result.duration_ms = started.elapsed().as_millis() as u64;
-            Some(r.map(|t| format!("connected in {} ms", t.as_millis())).map_err(|e| e.to_string()))
+            Some(
+                r.map(|t| format!("connected in {} ms", t.as_millis()))
+                    .map_err(|e| e.to_string()),
+            )
         } else {
             None
         };
 
         let mut outcomes = HashMap::new();
-        let mut names: Vec<&String> = spec.checks.iter().flat_map(Check::extra_exchanges).collect();
+        let mut names: Vec<&String> = spec
+            .checks
+            .iter()
+            .flat_map(Check::extra_exchanges)
+            .collect();
         names.extend(spec.exchange.as_ref());
         for name in names {
             let sent = self.exchange(name).await;
             outcomes.insert(name.clone(), sent);
         }
-        let own = spec.exchange.as_ref().and_then(|n| outcomes.get(n)).cloned();
+        let own = spec
+            .exchange
+            .as_ref()
+            .and_then(|n| outcomes.get(n))
+            .cloned();
         if let Some(sent) = &own {
             result.duration_ms = sent.elapsed.as_millis() as u64;
             result.exchange = sent.detail.clone();
         }
-        let by_name: HashMap<String, Arc<Outcome>> = outcomes.iter().map(|(k, v)| (k.clone(), v.outcome.clone())).collect();
+        let by_name: HashMap<String, Arc<Outcome>> = outcomes
+            .iter()
+            .map(|(k, v)| (k.clone(), v.outcome.clone()))
+            .collect();
         let ctx = Ctx {
             outcome: own.as_ref().map(|s| s.outcome.as_ref()),
             exchanges: &by_name,
@@ -204,10 +232,20 @@ impl Runner<'_> {
 
     /// Sends exchange `name` once; later callers get the same outcome.
     async fn exchange(&self, name: &str) -> Arc<Sent> {
-        let cell = self.exchanges.lock().expect("exchanges lock").entry(name.to_string()).or_default().clone();
+        let cell = self
+            .exchanges
+            .lock()
+            .expect("exchanges lock")
+            .entry(name.to_string())
+            .or_default()
+            .clone();
         cell.get_or_init(|| async {
             let spec = &self.settings.suite.file.exchanges[name];
-            let _permit = self.permits.acquire().await.expect("semaphore never closed");
+            let _permit = self
+                .permits
+                .acquire()
+                .await
+                .expect("semaphore never closed");
             Arc::new(self.send(name, spec).await)
         })
         .await
@@ -216,11 +254,22 @@ impl Runner<'_> {
 
     async fn send(&self, name: &str, spec: &ExchangeSpec) -> Sent {
         let settings = self.settings;
-        let mut headers = vec![("user-agent".to_string(), format!("agent-tck/{}", crate::VERSION)), ("accept".to_string(), "application/json".to_string())];
+        let mut headers = vec![
+            (
+                "user-agent".to_string(),
+                format!("agent-tck/{}", crate::VERSION),
+            ),
+            ("accept".to_string(), "application/json".to_string()),
+        ];
         let mut body_sent = None;
         let body = if let Some(template) = &spec.body {
             // Templates were rendered once at load; a failure here cannot happen for a loaded suite.
-            let value = template::render(template, &self.run_values, &mut Content::new(settings.seed, name)).unwrap_or(Value::Null);
+            let value = template::render(
+                template,
+                &self.run_values,
+                &mut Content::new(settings.seed, name),
+            )
+            .unwrap_or(Value::Null);
             let bytes = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
             body_sent = Some(value);
             bytes
@@ -228,15 +277,34 @@ impl Runner<'_> {
             spec.raw_body.clone().map(Bytes::from).unwrap_or_default()
         };
         if spec.body.is_some() || spec.raw_body.is_some() {
-            headers.push(("content-type".into(), spec.content_type.clone().unwrap_or_else(|| "application/json".into())));
+            headers.push((
+                "content-type".into(),
+                spec.content_type
+                    .clone()
+                    .unwrap_or_else(|| "application/json".into()),
+            ));
         }
         match (spec.auth, &settings.api_key) {
-            (AuthMode::Default, Some(key)) => headers.push(("authorization".into(), format!("Bearer {key}"))),
-            (AuthMode::Wrong, _) => headers.push(("authorization".into(), format!("Bearer {}", settings.wrong_key()))),
+            (AuthMode::Default, Some(key)) => {
+                headers.push(("authorization".into(), format!("Bearer {key}")))
+            }
+            (AuthMode::Wrong, _) => headers.push((
+                "authorization".into(),
+                format!("Bearer {}", settings.wrong_key()),
+            )),
             _ => {}
         }
-        headers.extend(spec.headers.iter().map(|(k, v)| (k.to_lowercase(), v.clone())));
-        let request = http::Request { method: spec.method.clone(), path: spec.path.clone(), headers, body };
+        headers.extend(
+            spec.headers
+                .iter()
+                .map(|(k, v)| (k.to_lowercase(), v.clone())),
+        );
+        let request = http::Request {
+            method: spec.method.clone(),
+            path: spec.path.clone(),
+            headers,
+            body,
+        };
         let started = Instant::now();
         let result = http::send(&settings.base, &request, settings.limits()).await;
         let elapsed = started.elapsed();
@@ -248,7 +316,11 @@ impl Runner<'_> {
             }),
             reproduce: Some(curl(&settings.base, &request, settings.timeout)),
         };
-        Sent { outcome: Arc::new(Outcome::new(spec.auth, body_sent, result)), elapsed, detail }
+        Sent {
+            outcome: Arc::new(Outcome::new(spec.auth, body_sent, result)),
+            elapsed,
+            detail,
+        }
     }
 }
 
@@ -265,21 +337,40 @@ fn describe_request(base: &BaseUrl, request: &http::Request) -> String {
 }
 
 fn describe_response(response: &http::Response) -> String {
-    let mut out = format!("HTTP {} ({} ms)\n", response.status, response.elapsed.as_millis());
+    let mut out = format!(
+        "HTTP {} ({} ms)\n",
+        response.status,
+        response.elapsed.as_millis()
+    );
     for (name, value) in response.headers.iter().take(30) {
-        out.push_str(&format!("{}: {}\n", excerpt_str(name, 100), excerpt_str(value, 200)));
+        out.push_str(&format!(
+            "{}: {}\n",
+            excerpt_str(name, 100),
+            excerpt_str(value, 200)
+        ));
     }
     out.push('\n');
     if response.body_exceeded {
-        out.push_str(&format!("[body cut at {} bytes: over --max-body]\n", response.body.len()));
+        out.push_str(&format!(
+            "[body cut at {} bytes: over --max-body]\n",
+            response.body.len()
+        ));
     }
-    out.push_str(&excerpt(&response.body[..response.body.len().min(8_000)], crate::text::EXCERPT_CHARS));
+    out.push_str(&excerpt(
+        &response.body[..response.body.len().min(8_000)],
+        crate::text::EXCERPT_CHARS,
+    ));
     out
 }
 
 /// A `curl` command that sends the same request (the key is redacted with the rest of the report).
 fn curl(base: &BaseUrl, request: &http::Request, timeout: Duration) -> String {
-    let mut cmd = format!("curl -sS -i --max-time {} -X {} {}", timeout.as_secs().max(1), request.method, shell_quote(&base.join(&request.path)));
+    let mut cmd = format!(
+        "curl -sS -i --max-time {} -X {} {}",
+        timeout.as_secs().max(1),
+        request.method,
+        shell_quote(&base.join(&request.path))
+    );
     for (name, value) in &request.headers {
         if name != "user-agent" && name != "accept" {
             cmd.push_str(&format!(" -H {}", shell_quote(&format!("{name}: {value}"))));
@@ -287,9 +378,15 @@ fn curl(base: &BaseUrl, request: &http::Request, timeout: Duration) -> String {
     }
     if !request.body.is_empty() {
         if request.body.len() <= INLINE_BODY_LIMIT {
-            cmd.push_str(&format!(" --data-binary {}", shell_quote(&String::from_utf8_lossy(&request.body))));
+            cmd.push_str(&format!(
+                " --data-binary {}",
+                shell_quote(&String::from_utf8_lossy(&request.body))
+            ));
         } else {
-            cmd.push_str(&format!(" --data-binary @request.json  # the {}-byte body is in the request section", request.body.len()));
+            cmd.push_str(&format!(
+                " --data-binary @request.json  # the {}-byte body is in the request section",
+                request.body.len()
+            ));
         }
     }
     cmd

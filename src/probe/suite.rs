@@ -19,7 +19,11 @@ use crate::protocol::content::Content;
 use crate::report::Level;
 
 /// The suites built into the binary: (protocol, file name, YAML).
-pub const BUILTIN: &[(&str, &str, &str)] = &[("roundtable", "suites/roundtable.yaml", include_str!("../../suites/roundtable.yaml"))];
+pub const BUILTIN: &[(&str, &str, &str)] = &[(
+    "roundtable",
+    "suites/roundtable.yaml",
+    include_str!("../../suites/roundtable.yaml"),
+)];
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -90,7 +94,14 @@ pub struct CaseSpec {
 
 impl CaseSpec {
     pub fn group(&self) -> String {
-        self.group.clone().unwrap_or_else(|| self.id.value.split('.').next().unwrap_or("cases").to_string())
+        self.group.clone().unwrap_or_else(|| {
+            self.id
+                .value
+                .split('.')
+                .next()
+                .unwrap_or("cases")
+                .to_string()
+        })
     }
 }
 
@@ -125,14 +136,18 @@ impl Suite {
     }
 
     pub fn from_file(path: &Path) -> Result<Suite, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
         Suite::parse(&path.display().to_string(), &text)
     }
 
     /// Parses and validates. Errors read `FILE:LINE: what is wrong`.
     pub fn parse(source: &str, text: &str) -> Result<Suite, String> {
         let file: SuiteFile = serde_saphyr::from_str(text).map_err(|e| format!("{source}: {e}"))?;
-        let suite = Suite { source: source.to_string(), file };
+        let suite = Suite {
+            source: source.to_string(),
+            file,
+        };
         suite.validate()?;
         Ok(suite)
     }
@@ -146,7 +161,12 @@ impl Suite {
     }
 
     fn at(&self, case: &CaseSpec) -> String {
-        format!("{}:{}: case {}", self.source, case.id.referenced.line(), case.id.value)
+        format!(
+            "{}:{}: case {}",
+            self.source,
+            case.id.referenced.line(),
+            case.id.value
+        )
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -161,11 +181,21 @@ impl Suite {
             }
             if let Some(x) = &case.exchange {
                 if !self.file.exchanges.contains_key(x) {
-                    return Err(format!("{at}: unknown exchange {x:?} (defined: {})", self.file.exchanges.keys().cloned().collect::<Vec<_>>().join(", ")));
+                    return Err(format!(
+                        "{at}: unknown exchange {x:?} (defined: {})",
+                        self.file
+                            .exchanges
+                            .keys()
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
                 }
             }
             for check in &case.checks {
-                check.validate(case.exchange.is_some(), &self.file.exchanges).map_err(|e| format!("{at}: {e}"))?;
+                check
+                    .validate(case.exchange.is_some(), &self.file.exchanges)
+                    .map_err(|e| format!("{at}: {e}"))?;
             }
         }
         for case in &self.file.cases {
@@ -175,18 +205,32 @@ impl Suite {
                 }
             }
         }
-        self.layers(&self.file.cases.iter().map(|c| c.id.value.clone()).collect::<Vec<_>>())?;
+        self.layers(
+            &self
+                .file
+                .cases
+                .iter()
+                .map(|c| c.id.value.clone())
+                .collect::<Vec<_>>(),
+        )?;
         // Render every exchange once, so template errors surface now rather than mid-run.
         let run = RunValues::new(0);
         for (name, x) in &self.file.exchanges {
             if let Some(body) = &x.body {
-                template::render(body, &run, &mut Content::new(0, name)).map_err(|e| format!("{}: exchange {name}: {e}", self.source))?;
+                template::render(body, &run, &mut Content::new(0, name))
+                    .map_err(|e| format!("{}: exchange {name}: {e}", self.source))?;
             }
             if x.body.is_some() && x.raw_body.is_some() {
-                return Err(format!("{}: exchange {name}: give body or raw_body, not both", self.source));
+                return Err(format!(
+                    "{}: exchange {name}: give body or raw_body, not both",
+                    self.source
+                ));
             }
             if !x.path.starts_with('/') {
-                return Err(format!("{}: exchange {name}: path {:?} must start with /", self.source, x.path));
+                return Err(format!(
+                    "{}: exchange {name}: path {:?} must start with /",
+                    self.source, x.path
+                ));
             }
         }
         Ok(())
@@ -196,13 +240,22 @@ impl Suite {
     /// names a cycle.
     pub fn layers(&self, chosen: &[String]) -> Result<Vec<Vec<String>>, String> {
         let mut depth: HashMap<&str, usize> = HashMap::new();
-        fn visit<'a>(suite: &'a Suite, id: &'a str, depth: &mut HashMap<&'a str, usize>, path: &mut Vec<&'a str>) -> Result<usize, String> {
+        fn visit<'a>(
+            suite: &'a Suite,
+            id: &'a str,
+            depth: &mut HashMap<&'a str, usize>,
+            path: &mut Vec<&'a str>,
+        ) -> Result<usize, String> {
             if let Some(d) = depth.get(id) {
                 return Ok(*d);
             }
             if path.contains(&id) {
                 path.push(id);
-                return Err(format!("{}: cases need each other in a cycle: {}", suite.source, path.join(" → ")));
+                return Err(format!(
+                    "{}: cases need each other in a cycle: {}",
+                    suite.source,
+                    path.join(" → ")
+                ));
             }
             path.push(id);
             let mut d = 0;
@@ -237,7 +290,9 @@ impl Suite {
         for pattern in only {
             let hits: Vec<&String> = all.iter().filter(|id| glob_match(pattern, id)).collect();
             if hits.is_empty() {
-                return Err(format!("--only {pattern:?} matches no case (list them with `agent-tck suites list`)"));
+                return Err(format!(
+                    "--only {pattern:?} matches no case (list them with `agent-tck suites list`)"
+                ));
             }
             wanted.extend(hits.into_iter().cloned());
         }
@@ -304,10 +359,15 @@ mod tests {
     #[test]
     fn errors_name_file_line_and_case() {
         let e = err("  - {id: c1, level: must, title: t, spec: s, exchange: zz, checks: [json]}\n");
-        assert!(e.starts_with("s.yaml:7: case c1: unknown exchange \"zz\""), "{e}");
+        assert!(
+            e.starts_with("s.yaml:7: case c1: unknown exchange \"zz\""),
+            "{e}"
+        );
         let e = err("  - {id: c1, level: must, title: t, spec: s, needs: [c2], checks: [json], exchange: a}\n  - {id: c2, level: must, title: t, spec: s, needs: [c1], checks: [json], exchange: a}\n");
         assert!(e.contains("cycle: c1 → c2 → c1"), "{e}");
-        let e = err("  - {id: c1, level: must, title: t, spec: s, exchange: a, checks: [{schema: nope}]}\n");
+        let e = err(
+            "  - {id: c1, level: must, title: t, spec: s, exchange: a, checks: [{schema: nope}]}\n",
+        );
         assert!(e.contains("unknown schema \"nope\""), "{e}");
         let e = err("  - {id: c1, level: maybe, title: t, spec: s, checks: [json]}\n");
         assert!(e.starts_with("s.yaml:") && e.contains("maybe"), "{e}");
@@ -319,7 +379,14 @@ mod tests {
     fn select_adds_what_is_needed() {
         let s = Suite::builtin("roundtable").unwrap();
         let chosen = s.select(&["vote.dissent-reason".to_string()]).unwrap();
-        assert!(chosen.contains(&"vote.response".to_string()) && chosen.contains(&"agent.reachable".to_string()), "{chosen:?}");
-        assert!(s.select(&["zzz*".to_string()]).unwrap_err().contains("matches no case"));
+        assert!(
+            chosen.contains(&"vote.response".to_string())
+                && chosen.contains(&"agent.reachable".to_string()),
+            "{chosen:?}"
+        );
+        assert!(s
+            .select(&["zzz*".to_string()])
+            .unwrap_err()
+            .contains("matches no case"));
     }
 }

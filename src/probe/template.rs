@@ -23,20 +23,29 @@ pub struct RunValues {
 impl RunValues {
     pub fn new(seed: u64) -> RunValues {
         let mut c = Content::new(seed, "run");
-        RunValues { task_id: c.task_id(), task: c.task_content() }
+        RunValues {
+            task_id: c.task_id(),
+            task: c.task_content(),
+        }
     }
 }
 
 fn placeholder() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"\{\{\s*([a-z_]+)\s*(?:\(([^)]*)\))?\s*\}\}").expect("valid regex"))
+    RE.get_or_init(|| {
+        Regex::new(r"\{\{\s*([a-z_]+)\s*(?:\(([^)]*)\))?\s*\}\}").expect("valid regex")
+    })
 }
 
 /// Fills a template. `content` is the exchange's own stream of generated content.
 pub fn render(template: &Value, run: &RunValues, content: &mut Content) -> Result<Value, String> {
     match template {
         Value::String(s) => render_string(s, run, content),
-        Value::Array(items) => items.iter().map(|v| render(v, run, content)).collect::<Result<Vec<_>, _>>().map(Value::Array),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| render(v, run, content))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Array),
         Value::Object(map) => {
             let mut out = serde_json::Map::new();
             for (k, v) in map {
@@ -52,7 +61,12 @@ fn render_string(s: &str, run: &RunValues, content: &mut Content) -> Result<Valu
     let re = placeholder();
     if let Some(caps) = re.captures(s) {
         if caps.get(0).is_some_and(|m| m.as_str() == s.trim()) {
-            return generate(&caps[1], caps.get(2).map_or("", |m| m.as_str()), run, content);
+            return generate(
+                &caps[1],
+                caps.get(2).map_or("", |m| m.as_str()),
+                run,
+                content,
+            );
         }
     } else {
         return Ok(Value::String(s.to_string()));
@@ -62,7 +76,12 @@ fn render_string(s: &str, run: &RunValues, content: &mut Content) -> Result<Valu
     for caps in re.captures_iter(s) {
         let m = caps.get(0).expect("group 0 always matches");
         out.push_str(&s[last..m.start()]);
-        match generate(&caps[1], caps.get(2).map_or("", |m| m.as_str()), run, content)? {
+        match generate(
+            &caps[1],
+            caps.get(2).map_or("", |m| m.as_str()),
+            run,
+            content,
+        )? {
             Value::String(text) => out.push_str(&text),
             other => out.push_str(&other.to_string()),
         }
@@ -73,15 +92,33 @@ fn render_string(s: &str, run: &RunValues, content: &mut Content) -> Result<Valu
 }
 
 fn numbers(name: &str, args: &str, want: usize) -> Result<Vec<usize>, String> {
-    let parts: Vec<&str> = args.split(',').map(str::trim).filter(|a| !a.is_empty()).collect();
+    let parts: Vec<&str> = args
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .collect();
     if parts.len() != want {
-        return Err(format!("{{{{ {name}(…) }}}} takes {want} number(s), got {args:?}"));
+        return Err(format!(
+            "{{{{ {name}(…) }}}} takes {want} number(s), got {args:?}"
+        ));
     }
-    parts.iter().map(|p| p.parse().map_err(|_| format!("{{{{ {name}({args}) }}}}: {p:?} is not a whole number"))).collect()
+    parts
+        .iter()
+        .map(|p| {
+            p.parse()
+                .map_err(|_| format!("{{{{ {name}({args}) }}}}: {p:?} is not a whole number"))
+        })
+        .collect()
 }
 
 fn generate(name: &str, args: &str, run: &RunValues, c: &mut Content) -> Result<Value, String> {
-    let no_args = |v: Value| if args.trim().is_empty() { Ok(v) } else { Err(format!("{{{{ {name} }}}} takes no arguments")) };
+    let no_args = |v: Value| {
+        if args.trim().is_empty() {
+            Ok(v)
+        } else {
+            Err(format!("{{{{ {name} }}}} takes no arguments"))
+        }
+    };
     match name {
         "task_id" => no_args(Value::String(run.task_id.clone())),
         "task" => no_args(Value::String(run.task.clone())),
@@ -123,13 +160,27 @@ mod tests {
         assert_eq!(v["others"].as_array().unwrap().len(), 2);
         assert_eq!(v["s"], json!(format!("task {}!", run.task_id)));
         assert_eq!(v["n"], json!(3));
-        assert_eq!(fill(json!("{{ text(10) }}")).unwrap().as_str().unwrap().chars().count(), 10);
+        assert_eq!(
+            fill(json!("{{ text(10) }}"))
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .chars()
+                .count(),
+            10
+        );
     }
 
     #[test]
     fn errors_name_the_generator() {
-        assert!(fill(json!("{{ nope }}")).unwrap_err().contains("unknown generator {{ nope }}"));
-        assert!(fill(json!("{{ text(x) }}")).unwrap_err().contains("not a whole number"));
-        assert!(fill(json!("{{ synthesis(1) }}")).unwrap_err().contains("takes 2"));
+        assert!(fill(json!("{{ nope }}"))
+            .unwrap_err()
+            .contains("unknown generator {{ nope }}"));
+        assert!(fill(json!("{{ text(x) }}"))
+            .unwrap_err()
+            .contains("not a whole number"));
+        assert!(fill(json!("{{ synthesis(1) }}"))
+            .unwrap_err()
+            .contains("takes 2"));
     }
 }

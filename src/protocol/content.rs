@@ -10,8 +10,8 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::roundtable::{
-    AgentAnalysis, AgentChallenge, AgentVote, Challenge, ChallengeRequest, Concession, KeyFinding, Observation, Recommendation, Severity,
-    Synthesis, VoteRequest,
+    AgentAnalysis, AgentChallenge, AgentVote, Challenge, ChallengeRequest, Concession, KeyFinding,
+    Observation, Recommendation, Severity, Synthesis, VoteRequest,
 };
 
 /// A seeded source of content.
@@ -21,7 +21,9 @@ pub struct Content {
 
 /// FNV-1a: a stable hash, so the same seed gives the same content on every build and platform.
 fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Samples of scripts and symbols a platform will forward: accents, CJK, emoji (with a ZWJ
@@ -39,7 +41,9 @@ const UNICODE_SAMPLES: &[&str] = &[
 
 impl Content {
     pub fn new(seed: u64, stream: &str) -> Content {
-        Content { rng: ChaCha8Rng::seed_from_u64(seed ^ fnv1a(stream)) }
+        Content {
+            rng: ChaCha8Rng::seed_from_u64(seed ^ fnv1a(stream)),
+        }
     }
 
     pub fn below(&mut self, n: usize) -> usize {
@@ -70,7 +74,11 @@ impl Content {
     pub fn task_content(&mut self) -> String {
         let thing: String = BuzzwordMiddle().fake_with_rng(&mut self.rng);
         let goal: String = Bs().fake_with_rng(&mut self.rng);
-        format!("Review the {} module and plan how to {goal}. {}", thing.to_lowercase(), self.sentence())
+        format!(
+            "Review the {} module and plan how to {goal}. {}",
+            thing.to_lowercase(),
+            self.sentence()
+        )
     }
 
     /// Text of exactly `chars` characters (sentences repeated and cut).
@@ -94,12 +102,22 @@ impl Content {
     /// A snake_case agent name, unique by `index` within one round table.
     pub fn agent_name(&mut self, index: usize) -> String {
         const ROLES: [&str; 5] = ["analyst", "reviewer", "auditor", "architect", "tester"];
-        let word = self.word().to_lowercase().replace(|c: char| !c.is_ascii_alphanumeric(), "");
+        let word = self
+            .word()
+            .to_lowercase()
+            .replace(|c: char| !c.is_ascii_alphanumeric(), "");
         format!("{word}_{}_{index}", ROLES[self.below(ROLES.len())])
     }
 
     pub fn domain(&mut self) -> String {
-        const DOMAINS: [&str; 6] = ["application security", "code quality", "performance", "reliability", "data privacy", "architecture"];
+        const DOMAINS: [&str; 6] = [
+            "application security",
+            "code quality",
+            "performance",
+            "reliability",
+            "data privacy",
+            "architecture",
+        ];
         DOMAINS[self.below(DOMAINS.len())].to_string()
     }
 
@@ -131,19 +149,30 @@ impl Content {
 
     pub fn observation(&mut self) -> Observation {
         let finding: String = CatchPhrase().fake_with_rng(&mut self.rng);
-        Observation { finding, evidence: self.evidence(), severity: self.severity(), confidence: Some(self.confidence()) }
+        Observation {
+            finding,
+            evidence: self.evidence(),
+            severity: self.severity(),
+            confidence: Some(self.confidence()),
+        }
     }
 
     pub fn recommendation(&mut self) -> Recommendation {
         let action: String = Bs().fake_with_rng(&mut self.rng);
         let priority = ["critical", "high", "medium", "low"][self.below(4)].to_string();
-        Recommendation { action: capitalize(&action), rationale: Some(self.sentence()), priority: Some(priority) }
+        Recommendation {
+            action: capitalize(&action),
+            rationale: Some(self.sentence()),
+            priority: Some(priority),
+        }
     }
 
     /// An analysis by `agent_name` with 1 to 3 observations.
     pub fn analysis(&mut self, agent_name: &str) -> AgentAnalysis {
         let observations = (0..1 + self.below(3)).map(|_| self.observation()).collect();
-        let recommendations = (0..1 + self.below(2)).map(|_| self.recommendation()).collect();
+        let recommendations = (0..1 + self.below(2))
+            .map(|_| self.recommendation())
+            .collect();
         AgentAnalysis {
             agent_name: agent_name.to_string(),
             domain: self.domain(),
@@ -169,20 +198,32 @@ impl Content {
             .map(|i| {
                 let agent = self.agent_name(i);
                 let obs = self.observation();
-                KeyFinding { agent_name: Some(agent), finding: Some(obs.finding), evidence: Some(obs.evidence) }
+                KeyFinding {
+                    agent_name: Some(agent),
+                    finding: Some(obs.finding),
+                    evidence: Some(obs.evidence),
+                }
             })
             .collect();
         Synthesis {
             recommended_direction: capitalize(&direction),
             key_findings: Some(key_findings),
             trade_offs: Some((0..trade_offs).map(|_| self.sentence()).collect()),
-            minority_views: Some((0..minority_views).map(|_| serde_json::Value::String(self.sentence())).collect()),
+            minority_views: Some(
+                (0..minority_views)
+                    .map(|_| serde_json::Value::String(self.sentence()))
+                    .collect(),
+            ),
         }
     }
 
     /// The reference agent's answer to /challenge: it challenges one finding of every other
     /// agent and concedes another where there is one; nothing when there is no one to challenge.
-    pub fn challenge_response(&mut self, agent_name: &str, request: &ChallengeRequest) -> AgentChallenge {
+    pub fn challenge_response(
+        &mut self,
+        agent_name: &str,
+        request: &ChallengeRequest,
+    ) -> AgentChallenge {
         let mut challenges = Vec::new();
         let mut concessions = Vec::new();
         for other in &request.other_analyses {
@@ -195,21 +236,43 @@ impl Content {
                 });
             }
             if let Some(second) = findings.next() {
-                concessions.push(Concession { target_agent: other.agent_name.clone(), finding_accepted: second, reason: Some(self.sentence()) });
+                concessions.push(Concession {
+                    target_agent: other.agent_name.clone(),
+                    finding_accepted: second,
+                    reason: Some(self.sentence()),
+                });
             }
         }
-        AgentChallenge { agent_name: agent_name.to_string(), challenges: Some(challenges), concessions: Some(concessions) }
+        AgentChallenge {
+            agent_name: agent_name.to_string(),
+            challenges: Some(challenges),
+            concessions: Some(concessions),
+        }
     }
 
     /// The reference agent's vote: it dissents (with a reason) when the synthesis carries
     /// minority views, and otherwise approves with conditions.
     pub fn vote_response(&mut self, agent_name: &str, request: &VoteRequest) -> AgentVote {
-        let dissent = request.synthesis.minority_views.as_ref().is_some_and(|m| !m.is_empty());
+        let dissent = request
+            .synthesis
+            .minority_views
+            .as_ref()
+            .is_some_and(|m| !m.is_empty());
         if dissent {
-            AgentVote { agent_name: agent_name.to_string(), approve: false, conditions: None, dissent_reason: Some(self.sentence()) }
+            AgentVote {
+                agent_name: agent_name.to_string(),
+                approve: false,
+                conditions: None,
+                dissent_reason: Some(self.sentence()),
+            }
         } else {
             let conditions = (0..1 + self.below(3)).map(|_| self.sentence()).collect();
-            AgentVote { agent_name: agent_name.to_string(), approve: true, conditions: Some(conditions), dissent_reason: None }
+            AgentVote {
+                agent_name: agent_name.to_string(),
+                approve: true,
+                conditions: Some(conditions),
+                dissent_reason: None,
+            }
         }
     }
 }

@@ -10,5 +10,8 @@ use crate::schema::Finding;
 
 /// A finding at `path` (already in dotted form).
 pub fn finding(path: impl Into<String>, message: impl Into<String>) -> Finding {
-    Finding { path: path.into(), message: message.into() }
+    Finding {
+        path: path.into(),
+        message: message.into(),
+    }
 }

@@ -148,7 +148,10 @@ pub fn dissent_has_reason(vote: &Value) -> Vec<Finding> {
         return Vec::new();
     }
     match is_blank(vote.get("dissent_reason")) {
-        Some(how) => vec![finding("dissent_reason", format!("{how}, but approve is false: a dissent must say why"))],
+        Some(how) => vec![finding(
+            "dissent_reason",
+            format!("{how}, but approve is false: a dissent must say why"),
+        )],
         None => Vec::new(),
     }
 }
@@ -157,8 +160,12 @@ pub fn dissent_has_reason(vote: &Value) -> Vec<Finding> {
 pub fn challenges_have_counter_evidence(challenge: &Value) -> Vec<Finding> {
     items(challenge, "challenges")
         .filter_map(|(i, c)| {
-            is_blank(c.get("counter_evidence"))
-                .map(|how| finding(format!("challenges[{i}].counter_evidence"), format!("{how}: a challenge must include counter-evidence")))
+            is_blank(c.get("counter_evidence")).map(|how| {
+                finding(
+                    format!("challenges[{i}].counter_evidence"),
+                    format!("{how}: a challenge must include counter-evidence"),
+                )
+            })
         })
         .collect()
 }
@@ -168,17 +175,31 @@ pub fn targets_are_known(challenge: &Value, request: &Value) -> Vec<Finding> {
     let known: Vec<&str> = request
         .get("other_analyses")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|x| x.get("agent_name").and_then(Value::as_str)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.get("agent_name").and_then(Value::as_str))
+                .collect()
+        })
         .unwrap_or_default();
-    let listed = if known.is_empty() { "other_analyses was empty".to_string() } else { format!("other_analyses named {}", known.join(", ")) };
+    let listed = if known.is_empty() {
+        "other_analyses was empty".to_string()
+    } else {
+        format!("other_analyses named {}", known.join(", "))
+    };
     let mut out = Vec::new();
     for list in ["challenges", "concessions"] {
         for (i, item) in items(challenge, list) {
-            let target = item.get("target_agent").and_then(Value::as_str).unwrap_or_default();
+            let target = item
+                .get("target_agent")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             if !known.contains(&target) {
                 out.push(finding(
                     format!("{list}[{i}].target_agent"),
-                    format!("{} is not an agent of this round table ({listed})", excerpt_str(&Value::from(target).to_string(), 80)),
+                    format!(
+                        "{} is not an agent of this round table ({listed})",
+                        excerpt_str(&Value::from(target).to_string(), 80)
+                    ),
                 ));
             }
         }
@@ -188,7 +209,9 @@ pub fn targets_are_known(challenge: &Value, request: &Value) -> Vec<Finding> {
 
 /// `agent_name` is the same at every endpoint. `names` holds (endpoint, the name it answered).
 pub fn agent_name_consistent(names: &[(String, String)]) -> Vec<Finding> {
-    let Some((first_endpoint, first)) = names.first() else { return Vec::new() };
+    let Some((first_endpoint, first)) = names.first() else {
+        return Vec::new();
+    };
     names
         .iter()
         .skip(1)
@@ -196,7 +219,11 @@ pub fn agent_name_consistent(names: &[(String, String)]) -> Vec<Finding> {
         .map(|(endpoint, name)| {
             finding(
                 format!("/{endpoint} agent_name"),
-                format!("{} differs from {} answered by /{first_endpoint}", quoted(name), quoted(first)),
+                format!(
+                    "{} differs from {} answered by /{first_endpoint}",
+                    quoted(name),
+                    quoted(first)
+                ),
             )
         })
         .collect()
@@ -207,7 +234,12 @@ fn quoted(text: &str) -> String {
 }
 
 fn items<'a>(value: &'a Value, list: &str) -> impl Iterator<Item = (usize, &'a Value)> {
-    value.get(list).and_then(Value::as_array).into_iter().flatten().enumerate()
+    value
+        .get(list)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
 }
 
 #[cfg(test)]
@@ -219,7 +251,11 @@ mod tests {
     fn dissent_rule() {
         assert!(dissent_has_reason(&json!({"approve": true})).is_empty());
         assert!(dissent_has_reason(&json!({"approve": false, "dissent_reason": "x"})).is_empty());
-        for bad in [json!({"approve": false}), json!({"approve": false, "dissent_reason": null}), json!({"approve": false, "dissent_reason": "  "})] {
+        for bad in [
+            json!({"approve": false}),
+            json!({"approve": false, "dissent_reason": null}),
+            json!({"approve": false, "dissent_reason": "  "}),
+        ] {
             let f = dissent_has_reason(&bad);
             assert_eq!(f.len(), 1, "{bad}");
             assert_eq!(f[0].path, "dissent_reason");
@@ -230,7 +266,13 @@ mod tests {
     fn counter_evidence_rule() {
         let c = json!({"challenges": [{"counter_evidence": "x"}, {"counter_evidence": ""}, {}]});
         let f = challenges_have_counter_evidence(&c);
-        assert_eq!(f.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["challenges[1].counter_evidence", "challenges[2].counter_evidence"]);
+        assert_eq!(
+            f.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(),
+            [
+                "challenges[1].counter_evidence",
+                "challenges[2].counter_evidence"
+            ]
+        );
     }
 
     #[test]
@@ -240,7 +282,11 @@ mod tests {
         let f = targets_are_known(&c, &req);
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].path, "concessions[0].target_agent");
-        assert!(f[0].message.contains("\"ghost\"") && f[0].message.contains("a, b"), "{}", f[0].message);
+        assert!(
+            f[0].message.contains("\"ghost\"") && f[0].message.contains("a, b"),
+            "{}",
+            f[0].message
+        );
     }
 
     #[test]
@@ -249,6 +295,9 @@ mod tests {
         assert!(agent_name_consistent(&[n("analyze", "x"), n("challenge", "x")]).is_empty());
         let f = agent_name_consistent(&[n("analyze", "x"), n("challenge", "x"), n("vote", "y")]);
         assert_eq!(f.len(), 1);
-        assert_eq!(f[0].to_string(), "/vote agent_name: \"y\" differs from \"x\" answered by /analyze");
+        assert_eq!(
+            f[0].to_string(),
+            "/vote agent_name: \"y\" differs from \"x\" answered by /analyze"
+        );
     }
 }

@@ -59,14 +59,19 @@ pub fn render(report: &Report, colour: bool) -> String {
             case.title,
             p.paint("90", &format!("({} ms)", case.duration_ms)),
         ));
-        if case.status != Status::Pass && !case.message.is_empty() {
+        // MAY cases are informational: what they found is shown even when they pass.
+        if (case.status != Status::Pass || case.level == Level::May) && !case.message.is_empty() {
             for line in shorten(&case.message, 1_500).lines() {
                 out.push_str(&format!("         {}\n", p.paint(code, line)));
             }
             if case.status == Status::Fail {
                 if let Some(cmd) = &case.exchange.reproduce {
                     let cmd = shorten(cmd, 400);
-                    out.push_str(&format!("         {} {}\n", p.paint("90", "reproduce:"), cmd.replace('\n', " ")));
+                    out.push_str(&format!(
+                        "         {} {}\n",
+                        p.paint("90", "reproduce:"),
+                        cmd.replace('\n', " ")
+                    ));
                 }
             }
         }
@@ -76,12 +81,23 @@ pub fn render(report: &Report, colour: bool) -> String {
         "\n{} MUST failed, {} SHOULD failed{}, {} MAY noted · {} ms\n",
         s.failed_must,
         s.failed_should,
-        if report.strict { " (--strict: they fail the run)" } else { " (warnings)" },
+        if report.strict {
+            " (--strict: they fail the run)"
+        } else {
+            " (warnings)"
+        },
         s.failed_may,
         report.duration_ms
     ));
-    let last = format!("{} passed, {} failed, {} skipped", s.passed, s.failed, s.skipped);
-    let code = if report.exit_code() == 0 { "1;32" } else { "1;31" };
+    let last = format!(
+        "{} passed, {} failed, {} skipped",
+        s.passed, s.failed, s.skipped
+    );
+    let code = if report.exit_code() == 0 {
+        "1;32"
+    } else {
+        "1;31"
+    };
     out.push_str(&p.paint(code, &last));
     out.push('\n');
     out
@@ -96,7 +112,11 @@ pub struct Progress {
 
 impl Progress {
     pub fn new(total: usize) -> Progress {
-        Progress { on: std::io::stderr().is_terminal(), total, done: 0 }
+        Progress {
+            on: std::io::stderr().is_terminal(),
+            total,
+            done: 0,
+        }
     }
 
     pub fn case_done(&mut self, id: &str) {

@@ -11,7 +11,8 @@ use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 use super::{CaseResult, Report, Status};
 
 pub fn to_string(report: &Report) -> String {
-    let mut junit = quick_junit::Report::new(format!("agent-tck {} {}", report.role, report.protocol));
+    let mut junit =
+        quick_junit::Report::new(format!("agent-tck {} {}", report.role, report.protocol));
     junit.set_time(Duration::from_millis(report.duration_ms));
     let mut groups: Vec<(String, Vec<&CaseResult>)> = Vec::new();
     for case in &report.cases {
@@ -29,9 +30,12 @@ pub fn to_string(report: &Report) -> String {
         suite.add_property(("seed", report.seed.to_string().as_str()));
         junit.add_test_suite(suite);
     }
-    junit
-        .to_string()
-        .unwrap_or_else(|e| format!("<?xml version=\"1.0\"?><!-- agent-tck: cannot write JUnit: {} -->", xml_safe(&e.to_string()).replace("--", "- -")))
+    junit.to_string().unwrap_or_else(|e| {
+        format!(
+            "<?xml version=\"1.0\"?><!-- agent-tck: cannot write JUnit: {} -->",
+            xml_safe(&e.to_string()).replace("--", "- -")
+        )
+    })
 }
 
 fn test_case(report: &Report, case: &CaseResult) -> TestCase {
@@ -56,7 +60,10 @@ fn test_case(report: &Report, case: &CaseResult) -> TestCase {
             s
         }
     };
-    let mut tc = TestCase::new(xml_safe(&format!("{} [{}]", case.id, case.level.as_str())), status);
+    let mut tc = TestCase::new(
+        xml_safe(&format!("{} [{}]", case.id, case.level.as_str())),
+        status,
+    );
     tc.set_classname(xml_safe(&format!("{}.{}", report.protocol, case.group)));
     tc.set_time(Duration::from_millis(case.duration_ms));
     let mut out = format!("{}\nspec: {}\n", case.title, case.spec);
@@ -83,7 +90,9 @@ pub fn xml_safe(text: &str) -> String {
     for c in text.chars() {
         match c {
             '\t' | '\n' | '\r' => out.push(c),
-            '\u{0}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}' => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+            '\u{0}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}' => {
+                out.push_str(&format!("\\u{{{:04x}}}", c as u32))
+            }
             _ => out.push(c),
         }
     }

@@ -29,31 +29,51 @@ pub struct BaseUrl {
 impl BaseUrl {
     /// Parses `http://host[:port][/prefix]` or `https://…`. The error says what is wrong.
     pub fn parse(text: &str) -> Result<BaseUrl, String> {
-        let uri: Uri = text.parse().map_err(|e| format!("{text:?} is not a URL ({e})"))?;
+        let uri: Uri = text
+            .parse()
+            .map_err(|e| format!("{text:?} is not a URL ({e})"))?;
         let tls = match uri.scheme_str() {
             Some("http") => false,
             Some("https") => true,
-            Some(other) => return Err(format!("{text:?}: scheme {other:?} is not supported (use http:// or https://)")),
+            Some(other) => {
+                return Err(format!(
+                    "{text:?}: scheme {other:?} is not supported (use http:// or https://)"
+                ))
+            }
             None => return Err(format!("{text:?} has no scheme (write http://{text})")),
         };
         let host = uri.host().ok_or_else(|| format!("{text:?} has no host"))?;
         if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
-            return Err(format!("{text:?}: credentials in the URL are not supported (use --api-key)"));
+            return Err(format!(
+                "{text:?}: credentials in the URL are not supported (use --api-key)"
+            ));
         }
         if uri.query().is_some() {
             return Err(format!("{text:?}: a base URL takes no query string"));
         }
-        let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
         let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
         let prefix = uri.path().trim_end_matches('/').to_string();
-        Ok(BaseUrl { tls, host, port, prefix })
+        Ok(BaseUrl {
+            tls,
+            host,
+            port,
+            prefix,
+        })
     }
 
     /// The full URL of `path` (which starts with `/`) under this base.
     pub fn join(&self, path: &str) -> String {
         let scheme = if self.tls { "https" } else { "http" };
         let default_port = if self.tls { 443 } else { 80 };
-        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
         if self.port == default_port {
             format!("{scheme}://{host}{}{path}", self.prefix)
         } else {
@@ -63,7 +83,11 @@ impl BaseUrl {
 
     fn host_header(&self) -> String {
         let default_port = if self.tls { 443 } else { 80 };
-        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
         if self.port == default_port {
             host
         } else {
@@ -101,7 +125,11 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { deadline: Duration::from_secs(120), max_body: 5_000_000, max_head: 64 * 1024 }
+        Limits {
+            deadline: Duration::from_secs(120),
+            max_body: 5_000_000,
+            max_head: 64 * 1024,
+        }
     }
 }
 
@@ -120,7 +148,10 @@ pub struct Response {
 
 impl Response {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -165,7 +196,10 @@ impl Progress {
         match self.phase.load(Ordering::Relaxed) {
             CONNECTING => "still connecting".into(),
             WAITING_HEAD => "no response head received".into(),
-            _ => format!("body still arriving after {} bytes", self.body_bytes.load(Ordering::Relaxed)),
+            _ => format!(
+                "body still arriving after {} bytes",
+                self.body_bytes.load(Ordering::Relaxed)
+            ),
         }
     }
 }
@@ -174,9 +208,17 @@ impl Progress {
 pub async fn send(base: &BaseUrl, request: &Request, limits: Limits) -> Result<Response, Error> {
     let progress = Progress::default();
     let started = Instant::now();
-    match tokio::time::timeout(limits.deadline, exchange(base, request, limits, &progress, started)).await {
+    match tokio::time::timeout(
+        limits.deadline,
+        exchange(base, request, limits, &progress, started),
+    )
+    .await
+    {
         Ok(result) => result,
-        Err(_) => Err(Error::Timeout { deadline: limits.deadline, phase: progress.describe() }),
+        Err(_) => Err(Error::Timeout {
+            deadline: limits.deadline,
+            phase: progress.describe(),
+        }),
     }
 }
 
@@ -187,33 +229,59 @@ pub async fn connect(base: &BaseUrl, deadline: Duration) -> Result<Duration, Err
         let addr = format!("{}:{}", base.host, base.port);
         let tcp = TcpStream::connect((base.host.as_str(), base.port))
             .await
-            .map_err(|e| Error::Connect { addr: addr.clone(), reason: e.to_string() })?;
+            .map_err(|e| Error::Connect {
+                addr: addr.clone(),
+                reason: e.to_string(),
+            })?;
         if base.tls {
-            tls_connect(base, tcp).await.map_err(|reason| Error::Tls { addr, reason })?;
+            tls_connect(base, tcp)
+                .await
+                .map_err(|reason| Error::Tls { addr, reason })?;
         }
         Ok(started.elapsed())
     };
     match tokio::time::timeout(deadline, attempt).await {
         Ok(result) => result,
-        Err(_) => Err(Error::Timeout { deadline, phase: "still connecting".into() }),
+        Err(_) => Err(Error::Timeout {
+            deadline,
+            phase: "still connecting".into(),
+        }),
     }
 }
 
-async fn exchange(base: &BaseUrl, request: &Request, limits: Limits, progress: &Progress, started: Instant) -> Result<Response, Error> {
+async fn exchange(
+    base: &BaseUrl,
+    request: &Request,
+    limits: Limits,
+    progress: &Progress,
+    started: Instant,
+) -> Result<Response, Error> {
     let addr = format!("{}:{}", base.host, base.port);
     let tcp = TcpStream::connect((base.host.as_str(), base.port))
         .await
-        .map_err(|e| Error::Connect { addr: addr.clone(), reason: e.to_string() })?;
+        .map_err(|e| Error::Connect {
+            addr: addr.clone(),
+            reason: e.to_string(),
+        })?;
     let _ = tcp.set_nodelay(true);
     if base.tls {
-        let tls = tls_connect(base, tcp).await.map_err(|reason| Error::Tls { addr, reason })?;
+        let tls = tls_connect(base, tcp)
+            .await
+            .map_err(|reason| Error::Tls { addr, reason })?;
         exchange_on(tls, base, request, limits, progress, started).await
     } else {
         exchange_on(tcp, base, request, limits, progress, started).await
     }
 }
 
-async fn exchange_on<S>(stream: S, base: &BaseUrl, request: &Request, limits: Limits, progress: &Progress, started: Instant) -> Result<Response, Error>
+async fn exchange_on<S>(
+    stream: S,
+    base: &BaseUrl,
+    request: &Request,
+    limits: Limits,
+    progress: &Progress,
+    started: Instant,
+) -> Result<Response, Error>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -246,16 +314,24 @@ where
     let headers = response
         .headers()
         .iter()
-        .map(|(n, v)| (n.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .map(|(n, v)| {
+            (
+                n.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
         .collect();
     let mut body = response.into_body();
     let mut buf = BytesMut::new();
     let mut body_exceeded = false;
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| classify(e, &format!("mid-body, after {} bytes", buf.len()), limits))?;
+        let frame = frame
+            .map_err(|e| classify(e, &format!("mid-body, after {} bytes", buf.len()), limits))?;
         if let Ok(data) = frame.into_data() {
             buf.extend_from_slice(&data);
-            progress.body_bytes.store(buf.len() as u64, Ordering::Relaxed);
+            progress
+                .body_bytes
+                .store(buf.len() as u64, Ordering::Relaxed);
             if buf.len() > limits.max_body {
                 body_exceeded = true;
                 break;
@@ -263,31 +339,45 @@ where
         }
     }
     drop(conn);
-    Ok(Response { status, headers, body: buf.freeze(), body_exceeded, elapsed: started.elapsed() })
+    Ok(Response {
+        status,
+        headers,
+        body: buf.freeze(),
+        body_exceeded,
+        elapsed: started.elapsed(),
+    })
 }
 
 /// Turns hyper's error into what the peer did.
 fn classify(error: hyper::Error, phase: &str, limits: Limits) -> Error {
     if error.is_parse_too_large() {
-        return Error::HeadTooLarge { limit: limits.max_head.max(8192) };
+        return Error::HeadTooLarge {
+            limit: limits.max_head.max(8192),
+        };
     }
     if error.is_parse() || error.is_parse_status() {
-        return Error::NotHttp { reason: error.to_string() };
+        return Error::NotHttp {
+            reason: error.to_string(),
+        };
     }
     let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(&error);
     while let Some(s) = source {
         if let Some(io) = s.downcast_ref::<std::io::Error>() {
             return match io.kind() {
-                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::BrokenPipe => {
-                    Error::Reset { phase: phase.to_string() }
-                }
+                std::io::ErrorKind::ConnectionReset
+                | std::io::ErrorKind::ConnectionAborted
+                | std::io::ErrorKind::BrokenPipe => Error::Reset {
+                    phase: phase.to_string(),
+                },
                 _ => Error::Other(format!("I/O error {phase}: {io}")),
             };
         }
         source = s.source();
     }
     if error.is_incomplete_message() || error.is_closed() || error.is_canceled() {
-        return Error::Closed { phase: phase.to_string() };
+        return Error::Closed {
+            phase: phase.to_string(),
+        };
     }
     Error::Other(format!("{error} ({phase})"))
 }
@@ -304,7 +394,9 @@ fn tls_config() -> Arc<rustls::ClientConfig> {
     static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
-            let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+            let roots = rustls::RootCertStore {
+                roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+            };
             let provider = Arc::new(rustls::crypto::ring::default_provider());
             let mut config = rustls::ClientConfig::builder_with_provider(provider)
                 .with_safe_default_protocol_versions()
@@ -317,9 +409,16 @@ fn tls_config() -> Arc<rustls::ClientConfig> {
         .clone()
 }
 
-async fn tls_connect(base: &BaseUrl, tcp: TcpStream) -> Result<tokio_rustls::client::TlsStream<TcpStream>, String> {
-    let name = rustls::pki_types::ServerName::try_from(base.host.clone()).map_err(|e| e.to_string())?;
-    tokio_rustls::TlsConnector::from(tls_config()).connect(name, tcp).await.map_err(|e| e.to_string())
+async fn tls_connect(
+    base: &BaseUrl,
+    tcp: TcpStream,
+) -> Result<tokio_rustls::client::TlsStream<TcpStream>, String> {
+    let name =
+        rustls::pki_types::ServerName::try_from(base.host.clone()).map_err(|e| e.to_string())?;
+    tokio_rustls::TlsConnector::from(tls_config())
+        .connect(name, tcp)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -333,9 +432,15 @@ mod tests {
         let b = BaseUrl::parse("https://agents.example/team/a/").unwrap();
         assert_eq!((b.port, b.prefix.as_str()), (443, "/team/a"));
         assert_eq!(b.join("/vote"), "https://agents.example/team/a/vote");
-        assert!(BaseUrl::parse("127.0.0.1:3001").unwrap_err().contains("scheme"));
-        assert!(BaseUrl::parse("ftp://x").unwrap_err().contains("not supported"));
-        assert!(BaseUrl::parse("http://u:p@x").unwrap_err().contains("credentials"));
+        assert!(BaseUrl::parse("127.0.0.1:3001")
+            .unwrap_err()
+            .contains("scheme"));
+        assert!(BaseUrl::parse("ftp://x")
+            .unwrap_err()
+            .contains("not supported"));
+        assert!(BaseUrl::parse("http://u:p@x")
+            .unwrap_err()
+            .contains("credentials"));
         let b = BaseUrl::parse("http://[::1]:8080").unwrap();
         assert_eq!(b.join("/x"), "http://[::1]:8080/x");
     }

@@ -1,0 +1,600 @@
+//! The command line: clap definitions, and the one place where raw flags become validated
+//! settings. `main` calls [`main`]; every usage or configuration error ends here as one line on
+//! stderr and exit status 2.
+
+use std::ffi::OsString;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::mock::reference::ReferenceAgent;
+use crate::mock::server;
+use crate::probe::{self, ProbeSettings, Suite};
+use crate::report::{console, json, junit, Report};
+use crate::transport::http::BaseUrl;
+
+/// Exit status for a usage or configuration error.
+pub const USAGE_ERROR: u8 = 2;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "agent-tck",
+    version,
+    about = "Conformance test kit and mock agent simulator for agent protocols",
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Play the platform: certify a real agent against a protocol's suite.
+    #[command(subcommand)]
+    Probe(ProbeCommand),
+    /// Play the agents: serve mock agents for a platform to talk to.
+    #[command(subcommand)]
+    Mock(MockCommand),
+    /// Start the built-in reference agent on a free loopback port, probe it and print the report.
+    Selftest(SelftestArgs),
+    /// Inspect the suites (cases, levels, spec sections).
+    #[command(subcommand)]
+    Suites(SuitesCommand),
+    /// The JSON Schemas built into the binary.
+    #[command(subcommand)]
+    Schemas(SchemasCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProbeCommand {
+    /// The round-table External Agent Protocol: POST /analyze, /challenge, /vote.
+    Roundtable(ProbeArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Protocol {
+    Roundtable,
+}
+
+impl Protocol {
+    fn name(self) -> &'static str {
+        match self {
+            Protocol::Roundtable => "roundtable",
+        }
+    }
+}
+
+/// Flags shared by every run that writes a report.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Write the JSON report here (schema: schemas/report.schema.json).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Write JUnit XML here (one testsuite per endpoint).
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ProbeArgs {
+    /// The agent's base URL (http:// or https://), e.g. http://127.0.0.1:3001.
+    #[arg(long, value_name = "BASE")]
+    pub url: String,
+    /// Sent as `Authorization: Bearer KEY`; enables the auth cases. Printed as *** everywhere.
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "AGENT_TCK_API_KEY",
+        hide_env_values = true
+    )]
+    pub api_key: Option<String>,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// How to run a suite (shared by `probe` and `selftest`).
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Total deadline of each exchange, from connect to the last body byte (e.g. 120s, 2m, 500ms, 30).
+    #[arg(long, value_name = "DUR", default_value = "120s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Largest response body accepted; reading stops just past it.
+    #[arg(long, value_name = "BYTES", default_value = "5000000", value_parser = parse_bytes)]
+    pub max_body: usize,
+    /// Longest string field accepted, in characters.
+    #[arg(long, value_name = "CHARS", default_value_t = 50_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_field: u32,
+    /// Seed of every generated request (default: from the clock; the report prints it).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Run only the cases whose id matches (glob, comma-separated or repeated; needed cases are added).
+    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// SHOULD failures fail the run (exit 1) instead of warning.
+    #[arg(long)]
+    pub strict: bool,
+    /// Exchanges in flight at once.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub concurrency: u16,
+    /// A suite file to run instead of the built-in one (see `agent-tck suites list`).
+    #[arg(long, value_name = "FILE")]
+    pub suite: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MockCommand {
+    /// Serve one conforming reference agent until interrupted.
+    Agent(MockAgentArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MockAgentArgs {
+    #[arg(long, value_enum, default_value = "roundtable")]
+    pub protocol: Protocol,
+    /// Address to bind (loopback unless told otherwise).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: IpAddr,
+    /// Port to bind (0: the OS picks one, and it is printed).
+    #[arg(long, default_value_t = 3001)]
+    pub port: u16,
+    /// Require `Authorization: Bearer KEY` on protocol endpoints (401 otherwise).
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "AGENT_TCK_API_KEY",
+        hide_env_values = true
+    )]
+    pub api_key: Option<String>,
+    /// Seed of the generated content (default: from the clock; printed).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// The agent_name it answers with.
+    #[arg(long, default_value = "reference-agent")]
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SelftestArgs {
+    #[arg(long, value_enum, default_value = "roundtable")]
+    pub protocol: Protocol,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SuitesCommand {
+    /// Print every case: id, level, spec section, title.
+    List {
+        #[arg(long, value_enum, default_value = "roundtable")]
+        protocol: Protocol,
+        /// List this suite file instead of the built-in one.
+        #[arg(long, value_name = "FILE")]
+        suite: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SchemasCommand {
+    /// Write the embedded schemas under DIR (as DIR/schemas/...).
+    Export { dir: PathBuf },
+    /// Print the ids of the embedded schemas.
+    List,
+}
+
+/// A duration: `120s`, `2m`, `500ms`, `1h 30m`, or a plain number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let d = match text.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => Duration::from_secs_f64(secs),
+        Ok(_) => return Err("expected a positive duration".into()),
+        Err(_) => humantime::parse_duration(text)
+            .map_err(|e| format!("{e} (expected e.g. 120s, 2m, 500ms)"))?,
+    };
+    if d.is_zero() {
+        return Err("must be more than zero".into());
+    }
+    Ok(d)
+}
+
+/// A byte count: `5000000`, `512k`, `5M`, `5MB`, `5MiB` (k and M are 1000 and 1,000,000; KiB and
+/// MiB are 1024 and 1,048,576).
+pub fn parse_bytes(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: usize = digits.parse().map_err(|_| {
+        format!("{text:?} is not a byte count (expected e.g. 5000000, 512k, 5MB, 5MiB)")
+    })?;
+    let scale: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1_000,
+        "kib" => 1 << 10,
+        "m" | "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        "g" | "gb" => 1_000_000_000,
+        "gib" => 1 << 30,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} (expected k, KB, KiB, M, MB, MiB, G, GB, GiB)"
+            ))
+        }
+    };
+    match n.checked_mul(scale) {
+        Some(0) => Err("must be more than zero".into()),
+        Some(bytes) => Ok(bytes),
+        None => Err("too large".into()),
+    }
+}
+
+/// A usage or configuration error: one line, exit status 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl<T: std::fmt::Display> From<T> for UsageError {
+    fn from(message: T) -> UsageError {
+        UsageError(message.to_string())
+    }
+}
+
+/// Parses `args` and runs the command. Help and version print and exit 0.
+pub fn main<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help, --version: clap's own output, exit 0.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => return usage_error(&clap_one_line(&e)),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return usage_error(&format!("cannot start the async runtime: {e}")),
+    };
+    let outcome = runtime.block_on(execute(cli.command));
+    // Connections to a hostile agent may still be open: do not wait for them on the way out.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(UsageError(message)) => usage_error(&message),
+    }
+}
+
+fn usage_error(message: &str) -> ExitCode {
+    eprintln!("agent-tck: error: {message}");
+    ExitCode::from(USAGE_ERROR)
+}
+
+/// clap's error as one line: its first line, without the `error: ` prefix.
+fn clap_one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid arguments");
+    format!(
+        "{} (see agent-tck --help)",
+        first.trim_start_matches("error: ").trim()
+    )
+}
+
+async fn execute(command: Command) -> Result<u8, UsageError> {
+    match command {
+        Command::Probe(ProbeCommand::Roundtable(args)) => {
+            let base = BaseUrl::parse(&args.url).map_err(|e| format!("--url: {e}"))?;
+            let settings = settings(Protocol::Roundtable, base, args.api_key, &args.run)?;
+            check_outputs(&args.output)?;
+            run_and_report(&settings, &args.output).await
+        }
+        Command::Selftest(args) => {
+            check_outputs(&args.output)?;
+            crate::selftest::run(args.protocol, &args.run, &args.output).await
+        }
+        Command::Mock(MockCommand::Agent(args)) => mock_agent(args).await,
+        Command::Suites(SuitesCommand::List { protocol, suite }) => {
+            let suite = load_suite(protocol, suite.as_deref())?;
+            print!("{}", list_cases(&suite));
+            Ok(0)
+        }
+        Command::Schemas(SchemasCommand::Export { dir }) => {
+            let written = crate::schema::export(&dir)
+                .map_err(|e| format!("cannot write schemas under {}: {e}", dir.display()))?;
+            for path in written {
+                println!("{}", path.display());
+            }
+            Ok(0)
+        }
+        Command::Schemas(SchemasCommand::List) => {
+            for (id, file, _) in crate::schema::EMBEDDED {
+                println!("{id:<32} {file}");
+            }
+            Ok(0)
+        }
+    }
+}
+
+/// The seed to use: the flag, or one from the clock.
+pub fn seed_or_clock(seed: Option<u64>) -> u64 {
+    seed.unwrap_or_else(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        // Keep it short enough to retype.
+        (now.as_nanos() % 1_000_000_000) as u64
+    })
+}
+
+fn load_suite(protocol: Protocol, file: Option<&Path>) -> Result<Suite, UsageError> {
+    let suite = match file {
+        Some(path) => Suite::from_file(path)?,
+        None => Suite::builtin(protocol.name())?,
+    };
+    if suite.file.protocol != protocol.name() {
+        return Err(UsageError(format!(
+            "{}: the suite is for protocol {:?}, not {:?}",
+            suite.source,
+            suite.file.protocol,
+            protocol.name()
+        )));
+    }
+    Ok(suite)
+}
+
+/// Raw flags → validated probe settings.
+pub fn settings(
+    protocol: Protocol,
+    base: BaseUrl,
+    api_key: Option<String>,
+    run: &RunArgs,
+) -> Result<ProbeSettings, UsageError> {
+    if api_key.as_deref().is_some_and(|k| k.trim().is_empty()) {
+        return Err(UsageError("--api-key: the key is empty".into()));
+    }
+    let suite = load_suite(protocol, run.suite.as_deref())?;
+    let mut settings = ProbeSettings::new(base, suite);
+    settings.api_key = api_key;
+    settings.timeout = run.timeout;
+    settings.max_body = run.max_body;
+    settings.max_field = run.max_field as usize;
+    settings.seed = seed_or_clock(run.seed);
+    settings.only = run
+        .only
+        .iter()
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect();
+    settings.strict = run.strict;
+    settings.concurrency = run.concurrency as usize;
+    // Catch an --only that matches nothing before anything is sent.
+    settings.suite.select(&settings.only)?;
+    Ok(settings)
+}
+
+/// Fails early when a report could not be written, rather than after a long run.
+fn check_outputs(output: &OutputArgs) -> Result<(), UsageError> {
+    for (flag, path) in [("--json", &output.json), ("--junit", &output.junit)] {
+        let Some(path) = path else { continue };
+        if path.is_dir() {
+            return Err(UsageError(format!(
+                "{flag} {}: is a directory",
+                path.display()
+            )));
+        }
+        let parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !parent.is_dir() {
+            return Err(UsageError(format!(
+                "{flag} {}: the directory {} does not exist",
+                path.display(),
+                parent.display()
+            )));
+        }
+    }
+    if output.json.is_some() && output.json == output.junit {
+        return Err(UsageError("--json and --junit name the same file".into()));
+    }
+    Ok(())
+}
+
+/// Runs the probe with a progress line, prints the console report, writes the files; the exit
+/// status follows the report (Ctrl-C: 130).
+pub async fn run_and_report(
+    settings: &ProbeSettings,
+    output: &OutputArgs,
+) -> Result<u8, UsageError> {
+    let total = settings.suite.select(&settings.only)?.len();
+    let progress = std::sync::Mutex::new(console::Progress::new(total));
+    let on_case = |case: &crate::report::CaseResult| {
+        if let Ok(mut p) = progress.lock() {
+            p.case_done(&case.id);
+        }
+    };
+    let report = tokio::select! {
+        report = probe::run(settings, &on_case) => report?,
+        _ = tokio::signal::ctrl_c() => {
+            if let Ok(mut p) = progress.lock() { p.finish(); }
+            eprintln!("agent-tck: interrupted; no report written");
+            return Ok(130);
+        }
+    };
+    if let Ok(mut p) = progress.lock() {
+        p.finish();
+    }
+    print!("{}", console::render(&report, console::want_colour()));
+    write_reports(&report, output)?;
+    Ok(report.exit_code() as u8)
+}
+
+fn write_reports(report: &Report, output: &OutputArgs) -> Result<(), UsageError> {
+    let files = [
+        (&output.json, "--json", json::to_string(report)),
+        (&output.junit, "--junit", junit::to_string(report)),
+    ];
+    for (path, flag, text) in files {
+        if let Some(path) = path {
+            std::fs::write(path, text)
+                .map_err(|e| format!("{flag} {}: cannot write: {e}", path.display()))?;
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    Ok(())
+}
+
+async fn mock_agent(args: MockAgentArgs) -> Result<u8, UsageError> {
+    if args.name.trim().is_empty() {
+        return Err(UsageError("--name: the agent name is empty".into()));
+    }
+    let seed = seed_or_clock(args.seed);
+    let responder = match args.protocol {
+        Protocol::Roundtable => Arc::new(ReferenceAgent::new(args.name.clone(), seed)),
+    };
+    let addr = SocketAddr::new(args.host, args.port);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    println!(
+        "agent-tck mock agent · {} reference agent {:?} · seed {seed}{} · listening on http://{bound}",
+        args.protocol.name(),
+        args.name,
+        if args.api_key.is_some() { " · bearer auth on" } else { "" }
+    );
+    if !bound.ip().is_loopback() {
+        eprintln!(
+            "note: listening on {} (not loopback): reachable from other machines",
+            bound.ip()
+        );
+    }
+    let app = server::app(responder, args.api_key);
+    server::serve(listener, app, shutdown_signal())
+        .await
+        .map_err(|e| format!("server error: {e}"))?;
+    println!("stopped");
+    Ok(0)
+}
+
+/// Completes on Ctrl-C or (on Unix) SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// The case list: `id  level  spec  title`, grouped as the suite is.
+pub fn list_cases(suite: &Suite) -> String {
+    let cases = suite.cases();
+    let w = cases.iter().map(|c| c.id.value.len()).max().unwrap_or(0);
+    let mut out = format!(
+        "{} ({}, {} cases; spec {})\n",
+        suite.file.title,
+        suite.source,
+        cases.len(),
+        suite.file.spec
+    );
+    for case in cases {
+        out.push_str(&format!(
+            "  {:<w$}  {:<6}  {:<14}  {}\n",
+            case.id.value,
+            case.level.as_str(),
+            case.spec,
+            case.title
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("120s"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert!(parse_duration("0").unwrap_err().contains("more than zero"));
+        assert!(parse_duration("soon")
+            .unwrap_err()
+            .contains("expected e.g."));
+        assert!(parse_duration("-3").is_err());
+    }
+
+    #[test]
+    fn byte_counts() {
+        assert_eq!(parse_bytes("5000000"), Ok(5_000_000));
+        assert_eq!(parse_bytes("5MB"), Ok(5_000_000));
+        assert_eq!(parse_bytes("5MiB"), Ok(5 << 20));
+        assert_eq!(parse_bytes("512k"), Ok(512_000));
+        assert!(parse_bytes("5 parsecs")
+            .unwrap_err()
+            .contains("unknown unit"));
+        assert!(parse_bytes("lots")
+            .unwrap_err()
+            .contains("not a byte count"));
+        assert!(parse_bytes("0").is_err());
+    }
+
+    #[test]
+    fn clap_errors_become_one_line() {
+        let e = Cli::try_parse_from([
+            "agent-tck",
+            "probe",
+            "roundtable",
+            "--url",
+            "http://x",
+            "--timeout",
+            "soon",
+        ])
+        .unwrap_err();
+        let line = clap_one_line(&e);
+        assert!(!line.contains('\n'), "{line}");
+        assert!(line.contains("--timeout"), "{line}");
+        let e = Cli::try_parse_from(["agent-tck", "probe", "roundtable"]).unwrap_err();
+        assert!(clap_one_line(&e).contains("--url"), "{}", clap_one_line(&e));
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

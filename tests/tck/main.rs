@@ -1,0 +1,11 @@
+//! Integration tests: one binary, one module per concern. Every agent here is an in-process stub
+//! on a loopback port the OS picks; nothing touches the network.
+
+mod support;
+
+mod broken;
+mod cli;
+mod hostile;
+mod properties;
+mod reference;
+mod reports;
