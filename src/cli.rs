@@ -285,15 +285,19 @@ fn usage_error(message: &str) -> ExitCode {
 
 /// clap's error as one line: its first line, without the `error: ` prefix.
 fn clap_one_line(e: &clap::Error) -> String {
+    // clap's message is its first paragraph (a list of missing arguments runs over several
+    // lines); the usage and tips that follow are left to --help.
     let text = e.render().to_string();
-    let first = text
+    let lines: Vec<&str> = text
         .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("invalid arguments");
-    format!(
-        "{} (see agent-tck --help)",
-        first.trim_start_matches("error: ").trim()
-    )
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let joined = lines.join(" ");
+    let message = joined.trim_start_matches("error: ");
+    let message = if message.is_empty() { "invalid arguments" } else { message };
+    format!("{message} (see agent-tck --help)")
 }
 
 async fn execute(command: Command) -> Result<u8, UsageError> {

@@ -143,7 +143,8 @@ impl Suite {
 
     /// Parses and validates. Errors read `FILE:LINE: what is wrong`.
     pub fn parse(source: &str, text: &str) -> Result<Suite, String> {
-        let file: SuiteFile = serde_saphyr::from_str(text).map_err(|e| format!("{source}: {e}"))?;
+        let file: SuiteFile =
+            serde_saphyr::from_str(text).map_err(|e| yaml_error(source, &e.to_string()))?;
         let suite = Suite {
             source: source.to_string(),
             file,
@@ -308,6 +309,19 @@ impl Suite {
     }
 }
 
+/// The YAML parser's error as one line, `FILE:LINE:COLUMN: what is wrong` (its source snippet
+/// is dropped: the line number says where to look).
+fn yaml_error(source: &str, error: &str) -> String {
+    let first = error.lines().next().unwrap_or_default();
+    let first = first.trim_start_matches("error: ");
+    let located = first.strip_prefix("line ").and_then(|rest| {
+        let (line, rest) = rest.split_once(" column ")?;
+        let (column, message) = rest.split_once(": ")?;
+        Some(format!("{source}:{line}:{column}: {message}"))
+    });
+    located.unwrap_or_else(|| format!("{source}: {first}"))
+}
+
 /// Glob match with `*` (any run of characters) and `?` (one character).
 pub fn glob_match(pattern: &str, text: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
@@ -370,7 +384,8 @@ mod tests {
         );
         assert!(e.contains("unknown schema \"nope\""), "{e}");
         let e = err("  - {id: c1, level: maybe, title: t, spec: s, checks: [json]}\n");
-        assert!(e.starts_with("s.yaml:") && e.contains("maybe"), "{e}");
+        assert!(e.starts_with("s.yaml:7:") && e.contains("maybe"), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
         let e = err("  - {id: c1, level: must, title: t, spec: s, exchange: a, checks: [{phrases: {fields: [x], patterns: ['(']}}]}\n");
         assert!(e.contains("not a valid regular expression"), "{e}");
     }

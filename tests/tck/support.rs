@@ -9,6 +9,10 @@ use std::time::Duration;
 use agent_tck::mock::reference::ReferenceAgent;
 use agent_tck::mock::server::{self, Running};
 use agent_tck::mock::{Reply, Responder};
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, Method, Uri};
+use axum::response::Response;
+use axum::Router;
 use agent_tck::probe::{self, ProbeSettings, Suite};
 use agent_tck::report::{CaseResult, Report, Status};
 use agent_tck::transport::http::BaseUrl;
@@ -33,64 +37,64 @@ pub async fn serve(responder: impl Responder, api_key: Option<&str>) -> Running 
     server::spawn(loopback(), app).await.expect("bind loopback")
 }
 
-/// The reference agent with its JSON answer at one endpoint rewritten: the way a broken agent
-/// differs from a conforming one in exactly one respect.
-pub struct Mutated<F> {
-    pub endpoint: &'static str,
-    pub inner: ReferenceAgent,
-    pub mutate: F,
+/// One request as a stub sees it.
+pub struct Req {
+    pub method: Method,
+    /// The path without its leading slash (`analyze`).
+    pub endpoint: String,
+    pub headers: HeaderMap,
+    pub body: Bytes,
 }
 
-pub fn mutated<F: Fn(&mut Value) + Send + Sync + 'static>(
-    endpoint: &'static str,
-    mutate: F,
-) -> Mutated<F> {
-    Mutated {
-        endpoint,
-        inner: ReferenceAgent::new("reference-agent", SEED),
-        mutate,
+impl Req {
+    /// The request body as JSON (Null when it is not JSON).
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+
+    /// What the conforming reference agent answers (no auth).
+    pub fn reference(&self) -> Reply {
+        ReferenceAgent::new("reference-agent", SEED).respond(&self.endpoint, &self.body)
+    }
+
+    /// The reference answer as JSON.
+    pub fn reference_json(&self) -> Value {
+        serde_json::from_slice(&self.reference().body).expect("the reference agent answers JSON")
     }
 }
 
-impl<F: Fn(&mut Value) + Send + Sync + 'static> Responder for Mutated<F> {
-    fn respond(&self, endpoint: &str, body: &[u8]) -> Reply {
-        let reply = self.inner.respond(endpoint, body);
-        if endpoint != self.endpoint || reply.status != 200 {
+/// An agent that differs from the reference agent in whatever `handler` says: it sees every
+/// request and returns the reply. Served on a free loopback port.
+pub async fn stub(handler: impl Fn(Req) -> Reply + Send + Sync + 'static) -> Running {
+    let handler = Arc::new(handler);
+    let app = Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+        let handler = handler.clone();
+        async move {
+            let endpoint = uri.path().trim_start_matches('/').to_string();
+            let reply = handler(Req { method, endpoint, headers, body });
+            Response::builder()
+                .status(reply.status)
+                .header("content-type", reply.content_type)
+                .body(Body::from(reply.body))
+                .expect("a valid response")
+        }
+    });
+    server::spawn(loopback(), app).await.expect("bind loopback")
+}
+
+/// The reference agent with its JSON answer at one endpoint rewritten by `mutate(request,
+/// answer)`: a broken agent that differs from a conforming one in exactly one respect.
+pub async fn mutated(endpoint: &'static str, mutate: impl Fn(&Value, &mut Value) + Send + Sync + 'static) -> Running {
+    stub(move |req| {
+        let reply = req.reference();
+        if req.endpoint != endpoint || reply.status != 200 {
             return reply;
         }
-        let mut value: Value =
-            serde_json::from_slice(&reply.body).expect("the reference agent answers JSON");
-        (self.mutate)(&mut value);
-        Reply::json(200, &value)
-    }
-}
-
-/// The reference agent with the raw reply at one endpoint replaced.
-pub struct Replaced<F> {
-    pub endpoint: &'static str,
-    pub inner: ReferenceAgent,
-    pub reply: F,
-}
-
-pub fn replaced<F: Fn() -> Reply + Send + Sync + 'static>(
-    endpoint: &'static str,
-    reply: F,
-) -> Replaced<F> {
-    Replaced {
-        endpoint,
-        inner: ReferenceAgent::new("reference-agent", SEED),
-        reply,
-    }
-}
-
-impl<F: Fn() -> Reply + Send + Sync + 'static> Responder for Replaced<F> {
-    fn respond(&self, endpoint: &str, body: &[u8]) -> Reply {
-        if endpoint == self.endpoint {
-            (self.reply)()
-        } else {
-            self.inner.respond(endpoint, body)
-        }
-    }
+        let mut answer = req.reference_json();
+        mutate(&req.json(), &mut answer);
+        Reply::json(200, &answer)
+    })
+    .await
 }
 
 /// Settings for the built-in roundtable suite against `url`, with short deadlines.
