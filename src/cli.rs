@@ -296,7 +296,11 @@ fn clap_one_line(e: &clap::Error) -> String {
         .collect();
     let joined = lines.join(" ");
     let message = joined.trim_start_matches("error: ");
-    let message = if message.is_empty() { "invalid arguments" } else { message };
+    let message = if message.is_empty() {
+        "invalid arguments"
+    } else {
+        message
+    };
     format!("{message} (see agent-tck --help)")
 }
 
@@ -522,7 +526,7 @@ async fn shutdown_signal() {
     }
 }
 
-/// The case list: `id  level  spec  title`, grouped as the suite is.
+/// The case list: `id  level  title` and the spec section under it, in suite order.
 pub fn list_cases(suite: &Suite) -> String {
     let cases = suite.cases();
     let w = cases.iter().map(|c| c.id.value.len()).max().unwrap_or(0);
@@ -535,11 +539,13 @@ pub fn list_cases(suite: &Suite) -> String {
     );
     for case in cases {
         out.push_str(&format!(
-            "  {:<w$}  {:<6}  {:<14}  {}\n",
+            "  {:<w$}  {:<6}  {}\n  {:<w$}  {:<6}  spec: {}\n",
             case.id.value,
             case.level.as_str(),
-            case.spec,
-            case.title
+            case.title,
+            "",
+            "",
+            case.spec
         ));
     }
     out

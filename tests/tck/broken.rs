@@ -12,27 +12,49 @@ use crate::support::*;
 
 /// The first other agent named in a /challenge request (or a name no request used).
 fn first_other(request: &Value) -> String {
-    request["other_analyses"][0]["agent_name"].as_str().unwrap_or("nobody").to_string()
+    request["other_analyses"][0]["agent_name"]
+        .as_str()
+        .unwrap_or("nobody")
+        .to_string()
 }
 
 // ---- schema: each endpoint's exchange -------------------------------------------------------
 
 #[tokio::test]
 async fn a_severity_outside_the_enum_fails_analyze_and_skips_what_needs_it() {
-    let agent = mutated("analyze", |_, a| a["observations"][0]["severity"] = json!("high")).await;
+    let agent = mutated("analyze", |_, a| {
+        a["observations"][0]["severity"] = json!("high")
+    })
+    .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["analyze.response"], "analyze.response", &["observations[0].severity: \"high\" is not one of critical, warning, info"]);
+    assert_fails(
+        &report,
+        &["analyze.response"],
+        "analyze.response",
+        &["observations[0].severity: \"high\" is not one of critical, warning, info"],
+    );
     let challenge = case(&report, "challenge.response");
     assert_eq!(challenge.status, Status::Skip);
-    assert_eq!(challenge.message, "skipped: it needs analyze.response, which failed");
+    assert_eq!(
+        challenge.message,
+        "skipped: it needs analyze.response, which failed"
+    );
     assert_eq!(report.exit_code(), 1);
 }
 
 #[tokio::test]
 async fn a_confidence_above_one_fails() {
-    let agent = mutated("analyze", |_, a| a["observations"][0]["confidence"] = json!(1.5)).await;
+    let agent = mutated("analyze", |_, a| {
+        a["observations"][0]["confidence"] = json!(1.5)
+    })
+    .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["analyze.response"], "analyze.response", &["observations[0].confidence: 1.5 is above the maximum"]);
+    assert_fails(
+        &report,
+        &["analyze.response"],
+        "analyze.response",
+        &["observations[0].confidence: 1.5 is above the maximum"],
+    );
 }
 
 #[tokio::test]
@@ -42,7 +64,12 @@ async fn a_missing_required_field_fails() {
     })
     .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["analyze.response"], "analyze.response", &["domain"]);
+    assert_fails(
+        &report,
+        &["analyze.response"],
+        "analyze.response",
+        &["domain"],
+    );
 }
 
 #[tokio::test]
@@ -50,38 +77,81 @@ async fn approve_as_the_string_false_fails_vote() {
     let agent = mutated("vote", |_, a| a["approve"] = json!("false")).await;
     let report = probe(&agent.url(), None).await;
     // vote.trade-offs-minority needs vote.response: it is skipped, not a second failure.
-    assert_fails(&report, &["vote.response"], "vote.response", &["approve: \"false\" is not of type"]);
+    assert_fails(
+        &report,
+        &["vote.response"],
+        "vote.response",
+        &["approve: \"false\" is not of type"],
+    );
     assert_eq!(case(&report, "agent.name-consistent").status, Status::Skip);
 }
 
 #[tokio::test]
 async fn a_challenge_item_without_its_target_fails_the_schema() {
-    let agent = mutated("challenge", |_, a| a["challenges"] = json!([{"finding_challenged": "x", "counter_evidence": "[POSSIBLE] y"}])).await;
+    let agent =
+        mutated(
+            "challenge",
+            |_, a| {
+                a["challenges"] =
+                    json!([{"finding_challenged": "x", "counter_evidence": "[POSSIBLE] y"}])
+            },
+        )
+        .await;
     let report = probe(&agent.url(), None).await;
-    let expected = ["challenge.response", "challenge.empty-others", "challenge.several-others"];
+    let expected = [
+        "challenge.response",
+        "challenge.empty-others",
+        "challenge.several-others",
+    ];
     // The dependants of challenge.response are skipped, so only challenge.response fails.
-    assert_fails(&report, &expected[..1], "challenge.response", &["challenges[0]", "target_agent"]);
+    assert_fails(
+        &report,
+        &expected[..1],
+        "challenge.response",
+        &["challenges[0]", "target_agent"],
+    );
 }
 
 #[tokio::test]
 async fn a_server_error_fails_with_the_status_and_body() {
-    let agent = stub(|req| if req.endpoint == "vote" { Reply::error(500, "boom: database down") } else { req.reference() }).await;
-    let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["vote.response"], "vote.response", &["answered 500; expected 200", "boom: database down"]);
-}
-
-#[tokio::test]
-async fn a_body_that_is_not_json_fails() {
     let agent = stub(|req| {
-        if req.endpoint == "challenge" {
-            Reply { status: 200, content_type: "text/plain", body: "OK, challenged!".into() }
+        if req.endpoint == "vote" {
+            Reply::error(500, "boom: database down")
         } else {
             req.reference()
         }
     })
     .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["challenge.response"], "challenge.response", &["not valid JSON", "OK, challenged!"]);
+    assert_fails(
+        &report,
+        &["vote.response"],
+        "vote.response",
+        &["answered 500; expected 200", "boom: database down"],
+    );
+}
+
+#[tokio::test]
+async fn a_body_that_is_not_json_fails() {
+    let agent = stub(|req| {
+        if req.endpoint == "challenge" {
+            Reply {
+                status: 200,
+                content_type: "text/plain",
+                body: "OK, challenged!".into(),
+            }
+        } else {
+            req.reference()
+        }
+    })
+    .await;
+    let report = probe(&agent.url(), None).await;
+    assert_fails(
+        &report,
+        &["challenge.response"],
+        "challenge.response",
+        &["not valid JSON", "OK, challenged!"],
+    );
 }
 
 // ---- semantic rules ------------------------------------------------------------------------
@@ -94,7 +164,12 @@ async fn a_dissent_without_a_reason_fails() {
     })
     .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["vote.dissent-reason"], "vote.dissent-reason", &["dissent_reason", "approve is false"]);
+    assert_fails(
+        &report,
+        &["vote.dissent-reason"],
+        "vote.dissent-reason",
+        &["dissent_reason", "approve is false"],
+    );
 }
 
 #[tokio::test]
@@ -105,7 +180,12 @@ async fn a_dissent_with_a_blank_reason_fails() {
     })
     .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["vote.dissent-reason"], "vote.dissent-reason", &["dissent_reason"]);
+    assert_fails(
+        &report,
+        &["vote.dissent-reason"],
+        "vote.dissent-reason",
+        &["dissent_reason"],
+    );
 }
 
 #[tokio::test]
@@ -118,7 +198,12 @@ async fn a_challenge_without_counter_evidence_fails() {
     })
     .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["challenge.counter-evidence"], "challenge.counter-evidence", &["challenges[1].counter_evidence"]);
+    assert_fails(
+        &report,
+        &["challenge.counter-evidence"],
+        "challenge.counter-evidence",
+        &["challenges[1].counter_evidence"],
+    );
 }
 
 #[tokio::test]
@@ -129,30 +214,66 @@ async fn a_challenge_of_an_agent_not_at_the_table_fails() {
     })
     .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["challenge.known-targets"], "challenge.known-targets", &["challenges[0].target_agent", "\"ghost-agent\" is not an agent of this round table"]);
+    assert_fails(
+        &report,
+        &["challenge.known-targets"],
+        "challenge.known-targets",
+        &[
+            "challenges[0].target_agent",
+            "\"ghost-agent\" is not an agent of this round table",
+        ],
+    );
 }
 
 #[tokio::test]
 async fn a_concession_to_an_unknown_agent_fails() {
-    let agent = mutated("challenge", |_, a| a["concessions"] = json!([{"target_agent": "ghost-agent", "finding_accepted": "g"}])).await;
+    let agent =
+        mutated(
+            "challenge",
+            |_, a| {
+                a["concessions"] = json!([{"target_agent": "ghost-agent", "finding_accepted": "g"}])
+            },
+        )
+        .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["challenge.known-targets"], "challenge.known-targets", &["concessions[0].target_agent"]);
+    assert_fails(
+        &report,
+        &["challenge.known-targets"],
+        "challenge.known-targets",
+        &["concessions[0].target_agent"],
+    );
 }
 
 #[tokio::test]
 async fn a_different_agent_name_at_vote_fails() {
     let agent = mutated("vote", |_, a| a["agent_name"] = json!("someone-else")).await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["agent.name-consistent"], "agent.name-consistent", &["/vote agent_name", "\"someone-else\" differs from \"reference-agent\""]);
+    assert_fails(
+        &report,
+        &["agent.name-consistent"],
+        "agent.name-consistent",
+        &[
+            "/vote agent_name",
+            "\"someone-else\" differs from \"reference-agent\"",
+        ],
+    );
 }
 
 // ---- evidence --------------------------------------------------------------------------------
 
 #[tokio::test]
 async fn evidence_without_a_level_tag_warns() {
-    let agent = mutated("analyze", |_, a| a["observations"][0]["evidence"] = json!("see the code")).await;
+    let agent = mutated("analyze", |_, a| {
+        a["observations"][0]["evidence"] = json!("see the code")
+    })
+    .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["analyze.evidence-tags"], "analyze.evidence-tags", &["observations[0].evidence", "no evidence level tag"]);
+    assert_fails(
+        &report,
+        &["analyze.evidence-tags"],
+        "analyze.evidence-tags",
+        &["observations[0].evidence", "no evidence level tag"],
+    );
     assert_eq!(case(&report, "analyze.evidence-tags").level, Level::Should);
     assert_eq!(report.exit_code(), 0, "a SHOULD failure warns");
     let strict = probe_with(&agent.url(), |s| s.strict = true).await;
@@ -163,30 +284,69 @@ async fn evidence_without_a_level_tag_warns() {
 async fn malformed_evidence_tags_say_what_is_wrong() {
     for (evidence, needle) in [
         ("[VERIFIED: auth.py] token check", "lacks the :ref part"),
-        ("[CORROBORATED: logs] seen", "two or more sources joined by +"),
+        (
+            "[CORROBORATED: logs] seen",
+            "two or more sources joined by +",
+        ),
         ("[INDICATED] a pattern", "names no source"),
         ("[possible] maybe", "is not upper case"),
     ] {
-        let agent = mutated("analyze", move |_, a| a["observations"][0]["evidence"] = json!(evidence)).await;
+        let agent = mutated("analyze", move |_, a| {
+            a["observations"][0]["evidence"] = json!(evidence)
+        })
+        .await;
         let report = probe(&agent.url(), None).await;
-        assert_fails(&report, &["analyze.evidence-tags"], "analyze.evidence-tags", &["observations[0].evidence", needle]);
+        assert_fails(
+            &report,
+            &["analyze.evidence-tags"],
+            "analyze.evidence-tags",
+            &["observations[0].evidence", needle],
+        );
     }
 }
 
 #[tokio::test]
 async fn speculation_phrases_are_reported_with_their_place() {
-    let agent = mutated("analyze", |_, a| a["observations"][0]["finding"] = json!("I think the token is probably leaked, 90% confident")).await;
+    let agent = mutated("analyze", |_, a| {
+        a["observations"][0]["finding"] =
+            json!("I think the token is probably leaked, 90% confident")
+    })
+    .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["analyze.speculation"], "analyze.speculation", &["observations[0].finding", "\"I think\" at character 0", "\"probably\"", "\"90% confident\""]);
+    assert_fails(
+        &report,
+        &["analyze.speculation"],
+        "analyze.speculation",
+        &[
+            "observations[0].finding",
+            "\"I think\" at character 0",
+            "\"probably\"",
+            "\"90% confident\"",
+        ],
+    );
 }
 
 #[tokio::test]
 async fn hedging_phrases_are_noted_at_may_level() {
-    let agent = mutated("analyze", |_, a| a["observations"][0]["evidence"] = json!("[POSSIBLE] this seems to be a race")).await;
+    let agent = mutated("analyze", |_, a| {
+        a["observations"][0]["evidence"] = json!("[POSSIBLE] this seems to be a race")
+    })
+    .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["analyze.speculation-soft"], "analyze.speculation-soft", &["observations[0].evidence", "\"seems to\""]);
+    assert_fails(
+        &report,
+        &["analyze.speculation-soft"],
+        "analyze.speculation-soft",
+        &["observations[0].evidence", "\"seems to\""],
+    );
     assert_eq!(case(&report, "analyze.speculation-soft").level, Level::May);
-    assert_eq!(probe_with(&agent.url(), |s| s.strict = true).await.exit_code(), 0, "MAY never fails the run");
+    assert_eq!(
+        probe_with(&agent.url(), |s| s.strict = true)
+            .await
+            .exit_code(),
+        0,
+        "MAY never fails the run"
+    );
 }
 
 #[tokio::test]
@@ -196,7 +356,12 @@ async fn speculative_counter_evidence_warns() {
     })
     .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["challenge.speculation"], "challenge.speculation", &["challenges[0].counter_evidence", "\"In my opinion\""]);
+    assert_fails(
+        &report,
+        &["challenge.speculation"],
+        "challenge.speculation",
+        &["challenges[0].counter_evidence", "\"In my opinion\""],
+    );
 }
 
 // ---- limits ------------------------------------------------------------------------------------
@@ -205,14 +370,27 @@ async fn speculative_counter_evidence_warns() {
 async fn a_body_over_max_body_fails() {
     let agent = reference_agent(None).await;
     let report = probe_with(&agent.url(), |s| s.max_body = 300).await;
-    assert_fails(&report, &["analyze.response"], "analyze.response", &["exceeds 300 bytes (--max-body"]);
+    assert_fails(
+        &report,
+        &["analyze.response"],
+        "analyze.response",
+        &["exceeds 300 bytes (--max-body"],
+    );
 }
 
 #[tokio::test]
 async fn a_string_over_max_field_fails() {
-    let agent = mutated("vote", |_, a| a["conditions"] = json!(["ok", "x".repeat(50_001)])).await;
+    let agent = mutated("vote", |_, a| {
+        a["conditions"] = json!(["ok", "x".repeat(50_001)])
+    })
+    .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["vote.field-length"], "vote.field-length", &["conditions[1]: 50001 characters; at most 50000"]);
+    assert_fails(
+        &report,
+        &["vote.field-length"],
+        "vote.field-length",
+        &["conditions[1]: 50001 characters; at most 50000"],
+    );
 }
 
 #[tokio::test]
@@ -223,18 +401,36 @@ async fn lists_over_the_platform_caps_warn() {
     })
     .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["analyze.list-caps"], "analyze.list-caps", &["observations: 101 items; the platform keeps the first 100"]);
+    assert_fails(
+        &report,
+        &["analyze.list-caps"],
+        "analyze.list-caps",
+        &["observations: 101 items; the platform keeps the first 100"],
+    );
 
     let agent = mutated("vote", |_, a| a["conditions"] = json!(vec!["c"; 21])).await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["vote.list-caps"], "vote.list-caps", &["conditions: 21 items"]);
+    assert_fails(
+        &report,
+        &["vote.list-caps"],
+        "vote.list-caps",
+        &["conditions: 21 items"],
+    );
 
     let agent = mutated("challenge", |req, a| {
-        a["concessions"] = Value::Array(vec![json!({"target_agent": first_other(req), "finding_accepted": "g"}); 101]);
+        a["concessions"] = Value::Array(vec![
+            json!({"target_agent": first_other(req), "finding_accepted": "g"});
+            101
+        ]);
     })
     .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["challenge.list-caps"], "challenge.list-caps", &["concessions: 101 items"]);
+    assert_fails(
+        &report,
+        &["challenge.list-caps"],
+        "challenge.list-caps",
+        &["concessions: 101 items"],
+    );
 }
 
 #[tokio::test]
@@ -247,32 +443,72 @@ async fn an_answer_after_the_deadline_fails() {
             "{}"
         }),
     );
-    let agent = agent_tck::mock::server::spawn("127.0.0.1:0".parse().unwrap(), app).await.unwrap();
+    let agent = agent_tck::mock::server::spawn("127.0.0.1:0".parse().unwrap(), app)
+        .await
+        .unwrap();
     let report = probe_with(&agent.url(), |s| {
         s.timeout = Duration::from_millis(700);
         s.only = vec!["analyze.response".into()];
     })
     .await;
-    assert_fails(&report, &["analyze.response"], "analyze.response", &["no complete answer within 700ms", "no response head received"]);
+    assert_fails(
+        &report,
+        &["analyze.response"],
+        "analyze.response",
+        &[
+            "no complete answer within 700ms",
+            "no response head received",
+        ],
+    );
 }
 
 // ---- robustness ------------------------------------------------------------------------------
 
+/// Whether an agent breaks (500) on a request: (endpoint, request body).
+type Breaks = fn(&str, &Value) -> bool;
+
 /// An agent that answers like the reference agent except when `breaks(endpoint, request)`.
-async fn fragile(breaks: fn(&str, &Value) -> bool) -> agent_tck::mock::server::Running {
-    stub(move |req| if breaks(&req.endpoint, &req.json()) { Reply::error(500, "internal error") } else { req.reference() }).await
+async fn fragile(breaks: Breaks) -> agent_tck::mock::server::Running {
+    stub(move |req| {
+        if breaks(&req.endpoint, &req.json()) {
+            Reply::error(500, "internal error")
+        } else {
+            req.reference()
+        }
+    })
+    .await
 }
 
 #[tokio::test]
 async fn robustness_cases_catch_agents_that_break_on_valid_requests() {
-    let cases: [(&str, fn(&str, &Value) -> bool); 7] = [
-        ("analyze.minimal", |e, r| e == "analyze" && r.is_object() && r.get("context").is_none() && r["content"].as_str().is_some_and(|c| c.len() < 50_000)),
-        ("analyze.extra-fields", |e, r| e == "analyze" && r.as_object().is_some_and(|o| o.len() > 4)),
-        ("analyze.unicode", |e, r| e == "analyze" && !r["content"].as_str().unwrap_or("").is_ascii()),
-        ("analyze.long-content", |e, r| e == "analyze" && r["content"].as_str().unwrap_or("").len() > 50_000),
-        ("challenge.empty-others", |e, r| e == "challenge" && r["other_analyses"].as_array().is_some_and(|a| a.is_empty())),
-        ("challenge.several-others", |e, r| e == "challenge" && r["other_analyses"].as_array().is_some_and(|a| a.len() > 3)),
-        ("vote.trade-offs-minority", |e, r| e == "vote" && r["synthesis"]["minority_views"].as_array().is_some_and(|a| !a.is_empty())),
+    let cases: [(&str, Breaks); 7] = [
+        ("analyze.minimal", |e, r| {
+            e == "analyze"
+                && r.is_object()
+                && r.get("context").is_none()
+                && r["content"].as_str().is_some_and(|c| c.len() < 50_000)
+        }),
+        ("analyze.extra-fields", |e, r| {
+            e == "analyze" && r.as_object().is_some_and(|o| o.len() > 4)
+        }),
+        ("analyze.unicode", |e, r| {
+            e == "analyze" && !r["content"].as_str().unwrap_or("").is_ascii()
+        }),
+        ("analyze.long-content", |e, r| {
+            e == "analyze" && r["content"].as_str().unwrap_or("").len() > 50_000
+        }),
+        ("challenge.empty-others", |e, r| {
+            e == "challenge" && r["other_analyses"].as_array().is_some_and(|a| a.is_empty())
+        }),
+        ("challenge.several-others", |e, r| {
+            e == "challenge" && r["other_analyses"].as_array().is_some_and(|a| a.len() > 3)
+        }),
+        ("vote.trade-offs-minority", |e, r| {
+            e == "vote"
+                && r["synthesis"]["minority_views"]
+                    .as_array()
+                    .is_some_and(|a| !a.is_empty())
+        }),
     ];
     for (id, breaks) in cases {
         let agent = fragile(breaks).await;
@@ -286,8 +522,16 @@ async fn robustness_cases_catch_agents_that_break_on_valid_requests() {
 #[tokio::test]
 async fn the_key_goes_as_a_bearer_token() {
     let agent = stub(|req| {
-        let auth = req.headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
-        if auth == format!("Bearer {KEY}") { req.reference() } else { Reply::error(401, "who are you?") }
+        let auth = req
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if auth == format!("Bearer {KEY}") {
+            req.reference()
+        } else {
+            Reply::error(401, "who are you?")
+        }
     })
     .await;
     let report = probe(&agent.url(), Some(KEY)).await;
@@ -298,50 +542,120 @@ async fn the_key_goes_as_a_bearer_token() {
 async fn an_agent_that_ignores_the_key_is_a_security_finding() {
     let agent = reference_agent(None).await;
     let report = probe(&agent.url(), Some(KEY)).await;
-    assert_fails(&report, &["auth.missing-key", "auth.wrong-key"], "auth.missing-key", &["security finding", "without an Authorization header", "answered 200"]);
-    assert!(case(&report, "auth.wrong-key").message.contains("with a wrong API key"));
+    assert_fails(
+        &report,
+        &["auth.missing-key", "auth.wrong-key"],
+        "auth.missing-key",
+        &[
+            "security finding",
+            "without an Authorization header",
+            "answered 200",
+        ],
+    );
+    assert!(case(&report, "auth.wrong-key")
+        .message
+        .contains("with a wrong API key"));
     assert_eq!(report.exit_code(), 0, "SHOULD");
 }
 
 #[tokio::test]
 async fn an_agent_that_accepts_any_bearer_token_fails_the_wrong_key_case() {
-    let agent = stub(|req| if req.headers.contains_key("authorization") { req.reference() } else { Reply::error(401, "no key") }).await;
+    let agent = stub(|req| {
+        if req.headers.contains_key("authorization") {
+            req.reference()
+        } else {
+            Reply::error(401, "no key")
+        }
+    })
+    .await;
     let report = probe(&agent.url(), Some(KEY)).await;
-    assert_fails(&report, &["auth.wrong-key"], "auth.wrong-key", &["security finding", "wrong API key"]);
+    assert_fails(
+        &report,
+        &["auth.wrong-key"],
+        "auth.wrong-key",
+        &["security finding", "wrong API key"],
+    );
 }
 
 #[tokio::test]
 async fn refusing_with_a_server_error_is_not_a_refusal() {
-    let agent = stub(|req| match req.headers.get("authorization").and_then(|v| v.to_str().ok()) {
-        Some(auth) if auth == format!("Bearer {KEY}") => req.reference(),
-        Some(_) => Reply::error(401, "wrong key"),
-        None => Reply::error(500, "crash"),
+    let agent = stub(|req| {
+        match req
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+        {
+            Some(auth) if auth == format!("Bearer {KEY}") => req.reference(),
+            Some(_) => Reply::error(401, "wrong key"),
+            None => Reply::error(500, "crash"),
+        }
     })
     .await;
     let report = probe(&agent.url(), Some(KEY)).await;
-    assert_fails(&report, &["auth.missing-key"], "auth.missing-key", &["answered 500", "expected 401 or 403"]);
+    assert_fails(
+        &report,
+        &["auth.missing-key"],
+        "auth.missing-key",
+        &["answered 500", "expected 401 or 403"],
+    );
 }
 
 // ---- bad requests and /health -------------------------------------------------------------------
 
 #[tokio::test]
 async fn a_server_error_on_a_body_that_is_not_json_warns() {
-    let agent = stub(|req| if req.json().is_null() && req.endpoint == "analyze" { Reply::error(500, "parse panic") } else { req.reference() }).await;
+    let agent = stub(|req| {
+        if req.json().is_null() && req.endpoint == "analyze" {
+            Reply::error(500, "parse panic")
+        } else {
+            req.reference()
+        }
+    })
+    .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["http.not-json"], "http.not-json", &["answered 500; expected 4xx"]);
+    assert_fails(
+        &report,
+        &["http.not-json"],
+        "http.not-json",
+        &["answered 500; expected 4xx"],
+    );
 }
 
 #[tokio::test]
 async fn an_unknown_path_answered_200_warns() {
-    let agent = stub(|req| if req.endpoint.starts_with("agent-tck-no-such") { Reply::json(200, &json!({})) } else { req.reference() }).await;
+    let agent = stub(|req| {
+        if req.endpoint.starts_with("agent-tck-no-such") {
+            Reply::json(200, &json!({}))
+        } else {
+            req.reference()
+        }
+    })
+    .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["http.unknown-path"], "http.unknown-path", &["answered 200; expected 4xx"]);
+    assert_fails(
+        &report,
+        &["http.unknown-path"],
+        "http.unknown-path",
+        &["answered 200; expected 4xx"],
+    );
 }
 
 #[tokio::test]
 async fn a_missing_health_endpoint_is_noted() {
-    let agent = stub(|req| if req.endpoint == "health" { Reply::error(404, "no health here") } else { req.reference() }).await;
+    let agent = stub(|req| {
+        if req.endpoint == "health" {
+            Reply::error(404, "no health here")
+        } else {
+            req.reference()
+        }
+    })
+    .await;
     let report = probe(&agent.url(), None).await;
-    assert_fails(&report, &["http.health"], "http.health", &["answered 404; expected 2xx"]);
+    assert_fails(
+        &report,
+        &["http.health"],
+        "http.health",
+        &["answered 404; expected 2xx"],
+    );
     assert_eq!(report.exit_code(), 0);
 }

@@ -25,7 +25,8 @@ struct TempDir(PathBuf);
 
 impl TempDir {
     fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("agent-tck-test-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("agent-tck-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         TempDir(dir)
@@ -47,8 +48,15 @@ fn assert_usage_error(args: &[&str], needle: &str) {
     let out = agent_tck(args);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{args:?}: one line, got {stderr:?}");
-    assert!(stderr.contains(needle), "{args:?}: {stderr:?} lacks {needle:?}");
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "{args:?}: one line, got {stderr:?}"
+    );
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: {stderr:?} lacks {needle:?}"
+    );
     assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
 }
 
@@ -59,16 +67,74 @@ fn usage_and_configuration_errors_are_one_line_and_exit_2() {
     std::fs::write(&bad_suite, "protocol: roundtable\ntitle: t\nspec: s\ncases:\n  - id: a\n    level: must\n    title: t\n    spec: s\n    checks: [reachable, {no_such_check: 1}]\n").unwrap();
     let url = "http://127.0.0.1:9";
     assert_usage_error(&["probe", "roundtable"], "--url");
-    assert_usage_error(&["probe", "roundtable", "--url", url, "--timeout", "soon"], "--timeout");
-    assert_usage_error(&["probe", "roundtable", "--url", url, "--timeout", "0"], "more than zero");
-    assert_usage_error(&["probe", "roundtable", "--url", url, "--max-body", "5 parsecs"], "--max-body");
-    assert_usage_error(&["probe", "roundtable", "--url", url, "--concurrency", "0"], "--concurrency");
-    assert_usage_error(&["probe", "roundtable", "--url", "ftp://example.org"], "--url");
-    assert_usage_error(&["probe", "roundtable", "--url", url, "--only", "nothing.matches"], "--only \"nothing.matches\" matches no case");
-    assert_usage_error(&["probe", "roundtable", "--url", url, "--suite", &dir.path("missing.yaml")], "missing.yaml: cannot read");
-    assert_usage_error(&["probe", "roundtable", "--url", url, "--suite", &bad_suite], "bad.yaml:9:26: unknown variant `no_such_check`");
-    assert_usage_error(&["probe", "roundtable", "--url", url, "--json", "/no/such/dir/r.json"], "--json /no/such/dir/r.json");
-    assert_usage_error(&["probe", "roundtable", "--url", url, "--api-key", ""], "--api-key");
+    assert_usage_error(
+        &["probe", "roundtable", "--url", url, "--timeout", "soon"],
+        "--timeout",
+    );
+    assert_usage_error(
+        &["probe", "roundtable", "--url", url, "--timeout", "0"],
+        "more than zero",
+    );
+    assert_usage_error(
+        &[
+            "probe",
+            "roundtable",
+            "--url",
+            url,
+            "--max-body",
+            "5 parsecs",
+        ],
+        "--max-body",
+    );
+    assert_usage_error(
+        &["probe", "roundtable", "--url", url, "--concurrency", "0"],
+        "--concurrency",
+    );
+    assert_usage_error(
+        &["probe", "roundtable", "--url", "ftp://example.org"],
+        "--url",
+    );
+    assert_usage_error(
+        &[
+            "probe",
+            "roundtable",
+            "--url",
+            url,
+            "--only",
+            "nothing.matches",
+        ],
+        "--only \"nothing.matches\" matches no case",
+    );
+    assert_usage_error(
+        &[
+            "probe",
+            "roundtable",
+            "--url",
+            url,
+            "--suite",
+            &dir.path("missing.yaml"),
+        ],
+        "missing.yaml: cannot read",
+    );
+    assert_usage_error(
+        &["probe", "roundtable", "--url", url, "--suite", &bad_suite],
+        "bad.yaml:9:26: unknown variant `no_such_check`",
+    );
+    assert_usage_error(
+        &[
+            "probe",
+            "roundtable",
+            "--url",
+            url,
+            "--json",
+            "/no/such/dir/r.json",
+        ],
+        "--json /no/such/dir/r.json",
+    );
+    assert_usage_error(
+        &["probe", "roundtable", "--url", url, "--api-key", ""],
+        "--api-key",
+    );
     assert_usage_error(&["probe", "nosuchprotocol"], "nosuchprotocol");
     assert_usage_error(&["frobnicate"], "frobnicate");
 }
@@ -81,34 +147,70 @@ fn help_and_version_exit_0() {
     let out = agent_tck(&["probe", "roundtable", "--help"]);
     assert!(text(&out.stdout).contains("--max-body"));
     let out = agent_tck(&["--version"]);
-    assert_eq!(text(&out.stdout).trim(), format!("agent-tck {}", agent_tck::VERSION));
+    assert_eq!(
+        text(&out.stdout).trim(),
+        format!("agent-tck {}", agent_tck::VERSION)
+    );
 }
 
 #[test]
 fn selftest_passes_and_writes_both_reports() {
     let dir = TempDir::new("selftest");
     let (json, junit) = (dir.path("tck.json"), dir.path("tck.xml"));
-    let out = agent_tck(&["selftest", "--seed", "3", "--json", &json, "--junit", &junit]);
+    let out = agent_tck(&[
+        "selftest", "--seed", "3", "--json", &json, "--junit", &junit,
+    ]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
-    let cases = agent_tck::probe::Suite::builtin("roundtable").unwrap().cases().len();
-    assert_eq!(stdout.lines().last().unwrap(), format!("{cases} passed, 0 failed, 0 skipped"));
+    let cases = agent_tck::probe::Suite::builtin("roundtable")
+        .unwrap()
+        .cases()
+        .len();
+    assert_eq!(
+        stdout.lines().last().unwrap(),
+        format!("{cases} passed, 0 failed, 0 skipped")
+    );
     assert!(stdout.contains("seed 3"), "the seed is printed");
     assert!(!stdout.contains('\u{1b}'), "no colour when piped");
-    let report: agent_tck::report::Report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let report: agent_tck::report::Report =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!((report.summary.passed, report.seed), (cases, 3));
-    assert!(!text(&out.stdout).contains("selftest-key-"), "the selftest key is redacted");
+    assert!(
+        !text(&out.stdout).contains("selftest-key-"),
+        "the selftest key is redacted"
+    );
     roxmltree::Document::parse(&std::fs::read_to_string(&junit).unwrap()).unwrap();
 }
 
 #[test]
 fn an_unreachable_agent_exits_1_and_says_so() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let out = agent_tck(&["probe", "roundtable", "--url", &format!("http://127.0.0.1:{port}"), "--timeout", "5s"]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = agent_tck(&[
+        "probe",
+        "roundtable",
+        "--url",
+        &format!("http://127.0.0.1:{port}"),
+        "--timeout",
+        "5s",
+    ]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("FAIL must   agent.reachable") && stdout.contains("agent unreachable"), "{stdout}");
-    assert!(stdout.lines().last().unwrap().starts_with("0 passed, 1 failed, "), "{stdout}");
+    assert!(
+        stdout.contains("FAIL must   agent.reachable") && stdout.contains("agent unreachable"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("0 passed, 1 failed, "),
+        "{stdout}"
+    );
 }
 
 #[tokio::test]
@@ -118,7 +220,20 @@ async fn probing_a_real_agent_with_a_key_exits_0_and_hides_the_key() {
     let dir = TempDir::new("probe");
     let (json, junit) = (dir.path("r.json"), dir.path("r.xml"));
     let out = tokio::task::spawn_blocking(move || {
-        agent_tck(&["probe", "roundtable", "--url", &url, "--api-key", KEY, "--seed", "5", "--json", &json, "--junit", &junit])
+        agent_tck(&[
+            "probe",
+            "roundtable",
+            "--url",
+            &url,
+            "--api-key",
+            KEY,
+            "--seed",
+            "5",
+            "--json",
+            &json,
+            "--junit",
+            &junit,
+        ])
     })
     .await
     .unwrap();
@@ -134,12 +249,22 @@ async fn probing_a_real_agent_with_a_key_exits_0_and_hides_the_key() {
 
 #[tokio::test]
 async fn a_should_failure_exits_0_and_1_under_strict() {
-    let agent = mutated("analyze", |_, a| a["observations"][0]["evidence"] = serde_json::json!("untagged")).await;
+    let agent = mutated("analyze", |_, a| {
+        a["observations"][0]["evidence"] = serde_json::json!("untagged")
+    })
+    .await;
     let url = agent.url();
     let run = move |strict: bool| {
         let url = url.clone();
         tokio::task::spawn_blocking(move || {
-            let mut args = vec!["probe", "roundtable", "--url", url.as_str(), "--only", "analyze.evidence-tags"];
+            let mut args = vec![
+                "probe",
+                "roundtable",
+                "--url",
+                url.as_str(),
+                "--only",
+                "analyze.evidence-tags",
+            ];
             if strict {
                 args.push("--strict");
             }
@@ -148,7 +273,11 @@ async fn a_should_failure_exits_0_and_1_under_strict() {
     };
     let lenient = run(false).await.unwrap();
     assert_eq!(lenient.status.code(), Some(0));
-    assert!(text(&lenient.stdout).contains("WARN should analyze.evidence-tags"), "{}", text(&lenient.stdout));
+    assert!(
+        text(&lenient.stdout).contains("WARN should analyze.evidence-tags"),
+        "{}",
+        text(&lenient.stdout)
+    );
     let strict = run(true).await.unwrap();
     assert_eq!(strict.status.code(), Some(1));
     assert!(text(&strict.stdout).contains("FAIL should analyze.evidence-tags"));
@@ -159,7 +288,10 @@ fn suites_list_prints_every_case() {
     let out = agent_tck(&["suites", "list"]);
     assert_eq!(out.status.code(), Some(0));
     let stdout = text(&out.stdout);
-    for case in agent_tck::probe::Suite::builtin("roundtable").unwrap().cases() {
+    for case in agent_tck::probe::Suite::builtin("roundtable")
+        .unwrap()
+        .cases()
+    {
         assert!(stdout.contains(&case.id.value), "{} missing", case.id.value);
     }
 }
@@ -170,7 +302,11 @@ fn schemas_export_writes_the_embedded_files() {
     let out = agent_tck(&["schemas", "export", &dir.path("out")]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     for (_, file, content) in agent_tck::schema::EMBEDDED {
-        assert_eq!(std::fs::read_to_string(dir.0.join("out").join(file)).unwrap(), *content, "{file}");
+        assert_eq!(
+            std::fs::read_to_string(dir.0.join("out").join(file)).unwrap(),
+            *content,
+            "{file}"
+        );
     }
 }
 
@@ -187,7 +323,16 @@ impl Drop for Killed {
 #[tokio::test]
 async fn mock_agent_serves_a_conforming_agent() {
     let child = Command::new(env!("CARGO_BIN_EXE_agent-tck"))
-        .args(["mock", "agent", "--port", "0", "--seed", "1", "--api-key", KEY])
+        .args([
+            "mock",
+            "agent",
+            "--port",
+            "0",
+            "--seed",
+            "1",
+            "--api-key",
+            KEY,
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -198,7 +343,11 @@ async fn mock_agent_serves_a_conforming_agent() {
         let mut line = String::new();
         BufReader::new(stdout).read_line(&mut line).map(|_| line)
     });
-    let line = tokio::time::timeout(std::time::Duration::from_secs(20), line).await.expect("it prints its address").unwrap().unwrap();
+    let line = tokio::time::timeout(std::time::Duration::from_secs(20), line)
+        .await
+        .expect("it prints its address")
+        .unwrap()
+        .unwrap();
     let url = line.trim().rsplit(' ').next().unwrap().to_string();
     assert!(url.starts_with("http://127.0.0.1:"), "{line}");
     let report = probe(&url, Some(KEY)).await;
@@ -209,5 +358,8 @@ async fn mock_agent_serves_a_conforming_agent() {
 fn mock_agent_reports_a_port_in_use() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port().to_string();
-    assert_usage_error(&["mock", "agent", "--port", &port], "cannot listen on 127.0.0.1:");
+    assert_usage_error(
+        &["mock", "agent", "--port", &port],
+        "cannot listen on 127.0.0.1:",
+    );
 }

@@ -9,9 +9,17 @@ use crate::support::*;
 async fn with_a_key_every_case_passes() {
     let agent = reference_agent(Some(KEY)).await;
     let report = probe(&agent.url(), Some(KEY)).await;
-    let not_passed: Vec<_> = report.cases.iter().filter(|c| c.status != Status::Pass).map(|c| (&c.id, &c.message)).collect();
+    let not_passed: Vec<_> = report
+        .cases
+        .iter()
+        .filter(|c| c.status != Status::Pass)
+        .map(|c| (&c.id, &c.message))
+        .collect();
     assert!(not_passed.is_empty(), "{not_passed:#?}");
-    assert_eq!(report.cases.len(), Suite::builtin("roundtable").unwrap().cases().len());
+    assert_eq!(
+        report.cases.len(),
+        Suite::builtin("roundtable").unwrap().cases().len()
+    );
     assert_eq!(report.exit_code(), 0);
     assert_eq!(report.summary.passed, report.cases.len());
     agent.stop().await;
@@ -22,8 +30,17 @@ async fn without_a_key_only_the_auth_cases_are_skipped() {
     let agent = reference_agent(None).await;
     let report = probe(&agent.url(), None).await;
     assert!(failed(&report).is_empty(), "{:?}", failed(&report));
-    assert_eq!(ids_with(&report, Status::Skip), ["auth.missing-key", "auth.wrong-key"]);
-    assert!(case(&report, "auth.missing-key").message.contains("no --api-key"), "{}", case(&report, "auth.missing-key").message);
+    assert_eq!(
+        ids_with(&report, Status::Skip),
+        ["auth.missing-key", "auth.wrong-key"]
+    );
+    assert!(
+        case(&report, "auth.missing-key")
+            .message
+            .contains("no --api-key"),
+        "{}",
+        case(&report, "auth.missing-key").message
+    );
     assert_eq!(report.exit_code(), 0);
 }
 
@@ -32,12 +49,27 @@ async fn every_seed_passes_and_the_same_seed_sends_the_same_requests() {
     let agent = reference_agent(None).await;
     for seed in [0, 1, 7, u64::MAX] {
         let report = probe_with(&agent.url(), |s| s.seed = seed).await;
-        assert!(failed(&report).is_empty(), "seed {seed}: {:?}", report.cases.iter().filter(|c| c.status == Status::Fail).map(|c| (&c.id, &c.message)).collect::<Vec<_>>());
+        assert!(
+            failed(&report).is_empty(),
+            "seed {seed}: {:?}",
+            report
+                .cases
+                .iter()
+                .filter(|c| c.status == Status::Fail)
+                .map(|c| (&c.id, &c.message))
+                .collect::<Vec<_>>()
+        );
     }
     let a = probe_with(&agent.url(), |s| s.seed = 9).await;
     let b = probe_with(&agent.url(), |s| s.seed = 9).await;
     let c = probe_with(&agent.url(), |s| s.seed = 10).await;
-    let request = |r: &agent_tck::report::Report| case(r, "analyze.response").exchange.request.clone().unwrap();
+    let request = |r: &agent_tck::report::Report| {
+        case(r, "analyze.response")
+            .exchange
+            .request
+            .clone()
+            .unwrap()
+    };
     assert_eq!(request(&a), request(&b));
     assert_ne!(request(&a), request(&c));
 }
@@ -47,14 +79,26 @@ async fn only_runs_the_chosen_cases_and_what_they_need() {
     let agent = reference_agent(None).await;
     let report = probe_with(&agent.url(), |s| s.only = vec!["vote.dissent-*".into()]).await;
     let ids: Vec<&str> = report.cases.iter().map(|c| c.id.as_str()).collect();
-    assert_eq!(ids, ["agent.reachable", "analyze.response", "vote.response", "vote.dissent-reason"]);
+    assert_eq!(
+        ids,
+        [
+            "agent.reachable",
+            "analyze.response",
+            "vote.response",
+            "vote.dissent-reason"
+        ]
+    );
 }
 
 #[tokio::test]
 async fn a_base_url_with_a_path_prefix_is_honoured() {
     // An agent mounted under /agents/x: the stub only answers there.
     let agent = stub(|req| match req.endpoint.strip_prefix("agents/x/") {
-        Some(endpoint) => Req { endpoint: endpoint.to_string(), ..req }.reference(),
+        Some(endpoint) => Req {
+            endpoint: endpoint.to_string(),
+            ..req
+        }
+        .reference(),
         None => agent_tck::mock::Reply::error(404, "not here"),
     })
     .await;

@@ -13,8 +13,16 @@ const HOSTILE: &[u8] = b"{\"agent_name\": \"\x00\x1b[31mred\x1b[0m ]]> <x a='1'>
 
 async fn hostile_report() -> Report {
     let agent = stub(|req| match req.endpoint.as_str() {
-        "analyze" if req.json().is_object() => Reply { status: 200, content_type: "application/json", body: HOSTILE.into() },
-        "health" => Reply { status: 200, content_type: "text/plain", body: b"\x00]]>\x1b[2J\xff".as_slice().into() },
+        "analyze" if req.json().is_object() => Reply {
+            status: 200,
+            content_type: "application/json",
+            body: HOSTILE.into(),
+        },
+        "health" => Reply {
+            status: 200,
+            content_type: "text/plain",
+            body: b"\x00]]>\x1b[2J\xff".as_slice().into(),
+        },
         _ => req.reference(),
     })
     .await;
@@ -26,52 +34,112 @@ async fn junit_parses_in_the_presence_of_hostile_bytes() {
     let report = hostile_report().await;
     assert_eq!(failed(&report), ["analyze.response"]);
     let xml = junit::to_string(&report);
-    assert!(!xml.contains('\u{0}') && !xml.contains('\u{1b}') && !xml.contains('\u{ffff}'), "raw control bytes in the XML");
+    assert!(
+        !xml.contains('\u{0}') && !xml.contains('\u{1b}') && !xml.contains('\u{ffff}'),
+        "raw control bytes in the XML"
+    );
 
-    let parsed = quick_junit::Report::deserialize_from_str(&xml).expect("quick-junit reads it back");
+    let parsed =
+        quick_junit::Report::deserialize_from_str(&xml).expect("quick-junit reads it back");
     let cases: usize = parsed.test_suites.iter().map(|s| s.test_cases.len()).sum();
     assert_eq!(cases, report.cases.len());
 
     let doc = roxmltree::Document::parse(&xml).expect("a standard XML parser reads it");
-    let failure = doc.descendants().find(|n| n.has_tag_name("failure")).expect("a <failure>");
-    assert!(failure.attribute("message").unwrap().contains("not valid UTF-8"), "{:?}", failure.attribute("message"));
+    let failure = doc
+        .descendants()
+        .find(|n| n.has_tag_name("failure"))
+        .expect("a <failure>");
+    assert!(
+        failure
+            .attribute("message")
+            .unwrap()
+            .contains("not valid UTF-8"),
+        "{:?}",
+        failure.attribute("message")
+    );
     assert_eq!(failure.attribute("type"), Some("MUST failure"));
     let testcase = failure.parent().unwrap();
     assert_eq!(testcase.attribute("name"), Some("analyze.response [must]"));
-    let out = testcase.children().find(|n| n.has_tag_name("system-out")).and_then(|n| n.text()).expect("system-out");
-    assert!(out.contains("--- request sent ---") && out.contains("POST "), "{out}");
-    assert!(out.contains("--- answer (excerpt) ---") && out.contains("]]>"), "{out}");
+    let out = testcase
+        .children()
+        .find(|n| n.has_tag_name("system-out"))
+        .and_then(|n| n.text())
+        .expect("system-out");
+    assert!(
+        out.contains("--- request sent ---") && out.contains("POST "),
+        "{out}"
+    );
+    assert!(
+        out.contains("--- answer (excerpt) ---") && out.contains("]]>"),
+        "{out}"
+    );
     assert!(out.contains("--- reproduce ---\ncurl "), "{out}");
     // The health answer's bytes were reported too, and still parse.
-    assert!(doc.descendants().any(|n| n.attribute("name") == Some("http.health [may]")));
+    assert!(doc
+        .descendants()
+        .any(|n| n.attribute("name") == Some("http.health [may]")));
 }
 
 #[tokio::test]
 async fn junit_has_a_testsuite_per_endpoint_and_skips_with_reasons() {
-    let agent = stub(|req| if req.endpoint == "vote" { Reply::error(503, "busy") } else { req.reference() }).await;
+    let agent = stub(|req| {
+        if req.endpoint == "vote" {
+            Reply::error(503, "busy")
+        } else {
+            req.reference()
+        }
+    })
+    .await;
     let report = probe(&agent.url(), None).await;
     let xml = junit::to_string(&report);
     let doc = roxmltree::Document::parse(&xml).unwrap();
-    let suites: Vec<&str> = doc.descendants().filter(|n| n.has_tag_name("testsuite")).map(|n| n.attribute("name").unwrap()).collect();
-    assert_eq!(suites, ["agent", "analyze", "challenge", "vote", "auth", "http"]);
+    let suites: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testsuite"))
+        .map(|n| n.attribute("name").unwrap())
+        .collect();
+    assert_eq!(
+        suites,
+        ["agent", "analyze", "challenge", "vote", "auth", "http"]
+    );
     let skipped: Vec<&str> = doc
         .descendants()
         .filter(|n| n.has_tag_name("skipped"))
         .map(|n| n.parent().unwrap().attribute("name").unwrap())
         .collect();
-    assert!(skipped.contains(&"vote.dissent-reason [must]") && skipped.contains(&"agent.name-consistent [must]"), "{skipped:?}");
-    let vote = doc.descendants().find(|n| n.attribute("name") == Some("vote")).unwrap();
+    assert!(
+        skipped.contains(&"vote.dissent-reason [must]")
+            && skipped.contains(&"agent.name-consistent [must]"),
+        "{skipped:?}"
+    );
+    let vote = doc
+        .descendants()
+        .find(|n| n.attribute("name") == Some("vote"))
+        .unwrap();
     assert_eq!(vote.attribute("failures"), Some("1"));
 }
 
 #[tokio::test]
 async fn the_json_report_is_valid_against_its_schema() {
-    for report in [hostile_report().await, probe(&reference_agent(None).await.url(), None).await] {
+    for report in [
+        hostile_report().await,
+        probe(&reference_agent(None).await.url(), None).await,
+    ] {
         let text = json::to_string(&report);
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         let findings = schemas().validate("report", &value);
         assert!(findings.is_empty(), "{findings:?}");
-        for field in ["tool", "version", "protocol", "target", "seed", "started_at", "duration_ms", "summary", "cases"] {
+        for field in [
+            "tool",
+            "version",
+            "protocol",
+            "target",
+            "seed",
+            "started_at",
+            "duration_ms",
+            "summary",
+            "cases",
+        ] {
             assert!(value.get(field).is_some(), "no {field}");
         }
         let back: Report = serde_json::from_value(value).unwrap();
@@ -85,9 +153,19 @@ async fn the_report_schema_can_fail() {
     let mut value = serde_json::to_value(&report).unwrap();
     value["cases"][0]["status"] = "passed".into();
     value["summary"].as_object_mut().unwrap().remove("failed");
-    let findings: Vec<String> = schemas().validate("report", &value).iter().map(|f| f.to_string()).collect();
-    assert!(findings.iter().any(|f| f.starts_with("cases[0].status")), "{findings:?}");
-    assert!(findings.iter().any(|f| f.contains("failed")), "{findings:?}");
+    let findings: Vec<String> = schemas()
+        .validate("report", &value)
+        .iter()
+        .map(|f| f.to_string())
+        .collect();
+    assert!(
+        findings.iter().any(|f| f.starts_with("cases[0].status")),
+        "{findings:?}"
+    );
+    assert!(
+        findings.iter().any(|f| f.contains("failed")),
+        "{findings:?}"
+    );
 }
 
 #[tokio::test]
@@ -95,7 +173,12 @@ async fn the_api_key_never_appears_in_any_output() {
     // An agent that refuses everything at /vote, quoting the header it got: the key comes back
     // in the answer too, and must be hidden there as well.
     let agent = stub(|req| {
-        let auth = req.headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let auth = req
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
         match req.endpoint.as_str() {
             "vote" => Reply::error(500, format!("I got {auth}")),
             _ if auth == format!("Bearer {KEY}") => req.reference(),
@@ -105,36 +188,75 @@ async fn the_api_key_never_appears_in_any_output() {
     .await;
     let report = probe(&agent.url(), Some(KEY)).await;
     assert_eq!(failed(&report), ["vote.response"]);
-    let outputs = [console::render(&report, true), console::render(&report, false), junit::to_string(&report), json::to_string(&report)];
+    let outputs = [
+        console::render(&report, true),
+        console::render(&report, false),
+        junit::to_string(&report),
+        json::to_string(&report),
+    ];
     for out in &outputs {
         assert!(!out.contains(KEY), "the key leaked:\n{out}");
     }
-    assert!(outputs[2].contains("Bearer ***") && outputs[3].contains("I got Bearer ***"), "redacted, not dropped");
+    assert!(
+        outputs[2].contains("Bearer ***") && outputs[3].contains("I got Bearer ***"),
+        "redacted, not dropped"
+    );
 }
 
 #[tokio::test]
 async fn the_console_report_ends_with_the_counts_and_colours_only_when_asked() {
-    let agent = stub(|req| if req.endpoint == "challenge" { Reply::error(500, "no") } else { req.reference() }).await;
+    let agent = stub(|req| {
+        if req.endpoint == "challenge" {
+            Reply::error(500, "no")
+        } else {
+            req.reference()
+        }
+    })
+    .await;
     let report = probe(&agent.url(), None).await;
     let plain = console::render(&report, false);
     let s = &report.summary;
-    assert_eq!(plain.lines().last().unwrap(), format!("{} passed, {} failed, {} skipped", s.passed, s.failed, s.skipped));
+    assert_eq!(
+        plain.lines().last().unwrap(),
+        format!(
+            "{} passed, {} failed, {} skipped",
+            s.passed, s.failed, s.skipped
+        )
+    );
     assert_eq!(s.failed, 1);
     assert!(!plain.contains('\u{1b}'));
     assert!(plain.contains("FAIL must   challenge.response"), "{plain}");
     assert!(plain.contains("reproduce: curl "), "{plain}");
-    assert!(plain.contains("SKIP must   challenge.counter-evidence"), "{plain}");
+    assert!(
+        plain.contains("SKIP must   challenge.counter-evidence"),
+        "{plain}"
+    );
     assert!(console::render(&report, true).contains("\u{1b}[1;31mFAIL"));
 }
 
 #[tokio::test]
 async fn excerpts_are_bounded() {
     let huge = format!("{{\"agent_name\": \"{}\"}}", "é".repeat(2_000_000));
-    let agent = stub(move |req| if req.endpoint == "analyze" { Reply { status: 200, content_type: "application/json", body: huge.clone().into() } } else { req.reference() }).await;
+    let agent = stub(move |req| {
+        if req.endpoint == "analyze" {
+            Reply {
+                status: 200,
+                content_type: "application/json",
+                body: huge.clone().into(),
+            }
+        } else {
+            req.reference()
+        }
+    })
+    .await;
     let report = probe(&agent.url(), None).await;
     let case = case(&report, "analyze.response");
     assert_eq!(case.status, Status::Fail);
     let answer = case.exchange.response.as_deref().unwrap();
-    assert!(answer.chars().count() < 10_000, "{} characters", answer.chars().count());
+    assert!(
+        answer.chars().count() < 10_000,
+        "{} characters",
+        answer.chars().count()
+    );
     assert!(json::to_string(&report).len() < 200_000);
 }

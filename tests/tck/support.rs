@@ -9,13 +9,13 @@ use std::time::Duration;
 use agent_tck::mock::reference::ReferenceAgent;
 use agent_tck::mock::server::{self, Running};
 use agent_tck::mock::{Reply, Responder};
+use agent_tck::probe::{self, ProbeSettings, Suite};
+use agent_tck::report::{CaseResult, Report, Status};
+use agent_tck::transport::http::BaseUrl;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, Uri};
 use axum::response::Response;
 use axum::Router;
-use agent_tck::probe::{self, ProbeSettings, Suite};
-use agent_tck::report::{CaseResult, Report, Status};
-use agent_tck::transport::http::BaseUrl;
 use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
 
@@ -67,24 +67,34 @@ impl Req {
 /// request and returns the reply. Served on a free loopback port.
 pub async fn stub(handler: impl Fn(Req) -> Reply + Send + Sync + 'static) -> Running {
     let handler = Arc::new(handler);
-    let app = Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
-        let handler = handler.clone();
-        async move {
-            let endpoint = uri.path().trim_start_matches('/').to_string();
-            let reply = handler(Req { method, endpoint, headers, body });
-            Response::builder()
-                .status(reply.status)
-                .header("content-type", reply.content_type)
-                .body(Body::from(reply.body))
-                .expect("a valid response")
-        }
-    });
+    let app = Router::new().fallback(
+        move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+            let handler = handler.clone();
+            async move {
+                let endpoint = uri.path().trim_start_matches('/').to_string();
+                let reply = handler(Req {
+                    method,
+                    endpoint,
+                    headers,
+                    body,
+                });
+                Response::builder()
+                    .status(reply.status)
+                    .header("content-type", reply.content_type)
+                    .body(Body::from(reply.body))
+                    .expect("a valid response")
+            }
+        },
+    );
     server::spawn(loopback(), app).await.expect("bind loopback")
 }
 
 /// The reference agent with its JSON answer at one endpoint rewritten by `mutate(request,
 /// answer)`: a broken agent that differs from a conforming one in exactly one respect.
-pub async fn mutated(endpoint: &'static str, mutate: impl Fn(&Value, &mut Value) + Send + Sync + 'static) -> Running {
+pub async fn mutated(
+    endpoint: &'static str,
+    mutate: impl Fn(&Value, &mut Value) + Send + Sync + 'static,
+) -> Running {
     stub(move |req| {
         let reply = req.reference();
         if req.endpoint != endpoint || reply.status != 200 {
