@@ -1,6 +1,7 @@
 //! A small path language for choosing values in a JSON document: `observations[*].evidence`,
 //! `challenges[0].target_agent`, `conditions`. Used by the generic checks (evidence tags,
-//! phrases, list caps) so that a suite names its fields as data.
+//! phrases, list caps) so that a suite names its fields as data. `**` alone selects every string
+//! in the document (for rules that apply to all text, such as sanitization).
 
 use serde_json::Value;
 
@@ -9,6 +10,8 @@ enum Step {
     Key(String),
     Index(usize),
     Every,
+    /// `**`: every string value in the document.
+    AllStrings,
 }
 
 /// A parsed path.
@@ -21,6 +24,12 @@ pub struct JsonPath {
 impl JsonPath {
     /// Parses `a.b[*].c[0]`; the error says where it goes wrong.
     pub fn parse(text: &str) -> Result<JsonPath, String> {
+        if text == "**" {
+            return Ok(JsonPath {
+                text: text.to_string(),
+                steps: vec![Step::AllStrings],
+            });
+        }
         let mut steps = Vec::new();
         for (n, part) in text.split('.').enumerate() {
             let (key, mut rest) = match part.find('[') {
@@ -62,6 +71,9 @@ impl JsonPath {
 
     /// Every value the path reaches, with its concrete path (`observations[2].evidence`).
     pub fn select<'a>(&self, root: &'a Value) -> Vec<(String, &'a Value)> {
+        if self.steps == [Step::AllStrings] {
+            return string_values(root);
+        }
         let mut current = vec![(String::new(), root)];
         for step in &self.steps {
             let mut next = Vec::new();
@@ -94,6 +106,7 @@ impl JsonPath {
                             );
                         }
                     }
+                    Step::AllStrings => {}
                 }
             }
             current = next;
@@ -104,11 +117,19 @@ impl JsonPath {
 
 /// Every string in a document with its path, in document order (for length limits).
 pub fn strings(root: &Value) -> Vec<(String, &str)> {
+    string_values(root)
+        .into_iter()
+        .map(|(at, v)| (at, v.as_str().unwrap_or_default()))
+        .collect()
+}
+
+/// Every string value in a document with its path, in document order.
+fn string_values(root: &Value) -> Vec<(String, &Value)> {
     let mut out = Vec::new();
     let mut stack = vec![(String::from("$"), root)];
     while let Some((at, value)) = stack.pop() {
         match value {
-            Value::String(s) => out.push((at, s.as_str())),
+            Value::String(_) => out.push((at, value)),
             Value::Array(items) => {
                 for (i, v) in items.iter().enumerate().rev() {
                     stack.push((
@@ -181,5 +202,12 @@ mod tests {
             .map(|(p, s)| format!("{p}={s}"))
             .collect();
         assert_eq!(got, ["a=1", "b[0].c=2", "b[1]=3"]);
+        let every: Vec<String> = JsonPath::parse("**")
+            .unwrap()
+            .select(&doc)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(every, ["a", "b[0].c", "b[1]"]);
     }
 }
