@@ -4,7 +4,7 @@
 //! `curl`). The whole exchange (connect, TLS, send, head, body) runs under one total deadline, so a
 //! peer that trickles a byte a second is cut off at the deadline rather than kept alive by each
 //! byte. The body is read up to `max_body` bytes plus one frame, then reading stops; the response
-//! head is capped by hyper's buffer limit (`max_head`).
+//! head is capped by hyper's buffer limit (`max_head`) and at `MAX_HEADERS` header fields.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -166,7 +166,8 @@ pub enum Error {
     Timeout { deadline: Duration, phase: String },
     #[error("connection reset by the agent {phase}")]
     Reset { phase: String },
-    #[error("the response head (status line and headers) is larger than {limit} bytes")]
+    /// hyper reports both caps as one error, so the message names both.
+    #[error("the response head (status line and headers) is too large: more than {limit} bytes or more than {MAX_HEADERS} header fields")]
     HeadTooLarge { limit: usize },
     #[error("not a valid HTTP response: {reason}")]
     NotHttp { reason: String },
@@ -175,6 +176,10 @@ pub enum Error {
     #[error("{0}")]
     Other(String),
 }
+
+/// Most header fields we accept in a response head (hyper's default, made explicit: the
+/// `HeadTooLarge` message names it).
+pub const MAX_HEADERS: usize = 100;
 
 /// Where an exchange stands; read when the deadline fires, to say how far the peer got.
 #[derive(Default)]
@@ -287,6 +292,7 @@ where
 {
     let (mut sender, conn) = hyper::client::conn::http1::Builder::new()
         .max_buf_size(limits.max_head.max(8192))
+        .max_headers(MAX_HEADERS)
         .handshake::<_, Full<Bytes>>(TokioIo::new(stream))
         .await
         .map_err(|e| classify(e, "before the request was sent", limits))?;
