@@ -3,16 +3,18 @@
 //! stderr and exit status 2.
 
 use std::ffi::OsString;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::mock::reference::ReferenceAgent;
-use crate::mock::server;
+use crate::mock::agent::{MockAgent, Profile};
+use crate::mock::behavior;
+use crate::mock::driver::Driver;
+use crate::mock::fleet::{FleetFile, Layout};
+use crate::mock::session::{Banner, SessionSettings};
 use crate::probe::{self, ProbeSettings, Suite};
 use crate::report::{console, json, junit, Report};
 use crate::transport::http::BaseUrl;
@@ -130,8 +132,63 @@ pub struct RunArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum MockCommand {
-    /// Serve one conforming reference agent until interrupted.
+    /// Serve one agent (conforming, or with --behavior) until interrupted; then judge the platform.
     Agent(MockAgentArgs),
+    /// Serve a fleet from a YAML file (presets in mocks/), drive the platform, judge it.
+    Fleet(MockFleetArgs),
+    /// Print the behaviour catalogue: each name, what it does, the platform rule it exercises.
+    Behaviors,
+}
+
+/// Flags shared by `mock agent` and `mock fleet`.
+#[derive(Debug, Clone, Args)]
+pub struct MockRunArgs {
+    /// Journal every request the mocks receive here, as JSON lines.
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
+    /// Largest request body kept whole in the journal (larger ones are cut; the cut is recorded).
+    #[arg(long, value_name = "BYTES", default_value = "1MiB", value_parser = parse_bytes)]
+    pub journal_body_cap: usize,
+    /// The platform's per-endpoint agent timeout: a slower answer counts as failed.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub platform_timeout: Option<Duration>,
+    /// SHOULD failures (of the platform) fail the run.
+    #[arg(long)]
+    pub strict: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MockFleetArgs {
+    /// The fleet file (YAML; see mocks/*.yaml).
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// Address to bind (overrides the file's `host`).
+    #[arg(long)]
+    pub host: Option<IpAddr>,
+    /// Port to bind (overrides the file's `port`; 0: the OS picks).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Base URL told to the platform at registration (overrides the file's `advertise`).
+    #[arg(long, value_name = "URL")]
+    pub advertise: Option<String>,
+    /// The platform's bearer token (overrides the file's token and token_env).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "AGENT_TCK_PLATFORM_TOKEN",
+        hide_env_values = true
+    )]
+    pub platform_token: Option<String>,
+    /// Seed of every random choice (overrides the file's `seed`; default: from the clock).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Keep serving after the triggers are done, until interrupted.
+    #[arg(long)]
+    pub serve: bool,
+    #[command(flatten)]
+    pub run: MockRunArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -158,6 +215,11 @@ pub struct MockAgentArgs {
     /// The agent_name it answers with.
     #[arg(long, default_value = "reference-agent")]
     pub name: String,
+    /// Behaviours, comma-separated: NAME[:ARGS][@ENDPOINT] (see `agent-tck mock behaviors`).
+    #[arg(long, value_name = "LIST", default_value = "conforming")]
+    pub behavior: String,
+    #[command(flatten)]
+    pub run: MockRunArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -317,6 +379,11 @@ async fn execute(command: Command) -> Result<u8, UsageError> {
             crate::selftest::run(args.protocol, &args.run, &args.output).await
         }
         Command::Mock(MockCommand::Agent(args)) => mock_agent(args).await,
+        Command::Mock(MockCommand::Fleet(args)) => mock_fleet(args).await,
+        Command::Mock(MockCommand::Behaviors) => {
+            print!("{}", list_behaviors());
+            Ok(0)
+        }
         Command::Suites(SuitesCommand::List { protocol, suite }) => {
             let suite = load_suite(protocol, suite.as_deref())?;
             print!("{}", list_cases(&suite));
@@ -469,38 +536,103 @@ fn write_reports(report: &Report, output: &OutputArgs) -> Result<(), UsageError>
 }
 
 async fn mock_agent(args: MockAgentArgs) -> Result<u8, UsageError> {
-    if args.name.trim().is_empty() {
-        return Err(UsageError("--name: the agent name is empty".into()));
+    if !crate::mock::fleet::valid_name(&args.name) {
+        return Err(UsageError(format!(
+            "--name {:?}: must match ^[A-Za-z][A-Za-z0-9_-]*$",
+            args.name
+        )));
     }
+    if args.api_key.as_deref().is_some_and(|k| k.trim().is_empty()) {
+        return Err(UsageError("--api-key: the key is empty".into()));
+    }
+    let items = behavior::parse_list(&args.behavior).map_err(|e| format!("--behavior: {e}"))?;
+    check_outputs(&args.run.output)?;
     let seed = seed_or_clock(args.seed);
-    let responder = match args.protocol {
-        Protocol::Roundtable => Arc::new(ReferenceAgent::new(args.name.clone(), seed)),
+    let profile = Profile {
+        name: args.name.clone(),
+        domain: "general review".into(),
+        capabilities: Vec::new(),
+        api_key: args.api_key.clone(),
     };
-    let addr = SocketAddr::new(args.host, args.port);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    let bound = listener
-        .local_addr()
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    println!(
-        "agent-tck mock agent · {} reference agent {:?} · seed {seed}{} · listening on http://{bound}",
-        args.protocol.name(),
-        args.name,
-        if args.api_key.is_some() { " · bearer auth on" } else { "" }
-    );
-    if !bound.ip().is_loopback() {
-        eprintln!(
-            "note: listening on {} (not loopback): reachable from other machines",
-            bound.ip()
-        );
+    let settings = SessionSettings {
+        agents: vec![MockAgent::new(profile, items, seed)],
+        layout: Layout::PerAgent,
+        host: args.host,
+        port: args.port,
+        advertise: None,
+        driver: None,
+        platform_timeout: args
+            .run
+            .platform_timeout
+            .unwrap_or(Duration::from_secs(120)),
+        journal: args.run.journal.clone(),
+        journal_body_cap: args.run.journal_body_cap,
+        seed,
+        serve_after: true,
+        strict: args.run.strict,
+        banner: Banner::Agent,
+    };
+    run_mock(settings, &args.run).await
+}
+
+async fn mock_fleet(args: MockFleetArgs) -> Result<u8, UsageError> {
+    let source = args.config.display().to_string();
+    let file = FleetFile::from_file(&args.config)?;
+    let seed = seed_or_clock(args.seed.or(file.seed));
+    let agents = file.agents(&source, seed)?;
+    check_outputs(&args.run.output)?;
+    let driver = file
+        .platform
+        .as_ref()
+        .map(|p| Driver::new(p, args.platform_token.clone()))
+        .transpose()
+        .map_err(|e| format!("{source}: {e}"))?;
+    let advertise = args.advertise.clone().or(file.advertise.clone());
+    if let Some(a) = &advertise {
+        BaseUrl::parse(a).map_err(|e| format!("--advertise: {e}"))?;
     }
-    let app = server::app(responder, args.api_key);
-    server::serve(listener, app, shutdown_signal())
-        .await
-        .map_err(|e| format!("server error: {e}"))?;
-    println!("stopped");
-    Ok(0)
+    let platform_timeout = args
+        .run
+        .platform_timeout
+        .or(driver.as_ref().map(|d| d.timeout))
+        .unwrap_or(Duration::from_secs(120));
+    let settings = SessionSettings {
+        agents,
+        layout: file.layout,
+        host: args.host.unwrap_or(file.host),
+        port: args.port.unwrap_or(file.port),
+        advertise,
+        driver,
+        platform_timeout,
+        journal: args.run.journal.clone(),
+        journal_body_cap: args.run.journal_body_cap,
+        seed,
+        serve_after: args.serve,
+        strict: args.run.strict,
+        banner: Banner::Fleet,
+    };
+    run_mock(settings, &args.run).await
+}
+
+/// Runs a mock session until it ends or is interrupted, then reports on the platform.
+async fn run_mock(settings: SessionSettings, run: &MockRunArgs) -> Result<u8, UsageError> {
+    let report = crate::mock::session::run(settings, shutdown_signal()).await?;
+    print!("{}", console::render(&report, console::want_colour()));
+    write_reports(&report, &run.output)?;
+    Ok(report.exit_code() as u8)
+}
+
+/// The behaviour catalogue as printed by `mock behaviors`.
+pub fn list_behaviors() -> String {
+    let mut out = String::from(
+        "Behaviours (--behavior NAME[:ARGS][@ENDPOINT], comma-separated; fleet files: `behaviors:`)\n\n",
+    );
+    for (name, what, rule) in behavior::CATALOGUE {
+        out.push_str(&format!(
+            "  {name}\n      {what}\n      exercises: {rule}\n"
+        ));
+    }
+    out
 }
 
 /// Completes on Ctrl-C or (on Unix) SIGTERM.

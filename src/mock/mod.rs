@@ -2,8 +2,18 @@
 //! built as a [`Responder`] so that misbehaviours can later wrap it (a slow, malformed or
 //! oversized agent is a mutation of a conforming answer).
 
+pub mod agent;
+pub mod behavior;
+pub mod driver;
+pub mod fleet;
+pub mod http1;
+pub mod injection;
+pub mod journal;
+pub mod mutate;
+pub mod observe;
 pub mod reference;
 pub mod server;
+pub mod session;
 
 use bytes::Bytes;
 

@@ -311,7 +311,7 @@ impl Suite {
 
 /// The YAML parser's error as one line, `FILE:LINE:COLUMN: what is wrong` (its source snippet
 /// is dropped: the line number says where to look).
-fn yaml_error(source: &str, error: &str) -> String {
+pub(crate) fn yaml_error(source: &str, error: &str) -> String {
     let first = error.lines().next().unwrap_or_default();
     let first = first.trim_start_matches("error: ");
     let located = first.strip_prefix("line ").and_then(|rest| {

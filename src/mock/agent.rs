@@ -1,0 +1,418 @@
+//! One mock agent: the reference agent's answer, bent by its behaviours into a wire [`Plan`],
+//! and a [`Decision`] that says what was done (for the journal and the platform checks).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::behavior::{Item, Kind, LengthLie, Modifier, ResetPoint, What};
+use super::http1::{Fault, Framing, Plan, Response};
+use super::injection;
+use super::mutate;
+use super::reference::ReferenceAgent;
+use super::Responder;
+
+/// A payload placed in an answer, traceable by its canary.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Placed {
+    pub canary: String,
+    pub payload: String,
+    pub family: String,
+    /// Where in the answer it went (`observations[0].evidence`).
+    pub path: String,
+}
+
+/// What an agent decided for one request.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Decision {
+    /// The items applied (their source text); empty when the answer conforms.
+    pub applied: Vec<String>,
+    /// The status planned.
+    pub status: u16,
+    /// Planned delay to the first byte.
+    pub ttfb_ms: u64,
+    /// Planned time to deliver the body once the head is out (body delay, dribbling).
+    pub body_ms: u64,
+    /// Why a platform cannot use this answer, whatever its timeout (None: usable, or usable
+    /// unless it takes longer than the platform waits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unusable: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub injected: Vec<Placed>,
+}
+
+impl Decision {
+    /// Whether a platform waiting `timeout` can use this answer.
+    pub fn usable_within(&self, timeout: Duration) -> bool {
+        self.unusable.is_none() && Duration::from_millis(self.ttfb_ms + self.body_ms) < timeout
+    }
+}
+
+/// Registration facts of an agent (the spec's registration body).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Profile {
+    pub name: String,
+    pub domain: String,
+    pub capabilities: Vec<String>,
+    #[serde(skip)]
+    pub api_key: Option<String>,
+}
+
+pub struct MockAgent {
+    pub profile: Profile,
+    pub items: Vec<Item>,
+    reference: ReferenceAgent,
+    seed: u64,
+    /// Requests seen per endpoint (analyze, challenge, vote, health, other).
+    counters: [AtomicU64; 5],
+}
+
+fn endpoint_index(endpoint: &str) -> usize {
+    match endpoint {
+        "analyze" => 0,
+        "challenge" => 1,
+        "vote" => 2,
+        "health" => 3,
+        _ => 4,
+    }
+}
+
+impl MockAgent {
+    pub fn new(profile: Profile, items: Vec<Item>, seed: u64) -> MockAgent {
+        MockAgent {
+            reference: ReferenceAgent::new(profile.name.clone(), seed),
+            profile,
+            items,
+            seed,
+            counters: Default::default(),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.profile.name
+    }
+
+    /// Whether a connection to this agent's own port is never read (a black hole on every
+    /// protocol endpoint, with no modifier that could make it conform).
+    pub fn is_blackhole(&self) -> bool {
+        let blackhole_everywhere = self.items.iter().any(|i| {
+            i.what == What::Behavior(Kind::Blackhole)
+                && (i.endpoints.is_empty()
+                    || super::behavior::PROTOCOL_ENDPOINTS
+                        .iter()
+                        .all(|e| i.applies_to(e)))
+        });
+        blackhole_everywhere
+            && !self
+                .items
+                .iter()
+                .any(|i| matches!(i.what, What::Modifier(_)))
+    }
+
+    /// The answer to one request at `endpoint` (path without slash).
+    pub fn respond(&self, endpoint: &str, body: &[u8]) -> (Plan, Decision) {
+        let n = self.counters[endpoint_index(endpoint)].fetch_add(1, Ordering::Relaxed);
+        // Every random choice of this request comes from its own stream: replayable by --seed.
+        let mut rng = ChaCha8Rng::seed_from_u64(
+            self.seed ^ fnv(&format!("{}/{endpoint}/{n}", self.profile.name)),
+        );
+        let conforming = self.reference.respond(endpoint, body);
+        let plan = Plan::immediate(Response::new(
+            conforming.status,
+            conforming.content_type,
+            conforming.body.clone(),
+        ));
+        let decision = Decision {
+            status: conforming.status,
+            ..Decision::default()
+        };
+        // A request the reference agent refuses (bad JSON, unknown path) is refused as it is.
+        if conforming.status != 200 {
+            return (plan, decision);
+        }
+        let items: Vec<&Item> = self
+            .items
+            .iter()
+            .filter(|i| i.applies_to(endpoint))
+            .collect();
+        if !misbehaves(&items, n, &mut rng) {
+            return (plan, decision);
+        }
+        let mut shaper = Shaper {
+            endpoint,
+            plan,
+            decision,
+            rng,
+            agent: self,
+            n,
+        };
+        shaper.apply(&items);
+        (shaper.plan, shaper.decision)
+    }
+}
+
+/// Whether the modifiers let this request misbehave.
+fn misbehaves(items: &[&Item], n: u64, rng: &mut ChaCha8Rng) -> bool {
+    let mut yes = items
+        .iter()
+        .any(|i| matches!(i.what, What::Behavior(ref k) if *k != Kind::Conforming));
+    for item in items {
+        match item.what {
+            What::Modifier(Modifier::Flaky(p)) => yes &= rng.random_bool(p),
+            What::Modifier(Modifier::FailFirst(first)) => yes &= n < first,
+            What::Behavior(_) => {}
+        }
+    }
+    yes
+}
+
+/// FNV-1a, for stable per-request seeds.
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Applies behaviours to one answer, layer by layer.
+struct Shaper<'a> {
+    endpoint: &'a str,
+    plan: Plan,
+    decision: Decision,
+    rng: ChaCha8Rng,
+    agent: &'a MockAgent,
+    n: u64,
+}
+
+impl Shaper<'_> {
+    fn apply(&mut self, items: &[&Item]) {
+        let kinds: Vec<(&Kind, &str)> = items
+            .iter()
+            .filter_map(|i| match &i.what {
+                What::Behavior(k) if *k != Kind::Conforming => Some((k, i.source.as_str())),
+                _ => None,
+            })
+            .collect();
+        // 1. content: mutate the JSON value.
+        let mut value: Value =
+            serde_json::from_slice(&self.plan.response.body).unwrap_or(Value::Null);
+        let mut changed = false;
+        for (kind, source) in &kinds {
+            if self.content(kind, &mut value) {
+                changed = true;
+                self.decision.applied.push(source.to_string());
+            }
+        }
+        if changed {
+            self.plan.response.body = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
+        }
+        // 2. encoding, 3. status and headers, 4. the wire.
+        for (kind, source) in &kinds {
+            if self.encoding(kind) || self.status(kind) || self.wire(kind) {
+                self.decision.applied.push(source.to_string());
+            }
+        }
+        self.decision.status = self.plan.response.status;
+    }
+
+    fn unusable(&mut self, why: impl Into<String>) {
+        self.decision.unusable.get_or_insert(why.into());
+    }
+
+    fn content(&mut self, kind: &Kind, value: &mut Value) -> bool {
+        let e = self.endpoint;
+        match kind {
+            Kind::WrongSchema(v) => mutate::wrong_schema(*v, e, value),
+            Kind::OversizedField { chars } => mutate::oversized_field(e, value, *chars),
+            Kind::TooManyItems { count, conditions } => {
+                mutate::too_many_items(e, value, *count, *conditions)
+            }
+            Kind::NullBytes => mutate::null_bytes(e, value),
+            Kind::AnsiEscapes => mutate::ansi_escapes(e, value),
+            Kind::Speculative => mutate::speculative(e, value),
+            Kind::Injection { select, per_answer } => self.inject(value, select, *per_answer),
+            _ => false,
+        }
+    }
+
+    /// Places `per_answer` payloads, rotating through the selection by request number.
+    fn inject(&mut self, value: &mut Value, select: &[String], per_answer: usize) -> bool {
+        let corpus = injection::corpus();
+        let Ok(chosen) = corpus.select(select) else {
+            return false;
+        };
+        if chosen.is_empty() {
+            return false;
+        }
+        let start = (self.n as usize * per_answer) % chosen.len();
+        let picked: Vec<&injection::Payload> = (0..per_answer.min(chosen.len()))
+            .map(|i| chosen[(start + i) % chosen.len()])
+            .collect();
+        let canaries: Vec<String> = picked
+            .iter()
+            .map(|p| injection::canary(self.agent.seed, self.agent.name(), &p.id, self.n))
+            .collect();
+        let texts: Vec<String> = picked
+            .iter()
+            .zip(&canaries)
+            .map(|(p, c)| p.render(c))
+            .collect();
+        let placed = mutate::inject(self.endpoint, value, &texts);
+        for (path, index) in &placed {
+            let p = picked[*index];
+            self.decision.injected.push(Placed {
+                canary: canaries[*index].clone(),
+                payload: p.id.clone(),
+                family: p.family.clone(),
+                path: path.clone(),
+            });
+        }
+        !placed.is_empty()
+    }
+
+    fn encoding(&mut self, kind: &Kind) -> bool {
+        let body = self.plan.response.body.clone();
+        let (new, why): (Vec<u8>, String) = match kind {
+            Kind::MalformedJson(v) => {
+                let (bytes, content_type) = mutate::malformed(*v, &body);
+                set_content_type(&mut self.plan.response, content_type);
+                // Duplicate keys still parse (the last one wins): usable, if ambiguous.
+                if *v != mutate::Malformed::DuplicateKeys {
+                    self.unusable(format!("malformed JSON ({})", v.name()));
+                }
+                (bytes, String::new())
+            }
+            Kind::InvalidUtf8 => (
+                mutate::invalid_utf8(&body),
+                "invalid UTF-8 in the body".into(),
+            ),
+            Kind::OversizedBody { endless: true, .. } => {
+                self.plan.endless = true;
+                self.plan.framing = Framing::Chunked;
+                (endless_chunk(self.agent.name()), "an endless body".into())
+            }
+            Kind::OversizedBody { bytes, .. } => (
+                mutate::padded_body(&body, *bytes),
+                format!("a body of {bytes} bytes (over 5 MB)"),
+            ),
+            _ => return false,
+        };
+        if !why.is_empty() {
+            // A body over the platform's 5 MB is truncated or rejected: unusable either way.
+            if !matches!(kind, Kind::OversizedBody { bytes, endless: false } if *bytes <= 5_000_000)
+            {
+                self.unusable(why);
+            }
+        }
+        self.plan.response.body = Bytes::from(new);
+        true
+    }
+
+    fn status(&mut self, kind: &Kind) -> bool {
+        match kind {
+            Kind::HttpError {
+                status,
+                retry_after,
+            } => {
+                let r = &mut self.plan.response;
+                *r = Response::json_error(
+                    *status,
+                    &format!("{} (agent-tck mock: http-error)", reason(*status)),
+                );
+                if let Some(s) = retry_after {
+                    r.headers.push(("retry-after".into(), s.to_string()));
+                }
+                self.unusable(format!("answered {status}"));
+                true
+            }
+            Kind::WrongContentType(ct) => {
+                set_content_type(&mut self.plan.response, ct);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn wire(&mut self, kind: &Kind) -> bool {
+        let body_len = self.plan.response.body.len() as u64;
+        match kind {
+            Kind::Slow { ttfb, body } => {
+                self.plan.ttfb = ttfb.sample(&mut self.rng);
+                self.plan.body_delay = body.sample(&mut self.rng);
+                self.decision.ttfb_ms = self.plan.ttfb.as_millis() as u64;
+                self.decision.body_ms += self.plan.body_delay.as_millis() as u64;
+            }
+            Kind::Hang => {
+                self.plan.fault = Fault::Hang;
+                self.unusable("never answers");
+            }
+            Kind::Blackhole => {
+                self.plan.fault = Fault::Blackhole;
+                self.unusable("never reads nor answers");
+            }
+            Kind::Reset(point) => {
+                self.plan.fault = match point {
+                    ResetPoint::BeforeHeaders => Fault::ResetBeforeHead,
+                    ResetPoint::AfterHeaders => Fault::ResetAfterHead,
+                    ResetPoint::MidBody(n) => Fault::ResetAt((*n).min(body_len.saturating_sub(1))),
+                };
+                self.unusable("connection reset");
+            }
+            Kind::CloseMidBody(at) => {
+                let at = at.unwrap_or(body_len / 2).min(body_len.saturating_sub(1));
+                self.plan.fault = Fault::CloseAt(at);
+                self.unusable("connection closed mid-body");
+            }
+            Kind::GarbageThenClose => {
+                self.plan.fault = Fault::Garbage(Bytes::from_static(
+                    b"SSH-2.0-agent-tck\r\n\x00\xff\xfe garbage, not HTTP \x1b[0m\r\n",
+                ));
+                self.unusable("not HTTP");
+            }
+            Kind::Dribble { bytes_per_sec } => {
+                self.plan.dribble = Some(*bytes_per_sec);
+                let total = body_len + 128;
+                self.decision.body_ms += total * 1000 / u64::from(*bytes_per_sec);
+            }
+            Kind::ContentLengthMismatch(lie) => {
+                let declared = match lie {
+                    LengthLie::More => body_len + 100,
+                    LengthLie::Less => body_len / 2,
+                };
+                self.plan.framing = Framing::Lie { declared };
+                self.unusable(format!(
+                    "Content-Length {declared} for a body of {body_len} bytes"
+                ));
+            }
+            _ => return false,
+        }
+        true
+    }
+}
+
+fn set_content_type(response: &mut Response, content_type: &str) {
+    response
+        .headers
+        .retain(|(n, _)| !n.eq_ignore_ascii_case("content-type"));
+    response
+        .headers
+        .push(("content-type".into(), content_type.into()));
+}
+
+fn reason(status: u16) -> &'static str {
+    axum::http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("error")
+}
+
+/// The repeated chunk of an endless body: an object that never closes.
+fn endless_chunk(agent: &str) -> Vec<u8> {
+    let mut chunk = format!("{{\"agent_name\":{agent:?},\"padding\":\"").into_bytes();
+    chunk.resize(64 * 1024, b'x');
+    chunk
+}

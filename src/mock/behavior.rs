@@ -1,0 +1,692 @@
+//! The behaviour catalogue and its one syntax, shared by `--behavior` and fleet files.
+//!
+//! ```text
+//! list  := item ("," item)*
+//! item  := NAME [":" args] ["@" endpoint ("+" endpoint)*]
+//! args  := arg (";" arg)*        arg := KEY "=" VALUE | VALUE   (a bare VALUE is the main parameter)
+//! ```
+//!
+//! e.g. `slow:ttfb=lognormal(2s,0.5);body=100ms`, `malformed-json:truncated@vote`,
+//! `http-error:429;retry_after=5`, `reset:mid-body=100`, `flaky:0.3`. Commas inside parentheses
+//! belong to the argument. An item without `@` applies to /analyze, /challenge and /vote; /health
+//! stays conforming unless an item names it. Modifiers (`flaky`, `fail-first`) decide *whether*
+//! a request misbehaves; the other items decide *how*, and they compose in layers (content, then
+//! encoding, then status, then the wire).
+
+use std::fmt;
+use std::time::Duration;
+
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+
+use super::mutate::{Malformed, WrongSchema};
+
+/// Protocol endpoints a behaviour applies to by default.
+pub const PROTOCOL_ENDPOINTS: [&str; 3] = ["analyze", "challenge", "vote"];
+/// Endpoints an item may name after `@`.
+const ENDPOINTS: [&str; 4] = ["analyze", "challenge", "vote", "health"];
+
+/// A delay distribution. Samples are never negative.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Dist {
+    Fixed(Duration),
+    Uniform(Duration, Duration),
+    /// Mean and standard deviation; negative draws become zero.
+    Normal(Duration, Duration),
+    /// Median and sigma (of the underlying normal, unitless).
+    LogNormal(Duration, f64),
+}
+
+impl Dist {
+    pub fn sample(&self, rng: &mut ChaCha8Rng) -> Duration {
+        let secs = match *self {
+            Dist::Fixed(d) => d.as_secs_f64(),
+            Dist::Uniform(lo, hi) => {
+                lo.as_secs_f64() + rng.random::<f64>() * (hi.as_secs_f64() - lo.as_secs_f64())
+            }
+            Dist::Normal(mean, sd) => mean.as_secs_f64() + sd.as_secs_f64() * standard_normal(rng),
+            Dist::LogNormal(median, sigma) => {
+                median.as_secs_f64() * (sigma * standard_normal(rng)).exp()
+            }
+        };
+        // Bounded to a day: a huge sigma must not overflow Duration.
+        Duration::from_secs_f64(secs.clamp(0.0, 86_400.0))
+    }
+
+    /// `2s`, `fixed(2s)`, `uniform(1s,3s)`, `normal(2s,500ms)`, `lognormal(2s,0.5)`.
+    pub fn parse(text: &str) -> Result<Dist, String> {
+        let text = text.trim();
+        let Some((name, rest)) = text.split_once('(') else {
+            return duration(text).map(Dist::Fixed);
+        };
+        let inner = rest
+            .strip_suffix(')')
+            .ok_or_else(|| format!("{text:?}: missing ')'"))?;
+        let args: Vec<&str> = inner.split(',').map(str::trim).collect();
+        let two = |what: &str| -> Result<(&str, &str), String> {
+            match args.as_slice() {
+                [a, b] => Ok((a, b)),
+                _ => Err(format!("{text:?}: {name} takes two arguments ({what})")),
+            }
+        };
+        match name.trim() {
+            "fixed" => match args.as_slice() {
+                [d] => duration(d).map(Dist::Fixed),
+                _ => Err(format!("{text:?}: fixed takes one duration")),
+            },
+            "uniform" => {
+                let (lo, hi) = two("low, high")?;
+                let (lo, hi) = (duration(lo)?, duration(hi)?);
+                if hi < lo {
+                    return Err(format!("{text:?}: the high bound is below the low one"));
+                }
+                Ok(Dist::Uniform(lo, hi))
+            }
+            "normal" => {
+                let (mean, sd) = two("mean, standard deviation")?;
+                Ok(Dist::Normal(duration(mean)?, duration(sd)?))
+            }
+            "lognormal" => {
+                let (median, sigma) = two("median, sigma")?;
+                let sigma: f64 = sigma
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s >= 0.0)
+                    .ok_or_else(|| format!("{text:?}: sigma {sigma:?} is not a number ≥ 0"))?;
+                Ok(Dist::LogNormal(duration(median)?, sigma))
+            }
+            other => Err(format!(
+                "{text:?}: unknown distribution {other:?} (fixed, uniform, normal, lognormal)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Dist {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = |d: &Duration| humantime::format_duration(*d).to_string();
+        match self {
+            Dist::Fixed(x) => write!(f, "{}", d(x)),
+            Dist::Uniform(a, b) => write!(f, "uniform({},{})", d(a), d(b)),
+            Dist::Normal(a, b) => write!(f, "normal({},{})", d(a), d(b)),
+            Dist::LogNormal(a, s) => write!(f, "lognormal({},{s})", d(a)),
+        }
+    }
+}
+
+/// Box–Muller: one draw from N(0, 1).
+fn standard_normal(rng: &mut ChaCha8Rng) -> f64 {
+    let u1: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
+    let u2: f64 = rng.random::<f64>();
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+fn duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if text == "0" {
+        return Ok(Duration::ZERO);
+    }
+    crate::cli::parse_duration(text).map_err(|e| format!("{text:?}: {e}"))
+}
+
+/// Where `reset` cuts the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResetPoint {
+    BeforeHeaders,
+    AfterHeaders,
+    /// After this many body bytes.
+    MidBody(u64),
+}
+
+/// How `content-length-mismatch` lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LengthLie {
+    /// Declares more bytes than it sends, then closes (the reader waits, then sees EOF).
+    More,
+    /// Declares fewer bytes than the JSON (the reader gets a truncated document).
+    Less,
+}
+
+/// One misbehaviour (or `conforming`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    Conforming,
+    Slow {
+        ttfb: Dist,
+        body: Dist,
+    },
+    Hang,
+    Blackhole,
+    HttpError {
+        status: u16,
+        retry_after: Option<u64>,
+    },
+    MalformedJson(Malformed),
+    WrongSchema(WrongSchema),
+    OversizedBody {
+        bytes: usize,
+        endless: bool,
+    },
+    OversizedField {
+        chars: usize,
+    },
+    TooManyItems {
+        count: usize,
+        conditions: usize,
+    },
+    NullBytes,
+    InvalidUtf8,
+    AnsiEscapes,
+    Speculative,
+    /// Payloads chosen by id or family patterns (empty: the whole corpus), `per_answer` at once.
+    Injection {
+        select: Vec<String>,
+        per_answer: usize,
+    },
+    Reset(ResetPoint),
+    /// Graceful close after this many body bytes (None: half the body).
+    CloseMidBody(Option<u64>),
+    GarbageThenClose,
+    Dribble {
+        bytes_per_sec: u32,
+    },
+    ContentLengthMismatch(LengthLie),
+    WrongContentType(String),
+}
+
+/// Decides whether a request misbehaves.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Modifier {
+    /// Misbehave with this probability, per request.
+    Flaky(f64),
+    /// Misbehave on the first N requests (per endpoint), then conform.
+    FailFirst(u64),
+}
+
+/// One parsed item: a behaviour or a modifier, and the endpoints it applies to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    pub what: What,
+    /// Empty: the protocol endpoints.
+    pub endpoints: Vec<String>,
+    /// The text it was parsed from, for reports.
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum What {
+    Behavior(Kind),
+    Modifier(Modifier),
+}
+
+impl Item {
+    pub fn applies_to(&self, endpoint: &str) -> bool {
+        if self.endpoints.is_empty() {
+            PROTOCOL_ENDPOINTS.contains(&endpoint)
+        } else {
+            self.endpoints.iter().any(|e| e == endpoint)
+        }
+    }
+}
+
+/// Every behaviour name with a one-line description and the platform rule it exercises; the
+/// README's table and `mock behaviors` print this.
+pub const CATALOGUE: &[(&str, &str, &str)] = &[
+    ("conforming", "the reference agent: valid answers", "200 with valid JSON: used in deliberation"),
+    ("slow", "delays the first byte (ttfb=DIST) and the body (body=DIST); DIST: 2s, uniform(1s,3s), normal(2s,500ms), lognormal(2s,0.5)", "Timeouts (120 s, configurable)"),
+    ("hang", "reads the request, never answers", "Timeouts: marked unhealthy, excluded"),
+    ("blackhole", "accepts the connection, never reads (on its own port; under a shared port: after the request head)", "Timeouts"),
+    ("http-error", "answers a status (default 500; 429 and 503 with Retry-After) with a JSON error body", "Error Handling: 4xx/5xx excluded"),
+    ("malformed-json", "variants: truncated, trailing-garbage, single-quotes, nan, empty, html (status 200), array, duplicate-keys", "Error Handling: 200 with invalid JSON excluded"),
+    ("wrong-schema", "variants: missing-field, wrong-type, severity-enum, confidence-range, approve-string, dissent-without-reason", "response field tables (a string \"false\" must not count as approval)"),
+    ("oversized-body", "a body of size=BYTES (default 6MB) or endless", "Response Size Limits: 5 MB"),
+    ("oversized-field", "one string over chars=N characters (default 60000)", "Response Size Limits: 50,000 characters per field"),
+    ("too-many-items", "count=N observations/challenges (default 101), conditions=N (default 21)", "lists the platform caps"),
+    ("null-bytes", "NUL characters in the forwarded strings", "Response Sanitization: null bytes stripped"),
+    ("invalid-utf8", "bytes that are not UTF-8 inside a string", "Error Handling: invalid JSON"),
+    ("ansi-escapes", "terminal escape sequences in the forwarded strings", "Response Sanitization"),
+    ("speculative", "evidence full of the phrases the evidence pipeline flags", "Response Sanitization: evidence enforcement"),
+    ("injection", "prompt-injection payloads (mocks/injection/) with canary tokens in finding, evidence, counter_evidence, rationale, conditions; select=ID|FAMILY[+...], per_answer=N", "Response Sanitization: injection scanned"),
+    ("reset", "RST (SO_LINGER 0) before-headers, after-headers, or mid-body=N", "Error Handling: never crash on one agent"),
+    ("close-mid-body", "closes (FIN) after at=N body bytes (default half)", "Error Handling"),
+    ("garbage-then-close", "non-HTTP bytes, then close", "Error Handling"),
+    ("dribble", "the whole answer at N bytes per second (default 10)", "Timeouts: a total deadline, not per byte"),
+    ("content-length-mismatch", "Content-Length says more (default) or less than the body", "Error Handling"),
+    ("wrong-content-type", "a valid JSON body labelled text/plain (or the given type)", "clients that check Content-Type"),
+    ("flaky", "modifier: misbehave with probability P (default 0.5), else conform", "intermittent failures"),
+    ("fail-first", "modifier: misbehave on the first N requests per endpoint (default 1), then conform", "retries and recovery"),
+];
+
+/// Splits `text` at commas outside parentheses.
+fn split_items(text: &str) -> Vec<&str> {
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth <= 0 => {
+                items.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&text[start..]);
+    items
+}
+
+/// Parses a comma-separated list of items.
+pub fn parse_list(text: &str) -> Result<Vec<Item>, String> {
+    let items: Vec<Item> = split_items(text)
+        .into_iter()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(parse_item)
+        .collect::<Result<_, _>>()?;
+    if items.is_empty() {
+        return Err("no behaviour given".into());
+    }
+    Ok(items)
+}
+
+/// The arguments of one item: the bare value and `key=value` pairs.
+struct Args<'a> {
+    item: &'a str,
+    bare: Option<&'a str>,
+    keyed: Vec<(&'a str, &'a str)>,
+    used: Vec<&'static str>,
+}
+
+impl<'a> Args<'a> {
+    fn parse(item: &'a str, text: Option<&'a str>) -> Result<Args<'a>, String> {
+        let mut args = Args {
+            item,
+            bare: None,
+            keyed: Vec::new(),
+            used: Vec::new(),
+        };
+        for arg in text
+            .unwrap_or("")
+            .split(';')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+        {
+            match arg.split_once('=') {
+                Some((k, v)) => args.keyed.push((k.trim(), v.trim())),
+                None if args.bare.is_none() => args.bare = Some(arg),
+                None => return Err(format!("{item:?}: two bare arguments ({arg:?})")),
+            }
+        }
+        Ok(args)
+    }
+
+    /// The value of `key`, or the bare value when `key` is the main parameter.
+    fn get(&mut self, key: &'static str, main: bool) -> Option<&'a str> {
+        self.used.push(key);
+        let keyed = self.keyed.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
+        if keyed.is_none() && main {
+            let bare = self.bare.take();
+            if bare.is_some() {
+                self.used.push("");
+            }
+            return bare;
+        }
+        keyed
+    }
+
+    fn number<T: std::str::FromStr>(
+        &mut self,
+        key: &'static str,
+        main: bool,
+        default: T,
+    ) -> Result<T, String> {
+        match self.get(key, main) {
+            None => Ok(default),
+            Some(v) => v
+                .replace('_', "")
+                .parse()
+                .map_err(|_| format!("{:?}: {key}={v:?} is not a number", self.item)),
+        }
+    }
+
+    /// Fails on arguments the behaviour does not take.
+    fn finish(self) -> Result<(), String> {
+        if let Some(bare) = self.bare {
+            return Err(format!("{:?}: unexpected argument {bare:?}", self.item));
+        }
+        for (k, _) in &self.keyed {
+            if !self.used.contains(k) {
+                return Err(format!(
+                    "{:?}: unknown argument {k:?}{}",
+                    self.item,
+                    if self.used.is_empty() {
+                        " (this behaviour takes none)".to_string()
+                    } else {
+                        format!(
+                            " (expected {})",
+                            self.used
+                                .iter()
+                                .filter(|u| !u.is_empty())
+                                .copied()
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    }
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parses one item, e.g. `malformed-json:truncated@vote`.
+pub fn parse_item(text: &str) -> Result<Item, String> {
+    let (body, endpoints) = match text.rsplit_once('@') {
+        Some((b, e)) => (b.trim(), parse_endpoints(text, e)?),
+        None => (text.trim(), Vec::new()),
+    };
+    let (name, args) = match body.split_once(':') {
+        Some((n, a)) => (n.trim(), Some(a)),
+        None => (body, None),
+    };
+    let mut a = Args::parse(text, args)?;
+    let what = what(name, &mut a)?;
+    a.finish()?;
+    Ok(Item {
+        what,
+        endpoints,
+        source: text.trim().to_string(),
+    })
+}
+
+fn parse_endpoints(item: &str, text: &str) -> Result<Vec<String>, String> {
+    text.split('+')
+        .map(str::trim)
+        .map(|e| {
+            let e = e.trim_start_matches('/');
+            if ENDPOINTS.contains(&e) {
+                Ok(e.to_string())
+            } else {
+                Err(format!(
+                    "{item:?}: unknown endpoint {e:?} after '@' (expected {})",
+                    ENDPOINTS.join(", ")
+                ))
+            }
+        })
+        .collect()
+}
+
+fn what(name: &str, a: &mut Args<'_>) -> Result<What, String> {
+    let item = a.item;
+    let b = |k| What::Behavior(k);
+    Ok(match name {
+        "conforming" => b(Kind::Conforming),
+        "slow" => {
+            let ttfb = a.get("ttfb", true).map(Dist::parse).transpose()?;
+            let body = a.get("body", false).map(Dist::parse).transpose()?;
+            b(Kind::Slow {
+                ttfb: ttfb.unwrap_or(Dist::Fixed(Duration::from_secs(5))),
+                body: body.unwrap_or(Dist::Fixed(Duration::ZERO)),
+            })
+        }
+        "hang" => b(Kind::Hang),
+        "blackhole" => b(Kind::Blackhole),
+        "http-error" => {
+            let status: u16 = a.number("status", true, 500)?;
+            if !(400..=599).contains(&status) {
+                return Err(format!("{item:?}: status {status} is not a 4xx or 5xx"));
+            }
+            let default_retry = matches!(status, 429 | 503).then_some(30);
+            let retry_after = match a.get("retry_after", false) {
+                None => default_retry,
+                Some("none") => None,
+                Some(v) => Some(
+                    v.parse()
+                        .map_err(|_| format!("{item:?}: retry_after={v:?} is not seconds"))?,
+                ),
+            };
+            b(Kind::HttpError {
+                status,
+                retry_after,
+            })
+        }
+        "malformed-json" => {
+            let v = a.get("variant", true).unwrap_or("truncated");
+            b(Kind::MalformedJson(Malformed::parse(v).ok_or_else(
+                || unknown_variant(item, v, Malformed::ALL.iter().map(|m| m.name())),
+            )?))
+        }
+        "wrong-schema" => {
+            let v = a.get("variant", true).unwrap_or("missing-field");
+            b(Kind::WrongSchema(WrongSchema::parse(v).ok_or_else(
+                || unknown_variant(item, v, WrongSchema::ALL.iter().map(|m| m.name())),
+            )?))
+        }
+        "oversized-body" => match a.get("size", true) {
+            Some("endless") => b(Kind::OversizedBody {
+                bytes: 0,
+                endless: true,
+            }),
+            size => b(Kind::OversizedBody {
+                bytes: match size {
+                    None => 6_000_000,
+                    Some(s) => crate::cli::parse_bytes(s)
+                        .map_err(|e| format!("{item:?}: size={s:?}: {e}"))?,
+                },
+                endless: false,
+            }),
+        },
+        "oversized-field" => b(Kind::OversizedField {
+            chars: a.number("chars", true, 60_000)?,
+        }),
+        "too-many-items" => b(Kind::TooManyItems {
+            count: a.number("count", true, 101)?,
+            conditions: a.number("conditions", false, 21)?,
+        }),
+        "null-bytes" => b(Kind::NullBytes),
+        "invalid-utf8" => b(Kind::InvalidUtf8),
+        "ansi-escapes" => b(Kind::AnsiEscapes),
+        "speculative" => b(Kind::Speculative),
+        "injection" => {
+            let select = a
+                .get("select", true)
+                .map(|s| s.split('+').map(|p| p.trim().to_string()).collect())
+                .unwrap_or_default();
+            let per_answer = a.number("per_answer", false, 3usize)?.max(1);
+            b(Kind::Injection { select, per_answer })
+        }
+        "reset" => b(Kind::Reset(reset_point(a)?)),
+        "close-mid-body" => b(Kind::CloseMidBody(
+            a.get("at", true)
+                .map(|v| {
+                    v.parse()
+                        .map_err(|_| format!("{item:?}: at={v:?} is not a byte count"))
+                })
+                .transpose()?,
+        )),
+        "garbage-then-close" => b(Kind::GarbageThenClose),
+        "dribble" => {
+            let rate: u32 = a.number("rate", true, 10)?;
+            if rate == 0 {
+                return Err(format!("{item:?}: the rate must be at least 1 byte/s"));
+            }
+            b(Kind::Dribble {
+                bytes_per_sec: rate,
+            })
+        }
+        "content-length-mismatch" => b(Kind::ContentLengthMismatch(
+            match a.get("declared", true).unwrap_or("more") {
+                "more" => LengthLie::More,
+                "less" => LengthLie::Less,
+                v => return Err(unknown_variant(item, v, ["more", "less"].into_iter())),
+            },
+        )),
+        "wrong-content-type" => b(Kind::WrongContentType(
+            a.get("type", true).unwrap_or("text/plain").to_string(),
+        )),
+        "flaky" => {
+            let p: f64 = a.number("p", true, 0.5)?;
+            if !(0.0..=1.0).contains(&p) {
+                return Err(format!("{item:?}: p={p} is not a probability (0..1)"));
+            }
+            What::Modifier(Modifier::Flaky(p))
+        }
+        "fail-first" => What::Modifier(Modifier::FailFirst(a.number("n", true, 1)?)),
+        other => {
+            return Err(format!(
+                "unknown behaviour {other:?} (known: {})",
+                CATALOGUE
+                    .iter()
+                    .map(|(n, _, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        }
+    })
+}
+
+fn reset_point(a: &mut Args<'_>) -> Result<ResetPoint, String> {
+    let item = a.item;
+    if let Some(n) = a.get("mid-body", false) {
+        return n
+            .parse()
+            .map(ResetPoint::MidBody)
+            .map_err(|_| format!("{item:?}: mid-body={n:?} is not a byte count"));
+    }
+    match a.get("at", true).unwrap_or("mid-body") {
+        "before-headers" => Ok(ResetPoint::BeforeHeaders),
+        "after-headers" => Ok(ResetPoint::AfterHeaders),
+        "mid-body" => Ok(ResetPoint::MidBody(100)),
+        v => Err(unknown_variant(
+            item,
+            v,
+            ["before-headers", "after-headers", "mid-body=N"].into_iter(),
+        )),
+    }
+}
+
+fn unknown_variant<'a>(item: &str, v: &str, known: impl Iterator<Item = &'a str>) -> String {
+    format!(
+        "{item:?}: unknown variant {v:?} (expected {})",
+        known.collect::<Vec<_>>().join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn kind(text: &str) -> Kind {
+        match parse_item(text).unwrap().what {
+            What::Behavior(k) => k,
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn items_parse_with_variants_keys_and_endpoints() {
+        assert_eq!(
+            kind("malformed-json:nan"),
+            Kind::MalformedJson(Malformed::NaN)
+        );
+        assert_eq!(
+            kind("http-error:429"),
+            Kind::HttpError {
+                status: 429,
+                retry_after: Some(30)
+            }
+        );
+        assert_eq!(
+            kind("http-error:status=502;retry_after=none"),
+            Kind::HttpError {
+                status: 502,
+                retry_after: None
+            }
+        );
+        assert_eq!(
+            kind("reset:mid-body=7"),
+            Kind::Reset(ResetPoint::MidBody(7))
+        );
+        assert_eq!(
+            kind("reset:before-headers"),
+            Kind::Reset(ResetPoint::BeforeHeaders)
+        );
+        assert_eq!(
+            kind("slow:ttfb=uniform(1s, 3s);body=100ms"),
+            Kind::Slow {
+                ttfb: Dist::Uniform(Duration::from_secs(1), Duration::from_secs(3)),
+                body: Dist::Fixed(Duration::from_millis(100))
+            }
+        );
+        let item = parse_item("wrong-schema:approve-string@vote+analyze").unwrap();
+        assert_eq!(item.endpoints, vec!["vote", "analyze"]);
+        assert!(item.applies_to("vote") && !item.applies_to("challenge"));
+        let plain = parse_item("hang").unwrap();
+        assert!(plain.applies_to("analyze") && !plain.applies_to("health"));
+    }
+
+    #[test]
+    fn lists_split_outside_parentheses() {
+        let items = parse_list("slow:normal(2s,100ms), flaky:0.25 ,null-bytes").unwrap();
+        assert_eq!(items.len(), 3);
+        assert_eq!(items[1].what, What::Modifier(Modifier::Flaky(0.25)));
+    }
+
+    #[test]
+    fn errors_name_the_item_and_what_is_wrong() {
+        let cases = [
+            ("sloww", "unknown behaviour \"sloww\""),
+            ("malformed-json:yaml", "unknown variant \"yaml\""),
+            ("http-error:200", "not a 4xx or 5xx"),
+            ("hang:5", "unexpected argument \"5\""),
+            ("slow:tffb=2s", "unknown argument \"tffb\""),
+            ("slow:uniform(3s,1s)", "high bound is below"),
+            ("slow:gamma(1s,2)", "unknown distribution"),
+            ("null-bytes@votes", "unknown endpoint \"votes\""),
+            ("flaky:1.5", "not a probability"),
+            ("dribble:0", "at least 1 byte/s"),
+        ];
+        for (text, expected) in cases {
+            let e = parse_list(text).unwrap_err();
+            assert!(e.contains(expected), "{text}: {e}");
+        }
+        assert!(parse_list(" , ").unwrap_err().contains("no behaviour"));
+    }
+
+    #[test]
+    fn every_catalogue_name_parses() {
+        for (name, _, _) in CATALOGUE {
+            parse_item(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+
+    #[test]
+    fn distributions_sample_within_their_shape_and_never_below_zero() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let uniform = Dist::parse("uniform(1s,2s)").unwrap();
+        let normal = Dist::parse("normal(10ms,1s)").unwrap();
+        let lognormal = Dist::parse("lognormal(100ms,0.5)").unwrap();
+        let mut lognormal_draws = Vec::new();
+        for _ in 0..2_000 {
+            let u = uniform.sample(&mut rng);
+            assert!(
+                u >= Duration::from_secs(1) && u <= Duration::from_secs(2),
+                "{u:?}"
+            );
+            let _ = normal.sample(&mut rng); // negative draws clamp to zero: no panic
+            lognormal_draws.push(lognormal.sample(&mut rng));
+        }
+        lognormal_draws.sort();
+        let median = lognormal_draws[lognormal_draws.len() / 2];
+        assert!(
+            median > Duration::from_millis(85) && median < Duration::from_millis(115),
+            "median {median:?}"
+        );
+        assert_eq!(
+            Dist::parse("fixed(2s)").unwrap().to_string(),
+            Dist::parse("2s").unwrap().to_string()
+        );
+    }
+}

@@ -1,0 +1,433 @@
+//! A fleet of mock agents from a YAML file (presets in `mocks/`), served either under one port
+//! with path prefixes (`http://HOST:PORT/agents/<name>/analyze`) or on one port per agent.
+//! One process holds thousands of agents: an agent is a few hundred bytes of state, and a
+//! connection costs only while it is open.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::agent::{Decision, MockAgent, Profile};
+use super::behavior::{self, Item};
+use super::http1::{self, Delivered, Handler, Plan, Request, Response, ServerLimits};
+use super::journal::{AuthSeen, Journal, RequestRecord};
+use super::observe::Observer;
+
+/// Names agents may have (they become URL path segments and platform registrations).
+pub fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// How agents are laid out on ports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    /// One port; agent `a` answers under `/agents/a/`.
+    #[default]
+    Shared,
+    /// One port per agent, from `port` upwards (0: the OS picks each).
+    PerAgent,
+}
+
+/// A fleet file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetFile {
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub layout: Layout,
+    #[serde(default = "loopback")]
+    pub host: IpAddr,
+    #[serde(default)]
+    pub port: u16,
+    /// The base URL the platform is told at registration (real platforms refuse loopback):
+    /// e.g. `http://mocks.internal:9000`; default: the bound address.
+    #[serde(default)]
+    pub advertise: Option<String>,
+    /// The platform to drive (registration, triggers); without it the fleet only serves.
+    #[serde(default)]
+    pub platform: Option<super::driver::PlatformSpec>,
+    pub agents: Vec<AgentSpec>,
+}
+
+fn loopback() -> IpAddr {
+    IpAddr::V4(Ipv4Addr::LOCALHOST)
+}
+
+/// One agent, or (with `generate: N`) N of a kind whose name holds `{i}` (1..=N).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    pub name: Spanned<String>,
+    #[serde(default)]
+    pub generate: Option<usize>,
+    #[serde(default = "general")]
+    pub domain: String,
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    /// Behaviour items (see `mock behaviors`); none: conforming.
+    #[serde(default)]
+    pub behaviors: Vec<String>,
+    /// The key the agent requires (`{i}` is replaced too); none: no Authorization expected.
+    #[serde(default)]
+    pub api_key: Option<String>,
+}
+
+fn general() -> String {
+    "general review".into()
+}
+
+/// Most agents one fleet may hold.
+pub const MAX_AGENTS: usize = 100_000;
+
+impl FleetFile {
+    pub fn from_file(path: &Path) -> Result<FleetFile, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        FleetFile::parse(&path.display().to_string(), &text)
+    }
+
+    /// Parses; errors read `FILE:LINE: what is wrong`.
+    pub fn parse(source: &str, text: &str) -> Result<FleetFile, String> {
+        let file: FleetFile = serde_saphyr::from_str(text)
+            .map_err(|e| crate::probe::suite::yaml_error(source, &e.to_string()))?;
+        if file.agents.is_empty() {
+            return Err(format!("{source}: `agents` is empty"));
+        }
+        if let Some(a) = &file.advertise {
+            crate::transport::http::BaseUrl::parse(a)
+                .map_err(|e| format!("{source}: advertise: {e}"))?;
+        }
+        Ok(file)
+    }
+
+    /// Expands `generate`, parses behaviours, checks names; errors name the line.
+    pub fn agents(&self, source: &str, seed: u64) -> Result<Vec<MockAgent>, String> {
+        let mut agents = Vec::new();
+        let mut seen: HashMap<String, u64> = HashMap::new();
+        for spec in &self.agents {
+            let line = spec.name.referenced.line();
+            let at = |what: String| format!("{source}:{line}: agent {:?}: {what}", spec.name.value);
+            let items = parse_items(&spec.behaviors).map_err(at)?;
+            let count = spec.generate.unwrap_or(1);
+            if spec.generate.is_some() && !spec.name.value.contains("{i}") {
+                return Err(at("with `generate`, the name must contain {i}".into()));
+            }
+            if agents.len() + count > MAX_AGENTS {
+                return Err(at(format!("a fleet holds at most {MAX_AGENTS} agents")));
+            }
+            for i in 1..=count {
+                let name = spec.name.value.replace("{i}", &i.to_string());
+                if !valid_name(&name) {
+                    return Err(at(format!(
+                        "the name {name:?} must match ^[A-Za-z][A-Za-z0-9_-]*$"
+                    )));
+                }
+                if let Some(first) = seen.insert(name.clone(), line) {
+                    return Err(at(format!(
+                        "the name {name:?} is already used (line {first})"
+                    )));
+                }
+                let profile = Profile {
+                    name,
+                    domain: spec.domain.clone(),
+                    capabilities: spec.capabilities.clone(),
+                    api_key: spec
+                        .api_key
+                        .as_ref()
+                        .map(|k| k.replace("{i}", &i.to_string())),
+                };
+                agents.push(MockAgent::new(profile, items.clone(), seed));
+            }
+        }
+        Ok(agents)
+    }
+}
+
+/// Behaviour strings (each may itself be a comma list) → items; none → conforming.
+pub fn parse_items(texts: &[String]) -> Result<Vec<Item>, String> {
+    let mut items = Vec::new();
+    for text in texts {
+        items.extend(behavior::parse_list(text)?);
+    }
+    if items.is_empty() {
+        items = behavior::parse_list("conforming")?;
+    }
+    Ok(items)
+}
+
+/// Where each agent answers.
+enum Routes {
+    /// `/agents/<name>/<endpoint>` on one port.
+    Shared(HashMap<String, usize>),
+    /// Local port → agent.
+    PerAgent(HashMap<u16, usize>),
+}
+
+/// The fleet as a request handler.
+pub struct FleetHandler {
+    pub agents: Vec<MockAgent>,
+    routes: Routes,
+    pub journal: Journal,
+    pub observer: Observer,
+}
+
+/// What a request's journal and observer records need once the answer is out.
+pub struct Note {
+    seq: u64,
+    agent: Option<usize>,
+}
+
+impl FleetHandler {
+    /// The agent a request is for, and the endpoint (path segment after the agent).
+    fn route<'r>(&self, request: &'r Request) -> Option<(usize, &'r str)> {
+        let path = request.path();
+        match &self.routes {
+            Routes::Shared(by_name) => {
+                let rest = path.strip_prefix("/agents/")?;
+                let (name, endpoint) = rest.split_once('/').unwrap_or((rest, ""));
+                by_name.get(name).map(|&i| (i, endpoint))
+            }
+            Routes::PerAgent(by_port) => by_port
+                .get(&request.local.port())
+                .map(|&i| (i, path.trim_start_matches('/'))),
+        }
+    }
+
+    fn auth(agent: &MockAgent, request: &Request) -> AuthSeen {
+        let sent = request
+            .header("authorization")
+            .map(|v| v.strip_prefix("Bearer ").unwrap_or(v).trim());
+        match (&agent.profile.api_key, sent) {
+            (Some(k), Some(s)) if s == k => AuthSeen::Ok,
+            (Some(_), Some(_)) => AuthSeen::Wrong,
+            (Some(_), None) => AuthSeen::Missing,
+            (None, None) => AuthSeen::None,
+            (None, Some(_)) => AuthSeen::Unexpected,
+        }
+    }
+}
+
+fn expected_method(endpoint: &str) -> Option<&'static str> {
+    match endpoint {
+        "analyze" | "challenge" | "vote" => Some("POST"),
+        "health" => Some("GET"),
+        _ => None,
+    }
+}
+
+impl Handler for FleetHandler {
+    type Note = Note;
+
+    fn reads(&self, local: SocketAddr) -> bool {
+        match &self.routes {
+            Routes::PerAgent(by_port) => by_port
+                .get(&local.port())
+                .is_none_or(|&i| !self.agents[i].is_blackhole()),
+            Routes::Shared(_) => true,
+        }
+    }
+
+    async fn handle(&self, request: Request) -> (Plan, Note) {
+        let seq = self.journal.next_seq();
+        let Some((index, endpoint)) = self.route(&request) else {
+            let plan = Plan::immediate(Response::json_error(
+                404,
+                &format!("no mock agent at {}", request.path()),
+            ));
+            return (plan, Note { seq, agent: None });
+        };
+        let agent = &self.agents[index];
+        let auth = Self::auth(agent, &request);
+        let parsed: Option<Value> = serde_json::from_slice(&request.body).ok();
+        let (plan, decision) = match expected_method(endpoint) {
+            None => refuse(404, format!("no endpoint /{endpoint}")),
+            Some(m) if m != request.method => refuse(405, format!("/{endpoint} takes {m}")),
+            Some(_)
+                if endpoint != "health" && matches!(auth, AuthSeen::Missing | AuthSeen::Wrong) =>
+            {
+                refuse(401, format!("{auth:?} API key").to_lowercase())
+            }
+            Some(_) => agent.respond(endpoint, &request.body),
+        };
+        self.observer.on_request(
+            agent,
+            endpoint,
+            auth,
+            parsed.as_ref(),
+            &decision,
+            request.received,
+        );
+        if self.journal.is_on() {
+            let (body, body_capped) = self.journal.body_value(&request.body, parsed.as_ref());
+            let task_id = parsed
+                .as_ref()
+                .and_then(|v| v.get("task_id"))
+                .and_then(Value::as_str);
+            self.journal
+                .write(&RequestRecord {
+                    seq,
+                    event: "request",
+                    t_ms: self.journal.t_ms(request.received),
+                    agent: agent.name(),
+                    endpoint,
+                    method: &request.method,
+                    path: request.path(),
+                    peer: request.peer.to_string(),
+                    auth,
+                    task_id,
+                    body_bytes: request.body.len(),
+                    body,
+                    body_capped,
+                    decision: &decision,
+                })
+                .await;
+        }
+        (
+            plan,
+            Note {
+                seq,
+                agent: Some(index),
+            },
+        )
+    }
+
+    async fn finish(&self, note: Note, delivered: Delivered) {
+        if note.agent.is_some() {
+            self.journal.answer(note.seq, &delivered).await;
+        }
+    }
+}
+
+fn refuse(status: u16, message: String) -> (Plan, Decision) {
+    (
+        Plan::immediate(Response::json_error(status, &message)),
+        Decision {
+            status,
+            ..Decision::default()
+        },
+    )
+}
+
+/// A fleet being served.
+pub struct Served {
+    pub handler: Arc<FleetHandler>,
+    /// Each agent's base URL, as bound.
+    pub urls: Vec<String>,
+    /// The addresses listened on.
+    pub addrs: Vec<SocketAddr>,
+    stop: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl Served {
+    /// The base URL of agent `name`.
+    pub fn url_of(&self, name: &str) -> Option<&str> {
+        let i = self.handler.agents.iter().position(|a| a.name() == name)?;
+        Some(&self.urls[i])
+    }
+
+    /// Stops accepting, ends every open exchange (hung ones too) and waits at most `grace`.
+    pub async fn stop(&self, grace: Duration) {
+        self.stop.cancel();
+        self.tracker.close();
+        let _ = tokio::time::timeout(grace, self.tracker.wait()).await;
+    }
+}
+
+/// Binds and serves `agents`. `host`/`port`: where to listen (port 0: the OS picks).
+pub async fn serve(
+    agents: Vec<MockAgent>,
+    layout: Layout,
+    host: IpAddr,
+    port: u16,
+    journal: Journal,
+    observer: Observer,
+) -> Result<Served, String> {
+    let stop = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    let mut listeners = Vec::new();
+    let (routes, urls) = match layout {
+        Layout::Shared => {
+            let listener = bind(SocketAddr::new(host, port)).await?;
+            let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            let urls = agents
+                .iter()
+                .map(|a| format!("http://{addr}/agents/{}", a.name()))
+                .collect();
+            listeners.push(listener);
+            let by_name = agents
+                .iter()
+                .enumerate()
+                .map(|(i, a)| (a.name().to_string(), i))
+                .collect();
+            (Routes::Shared(by_name), urls)
+        }
+        Layout::PerAgent => {
+            let mut by_port = HashMap::new();
+            let mut urls = Vec::new();
+            for (i, _) in agents.iter().enumerate() {
+                let want = if port == 0 {
+                    0
+                } else {
+                    port.checked_add(i as u16).ok_or("ports run past 65535")?
+                };
+                let listener = bind(SocketAddr::new(host, want)).await?;
+                let addr = listener.local_addr().map_err(|e| e.to_string())?;
+                by_port.insert(addr.port(), i);
+                urls.push(format!("http://{addr}"));
+                listeners.push(listener);
+            }
+            (Routes::PerAgent(by_port), urls)
+        }
+    };
+    let addrs = listeners
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
+        .collect();
+    let handler = Arc::new(FleetHandler {
+        agents,
+        routes,
+        journal,
+        observer,
+    });
+    for listener in listeners {
+        tokio::spawn(http1::serve(
+            listener,
+            handler.clone(),
+            ServerLimits::default(),
+            stop.clone(),
+            tracker.clone(),
+        ));
+    }
+    Ok(Served {
+        handler,
+        urls,
+        addrs,
+        stop,
+        tracker,
+    })
+}
+
+async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))
+}
+
+/// Elapsed since `started`, for callers that stamp reports.
+pub fn elapsed_ms(started: Instant) -> u64 {
+    started.elapsed().as_millis() as u64
+}

@@ -1,0 +1,706 @@
+//! A small HTTP/1.1 server over raw TCP: the engine under every mock agent.
+//!
+//! A framework (axum, hyper) writes well-formed HTTP; a mock fleet must also write *badly*: reset
+//! a connection mid-body (RST via SO_LINGER 0), close early, send garbage, lie in Content-Length,
+//! trickle bytes, hold a connection forever, never read at all. So the engine owns the socket and
+//! executes a [`Plan`] byte by byte. It parses requests with `httparse` (Content-Length and
+//! chunked bodies, `Expect: 100-continue`, keep-alive), bounded: a 64 KiB head, a body cap, and
+//! every wait cancellable by the server's shutdown token, so Ctrl-C never waits on a hung peer.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// Largest request head we read.
+pub const MAX_HEAD: usize = 64 * 1024;
+/// Most header fields in a request.
+const MAX_HEADERS: usize = 100;
+
+/// One request as received.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: String,
+    /// The request target as sent (path and query).
+    pub target: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Bytes,
+    /// The peer asked to close after this exchange (or spoke HTTP/1.0 without keep-alive).
+    pub close: bool,
+    /// When the last byte of the request arrived.
+    pub received: Instant,
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The path, without the query string.
+    pub fn path(&self) -> &str {
+        self.target.split('?').next().unwrap_or("")
+    }
+}
+
+/// A response to write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    pub status: u16,
+    /// Headers other than the framing ones (Content-Length, Transfer-Encoding, Connection), which
+    /// the engine writes from [`Framing`].
+    pub headers: Vec<(String, String)>,
+    pub body: Bytes,
+}
+
+impl Response {
+    pub fn new(status: u16, content_type: &str, body: impl Into<Bytes>) -> Response {
+        Response {
+            status,
+            headers: vec![("content-type".into(), content_type.into())],
+            body: body.into(),
+        }
+    }
+
+    pub fn json_error(status: u16, message: &str) -> Response {
+        let body = serde_json::to_vec(&serde_json::json!({ "error": message })).unwrap_or_default();
+        Response::new(status, "application/json", body)
+    }
+}
+
+/// How the body is delimited on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// `Content-Length` equal to the body.
+    Length,
+    /// `Content-Length: declared`, whatever the body's real size (then the connection closes).
+    Lie { declared: u64 },
+    /// `Transfer-Encoding: chunked`; with [`Plan::endless`], the body repeats forever.
+    Chunked,
+}
+
+/// A fault below HTTP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    None,
+    /// Read the request, never answer; hold the connection until the peer leaves or shutdown.
+    Hang,
+    /// Read the request, then neither read nor answer again until shutdown.
+    Blackhole,
+    /// RST (SO_LINGER 0) before any byte of the answer.
+    ResetBeforeHead,
+    /// RST right after the head.
+    ResetAfterHead,
+    /// RST after this many body bytes.
+    ResetAt(u64),
+    /// Graceful close (FIN) after this many body bytes.
+    CloseAt(u64),
+    /// These bytes instead of an HTTP answer, then close.
+    Garbage(Bytes),
+}
+
+/// Everything about how one answer goes out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub response: Response,
+    /// Delay from the request's last byte to the answer's first byte.
+    pub ttfb: Duration,
+    /// Delay between the head and the body.
+    pub body_delay: Duration,
+    /// Send the whole answer at this many bytes per second.
+    pub dribble: Option<u32>,
+    pub framing: Framing,
+    pub fault: Fault,
+    /// Repeat the body forever (chunked), until the peer leaves or shutdown.
+    pub endless: bool,
+}
+
+impl Plan {
+    pub fn immediate(response: Response) -> Plan {
+        Plan {
+            response,
+            ttfb: Duration::ZERO,
+            body_delay: Duration::ZERO,
+            dribble: None,
+            framing: Framing::Length,
+            fault: Fault::None,
+            endless: false,
+        }
+    }
+}
+
+/// How an answer ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Every byte written.
+    Complete,
+    /// We reset the connection, as planned.
+    Reset,
+    /// We closed the connection early, as planned (garbage, close mid-body, a lying length).
+    Closed,
+    /// We held the request without answering until the peer left.
+    Hung,
+    /// The peer closed or reset the connection before we were done.
+    PeerGone,
+    /// The server shut down before we were done.
+    Shutdown,
+}
+
+/// What was actually sent.
+#[derive(Debug, Clone, Copy)]
+pub struct Delivered {
+    pub outcome: Outcome,
+    /// Bytes written (head and body).
+    pub bytes: u64,
+    /// Time from the request's last byte to our first byte (None: nothing written).
+    pub ttfb: Option<Duration>,
+    /// Time from the request's last byte to the end.
+    pub total: Duration,
+}
+
+/// The mock side of the engine: what to do with each connection and request.
+pub trait Handler: Send + Sync + 'static {
+    /// Per-request state carried from [`Handler::handle`] to [`Handler::finish`].
+    type Note: Send + 'static;
+
+    /// Whether to read from a new connection on `local` at all (false: accept and never read,
+    /// a black hole).
+    fn reads(&self, local: SocketAddr) -> bool {
+        let _ = local;
+        true
+    }
+
+    /// Decides the answer to one request.
+    fn handle(
+        &self,
+        request: Request,
+    ) -> impl std::future::Future<Output = (Plan, Self::Note)> + Send;
+
+    /// Told what was sent, once the answer is over.
+    fn finish(
+        &self,
+        note: Self::Note,
+        delivered: Delivered,
+    ) -> impl std::future::Future<Output = ()> + Send;
+}
+
+/// Limits on what a peer may send.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerLimits {
+    pub max_body: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_body: 32 * 1024 * 1024,
+        }
+    }
+}
+
+/// Accepts connections on `listener` until `stop` fires; each connection runs on `tracker`.
+pub async fn serve<H: Handler>(
+    listener: TcpListener,
+    handler: Arc<H>,
+    limits: ServerLimits,
+    stop: CancellationToken,
+    tracker: TaskTracker,
+) {
+    loop {
+        let accepted = tokio::select! {
+            _ = stop.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        let (stream, peer) = match accepted {
+            Ok(pair) => pair,
+            // Out of file descriptors and the like: back off instead of spinning.
+            Err(_) => {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_millis(50)) => continue,
+                }
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let handler = handler.clone();
+        let stop = stop.clone();
+        tracker.spawn(async move {
+            let _ = connection(stream, peer, handler.as_ref(), limits, &stop).await;
+        });
+    }
+}
+
+/// Serves one connection: requests until the peer or a plan closes it.
+async fn connection<H: Handler>(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    handler: &H,
+    limits: ServerLimits,
+    stop: &CancellationToken,
+) -> std::io::Result<()> {
+    let local = stream.local_addr()?;
+    if !handler.reads(local) {
+        // A black hole: the kernel completes the handshake; we never read a byte.
+        stop.cancelled().await;
+        return Ok(());
+    }
+    let mut buf = BytesMut::new();
+    loop {
+        let read = tokio::select! {
+            _ = stop.cancelled() => return Ok(()),
+            read = read_request(&mut stream, &mut buf, limits) => read,
+        };
+        let request = match read {
+            Ok(Some(parts)) => Request {
+                method: parts.method,
+                target: parts.target,
+                headers: parts.headers,
+                body: parts.body,
+                close: parts.close,
+                received: Instant::now(),
+                peer,
+                local,
+            },
+            Ok(None) => return Ok(()),
+            Err(ReadError::Io(e)) => return Err(e),
+            Err(ReadError::Bad { status, message }) => {
+                let plan = Plan::immediate(Response::json_error(status, &message));
+                write_plan(&mut stream, &plan, Instant::now(), true, stop).await;
+                return Ok(());
+            }
+        };
+        let close = request.close;
+        let received = request.received;
+        let (plan, note) = handler.handle(request).await;
+        let delivered = write_plan(&mut stream, &plan, received, close, stop).await;
+        let keep_going = delivered.outcome == Outcome::Complete
+            && !close
+            && plan.framing != Framing::Chunked
+            && !plan.endless;
+        handler.finish(note, delivered).await;
+        if !keep_going {
+            return Ok(());
+        }
+        // Free the read buffer between requests: thousands of idle keep-alive connections.
+        if buf.is_empty() {
+            buf = BytesMut::new();
+        }
+    }
+}
+
+/// A request's parts before it is stamped.
+struct Parts {
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+    body: Bytes,
+    close: bool,
+}
+
+enum ReadError {
+    Io(std::io::Error),
+    /// Answer with this status and close.
+    Bad {
+        status: u16,
+        message: String,
+    },
+}
+
+impl From<std::io::Error> for ReadError {
+    fn from(e: std::io::Error) -> Self {
+        ReadError::Io(e)
+    }
+}
+
+fn bad(status: u16, message: impl Into<String>) -> ReadError {
+    ReadError::Bad {
+        status,
+        message: message.into(),
+    }
+}
+
+/// Reads more bytes into `buf`; false at end of stream.
+async fn fill(stream: &mut TcpStream, buf: &mut BytesMut) -> std::io::Result<bool> {
+    if buf.capacity() - buf.len() < 1024 {
+        buf.reserve(4096);
+    }
+    Ok(stream.read_buf(buf).await? > 0)
+}
+
+/// Reads one request (head and body). `Ok(None)`: the peer closed cleanly between requests.
+async fn read_request(
+    stream: &mut TcpStream,
+    buf: &mut BytesMut,
+    limits: ServerLimits,
+) -> Result<Option<Parts>, ReadError> {
+    let (head_len, method, target, headers, minor) = loop {
+        if !buf.is_empty() {
+            let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+            let mut req = httparse::Request::new(&mut slots);
+            match req.parse(buf) {
+                Ok(httparse::Status::Complete(n)) => {
+                    let headers = req
+                        .headers
+                        .iter()
+                        .map(|h| {
+                            (
+                                h.name.to_string(),
+                                String::from_utf8_lossy(h.value).into_owned(),
+                            )
+                        })
+                        .collect::<Vec<_>>();
+                    break (
+                        n,
+                        req.method.unwrap_or("").to_string(),
+                        req.path.unwrap_or("").to_string(),
+                        headers,
+                        req.version.unwrap_or(1),
+                    );
+                }
+                Ok(httparse::Status::Partial) => {}
+                Err(httparse::Error::TooManyHeaders) => {
+                    return Err(bad(431, "too many request header fields"))
+                }
+                Err(e) => return Err(bad(400, format!("not a valid HTTP/1.1 request: {e}"))),
+            }
+        }
+        if buf.len() > MAX_HEAD {
+            return Err(bad(431, "the request head is larger than 64 KiB"));
+        }
+        if !fill(stream, buf).await? {
+            return if buf.is_empty() {
+                Ok(None)
+            } else {
+                Err(ReadError::Io(std::io::ErrorKind::UnexpectedEof.into()))
+            };
+        }
+    };
+    buf.advance(head_len);
+    let find = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim().to_ascii_lowercase())
+    };
+    let connection = find("connection").unwrap_or_default();
+    let close = connection.contains("close") || (minor == 0 && !connection.contains("keep-alive"));
+    if find("expect").as_deref() == Some("100-continue") {
+        stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await?;
+    }
+    let body = if find("transfer-encoding").is_some_and(|te| te.contains("chunked")) {
+        read_chunked(stream, buf, limits.max_body).await?
+    } else {
+        let length = match find("content-length") {
+            None => 0,
+            Some(v) => v
+                .parse::<usize>()
+                .map_err(|_| bad(400, format!("Content-Length {v:?} is not a number")))?,
+        };
+        if length > limits.max_body {
+            return Err(bad(
+                413,
+                format!(
+                    "the request body ({length} bytes) is over the mock's limit of {} bytes",
+                    limits.max_body
+                ),
+            ));
+        }
+        while buf.len() < length {
+            if !fill(stream, buf).await? {
+                return Err(ReadError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+            }
+        }
+        buf.split_to(length).freeze()
+    };
+    Ok(Some(Parts {
+        method,
+        target,
+        headers,
+        body,
+        close,
+    }))
+}
+
+/// Decodes a chunked request body (trailers are read and dropped).
+async fn read_chunked(
+    stream: &mut TcpStream,
+    buf: &mut BytesMut,
+    max_body: usize,
+) -> Result<Bytes, ReadError> {
+    let mut body = BytesMut::new();
+    loop {
+        let line = read_line(stream, buf).await?;
+        let size_text = line.split(';').next().unwrap_or("").trim();
+        let size = usize::from_str_radix(size_text, 16)
+            .map_err(|_| bad(400, format!("bad chunk size {size_text:?}")))?;
+        if size == 0 {
+            // Trailers, up to the empty line.
+            while !read_line(stream, buf).await?.is_empty() {}
+            return Ok(body.freeze());
+        }
+        if body.len() + size > max_body {
+            return Err(bad(
+                413,
+                format!("the request body is over the mock's limit of {max_body} bytes"),
+            ));
+        }
+        while buf.len() < size + 2 {
+            if !fill(stream, buf).await? {
+                return Err(ReadError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+            }
+        }
+        body.extend_from_slice(&buf[..size]);
+        buf.advance(size + 2);
+    }
+}
+
+/// One CRLF-terminated line (without the CRLF), at most 4 KiB.
+async fn read_line(stream: &mut TcpStream, buf: &mut BytesMut) -> Result<String, ReadError> {
+    loop {
+        if let Some(end) = buf.windows(2).position(|w| w == b"\r\n") {
+            let line = String::from_utf8_lossy(&buf[..end]).into_owned();
+            buf.advance(end + 2);
+            return Ok(line);
+        }
+        if buf.len() > 4096 {
+            return Err(bad(400, "a chunk header line is longer than 4 KiB"));
+        }
+        if !fill(stream, buf).await? {
+            return Err(ReadError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+        }
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    axum::http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("Unknown")
+}
+
+/// The status line and headers of `plan`.
+pub fn head(plan: &Plan, close: bool) -> Vec<u8> {
+    let r = &plan.response;
+    let mut out = Vec::with_capacity(128 + r.headers.len() * 32);
+    out.extend_from_slice(format!("HTTP/1.1 {} {}\r\n", r.status, reason(r.status)).as_bytes());
+    for (name, value) in &r.headers {
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    match plan.framing {
+        Framing::Length => {
+            out.extend_from_slice(format!("content-length: {}\r\n", r.body.len()).as_bytes())
+        }
+        Framing::Lie { declared } => {
+            out.extend_from_slice(format!("content-length: {declared}\r\n").as_bytes())
+        }
+        Framing::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+    }
+    let closes = close || !matches!(plan.framing, Framing::Length) || plan.fault != Fault::None;
+    out.extend_from_slice(if closes {
+        b"connection: close\r\n\r\n" as &[u8]
+    } else {
+        b"connection: keep-alive\r\n\r\n"
+    });
+    out
+}
+
+/// The body bytes as framed (a chunked body is one chunk, without the final zero chunk when
+/// the body is endless).
+fn framed_body(plan: &Plan) -> Bytes {
+    let body = &plan.response.body;
+    if plan.framing != Framing::Chunked || body.is_empty() {
+        return body.clone();
+    }
+    let mut out = BytesMut::with_capacity(body.len() + 16);
+    out.extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
+    out.extend_from_slice(body);
+    out.extend_from_slice(b"\r\n");
+    if !plan.endless {
+        out.extend_from_slice(b"0\r\n\r\n");
+    }
+    out.freeze()
+}
+
+/// Writes bytes, counting them; stops at shutdown.
+struct Writer<'a> {
+    stream: &'a mut TcpStream,
+    stop: &'a CancellationToken,
+    bytes: u64,
+    first: Option<Instant>,
+    /// Bytes per second, when dribbling.
+    rate: Option<u32>,
+}
+
+enum Stopped {
+    PeerGone,
+    Shutdown,
+}
+
+impl Writer<'_> {
+    async fn write(&mut self, data: &[u8]) -> Result<(), Stopped> {
+        match self.rate {
+            None => self.write_now(data).await,
+            Some(rate) => {
+                // A tick every 10 ms (or one byte per tick below 100 B/s), so the rate holds.
+                let rate = rate.max(1) as usize;
+                let per_tick = (rate / 100).max(1);
+                let tick = Duration::from_secs_f64(per_tick as f64 / rate as f64);
+                for piece in data.chunks(per_tick) {
+                    self.write_now(piece).await?;
+                    self.sleep(tick).await?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    async fn write_now(&mut self, data: &[u8]) -> Result<(), Stopped> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.first.get_or_insert_with(Instant::now);
+        tokio::select! {
+            _ = self.stop.cancelled() => Err(Stopped::Shutdown),
+            written = self.stream.write_all(data) => match written {
+                Ok(()) => { self.bytes += data.len() as u64; Ok(()) }
+                Err(_) => Err(Stopped::PeerGone),
+            },
+        }
+    }
+
+    async fn sleep(&self, d: Duration) -> Result<(), Stopped> {
+        if d.is_zero() {
+            return Ok(());
+        }
+        tokio::select! {
+            _ = self.stop.cancelled() => Err(Stopped::Shutdown),
+            _ = tokio::time::sleep(d) => Ok(()),
+        }
+    }
+
+    async fn sleep_until(&self, at: Instant) -> Result<(), Stopped> {
+        tokio::select! {
+            _ = self.stop.cancelled() => Err(Stopped::Shutdown),
+            _ = tokio::time::sleep_until(at.into()) => Ok(()),
+        }
+    }
+}
+
+/// Executes `plan` on `stream`. `received` is when the request's last byte arrived.
+pub async fn write_plan(
+    stream: &mut TcpStream,
+    plan: &Plan,
+    received: Instant,
+    close: bool,
+    stop: &CancellationToken,
+) -> Delivered {
+    let mut w = Writer {
+        stream,
+        stop,
+        bytes: 0,
+        first: None,
+        rate: plan.dribble,
+    };
+    let outcome = match run_plan(&mut w, plan, received, close).await {
+        Ok(outcome) => outcome,
+        Err(Stopped::PeerGone) => Outcome::PeerGone,
+        Err(Stopped::Shutdown) => Outcome::Shutdown,
+    };
+    let (bytes, first) = (w.bytes, w.first);
+    match outcome {
+        Outcome::Reset => {
+            let _ = stream.set_zero_linger();
+        }
+        Outcome::Complete if !close && plan.fault == Fault::None => {
+            let _ = stream.flush().await;
+        }
+        _ => {
+            let _ = stream.shutdown().await;
+        }
+    }
+    Delivered {
+        outcome,
+        bytes,
+        ttfb: first.map(|f| f.saturating_duration_since(received)),
+        total: received.elapsed(),
+    }
+}
+
+async fn run_plan(
+    w: &mut Writer<'_>,
+    plan: &Plan,
+    received: Instant,
+    close: bool,
+) -> Result<Outcome, Stopped> {
+    // `sleep_until` from the request's arrival: the delay is never shorter than planned.
+    w.sleep_until(received + plan.ttfb).await?;
+    match &plan.fault {
+        Fault::Hang => return hang(w).await,
+        Fault::Blackhole => {
+            w.stop.cancelled().await;
+            return Err(Stopped::Shutdown);
+        }
+        Fault::ResetBeforeHead => return Ok(Outcome::Reset),
+        Fault::Garbage(bytes) => {
+            w.write(bytes).await?;
+            return Ok(Outcome::Closed);
+        }
+        _ => {}
+    }
+    w.write(&head(plan, close)).await?;
+    if plan.fault == Fault::ResetAfterHead {
+        return Ok(Outcome::Reset);
+    }
+    w.sleep(plan.body_delay).await?;
+    let body = framed_body(plan);
+    match plan.fault {
+        Fault::ResetAt(n) | Fault::CloseAt(n) => {
+            let n = (n as usize).min(body.len());
+            w.write(&body[..n]).await?;
+            return Ok(if matches!(plan.fault, Fault::ResetAt(_)) {
+                Outcome::Reset
+            } else {
+                Outcome::Closed
+            });
+        }
+        _ => {}
+    }
+    if plan.endless && !body.is_empty() {
+        loop {
+            w.write(&body).await?;
+        }
+    }
+    w.write(&body).await?;
+    Ok(match plan.framing {
+        Framing::Lie { .. } => Outcome::Closed,
+        _ => Outcome::Complete,
+    })
+}
+
+/// Holds the connection without answering until the peer leaves (or shutdown); reads and drops
+/// whatever else the peer sends.
+async fn hang(w: &mut Writer<'_>) -> Result<Outcome, Stopped> {
+    let mut sink = [0u8; 256];
+    loop {
+        tokio::select! {
+            _ = w.stop.cancelled() => return Err(Stopped::Shutdown),
+            read = w.stream.read(&mut sink) => match read {
+                Ok(0) | Err(_) => return Ok(Outcome::Hung),
+                Ok(_) => {}
+            },
+        }
+    }
+}

@@ -1,0 +1,708 @@
+//! The prompt-injection payload corpus of the `injection` mock behaviour.
+//!
+//! A mock agent puts these payloads into the strings of its answers, so that a platform team can
+//! see whether the platform forwards them unsanitized to other agents. Each rendered payload
+//! carries a canary token: when the token comes back in a later request the platform sends to
+//! another agent, the payload got through, and the token says which agent sent which payload.
+//!
+//! The corpus is data (`mocks/injection/payloads.yaml`, embedded in the binary); its text
+//! templates (`{canary}`, `{base64:…}`, …) are described at the top of that file and implemented
+//! in [`template`].
+
+mod template;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+use serde_saphyr::Spanned;
+
+use crate::probe::suite::{glob_match, yaml_error};
+use crate::text::is_unsafe_char;
+use template::{Template, CANARY};
+
+/// Where the embedded corpus comes from, for messages.
+const EMBEDDED_SOURCE: &str = "mocks/injection/payloads.yaml";
+const EMBEDDED: &str = include_str!("../../mocks/injection/payloads.yaml");
+
+/// The payload families, in the order the corpus file lists them.
+pub const FAMILIES: &[&str] = &[
+    "instruction-override",
+    "role-spoofing",
+    "chat-template",
+    "delimiter-breakout",
+    "markdown-exfiltration",
+    "tool-hijack",
+    "html-script",
+    "encoded",
+    "invisible",
+    "homoglyph",
+    "mixed-case",
+];
+
+/// One payload as the corpus file has it; `text` is a template (see [`Payload::render`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Payload {
+    pub id: String,
+    pub family: String,
+    pub text: String,
+    pub note: String,
+}
+
+impl Payload {
+    /// The payload as it goes into an answer: every `{canary}` replaced by `canary`, and every
+    /// encoding (`{base64:…}`, `{tags:…}`, …) computed. A text that is not a valid template (only
+    /// possible for a payload built by hand, since the corpus is validated) gets its `{canary}`
+    /// placeholders replaced and nothing else.
+    pub fn render(&self, canary: &str) -> String {
+        match Template::parse(&self.text) {
+            Ok(template) => template.render(canary),
+            Err(_) => self.text.replace(CANARY, canary),
+        }
+    }
+
+    fn matches(&self, pattern: &str) -> bool {
+        glob_match(pattern, &self.id) || glob_match(pattern, &self.family)
+    }
+}
+
+/// A validated list of payloads, in file order.
+#[derive(Debug, Clone, Default)]
+pub struct Corpus {
+    payloads: Vec<Payload>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CorpusFile {
+    payloads: Vec<PayloadEntry>,
+}
+
+/// A payload with the lines of its fields, so that errors can point at them.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PayloadEntry {
+    id: Spanned<String>,
+    family: Spanned<String>,
+    text: Spanned<String>,
+    note: Spanned<String>,
+}
+
+/// The corpus embedded in the binary, parsed once. The embedded file is checked by a unit test;
+/// should it ever be invalid, the corpus is empty rather than a panic at run time.
+pub fn corpus() -> &'static Corpus {
+    static CORPUS: OnceLock<Corpus> = OnceLock::new();
+    CORPUS.get_or_init(|| Corpus::parse(EMBEDDED_SOURCE, EMBEDDED).unwrap_or_default())
+}
+
+impl Corpus {
+    /// Parses and validates a corpus file. Errors are one line, `SOURCE:LINE: payload `id`: what
+    /// is wrong` (unknown family, duplicate id, missing `{canary}`, empty text, bad template).
+    pub fn parse(source: &str, text: &str) -> Result<Corpus, String> {
+        let file: CorpusFile =
+            serde_saphyr::from_str(text).map_err(|e| yaml_error(source, &e.to_string()))?;
+        if file.payloads.is_empty() {
+            return Err(format!("{source}: the corpus holds no payloads"));
+        }
+        let mut first_line: HashMap<String, u64> = HashMap::new();
+        let mut payloads = Vec::with_capacity(file.payloads.len());
+        for entry in file.payloads {
+            let payload = validate(source, &entry)?;
+            let line = entry.id.referenced.line();
+            if let Some(first) = first_line.insert(payload.id.clone(), line) {
+                return Err(format!(
+                    "{source}:{line}: payload `{}`: the id is used twice (first at line {first})",
+                    payload.id
+                ));
+            }
+            payloads.push(payload);
+        }
+        Ok(Corpus { payloads })
+    }
+
+    pub fn payloads(&self) -> &[Payload] {
+        &self.payloads
+    }
+
+    /// The families present, each once, in order of first appearance.
+    pub fn families(&self) -> Vec<&str> {
+        let mut seen = HashSet::new();
+        self.payloads
+            .iter()
+            .map(|p| p.family.as_str())
+            .filter(|f| seen.insert(*f))
+            .collect()
+    }
+
+    /// The payloads whose id or family matches any of `patterns` (an exact name, or a glob with
+    /// `*` and `?`), in corpus order; no pattern selects them all. The error names a pattern that
+    /// matches nothing, so that a typo does not silently shrink a run.
+    pub fn select(&self, patterns: &[String]) -> Result<Vec<&Payload>, String> {
+        if patterns.is_empty() {
+            return Ok(self.payloads.iter().collect());
+        }
+        if let Some(p) = patterns
+            .iter()
+            .find(|p| !self.payloads.iter().any(|x| x.matches(p)))
+        {
+            return Err(format!(
+                "injection payload pattern {p:?} matches no payload id or family (families: {})",
+                self.families().join(", ")
+            ));
+        }
+        Ok(self
+            .payloads
+            .iter()
+            .filter(|x| patterns.iter().any(|p| x.matches(p)))
+            .collect())
+    }
+}
+
+/// Checks one entry and turns it into a payload; the error points at the offending field's line.
+fn validate(source: &str, entry: &PayloadEntry) -> Result<Payload, String> {
+    let id = &entry.id.value;
+    let at =
+        |field: &Spanned<String>| format!("{source}:{}: payload `{id}`", field.referenced.line());
+    if !is_kebab_case(id) {
+        return Err(format!(
+            "{}: the id must be kebab-case (lower-case letters and digits joined by single dashes)",
+            at(&entry.id)
+        ));
+    }
+    let family = &entry.family.value;
+    if !FAMILIES.contains(&family.as_str()) {
+        return Err(format!(
+            "{}: family `{family}` is not one of {}",
+            at(&entry.family),
+            FAMILIES.join(", ")
+        ));
+    }
+    let text = &entry.text.value;
+    if text.trim().is_empty() {
+        return Err(format!("{}: the text is empty", at(&entry.text)));
+    }
+    let template = Template::parse(text).map_err(|e| format!("{}: {e}", at(&entry.text)))?;
+    if !template.has_findable_canary() {
+        return Err(format!(
+            "{}: the text has no {CANARY} placeholder outside base64, hex, rot13 and url \
+             (the token could not be traced)",
+            at(&entry.text)
+        ));
+    }
+    if entry.note.value.trim().is_empty() {
+        return Err(format!("{}: the note is empty", at(&entry.note)));
+    }
+    Ok(Payload {
+        id: id.clone(),
+        family: family.clone(),
+        text: text.clone(),
+        note: entry.note.value.clone(),
+    })
+}
+
+fn is_kebab_case(id: &str) -> bool {
+    !id.is_empty()
+        && id.split('-').all(|part| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        })
+}
+
+/// `tck` and the hex digits after it.
+const CANARY_PREFIX: &[u8] = b"tck";
+const CANARY_HEX_DIGITS: usize = 10;
+const CANARY_LEN: usize = CANARY_PREFIX.len() + CANARY_HEX_DIGITS;
+
+/// A canary token: `tck` and 10 lower-case hex digits, a stable hash (64-bit FNV-1a, xor-folded
+/// to 40 bits) of the seed, the agent's name, the payload id and a counter. The same inputs give
+/// the same token on every machine, so a seed replays a run's tokens; ASCII letters and digits
+/// only, so the token survives JSON escaping and case folding.
+pub fn canary(seed: u64, agent: &str, payload_id: &str, n: u64) -> String {
+    let mut hash = Fnv1a::default();
+    hash.write(&seed.to_le_bytes());
+    hash.write_str(agent);
+    hash.write_str(payload_id);
+    hash.write(&n.to_le_bytes());
+    let bits = 4 * CANARY_HEX_DIGITS as u32;
+    let folded = (hash.0 ^ (hash.0 >> bits)) & ((1u64 << bits) - 1);
+    format!("tck{folded:0width$x}", width = CANARY_HEX_DIGITS)
+}
+
+/// 64-bit FNV-1a: tiny, stable across platforms and releases (unlike `DefaultHasher`).
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Fnv1a {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv1a {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    /// A string with its length first, so that ("ab", "c") and ("a", "bc") hash differently.
+    fn write_str(&mut self, s: &str) {
+        self.write(&(s.len() as u64).to_le_bytes());
+        self.write(s.as_bytes());
+    }
+}
+
+/// Every canary token in `text`, lower-cased, each once, in order of first appearance.
+///
+/// Tokens are found also where the text was altered the way the payload families alter text:
+/// case changed, zero-width or bidi characters inserted, letters made fullwidth, or the token
+/// spelled in Unicode tag characters. The text is folded to one byte per character first (tag
+/// characters to their ASCII letter, invisible characters to nothing, anything else that is not
+/// ASCII to a separator), then scanned once: linear time, and no input can make it panic.
+pub fn find_canaries(text: &str) -> Vec<String> {
+    let folded: Vec<u8> = text.chars().filter_map(fold).collect();
+    let mut found = Vec::new();
+    let mut seen = HashSet::new();
+    let mut next = 0;
+    for (i, window) in folded.windows(CANARY_LEN).enumerate() {
+        if i >= next && is_canary(window) {
+            let token = String::from_utf8_lossy(window).into_owned();
+            if seen.insert(token.clone()) {
+                found.push(token);
+            }
+            next = i + CANARY_LEN;
+        }
+    }
+    found
+}
+
+fn is_canary(window: &[u8]) -> bool {
+    window.starts_with(CANARY_PREFIX)
+        && window[CANARY_PREFIX.len()..]
+            .iter()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// One character of a text as `find_canaries` sees it: lower-case ASCII, `None` for characters
+/// that render as nothing, and a NUL separator for any other character (a token cannot span it).
+fn fold(c: char) -> Option<u8> {
+    let ascii = match c {
+        '\u{E0020}'..='\u{E007E}' => c as u32 - 0xE0000,
+        '\u{FF01}'..='\u{FF5E}' => c as u32 - 0xFF01 + 0x21,
+        _ if is_invisible(c) => return None,
+        _ if c.is_ascii() => c as u32,
+        _ => 0,
+    };
+    Some(u8::try_from(ascii).unwrap_or(0).to_ascii_lowercase())
+}
+
+/// Characters a platform may keep (or a payload may insert) that show as nothing: the escaped
+/// invisible set of `text::is_unsafe_char` (zero-width, bidi, tag characters) and a few
+/// formatting characters it prints as they are (soft hyphen, combining grapheme joiner, Mongolian
+/// vowel separator, variation selectors).
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{AD}' | '\u{34F}' | '\u{180E}' | '\u{FE00}'..='\u{FE0F}'
+    ) || (is_unsafe_char(c) && !c.is_ascii_control())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::template::{Encoding, Segment};
+    use super::*;
+    use crate::probe::checks::Check;
+    use crate::probe::suite::Suite;
+    use crate::protocol::evidence::PhraseSet;
+
+    fn embedded() -> Corpus {
+        Corpus::parse(EMBEDDED_SOURCE, EMBEDDED).expect("the embedded corpus is valid")
+    }
+
+    /// A canary for payload `p`, as a mock agent would make it.
+    fn canary_for(p: &Payload) -> String {
+        canary(42, "security_reviewer_0", &p.id, 0)
+    }
+
+    #[test]
+    fn the_embedded_corpus_is_valid_and_is_what_corpus_returns() {
+        let parsed = embedded();
+        assert_eq!(corpus().payloads(), parsed.payloads());
+    }
+
+    #[test]
+    fn the_corpus_is_large_and_covers_every_family() {
+        let c = embedded();
+        assert!(c.payloads().len() >= 60, "{} payloads", c.payloads().len());
+        for family in FAMILIES {
+            let n = c.payloads().iter().filter(|p| p.family == *family).count();
+            assert!(n >= 4, "family {family} has {n} payloads");
+        }
+        assert_eq!(c.families(), FAMILIES, "families in file order");
+    }
+
+    #[test]
+    fn ids_are_unique_and_kebab_case() {
+        let c = embedded();
+        let mut seen = HashSet::new();
+        for p in c.payloads() {
+            assert!(seen.insert(&p.id), "{} twice", p.id);
+            assert!(is_kebab_case(&p.id), "{}", p.id);
+        }
+    }
+
+    #[test]
+    fn every_payload_has_the_placeholder_and_its_canary_is_found_again() {
+        for p in embedded().payloads() {
+            assert!(p.text.contains(CANARY), "{}", p.id);
+            let token = canary_for(p);
+            let rendered = p.render(&token);
+            assert!(!rendered.contains(CANARY), "{}: {rendered}", p.id);
+            assert!(
+                find_canaries(&rendered).contains(&token),
+                "{}: {token} not found in {rendered:?}",
+                p.id
+            );
+        }
+    }
+
+    /// Every URL a payload names points at a `.invalid` host, which never resolves: a platform
+    /// that renders or follows one leaks nothing to anybody.
+    #[test]
+    fn every_url_points_at_an_invalid_host() {
+        for p in embedded().payloads() {
+            let rendered = p.render(&canary_for(p));
+            for (at, _) in rendered.match_indices("://") {
+                let host: String = rendered[at + 3..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
+                    .collect();
+                assert!(host.ends_with(".invalid"), "{}: host {host:?}", p.id);
+            }
+        }
+    }
+
+    fn decode_base64(text: &str) -> Vec<u8> {
+        const ALPHABET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let sextets: Vec<u32> = text
+            .trim_end_matches('=')
+            .chars()
+            .map(|c| ALPHABET.find(c).expect("base64 alphabet") as u32)
+            .collect();
+        let mut out = Vec::new();
+        for group in sextets.chunks(4) {
+            let n = group
+                .iter()
+                .enumerate()
+                .fold(0, |n, (i, s)| n | s << (18 - 6 * i));
+            out.extend(n.to_be_bytes()[1..group.len()].iter());
+        }
+        out
+    }
+
+    fn decode_hex(text: &str) -> Vec<u8> {
+        (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
+            .collect()
+    }
+
+    fn decode_percent(text: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut bytes = text.bytes();
+        while let Some(b) = bytes.next() {
+            if b == b'%' {
+                let pair: Vec<u8> = bytes.by_ref().take(2).collect();
+                out.extend(decode_hex(std::str::from_utf8(&pair).expect("ascii")));
+            } else {
+                out.push(b);
+            }
+        }
+        out
+    }
+
+    /// Reverses an encoding with code written apart from the encoders (rot13 is its own inverse).
+    fn decode(encoding: Encoding, text: &str) -> String {
+        let bytes = match encoding {
+            Encoding::Base64 => decode_base64(text),
+            Encoding::Hex => decode_hex(text),
+            Encoding::Url => decode_percent(text),
+            Encoding::Rot13 => return Encoding::Rot13.apply(text),
+            Encoding::Tags => {
+                return text
+                    .chars()
+                    .map(|c| char::from_u32(c as u32 - 0xE0000).expect("a tag character"))
+                    .collect()
+            }
+        };
+        String::from_utf8(bytes).expect("UTF-8")
+    }
+
+    /// Decodes every encoded part of `segments`, at any depth, with the decoders above and checks
+    /// that it gives back its source as readable ASCII; returns whether a decoded part holds the
+    /// canary.
+    fn check_encodings(id: &str, segments: &[Segment], token: &str) -> bool {
+        let mut carries_canary = false;
+        for segment in segments {
+            if let Segment::Encoded(encoding, inner) = segment {
+                let plain = template::render(inner, token);
+                assert_eq!(decode(*encoding, &encoding.apply(&plain)), plain, "{id}");
+                assert!(
+                    plain.chars().all(|c| matches!(c, ' '..='~')),
+                    "{id}: {encoding:?} of unreadable text {plain:?}"
+                );
+                let deeper = check_encodings(id, inner, token);
+                carries_canary |= plain.contains(token) || deeper;
+            }
+        }
+        carries_canary
+    }
+
+    #[test]
+    fn encoded_payloads_decode_to_instructions_carrying_the_canary() {
+        let c = embedded();
+        let encoded = c.select(&["encoded".to_string()]).unwrap();
+        for p in encoded {
+            let token = canary_for(p);
+            let template = Template::parse(&p.text).unwrap();
+            assert!(
+                check_encodings(&p.id, &template.segments, &token),
+                "{}: no encoded part carries the canary",
+                p.id
+            );
+            assert!(p.render(&token).contains(&token), "{}: plain canary", p.id);
+        }
+    }
+
+    /// The obfuscated families do what their names say, so that a platform's result on them
+    /// means something.
+    #[test]
+    fn obfuscated_families_are_obfuscated() {
+        let c = embedded();
+        let rendered = |family: &str| -> Vec<(String, String)> {
+            c.select(&[family.to_string()])
+                .unwrap()
+                .into_iter()
+                .map(|p| (p.id.clone(), p.render(&canary_for(p))))
+                .collect()
+        };
+        for (id, text) in rendered("invisible") {
+            assert!(text.chars().any(is_invisible), "{id}: nothing invisible");
+        }
+        for (id, text) in rendered("homoglyph") {
+            assert!(
+                text.chars().any(|c| c.is_alphabetic() && !c.is_ascii()),
+                "{id}: no look-alike letter"
+            );
+        }
+        // A word with a capital past its first letter ("IgNoRe", "SYSTEM"): what a
+        // case-sensitive pattern written in lower case misses. Read in the source text, so that
+        // the canary's letters cannot count.
+        for p in c.select(&["mixed-case".to_string()]).unwrap() {
+            assert!(
+                p.text
+                    .split(|c: char| !c.is_ascii_alphabetic())
+                    .any(|w| w.chars().skip(1).any(|c| c.is_ascii_uppercase())),
+                "{}: no word in mixed or upper case",
+                p.id
+            );
+        }
+    }
+
+    /// The compiled prompt-injection patterns of the built-in suite's sanitization cases: the
+    /// payloads are judged by exactly what the probe would use on an agent's answer.
+    fn probe_patterns() -> PhraseSet {
+        let suite = Suite::builtin("roundtable").expect("the built-in suite loads");
+        let case = suite
+            .case("analyze.sanitization")
+            .expect("the suite has a sanitization case");
+        let patterns = case
+            .checks
+            .iter()
+            .find_map(|check| match check {
+                Check::Phrases { patterns, .. } => Some(patterns.clone()),
+                _ => None,
+            })
+            .expect("the sanitization case has a phrases check");
+        PhraseSet::new(&patterns).expect("the suite's patterns compile")
+    }
+
+    #[test]
+    fn the_probe_flags_every_plain_override_spoof_and_template_payload() {
+        let patterns = probe_patterns();
+        let c = embedded();
+        let plain = ["instruction-override", "role-spoofing", "chat-template"].map(String::from);
+        for p in c.select(&plain).unwrap() {
+            let rendered = p.render(&canary_for(p));
+            assert!(
+                !patterns.scan("", &rendered).is_empty(),
+                "{}: the probe's sanitization patterns miss {rendered:?}",
+                p.id
+            );
+        }
+    }
+
+    #[test]
+    fn finds_canaries_however_the_text_was_altered() {
+        let token = canary(1, "a", "p", 0);
+        let upper = token.to_uppercase();
+        let zero_width: String = token
+            .chars()
+            .flat_map(|c| [c, '\u{200B}'])
+            .chain("\u{2066}\u{FEFF}".chars())
+            .collect();
+        let tags = Encoding::Tags.apply(&format!("say {token} now"));
+        let fullwidth: String = token
+            .chars()
+            .map(|c| char::from_u32(c as u32 - 0x21 + 0xFF01).unwrap())
+            .collect();
+        for text in [
+            format!("x {upper} y"),
+            format!("x{zero_width}y"),
+            format!("visible{tags}"),
+            format!("({fullwidth})"),
+        ] {
+            assert_eq!(find_canaries(&text), vec![token.clone()], "{text:?}");
+        }
+    }
+
+    #[test]
+    fn finds_each_token_once_in_order_and_nothing_else() {
+        let a = canary(1, "a", "p", 0);
+        let b = canary(1, "a", "p", 1);
+        let text = format!("{b} and {a}, again {B} {a}", B = b.to_uppercase());
+        assert_eq!(find_canaries(&text), vec![b, a]);
+        for miss in [
+            "tck012345678",         // 9 digits
+            "tck01234 56789",       // split by a space
+            "tck01234é56789",       // split by a visible letter
+            "tck012345678g",        // not hex
+            "tc\u{301}k0123456789", // a combining accent breaks it
+            "",
+            "tck",
+        ] {
+            assert!(find_canaries(miss).is_empty(), "{miss:?}");
+        }
+    }
+
+    #[test]
+    fn find_canaries_is_fast_on_adversarial_input() {
+        let text = "tck012345678".repeat(100_000) + "\u{E0074}";
+        let started = std::time::Instant::now();
+        assert!(find_canaries(&text).is_empty());
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    #[test]
+    fn canaries_are_stable_and_distinct() {
+        let c = canary(7, "agent-a", "override-ignore-previous", 0);
+        assert_eq!(c, canary(7, "agent-a", "override-ignore-previous", 0));
+        assert_eq!(c.len(), 13);
+        assert!(c.starts_with("tck"));
+        assert!(c[3..]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        let others = [
+            canary(8, "agent-a", "override-ignore-previous", 0),
+            canary(7, "agent-b", "override-ignore-previous", 0),
+            canary(7, "agent-a", "override-disregard-prior", 0),
+            canary(7, "agent-a", "override-ignore-previous", 1),
+            canary(7, "agent-ao", "verride-ignore-previous", 0),
+        ];
+        for other in &others {
+            assert_ne!(&c, other);
+        }
+        let ids: HashSet<String> = embedded()
+            .payloads()
+            .iter()
+            .map(|p| canary(7, "agent-a", &p.id, 0))
+            .collect();
+        assert_eq!(
+            ids.len(),
+            embedded().payloads().len(),
+            "a canary per payload"
+        );
+    }
+
+    const HEAD: &str = "# corpus\npayloads:\n";
+
+    fn entry(id: &str, family: &str, text: &str) -> String {
+        format!("  - id: {id}\n    family: {family}\n    text: \"{text}\"\n    note: n\n")
+    }
+
+    fn parse_err(body: &str) -> String {
+        Corpus::parse("payloads.yaml", &format!("{HEAD}{body}")).unwrap_err()
+    }
+
+    #[test]
+    fn parse_errors_name_the_line_and_the_problem() {
+        let ok = entry("a-1", "encoded", "x {canary}");
+        let e = parse_err(&format!("{ok}{}", entry("a-1", "homoglyph", "y {canary}")));
+        assert_eq!(
+            e,
+            "payloads.yaml:7: payload `a-1`: the id is used twice (first at line 3)"
+        );
+        let e = parse_err(&entry("b", "foo", "x {canary}"));
+        assert!(
+            e.starts_with(
+                "payloads.yaml:4: payload `b`: family `foo` is not one of instruction-override, "
+            ),
+            "{e}"
+        );
+        let e = parse_err(&entry("c", "encoded", "{base64:{canary}}"));
+        assert!(
+            e.starts_with("payloads.yaml:5: payload `c`: the text has no {canary} placeholder"),
+            "{e}"
+        );
+        let e = parse_err(&entry("d", "encoded", " "));
+        assert_eq!(e, "payloads.yaml:5: payload `d`: the text is empty");
+        let e = parse_err(&entry("Bad_Id", "encoded", "{canary}"));
+        assert!(
+            e.starts_with("payloads.yaml:3: payload `Bad_Id`: the id must be kebab-case"),
+            "{e}"
+        );
+        let e = parse_err(&entry("e", "encoded", "{hex:{canary}"));
+        assert!(
+            e.starts_with("payloads.yaml:5: payload `e`: `{hex:` is never closed"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn yaml_mistakes_are_one_line_with_a_place() {
+        let e = parse_err(
+            &entry("a", "encoded", "{canary}").replace("note: n", "note: n\n    tone: loud"),
+        );
+        assert!(e.starts_with("payloads.yaml:") && e.contains("tone"), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+        let e = parse_err("  - id: a\n    family: encoded\n    text: {canary}\n    note: n\n");
+        assert!(e.starts_with("payloads.yaml:"), "{e}");
+        assert_eq!(
+            Corpus::parse("p.yaml", "payloads: []").unwrap_err(),
+            "p.yaml: the corpus holds no payloads"
+        );
+    }
+
+    #[test]
+    fn selects_by_family_id_or_glob() {
+        let c = embedded();
+        let ids = |patterns: &[&str]| -> Result<Vec<String>, String> {
+            let patterns: Vec<String> = patterns.iter().map(|p| p.to_string()).collect();
+            c.select(&patterns)
+                .map(|v| v.into_iter().map(|p| p.id.clone()).collect())
+        };
+        let homoglyphs = ids(&["homoglyph"]).unwrap();
+        assert!(homoglyphs.len() >= 4);
+        assert!(homoglyphs.iter().all(|id| id.starts_with("homoglyph-")));
+        assert_eq!(
+            ids(&["override-ignore-previous", "html-iframe"]).unwrap(),
+            ["override-ignore-previous", "html-iframe"]
+        );
+        let globbed = ids(&["*-bidi-*", "homoglyph"]).unwrap();
+        assert_eq!(globbed.len(), homoglyphs.len() + 2, "{globbed:?}");
+        assert_eq!(ids(&[]).unwrap().len(), c.payloads().len());
+        let e = ids(&["homoglyph", "nope*"]).unwrap_err();
+        assert!(e.contains("\"nope*\" matches no payload"), "{e}");
+    }
+}

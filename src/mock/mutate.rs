@@ -1,0 +1,997 @@
+//! Misbehaviours as mutations of a conforming answer (DESIGN.md: "misbehaviours are mutations of
+//! a conforming response"). The mock fleet takes what [`super::reference::ReferenceAgent`]
+//! answers and breaks exactly one thing, so that a platform's reaction can be pinned on that one
+//! thing: a schema rule, the body's syntax, a size limit, sanitization, the evidence pipeline.
+//!
+//! Everything here is pure: no I/O, no clock, no randomness (the reference answer already carries
+//! the seed). No function panics on any input: when a mutation cannot apply to an answer (not an
+//! object, an endpoint it does not concern, nothing of the kind to break), it leaves the answer as
+//! it was and says so (`false`, or an empty list).
+//!
+//! Each mutation is chosen so that, applied to a conforming answer, exactly the probe case that
+//! enforces the broken rule fails (the unit tests below run the built-in suite's checks to prove
+//! it): a mock agent must be a precise instrument, not a generally broken one.
+
+use std::sync::OnceLock;
+
+use serde_json::{json, Map, Value};
+
+use crate::probe::checks::Check;
+use crate::probe::suite::Suite;
+use crate::protocol::evidence::{evidence_level, PhraseSet};
+use crate::protocol::roundtable::ENDPOINTS;
+
+/// The spec's per-field limit ("Maximum per-field string length: 50,000 characters").
+const SPEC_MAX_FIELD: usize = 50_000;
+
+/// An extra top-level field, for text that has nowhere else to go. The schemas allow unknown
+/// fields and no rule reads this one, so only the check that reads *every* string sees it.
+const EXTRA_FIELD: &str = "notes";
+
+/// The field `padded_body` fills.
+const PADDING_FIELD: &str = "padding";
+
+/// The character padding is made of: one byte, one character, no phrase of any rule.
+const FILLER: char = 'x';
+
+const JSON: &str = "application/json";
+
+// ---- wrong-schema -------------------------------------------------------------------------------
+
+/// Variants of `wrong-schema`: each breaks one schema rule (or, for DissentWithoutReason, the
+/// semantic rule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WrongSchema {
+    MissingField,
+    WrongType,
+    SeverityEnum,
+    ConfidenceRange,
+    ApproveString,
+    DissentWithoutReason,
+}
+
+impl WrongSchema {
+    pub const ALL: [WrongSchema; 6] = [
+        WrongSchema::MissingField,
+        WrongSchema::WrongType,
+        WrongSchema::SeverityEnum,
+        WrongSchema::ConfidenceRange,
+        WrongSchema::ApproveString,
+        WrongSchema::DissentWithoutReason,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            WrongSchema::MissingField => "missing-field",
+            WrongSchema::WrongType => "wrong-type",
+            WrongSchema::SeverityEnum => "severity-enum",
+            WrongSchema::ConfidenceRange => "confidence-range",
+            WrongSchema::ApproveString => "approve-string",
+            WrongSchema::DissentWithoutReason => "dissent-without-reason",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<WrongSchema> {
+        WrongSchema::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// Which endpoints the variant changes (others answer conformingly).
+    pub fn endpoints(self) -> &'static [&'static str] {
+        match self {
+            WrongSchema::MissingField | WrongSchema::WrongType => &ENDPOINTS,
+            WrongSchema::SeverityEnum | WrongSchema::ConfidenceRange => &["analyze"],
+            WrongSchema::ApproveString | WrongSchema::DissentWithoutReason => &["vote"],
+        }
+    }
+}
+
+/// A reason given with `approve: "false"`, so that the only fault is the string: a platform that
+/// coerces `"false"` to true turns a reasoned dissent into an approval.
+const DISSENT_REASON: &str = "The synthesis leaves the reported issue unaddressed";
+
+/// Returns whether it changed anything.
+///
+/// missing-field: analyze drops `observations`, challenge drops `agent_name`, vote drops
+/// `approve`; wrong-type: analyze `observations` becomes an object (keyed by index), challenge
+/// `challenges` and vote `conditions` become strings (the list's JSON text, as a double-encoding
+/// agent sends it); severity-enum: analyze `observations[0].severity = "high"`;
+/// confidence-range: analyze `observations[0].confidence = 1.5` (both add an observation to an
+/// empty list); approve-string: vote `approve = "false"` with a `dissent_reason`;
+/// dissent-without-reason: vote `approve = false` and no `dissent_reason` (schema-valid, breaks
+/// the semantic rule).
+pub fn wrong_schema(variant: WrongSchema, endpoint: &str, answer: &mut Value) -> bool {
+    if !variant.endpoints().contains(&endpoint) {
+        return false;
+    }
+    changes(answer, |answer| {
+        let object = answer.as_object_mut()?;
+        match variant {
+            WrongSchema::MissingField => {
+                let field = match endpoint {
+                    "analyze" => "observations",
+                    "challenge" => "agent_name",
+                    _ => "approve",
+                };
+                object.remove(field).map(drop)
+            }
+            WrongSchema::WrongType => {
+                let (field, wrong) = match endpoint {
+                    "analyze" => ("observations", keyed_by_index(object.get("observations"))),
+                    "challenge" => ("challenges", json_text(object.get("challenges"))),
+                    _ => ("conditions", json_text(object.get("conditions"))),
+                };
+                object.insert(field.into(), wrong);
+                Some(())
+            }
+            WrongSchema::SeverityEnum => {
+                first_observation(object)?.insert("severity".into(), json!("high"));
+                Some(())
+            }
+            WrongSchema::ConfidenceRange => {
+                first_observation(object)?.insert("confidence".into(), json!(1.5));
+                Some(())
+            }
+            WrongSchema::ApproveString => {
+                object.insert("approve".into(), json!("false"));
+                if !is_text(object.get("dissent_reason")) {
+                    object.insert("dissent_reason".into(), json!(DISSENT_REASON));
+                }
+                Some(())
+            }
+            WrongSchema::DissentWithoutReason => {
+                object.insert("approve".into(), json!(false));
+                object.remove("dissent_reason");
+                Some(())
+            }
+        }
+    })
+}
+
+/// A list as an object keyed by index (`{"0": …, "1": …}`), as an agent that serializes a map
+/// instead of a list sends it; anything else becomes an empty object.
+fn keyed_by_index(list: Option<&Value>) -> Value {
+    let items = list.and_then(Value::as_array).into_iter().flatten();
+    Value::Object(
+        items
+            .enumerate()
+            .map(|(i, item)| (i.to_string(), item.clone()))
+            .collect(),
+    )
+}
+
+/// A value as its JSON text, in a string (an absent list is `"[]"`).
+fn json_text(value: Option<&Value>) -> Value {
+    Value::String(value.map_or_else(|| "[]".to_string(), Value::to_string))
+}
+
+fn is_text(value: Option<&Value>) -> bool {
+    value
+        .and_then(Value::as_str)
+        .is_some_and(|s| !s.trim().is_empty())
+}
+
+/// A conforming observation, for mutations that need one when the list is empty.
+fn placeholder_observation() -> Value {
+    json!({
+        "finding": "Input reviewed",
+        "evidence": "[POSSIBLE] No specific issue located",
+        "severity": "info",
+    })
+}
+
+/// The first observation of an analysis (added to an empty list), when it is an object.
+fn first_observation(answer: &mut Map<String, Value>) -> Option<&mut Map<String, Value>> {
+    let list = answer.get_mut("observations")?.as_array_mut()?;
+    if list.is_empty() {
+        list.push(placeholder_observation());
+    }
+    list.first_mut()?.as_object_mut()
+}
+
+/// Applies `mutate` to `answer`; on `None` the answer is restored. Returns whether the answer
+/// differs from what it was, so that "returns whether it changed anything" holds for every
+/// mutation by construction.
+fn changes(answer: &mut Value, mutate: impl FnOnce(&mut Value) -> Option<()>) -> bool {
+    let before = answer.clone();
+    if mutate(answer).is_none() {
+        *answer = before;
+        return false;
+    }
+    *answer != before
+}
+
+// ---- malformed bodies ---------------------------------------------------------------------------
+
+/// Variants of `malformed`: bodies a platform's JSON parser must refuse (or, for DuplicateKeys,
+/// accept in a way that hides a second value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Malformed {
+    Truncated,
+    TrailingGarbage,
+    SingleQuotes,
+    NaN,
+    Empty,
+    Html,
+    Array,
+    DuplicateKeys,
+}
+
+impl Malformed {
+    pub const ALL: [Malformed; 8] = [
+        Malformed::Truncated,
+        Malformed::TrailingGarbage,
+        Malformed::SingleQuotes,
+        Malformed::NaN,
+        Malformed::Empty,
+        Malformed::Html,
+        Malformed::Array,
+        Malformed::DuplicateKeys,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Malformed::Truncated => "truncated",
+            Malformed::TrailingGarbage => "trailing-garbage",
+            Malformed::SingleQuotes => "single-quotes",
+            Malformed::NaN => "nan",
+            Malformed::Empty => "empty",
+            Malformed::Html => "html",
+            Malformed::Array => "array",
+            Malformed::DuplicateKeys => "duplicate-keys",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Malformed> {
+        Malformed::ALL.into_iter().find(|v| v.name() == name)
+    }
+}
+
+/// What a reverse proxy answers when the agent behind it is down; served with status 200 by the
+/// caller, as a misconfigured proxy or a catch-all error page does.
+const BAD_GATEWAY_PAGE: &str = "<!DOCTYPE html>\n<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<center><h1>502 Bad Gateway</h1></center>\n<hr><center>nginx</center>\n</body>\n</html>\n";
+
+/// The bytes of a malformed answer built from the conforming JSON body, and its Content-Type.
+///
+/// truncated: the body cut at half its length (on a character boundary); trailing-garbage: the
+/// body followed by `}garbage`; single-quotes: the answer written as Python's `repr` writes a
+/// dict (`'…'` strings, `True`/`False`/`None`); nan: the first `confidence` (or a new top-level
+/// one) as the bare token `NaN`; empty: zero bytes; html: a 502 Bad Gateway page, `text/html`;
+/// array: `[ <the object> ]`; duplicate-keys: the object with `agent_name` twice, the second
+/// time with another value (lenient parsers keep the last one).
+pub fn malformed(variant: Malformed, conforming: &[u8]) -> (Vec<u8>, &'static str) {
+    let body = match variant {
+        Malformed::Truncated => conforming[..half(conforming)].to_vec(),
+        Malformed::TrailingGarbage => [conforming, b"}garbage".as_slice()].concat(),
+        Malformed::SingleQuotes => python_repr(conforming),
+        Malformed::NaN => with_nan(conforming),
+        Malformed::Empty => Vec::new(),
+        Malformed::Html => return (BAD_GATEWAY_PAGE.as_bytes().to_vec(), "text/html"),
+        Malformed::Array => [b"[".as_slice(), conforming, b"]"].concat(),
+        Malformed::DuplicateKeys => duplicate_agent_name(conforming),
+    };
+    (body, JSON)
+}
+
+/// Half the body's length, moved back to a character boundary so that the cut is the only fault
+/// (not a split UTF-8 sequence as well).
+fn half(body: &[u8]) -> usize {
+    let mut cut = body.len() / 2;
+    if let Ok(text) = std::str::from_utf8(body) {
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+    }
+    cut
+}
+
+/// The answer as Python's `repr` of a dict: what an agent sends when it writes `str(answer)`
+/// instead of `json.dumps(answer)`. A body that is not JSON gets its double quotes swapped.
+fn python_repr(conforming: &[u8]) -> Vec<u8> {
+    match serde_json::from_slice::<Value>(conforming) {
+        Ok(value) => {
+            let mut out = String::new();
+            write_python(&value, &mut out);
+            out.into_bytes()
+        }
+        Err(_) => conforming
+            .iter()
+            .map(|&b| if b == b'"' { b'\'' } else { b })
+            .collect(),
+    }
+}
+
+/// Writes `value` in Python literal syntax. Parsed JSON is at most 128 levels deep (serde_json's
+/// limit), so the recursion is bounded.
+fn write_python(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("None"),
+        Value::Bool(true) => out.push_str("True"),
+        Value::Bool(false) => out.push_str("False"),
+        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::String(s) => write_python_str(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_python(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_python_str(key, out);
+                out.push_str(": ");
+                write_python(item, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn write_python_str(text: &str, out: &mut String) {
+    out.push('\'');
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c < ' ' || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+}
+
+/// A string no answer contains, written in place of a number and then replaced by `NaN` in the
+/// serialized text (serde_json cannot write a non-finite number).
+const NAN_MARK: &str = "__agent_tck_nan__";
+
+/// The answer with its first numeric `confidence` (depth first), or a new top-level one, written
+/// as the bare token `NaN`: what Python's `json.dumps` writes for `float("nan")` by default.
+fn with_nan(conforming: &[u8]) -> Vec<u8> {
+    let mut object = as_object(conforming);
+    if !mark_first_confidence(&mut object) {
+        object.insert("confidence".into(), json!(NAN_MARK));
+    }
+    let text = serde_json::to_string(&object).unwrap_or_default();
+    text.replacen(&format!("\"{NAN_MARK}\""), "NaN", 1)
+        .into_bytes()
+}
+
+fn mark_first_confidence(object: &mut Map<String, Value>) -> bool {
+    if let Some(c) = object.get_mut("confidence").filter(|c| c.is_number()) {
+        *c = json!(NAN_MARK);
+        return true;
+    }
+    object.values_mut().any(mark_first_confidence_in)
+}
+
+fn mark_first_confidence_in(value: &mut Value) -> bool {
+    match value {
+        Value::Object(object) => mark_first_confidence(object),
+        Value::Array(items) => items.iter_mut().any(mark_first_confidence_in),
+        _ => false,
+    }
+}
+
+/// The body as a JSON object, or an empty one when it is not one.
+fn as_object(body: &[u8]) -> Map<String, Value> {
+    serde_json::from_slice(body).unwrap_or_default()
+}
+
+/// The object with `agent_name` written twice: first the agent's name, then another. Lenient
+/// parsers keep the last one, so a platform that does not refuse duplicate keys records the
+/// answer under a name the agent never registered.
+fn duplicate_agent_name(conforming: &[u8]) -> Vec<u8> {
+    let mut object = as_object(conforming);
+    let first = object
+        .get("agent_name")
+        .and_then(Value::as_str)
+        .unwrap_or("agent")
+        .to_string();
+    object.insert("agent_name".into(), Value::String(first.clone()));
+    let mut text = serde_json::to_string(&object).unwrap_or_default();
+    // The object holds at least agent_name, so it ends in `}` after one or more members.
+    text.pop();
+    text.push_str(&format!(
+        ",\"agent_name\":{}}}",
+        Value::String(format!("{first}-impostor"))
+    ));
+    text.into_bytes()
+}
+
+// ---- limits -------------------------------------------------------------------------------------
+
+/// oversized-field: pads one string past `chars` characters (to `chars + 1`, or one more than it
+/// had), with a filler that no other rule reads (no phrase, no tag, no NUL), so that only the
+/// endpoint's `*.field-length` case fails. The string, by endpoint:
+///
+/// - analyze: `observations[0].evidence` (appended to, so its tag stays first; an empty list gets
+///   an observation);
+/// - challenge: the first challenge's `counter_evidence`; without challenges, the first
+///   concession's `reason` (added if absent);
+/// - vote: `conditions[0]`, or a string `dissent_reason`;
+/// - otherwise (e.g. /challenge with an empty `other_analyses`, so no challenge or concession
+///   exists): a new top-level `notes` field. `agent_name` is never padded (it must stay the same
+///   at every endpoint), and no challenge or concession is invented (its target would break the
+///   known-targets rule); the schemas allow unknown fields, so only the rule that reads every
+///   string sees it.
+///
+/// `chars` is the limit under test (the spec's is 50,000).
+pub fn oversized_field(endpoint: &str, answer: &mut Value, chars: usize) -> bool {
+    if !ENDPOINTS.contains(&endpoint) {
+        return false;
+    }
+    changes(answer, |answer| {
+        let object = answer.as_object_mut()?;
+        let padded = match endpoint {
+            "analyze" => first_observation(object).is_some_and(|o| pad(o, "evidence", chars)),
+            "challenge" => {
+                pad_first(object, "challenges", "counter_evidence", chars)
+                    || pad_first(object, "concessions", "reason", chars)
+            }
+            _ => {
+                pad_first_string(object, "conditions", chars)
+                    || pad_string(object, "dissent_reason", chars)
+            }
+        };
+        if !padded {
+            pad(object, EXTRA_FIELD, chars);
+        }
+        Some(())
+    })
+}
+
+/// Pads `object[field]`, which becomes a string if it was something else.
+fn pad(object: &mut Map<String, Value>, field: &str, chars: usize) -> bool {
+    let value = object
+        .entry(field)
+        .or_insert_with(|| Value::String(String::new()));
+    if !value.is_string() {
+        *value = Value::String(String::new());
+    }
+    match value {
+        Value::String(text) => {
+            pad_past(text, chars);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Pads `object[field]` when it is a string.
+fn pad_string(object: &mut Map<String, Value>, field: &str, chars: usize) -> bool {
+    match object.get_mut(field) {
+        Some(Value::String(text)) => {
+            pad_past(text, chars);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Pads `field` of the first item of `object[list]`, when that item is an object.
+fn pad_first(object: &mut Map<String, Value>, list: &str, field: &str, chars: usize) -> bool {
+    object
+        .get_mut(list)
+        .and_then(Value::as_array_mut)
+        .and_then(|items| items.first_mut())
+        .and_then(Value::as_object_mut)
+        .is_some_and(|item| pad(item, field, chars))
+}
+
+/// Pads the first item of `object[list]`, when it is a string.
+fn pad_first_string(object: &mut Map<String, Value>, list: &str, chars: usize) -> bool {
+    match object
+        .get_mut(list)
+        .and_then(Value::as_array_mut)
+        .and_then(|items| items.first_mut())
+    {
+        Some(Value::String(text)) => {
+            pad_past(text, chars);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Appends filler until `text` has more than `chars` characters (at least one is added).
+fn pad_past(text: &mut String, chars: usize) {
+    let have = text.chars().count();
+    let want = chars.saturating_add(1).max(have.saturating_add(1));
+    text.extend(std::iter::repeat_n(FILLER, want - have));
+}
+
+/// too-many-items: grows lists past what the platform keeps, with copies of the items already
+/// there (round-robin), each made distinct by a ` (#n)` suffix on its text (a platform that
+/// de-duplicates must not hide the excess):
+///
+/// - analyze: `observations` and (when present) `recommendations` to `count` items;
+/// - challenge: `challenges` to `count` items, copies of the existing challenges (their targets
+///   are agents at the table, so the known-targets rule still holds); without challenges, the
+///   first concession's agent and finding become the challenge copied. Without either, no agent
+///   is known and nothing changes (`false`). `concessions` are left as they are;
+/// - vote: `conditions` to `conditions` items (a list is created on a dissent that had none).
+///
+/// Lists already that long are left alone. Callers use 101 and 21 (the platform keeps 100 and 20).
+pub fn too_many_items(endpoint: &str, answer: &mut Value, count: usize, conditions: usize) -> bool {
+    changes(answer, |answer| {
+        let object = answer.as_object_mut()?;
+        match endpoint {
+            "analyze" => {
+                first_observation(object)?;
+                grow(
+                    object,
+                    "observations",
+                    Some("finding"),
+                    count,
+                    &placeholder_observation(),
+                );
+                if object.get("recommendations").is_some_and(Value::is_array) {
+                    let fallback = json!({"action": "Add a regression test"});
+                    grow(object, "recommendations", Some("action"), count, &fallback);
+                }
+            }
+            "challenge" => {
+                let fallback = seed_challenge(object)?;
+                if !object.get("challenges").is_some_and(Value::is_array) {
+                    object.insert("challenges".into(), json!([]));
+                }
+                grow(
+                    object,
+                    "challenges",
+                    Some("finding_challenged"),
+                    count,
+                    &fallback,
+                );
+            }
+            "vote" => {
+                if !object.get("conditions").is_some_and(Value::is_array) {
+                    object.insert("conditions".into(), json!([]));
+                }
+                let fallback = json!("Re-run the review once the fix is merged");
+                grow(object, "conditions", None, conditions, &fallback);
+            }
+            _ => return None,
+        }
+        Some(())
+    })
+}
+
+/// A challenge to copy: the first existing one, or one built from the first concession (its agent
+/// was at the table). `None` when the answer names no agent to challenge.
+fn seed_challenge(object: &Map<String, Value>) -> Option<Value> {
+    let first = |list: &str| {
+        object
+            .get(list)
+            .and_then(Value::as_array)
+            .and_then(|items| items.first())
+            .filter(|item| item.is_object())
+    };
+    if let Some(challenge) = first("challenges") {
+        return Some(challenge.clone());
+    }
+    let concession = first("concessions")?;
+    let target = concession.get("target_agent").and_then(Value::as_str)?;
+    let finding = concession
+        .get("finding_accepted")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Some(json!({
+        "target_agent": target,
+        "finding_challenged": finding,
+        "counter_evidence": "[POSSIBLE] The finding does not hold for every input",
+    }))
+}
+
+/// Grows `object[list]` (an array) to `count` items: copies of its items, round-robin (of
+/// `fallback` when it is empty), each made distinct at `field` (the item itself when `None`).
+fn grow(
+    object: &mut Map<String, Value>,
+    list: &str,
+    field: Option<&str>,
+    count: usize,
+    fallback: &Value,
+) {
+    let Some(items) = object.get_mut(list).and_then(Value::as_array_mut) else {
+        return;
+    };
+    let originals = items.len();
+    while items.len() < count {
+        let n = items.len();
+        let base = if originals == 0 {
+            fallback
+        } else {
+            &items[n % originals]
+        };
+        let copy = distinct(base.clone(), field, n + 1);
+        items.push(copy);
+    }
+}
+
+/// `item` with ` (#n)` appended to its text (at `field`, or the item itself when it is a string).
+fn distinct(mut item: Value, field: Option<&str>, n: usize) -> Value {
+    let text = match field {
+        Some(field) => item.get_mut(field),
+        None => Some(&mut item),
+    };
+    if let Some(Value::String(text)) = text {
+        text.push_str(&format!(" (#{n})"));
+    }
+    item
+}
+
+// ---- the strings a platform forwards -----------------------------------------------------------
+
+/// Where the text a platform passes on (to other agents, its store, its UI) sits in an answer.
+enum Place {
+    /// String fields of the items of a list.
+    Items(&'static str, &'static [&'static str]),
+    /// The items of a list of strings.
+    Strings(&'static str),
+    /// A top-level string field.
+    Field(&'static str),
+}
+
+/// The forwarded text of each endpoint: findings, evidence, rationales, counter-evidence,
+/// concession reasons, conditions and dissent reasons. Names (`agent_name`, `target_agent`) and
+/// echoes of other agents' findings are left out: they identify, they do not argue.
+fn forwarded(endpoint: &str) -> &'static [Place] {
+    match endpoint {
+        "analyze" => &[
+            Place::Items("observations", &["finding", "evidence"]),
+            Place::Items("recommendations", &["rationale"]),
+        ],
+        "challenge" => &[
+            Place::Items("challenges", &["counter_evidence"]),
+            Place::Items("concessions", &["reason"]),
+        ],
+        "vote" => &[Place::Strings("conditions"), Place::Field("dissent_reason")],
+        _ => &[],
+    }
+}
+
+/// Calls `visit(path, text)` on every forwarded string of the answer, in document order, with the
+/// path as the probe writes it (`observations[0].evidence`, `conditions[1]`, `dissent_reason`).
+/// Values that are not strings are skipped.
+fn for_each_forwarded(
+    endpoint: &str,
+    answer: &mut Value,
+    mut visit: impl FnMut(String, &mut String),
+) {
+    let Some(object) = answer.as_object_mut() else {
+        return;
+    };
+    for place in forwarded(endpoint) {
+        match place {
+            Place::Items(list, fields) => {
+                for (i, item) in items_mut(object, list) {
+                    for field in *fields {
+                        if let Some(Value::String(text)) = item.get_mut(*field) {
+                            visit(format!("{list}[{i}].{field}"), text);
+                        }
+                    }
+                }
+            }
+            Place::Strings(list) => {
+                for (i, item) in items_mut(object, list) {
+                    if let Value::String(text) = item {
+                        visit(format!("{list}[{i}]"), text);
+                    }
+                }
+            }
+            Place::Field(field) => {
+                if let Some(Value::String(text)) = object.get_mut(*field) {
+                    visit(field.to_string(), text);
+                }
+            }
+        }
+    }
+}
+
+fn items_mut<'a>(
+    object: &'a mut Map<String, Value>,
+    list: &str,
+) -> impl Iterator<Item = (usize, &'a mut Value)> {
+    object
+        .get_mut(list)
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .enumerate()
+}
+
+/// Applies `edit` to every forwarded string; returns whether there was one.
+fn edit_forwarded(endpoint: &str, answer: &mut Value, mut edit: impl FnMut(&mut String)) -> bool {
+    let mut any = false;
+    for_each_forwarded(endpoint, answer, |_, text| {
+        edit(text);
+        any = true;
+    });
+    any
+}
+
+/// The length in bytes of a well-formed evidence tag that opens `text` (`[VERIFIED: a:b]`), or 0.
+/// Insertions go after it, so that the tag rules still pass and only the rule under test breaks.
+fn leading_tag_len(text: &str) -> usize {
+    if !text.starts_with('[') {
+        return 0;
+    }
+    match text.find(']') {
+        Some(end) if evidence_level(&text[..=end]).is_ok() => end + 1,
+        _ => 0,
+    }
+}
+
+/// null-bytes: inserts U+0000 in the middle of every forwarded string (after an evidence tag): a
+/// C-string consumer would cut the text there; the platform must strip it.
+pub fn null_bytes(endpoint: &str, answer: &mut Value) -> bool {
+    edit_forwarded(endpoint, answer, |text| {
+        let tag = leading_tag_len(text);
+        let body = &text[tag..];
+        let middle = body
+            .char_indices()
+            .nth(body.chars().count() / 2)
+            .map_or(body.len(), |(at, _)| at);
+        text.insert(tag + middle, '\u{0}');
+    })
+}
+
+/// The escape sequences `ansi_escapes` writes: an OSC window title, clear screen, red, reset.
+const OSC_TITLE: &str = "\u{1b}]0;agent-tck\u{7}";
+const CLEAR_SCREEN: &str = "\u{1b}[2J";
+const RED: &str = "\u{1b}[31m";
+const RESET: &str = "\u{1b}[0m";
+
+/// ansi-escapes: writes into every forwarded string (after an evidence tag) an OSC title
+/// (`ESC]0;…BEL`), a clear screen (`ESC[2J`) and the text in red (`ESC[31m…ESC[0m`): a platform
+/// that shows agent text on a terminal or in logs must neutralise them. The probe's suite has no
+/// rule against them, so a conforming answer stays conforming for the probe.
+pub fn ansi_escapes(endpoint: &str, answer: &mut Value) -> bool {
+    edit_forwarded(endpoint, answer, |text| {
+        let tag = leading_tag_len(text);
+        let body = text.split_off(tag);
+        text.push_str(&format!("{OSC_TITLE}{CLEAR_SCREEN}{RED}{body}{RESET}"));
+    })
+}
+
+/// injection: appends the payloads (already rendered, with their canaries) to the forwarded
+/// strings, round-robin: the first string gets payload 0, the next payload 1, and so on. Appending
+/// keeps the answer schema-valid and evidence tags first. Payloads beyond the number of forwarded
+/// strings are not placed: the returned list says where each placed payload went (the JSON path,
+/// the payload's index). Nothing changes when `payloads` is empty or the answer has no forwarded
+/// string.
+pub fn inject(endpoint: &str, answer: &mut Value, payloads: &[String]) -> Vec<(String, usize)> {
+    let mut placed = Vec::new();
+    if payloads.is_empty() {
+        return placed;
+    }
+    for_each_forwarded(endpoint, answer, |path, text| {
+        let index = placed.len() % payloads.len();
+        text.push(' ');
+        text.push_str(&payloads[index]);
+        placed.push((path, index));
+    });
+    placed
+}
+
+// ---- speculation --------------------------------------------------------------------------------
+
+/// Phrases that the evidence pipeline flags or warns about, as an agent writes them. The phrase
+/// lists themselves are the suite's (`suites/roundtable.yaml`, patterns of the `phrases` checks
+/// that read evidence): a pattern that is plain text is its own example; for the others (a
+/// percentage, a case-sensitive phrase) an example is picked here. This list is also the fallback
+/// should the suite ever have no such check.
+const SPECULATION_EXAMPLES: &[&str] = &[
+    "probably",
+    "I think",
+    "I believe",
+    "in my opinion",
+    "it appears that",
+    "this suggests",
+    "likely indicates",
+    "90% confident",
+    "HIGH confidence",
+    "seems to",
+    "may indicate",
+    "might be",
+    "could be",
+];
+
+/// speculative: rewrites evidence (analyze: `observations[*].evidence`; challenge:
+/// `challenges[*].counter_evidence`) so each keeps a well-formed evidence tag first (adding
+/// `[POSSIBLE]` to text that had none) and then carries every speculation phrase and hedge of
+/// the suite. The speculation cases fail; the tag cases still pass. Vote answers carry no
+/// evidence: `false`.
+pub fn speculative(endpoint: &str, answer: &mut Value) -> bool {
+    let speculation = speculation_sentence();
+    let mut any = false;
+    for_each_forwarded(endpoint, answer, |path, text| {
+        if path.ends_with("evidence") {
+            *text = with_speculation(text, speculation);
+            any = true;
+        }
+    });
+    any
+}
+
+/// `text` with `speculation` after its leading tag, or after the text when its tag is elsewhere;
+/// text without a well-formed tag gets `[POSSIBLE]`.
+fn with_speculation(text: &str, speculation: &str) -> String {
+    let tag = leading_tag_len(text);
+    if tag > 0 {
+        let rest = text[tag..].trim_start();
+        format!("{} {speculation} {rest}", &text[..tag])
+            .trim_end()
+            .to_string()
+    } else if evidence_level(text).is_ok() {
+        format!("{text} {speculation}")
+    } else {
+        format!("[POSSIBLE] {speculation} {text}")
+            .trim_end()
+            .to_string()
+    }
+}
+
+/// Every speculation phrase and hedge of the suite, in one sentence.
+fn speculation_sentence() -> &'static str {
+    static SENTENCE: OnceLock<String> = OnceLock::new();
+    SENTENCE.get_or_init(|| {
+        let mut phrases: Vec<String> = Vec::new();
+        for pattern in suite_speculation_patterns() {
+            if let Some(example) = example_of(&pattern) {
+                if !phrases.contains(&example) {
+                    phrases.push(example);
+                }
+            }
+        }
+        if phrases.is_empty() {
+            phrases = SPECULATION_EXAMPLES
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+        }
+        format!("{}.", phrases.join(", "))
+    })
+}
+
+/// The patterns of the built-in suite's `phrases` checks that read evidence (the speculation and
+/// hedging lists; sanitization reads `**`), each once, in suite order.
+fn suite_speculation_patterns() -> Vec<String> {
+    let Ok(suite) = Suite::builtin("roundtable") else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = Vec::new();
+    for check in suite.cases().iter().flat_map(|case| &case.checks) {
+        if let Check::Phrases { fields, patterns } = check {
+            if fields.iter().any(|f| f.ends_with("evidence")) {
+                for pattern in patterns {
+                    if !out.contains(pattern) {
+                        out.push(pattern.clone());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A phrase the pattern finds (as the probe compiles it): the pattern itself when it is plain
+/// words once `\b`, `?` and a `(?-i:…)` group are removed, else the first example that matches.
+fn example_of(pattern: &str) -> Option<String> {
+    let set = PhraseSet::new(&[pattern]).ok()?;
+    let unwrapped = pattern
+        .strip_prefix("(?-i:")
+        .and_then(|p| p.strip_suffix(')'))
+        .unwrap_or(pattern);
+    let plain = unwrapped.replace(r"\b", "").replace('?', "");
+    let is_plain = !plain.is_empty() && !plain.contains(|c: char| r"\()[]{}|*+.^$".contains(c));
+    is_plain
+        .then_some(plain.as_str())
+        .into_iter()
+        .chain(SPECULATION_EXAMPLES.iter().copied())
+        .find(|candidate| !set.scan("", candidate).is_empty())
+        .map(str::to_string)
+}
+
+// ---- raw bodies ---------------------------------------------------------------------------------
+
+/// Bytes that are not UTF-8: 0xC3 opens a two-byte sequence that `(` does not continue, 0xFF
+/// never occurs in UTF-8.
+const NOT_UTF8: [u8; 3] = [0xC3, 0x28, 0xFF];
+
+/// invalid-utf8: the serialized body with 0xC3 0x28 0xFF inserted at the start of a string value
+/// (the first `finding`, else `counter_evidence`, else `agent_name`, else after the first `"`):
+/// otherwise JSON-shaped, so a parser that decodes leniently sees a plausible answer.
+pub fn invalid_utf8(body: &[u8]) -> Vec<u8> {
+    let at = ["finding", "counter_evidence", "agent_name"]
+        .iter()
+        .find_map(|key| string_value_start(body, key))
+        .or_else(|| body.iter().position(|&b| b == b'"').map(|i| i + 1))
+        .unwrap_or(body.len());
+    [&body[..at], NOT_UTF8.as_slice(), &body[at..]].concat()
+}
+
+/// The offset just inside the opening quote of the first string value of member `key`.
+fn string_value_start(body: &[u8], key: &str) -> Option<usize> {
+    let needle = format!("\"{key}\"");
+    let needle = needle.as_bytes();
+    let skip_space = |mut i: usize| {
+        while body.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
+        }
+        i
+    };
+    let mut from = 0;
+    while let Some(found) = body
+        .get(from..)?
+        .windows(needle.len())
+        .position(|w| w == needle)
+    {
+        let colon = skip_space(from + found + needle.len());
+        if body.get(colon) == Some(&b':') {
+            let quote = skip_space(colon + 1);
+            if body.get(quote) == Some(&b'"') {
+                return Some(quote + 1);
+            }
+        }
+        from += found + 1;
+    }
+    None
+}
+
+/// A body of exactly `bytes` bytes (≥ 64) that is one valid JSON object, for `oversized-body`:
+/// the conforming answer with a `padding` field. The padding is a list of strings of at most
+/// 50,000 characters each (the spec's per-field limit), so that the body's size is the only
+/// fault, not a field's length too. When the answer alone is longer than `bytes`, the body is
+/// `{"padding": […]}` alone; below 14 bytes (no room for that), `{}` and spaces.
+pub fn padded_body(conforming: &[u8], bytes: usize) -> Vec<u8> {
+    let mut object = as_object(conforming);
+    object.insert(PADDING_FIELD.into(), json!([]));
+    if serialized_len(&object) > bytes {
+        object = Map::new();
+        object.insert(PADDING_FIELD.into(), json!([]));
+    }
+    let base = serialized_len(&object);
+    if base > bytes {
+        let mut out = b"{}".to_vec();
+        out.resize(bytes.max(2), b' ');
+        return out;
+    }
+    let (chunks, spaces) = padding(bytes - base);
+    object.insert(PADDING_FIELD.into(), Value::Array(chunks));
+    let mut out = serde_json::to_vec(&object).unwrap_or_default();
+    out.resize(out.len() + spaces, b' ');
+    out
+}
+
+fn serialized_len(object: &Map<String, Value>) -> usize {
+    serde_json::to_vec(object).map_or(0, |v| v.len())
+}
+
+/// Strings of filler that take exactly `room` more bytes inside an empty JSON list, each at most
+/// the spec's field limit; and the spaces to add after the object when that cannot be done (one
+/// byte of room: the smallest string, `""`, takes two).
+fn padding(room: usize) -> (Vec<Value>, usize) {
+    if room < 2 {
+        return (Vec::new(), room);
+    }
+    // k strings holding c characters in all take c + 2k (quotes) + k - 1 (commas) bytes.
+    let k = (room + 1).div_ceil(SPEC_MAX_FIELD + 3);
+    let total = room + 1 - 3 * k;
+    let chunks = (0..k)
+        .map(|i| {
+            let len = total / k + usize::from(i < total % k);
+            Value::String(std::iter::repeat_n(FILLER, len).collect())
+        })
+        .collect();
+    (chunks, 0)
+}

@@ -1,0 +1,448 @@
+//! What the fleet learns about the platform from the requests its agents receive, and the
+//! verdicts it draws (the same [`CaseResult`]s the probe produces, through the same reporters).
+//!
+//! The observer keeps only compact state: counts, a few examples per rule, and per task the
+//! agents whose /analyze answer a platform could not use. It is fed synchronously by the fleet's
+//! request handler with the full request body (the journal may hold a capped copy).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::agent::{Decision, MockAgent};
+use super::injection;
+use super::journal::AuthSeen;
+use crate::probe::path::strings;
+use crate::report::{CaseResult, Level, Status};
+
+/// Examples kept per rule.
+const EXAMPLES: usize = 5;
+/// The platform's per-field limit (Response Size Limits).
+pub const MAX_FIELD_CHARS: usize = 50_000;
+
+/// A rule's tally: how often it was checked, how often broken, and a few examples.
+#[derive(Debug, Default, Clone)]
+struct Tally {
+    checked: u64,
+    broken: u64,
+    examples: Vec<String>,
+}
+
+impl Tally {
+    fn check(&mut self, ok: bool, example: impl FnOnce() -> String) {
+        self.checked += 1;
+        if !ok {
+            self.broken += 1;
+            if self.examples.len() < EXAMPLES {
+                self.examples.push(example());
+            }
+        }
+    }
+}
+
+/// A payload that came back in a request to another agent.
+#[derive(Debug, Clone)]
+struct Reappearance {
+    canary: String,
+    payload: String,
+    family: String,
+    from: String,
+    to: String,
+    endpoint: String,
+}
+
+#[derive(Default)]
+struct State {
+    requests: HashMap<String, u64>,
+    schema: Tally,
+    bearer: Tally,
+    no_stray_bearer: Tally,
+    own_analysis: Tally,
+    failed_excluded: Tally,
+    nul: Tally,
+    field_length: Tally,
+    /// task_id → agent → whether its /analyze answer was usable within the platform's timeout.
+    analyze: HashMap<String, HashMap<String, bool>>,
+    /// canary → (payload id, family, agent that sent it).
+    canaries: HashMap<String, (String, String, String)>,
+    reappeared: Vec<Reappearance>,
+    reappeared_seen: HashSet<(String, String)>,
+    /// task_id → phase → first request time.
+    first_request: HashMap<String, HashMap<String, Instant>>,
+}
+
+pub struct Observer {
+    /// The platform's per-endpoint timeout, to judge whether a slow answer was usable.
+    pub platform_timeout: Duration,
+    state: Mutex<State>,
+}
+
+impl Observer {
+    pub fn new(platform_timeout: Duration) -> Observer {
+        Observer {
+            platform_timeout,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// One request an agent received (after routing), with what the agent decided to answer.
+    pub fn on_request(
+        &self,
+        agent: &MockAgent,
+        endpoint: &str,
+        auth: AuthSeen,
+        body: Option<&Value>,
+        decision: &Decision,
+        at: Instant,
+    ) {
+        if !super::behavior::PROTOCOL_ENDPOINTS.contains(&endpoint) {
+            return;
+        }
+        let Ok(mut s) = self.state.lock() else { return };
+        *s.requests.entry(endpoint.to_string()).or_default() += 1;
+        let name = agent.name();
+        let expects_key = agent.profile.api_key.is_some();
+        if expects_key {
+            s.bearer.check(auth == AuthSeen::Ok, || {
+                format!("{name} /{endpoint}: {}", auth_text(auth))
+            });
+        } else {
+            s.no_stray_bearer.check(auth != AuthSeen::Unexpected, || {
+                format!("{name} /{endpoint}: an Authorization header came, though {name} registered no key")
+            });
+        }
+        let schema_id = format!("roundtable/{endpoint}.request");
+        let findings = match body {
+            Some(v) => crate::schema::schemas().validate(&schema_id, v),
+            None => vec![crate::protocol::finding("$", "the body is not JSON")],
+        };
+        s.schema.check(findings.is_empty(), || {
+            format!(
+                "{name} /{endpoint}: {}",
+                crate::probe::checks::findings_message(&findings)
+            )
+        });
+        let task = body
+            .and_then(|v| v.get("task_id"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        s.first_request
+            .entry(task.clone())
+            .or_default()
+            .entry(endpoint.to_string())
+            .or_insert(at);
+        for placed in &decision.injected {
+            s.canaries.insert(
+                placed.canary.clone(),
+                (
+                    placed.payload.clone(),
+                    placed.family.clone(),
+                    name.to_string(),
+                ),
+            );
+        }
+        if let Some(body) = body {
+            scan_canaries(&mut s, name, endpoint, body);
+        }
+        match endpoint {
+            "analyze" => {
+                let usable = decision.usable_within(self.platform_timeout);
+                s.analyze
+                    .entry(task)
+                    .or_default()
+                    .insert(name.to_string(), usable);
+            }
+            "challenge" => {
+                if let Some(body) = body {
+                    check_challenge(&mut s, name, &task, body);
+                }
+            }
+            _ => {
+                if let Some(findings) = body.and_then(|b| b.pointer("/synthesis/key_findings")) {
+                    check_forwarded(&mut s, name, endpoint, "synthesis.key_findings", findings);
+                }
+            }
+        }
+    }
+
+    /// The verdicts, as report cases.
+    pub fn cases(&self) -> Vec<CaseResult> {
+        let Ok(s) = self.state.lock() else {
+            return Vec::new();
+        };
+        let total: u64 = s.requests.values().sum();
+        let challenges = s.requests.get("challenge").copied().unwrap_or(0);
+        let mut cases = vec![
+            tally_case(
+                "platform.request-schema",
+                "requests",
+                Level::Must,
+                "every request the platform sent is valid against its request schema",
+                "POST /analyze, /challenge, /vote: Request",
+                &s.schema,
+                "requests",
+            ),
+            tally_case(
+                "platform.bearer",
+                "auth",
+                Level::Must,
+                "agents registered with a key receive `Authorization: Bearer KEY`, with the right key",
+                "Authentication",
+                &s.bearer,
+                "requests to agents with a key",
+            ),
+            tally_case(
+                "platform.no-stray-bearer",
+                "auth",
+                Level::Should,
+                "agents registered without a key receive no Authorization header",
+                "Authentication (no API key: no Authorization header is sent)",
+                &s.no_stray_bearer,
+                "requests to agents without a key",
+            ),
+            tally_case(
+                "platform.challenge-not-own",
+                "challenge",
+                Level::Must,
+                "/challenge other_analyses never holds the receiving agent's own analysis",
+                "POST /challenge (the platform sends other agents' analyses)",
+                &s.own_analysis,
+                "/challenge requests",
+            ),
+            tally_case(
+                "platform.challenge-no-failed",
+                "challenge",
+                Level::Must,
+                "/challenge other_analyses holds no agent whose /analyze failed (timed out, errored, malformed, oversized)",
+                "Error Handling; Timeouts (excluded from the round table)",
+                &s.failed_excluded,
+                "agents named in /challenge other_analyses",
+            ),
+            tally_case(
+                "platform.nul-stripped",
+                "sanitization",
+                Level::Must,
+                "strings forwarded from one agent to others carry no NUL characters",
+                "Response Sanitization (stripped of null bytes)",
+                &s.nul,
+                "forwarded strings",
+            ),
+            tally_case(
+                "platform.field-truncated",
+                "sanitization",
+                Level::Must,
+                "strings forwarded from one agent to others are at most 50,000 characters",
+                "Response Size Limits (per-field 50,000 characters)",
+                &s.field_length,
+                "forwarded strings",
+            ),
+        ];
+        if challenges == 0 {
+            for case in cases
+                .iter_mut()
+                .filter(|c| c.group == "challenge" || c.group == "sanitization")
+            {
+                case.status = Status::Skip;
+                case.message =
+                    "no /challenge request reached the fleet, so nothing was forwarded to judge"
+                        .into();
+            }
+        }
+        if total == 0 {
+            for case in &mut cases {
+                case.status = Status::Skip;
+                case.message = "no request reached the fleet".into();
+            }
+        }
+        cases.push(injection_case(&s));
+        cases
+    }
+
+    /// How many protocol requests arrived, by endpoint.
+    pub fn requests(&self) -> HashMap<String, u64> {
+        self.state
+            .lock()
+            .map(|s| s.requests.clone())
+            .unwrap_or_default()
+    }
+
+    /// First request time per (task, phase), for the platform's added latency.
+    pub fn first_requests(&self) -> HashMap<String, HashMap<String, Instant>> {
+        self.state
+            .lock()
+            .map(|s| s.first_request.clone())
+            .unwrap_or_default()
+    }
+}
+
+fn auth_text(auth: AuthSeen) -> &'static str {
+    match auth {
+        AuthSeen::Missing => "no Authorization header",
+        AuthSeen::Wrong => "a wrong bearer key",
+        _ => "ok",
+    }
+}
+
+/// /challenge: never the receiver's own analysis, never a failed agent; forwarded strings clean.
+fn check_challenge(s: &mut State, receiver: &str, task: &str, body: &Value) {
+    let Some(others) = body.get("other_analyses").and_then(Value::as_array) else {
+        return;
+    };
+    for (i, other) in others.iter().enumerate() {
+        let named = other
+            .get("agent_name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        s.own_analysis.check(named != receiver, || {
+            format!("{receiver} got its own analysis in other_analyses[{i}] (task {task})")
+        });
+        if let Some(usable) = s.analyze.get(task).and_then(|m| m.get(named)).copied() {
+            s.failed_excluded.check(usable, || {
+                format!("{receiver} got other_analyses[{i}] from {named}, whose /analyze failed (task {task})")
+            });
+        }
+        check_forwarded(
+            s,
+            receiver,
+            "challenge",
+            &format!("other_analyses[{i}]"),
+            other,
+        );
+    }
+}
+
+/// Strings one agent sent that reach another: no NUL, at most 50,000 characters.
+fn check_forwarded(s: &mut State, receiver: &str, endpoint: &str, base: &str, value: &Value) {
+    for (path, text) in strings(value) {
+        let at = || format!("{receiver} /{endpoint}: {base}{}", dotted(&path));
+        s.nul.check(!text.contains('\0'), || {
+            format!("{}: a NUL character", at())
+        });
+        let chars = text.chars().count();
+        s.field_length.check(chars <= MAX_FIELD_CHARS, || {
+            format!("{}: {chars} characters", at())
+        });
+    }
+}
+
+fn dotted(path: &str) -> String {
+    if path.is_empty() || path.starts_with('[') {
+        path.to_string()
+    } else {
+        format!(".{path}")
+    }
+}
+
+/// Records canaries (placed by some agent) that arrive in a request to another agent.
+fn scan_canaries(s: &mut State, receiver: &str, endpoint: &str, body: &Value) {
+    if s.canaries.is_empty() {
+        return;
+    }
+    for (_, text) in strings(body) {
+        for canary in injection::find_canaries(text) {
+            let Some((payload, family, from)) = s.canaries.get(&canary).cloned() else {
+                continue;
+            };
+            if from == receiver
+                || !s
+                    .reappeared_seen
+                    .insert((canary.clone(), receiver.to_string()))
+            {
+                continue;
+            }
+            s.reappeared.push(Reappearance {
+                canary,
+                payload,
+                family,
+                from,
+                to: receiver.to_string(),
+                endpoint: endpoint.to_string(),
+            });
+        }
+    }
+}
+
+fn injection_case(s: &State) -> CaseResult {
+    let mut case = base_case(
+        "platform.injection-forwarded",
+        "sanitization",
+        Level::May,
+        "prompt-injection payloads sent by one agent are not forwarded verbatim to others",
+        "Response Sanitization (scanned for prompt injection patterns)",
+    );
+    if s.canaries.is_empty() {
+        case.status = Status::Skip;
+        case.message =
+            "no agent of the fleet sent an injection payload (behaviour `injection`)".into();
+        return case;
+    }
+    if s.reappeared.is_empty() {
+        case.message = format!(
+            "{} payload(s) sent; none reappeared in a request to another agent",
+            s.canaries.len()
+        );
+        return case;
+    }
+    case.status = Status::Fail;
+    let mut families: Vec<&str> = s.reappeared.iter().map(|r| r.family.as_str()).collect();
+    families.sort();
+    families.dedup();
+    let mut message = format!(
+        "forwarded unsanitized: {} of {} payload(s) reappeared in requests to other agents (families: {})",
+        s.reappeared.iter().map(|r| &r.canary).collect::<HashSet<_>>().len(),
+        s.canaries.len(),
+        families.join(", ")
+    );
+    for r in s.reappeared.iter().take(10) {
+        message.push_str(&format!(
+            "\n  {} ({}, {}): from {} to {} in /{}",
+            r.canary, r.payload, r.family, r.from, r.to, r.endpoint
+        ));
+    }
+    case.message = message;
+    case
+}
+
+fn base_case(id: &str, group: &str, level: Level, title: &str, spec: &str) -> CaseResult {
+    CaseResult {
+        id: id.into(),
+        group: group.into(),
+        level,
+        status: Status::Pass,
+        title: title.into(),
+        spec: spec.into(),
+        message: String::new(),
+        duration_ms: 0,
+        exchange: Default::default(),
+    }
+}
+
+fn tally_case(
+    id: &str,
+    group: &str,
+    level: Level,
+    title: &str,
+    spec: &str,
+    tally: &Tally,
+    what: &str,
+) -> CaseResult {
+    let mut case = base_case(id, group, level, title, spec);
+    if tally.checked == 0 {
+        case.status = Status::Skip;
+        case.message = format!("no {what} to judge");
+    } else if tally.broken == 0 {
+        case.message = format!("{} {what} checked", tally.checked);
+    } else {
+        case.status = Status::Fail;
+        case.message = format!(
+            "{} of {} {what} break the rule, e.g.\n  {}",
+            tally.broken,
+            tally.checked,
+            tally.examples.join("\n  ")
+        );
+    }
+    case
+}

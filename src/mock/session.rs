@@ -1,0 +1,231 @@
+//! One mock session, from start to report: serve the fleet, drive the platform if the fleet
+//! file says how, wait (for the triggers, or for Ctrl-C), stop, close the journal and judge the
+//! platform. `mock agent` is a session with a fleet of one.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::agent::MockAgent;
+use super::driver::Driver;
+use super::fleet::{self, Layout};
+use super::journal::Journal;
+use super::observe::Observer;
+use crate::report::{CaseResult, Report, Summary};
+use crate::text::Redactor;
+
+/// Everything a session needs, validated.
+pub struct SessionSettings {
+    pub agents: Vec<MockAgent>,
+    pub layout: Layout,
+    pub host: IpAddr,
+    pub port: u16,
+    /// Base URL given to the platform at registration (agents answer under it as they do
+    /// under the bound address).
+    pub advertise: Option<String>,
+    pub driver: Option<Driver>,
+    /// The platform's agent timeout, to judge slow agents.
+    pub platform_timeout: Duration,
+    pub journal: Option<PathBuf>,
+    pub journal_body_cap: usize,
+    pub seed: u64,
+    /// Keep serving after the triggers until interrupted.
+    pub serve_after: bool,
+    pub strict: bool,
+    /// What to print once the fleet listens.
+    pub banner: Banner,
+}
+
+/// The first lines a session prints (stdout): scripts read the URL at the end of the first line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Banner {
+    /// `mock agent`: one line ending with the agent's URL.
+    Agent,
+    /// `mock fleet`: the listening addresses, then an agent per line (the first 20).
+    Fleet,
+}
+
+/// Runs the session until it ends (triggers done, or `stop` completes) and returns the report.
+pub async fn run(
+    settings: SessionSettings,
+    stop: impl std::future::Future<Output = ()> + Send,
+) -> Result<Report, String> {
+    let started = Instant::now();
+    let started_at = crate::report::now_rfc3339();
+    let journal = match &settings.journal {
+        Some(path) => Journal::create(path, settings.journal_body_cap, started)
+            .await
+            .map_err(|e| format!("--journal {}: cannot create: {e}", path.display()))?,
+        None => Journal::off(started),
+    };
+    let secrets: Vec<String> = settings
+        .agents
+        .iter()
+        .filter_map(|a| a.profile.api_key.clone())
+        .chain(
+            settings
+                .driver
+                .as_ref()
+                .and_then(|d| d.secret())
+                .map(str::to_string),
+        )
+        .collect();
+    let served = fleet::serve(
+        settings.agents,
+        settings.layout,
+        settings.host,
+        settings.port,
+        journal,
+        Observer::new(settings.platform_timeout),
+    )
+    .await?;
+    let agents = &served.handler.agents;
+    match settings.banner {
+        Banner::Agent => print_agent(&served, settings.seed),
+        Banner::Fleet => print_listening(&served, settings.advertise.as_deref()),
+    }
+    let advertised = advertised_urls(&served, settings.advertise.as_deref());
+    let mut cases: Vec<CaseResult> = Vec::new();
+    let mut registered = Vec::new();
+    tokio::pin!(stop);
+    let interrupted = match &settings.driver {
+        Some(driver) => {
+            let drive = async {
+                let (names, case) = driver.register(agents, &advertised).await;
+                registered = names;
+                cases.extend(case);
+                cases.extend(driver.trigger(settings.seed).await);
+            };
+            let interrupted = tokio::select! {
+                _ = drive => false,
+                _ = &mut stop => true,
+            };
+            if !interrupted && (settings.serve_after || driver.trigger.is_none()) {
+                eprintln!("serving until interrupted (Ctrl-C)…");
+                (&mut stop).await;
+            }
+            interrupted
+        }
+        None => {
+            (&mut stop).await;
+            false
+        }
+    };
+    if interrupted {
+        eprintln!("interrupted: stopping the fleet and writing the reports");
+    }
+    if let Some(driver) = &settings.driver {
+        cases.extend(driver.deregister(&registered).await);
+    }
+    served.stop(Duration::from_secs(2)).await;
+    cases.extend(served.handler.observer.cases());
+    let target = settings
+        .driver
+        .as_ref()
+        .map(|d| d.base.to_string())
+        .unwrap_or_else(|| {
+            format!(
+                "the platform that called {}",
+                served.urls.first().cloned().unwrap_or_default()
+            )
+        });
+    let mut report = Report {
+        tool: "agent-tck".into(),
+        version: crate::VERSION.into(),
+        role: "mock".into(),
+        protocol: "roundtable".into(),
+        target,
+        seed: settings.seed,
+        strict: settings.strict,
+        started_at,
+        duration_ms: started.elapsed().as_millis() as u64,
+        summary: Summary::of(&cases),
+        cases,
+    };
+    report.redact(&Redactor::new(secrets));
+    // The journal is the handler's; the servers are stopped, so nothing else writes to it.
+    if let Ok(handler) = std::sync::Arc::try_unwrap(served.handler) {
+        let mut journal = handler.journal;
+        let lines = journal
+            .close()
+            .await
+            .map_err(|e| format!("--journal: cannot write: {e}"))?;
+        if let Some(path) = &settings.journal {
+            eprintln!("wrote {} ({lines} records)", path.display());
+        }
+    }
+    Ok(report)
+}
+
+fn print_agent(served: &fleet::Served, seed: u64) {
+    let (Some(agent), Some(url)) = (served.handler.agents.first(), served.urls.first()) else {
+        return;
+    };
+    let behaviours: Vec<&str> = agent.items.iter().map(|i| i.source.as_str()).collect();
+    println!(
+        "agent-tck mock agent · roundtable {:?} [{}] · seed {seed}{} · listening on {url}",
+        agent.name(),
+        behaviours.join(", "),
+        if agent.profile.api_key.is_some() {
+            " · bearer auth on"
+        } else {
+            ""
+        },
+    );
+    if served.addrs.iter().any(|a| !a.ip().is_loopback()) {
+        eprintln!("note: not listening on loopback: reachable from other machines");
+    }
+}
+
+fn print_listening(served: &fleet::Served, advertise: Option<&str>) {
+    let agents = &served.handler.agents;
+    println!(
+        "agent-tck mock fleet · {} agent(s) · listening on {}",
+        agents.len(),
+        served
+            .addrs
+            .iter()
+            .map(|a| format!("http://{a}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if let Some(a) = advertise {
+        println!("advertised to the platform as {a}");
+    }
+    const SHOWN: usize = 20;
+    for (agent, url) in agents.iter().zip(&served.urls).take(SHOWN) {
+        let behaviours: Vec<&str> = agent.items.iter().map(|i| i.source.as_str()).collect();
+        println!("  {:<24} {url}  [{}]", agent.name(), behaviours.join(", "));
+    }
+    if agents.len() > SHOWN {
+        println!("  … and {} more", agents.len() - SHOWN);
+    }
+}
+
+/// Each agent's base URL as the platform should know it: the bound URL with its scheme and host
+/// replaced by `advertise` when given; the port too, unless each agent has its own (then an
+/// advertised port is ignored and each agent keeps its port).
+fn advertised_urls(served: &fleet::Served, advertise: Option<&str>) -> Vec<String> {
+    let Some(advertise) = advertise.map(|a| a.trim_end_matches('/')) else {
+        return served.urls.clone();
+    };
+    let per_port = served.addrs.len() > 1;
+    served
+        .urls
+        .iter()
+        .map(|url| {
+            let rest = url.strip_prefix("http://").unwrap_or(url);
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            if per_port {
+                let port = authority.rsplit(':').next().unwrap_or("");
+                let host = match advertise.rsplit_once(':') {
+                    Some((h, p)) if p.chars().all(|c| c.is_ascii_digit()) => h,
+                    _ => advertise,
+                };
+                format!("{host}:{port}{path}")
+            } else {
+                format!("{advertise}{path}")
+            }
+        })
+        .collect()
+}
