@@ -9,6 +9,7 @@ pub mod fleet;
 pub mod http1;
 pub mod injection;
 pub mod journal;
+pub mod matrix;
 pub mod mutate;
 pub mod observe;
 pub mod reference;
