@@ -28,6 +28,10 @@ pub enum Check {
     MaxBody,
     /// The body is one JSON object (valid UTF-8, parseable, not too deeply nested).
     Json,
+    /// No object in the body repeats a key.
+    UniqueKeys,
+    /// The Content-Type's media type is this one (e.g. `application/json`).
+    ContentType(String),
     /// The body is valid against an embedded schema, e.g. `roundtable/analyze.response`.
     Schema(String),
     /// Every string in the body is at most `--max-field` characters.
@@ -293,6 +297,22 @@ impl Check {
                 }
             }
             Check::Json => json().map(|_| String::new()),
+            Check::UniqueKeys => {
+                json()?;
+                verdict(super::dupkeys::duplicate_keys(&response.body)?, String::new)
+            }
+            Check::ContentType(want) => {
+                let got = response.header("content-type").unwrap_or("");
+                let media = got.split(';').next().unwrap_or("").trim();
+                if media.eq_ignore_ascii_case(want) {
+                    Ok(String::new())
+                } else {
+                    Err(format!(
+                        "Content-Type is {:?}; expected {want} (clients such as aiohttp's json() refuse other types)",
+                        excerpt_str(got, 100)
+                    ))
+                }
+            }
             Check::Schema(id) => verdict(schemas().validate(id, json()?), String::new),
             Check::MaxField => {
                 let findings = strings(json()?)

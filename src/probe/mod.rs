@@ -3,6 +3,7 @@
 //! exchange once, under the transport's bounds, and evaluates the cases in dependency order.
 
 pub mod checks;
+pub mod dupkeys;
 pub mod path;
 pub mod runner;
 pub mod suite;

@@ -6,6 +6,7 @@ mod support;
 mod broken;
 mod cli;
 mod hostile;
+mod platform;
 mod properties;
 mod reference;
 mod reports;
