@@ -201,13 +201,12 @@ fn validate(source: &str, entry: &PayloadEntry) -> Result<Payload, String> {
 }
 
 fn is_kebab_case(id: &str) -> bool {
-    !id.is_empty()
-        && id.split('-').all(|part| {
-            !part.is_empty()
-                && part
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        })
+    id.split('-').all(|part| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    })
 }
 
 /// `tck` and the hex digits after it.
@@ -253,7 +252,8 @@ impl Fnv1a {
     }
 }
 
-/// Every canary token in `text`, lower-cased, each once, in order of first appearance.
+/// Every canary token in `text`, lower-cased, each once, in order of first appearance. A token is
+/// `tck` and the 10 hex digits right after it, whatever follows them.
 ///
 /// Tokens are found also where the text was altered the way the payload families alter text:
 /// case changed, zero-width or bidi characters inserted, letters made fullwidth, or the token
@@ -492,8 +492,8 @@ mod tests {
         }
         for (id, text) in rendered("homoglyph") {
             assert!(
-                text.chars().any(|c| c.is_alphabetic() && !c.is_ascii()),
-                "{id}: no look-alike letter"
+                text.chars().any(|c| !c.is_ascii() && !is_invisible(c)),
+                "{id}: no visible look-alike character"
             );
         }
         // A word with a capital past its first letter ("IgNoRe", "SYSTEM"): what a
@@ -592,6 +592,49 @@ mod tests {
         let started = std::time::Instant::now();
         assert!(find_canaries(&text).is_empty());
         assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    /// `token` with, after each of its characters, the next of `invisible` (none where it says
+    /// `None`), and its letters upper-cased where `flips` says so.
+    fn altered(token: &str, invisible: &[Option<char>], flips: &[bool]) -> String {
+        let mut out = String::new();
+        for ((c, pad), upper) in token
+            .chars()
+            .zip(invisible.iter().cycle())
+            .zip(flips.iter().cycle())
+        {
+            out.push(if *upper { c.to_ascii_uppercase() } else { c });
+            out.extend(*pad);
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        /// Whatever surrounds it, and however it was altered, a canary is found.
+        fn finds_a_canary_in_any_text(
+            before in "\\PC{0,40}",
+            after in "\\PC{0,40}",
+            invisible in proptest::collection::vec(
+                proptest::option::of(proptest::sample::select(vec![
+                    '\u{200B}', '\u{200D}', '\u{2060}', '\u{202E}', '\u{2066}', '\u{FEFF}', '\u{AD}', '\u{E0001}',
+                ])),
+                1..8,
+            ),
+            flips in proptest::collection::vec(proptest::bool::ANY, 1..8),
+            n in 0u64..1000,
+        ) {
+            let token = canary(n, "agent", "payload", n);
+            let text = format!("{before}{}{after}", altered(&token, &invisible, &flips));
+            proptest::prop_assert!(find_canaries(&text).contains(&token), "{:?}", text);
+        }
+
+        #[test]
+        fn finds_only_well_formed_tokens_and_never_panics(text in "\\PC{0,200}|(tck|TCK|[0-9a-f]|\u{200B}|\u{E0074}){0,60}") {
+            for token in find_canaries(&text) {
+                proptest::prop_assert!(is_canary(token.as_bytes()) && token.len() == CANARY_LEN);
+            }
+        }
     }
 
     #[test]

@@ -187,9 +187,9 @@ pub fn render(results: &[RowResult]) -> String {
         }
     }
     let bad = results.iter().filter(|r| !r.ok()).count();
+    // A row "passes" when exactly its expected cases failed.
     out.push_str(&format!(
-        "{} behaviour(s), {} as expected, {bad} not\n",
-        results.len(),
+        "matrix: {} passed, {bad} failed\n",
         results.len() - bad
     ));
     out

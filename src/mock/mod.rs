@@ -1,6 +1,8 @@
-//! The mock role: we are the agents. For now, the conforming reference agent of each protocol,
-//! built as a [`Responder`] so that misbehaviours can later wrap it (a slow, malformed or
-//! oversized agent is a mutation of a conforming answer).
+//! The mock role: we are the agents. The conforming reference agent ([`Responder`]); the
+//! behaviour catalogue (`behavior`) and its mutations of conforming answers (`mutate`); one
+//! mock agent (`agent`) and a fleet of them (`fleet`) on a raw HTTP/1.1 engine (`http1`) that can
+//! also fault below HTTP; the journal, the observer that judges the platform, the driver that
+//! registers and triggers, and the session that ties them together.
 
 pub mod agent;
 pub mod behavior;

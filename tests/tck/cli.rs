@@ -166,10 +166,22 @@ fn selftest_passes_and_writes_both_reports() {
         .unwrap()
         .cases()
         .len();
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l == format!("{cases} passed, 0 failed, 0 skipped")),
+        "{stdout}"
+    );
+    // Then the behaviour matrix: a row per behaviour, each as expected.
+    let rows = agent_tck::mock::matrix::MatrixFile::builtin()
+        .unwrap()
+        .rows
+        .len();
     assert_eq!(
         stdout.lines().last().unwrap(),
-        format!("{cases} passed, 0 failed, 0 skipped")
+        format!("matrix: {rows} passed, 0 failed")
     );
+    assert!(stdout.contains("wrong-schema:approve-string"), "{stdout}");
     assert!(stdout.contains("seed 3"), "the seed is printed");
     assert!(!stdout.contains('\u{1b}'), "no colour when piped");
     let report: agent_tck::report::Report =

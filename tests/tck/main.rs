@@ -5,6 +5,7 @@ mod support;
 
 mod broken;
 mod cli;
+mod fleet;
 mod hostile;
 mod platform;
 mod properties;

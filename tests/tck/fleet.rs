@@ -1,0 +1,188 @@
+//! The fleet checks itself: the probe against every mock behaviour (the matrix), and the fleet
+//! driving the reference platform of `platform.rs` and each of its broken variants, where
+//! exactly the matching platform check must fail.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use agent_tck::mock::driver::Driver;
+use agent_tck::mock::fleet::{FleetFile, Layout};
+use agent_tck::mock::matrix::MatrixFile;
+use agent_tck::mock::session::{self, Banner, SessionSettings};
+use agent_tck::report::{Level, Report, Status};
+
+use crate::platform::{self, PlatformConfig, Variant};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_probe_fails_exactly_the_cases_each_behaviour_breaks() {
+    let matrix = MatrixFile::builtin().unwrap();
+    assert!(matrix.rows.len() >= 40, "{} rows", matrix.rows.len());
+    let results = matrix.run(11).await.unwrap();
+    let wrong: Vec<String> = results
+        .iter()
+        .filter(|r| !r.ok())
+        .map(|r| agent_tck::mock::matrix::render(std::slice::from_ref(r)))
+        .collect();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // The matrix can fail: a conforming row that expected a failure would be reported.
+    let mut broken = results[0].clone();
+    broken.expected.insert("analyze.response".into());
+    assert!(!broken.ok());
+}
+
+/// A fleet with one agent of each kind the platform checks need: keyed and keyless conforming
+/// agents, agents that fail /analyze (hang, malformed JSON), and agents whose answers the
+/// platform must sanitize (NUL bytes, an oversized field, injection payloads).
+const FLEET: &str = r#"
+seed: 5
+agents:
+  - { name: keyed, api_key: k-keyed, capabilities: [security] }
+  - { name: plain }
+  - { name: hangs, behaviors: ["hang@analyze"] }
+  - { name: garbled, behaviors: ["malformed-json:truncated@analyze"] }
+  - { name: nul, behaviors: [null-bytes] }
+  - { name: long, behaviors: ["oversized-field:chars=60000"] }
+  - { name: injector, behaviors: ["injection:select=instruction-override;per_answer=2"] }
+"#;
+
+/// Serves the fleet, drives `platform` (register, two deliberations, deregister), and returns
+/// the report.
+async fn drive(platform_url: &str, agent_timeout: Duration) -> Report {
+    let file = FleetFile::parse("fleet.yaml", FLEET).unwrap();
+    let agents = file.agents("fleet.yaml", 5).unwrap();
+    let spec = format!(
+        r#"
+url: {platform_url}
+timeout: {}ms
+register: {{ path: /api/v1/agents }}
+trigger: {{ count: 2, concurrency: 2, margin: 1s, expect: {{ json: ["status == completed"] }} }}
+"#,
+        agent_timeout.as_millis()
+    );
+    let spec = serde_saphyr::from_str(&spec).unwrap();
+    let driver = Driver::new(&spec, None).unwrap();
+    let settings = SessionSettings {
+        agents,
+        layout: Layout::Shared,
+        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        port: 0,
+        advertise: None,
+        platform_timeout: driver.timeout,
+        driver: Some(driver),
+        journal: None,
+        journal_body_cap: 1 << 20,
+        seed: 5,
+        serve_after: false,
+        strict: false,
+        banner: Banner::Fleet,
+    };
+    // Bounded: a platform that never answers is cut off by the trigger's own deadline.
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        session::run(settings, std::future::pending()),
+    )
+    .await
+    .expect("the session ends")
+    .unwrap()
+}
+
+fn failed_blocking(report: &Report) -> Vec<(String, String)> {
+    report
+        .cases
+        .iter()
+        .filter(|c| c.status == Status::Fail && c.level != Level::May)
+        .map(|c| (c.id.clone(), c.message.clone()))
+        .collect()
+}
+
+async fn judge(variant: Variant) -> Report {
+    let agent_timeout = Duration::from_millis(800);
+    let platform = platform::start(PlatformConfig {
+        variant,
+        agent_timeout,
+        ..PlatformConfig::default()
+    })
+    .await;
+    let report = drive(&platform.url, agent_timeout).await;
+    platform.stop().await;
+    report
+}
+
+#[tokio::test]
+async fn the_reference_platform_passes_every_platform_check() {
+    let report = judge(Variant::Conforming).await;
+    assert!(
+        failed_blocking(&report).is_empty(),
+        "{:#?}",
+        failed_blocking(&report)
+    );
+    for id in [
+        "platform.register",
+        "platform.request-schema",
+        "platform.bearer",
+        "platform.no-stray-bearer",
+        "platform.challenge-not-own",
+        "platform.challenge-no-failed",
+        "platform.nul-stripped",
+        "platform.field-truncated",
+        "platform.deliberation-deadline",
+        "platform.no-5xx",
+        "platform.trigger-expect",
+        "platform.deregister",
+    ] {
+        let case = report
+            .cases
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("no {id}"));
+        assert_eq!(case.status, Status::Pass, "{id}: {}", case.message);
+    }
+    // The reference platform logs injection patterns but forwards them: reported, as INFO.
+    let injection = report
+        .cases
+        .iter()
+        .find(|c| c.id == "platform.injection-forwarded")
+        .unwrap();
+    assert_eq!(injection.status, Status::Fail, "{}", injection.message);
+    assert_eq!(injection.level, Level::May);
+    assert!(
+        injection.message.contains("instruction-override")
+            && injection.message.contains("from injector"),
+        "{}",
+        injection.message
+    );
+    assert_eq!(report.exit_code(), 0);
+}
+
+#[tokio::test]
+async fn each_broken_platform_fails_exactly_its_check() {
+    let expected = [
+        (Variant::NoTimeout, "platform.deliberation-deadline"),
+        (Variant::CrashOnInvalidJson, "platform.no-5xx"),
+        (Variant::NoNulStripping, "platform.nul-stripped"),
+        (Variant::NoTruncation, "platform.field-truncated"),
+        (Variant::KeepsFailedAgents, "platform.challenge-no-failed"),
+        (
+            Variant::OwnAnalysisInChallenge,
+            "platform.challenge-not-own",
+        ),
+        (Variant::NoBearer, "platform.bearer"),
+        (Variant::NoTaskId, "platform.request-schema"),
+    ];
+    assert_eq!(expected.len() + 1, Variant::ALL.len());
+    let reports = futures::future::join_all(expected.iter().map(|(v, _)| judge(*v))).await;
+    for ((variant, check), report) in expected.iter().zip(&reports) {
+        let failed: Vec<String> = failed_blocking(report)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        assert_eq!(
+            failed,
+            [check.to_string()],
+            "{}: {:#?}",
+            variant.name(),
+            failed_blocking(report)
+        );
+        assert_eq!(report.exit_code(), 1, "{}", variant.name());
+    }
+}
