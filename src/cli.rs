@@ -162,8 +162,16 @@ pub struct MockRunArgs {
 #[derive(Debug, Clone, Args)]
 pub struct MockFleetArgs {
     /// The fleet file (YAML; see mocks/*.yaml).
-    #[arg(long, value_name = "FILE")]
-    pub config: PathBuf,
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "preset",
+        conflicts_with = "preset"
+    )]
+    pub config: Option<PathBuf>,
+    /// A built-in fleet: chaos, slow, injection, faults (the files of mocks/).
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<String>,
     /// Address to bind (overrides the file's `host`).
     #[arg(long)]
     pub host: Option<IpAddr>,
@@ -576,8 +584,11 @@ async fn mock_agent(args: MockAgentArgs) -> Result<u8, UsageError> {
 }
 
 async fn mock_fleet(args: MockFleetArgs) -> Result<u8, UsageError> {
-    let source = args.config.display().to_string();
-    let file = FleetFile::from_file(&args.config)?;
+    let (source, file) = match (&args.config, &args.preset) {
+        (Some(path), _) => (path.display().to_string(), FleetFile::from_file(path)?),
+        (None, Some(name)) => FleetFile::preset(name)?,
+        (None, None) => return Err(UsageError("give --config FILE or --preset NAME".into())),
+    };
     let seed = seed_or_clock(args.seed.or(file.seed));
     let agents = file.agents(&source, seed)?;
     check_outputs(&args.run.output)?;

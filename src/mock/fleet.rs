@@ -89,10 +89,33 @@ fn general() -> String {
     "general review".into()
 }
 
+/// The fleet presets of `mocks/`, built in so that an installed binary has them
+/// (`mock fleet --preset NAME`).
+pub const PRESETS: &[(&str, &str)] = &[
+    ("chaos", include_str!("../../mocks/chaos.yaml")),
+    ("slow", include_str!("../../mocks/slow.yaml")),
+    ("injection", include_str!("../../mocks/injection.yaml")),
+    ("faults", include_str!("../../mocks/faults.yaml")),
+];
+
 /// Most agents one fleet may hold.
 pub const MAX_AGENTS: usize = 100_000;
 
 impl FleetFile {
+    /// A built-in preset by name; the error lists the names.
+    pub fn preset(name: &str) -> Result<(String, FleetFile), String> {
+        let (_, text) = PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+            let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
+            format!(
+                "--preset {name:?}: no such preset (known: {})",
+                names.join(", ")
+            )
+        })?;
+        let source = format!("mocks/{name}.yaml");
+        let file = FleetFile::parse(&source, text)?;
+        Ok((source, file))
+    }
+
     pub fn from_file(path: &Path) -> Result<FleetFile, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
@@ -188,6 +211,9 @@ pub struct FleetHandler {
 pub struct Note {
     seq: u64,
     agent: Option<usize>,
+    endpoint: String,
+    task: String,
+    received: Instant,
 }
 
 impl FleetHandler {
@@ -247,7 +273,14 @@ impl Handler for FleetHandler {
                 404,
                 &format!("no mock agent at {}", request.path()),
             ));
-            return (plan, Note { seq, agent: None });
+            let note = Note {
+                seq,
+                agent: None,
+                endpoint: String::new(),
+                task: String::new(),
+                received: request.received,
+            };
+            return (plan, note);
         };
         let agent = &self.agents[index];
         let auth = Self::auth(agent, &request);
@@ -295,17 +328,26 @@ impl Handler for FleetHandler {
                 })
                 .await;
         }
-        (
-            plan,
-            Note {
-                seq,
-                agent: Some(index),
-            },
-        )
+        let task = parsed
+            .as_ref()
+            .and_then(|v| v.get("task_id"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let note = Note {
+            seq,
+            agent: Some(index),
+            endpoint: endpoint.to_string(),
+            task,
+            received: request.received,
+        };
+        (plan, note)
     }
 
     async fn finish(&self, note: Note, delivered: Delivered) {
         if note.agent.is_some() {
+            self.observer
+                .on_answer(&note.endpoint, &note.task, note.received, &delivered);
             self.journal.answer(note.seq, &delivered).await;
         }
     }
@@ -404,7 +446,7 @@ pub async fn serve(
         observer,
     });
     for listener in listeners {
-        tokio::spawn(http1::serve(
+        tracker.spawn(http1::serve(
             listener,
             handler.clone(),
             ServerLimits::default(),
@@ -427,7 +469,62 @@ async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
         .map_err(|e| format!("cannot listen on {addr}: {e}"))
 }
 
-/// Elapsed since `started`, for callers that stamp reports.
-pub fn elapsed_ms(started: Instant) -> u64 {
-    started.elapsed().as_millis() as u64
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_parses_and_builds_its_agents() {
+        for (name, _) in PRESETS {
+            let (source, file) = FleetFile::preset(name).unwrap();
+            let agents = file.agents(&source, 1).unwrap_or_else(|e| panic!("{e}"));
+            assert!(agents.len() >= 10, "{name}: {} agents", agents.len());
+        }
+        assert!(FleetFile::preset("calm")
+            .unwrap_err()
+            .contains("chaos, slow"));
+    }
+
+    #[test]
+    fn generated_agents_are_named_and_keyed_by_index() {
+        let file = FleetFile::parse(
+            "f.yaml",
+            "agents:\n  - { name: \"a-{i}\", generate: 3, api_key: \"k{i}\" }\n  - { name: b }\n",
+        )
+        .unwrap();
+        let agents = file.agents("f.yaml", 1).unwrap();
+        let names: Vec<&str> = agents.iter().map(|a| a.name()).collect();
+        assert_eq!(names, ["a-1", "a-2", "a-3", "b"]);
+        assert_eq!(agents[1].profile.api_key.as_deref(), Some("k2"));
+    }
+
+    #[test]
+    fn fleet_file_errors_name_the_file_the_line_and_the_agent() {
+        let cases = [
+            (
+                "agents:\n  - { name: ok }\n  - { name: 9bad }\n",
+                "f.yaml:3: agent \"9bad\": the name \"9bad\" must match",
+            ),
+            (
+                "agents:\n  - { name: a }\n  - { name: a }\n",
+                "f.yaml:3: agent \"a\": the name \"a\" is already used (line 2)",
+            ),
+            (
+                "agents:\n  - { name: a, behaviors: [sloww] }\n",
+                "f.yaml:2: agent \"a\": unknown behaviour \"sloww\"",
+            ),
+            (
+                "agents:\n  - { name: a, generate: 2 }\n",
+                "must contain {i}",
+            ),
+            ("agents:\n  - { name: a, colour: red }\n", "f.yaml:2"),
+            ("agents: []\n", "`agents` is empty"),
+        ];
+        for (text, expected) in cases {
+            let e = FleetFile::parse("f.yaml", text)
+                .and_then(|f| f.agents("f.yaml", 1).map(|_| ()))
+                .unwrap_err();
+            assert!(e.contains(expected), "{text}: {e}");
+        }
+    }
 }

@@ -348,6 +348,9 @@ async fn read_request(
             let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
             let mut req = httparse::Request::new(&mut slots);
             match req.parse(buf) {
+                Ok(httparse::Status::Complete(n)) if n > MAX_HEAD => {
+                    return Err(bad(431, "the request head is larger than 64 KiB"))
+                }
                 Ok(httparse::Status::Complete(n)) => {
                     let headers = req
                         .headers

@@ -9,6 +9,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -69,8 +70,9 @@ pub struct AnswerRecord {
 }
 
 pub struct Journal {
-    tx: Option<mpsc::Sender<String>>,
-    writer: Option<tokio::task::JoinHandle<std::io::Result<u64>>>,
+    /// Taken (and so dropped) by `close`: the writer ends once every sender is gone.
+    tx: Mutex<Option<mpsc::Sender<String>>>,
+    writer: Mutex<Option<tokio::task::JoinHandle<std::io::Result<u64>>>>,
     seq: AtomicU64,
     started: Instant,
     pub body_cap: usize,
@@ -83,8 +85,8 @@ impl Journal {
     /// A journal that numbers requests but writes nothing.
     pub fn off(started: Instant) -> Journal {
         Journal {
-            tx: None,
-            writer: None,
+            tx: Mutex::new(None),
+            writer: Mutex::new(None),
             seq: AtomicU64::new(0),
             started,
             body_cap: 0,
@@ -115,8 +117,8 @@ impl Journal {
             Ok(lines)
         });
         Ok(Journal {
-            tx: Some(tx),
-            writer: Some(writer),
+            tx: Mutex::new(Some(tx)),
+            writer: Mutex::new(Some(writer)),
             seq: AtomicU64::new(0),
             started,
             body_cap,
@@ -124,7 +126,11 @@ impl Journal {
     }
 
     pub fn is_on(&self) -> bool {
-        self.tx.is_some()
+        self.sender().is_some()
+    }
+
+    fn sender(&self) -> Option<mpsc::Sender<String>> {
+        self.tx.lock().ok().and_then(|tx| tx.clone())
     }
 
     pub fn next_seq(&self) -> u64 {
@@ -137,7 +143,7 @@ impl Journal {
 
     /// Writes one record (waits for room; never drops).
     pub async fn write(&self, record: &impl Serialize) {
-        let Some(tx) = &self.tx else { return };
+        let Some(tx) = self.sender() else { return };
         if let Ok(line) = serde_json::to_string(record) {
             let _ = tx.send(line).await;
         }
@@ -175,9 +181,12 @@ impl Journal {
     }
 
     /// Stops taking records, writes what is queued and closes the file; returns the line count.
-    pub async fn close(&mut self) -> std::io::Result<u64> {
-        self.tx = None;
-        match self.writer.take() {
+    pub async fn close(&self) -> std::io::Result<u64> {
+        if let Ok(mut tx) = self.tx.lock() {
+            tx.take();
+        }
+        let writer = self.writer.lock().ok().and_then(|mut w| w.take());
+        match writer {
             Some(w) => w
                 .await
                 .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string()))),

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::agent::{Decision, MockAgent};
+use super::http1::{Delivered, Outcome};
 use super::injection;
 use super::journal::AuthSeen;
 use crate::probe::path::strings;
@@ -69,8 +70,17 @@ struct State {
     canaries: HashMap<String, (String, String, String)>,
     reappeared: Vec<Reappearance>,
     reappeared_seen: HashSet<(String, String)>,
-    /// task_id → phase → first request time.
-    first_request: HashMap<String, HashMap<String, Instant>>,
+    /// task_id → phase → timing of the requests the fleet received.
+    phases: HashMap<String, HashMap<String, Phase>>,
+}
+
+/// When a task's phase started and when the platform's wait for it could have ended.
+#[derive(Debug, Clone, Copy)]
+struct Phase {
+    first_request: Instant,
+    /// The latest moment an answer of this phase was complete, or (for an answer that never
+    /// came or came too late) when the platform's timeout for it ran out.
+    wait_ended: Instant,
 }
 
 pub struct Observer {
@@ -129,11 +139,14 @@ impl Observer {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        s.first_request
+        s.phases
             .entry(task.clone())
             .or_default()
             .entry(endpoint.to_string())
-            .or_insert(at);
+            .or_insert(Phase {
+                first_request: at,
+                wait_ended: at,
+            });
         for placed in &decision.injected {
             s.canaries.insert(
                 placed.canary.clone(),
@@ -258,6 +271,7 @@ impl Observer {
             }
         }
         cases.push(injection_case(&s));
+        cases.push(latency_case(&s));
         cases
     }
 
@@ -269,12 +283,18 @@ impl Observer {
             .unwrap_or_default()
     }
 
-    /// First request time per (task, phase), for the platform's added latency.
-    pub fn first_requests(&self) -> HashMap<String, HashMap<String, Instant>> {
-        self.state
-            .lock()
-            .map(|s| s.first_request.clone())
-            .unwrap_or_default()
+    /// An answer is over: `received` is when its request arrived, `delivered` how it went.
+    pub fn on_answer(&self, endpoint: &str, task: &str, received: Instant, delivered: &Delivered) {
+        let Ok(mut s) = self.state.lock() else { return };
+        let deadline = received + self.platform_timeout;
+        let ended = if delivered.outcome == Outcome::Complete {
+            (received + delivered.total).min(deadline)
+        } else {
+            deadline
+        };
+        if let Some(phase) = s.phases.get_mut(task).and_then(|p| p.get_mut(endpoint)) {
+            phase.wait_ended = phase.wait_ended.max(ended);
+        }
     }
 }
 
@@ -403,6 +423,51 @@ fn injection_case(s: &State) -> CaseResult {
         ));
     }
     case.message = message;
+    case
+}
+
+/// What the platform adds between phases: from the end of its wait for one phase's answers to
+/// its first request of the next phase, per task (median and max over tasks).
+fn latency_case(s: &State) -> CaseResult {
+    let mut case = base_case(
+        "platform.phase-latency",
+        "deliberation",
+        Level::May,
+        "latency the platform adds between phases (from the last answer it waited for to its next request)",
+        "Timeouts (informational)",
+    );
+    let mut lines = Vec::new();
+    for (from, to) in [("analyze", "challenge"), ("challenge", "vote")] {
+        let mut gaps: Vec<f64> = s
+            .phases
+            .values()
+            .filter_map(|p| {
+                let (a, b) = (p.get(from)?, p.get(to)?);
+                Some(
+                    b.first_request
+                        .saturating_duration_since(a.wait_ended)
+                        .as_secs_f64()
+                        * 1e3,
+                )
+            })
+            .collect();
+        if gaps.is_empty() {
+            continue;
+        }
+        gaps.sort_by(f64::total_cmp);
+        lines.push(format!(
+            "{from} → {to}: median {:.1} ms, max {:.1} ms over {} task(s)",
+            gaps[gaps.len() / 2],
+            gaps[gaps.len() - 1],
+            gaps.len()
+        ));
+    }
+    if lines.is_empty() {
+        case.status = Status::Skip;
+        case.message = "no task reached two phases".into();
+    } else {
+        case.message = lines.join("\n");
+    }
     case
 }
 

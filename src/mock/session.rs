@@ -143,16 +143,15 @@ pub async fn run(
         cases,
     };
     report.redact(&Redactor::new(secrets));
-    // The journal is the handler's; the servers are stopped, so nothing else writes to it.
-    if let Ok(handler) = std::sync::Arc::try_unwrap(served.handler) {
-        let mut journal = handler.journal;
-        let lines = journal
-            .close()
-            .await
-            .map_err(|e| format!("--journal: cannot write: {e}"))?;
-        if let Some(path) = &settings.journal {
-            eprintln!("wrote {} ({lines} records)", path.display());
-        }
+    // The servers are stopped: what is queued is the whole journal.
+    let lines = served
+        .handler
+        .journal
+        .close()
+        .await
+        .map_err(|e| format!("--journal: cannot write: {e}"))?;
+    if let Some(path) = &settings.journal {
+        eprintln!("wrote {} ({lines} records)", path.display());
     }
     Ok(report)
 }

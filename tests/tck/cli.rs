@@ -2,7 +2,6 @@
 //! newcomer runs first (`selftest`, `suites list`, `schemas export`, `mock agent`).
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 
 use crate::support::*;
@@ -18,29 +17,6 @@ fn agent_tck(args: &[&str]) -> Output {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// A fresh directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir =
-            std::env::temp_dir().join(format!("agent-tck-test-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn path(&self, file: &str) -> String {
-        self.0.join(file).display().to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 #[track_caller]
@@ -374,4 +350,96 @@ fn mock_agent_reports_a_port_in_use() {
         &["mock", "agent", "--port", &port],
         "cannot listen on 127.0.0.1:",
     );
+}
+
+#[tokio::test]
+async fn mock_fleet_stops_on_sigint_and_still_writes_the_reports() {
+    let dir = TempDir::new("fleet-sigint");
+    let fleet = dir.path("fleet.yaml");
+    std::fs::write(
+        &fleet,
+        "agents:\n  - { name: one }\n  - { name: two, behaviors: [hang] }\n",
+    )
+    .unwrap();
+    let (journal, json, junit) = (dir.path("j.jsonl"), dir.path("r.json"), dir.path("r.xml"));
+    let child = Command::new(env!("CARGO_BIN_EXE_agent-tck"))
+        .args([
+            "mock", "fleet", "--config", &fleet, "--port", "0", "--seed", "1",
+        ])
+        .args(["--journal", &journal, "--json", &json, "--junit", &junit])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Killed(child);
+    let stdout = child.0.stdout.take().unwrap();
+    let first = tokio::task::spawn_blocking(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        reader.read_line(&mut line).map(|_| (line, reader))
+    });
+    let (line, mut reader) = tokio::time::timeout(std::time::Duration::from_secs(20), first)
+        .await
+        .expect("it prints its address")
+        .unwrap()
+        .unwrap();
+    let addr = line.trim().rsplit("http://").next().unwrap().to_string();
+    // One good request to `one`, one left hanging at `two`.
+    let base = agent_tck::transport::http::BaseUrl::parse(&format!("http://{addr}")).unwrap();
+    let analyze = |agent: &str| agent_tck::transport::http::Request {
+        method: "POST".into(),
+        path: format!("/agents/{agent}/analyze"),
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: r#"{"task_id":"t","content":"c"}"#.into(),
+    };
+    let limits = agent_tck::transport::http::Limits {
+        deadline: std::time::Duration::from_secs(5),
+        ..Default::default()
+    };
+    let ok = agent_tck::transport::http::send(&base, &analyze("one"), limits)
+        .await
+        .unwrap();
+    assert_eq!(ok.status, 200);
+    let hung = tokio::spawn(async move {
+        agent_tck::transport::http::send(&base, &analyze("two"), limits).await
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let killed = Command::new("kill")
+        .args(["-INT", &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = tokio::task::spawn_blocking(move || {
+        let status = child.0.wait();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut reader, &mut rest).unwrap();
+        (status, rest)
+    });
+    let (status, rest) = tokio::time::timeout(std::time::Duration::from_secs(10), status)
+        .await
+        .expect("it stops promptly after SIGINT")
+        .unwrap();
+    assert_eq!(status.unwrap().code(), Some(0), "{rest}");
+    assert!(rest.contains("platform.request-schema"), "{rest}");
+    assert!(
+        hung.await.unwrap().is_err(),
+        "the hung exchange was cut by the shutdown"
+    );
+    let lines = std::fs::read_to_string(&journal).unwrap();
+    assert_eq!(lines.lines().count(), 4, "{lines}");
+    assert!(lines.contains(r#""outcome":"shutdown""#), "{lines}");
+    let report: agent_tck::report::Report =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report.role, "mock");
+    roxmltree::Document::parse(&std::fs::read_to_string(&junit).unwrap()).unwrap();
+}
+
+#[test]
+fn mock_usage_errors_are_one_line() {
+    assert_usage_error(
+        &["mock", "agent", "--behavior", "sloww"],
+        "--behavior: unknown behaviour \"sloww\"",
+    );
+    assert_usage_error(&["mock", "fleet", "--preset", "calm"], "no such preset");
+    assert_usage_error(&["mock", "fleet"], "--config");
 }

@@ -10,6 +10,7 @@ use agent_tck::mock::fleet::{FleetFile, Layout};
 use agent_tck::mock::matrix::MatrixFile;
 use agent_tck::mock::session::{self, Banner, SessionSettings};
 use agent_tck::report::{Level, Report, Status};
+use agent_tck::transport::http::{send, BaseUrl, Request};
 
 use crate::platform::{self, PlatformConfig, Variant};
 
@@ -151,6 +152,18 @@ async fn the_reference_platform_passes_every_platform_check() {
         "{}",
         injection.message
     );
+    let latency = report
+        .cases
+        .iter()
+        .find(|c| c.id == "platform.phase-latency")
+        .unwrap();
+    assert_eq!(latency.status, Status::Pass, "{}", latency.message);
+    assert!(
+        latency.message.contains("analyze → challenge: median")
+            && latency.message.contains("challenge → vote: median"),
+        "{}",
+        latency.message
+    );
     assert_eq!(report.exit_code(), 0);
 }
 
@@ -185,4 +198,62 @@ async fn each_broken_platform_fails_exactly_its_check() {
         );
         assert_eq!(report.exit_code(), 1, "{}", variant.name());
     }
+}
+
+#[tokio::test]
+async fn registration_errors_say_what_the_platform_refused() {
+    // Real platforms refuse loopback base URLs: the message points at --advertise.
+    let platform = platform::start(PlatformConfig {
+        refuse_loopback: true,
+        ..PlatformConfig::default()
+    })
+    .await;
+    let report = drive(&platform.url, Duration::from_millis(800)).await;
+    platform.stop().await;
+    let register = case(&report, "platform.register");
+    assert_eq!(register.status, Status::Fail);
+    assert!(
+        register.message.contains("7 of 7 registration(s) refused")
+            && register
+                .message
+                .contains("keyed: 400 (refused; a loopback base_url? see --advertise)"),
+        "{}",
+        register.message
+    );
+    assert_eq!(report.exit_code(), 1);
+
+    // A name already taken.
+    let platform = platform::start(PlatformConfig::default()).await;
+    let taken = serde_json::json!({"name": "plain", "domain": "x", "base_url": "http://agents.example.test"});
+    let request = Request {
+        method: "POST".into(),
+        path: "/api/v1/agents".into(),
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: taken.to_string().into(),
+    };
+    let base = BaseUrl::parse(&platform.url).unwrap();
+    assert_eq!(
+        send(&base, &request, Default::default())
+            .await
+            .unwrap()
+            .status,
+        201
+    );
+    let report = drive(&platform.url, Duration::from_millis(800)).await;
+    platform.stop().await;
+    let register = case(&report, "platform.register");
+    assert!(
+        register.message.contains("1 of 7 registration(s) refused")
+            && register.message.contains("plain: 409 (name taken)"),
+        "{}",
+        register.message
+    );
+}
+
+fn case<'r>(report: &'r Report, id: &str) -> &'r agent_tck::report::CaseResult {
+    report
+        .cases
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no case {id}"))
 }

@@ -5,6 +5,7 @@ mod support;
 
 mod broken;
 mod cli;
+mod engine;
 mod fleet;
 mod hostile;
 mod platform;
