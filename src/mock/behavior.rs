@@ -656,6 +656,17 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_documents_every_behaviour() {
+        let readme = include_str!("../../README.md");
+        for (name, what, _) in CATALOGUE {
+            assert!(
+                readme.contains(&format!("| `{name}` | {}", what.replace('|', "\\|"))),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
     fn every_catalogue_name_parses() {
         for (name, _, _) in CATALOGUE {
             parse_item(name).unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -20,6 +20,9 @@ use crate::report::{CaseResult, Level, Status};
 
 /// Examples kept per rule.
 const EXAMPLES: usize = 5;
+/// Tasks and canaries tracked at most: a fleet serving for days must not grow without bound.
+/// Past it, new ones are not followed (and the verdicts say so).
+const MAX_TRACKED: usize = 100_000;
 /// The platform's per-field limit (Response Size Limits).
 pub const MAX_FIELD_CHARS: usize = 50_000;
 
@@ -72,6 +75,8 @@ struct State {
     reappeared_seen: HashSet<(String, String)>,
     /// task_id → phase → timing of the requests the fleet received.
     phases: HashMap<String, HashMap<String, Phase>>,
+    /// Tasks or canaries not followed because MAX_TRACKED was reached.
+    untracked: u64,
 }
 
 /// When a task's phase started and when the platform's wait for it could have ended.
@@ -139,15 +144,23 @@ impl Observer {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        s.phases
-            .entry(task.clone())
-            .or_default()
-            .entry(endpoint.to_string())
-            .or_insert(Phase {
-                first_request: at,
-                wait_ended: at,
-            });
+        if s.phases.len() < MAX_TRACKED || s.phases.contains_key(&task) {
+            s.phases
+                .entry(task.clone())
+                .or_default()
+                .entry(endpoint.to_string())
+                .or_insert(Phase {
+                    first_request: at,
+                    wait_ended: at,
+                });
+        } else {
+            s.untracked += 1;
+        }
         for placed in &decision.injected {
+            if s.canaries.len() >= MAX_TRACKED {
+                s.untracked += 1;
+                break;
+            }
             s.canaries.insert(
                 placed.canary.clone(),
                 (
@@ -163,6 +176,10 @@ impl Observer {
         match endpoint {
             "analyze" => {
                 let usable = decision.usable_within(self.platform_timeout);
+                if s.analyze.len() >= MAX_TRACKED && !s.analyze.contains_key(&task) {
+                    s.untracked += 1;
+                    return;
+                }
                 s.analyze
                     .entry(task)
                     .or_default()
@@ -272,6 +289,14 @@ impl Observer {
         }
         cases.push(injection_case(&s));
         cases.push(latency_case(&s));
+        if s.untracked > 0 {
+            for case in &mut cases {
+                case.message.push_str(&format!(
+                    "\n(past {MAX_TRACKED} tasks or payloads, {} were not followed)",
+                    s.untracked
+                ));
+            }
+        }
         cases
     }
 
