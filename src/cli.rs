@@ -61,12 +61,14 @@ pub enum ProbeCommand {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Protocol {
     Roundtable,
+    ExecuteTask,
 }
 
 impl Protocol {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Protocol::Roundtable => "roundtable",
+            Protocol::ExecuteTask => "execute-task",
         }
     }
 }
@@ -226,6 +228,15 @@ pub struct MockAgentArgs {
     /// Behaviours, comma-separated: NAME[:ARGS][@ENDPOINT] (see `agent-tck mock behaviors`).
     #[arg(long, value_name = "LIST", default_value = "conforming")]
     pub behavior: String,
+    /// execute-task: answer on stdin/stdout (a request ends at a newline or at end of input).
+    #[arg(long, conflicts_with_all = ["tcp", "unix"])]
+    pub stdio: bool,
+    /// execute-task: serve newline-delimited JSON on this TCP port (on --host).
+    #[arg(long, value_name = "PORT", conflicts_with = "unix")]
+    pub tcp: Option<u16>,
+    /// execute-task: serve newline-delimited JSON on this Unix socket.
+    #[arg(long, value_name = "PATH")]
+    pub unix: Option<PathBuf>,
     #[command(flatten)]
     pub run: MockRunArgs,
 }
@@ -554,6 +565,14 @@ async fn mock_agent(args: MockAgentArgs) -> Result<u8, UsageError> {
         return Err(UsageError("--api-key: the key is empty".into()));
     }
     let items = behavior::parse_list(&args.behavior).map_err(|e| format!("--behavior: {e}"))?;
+    let task = args.protocol == Protocol::ExecuteTask;
+    let line = args.stdio || args.tcp.is_some() || args.unix.is_some();
+    if line && !task {
+        return Err(UsageError(
+            "--stdio, --tcp and --unix serve the execute-task protocol (add --protocol execute-task)".into(),
+        ));
+    }
+    behavior::check_fit(&items, task, !line, args.stdio).map_err(|e| format!("--behavior {e}"))?;
     check_outputs(&args.run.output)?;
     let seed = seed_or_clock(args.seed);
     let profile = Profile {
@@ -562,8 +581,17 @@ async fn mock_agent(args: MockAgentArgs) -> Result<u8, UsageError> {
         capabilities: Vec::new(),
         api_key: args.api_key.clone(),
     };
+    let agent = if task {
+        let reference = Box::new(crate::mock::task_agent::TaskAgent::new(args.name.clone()));
+        MockAgent::with_responder(profile, items, seed, reference, true)
+    } else {
+        MockAgent::new(profile, items, seed)
+    };
+    if line {
+        return serve_line_agent(agent, &args).await;
+    }
     let settings = SessionSettings {
-        agents: vec![MockAgent::new(profile, items, seed)],
+        agents: vec![agent],
         layout: Layout::PerAgent,
         host: args.host,
         port: args.port,
@@ -581,6 +609,42 @@ async fn mock_agent(args: MockAgentArgs) -> Result<u8, UsageError> {
         banner: Banner::Agent,
     };
     run_mock(settings, &args.run).await
+}
+
+/// An execute-task agent on stdio (until end of input) or a socket (until interrupted).
+async fn serve_line_agent(agent: MockAgent, args: &MockAgentArgs) -> Result<u8, UsageError> {
+    use crate::mock::line_server;
+    let agent = std::sync::Arc::new(agent);
+    if args.stdio {
+        line_server::serve_stdio(agent)
+            .await
+            .map_err(|e| format!("stdio: {e}"))?;
+        return Ok(0);
+    }
+    let stop = tokio_util::sync::CancellationToken::new();
+    let served = {
+        let stop = stop.clone();
+        async move {
+            shutdown_signal().await;
+            stop.cancel();
+        }
+    };
+    if let Some(port) = args.tcp {
+        let addr = std::net::SocketAddr::new(args.host, port);
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        println!("agent-tck mock agent · execute-task {:?} · newline-delimited JSON · listening on tcp://{bound}", agent.name());
+        tokio::join!(line_server::serve_tcp(agent, listener, stop), served);
+    } else if let Some(path) = &args.unix {
+        let listener = tokio::net::UnixListener::bind(path)
+            .map_err(|e| format!("--unix {}: cannot listen: {e}", path.display()))?;
+        println!("agent-tck mock agent · execute-task {:?} · newline-delimited JSON · listening on unix://{}", agent.name(), path.display());
+        tokio::join!(line_server::serve_unix(agent, listener, stop), served);
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(0)
 }
 
 async fn mock_fleet(args: MockFleetArgs) -> Result<u8, UsageError> {

@@ -18,6 +18,11 @@ pub async fn run(protocol: Protocol, run: &RunArgs, output: &OutputArgs) -> Resu
     let key = format!("selftest-key-{seed:x}");
     let responder = match protocol {
         Protocol::Roundtable => Arc::new(ReferenceAgent::new("reference-agent", seed)),
+        Protocol::ExecuteTask => {
+            return Err(UsageError(
+                "selftest --protocol execute-task: not built yet".into(),
+            ))
+        }
     };
     let app = server::app(responder, Some(key.clone()));
     let running = server::spawn(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), app)

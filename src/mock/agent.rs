@@ -14,6 +14,7 @@ use super::behavior::{Item, Kind, LengthLie, Modifier, ResetPoint, What};
 use super::http1::{Fault, Framing, Plan, Response};
 use super::injection;
 use super::mutate;
+use super::mutate_task;
 use super::reference::ReferenceAgent;
 use super::Responder;
 
@@ -66,7 +67,10 @@ pub struct Profile {
 pub struct MockAgent {
     pub profile: Profile,
     pub items: Vec<Item>,
-    reference: ReferenceAgent,
+    /// The conforming agent whose answers the behaviours bend.
+    reference: Box<dyn Responder>,
+    /// An execute_task agent (else a round-table one): which content mutations apply.
+    pub task: bool,
     seed: u64,
     /// Requests seen per endpoint (analyze, challenge, vote, health, other).
     counters: [AtomicU64; 5],
@@ -83,9 +87,24 @@ fn endpoint_index(endpoint: &str) -> usize {
 }
 
 impl MockAgent {
+    /// A round-table agent.
     pub fn new(profile: Profile, items: Vec<Item>, seed: u64) -> MockAgent {
+        let reference = Box::new(ReferenceAgent::new(profile.name.clone(), seed));
+        MockAgent::with_responder(profile, items, seed, reference, false)
+    }
+
+    /// An agent of any protocol: `reference` answers conformingly; `task` says whether it is an
+    /// execute_task agent.
+    pub fn with_responder(
+        profile: Profile,
+        items: Vec<Item>,
+        seed: u64,
+        reference: Box<dyn Responder>,
+        task: bool,
+    ) -> MockAgent {
         MockAgent {
-            reference: ReferenceAgent::new(profile.name.clone(), seed),
+            reference,
+            task,
             profile,
             items,
             seed,
@@ -145,6 +164,7 @@ impl MockAgent {
         }
         let mut shaper = Shaper {
             endpoint,
+            request: body,
             plan,
             decision,
             rng,
@@ -181,6 +201,8 @@ fn fnv(text: &str) -> u64 {
 /// Applies behaviours to one answer, layer by layer.
 struct Shaper<'a> {
     endpoint: &'a str,
+    /// The request body as received.
+    request: &'a [u8],
     plan: Plan,
     decision: Decision,
     rng: ChaCha8Rng,
@@ -224,6 +246,9 @@ impl Shaper<'_> {
     }
 
     fn content(&mut self, kind: &Kind, value: &mut Value) -> bool {
+        if self.agent.task {
+            return self.task_content(kind, value);
+        }
         let e = self.endpoint;
         match kind {
             Kind::WrongSchema(v) => mutate::wrong_schema(*v, e, value),
@@ -234,6 +259,19 @@ impl Shaper<'_> {
             Kind::NullBytes => mutate::null_bytes(e, value),
             Kind::AnsiEscapes => mutate::ansi_escapes(e, value),
             Kind::Speculative => mutate::speculative(e, value),
+            Kind::Injection { select, per_answer } => self.inject(value, select, *per_answer),
+            _ => false,
+        }
+    }
+
+    fn task_content(&mut self, kind: &Kind, value: &mut Value) -> bool {
+        let request: Value = serde_json::from_slice(self.request).unwrap_or(Value::Null);
+        match kind {
+            Kind::NeverFinishes => mutate_task::never_finishes(value),
+            Kind::UnknownAction => mutate_task::unknown_action(value),
+            Kind::MissingRequired => mutate_task::missing_required(value),
+            Kind::IgnoresGovernance => mutate_task::ignores_governance(value, &request),
+            Kind::NullBytes => mutate_task::null_bytes(value),
             Kind::Injection { select, per_answer } => self.inject(value, select, *per_answer),
             _ => false,
         }
@@ -261,7 +299,11 @@ impl Shaper<'_> {
             .zip(&canaries)
             .map(|(p, c)| p.render(c))
             .collect();
-        let placed = mutate::inject(self.endpoint, value, &texts);
+        let placed = if self.agent.task {
+            mutate_task::inject(value, &texts)
+        } else {
+            mutate::inject(self.endpoint, value, &texts)
+        };
         for (path, index) in &placed {
             let p = picked[*index];
             self.decision.injected.push(Placed {

@@ -21,10 +21,10 @@ use rand_chacha::ChaCha8Rng;
 
 use super::mutate::{Malformed, WrongSchema};
 
-/// Protocol endpoints a behaviour applies to by default.
-pub const PROTOCOL_ENDPOINTS: [&str; 3] = ["analyze", "challenge", "vote"];
+/// Protocol endpoints a behaviour applies to by default (round table and execute_task).
+pub const PROTOCOL_ENDPOINTS: [&str; 4] = ["analyze", "challenge", "vote", "execute_task"];
 /// Endpoints an item may name after `@`.
-const ENDPOINTS: [&str; 4] = ["analyze", "challenge", "vote", "health"];
+const ENDPOINTS: [&str; 5] = ["analyze", "challenge", "vote", "execute_task", "health"];
 
 /// A delay distribution. Samples are never negative.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -192,6 +192,96 @@ pub enum Kind {
     },
     ContentLengthMismatch(LengthLie),
     WrongContentType(String),
+    // execute_task only:
+    /// Always call_tool: the loop never ends by itself.
+    NeverFinishes,
+    /// An `action` that is not in the spec.
+    UnknownAction,
+    /// call_tool without tool_name.
+    MissingRequired,
+    /// After a GOVERNANCE ERROR, repeats the violating call unchanged.
+    IgnoresGovernance,
+    // execute_task over stdio only:
+    /// A non-JSON line on stdout before the first answer.
+    StdioBanner,
+    /// Answers as pretty-printed, multi-line JSON.
+    StdioPretty,
+    /// Exits (status 3) after reading a request, without answering.
+    ExitsEarly,
+    /// Writes this many bytes to stderr before each answer.
+    StderrFlood {
+        bytes: usize,
+    },
+    /// Starts a child that holds stdout open and sleeps, then answers and exits.
+    ForksAndExits,
+}
+
+/// Which protocol a behaviour belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Any protocol, any transport.
+    Any,
+    /// Round-table answers only (their mutations know its fields).
+    Roundtable,
+    /// execute_task answers only.
+    Task,
+    /// execute_task over stdio only.
+    Stdio,
+    /// Below HTTP: an HTTP transport only.
+    Http,
+}
+
+impl Kind {
+    pub fn scope(&self) -> Scope {
+        match self {
+            Kind::WrongSchema(_)
+            | Kind::OversizedField { .. }
+            | Kind::TooManyItems { .. }
+            | Kind::Speculative
+            | Kind::AnsiEscapes => Scope::Roundtable,
+            Kind::NeverFinishes
+            | Kind::UnknownAction
+            | Kind::MissingRequired
+            | Kind::IgnoresGovernance => Scope::Task,
+            Kind::StdioBanner
+            | Kind::StdioPretty
+            | Kind::ExitsEarly
+            | Kind::StderrFlood { .. }
+            | Kind::ForksAndExits => Scope::Stdio,
+            Kind::Blackhole
+            | Kind::HttpError { .. }
+            | Kind::Reset(_)
+            | Kind::CloseMidBody(_)
+            | Kind::GarbageThenClose
+            | Kind::Dribble { .. }
+            | Kind::ContentLengthMismatch(_)
+            | Kind::WrongContentType(_) => Scope::Http,
+            _ => Scope::Any,
+        }
+    }
+}
+
+/// Checks that every item fits the protocol (`task`: execute_task) and transport (`http`:
+/// HTTP, else a line transport; `stdio`: the stdio one); the error names the item.
+pub fn check_fit(items: &[Item], task: bool, http: bool, stdio: bool) -> Result<(), String> {
+    for item in items {
+        let What::Behavior(kind) = &item.what else {
+            continue;
+        };
+        let why = match kind.scope() {
+            Scope::Roundtable if task => {
+                Some("a round-table behaviour (its mutations know /analyze, /challenge, /vote)")
+            }
+            Scope::Task | Scope::Stdio if !task => Some("an execute_task behaviour"),
+            Scope::Stdio if !stdio => Some("a stdio behaviour (use --stdio)"),
+            Scope::Http if !http => Some("a fault below HTTP (use --port)"),
+            _ => None,
+        };
+        if let Some(why) = why {
+            return Err(format!("{:?}: {why}", item.source));
+        }
+    }
+    Ok(())
 }
 
 /// Decides whether a request misbehaves.
@@ -253,6 +343,15 @@ pub const CATALOGUE: &[(&str, &str, &str)] = &[
     ("dribble", "the whole answer at N bytes per second (default 10)", "Timeouts: a total deadline, not per byte"),
     ("content-length-mismatch", "Content-Length says more (default) or less than the body", "Error Handling"),
     ("wrong-content-type", "a valid JSON body labelled text/plain (or the given type)", "clients that check Content-Type"),
+    ("never-finishes", "execute_task: always call_tool, never a final answer", "the max turn limit (default 5)"),
+    ("unknown-action", "execute_task: an action the spec does not list", "Response Body: the action field"),
+    ("missing-required", "execute_task: call_tool without tool_name", "Response Body: call_tool"),
+    ("ignores-governance", "execute_task: after a GOVERNANCE ERROR, the same violating call again", "Policy Violations (governance feedback)"),
+    ("stdio-banner", "execute_task over stdio: a non-JSON line on stdout before the first answer", "Local Subprocess Protocol: single-line JSON on stdout"),
+    ("stdio-pretty", "execute_task over stdio: pretty-printed, multi-line JSON", "Local Subprocess Protocol: single-line JSON on stdout"),
+    ("exits-early", "execute_task over stdio: exits (status 3) after reading a request, without answering", "Local Subprocess Protocol"),
+    ("stderr-flood", "execute_task over stdio: bytes=N (default 50MB) to stderr before each answer", "Local Subprocess Protocol: stderr is captured as an engine log"),
+    ("forks-and-exits", "execute_task over stdio: a child that holds stdout open and sleeps; the agent answers and exits", "the harness kills the agent's process group"),
     ("flaky", "modifier: misbehave with probability P (default 0.5), else conform", "intermittent failures"),
     ("fail-first", "modifier: misbehave on the first N requests per endpoint (default 1), then conform", "retries and recovery"),
 ];
@@ -525,6 +624,22 @@ fn what(name: &str, a: &mut Args<'_>) -> Result<What, String> {
         "wrong-content-type" => b(Kind::WrongContentType(
             a.get("type", true).unwrap_or("text/plain").to_string(),
         )),
+        "never-finishes" => b(Kind::NeverFinishes),
+        "unknown-action" => b(Kind::UnknownAction),
+        "missing-required" => b(Kind::MissingRequired),
+        "ignores-governance" => b(Kind::IgnoresGovernance),
+        "stdio-banner" => b(Kind::StdioBanner),
+        "stdio-pretty" => b(Kind::StdioPretty),
+        "exits-early" => b(Kind::ExitsEarly),
+        "stderr-flood" => b(Kind::StderrFlood {
+            bytes: match a.get("bytes", true) {
+                None => 50_000_000,
+                Some(v) => {
+                    crate::cli::parse_bytes(v).map_err(|e| format!("{item:?}: bytes={v:?}: {e}"))?
+                }
+            },
+        }),
+        "forks-and-exits" => b(Kind::ForksAndExits),
         "flaky" => {
             let p: f64 = a.number("p", true, 0.5)?;
             if !(0.0..=1.0).contains(&p) {

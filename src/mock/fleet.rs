@@ -248,7 +248,7 @@ impl FleetHandler {
 
 fn expected_method(endpoint: &str) -> Option<&'static str> {
     match endpoint {
-        "analyze" | "challenge" | "vote" => Some("POST"),
+        "analyze" | "challenge" | "vote" | "execute_task" => Some("POST"),
         "health" => Some("GET"),
         _ => None,
     }

@@ -11,12 +11,15 @@ pub mod fleet;
 pub mod http1;
 pub mod injection;
 pub mod journal;
+pub mod line_server;
 pub mod matrix;
 pub mod mutate;
+pub mod mutate_task;
 pub mod observe;
 pub mod reference;
 pub mod server;
 pub mod session;
+pub mod task_agent;
 
 use bytes::Bytes;
 

@@ -112,7 +112,8 @@ impl Observer {
         decision: &Decision,
         at: Instant,
     ) {
-        if !super::behavior::PROTOCOL_ENDPOINTS.contains(&endpoint) {
+        // The platform checks are the round table's; other protocols' requests are journaled only.
+        if !crate::protocol::roundtable::ENDPOINTS.contains(&endpoint) {
             return;
         }
         let Ok(mut s) = self.state.lock() else { return };

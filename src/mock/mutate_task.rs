@@ -1,0 +1,173 @@
+//! Misbehaviours of an execute_task agent, as mutations of a conforming answer (the round-table
+//! ones are in `mutate`). Each returns whether it changed the answer; none panics on odd shapes.
+
+use serde_json::{json, Value};
+
+use super::task_agent::last_call;
+
+/// Always a tool call, so the harness's loop can only end at its turn limit.
+pub fn never_finishes(answer: &mut Value) -> bool {
+    let name = answer.get("agent_name").cloned();
+    *answer = json!({
+        "action": "call_tool",
+        "tool_name": "lookup_order",
+        "tool_params": {"order_id": "A-1001"},
+        "summary": "Still gathering information.",
+    });
+    if let Some(name) = name {
+        answer["agent_name"] = name;
+    }
+    true
+}
+
+/// An action the spec does not list.
+pub fn unknown_action(answer: &mut Value) -> bool {
+    set(answer, "action", json!("delegate_to_colleague"))
+}
+
+/// A call_tool without its tool_name.
+pub fn missing_required(answer: &mut Value) -> bool {
+    let Some(map) = answer.as_object_mut() else {
+        return false;
+    };
+    map.insert("action".into(), json!("call_tool"));
+    map.remove("tool_name");
+    map.entry("tool_params")
+        .or_insert(json!({"order_id": "A-1001"}));
+    true
+}
+
+/// After a GOVERNANCE ERROR, the previous (violating) call unchanged.
+pub fn ignores_governance(answer: &mut Value, request: &Value) -> bool {
+    let task = request
+        .get("task_description")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if !task.starts_with("GOVERNANCE ERROR") {
+        return false;
+    }
+    let history = request
+        .get("conversation_history")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let Some(mut call) = last_call(history) else {
+        return false;
+    };
+    if let Some(name) = answer.get("agent_name") {
+        call["agent_name"] = name.clone();
+    }
+    call["summary"] = json!("Retrying the same call.");
+    *answer = call;
+    true
+}
+
+/// A NUL character in the summary (and instructions).
+pub fn null_bytes(answer: &mut Value) -> bool {
+    let mut changed = false;
+    for key in ["summary", "instructions", "reason"] {
+        if let Some(Value::String(s)) = answer.get_mut(key) {
+            s.push_str("\u{0} (after a NUL)");
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// Payloads appended to the strings a harness shows or forwards: summary, instructions, reason,
+/// and the string values of tool_params. Returns where each went (payload index).
+pub fn inject(answer: &mut Value, payloads: &[String]) -> Vec<(String, usize)> {
+    let mut placed = Vec::new();
+    if payloads.is_empty() {
+        return placed;
+    }
+    let mut next = 0;
+    let mut put = |s: &mut String, path: String, placed: &mut Vec<(String, usize)>| {
+        s.push(' ');
+        s.push_str(&payloads[next % payloads.len()]);
+        placed.push((path, next % payloads.len()));
+        next += 1;
+    };
+    for key in ["summary", "instructions", "reason"] {
+        if let Some(Value::String(s)) = answer.get_mut(key) {
+            put(s, key.to_string(), &mut placed);
+        }
+    }
+    if let Some(Value::Object(params)) = answer.get_mut("tool_params") {
+        for (k, v) in params.iter_mut() {
+            if let Value::String(s) = v {
+                put(s, format!("tool_params.{k}"), &mut placed);
+            }
+        }
+    }
+    if placed.is_empty() {
+        if let Some(map) = answer.as_object_mut() {
+            let mut summary = String::from("Summary.");
+            put(&mut summary, "summary".into(), &mut placed);
+            map.insert("summary".into(), Value::String(summary));
+        }
+    }
+    placed
+}
+
+fn set(answer: &mut Value, key: &str, value: Value) -> bool {
+    match answer.as_object_mut() {
+        Some(map) => {
+            map.insert(key.into(), value);
+            true
+        }
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn final_answer() -> Value {
+        json!({"action": "final_answer", "summary": "done", "agent_name": "a"})
+    }
+
+    #[test]
+    fn each_mutation_breaks_what_it_says() {
+        let mut a = final_answer();
+        assert!(never_finishes(&mut a));
+        assert_eq!(
+            (a["action"].as_str(), a["agent_name"].as_str()),
+            (Some("call_tool"), Some("a"))
+        );
+        let mut a = final_answer();
+        assert!(unknown_action(&mut a));
+        assert_eq!(a["action"], "delegate_to_colleague");
+        let mut a = final_answer();
+        assert!(missing_required(&mut a));
+        assert_eq!(a["action"], "call_tool");
+        assert!(a.get("tool_name").is_none());
+        let mut a = final_answer();
+        assert!(null_bytes(&mut a));
+        assert!(a["summary"].as_str().unwrap().contains('\0'));
+    }
+
+    #[test]
+    fn governance_is_ignored_only_after_a_governance_error() {
+        let call = json!({"action": "call_tool", "tool_name": "apply_refund", "tool_params": {"amount": 100}});
+        let history = json!([{"role": "assistant", "content": call.to_string()}]);
+        let mut a = final_answer();
+        let calm = json!({"task_description": "Tool 'x' returned: {}. Continue.", "conversation_history": history});
+        assert!(!ignores_governance(&mut a, &calm));
+        let error = json!({"task_description": "GOVERNANCE ERROR: Amount 100 exceeds maximum allowed limit of 50. Please adjust.", "conversation_history": history});
+        assert!(ignores_governance(&mut a, &error));
+        assert_eq!(a["tool_params"]["amount"], 100);
+    }
+
+    #[test]
+    fn injection_lands_in_summary_and_tool_params() {
+        let mut a = json!({"action": "call_tool", "tool_name": "t", "tool_params": {"q": "x", "n": 1}, "summary": "s"});
+        let placed = inject(&mut a, &["P0".into(), "P1".into()]);
+        let paths: Vec<&str> = placed.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, ["summary", "tool_params.q"]);
+        assert!(a["tool_params"]["q"].as_str().unwrap().ends_with("P1"));
+        let mut bare = json!({"action": "branch", "metadata": {}});
+        assert_eq!(inject(&mut bare, &["P".into()]).len(), 1);
+    }
+}

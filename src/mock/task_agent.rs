@@ -1,0 +1,229 @@
+//! The conforming execute_task agent (specs/execute-task-agent-api.md): a scripted agent that a
+//! harness author can point a harness at. It answers each turn from a script of actions (by
+//! default: call a tool, then a final answer), identifies itself with `agent_name`, and reacts
+//! to the harness as the spec asks: after a `GOVERNANCE ERROR` it repeats its last call with the
+//! offending parameter lowered (or raised) to the limit the message names.
+//!
+//! It is stateless across requests (the turn number and the conversation history say where it
+//! is), so the same agent serves HTTP, stdio (persistent or a process per turn) and sockets.
+
+use serde_json::{json, Map, Value};
+
+use super::{Reply, Responder};
+
+/// One scripted answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Call { tool: String, params: Value },
+    CallMany(Vec<(String, Value)>),
+    Final,
+    Instructions,
+    Hitl,
+    Branch,
+}
+
+#[derive(Debug, Clone)]
+pub struct TaskAgent {
+    pub name: String,
+    pub script: Vec<Step>,
+}
+
+impl TaskAgent {
+    /// The default script: one tool call, then a final answer.
+    pub fn new(name: impl Into<String>) -> TaskAgent {
+        TaskAgent {
+            name: name.into(),
+            script: vec![
+                Step::Call {
+                    tool: "lookup_order".into(),
+                    params: json!({"order_id": "A-1001"}),
+                },
+                Step::Final,
+            ],
+        }
+    }
+
+    pub fn with_script(name: impl Into<String>, script: Vec<Step>) -> TaskAgent {
+        TaskAgent {
+            name: name.into(),
+            script,
+        }
+    }
+
+    /// The answer for one parsed request.
+    pub fn answer(&self, request: &Value) -> Value {
+        let task = request
+            .get("task_description")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let turn = request
+            .get("turn")
+            .and_then(Value::as_u64)
+            .unwrap_or(1)
+            .max(1);
+        let history = request
+            .get("conversation_history")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let mut answer = governance_retry(task, history).unwrap_or_else(|| {
+            let step = self.script.get(turn as usize - 1).unwrap_or(&Step::Final);
+            step_answer(step, task)
+        });
+        if let Some(map) = answer.as_object_mut() {
+            map.insert("agent_name".into(), Value::String(self.name.clone()));
+        }
+        answer
+    }
+}
+
+fn step_answer(step: &Step, task: &str) -> Value {
+    let seen = crate::text::excerpt_str(task, 80);
+    match step {
+        Step::Call { tool, params } => json!({
+            "action": "call_tool", "tool_name": tool, "tool_params": params,
+            "summary": format!("Calling {tool} for: {seen}"),
+        }),
+        Step::CallMany(calls) => json!({
+            "action": "call_multiple_tools",
+            "tool_names": calls.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>(),
+            "tool_outputs": calls.iter().map(|(_, p)| json!({"requested_with": p})).collect::<Vec<_>>(),
+            "summary": "Running the diagnostics together.",
+        }),
+        Step::Final => json!({
+            "action": "final_answer",
+            "summary": format!("Done. Last input: {seen}"),
+        }),
+        Step::Instructions => json!({
+            "action": "provide_instructions",
+            "instructions": "Please restart the router and run a speed test over Ethernet.",
+            "summary": "Guided the user through a local check.",
+        }),
+        Step::Hitl => json!({
+            "action": "hitl_pause",
+            "reason": "Requesting a manual override beyond my limit.",
+            "prompt": "Requesting a manual override beyond my limit.",
+        }),
+        Step::Branch => json!({
+            "action": "branch",
+            "metadata": {"reason": "Testing an alternative resolution path"},
+            "branches": [{"reason": "Testing an alternative resolution path"}],
+        }),
+    }
+}
+
+/// After `GOVERNANCE ERROR: Amount 100 exceeds maximum allowed limit of 50. Please adjust.`:
+/// the last call of the history again, with the named parameter set to the limit.
+fn governance_retry(task: &str, history: &[Value]) -> Option<Value> {
+    let rest = task.strip_prefix("GOVERNANCE ERROR:")?;
+    let param = rest.split_whitespace().next()?.to_ascii_lowercase();
+    let limit: f64 = rest
+        .split("limit of ")
+        .nth(1)?
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .next()?
+        .parse()
+        .ok()?;
+    let last_call = last_call(history)?;
+    let tool = last_call.get("tool_name")?.as_str()?.to_string();
+    let mut params = last_call
+        .get("tool_params")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_else(Map::new);
+    let key = params
+        .keys()
+        .find(|k| k.to_ascii_lowercase() == param)
+        .cloned()
+        .unwrap_or(param);
+    params.insert(key, json!(limit));
+    Some(json!({
+        "action": "call_tool", "tool_name": tool, "tool_params": params,
+        "summary": format!("Adjusted to the allowed limit of {limit}."),
+    }))
+}
+
+/// The most recent assistant turn of the history that was a call_tool.
+pub fn last_call(history: &[Value]) -> Option<Value> {
+    history.iter().rev().find_map(|turn| {
+        let content = turn.get("content")?.as_str()?;
+        let answer: Value = serde_json::from_str(content).ok()?;
+        (answer.get("action")?.as_str()? == "call_tool").then_some(answer)
+    })
+}
+
+impl Responder for TaskAgent {
+    fn respond(&self, endpoint: &str, body: &[u8]) -> Reply {
+        match endpoint {
+            "execute_task" => match serde_json::from_slice::<Value>(body) {
+                Ok(request)
+                    if request
+                        .get("task_description")
+                        .is_some_and(Value::is_string) =>
+                {
+                    Reply::json(200, &self.answer(&request))
+                }
+                Ok(_) => Reply::error(
+                    400,
+                    "/execute_task: task_description (a string) is required",
+                ),
+                Err(e) => Reply::error(400, format!("/execute_task: the body is not JSON: {e}")),
+            },
+            "health" => Reply::json(200, &json!({"status": "ok", "agent_name": self.name})),
+            other => Reply::error(404, format!("no endpoint /{other}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(task: &str, turn: u64, history: Value) -> Value {
+        json!({"task_description": task, "turn": turn, "conversation_history": history})
+    }
+
+    #[test]
+    fn the_default_script_calls_a_tool_then_answers() {
+        let agent = TaskAgent::new("scripted");
+        let first = agent.answer(&request("Identify the customer", 1, json!([])));
+        assert_eq!(first["action"], "call_tool");
+        assert_eq!(first["agent_name"], "scripted");
+        let second = agent.answer(&request(
+            "Tool 'lookup_order' returned: {}. Continue.",
+            2,
+            json!([]),
+        ));
+        assert_eq!(second["action"], "final_answer");
+        // Past the script: a final answer, whatever the turn.
+        assert_eq!(
+            agent.answer(&request("x", 9, json!([])))["action"],
+            "final_answer"
+        );
+    }
+
+    #[test]
+    fn a_governance_error_gets_the_last_call_again_within_the_limit() {
+        let agent = TaskAgent::new("a");
+        let call = json!({"action": "call_tool", "tool_name": "apply_refund", "tool_params": {"amount": 100, "order": "o1"}});
+        let history = json!([
+            {"role": "user", "content": "Process a $100 refund"},
+            {"role": "assistant", "content": call.to_string()},
+        ]);
+        let retry = agent.answer(&request(
+            "GOVERNANCE ERROR: Amount 100 exceeds maximum allowed limit of 50. Please adjust.",
+            2,
+            history,
+        ));
+        assert_eq!(retry["tool_name"], "apply_refund");
+        assert_eq!(retry["tool_params"], json!({"amount": 50.0, "order": "o1"}));
+    }
+
+    #[test]
+    fn bad_requests_are_refused_with_a_reason() {
+        let agent = TaskAgent::new("a");
+        assert_eq!(agent.respond("execute_task", b"nope").status, 400);
+        assert_eq!(agent.respond("execute_task", b"{\"turn\":1}").status, 400);
+        assert_eq!(agent.respond("health", b"").status, 200);
+    }
+}
