@@ -2,3 +2,8 @@
 //! cap, so a hostile peer produces an error value, never a hang or unbounded memory.
 
 pub mod http;
+pub mod lines;
+#[cfg(unix)]
+pub mod socket;
+#[cfg(unix)]
+pub mod stdio;

@@ -12,3 +12,5 @@ mod platform;
 mod properties;
 mod reference;
 mod reports;
+mod socket;
+mod stdio;

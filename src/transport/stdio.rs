@@ -1,0 +1,930 @@
+//! The execute_task protocol over a subprocess's standard I/O ("Local Subprocess Protocol").
+//!
+//! The agent runs in its own process group (`process_group(0)`: its pgid is its pid), so we can
+//! signal it and everything it forked at once. Every way out ends the group:
+//!
+//! - `restart`, `shutdown` and the end of every per-turn exchange send SIGTERM to the group, wait
+//!   up to `kill_grace` for the leader to exit and the group to empty, then send SIGKILL;
+//! - dropping a process (the agent, or an exchange future cancelled mid-way) sends SIGKILL to the
+//!   group synchronously, and tokio reaps the leader (`kill_on_drop`).
+//!
+//! A process that leaves the group (`setsid`, `setpgid`) escapes this; catching it would need a
+//! cgroup or a PID namespace.
+//!
+//! Every exchange runs under one total deadline (`tokio::time::timeout_at` around spawning,
+//! writing, reading and waiting for exit). The request is written concurrently with reading, so an
+//! agent that never reads stdin (our write blocks once the pipe is full) or that answers before
+//! reading everything cannot stall us past the deadline. Stdout is read by a capped line reader;
+//! stderr is drained by its own task into a ring of the last `stderr_keep` bytes, so a chatty
+//! agent neither blocks on a full stderr pipe nor grows our memory.
+
+use std::collections::VecDeque;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+
+pub use super::lines::{LineAnswer, LineError};
+use super::lines::{LineReader, ReadFail};
+
+/// Longest answer line (persistent) or whole stdout (per-turn) accepted by default.
+pub const DEFAULT_MAX_LINE: usize = 5_000_000;
+/// Bytes of stderr kept by default (the last ones).
+pub const DEFAULT_STDERR_KEEP: usize = 64 * 1024;
+/// Time between SIGTERM and SIGKILL by default.
+pub const DEFAULT_KILL_GRACE: Duration = Duration::from_millis(500);
+/// Per-turn: how long we keep reading stdout after the agent exited, when something it forked
+/// still holds stdout open.
+pub const STRAY_GRACE: Duration = Duration::from_millis(200);
+
+/// How long we wait for the stderr drain to catch up before quoting stderr in an error.
+const STDERR_SETTLE: Duration = Duration::from_millis(100);
+/// Interval of the group-membership polls while a group is being ended.
+const POLL: Duration = Duration::from_millis(10);
+/// Most bytes of stderr quoted in an error.
+const ERROR_TAIL_BYTES: usize = 2_000;
+
+/// How the agent process lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdioMode {
+    /// One process for many exchanges: a line in, a line out.
+    Persistent,
+    /// A new process per exchange: the request on stdin (no newline, then EOF), all of stdout
+    /// back (what the known reference harness does).
+    PerTurn,
+}
+
+/// How to run a stdio agent.
+#[derive(Debug, Clone)]
+pub struct StdioConfig {
+    /// The command line, split like a POSIX shell would (quotes, backslashes) and run directly,
+    /// never through a shell. See [`split_command`].
+    pub command: String,
+    pub mode: StdioMode,
+    /// Longest stdout line (persistent) or whole stdout (per-turn) accepted.
+    pub max_line: usize,
+    /// Bytes of stderr kept (the last ones); the total is counted.
+    pub stderr_keep: usize,
+    /// Time between SIGTERM and SIGKILL when ending the process group.
+    pub kill_grace: Duration,
+}
+
+impl StdioConfig {
+    /// A configuration with the default caps and grace.
+    pub fn new(command: impl Into<String>, mode: StdioMode) -> StdioConfig {
+        StdioConfig {
+            command: command.into(),
+            mode,
+            max_line: DEFAULT_MAX_LINE,
+            stderr_keep: DEFAULT_STDERR_KEEP,
+            kill_grace: DEFAULT_KILL_GRACE,
+        }
+    }
+}
+
+/// The agent's stderr as kept: the last `stderr_keep` bytes, lossily decoded.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StderrLog {
+    pub tail: String,
+    /// Bytes that came in on stderr in total (all processes of this agent).
+    pub total_bytes: u64,
+    /// Earlier bytes were dropped: `tail` holds only the last ones.
+    pub truncated: bool,
+}
+
+impl std::fmt::Display for StderrLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.truncated {
+            writeln!(
+                f,
+                "[{} bytes on stderr in total; the earlier ones were dropped]",
+                self.total_bytes
+            )?;
+        }
+        f.write_str(&self.tail)
+    }
+}
+
+/// How a process group was ended.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Cleanup {
+    /// The signals sent to the group, in order: `[]` (it had already ended), `["TERM"]`,
+    /// `["TERM", "KILL"]`.
+    pub signalled: Vec<&'static str>,
+    /// How the leader ended (`status 0`, `signal 15 (TERM)`), when known; `None` if there was no
+    /// process.
+    pub exit: Option<String>,
+}
+
+/// Splits a command line like a POSIX shell: words separated by blanks, `'…'` literal, `"…"` with
+/// `\` escaping `"`, `\`, `$` and `` ` ``, a `\` outside quotes escaping the next character. Nothing
+/// is expanded, so the characters a shell would act on when unquoted (`|&;<>()`, `$`, `` ` ``, a
+/// word-initial `~`) are errors that say so, rather than arguments the user did not mean; quote
+/// them, or write `sh -c '…'` to have a shell. Globs (`*`, `?`, `[`) stay literal.
+pub fn split_command(command: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = command.char_indices().peekable();
+    let not_a_shell = "the command runs directly, not through a shell: quote it to pass it as an \
+                       argument, or run a shell yourself (sh -c '…')";
+    while let Some((at, c)) = chars.next() {
+        match c {
+            ' ' | '\t' | '\n' | '\r' => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some((_, '\'')) => break,
+                        Some((_, c)) => word.push(c),
+                        None => {
+                            return Err(format!(
+                                "unterminated single quote (the ' at byte {at} is never closed)"
+                            ))
+                        }
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some((_, '"')) => break,
+                        Some((_, '\\')) => match chars.peek() {
+                            Some(&(_, c @ ('"' | '\\' | '$' | '`'))) => {
+                                word.push(c);
+                                chars.next();
+                            }
+                            Some(&(_, '\n')) => {
+                                chars.next();
+                            }
+                            _ => word.push('\\'),
+                        },
+                        Some((i, c @ ('$' | '`'))) => {
+                            return Err(format!(
+                                "`{c}` at byte {i} would be expanded by a shell, and nothing is \
+                                 expanded here; {not_a_shell}"
+                            ))
+                        }
+                        Some((_, c)) => word.push(c),
+                        None => {
+                            return Err(format!(
+                                "unterminated double quote (the \" at byte {at} is never closed)"
+                            ))
+                        }
+                    }
+                }
+            }
+            '\\' => match chars.next() {
+                Some((_, '\n')) => {}
+                Some((_, c)) => {
+                    in_word = true;
+                    word.push(c);
+                }
+                None => return Err("the command ends with a lone backslash".to_string()),
+            },
+            '|' | '&' | ';' | '<' | '>' | '(' | ')' => {
+                return Err(format!(
+                    "`{c}` at byte {at} is a shell operator; {not_a_shell}"
+                ))
+            }
+            '$' | '`' => {
+                return Err(format!(
+                    "`{c}` at byte {at} would be expanded by a shell, and nothing is expanded \
+                     here; {not_a_shell}"
+                ))
+            }
+            '~' if !in_word => {
+                return Err(format!(
+                    "`~` at byte {at} would be expanded by a shell, and nothing is expanded \
+                     here; write the path out, or {not_a_shell}"
+                ))
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    if words.is_empty() {
+        return Err("the command is empty".to_string());
+    }
+    Ok(words)
+}
+
+/// A subprocess agent speaking JSON lines on stdin/stdout.
+pub struct StdioAgent {
+    config: StdioConfig,
+    argv: Vec<String>,
+    /// The persistent process, while it runs.
+    proc: Option<Proc>,
+    stderr: Arc<Mutex<StderrRing>>,
+    last_pid: Option<u32>,
+    last_cleanup: Option<Cleanup>,
+}
+
+impl std::fmt::Debug for StdioAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioAgent")
+            .field("argv", &self.argv)
+            .field("mode", &self.config.mode)
+            .field("pid", &self.pid())
+            .finish()
+    }
+}
+
+impl StdioAgent {
+    /// Validates the configuration and splits the command; spawns nothing yet.
+    pub fn new(config: StdioConfig) -> Result<StdioAgent, String> {
+        let argv = split_command(&config.command)
+            .map_err(|e| format!("command {:?}: {e}", config.command))?;
+        let stderr = Arc::new(Mutex::new(StderrRing::new(config.stderr_keep)));
+        Ok(StdioAgent {
+            config,
+            argv,
+            proc: None,
+            stderr,
+            last_pid: None,
+            last_cleanup: None,
+        })
+    }
+
+    /// The program and its arguments, as split from the command.
+    pub fn argv(&self) -> &[String] {
+        &self.argv
+    }
+
+    /// One exchange, under a total `deadline`.
+    ///
+    /// Persistent: spawns the process on first use (and after `restart`, or after a failed
+    /// exchange: a timeout or an over-long line leaves the stream out of step, so the next
+    /// exchange first ends the old process, outside its own deadline), writes `request` and a
+    /// newline to stdin, reads one line from stdout.
+    ///
+    /// Per-turn: spawns a new process, writes `request` without a newline, closes stdin, reads
+    /// all of stdout until EOF and waits for the exit; a non-zero exit is an error. When the
+    /// agent has exited but something it forked still holds stdout open, reading stops after
+    /// [`STRAY_GRACE`]. The process group is ended before this returns, in every case.
+    pub async fn exchange(
+        &mut self,
+        request: &[u8],
+        deadline: Duration,
+    ) -> Result<LineAnswer, LineError> {
+        match self.config.mode {
+            StdioMode::Persistent => self.exchange_persistent(request, deadline).await,
+            StdioMode::PerTurn => self.exchange_per_turn(request, deadline).await,
+        }
+    }
+
+    /// Ends the whole process group (SIGTERM, then SIGKILL after `kill_grace`) and reaps the
+    /// leader; the next exchange respawns. Use after a framing failure (a pretty-printed answer
+    /// leaves lines in the pipe).
+    pub async fn restart(&mut self) -> Cleanup {
+        let cleanup = match self.proc.take() {
+            Some(mut proc) => terminate(&mut proc, self.config.kill_grace).await,
+            None => Cleanup::default(),
+        };
+        self.last_cleanup = Some(cleanup.clone());
+        cleanup
+    }
+
+    /// As [`restart`](Self::restart), at the end of a run. Dropping the agent does the same
+    /// synchronously (SIGKILL to the group, no grace).
+    pub async fn shutdown(&mut self) -> Cleanup {
+        self.restart().await
+    }
+
+    /// The stderr kept so far (all processes of this agent).
+    pub fn stderr(&self) -> StderrLog {
+        lock(&self.stderr).log()
+    }
+
+    /// The running persistent process's pid; in per-turn mode, the pid of the last exchange's
+    /// process (which has ended).
+    pub fn pid(&self) -> Option<u32> {
+        match &self.proc {
+            Some(proc) => Some(proc.pid),
+            None if self.config.mode == StdioMode::PerTurn => self.last_pid,
+            None => None,
+        }
+    }
+
+    /// How the last process group was ended: by `restart`/`shutdown`, before a respawn after a
+    /// failed exchange, or at the end of a per-turn exchange (`signalled` is not empty when
+    /// something the agent left behind had to be signalled).
+    pub fn last_cleanup(&self) -> Option<&Cleanup> {
+        self.last_cleanup.as_ref()
+    }
+
+    async fn exchange_persistent(
+        &mut self,
+        request: &[u8],
+        deadline: Duration,
+    ) -> Result<LineAnswer, LineError> {
+        if self.proc.as_ref().is_some_and(|p| p.out_of_step) {
+            self.restart().await;
+        }
+        let started = Instant::now();
+        let until = tokio::time::Instant::now() + deadline;
+        if self.proc.is_none() {
+            let proc = self.spawn()?;
+            self.last_pid = Some(proc.pid);
+            self.proc = Some(proc);
+        }
+        let stderr = self.stderr.clone();
+        let Some(proc) = self.proc.as_mut() else {
+            return Err(LineError::Io("no process".into()));
+        };
+        // Until this exchange completes, the stream is out of step: if the future is dropped
+        // half-way, the next exchange restarts the process.
+        proc.out_of_step = true;
+        let mut message = Vec::with_capacity(request.len() + 1);
+        message.extend_from_slice(request);
+        message.push(b'\n');
+        match tokio::time::timeout_at(until, persistent_turn(proc, &message, &stderr)).await {
+            Ok(Ok((text, complete_write))) => {
+                proc.out_of_step = !complete_write;
+                Ok(LineAnswer {
+                    text,
+                    line_no: proc.reader.lines(),
+                    elapsed: started.elapsed(),
+                })
+            }
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(LineError::Timeout {
+                deadline,
+                got: proc.reader.pending(),
+            }),
+        }
+    }
+
+    async fn exchange_per_turn(
+        &mut self,
+        request: &[u8],
+        deadline: Duration,
+    ) -> Result<LineAnswer, LineError> {
+        let started = Instant::now();
+        let until = tokio::time::Instant::now() + deadline;
+        let mut proc = self.spawn()?;
+        self.last_pid = Some(proc.pid);
+        let result = match tokio::time::timeout_at(
+            until,
+            per_turn(&mut proc, request, &self.stderr),
+        )
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => Err(LineError::Timeout {
+                deadline,
+                got: proc.reader.pending(),
+            }),
+        };
+        let cleanup = terminate(&mut proc, self.config.kill_grace).await;
+        self.last_cleanup = Some(cleanup);
+        result.map(|text| LineAnswer {
+            text,
+            line_no: 1,
+            elapsed: started.elapsed(),
+        })
+    }
+
+    fn spawn(&self) -> Result<Proc, LineError> {
+        let program = &self.argv[0];
+        let mut command = Command::new(program);
+        command
+            .args(&self.argv[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let shown = crate::text::excerpt(program.as_bytes(), 200);
+        let mut child = command
+            .spawn()
+            .map_err(|e| LineError::Spawn(format!("cannot start `{shown}`: {e}")))?;
+        let Some(pid) = child.id() else {
+            return Err(LineError::Spawn(format!(
+                "`{shown}` exited before we saw its pid"
+            )));
+        };
+        // From here on, dropping `guard` kills the group.
+        let guard = GroupGuard {
+            pgid: pid as i32,
+            armed: true,
+        };
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(LineError::Spawn(format!(
+                "cannot start `{shown}`: its standard I/O was not piped"
+            )));
+        };
+        let stderr_from = lock(&self.stderr).total;
+        let drain = AbortOnDrop(tokio::spawn(drain_stderr(stderr, self.stderr.clone())));
+        Ok(Proc {
+            guard,
+            child,
+            pid,
+            stdin: Some(stdin),
+            stdout,
+            reader: LineReader::new(self.config.max_line),
+            drain,
+            stderr_from,
+            out_of_step: false,
+        })
+    }
+}
+
+/// One running agent process and its pipes.
+struct Proc {
+    /// Declared first, so that it is dropped (and the group killed) before the pipes close.
+    guard: GroupGuard,
+    child: Child,
+    pid: u32,
+    stdin: Option<ChildStdin>,
+    stdout: ChildStdout,
+    reader: LineReader,
+    drain: AbortOnDrop,
+    /// The stderr total when this process started: what it wrote is what came after.
+    stderr_from: u64,
+    /// The stream is not in step with our requests (a failed or cancelled exchange, or an answer
+    /// that came before the whole request was written): restart before the next exchange.
+    out_of_step: bool,
+}
+
+impl Proc {
+    fn pgid(&self) -> i32 {
+        self.guard.pgid
+    }
+
+    /// Lets the stderr drain catch up (it ends at EOF, unless something forked holds stderr),
+    /// then quotes what this process wrote.
+    async fn stderr_tail(&self, ring: &Mutex<StderrRing>) -> String {
+        let settle = tokio::time::Instant::now() + STDERR_SETTLE;
+        while !self.drain.0.is_finished() && tokio::time::Instant::now() < settle {
+            tokio::time::sleep(POLL).await;
+        }
+        lock(ring).quote_since(self.stderr_from)
+    }
+}
+
+/// Persistent: writes the request while reading one line. Returns the line and whether the whole
+/// request had been written when it came.
+async fn persistent_turn(
+    proc: &mut Proc,
+    message: &[u8],
+    ring: &Mutex<StderrRing>,
+) -> Result<(Bytes, bool), LineError> {
+    let (read, complete_write, write_failed) = {
+        let Proc {
+            stdin,
+            stdout,
+            reader,
+            ..
+        } = &mut *proc;
+        let write = async {
+            match stdin.as_mut() {
+                Some(pipe) => {
+                    pipe.write_all(message).await?;
+                    pipe.flush().await
+                }
+                None => Err(std::io::ErrorKind::BrokenPipe.into()),
+            }
+        };
+        tokio::pin!(write);
+        let mut writing = true;
+        let mut write_failed = false;
+        let read = loop {
+            tokio::select! {
+                written = &mut write, if writing => {
+                    writing = false;
+                    // A failed write (the agent closed stdin or died) is not the verdict yet:
+                    // what stdout does next says what happened.
+                    write_failed = written.is_err();
+                }
+                read = reader.read_line(stdout) => break read,
+            }
+        };
+        (read, !writing && !write_failed, write_failed)
+    };
+    if write_failed {
+        proc.stdin = None;
+    }
+    match read {
+        Ok(Some(line)) => Ok((line, complete_write)),
+        Ok(None) => {
+            // Stdout closed. If the agent exits soon, say how; else it closed stdout and lives on.
+            let status = tokio::time::timeout(STRAY_GRACE, proc.child.wait()).await;
+            let stderr_tail = proc.stderr_tail(ring).await;
+            match status {
+                Ok(Ok(status)) => Err(LineError::Exited {
+                    status: format!("{}, before answering", describe_status(status)),
+                    stderr_tail,
+                }),
+                _ => Err(LineError::Closed { stderr_tail }),
+            }
+        }
+        Err(ReadFail::TooLong(e)) => Err(e),
+        Err(ReadFail::Io(e)) => Err(LineError::Io(format!("reading the agent's stdout: {e}"))),
+    }
+}
+
+/// Per-turn: writes the request and closes stdin, while reading all of stdout and waiting for the
+/// exit. Returns all of stdout.
+async fn per_turn(
+    proc: &mut Proc,
+    request: &[u8],
+    ring: &Mutex<StderrRing>,
+) -> Result<Bytes, LineError> {
+    let Proc {
+        stdin,
+        stdout,
+        reader,
+        child,
+        ..
+    } = &mut *proc;
+    let pipe = stdin.take();
+    let write = async move {
+        if let Some(mut pipe) = pipe {
+            // An agent may exit without reading its input (EPIPE); its exit status and stdout
+            // say whether that was fine.
+            let _ = pipe.write_all(request).await;
+            let _ = pipe.shutdown().await;
+        }
+    };
+    tokio::pin!(write);
+    let stray = tokio::time::sleep(Duration::from_secs(86_400));
+    tokio::pin!(stray);
+    let mut writing = true;
+    let mut eof = false;
+    let mut status: Option<ExitStatus> = None;
+    while !(eof && status.is_some()) {
+        tokio::select! {
+            () = &mut write, if writing => writing = false,
+            read = reader.read_some(stdout), if !eof => match read {
+                Ok(0) => eof = true,
+                Ok(_) => {}
+                Err(ReadFail::TooLong(e)) => return Err(e),
+                Err(ReadFail::Io(e)) => {
+                    return Err(LineError::Io(format!("reading the agent's stdout: {e}")))
+                }
+            },
+            exited = child.wait(), if status.is_none() => {
+                let exited = exited
+                    .map_err(|e| LineError::Io(format!("waiting for the agent to exit: {e}")))?;
+                status = Some(exited);
+                stray.as_mut().reset(tokio::time::Instant::now() + STRAY_GRACE);
+            }
+            // The agent exited but something it forked holds stdout open: stop waiting for EOF.
+            () = &mut stray, if status.is_some() && !eof => break,
+        }
+    }
+    let Some(status) = status else {
+        return Err(LineError::Io("the agent's exit status is unknown".into()));
+    };
+    if !status.success() {
+        let got = proc.reader.pending();
+        return Err(LineError::Exited {
+            status: format!("{}, with {got} bytes on stdout", describe_status(status)),
+            stderr_tail: proc.stderr_tail(ring).await,
+        });
+    }
+    if proc.reader.pending() == 0 {
+        return Err(LineError::Closed {
+            stderr_tail: proc.stderr_tail(ring).await,
+        });
+    }
+    Ok(proc.reader.take_all())
+}
+
+/// Ends a process group: SIGTERM if the leader or anything in its group is still alive, SIGKILL
+/// after `grace` if anything still is; reaps the leader; lets the stderr drain finish.
+async fn terminate(proc: &mut Proc, grace: Duration) -> Cleanup {
+    let pgid = proc.pgid();
+    let mut signalled = Vec::new();
+    let mut status = proc.child.try_wait().ok().flatten();
+    if status.is_none() || group_alive(pgid) {
+        if signal_group(pgid, libc::SIGTERM) {
+            signalled.push("TERM");
+        }
+        let until = tokio::time::Instant::now() + grace;
+        loop {
+            if status.is_none() {
+                status = proc.child.try_wait().ok().flatten();
+            }
+            if (status.is_some() && !group_alive(pgid)) || tokio::time::Instant::now() >= until {
+                break;
+            }
+            tokio::select! {
+                exited = proc.child.wait(), if status.is_none() => status = exited.ok(),
+                () = tokio::time::sleep(POLL) => {}
+            }
+        }
+        if status.is_none() || group_alive(pgid) {
+            if signal_group(pgid, libc::SIGKILL) {
+                signalled.push("KILL");
+            }
+            if status.is_none() {
+                status = tokio::time::timeout(Duration::from_secs(2), proc.child.wait())
+                    .await
+                    .ok()
+                    .and_then(Result::ok);
+            }
+            // SIGKILL is delivered at once, but a process in uninterruptible sleep dies when it
+            // wakes: give the group a moment, so that callers see it gone.
+            let until = tokio::time::Instant::now() + Duration::from_secs(1);
+            while group_alive(pgid) && tokio::time::Instant::now() < until {
+                tokio::time::sleep(POLL).await;
+            }
+        }
+    }
+    if status.is_some() && !group_alive(pgid) {
+        // Nothing left to kill; never signal this pgid again (it may be reused).
+        proc.guard.armed = false;
+    }
+    let settle = tokio::time::Instant::now() + STDERR_SETTLE;
+    while !proc.drain.0.is_finished() && tokio::time::Instant::now() < settle {
+        tokio::time::sleep(POLL).await;
+    }
+    proc.drain.0.abort();
+    Cleanup {
+        signalled,
+        exit: Some(status.map_or_else(|| "unknown (not reaped)".to_string(), describe_status)),
+    }
+}
+
+/// `status 3`, `signal 9 (KILL)`, `signal 11 (SEGV), core dumped`.
+fn describe_status(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        return format!("status {code}");
+    }
+    match status.signal() {
+        Some(sig) => {
+            let name = match sig {
+                libc::SIGHUP => "HUP",
+                libc::SIGINT => "INT",
+                libc::SIGQUIT => "QUIT",
+                libc::SIGILL => "ILL",
+                libc::SIGTRAP => "TRAP",
+                libc::SIGABRT => "ABRT",
+                libc::SIGBUS => "BUS",
+                libc::SIGFPE => "FPE",
+                libc::SIGKILL => "KILL",
+                libc::SIGSEGV => "SEGV",
+                libc::SIGPIPE => "PIPE",
+                libc::SIGALRM => "ALRM",
+                libc::SIGTERM => "TERM",
+                libc::SIGXCPU => "XCPU",
+                libc::SIGXFSZ => "XFSZ",
+                _ => "",
+            };
+            let mut text = if name.is_empty() {
+                format!("signal {sig}")
+            } else {
+                format!("signal {sig} ({name})")
+            };
+            if status.core_dumped() {
+                text.push_str(", core dumped");
+            }
+            text
+        }
+        None => format!("{status}"),
+    }
+}
+
+/// Sends `signal` to process group `pgid`; true if it was delivered to some process.
+fn signal_group(pgid: i32, signal: libc::c_int) -> bool {
+    if pgid <= 1 {
+        return false;
+    }
+    // SAFETY: killpg has no memory-safety preconditions; pgid > 1 never names our own group
+    // (0) or every process (-1).
+    unsafe { libc::killpg(pgid, signal) == 0 }
+}
+
+/// Whether any process of group `pgid` is alive. Zombies (exited, not yet reaped by whoever
+/// inherited them) do not count: they run nothing and hold no pipe.
+fn group_alive(pgid: i32) -> bool {
+    if pgid <= 1 {
+        return false;
+    }
+    // SAFETY: as in `signal_group`; signal 0 only checks for existence and permission.
+    if unsafe { libc::killpg(pgid, 0) } != 0 {
+        return std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
+    }
+    #[cfg(target_os = "linux")]
+    {
+        live_members_linux(pgid).unwrap_or(true)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        true
+    }
+}
+
+/// Scans /proc for a process of group `pgid` that is not a zombie; `None` if /proc is unreadable.
+#[cfg(target_os = "linux")]
+fn live_members_linux(pgid: i32) -> Option<bool> {
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        // Gone since the listing: skip.
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{name}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp …`; comm may hold spaces and parentheses.
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let mut fields = stat[close + 1..].split_whitespace();
+        let state = fields.next().unwrap_or("");
+        let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+        if group == Some(pgid) && state != "Z" && state != "X" {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+/// Kills the group when dropped, unless disarmed (the group is known to be gone).
+struct GroupGuard {
+    pgid: i32,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            signal_group(self.pgid, libc::SIGKILL);
+        }
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The last `keep` bytes of stderr, and how many came in total.
+#[derive(Debug)]
+struct StderrRing {
+    tail: VecDeque<u8>,
+    total: u64,
+    keep: usize,
+}
+
+impl StderrRing {
+    fn new(keep: usize) -> StderrRing {
+        StderrRing {
+            tail: VecDeque::new(),
+            total: 0,
+            keep,
+        }
+    }
+
+    fn push(&mut self, data: &[u8]) {
+        self.total += data.len() as u64;
+        if data.len() >= self.keep {
+            self.tail.clear();
+            self.tail.extend(&data[data.len() - self.keep..]);
+        } else {
+            self.tail.extend(data);
+            let excess = self.tail.len().saturating_sub(self.keep);
+            self.tail.drain(..excess);
+        }
+    }
+
+    fn log(&self) -> StderrLog {
+        let (a, b) = self.tail.as_slices();
+        let mut bytes = Vec::with_capacity(self.tail.len());
+        bytes.extend_from_slice(a);
+        bytes.extend_from_slice(b);
+        StderrLog {
+            tail: String::from_utf8_lossy(&bytes).into_owned(),
+            total_bytes: self.total,
+            truncated: self.total > self.tail.len() as u64,
+        }
+    }
+
+    /// What came after the total was `from` (as much of it as is kept, at most
+    /// `ERROR_TAIL_BYTES`), escaped for a message.
+    fn quote_since(&self, from: u64) -> String {
+        let since = usize::try_from(self.total.saturating_sub(from)).unwrap_or(usize::MAX);
+        let n = since.min(self.tail.len()).min(ERROR_TAIL_BYTES);
+        let bytes: Vec<u8> = self.tail.range(self.tail.len() - n..).copied().collect();
+        let text = crate::text::excerpt(&bytes, usize::MAX);
+        let text = text.trim_end();
+        if n < since {
+            format!("…{text}")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+fn lock(ring: &Mutex<StderrRing>) -> std::sync::MutexGuard<'_, StderrRing> {
+    ring.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+async fn drain_stderr(mut stderr: ChildStderr, ring: Arc<Mutex<StderrRing>>) {
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        match stderr.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => lock(&ring).push(&chunk[..n]),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(text: &str) -> Vec<String> {
+        split_command(text).unwrap_or_else(|e| panic!("{text:?}: {e}"))
+    }
+
+    #[test]
+    fn splits_like_a_shell() {
+        assert_eq!(split("agent"), ["agent"]);
+        assert_eq!(
+            split("  python3   agent.py\t--x 1 "),
+            ["python3", "agent.py", "--x", "1"]
+        );
+        assert_eq!(
+            split(r#"sh -c 'echo "$HOME" | cat; exit 3'"#),
+            ["sh", "-c", r#"echo "$HOME" | cat; exit 3"#]
+        );
+        assert_eq!(split(r#"a "b c" 'd e' f\ g"#), ["a", "b c", "d e", "f g"]);
+        assert_eq!(split(r#"a"b"'c'd"#), ["abcd"]);
+        assert_eq!(
+            split(r#"x "q\"uote" "back\\slash" "kept\n""#),
+            ["x", "q\"uote", "back\\slash", "kept\\n"]
+        );
+        assert_eq!(split(r"x \$y \'z\\"), ["x", "$y", "'z\\"]);
+        assert_eq!(split(r#"x '' """#), ["x", "", ""]);
+        assert_eq!(split("x \\\n y"), ["x", "y"]);
+        assert_eq!(
+            split("python3 -c 'import sys\nprint(1)'"),
+            ["python3", "-c", "import sys\nprint(1)"]
+        );
+        assert_eq!(split("a~b *.json"), ["a~b", "*.json"]);
+    }
+
+    #[test]
+    fn split_errors_say_which() {
+        let err = |text: &str| split_command(text).unwrap_err();
+        assert_eq!(err(""), "the command is empty");
+        assert_eq!(err("   \t"), "the command is empty");
+        assert!(err("sh -c 'echo").contains("unterminated single quote"));
+        assert!(err(r#"echo "abc"#).contains("unterminated double quote"));
+        assert!(err(r"echo \").contains("lone backslash"));
+        assert!(err("agent | tee log").contains("`|` at byte 6 is a shell operator"));
+        assert!(err("agent > out").contains("shell operator"));
+        assert!(err("agent --home $HOME").contains("`$` at byte 13 would be expanded"));
+        assert!(err(r#"agent "$HOME""#).contains("would be expanded"));
+        assert!(err("python3 ~/agent.py").contains("`~`"));
+        assert!(err("a `b`").contains("would be expanded"));
+    }
+
+    #[test]
+    fn stderr_ring_keeps_the_last_bytes() {
+        let mut ring = StderrRing::new(8);
+        ring.push(b"abc");
+        ring.push(b"defgh");
+        assert_eq!(ring.log().tail, "abcdefgh");
+        assert!(!ring.log().truncated);
+        ring.push(b"ij");
+        let log = ring.log();
+        assert_eq!(
+            (log.tail.as_str(), log.total_bytes, log.truncated),
+            ("cdefghij", 10, true)
+        );
+        ring.push(&[b'z'; 100]);
+        assert_eq!(ring.log().tail, "zzzzzzzz");
+        assert_eq!(ring.quote_since(110), "");
+        assert_eq!(ring.quote_since(108), "zz");
+        assert_eq!(ring.quote_since(0), "…zzzzzzzz");
+        let mut ring = StderrRing::new(0);
+        ring.push(b"abc");
+        assert_eq!((ring.log().tail.as_str(), ring.log().total_bytes), ("", 3));
+    }
+}
