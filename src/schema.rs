@@ -45,6 +45,16 @@ pub const EMBEDDED: &[(&str, &str, &str)] = &[
         include_str!("../schemas/roundtable/vote.response.json"),
     ),
     (
+        "execute_task/request",
+        "execute_task/request.json",
+        include_str!("../schemas/execute_task/request.json"),
+    ),
+    (
+        "execute_task/response",
+        "execute_task/response.json",
+        include_str!("../schemas/execute_task/response.json"),
+    ),
+    (
         "report",
         "report.schema.json",
         include_str!("../schemas/report.schema.json"),

@@ -4,8 +4,10 @@
 
 pub mod checks;
 pub mod dupkeys;
+pub mod harness;
 pub mod path;
 pub mod runner;
+pub mod scenario;
 pub mod suite;
 pub mod template;
 

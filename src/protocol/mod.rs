@@ -4,6 +4,7 @@
 
 pub mod content;
 pub mod evidence;
+pub mod execute_task;
 pub mod roundtable;
 
 use crate::schema::Finding;

@@ -5,6 +5,8 @@
 //! - what the probe sends (the built-in suite's rendered request templates) matches the request
 //!   schemas and the Rust request types, for any seed;
 //! - validation and the semantic rules never panic, whatever JSON an agent sends;
+//! - the execute_task harness loop survives any answers, within its turn limit, sending valid
+//!   requests;
 //! - the Rust message types and the JSON Schemas agree on what is required, what is optional and
 //!   which values are refused.
 
@@ -14,12 +16,15 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use agent_tck::probe::checks::{findings_message, Check, Ctx, Outcome};
+use agent_tck::probe::harness::{judge, run_scenario, End, Exchanger};
 use agent_tck::probe::path::{strings, JsonPath};
+use agent_tck::probe::scenario::Scenario;
 use agent_tck::probe::suite::AuthMode;
 use agent_tck::probe::template::{self, RunValues};
 use agent_tck::probe::Suite;
 use agent_tck::protocol::content::Content;
 use agent_tck::protocol::evidence::{check_tag, evidence_level, PhraseSet};
+use agent_tck::protocol::execute_task;
 use agent_tck::protocol::roundtable::{
     self, AgentAnalysis, AgentChallenge, AgentVote, AnalyzeRequest, Challenge, ChallengeRequest,
     Concession, KeyFinding, Observation, Recommendation, Severity, Synthesis, VoteRequest,
@@ -268,11 +273,29 @@ const FIELD_NAMES: &[&str] = &[
     "key_findings",
     "trade_offs",
     "minority_views",
+    // execute_task
+    "tool_name",
+    "tool_params",
+    "tool_names",
+    "tool_outputs",
+    "summary",
+    "instructions",
+    "metadata",
+    "name",
+    "model",
+    "prompt",
+    "branches",
 ];
 
 /// Strings that are near the rules' edges.
 const EDGE_STRINGS: &[&str] = &[
     "",
+    "call_tool",
+    "call_multiple_tools",
+    "final_answer",
+    "hitl_pause",
+    "branch",
+    "apply_refund",
     " ",
     "\u{0}",
     "critical",
@@ -390,6 +413,13 @@ proptest! {
             messages_nonempty("check_tag", &check_tag(&at, text).into_iter().collect::<Vec<_>>())?;
         }
         messages_nonempty("phrases", &phrase_findings(&body))?;
+        messages_nonempty("execute_task::check_answer", &execute_task::check_answer(&body))?;
+        if let Some((name, _)) = execute_task::discover_name(&body) {
+            prop_assert!(!name.trim().is_empty());
+        }
+        for note in execute_task::reference_harness_notes(&body) {
+            prop_assert!(!note.trim().is_empty());
+        }
 
         // Every check of the built-in suite, as the runner evaluates it, on this answer.
         let exchanges: HashMap<String, Arc<Outcome>> = suite()
@@ -411,6 +441,77 @@ proptest! {
                 if let Err(why) = check.evaluate(&ctx) {
                     prop_assert!(!why.trim().is_empty(), "case {}: {:?} failed without a message", case.id.value, check);
                 }
+            }
+        }
+    }
+}
+
+/// A fake execute_task agent answering whatever the test gives it, turn after turn.
+struct Canned {
+    answers: std::collections::VecDeque<Vec<u8>>,
+    requests: Vec<Value>,
+}
+
+impl Exchanger for Canned {
+    fn exchange(
+        &mut self,
+        request: &Value,
+    ) -> impl std::future::Future<Output = Result<Vec<u8>, String>> + Send {
+        self.requests.push(request.clone());
+        let next = self
+            .answers
+            .pop_front()
+            .ok_or_else(|| "no more answers".to_string());
+        async move { next }
+    }
+}
+
+/// Answers as an execute_task agent might send them: mostly objects with an action (valid or
+/// not), sometimes any JSON, sometimes bytes that are not JSON.
+fn execute_task_answer() -> impl Strategy<Value = Vec<u8>> {
+    let action = proptest::sample::select(&execute_task::ACTIONS[..]).prop_map(Value::from);
+    prop_oneof![
+        4 => (action, proptest::collection::btree_map(json_key(), json_value(), 0..6)).prop_map(
+            |(action, map)| {
+                let mut map: Map<String, Value> = map.into_iter().collect();
+                map.insert("action".into(), action);
+                serde_json::to_vec(&Value::Object(map)).expect("serializes")
+            }
+        ),
+        2 => json_body().prop_map(|v| serde_json::to_vec(&v).expect("serializes")),
+        1 => proptest::collection::vec(any::<u8>(), 0..64),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The harness loop on arbitrary answers, for every built-in scenario: never panics, sends
+    /// at most max_turns requests, each valid against the request schema and numbered from 1,
+    /// and every turn it records matches a request.
+    #[test]
+    fn harness_survives_arbitrary_answers(
+        answers in proptest::collection::vec(execute_task_answer(), 0..8),
+        max in proptest::option::of(1u32..7),
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
+        for scenario in Scenario::builtin() {
+            let mut agent = Canned { answers: answers.clone().into(), requests: Vec::new() };
+            let t = runtime.block_on(run_scenario(&scenario, &mut agent, max));
+            let limit = max.unwrap_or(scenario.max_turns) as usize;
+            prop_assert!(agent.requests.len() <= limit);
+            prop_assert_eq!(agent.requests.len(), t.turns.len());
+            for (i, request) in agent.requests.iter().enumerate() {
+                clean("execute_task request", request, &schemas().validate(execute_task::REQUEST_SCHEMA, request))?;
+                prop_assert_eq!(request["turn"].as_u64(), Some(i as u64 + 1));
+                prop_assert_eq!(request["conversation_history"].as_array().map(Vec::len), Some(2 * i));
+            }
+            if t.end == End::MaxTurns {
+                prop_assert_eq!(t.turns.len(), limit);
+            }
+            for (expectation, verdict) in judge(&scenario, &t) {
+                let message = match verdict { Ok(m) | Err(m) => m };
+                prop_assert!(!message.trim().is_empty(), "{} has no message", expectation);
             }
         }
     }
