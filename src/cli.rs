@@ -15,6 +15,8 @@ use crate::mock::behavior;
 use crate::mock::driver::Driver;
 use crate::mock::fleet::{FleetFile, Layout};
 use crate::mock::session::{Banner, SessionSettings};
+use crate::probe::scenario::Scenario;
+use crate::probe::task::{Target, TaskSettings};
 use crate::probe::{self, ProbeSettings, Suite};
 use crate::report::{console, json, junit, Report};
 use crate::transport::http::BaseUrl;
@@ -56,6 +58,75 @@ pub enum Command {
 pub enum ProbeCommand {
     /// The round-table External Agent Protocol: POST /analyze, /challenge, /vote.
     Roundtable(ProbeArgs),
+    /// The execute_task protocol: we play the evaluation harness (HTTP, stdio or a socket).
+    ExecuteTask(TaskProbeArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StdioModeArg {
+    /// One process; a JSON line in, a JSON line out (the spec).
+    Persistent,
+    /// A process per turn; the request without a newline, stdin closed, all of stdout read.
+    PerTurn,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SocketModeArg {
+    /// One connection for the whole run (the spec).
+    Persistent,
+    /// A connection per call.
+    PerCall,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("agent").required(true).args(["url", "stdio", "tcp", "unix"])))]
+pub struct TaskProbeArgs {
+    /// The agent's base URL: requests go to POST {URL}/execute_task.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// The agent's command, run directly (never through a shell): JSON lines on stdin/stdout.
+    #[arg(long, value_name = "CMD")]
+    pub stdio: Option<String>,
+    #[arg(long, value_enum, default_value = "persistent")]
+    pub stdio_mode: StdioModeArg,
+    /// A TCP agent: newline-delimited JSON on HOST:PORT.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub tcp: Option<String>,
+    /// A Unix-socket agent: newline-delimited JSON.
+    #[arg(long, value_name = "PATH")]
+    pub unix: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "persistent")]
+    pub socket_mode: SocketModeArg,
+    /// Scenario files (suites/execute_task/*.yaml); default: the built-in scenarios.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub scenario: Vec<PathBuf>,
+    /// Turn limit of every scenario (default: each scenario's, 5 unless it says otherwise).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub max_turns: Option<u32>,
+    /// HTTP only: sent as `Authorization: Bearer KEY`; printed as ***.
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "AGENT_TCK_API_KEY",
+        hide_env_values = true
+    )]
+    pub api_key: Option<String>,
+    /// Deadline of each turn's exchange (e.g. 120s, 2m, 500ms).
+    #[arg(long, value_name = "DUR", default_value = "120s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Largest answer accepted (a line, or all of stdout per turn).
+    #[arg(long, value_name = "BYTES", default_value = "5000000", value_parser = parse_bytes)]
+    pub max_body: usize,
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Run only the cases whose id matches (glob, comma-separated).
+    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// SHOULD failures fail the run.
+    #[arg(long)]
+    pub strict: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -237,6 +308,10 @@ pub struct MockAgentArgs {
     /// execute-task: serve newline-delimited JSON on this Unix socket.
     #[arg(long, value_name = "PATH")]
     pub unix: Option<PathBuf>,
+    /// execute-task: scenario files whose tasks the agent follows a script for (besides the
+    /// built-in scenarios): the tools each expects, then the ending it accepts.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub scenario: Vec<PathBuf>,
     #[command(flatten)]
     pub run: MockRunArgs,
 }
@@ -393,6 +468,11 @@ async fn execute(command: Command) -> Result<u8, UsageError> {
             check_outputs(&args.output)?;
             run_and_report(&settings, &args.output).await
         }
+        Command::Probe(ProbeCommand::ExecuteTask(args)) => {
+            let settings = task_settings(&args)?;
+            check_outputs(&args.output)?;
+            run_task_and_report(&settings, &args.output).await
+        }
         Command::Selftest(args) => {
             check_outputs(&args.output)?;
             crate::selftest::run(args.protocol, &args.run, &args.output).await
@@ -482,6 +562,75 @@ pub fn settings(
     Ok(settings)
 }
 
+/// Raw execute-task flags → validated settings.
+pub fn task_settings(args: &TaskProbeArgs) -> Result<TaskSettings, UsageError> {
+    use crate::transport::socket::{SocketAddrSpec, SocketMode};
+    use crate::transport::stdio::{StdioConfig, StdioMode};
+    let target = if let Some(url) = &args.url {
+        if args.api_key.as_deref().is_some_and(|k| k.trim().is_empty()) {
+            return Err(UsageError("--api-key: the key is empty".into()));
+        }
+        Target::Http {
+            base: BaseUrl::parse(url).map_err(|e| format!("--url: {e}"))?,
+            api_key: args.api_key.clone(),
+        }
+    } else if let Some(cmd) = &args.stdio {
+        let mode = match args.stdio_mode {
+            StdioModeArg::Persistent => StdioMode::Persistent,
+            StdioModeArg::PerTurn => StdioMode::PerTurn,
+        };
+        let mut config = StdioConfig::new(cmd.clone(), mode);
+        config.max_line = args.max_body;
+        crate::transport::stdio::split_command(cmd).map_err(|e| format!("--stdio: {e}"))?;
+        Target::Stdio(config)
+    } else {
+        let addr = match (&args.tcp, &args.unix) {
+            (Some(a), _) => {
+                let (host, port) = a
+                    .rsplit_once(':')
+                    .ok_or_else(|| format!("--tcp {a:?}: expected HOST:PORT"))?;
+                port.parse::<u16>()
+                    .map_err(|_| format!("--tcp {a:?}: {port:?} is not a port"))?;
+                if host.is_empty() {
+                    return Err(UsageError(format!("--tcp {a:?}: the host is empty")));
+                }
+                SocketAddrSpec::Tcp(a.clone())
+            }
+            (None, Some(p)) => SocketAddrSpec::Unix(p.clone()),
+            (None, None) => return Err(UsageError("give --url, --stdio, --tcp or --unix".into())),
+        };
+        let mode = match args.socket_mode {
+            SocketModeArg::Persistent => SocketMode::Persistent,
+            SocketModeArg::PerCall => SocketMode::PerCall,
+        };
+        Target::Socket { addr, mode }
+    };
+    let scenarios = if args.scenario.is_empty() {
+        Scenario::builtin()
+    } else {
+        args.scenario
+            .iter()
+            .map(|p| Scenario::from_file(p))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let only: Vec<String> = args
+        .only
+        .iter()
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect();
+    Ok(TaskSettings {
+        target,
+        timeout: args.timeout,
+        max_body: args.max_body,
+        max_turns: args.max_turns,
+        scenarios,
+        seed: seed_or_clock(args.seed),
+        only,
+        strict: args.strict,
+    })
+}
+
 /// Fails early when a report could not be written, rather than after a long run.
 fn check_outputs(output: &OutputArgs) -> Result<(), UsageError> {
     for (flag, path) in [("--json", &output.json), ("--junit", &output.junit)] {
@@ -517,14 +666,47 @@ pub async fn run_and_report(
     output: &OutputArgs,
 ) -> Result<u8, UsageError> {
     let total = settings.suite.select(&settings.only)?.len();
+    with_progress(total, output, Job::Roundtable(settings)).await
+}
+
+/// The execute-task probe, with the same progress line, console report and files.
+pub async fn run_task_and_report(
+    settings: &TaskSettings,
+    output: &OutputArgs,
+) -> Result<u8, UsageError> {
+    // The protocol cases, the scenarios' cases and the cross-cutting ones: an estimate for the
+    // progress line.
+    let total = 9 + settings
+        .scenarios
+        .iter()
+        .map(|s| s.expect.len() + 1)
+        .sum::<usize>();
+    with_progress(total, output, Job::Task(settings)).await
+}
+
+/// A probe run of either protocol.
+enum Job<'a> {
+    Roundtable(&'a ProbeSettings),
+    Task(&'a TaskSettings),
+}
+
+/// Runs `job` with a progress line (on a terminal), then prints the console report and writes
+/// the files; the exit status follows the report (Ctrl-C: 130).
+async fn with_progress(total: usize, output: &OutputArgs, job: Job<'_>) -> Result<u8, UsageError> {
     let progress = std::sync::Mutex::new(console::Progress::new(total));
     let on_case = |case: &crate::report::CaseResult| {
         if let Ok(mut p) = progress.lock() {
             p.case_done(&case.id);
         }
     };
+    let run = async {
+        match job {
+            Job::Roundtable(s) => probe::run(s, &on_case).await,
+            Job::Task(s) => crate::probe::task::run(s, &on_case).await,
+        }
+    };
     let report = tokio::select! {
-        report = probe::run(settings, &on_case) => report?,
+        report = run => report?,
         _ = tokio::signal::ctrl_c() => {
             if let Ok(mut p) = progress.lock() { p.finish(); }
             eprintln!("agent-tck: interrupted; no report written");
@@ -582,7 +764,14 @@ async fn mock_agent(args: MockAgentArgs) -> Result<u8, UsageError> {
         api_key: args.api_key.clone(),
     };
     let agent = if task {
-        let reference = Box::new(crate::mock::task_agent::TaskAgent::new(args.name.clone()));
+        let mut scenarios = Scenario::builtin();
+        for path in &args.scenario {
+            scenarios.push(Scenario::from_file(path)?);
+        }
+        let reference = Box::new(crate::mock::task_agent::TaskAgent::with_scenarios(
+            args.name.clone(),
+            &scenarios,
+        ));
         MockAgent::with_responder(profile, items, seed, reference, true)
     } else {
         MockAgent::new(profile, items, seed)

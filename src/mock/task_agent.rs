@@ -10,6 +10,7 @@
 use serde_json::{json, Map, Value};
 
 use super::{Reply, Responder};
+use crate::probe::scenario::{Ending, Expect, Op, Policy, Scenario};
 
 /// One scripted answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,7 +26,72 @@ pub enum Step {
 #[derive(Debug, Clone)]
 pub struct TaskAgent {
     pub name: String,
+    /// The script for a task no scenario matches.
     pub script: Vec<Step>,
+    /// Scripts by the first task_description of a scenario.
+    pub scenarios: Vec<(String, Vec<Step>)>,
+}
+
+/// The script that passes a scenario's expectations: the tools it expects called (all at once
+/// when it expects call_multiple_tools), a first call over a governance limit (so that the
+/// agent shows it retries within it), then the first ending it accepts.
+pub fn script_for(scenario: &Scenario) -> Vec<Step> {
+    let mut called = Vec::new();
+    let mut many = false;
+    let mut ending = Step::Final;
+    let mut ending_set = false;
+    for e in &scenario.expect {
+        match &e.expect {
+            Expect::Called(tool) => called.push(tool.clone()),
+            Expect::Used(action) if action == "call_multiple_tools" => many = true,
+            Expect::AskedHuman(true) if !ending_set => {
+                ending = Step::Hitl;
+                ending_set = true;
+            }
+            Expect::EndsWith(list) if !ending_set => {
+                ending = match list.first() {
+                    Some(Ending::HitlPause) => Step::Hitl,
+                    Some(Ending::ProvideInstructions) => Step::Instructions,
+                    Some(Ending::Branch) => Step::Branch,
+                    _ => Step::Final,
+                };
+                ending_set = true;
+            }
+            _ => {}
+        }
+    }
+    let params = |tool: &str| {
+        let mut params = json!({"customer_id": "cust_123"});
+        if let Some(policy) = scenario.tools.get(tool).and_then(|t| t.policy.as_ref()) {
+            params[&policy.param] = json!(over_the_limit(policy));
+        }
+        params
+    };
+    let mut script: Vec<Step> = if many && !called.is_empty() {
+        vec![Step::CallMany(
+            called.iter().map(|t| (t.clone(), params(t))).collect(),
+        )]
+    } else {
+        called
+            .iter()
+            .map(|t| Step::Call {
+                tool: t.clone(),
+                params: params(t),
+            })
+            .collect()
+    };
+    script.push(ending);
+    script
+}
+
+/// A value that breaks the policy (the harness answers with a GOVERNANCE ERROR).
+fn over_the_limit(policy: &Policy) -> f64 {
+    let step = policy.limit.abs().max(1.0);
+    match policy.op {
+        Op::Le | Op::Lt | Op::Eq => policy.limit + step,
+        Op::Ge | Op::Gt => policy.limit - step,
+        Op::Ne => policy.limit,
+    }
 }
 
 impl TaskAgent {
@@ -33,6 +99,7 @@ impl TaskAgent {
     pub fn new(name: impl Into<String>) -> TaskAgent {
         TaskAgent {
             name: name.into(),
+            scenarios: Vec::new(),
             script: vec![
                 Step::Call {
                     tool: "lookup_order".into(),
@@ -43,11 +110,28 @@ impl TaskAgent {
         }
     }
 
-    pub fn with_script(name: impl Into<String>, script: Vec<Step>) -> TaskAgent {
-        TaskAgent {
-            name: name.into(),
-            script,
-        }
+    /// An agent that knows these scenarios' tasks and follows the script of each.
+    pub fn with_scenarios(name: impl Into<String>, scenarios: &[Scenario]) -> TaskAgent {
+        let mut agent = TaskAgent::new(name);
+        agent.scenarios = scenarios
+            .iter()
+            .map(|s| (s.task.clone(), script_for(s)))
+            .collect();
+        agent
+    }
+
+    /// The script for the conversation: the scenario whose task opened it, else the default.
+    fn script(&self, task: &str, history: &[Value]) -> &[Step] {
+        let opening = history
+            .first()
+            .and_then(|t| t.get("content"))
+            .and_then(Value::as_str)
+            .unwrap_or(task);
+        self.scenarios
+            .iter()
+            .find(|(t, _)| t == opening)
+            .map(|(_, s)| s.as_slice())
+            .unwrap_or(&self.script)
     }
 
     /// The answer for one parsed request.
@@ -67,7 +151,10 @@ impl TaskAgent {
             .map(Vec::as_slice)
             .unwrap_or(&[]);
         let mut answer = governance_retry(task, history).unwrap_or_else(|| {
-            let step = self.script.get(turn as usize - 1).unwrap_or(&Step::Final);
+            let step = self
+                .script(task, history)
+                .get(turn as usize - 1)
+                .unwrap_or(&Step::Final);
             step_answer(step, task)
         });
         if let Some(map) = answer.as_object_mut() {
@@ -217,6 +304,35 @@ mod tests {
         ));
         assert_eq!(retry["tool_name"], "apply_refund");
         assert_eq!(retry["tool_params"], json!({"amount": 50.0, "order": "o1"}));
+    }
+
+    #[test]
+    fn scripts_follow_each_shipped_scenario() {
+        let scenarios = Scenario::builtin();
+        let script = |id: &str| script_for(scenarios.iter().find(|s| s.id == id).unwrap());
+        assert_eq!(script("credit-override"), [Step::Hitl]);
+        assert!(
+            matches!(&script("wifi-diagnostics")[0], Step::CallMany(calls) if calls.len() == 2)
+        );
+        match &script("refund-policy")[0] {
+            Step::Call { tool, params } => {
+                assert_eq!(tool, "apply_refund");
+                assert_eq!(params["amount"], 100.0, "over the limit of 50 first");
+            }
+            other => panic!("{other:?}"),
+        }
+        let agent = TaskAgent::with_scenarios("a", &scenarios);
+        let refund = scenarios.iter().find(|s| s.id == "refund-policy").unwrap();
+        let first = agent.answer(&request(&refund.task, 1, json!([])));
+        assert_eq!(first["tool_name"], "apply_refund");
+        // Later turns find the scenario by the history's first message.
+        let history = json!([{"role": "user", "content": refund.task}]);
+        let third = agent.answer(&request(
+            "Tool 'apply_refund' returned: {}. Continue.",
+            3,
+            history,
+        ));
+        assert_eq!(third["action"], "final_answer");
     }
 
     #[test]

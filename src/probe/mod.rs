@@ -9,6 +9,7 @@ pub mod path;
 pub mod runner;
 pub mod scenario;
 pub mod suite;
+pub mod task;
 pub mod template;
 
 pub use runner::{run, ProbeSettings};

@@ -309,6 +309,31 @@ impl Suite {
     }
 }
 
+/// The prompt-injection and control-character patterns of the built-in round-table suite's
+/// `analyze.sanitization` case: one definition of what an injection looks like, shared by every
+/// protocol's probe (and the test platform). Loaded once.
+pub fn sanitization_patterns() -> Result<&'static crate::protocol::evidence::PhraseSet, String> {
+    use std::sync::OnceLock;
+    static PATTERNS: OnceLock<Result<crate::protocol::evidence::PhraseSet, String>> =
+        OnceLock::new();
+    PATTERNS
+        .get_or_init(|| {
+            let suite = Suite::builtin("roundtable")?;
+            let patterns = suite
+                .case("analyze.sanitization")
+                .into_iter()
+                .flat_map(|c| &c.checks)
+                .find_map(|check| match check {
+                    super::checks::Check::Phrases { patterns, .. } => Some(patterns.clone()),
+                    _ => None,
+                })
+                .ok_or("the built-in suite has no analyze.sanitization phrases check")?;
+            crate::protocol::evidence::PhraseSet::new(&patterns)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
 /// The YAML parser's error as one line, `FILE:LINE:COLUMN: what is wrong` (its source snippet
 /// is dropped: the line number says where to look).
 pub(crate) fn yaml_error(source: &str, error: &str) -> String {

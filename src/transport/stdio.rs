@@ -491,6 +491,7 @@ async fn persistent_turn(
             stdin,
             stdout,
             reader,
+            child,
             ..
         } = &mut *proc;
         let write = async {
@@ -503,6 +504,11 @@ async fn persistent_turn(
             }
         };
         tokio::pin!(write);
+        // When the agent exits without a line, something it forked may still hold stdout open:
+        // stop STRAY_GRACE after the exit rather than wait for an EOF that never comes.
+        let stray = tokio::time::sleep(Duration::from_secs(86_400));
+        tokio::pin!(stray);
+        let mut exited = None;
         let mut writing = true;
         let mut write_failed = false;
         let read = loop {
@@ -513,7 +519,12 @@ async fn persistent_turn(
                     // what stdout does next says what happened.
                     write_failed = written.is_err();
                 }
-                read = reader.read_line(stdout) => break read,
+                read = reader.read_line(stdout) => break Ok(read),
+                status = child.wait(), if exited.is_none() => {
+                    exited = Some(status);
+                    stray.as_mut().reset(tokio::time::Instant::now() + STRAY_GRACE);
+                }
+                _ = &mut stray, if exited.is_some() => break Err(exited.take()),
             }
         };
         (read, !writing && !write_failed, write_failed)
@@ -521,6 +532,22 @@ async fn persistent_turn(
     if write_failed {
         proc.stdin = None;
     }
+    let read = match read {
+        Ok(read) => read,
+        Err(status) => {
+            let stderr_tail = proc.stderr_tail(ring).await;
+            let status = match status {
+                Some(Ok(status)) => describe_status(status),
+                _ => "unknown status".to_string(),
+            };
+            return Err(LineError::Exited {
+                status: format!(
+                    "{status}, before answering; something it started still holds stdout"
+                ),
+                stderr_tail,
+            });
+        }
+    };
     match read {
         Ok(Some(line)) => Ok((line, complete_write)),
         Ok(None) => {

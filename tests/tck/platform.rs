@@ -16,12 +16,10 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agent_tck::mock::server::{self, Running};
-use agent_tck::probe::checks::Check;
-use agent_tck::probe::Suite;
 use agent_tck::protocol::evidence::PhraseSet;
 use agent_tck::protocol::roundtable::AnalyzeRequest;
 use agent_tck::transport::http::{send, BaseUrl, Limits, Request};
@@ -316,25 +314,9 @@ impl Shared {
 }
 
 /// The prompt-injection patterns of the built-in suite's `analyze.sanitization` case: the probe
-/// and the platform share one definition of what an injection looks like. Loaded once (loading
-/// the suite takes a while in a debug build, and tests start many platforms).
+/// and the platform share one definition of what an injection looks like.
 fn injection_patterns() -> &'static PhraseSet {
-    static PATTERNS: OnceLock<PhraseSet> = OnceLock::new();
-    PATTERNS.get_or_init(|| {
-        let suite = Suite::builtin("roundtable").expect("the built-in suite loads");
-        let patterns = suite
-            .file
-            .cases
-            .iter()
-            .filter(|c| c.id.value == "analyze.sanitization")
-            .flat_map(|c| &c.checks)
-            .find_map(|check| match check {
-                Check::Phrases { patterns, .. } => Some(patterns.clone()),
-                _ => None,
-            })
-            .expect("analyze.sanitization has a phrases check");
-        PhraseSet::new(&patterns).expect("the suite's patterns compile")
-    })
+    agent_tck::probe::suite::sanitization_patterns().expect("the suite's patterns load")
 }
 
 /// Calls `f` on every string in `value`, object keys included.
