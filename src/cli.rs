@@ -318,8 +318,9 @@ pub struct MockAgentArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct SelftestArgs {
-    #[arg(long, value_enum, default_value = "roundtable")]
-    pub protocol: Protocol,
+    /// Only this protocol (default: both).
+    #[arg(long, value_enum)]
+    pub protocol: Option<Protocol>,
     #[command(flatten)]
     pub run: RunArgs,
     #[command(flatten)]
@@ -721,7 +722,7 @@ async fn with_progress(total: usize, output: &OutputArgs, job: Job<'_>) -> Resul
     Ok(report.exit_code() as u8)
 }
 
-fn write_reports(report: &Report, output: &OutputArgs) -> Result<(), UsageError> {
+pub fn write_reports(report: &Report, output: &OutputArgs) -> Result<(), UsageError> {
     let files = [
         (&output.json, "--json", json::to_string(report)),
         (&output.junit, "--junit", junit::to_string(report)),

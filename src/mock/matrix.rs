@@ -9,23 +9,76 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
 use super::agent::{MockAgent, Profile};
 use super::fleet::{self, Layout};
 use super::journal::Journal;
 use super::observe::Observer;
+use super::task_agent::TaskAgent;
+use crate::probe::scenario::Scenario;
+use crate::probe::task::{Target, TaskSettings};
 use crate::probe::{ProbeSettings, Suite};
+use crate::report::Report;
 use crate::report::Status;
+use crate::text::shell_quote;
 use crate::transport::http::BaseUrl;
+use crate::transport::socket::{SocketAddrSpec, SocketMode};
+use crate::transport::stdio::{StdioConfig, StdioMode};
 
 /// Rows probed at once.
 const ROWS_AT_ONCE: usize = 6;
 
-/// The embedded matrix.
-pub const MATRIX: &str = include_str!("../../mocks/matrix.yaml");
+/// The embedded matrices: the round table's, then execute_task's.
+pub const MATRICES: &[(&str, &str)] = &[
+    ("mocks/matrix.yaml", include_str!("../../mocks/matrix.yaml")),
+    (
+        "mocks/matrix-execute-task.yaml",
+        include_str!("../../mocks/matrix-execute-task.yaml"),
+    ),
+];
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MatrixProtocol {
+    #[default]
+    Roundtable,
+    ExecuteTask,
+}
+
+/// How the probe reaches the mock of a row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RowTransport {
+    #[default]
+    Http,
+    /// `agent-tck mock agent --stdio`, one process (persistent).
+    Stdio,
+    /// The same, a process per turn.
+    StdioPerTurn,
+    /// The line server on a loopback TCP port.
+    Tcp,
+}
+
+impl RowTransport {
+    fn name(self) -> &'static str {
+        match self {
+            RowTransport::Http => "http",
+            RowTransport::Stdio => "stdio",
+            RowTransport::StdioPerTurn => "stdio-per-turn",
+            RowTransport::Tcp => "tcp",
+        }
+    }
+}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MatrixFile {
+    #[serde(default)]
+    pub protocol: MatrixProtocol,
     /// The probe's --timeout for every row (short: rows with slow or hung agents wait for it).
     pub timeout: String,
     pub rows: Vec<Row>,
@@ -35,6 +88,11 @@ pub struct MatrixFile {
 #[serde(deny_unknown_fields)]
 pub struct Row {
     pub behavior: Spanned<String>,
+    #[serde(default)]
+    pub transport: RowTransport,
+    /// Probe only these cases (globs; execute_task rows whose agent hangs keep the run short).
+    #[serde(default)]
+    pub only: Vec<String>,
     /// The case ids that must fail (every other case passes or is skipped).
     #[serde(default)]
     pub fails: Vec<String>,
@@ -58,16 +116,26 @@ impl RowResult {
 }
 
 impl MatrixFile {
-    /// Parses and checks: behaviours parse, case ids exist in the built-in suite.
+    /// Parses and checks: behaviours parse and fit the row's protocol and transport; round-table
+    /// case ids exist in the built-in suite.
     pub fn parse(source: &str, text: &str) -> Result<MatrixFile, String> {
         let file: MatrixFile = serde_saphyr::from_str(text)
             .map_err(|e| crate::probe::suite::yaml_error(source, &e.to_string()))?;
         crate::cli::parse_duration(&file.timeout).map_err(|e| format!("{source}: timeout: {e}"))?;
         let suite = Suite::builtin("roundtable")?;
+        let task = file.protocol == MatrixProtocol::ExecuteTask;
         for row in &file.rows {
             let at = format!("{source}:{}", row.behavior.referenced.line());
-            super::behavior::parse_list(&row.behavior.value).map_err(|e| format!("{at}: {e}"))?;
-            for id in &row.fails {
+            let items = super::behavior::parse_list(&row.behavior.value)
+                .map_err(|e| format!("{at}: {e}"))?;
+            let t = row.transport;
+            let stdio = matches!(t, RowTransport::Stdio | RowTransport::StdioPerTurn);
+            if !task && t != RowTransport::Http {
+                return Err(format!("{at}: round-table rows run over http only"));
+            }
+            super::behavior::check_fit(&items, task, t == RowTransport::Http, stdio)
+                .map_err(|e| format!("{at}: {e}"))?;
+            for id in row.fails.iter().filter(|_| !task) {
                 if suite.case(id).is_none() {
                     return Err(format!("{at}: no case {id:?} in the built-in suite"));
                 }
@@ -76,55 +144,53 @@ impl MatrixFile {
         Ok(file)
     }
 
-    pub fn builtin() -> Result<MatrixFile, String> {
-        MatrixFile::parse("mocks/matrix.yaml", MATRIX)
+    /// Every built-in matrix.
+    pub fn builtin() -> Result<Vec<MatrixFile>, String> {
+        MATRICES
+            .iter()
+            .map(|(source, text)| MatrixFile::parse(source, text))
+            .collect()
     }
 
-    /// Runs the rows, a few at a time: a mock agent per row on a loopback port, probed. (All at
-    /// once, rows with 6 MB and endless bodies starve the others' timers on a small machine,
-    /// and a starved probe can accept an answer that came after its deadline.)
-    pub async fn run(&self, seed: u64) -> Result<Vec<RowResult>, String> {
+    /// Runs the rows, a few at a time: a mock agent per row, probed. (All at once, rows with
+    /// 6 MB and endless bodies starve the others' timers on a small machine, and a starved probe
+    /// can accept an answer that came after its deadline.) `exe` is the agent-tck binary, for
+    /// rows whose agent runs over stdio.
+    pub async fn run(&self, seed: u64, exe: &Path) -> Result<Vec<RowResult>, String> {
         use futures::StreamExt;
         let timeout = crate::cli::parse_duration(&self.timeout)?;
-        futures::stream::iter(self.rows.iter().map(|row| run_row(row, timeout, seed)))
-            .buffered(ROWS_AT_ONCE)
-            .collect::<Vec<_>>()
-            .await
-            .into_iter()
-            .collect()
+        let protocol = self.protocol;
+        futures::stream::iter(
+            self.rows
+                .iter()
+                .map(|row| run_row(protocol, row, timeout, seed, exe)),
+        )
+        .buffered(ROWS_AT_ONCE)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect()
     }
 }
 
-async fn run_row(row: &Row, timeout: Duration, seed: u64) -> Result<RowResult, String> {
+async fn run_row(
+    protocol: MatrixProtocol,
+    row: &Row,
+    timeout: Duration,
+    seed: u64,
+    exe: &Path,
+) -> Result<RowResult, String> {
     let started = Instant::now();
-    let items = super::behavior::parse_list(&row.behavior.value)?;
-    let profile = Profile {
-        name: "matrix-agent".into(),
-        domain: "general review".into(),
-        capabilities: Vec::new(),
-        api_key: None,
+    let report = match protocol {
+        MatrixProtocol::Roundtable => roundtable_row(row, timeout, seed).await?,
+        MatrixProtocol::ExecuteTask => task_row(row, timeout, seed, exe).await?,
     };
-    let agent = MockAgent::new(profile, items, seed);
-    let served = fleet::serve(
-        vec![agent],
-        Layout::PerAgent,
-        IpAddr::V4(Ipv4Addr::LOCALHOST),
-        0,
-        Journal::off(started),
-        Observer::new(timeout),
-    )
-    .await?;
-    let base = BaseUrl::parse(&served.urls[0])?;
-    let mut settings = ProbeSettings::new(base, Suite::builtin("roundtable")?);
-    settings.timeout = timeout;
-    settings.seed = seed;
-    // One exchange at a time: `fail-first` and `flaky` then meet the requests in suite order.
-    settings.concurrency = 1;
-    let report = crate::probe::run(&settings, &|_| {}).await;
-    served.stop(Duration::from_millis(500)).await;
-    let report = report?;
+    let label = match protocol {
+        MatrixProtocol::Roundtable => row.behavior.value.clone(),
+        MatrixProtocol::ExecuteTask => format!("{} ({})", row.behavior.value, row.transport.name()),
+    };
     Ok(RowResult {
-        behavior: row.behavior.value.clone(),
+        behavior: label,
         expected: row.fails.iter().cloned().collect(),
         actual: report
             .cases
@@ -139,6 +205,108 @@ async fn run_row(row: &Row, timeout: Duration, seed: u64) -> Result<RowResult, S
             .collect(),
         duration: started.elapsed(),
     })
+}
+
+fn matrix_profile() -> Profile {
+    Profile {
+        name: "matrix-agent".into(),
+        domain: "general review".into(),
+        capabilities: Vec::new(),
+        api_key: None,
+    }
+}
+
+/// Serves one mock agent over HTTP on a loopback port.
+async fn serve_http(agent: MockAgent, timeout: Duration) -> Result<fleet::Served, String> {
+    fleet::serve(
+        vec![agent],
+        Layout::PerAgent,
+        IpAddr::V4(Ipv4Addr::LOCALHOST),
+        0,
+        Journal::off(Instant::now()),
+        Observer::new(timeout),
+    )
+    .await
+}
+
+async fn roundtable_row(row: &Row, timeout: Duration, seed: u64) -> Result<Report, String> {
+    let items = super::behavior::parse_list(&row.behavior.value)?;
+    let served = serve_http(MockAgent::new(matrix_profile(), items, seed), timeout).await?;
+    let base = BaseUrl::parse(&served.urls[0])?;
+    let mut settings = ProbeSettings::new(base, Suite::builtin("roundtable")?);
+    settings.timeout = timeout;
+    settings.seed = seed;
+    // One exchange at a time: `fail-first` and `flaky` then meet the requests in suite order.
+    settings.concurrency = 1;
+    let report = crate::probe::run(&settings, &|_| {}).await;
+    served.stop(Duration::from_millis(500)).await;
+    report
+}
+
+async fn task_row(row: &Row, timeout: Duration, seed: u64, exe: &Path) -> Result<Report, String> {
+    let items = super::behavior::parse_list(&row.behavior.value)?;
+    let scenarios = Scenario::builtin();
+    let agent = || {
+        let reference = Box::new(TaskAgent::with_scenarios("matrix-agent", &scenarios));
+        MockAgent::with_responder(matrix_profile(), items.clone(), seed, reference, true)
+    };
+    let stop = CancellationToken::new();
+    let mut http = None;
+    let target = match row.transport {
+        RowTransport::Http => {
+            let served = serve_http(agent(), timeout).await?;
+            let base = BaseUrl::parse(&served.urls[0])?;
+            http = Some(served);
+            Target::Http {
+                base,
+                api_key: None,
+            }
+        }
+        RowTransport::Tcp => {
+            let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                .await
+                .map_err(|e| e.to_string())?;
+            let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            tokio::spawn(super::line_server::serve_tcp(
+                Arc::new(agent()),
+                listener,
+                stop.clone(),
+            ));
+            Target::Socket {
+                addr: SocketAddrSpec::Tcp(addr.to_string()),
+                mode: SocketMode::Persistent,
+            }
+        }
+        RowTransport::Stdio | RowTransport::StdioPerTurn => {
+            let command = format!(
+                "{} mock agent --protocol execute-task --stdio --name matrix-agent --seed {seed} --behavior {}",
+                shell_quote(&exe.display().to_string()),
+                shell_quote(&row.behavior.value)
+            );
+            let mode = if row.transport == RowTransport::Stdio {
+                StdioMode::Persistent
+            } else {
+                StdioMode::PerTurn
+            };
+            Target::Stdio(StdioConfig::new(command, mode))
+        }
+    };
+    let settings = TaskSettings {
+        target,
+        timeout,
+        max_body: 5_000_000,
+        max_turns: None,
+        scenarios,
+        seed,
+        only: row.only.clone(),
+        strict: false,
+    };
+    let report = crate::probe::task::run(&settings, &|_| {}).await;
+    stop.cancel();
+    if let Some(served) = http {
+        served.stop(Duration::from_millis(500)).await;
+    }
+    report
 }
 
 /// The table `selftest` prints: a row per behaviour, its failing cases, and whether they are

@@ -138,31 +138,36 @@ fn selftest_passes_and_writes_both_reports() {
     ]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
-    let cases = agent_tck::probe::Suite::builtin("roundtable")
+    let report: agent_tck::report::Report =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let roundtable = agent_tck::probe::Suite::builtin("roundtable")
         .unwrap()
         .cases()
         .len();
+    // Both protocols: every round-table case passes; execute-task skips only the HTTP-only case.
+    assert_eq!(report.protocol, "roundtable+execute-task");
+    assert_eq!(report.summary.failed, 0, "{stdout}");
+    assert_eq!(report.summary.skipped, 1, "{stdout}");
+    assert!(report.summary.passed > roundtable, "{stdout}");
     assert!(
         stdout
             .lines()
-            .any(|l| l == format!("{cases} passed, 0 failed, 0 skipped")),
+            .any(|l| l == format!("{} passed, 0 failed, 1 skipped", report.summary.passed)),
         "{stdout}"
     );
-    // Then the behaviour matrix: a row per behaviour, each as expected.
-    let rows = agent_tck::mock::matrix::MatrixFile::builtin()
-        .unwrap()
-        .rows
-        .len();
-    assert_eq!(
-        stdout.lines().last().unwrap(),
-        format!("matrix: {rows} passed, 0 failed")
-    );
+    // Then the behaviour matrices: a row per behaviour (and transport), each as expected.
+    for matrix in agent_tck::mock::matrix::MatrixFile::builtin().unwrap() {
+        let line = format!("matrix: {} passed, 0 failed", matrix.rows.len());
+        assert!(stdout.lines().any(|l| l == line), "{line}: {stdout}");
+    }
     assert!(stdout.contains("wrong-schema:approve-string"), "{stdout}");
+    assert!(
+        stdout.contains("ignores-governance (stdio-per-turn)"),
+        "{stdout}"
+    );
     assert!(stdout.contains("seed 3"), "the seed is printed");
     assert!(!stdout.contains('\u{1b}'), "no colour when piped");
-    let report: agent_tck::report::Report =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!((report.summary.passed, report.seed), (cases, 3));
+    assert_eq!(report.seed, 3);
     assert!(
         !text(&out.stdout).contains("selftest-key-"),
         "the selftest key is redacted"

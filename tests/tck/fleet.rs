@@ -16,19 +16,23 @@ use crate::platform::{self, PlatformConfig, Variant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_probe_fails_exactly_the_cases_each_behaviour_breaks() {
-    let matrix = MatrixFile::builtin().unwrap();
-    assert!(matrix.rows.len() >= 40, "{} rows", matrix.rows.len());
-    let results = matrix.run(11).await.unwrap();
-    let wrong: Vec<String> = results
-        .iter()
-        .filter(|r| !r.ok())
-        .map(|r| agent_tck::mock::matrix::render(std::slice::from_ref(r)))
-        .collect();
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-    // The matrix can fail: a conforming row that expected a failure would be reported.
-    let mut broken = results[0].clone();
-    broken.expected.insert("analyze.response".into());
-    assert!(!broken.ok());
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_agent-tck"));
+    let matrices = MatrixFile::builtin().unwrap();
+    assert_eq!(matrices.len(), 2, "the round table's and execute_task's");
+    for matrix in &matrices {
+        assert!(matrix.rows.len() >= 40, "{} rows", matrix.rows.len());
+        let results = matrix.run(11, exe).await.unwrap();
+        let wrong: Vec<String> = results
+            .iter()
+            .filter(|r| !r.ok())
+            .map(|r| agent_tck::mock::matrix::render(std::slice::from_ref(r)))
+            .collect();
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        // The matrix can fail: a conforming row that expected a failure would be reported.
+        let mut broken = results[0].clone();
+        broken.expected.insert("analyze.response".into());
+        assert!(!broken.ok());
+    }
 }
 
 /// A fleet with one agent of each kind the platform checks need: keyed and keyless conforming
