@@ -95,7 +95,8 @@ enum Inner {
         base: BaseUrl,
         api_key: Option<String>,
     },
-    Stdio(StdioAgent),
+    // Boxed: the stdio agent is large, and there is one channel per run.
+    Stdio(Box<StdioAgent>),
     Socket(SocketAgent),
 }
 
@@ -119,7 +120,7 @@ impl Channel {
                 base: base.clone(),
                 api_key: api_key.clone(),
             },
-            Target::Stdio(config) => Inner::Stdio(StdioAgent::new(config.clone())?),
+            Target::Stdio(config) => Inner::Stdio(Box::new(StdioAgent::new(config.clone())?)),
             Target::Socket { addr, mode } => {
                 Inner::Socket(SocketAgent::new(addr.clone(), *mode, max_body))
             }
