@@ -484,6 +484,17 @@ async fn execute(command: Command) -> Result<u8, UsageError> {
             print!("{}", list_behaviors());
             Ok(0)
         }
+        Command::Suites(SuitesCommand::List {
+            protocol: Protocol::ExecuteTask,
+            suite,
+        }) => {
+            let scenarios = match suite {
+                Some(path) => vec![Scenario::from_file(&path)?],
+                None => Scenario::builtin(),
+            };
+            print!("{}", crate::probe::task::list_cases(&scenarios));
+            Ok(0)
+        }
         Command::Suites(SuitesCommand::List { protocol, suite }) => {
             let suite = load_suite(protocol, suite.as_deref())?;
             print!("{}", list_cases(&suite));

@@ -705,6 +705,77 @@ fn cross_cases(
     Ok(out)
 }
 
+/// The cases that look across every exchange, as `suites list` shows them.
+const CROSS_CASES: &[(&str, &str, &str)] = &[
+    (
+        "protocol.within-timeout",
+        "must",
+        "every exchange is answered within --timeout",
+    ),
+    (
+        "protocol.identity",
+        "should",
+        "the agent names itself (name, agent_name, metadata.*)",
+    ),
+    (
+        "protocol.content-type",
+        "should",
+        "HTTP answers are labelled application/json",
+    ),
+    (
+        "protocol.sanitization",
+        "should",
+        "answers carry no NUL, terminal escapes or injection patterns",
+    ),
+    (
+        "protocol.reference-harness",
+        "may",
+        "notes where the reference harness differs from the spec",
+    ),
+    (
+        "stdio.engine-log",
+        "may",
+        "stdio: what the agent wrote to stderr; how its group ended",
+    ),
+];
+
+/// `agent-tck suites list --protocol execute-task`: the protocol cases, then each scenario's.
+pub fn list_cases(scenarios: &[Scenario]) -> String {
+    let mut rows: Vec<(String, String, String)> = protocol_probes()
+        .into_iter()
+        .map(|p| (p.id.to_string(), "must".to_string(), p.title.to_string()))
+        .collect();
+    rows.extend(
+        CROSS_CASES
+            .iter()
+            .map(|(id, level, title)| (id.to_string(), level.to_string(), title.to_string())),
+    );
+    for s in scenarios {
+        rows.push((
+            format!("{}.completes", s.id),
+            "must".into(),
+            format!("{} ({}; every turn a valid action)", s.title, s.source),
+        ));
+        for e in &s.expect {
+            rows.push((
+                expectation_id(s, &e.expect),
+                e.level.as_str().into(),
+                e.expect.to_string(),
+            ));
+        }
+    }
+    let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let mut out = format!(
+        "execute_task ({} protocol cases, {} scenarios; spec execute-task-agent-api.md)\n",
+        protocol_probes().len() + CROSS_CASES.len(),
+        scenarios.len()
+    );
+    for (id, level, title) in rows {
+        out.push_str(&format!("  {id:<w$}  {level:<6}  {title}\n"));
+    }
+    out
+}
+
 fn exchange_of(channel: &Channel, request: &Value) -> Exchange {
     Exchange {
         request: Some(excerpt_str(&request.to_string(), 2_000)),

@@ -448,3 +448,42 @@ fn mock_usage_errors_are_one_line() {
     assert_usage_error(&["mock", "fleet", "--preset", "calm"], "no such preset");
     assert_usage_error(&["mock", "fleet"], "--config");
 }
+
+#[test]
+fn probe_execute_task_usage_errors_are_one_line() {
+    assert_usage_error(&["probe", "execute-task"], "--url <URL>|--stdio <CMD>");
+    assert_usage_error(
+        &["probe", "execute-task", "--tcp", "nohost"],
+        "--tcp \"nohost\": expected HOST:PORT",
+    );
+    assert_usage_error(
+        &["probe", "execute-task", "--stdio", "a | b"],
+        "not through a shell",
+    );
+    assert_usage_error(
+        &[
+            "probe",
+            "execute-task",
+            "--stdio",
+            "x",
+            "--scenario",
+            "/nonexistent.yaml",
+        ],
+        "/nonexistent.yaml: cannot read",
+    );
+    assert_usage_error(&["mock", "agent", "--stdio"], "add --protocol execute-task");
+}
+
+#[test]
+fn suites_list_shows_the_execute_task_cases_and_scenarios() {
+    let out = agent_tck(&["suites", "list", "--protocol", "execute-task"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = text(&out.stdout);
+    for id in [
+        "protocol.unknown-tool",
+        "protocol.identity",
+        "refund-policy.no_violation_after_governance_error-apply_refund",
+    ] {
+        assert!(stdout.contains(id), "{id}: {stdout}");
+    }
+}

@@ -14,3 +14,4 @@ mod reference;
 mod reports;
 mod socket;
 mod stdio;
+mod task;
