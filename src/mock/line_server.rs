@@ -64,6 +64,7 @@ pub async fn serve_tcp(
             a = listener.accept() => a,
         };
         if let Ok((stream, _)) = accepted {
+            let _ = stream.set_nodelay(true);
             let agent = agent.clone();
             let stop = stop.clone();
             tokio::spawn(async move {
@@ -157,8 +158,11 @@ where
         } else {
             plan.response.body.to_vec()
         };
-        writer.write_all(&body).await?;
-        writer.write_all(b"\n").await?;
+        // One write for the answer and its newline: two would meet Nagle's algorithm and the
+        // peer's delayed ACK (40 ms a turn over TCP).
+        let mut line = body;
+        line.push(b'\n');
+        writer.write_all(&line).await?;
         writer.flush().await?;
         if quirks.forks_and_exits {
             fork_and_exit();
