@@ -298,7 +298,7 @@ impl Driver {
                 Err(e) => failures.push(format!("{}: {e}", p.name)),
             }
         }
-        let mut case = case(
+        let mut case = CaseResult::new(
             "platform.register",
             "driver",
             Level::Must,
@@ -347,7 +347,7 @@ impl Driver {
                 Err(e) => failures.push(format!("{name}: {e}")),
             }
         }
-        let mut case = case(
+        let mut case = CaseResult::new(
             "platform.deregister",
             "driver",
             Level::Should,
@@ -386,22 +386,19 @@ impl Driver {
             }
         });
         let results = futures::future::join_all(runs).await;
-        let mut deadline_case = case(
-            "platform.deliberation-deadline",
+        let mut deadline_case = CaseResult::new("platform.deliberation-deadline",
             "deliberation",
             Level::Must,
             "each triggered deliberation is answered within 3 × the platform's timeout plus a margin, even with hanging and slow agents",
             "Timeouts (agents that do not answer are excluded, not waited for)",
         );
-        let mut no5xx = case(
-            "platform.no-5xx",
+        let mut no5xx = CaseResult::new("platform.no-5xx",
             "deliberation",
             Level::Must,
             "each triggered deliberation is answered without a 5xx, despite malformed or hostile agents",
             "Error Handling (the platform never crashes because of a single agent failure)",
         );
-        let mut expect_case = case(
-            "platform.trigger-expect",
+        let mut expect_case = CaseResult::new("platform.trigger-expect",
             "deliberation",
             Level::Must,
             "each deliberation's answer meets the fleet file's expectations (status, JSON conditions)",
@@ -557,20 +554,6 @@ fn fill(body: &Value, n: usize, seed: u64) -> Value {
                 .collect(),
         ),
         other => other.clone(),
-    }
-}
-
-fn case(id: &str, group: &str, level: Level, title: &str, spec: &str) -> CaseResult {
-    CaseResult {
-        id: id.into(),
-        group: group.into(),
-        level,
-        status: Status::Pass,
-        title: title.into(),
-        spec: spec.into(),
-        message: String::new(),
-        duration_ms: 0,
-        exchange: Default::default(),
     }
 }
 

@@ -52,30 +52,19 @@ pub async fn serve_stdio(agent: Arc<MockAgent>) -> std::io::Result<()> {
     serve_lines(&agent, tokio::io::stdin(), tokio::io::stdout(), quirks).await
 }
 
-/// Serves each connection of `listener` until `stop`.
+/// Serves each connection of a TCP listener until `stop`.
 pub async fn serve_tcp(
     agent: Arc<MockAgent>,
     listener: tokio::net::TcpListener,
     stop: CancellationToken,
 ) {
-    loop {
-        let accepted = tokio::select! {
-            _ = stop.cancelled() => return,
-            a = listener.accept() => a,
-        };
-        if let Ok((stream, _)) = accepted {
-            let _ = stream.set_nodelay(true);
-            let agent = agent.clone();
-            let stop = stop.clone();
-            tokio::spawn(async move {
-                let (r, w) = stream.into_split();
-                tokio::select! {
-                    _ = stop.cancelled() => {}
-                    _ = serve_lines(&agent, r, w, StdioQuirks::default()) => {}
-                }
-            });
-        }
-    }
+    let accept = || async {
+        let (stream, _) = listener.accept().await?;
+        // Answers go out in one write each; don't let Nagle hold them back.
+        let _ = stream.set_nodelay(true);
+        Ok(stream)
+    };
+    serve_connections(agent, accept, stop).await;
 }
 
 /// Serves each connection of a Unix socket until `stop`.
@@ -85,22 +74,36 @@ pub async fn serve_unix(
     listener: tokio::net::UnixListener,
     stop: CancellationToken,
 ) {
+    let accept = || async { listener.accept().await.map(|(stream, _)| stream) };
+    serve_connections(agent, accept, stop).await;
+}
+
+/// Accepts with `accept` until `stop`, serving each connection's lines on its own task.
+async fn serve_connections<S, A, F>(agent: Arc<MockAgent>, accept: A, stop: CancellationToken)
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+    A: Fn() -> F,
+    F: std::future::Future<Output = std::io::Result<S>>,
+{
     loop {
         let accepted = tokio::select! {
             _ = stop.cancelled() => return,
-            a = listener.accept() => a,
+            a = accept() => a,
         };
-        if let Ok((stream, _)) = accepted {
-            let agent = agent.clone();
-            let stop = stop.clone();
-            tokio::spawn(async move {
-                let (r, w) = stream.into_split();
-                tokio::select! {
-                    _ = stop.cancelled() => {}
-                    _ = serve_lines(&agent, r, w, StdioQuirks::default()) => {}
-                }
-            });
-        }
+        let Ok(stream) = accepted else {
+            // Out of file descriptors and the like: back off rather than spin.
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            continue;
+        };
+        let agent = agent.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let (r, w) = tokio::io::split(stream);
+            tokio::select! {
+                _ = stop.cancelled() => {}
+                _ = serve_lines(&agent, r, w, StdioQuirks::default()) => {}
+            }
+        });
     }
 }
 

@@ -412,7 +412,7 @@ fn scan_canaries(s: &mut State, receiver: &str, endpoint: &str, body: &Value) {
 }
 
 fn injection_case(s: &State) -> CaseResult {
-    let mut case = base_case(
+    let mut case = CaseResult::new(
         "platform.injection-forwarded",
         "sanitization",
         Level::May,
@@ -455,7 +455,7 @@ fn injection_case(s: &State) -> CaseResult {
 /// What the platform adds between phases: from the end of its wait for one phase's answers to
 /// its first request of the next phase, per task (median and max over tasks).
 fn latency_case(s: &State) -> CaseResult {
-    let mut case = base_case(
+    let mut case = CaseResult::new(
         "platform.phase-latency",
         "deliberation",
         Level::May,
@@ -497,20 +497,6 @@ fn latency_case(s: &State) -> CaseResult {
     case
 }
 
-fn base_case(id: &str, group: &str, level: Level, title: &str, spec: &str) -> CaseResult {
-    CaseResult {
-        id: id.into(),
-        group: group.into(),
-        level,
-        status: Status::Pass,
-        title: title.into(),
-        spec: spec.into(),
-        message: String::new(),
-        duration_ms: 0,
-        exchange: Default::default(),
-    }
-}
-
 fn tally_case(
     id: &str,
     group: &str,
@@ -520,7 +506,7 @@ fn tally_case(
     tally: &Tally,
     what: &str,
 ) -> CaseResult {
-    let mut case = base_case(id, group, level, title, spec);
+    let mut case = CaseResult::new(id, group, level, title, spec);
     if tally.checked == 0 {
         case.status = Status::Skip;
         case.message = format!("no {what} to judge");

@@ -11,7 +11,7 @@ use super::driver::Driver;
 use super::fleet::{self, Layout};
 use super::journal::Journal;
 use super::observe::Observer;
-use crate::report::{CaseResult, Report, Summary};
+use crate::report::{CaseResult, Report, RunInfo};
 use crate::text::Redactor;
 
 /// Everything a session needs, validated.
@@ -129,20 +129,10 @@ pub async fn run(
                 served.urls.first().cloned().unwrap_or_default()
             )
         });
-    let mut report = Report {
-        tool: "agent-tck".into(),
-        version: crate::VERSION.into(),
-        role: "mock".into(),
-        protocol: "roundtable".into(),
-        target,
-        seed: settings.seed,
-        strict: settings.strict,
-        started_at,
-        duration_ms: started.elapsed().as_millis() as u64,
-        summary: Summary::of(&cases),
-        cases,
-    };
-    report.redact(&Redactor::new(secrets));
+    let mut run = RunInfo::start("mock", "roundtable", target, settings.seed, settings.strict);
+    run.started = started;
+    run.started_at = started_at;
+    let report = run.report(cases, &Redactor::new(secrets));
     // The servers are stopped: what is queued is the whole journal.
     let lines = served
         .handler

@@ -14,7 +14,7 @@ use super::checks::{Check, Ctx, Outcome};
 use super::suite::{AuthMode, ExchangeSpec, Requirement, Suite};
 use super::template::{self, RunValues};
 use crate::protocol::content::Content;
-use crate::report::{self, CaseResult, Exchange, Report, Status, Summary};
+use crate::report::{CaseResult, Exchange, Report, RunInfo, Status};
 use crate::text::{excerpt, excerpt_str, shell_quote, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits};
 
@@ -93,8 +93,13 @@ pub async fn run(
     settings: &ProbeSettings,
     on_case: &(dyn Fn(&CaseResult) + Sync),
 ) -> Result<Report, String> {
-    let started_at = report::now_rfc3339();
-    let started = Instant::now();
+    let run = RunInfo::start(
+        "probe",
+        settings.suite.file.protocol.clone(),
+        settings.base.to_string(),
+        settings.seed,
+        settings.strict,
+    );
     let chosen = settings.suite.select(&settings.only)?;
     let layers = settings.suite.layers(&chosen)?;
     let runner = Runner {
@@ -117,20 +122,7 @@ pub async fn run(
     }
     let mut by_id = runner.results.into_inner().expect("results lock");
     let cases: Vec<CaseResult> = chosen.iter().filter_map(|id| by_id.remove(id)).collect();
-    let mut report = Report {
-        tool: "agent-tck".into(),
-        version: crate::VERSION.into(),
-        role: "probe".into(),
-        protocol: settings.suite.file.protocol.clone(),
-        target: settings.base.to_string(),
-        seed: settings.seed,
-        strict: settings.strict,
-        started_at,
-        duration_ms: started.elapsed().as_millis() as u64,
-        summary: Summary::of(&cases),
-        cases,
-    };
-    report.redact(&Redactor::new(settings.api_key.clone()));
+    let report = run.report(cases, &Redactor::new(settings.api_key.clone()));
     Ok(report)
 }
 

@@ -14,7 +14,7 @@ use super::harness::{self, End, Exchanger, Transcript, REFERENCE_HARNESS_NOTE};
 use super::scenario::Scenario;
 use super::suite::glob_match;
 use crate::protocol::execute_task::{check_answer, discover_name, reference_harness_notes};
-use crate::report::{CaseResult, Exchange, Level, Report, Status, Summary};
+use crate::report::{CaseResult, Exchange, Level, Report, RunInfo, Status};
 use crate::text::{excerpt, excerpt_str, shell_quote, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
 use crate::transport::lines::LineError;
@@ -372,8 +372,13 @@ pub async fn run(
     settings: &TaskSettings,
     on_case: &(dyn Fn(&CaseResult) + Sync),
 ) -> Result<Report, String> {
-    let started = Instant::now();
-    let started_at = crate::report::now_rfc3339();
+    let run_info = RunInfo::start(
+        "probe",
+        "execute-task",
+        settings.target.describe(),
+        settings.seed,
+        settings.strict,
+    );
     let mut channel = Channel::new(&settings.target, settings.timeout, settings.max_body)?;
     let wanted =
         |id: &str| settings.only.is_empty() || settings.only.iter().any(|p| glob_match(p, id));
@@ -386,7 +391,7 @@ pub async fn run(
         }
         let t0 = Instant::now();
         let result = channel.exchange(&probe.request).await;
-        let mut case = case(probe.id, "protocol", Level::Must, probe.title, probe.spec);
+        let mut case = CaseResult::new(probe.id, "protocol", Level::Must, probe.title, probe.spec);
         case.duration_ms = t0.elapsed().as_millis() as u64;
         match result
             .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| format!("not JSON: {e}")))
@@ -399,11 +404,11 @@ pub async fn run(
                         answer.get("action").and_then(Value::as_str).unwrap_or("?")
                     );
                 } else {
-                    fail(&mut case, crate::probe::checks::findings_message(&findings));
+                    case.fail(crate::probe::checks::findings_message(&findings));
                 }
                 answers.push(answer);
             }
-            Err(e) => fail(&mut case, e),
+            Err(e) => case.fail(e),
         }
         if case.status == Status::Fail {
             case.exchange = exchange_of(&channel, &probe.request);
@@ -452,24 +457,11 @@ pub async fn run(
     }
     // The protocol cases first (the cross-cutting ones were judged last), then the scenarios.
     cases.sort_by_key(|c| c.group != "protocol");
-    let mut report = Report {
-        tool: "agent-tck".into(),
-        version: crate::VERSION.into(),
-        role: "probe".into(),
-        protocol: "execute-task".into(),
-        target: settings.target.describe(),
-        seed: settings.seed,
-        strict: settings.strict,
-        started_at,
-        duration_ms: started.elapsed().as_millis() as u64,
-        summary: Summary::of(&cases),
-        cases,
-    };
     let secret = match &settings.target {
         Target::Http { api_key, .. } => api_key.clone(),
         _ => None,
     };
-    report.redact(&Redactor::new(secret));
+    let report = run_info.report(cases, &Redactor::new(secret));
     Ok(report)
 }
 
@@ -510,7 +502,7 @@ fn scenario_cases(
     channel: &Channel,
 ) -> Vec<CaseResult> {
     let mut cases = Vec::new();
-    let mut completes = case(
+    let mut completes = CaseResult::new(
         &format!("{}.completes", scenario.id),
         &scenario.id,
         Level::Must,
@@ -520,10 +512,7 @@ fn scenario_cases(
     let broken = matches!(transcript.end, End::BadAnswer(_) | End::Transport(_));
     if broken {
         let turn = transcript.turns.len();
-        fail(
-            &mut completes,
-            format!("ended after {turn} turn(s) by {}", transcript.end),
-        );
+        completes.fail(format!("ended after {turn} turn(s) by {}", transcript.end));
         if let Some(last) = transcript.turns.last() {
             completes.exchange = exchange_of(channel, &last.request);
         }
@@ -536,7 +525,7 @@ fn scenario_cases(
     }
     cases.push(completes);
     for (expectation, verdict) in harness::judge(scenario, transcript) {
-        let mut c = case(
+        let mut c = CaseResult::new(
             &expectation_id(scenario, &expectation.expect),
             &scenario.id,
             expectation.level,
@@ -552,7 +541,7 @@ fn scenario_cases(
                 c.message = format!("skipped: {}.completes failed", scenario.id);
             }
             Ok(note) => c.message = note,
-            Err(why) => fail(&mut c, why),
+            Err(why) => c.fail(why),
         }
         cases.push(c);
     }
@@ -569,7 +558,7 @@ fn cross_cases(
 ) -> Result<Vec<CaseResult>, String> {
     let log = &channel.log;
     let mut out = Vec::new();
-    let mut timely = case(
+    let mut timely = CaseResult::new(
         "protocol.within-timeout",
         "protocol",
         Level::Must,
@@ -584,20 +573,16 @@ fn cross_cases(
             humantime::format_duration(settings.timeout)
         );
     } else {
-        fail(
-            &mut timely,
-            format!(
-                "{} of {} exchange(s) timed out, e.g. {}",
-                log.timeouts.len(),
-                log.count,
-                log.timeouts[0]
-            ),
-        );
+        timely.fail(format!(
+            "{} of {} exchange(s) timed out, e.g. {}",
+            log.timeouts.len(),
+            log.count,
+            log.timeouts[0]
+        ));
     }
     out.push(timely);
 
-    let mut identity = case(
-        "protocol.identity",
+    let mut identity = CaseResult::new("protocol.identity",
         "protocol",
         Level::Should,
         "the agent names itself (name, agent_name, metadata.name, metadata.agent_name or metadata.model)",
@@ -609,12 +594,11 @@ fn cross_cases(
             identity.status = Status::Skip;
             identity.message = "no valid answer to look in".into();
         }
-        None => fail(&mut identity, "no name in any answer: the harness falls back to --agent-name or the endpoint URL (add `agent_name` to every answer)".into()),
+        None => identity.fail("no name in any answer: the harness falls back to --agent-name or the endpoint URL (add `agent_name` to every answer)"),
     }
     out.push(identity);
 
-    let mut content_type = case(
-        "protocol.content-type",
+    let mut content_type = CaseResult::new("protocol.content-type",
         "protocol",
         Level::Should,
         "HTTP answers are labelled Content-Type: application/json (the reference harness's client rejects others)",
@@ -626,18 +610,15 @@ fn cross_cases(
     } else if log.wrong_types.is_empty() {
         content_type.message = format!("{} answer(s) checked", log.http_answers);
     } else {
-        fail(
-            &mut content_type,
-            format!(
-                "{} answer(s) labelled otherwise, e.g. {}",
-                log.wrong_types.len(),
-                log.wrong_types[0]
-            ),
-        );
+        content_type.fail(format!(
+            "{} answer(s) labelled otherwise, e.g. {}",
+            log.wrong_types.len(),
+            log.wrong_types[0]
+        ));
     }
     out.push(content_type);
 
-    let mut sanitized = case(
+    let mut sanitized = CaseResult::new(
         "protocol.sanitization",
         "protocol",
         Level::Should,
@@ -663,15 +644,15 @@ fn cross_cases(
         sanitized.message = format!("{} answer(s) checked", answers.len());
     } else {
         let shown: Vec<&str> = findings.iter().take(8).map(String::as_str).collect();
-        fail(
-            &mut sanitized,
-            format!("{} finding(s): {}", findings.len(), shown.join("; ")),
-        );
+        sanitized.fail(format!(
+            "{} finding(s): {}",
+            findings.len(),
+            shown.join("; ")
+        ));
     }
     out.push(sanitized);
 
-    let mut reference = case(
-        "protocol.reference-harness",
+    let mut reference = CaseResult::new("protocol.reference-harness",
         "protocol",
         Level::May,
         "notes on where the known reference harness differs from the spec (the spec stays the contract)",
@@ -692,8 +673,7 @@ fn cross_cases(
     out.push(reference);
 
     if let Some(note) = transport_note {
-        let mut t = case(
-            "stdio.engine-log",
+        let mut t = CaseResult::new("stdio.engine-log",
             settings.target.group(),
             Level::May,
             "what the agent wrote to stderr (captured as an engine log) and how its process group ended",
@@ -781,24 +761,5 @@ fn exchange_of(channel: &Channel, request: &Value) -> Exchange {
         request: Some(excerpt_str(&request.to_string(), 2_000)),
         response: channel.log.last_answer.clone(),
         reproduce: Some(channel.reproduce(request)),
-    }
-}
-
-fn fail(case: &mut CaseResult, message: String) {
-    case.status = Status::Fail;
-    case.message = message;
-}
-
-fn case(id: &str, group: &str, level: Level, title: &str, spec: &str) -> CaseResult {
-    CaseResult {
-        id: id.into(),
-        group: group.into(),
-        level,
-        status: Status::Pass,
-        title: title.into(),
-        spec: spec.into(),
-        message: String::new(),
-        duration_ms: 0,
-        exchange: Exchange::default(),
     }
 }

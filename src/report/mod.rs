@@ -72,6 +72,35 @@ pub struct CaseResult {
     pub exchange: Exchange,
 }
 
+impl CaseResult {
+    /// A passing case with no message yet; the caller judges it.
+    pub fn new(id: &str, group: &str, level: Level, title: &str, spec: &str) -> CaseResult {
+        CaseResult {
+            id: id.into(),
+            group: group.into(),
+            level,
+            status: Status::Pass,
+            title: title.into(),
+            spec: spec.into(),
+            message: String::new(),
+            duration_ms: 0,
+            exchange: Exchange::default(),
+        }
+    }
+
+    /// Marks the case failed, saying why.
+    pub fn fail(&mut self, message: impl Into<String>) {
+        self.status = Status::Fail;
+        self.message = message.into();
+    }
+
+    /// Marks the case skipped, saying why.
+    pub fn skip(&mut self, message: impl Into<String>) {
+        self.status = Status::Skip;
+        self.message = message.into();
+    }
+}
+
 fn is_default_exchange(e: &Exchange) -> bool {
     *e == Exchange::default()
 }
@@ -126,6 +155,57 @@ pub struct Report {
     pub duration_ms: u64,
     pub summary: Summary,
     pub cases: Vec<CaseResult>,
+}
+
+/// Where a run stands before its report is made: what is needed besides the cases.
+pub struct RunInfo {
+    pub role: &'static str,
+    pub protocol: String,
+    pub target: String,
+    pub seed: u64,
+    pub strict: bool,
+    pub started_at: String,
+    pub started: std::time::Instant,
+}
+
+impl RunInfo {
+    /// Starts the clock of a run.
+    pub fn start(
+        role: &'static str,
+        protocol: impl Into<String>,
+        target: impl Into<String>,
+        seed: u64,
+        strict: bool,
+    ) -> RunInfo {
+        RunInfo {
+            role,
+            protocol: protocol.into(),
+            target: target.into(),
+            seed,
+            strict,
+            started_at: now_rfc3339(),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// The finished report, with every secret redacted.
+    pub fn report(self, cases: Vec<CaseResult>, redactor: &Redactor) -> Report {
+        let mut report = Report {
+            tool: "agent-tck".into(),
+            version: crate::VERSION.into(),
+            role: self.role.into(),
+            protocol: self.protocol,
+            target: self.target,
+            seed: self.seed,
+            strict: self.strict,
+            started_at: self.started_at,
+            duration_ms: self.started.elapsed().as_millis() as u64,
+            summary: Summary::of(&cases),
+            cases,
+        };
+        report.redact(redactor);
+        report
+    }
 }
 
 impl Report {
