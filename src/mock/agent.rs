@@ -269,7 +269,10 @@ impl Shaper<'_> {
         match kind {
             Kind::NeverFinishes => mutate_task::never_finishes(value),
             Kind::UnknownAction => mutate_task::unknown_action(value),
-            Kind::MissingRequired => mutate_task::missing_required(value),
+            Kind::MissingRequired | Kind::WrongSchema(mutate::WrongSchema::MissingField) => {
+                mutate_task::missing_required(value)
+            }
+            Kind::WrongSchema(mutate::WrongSchema::WrongType) => mutate_task::wrong_type(value),
             Kind::IgnoresGovernance => mutate_task::ignores_governance(value, &request),
             Kind::NullBytes => mutate_task::null_bytes(value),
             Kind::Injection { select, per_answer } => self.inject(value, select, *per_answer),

@@ -234,6 +234,8 @@ pub enum Scope {
 impl Kind {
     pub fn scope(&self) -> Scope {
         match self {
+            // missing-field and wrong-type have execute_task forms too (see `mutate_task`).
+            Kind::WrongSchema(WrongSchema::MissingField | WrongSchema::WrongType) => Scope::Any,
             Kind::WrongSchema(_)
             | Kind::OversizedField { .. }
             | Kind::TooManyItems { .. }

@@ -37,6 +37,14 @@ pub fn missing_required(answer: &mut Value) -> bool {
     true
 }
 
+/// A field of the wrong type: `tool_params` as a string on a call, else `summary` as a number.
+pub fn wrong_type(answer: &mut Value) -> bool {
+    if answer.get("tool_params").is_some() {
+        return set(answer, "tool_params", json!("order_id=A-1001"));
+    }
+    set(answer, "summary", json!(42))
+}
+
 /// After a GOVERNANCE ERROR, the previous (violating) call unchanged.
 pub fn ignores_governance(answer: &mut Value, request: &Value) -> bool {
     let task = request
@@ -143,6 +151,12 @@ mod tests {
         assert!(missing_required(&mut a));
         assert_eq!(a["action"], "call_tool");
         assert!(a.get("tool_name").is_none());
+        let mut a = final_answer();
+        assert!(wrong_type(&mut a));
+        assert!(
+            !crate::protocol::execute_task::check_answer(&a).is_empty(),
+            "{a}"
+        );
         let mut a = final_answer();
         assert!(null_bytes(&mut a));
         assert!(a["summary"].as_str().unwrap().contains('\0'));

@@ -926,3 +926,86 @@ fn rust_types_and_schemas_agree() {
         problems.join("\n")
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// The execute_task mock's answers are valid actions whatever the request holds, and its
+    /// line server frames each as exactly one line, whatever characters the request carries
+    /// (newlines, U+2028, NUL: JSON escapes them, so a request is one line too).
+    #[test]
+    fn the_task_mocks_answers_are_valid_single_lines(
+        task in "(?s).{0,200}",
+        turn in 1u32..12,
+        history in proptest::collection::vec(("(user|assistant)", "(?s).{0,80}"), 0..6),
+    ) {
+        let history: Vec<Value> = history
+            .into_iter()
+            .map(|(role, content)| json!({"role": role, "content": content}))
+            .collect();
+        let request = json!({"task_description": task, "turn": turn, "conversation_history": history});
+        let agent = agent_tck::mock::task_agent::TaskAgent::with_scenarios("prop", &Scenario::builtin());
+        let answer = agent.answer(&request);
+        prop_assert!(execute_task::check_answer(&answer).is_empty(), "{answer}");
+        let lines = task_mock_lines(&[serde_json::to_vec(&request).unwrap()]);
+        prop_assert_eq!(lines.len(), 1);
+        let parsed: Value = serde_json::from_slice(&lines[0]).unwrap();
+        prop_assert!(execute_task::check_answer(&parsed).is_empty(), "{parsed}");
+    }
+}
+
+/// Writes each request as a line to the execute_task mock's line server (over an in-memory
+/// pipe) and returns the lines it answered with.
+fn task_mock_lines(requests: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    use agent_tck::mock::agent::{MockAgent, Profile};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let profile = Profile {
+            name: "prop".into(),
+            domain: "d".into(),
+            capabilities: vec![],
+            api_key: None,
+        };
+        let reference = Box::new(agent_tck::mock::task_agent::TaskAgent::new("prop"));
+        let items = agent_tck::mock::behavior::parse_list("conforming").unwrap();
+        let agent = Arc::new(MockAgent::with_responder(
+            profile, items, 1, reference, true,
+        ));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = tokio_util::sync::CancellationToken::new();
+        tokio::spawn(agent_tck::mock::line_server::serve_tcp(
+            agent,
+            listener,
+            stop.clone(),
+        ));
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (r, mut w) = stream.into_split();
+        for request in requests {
+            w.write_all(request).await.unwrap();
+            w.write_all(b"\n").await.unwrap();
+        }
+        w.shutdown().await.unwrap();
+        let mut lines = Vec::new();
+        let mut reader = tokio::io::BufReader::new(r);
+        loop {
+            let mut line = Vec::new();
+            let n =
+                tokio::time::timeout(Duration::from_secs(5), reader.read_until(b'\n', &mut line))
+                    .await
+                    .unwrap()
+                    .unwrap();
+            if n == 0 {
+                break;
+            }
+            line.pop();
+            lines.push(line);
+        }
+        stop.cancel();
+        lines
+    })
+}
