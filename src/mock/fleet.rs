@@ -463,10 +463,19 @@ pub async fn serve(
     })
 }
 
+/// Binds with a deep accept queue: a platform that opens thousands of connections at once
+/// would overflow the default backlog (128), and the dropped SYNs come back a second later.
 async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))
+    let listen = || -> std::io::Result<TcpListener> {
+        let socket = match addr {
+            SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+            SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+        };
+        socket.set_reuseaddr(true)?;
+        socket.bind(addr)?;
+        socket.listen(4096)
+    };
+    listen().map_err(|e| format!("cannot listen on {addr}: {e}"))
 }
 
 #[cfg(test)]

@@ -279,6 +279,11 @@ async fn connection<H: Handler>(
                 return Ok(());
             }
         };
+        // The request is out of the buffer: while the answer is planned and written (a slow or
+        // hung one may take long), an empty buffer need not keep its capacity.
+        if buf.is_empty() {
+            buf = BytesMut::new();
+        }
         let close = request.close;
         let received = request.received;
         let (plan, note) = handler.handle(request).await;
@@ -290,10 +295,6 @@ async fn connection<H: Handler>(
         handler.finish(note, delivered).await;
         if !keep_going {
             return Ok(());
-        }
-        // Free the read buffer between requests: thousands of idle keep-alive connections.
-        if buf.is_empty() {
-            buf = BytesMut::new();
         }
     }
 }
@@ -648,8 +649,12 @@ async fn run_plan(
     received: Instant,
     close: bool,
 ) -> Result<Outcome, Stopped> {
-    // `sleep_until` from the request's arrival: the delay is never shorter than planned.
-    w.sleep_until(received + plan.ttfb).await?;
+    // `sleep_until` from the request's arrival: the delay is never shorter than planned. No
+    // timer at all when there is no delay (tokio rounds every deadline up to its next 1 ms
+    // tick: an immediate answer would wait for it).
+    if !plan.ttfb.is_zero() {
+        w.sleep_until(received + plan.ttfb).await?;
+    }
     match &plan.fault {
         Fault::Hang => return hang(w).await,
         Fault::Blackhole => {
@@ -662,6 +667,20 @@ async fn run_plan(
             return Ok(Outcome::Closed);
         }
         _ => {}
+    }
+    if plan.fault == Fault::None
+        && plan.body_delay.is_zero()
+        && !plan.endless
+        && plan.dribble.is_none()
+    {
+        // The common case: head and body in one write (one segment, one wake-up for the peer).
+        let mut whole = head(plan, close);
+        whole.extend_from_slice(&framed_body(plan));
+        w.write(&whole).await?;
+        return Ok(match plan.framing {
+            Framing::Lie { .. } => Outcome::Closed,
+            _ => Outcome::Complete,
+        });
     }
     w.write(&head(plan, close)).await?;
     if plan.fault == Fault::ResetAfterHead {

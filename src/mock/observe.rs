@@ -116,6 +116,12 @@ impl Observer {
         if !crate::protocol::roundtable::ENDPOINTS.contains(&endpoint) {
             return;
         }
+        // Validation runs before the lock: it is the costly part, and both workers may be here.
+        let schema_id = format!("roundtable/{endpoint}.request");
+        let findings = match body {
+            Some(v) => crate::schema::schemas().validate(&schema_id, v),
+            None => vec![crate::protocol::finding("$", "the body is not JSON")],
+        };
         let Ok(mut s) = self.state.lock() else { return };
         *s.requests.entry(endpoint.to_string()).or_default() += 1;
         let name = agent.name();
@@ -129,11 +135,6 @@ impl Observer {
                 format!("{name} /{endpoint}: an Authorization header came, though {name} registered no key")
             });
         }
-        let schema_id = format!("roundtable/{endpoint}.request");
-        let findings = match body {
-            Some(v) => crate::schema::schemas().validate(&schema_id, v),
-            None => vec![crate::protocol::finding("$", "the body is not JSON")],
-        };
         s.schema.check(findings.is_empty(), || {
             format!(
                 "{name} /{endpoint}: {}",

@@ -70,6 +70,8 @@ pub async fn run(
                 .map(str::to_string),
         )
         .collect();
+    // Compile the schemas now, not inside the first request the platform sends.
+    let _ = crate::schema::schemas();
     let served = fleet::serve(
         settings.agents,
         settings.layout,

@@ -1,0 +1,384 @@
+#!/usr/bin/env bash
+# Figures for the mock fleet, measured on this machine, everything on 127.0.0.1:
+#   (1) throughput of a conforming fleet agent (shared port, /agents/<name>/analyze) under
+#       `wrk -c 50 -t 2 -d 10s` (POST with a fixed /analyze body), against a bare hyper server
+#       (examples/bare_hyper.rs) answering every request with the very bytes the mock answered:
+#       req/s, wrk's p99 latency, the server's CPU per request; rounds alternate mock, bare, mock
+#       with --journal; the ratios are the median over the rounds;
+#   (2) accuracy of `slow:200ms`: 10,000 connections opened, then 10,000 POST /analyze sent at once
+#       (examples/slow_accuracy.rs); the time from each request written to its answer's first byte,
+#       minus 200 ms, as the client sees it; the same against bare hyper sleeping 200 ms (the
+#       baseline of this machine); and once more with --journal, whose answer records give the
+#       server's own view (request read → first byte written);
+#   (3) resident memory of an idle 10,000-agent fleet (generate: 10000, one port);
+#   (4) resident memory of a `hang` agent holding 10,000 connections with a request each.
+# Every server started here is killed on exit.
+#
+# Usage: scripts/bench-mock.sh   (ROUNDS=N: throughput rounds, default 2; DURATION=10s: each wrk
+#        run; CONNS=10000: connections for (2) and (4); SMALL="100 1000": smaller bursts for (2);
+#        AGENTS=10000: fleet size for (3))
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-2}
+DURATION=${DURATION:-10s}
+CONNS=${CONNS:-10000}
+SMALL=${SMALL:-100 1000}
+AGENTS=${AGENTS:-10000}
+TARGET_DIR=${CARGO_TARGET_DIR:-target}
+
+die() {
+    echo "bench-mock.sh: $*" >&2
+    exit 1
+}
+
+for tool in wrk curl python3 ss; do
+    command -v "$tool" >/dev/null || die "$tool is missing (apt-get install -y wrk curl python3 iproute2)"
+done
+
+cargo build --release --examples --bins
+BIN=$TARGET_DIR/release/agent-tck
+BARE=$TARGET_DIR/release/examples/bare_hyper
+BURST=$TARGET_DIR/release/examples/slow_accuracy
+
+# Each connection is a file descriptor, in the client and in the server.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+[ "$(ulimit -n)" -ge $((CONNS + 1000)) ] ||
+    die "the open-file limit is $(ulimit -n) (hard: $(ulimit -Hn)); $CONNS connections need $((CONNS + 1000))"
+
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    local pid
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    # Bounded: whatever has not exited 5 s after SIGTERM is killed.
+    for _ in $(seq 50); do
+        local alive=0
+        for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+        [ "$alive" = 0 ] && break
+        sleep 0.1
+    done
+    for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start NAME WAIT_S CMD... : runs CMD in the background; sets PID, and URL to the first
+# http://127.0.0.1:PORT it prints (fails after WAIT_S seconds, or if CMD exits first).
+start() {
+    local name=$1 wait_s=$2
+    shift 2
+    "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    PID=$!
+    pids+=("$PID")
+    URL=
+    for _ in $(seq $((wait_s * 20))); do
+        URL=$(grep -o -m1 'http://127\.0\.0\.1:[0-9]*' "$tmp/$name.out" | head -n1 || true)
+        [ -n "$URL" ] && return 0
+        kill -0 "$PID" 2>/dev/null || break
+        sleep 0.05
+    done
+    echo "bench-mock.sh: $name did not print its URL within ${wait_s}s: $*" >&2
+    cat "$tmp/$name.err" >&2
+    exit 1
+}
+
+# stop PID : SIGTERM, then waits at most 10 s; sets STOP ("exit N after S s" or "killed").
+stop() {
+    local pid=$1 t0 rc=0
+    t0=$(date +%s%N)
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 100); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -9 "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        STOP="killed: still running 10 s after SIGTERM"
+        return 0
+    fi
+    wait "$pid" 2>/dev/null || rc=$?
+    STOP="exit $rc after $(((($(date +%s%N) - t0) / 1000000))) ms"
+}
+
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+hwm_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+mb() { awk -v k="$1" 'BEGIN { printf "%.1f MB", k / 1024 }'; }
+port_of() { echo "${1##*:}"; }
+# established PORT : server-side connections on PORT, and how many have unread bytes.
+established() {
+    ss -tnH state established "( sport = :$1 )" | awk '{ n++; if ($1 > 0) u++ } END { printf "%d %d\n", n, u }'
+}
+# verdict VALUE OP LIMIT
+verdict() { awk -v v="$1" -v l="$3" -v op="$2" 'BEGIN {
+    ok = (op == ">=") ? v >= l : v <= l; if (v == "nan" || v == "") ok = 0
+    print ok ? "met" : "MISSED" }'; }
+
+# ---- the request, the fleets --------------------------------------------------------------------
+cat >"$tmp/body.json" <<'EOF'
+{"task_id":"task-7f3a9c21-bench","content":"Review the proposed migration of the payments service from a single PostgreSQL primary to a two-region active/passive setup. The plan moves writes to the new primary in eu-west-1 during a 30-minute maintenance window, replays the WAL to the standby in us-east-1, and switches the connection string through the service mesh. Identify risks to data integrity, availability and rollback, and say what should be verified before, during and after the cut-over.","context":{"strategy":"risk-first","focus_areas":["data integrity","availability","rollback"],"requested_by":"platform-team","round":1},"constraints":["Cite evidence from the plan for every observation","Keep each recommendation actionable","Do not propose changing the database engine"]}
+EOF
+BODY_BYTES=$(wc -c <"$tmp/body.json")
+cat >"$tmp/post.lua" <<EOF
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = assert(io.open("$tmp/body.json", "rb"))
+wrk.body = f:read("*a")
+f:close()
+EOF
+cat >"$tmp/conforming.yaml" <<'EOF'
+# 100 conforming agents on one port; the benchmark talks to bench-1.
+agents:
+  - name: "bench-{i}"
+    generate: 100
+EOF
+cat >"$tmp/slow.yaml" <<'EOF'
+agents:
+  - name: slow
+    behaviors: ["slow:200ms"]
+EOF
+cat >"$tmp/hang.yaml" <<'EOF'
+agents:
+  - name: hung
+    behaviors: ["hang"]
+EOF
+cat >"$tmp/big.yaml" <<EOF
+agents:
+  - name: "agent-{i}"
+    generate: $AGENTS
+EOF
+
+post() { # post URL OUT : POSTs the body; prints "STATUS TTFB_S CONTENT_TYPE".
+    curl -sS --max-time 10 -o "$2" -X POST -H 'content-type: application/json' \
+        --data-binary @"$tmp/body.json" -w '%{http_code} %{time_starttransfer} %{content_type}\n' "$1"
+}
+
+# ---- (1) throughput -------------------------------------------------------------------------------
+echo "measuring (1) throughput: $ROUNDS rounds of mock, bare hyper, mock --journal, wrk $DURATION each…" >&2
+start mock 10 "$BIN" mock fleet --config "$tmp/conforming.yaml" --port 0 --seed 1
+MOCK_PID=$PID MOCK_URL=$URL/agents/bench-1/analyze
+start journal 10 "$BIN" mock fleet --config "$tmp/conforming.yaml" --port 0 --seed 1 \
+    --journal "$tmp/journal.jsonl"
+JOURNAL_PID=$PID JOURNAL_URL=$URL/agents/bench-1/analyze
+
+read -r status _ ctype < <(post "$MOCK_URL" "$tmp/answer.bin")
+[ "$status" = 200 ] || die "the mock answered $status to POST $MOCK_URL: $(head -c 300 "$tmp/answer.bin")"
+start bare 10 "$BARE" --body "$tmp/answer.bin" --content-type "$ctype"
+BARE_PID=$PID BARE_URL=$URL/agents/bench-1/analyze
+post "$BARE_URL" "$tmp/bare.bin" >/dev/null
+cmp -s "$tmp/answer.bin" "$tmp/bare.bin" || die "bare hyper does not answer the mock's bytes"
+post "$JOURNAL_URL" "$tmp/journal.bin" >/dev/null
+cmp -s "$tmp/answer.bin" "$tmp/journal.bin" || die "the journaled mock answers other bytes"
+ANSWER_BYTES=$(wc -c <"$tmp/answer.bin")
+
+# bench NAME PID URL : one wrk run; appends "RPS P99_MS CPU_US_PER_REQ ERRORS" to $tmp/NAME.runs.
+bench() {
+    local name=$1 pid=$2 url=$3 t0 t1
+    t0=$(cpu_ticks "$pid")
+    timeout 60 wrk -c 50 -t 2 -d "$DURATION" --latency -s "$tmp/post.lua" "$url" >"$tmp/wrk.out" ||
+        die "wrk against $name failed: $(cat "$tmp/wrk.out")"
+    t1=$(cpu_ticks "$pid")
+    python3 - "$tmp/wrk.out" "$((t1 - t0))" "$(getconf CLK_TCK)" >>"$tmp/$name.runs" <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+ticks, hz = int(sys.argv[2]), int(sys.argv[3])
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+total = int(re.search(r"(\d+) requests in", text).group(1))
+v, unit = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\s*$", text, re.M).groups()
+p99 = float(v) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", text))
+m = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+errors += int(m.group(1)) if m else 0
+print(f"{rps:.0f} {p99:.2f} {ticks / hz * 1e6 / max(total, 1):.1f} {errors}")
+EOF
+}
+
+# Warm-up (allocator, lazily built tables): 2 s each, not counted.
+for target in "$MOCK_URL" "$BARE_URL" "$JOURNAL_URL"; do
+    timeout 30 wrk -c 50 -t 2 -d 2s -s "$tmp/post.lua" "$target" >/dev/null
+done
+for round in $(seq "$ROUNDS"); do
+    echo "  round $round/$ROUNDS" >&2
+    bench mock "$MOCK_PID" "$MOCK_URL"
+    bench bare "$BARE_PID" "$BARE_URL"
+    bench journal "$JOURNAL_PID" "$JOURNAL_URL"
+done
+JOURNAL_LINES=$(wc -l <"$tmp/journal.jsonl")
+JOURNAL_MB=$(du -m "$tmp/journal.jsonl" | cut -f1)
+stop "$MOCK_PID"
+stop "$BARE_PID"
+stop "$JOURNAL_PID"
+rm -f "$tmp/journal.jsonl"
+
+# summary NAME : "median req/s, p99, CPU" of NAME's rounds; ratio NAME : the per-round ratios
+# NAME/bare and their median.
+summary() {
+    python3 - "$tmp/$1.runs" <<'EOF'
+import statistics, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1])]
+col = lambda i: statistics.median(r[i] for r in rows)
+runs = ", ".join(f"{r[0]:.0f}" for r in rows)
+errors = sum(r[3] for r in rows)
+print(f"{col(0):.0f} req/s, p99 {col(1):.2f} ms, server CPU {col(2):.1f} µs/req "
+      f"(medians; runs: {runs}){'; ERRORS: %d' % errors if errors else ''}")
+EOF
+}
+ratio() {
+    python3 - "$tmp/$1.runs" "$tmp/bare.runs" <<'EOF'
+import statistics, sys
+a = [float(l.split()[0]) for l in open(sys.argv[1])]
+b = [float(l.split()[0]) for l in open(sys.argv[2])]
+r = [x / y for x, y in zip(a, b)]
+print(f"{statistics.median(r):.2f} " + ", ".join(f"{x:.2f}" for x in r))
+EOF
+}
+read -r RATIO RATIO_RUNS < <(ratio mock)
+read -r JRATIO JRATIO_RUNS < <(ratio journal)
+
+# ---- (2) slow:200ms accuracy ------------------------------------------------------------------------
+echo "measuring (2) slow:200ms with $CONNS requests at once…" >&2
+# burst NAME URL [N] : runs a burst of N (default CONNS); keeps its key=value lines in $tmp/NAME.burst.
+burst() {
+    local rc=0
+    timeout 45 "$BURST" --url "$2" --body "$tmp/body.json" --connections "${3:-$CONNS}" --delay 200ms \
+        --timeout 30s >"$tmp/$1.burst" 2>"$tmp/$1.burst.err" || rc=$?
+    echo "rc=$rc" >>"$tmp/$1.burst"
+    grep -q '^answered=' "$tmp/$1.burst" || die "the burst against $1 did not finish: $(cat "$tmp/$1.burst.err")"
+}
+kv() { grep -m1 "^$2=" "$tmp/$1.burst" | cut -d= -f2; }
+burst_line() {
+    local n=$1
+    printf '%s/%s answered, %s failed; early: %s (%s from the write'"'"'s return); min %s ms; over 200 ms: p50 %s, p99 %s, max %s ms' \
+        "$(kv "$n" answered)" "$(kv "$n" connections)" "$(kv "$n" failed)" \
+        "$(kv "$n" early_from_write_start)" "$(kv "$n" early)" \
+        "$(kv "$n" min_ms)" "$(kv "$n" over_p50_ms)" "$(kv "$n" over_p99_ms)" "$(kv "$n" over_max_ms)"
+}
+
+start slow 10 "$BIN" mock fleet --config "$tmp/slow.yaml" --port 0 --seed 1
+SLOW_PID=$PID SLOW_URL=$URL/agents/slow/analyze
+read -r status ttfb _ < <(post "$SLOW_URL" /dev/null)
+[ "$status" = 200 ] || die "the slow agent answered $status"
+SLOW_SINGLE_MS=$(awk -v t="$ttfb" 'BEGIN { printf "%.1f", t * 1000 }')
+burst mock-slow "$SLOW_URL"
+SLOW_RSS=$(hwm_kb "$SLOW_PID")
+for n in $SMALL; do
+    sleep 1
+    burst "mock-slow-$n" "$SLOW_URL" "$n"
+done
+stop "$SLOW_PID"
+
+start bare-slow 10 "$BARE" --body "$tmp/answer.bin" --content-type "$ctype" --delay 200ms
+BARE_SLOW_PID=$PID
+post "$URL/agents/slow/analyze" /dev/null >/dev/null
+burst bare-slow "$URL/agents/slow/analyze"
+stop "$BARE_SLOW_PID"
+
+start slow-journal 10 "$BIN" mock fleet --config "$tmp/slow.yaml" --port 0 --seed 1 \
+    --journal "$tmp/slow.jsonl"
+SJ_PID=$PID
+post "$URL/agents/slow/analyze" /dev/null >/dev/null
+burst mock-slow-journal "$URL/agents/slow/analyze"
+stop "$SJ_PID"
+# The server's view: per answer, request read → first byte written (the warm-up one excluded).
+SERVER_SIDE=$(python3 - "$tmp/slow.jsonl" <<'EOF'
+import json, sys
+req, ans = {}, {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    (req if r["event"] == "request" else ans)[r["seq"]] = r
+first = min(req)
+ttfb = sorted(a["ttfb_ms"] for s, a in ans.items() if s != first and "ttfb_ms" in a)
+over = [t - 200 for t in ttfb]
+pct = lambda p: over[max(0, min(len(over) - 1, -(-len(over) * p // 100) - 1))]
+reads = sorted(r["t_ms"] for s, r in req.items() if s != first)
+print(f"{len(ttfb)} answers, early: {sum(t < 200 for t in ttfb)}; min {ttfb[0]:.3f} ms; "
+      f"over 200 ms: p50 {pct(50):.3f}, p99 {pct(99):.3f}, max {over[-1]:.3f} ms; "
+      f"requests read over {reads[-1] - reads[0]:.0f} ms")
+EOF
+)
+rm -f "$tmp/slow.jsonl"
+
+# ---- (3) idle 10,000-agent fleet --------------------------------------------------------------------
+echo "measuring (3) an idle fleet of $AGENTS agents…" >&2
+t0=$(date +%s%N)
+start big 60 "$BIN" mock fleet --config "$tmp/big.yaml" --port 0 --seed 1
+BIG_PID=$PID
+BIG_START_MS=$((($(date +%s%N) - t0) / 1000000))
+read -r status _ _ < <(post "$URL/agents/agent-$AGENTS/analyze" "$tmp/big.bin")
+[ "$status" = 200 ] || die "agent-$AGENTS of the big fleet answered $status"
+grep -q "\"agent_name\":\"agent-$AGENTS\"" "$tmp/big.bin" || die "agent-$AGENTS answered under another name"
+sleep 1
+BIG_RSS=$(rss_kb "$BIG_PID")
+BIG_HWM=$(hwm_kb "$BIG_PID")
+stop "$BIG_PID"
+BIG_STOP=$STOP
+
+# ---- (4) 10,000 hung connections --------------------------------------------------------------------
+echo "measuring (4) a hang agent holding $CONNS connections…" >&2
+start hang 10 "$BIN" mock fleet --config "$tmp/hang.yaml" --port 0 --seed 1
+HANG_PID=$PID HANG_PORT=$(port_of "$URL")
+HANG_RSS0=$(rss_kb "$HANG_PID")
+timeout 45 "$BURST" --url "$URL/agents/hung/analyze" --body "$tmp/body.json" --connections "$CONNS" \
+    --hold 6s --timeout 30s >"$tmp/hold.out" 2>"$tmp/hold.err" &
+HOLD_PID=$!
+pids+=("$HOLD_PID")
+for _ in $(seq 400); do
+    grep -q '^holding' "$tmp/hold.out" && break
+    kill -0 "$HOLD_PID" 2>/dev/null || break
+    sleep 0.05
+done
+grep -q '^holding' "$tmp/hold.out" || die "the client did not start holding: $(cat "$tmp/hold.err")"
+sleep 2
+read -r HELD UNREAD < <(established "$HANG_PORT")
+HANG_RSS=$(rss_kb "$HANG_PID")
+rc=0
+wait "$HOLD_PID" || rc=$?
+HOLD_FAILED=$(grep -m1 '^failed=' "$tmp/hold.out" | cut -d= -f2)
+sleep 1
+read -r LEFT _ < <(established "$HANG_PORT")
+HANG_RSS_AFTER=$(rss_kb "$HANG_PID")
+stop "$HANG_PID"
+HANG_STOP=$STOP
+
+# ---- table ------------------------------------------------------------------------------------------
+row() { printf '%-46s %s\n' "$1" "$2"; }
+echo
+echo "agent-tck $("$BIN" --version 2>/dev/null | awk '{print $2}') · $(uname -sm) · $(nproc) CPUs · load average: $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+echo
+echo "How measured: everything on 127.0.0.1; client and server share the machine's CPUs (and any"
+echo "other load on it). (1) wrk -c 50 -t 2 -d $DURATION --latency, POST /agents/bench-1/analyze of a"
+echo "100-agent shared-port fleet, a $BODY_BYTES-byte JSON body; bare hyper answers the mock's own $ANSWER_BYTES-byte"
+echo "answer (same content-type); server CPU = its utime+stime over the run / requests; $ROUNDS rounds"
+echo "(mock, bare, mock --journal), medians. (2) $CONNS connections opened first, then one POST each, all"
+echo "at once; the client times each from the write of its request to the first byte of the answer: it"
+echo "includes the client's own scheduling and the server's queue before it reads a request; \"early\""
+echo "counts from the write's start (sound: the server cannot have the request before), and in"
+echo "parentheses from its return (a client preempted after its write looks early). --journal adds the"
+echo "server's own view. (3) RSS one second after one request. (4) RSS 2 s after the last of the"
+echo "$CONNS requests was written."
+echo
+row "figure" "value"
+row "----------------------------------------------" "-----"
+row "(1) mock, conforming agent" "$(summary mock)"
+row "(1) mock --journal" "$(summary journal); journal: $JOURNAL_LINES lines, $JOURNAL_MB MB"
+row "(1) bare hyper, same answer" "$(summary bare)"
+row "(1) ratio mock / bare" "$RATIO (median; rounds: $RATIO_RUNS) — target ≥ 0.8: $(verdict "$RATIO" ">=" 0.8)"
+row "(1) ratio mock --journal / bare" "$JRATIO (median; rounds: $JRATIO_RUNS)"
+row "(2) slow:200ms, one request alone (curl)" "first byte after $SLOW_SINGLE_MS ms"
+row "(2) slow:200ms, $CONNS at once (client)" "$(burst_line mock-slow)"
+row "    target: 0 early, p99 ≤ 5 ms" "$(verdict "$(kv mock-slow early_from_write_start)" "<=" 0) / $(verdict "$(kv mock-slow over_p99_ms)" "<=" 5); server peak RSS $(mb "$SLOW_RSS")"
+for n in $SMALL; do
+    row "(2) slow:200ms, $n at once (client)" "$(burst_line "mock-slow-$n") — p99 ≤ 5 ms: $(verdict "$(kv "mock-slow-$n" over_p99_ms)" "<=" 5)"
+done
+row "(2) baseline: bare hyper + sleep_until 200 ms" "$(burst_line bare-slow)"
+row "(2) mock --journal (client)" "$(burst_line mock-slow-journal)"
+row "(2) mock --journal (server's own view)" "$SERVER_SIDE"
+row "(3) idle fleet of $AGENTS agents, RSS" "$(mb "$BIG_RSS") (peak $(mb "$BIG_HWM"); listening after $BIG_START_MS ms; $BIG_STOP) — target < 100 MB: $(verdict "$BIG_RSS" "<=" 102400)"
+row "(4) hang agent, RSS before" "$(mb "$HANG_RSS0")"
+row "(4) hang agent, $CONNS connections held" "$(mb "$HANG_RSS") ($(awk -v a="$HANG_RSS" -v b="$HANG_RSS0" -v n="$CONNS" 'BEGIN { printf "%.1f", (a - b) / n }') KB per connection; $HELD established, $UNREAD with unread bytes; client: $HOLD_FAILED failed, exit $rc) — target < 200 MB: $(verdict "$HANG_RSS" "<=" 204800)"
+row "(4) hang agent, after the client left" "$(mb "$HANG_RSS_AFTER") ($LEFT connections left); stop: $HANG_STOP"
