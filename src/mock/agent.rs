@@ -135,12 +135,22 @@ impl MockAgent {
 
     /// The answer to one request at `endpoint` (path without slash).
     pub fn respond(&self, endpoint: &str, body: &[u8]) -> (Plan, Decision) {
+        self.respond_parsed(endpoint, body, None)
+    }
+
+    /// The same, with the body already parsed by the caller (if it is JSON).
+    pub fn respond_parsed(
+        &self,
+        endpoint: &str,
+        body: &[u8],
+        parsed: Option<&Value>,
+    ) -> (Plan, Decision) {
         let n = self.counters[endpoint_index(endpoint)].fetch_add(1, Ordering::Relaxed);
         // Every random choice of this request comes from its own stream: replayable by --seed.
         let mut rng = ChaCha8Rng::seed_from_u64(
             self.seed ^ fnv(&format!("{}/{endpoint}/{n}", self.profile.name)),
         );
-        let conforming = self.reference.respond(endpoint, body);
+        let conforming = self.reference.respond_parsed(endpoint, body, parsed);
         let plan = Plan::immediate(Response::new(
             conforming.status,
             conforming.content_type,

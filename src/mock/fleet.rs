@@ -293,7 +293,7 @@ impl Handler for FleetHandler {
             {
                 refuse(401, format!("{auth:?} API key").to_lowercase())
             }
-            Some(_) => agent.respond(endpoint, &request.body),
+            Some(_) => agent.respond_parsed(endpoint, &request.body, parsed.as_ref()),
         };
         self.observer.on_request(
             agent,

@@ -50,4 +50,16 @@ impl Reply {
 /// slash (`analyze`); `body` is the request body as received.
 pub trait Responder: Send + Sync + 'static {
     fn respond(&self, endpoint: &str, body: &[u8]) -> Reply;
+
+    /// The same, when the caller has parsed the body already (`parsed`: the body as JSON, if it
+    /// is JSON): a responder may use it and skip a second parse.
+    fn respond_parsed(
+        &self,
+        endpoint: &str,
+        body: &[u8],
+        parsed: Option<&serde_json::Value>,
+    ) -> Reply {
+        let _ = parsed;
+        self.respond(endpoint, body)
+    }
 }

@@ -3,7 +3,7 @@
 //! request, so the same request always gets the same answer.
 
 use serde::de::DeserializeOwned;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::{Reply, Responder};
 use crate::protocol::content::Content;
@@ -28,9 +28,18 @@ impl ReferenceAgent {
     }
 }
 
-/// Parses a request body, or says (as a 400) what is wrong with it.
-fn parse<T: DeserializeOwned>(endpoint: &str, body: &[u8]) -> Result<T, Reply> {
-    serde_json::from_slice(body).map_err(|e| {
+/// Parses a request body (or reads the caller's parse of it), or says (as a 400) what is wrong
+/// with it.
+fn parse<T: DeserializeOwned>(
+    endpoint: &str,
+    body: &[u8],
+    parsed: Option<&Value>,
+) -> Result<T, Reply> {
+    let typed = match parsed {
+        Some(value) => T::deserialize(value),
+        None => serde_json::from_slice(body),
+    };
+    typed.map_err(|e| {
         Reply::error(
             400,
             format!("/{endpoint}: the request body is not a valid {endpoint} request: {e}"),
@@ -40,13 +49,17 @@ fn parse<T: DeserializeOwned>(endpoint: &str, body: &[u8]) -> Result<T, Reply> {
 
 impl Responder for ReferenceAgent {
     fn respond(&self, endpoint: &str, body: &[u8]) -> Reply {
+        self.respond_parsed(endpoint, body, None)
+    }
+
+    fn respond_parsed(&self, endpoint: &str, body: &[u8], parsed: Option<&Value>) -> Reply {
         let answer = match endpoint {
-            "analyze" => parse::<AnalyzeRequest>(endpoint, body).map(|r| {
+            "analyze" => parse::<AnalyzeRequest>(endpoint, body, parsed).map(|r| {
                 let mut analysis = self.content(endpoint, &r.task_id).analysis(&self.name);
                 analysis.domain = "general review".into();
                 Reply::json(200, &analysis)
             }),
-            "challenge" => parse::<ChallengeRequest>(endpoint, body).map(|r| {
+            "challenge" => parse::<ChallengeRequest>(endpoint, body, parsed).map(|r| {
                 Reply::json(
                     200,
                     &self
@@ -54,7 +67,7 @@ impl Responder for ReferenceAgent {
                         .challenge_response(&self.name, &r),
                 )
             }),
-            "vote" => parse::<VoteRequest>(endpoint, body).map(|r| {
+            "vote" => parse::<VoteRequest>(endpoint, body, parsed).map(|r| {
                 Reply::json(
                     200,
                     &self
