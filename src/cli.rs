@@ -481,7 +481,7 @@ async fn execute(command: Command) -> Result<u8, UsageError> {
         Command::Mock(MockCommand::Agent(args)) => mock_agent(args).await,
         Command::Mock(MockCommand::Fleet(args)) => mock_fleet(args).await,
         Command::Mock(MockCommand::Behaviors) => {
-            print!("{}", list_behaviors());
+            crate::out!("{}", list_behaviors());
             Ok(0)
         }
         Command::Suites(SuitesCommand::List {
@@ -492,25 +492,25 @@ async fn execute(command: Command) -> Result<u8, UsageError> {
                 Some(path) => vec![Scenario::from_file(&path)?],
                 None => Scenario::builtin(),
             };
-            print!("{}", crate::probe::task::list_cases(&scenarios));
+            crate::out!("{}", crate::probe::task::list_cases(&scenarios));
             Ok(0)
         }
         Command::Suites(SuitesCommand::List { protocol, suite }) => {
             let suite = load_suite(protocol, suite.as_deref())?;
-            print!("{}", list_cases(&suite));
+            crate::out!("{}", list_cases(&suite));
             Ok(0)
         }
         Command::Schemas(SchemasCommand::Export { dir }) => {
             let written = crate::schema::export(&dir)
                 .map_err(|e| format!("cannot write schemas under {}: {e}", dir.display()))?;
             for path in written {
-                println!("{}", path.display());
+                crate::outln!("{}", path.display());
             }
             Ok(0)
         }
         Command::Schemas(SchemasCommand::List) => {
             for (id, file, _) in crate::schema::EMBEDDED {
-                println!("{id:<32} {file}");
+                crate::outln!("{id:<32} {file}");
             }
             Ok(0)
         }
@@ -728,7 +728,7 @@ async fn with_progress(total: usize, output: &OutputArgs, job: Job<'_>) -> Resul
     if let Ok(mut p) = progress.lock() {
         p.finish();
     }
-    print!("{}", console::render(&report, console::want_colour()));
+    crate::out!("{}", console::render(&report, console::want_colour()));
     write_reports(&report, output)?;
     Ok(report.exit_code() as u8)
 }
@@ -836,12 +836,12 @@ async fn serve_line_agent(agent: MockAgent, args: &MockAgentArgs) -> Result<u8, 
             .await
             .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
-        println!("agent-tck mock agent · execute-task {:?} · newline-delimited JSON · listening on tcp://{bound}", agent.name());
+        crate::outln!("agent-tck mock agent · execute-task {:?} · newline-delimited JSON · listening on tcp://{bound}", agent.name());
         tokio::join!(line_server::serve_tcp(agent, listener, stop), served);
     } else if let Some(path) = &args.unix {
         let listener = tokio::net::UnixListener::bind(path)
             .map_err(|e| format!("--unix {}: cannot listen: {e}", path.display()))?;
-        println!("agent-tck mock agent · execute-task {:?} · newline-delimited JSON · listening on unix://{}", agent.name(), path.display());
+        crate::outln!("agent-tck mock agent · execute-task {:?} · newline-delimited JSON · listening on unix://{}", agent.name(), path.display());
         tokio::join!(line_server::serve_unix(agent, listener, stop), served);
         let _ = std::fs::remove_file(path);
     }
@@ -893,7 +893,7 @@ async fn mock_fleet(args: MockFleetArgs) -> Result<u8, UsageError> {
 /// Runs a mock session until it ends or is interrupted, then reports on the platform.
 async fn run_mock(settings: SessionSettings, run: &MockRunArgs) -> Result<u8, UsageError> {
     let report = crate::mock::session::run(settings, shutdown_signal()).await?;
-    print!("{}", console::render(&report, console::want_colour()));
+    crate::out!("{}", console::render(&report, console::want_colour()));
     write_reports(&report, &run.output)?;
     Ok(report.exit_code() as u8)
 }

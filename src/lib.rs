@@ -3,6 +3,25 @@
 //! The binary is a thin layer over this library (see `main.rs`): integration tests drive the same
 //! `probe::run` and `mock` servers in-process.
 
+/// `println!` that ignores a closed stdout (a reader such as `head` that went away): the run goes
+/// on to write its report files and exit with its own status instead of panicking.
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `print!` that ignores a closed stdout (see [`outln!`]).
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 pub mod cli;
 pub mod mock;
 pub mod probe;

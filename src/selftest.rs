@@ -38,7 +38,7 @@ pub async fn run(
         reports.push(execute_task(seed, run, &exe).await?);
     }
     let report = merge(reports);
-    print!("{}", console::render(&report, console::want_colour()));
+    crate::out!("{}", console::render(&report, console::want_colour()));
     cli::write_reports(&report, output)?;
     let mut all_ok = true;
     for matrix in MatrixFile::builtin()? {
@@ -128,7 +128,7 @@ async fn run_matrix(
         matrix.timeout
     );
     let results = matrix.run(seed, exe).await?;
-    println!("\nThe probe against each mock behaviour, {name}:\n");
-    print!("{}", matrix::render(&results));
+    crate::outln!("\nThe probe against each mock behaviour, {name}:\n");
+    crate::out!("{}", matrix::render(&results));
     Ok(results.iter().all(|r| r.ok()))
 }

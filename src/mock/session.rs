@@ -153,7 +153,7 @@ fn print_agent(served: &fleet::Served, seed: u64) {
         return;
     };
     let behaviours: Vec<&str> = agent.items.iter().map(|i| i.source.as_str()).collect();
-    println!(
+    crate::outln!(
         "agent-tck mock agent · roundtable {:?} [{}] · seed {seed}{} · listening on {url}",
         agent.name(),
         behaviours.join(", "),
@@ -170,7 +170,7 @@ fn print_agent(served: &fleet::Served, seed: u64) {
 
 fn print_listening(served: &fleet::Served, advertise: Option<&str>) {
     let agents = &served.handler.agents;
-    println!(
+    crate::outln!(
         "agent-tck mock fleet · {} agent(s) · listening on {}",
         agents.len(),
         served
@@ -181,15 +181,15 @@ fn print_listening(served: &fleet::Served, advertise: Option<&str>) {
             .join(", ")
     );
     if let Some(a) = advertise {
-        println!("advertised to the platform as {a}");
+        crate::outln!("advertised to the platform as {a}");
     }
     const SHOWN: usize = 20;
     for (agent, url) in agents.iter().zip(&served.urls).take(SHOWN) {
         let behaviours: Vec<&str> = agent.items.iter().map(|i| i.source.as_str()).collect();
-        println!("  {:<24} {url}  [{}]", agent.name(), behaviours.join(", "));
+        crate::outln!("  {:<24} {url}  [{}]", agent.name(), behaviours.join(", "));
     }
     if agents.len() > SHOWN {
-        println!("  … and {} more", agents.len() - SHOWN);
+        crate::outln!("  … and {} more", agents.len() - SHOWN);
     }
 }
 
