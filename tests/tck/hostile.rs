@@ -82,6 +82,31 @@ fn number_after(message: &str, after: &str) -> usize {
         .unwrap_or_else(|_| panic!("no number after {after:?} in {message:?}"))
 }
 
+/// Probes an agent whose body never ends (with --max-body 100000): exactly analyze.response
+/// fails, saying so, after reading at most one frame past the cap, and promptly.
+async fn assert_stops_at_max_body(url: &str) {
+    let max_body = 100_000;
+    let (report, elapsed) = probe_analyze(url, Duration::from_secs(30), max_body, |_| {}).await;
+    assert_fails(
+        &report,
+        &[ANALYZE],
+        ANALYZE,
+        &[
+            "the body exceeds 100000 bytes (--max-body",
+            "stopped reading after",
+        ],
+    );
+    let read = number_after(&case(&report, ANALYZE).message, "stopped reading after ");
+    assert!(
+        read > max_body && read <= max_body + 128 * 1024,
+        "read {read} bytes for a max_body of {max_body}"
+    );
+    assert!(
+        elapsed < Duration::from_secs(10),
+        "the probe hung: {elapsed:?}"
+    );
+}
+
 // ---- time: a peer that is slow on purpose ----------------------------------------------------
 
 #[tokio::test]
@@ -181,26 +206,7 @@ async fn an_endless_chunked_body_stops_at_max_body() {
         while stream.write_all(chunk.as_bytes()).await.is_ok() {}
     })
     .await;
-    let max_body = 100_000;
-    let (report, elapsed) = probe_analyze(&url, Duration::from_secs(30), max_body, |_| {}).await;
-    assert_fails(
-        &report,
-        &[ANALYZE],
-        ANALYZE,
-        &[
-            "the body exceeds 100000 bytes (--max-body",
-            "stopped reading after",
-        ],
-    );
-    let read = number_after(&case(&report, ANALYZE).message, "stopped reading after ");
-    assert!(
-        read > max_body && read <= max_body + 128 * 1024,
-        "read {read} bytes for a max_body of {max_body}"
-    );
-    assert!(
-        elapsed < Duration::from_secs(10),
-        "the probe hung: {elapsed:?}"
-    );
+    assert_stops_at_max_body(&url).await;
 }
 
 #[tokio::test]
@@ -215,26 +221,7 @@ async fn an_endless_body_without_length_stops_at_max_body() {
         while stream.write_all(chunk.as_bytes()).await.is_ok() {}
     })
     .await;
-    let max_body = 100_000;
-    let (report, elapsed) = probe_analyze(&url, Duration::from_secs(30), max_body, |_| {}).await;
-    assert_fails(
-        &report,
-        &[ANALYZE],
-        ANALYZE,
-        &[
-            "the body exceeds 100000 bytes (--max-body",
-            "stopped reading after",
-        ],
-    );
-    let read = number_after(&case(&report, ANALYZE).message, "stopped reading after ");
-    assert!(
-        read > max_body && read <= max_body + 128 * 1024,
-        "read {read} bytes for a max_body of {max_body}"
-    );
-    assert!(
-        elapsed < Duration::from_secs(10),
-        "the probe hung: {elapsed:?}"
-    );
+    assert_stops_at_max_body(&url).await;
 }
 
 #[tokio::test]
