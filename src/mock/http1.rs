@@ -394,14 +394,17 @@ async fn read_request(
         headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.trim().to_ascii_lowercase())
+            .map(|(_, v)| v.trim())
     };
-    let connection = find("connection").unwrap_or_default();
-    let close = connection.contains("close") || (minor == 0 && !connection.contains("keep-alive"));
-    if find("expect").as_deref() == Some("100-continue") {
+    let has_token = |name: &str, token: &str| {
+        find(name).is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+    };
+    let close =
+        has_token("connection", "close") || (minor == 0 && !has_token("connection", "keep-alive"));
+    if find("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
         stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await?;
     }
-    let body = if find("transfer-encoding").is_some_and(|te| te.contains("chunked")) {
+    let body = if has_token("transfer-encoding", "chunked") {
         read_chunked(stream, buf, limits.max_body).await?
     } else {
         let length = match find("content-length") {

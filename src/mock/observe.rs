@@ -117,13 +117,23 @@ impl Observer {
             return;
         }
         // Validation runs before the lock: it is the costly part, and both workers may be here.
-        let schema_id = format!("roundtable/{endpoint}.request");
+        let schema_id = match endpoint {
+            "analyze" => "roundtable/analyze.request",
+            "challenge" => "roundtable/challenge.request",
+            _ => "roundtable/vote.request",
+        };
         let findings = match body {
-            Some(v) => crate::schema::schemas().validate(&schema_id, v),
+            Some(v) => crate::schema::schemas().validate(schema_id, v),
             None => vec![crate::protocol::finding("$", "the body is not JSON")],
         };
         let Ok(mut s) = self.state.lock() else { return };
-        *s.requests.entry(endpoint.to_string()).or_default() += 1;
+        // Counted without a key allocation per request: the endpoint is nearly always known.
+        match s.requests.get_mut(endpoint) {
+            Some(count) => *count += 1,
+            None => {
+                s.requests.insert(endpoint.to_string(), 1);
+            }
+        }
         let name = agent.name();
         let expects_key = agent.profile.api_key.is_some();
         if expects_key {
@@ -146,15 +156,19 @@ impl Observer {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        if s.phases.len() < MAX_TRACKED || s.phases.contains_key(&task) {
+        let phase = Phase {
+            first_request: at,
+            wait_ended: at,
+        };
+        if let Some(phases) = s.phases.get_mut(&task) {
+            if !phases.contains_key(endpoint) {
+                phases.insert(endpoint.to_string(), phase);
+            }
+        } else if s.phases.len() < MAX_TRACKED {
             s.phases
                 .entry(task.clone())
                 .or_default()
-                .entry(endpoint.to_string())
-                .or_insert(Phase {
-                    first_request: at,
-                    wait_ended: at,
-                });
+                .insert(endpoint.to_string(), phase);
         } else {
             s.untracked += 1;
         }

@@ -2,12 +2,16 @@
 //! property test proves it). Content comes from `protocol::content`, seeded by `--seed` and by the
 //! request, so the same request always gets the same answer.
 
-use serde::de::DeserializeOwned;
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::{json, Value};
 
 use super::{Reply, Responder};
 use crate::protocol::content::Content;
-use crate::protocol::roundtable::{AnalyzeRequest, ChallengeRequest, VoteRequest};
+use crate::protocol::roundtable::{ChallengeRequest, VoteRequest};
 
 #[derive(Debug, Clone)]
 pub struct ReferenceAgent {
@@ -28,23 +32,60 @@ impl ReferenceAgent {
     }
 }
 
+/// What /analyze needs of its request: the task_id. The other fields are held to the same shape
+/// as [`AnalyzeRequest`] (a string content, an object context, a list of string constraints) but
+/// borrowed or skipped, not copied: an analysis is the answer a fleet agent makes most often.
+#[derive(Deserialize)]
+struct AnalyzeView<'a> {
+    #[serde(borrow)]
+    task_id: Cow<'a, str>,
+    #[serde(borrow, rename = "content")]
+    _content: Cow<'a, str>,
+    #[serde(default, rename = "context")]
+    _context: Option<AnyObject>,
+    #[serde(default, borrow, rename = "constraints")]
+    _constraints: Option<Vec<Cow<'a, str>>>,
+}
+
+/// A JSON object, whatever it holds (its entries are skipped).
+struct AnyObject;
+
+impl<'de> Deserialize<'de> for AnyObject {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor;
+        impl<'de> Visitor<'de> for ObjectVisitor {
+            type Value = AnyObject;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AnyObject, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(AnyObject)
+            }
+        }
+        deserializer.deserialize_map(ObjectVisitor)
+    }
+}
+
 /// Parses a request body (or reads the caller's parse of it), or says (as a 400) what is wrong
-/// with it.
-fn parse<T: DeserializeOwned>(
+/// with it. The result may borrow from either.
+fn parse<'a, T: Deserialize<'a>>(
     endpoint: &str,
-    body: &[u8],
-    parsed: Option<&Value>,
+    body: &'a [u8],
+    parsed: Option<&'a Value>,
 ) -> Result<T, Reply> {
     let typed = match parsed {
         Some(value) => T::deserialize(value),
         None => serde_json::from_slice(body),
     };
-    typed.map_err(|e| {
-        Reply::error(
-            400,
-            format!("/{endpoint}: the request body is not a valid {endpoint} request: {e}"),
-        )
-    })
+    typed.map_err(|e| bad_request(endpoint, e))
+}
+
+fn bad_request(endpoint: &str, e: serde_json::Error) -> Reply {
+    Reply::error(
+        400,
+        format!("/{endpoint}: the request body is not a valid {endpoint} request: {e}"),
+    )
 }
 
 impl Responder for ReferenceAgent {
@@ -54,7 +95,7 @@ impl Responder for ReferenceAgent {
 
     fn respond_parsed(&self, endpoint: &str, body: &[u8], parsed: Option<&Value>) -> Reply {
         let answer = match endpoint {
-            "analyze" => parse::<AnalyzeRequest>(endpoint, body, parsed).map(|r| {
+            "analyze" => parse::<AnalyzeView>(endpoint, body, parsed).map(|r| {
                 let mut analysis = self.content(endpoint, &r.task_id).analysis(&self.name);
                 analysis.domain = "general review".into();
                 Reply::json(200, &analysis)
@@ -82,5 +123,49 @@ impl Responder for ReferenceAgent {
             other => Err(Reply::error(404, format!("no endpoint /{other}"))),
         };
         answer.unwrap_or_else(|e| e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::roundtable::AnalyzeRequest;
+
+    /// The borrowed view of /analyze takes and refuses exactly what the full request type does,
+    /// from a parsed value and from raw bytes (with escapes, which cannot be borrowed).
+    #[test]
+    fn analyze_view_accepts_what_the_request_type_accepts() {
+        let bodies = [
+            r#"{"task_id":"t","content":"c"}"#,
+            r#"{"task_id":"t\u00e9","content":"a \"quoted\" c","extra":1}"#,
+            r#"{"task_id":"t","content":"c","context":{"a":[1,{"b":null}]},"constraints":["x"]}"#,
+            r#"{"task_id":"t","content":"c","context":null,"constraints":null}"#,
+            r#"{"task_id":"t","content":"c","context":[1]}"#,
+            r#"{"task_id":"t","content":"c","context":"s"}"#,
+            r#"{"task_id":"t","content":"c","constraints":[1]}"#,
+            r#"{"task_id":"t","content":"c","constraints":"x"}"#,
+            r#"{"task_id":"t"}"#,
+            r#"{"content":"c"}"#,
+            r#"{"task_id":1,"content":"c"}"#,
+            r#"{"task_id":"t","content":null}"#,
+            r#"["t","c"]"#,
+            r#"{}"#,
+        ];
+        let mut accepted = 0;
+        for body in bodies {
+            let full = serde_json::from_str::<AnalyzeRequest>(body);
+            let value: Value = serde_json::from_str(body).unwrap();
+            let from_value = parse::<AnalyzeView>("analyze", body.as_bytes(), Some(&value));
+            let from_bytes = parse::<AnalyzeView>("analyze", body.as_bytes(), None);
+            assert_eq!(full.is_ok(), from_value.is_ok(), "{body} (parsed)");
+            assert_eq!(full.is_ok(), from_bytes.is_ok(), "{body} (bytes)");
+            if let (Ok(full), Ok(view)) = (full, from_bytes) {
+                assert_eq!(full.task_id, view.task_id, "{body}");
+                accepted += 1;
+            }
+        }
+        // The first four, and the array: serde reads a struct from a sequence too (the observer's
+        // schema check is what flags such a request).
+        assert_eq!(accepted, 5);
     }
 }

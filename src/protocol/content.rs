@@ -1,11 +1,12 @@
 //! Generated content, deterministic under `--seed`: the probe's request templates and the
 //! reference agent's answers are both made here. Each use draws from its own stream (a name mixed
 //! into the seed), so adding a case does not change what other cases send.
+//!
+//! Words come from `fake`'s English lists, but phrases are assembled here, each into one string:
+//! a conforming mock agent makes an answer per request, and `fake`'s template replacing and
+//! per-word strings were most of a fleet agent's CPU per request under load.
 
-use fake::faker::company::en::{Bs, BuzzwordMiddle, CatchPhrase};
-use fake::faker::filesystem::en::{DirPath, FileName};
-use fake::faker::lorem::en::{Sentence, Word};
-use fake::Fake;
+use fake::locales::{Data, EN};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -62,18 +63,85 @@ impl Content {
         format!("{:012x}", self.rng.random::<u64>() & 0xffff_ffff_ffff)
     }
 
-    pub fn word(&mut self) -> String {
-        Word().fake_with_rng(&mut self.rng)
+    /// One entry of `list` (never empty: the lists are constants).
+    fn pick(&mut self, list: &[&'static str]) -> &'static str {
+        list[self.below(list.len())]
     }
 
+    pub fn word(&mut self) -> String {
+        self.pick(EN::LOREM_WORD).to_string()
+    }
+
+    /// Four to eight lorem words and a full stop.
     pub fn sentence(&mut self) -> String {
-        Sentence(4..9).fake_with_rng(&mut self.rng)
+        let mut out = String::with_capacity(64);
+        self.push_sentence(&mut out);
+        out
+    }
+
+    fn push_sentence(&mut self, out: &mut String) {
+        for i in 0..4 + self.below(5) {
+            if i > 0 {
+                out.push(' ');
+            }
+            out.push_str(self.pick(EN::LOREM_WORD));
+        }
+        out.push('.');
+    }
+
+    /// "Verb adjective nouns" (e.g. "Streamline robust platforms"), capitalized.
+    fn business_goal(&mut self) -> String {
+        let mut out = capitalize(self.pick(EN::COMPANY_BS_VERBS));
+        for list in [EN::COMPANY_BS_ADJ, EN::COMPANY_BS_NOUNS] {
+            out.push(' ');
+            out.push_str(self.pick(list));
+        }
+        out
+    }
+
+    /// "Head middle tail" (e.g. "Adaptive modular middleware").
+    fn catch_phrase(&mut self) -> String {
+        let mut out = String::with_capacity(48);
+        for (i, list) in [
+            EN::COMPANY_BUZZWORD_HEAD,
+            EN::COMPANY_BUZZWORD_MIDDLE,
+            EN::COMPANY_BUZZWORD_TAIL,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if i > 0 {
+                out.push(' ');
+            }
+            out.push_str(self.pick(list));
+        }
+        out
+    }
+
+    /// A source file name, e.g. `payment.rs`.
+    fn file_name(&mut self) -> String {
+        const EXTENSIONS: [&str; 8] = ["rs", "py", "go", "ts", "java", "sql", "yaml", "tf"];
+        let mut out = self.pick(EN::PATH_SEGMENTS).to_string();
+        out.push('.');
+        out.push_str(self.pick(&EXTENSIONS));
+        out
+    }
+
+    /// A directory, e.g. `src/world/case`.
+    fn dir_path(&mut self) -> String {
+        const ROOTS: [&str; 5] = ["src", "lib", "services", "config", "migrations"];
+        let mut out = self.pick(&ROOTS).to_string();
+        for _ in 0..1 + self.below(3) {
+            out.push('/');
+            out.push_str(self.pick(EN::PATH_SEGMENTS));
+        }
+        out
     }
 
     /// A task as a platform would phrase it.
     pub fn task_content(&mut self) -> String {
-        let thing: String = BuzzwordMiddle().fake_with_rng(&mut self.rng);
-        let goal: String = Bs().fake_with_rng(&mut self.rng);
+        let thing = self.pick(EN::COMPANY_BUZZWORD_MIDDLE);
+        let goal = self.business_goal().to_lowercase();
         format!(
             "Review the {} module and plan how to {goal}. {}",
             thing.to_lowercase(),
@@ -123,20 +191,15 @@ impl Content {
 
     /// Evidence carrying a well-formed level tag and no speculation.
     pub fn evidence(&mut self) -> String {
-        let file: String = FileName().fake_with_rng(&mut self.rng);
-        let tag = match self.below(4) {
-            0 => format!("[VERIFIED: {file}:line_{}]", 1 + self.below(900)),
-            1 => {
-                let other: String = FileName().fake_with_rng(&mut self.rng);
-                format!("[CORROBORATED: {file} + {other}]")
-            }
-            2 => {
-                let dir: String = DirPath().fake_with_rng(&mut self.rng);
-                format!("[INDICATED: {dir}]")
-            }
-            _ => "[POSSIBLE]".to_string(),
+        let file = self.file_name();
+        let mut out = match self.below(4) {
+            0 => format!("[VERIFIED: {file}:line_{}] ", 1 + self.below(900)),
+            1 => format!("[CORROBORATED: {file} + {}] ", self.file_name()),
+            2 => format!("[INDICATED: {}] ", self.dir_path()),
+            _ => "[POSSIBLE] ".to_string(),
         };
-        format!("{tag} {}", self.sentence())
+        self.push_sentence(&mut out);
+        out
     }
 
     fn severity(&mut self) -> Severity {
@@ -148,9 +211,8 @@ impl Content {
     }
 
     pub fn observation(&mut self) -> Observation {
-        let finding: String = CatchPhrase().fake_with_rng(&mut self.rng);
         Observation {
-            finding,
+            finding: self.catch_phrase(),
             evidence: self.evidence(),
             severity: self.severity(),
             confidence: Some(self.confidence()),
@@ -158,10 +220,10 @@ impl Content {
     }
 
     pub fn recommendation(&mut self) -> Recommendation {
-        let action: String = Bs().fake_with_rng(&mut self.rng);
+        let action = self.business_goal();
         let priority = ["critical", "high", "medium", "low"][self.below(4)].to_string();
         Recommendation {
-            action: capitalize(&action),
+            action,
             rationale: Some(self.sentence()),
             priority: Some(priority),
         }
@@ -193,7 +255,7 @@ impl Content {
     }
 
     pub fn synthesis(&mut self, trade_offs: usize, minority_views: usize) -> Synthesis {
-        let direction: String = Bs().fake_with_rng(&mut self.rng);
+        let direction = self.business_goal();
         let key_findings = (0..2)
             .map(|i| {
                 let agent = self.agent_name(i);
@@ -206,7 +268,7 @@ impl Content {
             })
             .collect();
         Synthesis {
-            recommended_direction: capitalize(&direction),
+            recommended_direction: direction,
             key_findings: Some(key_findings),
             trade_offs: Some((0..trade_offs).map(|_| self.sentence()).collect()),
             minority_views: Some(
