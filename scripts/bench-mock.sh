@@ -4,7 +4,8 @@
 #       `wrk -c 50 -t 2 -d 10s` (POST with a fixed /analyze body), against a bare hyper server
 #       (examples/bare_hyper.rs) answering every request with the very bytes the mock answered:
 #       req/s, wrk's p99 latency, the server's CPU per request; rounds alternate mock, bare, mock
-#       with --journal; the ratios are the median over the rounds;
+#       with --journal, then mock and bare once more with a new task_id in every request (so no
+#       answer repeats); the ratios are the median over the rounds;
 #   (2) accuracy of `slow:200ms`: 10,000 connections opened, then 10,000 POST /analyze sent at once
 #       (examples/slow_accuracy.rs); the time from each request written to its answer's first byte,
 #       minus 200 ms, as the client sees it; the same against bare hyper sleeping 200 ms (the
@@ -131,6 +132,27 @@ local f = assert(io.open("$tmp/body.json", "rb"))
 wrk.body = f:read("*a")
 f:close()
 EOF
+# The same body with a task_id of its own per request ("bench-<thread>-<n>"): every answer is
+# generated afresh and the observer follows a new task each time, as in a real deliberation.
+cat >"$tmp/unique.lua" <<EOF
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = assert(io.open("$tmp/body.json", "rb"))
+local template = f:read("*a")
+f:close()
+local before, after = template:match('^(.-"task_id":")[^"]*(".*)\$')
+assert(before, "body.json has no task_id")
+local threads = 0
+function setup(thread)
+    threads = threads + 1
+    thread:set("tid", threads)
+end
+local n = 0
+function request()
+    n = n + 1
+    return wrk.format(nil, nil, nil, before .. "bench-" .. tid .. "-" .. n .. after)
+end
+EOF
 cat >"$tmp/conforming.yaml" <<'EOF'
 # 100 conforming agents on one port; the benchmark talks to bench-1.
 agents:
@@ -176,11 +198,12 @@ post "$JOURNAL_URL" "$tmp/journal.bin" >/dev/null
 cmp -s "$tmp/answer.bin" "$tmp/journal.bin" || die "the journaled mock answers other bytes"
 ANSWER_BYTES=$(wc -c <"$tmp/answer.bin")
 
-# bench NAME PID URL : one wrk run; appends "RPS P99_MS CPU_US_PER_REQ ERRORS" to $tmp/NAME.runs.
+# bench NAME PID URL [SCRIPT] : one wrk run (SCRIPT: post.lua, or unique.lua); appends
+# "RPS P99_MS CPU_US_PER_REQ ERRORS" to $tmp/NAME.runs.
 bench() {
-    local name=$1 pid=$2 url=$3 t0 t1
+    local name=$1 pid=$2 url=$3 script=${4:-post.lua} t0 t1
     t0=$(cpu_ticks "$pid")
-    timeout 60 wrk -c 50 -t 2 -d "$DURATION" --latency -s "$tmp/post.lua" "$url" >"$tmp/wrk.out" ||
+    timeout 60 wrk -c 50 -t 2 -d "$DURATION" --latency -s "$tmp/$script" "$url" >"$tmp/wrk.out" ||
         die "wrk against $name failed: $(cat "$tmp/wrk.out")"
     t1=$(cpu_ticks "$pid")
     python3 - "$tmp/wrk.out" "$((t1 - t0))" "$(getconf CLK_TCK)" >>"$tmp/$name.runs" <<'EOF'
@@ -207,6 +230,8 @@ for round in $(seq "$ROUNDS"); do
     bench mock "$MOCK_PID" "$MOCK_URL"
     bench bare "$BARE_PID" "$BARE_URL"
     bench journal "$JOURNAL_PID" "$JOURNAL_URL"
+    bench mock-unique "$MOCK_PID" "$MOCK_URL" unique.lua
+    bench bare-unique "$BARE_PID" "$BARE_URL" unique.lua
 done
 JOURNAL_LINES=$(wc -l <"$tmp/journal.jsonl")
 JOURNAL_MB=$(du -m "$tmp/journal.jsonl" | cut -f1)
@@ -215,8 +240,8 @@ stop "$BARE_PID"
 stop "$JOURNAL_PID"
 rm -f "$tmp/journal.jsonl"
 
-# summary NAME : "median req/s, p99, CPU" of NAME's rounds; ratio NAME : the per-round ratios
-# NAME/bare and their median.
+# summary NAME : "median req/s, p99, CPU" of NAME's rounds; ratio NAME [BASE] : the per-round
+# ratios NAME/BASE (default bare) and their median.
 summary() {
     python3 - "$tmp/$1.runs" <<'EOF'
 import statistics, sys
@@ -229,7 +254,7 @@ print(f"{col(0):.0f} req/s, p99 {col(1):.2f} ms, server CPU {col(2):.1f} µs/req
 EOF
 }
 ratio() {
-    python3 - "$tmp/$1.runs" "$tmp/bare.runs" <<'EOF'
+    python3 - "$tmp/$1.runs" "$tmp/${2:-bare}.runs" <<'EOF'
 import statistics, sys
 a = [float(l.split()[0]) for l in open(sys.argv[1])]
 b = [float(l.split()[0]) for l in open(sys.argv[2])]
@@ -239,6 +264,7 @@ EOF
 }
 read -r RATIO RATIO_RUNS < <(ratio mock)
 read -r JRATIO JRATIO_RUNS < <(ratio journal)
+read -r URATIO URATIO_RUNS < <(ratio mock-unique bare-unique)
 
 # ---- (2) slow:200ms accuracy ------------------------------------------------------------------------
 echo "measuring (2) slow:200ms with $CONNS requests at once…" >&2
@@ -354,7 +380,8 @@ echo "How measured: everything on 127.0.0.1; client and server share the machine
 echo "other load on it). (1) wrk -c 50 -t 2 -d $DURATION --latency, POST /agents/bench-1/analyze of a"
 echo "100-agent shared-port fleet, a $BODY_BYTES-byte JSON body; bare hyper answers the mock's own $ANSWER_BYTES-byte"
 echo "answer (same content-type); server CPU = its utime+stime over the run / requests; $ROUNDS rounds"
-echo "(mock, bare, mock --journal), medians. (2) $CONNS connections opened first, then one POST each, all"
+echo "(mock, bare, mock --journal), medians; (1') the same with a task_id of its own per request"
+echo "(wrk's request function), so no two answers are alike. (2) $CONNS connections opened first, then one POST each, all"
 echo "at once; the client times each from the write of its request to the first byte of the answer: it"
 echo "includes the client's own scheduling and the server's queue before it reads a request; \"early\""
 echo "counts from the write's start (sound: the server cannot have the request before), and in"
@@ -369,6 +396,9 @@ row "(1) mock --journal" "$(summary journal); journal: $JOURNAL_LINES lines, $JO
 row "(1) bare hyper, same answer" "$(summary bare)"
 row "(1) ratio mock / bare" "$RATIO (median; rounds: $RATIO_RUNS) — target ≥ 0.8: $(verdict "$RATIO" ">=" 0.8)"
 row "(1) ratio mock --journal / bare" "$JRATIO (median; rounds: $JRATIO_RUNS)"
+row "(1') mock, a new task_id per request" "$(summary mock-unique)"
+row "(1') bare hyper, the same requests" "$(summary bare-unique)"
+row "(1') ratio mock / bare, new task_ids" "$URATIO (median; rounds: $URATIO_RUNS)"
 row "(2) slow:200ms, one request alone (curl)" "first byte after $SLOW_SINGLE_MS ms"
 row "(2) slow:200ms, $CONNS at once (client)" "$(burst_line mock-slow)"
 row "    target: 0 early, p99 ≤ 5 ms" "$(verdict "$(kv mock-slow early_from_write_start)" "<=" 0) / $(verdict "$(kv mock-slow over_p99_ms)" "<=" 5); server peak RSS $(mb "$SLOW_RSS")"

@@ -495,11 +495,14 @@ fn reason(status: u16) -> &'static str {
         .unwrap_or("Unknown")
 }
 
-/// The status line and headers of `plan`.
-pub fn head(plan: &Plan, close: bool) -> Vec<u8> {
+/// The status line and headers of `plan`, in a buffer with room for `room` more bytes (the body,
+/// when it goes out in the same write).
+pub fn head(plan: &Plan, close: bool, room: usize) -> Vec<u8> {
+    use std::io::Write as _;
     let r = &plan.response;
-    let mut out = Vec::with_capacity(128 + r.headers.len() * 32);
-    out.extend_from_slice(format!("HTTP/1.1 {} {}\r\n", r.status, reason(r.status)).as_bytes());
+    let mut out = Vec::with_capacity(160 + r.headers.len() * 48 + room);
+    // Writing into a Vec cannot fail.
+    let _ = write!(out, "HTTP/1.1 {} {}\r\n", r.status, reason(r.status));
     for (name, value) in &r.headers {
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b": ");
@@ -508,10 +511,10 @@ pub fn head(plan: &Plan, close: bool) -> Vec<u8> {
     }
     match plan.framing {
         Framing::Length => {
-            out.extend_from_slice(format!("content-length: {}\r\n", r.body.len()).as_bytes())
+            let _ = write!(out, "content-length: {}\r\n", r.body.len());
         }
         Framing::Lie { declared } => {
-            out.extend_from_slice(format!("content-length: {declared}\r\n").as_bytes())
+            let _ = write!(out, "content-length: {declared}\r\n");
         }
         Framing::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
     }
@@ -677,15 +680,16 @@ async fn run_plan(
         && plan.dribble.is_none()
     {
         // The common case: head and body in one write (one segment, one wake-up for the peer).
-        let mut whole = head(plan, close);
-        whole.extend_from_slice(&framed_body(plan));
+        let body = framed_body(plan);
+        let mut whole = head(plan, close, body.len());
+        whole.extend_from_slice(&body);
         w.write(&whole).await?;
         return Ok(match plan.framing {
             Framing::Lie { .. } => Outcome::Closed,
             _ => Outcome::Complete,
         });
     }
-    w.write(&head(plan, close)).await?;
+    w.write(&head(plan, close, 0)).await?;
     if plan.fault == Fault::ResetAfterHead {
         return Ok(Outcome::Reset);
     }
