@@ -5,7 +5,8 @@
 #       (examples/bare_hyper.rs) answering every request with the very bytes the mock answered:
 #       req/s, wrk's p99 latency, the server's CPU per request; rounds alternate mock, bare, mock
 #       with --journal, then mock and bare once more with a new task_id in every request (so no
-#       answer repeats); the ratios are the median over the rounds;
+#       answer repeats), and, when oha is installed, mock and bare under `oha -c 50` too; the
+#       ratios are the median over the rounds;
 #   (2) accuracy of `slow:200ms`: 10,000 connections opened, then 10,000 POST /analyze sent at once
 #       (examples/slow_accuracy.rs); the time from each request written to its answer's first byte,
 #       minus 200 ms, as the client sees it; the same against bare hyper sleeping 200 ms (the
@@ -36,6 +37,8 @@ die() {
 for tool in wrk curl python3 ss; do
     command -v "$tool" >/dev/null || die "$tool is missing (apt-get install -y wrk curl python3 iproute2)"
 done
+# oha is optional: with it, (1) is measured under oha as well.
+OHA=$(command -v oha || true)
 
 cargo build --release --examples --bins
 BIN=$TARGET_DIR/release/agent-tck
@@ -181,7 +184,7 @@ post() { # post URL OUT : POSTs the body; prints "STATUS TTFB_S CONTENT_TYPE".
 }
 
 # ---- (1) throughput -------------------------------------------------------------------------------
-echo "measuring (1) throughput: $ROUNDS rounds of mock, bare hyper, mock --journal, wrk $DURATION each…" >&2
+echo "measuring (1) throughput: $ROUNDS rounds of mock, bare hyper, mock --journal (wrk), then with new task_ids (wrk)${OHA:+ and under oha}, $DURATION each…" >&2
 start mock 10 "$BIN" mock fleet --config "$tmp/conforming.yaml" --port 0 --seed 1
 MOCK_PID=$PID MOCK_URL=$URL/agents/bench-1/analyze
 start journal 10 "$BIN" mock fleet --config "$tmp/conforming.yaml" --port 0 --seed 1 \
@@ -198,25 +201,41 @@ post "$JOURNAL_URL" "$tmp/journal.bin" >/dev/null
 cmp -s "$tmp/answer.bin" "$tmp/journal.bin" || die "the journaled mock answers other bytes"
 ANSWER_BYTES=$(wc -c <"$tmp/answer.bin")
 
-# bench NAME PID URL [SCRIPT] : one wrk run (SCRIPT: post.lua, or unique.lua); appends
-# "RPS P99_MS CPU_US_PER_REQ ERRORS" to $tmp/NAME.runs.
+# bench NAME PID URL [SCRIPT|oha] : one run of wrk with SCRIPT (post.lua, the default, or
+# unique.lua), or of oha with the fixed body; appends "RPS P99_MS CPU_US_PER_REQ ERRORS" to
+# $tmp/NAME.runs.
 bench() {
-    local name=$1 pid=$2 url=$3 script=${4:-post.lua} t0 t1
+    local name=$1 pid=$2 url=$3 how=${4:-post.lua} t0 t1
     t0=$(cpu_ticks "$pid")
-    timeout 60 wrk -c 50 -t 2 -d "$DURATION" --latency -s "$tmp/$script" "$url" >"$tmp/wrk.out" ||
-        die "wrk against $name failed: $(cat "$tmp/wrk.out")"
+    if [ "$how" = oha ]; then
+        timeout 60 oha -c 50 -z "$DURATION" --no-tui --output-format json -m POST \
+            -H 'content-type: application/json' -D "$tmp/body.json" "$url" >"$tmp/load.out" ||
+            die "oha against $name failed: $(head -c 500 "$tmp/load.out")"
+    else
+        timeout 60 wrk -c 50 -t 2 -d "$DURATION" --latency -s "$tmp/$how" "$url" >"$tmp/load.out" ||
+            die "wrk against $name failed: $(cat "$tmp/load.out")"
+    fi
     t1=$(cpu_ticks "$pid")
-    python3 - "$tmp/wrk.out" "$((t1 - t0))" "$(getconf CLK_TCK)" >>"$tmp/$name.runs" <<'EOF'
-import re, sys
-text = open(sys.argv[1]).read()
-ticks, hz = int(sys.argv[2]), int(sys.argv[3])
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-total = int(re.search(r"(\d+) requests in", text).group(1))
-v, unit = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\s*$", text, re.M).groups()
-p99 = float(v) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
-errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", text))
-m = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-errors += int(m.group(1)) if m else 0
+    python3 - "$tmp/load.out" "$how" "$((t1 - t0))" "$(getconf CLK_TCK)" >>"$tmp/$name.runs" <<'EOF'
+import json, re, sys
+text, how = open(sys.argv[1]).read(), sys.argv[2]
+ticks, hz = int(sys.argv[3]), int(sys.argv[4])
+if how == "oha":
+    d = json.loads(text)
+    rps, p99 = d["summary"]["requestsPerSec"], d["latencyPercentiles"]["p99"] * 1e3
+    codes = {int(k): v for k, v in d["statusCodeDistribution"].items()}
+    total = sum(codes.values())
+    # Requests still in flight when -z ends are aborted by oha itself: not errors.
+    errors = sum(v for k, v in codes.items() if k != 200) + sum(
+        v for k, v in d["errorDistribution"].items() if "deadline" not in k)
+else:
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+    total = int(re.search(r"(\d+) requests in", text).group(1))
+    v, unit = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\s*$", text, re.M).groups()
+    p99 = float(v) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+    errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", text))
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    errors += int(m.group(1)) if m else 0
 print(f"{rps:.0f} {p99:.2f} {ticks / hz * 1e6 / max(total, 1):.1f} {errors}")
 EOF
 }
@@ -232,6 +251,10 @@ for round in $(seq "$ROUNDS"); do
     bench journal "$JOURNAL_PID" "$JOURNAL_URL"
     bench mock-unique "$MOCK_PID" "$MOCK_URL" unique.lua
     bench bare-unique "$BARE_PID" "$BARE_URL" unique.lua
+    if [ -n "$OHA" ]; then
+        bench mock-oha "$MOCK_PID" "$MOCK_URL" oha
+        bench bare-oha "$BARE_PID" "$BARE_URL" oha
+    fi
 done
 JOURNAL_LINES=$(wc -l <"$tmp/journal.jsonl")
 JOURNAL_MB=$(du -m "$tmp/journal.jsonl" | cut -f1)
@@ -265,6 +288,7 @@ EOF
 read -r RATIO RATIO_RUNS < <(ratio mock)
 read -r JRATIO JRATIO_RUNS < <(ratio journal)
 read -r URATIO URATIO_RUNS < <(ratio mock-unique bare-unique)
+[ -z "$OHA" ] || read -r ORATIO ORATIO_RUNS < <(ratio mock-oha bare-oha)
 
 # ---- (2) slow:200ms accuracy ------------------------------------------------------------------------
 echo "measuring (2) slow:200ms with $CONNS requests at once…" >&2
@@ -381,13 +405,14 @@ echo "other load on it). (1) wrk -c 50 -t 2 -d $DURATION --latency, POST /agents
 echo "100-agent shared-port fleet, a $BODY_BYTES-byte JSON body; bare hyper answers the mock's own $ANSWER_BYTES-byte"
 echo "answer (same content-type); server CPU = its utime+stime over the run / requests; $ROUNDS rounds"
 echo "(mock, bare, mock --journal), medians; (1') the same with a task_id of its own per request"
-echo "(wrk's request function), so no two answers are alike. (2) $CONNS connections opened first, then one POST each, all"
-echo "at once; the client times each from the write of its request to the first byte of the answer: it"
-echo "includes the client's own scheduling and the server's queue before it reads a request; \"early\""
-echo "counts from the write's start (sound: the server cannot have the request before), and in"
-echo "parentheses from its return (a client preempted after its write looks early). --journal adds the"
-echo "server's own view. (3) RSS one second after one request. (4) RSS 2 s after the last of the"
-echo "$CONNS requests was written."
+echo "(wrk's request function), so no two answers are alike; (1\") the fixed body under oha -c 50"
+echo "(oha spends more CPU per request than wrk, leaving the servers less of the shared CPUs)."
+echo "(2) $CONNS connections opened first, then one POST each, all at once; the client times each"
+echo "from the write of its request to the first byte of the answer: it includes the client's own"
+echo "scheduling and the server's queue before it reads a request; \"early\" counts from the write's"
+echo "start (sound: the server cannot have the request before), and in parentheses from its return (a"
+echo "client preempted after its write looks early). --journal adds the server's own view. (3) RSS one"
+echo "second after one request. (4) RSS 2 s after the last of the $CONNS requests was written."
 echo
 row "figure" "value"
 row "----------------------------------------------" "-----"
@@ -399,6 +424,13 @@ row "(1) ratio mock --journal / bare" "$JRATIO (median; rounds: $JRATIO_RUNS)"
 row "(1') mock, a new task_id per request" "$(summary mock-unique)"
 row "(1') bare hyper, the same requests" "$(summary bare-unique)"
 row "(1') ratio mock / bare, new task_ids" "$URATIO (median; rounds: $URATIO_RUNS)"
+if [ -n "$OHA" ]; then
+    row "(1\") mock, under oha" "$(summary mock-oha)"
+    row "(1\") bare hyper, under oha" "$(summary bare-oha)"
+    row "(1\") ratio mock / bare, under oha" "$ORATIO (median; rounds: $ORATIO_RUNS) — target ≥ 0.8: $(verdict "$ORATIO" ">=" 0.8)"
+else
+    row "(1\") under oha" "not measured: oha is not installed (cargo install oha)"
+fi
 row "(2) slow:200ms, one request alone (curl)" "first byte after $SLOW_SINGLE_MS ms"
 row "(2) slow:200ms, $CONNS at once (client)" "$(burst_line mock-slow)"
 row "    target: 0 early, p99 ≤ 5 ms" "$(verdict "$(kv mock-slow early_from_write_start)" "<=" 0) / $(verdict "$(kv mock-slow over_p99_ms)" "<=" 5); server peak RSS $(mb "$SLOW_RSS")"

@@ -360,6 +360,28 @@ mod tests {
     }
 
     #[test]
+    fn phrases_have_their_shape() {
+        let mut c = Content::new(3, "shapes");
+        for _ in 0..200 {
+            let sentence = c.sentence();
+            let words = sentence.trim_end_matches('.').split(' ').count();
+            assert!(
+                sentence.ends_with('.') && (4..=8).contains(&words),
+                "{sentence:?}"
+            );
+            let goal = c.business_goal();
+            // Three parts; a part may be two words ("web services").
+            assert!(goal.split(' ').count() >= 3, "{goal:?}");
+            assert!(goal.starts_with(|ch: char| ch.is_uppercase()), "{goal:?}");
+            assert!(c.catch_phrase().split(' ').count() >= 3);
+            let file = c.file_name();
+            let (stem, ext) = file.rsplit_once('.').expect("an extension");
+            assert!(!stem.is_empty() && ext.len() >= 2, "{file:?}");
+            assert!(c.dir_path().split('/').count() >= 2);
+        }
+    }
+
+    #[test]
     fn text_has_the_asked_length() {
         assert_eq!(Content::new(1, "t").text(1234).chars().count(), 1234);
     }
