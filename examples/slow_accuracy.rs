@@ -2,13 +2,17 @@
 //!
 //! ```text
 //! cargo run --release --example slow_accuracy -- --url http://127.0.0.1:PORT/agents/slow/analyze \
-//!     [--connections 10000] [--delay 200ms] [--body FILE] [--timeout 30s] [--hold 10s]
+//!     [--connections 10000] [--delay 200ms] [--body FILE] [--timeout 30s] [--hold 10s] \
+//!     [--rate 5000]
 //! ```
 //!
 //! It opens every connection first (64 at a time, 5 ms apart, so the server's listen backlog of
 //! 128 does not overflow), waits a second for the server to accept them all, then releases them
 //! together: each sends one `POST` (the body from `--body`, or a small round-table /analyze
-//! request).
+//! request). With `--rate R` they are released R per second instead (connection i at i/R s):
+//! with a delay D, about R × D requests are in flight at once, at a pace a server can read —
+//! the burst measures the server's queue as much as its timer; the paced run measures the timer.
+//! It prints the peak number of requests in flight (written, answer not yet begun).
 //!
 //! - Measure mode (default): per request, the time from the return of the `write` that put the
 //!   request's last byte in the kernel to the first response byte read, and the whole answer
@@ -57,6 +61,8 @@ struct Args {
     body: Vec<u8>,
     timeout: Duration,
     hold: Option<Duration>,
+    /// Requests released per second (None: all at once).
+    rate: Option<f64>,
 }
 
 fn duration(flag: &str, value: &str) -> Duration {
@@ -71,6 +77,7 @@ fn parse_args() -> Args {
     let mut body = DEFAULT_BODY.as_bytes().to_vec();
     let mut timeout = Duration::from_secs(30);
     let mut hold = None;
+    let mut rate = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = args
@@ -92,6 +99,15 @@ fn parse_args() -> Args {
             }
             "--timeout" => timeout = duration(&arg, &value),
             "--hold" => hold = Some(duration(&arg, &value)),
+            "--rate" => {
+                rate = Some(
+                    value
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|r| r.is_finite() && *r > 0.0)
+                        .unwrap_or_else(|| usage(&format!("--rate {value:?}: not a rate"))),
+                )
+            }
             other => usage(&format!("unknown argument {other:?}")),
         }
     }
@@ -109,6 +125,7 @@ fn parse_args() -> Args {
         body,
         timeout,
         hold,
+        rate,
     }
 }
 
@@ -118,6 +135,9 @@ enum Outcome {
     Answered {
         after_write: Duration,
         before_write: Duration,
+        /// When the write began, and when the first answer byte came (for the peak in flight).
+        began: Instant,
+        first: Instant,
     },
     /// Request sent and held (hold mode).
     Held,
@@ -159,9 +179,10 @@ async fn read_answer(stream: &mut TcpStream) -> Result<Instant, String> {
 }
 
 async fn exchange(
+    index: usize,
     args: Arc<Args>,
     request: Arc<Vec<u8>>,
-    mut go: watch::Receiver<bool>,
+    mut go: watch::Receiver<Option<Instant>>,
     connected: tokio::sync::mpsc::Sender<()>,
     stop: watch::Receiver<bool>,
 ) -> Outcome {
@@ -175,8 +196,13 @@ async fn exchange(
     let _ = stream.set_nodelay(true);
     let _ = connected.send(()).await;
     drop(connected);
-    if go.wait_for(|&g| g).await.is_err() {
-        return Outcome::Failed("never released".into());
+    let released = match go.wait_for(Option::is_some).await {
+        Ok(at) => at.unwrap_or_else(Instant::now),
+        Err(_) => return Outcome::Failed("never released".into()),
+    };
+    if let Some(rate) = args.rate {
+        tokio::time::sleep_until((released + Duration::from_secs_f64(index as f64 / rate)).into())
+            .await;
     }
     let before = Instant::now();
     if let Err(e) = stream.write_all(&request).await {
@@ -193,9 +219,27 @@ async fn exchange(
         Ok(first) => Outcome::Answered {
             after_write: first.saturating_duration_since(written),
             before_write: first.saturating_duration_since(before),
+            began: before,
+            first,
         },
         Err(e) => Outcome::Failed(e),
     }
+}
+
+/// The most exchanges in flight at once: begun (request being written) and not yet answered.
+fn peak_in_flight(spans: &[(Instant, Instant)]) -> usize {
+    let mut edges: Vec<(Instant, i32)> = spans
+        .iter()
+        .flat_map(|&(began, first)| [(began, 1), (first, -1)])
+        .collect();
+    // At equal instants an answer ends before a request begins.
+    edges.sort();
+    let (mut now, mut peak) = (0i32, 0i32);
+    for (_, step) in edges {
+        now += step;
+        peak = peak.max(now);
+    }
+    peak as usize
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -219,7 +263,7 @@ async fn main() {
     request.extend_from_slice(&args.body);
     let request = Arc::new(request);
     let n = args.connections;
-    let (go_tx, go_rx) = watch::channel(false);
+    let (go_tx, go_rx) = watch::channel(None);
     let (stop_tx, stop_rx) = watch::channel(false);
     let (connected_tx, mut connected_rx) = tokio::sync::mpsc::channel::<()>(n);
     let started = Instant::now();
@@ -230,8 +274,9 @@ async fn main() {
     let mut ready = 0;
     while ready < n {
         let batch = CONNECT_BATCH.min(n - ready);
-        for _ in 0..batch {
+        for i in ready..ready + batch {
             tasks.spawn(exchange(
+                i,
                 args.clone(),
                 request.clone(),
                 go_rx.clone(),
@@ -259,7 +304,7 @@ async fn main() {
     let connect_s = started.elapsed().as_secs_f64();
     // Let the server accept (and start reading) every connection before the burst.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let _ = go_tx.send(true);
+    let _ = go_tx.send(Some(Instant::now()));
     if let Some(hold) = args.hold {
         // Give every task time to write, then say so and hold.
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -269,6 +314,7 @@ async fn main() {
         let _ = stop_tx.send(true);
     }
     let mut answered = Vec::with_capacity(n);
+    let mut spans = Vec::with_capacity(n);
     let mut early_before_write = 0usize;
     let mut held = 0usize;
     let mut failures: Vec<String> = Vec::new();
@@ -278,8 +324,11 @@ async fn main() {
             Ok(Some(Ok(Outcome::Answered {
                 after_write,
                 before_write,
+                began,
+                first,
             }))) => {
                 answered.push(after_write.as_secs_f64() * 1e3);
+                spans.push((began, first));
                 if before_write < args.delay {
                     early_before_write += 1;
                 }
@@ -328,6 +377,7 @@ async fn main() {
         let over: Vec<f64> = answered.iter().map(|a| a - delay_ms).collect();
         let early = over.iter().filter(|&&o| o < 0.0).count();
         println!("answered={}", answered.len());
+        println!("peak_in_flight={}", peak_in_flight(&spans));
         println!("early={early}");
         println!("early_from_write_start={early_before_write}");
         println!(

@@ -12,6 +12,8 @@
 #       minus 200 ms, as the client sees it; the same against bare hyper sleeping 200 ms (the
 #       baseline of this machine); and once more with --journal, whose answer records give the
 #       server's own view (request read → first byte written);
+#   (2') the same 10,000 in flight at once, but released 5,000 a second against `slow:2s`, so the
+#       server reads them as they come: the timer's accuracy rather than the server's queue;
 #   (3) resident memory of an idle 10,000-agent fleet (generate: 10000, one port);
 #   (4) resident memory of a `hang` agent holding 10,000 connections with a request each.
 # Every server started here is killed on exit.
@@ -167,6 +169,11 @@ agents:
   - name: slow
     behaviors: ["slow:200ms"]
 EOF
+cat >"$tmp/slow2s.yaml" <<'EOF'
+agents:
+  - name: slow
+    behaviors: ["slow:2s"]
+EOF
 cat >"$tmp/hang.yaml" <<'EOF'
 agents:
   - name: hung
@@ -292,21 +299,23 @@ read -r URATIO URATIO_RUNS < <(ratio mock-unique bare-unique)
 
 # ---- (2) slow:200ms accuracy ------------------------------------------------------------------------
 echo "measuring (2) slow:200ms with $CONNS requests at once…" >&2
-# burst NAME URL [N] : runs a burst of N (default CONNS); keeps its key=value lines in $tmp/NAME.burst.
+# burst NAME URL [N [DELAY [RATE]]] : N requests (default CONNS) against an agent that waits DELAY
+# (default 200ms), all at once or RATE a second; keeps the key=value lines in $tmp/NAME.burst.
 burst() {
     local rc=0
-    timeout 45 "$BURST" --url "$2" --body "$tmp/body.json" --connections "${3:-$CONNS}" --delay 200ms \
-        --timeout 30s >"$tmp/$1.burst" 2>"$tmp/$1.burst.err" || rc=$?
+    timeout 45 "$BURST" --url "$2" --body "$tmp/body.json" --connections "${3:-$CONNS}" \
+        --delay "${4:-200ms}" ${5:+--rate "$5"} --timeout 30s >"$tmp/$1.burst" 2>"$tmp/$1.burst.err" || rc=$?
     echo "rc=$rc" >>"$tmp/$1.burst"
     grep -q '^answered=' "$tmp/$1.burst" || die "the burst against $1 did not finish: $(cat "$tmp/$1.burst.err")"
 }
 kv() { grep -m1 "^$2=" "$tmp/$1.burst" | cut -d= -f2; }
+# burst_line NAME [DELAY_MS] : one burst's figures, overshoot over DELAY_MS (default 200).
 burst_line() {
     local n=$1
-    printf '%s/%s answered, %s failed; early: %s (%s from the write'"'"'s return); min %s ms; over 200 ms: p50 %s, p99 %s, max %s ms' \
-        "$(kv "$n" answered)" "$(kv "$n" connections)" "$(kv "$n" failed)" \
-        "$(kv "$n" early_from_write_start)" "$(kv "$n" early)" \
-        "$(kv "$n" min_ms)" "$(kv "$n" over_p50_ms)" "$(kv "$n" over_p99_ms)" "$(kv "$n" over_max_ms)"
+    printf '%s/%s answered (peak in flight %s), %s failed; early: %s (%s from the write'"'"'s return); min %s ms; over %s ms: p50 %s, p99 %s, max %s ms' \
+        "$(kv "$n" answered)" "$(kv "$n" connections)" "$(kv "$n" peak_in_flight)" "$(kv "$n" failed)" \
+        "$(kv "$n" early_from_write_start)" "$(kv "$n" early)" "$(kv "$n" min_ms)" "${2:-200}" \
+        "$(kv "$n" over_p50_ms)" "$(kv "$n" over_p99_ms)" "$(kv "$n" over_max_ms)"
 }
 
 start slow 10 "$BIN" mock fleet --config "$tmp/slow.yaml" --port 0 --seed 1
@@ -327,6 +336,20 @@ BARE_SLOW_PID=$PID
 post "$URL/agents/slow/analyze" /dev/null >/dev/null
 burst bare-slow "$URL/agents/slow/analyze"
 stop "$BARE_SLOW_PID"
+
+# (2') The same number in flight at once, paced: released at CONNS/2 a second against an agent
+# that waits 2 s, so the server can read them as they come; then the same against bare hyper.
+PACE=$((CONNS / 2))
+start slow-paced 10 "$BIN" mock fleet --config "$tmp/slow2s.yaml" --port 0 --seed 1
+SP_PID=$PID
+post "$URL/agents/slow/analyze" /dev/null >/dev/null
+burst mock-paced "$URL/agents/slow/analyze" "$CONNS" 2s "$PACE"
+stop "$SP_PID"
+start bare-paced 10 "$BARE" --body "$tmp/answer.bin" --content-type "$ctype" --delay 2s
+BP_PID=$PID
+post "$URL/agents/slow/analyze" /dev/null >/dev/null
+burst bare-paced "$URL/agents/slow/analyze" "$CONNS" 2s "$PACE"
+stop "$BP_PID"
 
 start slow-journal 10 "$BIN" mock fleet --config "$tmp/slow.yaml" --port 0 --seed 1 \
     --journal "$tmp/slow.jsonl"
@@ -411,8 +434,10 @@ echo "(2) $CONNS connections opened first, then one POST each, all at once; the 
 echo "from the write of its request to the first byte of the answer: it includes the client's own"
 echo "scheduling and the server's queue before it reads a request; \"early\" counts from the write's"
 echo "start (sound: the server cannot have the request before), and in parentheses from its return (a"
-echo "client preempted after its write looks early). --journal adds the server's own view. (3) RSS one"
-echo "second after one request. (4) RSS 2 s after the last of the $CONNS requests was written."
+echo "client preempted after its write looks early). --journal adds the server's own view. (2') the"
+echo "same number in flight at once, but released $((CONNS / 2)) a second against a 2 s delay (the client's"
+echo "--rate). (3) RSS one second after one request. (4) RSS 2 s after the last of the $CONNS requests"
+echo "was written."
 echo
 row "figure" "value"
 row "----------------------------------------------" "-----"
@@ -440,6 +465,8 @@ done
 row "(2) baseline: bare hyper + sleep_until 200 ms" "$(burst_line bare-slow)"
 row "(2) mock --journal (client)" "$(burst_line mock-slow-journal)"
 row "(2) mock --journal (server's own view)" "$SERVER_SIDE"
+row "(2') slow:2s, $CONNS in flight, $PACE/s (client)" "$(burst_line mock-paced 2000) — p99 ≤ 5 ms: $(verdict "$(kv mock-paced over_p99_ms)" "<=" 5)"
+row "(2') baseline: bare hyper, the same" "$(burst_line bare-paced 2000)"
 row "(3) idle fleet of $AGENTS agents, RSS" "$(mb "$BIG_RSS") (peak $(mb "$BIG_HWM"); listening after $BIG_START_MS ms; $BIG_STOP) — target < 100 MB: $(verdict "$BIG_RSS" "<=" 102400)"
 row "(4) hang agent, RSS before" "$(mb "$HANG_RSS0")"
 row "(4) hang agent, $CONNS connections held" "$(mb "$HANG_RSS") ($(awk -v a="$HANG_RSS" -v b="$HANG_RSS0" -v n="$CONNS" 'BEGIN { printf "%.1f", (a - b) / n }') KB per connection; $HELD established, $UNREAD with unread bytes; client: $HOLD_FAILED failed, exit $rc) — target < 200 MB: $(verdict "$HANG_RSS" "<=" 204800)"
