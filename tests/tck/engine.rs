@@ -115,6 +115,32 @@ async fn a_connection_carries_several_requests_until_the_client_closes_it() {
     served.stop(Duration::from_secs(1)).await;
 }
 
+/// `Connection` is a list of tokens, in any case: `close` among others closes; HTTP/1.0 stays open
+/// only with `keep-alive`.
+#[tokio::test]
+async fn connection_tokens_are_read_as_a_list() {
+    let served = serve_one("conforming", Journal::off(Instant::now())).await;
+    let cases = [
+        ("HTTP/1.1", "Connection: Upgrade, Close\r\n", true),
+        ("HTTP/1.1", "Connection: not-close\r\n", false),
+        ("HTTP/1.0", "Connection: Keep-Alive\r\n", false),
+        ("HTTP/1.0", "", true),
+    ];
+    for (version, header, closes) in cases {
+        let mut stream = connect(&served).await;
+        let request = post("/analyze", ANALYZE, header).replacen("HTTP/1.1", version, 1);
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let (status, head, _) = read_response(&mut stream).await;
+        assert_eq!(status, 200, "{version} {header:?}: {head}");
+        let expected = if closes { "close" } else { "keep-alive" };
+        assert!(
+            head.contains(&format!("connection: {expected}")),
+            "{version} {header:?}: {head}"
+        );
+    }
+    served.stop(Duration::from_secs(1)).await;
+}
+
 #[tokio::test]
 async fn chunked_bodies_and_expect_continue_are_understood() {
     let served = serve_one("conforming", Journal::off(Instant::now())).await;
