@@ -5,7 +5,6 @@
 
 use std::time::{Duration, Instant};
 
-use agent_tck::probe::ProbeSettings;
 use agent_tck::report::{Report, Status};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -15,18 +14,12 @@ use crate::support::*;
 const ANALYZE: &str = "analyze.response";
 
 /// Probes only `analyze.response` (and `agent.reachable`, which it needs) at `url`.
-async fn probe_analyze(
-    url: &str,
-    timeout: Duration,
-    max_body: usize,
-    tweak: impl FnOnce(&mut ProbeSettings),
-) -> (Report, Duration) {
+async fn probe_analyze(url: &str, timeout: Duration, max_body: usize) -> (Report, Duration) {
     let started = Instant::now();
     let report = probe_with(url, |s| {
         s.only = vec![ANALYZE.into()];
         s.timeout = timeout;
         s.max_body = max_body;
-        tweak(s);
     })
     .await;
     (report, started.elapsed())
@@ -82,11 +75,24 @@ fn number_after(message: &str, after: &str) -> usize {
         .unwrap_or_else(|_| panic!("no number after {after:?} in {message:?}"))
 }
 
+/// Probes `url` (deadline `timeout`, the default body cap): exactly analyze.response fails, its
+/// message holding every needle. Returns how long the probe took.
+async fn assert_analyze_fails(url: &str, timeout: Duration, needles: &[&str]) -> Duration {
+    let (report, elapsed) = probe_analyze(url, timeout, 5_000_000).await;
+    assert_fails(&report, &[ANALYZE], ANALYZE, needles);
+    elapsed
+}
+
+/// The probe gave up on a slow peer within `limit` rather than hanging.
+fn assert_prompt(elapsed: Duration, limit: Duration) {
+    assert!(elapsed < limit, "the probe hung: {elapsed:?}");
+}
+
 /// Probes an agent whose body never ends (with --max-body 100000): exactly analyze.response
 /// fails, saying so, after reading at most one frame past the cap, and promptly.
 async fn assert_stops_at_max_body(url: &str) {
     let max_body = 100_000;
-    let (report, elapsed) = probe_analyze(url, Duration::from_secs(30), max_body, |_| {}).await;
+    let (report, elapsed) = probe_analyze(url, Duration::from_secs(30), max_body).await;
     assert_fails(
         &report,
         &[ANALYZE],
@@ -101,10 +107,7 @@ async fn assert_stops_at_max_body(url: &str) {
         read > max_body && read <= max_body + 128 * 1024,
         "read {read} bytes for a max_body of {max_body}"
     );
-    assert!(
-        elapsed < Duration::from_secs(10),
-        "the probe hung: {elapsed:?}"
-    );
+    assert_prompt(elapsed, Duration::from_secs(10));
 }
 
 // ---- time: a peer that is slow on purpose ----------------------------------------------------
@@ -126,20 +129,16 @@ async fn a_body_trickled_one_byte_a_second_is_cut_off_at_the_total_deadline() {
         }
     })
     .await;
-    let (report, elapsed) = probe_analyze(&url, Duration::from_secs(2), 5_000_000, |_| {}).await;
-    assert_fails(
-        &report,
-        &[ANALYZE],
-        ANALYZE,
+    let elapsed = assert_analyze_fails(
+        &url,
+        Duration::from_secs(2),
         &[
             "no complete answer within 2s (the deadline, --timeout)",
             "body still arriving after",
         ],
-    );
-    assert!(
-        elapsed < Duration::from_secs(8),
-        "the probe hung: {elapsed:?}"
-    );
+    )
+    .await;
+    assert_prompt(elapsed, Duration::from_secs(8));
 }
 
 #[tokio::test]
@@ -153,20 +152,16 @@ async fn a_head_trickled_one_byte_a_second_is_cut_off_at_the_total_deadline() {
         }
     })
     .await;
-    let (report, elapsed) = probe_analyze(&url, Duration::from_secs(2), 5_000_000, |_| {}).await;
-    assert_fails(
-        &report,
-        &[ANALYZE],
-        ANALYZE,
+    let elapsed = assert_analyze_fails(
+        &url,
+        Duration::from_secs(2),
         &[
             "no complete answer within 2s (the deadline, --timeout)",
             "no response head received",
         ],
-    );
-    assert!(
-        elapsed < Duration::from_secs(8),
-        "the probe hung: {elapsed:?}"
-    );
+    )
+    .await;
+    assert_prompt(elapsed, Duration::from_secs(8));
 }
 
 #[tokio::test]
@@ -177,20 +172,16 @@ async fn a_peer_that_accepts_and_never_answers_times_out() {
         drop(stream);
     })
     .await;
-    let (report, elapsed) = probe_analyze(&url, Duration::from_secs(1), 5_000_000, |_| {}).await;
-    assert_fails(
-        &report,
-        &[ANALYZE],
-        ANALYZE,
+    let elapsed = assert_analyze_fails(
+        &url,
+        Duration::from_secs(1),
         &[
             "no complete answer within 1s (the deadline, --timeout)",
             "no response head received",
         ],
-    );
-    assert!(
-        elapsed < Duration::from_secs(6),
-        "the probe hung: {elapsed:?}"
-    );
+    )
+    .await;
+    assert_prompt(elapsed, Duration::from_secs(6));
 }
 
 // ---- size: a peer that sends too much ------------------------------------------------------------
@@ -233,13 +224,7 @@ async fn a_one_megabyte_header_block_is_refused() {
     }
     head.push_str("content-length: 2\r\n\r\n{}");
     let url = fixed(head.into_bytes()).await;
-    let (report, _) = probe_analyze(&url, Duration::from_secs(10), 5_000_000, |_| {}).await;
-    assert_fails(
-        &report,
-        &[ANALYZE],
-        ANALYZE,
-        &["the response head (status line and headers) is too large: more than 65536 bytes or more than 100 header fields"],
-    );
+    assert_analyze_fails(&url, Duration::from_secs(10), &["the response head (status line and headers) is too large: more than 65536 bytes or more than 100 header fields"]).await;
 }
 
 #[tokio::test]
@@ -252,13 +237,7 @@ async fn a_header_block_of_many_small_headers_is_refused() {
     head.push_str("content-length: 2\r\n\r\n{}");
     assert!(head.len() > 1_000_000);
     let url = fixed(head.into_bytes()).await;
-    let (report, _) = probe_analyze(&url, Duration::from_secs(10), 5_000_000, |_| {}).await;
-    assert_fails(
-        &report,
-        &[ANALYZE],
-        ANALYZE,
-        &["the response head (status line and headers) is too large: more than 65536 bytes or more than 100 header fields"],
-    );
+    assert_analyze_fails(&url, Duration::from_secs(10), &["the response head (status line and headers) is too large: more than 65536 bytes or more than 100 header fields"]).await;
 }
 
 #[tokio::test]
@@ -271,13 +250,12 @@ async fn a_small_head_with_too_many_headers_is_refused() {
     head.push_str("content-length: 2\r\n\r\n{}");
     assert!(head.len() < 8192);
     let url = fixed(head.into_bytes()).await;
-    let (report, _) = probe_analyze(&url, Duration::from_secs(10), 5_000_000, |_| {}).await;
-    assert_fails(
-        &report,
-        &[ANALYZE],
-        ANALYZE,
+    assert_analyze_fails(
+        &url,
+        Duration::from_secs(10),
         &["more than 100 header fields"],
-    );
+    )
+    .await;
 }
 
 // ---- shape: a peer that sends nonsense -------------------------------------------------------
@@ -287,13 +265,12 @@ async fn two_hundred_thousand_nested_arrays_fail_without_overflowing_the_stack()
     let mut body = "[".repeat(200_000);
     body.push_str(&"]".repeat(200_000));
     let url = fixed(ok_json(body.as_bytes())).await;
-    let (report, _) = probe_analyze(&url, Duration::from_secs(10), 5_000_000, |_| {}).await;
-    assert_fails(
-        &report,
-        &[ANALYZE],
-        ANALYZE,
+    assert_analyze_fails(
+        &url,
+        Duration::from_secs(10),
         &["the body is not usable JSON: nested deeper than 128 levels"],
-    );
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -302,13 +279,12 @@ async fn two_hundred_thousand_nested_objects_fail_without_overflowing_the_stack(
     body.push('1');
     body.push_str(&"}".repeat(200_000));
     let url = fixed(ok_json(body.as_bytes())).await;
-    let (report, _) = probe_analyze(&url, Duration::from_secs(10), 5_000_000, |_| {}).await;
-    assert_fails(
-        &report,
-        &[ANALYZE],
-        ANALYZE,
+    assert_analyze_fails(
+        &url,
+        Duration::from_secs(10),
         &["the body is not usable JSON: nested deeper than 128 levels"],
-    );
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -323,20 +299,23 @@ async fn a_peer_that_speaks_another_protocol_is_not_http() {
         garbage.push(x as u8);
     }
     let url = fixed(garbage).await;
-    let (report, _) = probe_analyze(&url, Duration::from_secs(10), 5_000_000, |_| {}).await;
-    assert_fails(&report, &[ANALYZE], ANALYZE, &["not a valid HTTP response"]);
+    assert_analyze_fails(
+        &url,
+        Duration::from_secs(10),
+        &["not a valid HTTP response"],
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn a_body_that_is_not_utf8_names_the_byte_and_its_offset() {
     let url = fixed(ok_json(b"{\"agent_name\": \"\xff\xfe\"}")).await;
-    let (report, _) = probe_analyze(&url, Duration::from_secs(10), 5_000_000, |_| {}).await;
-    assert_fails(
-        &report,
-        &[ANALYZE],
-        ANALYZE,
+    assert_analyze_fails(
+        &url,
+        Duration::from_secs(10),
         &["the body is not valid UTF-8: byte 0xff at offset 16"],
-    );
+    )
+    .await;
 }
 
 // ---- the connection: a peer that hangs up ----------------------------------------------------
@@ -351,13 +330,12 @@ async fn a_reset_connection_is_reported_as_reset() {
         drop(stream);
     })
     .await;
-    let (report, _) = probe_analyze(&url, Duration::from_secs(10), 5_000_000, |_| {}).await;
-    assert_fails(
-        &report,
-        &[ANALYZE],
-        ANALYZE,
+    assert_analyze_fails(
+        &url,
+        Duration::from_secs(10),
         &["connection reset by the agent before the response head arrived"],
-    );
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -366,13 +344,12 @@ async fn a_connection_closed_without_an_answer_is_reported_as_closed() {
         let _ = stream.shutdown().await;
     })
     .await;
-    let (report, _) = probe_analyze(&url, Duration::from_secs(10), 5_000_000, |_| {}).await;
-    assert_fails(
-        &report,
-        &[ANALYZE],
-        ANALYZE,
+    assert_analyze_fails(
+        &url,
+        Duration::from_secs(10),
         &["connection closed before the response head arrived"],
-    );
+    )
+    .await;
 }
 
 // ---- degenerate but well-formed answers: no panic --------------------------------------------
@@ -380,25 +357,23 @@ async fn a_connection_closed_without_an_answer_is_reported_as_closed() {
 #[tokio::test]
 async fn an_empty_body_fails_without_panicking() {
     let url = fixed(ok_json(b"")).await;
-    let (report, _) = probe_analyze(&url, Duration::from_secs(10), 5_000_000, |_| {}).await;
-    assert_fails(
-        &report,
-        &[ANALYZE],
-        ANALYZE,
+    assert_analyze_fails(
+        &url,
+        Duration::from_secs(10),
         &["the body is empty; expected a JSON object"],
-    );
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn a_json_array_body_fails_without_panicking() {
     let url = fixed(ok_json(br#"[{"agent_name": "a"}, 1, null]"#)).await;
-    let (report, _) = probe_analyze(&url, Duration::from_secs(10), 5_000_000, |_| {}).await;
-    assert_fails(
-        &report,
-        &[ANALYZE],
-        ANALYZE,
+    assert_analyze_fails(
+        &url,
+        Duration::from_secs(10),
         &[r#"the body is JSON but not an object: [{"agent_name":"a"},1,null]"#],
-    );
+    )
+    .await;
 }
 
 // ---- nobody there --------------------------------------------------------------------------------
