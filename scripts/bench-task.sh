@@ -12,21 +12,14 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+SCRIPT=bench-task.sh
+source scripts/common.sh
 TURNS=${TURNS:-1000}
 cargo build --release --bins --examples
 BIN=$PWD/target/release/agent-tck
 TURNS_BIN=$PWD/target/release/examples/turns
 TIME=/usr/bin/time
-[ -x "$TIME" ] || { echo "bench-task.sh: $TIME is missing (apt-get install -y time)" >&2; exit 1; }
-
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
+[ -x "$TIME" ] || die "$TIME is missing (apt-get install -y time)"
 
 MOCK="$BIN mock agent --protocol execute-task --stdio --seed 1"
 
@@ -41,7 +34,7 @@ for _ in $(seq 100); do
     [ -n "$ADDR" ] && break
     sleep 0.05
 done
-[ -n "$ADDR" ] || { echo "bench-task.sh: the TCP mock did not start" >&2; exit 1; }
+[ -n "$ADDR" ] || die "the TCP mock did not start"
 TCP=$("$TURNS_BIN" tcp "$ADDR" "$TURNS")
 
 # ---- (b) peak RSS ---------------------------------------------------------------------------------

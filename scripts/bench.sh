@@ -12,6 +12,8 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+SCRIPT=bench.sh
+source scripts/common.sh
 RUNS=${RUNS:-10}
 RSS_RUNS=3
 
@@ -19,41 +21,15 @@ cargo build --release --examples --bins
 BIN=target/release/agent-tck
 HOSTILE=target/release/examples/hostile_agent
 TIME=/usr/bin/time
-[ -x "$TIME" ] || { echo "bench.sh: $TIME is missing (apt-get install -y time)" >&2; exit 1; }
+[ -x "$TIME" ] || die "$TIME is missing (apt-get install -y time)"
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-# start NAME CMD... : runs CMD in the background and sets URL to the http:// URL it prints.
-start() {
-    local name=$1
-    shift
-    "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
-    pids+=("$!")
-    URL=
-    for _ in $(seq 200); do
-        URL=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$tmp/$name.out" | head -n1 || true)
-        [ -n "$URL" ] && return 0
-        sleep 0.05
-    done
-    echo "bench.sh: $name did not print its URL" >&2
-    cat "$tmp/$name.err" >&2
-    exit 1
-}
-
-start reference "$BIN" mock agent --port 0 --seed 1
+start reference 10 "$BIN" mock agent --port 0 --seed 1
 REFERENCE=$URL
-start endless "$HOSTILE" --mode endless
+start endless 10 "$HOSTILE" --mode endless
 ENDLESS=$URL
-start six-mb "$HOSTILE" --mode six-mb
+start six-mb 10 "$HOSTILE" --mode six-mb
 SIX_MB=$URL
-start trickle "$HOSTILE" --mode trickle
+start trickle 10 "$HOSTILE" --mode trickle
 TRICKLE=$URL
 
 # ---- (a) wall time ---------------------------------------------------------------------------
