@@ -138,12 +138,8 @@ impl ToolCall {
 /// How the loop ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum End {
-    FinalAnswer,
-    ProvideInstructions,
-    Error,
-    HitlPause,
-    Branch,
-    MaxTurns,
+    /// As `ends_with` names it: an action of the agent's, or the turn limit.
+    Reached(Ending),
     /// The answer was not a valid action; what was wrong, with the turn.
     BadAnswer(String),
     /// The transport failed; its message, with the turn.
@@ -153,20 +149,15 @@ pub enum End {
 impl End {
     /// As `ends_with` names it; `None` for a bad answer or a transport failure.
     pub fn ending(&self) -> Option<Ending> {
-        Some(match self {
-            End::FinalAnswer => Ending::FinalAnswer,
-            End::ProvideInstructions => Ending::ProvideInstructions,
-            End::Error => Ending::Error,
-            End::HitlPause => Ending::HitlPause,
-            End::Branch => Ending::Branch,
-            End::MaxTurns => Ending::MaxTurns,
-            End::BadAnswer(_) | End::Transport(_) => return None,
-        })
+        match self {
+            End::Reached(ending) => Some(*ending),
+            End::BadAnswer(_) | End::Transport(_) => None,
+        }
     }
 
     /// Whether the agent ended the loop by an action of its own.
     pub fn by_agent(&self) -> bool {
-        !matches!(self, End::MaxTurns | End::BadAnswer(_) | End::Transport(_))
+        matches!(self, End::Reached(e) if *e != Ending::MaxTurns)
     }
 }
 
@@ -175,8 +166,8 @@ impl std::fmt::Display for End {
         match self {
             End::BadAnswer(m) => write!(f, "a bad answer ({m})"),
             End::Transport(m) => write!(f, "a transport failure ({m})"),
-            End::MaxTurns => write!(f, "the turn limit"),
-            other => f.write_str(other.ending().map(Ending::as_str).unwrap_or("?")),
+            End::Reached(Ending::MaxTurns) => write!(f, "the turn limit"),
+            End::Reached(ending) => f.write_str(ending.as_str()),
         }
     }
 }
@@ -219,7 +210,7 @@ pub async fn run_scenario<E: Exchanger + Send>(
     let mut history: Vec<Value> = Vec::new();
     let mut transcript = Transcript {
         turns: Vec::new(),
-        end: End::MaxTurns,
+        end: End::Reached(Ending::MaxTurns),
         name: None,
     };
     for turn in 1..=max_turns {
@@ -310,15 +301,15 @@ pub async fn run_scenario<E: Exchanger + Send>(
                 }
                 Next::Task(format!("{} Continue.", sentences.join(" ")))
             }
-            "final_answer" => Next::End(End::FinalAnswer),
-            "provide_instructions" => Next::End(End::ProvideInstructions),
-            "error" => Next::End(End::Error),
+            "final_answer" => Next::End(End::Reached(Ending::FinalAnswer)),
+            "provide_instructions" => Next::End(End::Reached(Ending::ProvideInstructions)),
+            "error" => Next::End(End::Reached(Ending::Error)),
             "hitl_pause" => match scenario.on_hitl {
-                OnHitl::Stop => Next::End(End::HitlPause),
+                OnHitl::Stop => Next::End(End::Reached(Ending::HitlPause)),
                 OnHitl::Continue => Next::Task("A human approved: continue.".to_string()),
             },
             "branch" => match scenario.on_branch {
-                OnBranch::Stop => Next::End(End::Branch),
+                OnBranch::Stop => Next::End(End::Reached(Ending::Branch)),
                 OnBranch::Follow => Next::Task(
                     match answer
                         .get("branches")
@@ -348,7 +339,7 @@ pub async fn run_scenario<E: Exchanger + Send>(
             Next::Task(text) => task = text,
         }
     }
-    transcript.end = End::MaxTurns;
+    transcript.end = End::Reached(Ending::MaxTurns);
     transcript
 }
 
@@ -369,7 +360,7 @@ pub fn judge(
 fn how_it_ended(t: &Transcript) -> String {
     let last = t.turns.last().map(|r| r.turn).unwrap_or(0);
     match &t.end {
-        End::MaxTurns => format!("reached the turn limit after turn {last}"),
+        End::Reached(Ending::MaxTurns) => format!("reached the turn limit after turn {last}"),
         End::BadAnswer(m) => format!("ended with a bad answer ({m})"),
         End::Transport(m) => format!("ended with a transport failure ({m})"),
         end => format!("ended at turn {last} with {end}"),
@@ -601,7 +592,7 @@ mod tests {
             "summary": "Customer Jane Doe is on the 100 Mbps plan."});
         let mut agent = Scripted::new(&[call.clone(), done.clone()]);
         let t = run_scenario(&s, &mut agent, None).await;
-        assert_eq!(t.end, End::FinalAnswer);
+        assert_eq!(t.end, End::Reached(Ending::FinalAnswer));
         assert_eq!(t.name, Some(("support-bot".to_string(), "name")));
         assert_eq!(t.turns.len(), 2);
         let returned = r#"Tool 'get_customer_details' returned: {"customer_id":"cust_123","name":"Jane Doe","plan":"100 Mbps","status":"active"}. Continue."#;
@@ -656,7 +647,7 @@ mod tests {
         let done = json!({"action": "final_answer", "summary": "Refunded $50, the maximum."});
         let mut agent = Scripted::new(&[refund(100), refund(50), done]);
         let t = run_scenario(&s, &mut agent, None).await;
-        assert_eq!(t.end, End::FinalAnswer);
+        assert_eq!(t.end, End::Reached(Ending::FinalAnswer));
         let tasks = agent.tasks();
         assert_eq!(
             tasks[1],
@@ -691,7 +682,7 @@ mod tests {
         let done = json!({"action": "final_answer", "summary": "Could not refund."});
         let mut agent = Scripted::new(&[refund(100), refund(100), done]);
         let t = run_scenario(&s, &mut agent, None).await;
-        assert_eq!(t.end, End::FinalAnswer);
+        assert_eq!(t.end, End::Reached(Ending::FinalAnswer));
         let failed = failures(&s, &t);
         assert_eq!(failed.len(), 2, "{failed:?}");
         assert!(failed.contains(&"no_violation_after_governance_error: apply_refund → turn 2: called apply_refund with {\"amount\":100,\"customer_id\":\"cust_123\"} again, breaking its policy (amount <= 50) after the governance error of turn 1".to_string()), "{failed:?}");
@@ -712,7 +703,7 @@ mod tests {
                 "instructions": "The ticket system is down; please try again in an hour."}),
         ]);
         let t = run_scenario(&s, &mut agent, None).await;
-        assert_eq!(t.end, End::ProvideInstructions);
+        assert_eq!(t.end, End::Reached(Ending::ProvideInstructions));
         let tasks = agent.tasks();
         assert_eq!(
             tasks[1],
@@ -736,7 +727,7 @@ mod tests {
                 "instructions": "Move your router to channel 11."}),
         ]);
         let t = run_scenario(&s, &mut agent, None).await;
-        assert_eq!(t.end, End::ProvideInstructions);
+        assert_eq!(t.end, End::Reached(Ending::ProvideInstructions));
         assert_eq!(
             agent.tasks()[1],
             "Tool 'run_line_test' returned: {\"errors_last_24h\":0,\"line_status\":\"ok\",\"snr_db\":32.5}. \
@@ -755,7 +746,7 @@ mod tests {
             "tool_names": ["apply_refund", "apply_refund"],
             "tool_params": [{"amount": 60}, {"amount": 40}]})]);
         let t = run_scenario(&s, &mut agent, Some(1)).await;
-        assert_eq!(t.end, End::MaxTurns);
+        assert_eq!(t.end, End::Reached(Ending::MaxTurns));
         let outcomes: Vec<bool> = t.turns[0].tool_results.iter().map(ToolCall::ran).collect();
         assert_eq!(outcomes, [false, true]);
         assert_eq!(agent.requests.len(), 1);
@@ -768,7 +759,7 @@ mod tests {
             "tool_params": {}});
         let mut agent = Scripted::new(&vec![call; 10]);
         let t = run_scenario(&s, &mut agent, None).await;
-        assert_eq!(t.end, End::MaxTurns);
+        assert_eq!(t.end, End::Reached(Ending::MaxTurns));
         assert_eq!(agent.requests.len(), 5);
         assert_eq!(agent.requests[4]["turn"], 5);
         assert_eq!(
@@ -790,7 +781,7 @@ mod tests {
             10
         ]);
         let t = run_scenario(&s, &mut agent, Some(2)).await;
-        assert_eq!((t.end, t.turns.len()), (End::MaxTurns, 2));
+        assert_eq!((t.end, t.turns.len()), (End::Reached(Ending::MaxTurns), 2));
     }
 
     #[tokio::test]
@@ -856,7 +847,7 @@ mod tests {
         )]);
         assert_eq!(
             run_scenario(&s, &mut agent, None).await.end,
-            End::FinalAnswer
+            End::Reached(Ending::FinalAnswer)
         );
     }
 
@@ -898,7 +889,7 @@ mod tests {
             json!({"action": "final_answer", "summary": "never sent"}),
         ]);
         let t = run_scenario(&s, &mut agent, None).await;
-        assert_eq!(t.end, End::HitlPause);
+        assert_eq!(t.end, End::Reached(Ending::HitlPause));
         assert_eq!(agent.requests.len(), 2);
         assert_eq!(
             agent.tasks()[1],
@@ -955,7 +946,7 @@ mod tests {
             json!({"action": "final_answer", "summary": "Credited after approval."}),
         ]);
         let t = run_scenario(&s, &mut agent, None).await;
-        assert_eq!(t.end, End::FinalAnswer);
+        assert_eq!(t.end, End::Reached(Ending::FinalAnswer));
         let tasks = agent.tasks();
         assert_eq!(tasks[1], "A human approved: continue.");
         assert!(
@@ -990,7 +981,7 @@ mod tests {
             json!({"action": "final_answer", "summary": "done"}),
         ]);
         let t = run_scenario(&follow, &mut agent, None).await;
-        assert_eq!(t.end, End::FinalAnswer);
+        assert_eq!(t.end, End::Reached(Ending::FinalAnswer));
         assert_eq!(
             agent.tasks()[1],
             "Checkpoint created: continue along the first branch, {\"id\":\"A\"}."
@@ -1002,7 +993,7 @@ mod tests {
         );
         let mut agent = Scripted::new(&[branch]);
         let t = run_scenario(&stop, &mut agent, None).await;
-        assert_eq!(t.end, End::Branch);
+        assert_eq!(t.end, End::Reached(Ending::Branch));
         assert!(failures(&stop, &t).is_empty());
     }
 
@@ -1015,7 +1006,7 @@ mod tests {
             json!({"action": "error", "error": "gave up"}),
         ]);
         let t = run_scenario(&s, &mut agent, None).await;
-        assert_eq!(t.end, End::Error);
+        assert_eq!(t.end, End::Reached(Ending::Error));
         let v = judge(&s, &t);
         assert_eq!(
             v[0].1,

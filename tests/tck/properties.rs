@@ -506,7 +506,7 @@ proptest! {
                 prop_assert_eq!(request["turn"].as_u64(), Some(i as u64 + 1));
                 prop_assert_eq!(request["conversation_history"].as_array().map(Vec::len), Some(2 * i));
             }
-            if t.end == End::MaxTurns {
+            if t.end == End::Reached(agent_tck::probe::scenario::Ending::MaxTurns) {
                 prop_assert_eq!(t.turns.len(), limit);
             }
             for (expectation, verdict) in judge(&scenario, &t) {
