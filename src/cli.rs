@@ -1,28 +1,84 @@
-//! The command line: clap definitions, and the one place where raw flags become validated
-//! settings. `main` calls [`main`]; every usage or configuration error ends here as one line on
-//! stderr and exit status 2.
+//! The command line: clap definitions, the one place where raw flags become validated settings,
+//! and the one place where a command's end becomes an exit status ([`Error`], [`Ended`]).
+//! `main` calls [`main`].
+//!
+//! Exit status: **0** no MUST case failed (and, under `--strict`, no SHOULD case); **1** a MUST
+//! case failed (or a SHOULD case under `--strict`), or the run itself failed (a port that cannot
+//! be bound, a report that cannot be written); **2** a usage or configuration error, explained in
+//! one line on stderr; **130** interrupted (Ctrl-C) before a report could be made.
+//!
+//! `probe` has a subcommand per protocol of the registry ([`crate::protocols::REGISTRY`]), with
+//! the flags that protocol declares; `--protocol` takes any registered name.
 
 use std::ffi::OsString;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::builder::PossibleValuesParser;
+use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
 use crate::mock::agent::{MockAgent, Profile};
-use crate::mock::behavior;
+use crate::mock::behavior::{self, For};
 use crate::mock::driver::Driver;
 use crate::mock::fleet::{FleetFile, Layout};
+use crate::mock::protocol::AgentProtocol;
 use crate::mock::session::{Banner, SessionSettings};
-use crate::probe::scenario::Scenario;
-use crate::probe::task::{Target, TaskSettings};
-use crate::probe::{self, ProbeSettings, Suite};
-use crate::report::{console, json, junit, Report};
+use crate::probe::args::{api_key, seed_or_clock, RunArgs};
+use crate::protocols::{self, OnCase, ProbeJob, Protocol};
+use crate::report::output::OutputArgs;
+use crate::report::{console, CaseResult, Report};
 use crate::transport::http::BaseUrl;
+use crate::units::{parse_bytes, parse_duration};
 
-/// Exit status for a usage or configuration error.
-pub const USAGE_ERROR: u8 = 2;
+/// Why a command ended without a report of its own.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A flag, a file or a setting is wrong: nothing was run (exit 2).
+    #[error("{0}")]
+    Usage(String),
+    /// The run could not go on (exit 1): a port that cannot be bound, a report that cannot be
+    /// written, an agent binary that cannot be found.
+    #[error("{0}")]
+    Run(String),
+}
+
+impl Error {
+    fn usage(message: impl Into<String>) -> Error {
+        Error::Usage(message.into())
+    }
+
+    fn run(message: impl Into<String>) -> Error {
+        Error::Run(message.into())
+    }
+}
+
+/// How a command that did not fail ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// With a verdict: 0 passed, 1 failed.
+    Verdict(u8),
+    /// Interrupted before a report could be made.
+    Interrupted,
+}
+
+impl Ended {
+    fn of(report: &Report) -> Ended {
+        Ended::Verdict(report.exit_code() as u8)
+    }
+}
+
+/// The exit status of a command: the one place it is decided.
+pub fn exit_status(outcome: &Result<Ended, Error>) -> u8 {
+    match outcome {
+        Ok(Ended::Verdict(code)) => *code,
+        Ok(Ended::Interrupted) => 130,
+        Err(Error::Run(_)) => 1,
+        Err(Error::Usage(_)) => 2,
+    }
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -39,12 +95,11 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Play the platform: certify a real agent against a protocol's suite.
-    #[command(subcommand)]
     Probe(ProbeCommand),
     /// Play the agents: serve mock agents for a platform to talk to.
     #[command(subcommand)]
     Mock(MockCommand),
-    /// Start the built-in reference agent on a free loopback port, probe it and print the report.
+    /// Probe a conforming agent of every protocol, then a mock agent per behaviour; print it all.
     Selftest(SelftestArgs),
     /// Inspect the suites (cases, levels, spec sections).
     #[command(subcommand)]
@@ -54,153 +109,69 @@ pub enum Command {
     Schemas(SchemasCommand),
 }
 
-#[derive(Debug, Subcommand)]
-pub enum ProbeCommand {
-    /// The round-table External Agent Protocol: POST /analyze, /challenge, /vote.
-    Roundtable(ProbeArgs),
-    /// The execute_task protocol: we play the evaluation harness (HTTP, stdio or a socket).
-    ExecuteTask(TaskProbeArgs),
+/// `probe NAME …`: a subcommand per registered protocol, with the flags it declares.
+#[derive(Debug, Clone)]
+pub struct ProbeCommand {
+    pub protocol: &'static str,
+    pub matches: ArgMatches,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StdioModeArg {
-    /// One process; a JSON line in, a JSON line out (the spec).
-    Persistent,
-    /// A process per turn; the request without a newline, stdin closed, all of stdout read.
-    PerTurn,
-}
+impl FromArgMatches for ProbeCommand {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let (name, sub) = matches
+            .subcommand()
+            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::MissingSubcommand))?;
+        let protocol = protocols::find(name)
+            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidSubcommand))?;
+        Ok(ProbeCommand {
+            protocol: protocol.name(),
+            matches: sub.clone(),
+        })
+    }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SocketModeArg {
-    /// One connection for the whole run (the spec).
-    Persistent,
-    /// A connection per call.
-    PerCall,
-}
-
-#[derive(Debug, Clone, Args)]
-#[command(group(clap::ArgGroup::new("agent").required(true).args(["url", "stdio", "tcp", "unix"])))]
-pub struct TaskProbeArgs {
-    /// The agent's base URL: requests go to POST {URL}/execute_task.
-    #[arg(long, value_name = "URL")]
-    pub url: Option<String>,
-    /// The agent's command, run directly (never through a shell): JSON lines on stdin/stdout.
-    #[arg(long, value_name = "CMD")]
-    pub stdio: Option<String>,
-    #[arg(long, value_enum, default_value = "persistent")]
-    pub stdio_mode: StdioModeArg,
-    /// A TCP agent: newline-delimited JSON on HOST:PORT.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub tcp: Option<String>,
-    /// A Unix-socket agent: newline-delimited JSON.
-    #[arg(long, value_name = "PATH")]
-    pub unix: Option<PathBuf>,
-    #[arg(long, value_enum, default_value = "persistent")]
-    pub socket_mode: SocketModeArg,
-    /// Scenario files (suites/execute_task/*.yaml); default: the built-in scenarios.
-    #[arg(long, value_name = "FILE", num_args = 1..)]
-    pub scenario: Vec<PathBuf>,
-    /// Turn limit of every scenario (default: each scenario's, 5 unless it says otherwise).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub max_turns: Option<u32>,
-    /// HTTP only: sent as `Authorization: Bearer KEY`; printed as ***.
-    #[arg(
-        long,
-        value_name = "KEY",
-        env = "AGENT_TCK_API_KEY",
-        hide_env_values = true
-    )]
-    pub api_key: Option<String>,
-    /// Deadline of each turn's exchange (e.g. 120s, 2m, 500ms).
-    #[arg(long, value_name = "DUR", default_value = "120s", value_parser = parse_duration)]
-    pub timeout: Duration,
-    /// Largest answer accepted (a line, or all of stdout per turn).
-    #[arg(long, value_name = "BYTES", default_value = "5000000", value_parser = parse_bytes)]
-    pub max_body: usize,
-    #[arg(long, value_name = "N")]
-    pub seed: Option<u64>,
-    /// Run only the cases whose id matches (glob, comma-separated).
-    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
-    pub only: Vec<String>,
-    /// SHOULD failures fail the run.
-    #[arg(long)]
-    pub strict: bool,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Protocol {
-    Roundtable,
-    ExecuteTask,
-}
-
-impl Protocol {
-    pub fn name(self) -> &'static str {
-        match self {
-            Protocol::Roundtable => "roundtable",
-            Protocol::ExecuteTask => "execute-task",
-        }
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = ProbeCommand::from_arg_matches(matches)?;
+        Ok(())
     }
 }
 
-/// Flags shared by every run that writes a report.
-#[derive(Debug, Clone, Args)]
-pub struct OutputArgs {
-    /// Write the JSON report here (schema: schemas/report.schema.json).
-    #[arg(long, value_name = "PATH")]
-    pub json: Option<PathBuf>,
-    /// Write JUnit XML here (one testsuite per endpoint).
-    #[arg(long, value_name = "PATH")]
-    pub junit: Option<PathBuf>,
+impl Args for ProbeCommand {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        protocols::REGISTRY
+            .iter()
+            .filter_map(|p| p.probe_command())
+            .fold(cmd, clap::Command::subcommand)
+            .subcommand_required(true)
+            .arg_required_else_help(true)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        ProbeCommand::augment_args(cmd)
+    }
 }
 
-#[derive(Debug, Clone, Args)]
-pub struct ProbeArgs {
-    /// The agent's base URL (http:// or https://), e.g. http://127.0.0.1:3001.
-    #[arg(long, value_name = "BASE")]
-    pub url: String,
-    /// Sent as `Authorization: Bearer KEY`; enables the auth cases. Printed as *** everywhere.
-    #[arg(
-        long,
-        value_name = "KEY",
-        env = "AGENT_TCK_API_KEY",
-        hide_env_values = true
-    )]
-    pub api_key: Option<String>,
-    #[command(flatten)]
-    pub run: RunArgs,
-    #[command(flatten)]
-    pub output: OutputArgs,
+/// `--protocol NAME`: any registered protocol.
+fn protocol_names() -> PossibleValuesParser {
+    PossibleValuesParser::new(protocols::names())
 }
 
-/// How to run a suite (shared by `probe` and `selftest`).
-#[derive(Debug, Clone, Args)]
-pub struct RunArgs {
-    /// Total deadline of each exchange, from connect to the last body byte (e.g. 120s, 2m, 500ms, 30).
-    #[arg(long, value_name = "DUR", default_value = "120s", value_parser = parse_duration)]
-    pub timeout: Duration,
-    /// Largest response body accepted; reading stops just past it.
-    #[arg(long, value_name = "BYTES", default_value = "5000000", value_parser = parse_bytes)]
-    pub max_body: usize,
-    /// Longest string field accepted, in characters.
-    #[arg(long, value_name = "CHARS", default_value_t = 50_000, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_field: u32,
-    /// Seed of every generated request (default: from the clock; the report prints it).
-    #[arg(long, value_name = "N")]
-    pub seed: Option<u64>,
-    /// Run only the cases whose id matches (glob, comma-separated or repeated; needed cases are added).
-    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
-    pub only: Vec<String>,
-    /// SHOULD failures fail the run (exit 1) instead of warning.
-    #[arg(long)]
-    pub strict: bool,
-    /// Exchanges in flight at once.
-    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
-    pub concurrency: u16,
-    /// A suite file to run instead of the built-in one (see `agent-tck suites list`).
-    #[arg(long, value_name = "FILE")]
-    pub suite: Option<PathBuf>,
+/// The registered protocol `name` (clap has checked it).
+fn protocol(name: &str) -> Result<&'static dyn Protocol, Error> {
+    protocols::find(name).ok_or_else(|| {
+        Error::usage(format!(
+            "--protocol {name:?}: no such protocol (known: {})",
+            protocols::names().join(", ")
+        ))
+    })
+}
+
+/// The agents of protocol `name`, as the mock engine plays them.
+fn agents_of(name: &str) -> Result<&'static dyn AgentProtocol, Error> {
+    protocol(name)?.agents().ok_or_else(|| {
+        Error::usage(format!(
+            "--protocol {name}: the kit does not play its agents"
+        ))
+    })
 }
 
 #[derive(Debug, Subcommand)]
@@ -274,8 +245,9 @@ pub struct MockFleetArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct MockAgentArgs {
-    #[arg(long, value_enum, default_value = "roundtable")]
-    pub protocol: Protocol,
+    /// The protocol the agent speaks.
+    #[arg(long, default_value = "roundtable", value_parser = protocol_names())]
+    pub protocol: String,
     /// Address to bind (loopback unless told otherwise).
     #[arg(long, default_value = "127.0.0.1")]
     pub host: IpAddr,
@@ -299,13 +271,14 @@ pub struct MockAgentArgs {
     /// Behaviours, comma-separated: NAME[:ARGS][@ENDPOINT] (see `agent-tck mock behaviors`).
     #[arg(long, value_name = "LIST", default_value = "conforming")]
     pub behavior: String,
-    /// execute-task: answer on stdin/stdout (a request ends at a newline or at end of input).
+    /// Answer on stdin/stdout (protocols served over lines, e.g. execute-task; a request ends at
+    /// a newline or at end of input).
     #[arg(long, conflicts_with_all = ["tcp", "unix"])]
     pub stdio: bool,
-    /// execute-task: serve newline-delimited JSON on this TCP port (on --host).
+    /// Serve newline-delimited JSON on this TCP port (on --host).
     #[arg(long, value_name = "PORT", conflicts_with = "unix")]
     pub tcp: Option<u16>,
-    /// execute-task: serve newline-delimited JSON on this Unix socket.
+    /// Serve newline-delimited JSON on this Unix socket.
     #[arg(long, value_name = "PATH")]
     pub unix: Option<PathBuf>,
     /// execute-task: scenario files whose tasks the agent follows a script for (besides the
@@ -318,9 +291,9 @@ pub struct MockAgentArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct SelftestArgs {
-    /// Only this protocol (default: both).
-    #[arg(long, value_enum)]
-    pub protocol: Option<Protocol>,
+    /// Only this protocol (default: every one).
+    #[arg(long, value_parser = protocol_names())]
+    pub protocol: Option<String>,
     #[command(flatten)]
     pub run: RunArgs,
     #[command(flatten)]
@@ -331,8 +304,8 @@ pub struct SelftestArgs {
 pub enum SuitesCommand {
     /// Print every case: id, level, spec section, title.
     List {
-        #[arg(long, value_enum, default_value = "roundtable")]
-        protocol: Protocol,
+        #[arg(long, default_value = "roundtable", value_parser = protocol_names())]
+        protocol: String,
         /// List this suite file instead of the built-in one.
         #[arg(long, value_name = "FILE")]
         suite: Option<PathBuf>,
@@ -345,63 +318,6 @@ pub enum SchemasCommand {
     Export { dir: PathBuf },
     /// Print the ids of the embedded schemas.
     List,
-}
-
-/// A duration: `120s`, `2m`, `500ms`, `1h 30m`, or a plain number of seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let d = match text.parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs >= 0.0 => Duration::from_secs_f64(secs),
-        Ok(_) => return Err("expected a positive duration".into()),
-        Err(_) => humantime::parse_duration(text)
-            .map_err(|e| format!("{e} (expected e.g. 120s, 2m, 500ms)"))?,
-    };
-    if d.is_zero() {
-        return Err("must be more than zero".into());
-    }
-    Ok(d)
-}
-
-/// A byte count: `5000000`, `512k`, `5M`, `5MB`, `5MiB` (k and M are 1000 and 1,000,000; KiB and
-/// MiB are 1024 and 1,048,576).
-pub fn parse_bytes(text: &str) -> Result<usize, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let n: usize = digits.parse().map_err(|_| {
-        format!("{text:?} is not a byte count (expected e.g. 5000000, 512k, 5MB, 5MiB)")
-    })?;
-    let scale: usize = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" => 1_000,
-        "kib" => 1 << 10,
-        "m" | "mb" => 1_000_000,
-        "mib" => 1 << 20,
-        "g" | "gb" => 1_000_000_000,
-        "gib" => 1 << 30,
-        other => {
-            return Err(format!(
-                "unknown unit {other:?} (expected k, KB, KiB, M, MB, MiB, G, GB, GiB)"
-            ))
-        }
-    };
-    match n.checked_mul(scale) {
-        Some(0) => Err("must be more than zero".into()),
-        Some(bytes) => Ok(bytes),
-        None => Err("too large".into()),
-    }
-}
-
-/// A usage or configuration error: one line, exit status 2.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl<T: std::fmt::Display> From<T> for UsageError {
-    fn from(message: T) -> UsageError {
-        UsageError(message.to_string())
-    }
 }
 
 /// Parses `args` and runs the command. Help and version print and exit 0.
@@ -417,27 +333,31 @@ where
             let _ = e.print();
             return ExitCode::SUCCESS;
         }
-        Err(e) => return usage_error(&clap_one_line(&e)),
+        Err(e) => return finish(Err(Error::Usage(clap_one_line(&e)))),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
-        Err(e) => return usage_error(&format!("cannot start the async runtime: {e}")),
+        Err(e) => {
+            return finish(Err(Error::run(format!(
+                "cannot start the async runtime: {e}"
+            ))))
+        }
     };
     let outcome = runtime.block_on(execute(cli.command));
     // Connections to a hostile agent may still be open: do not wait for them on the way out.
     runtime.shutdown_timeout(Duration::from_millis(200));
-    match outcome {
-        Ok(code) => ExitCode::from(code),
-        Err(UsageError(message)) => usage_error(&message),
-    }
+    finish(outcome)
 }
 
-fn usage_error(message: &str) -> ExitCode {
-    eprintln!("agent-tck: error: {message}");
-    ExitCode::from(USAGE_ERROR)
+/// Says why a command failed (one line on stderr), and exits with its status.
+fn finish(outcome: Result<Ended, Error>) -> ExitCode {
+    if let Err(e) = &outcome {
+        eprintln!("agent-tck: error: {e}");
+    }
+    ExitCode::from(exit_status(&outcome))
 }
 
 /// clap's error as one line: its first line, without the `error: ` prefix.
@@ -461,337 +381,151 @@ fn clap_one_line(e: &clap::Error) -> String {
     format!("{message} (see agent-tck --help)")
 }
 
-async fn execute(command: Command) -> Result<u8, UsageError> {
+async fn execute(command: Command) -> Result<Ended, Error> {
     match command {
-        Command::Probe(ProbeCommand::Roundtable(args)) => {
-            let base = BaseUrl::parse(&args.url).map_err(|e| format!("--url: {e}"))?;
-            let settings = settings(Protocol::Roundtable, base, args.api_key, &args.run)?;
-            check_outputs(&args.output)?;
-            run_and_report(&settings, &args.output).await
+        Command::Probe(probe) => {
+            let protocol = protocol(probe.protocol)?;
+            let job = protocol.probe(&probe.matches).map_err(Error::Usage)?;
+            run_probe(job).await
         }
-        Command::Probe(ProbeCommand::ExecuteTask(args)) => {
-            let settings = task_settings(&args)?;
-            check_outputs(&args.output)?;
-            run_task_and_report(&settings, &args.output).await
-        }
-        Command::Selftest(args) => {
-            check_outputs(&args.output)?;
-            crate::selftest::run(args.protocol, &args.run, &args.output).await
-        }
+        Command::Selftest(args) => selftest(args).await,
         Command::Mock(MockCommand::Agent(args)) => mock_agent(args).await,
         Command::Mock(MockCommand::Fleet(args)) => mock_fleet(args).await,
         Command::Mock(MockCommand::Behaviors) => {
             crate::out!("{}", list_behaviors());
-            Ok(0)
+            Ok(Ended::Verdict(0))
         }
         Command::Suites(SuitesCommand::List {
-            protocol: Protocol::ExecuteTask,
+            protocol: name,
             suite,
         }) => {
-            let scenarios = match suite {
-                Some(path) => vec![Scenario::from_file(&path)?],
-                None => Scenario::builtin(),
-            };
-            crate::out!("{}", crate::probe::task::list_cases(&scenarios));
-            Ok(0)
-        }
-        Command::Suites(SuitesCommand::List { protocol, suite }) => {
-            let suite = load_suite(protocol, suite.as_deref())?;
-            crate::out!("{}", list_cases(&suite));
-            Ok(0)
+            let listing = protocol(&name)?
+                .list_cases(suite.as_deref())
+                .map_err(Error::Usage)?;
+            crate::out!("{listing}");
+            Ok(Ended::Verdict(0))
         }
         Command::Schemas(SchemasCommand::Export { dir }) => {
-            let written = crate::schema::export(&dir)
-                .map_err(|e| format!("cannot write schemas under {}: {e}", dir.display()))?;
+            let written = crate::schema::export(&dir).map_err(|e| {
+                Error::run(format!("cannot write schemas under {}: {e}", dir.display()))
+            })?;
             for path in written {
                 crate::outln!("{}", path.display());
             }
-            Ok(0)
+            Ok(Ended::Verdict(0))
         }
         Command::Schemas(SchemasCommand::List) => {
             for (id, file, _) in crate::schema::EMBEDDED {
                 crate::outln!("{id:<32} {file}");
             }
-            Ok(0)
+            Ok(Ended::Verdict(0))
         }
     }
 }
 
-/// The seed to use: the flag, or one from the clock.
-pub fn seed_or_clock(seed: Option<u64>) -> u64 {
-    seed.unwrap_or_else(|| {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        // Keep it short enough to retype.
-        (now.as_nanos() % 1_000_000_000) as u64
-    })
-}
-
-fn load_suite(protocol: Protocol, file: Option<&Path>) -> Result<Suite, UsageError> {
-    let suite = match file {
-        Some(path) => Suite::from_file(path)?,
-        None => Suite::builtin(protocol.name())?,
-    };
-    if suite.file.protocol != protocol.name() {
-        return Err(UsageError(format!(
-            "{}: the suite is for protocol {:?}, not {:?}",
-            suite.source,
-            suite.file.protocol,
-            protocol.name()
-        )));
-    }
-    Ok(suite)
-}
-
-/// Raw flags → validated probe settings.
-pub fn settings(
-    protocol: Protocol,
-    base: BaseUrl,
-    api_key: Option<String>,
-    run: &RunArgs,
-) -> Result<ProbeSettings, UsageError> {
-    if api_key.as_deref().is_some_and(|k| k.trim().is_empty()) {
-        return Err(UsageError("--api-key: the key is empty".into()));
-    }
-    let suite = load_suite(protocol, run.suite.as_deref())?;
-    let mut settings = ProbeSettings::new(base, suite);
-    settings.api_key = api_key;
-    settings.timeout = run.timeout;
-    settings.max_body = run.max_body;
-    settings.max_field = run.max_field as usize;
-    settings.seed = seed_or_clock(run.seed);
-    settings.only = run
-        .only
-        .iter()
-        .map(|p| p.trim().to_string())
-        .filter(|p| !p.is_empty())
-        .collect();
-    settings.strict = run.strict;
-    settings.concurrency = run.concurrency as usize;
-    // Catch an --only that matches nothing before anything is sent.
-    settings.suite.select(&settings.only)?;
-    Ok(settings)
-}
-
-/// Raw execute-task flags → validated settings.
-pub fn task_settings(args: &TaskProbeArgs) -> Result<TaskSettings, UsageError> {
-    use crate::transport::socket::{SocketAddrSpec, SocketMode};
-    use crate::transport::stdio::{StdioConfig, StdioMode};
-    let target = if let Some(url) = &args.url {
-        if args.api_key.as_deref().is_some_and(|k| k.trim().is_empty()) {
-            return Err(UsageError("--api-key: the key is empty".into()));
-        }
-        Target::Http {
-            base: BaseUrl::parse(url).map_err(|e| format!("--url: {e}"))?,
-            api_key: args.api_key.clone(),
-        }
-    } else if let Some(cmd) = &args.stdio {
-        let mode = match args.stdio_mode {
-            StdioModeArg::Persistent => StdioMode::Persistent,
-            StdioModeArg::PerTurn => StdioMode::PerTurn,
-        };
-        let mut config = StdioConfig::new(cmd.clone(), mode);
-        config.max_line = args.max_body;
-        crate::transport::stdio::split_command(cmd).map_err(|e| format!("--stdio: {e}"))?;
-        Target::Stdio(config)
-    } else {
-        let addr = match (&args.tcp, &args.unix) {
-            (Some(a), _) => {
-                let (host, port) = a
-                    .rsplit_once(':')
-                    .ok_or_else(|| format!("--tcp {a:?}: expected HOST:PORT"))?;
-                port.parse::<u16>()
-                    .map_err(|_| format!("--tcp {a:?}: {port:?} is not a port"))?;
-                if host.is_empty() {
-                    return Err(UsageError(format!("--tcp {a:?}: the host is empty")));
-                }
-                SocketAddrSpec::Tcp(a.clone())
+/// Runs a probe with a progress line (on a terminal), then prints the console report and writes
+/// the files; Ctrl-C ends it without a report.
+async fn run_probe(job: ProbeJob) -> Result<Ended, Error> {
+    let progress = Arc::new(std::sync::Mutex::new(console::Progress::new(job.total)));
+    let on_case: OnCase = {
+        let progress = progress.clone();
+        Arc::new(move |case: &CaseResult| {
+            if let Ok(mut p) = progress.lock() {
+                p.case_done(&case.id);
             }
-            (None, Some(p)) => SocketAddrSpec::Unix(p.clone()),
-            (None, None) => return Err(UsageError("give --url, --stdio, --tcp or --unix".into())),
-        };
-        let mode = match args.socket_mode {
-            SocketModeArg::Persistent => SocketMode::Persistent,
-            SocketModeArg::PerCall => SocketMode::PerCall,
-        };
-        Target::Socket { addr, mode }
-    };
-    let scenarios = if args.scenario.is_empty() {
-        Scenario::builtin()
-    } else {
-        args.scenario
-            .iter()
-            .map(|p| Scenario::from_file(p))
-            .collect::<Result<Vec<_>, _>>()?
-    };
-    let only: Vec<String> = args
-        .only
-        .iter()
-        .map(|p| p.trim().to_string())
-        .filter(|p| !p.is_empty())
-        .collect();
-    Ok(TaskSettings {
-        target,
-        timeout: args.timeout,
-        max_body: args.max_body,
-        max_turns: args.max_turns,
-        scenarios,
-        seed: seed_or_clock(args.seed),
-        only,
-        strict: args.strict,
-    })
-}
-
-/// Fails early when a report could not be written, rather than after a long run.
-fn check_outputs(output: &OutputArgs) -> Result<(), UsageError> {
-    for (flag, path) in [("--json", &output.json), ("--junit", &output.junit)] {
-        let Some(path) = path else { continue };
-        if path.is_dir() {
-            return Err(UsageError(format!(
-                "{flag} {}: is a directory",
-                path.display()
-            )));
-        }
-        let parent = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        if !parent.is_dir() {
-            return Err(UsageError(format!(
-                "{flag} {}: the directory {} does not exist",
-                path.display(),
-                parent.display()
-            )));
-        }
-    }
-    if output.json.is_some() && output.json == output.junit {
-        return Err(UsageError("--json and --junit name the same file".into()));
-    }
-    Ok(())
-}
-
-/// Runs the probe with a progress line, prints the console report, writes the files; the exit
-/// status follows the report (Ctrl-C: 130).
-pub async fn run_and_report(
-    settings: &ProbeSettings,
-    output: &OutputArgs,
-) -> Result<u8, UsageError> {
-    let total = settings.suite.select(&settings.only)?.len();
-    with_progress(total, output, Job::Roundtable(settings)).await
-}
-
-/// The execute-task probe, with the same progress line, console report and files.
-pub async fn run_task_and_report(
-    settings: &TaskSettings,
-    output: &OutputArgs,
-) -> Result<u8, UsageError> {
-    // The protocol cases, the scenarios' cases and the cross-cutting ones: an estimate for the
-    // progress line.
-    let total = 9 + settings
-        .scenarios
-        .iter()
-        .map(|s| s.expect.len() + 1)
-        .sum::<usize>();
-    with_progress(total, output, Job::Task(settings)).await
-}
-
-/// A probe run of either protocol.
-enum Job<'a> {
-    Roundtable(&'a ProbeSettings),
-    Task(&'a TaskSettings),
-}
-
-/// Runs `job` with a progress line (on a terminal), then prints the console report and writes
-/// the files; the exit status follows the report (Ctrl-C: 130).
-async fn with_progress(total: usize, output: &OutputArgs, job: Job<'_>) -> Result<u8, UsageError> {
-    let progress = std::sync::Mutex::new(console::Progress::new(total));
-    let on_case = |case: &crate::report::CaseResult| {
-        if let Ok(mut p) = progress.lock() {
-            p.case_done(&case.id);
-        }
-    };
-    let run = async {
-        match job {
-            Job::Roundtable(s) => probe::run(s, &on_case).await,
-            Job::Task(s) => crate::probe::task::run(s, &on_case).await,
-        }
+        })
     };
     let report = tokio::select! {
-        report = run => report?,
+        report = (job.run)(on_case) => report.map_err(Error::Usage)?,
         _ = tokio::signal::ctrl_c() => {
             if let Ok(mut p) = progress.lock() { p.finish(); }
             eprintln!("agent-tck: interrupted; no report written");
-            return Ok(130);
+            return Ok(Ended::Interrupted);
         }
     };
     if let Ok(mut p) = progress.lock() {
         p.finish();
     }
     crate::out!("{}", console::render(&report, console::want_colour()));
-    write_reports(&report, output)?;
-    Ok(report.exit_code() as u8)
+    job.output.write(&report).map_err(Error::Run)?;
+    Ok(Ended::of(&report))
 }
 
-pub fn write_reports(report: &Report, output: &OutputArgs) -> Result<(), UsageError> {
-    let files = [
-        (&output.json, "--json", json::to_string(report)),
-        (&output.junit, "--junit", junit::to_string(report)),
-    ];
-    for (path, flag, text) in files {
-        if let Some(path) = path {
-            std::fs::write(path, text)
-                .map_err(|e| format!("{flag} {}: cannot write: {e}", path.display()))?;
-            eprintln!("wrote {}", path.display());
-        }
-    }
-    Ok(())
+async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
+    args.output.check().map_err(Error::Usage)?;
+    let chosen: Vec<&'static dyn Protocol> = match &args.protocol {
+        Some(name) => vec![protocol(name)?],
+        None => protocols::REGISTRY.to_vec(),
+    };
+    let seed = seed_or_clock(args.run.seed);
+    let exe = std::env::current_exe().map_err(|e| {
+        Error::run(format!(
+            "cannot find the agent-tck binary to run as a stdio agent: {e}"
+        ))
+    })?;
+    let outcome = crate::selftest::run(&chosen, seed, &args.run, &exe, |report| {
+        crate::out!("{}", console::render(report, console::want_colour()));
+        args.output.write(report)
+    })
+    .await
+    .map_err(Error::Usage)?;
+    let code = outcome.report.exit_code() as u8;
+    Ok(Ended::Verdict(if outcome.matrices_ok {
+        code
+    } else {
+        code.max(1)
+    }))
 }
 
-async fn mock_agent(args: MockAgentArgs) -> Result<u8, UsageError> {
+async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
     if !crate::mock::fleet::valid_name(&args.name) {
-        return Err(UsageError(format!(
+        return Err(Error::usage(format!(
             "--name {:?}: must match ^[A-Za-z][A-Za-z0-9_-]*$",
             args.name
         )));
     }
-    if args.api_key.as_deref().is_some_and(|k| k.trim().is_empty()) {
-        return Err(UsageError("--api-key: the key is empty".into()));
-    }
-    let items = behavior::parse_list(&args.behavior).map_err(|e| format!("--behavior: {e}"))?;
-    let task = args.protocol == Protocol::ExecuteTask;
+    let key = api_key(args.api_key.clone()).map_err(Error::Usage)?;
+    let protocol = protocol(&args.protocol)?;
+    let agents = agents_of(&args.protocol)?;
+    let others = protocols::agent_protocols();
+    let at = For {
+        protocol: agents,
+        others: &others,
+    };
+    let items = behavior::parse_list(&args.behavior, at)
+        .map_err(|e| Error::usage(format!("--behavior: {e}")))?;
     let line = args.stdio || args.tcp.is_some() || args.unix.is_some();
-    if line && !task {
-        return Err(UsageError(
-            "--stdio, --tcp and --unix serve the execute-task protocol (add --protocol execute-task)".into(),
-        ));
+    if line && agents.line_endpoint().is_none() {
+        let lines: Vec<String> = others
+            .iter()
+            .filter(|p| p.line_endpoint().is_some())
+            .map(|p| format!("--protocol {}", p.name()))
+            .collect();
+        return Err(Error::usage(format!(
+            "--stdio, --tcp and --unix: {} agents are served over HTTP only (add {})",
+            agents.name(),
+            lines.join(" or ")
+        )));
     }
-    behavior::check_fit(&items, task, !line, args.stdio).map_err(|e| format!("--behavior {e}"))?;
-    check_outputs(&args.run.output)?;
+    behavior::check_fit(&items, agents, !line, args.stdio)
+        .map_err(|e| Error::usage(format!("--behavior {e}")))?;
+    args.run.output.check().map_err(Error::Usage)?;
     let seed = seed_or_clock(args.seed);
     let profile = Profile {
         name: args.name.clone(),
         domain: "general review".into(),
         capabilities: Vec::new(),
-        api_key: args.api_key.clone(),
+        api_key: key,
     };
-    let agent = if task {
-        let mut scenarios = Scenario::builtin();
-        for path in &args.scenario {
-            scenarios.push(Scenario::from_file(path)?);
-        }
-        let reference = Box::new(crate::mock::task_agent::TaskAgent::with_scenarios(
-            args.name.clone(),
-            &scenarios,
-        ));
-        MockAgent::with_responder(profile, items, seed, reference, true)
-    } else {
-        MockAgent::new(profile, items, seed)
-    };
+    let reference = protocol
+        .reference_with(&args.name, seed, &args.scenario)
+        .map_err(Error::Usage)?;
+    let agent = MockAgent::with_responder(agents, profile, items, seed, reference);
     if line {
         return serve_line_agent(agent, &args).await;
     }
     let settings = SessionSettings {
+        protocol: agents,
         agents: vec![agent],
         layout: Layout::PerAgent,
         host: args.host,
@@ -812,15 +546,15 @@ async fn mock_agent(args: MockAgentArgs) -> Result<u8, UsageError> {
     run_mock(settings, &args.run).await
 }
 
-/// An execute-task agent on stdio (until end of input) or a socket (until interrupted).
-async fn serve_line_agent(agent: MockAgent, args: &MockAgentArgs) -> Result<u8, UsageError> {
+/// An agent on stdio (until end of input) or a socket (until interrupted).
+async fn serve_line_agent(agent: MockAgent, args: &MockAgentArgs) -> Result<Ended, Error> {
     use crate::mock::line_server;
-    let agent = std::sync::Arc::new(agent);
+    let agent = Arc::new(agent);
     if args.stdio {
         line_server::serve_stdio(agent)
             .await
-            .map_err(|e| format!("stdio: {e}"))?;
-        return Ok(0);
+            .map_err(|e| Error::run(format!("stdio: {e}")))?;
+        return Ok(Ended::Verdict(0));
     }
     let stop = tokio_util::sync::CancellationToken::new();
     let served = {
@@ -830,42 +564,80 @@ async fn serve_line_agent(agent: MockAgent, args: &MockAgentArgs) -> Result<u8, 
             stop.cancel();
         }
     };
+    let protocol = agent.protocol.name();
     if let Some(port) = args.tcp {
         let addr = std::net::SocketAddr::new(args.host, port);
         let listener = tokio::net::TcpListener::bind(addr)
             .await
-            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-        let bound = listener.local_addr().map_err(|e| e.to_string())?;
-        crate::outln!("agent-tck mock agent · execute-task {:?} · newline-delimited JSON · listening on tcp://{bound}", agent.name());
+            .map_err(|e| Error::run(format!("cannot listen on {addr}: {e}")))?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| Error::run(e.to_string()))?;
+        crate::outln!(
+            "agent-tck mock agent · {protocol} {:?} · newline-delimited JSON · listening on tcp://{bound}",
+            agent.name()
+        );
         tokio::join!(line_server::serve_tcp(agent, listener, stop), served);
     } else if let Some(path) = &args.unix {
         let listener = tokio::net::UnixListener::bind(path)
-            .map_err(|e| format!("--unix {}: cannot listen: {e}", path.display()))?;
-        crate::outln!("agent-tck mock agent · execute-task {:?} · newline-delimited JSON · listening on unix://{}", agent.name(), path.display());
+            .map_err(|e| Error::run(format!("--unix {}: cannot listen: {e}", path.display())))?;
+        crate::outln!(
+            "agent-tck mock agent · {protocol} {:?} · newline-delimited JSON · listening on unix://{}",
+            agent.name(),
+            path.display()
+        );
         tokio::join!(line_server::serve_unix(agent, listener, stop), served);
         let _ = std::fs::remove_file(path);
     }
-    Ok(0)
+    Ok(Ended::Verdict(0))
 }
 
-async fn mock_fleet(args: MockFleetArgs) -> Result<u8, UsageError> {
+async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
     let (source, file) = match (&args.config, &args.preset) {
-        (Some(path), _) => (path.display().to_string(), FleetFile::from_file(path)?),
-        (None, Some(name)) => FleetFile::preset(name)?,
-        (None, None) => return Err(UsageError("give --config FILE or --preset NAME".into())),
+        (Some(path), _) => (
+            path.display().to_string(),
+            FleetFile::from_file(path).map_err(Error::Usage)?,
+        ),
+        (None, Some(name)) => {
+            let (source, text) = protocols::fleet_preset(name).map_err(Error::Usage)?;
+            (
+                source.to_string(),
+                FleetFile::parse(source, text).map_err(Error::Usage)?,
+            )
+        }
+        (None, None) => return Err(Error::usage("give --config FILE or --preset NAME")),
+    };
+    let agents_protocol = match &file.protocol {
+        None => agents_of(crate::protocols::roundtable::NAME)?,
+        Some(name) => agents_of(&name.value).map_err(|e| {
+            Error::usage(format!(
+                "{source}:{}: protocol: {e}",
+                name.referenced.line()
+            ))
+        })?,
     };
     let seed = seed_or_clock(args.seed.or(file.seed));
-    let agents = file.agents(&source, seed)?;
-    check_outputs(&args.run.output)?;
+    let others = protocols::agent_protocols();
+    let agents = file
+        .agents(
+            &source,
+            seed,
+            For {
+                protocol: agents_protocol,
+                others: &others,
+            },
+        )
+        .map_err(Error::Usage)?;
+    args.run.output.check().map_err(Error::Usage)?;
     let driver = file
         .platform
         .as_ref()
         .map(|p| Driver::new(p, args.platform_token.clone()))
         .transpose()
-        .map_err(|e| format!("{source}: {e}"))?;
+        .map_err(|e| Error::usage(format!("{source}: {e}")))?;
     let advertise = args.advertise.clone().or(file.advertise.clone());
     if let Some(a) = &advertise {
-        BaseUrl::parse(a).map_err(|e| format!("--advertise: {e}"))?;
+        BaseUrl::parse(a).map_err(|e| Error::usage(format!("--advertise: {e}")))?;
     }
     let platform_timeout = args
         .run
@@ -873,6 +645,7 @@ async fn mock_fleet(args: MockFleetArgs) -> Result<u8, UsageError> {
         .or(driver.as_ref().map(|d| d.timeout))
         .unwrap_or(Duration::from_secs(120));
     let settings = SessionSettings {
+        protocol: agents_protocol,
         agents,
         layout: file.layout,
         host: args.host.unwrap_or(file.host),
@@ -891,11 +664,45 @@ async fn mock_fleet(args: MockFleetArgs) -> Result<u8, UsageError> {
 }
 
 /// Runs a mock session until it ends or is interrupted, then reports on the platform.
-async fn run_mock(settings: SessionSettings, run: &MockRunArgs) -> Result<u8, UsageError> {
-    let report = crate::mock::session::run(settings, shutdown_signal()).await?;
+async fn run_mock(settings: SessionSettings, run: &MockRunArgs) -> Result<Ended, Error> {
+    let report = crate::mock::session::run(settings, shutdown_signal())
+        .await
+        .map_err(Error::Run)?;
     crate::out!("{}", console::render(&report, console::want_colour()));
-    write_reports(&report, &run.output)?;
-    Ok(report.exit_code() as u8)
+    run.output.write(&report).map_err(Error::Run)?;
+    Ok(Ended::of(&report))
+}
+
+/// One row of the catalogue: name, what it does, the rule it exercises, and (for a content
+/// behaviour) the protocols that have it.
+type CatalogueRow = (&'static str, &'static str, &'static str, Vec<&'static str>);
+
+/// The behaviour catalogue: the engine's behaviours, then each protocol's content behaviours
+/// (a name several protocols share once, with the first one's description), then the modifiers.
+pub fn catalogue() -> Vec<CatalogueRow> {
+    let modifier = |name: &str| matches!(name, "flaky" | "fail-first");
+    let mut rows: Vec<CatalogueRow> = behavior::CATALOGUE
+        .iter()
+        .filter(|(name, _, _)| !modifier(name))
+        .map(|(n, w, r)| (*n, *w, *r, Vec::new()))
+        .collect();
+    let mut content: Vec<CatalogueRow> = Vec::new();
+    for agents in protocols::agent_protocols() {
+        for b in agents.behaviors() {
+            match content.iter_mut().find(|row| row.0 == b.name) {
+                Some(row) => row.3.push(agents.name()),
+                None => content.push((b.name, b.what, b.rule, vec![agents.name()])),
+            }
+        }
+    }
+    rows.extend(content);
+    rows.extend(
+        behavior::CATALOGUE
+            .iter()
+            .filter(|(name, _, _)| modifier(name))
+            .map(|(n, w, r)| (*n, *w, *r, Vec::new())),
+    );
+    rows
 }
 
 /// The behaviour catalogue as printed by `mock behaviors`.
@@ -903,10 +710,13 @@ pub fn list_behaviors() -> String {
     let mut out = String::from(
         "Behaviours (--behavior NAME[:ARGS][@ENDPOINT], comma-separated; fleet files: `behaviors:`)\n\n",
     );
-    for (name, what, rule) in behavior::CATALOGUE {
+    for (name, what, rule, protocols) in catalogue() {
         out.push_str(&format!(
             "  {name}\n      {what}\n      exercises: {rule}\n"
         ));
+        if !protocols.is_empty() {
+            out.push_str(&format!("      protocols: {}\n", protocols.join(", ")));
+        }
     }
     out
 }
@@ -934,62 +744,9 @@ async fn shutdown_signal() {
     }
 }
 
-/// The case list: `id  level  title` and the spec section under it, in suite order.
-pub fn list_cases(suite: &Suite) -> String {
-    let cases = suite.cases();
-    let w = cases.iter().map(|c| c.id.value.len()).max().unwrap_or(0);
-    let mut out = format!(
-        "{} ({}, {} cases; spec {})\n",
-        suite.file.title,
-        suite.source,
-        cases.len(),
-        suite.file.spec
-    );
-    for case in cases {
-        out.push_str(&format!(
-            "  {:<w$}  {:<6}  {}\n  {:<w$}  {:<6}  spec: {}\n",
-            case.id.value,
-            case.level.as_str(),
-            case.title,
-            "",
-            "",
-            case.spec
-        ));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("120s"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert!(parse_duration("0").unwrap_err().contains("more than zero"));
-        assert!(parse_duration("soon")
-            .unwrap_err()
-            .contains("expected e.g."));
-        assert!(parse_duration("-3").is_err());
-    }
-
-    #[test]
-    fn byte_counts() {
-        assert_eq!(parse_bytes("5000000"), Ok(5_000_000));
-        assert_eq!(parse_bytes("5MB"), Ok(5_000_000));
-        assert_eq!(parse_bytes("5MiB"), Ok(5 << 20));
-        assert_eq!(parse_bytes("512k"), Ok(512_000));
-        assert!(parse_bytes("5 parsecs")
-            .unwrap_err()
-            .contains("unknown unit"));
-        assert!(parse_bytes("lots")
-            .unwrap_err()
-            .contains("not a byte count"));
-        assert!(parse_bytes("0").is_err());
-    }
 
     #[test]
     fn clap_errors_become_one_line() {
@@ -1014,5 +771,63 @@ mod tests {
     fn the_command_line_is_well_formed() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_registered_probe_is_a_subcommand() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        let probe = cli.find_subcommand("probe").expect("probe");
+        for p in protocols::REGISTRY {
+            if p.probe_command().is_some() {
+                assert!(probe.find_subcommand(p.name()).is_some(), "{}", p.name());
+            }
+        }
+        let parsed =
+            Cli::try_parse_from(["agent-tck", "probe", "execute-task", "--url", "http://x"])
+                .expect("parses");
+        match parsed.command {
+            Command::Probe(p) => assert_eq!(p.protocol, "execute-task"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn exit_statuses_are_decided_in_one_place() {
+        assert_eq!(exit_status(&Ok(Ended::Verdict(0))), 0);
+        assert_eq!(exit_status(&Ok(Ended::Verdict(1))), 1);
+        assert_eq!(exit_status(&Ok(Ended::Interrupted)), 130);
+        assert_eq!(exit_status(&Err(Error::run("cannot bind"))), 1);
+        assert_eq!(exit_status(&Err(Error::usage("--url: no scheme"))), 2);
+    }
+
+    #[test]
+    fn every_preset_parses_and_builds_its_agents() {
+        for p in protocols::REGISTRY {
+            for (name, source, text) in p.fleet_presets() {
+                let file = FleetFile::parse(source, text).unwrap();
+                let others = protocols::agent_protocols();
+                let at = For {
+                    protocol: p.agents().expect("a protocol with fleets plays agents"),
+                    others: &others,
+                };
+                let agents = file.agents(source, 1, at).unwrap_or_else(|e| panic!("{e}"));
+                assert!(agents.len() >= 10, "{name}: {} agents", agents.len());
+            }
+        }
+        assert!(protocols::fleet_preset("calm")
+            .unwrap_err()
+            .contains("chaos, slow"));
+    }
+
+    #[test]
+    fn the_readme_documents_every_behaviour() {
+        let readme = include_str!("../README.md");
+        for (name, what, _, _) in catalogue() {
+            assert!(
+                readme.contains(&format!("| `{name}` | {}", what.replace('|', "\\|"))),
+                "{name}"
+            );
+        }
     }
 }

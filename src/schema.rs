@@ -76,6 +76,28 @@ impl std::fmt::Display for Finding {
     }
 }
 
+/// A finding at `path` (already in dotted form).
+pub fn finding(path: impl Into<String>, message: impl Into<String>) -> Finding {
+    Finding {
+        path: path.into(),
+        message: message.into(),
+    }
+}
+
+/// Findings as one message: at most 8, then a count of the rest.
+pub fn findings_message(findings: &[Finding]) -> String {
+    const SHOWN: usize = 8;
+    let mut lines: Vec<String> = findings
+        .iter()
+        .take(SHOWN)
+        .map(ToString::to_string)
+        .collect();
+    if findings.len() > SHOWN {
+        lines.push(format!("(and {} more)", findings.len() - SHOWN));
+    }
+    lines.join("\n")
+}
+
 /// The compiled validators, built once.
 pub struct Schemas {
     validators: BTreeMap<&'static str, jsonschema::Validator>,

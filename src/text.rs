@@ -120,6 +120,43 @@ pub fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
+/// The YAML parser's error as one line, `FILE:LINE:COLUMN: what is wrong` (its source snippet
+/// is dropped: the line number says where to look).
+pub fn yaml_error(source: &str, error: &str) -> String {
+    let first = error.lines().next().unwrap_or_default();
+    let first = first.trim_start_matches("error: ");
+    let located = first.strip_prefix("line ").and_then(|rest| {
+        let (line, rest) = rest.split_once(" column ")?;
+        let (column, message) = rest.split_once(": ")?;
+        Some(format!("{source}:{line}:{column}: {message}"))
+    });
+    located.unwrap_or_else(|| format!("{source}: {first}"))
+}
+
+/// Glob match with `*` (any run of characters) and `?` (one character).
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti, mut star, mut mark) = (0, 0, None, 0);
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

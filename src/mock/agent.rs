@@ -2,7 +2,6 @@
 //! and a [`Decision`] that says what was done (for the journal and the platform checks).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use bytes::Bytes;
 use rand::{RngExt, SeedableRng};
@@ -11,48 +10,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::behavior::{Item, Kind, LengthLie, Modifier, ResetPoint, What};
+use super::decision::Decision;
+use super::encoding::{self, Malformed};
 use super::http1::{Fault, Framing, Plan, Response};
-use super::injection;
-use super::mutate;
-use super::mutate_task;
-use super::reference::ReferenceAgent;
+use super::protocol::{AgentProtocol, Mutating};
 use super::Responder;
-
-/// A payload placed in an answer, traceable by its canary.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Placed {
-    pub canary: String,
-    pub payload: String,
-    pub family: String,
-    /// Where in the answer it went (`observations[0].evidence`).
-    pub path: String,
-}
-
-/// What an agent decided for one request.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Decision {
-    /// The items applied (their source text); empty when the answer conforms.
-    pub applied: Vec<String>,
-    /// The status planned.
-    pub status: u16,
-    /// Planned delay to the first byte.
-    pub ttfb_ms: u64,
-    /// Planned time to deliver the body once the head is out (body delay, dribbling).
-    pub body_ms: u64,
-    /// Why a platform cannot use this answer, whatever its timeout (None: usable, or usable
-    /// unless it takes longer than the platform waits).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unusable: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub injected: Vec<Placed>,
-}
-
-impl Decision {
-    /// Whether a platform waiting `timeout` can use this answer.
-    pub fn usable_within(&self, timeout: Duration) -> bool {
-        self.unusable.is_none() && Duration::from_millis(self.ttfb_ms + self.body_ms) < timeout
-    }
-}
 
 /// Registration facts of an agent (the spec's registration body).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -67,48 +29,44 @@ pub struct Profile {
 pub struct MockAgent {
     pub profile: Profile,
     pub items: Vec<Item>,
+    /// The protocol it speaks: its endpoints and content behaviours.
+    pub protocol: &'static dyn AgentProtocol,
     /// The conforming agent whose answers the behaviours bend.
     reference: Box<dyn Responder>,
-    /// An execute_task agent (else a round-table one): which content mutations apply.
-    pub task: bool,
     seed: u64,
-    /// Requests seen per endpoint (analyze, challenge, vote, health, other).
-    counters: [AtomicU64; 5],
-}
-
-fn endpoint_index(endpoint: &str) -> usize {
-    match endpoint {
-        "analyze" => 0,
-        "challenge" => 1,
-        "vote" => 2,
-        "health" => 3,
-        _ => 4,
-    }
+    /// Requests seen per endpoint of the protocol, in its order, and one for any other path.
+    counters: Vec<AtomicU64>,
 }
 
 impl MockAgent {
-    /// A round-table agent.
-    pub fn new(profile: Profile, items: Vec<Item>, seed: u64) -> MockAgent {
-        let reference = Box::new(ReferenceAgent::new(profile.name.clone(), seed));
-        MockAgent::with_responder(profile, items, seed, reference, false)
+    /// An agent of `protocol` whose conforming answers come from the protocol's reference agent.
+    pub fn new(
+        protocol: &'static dyn AgentProtocol,
+        profile: Profile,
+        items: Vec<Item>,
+        seed: u64,
+    ) -> MockAgent {
+        let reference = protocol.reference(&profile.name, seed);
+        MockAgent::with_responder(protocol, profile, items, seed, reference)
     }
 
-    /// An agent of any protocol: `reference` answers conformingly; `task` says whether it is an
-    /// execute_task agent.
+    /// The same with another conforming agent (e.g. one that knows more scenarios).
     pub fn with_responder(
+        protocol: &'static dyn AgentProtocol,
         profile: Profile,
         items: Vec<Item>,
         seed: u64,
         reference: Box<dyn Responder>,
-        task: bool,
     ) -> MockAgent {
         MockAgent {
             reference,
-            task,
+            protocol,
             profile,
             items,
             seed,
-            counters: Default::default(),
+            counters: (0..=protocol.endpoints().len())
+                .map(|_| AtomicU64::new(0))
+                .collect(),
         }
     }
 
@@ -121,10 +79,12 @@ impl MockAgent {
     pub fn is_blackhole(&self) -> bool {
         let blackhole_everywhere = self.items.iter().any(|i| {
             i.what == What::Behavior(Kind::Blackhole)
-                && (i.endpoints.is_empty()
-                    || super::behavior::PROTOCOL_ENDPOINTS
-                        .iter()
-                        .all(|e| i.applies_to(e)))
+                && self
+                    .protocol
+                    .endpoints()
+                    .iter()
+                    .filter(|e| e.misbehaves_by_default)
+                    .all(|e| i.applies_to(e))
         });
         blackhole_everywhere
             && !self
@@ -145,7 +105,9 @@ impl MockAgent {
         body: &[u8],
         parsed: Option<&Value>,
     ) -> (Plan, Decision) {
-        let n = self.counters[endpoint_index(endpoint)].fetch_add(1, Ordering::Relaxed);
+        let endpoints = self.protocol.endpoints();
+        let index = endpoints.iter().position(|e| e.name == endpoint);
+        let n = self.counters[index.unwrap_or(endpoints.len())].fetch_add(1, Ordering::Relaxed);
         let conforming = self.reference.respond_parsed(endpoint, body, parsed);
         let plan = Plan::immediate(Response::new(
             conforming.status,
@@ -157,13 +119,13 @@ impl MockAgent {
             ..Decision::default()
         };
         // A request the reference agent refuses (bad JSON, unknown path) is refused as it is.
-        if conforming.status != 200 {
+        let Some(index) = index.filter(|_| conforming.status == 200) else {
             return (plan, decision);
-        }
+        };
         let items: Vec<&Item> = self
             .items
             .iter()
-            .filter(|i| i.applies_to(endpoint))
+            .filter(|i| i.applies_to(&endpoints[index]))
             .collect();
         // A conforming agent (the common case under load) needs no random stream at all.
         if !items
@@ -262,94 +224,36 @@ impl Shaper<'_> {
         self.decision.unusable.get_or_insert(why.into());
     }
 
+    /// The protocol's content behaviours, on the answer's JSON value.
     fn content(&mut self, kind: &Kind, value: &mut Value) -> bool {
-        if self.agent.task {
-            return self.task_content(kind, value);
-        }
-        let e = self.endpoint;
-        match kind {
-            Kind::WrongSchema(v) => mutate::wrong_schema(*v, e, value),
-            Kind::OversizedField { chars } => mutate::oversized_field(e, value, *chars),
-            Kind::TooManyItems { count, conditions } => {
-                mutate::too_many_items(e, value, *count, *conditions)
-            }
-            Kind::NullBytes => mutate::null_bytes(e, value),
-            Kind::AnsiEscapes => mutate::ansi_escapes(e, value),
-            Kind::Speculative => mutate::speculative(e, value),
-            Kind::Injection { select, per_answer } => self.inject(value, select, *per_answer),
-            _ => false,
-        }
-    }
-
-    fn task_content(&mut self, kind: &Kind, value: &mut Value) -> bool {
-        let request: Value = serde_json::from_slice(self.request).unwrap_or(Value::Null);
-        match kind {
-            Kind::NeverFinishes => mutate_task::never_finishes(value),
-            Kind::UnknownAction => mutate_task::unknown_action(value),
-            Kind::MissingRequired | Kind::WrongSchema(mutate::WrongSchema::MissingField) => {
-                mutate_task::missing_required(value)
-            }
-            Kind::WrongSchema(mutate::WrongSchema::WrongType) => mutate_task::wrong_type(value),
-            Kind::IgnoresGovernance => mutate_task::ignores_governance(value, &request),
-            Kind::NullBytes => mutate_task::null_bytes(value),
-            Kind::Injection { select, per_answer } => self.inject(value, select, *per_answer),
-            _ => false,
-        }
-    }
-
-    /// Places `per_answer` payloads, rotating through the selection by request number.
-    fn inject(&mut self, value: &mut Value, select: &[String], per_answer: usize) -> bool {
-        let corpus = injection::corpus();
-        let Ok(chosen) = corpus.select(select) else {
+        let Kind::Content(content) = kind else {
             return false;
         };
-        if chosen.is_empty() {
-            return false;
-        }
-        let start = (self.n as usize * per_answer) % chosen.len();
-        let picked: Vec<&injection::Payload> = (0..per_answer.min(chosen.len()))
-            .map(|i| chosen[(start + i) % chosen.len()])
-            .collect();
-        let canaries: Vec<String> = picked
-            .iter()
-            .map(|p| injection::canary(self.agent.seed, self.agent.name(), &p.id, self.n))
-            .collect();
-        let texts: Vec<String> = picked
-            .iter()
-            .zip(&canaries)
-            .map(|(p, c)| p.render(c))
-            .collect();
-        let placed = if self.agent.task {
-            mutate_task::inject(value, &texts)
-        } else {
-            mutate::inject(self.endpoint, value, &texts)
+        let mut at = Mutating {
+            endpoint: self.endpoint,
+            request: self.request,
+            agent: self.agent.name(),
+            seed: self.agent.seed,
+            n: self.n,
+            injected: &mut self.decision.injected,
         };
-        for (path, index) in &placed {
-            let p = picked[*index];
-            self.decision.injected.push(Placed {
-                canary: canaries[*index].clone(),
-                payload: p.id.clone(),
-                family: p.family.clone(),
-                path: path.clone(),
-            });
-        }
-        !placed.is_empty()
+        content.mutation.apply(value, &mut at)
     }
 
     fn encoding(&mut self, kind: &Kind) -> bool {
         let body = self.plan.response.body.clone();
         let (new, why): (Vec<u8>, String) = match kind {
             Kind::MalformedJson(v) => {
-                let (bytes, content_type) = mutate::malformed(*v, &body);
+                let (bytes, content_type) = encoding::malformed(*v, &body);
                 set_content_type(&mut self.plan.response, content_type);
                 // Duplicate keys still parse (the last one wins): usable, if ambiguous.
-                if *v != mutate::Malformed::DuplicateKeys {
+                if *v != Malformed::DuplicateKeys {
                     self.unusable(format!("malformed JSON ({})", v.name()));
                 }
                 (bytes, String::new())
             }
             Kind::InvalidUtf8 => (
-                mutate::invalid_utf8(&body),
+                encoding::invalid_utf8(&body),
                 "invalid UTF-8 in the body".into(),
             ),
             Kind::OversizedBody { endless: true, .. } => {
@@ -358,7 +262,7 @@ impl Shaper<'_> {
                 (endless_chunk(self.agent.name()), "an endless body".into())
             }
             Kind::OversizedBody { bytes, .. } => (
-                mutate::padded_body(&body, *bytes),
+                encoding::padded_body(&body, *bytes),
                 format!("a body of {bytes} bytes (over 5 MB)"),
             ),
             _ => return false,

@@ -8,10 +8,14 @@
 //!
 //! e.g. `slow:ttfb=lognormal(2s,0.5);body=100ms`, `malformed-json:truncated@vote`,
 //! `http-error:429;retry_after=5`, `reset:mid-body=100`, `flaky:0.3`. Commas inside parentheses
-//! belong to the argument. An item without `@` applies to /analyze, /challenge and /vote; /health
-//! stays conforming unless an item names it. Modifiers (`flaky`, `fail-first`) decide *whether*
-//! a request misbehaves; the other items decide *how*, and they compose in layers (content, then
-//! encoding, then status, then the wire).
+//! belong to the argument. An item without `@` applies to the protocol's endpoints (/analyze,
+//! /challenge and /vote of the round table); /health stays conforming unless an item names it.
+//! Modifiers (`flaky`, `fail-first`) decide *whether* a request misbehaves; the other items
+//! decide *how*, and they compose in layers (content, then encoding, then status, then the wire).
+//!
+//! The behaviours below HTTP, of the encoding, status and wire, and of stdio are the engine's and
+//! fit every protocol; content behaviours belong to a protocol ([`ContentBehavior`]), which
+//! implements them on its own answers.
 
 use std::fmt;
 use std::time::Duration;
@@ -19,12 +23,9 @@ use std::time::Duration;
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
-use super::mutate::{Malformed, WrongSchema};
-
-/// Protocol endpoints a behaviour applies to by default (round table and execute_task).
-pub const PROTOCOL_ENDPOINTS: [&str; 4] = ["analyze", "challenge", "vote", "execute_task"];
-/// Endpoints an item may name after `@`.
-const ENDPOINTS: [&str; 5] = ["analyze", "challenge", "vote", "execute_task", "health"];
+use super::args::{unknown_variant, Args};
+use super::encoding::Malformed;
+use super::protocol::{AgentProtocol, ContentBehavior, Endpoint, Mutation};
 
 /// A delay distribution. Samples are never negative.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -126,7 +127,7 @@ fn duration(text: &str) -> Result<Duration, String> {
     if text == "0" {
         return Ok(Duration::ZERO);
     }
-    crate::cli::parse_duration(text).map_err(|e| format!("{text:?}: {e}"))
+    crate::units::parse_duration(text).map_err(|e| format!("{text:?}: {e}"))
 }
 
 /// Where `reset` cuts the connection.
@@ -162,27 +163,11 @@ pub enum Kind {
         retry_after: Option<u64>,
     },
     MalformedJson(Malformed),
-    WrongSchema(WrongSchema),
     OversizedBody {
         bytes: usize,
         endless: bool,
     },
-    OversizedField {
-        chars: usize,
-    },
-    TooManyItems {
-        count: usize,
-        conditions: usize,
-    },
-    NullBytes,
     InvalidUtf8,
-    AnsiEscapes,
-    Speculative,
-    /// Payloads chosen by id or family patterns (empty: the whole corpus), `per_answer` at once.
-    Injection {
-        select: Vec<String>,
-        per_answer: usize,
-    },
     Reset(ResetPoint),
     /// Graceful close after this many body bytes (None: half the body).
     CloseMidBody(Option<u64>),
@@ -192,16 +177,9 @@ pub enum Kind {
     },
     ContentLengthMismatch(LengthLie),
     WrongContentType(String),
-    // execute_task only:
-    /// Always call_tool: the loop never ends by itself.
-    NeverFinishes,
-    /// An `action` that is not in the spec.
-    UnknownAction,
-    /// call_tool without tool_name.
-    MissingRequired,
-    /// After a GOVERNANCE ERROR, repeats the violating call unchanged.
-    IgnoresGovernance,
-    // execute_task over stdio only:
+    /// A content behaviour of the agent's protocol.
+    Content(Content),
+    // over stdio only:
     /// A non-JSON line on stdout before the first answer.
     StdioBanner,
     /// Answers as pretty-printed, multi-line JSON.
@@ -216,16 +194,26 @@ pub enum Kind {
     ForksAndExits,
 }
 
-/// Which protocol a behaviour belongs to.
+/// A content behaviour as parsed: its name and the mutation it applies.
+#[derive(Debug, Clone)]
+pub struct Content {
+    pub name: &'static str,
+    pub mutation: std::sync::Arc<dyn Mutation>,
+}
+
+impl PartialEq for Content {
+    /// Two content items are the same when they name the same behaviour with the same arguments.
+    fn eq(&self, other: &Content) -> bool {
+        self.name == other.name && format!("{:?}", self.mutation) == format!("{:?}", other.mutation)
+    }
+}
+
+/// Which transports a behaviour fits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
-    /// Any protocol, any transport.
+    /// Any transport the protocol has.
     Any,
-    /// Round-table answers only (their mutations know its fields).
-    Roundtable,
-    /// execute_task answers only.
-    Task,
-    /// execute_task over stdio only.
+    /// Over stdio only.
     Stdio,
     /// Below HTTP: an HTTP transport only.
     Http,
@@ -234,17 +222,6 @@ pub enum Scope {
 impl Kind {
     pub fn scope(&self) -> Scope {
         match self {
-            // missing-field and wrong-type have execute_task forms too (see `mutate_task`).
-            Kind::WrongSchema(WrongSchema::MissingField | WrongSchema::WrongType) => Scope::Any,
-            Kind::WrongSchema(_)
-            | Kind::OversizedField { .. }
-            | Kind::TooManyItems { .. }
-            | Kind::Speculative
-            | Kind::AnsiEscapes => Scope::Roundtable,
-            Kind::NeverFinishes
-            | Kind::UnknownAction
-            | Kind::MissingRequired
-            | Kind::IgnoresGovernance => Scope::Task,
             Kind::StdioBanner
             | Kind::StdioPretty
             | Kind::ExitsEarly
@@ -263,20 +240,26 @@ impl Kind {
     }
 }
 
-/// Checks that every item fits the protocol (`task`: execute_task) and transport (`http`:
-/// HTTP, else a line transport; `stdio`: the stdio one); the error names the item.
-pub fn check_fit(items: &[Item], task: bool, http: bool, stdio: bool) -> Result<(), String> {
+/// Checks that every item fits the transport (`http`: HTTP, else a line transport; `stdio`: the
+/// stdio one) of an agent of `protocol`; the error names the item. (Content behaviours fit their
+/// protocol by construction: [`parse_list`] refuses another protocol's.)
+pub fn check_fit(
+    items: &[Item],
+    protocol: &dyn AgentProtocol,
+    http: bool,
+    stdio: bool,
+) -> Result<(), String> {
     for item in items {
         let What::Behavior(kind) = &item.what else {
             continue;
         };
         let why = match kind.scope() {
-            Scope::Roundtable if task => {
-                Some("a round-table behaviour (its mutations know /analyze, /challenge, /vote)")
-            }
-            Scope::Task | Scope::Stdio if !task => Some("an execute_task behaviour"),
-            Scope::Stdio if !stdio => Some("a stdio behaviour (use --stdio)"),
-            Scope::Http if !http => Some("a fault below HTTP (use --port)"),
+            Scope::Stdio if protocol.line_endpoint().is_none() => Some(format!(
+                "a stdio behaviour, and {} agents are not served over stdio",
+                protocol.name()
+            )),
+            Scope::Stdio if !stdio => Some("a stdio behaviour (use --stdio)".to_string()),
+            Scope::Http if !http => Some("a fault below HTTP (use --port)".to_string()),
             _ => None,
         };
         if let Some(why) = why {
@@ -312,17 +295,18 @@ pub enum What {
 }
 
 impl Item {
-    pub fn applies_to(&self, endpoint: &str) -> bool {
+    pub fn applies_to(&self, endpoint: &Endpoint) -> bool {
         if self.endpoints.is_empty() {
-            PROTOCOL_ENDPOINTS.contains(&endpoint)
+            endpoint.misbehaves_by_default
         } else {
-            self.endpoints.iter().any(|e| e == endpoint)
+            self.endpoints.iter().any(|e| e == endpoint.name)
         }
     }
 }
 
-/// Every behaviour name with a one-line description and the platform rule it exercises; the
-/// README's table and `mock behaviors` print this.
+/// The engine's behaviours, each with a one-line description and the platform rule it
+/// exercises; with the protocols' content behaviours, `mock behaviors` and the README's table
+/// print them.
 pub const CATALOGUE: &[(&str, &str, &str)] = &[
     ("conforming", "the reference agent: valid answers", "200 with valid JSON: used in deliberation"),
     ("slow", "delays the first byte (ttfb=DIST) and the body (body=DIST); DIST: 2s, uniform(1s,3s), normal(2s,500ms), lognormal(2s,0.5)", "Timeouts (120 s, configurable)"),
@@ -330,25 +314,14 @@ pub const CATALOGUE: &[(&str, &str, &str)] = &[
     ("blackhole", "accepts the connection, never reads (on its own port; under a shared port: after the request head)", "Timeouts"),
     ("http-error", "answers a status (default 500; 429 and 503 with Retry-After) with a JSON error body", "Error Handling: 4xx/5xx excluded"),
     ("malformed-json", "variants: truncated, trailing-garbage, single-quotes, nan, empty, html (status 200), array, duplicate-keys", "Error Handling: 200 with invalid JSON excluded"),
-    ("wrong-schema", "variants: missing-field, wrong-type, severity-enum, confidence-range, approve-string, dissent-without-reason", "response field tables (a string \"false\" must not count as approval)"),
     ("oversized-body", "a body of size=BYTES (default 6MB) or endless", "Response Size Limits: 5 MB"),
-    ("oversized-field", "one string over chars=N characters (default 60000)", "Response Size Limits: 50,000 characters per field"),
-    ("too-many-items", "count=N observations/challenges (default 101), conditions=N (default 21)", "lists the platform caps"),
-    ("null-bytes", "NUL characters in the forwarded strings", "Response Sanitization: null bytes stripped"),
     ("invalid-utf8", "bytes that are not UTF-8 inside a string", "Error Handling: invalid JSON"),
-    ("ansi-escapes", "terminal escape sequences in the forwarded strings", "Response Sanitization"),
-    ("speculative", "evidence full of the phrases the evidence pipeline flags", "Response Sanitization: evidence enforcement"),
-    ("injection", "prompt-injection payloads (mocks/injection/) with canary tokens in finding, evidence, counter_evidence, rationale, conditions; select=ID|FAMILY[+...], per_answer=N", "Response Sanitization: injection scanned"),
     ("reset", "RST (SO_LINGER 0) before-headers, after-headers, or mid-body=N", "Error Handling: never crash on one agent"),
     ("close-mid-body", "closes (FIN) after at=N body bytes (default half)", "Error Handling"),
     ("garbage-then-close", "non-HTTP bytes, then close", "Error Handling"),
     ("dribble", "the whole answer at N bytes per second (default 10)", "Timeouts: a total deadline, not per byte"),
     ("content-length-mismatch", "Content-Length says more (default) or less than the body", "Error Handling"),
     ("wrong-content-type", "a valid JSON body labelled text/plain (or the given type)", "clients that check Content-Type"),
-    ("never-finishes", "execute_task: always call_tool, never a final answer", "the max turn limit (default 5)"),
-    ("unknown-action", "execute_task: an action the spec does not list", "Response Body: the action field"),
-    ("missing-required", "execute_task: call_tool without tool_name", "Response Body: call_tool"),
-    ("ignores-governance", "execute_task: after a GOVERNANCE ERROR, the same violating call again", "Policy Violations (governance feedback)"),
     ("stdio-banner", "execute_task over stdio: a non-JSON line on stdout before the first answer", "Local Subprocess Protocol: single-line JSON on stdout"),
     ("stdio-pretty", "execute_task over stdio: pretty-printed, multi-line JSON", "Local Subprocess Protocol: single-line JSON on stdout"),
     ("exits-early", "execute_task over stdio: exits (status 3) after reading a request, without answering", "Local Subprocess Protocol"),
@@ -377,13 +350,21 @@ fn split_items(text: &str) -> Vec<&str> {
     items
 }
 
-/// Parses a comma-separated list of items.
-pub fn parse_list(text: &str) -> Result<Vec<Item>, String> {
+/// Where a behaviour list is parsed: the protocol of the agents it is for, and the others (only
+/// to say, of a content behaviour of another protocol, whose it is).
+#[derive(Clone, Copy)]
+pub struct For<'a> {
+    pub protocol: &'static dyn AgentProtocol,
+    pub others: &'a [&'static dyn AgentProtocol],
+}
+
+/// Parses a comma-separated list of items for agents of `at.protocol`.
+pub fn parse_list(text: &str, at: For<'_>) -> Result<Vec<Item>, String> {
     let items: Vec<Item> = split_items(text)
         .into_iter()
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(parse_item)
+        .map(|item| parse_item(item, at))
         .collect::<Result<_, _>>()?;
     if items.is_empty() {
         return Err("no behaviour given".into());
@@ -391,100 +372,10 @@ pub fn parse_list(text: &str) -> Result<Vec<Item>, String> {
     Ok(items)
 }
 
-/// The arguments of one item: the bare value and `key=value` pairs.
-struct Args<'a> {
-    item: &'a str,
-    bare: Option<&'a str>,
-    keyed: Vec<(&'a str, &'a str)>,
-    used: Vec<&'static str>,
-}
-
-impl<'a> Args<'a> {
-    fn parse(item: &'a str, text: Option<&'a str>) -> Result<Args<'a>, String> {
-        let mut args = Args {
-            item,
-            bare: None,
-            keyed: Vec::new(),
-            used: Vec::new(),
-        };
-        for arg in text
-            .unwrap_or("")
-            .split(';')
-            .map(str::trim)
-            .filter(|a| !a.is_empty())
-        {
-            match arg.split_once('=') {
-                Some((k, v)) => args.keyed.push((k.trim(), v.trim())),
-                None if args.bare.is_none() => args.bare = Some(arg),
-                None => return Err(format!("{item:?}: two bare arguments ({arg:?})")),
-            }
-        }
-        Ok(args)
-    }
-
-    /// The value of `key`, or the bare value when `key` is the main parameter.
-    fn get(&mut self, key: &'static str, main: bool) -> Option<&'a str> {
-        self.used.push(key);
-        let keyed = self.keyed.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
-        if keyed.is_none() && main {
-            let bare = self.bare.take();
-            if bare.is_some() {
-                self.used.push("");
-            }
-            return bare;
-        }
-        keyed
-    }
-
-    fn number<T: std::str::FromStr>(
-        &mut self,
-        key: &'static str,
-        main: bool,
-        default: T,
-    ) -> Result<T, String> {
-        match self.get(key, main) {
-            None => Ok(default),
-            Some(v) => v
-                .replace('_', "")
-                .parse()
-                .map_err(|_| format!("{:?}: {key}={v:?} is not a number", self.item)),
-        }
-    }
-
-    /// Fails on arguments the behaviour does not take.
-    fn finish(self) -> Result<(), String> {
-        if let Some(bare) = self.bare {
-            return Err(format!("{:?}: unexpected argument {bare:?}", self.item));
-        }
-        for (k, _) in &self.keyed {
-            if !self.used.contains(k) {
-                return Err(format!(
-                    "{:?}: unknown argument {k:?}{}",
-                    self.item,
-                    if self.used.is_empty() {
-                        " (this behaviour takes none)".to_string()
-                    } else {
-                        format!(
-                            " (expected {})",
-                            self.used
-                                .iter()
-                                .filter(|u| !u.is_empty())
-                                .copied()
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    }
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
 /// Parses one item, e.g. `malformed-json:truncated@vote`.
-pub fn parse_item(text: &str) -> Result<Item, String> {
+pub fn parse_item(text: &str, at: For<'_>) -> Result<Item, String> {
     let (body, endpoints) = match text.rsplit_once('@') {
-        Some((b, e)) => (b.trim(), parse_endpoints(text, e)?),
+        Some((b, e)) => (b.trim(), parse_endpoints(text, e, at.protocol)?),
         None => (text.trim(), Vec::new()),
     };
     let (name, args) = match body.split_once(':') {
@@ -492,7 +383,10 @@ pub fn parse_item(text: &str) -> Result<Item, String> {
         None => (body, None),
     };
     let mut a = Args::parse(text, args)?;
-    let what = what(name, &mut a)?;
+    let what = match at.protocol.behavior(name) {
+        Some(content) => content_item(content, &mut a)?,
+        None => what(name, &mut a, at)?,
+    };
     a.finish()?;
     Ok(Item {
         what,
@@ -501,25 +395,42 @@ pub fn parse_item(text: &str) -> Result<Item, String> {
     })
 }
 
-fn parse_endpoints(item: &str, text: &str) -> Result<Vec<String>, String> {
+fn parse_endpoints(
+    item: &str,
+    text: &str,
+    protocol: &dyn AgentProtocol,
+) -> Result<Vec<String>, String> {
     text.split('+')
         .map(str::trim)
         .map(|e| {
             let e = e.trim_start_matches('/');
-            if ENDPOINTS.contains(&e) {
+            if protocol.endpoint(e).is_some() {
                 Ok(e.to_string())
             } else {
                 Err(format!(
                     "{item:?}: unknown endpoint {e:?} after '@' (expected {})",
-                    ENDPOINTS.join(", ")
+                    protocol
+                        .endpoints()
+                        .iter()
+                        .map(|e| e.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ))
             }
         })
         .collect()
 }
 
-fn what(name: &str, a: &mut Args<'_>) -> Result<What, String> {
-    let item = a.item;
+fn content_item(content: &'static ContentBehavior, a: &mut Args<'_>) -> Result<What, String> {
+    let mutation = (content.parse)(a)?;
+    Ok(What::Behavior(Kind::Content(Content {
+        name: content.name,
+        mutation: mutation.into(),
+    })))
+}
+
+fn what(name: &str, a: &mut Args<'_>, at: For<'_>) -> Result<What, String> {
+    let item = a.item();
     let b = |k| What::Behavior(k);
     Ok(match name {
         "conforming" => b(Kind::Conforming),
@@ -558,12 +469,6 @@ fn what(name: &str, a: &mut Args<'_>) -> Result<What, String> {
                 || unknown_variant(item, v, Malformed::ALL.iter().map(|m| m.name())),
             )?))
         }
-        "wrong-schema" => {
-            let v = a.get("variant", true).unwrap_or("missing-field");
-            b(Kind::WrongSchema(WrongSchema::parse(v).ok_or_else(
-                || unknown_variant(item, v, WrongSchema::ALL.iter().map(|m| m.name())),
-            )?))
-        }
         "oversized-body" => match a.get("size", true) {
             Some("endless") => b(Kind::OversizedBody {
                 bytes: 0,
@@ -572,31 +477,13 @@ fn what(name: &str, a: &mut Args<'_>) -> Result<What, String> {
             size => b(Kind::OversizedBody {
                 bytes: match size {
                     None => 6_000_000,
-                    Some(s) => crate::cli::parse_bytes(s)
+                    Some(s) => crate::units::parse_bytes(s)
                         .map_err(|e| format!("{item:?}: size={s:?}: {e}"))?,
                 },
                 endless: false,
             }),
         },
-        "oversized-field" => b(Kind::OversizedField {
-            chars: a.number("chars", true, 60_000)?,
-        }),
-        "too-many-items" => b(Kind::TooManyItems {
-            count: a.number("count", true, 101)?,
-            conditions: a.number("conditions", false, 21)?,
-        }),
-        "null-bytes" => b(Kind::NullBytes),
         "invalid-utf8" => b(Kind::InvalidUtf8),
-        "ansi-escapes" => b(Kind::AnsiEscapes),
-        "speculative" => b(Kind::Speculative),
-        "injection" => {
-            let select = a
-                .get("select", true)
-                .map(|s| s.split('+').map(|p| p.trim().to_string()).collect())
-                .unwrap_or_default();
-            let per_answer = a.number("per_answer", false, 3usize)?.max(1);
-            b(Kind::Injection { select, per_answer })
-        }
         "reset" => b(Kind::Reset(reset_point(a)?)),
         "close-mid-body" => b(Kind::CloseMidBody(
             a.get("at", true)
@@ -626,19 +513,14 @@ fn what(name: &str, a: &mut Args<'_>) -> Result<What, String> {
         "wrong-content-type" => b(Kind::WrongContentType(
             a.get("type", true).unwrap_or("text/plain").to_string(),
         )),
-        "never-finishes" => b(Kind::NeverFinishes),
-        "unknown-action" => b(Kind::UnknownAction),
-        "missing-required" => b(Kind::MissingRequired),
-        "ignores-governance" => b(Kind::IgnoresGovernance),
         "stdio-banner" => b(Kind::StdioBanner),
         "stdio-pretty" => b(Kind::StdioPretty),
         "exits-early" => b(Kind::ExitsEarly),
         "stderr-flood" => b(Kind::StderrFlood {
             bytes: match a.get("bytes", true) {
                 None => 50_000_000,
-                Some(v) => {
-                    crate::cli::parse_bytes(v).map_err(|e| format!("{item:?}: bytes={v:?}: {e}"))?
-                }
+                Some(v) => crate::units::parse_bytes(v)
+                    .map_err(|e| format!("{item:?}: bytes={v:?}: {e}"))?,
             },
         }),
         "forks-and-exits" => b(Kind::ForksAndExits),
@@ -651,20 +533,37 @@ fn what(name: &str, a: &mut Args<'_>) -> Result<What, String> {
         }
         "fail-first" => What::Modifier(Modifier::FailFirst(a.number("n", true, 1)?)),
         other => {
+            if let Some(owner) = at.others.iter().find(|p| p.behavior(other).is_some()) {
+                return Err(format!(
+                    "{item:?}: a behaviour of the {} protocol (its mutations know {}), not of {}",
+                    owner.name(),
+                    endpoint_list(*owner),
+                    at.protocol.name()
+                ));
+            }
+            let mut known: Vec<&str> = CATALOGUE.iter().map(|(n, _, _)| *n).collect();
+            known.extend(at.protocol.behaviors().iter().map(|b| b.name));
             return Err(format!(
                 "unknown behaviour {other:?} (known: {})",
-                CATALOGUE
-                    .iter()
-                    .map(|(n, _, _)| *n)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
+                known.join(", ")
+            ));
         }
     })
 }
 
+/// `/analyze, /challenge, /vote`: the endpoints a protocol's behaviours apply to by default.
+fn endpoint_list(protocol: &dyn AgentProtocol) -> String {
+    protocol
+        .endpoints()
+        .iter()
+        .filter(|e| e.misbehaves_by_default)
+        .map(|e| format!("/{}", e.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn reset_point(a: &mut Args<'_>) -> Result<ResetPoint, String> {
-    let item = a.item;
+    let item = a.item();
     if let Some(n) = a.get("mid-body", false) {
         return n
             .parse()
@@ -683,17 +582,30 @@ fn reset_point(a: &mut Args<'_>) -> Result<ResetPoint, String> {
     }
 }
 
-fn unknown_variant<'a>(item: &str, v: &str, known: impl Iterator<Item = &'a str>) -> String {
-    format!(
-        "{item:?}: unknown variant {v:?} (expected {})",
-        known.collect::<Vec<_>>().join(", ")
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mock::stub::{Other, Stub};
     use rand::SeedableRng;
+
+    fn at() -> For<'static> {
+        For {
+            protocol: &Stub,
+            others: &[],
+        }
+    }
+
+    fn parse_list(text: &str) -> Result<Vec<Item>, String> {
+        super::parse_list(text, at())
+    }
+
+    fn parse_item(text: &str) -> Result<Item, String> {
+        super::parse_item(text, at())
+    }
+
+    fn endpoint(name: &str) -> &'static Endpoint {
+        Stub.endpoint(name).unwrap()
+    }
 
     fn kind(text: &str) -> Kind {
         match parse_item(text).unwrap().what {
@@ -737,16 +649,50 @@ mod tests {
                 body: Dist::Fixed(Duration::from_millis(100))
             }
         );
-        let item = parse_item("wrong-schema:approve-string@vote+analyze").unwrap();
-        assert_eq!(item.endpoints, vec!["vote", "analyze"]);
-        assert!(item.applies_to("vote") && !item.applies_to("challenge"));
+        let item = parse_item("shout@tell+health").unwrap();
+        assert_eq!(item.endpoints, vec!["tell", "health"]);
+        assert!(item.applies_to(endpoint("tell")) && !item.applies_to(endpoint("ask")));
         let plain = parse_item("hang").unwrap();
-        assert!(plain.applies_to("analyze") && !plain.applies_to("health"));
+        assert!(plain.applies_to(endpoint("ask")) && !plain.applies_to(endpoint("health")));
+        match kind("shout") {
+            Kind::Content(c) => assert_eq!(c.name, "shout"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_content_behaviour_belongs_to_its_protocol() {
+        let others: [&'static dyn AgentProtocol; 1] = [&Stub];
+        let at = For {
+            protocol: &Other,
+            others: &others,
+        };
+        let e = super::parse_list("shout", at).unwrap_err();
+        assert!(
+            e.contains("\"shout\": a behaviour of the stub protocol (its mutations know /ask, /tell), not of other"),
+            "{e}"
+        );
+        let e = super::parse_list("shouts", at).unwrap_err();
+        assert!(
+            e.contains("unknown behaviour \"shouts\" (known: conforming,"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn transports_are_checked() {
+        let items = parse_list("stdio-banner").unwrap();
+        let e = check_fit(&items, &Stub, true, false).unwrap_err();
+        assert!(e.contains("stub agents are not served over stdio"), "{e}");
+        let items = parse_list("reset").unwrap();
+        let e = check_fit(&items, &Stub, false, false).unwrap_err();
+        assert!(e.contains("a fault below HTTP"), "{e}");
+        check_fit(&parse_list("shout,slow:1s").unwrap(), &Stub, true, false).unwrap();
     }
 
     #[test]
     fn lists_split_outside_parentheses() {
-        let items = parse_list("slow:normal(2s,100ms), flaky:0.25 ,null-bytes").unwrap();
+        let items = parse_list("slow:normal(2s,100ms), flaky:0.25 ,shout").unwrap();
         assert_eq!(items.len(), 3);
         assert_eq!(items[1].what, What::Modifier(Modifier::Flaky(0.25)));
     }
@@ -761,7 +707,10 @@ mod tests {
             ("slow:tffb=2s", "unknown argument \"tffb\""),
             ("slow:uniform(3s,1s)", "high bound is below"),
             ("slow:gamma(1s,2)", "unknown distribution"),
-            ("null-bytes@votes", "unknown endpoint \"votes\""),
+            (
+                "shout@votes",
+                "unknown endpoint \"votes\" after '@' (expected ask, tell, health)",
+            ),
             ("flaky:1.5", "not a probability"),
             ("dribble:0", "at least 1 byte/s"),
         ];
@@ -770,17 +719,6 @@ mod tests {
             assert!(e.contains(expected), "{text}: {e}");
         }
         assert!(parse_list(" , ").unwrap_err().contains("no behaviour"));
-    }
-
-    #[test]
-    fn the_readme_documents_every_behaviour() {
-        let readme = include_str!("../../README.md");
-        for (name, what, _) in CATALOGUE {
-            assert!(
-                readme.contains(&format!("| `{name}` | {}", what.replace('|', "\\|"))),
-                "{name}"
-            );
-        }
     }
 
     #[test]

@@ -116,7 +116,7 @@ pub struct Expect {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Condition {
     text: String,
-    path: crate::probe::path::JsonPath,
+    path: crate::jsonpath::JsonPath,
     op: Op,
 }
 
@@ -143,7 +143,7 @@ impl Condition {
         };
         Ok(Condition {
             text: t.to_string(),
-            path: crate::probe::path::JsonPath::parse(path.trim())?,
+            path: crate::jsonpath::JsonPath::parse(path.trim())?,
             op,
         })
     }
@@ -195,7 +195,7 @@ impl Driver {
             })?),
             _ => None,
         };
-        let timeout = crate::cli::parse_duration(&spec.timeout)
+        let timeout = crate::units::parse_duration(&spec.timeout)
             .map_err(|e| format!("platform.timeout: {e}"))?;
         let trigger = match &spec.trigger {
             None => None,
@@ -209,7 +209,7 @@ impl Driver {
                             .map_err(|e| format!("platform.trigger.expect.json: {e}"))
                     })
                     .collect::<Result<Vec<_>, _>>()?;
-                let margin = crate::cli::parse_duration(&t.margin)
+                let margin = crate::units::parse_duration(&t.margin)
                     .map_err(|e| format!("platform.trigger.margin: {e}"))?;
                 if t.count == 0 || t.concurrency == 0 {
                     return Err("platform.trigger: count and concurrency must be at least 1".into());
@@ -541,8 +541,8 @@ fn fill(body: &Value, n: usize, seed: u64) -> Value {
         Value::String(s) => {
             let mut s = s.replace("{{ n }}", &n.to_string());
             if s.contains("{{ task }}") {
-                let task = crate::protocol::content::Content::new(seed, &format!("trigger/{n}"))
-                    .task_content();
+                let task =
+                    crate::content::Content::new(seed, &format!("trigger/{n}")).task_content();
                 s = s.replace("{{ task }}", &task);
             }
             Value::String(s)

@@ -16,11 +16,12 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::agent::{Decision, MockAgent, Profile};
-use super::behavior::{self, Item};
+use super::agent::{MockAgent, Profile};
+use super::behavior::{self, For, Item};
+use super::decision::Decision;
 use super::http1::{self, Delivered, Handler, Plan, Request, Response, ServerLimits};
 use super::journal::{AuthSeen, Journal, RequestRecord};
-use super::observe::Observer;
+use super::protocol::{PlatformObserver, Seen};
 
 /// Names agents may have (they become URL path segments and platform registrations).
 pub fn valid_name(name: &str) -> bool {
@@ -44,6 +45,9 @@ pub enum Layout {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FleetFile {
+    /// The protocol the agents speak (a key of the protocol registry); default: the round table.
+    #[serde(default)]
+    pub protocol: Option<Spanned<String>>,
     #[serde(default)]
     pub seed: Option<u64>,
     #[serde(default)]
@@ -89,33 +93,10 @@ fn general() -> String {
     "general review".into()
 }
 
-/// The fleet presets of `mocks/`, built in so that an installed binary has them
-/// (`mock fleet --preset NAME`).
-pub const PRESETS: &[(&str, &str)] = &[
-    ("chaos", include_str!("../../mocks/chaos.yaml")),
-    ("slow", include_str!("../../mocks/slow.yaml")),
-    ("injection", include_str!("../../mocks/injection.yaml")),
-    ("faults", include_str!("../../mocks/faults.yaml")),
-];
-
 /// Most agents one fleet may hold.
 pub const MAX_AGENTS: usize = 100_000;
 
 impl FleetFile {
-    /// A built-in preset by name; the error lists the names.
-    pub fn preset(name: &str) -> Result<(String, FleetFile), String> {
-        let (_, text) = PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| {
-            let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
-            format!(
-                "--preset {name:?}: no such preset (known: {})",
-                names.join(", ")
-            )
-        })?;
-        let source = format!("mocks/{name}.yaml");
-        let file = FleetFile::parse(&source, text)?;
-        Ok((source, file))
-    }
-
     pub fn from_file(path: &Path) -> Result<FleetFile, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
@@ -125,7 +106,7 @@ impl FleetFile {
     /// Parses; errors read `FILE:LINE: what is wrong`.
     pub fn parse(source: &str, text: &str) -> Result<FleetFile, String> {
         let file: FleetFile = serde_saphyr::from_str(text)
-            .map_err(|e| crate::probe::suite::yaml_error(source, &e.to_string()))?;
+            .map_err(|e| crate::text::yaml_error(source, &e.to_string()))?;
         if file.agents.is_empty() {
             return Err(format!("{source}: `agents` is empty"));
         }
@@ -136,30 +117,34 @@ impl FleetFile {
         Ok(file)
     }
 
-    /// Expands `generate`, parses behaviours, checks names; errors name the line.
-    pub fn agents(&self, source: &str, seed: u64) -> Result<Vec<MockAgent>, String> {
+    /// Expands `generate`, parses behaviours, checks names; errors name the line. `at` is the
+    /// protocol the file names (resolved by the caller from the registry).
+    pub fn agents(&self, source: &str, seed: u64, at: For<'_>) -> Result<Vec<MockAgent>, String> {
         let mut agents = Vec::new();
         let mut seen: HashMap<String, u64> = HashMap::new();
         for spec in &self.agents {
             let line = spec.name.referenced.line();
-            let at = |what: String| format!("{source}:{line}: agent {:?}: {what}", spec.name.value);
-            let items = parse_items(&spec.behaviors).map_err(at)?;
+            let at_line =
+                |what: String| format!("{source}:{line}: agent {:?}: {what}", spec.name.value);
+            let items = parse_items(&spec.behaviors, at).map_err(&at_line)?;
             let count = spec.generate.unwrap_or(1);
             if spec.generate.is_some() && !spec.name.value.contains("{i}") {
-                return Err(at("with `generate`, the name must contain {i}".into()));
+                return Err(at_line("with `generate`, the name must contain {i}".into()));
             }
             if agents.len() + count > MAX_AGENTS {
-                return Err(at(format!("a fleet holds at most {MAX_AGENTS} agents")));
+                return Err(at_line(format!(
+                    "a fleet holds at most {MAX_AGENTS} agents"
+                )));
             }
             for i in 1..=count {
                 let name = spec.name.value.replace("{i}", &i.to_string());
                 if !valid_name(&name) {
-                    return Err(at(format!(
+                    return Err(at_line(format!(
                         "the name {name:?} must match ^[A-Za-z][A-Za-z0-9_-]*$"
                     )));
                 }
                 if let Some(first) = seen.insert(name.clone(), line) {
-                    return Err(at(format!(
+                    return Err(at_line(format!(
                         "the name {name:?} is already used (line {first})"
                     )));
                 }
@@ -172,7 +157,7 @@ impl FleetFile {
                         .as_ref()
                         .map(|k| k.replace("{i}", &i.to_string())),
                 };
-                agents.push(MockAgent::new(profile, items.clone(), seed));
+                agents.push(MockAgent::new(at.protocol, profile, items.clone(), seed));
             }
         }
         Ok(agents)
@@ -180,13 +165,13 @@ impl FleetFile {
 }
 
 /// Behaviour strings (each may itself be a comma list) → items; none → conforming.
-pub fn parse_items(texts: &[String]) -> Result<Vec<Item>, String> {
+pub fn parse_items(texts: &[String], at: For<'_>) -> Result<Vec<Item>, String> {
     let mut items = Vec::new();
     for text in texts {
-        items.extend(behavior::parse_list(text)?);
+        items.extend(behavior::parse_list(text, at)?);
     }
     if items.is_empty() {
-        items = behavior::parse_list("conforming")?;
+        items = behavior::parse_list("conforming", at)?;
     }
     Ok(items)
 }
@@ -204,7 +189,7 @@ pub struct FleetHandler {
     pub agents: Vec<MockAgent>,
     routes: Routes,
     pub journal: Journal,
-    pub observer: Observer,
+    pub observer: Box<dyn PlatformObserver>,
 }
 
 /// What a request's journal and observer records need once the answer is out.
@@ -246,14 +231,6 @@ impl FleetHandler {
     }
 }
 
-fn expected_method(endpoint: &str) -> Option<&'static str> {
-    match endpoint {
-        "analyze" | "challenge" | "vote" | "execute_task" => Some("POST"),
-        "health" => Some("GET"),
-        _ => None,
-    }
-}
-
 impl Handler for FleetHandler {
     type Note = Note;
 
@@ -285,24 +262,34 @@ impl Handler for FleetHandler {
         let agent = &self.agents[index];
         let auth = Self::auth(agent, &request);
         let parsed: Option<Value> = serde_json::from_slice(&request.body).ok();
-        let (plan, decision) = match expected_method(endpoint) {
+        let known = agent.protocol.endpoint(endpoint);
+        let (plan, decision) = match known {
             None => refuse(404, format!("no endpoint /{endpoint}")),
-            Some(m) if m != request.method => refuse(405, format!("/{endpoint} takes {m}")),
-            Some(_)
-                if endpoint != "health" && matches!(auth, AuthSeen::Missing | AuthSeen::Wrong) =>
-            {
+            Some(e) if e.method != request.method => {
+                refuse(405, format!("/{endpoint} takes {}", e.method))
+            }
+            Some(e) if e.needs_key && matches!(auth, AuthSeen::Missing | AuthSeen::Wrong) => {
                 refuse(401, format!("{auth:?} API key").to_lowercase())
             }
             Some(_) => agent.respond_parsed(endpoint, &request.body, parsed.as_ref()),
         };
-        self.observer.on_request(
-            agent,
-            endpoint,
-            auth,
-            parsed.as_ref(),
-            &decision,
-            request.received,
-        );
+        // The platform is judged on the protocol's own messages (not /health).
+        if let Some(schema) = known.and_then(|e| e.request_schema) {
+            let findings = match &parsed {
+                Some(v) => crate::schema::schemas().validate(schema, v),
+                None => vec![crate::schema::finding("$", "the body is not JSON")],
+            };
+            self.observer.on_request(&Seen {
+                agent: agent.name(),
+                expects_key: agent.profile.api_key.is_some(),
+                endpoint,
+                auth,
+                body: parsed.as_ref(),
+                schema_findings: &findings,
+                decision: &decision,
+                at: request.received,
+            });
+        }
         if self.journal.is_on() {
             let (body, body_capped) = self.journal.body_value(&request.body, parsed.as_ref());
             let task_id = parsed
@@ -375,12 +362,6 @@ pub struct Served {
 }
 
 impl Served {
-    /// The base URL of agent `name`.
-    pub fn url_of(&self, name: &str) -> Option<&str> {
-        let i = self.handler.agents.iter().position(|a| a.name() == name)?;
-        Some(&self.urls[i])
-    }
-
     /// Stops accepting, ends every open exchange (hung ones too) and waits at most `grace`.
     pub async fn stop(&self, grace: Duration) {
         self.stop.cancel();
@@ -396,7 +377,7 @@ pub async fn serve(
     host: IpAddr,
     port: u16,
     journal: Journal,
-    observer: Observer,
+    observer: Box<dyn PlatformObserver>,
 ) -> Result<Served, String> {
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
@@ -481,17 +462,13 @@ async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mock::stub::Stub;
 
-    #[test]
-    fn every_preset_parses_and_builds_its_agents() {
-        for (name, _) in PRESETS {
-            let (source, file) = FleetFile::preset(name).unwrap();
-            let agents = file.agents(&source, 1).unwrap_or_else(|e| panic!("{e}"));
-            assert!(agents.len() >= 10, "{name}: {} agents", agents.len());
+    fn at() -> For<'static> {
+        For {
+            protocol: &Stub,
+            others: &[],
         }
-        assert!(FleetFile::preset("calm")
-            .unwrap_err()
-            .contains("chaos, slow"));
     }
 
     #[test]
@@ -501,7 +478,7 @@ mod tests {
             "agents:\n  - { name: \"a-{i}\", generate: 3, api_key: \"k{i}\" }\n  - { name: b }\n",
         )
         .unwrap();
-        let agents = file.agents("f.yaml", 1).unwrap();
+        let agents = file.agents("f.yaml", 1, at()).unwrap();
         let names: Vec<&str> = agents.iter().map(|a| a.name()).collect();
         assert_eq!(names, ["a-1", "a-2", "a-3", "b"]);
         assert_eq!(agents[1].profile.api_key.as_deref(), Some("k2"));
@@ -531,7 +508,7 @@ mod tests {
         ];
         for (text, expected) in cases {
             let e = FleetFile::parse("f.yaml", text)
-                .and_then(|f| f.agents("f.yaml", 1).map(|_| ()))
+                .and_then(|f| f.agents("f.yaml", 1, at()).map(|_| ()))
                 .unwrap_err();
             assert!(e.contains(expected), "{text}: {e}");
         }

@@ -17,8 +17,8 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 
-use crate::probe::suite::{glob_match, yaml_error};
 use crate::text::is_unsafe_char;
+use crate::text::{glob_match, yaml_error};
 use template::{Template, CANARY};
 
 /// Where the embedded corpus comes from, for messages.
@@ -308,13 +308,63 @@ fn is_invisible(c: char) -> bool {
     ) || (is_unsafe_char(c) && !c.is_ascii_control())
 }
 
+/// The arguments of an `injection` item: `select=ID|FAMILY[+…]` (the main parameter; none: the
+/// whole corpus) and `per_answer=N` (default 3).
+pub fn parse_args(a: &mut crate::mock::args::Args<'_>) -> Result<(Vec<String>, usize), String> {
+    let select = a
+        .get("select", true)
+        .map(|s| s.split('+').map(|p| p.trim().to_string()).collect())
+        .unwrap_or_default();
+    let per_answer = a.number("per_answer", false, 3usize)?.max(1);
+    Ok((select, per_answer))
+}
+
+/// Places `per_answer` payloads of the selection in an answer, rotating through the selection
+/// by request number, each with its canary; `put` is the protocol's placement (which strings of
+/// its answers a platform forwards), returning where each text went and which one it was.
+pub fn place(
+    answer: &mut serde_json::Value,
+    at: &mut crate::mock::protocol::Mutating<'_>,
+    select: &[String],
+    per_answer: usize,
+    put: impl FnOnce(&mut serde_json::Value, &[String]) -> Vec<(String, usize)>,
+) -> bool {
+    let Ok(chosen) = corpus().select(select) else {
+        return false;
+    };
+    if chosen.is_empty() {
+        return false;
+    }
+    let start = (at.n as usize * per_answer) % chosen.len();
+    let picked: Vec<&Payload> = (0..per_answer.min(chosen.len()))
+        .map(|i| chosen[(start + i) % chosen.len()])
+        .collect();
+    let canaries: Vec<String> = picked
+        .iter()
+        .map(|p| canary(at.seed, at.agent, &p.id, at.n))
+        .collect();
+    let texts: Vec<String> = picked
+        .iter()
+        .zip(&canaries)
+        .map(|(p, c)| p.render(c))
+        .collect();
+    let placed = put(answer, &texts);
+    for (path, index) in &placed {
+        let p = picked[*index];
+        at.injected.push(crate::mock::decision::Placed {
+            canary: canaries[*index].clone(),
+            payload: p.id.clone(),
+            family: p.family.clone(),
+            path: path.clone(),
+        });
+    }
+    !placed.is_empty()
+}
+
 #[cfg(test)]
 mod tests {
     use super::template::{Encoding, Segment};
     use super::*;
-    use crate::probe::checks::Check;
-    use crate::probe::suite::Suite;
-    use crate::protocol::evidence::PhraseSet;
 
     fn embedded() -> Corpus {
         Corpus::parse(EMBEDDED_SOURCE, EMBEDDED).expect("the embedded corpus is valid")
@@ -505,39 +555,6 @@ mod tests {
                     .split(|c: char| !c.is_ascii_alphabetic())
                     .any(|w| w.chars().skip(1).any(|c| c.is_ascii_uppercase())),
                 "{}: no word in mixed or upper case",
-                p.id
-            );
-        }
-    }
-
-    /// The compiled prompt-injection patterns of the built-in suite's sanitization cases: the
-    /// payloads are judged by exactly what the probe would use on an agent's answer.
-    fn probe_patterns() -> PhraseSet {
-        let suite = Suite::builtin("roundtable").expect("the built-in suite loads");
-        let case = suite
-            .case("analyze.sanitization")
-            .expect("the suite has a sanitization case");
-        let patterns = case
-            .checks
-            .iter()
-            .find_map(|check| match check {
-                Check::Phrases { patterns, .. } => Some(patterns.clone()),
-                _ => None,
-            })
-            .expect("the sanitization case has a phrases check");
-        PhraseSet::new(&patterns).expect("the suite's patterns compile")
-    }
-
-    #[test]
-    fn the_probe_flags_every_plain_override_spoof_and_template_payload() {
-        let patterns = probe_patterns();
-        let c = embedded();
-        let plain = ["instruction-override", "role-spoofing", "chat-template"].map(String::from);
-        for p in c.select(&plain).unwrap() {
-            let rendered = p.render(&canary_for(p));
-            assert!(
-                !patterns.scan("", &rendered).is_empty(),
-                "{}: the probe's sanitization patterns miss {rendered:?}",
                 p.id
             );
         }

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
-use super::agent::Decision;
+use super::decision::Decision;
 use super::http1::Delivered;
 
 /// How a request's Authorization compared with what the agent was registered with.

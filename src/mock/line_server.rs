@@ -1,5 +1,6 @@
-//! The execute_task mock over line transports: stdio (for `--agent-cmd "agent-tck mock agent
-//! --protocol execute-task --stdio"`) and TCP / Unix sockets (newline-delimited JSON).
+//! Mock agents over line transports: stdio (e.g. for `--agent-cmd "agent-tck mock agent
+//! --protocol execute-task --stdio"`) and TCP / Unix sockets (newline-delimited JSON). Each line
+//! is a request to the protocol's line endpoint ([`AgentProtocol::line_endpoint`]).
 //!
 //! A request ends at a newline or at the end of input, so the same mock serves a harness that
 //! keeps one process and writes a line per turn (persistent) and one that starts a process per
@@ -15,6 +16,8 @@ use tokio_util::sync::CancellationToken;
 use super::agent::MockAgent;
 use super::behavior::{Kind, What};
 use super::http1::Fault;
+#[cfg(doc)]
+use super::protocol::AgentProtocol;
 
 /// Longest request line read.
 const MAX_REQUEST: u64 = 32 * 1024 * 1024;
@@ -141,7 +144,8 @@ where
         if let Some(bytes) = quirks.stderr_flood {
             flood_stderr(bytes);
         }
-        let (plan, _) = agent.respond("execute_task", &line);
+        let endpoint = agent.protocol.line_endpoint().unwrap_or_default();
+        let (plan, _) = agent.respond(endpoint, &line);
         let at = tokio::time::Instant::now() + plan.ttfb + plan.body_delay;
         tokio::time::sleep_until(at).await;
         if matches!(plan.fault, Fault::Hang | Fault::Blackhole) {

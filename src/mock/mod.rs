@@ -1,25 +1,28 @@
-//! The mock role: we are the agents. The conforming reference agent ([`Responder`]); the
-//! behaviour catalogue (`behavior`) and its mutations of conforming answers (`mutate`); one
-//! mock agent (`agent`) and a fleet of them (`fleet`) on a raw HTTP/1.1 engine (`http1`) that can
-//! also fault below HTTP; the journal, the observer that judges the platform, the driver that
-//! registers and triggers, and the session that ties them together.
+//! The mock role: we are the agents. Generic over protocols: a protocol plugs in through
+//! [`protocol::AgentProtocol`] (its endpoints, its conforming [`Responder`], its content
+//! behaviours and its platform observer). The engine has the behaviour catalogue (`behavior`)
+//! and the encoding layer (`encoding`), one mock agent (`agent`) and a fleet of them (`fleet`)
+//! on a raw HTTP/1.1 engine (`http1`) that can also fault below HTTP, a line server for stdio and
+//! sockets, the journal, the shared platform checks (`observe`), the driver that registers and
+//! triggers, and the session that ties them together.
 
 pub mod agent;
+pub mod args;
 pub mod behavior;
+pub mod decision;
 pub mod driver;
+pub mod encoding;
 pub mod fleet;
 pub mod http1;
 pub mod injection;
 pub mod journal;
 pub mod line_server;
-pub mod matrix;
-pub mod mutate;
-pub mod mutate_task;
 pub mod observe;
-pub mod reference;
+pub mod protocol;
 pub mod server;
 pub mod session;
-pub mod task_agent;
+#[cfg(test)]
+pub(crate) mod stub;
 
 use bytes::Bytes;
 

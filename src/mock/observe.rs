@@ -1,41 +1,34 @@
 //! What the fleet learns about the platform from the requests its agents receive, and the
 //! verdicts it draws (the same [`CaseResult`]s the probe produces, through the same reporters).
 //!
-//! The observer keeps only compact state: counts, a few examples per rule, and per task the
-//! agents whose /analyze answer a platform could not use. It is fed synchronously by the fleet's
-//! request handler with the full request body (the journal may hold a capped copy).
+//! The fleet's handler feeds a [`PlatformObserver`] synchronously with every request (the full
+//! body, parsed) and the agent's decision, and tells it when each answer is over. A protocol
+//! brings its own observer for the rules of its deliberation; what every protocol shares — each
+//! request valid against its endpoint's schema, bearer keys as registered — is [`Common`], and
+//! [`SchemaObserver`] is that alone (the observer of a protocol that has none of its own).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use serde_json::Value;
-
-use super::agent::{Decision, MockAgent};
-use super::http1::{Delivered, Outcome};
-use super::injection;
 use super::journal::AuthSeen;
-use crate::probe::path::strings;
+use super::protocol::{AgentProtocol, Endpoint, PlatformObserver, Seen};
 use crate::report::{CaseResult, Level, Status};
+use crate::schema::findings_message;
 
 /// Examples kept per rule.
-const EXAMPLES: usize = 5;
-/// Tasks and canaries tracked at most: a fleet serving for days must not grow without bound.
-/// Past it, new ones are not followed (and the verdicts say so).
-const MAX_TRACKED: usize = 100_000;
-/// The platform's per-field limit (Response Size Limits).
-pub const MAX_FIELD_CHARS: usize = 50_000;
+pub const EXAMPLES: usize = 5;
 
 /// A rule's tally: how often it was checked, how often broken, and a few examples.
 #[derive(Debug, Default, Clone)]
-struct Tally {
-    checked: u64,
-    broken: u64,
-    examples: Vec<String>,
+pub struct Tally {
+    pub checked: u64,
+    pub broken: u64,
+    pub examples: Vec<String>,
 }
 
 impl Tally {
-    fn check(&mut self, ok: bool, example: impl FnOnce() -> String) {
+    pub fn check(&mut self, ok: bool, example: impl FnOnce() -> String) {
         self.checked += 1;
         if !ok {
             self.broken += 1;
@@ -44,297 +37,117 @@ impl Tally {
             }
         }
     }
+
+    /// The case of a tallied rule: skipped with nothing to judge, failed with examples.
+    pub fn case(
+        &self,
+        id: &str,
+        group: &str,
+        level: Level,
+        title: &str,
+        spec: &str,
+        what: &str,
+    ) -> CaseResult {
+        let mut case = CaseResult::new(id, group, level, title, spec);
+        if self.checked == 0 {
+            case.status = Status::Skip;
+            case.message = format!("no {what} to judge");
+        } else if self.broken == 0 {
+            case.message = format!("{} {what} checked", self.checked);
+        } else {
+            case.status = Status::Fail;
+            case.message = format!(
+                "{} of {} {what} break the rule, e.g.\n  {}",
+                self.broken,
+                self.checked,
+                self.examples.join("\n  ")
+            );
+        }
+        case
+    }
 }
 
-/// A payload that came back in a request to another agent.
-#[derive(Debug, Clone)]
-struct Reappearance {
-    canary: String,
-    payload: String,
-    family: String,
-    from: String,
-    to: String,
-    endpoint: String,
-}
-
-#[derive(Default)]
-struct State {
-    requests: HashMap<String, u64>,
+/// The rules every protocol's platform is held to: each request valid against its endpoint's
+/// schema; agents registered with a key receive it as a bearer token, others none. A protocol's
+/// observer keeps one inside its own state (one lock per request).
+#[derive(Debug, Default)]
+pub struct Common {
+    /// Protocol requests by endpoint.
+    pub requests: HashMap<String, u64>,
     schema: Tally,
     bearer: Tally,
     no_stray_bearer: Tally,
-    own_analysis: Tally,
-    failed_excluded: Tally,
-    nul: Tally,
-    field_length: Tally,
-    /// task_id → agent → whether its /analyze answer was usable within the platform's timeout.
-    analyze: HashMap<String, HashMap<String, bool>>,
-    /// canary → (payload id, family, agent that sent it).
-    canaries: HashMap<String, (String, String, String)>,
-    reappeared: Vec<Reappearance>,
-    reappeared_seen: HashSet<(String, String)>,
-    /// task_id → phase → timing of the requests the fleet received.
-    phases: HashMap<String, HashMap<String, Phase>>,
-    /// Tasks or canaries not followed because MAX_TRACKED was reached.
-    untracked: u64,
 }
 
-/// When a task's phase started and when the platform's wait for it could have ended.
-#[derive(Debug, Clone, Copy)]
-struct Phase {
-    first_request: Instant,
-    /// The latest moment an answer of this phase was complete, or (for an answer that never
-    /// came or came too late) when the platform's timeout for it ran out.
-    wait_ended: Instant,
-}
-
-pub struct Observer {
-    /// The platform's per-endpoint timeout, to judge whether a slow answer was usable.
-    pub platform_timeout: Duration,
-    state: Mutex<State>,
-}
-
-impl Observer {
-    pub fn new(platform_timeout: Duration) -> Observer {
-        Observer {
-            platform_timeout,
-            state: Mutex::new(State::default()),
-        }
-    }
-
-    /// One request an agent received (after routing), with what the agent decided to answer.
-    pub fn on_request(
-        &self,
-        agent: &MockAgent,
-        endpoint: &str,
-        auth: AuthSeen,
-        body: Option<&Value>,
-        decision: &Decision,
-        at: Instant,
-    ) {
-        // The platform checks are the round table's; other protocols' requests are journaled only.
-        if !crate::protocol::roundtable::ENDPOINTS.contains(&endpoint) {
-            return;
-        }
-        // Validation runs before the lock: it is the costly part, and both workers may be here.
-        let schema_id = match endpoint {
-            "analyze" => "roundtable/analyze.request",
-            "challenge" => "roundtable/challenge.request",
-            _ => "roundtable/vote.request",
-        };
-        let findings = match body {
-            Some(v) => crate::schema::schemas().validate(schema_id, v),
-            None => vec![crate::protocol::finding("$", "the body is not JSON")],
-        };
-        let Ok(mut s) = self.state.lock() else { return };
+impl Common {
+    pub fn on_request(&mut self, seen: &Seen<'_>) {
+        let endpoint = seen.endpoint;
         // Counted without a key allocation per request: the endpoint is nearly always known.
-        match s.requests.get_mut(endpoint) {
+        match self.requests.get_mut(endpoint) {
             Some(count) => *count += 1,
             None => {
-                s.requests.insert(endpoint.to_string(), 1);
+                self.requests.insert(endpoint.to_string(), 1);
             }
         }
-        let name = agent.name();
-        let expects_key = agent.profile.api_key.is_some();
-        if expects_key {
-            s.bearer.check(auth == AuthSeen::Ok, || {
+        let name = seen.agent;
+        let auth = seen.auth;
+        if seen.expects_key {
+            self.bearer.check(auth == AuthSeen::Ok, || {
                 format!("{name} /{endpoint}: {}", auth_text(auth))
             });
         } else {
-            s.no_stray_bearer.check(auth != AuthSeen::Unexpected, || {
+            self.no_stray_bearer.check(auth != AuthSeen::Unexpected, || {
                 format!("{name} /{endpoint}: an Authorization header came, though {name} registered no key")
             });
         }
-        s.schema.check(findings.is_empty(), || {
-            format!(
-                "{name} /{endpoint}: {}",
-                crate::probe::checks::findings_message(&findings)
-            )
+        let findings = seen.schema_findings;
+        self.schema.check(findings.is_empty(), || {
+            format!("{name} /{endpoint}: {}", findings_message(findings))
         });
-        let task = body
-            .and_then(|v| v.get("task_id"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let phase = Phase {
-            first_request: at,
-            wait_ended: at,
-        };
-        if let Some(phases) = s.phases.get_mut(&task) {
-            if !phases.contains_key(endpoint) {
-                phases.insert(endpoint.to_string(), phase);
-            }
-        } else if s.phases.len() < MAX_TRACKED {
-            s.phases
-                .entry(task.clone())
-                .or_default()
-                .insert(endpoint.to_string(), phase);
-        } else {
-            s.untracked += 1;
-        }
-        for placed in &decision.injected {
-            if s.canaries.len() >= MAX_TRACKED {
-                s.untracked += 1;
-                break;
-            }
-            s.canaries.insert(
-                placed.canary.clone(),
-                (
-                    placed.payload.clone(),
-                    placed.family.clone(),
-                    name.to_string(),
-                ),
-            );
-        }
-        if let Some(body) = body {
-            scan_canaries(&mut s, name, endpoint, body);
-        }
-        match endpoint {
-            "analyze" => {
-                let usable = decision.usable_within(self.platform_timeout);
-                if s.analyze.len() >= MAX_TRACKED && !s.analyze.contains_key(&task) {
-                    s.untracked += 1;
-                    return;
-                }
-                s.analyze
-                    .entry(task)
-                    .or_default()
-                    .insert(name.to_string(), usable);
-            }
-            "challenge" => {
-                if let Some(body) = body {
-                    check_challenge(&mut s, name, &task, body);
-                }
-            }
-            _ => {
-                if let Some(findings) = body.and_then(|b| b.pointer("/synthesis/key_findings")) {
-                    check_forwarded(&mut s, name, endpoint, "synthesis.key_findings", findings);
-                }
-            }
-        }
     }
 
-    /// The verdicts, as report cases.
-    pub fn cases(&self) -> Vec<CaseResult> {
-        let Ok(s) = self.state.lock() else {
-            return Vec::new();
-        };
-        let total: u64 = s.requests.values().sum();
-        let challenges = s.requests.get("challenge").copied().unwrap_or(0);
-        let mut cases = vec![
-            tally_case(
+    /// How many protocol requests arrived.
+    pub fn total(&self) -> u64 {
+        self.requests.values().sum()
+    }
+
+    /// The three shared cases; `requests_spec` names the spec's request sections.
+    pub fn cases(&self, requests_spec: &str) -> Vec<CaseResult> {
+        vec![
+            self.schema.case(
                 "platform.request-schema",
                 "requests",
                 Level::Must,
                 "every request the platform sent is valid against its request schema",
-                "POST /analyze, /challenge, /vote: Request",
-                &s.schema,
+                requests_spec,
                 "requests",
             ),
-            tally_case(
+            self.bearer.case(
                 "platform.bearer",
                 "auth",
                 Level::Must,
                 "agents registered with a key receive `Authorization: Bearer KEY`, with the right key",
                 "Authentication",
-                &s.bearer,
                 "requests to agents with a key",
             ),
-            tally_case(
+            self.no_stray_bearer.case(
                 "platform.no-stray-bearer",
                 "auth",
                 Level::Should,
                 "agents registered without a key receive no Authorization header",
                 "Authentication (no API key: no Authorization header is sent)",
-                &s.no_stray_bearer,
                 "requests to agents without a key",
             ),
-            tally_case(
-                "platform.challenge-not-own",
-                "challenge",
-                Level::Must,
-                "/challenge other_analyses never holds the receiving agent's own analysis",
-                "POST /challenge (the platform sends other agents' analyses)",
-                &s.own_analysis,
-                "/challenge requests",
-            ),
-            tally_case(
-                "platform.challenge-no-failed",
-                "challenge",
-                Level::Must,
-                "/challenge other_analyses holds no agent whose /analyze failed (timed out, errored, malformed, oversized)",
-                "Error Handling; Timeouts (excluded from the round table)",
-                &s.failed_excluded,
-                "agents named in /challenge other_analyses",
-            ),
-            tally_case(
-                "platform.nul-stripped",
-                "sanitization",
-                Level::Must,
-                "strings forwarded from one agent to others carry no NUL characters",
-                "Response Sanitization (stripped of null bytes)",
-                &s.nul,
-                "forwarded strings",
-            ),
-            tally_case(
-                "platform.field-truncated",
-                "sanitization",
-                Level::Must,
-                "strings forwarded from one agent to others are at most 50,000 characters",
-                "Response Size Limits (per-field 50,000 characters)",
-                &s.field_length,
-                "forwarded strings",
-            ),
-        ];
-        if challenges == 0 {
-            for case in cases
-                .iter_mut()
-                .filter(|c| c.group == "challenge" || c.group == "sanitization")
-            {
-                case.status = Status::Skip;
-                case.message =
-                    "no /challenge request reached the fleet, so nothing was forwarded to judge"
-                        .into();
-            }
-        }
-        if total == 0 {
-            for case in &mut cases {
-                case.status = Status::Skip;
-                case.message = "no request reached the fleet".into();
-            }
-        }
-        cases.push(injection_case(&s));
-        cases.push(latency_case(&s));
-        if s.untracked > 0 {
-            for case in &mut cases {
-                case.message.push_str(&format!(
-                    "\n(past {MAX_TRACKED} tasks or payloads, {} were not followed)",
-                    s.untracked
-                ));
-            }
-        }
-        cases
+        ]
     }
+}
 
-    /// How many protocol requests arrived, by endpoint.
-    pub fn requests(&self) -> HashMap<String, u64> {
-        self.state
-            .lock()
-            .map(|s| s.requests.clone())
-            .unwrap_or_default()
-    }
-
-    /// An answer is over: `received` is when its request arrived, `delivered` how it went.
-    pub fn on_answer(&self, endpoint: &str, task: &str, received: Instant, delivered: &Delivered) {
-        let Ok(mut s) = self.state.lock() else { return };
-        let deadline = received + self.platform_timeout;
-        let ended = if delivered.outcome == Outcome::Complete {
-            (received + delivered.total).min(deadline)
-        } else {
-            deadline
-        };
-        if let Some(phase) = s.phases.get_mut(task).and_then(|p| p.get_mut(endpoint)) {
-            phase.wait_ended = phase.wait_ended.max(ended);
+/// Marks every case skipped when no request reached the fleet.
+pub fn skip_all_if_none(cases: &mut [CaseResult], total: u64) {
+    if total == 0 {
+        for case in cases {
+            case.status = Status::Skip;
+            case.message = "no request reached the fleet".into();
         }
     }
 }
@@ -347,194 +160,49 @@ fn auth_text(auth: AuthSeen) -> &'static str {
     }
 }
 
-/// /challenge: never the receiver's own analysis, never a failed agent; forwarded strings clean.
-fn check_challenge(s: &mut State, receiver: &str, task: &str, body: &Value) {
-    let Some(others) = body.get("other_analyses").and_then(Value::as_array) else {
-        return;
-    };
-    for (i, other) in others.iter().enumerate() {
-        let named = other
-            .get("agent_name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        s.own_analysis.check(named != receiver, || {
-            format!("{receiver} got its own analysis in other_analyses[{i}] (task {task})")
-        });
-        if let Some(usable) = s.analyze.get(task).and_then(|m| m.get(named)).copied() {
-            s.failed_excluded.check(usable, || {
-                format!("{receiver} got other_analyses[{i}] from {named}, whose /analyze failed (task {task})")
-            });
-        }
-        check_forwarded(
-            s,
-            receiver,
-            "challenge",
-            &format!("other_analyses[{i}]"),
-            other,
-        );
-    }
+/// The observer of `protocol`'s platforms: its own, or the shared rules alone.
+pub fn observer_for(
+    protocol: &dyn AgentProtocol,
+    platform_timeout: Duration,
+) -> Box<dyn PlatformObserver> {
+    protocol
+        .observer(platform_timeout)
+        .unwrap_or_else(|| Box::new(SchemaObserver::new(protocol.endpoints())))
 }
 
-/// Strings one agent sent that reach another: no NUL, at most 50,000 characters.
-fn check_forwarded(s: &mut State, receiver: &str, endpoint: &str, base: &str, value: &Value) {
-    for (path, text) in strings(value) {
-        let at = || format!("{receiver} /{endpoint}: {base}{}", dotted(&path));
-        s.nul.check(!text.contains('\0'), || {
-            format!("{}: a NUL character", at())
-        });
-        let chars = text.chars().count();
-        s.field_length.check(chars <= MAX_FIELD_CHARS, || {
-            format!("{}: {chars} characters", at())
-        });
-    }
+/// The shared rules alone, for a protocol with no platform rules of its own.
+pub struct SchemaObserver {
+    spec: String,
+    common: Mutex<Common>,
 }
 
-fn dotted(path: &str) -> String {
-    if path.is_empty() || path.starts_with('[') {
-        path.to_string()
-    } else {
-        format!(".{path}")
-    }
-}
-
-/// Records canaries (placed by some agent) that arrive in a request to another agent.
-fn scan_canaries(s: &mut State, receiver: &str, endpoint: &str, body: &Value) {
-    if s.canaries.is_empty() {
-        return;
-    }
-    for (_, text) in strings(body) {
-        for canary in injection::find_canaries(text) {
-            let Some((payload, family, from)) = s.canaries.get(&canary).cloned() else {
-                continue;
-            };
-            if from == receiver
-                || !s
-                    .reappeared_seen
-                    .insert((canary.clone(), receiver.to_string()))
-            {
-                continue;
-            }
-            s.reappeared.push(Reappearance {
-                canary,
-                payload,
-                family,
-                from,
-                to: receiver.to_string(),
-                endpoint: endpoint.to_string(),
-            });
-        }
-    }
-}
-
-fn injection_case(s: &State) -> CaseResult {
-    let mut case = CaseResult::new(
-        "platform.injection-forwarded",
-        "sanitization",
-        Level::May,
-        "prompt-injection payloads sent by one agent are not forwarded verbatim to others",
-        "Response Sanitization (scanned for prompt injection patterns)",
-    );
-    if s.canaries.is_empty() {
-        case.status = Status::Skip;
-        case.message =
-            "no agent of the fleet sent an injection payload (behaviour `injection`)".into();
-        return case;
-    }
-    if s.reappeared.is_empty() {
-        case.message = format!(
-            "{} payload(s) sent; none reappeared in a request to another agent",
-            s.canaries.len()
-        );
-        return case;
-    }
-    case.status = Status::Fail;
-    let mut families: Vec<&str> = s.reappeared.iter().map(|r| r.family.as_str()).collect();
-    families.sort();
-    families.dedup();
-    let mut message = format!(
-        "forwarded unsanitized: {} of {} payload(s) reappeared in requests to other agents (families: {})",
-        s.reappeared.iter().map(|r| &r.canary).collect::<HashSet<_>>().len(),
-        s.canaries.len(),
-        families.join(", ")
-    );
-    for r in s.reappeared.iter().take(10) {
-        message.push_str(&format!(
-            "\n  {} ({}, {}): from {} to {} in /{}",
-            r.canary, r.payload, r.family, r.from, r.to, r.endpoint
-        ));
-    }
-    case.message = message;
-    case
-}
-
-/// What the platform adds between phases: from the end of its wait for one phase's answers to
-/// its first request of the next phase, per task (median and max over tasks).
-fn latency_case(s: &State) -> CaseResult {
-    let mut case = CaseResult::new(
-        "platform.phase-latency",
-        "deliberation",
-        Level::May,
-        "latency the platform adds between phases (from the last answer it waited for to its next request)",
-        "Timeouts (informational)",
-    );
-    let mut lines = Vec::new();
-    for (from, to) in [("analyze", "challenge"), ("challenge", "vote")] {
-        let mut gaps: Vec<f64> = s
-            .phases
-            .values()
-            .filter_map(|p| {
-                let (a, b) = (p.get(from)?, p.get(to)?);
-                Some(
-                    b.first_request
-                        .saturating_duration_since(a.wait_ended)
-                        .as_secs_f64()
-                        * 1e3,
-                )
-            })
+impl SchemaObserver {
+    pub fn new(endpoints: &[Endpoint]) -> SchemaObserver {
+        let posts: Vec<String> = endpoints
+            .iter()
+            .filter(|e| e.request_schema.is_some())
+            .map(|e| format!("{} /{}", e.method, e.name))
             .collect();
-        if gaps.is_empty() {
-            continue;
+        SchemaObserver {
+            spec: format!("{}: Request", posts.join(", ")),
+            common: Mutex::new(Common::default()),
         }
-        gaps.sort_by(f64::total_cmp);
-        lines.push(format!(
-            "{from} → {to}: median {:.1} ms, max {:.1} ms over {} task(s)",
-            gaps[gaps.len() / 2],
-            gaps[gaps.len() - 1],
-            gaps.len()
-        ));
     }
-    if lines.is_empty() {
-        case.status = Status::Skip;
-        case.message = "no task reached two phases".into();
-    } else {
-        case.message = lines.join("\n");
-    }
-    case
 }
 
-fn tally_case(
-    id: &str,
-    group: &str,
-    level: Level,
-    title: &str,
-    spec: &str,
-    tally: &Tally,
-    what: &str,
-) -> CaseResult {
-    let mut case = CaseResult::new(id, group, level, title, spec);
-    if tally.checked == 0 {
-        case.status = Status::Skip;
-        case.message = format!("no {what} to judge");
-    } else if tally.broken == 0 {
-        case.message = format!("{} {what} checked", tally.checked);
-    } else {
-        case.status = Status::Fail;
-        case.message = format!(
-            "{} of {} {what} break the rule, e.g.\n  {}",
-            tally.broken,
-            tally.checked,
-            tally.examples.join("\n  ")
-        );
+impl PlatformObserver for SchemaObserver {
+    fn on_request(&self, seen: &Seen<'_>) {
+        if let Ok(mut c) = self.common.lock() {
+            c.on_request(seen);
+        }
     }
-    case
+
+    fn cases(&self) -> Vec<CaseResult> {
+        let Ok(c) = self.common.lock() else {
+            return Vec::new();
+        };
+        let mut cases = c.cases(&self.spec);
+        skip_all_if_none(&mut cases, c.total());
+        cases
+    }
 }

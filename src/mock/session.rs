@@ -10,12 +10,14 @@ use super::agent::MockAgent;
 use super::driver::Driver;
 use super::fleet::{self, Layout};
 use super::journal::Journal;
-use super::observe::Observer;
+use super::protocol::AgentProtocol;
 use crate::report::{CaseResult, Report, RunInfo};
 use crate::text::Redactor;
 
 /// Everything a session needs, validated.
 pub struct SessionSettings {
+    /// The protocol the agents speak: its observer judges the platform, its name is the report's.
+    pub protocol: &'static dyn AgentProtocol,
     pub agents: Vec<MockAgent>,
     pub layout: Layout,
     pub host: IpAddr,
@@ -78,7 +80,7 @@ pub async fn run(
         settings.host,
         settings.port,
         journal,
-        Observer::new(settings.platform_timeout),
+        super::observe::observer_for(settings.protocol, settings.platform_timeout),
     )
     .await?;
     let agents = &served.handler.agents;
@@ -131,7 +133,13 @@ pub async fn run(
                 served.urls.first().cloned().unwrap_or_default()
             )
         });
-    let mut run = RunInfo::start("mock", "roundtable", target, settings.seed, settings.strict);
+    let mut run = RunInfo::start(
+        "mock",
+        settings.protocol.name(),
+        target,
+        settings.seed,
+        settings.strict,
+    );
     run.started = started;
     run.started_at = started_at;
     let report = run.report(cases, &Redactor::new(secrets));
@@ -154,7 +162,8 @@ fn print_agent(served: &fleet::Served, seed: u64) {
     };
     let behaviours: Vec<&str> = agent.items.iter().map(|i| i.source.as_str()).collect();
     crate::outln!(
-        "agent-tck mock agent · roundtable {:?} [{}] · seed {seed}{} · listening on {url}",
+        "agent-tck mock agent · {} {:?} [{}] · seed {seed}{} · listening on {url}",
+        agent.protocol.name(),
         agent.name(),
         behaviours.join(", "),
         if agent.profile.api_key.is_some() {

@@ -55,7 +55,7 @@ impl<'de> Visitor<'de> for Walk<'_> {
         while let Some(key) = map.next_key::<String>()? {
             let path = join(&self.path, &key);
             if !seen.insert(key.clone()) {
-                self.found.push(crate::protocol::finding(
+                self.found.push(crate::schema::finding(
                     path.clone(),
                     format!("the key {key:?} occurs twice in one object (readers disagree on which value counts)"),
                 ));

@@ -10,10 +10,12 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{OnceCell, Semaphore};
 
-use super::checks::{Check, Ctx, Outcome};
+use super::checks::Check;
+use super::outcome::Outcome;
+use super::plugin::Ctx;
 use super::suite::{AuthMode, ExchangeSpec, Requirement, Suite};
-use super::template::{self, RunValues};
-use crate::protocol::content::Content;
+use super::template::{self, Fill, RunValues};
+use crate::content::Content;
 use crate::report::{CaseResult, Exchange, Report, RunInfo, Status};
 use crate::text::{excerpt, excerpt_str, shell_quote, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits};
@@ -37,7 +39,7 @@ pub struct ProbeSettings {
 }
 
 impl ProbeSettings {
-    /// Defaults as the CLI documents them, for `base` and the built-in suite of `protocol`.
+    /// Defaults as the CLI documents them, for `base` and `suite`.
     pub fn new(base: BaseUrl, suite: Suite) -> ProbeSettings {
         ProbeSettings {
             base,
@@ -162,15 +164,16 @@ impl Runner<'_> {
         };
 
         let mut outcomes = HashMap::new();
-        let mut names: Vec<&String> = spec
+        let protocol = self.settings.suite.protocol;
+        let mut names: Vec<String> = spec
             .checks
             .iter()
-            .flat_map(Check::extra_exchanges)
+            .flat_map(|c| c.extra_exchanges(protocol))
             .collect();
-        names.extend(spec.exchange.as_ref());
+        names.extend(spec.exchange.iter().cloned());
         for name in names {
-            let sent = self.exchange(name).await;
-            outcomes.insert(name.clone(), sent);
+            let sent = self.exchange(&name).await;
+            outcomes.insert(name, sent);
         }
         let own = spec
             .exchange
@@ -186,6 +189,7 @@ impl Runner<'_> {
             .map(|(k, v)| (k.clone(), v.outcome.clone()))
             .collect();
         let ctx = Ctx {
+            protocol,
             outcome: own.as_ref().map(|s| s.outcome.as_ref()),
             exchanges: &by_name,
             reachable,
@@ -256,12 +260,12 @@ impl Runner<'_> {
         let mut body_sent = None;
         let body = if let Some(template) = &spec.body {
             // Templates were rendered once at load; a failure here cannot happen for a loaded suite.
-            let value = template::render(
-                template,
-                &self.run_values,
-                &mut Content::new(settings.seed, name),
-            )
-            .unwrap_or(Value::Null);
+            let mut fill = Fill {
+                run: &self.run_values,
+                content: Content::new(settings.seed, name),
+                protocol: settings.suite.protocol,
+            };
+            let value = template::render(template, &mut fill).unwrap_or(Value::Null);
             let bytes = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
             body_sent = Some(value);
             bytes

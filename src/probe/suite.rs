@@ -1,6 +1,6 @@
 //! Suites are data: `suites/<protocol>.yaml` holds the exchanges (request templates) and the cases
-//! (checks on what came back), each case with its level and spec section. The built-in suites are
-//! embedded; a user may pass their own copy with `--suite FILE`.
+//! (checks on what came back), each case with its level and spec section. A protocol embeds its
+//! built-in suite; a user may pass their own copy with `--suite FILE`.
 //!
 //! Loading validates everything that can be validated before a request is sent (unknown fields,
 //! unknown exchanges and schemas, dependency cycles, bad paths and patterns, templates that do not
@@ -10,58 +10,16 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use serde::Deserialize;
-use serde_json::Value;
+
 use serde_saphyr::Spanned;
 
 use super::checks::Check;
-use super::template::{self, RunValues};
-use crate::protocol::content::Content;
+pub use super::exchange::{AuthMode, ExchangeSpec};
+use super::plugin::SuiteProtocol;
+use super::template::{self, Fill, RunValues};
+use crate::content::Content;
 use crate::report::Level;
-
-/// The suites built into the binary: (protocol, file name, YAML).
-pub const BUILTIN: &[(&str, &str, &str)] = &[(
-    "roundtable",
-    "suites/roundtable.yaml",
-    include_str!("../../suites/roundtable.yaml"),
-)];
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AuthMode {
-    /// `Authorization: Bearer KEY` when an API key is given, none otherwise.
-    #[default]
-    Default,
-    /// No Authorization header.
-    None,
-    /// A bearer token that is not the key.
-    Wrong,
-}
-
-/// A request template.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExchangeSpec {
-    #[serde(default = "post")]
-    pub method: String,
-    pub path: String,
-    #[serde(default)]
-    pub auth: AuthMode,
-    #[serde(default)]
-    pub headers: BTreeMap<String, String>,
-    /// A JSON body template (see `template`).
-    #[serde(default)]
-    pub body: Option<Value>,
-    /// A body sent as these exact bytes (for bad requests).
-    #[serde(default)]
-    pub raw_body: Option<String>,
-    /// Content-Type for a body; `application/json` unless set.
-    #[serde(default)]
-    pub content_type: Option<String>,
-}
-
-fn post() -> String {
-    "POST".into()
-}
+use crate::text::{glob_match, yaml_error};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -118,36 +76,44 @@ pub struct SuiteFile {
 }
 
 /// A loaded, validated suite.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Suite {
     /// Where it came from (for messages).
     pub source: String,
     pub file: SuiteFile,
+    /// The protocol's rules and generators.
+    pub protocol: &'static dyn SuiteProtocol,
+}
+
+impl std::fmt::Debug for Suite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Suite")
+            .field("source", &self.source)
+            .field("file", &self.file)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Suite {
-    /// A built-in suite by protocol name.
-    pub fn builtin(protocol: &str) -> Result<Suite, String> {
-        let (_, name, text) = BUILTIN
-            .iter()
-            .find(|(p, _, _)| *p == protocol)
-            .ok_or_else(|| format!("no built-in suite for protocol {protocol:?}"))?;
-        Suite::parse(name, text)
-    }
-
-    pub fn from_file(path: &Path) -> Result<Suite, String> {
+    pub fn from_file(path: &Path, protocol: &'static dyn SuiteProtocol) -> Result<Suite, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-        Suite::parse(&path.display().to_string(), &text)
+        Suite::parse(&path.display().to_string(), &text, protocol)
     }
 
-    /// Parses and validates. Errors read `FILE:LINE: what is wrong`.
-    pub fn parse(source: &str, text: &str) -> Result<Suite, String> {
+    /// Parses and validates against `protocol`'s rules and generators. Errors read
+    /// `FILE:LINE: what is wrong`.
+    pub fn parse(
+        source: &str,
+        text: &str,
+        protocol: &'static dyn SuiteProtocol,
+    ) -> Result<Suite, String> {
         let file: SuiteFile =
             serde_saphyr::from_str(text).map_err(|e| yaml_error(source, &e.to_string()))?;
         let suite = Suite {
             source: source.to_string(),
             file,
+            protocol,
         };
         suite.validate()?;
         Ok(suite)
@@ -195,7 +161,7 @@ impl Suite {
             }
             for check in &case.checks {
                 check
-                    .validate(case.exchange.is_some(), &self.file.exchanges)
+                    .validate(case.exchange.is_some(), &self.file.exchanges, self.protocol)
                     .map_err(|e| format!("{at}: {e}"))?;
             }
         }
@@ -218,7 +184,12 @@ impl Suite {
         let run = RunValues::new(0);
         for (name, x) in &self.file.exchanges {
             if let Some(body) = &x.body {
-                template::render(body, &run, &mut Content::new(0, name))
+                let mut fill = Fill {
+                    run: &run,
+                    content: Content::new(0, name),
+                    protocol: self.protocol,
+                };
+                template::render(body, &mut fill)
                     .map_err(|e| format!("{}: exchange {name}: {e}", self.source))?;
             }
             if x.body.is_some() && x.raw_body.is_some() {
@@ -235,6 +206,32 @@ impl Suite {
             }
         }
         Ok(())
+    }
+
+    /// The case list: `id  level  title` and the spec section under it, in suite order.
+    pub fn list(&self) -> String {
+        let suite = self;
+        let cases = suite.cases();
+        let w = cases.iter().map(|c| c.id.value.len()).max().unwrap_or(0);
+        let mut out = format!(
+            "{} ({}, {} cases; spec {})\n",
+            suite.file.title,
+            suite.source,
+            cases.len(),
+            suite.file.spec
+        );
+        for case in cases {
+            out.push_str(&format!(
+                "  {:<w$}  {:<6}  {}\n  {:<w$}  {:<6}  spec: {}\n",
+                case.id.value,
+                case.level.as_str(),
+                case.title,
+                "",
+                "",
+                case.spec
+            ));
+        }
+        out
     }
 
     /// Orders the chosen cases into layers: each case comes after every case it needs. The error
@@ -309,77 +306,10 @@ impl Suite {
     }
 }
 
-/// The prompt-injection and control-character patterns of the built-in round-table suite's
-/// `analyze.sanitization` case: one definition of what an injection looks like, shared by every
-/// protocol's probe (and the test platform). Loaded once.
-pub fn sanitization_patterns() -> Result<&'static crate::protocol::evidence::PhraseSet, String> {
-    use std::sync::OnceLock;
-    static PATTERNS: OnceLock<Result<crate::protocol::evidence::PhraseSet, String>> =
-        OnceLock::new();
-    PATTERNS
-        .get_or_init(|| {
-            let suite = Suite::builtin("roundtable")?;
-            let patterns = suite
-                .case("analyze.sanitization")
-                .into_iter()
-                .flat_map(|c| &c.checks)
-                .find_map(|check| match check {
-                    super::checks::Check::Phrases { patterns, .. } => Some(patterns.clone()),
-                    _ => None,
-                })
-                .ok_or("the built-in suite has no analyze.sanitization phrases check")?;
-            crate::protocol::evidence::PhraseSet::new(&patterns)
-        })
-        .as_ref()
-        .map_err(Clone::clone)
-}
-
-/// The YAML parser's error as one line, `FILE:LINE:COLUMN: what is wrong` (its source snippet
-/// is dropped: the line number says where to look).
-pub(crate) fn yaml_error(source: &str, error: &str) -> String {
-    let first = error.lines().next().unwrap_or_default();
-    let first = first.trim_start_matches("error: ");
-    let located = first.strip_prefix("line ").and_then(|rest| {
-        let (line, rest) = rest.split_once(" column ")?;
-        let (column, message) = rest.split_once(": ")?;
-        Some(format!("{source}:{line}:{column}: {message}"))
-    });
-    located.unwrap_or_else(|| format!("{source}: {first}"))
-}
-
-/// Glob match with `*` (any run of characters) and `?` (one character).
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    let (mut pi, mut ti, mut star, mut mark) = (0, 0, None, 0);
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ti;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ti = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn builtin_suite_loads() {
-        let s = Suite::builtin("roundtable").unwrap();
-        assert!(s.cases().len() > 20);
-    }
+    use crate::probe::plugin::GenericOnly;
 
     #[test]
     fn globs() {
@@ -392,7 +322,7 @@ mod tests {
     const BASE: &str = "protocol: x\ntitle: t\nspec: s\nexchanges:\n  a: {path: /a}\ncases:\n";
 
     fn err(cases: &str) -> String {
-        Suite::parse("s.yaml", &format!("{BASE}{cases}")).unwrap_err()
+        Suite::parse("s.yaml", &format!("{BASE}{cases}"), &GenericOnly).unwrap_err()
     }
 
     #[test]
@@ -413,20 +343,10 @@ mod tests {
         assert_eq!(e.lines().count(), 1, "{e}");
         let e = err("  - {id: c1, level: must, title: t, spec: s, exchange: a, checks: [{phrases: {fields: [x], patterns: ['(']}}]}\n");
         assert!(e.contains("not a valid regular expression"), "{e}");
-    }
-
-    #[test]
-    fn select_adds_what_is_needed() {
-        let s = Suite::builtin("roundtable").unwrap();
-        let chosen = s.select(&["vote.dissent-reason".to_string()]).unwrap();
+        let e = err("  - {id: c1, level: must, title: t, spec: s, exchange: a, checks: [dissent_reasons]}\n");
         assert!(
-            chosen.contains(&"vote.response".to_string())
-                && chosen.contains(&"agent.reachable".to_string()),
-            "{chosen:?}"
+            e.starts_with("s.yaml:7: case c1: unknown check \"dissent_reasons\" (the generic kinds: reachable,"),
+            "{e}"
         );
-        assert!(s
-            .select(&["zzz*".to_string()])
-            .unwrap_err()
-            .contains("matches no case"));
     }
 }

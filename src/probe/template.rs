@@ -3,15 +3,16 @@
 //! inside a longer string is replaced by generated text.
 //!
 //! Generators: `task_id` and `task` (one value per run, shared by every exchange, as one
-//! deliberation), `sentence`, `word`, `text(N)` (N characters), `unicode` (many scripts),
-//! `analyses(N)` (N other agents' analyses), `synthesis(TRADE_OFFS, MINORITY_VIEWS)`.
+//! deliberation), `sentence`, `word`, `text(N)` (N characters), `unicode` (many scripts), and the
+//! suite protocol's own (the round table's `analyses(N)`, `synthesis(TRADE_OFFS, MINORITY_VIEWS)`).
 
 use std::sync::OnceLock;
 
 use regex::Regex;
 use serde_json::Value;
 
-use crate::protocol::content::Content;
+use super::plugin::SuiteProtocol;
+use crate::content::Content;
 
 /// Run-level values: the same task across the whole run.
 #[derive(Debug, Clone)]
@@ -37,19 +38,27 @@ fn placeholder() -> &'static Regex {
     })
 }
 
-/// Fills a template. `content` is the exchange's own stream of generated content.
-pub fn render(template: &Value, run: &RunValues, content: &mut Content) -> Result<Value, String> {
+/// What a template is filled from: the run's values, the exchange's own stream of generated
+/// content, and the protocol's generators.
+pub struct Fill<'a> {
+    pub run: &'a RunValues,
+    pub content: Content,
+    pub protocol: &'a dyn SuiteProtocol,
+}
+
+/// Fills a template.
+pub fn render(template: &Value, f: &mut Fill<'_>) -> Result<Value, String> {
     match template {
-        Value::String(s) => render_string(s, run, content),
+        Value::String(s) => render_string(s, f),
         Value::Array(items) => items
             .iter()
-            .map(|v| render(v, run, content))
+            .map(|v| render(v, f))
             .collect::<Result<Vec<_>, _>>()
             .map(Value::Array),
         Value::Object(map) => {
             let mut out = serde_json::Map::new();
             for (k, v) in map {
-                out.insert(k.clone(), render(v, run, content)?);
+                out.insert(k.clone(), render(v, f)?);
             }
             Ok(Value::Object(out))
         }
@@ -57,16 +66,11 @@ pub fn render(template: &Value, run: &RunValues, content: &mut Content) -> Resul
     }
 }
 
-fn render_string(s: &str, run: &RunValues, content: &mut Content) -> Result<Value, String> {
+fn render_string(s: &str, f: &mut Fill<'_>) -> Result<Value, String> {
     let re = placeholder();
     if let Some(caps) = re.captures(s) {
         if caps.get(0).is_some_and(|m| m.as_str() == s.trim()) {
-            return generate(
-                &caps[1],
-                caps.get(2).map_or("", |m| m.as_str()),
-                run,
-                content,
-            );
+            return generate(&caps[1], caps.get(2).map_or("", |m| m.as_str()), f);
         }
     } else {
         return Ok(Value::String(s.to_string()));
@@ -76,12 +80,7 @@ fn render_string(s: &str, run: &RunValues, content: &mut Content) -> Result<Valu
     for caps in re.captures_iter(s) {
         let m = caps.get(0).expect("group 0 always matches");
         out.push_str(&s[last..m.start()]);
-        match generate(
-            &caps[1],
-            caps.get(2).map_or("", |m| m.as_str()),
-            run,
-            content,
-        )? {
+        match generate(&caps[1], caps.get(2).map_or("", |m| m.as_str()), f)? {
             Value::String(text) => out.push_str(&text),
             other => out.push_str(&other.to_string()),
         }
@@ -91,7 +90,8 @@ fn render_string(s: &str, run: &RunValues, content: &mut Content) -> Result<Valu
     Ok(Value::String(out))
 }
 
-fn numbers(name: &str, args: &str, want: usize) -> Result<Vec<usize>, String> {
+/// The `want` whole numbers of a generator's arguments (`text(100)`, `synthesis(1, 2)`).
+pub fn numbers(name: &str, args: &str, want: usize) -> Result<Vec<usize>, String> {
     let parts: Vec<&str> = args
         .split(',')
         .map(str::trim)
@@ -111,7 +111,8 @@ fn numbers(name: &str, args: &str, want: usize) -> Result<Vec<usize>, String> {
         .collect()
 }
 
-fn generate(name: &str, args: &str, run: &RunValues, c: &mut Content) -> Result<Value, String> {
+fn generate(name: &str, args: &str, f: &mut Fill<'_>) -> Result<Value, String> {
+    let (run, c) = (f.run, &mut f.content);
     let no_args = |v: Value| {
         if args.trim().is_empty() {
             Ok(v)
@@ -129,17 +130,18 @@ fn generate(name: &str, args: &str, run: &RunValues, c: &mut Content) -> Result<
             let n = numbers(name, args, 1)?[0];
             Ok(Value::String(c.text(n)))
         }
-        "analyses" => {
-            let n = numbers(name, args, 1)?[0];
-            Ok(serde_json::to_value(c.analyses(n)).unwrap_or(Value::Null))
-        }
-        "synthesis" => {
-            let n = numbers(name, args, 2)?;
-            Ok(serde_json::to_value(c.synthesis(n[0], n[1])).unwrap_or(Value::Null))
-        }
-        other => Err(format!(
-            "unknown generator {{{{ {other} }}}} (known: task_id, task, sentence, word, unicode, text(N), analyses(N), synthesis(T, M))"
-        )),
+        other => match f.protocol.generate(other, args, c) {
+            Some(value) => value,
+            None => {
+                let mut known = "task_id, task, sentence, word, unicode, text(N)".to_string();
+                if !f.protocol.generators().is_empty() {
+                    known = format!("{known}, {}", f.protocol.generators());
+                }
+                Err(format!(
+                    "unknown generator {{{{ {other} }}}} (known: {known})"
+                ))
+            }
+        },
     }
 }
 
@@ -148,14 +150,41 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A protocol with one generator: `pair(N)`, a list of N words.
+    struct Pairs;
+
+    impl SuiteProtocol for Pairs {
+        fn generate(
+            &self,
+            name: &str,
+            args: &str,
+            c: &mut Content,
+        ) -> Option<Result<Value, String>> {
+            (name == "pair").then(|| {
+                let n = numbers(name, args, 1)?[0];
+                Ok(Value::from((0..n).map(|_| c.word()).collect::<Vec<_>>()))
+            })
+        }
+
+        fn generators(&self) -> &'static str {
+            "pair(N)"
+        }
+    }
+
     fn fill(t: Value) -> Result<Value, String> {
-        render(&t, &RunValues::new(1), &mut Content::new(1, "t"))
+        let run = RunValues::new(1);
+        let mut f = Fill {
+            run: &run,
+            content: Content::new(1, "t"),
+            protocol: &Pairs,
+        };
+        render(&t, &mut f)
     }
 
     #[test]
     fn whole_values_and_inline_text() {
         let run = RunValues::new(1);
-        let v = fill(json!({"id": "{{ task_id }}", "others": "{{ analyses(2) }}", "s": "task {{task_id}}!", "n": 3})).unwrap();
+        let v = fill(json!({"id": "{{ task_id }}", "others": "{{ pair(2) }}", "s": "task {{task_id}}!", "n": 3})).unwrap();
         assert_eq!(v["id"], json!(run.task_id));
         assert_eq!(v["others"].as_array().unwrap().len(), 2);
         assert_eq!(v["s"], json!(format!("task {}!", run.task_id)));
@@ -179,8 +208,11 @@ mod tests {
         assert!(fill(json!("{{ text(x) }}"))
             .unwrap_err()
             .contains("not a whole number"));
-        assert!(fill(json!("{{ synthesis(1) }}"))
+        assert!(fill(json!("{{ pair(1, 2) }}"))
             .unwrap_err()
-            .contains("takes 2"));
+            .contains("takes 1"));
+        assert!(fill(json!("{{ nope }}"))
+            .unwrap_err()
+            .contains("text(N), pair(N))"));
     }
 }

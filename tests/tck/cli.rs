@@ -21,9 +21,18 @@ fn text(bytes: &[u8]) -> String {
 
 #[track_caller]
 fn assert_usage_error(args: &[&str], needle: &str) {
+    assert_error(args, 2, needle);
+}
+
+/// A run that could not go on (a port in use): one line, exit 1.
+fn assert_run_error(args: &[&str], needle: &str) {
+    assert_error(args, 1, needle);
+}
+
+fn assert_error(args: &[&str], status: i32, needle: &str) {
     let out = agent_tck(args);
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert_eq!(out.status.code(), Some(status), "{args:?}: {stderr}");
     assert_eq!(
         stderr.lines().count(),
         1,
@@ -94,7 +103,7 @@ fn usage_and_configuration_errors_are_one_line_and_exit_2() {
     );
     assert_usage_error(
         &["probe", "roundtable", "--url", url, "--suite", &bad_suite],
-        "bad.yaml:9:26: unknown variant `no_such_check`",
+        "bad.yaml:5: case a: unknown check \"no_such_check\" (the generic kinds: reachable, status,",
     );
     assert_usage_error(
         &[
@@ -140,7 +149,7 @@ fn selftest_passes_and_writes_both_reports() {
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     let report: agent_tck::report::Report =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let roundtable = agent_tck::probe::Suite::builtin("roundtable")
+    let roundtable = agent_tck::protocols::roundtable::suite()
         .unwrap()
         .cases()
         .len();
@@ -156,8 +165,8 @@ fn selftest_passes_and_writes_both_reports() {
         "{stdout}"
     );
     // Then the behaviour matrices: a row per behaviour (and transport), each as expected.
-    for matrix in agent_tck::mock::matrix::MatrixFile::builtin().unwrap() {
-        let line = format!("matrix: {} passed, 0 failed", matrix.rows.len());
+    for matrix in agent_tck::selftest::matrix::Matrix::builtin().unwrap() {
+        let line = format!("matrix: {} passed, 0 failed", matrix.file.rows.len());
         assert!(stdout.lines().any(|l| l == line), "{line}: {stdout}");
     }
     assert!(stdout.contains("wrong-schema:approve-string"), "{stdout}");
@@ -281,10 +290,7 @@ fn suites_list_prints_every_case() {
     let out = agent_tck(&["suites", "list"]);
     assert_eq!(out.status.code(), Some(0));
     let stdout = text(&out.stdout);
-    for case in agent_tck::probe::Suite::builtin("roundtable")
-        .unwrap()
-        .cases()
-    {
+    for case in agent_tck::protocols::roundtable::suite().unwrap().cases() {
         assert!(stdout.contains(&case.id.value), "{} missing", case.id.value);
     }
 }
@@ -351,7 +357,7 @@ async fn mock_agent_serves_a_conforming_agent() {
 fn mock_agent_reports_a_port_in_use() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port().to_string();
-    assert_usage_error(
+    assert_run_error(
         &["mock", "agent", "--port", &port],
         "cannot listen on 127.0.0.1:",
     );

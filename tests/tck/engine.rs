@@ -9,7 +9,7 @@ use agent_tck::mock::agent::{MockAgent, Profile};
 use agent_tck::mock::behavior::parse_list;
 use agent_tck::mock::fleet::{self, Layout, Served};
 use agent_tck::mock::journal::Journal;
-use agent_tck::mock::observe::Observer;
+use agent_tck::protocols::roundtable::observe::Observer;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -25,14 +25,15 @@ async fn serve_one(behavior: &str, journal: Journal) -> Served {
         capabilities: Vec::new(),
         api_key: None,
     };
-    let agent = MockAgent::new(profile, parse_list(behavior).unwrap(), 1);
+    let items = parse_list(behavior, crate::support::roundtable()).unwrap();
+    let agent = MockAgent::new(&agent_tck::protocols::roundtable::Agents, profile, items, 1);
     fleet::serve(
         vec![agent],
         Layout::PerAgent,
         IpAddr::V4(Ipv4Addr::LOCALHOST),
         0,
         journal,
-        Observer::new(Duration::from_secs(120)),
+        Box::new(Observer::new(Duration::from_secs(120))),
     )
     .await
     .unwrap()

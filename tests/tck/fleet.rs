@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use agent_tck::mock::driver::Driver;
 use agent_tck::mock::fleet::{FleetFile, Layout};
-use agent_tck::mock::matrix::MatrixFile;
 use agent_tck::mock::session::{self, Banner, SessionSettings};
 use agent_tck::report::{Level, Report, Status};
 use agent_tck::transport::http::{send, BaseUrl, Request};
@@ -17,15 +16,19 @@ use crate::platform::{self, PlatformConfig, Variant};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_probe_fails_exactly_the_cases_each_behaviour_breaks() {
     let exe = std::path::Path::new(env!("CARGO_BIN_EXE_agent-tck"));
-    let matrices = MatrixFile::builtin().unwrap();
+    let matrices = agent_tck::selftest::matrix::Matrix::builtin().unwrap();
     assert_eq!(matrices.len(), 2, "the round table's and execute_task's");
     for matrix in &matrices {
-        assert!(matrix.rows.len() >= 40, "{} rows", matrix.rows.len());
+        assert!(
+            matrix.file.rows.len() >= 40,
+            "{} rows",
+            matrix.file.rows.len()
+        );
         let results = matrix.run(11, exe).await.unwrap();
         let wrong: Vec<String> = results
             .iter()
             .filter(|r| !r.ok())
-            .map(|r| agent_tck::mock::matrix::render(std::slice::from_ref(r)))
+            .map(|r| agent_tck::selftest::matrix::render(std::slice::from_ref(r)))
             .collect();
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
         // The matrix can fail: a conforming row that expected a failure would be reported.
@@ -54,7 +57,9 @@ agents:
 /// the report.
 async fn drive(platform_url: &str, agent_timeout: Duration) -> Report {
     let file = FleetFile::parse("fleet.yaml", FLEET).unwrap();
-    let agents = file.agents("fleet.yaml", 5).unwrap();
+    let agents = file
+        .agents("fleet.yaml", 5, crate::support::roundtable())
+        .unwrap();
     let spec = format!(
         r#"
 url: {platform_url}
@@ -67,6 +72,7 @@ trigger: {{ count: 2, concurrency: 2, margin: 1s, expect: {{ json: ["status == c
     let spec = serde_saphyr::from_str(&spec).unwrap();
     let driver = Driver::new(&spec, None).unwrap();
     let settings = SessionSettings {
+        protocol: &agent_tck::protocols::roundtable::Agents,
         agents,
         layout: Layout::Shared,
         host: IpAddr::V4(Ipv4Addr::LOCALHOST),

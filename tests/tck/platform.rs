@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agent_tck::mock::server::{self, Running};
-use agent_tck::protocol::evidence::PhraseSet;
-use agent_tck::protocol::roundtable::AnalyzeRequest;
+use agent_tck::phrases::PhraseSet;
+use agent_tck::protocols::roundtable::model::AnalyzeRequest;
 use agent_tck::transport::http::{send, BaseUrl, Limits, Request};
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
@@ -316,7 +316,7 @@ impl Shared {
 /// The prompt-injection patterns of the built-in suite's `analyze.sanitization` case: the probe
 /// and the platform share one definition of what an injection looks like.
 fn injection_patterns() -> &'static PhraseSet {
-    agent_tck::probe::suite::sanitization_patterns().expect("the suite's patterns load")
+    agent_tck::protocols::roundtable::sanitization_patterns().expect("the suite's patterns load")
 }
 
 /// Calls `f` on every string in `value`, object keys included.
@@ -868,8 +868,8 @@ fn synthesis(analyze: &Phase, challenge: &Phase) -> Value {
 mod tests {
     use std::future::Future;
 
-    use agent_tck::mock::reference::ReferenceAgent;
     use agent_tck::mock::{Reply, Responder};
+    use agent_tck::protocols::roundtable::reference::ReferenceAgent;
 
     use super::*;
     use crate::support::{raw_server, read_request, stub, Req, KEY, SEED};

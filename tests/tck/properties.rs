@@ -15,21 +15,26 @@ use std::fmt::Debug;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use agent_tck::probe::checks::{findings_message, Check, Ctx, Outcome};
-use agent_tck::probe::harness::{judge, run_scenario, End, Exchanger};
-use agent_tck::probe::path::{strings, JsonPath};
-use agent_tck::probe::scenario::Scenario;
+use agent_tck::content::Content;
+use agent_tck::jsonpath::{strings, JsonPath};
+use agent_tck::phrases::PhraseSet;
+use agent_tck::probe::checks::Check;
+use agent_tck::probe::outcome::Outcome;
+use agent_tck::probe::plugin::Ctx;
 use agent_tck::probe::suite::AuthMode;
 use agent_tck::probe::template::{self, RunValues};
 use agent_tck::probe::Suite;
-use agent_tck::protocol::content::Content;
-use agent_tck::protocol::evidence::{check_tag, evidence_level, PhraseSet};
-use agent_tck::protocol::execute_task;
-use agent_tck::protocol::roundtable::{
-    self, AgentAnalysis, AgentChallenge, AgentVote, AnalyzeRequest, Challenge, ChallengeRequest,
-    Concession, KeyFinding, Observation, Recommendation, Severity, Synthesis, VoteRequest,
+use agent_tck::protocols::execute_task::harness::{judge, run_scenario, End, Exchanger};
+use agent_tck::protocols::execute_task::model as execute_task;
+use agent_tck::protocols::execute_task::scenario::Scenario;
+use agent_tck::protocols::roundtable::content::RoundtableContent;
+use agent_tck::protocols::roundtable::evidence::{check_tag, evidence_level};
+use agent_tck::protocols::roundtable::model::{
+    self as roundtable, AgentAnalysis, AgentChallenge, AgentVote, AnalyzeRequest, Challenge,
+    ChallengeRequest, Concession, KeyFinding, Observation, Recommendation, Severity, Synthesis,
+    VoteRequest,
 };
-use agent_tck::schema::{schemas, Finding, EMBEDDED};
+use agent_tck::schema::{findings_message, schemas, Finding, EMBEDDED};
 use agent_tck::transport::http::Response;
 use proptest::prelude::*;
 use serde::de::DeserializeOwned;
@@ -38,7 +43,9 @@ use serde_json::{json, Map, Number, Value};
 
 fn suite() -> &'static Suite {
     static SUITE: OnceLock<Suite> = OnceLock::new();
-    SUITE.get_or_init(|| Suite::builtin("roundtable").expect("the built-in suite loads"))
+    SUITE.get_or_init(|| {
+        agent_tck::protocols::roundtable::suite().expect("the built-in suite loads")
+    })
 }
 
 /// Every `phrases` check of the built-in suite (speculation, hedging, sanitization), once each:
@@ -219,8 +226,12 @@ proptest! {
             // raw_body exchanges (deliberately not JSON) and GET /health send no JSON body.
             let Some(body) = &exchange.body else { continue };
             // As the runner renders it: run values plus the exchange's own stream.
-            let request = template::render(body, &run, &mut Content::new(seed, name))
-                .map_err(TestCaseError::fail)?;
+            let mut fill = template::Fill {
+                run: &run,
+                content: Content::new(seed, name),
+                protocol: suite().protocol,
+            };
+            let request = template::render(body, &mut fill).map_err(TestCaseError::fail)?;
             // An unknown path has no request schema of its own.
             let Some(schema) = request_schema(&exchange.path) else { continue };
             clean(&format!("exchange {name} against {schema}"), &request, &schemas().validate(schema, &request))?;
@@ -430,6 +441,7 @@ proptest! {
             .collect();
         let own = outcome(&body, &other);
         let ctx = Ctx {
+            protocol: suite().protocol,
             outcome: Some(&own),
             exchanges: &exchanges,
             reachable: Some(Ok(String::new())),
@@ -506,7 +518,7 @@ proptest! {
                 prop_assert_eq!(request["turn"].as_u64(), Some(i as u64 + 1));
                 prop_assert_eq!(request["conversation_history"].as_array().map(Vec::len), Some(2 * i));
             }
-            if t.end == End::Reached(agent_tck::probe::scenario::Ending::MaxTurns) {
+            if t.end == End::Reached(agent_tck::protocols::execute_task::scenario::Ending::MaxTurns) {
                 prop_assert_eq!(t.turns.len(), limit);
             }
             for (expectation, verdict) in judge(&scenario, &t) {
@@ -944,7 +956,7 @@ proptest! {
             .map(|(role, content)| json!({"role": role, "content": content}))
             .collect();
         let request = json!({"task_description": task, "turn": turn, "conversation_history": history});
-        let agent = agent_tck::mock::task_agent::TaskAgent::with_scenarios("prop", &Scenario::builtin());
+        let agent = agent_tck::protocols::execute_task::agent::TaskAgent::with_scenarios("prop", &Scenario::builtin());
         let answer = agent.answer(&request);
         prop_assert!(execute_task::check_answer(&answer).is_empty(), "{answer}");
         let lines = task_mock_lines(&[serde_json::to_vec(&request).unwrap()]);
@@ -970,10 +982,18 @@ fn task_mock_lines(requests: &[Vec<u8>]) -> Vec<Vec<u8>> {
             capabilities: vec![],
             api_key: None,
         };
-        let reference = Box::new(agent_tck::mock::task_agent::TaskAgent::new("prop"));
-        let items = agent_tck::mock::behavior::parse_list("conforming").unwrap();
+        let reference = Box::new(agent_tck::protocols::execute_task::agent::TaskAgent::new(
+            "prop",
+        ));
+        let items =
+            agent_tck::mock::behavior::parse_list("conforming", crate::support::execute_task())
+                .unwrap();
         let agent = Arc::new(MockAgent::with_responder(
-            profile, items, 1, reference, true,
+            &agent_tck::protocols::execute_task::Agents,
+            profile,
+            items,
+            1,
+            reference,
         ));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();

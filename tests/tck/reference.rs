@@ -1,6 +1,5 @@
 //! The conforming reference agent passes every case of the built-in suite.
 
-use agent_tck::probe::Suite;
 use agent_tck::report::Status;
 
 use crate::support::*;
@@ -18,7 +17,10 @@ async fn with_a_key_every_case_passes() {
     assert!(not_passed.is_empty(), "{not_passed:#?}");
     assert_eq!(
         report.cases.len(),
-        Suite::builtin("roundtable").unwrap().cases().len()
+        agent_tck::protocols::roundtable::suite()
+            .unwrap()
+            .cases()
+            .len()
     );
     assert_eq!(report.exit_code(), 0);
     assert_eq!(report.summary.passed, report.cases.len());

@@ -6,10 +6,10 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_tck::mock::reference::ReferenceAgent;
 use agent_tck::mock::server::{self, Running};
 use agent_tck::mock::{Reply, Responder};
-use agent_tck::probe::{self, ProbeSettings, Suite};
+use agent_tck::probe::{self, ProbeSettings};
+use agent_tck::protocols::roundtable::reference::ReferenceAgent;
 use agent_tck::report::{CaseResult, Report, Status};
 use agent_tck::transport::http::BaseUrl;
 use axum::body::{Body, Bytes};
@@ -20,6 +20,22 @@ use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
 
 pub const SEED: u64 = 42;
+
+/// Where a round-table behaviour list is parsed (fleet files, `--behavior`).
+pub fn roundtable() -> agent_tck::mock::behavior::For<'static> {
+    agent_tck::mock::behavior::For {
+        protocol: &agent_tck::protocols::roundtable::Agents,
+        others: &[],
+    }
+}
+
+/// The same for execute_task.
+pub fn execute_task() -> agent_tck::mock::behavior::For<'static> {
+    agent_tck::mock::behavior::For {
+        protocol: &agent_tck::protocols::execute_task::Agents,
+        others: &[],
+    }
+}
 pub const KEY: &str = "s3cret-test-key";
 
 fn loopback() -> SocketAddr {
@@ -111,7 +127,7 @@ pub async fn mutated(
 pub fn settings(url: &str) -> ProbeSettings {
     let mut s = ProbeSettings::new(
         BaseUrl::parse(url).expect("url"),
-        Suite::builtin("roundtable").expect("suite"),
+        agent_tck::protocols::roundtable::suite().expect("suite"),
     );
     s.seed = SEED;
     s.timeout = Duration::from_secs(10);

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use agent_tck::mock::agent::{MockAgent, Profile};
 use agent_tck::mock::behavior::parse_list;
-use agent_tck::mock::task_agent::TaskAgent;
-use agent_tck::probe::scenario::Scenario;
-use agent_tck::probe::task::{run, Target, TaskSettings};
+use agent_tck::protocols::execute_task::agent::TaskAgent;
+use agent_tck::protocols::execute_task::probe::{run, Target, TaskSettings};
+use agent_tck::protocols::execute_task::scenario::Scenario;
 use agent_tck::report::{Level, Report, Status};
 use agent_tck::text::shell_quote;
 use agent_tck::transport::http::BaseUrl;
@@ -57,11 +57,11 @@ fn task_agent() -> MockAgent {
     };
     let reference = Box::new(TaskAgent::with_scenarios("task-mock", &Scenario::builtin()));
     MockAgent::with_responder(
+        &agent_tck::protocols::execute_task::Agents,
         profile,
-        parse_list("conforming").unwrap(),
+        parse_list("conforming", crate::support::execute_task()).unwrap(),
         1,
         reference,
-        true,
     )
 }
 
@@ -121,7 +121,10 @@ async fn the_conforming_mock_passes_every_case_on_every_transport() {
         "127.0.0.1".parse().unwrap(),
         0,
         agent_tck::mock::journal::Journal::off(std::time::Instant::now()),
-        agent_tck::mock::observe::Observer::new(Duration::from_secs(120)),
+        agent_tck::mock::observe::observer_for(
+            &agent_tck::protocols::execute_task::Agents,
+            Duration::from_secs(120),
+        ),
     )
     .await
     .unwrap();

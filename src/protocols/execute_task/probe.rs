@@ -12,9 +12,9 @@ use serde_json::{json, Value};
 
 use super::harness::{self, End, Exchanger, Transcript, REFERENCE_HARNESS_NOTE};
 use super::scenario::Scenario;
-use super::suite::glob_match;
-use crate::protocol::execute_task::{check_answer, discover_name, reference_harness_notes};
+use crate::protocols::execute_task::model::{check_answer, discover_name, reference_harness_notes};
 use crate::report::{CaseResult, Exchange, Level, Report, RunInfo, Status};
+use crate::text::glob_match;
 use crate::text::{excerpt, excerpt_str, shell_quote, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
 use crate::transport::lines::LineError;
@@ -404,7 +404,7 @@ pub async fn run(
                         answer.get("action").and_then(Value::as_str).unwrap_or("?")
                     );
                 } else {
-                    case.fail(crate::probe::checks::findings_message(&findings));
+                    case.fail(crate::schema::findings_message(&findings));
                 }
                 answers.push(answer);
             }
@@ -625,12 +625,12 @@ fn cross_cases(
         "answers carry no NUL characters, terminal escapes or prompt-injection patterns",
         "Multi-turn Flow (the harness shows and forwards summaries, instructions, tool parameters)",
     );
-    let patterns = super::suite::sanitization_patterns()?;
+    let patterns = crate::protocols::roundtable::sanitization_patterns()?;
     let findings: Vec<String> = answers
         .iter()
         .enumerate()
         .flat_map(|(i, a)| {
-            super::path::strings(a)
+            crate::jsonpath::strings(a)
                 .into_iter()
                 .flat_map(|(path, text)| patterns.scan(&path, text))
                 .map(move |f| format!("answer {}: {f}", i + 1))
@@ -718,6 +718,19 @@ const CROSS_CASES: &[(&str, &str, &str)] = &[
         "stdio: what the agent wrote to stderr; how its group ended",
     ),
 ];
+
+/// Every case id a run with these scenarios can report.
+pub fn case_ids(scenarios: &[Scenario]) -> Vec<String> {
+    let mut ids: Vec<String> = protocol_probes()
+        .into_iter()
+        .map(|p| p.id.to_string())
+        .collect();
+    ids.extend(CROSS_CASES.iter().map(|(id, _, _)| id.to_string()));
+    for s in scenarios {
+        ids.extend(scenario_case_ids(s));
+    }
+    ids
+}
 
 /// `agent-tck suites list --protocol execute-task`: the protocol cases, then each scenario's.
 pub fn list_cases(scenarios: &[Scenario]) -> String {

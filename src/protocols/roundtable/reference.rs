@@ -9,9 +9,10 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{json, Value};
 
-use super::{Reply, Responder};
-use crate::protocol::content::Content;
-use crate::protocol::roundtable::{ChallengeRequest, VoteRequest};
+use super::content::RoundtableContent;
+use crate::content::Content;
+use crate::mock::{Reply, Responder};
+use crate::protocols::roundtable::model::{ChallengeRequest, VoteRequest};
 
 #[derive(Debug, Clone)]
 pub struct ReferenceAgent {
@@ -129,7 +130,7 @@ impl Responder for ReferenceAgent {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::roundtable::AnalyzeRequest;
+    use crate::protocols::roundtable::model::AnalyzeRequest;
 
     /// The borrowed view of /analyze takes and refuses exactly what the full request type does,
     /// from a parsed value and from raw bytes (with escapes, which cannot be borrowed).

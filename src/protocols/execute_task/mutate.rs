@@ -1,9 +1,110 @@
-//! Misbehaviours of an execute_task agent, as mutations of a conforming answer (the round-table
-//! ones are in `mutate`). Each returns whether it changed the answer; none panics on odd shapes.
+//! Misbehaviours of an execute_task agent, as mutations of a conforming answer, and their
+//! catalogue. Each returns whether it changed the answer; none panics on odd shapes.
 
 use serde_json::{json, Value};
 
-use super::task_agent::last_call;
+use super::agent::last_call;
+use crate::mock::args::unknown_variant;
+use crate::mock::injection;
+use crate::mock::protocol::{ContentBehavior, Mutating, Mutation};
+
+/// execute_task's content behaviours (`mock behaviors` lists them with the engine's).
+pub const BEHAVIORS: &[ContentBehavior] = &[
+    ContentBehavior {
+        name: "never-finishes",
+        what: "execute_task: always call_tool, never a final answer",
+        rule: "the max turn limit (default 5)",
+        parse: |_| Ok(Box::new(Edit::NeverFinishes)),
+    },
+    ContentBehavior {
+        name: "unknown-action",
+        what: "execute_task: an action the spec does not list",
+        rule: "Response Body: the action field",
+        parse: |_| Ok(Box::new(Edit::UnknownAction)),
+    },
+    ContentBehavior {
+        name: "missing-required",
+        what: "execute_task: call_tool without tool_name",
+        rule: "Response Body: call_tool",
+        parse: |_| Ok(Box::new(Edit::MissingRequired)),
+    },
+    ContentBehavior {
+        name: "ignores-governance",
+        what: "execute_task: after a GOVERNANCE ERROR, the same violating call again",
+        rule: "Policy Violations (governance feedback)",
+        parse: |_| Ok(Box::new(Edit::IgnoresGovernance)),
+    },
+    ContentBehavior {
+        name: "wrong-schema",
+        what: "variants: missing-field (call_tool without tool_name), wrong-type (tool_params a string, or summary a number)",
+        rule: "Response Body: the fields of each action",
+        parse: |a| {
+            let v = a.get("variant", true).unwrap_or("missing-field");
+            match v {
+                "missing-field" => Ok(Box::new(Edit::MissingRequired)),
+                "wrong-type" => Ok(Box::new(Edit::WrongType)),
+                _ => Err(unknown_variant(
+                    a.item(),
+                    v,
+                    ["missing-field", "wrong-type"].into_iter(),
+                )),
+            }
+        },
+    },
+    ContentBehavior {
+        name: "null-bytes",
+        what: "a NUL character in summary, instructions and reason",
+        rule: "Multi-turn Flow (the harness shows and forwards summaries)",
+        parse: |_| Ok(Box::new(Edit::NullBytes)),
+    },
+    ContentBehavior {
+        name: "injection",
+        what: "prompt-injection payloads (mocks/injection/) with canary tokens in summary, instructions, reason and tool_params; select=ID|FAMILY[+...], per_answer=N",
+        rule: "Multi-turn Flow (the harness shows and forwards summaries, tool parameters)",
+        parse: |a| {
+            let (select, per_answer) = injection::parse_args(a)?;
+            Ok(Box::new(Injection { select, per_answer }))
+        },
+    },
+];
+
+#[derive(Debug)]
+enum Edit {
+    NeverFinishes,
+    UnknownAction,
+    MissingRequired,
+    WrongType,
+    IgnoresGovernance,
+    NullBytes,
+}
+
+impl Mutation for Edit {
+    fn apply(&self, answer: &mut Value, at: &mut Mutating<'_>) -> bool {
+        match self {
+            Edit::NeverFinishes => never_finishes(answer),
+            Edit::UnknownAction => unknown_action(answer),
+            Edit::MissingRequired => missing_required(answer),
+            Edit::WrongType => wrong_type(answer),
+            Edit::IgnoresGovernance => {
+                let request: Value = serde_json::from_slice(at.request).unwrap_or(Value::Null);
+                ignores_governance(answer, &request)
+            }
+            Edit::NullBytes => null_bytes(answer),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Injection {
+    select: Vec<String>,
+    per_answer: usize,
+}
+
+impl Mutation for Injection {
+    fn apply(&self, answer: &mut Value, at: &mut Mutating<'_>) -> bool {
+        injection::place(answer, at, &self.select, self.per_answer, inject)
+    }
+}
 
 /// Always a tool call, so the harness's loop can only end at its turn limit.
 pub fn never_finishes(answer: &mut Value) -> bool {
@@ -154,7 +255,7 @@ mod tests {
         let mut a = final_answer();
         assert!(wrong_type(&mut a));
         assert!(
-            !crate::protocol::execute_task::check_answer(&a).is_empty(),
+            !crate::protocols::execute_task::model::check_answer(&a).is_empty(),
             "{a}"
         );
         let mut a = final_answer();

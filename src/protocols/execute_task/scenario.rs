@@ -40,31 +40,31 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
-use super::suite::yaml_error;
-use crate::protocol::execute_task::ACTIONS;
+use crate::protocols::execute_task::model::ACTIONS;
 use crate::report::Level;
+use crate::text::yaml_error;
 
 /// The scenarios built into the binary: (file, YAML).
 pub const BUILTIN: &[(&str, &str)] = &[
     (
         "suites/execute_task/customer-support.yaml",
-        include_str!("../../suites/execute_task/customer-support.yaml"),
+        include_str!("../../../suites/execute_task/customer-support.yaml"),
     ),
     (
         "suites/execute_task/refund-policy.yaml",
-        include_str!("../../suites/execute_task/refund-policy.yaml"),
+        include_str!("../../../suites/execute_task/refund-policy.yaml"),
     ),
     (
         "suites/execute_task/wifi-diagnostics.yaml",
-        include_str!("../../suites/execute_task/wifi-diagnostics.yaml"),
+        include_str!("../../../suites/execute_task/wifi-diagnostics.yaml"),
     ),
     (
         "suites/execute_task/credit-override.yaml",
-        include_str!("../../suites/execute_task/credit-override.yaml"),
+        include_str!("../../../suites/execute_task/credit-override.yaml"),
     ),
     (
         "suites/execute_task/tool-failure.yaml",
-        include_str!("../../suites/execute_task/tool-failure.yaml"),
+        include_str!("../../../suites/execute_task/tool-failure.yaml"),
     ),
 ];
 

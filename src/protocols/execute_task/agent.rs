@@ -9,8 +9,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{Reply, Responder};
-use crate::probe::scenario::{Ending, Expect, Op, Policy, Scenario};
+use crate::mock::{Reply, Responder};
+use crate::protocols::execute_task::scenario::{Ending, Expect, Op, Policy, Scenario};
 
 /// One scripted answer.
 #[derive(Debug, Clone, PartialEq)]

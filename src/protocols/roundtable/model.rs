@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::finding;
+use crate::schema::finding;
 use crate::schema::Finding;
 use crate::text::excerpt_str;
 

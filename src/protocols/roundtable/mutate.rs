@@ -16,25 +16,20 @@ use std::sync::OnceLock;
 
 use serde_json::{json, Map, Value};
 
+use super::evidence::evidence_level;
+use super::model::ENDPOINTS;
+use crate::mock::args::unknown_variant;
+use crate::mock::injection;
+use crate::mock::protocol::{ContentBehavior, Mutating, Mutation};
+use crate::phrases::PhraseSet;
 use crate::probe::checks::Check;
-use crate::probe::suite::Suite;
-use crate::protocol::evidence::{evidence_level, PhraseSet};
-use crate::protocol::roundtable::ENDPOINTS;
-
-/// The spec's per-field limit ("Maximum per-field string length: 50,000 characters").
-const SPEC_MAX_FIELD: usize = 50_000;
 
 /// An extra top-level field, for text that has nowhere else to go. The schemas allow unknown
 /// fields and no rule reads this one, so only the check that reads *every* string sees it.
 const EXTRA_FIELD: &str = "notes";
 
-/// The field `padded_body` fills.
-const PADDING_FIELD: &str = "padding";
-
 /// The character padding is made of: one byte, one character, no phrase of any rule.
 const FILLER: char = 'x';
-
-const JSON: &str = "application/json";
 
 // ---- wrong-schema -------------------------------------------------------------------------------
 
@@ -198,214 +193,6 @@ fn changes(answer: &mut Value, mutate: impl FnOnce(&mut Value) -> Option<()>) ->
         return false;
     }
     *answer != before
-}
-
-// ---- malformed bodies ---------------------------------------------------------------------------
-
-/// Variants of `malformed`: bodies a platform's JSON parser must refuse (or, for DuplicateKeys,
-/// accept in a way that hides a second value).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Malformed {
-    Truncated,
-    TrailingGarbage,
-    SingleQuotes,
-    NaN,
-    Empty,
-    Html,
-    Array,
-    DuplicateKeys,
-}
-
-impl Malformed {
-    pub const ALL: [Malformed; 8] = [
-        Malformed::Truncated,
-        Malformed::TrailingGarbage,
-        Malformed::SingleQuotes,
-        Malformed::NaN,
-        Malformed::Empty,
-        Malformed::Html,
-        Malformed::Array,
-        Malformed::DuplicateKeys,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Malformed::Truncated => "truncated",
-            Malformed::TrailingGarbage => "trailing-garbage",
-            Malformed::SingleQuotes => "single-quotes",
-            Malformed::NaN => "nan",
-            Malformed::Empty => "empty",
-            Malformed::Html => "html",
-            Malformed::Array => "array",
-            Malformed::DuplicateKeys => "duplicate-keys",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Malformed> {
-        Malformed::ALL.into_iter().find(|v| v.name() == name)
-    }
-}
-
-/// What a reverse proxy answers when the agent behind it is down; served with status 200 by the
-/// caller, as a misconfigured proxy or a catch-all error page does.
-const BAD_GATEWAY_PAGE: &str = "<!DOCTYPE html>\n<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<center><h1>502 Bad Gateway</h1></center>\n<hr><center>nginx</center>\n</body>\n</html>\n";
-
-/// The bytes of a malformed answer built from the conforming JSON body, and its Content-Type.
-///
-/// truncated: the body cut at half its length (on a character boundary); trailing-garbage: the
-/// body followed by `}garbage`; single-quotes: the answer written as Python's `repr` writes a
-/// dict (`'…'` strings, `True`/`False`/`None`); nan: the first `confidence` (or a new top-level
-/// one) as the bare token `NaN`; empty: zero bytes; html: a 502 Bad Gateway page, `text/html`;
-/// array: `[ <the object> ]`; duplicate-keys: the object with `agent_name` twice, the second
-/// time with another value (lenient parsers keep the last one).
-pub fn malformed(variant: Malformed, conforming: &[u8]) -> (Vec<u8>, &'static str) {
-    let body = match variant {
-        Malformed::Truncated => conforming[..half(conforming)].to_vec(),
-        Malformed::TrailingGarbage => [conforming, b"}garbage".as_slice()].concat(),
-        Malformed::SingleQuotes => python_repr(conforming),
-        Malformed::NaN => with_nan(conforming),
-        Malformed::Empty => Vec::new(),
-        Malformed::Html => return (BAD_GATEWAY_PAGE.as_bytes().to_vec(), "text/html"),
-        Malformed::Array => [b"[".as_slice(), conforming, b"]"].concat(),
-        Malformed::DuplicateKeys => duplicate_agent_name(conforming),
-    };
-    (body, JSON)
-}
-
-/// Half the body's length, moved back to a character boundary so that the cut is the only fault
-/// (not a split UTF-8 sequence as well).
-fn half(body: &[u8]) -> usize {
-    let mut cut = body.len() / 2;
-    if let Ok(text) = std::str::from_utf8(body) {
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-    }
-    cut
-}
-
-/// The answer as Python's `repr` of a dict: what an agent sends when it writes `str(answer)`
-/// instead of `json.dumps(answer)`. A body that is not JSON gets its double quotes swapped.
-fn python_repr(conforming: &[u8]) -> Vec<u8> {
-    match serde_json::from_slice::<Value>(conforming) {
-        Ok(value) => {
-            let mut out = String::new();
-            write_python(&value, &mut out);
-            out.into_bytes()
-        }
-        Err(_) => conforming
-            .iter()
-            .map(|&b| if b == b'"' { b'\'' } else { b })
-            .collect(),
-    }
-}
-
-/// Writes `value` in Python literal syntax. Parsed JSON is at most 128 levels deep (serde_json's
-/// limit), so the recursion is bounded.
-fn write_python(value: &Value, out: &mut String) {
-    match value {
-        Value::Null => out.push_str("None"),
-        Value::Bool(true) => out.push_str("True"),
-        Value::Bool(false) => out.push_str("False"),
-        Value::Number(n) => out.push_str(&n.to_string()),
-        Value::String(s) => write_python_str(s, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_python(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            for (i, (key, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_python_str(key, out);
-                out.push_str(": ");
-                write_python(item, out);
-            }
-            out.push('}');
-        }
-    }
-}
-
-fn write_python_str(text: &str, out: &mut String) {
-    out.push('\'');
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\'' => out.push_str("\\'"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c < ' ' || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('\'');
-}
-
-/// A string no answer contains, written in place of a number and then replaced by `NaN` in the
-/// serialized text (serde_json cannot write a non-finite number).
-const NAN_MARK: &str = "__agent_tck_nan__";
-
-/// The answer with its first numeric `confidence` (depth first), or a new top-level one, written
-/// as the bare token `NaN`: what Python's `json.dumps` writes for `float("nan")` by default.
-fn with_nan(conforming: &[u8]) -> Vec<u8> {
-    let mut object = as_object(conforming);
-    if !mark_first_confidence(&mut object) {
-        object.insert("confidence".into(), json!(NAN_MARK));
-    }
-    let text = serde_json::to_string(&object).unwrap_or_default();
-    text.replacen(&format!("\"{NAN_MARK}\""), "NaN", 1)
-        .into_bytes()
-}
-
-fn mark_first_confidence(object: &mut Map<String, Value>) -> bool {
-    if let Some(c) = object.get_mut("confidence").filter(|c| c.is_number()) {
-        *c = json!(NAN_MARK);
-        return true;
-    }
-    object.values_mut().any(mark_first_confidence_in)
-}
-
-fn mark_first_confidence_in(value: &mut Value) -> bool {
-    match value {
-        Value::Object(object) => mark_first_confidence(object),
-        Value::Array(items) => items.iter_mut().any(mark_first_confidence_in),
-        _ => false,
-    }
-}
-
-/// The body as a JSON object, or an empty one when it is not one.
-fn as_object(body: &[u8]) -> Map<String, Value> {
-    serde_json::from_slice(body).unwrap_or_default()
-}
-
-/// The object with `agent_name` written twice: first the agent's name, then another. Lenient
-/// parsers keep the last one, so a platform that does not refuse duplicate keys records the
-/// answer under a name the agent never registered.
-fn duplicate_agent_name(conforming: &[u8]) -> Vec<u8> {
-    let mut object = as_object(conforming);
-    let first = object
-        .get("agent_name")
-        .and_then(Value::as_str)
-        .unwrap_or("agent")
-        .to_string();
-    object.insert("agent_name".into(), Value::String(first.clone()));
-    let mut text = serde_json::to_string(&object).unwrap_or_default();
-    // The object holds at least agent_name, so it ends in `}` after one or more members.
-    text.pop();
-    text.push_str(&format!(
-        ",\"agent_name\":{}}}",
-        Value::String(format!("{first}-impostor"))
-    ));
-    text.into_bytes()
 }
 
 // ---- limits -------------------------------------------------------------------------------------
@@ -857,7 +644,7 @@ fn speculation_sentence() -> &'static str {
 /// The patterns of the built-in suite's `phrases` checks that read evidence (the speculation and
 /// hedging lists; sanitization reads `**`), each once, in suite order.
 fn suite_speculation_patterns() -> Vec<String> {
-    let Ok(suite) = Suite::builtin("roundtable") else {
+    let Ok(suite) = super::suite() else {
         return Vec::new();
     };
     let mut out: Vec<String> = Vec::new();
@@ -893,99 +680,135 @@ fn example_of(pattern: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-// ---- raw bodies ---------------------------------------------------------------------------------
+// ---- the catalogue ------------------------------------------------------------------------------
 
-/// Bytes that are not UTF-8: 0xC3 opens a two-byte sequence that `(` does not continue, 0xFF
-/// never occurs in UTF-8.
-const NOT_UTF8: [u8; 3] = [0xC3, 0x28, 0xFF];
+/// The round table's content behaviours (`mock behaviors` lists them with the engine's).
+pub const BEHAVIORS: &[ContentBehavior] = &[
+    ContentBehavior {
+        name: "wrong-schema",
+        what: "variants: missing-field, wrong-type, severity-enum, confidence-range, approve-string, dissent-without-reason",
+        rule: "response field tables (a string \"false\" must not count as approval)",
+        parse: |a| {
+            let v = a.get("variant", true).unwrap_or("missing-field");
+            let variant = WrongSchema::parse(v).ok_or_else(|| {
+                unknown_variant(a.item(), v, WrongSchema::ALL.iter().map(|m| m.name()))
+            })?;
+            Ok(Box::new(WrongSchemaIn(variant)))
+        },
+    },
+    ContentBehavior {
+        name: "oversized-field",
+        what: "one string over chars=N characters (default 60000)",
+        rule: "Response Size Limits: 50,000 characters per field",
+        parse: |a| {
+            Ok(Box::new(OversizedField {
+                chars: a.number("chars", true, 60_000)?,
+            }))
+        },
+    },
+    ContentBehavior {
+        name: "too-many-items",
+        what: "count=N observations/challenges (default 101), conditions=N (default 21)",
+        rule: "lists the platform caps",
+        parse: |a| {
+            Ok(Box::new(TooManyItems {
+                count: a.number("count", true, 101)?,
+                conditions: a.number("conditions", false, 21)?,
+            }))
+        },
+    },
+    ContentBehavior {
+        name: "null-bytes",
+        what: "NUL characters in the forwarded strings",
+        rule: "Response Sanitization: null bytes stripped",
+        parse: |_| Ok(Box::new(Edit::NullBytes)),
+    },
+    ContentBehavior {
+        name: "ansi-escapes",
+        what: "terminal escape sequences in the forwarded strings",
+        rule: "Response Sanitization",
+        parse: |_| Ok(Box::new(Edit::AnsiEscapes)),
+    },
+    ContentBehavior {
+        name: "speculative",
+        what: "evidence full of the phrases the evidence pipeline flags",
+        rule: "Response Sanitization: evidence enforcement",
+        parse: |_| Ok(Box::new(Edit::Speculative)),
+    },
+    ContentBehavior {
+        name: "injection",
+        what: "prompt-injection payloads (mocks/injection/) with canary tokens in finding, evidence, counter_evidence, rationale, conditions; select=ID|FAMILY[+...], per_answer=N",
+        rule: "Response Sanitization: injection scanned",
+        parse: |a| {
+            let (select, per_answer) = injection::parse_args(a)?;
+            Ok(Box::new(Injection { select, per_answer }))
+        },
+    },
+];
 
-/// invalid-utf8: the serialized body with 0xC3 0x28 0xFF inserted at the start of a string value
-/// (the first `finding`, else `counter_evidence`, else `agent_name`, else after the first `"`):
-/// otherwise JSON-shaped, so a parser that decodes leniently sees a plausible answer.
-pub fn invalid_utf8(body: &[u8]) -> Vec<u8> {
-    let at = ["finding", "counter_evidence", "agent_name"]
-        .iter()
-        .find_map(|key| string_value_start(body, key))
-        .or_else(|| body.iter().position(|&b| b == b'"').map(|i| i + 1))
-        .unwrap_or(body.len());
-    [&body[..at], NOT_UTF8.as_slice(), &body[at..]].concat()
+#[derive(Debug)]
+struct WrongSchemaIn(WrongSchema);
+
+impl Mutation for WrongSchemaIn {
+    fn apply(&self, answer: &mut Value, at: &mut Mutating<'_>) -> bool {
+        wrong_schema(self.0, at.endpoint, answer)
+    }
 }
 
-/// The offset just inside the opening quote of the first string value of member `key`.
-fn string_value_start(body: &[u8], key: &str) -> Option<usize> {
-    let needle = format!("\"{key}\"");
-    let needle = needle.as_bytes();
-    let skip_space = |mut i: usize| {
-        while body.get(i).is_some_and(u8::is_ascii_whitespace) {
-            i += 1;
+#[derive(Debug)]
+struct OversizedField {
+    chars: usize,
+}
+
+impl Mutation for OversizedField {
+    fn apply(&self, answer: &mut Value, at: &mut Mutating<'_>) -> bool {
+        oversized_field(at.endpoint, answer, self.chars)
+    }
+}
+
+#[derive(Debug)]
+struct TooManyItems {
+    count: usize,
+    conditions: usize,
+}
+
+impl Mutation for TooManyItems {
+    fn apply(&self, answer: &mut Value, at: &mut Mutating<'_>) -> bool {
+        too_many_items(at.endpoint, answer, self.count, self.conditions)
+    }
+}
+
+/// The edits of the forwarded strings that take no argument.
+#[derive(Debug)]
+enum Edit {
+    NullBytes,
+    AnsiEscapes,
+    Speculative,
+}
+
+impl Mutation for Edit {
+    fn apply(&self, answer: &mut Value, at: &mut Mutating<'_>) -> bool {
+        match self {
+            Edit::NullBytes => null_bytes(at.endpoint, answer),
+            Edit::AnsiEscapes => ansi_escapes(at.endpoint, answer),
+            Edit::Speculative => speculative(at.endpoint, answer),
         }
-        i
-    };
-    let mut from = 0;
-    while let Some(found) = body
-        .get(from..)?
-        .windows(needle.len())
-        .position(|w| w == needle)
-    {
-        let colon = skip_space(from + found + needle.len());
-        if body.get(colon) == Some(&b':') {
-            let quote = skip_space(colon + 1);
-            if body.get(quote) == Some(&b'"') {
-                return Some(quote + 1);
-            }
-        }
-        from += found + 1;
     }
-    None
 }
 
-/// A body of exactly `bytes` bytes (≥ 64) that is one valid JSON object, for `oversized-body`:
-/// the conforming answer with a `padding` field. The padding is a list of strings of at most
-/// 50,000 characters each (the spec's per-field limit), so that the body's size is the only
-/// fault, not a field's length too. When the answer alone is longer than `bytes`, the body is
-/// `{"padding": […]}` alone; below 14 bytes (no room for that), `{}` and spaces (never fewer than
-/// the 2 bytes of `{}`).
-pub fn padded_body(conforming: &[u8], bytes: usize) -> Vec<u8> {
-    let mut object = as_object(conforming);
-    object.insert(PADDING_FIELD.into(), json!([]));
-    if serialized_len(&object) > bytes {
-        object = Map::new();
-        object.insert(PADDING_FIELD.into(), json!([]));
-    }
-    let base = serialized_len(&object);
-    if base > bytes {
-        let mut out = b"{}".to_vec();
-        out.resize(bytes.max(2), b' ');
-        return out;
-    }
-    let (chunks, spaces) = padding(bytes - base);
-    object.insert(PADDING_FIELD.into(), Value::Array(chunks));
-    let mut out = serde_json::to_vec(&object).unwrap_or_default();
-    out.resize(out.len() + spaces, b' ');
-    out
+#[derive(Debug)]
+struct Injection {
+    select: Vec<String>,
+    per_answer: usize,
 }
 
-fn serialized_len(object: &Map<String, Value>) -> usize {
-    serde_json::to_vec(object).map_or(0, |v| v.len())
-}
-
-/// Strings of filler that take exactly `room` more bytes inside an empty JSON list, each at most
-/// the spec's field limit; and the spaces to add after the object when that cannot be done (one
-/// byte of room: the smallest string, `""`, takes two).
-fn padding(room: usize) -> (Vec<Value>, usize) {
-    if room < 2 {
-        return (Vec::new(), room);
-    }
-    // k strings holding c characters in all take c + 2k (quotes) + k - 1 (commas) bytes.
-    let k = (room + 1).div_ceil(SPEC_MAX_FIELD + 3);
-    let total = room + 1 - 3 * k;
-    let chunks = (0..k)
-        .map(|i| {
-            let len = total / k + usize::from(i < total % k);
-            Value::String(std::iter::repeat_n(FILLER, len).collect())
+impl Mutation for Injection {
+    fn apply(&self, answer: &mut Value, at: &mut Mutating<'_>) -> bool {
+        let endpoint = at.endpoint;
+        injection::place(answer, at, &self.select, self.per_answer, |v, texts| {
+            inject(endpoint, v, texts)
         })
-        .collect();
-    (chunks, 0)
+    }
 }
 
 #[cfg(test)]
@@ -997,13 +820,24 @@ mod tests {
     use serde_json::Number;
 
     use super::*;
-    use crate::mock::reference::ReferenceAgent;
+    use crate::mock::encoding::{
+        invalid_utf8, malformed, padded_body, serialized_len, Malformed, NOT_UTF8, PADDING_FIELD,
+    };
+    use crate::probe::Suite;
+    use crate::protocols::roundtable::content::RoundtableContent;
+
+    /// The spec's per-field limit ("Maximum per-field string length: 50,000 characters").
+    const SPEC_MAX_FIELD: usize = 50_000;
+    use crate::content::Content;
+    use crate::jsonpath::{strings, JsonPath};
     use crate::mock::Responder;
-    use crate::probe::checks::{parse_body, Ctx, Outcome};
-    use crate::probe::path::{strings, JsonPath};
+    use crate::probe::outcome::{parse_body, Outcome};
+    use crate::probe::plugin::Ctx;
     use crate::probe::suite::AuthMode;
-    use crate::protocol::content::Content;
-    use crate::protocol::roundtable::{self, AnalyzeRequest, ChallengeRequest, VoteRequest};
+    use crate::protocols::roundtable::model::{
+        self, AnalyzeRequest, ChallengeRequest, VoteRequest,
+    };
+    use crate::protocols::roundtable::reference::ReferenceAgent;
     use crate::schema::schemas;
     use crate::transport::http::Response;
 
@@ -1087,13 +921,13 @@ mod tests {
 
     fn suite() -> &'static Suite {
         static SUITE: OnceLock<Suite> = OnceLock::new();
-        SUITE.get_or_init(|| Suite::builtin("roundtable").expect("the built-in suite loads"))
+        SUITE.get_or_init(|| super::super::suite().expect("the built-in suite loads"))
     }
 
     fn response(body: Vec<u8>) -> Response {
         Response {
             status: 200,
-            headers: vec![("content-type".into(), JSON.into())],
+            headers: vec![("content-type".into(), "application/json".into())],
             body: body.into(),
             body_exceeded: false,
             elapsed: Duration::from_millis(1),
@@ -1111,6 +945,7 @@ mod tests {
         );
         let others = HashMap::new();
         let ctx = Ctx {
+            protocol: suite().protocol,
             outcome: Some(&outcome),
             exchanges: &others,
             reachable: None,
@@ -1220,7 +1055,7 @@ mod tests {
                 let findings = schemas().validate(&ex.schema(), &answer);
                 if variant == WrongSchema::DissentWithoutReason {
                     assert!(findings.is_empty(), "{what}: {findings:?}");
-                    assert_eq!(roundtable::dissent_has_reason(&answer).len(), 1, "{what}");
+                    assert_eq!(model::dissent_has_reason(&answer).len(), 1, "{what}");
                     assert_eq!(failing(&ex, &answer), [ex.case("dissent-reason")], "{what}");
                     continue;
                 }
@@ -1446,7 +1281,7 @@ mod tests {
         assert_eq!(list_len(&answer, "challenges"), 3);
         assert_eq!(answer["challenges"][2]["target_agent"], "b");
         assert_eq!(answer["challenges"][2]["finding_challenged"], "f (#3)");
-        assert!(roundtable::challenges_have_counter_evidence(&answer).is_empty());
+        assert!(model::challenges_have_counter_evidence(&answer).is_empty());
         // Long enough already: nothing to do.
         assert!(!too_many_items("challenge", &mut answer, 2, 21));
     }

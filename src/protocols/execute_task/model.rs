@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::finding;
+use crate::schema::finding;
 use crate::schema::{schemas, Finding};
 
 /// Schema id of the request (harness to agent).

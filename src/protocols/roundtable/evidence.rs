@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::finding;
+use crate::schema::finding;
 use crate::schema::Finding;
 use crate::text::excerpt_str;
 
@@ -91,49 +91,6 @@ pub fn check_tag(path: &str, text: &str) -> Option<Finding> {
     evidence_level(text).err().map(|why| finding(path, why))
 }
 
-/// A list of speculation phrases, each a regular expression (case-insensitive unless the pattern
-/// turns that off with `(?-i)`).
-#[derive(Debug, Clone)]
-pub struct PhraseSet {
-    phrases: Vec<(String, Regex)>,
-}
-
-impl PhraseSet {
-    /// Compiles the patterns; the error names the pattern that does not compile.
-    pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<PhraseSet, String> {
-        let phrases = patterns
-            .iter()
-            .map(|p| {
-                let p = p.as_ref();
-                Regex::new(&format!("(?i){p}"))
-                    .map(|re| (p.to_string(), re))
-                    .map_err(|e| {
-                        format!("phrase pattern {p:?} is not a valid regular expression: {e}")
-                    })
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(PhraseSet { phrases })
-    }
-
-    /// Every phrase found in `text`, as a finding at `path` quoting the match and its place.
-    pub fn scan(&self, path: &str, text: &str) -> Vec<Finding> {
-        let mut out = Vec::new();
-        for (_, re) in &self.phrases {
-            for m in re.find_iter(text) {
-                let at = text[..m.start()].chars().count();
-                out.push(finding(
-                    path,
-                    format!(
-                        "{} at character {at}",
-                        quote(&format!("\"{}\"", m.as_str()))
-                    ),
-                ));
-            }
-        }
-        out
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,29 +140,5 @@ mod tests {
             evidence_level("[VERIFIED: a] then [INDICATED: b]"),
             Ok(EvidenceLevel::Indicated)
         );
-    }
-
-    #[test]
-    fn phrases_are_found_with_their_place() {
-        let set = PhraseSet::new(&[
-            r"\bprobably\b",
-            r"\b\d{1,3}(\.\d+)?\s*% confident\b",
-            r"(?-i:\bHIGH confidence\b)",
-        ])
-        .unwrap();
-        let f = set.scan(
-            "evidence",
-            "It is Probably fine, 90% confident. high confidence. HIGH confidence",
-        );
-        let text: Vec<String> = f.iter().map(|f| f.to_string()).collect();
-        assert_eq!(
-            text,
-            [
-                "evidence: \"Probably\" at character 6",
-                "evidence: \"90% confident\" at character 21",
-                "evidence: \"HIGH confidence\" at character 53",
-            ]
-        );
-        assert!(PhraseSet::new(&["("]).unwrap_err().contains("\"(\""));
     }
 }

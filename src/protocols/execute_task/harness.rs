@@ -35,8 +35,8 @@ use std::future::Future;
 use serde_json::{json, Value};
 
 use super::scenario::{Ending, Expect, Expectation, OnBranch, OnHitl, Scenario, ToolResult};
-use crate::protocol::execute_task::{check_answer, discover_name};
-use crate::protocol::finding;
+use crate::protocols::execute_task::model::{check_answer, discover_name};
+use crate::schema::finding;
 use crate::schema::Finding;
 use crate::text::{excerpt, excerpt_str};
 
@@ -610,8 +610,8 @@ mod tests {
         );
         // Every request we send passes the request schema.
         for r in &agent.requests {
-            let f =
-                crate::schema::schemas().validate(crate::protocol::execute_task::REQUEST_SCHEMA, r);
+            let f = crate::schema::schemas()
+                .validate(crate::protocols::execute_task::model::REQUEST_SCHEMA, r);
             assert!(f.is_empty(), "{f:?}");
         }
         assert_eq!(

@@ -1,0 +1,205 @@
+//! Generated content, deterministic under `--seed`: the probe's request templates and the
+//! reference agents' answers are made from it (each protocol assembles its own messages from
+//! these words and phrases, e.g. `protocols::roundtable::content`). Each use draws from its own stream (a name mixed
+//! into the seed), so adding a case does not change what other cases send.
+//!
+//! Words come from `fake`'s English lists, but phrases are assembled here, each into one string:
+//! a conforming mock agent makes an answer per request, and `fake`'s template replacing and
+//! per-word strings were most of a fleet agent's CPU per request under load.
+
+use fake::locales::{Data, EN};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// A seeded source of content.
+pub struct Content {
+    rng: ChaCha8Rng,
+}
+
+/// FNV-1a: a stable hash, so the same seed gives the same content on every build and platform.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Samples of scripts and symbols a platform will forward: accents, CJK, emoji (with a ZWJ
+/// sequence), right-to-left Arabic and Hebrew.
+const UNICODE_SAMPLES: &[&str] = &[
+    "Évaluer la sécurité du module d'authentification — façade, naïve, Ångström",
+    "認証モジュールのセキュリティ脆弱性を確認してください",
+    "审查身份验证模块的安全漏洞",
+    "인증 모듈의 보안 취약점 검토",
+    "🔐 auth review 🚀 👩‍💻 ✅",
+    "راجع وحدة المصادقة بحثًا عن الثغرات الأمنية",
+    "סקור את מודול האימות לאיתור פגיעויות",
+    "Überprüfe das Anmeldemodul: Größe, Maß, straße",
+];
+
+impl Content {
+    pub fn new(seed: u64, stream: &str) -> Content {
+        Content {
+            rng: ChaCha8Rng::seed_from_u64(seed ^ fnv1a(stream)),
+        }
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            self.rng.random_range(0..n)
+        }
+    }
+
+    pub fn task_id(&mut self) -> String {
+        format!("{:012x}", self.rng.random::<u64>() & 0xffff_ffff_ffff)
+    }
+
+    /// One entry of `list` (never empty: the lists are constants).
+    pub fn pick(&mut self, list: &[&'static str]) -> &'static str {
+        list[self.below(list.len())]
+    }
+
+    pub fn word(&mut self) -> String {
+        self.pick(EN::LOREM_WORD).to_string()
+    }
+
+    /// Four to eight lorem words and a full stop.
+    pub fn sentence(&mut self) -> String {
+        let mut out = String::with_capacity(64);
+        self.push_sentence(&mut out);
+        out
+    }
+
+    pub fn push_sentence(&mut self, out: &mut String) {
+        for i in 0..4 + self.below(5) {
+            if i > 0 {
+                out.push(' ');
+            }
+            out.push_str(self.pick(EN::LOREM_WORD));
+        }
+        out.push('.');
+    }
+
+    /// "Verb adjective nouns" (e.g. "Streamline robust platforms"), capitalized.
+    pub fn business_goal(&mut self) -> String {
+        let mut out = capitalize(self.pick(EN::COMPANY_BS_VERBS));
+        for list in [EN::COMPANY_BS_ADJ, EN::COMPANY_BS_NOUNS] {
+            out.push(' ');
+            out.push_str(self.pick(list));
+        }
+        out
+    }
+
+    /// "Head middle tail" (e.g. "Adaptive modular middleware").
+    pub fn catch_phrase(&mut self) -> String {
+        let mut out = String::with_capacity(48);
+        for (i, list) in [
+            EN::COMPANY_BUZZWORD_HEAD,
+            EN::COMPANY_BUZZWORD_MIDDLE,
+            EN::COMPANY_BUZZWORD_TAIL,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if i > 0 {
+                out.push(' ');
+            }
+            out.push_str(self.pick(list));
+        }
+        out
+    }
+
+    /// A source file name, e.g. `payment.rs`.
+    pub fn file_name(&mut self) -> String {
+        const EXTENSIONS: [&str; 8] = ["rs", "py", "go", "ts", "java", "sql", "yaml", "tf"];
+        let mut out = self.pick(EN::PATH_SEGMENTS).to_string();
+        out.push('.');
+        out.push_str(self.pick(&EXTENSIONS));
+        out
+    }
+
+    /// A directory, e.g. `src/world/case`.
+    pub fn dir_path(&mut self) -> String {
+        const ROOTS: [&str; 5] = ["src", "lib", "services", "config", "migrations"];
+        let mut out = self.pick(&ROOTS).to_string();
+        for _ in 0..1 + self.below(3) {
+            out.push('/');
+            out.push_str(self.pick(EN::PATH_SEGMENTS));
+        }
+        out
+    }
+
+    /// A task as a platform would phrase it.
+    pub fn task_content(&mut self) -> String {
+        let thing = self.pick(EN::COMPANY_BUZZWORD_MIDDLE);
+        let goal = self.business_goal().to_lowercase();
+        format!(
+            "Review the {} module and plan how to {goal}. {}",
+            thing.to_lowercase(),
+            self.sentence()
+        )
+    }
+
+    /// Text of exactly `chars` characters (sentences repeated and cut).
+    pub fn text(&mut self, chars: usize) -> String {
+        let mut out = String::with_capacity(chars + 64);
+        while out.chars().count() < chars {
+            out.push_str(&self.sentence());
+            out.push(' ');
+        }
+        out.chars().take(chars).collect()
+    }
+
+    /// A task in several scripts at once.
+    pub fn unicode_text(&mut self) -> String {
+        let mut picks: Vec<&str> = UNICODE_SAMPLES.to_vec();
+        let first = self.below(picks.len());
+        picks.rotate_left(first);
+        picks.join(" · ")
+    }
+
+    pub fn confidence(&mut self) -> f64 {
+        f64::from(self.rng.random_range(5..=100u32)) / 100.0
+    }
+}
+
+fn capitalize(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phrases_have_their_shape() {
+        let mut c = Content::new(3, "shapes");
+        for _ in 0..200 {
+            let sentence = c.sentence();
+            let words = sentence.trim_end_matches('.').split(' ').count();
+            assert!(
+                sentence.ends_with('.') && (4..=8).contains(&words),
+                "{sentence:?}"
+            );
+            let goal = c.business_goal();
+            // Three parts; a part may be two words ("web services").
+            assert!(goal.split(' ').count() >= 3, "{goal:?}");
+            assert!(goal.starts_with(|ch: char| ch.is_uppercase()), "{goal:?}");
+            assert!(c.catch_phrase().split(' ').count() >= 3);
+            let file = c.file_name();
+            let (stem, ext) = file.rsplit_once('.').expect("an extension");
+            assert!(!stem.is_empty() && ext.len() >= 2, "{file:?}");
+            assert!(c.dir_path().split('/').count() >= 2);
+        }
+    }
+
+    #[test]
+    fn text_has_the_asked_length() {
+        assert_eq!(Content::new(1, "t").text(1234).chars().count(), 1234);
+    }
+}

@@ -1,0 +1,136 @@
+//! What the mock engine needs of a protocol whose agents it plays: its endpoints, a conforming
+//! agent, the content behaviours that bend that agent's answers, and the checks it draws on a
+//! platform from the requests it receives. A protocol folder implements [`AgentProtocol`]; the
+//! engine (fleet, behaviours, observer, line server) never names a protocol.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::args::Args;
+use super::decision::{Decision, Placed};
+use super::http1::Delivered;
+use super::journal::AuthSeen;
+use super::Responder;
+use crate::report::CaseResult;
+use crate::schema::Finding;
+
+/// An endpoint an agent serves, as the last segment of its path (`analyze`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoint {
+    pub name: &'static str,
+    pub method: &'static str,
+    /// Behaviours without `@ENDPOINT` apply here (false for /health: it stays conforming unless
+    /// an item names it).
+    pub misbehaves_by_default: bool,
+    /// Bearer auth is required here when the agent has a key (false for /health, which platforms
+    /// poll without credentials).
+    pub needs_key: bool,
+    /// The schema a platform's request must meet (`roundtable/analyze.request`), if any.
+    pub request_schema: Option<&'static str>,
+}
+
+/// A content behaviour: a misbehaviour of the protocol's own answers (a wrong field, an extra
+/// item, an endless tool loop). The engine's behaviours (slow, hang, malformed-json, reset, …)
+/// apply to any protocol; these only to the protocol that defines them.
+pub struct ContentBehavior {
+    pub name: &'static str,
+    /// What it does (the catalogue's second column).
+    pub what: &'static str,
+    /// The rule of the spec it exercises.
+    pub rule: &'static str,
+    /// Reads its arguments (`variant`, `chars=N`, …) into the mutation it applies.
+    pub parse: fn(&mut Args<'_>) -> Result<Box<dyn Mutation>, String>,
+}
+
+/// Bends a conforming answer (its JSON value) for one request.
+pub trait Mutation: Send + Sync + std::fmt::Debug {
+    /// Changes `answer`; false when nothing applied (e.g. the endpoint has no such field).
+    fn apply(&self, answer: &mut Value, at: &mut Mutating<'_>) -> bool;
+}
+
+/// What a mutation knows of the request it bends an answer for.
+pub struct Mutating<'a> {
+    /// The endpoint (`analyze`, `execute_task`).
+    pub endpoint: &'a str,
+    /// The request body as received.
+    pub request: &'a [u8],
+    /// The agent's name and seed, and the request's number at this endpoint: what a payload's
+    /// canary is derived from.
+    pub agent: &'a str,
+    pub seed: u64,
+    pub n: u64,
+    /// Injection payloads placed in the answer, for the journal and the platform checks.
+    pub injected: &'a mut Vec<Placed>,
+}
+
+/// One request an agent received (after routing), with what the agent decided to answer.
+pub struct Seen<'a> {
+    /// The agent's name.
+    pub agent: &'a str,
+    /// Whether the agent was registered with a key (and so expects it as a bearer token).
+    pub expects_key: bool,
+    pub endpoint: &'a str,
+    pub auth: AuthSeen,
+    /// The body, when it is JSON.
+    pub body: Option<&'a Value>,
+    /// Where the body breaks its endpoint's request schema (validated before any lock is taken:
+    /// it is the costly part, and every worker thread may be there at once).
+    pub schema_findings: &'a [Finding],
+    pub decision: &'a Decision,
+    pub at: Instant,
+}
+
+/// Judges a platform from what reaches the fleet.
+pub trait PlatformObserver: Send + Sync {
+    /// One request an agent received.
+    fn on_request(&self, seen: &Seen<'_>);
+
+    /// An answer is over: `received` is when its request arrived, `delivered` how it went;
+    /// `task` is the request's `task_id` (empty when it has none).
+    fn on_answer(&self, endpoint: &str, task: &str, received: Instant, delivered: &Delivered) {
+        let _ = (endpoint, task, received, delivered);
+    }
+
+    /// The verdicts, as report cases.
+    fn cases(&self) -> Vec<CaseResult>;
+}
+
+/// A protocol as the mock engine sees it.
+pub trait AgentProtocol: Send + Sync + 'static {
+    /// The registry key: `roundtable`, `execute-task`.
+    fn name(&self) -> &'static str;
+
+    /// The endpoints, in the order reports list them.
+    fn endpoints(&self) -> &'static [Endpoint];
+
+    /// The endpoint a line of a line transport (stdio, TCP and Unix sockets) is a request to,
+    /// when the protocol is served over them too.
+    fn line_endpoint(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The conforming agent `name`, its content seeded by `seed`.
+    fn reference(&self, name: &str, seed: u64) -> Box<dyn Responder>;
+
+    /// The protocol's content behaviours.
+    fn behaviors(&self) -> &'static [ContentBehavior];
+
+    /// What the fleet judges of a platform from the requests it receives, when the protocol
+    /// has rules of its own (`platform_timeout`: how long the platform waits for an answer).
+    /// None: the rules every protocol shares (`observe::SchemaObserver`).
+    fn observer(&self, platform_timeout: Duration) -> Option<Box<dyn PlatformObserver>> {
+        let _ = platform_timeout;
+        None
+    }
+
+    /// The endpoint named `name`.
+    fn endpoint(&self, name: &str) -> Option<&'static Endpoint> {
+        self.endpoints().iter().find(|e| e.name == name)
+    }
+
+    /// Its content behaviour named `name`.
+    fn behavior(&self, name: &str) -> Option<&'static ContentBehavior> {
+        self.behaviors().iter().find(|b| b.name == name)
+    }
+}

@@ -1,0 +1,101 @@
+//! A protocol for the engine's own tests: two POST endpoints and /health, one content
+//! behaviour (`shout`: the answer's `text` in capitals), and an agent that echoes its name.
+
+use serde_json::Value;
+
+use super::protocol::{AgentProtocol, ContentBehavior, Endpoint, Mutating, Mutation};
+use super::{Reply, Responder};
+
+pub struct Stub;
+
+const ENDPOINTS: &[Endpoint] = &[
+    Endpoint {
+        name: "ask",
+        method: "POST",
+        misbehaves_by_default: true,
+        needs_key: true,
+        request_schema: None,
+    },
+    Endpoint {
+        name: "tell",
+        method: "POST",
+        misbehaves_by_default: true,
+        needs_key: true,
+        request_schema: None,
+    },
+    Endpoint {
+        name: "health",
+        method: "GET",
+        misbehaves_by_default: false,
+        needs_key: false,
+        request_schema: None,
+    },
+];
+
+const BEHAVIORS: &[ContentBehavior] = &[ContentBehavior {
+    name: "shout",
+    what: "the answer's text in capitals",
+    rule: "none",
+    parse: |_| Ok(Box::new(Shout)),
+}];
+
+#[derive(Debug)]
+struct Shout;
+
+impl Mutation for Shout {
+    fn apply(&self, answer: &mut Value, _: &mut Mutating<'_>) -> bool {
+        let text = answer["text"].as_str().unwrap_or("").to_uppercase();
+        answer["text"] = Value::String(text);
+        true
+    }
+}
+
+struct Echo(String);
+
+impl Responder for Echo {
+    fn respond(&self, endpoint: &str, _body: &[u8]) -> Reply {
+        Reply::json(
+            200,
+            &serde_json::json!({"agent_name": self.0, "text": format!("at {endpoint}")}),
+        )
+    }
+}
+
+impl AgentProtocol for Stub {
+    fn name(&self) -> &'static str {
+        "stub"
+    }
+
+    fn endpoints(&self) -> &'static [Endpoint] {
+        ENDPOINTS
+    }
+
+    fn reference(&self, name: &str, _seed: u64) -> Box<dyn Responder> {
+        Box::new(Echo(name.to_string()))
+    }
+
+    fn behaviors(&self) -> &'static [ContentBehavior] {
+        BEHAVIORS
+    }
+}
+
+/// Another protocol, with no content behaviours.
+pub struct Other;
+
+impl AgentProtocol for Other {
+    fn name(&self) -> &'static str {
+        "other"
+    }
+
+    fn endpoints(&self) -> &'static [Endpoint] {
+        ENDPOINTS
+    }
+
+    fn reference(&self, name: &str, _seed: u64) -> Box<dyn Responder> {
+        Box::new(Echo(name.to_string()))
+    }
+
+    fn behaviors(&self) -> &'static [ContentBehavior] {
+        &[]
+    }
+}

@@ -1,0 +1,97 @@
+//! How to run a suite: the flags `probe` and `selftest` share, and the one place they become
+//! validated [`ProbeSettings`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::{ProbeSettings, Suite};
+use crate::transport::http::BaseUrl;
+use crate::units::{parse_bytes, parse_duration};
+
+/// How to run a suite (shared by `probe` and `selftest`).
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Total deadline of each exchange, from connect to the last body byte (e.g. 120s, 2m, 500ms, 30).
+    #[arg(long, value_name = "DUR", default_value = "120s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Largest response body accepted; reading stops just past it.
+    #[arg(long, value_name = "BYTES", default_value = "5000000", value_parser = parse_bytes)]
+    pub max_body: usize,
+    /// Longest string field accepted, in characters.
+    #[arg(long, value_name = "CHARS", default_value_t = 50_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_field: u32,
+    /// Seed of every generated request (default: from the clock; the report prints it).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Run only the cases whose id matches (glob, comma-separated or repeated; needed cases are added).
+    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// SHOULD failures fail the run (exit 1) instead of warning.
+    #[arg(long)]
+    pub strict: bool,
+    /// Exchanges in flight at once.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub concurrency: u16,
+    /// A suite file to run instead of the built-in one (see `agent-tck suites list`).
+    #[arg(long, value_name = "FILE")]
+    pub suite: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// `--only` patterns, trimmed, the empty ones dropped.
+    pub fn only(&self) -> Vec<String> {
+        only_patterns(&self.only)
+    }
+}
+
+/// `--only` patterns, trimmed, the empty ones dropped.
+pub fn only_patterns(only: &[String]) -> Vec<String> {
+    only.iter()
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+/// The seed to use: the flag, or one from the clock.
+pub fn seed_or_clock(seed: Option<u64>) -> u64 {
+    seed.unwrap_or_else(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        // Keep it short enough to retype.
+        (now.as_nanos() % 1_000_000_000) as u64
+    })
+}
+
+/// An `--api-key` as given: refused when empty (a blank secret would turn auth cases on and
+/// send `Bearer ` with nothing after it).
+pub fn api_key(key: Option<String>) -> Result<Option<String>, String> {
+    if key.as_deref().is_some_and(|k| k.trim().is_empty()) {
+        return Err("--api-key: the key is empty".into());
+    }
+    Ok(key)
+}
+
+/// Raw flags → validated probe settings for `suite` (the built-in one or the `--suite` file,
+/// loaded by the caller, which knows the protocol).
+pub fn settings(
+    base: BaseUrl,
+    api_key_flag: Option<String>,
+    suite: Suite,
+    run: &RunArgs,
+) -> Result<ProbeSettings, String> {
+    let mut settings = ProbeSettings::new(base, suite);
+    settings.api_key = api_key(api_key_flag)?;
+    settings.timeout = run.timeout;
+    settings.max_body = run.max_body;
+    settings.max_field = run.max_field as usize;
+    settings.seed = seed_or_clock(run.seed);
+    settings.only = run.only();
+    settings.strict = run.strict;
+    settings.concurrency = run.concurrency as usize;
+    // Catch an --only that matches nothing before anything is sent.
+    settings.suite.select(&settings.only)?;
+    Ok(settings)
+}

@@ -1,0 +1,95 @@
+//! What a protocol adds to the generic suite engine: semantic rules that a schema cannot say
+//! (named in suites beside the generic check kinds) and template generators for its messages
+//! (`{{ analyses(2) }}`). A protocol folder implements [`SuiteProtocol`]; the engine never names
+//! a protocol.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::exchange::ExchangeSpec;
+use super::outcome::Outcome;
+use crate::content::Content;
+
+/// A protocol's additions to the suite engine.
+pub trait SuiteProtocol: Send + Sync + 'static {
+    /// Its rule named `name` (`dissent_reason`), if it has one.
+    fn rule(&self, name: &str) -> Option<&dyn Rule> {
+        let _ = name;
+        None
+    }
+
+    /// The names of its rules, for messages.
+    fn rules(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
+
+    /// The value of its template generator `name` with `args` (the text between the
+    /// parentheses), drawing from `content`; None when `name` is not one of its generators.
+    fn generate(
+        &self,
+        name: &str,
+        args: &str,
+        content: &mut Content,
+    ) -> Option<Result<Value, String>> {
+        let _ = (name, args, content);
+        None
+    }
+
+    /// Its generators as a suite writes them (`analyses(N), synthesis(T, M)`), for messages.
+    fn generators(&self) -> &'static str {
+        ""
+    }
+}
+
+/// A semantic rule: a kind of check a protocol adds.
+pub trait Rule: Send + Sync {
+    /// Whether it reads the case's own exchange (false: it reads others, or none).
+    fn reads_exchange(&self) -> bool {
+        true
+    }
+
+    /// Load-time check of its arguments (null when the suite names the rule alone); the error
+    /// says what is wrong.
+    fn validate(
+        &self,
+        args: &Value,
+        exchanges: &BTreeMap<String, ExchangeSpec>,
+    ) -> Result<(), String> {
+        let _ = exchanges;
+        if args.is_null() {
+            Ok(())
+        } else {
+            Err("takes no parameters".into())
+        }
+    }
+
+    /// The exchanges it reads besides the case's own.
+    fn exchanges(&self, args: &Value) -> Vec<String> {
+        let _ = args;
+        Vec::new()
+    }
+
+    /// Ok(a note) or Err(why it failed).
+    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Result<String, String>;
+}
+
+/// No rules and no generators: a suite of generic checks only.
+pub struct GenericOnly;
+
+impl SuiteProtocol for GenericOnly {}
+
+/// What the runner knows when it evaluates a case.
+pub struct Ctx<'a> {
+    /// The suite's protocol, for its rules.
+    pub protocol: &'a dyn SuiteProtocol,
+    /// The case's own exchange.
+    pub outcome: Option<&'a Outcome>,
+    /// Every exchange the case's checks read, by name.
+    pub exchanges: &'a HashMap<String, Arc<Outcome>>,
+    /// The result of a connection attempt, for `reachable`.
+    pub reachable: Option<Result<String, String>>,
+    pub max_body: usize,
+    pub max_field: usize,
+}

@@ -1,0 +1,351 @@
+//! execute_task on the command line (`probe execute-task`, `suites list`, `mock agent
+//! --scenario`) and in the self-test: the mock agent over stdio probed, and the behaviour matrix
+//! (`mocks/matrix-execute-task.yaml`) over HTTP, stdio and TCP.
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, FromArgMatches, ValueEnum};
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use super::agent::TaskAgent;
+use super::probe::{Target, TaskSettings};
+use super::scenario::Scenario;
+use super::{Agents, NAME};
+use crate::mock::agent::{MockAgent, Profile};
+use crate::mock::behavior::{self, For};
+use crate::mock::fleet::{self, Layout};
+use crate::mock::journal::Journal;
+use crate::mock::observe::observer_for;
+use crate::mock::protocol::AgentProtocol;
+use crate::mock::Responder;
+use crate::probe::args::{api_key, only_patterns, seed_or_clock};
+use crate::protocols::plugin::{MatrixRow, ProbeJob, Protocol, Selftest};
+use crate::report::output::OutputArgs;
+use crate::report::Report;
+use crate::text::shell_quote;
+use crate::transport::http::BaseUrl;
+use crate::transport::socket::{SocketAddrSpec, SocketMode};
+use crate::transport::stdio::{split_command, StdioConfig, StdioMode};
+use crate::units::{parse_bytes, parse_duration};
+
+/// execute_task in the registry.
+pub struct ExecuteTask;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StdioModeArg {
+    /// One process; a JSON line in, a JSON line out (the spec).
+    Persistent,
+    /// A process per turn; the request without a newline, stdin closed, all of stdout read.
+    PerTurn,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SocketModeArg {
+    /// One connection for the whole run (the spec).
+    Persistent,
+    /// A connection per call.
+    PerCall,
+}
+
+/// `probe execute-task`'s flags.
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("agent").required(true).args(["url", "stdio", "tcp", "unix"])))]
+pub struct TaskProbeArgs {
+    /// The agent's base URL: requests go to POST {URL}/execute_task.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// The agent's command, run directly (never through a shell): JSON lines on stdin/stdout.
+    #[arg(long, value_name = "CMD")]
+    pub stdio: Option<String>,
+    #[arg(long, value_enum, default_value = "persistent")]
+    pub stdio_mode: StdioModeArg,
+    /// A TCP agent: newline-delimited JSON on HOST:PORT.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub tcp: Option<String>,
+    /// A Unix-socket agent: newline-delimited JSON.
+    #[arg(long, value_name = "PATH")]
+    pub unix: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "persistent")]
+    pub socket_mode: SocketModeArg,
+    /// Scenario files (suites/execute_task/*.yaml); default: the built-in scenarios.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub scenario: Vec<PathBuf>,
+    /// Turn limit of every scenario (default: each scenario's, 5 unless it says otherwise).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub max_turns: Option<u32>,
+    /// HTTP only: sent as `Authorization: Bearer KEY`; printed as ***.
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "AGENT_TCK_API_KEY",
+        hide_env_values = true
+    )]
+    pub api_key: Option<String>,
+    /// Deadline of each turn's exchange (e.g. 120s, 2m, 500ms).
+    #[arg(long, value_name = "DUR", default_value = "120s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Largest answer accepted (a line, or all of stdout per turn).
+    #[arg(long, value_name = "BYTES", default_value = "5000000", value_parser = parse_bytes)]
+    pub max_body: usize,
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Run only the cases whose id matches (glob, comma-separated).
+    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// SHOULD failures fail the run.
+    #[arg(long)]
+    pub strict: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Scenario files, or the built-in scenarios when there are none.
+fn scenarios(files: &[PathBuf]) -> Result<Vec<Scenario>, String> {
+    if files.is_empty() {
+        return Ok(Scenario::builtin());
+    }
+    files.iter().map(|p| Scenario::from_file(p)).collect()
+}
+
+/// Raw execute-task flags → validated settings.
+pub fn task_settings(args: &TaskProbeArgs) -> Result<TaskSettings, String> {
+    let target = if let Some(url) = &args.url {
+        Target::Http {
+            base: BaseUrl::parse(url).map_err(|e| format!("--url: {e}"))?,
+            api_key: api_key(args.api_key.clone())?,
+        }
+    } else if let Some(cmd) = &args.stdio {
+        let mode = match args.stdio_mode {
+            StdioModeArg::Persistent => StdioMode::Persistent,
+            StdioModeArg::PerTurn => StdioMode::PerTurn,
+        };
+        let mut config = StdioConfig::new(cmd.clone(), mode);
+        config.max_line = args.max_body;
+        split_command(cmd).map_err(|e| format!("--stdio: {e}"))?;
+        Target::Stdio(config)
+    } else {
+        let addr = match (&args.tcp, &args.unix) {
+            (Some(a), _) => {
+                let (host, port) = a
+                    .rsplit_once(':')
+                    .ok_or_else(|| format!("--tcp {a:?}: expected HOST:PORT"))?;
+                port.parse::<u16>()
+                    .map_err(|_| format!("--tcp {a:?}: {port:?} is not a port"))?;
+                if host.is_empty() {
+                    return Err(format!("--tcp {a:?}: the host is empty"));
+                }
+                SocketAddrSpec::Tcp(a.clone())
+            }
+            (None, Some(p)) => SocketAddrSpec::Unix(p.clone()),
+            (None, None) => return Err("give --url, --stdio, --tcp or --unix".into()),
+        };
+        let mode = match args.socket_mode {
+            SocketModeArg::Persistent => SocketMode::Persistent,
+            SocketModeArg::PerCall => SocketMode::PerCall,
+        };
+        Target::Socket { addr, mode }
+    };
+    Ok(TaskSettings {
+        target,
+        timeout: args.timeout,
+        max_body: args.max_body,
+        max_turns: args.max_turns,
+        scenarios: scenarios(&args.scenario)?,
+        seed: seed_or_clock(args.seed),
+        only: only_patterns(&args.only),
+        strict: args.strict,
+    })
+}
+
+impl Protocol for ExecuteTask {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn about(&self) -> &'static str {
+        "The execute_task protocol: we play the evaluation harness (HTTP, stdio or a socket)."
+    }
+
+    fn agents(&self) -> Option<&'static dyn AgentProtocol> {
+        Some(&Agents)
+    }
+
+    /// The scripted agent, knowing the built-in scenarios and the user's.
+    fn reference_with(
+        &self,
+        name: &str,
+        _seed: u64,
+        files: &[PathBuf],
+    ) -> Result<Box<dyn Responder>, String> {
+        let mut all = Scenario::builtin();
+        for path in files {
+            all.push(Scenario::from_file(path)?);
+        }
+        Ok(Box::new(TaskAgent::with_scenarios(name, &all)))
+    }
+
+    fn probe_command(&self) -> Option<clap::Command> {
+        Some(TaskProbeArgs::augment_args(
+            clap::Command::new(NAME).about(self.about()),
+        ))
+    }
+
+    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, String> {
+        let flags = TaskProbeArgs::from_arg_matches(matches).map_err(|e| e.to_string())?;
+        let settings = task_settings(&flags)?;
+        flags.output.check()?;
+        // The protocol cases, the scenarios' cases and the cross-cutting ones: an estimate for
+        // the progress line.
+        let total = 9 + settings
+            .scenarios
+            .iter()
+            .map(|s| s.expect.len() + 1)
+            .sum::<usize>();
+        Ok(ProbeJob {
+            total,
+            output: flags.output,
+            run: Box::new(move |on_case| {
+                Box::pin(async move { super::probe::run(&settings, &*on_case).await })
+            }),
+        })
+    }
+
+    fn list_cases(&self, file: Option<&Path>) -> Result<String, String> {
+        let scenarios = match file {
+            Some(path) => vec![Scenario::from_file(path)?],
+            None => Scenario::builtin(),
+        };
+        Ok(super::probe::list_cases(&scenarios))
+    }
+
+    fn case_ids(&self) -> Result<Vec<String>, String> {
+        Ok(super::probe::case_ids(&Scenario::builtin()))
+    }
+
+    /// The mock agent over stdio, as a harness author would run it, probed with the built-in
+    /// scenarios.
+    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, String>> {
+        Box::pin(async move {
+            let seed = at.seed;
+            let command = format!(
+                "{} mock agent --protocol execute-task --stdio --name selftest-agent --seed {seed}",
+                shell_quote(&at.exe.display().to_string())
+            );
+            eprintln!("execute_task agent over stdio: {command}");
+            let settings = TaskSettings {
+                target: Target::Stdio(StdioConfig::new(command, StdioMode::Persistent)),
+                timeout: at.run.timeout.min(Duration::from_secs(30)),
+                max_body: at.run.max_body,
+                max_turns: None,
+                scenarios: Scenario::builtin(),
+                seed,
+                only: at.run.only(),
+                strict: at.run.strict,
+            };
+            super::probe::run(&settings, &|_| {}).await
+        })
+    }
+
+    fn matrix(&self) -> Option<(&'static str, &'static str)> {
+        Some((
+            "mocks/matrix-execute-task.yaml",
+            include_str!("../../../mocks/matrix-execute-task.yaml"),
+        ))
+    }
+
+    /// A mock agent with the row's behaviour over HTTP, a TCP port or stdio (a process of the
+    /// running binary), probed with the built-in scenarios.
+    fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, String>> {
+        Box::pin(async move {
+            let items = behavior::parse_list(
+                row.behavior,
+                For {
+                    protocol: &Agents,
+                    others: &[],
+                },
+            )?;
+            let scenarios = Scenario::builtin();
+            let agent = || {
+                let profile = Profile {
+                    name: "matrix-agent".into(),
+                    domain: "general review".into(),
+                    capabilities: Vec::new(),
+                    api_key: None,
+                };
+                let reference = Box::new(TaskAgent::with_scenarios("matrix-agent", &scenarios));
+                MockAgent::with_responder(&Agents, profile, items.clone(), row.seed, reference)
+            };
+            let stop = CancellationToken::new();
+            let mut http = None;
+            let target = match row.transport {
+                "http" => {
+                    let served = fleet::serve(
+                        vec![agent()],
+                        Layout::PerAgent,
+                        Ipv4Addr::LOCALHOST.into(),
+                        0,
+                        Journal::off(Instant::now()),
+                        observer_for(&Agents, row.timeout),
+                    )
+                    .await?;
+                    let base = BaseUrl::parse(&served.urls[0])?;
+                    http = Some(served);
+                    Target::Http {
+                        base,
+                        api_key: None,
+                    }
+                }
+                "tcp" => {
+                    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+                    tokio::spawn(crate::mock::line_server::serve_tcp(
+                        Arc::new(agent()),
+                        listener,
+                        stop.clone(),
+                    ));
+                    Target::Socket {
+                        addr: SocketAddrSpec::Tcp(addr.to_string()),
+                        mode: SocketMode::Persistent,
+                    }
+                }
+                "stdio" | "stdio-per-turn" => {
+                    let command = format!(
+                        "{} mock agent --protocol execute-task --stdio --name matrix-agent --seed {} --behavior {}",
+                        shell_quote(&row.exe.display().to_string()),
+                        row.seed,
+                        shell_quote(row.behavior)
+                    );
+                    let mode = if row.transport == "stdio" {
+                        StdioMode::Persistent
+                    } else {
+                        StdioMode::PerTurn
+                    };
+                    Target::Stdio(StdioConfig::new(command, mode))
+                }
+                other => return Err(format!("{}: no transport {other:?}", row.behavior)),
+            };
+            let settings = TaskSettings {
+                target,
+                timeout: row.timeout,
+                max_body: 5_000_000,
+                max_turns: None,
+                scenarios,
+                seed: row.seed,
+                only: row.only.to_vec(),
+                strict: false,
+            };
+            let report = super::probe::run(&settings, &|_| {}).await;
+            stop.cancel();
+            if let Some(served) = http {
+                served.stop(Duration::from_millis(500)).await;
+            }
+            report
+        })
+    }
+}

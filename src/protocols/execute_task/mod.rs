@@ -1,0 +1,70 @@
+//! The execute_task protocol (specs/execute-task-agent-api.md): a harness sends an agent a task
+//! over HTTP, stdio or a socket, and the agent answers each turn with one action.
+//!
+//! - `model`: message types, answer checks, name discovery;
+//! - `scenario`: multi-turn scenarios as data (`suites/execute_task/*.yaml`);
+//! - `harness`: the harness loop and the judging of a scenario's expectations;
+//! - `probe`: `probe execute-task`, the protocol cases and the scenarios over a transport;
+//! - `agent`: the conforming scripted agent; `mutate`: its content misbehaviours.
+
+pub mod agent;
+pub mod commands;
+pub mod harness;
+pub mod model;
+pub mod mutate;
+pub mod probe;
+pub mod scenario;
+
+pub use commands::ExecuteTask;
+
+use crate::mock::protocol::{AgentProtocol, ContentBehavior, Endpoint};
+use crate::mock::Responder;
+
+/// The registry key, and the report's `protocol`.
+pub const NAME: &str = "execute-task";
+
+const ENDPOINTS: &[Endpoint] = &[
+    Endpoint {
+        name: "execute_task",
+        method: "POST",
+        misbehaves_by_default: true,
+        needs_key: true,
+        request_schema: Some(model::REQUEST_SCHEMA),
+    },
+    Endpoint {
+        name: "health",
+        method: "GET",
+        misbehaves_by_default: false,
+        needs_key: false,
+        request_schema: None,
+    },
+];
+
+/// execute_task agents, as the mock engine plays them (over HTTP, stdio and sockets).
+pub struct Agents;
+
+impl AgentProtocol for Agents {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn endpoints(&self) -> &'static [Endpoint] {
+        ENDPOINTS
+    }
+
+    fn line_endpoint(&self) -> Option<&'static str> {
+        Some("execute_task")
+    }
+
+    /// The scripted agent, knowing the built-in scenarios.
+    fn reference(&self, name: &str, _seed: u64) -> Box<dyn Responder> {
+        Box::new(agent::TaskAgent::with_scenarios(
+            name,
+            &scenario::Scenario::builtin(),
+        ))
+    }
+
+    fn behaviors(&self) -> &'static [ContentBehavior] {
+        mutate::BEHAVIORS
+    }
+}

@@ -1,0 +1,75 @@
+//! The protocols, one folder each, plugged into the generic engines, and [`REGISTRY`]: the one
+//! list that the command line (`probe`, `mock agent --protocol`, `mock fleet`, `mock
+//! behaviors`, `suites list`, `schemas`) and the self-test read. Adding a protocol is a folder
+//! here, a line in [`REGISTRY`], its schemas under `schemas/<name>/` and its data (suite,
+//! matrix); see docs/design.md, "How to add a protocol".
+//!
+//! A protocol implements [`Protocol`] for the command line and the self-test, and the engines'
+//! traits for what it does in each role: [`AgentProtocol`] (the mock engine plays its agents),
+//! [`crate::probe::plugin::SuiteProtocol`] (its rules and generators in suites).
+
+pub mod execute_task;
+pub mod roundtable;
+
+pub mod plugin;
+
+pub use plugin::{MatrixRow, OnCase, ProbeJob, Protocol, Selftest};
+
+use crate::mock::protocol::AgentProtocol;
+
+/// Every protocol the kit knows, in the order commands list them.
+pub static REGISTRY: &[&dyn Protocol] = &[&roundtable::Roundtable, &execute_task::ExecuteTask];
+
+/// The protocol registered as `name`.
+pub fn find(name: &str) -> Option<&'static dyn Protocol> {
+    REGISTRY.iter().copied().find(|p| p.name() == name)
+}
+
+/// The registered names, for flags' possible values and messages.
+pub fn names() -> Vec<&'static str> {
+    REGISTRY.iter().map(|p| p.name()).collect()
+}
+
+/// Every protocol whose agents the mock engine plays.
+pub fn agent_protocols() -> Vec<&'static dyn AgentProtocol> {
+    REGISTRY.iter().filter_map(|p| p.agents()).collect()
+}
+
+/// A built-in fleet by name, from any protocol: (file, YAML); the error lists the names.
+pub fn fleet_preset(name: &str) -> Result<(&'static str, &'static str), String> {
+    let all: Vec<_> = REGISTRY.iter().flat_map(|p| p.fleet_presets()).collect();
+    all.iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, file, text)| (*file, *text))
+        .ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|(n, _, _)| *n).collect();
+            format!(
+                "--preset {name:?}: no such preset (known: {})",
+                names.join(", ")
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_found() {
+        let names = names();
+        for name in &names {
+            assert_eq!(find(name).map(|p| p.name()), Some(*name));
+            assert_eq!(names.iter().filter(|n| *n == name).count(), 1, "{name}");
+        }
+        assert!(find("nope").is_none());
+    }
+
+    #[test]
+    fn a_protocol_that_plays_agents_is_named_alike_in_both_places() {
+        for p in REGISTRY {
+            if let Some(agents) = p.agents() {
+                assert_eq!(agents.name(), p.name());
+            }
+        }
+    }
+}

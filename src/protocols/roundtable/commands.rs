@@ -1,0 +1,219 @@
+//! The round table on the command line (`probe roundtable`, `suites list`) and in the
+//! self-test: the reference agent probed, and the behaviour matrix (`mocks/matrix.yaml`).
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, FromArgMatches};
+use futures::future::BoxFuture;
+
+use super::reference::ReferenceAgent;
+use super::{rules, suite, Agents, NAME};
+use crate::mock::agent::{MockAgent, Profile};
+use crate::mock::behavior::{self, For};
+use crate::mock::fleet::{self, Layout};
+use crate::mock::journal::Journal;
+use crate::mock::observe::observer_for;
+use crate::mock::protocol::AgentProtocol;
+use crate::mock::server;
+use crate::probe::args::{self, RunArgs};
+use crate::probe::{ProbeSettings, Suite};
+use crate::protocols::plugin::{MatrixRow, ProbeJob, Protocol, Selftest};
+use crate::report::output::OutputArgs;
+use crate::report::Report;
+use crate::transport::http::BaseUrl;
+
+/// The round table in the registry.
+pub struct Roundtable;
+
+/// `probe roundtable`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct ProbeArgs {
+    /// The agent's base URL (http:// or https://), e.g. http://127.0.0.1:3001.
+    #[arg(long, value_name = "BASE")]
+    pub url: String,
+    /// Sent as `Authorization: Bearer KEY`; enables the auth cases. Printed as *** everywhere.
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "AGENT_TCK_API_KEY",
+        hide_env_values = true
+    )]
+    pub api_key: Option<String>,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// The suite to run: `--suite FILE` or the built-in one, for this protocol.
+fn load_suite(file: Option<&Path>) -> Result<Suite, String> {
+    let suite = match file {
+        Some(path) => Suite::from_file(path, &rules::Suite)?,
+        None => suite()?,
+    };
+    if suite.file.protocol != NAME {
+        return Err(format!(
+            "{}: the suite is for protocol {:?}, not {NAME:?}",
+            suite.source, suite.file.protocol
+        ));
+    }
+    Ok(suite)
+}
+
+/// Raw flags → validated settings.
+fn settings(base: BaseUrl, key: Option<String>, run: &RunArgs) -> Result<ProbeSettings, String> {
+    let key = args::api_key(key)?;
+    let suite = load_suite(run.suite.as_deref())?;
+    args::settings(base, key, suite, run)
+}
+
+impl Protocol for Roundtable {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn about(&self) -> &'static str {
+        "The round-table External Agent Protocol: POST /analyze, /challenge, /vote."
+    }
+
+    fn agents(&self) -> Option<&'static dyn AgentProtocol> {
+        Some(&Agents)
+    }
+
+    fn probe_command(&self) -> Option<clap::Command> {
+        Some(ProbeArgs::augment_args(
+            clap::Command::new(NAME).about(self.about()),
+        ))
+    }
+
+    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, String> {
+        let flags = ProbeArgs::from_arg_matches(matches).map_err(|e| e.to_string())?;
+        let base = BaseUrl::parse(&flags.url).map_err(|e| format!("--url: {e}"))?;
+        let settings = settings(base, flags.api_key, &flags.run)?;
+        flags.output.check()?;
+        let total = settings.suite.select(&settings.only)?.len();
+        Ok(ProbeJob {
+            total,
+            output: flags.output,
+            run: Box::new(move |on_case| {
+                Box::pin(async move { crate::probe::run(&settings, &*on_case).await })
+            }),
+        })
+    }
+
+    fn list_cases(&self, file: Option<&Path>) -> Result<String, String> {
+        Ok(load_suite(file)?.list())
+    }
+
+    fn case_ids(&self) -> Result<Vec<String>, String> {
+        Ok(suite()?
+            .cases()
+            .iter()
+            .map(|c| c.id.value.clone())
+            .collect())
+    }
+
+    /// The reference agent on a loopback port with a bearer key (so the auth cases run),
+    /// probed with the built-in suite.
+    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, String>> {
+        Box::pin(async move {
+            let seed = at.seed;
+            let key = format!("selftest-key-{seed:x}");
+            let app = server::app(
+                Arc::new(ReferenceAgent::new("reference-agent", seed)),
+                Some(key.clone()),
+            );
+            let running = server::spawn(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), app)
+                .await
+                .map_err(|e| format!("cannot start the reference agent on loopback: {e}"))?;
+            eprintln!("reference agent listening on {}", running.url());
+            let base = BaseUrl::parse(&running.url())?;
+            let mut run = at.run.clone();
+            run.seed = Some(seed);
+            let settings = settings(base, Some(key), &run)?;
+            let report = crate::probe::run(&settings, &|_| {}).await;
+            running.stop().await;
+            report
+        })
+    }
+
+    fn fleet_presets(&self) -> &'static [(&'static str, &'static str, &'static str)] {
+        &[
+            (
+                "chaos",
+                "mocks/chaos.yaml",
+                include_str!("../../../mocks/chaos.yaml"),
+            ),
+            (
+                "slow",
+                "mocks/slow.yaml",
+                include_str!("../../../mocks/slow.yaml"),
+            ),
+            (
+                "injection",
+                "mocks/injection.yaml",
+                include_str!("../../../mocks/injection.yaml"),
+            ),
+            (
+                "faults",
+                "mocks/faults.yaml",
+                include_str!("../../../mocks/faults.yaml"),
+            ),
+        ]
+    }
+
+    fn matrix(&self) -> Option<(&'static str, &'static str)> {
+        Some((
+            "mocks/matrix.yaml",
+            include_str!("../../../mocks/matrix.yaml"),
+        ))
+    }
+
+    /// A mock agent with the row's behaviour on a loopback port, probed with the built-in suite.
+    fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, String>> {
+        Box::pin(async move {
+            if row.transport != "http" {
+                return Err(format!(
+                    "{}: round-table rows run over http only",
+                    row.behavior
+                ));
+            }
+            let items = behavior::parse_list(
+                row.behavior,
+                For {
+                    protocol: &Agents,
+                    others: &[],
+                },
+            )?;
+            let profile = Profile {
+                name: "matrix-agent".into(),
+                domain: "general review".into(),
+                capabilities: Vec::new(),
+                api_key: None,
+            };
+            let served = fleet::serve(
+                vec![MockAgent::new(&Agents, profile, items, row.seed)],
+                Layout::PerAgent,
+                Ipv4Addr::LOCALHOST.into(),
+                0,
+                Journal::off(Instant::now()),
+                observer_for(&Agents, row.timeout),
+            )
+            .await?;
+            let base = BaseUrl::parse(&served.urls[0])?;
+            let mut settings = ProbeSettings::new(base, suite()?);
+            settings.timeout = row.timeout;
+            settings.seed = row.seed;
+            settings.only = row.only.to_vec();
+            // One exchange at a time: `fail-first` and `flaky` then meet the requests in suite
+            // order.
+            settings.concurrency = 1;
+            let report = crate::probe::run(&settings, &|_| {}).await;
+            served.stop(Duration::from_millis(500)).await;
+            report
+        })
+    }
+}

@@ -1,0 +1,168 @@
+//! The round-table External Agent Protocol (specs/roundtable-external-agent-protocol.md): the
+//! platform calls each agent's POST /analyze, /challenge and /vote.
+//!
+//! - `model`: message types and the semantic rules no schema can say;
+//! - `evidence`: the evidence level tags; `content`: generated analyses, challenges, votes;
+//! - `reference`: the conforming agent; `mutate`: the content misbehaviours of the mock fleet;
+//! - `observe`: what the fleet judges of a platform from the requests it receives.
+
+pub mod commands;
+pub mod content;
+pub mod evidence;
+pub mod model;
+pub mod mutate;
+pub mod observe;
+pub mod reference;
+pub mod rules;
+
+pub use commands::Roundtable;
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::mock::protocol::{AgentProtocol, ContentBehavior, Endpoint, PlatformObserver};
+use crate::mock::Responder;
+use crate::phrases::PhraseSet;
+use crate::probe::checks::Check;
+use crate::probe::Suite;
+
+/// The registry key, and the report's `protocol`.
+pub const NAME: &str = "roundtable";
+
+/// The built-in suite: (file, YAML).
+pub const SUITE: (&str, &str) = (
+    "suites/roundtable.yaml",
+    include_str!("../../../suites/roundtable.yaml"),
+);
+
+/// The built-in suite, loaded once.
+pub fn suite() -> Result<Suite, String> {
+    static SUITE_LOADED: OnceLock<Result<Suite, String>> = OnceLock::new();
+    SUITE_LOADED
+        .get_or_init(|| Suite::parse(SUITE.0, SUITE.1, &rules::Suite))
+        .clone()
+}
+
+/// A suite file of the user's, with the round table's rules.
+pub fn suite_from_file(path: &std::path::Path) -> Result<Suite, String> {
+    Suite::from_file(path, &rules::Suite)
+}
+
+/// The prompt-injection and control-character patterns of the built-in suite's
+/// `analyze.sanitization` case: one definition of what an injection looks like, which the other
+/// protocols' probes (and the test platform) use too. Loaded once.
+pub fn sanitization_patterns() -> Result<&'static PhraseSet, String> {
+    static PATTERNS: OnceLock<Result<PhraseSet, String>> = OnceLock::new();
+    PATTERNS
+        .get_or_init(|| {
+            let suite = suite()?;
+            let patterns = suite
+                .case("analyze.sanitization")
+                .into_iter()
+                .flat_map(|c| &c.checks)
+                .find_map(|check| match check {
+                    Check::Phrases { patterns, .. } => Some(patterns.clone()),
+                    _ => None,
+                })
+                .ok_or("the built-in suite has no analyze.sanitization phrases check")?;
+            PhraseSet::new(&patterns)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// The agent's endpoints: the three phases and /health.
+const ENDPOINTS: &[Endpoint] = &[
+    phase("analyze", "roundtable/analyze.request"),
+    phase("challenge", "roundtable/challenge.request"),
+    phase("vote", "roundtable/vote.request"),
+    Endpoint {
+        name: "health",
+        method: "GET",
+        misbehaves_by_default: false,
+        needs_key: false,
+        request_schema: None,
+    },
+];
+
+const fn phase(name: &'static str, schema: &'static str) -> Endpoint {
+    Endpoint {
+        name,
+        method: "POST",
+        misbehaves_by_default: true,
+        needs_key: true,
+        request_schema: Some(schema),
+    }
+}
+
+/// The round table's agents, as the mock engine plays them.
+pub struct Agents;
+
+impl AgentProtocol for Agents {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn endpoints(&self) -> &'static [Endpoint] {
+        ENDPOINTS
+    }
+
+    fn reference(&self, name: &str, seed: u64) -> Box<dyn Responder> {
+        Box::new(reference::ReferenceAgent::new(name, seed))
+    }
+
+    fn behaviors(&self) -> &'static [ContentBehavior] {
+        mutate::BEHAVIORS
+    }
+
+    fn observer(&self, platform_timeout: Duration) -> Option<Box<dyn PlatformObserver>> {
+        Some(Box::new(observe::Observer::new(platform_timeout)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builtin_suite_loads() {
+        let s = suite().unwrap();
+        assert!(s.cases().len() > 20);
+    }
+
+    #[test]
+    fn select_adds_what_is_needed() {
+        let s = suite().unwrap();
+        let chosen = s.select(&["vote.dissent-reason".to_string()]).unwrap();
+        assert!(
+            chosen.contains(&"vote.response".to_string())
+                && chosen.contains(&"agent.reachable".to_string()),
+            "{chosen:?}"
+        );
+        assert!(s
+            .select(&["zzz*".to_string()])
+            .unwrap_err()
+            .contains("matches no case"));
+    }
+
+    /// The compiled prompt-injection patterns of the built-in suite's sanitization cases: the
+    /// payloads are judged by exactly what the probe would use on an agent's answer.
+    fn probe_patterns() -> &'static PhraseSet {
+        sanitization_patterns().expect("the suite's patterns compile")
+    }
+
+    #[test]
+    fn the_probe_flags_every_plain_override_spoof_and_template_payload() {
+        let patterns = probe_patterns();
+        let c = crate::mock::injection::corpus();
+        let plain = ["instruction-override", "role-spoofing", "chat-template"].map(String::from);
+        for p in c.select(&plain).unwrap() {
+            let rendered = p.render(&crate::mock::injection::canary(1, "agent", &p.id, 0));
+            assert!(
+                !patterns.scan("", &rendered).is_empty(),
+                "{}: the probe's sanitization patterns miss {rendered:?}",
+                p.id
+            );
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! The round table's rules for the probe's suite (`suites/roundtable.yaml`), named there beside
+//! the generic check kinds: `evidence_tags`, `dissent_reason`, `counter_evidence`,
+//! `known_targets`, `same_agent_name`; and its template generators, `analyses(N)` and
+//! `synthesis(TRADE_OFFS, MINORITY_VIEWS)`.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::content::RoundtableContent;
+use super::evidence::check_tag;
+use super::model;
+use crate::content::Content;
+use crate::jsonpath::JsonPath;
+use crate::probe::checks::verdict;
+use crate::probe::plugin::Ctx;
+use crate::probe::plugin::{Rule, SuiteProtocol};
+use crate::probe::suite::ExchangeSpec;
+use crate::probe::template::numbers;
+use crate::text::excerpt_str;
+
+/// The round table as the suite engine sees it.
+pub struct Suite;
+
+impl SuiteProtocol for Suite {
+    fn rule(&self, name: &str) -> Option<&dyn Rule> {
+        Some(match name {
+            "evidence_tags" => &EvidenceTags,
+            "dissent_reason" => &DissentReason,
+            "counter_evidence" => &CounterEvidence,
+            "known_targets" => &KnownTargets,
+            "same_agent_name" => &SameAgentName,
+            _ => return None,
+        })
+    }
+
+    fn rules(&self) -> Vec<&'static str> {
+        vec![
+            "evidence_tags",
+            "dissent_reason",
+            "counter_evidence",
+            "known_targets",
+            "same_agent_name",
+        ]
+    }
+
+    fn generate(&self, name: &str, args: &str, c: &mut Content) -> Option<Result<Value, String>> {
+        let value = match name {
+            "analyses" => numbers(name, args, 1)
+                .map(|n| serde_json::to_value(c.analyses(n[0])).unwrap_or(Value::Null)),
+            "synthesis" => numbers(name, args, 2)
+                .map(|n| serde_json::to_value(c.synthesis(n[0], n[1])).unwrap_or(Value::Null)),
+            _ => return None,
+        };
+        Some(value)
+    }
+
+    fn generators(&self) -> &'static str {
+        "analyses(N), synthesis(T, M)"
+    }
+}
+
+/// A list of strings as a rule's arguments (paths, exchange names).
+fn string_list(args: &Value, what: &str) -> Result<Vec<String>, String> {
+    serde_json::from_value(args.clone()).map_err(|_| format!("expects a list of {what}"))
+}
+
+/// Each string at these paths carries a well-formed evidence level tag.
+struct EvidenceTags;
+
+impl Rule for EvidenceTags {
+    fn validate(&self, args: &Value, _: &BTreeMap<String, ExchangeSpec>) -> Result<(), String> {
+        string_list(args, "paths")?
+            .iter()
+            .try_for_each(|p| JsonPath::parse(p).map(drop))
+    }
+
+    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Result<String, String> {
+        let body = answer(ctx)?;
+        let mut findings = Vec::new();
+        for path in string_list(args, "paths")? {
+            for (at, value) in JsonPath::parse(&path)?.select(body) {
+                findings.extend(check_tag(&at, value.as_str().unwrap_or_default()));
+            }
+        }
+        verdict(findings, String::new)
+    }
+}
+
+/// /vote: a dissent carries a non-empty dissent_reason.
+struct DissentReason;
+
+impl Rule for DissentReason {
+    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Result<String, String> {
+        verdict(model::dissent_has_reason(answer(ctx)?), String::new)
+    }
+}
+
+/// /challenge: every challenge carries non-empty counter_evidence.
+struct CounterEvidence;
+
+impl Rule for CounterEvidence {
+    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Result<String, String> {
+        verdict(
+            model::challenges_have_counter_evidence(answer(ctx)?),
+            String::new,
+        )
+    }
+}
+
+/// /challenge: targets are agents named in the request's other_analyses.
+struct KnownTargets;
+
+impl Rule for KnownTargets {
+    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Result<String, String> {
+        let outcome = ctx.outcome.ok_or("the case has no exchange")?;
+        outcome.result.as_ref().map_err(|e| e.to_string())?;
+        let request = outcome
+            .body_sent
+            .as_ref()
+            .ok_or("the request had no JSON body")?;
+        verdict(
+            model::targets_are_known(outcome.json(ctx.max_body)?, request),
+            String::new,
+        )
+    }
+}
+
+/// `agent_name` is the same in the answers to these exchanges.
+struct SameAgentName;
+
+impl Rule for SameAgentName {
+    fn reads_exchange(&self) -> bool {
+        false
+    }
+
+    fn validate(
+        &self,
+        args: &Value,
+        exchanges: &BTreeMap<String, ExchangeSpec>,
+    ) -> Result<(), String> {
+        let names = string_list(args, "exchanges")?;
+        match names.iter().find(|n| !exchanges.contains_key(*n)) {
+            Some(n) => Err(format!("same_agent_name: unknown exchange {n:?}")),
+            None => Ok(()),
+        }
+    }
+
+    fn exchanges(&self, args: &Value) -> Vec<String> {
+        string_list(args, "exchanges").unwrap_or_default()
+    }
+
+    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Result<String, String> {
+        let mut seen = Vec::new();
+        for name in string_list(args, "exchanges")? {
+            let outcome = ctx
+                .exchanges
+                .get(&name)
+                .ok_or_else(|| format!("exchange {name} was not run"))?;
+            let body = outcome
+                .json(ctx.max_body)
+                .map_err(|e| format!("/{name}: {e}"))?;
+            let agent = body
+                .get("agent_name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("/{name}: no agent_name"))?;
+            seen.push((name.clone(), agent.to_string()));
+        }
+        verdict(model::agent_name_consistent(&seen), || match seen.first() {
+            Some((_, n)) => format!(
+                "agent_name {}",
+                excerpt_str(&Value::from(n.as_str()).to_string(), 80)
+            ),
+            None => String::new(),
+        })
+    }
+}
+
+/// The case's own answer as JSON, as the generic checks read it.
+fn answer<'a>(ctx: &Ctx<'a>) -> Result<&'a Value, String> {
+    let outcome = ctx.outcome.ok_or("the case has no exchange")?;
+    outcome.result.as_ref().map_err(|e| e.to_string())?;
+    outcome.json(ctx.max_body)
+}

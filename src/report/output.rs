@@ -1,0 +1,63 @@
+//! Where a run's reports go: the `--json` and `--junit` flags every command that reports shares,
+//! checked before a run (a report that could not be written fails early, not after a long run)
+//! and written after it.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::{json, junit, Report};
+
+/// Flags shared by every run that writes a report.
+#[derive(Debug, Clone, Default, Args)]
+pub struct OutputArgs {
+    /// Write the JSON report here (schema: schemas/report.schema.json).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Write JUnit XML here (one testsuite per endpoint).
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// Fails early when a report could not be written, rather than after a long run.
+    pub fn check(&self) -> Result<(), String> {
+        for (flag, path) in [("--json", &self.json), ("--junit", &self.junit)] {
+            let Some(path) = path else { continue };
+            if path.is_dir() {
+                return Err(format!("{flag} {}: is a directory", path.display()));
+            }
+            let parent = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            if !parent.is_dir() {
+                return Err(format!(
+                    "{flag} {}: the directory {} does not exist",
+                    path.display(),
+                    parent.display()
+                ));
+            }
+        }
+        if self.json.is_some() && self.json == self.junit {
+            return Err("--json and --junit name the same file".into());
+        }
+        Ok(())
+    }
+
+    /// Writes the report files asked for.
+    pub fn write(&self, report: &Report) -> Result<(), String> {
+        let files = [
+            (&self.json, "--json", json::to_string(report)),
+            (&self.junit, "--junit", junit::to_string(report)),
+        ];
+        for (path, flag, text) in files {
+            if let Some(path) = path {
+                std::fs::write(path, text)
+                    .map_err(|e| format!("{flag} {}: cannot write: {e}", path.display()))?;
+                eprintln!("wrote {}", path.display());
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,84 @@
+//! Quantities written by people: durations (`120s`, `2m`, `500ms`, or seconds) and byte counts
+//! (`5MB`, `512k`, `5MiB`). Flags, suites, fleet files and behaviours all read them here.
+
+use std::time::Duration;
+
+/// A duration: `120s`, `2m`, `500ms`, `1h 30m`, or a plain number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let d = match text.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => Duration::from_secs_f64(secs),
+        Ok(_) => return Err("expected a positive duration".into()),
+        Err(_) => humantime::parse_duration(text)
+            .map_err(|e| format!("{e} (expected e.g. 120s, 2m, 500ms)"))?,
+    };
+    if d.is_zero() {
+        return Err("must be more than zero".into());
+    }
+    Ok(d)
+}
+
+/// A byte count: `5000000`, `512k`, `5M`, `5MB`, `5MiB` (k and M are 1000 and 1,000,000; KiB and
+/// MiB are 1024 and 1,048,576).
+pub fn parse_bytes(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: usize = digits.parse().map_err(|_| {
+        format!("{text:?} is not a byte count (expected e.g. 5000000, 512k, 5MB, 5MiB)")
+    })?;
+    let scale: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1_000,
+        "kib" => 1 << 10,
+        "m" | "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        "g" | "gb" => 1_000_000_000,
+        "gib" => 1 << 30,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} (expected k, KB, KiB, M, MB, MiB, G, GB, GiB)"
+            ))
+        }
+    };
+    match n.checked_mul(scale) {
+        Some(0) => Err("must be more than zero".into()),
+        Some(bytes) => Ok(bytes),
+        None => Err("too large".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("120s"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert!(parse_duration("0").unwrap_err().contains("more than zero"));
+        assert!(parse_duration("soon")
+            .unwrap_err()
+            .contains("expected e.g."));
+        assert!(parse_duration("-3").is_err());
+    }
+
+    #[test]
+    fn byte_counts() {
+        assert_eq!(parse_bytes("5000000"), Ok(5_000_000));
+        assert_eq!(parse_bytes("5MB"), Ok(5_000_000));
+        assert_eq!(parse_bytes("5MiB"), Ok(5 << 20));
+        assert_eq!(parse_bytes("512k"), Ok(512_000));
+        assert!(parse_bytes("5 parsecs")
+            .unwrap_err()
+            .contains("unknown unit"));
+        assert!(parse_bytes("lots")
+            .unwrap_err()
+            .contains("not a byte count"));
+        assert!(parse_bytes("0").is_err());
+    }
+}
