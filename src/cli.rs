@@ -26,7 +26,7 @@ use crate::mock::driver::Driver;
 use crate::mock::fleet::{FleetFile, Layout};
 use crate::mock::protocol::AgentProtocol;
 use crate::mock::session::{Banner, SessionSettings};
-use crate::probe::args::{api_key, seed_or_clock, RunArgs};
+use crate::probe::args::{api_key, seed_or_clock, RunArgs, SuiteArgs};
 use crate::protocols::{self, OnCase, ProbeJob, Protocol};
 use crate::report::output::OutputArgs;
 use crate::report::{console, CaseResult, Report};
@@ -297,6 +297,8 @@ pub struct SelftestArgs {
     #[command(flatten)]
     pub run: RunArgs,
     #[command(flatten)]
+    pub suite: SuiteArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
 }
 
@@ -463,7 +465,7 @@ async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
             "cannot find the agent-tck binary to run as a stdio agent: {e}"
         ))
     })?;
-    let outcome = crate::selftest::run(&chosen, seed, &args.run, &exe, |report| {
+    let outcome = crate::selftest::run(&chosen, seed, &args.run, &args.suite, &exe, |report| {
         crate::out!("{}", console::render(report, console::want_colour()));
         args.output.write(report)
     })

@@ -14,7 +14,7 @@ use super::decision::Decision;
 use super::encoding::{self, Malformed};
 use super::http1::{Fault, Framing, Plan, Response};
 use super::protocol::{AgentProtocol, Mutating};
-use super::Responder;
+use super::{Answer, Reply, Responder};
 
 /// Registration facts of an agent (the spec's registration body).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -108,7 +108,42 @@ impl MockAgent {
         let endpoints = self.protocol.endpoints();
         let index = endpoints.iter().position(|e| e.name == endpoint);
         let n = self.counters[index.unwrap_or(endpoints.len())].fetch_add(1, Ordering::Relaxed);
-        let conforming = self.reference.respond_parsed(endpoint, body, parsed);
+        let items: Vec<&Item> = match index {
+            Some(i) => self
+                .items
+                .iter()
+                .filter(|item| item.applies_to(&endpoints[i]))
+                .collect(),
+            None => Vec::new(),
+        };
+        // A conforming agent (the common case under load) needs no random stream at all.
+        let shaped = items
+            .iter()
+            .any(|i| matches!(i.what, What::Behavior(ref k) if *k != Kind::Conforming))
+            .then(|| {
+                // Every random choice of this request comes from its own stream: replayable by
+                // --seed.
+                let mut rng = ChaCha8Rng::seed_from_u64(
+                    self.seed ^ fnv(&format!("{}/{endpoint}/{n}", self.profile.name)),
+                );
+                misbehaves(&items, n, &mut rng).then_some(rng)
+            })
+            .flatten();
+        // A content behaviour bends the answer's JSON value: ask for the value, so that the
+        // answer is serialized once, after the bending (not serialized, parsed and serialized).
+        let bends = shaped.is_some()
+            && items
+                .iter()
+                .any(|i| matches!(i.what, What::Behavior(Kind::Content(_))));
+        let (conforming, value) = if bends {
+            match self.reference.respond_value(endpoint, body, parsed) {
+                Answer::Json(200, value) => (Reply::json_placeholder(200), Some(value)),
+                Answer::Json(status, value) => (Reply::json(status, &value), None),
+                Answer::Reply(reply) => (reply, None),
+            }
+        } else {
+            (self.reference.respond_parsed(endpoint, body, parsed), None)
+        };
         let plan = Plan::immediate(Response::new(
             conforming.status,
             conforming.content_type,
@@ -119,38 +154,20 @@ impl MockAgent {
             ..Decision::default()
         };
         // A request the reference agent refuses (bad JSON, unknown path) is refused as it is.
-        let Some(index) = index.filter(|_| conforming.status == 200) else {
+        let (Some(rng), 200) = (shaped, conforming.status) else {
             return (plan, decision);
         };
-        let items: Vec<&Item> = self
-            .items
-            .iter()
-            .filter(|i| i.applies_to(&endpoints[index]))
-            .collect();
-        // A conforming agent (the common case under load) needs no random stream at all.
-        if !items
-            .iter()
-            .any(|i| matches!(i.what, What::Behavior(ref k) if *k != Kind::Conforming))
-        {
-            return (plan, decision);
-        }
-        // Every random choice of this request comes from its own stream: replayable by --seed.
-        let mut rng = ChaCha8Rng::seed_from_u64(
-            self.seed ^ fnv(&format!("{}/{endpoint}/{n}", self.profile.name)),
-        );
-        if !misbehaves(&items, n, &mut rng) {
-            return (plan, decision);
-        }
         let mut shaper = Shaper {
             endpoint,
             request: body,
+            parsed,
             plan,
             decision,
             rng,
             agent: self,
             n,
         };
-        shaper.apply(&items);
+        shaper.apply(&items, value);
         (shaper.plan, shaper.decision)
     }
 }
@@ -180,8 +197,9 @@ fn fnv(text: &str) -> u64 {
 /// Applies behaviours to one answer, layer by layer.
 struct Shaper<'a> {
     endpoint: &'a str,
-    /// The request body as received.
+    /// The request body as received, and parsed (when it is JSON and the caller parsed it).
     request: &'a [u8],
+    parsed: Option<&'a Value>,
     plan: Plan,
     decision: Decision,
     rng: ChaCha8Rng,
@@ -190,7 +208,9 @@ struct Shaper<'a> {
 }
 
 impl Shaper<'_> {
-    fn apply(&mut self, items: &[&Item]) {
+    /// `value`: the conforming answer as JSON, when the responder gave it as a value (its bytes
+    /// in the plan are then still to be written).
+    fn apply(&mut self, items: &[&Item], value: Option<Value>) {
         let kinds: Vec<(&Kind, &str)> = items
             .iter()
             .filter_map(|i| match &i.what {
@@ -198,18 +218,31 @@ impl Shaper<'_> {
                 _ => None,
             })
             .collect();
-        // 1. content: mutate the JSON value.
-        let mut value: Value =
-            serde_json::from_slice(&self.plan.response.body).unwrap_or(Value::Null);
-        let mut changed = false;
-        for (kind, source) in &kinds {
-            if self.content(kind, &mut value) {
-                changed = true;
-                self.decision.applied.push(source.to_string());
+        // 1. content: mutate the JSON value (read back from the bytes when the responder gave no
+        // value).
+        if kinds.iter().any(|(k, _)| matches!(k, Kind::Content(_))) {
+            let given = value.is_some();
+            let mut value = value.unwrap_or_else(|| {
+                serde_json::from_slice(&self.plan.response.body).unwrap_or(Value::Null)
+            });
+            let mut changed = false;
+            for (kind, source) in &kinds {
+                if self.content(kind, &mut value) {
+                    changed = true;
+                    self.decision.applied.push(source.to_string());
+                }
             }
-        }
-        if changed {
-            self.plan.response.body = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
+            if changed {
+                self.plan.response.body =
+                    Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
+            } else if given {
+                // Nothing applied at this endpoint: the answer as the responder writes it.
+                let reply =
+                    self.agent
+                        .reference
+                        .respond_parsed(self.endpoint, self.request, self.parsed);
+                self.plan.response.body = reply.body;
+            }
         }
         // 2. encoding, 3. status and headers, 4. the wire.
         for (kind, source) in &kinds {
@@ -370,10 +403,7 @@ fn set_content_type(response: &mut Response, content_type: &str) {
 }
 
 fn reason(status: u16) -> &'static str {
-    axum::http::StatusCode::from_u16(status)
-        .ok()
-        .and_then(|s| s.canonical_reason())
-        .unwrap_or("error")
+    super::http1::canonical_reason(status).unwrap_or("error")
 }
 
 /// The repeated chunk of an endless body: an object that never closes.

@@ -268,8 +268,11 @@ impl Handler for FleetHandler {
             Some(e) if e.method != request.method => {
                 refuse(405, format!("/{endpoint} takes {}", e.method))
             }
-            Some(e) if e.needs_key && matches!(auth, AuthSeen::Missing | AuthSeen::Wrong) => {
-                refuse(401, format!("{auth:?} API key").to_lowercase())
+            Some(e) if e.needs_key && auth == AuthSeen::Missing => {
+                refuse(401, "missing Authorization: Bearer <key>".into())
+            }
+            Some(e) if e.needs_key && auth == AuthSeen::Wrong => {
+                refuse(401, "wrong API key".into())
             }
             Some(_) => agent.respond_parsed(endpoint, &request.body, parsed.as_ref()),
         };

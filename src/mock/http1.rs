@@ -488,11 +488,15 @@ async fn read_line(stream: &mut TcpStream, buf: &mut BytesMut) -> Result<String,
     }
 }
 
-fn reason(status: u16) -> &'static str {
-    axum::http::StatusCode::from_u16(status)
+/// The reason phrase HTTP gives `status` (`Service Unavailable`), if it has one.
+pub fn canonical_reason(status: u16) -> Option<&'static str> {
+    hyper::StatusCode::from_u16(status)
         .ok()
         .and_then(|s| s.canonical_reason())
-        .unwrap_or("Unknown")
+}
+
+fn reason(status: u16) -> &'static str {
+    canonical_reason(status).unwrap_or("Unknown")
 }
 
 /// The status line and headers of `plan`, in a buffer with room for `room` more bytes (the body,

@@ -19,7 +19,6 @@ pub mod journal;
 pub mod line_server;
 pub mod observe;
 pub mod protocol;
-pub mod server;
 pub mod session;
 #[cfg(test)]
 pub(crate) mod stub;
@@ -48,10 +47,26 @@ impl Reply {
         }
     }
 
+    /// A JSON answer whose body is still to be written (see [`Answer::Json`]).
+    pub fn json_placeholder(status: u16) -> Reply {
+        Reply {
+            status,
+            content_type: "application/json",
+            body: Bytes::new(),
+        }
+    }
+
     /// A JSON error body `{"error": message}`.
     pub fn error(status: u16, message: impl Into<String>) -> Reply {
         Reply::json(status, &serde_json::json!({ "error": message.into() }))
     }
+}
+
+/// An answer as a responder gives it: a reply as it is, or a JSON answer as its value, for a
+/// content behaviour to bend before it is serialized (once).
+pub enum Answer {
+    Reply(Reply),
+    Json(u16, serde_json::Value),
 }
 
 /// Produces answers for one protocol's endpoints. `endpoint` is the path without its leading
@@ -69,5 +84,16 @@ pub trait Responder: Send + Sync + 'static {
     ) -> Reply {
         let _ = parsed;
         self.respond(endpoint, body)
+    }
+
+    /// The answer as a JSON value when it is one, for a content behaviour to bend; by default
+    /// the reply as it is (the behaviour then reads the bytes back).
+    fn respond_value(
+        &self,
+        endpoint: &str,
+        body: &[u8],
+        parsed: Option<&serde_json::Value>,
+    ) -> Answer {
+        Answer::Reply(self.respond_parsed(endpoint, body, parsed))
     }
 }

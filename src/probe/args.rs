@@ -1,5 +1,5 @@
-//! How to run a suite: the flags `probe` and `selftest` share, and the one place they become
-//! validated [`ProbeSettings`].
+//! How to run a probe: the flags every probe and `selftest` share ([`RunArgs`]), those of a
+//! suite-driven probe ([`SuiteArgs`]), and the one place they become validated settings.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -10,18 +10,15 @@ use super::{ProbeSettings, Suite};
 use crate::transport::http::BaseUrl;
 use crate::units::{parse_bytes, parse_duration};
 
-/// How to run a suite (shared by `probe` and `selftest`).
+/// How to run any probe (shared by every `probe` and `selftest`).
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Total deadline of each exchange, from connect to the last body byte (e.g. 120s, 2m, 500ms, 30).
+    /// Total deadline of each exchange (a turn), from connect to the last byte (e.g. 120s, 2m, 500ms, 30).
     #[arg(long, value_name = "DUR", default_value = "120s", value_parser = parse_duration)]
     pub timeout: Duration,
-    /// Largest response body accepted; reading stops just past it.
+    /// Largest answer accepted (a body, a line, or all of stdout per turn); reading stops just past it.
     #[arg(long, value_name = "BYTES", default_value = "5000000", value_parser = parse_bytes)]
     pub max_body: usize,
-    /// Longest string field accepted, in characters.
-    #[arg(long, value_name = "CHARS", default_value_t = 50_000, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_field: u32,
     /// Seed of every generated request (default: from the clock; the report prints it).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
@@ -31,6 +28,14 @@ pub struct RunArgs {
     /// SHOULD failures fail the run (exit 1) instead of warning.
     #[arg(long)]
     pub strict: bool,
+}
+
+/// How to run a suite of exchanges (the round table's probe, and `selftest`).
+#[derive(Debug, Clone, Args)]
+pub struct SuiteArgs {
+    /// Longest string field accepted, in characters.
+    #[arg(long, value_name = "CHARS", default_value_t = 50_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_field: u32,
     /// Exchanges in flight at once.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub concurrency: u16,
@@ -81,16 +86,17 @@ pub fn settings(
     api_key_flag: Option<String>,
     suite: Suite,
     run: &RunArgs,
+    suite_args: &SuiteArgs,
 ) -> Result<ProbeSettings, String> {
     let mut settings = ProbeSettings::new(base, suite);
     settings.api_key = api_key(api_key_flag)?;
     settings.timeout = run.timeout;
     settings.max_body = run.max_body;
-    settings.max_field = run.max_field as usize;
+    settings.max_field = suite_args.max_field as usize;
     settings.seed = seed_or_clock(run.seed);
     settings.only = run.only();
     settings.strict = run.strict;
-    settings.concurrency = run.concurrency as usize;
+    settings.concurrency = suite_args.concurrency as usize;
     // Catch an --only that matches nothing before anything is sent.
     settings.suite.select(&settings.only)?;
     Ok(settings)

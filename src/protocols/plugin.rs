@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 
 use crate::mock::protocol::AgentProtocol;
 use crate::mock::Responder;
-use crate::probe::args::RunArgs;
+use crate::probe::args::{RunArgs, SuiteArgs};
 use crate::report::output::OutputArgs;
 use crate::report::{CaseResult, Report};
 
@@ -29,6 +29,7 @@ pub struct ProbeJob {
 pub struct Selftest<'a> {
     pub seed: u64,
     pub run: &'a RunArgs,
+    pub suite: &'a SuiteArgs,
     /// The agent-tck binary, for agents served over stdio.
     pub exe: &'a Path,
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use matrix::Matrix;
 
-use crate::probe::args::RunArgs;
+use crate::probe::args::{RunArgs, SuiteArgs};
 use crate::protocols::{Protocol, Selftest};
 use crate::report::{Report, Summary};
 
@@ -30,12 +30,22 @@ pub async fn run(
     protocols: &[&'static dyn Protocol],
     seed: u64,
     run: &RunArgs,
+    suite: &SuiteArgs,
     exe: &Path,
     on_report: impl FnOnce(&Report) -> Result<(), String>,
 ) -> Result<Outcome, String> {
     let mut reports = Vec::new();
     for protocol in protocols {
-        reports.push(protocol.selftest(Selftest { seed, run, exe }).await?);
+        reports.push(
+            protocol
+                .selftest(Selftest {
+                    seed,
+                    run,
+                    suite,
+                    exe,
+                })
+                .await?,
+        );
     }
     let report = merge(reports);
     on_report(&report)?;

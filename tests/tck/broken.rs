@@ -443,7 +443,7 @@ async fn an_answer_after_the_deadline_fails() {
             "{}"
         }),
     );
-    let agent = agent_tck::mock::server::spawn("127.0.0.1:0".parse().unwrap(), app)
+    let agent = crate::stub_server::spawn("127.0.0.1:0".parse().unwrap(), app)
         .await
         .unwrap();
     let report = probe_with(&agent.url(), |s| {
@@ -468,7 +468,7 @@ async fn an_answer_after_the_deadline_fails() {
 type Breaks = fn(&str, &Value) -> bool;
 
 /// An agent that answers like the reference agent except when `breaks(endpoint, request)`.
-async fn fragile(breaks: Breaks) -> agent_tck::mock::server::Running {
+async fn fragile(breaks: Breaks) -> crate::stub_server::Running {
     stub(move |req| {
         if breaks(&req.endpoint, &req.json()) {
             Reply::error(500, "internal error")

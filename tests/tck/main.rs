@@ -15,6 +15,7 @@ mod reference;
 mod reports;
 mod socket;
 mod stdio;
+mod stub_server;
 mod task;
 mod toy;
 mod toy_protocol;

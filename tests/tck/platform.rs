@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use agent_tck::mock::server::{self, Running};
+use crate::stub_server::{self as server, Running};
 use agent_tck::phrases::PhraseSet;
 use agent_tck::protocols::roundtable::model::AnalyzeRequest;
 use agent_tck::transport::http::{send, BaseUrl, Limits, Request};

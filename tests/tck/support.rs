@@ -6,7 +6,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_tck::mock::server::{self, Running};
+use crate::stub_server::{self as server, Running};
 use agent_tck::mock::{Reply, Responder};
 use agent_tck::probe::{self, ProbeSettings};
 use agent_tck::protocols::roundtable::reference::ReferenceAgent;
@@ -42,9 +42,32 @@ fn loopback() -> SocketAddr {
     SocketAddr::from((Ipv4Addr::LOCALHOST, 0))
 }
 
-/// The conforming reference agent, served on a free loopback port.
-pub async fn reference_agent(api_key: Option<&str>) -> Running {
-    serve(ReferenceAgent::new("reference-agent", SEED), api_key).await
+/// The conforming reference agent, served on a free loopback port by the kit's own engine (as
+/// `mock agent` serves it).
+pub async fn reference_agent(api_key: Option<&str>) -> Agent {
+    let served = agent_tck::protocols::roundtable::commands::serve_one(
+        "reference-agent",
+        api_key.map(str::to_string),
+        "conforming",
+        SEED,
+    )
+    .await
+    .expect("bind loopback");
+    Agent(served)
+}
+
+/// A mock agent being served.
+pub struct Agent(pub agent_tck::mock::fleet::Served);
+
+impl Agent {
+    pub fn url(&self) -> String {
+        self.0.urls[0].clone()
+    }
+
+    /// Stops serving (open exchanges end at once).
+    pub async fn stop(self) {
+        self.0.stop(Duration::from_millis(500)).await;
+    }
 }
 
 /// Serves any responder (with the real mock server: routing, auth, /health).

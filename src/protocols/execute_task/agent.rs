@@ -9,7 +9,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::mock::{Reply, Responder};
+use crate::mock::{Answer, Reply, Responder};
 use crate::protocols::execute_task::scenario::{Ending, Expect, Op, Policy, Scenario};
 
 /// One scripted answer.
@@ -241,23 +241,51 @@ pub fn last_call(history: &[Value]) -> Option<Value> {
 
 impl Responder for TaskAgent {
     fn respond(&self, endpoint: &str, body: &[u8]) -> Reply {
+        self.respond_parsed(endpoint, body, None)
+    }
+
+    fn respond_parsed(&self, endpoint: &str, body: &[u8], parsed: Option<&Value>) -> Reply {
+        match self.respond_value(endpoint, body, parsed) {
+            Answer::Reply(reply) => reply,
+            Answer::Json(status, value) => Reply::json(status, &value),
+        }
+    }
+
+    /// The request is read once: from the caller's parse when there is one.
+    fn respond_value(&self, endpoint: &str, body: &[u8], parsed: Option<&Value>) -> Answer {
+        let json = |status, value: Value| Answer::Json(status, value);
         match endpoint {
-            "execute_task" => match serde_json::from_slice::<Value>(body) {
-                Ok(request)
-                    if request
-                        .get("task_description")
-                        .is_some_and(Value::is_string) =>
+            "execute_task" => {
+                let owned;
+                let request = match parsed {
+                    Some(value) => value,
+                    None => match serde_json::from_slice::<Value>(body) {
+                        Ok(value) => {
+                            owned = value;
+                            &owned
+                        }
+                        Err(e) => {
+                            return Answer::Reply(Reply::error(
+                                400,
+                                format!("/execute_task: the body is not JSON: {e}"),
+                            ))
+                        }
+                    },
+                };
+                if request
+                    .get("task_description")
+                    .is_some_and(Value::is_string)
                 {
-                    Reply::json(200, &self.answer(&request))
+                    json(200, self.answer(request))
+                } else {
+                    Answer::Reply(Reply::error(
+                        400,
+                        "/execute_task: task_description (a string) is required",
+                    ))
                 }
-                Ok(_) => Reply::error(
-                    400,
-                    "/execute_task: task_description (a string) is required",
-                ),
-                Err(e) => Reply::error(400, format!("/execute_task: the body is not JSON: {e}")),
-            },
-            "health" => Reply::json(200, &json!({"status": "ok", "agent_name": self.name})),
-            other => Reply::error(404, format!("no endpoint /{other}")),
+            }
+            "health" => json(200, json!({"status": "ok", "agent_name": self.name})),
+            other => Answer::Reply(Reply::error(404, format!("no endpoint /{other}"))),
         }
     }
 }

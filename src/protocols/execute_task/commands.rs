@@ -22,7 +22,7 @@ use crate::mock::journal::Journal;
 use crate::mock::observe::observer_for;
 use crate::mock::protocol::AgentProtocol;
 use crate::mock::Responder;
-use crate::probe::args::{api_key, only_patterns, seed_or_clock};
+use crate::probe::args::{api_key, RunArgs};
 use crate::protocols::plugin::{MatrixRow, ProbeJob, Protocol, Selftest};
 use crate::report::output::OutputArgs;
 use crate::report::Report;
@@ -30,7 +30,6 @@ use crate::text::shell_quote;
 use crate::transport::http::BaseUrl;
 use crate::transport::socket::{SocketAddrSpec, SocketMode};
 use crate::transport::stdio::{split_command, StdioConfig, StdioMode};
-use crate::units::{parse_bytes, parse_duration};
 
 /// execute_task in the registry.
 pub struct ExecuteTask;
@@ -85,20 +84,8 @@ pub struct TaskProbeArgs {
         hide_env_values = true
     )]
     pub api_key: Option<String>,
-    /// Deadline of each turn's exchange (e.g. 120s, 2m, 500ms).
-    #[arg(long, value_name = "DUR", default_value = "120s", value_parser = parse_duration)]
-    pub timeout: Duration,
-    /// Largest answer accepted (a line, or all of stdout per turn).
-    #[arg(long, value_name = "BYTES", default_value = "5000000", value_parser = parse_bytes)]
-    pub max_body: usize,
-    #[arg(long, value_name = "N")]
-    pub seed: Option<u64>,
-    /// Run only the cases whose id matches (glob, comma-separated).
-    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
-    pub only: Vec<String>,
-    /// SHOULD failures fail the run.
-    #[arg(long)]
-    pub strict: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -124,7 +111,7 @@ pub fn task_settings(args: &TaskProbeArgs) -> Result<TaskSettings, String> {
             StdioModeArg::PerTurn => StdioMode::PerTurn,
         };
         let mut config = StdioConfig::new(cmd.clone(), mode);
-        config.max_line = args.max_body;
+        config.max_line = args.run.max_body;
         split_command(cmd).map_err(|e| format!("--stdio: {e}"))?;
         Target::Stdio(config)
     } else {
@@ -149,16 +136,9 @@ pub fn task_settings(args: &TaskProbeArgs) -> Result<TaskSettings, String> {
         };
         Target::Socket { addr, mode }
     };
-    Ok(TaskSettings {
-        target,
-        timeout: args.timeout,
-        max_body: args.max_body,
-        max_turns: args.max_turns,
-        scenarios: scenarios(&args.scenario)?,
-        seed: seed_or_clock(args.seed),
-        only: only_patterns(&args.only),
-        strict: args.strict,
-    })
+    let mut settings = TaskSettings::new(target, scenarios(&args.scenario)?, &args.run);
+    settings.max_turns = args.max_turns;
+    Ok(settings)
 }
 
 impl Protocol for ExecuteTask {
@@ -198,13 +178,10 @@ impl Protocol for ExecuteTask {
         let flags = TaskProbeArgs::from_arg_matches(matches).map_err(|e| e.to_string())?;
         let settings = task_settings(&flags)?;
         flags.output.check()?;
-        // The protocol cases, the scenarios' cases and the cross-cutting ones: an estimate for
-        // the progress line.
-        let total = 9 + settings
-            .scenarios
+        let total = super::probe::case_ids(&settings.scenarios)?
             .iter()
-            .map(|s| s.expect.len() + 1)
-            .sum::<usize>();
+            .filter(|id| settings.wants(id))
+            .count();
         Ok(ProbeJob {
             total,
             output: flags.output,
@@ -219,11 +196,11 @@ impl Protocol for ExecuteTask {
             Some(path) => vec![Scenario::from_file(path)?],
             None => Scenario::builtin(),
         };
-        Ok(super::probe::list_cases(&scenarios))
+        super::probe::list_cases(&scenarios)
     }
 
     fn case_ids(&self) -> Result<Vec<String>, String> {
-        Ok(super::probe::case_ids(&Scenario::builtin()))
+        super::probe::case_ids(&Scenario::builtin())
     }
 
     /// The mock agent over stdio, as a harness author would run it, probed with the built-in
@@ -236,16 +213,10 @@ impl Protocol for ExecuteTask {
                 shell_quote(&at.exe.display().to_string())
             );
             eprintln!("execute_task agent over stdio: {command}");
-            let settings = TaskSettings {
-                target: Target::Stdio(StdioConfig::new(command, StdioMode::Persistent)),
-                timeout: at.run.timeout.min(Duration::from_secs(30)),
-                max_body: at.run.max_body,
-                max_turns: None,
-                scenarios: Scenario::builtin(),
-                seed,
-                only: at.run.only(),
-                strict: at.run.strict,
-            };
+            let target = Target::Stdio(StdioConfig::new(command, StdioMode::Persistent));
+            let mut settings = TaskSettings::new(target, Scenario::builtin(), at.run);
+            settings.seed = seed;
+            settings.timeout = settings.timeout.min(Duration::from_secs(30));
             super::probe::run(&settings, &|_| {}).await
         })
     }

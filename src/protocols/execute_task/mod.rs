@@ -13,6 +13,7 @@ pub mod harness;
 pub mod model;
 pub mod mutate;
 pub mod probe;
+pub mod rules;
 pub mod scenario;
 
 pub use commands::ExecuteTask;

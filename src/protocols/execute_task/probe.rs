@@ -8,10 +8,16 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::harness::{self, End, Exchanger, Transcript, REFERENCE_HARNESS_NOTE};
+use super::rules::{action_note, suite, RunRule};
 use super::scenario::Scenario;
+use crate::content::Content;
+use crate::probe::args::{seed_or_clock, RunArgs};
+use crate::probe::checks::Check;
+use crate::probe::suite::CaseSpec;
+use crate::probe::template::{self, Fill, RunValues};
 use crate::protocols::execute_task::model::{check_answer, discover_name, reference_harness_notes};
 use crate::report::{CaseResult, Exchange, Level, Report, RunInfo, Status};
 use crate::text::glob_match;
@@ -78,6 +84,27 @@ pub struct TaskSettings {
     pub seed: u64,
     pub only: Vec<String>,
     pub strict: bool,
+}
+
+impl TaskSettings {
+    /// The settings of a run against `target` with `scenarios`, from the flags every probe has.
+    pub fn new(target: Target, scenarios: Vec<Scenario>, run: &RunArgs) -> TaskSettings {
+        TaskSettings {
+            target,
+            timeout: run.timeout,
+            max_body: run.max_body,
+            max_turns: None,
+            scenarios,
+            seed: seed_or_clock(run.seed),
+            only: run.only(),
+            strict: run.strict,
+        }
+    }
+
+    /// Whether `--only` selects the case `id`.
+    pub fn wants(&self, id: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|p| glob_match(p, id))
+    }
 }
 
 /// One transport, as the harness loop sees it, keeping what the cross-cutting cases need.
@@ -308,65 +335,6 @@ impl Exchanger for Channel {
     }
 }
 
-/// A single exchange the protocol cases make, with its id and what it is about.
-struct ProtocolProbe {
-    id: &'static str,
-    title: &'static str,
-    spec: &'static str,
-    request: Value,
-}
-
-fn protocol_probes() -> Vec<ProtocolProbe> {
-    let call = json!({"action": "call_tool", "tool_name": "teleport_customer", "tool_params": {"to": "mars"}});
-    let long_content = "The customer describes the problem at length. ".repeat(60);
-    let mut long_history = Vec::new();
-    for i in 0..7 {
-        long_history
-            .push(json!({"role": "user", "content": format!("Turn {}: {long_content}", i + 1)}));
-        long_history.push(json!({"role": "assistant", "content": json!({"action": "call_tool", "tool_name": "lookup_order", "tool_params": {"order_id": format!("A-{i}")}}).to_string()}));
-    }
-    vec![
-        ProtocolProbe {
-            id: "protocol.first-turn",
-            title: "a first turn (turn 1, empty history) gets a valid action",
-            spec: "POST /execute_task: Request Body; Response Body",
-            request: json!({"task_description": "Identify the customer with ID cust_123 and summarize their plan.", "turn": 1, "conversation_history": []}),
-        },
-        ProtocolProbe {
-            id: "protocol.unknown-tool",
-            title: "after an unknown tool's error message the agent goes on with a valid action",
-            spec: "Multi-turn Flow (the harness executes tools in its sandbox)",
-            request: json!({
-                "task_description": "Tool 'teleport_customer' is not available (available: get_customer_details). Continue.",
-                "turn": 2,
-                "conversation_history": [
-                    {"role": "user", "content": "Move customer cust_123 to the new plan."},
-                    {"role": "assistant", "content": call.to_string()},
-                ],
-            }),
-        },
-        ProtocolProbe {
-            id: "protocol.long-history",
-            title: "turn 8 with a long conversation_history (14 entries, ~2,800 characters each) gets a valid action",
-            spec: "POST /execute_task: Request Body (turn, conversation_history)",
-            request: json!({"task_description": "Tool 'lookup_order' returned: {\"status\": \"shipped\"}. Continue.", "turn": 8, "conversation_history": long_history}),
-        },
-        ProtocolProbe {
-            id: "protocol.unicode",
-            title: "a task and history in accents, CJK, emoji and right-to-left text get a valid action",
-            spec: "POST /execute_task: Request Body",
-            request: json!({
-                "task_description": "Réponds au client 张伟 🔐: راجع الفاتورة — סקור את החשבון",
-                "turn": 2,
-                "conversation_history": [
-                    {"role": "user", "content": "認証モジュールを確認してください ✅"},
-                    {"role": "assistant", "content": "{\"action\":\"final_answer\",\"summary\":\"Überprüft — ok\"}"},
-                ],
-            }),
-        },
-    ]
-}
-
 /// Runs the probe and returns the report (the API key redacted).
 pub async fn run(
     settings: &TaskSettings,
@@ -380,18 +348,29 @@ pub async fn run(
         settings.strict,
     );
     let mut channel = Channel::new(&settings.target, settings.timeout, settings.max_body)?;
-    let wanted =
-        |id: &str| settings.only.is_empty() || settings.only.iter().any(|p| glob_match(p, id));
+    let wanted = |id: &str| settings.wants(id);
     let mut cases = Vec::new();
     let mut answers: Vec<Value> = Vec::new();
     let mut governance_sent = false;
-    for probe in protocol_probes() {
-        if !wanted(probe.id) {
+    let suite = suite()?;
+    let run_values = RunValues::new(settings.seed);
+    for spec in suite.cases() {
+        let Some(exchange) = spec.exchange.as_ref().filter(|_| wanted(&spec.id.value)) else {
             continue;
-        }
+        };
+        let template = suite.file.exchanges[exchange]
+            .body
+            .as_ref()
+            .ok_or_else(|| format!("{}: exchange {exchange} has no body", suite.source))?;
+        let mut fill = Fill {
+            run: &run_values,
+            content: Content::new(settings.seed, exchange),
+            protocol: suite.protocol,
+        };
+        let request = template::render(template, &mut fill)?;
         let t0 = Instant::now();
-        let result = channel.exchange(&probe.request).await;
-        let mut case = CaseResult::new(probe.id, "protocol", Level::Must, probe.title, probe.spec);
+        let result = channel.exchange(&request).await;
+        let mut case = case_of(spec);
         case.duration_ms = t0.elapsed().as_millis() as u64;
         match result
             .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| format!("not JSON: {e}")))
@@ -399,10 +378,7 @@ pub async fn run(
             Ok(answer) => {
                 let findings = check_answer(&answer);
                 if findings.is_empty() {
-                    case.message = format!(
-                        "answered {}",
-                        answer.get("action").and_then(Value::as_str).unwrap_or("?")
-                    );
+                    case.message = action_note(&answer);
                 } else {
                     case.fail(crate::schema::findings_message(&findings));
                 }
@@ -411,7 +387,7 @@ pub async fn run(
             Err(e) => case.fail(e),
         }
         if case.status == Status::Fail {
-            case.exchange = exchange_of(&channel, &probe.request);
+            case.exchange = exchange_of(&channel, &request);
         }
         on_case(&case);
         cases.push(case);
@@ -443,16 +419,32 @@ pub async fn run(
         }
     }
     let transport_note = channel.close().await;
-    for c in cross_cases(
+    let across = Across {
         settings,
-        &channel,
-        &answers,
+        log: &channel.log,
+        answers: &answers,
         governance_sent,
         transport_note,
-    )? {
-        if wanted(&c.id) {
-            on_case(&c);
-            cases.push(c);
+    };
+    for spec in suite.cases().iter().filter(|c| c.exchange.is_none()) {
+        if !wanted(&spec.id.value) {
+            continue;
+        }
+        for check in &spec.checks {
+            let rule = match check {
+                Check::Rule(call) => RunRule::named(&call.name),
+                _ => None,
+            };
+            let rule = rule.ok_or_else(|| {
+                format!(
+                    "{}: case {}: a case without an exchange takes the checks across a run only",
+                    suite.source, spec.id.value
+                )
+            })?;
+            if let Some(c) = across.judge(rule, case_of(spec))? {
+                on_case(&c);
+                cases.push(c);
+            }
         }
     }
     // The protocol cases first (the cross-cutting ones were judged last), then the scenarios.
@@ -548,201 +540,142 @@ fn scenario_cases(
     cases
 }
 
-/// The cases that look across every exchange.
-fn cross_cases(
-    settings: &TaskSettings,
-    channel: &Channel,
-    answers: &[Value],
-    governance_sent: bool,
-    transport_note: Option<String>,
-) -> Result<Vec<CaseResult>, String> {
-    let log = &channel.log;
-    let mut out = Vec::new();
-    let mut timely = CaseResult::new(
-        "protocol.within-timeout",
-        "protocol",
-        Level::Must,
-        "every exchange is answered within --timeout",
-        "Timeouts of the harness (per turn)",
-    );
-    if log.timeouts.is_empty() {
-        timely.message = format!(
-            "{} exchange(s); the slowest took {} ms (--timeout {})",
-            log.count,
-            log.slowest.as_millis(),
-            humantime::format_duration(settings.timeout)
-        );
-    } else {
-        timely.fail(format!(
-            "{} of {} exchange(s) timed out, e.g. {}",
-            log.timeouts.len(),
-            log.count,
-            log.timeouts[0]
-        ));
-    }
-    out.push(timely);
-
-    let mut identity = CaseResult::new("protocol.identity",
-        "protocol",
-        Level::Should,
-        "the agent names itself (name, agent_name, metadata.name, metadata.agent_name or metadata.model)",
-        "Agent Identity (Name Discovery)",
-    );
-    match answers.iter().find_map(discover_name) {
-        Some((name, source)) => identity.message = format!("discovered {name:?} from `{source}`"),
-        None if answers.is_empty() => {
-            identity.status = Status::Skip;
-            identity.message = "no valid answer to look in".into();
-        }
-        None => identity.fail("no name in any answer: the harness falls back to --agent-name or the endpoint URL (add `agent_name` to every answer)"),
-    }
-    out.push(identity);
-
-    let mut content_type = CaseResult::new("protocol.content-type",
-        "protocol",
-        Level::Should,
-        "HTTP answers are labelled Content-Type: application/json (the reference harness's client rejects others)",
-        "POST /execute_task",
-    );
-    if !matches!(settings.target, Target::Http { .. }) {
-        content_type.status = Status::Skip;
-        content_type.message = "not an HTTP agent".into();
-    } else if log.wrong_types.is_empty() {
-        content_type.message = format!("{} answer(s) checked", log.http_answers);
-    } else {
-        content_type.fail(format!(
-            "{} answer(s) labelled otherwise, e.g. {}",
-            log.wrong_types.len(),
-            log.wrong_types[0]
-        ));
-    }
-    out.push(content_type);
-
-    let mut sanitized = CaseResult::new(
-        "protocol.sanitization",
-        "protocol",
-        Level::Should,
-        "answers carry no NUL characters, terminal escapes or prompt-injection patterns",
-        "Multi-turn Flow (the harness shows and forwards summaries, instructions, tool parameters)",
-    );
-    let patterns = crate::protocols::roundtable::sanitization_patterns()?;
-    let findings: Vec<String> = answers
-        .iter()
-        .enumerate()
-        .flat_map(|(i, a)| {
-            crate::jsonpath::strings(a)
-                .into_iter()
-                .flat_map(|(path, text)| patterns.scan(&path, text))
-                .map(move |f| format!("answer {}: {f}", i + 1))
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    if answers.is_empty() {
-        sanitized.status = Status::Skip;
-        sanitized.message = "no valid answer to look in".into();
-    } else if findings.is_empty() {
-        sanitized.message = format!("{} answer(s) checked", answers.len());
-    } else {
-        let shown: Vec<&str> = findings.iter().take(8).map(String::as_str).collect();
-        sanitized.fail(format!(
-            "{} finding(s): {}",
-            findings.len(),
-            shown.join("; ")
-        ));
-    }
-    out.push(sanitized);
-
-    let mut reference = CaseResult::new("protocol.reference-harness",
-        "protocol",
-        Level::May,
-        "notes on where the known reference harness differs from the spec (the spec stays the contract)",
-        "Response Body: hitl_pause, branch; Policy Violations",
-    );
-    let mut notes: Vec<String> = answers.iter().flat_map(reference_harness_notes).collect();
-    notes.sort();
-    notes.dedup();
-    if governance_sent {
-        notes.push(REFERENCE_HARNESS_NOTE.to_string());
-    }
-    // INFO: a report, not a verdict (the console shows a MAY case's message even when it passes).
-    reference.message = if notes.is_empty() {
-        "nothing to note".into()
-    } else {
-        notes.join("\n")
-    };
-    out.push(reference);
-
-    if let Some(note) = transport_note {
-        let mut t = CaseResult::new("stdio.engine-log",
-            settings.target.group(),
-            Level::May,
-            "what the agent wrote to stderr (captured as an engine log) and how its process group ended",
-            "Local Subprocess Protocol (stderr is captured and emitted as an engine log)",
-        );
-        t.message = note;
-        out.push(t);
-    }
-    Ok(out)
+/// A protocol case as its suite describes it, not judged yet.
+fn case_of(spec: &CaseSpec) -> CaseResult {
+    CaseResult::new(
+        &spec.id.value,
+        &spec.group(),
+        spec.level,
+        &spec.title,
+        &spec.spec,
+    )
 }
 
-/// The cases that look across every exchange, as `suites list` shows them.
-const CROSS_CASES: &[(&str, &str, &str)] = &[
-    (
-        "protocol.within-timeout",
-        "must",
-        "every exchange is answered within --timeout",
-    ),
-    (
-        "protocol.identity",
-        "should",
-        "the agent names itself (name, agent_name, metadata.*)",
-    ),
-    (
-        "protocol.content-type",
-        "should",
-        "HTTP answers are labelled application/json",
-    ),
-    (
-        "protocol.sanitization",
-        "should",
-        "answers carry no NUL, terminal escapes or injection patterns",
-    ),
-    (
-        "protocol.reference-harness",
-        "may",
-        "notes where the reference harness differs from the spec",
-    ),
-    (
-        "stdio.engine-log",
-        "may",
-        "stdio: what the agent wrote to stderr; how its group ended",
-    ),
-];
+/// What every exchange of a run left, for the cases judged across it.
+struct Across<'a> {
+    settings: &'a TaskSettings,
+    log: &'a ExchangeLog,
+    answers: &'a [Value],
+    governance_sent: bool,
+    transport_note: Option<String>,
+}
+
+impl Across<'_> {
+    /// Judges `case` by `rule`; None when there is nothing to report (no engine log: the
+    /// agent is not a process of ours).
+    fn judge(&self, rule: RunRule, mut case: CaseResult) -> Result<Option<CaseResult>, String> {
+        let (log, answers) = (self.log, self.answers);
+        match rule {
+            RunRule::WithinTimeout => {
+                if log.timeouts.is_empty() {
+                    case.message = format!(
+                        "{} exchange(s); the slowest took {} ms (--timeout {})",
+                        log.count,
+                        log.slowest.as_millis(),
+                        humantime::format_duration(self.settings.timeout)
+                    );
+                } else {
+                    case.fail(format!(
+                        "{} of {} exchange(s) timed out, e.g. {}",
+                        log.timeouts.len(),
+                        log.count,
+                        log.timeouts[0]
+                    ));
+                }
+            }
+            RunRule::Identity => match answers.iter().find_map(discover_name) {
+                Some((name, source)) => case.message = format!("discovered {name:?} from `{source}`"),
+                None if answers.is_empty() => case.skip("no valid answer to look in"),
+                None => case.fail("no name in any answer: the harness falls back to --agent-name or the endpoint URL (add `agent_name` to every answer)"),
+            },
+            RunRule::HttpContentType => {
+                if !matches!(self.settings.target, Target::Http { .. }) {
+                    case.skip("not an HTTP agent");
+                } else if log.wrong_types.is_empty() {
+                    case.message = format!("{} answer(s) checked", log.http_answers);
+                } else {
+                    case.fail(format!(
+                        "{} answer(s) labelled otherwise, e.g. {}",
+                        log.wrong_types.len(),
+                        log.wrong_types[0]
+                    ));
+                }
+            }
+            RunRule::Sanitization => {
+                let patterns = crate::protocols::roundtable::sanitization_patterns()?;
+                let findings: Vec<String> = answers
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, a)| {
+                        crate::jsonpath::strings(a)
+                            .into_iter()
+                            .flat_map(|(path, text)| patterns.scan(&path, text))
+                            .map(move |f| format!("answer {}: {f}", i + 1))
+                            .collect::<Vec<_>>()
+                    })
+                    .collect();
+                if answers.is_empty() {
+                    case.skip("no valid answer to look in");
+                } else if findings.is_empty() {
+                    case.message = format!("{} answer(s) checked", answers.len());
+                } else {
+                    let shown: Vec<&str> = findings.iter().take(8).map(String::as_str).collect();
+                    case.fail(format!(
+                        "{} finding(s): {}",
+                        findings.len(),
+                        shown.join("; ")
+                    ));
+                }
+            }
+            RunRule::ReferenceHarness => {
+                let mut notes: Vec<String> =
+                    answers.iter().flat_map(reference_harness_notes).collect();
+                notes.sort();
+                notes.dedup();
+                if self.governance_sent {
+                    notes.push(REFERENCE_HARNESS_NOTE.to_string());
+                }
+                // INFO: a report, not a verdict (the console shows a MAY case's message even
+                // when it passes).
+                case.message = if notes.is_empty() {
+                    "nothing to note".into()
+                } else {
+                    notes.join("\n")
+                };
+            }
+            RunRule::EngineLog => {
+                let Some(note) = &self.transport_note else {
+                    return Ok(None);
+                };
+                case.group = self.settings.target.group().to_string();
+                case.message = note.clone();
+            }
+        }
+        Ok(Some(case))
+    }
+}
 
 /// Every case id a run with these scenarios can report.
-pub fn case_ids(scenarios: &[Scenario]) -> Vec<String> {
-    let mut ids: Vec<String> = protocol_probes()
-        .into_iter()
-        .map(|p| p.id.to_string())
+pub fn case_ids(scenarios: &[Scenario]) -> Result<Vec<String>, String> {
+    let mut ids: Vec<String> = suite()?
+        .cases()
+        .iter()
+        .map(|c| c.id.value.clone())
         .collect();
-    ids.extend(CROSS_CASES.iter().map(|(id, _, _)| id.to_string()));
     for s in scenarios {
         ids.extend(scenario_case_ids(s));
     }
-    ids
+    Ok(ids)
 }
 
 /// `agent-tck suites list --protocol execute-task`: the protocol cases, then each scenario's.
-pub fn list_cases(scenarios: &[Scenario]) -> String {
-    let mut rows: Vec<(String, String, String)> = protocol_probes()
-        .into_iter()
-        .map(|p| (p.id.to_string(), "must".to_string(), p.title.to_string()))
+pub fn list_cases(scenarios: &[Scenario]) -> Result<String, String> {
+    let suite = suite()?;
+    let mut rows: Vec<(String, String, String)> = suite
+        .cases()
+        .iter()
+        .map(|c| (c.id.value.clone(), c.level.as_str().into(), c.title.clone()))
         .collect();
-    rows.extend(
-        CROSS_CASES
-            .iter()
-            .map(|(id, level, title)| (id.to_string(), level.to_string(), title.to_string())),
-    );
     for s in scenarios {
         rows.push((
             format!("{}.completes", s.id),
@@ -759,14 +692,15 @@ pub fn list_cases(scenarios: &[Scenario]) -> String {
     }
     let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     let mut out = format!(
-        "execute_task ({} protocol cases, {} scenarios; spec execute-task-agent-api.md)\n",
-        protocol_probes().len() + CROSS_CASES.len(),
+        "execute_task ({} protocol cases, {}; {} scenarios; spec execute-task-agent-api.md)\n",
+        suite.cases().len(),
+        suite.source,
         scenarios.len()
     );
     for (id, level, title) in rows {
         out.push_str(&format!("  {id:<w$}  {level:<6}  {title}\n"));
     }
-    out
+    Ok(out)
 }
 
 fn exchange_of(channel: &Channel, request: &Value) -> Exchange {

@@ -1,15 +1,13 @@
 //! The round table on the command line (`probe roundtable`, `suites list`) and in the
 //! self-test: the reference agent probed, and the behaviour matrix (`mocks/matrix.yaml`).
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, FromArgMatches};
 use futures::future::BoxFuture;
 
-use super::reference::ReferenceAgent;
 use super::{rules, suite, Agents, NAME};
 use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::behavior::{self, For};
@@ -17,8 +15,7 @@ use crate::mock::fleet::{self, Layout};
 use crate::mock::journal::Journal;
 use crate::mock::observe::observer_for;
 use crate::mock::protocol::AgentProtocol;
-use crate::mock::server;
-use crate::probe::args::{self, RunArgs};
+use crate::probe::args::{self, RunArgs, SuiteArgs};
 use crate::probe::{ProbeSettings, Suite};
 use crate::protocols::plugin::{MatrixRow, ProbeJob, Protocol, Selftest};
 use crate::report::output::OutputArgs;
@@ -45,7 +42,40 @@ pub struct ProbeArgs {
     #[command(flatten)]
     pub run: RunArgs,
     #[command(flatten)]
+    pub suite: SuiteArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// One mock agent with `behavior`, on a loopback port of its own.
+pub async fn serve_one(
+    name: &str,
+    key: Option<String>,
+    behavior: &str,
+    seed: u64,
+) -> Result<fleet::Served, String> {
+    let items = behavior::parse_list(
+        behavior,
+        For {
+            protocol: &Agents,
+            others: &[],
+        },
+    )?;
+    let profile = Profile {
+        name: name.into(),
+        domain: "general review".into(),
+        capabilities: Vec::new(),
+        api_key: key,
+    };
+    fleet::serve(
+        vec![MockAgent::new(&Agents, profile, items, seed)],
+        Layout::PerAgent,
+        Ipv4Addr::LOCALHOST.into(),
+        0,
+        Journal::off(Instant::now()),
+        observer_for(&Agents, Duration::from_secs(120)),
+    )
+    .await
 }
 
 /// The suite to run: `--suite FILE` or the built-in one, for this protocol.
@@ -64,10 +94,15 @@ fn load_suite(file: Option<&Path>) -> Result<Suite, String> {
 }
 
 /// Raw flags → validated settings.
-fn settings(base: BaseUrl, key: Option<String>, run: &RunArgs) -> Result<ProbeSettings, String> {
+fn settings(
+    base: BaseUrl,
+    key: Option<String>,
+    run: &RunArgs,
+    suite_args: &SuiteArgs,
+) -> Result<ProbeSettings, String> {
     let key = args::api_key(key)?;
-    let suite = load_suite(run.suite.as_deref())?;
-    args::settings(base, key, suite, run)
+    let suite = load_suite(suite_args.suite.as_deref())?;
+    args::settings(base, key, suite, run, suite_args)
 }
 
 impl Protocol for Roundtable {
@@ -92,7 +127,7 @@ impl Protocol for Roundtable {
     fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, String> {
         let flags = ProbeArgs::from_arg_matches(matches).map_err(|e| e.to_string())?;
         let base = BaseUrl::parse(&flags.url).map_err(|e| format!("--url: {e}"))?;
-        let settings = settings(base, flags.api_key, &flags.run)?;
+        let settings = settings(base, flags.api_key, &flags.run, &flags.suite)?;
         flags.output.check()?;
         let total = settings.suite.select(&settings.only)?.len();
         Ok(ProbeJob {
@@ -116,26 +151,22 @@ impl Protocol for Roundtable {
             .collect())
     }
 
-    /// The reference agent on a loopback port with a bearer key (so the auth cases run),
-    /// probed with the built-in suite.
+    /// The reference agent, served by the mock engine (as `mock agent` serves it) on a loopback
+    /// port with a bearer key (so the auth cases run), probed with the built-in suite.
     fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, String>> {
         Box::pin(async move {
             let seed = at.seed;
             let key = format!("selftest-key-{seed:x}");
-            let app = server::app(
-                Arc::new(ReferenceAgent::new("reference-agent", seed)),
-                Some(key.clone()),
-            );
-            let running = server::spawn(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), app)
+            let served = serve_one("reference-agent", Some(key.clone()), "conforming", seed)
                 .await
                 .map_err(|e| format!("cannot start the reference agent on loopback: {e}"))?;
-            eprintln!("reference agent listening on {}", running.url());
-            let base = BaseUrl::parse(&running.url())?;
+            eprintln!("reference agent listening on {}", served.urls[0]);
+            let base = BaseUrl::parse(&served.urls[0])?;
             let mut run = at.run.clone();
             run.seed = Some(seed);
-            let settings = settings(base, Some(key), &run)?;
+            let settings = settings(base, Some(key), &run, at.suite)?;
             let report = crate::probe::run(&settings, &|_| {}).await;
-            running.stop().await;
+            served.stop(Duration::from_millis(500)).await;
             report
         })
     }
@@ -181,28 +212,7 @@ impl Protocol for Roundtable {
                     row.behavior
                 ));
             }
-            let items = behavior::parse_list(
-                row.behavior,
-                For {
-                    protocol: &Agents,
-                    others: &[],
-                },
-            )?;
-            let profile = Profile {
-                name: "matrix-agent".into(),
-                domain: "general review".into(),
-                capabilities: Vec::new(),
-                api_key: None,
-            };
-            let served = fleet::serve(
-                vec![MockAgent::new(&Agents, profile, items, row.seed)],
-                Layout::PerAgent,
-                Ipv4Addr::LOCALHOST.into(),
-                0,
-                Journal::off(Instant::now()),
-                observer_for(&Agents, row.timeout),
-            )
-            .await?;
+            let served = serve_one("matrix-agent", None, row.behavior, row.seed).await?;
             let base = BaseUrl::parse(&served.urls[0])?;
             let mut settings = ProbeSettings::new(base, suite()?);
             settings.timeout = row.timeout;

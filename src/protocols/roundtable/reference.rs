@@ -6,12 +6,12 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{IgnoredAny, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{json, Value};
 
 use super::content::RoundtableContent;
 use crate::content::Content;
-use crate::mock::{Reply, Responder};
+use crate::mock::{Answer, Reply, Responder};
 use crate::protocols::roundtable::model::{ChallengeRequest, VoteRequest};
 
 #[derive(Debug, Clone)]
@@ -95,14 +95,45 @@ impl Responder for ReferenceAgent {
     }
 
     fn respond_parsed(&self, endpoint: &str, body: &[u8], parsed: Option<&Value>) -> Reply {
+        match self.answer(Form::Bytes, endpoint, body, parsed) {
+            Answer::Reply(reply) => reply,
+            Answer::Json(status, value) => Reply::json(status, &value),
+        }
+    }
+
+    fn respond_value(&self, endpoint: &str, body: &[u8], parsed: Option<&Value>) -> Answer {
+        self.answer(Form::Value, endpoint, body, parsed)
+    }
+}
+
+/// How an answer is wanted: as bytes, or as a JSON value to bend.
+#[derive(Clone, Copy)]
+enum Form {
+    Bytes,
+    Value,
+}
+
+impl Form {
+    fn emit(self, status: u16, answer: &impl Serialize) -> Answer {
+        match self {
+            Form::Bytes => Answer::Reply(Reply::json(status, answer)),
+            Form::Value => {
+                Answer::Json(status, serde_json::to_value(answer).unwrap_or(Value::Null))
+            }
+        }
+    }
+}
+
+impl ReferenceAgent {
+    fn answer(&self, form: Form, endpoint: &str, body: &[u8], parsed: Option<&Value>) -> Answer {
         let answer = match endpoint {
             "analyze" => parse::<AnalyzeView>(endpoint, body, parsed).map(|r| {
                 let mut analysis = self.content(endpoint, &r.task_id).analysis(&self.name);
                 analysis.domain = "general review".into();
-                Reply::json(200, &analysis)
+                form.emit(200, &analysis)
             }),
             "challenge" => parse::<ChallengeRequest>(endpoint, body, parsed).map(|r| {
-                Reply::json(
+                form.emit(
                     200,
                     &self
                         .content(endpoint, &r.task_id)
@@ -110,20 +141,17 @@ impl Responder for ReferenceAgent {
                 )
             }),
             "vote" => parse::<VoteRequest>(endpoint, body, parsed).map(|r| {
-                Reply::json(
+                form.emit(
                     200,
                     &self
                         .content(endpoint, &r.task_id)
                         .vote_response(&self.name, &r),
                 )
             }),
-            "health" => Ok(Reply::json(
-                200,
-                &json!({"status": "ok", "agent_name": self.name}),
-            )),
+            "health" => Ok(form.emit(200, &json!({"status": "ok", "agent_name": self.name}))),
             other => Err(Reply::error(404, format!("no endpoint /{other}"))),
         };
-        answer.unwrap_or_else(|e| e)
+        answer.unwrap_or_else(Answer::Reply)
     }
 }
 

@@ -1,6 +1,6 @@
-//! Serves a [`Responder`] over HTTP (axum): POST /analyze, /challenge, /vote, GET /health, with
-//! optional bearer auth. The app is a plain `Router`, testable without a socket; `serve` binds it
-//! and shuts down cleanly when told.
+//! A small axum server for the tests' canned peers: a [`Responder`] (or any router) on a loopback
+//! port, with optional bearer auth on the protocol endpoints. The kit itself serves agents with
+//! its own engine (`mock::fleet`); this is the tests' second HTTP stack, on purpose.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -14,7 +14,7 @@ use axum::routing::any;
 use axum::Router;
 use tokio::net::TcpListener;
 
-use super::{Reply, Responder};
+use agent_tck::mock::{Reply, Responder};
 
 /// Largest request body the mock accepts (a platform may send long content).
 const MAX_REQUEST: usize = 32 * 1024 * 1024;

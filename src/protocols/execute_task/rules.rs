@@ -1,0 +1,183 @@
+//! execute_task's additions to the suite engine, for its protocol cases (`suites/execute-task.yaml`):
+//! the rule `valid_action` (an answer is one action the spec lists, with its fields), the rules
+//! judged across a whole run (`within_timeout`, `identity`, `http_content_type`, `sanitization`,
+//! `reference_harness`, `engine_log`: see [`RunRule`]), and the generator `long_history(N)`.
+
+use std::sync::OnceLock;
+
+use serde_json::{json, Value};
+
+use super::model::check_answer;
+use crate::content::Content;
+use crate::probe::checks::verdict;
+use crate::probe::plugin::{Ctx, Rule, SuiteProtocol};
+use crate::probe::template::numbers;
+use crate::probe::Suite as LoadedSuite;
+
+/// The built-in protocol cases: (file, YAML).
+pub const SUITE: (&str, &str) = (
+    "suites/execute-task.yaml",
+    include_str!("../../../suites/execute-task.yaml"),
+);
+
+/// The built-in protocol cases, loaded once.
+pub fn suite() -> Result<LoadedSuite, String> {
+    static LOADED: OnceLock<Result<LoadedSuite, String>> = OnceLock::new();
+    LOADED
+        .get_or_init(|| LoadedSuite::parse(SUITE.0, SUITE.1, &Suite))
+        .clone()
+}
+
+/// execute_task as the suite engine sees it.
+pub struct Suite;
+
+/// A check judged across every exchange of a run (a case without an exchange).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunRule {
+    WithinTimeout,
+    Identity,
+    HttpContentType,
+    Sanitization,
+    ReferenceHarness,
+    EngineLog,
+}
+
+impl RunRule {
+    const ALL: [(&'static str, RunRule); 6] = [
+        ("within_timeout", RunRule::WithinTimeout),
+        ("identity", RunRule::Identity),
+        ("http_content_type", RunRule::HttpContentType),
+        ("sanitization", RunRule::Sanitization),
+        ("reference_harness", RunRule::ReferenceHarness),
+        ("engine_log", RunRule::EngineLog),
+    ];
+
+    pub fn named(name: &str) -> Option<RunRule> {
+        RunRule::ALL
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, r)| *r)
+    }
+}
+
+impl SuiteProtocol for Suite {
+    fn rule(&self, name: &str) -> Option<&dyn Rule> {
+        if name == "valid_action" {
+            return Some(&ValidAction);
+        }
+        RunRule::named(name).map(|_| &AcrossTheRun as &dyn Rule)
+    }
+
+    fn rules(&self) -> Vec<&'static str> {
+        let mut names = vec!["valid_action"];
+        names.extend(RunRule::ALL.iter().map(|(n, _)| *n));
+        names
+    }
+
+    fn generate(&self, name: &str, args: &str, _: &mut Content) -> Option<Result<Value, String>> {
+        (name == "long_history").then(|| numbers(name, args, 1).map(|n| long_history(n[0])))
+    }
+
+    fn generators(&self) -> &'static str {
+        "long_history(N)"
+    }
+}
+
+/// `turns` turns of history: a user message of ~2,800 characters, then the assistant's call of a
+/// tool, as compact JSON.
+fn long_history(turns: usize) -> Value {
+    let long_content = "The customer describes the problem at length. ".repeat(60);
+    let mut history = Vec::new();
+    for i in 0..turns {
+        history.push(json!({"role": "user", "content": format!("Turn {}: {long_content}", i + 1)}));
+        history.push(json!({"role": "assistant", "content": json!({"action": "call_tool", "tool_name": "lookup_order", "tool_params": {"order_id": format!("A-{i}")}}).to_string()}));
+    }
+    Value::Array(history)
+}
+
+/// The answer is one action the spec lists, with the fields that action requires.
+pub struct ValidAction;
+
+impl Rule for ValidAction {
+    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Result<String, String> {
+        let outcome = ctx.outcome.ok_or("the case has no exchange")?;
+        let answer = outcome.json(ctx.max_body)?;
+        verdict(check_answer(answer), || action_note(answer))
+    }
+}
+
+/// `answered final_answer`: the note of a valid action.
+pub fn action_note(answer: &Value) -> String {
+    format!(
+        "answered {}",
+        answer.get("action").and_then(Value::as_str).unwrap_or("?")
+    )
+}
+
+/// The rules judged across a run: `probe execute-task` judges them after the scenarios, from
+/// what every exchange of the run left (`probe::ExchangeLog`); one exchange alone cannot.
+struct AcrossTheRun;
+
+impl Rule for AcrossTheRun {
+    fn reads_exchange(&self) -> bool {
+        false
+    }
+
+    fn evaluate(&self, _: &Value, _: &Ctx<'_>) -> Result<String, String> {
+        Err("judged across a whole run by `probe execute-task`, not on one exchange".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_protocol_cases_load_and_name_their_checks() {
+        let suite = suite().unwrap();
+        let ids: Vec<&str> = suite.cases().iter().map(|c| c.id.value.as_str()).collect();
+        assert!(ids.contains(&"protocol.first-turn") && ids.contains(&"stdio.engine-log"));
+        let e = LoadedSuite::parse(
+            "x.yaml",
+            &SUITE.1.replace("[within_timeout]", "[within_timeouts]"),
+            &Suite,
+        )
+        .unwrap_err();
+        assert!(e.contains("unknown check \"within_timeouts\""), "{e}");
+        let e = LoadedSuite::parse(
+            "x.yaml",
+            &SUITE.1.replace("long_history(7)", "long_history(7, 2)"),
+            &Suite,
+        )
+        .unwrap_err();
+        assert!(e.contains("takes 1 number"), "{e}");
+    }
+
+    #[test]
+    fn a_long_history_has_its_length() {
+        let history = long_history(7);
+        let turns = history.as_array().unwrap();
+        assert_eq!(turns.len(), 14);
+        let user = turns[0]["content"].as_str().unwrap();
+        assert!(user.starts_with("Turn 1: ") && user.chars().count() > 2_700);
+        assert_eq!(
+            turns[13]["content"],
+            r#"{"action":"call_tool","tool_name":"lookup_order","tool_params":{"order_id":"A-6"}}"#
+        );
+    }
+
+    #[test]
+    fn a_run_rule_is_not_judged_on_one_exchange() {
+        let suite = suite().unwrap();
+        let ctx = Ctx {
+            protocol: suite.protocol,
+            outcome: None,
+            exchanges: &Default::default(),
+            reachable: None,
+            max_body: 1,
+            max_field: 1,
+        };
+        let e = Suite.rule("identity").unwrap().evaluate(&Value::Null, &ctx);
+        assert!(e.unwrap_err().contains("across a whole run"));
+    }
+}
