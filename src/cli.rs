@@ -20,6 +20,7 @@ use std::time::Duration;
 use clap::builder::PossibleValuesParser;
 use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
+pub use crate::error::Error;
 use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::behavior::{self, For};
 use crate::mock::driver::Driver;
@@ -32,28 +33,6 @@ use crate::report::output::OutputArgs;
 use crate::report::{console, CaseResult, Report};
 use crate::transport::http::BaseUrl;
 use crate::units::{parse_bytes, parse_duration};
-
-/// Why a command ended without a report of its own.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// A flag, a file or a setting is wrong: nothing was run (exit 2).
-    #[error("{0}")]
-    Usage(String),
-    /// The run could not go on (exit 1): a port that cannot be bound, a report that cannot be
-    /// written, an agent binary that cannot be found.
-    #[error("{0}")]
-    Run(String),
-}
-
-impl Error {
-    fn usage(message: impl Into<String>) -> Error {
-        Error::Usage(message.into())
-    }
-
-    fn run(message: impl Into<String>) -> Error {
-        Error::Run(message.into())
-    }
-}
 
 /// How a command that did not fail ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -387,7 +366,7 @@ async fn execute(command: Command) -> Result<Ended, Error> {
     match command {
         Command::Probe(probe) => {
             let protocol = protocol(probe.protocol)?;
-            let job = protocol.probe(&probe.matches).map_err(Error::Usage)?;
+            let job = protocol.probe(&probe.matches)?;
             run_probe(job).await
         }
         Command::Selftest(args) => selftest(args).await,
@@ -401,9 +380,7 @@ async fn execute(command: Command) -> Result<Ended, Error> {
             protocol: name,
             suite,
         }) => {
-            let listing = protocol(&name)?
-                .list_cases(suite.as_deref())
-                .map_err(Error::Usage)?;
+            let listing = protocol(&name)?.list_cases(suite.as_deref())?;
             crate::out!("{listing}");
             Ok(Ended::Verdict(0))
         }
@@ -438,7 +415,7 @@ async fn run_probe(job: ProbeJob) -> Result<Ended, Error> {
         })
     };
     let report = tokio::select! {
-        report = (job.run)(on_case) => report.map_err(Error::Usage)?,
+        report = (job.run)(on_case) => report?,
         _ = tokio::signal::ctrl_c() => {
             if let Ok(mut p) = progress.lock() { p.finish(); }
             eprintln!("agent-tck: interrupted; no report written");
@@ -449,12 +426,12 @@ async fn run_probe(job: ProbeJob) -> Result<Ended, Error> {
         p.finish();
     }
     crate::out!("{}", console::render(&report, console::want_colour()));
-    job.output.write(&report).map_err(Error::Run)?;
+    job.output.write(&report)?;
     Ok(Ended::of(&report))
 }
 
 async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
-    args.output.check().map_err(Error::Usage)?;
+    args.output.check()?;
     let chosen: Vec<&'static dyn Protocol> = match &args.protocol {
         Some(name) => vec![protocol(name)?],
         None => protocols::REGISTRY.to_vec(),
@@ -469,8 +446,7 @@ async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
         crate::out!("{}", console::render(report, console::want_colour()));
         args.output.write(report)
     })
-    .await
-    .map_err(Error::Usage)?;
+    .await?;
     let code = outcome.report.exit_code() as u8;
     Ok(Ended::Verdict(if outcome.matrices_ok {
         code
@@ -511,7 +487,7 @@ async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
     }
     behavior::check_fit(&items, agents, !line, args.stdio)
         .map_err(|e| Error::usage(format!("--behavior {e}")))?;
-    args.run.output.check().map_err(Error::Usage)?;
+    args.run.output.check()?;
     let seed = seed_or_clock(args.seed);
     let profile = Profile {
         name: args.name.clone(),
@@ -519,9 +495,7 @@ async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
         capabilities: Vec::new(),
         api_key: key,
     };
-    let reference = protocol
-        .reference_with(&args.name, seed, &args.scenario)
-        .map_err(Error::Usage)?;
+    let reference = protocol.reference_with(&args.name, seed, &args.scenario)?;
     let agent = MockAgent::with_responder(agents, profile, items, seed, reference);
     if line {
         return serve_line_agent(agent, &args).await;
@@ -630,7 +604,7 @@ async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
             },
         )
         .map_err(Error::Usage)?;
-    args.run.output.check().map_err(Error::Usage)?;
+    args.run.output.check()?;
     let driver = file
         .platform
         .as_ref()
@@ -667,11 +641,9 @@ async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
 
 /// Runs a mock session until it ends or is interrupted, then reports on the platform.
 async fn run_mock(settings: SessionSettings, run: &MockRunArgs) -> Result<Ended, Error> {
-    let report = crate::mock::session::run(settings, shutdown_signal())
-        .await
-        .map_err(Error::Run)?;
+    let report = crate::mock::session::run(settings, shutdown_signal()).await?;
     crate::out!("{}", console::render(&report, console::want_colour()));
-    run.output.write(&report).map_err(Error::Run)?;
+    run.output.write(&report)?;
     Ok(Ended::of(&report))
 }
 

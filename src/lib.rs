@@ -28,6 +28,7 @@ macro_rules! out {
 // the self-test, which read the registry. A module imports only from its own layer or below; a
 // test (`tests/tck/layers.rs`) holds the crate to it.
 pub mod content;
+pub mod error;
 pub mod jsonpath;
 pub mod phrases;
 pub mod schema;

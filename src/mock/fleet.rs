@@ -381,14 +381,19 @@ pub async fn serve(
     port: u16,
     journal: Journal,
     observer: Box<dyn PlatformObserver>,
-) -> Result<Served, String> {
+) -> crate::error::Result<Served> {
+    use crate::error::Error;
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
     let mut listeners = Vec::new();
     let (routes, urls) = match layout {
         Layout::Shared => {
-            let listener = bind(SocketAddr::new(host, port)).await?;
-            let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            let listener = bind(SocketAddr::new(host, port))
+                .await
+                .map_err(Error::Run)?;
+            let addr = listener
+                .local_addr()
+                .map_err(|e| Error::run(e.to_string()))?;
             let urls = agents
                 .iter()
                 .map(|a| format!("http://{addr}/agents/{}", a.name()))
@@ -408,10 +413,15 @@ pub async fn serve(
                 let want = if port == 0 {
                     0
                 } else {
-                    port.checked_add(i as u16).ok_or("ports run past 65535")?
+                    port.checked_add(i as u16)
+                        .ok_or_else(|| Error::usage("ports run past 65535"))?
                 };
-                let listener = bind(SocketAddr::new(host, want)).await?;
-                let addr = listener.local_addr().map_err(|e| e.to_string())?;
+                let listener = bind(SocketAddr::new(host, want))
+                    .await
+                    .map_err(Error::Run)?;
+                let addr = listener
+                    .local_addr()
+                    .map_err(|e| Error::run(e.to_string()))?;
                 by_port.insert(addr.port(), i);
                 urls.push(format!("http://{addr}"));
                 listeners.push(listener);

@@ -11,6 +11,7 @@ use super::driver::Driver;
 use super::fleet::{self, Layout};
 use super::journal::Journal;
 use super::protocol::AgentProtocol;
+use crate::error::Error;
 use crate::report::{CaseResult, Report, RunInfo};
 use crate::text::Redactor;
 
@@ -51,13 +52,15 @@ pub enum Banner {
 pub async fn run(
     settings: SessionSettings,
     stop: impl std::future::Future<Output = ()> + Send,
-) -> Result<Report, String> {
+) -> Result<Report, Error> {
     let started = Instant::now();
     let started_at = crate::report::now_rfc3339();
     let journal = match &settings.journal {
         Some(path) => Journal::create(path, settings.journal_body_cap, started)
             .await
-            .map_err(|e| format!("--journal {}: cannot create: {e}", path.display()))?,
+            .map_err(|e| {
+                Error::usage(format!("--journal {}: cannot create: {e}", path.display()))
+            })?,
         None => Journal::off(started),
     };
     let secrets: Vec<String> = settings
@@ -149,7 +152,7 @@ pub async fn run(
         .journal
         .close()
         .await
-        .map_err(|e| format!("--journal: cannot write: {e}"))?;
+        .map_err(|e| Error::run(format!("--journal: cannot write: {e}")))?;
     if let Some(path) = &settings.journal {
         eprintln!("wrote {} ({lines} records)", path.display());
     }

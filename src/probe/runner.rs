@@ -94,7 +94,8 @@ struct Runner<'a> {
 pub async fn run(
     settings: &ProbeSettings,
     on_case: &(dyn Fn(&CaseResult) + Sync),
-) -> Result<Report, String> {
+) -> crate::error::Result<Report> {
+    use crate::error::Error;
     let run = RunInfo::start(
         "probe",
         settings.suite.file.protocol.clone(),
@@ -102,8 +103,11 @@ pub async fn run(
         settings.seed,
         settings.strict,
     );
-    let chosen = settings.suite.select(&settings.only)?;
-    let layers = settings.suite.layers(&chosen)?;
+    let chosen = settings
+        .suite
+        .select(&settings.only)
+        .map_err(Error::Usage)?;
+    let layers = settings.suite.layers(&chosen).map_err(Error::Usage)?;
     let runner = Runner {
         settings,
         run_values: RunValues::new(settings.seed),

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
+use crate::error::Error;
 use crate::mock::protocol::AgentProtocol;
 use crate::mock::Responder;
 use crate::probe::args::{RunArgs, SuiteArgs};
@@ -21,8 +22,8 @@ pub struct ProbeJob {
     /// How many cases it will report (for the progress line; an estimate is fine).
     pub total: usize,
     pub output: OutputArgs,
-    /// Runs the probe; the error is a configuration error found only when running.
-    pub run: Box<dyn FnOnce(OnCase) -> BoxFuture<'static, Result<Report, String>> + Send>,
+    /// Runs the probe.
+    pub run: Box<dyn FnOnce(OnCase) -> BoxFuture<'static, Result<Report, Error>> + Send>,
 }
 
 /// What `selftest` runs of a protocol: its flags, validated once by the command line.
@@ -67,15 +68,15 @@ pub trait Protocol: Sync {
         name: &str,
         seed: u64,
         files: &[std::path::PathBuf],
-    ) -> Result<Box<dyn Responder>, String> {
+    ) -> Result<Box<dyn Responder>, Error> {
         let agents = self
             .agents()
-            .ok_or_else(|| format!("the kit does not play {} agents", self.name()))?;
+            .ok_or_else(|| Error::usage(format!("the kit does not play {} agents", self.name())))?;
         if !files.is_empty() {
-            return Err(format!(
+            return Err(Error::usage(format!(
                 "--scenario: a {} agent takes no scenario files",
                 self.name()
-            ));
+            )));
         }
         Ok(agents.reference(name, seed))
     }
@@ -85,21 +86,20 @@ pub trait Protocol: Sync {
         None
     }
 
-    /// `probe NAME` with the flags clap parsed from [`Protocol::probe_command`]; the error is a
-    /// usage error.
-    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, String> {
+    /// `probe NAME` with the flags clap parsed from [`Protocol::probe_command`].
+    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
         let _ = matches;
-        Err(format!("no probe for {}", self.name()))
+        Err(Error::usage(format!("no probe for {}", self.name())))
     }
 
     /// `suites list --protocol NAME [--suite FILE]`: every case with its level and title.
-    fn list_cases(&self, file: Option<&Path>) -> Result<String, String>;
+    fn list_cases(&self, file: Option<&Path>) -> Result<String, Error>;
 
     /// The ids of every case its built-in suite can report (a matrix names them).
-    fn case_ids(&self) -> Result<Vec<String>, String>;
+    fn case_ids(&self) -> Result<Vec<String>, Error>;
 
     /// The self-test: a conforming agent of this protocol, probed; its report must pass.
-    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, String>>;
+    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, Error>>;
 
     /// Built-in fleets of its agents (`mock fleet --preset NAME`): (name, file, YAML).
     fn fleet_presets(&self) -> &'static [(&'static str, &'static str, &'static str)] {
@@ -112,9 +112,9 @@ pub trait Protocol: Sync {
     }
 
     /// Probes a mock agent with one matrix row's behaviour over its transport.
-    fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, String>> {
+    fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, Error>> {
         let name = self.name();
         let _ = row;
-        Box::pin(async move { Err(format!("{name} has no behaviour matrix")) })
+        Box::pin(async move { Err(Error::usage(format!("{name} has no behaviour matrix"))) })
     }
 }

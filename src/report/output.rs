@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::{json, junit, Report};
+use crate::error::Error;
 
 /// Flags shared by every run that writes a report.
 #[derive(Debug, Clone, Default, Args)]
@@ -21,40 +22,44 @@ pub struct OutputArgs {
 
 impl OutputArgs {
     /// Fails early when a report could not be written, rather than after a long run.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Error> {
         for (flag, path) in [("--json", &self.json), ("--junit", &self.junit)] {
             let Some(path) = path else { continue };
             if path.is_dir() {
-                return Err(format!("{flag} {}: is a directory", path.display()));
+                return Err(Error::usage(format!(
+                    "{flag} {}: is a directory",
+                    path.display()
+                )));
             }
             let parent = path
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
             if !parent.is_dir() {
-                return Err(format!(
+                return Err(Error::usage(format!(
                     "{flag} {}: the directory {} does not exist",
                     path.display(),
                     parent.display()
-                ));
+                )));
             }
         }
         if self.json.is_some() && self.json == self.junit {
-            return Err("--json and --junit name the same file".into());
+            return Err(Error::usage("--json and --junit name the same file"));
         }
         Ok(())
     }
 
     /// Writes the report files asked for.
-    pub fn write(&self, report: &Report) -> Result<(), String> {
+    pub fn write(&self, report: &Report) -> Result<(), Error> {
         let files = [
             (&self.json, "--json", json::to_string(report)),
             (&self.junit, "--junit", junit::to_string(report)),
         ];
         for (path, flag, text) in files {
             if let Some(path) = path {
-                std::fs::write(path, text)
-                    .map_err(|e| format!("{flag} {}: cannot write: {e}", path.display()))?;
+                std::fs::write(path, text).map_err(|e| {
+                    Error::run(format!("{flag} {}: cannot write: {e}", path.display()))
+                })?;
                 eprintln!("wrote {}", path.display());
             }
         }

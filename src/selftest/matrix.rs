@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
+use crate::error::Error;
 use crate::mock::behavior::{self, For};
 use crate::protocols::{self, MatrixRow, Protocol};
 use crate::report::Status;
@@ -81,7 +82,11 @@ pub struct Matrix {
 impl Matrix {
     /// Parses and checks: the protocol is registered and plays agents; behaviours parse and fit
     /// the row's transport; the case ids are the protocol's.
-    pub fn parse(source: &'static str, text: &str) -> Result<Matrix, String> {
+    pub fn parse(source: &'static str, text: &str) -> Result<Matrix, Error> {
+        Matrix::parse_text(source, text).map_err(Error::Usage)
+    }
+
+    fn parse_text(source: &'static str, text: &str) -> Result<Matrix, String> {
         let file: MatrixFile =
             serde_saphyr::from_str(text).map_err(|e| yaml_error(source, &e.to_string()))?;
         crate::units::parse_duration(&file.timeout)
@@ -96,7 +101,7 @@ impl Matrix {
         let agents = protocol
             .agents()
             .ok_or_else(|| format!("{source}: the kit does not play {} agents", file.protocol))?;
-        let ids = protocol.case_ids()?;
+        let ids = protocol.case_ids().map_err(|e| e.to_string())?;
         for row in &file.rows {
             let at = format!("{source}:{}", row.behavior.referenced.line());
             let t = row.transport.as_str();
@@ -136,7 +141,7 @@ impl Matrix {
     }
 
     /// Every registered protocol's matrix.
-    pub fn builtin() -> Result<Vec<Matrix>, String> {
+    pub fn builtin() -> Result<Vec<Matrix>, Error> {
         protocols::REGISTRY
             .iter()
             .filter_map(|p| p.matrix())
@@ -153,9 +158,9 @@ impl Matrix {
     /// 6 MB and endless bodies starve the others' timers on a small machine, and a starved probe
     /// can accept an answer that came after its deadline.) `exe` is the agent-tck binary, for
     /// rows whose agent runs over stdio.
-    pub async fn run(&self, seed: u64, exe: &Path) -> Result<Vec<RowResult>, String> {
+    pub async fn run(&self, seed: u64, exe: &Path) -> Result<Vec<RowResult>, Error> {
         use futures::StreamExt;
-        let timeout = crate::units::parse_duration(&self.file.timeout)?;
+        let timeout = crate::units::parse_duration(&self.file.timeout).map_err(Error::Usage)?;
         futures::stream::iter(
             self.file
                 .rows
@@ -175,7 +180,7 @@ impl Matrix {
         timeout: Duration,
         seed: u64,
         exe: &Path,
-    ) -> Result<RowResult, String> {
+    ) -> Result<RowResult, Error> {
         let started = Instant::now();
         let report = self
             .protocol

@@ -13,6 +13,7 @@ use std::path::Path;
 
 use matrix::Matrix;
 
+use crate::error::Error;
 use crate::probe::args::{RunArgs, SuiteArgs};
 use crate::protocols::{Protocol, Selftest};
 use crate::report::{Report, Summary};
@@ -32,8 +33,11 @@ pub async fn run(
     run: &RunArgs,
     suite: &SuiteArgs,
     exe: &Path,
-    on_report: impl FnOnce(&Report) -> Result<(), String>,
-) -> Result<Outcome, String> {
+    on_report: impl FnOnce(&Report) -> Result<(), Error>,
+) -> Result<Outcome, Error> {
+    if protocols.is_empty() {
+        return Err(Error::usage("no protocol to test"));
+    }
     let mut reports = Vec::new();
     for protocol in protocols {
         reports.push(
@@ -76,7 +80,7 @@ fn merge(mut reports: Vec<Report>) -> Report {
 
 /// The probe against every mock behaviour of one matrix: prints the table; false when a row
 /// failed other cases than expected (a bug in agent-tck).
-async fn run_matrix(matrix: &Matrix, seed: u64, exe: &Path) -> Result<bool, String> {
+async fn run_matrix(matrix: &Matrix, seed: u64, exe: &Path) -> Result<bool, Error> {
     let name = matrix.name();
     eprintln!(
         "running the {name} behaviour matrix: {} mock agents (--timeout {})…",

@@ -15,6 +15,7 @@ use super::agent::TaskAgent;
 use super::probe::{Target, TaskSettings};
 use super::scenario::Scenario;
 use super::{Agents, NAME};
+use crate::error::Error;
 use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::behavior::{self, For};
 use crate::mock::fleet::{self, Layout};
@@ -160,10 +161,10 @@ impl Protocol for ExecuteTask {
         name: &str,
         _seed: u64,
         files: &[PathBuf],
-    ) -> Result<Box<dyn Responder>, String> {
+    ) -> Result<Box<dyn Responder>, Error> {
         let mut all = Scenario::builtin();
         for path in files {
-            all.push(Scenario::from_file(path)?);
+            all.push(Scenario::from_file(path).map_err(Error::Usage)?);
         }
         Ok(Box::new(TaskAgent::with_scenarios(name, &all)))
     }
@@ -174,11 +175,13 @@ impl Protocol for ExecuteTask {
         ))
     }
 
-    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, String> {
-        let flags = TaskProbeArgs::from_arg_matches(matches).map_err(|e| e.to_string())?;
-        let settings = task_settings(&flags)?;
+    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
+        let flags =
+            TaskProbeArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
+        let settings = task_settings(&flags).map_err(Error::Usage)?;
         flags.output.check()?;
-        let total = super::probe::case_ids(&settings.scenarios)?
+        let total = super::probe::case_ids(&settings.scenarios)
+            .map_err(Error::Usage)?
             .iter()
             .filter(|id| settings.wants(id))
             .count();
@@ -191,21 +194,21 @@ impl Protocol for ExecuteTask {
         })
     }
 
-    fn list_cases(&self, file: Option<&Path>) -> Result<String, String> {
+    fn list_cases(&self, file: Option<&Path>) -> Result<String, Error> {
         let scenarios = match file {
-            Some(path) => vec![Scenario::from_file(path)?],
+            Some(path) => vec![Scenario::from_file(path).map_err(Error::Usage)?],
             None => Scenario::builtin(),
         };
-        super::probe::list_cases(&scenarios)
+        super::probe::list_cases(&scenarios).map_err(Error::Usage)
     }
 
-    fn case_ids(&self) -> Result<Vec<String>, String> {
-        super::probe::case_ids(&Scenario::builtin())
+    fn case_ids(&self) -> Result<Vec<String>, Error> {
+        super::probe::case_ids(&Scenario::builtin()).map_err(Error::Usage)
     }
 
     /// The mock agent over stdio, as a harness author would run it, probed with the built-in
     /// scenarios.
-    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, String>> {
+    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, Error>> {
         Box::pin(async move {
             let seed = at.seed;
             let command = format!(
@@ -230,7 +233,7 @@ impl Protocol for ExecuteTask {
 
     /// A mock agent with the row's behaviour over HTTP, a TCP port or stdio (a process of the
     /// running binary), probed with the built-in scenarios.
-    fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, String>> {
+    fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, Error>> {
         Box::pin(async move {
             let items = behavior::parse_list(
                 row.behavior,
@@ -238,7 +241,8 @@ impl Protocol for ExecuteTask {
                     protocol: &Agents,
                     others: &[],
                 },
-            )?;
+            )
+            .map_err(Error::Usage)?;
             let scenarios = Scenario::builtin();
             let agent = || {
                 let profile = Profile {
@@ -263,7 +267,7 @@ impl Protocol for ExecuteTask {
                         observer_for(&Agents, row.timeout),
                     )
                     .await?;
-                    let base = BaseUrl::parse(&served.urls[0])?;
+                    let base = BaseUrl::parse(&served.urls[0]).map_err(Error::Run)?;
                     http = Some(served);
                     Target::Http {
                         base,
@@ -273,8 +277,10 @@ impl Protocol for ExecuteTask {
                 "tcp" => {
                     let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
                         .await
-                        .map_err(|e| e.to_string())?;
-                    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+                        .map_err(|e| Error::run(e.to_string()))?;
+                    let addr = listener
+                        .local_addr()
+                        .map_err(|e| Error::run(e.to_string()))?;
                     tokio::spawn(crate::mock::line_server::serve_tcp(
                         Arc::new(agent()),
                         listener,
@@ -299,7 +305,12 @@ impl Protocol for ExecuteTask {
                     };
                     Target::Stdio(StdioConfig::new(command, mode))
                 }
-                other => return Err(format!("{}: no transport {other:?}", row.behavior)),
+                other => {
+                    return Err(Error::usage(format!(
+                        "{}: no transport {other:?}",
+                        row.behavior
+                    )))
+                }
             };
             let settings = TaskSettings {
                 target,

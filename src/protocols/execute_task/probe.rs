@@ -14,6 +14,7 @@ use super::harness::{self, End, Exchanger, Transcript, REFERENCE_HARNESS_NOTE};
 use super::rules::{action_note, suite, RunRule};
 use super::scenario::Scenario;
 use crate::content::Content;
+use crate::error::Error;
 use crate::probe::args::{seed_or_clock, RunArgs};
 use crate::probe::checks::Check;
 use crate::probe::suite::CaseSpec;
@@ -335,8 +336,17 @@ impl Exchanger for Channel {
     }
 }
 
-/// Runs the probe and returns the report (the API key redacted).
+/// Runs the probe and returns the report (the API key redacted). Every error is one of
+/// configuration (a command that cannot be split, broken built-in data): the agent's own
+/// failures are failed cases.
 pub async fn run(
+    settings: &TaskSettings,
+    on_case: &(dyn Fn(&CaseResult) + Sync),
+) -> Result<Report, Error> {
+    probe(settings, on_case).await.map_err(Error::Usage)
+}
+
+async fn probe(
     settings: &TaskSettings,
     on_case: &(dyn Fn(&CaseResult) + Sync),
 ) -> Result<Report, String> {

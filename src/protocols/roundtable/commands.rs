@@ -9,6 +9,7 @@ use clap::{Args, FromArgMatches};
 use futures::future::BoxFuture;
 
 use super::{rules, suite, Agents, NAME};
+use crate::error::Error;
 use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::behavior::{self, For};
 use crate::mock::fleet::{self, Layout};
@@ -53,14 +54,15 @@ pub async fn serve_one(
     key: Option<String>,
     behavior: &str,
     seed: u64,
-) -> Result<fleet::Served, String> {
+) -> Result<fleet::Served, Error> {
     let items = behavior::parse_list(
         behavior,
         For {
             protocol: &Agents,
             others: &[],
         },
-    )?;
+    )
+    .map_err(Error::Usage)?;
     let profile = Profile {
         name: name.into(),
         domain: "general review".into(),
@@ -79,7 +81,11 @@ pub async fn serve_one(
 }
 
 /// The suite to run: `--suite FILE` or the built-in one, for this protocol.
-fn load_suite(file: Option<&Path>) -> Result<Suite, String> {
+fn load_suite(file: Option<&Path>) -> Result<Suite, Error> {
+    load_suite_text(file).map_err(Error::Usage)
+}
+
+fn load_suite_text(file: Option<&Path>) -> Result<Suite, String> {
     let suite = match file {
         Some(path) => Suite::from_file(path, &rules::Suite)?,
         None => suite()?,
@@ -99,10 +105,10 @@ fn settings(
     key: Option<String>,
     run: &RunArgs,
     suite_args: &SuiteArgs,
-) -> Result<ProbeSettings, String> {
-    let key = args::api_key(key)?;
+) -> Result<ProbeSettings, Error> {
+    let key = args::api_key(key).map_err(Error::Usage)?;
     let suite = load_suite(suite_args.suite.as_deref())?;
-    args::settings(base, key, suite, run, suite_args)
+    args::settings(base, key, suite, run, suite_args).map_err(Error::Usage)
 }
 
 impl Protocol for Roundtable {
@@ -124,12 +130,17 @@ impl Protocol for Roundtable {
         ))
     }
 
-    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, String> {
-        let flags = ProbeArgs::from_arg_matches(matches).map_err(|e| e.to_string())?;
-        let base = BaseUrl::parse(&flags.url).map_err(|e| format!("--url: {e}"))?;
+    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
+        let flags =
+            ProbeArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
+        let base = BaseUrl::parse(&flags.url).map_err(|e| Error::usage(format!("--url: {e}")))?;
         let settings = settings(base, flags.api_key, &flags.run, &flags.suite)?;
         flags.output.check()?;
-        let total = settings.suite.select(&settings.only)?.len();
+        let total = settings
+            .suite
+            .select(&settings.only)
+            .map_err(Error::Usage)?
+            .len();
         Ok(ProbeJob {
             total,
             output: flags.output,
@@ -139,12 +150,13 @@ impl Protocol for Roundtable {
         })
     }
 
-    fn list_cases(&self, file: Option<&Path>) -> Result<String, String> {
+    fn list_cases(&self, file: Option<&Path>) -> Result<String, Error> {
         Ok(load_suite(file)?.list())
     }
 
-    fn case_ids(&self) -> Result<Vec<String>, String> {
-        Ok(suite()?
+    fn case_ids(&self) -> Result<Vec<String>, Error> {
+        Ok(suite()
+            .map_err(Error::Usage)?
             .cases()
             .iter()
             .map(|c| c.id.value.clone())
@@ -153,15 +165,17 @@ impl Protocol for Roundtable {
 
     /// The reference agent, served by the mock engine (as `mock agent` serves it) on a loopback
     /// port with a bearer key (so the auth cases run), probed with the built-in suite.
-    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, String>> {
+    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, Error>> {
         Box::pin(async move {
             let seed = at.seed;
             let key = format!("selftest-key-{seed:x}");
             let served = serve_one("reference-agent", Some(key.clone()), "conforming", seed)
                 .await
-                .map_err(|e| format!("cannot start the reference agent on loopback: {e}"))?;
+                .map_err(|e| {
+                    Error::run(format!("cannot start the reference agent on loopback: {e}"))
+                })?;
             eprintln!("reference agent listening on {}", served.urls[0]);
-            let base = BaseUrl::parse(&served.urls[0])?;
+            let base = BaseUrl::parse(&served.urls[0]).map_err(Error::Run)?;
             let mut run = at.run.clone();
             run.seed = Some(seed);
             let settings = settings(base, Some(key), &run, at.suite)?;
@@ -204,17 +218,17 @@ impl Protocol for Roundtable {
     }
 
     /// A mock agent with the row's behaviour on a loopback port, probed with the built-in suite.
-    fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, String>> {
+    fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, Error>> {
         Box::pin(async move {
             if row.transport != "http" {
-                return Err(format!(
+                return Err(Error::usage(format!(
                     "{}: round-table rows run over http only",
                     row.behavior
-                ));
+                )));
             }
             let served = serve_one("matrix-agent", None, row.behavior, row.seed).await?;
-            let base = BaseUrl::parse(&served.urls[0])?;
-            let mut settings = ProbeSettings::new(base, suite()?);
+            let base = BaseUrl::parse(&served.urls[0]).map_err(Error::Run)?;
+            let mut settings = ProbeSettings::new(base, suite().map_err(Error::Usage)?);
             settings.timeout = row.timeout;
             settings.seed = row.seed;
             settings.only = row.only.to_vec();
