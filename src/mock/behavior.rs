@@ -585,12 +585,12 @@ fn reset_point(a: &mut Args<'_>) -> Result<ResetPoint, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mock::stub::{Other, Stub};
+    use crate::mock::stub::{OTHER, STUB};
     use rand::SeedableRng;
 
     fn at() -> For<'static> {
         For {
-            protocol: &Stub,
+            protocol: &STUB,
             others: &[],
         }
     }
@@ -604,7 +604,7 @@ mod tests {
     }
 
     fn endpoint(name: &str) -> &'static Endpoint {
-        Stub.endpoint(name).unwrap()
+        STUB.endpoint(name).unwrap()
     }
 
     fn kind(text: &str) -> Kind {
@@ -662,9 +662,9 @@ mod tests {
 
     #[test]
     fn a_content_behaviour_belongs_to_its_protocol() {
-        let others: [&'static dyn AgentProtocol; 1] = [&Stub];
+        let others: [&'static dyn AgentProtocol; 1] = [&STUB];
         let at = For {
-            protocol: &Other,
+            protocol: &OTHER,
             others: &others,
         };
         let e = super::parse_list("shout", at).unwrap_err();
@@ -682,12 +682,12 @@ mod tests {
     #[test]
     fn transports_are_checked() {
         let items = parse_list("stdio-banner").unwrap();
-        let e = check_fit(&items, &Stub, true, false).unwrap_err();
+        let e = check_fit(&items, &STUB, true, false).unwrap_err();
         assert!(e.contains("stub agents are not served over stdio"), "{e}");
         let items = parse_list("reset").unwrap();
-        let e = check_fit(&items, &Stub, false, false).unwrap_err();
+        let e = check_fit(&items, &STUB, false, false).unwrap_err();
         assert!(e.contains("a fault below HTTP"), "{e}");
-        check_fit(&parse_list("shout,slow:1s").unwrap(), &Stub, true, false).unwrap();
+        check_fit(&parse_list("shout,slow:1s").unwrap(), &STUB, true, false).unwrap();
     }
 
     #[test]

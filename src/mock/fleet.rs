@@ -475,11 +475,11 @@ async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mock::stub::Stub;
+    use crate::mock::stub::STUB;
 
     fn at() -> For<'static> {
         For {
-            protocol: &Stub,
+            protocol: &STUB,
             others: &[],
         }
     }

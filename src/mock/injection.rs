@@ -308,21 +308,56 @@ fn is_invisible(c: char) -> bool {
     ) || (is_unsafe_char(c) && !c.is_ascii_control())
 }
 
-/// The arguments of an `injection` item: `select=ID|FAMILY[+…]` (the main parameter; none: the
-/// whole corpus) and `per_answer=N` (default 3).
-pub fn parse_args(a: &mut crate::mock::args::Args<'_>) -> Result<(Vec<String>, usize), String> {
-    let select = a
-        .get("select", true)
-        .map(|s| s.split('+').map(|p| p.trim().to_string()).collect())
-        .unwrap_or_default();
-    let per_answer = a.number("per_answer", false, 3usize)?.max(1);
-    Ok((select, per_answer))
+/// Where a protocol puts payload texts in one of its answers (at an endpoint): it returns where
+/// each went and which text it was.
+pub type Placement = fn(&str, &mut serde_json::Value, &[String]) -> Vec<(String, usize)>;
+
+/// The `injection` behaviour, on the answers of a protocol that says where their forwarded
+/// strings are ([`Placement`]).
+#[derive(Debug)]
+pub struct Injection {
+    select: Vec<String>,
+    per_answer: usize,
+    put: Placement,
+}
+
+impl Injection {
+    /// Reads an `injection` item's arguments: `select=ID|FAMILY[+…]` (the main parameter; none:
+    /// the whole corpus) and `per_answer=N` (default 3).
+    pub fn parse(
+        a: &mut crate::mock::args::Args<'_>,
+        put: Placement,
+    ) -> Result<Box<dyn crate::mock::protocol::Mutation>, String> {
+        let select = a
+            .get("select", true)
+            .map(|s| s.split('+').map(|p| p.trim().to_string()).collect())
+            .unwrap_or_default();
+        let per_answer = a.number("per_answer", false, 3usize)?.max(1);
+        Ok(Box::new(Injection {
+            select,
+            per_answer,
+            put,
+        }))
+    }
+}
+
+impl crate::mock::protocol::Mutation for Injection {
+    fn apply(
+        &self,
+        answer: &mut serde_json::Value,
+        at: &mut crate::mock::protocol::Mutating<'_>,
+    ) -> bool {
+        let endpoint = at.endpoint;
+        place(answer, at, &self.select, self.per_answer, |v, texts| {
+            (self.put)(endpoint, v, texts)
+        })
+    }
 }
 
 /// Places `per_answer` payloads of the selection in an answer, rotating through the selection
 /// by request number, each with its canary; `put` is the protocol's placement (which strings of
 /// its answers a platform forwards), returning where each text went and which one it was.
-pub fn place(
+fn place(
     answer: &mut serde_json::Value,
     at: &mut crate::mock::protocol::Mutating<'_>,
     select: &[String],

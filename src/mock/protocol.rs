@@ -30,6 +30,31 @@ pub struct Endpoint {
     pub request_schema: Option<&'static str>,
 }
 
+impl Endpoint {
+    /// A protocol message: POST, misbehaving by default, behind the agent's key, its request
+    /// checked against `request_schema`.
+    pub const fn post(name: &'static str, request_schema: Option<&'static str>) -> Endpoint {
+        Endpoint {
+            name,
+            method: "POST",
+            misbehaves_by_default: true,
+            needs_key: true,
+            request_schema,
+        }
+    }
+
+    /// GET /health: open, conforming unless a behaviour names it.
+    pub const fn health() -> Endpoint {
+        Endpoint {
+            name: "health",
+            method: "GET",
+            misbehaves_by_default: false,
+            needs_key: false,
+            request_schema: None,
+        }
+    }
+}
+
 /// A content behaviour: a misbehaviour of the protocol's own answers (a wrong field, an extra
 /// item, an endless tool loop). The engine's behaviours (slow, hang, malformed-json, reset, …)
 /// apply to any protocol; these only to the protocol that defines them.

@@ -6,30 +6,27 @@ use serde_json::Value;
 use super::protocol::{AgentProtocol, ContentBehavior, Endpoint, Mutating, Mutation};
 use super::{Reply, Responder};
 
-pub struct Stub;
+pub struct Stub {
+    name: &'static str,
+    behaviors: &'static [ContentBehavior],
+}
+
+/// The stub protocol, with its behaviour `shout`.
+pub static STUB: Stub = Stub {
+    name: "stub",
+    behaviors: BEHAVIORS,
+};
+
+/// Another protocol, with no content behaviours.
+pub static OTHER: Stub = Stub {
+    name: "other",
+    behaviors: &[],
+};
 
 const ENDPOINTS: &[Endpoint] = &[
-    Endpoint {
-        name: "ask",
-        method: "POST",
-        misbehaves_by_default: true,
-        needs_key: true,
-        request_schema: None,
-    },
-    Endpoint {
-        name: "tell",
-        method: "POST",
-        misbehaves_by_default: true,
-        needs_key: true,
-        request_schema: None,
-    },
-    Endpoint {
-        name: "health",
-        method: "GET",
-        misbehaves_by_default: false,
-        needs_key: false,
-        request_schema: None,
-    },
+    Endpoint::post("ask", None),
+    Endpoint::post("tell", None),
+    Endpoint::health(),
 ];
 
 const BEHAVIORS: &[ContentBehavior] = &[ContentBehavior {
@@ -63,7 +60,7 @@ impl Responder for Echo {
 
 impl AgentProtocol for Stub {
     fn name(&self) -> &'static str {
-        "stub"
+        self.name
     }
 
     fn endpoints(&self) -> &'static [Endpoint] {
@@ -75,27 +72,6 @@ impl AgentProtocol for Stub {
     }
 
     fn behaviors(&self) -> &'static [ContentBehavior] {
-        BEHAVIORS
-    }
-}
-
-/// Another protocol, with no content behaviours.
-pub struct Other;
-
-impl AgentProtocol for Other {
-    fn name(&self) -> &'static str {
-        "other"
-    }
-
-    fn endpoints(&self) -> &'static [Endpoint] {
-        ENDPOINTS
-    }
-
-    fn reference(&self, name: &str, _seed: u64) -> Box<dyn Responder> {
-        Box::new(Echo(name.to_string()))
-    }
-
-    fn behaviors(&self) -> &'static [ContentBehavior] {
-        &[]
+        self.behaviors
     }
 }

@@ -30,6 +30,20 @@ pub struct RunArgs {
     pub strict: bool,
 }
 
+/// The agent's key, as every probe of an HTTP agent takes it.
+#[derive(Debug, Clone, Args)]
+pub struct KeyArgs {
+    /// Sent to HTTP agents as `Authorization: Bearer KEY`; enables the auth cases. Printed as ***
+    /// everywhere.
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "AGENT_TCK_API_KEY",
+        hide_env_values = true
+    )]
+    pub api_key: Option<String>,
+}
+
 /// How to run a suite of exchanges (the round table's probe, and `selftest`).
 #[derive(Debug, Clone, Args)]
 pub struct SuiteArgs {

@@ -23,7 +23,7 @@ use crate::mock::journal::Journal;
 use crate::mock::observe::observer_for;
 use crate::mock::protocol::AgentProtocol;
 use crate::mock::Responder;
-use crate::probe::args::{api_key, RunArgs};
+use crate::probe::args::{api_key, KeyArgs, RunArgs};
 use crate::protocols::plugin::{MatrixRow, ProbeJob, Protocol, Selftest};
 use crate::report::output::OutputArgs;
 use crate::report::Report;
@@ -77,14 +77,8 @@ pub struct TaskProbeArgs {
     /// Turn limit of every scenario (default: each scenario's, 5 unless it says otherwise).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub max_turns: Option<u32>,
-    /// HTTP only: sent as `Authorization: Bearer KEY`; printed as ***.
-    #[arg(
-        long,
-        value_name = "KEY",
-        env = "AGENT_TCK_API_KEY",
-        hide_env_values = true
-    )]
-    pub api_key: Option<String>,
+    #[command(flatten)]
+    pub key: KeyArgs,
     #[command(flatten)]
     pub run: RunArgs,
     #[command(flatten)]
@@ -104,7 +98,7 @@ pub fn task_settings(args: &TaskProbeArgs) -> Result<TaskSettings, String> {
     let target = if let Some(url) = &args.url {
         Target::Http {
             base: BaseUrl::parse(url).map_err(|e| format!("--url: {e}"))?,
-            api_key: api_key(args.api_key.clone())?,
+            api_key: api_key(args.key.api_key.clone())?,
         }
     } else if let Some(cmd) = &args.stdio {
         let mode = match args.stdio_mode {

@@ -25,20 +25,8 @@ use crate::mock::Responder;
 pub const NAME: &str = "execute-task";
 
 const ENDPOINTS: &[Endpoint] = &[
-    Endpoint {
-        name: "execute_task",
-        method: "POST",
-        misbehaves_by_default: true,
-        needs_key: true,
-        request_schema: Some(model::REQUEST_SCHEMA),
-    },
-    Endpoint {
-        name: "health",
-        method: "GET",
-        misbehaves_by_default: false,
-        needs_key: false,
-        request_schema: None,
-    },
+    Endpoint::post("execute_task", Some(model::REQUEST_SCHEMA)),
+    Endpoint::health(),
 ];
 
 /// execute_task agents, as the mock engine plays them (over HTTP, stdio and sockets).

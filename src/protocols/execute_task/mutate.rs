@@ -61,10 +61,7 @@ pub const BEHAVIORS: &[ContentBehavior] = &[
         name: "injection",
         what: "prompt-injection payloads (mocks/injection/) with canary tokens in summary, instructions, reason and tool_params; select=ID|FAMILY[+...], per_answer=N",
         rule: "Multi-turn Flow (the harness shows and forwards summaries, tool parameters)",
-        parse: |a| {
-            let (select, per_answer) = injection::parse_args(a)?;
-            Ok(Box::new(Injection { select, per_answer }))
-        },
+        parse: |a| injection::Injection::parse(a, |_, answer, texts| inject(answer, texts)),
     },
 ];
 
@@ -91,18 +88,6 @@ impl Mutation for Edit {
             }
             Edit::NullBytes => null_bytes(answer),
         }
-    }
-}
-
-#[derive(Debug)]
-struct Injection {
-    select: Vec<String>,
-    per_answer: usize,
-}
-
-impl Mutation for Injection {
-    fn apply(&self, answer: &mut Value, at: &mut Mutating<'_>) -> bool {
-        injection::place(answer, at, &self.select, self.per_answer, inject)
     }
 }
 

@@ -16,7 +16,7 @@ use crate::mock::fleet::{self, Layout};
 use crate::mock::journal::Journal;
 use crate::mock::observe::observer_for;
 use crate::mock::protocol::AgentProtocol;
-use crate::probe::args::{self, RunArgs, SuiteArgs};
+use crate::probe::args::{self, KeyArgs, RunArgs, SuiteArgs};
 use crate::probe::{ProbeSettings, Suite};
 use crate::protocols::plugin::{MatrixRow, ProbeJob, Protocol, Selftest};
 use crate::report::output::OutputArgs;
@@ -32,14 +32,8 @@ pub struct ProbeArgs {
     /// The agent's base URL (http:// or https://), e.g. http://127.0.0.1:3001.
     #[arg(long, value_name = "BASE")]
     pub url: String,
-    /// Sent as `Authorization: Bearer KEY`; enables the auth cases. Printed as *** everywhere.
-    #[arg(
-        long,
-        value_name = "KEY",
-        env = "AGENT_TCK_API_KEY",
-        hide_env_values = true
-    )]
-    pub api_key: Option<String>,
+    #[command(flatten)]
+    pub key: KeyArgs,
     #[command(flatten)]
     pub run: RunArgs,
     #[command(flatten)]
@@ -134,7 +128,7 @@ impl Protocol for Roundtable {
         let flags =
             ProbeArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
         let base = BaseUrl::parse(&flags.url).map_err(|e| Error::usage(format!("--url: {e}")))?;
-        let settings = settings(base, flags.api_key, &flags.run, &flags.suite)?;
+        let settings = settings(base, flags.key.api_key, &flags.run, &flags.suite)?;
         flags.output.check()?;
         let total = settings
             .suite

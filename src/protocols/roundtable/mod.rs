@@ -73,27 +73,11 @@ pub fn sanitization_patterns() -> Result<&'static PhraseSet, String> {
 
 /// The agent's endpoints: the three phases and /health.
 const ENDPOINTS: &[Endpoint] = &[
-    phase("analyze", "roundtable/analyze.request"),
-    phase("challenge", "roundtable/challenge.request"),
-    phase("vote", "roundtable/vote.request"),
-    Endpoint {
-        name: "health",
-        method: "GET",
-        misbehaves_by_default: false,
-        needs_key: false,
-        request_schema: None,
-    },
+    Endpoint::post("analyze", Some("roundtable/analyze.request")),
+    Endpoint::post("challenge", Some("roundtable/challenge.request")),
+    Endpoint::post("vote", Some("roundtable/vote.request")),
+    Endpoint::health(),
 ];
-
-const fn phase(name: &'static str, schema: &'static str) -> Endpoint {
-    Endpoint {
-        name,
-        method: "POST",
-        misbehaves_by_default: true,
-        needs_key: true,
-        request_schema: Some(schema),
-    }
-}
 
 /// The round table's agents, as the mock engine plays them.
 pub struct Agents;

@@ -739,10 +739,7 @@ pub const BEHAVIORS: &[ContentBehavior] = &[
         name: "injection",
         what: "prompt-injection payloads (mocks/injection/) with canary tokens in finding, evidence, counter_evidence, rationale, conditions; select=ID|FAMILY[+...], per_answer=N",
         rule: "Response Sanitization: injection scanned",
-        parse: |a| {
-            let (select, per_answer) = injection::parse_args(a)?;
-            Ok(Box::new(Injection { select, per_answer }))
-        },
+        parse: |a| injection::Injection::parse(a, inject),
     },
 ];
 
@@ -793,21 +790,6 @@ impl Mutation for Edit {
             Edit::AnsiEscapes => ansi_escapes(at.endpoint, answer),
             Edit::Speculative => speculative(at.endpoint, answer),
         }
-    }
-}
-
-#[derive(Debug)]
-struct Injection {
-    select: Vec<String>,
-    per_answer: usize,
-}
-
-impl Mutation for Injection {
-    fn apply(&self, answer: &mut Value, at: &mut Mutating<'_>) -> bool {
-        let endpoint = at.endpoint;
-        injection::place(answer, at, &self.select, self.per_answer, |v, texts| {
-            inject(endpoint, v, texts)
-        })
     }
 }
 

@@ -21,22 +21,7 @@ pub const NAME: &str = "toy";
 /// The built-in suite.
 pub const SUITE: (&str, &str) = ("tests/tck/toy/suite.yaml", include_str!("suite.yaml"));
 
-const ENDPOINTS: &[Endpoint] = &[
-    Endpoint {
-        name: "hello",
-        method: "POST",
-        misbehaves_by_default: true,
-        needs_key: true,
-        request_schema: None,
-    },
-    Endpoint {
-        name: "bye",
-        method: "POST",
-        misbehaves_by_default: true,
-        needs_key: true,
-        request_schema: None,
-    },
-];
+const ENDPOINTS: &[Endpoint] = &[Endpoint::post("hello", None), Endpoint::post("bye", None)];
 
 /// The toy's agents, as the mock engine plays them.
 pub struct Agents;
