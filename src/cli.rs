@@ -296,8 +296,13 @@ pub enum SuitesCommand {
 #[derive(Debug, Subcommand)]
 pub enum SchemasCommand {
     /// Write the embedded schemas under DIR (as DIR/schemas/...).
-    Export { dir: PathBuf },
-    /// Print the ids of the embedded schemas.
+    Export {
+        dir: PathBuf,
+        /// Only this protocol's schemas.
+        #[arg(long, value_parser = protocol_names())]
+        protocol: Option<String>,
+    },
+    /// Print the embedded schemas: id, file, the protocol they belong to.
     List,
 }
 
@@ -384,8 +389,13 @@ async fn execute(command: Command) -> Result<Ended, Error> {
             crate::out!("{listing}");
             Ok(Ended::Verdict(0))
         }
-        Command::Schemas(SchemasCommand::Export { dir }) => {
-            let written = crate::schema::export(&dir).map_err(|e| {
+        Command::Schemas(SchemasCommand::Export { dir, protocol }) => {
+            let chosen: Vec<(&str, &str)> = protocols::schemas()
+                .into_iter()
+                .filter(|s| protocol.is_none() || s.3 == protocol.as_deref())
+                .map(|(_, file, text, _)| (file, text))
+                .collect();
+            let written = crate::schema::export(&dir, &chosen).map_err(|e| {
                 Error::run(format!("cannot write schemas under {}: {e}", dir.display()))
             })?;
             for path in written {
@@ -394,8 +404,8 @@ async fn execute(command: Command) -> Result<Ended, Error> {
             Ok(Ended::Verdict(0))
         }
         Command::Schemas(SchemasCommand::List) => {
-            for (id, file, _) in crate::schema::EMBEDDED {
-                crate::outln!("{id:<32} {file}");
+            for (id, file, _, owner) in protocols::schemas() {
+                crate::outln!("{id:<32} {file:<36} {}", owner.unwrap_or("(the kit's own)"));
             }
             Ok(Ended::Verdict(0))
         }

@@ -12,54 +12,9 @@ use serde_json::Value;
 
 use crate::text::{excerpt_str, pointer_to_path};
 
-/// (schema id as used in suites, file path under `schemas/`, contents).
-pub const EMBEDDED: &[(&str, &str, &str)] = &[
-    (
-        "roundtable/analyze.request",
-        "roundtable/analyze.request.json",
-        include_str!("../schemas/roundtable/analyze.request.json"),
-    ),
-    (
-        "roundtable/analyze.response",
-        "roundtable/analyze.response.json",
-        include_str!("../schemas/roundtable/analyze.response.json"),
-    ),
-    (
-        "roundtable/challenge.request",
-        "roundtable/challenge.request.json",
-        include_str!("../schemas/roundtable/challenge.request.json"),
-    ),
-    (
-        "roundtable/challenge.response",
-        "roundtable/challenge.response.json",
-        include_str!("../schemas/roundtable/challenge.response.json"),
-    ),
-    (
-        "roundtable/vote.request",
-        "roundtable/vote.request.json",
-        include_str!("../schemas/roundtable/vote.request.json"),
-    ),
-    (
-        "roundtable/vote.response",
-        "roundtable/vote.response.json",
-        include_str!("../schemas/roundtable/vote.response.json"),
-    ),
-    (
-        "execute_task/request",
-        "execute_task/request.json",
-        include_str!("../schemas/execute_task/request.json"),
-    ),
-    (
-        "execute_task/response",
-        "execute_task/response.json",
-        include_str!("../schemas/execute_task/response.json"),
-    ),
-    (
-        "report",
-        "report.schema.json",
-        include_str!("../schemas/report.schema.json"),
-    ),
-];
+/// (schema id as used in suites, file path under `schemas/`, contents): every file under
+/// `schemas/`, found by `build.rs` (a protocol's schemas are its folder there).
+pub const EMBEDDED: &[(&str, &str, &str)] = include!(concat!(env!("OUT_DIR"), "/schemas.rs"));
 
 /// One way an instance breaks its schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,10 +156,10 @@ fn type_names(error: &jsonschema::ValidationError<'_>) -> String {
     }
 }
 
-/// Writes every embedded schema under `dir`, keeping the `schemas/` layout.
-pub fn export(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+/// Writes `schemas` (file under `schemas/`, text) under `dir`, keeping the `schemas/` layout.
+pub fn export(dir: &Path, schemas: &[(&str, &str)]) -> std::io::Result<Vec<std::path::PathBuf>> {
     let mut written = Vec::new();
-    for (_, file, text) in EMBEDDED {
+    for (file, text) in schemas {
         let path = dir.join(file);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;

@@ -30,6 +30,29 @@ pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|p| p.name()).collect()
 }
 
+/// The embedded schemas, each with the protocol whose folder holds it (None: the kit's own, such
+/// as the report's).
+pub fn schemas() -> Vec<(
+    &'static str,
+    &'static str,
+    &'static str,
+    Option<&'static str>,
+)> {
+    crate::schema::EMBEDDED
+        .iter()
+        .map(|(id, file, text)| {
+            let owner = REGISTRY
+                .iter()
+                .find(|p| {
+                    p.schema_dir()
+                        .is_some_and(|dir| file.starts_with(&format!("{dir}/")))
+                })
+                .map(|p| p.name());
+            (*id, *file, *text, owner)
+        })
+        .collect()
+}
+
 /// Every protocol whose agents the mock engine plays.
 pub fn agent_protocols() -> Vec<&'static dyn AgentProtocol> {
     REGISTRY.iter().filter_map(|p| p.agents()).collect()
@@ -62,6 +85,25 @@ mod tests {
             assert_eq!(names.iter().filter(|n| *n == name).count(), 1, "{name}");
         }
         assert!(find("nope").is_none());
+    }
+
+    #[test]
+    fn every_schema_folder_is_a_registered_protocols() {
+        for (id, file, _, owner) in schemas() {
+            assert!(
+                owner.is_some() || !file.contains('/'),
+                "{id}: schemas/{file} is in no registered protocol's folder"
+            );
+        }
+        for p in REGISTRY {
+            if p.schema_dir().is_some() {
+                assert!(
+                    schemas().iter().any(|s| s.3 == Some(p.name())),
+                    "{} names a schema folder with no schema",
+                    p.name()
+                );
+            }
+        }
     }
 
     #[test]

@@ -56,6 +56,12 @@ pub trait Protocol: Sync {
     /// One line: what the protocol is and which spec defines it.
     fn about(&self) -> &'static str;
 
+    /// The folder of its JSON Schemas under `schemas/` (every file there is embedded), if it
+    /// has any.
+    fn schema_dir(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Its agents, when the mock engine can play them.
     fn agents(&self) -> Option<&'static dyn AgentProtocol> {
         None

@@ -145,6 +145,10 @@ impl Protocol for ExecuteTask {
         "The execute_task protocol: we play the evaluation harness (HTTP, stdio or a socket)."
     }
 
+    fn schema_dir(&self) -> Option<&'static str> {
+        Some("execute_task")
+    }
+
     fn agents(&self) -> Option<&'static dyn AgentProtocol> {
         Some(&Agents)
     }

@@ -114,6 +114,10 @@ impl Protocol for Roundtable {
         "The round-table External Agent Protocol: POST /analyze, /challenge, /vote."
     }
 
+    fn schema_dir(&self) -> Option<&'static str> {
+        Some("roundtable")
+    }
+
     fn agents(&self) -> Option<&'static dyn AgentProtocol> {
         Some(&Agents)
     }
