@@ -72,6 +72,14 @@ impl RowResult {
     }
 }
 
+/// A matrix file, parsed: YAML errors and the timeout say where they are.
+fn read(source: &str, text: &str) -> Result<MatrixFile, String> {
+    let file: MatrixFile =
+        serde_saphyr::from_str(text).map_err(|e| yaml_error(source, &e.to_string()))?;
+    crate::units::parse_duration(&file.timeout).map_err(|e| format!("{source}: timeout: {e}"))?;
+    Ok(file)
+}
+
 /// A matrix and the protocol it is for.
 pub struct Matrix {
     pub source: &'static str,
@@ -83,21 +91,39 @@ impl Matrix {
     /// Parses and checks: the protocol is registered and plays agents; behaviours parse and fit
     /// the row's transport; the case ids are the protocol's.
     pub fn parse(source: &'static str, text: &str) -> Result<Matrix, Error> {
-        Matrix::parse_text(source, text).map_err(Error::Usage)
-    }
-
-    fn parse_text(source: &'static str, text: &str) -> Result<Matrix, String> {
-        let file: MatrixFile =
-            serde_saphyr::from_str(text).map_err(|e| yaml_error(source, &e.to_string()))?;
-        crate::units::parse_duration(&file.timeout)
-            .map_err(|e| format!("{source}: timeout: {e}"))?;
+        let file = read(source, text).map_err(Error::Usage)?;
         let protocol = protocols::find(&file.protocol).ok_or_else(|| {
-            format!(
+            Error::usage(format!(
                 "{source}: no protocol {:?} (known: {})",
                 file.protocol,
                 protocols::names().join(", ")
-            )
+            ))
         })?;
+        Matrix::check(protocol, source, file).map_err(Error::Usage)
+    }
+
+    /// The same for `protocol`, registered or not (the file must name it).
+    pub fn of(
+        protocol: &'static dyn Protocol,
+        source: &'static str,
+        text: &str,
+    ) -> Result<Matrix, Error> {
+        let file = read(source, text).map_err(Error::Usage)?;
+        if file.protocol != protocol.name() {
+            return Err(Error::usage(format!(
+                "{source}: the matrix is for {:?}, not {:?}",
+                file.protocol,
+                protocol.name()
+            )));
+        }
+        Matrix::check(protocol, source, file).map_err(Error::Usage)
+    }
+
+    fn check(
+        protocol: &'static dyn Protocol,
+        source: &'static str,
+        file: MatrixFile,
+    ) -> Result<Matrix, String> {
         let agents = protocol
             .agents()
             .ok_or_else(|| format!("{source}: the kit does not play {} agents", file.protocol))?;

@@ -114,3 +114,79 @@ fn the_toy_suite_is_checked_when_loaded() {
     .unwrap_err();
     assert!(e.contains("unknown behaviour \"wrong-schema\""), "{e}");
 }
+
+/// As the command line would: `probe toy --url URL` parsed from the toy's own flags, run as a job.
+#[tokio::test]
+async fn the_toys_probe_command_runs() {
+    use agent_tck::protocols::plugin::Protocol;
+    let served = toy::commands::serve("rude", 1).await.unwrap();
+    let command = toy::commands::Toy.probe_command().unwrap();
+    let matches = command
+        .try_get_matches_from(["toy", "--url", &served.urls[0], "--seed", "3"])
+        .unwrap();
+    let job = toy::commands::Toy.probe(&matches).unwrap();
+    assert_eq!(job.total, 4);
+    let report = (job.run)(std::sync::Arc::new(|_: &agent_tck::report::CaseResult| {}))
+        .await
+        .unwrap();
+    assert_eq!(failed(&report), ["hello.by-name"]);
+    assert_eq!(report.seed, 3);
+    let e = toy::commands::Toy
+        .probe(
+            &toy::commands::Toy
+                .probe_command()
+                .unwrap()
+                .try_get_matches_from(["toy", "--url", "ftp://x"])
+                .unwrap(),
+        )
+        .err()
+        .unwrap();
+    assert!(
+        matches!(e, agent_tck::error::Error::Usage(ref m) if m.starts_with("--url")),
+        "{e}"
+    );
+    served.stop(Duration::from_millis(200)).await;
+}
+
+/// Its self-test passes and its matrix holds, through the generic matrix runner.
+#[tokio::test]
+async fn the_toys_selftest_and_matrix_hold() {
+    use agent_tck::protocols::plugin::{Protocol, Selftest};
+    use agent_tck::selftest::matrix::Matrix;
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        run: agent_tck::probe::args::RunArgs,
+        #[command(flatten)]
+        suite: agent_tck::probe::args::SuiteArgs,
+    }
+    let flags = Flags::parse_from(["selftest", "--timeout", "30s"]);
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_agent-tck"));
+    let report = toy::commands::Toy
+        .selftest(Selftest {
+            seed: 5,
+            run: &flags.run,
+            suite: &flags.suite,
+            exe,
+        })
+        .await
+        .unwrap();
+    assert!(failed(&report).is_empty(), "{:?}", report.cases);
+    let (source, text) = toy::commands::Toy.matrix().unwrap();
+    let matrix = Matrix::of(&toy::commands::Toy, source, text).unwrap();
+    let rows = matrix.run(5, exe).await.unwrap();
+    assert_eq!(rows.len(), 4);
+    for row in &rows {
+        assert!(
+            row.ok(),
+            "{}",
+            agent_tck::selftest::matrix::render(std::slice::from_ref(row))
+        );
+    }
+    // A row that names a case the toy does not have is refused when the matrix is read.
+    let bad = text.replace("[hello.by-name]", "[hello.by-names]");
+    let bad: &'static str = Box::leak(bad.into_boxed_str());
+    let e = Matrix::of(&toy::commands::Toy, source, bad).err().unwrap();
+    assert!(e.to_string().contains("no case \"hello.by-names\""), "{e}");
+}

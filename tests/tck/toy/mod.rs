@@ -1,8 +1,11 @@
 //! A toy protocol, added the way docs/design.md ("How to add a protocol") says, to prove the
 //! seam: two endpoints (POST /hello and POST /bye), a suite (`suite.yaml` beside this file)
-//! with one rule of its own and one template generator, a conforming reference agent, and one
-//! content behaviour (`rude`: a greeting that forgets the visitor's name). Nothing outside this
-//! folder knows it; the engines run it as they run the round table.
+//! with one rule of its own and one template generator, a conforming reference agent, one
+//! content behaviour (`rude`: a greeting that forgets the visitor's name), and its command line,
+//! self-test and matrix (`commands.rs`, `matrix.yaml`). Nothing outside this folder knows it;
+//! the engines run it as they run the round table.
+
+pub mod commands;
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,148 @@
+//! The toy on the command line and in the self-test: `probe toy --url URL`, its cases, its
+//! self-test (a conforming toy agent probed) and its matrix (`matrix.yaml` beside this file).
+
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use agent_tck::error::Error;
+use agent_tck::mock::agent::{MockAgent, Profile};
+use agent_tck::mock::behavior::{parse_list, For};
+use agent_tck::mock::fleet::{self, Layout, Served};
+use agent_tck::mock::journal::Journal;
+use agent_tck::mock::observe::observer_for;
+use agent_tck::mock::protocol::AgentProtocol;
+use agent_tck::probe::args::{self, KeyArgs, RunArgs, SuiteArgs};
+use agent_tck::probe::{ProbeSettings, Suite};
+use agent_tck::protocols::plugin::{MatrixRow, ProbeJob, Protocol, Selftest};
+use agent_tck::report::output::OutputArgs;
+use agent_tck::report::Report;
+use agent_tck::transport::http::BaseUrl;
+use clap::{Args, FromArgMatches};
+use futures::future::BoxFuture;
+
+use super::{Agents, NAME};
+
+/// The toy in a registry.
+pub struct Toy;
+
+/// `probe toy`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct ProbeArgs {
+    /// The agent's base URL.
+    #[arg(long, value_name = "BASE")]
+    pub url: String,
+    #[command(flatten)]
+    pub key: KeyArgs,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+pub fn suite() -> Result<Suite, Error> {
+    Suite::parse(super::SUITE.0, super::SUITE.1, &super::Suite).map_err(Error::Usage)
+}
+
+/// A toy mock agent with `behavior` on a loopback port.
+pub async fn serve(behavior: &str, seed: u64) -> Result<Served, Error> {
+    let at = For {
+        protocol: &Agents,
+        others: &[],
+    };
+    let items = parse_list(behavior, at).map_err(Error::Usage)?;
+    let profile = Profile {
+        name: "toy-agent".into(),
+        domain: "greetings".into(),
+        capabilities: Vec::new(),
+        api_key: None,
+    };
+    fleet::serve(
+        vec![MockAgent::new(&Agents, profile, items, seed)],
+        Layout::PerAgent,
+        Ipv4Addr::LOCALHOST.into(),
+        0,
+        Journal::off(Instant::now()),
+        observer_for(&Agents, Duration::from_secs(30)),
+    )
+    .await
+}
+
+impl Protocol for Toy {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn about(&self) -> &'static str {
+        "A toy greeting protocol: POST /hello, /bye."
+    }
+
+    fn agents(&self) -> Option<&'static dyn AgentProtocol> {
+        Some(&Agents)
+    }
+
+    fn probe_command(&self) -> Option<clap::Command> {
+        Some(ProbeArgs::augment_args(
+            clap::Command::new(NAME).about(self.about()),
+        ))
+    }
+
+    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
+        let flags =
+            ProbeArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
+        let base = BaseUrl::parse(&flags.url).map_err(|e| Error::usage(format!("--url: {e}")))?;
+        let settings = args::settings(base, flags.key.api_key, suite()?, &flags.run, &flags.suite)
+            .map_err(Error::Usage)?;
+        let total = settings.suite.cases().len();
+        Ok(ProbeJob {
+            total,
+            output: flags.output,
+            run: Box::new(move |on_case| {
+                Box::pin(async move { agent_tck::probe::run(&settings, &*on_case).await })
+            }),
+        })
+    }
+
+    fn list_cases(&self, _file: Option<&Path>) -> Result<String, Error> {
+        Ok(suite()?.list())
+    }
+
+    fn case_ids(&self) -> Result<Vec<String>, Error> {
+        Ok(suite()?
+            .cases()
+            .iter()
+            .map(|c| c.id.value.clone())
+            .collect())
+    }
+
+    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, Error>> {
+        Box::pin(async move {
+            let served = serve("conforming", at.seed).await?;
+            let base = BaseUrl::parse(&served.urls[0]).map_err(Error::Run)?;
+            let settings =
+                args::settings(base, None, suite()?, at.run, at.suite).map_err(Error::Usage)?;
+            let report = agent_tck::probe::run(&settings, &|_| {}).await;
+            served.stop(Duration::from_millis(500)).await;
+            report
+        })
+    }
+
+    fn matrix(&self) -> Option<(&'static str, &'static str)> {
+        Some(("tests/tck/toy/matrix.yaml", include_str!("matrix.yaml")))
+    }
+
+    fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, Error>> {
+        Box::pin(async move {
+            let served = serve(row.behavior, row.seed).await?;
+            let base = BaseUrl::parse(&served.urls[0]).map_err(Error::Run)?;
+            let mut settings = ProbeSettings::new(base, suite()?);
+            settings.timeout = row.timeout;
+            settings.seed = row.seed;
+            let report = agent_tck::probe::run(&settings, &|_| {}).await;
+            served.stop(Duration::from_millis(500)).await;
+            report
+        })
+    }
+}
