@@ -121,7 +121,6 @@ impl Args for ProbeCommand {
             .filter_map(|p| p.probe_command())
             .fold(cmd, clap::Command::subcommand)
             .subcommand_required(true)
-            .arg_required_else_help(true)
     }
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {

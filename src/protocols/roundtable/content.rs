@@ -49,6 +49,7 @@ pub trait RoundtableContent {
 
 impl RoundtableContent for Content {
     /// A snake_case agent name, unique by `index` within one round table.
+    #[inline]
     fn agent_name(&mut self, index: usize) -> String {
         const ROLES: [&str; 5] = ["analyst", "reviewer", "auditor", "architect", "tester"];
         let word = self
@@ -58,6 +59,7 @@ impl RoundtableContent for Content {
         format!("{word}_{}_{index}", ROLES[self.below(ROLES.len())])
     }
 
+    #[inline]
     fn domain(&mut self) -> String {
         const DOMAINS: [&str; 6] = [
             "application security",
@@ -70,6 +72,7 @@ impl RoundtableContent for Content {
         DOMAINS[self.below(DOMAINS.len())].to_string()
     }
 
+    #[inline]
     fn evidence(&mut self) -> String {
         let file = self.file_name();
         let mut out = match self.below(4) {
@@ -82,10 +85,12 @@ impl RoundtableContent for Content {
         out
     }
 
+    #[inline]
     fn severity(&mut self) -> Severity {
         [Severity::Critical, Severity::Warning, Severity::Info][self.below(3)]
     }
 
+    #[inline]
     fn observation(&mut self) -> Observation {
         Observation {
             finding: self.catch_phrase(),
@@ -95,6 +100,7 @@ impl RoundtableContent for Content {
         }
     }
 
+    #[inline]
     fn recommendation(&mut self) -> Recommendation {
         let action = self.business_goal();
         let priority = ["critical", "high", "medium", "low"][self.below(4)].to_string();
@@ -105,6 +111,7 @@ impl RoundtableContent for Content {
         }
     }
 
+    #[inline]
     fn analysis(&mut self, agent_name: &str) -> AgentAnalysis {
         let observations = (0..1 + self.below(3)).map(|_| self.observation()).collect();
         let recommendations = (0..1 + self.below(2))
@@ -119,6 +126,7 @@ impl RoundtableContent for Content {
         }
     }
 
+    #[inline]
     fn analyses(&mut self, count: usize) -> Vec<AgentAnalysis> {
         (0..count)
             .map(|i| {
@@ -128,6 +136,7 @@ impl RoundtableContent for Content {
             .collect()
     }
 
+    #[inline]
     fn synthesis(&mut self, trade_offs: usize, minority_views: usize) -> Synthesis {
         let direction = self.business_goal();
         let key_findings = (0..2)
@@ -153,6 +162,7 @@ impl RoundtableContent for Content {
         }
     }
 
+    #[inline]
     fn challenge_response(
         &mut self,
         agent_name: &str,
@@ -184,6 +194,7 @@ impl RoundtableContent for Content {
         }
     }
 
+    #[inline]
     fn vote_response(&mut self, agent_name: &str, request: &VoteRequest) -> AgentVote {
         let dissent = request
             .synthesis

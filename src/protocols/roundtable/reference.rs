@@ -114,6 +114,7 @@ enum Form {
 }
 
 impl Form {
+    #[inline]
     fn emit(self, status: u16, answer: &impl Serialize) -> Answer {
         match self {
             Form::Bytes => Answer::Reply(Reply::json(status, answer)),
@@ -125,6 +126,7 @@ impl Form {
 }
 
 impl ReferenceAgent {
+    #[inline]
     fn answer(&self, form: Form, endpoint: &str, body: &[u8], parsed: Option<&Value>) -> Answer {
         let answer = match endpoint {
             "analyze" => parse::<AnalyzeView>(endpoint, body, parsed).map(|r| {

@@ -84,9 +84,8 @@ impl Protocol for Toy {
     }
 
     fn probe_command(&self) -> Option<clap::Command> {
-        Some(ProbeArgs::augment_args(
-            clap::Command::new(NAME).about(self.about()),
-        ))
+        // The subcommand's help is the protocol's line, not the flags struct's doc comment.
+        Some(ProbeArgs::augment_args(clap::Command::new(NAME)).about(self.about()))
     }
 
     fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
