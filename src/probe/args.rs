@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::{ProbeSettings, Suite};
+use crate::report::output::OutputArgs;
 use crate::transport::http::BaseUrl;
 use crate::units::{parse_bytes, parse_duration};
 
@@ -28,6 +29,23 @@ pub struct RunArgs {
     /// SHOULD failures fail the run (exit 1) instead of warning.
     #[arg(long)]
     pub strict: bool,
+}
+
+/// The flags of a probe that runs a suite of exchanges against an HTTP agent (`probe
+/// roundtable`, and any protocol whose probe is a suite: see `protocols::plugin::suite_probe`).
+#[derive(Debug, Clone, Args)]
+pub struct SuiteProbeArgs {
+    /// The agent's base URL (http:// or https://), e.g. http://127.0.0.1:3001.
+    #[arg(long, value_name = "BASE")]
+    pub url: String,
+    #[command(flatten)]
+    pub key: KeyArgs,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// The agent's key, as every probe of an HTTP agent takes it.

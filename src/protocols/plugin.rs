@@ -10,9 +10,13 @@ use futures::future::BoxFuture;
 use crate::error::Error;
 use crate::mock::protocol::AgentProtocol;
 use crate::mock::Responder;
-use crate::probe::args::{RunArgs, SuiteArgs};
+use clap::{Args, FromArgMatches};
+
+use crate::probe::args::{self, RunArgs, SuiteArgs, SuiteProbeArgs};
+use crate::probe::{ProbeSettings, Suite};
 use crate::report::output::OutputArgs;
 use crate::report::{CaseResult, Report};
+use crate::transport::http::BaseUrl;
 
 /// Told of each case as it finishes (a progress line).
 pub type OnCase = Arc<dyn Fn(&CaseResult) + Send + Sync>;
@@ -24,6 +28,52 @@ pub struct ProbeJob {
     pub output: OutputArgs,
     /// Runs the probe.
     pub run: Box<dyn FnOnce(OnCase) -> BoxFuture<'static, Result<Report, Error>> + Send>,
+}
+
+/// `probe NAME` for a protocol whose probe is a suite of HTTP exchanges: the flags
+/// ([`SuiteProbeArgs`]) under the protocol's name and line.
+pub fn suite_probe_command(name: &'static str, about: &'static str) -> clap::Command {
+    // The subcommand's help is the protocol's line, not the flags struct's doc comment.
+    SuiteProbeArgs::augment_args(clap::Command::new(name)).about(about)
+}
+
+/// Validated settings of a suite probe; `load` gives the suite (`--suite FILE`, or the built-in
+/// one when None).
+pub fn suite_settings(
+    base: BaseUrl,
+    key: Option<String>,
+    run: &RunArgs,
+    suite_args: &SuiteArgs,
+    load: impl Fn(Option<&Path>) -> Result<Suite, Error>,
+) -> Result<ProbeSettings, Error> {
+    let key = args::api_key(key).map_err(Error::Usage)?;
+    let suite = load(suite_args.suite.as_deref())?;
+    args::settings(base, key, suite, run, suite_args).map_err(Error::Usage)
+}
+
+/// `probe NAME` of a suite protocol, from the flags clap parsed: the job that runs the suite
+/// against `--url`.
+pub fn suite_probe(
+    matches: &clap::ArgMatches,
+    load: impl Fn(Option<&Path>) -> Result<Suite, Error>,
+) -> Result<ProbeJob, Error> {
+    let flags =
+        SuiteProbeArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
+    let base = BaseUrl::parse(&flags.url).map_err(|e| Error::usage(format!("--url: {e}")))?;
+    let settings = suite_settings(base, flags.key.api_key, &flags.run, &flags.suite, load)?;
+    flags.output.check()?;
+    let total = settings
+        .suite
+        .select(&settings.only)
+        .map_err(Error::Usage)?
+        .len();
+    Ok(ProbeJob {
+        total,
+        output: flags.output,
+        run: Box::new(move |on_case| {
+            Box::pin(async move { crate::probe::run(&settings, &*on_case).await })
+        }),
+    })
 }
 
 /// What `selftest` runs of a protocol: its flags, validated once by the command line.

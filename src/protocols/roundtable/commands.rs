@@ -5,7 +5,6 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use clap::{Args, FromArgMatches};
 use futures::future::BoxFuture;
 
 use super::{rules, suite, Agents, NAME};
@@ -16,31 +15,15 @@ use crate::mock::fleet::{self, Layout};
 use crate::mock::journal::Journal;
 use crate::mock::observe::observer_for;
 use crate::mock::protocol::AgentProtocol;
-use crate::probe::args::{self, KeyArgs, RunArgs, SuiteArgs};
 use crate::probe::{ProbeSettings, Suite};
-use crate::protocols::plugin::{MatrixRow, ProbeJob, Protocol, Selftest};
-use crate::report::output::OutputArgs;
+use crate::protocols::plugin::{
+    suite_probe, suite_probe_command, suite_settings, MatrixRow, ProbeJob, Protocol, Selftest,
+};
 use crate::report::Report;
 use crate::transport::http::BaseUrl;
 
 /// The round table in the registry.
 pub struct Roundtable;
-
-/// `probe roundtable`'s flags.
-#[derive(Debug, Clone, Args)]
-pub struct ProbeArgs {
-    /// The agent's base URL (http:// or https://), e.g. http://127.0.0.1:3001.
-    #[arg(long, value_name = "BASE")]
-    pub url: String,
-    #[command(flatten)]
-    pub key: KeyArgs,
-    #[command(flatten)]
-    pub run: RunArgs,
-    #[command(flatten)]
-    pub suite: SuiteArgs,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
 
 /// One mock agent with `behavior`, on a loopback port of its own.
 pub async fn serve_one(
@@ -93,18 +76,6 @@ fn load_suite_text(file: Option<&Path>) -> Result<Suite, String> {
     Ok(suite)
 }
 
-/// Raw flags → validated settings.
-fn settings(
-    base: BaseUrl,
-    key: Option<String>,
-    run: &RunArgs,
-    suite_args: &SuiteArgs,
-) -> Result<ProbeSettings, Error> {
-    let key = args::api_key(key).map_err(Error::Usage)?;
-    let suite = load_suite(suite_args.suite.as_deref())?;
-    args::settings(base, key, suite, run, suite_args).map_err(Error::Usage)
-}
-
 impl Protocol for Roundtable {
     fn name(&self) -> &'static str {
         NAME
@@ -123,28 +94,11 @@ impl Protocol for Roundtable {
     }
 
     fn probe_command(&self) -> Option<clap::Command> {
-        // The subcommand's help is the protocol's line, not the flags struct's doc comment.
-        Some(ProbeArgs::augment_args(clap::Command::new(NAME)).about(self.about()))
+        Some(suite_probe_command(NAME, self.about()))
     }
 
     fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        let flags =
-            ProbeArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
-        let base = BaseUrl::parse(&flags.url).map_err(|e| Error::usage(format!("--url: {e}")))?;
-        let settings = settings(base, flags.key.api_key, &flags.run, &flags.suite)?;
-        flags.output.check()?;
-        let total = settings
-            .suite
-            .select(&settings.only)
-            .map_err(Error::Usage)?
-            .len();
-        Ok(ProbeJob {
-            total,
-            output: flags.output,
-            run: Box::new(move |on_case| {
-                Box::pin(async move { crate::probe::run(&settings, &*on_case).await })
-            }),
-        })
+        suite_probe(matches, load_suite)
     }
 
     fn list_cases(&self, file: Option<&Path>) -> Result<String, Error> {
@@ -175,7 +129,7 @@ impl Protocol for Roundtable {
             let base = BaseUrl::parse(&served.urls[0]).map_err(Error::Run)?;
             let mut run = at.run.clone();
             run.seed = Some(seed);
-            let settings = settings(base, Some(key), &run, at.suite)?;
+            let settings = suite_settings(base, Some(key), &run, at.suite, load_suite)?;
             let report = crate::probe::run(&settings, &|_| {}).await;
             served.stop(Duration::from_millis(500)).await;
             report

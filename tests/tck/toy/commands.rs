@@ -12,35 +12,18 @@ use agent_tck::mock::fleet::{self, Layout, Served};
 use agent_tck::mock::journal::Journal;
 use agent_tck::mock::observe::observer_for;
 use agent_tck::mock::protocol::AgentProtocol;
-use agent_tck::probe::args::{self, KeyArgs, RunArgs, SuiteArgs};
 use agent_tck::probe::{ProbeSettings, Suite};
-use agent_tck::protocols::plugin::{MatrixRow, ProbeJob, Protocol, Selftest};
-use agent_tck::report::output::OutputArgs;
+use agent_tck::protocols::plugin::{
+    suite_probe, suite_probe_command, suite_settings, MatrixRow, ProbeJob, Protocol, Selftest,
+};
 use agent_tck::report::Report;
 use agent_tck::transport::http::BaseUrl;
-use clap::{Args, FromArgMatches};
 use futures::future::BoxFuture;
 
 use super::{Agents, NAME};
 
 /// The toy in a registry.
 pub struct Toy;
-
-/// `probe toy`'s flags.
-#[derive(Debug, Clone, Args)]
-pub struct ProbeArgs {
-    /// The agent's base URL.
-    #[arg(long, value_name = "BASE")]
-    pub url: String,
-    #[command(flatten)]
-    pub key: KeyArgs,
-    #[command(flatten)]
-    pub run: RunArgs,
-    #[command(flatten)]
-    pub suite: SuiteArgs,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
 
 pub fn suite() -> Result<Suite, Error> {
     Suite::parse(super::SUITE.0, super::SUITE.1, &super::Suite).map_err(Error::Usage)
@@ -84,24 +67,11 @@ impl Protocol for Toy {
     }
 
     fn probe_command(&self) -> Option<clap::Command> {
-        // The subcommand's help is the protocol's line, not the flags struct's doc comment.
-        Some(ProbeArgs::augment_args(clap::Command::new(NAME)).about(self.about()))
+        Some(suite_probe_command(NAME, self.about()))
     }
 
     fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        let flags =
-            ProbeArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
-        let base = BaseUrl::parse(&flags.url).map_err(|e| Error::usage(format!("--url: {e}")))?;
-        let settings = args::settings(base, flags.key.api_key, suite()?, &flags.run, &flags.suite)
-            .map_err(Error::Usage)?;
-        let total = settings.suite.cases().len();
-        Ok(ProbeJob {
-            total,
-            output: flags.output,
-            run: Box::new(move |on_case| {
-                Box::pin(async move { agent_tck::probe::run(&settings, &*on_case).await })
-            }),
-        })
+        suite_probe(matches, |_| suite())
     }
 
     fn list_cases(&self, _file: Option<&Path>) -> Result<String, Error> {
@@ -120,8 +90,7 @@ impl Protocol for Toy {
         Box::pin(async move {
             let served = serve("conforming", at.seed).await?;
             let base = BaseUrl::parse(&served.urls[0]).map_err(Error::Run)?;
-            let settings =
-                args::settings(base, None, suite()?, at.run, at.suite).map_err(Error::Usage)?;
+            let settings = suite_settings(base, None, at.run, at.suite, |_| suite())?;
             let report = agent_tck::probe::run(&settings, &|_| {}).await;
             served.stop(Duration::from_millis(500)).await;
             report
