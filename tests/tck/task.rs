@@ -331,3 +331,100 @@ async fn an_http_task_mock_judges_its_harness_by_execute_tasks_rules() {
         mock.cases
     );
 }
+
+/// Nothing listening: one failure that says so, every other case skipped for it — not nine
+/// failures with one cause and a timing case that passes with nothing timed.
+#[tokio::test]
+async fn an_agent_that_is_not_there_fails_reachability_and_nothing_else() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = BaseUrl::parse(&format!("http://127.0.0.1:{port}")).unwrap();
+    let report = run(
+        &settings(Target::Http {
+            base,
+            api_key: None,
+        }),
+        &|_| {},
+    )
+    .await
+    .unwrap();
+    let failed: Vec<&str> = report
+        .cases
+        .iter()
+        .filter(|c| c.status == Status::Fail)
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(failed, ["agent.reachable"], "{:?}", failures(&report));
+    assert_eq!(report.cases[0].id, "agent.reachable");
+    assert!(
+        report.cases[0].message.contains("127.0.0.1"),
+        "{}",
+        report.cases[0].message
+    );
+    for c in &report.cases[1..] {
+        assert_eq!(c.status, Status::Skip, "{}", c.id);
+        assert_eq!(c.message, "skipped: it needs agent.reachable, which failed");
+    }
+    assert!(report
+        .cases
+        .iter()
+        .any(|c| c.id == "protocol.within-timeout"));
+    assert!(report
+        .cases
+        .iter()
+        .any(|c| c.id == "customer-support.completes"));
+    assert_eq!(report.exit_code(), 1);
+}
+
+/// A stdio agent whose program is not there fails reachability; one that is there but never
+/// answers leaves the timing case skipped (nothing was timed), not passed.
+#[tokio::test]
+async fn stdio_reachability_and_a_timing_case_with_nothing_to_time() {
+    let report = run(
+        &settings(Target::Stdio(StdioConfig::new(
+            "agent-tck-no-such-program --x",
+            StdioMode::Persistent,
+        ))),
+        &|_| {},
+    )
+    .await
+    .unwrap();
+    let reach = report
+        .cases
+        .iter()
+        .find(|c| c.id == "agent.reachable")
+        .unwrap();
+    assert_eq!(reach.status, Status::Fail);
+    assert!(
+        reach.message.contains("not found on PATH"),
+        "{}",
+        reach.message
+    );
+
+    let mut quiet = settings(Target::Stdio(StdioConfig::new(
+        "sh -c 'exit 3'",
+        StdioMode::PerTurn,
+    )));
+    quiet.only = vec!["agent.*".into(), "protocol.*".into()];
+    let report = run(&quiet, &|_| {}).await.unwrap();
+    let reach = report
+        .cases
+        .iter()
+        .find(|c| c.id == "agent.reachable")
+        .unwrap();
+    assert_eq!(reach.status, Status::Pass, "{}", reach.message);
+    let timing = report
+        .cases
+        .iter()
+        .find(|c| c.id == "protocol.within-timeout")
+        .unwrap();
+    assert_eq!(timing.status, Status::Skip, "{}", timing.message);
+    assert!(timing.message.contains("no exchange was answered"));
+    assert!(report
+        .cases
+        .iter()
+        .any(|c| c.id == "protocol.first-turn" && c.status == Status::Fail));
+}

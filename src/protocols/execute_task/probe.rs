@@ -131,6 +131,8 @@ enum Inner {
 #[derive(Debug, Default)]
 pub struct ExchangeLog {
     pub count: u64,
+    /// Exchanges that got an answer (the others failed before one came, or with a bad one).
+    pub answered: u64,
     pub slowest: Duration,
     pub timeouts: Vec<String>,
     /// HTTP answers' Content-Type, when it was not application/json.
@@ -321,12 +323,73 @@ fn not_one_json_line(text: &[u8], line_no: u64, persistent: bool, e: &serde_json
     }
 }
 
+impl Channel {
+    /// Whether the agent can be reached at all: a connection (HTTP, sockets), or a program that
+    /// exists (stdio). Ok says how; Err why not.
+    pub async fn reachable(&self) -> Result<String, String> {
+        let deadline = self.timeout;
+        match &self.target {
+            Target::Http { base, .. } => http::connect(base, deadline)
+                .await
+                .map(|t| format!("connected in {} ms", t.as_millis()))
+                .map_err(|e| e.to_string()),
+            Target::Socket { addr, .. } => {
+                let started = Instant::now();
+                let attempt = async {
+                    match addr {
+                        SocketAddrSpec::Tcp(a) => {
+                            tokio::net::TcpStream::connect(a.as_str()).await.map(drop)
+                        }
+                        SocketAddrSpec::Unix(p) => {
+                            tokio::net::UnixStream::connect(p).await.map(drop)
+                        }
+                    }
+                };
+                match tokio::time::timeout(deadline, attempt).await {
+                    Ok(Ok(())) => Ok(format!("connected in {} ms", started.elapsed().as_millis())),
+                    Ok(Err(e)) => Err(format!("cannot connect to {addr}: {e}")),
+                    Err(_) => Err(format!(
+                        "cannot connect to {addr}: no connection within {}",
+                        humantime::format_duration(deadline)
+                    )),
+                }
+            }
+            Target::Stdio(config) => program_found(&config.command),
+        }
+    }
+}
+
+/// Whether the program of a stdio agent's command exists and may be run: a path, or a name on
+/// PATH.
+fn program_found(command: &str) -> Result<String, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let argv = crate::transport::stdio::split_command(command)?;
+    let program = argv.first().ok_or("the command is empty")?;
+    let runnable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return if runnable(std::path::Path::new(program)) {
+            Ok(format!("{program} is there to run"))
+        } else {
+            Err(format!("{program}: no such program, or not executable"))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| runnable(p))
+        .map(|p| format!("{program} is {}", p.display()))
+        .ok_or_else(|| format!("{program}: not found on PATH"))
+}
+
 impl Exchanger for Channel {
     async fn exchange(&mut self, request: &Value) -> Result<Vec<u8>, String> {
         let started = Instant::now();
         self.log.last_request = Some(request.clone());
         let result = self.send(request).await;
         self.log.count += 1;
+        self.log.answered += u64::from(result.is_ok());
         self.log.slowest = self.log.slowest.max(started.elapsed());
         self.log.last_answer = Some(match &result {
             Ok(b) => excerpt(b, 2_000),
@@ -363,8 +426,43 @@ async fn probe(
     let mut answers: Vec<Value> = Vec::new();
     let mut governance_sent = false;
     let suite = suite()?;
+    // The agent must be there at all; when it is not, every other case says so once, as a skip,
+    // instead of failing on its own with the same cause.
+    let mut unreachable = None;
+    for spec in suite.cases().iter().filter(|c| is_reachability(c)) {
+        if !wanted(&spec.id.value) {
+            continue;
+        }
+        let t0 = Instant::now();
+        let mut case = case_of(spec);
+        match channel.reachable().await {
+            Ok(note) => case.message = note,
+            Err(why) => {
+                case.fail(why);
+                unreachable = Some(spec.id.value.clone());
+            }
+        }
+        case.duration_ms = t0.elapsed().as_millis() as u64;
+        on_case(&case);
+        cases.push(case);
+    }
+    if let Some(need) = unreachable {
+        let others = suite
+            .cases()
+            .iter()
+            .filter(|c| !is_reachability(c))
+            .map(case_of)
+            .chain(settings.scenarios.iter().flat_map(scenario_cases_unjudged));
+        for mut c in others.filter(|c| wanted(&c.id)) {
+            c.skip(format!("skipped: it needs {need}, which failed"));
+            on_case(&c);
+            cases.push(c);
+        }
+        channel.close().await;
+        return Ok(finish(settings, run_info, cases));
+    }
     let run_values = RunValues::new(settings.seed);
-    for spec in suite.cases() {
+    for spec in suite.cases().iter().filter(|c| !is_reachability(c)) {
         let Some(exchange) = spec.exchange.as_ref().filter(|_| wanted(&spec.id.value)) else {
             continue;
         };
@@ -436,7 +534,11 @@ async fn probe(
         governance_sent,
         transport_note,
     };
-    for spec in suite.cases().iter().filter(|c| c.exchange.is_none()) {
+    for spec in suite
+        .cases()
+        .iter()
+        .filter(|c| c.exchange.is_none() && !is_reachability(c))
+    {
         if !wanted(&spec.id.value) {
             continue;
         }
@@ -457,14 +559,27 @@ async fn probe(
             }
         }
     }
-    // The protocol cases first (the cross-cutting ones were judged last), then the scenarios.
-    cases.sort_by_key(|c| c.group != "protocol");
+    Ok(finish(settings, run_info, cases))
+}
+
+/// The report: reachability, then the protocol cases (the cross-cutting ones were judged last),
+/// then the scenarios; the API key redacted.
+fn finish(settings: &TaskSettings, run_info: RunInfo, mut cases: Vec<CaseResult>) -> Report {
+    cases.sort_by_key(|c| match c.group.as_str() {
+        "agent" => 0,
+        "protocol" => 1,
+        _ => 2,
+    });
     let secret = match &settings.target {
         Target::Http { api_key, .. } => api_key.clone(),
         _ => None,
     };
-    let report = run_info.report(cases, &Redactor::new(secret));
-    Ok(report)
+    run_info.report(cases, &Redactor::new(secret))
+}
+
+/// A case whose check is `reachable` (the agent is there at all).
+fn is_reachability(spec: &CaseSpec) -> bool {
+    spec.checks.iter().any(|c| matches!(c, Check::Reachable))
 }
 
 /// `SCENARIO.completes` and one case per expectation.
@@ -498,20 +613,38 @@ fn expectation_id(scenario: &Scenario, e: &super::scenario::Expect) -> String {
     format!("{}.{slug}", scenario.id)
 }
 
-fn scenario_cases(
-    scenario: &Scenario,
-    transcript: &Transcript,
-    channel: &Channel,
-) -> Vec<CaseResult> {
-    let mut cases = Vec::new();
-    let mut completes = CaseResult::new(
+/// A scenario's cases, not judged yet: `ID.completes`, then one per expectation.
+fn scenario_cases_unjudged(scenario: &Scenario) -> Vec<CaseResult> {
+    let mut cases = vec![CaseResult::new(
         &format!("{}.completes", scenario.id),
         &scenario.id,
         Level::Must,
         &format!("{}: every turn gets a valid action", scenario.title),
         &scenario.spec,
-    );
+    )];
+    cases.extend(scenario.expect.iter().map(|expectation| {
+        CaseResult::new(
+            &expectation_id(scenario, &expectation.expect),
+            &scenario.id,
+            expectation.level,
+            &format!(
+                "{} ({}:{})",
+                expectation.expect, scenario.source, expectation.line
+            ),
+            &scenario.spec,
+        )
+    }));
+    cases
+}
+
+fn scenario_cases(
+    scenario: &Scenario,
+    transcript: &Transcript,
+    channel: &Channel,
+) -> Vec<CaseResult> {
+    let mut cases = scenario_cases_unjudged(scenario);
     let broken = matches!(transcript.end, End::BadAnswer(_) | End::Transport(_));
+    let completes = &mut cases[0];
     if broken {
         let turn = transcript.turns.len();
         completes.fail(format!("ended after {turn} turn(s) by {}", transcript.end));
@@ -525,27 +658,16 @@ fn scenario_cases(
             transcript.end
         );
     }
-    cases.push(completes);
-    for (expectation, verdict) in harness::judge(scenario, transcript) {
-        let mut c = CaseResult::new(
-            &expectation_id(scenario, &expectation.expect),
-            &scenario.id,
-            expectation.level,
-            &format!(
-                "{} ({}:{})",
-                expectation.expect, scenario.source, expectation.line
-            ),
-            &scenario.spec,
-        );
+    // `judge` answers in the order of the scenario's expectations, as the cases are.
+    for (c, (_, verdict)) in cases[1..]
+        .iter_mut()
+        .zip(harness::judge(scenario, transcript))
+    {
         match verdict {
-            _ if broken => {
-                c.status = Status::Skip;
-                c.message = format!("skipped: {}.completes failed", scenario.id);
-            }
+            _ if broken => c.skip(format!("skipped: {}.completes failed", scenario.id)),
             Ok(note) => c.message = note,
             Err(why) => c.fail(why),
         }
-        cases.push(c);
     }
     cases
 }
@@ -577,7 +699,9 @@ impl Across<'_> {
         let (log, answers) = (self.log, self.answers);
         match rule {
             RunRule::WithinTimeout => {
-                if log.timeouts.is_empty() {
+                if log.timeouts.is_empty() && log.answered == 0 {
+                    case.skip("no exchange was answered: there is no answer to time");
+                } else if log.timeouts.is_empty() {
                     case.message = format!(
                         "{} exchange(s); the slowest took {} ms (--timeout {})",
                         log.count,
