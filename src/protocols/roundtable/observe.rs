@@ -235,14 +235,25 @@ fn check_challenge(s: &mut State, receiver: &str, task: &str, body: &Value) {
     let Some(others) = body.get("other_analyses").and_then(Value::as_array) else {
         return;
     };
-    for (i, other) in others.iter().enumerate() {
-        let named = other
+    let name_of = |other: &Value| {
+        other
             .get("agent_name")
             .and_then(Value::as_str)
-            .unwrap_or("");
-        s.own_analysis.check(named != receiver, || {
-            format!("{receiver} got its own analysis in other_analyses[{i}] (task {task})")
-        });
+            .unwrap_or("")
+            .to_string()
+    };
+    // One verdict per request (the case counts /challenge requests), naming the first entry
+    // that is the receiver's own.
+    let own = others.iter().position(|o| name_of(o) == receiver);
+    s.own_analysis.check(own.is_none(), || {
+        format!(
+            "{receiver} got its own analysis in other_analyses[{}] (task {task})",
+            own.unwrap_or_default()
+        )
+    });
+    for (i, other) in others.iter().enumerate() {
+        let named = name_of(other);
+        let named = named.as_str();
         if let Some(usable) = s.analyze.get(task).and_then(|m| m.get(named)).copied() {
             s.failed_excluded.check(usable, || {
                 format!("{receiver} got other_analyses[{i}] from {named}, whose /analyze failed (task {task})")
@@ -393,4 +404,51 @@ fn latency_case(s: &State) -> CaseResult {
         case.message = lines.join("\n");
     }
     case
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mock::decision::Decision;
+    use crate::mock::journal::AuthSeen;
+    use serde_json::json;
+
+    fn challenge(observer: &Observer, receiver: &str, others: &[&str]) {
+        let body = json!({
+            "task_id": "t",
+            "content": "c",
+            "other_analyses": others.iter().map(|n| json!({"agent_name": n, "domain": "d", "observations": []})).collect::<Vec<_>>(),
+        });
+        observer.on_request(&Seen {
+            agent: receiver,
+            expects_key: false,
+            endpoint: "challenge",
+            auth: AuthSeen::None,
+            body: Some(&body),
+            schema_findings: &[],
+            decision: &Decision::default(),
+            at: Instant::now(),
+        });
+    }
+
+    /// The case counts /challenge requests, as it says: one verdict per request, however many
+    /// entries its other_analyses has.
+    #[test]
+    fn challenge_not_own_counts_requests() {
+        let observer = Observer::new(Duration::from_secs(120));
+        challenge(&observer, "a", &["b", "a", "c"]);
+        challenge(&observer, "b", &["a", "c"]);
+        let cases = observer.cases();
+        let case = cases
+            .iter()
+            .find(|c| c.id == "platform.challenge-not-own")
+            .unwrap();
+        assert_eq!(case.status, Status::Fail);
+        assert!(
+            case.message
+                .starts_with("1 of 2 /challenge requests break the rule, e.g.\n  a got its own analysis in other_analyses[1] (task t)"),
+            "{}",
+            case.message
+        );
+    }
 }
