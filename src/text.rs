@@ -87,20 +87,41 @@ pub fn pointer_to_path(pointer: &str) -> String {
 /// (they would turn every report into asterisks and are not worth hiding).
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
-    secrets: Vec<String>,
+    /// Every secret, longest first: masked where it is sent (after `Bearer `).
+    sent: Vec<String>,
+    /// The secrets long enough to be searched for in any text, longest first.
+    searched: Vec<String>,
 }
+
+/// Secrets shorter than this are masked only where they are sent: searched for everywhere, a
+/// short key (`wrong`, `test`) would mask ordinary words in answers and messages.
+pub const MIN_SEARCHED_SECRET: usize = 8;
 
 impl Redactor {
     pub fn new<I: IntoIterator<Item = String>>(secrets: I) -> Self {
-        let mut secrets: Vec<String> = secrets.into_iter().filter(|s| s.len() >= 3).collect();
+        let mut sent: Vec<String> = secrets.into_iter().filter(|s| !s.is_empty()).collect();
         // Longest first, so a secret that contains another is replaced whole.
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        Redactor { secrets }
+        sent.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        sent.dedup();
+        let searched = sent
+            .iter()
+            .filter(|s| s.chars().count() >= MIN_SEARCHED_SECRET)
+            .cloned()
+            .collect();
+        Redactor { sent, searched }
+    }
+
+    /// Whether a secret is too short to be searched for (it is masked only where it is sent).
+    pub fn has_short_secret(&self) -> bool {
+        self.sent.len() > self.searched.len()
     }
 
     pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_string();
-        for secret in &self.secrets {
+        for secret in &self.sent {
+            out = mask_sent(&out, secret);
+        }
+        for secret in &self.searched {
             if out.contains(secret.as_str()) {
                 out = out.replace(secret.as_str(), "***");
             }
@@ -109,10 +130,30 @@ impl Redactor {
     }
 
     pub fn redact_in_place(&self, text: &mut String) {
-        if self.secrets.iter().any(|s| text.contains(s.as_str())) {
+        if self.sent.iter().any(|s| text.contains(s.as_str())) {
             *text = self.redact(text);
         }
     }
+}
+
+/// `Bearer SECRET` → `Bearer ***`, where the token is the secret whole (not a longer token that
+/// starts with it).
+fn mask_sent(text: &str, secret: &str) -> String {
+    let needle = format!("Bearer {secret}");
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(&needle) {
+        let end = at + needle.len();
+        let whole = !rest[end..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || "-._~+/=".contains(c));
+        out.push_str(&rest[..at]);
+        out.push_str(if whole { "Bearer ***" } else { &needle });
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Quotes a string for a POSIX shell (single quotes).
@@ -182,9 +223,29 @@ mod tests {
     }
 
     #[test]
-    fn redaction_replaces_every_occurrence() {
-        let r = Redactor::new(vec!["s3cret".to_string(), "ab".to_string()]);
-        assert_eq!(r.redact("Bearer s3cret, s3cret! ab"), "Bearer ***, ***! ab");
+    fn a_long_secret_is_masked_everywhere() {
+        let r = Redactor::new(vec!["s3cret-key-1234".to_string()]);
+        assert_eq!(
+            r.redact("Bearer s3cret-key-1234, s3cret-key-1234!"),
+            "Bearer ***, ***!"
+        );
+        assert!(!r.has_short_secret());
+    }
+
+    #[test]
+    fn a_short_secret_is_masked_only_where_it_is_sent() {
+        let r = Redactor::new(vec!["wrong".to_string()]);
+        assert!(r.has_short_secret());
+        assert_eq!(
+            r.redact("authorization: Bearer wrong\n{\"error\":\"wrong api key\"}"),
+            "authorization: Bearer ***\n{\"error\":\"wrong api key\"}"
+        );
+        assert_eq!(
+            r.redact("curl -H 'authorization: Bearer wrong' x"),
+            "curl -H 'authorization: Bearer ***' x"
+        );
+        // Another token that starts with the key is not the key.
+        assert_eq!(r.redact("Bearer wrongful"), "Bearer wrongful");
     }
 
     #[test]

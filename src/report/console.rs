@@ -76,6 +76,9 @@ pub fn render(report: &Report, colour: bool) -> String {
             }
         }
     }
+    for note in &report.notes {
+        out.push_str(&format!("\nnote: {note}"));
+    }
     let s = &report.summary;
     out.push_str(&format!(
         "\n{} MUST failed, {} SHOULD failed{}, {} MAY noted · {} ms\n",

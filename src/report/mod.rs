@@ -156,6 +156,9 @@ pub struct Report {
     pub duration_ms: u64,
     pub summary: Summary,
     pub cases: Vec<CaseResult>,
+    /// What a reader should know about the run itself (e.g. how a short key was masked).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Where a run stands before its report is made: what is needed besides the cases.
@@ -203,8 +206,17 @@ impl RunInfo {
             duration_ms: self.started.elapsed().as_millis() as u64,
             summary: Summary::of(&cases),
             cases,
+            notes: Vec::new(),
         };
         report.redact(redactor);
+        if redactor.has_short_secret() {
+            report.notes.push(format!(
+                "a key shorter than {} characters is masked where it was sent (Authorization \
+                 headers, reproduce commands) but not searched for in answers and messages: it \
+                 would mask ordinary words",
+                crate::text::MIN_SEARCHED_SECRET
+            ));
+        }
         report
     }
 }

@@ -260,3 +260,50 @@ async fn excerpts_are_bounded() {
     );
     assert!(json::to_string(&report).len() < 200_000);
 }
+
+/// A short key (`--api-key wrong`) is masked where it was sent, not searched for: the agent's
+/// "wrong API key" stays readable, and the report says why the key was not searched for.
+#[tokio::test]
+async fn a_short_key_is_masked_where_sent_and_messages_stay_readable() {
+    let agent = crate::support::reference_agent(Some(crate::support::KEY)).await;
+    let report = crate::support::probe(&agent.url(), Some("wrong")).await;
+    let texts: Vec<String> = report
+        .cases
+        .iter()
+        .flat_map(|c| {
+            [
+                &c.exchange.request,
+                &c.exchange.response,
+                &c.exchange.reproduce,
+            ]
+            .into_iter()
+            .flatten()
+            .cloned()
+        })
+        .collect();
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("{\"error\":\"wrong API key\"}")),
+        "the agent's answer is shown as it was"
+    );
+    assert!(texts
+        .iter()
+        .any(|t| t.contains("authorization: Bearer ***")));
+    assert!(
+        !texts.iter().any(|t| t.contains("Bearer wrong")),
+        "{texts:?}"
+    );
+    assert_eq!(report.notes.len(), 1, "{:?}", report.notes);
+    assert!(report.notes[0].contains("shorter than 8 characters"));
+    let json = agent_tck::report::json::to_string(&report);
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(agent_tck::schema::schemas()
+        .validate("report", &value)
+        .is_empty());
+    let console = agent_tck::report::console::render(&report, false);
+    assert!(
+        console.contains("note: a key shorter than 8 characters"),
+        "{console}"
+    );
+}
