@@ -276,8 +276,12 @@ impl Handler for FleetHandler {
             }
             Some(_) => agent.respond_parsed(endpoint, &request.body, parsed.as_ref()),
         };
-        // The platform is judged on the protocol's own messages (not /health).
-        if let Some(schema) = known.and_then(|e| e.request_schema) {
+        // The platform is judged on the protocol's own messages (not /health), and not on the
+        // requests agent-tck's probe marks as its own deliberate tests.
+        let deliberate = request.header(crate::probe::exchange::DELIBERATE_HEADER);
+        if let (Some(case), Some(_)) = (deliberate, known.and_then(|e| e.request_schema)) {
+            self.observer.on_probe_request(agent.name(), endpoint, case);
+        } else if let Some(schema) = known.and_then(|e| e.request_schema) {
             let findings = match &parsed {
                 Some(v) => crate::schema::schemas().validate(schema, v),
                 None => vec![crate::schema::finding("$", "the body is not JSON")],

@@ -74,6 +74,8 @@ impl Tally {
 pub struct Common {
     /// Protocol requests by endpoint.
     pub requests: HashMap<String, u64>,
+    /// Requests agent-tck's probe marked as its own tests: "CASE at /ENDPOINT" → how many.
+    probe_requests: std::collections::BTreeMap<String, u64>,
     schema: Tally,
     bearer: Tally,
     no_stray_bearer: Tally,
@@ -104,6 +106,39 @@ impl Common {
         self.schema.check(findings.is_empty(), || {
             format!("{name} /{endpoint}: {}", findings_message(findings))
         });
+    }
+
+    /// A request agent-tck's probe marked as its own deliberate test.
+    pub fn on_probe_request(&mut self, endpoint: &str, case: &str) {
+        const KINDS: usize = 100;
+        let key = format!("{} at /{endpoint}", crate::text::excerpt_str(case, 80));
+        if let Some(n) = self.probe_requests.get_mut(&key) {
+            *n += 1;
+        } else if self.probe_requests.len() < KINDS {
+            self.probe_requests.insert(key, 1);
+        }
+    }
+
+    /// The probe's own requests, when some came (INFO: they are not the platform's).
+    pub fn probe_case(&self) -> Option<CaseResult> {
+        if self.probe_requests.is_empty() {
+            return None;
+        }
+        let mut case = CaseResult::new(
+            "platform.probe-requests",
+            "requests",
+            Level::May,
+            "requests agent-tck's probe marked as its own deliberate tests (x-agent-tck-case), not judged as the platform's",
+            "agent-tck (a probe's negative cases: a missing or wrong key, a body that is not JSON)",
+        );
+        let total: u64 = self.probe_requests.values().sum();
+        let kinds: Vec<String> = self
+            .probe_requests
+            .iter()
+            .map(|(k, n)| format!("{k} ({n})"))
+            .collect();
+        case.message = format!("{total} marked request(s): {}", kinds.join(", "));
+        Some(case)
     }
 
     /// How many protocol requests arrived.
@@ -197,12 +232,19 @@ impl PlatformObserver for SchemaObserver {
         }
     }
 
+    fn on_probe_request(&self, _agent: &str, endpoint: &str, case: &str) {
+        if let Ok(mut c) = self.common.lock() {
+            c.on_probe_request(endpoint, case);
+        }
+    }
+
     fn cases(&self) -> Vec<CaseResult> {
         let Ok(c) = self.common.lock() else {
             return Vec::new();
         };
         let mut cases = c.cases(&self.spec);
         skip_all_if_none(&mut cases, c.total());
+        cases.extend(c.probe_case());
         cases
     }
 }

@@ -117,6 +117,10 @@ pub trait PlatformObserver: Send + Sync {
         let _ = (endpoint, task, received, delivered);
     }
 
+    /// A request agent-tck's probe marked as its own deliberate test (header
+    /// `x-agent-tck-case: CASE`): not the platform's doing, so not judged as such; reported.
+    fn on_probe_request(&self, agent: &str, endpoint: &str, case: &str);
+
     /// The verdicts, as report cases.
     fn cases(&self) -> Vec<CaseResult>;
 }

@@ -38,7 +38,15 @@ pub struct ExchangeSpec {
     /// Content-Type for a body; `application/json` unless set.
     #[serde(default)]
     pub content_type: Option<String>,
+    /// A request no conforming platform sends (a missing or a wrong key, a body that is not
+    /// JSON, an unknown path): sent with `x-agent-tck-case: NAME`, so that a mock agent judging
+    /// its caller knows it for the probe's own test and not the platform's fault.
+    #[serde(default)]
+    pub deliberate: bool,
 }
+
+/// The header that marks a deliberate request ([`ExchangeSpec::deliberate`]).
+pub const DELIBERATE_HEADER: &str = "x-agent-tck-case";
 
 fn post() -> String {
     "POST".into()

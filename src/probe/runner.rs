@@ -11,6 +11,7 @@ use serde_json::Value;
 use tokio::sync::{OnceCell, Semaphore};
 
 use super::checks::Check;
+use super::exchange::DELIBERATE_HEADER;
 use super::outcome::Outcome;
 use super::plugin::Ctx;
 use super::suite::{AuthMode, ExchangeSpec, Requirement, Suite};
@@ -293,6 +294,9 @@ impl Runner<'_> {
                 format!("Bearer {}", settings.wrong_key()),
             )),
             _ => {}
+        }
+        if spec.deliberate {
+            headers.push((DELIBERATE_HEADER.into(), name.to_string()));
         }
         headers.extend(
             spec.headers

@@ -267,3 +267,95 @@ fn case<'r>(report: &'r Report, id: &str) -> &'r agent_tck::report::CaseResult {
         .find(|c| c.id == id)
         .unwrap_or_else(|| panic!("no case {id}"))
 }
+
+/// The README's "try it" pair: `mock agent --api-key KEY` probed by `probe roundtable --api-key
+/// KEY`. The probe's deliberate negative requests (no key, a wrong key, a body that is not
+/// JSON) are marked, and the mock reports them as the probe's, not as the platform's faults.
+#[tokio::test]
+async fn the_try_it_pair_ends_green_on_both_sides() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let at = crate::support::roundtable();
+    let agent = agent_tck::mock::agent::MockAgent::new(
+        at.protocol,
+        agent_tck::mock::agent::Profile {
+            name: "reference-agent".into(),
+            domain: "general review".into(),
+            capabilities: Vec::new(),
+            api_key: Some(crate::support::KEY.into()),
+        },
+        agent_tck::mock::behavior::parse_list("conforming", at).unwrap(),
+        1,
+    );
+    let settings = SessionSettings {
+        protocol: at.protocol,
+        agents: vec![agent],
+        layout: Layout::PerAgent,
+        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        port,
+        advertise: None,
+        driver: None,
+        platform_timeout: Duration::from_secs(120),
+        journal: None,
+        journal_body_cap: 1 << 20,
+        seed: 1,
+        serve_after: true,
+        strict: false,
+        banner: Banner::Agent,
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let mock = tokio::spawn(session::run(settings, async {
+        let _ = stopped.await;
+    }));
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let probe = crate::support::probe(
+        &format!("http://127.0.0.1:{port}"),
+        Some(crate::support::KEY),
+    )
+    .await;
+    assert_eq!(
+        probe.summary.failed,
+        0,
+        "{:?}",
+        crate::support::failed(&probe)
+    );
+    stop.send(()).unwrap();
+    let mock = mock.await.unwrap().unwrap();
+    let failed: Vec<(&str, &str)> = mock
+        .cases
+        .iter()
+        .filter(|c| c.status == Status::Fail)
+        .map(|c| (c.id.as_str(), c.message.as_str()))
+        .collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    let marked = mock
+        .cases
+        .iter()
+        .find(|c| c.id == "platform.probe-requests")
+        .expect("the probe's own requests are reported");
+    assert_eq!(marked.level, Level::May);
+    for exchange in [
+        "auth-none at /analyze",
+        "auth-wrong at /analyze",
+        "not-json at /analyze",
+    ] {
+        assert!(marked.message.contains(exchange), "{}", marked.message);
+    }
+    let bearer = mock
+        .cases
+        .iter()
+        .find(|c| c.id == "platform.bearer")
+        .unwrap();
+    assert_eq!(bearer.status, Status::Pass, "{}", bearer.message);
+}

@@ -205,6 +205,7 @@ impl PlatformObserver for Observer {
         skip_all_if_none(&mut cases, total);
         cases.push(injection_case(&s));
         cases.push(latency_case(&s));
+        cases.extend(s.common.probe_case());
         if s.untracked > 0 {
             for case in &mut cases {
                 case.message.push_str(&format!(
@@ -214,6 +215,12 @@ impl PlatformObserver for Observer {
             }
         }
         cases
+    }
+
+    fn on_probe_request(&self, _agent: &str, endpoint: &str, case: &str) {
+        if let Ok(mut s) = self.state.lock() {
+            s.common.on_probe_request(endpoint, case);
+        }
     }
 
     fn on_answer(&self, endpoint: &str, task: &str, received: Instant, delivered: &Delivered) {
