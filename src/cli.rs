@@ -294,8 +294,9 @@ pub enum SuitesCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum SchemasCommand {
-    /// Write the embedded schemas under DIR (as DIR/schemas/...).
+    /// Write the embedded schemas under DIR, as they are under schemas/ (DIR/roundtable/…).
     Export {
+        /// The folder to write them in (created when missing).
         dir: PathBuf,
         /// Only this protocol's schemas.
         #[arg(long, value_parser = protocol_names())]

@@ -535,10 +535,11 @@ fn what(name: &str, a: &mut Args<'_>, at: For<'_>) -> Result<What, String> {
         other => {
             if let Some(owner) = at.others.iter().find(|p| p.behavior(other).is_some()) {
                 return Err(format!(
-                    "{item:?}: a behaviour of the {} protocol (its mutations know {}), not of {}",
+                    "{item:?}: a behaviour of the {} protocol (its mutations know {}), not of {} (add --protocol {})",
                     owner.name(),
                     endpoint_list(*owner),
-                    at.protocol.name()
+                    at.protocol.name(),
+                    owner.name()
                 ));
             }
             let mut known: Vec<&str> = CATALOGUE.iter().map(|(n, _, _)| *n).collect();

@@ -20,7 +20,8 @@ pub struct RunArgs {
     /// Largest answer accepted (a body, a line, or all of stdout per turn); reading stops just past it.
     #[arg(long, value_name = "BYTES", default_value = "5000000", value_parser = parse_bytes)]
     pub max_body: usize,
-    /// Seed of every generated request (default: from the clock; the report prints it).
+    /// Seed of every generated request and random choice (default: from the clock; the report
+    /// prints it, so a run can be replayed).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
     /// Run only the cases whose id matches (glob, comma-separated or repeated; needed cases are added).

@@ -492,3 +492,29 @@ fn suites_list_shows_the_execute_task_cases_and_scenarios() {
         assert!(stdout.contains(id), "{id}: {stdout}");
     }
 }
+
+/// What a new user reads: help texts that say what a flag does, errors that say what to add,
+/// and README commands as they should be typed.
+#[test]
+fn help_texts_and_hints_say_what_to_do() {
+    let help = text(&agent_tck(&["schemas", "export", "--help"]).stdout);
+    assert!(help.contains("DIR/roundtable/"), "{help}");
+    assert!(!help.contains("DIR/schemas/"), "{help}");
+    assert!(help.contains("The folder to write them in"), "{help}");
+    let help = text(&agent_tck(&["probe", "execute-task", "--help"]).stdout);
+    let seed = help
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("--seed"))
+        .nth(1)
+        .unwrap_or_default();
+    assert!(seed.contains("Seed of every generated request"), "{help}");
+    let help = text(&agent_tck(&["mock", "agent", "--help"]).stdout);
+    assert!(help.contains("The protocol the agent speaks"), "{help}");
+    assert_usage_error(
+        &["mock", "agent", "--behavior", "never-finishes"],
+        "(add --protocol execute-task)",
+    );
+    let readme = include_str!("../../README.md");
+    assert!(readme.contains("cargo install --locked --path ."));
+    assert!(!readme.contains("cargo install --path ."));
+}
