@@ -66,7 +66,8 @@ pub fn render(report: &Report, colour: bool) -> String {
             }
             if case.status == Status::Fail {
                 if let Some(cmd) = &case.exchange.reproduce {
-                    let cmd = shorten(cmd, 400);
+                    // Whole, so that it can be pasted (it is bounded where it is made: a body
+                    // over 256 KiB is referred to, not inlined).
                     out.push_str(&format!(
                         "         {} {}\n",
                         p.paint("90", "reproduce:"),

@@ -518,3 +518,23 @@ fn help_texts_and_hints_say_what_to_do() {
     assert!(readme.contains("cargo install --locked --path ."));
     assert!(!readme.contains("cargo install --path ."));
 }
+
+/// The release binary carries no debug information (it was 95 MB); the profiling profile keeps
+/// line tables for perf and callgrind.
+#[test]
+fn the_release_build_is_small_and_profiling_has_line_tables() {
+    let manifest = include_str!("../../Cargo.toml");
+    let release = manifest
+        .split("[profile.release]")
+        .nth(1)
+        .and_then(|r| r.split("\n[").next())
+        .expect("a release profile");
+    assert!(release.contains("strip = \"debuginfo\""), "{release}");
+    assert!(release.contains("debug = false"), "{release}");
+    let profiling = manifest
+        .split("[profile.profiling]")
+        .nth(1)
+        .expect("a profiling profile");
+    assert!(profiling.contains("inherits = \"release\""));
+    assert!(profiling.contains("debug = \"line-tables-only\""));
+}

@@ -307,3 +307,22 @@ async fn a_short_key_is_masked_where_sent_and_messages_stay_readable() {
         "{console}"
     );
 }
+
+/// A failure's reproduce command is printed whole on the console, so that it can be pasted.
+#[tokio::test]
+async fn the_console_prints_reproduce_commands_whole() {
+    let agent = crate::support::mutated("vote", |_, answer| {
+        answer["approve"] = serde_json::json!("false");
+    })
+    .await;
+    let report = crate::support::probe(&agent.url(), None).await;
+    let failed = report
+        .cases
+        .iter()
+        .find(|c| c.status == agent_tck::report::Status::Fail && c.exchange.reproduce.is_some())
+        .expect("a failure with a reproduce command");
+    let cmd = failed.exchange.reproduce.as_ref().unwrap();
+    assert!(cmd.len() > 400, "a long command: {} characters", cmd.len());
+    let console = agent_tck::report::console::render(&report, false);
+    assert!(console.contains(cmd.as_str()), "{console}");
+}
