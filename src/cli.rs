@@ -182,14 +182,10 @@ pub struct MockRunArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("fleet").required(true).args(["config", "preset"])))]
 pub struct MockFleetArgs {
     /// The fleet file (YAML; see mocks/*.yaml).
-    #[arg(
-        long,
-        value_name = "FILE",
-        required_unless_present = "preset",
-        conflicts_with = "preset"
-    )]
+    #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// A built-in fleet: chaos, slow, injection, faults (the files of mocks/).
     #[arg(long, value_name = "NAME")]

@@ -538,3 +538,14 @@ fn the_release_build_is_small_and_profiling_has_line_tables() {
     assert!(profiling.contains("inherits = \"release\""));
     assert!(profiling.contains("debug = \"line-tables-only\""));
 }
+
+/// `mock fleet` with nothing to serve names both ways to give it a fleet.
+#[test]
+fn mock_fleet_names_both_ways_to_give_a_fleet() {
+    assert_usage_error(&["mock", "fleet"], "--preset");
+    assert_usage_error(&["mock", "fleet"], "--config");
+    assert_usage_error(
+        &["mock", "fleet", "--preset", "chaos", "--config", "x.yaml"],
+        "cannot be used with",
+    );
+}

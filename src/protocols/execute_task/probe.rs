@@ -176,7 +176,7 @@ impl Channel {
                     if log.tail.trim().is_empty() {
                         String::new()
                     } else {
-                        format!(", last: {}", excerpt_str(log.tail.trim(), 400))
+                        format!(", last: {}", last_chars(log.tail.trim(), 400))
                     },
                     if cleanup.signalled.is_empty() {
                         " (it had exited)".to_string()
@@ -303,6 +303,18 @@ fn line_result(
         }
         e.to_string()
     })
+}
+
+/// The last `n` characters of `text`, escaped (an excerpt of its end: "last" lines of a log).
+fn last_chars(text: &str, n: usize) -> String {
+    let total = text.chars().count();
+    let tail: String = text.chars().skip(total.saturating_sub(n)).collect();
+    let cut = if total > n {
+        format!("[{} characters before] … ", total - n)
+    } else {
+        String::new()
+    };
+    format!("{cut}{}", excerpt_str(&tail, n))
 }
 
 /// Why a line is not one JSON answer, quoting it, with a guess at the cause.
@@ -842,5 +854,20 @@ fn exchange_of(channel: &Channel, request: &Value) -> Exchange {
         request: Some(excerpt_str(&request.to_string(), 2_000)),
         response: channel.log.last_answer.clone(),
         reproduce: Some(channel.reproduce(request)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An engine log's "last" excerpt is its end, not its beginning.
+    #[test]
+    fn the_last_of_a_log_is_its_end() {
+        assert_eq!(
+            last_chars("first line\nlast line", 9),
+            "[11 characters before] … last line"
+        );
+        assert_eq!(last_chars("short", 400), "short");
     }
 }
