@@ -360,7 +360,21 @@ fn clap_one_line(e: &clap::Error) -> String {
     } else {
         message
     };
-    format!("{message} (see agent-tck --help)")
+    // The subcommand the usage line names (`agent-tck probe roundtable`): its --help is the one
+    // to read.
+    let command = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Usage: "))
+        .map(|usage| {
+            usage
+                .split_whitespace()
+                .take_while(|w| !w.starts_with(['[', '<', '-']))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|c| c.starts_with("agent-tck"))
+        .unwrap_or_else(|| "agent-tck".into());
+    format!("{message} (see {command} --help)")
 }
 
 async fn execute(command: Command) -> Result<Ended, Error> {
@@ -745,6 +759,11 @@ mod tests {
         assert!(line.contains("--timeout"), "{line}");
         let e = Cli::try_parse_from(["agent-tck", "probe", "roundtable"]).unwrap_err();
         assert!(clap_one_line(&e).contains("--url"), "{}", clap_one_line(&e));
+        assert!(
+            clap_one_line(&e).ends_with("(see agent-tck probe roundtable --help)"),
+            "{}",
+            clap_one_line(&e)
+        );
     }
 
     #[test]

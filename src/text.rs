@@ -156,6 +156,42 @@ fn mask_sent(text: &str, secret: &str) -> String {
     out
 }
 
+/// The name of `known` closest to `typed` by edit distance, when it is close enough to be what
+/// was meant (a typo: at most a third of the name's length, and at most 3 edits).
+pub fn nearest<'a>(typed: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = (typed.chars().count() / 3).clamp(1, 3);
+    known
+        .into_iter()
+        .map(|k| (edit_distance(typed, k), k))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance, counting a swap of two neighbours as one edit.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
+
 /// Quotes a string for a POSIX shell (single quotes).
 pub fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
@@ -246,6 +282,14 @@ mod tests {
         );
         // Another token that starts with the key is not the key.
         assert_eq!(r.redact("Bearer wrongful"), "Bearer wrongful");
+    }
+
+    #[test]
+    fn the_nearest_name_is_suggested_only_when_close() {
+        let known = ["slow", "hang", "reset", "null-bytes"];
+        assert_eq!(nearest("slwo", known), Some("slow"));
+        assert_eq!(nearest("nul-bytes", known), Some("null-bytes"));
+        assert_eq!(nearest("teleport", known), None);
     }
 
     #[test]

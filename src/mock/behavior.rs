@@ -544,8 +544,11 @@ fn what(name: &str, a: &mut Args<'_>, at: For<'_>) -> Result<What, String> {
             }
             let mut known: Vec<&str> = CATALOGUE.iter().map(|(n, _, _)| *n).collect();
             known.extend(at.protocol.behaviors().iter().map(|b| b.name));
+            let hint = crate::text::nearest(other, known.iter().copied())
+                .map(|n| format!("did you mean {n:?}? "))
+                .unwrap_or_default();
             return Err(format!(
-                "unknown behaviour {other:?} (known: {})",
+                "unknown behaviour {other:?} ({hint}known: {})",
                 known.join(", ")
             ));
         }
@@ -701,7 +704,10 @@ mod tests {
     #[test]
     fn errors_name_the_item_and_what_is_wrong() {
         let cases = [
-            ("sloww", "unknown behaviour \"sloww\""),
+            (
+                "sloww",
+                "unknown behaviour \"sloww\" (did you mean \"slow\"? known:",
+            ),
             ("malformed-json:yaml", "unknown variant \"yaml\""),
             ("http-error:200", "not a 4xx or 5xx"),
             ("hang:5", "unexpected argument \"5\""),
