@@ -549,3 +549,43 @@ fn mock_fleet_names_both_ways_to_give_a_fleet() {
         "cannot be used with",
     );
 }
+
+/// The README explains each protocol in its own words (a clone has no ../shared/specs), and its
+/// execute_task examples are answers the probe accepts.
+#[test]
+fn the_readme_stands_alone_and_its_examples_are_valid() {
+    let readme = include_str!("../../README.md");
+    assert!(
+        !readme.contains("../shared/specs"),
+        "a clone has no ../shared/specs"
+    );
+    assert!(readme.contains("schemas/roundtable/") && readme.contains("schemas/execute_task/"));
+    assert!(
+        !readme.contains("--agent-cmd"),
+        "no flag of that name exists"
+    );
+    let answers: Vec<serde_json::Value> = readme
+        .split('`')
+        .filter(|s| s.starts_with("{\"action\""))
+        .map(|s| serde_json::from_str(&s.replace('…', "x")).unwrap_or_else(|e| panic!("{s}: {e}")))
+        .chain(
+            readme
+                .lines()
+                .filter(|l| l.starts_with("{\"action\""))
+                .map(|l| serde_json::from_str(l).unwrap()),
+        )
+        .collect();
+    // One example per action the spec lists.
+    let mut actions: Vec<&str> = answers
+        .iter()
+        .filter_map(|a| a["action"].as_str())
+        .collect();
+    actions.sort();
+    let mut spec = agent_tck::protocols::execute_task::model::ACTIONS.to_vec();
+    spec.sort();
+    assert_eq!(actions, spec, "{answers:?}");
+    for answer in &answers {
+        let findings = agent_tck::protocols::execute_task::model::check_answer(answer);
+        assert!(findings.is_empty(), "{answer}: {findings:?}");
+    }
+}
