@@ -326,3 +326,57 @@ async fn the_console_prints_reproduce_commands_whole() {
     let console = agent_tck::report::console::render(&report, false);
     assert!(console.contains(cmd.as_str()), "{console}");
 }
+
+/// JUnit agrees with the exit status: a SHOULD failure that does not fail the run is a passed
+/// testcase with a `warning` property; under --strict it is a <failure>.
+#[tokio::test]
+async fn junit_warnings_are_passed_testcases_unless_strict() {
+    // Conforming but for one SHOULD rule: answers labelled text/plain.
+    let agent = stub(|req| {
+        let mut reply = req.reference();
+        if reply.status == 200 {
+            reply.content_type = "text/plain";
+        }
+        reply
+    })
+    .await;
+    let mut report = probe(&agent.url(), None).await;
+    assert_eq!(report.exit_code(), 0);
+    let warned: Vec<String> = report
+        .cases
+        .iter()
+        .filter(|c| c.status == Status::Fail)
+        .map(|c| c.id.clone())
+        .collect();
+    assert!(
+        !warned.is_empty() && warned.iter().all(|id| id.ends_with("content-type")),
+        "{warned:?}"
+    );
+    let xml = junit::to_string(&report);
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    assert_eq!(
+        doc.descendants()
+            .filter(|n| n.has_tag_name("failure"))
+            .count(),
+        0,
+        "{xml}"
+    );
+    let property = doc
+        .descendants()
+        .find(|n| n.has_tag_name("property") && n.attribute("name") == Some("warning"))
+        .expect("a warning property");
+    assert!(property
+        .attribute("value")
+        .unwrap()
+        .starts_with("SHOULD failed"));
+    report.strict = true;
+    let xml = junit::to_string(&report);
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let failures: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("failure"))
+        .map(|n| n.attribute("type").unwrap())
+        .collect();
+    assert_eq!(failures.len(), warned.len(), "{xml}");
+    assert!(failures.iter().all(|t| *t == "SHOULD failure"));
+}
