@@ -78,7 +78,10 @@ pub enum Command {
     /// Play the agents: serve mock agents for a platform to talk to.
     #[command(subcommand)]
     Mock(MockCommand),
-    /// Probe a conforming agent of every protocol, then a mock agent per behaviour; print it all.
+    /// Probe a conforming agent of every protocol, then a mock agent per behaviour; print it all
+    /// and end with one verdict line (exit 0 when the reference agents pass and every behaviour
+    /// broke exactly the cases it should). --json and --junit hold the matrices too, a case per
+    /// row.
     Selftest(SelftestArgs),
     /// Inspect the suites (cases, levels, spec sections).
     #[command(subcommand)]
@@ -464,15 +467,13 @@ async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
     })?;
     let outcome = crate::selftest::run(&chosen, seed, &args.run, &args.suite, &exe, |report| {
         crate::out!("{}", console::render(report, console::want_colour()));
-        args.output.write(report)
+        Ok(())
     })
     .await?;
-    let code = outcome.report.exit_code() as u8;
-    Ok(Ended::Verdict(if outcome.matrices_ok {
-        code
-    } else {
-        code.max(1)
-    }))
+    // The files hold the matrices too: a case per row.
+    args.output.write(&outcome.report)?;
+    crate::outln!("\n{}", outcome.verdict());
+    Ok(Ended::Verdict(outcome.exit_code()))
 }
 
 async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {

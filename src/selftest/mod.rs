@@ -16,17 +16,49 @@ use matrix::Matrix;
 use crate::error::Error;
 use crate::probe::args::{RunArgs, SuiteArgs};
 use crate::protocols::{Protocol, Selftest};
-use crate::report::{Report, Summary};
+use crate::report::{CaseResult, Level, Report, Summary};
 
-/// What the self-test found: the protocols' reports merged, and whether every matrix row broke
-/// exactly the cases it should.
+/// What the self-test found: the protocols' reports merged, each matrix row as a case of its own
+/// (group `matrix …`), and the verdict line.
 pub struct Outcome {
     pub report: Report,
-    pub matrices_ok: bool,
+    /// Matrix rows run, and how many broke other cases than expected.
+    pub rows: usize,
+    pub rows_wrong: usize,
 }
 
-/// Runs the self-test of `protocols` (validated by the caller). Prints the matrices as they
-/// finish; the report is the caller's to print and write.
+impl Outcome {
+    /// One line: whether the reference agents passed and every behaviour broke exactly the
+    /// cases it should.
+    pub fn verdict(&self) -> String {
+        let failed_must: usize = self
+            .report
+            .cases
+            .iter()
+            .filter(|c| !c.group.starts_with("matrix") && self.report.is_blocking(c))
+            .count();
+        if failed_must == 0 && self.rows_wrong == 0 {
+            format!(
+                "selftest: the reference agents pass; each of {} mock behaviours broke exactly the cases it should",
+                self.rows
+            )
+        } else {
+            format!(
+                "selftest: FAILED — {failed_must} blocking failure(s) against the reference agents; {} of {} mock behaviours broke other cases than expected",
+                self.rows_wrong, self.rows
+            )
+        }
+    }
+
+    /// 0 when the verdict is a pass, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        u8::from(self.report.exit_code() != 0 || self.rows_wrong > 0)
+    }
+}
+
+/// Runs the self-test of `protocols` (validated by the caller). `on_report` is given the
+/// reference agents' report as soon as it is made (to print it); the matrices are printed as they
+/// finish, and their rows end up in the outcome's report.
 pub async fn run(
     protocols: &[&'static dyn Protocol],
     seed: u64,
@@ -51,17 +83,24 @@ pub async fn run(
                 .await?,
         );
     }
-    let report = merge(reports);
+    let mut report = merge(reports);
     on_report(&report)?;
-    let mut matrices_ok = true;
+    let (mut rows, mut rows_wrong) = (0, 0);
     for matrix in Matrix::builtin()? {
         if protocols.iter().any(|p| p.name() == matrix.protocol.name()) {
-            matrices_ok &= run_matrix(&matrix, seed, exe).await?;
+            let results = run_matrix(&matrix, seed, exe).await?;
+            rows += results.len();
+            rows_wrong += results.iter().filter(|r| !r.ok()).count();
+            report
+                .cases
+                .extend(results.iter().map(|r| row_case(&matrix, r)));
         }
     }
+    report.summary = Summary::of(&report.cases);
     Ok(Outcome {
         report,
-        matrices_ok,
+        rows,
+        rows_wrong,
     })
 }
 
@@ -78,9 +117,44 @@ fn merge(mut reports: Vec<Report>) -> Report {
     first
 }
 
-/// The probe against every mock behaviour of one matrix: prints the table; false when a row
-/// failed other cases than expected (a bug in agent-tck).
-async fn run_matrix(matrix: &Matrix, seed: u64, exe: &Path) -> Result<bool, Error> {
+/// A matrix row as a report case: it passes when the behaviour broke exactly the cases it should.
+fn row_case(matrix: &Matrix, row: &matrix::RowResult) -> CaseResult {
+    let list = |s: &std::collections::BTreeSet<String>| {
+        if s.is_empty() {
+            "nothing".to_string()
+        } else {
+            s.iter().cloned().collect::<Vec<_>>().join(", ")
+        }
+    };
+    let mut case = CaseResult::new(
+        &format!("matrix.{}.{}", matrix.protocol.name(), row.behavior),
+        &format!("matrix {}", matrix.protocol.name()),
+        Level::Must,
+        &format!(
+            "the probe against a mock agent with `{}` fails exactly the cases it should",
+            row.behavior
+        ),
+        matrix.source,
+    );
+    case.duration_ms = row.duration.as_millis() as u64;
+    if row.ok() {
+        case.message = format!("fails {}", list(&row.actual));
+    } else {
+        case.fail(format!(
+            "expected to fail {}; failed {}",
+            list(&row.expected),
+            list(&row.actual)
+        ));
+    }
+    case
+}
+
+/// The probe against every mock behaviour of one matrix: prints the table and returns the rows.
+async fn run_matrix(
+    matrix: &Matrix,
+    seed: u64,
+    exe: &Path,
+) -> Result<Vec<matrix::RowResult>, Error> {
     let name = matrix.name();
     eprintln!(
         "running the {name} behaviour matrix: {} mock agents (--timeout {})…",
@@ -90,5 +164,44 @@ async fn run_matrix(matrix: &Matrix, seed: u64, exe: &Path) -> Result<bool, Erro
     let results = matrix.run(seed, exe).await?;
     crate::outln!("\nThe probe against each mock behaviour, {name}:\n");
     crate::out!("{}", matrix::render(&results));
-    Ok(results.iter().all(|r| r.ok()))
+    Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::RunInfo;
+    use crate::text::Redactor;
+
+    fn outcome(agent_fails: bool, rows_wrong: usize) -> Outcome {
+        let mut case = CaseResult::new("a.b", "a", Level::Must, "t", "s");
+        if agent_fails {
+            case.fail("broken");
+        }
+        let report = RunInfo::start("probe", "x", "t", 1, false)
+            .report(vec![case], &Redactor::new(Vec::new()));
+        Outcome {
+            report,
+            rows: 3,
+            rows_wrong,
+        }
+    }
+
+    #[test]
+    fn the_verdict_line_says_what_failed() {
+        let ok = outcome(false, 0);
+        assert!(ok
+            .verdict()
+            .starts_with("selftest: the reference agents pass; each of 3"));
+        assert_eq!(ok.exit_code(), 0);
+        let wrong_row = outcome(false, 1);
+        assert_eq!(
+            wrong_row.verdict(),
+            "selftest: FAILED — 0 blocking failure(s) against the reference agents; 1 of 3 mock behaviours broke other cases than expected"
+        );
+        assert_eq!(wrong_row.exit_code(), 1);
+        let broken_agent = outcome(true, 0);
+        assert!(broken_agent.verdict().contains("1 blocking failure(s)"));
+        assert_eq!(broken_agent.exit_code(), 1);
+    }
 }

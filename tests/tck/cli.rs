@@ -157,18 +157,39 @@ fn selftest_passes_and_writes_both_reports() {
     assert_eq!(report.protocol, "roundtable+execute-task");
     assert_eq!(report.summary.failed, 0, "{stdout}");
     assert_eq!(report.summary.skipped, 1, "{stdout}");
-    assert!(report.summary.passed > roundtable, "{stdout}");
+    let (rows, agents): (Vec<_>, Vec<_>) = report
+        .cases
+        .iter()
+        .partition(|c| c.group.starts_with("matrix "));
+    assert!(agents.len() > roundtable, "{stdout}");
+    let agents_passed = agents
+        .iter()
+        .filter(|c| c.status == agent_tck::report::Status::Pass)
+        .count();
     assert!(
         stdout
             .lines()
-            .any(|l| l == format!("{} passed, 0 failed, 1 skipped", report.summary.passed)),
+            .any(|l| l == format!("{agents_passed} passed, 0 failed, 1 skipped")),
         "{stdout}"
     );
-    // Then the behaviour matrices: a row per behaviour (and transport), each as expected.
+    // Then the behaviour matrices: a row per behaviour (and transport), each as expected, each
+    // a case of the JSON report too; and one verdict line at the end.
+    let mut all_rows = 0;
     for matrix in agent_tck::selftest::matrix::Matrix::builtin().unwrap() {
         let line = format!("matrix: {} passed, 0 failed", matrix.file.rows.len());
         assert!(stdout.lines().any(|l| l == line), "{line}: {stdout}");
+        all_rows += matrix.file.rows.len();
     }
+    assert_eq!(rows.len(), all_rows);
+    assert!(rows
+        .iter()
+        .any(|c| c.id == "matrix.roundtable.wrong-schema:approve-string"
+            && c.message == "fails vote.response"));
+    assert_eq!(
+        stdout.lines().last(),
+        Some(format!("selftest: the reference agents pass; each of {all_rows} mock behaviours broke exactly the cases it should").as_str()),
+        "{stdout}"
+    );
     assert!(stdout.contains("wrong-schema:approve-string"), "{stdout}");
     assert!(
         stdout.contains("ignores-governance (stdio-per-turn)"),
