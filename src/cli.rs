@@ -180,8 +180,23 @@ pub struct MockRunArgs {
     /// SHOULD failures (of the platform) fail the run.
     #[arg(long)]
     pub strict: bool,
+    /// No line per request while serving (`mock agent` prints one on a terminal, or when
+    /// AGENT_TCK_REQUEST_LOG=1).
+    #[arg(long)]
+    pub quiet: bool,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+impl MockRunArgs {
+    /// Whether `mock agent` prints a line per request: on a terminal, or when asked by
+    /// AGENT_TCK_REQUEST_LOG=1; never with --quiet.
+    fn log_requests(&self) -> bool {
+        use std::io::IsTerminal;
+        !self.quiet
+            && (std::io::stdout().is_terminal()
+                || std::env::var("AGENT_TCK_REQUEST_LOG").is_ok_and(|v| v == "1"))
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -539,6 +554,7 @@ async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
         serve_after: true,
         strict: args.run.strict,
         banner: Banner::Agent,
+        log_requests: args.run.log_requests(),
     };
     run_mock(settings, &args.run).await
 }
@@ -656,6 +672,7 @@ async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
         serve_after: args.serve,
         strict: args.run.strict,
         banner: Banner::Fleet,
+        log_requests: false,
     };
     run_mock(settings, &args.run).await
 }

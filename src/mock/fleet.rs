@@ -190,6 +190,8 @@ pub struct FleetHandler {
     routes: Routes,
     pub journal: Journal,
     pub observer: Box<dyn PlatformObserver>,
+    /// A line per answered request on stdout (`mock agent` on a terminal).
+    pub log_requests: std::sync::atomic::AtomicBool,
 }
 
 /// What a request's journal and observer records need once the answer is out.
@@ -199,6 +201,8 @@ pub struct Note {
     endpoint: String,
     task: String,
     received: Instant,
+    /// For the request log (when it is on): the status planned and the behaviours applied.
+    logged: Option<(u16, String)>,
 }
 
 impl FleetHandler {
@@ -256,6 +260,7 @@ impl Handler for FleetHandler {
                 endpoint: String::new(),
                 task: String::new(),
                 received: request.received,
+                logged: None,
             };
             return (plan, note);
         };
@@ -328,21 +333,40 @@ impl Handler for FleetHandler {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
+        let logged = self
+            .log_requests
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .then(|| (decision.status, decision.applied.join(",")));
         let note = Note {
             seq,
             agent: Some(index),
             endpoint: endpoint.to_string(),
             task,
             received: request.received,
+            logged,
         };
         (plan, note)
     }
 
     async fn finish(&self, note: Note, delivered: Delivered) {
-        if note.agent.is_some() {
+        if let Some(index) = note.agent {
             self.observer
                 .on_answer(&note.endpoint, &note.task, note.received, &delivered);
             self.journal.answer(note.seq, &delivered).await;
+            if let Some((status, applied)) = &note.logged {
+                crate::outln!(
+                    "{} /{} {status} {} ms {:?}{}",
+                    self.agents[index].name(),
+                    note.endpoint,
+                    delivered.total.as_millis(),
+                    delivered.outcome,
+                    if applied.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" [{applied}]")
+                    }
+                );
+            }
         }
     }
 }
@@ -442,6 +466,7 @@ pub async fn serve(
         routes,
         journal,
         observer,
+        log_requests: std::sync::atomic::AtomicBool::new(false),
     });
     for listener in listeners {
         tracker.spawn(http1::serve(

@@ -37,6 +37,8 @@ pub struct SessionSettings {
     pub strict: bool,
     /// What to print once the fleet listens.
     pub banner: Banner,
+    /// A line per answered request on stdout.
+    pub log_requests: bool,
 }
 
 /// The first lines a session prints (stdout): scripts read the URL at the end of the first line.
@@ -86,6 +88,10 @@ pub async fn run(
         super::observe::observer_for(settings.protocol, settings.platform_timeout),
     )
     .await?;
+    served
+        .handler
+        .log_requests
+        .store(settings.log_requests, std::sync::atomic::Ordering::Relaxed);
     let agents = &served.handler.agents;
     match settings.banner {
         Banner::Agent => print_agent(&served, settings.seed),

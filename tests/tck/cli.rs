@@ -610,3 +610,50 @@ fn the_readme_stands_alone_and_its_examples_are_valid() {
         assert!(findings.is_empty(), "{answer}: {findings:?}");
     }
 }
+
+/// `mock agent` says what it serves as it serves it: a line per request (asked for here with
+/// AGENT_TCK_REQUEST_LOG=1, as stdout is not a terminal), none with --quiet.
+#[tokio::test]
+async fn mock_agent_prints_a_line_per_request_unless_quiet() {
+    async fn lines(quiet: bool) -> Vec<String> {
+        let mut args = vec!["mock", "agent", "--port", "0", "--seed", "1"];
+        if quiet {
+            args.push("--quiet");
+        }
+        let child = Command::new(env!("CARGO_BIN_EXE_agent-tck"))
+            .args(&args)
+            .env("AGENT_TCK_REQUEST_LOG", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut child = Killed(child);
+        let stdout = child.0.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let first = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("it prints its address");
+        let url = first.trim().rsplit(' ').next().unwrap().to_string();
+        let report = probe(&url, None).await;
+        assert!(failed(&report).is_empty(), "{:?}", failed(&report));
+        // The last answers' lines come right after them.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        rx.try_iter().collect()
+    }
+    let logged = lines(false).await;
+    assert!(
+        logged
+            .iter()
+            .any(|l| l.starts_with("reference-agent /analyze 200 ") && l.contains(" ms Complete")),
+        "{logged:?}"
+    );
+    assert!(logged
+        .iter()
+        .any(|l| l.starts_with("reference-agent /vote 200 ")));
+    assert!(lines(true).await.is_empty());
+}

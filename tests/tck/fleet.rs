@@ -86,6 +86,7 @@ trigger: {{ count: 2, concurrency: 2, margin: 1s, expect: {{ json: ["status == c
         serve_after: false,
         strict: false,
         banner: Banner::Fleet,
+        log_requests: false,
     };
     // Bounded: a platform that never answers is cut off by the trigger's own deadline.
     tokio::time::timeout(
@@ -305,6 +306,7 @@ async fn the_try_it_pair_ends_green_on_both_sides() {
         serve_after: true,
         strict: false,
         banner: Banner::Agent,
+        log_requests: false,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let mock = tokio::spawn(session::run(settings, async {

@@ -286,6 +286,7 @@ async fn an_http_task_mock_judges_its_harness_by_execute_tasks_rules() {
         serve_after: true,
         strict: false,
         banner: Banner::Fleet,
+        log_requests: false,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let mock = tokio::spawn(session::run(mock_settings, async {
