@@ -274,11 +274,6 @@ fn case<'r>(report: &'r Report, id: &str) -> &'r agent_tck::report::CaseResult {
 /// JSON) are marked, and the mock reports them as the probe's, not as the platform's faults.
 #[tokio::test]
 async fn the_try_it_pair_ends_green_on_both_sides() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let at = crate::support::roundtable();
     let agent = agent_tck::mock::agent::MockAgent::new(
         at.protocol,
@@ -291,41 +286,8 @@ async fn the_try_it_pair_ends_green_on_both_sides() {
         agent_tck::mock::behavior::parse_list("conforming", at).unwrap(),
         1,
     );
-    let settings = SessionSettings {
-        protocol: at.protocol,
-        agents: vec![agent],
-        layout: Layout::PerAgent,
-        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        port,
-        advertise: None,
-        driver: None,
-        platform_timeout: Duration::from_secs(120),
-        journal: None,
-        journal_body_cap: 1 << 20,
-        seed: 1,
-        serve_after: true,
-        strict: false,
-        banner: Banner::Agent,
-        log_requests: false,
-    };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let mock = tokio::spawn(session::run(settings, async {
-        let _ = stopped.await;
-    }));
-    for _ in 0..200 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let probe = crate::support::probe(
-        &format!("http://127.0.0.1:{port}"),
-        Some(crate::support::KEY),
-    )
-    .await;
+    let (url, stop, mock) = crate::support::mock_session(at.protocol, agent).await;
+    let probe = crate::support::probe(&url, Some(crate::support::KEY)).await;
     assert_eq!(
         probe.summary.failed,
         0,

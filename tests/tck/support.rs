@@ -280,3 +280,51 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// A mock session (as `mock agent` runs one) serving `agent` of `protocol` on a loopback port,
+/// until the stop is sent: its base URL, the stop, and the session's report to come.
+pub async fn mock_session(
+    protocol: &'static dyn agent_tck::mock::protocol::AgentProtocol,
+    agent: agent_tck::mock::agent::MockAgent,
+) -> (
+    String,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<Report, agent_tck::error::Error>>,
+) {
+    use agent_tck::mock::fleet::Layout;
+    use agent_tck::mock::session::{self, Banner, SessionSettings};
+    // A port the OS gave a moment ago (the session binds it itself).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let settings = SessionSettings {
+        protocol,
+        agents: vec![agent],
+        layout: Layout::PerAgent,
+        host: Ipv4Addr::LOCALHOST.into(),
+        port,
+        advertise: None,
+        driver: None,
+        platform_timeout: Duration::from_secs(120),
+        journal: None,
+        journal_body_cap: 1 << 20,
+        seed: 1,
+        serve_after: true,
+        strict: false,
+        banner: Banner::Fleet,
+        log_requests: false,
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let report = tokio::spawn(session::run(settings, async {
+        let _ = stopped.await;
+    }));
+    for _ in 0..200 {
+        if TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    (format!("http://127.0.0.1:{port}"), stop, report)
+}

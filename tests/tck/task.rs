@@ -263,45 +263,9 @@ async fn a_governance_ignoring_agent_is_told_which_turn_broke_the_policy() {
 /// probe's) requests against execute_task's request schema, not the round table's.
 #[tokio::test]
 async fn an_http_task_mock_judges_its_harness_by_execute_tasks_rules() {
-    use agent_tck::mock::fleet::Layout;
-    use agent_tck::mock::session::{self, Banner, SessionSettings};
-    // A port the OS gave a moment ago (the session binds it itself).
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mock_settings = SessionSettings {
-        protocol: &agent_tck::protocols::execute_task::Agents,
-        agents: vec![task_agent()],
-        layout: Layout::PerAgent,
-        host: "127.0.0.1".parse().unwrap(),
-        port,
-        advertise: None,
-        driver: None,
-        platform_timeout: Duration::from_secs(120),
-        journal: None,
-        journal_body_cap: 1 << 20,
-        seed: 1,
-        serve_after: true,
-        strict: false,
-        banner: Banner::Fleet,
-        log_requests: false,
-    };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let mock = tokio::spawn(session::run(mock_settings, async {
-        let _ = stopped.await;
-    }));
-    let url = format!("http://127.0.0.1:{port}");
-    for _ in 0..200 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let (url, stop, mock) =
+        crate::support::mock_session(&agent_tck::protocols::execute_task::Agents, task_agent())
+            .await;
     let target = Target::Http {
         base: BaseUrl::parse(&url).unwrap(),
         api_key: None,
