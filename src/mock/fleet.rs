@@ -486,6 +486,25 @@ pub async fn serve(
     })
 }
 
+/// One agent on a loopback port the OS picks, no journal, judged by its protocol's observer
+/// (`platform_timeout`: how long a platform waits for it): what the self-test and the matrices
+/// serve.
+pub async fn serve_one(
+    agent: MockAgent,
+    platform_timeout: Duration,
+) -> crate::error::Result<Served> {
+    let observer = super::observe::observer_for(agent.protocol, platform_timeout);
+    serve(
+        vec![agent],
+        Layout::PerAgent,
+        IpAddr::V4(Ipv4Addr::LOCALHOST),
+        0,
+        Journal::off(Instant::now()),
+        observer,
+    )
+    .await
+}
+
 /// Binds with a deep accept queue: a platform that opens thousands of connections at once
 /// would overflow the default backlog (128), and the dropped SYNs come back a second later.
 async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {

@@ -5,7 +5,7 @@
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::{Args, FromArgMatches, ValueEnum};
 use futures::future::BoxFuture;
@@ -18,9 +18,7 @@ use super::{Agents, NAME};
 use crate::error::Error;
 use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::behavior::{self, For};
-use crate::mock::fleet::{self, Layout};
-use crate::mock::journal::Journal;
-use crate::mock::observe::observer_for;
+use crate::mock::fleet::{self};
 use crate::mock::protocol::AgentProtocol;
 use crate::mock::Responder;
 use crate::probe::args::{api_key, KeyArgs, RunArgs};
@@ -255,15 +253,7 @@ impl Protocol for ExecuteTask {
             let mut http = None;
             let target = match row.transport {
                 "http" => {
-                    let served = fleet::serve(
-                        vec![agent()],
-                        Layout::PerAgent,
-                        Ipv4Addr::LOCALHOST.into(),
-                        0,
-                        Journal::off(Instant::now()),
-                        observer_for(&Agents, row.timeout),
-                    )
-                    .await?;
+                    let served = fleet::serve_one(agent(), row.timeout).await?;
                     let base = BaseUrl::parse(&served.urls[0]).map_err(Error::Run)?;
                     http = Some(served);
                     Target::Http {

@@ -1,9 +1,8 @@
 //! The round table on the command line (`probe roundtable`, `suites list`) and in the
 //! self-test: the reference agent probed, and the behaviour matrix (`mocks/matrix.yaml`).
 
-use std::net::Ipv4Addr;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 
@@ -11,9 +10,7 @@ use super::{rules, suite, Agents, NAME};
 use crate::error::Error;
 use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::behavior::{self, For};
-use crate::mock::fleet::{self, Layout};
-use crate::mock::journal::Journal;
-use crate::mock::observe::observer_for;
+use crate::mock::fleet::{self};
 use crate::mock::protocol::AgentProtocol;
 use crate::probe::{ProbeSettings, Suite};
 use crate::protocols::plugin::{
@@ -46,13 +43,9 @@ pub async fn serve_one(
         capabilities: Vec::new(),
         api_key: key,
     };
-    fleet::serve(
-        vec![MockAgent::new(&Agents, profile, items, seed)],
-        Layout::PerAgent,
-        Ipv4Addr::LOCALHOST.into(),
-        0,
-        Journal::off(Instant::now()),
-        observer_for(&Agents, Duration::from_secs(120)),
+    fleet::serve_one(
+        MockAgent::new(&Agents, profile, items, seed),
+        Duration::from_secs(120),
     )
     .await
 }

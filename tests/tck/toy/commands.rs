@@ -1,16 +1,13 @@
 //! The toy on the command line and in the self-test: `probe toy --url URL`, its cases, its
 //! self-test (a conforming toy agent probed) and its matrix (`matrix.yaml` beside this file).
 
-use std::net::Ipv4Addr;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agent_tck::error::Error;
 use agent_tck::mock::agent::{MockAgent, Profile};
 use agent_tck::mock::behavior::{parse_list, For};
-use agent_tck::mock::fleet::{self, Layout, Served};
-use agent_tck::mock::journal::Journal;
-use agent_tck::mock::observe::observer_for;
+use agent_tck::mock::fleet::{self, Served};
 use agent_tck::mock::protocol::AgentProtocol;
 use agent_tck::probe::{ProbeSettings, Suite};
 use agent_tck::protocols::plugin::{
@@ -42,13 +39,9 @@ pub async fn serve(behavior: &str, seed: u64) -> Result<Served, Error> {
         capabilities: Vec::new(),
         api_key: None,
     };
-    fleet::serve(
-        vec![MockAgent::new(&Agents, profile, items, seed)],
-        Layout::PerAgent,
-        Ipv4Addr::LOCALHOST.into(),
-        0,
-        Journal::off(Instant::now()),
-        observer_for(&Agents, Duration::from_secs(30)),
+    fleet::serve_one(
+        MockAgent::new(&Agents, profile, items, seed),
+        Duration::from_secs(30),
     )
     .await
 }
