@@ -136,17 +136,8 @@ pub async fn run(
 impl Runner<'_> {
     async fn run_case(&self, id: &str) -> CaseResult {
         let spec = self.settings.suite.case(id).expect("selected ids exist");
-        let mut result = CaseResult {
-            id: id.to_string(),
-            group: spec.group(),
-            level: spec.level,
-            status: Status::Skip,
-            title: spec.title.clone(),
-            spec: spec.spec.clone(),
-            message: String::new(),
-            duration_ms: 0,
-            exchange: Exchange::default(),
-        };
+        let mut result = CaseResult::new(id, &spec.group(), spec.level, &spec.title, &spec.spec);
+        result.status = Status::Skip;
         if spec.requires == Some(Requirement::ApiKey) && self.settings.api_key.is_none() {
             result.message = "no --api-key given: the agent is probed without a key, so refusing a missing or wrong key cannot be tested".into();
             return result;

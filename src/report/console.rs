@@ -3,7 +3,7 @@
 
 use std::io::{IsTerminal, Write};
 
-use super::{CaseResult, Level, Report, Status};
+use super::{CaseResult, Kind, Level, Report, Status};
 use crate::text::shorten;
 
 /// Whether to colour output written to stdout: a terminal, and NO_COLOR unset or empty.
@@ -27,6 +27,14 @@ impl Paint {
 
 /// The verdict word for a case: FAIL only where the failure fails the run.
 fn verdict(report: &Report, case: &CaseResult) -> (&'static str, &'static str) {
+    if case.kind == Kind::Evaluation {
+        return match case.status {
+            Status::Pass => ("MET", "32"),
+            Status::Skip => ("SKIP", "90"),
+            Status::Fail if report.is_blocking(case) => ("FAIL", "1;31"),
+            Status::Fail => ("UNMET", "33"),
+        };
+    }
     match case.status {
         Status::Pass => ("PASS", "32"),
         Status::Skip => ("SKIP", "90"),
@@ -44,23 +52,39 @@ pub fn render(report: &Report, colour: bool) -> String {
         report.version, report.role, report.protocol, report.target, report.seed
     ));
     let id_width = report.cases.iter().map(|c| c.id.len()).max().unwrap_or(0);
+    // UNMET is the one five-letter word.
+    let word_width = if report.cases.iter().any(|c| c.kind == Kind::Evaluation) {
+        5
+    } else {
+        4
+    };
     let mut group = "";
     for case in &report.cases {
         if case.group != group {
             group = &case.group;
-            out.push_str(&format!("{}\n", p.paint("1", group)));
+            out.push_str(&format!(
+                "{}{}\n",
+                p.paint("1", group),
+                group_score(report, group)
+            ));
         }
         let (word, code) = verdict(report, case);
+        // An evaluation case that no one gated is scored, not levelled.
+        let level = match (case.kind, case.level) {
+            (Kind::Evaluation, Level::May) => "eval",
+            (_, level) => level.as_str(),
+        };
         out.push_str(&format!(
             "  {} {:<6} {:<id_width$}  {} {}\n",
-            p.paint(code, word),
-            case.level.as_str(),
+            p.paint(code, &format!("{word:<word_width$}")),
+            level,
             case.id,
             case.title,
             p.paint("90", &format!("({} ms)", case.duration_ms)),
         ));
         // MAY cases are informational: what they found is shown even when they pass.
-        if (case.status != Status::Pass || case.level == Level::May) && !case.message.is_empty() {
+        let informational = case.level == Level::May && case.kind == Kind::Conformance;
+        if (case.status != Status::Pass || informational) && !case.message.is_empty() {
             for line in shorten(&case.message, 1_500).lines() {
                 out.push_str(&format!("         {}\n", p.paint(code, line)));
             }
@@ -93,6 +117,31 @@ pub fn render(report: &Report, colour: bool) -> String {
         s.failed_may,
         report.duration_ms
     ));
+    if let Some(score) = s.evaluation {
+        let gated = report
+            .cases
+            .iter()
+            .filter(|c| c.kind == Kind::Evaluation && report.is_blocking(c))
+            .count();
+        let mut line = format!("evaluation: {score}");
+        if let Some(min) = report.min_score {
+            let verdict = if report.below_min_score() {
+                "below it: fails the run"
+            } else {
+                "met"
+            };
+            line.push_str(&format!(" · --min-score {min}: {verdict}"));
+        }
+        if gated > 0 {
+            line.push_str(&format!(
+                " · {gated} gated expectation(s) unmet: fail the run"
+            ));
+        }
+        if report.min_score.is_none() && gated == 0 {
+            line.push_str(" (scored, not failed: gate with `level: must` or --min-score)");
+        }
+        out.push_str(&format!("{line}\n"));
+    }
     let last = format!(
         "{} passed, {} failed, {} skipped",
         s.passed, s.failed, s.skipped
@@ -105,6 +154,24 @@ pub fn render(report: &Report, colour: bool) -> String {
     out.push_str(&p.paint(code, &last));
     out.push('\n');
     out
+}
+
+/// ` · evaluation: met 3/5` after a group's name when it holds evaluation cases.
+fn group_score(report: &Report, group: &str) -> String {
+    let (mut met, mut total) = (0, 0);
+    for c in report
+        .cases
+        .iter()
+        .filter(|c| c.group == group && c.kind == Kind::Evaluation)
+    {
+        total += 1;
+        met += usize::from(c.status == Status::Pass);
+    }
+    if total == 0 {
+        String::new()
+    } else {
+        format!(" · evaluation: met {met}/{total}")
+    }
 }
 
 /// A one-line progress indicator on stderr, shown only when stderr is a terminal.

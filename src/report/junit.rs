@@ -1,4 +1,6 @@
-//! JUnit XML: one testsuite per group (endpoint), one testcase per case.
+//! JUnit XML: one testsuite per group (endpoint), one testcase per case; evaluation cases (what
+//! an agent chose to do in a scenario) in testsuites of their own, `evaluation.SCENARIO`, where an
+//! unmet expectation is a `<failure>` only when it fails the run (gated).
 //!
 //! quick-junit escapes markup; the strings we hand it were already made printable by
 //! `text::excerpt` (no NUL or other characters XML 1.0 forbids), and [`xml_safe`] guards the rest,
@@ -8,7 +10,7 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 
-use super::{CaseResult, Report, Status};
+use super::{CaseResult, Kind, Report, Status};
 
 pub fn to_string(report: &Report) -> String {
     let mut junit =
@@ -16,18 +18,41 @@ pub fn to_string(report: &Report) -> String {
     junit.set_time(Duration::from_millis(report.duration_ms));
     let mut groups: Vec<(String, Vec<&CaseResult>)> = Vec::new();
     for case in &report.cases {
-        match groups.iter_mut().find(|(g, _)| *g == case.group) {
+        let group = match case.kind {
+            Kind::Conformance => case.group.clone(),
+            Kind::Evaluation => format!("evaluation.{}", case.group),
+        };
+        match groups.iter_mut().find(|(g, _)| *g == group) {
             Some((_, cases)) => cases.push(case),
-            None => groups.push((case.group.clone(), vec![case])),
+            None => groups.push((group, vec![case])),
         }
     }
     for (group, cases) in groups {
         let mut suite = TestSuite::new(xml_safe(&group));
+        if cases.iter().all(|c| c.kind == Kind::Evaluation) {
+            let met = cases.iter().filter(|c| c.status == Status::Pass).count();
+            suite.add_property(("score", format!("{met}/{}", cases.len()).as_str()));
+        }
         for case in cases {
             suite.add_test_case(test_case(report, case));
         }
         suite.add_property(("target", xml_safe(&report.target).as_str()));
         suite.add_property(("seed", report.seed.to_string().as_str()));
+        junit.add_test_suite(suite);
+    }
+    if let (Some(min), Some(score)) = (report.min_score, report.summary.evaluation) {
+        // The gate the user set is a testcase of its own, so that JUnit fails when the run does.
+        let mut status = TestCaseStatus::success();
+        if report.below_min_score() {
+            status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            status.set_message(format!("{score}: below --min-score {min}"));
+            status.set_type("--min-score failure");
+        }
+        let mut tc = TestCase::new(format!("evaluation.min-score [{min}]"), status);
+        tc.set_classname(xml_safe(&format!("{}.evaluation", report.protocol)));
+        tc.set_system_out(xml_safe(&format!("{score}; --min-score {min}\n")));
+        let mut suite = TestSuite::new("evaluation");
+        suite.add_test_case(tc);
         junit.add_test_suite(suite);
     }
     junit.to_string().unwrap_or_else(|e| {
@@ -59,6 +84,7 @@ fn test_case(report: &Report, case: &CaseResult) -> TestCase {
         Status::Fail => TestCaseStatus::success(),
     };
     let warning = case.status == Status::Fail && !report.is_blocking(case);
+    let unmet = warning && case.kind == Kind::Evaluation;
     let mut tc = TestCase::new(
         xml_safe(&format!("{} [{}]", case.id, case.level.as_str())),
         status,
@@ -66,7 +92,13 @@ fn test_case(report: &Report, case: &CaseResult) -> TestCase {
     tc.set_classname(xml_safe(&format!("{}.{}", report.protocol, case.group)));
     tc.set_time(Duration::from_millis(case.duration_ms));
     let mut out = format!("{}\nspec: {}\n", case.title, case.spec);
-    if warning {
+    if unmet {
+        tc.add_property((
+            "evaluation",
+            "unmet (scored, not failed: gate with `level: must` or --min-score)",
+        ));
+        out.push_str("UNMET expectation: scored; it does not fail the run\n");
+    } else if warning {
         tc.add_property((
             "warning",
             format!(

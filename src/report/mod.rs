@@ -33,6 +33,30 @@ impl Level {
     }
 }
 
+/// What a case judges: the protocol, or how well the agent did a task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// What the spec requires of an answer and of the exchange: its level decides the exit
+    /// status.
+    #[default]
+    Conformance,
+    /// What the agent chose to do in a scenario (which tools, how it ended): scored, and it
+    /// fails the run only when gated (a `level: must` written in the scenario, `should` under
+    /// `--strict`) or when the score is below `--min-score`. An evaluation case that is not
+    /// gated has level `may`.
+    Evaluation,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Conformance => "conformance",
+            Kind::Evaluation => "evaluation",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
@@ -62,6 +86,9 @@ pub struct CaseResult {
     /// The group the case is reported under (a JUnit testsuite): an endpoint, `auth`, `http`, …
     pub group: String,
     pub level: Level,
+    /// Conformance (the protocol) or evaluation (the task); absent in older reports.
+    #[serde(default)]
+    pub kind: Kind,
     pub status: Status,
     pub title: String,
     /// The spec section the case enforces.
@@ -80,6 +107,7 @@ impl CaseResult {
             id: id.into(),
             group: group.into(),
             level,
+            kind: Kind::Conformance,
             status: Status::Pass,
             title: title.into(),
             spec: spec.into(),
@@ -87,6 +115,12 @@ impl CaseResult {
             duration_ms: 0,
             exchange: Exchange::default(),
         }
+    }
+
+    /// The same case, as an evaluation of what the agent chose to do.
+    pub fn evaluation(mut self) -> CaseResult {
+        self.kind = Kind::Evaluation;
+        self
     }
 
     /// Marks the case failed, saying why.
@@ -106,6 +140,7 @@ fn is_default_exchange(e: &Exchange) -> bool {
     *e == Exchange::default()
 }
 
+/// The conformance cases counted (evaluation cases are scored apart, in `evaluation`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
     pub passed: usize,
@@ -115,12 +150,61 @@ pub struct Summary {
     pub failed_must: usize,
     pub failed_should: usize,
     pub failed_may: usize,
+    /// The evaluation score, when the run had evaluation cases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation: Option<Score>,
+}
+
+/// How many of a run's expectations were met.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Score {
+    pub met: usize,
+    pub unmet: usize,
+    /// Not judged (the scenario did not complete): counted as not met in the score.
+    pub unjudged: usize,
+}
+
+impl Score {
+    pub fn total(&self) -> usize {
+        self.met + self.unmet + self.unjudged
+    }
+
+    /// met / total; None with nothing to score.
+    pub fn fraction(&self) -> Option<f64> {
+        (self.total() > 0).then(|| self.met as f64 / self.total() as f64)
+    }
+}
+
+impl std::fmt::Display for Score {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{} expectations met", self.met, self.total())?;
+        if let Some(fraction) = self.fraction() {
+            write!(f, " ({:.0}%)", fraction * 100.0)?;
+        }
+        if self.unjudged > 0 {
+            write!(
+                f,
+                ", {} not judged (their scenario did not complete)",
+                self.unjudged
+            )?;
+        }
+        Ok(())
+    }
 }
 
 impl Summary {
     pub fn of(cases: &[CaseResult]) -> Summary {
         let mut s = Summary::default();
         for case in cases {
+            if case.kind == Kind::Evaluation {
+                let score = s.evaluation.get_or_insert_with(Score::default);
+                match case.status {
+                    Status::Pass => score.met += 1,
+                    Status::Fail => score.unmet += 1,
+                    Status::Skip => score.unjudged += 1,
+                }
+                continue;
+            }
             match case.status {
                 Status::Pass => s.passed += 1,
                 Status::Skip => s.skipped += 1,
@@ -159,6 +243,9 @@ pub struct Report {
     /// What a reader should know about the run itself (e.g. how a short key was masked).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// `--min-score`: an evaluation score below it fails the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_score: Option<f64>,
 }
 
 /// Where a run stands before its report is made: what is needed besides the cases.
@@ -207,6 +294,7 @@ impl RunInfo {
             summary: Summary::of(&cases),
             cases,
             notes: Vec::new(),
+            min_score: None,
         };
         report.redact(redactor);
         if redactor.has_short_secret() {
@@ -222,14 +310,18 @@ impl RunInfo {
 }
 
 impl Report {
-    /// 0: no MUST failure (and, under `--strict`, no SHOULD failure); 1 otherwise.
+    /// 0: no MUST failure (and, under `--strict`, no SHOULD failure), no gated expectation
+    /// unmet, the evaluation score not below `--min-score`; 1 otherwise.
     pub fn exit_code(&self) -> i32 {
-        let s = &self.summary;
-        if s.failed_must > 0 || (self.strict && s.failed_should > 0) {
-            1
-        } else {
-            0
-        }
+        let blocked = self.cases.iter().any(|c| self.is_blocking(c));
+        i32::from(blocked || self.below_min_score())
+    }
+
+    /// Whether `--min-score` was given and the evaluation score is below it (a run with nothing
+    /// to score is not below it).
+    pub fn below_min_score(&self) -> bool {
+        let score = self.summary.evaluation.and_then(|s| s.fraction());
+        matches!((self.min_score, score), (Some(min), Some(got)) if got < min)
     }
 
     /// Whether this failed case fails the run.

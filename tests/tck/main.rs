@@ -17,5 +17,6 @@ mod socket;
 mod stdio;
 mod stub_server;
 mod task;
+mod task_verdicts;
 mod toy;
 mod toy_protocol;

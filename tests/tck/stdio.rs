@@ -2,7 +2,6 @@
 //! installed, Python): every exchange ends by its deadline, memory stays bounded, and no process
 //! of the agent's group survives.
 
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use agent_tck::text::shell_quote;
@@ -18,21 +17,6 @@ fn start(command: &str, mode: StdioMode) -> StdioAgent {
 fn json(bytes: &[u8]) -> Value {
     serde_json::from_slice(bytes)
         .unwrap_or_else(|e| panic!("{e}: {:?}", String::from_utf8_lossy(bytes)))
-}
-
-/// The real python3 executable (not a version-manager shim), if there is one.
-fn python() -> Option<&'static str> {
-    static PYTHON: OnceLock<Option<String>> = OnceLock::new();
-    PYTHON
-        .get_or_init(|| {
-            let out = std::process::Command::new("python3")
-                .args(["-c", "import sys; print(sys.executable)"])
-                .output()
-                .ok()?;
-            let path = String::from_utf8(out.stdout).ok()?.trim().to_string();
-            (out.status.success() && !path.is_empty()).then_some(path)
-        })
-        .as_deref()
 }
 
 /// `/proc/<pid>/stat` fields after the command name: state, ppid, pgrp.
@@ -127,7 +111,7 @@ async fn persistent_agent_answers_many_exchanges_on_one_process() {
 
 #[tokio::test]
 async fn the_spec_python_example_works_persistently() {
-    let Some(python) = python() else {
+    let Some(python) = crate::support::python() else {
         eprintln!("python3 not found; skipped");
         return;
     };
@@ -445,7 +429,7 @@ async fn a_forked_child_holding_stdout_does_not_survive() {
 
 #[tokio::test]
 async fn a_python_fork_holding_stdout_does_not_survive() {
-    let Some(python) = python() else {
+    let Some(python) = crate::support::python() else {
         eprintln!("python3 not found; skipped");
         return;
     };

@@ -328,3 +328,18 @@ pub async fn mock_session(
     }
     (format!("http://127.0.0.1:{port}"), stop, report)
 }
+
+/// The real python3 executable (not a version-manager shim), if there is one.
+pub fn python() -> Option<&'static str> {
+    static PYTHON: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let out = std::process::Command::new("python3")
+                .args(["-c", "import sys; print(sys.executable)"])
+                .output()
+                .ok()?;
+            let path = String::from_utf8(out.stdout).ok()?.trim().to_string();
+            (out.status.success() && !path.is_empty()).then_some(path)
+        })
+        .as_deref()
+}

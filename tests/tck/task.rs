@@ -10,7 +10,7 @@ use agent_tck::mock::behavior::parse_list;
 use agent_tck::protocols::execute_task::agent::TaskAgent;
 use agent_tck::protocols::execute_task::probe::{run, Target, TaskSettings};
 use agent_tck::protocols::execute_task::scenario::Scenario;
-use agent_tck::report::{Level, Report, Status};
+use agent_tck::report::{Kind, Level, Report, Status};
 use agent_tck::text::shell_quote;
 use agent_tck::transport::http::BaseUrl;
 use agent_tck::transport::socket::{SocketAddrSpec, SocketMode};
@@ -29,6 +29,7 @@ fn settings(target: Target) -> TaskSettings {
         seed: 7,
         only: Vec::new(),
         strict: false,
+        min_score: None,
     }
 }
 
@@ -169,10 +170,18 @@ async fn the_conforming_mock_passes_every_case_on_every_transport() {
             failures(&report)
         );
         assert!(
-            report.summary.passed >= 30,
+            report.summary.passed >= 14,
             "{target:?}: {:?}",
             report.summary
         );
+        // The mock follows the built-in scenarios' scripts: every expectation met.
+        let score = report.summary.evaluation.unwrap();
+        assert_eq!(
+            (score.unmet, score.unjudged),
+            (0, 0),
+            "{target:?}: {score:?}"
+        );
+        assert!(score.met >= 19, "{target:?}: {score:?}");
         let identity = report
             .cases
             .iter()
@@ -241,7 +250,12 @@ async fn a_governance_ignoring_agent_is_told_which_turn_broke_the_policy() {
         .iter()
         .find(|c| c.id == "refund-policy.no_violation_after_governance_error-apply_refund")
         .unwrap();
-    assert_eq!((case.status, case.level), (Status::Fail, Level::Must));
+    // Unmet, and scored rather than failed: the built-in scenarios gate nothing.
+    assert_eq!(
+        (case.status, case.level, case.kind),
+        (Status::Fail, Level::May, Kind::Evaluation)
+    );
+    assert_eq!(report.exit_code(), 0);
     assert!(
         case.message.contains("turn 2: called apply_refund")
             && case.message.contains("amount <= 50"),

@@ -75,6 +75,10 @@ pub struct TaskProbeArgs {
     /// Turn limit of every scenario (default: each scenario's, 5 unless it says otherwise).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub max_turns: Option<u32>,
+    /// Fail the run when the evaluation score (the scenarios' expectations met, 0 to 1) is
+    /// below this (default: the score is reported, never failed).
+    #[arg(long, value_name = "FRACTION", value_parser = parse_fraction)]
+    pub min_score: Option<f64>,
     #[command(flatten)]
     pub key: KeyArgs,
     #[command(flatten)]
@@ -131,7 +135,25 @@ pub fn task_settings(args: &TaskProbeArgs) -> Result<TaskSettings, String> {
     };
     let mut settings = TaskSettings::new(target, scenarios(&args.scenario)?, &args.run);
     settings.max_turns = args.max_turns;
+    settings.min_score = args.min_score;
     Ok(settings)
+}
+
+/// `--min-score`: a fraction from 0 to 1 (`0.9`), or a percentage (`90%`).
+fn parse_fraction(text: &str) -> Result<f64, String> {
+    let (number, scale) = match text.trim().strip_suffix('%') {
+        Some(n) => (n, 100.0),
+        None => (text.trim(), 1.0),
+    };
+    number
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .map(|n| n / scale)
+        .filter(|f| (0.0..=1.0).contains(f))
+        .ok_or_else(|| {
+            format!("{text:?}: expected a fraction from 0 to 1 (0.9) or a percentage (90%)")
+        })
 }
 
 impl Protocol for ExecuteTask {
@@ -308,6 +330,7 @@ impl Protocol for ExecuteTask {
                 seed: row.seed,
                 only: row.only.to_vec(),
                 strict: false,
+                min_score: None,
             };
             let report = super::probe::run(&settings, &|_| {}).await;
             stop.cancel();

@@ -85,6 +85,8 @@ pub struct TaskSettings {
     pub seed: u64,
     pub only: Vec<String>,
     pub strict: bool,
+    /// `--min-score`: an evaluation score below it fails the run.
+    pub min_score: Option<f64>,
 }
 
 impl TaskSettings {
@@ -99,6 +101,7 @@ impl TaskSettings {
             seed: seed_or_clock(run.seed),
             only: run.only(),
             strict: run.strict,
+            min_score: None,
         }
     }
 
@@ -586,7 +589,9 @@ fn finish(settings: &TaskSettings, run_info: RunInfo, mut cases: Vec<CaseResult>
         Target::Http { api_key, .. } => api_key.clone(),
         _ => None,
     };
-    run_info.report(cases, &Redactor::new(secret))
+    let mut report = run_info.report(cases, &Redactor::new(secret));
+    report.min_score = settings.min_score;
+    report
 }
 
 /// A case whose check is `reachable` (the agent is there at all).
@@ -634,6 +639,7 @@ fn scenario_cases_unjudged(scenario: &Scenario) -> Vec<CaseResult> {
         &format!("{}: every turn gets a valid action", scenario.title),
         &scenario.spec,
     )];
+    // What the agent chose to do: scored, not failed, unless the scenario gates it.
     cases.extend(scenario.expect.iter().map(|expectation| {
         CaseResult::new(
             &expectation_id(scenario, &expectation.expect),
@@ -645,6 +651,7 @@ fn scenario_cases_unjudged(scenario: &Scenario) -> Vec<CaseResult> {
             ),
             &scenario.spec,
         )
+        .evaluation()
     }));
     cases
 }
@@ -829,10 +836,14 @@ pub fn list_cases(scenarios: &[Scenario]) -> Result<String, String> {
             format!("{} ({}; every turn a valid action)", s.title, s.source),
         ));
         for e in &s.expect {
+            let level = match e.level {
+                Level::May => "eval",
+                level => level.as_str(),
+            };
             rows.push((
                 expectation_id(s, &e.expect),
-                e.level.as_str().into(),
-                e.expect.to_string(),
+                level.into(),
+                format!("{} (evaluation)", e.expect),
             ));
         }
     }

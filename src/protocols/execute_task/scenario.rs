@@ -4,7 +4,15 @@
 //!
 //! A scenario gives the first task, the tool sandbox (what each tool returns or how it fails,
 //! and an optional governance policy), what the harness does on `hitl_pause` and `branch`, and
-//! the expectations judged on the transcript (`probe::harness::judge`), each with its level.
+//! the expectations judged on the transcript (`probe::harness::judge`).
+//!
+//! Expectations are **evaluation**, not conformance: the protocol never tells an agent which
+//! tools exist, so whether it calls `apply_refund` measures how well it does the task, not
+//! whether it speaks the protocol. They are scored (`met 3/5`) and fail the run only when gated:
+//! `level: must` written on an expectation (or `should` under `--strict`), or `--min-score`.
+//! Unwritten, the level is `may` (scored only). The built-in scenarios gate nothing, and name
+//! their tools in the task, as a real harness scenario does, so that a capable agent can meet
+//! them.
 //!
 //! ```yaml
 //! id: refund-policy
@@ -22,7 +30,7 @@
 //!   - called: apply_refund               # the tool ran (a call refused by its policy does not count)
 //!   - no_violation_after_governance_error: apply_refund
 //!   - ends_with: final_answer            # or a list: [final_answer, provide_instructions]
-//!     level: should                      # must (default) | should | may
+//!     level: must                        # gates the run; unwritten: scored only
 //! ```
 //!
 //! Expectation kinds: `ends_with` (final_answer, provide_instructions, error, hitl_pause, branch,
@@ -609,7 +617,7 @@ impl Scenario {
             };
             expect.push(Expectation {
                 expect: kind,
-                level: r.level.unwrap_or(Level::Must),
+                level: r.level.unwrap_or(Level::May),
                 line,
             });
         }
@@ -700,7 +708,7 @@ mod tests {
             s.expect,
             vec![Expectation {
                 expect: Expect::Called("a".into()),
-                level: Level::Must,
+                level: Level::May,
                 line: 7
             }]
         );
