@@ -30,7 +30,8 @@ use crate::mock::session::{Banner, SessionSettings};
 use crate::probe::args::{api_key, seed_or_clock, RunArgs, SuiteArgs};
 use crate::protocols::{self, OnCase, ProbeJob, Protocol};
 use crate::report::output::OutputArgs;
-use crate::report::{console, CaseResult, Report};
+use crate::report::{console, CaseResult, Report, RunInfo};
+use crate::text::Redactor;
 use crate::transport::http::BaseUrl;
 use crate::units::{parse_bytes, parse_duration};
 
@@ -163,6 +164,14 @@ pub enum MockCommand {
     Fleet(MockFleetArgs),
     /// Print the behaviour catalogue: each name, what it does, the platform rule it exercises.
     Behaviors,
+    /// The child a stdio mock with `forks-and-exits` leaves behind (run by the mock itself).
+    #[command(hide = true)]
+    Linger {
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[arg(long)]
+        junit: Option<PathBuf>,
+    },
 }
 
 /// Flags shared by `mock agent` and `mock fleet`.
@@ -174,9 +183,15 @@ pub struct MockRunArgs {
     /// Largest request body kept whole in the journal (larger ones are cut; the cut is recorded).
     #[arg(long, value_name = "BYTES", default_value = "1MiB", value_parser = parse_bytes)]
     pub journal_body_cap: usize,
-    /// The platform's per-endpoint agent timeout: a slower answer counts as failed.
-    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    /// The platform's per-endpoint agent timeout: a slower answer counts as failed, and a
+    /// platform (or harness) that waits longer for a slow or hanging agent is told so
+    /// (default 120s).
+    #[arg(long, visible_alias = "expect-timeout", value_name = "DUR", value_parser = parse_duration)]
     pub platform_timeout: Option<Duration>,
+    /// The platform's turn limit (protocols with turns, e.g. execute-task): a conversation
+    /// that goes past it fails (default: 5 is a SHOULD; a MUST only that there is a limit).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub expect_max_turns: Option<u32>,
     /// SHOULD failures (of the platform) fail the run.
     #[arg(long)]
     pub strict: bool,
@@ -189,6 +204,18 @@ pub struct MockRunArgs {
 }
 
 impl MockRunArgs {
+    /// What the platform is expected to do: the flags, or `file_timeout` (a fleet file's
+    /// `platform.timeout`), or 120 s.
+    fn expect(&self, file_timeout: Option<Duration>) -> crate::mock::protocol::PlatformExpect {
+        crate::mock::protocol::PlatformExpect {
+            timeout: self
+                .platform_timeout
+                .or(file_timeout)
+                .unwrap_or(Duration::from_secs(120)),
+            max_turns: self.expect_max_turns,
+        }
+    }
+
     /// Whether `mock agent` prints a line per request: on a terminal, or when asked by
     /// AGENT_TCK_REQUEST_LOG=1; never with --quiet.
     fn log_requests(&self) -> bool {
@@ -405,6 +432,10 @@ async fn execute(command: Command) -> Result<Ended, Error> {
         Command::Selftest(args) => selftest(args).await,
         Command::Mock(MockCommand::Agent(args)) => mock_agent(args).await,
         Command::Mock(MockCommand::Fleet(args)) => mock_fleet(args).await,
+        Command::Mock(MockCommand::Linger { json, junit }) => {
+            crate::mock::linger::linger(json, junit).await;
+            Ok(Ended::Verdict(0))
+        }
         Command::Mock(MockCommand::Behaviors) => {
             crate::out!("{}", list_behaviors());
             Ok(Ended::Verdict(0))
@@ -534,7 +565,7 @@ async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
     let reference = protocol.reference_with(&args.name, seed, &args.scenario)?;
     let agent = MockAgent::with_responder(agents, profile, items, seed, reference);
     if line {
-        return serve_line_agent(agent, &args).await;
+        return serve_line_agent(agent, &args, seed).await;
     }
     let settings = SessionSettings {
         protocol: agents,
@@ -544,10 +575,7 @@ async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
         port: args.port,
         advertise: None,
         driver: None,
-        platform_timeout: args
-            .run
-            .platform_timeout
-            .unwrap_or(Duration::from_secs(120)),
+        expect: args.run.expect(None),
         journal: args.run.journal.clone(),
         journal_body_cap: args.run.journal_body_cap,
         seed,
@@ -559,14 +587,61 @@ async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
     run_mock(settings, &args.run).await
 }
 
-/// An agent on stdio (until end of input) or a socket (until interrupted).
-async fn serve_line_agent(agent: MockAgent, args: &MockAgentArgs) -> Result<Ended, Error> {
-    use crate::mock::line_server;
-    let agent = Arc::new(agent);
+/// An agent on stdio (until end of input) or a socket (until interrupted), judging its peer (the
+/// harness) as a mock session does. Over stdio the reports are rewritten after every answer (a
+/// harness may kill the agent at any moment), the readable report goes to stderr, and the exit
+/// status is 0 whatever the verdict: the harness reads it as the agent's.
+async fn serve_line_agent(
+    agent: MockAgent,
+    args: &MockAgentArgs,
+    seed: u64,
+) -> Result<Ended, Error> {
+    use crate::mock::line_server::{self, LineService};
+    let protocol = agent.protocol.name();
+    let mut service = LineService::judged(agent, &args.run.expect(None));
+    for (flag, path) in [
+        ("--json", &args.run.output.json),
+        ("--junit", &args.run.output.junit),
+    ] {
+        if let Some(path) = path {
+            // The child `forks-and-exits` leaves needs them whatever its working directory.
+            let path = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+            service.linger_args.push(flag.into());
+            service.linger_args.push(path.into());
+        }
+    }
+    let service = Arc::new(service);
+    let started = std::time::Instant::now();
+    let started_at = crate::report::now_rfc3339();
+    let target = match (&args.tcp, &args.unix) {
+        (Some(port), _) => format!("the harness that connected to tcp://{}:{port}", args.host),
+        (_, Some(path)) => format!("the harness that connected to unix://{}", path.display()),
+        _ => "the harness that ran this agent (stdio)".to_string(),
+    };
+    let report_of = |service: &LineService| {
+        let mut run = RunInfo::start("mock", protocol, target.clone(), seed, args.run.strict);
+        run.started = started;
+        run.started_at = started_at.clone();
+        run.report(service.cases(), &Redactor::new(None))
+    };
     if args.stdio {
-        line_server::serve_stdio(agent)
-            .await
-            .map_err(|e| Error::run(format!("stdio: {e}")))?;
+        let rewrite = |s: &LineService| {
+            let _ = args.run.output.write_quietly(&report_of(s));
+        };
+        let served = tokio::select! {
+            r = line_server::serve_stdio(service.clone(), &rewrite) => r,
+            // Ended by the harness (TERM, INT): what it was waiting for, it gave up on now.
+            _ = shutdown_signal() => {
+                service.peer_gave_up();
+                Ok(())
+            }
+        };
+        let report = report_of(&service);
+        args.run.output.write_quietly(&report)?;
+        if !service.stderr_stuck() {
+            eprint!("{}", console::render(&report, false));
+        }
+        served.map_err(|e| Error::run(format!("stdio: {e}")))?;
         return Ok(Ended::Verdict(0));
     }
     let stop = tokio_util::sync::CancellationToken::new();
@@ -577,7 +652,6 @@ async fn serve_line_agent(agent: MockAgent, args: &MockAgentArgs) -> Result<Ende
             stop.cancel();
         }
     };
-    let protocol = agent.protocol.name();
     if let Some(port) = args.tcp {
         let addr = std::net::SocketAddr::new(args.host, port);
         let listener = tokio::net::TcpListener::bind(addr)
@@ -588,21 +662,30 @@ async fn serve_line_agent(agent: MockAgent, args: &MockAgentArgs) -> Result<Ende
             .map_err(|e| Error::run(e.to_string()))?;
         crate::outln!(
             "agent-tck mock agent · {protocol} {:?} · newline-delimited JSON · listening on tcp://{bound}",
-            agent.name()
+            service.agent.name()
         );
-        tokio::join!(line_server::serve_tcp(agent, listener, stop), served);
+        tokio::join!(
+            line_server::serve_tcp(service.clone(), listener, stop),
+            served
+        );
     } else if let Some(path) = &args.unix {
         let listener = tokio::net::UnixListener::bind(path)
             .map_err(|e| Error::run(format!("--unix {}: cannot listen: {e}", path.display())))?;
         crate::outln!(
             "agent-tck mock agent · {protocol} {:?} · newline-delimited JSON · listening on unix://{}",
-            agent.name(),
+            service.agent.name(),
             path.display()
         );
-        tokio::join!(line_server::serve_unix(agent, listener, stop), served);
+        tokio::join!(
+            line_server::serve_unix(service.clone(), listener, stop),
+            served
+        );
         let _ = std::fs::remove_file(path);
     }
-    Ok(Ended::Verdict(0))
+    let report = report_of(&service);
+    crate::out!("{}", console::render(&report, console::want_colour()));
+    args.run.output.write(&report)?;
+    Ok(Ended::of(&report))
 }
 
 async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
@@ -652,11 +735,7 @@ async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
     if let Some(a) = &advertise {
         BaseUrl::parse(a).map_err(|e| Error::usage(format!("--advertise: {e}")))?;
     }
-    let platform_timeout = args
-        .run
-        .platform_timeout
-        .or(driver.as_ref().map(|d| d.timeout))
-        .unwrap_or(Duration::from_secs(120));
+    let expect = args.run.expect(driver.as_ref().map(|d| d.timeout));
     let settings = SessionSettings {
         protocol: agents_protocol,
         agents,
@@ -665,7 +744,7 @@ async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
         port: args.port.unwrap_or(file.port),
         advertise,
         driver,
-        platform_timeout,
+        expect,
         journal: args.run.journal.clone(),
         journal_body_cap: args.run.journal_body_cap,
         seed,

@@ -21,7 +21,7 @@ use super::behavior::{self, For, Item};
 use super::decision::Decision;
 use super::http1::{self, Delivered, Handler, Plan, Request, Response, ServerLimits};
 use super::journal::{AuthSeen, Journal, RequestRecord};
-use super::protocol::{PlatformObserver, Seen};
+use super::protocol::{Answered, PlatformExpect, PlatformObserver, Seen};
 
 /// Names agents may have (they become URL path segments and platform registrations).
 pub fn valid_name(name: &str) -> bool {
@@ -292,6 +292,7 @@ impl Handler for FleetHandler {
                 None => vec![crate::schema::finding("$", "the body is not JSON")],
             };
             self.observer.on_request(&Seen {
+                seq,
                 agent: agent.name(),
                 expects_key: agent.profile.api_key.is_some(),
                 endpoint,
@@ -299,6 +300,7 @@ impl Handler for FleetHandler {
                 body: parsed.as_ref(),
                 schema_findings: &findings,
                 decision: &decision,
+                answer: &plan.response.body,
                 at: request.received,
             });
         }
@@ -348,10 +350,44 @@ impl Handler for FleetHandler {
         (plan, note)
     }
 
+    fn incomplete(&self, local: SocketAddr, target: Option<&str>, what: &str) {
+        // Routed as a whole request would be, when its head came; by port otherwise.
+        let routed = match (target, &self.routes) {
+            (Some(target), _) => {
+                let path = target.split('?').next().unwrap_or(target);
+                match &self.routes {
+                    Routes::Shared(by_name) => path.strip_prefix("/agents/").and_then(|rest| {
+                        let (name, endpoint) = rest.split_once('/').unwrap_or((rest, ""));
+                        by_name.get(name).map(|&i| (i, endpoint.to_string()))
+                    }),
+                    Routes::PerAgent(by_port) => by_port
+                        .get(&local.port())
+                        .map(|&i| (i, path.trim_start_matches('/').to_string())),
+                }
+            }
+            (None, Routes::PerAgent(by_port)) => {
+                by_port.get(&local.port()).map(|&i| (i, String::new()))
+            }
+            (None, Routes::Shared(_)) => None,
+        };
+        let (agent, endpoint) = match &routed {
+            Some((i, endpoint)) => (self.agents[*i].name(), endpoint.as_str()),
+            None => ("(unknown agent)", ""),
+        };
+        let endpoint = if endpoint.is_empty() { "?" } else { endpoint };
+        self.observer.on_incomplete(agent, endpoint, what);
+    }
+
     async fn finish(&self, note: Note, delivered: Delivered) {
         if let Some(index) = note.agent {
-            self.observer
-                .on_answer(&note.endpoint, &note.task, note.received, &delivered);
+            self.observer.on_answer(&Answered {
+                seq: note.seq,
+                agent: self.agents[index].name(),
+                endpoint: &note.endpoint,
+                task: &note.task,
+                received: note.received,
+                delivered: &delivered,
+            });
             self.journal.answer(note.seq, &delivered).await;
             if let Some((status, applied)) = &note.logged {
                 crate::outln!(
@@ -493,7 +529,8 @@ pub async fn serve_one(
     agent: MockAgent,
     platform_timeout: Duration,
 ) -> crate::error::Result<Served> {
-    let observer = super::observe::observer_for(agent.protocol, platform_timeout);
+    let observer =
+        super::observe::observer_for(agent.protocol, &PlatformExpect::timeout(platform_timeout));
     serve(
         vec![agent],
         Layout::PerAgent,

@@ -192,6 +192,12 @@ pub trait Handler: Send + Sync + 'static {
         note: Self::Note,
         delivered: Delivered,
     ) -> impl std::future::Future<Output = ()> + Send;
+
+    /// Told of a request the peer began and never finished (it closed the connection in the
+    /// middle of it): `target` is its path when the head arrived, `what` says how much came.
+    fn incomplete(&self, local: SocketAddr, target: Option<&str>, what: &str) {
+        let _ = (local, target, what);
+    }
 }
 
 /// Limits on what a peer may send.
@@ -272,6 +278,10 @@ async fn connection<H: Handler>(
                 local,
             },
             Ok(None) => return Ok(()),
+            Err(ReadError::Incomplete { target, what }) => {
+                handler.incomplete(local, target.as_deref(), &what);
+                return Ok(());
+            }
             Err(ReadError::Io(e)) => return Err(e),
             Err(ReadError::Bad { status, message }) => {
                 let plan = Plan::immediate(Response::json_error(status, &message));
@@ -310,6 +320,11 @@ struct Parts {
 
 enum ReadError {
     Io(std::io::Error),
+    /// The peer closed in the middle of a request.
+    Incomplete {
+        target: Option<String>,
+        what: String,
+    },
     /// Answer with this status and close.
     Bad {
         status: u16,
@@ -385,7 +400,21 @@ async fn read_request(
             return if buf.is_empty() {
                 Ok(None)
             } else {
-                Err(ReadError::Io(std::io::ErrorKind::UnexpectedEof.into()))
+                // The request line's target, if that much came.
+                let target = buf[..]
+                    .split(|&b| b == b'\n')
+                    .next()
+                    .filter(|line| line.len() < buf.len())
+                    .and_then(|line| std::str::from_utf8(line).ok())
+                    .and_then(|line| line.split(' ').nth(1))
+                    .map(str::to_string);
+                Err(ReadError::Incomplete {
+                    target,
+                    what: format!(
+                        "{} byte(s) of a request head, then the connection closed",
+                        buf.len()
+                    ),
+                })
             };
         }
     };
@@ -405,7 +434,19 @@ async fn read_request(
         stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await?;
     }
     let body = if has_token("transfer-encoding", "chunked") {
-        read_chunked(stream, buf, limits.max_body).await?
+        read_chunked(stream, buf, limits.max_body)
+            .await
+            .map_err(|e| match e {
+                ReadError::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    ReadError::Incomplete {
+                        target: Some(target.clone()),
+                        what:
+                            "a chunked body cut short: the connection closed before its last chunk"
+                                .into(),
+                    }
+                }
+                e => e,
+            })?
     } else {
         let length = match find("content-length") {
             None => 0,
@@ -424,7 +465,13 @@ async fn read_request(
         }
         while buf.len() < length {
             if !fill(stream, buf).await? {
-                return Err(ReadError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+                return Err(ReadError::Incomplete {
+                    target: Some(target),
+                    what: format!(
+                        "{} of {length} body byte(s) (Content-Length), then the connection closed",
+                        buf.len()
+                    ),
+                });
             }
         }
         buf.split_to(length).freeze()

@@ -6,21 +6,42 @@
 //! keeps one process and writes a line per turn (persistent) and one that starts a process per
 //! turn, writes the request without a newline and closes stdin (per-turn). Answers are one line
 //! each (unless `stdio-pretty`); nothing but answers goes to stdout.
+//!
+//! The peer is judged as over HTTP: every request and every answer goes to the protocol's
+//! observer. While an answer is held back (slow, hang), the input is watched, so that a peer
+//! that gives up (closes stdin or the connection) is seen doing so, and when. Two checks only a
+//! stdio peer has are the engine's: whether it drains the agent's stderr (`stderr-flood`) and
+//! whether it ends the agent's process group (`forks-and-exits`: the child left behind settles
+//! that case, see [`super::linger`]).
 
+use std::ffi::OsString;
 use std::io::Write as _;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use serde_json::Value;
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
+};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::agent::MockAgent;
 use super::behavior::{Kind, What};
-use super::http1::Fault;
+use super::http1::{Delivered, Fault, Outcome};
+use super::journal::AuthSeen;
+use super::observe::Tally;
 #[cfg(doc)]
 use super::protocol::AgentProtocol;
+use super::protocol::{Answered, PlatformObserver, Seen};
+use crate::report::{CaseResult, Level};
 
 /// Longest request line read.
 const MAX_REQUEST: u64 = 32 * 1024 * 1024;
+
+/// How long a stderr flood may take before the harness is said not to drain stderr.
+const FLOOD_WAIT: Duration = Duration::from_secs(5);
 
 /// What the stdio-only behaviours of an agent ask for.
 #[derive(Debug, Default, Clone, Copy)]
@@ -49,15 +70,171 @@ impl StdioQuirks {
     }
 }
 
-/// Serves requests on stdin, answers on stdout, until stdin ends.
-pub async fn serve_stdio(agent: Arc<MockAgent>) -> std::io::Result<()> {
-    let quirks = StdioQuirks::of(&agent);
-    serve_lines(&agent, tokio::io::stdin(), tokio::io::stdout(), quirks).await
+/// A mock agent served over lines, with the observer that judges its peer (the harness) and
+/// the checks only a stdio peer has.
+pub struct LineService {
+    pub agent: MockAgent,
+    pub observer: Box<dyn PlatformObserver>,
+    /// Arguments for the child `forks-and-exits` leaves (`mock linger …`: where the reports
+    /// are, so that it can settle its case).
+    pub linger_args: Vec<OsString>,
+    seq: AtomicU64,
+    stdio: Mutex<StdioChecks>,
+    /// Answers held back right now (seq → when the request came).
+    held: Mutex<std::collections::HashMap<u64, Instant>>,
+}
+
+/// What the stdio-only behaviours found out about the harness.
+#[derive(Default)]
+struct StdioChecks {
+    /// Each stderr flood: written whole within [`FLOOD_WAIT`], or not.
+    drains: Tally,
+    /// A flood still blocked: nothing more may be written to stderr (it would block).
+    stuck: bool,
+    /// `forks-and-exits`: the case the child left behind settles.
+    forked: Option<CaseResult>,
+}
+
+impl LineService {
+    pub fn new(agent: MockAgent, observer: Box<dyn PlatformObserver>) -> LineService {
+        LineService {
+            agent,
+            observer,
+            linger_args: Vec::new(),
+            seq: AtomicU64::new(0),
+            stdio: Mutex::new(StdioChecks::default()),
+            held: Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    /// `agent`, judged by its protocol's observer against `expect`.
+    pub fn judged(agent: MockAgent, expect: &super::protocol::PlatformExpect) -> LineService {
+        let observer = super::observe::observer_for(agent.protocol, expect);
+        LineService::new(agent, observer)
+    }
+
+    /// The verdicts so far: the observer's, then the stdio checks that had something to judge.
+    pub fn cases(&self) -> Vec<CaseResult> {
+        let mut cases = self.observer.cases();
+        if let Ok(s) = self.stdio.lock() {
+            if s.drains.checked > 0 {
+                cases.push(s.drains.case(
+                    "stdio.drains-stderr",
+                    "stdio",
+                    Level::Must,
+                    "the harness drains the agent's stderr as it comes (a flood does not block the agent)",
+                    "Local Subprocess Protocol (anything the agent writes to stderr is captured and emitted as an engine log)",
+                    "stderr floods",
+                ));
+            }
+            cases.extend(s.forked.clone());
+        }
+        cases
+    }
+
+    /// Whether stderr is stuck behind a flood the harness does not read.
+    pub fn stderr_stuck(&self) -> bool {
+        self.stdio.lock().map(|s| s.stuck).unwrap_or(true)
+    }
+
+    /// The peer ended the agent (a signal to a stdio agent) while answers were held back: it
+    /// gave up on them now.
+    pub fn peer_gave_up(&self) {
+        let held: Vec<(u64, Instant)> = match self.held.lock() {
+            Ok(mut h) => h.drain().collect(),
+            Err(_) => return,
+        };
+        for (seq, received) in held {
+            self.answered(seq, received, Outcome::Hung, 0);
+        }
+    }
+
+    fn hold(&self, seq: u64, received: Instant, on: bool) {
+        if let Ok(mut h) = self.held.lock() {
+            if on {
+                h.insert(seq, received);
+            } else {
+                h.remove(&seq);
+            }
+        }
+    }
+
+    /// Tells the observer an answer is over.
+    fn answered(&self, seq: u64, received: Instant, outcome: Outcome, bytes: u64) {
+        let total = received.elapsed();
+        let delivered = Delivered {
+            outcome,
+            bytes,
+            ttfb: (bytes > 0).then_some(total),
+            total,
+        };
+        self.observer.on_answer(&Answered {
+            seq,
+            agent: self.agent.name(),
+            endpoint: self.agent.protocol.line_endpoint().unwrap_or_default(),
+            task: "",
+            received: received.into_std(),
+            delivered: &delivered,
+        });
+    }
+
+    /// Writes `bytes` to stderr, timed: written whole within [`FLOOD_WAIT`], or not (then the
+    /// writer thread stays blocked, and stderr is left alone from then on).
+    fn flood_stderr(&self, bytes: usize) {
+        if self.stderr_stuck() {
+            return;
+        }
+        let written = Arc::new(AtomicU64::new(0));
+        let (done, finished) = std::sync::mpsc::channel::<()>();
+        let counter = written.clone();
+        std::thread::spawn(move || {
+            let chunk = [b'#'; 64 * 1024];
+            let mut err = std::io::stderr().lock();
+            let mut left = bytes;
+            while left > 0 {
+                let n = left.min(chunk.len());
+                if err.write_all(&chunk[..n]).is_err() {
+                    break;
+                }
+                counter.fetch_add(n as u64, Ordering::Relaxed);
+                left -= n;
+            }
+            let _ = err.write_all(b"\n");
+            let _ = done.send(());
+        });
+        let whole = finished.recv_timeout(FLOOD_WAIT).is_ok();
+        let Ok(mut s) = self.stdio.lock() else { return };
+        s.stuck |= !whole;
+        let got = written.load(Ordering::Relaxed);
+        s.drains.check(whole, || {
+            format!(
+                "{got} of {bytes} byte(s) written to stderr in {} s: the harness does not read the agent's stderr as it comes (a full pipe blocks the agent)",
+                FLOOD_WAIT.as_secs()
+            )
+        });
+    }
+}
+
+/// Serves requests on stdin, answers on stdout, until stdin ends. `after_each` runs after every
+/// answer (the stdio mock rewrites its reports then: a harness may kill it at any moment).
+pub async fn serve_stdio(
+    service: Arc<LineService>,
+    after_each: &(dyn Fn(&LineService) + Send + Sync),
+) -> std::io::Result<()> {
+    let quirks = StdioQuirks::of(&service.agent);
+    serve_lines(
+        &service,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        quirks,
+        after_each,
+    )
+    .await
 }
 
 /// Serves each connection of a TCP listener until `stop`.
 pub async fn serve_tcp(
-    agent: Arc<MockAgent>,
+    service: Arc<LineService>,
     listener: tokio::net::TcpListener,
     stop: CancellationToken,
 ) {
@@ -67,59 +244,108 @@ pub async fn serve_tcp(
         let _ = stream.set_nodelay(true);
         Ok(stream)
     };
-    serve_connections(agent, accept, stop).await;
+    serve_connections(service, accept, stop).await;
 }
 
 /// Serves each connection of a Unix socket until `stop`.
 #[cfg(unix)]
 pub async fn serve_unix(
-    agent: Arc<MockAgent>,
+    service: Arc<LineService>,
     listener: tokio::net::UnixListener,
     stop: CancellationToken,
 ) {
     let accept = || async { listener.accept().await.map(|(stream, _)| stream) };
-    serve_connections(agent, accept, stop).await;
+    serve_connections(service, accept, stop).await;
 }
 
-/// Accepts with `accept` until `stop`, serving each connection's lines on its own task.
-async fn serve_connections<S, A, F>(agent: Arc<MockAgent>, accept: A, stop: CancellationToken)
+/// Accepts with `accept` until `stop`, serving each connection's lines on its own task; returns
+/// when every connection is done.
+async fn serve_connections<S, A, F>(service: Arc<LineService>, accept: A, stop: CancellationToken)
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
     A: Fn() -> F,
     F: std::future::Future<Output = std::io::Result<S>>,
 {
+    let tracker = tokio_util::task::TaskTracker::new();
     loop {
         let accepted = tokio::select! {
-            _ = stop.cancelled() => return,
+            _ = stop.cancelled() => break,
             a = accept() => a,
         };
         let Ok(stream) = accepted else {
             // Out of file descriptors and the like: back off rather than spin.
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         };
-        let agent = agent.clone();
+        let service = service.clone();
         let stop = stop.clone();
-        tokio::spawn(async move {
+        tracker.spawn(async move {
             let (r, w) = tokio::io::split(stream);
             tokio::select! {
+                // An answer still held back is judged by the observer as still awaited.
                 _ = stop.cancelled() => {}
-                _ = serve_lines(&agent, r, w, StdioQuirks::default()) => {}
+                _ = serve_lines(&service, r, w, StdioQuirks::default(), &|_| {}) => {}
             }
         });
+    }
+    tracker.close();
+    tracker.wait().await;
+}
+
+/// How the wait for an answer's moment ended.
+enum Waited {
+    /// The moment came.
+    Due,
+    /// The input ended first (stdin or the connection closed): the peer gave up.
+    InputEnded,
+    /// The peer sent its next request while a hanging agent held its answer: it gave up on it.
+    NextRequest,
+}
+
+/// Waits until `until` (forever when None), watching `reader` for the end of input.
+async fn wait_watching<R: AsyncBufRead + Unpin>(reader: &mut R, until: Option<Instant>) -> Waited {
+    if until.is_some_and(|at| at <= Instant::now()) {
+        return Waited::Due;
+    }
+    let due = async {
+        match until {
+            Some(at) => tokio::time::sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(due);
+    tokio::select! {
+        biased;
+        _ = &mut due => Waited::Due,
+        filled = reader.fill_buf() => match filled {
+            Ok([]) | Err(_) => Waited::InputEnded,
+            Ok(_) if until.is_none() => Waited::NextRequest,
+            // A request sent ahead: the answer still goes out when it is due.
+            Ok(_) => {
+                due.await;
+                Waited::Due
+            }
+        },
     }
 }
 
 async fn serve_lines<R, W>(
-    agent: &MockAgent,
+    service: &LineService,
     reader: R,
     mut writer: W,
     quirks: StdioQuirks,
+    after_each: &(dyn Fn(&LineService) + Send + Sync),
 ) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    let agent = &service.agent;
+    let endpoint = agent.protocol.line_endpoint().unwrap_or_default();
+    let schema = agent
+        .protocol
+        .endpoint(endpoint)
+        .and_then(|e| e.request_schema);
     let mut reader = BufReader::new(reader);
     let mut first = true;
     loop {
@@ -131,26 +357,95 @@ where
         if n == 0 {
             return Ok(());
         }
-        if line.last() == Some(&b'\n') {
+        let ended_by_newline = line.last() == Some(&b'\n');
+        if ended_by_newline {
             line.pop();
         }
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
+        }
+        let received = Instant::now();
+        let parsed: Option<Value> = serde_json::from_slice(&line).ok();
+        if !ended_by_newline && parsed.is_none() {
+            // The input ended in the middle of a request: a peer that died writing it (in
+            // per-turn mode a whole request ends at the end of input too, but it is JSON).
+            service.observer.on_incomplete(
+                agent.name(),
+                endpoint,
+                &format!(
+                    "{} byte(s) without a newline, not a whole JSON request, then the end of input: {}",
+                    line.len(),
+                    crate::text::excerpt(&line, 80)
+                ),
+            );
+            after_each(service);
+            return Ok(());
         }
         if quirks.exits_early {
             eprintln!("agent-tck mock (exits-early): exiting without an answer");
             std::process::exit(3);
         }
         if let Some(bytes) = quirks.stderr_flood {
-            flood_stderr(bytes);
+            service.flood_stderr(bytes);
         }
-        let endpoint = agent.protocol.line_endpoint().unwrap_or_default();
-        let (plan, _) = agent.respond(endpoint, &line);
-        let at = tokio::time::Instant::now() + plan.ttfb + plan.body_delay;
-        tokio::time::sleep_until(at).await;
-        if matches!(plan.fault, Fault::Hang | Fault::Blackhole) {
-            // Never answer; the harness must give up at its deadline and kill us.
-            std::future::pending::<()>().await;
+        let (plan, decision) = agent.respond_parsed(endpoint, &line, parsed.as_ref());
+        let seq = service.seq.fetch_add(1, Ordering::Relaxed);
+        if let Some(schema) = schema {
+            let findings = match &parsed {
+                Some(v) => crate::schema::schemas().validate(schema, v),
+                None => vec![crate::schema::finding("$", "the request is not JSON")],
+            };
+            service.observer.on_request(&Seen {
+                seq,
+                agent: agent.name(),
+                expects_key: false,
+                endpoint,
+                auth: AuthSeen::None,
+                body: parsed.as_ref(),
+                schema_findings: &findings,
+                decision: &decision,
+                answer: &plan.response.body,
+                at: received.into_std(),
+            });
+        }
+        let hang = matches!(plan.fault, Fault::Hang | Fault::Blackhole);
+        let due = (!hang).then(|| received + plan.ttfb + plan.body_delay);
+        service.hold(seq, received, true);
+        // A request that ended at the end of input (per-turn stdio) has no input left to watch:
+        // its end says nothing about the peer giving up (a signal does, see `peer_gave_up`).
+        let waited = if ended_by_newline {
+            wait_watching(&mut reader, due).await
+        } else {
+            match due {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+            Waited::Due
+        };
+        service.hold(seq, received, false);
+        let mut over = false;
+        match waited {
+            Waited::Due => {}
+            Waited::InputEnded if hang => {
+                service.answered(seq, received, Outcome::Hung, 0);
+                after_each(service);
+                return Ok(());
+            }
+            Waited::InputEnded => {
+                // It closed its side: it gave up now. (A peer that only half-closed still gets
+                // the answer when it is due; a pipe's closed reader refuses it.)
+                service.answered(seq, received, Outcome::PeerGone, 0);
+                after_each(service);
+                over = true;
+                if let Some(at) = due {
+                    tokio::time::sleep_until(at).await;
+                }
+            }
+            Waited::NextRequest => {
+                service.answered(seq, received, Outcome::Hung, 0);
+                after_each(service);
+                continue;
+            }
         }
         if first && quirks.banner {
             writer
@@ -158,8 +453,8 @@ where
                 .await?;
         }
         first = false;
-        let body = if quirks.pretty {
-            serde_json::from_slice::<serde_json::Value>(&plan.response.body)
+        let mut out = if quirks.pretty {
+            serde_json::from_slice::<Value>(&plan.response.body)
                 .and_then(|v| serde_json::to_vec_pretty(&v))
                 .unwrap_or_else(|_| plan.response.body.to_vec())
         } else {
@@ -167,37 +462,73 @@ where
         };
         // One write for the answer and its newline: two would meet Nagle's algorithm and the
         // peer's delayed ACK (40 ms a turn over TCP).
-        let mut line = body;
-        line.push(b'\n');
-        writer.write_all(&line).await?;
-        writer.flush().await?;
+        out.push(b'\n');
+        let written = async {
+            writer.write_all(&out).await?;
+            writer.flush().await
+        }
+        .await;
+        if !over {
+            let outcome = if written.is_ok() {
+                Outcome::Complete
+            } else {
+                Outcome::PeerGone
+            };
+            service.answered(seq, received, outcome, out.len() as u64);
+            after_each(service);
+        }
+        written?;
         if quirks.forks_and_exits {
-            fork_and_exit();
+            fork_and_exit(service, after_each);
         }
     }
 }
 
-/// Writes `bytes` to stderr in chunks (blocking: the harness must drain it concurrently).
-fn flood_stderr(bytes: usize) {
-    let chunk = [b'#'; 64 * 1024];
-    let mut err = std::io::stderr().lock();
-    let mut left = bytes;
-    while left > 0 {
-        let n = left.min(chunk.len());
-        if err.write_all(&chunk[..n]).is_err() {
-            return;
+/// Leaves a child that holds stdout open, then exits: a harness that reads stdout to its end
+/// would wait for the child; one that kills the process group is done. The child
+/// (`agent-tck mock linger`) settles the case [`FORKED_CASE`] in the reports: PASS when the
+/// group is signalled, FAIL when it outlives the harness's end of stdout.
+fn fork_and_exit(service: &LineService, after_each: &(dyn Fn(&LineService) + Send + Sync)) -> ! {
+    let child = std::env::current_exe().and_then(|exe| {
+        let mut command = std::process::Command::new(exe);
+        command
+            .args(["mock", "linger"])
+            .args(&service.linger_args)
+            .stdin(std::process::Stdio::null());
+        // The child starts with the ending signals blocked, and unblocks them once it can catch
+        // them: a harness that ends the group the moment the agent exits is still seen doing so.
+        use std::os::unix::process::CommandExt;
+        // SAFETY: between fork and exec only async-signal-safe calls (sigprocmask and the
+        // sigset helpers), on a set local to the closure.
+        unsafe {
+            command.pre_exec(|| {
+                super::linger::block_ending_signals(libc::SIG_BLOCK);
+                Ok(())
+            });
         }
-        left -= n;
+        command.spawn()
+    });
+    let mut case = CaseResult::new(
+        super::linger::FORKED_CASE,
+        "stdio",
+        Level::Must,
+        "the harness ends the agent's whole process group (a child left holding stdout is gone)",
+        "Local Subprocess Protocol (the agent is a process the harness starts and must end)",
+    );
+    match &child {
+        Ok(c) => case.skip(format!(
+            "not settled: the agent left a child (pid {}) holding stdout and exited; the child \
+             settles this case (PASS when the harness signals the group, FAIL when it outlives \
+             the harness's end of stdout by {} s). Still skipped: it was killed outright \
+             (SIGKILL, which ends the group too) or the report was read before it settled",
+            c.id(),
+            super::linger::GRACE.as_secs()
+        )),
+        Err(e) => case.skip(format!("cannot leave a child behind: {e}")),
     }
-    let _ = err.write_all(b"\n");
-}
-
-/// Leaves a child that holds stdout open and sleeps, then exits: a harness that reads stdout
-/// to its end would wait for the child; one that kills the process group is done.
-fn fork_and_exit() -> ! {
-    let _ = std::process::Command::new("sleep")
-        .arg("600")
-        .stdin(std::process::Stdio::null())
-        .spawn();
+    if let Ok(mut s) = service.stdio.lock() {
+        s.forked = Some(case);
+    }
+    after_each(service);
     std::process::exit(0);
 }

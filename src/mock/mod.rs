@@ -17,6 +17,7 @@ pub mod http1;
 pub mod injection;
 pub mod journal;
 pub mod line_server;
+pub mod linger;
 pub mod observe;
 pub mod protocol;
 pub mod session;

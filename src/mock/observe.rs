@@ -9,10 +9,9 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use super::journal::AuthSeen;
-use super::protocol::{AgentProtocol, Endpoint, PlatformObserver, Seen};
+use super::protocol::{AgentProtocol, Endpoint, PlatformExpect, PlatformObserver, Seen};
 use crate::report::{CaseResult, Level, Status};
 use crate::schema::findings_message;
 
@@ -79,6 +78,8 @@ pub struct Common {
     schema: Tally,
     bearer: Tally,
     no_stray_bearer: Tally,
+    /// Requests that never arrived whole (the connection or stdin closed mid-request).
+    incomplete: Tally,
 }
 
 impl Common {
@@ -105,6 +106,16 @@ impl Common {
         let findings = seen.schema_findings;
         self.schema.check(findings.is_empty(), || {
             format!("{name} /{endpoint}: {}", findings_message(findings))
+        });
+    }
+
+    /// A request that never arrived whole.
+    pub fn on_incomplete(&mut self, agent: &str, endpoint: &str, what: &str) {
+        self.incomplete.check(false, || {
+            format!(
+                "{agent} /{endpoint}: {}",
+                crate::text::excerpt_str(what, 200)
+            )
         });
     }
 
@@ -141,14 +152,25 @@ impl Common {
         Some(case)
     }
 
-    /// How many protocol requests arrived.
+    /// How many protocol requests arrived (whole or not).
     pub fn total(&self) -> u64 {
-        self.requests.values().sum()
+        self.requests.values().sum::<u64>() + self.incomplete.broken
     }
 
-    /// The three shared cases; `requests_spec` names the spec's request sections.
+    /// The shared cases; `requests_spec` names the spec's request sections.
     pub fn cases(&self, requests_spec: &str) -> Vec<CaseResult> {
+        // Every whole request counts as checked; each broken one as checked and broken.
+        let mut whole = self.incomplete.clone();
+        whole.checked += self.requests.values().sum::<u64>();
         vec![
+            whole.case(
+                "platform.whole-requests",
+                "requests",
+                Level::Must,
+                "every request the platform began arrived whole (no connection or stdin closed in the middle of one)",
+                requests_spec,
+                "requests",
+            ),
             self.schema.case(
                 "platform.request-schema",
                 "requests",
@@ -198,10 +220,10 @@ fn auth_text(auth: AuthSeen) -> &'static str {
 /// The observer of `protocol`'s platforms: its own, or the shared rules alone.
 pub fn observer_for(
     protocol: &dyn AgentProtocol,
-    platform_timeout: Duration,
+    expect: &PlatformExpect,
 ) -> Box<dyn PlatformObserver> {
     protocol
-        .observer(platform_timeout)
+        .observer(expect)
         .unwrap_or_else(|| Box::new(SchemaObserver::new(protocol.endpoints())))
 }
 
@@ -235,6 +257,12 @@ impl PlatformObserver for SchemaObserver {
     fn on_probe_request(&self, _agent: &str, endpoint: &str, case: &str) {
         if let Ok(mut c) = self.common.lock() {
             c.on_probe_request(endpoint, case);
+        }
+    }
+
+    fn on_incomplete(&self, agent: &str, endpoint: &str, what: &str) {
+        if let Ok(mut c) = self.common.lock() {
+            c.on_incomplete(agent, endpoint, what);
         }
     }
 

@@ -89,8 +89,29 @@ pub struct Mutating<'a> {
     pub injected: &'a mut Vec<Placed>,
 }
 
+/// What the user says the platform under test does (`--platform-timeout`, `--expect-max-turns`):
+/// what an observer judges it against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlatformExpect {
+    /// How long the platform waits for an answer before it gives up.
+    pub timeout: Duration,
+    /// The platform's turn limit, for protocols with turns (None: not stated).
+    pub max_turns: Option<u32>,
+}
+
+impl PlatformExpect {
+    pub fn timeout(timeout: Duration) -> PlatformExpect {
+        PlatformExpect {
+            timeout,
+            max_turns: None,
+        }
+    }
+}
+
 /// One request an agent received (after routing), with what the agent decided to answer.
 pub struct Seen<'a> {
+    /// The request's number in the session (the same in [`Answered`]).
+    pub seq: u64,
     /// The agent's name.
     pub agent: &'a str,
     /// Whether the agent was registered with a key (and so expects it as a bearer token).
@@ -103,7 +124,22 @@ pub struct Seen<'a> {
     /// it is the costly part, and every worker thread may be there at once).
     pub schema_findings: &'a [Finding],
     pub decision: &'a Decision,
+    /// The answer's body as planned (a hang or a fault may keep it from being delivered).
+    pub answer: &'a [u8],
     pub at: Instant,
+}
+
+/// An answer that is over, however it went.
+pub struct Answered<'a> {
+    /// The request's number, as in its [`Seen`].
+    pub seq: u64,
+    pub agent: &'a str,
+    pub endpoint: &'a str,
+    /// The request's `task_id` (empty when it has none).
+    pub task: &'a str,
+    /// When the request arrived.
+    pub received: Instant,
+    pub delivered: &'a Delivered,
 }
 
 /// Judges a platform from what reaches the fleet.
@@ -111,11 +147,14 @@ pub trait PlatformObserver: Send + Sync {
     /// One request an agent received.
     fn on_request(&self, seen: &Seen<'_>);
 
-    /// An answer is over: `received` is when its request arrived, `delivered` how it went;
-    /// `task` is the request's `task_id` (empty when it has none).
-    fn on_answer(&self, endpoint: &str, task: &str, received: Instant, delivered: &Delivered) {
-        let _ = (endpoint, task, received, delivered);
+    /// An answer is over.
+    fn on_answer(&self, answered: &Answered<'_>) {
+        let _ = answered;
     }
+
+    /// A request that never arrived whole: the platform closed the connection (or stdin) in
+    /// the middle of it. `what` says how much came.
+    fn on_incomplete(&self, agent: &str, endpoint: &str, what: &str);
 
     /// A request agent-tck's probe marked as its own deliberate test (header
     /// `x-agent-tck-case: CASE`): not the platform's doing, so not judged as such; reported.
@@ -146,10 +185,9 @@ pub trait AgentProtocol: Send + Sync + 'static {
     fn behaviors(&self) -> &'static [ContentBehavior];
 
     /// What the fleet judges of a platform from the requests it receives, when the protocol
-    /// has rules of its own (`platform_timeout`: how long the platform waits for an answer).
-    /// None: the rules every protocol shares (`observe::SchemaObserver`).
-    fn observer(&self, platform_timeout: Duration) -> Option<Box<dyn PlatformObserver>> {
-        let _ = platform_timeout;
+    /// has rules of its own. None: the rules every protocol shares (`observe::SchemaObserver`).
+    fn observer(&self, expect: &PlatformExpect) -> Option<Box<dyn PlatformObserver>> {
+        let _ = expect;
         None
     }
 

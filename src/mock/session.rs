@@ -10,7 +10,7 @@ use super::agent::MockAgent;
 use super::driver::Driver;
 use super::fleet::{self, Layout};
 use super::journal::Journal;
-use super::protocol::AgentProtocol;
+use super::protocol::{AgentProtocol, PlatformExpect};
 use crate::error::Error;
 use crate::report::{CaseResult, Report, RunInfo};
 use crate::text::Redactor;
@@ -27,8 +27,8 @@ pub struct SessionSettings {
     /// under the bound address).
     pub advertise: Option<String>,
     pub driver: Option<Driver>,
-    /// The platform's agent timeout, to judge slow agents.
-    pub platform_timeout: Duration,
+    /// What the platform is expected to do (its agent timeout, its turn limit), to judge it.
+    pub expect: PlatformExpect,
     pub journal: Option<PathBuf>,
     pub journal_body_cap: usize,
     pub seed: u64,
@@ -85,7 +85,7 @@ pub async fn run(
         settings.host,
         settings.port,
         journal,
-        super::observe::observer_for(settings.protocol, settings.platform_timeout),
+        super::observe::observer_for(settings.protocol, &settings.expect),
     )
     .await?;
     served

@@ -49,8 +49,17 @@ impl OutputArgs {
         Ok(())
     }
 
-    /// Writes the report files asked for.
+    /// Writes the report files asked for, saying so on stderr.
     pub fn write(&self, report: &Report) -> Result<(), Error> {
+        for path in self.write_quietly(report)? {
+            eprintln!("wrote {}", path.display());
+        }
+        Ok(())
+    }
+
+    /// Writes the report files asked for; returns their paths.
+    pub fn write_quietly(&self, report: &Report) -> Result<Vec<&Path>, Error> {
+        let mut written = Vec::new();
         let files = [
             (&self.json, "--json", json::to_string(report)),
             (&self.junit, "--junit", junit::to_string(report)),
@@ -60,9 +69,9 @@ impl OutputArgs {
                 std::fs::write(path, text).map_err(|e| {
                     Error::run(format!("{flag} {}: cannot write: {e}", path.display()))
                 })?;
-                eprintln!("wrote {}", path.display());
+                written.push(path.as_path());
             }
         }
-        Ok(())
+        Ok(written)
     }
 }

@@ -78,7 +78,7 @@ trigger: {{ count: 2, concurrency: 2, margin: 1s, expect: {{ json: ["status == c
         host: IpAddr::V4(Ipv4Addr::LOCALHOST),
         port: 0,
         advertise: None,
-        platform_timeout: driver.timeout,
+        expect: agent_tck::mock::protocol::PlatformExpect::timeout(driver.timeout),
         driver: Some(driver),
         journal: None,
         journal_body_cap: 1 << 20,

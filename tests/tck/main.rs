@@ -7,6 +7,7 @@ mod broken;
 mod cli;
 mod engine;
 mod fleet;
+mod harness_judged;
 mod hostile;
 mod layers;
 mod platform;

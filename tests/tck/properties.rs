@@ -988,12 +988,15 @@ fn task_mock_lines(requests: &[Vec<u8>]) -> Vec<Vec<u8>> {
         let items =
             agent_tck::mock::behavior::parse_list("conforming", crate::support::execute_task())
                 .unwrap();
-        let agent = Arc::new(MockAgent::with_responder(
-            &agent_tck::protocols::execute_task::Agents,
-            profile,
-            items,
-            1,
-            reference,
+        let agent = Arc::new(agent_tck::mock::line_server::LineService::judged(
+            MockAgent::with_responder(
+                &agent_tck::protocols::execute_task::Agents,
+                profile,
+                items,
+                1,
+                reference,
+            ),
+            &agent_tck::mock::protocol::PlatformExpect::timeout(Duration::from_secs(120)),
         ));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();

@@ -291,6 +291,20 @@ pub async fn mock_session(
     tokio::sync::oneshot::Sender<()>,
     tokio::task::JoinHandle<Result<Report, agent_tck::error::Error>>,
 ) {
+    let expect = agent_tck::mock::protocol::PlatformExpect::timeout(Duration::from_secs(120));
+    mock_session_expecting(protocol, agent, expect).await
+}
+
+/// The same, judging the platform against `expect` (its timeout, its turn limit).
+pub async fn mock_session_expecting(
+    protocol: &'static dyn agent_tck::mock::protocol::AgentProtocol,
+    agent: agent_tck::mock::agent::MockAgent,
+    expect: agent_tck::mock::protocol::PlatformExpect,
+) -> (
+    String,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<Report, agent_tck::error::Error>>,
+) {
     use agent_tck::mock::fleet::Layout;
     use agent_tck::mock::session::{self, Banner, SessionSettings};
     // A port the OS gave a moment ago (the session binds it itself).
@@ -307,7 +321,7 @@ pub async fn mock_session(
         port,
         advertise: None,
         driver: None,
-        platform_timeout: Duration::from_secs(120),
+        expect,
         journal: None,
         journal_body_cap: 1 << 20,
         seed: 1,

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use agent_tck::mock::agent::{MockAgent, Profile};
 use agent_tck::mock::behavior::parse_list;
+use agent_tck::mock::line_server::LineService;
+use agent_tck::mock::protocol::PlatformExpect;
 use agent_tck::protocols::execute_task::agent::TaskAgent;
 use agent_tck::protocols::execute_task::probe::{run, Target, TaskSettings};
 use agent_tck::protocols::execute_task::scenario::Scenario;
@@ -124,7 +126,7 @@ async fn the_conforming_mock_passes_every_case_on_every_transport() {
         agent_tck::mock::journal::Journal::off(std::time::Instant::now()),
         agent_tck::mock::observe::observer_for(
             &agent_tck::protocols::execute_task::Agents,
-            Duration::from_secs(120),
+            &agent_tck::mock::protocol::PlatformExpect::timeout(Duration::from_secs(120)),
         ),
     )
     .await
@@ -137,7 +139,10 @@ async fn the_conforming_mock_passes_every_case_on_every_transport() {
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let tcp_addr = tcp.local_addr().unwrap().to_string();
     tokio::spawn(agent_tck::mock::line_server::serve_tcp(
-        Arc::new(task_agent()),
+        Arc::new(LineService::judged(
+            task_agent(),
+            &PlatformExpect::timeout(Duration::from_secs(120)),
+        )),
         tcp,
         stop.clone(),
     ));
@@ -145,7 +150,10 @@ async fn the_conforming_mock_passes_every_case_on_every_transport() {
     let path = dir.0.join("agent.sock");
     let unix = tokio::net::UnixListener::bind(&path).unwrap();
     tokio::spawn(agent_tck::mock::line_server::serve_unix(
-        Arc::new(task_agent()),
+        Arc::new(LineService::judged(
+            task_agent(),
+            &PlatformExpect::timeout(Duration::from_secs(120)),
+        )),
         unix,
         stop.clone(),
     ));
@@ -300,7 +308,10 @@ async fn an_http_task_mock_judges_its_harness_by_execute_tasks_rules() {
         "{}",
         schema.message
     );
-    assert_eq!(schema.spec, "POST /execute_task: Request");
+    assert_eq!(
+        schema.spec,
+        "POST /execute_task: Request Body; Local Subprocess Protocol; Socket Protocol"
+    );
     assert!(
         !mock
             .cases

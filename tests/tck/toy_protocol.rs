@@ -10,6 +10,7 @@ use agent_tck::mock::behavior::{parse_list, For};
 use agent_tck::mock::fleet::{self, Layout};
 use agent_tck::mock::journal::Journal;
 use agent_tck::mock::observe::observer_for;
+use agent_tck::mock::protocol::PlatformExpect;
 use agent_tck::probe::{self, ProbeSettings, Suite};
 use agent_tck::report::{Report, Status};
 use agent_tck::transport::http::BaseUrl;
@@ -39,7 +40,10 @@ async fn probe_a_mock(behavior: &str) -> Report {
         Ipv4Addr::LOCALHOST.into(),
         0,
         Journal::off(Instant::now()),
-        observer_for(&toy::Agents, Duration::from_secs(30)),
+        observer_for(
+            &toy::Agents,
+            &PlatformExpect::timeout(Duration::from_secs(30)),
+        ),
     )
     .await
     .expect("serves on loopback");

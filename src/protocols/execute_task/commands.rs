@@ -19,6 +19,7 @@ use crate::error::Error;
 use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::behavior::{self, For};
 use crate::mock::fleet::{self};
+use crate::mock::line_server::LineService;
 use crate::mock::protocol::AgentProtocol;
 use crate::mock::Responder;
 use crate::probe::args::{api_key, KeyArgs, RunArgs};
@@ -290,8 +291,9 @@ impl Protocol for ExecuteTask {
                     let addr = listener
                         .local_addr()
                         .map_err(|e| Error::run(e.to_string()))?;
+                    let expect = crate::mock::protocol::PlatformExpect::timeout(row.timeout);
                     tokio::spawn(crate::mock::line_server::serve_tcp(
-                        Arc::new(agent()),
+                        Arc::new(LineService::judged(agent(), &expect)),
                         listener,
                         stop.clone(),
                     ));

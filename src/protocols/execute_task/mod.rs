@@ -5,20 +5,25 @@
 //! - `scenario`: multi-turn scenarios as data (`suites/execute_task/*.yaml`);
 //! - `harness`: the harness loop and the judging of a scenario's expectations;
 //! - `probe`: `probe execute-task`, the protocol cases and the scenarios over a transport;
-//! - `agent`: the conforming scripted agent; `mutate`: its content misbehaviours.
+//! - `agent`: the conforming scripted agent; `mutate`: its content misbehaviours;
+//! - `observe`: the mock role's verdicts on a harness (turns, history, tool results, the turn
+//!   limit, the deadline, what follows a bad answer).
 
 pub mod agent;
 pub mod commands;
 pub mod harness;
 pub mod model;
 pub mod mutate;
+pub mod observe;
 pub mod probe;
 pub mod rules;
 pub mod scenario;
 
 pub use commands::ExecuteTask;
 
-use crate::mock::protocol::{AgentProtocol, ContentBehavior, Endpoint};
+use crate::mock::protocol::{
+    AgentProtocol, ContentBehavior, Endpoint, PlatformExpect, PlatformObserver,
+};
 use crate::mock::Responder;
 
 /// The registry key, and the report's `protocol`.
@@ -55,5 +60,10 @@ impl AgentProtocol for Agents {
 
     fn behaviors(&self) -> &'static [ContentBehavior] {
         mutate::BEHAVIORS
+    }
+
+    /// The harness's verdicts, over every transport.
+    fn observer(&self, expect: &PlatformExpect) -> Option<Box<dyn PlatformObserver>> {
+        Some(Box::new(observe::HarnessObserver::new(*expect)))
     }
 }

@@ -18,9 +18,10 @@ pub mod rules;
 pub use commands::Roundtable;
 
 use std::sync::OnceLock;
-use std::time::Duration;
 
-use crate::mock::protocol::{AgentProtocol, ContentBehavior, Endpoint, PlatformObserver};
+use crate::mock::protocol::{
+    AgentProtocol, ContentBehavior, Endpoint, PlatformExpect, PlatformObserver,
+};
 use crate::mock::Responder;
 use crate::phrases::PhraseSet;
 use crate::probe::checks::Check;
@@ -99,8 +100,8 @@ impl AgentProtocol for Agents {
         mutate::BEHAVIORS
     }
 
-    fn observer(&self, platform_timeout: Duration) -> Option<Box<dyn PlatformObserver>> {
-        Some(Box::new(observe::Observer::new(platform_timeout)))
+    fn observer(&self, expect: &PlatformExpect) -> Option<Box<dyn PlatformObserver>> {
+        Some(Box::new(observe::Observer::new(expect.timeout)))
     }
 }
 

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::jsonpath::strings;
-use crate::mock::http1::{Delivered, Outcome};
+use crate::mock::http1::Outcome;
 use crate::mock::injection;
 use crate::mock::observe::{skip_all_if_none, Common, Tally};
-use crate::mock::protocol::{PlatformObserver, Seen};
+use crate::mock::protocol::{Answered, PlatformObserver, Seen};
 use crate::report::{CaseResult, Level, Status};
 /// Tasks and canaries tracked at most: a fleet serving for days must not grow without bound.
 /// Past it, new ones are not followed (and the verdicts say so).
@@ -223,7 +223,19 @@ impl PlatformObserver for Observer {
         }
     }
 
-    fn on_answer(&self, endpoint: &str, task: &str, received: Instant, delivered: &Delivered) {
+    fn on_incomplete(&self, agent: &str, endpoint: &str, what: &str) {
+        if let Ok(mut s) = self.state.lock() {
+            s.common.on_incomplete(agent, endpoint, what);
+        }
+    }
+
+    fn on_answer(&self, answered: &Answered<'_>) {
+        let (endpoint, task, received, delivered) = (
+            answered.endpoint,
+            answered.task,
+            answered.received,
+            answered.delivered,
+        );
         let Ok(mut s) = self.state.lock() else { return };
         let deadline = received + self.platform_timeout;
         let ended = if delivered.outcome == Outcome::Complete {
@@ -427,6 +439,8 @@ mod tests {
             "other_analyses": others.iter().map(|n| json!({"agent_name": n, "domain": "d", "observations": []})).collect::<Vec<_>>(),
         });
         observer.on_request(&Seen {
+            seq: 0,
+            answer: b"{}",
             agent: receiver,
             expects_key: false,
             endpoint: "challenge",

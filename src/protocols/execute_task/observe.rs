@@ -1,0 +1,684 @@
+//! The mock role's verdicts on an execute_task harness: what a harness did with the agents the
+//! mock played for it, over HTTP, stdio and sockets alike (the engine feeds every request and
+//! every answer the same way, whatever carried it).
+//!
+//! A harness sends no conversation id, so conversations are followed by what the spec does
+//! give: a request at turn 1 starts one; a request at turn t continues the agent's conversation
+//! that was at turn t-1 (the one whose first task opens this request's history, when several
+//! were). A conversation joined in the middle (the mock started late, or a stdio harness starts
+//! a process per turn, so each process sees one request) is followed from there, without a
+//! verdict on what came before it.
+//!
+//! The rules (group `harness`):
+//! - `harness.turns`: turn 1 starts a conversation with an empty history; each next request is
+//!   the next turn;
+//! - `harness.history`: the history keeps the earlier turns and grows by the previous exchange;
+//! - `harness.tool-results`: after call_tool or call_multiple_tools, the next task_description
+//!   carries each tool's result (`Tool 'NAME' returned: …. Continue.`), an error naming it, or a
+//!   `GOVERNANCE ERROR: …` (the reference harness's dict-repr variant is an INFO note);
+//! - `harness.loop-ends`: nothing follows final_answer, provide_instructions or error;
+//! - `harness.turn-limit` / `harness.turn-limit-default`: against an agent that never finishes,
+//!   the harness stops at a limit (`--expect-max-turns N`, or some limit: [`NO_LIMIT_TURNS`]),
+//!   5 unless configured (SHOULD);
+//! - `harness.deadline`: against a slow or hanging agent, the harness gives up (closes the
+//!   connection or stdin) within `--expect-timeout` + 1 s;
+//! - `harness.after-bad-answer`: after a malformed, oversized or wrong-schema answer the harness
+//!   goes on or ends cleanly, never with a half-written request.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::model::check_answer;
+use crate::mock::http1::Outcome;
+use crate::mock::observe::{skip_all_if_none, Common, Tally};
+use crate::mock::protocol::{Answered, PlatformExpect, PlatformObserver, Seen};
+use crate::report::{CaseResult, Level, Status};
+use crate::text::excerpt_str;
+
+/// A turn past this is a harness without a turn limit, when the user states none.
+pub const NO_LIMIT_TURNS: u32 = 100;
+
+/// The spec's default turn limit.
+const DEFAULT_LIMIT: u32 = super::scenario::DEFAULT_MAX_TURNS;
+
+/// Conversations followed per agent (the oldest is let go first).
+const CONVERSATIONS: usize = 64;
+
+/// Delayed answers awaited at once (beyond this, one is not judged rather than memory grown).
+const WAITING: usize = 100_000;
+
+/// Grace on top of the expected timeout before a harness is said to wait too long.
+const GRACE: Duration = Duration::from_secs(1);
+
+const GROUP: &str = "harness";
+
+/// The observer `mock agent --protocol execute-task` and execute-task fleets judge a harness by.
+pub struct HarnessObserver {
+    expect: PlatformExpect,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    common: Common,
+    agents: HashMap<String, AgentState>,
+    turns: Tally,
+    history: Tally,
+    tool_results: Tally,
+    loop_ends: Tally,
+    after_bad: Tally,
+    deadline: Tally,
+    /// Requests over the turn limit (MUST: the stated one or NO_LIMIT_TURNS; SHOULD: 5).
+    over_limit: Tally,
+    over_default: Tally,
+    /// Conversations of more than one turn the mock kept going (no ending action): the harness
+    /// had to end them, by its limit.
+    left_to_harness: u64,
+    longest_left: u32,
+    /// Reference-harness forms seen (INFO).
+    dict_repr: Vec<String>,
+    /// seq → what the mock planned, for answers it delays.
+    waiting: HashMap<u64, Delay>,
+    /// The longest a harness waited before giving up, and how many gave up.
+    gave_up: u64,
+    longest_wait: Duration,
+}
+
+#[derive(Default)]
+struct AgentState {
+    conversations: VecDeque<Conversation>,
+    /// The last bad answer, until the harness's next move says how it took it.
+    pending_bad: Option<String>,
+}
+
+struct Conversation {
+    /// Hash of the first task_description (as it opens the history later).
+    first_task: u64,
+    /// Followed from turn 1 (not joined in the middle): its turns say how far the loop went.
+    from_start: bool,
+    turn: u32,
+    history_len: usize,
+    history_hash: u64,
+    /// What the mock answered last.
+    answer: AnswerSeen,
+}
+
+#[derive(Default, Clone)]
+struct AnswerSeen {
+    action: String,
+    tools: Vec<String>,
+    bad: Option<String>,
+}
+
+impl AnswerSeen {
+    fn ends_loop(&self) -> bool {
+        self.bad.is_none()
+            && matches!(
+                self.action.as_str(),
+                "final_answer" | "provide_instructions" | "error"
+            )
+    }
+
+    fn calls_tools(&self) -> bool {
+        self.bad.is_none() && !self.tools.is_empty()
+    }
+
+    /// The harness, not the agent, must end the loop after this answer.
+    fn keeps_going(&self) -> bool {
+        self.bad.is_none()
+            && matches!(
+                self.action.as_str(),
+                "call_tool" | "call_multiple_tools" | "branch"
+            )
+    }
+}
+
+struct Delay {
+    agent: String,
+    planned: Duration,
+    hang: bool,
+    received: std::time::Instant,
+}
+
+impl Delay {
+    fn what(&self) -> String {
+        if self.hang {
+            "a hanging answer".to_string()
+        } else {
+            format!("an answer delayed {} ms", self.planned.as_millis())
+        }
+    }
+}
+
+impl HarnessObserver {
+    pub fn new(expect: PlatformExpect) -> HarnessObserver {
+        HarnessObserver {
+            expect,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn limit(&self) -> u32 {
+        self.expect.max_turns.unwrap_or(NO_LIMIT_TURNS)
+    }
+}
+
+fn hash_of(value: &impl Hash) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    value.hash(&mut h);
+    h.finish()
+}
+
+/// Hash of the first `n` history entries (each as compact JSON).
+fn history_hash(history: &[Value], n: usize) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for entry in &history[..n.min(history.len())] {
+        entry.to_string().hash(&mut h);
+    }
+    h.finish()
+}
+
+/// What the mock answered, read back from the bytes it planned.
+fn answer_seen(seen: &Seen<'_>) -> AnswerSeen {
+    let parsed = serde_json::from_slice::<Value>(seen.answer);
+    let mut a = AnswerSeen::default();
+    match parsed {
+        Ok(v) => {
+            a.action = v
+                .get("action")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            if let Some(t) = v.get("tool_name").and_then(Value::as_str) {
+                a.tools.push(t.to_string());
+            }
+            if let Some(list) = v.get("tool_names").and_then(Value::as_array) {
+                a.tools
+                    .extend(list.iter().filter_map(Value::as_str).map(str::to_string));
+            }
+            let findings = check_answer(&v);
+            if !findings.is_empty() {
+                a.bad = Some(format!(
+                    "a wrong-schema answer ({})",
+                    crate::schema::findings_message(&findings)
+                ));
+            }
+        }
+        Err(_) => a.bad = Some("an answer that is not JSON".into()),
+    }
+    // A hang or a black hole sends no answer at all: not a bad one (the deadline judges those).
+    match &seen.decision.unusable {
+        Some(why) if why.starts_with("never") => a.bad = None,
+        Some(why) => a.bad = Some(format!("an unusable answer ({why})")),
+        None => {}
+    }
+    a
+}
+
+/// Whether `task` carries the reference harness's policy-violation dict (`{'status':
+/// 'policy_violation', …}` rendered by Python).
+fn dict_repr_violation(task: &str) -> bool {
+    task.contains("policy_violation") && (task.contains("'status'") || task.contains("\"status\""))
+}
+
+/// Judges the task_description that follows a tool call: Ok(None) the spec's form, Ok(Some(note))
+/// another acceptable form, Err(why) no result for `tool`.
+fn tool_result(task: &str, tool: &str, single: bool) -> Result<Option<String>, String> {
+    let spec_form = format!("Tool '{tool}' returned: ");
+    if single && task.starts_with(&spec_form) && task.trim_end().ends_with("Continue.") {
+        return Ok(None);
+    }
+    if task.starts_with("GOVERNANCE ERROR:") {
+        return Ok(None);
+    }
+    if dict_repr_violation(task) {
+        return Ok(Some(format!(
+            "after {tool}: the reference harness's policy-violation dict, not the spec's \
+             GOVERNANCE ERROR text: {}",
+            excerpt_str(task, 160)
+        )));
+    }
+    if task.contains(tool) {
+        return Ok(None);
+    }
+    Err(format!(
+        "after the agent called {tool}, the next task_description does not name it (the spec: \
+         \"Tool '{tool}' returned: {{…}}. Continue.\"): {}",
+        excerpt_str(task, 200)
+    ))
+}
+
+impl State {
+    fn on_request(&mut self, seen: &Seen<'_>, limit: u32, stated: bool) {
+        self.common.on_request(seen);
+        let agent = self.agents.entry(seen.agent.to_string()).or_default();
+        if agent.pending_bad.take().is_some() {
+            self.after_bad.check(true, String::new);
+        }
+        let answer = answer_seen(seen);
+        if answer.bad.is_some() {
+            agent.pending_bad = answer.bad.clone();
+        }
+        let Some(body) = seen.body else { return };
+        let Some(turn) = body.get("turn").and_then(Value::as_u64) else {
+            return;
+        };
+        let turn = u32::try_from(turn).unwrap_or(u32::MAX);
+        let task = body
+            .get("task_description")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let empty = Vec::new();
+        let history = body
+            .get("conversation_history")
+            .and_then(Value::as_array)
+            .unwrap_or(&empty);
+        let name = seen.agent;
+        let first_task = match history.first() {
+            Some(entry) => hash_of(&entry.get("content").and_then(Value::as_str).unwrap_or("")),
+            None => hash_of(&task),
+        };
+
+        // Which conversation this continues: the one whose first task opens this history, at
+        // the turn before; with no history to tell by, the latest at the turn before. A request
+        // whose history opens with a task never seen joins a conversation in its middle (the
+        // crafted single exchanges of a probe look like that too): followed from here, not
+        // judged on what came before.
+        let continued = if turn <= 1 {
+            None
+        } else {
+            let at = |c: &Conversation| c.turn + 1 == turn;
+            if history.is_empty() {
+                agent.conversations.iter().rposition(at)
+            } else {
+                agent
+                    .conversations
+                    .iter()
+                    .rposition(|c| at(c) && c.first_task == first_task)
+            }
+        };
+
+        // The turn limit, on the conversations followed from their start.
+        let from_start = turn == 1 || continued.is_some_and(|i| agent.conversations[i].from_start);
+        if from_start {
+            self.over_limit.check(turn <= limit, || {
+                format!(
+                    "{name}: turn {turn}, past {} {limit}",
+                    if stated {
+                        "--expect-max-turns"
+                    } else {
+                        "any sensible limit:"
+                    }
+                )
+            });
+            if !stated {
+                self.over_default.check(turn <= DEFAULT_LIMIT, || {
+                    format!("{name}: turn {turn}, past the spec's default limit of {DEFAULT_LIMIT}")
+                });
+            }
+        }
+        match (turn, continued) {
+            (0, _) => self.turns.check(false, || {
+                format!("{name}: turn 0 (turns start at 1): {}", excerpt_str(task, 80))
+            }),
+            (1, _) => self.turns.check(history.is_empty(), || {
+                format!(
+                    "{name}: turn 1 with {} history entries (a first turn has none: does the turn go up?)",
+                    history.len()
+                )
+            }),
+            (_, Some(_)) => self.turns.check(true, String::new),
+            (_, None) => {
+                // The same conversation at another turn: the turn did not go up by one (a
+                // retry of the same turn is not judged).
+                if let Some(c) = agent
+                    .conversations
+                    .iter()
+                    .rev()
+                    .find(|c| c.first_task == first_task && c.turn != turn && !history.is_empty())
+                {
+                    let before = c.turn;
+                    self.turns.check(false, || {
+                        format!("{name}: turn {turn} followed turn {before} of the same conversation (the turn goes up by one)")
+                    });
+                }
+            }
+        }
+
+        if let Some(i) = continued {
+            let previous = &agent.conversations[i];
+            // The history: the earlier turns kept, the previous exchange added.
+            let kept = history.len() >= previous.history_len
+                && history_hash(history, previous.history_len) == previous.history_hash;
+            let grew = history.len() > previous.history_len;
+            self.history.check(kept && grew, || {
+                if !kept {
+                    format!(
+                        "{name}: turn {turn}'s history ({} entries) does not start with turn {}'s ({} entries): earlier turns were dropped or changed",
+                        history.len(),
+                        turn - 1,
+                        previous.history_len
+                    )
+                } else {
+                    format!(
+                        "{name}: turn {turn}'s history has {} entries, as turn {}'s had: the previous exchange is not in it",
+                        history.len(),
+                        turn - 1
+                    )
+                }
+            });
+            // What follows the mock's last answer.
+            let last = previous.answer.clone();
+            let after = last.action.clone();
+            self.loop_ends.check(!last.ends_loop(), || {
+                format!(
+                    "{name}: turn {turn} came after {after} at turn {} (the loop ends there)",
+                    turn - 1
+                )
+            });
+            if last.calls_tools() {
+                let single = last.tools.len() == 1;
+                let mut broken = None;
+                for tool in &last.tools {
+                    match tool_result(task, tool, single) {
+                        Ok(None) => {}
+                        Ok(Some(note)) => {
+                            if self.dict_repr.len() < crate::mock::observe::EXAMPLES {
+                                self.dict_repr.push(format!("{name}: {note}"));
+                            }
+                        }
+                        Err(why) => {
+                            broken.get_or_insert(format!("{name} turn {turn}: {why}"));
+                        }
+                    }
+                }
+                self.tool_results
+                    .check(broken.is_none(), || broken.unwrap_or_default());
+            }
+            let c = &mut agent.conversations[i];
+            c.turn = turn;
+            c.history_len = history.len();
+            c.history_hash = history_hash(history, history.len());
+            c.answer = answer;
+        } else {
+            let old = if agent.conversations.len() >= CONVERSATIONS {
+                agent.conversations.pop_front()
+            } else {
+                None
+            };
+            agent.conversations.push_back(Conversation {
+                first_task,
+                from_start: turn == 1,
+                turn,
+                history_len: history.len(),
+                history_hash: history_hash(history, history.len()),
+                answer,
+            });
+            if let Some(old) = old {
+                self.let_go(&old);
+            }
+        }
+    }
+
+    /// A conversation no longer followed: whether the harness had to end it.
+    fn let_go(&mut self, c: &Conversation) {
+        if c.from_start && c.turn > 1 && c.answer.keeps_going() {
+            self.left_to_harness += 1;
+            self.longest_left = self.longest_left.max(c.turn);
+        }
+    }
+}
+
+impl PlatformObserver for HarnessObserver {
+    fn on_request(&self, seen: &Seen<'_>) {
+        let delayed = Duration::from_millis(seen.decision.ttfb_ms + seen.decision.body_ms);
+        let hang = seen
+            .decision
+            .unusable
+            .as_deref()
+            .is_some_and(|u| u.starts_with("never"));
+        let Ok(mut s) = self.state.lock() else { return };
+        s.on_request(seen, self.limit(), self.expect.max_turns.is_some());
+        if (hang || !delayed.is_zero()) && s.waiting.len() < WAITING {
+            s.waiting.insert(
+                seen.seq,
+                Delay {
+                    agent: seen.agent.to_string(),
+                    planned: delayed,
+                    hang,
+                    received: seen.at,
+                },
+            );
+        }
+    }
+
+    fn on_answer(&self, answered: &Answered<'_>) {
+        let Ok(mut s) = self.state.lock() else { return };
+        let Some(delay) = s.waiting.remove(&answered.seq) else {
+            return;
+        };
+        let d = answered.delivered;
+        let limit = self.expect.timeout + GRACE;
+        let waited = d.total;
+        let what = delay.what();
+        let (name, expect) = (delay.agent, humantime::format_duration(self.expect.timeout));
+        match d.outcome {
+            Outcome::Hung | Outcome::PeerGone => {
+                s.gave_up += 1;
+                s.longest_wait = s.longest_wait.max(waited);
+                s.deadline.check(waited <= limit, || {
+                    format!(
+                        "{name}: {what}: the harness gave up only after {:.1} s (expected within {expect} + 1 s)",
+                        waited.as_secs_f64()
+                    )
+                });
+            }
+            Outcome::Shutdown if waited <= limit => {}
+            Outcome::Shutdown => s.deadline.check(false, || {
+                format!(
+                    "{name}: {what}: the harness was still waiting after {:.1} s, when the mock stopped (expected to give up within {expect} + 1 s)",
+                    waited.as_secs_f64()
+                )
+            }),
+            _ => {
+                s.longest_wait = s.longest_wait.max(waited);
+                s.deadline.check(waited <= limit, || {
+                    format!(
+                        "{name}: {what}: the harness waited {:.1} s for it (expected to give up within {expect} + 1 s)",
+                        waited.as_secs_f64()
+                    )
+                });
+            }
+        }
+    }
+
+    fn on_incomplete(&self, agent: &str, endpoint: &str, what: &str) {
+        let Ok(mut s) = self.state.lock() else { return };
+        // After a bad answer it is that rule's failure; otherwise the shared one's.
+        match s.agents.get_mut(agent).and_then(|a| a.pending_bad.take()) {
+            Some(bad) => s.after_bad.check(false, || {
+                format!(
+                    "{agent}: after {}, a half-written request: {what}",
+                    excerpt_str(&bad, 120)
+                )
+            }),
+            None => s.common.on_incomplete(agent, endpoint, what),
+        }
+    }
+
+    fn on_probe_request(&self, _agent: &str, endpoint: &str, case: &str) {
+        if let Ok(mut s) = self.state.lock() {
+            s.common.on_probe_request(endpoint, case);
+        }
+    }
+
+    fn cases(&self) -> Vec<CaseResult> {
+        let Ok(mut guard) = self.state.lock() else {
+            return Vec::new();
+        };
+        let s = &mut *guard;
+        // Bad answers the harness never followed up: it ended the scenario cleanly.
+        for agent in s.agents.values_mut() {
+            if agent.pending_bad.take().is_some() {
+                s.after_bad.check(true, String::new);
+            }
+        }
+        // Answers still held back: a harness still waiting past its deadline.
+        let limit = self.expect.timeout + GRACE;
+        let expect = humantime::format_duration(self.expect.timeout);
+        for delay in s.waiting.values() {
+            let waited = delay.received.elapsed();
+            if waited > limit {
+                s.deadline.check(false, || {
+                    format!(
+                        "{}: {}: the harness was still waiting after {:.1} s, when the mock stopped (expected to give up within {expect} + 1 s)",
+                        delay.agent,
+                        delay.what(),
+                        waited.as_secs_f64()
+                    )
+                });
+            }
+        }
+        s.waiting.retain(|_, d| d.received.elapsed() <= limit);
+        let (mut left, mut longest) = (s.left_to_harness, s.longest_left);
+        for c in s.agents.values().flat_map(|a| a.conversations.iter()) {
+            if c.from_start && c.turn > 1 && c.answer.keeps_going() {
+                left += 1;
+                longest = longest.max(c.turn);
+            }
+        }
+        let total = s.common.total();
+        let mut cases = s
+            .common
+            .cases("POST /execute_task: Request Body; Local Subprocess Protocol; Socket Protocol");
+        cases.push(s.turns.case(
+            "harness.turns",
+            GROUP,
+            Level::Must,
+            "turn 1 opens a conversation with an empty history; each next request is the next turn",
+            "POST /execute_task: Request Body (turn); Multi-turn Flow",
+            "requests with a turn",
+        ));
+        cases.push(s.history.case(
+            "harness.history",
+            GROUP,
+            Level::Must,
+            "conversation_history keeps the earlier turns and grows by the previous exchange",
+            "POST /execute_task: Request Body (conversation_history); Multi-turn Flow",
+            "turns that continue a conversation",
+        ));
+        cases.push(s.tool_results.case(
+            "harness.tool-results",
+            GROUP,
+            Level::Must,
+            "after call_tool or call_multiple_tools, the next task_description carries each tool's result (or an error naming it, or a GOVERNANCE ERROR)",
+            "Multi-turn Flow; Policy Violations (Governance feedback)",
+            "turns after a tool call",
+        ));
+        cases.push(s.loop_ends.case(
+            "harness.loop-ends",
+            GROUP,
+            Level::Must,
+            "nothing follows final_answer, provide_instructions or error in a conversation",
+            "Multi-turn Flow (the loop ends when the agent sends final_answer, provide_instructions, error)",
+            "turns that continue a conversation",
+        ));
+        let mut limit = s.over_limit.case(
+            "harness.turn-limit",
+            GROUP,
+            Level::Must,
+            &format!(
+                "against an agent that never finishes, the harness stops at a turn limit ({})",
+                match self.expect.max_turns {
+                    Some(n) => format!("--expect-max-turns {n}"),
+                    None => format!("any: a conversation past turn {NO_LIMIT_TURNS} has none"),
+                }
+            ),
+            "Multi-turn Flow (the max turn limit)",
+            "requests",
+        );
+        exercised(&mut limit, left, longest);
+        cases.push(limit);
+        if self.expect.max_turns.is_none() {
+            let mut default = s.over_default.case(
+                "harness.turn-limit-default",
+                GROUP,
+                Level::Should,
+                "the turn limit is the spec's default, 5, unless configured (say --expect-max-turns N)",
+                "Multi-turn Flow (the max turn limit, default: 5)",
+                "requests",
+            );
+            exercised(&mut default, left, longest);
+            cases.push(default);
+        }
+        let mut deadline = s.deadline.case(
+            "harness.deadline",
+            GROUP,
+            Level::Must,
+            &format!(
+                "against a slow or hanging agent, the harness gives up within --expect-timeout ({}) + 1 s",
+                humantime::format_duration(self.expect.timeout)
+            ),
+            "Multi-turn Flow (a harness must not wait forever for an agent)",
+            "slow or hanging answers",
+        );
+        if deadline.status == Status::Skip {
+            deadline.message =
+                "no slow or hanging answer was judged: serve --behavior hang or slow:DUR to test the harness's deadline".into();
+        } else if deadline.status == Status::Pass && s.gave_up > 0 {
+            deadline.message.push_str(&format!(
+                "; the harness gave up on {} (the longest wait {:.1} s)",
+                s.gave_up,
+                s.longest_wait.as_secs_f64()
+            ));
+        }
+        cases.push(deadline);
+        let mut after_bad = s.after_bad.case(
+            "harness.after-bad-answer",
+            GROUP,
+            Level::Must,
+            "after a malformed, oversized or wrong-schema answer, the harness goes on or ends cleanly (never a half-written request)",
+            "Response Body (one action per answer); Local Subprocess Protocol",
+            "bad answers",
+        );
+        if after_bad.status == Status::Skip {
+            after_bad.message = "no bad answer was sent: serve --behavior malformed-json, oversized-body or unknown-action to test it".into();
+        }
+        cases.push(after_bad);
+        let mut forms = CaseResult::new(
+            "harness.reference-forms",
+            GROUP,
+            Level::May,
+            "where the harness used the reference harness's forms rather than the spec's (INFO)",
+            "Policy Violations (Governance feedback)",
+        );
+        forms.message = if s.dict_repr.is_empty() {
+            "nothing to note".into()
+        } else {
+            s.dict_repr.join("\n")
+        };
+        cases.push(forms);
+        skip_all_if_none(&mut cases, total);
+        cases.extend(s.common.probe_case());
+        cases
+    }
+}
+
+/// A turn-limit case that passed without a conversation left to the harness tested nothing.
+fn exercised(case: &mut CaseResult, left: u64, longest: u32) {
+    if case.status != Status::Pass {
+        return;
+    }
+    if left == 0 {
+        case.skip("no conversation was left to the harness's limit (the mock ended each one): serve --behavior never-finishes to test it");
+    } else {
+        case.message = format!(
+            "{}; {left} conversation(s) the agent never ended, the longest stopped at turn {longest}",
+            case.message
+        );
+    }
+}
