@@ -682,3 +682,116 @@ fn exercised(case: &mut CaseResult, left: u64, longest: u32) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mock::decision::Decision;
+    use crate::mock::journal::AuthSeen;
+    use serde_json::json;
+
+    #[test]
+    fn tool_results_in_every_form_a_harness_may_send() {
+        let spec = "Tool 'lookup' returned: {\"ok\": true}. Continue.";
+        assert_eq!(tool_result(spec, "lookup", true), Ok(None));
+        assert_eq!(
+            tool_result("Tool 'lookup' is not available. Continue.", "lookup", true),
+            Ok(None)
+        );
+        assert_eq!(
+            tool_result(
+                "GOVERNANCE ERROR: Amount 100 exceeds maximum allowed limit of 50. Please adjust.",
+                "refund",
+                true
+            ),
+            Ok(None)
+        );
+        let dict = "{'status': 'policy_violation', 'message': 'Amount 100 exceeds 50'}";
+        let note = tool_result(dict, "refund", true).unwrap().unwrap();
+        assert!(note.contains("dict"), "{note}");
+        let err = tool_result("Please continue with the task.", "lookup", true).unwrap_err();
+        assert!(err.contains("does not name it"), "{err}");
+    }
+
+    /// Feeds one request (and the mock's answer to it) to the observer.
+    fn request(
+        o: &HarnessObserver,
+        seq: u64,
+        turn: u64,
+        task: &str,
+        history: Value,
+        answer: Value,
+    ) {
+        let body = json!({"task_description": task, "turn": turn, "conversation_history": history});
+        let answer = answer.to_string();
+        o.on_request(&Seen {
+            seq,
+            agent: "a",
+            expects_key: false,
+            endpoint: "execute_task",
+            auth: AuthSeen::None,
+            body: Some(&body),
+            schema_findings: &[],
+            decision: &Decision::default(),
+            answer: answer.as_bytes(),
+            at: std::time::Instant::now(),
+        });
+    }
+
+    fn status(o: &HarnessObserver, id: &str) -> (Status, String) {
+        let c = o.cases().into_iter().find(|c| c.id == id).unwrap();
+        (c.status, c.message)
+    }
+
+    #[test]
+    fn a_loop_past_five_turns_breaks_the_default_limit_and_a_dict_is_noted() {
+        let o = HarnessObserver::new(PlatformExpect::timeout(Duration::from_secs(5)));
+        let call = json!({"action": "call_tool", "tool_name": "refund", "tool_params": {}});
+        let mut history: Vec<Value> = Vec::new();
+        let mut task = "Refund ord_1.".to_string();
+        for turn in 1..=7 {
+            request(&o, turn, turn, &task, json!(history), call.clone());
+            history.push(json!({"role": "user", "content": task}));
+            history.push(json!({"role": "assistant", "content": call.to_string()}));
+            task = if turn == 1 {
+                "{'status': 'policy_violation', 'message': 'too much'}".into()
+            } else {
+                "Tool 'refund' returned: {}. Continue.".into()
+            };
+        }
+        let (s, m) = status(&o, "harness.turn-limit-default");
+        assert_eq!(s, Status::Fail, "{m}");
+        assert!(
+            m.contains("turn 6, past the spec's default limit of 5"),
+            "{m}"
+        );
+        // No limit stated: 7 turns is not yet "no limit at all".
+        assert_eq!(status(&o, "harness.turn-limit").0, Status::Pass);
+        let (s, m) = status(&o, "harness.reference-forms");
+        assert_eq!(s, Status::Pass);
+        assert!(m.contains("policy-violation dict"), "{m}");
+        for id in [
+            "harness.turns",
+            "harness.history",
+            "harness.tool-results",
+            "harness.loop-ends",
+        ] {
+            assert_eq!(status(&o, id).0, Status::Pass, "{id}: {}", status(&o, id).1);
+        }
+    }
+
+    #[test]
+    fn a_turn_after_a_final_answer_breaks_the_loop_end() {
+        let o = HarnessObserver::new(PlatformExpect::timeout(Duration::from_secs(5)));
+        let done = json!({"action": "final_answer", "summary": "ok"});
+        request(&o, 0, 1, "Say hi.", json!([]), done.clone());
+        let history = json!([{"role": "user", "content": "Say hi."}, {"role": "assistant", "content": done.to_string()}]);
+        request(&o, 1, 2, "Continue.", history, done);
+        let (s, m) = status(&o, "harness.loop-ends");
+        assert_eq!(s, Status::Fail, "{m}");
+        assert!(
+            m.contains("turn 2 came after final_answer at turn 1"),
+            "{m}"
+        );
+    }
+}
