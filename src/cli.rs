@@ -244,6 +244,10 @@ pub struct MockFleetArgs {
     /// Base URL told to the platform at registration (overrides the file's `advertise`).
     #[arg(long, value_name = "URL")]
     pub advertise: Option<String>,
+    /// The platform's base URL (overrides the file's platform.url: CI gives a platform a new
+    /// port each run).
+    #[arg(long, value_name = "URL")]
+    pub platform_url: Option<String>,
     /// The platform's bearer token (overrides the file's token and token_env).
     #[arg(
         long,
@@ -725,8 +729,18 @@ async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
         )
         .map_err(Error::Usage)?;
     args.run.output.check()?;
-    let driver = file
-        .platform
+    let mut platform = file.platform.clone();
+    if let Some(url) = &args.platform_url {
+        let spec = platform.as_mut().ok_or_else(|| {
+            Error::usage(format!(
+                "--platform-url: {source} has no platform: section to point at it (add one \
+                 with register: and trigger:)"
+            ))
+        })?;
+        BaseUrl::parse(url).map_err(|e| Error::usage(format!("--platform-url: {e}")))?;
+        spec.url = url.clone();
+    }
+    let driver = platform
         .as_ref()
         .map(|p| Driver::new(p, args.platform_token.clone()))
         .transpose()

@@ -199,6 +199,71 @@ pub fn shell_quote(text: &str) -> String {
 
 /// The YAML parser's error as one line, `FILE:LINE:COLUMN: what is wrong` (its source snippet
 /// is dropped: the line number says where to look).
+/// `${NAME}` in a file's text replaced by the environment variable NAME, `${NAME:-default}` by it
+/// or the default when it is unset or empty; `$$` is a literal `$` (any other `$` stays as it
+/// is). An unset variable without a default is an error naming `source`, the line and the
+/// variable.
+pub fn substitute_env(source: &str, text: &str) -> Result<String, String> {
+    substitute_with(source, text, |name| std::env::var(name).ok())
+}
+
+/// [`substitute_env`] with the variables from `lookup`.
+pub fn substitute_with(
+    source: &str,
+    text: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let line = text[..text.len() - rest.len() + at].matches('\n').count() + 1;
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some(body) = after.strip_prefix('{') {
+            let close = body.find('}').ok_or_else(|| {
+                format!(
+                    "{source}:{line}: `${{` without its closing `}}` (write $$ for a literal $)"
+                )
+            })?;
+            let inner = &body[..close];
+            let (name, default) = match inner.split_once(":-") {
+                Some((n, d)) => (n, Some(d)),
+                None => (inner, None),
+            };
+            let valid = name
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                return Err(format!(
+                    "{source}:{line}: ${{{inner}}}: {name:?} is not a variable name"
+                ));
+            }
+            let value = lookup(name).filter(|v| !v.is_empty());
+            match (value, default) {
+                (Some(v), _) => out.push_str(&v),
+                (None, Some(d)) => out.push_str(d),
+                (None, None) => {
+                    return Err(format!(
+                        "{source}:{line}: ${{{name}}}: the environment variable {name} is not set \
+                         (set it, or give a default: ${{{name}:-VALUE}})"
+                    ))
+                }
+            }
+            rest = &body[close + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 pub fn yaml_error(source: &str, error: &str) -> String {
     let first = error.lines().next().unwrap_or_default();
     let first = first.trim_start_matches("error: ");
@@ -237,6 +302,34 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn environment_variables_are_substituted_or_named() {
+        let env = |name: &str| match name {
+            "URL" => Some("http://10.0.0.7:8080".to_string()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        };
+        let sub = |text: &str| substitute_with("f.yaml", text, env);
+        assert_eq!(
+            sub("url: ${URL}/api\nport: ${PORT:-9000}\n").unwrap(),
+            "url: http://10.0.0.7:8080/api\nport: 9000\n"
+        );
+        assert_eq!(
+            sub("${EMPTY:-fallback} $$HOME $5 a$").unwrap(),
+            "fallback $HOME $5 a$"
+        );
+        assert_eq!(
+            sub("a: 1\nb: ${NOPE}\n").unwrap_err(),
+            "f.yaml:2: ${NOPE}: the environment variable NOPE is not set (set it, or give a default: ${NOPE:-VALUE})"
+        );
+        assert!(sub("x: ${URL")
+            .unwrap_err()
+            .starts_with("f.yaml:1: `${` without its closing `}`"));
+        assert!(sub("x: ${9X}")
+            .unwrap_err()
+            .contains("\"9X\" is not a variable name"));
+    }
 
     #[test]
     fn excerpt_escapes_controls_and_cuts() {

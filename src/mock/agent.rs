@@ -36,6 +36,10 @@ pub struct MockAgent {
     seed: u64,
     /// Requests seen per endpoint of the protocol, in its order, and one for any other path.
     counters: Vec<AtomicU64>,
+    /// A request the agent finds invalid is answered 400 at once, whatever the behaviours say
+    /// (true, the default); false: the behaviours apply to it too (a hang hangs, a slow agent
+    /// is slow), only the content ones cannot (there is no answer to bend).
+    pub strict_requests: bool,
 }
 
 impl MockAgent {
@@ -67,6 +71,7 @@ impl MockAgent {
             counters: (0..=protocol.endpoints().len())
                 .map(|_| AtomicU64::new(0))
                 .collect(),
+            strict_requests: true,
         }
     }
 
@@ -149,13 +154,34 @@ impl MockAgent {
             conforming.content_type,
             conforming.body.clone(),
         ));
+        let refused = !(200..300).contains(&conforming.status);
         let decision = Decision {
             status: conforming.status,
+            // An answer the agent refused to give (a bad request, an unknown path) is no
+            // usable answer, whoever caused it.
+            unusable: refused.then(|| {
+                format!(
+                    "answered {}: the agent refused the request",
+                    conforming.status
+                )
+            }),
             ..Decision::default()
         };
-        // A request the reference agent refuses (bad JSON, unknown path) is refused as it is.
-        let (Some(rng), 200) = (shaped, conforming.status) else {
+        // A request the reference agent refuses (bad JSON, unknown path) is refused as it is,
+        // unless the agent is told to misbehave regardless (`strict_requests: false`).
+        let Some(rng) = shaped else {
             return (plan, decision);
+        };
+        if refused && self.strict_requests {
+            return (plan, decision);
+        }
+        let items: Vec<&Item> = if refused {
+            items
+                .into_iter()
+                .filter(|i| !matches!(i.what, What::Behavior(Kind::Content(_))))
+                .collect()
+        } else {
+            items
         };
         let mut shaper = Shaper {
             endpoint,

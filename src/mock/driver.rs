@@ -107,12 +107,22 @@ pub struct Expect {
     /// Accepted statuses (default: any 2xx).
     #[serde(default)]
     pub status: Vec<u16>,
-    /// Conditions on the JSON answer: `PATH == JSON`, `PATH != JSON`, `PATH exists`.
+    /// Conditions on the JSON answer (see [`Condition`]): `PATH == JSON`, `PATH exists`,
+    /// `PATH contains JSON`, `all(PATH) == JSON`, `any(PATH) == JSON`, `count(PATH) == N`.
     #[serde(default)]
     pub json: Vec<String>,
 }
 
-/// A condition on a JSON answer.
+/// A condition on a JSON answer (`platform.trigger.expect.json`):
+///
+/// - `PATH == VALUE`, `PATH != VALUE`, `PATH exists` — PATH names one value;
+/// - `PATH contains VALUE` — the values PATH selects (or the items of the one array it
+///   selects) include VALUE; for a string, VALUE is a part of it;
+/// - `all(PATH) == VALUE`, `any(PATH) == VALUE` (or `!=`) — every one, or at least one, of
+///   those values;
+/// - `count(PATH) OP N`, OP one of `==`, `!=`, `<`, `<=`, `>`, `>=` — how many there are.
+///
+/// VALUE is JSON (`3`, `true`, `"a b"`, `null`) or else a bare string (`hangs`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Condition {
     text: String,
@@ -125,25 +135,110 @@ enum Op {
     Eq(Value),
     Ne(Value),
     Exists,
+    Contains(Value),
+    All(bool, Value),
+    Any(bool, Value),
+    Count(Cmp, usize),
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Cmp {
+    /// Longest first, so that `<=` is not read as `<`.
+    const ALL: [(&'static str, Cmp); 6] = [
+        ("==", Cmp::Eq),
+        ("!=", Cmp::Ne),
+        ("<=", Cmp::Le),
+        (">=", Cmp::Ge),
+        ("<", Cmp::Lt),
+        (">", Cmp::Gt),
+    ];
+
+    fn holds(self, a: usize, b: usize) -> bool {
+        match self {
+            Cmp::Eq => a == b,
+            Cmp::Ne => a != b,
+            Cmp::Lt => a < b,
+            Cmp::Le => a <= b,
+            Cmp::Gt => a > b,
+            Cmp::Ge => a >= b,
+        }
+    }
+}
+
+const USAGE: &str = "expected `PATH == VALUE`, `PATH != VALUE`, `PATH exists`, `PATH contains VALUE`, `all(PATH) == VALUE`, `any(PATH) == VALUE` or `count(PATH) == N`";
 
 impl Condition {
     pub fn parse(text: &str) -> Result<Condition, String> {
         let t = text.trim();
-        let (path, op) = if let Some(p) = t.strip_suffix(" exists") {
+        let bad = || format!("condition {t:?}: {USAGE}");
+        let wrapped = |name: &str| -> Option<(&str, &str)> {
+            let rest = t.strip_prefix(name)?.trim_start().strip_prefix('(')?;
+            let close = rest.find(')')?;
+            Some((&rest[..close], rest[close + 1..].trim()))
+        };
+        let (path, op) = if let Some((path, rest)) = wrapped("count") {
+            let (symbol, cmp) = Cmp::ALL
+                .iter()
+                .find(|(s, _)| rest.starts_with(s))
+                .ok_or_else(bad)?;
+            let n = rest[symbol.len()..].trim();
+            let n: usize = n.parse().map_err(|_| {
+                format!("condition {t:?}: count(…) compares with a whole number, not {n:?}")
+            })?;
+            (path, Op::Count(*cmp, n))
+        } else if let Some((name, (path, rest))) = wrapped("all")
+            .map(|w| ("all", w))
+            .or_else(|| wrapped("any").map(|w| ("any", w)))
+        {
+            let (equal, value) = if let Some(v) = rest.strip_prefix("==") {
+                (true, v)
+            } else if let Some(v) = rest.strip_prefix("!=") {
+                (false, v)
+            } else {
+                return Err(format!(
+                    "condition {t:?}: {name}(PATH) takes == VALUE or != VALUE"
+                ));
+            };
+            let v = literal(value);
+            (
+                path,
+                if name == "all" {
+                    Op::All(equal, v)
+                } else {
+                    Op::Any(equal, v)
+                },
+            )
+        } else if let Some(p) = t.strip_suffix(" exists") {
             (p, Op::Exists)
+        } else if let Some((p, v)) = t.split_once(" contains ") {
+            (p, Op::Contains(literal(v)))
         } else if let Some((p, v)) = t.split_once("!=") {
             (p, Op::Ne(literal(v)))
         } else if let Some((p, v)) = t.split_once("==") {
             (p, Op::Eq(literal(v)))
         } else {
-            return Err(format!(
-                "condition {t:?}: expected `PATH == VALUE`, `PATH != VALUE` or `PATH exists`"
-            ));
+            return Err(bad());
         };
+        let path = path.trim();
+        if matches!(op, Op::Eq(_) | Op::Ne(_)) && path.contains('*') {
+            return Err(format!(
+                "condition {t:?}: {path} selects several values, and == compares one: say \
+                 all({path}) == VALUE, any({path}) == VALUE, {path} contains VALUE or \
+                 count({path}) == N"
+            ));
+        }
         Ok(Condition {
             text: t.to_string(),
-            path: crate::jsonpath::JsonPath::parse(path.trim())?,
+            path: crate::jsonpath::JsonPath::parse(path)?,
             op,
         })
     }
@@ -152,18 +247,86 @@ impl Condition {
     pub fn violation(&self, answer: &Value) -> Option<String> {
         let found = self.path.select(answer);
         let shown = |v: &Value| crate::text::excerpt_str(&v.to_string(), 200);
+        // The values a list operator looks at: those selected, or the items of the one array.
+        let items: Vec<(String, &Value)> = match found.as_slice() {
+            [(path, Value::Array(list))] => list
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (format!("{path}[{i}]"), v))
+                .collect(),
+            _ => found.iter().map(|(p, v)| (p.clone(), *v)).collect(),
+        };
+        let listed = || {
+            let shown: Vec<String> = items.iter().take(10).map(|(_, v)| shown(v)).collect();
+            let more = items.len().saturating_sub(10);
+            format!(
+                "[{}{}]",
+                shown.join(", "),
+                if more > 0 {
+                    format!(", … {more} more")
+                } else {
+                    String::new()
+                }
+            )
+        };
+        let text = &self.text;
         match &self.op {
-            Op::Exists if found.is_empty() => Some(format!("{}: absent", self.text)),
+            Op::Exists if found.is_empty() => Some(format!("{text}: absent")),
             Op::Exists => None,
             Op::Eq(want) => match found.first() {
                 Some((_, v)) if *v == want => None,
-                Some((_, v)) => Some(format!("{}: found {}", self.text, shown(v))),
-                None => Some(format!("{}: absent", self.text)),
+                Some((_, v)) => Some(format!("{text}: found {}", shown(v))),
+                None => Some(format!("{text}: absent")),
             },
             Op::Ne(want) => match found.first() {
-                Some((_, v)) if *v == want => Some(format!("{}: found {}", self.text, shown(v))),
+                Some((_, v)) if *v == want => Some(format!("{text}: found {}", shown(v))),
                 _ => None,
             },
+            Op::Contains(want) => {
+                if let ([(_, Value::String(s))], Value::String(part)) = (found.as_slice(), want) {
+                    return (!s.contains(part.as_str()))
+                        .then(|| format!("{text}: found {}", shown(&Value::String(s.clone()))));
+                }
+                if found.is_empty() {
+                    return Some(format!("{text}: absent"));
+                }
+                (!items.iter().any(|(_, v)| *v == want))
+                    .then(|| format!("{text}: not among {} value(s): {}", items.len(), listed()))
+            }
+            Op::All(equal, want) => {
+                if items.is_empty() {
+                    return Some(format!("{text}: selects nothing"));
+                }
+                let off: Vec<&(String, &Value)> = items
+                    .iter()
+                    .filter(|(_, v)| (*v == want) != *equal)
+                    .collect();
+                off.first().map(|(path, v)| {
+                    format!(
+                        "{text}: {} of {} differ, e.g. {path} = {}",
+                        off.len(),
+                        items.len(),
+                        shown(v)
+                    )
+                })
+            }
+            Op::Any(equal, want) => {
+                if items.iter().any(|(_, v)| (*v == want) == *equal) {
+                    None
+                } else if items.is_empty() {
+                    Some(format!("{text}: selects nothing"))
+                } else {
+                    Some(format!(
+                        "{text}: none of {} value(s): {}",
+                        items.len(),
+                        listed()
+                    ))
+                }
+            }
+            Op::Count(cmp, n) => {
+                let count = items.len();
+                (!cmp.holds(count, *n)).then(|| format!("{text}: found {count} {}", listed()))
+            }
         }
     }
 }
@@ -249,14 +412,21 @@ impl Driver {
         }
     }
 
-    async fn send(&self, request: &Request, deadline: Duration) -> Result<http::Response, String> {
+    /// Sends to the platform; an error says it is the platform's (the client's messages speak
+    /// of an agent) and which deadline ran out (`deadline_why`).
+    async fn send(
+        &self,
+        request: &Request,
+        deadline: Duration,
+        deadline_why: &str,
+    ) -> Result<http::Response, Failure> {
         let limits = Limits {
             deadline,
             ..Limits::default()
         };
         http::send(&self.base, request, limits)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| platform_error(e, deadline_why))
     }
 
     /// Registers each agent with `base_url` from `urls`; returns the names registered and a case.
@@ -283,7 +453,8 @@ impl Driver {
             let answer = self
                 .send(
                     &self.request("POST", &spec.path, Some(&body)),
-                    Duration::from_secs(30),
+                    REGISTRATION_DEADLINE,
+                    "the registration deadline",
                 )
                 .await;
             match answer {
@@ -329,16 +500,28 @@ impl Driver {
         (ok, Some(case))
     }
 
-    /// `DELETE {path}/{name}` for each registered agent.
+    /// `DELETE {path}/{name}` for each registered agent (skipped when none was).
     pub async fn deregister(&self, names: &[String]) -> Option<CaseResult> {
         let spec = self.register.as_ref().filter(|s| s.deregister)?;
+        let mut case = CaseResult::new(
+            "platform.deregister",
+            "driver",
+            Level::Should,
+            "every registered agent deregisters on exit (DELETE {platform}/api/v1/agents/NAME)",
+            "Registration",
+        );
+        if names.is_empty() {
+            case.skip("nothing was registered, so nothing to deregister");
+            return Some(case);
+        }
         let mut failures = Vec::new();
         for name in names {
             let path = format!("{}/{name}", spec.path.trim_end_matches('/'));
             match self
                 .send(
                     &self.request("DELETE", &path, None),
-                    Duration::from_secs(30),
+                    REGISTRATION_DEADLINE,
+                    "the registration deadline",
                 )
                 .await
             {
@@ -347,13 +530,6 @@ impl Driver {
                 Err(e) => failures.push(format!("{name}: {e}")),
             }
         }
-        let mut case = CaseResult::new(
-            "platform.deregister",
-            "driver",
-            Level::Should,
-            "every registered agent deregisters on exit (DELETE {platform}/api/v1/agents/NAME)",
-            "Registration",
-        );
         if failures.is_empty() {
             case.message = format!("{} agent(s) deregistered", names.len());
         } else {
@@ -368,6 +544,12 @@ impl Driver {
         let Some((spec, conditions, deadline)) = &self.trigger else {
             return Vec::new();
         };
+        let deadline_why = format!(
+            "the deliberation deadline: platform.timeout {} × 3 + margin {}",
+            humantime::format_duration(self.timeout),
+            spec.margin
+        );
+        let deadline_why = deadline_why.as_str();
         let started = Instant::now();
         let gate = Arc::new(Semaphore::new(spec.concurrency));
         let runs = (0..spec.count).map(|n| {
@@ -380,37 +562,23 @@ impl Driver {
                     .send(
                         &self.request(&spec.method, &spec.path, Some(&body)),
                         *deadline,
+                        deadline_why,
                     )
                     .await;
                 (n, t0.elapsed(), answer)
             }
         });
         let results = futures::future::join_all(runs).await;
-        let mut deadline_case = CaseResult::new("platform.deliberation-deadline",
-            "deliberation",
-            Level::Must,
-            "each triggered deliberation is answered within 3 × the platform's timeout plus a margin, even with hanging and slow agents",
-            "Timeouts (agents that do not answer are excluded, not waited for)",
-        );
-        let mut no5xx = CaseResult::new("platform.no-5xx",
-            "deliberation",
-            Level::Must,
-            "each triggered deliberation is answered without a 5xx, despite malformed or hostile agents",
-            "Error Handling (the platform never crashes because of a single agent failure)",
-        );
-        let mut expect_case = CaseResult::new("platform.trigger-expect",
-            "deliberation",
-            Level::Must,
-            "each deliberation's answer meets the fleet file's expectations (status, JSON conditions)",
-            "fleet file: platform.trigger.expect",
-        );
+        let [mut reached, mut deadline_case, mut no5xx, mut expect_case] = trigger_cases();
+        let mut unreachable = Vec::new();
         let mut late = Vec::new();
         let mut errors = Vec::new();
         let mut unmet = Vec::new();
         let mut latencies = Vec::new();
         for (n, elapsed, answer) in &results {
             match answer {
-                Err(e) => late.push(format!("#{n}: {e}")),
+                Err(Failure::Unreachable(e)) => unreachable.push(format!("#{n}: {e}")),
+                Err(Failure::Late(e)) => late.push(format!("#{n}: {e}")),
                 Ok(r) => {
                     latencies.push(*elapsed);
                     if r.status >= 500 {
@@ -431,43 +599,142 @@ impl Driver {
                 }
             }
         }
-        latencies.sort();
-        let summary = latency_summary(&latencies);
         fill_case(
-            &mut deadline_case,
-            &late,
+            &mut reached,
+            &unreachable,
             format!(
-                "{} of {} answered within {}; {summary}",
-                latencies.len(),
+                "{} trigger(s) sent to {}",
                 results.len(),
-                humantime::format_duration(*deadline)
+                self.base.join(&spec.path)
             ),
         );
+        if late.is_empty() && latencies.is_empty() {
+            deadline_case.skip("no deliberation ran: no trigger reached the platform");
+        }
+        latencies.sort();
+        let summary = latency_summary(&latencies);
+        if deadline_case.status != Status::Skip {
+            fill_case(
+                &mut deadline_case,
+                &late,
+                format!(
+                    "{} of {} answered within {}; {summary}",
+                    latencies.len(),
+                    results.len(),
+                    humantime::format_duration(*deadline)
+                ),
+            );
+        }
         fill_case(
             &mut no5xx,
             &errors,
             format!("{} answer(s), none 5xx", latencies.len()),
         );
-        if !late.is_empty() && latencies.is_empty() {
-            no5xx.status = Status::Skip;
-            no5xx.message = "no deliberation was answered".into();
-        }
         fill_case(
             &mut expect_case,
             &unmet,
             format!("{} answer(s) met every expectation", latencies.len()),
         );
         if latencies.is_empty() {
-            expect_case.status = Status::Skip;
-            expect_case.message = "no deliberation was answered".into();
+            for c in [&mut no5xx, &mut expect_case] {
+                c.skip("no deliberation was answered");
+            }
         }
         let ms = started.elapsed().as_millis() as u64;
-        for c in [&mut deadline_case, &mut no5xx, &mut expect_case] {
+        for c in [
+            &mut reached,
+            &mut deadline_case,
+            &mut no5xx,
+            &mut expect_case,
+        ] {
             c.duration_ms = ms;
         }
-        vec![deadline_case, no5xx, expect_case]
+        vec![reached, deadline_case, no5xx, expect_case]
+    }
+
+    /// The trigger's cases, skipped for `why` (nothing registered: a deliberation would test
+    /// nothing).
+    pub fn trigger_skipped(&self, why: &str) -> Vec<CaseResult> {
+        if self.trigger.is_none() {
+            return Vec::new();
+        }
+        trigger_cases()
+            .into_iter()
+            .map(|mut c| {
+                c.skip(why);
+                c
+            })
+            .collect()
     }
 }
+
+/// The trigger's cases, not judged yet.
+fn trigger_cases() -> [CaseResult; 4] {
+    let reached = CaseResult::new(
+        "platform.trigger",
+        "deliberation",
+        Level::Must,
+        "each trigger reaches the platform and gets an HTTP answer (a connection, no reset)",
+        "fleet file: platform.trigger",
+    );
+    let deadline_case = CaseResult::new("platform.deliberation-deadline",
+            "deliberation",
+            Level::Must,
+            "each triggered deliberation is answered within 3 × the platform's timeout plus a margin, even with hanging and slow agents",
+            "Timeouts (agents that do not answer are excluded, not waited for)",
+        );
+    let no5xx = CaseResult::new("platform.no-5xx",
+            "deliberation",
+            Level::Must,
+            "each triggered deliberation is answered without a 5xx, despite malformed or hostile agents",
+            "Error Handling (the platform never crashes because of a single agent failure)",
+        );
+    let expect_case = CaseResult::new(
+        "platform.trigger-expect",
+        "deliberation",
+        Level::Must,
+        "each deliberation's answer meets the fleet file's expectations (status, JSON conditions)",
+        "fleet file: platform.trigger.expect",
+    );
+    [reached, deadline_case, no5xx, expect_case]
+}
+
+/// Why a request to the platform got no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// The deadline ran out.
+    Late(String),
+    /// No answer at all: no connection, a reset, not HTTP.
+    Unreachable(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Late(m) | Failure::Unreachable(m) => f.write_str(m),
+        }
+    }
+}
+
+/// The HTTP client's error, told of the platform rather than of an agent.
+fn platform_error(e: http::Error, deadline_why: &str) -> Failure {
+    match e {
+        http::Error::Connect { addr, reason } => Failure::Unreachable(format!(
+            "platform unreachable: cannot connect to {addr}: {reason}"
+        )),
+        http::Error::Timeout { deadline, phase } => Failure::Late(format!(
+            "no complete answer within {} ({deadline_why}): {phase}",
+            humantime::format_duration(deadline)
+        )),
+        http::Error::Reset { phase } => {
+            Failure::Unreachable(format!("connection reset by the platform {phase}"))
+        }
+        other => Failure::Unreachable(format!("the platform: {other}")),
+    }
+}
+
+/// How long a registration or deregistration may take.
+const REGISTRATION_DEADLINE: Duration = Duration::from_secs(30);
 
 fn registration_hint(status: u16) -> &'static str {
     match status {
@@ -586,6 +853,64 @@ mod tests {
         assert!(Condition::parse("status is completed")
             .unwrap_err()
             .contains("expected"));
+    }
+
+    #[test]
+    fn list_conditions_say_what_they_found() {
+        let answer = json!({
+            "excluded": [{"agent": "broken-json"}, {"agent": "slow"}],
+            "votes": [{"approve": true}, {"approve": false}, {"approve": true}],
+            "message": "two agents timed out",
+            "empty": []
+        });
+        for ok in [
+            "excluded[*].agent contains slow",
+            "count(excluded) == 2",
+            "count(excluded[*]) >= 2",
+            "count(empty) == 0",
+            "any(votes[*].approve) == false",
+            "all(excluded[*].agent) != hangs",
+            "message contains timed out",
+            "count(missing) < 1",
+        ] {
+            assert_eq!(
+                Condition::parse(ok).unwrap().violation(&answer),
+                None,
+                "{ok}"
+            );
+        }
+        for (bad, why) in [
+            (
+                "excluded[*].agent contains hangs",
+                "hangs: not among 2 value(s): [\"broken-json\", \"slow\"]",
+            ),
+            (
+                "count(excluded) == 3",
+                "count(excluded) == 3: found 2 [{\"agent\":\"broken-json\"}, {\"agent\":\"slow\"}]",
+            ),
+            (
+                "all(votes[*].approve) == true",
+                "1 of 3 differ, e.g. votes[1].approve = false",
+            ),
+            ("any(excluded[*].agent) == hangs", "none of 2 value(s)"),
+            ("all(empty) == 1", "selects nothing"),
+            ("message contains crashed", "found \"two agents timed out\""),
+        ] {
+            let v = Condition::parse(bad).unwrap().violation(&answer).unwrap();
+            assert!(v.contains(why), "{bad}: {v}");
+        }
+        // == on a wildcard compares one value: said at load, with what to write instead.
+        let e = Condition::parse("excluded[*].agent == hangs").unwrap_err();
+        assert!(
+            e.contains("contains") && e.contains("all(excluded[*].agent)"),
+            "{e}"
+        );
+        assert!(Condition::parse("count(excluded) == many")
+            .unwrap_err()
+            .contains("whole number"));
+        assert!(Condition::parse("all(votes) > 1")
+            .unwrap_err()
+            .contains("== VALUE or != VALUE"));
     }
 
     #[test]

@@ -81,9 +81,14 @@ pub struct AgentSpec {
     pub domain: String,
     #[serde(default)]
     pub capabilities: Vec<String>,
-    /// Behaviour items (see `mock behaviors`); none: conforming.
-    #[serde(default)]
+    /// Behaviour items (see `mock behaviors`): a list, or one string (itself a comma list);
+    /// none: conforming.
+    #[serde(default, deserialize_with = "one_or_many")]
     pub behaviors: Vec<String>,
+    /// false: behaviours apply to requests the agent finds invalid too (by default those are
+    /// answered 400 at once, whatever the behaviours say).
+    #[serde(default = "yes", alias = "strict-requests")]
+    pub strict_requests: bool,
     /// The key the agent requires (`{i}` is replaced too); none: no Authorization expected.
     #[serde(default)]
     pub api_key: Option<String>,
@@ -91,6 +96,24 @@ pub struct AgentSpec {
 
 fn general() -> String {
     "general review".into()
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `behaviors: hang` as well as `behaviors: [hang]`.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(s) => vec![s],
+        OneOrMany::Many(list) => list,
+    })
 }
 
 /// Most agents one fleet may hold.
@@ -103,9 +126,11 @@ impl FleetFile {
         FleetFile::parse(&path.display().to_string(), &text)
     }
 
-    /// Parses; errors read `FILE:LINE: what is wrong`.
+    /// Parses, after `${ENV}` substitution (`text::substitute_env`); errors read `FILE:LINE:
+    /// what is wrong`.
     pub fn parse(source: &str, text: &str) -> Result<FleetFile, String> {
-        let file: FleetFile = serde_saphyr::from_str(text)
+        let text = crate::text::substitute_env(source, text)?;
+        let file: FleetFile = serde_saphyr::from_str(&text)
             .map_err(|e| crate::text::yaml_error(source, &e.to_string()))?;
         if file.agents.is_empty() {
             return Err(format!("{source}: `agents` is empty"));
@@ -157,7 +182,9 @@ impl FleetFile {
                         .as_ref()
                         .map(|k| k.replace("{i}", &i.to_string())),
                 };
-                agents.push(MockAgent::new(at.protocol, profile, items.clone(), seed));
+                let mut agent = MockAgent::new(at.protocol, profile, items.clone(), seed);
+                agent.strict_requests = spec.strict_requests;
+                agents.push(agent);
             }
         }
         Ok(agents)
@@ -192,6 +219,8 @@ pub struct FleetHandler {
     pub observer: Box<dyn PlatformObserver>,
     /// A line per answered request on stdout (`mock agent` on a terminal).
     pub log_requests: std::sync::atomic::AtomicBool,
+    /// Protocol requests (not /health, not a probe's marked ones) the platform sent.
+    pub protocol_requests: std::sync::atomic::AtomicU64,
 }
 
 /// What a request's journal and observer records need once the answer is out.
@@ -287,6 +316,8 @@ impl Handler for FleetHandler {
         if let (Some(case), Some(_)) = (deliberate, known.and_then(|e| e.request_schema)) {
             self.observer.on_probe_request(agent.name(), endpoint, case);
         } else if let Some(schema) = known.and_then(|e| e.request_schema) {
+            self.protocol_requests
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let findings = match &parsed {
                 Some(v) => crate::schema::schemas().validate(schema, v),
                 None => vec![crate::schema::finding("$", "the body is not JSON")],
@@ -407,11 +438,14 @@ impl Handler for FleetHandler {
     }
 }
 
+/// The fleet refuses a request (no such endpoint, a missing or wrong key): no usable answer,
+/// whoever caused it.
 fn refuse(status: u16, message: String) -> (Plan, Decision) {
     (
         Plan::immediate(Response::json_error(status, &message)),
         Decision {
             status,
+            unusable: Some(format!("refused: {status} {message}")),
             ..Decision::default()
         },
     )
@@ -503,6 +537,7 @@ pub async fn serve(
         journal,
         observer,
         log_requests: std::sync::atomic::AtomicBool::new(false),
+        protocol_requests: std::sync::atomic::AtomicU64::new(0),
     });
     for listener in listeners {
         tracker.spawn(http1::serve(
@@ -580,6 +615,26 @@ mod tests {
         let names: Vec<&str> = agents.iter().map(|a| a.name()).collect();
         assert_eq!(names, ["a-1", "a-2", "a-3", "b"]);
         assert_eq!(agents[1].profile.api_key.as_deref(), Some("k2"));
+    }
+
+    #[test]
+    fn behaviours_may_be_one_string_or_a_list() {
+        let file = FleetFile::parse(
+            "f.yaml",
+            "agents:\n  - { name: a, behaviors: hang }\n  - { name: b, behaviors: \"slow:1s, flaky:p=0.5\" }\n  - { name: c, behaviors: [hang], strict-requests: false }\n",
+        )
+        .unwrap();
+        let agents = file.agents("f.yaml", 1, at()).unwrap();
+        let sources: Vec<Vec<&str>> = agents
+            .iter()
+            .map(|a| a.items.iter().map(|i| i.source.as_str()).collect())
+            .collect();
+        assert_eq!(
+            sources,
+            [vec!["hang"], vec!["slow:1s", "flaky:p=0.5"], vec!["hang"]]
+        );
+        let strict: Vec<bool> = agents.iter().map(|a| a.strict_requests).collect();
+        assert_eq!(strict, [true, true, false]);
     }
 
     #[test]

@@ -772,15 +772,29 @@ async fn run_plan(
 
 /// Holds the connection without answering until the peer leaves (or shutdown); reads and drops
 /// whatever else the peer sends.
+/// How long a hung answer looks for its peer's end at a shutdown.
+const LAST_LOOK: Duration = Duration::from_millis(50);
+
 async fn hang(w: &mut Writer<'_>) -> Result<Outcome, Stopped> {
     let mut sink = [0u8; 256];
     loop {
         tokio::select! {
-            _ = w.stop.cancelled() => return Err(Stopped::Shutdown),
+            // The peer first: one that has left before the shutdown is seen leaving (the
+            // observer judges when it gave up), not taken for one still waiting.
+            biased;
             read = w.stream.read(&mut sink) => match read {
                 Ok(0) | Err(_) => return Ok(Outcome::Hung),
                 Ok(_) => {}
             },
+            _ = w.stop.cancelled() => {
+                // A peer that left a moment before the shutdown may not have been seen yet (the
+                // reactor had not reported its FIN): a short look settles it.
+                let last = tokio::time::timeout(LAST_LOOK, w.stream.read(&mut sink)).await;
+                return match last {
+                    Ok(Ok(0) | Err(_)) => Ok(Outcome::Hung),
+                    _ => Err(Stopped::Shutdown),
+                };
+            }
         }
     }
 }

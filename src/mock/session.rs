@@ -12,8 +12,9 @@ use super::fleet::{self, Layout};
 use super::journal::Journal;
 use super::protocol::{AgentProtocol, PlatformExpect};
 use crate::error::Error;
-use crate::report::{CaseResult, Report, RunInfo};
+use crate::report::{CaseResult, Level, Report, RunInfo, Status};
 use crate::text::Redactor;
+use std::sync::atomic::Ordering;
 
 /// Everything a session needs, validated.
 pub struct SessionSettings {
@@ -107,7 +108,23 @@ pub async fn run(
                 let (names, case) = driver.register(agents, &advertised).await;
                 registered = names;
                 cases.extend(case);
-                cases.extend(driver.trigger(settings.seed).await);
+                if driver.register.is_some() && registered.is_empty() {
+                    // A deliberation among none of the fleet's agents would test nothing.
+                    cases.extend(driver.trigger_skipped(
+                        "skipped: no agent was registered (platform.register failed)",
+                    ));
+                } else {
+                    let before = served.handler.protocol_requests.load(Ordering::Relaxed);
+                    let triggered = driver.trigger(settings.seed).await;
+                    let reached = served.handler.protocol_requests.load(Ordering::Relaxed) - before;
+                    let ran = triggered
+                        .iter()
+                        .any(|c| c.id == "platform.trigger" && c.status != Status::Skip);
+                    cases.extend(triggered);
+                    if ran {
+                        cases.push(reached_fleet(reached, driver, &advertised));
+                    }
+                }
             };
             let interrupted = tokio::select! {
                 _ = drive => false,
@@ -163,6 +180,40 @@ pub async fn run(
         eprintln!("wrote {} ({lines} records)", path.display());
     }
     Ok(report)
+}
+
+/// After a trigger: whether the platform called the fleet at all. A deliberation that reached
+/// no agent leaves every observer rule with nothing to judge — a row of skips that would read as
+/// a pass.
+fn reached_fleet(requests: u64, driver: &Driver, advertised: &[String]) -> CaseResult {
+    let mut case = CaseResult::new(
+        "platform.reached-fleet",
+        "deliberation",
+        Level::Must,
+        "the triggered deliberations call the fleet's agents",
+        "fleet file: platform.trigger (the platform deliberates with the registered agents)",
+    );
+    if requests > 0 {
+        case.message = format!("{requests} request(s) reached the fleet during the triggers");
+        return case;
+    }
+    let mut hints = Vec::new();
+    if driver.register.is_none() {
+        hints.push(
+            "the fleet file's platform: has no register: section, so the platform knows none of              the fleet's agents (add `register: {}` for POST /api/v1/agents)"
+                .to_string(),
+        );
+    }
+    if let Some(url) = advertised.first() {
+        hints.push(format!(
+            "the platform may not reach the fleet at {url} (a loopback address seen from another              host or container? set advertise: or --advertise)"
+        ));
+    }
+    case.fail(format!(
+        "the triggers ran, and no request reached the fleet. Check: {}",
+        hints.join("; ")
+    ));
+    case
 }
 
 fn print_agent(served: &fleet::Served, seed: u64) {

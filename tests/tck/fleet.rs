@@ -55,11 +55,7 @@ agents:
 
 /// Serves the fleet, drives `platform` (register, two deliberations, deregister), and returns
 /// the report.
-async fn drive(platform_url: &str, agent_timeout: Duration) -> Report {
-    let file = FleetFile::parse("fleet.yaml", FLEET).unwrap();
-    let agents = file
-        .agents("fleet.yaml", 5, crate::support::roundtable())
-        .unwrap();
+pub async fn drive(platform_url: &str, agent_timeout: Duration) -> Report {
     let spec = format!(
         r#"
 url: {platform_url}
@@ -69,7 +65,17 @@ trigger: {{ count: 2, concurrency: 2, margin: 1s, expect: {{ json: ["status == c
 "#,
         agent_timeout.as_millis()
     );
-    let spec = serde_saphyr::from_str(&spec).unwrap();
+    drive_fleet(FLEET, &spec).await
+}
+
+/// Serves the agents of `fleet` (a fleet file's text), drives the platform its `platform:`
+/// section (`spec`, YAML) describes, and returns the report.
+pub async fn drive_fleet(fleet: &str, spec: &str) -> Report {
+    let file = FleetFile::parse("fleet.yaml", fleet).unwrap();
+    let agents = file
+        .agents("fleet.yaml", 5, crate::support::roundtable())
+        .unwrap();
+    let spec = serde_saphyr::from_str(spec).unwrap();
     let driver = Driver::new(&spec, None).unwrap();
     let settings = SessionSettings {
         protocol: &agent_tck::protocols::roundtable::Agents,
@@ -261,7 +267,7 @@ async fn registration_errors_say_what_the_platform_refused() {
     );
 }
 
-fn case<'r>(report: &'r Report, id: &str) -> &'r agent_tck::report::CaseResult {
+pub fn case<'r>(report: &'r Report, id: &str) -> &'r agent_tck::report::CaseResult {
     report
         .cases
         .iter()

@@ -178,9 +178,12 @@ async fn judged(behavior: &str, flaws: Flaws, tasks: &[&str], linger: Duration) 
         run.await.unwrap();
         stop.send(()).unwrap();
     } else {
+        // The harness still waiting: the mock stops first, then the harness is dropped.
         tokio::time::sleep(linger).await;
         stop.send(()).unwrap();
+        let report = report.await.unwrap().unwrap();
         run.abort();
+        return report;
     }
     report.await.unwrap().unwrap()
 }
@@ -237,7 +240,7 @@ async fn the_reference_harness_is_judged_clean_against_every_behaviour() {
     let report = judged("hang", Flaws::default(), &TASKS[..1], Duration::ZERO).await;
     assert_eq!(failing(&report), Vec::<&str>::new(), "{:#?}", report.cases);
     let (s, m) = status(&report, "harness.deadline");
-    assert_eq!(s, Status::Pass, "{m}");
+    assert_eq!(s, Status::Pass, "{m}: {:#?}", report.cases);
     assert!(m.contains("gave up on 1"), "{m}");
     // Malformed JSON: the harness ends the scenario cleanly.
     let report = judged("malformed-json", Flaws::default(), TASKS, Duration::ZERO).await;

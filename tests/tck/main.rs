@@ -7,6 +7,7 @@ mod broken;
 mod cli;
 mod engine;
 mod fleet;
+mod fleet_file;
 mod harness_judged;
 mod hostile;
 mod layers;

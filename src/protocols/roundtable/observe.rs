@@ -170,7 +170,7 @@ impl PlatformObserver for Observer {
                 "platform.challenge-no-failed",
                 "challenge",
                 Level::Must,
-                "/challenge other_analyses holds no agent whose /analyze failed (timed out, errored, malformed, oversized)",
+                "/challenge other_analyses holds no agent whose /analyze failed (timed out, errored, refused, malformed, oversized)",
                 "Error Handling; Timeouts (excluded from the round table)",
                 "agents named in /challenge other_analyses",
             ),

@@ -1,0 +1,405 @@
+//! A fleet against a real platform, as a user writes it: what a fleet-refused answer counts as,
+//! a run whose platform never calls the fleet, pointing a file at a platform from the command
+//! line, list expectations, the messages when the platform is down, and `strict_requests`.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use agent_tck::mock::fleet::{self, FleetFile, Layout};
+use agent_tck::mock::journal::Journal;
+use agent_tck::mock::protocol::PlatformExpect;
+use agent_tck::mock::Reply;
+use agent_tck::report::Status;
+use agent_tck::transport::http::{send, BaseUrl, Limits, Request};
+use serde_json::json;
+
+use crate::fleet::{case, drive_fleet};
+use crate::platform::{self, PlatformConfig, Variant};
+use crate::support::{self, TempDir};
+
+/// A port nothing listens on (bound a moment ago, then released).
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn serve(fleet_text: &str) -> fleet::Served {
+    let file = FleetFile::parse("fleet.yaml", fleet_text).unwrap();
+    let agents = file.agents("fleet.yaml", 1, support::roundtable()).unwrap();
+    let protocol = &agent_tck::protocols::roundtable::Agents;
+    fleet::serve(
+        agents,
+        Layout::Shared,
+        IpAddr::V4(Ipv4Addr::LOCALHOST),
+        0,
+        Journal::off(Instant::now()),
+        agent_tck::mock::observe::observer_for(
+            protocol,
+            &PlatformExpect::timeout(Duration::from_secs(5)),
+        ),
+    )
+    .await
+    .unwrap()
+}
+
+/// The fleet's shared port (agent `a` answers under `/agents/a/`).
+fn fleet_base(served: &fleet::Served) -> String {
+    let url = &served.urls[0];
+    url.split("/agents/").next().unwrap_or(url).to_string()
+}
+
+async fn post(
+    base: &str,
+    path: &str,
+    body: serde_json::Value,
+    key: Option<&str>,
+    deadline: Duration,
+) -> Result<u16, String> {
+    let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
+    if let Some(k) = key {
+        headers.push(("authorization".into(), format!("Bearer {k}")));
+    }
+    let request = Request {
+        method: "POST".into(),
+        path: path.into(),
+        headers,
+        body: body.to_string().into(),
+    };
+    let limits = Limits {
+        deadline,
+        ..Limits::default()
+    };
+    send(&BaseUrl::parse(base).unwrap(), &request, limits)
+        .await
+        .map(|r| r.status)
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn an_analysis_the_fleet_refused_is_a_failed_one() {
+    let served = serve(
+        "agents:\n  - { name: alpha, api_key: k-alpha }\n  - { name: beta }\n  - { name: gamma }\n",
+    )
+    .await;
+    let base = fleet_base(&served);
+    let long = Duration::from_secs(10);
+    let analyze = json!({"task_id": "t1", "content": "Review the login handler."});
+    // alpha gets no key (401), gamma a request it finds invalid (400), beta a good one.
+    assert_eq!(
+        post(&base, "/agents/alpha/analyze", analyze.clone(), None, long).await,
+        Ok(401)
+    );
+    assert_eq!(
+        post(
+            &base,
+            "/agents/gamma/analyze",
+            json!({"task_id": "t1"}),
+            None,
+            long
+        )
+        .await,
+        Ok(400)
+    );
+    assert_eq!(
+        post(&base, "/agents/beta/analyze", analyze.clone(), None, long).await,
+        Ok(200)
+    );
+    // The platform forwards alpha's and gamma's stand-ins to beta anyway.
+    let stand_in = |name: &str| json!({"agent_name": name, "domain": "d", "observations": [], "recommendations": [], "confidence": 0.5});
+    let challenge = json!({"task_id": "t1", "content": "c", "other_analyses": [stand_in("alpha"), stand_in("gamma")]});
+    assert_eq!(
+        post(&base, "/agents/beta/challenge", challenge, None, long).await,
+        Ok(200)
+    );
+    served.stop(Duration::from_secs(2)).await;
+    let cases = served.handler.observer.cases();
+    let c = cases
+        .iter()
+        .find(|c| c.id == "platform.challenge-no-failed")
+        .unwrap();
+    assert_eq!(c.status, Status::Fail, "{}", c.message);
+    assert!(
+        c.message.contains("alpha") && c.message.contains("gamma"),
+        "{}",
+        c.message
+    );
+}
+
+#[tokio::test]
+async fn a_trigger_that_reaches_no_agent_fails_with_a_hint() {
+    // A platform that answers every deliberation and never calls an agent (it knows none).
+    let platform = support::stub(|_| Reply::json(200, &json!({"status": "completed"}))).await;
+    let spec = format!(
+        "url: {}\ntimeout: 1s\ntrigger: {{ margin: 1s }}\n",
+        platform.url()
+    );
+    let report = drive_fleet("agents:\n  - { name: plain }\n", &spec).await;
+    platform.stop().await;
+    let reached = case(&report, "platform.reached-fleet");
+    assert_eq!(reached.status, Status::Fail, "{}", reached.message);
+    assert!(
+        reached.message.contains("no request reached the fleet")
+            && reached.message.contains("has no register: section"),
+        "{}",
+        reached.message
+    );
+    assert_eq!(report.exit_code(), 1);
+}
+
+#[tokio::test]
+async fn a_platform_that_is_down_is_named_and_nothing_runs_after_a_failed_registration() {
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    // With registration: it fails, saying the platform is unreachable; the triggers and the
+    // deregistration are skipped, saying why.
+    let spec = format!("url: {url}\ntimeout: 1s\nregister: {{}}\ntrigger: {{ margin: 1s }}\n");
+    let report = drive_fleet("agents:\n  - { name: plain }\n", &spec).await;
+    let register = case(&report, "platform.register");
+    assert_eq!(register.status, Status::Fail);
+    assert!(
+        register
+            .message
+            .contains("platform unreachable: cannot connect"),
+        "{}",
+        register.message
+    );
+    assert!(
+        !register.message.contains("agent unreachable"),
+        "{}",
+        register.message
+    );
+    for id in [
+        "platform.trigger",
+        "platform.deliberation-deadline",
+        "platform.no-5xx",
+        "platform.trigger-expect",
+    ] {
+        let c = case(&report, id);
+        assert_eq!(c.status, Status::Skip, "{id}: {}", c.message);
+        assert!(
+            c.message.contains("no agent was registered"),
+            "{id}: {}",
+            c.message
+        );
+    }
+    let deregister = case(&report, "platform.deregister");
+    assert_eq!(deregister.status, Status::Skip, "{}", deregister.message);
+    assert!(deregister.message.contains("nothing was registered"));
+    // Without registration: the trigger's own case fails, not the deliberation deadline.
+    let spec = format!("url: {url}\ntimeout: 1s\ntrigger: {{ margin: 1s }}\n");
+    let report = drive_fleet("agents:\n  - { name: plain }\n", &spec).await;
+    let trigger = case(&report, "platform.trigger");
+    assert_eq!(trigger.status, Status::Fail);
+    assert!(
+        trigger.message.contains("platform unreachable"),
+        "{}",
+        trigger.message
+    );
+    assert_eq!(
+        case(&report, "platform.deliberation-deadline").status,
+        Status::Skip
+    );
+    assert_eq!(report.exit_code(), 1);
+}
+
+#[tokio::test]
+async fn the_deliberation_deadline_names_where_it_comes_from() {
+    let agent_timeout = Duration::from_millis(800);
+    let platform = platform::start(PlatformConfig {
+        variant: Variant::NoTimeout,
+        agent_timeout,
+        ..PlatformConfig::default()
+    })
+    .await;
+    let report = crate::fleet::drive(&platform.url, agent_timeout).await;
+    platform.stop().await;
+    let deadline = case(&report, "platform.deliberation-deadline");
+    assert_eq!(deadline.status, Status::Fail);
+    assert!(
+        deadline
+            .message
+            .contains("the deliberation deadline: platform.timeout 800ms × 3 + margin 1s"),
+        "{}",
+        deadline.message
+    );
+    assert!(
+        !deadline.message.contains("--timeout"),
+        "{}",
+        deadline.message
+    );
+}
+
+#[tokio::test]
+async fn strict_requests_false_lets_a_hang_hold_an_invalid_request() {
+    let served = serve(
+        "agents:\n  - { name: strict, behaviors: hang }\n  - { name: lenient, behaviors: hang, strict_requests: false }\n",
+    )
+    .await;
+    let base = fleet_base(&served);
+    let short = Duration::from_millis(1500);
+    let invalid = json!({"task_id": "t1"});
+    // By default an invalid request is answered 400 at once, whatever the behaviour.
+    assert_eq!(
+        post(
+            &base,
+            "/agents/strict/analyze",
+            invalid.clone(),
+            None,
+            short
+        )
+        .await,
+        Ok(400)
+    );
+    // strict_requests: false: the hang holds it too.
+    let lenient = post(&base, "/agents/lenient/analyze", invalid, None, short).await;
+    assert!(
+        lenient
+            .as_ref()
+            .is_err_and(|e| e.contains("no complete answer")),
+        "{lenient:?}"
+    );
+    served.stop(Duration::from_secs(2)).await;
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+async fn fleet_cli(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"));
+    command
+        .args(["mock", "fleet"])
+        .args(args)
+        .env("NO_COLOR", "1");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.kill_on_drop(true).output().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_file_is_pointed_at_its_platform_by_flag_or_environment() {
+    let platform = platform::start(PlatformConfig::default()).await;
+    let dir = TempDir::new("fleet-url");
+    let body = "protocol: roundtable\nagents:\n  - { name: one }\n  - { name: two }\n";
+    let trigger = "  register: {}\n  trigger:\n    margin: 5s\n    expect:\n      json: [\"status == completed\", \"count(votes) == 2\", \"votes[*].agent_name contains one\", \"count(excluded.analyze) == 0\", \"all(votes[*].agent_name) != nobody\"]\n";
+    // --platform-url over a file that names a platform that is down.
+    let file = dir.path("flag.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "{body}platform:\n  url: http://127.0.0.1:{}\n  timeout: 5s\n{trigger}",
+            closed_port()
+        ),
+    )
+    .unwrap();
+    let out = fleet_cli(
+        &[
+            "--config",
+            &file,
+            "--platform-url",
+            &platform.url,
+            "--quiet",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    // ${ENV} in the file.
+    let file = dir.path("env.yaml");
+    std::fs::write(
+        &file,
+        format!("{body}platform:\n  url: ${{TEST_PLATFORM_URL}}\n  timeout: 5s\n{trigger}"),
+    )
+    .unwrap();
+    let out = fleet_cli(
+        &["--config", &file, "--quiet"],
+        &[("TEST_PLATFORM_URL", &platform.url)],
+    )
+    .await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    // Unset, without a default: a usage error naming the file, the line and the variable.
+    let out = fleet_cli(&["--config", &file], &[]).await;
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("env.yaml:6: ${TEST_PLATFORM_URL}: the environment variable TEST_PLATFORM_URL is not set"),
+        "{err}"
+    );
+    // --platform-url without a platform: section to point.
+    let file = dir.path("none.yaml");
+    std::fs::write(&file, body).unwrap();
+    let out = fleet_cli(&["--config", &file, "--platform-url", &platform.url], &[]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("has no platform: section"),
+        "{}",
+        text(&out.stderr)
+    );
+    platform.stop().await;
+}
+
+/// The README's complete fleet file, run as it says against the reference platform: every
+/// expectation it writes holds, and the run is green.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readmes_fleet_file_runs_green_against_the_reference_platform() {
+    let readme = include_str!("../../README.md");
+    let yaml = readme
+        .split("# fleet.yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README's fleet file");
+    let platform = platform::start(PlatformConfig {
+        agent_timeout: Duration::from_secs(2),
+        ..PlatformConfig::default()
+    })
+    .await;
+    let dir = TempDir::new("readme-fleet");
+    let file = dir.path("fleet.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let out = fleet_cli(
+        &[
+            "--config",
+            &file,
+            "--platform-url",
+            &platform.url,
+            "--quiet",
+        ],
+        &[],
+    )
+    .await;
+    platform.stop().await;
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(
+        stdout.contains("PASS must   platform.trigger-expect"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("PASS must   platform.challenge-no-failed"),
+        "{stdout}"
+    );
+    if std::env::var_os("AGENT_TCK_SHOW").is_some() {
+        eprintln!("{stdout}");
+    }
+}
