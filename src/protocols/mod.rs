@@ -9,6 +9,7 @@
 //! [`crate::probe::plugin::SuiteProtocol`] (its rules and generators in suites).
 
 pub mod execute_task;
+pub mod librarian;
 pub mod roundtable;
 
 pub mod plugin;
@@ -18,7 +19,11 @@ pub use plugin::{MatrixRow, OnCase, ProbeJob, Protocol, Selftest};
 use crate::mock::protocol::AgentProtocol;
 
 /// Every protocol the kit knows, in the order commands list them.
-pub static REGISTRY: &[&dyn Protocol] = &[&roundtable::Roundtable, &execute_task::ExecuteTask];
+pub static REGISTRY: &[&dyn Protocol] = &[
+    &roundtable::Roundtable,
+    &execute_task::ExecuteTask,
+    &librarian::LibrarianProtocol,
+];
 
 /// The protocol registered as `name`.
 pub fn find(name: &str) -> Option<&'static dyn Protocol> {

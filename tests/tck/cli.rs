@@ -153,8 +153,9 @@ fn selftest_passes_and_writes_both_reports() {
         .unwrap()
         .cases()
         .len();
-    // Both protocols: every round-table case passes; execute-task skips only the HTTP-only case.
-    assert_eq!(report.protocol, "roundtable+execute-task");
+    // Every protocol: every round-table and librarian case passes; execute-task skips only the
+    // HTTP-only case.
+    assert_eq!(report.protocol, "roundtable+execute-task+librarian");
     assert_eq!(report.summary.failed, 0, "{stdout}");
     assert_eq!(report.summary.skipped, 1, "{stdout}");
     let (rows, agents): (Vec<_>, Vec<_>) = report

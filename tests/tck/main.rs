@@ -11,6 +11,7 @@ mod fleet_file;
 mod harness_judged;
 mod hostile;
 mod layers;
+mod librarian;
 mod platform;
 mod properties;
 mod reference;

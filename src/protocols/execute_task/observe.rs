@@ -182,10 +182,24 @@ fn history_hash(history: &[Value], n: usize) -> u64 {
     h.finish()
 }
 
+/// Largest planned answer read back (a conforming one is a few hundred bytes; reading an
+/// oversized one would delay the answer it judges).
+const READ_BACK: usize = 64 * 1024;
+
 /// What the mock answered, read back from the bytes it planned.
 fn answer_seen(seen: &Seen<'_>) -> AnswerSeen {
-    let parsed = serde_json::from_slice::<Value>(seen.answer);
     let mut a = AnswerSeen::default();
+    // A hang or a black hole sends no answer at all: not a bad one (the deadline judges those).
+    match &seen.decision.unusable {
+        Some(why) if why.starts_with("never") => return a,
+        Some(why) => {
+            a.bad = Some(format!("an unusable answer ({why})"));
+            return a;
+        }
+        None if seen.answer.len() > READ_BACK => return a,
+        None => {}
+    }
+    let parsed = serde_json::from_slice::<Value>(seen.answer);
     match parsed {
         Ok(v) => {
             a.action = v
@@ -209,12 +223,6 @@ fn answer_seen(seen: &Seen<'_>) -> AnswerSeen {
             }
         }
         Err(_) => a.bad = Some("an answer that is not JSON".into()),
-    }
-    // A hang or a black hole sends no answer at all: not a bad one (the deadline judges those).
-    match &seen.decision.unusable {
-        Some(why) if why.starts_with("never") => a.bad = None,
-        Some(why) => a.bad = Some(format!("an unusable answer ({why})")),
-        None => {}
     }
     a
 }

@@ -1,0 +1,183 @@
+//! The Librarian on the command line (`probe librarian`, `suites list`) and in the self-test:
+//! the reference Librarian (`server`) on a loopback port, probed with the whole suite.
+
+use std::path::Path;
+
+use clap::{Args, FromArgMatches};
+use futures::future::BoxFuture;
+
+use super::probe::{self, Settings};
+use super::server::{self, Flaws, Librarian, Registered};
+use super::NAME;
+use crate::error::Error;
+use crate::probe::args::{seed_or_clock, RunArgs};
+use crate::protocols::plugin::{ProbeJob, Protocol, Selftest};
+use crate::report::output::OutputArgs;
+use crate::report::Report;
+use crate::transport::http::BaseUrl;
+
+/// The Librarian in the registry.
+pub struct LibrarianProtocol;
+
+/// `probe librarian`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct LibrarianProbeArgs {
+    /// The Librarian's base URL: requests go to {URL}/agent/request, /agent/status/{id}, …
+    #[arg(long, value_name = "BASE")]
+    pub url: String,
+    /// An agent and its bearer token, AGENT=TOKEN; give two for the isolation cases (another
+    /// agent's status, its name on a foreign token, per-agent rate limits). Printed as ***.
+    #[arg(long = "token", value_name = "AGENT=TOKEN", required = true)]
+    pub tokens: Vec<String>,
+    /// Skip the rate group (61 requests from one agent inside a minute).
+    #[arg(long)]
+    pub quick: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `AGENT=TOKEN` pairs, checked.
+fn tokens(pairs: &[String]) -> Result<Vec<(String, String)>, String> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for pair in pairs {
+        let (agent, token) = pair
+            .split_once('=')
+            .filter(|(a, t)| !a.trim().is_empty() && !t.trim().is_empty())
+            .ok_or_else(|| {
+                format!(
+                    "--token {:?}: expected AGENT=TOKEN",
+                    pair.split('=').next().unwrap_or("")
+                )
+            })?;
+        if out.iter().any(|(a, _)| a == agent.trim()) {
+            return Err(format!("--token: agent {:?} given twice", agent.trim()));
+        }
+        out.push((agent.trim().to_string(), token.trim().to_string()));
+    }
+    Ok(out)
+}
+
+pub fn settings(args: &LibrarianProbeArgs) -> Result<Settings, String> {
+    Ok(Settings {
+        base: BaseUrl::parse(&args.url).map_err(|e| format!("--url: {e}"))?,
+        tokens: tokens(&args.tokens)?,
+        timeout: args.run.timeout,
+        max_body: args.run.max_body,
+        seed: seed_or_clock(args.run.seed),
+        only: args.run.only(),
+        strict: args.run.strict,
+        quick: args.quick,
+    })
+}
+
+impl Protocol for LibrarianProtocol {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn about(&self) -> &'static str {
+        "The Librarian agent communication protocol: we play agent clients against a Librarian server."
+    }
+
+    fn schema_dir(&self) -> Option<&'static str> {
+        Some("librarian")
+    }
+
+    fn probe_command(&self) -> Option<clap::Command> {
+        Some(LibrarianProbeArgs::augment_args(clap::Command::new(NAME)).about(self.about()))
+    }
+
+    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
+        let flags = LibrarianProbeArgs::from_arg_matches(matches)
+            .map_err(|e| Error::usage(e.to_string()))?;
+        let settings = settings(&flags).map_err(Error::Usage)?;
+        flags.output.check()?;
+        let total = probe::case_ids()
+            .map_err(Error::Usage)?
+            .iter()
+            .filter(|id| settings.wants(id))
+            .count();
+        Ok(ProbeJob {
+            total,
+            output: flags.output,
+            run: Box::new(move |on_case| {
+                Box::pin(async move { probe::run(&settings, &*on_case).await.map_err(Error::Run) })
+            }),
+        })
+    }
+
+    fn list_cases(&self, file: Option<&Path>) -> Result<String, Error> {
+        if let Some(path) = file {
+            return Err(Error::usage(format!(
+                "--suite {}: the librarian's cases are built in (suites/librarian.yaml)",
+                path.display()
+            )));
+        }
+        probe::list_cases().map_err(Error::Usage)
+    }
+
+    fn case_ids(&self) -> Result<Vec<String>, Error> {
+        probe::case_ids().map_err(Error::Usage)
+    }
+
+    /// The reference Librarian with two agents, probed with every case.
+    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, Error>> {
+        Box::pin(async move {
+            let served = reference(Flaws::default()).await?;
+            let settings = Settings {
+                base: BaseUrl::parse(&served.url).map_err(Error::Run)?,
+                tokens: reference_tokens(),
+                timeout: at.run.timeout,
+                max_body: at.run.max_body,
+                seed: at.seed,
+                only: at.run.only(),
+                strict: at.run.strict,
+                quick: false,
+            };
+            let report = probe::run(&settings, &|_| {}).await;
+            served.stop().await;
+            report.map_err(Error::Run)
+        })
+    }
+}
+
+/// The agents of the reference Librarian: (agent, token).
+pub fn reference_tokens() -> Vec<(String, String)> {
+    vec![
+        ("claude-3".into(), "tck-token-claude-3".into()),
+        ("gemini-pro".into(), "tck-token-gemini-pro".into()),
+    ]
+}
+
+/// The reference Librarian, with `flaws`, on a loopback port.
+pub async fn reference(flaws: Flaws) -> Result<server::Served, Error> {
+    let agents = reference_tokens()
+        .iter()
+        .map(|(a, t)| Registered::any(a, t))
+        .collect();
+    server::serve(Librarian::new(agents, flaws))
+        .await
+        .map_err(Error::Run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_agent_equals_token() {
+        assert_eq!(
+            tokens(&["a=1".into(), " b = 2 ".into()]).unwrap(),
+            vec![("a".into(), "1".into()), ("b".into(), "2".into())]
+        );
+        assert!(tokens(&["a".into()])
+            .unwrap_err()
+            .contains("expected AGENT=TOKEN"));
+        assert!(tokens(&["=x".into()]).is_err());
+        assert!(tokens(&["a=1".into(), "a=2".into()])
+            .unwrap_err()
+            .contains("given twice"));
+    }
+}

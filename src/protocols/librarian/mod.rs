@@ -1,0 +1,22 @@
+//! The Librarian agent communication protocol (specs/librarian-agent-communication-protocol.md):
+//! agents ask a governance server for approval, context and validation over REST. The platform
+//! is the server here and the agents its clients, so the roles turn around: to certify a
+//! Librarian the kit is an agent client (`probe`), and its reference Librarian (`server`) is
+//! what the probe is tested against.
+//!
+//! - `model`: schemas' ids, the document's fields, limits and states, the rules both roles use;
+//! - `rules`: the suite's rule vocabulary (`suites/librarian.yaml`);
+//! - `probe`: `probe librarian`, each case a small scenario of requests;
+//! - `server`: a conforming Librarian on the kit's HTTP engine, with switchable flaws;
+//! - `commands`: flags, case listing, self-test.
+
+pub mod commands;
+pub mod model;
+pub mod probe;
+pub mod rules;
+pub mod server;
+
+pub use commands::LibrarianProtocol;
+
+/// The registry key, and the report's `protocol`.
+pub const NAME: &str = "librarian";

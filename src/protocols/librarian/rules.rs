@@ -1,0 +1,229 @@
+//! The Librarian's cases are data (`suites/librarian.yaml`: ids, levels, titles, spec clauses,
+//! and the rule each runs with its arguments); the rules are here. A rule is a small scenario
+//! of requests (a valid request and its status, a request missing one field, 61 requests in a
+//! minute), run by `probe::run`; the suite loader checks each case's rule and arguments at load.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use super::model::{required_fields, REQUEST_TYPES};
+use crate::probe::exchange::ExchangeSpec;
+use crate::probe::plugin::{Ctx, Rule, SuiteProtocol};
+use crate::probe::Suite as LoadedSuite;
+
+/// The built-in cases: (file, YAML).
+pub const SUITE: (&str, &str) = (
+    "suites/librarian.yaml",
+    include_str!("../../../suites/librarian.yaml"),
+);
+
+/// The built-in cases, loaded once.
+pub fn suite() -> Result<LoadedSuite, String> {
+    static LOADED: OnceLock<Result<LoadedSuite, String>> = OnceLock::new();
+    LOADED
+        .get_or_init(|| LoadedSuite::parse(SUITE.0, SUITE.1, &Suite))
+        .clone()
+}
+
+/// What a case runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scenario {
+    /// A valid request of this type gets a schema-valid answer within 10 s.
+    ValidRequest(String),
+    /// The request_id of a valid request is usable at /agent/status.
+    StatusLookup,
+    /// An unknown id is 404.
+    StatusUnknown,
+    /// Another agent's request is not shown to this one.
+    StatusNoLeak,
+    /// A request of `type` without `field` is not approved.
+    MissingField { request_type: String, field: String },
+    /// A malformed request (kind) is a 4xx, never a 5xx.
+    BadInput(String),
+    /// `field` at `size` items (or bytes): refused or not.
+    Limit {
+        field: String,
+        size: usize,
+        refused: bool,
+    },
+    /// A request with deviations under strict mode is refused.
+    StrictDeviations,
+    /// Credentials (kind) refused: 401/403, never an approval.
+    Auth(String),
+    /// POST /agent/context answers a ContextResponse.
+    Context,
+    /// GET /agent/capabilities answers an AgentCapabilities.
+    Capabilities,
+    /// APPROVAL, then REPORT: the status ends COMPLETED.
+    Lifecycle,
+    /// 61 requests in a minute: the excess is 429.
+    RateLimit,
+    /// While one agent is limited, another is not.
+    RateIsolation,
+    /// Judged across every answer of the run.
+    Across(Across),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Across {
+    /// Every request answered within the response timeout (10 s).
+    WithinTimeout,
+    /// Every field of the dataclass present.
+    ResponseFields,
+    /// The document's expectations (a rejection's violations, an escalation's reason, …).
+    Expectations,
+    /// A refusal for a missing field names it.
+    NamesMissingField,
+    /// No answer is a 5xx.
+    No5xx,
+}
+
+const BAD_INPUTS: [&str; 5] = [
+    "malformed-json",
+    "empty-body",
+    "wrong-type",
+    "unknown-enum",
+    "bad-timestamp",
+];
+const AUTH_KINDS: [&str; 3] = ["no-token", "wrong-token", "foreign-agent"];
+const LIMIT_FIELDS: [&str; 3] = ["content", "references", "deviations"];
+
+impl Scenario {
+    /// The scenario a case's rule call names, its arguments checked.
+    pub fn of(name: &str, args: &Value) -> Result<Scenario, String> {
+        let text = |key: &str| -> Result<String, String> {
+            args.get(key)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| format!("{name}: needs `{key}:` (a string)"))
+        };
+        let one_of = |value: String, known: &[&str]| -> Result<String, String> {
+            if known.contains(&value.as_str()) {
+                Ok(value)
+            } else {
+                Err(format!(
+                    "{name}: {value:?} is not one of {}",
+                    known.join(", ")
+                ))
+            }
+        };
+        let none = || -> Result<(), String> {
+            if args.is_null() {
+                Ok(())
+            } else {
+                Err(format!("{name}: takes no parameters"))
+            }
+        };
+        Ok(match name {
+            "valid_request" => Scenario::ValidRequest(one_of(text("type")?, &REQUEST_TYPES)?),
+            "missing_field" => {
+                let request_type = one_of(text("type")?, &REQUEST_TYPES)?;
+                let field = text("field")?;
+                if !required_fields(&request_type).contains(&field.as_str()) {
+                    return Err(format!(
+                        "{name}: {field:?} is not a required field of {request_type} (required: {})",
+                        required_fields(&request_type).join(", ")
+                    ));
+                }
+                Scenario::MissingField {
+                    request_type,
+                    field,
+                }
+            }
+            "bad_input" => Scenario::BadInput(one_of(text("kind")?, &BAD_INPUTS)?),
+            "limit" => {
+                let field = one_of(text("field")?, &LIMIT_FIELDS)?;
+                let size = args
+                    .get("size")
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| format!("{name}: needs `size:` (a number)"))?
+                    as usize;
+                let refused = args
+                    .get("refused")
+                    .and_then(Value::as_bool)
+                    .ok_or_else(|| format!("{name}: needs `refused:` (true or false)"))?;
+                Scenario::Limit {
+                    field,
+                    size,
+                    refused,
+                }
+            }
+            "auth" => Scenario::Auth(one_of(text("kind")?, &AUTH_KINDS)?),
+            _ => {
+                none()?;
+                match name {
+                    "status_lookup" => Scenario::StatusLookup,
+                    "status_unknown" => Scenario::StatusUnknown,
+                    "status_no_leak" => Scenario::StatusNoLeak,
+                    "strict_deviations" => Scenario::StrictDeviations,
+                    "context" => Scenario::Context,
+                    "capabilities" => Scenario::Capabilities,
+                    "lifecycle" => Scenario::Lifecycle,
+                    "rate_limit" => Scenario::RateLimit,
+                    "rate_isolation" => Scenario::RateIsolation,
+                    "within_timeout" => Scenario::Across(Across::WithinTimeout),
+                    "response_fields" => Scenario::Across(Across::ResponseFields),
+                    "expectations" => Scenario::Across(Across::Expectations),
+                    "names_missing_field" => Scenario::Across(Across::NamesMissingField),
+                    "no_5xx" => Scenario::Across(Across::No5xx),
+                    _ => return Err(format!("{name}: no such librarian rule")),
+                }
+            }
+        })
+    }
+}
+
+const RULES: [&str; 19] = [
+    "valid_request",
+    "status_lookup",
+    "status_unknown",
+    "status_no_leak",
+    "missing_field",
+    "bad_input",
+    "limit",
+    "strict_deviations",
+    "auth",
+    "context",
+    "capabilities",
+    "lifecycle",
+    "rate_limit",
+    "rate_isolation",
+    "within_timeout",
+    "response_fields",
+    "expectations",
+    "names_missing_field",
+    "no_5xx",
+];
+
+/// The Librarian as the suite engine sees it: rule names and their arguments, checked at load.
+pub struct Suite;
+
+struct Named(&'static str);
+
+impl Rule for Named {
+    fn reads_exchange(&self) -> bool {
+        false
+    }
+
+    fn validate(&self, args: &Value, _: &BTreeMap<String, ExchangeSpec>) -> Result<(), String> {
+        Scenario::of(self.0, args).map(drop)
+    }
+
+    fn evaluate(&self, _: &Value, _: &Ctx<'_>) -> Result<String, String> {
+        Err("run by `probe librarian`, not by the generic suite runner".into())
+    }
+}
+
+impl SuiteProtocol for Suite {
+    fn rule(&self, name: &str) -> Option<&dyn Rule> {
+        static NAMED: OnceLock<Vec<Named>> = OnceLock::new();
+        let named = NAMED.get_or_init(|| RULES.iter().map(|n| Named(n)).collect());
+        named.iter().find(|r| r.0 == name).map(|r| r as &dyn Rule)
+    }
+
+    fn rules(&self) -> Vec<&'static str> {
+        RULES.to_vec()
+    }
+}

@@ -1,0 +1,563 @@
+//! A conforming Librarian on the kit's HTTP engine (`mock::http1`): what `probe librarian` is
+//! tested against (the self-test, the tests), and the core of the mock Librarian. [`Flaws`]
+//! switch on one departure from the document each, so that every probe case has a server that
+//! breaks it.
+//!
+//! The four endpoints, with Bearer tokens per agent (a token names its agent; a request in
+//! another agent's name is refused 403), 60 requests a minute per agent (429 with Retry-After),
+//! the document's limits (content 100 KB, 20 references, 5 deviations, no deviation at all under
+//! `allow_deviations: false`), its REQUIRED_FIELDS (a 400 naming the field), and decisions:
+//! APPROVAL approved at its target_path (escalated when the content asks for a human, a
+//! clarification without rationale), QUERY answered with context, VALIDATE approved, REPORT
+//! completing an approved request of the same agent.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::model::{self, State, LIMITS};
+use crate::mock::http1::{self, Delivered, Handler, Plan, Request, Response, ServerLimits};
+
+/// One departure from the document each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Flaws {
+    /// An APPROVAL without rationale is approved.
+    pub approves_without_rationale: bool,
+    /// A body that is not JSON crashes the handler: 500.
+    pub crashes_on_malformed_json: bool,
+    /// No rate limit.
+    pub no_rate_limit: bool,
+    /// One rate window for every agent together.
+    pub shared_rate_limit: bool,
+    /// /agent/status answers any agent about any request.
+    pub leaks_status: bool,
+    /// Any bearer token is taken for the agent the request names.
+    pub accepts_wrong_token: bool,
+    /// More than 20 references pass.
+    pub ignores_max_references: bool,
+}
+
+impl Flaws {
+    /// Each flaw by name, for tests and the matrix.
+    pub const NAMES: [&'static str; 7] = [
+        "approves-without-rationale",
+        "crashes-on-malformed-json",
+        "no-rate-limit",
+        "shared-rate-limit",
+        "leaks-status",
+        "accepts-wrong-token",
+        "ignores-max-references",
+    ];
+
+    pub fn named(name: &str) -> Option<Flaws> {
+        let mut f = Flaws::default();
+        match name {
+            "approves-without-rationale" => f.approves_without_rationale = true,
+            "crashes-on-malformed-json" => f.crashes_on_malformed_json = true,
+            "no-rate-limit" => f.no_rate_limit = true,
+            "shared-rate-limit" => f.shared_rate_limit = true,
+            "leaks-status" => f.leaks_status = true,
+            "accepts-wrong-token" => f.accepts_wrong_token = true,
+            "ignores-max-references" => f.ignores_max_references = true,
+            "conforming" => {}
+            _ => return None,
+        }
+        Some(f)
+    }
+}
+
+/// An agent the Librarian knows: its token, what it may do and where.
+#[derive(Debug, Clone)]
+pub struct Registered {
+    pub id: String,
+    pub token: String,
+    pub capabilities: Vec<String>,
+    pub allowed_targets: Vec<String>,
+}
+
+impl Registered {
+    /// An agent that may do anything anywhere.
+    pub fn any(id: &str, token: &str) -> Registered {
+        Registered {
+            id: id.into(),
+            token: token.into(),
+            capabilities: vec![
+                "read".into(),
+                "write".into(),
+                "analyze".into(),
+                "validate".into(),
+            ],
+            allowed_targets: vec!["all".into()],
+        }
+    }
+}
+
+struct Stored {
+    agent: String,
+    request_type: String,
+    state: State,
+}
+
+#[derive(Default)]
+struct Books {
+    requests: HashMap<String, Stored>,
+    /// Request times per agent in the last minute ("*" when shared).
+    windows: HashMap<String, VecDeque<Instant>>,
+    next: u64,
+}
+
+/// The Librarian as the HTTP engine's handler.
+pub struct Librarian {
+    agents: Vec<Registered>,
+    flaws: Flaws,
+    books: Mutex<Books>,
+}
+
+/// Most requests remembered (the oldest are forgotten first).
+const REMEMBERED: usize = 100_000;
+
+impl Librarian {
+    pub fn new(agents: Vec<Registered>, flaws: Flaws) -> Librarian {
+        Librarian {
+            agents,
+            flaws,
+            books: Mutex::new(Books::default()),
+        }
+    }
+
+    fn by_token(&self, request: &Request) -> Result<&Registered, Response> {
+        let token = request
+            .header("authorization")
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .ok_or_else(|| error(401, "missing Authorization: Bearer <agent token>"))?;
+        self.agents
+            .iter()
+            .find(|a| a.token == token)
+            .ok_or_else(|| error(401, "unknown token"))
+    }
+
+    /// Whether `agent` may send one more request now (a sliding minute).
+    fn within_rate(&self, agent: &str) -> Result<(), Response> {
+        if self.flaws.no_rate_limit {
+            return Ok(());
+        }
+        let key = if self.flaws.shared_rate_limit {
+            "*"
+        } else {
+            agent
+        };
+        let mut books = self.books.lock().map_err(|_| error(500, "poisoned"))?;
+        let window = books.windows.entry(key.to_string()).or_default();
+        let now = Instant::now();
+        while window
+            .front()
+            .is_some_and(|t| now.duration_since(*t).as_secs() >= 60)
+        {
+            window.pop_front();
+        }
+        if window.len() >= LIMITS.per_minute as usize {
+            let wait = window
+                .front()
+                .map(|t| {
+                    60u64
+                        .saturating_sub(now.duration_since(*t).as_secs())
+                        .max(1)
+                })
+                .unwrap_or(60);
+            let mut r = error(
+                429,
+                &format!(
+                    "rate limit exceeded: {} requests a minute per agent",
+                    LIMITS.per_minute
+                ),
+            );
+            r.headers.push(("retry-after".into(), wait.to_string()));
+            return Err(r);
+        }
+        window.push_back(now);
+        Ok(())
+    }
+
+    fn agent_request(&self, request: &Request) -> Response {
+        let token_agent = match self.by_token(request) {
+            Ok(a) => Some(a),
+            // The flaw takes any token it is shown (not none at all) for the named agent.
+            Err(_)
+                if self.flaws.accepts_wrong_token && request.header("authorization").is_some() =>
+            {
+                None
+            }
+            Err(r) => return r,
+        };
+        let body: Value = match serde_json::from_slice(&request.body) {
+            Ok(v) => v,
+            Err(_) if self.flaws.crashes_on_malformed_json => {
+                return error(500, "internal server error")
+            }
+            Err(e) => return error(400, &format!("the body is not JSON: {e}")),
+        };
+        let named = body.get("agent_id").and_then(Value::as_str).unwrap_or("");
+        let agent = match token_agent {
+            Some(a) if a.id == named || named.is_empty() => a,
+            Some(a) => {
+                return error(
+                    403,
+                    &format!(
+                        "the token is {}'s; the request is in the name of {named:?}",
+                        a.id
+                    ),
+                )
+            }
+            // A wrong token taken for the named agent (the flaw).
+            None => match self.agents.iter().find(|a| a.id == named) {
+                Some(a) => a,
+                None => return error(401, "unknown token"),
+            },
+        };
+        if let Err(r) = self.within_rate(&agent.id) {
+            return r;
+        }
+        let findings = crate::schema::schemas().validate(model::REQUEST_SCHEMA, &body);
+        let findings: Vec<_> = findings
+            .into_iter()
+            .filter(|f| {
+                !(self.flaws.approves_without_rationale && f.message.contains("\"rationale\""))
+            })
+            .collect();
+        if !findings.is_empty() {
+            return error(400, &crate::schema::findings_message(&findings));
+        }
+        let started = Instant::now();
+        let (status, mut extra, state) = self.decide(agent, &body);
+        let id = {
+            let Ok(mut books) = self.books.lock() else {
+                return error(500, "poisoned");
+            };
+            books.next += 1;
+            let id = format!("req-{:06}", books.next);
+            if books.requests.len() >= REMEMBERED {
+                books.requests.clear();
+            }
+            let request_type = body["request_type"].as_str().unwrap_or("").to_string();
+            if request_type == "REPORT" && status == "approved" {
+                if let Some(done) = body["request_id"]
+                    .as_str()
+                    .and_then(|r| books.requests.get_mut(r))
+                {
+                    done.state = State::Completed;
+                }
+            }
+            books.requests.insert(
+                id.clone(),
+                Stored {
+                    agent: agent.id.clone(),
+                    request_type,
+                    state,
+                },
+            );
+            id
+        };
+        let answer = json!({
+            "request_id": id,
+            "timestamp": crate::report::now_rfc3339(),
+            "processing_time_ms": started.elapsed().as_millis() as u64,
+            "status": status,
+            "confidence": 0.9,
+            "feedback": extra.remove("feedback").unwrap_or(json!("")),
+            "violations": extra.remove("violations").unwrap_or(json!([])),
+            "suggestions": extra.remove("suggestions").unwrap_or(json!([])),
+            "approved_location": extra.remove("approved_location").unwrap_or(Value::Null),
+            "assigned_id": extra.remove("assigned_id").unwrap_or(Value::Null),
+            "constraints": [],
+            "escalation_reason": extra.remove("escalation_reason").unwrap_or(Value::Null),
+            "human_review_url": extra.remove("human_review_url").unwrap_or(Value::Null),
+            "estimated_review_time": extra.remove("estimated_review_time").unwrap_or(Value::Null),
+            "context": extra.remove("context").unwrap_or(Value::Null),
+            "relevant_nodes": extra.remove("relevant_nodes").unwrap_or(Value::Null),
+        });
+        json_response(200, &answer)
+    }
+
+    /// The decision on a schema-valid request: (status, fields, state).
+    fn decide(
+        &self,
+        agent: &Registered,
+        body: &Value,
+    ) -> (&'static str, serde_json::Map<String, Value>, State) {
+        let mut f = serde_json::Map::new();
+        let reject = |rule: &str, description: String, f: &mut serde_json::Map<String, Value>| {
+            f.insert("feedback".into(), json!(description.clone()));
+            f.insert(
+                "violations".into(),
+                json!([{"rule": rule, "description": description}]),
+            );
+            ("rejected", std::mem::take(f), State::Rejected)
+        };
+        let content = body["content"].as_str().unwrap_or("");
+        if content.len() > LIMITS.max_content {
+            return reject(
+                "max_content_size",
+                format!(
+                    "content is {} bytes, over max_content_size ({} bytes)",
+                    content.len(),
+                    LIMITS.max_content
+                ),
+                &mut f,
+            );
+        }
+        let references = body["references"].as_array().map_or(0, Vec::len);
+        if references > LIMITS.max_references && !self.flaws.ignores_max_references {
+            return reject(
+                "max_references",
+                format!(
+                    "{references} references, over max_references ({})",
+                    LIMITS.max_references
+                ),
+                &mut f,
+            );
+        }
+        let deviations = body["deviations"].as_array().map_or(0, Vec::len);
+        if deviations > LIMITS.max_deviations {
+            return reject(
+                "max_deviations",
+                format!(
+                    "{deviations} deviations, over max_deviations ({})",
+                    LIMITS.max_deviations
+                ),
+                &mut f,
+            );
+        }
+        if deviations > 0 {
+            return reject(
+                "allow_deviations",
+                "strict mode: deviations from the standards are not allowed (allow_deviations: false)".into(),
+                &mut f,
+            );
+        }
+        let target = body["target_type"].as_str().unwrap_or("");
+        let allowed = agent
+            .allowed_targets
+            .iter()
+            .any(|t| t == "all" || t == target);
+        if !target.is_empty() && !allowed {
+            return reject(
+                "allowed_targets",
+                format!(
+                    "{} may not touch {target} (allowed_targets: {})",
+                    agent.id,
+                    agent.allowed_targets.join(", ")
+                ),
+                &mut f,
+            );
+        }
+        match body["request_type"].as_str().unwrap_or("") {
+            "APPROVAL" => {
+                if body["rationale"].as_str().unwrap_or("").trim().is_empty()
+                    && !self.flaws.approves_without_rationale
+                {
+                    f.insert(
+                        "feedback".into(),
+                        json!("rationale is required (require_rationale: true)"),
+                    );
+                    f.insert(
+                        "suggestions".into(),
+                        json!(["say why the change is needed in rationale"]),
+                    );
+                    return ("clarification_needed", f, State::Pending);
+                }
+                if content.contains("HUMAN REVIEW") {
+                    f.insert("feedback".into(), json!("escalated to a human reviewer"));
+                    f.insert(
+                        "escalation_reason".into(),
+                        json!("the change asks for human review"),
+                    );
+                    f.insert(
+                        "human_review_url".into(),
+                        json!("https://librarian.invalid/review"),
+                    );
+                    f.insert("estimated_review_time".into(), json!(60));
+                    return ("escalated", f, State::Escalated);
+                }
+                let location = body["target_path"]
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("docs/{target}/new.md"));
+                f.insert("feedback".into(), json!("approved"));
+                f.insert("approved_location".into(), json!(location));
+                f.insert(
+                    "assigned_id".into(),
+                    json!(format!("node-{}", location.len())),
+                );
+                ("approved", f, State::Approved)
+            }
+            "QUERY" => {
+                f.insert("feedback".into(), json!("context found"));
+                f.insert("context".into(), json!({"answer": "Authentication requires OAuth 2.0 with PKCE.", "sources": ["arch-001"]}));
+                f.insert(
+                    "relevant_nodes".into(),
+                    json!([{"id": "arch-001", "title": "Authentication architecture"}]),
+                );
+                ("approved", f, State::Approved)
+            }
+            "REPORT" => {
+                let reported = body["request_id"].as_str().unwrap_or("");
+                let known = self.books.lock().ok().is_some_and(|b| {
+                    b.requests
+                        .get(reported)
+                        .is_some_and(|s| s.agent == agent.id && s.state == State::Approved)
+                });
+                if known {
+                    f.insert("feedback".into(), json!("completion recorded"));
+                    ("approved", f, State::Completed)
+                } else {
+                    reject(
+                        "request_id",
+                        format!(
+                            "request_id {reported:?} is no approved request of {}",
+                            agent.id
+                        ),
+                        &mut f,
+                    )
+                }
+            }
+            _ => {
+                f.insert("feedback".into(), json!("compliant"));
+                ("approved", f, State::Approved)
+            }
+        }
+    }
+
+    fn status(&self, request: &Request, id: &str) -> Response {
+        let agent = match self.by_token(request) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        let Ok(books) = self.books.lock() else {
+            return error(500, "poisoned");
+        };
+        match books.requests.get(id) {
+            Some(s) if s.agent == agent.id || self.flaws.leaks_status => json_response(
+                200,
+                &json!({
+                    "request_id": id,
+                    "status": format!("{:?}", s.state).to_uppercase(),
+                    "request_type": s.request_type,
+                    "agent_id": s.agent,
+                }),
+            ),
+            // Another agent's request is as unknown as one that never was: no leak either way.
+            _ => error(404, &format!("no request {id:?}")),
+        }
+    }
+
+    fn context(&self, request: &Request) -> Response {
+        if let Err(r) = self.by_token(request) {
+            return r;
+        }
+        let body: Value = match serde_json::from_slice(&request.body) {
+            Ok(v) => v,
+            Err(e) => return error(400, &format!("the body is not JSON: {e}")),
+        };
+        let findings = crate::schema::schemas().validate(model::CONTEXT_REQUEST_SCHEMA, &body);
+        if !findings.is_empty() {
+            return error(400, &crate::schema::findings_message(&findings));
+        }
+        json_response(
+            200,
+            &json!({"context": {"query": body["query"], "answer": "See arch-001."}, "relevant_nodes": [{"id": "arch-001"}]}),
+        )
+    }
+
+    fn capabilities(&self, request: &Request) -> Response {
+        match self.by_token(request) {
+            Ok(a) => json_response(
+                200,
+                &json!({
+                    "agent_id": a.id,
+                    "capabilities": a.capabilities,
+                    "allowed_targets": a.allowed_targets,
+                    "rate_limit": format!("{}/minute", LIMITS.per_minute),
+                }),
+            ),
+            Err(r) => r,
+        }
+    }
+}
+
+fn json_response(status: u16, value: &Value) -> Response {
+    Response::new(
+        status,
+        "application/json",
+        serde_json::to_vec(value).unwrap_or_default(),
+    )
+}
+
+fn error(status: u16, message: &str) -> Response {
+    Response::json_error(status, message)
+}
+
+impl Handler for Librarian {
+    type Note = ();
+
+    async fn handle(&self, request: Request) -> (Plan, ()) {
+        let path = request.path().to_string();
+        let response = match (request.method.as_str(), path.as_str()) {
+            ("POST", "/agent/request") => self.agent_request(&request),
+            ("GET", p) if p.starts_with("/agent/status/") => {
+                self.status(&request, &p["/agent/status/".len()..])
+            }
+            ("POST", "/agent/context") => self.context(&request),
+            ("GET", "/agent/capabilities") => self.capabilities(&request),
+            (_, "/agent/request" | "/agent/context" | "/agent/capabilities") => {
+                error(405, "method not allowed")
+            }
+            _ => error(404, &format!("no endpoint {path}")),
+        };
+        (Plan::immediate(response), ())
+    }
+
+    async fn finish(&self, _: (), _: Delivered) {}
+}
+
+/// A Librarian being served.
+pub struct Served {
+    pub url: String,
+    stop: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl Served {
+    pub async fn stop(self) {
+        self.stop.cancel();
+        self.tracker.close();
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), self.tracker.wait()).await;
+    }
+}
+
+/// Serves `librarian` on a loopback port the OS picks.
+pub async fn serve(librarian: Librarian) -> Result<Served, String> {
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .map_err(|e| format!("cannot listen on loopback: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let stop = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    tracker.spawn(http1::serve(
+        listener,
+        Arc::new(librarian),
+        ServerLimits::default(),
+        stop.clone(),
+        tracker.clone(),
+    ));
+    Ok(Served {
+        url: format!("http://{addr}"),
+        stop,
+        tracker,
+    })
+}

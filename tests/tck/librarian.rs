@@ -1,0 +1,129 @@
+//! `probe librarian` against the reference Librarian, which passes every case, and against
+//! variants with one flaw each, each caught by exactly the matching case, the rule or field
+//! named.
+
+use agent_tck::protocols::librarian::commands::{reference, reference_tokens};
+use agent_tck::protocols::librarian::probe::{run, Settings};
+use agent_tck::protocols::librarian::server::Flaws;
+use agent_tck::report::{Report, Status};
+use agent_tck::transport::http::BaseUrl;
+use std::time::Duration;
+
+async fn probe(flaw: &str) -> Report {
+    let served = reference(Flaws::named(flaw).unwrap()).await.unwrap();
+    let settings = Settings {
+        base: BaseUrl::parse(&served.url).unwrap(),
+        tokens: reference_tokens(),
+        timeout: Duration::from_secs(20),
+        max_body: 5_000_000,
+        seed: 3,
+        only: Vec::new(),
+        strict: false,
+        quick: false,
+    };
+    let report = run(&settings, &|_| {}).await.unwrap();
+    served.stop().await;
+    report
+}
+
+fn failing(report: &Report) -> Vec<(&str, &str)> {
+    report
+        .cases
+        .iter()
+        .filter(|c| c.status == Status::Fail)
+        .map(|c| (c.id.as_str(), c.message.as_str()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_librarian_passes_every_case() {
+    let report = probe("conforming").await;
+    assert_eq!(failing(&report), vec![], "{:#?}", report.cases);
+    assert!(
+        report.cases.iter().all(|c| c.status == Status::Pass),
+        "nothing skipped with two agents: {:#?}",
+        report
+            .cases
+            .iter()
+            .filter(|c| c.status != Status::Pass)
+            .collect::<Vec<_>>()
+    );
+    assert!(report
+        .notes
+        .iter()
+        .any(|n| n.contains("rest on an assumption")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_flawed_librarian_fails_exactly_its_case() {
+    // An empty body is not JSON either: the crash shows under both input cases.
+    let expected: [(&str, &[&str], &str); 7] = [
+        (
+            "approves-without-rationale",
+            &["fields.approval-without-rationale"],
+            "without rationale",
+        ),
+        (
+            "crashes-on-malformed-json",
+            &["input.malformed-json", "input.empty-body"],
+            "answered 500",
+        ),
+        ("no-rate-limit", &["rate.limit"], "none answered 429"),
+        (
+            "shared-rate-limit",
+            &["rate.isolation"],
+            "the limit is not per agent",
+        ),
+        (
+            "leaks-status",
+            &["status.no-leak"],
+            "another agent was answered 200",
+        ),
+        (
+            "accepts-wrong-token",
+            &["auth.wrong-token"],
+            "approved; expected 401 or 403",
+        ),
+        (
+            "ignores-max-references",
+            &["limits.references-21"],
+            "references at 21 items, over the limit, was approved",
+        ),
+    ];
+    assert_eq!(expected.len(), Flaws::NAMES.len());
+    for (flaw, cases, needle) in expected {
+        let report = probe(flaw).await;
+        let failed = failing(&report);
+        assert_eq!(
+            failed.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+            cases.to_vec(),
+            "{flaw}: {failed:#?}"
+        );
+        assert!(failed[0].1.contains(needle), "{flaw}: {}", failed[0].1);
+        assert_eq!(report.exit_code(), 1, "{flaw}");
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_librarian_is_one_failure_and_the_rest_skipped() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let settings = Settings {
+        base: BaseUrl::parse(&format!("http://127.0.0.1:{port}")).unwrap(),
+        tokens: reference_tokens(),
+        timeout: Duration::from_secs(5),
+        max_body: 5_000_000,
+        seed: 3,
+        only: Vec::new(),
+        strict: false,
+        quick: true,
+    };
+    let report = run(&settings, &|_| {}).await.unwrap();
+    let failed = failing(&report);
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0].0, "librarian.reachable");
+    assert!(report.cases[1..].iter().all(|c| c.status == Status::Skip));
+}
