@@ -167,6 +167,31 @@ pub trait Protocol: Sync {
         None
     }
 
+    /// Whether a matrix row's `behavior` is one the protocol's mock can play over `transport`
+    /// (the error says why not). By default: the mock engine's behaviour list, for the
+    /// protocol's agents; a protocol whose mock is a server (the Librarian) names its own.
+    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String> {
+        let agents = self
+            .agents()
+            .ok_or_else(|| format!("the kit does not play {} agents", self.name()))?;
+        if transport != "http" && agents.line_endpoint().is_none() {
+            return Err(format!("{} rows run over http only", self.name()));
+        }
+        let items = crate::mock::behavior::parse_list(
+            behavior,
+            crate::mock::behavior::For {
+                protocol: agents,
+                others: &super::agent_protocols(),
+            },
+        )?;
+        crate::mock::behavior::check_fit(
+            &items,
+            agents,
+            transport == "http",
+            transport.starts_with("stdio"),
+        )
+    }
+
     /// Probes a mock agent with one matrix row's behaviour over its transport.
     fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, Error>> {
         let name = self.name();

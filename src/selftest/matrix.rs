@@ -10,7 +10,6 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use crate::error::Error;
-use crate::mock::behavior::{self, For};
 use crate::protocols::{self, MatrixRow, Protocol};
 use crate::report::Status;
 use crate::text::yaml_error;
@@ -124,9 +123,6 @@ impl Matrix {
         source: &'static str,
         file: MatrixFile,
     ) -> Result<Matrix, String> {
-        let agents = protocol
-            .agents()
-            .ok_or_else(|| format!("{source}: the kit does not play {} agents", file.protocol))?;
         let ids = protocol.case_ids().map_err(|e| e.to_string())?;
         for row in &file.rows {
             let at = format!("{source}:{}", row.behavior.referenced.line());
@@ -137,18 +133,8 @@ impl Matrix {
                     TRANSPORTS.join(", ")
                 ));
             }
-            if t != "http" && agents.line_endpoint().is_none() {
-                return Err(format!("{at}: {} rows run over http only", file.protocol));
-            }
-            let items = behavior::parse_list(
-                &row.behavior.value,
-                For {
-                    protocol: agents,
-                    others: &protocols::agent_protocols(),
-                },
-            )
-            .map_err(|e| format!("{at}: {e}"))?;
-            behavior::check_fit(&items, agents, t == "http", t.starts_with("stdio"))
+            protocol
+                .check_behavior(&row.behavior.value, t)
                 .map_err(|e| format!("{at}: {e}"))?;
             for id in &row.fails {
                 if !ids.contains(id) {

@@ -11,7 +11,7 @@ use super::server::{self, Flaws, Librarian, Registered};
 use super::NAME;
 use crate::error::Error;
 use crate::probe::args::{seed_or_clock, RunArgs};
-use crate::protocols::plugin::{ProbeJob, Protocol, Selftest};
+use crate::protocols::plugin::{MatrixRow, ProbeJob, Protocol, Selftest};
 use crate::report::output::OutputArgs;
 use crate::report::Report;
 use crate::transport::http::BaseUrl;
@@ -120,6 +120,50 @@ impl Protocol for LibrarianProtocol {
 
     fn case_ids(&self) -> Result<Vec<String>, Error> {
         probe::case_ids().map_err(Error::Usage)
+    }
+
+    fn matrix(&self) -> Option<(&'static str, &'static str)> {
+        Some((
+            "mocks/matrix-librarian.yaml",
+            include_str!("../../../mocks/matrix-librarian.yaml"),
+        ))
+    }
+
+    /// A row's behaviour is a flaw of the reference Librarian, served over HTTP.
+    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String> {
+        if transport != "http" {
+            return Err(format!(
+                "the Librarian is served over http only, not {transport}"
+            ));
+        }
+        Flaws::named(behavior).map(drop).ok_or_else(|| {
+            format!(
+                "{behavior:?} is no Librarian flaw (known: conforming, {})",
+                Flaws::NAMES.join(", ")
+            )
+        })
+    }
+
+    /// The reference Librarian with the row's flaw, probed with every case.
+    fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, Error>> {
+        Box::pin(async move {
+            let flaws = Flaws::named(row.behavior)
+                .ok_or_else(|| Error::usage(format!("no Librarian flaw {:?}", row.behavior)))?;
+            let served = reference(flaws).await?;
+            let settings = Settings {
+                base: BaseUrl::parse(&served.url).map_err(Error::Run)?,
+                tokens: reference_tokens(),
+                timeout: row.timeout,
+                max_body: 5_000_000,
+                seed: row.seed,
+                only: row.only.to_vec(),
+                strict: false,
+                quick: false,
+            };
+            let report = probe::run(&settings, &|_| {}).await;
+            served.stop().await;
+            report.map_err(Error::Run)
+        })
     }
 
     /// The reference Librarian with two agents, probed with every case.
