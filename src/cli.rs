@@ -164,6 +164,9 @@ pub enum MockCommand {
     Fleet(MockFleetArgs),
     /// Print the behaviour catalogue: each name, what it does, the platform rule it exercises.
     Behaviors,
+    /// Play the Librarian (decisions and faults from a script) and judge the agent client that
+    /// calls it: schema, token, rate, back-off after 429, polling, retries, reports.
+    Librarian(crate::protocols::librarian::commands::MockLibrarianArgs),
     /// The child a stdio mock with `forks-and-exits` leaves behind (run by the mock itself).
     #[command(hide = true)]
     Linger {
@@ -436,6 +439,14 @@ async fn execute(command: Command) -> Result<Ended, Error> {
         Command::Selftest(args) => selftest(args).await,
         Command::Mock(MockCommand::Agent(args)) => mock_agent(args).await,
         Command::Mock(MockCommand::Fleet(args)) => mock_fleet(args).await,
+        Command::Mock(MockCommand::Librarian(args)) => {
+            let report =
+                crate::protocols::librarian::commands::mock_librarian(&args, shutdown_signal())
+                    .await?;
+            crate::out!("{}", console::render(&report, console::want_colour()));
+            args.output.write(&report)?;
+            Ok(Ended::of(&report))
+        }
         Command::Mock(MockCommand::Linger { json, junit }) => {
             crate::mock::linger::linger(json, junit).await;
             Ok(Ended::Verdict(0))

@@ -12,6 +12,7 @@ mod harness_judged;
 mod hostile;
 mod layers;
 mod librarian;
+mod librarian_client;
 mod platform;
 mod properties;
 mod reference;

@@ -1,11 +1,12 @@
 //! The Librarian on the command line (`probe librarian`, `suites list`) and in the self-test:
 //! the reference Librarian (`server`) on a loopback port, probed with the whole suite.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, FromArgMatches};
 use futures::future::BoxFuture;
 
+use super::mock::Script;
 use super::probe::{self, Settings};
 use super::server::{self, Flaws, Librarian, Registered};
 use super::NAME;
@@ -224,4 +225,156 @@ mod tests {
             .unwrap_err()
             .contains("given twice"));
     }
+}
+
+/// `mock librarian`'s flags: the kit plays the Librarian and judges the agent client.
+#[derive(Debug, Clone, Args)]
+pub struct MockLibrarianArgs {
+    /// Address to bind (loopback unless told otherwise).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: std::net::IpAddr,
+    /// Port to bind (0: the OS picks one, and it is printed).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// The agent registry (the document's config/agents.yaml, each agent with its `token:`);
+    /// without it any bearer token is taken, for the agent it first speaks for.
+    #[arg(long, value_name = "FILE")]
+    pub registry: Option<PathBuf>,
+    /// Decisions and faults for successive requests (see mocks/librarian-decisions.yaml);
+    /// default: the document's rules decide.
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    /// Stop after N requests (`20-requests`) or a duration (`30s`); default: until Ctrl-C.
+    #[arg(long, value_name = "N-requests|DURATION")]
+    pub until: Option<String>,
+    /// SHOULD failures (of the client) fail the run.
+    #[arg(long)]
+    pub strict: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// When a mock Librarian stops by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    Requests(u64),
+    After(std::time::Duration),
+    Interrupted,
+}
+
+pub fn parse_until(text: Option<&str>) -> Result<Until, String> {
+    let Some(t) = text.map(str::trim) else {
+        return Ok(Until::Interrupted);
+    };
+    let count = t.strip_suffix("-requests").unwrap_or(t);
+    if let Ok(n) = count.parse::<u64>() {
+        return if n == 0 {
+            Err("--until: at least 1 request".into())
+        } else {
+            Ok(Until::Requests(n))
+        };
+    }
+    crate::units::parse_duration(t)
+        .map(Until::After)
+        .map_err(|e| {
+            format!("--until {t:?}: expected N-requests (20-requests) or a duration (30s): {e}")
+        })
+}
+
+#[derive(serde::Deserialize)]
+struct RegistryFile {
+    agents: std::collections::BTreeMap<String, RegistryAgent>,
+}
+
+#[derive(serde::Deserialize)]
+struct RegistryAgent {
+    #[serde(default)]
+    token: Option<String>,
+    #[serde(default)]
+    capabilities: Vec<String>,
+    #[serde(default)]
+    allowed_targets: Vec<String>,
+    /// The document's other keys (type, rate_limit, max_request_size) are read and not
+    /// enforced: the endpoint's 60/minute is.
+    #[serde(flatten)]
+    _rest: std::collections::BTreeMap<String, serde_json::Value>,
+}
+
+/// The agents of a registry file; errors name the file and the agent.
+pub fn read_registry(path: &Path) -> Result<Vec<Registered>, String> {
+    let source = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{source}: cannot read: {e}"))?;
+    let file: RegistryFile = serde_saphyr::from_str(&text)
+        .map_err(|e| crate::text::yaml_error(&source, &e.to_string()))?;
+    let mut agents = Vec::new();
+    for (id, a) in file.agents {
+        let token = a.token.filter(|t| !t.trim().is_empty()).ok_or_else(|| {
+            format!("{source}: agent {id}: give its `token:` (the bearer token it sends)")
+        })?;
+        let mut r = Registered::any(&id, &token);
+        if !a.capabilities.is_empty() {
+            r.capabilities = a.capabilities;
+        }
+        if !a.allowed_targets.is_empty() {
+            r.allowed_targets = a.allowed_targets;
+        }
+        agents.push(r);
+    }
+    if agents.is_empty() {
+        return Err(format!("{source}: `agents` is empty"));
+    }
+    Ok(agents)
+}
+
+/// Serves the mock Librarian until `--until` or `stop`, then judges the client.
+pub async fn mock_librarian(
+    args: &MockLibrarianArgs,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<Report, Error> {
+    let until = parse_until(args.until.as_deref()).map_err(Error::Usage)?;
+    let agents = match &args.registry {
+        Some(path) => read_registry(path).map_err(Error::Usage)?,
+        None => Vec::new(),
+    };
+    let script = match &args.script {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                Error::usage(format!("--script {}: cannot read: {e}", path.display()))
+            })?;
+            Script::parse(&path.display().to_string(), &text).map_err(Error::Usage)?
+        }
+        None => Script::default(),
+    };
+    args.output.check()?;
+    let librarian = Librarian::new(agents, Flaws::default()).mocking(script);
+    let served = server::serve_on(librarian, std::net::SocketAddr::new(args.host, args.port))
+        .await
+        .map_err(Error::Run)?;
+    let run = crate::report::RunInfo::start(
+        "mock",
+        NAME,
+        format!("the agent client that called {}", served.url),
+        0,
+        args.strict,
+    );
+    crate::outln!("agent-tck mock librarian · listening on {}", served.url);
+    let judge = served.librarian.judge.as_ref();
+    let reached = async {
+        match until {
+            Until::Requests(n) => {
+                while judge.is_none_or(|j| j.requests() < n) {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+            }
+            Until::After(d) => tokio::time::sleep(d).await,
+            Until::Interrupted => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = reached => {}
+        _ = stop => eprintln!("interrupted: judging the client"),
+    }
+    let cases = judge.map(|j| j.cases()).unwrap_or_default();
+    served.stop().await;
+    Ok(run.report(cases, &crate::text::Redactor::new(None)))
 }

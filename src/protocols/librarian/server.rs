@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::mock::{Answered, ClientJudge, Script, Step};
 use super::model::{self, State, LIMITS};
 use crate::mock::http1::{self, Delivered, Handler, Plan, Request, Response, ServerLimits};
 
@@ -101,6 +102,8 @@ struct Stored {
     agent: String,
     request_type: String,
     state: State,
+    /// An escalation a human decides (APPROVED) at this moment.
+    decided_at: Option<Instant>,
 }
 
 #[derive(Default)]
@@ -116,6 +119,14 @@ pub struct Librarian {
     agents: Vec<Registered>,
     flaws: Flaws,
     books: Mutex<Books>,
+    /// No registry: any bearer token is taken, for the agent it first speaks for.
+    open: bool,
+    learned: Mutex<HashMap<String, Registered>>,
+    /// The mock Librarian's script of decisions and faults, and its judge of the client.
+    script: Option<Mutex<Script>>,
+    pub judge: Option<ClientJudge>,
+    /// How long an escalation waits for its human (then APPROVED).
+    escalation: std::time::Duration,
 }
 
 /// Most requests remembered (the oldest are forgotten first).
@@ -124,22 +135,54 @@ const REMEMBERED: usize = 100_000;
 impl Librarian {
     pub fn new(agents: Vec<Registered>, flaws: Flaws) -> Librarian {
         Librarian {
+            open: agents.is_empty(),
             agents,
             flaws,
             books: Mutex::new(Books::default()),
+            learned: Mutex::new(HashMap::new()),
+            script: None,
+            judge: None,
+            escalation: std::time::Duration::from_secs(2),
         }
     }
 
-    fn by_token(&self, request: &Request) -> Result<&Registered, Response> {
-        let token = request
+    /// The mock Librarian: `script` decides, a judge watches the client.
+    pub fn mocking(mut self, script: Script) -> Librarian {
+        self.script = Some(Mutex::new(script));
+        self.judge = Some(ClientJudge::default());
+        self
+    }
+
+    fn bearer(request: &Request) -> Option<&str> {
+        request
             .header("authorization")
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim)
+            .filter(|t| !t.is_empty())
+    }
+
+    /// The agent a request's token names (in open mode: the agent it first spoke for, `named`).
+    fn by_token(&self, request: &Request, named: &str) -> Result<Registered, Response> {
+        let token = Self::bearer(request)
             .ok_or_else(|| error(401, "missing Authorization: Bearer <agent token>"))?;
-        self.agents
-            .iter()
-            .find(|a| a.token == token)
-            .ok_or_else(|| error(401, "unknown token"))
+        if let Some(a) = self.agents.iter().find(|a| a.token == token) {
+            return Ok(a.clone());
+        }
+        if !self.open {
+            return Err(error(401, "unknown token"));
+        }
+        let mut learned = self.learned.lock().map_err(|_| error(500, "poisoned"))?;
+        // A token is bound to the first agent a request names (a GET names none).
+        if named.is_empty() {
+            return Ok(learned
+                .get(token)
+                .cloned()
+                .unwrap_or_else(|| Registered::any("agent", token)));
+        }
+        Ok(learned
+            .entry(token.to_string())
+            .or_insert_with(|| Registered::any(named, token))
+            .clone())
     }
 
     /// Whether `agent` may send one more request now (a sliding minute).
@@ -184,8 +227,16 @@ impl Librarian {
         Ok(())
     }
 
-    fn agent_request(&self, request: &Request) -> Response {
-        let token_agent = match self.by_token(request) {
+    fn agent_request(&self, request: &Request, step: &Step) -> Response {
+        let named_early = serde_json::from_slice::<Value>(&request.body)
+            .ok()
+            .and_then(|v| {
+                v.get("agent_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .unwrap_or_default();
+        let token_agent = match self.by_token(request, &named_early) {
             Ok(a) => Some(a),
             // The flaw takes any token it is shown (not none at all) for the named agent.
             Err(_)
@@ -203,7 +254,7 @@ impl Librarian {
             Err(e) => return error(400, &format!("the body is not JSON: {e}")),
         };
         let named = body.get("agent_id").and_then(Value::as_str).unwrap_or("");
-        let agent = match token_agent {
+        let agent = match token_agent.as_ref() {
             Some(a) if a.id == named || named.is_empty() => a,
             Some(a) => {
                 return error(
@@ -234,7 +285,18 @@ impl Librarian {
             return error(400, &crate::schema::findings_message(&findings));
         }
         let started = Instant::now();
-        let (status, mut extra, state) = self.decide(agent, &body);
+        let (status, mut extra, state) = match step {
+            Step::Approve => self.scripted("approved", agent, &body),
+            Step::Reject => self.scripted("rejected", agent, &body),
+            Step::Clarify => self.scripted("clarification_needed", agent, &body),
+            Step::Escalate(_) => self.scripted("escalated", agent, &body),
+            _ => self.decide(agent, &body),
+        };
+        let decided_at = match (&step, state) {
+            (Step::Escalate(after), _) => Some(Instant::now() + *after),
+            (_, State::Escalated) => Some(Instant::now() + self.escalation),
+            _ => None,
+        };
         let id = {
             let Ok(mut books) = self.books.lock() else {
                 return error(500, "poisoned");
@@ -259,6 +321,7 @@ impl Librarian {
                     agent: agent.id.clone(),
                     request_type,
                     state,
+                    decided_at,
                 },
             );
             id
@@ -282,6 +345,71 @@ impl Librarian {
             "relevant_nodes": extra.remove("relevant_nodes").unwrap_or(Value::Null),
         });
         json_response(200, &answer)
+    }
+
+    /// The decision a script imposes, with the fields the document expects of it.
+    fn scripted(
+        &self,
+        status: &'static str,
+        agent: &Registered,
+        body: &Value,
+    ) -> (&'static str, serde_json::Map<String, Value>, State) {
+        let mut f = serde_json::Map::new();
+        let state = match status {
+            "approved" => {
+                let (_, fields, state) = self.decide(agent, body);
+                f = fields;
+                f.insert("feedback".into(), json!("approved (scripted)"));
+                if body["request_type"] == "APPROVAL" && !f.contains_key("approved_location") {
+                    let location = body["target_path"].as_str().unwrap_or("docs/new.md");
+                    f.insert("approved_location".into(), json!(location));
+                }
+                if state == State::Completed {
+                    State::Completed
+                } else {
+                    State::Approved
+                }
+            }
+            "rejected" => {
+                let why =
+                    "rejected by the mock Librarian's script: the change breaks standard STD-7";
+                f.insert("feedback".into(), json!(why));
+                f.insert(
+                    "violations".into(),
+                    json!([{"rule": "STD-7", "description": why}]),
+                );
+                f.insert(
+                    "suggestions".into(),
+                    json!(["change the content before sending it again"]),
+                );
+                State::Rejected
+            }
+            "escalated" => {
+                f.insert(
+                    "feedback".into(),
+                    json!("escalated to a human reviewer (scripted)"),
+                );
+                f.insert(
+                    "escalation_reason".into(),
+                    json!("the script asks for a human decision"),
+                );
+                f.insert(
+                    "human_review_url".into(),
+                    json!("https://librarian.invalid/review"),
+                );
+                f.insert("estimated_review_time".into(), json!(1));
+                State::Escalated
+            }
+            _ => {
+                f.insert(
+                    "feedback".into(),
+                    json!("clarification needed (scripted): say more in rationale"),
+                );
+                f.insert("suggestions".into(), json!(["expand the rationale"]));
+                State::Pending
+            }
+        };
+        (status, f, state)
     }
 
     /// The decision on a schema-valid request: (status, fields, state).
@@ -434,13 +562,22 @@ impl Librarian {
     }
 
     fn status(&self, request: &Request, id: &str) -> Response {
-        let agent = match self.by_token(request) {
+        let agent = match self.by_token(request, "") {
             Ok(a) => a,
             Err(r) => return r,
         };
-        let Ok(books) = self.books.lock() else {
+        let Ok(mut books) = self.books.lock() else {
             return error(500, "poisoned");
         };
+        // An escalation whose human has decided.
+        if let Some(s) = books.requests.get_mut(id) {
+            if s.state == State::Escalated && s.decided_at.is_some_and(|t| t <= Instant::now()) {
+                s.state = State::Approved;
+                if let Some(j) = &self.judge {
+                    j.decided(id);
+                }
+            }
+        }
         match books.requests.get(id) {
             Some(s) if s.agent == agent.id || self.flaws.leaks_status => json_response(
                 200,
@@ -457,7 +594,7 @@ impl Librarian {
     }
 
     fn context(&self, request: &Request) -> Response {
-        if let Err(r) = self.by_token(request) {
+        if let Err(r) = self.by_token(request, "") {
             return r;
         }
         let body: Value = match serde_json::from_slice(&request.body) {
@@ -475,7 +612,7 @@ impl Librarian {
     }
 
     fn capabilities(&self, request: &Request) -> Response {
-        match self.by_token(request) {
+        match self.by_token(request, "") {
             Ok(a) => json_response(
                 200,
                 &json!({
@@ -507,27 +644,122 @@ impl Handler for Librarian {
 
     async fn handle(&self, request: Request) -> (Plan, ()) {
         let path = request.path().to_string();
-        let response = match (request.method.as_str(), path.as_str()) {
-            ("POST", "/agent/request") => self.agent_request(&request),
-            ("GET", p) if p.starts_with("/agent/status/") => {
-                self.status(&request, &p["/agent/status/".len()..])
-            }
-            ("POST", "/agent/context") => self.context(&request),
-            ("GET", "/agent/capabilities") => self.capabilities(&request),
-            (_, "/agent/request" | "/agent/context" | "/agent/capabilities") => {
-                error(405, "method not allowed")
-            }
-            _ => error(404, &format!("no endpoint {path}")),
+        let parsed: Option<Value> = serde_json::from_slice(&request.body).ok();
+        // Who the judge holds to account: the token, or without one the agent it names.
+        let who = Self::bearer(&request)
+            .map(str::to_string)
+            .or_else(|| {
+                parsed
+                    .as_ref()
+                    .and_then(|v| v["agent_id"].as_str())
+                    .map(|a| format!("agent {a} (no token)"))
+            })
+            .unwrap_or_else(|| "(anonymous)".to_string());
+        if let Some(j) = &self.judge {
+            j.on_request(
+                &who,
+                &request.method,
+                &path,
+                Self::bearer(&request).is_some(),
+                parsed.as_ref(),
+                &request.body,
+            );
+        }
+        let is_request = request.method == "POST" && path == "/agent/request";
+        // The script decides every /agent/request but REPORTs (the rules decide those: a report
+        // is bookkeeping, not a decision).
+        let is_report = parsed
+            .as_ref()
+            .is_some_and(|v| v["request_type"] == "REPORT");
+        let step = match (&self.script, is_request && !is_report) {
+            (Some(script), true) => script
+                .lock()
+                .map(|mut s| s.next_step())
+                .unwrap_or(Step::Decide),
+            _ => Step::Decide,
         };
-        (Plan::immediate(response), ())
+        let mut retryable = false;
+        let mut plan = match &step {
+            Step::TooMany(secs) => {
+                let mut r = error(429, "rate limit exceeded (scripted)");
+                r.headers.push(("retry-after".into(), secs.to_string()));
+                retryable = true;
+                Plan::immediate(r)
+            }
+            Step::ServerError => {
+                retryable = true;
+                Plan::immediate(error(500, "internal server error (scripted)"))
+            }
+            Step::Malformed => {
+                retryable = true;
+                Plan::immediate(Response::new(
+                    200,
+                    "application/json",
+                    &br#"{"request_id": "req-0000", "status": "appr"#[..],
+                ))
+            }
+            Step::Reset => {
+                retryable = true;
+                let mut p = Plan::immediate(Response::new(200, "application/json", Vec::new()));
+                p.fault = http1::Fault::ResetBeforeHead;
+                p
+            }
+            _ => Plan::immediate(self.route(&request, &path, &step)),
+        };
+        if let Step::Slow(after) = step {
+            plan.ttfb = after;
+        }
+        if let Some(j) = &self.judge {
+            let answer: Option<Value> = serde_json::from_slice(&plan.response.body).ok();
+            let field = |k: &str| {
+                answer
+                    .as_ref()
+                    .and_then(|v| v[k].as_str())
+                    .map(str::to_string)
+            };
+            let status = plan.response.status;
+            let answered = Answered {
+                status,
+                decision: field("status"),
+                request_id: field("request_id"),
+                retry_after: plan
+                    .response
+                    .headers
+                    .iter()
+                    .find(|(n, _)| n == "retry-after")
+                    .and_then(|(_, v)| v.parse().ok()),
+                retryable: retryable || status >= 500 || status == 429,
+            };
+            j.on_answer(&who, &path, parsed.as_ref(), &answered);
+        }
+        (plan, ())
     }
 
     async fn finish(&self, _: (), _: Delivered) {}
 }
 
+impl Librarian {
+    fn route(&self, request: &Request, path: &str, step: &Step) -> Response {
+        match (request.method.as_str(), path) {
+            ("POST", "/agent/request") => self.agent_request(request, step),
+            ("GET", p) if p.starts_with("/agent/status/") => {
+                self.status(request, &p["/agent/status/".len()..])
+            }
+            ("POST", "/agent/context") => self.context(request),
+            ("GET", "/agent/capabilities") => self.capabilities(request),
+            (_, "/agent/request" | "/agent/context" | "/agent/capabilities") => {
+                error(405, "method not allowed")
+            }
+            _ => error(404, &format!("no endpoint {path}")),
+        }
+    }
+}
+
 /// A Librarian being served.
 pub struct Served {
     pub url: String,
+    /// The Librarian itself (its judge, when it is the mock).
+    pub librarian: Arc<Librarian>,
     stop: CancellationToken,
     tracker: TaskTracker,
 }
@@ -542,21 +774,28 @@ impl Served {
 
 /// Serves `librarian` on a loopback port the OS picks.
 pub async fn serve(librarian: Librarian) -> Result<Served, String> {
-    let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+    serve_on(librarian, SocketAddr::from(([127, 0, 0, 1], 0))).await
+}
+
+/// Serves `librarian` on `addr` (port 0: the OS picks).
+pub async fn serve_on(librarian: Librarian, addr: SocketAddr) -> Result<Served, String> {
+    let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| format!("cannot listen on loopback: {e}"))?;
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
+    let librarian = Arc::new(librarian);
     tracker.spawn(http1::serve(
         listener,
-        Arc::new(librarian),
+        librarian.clone(),
         ServerLimits::default(),
         stop.clone(),
         tracker.clone(),
     ));
     Ok(Served {
         url: format!("http://{addr}"),
+        librarian,
         stop,
         tracker,
     })

@@ -1,0 +1,375 @@
+//! The mock Librarian's two halves that the reference server does not have: a **script** of
+//! decisions and faults for successive `/agent/request` calls, and the **judge** of the client
+//! that talks to it (`agent-tck mock librarian`: the kit certifies an agent client).
+//!
+//! Script steps (one per request, cycling): `decide` (the document's rules decide), `approve`,
+//! `reject`, `escalate:DUR` (ESCALATED at /agent/status, APPROVED once DUR has passed),
+//! `clarify`, `429:SECS` (Retry-After SECS), `500`, `malformed-json`, `slow:DUR` (decided, then
+//! answered after DUR), `reset` (the connection reset before an answer).
+//!
+//! The judge's rules (group `client`), each skipped when the run gave it nothing to judge:
+//! - `client.request-schema` (MUST): every /agent/request body valid, with its type's required
+//!   fields;
+//! - `client.bearer` (MUST): every request carries `Authorization: Bearer …`;
+//! - `client.rate` (MUST): at most 60 requests a minute per agent;
+//! - `client.backs-off` (MUST): after a 429, nothing before Retry-After has passed;
+//! - `client.polling` (MUST): an escalated request's status polled no faster than once a second;
+//! - `client.retries` (MUST): a request retried at most 3 times after failures (5xx, a reset, a
+//!   body that is not JSON, a 429);
+//! - `client.reports` (SHOULD): every approved APPROVAL reported (a REPORT with its request_id);
+//! - `client.no-unchanged-resend` (SHOULD): a rejected request is not sent again unchanged.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::model::{self, LIMITS};
+use crate::mock::observe::Tally;
+use crate::report::{CaseResult, Level, Status};
+
+/// One step of a script.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Decide,
+    Approve,
+    Reject,
+    Escalate(Duration),
+    Clarify,
+    TooMany(u64),
+    ServerError,
+    Malformed,
+    Slow(Duration),
+    Reset,
+}
+
+impl Step {
+    pub fn parse(text: &str) -> Result<Step, String> {
+        let (name, arg) = match text.trim().split_once(':') {
+            Some((n, a)) => (n.trim(), Some(a.trim())),
+            None => (text.trim(), None),
+        };
+        let duration = |a: Option<&str>, default: &str| {
+            crate::units::parse_duration(a.unwrap_or(default))
+                .map_err(|e| format!("script step {text:?}: {e}"))
+        };
+        Ok(match name {
+            "decide" => Step::Decide,
+            "approve" => Step::Approve,
+            "reject" => Step::Reject,
+            "escalate" => Step::Escalate(duration(arg, "2s")?),
+            "clarify" => Step::Clarify,
+            "429" => Step::TooMany(
+                arg.unwrap_or("2")
+                    .parse()
+                    .map_err(|_| format!("script step {text:?}: 429:SECS takes whole seconds"))?,
+            ),
+            "500" => Step::ServerError,
+            "malformed-json" => Step::Malformed,
+            "slow" => Step::Slow(duration(arg, "11s")?),
+            "reset" => Step::Reset,
+            _ => {
+                return Err(format!(
+                    "script step {text:?}: expected decide, approve, reject, escalate:DUR, clarify, 429:SECS, 500, malformed-json, slow:DUR or reset"
+                ))
+            }
+        })
+    }
+}
+
+/// A script: its steps, cycled over successive `/agent/request` calls.
+#[derive(Debug, Clone, Default)]
+pub struct Script {
+    steps: Vec<Step>,
+    next: usize,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptFile {
+    decisions: Vec<String>,
+}
+
+impl Script {
+    pub fn new(steps: Vec<Step>) -> Script {
+        Script { steps, next: 0 }
+    }
+
+    /// `decisions: [approve, "429:2", escalate:3s, …]`; errors name the file and the step.
+    pub fn parse(source: &str, text: &str) -> Result<Script, String> {
+        let file: ScriptFile = serde_saphyr::from_str(text)
+            .map_err(|e| crate::text::yaml_error(source, &e.to_string()))?;
+        let steps = file
+            .decisions
+            .iter()
+            .map(|s| Step::parse(s).map_err(|e| format!("{source}: {e}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        if steps.is_empty() {
+            return Err(format!("{source}: `decisions` is empty"));
+        }
+        Ok(Script::new(steps))
+    }
+
+    /// The step for the next request (`decide` when the script is empty).
+    pub fn next_step(&mut self) -> Step {
+        if self.steps.is_empty() {
+            return Step::Decide;
+        }
+        let step = self.steps[self.next % self.steps.len()].clone();
+        self.next += 1;
+        step
+    }
+}
+
+/// What the mock answered to one request, for the judge.
+#[derive(Debug, Clone, Default)]
+pub struct Answered {
+    pub status: u16,
+    /// The LibrarianResponse's status and request_id, when there was one.
+    pub decision: Option<String>,
+    pub request_id: Option<String>,
+    pub retry_after: Option<u64>,
+    /// A failure the client may retry (5xx, a reset, a body that is not JSON, a 429).
+    pub retryable: bool,
+}
+
+/// The judge of a client.
+#[derive(Default)]
+pub struct ClientJudge {
+    state: Mutex<JudgeState>,
+}
+
+#[derive(Default)]
+struct JudgeState {
+    schema: Tally,
+    bearer: Tally,
+    rate: Tally,
+    backs_off: Tally,
+    polling: Tally,
+    retries: Tally,
+    reports: Tally,
+    resend: Tally,
+    requests: u64,
+    /// Per agent: request times in the last minute; when a 429 lets it come back.
+    windows: HashMap<String, VecDeque<Instant>>,
+    not_before: HashMap<String, (Instant, u64)>,
+    /// Escalated request ids → the last poll of their status.
+    escalated: HashMap<String, Option<Instant>>,
+    /// Approved APPROVALs not reported yet, and those reported.
+    unreported: Vec<String>,
+    /// Rejected bodies (by hash), and how often each body was sent after a retryable failure.
+    rejected: HashSet<u64>,
+    sends: HashMap<u64, u32>,
+    /// Hash of the request in flight per agent, for on_answer.
+    last_hash: HashMap<String, u64>,
+}
+
+/// A body's hash without what changes from one send to the next (timestamp, session).
+fn body_hash(body: &Value) -> u64 {
+    let mut v = body.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("timestamp");
+        o.remove("session_id");
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    v.to_string().hash(&mut h);
+    h.finish()
+}
+
+impl ClientJudge {
+    /// One request from the client: who (the token or, without one, the agent_id), where, and
+    /// the body when it is JSON.
+    pub fn on_request(
+        &self,
+        who: &str,
+        method: &str,
+        path: &str,
+        token: bool,
+        body: Option<&Value>,
+        raw: &[u8],
+    ) {
+        let Ok(mut s) = self.state.lock() else { return };
+        let now = Instant::now();
+        s.requests += 1;
+        s.bearer.check(token, || {
+            format!("{method} {path}: no Authorization: Bearer token")
+        });
+        if let Some((until, secs)) = s.not_before.remove(who) {
+            let early = until.saturating_duration_since(now);
+            s.backs_off.check(early.is_zero(), || {
+                format!(
+                    "{who}: {method} {path} came {:.1} s after a 429 with Retry-After: {secs}",
+                    secs as f64 - early.as_secs_f64()
+                )
+            });
+        }
+        if let Some(id) = path.strip_prefix("/agent/status/") {
+            if let Some(last) = s.escalated.get(id).copied() {
+                if let Some(last) = last {
+                    let gap = now.duration_since(last);
+                    // A little slack under a second for timer jitter.
+                    s.polling.check(gap >= Duration::from_millis(900), || {
+                        format!(
+                            "{who}: {id} polled again after {} ms (no faster than once a second)",
+                            gap.as_millis()
+                        )
+                    });
+                }
+                s.escalated.insert(id.to_string(), Some(now));
+            }
+            return;
+        }
+        if path != "/agent/request" || method != "POST" {
+            return;
+        }
+        let window = s.windows.entry(who.to_string()).or_default();
+        while window
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(60))
+        {
+            window.pop_front();
+        }
+        window.push_back(now);
+        let in_minute = window.len();
+        s.rate.check(in_minute <= LIMITS.per_minute as usize, || {
+            format!("{who}: {in_minute} requests within a minute (rate_limit: 60/minute per agent)")
+        });
+        let Some(body) = body else {
+            s.schema.check(false, || {
+                format!(
+                    "{who}: a body that is not JSON: {}",
+                    crate::text::excerpt(raw, 80)
+                )
+            });
+            return;
+        };
+        let findings = crate::schema::schemas().validate(model::REQUEST_SCHEMA, body);
+        s.schema.check(findings.is_empty(), || {
+            format!("{who}: {}", crate::schema::findings_message(&findings))
+        });
+        let hash = body_hash(body);
+        let fresh = !s.rejected.contains(&hash);
+        s.resend.check(fresh, || {
+            format!("{who}: a rejected request sent again unchanged")
+        });
+        if body["request_type"] == "REPORT" {
+            if let Some(id) = body["request_id"].as_str() {
+                let before = s.unreported.len();
+                s.unreported.retain(|r| r != id);
+                if s.unreported.len() < before {
+                    s.reports.check(true, String::new);
+                }
+            }
+        }
+        let sends = s.sends.entry(hash).or_insert(0);
+        *sends += 1;
+        let sends = *sends;
+        s.retries.check(sends <= 1 + LIMITS.max_retries, || {
+            format!("{who}: the same request sent {sends} times (max_retry_attempts: 3)")
+        });
+        s.last_hash.insert(who.to_string(), hash);
+    }
+
+    /// What the mock answered to `who`'s last request.
+    pub fn on_answer(&self, who: &str, path: &str, body: Option<&Value>, answered: &Answered) {
+        let Ok(mut s) = self.state.lock() else { return };
+        if let Some(secs) = answered.retry_after {
+            s.not_before.insert(
+                who.to_string(),
+                (Instant::now() + Duration::from_secs(secs), secs),
+            );
+        }
+        if path != "/agent/request" {
+            return;
+        }
+        let hash = s.last_hash.get(who).copied();
+        if !answered.retryable {
+            // Only failures count towards retries: a request answered is not retried.
+            if let Some(h) = hash {
+                s.sends.insert(h, 0);
+            }
+        }
+        match (answered.decision.as_deref(), &answered.request_id) {
+            (Some("rejected"), _) => {
+                if let Some(h) = hash {
+                    s.rejected.insert(h);
+                }
+            }
+            (Some("escalated"), Some(id)) => {
+                s.escalated.insert(id.clone(), None);
+            }
+            (Some("approved"), Some(id))
+                if body.is_some_and(|b| b["request_type"] == "APPROVAL") =>
+            {
+                s.unreported.push(id.clone());
+            }
+            _ => {}
+        }
+    }
+
+    /// An escalated request now decided: polls of it are no longer judged.
+    pub fn decided(&self, id: &str) {
+        if let Ok(mut s) = self.state.lock() {
+            s.escalated.remove(id);
+        }
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.state.lock().map(|s| s.requests).unwrap_or(0)
+    }
+
+    /// The verdicts on the client.
+    pub fn cases(&self) -> Vec<CaseResult> {
+        let Ok(s) = self.state.lock() else {
+            return Vec::new();
+        };
+        let mut reports = s.reports.clone();
+        for id in &s.unreported {
+            reports.check(false, || {
+                format!("{id} was approved and never reported (a REPORT with its request_id)")
+            });
+        }
+        let g = "client";
+        let mut cases = vec![
+            s.schema.case("client.request-schema", g, Level::Must, "every /agent/request body is a valid AgentRequest, with its type's required fields", "Request Message Format; Validation Rules: REQUIRED_FIELDS", "requests"),
+            s.bearer.case("client.bearer", g, Level::Must, "every request carries Authorization: Bearer TOKEN", "REST API Endpoints: auth: Bearer token (agent-specific)", "requests"),
+            s.rate.case("client.rate", g, Level::Must, "at most 60 requests a minute per agent", "REST API Endpoints: rate_limit: 60/minute per agent", "requests"),
+            s.backs_off.case("client.backs-off", g, Level::Must, "after a 429, the client waits at least Retry-After before its next request", "Troubleshooting: Rate limit exceeded (back off, check rate limit headers)", "answers after a 429"),
+            s.polling.case("client.polling", g, Level::Must, "an escalated request's status is polled no faster than once a second", "Common Operations: 4. Escalation Handling (poll status)", "polls of an escalated request"),
+            s.retries.case("client.retries", g, Level::Must, "a failed request is retried at most 3 times", "Protocol Settings: limits.max_retry_attempts", "requests"),
+            reports_case(&s, reports),
+            s.resend.case("client.no-unchanged-resend", g, Level::Should, "a rejected request is fixed before it is sent again, not resent unchanged", "Common Operations: 3. Handling Rejection", "requests"),
+        ];
+        for c in &mut cases {
+            if c.status == Status::Skip {
+                c.message = format!(
+                    "{} (the script gave it nothing to judge: see --script)",
+                    c.message
+                );
+            }
+        }
+        if s.requests == 0 {
+            for c in &mut cases {
+                c.skip("no request reached the mock Librarian");
+            }
+        }
+        cases
+    }
+}
+
+fn reports_case(s: &JudgeState, reports: Tally) -> CaseResult {
+    let mut case = reports.case(
+        "client.reports",
+        "client",
+        Level::Should,
+        "every approved APPROVAL is reported: a REPORT with its request_id",
+        "Common Operations: 1. Agent Requesting Approval (report_completion)",
+        "approved APPROVALs",
+    );
+    if case.status == Status::Skip && s.unreported.is_empty() {
+        case.skip("no APPROVAL was approved");
+    }
+    case
+}

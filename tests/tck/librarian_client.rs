@@ -1,0 +1,251 @@
+//! The mock Librarian judges an agent client: a small conforming client (the example a client
+//! author can start from) is judged clean against a script of every decision and fault, and
+//! clients with one flaw each are caught by exactly their check.
+
+use std::time::Duration;
+
+use agent_tck::protocols::librarian::mock::Script;
+use agent_tck::protocols::librarian::model;
+use agent_tck::protocols::librarian::server::{self, Flaws, Librarian};
+use agent_tck::report::{CaseResult, Status};
+use agent_tck::transport::http::{send, BaseUrl, Limits, Request};
+use serde_json::{json, Value};
+
+/// How a client goes wrong (the example client has no flaw).
+#[derive(Debug, Clone, Copy, Default)]
+struct Flaws_ {
+    ignores_429: bool,
+    tight_polling: bool,
+    never_reports: bool,
+    no_token: bool,
+    no_rationale: bool,
+}
+
+struct Client {
+    base: BaseUrl,
+    flaws: Flaws_,
+    n: usize,
+}
+
+struct Answer {
+    status: u16,
+    json: Option<Value>,
+    retry_after: Option<u64>,
+}
+
+impl Client {
+    async fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Option<Answer> {
+        let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
+        if !self.flaws.no_token {
+            headers.push(("authorization".into(), "Bearer example-token".into()));
+        }
+        let request = Request {
+            method: method.into(),
+            path: path.into(),
+            headers,
+            body: body.map(|b| b.to_string().into()).unwrap_or_default(),
+        };
+        let limits = Limits {
+            deadline: Duration::from_secs(15),
+            ..Limits::default()
+        };
+        let r = send(&self.base, &request, limits).await.ok()?;
+        Some(Answer {
+            status: r.status,
+            json: serde_json::from_slice(&r.body).ok(),
+            retry_after: r.header("retry-after").and_then(|v| v.parse().ok()),
+        })
+    }
+
+    /// Sends `body`, retrying a failure at most 3 times (after Retry-After for a 429).
+    async fn request(&self, body: &Value) -> Option<Value> {
+        for _ in 0..=model::LIMITS.max_retries {
+            let answer = self.call("POST", "/agent/request", Some(body)).await;
+            match answer {
+                Some(Answer {
+                    status: 429,
+                    retry_after,
+                    ..
+                }) => {
+                    if !self.flaws.ignores_429 {
+                        tokio::time::sleep(Duration::from_secs(retry_after.unwrap_or(1))).await;
+                    }
+                }
+                Some(Answer {
+                    status: 200,
+                    json: Some(v),
+                    ..
+                }) => return Some(v),
+                Some(Answer { status, .. }) if (400..500).contains(&status) => return None,
+                _ => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+        None
+    }
+
+    fn approval(&mut self, extra: &str) -> Value {
+        self.n += 1;
+        let mut r = model::request("example-agent", "APPROVAL", self.n);
+        r["content"] = json!(format!("# Design {}\n{extra}", self.n));
+        if self.flaws.no_rationale {
+            r.as_object_mut().unwrap().remove("rationale");
+        }
+        r
+    }
+
+    /// One change: asked for, fixed when rejected or unclear, awaited when escalated, reported
+    /// when approved.
+    async fn change(&mut self) {
+        let mut body = self.approval("");
+        for _ in 0..3 {
+            let Some(answer) = self.request(&body).await else {
+                return;
+            };
+            let id = answer["request_id"].as_str().unwrap_or("").to_string();
+            match answer["status"].as_str() {
+                Some("approved") => return self.report(&id).await,
+                Some("escalated") => {
+                    if self.await_decision(&id).await {
+                        self.report(&id).await;
+                    }
+                    return;
+                }
+                // Rejected or unclear: fix it, then ask again.
+                _ => {
+                    body["content"] = json!(format!(
+                        "{}\nFixed after: {}",
+                        body["content"].as_str().unwrap_or(""),
+                        answer["feedback"]
+                    ));
+                    body["rationale"] =
+                        json!("Implementing user story US-123, with the reviewer's points");
+                }
+            }
+        }
+    }
+
+    async fn await_decision(&self, id: &str) -> bool {
+        let every = if self.flaws.tight_polling { 100 } else { 1_100 };
+        for _ in 0..30 {
+            tokio::time::sleep(Duration::from_millis(every)).await;
+            let status = self.call("GET", &format!("/agent/status/{id}"), None).await;
+            match status
+                .and_then(|a| a.json)
+                .and_then(|v| v["status"].as_str().map(str::to_string))
+                .as_deref()
+            {
+                Some("ESCALATED") | Some("escalated") => continue,
+                Some("APPROVED") | Some("approved") => return true,
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    async fn report(&mut self, id: &str) {
+        if self.flaws.never_reports {
+            return;
+        }
+        let mut r = model::request("example-agent", "REPORT", self.n);
+        r["request_id"] = json!(id);
+        self.request(&r).await;
+    }
+}
+
+async fn judged(flaws: Flaws_) -> Vec<CaseResult> {
+    let script = Script::parse(
+        "mocks/librarian-decisions.yaml",
+        include_str!("../../mocks/librarian-decisions.yaml"),
+    )
+    .unwrap();
+    let served = server::serve(Librarian::new(Vec::new(), Flaws::default()).mocking(script))
+        .await
+        .unwrap();
+    let mut client = Client {
+        base: BaseUrl::parse(&served.url).unwrap(),
+        flaws,
+        n: 0,
+    };
+    client.call("GET", "/agent/capabilities", None).await;
+    for _ in 0..6 {
+        client.change().await;
+    }
+    let cases = served.librarian.judge.as_ref().unwrap().cases();
+    served.stop().await;
+    cases
+}
+
+fn failing(cases: &[CaseResult]) -> Vec<&str> {
+    cases
+        .iter()
+        .filter(|c| c.status == Status::Fail)
+        .map(|c| c.id.as_str())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_client_is_judged_clean_and_every_rule_is_exercised() {
+    let cases = judged(Flaws_::default()).await;
+    assert_eq!(failing(&cases), Vec::<&str>::new(), "{cases:#?}");
+    for c in &cases {
+        assert_eq!(
+            c.status,
+            Status::Pass,
+            "{} judged nothing: {}",
+            c.id,
+            c.message
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_flawed_client_is_caught_by_exactly_its_check() {
+    let cases = [
+        (
+            Flaws_ {
+                ignores_429: true,
+                ..Default::default()
+            },
+            "client.backs-off",
+            "after a 429 with Retry-After: 1",
+        ),
+        (
+            Flaws_ {
+                tight_polling: true,
+                ..Default::default()
+            },
+            "client.polling",
+            "no faster than once a second",
+        ),
+        (
+            Flaws_ {
+                never_reports: true,
+                ..Default::default()
+            },
+            "client.reports",
+            "never reported",
+        ),
+        (
+            Flaws_ {
+                no_token: true,
+                ..Default::default()
+            },
+            "client.bearer",
+            "no Authorization: Bearer token",
+        ),
+        (
+            Flaws_ {
+                no_rationale: true,
+                ..Default::default()
+            },
+            "client.request-schema",
+            "rationale",
+        ),
+    ];
+    for (flaws, check, needle) in cases {
+        let judged = judged(flaws).await;
+        assert_eq!(failing(&judged), vec![check], "{flaws:?}: {judged:#?}");
+        let c = judged.iter().find(|c| c.id == check).unwrap();
+        assert!(c.message.contains(needle), "{flaws:?}: {}", c.message);
+    }
+}
