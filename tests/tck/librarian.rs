@@ -2,7 +2,7 @@
 //! variants with one flaw each, each caught by exactly the matching case, the rule or field
 //! named.
 
-use agent_tck::protocols::librarian::commands::{reference, reference_tokens};
+use agent_tck::protocols::librarian::commands::{reference, reference_registry, reference_tokens};
 use agent_tck::protocols::librarian::probe::{run, Settings};
 use agent_tck::protocols::librarian::server::Flaws;
 use agent_tck::report::{Report, Status};
@@ -20,6 +20,7 @@ async fn probe(flaw: &str) -> Report {
         only: Vec::new(),
         strict: false,
         quick: false,
+        registry: Some(reference_registry()),
     };
     let report = run(&settings, &|_| {}).await.unwrap();
     served.stop().await;
@@ -57,7 +58,17 @@ async fn the_reference_librarian_passes_every_case() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_flawed_librarian_fails_exactly_its_case() {
     // An empty body is not JSON either: the crash shows under both input cases.
-    let expected: [(&str, &[&str], &str); 7] = [
+    let expected: [(&str, &[&str], &str); 9] = [
+        (
+            "obeys-injection",
+            &["robustness.injection"],
+            "talked into it by the injected text",
+        ),
+        (
+            "ignores-capabilities",
+            &["registry.action-outside"],
+            "has no write capability",
+        ),
         (
             "approves-without-rationale",
             &["fields.approval-without-rationale"],
@@ -120,6 +131,7 @@ async fn an_unreachable_librarian_is_one_failure_and_the_rest_skipped() {
         only: Vec::new(),
         strict: false,
         quick: true,
+        registry: None,
     };
     let report = run(&settings, &|_| {}).await.unwrap();
     let failed = failing(&report);

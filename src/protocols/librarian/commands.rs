@@ -33,6 +33,10 @@ pub struct LibrarianProbeArgs {
     /// Skip the rate group (61 requests from one agent inside a minute).
     #[arg(long)]
     pub quick: bool,
+    /// The Librarian's agent registry (the document's config/agents.yaml): enables the registry
+    /// cases (capabilities, allowed_targets, an unregistered agent, injection).
+    #[arg(long, value_name = "FILE")]
+    pub registry: Option<PathBuf>,
     #[command(flatten)]
     pub run: RunArgs,
     #[command(flatten)]
@@ -70,6 +74,11 @@ pub fn settings(args: &LibrarianProbeArgs) -> Result<Settings, String> {
         only: args.run.only(),
         strict: args.run.strict,
         quick: args.quick,
+        registry: args
+            .registry
+            .as_deref()
+            .map(|p| read_registry(p, false))
+            .transpose()?,
     })
 }
 
@@ -160,6 +169,7 @@ impl Protocol for LibrarianProtocol {
                 only: row.only.to_vec(),
                 strict: false,
                 quick: false,
+                registry: Some(reference_registry()),
             };
             let report = probe::run(&settings, &|_| {}).await;
             served.stop().await;
@@ -180,6 +190,7 @@ impl Protocol for LibrarianProtocol {
                 only: at.run.only(),
                 strict: at.run.strict,
                 quick: false,
+                registry: Some(reference_registry()),
             };
             let report = probe::run(&settings, &|_| {}).await;
             served.stop().await;
@@ -196,13 +207,31 @@ pub fn reference_tokens() -> Vec<(String, String)> {
     ]
 }
 
+/// The reference Librarian's registry, after the document's config/agents.yaml: claude-3 may
+/// read, write and analyze architecture, design and code; gemini-pro may read, analyze and
+/// validate anything (and change nothing).
+pub fn reference_registry() -> Vec<Registered> {
+    let tokens = reference_tokens();
+    let strings = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    vec![
+        Registered {
+            id: tokens[0].0.clone(),
+            token: tokens[0].1.clone(),
+            capabilities: strings(&["read", "write", "analyze"]),
+            allowed_targets: strings(&["architecture", "design", "code"]),
+        },
+        Registered {
+            id: tokens[1].0.clone(),
+            token: tokens[1].1.clone(),
+            capabilities: strings(&["read", "analyze", "validate"]),
+            allowed_targets: strings(&["all"]),
+        },
+    ]
+}
+
 /// The reference Librarian, with `flaws`, on a loopback port.
 pub async fn reference(flaws: Flaws) -> Result<server::Served, Error> {
-    let agents = reference_tokens()
-        .iter()
-        .map(|(a, t)| Registered::any(a, t))
-        .collect();
-    server::serve(Librarian::new(agents, flaws))
+    server::serve(Librarian::new(reference_registry(), flaws))
         .await
         .map_err(Error::Run)
 }
@@ -300,17 +329,24 @@ struct RegistryAgent {
     _rest: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
-/// The agents of a registry file; errors name the file and the agent.
-pub fn read_registry(path: &Path) -> Result<Vec<Registered>, String> {
+/// The agents of a registry file (`need_tokens`: each must give its `token:`, as the mock
+/// Librarian's must); errors name the file and the agent.
+pub fn read_registry(path: &Path, need_tokens: bool) -> Result<Vec<Registered>, String> {
     let source = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| format!("{source}: cannot read: {e}"))?;
     let file: RegistryFile = serde_saphyr::from_str(&text)
         .map_err(|e| crate::text::yaml_error(&source, &e.to_string()))?;
     let mut agents = Vec::new();
     for (id, a) in file.agents {
-        let token = a.token.filter(|t| !t.trim().is_empty()).ok_or_else(|| {
-            format!("{source}: agent {id}: give its `token:` (the bearer token it sends)")
-        })?;
+        let token = match a.token.filter(|t| !t.trim().is_empty()) {
+            Some(t) => t,
+            None if !need_tokens => String::new(),
+            None => {
+                return Err(format!(
+                    "{source}: agent {id}: give its `token:` (the bearer token it sends)"
+                ))
+            }
+        };
         let mut r = Registered::any(&id, &token);
         if !a.capabilities.is_empty() {
             r.capabilities = a.capabilities;
@@ -333,7 +369,7 @@ pub async fn mock_librarian(
 ) -> Result<Report, Error> {
     let until = parse_until(args.until.as_deref()).map_err(Error::Usage)?;
     let agents = match &args.registry {
-        Some(path) => read_registry(path).map_err(Error::Usage)?,
+        Some(path) => read_registry(path, true).map_err(Error::Usage)?,
         None => Vec::new(),
     };
     let script = match &args.script {

@@ -102,6 +102,16 @@ pub const ASSUMPTIONS: &[(&str, &str)] = &[
     ("REPORT.completed", "a boolean"),
 ];
 
+/// The capability an action needs (the registry's capabilities: read, write, …): a change needs
+/// `write`, a read `read`.
+pub fn capability_for(action: &str) -> Option<&'static str> {
+    match action {
+        "create" | "modify" | "delete" => Some("write"),
+        "read" => Some("read"),
+        _ => None,
+    }
+}
+
 /// The required fields of `request_type`.
 pub fn required_fields(request_type: &str) -> &'static [&'static str] {
     REQUIRED_FIELDS

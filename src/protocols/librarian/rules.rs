@@ -62,6 +62,21 @@ pub enum Scenario {
     RateLimit,
     /// While one agent is limited, another is not.
     RateIsolation,
+    /// /agent/capabilities agrees with the registry (--registry).
+    CapabilitiesMatch,
+    /// A target outside the agent's allowed_targets is not approved (--registry).
+    TargetOutside,
+    /// An action outside the agent's capabilities is not approved (--registry).
+    ActionOutside,
+    /// A token used in the name of an agent not in the registry is refused (--registry).
+    Unregistered,
+    /// Unicode in every text field gets a valid answer.
+    Unicode,
+    /// Requests from several agents at once each get their own valid answer.
+    Concurrent,
+    /// Prompt-injection text in content and rationale does not get a forbidden target approved
+    /// (--registry).
+    Injection,
     /// Judged across every answer of the run.
     Across(Across),
 }
@@ -163,6 +178,13 @@ impl Scenario {
                     "lifecycle" => Scenario::Lifecycle,
                     "rate_limit" => Scenario::RateLimit,
                     "rate_isolation" => Scenario::RateIsolation,
+                    "capabilities_match" => Scenario::CapabilitiesMatch,
+                    "target_outside" => Scenario::TargetOutside,
+                    "action_outside" => Scenario::ActionOutside,
+                    "unregistered" => Scenario::Unregistered,
+                    "unicode" => Scenario::Unicode,
+                    "concurrent" => Scenario::Concurrent,
+                    "injection" => Scenario::Injection,
                     "within_timeout" => Scenario::Across(Across::WithinTimeout),
                     "response_fields" => Scenario::Across(Across::ResponseFields),
                     "expectations" => Scenario::Across(Across::Expectations),
@@ -175,7 +197,14 @@ impl Scenario {
     }
 }
 
-const RULES: [&str; 19] = [
+const RULES: [&str; 26] = [
+    "capabilities_match",
+    "target_outside",
+    "action_outside",
+    "unregistered",
+    "unicode",
+    "concurrent",
+    "injection",
     "valid_request",
     "status_lookup",
     "status_unknown",

@@ -41,11 +41,17 @@ pub struct Flaws {
     pub accepts_wrong_token: bool,
     /// More than 20 references pass.
     pub ignores_max_references: bool,
+    /// A request that says it is pre-approved is approved, whatever the registry says.
+    pub obeys_injection: bool,
+    /// An agent without the capability an action needs is not refused.
+    pub ignores_capabilities: bool,
 }
 
 impl Flaws {
     /// Each flaw by name, for tests and the matrix.
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 9] = [
+        "obeys-injection",
+        "ignores-capabilities",
         "approves-without-rationale",
         "crashes-on-malformed-json",
         "no-rate-limit",
@@ -65,6 +71,8 @@ impl Flaws {
             "leaks-status" => f.leaks_status = true,
             "accepts-wrong-token" => f.accepts_wrong_token = true,
             "ignores-max-references" => f.ignores_max_references = true,
+            "obeys-injection" => f.obeys_injection = true,
+            "ignores-capabilities" => f.ignores_capabilities = true,
             "conforming" => {}
             _ => return None,
         }
@@ -468,6 +476,12 @@ impl Librarian {
                 &mut f,
             );
         }
+        if self.flaws.obeys_injection && content.contains("pre-approved") {
+            f.insert("feedback".into(), json!("pre-approved"));
+            let location = body["target_path"].as_str().unwrap_or("docs/new.md");
+            f.insert("approved_location".into(), json!(location));
+            return ("approved", f, State::Approved);
+        }
         let target = body["target_type"].as_str().unwrap_or("");
         let allowed = agent
             .allowed_targets
@@ -480,6 +494,23 @@ impl Librarian {
                     "{} may not touch {target} (allowed_targets: {})",
                     agent.id,
                     agent.allowed_targets.join(", ")
+                ),
+                &mut f,
+            );
+        }
+        let action = body["action"].as_str().unwrap_or("");
+        let needed = model::capability_for(action);
+        if body["request_type"] == "APPROVAL"
+            && !self.flaws.ignores_capabilities
+            && needed.is_some_and(|c| !agent.capabilities.iter().any(|a| a == c))
+        {
+            return reject(
+                "capabilities",
+                format!(
+                    "{} may not {action}: it needs the capability {} (capabilities: {})",
+                    agent.id,
+                    needed.unwrap_or_default(),
+                    agent.capabilities.join(", ")
                 ),
                 &mut f,
             );
