@@ -703,7 +703,43 @@ async fn serve_line_agent(
     Ok(Ended::of(&report))
 }
 
+/// The `protocol:` a fleet file names, if it parses that far.
+fn fleet_protocol(text: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        protocol: Option<String>,
+    }
+    serde_saphyr::from_str::<Peek>(text).ok()?.protocol
+}
+
 async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
+    // A protocol whose fleets are clients of a server runs the file itself.
+    let (source, text) = match (&args.config, &args.preset) {
+        (Some(path), _) => (
+            path.display().to_string(),
+            std::fs::read_to_string(path)
+                .map_err(|e| Error::usage(format!("{}: cannot read: {e}", path.display())))?,
+        ),
+        (None, Some(name)) => {
+            let (source, text) = protocols::fleet_preset(name).map_err(Error::Usage)?;
+            (source.to_string(), text.to_string())
+        }
+        (None, None) => return Err(Error::usage("give --config FILE or --preset NAME")),
+    };
+    if let Some(protocol) = fleet_protocol(&text).and_then(|p| protocols::find(&p)) {
+        let at = crate::protocols::plugin::ClientFleet {
+            url: args.platform_url.as_deref(),
+            seed: args.seed,
+            strict: args.run.strict,
+        };
+        if let Some(run) = protocol.client_fleet(&source, &text, at) {
+            args.run.output.check()?;
+            let report = run.await?;
+            crate::out!("{}", console::render(&report, console::want_colour()));
+            args.run.output.write(&report)?;
+            return Ok(Ended::of(&report));
+        }
+    }
     let (source, file) = match (&args.config, &args.preset) {
         (Some(path), _) => (
             path.display().to_string(),
@@ -926,6 +962,11 @@ mod tests {
     fn every_preset_parses_and_builds_its_agents() {
         for p in protocols::REGISTRY {
             for (name, source, text) in p.fleet_presets() {
+                // A protocol whose fleets are clients parses its own (tested with it).
+                if p.agents().is_none() {
+                    assert_eq!(fleet_protocol(text).as_deref(), Some(p.name()), "{name}");
+                    continue;
+                }
                 let file = FleetFile::parse(source, text).unwrap();
                 let others = protocols::agent_protocols();
                 let at = For {

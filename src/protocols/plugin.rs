@@ -85,6 +85,15 @@ pub struct Selftest<'a> {
     pub exe: &'a Path,
 }
 
+/// What `mock fleet`'s flags say to a client fleet.
+pub struct ClientFleet<'a> {
+    /// `--platform-url`: the server, overriding the file's.
+    pub url: Option<&'a str>,
+    /// `--seed`.
+    pub seed: Option<u64>,
+    pub strict: bool,
+}
+
 /// One row of a behaviour matrix (`mocks/matrix*.yaml`), ready to run.
 pub struct MatrixRow<'a> {
     pub behavior: &'a str,
@@ -164,6 +173,19 @@ pub trait Protocol: Sync {
 
     /// The behaviour matrix: (file, YAML), the probe against a mock agent per behaviour.
     fn matrix(&self) -> Option<(&'static str, &'static str)> {
+        None
+    }
+
+    /// A fleet of the protocol's *clients* against a server, for a protocol whose platform is
+    /// the server (the Librarian): `mock fleet` runs the file (`source`, `text`) here instead of
+    /// serving agents. None: the protocol's fleets are agents (the engine's `mock fleet`).
+    fn client_fleet<'a>(
+        &'a self,
+        source: &'a str,
+        text: &'a str,
+        at: ClientFleet<'a>,
+    ) -> Option<BoxFuture<'a, Result<Report, Error>>> {
+        let _ = (source, text, at);
         None
     }
 

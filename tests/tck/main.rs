@@ -13,6 +13,7 @@ mod hostile;
 mod layers;
 mod librarian;
 mod librarian_client;
+mod librarian_fleet;
 mod platform;
 mod properties;
 mod reference;

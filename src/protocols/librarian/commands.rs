@@ -12,7 +12,7 @@ use super::server::{self, Flaws, Librarian, Registered};
 use super::NAME;
 use crate::error::Error;
 use crate::probe::args::{seed_or_clock, RunArgs};
-use crate::protocols::plugin::{MatrixRow, ProbeJob, Protocol, Selftest};
+use crate::protocols::plugin::{ClientFleet, MatrixRow, ProbeJob, Protocol, Selftest};
 use crate::report::output::OutputArgs;
 use crate::report::Report;
 use crate::transport::http::BaseUrl;
@@ -130,6 +130,32 @@ impl Protocol for LibrarianProtocol {
 
     fn case_ids(&self) -> Result<Vec<String>, Error> {
         probe::case_ids().map_err(Error::Usage)
+    }
+
+    fn fleet_presets(&self) -> &'static [(&'static str, &'static str, &'static str)] {
+        &[(
+            "librarian-chaos",
+            "mocks/librarian-chaos.yaml",
+            include_str!("../../../mocks/librarian-chaos.yaml"),
+        )]
+    }
+
+    /// A Librarian's fleets are agent clients, each with a behaviour and a rate.
+    fn client_fleet<'a>(
+        &'a self,
+        source: &'a str,
+        text: &'a str,
+        at: ClientFleet<'a>,
+    ) -> Option<BoxFuture<'a, Result<Report, Error>>> {
+        Some(Box::pin(async move {
+            let fleet = super::fleet::Fleet::parse(source, text, at.url).map_err(Error::Usage)?;
+            let seed = seed_or_clock(at.seed.or(fleet.seed()));
+            crate::outln!(
+                "agent-tck mock fleet · librarian clients against {}",
+                fleet.target()
+            );
+            Ok(super::fleet::run(&fleet, at.strict, seed).await)
+        }))
     }
 
     fn matrix(&self) -> Option<(&'static str, &'static str)> {
