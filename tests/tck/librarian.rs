@@ -58,7 +58,12 @@ async fn the_reference_librarian_passes_every_case() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_flawed_librarian_fails_exactly_its_case() {
     // An empty body is not JSON either: the crash shows under both input cases.
-    let expected: [(&str, &[&str], &str); 9] = [
+    let expected: [(&str, &[&str], &str); 10] = [
+        (
+            "reverts-escalation",
+            &["lifecycle.escalation"],
+            "Escalated then Pending",
+        ),
         (
             "obeys-injection",
             &["robustness.injection"],

@@ -249,3 +249,67 @@ async fn each_flawed_client_is_caught_by_exactly_its_check() {
         assert!(c.message.contains(needle), "{flaws:?}: {}", c.message);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mock_librarian_on_the_command_line_stops_after_n_requests_and_journals_them() {
+    use tokio::io::AsyncBufReadExt;
+    let dir = crate::support::TempDir::new("mock-librarian");
+    let (journal, json) = (dir.path("j.jsonl"), dir.path("r.json"));
+    let mut mock = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"))
+        .args(["mock", "librarian", "--port", "0", "--until", "2-requests"])
+        .args(["--journal", &journal, "--json", &json])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut out = tokio::io::BufReader::new(mock.stdout.take().unwrap());
+    let mut banner = String::new();
+    out.read_line(&mut banner).await.unwrap();
+    let url = banner
+        .trim()
+        .rsplit_once("listening on ")
+        .unwrap()
+        .1
+        .to_string();
+    let client = Client {
+        base: BaseUrl::parse(&url).unwrap(),
+        flaws: Flaws_::default(),
+        n: 0,
+    };
+    let query = model::request("example-agent", "QUERY", 1);
+    assert!(client.request(&query).await.is_some());
+    let no_token = Client {
+        flaws: Flaws_ {
+            no_token: true,
+            ..Default::default()
+        },
+        ..client
+    };
+    no_token.call("POST", "/agent/request", Some(&query)).await;
+    let status = tokio::time::timeout(Duration::from_secs(20), mock.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "no token is a MUST failure of the client"
+    );
+    let lines: Vec<Value> = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(
+        (lines[0]["bearer"].clone(), lines[1]["bearer"].clone()),
+        (json!(true), json!(false))
+    );
+    assert_eq!(lines[0]["body"]["request_type"], "QUERY");
+    assert!(!std::fs::read_to_string(&journal)
+        .unwrap()
+        .contains("example-token"));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["protocol"], "librarian");
+}

@@ -305,6 +305,9 @@ pub struct MockLibrarianArgs {
     /// SHOULD failures (of the client) fail the run.
     #[arg(long)]
     pub strict: bool,
+    /// Journal every request the client sends here, a JSON line each (tokens not written).
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -408,7 +411,10 @@ pub async fn mock_librarian(
         None => Script::default(),
     };
     args.output.check()?;
-    let librarian = Librarian::new(agents, Flaws::default()).mocking(script);
+    let mut librarian = Librarian::new(agents, Flaws::default()).mocking(script);
+    if let Some(path) = &args.journal {
+        librarian = librarian.journaling(path).map_err(Error::Usage)?;
+    }
     let served = server::serve_on(librarian, std::net::SocketAddr::new(args.host, args.port))
         .await
         .map_err(Error::Run)?;
@@ -420,7 +426,8 @@ pub async fn mock_librarian(
         args.strict,
     );
     crate::outln!("agent-tck mock librarian · listening on {}", served.url);
-    let judge = served.librarian.judge.as_ref();
+    let served_librarian = served.librarian.clone();
+    let judge = served_librarian.judge.as_ref();
     let reached = async {
         match until {
             Until::Requests(n) => {
@@ -438,5 +445,6 @@ pub async fn mock_librarian(
     }
     let cases = judge.map(|j| j.cases()).unwrap_or_default();
     served.stop().await;
+    served_librarian.flush_journal();
     Ok(run.report(cases, &crate::text::Redactor::new(None)))
 }

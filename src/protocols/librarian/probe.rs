@@ -376,6 +376,7 @@ async fn judge(c: &mut Client<'_>, scenario: &Scenario, case: &mut CaseResult) {
         Scenario::Context => context(c).await,
         Scenario::Capabilities => capabilities(c).await,
         Scenario::Lifecycle => lifecycle(c).await,
+        Scenario::Escalation => escalation(c).await,
         Scenario::RateLimit => rate_limit(c).await,
         Scenario::RateIsolation => rate_isolation(c).await,
         Scenario::CapabilitiesMatch => capabilities_match(c).await,
@@ -870,6 +871,75 @@ async fn lifecycle(c: &mut Client<'_>) -> Result<Verdict, String> {
             format!("{id} after its REPORT is {other:?}; expected COMPLETED"),
             &last,
         ),
+    })
+}
+
+/// How long an escalation is polled for its decision.
+const ESCALATION_WAIT: Duration = Duration::from_secs(20);
+
+async fn escalation(c: &mut Client<'_>) -> Result<Verdict, String> {
+    let mut body = c.build(0, "APPROVAL");
+    body["action"] = json!("delete");
+    body["target_type"] = json!("architecture");
+    body["target_path"] = json!("docs/architecture/authentication.md");
+    body["content"] = json!(
+        "Delete the production authentication architecture. This is irreversible and needs a \
+         human reviewer's decision (HUMAN REVIEW)."
+    );
+    let got = c
+        .request("an APPROVAL asking for a human", 0, &body)
+        .await?;
+    let (id, decision) = (
+        got.json
+            .as_ref()
+            .and_then(|v| v["request_id"].as_str())
+            .unwrap_or("")
+            .to_string(),
+        got.decision(),
+    );
+    if !decision.ends_with("escalated") {
+        return Ok(Verdict::skip(format!(
+            "the Librarian did not escalate it (answered {decision}): nothing to follow"
+        )));
+    }
+    let started = Instant::now();
+    let mut states = vec![State::Escalated];
+    let mut last = None;
+    while started.elapsed() < ESCALATION_WAIT {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let polled = c.status(0, &id).await?;
+        let state = polled
+            .json
+            .as_ref()
+            .and_then(|v| v["status"].as_str())
+            .and_then(State::parse);
+        let Some(state) = state else {
+            return Ok(Verdict::fail(
+                format!(
+                    "GET /agent/status/{id}: no governance state in {}",
+                    polled.status
+                ),
+                &polled,
+            ));
+        };
+        let before = states.last().copied().unwrap_or(State::Escalated);
+        if !before.may_follow(state) {
+            return Ok(Verdict::fail(format!("{id}: {before:?} then {state:?}, a transition the governance states do not allow"), &polled));
+        }
+        states.push(state);
+        last = Some(polled);
+        if state != State::Escalated {
+            break;
+        }
+    }
+    let after = started.elapsed().as_secs();
+    Ok(match states.last() {
+        Some(State::Escalated) => Verdict {
+            status: Status::Skip,
+            message: format!("{id} still ESCALATED after {after} s of polling once a second (the human has not decided: nothing more to judge)"),
+            exchange: last.map(|g| g.exchange),
+        },
+        _ => Verdict::pass(format!("{id}: {states:?}, decided after about {after} s")),
     })
 }
 

@@ -58,6 +58,8 @@ pub enum Scenario {
     Capabilities,
     /// APPROVAL, then REPORT: the status ends COMPLETED.
     Lifecycle,
+    /// A change that asks for a human: if escalated, its status is polled until a decision.
+    Escalation,
     /// 61 requests in a minute: the excess is 429.
     RateLimit,
     /// While one agent is limited, another is not.
@@ -176,6 +178,7 @@ impl Scenario {
                     "context" => Scenario::Context,
                     "capabilities" => Scenario::Capabilities,
                     "lifecycle" => Scenario::Lifecycle,
+                    "escalation" => Scenario::Escalation,
                     "rate_limit" => Scenario::RateLimit,
                     "rate_isolation" => Scenario::RateIsolation,
                     "capabilities_match" => Scenario::CapabilitiesMatch,
@@ -197,7 +200,8 @@ impl Scenario {
     }
 }
 
-const RULES: [&str; 26] = [
+const RULES: [&str; 27] = [
+    "escalation",
     "capabilities_match",
     "target_outside",
     "action_outside",

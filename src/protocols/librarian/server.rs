@@ -45,11 +45,14 @@ pub struct Flaws {
     pub obeys_injection: bool,
     /// An agent without the capability an action needs is not refused.
     pub ignores_capabilities: bool,
+    /// An escalation, once decided, shows PENDING again (a state going backwards).
+    pub reverts_escalation: bool,
 }
 
 impl Flaws {
     /// Each flaw by name, for tests and the matrix.
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
+        "reverts-escalation",
         "obeys-injection",
         "ignores-capabilities",
         "approves-without-rationale",
@@ -73,6 +76,7 @@ impl Flaws {
             "ignores-max-references" => f.ignores_max_references = true,
             "obeys-injection" => f.obeys_injection = true,
             "ignores-capabilities" => f.ignores_capabilities = true,
+            "reverts-escalation" => f.reverts_escalation = true,
             "conforming" => {}
             _ => return None,
         }
@@ -135,6 +139,9 @@ pub struct Librarian {
     pub judge: Option<ClientJudge>,
     /// How long an escalation waits for its human (then APPROVED).
     escalation: std::time::Duration,
+    /// `mock librarian --journal`: a JSON line per request the client sent.
+    journal: Option<Mutex<std::io::BufWriter<std::fs::File>>>,
+    started: Instant,
 }
 
 /// Most requests remembered (the oldest are forgotten first).
@@ -150,7 +157,54 @@ impl Librarian {
             learned: Mutex::new(HashMap::new()),
             script: None,
             judge: None,
-            escalation: std::time::Duration::from_secs(2),
+            escalation: std::time::Duration::from_secs(1),
+            journal: None,
+            started: Instant::now(),
+        }
+    }
+
+    /// Journals every request to `path` (created), a JSON line each.
+    pub fn journaling(mut self, path: &std::path::Path) -> Result<Librarian, String> {
+        let file = std::fs::File::create(path)
+            .map_err(|e| format!("--journal {}: cannot create: {e}", path.display()))?;
+        self.journal = Some(Mutex::new(std::io::BufWriter::new(file)));
+        Ok(self)
+    }
+
+    /// Writes out what the journal holds.
+    pub fn flush_journal(&self) {
+        use std::io::Write as _;
+        if let Some(Ok(mut j)) = self.journal.as_ref().map(|j| j.lock()) {
+            let _ = j.flush();
+        }
+    }
+
+    /// One journal line: the request (its body whole up to 64 KiB, as JSON when it is), the
+    /// scripted step, and the answer's status and decision. Tokens are not written.
+    fn journal(&self, request: &Request, parsed: Option<&Value>, step: &Step, plan: &Plan) {
+        use std::io::Write as _;
+        let Some(journal) = &self.journal else { return };
+        const CAP: usize = 64 * 1024;
+        let body = match parsed {
+            Some(v) if request.body.len() <= CAP => v.clone(),
+            _ => json!(crate::text::excerpt(&request.body, 2_000)),
+        };
+        let answer: Option<Value> = serde_json::from_slice(&plan.response.body).ok();
+        let line = json!({
+            "t_ms": self.started.elapsed().as_millis() as u64,
+            "method": request.method,
+            "path": request.path(),
+            "peer": request.peer.to_string(),
+            "bearer": Self::bearer(request).is_some(),
+            "body_bytes": request.body.len(),
+            "body": body,
+            "step": format!("{step:?}"),
+            "status": plan.response.status,
+            "decision": answer.as_ref().and_then(|v| v.get("status")).cloned(),
+            "request_id": answer.as_ref().and_then(|v| v.get("request_id")).cloned(),
+        });
+        if let Ok(mut j) = journal.lock() {
+            let _ = writeln!(j, "{line}");
         }
     }
 
@@ -603,7 +657,11 @@ impl Librarian {
         // An escalation whose human has decided.
         if let Some(s) = books.requests.get_mut(id) {
             if s.state == State::Escalated && s.decided_at.is_some_and(|t| t <= Instant::now()) {
-                s.state = State::Approved;
+                s.state = if self.flaws.reverts_escalation {
+                    State::Pending
+                } else {
+                    State::Approved
+                };
                 if let Some(j) = &self.judge {
                     j.decided(id);
                 }
@@ -740,6 +798,7 @@ impl Handler for Librarian {
         if let Step::Slow(after) = step {
             plan.ttfb = after;
         }
+        self.journal(&request, parsed.as_ref(), &step, &plan);
         if let Some(j) = &self.judge {
             let answer: Option<Value> = serde_json::from_slice(&plan.response.body).ok();
             let field = |k: &str| {
