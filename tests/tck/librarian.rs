@@ -142,5 +142,7 @@ async fn an_unreachable_librarian_is_one_failure_and_the_rest_skipped() {
     let failed = failing(&report);
     assert_eq!(failed.len(), 1, "{failed:#?}");
     assert_eq!(failed[0].0, "librarian.reachable");
+    assert!(failed[0].1.starts_with("the Librarian is unreachable: cannot connect"), "{}", failed[0].1);
+    assert!(!failed[0].1.contains("agent unreachable"), "{}", failed[0].1);
     assert!(report.cases[1..].iter().all(|c| c.status == Status::Skip));
 }

@@ -30,6 +30,10 @@ use super::model::{self, LIMITS};
 use crate::mock::observe::Tally;
 use crate::report::{CaseResult, Level, Status};
 
+/// Requests, ids and bodies the judge follows at most, each kind (memory stays bounded under
+/// load; past it, new ones are not followed).
+const TRACKED: usize = 100_000;
+
 /// One step of a script.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
@@ -224,6 +228,9 @@ impl ClientJudge {
         if path != "/agent/request" || method != "POST" {
             return;
         }
+        if s.windows.len() >= TRACKED && !s.windows.contains_key(who) {
+            return;
+        }
         let window = s.windows.entry(who.to_string()).or_default();
         while window
             .front()
@@ -232,6 +239,10 @@ impl ClientJudge {
             window.pop_front();
         }
         window.push_back(now);
+        // Enough to tell "over the limit": the window never holds more than one past it.
+        if window.len() > LIMITS.per_minute as usize + 1 {
+            window.pop_front();
+        }
         let in_minute = window.len();
         s.rate.check(in_minute <= LIMITS.per_minute as usize, || {
             format!("{who}: {in_minute} requests within a minute (rate_limit: 60/minute per agent)")
@@ -263,6 +274,9 @@ impl ClientJudge {
                 }
             }
         }
+        if s.sends.len() >= TRACKED && !s.sends.contains_key(&hash) {
+            return;
+        }
         let sends = s.sends.entry(hash).or_insert(0);
         *sends += 1;
         let sends = *sends;
@@ -292,16 +306,17 @@ impl ClientJudge {
             }
         }
         match (answered.decision.as_deref(), &answered.request_id) {
-            (Some("rejected"), _) => {
+            (Some("rejected"), _) if s.rejected.len() < TRACKED => {
                 if let Some(h) = hash {
                     s.rejected.insert(h);
                 }
             }
-            (Some("escalated"), Some(id)) => {
+            (Some("escalated"), Some(id)) if s.escalated.len() < TRACKED => {
                 s.escalated.insert(id.clone(), None);
             }
             (Some("approved"), Some(id))
-                if body.is_some_and(|b| b["request_type"] == "APPROVAL") =>
+                if body.is_some_and(|b| b["request_type"] == "APPROVAL")
+                    && s.unreported.len() < TRACKED =>
             {
                 s.unreported.push(id.clone());
             }

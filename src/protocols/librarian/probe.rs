@@ -253,7 +253,13 @@ pub async fn run(
     };
     let mut cases = Vec::new();
     let mut across = Vec::new();
-    let reachable = http::connect(&settings.base, settings.timeout).await;
+    // The client's messages speak of an agent; here the peer is the Librarian.
+    let reachable = http::connect(&settings.base, settings.timeout)
+        .await
+        .map_err(|e| match e {
+            http::Error::Connect { addr, reason } => format!("cannot connect to {addr}: {reason}"),
+            other => other.to_string(),
+        });
     for spec in suite.cases() {
         if !settings.wants(&spec.id.value) {
             continue;
@@ -261,7 +267,7 @@ pub async fn run(
         let scenario = scenario_of(spec)?;
         let mut case = case_of(spec);
         if let Err(e) = &reachable {
-            case.skip(format!("skipped: the Librarian is unreachable: {e}"));
+            case.skip(format!("skipped: the Librarian is unreachable ({e})"));
         } else if let Scenario::Across(a) = scenario {
             across.push((a, case));
             continue;
@@ -296,7 +302,7 @@ pub async fn run(
             "the Librarian accepts a connection",
             "REST API Endpoints",
         );
-        first.fail(e.to_string());
+        first.fail(format!("the Librarian is unreachable: {e}"));
         on_case(&first);
         cases.insert(0, first);
     }
