@@ -9,7 +9,7 @@
 //! protocol: librarian
 //! librarian:
 //!   url: ${LIBRARIAN_URL:-http://127.0.0.1:8000}   # --platform-url wins
-//!   duration: 20s
+//!   duration: 20s                                 # and/or requests: N (per client)
 //!   clients:
 //!     - { name: steady, agent: claude-3, token: "${TOKEN_1}", behavior: conforming, rate: 30/min }
 //!     - { name: flood, agent: gemini-pro, token: "${TOKEN_2}", behavior: flood, rate: 600/min }
@@ -48,6 +48,9 @@ struct Spec {
     url: String,
     #[serde(default = "default_duration")]
     duration: String,
+    /// Stop each client after this many requests (and at `duration` in any case).
+    #[serde(default)]
+    requests: Option<usize>,
     clients: Vec<ClientSpec>,
 }
 
@@ -126,6 +129,7 @@ fn rate(text: &str) -> Result<Duration, String> {
 pub struct Fleet {
     base: BaseUrl,
     duration: Duration,
+    requests: Option<usize>,
     clients: Vec<Client>,
     seed: Option<u64>,
 }
@@ -172,9 +176,13 @@ impl Fleet {
                 trickle,
             });
         }
+        if spec.requests == Some(0) {
+            return Err(format!("{source}: librarian.requests must be at least 1"));
+        }
         Ok(Fleet {
             base,
             duration,
+            requests: spec.requests,
             clients,
             seed: file.seed,
         })
@@ -319,7 +327,7 @@ async fn trickled(
 }
 
 /// One client's run: its requests at its rate until `until`.
-async fn run_client(base: BaseUrl, c: Client, until: Instant) -> Vec<Outcome> {
+async fn run_client(base: BaseUrl, c: Client, until: Instant, most: Option<usize>) -> Vec<Outcome> {
     let mut outcomes = Vec::new();
     let trickle = if c.behavior == "slow-upload" {
         c.trickle
@@ -337,7 +345,7 @@ async fn run_client(base: BaseUrl, c: Client, until: Instant) -> Vec<Outcome> {
     }
     let mut n = 0;
     let mut next = Instant::now();
-    while Instant::now() < until {
+    while Instant::now() < until && most.is_none_or(|m| n < m) {
         let (body, token) = request_of(&c, n);
         outcomes.push(send(&base, body, &token, trickle).await);
         n += 1;
@@ -381,7 +389,7 @@ pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
     let runs = fleet
         .clients
         .iter()
-        .map(|c| run_client(fleet.base.clone(), c.clone(), until));
+        .map(|c| run_client(fleet.base.clone(), c.clone(), until, fleet.requests));
     let results: Vec<Vec<Outcome>> = futures::future::join_all(runs).await;
     let g = "fleet";
     let mut no5xx = Tally::default();

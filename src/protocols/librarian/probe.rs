@@ -68,6 +68,8 @@ struct Client<'a> {
     patient: bool,
     /// Whether the running case judges a 5xx itself.
     judges_5xx: bool,
+    /// The headers of the first 429 the rate group got.
+    limited_with: Option<Vec<(String, String)>>,
 }
 
 /// What came back from one request.
@@ -75,6 +77,7 @@ struct Got {
     status: u16,
     json: Option<Value>,
     retry_after: Option<String>,
+    headers: Vec<(String, String)>,
     exchange: Exchange,
 }
 
@@ -174,6 +177,7 @@ impl Client<'_> {
                 status: r.status,
                 json,
                 retry_after: r.header("retry-after").map(str::to_string),
+                headers: r.headers.clone(),
                 exchange,
             });
         }
@@ -250,6 +254,7 @@ pub async fn run(
         n: 0,
         patient: true,
         judges_5xx: false,
+        limited_with: None,
     };
     let mut cases = Vec::new();
     let mut across = Vec::new();
@@ -385,6 +390,7 @@ async fn judge(c: &mut Client<'_>, scenario: &Scenario, case: &mut CaseResult) {
         Scenario::Escalation => escalation(c).await,
         Scenario::RateLimit => rate_limit(c).await,
         Scenario::RateIsolation => rate_isolation(c).await,
+        Scenario::RetryAfter => Ok(retry_after(c)),
         Scenario::CapabilitiesMatch => capabilities_match(c).await,
         Scenario::TargetOutside => target_outside(c, false).await,
         Scenario::Injection => target_outside(c, true).await,
@@ -957,6 +963,7 @@ async fn rate_limit(c: &mut Client<'_>) -> Result<Verdict, String> {
         let body = c.build(0, "QUERY");
         let got = c.request("a QUERY of the burst", 0, &body).await?;
         if got.status == 429 {
+            c.limited_with = Some(got.headers.clone());
             limited = Some((i + 1, got));
             break;
         }
@@ -973,6 +980,25 @@ async fn rate_limit(c: &mut Client<'_>) -> Result<Verdict, String> {
             exchange: None,
         },
     })
+}
+
+/// Whether the rate group's 429 said when to come back.
+fn retry_after(c: &Client<'_>) -> Verdict {
+    let Some(headers) = &c.limited_with else {
+        return Verdict::skip("no 429 to read (see rate.limit)");
+    };
+    let says = headers.iter().find(|(n, _)| {
+        let n = n.to_ascii_lowercase();
+        n == "retry-after" || n.starts_with("x-ratelimit") || n.starts_with("ratelimit")
+    });
+    match says {
+        Some((n, v)) => Verdict::pass(format!("{n}: {v}")),
+        None => Verdict {
+            status: Status::Fail,
+            message: "the 429 carries neither Retry-After nor rate-limit headers: the client cannot tell when to come back".into(),
+            exchange: None,
+        },
+    }
 }
 
 async fn rate_isolation(c: &mut Client<'_>) -> Result<Verdict, String> {

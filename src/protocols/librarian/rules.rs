@@ -64,6 +64,8 @@ pub enum Scenario {
     RateLimit,
     /// While one agent is limited, another is not.
     RateIsolation,
+    /// The 429 says when to come back (Retry-After or rate-limit headers).
+    RetryAfter,
     /// /agent/capabilities agrees with the registry (--registry).
     CapabilitiesMatch,
     /// A target outside the agent's allowed_targets is not approved (--registry).
@@ -181,6 +183,7 @@ impl Scenario {
                     "escalation" => Scenario::Escalation,
                     "rate_limit" => Scenario::RateLimit,
                     "rate_isolation" => Scenario::RateIsolation,
+                    "retry_after" => Scenario::RetryAfter,
                     "capabilities_match" => Scenario::CapabilitiesMatch,
                     "target_outside" => Scenario::TargetOutside,
                     "action_outside" => Scenario::ActionOutside,
@@ -200,7 +203,8 @@ impl Scenario {
     }
 }
 
-const RULES: [&str; 27] = [
+const RULES: [&str; 28] = [
+    "retry_after",
     "escalation",
     "capabilities_match",
     "target_outside",

@@ -47,11 +47,14 @@ pub struct Flaws {
     pub ignores_capabilities: bool,
     /// An escalation, once decided, shows PENDING again (a state going backwards).
     pub reverts_escalation: bool,
+    /// A 429 without Retry-After.
+    pub silent_429: bool,
 }
 
 impl Flaws {
     /// Each flaw by name, for tests and the matrix.
-    pub const NAMES: [&'static str; 10] = [
+    pub const NAMES: [&'static str; 11] = [
+        "silent-429",
         "reverts-escalation",
         "obeys-injection",
         "ignores-capabilities",
@@ -77,6 +80,7 @@ impl Flaws {
             "obeys-injection" => f.obeys_injection = true,
             "ignores-capabilities" => f.ignores_capabilities = true,
             "reverts-escalation" => f.reverts_escalation = true,
+            "silent-429" => f.silent_429 = true,
             "conforming" => {}
             _ => return None,
         }
@@ -282,7 +286,9 @@ impl Librarian {
                     LIMITS.per_minute
                 ),
             );
-            r.headers.push(("retry-after".into(), wait.to_string()));
+            if !self.flaws.silent_429 {
+                r.headers.push(("retry-after".into(), wait.to_string()));
+            }
             return Err(r);
         }
         window.push_back(now);
