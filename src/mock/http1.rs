@@ -798,3 +798,46 @@ async fn hang(w: &mut Writer<'_>) -> Result<Outcome, Stopped> {
         }
     }
 }
+
+/// A handler served on a port of its own (a protocol's reference server, a probe's listener),
+/// until [`Running::stop`].
+pub struct Running {
+    pub addr: SocketAddr,
+    stop: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl Running {
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting and waits (at most 2 s) for the connections in flight.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        self.tracker.close();
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.tracker.wait()).await;
+    }
+}
+
+/// Binds `addr` (port 0: the OS picks) and serves `handler` there.
+pub async fn spawn<H: Handler>(handler: Arc<H>, addr: SocketAddr) -> Result<Running, String> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let stop = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    tracker.spawn(serve(
+        listener,
+        handler,
+        ServerLimits::default(),
+        stop.clone(),
+        tracker.clone(),
+    ));
+    Ok(Running {
+        addr,
+        stop,
+        tracker,
+    })
+}

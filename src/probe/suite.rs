@@ -209,6 +209,11 @@ impl Suite {
     }
 
     /// The case list: `id  level  title` and the spec section under it, in suite order.
+    /// Every case id, in the file's order.
+    pub fn ids(&self) -> Vec<String> {
+        self.cases().iter().map(|c| c.id.value.clone()).collect()
+    }
+
     pub fn list(&self) -> String {
         let suite = self;
         let cases = suite.cases();

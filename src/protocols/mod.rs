@@ -8,6 +8,7 @@
 //! traits for what it does in each role: [`AgentProtocol`] (the mock engine plays its agents),
 //! [`crate::probe::plugin::SuiteProtocol`] (its rules and generators in suites).
 
+pub mod connector;
 pub mod execute_task;
 pub mod librarian;
 pub mod roundtable;
@@ -23,6 +24,7 @@ pub static REGISTRY: &[&dyn Protocol] = &[
     &roundtable::Roundtable,
     &execute_task::ExecuteTask,
     &librarian::LibrarianProtocol,
+    &connector::Connector,
 ];
 
 /// The protocol registered as `name`.

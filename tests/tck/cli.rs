@@ -153,9 +153,12 @@ fn selftest_passes_and_writes_both_reports() {
         .unwrap()
         .cases()
         .len();
-    // Every protocol: every round-table and librarian case passes; execute-task skips only the
-    // HTTP-only case.
-    assert_eq!(report.protocol, "roundtable+execute-task+librarian");
+    // Every protocol: every round-table, librarian and connector case passes; execute-task skips
+    // only the HTTP-only case.
+    assert_eq!(
+        report.protocol,
+        "roundtable+execute-task+librarian+connector"
+    );
     assert_eq!(report.summary.failed, 0, "{stdout}");
     assert_eq!(report.summary.skipped, 1, "{stdout}");
     let (rows, agents): (Vec<_>, Vec<_>) = report

@@ -5,6 +5,7 @@ mod support;
 
 mod broken;
 mod cli;
+mod connector;
 mod engine;
 mod fleet;
 mod fleet_file;

@@ -1390,34 +1390,10 @@ fn judge_across(c: &Client<'_>, a: Across, case: &mut CaseResult) {
 
 /// Every case id.
 pub fn case_ids() -> Result<Vec<String>, String> {
-    Ok(suite()?
-        .cases()
-        .iter()
-        .map(|c| c.id.value.clone())
-        .collect())
+    Ok(suite()?.ids())
 }
 
 /// `suites list --protocol librarian`.
 pub fn list_cases() -> Result<String, String> {
-    let suite = suite()?;
-    let w = suite
-        .cases()
-        .iter()
-        .map(|c| c.id.value.len())
-        .max()
-        .unwrap_or(0);
-    let mut out = format!(
-        "librarian ({} cases, {}; spec librarian-agent-communication-protocol.md)\n",
-        suite.cases().len(),
-        suite.source
-    );
-    for c in suite.cases() {
-        out.push_str(&format!(
-            "  {:<w$}  {:<6}  {}\n",
-            c.id.value,
-            c.level.as_str(),
-            c.title
-        ));
-    }
-    Ok(out)
+    Ok(suite()?.list())
 }

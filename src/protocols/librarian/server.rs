@@ -17,12 +17,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::{json, Value};
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use super::mock::{Answered, ClientJudge, Script, Step};
 use super::model::{self, State, LIMITS};
-use crate::mock::http1::{self, Delivered, Handler, Plan, Request, Response, ServerLimits};
+use crate::mock::http1::{self, Delivered, Handler, Plan, Request, Response};
 
 /// One departure from the document each.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -856,15 +854,12 @@ pub struct Served {
     pub url: String,
     /// The Librarian itself (its judge, when it is the mock).
     pub librarian: Arc<Librarian>,
-    stop: CancellationToken,
-    tracker: TaskTracker,
+    running: http1::Running,
 }
 
 impl Served {
     pub async fn stop(self) {
-        self.stop.cancel();
-        self.tracker.close();
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), self.tracker.wait()).await;
+        self.running.stop().await;
     }
 }
 
@@ -875,24 +870,11 @@ pub async fn serve(librarian: Librarian) -> Result<Served, String> {
 
 /// Serves `librarian` on `addr` (port 0: the OS picks).
 pub async fn serve_on(librarian: Librarian, addr: SocketAddr) -> Result<Served, String> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let stop = CancellationToken::new();
-    let tracker = TaskTracker::new();
     let librarian = Arc::new(librarian);
-    tracker.spawn(http1::serve(
-        listener,
-        librarian.clone(),
-        ServerLimits::default(),
-        stop.clone(),
-        tracker.clone(),
-    ));
+    let running = http1::spawn(librarian.clone(), addr).await?;
     Ok(Served {
-        url: format!("http://{addr}"),
+        url: running.url(),
         librarian,
-        stop,
-        tracker,
+        running,
     })
 }

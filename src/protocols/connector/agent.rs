@@ -1,0 +1,184 @@
+//! A conforming external agent on the kit's HTTP engine: what `probe connector` is tested
+//! against (the self-test, the tests). Its inputUrl acknowledges a forwarded message at once
+//! (`200 {"ok": true}`), then answers asynchronously: raw Markdown text POSTed to the
+//! callbackUrl it was given, retried twice with backoff if the server fails it. [`Flaws`] switch
+//! on one departure each, so that every probe case has an agent that breaks it.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio_util::task::TaskTracker;
+
+use crate::mock::http1::{Delivered, Handler, Plan, Request, Response};
+use crate::transport::http::{self as client, BaseUrl, Limits};
+
+/// One departure from the document each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Flaws {
+    /// Acknowledges its first message after 6 s (past the server's 5 s).
+    pub slow_ack: bool,
+    /// Posts to `{origin}/external/sessions/{id}/messages`, not to the URL it was given.
+    pub hard_coded_callback: bool,
+    /// Wraps the text in a JSON envelope `{"text": …}`.
+    pub json_envelope: bool,
+    /// Posts an empty body.
+    pub empty_callback: bool,
+    /// Also posts to a session it was never given.
+    pub stray_callback: bool,
+    /// Retries a failing callback endpoint 30 times without pause.
+    pub floods: bool,
+}
+
+impl Flaws {
+    pub const NAMES: [&'static str; 6] = [
+        "slow-ack",
+        "hard-coded-callback",
+        "json-envelope",
+        "empty-callback",
+        "stray-callback",
+        "floods-failing-endpoint",
+    ];
+
+    pub fn named(name: &str) -> Option<Flaws> {
+        let mut f = Flaws::default();
+        match name {
+            "slow-ack" => f.slow_ack = true,
+            "hard-coded-callback" => f.hard_coded_callback = true,
+            "json-envelope" => f.json_envelope = true,
+            "empty-callback" => f.empty_callback = true,
+            "stray-callback" => f.stray_callback = true,
+            "floods-failing-endpoint" => f.floods = true,
+            "conforming" => {}
+            _ => return None,
+        }
+        Some(f)
+    }
+}
+
+/// Splits `http://host:port/path?query` into its origin and the rest.
+pub fn split_url(url: &str) -> Option<(BaseUrl, String)> {
+    let scheme_end = url.find("://")? + 3;
+    let rest_at = url[scheme_end..]
+        .find('/')
+        .map_or(url.len(), |i| scheme_end + i);
+    let base = BaseUrl::parse(&url[..rest_at]).ok()?;
+    let rest = if rest_at == url.len() {
+        "/".to_string()
+    } else {
+        url[rest_at..].to_string()
+    };
+    Some((base, rest))
+}
+
+/// The external agent as the HTTP engine's handler.
+pub struct ExternalAgent {
+    flaws: Flaws,
+    tracker: TaskTracker,
+    acks: std::sync::atomic::AtomicU64,
+}
+
+impl ExternalAgent {
+    pub fn new(flaws: Flaws) -> ExternalAgent {
+        ExternalAgent {
+            flaws,
+            tracker: TaskTracker::new(),
+            acks: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+}
+
+async fn post(base: &BaseUrl, path: &str, body: Vec<u8>, content_type: &str) -> Option<u16> {
+    let request = client::Request {
+        method: "POST".into(),
+        path: path.into(),
+        headers: vec![("content-type".into(), content_type.into())],
+        body: body.into(),
+    };
+    let limits = Limits {
+        deadline: Duration::from_secs(5),
+        ..Limits::default()
+    };
+    client::send(base, &request, limits)
+        .await
+        .ok()
+        .map(|r| r.status)
+}
+
+/// The answer to one message, posted after a moment, retried as the flaws say.
+async fn answer(flaws: Flaws, payload: Value) {
+    let session = payload["sessionId"].as_str().unwrap_or("").to_string();
+    let text = payload["message"]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let Some((base, mut path)) = payload["callbackUrl"].as_str().and_then(split_url) else {
+        return;
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    if flaws.hard_coded_callback {
+        path = super::model::callback_path(&session);
+    }
+    let reply = format!(
+        "**Received** {} characters:\n\n> {}",
+        text.chars().count(),
+        crate::text::excerpt_str(&text, 200)
+    );
+    let (body, content_type) = if flaws.empty_callback {
+        (Vec::new(), "text/plain; charset=utf-8")
+    } else if flaws.json_envelope {
+        (
+            serde_json::to_vec(&serde_json::json!({"text": reply})).unwrap_or_default(),
+            "application/json",
+        )
+    } else {
+        (reply.into_bytes(), "text/markdown; charset=utf-8")
+    };
+    let (tries, pause) = if flaws.floods {
+        (30, Duration::ZERO)
+    } else {
+        (3, Duration::from_millis(200))
+    };
+    for attempt in 0..tries {
+        match post(&base, &path, body.clone(), content_type).await {
+            Some(s) if s < 500 => break,
+            _ => tokio::time::sleep(pause * (1 << attempt.min(4))).await,
+        }
+    }
+    if flaws.stray_callback {
+        let stray = super::model::callback_path(&format!("{session}-stray"));
+        post(&base, &stray, b"stray".to_vec(), "text/plain").await;
+    }
+}
+
+impl Handler for ExternalAgent {
+    type Note = ();
+
+    async fn handle(&self, request: Request) -> (Plan, ()) {
+        let Ok(payload) = serde_json::from_slice::<Value>(&request.body) else {
+            return (
+                Plan::immediate(Response::json_error(400, "the body is not JSON")),
+                (),
+            );
+        };
+        if request.method != "POST" || payload["callbackUrl"].as_str().is_none() {
+            return (
+                Plan::immediate(Response::json_error(400, "expected the forwarded message")),
+                (),
+            );
+        }
+        let flaws = self.flaws;
+        self.tracker.spawn(answer(flaws, payload));
+        let mut plan = Plan::immediate(Response::new(
+            200,
+            "application/json",
+            &br#"{"ok":true}"#[..],
+        ));
+        let first = self.acks.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0;
+        if flaws.slow_ack && first {
+            plan.ttfb = Duration::from_secs(6);
+        }
+        (plan, ())
+    }
+
+    async fn finish(&self, _: (), _: Delivered) {}
+}

@@ -1,0 +1,199 @@
+//! The async connector on the command line (`probe connector`, `suites list`) and in the
+//! self-test: the reference external agent (`agent`) on a loopback port, probed with every case,
+//! and the same agent with each flaw (`mocks/matrix-connector.yaml`).
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, FromArgMatches};
+use futures::future::BoxFuture;
+
+use super::agent::{split_url, ExternalAgent, Flaws};
+use super::probe::{self, Settings};
+use super::NAME;
+use crate::error::Error;
+use crate::probe::args::{seed_or_clock, RunArgs};
+use crate::protocols::plugin::{MatrixRow, ProbeJob, Protocol, Selftest};
+use crate::report::output::OutputArgs;
+use crate::report::Report;
+use crate::units::parse_duration;
+
+/// The async connector in the registry.
+pub struct Connector;
+
+/// `probe connector`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct ConnectorProbeArgs {
+    /// The external agent's inputUrl (user messages are POSTed there).
+    #[arg(long, value_name = "URL")]
+    pub input_url: String,
+    /// The agentId the forwards carry.
+    #[arg(long, value_name = "ID", default_value = "external-agent-a")]
+    pub agent_id: String,
+    /// Where the kit's callback endpoint listens.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub callback_listen: SocketAddr,
+    /// The base URL the agent is given for its callbacks (default: the listening address; set
+    /// it when the agent reaches the kit by another name).
+    #[arg(long, value_name = "URL")]
+    pub callback_base: Option<String>,
+    /// How long a callback may take to arrive.
+    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = parse_duration)]
+    pub reply_timeout: Duration,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+pub fn settings(args: &ConnectorProbeArgs) -> Result<Settings, String> {
+    let input = split_url(&args.input_url).ok_or_else(|| {
+        format!(
+            "--input-url {:?}: expected http://host[:port]/path",
+            args.input_url
+        )
+    })?;
+    if let Some(base) = &args.callback_base {
+        crate::transport::http::BaseUrl::parse(base)
+            .map_err(|e| format!("--callback-base: {e}"))?;
+    }
+    Ok(Settings {
+        input,
+        agent_id: args.agent_id.clone(),
+        listen: args.callback_listen,
+        callback_base: args.callback_base.clone(),
+        reply_timeout: args.reply_timeout,
+        timeout: args.run.timeout,
+        max_body: args.run.max_body,
+        seed: seed_or_clock(args.run.seed),
+        only: args.run.only(),
+        strict: args.run.strict,
+    })
+}
+
+/// The reference external agent with `flaws`, probed with every case (`only` narrows).
+async fn probe_reference(
+    flaws: Flaws,
+    seed: u64,
+    only: Vec<String>,
+    reply_timeout: Duration,
+) -> Result<Report, Error> {
+    let running = crate::mock::http1::spawn(
+        Arc::new(ExternalAgent::new(flaws)),
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+    )
+    .await
+    .map_err(Error::Run)?;
+    let settings = Settings {
+        input: split_url(&format!("{}/v1/assistant/input", running.url()))
+            .ok_or_else(|| Error::run("the reference's URL"))?,
+        agent_id: "external-agent-a".into(),
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        callback_base: None,
+        reply_timeout,
+        timeout: Duration::from_secs(15),
+        max_body: 5_000_000,
+        seed,
+        only,
+        strict: false,
+    };
+    let report = probe::run(&settings, &|_| {}).await;
+    running.stop().await;
+    report.map_err(Error::Run)
+}
+
+impl Protocol for Connector {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn about(&self) -> &'static str {
+        "The external agents' async connector: we play the agent server (forwards, and the callback endpoint)."
+    }
+
+    fn schema_dir(&self) -> Option<&'static str> {
+        Some("connector")
+    }
+
+    fn probe_command(&self) -> Option<clap::Command> {
+        Some(ConnectorProbeArgs::augment_args(clap::Command::new(NAME)).about(self.about()))
+    }
+
+    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
+        let flags = ConnectorProbeArgs::from_arg_matches(matches)
+            .map_err(|e| Error::usage(e.to_string()))?;
+        let settings = settings(&flags).map_err(Error::Usage)?;
+        flags.output.check()?;
+        let total = probe::case_ids()
+            .map_err(Error::Usage)?
+            .iter()
+            .filter(|id| settings.wants(id))
+            .count();
+        Ok(ProbeJob {
+            total,
+            output: flags.output,
+            run: Box::new(move |on_case| {
+                Box::pin(async move { probe::run(&settings, &*on_case).await.map_err(Error::Run) })
+            }),
+        })
+    }
+
+    fn list_cases(&self, file: Option<&Path>) -> Result<String, Error> {
+        if let Some(path) = file {
+            return Err(Error::usage(format!(
+                "--suite {}: the connector's cases are built in (suites/connector.yaml)",
+                path.display()
+            )));
+        }
+        Ok(probe::suite().map_err(Error::Usage)?.list())
+    }
+
+    fn case_ids(&self) -> Result<Vec<String>, Error> {
+        probe::case_ids().map_err(Error::Usage)
+    }
+
+    /// The reference external agent, probed with every case.
+    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, Error>> {
+        Box::pin(async move {
+            probe_reference(
+                Flaws::default(),
+                at.seed,
+                at.run.only(),
+                Duration::from_secs(10),
+            )
+            .await
+        })
+    }
+
+    fn matrix(&self) -> Option<(&'static str, &'static str)> {
+        Some((
+            "mocks/matrix-connector.yaml",
+            include_str!("../../../mocks/matrix-connector.yaml"),
+        ))
+    }
+
+    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String> {
+        if transport != "http" {
+            return Err(format!(
+                "the external agent is served over http only, not {transport}"
+            ));
+        }
+        Flaws::named(behavior).map(drop).ok_or_else(|| {
+            format!(
+                "{behavior:?} is no external-agent flaw (known: conforming, {})",
+                Flaws::NAMES.join(", ")
+            )
+        })
+    }
+
+    fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, Error>> {
+        Box::pin(async move {
+            let flaws = Flaws::named(row.behavior).ok_or_else(|| {
+                Error::usage(format!("no external-agent flaw {:?}", row.behavior))
+            })?;
+            probe_reference(flaws, row.seed, row.only.to_vec(), Duration::from_secs(10)).await
+        })
+    }
+}

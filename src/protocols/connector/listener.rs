@@ -1,0 +1,174 @@
+//! The kit's callback endpoint, as the agent server's: it hands each session a callback URL of
+//! its own — a path prefix per session (`/cb/N`, so a hard-coded URL shows) and a query string
+//! that must be kept — records every callback that comes, answers 200 with no body, 404 for a
+//! session it never gave (as the real server does), and 500 for a session told to fail.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use crate::mock::http1::{Delivered, Handler, Plan, Request, Response};
+
+/// One callback as it came.
+#[derive(Debug, Clone)]
+pub struct Callback {
+    pub at: Instant,
+    pub path: String,
+    /// At exactly the URL given to the session (path and query).
+    pub exact: bool,
+    pub body: Vec<u8>,
+    pub content_type: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct Session {
+    /// The path and query of its callback URL.
+    target: String,
+    failing: bool,
+    callbacks: Vec<Callback>,
+}
+
+#[derive(Default)]
+struct Books {
+    sessions: HashMap<String, Session>,
+    /// Callbacks to no session given (path, time).
+    stray: Vec<(String, Instant)>,
+    next: u64,
+}
+
+/// The endpoint.
+#[derive(Default)]
+pub struct Listener {
+    books: Mutex<Books>,
+}
+
+/// Most callbacks kept per session (a flood is counted, not stored).
+const KEPT: usize = 100;
+
+impl Listener {
+    /// A callback path and query for `session` (registered), to be joined to the public base;
+    /// a session given before keeps its URL and its callbacks.
+    pub fn give(&self, session: &str, failing: bool) -> String {
+        let Ok(mut b) = self.books.lock() else {
+            return String::new();
+        };
+        if let Some(s) = b.sessions.get(session) {
+            return s.target.clone();
+        }
+        b.next += 1;
+        let n = b.next;
+        let target = format!("/cb/{n}{}?k=tck-{n}", super::model::callback_path(session));
+        b.sessions.insert(
+            session.to_string(),
+            Session {
+                target: target.clone(),
+                failing,
+                callbacks: Vec::new(),
+            },
+        );
+        target
+    }
+
+    /// The callbacks of `session` so far.
+    pub fn callbacks(&self, session: &str) -> Vec<Callback> {
+        self.books
+            .lock()
+            .ok()
+            .and_then(|b| b.sessions.get(session).map(|s| s.callbacks.clone()))
+            .unwrap_or_default()
+    }
+
+    /// Callbacks to sessions never given.
+    pub fn stray(&self) -> Vec<String> {
+        self.books
+            .lock()
+            .map(|b| b.stray.iter().map(|(p, _)| p.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// The session a path names: `/cb/N/external/sessions/ID/messages` or the bare form.
+    fn session_of(path: &str) -> Option<String> {
+        let rest = path.split("/external/sessions/").nth(1)?;
+        let id = rest.strip_suffix("/messages")?;
+        Some(percent_decode(id))
+    }
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Ok(b) = u8::from_str_radix(&text[i + 1..i + 3], 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl Handler for Listener {
+    type Note = ();
+
+    async fn handle(&self, request: Request) -> (Plan, ()) {
+        let now = Instant::now();
+        let path = request.path().to_string();
+        let Ok(mut b) = self.books.lock() else {
+            return (Plan::immediate(Response::json_error(500, "poisoned")), ());
+        };
+        let known = Listener::session_of(&path).filter(|s| b.sessions.contains_key(s));
+        let response = match known {
+            Some(session) if request.method == "POST" => {
+                let s = b.sessions.get_mut(&session).expect("known");
+                let exact = request.target == s.target;
+                if s.callbacks.len() < KEPT {
+                    s.callbacks.push(Callback {
+                        at: now,
+                        path: request.target.clone(),
+                        exact,
+                        body: request.body.to_vec(),
+                        content_type: request.header("content-type").map(str::to_string),
+                    });
+                }
+                if s.failing {
+                    Response::json_error(500, "the callback endpoint is failing (agent-tck)")
+                } else {
+                    Response::new(200, "text/plain", Vec::new())
+                }
+            }
+            _ => {
+                if b.stray.len() < KEPT {
+                    b.stray.push((request.target.clone(), now));
+                }
+                Response::json_error(404, "unknown session")
+            }
+        };
+        (Plan::immediate(response), ())
+    }
+
+    async fn finish(&self, _: (), _: Delivered) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_name_their_session() {
+        assert_eq!(
+            Listener::session_of("/cb/3/external/sessions/a%2Fb/messages").as_deref(),
+            Some("a/b")
+        );
+        assert_eq!(
+            Listener::session_of("/external/sessions/s-1/messages").as_deref(),
+            Some("s-1")
+        );
+        assert_eq!(Listener::session_of("/elsewhere"), None);
+        assert_eq!(percent_decode("a%20b%"), "a b%");
+    }
+}

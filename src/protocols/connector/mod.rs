@@ -1,0 +1,22 @@
+//! The external agents' async connector (specs/external-agents-async-connector.md): an agent
+//! server forwards user messages to an external agent's inputUrl, and the agent answers later
+//! by POSTing raw text to a callback URL. To certify an external agent the kit plays the agent
+//! server (`probe`: it forwards, and listens for the callbacks itself).
+//!
+//! - `model`: the payload, session ids, callback paths;
+//! - `listener`: the kit's callback endpoint, recording every callback;
+//! - `agent`: a conforming external agent with switchable flaws (what the probe is tested
+//!   against);
+//! - `rules`, `probe`, `commands`: the cases (`suites/connector.yaml`), their run, the command
+//!   line and the self-test.
+
+pub mod agent;
+pub mod commands;
+pub mod listener;
+pub mod model;
+pub mod probe;
+
+pub use commands::Connector;
+
+/// The registry key, and the report's `protocol`.
+pub const NAME: &str = "connector";

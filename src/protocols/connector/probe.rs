@@ -1,0 +1,613 @@
+//! `agent-tck probe connector`: the kit plays the agent server — it forwards user messages to
+//! the external agent's inputUrl and listens for the callbacks itself (`listener`) — and runs
+//! the cases of `suites/connector.yaml`: first the forwards, then (once the callbacks are in, or
+//! --reply-timeout has passed) the cases judged across them.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::listener::Listener;
+use super::model::{self, FORWARD_TIMEOUT};
+use crate::mock::http1;
+use crate::probe::checks::Check;
+use crate::probe::exchange::ExchangeSpec;
+use crate::probe::plugin::{Ctx, Rule, SuiteProtocol};
+use crate::probe::suite::CaseSpec;
+use crate::probe::Suite as LoadedSuite;
+use crate::report::{CaseResult, Report, RunInfo, Status};
+use crate::text::{excerpt, glob_match, Redactor};
+use crate::transport::http::{self, BaseUrl, Limits, Request};
+
+/// The built-in cases.
+pub const SUITE: (&str, &str) = (
+    "suites/connector.yaml",
+    include_str!("../../../suites/connector.yaml"),
+);
+
+const TEXTS: [&str; 4] = ["plain", "unicode-markdown", "large", "extra-fields"];
+const RULES: [&str; 10] = [
+    "forward",
+    "session_ids",
+    "isolation",
+    "second_message",
+    "no_flood",
+    "ack_within_5s",
+    "callback_arrives",
+    "callback_exact_url",
+    "callback_not_empty",
+    "callback_raw_text",
+];
+
+/// The suite's rule vocabulary, checked at load.
+pub struct Suite;
+
+struct Named(&'static str);
+
+impl Rule for Named {
+    fn reads_exchange(&self) -> bool {
+        false
+    }
+
+    fn validate(&self, args: &Value, _: &BTreeMap<String, ExchangeSpec>) -> Result<(), String> {
+        match (self.0, args) {
+            ("forward", a) => match a.get("text").and_then(Value::as_str) {
+                Some(t) if TEXTS.contains(&t) => Ok(()),
+                _ => Err(format!(
+                    "forward: needs `text:`, one of {}",
+                    TEXTS.join(", ")
+                )),
+            },
+            (_, Value::Null) => Ok(()),
+            (name, _) => Err(format!("{name}: takes no parameters")),
+        }
+    }
+
+    fn evaluate(&self, _: &Value, _: &Ctx<'_>) -> Result<String, String> {
+        Err("run by `probe connector`".into())
+    }
+}
+
+impl SuiteProtocol for Suite {
+    fn rule(&self, name: &str) -> Option<&dyn Rule> {
+        static NAMED: OnceLock<Vec<Named>> = OnceLock::new();
+        NAMED
+            .get_or_init(|| RULES.iter().map(|n| Named(n)).collect())
+            .iter()
+            .find(|r| r.0 == name)
+            .map(|r| r as &dyn Rule)
+    }
+
+    fn rules(&self) -> Vec<&'static str> {
+        RULES.to_vec()
+    }
+}
+
+pub fn suite() -> Result<LoadedSuite, String> {
+    static LOADED: OnceLock<Result<LoadedSuite, String>> = OnceLock::new();
+    LOADED
+        .get_or_init(|| LoadedSuite::parse(SUITE.0, SUITE.1, &Suite))
+        .clone()
+}
+
+/// Validated settings of one run.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The inputUrl: its origin and its path.
+    pub input: (BaseUrl, String),
+    pub agent_id: String,
+    /// Where the kit's callback endpoint listens.
+    pub listen: SocketAddr,
+    /// The base URL given to the agent (default: the bound address).
+    pub callback_base: Option<String>,
+    /// How long a callback may take to arrive.
+    pub reply_timeout: Duration,
+    /// How long the kit waits for an acknowledgement (the 5 s rule is judged apart).
+    pub timeout: Duration,
+    pub max_body: usize,
+    pub seed: u64,
+    pub only: Vec<String>,
+    pub strict: bool,
+}
+
+impl Settings {
+    pub fn wants(&self, id: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|p| glob_match(p, id))
+    }
+}
+
+/// One forward: its session, when it went, what came back.
+struct Forward {
+    what: String,
+    session: String,
+    status: Option<u16>,
+    elapsed: Duration,
+    error: Option<String>,
+    /// Its callback endpoint answers 500 (the no-flood case).
+    failing: bool,
+}
+
+struct Run<'a> {
+    s: &'a Settings,
+    listener: Arc<Listener>,
+    base: String,
+    forwards: Vec<Forward>,
+    n: u64,
+}
+
+impl Run<'_> {
+    fn session(&mut self, id: Option<String>) -> String {
+        self.n += 1;
+        id.unwrap_or_else(|| format!("tck-{}-{}", self.s.seed % 100_000, self.n))
+    }
+
+    /// Forwards `text` for `session` (its callback URL given now), as the server would.
+    async fn forward(
+        &mut self,
+        what: &str,
+        session: &str,
+        text: &str,
+        extra: bool,
+        failing: bool,
+    ) -> usize {
+        let target = self.listener.give(session, failing);
+        let callback = format!("{}{target}", self.base.trim_end_matches('/'));
+        let mut payload = model::input(session, &self.s.agent_id, &callback, text);
+        if extra {
+            payload["activeArtifact"] = json!({"type": "note", "id": "n-1", "name": "Notes"});
+            payload["message"]["tck"] = json!({"unknown": true});
+        }
+        let (base, path) = &self.s.input;
+        let request = Request {
+            method: "POST".into(),
+            path: path.clone(),
+            headers: vec![(
+                "content-type".into(),
+                "application/json; charset=utf-8".into(),
+            )],
+            body: Bytes::from(payload.to_string()),
+        };
+        let limits = Limits {
+            deadline: self.s.timeout,
+            max_body: self.s.max_body,
+            ..Limits::default()
+        };
+        let started = Instant::now();
+        let result = http::send(base, &request, limits).await;
+        self.forwards.push(Forward {
+            what: what.to_string(),
+            session: session.to_string(),
+            status: result.as_ref().ok().map(|r| r.status),
+            elapsed: started.elapsed(),
+            error: result.err().map(|e| e.to_string()),
+            failing,
+        });
+        self.forwards.len() - 1
+    }
+
+    fn verdict_of(&self, indexes: &[usize], case: &mut CaseResult) {
+        let bad: Vec<String> = indexes
+            .iter()
+            .map(|&i| &self.forwards[i])
+            .filter(|f| !f.status.is_some_and(|s| (200..300).contains(&s)))
+            .map(|f| match (&f.status, &f.error) {
+                (Some(s), _) => format!("{} ({}): answered {s}", f.what, f.session),
+                (None, Some(e)) => format!("{} ({}): {e}", f.what, f.session),
+                _ => f.what.clone(),
+            })
+            .collect();
+        if bad.is_empty() {
+            let ms: Vec<String> = indexes
+                .iter()
+                .map(|&i| format!("{} ms", self.forwards[i].elapsed.as_millis()))
+                .collect();
+            case.message = format!("acknowledged 2xx ({})", ms.join(", "));
+        } else {
+            case.fail(bad.join("; "));
+        }
+    }
+}
+
+fn text_of(kind: &str) -> String {
+    match kind {
+        "unicode-markdown" => "# Überblick 🔐\n\n- 认证模块 *prüfen*\n- راجع الفاتورة — סקור\n\n```rust\nfn main() {}\n```".into(),
+        "large" => {
+            let line = "A long message from the user, repeated to reach one hundred kilobytes. ";
+            line.repeat(100 * 1024 / line.len() + 1)[..100 * 1024].to_string()
+        }
+        _ => "hello".into(),
+    }
+}
+
+/// Runs the suite.
+pub async fn run(
+    settings: &Settings,
+    on_case: &(dyn Fn(&CaseResult) + Send + Sync),
+) -> Result<Report, String> {
+    let suite = suite()?;
+    let info = RunInfo::start(
+        "probe",
+        super::NAME,
+        format!("{}{}", settings.input.0, settings.input.1),
+        settings.seed,
+        settings.strict,
+    );
+    let listener = Arc::new(Listener::default());
+    let running = http1::spawn(listener.clone(), settings.listen).await?;
+    let base = settings
+        .callback_base
+        .clone()
+        .unwrap_or_else(|| running.url());
+    let mut run = Run {
+        s: settings,
+        listener,
+        base,
+        forwards: Vec::new(),
+        n: 0,
+    };
+    let mut cases = Vec::new();
+    let mut across: Vec<(String, CaseResult)> = Vec::new();
+    let mut isolated: Vec<String> = Vec::new();
+    let mut second: Option<String> = None;
+    let mut flooded: Option<(String, Instant)> = None;
+    for spec in suite.cases() {
+        if !settings.wants(&spec.id.value) {
+            continue;
+        }
+        let (name, args) = match spec.checks.first() {
+            Some(Check::Rule(call)) => (call.name.clone(), call.args.clone()),
+            _ => {
+                return Err(format!(
+                    "case {}: a connector case runs one rule",
+                    spec.id.value
+                ))
+            }
+        };
+        let mut case = case_of(spec);
+        let t0 = Instant::now();
+        match name.as_str() {
+            "forward" => {
+                let kind = args["text"].as_str().unwrap_or("plain").to_string();
+                let session = run.session(None);
+                let i = run
+                    .forward(
+                        &kind,
+                        &session,
+                        &text_of(&kind),
+                        kind == "extra-fields",
+                        false,
+                    )
+                    .await;
+                run.verdict_of(&[i], &mut case);
+            }
+            "session_ids" => {
+                let mut all = Vec::new();
+                for id in [
+                    "a".to_string(),
+                    "s".repeat(128),
+                    format!("tck_-{}_-", settings.seed % 1000),
+                ] {
+                    let session = run.session(Some(id));
+                    all.push(
+                        run.forward("an edge session id", &session, "hello", false, false)
+                            .await,
+                    );
+                }
+                run.verdict_of(&all, &mut case);
+            }
+            "isolation" => {
+                let sessions: Vec<String> = (0..20).map(|_| run.session(None)).collect();
+                let mut all = Vec::new();
+                // Forwards at once, as twenty users would.
+                let targets: Vec<String> = sessions
+                    .iter()
+                    .map(|s| run.listener.give(s, false))
+                    .collect();
+                let sends = sessions.iter().zip(&targets).map(|(session, target)| {
+                    let callback = format!("{}{target}", run.base.trim_end_matches('/'));
+                    let payload = model::input(
+                        session,
+                        &settings.agent_id,
+                        &callback,
+                        &format!("message for {session}"),
+                    );
+                    let (base, path) = &settings.input;
+                    let request = Request {
+                        method: "POST".into(),
+                        path: path.clone(),
+                        headers: vec![(
+                            "content-type".into(),
+                            "application/json; charset=utf-8".into(),
+                        )],
+                        body: Bytes::from(payload.to_string()),
+                    };
+                    let limits = Limits {
+                        deadline: settings.timeout,
+                        max_body: settings.max_body,
+                        ..Limits::default()
+                    };
+                    async move {
+                        let started = Instant::now();
+                        let r = http::send(base, &request, limits).await;
+                        (session.clone(), started.elapsed(), r)
+                    }
+                });
+                for (session, elapsed, r) in futures::future::join_all(sends).await {
+                    run.forwards.push(Forward {
+                        what: "one of twenty at once".into(),
+                        session: session.clone(),
+                        status: r.as_ref().ok().map(|r| r.status),
+                        elapsed,
+                        error: r.err().map(|e| e.to_string()),
+                        failing: false,
+                    });
+                    all.push(run.forwards.len() - 1);
+                }
+                isolated = sessions;
+                run.verdict_of(&all, &mut case);
+                if case.status == Status::Pass {
+                    across.push((name.clone(), case));
+                    continue;
+                }
+            }
+            "second_message" => {
+                let session = run.session(None);
+                let a = run
+                    .forward("the first message", &session, "first", false, false)
+                    .await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let b = run
+                    .forward("the second message", &session, "second", false, false)
+                    .await;
+                run.verdict_of(&[a, b], &mut case);
+                second = Some(session);
+                if case.status == Status::Pass {
+                    across.push((name.clone(), case));
+                    continue;
+                }
+            }
+            "no_flood" => {
+                let session = run.session(None);
+                let i = run
+                    .forward(
+                        "a message whose callback endpoint fails",
+                        &session,
+                        "hello",
+                        false,
+                        true,
+                    )
+                    .await;
+                run.verdict_of(&[i], &mut case);
+                flooded = Some((session, Instant::now()));
+                if case.status == Status::Pass {
+                    across.push((name.clone(), case));
+                    continue;
+                }
+            }
+            _ => {
+                across.push((name.clone(), case));
+                continue;
+            }
+        }
+        case.duration_ms = t0.elapsed().as_millis() as u64;
+        on_case(&case);
+        cases.push(case);
+    }
+    // The callbacks: every answered forward's session (the failing one apart) has one, or the
+    // reply timeout passed; the failing session is watched a while for retries.
+    let waited = Instant::now();
+    let expected: Vec<String> = run
+        .forwards
+        .iter()
+        .filter(|f| !f.failing && f.status.is_some_and(|s| (200..300).contains(&s)))
+        .map(|f| f.session.clone())
+        .collect();
+    let watch_flood = Duration::from_secs(3).min(settings.reply_timeout);
+    loop {
+        let missing = expected
+            .iter()
+            .any(|s| run.listener.callbacks(s).is_empty());
+        let flood_done = flooded
+            .as_ref()
+            .is_none_or(|(_, t)| t.elapsed() >= watch_flood);
+        if (!missing && flood_done) || waited.elapsed() >= settings.reply_timeout {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A moment more for stray callbacks that follow the right ones.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for (name, mut case) in across {
+        judge_across(
+            &run,
+            &name,
+            &mut case,
+            &isolated,
+            second.as_deref(),
+            flooded.as_ref().map(|(s, _)| s.as_str()),
+        );
+        on_case(&case);
+        cases.push(case);
+    }
+    running.stop().await;
+    Ok(info.report(cases, &Redactor::new(Vec::<String>::new())))
+}
+
+fn case_of(spec: &CaseSpec) -> CaseResult {
+    CaseResult::new(
+        &spec.id.value,
+        &spec.group(),
+        spec.level,
+        &spec.title,
+        &spec.spec,
+    )
+}
+
+fn judge_across(
+    run: &Run<'_>,
+    rule: &str,
+    case: &mut CaseResult,
+    isolated: &[String],
+    second: Option<&str>,
+    flooded: Option<&str>,
+) {
+    let timeout = humantime::format_duration(run.s.reply_timeout);
+    let answered: Vec<&Forward> = run
+        .forwards
+        .iter()
+        .filter(|f| !f.failing && f.status.is_some_and(|s| (200..300).contains(&s)))
+        .collect();
+    let mut sessions: Vec<&str> = answered.iter().map(|f| f.session.as_str()).collect();
+    sessions.sort();
+    sessions.dedup();
+    let all_callbacks: Vec<(String, super::listener::Callback)> = sessions
+        .iter()
+        .flat_map(|s| {
+            run.listener
+                .callbacks(s)
+                .into_iter()
+                .map(move |c| (s.to_string(), c))
+        })
+        .collect();
+    let list = |problems: Vec<String>, n: usize, what: &str, case: &mut CaseResult| {
+        if n == 0 {
+            case.skip(format!("no {what} to judge"));
+        } else if problems.is_empty() {
+            case.message = format!("{n} {what} checked");
+        } else {
+            let shown: Vec<String> = problems.iter().take(5).cloned().collect();
+            case.fail(format!(
+                "{} of {n} {what}: {}",
+                problems.len(),
+                shown.join("; ")
+            ));
+        }
+    };
+    match rule {
+        "ack_within_5s" => {
+            let late: Vec<String> = run
+                .forwards
+                .iter()
+                .filter(|f| f.status.is_some() && f.elapsed > FORWARD_TIMEOUT)
+                .map(|f| format!("{} acknowledged after {:.1} s (the server gives up at 5 s, and never retries)", f.what, f.elapsed.as_secs_f64()))
+                .collect();
+            list(late, run.forwards.len(), "forwards", case);
+        }
+        "callback_arrives" => {
+            let missing: Vec<String> = sessions
+                .iter()
+                .filter(|s| run.listener.callbacks(s).is_empty())
+                .map(|s| format!("{s}: no callback within {timeout}"))
+                .collect();
+            list(missing, sessions.len(), "answered sessions", case);
+        }
+        "callback_exact_url" => {
+            let wrong: Vec<String> = all_callbacks
+                .iter()
+                .filter(|(_, c)| !c.exact)
+                .map(|(s, c)| format!("{s}: to {} (not the URL given)", c.path))
+                .collect();
+            list(wrong, all_callbacks.len(), "callbacks", case);
+        }
+        "callback_not_empty" => {
+            let empty: Vec<String> = all_callbacks
+                .iter()
+                .filter(|(_, c)| c.body.iter().all(u8::is_ascii_whitespace))
+                .map(|(s, _)| format!("{s}: an empty body"))
+                .collect();
+            list(empty, all_callbacks.len(), "callbacks", case);
+        }
+        "callback_raw_text" => {
+            let wrapped: Vec<String> = all_callbacks
+                .iter()
+                .filter(|(_, c)| {
+                    serde_json::from_slice::<Value>(&c.body).is_ok_and(|v| v.is_object())
+                })
+                .map(|(s, c)| {
+                    format!(
+                        "{s}: a JSON envelope, not raw text: {}",
+                        excerpt(&c.body, 80)
+                    )
+                })
+                .collect();
+            list(wrapped, all_callbacks.len(), "callbacks", case);
+            let mut types: Vec<String> = all_callbacks
+                .iter()
+                .map(|(_, c)| c.content_type.clone().unwrap_or_else(|| "(none)".into()))
+                .collect();
+            types.sort();
+            types.dedup();
+            if case.status == Status::Pass {
+                case.message = format!("{}; Content-Type: {}", case.message, types.join(", "));
+            }
+        }
+        "isolation" => {
+            let stray = run.listener.stray();
+            let unanswered: Vec<String> = isolated
+                .iter()
+                .filter(|s| run.listener.callbacks(s).is_empty())
+                .map(|s| format!("{s}: no callback"))
+                .collect();
+            if !stray.is_empty() {
+                case.fail(format!(
+                    "{} callback(s) to a session never given (answered 404), e.g. {}",
+                    stray.len(),
+                    stray[0]
+                ));
+            } else if !unanswered.is_empty() {
+                case.fail(format!(
+                    "{} of 20 sessions got no callback at their own URL, e.g. {}",
+                    unanswered.len(),
+                    unanswered[0]
+                ));
+            } else {
+                case.message =
+                    "20 sessions, each answered at its own URL; none to a session never given"
+                        .into();
+            }
+        }
+        "second_message" => {
+            let n = second.map(|s| run.listener.callbacks(s).len()).unwrap_or(0);
+            if n >= 2 {
+                case.message = format!("{n} callbacks for two messages");
+            } else {
+                case.fail(format!(
+                    "{n} callback(s) for two messages on one session within {timeout}"
+                ));
+            }
+        }
+        "no_flood" => {
+            let callbacks = flooded
+                .map(|s| run.listener.callbacks(s))
+                .unwrap_or_default();
+            let n = callbacks.len();
+            let gaps: Vec<String> = callbacks
+                .windows(2)
+                .map(|w| format!("{} ms", w[1].at.duration_since(w[0].at).as_millis()))
+                .collect();
+            let what = format!(
+                "{n} attempt(s) at a failing endpoint{}",
+                if gaps.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} apart", gaps.join(", "))
+                }
+            );
+            if n > 5 {
+                case.fail(format!("{what}: more than a few retries, a flood"));
+            } else {
+                case.message = what;
+            }
+        }
+        _ => case.skip(format!("no rule {rule}")),
+    }
+}
+
+/// Every case id.
+pub fn case_ids() -> Result<Vec<String>, String> {
+    Ok(suite()?.ids())
+}

@@ -1,0 +1,124 @@
+//! `probe connector` against the reference external agent, which passes every case, and against
+//! agents with one flaw each, each caught by exactly its case; an inputUrl that is not there.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_tck::mock::http1;
+use agent_tck::protocols::connector::agent::{split_url, ExternalAgent, Flaws};
+use agent_tck::protocols::connector::probe::{run, Settings};
+use agent_tck::report::{Report, Status};
+
+fn settings(input: &str) -> Settings {
+    Settings {
+        input: split_url(input).unwrap(),
+        agent_id: "external-agent-a".into(),
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        callback_base: None,
+        reply_timeout: Duration::from_secs(15),
+        timeout: Duration::from_secs(15),
+        max_body: 5_000_000,
+        seed: 9,
+        only: Vec::new(),
+        strict: false,
+    }
+}
+
+async fn probe(flaw: &str) -> Report {
+    let agent = Arc::new(ExternalAgent::new(Flaws::named(flaw).unwrap()));
+    let running = http1::spawn(agent, SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let report = run(
+        &settings(&format!("{}/v1/assistant/input", running.url())),
+        &|_| {},
+    )
+    .await
+    .unwrap();
+    running.stop().await;
+    report
+}
+
+fn failing(report: &Report) -> Vec<(&str, &str)> {
+    report
+        .cases
+        .iter()
+        .filter(|c| c.status == Status::Fail)
+        .map(|c| (c.id.as_str(), c.message.as_str()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_agent_passes_and_each_flaw_fails_exactly_its_case() {
+    let report = probe("conforming").await;
+    assert_eq!(failing(&report), vec![], "{:#?}", report.cases);
+    assert!(
+        report.cases.iter().all(|c| c.status == Status::Pass),
+        "{:#?}",
+        report.cases
+    );
+    let raw = report
+        .cases
+        .iter()
+        .find(|c| c.id == "callback.raw-text")
+        .unwrap();
+    assert!(
+        raw.message.contains("Content-Type: text/markdown"),
+        "{}",
+        raw.message
+    );
+    let flaws = [
+        ("slow-ack", "forward.within-5s", "acknowledged after 6."),
+        (
+            "hard-coded-callback",
+            "callback.exact-url",
+            "(not the URL given)",
+        ),
+        ("json-envelope", "callback.raw-text", "a JSON envelope"),
+        ("empty-callback", "callback.not-empty", "an empty body"),
+        (
+            "stray-callback",
+            "isolation.sessions",
+            "to a session never given",
+        ),
+        ("floods-failing-endpoint", "resilience.no-flood", "a flood"),
+    ];
+    // Each probe has its own agent and listener: they run side by side.
+    let reports = futures::future::join_all(flaws.iter().map(|(flaw, _, _)| probe(flaw))).await;
+    for ((flaw, case, needle), report) in flaws.into_iter().zip(reports) {
+        let failed = failing(&report);
+        assert_eq!(
+            failed.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+            vec![case],
+            "{flaw}: {failed:#?}"
+        );
+        assert!(failed[0].1.contains(needle), "{flaw}: {}", failed[0].1);
+    }
+}
+
+#[tokio::test]
+async fn an_input_url_that_is_not_there_fails_the_forwards_and_judges_nothing_else() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut s = settings(&format!("http://127.0.0.1:{port}/in"));
+    s.reply_timeout = Duration::from_secs(1);
+    let report = run(&s, &|_| {}).await.unwrap();
+    let failed: Vec<&str> = failing(&report).iter().map(|(id, _)| *id).collect();
+    assert!(failed.contains(&"forward.plain"), "{failed:?}");
+    assert!(failing(&report).iter().all(|(_, m)| !m.is_empty()));
+    let arrives = report
+        .cases
+        .iter()
+        .find(|c| c.id == "callback.arrives")
+        .unwrap();
+    assert_eq!(
+        arrives.status,
+        Status::Skip,
+        "nothing was acknowledged: {}",
+        arrives.message
+    );
+}
