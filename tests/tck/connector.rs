@@ -122,3 +122,31 @@ async fn an_input_url_that_is_not_there_fails_the_forwards_and_judges_nothing_el
         arrives.message
     );
 }
+
+/// An inputUrl that takes the message and never answers is cut 2 s after the server's 5 s.
+#[tokio::test]
+async fn an_input_url_that_never_answers_is_cut_at_the_deadline() {
+    let (url, task) = crate::support::raw_server(|mut stream| async move {
+        crate::support::read_request(&mut stream).await;
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        drop(stream);
+    })
+    .await;
+    let mut s = settings(&format!("{url}/in"));
+    s.only = vec!["forward.plain".into()];
+    let started = std::time::Instant::now();
+    let report = run(&s, &|_| {}).await.unwrap();
+    task.abort();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let failed = failing(&report);
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert!(
+        failed[0].1.contains("no complete answer within 7s"),
+        "{}",
+        failed[0].1
+    );
+}

@@ -172,7 +172,7 @@ impl Run<'_> {
             body: Bytes::from(payload.to_string()),
         };
         let limits = Limits {
-            deadline: self.s.timeout,
+            deadline: ack_deadline(self.s),
             max_body: self.s.max_body,
             ..Limits::default()
         };
@@ -210,6 +210,12 @@ impl Run<'_> {
             case.fail(bad.join("; "));
         }
     }
+}
+
+/// How long the kit waits for an acknowledgement: the server's 5 s and 2 s more, to tell a
+/// slow agent (`forward.within-5s`) from one that never answers (cut there, as everywhere).
+fn ack_deadline(s: &Settings) -> Duration {
+    s.timeout.min(FORWARD_TIMEOUT + Duration::from_secs(2))
 }
 
 fn text_of(kind: &str) -> String {
@@ -326,7 +332,7 @@ pub async fn run(
                         body: Bytes::from(payload.to_string()),
                     };
                     let limits = Limits {
-                        deadline: settings.timeout,
+                        deadline: ack_deadline(settings),
                         max_body: settings.max_body,
                         ..Limits::default()
                     };
