@@ -100,7 +100,9 @@ fn percent_decode(text: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(b) = u8::from_str_radix(&text[i + 1..i + 3], 16) {
+            // Bytes, not a str slice: what follows a % may be any UTF-8.
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+            if let Some(b) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
                 out.push(b);
                 i += 3;
                 continue;
@@ -170,5 +172,6 @@ mod tests {
         );
         assert_eq!(Listener::session_of("/elsewhere"), None);
         assert_eq!(percent_decode("a%20b%"), "a b%");
+        assert_eq!(percent_decode("%aé%é"), "%aé%é");
     }
 }

@@ -601,8 +601,9 @@ async fn bad_input(c: &mut Client<'_>, kind: &str) -> Result<Verdict, String> {
     let mut body = c.build(0, "APPROVAL");
     let raw = match kind {
         "malformed-json" => {
-            let text = body.to_string();
-            Bytes::from(text[..text.len() / 2].to_string())
+            // Half the bytes (an agent id may be any UTF-8: cut bytes, not a str).
+            let text = body.to_string().into_bytes();
+            Bytes::from(text[..text.len() / 2].to_vec())
         }
         "empty-body" => Bytes::new(),
         other => {
