@@ -140,6 +140,7 @@ fn help_and_version_exit_0() {
 
 #[test]
 fn selftest_passes_and_writes_both_reports() {
+    let _heavy = crate::support::heavy_blocking();
     let dir = TempDir::new("selftest");
     let (json, junit) = (dir.path("tck.json"), dir.path("tck.xml"));
     let out = agent_tck(&[

@@ -51,6 +51,7 @@ fn failing(report: &Report) -> Vec<(&str, &str)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_agent_passes_and_each_flaw_fails_exactly_its_case() {
+    let _heavy = crate::support::heavy().await;
     let report = probe("conforming").await;
     assert_eq!(failing(&report), vec![], "{:#?}", report.cases);
     assert!(

@@ -15,6 +15,7 @@ use crate::platform::{self, PlatformConfig, Variant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_probe_fails_exactly_the_cases_each_behaviour_breaks() {
+    let _heavy = crate::support::heavy().await;
     let exe = std::path::Path::new(env!("CARGO_BIN_EXE_agent-tck"));
     let matrices = agent_tck::selftest::matrix::Matrix::builtin().unwrap();
     assert_eq!(
@@ -65,7 +66,7 @@ pub async fn drive(platform_url: &str, agent_timeout: Duration) -> Report {
 url: {platform_url}
 timeout: {}ms
 register: {{ path: /api/v1/agents }}
-trigger: {{ count: 2, concurrency: 2, margin: 1s, expect: {{ json: ["status == completed"] }} }}
+trigger: {{ count: 2, concurrency: 2, margin: 8s, expect: {{ json: ["status == completed"] }} }}
 "#,
         agent_timeout.as_millis()
     );

@@ -221,7 +221,7 @@ async fn the_deliberation_deadline_names_where_it_comes_from() {
     assert!(
         deadline
             .message
-            .contains("the deliberation deadline: platform.timeout 800ms × 3 + margin 1s"),
+            .contains("the deliberation deadline: platform.timeout 800ms × 3 + margin 8s"),
         "{}",
         deadline.message
     );

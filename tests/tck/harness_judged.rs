@@ -250,6 +250,7 @@ async fn the_reference_harness_is_judged_clean_against_every_behaviour() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_flawed_harness_is_caught_by_exactly_its_check() {
+    let _heavy = crate::support::heavy().await;
     let cases: &[(&str, Flaws, &str, &str)] = &[
         (
             "never-finishes",

@@ -200,6 +200,7 @@ async fn the_example_client_is_judged_clean_and_every_rule_is_exercised() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_flawed_client_is_caught_by_exactly_its_check() {
+    let _heavy = crate::support::heavy().await;
     let cases = [
         (
             Flaws_ {

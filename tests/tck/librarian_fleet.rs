@@ -49,6 +49,7 @@ fn failing(report: &Report) -> Vec<(&str, &str)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fleet_holds_against_the_reference_and_names_each_flaw() {
+    let _heavy = crate::support::heavy().await;
     let report = against("conforming").await;
     assert_eq!(failing(&report), vec![], "{:#?}", report.cases);
     for id in [

@@ -357,3 +357,17 @@ pub fn python() -> Option<&'static str> {
         })
         .as_deref()
 }
+
+/// Held by the tests that each run many servers, processes or requests at once (probe ×
+/// flaw sweeps, client fleets): one at a time, so that on a small machine their load does not
+/// push the timing-sensitive tests past their deadlines.
+pub async fn heavy() -> tokio::sync::MutexGuard<'static, ()> {
+    HEAVY.lock().await
+}
+
+/// The same, for a test outside a runtime.
+pub fn heavy_blocking() -> tokio::sync::MutexGuard<'static, ()> {
+    HEAVY.blocking_lock()
+}
+
+static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
