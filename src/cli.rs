@@ -76,7 +76,8 @@ pub struct Cli {
 pub enum Command {
     /// Play the platform: certify a real agent against a protocol's suite.
     Probe(ProbeCommand),
-    /// Play the agents: serve mock agents for a platform to talk to.
+    /// Play the other side: mock agents for a platform to talk to (or a mock Librarian for agent
+    /// clients), judging it from what it sends.
     #[command(subcommand)]
     Mock(MockCommand),
     /// Probe a conforming agent of every protocol, then a mock agent per behaviour; print it all
