@@ -84,6 +84,12 @@ impl RunArgs {
     }
 }
 
+/// Whether `--only` (its patterns, as [`only_patterns`] gives them) selects the case `id`: no
+/// pattern selects every case.
+pub fn selected(only: &[String], id: &str) -> bool {
+    only.is_empty() || only.iter().any(|p| crate::text::glob_match(p, id))
+}
+
 /// `--only` patterns, trimmed, the empty ones dropped.
 pub fn only_patterns(only: &[String]) -> Vec<String> {
     only.iter()

@@ -20,7 +20,7 @@ use crate::probe::plugin::{Ctx, Rule, SuiteProtocol};
 use crate::probe::suite::CaseSpec;
 use crate::probe::Suite as LoadedSuite;
 use crate::report::{CaseResult, Report, RunInfo, Status};
-use crate::text::{excerpt, glob_match, Redactor};
+use crate::text::{excerpt, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
 
 /// The built-in cases.
@@ -116,7 +116,7 @@ pub struct Settings {
 
 impl Settings {
     pub fn wants(&self, id: &str) -> bool {
-        self.only.is_empty() || self.only.iter().any(|p| glob_match(p, id))
+        crate::probe::args::selected(&self.only, id)
     }
 }
 

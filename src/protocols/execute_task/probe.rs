@@ -21,7 +21,6 @@ use crate::probe::suite::CaseSpec;
 use crate::probe::template::{self, Fill, RunValues};
 use crate::protocols::execute_task::model::{check_answer, discover_name, reference_harness_notes};
 use crate::report::{CaseResult, Exchange, Level, Report, RunInfo, Status};
-use crate::text::glob_match;
 use crate::text::{excerpt, excerpt_str, shell_quote, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
 use crate::transport::lines::LineError;
@@ -107,7 +106,7 @@ impl TaskSettings {
 
     /// Whether `--only` selects the case `id`.
     pub fn wants(&self, id: &str) -> bool {
-        self.only.is_empty() || self.only.iter().any(|p| glob_match(p, id))
+        crate::probe::args::selected(&self.only, id)
     }
 }
 

@@ -18,7 +18,7 @@ use crate::probe::checks::Check;
 use crate::probe::suite::CaseSpec;
 use crate::report::{CaseResult, Exchange, Report, RunInfo, Status};
 use crate::schema::{findings_message, schemas};
-use crate::text::{excerpt, glob_match, Redactor};
+use crate::text::{excerpt, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
 
 /// Validated settings of one run.
@@ -41,7 +41,7 @@ pub struct Settings {
 
 impl Settings {
     pub fn wants(&self, id: &str) -> bool {
-        self.only.is_empty() || self.only.iter().any(|p| glob_match(p, id))
+        crate::probe::args::selected(&self.only, id)
     }
 }
 
