@@ -75,6 +75,78 @@ pub trait Rule: Send + Sync {
     fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Result<String, String>;
 }
 
+/// The rule vocabulary of a protocol whose cases its own driver runs (each case a small
+/// scenario: the Librarian's, the connector's): the suite loader checks every case's rule name
+/// and arguments at load with `validate`, and the generic runner never evaluates them.
+pub struct DriverRules {
+    names: &'static [&'static str],
+    validate: fn(&str, &Value) -> Result<(), String>,
+    /// The command that runs them, for the error should the generic runner meet one.
+    runner: &'static str,
+    rules: std::sync::OnceLock<Vec<DriverRule>>,
+}
+
+struct DriverRule {
+    name: &'static str,
+    validate: fn(&str, &Value) -> Result<(), String>,
+    runner: &'static str,
+}
+
+impl DriverRules {
+    pub const fn new(
+        names: &'static [&'static str],
+        validate: fn(&str, &Value) -> Result<(), String>,
+        runner: &'static str,
+    ) -> DriverRules {
+        DriverRules {
+            names,
+            validate,
+            runner,
+            rules: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+impl Rule for DriverRule {
+    fn reads_exchange(&self) -> bool {
+        false
+    }
+
+    fn validate(&self, args: &Value, _: &BTreeMap<String, ExchangeSpec>) -> Result<(), String> {
+        (self.validate)(self.name, args)
+    }
+
+    fn evaluate(&self, _: &Value, _: &Ctx<'_>) -> Result<String, String> {
+        Err(format!(
+            "{}: run by `{}`, not by the generic suite runner",
+            self.name, self.runner
+        ))
+    }
+}
+
+impl SuiteProtocol for DriverRules {
+    fn rule(&self, name: &str) -> Option<&dyn Rule> {
+        let rules = self.rules.get_or_init(|| {
+            self.names
+                .iter()
+                .map(|&name| DriverRule {
+                    name,
+                    validate: self.validate,
+                    runner: self.runner,
+                })
+                .collect()
+        });
+        rules
+            .iter()
+            .find(|r| r.name == name)
+            .map(|r| r as &dyn Rule)
+    }
+
+    fn rules(&self) -> Vec<&'static str> {
+        self.names.to_vec()
+    }
+}
+
 /// No rules and no generators: a suite of generic checks only.
 pub struct GenericOnly;
 

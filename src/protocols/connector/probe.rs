@@ -3,7 +3,6 @@
 //! the cases of `suites/connector.yaml`: first the forwards, then (once the callbacks are in, or
 //! --reply-timeout has passed) the cases judged across them.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -15,8 +14,7 @@ use super::listener::Listener;
 use super::model::{self, FORWARD_TIMEOUT};
 use crate::mock::http1;
 use crate::probe::checks::Check;
-use crate::probe::exchange::ExchangeSpec;
-use crate::probe::plugin::{Ctx, Rule, SuiteProtocol};
+use crate::probe::plugin::DriverRules;
 use crate::probe::suite::CaseSpec;
 use crate::probe::Suite as LoadedSuite;
 use crate::report::{CaseResult, Report, RunInfo, Status};
@@ -43,54 +41,27 @@ const RULES: [&str; 10] = [
     "callback_raw_text",
 ];
 
-/// The suite's rule vocabulary, checked at load.
-pub struct Suite;
-
-struct Named(&'static str);
-
-impl Rule for Named {
-    fn reads_exchange(&self) -> bool {
-        false
-    }
-
-    fn validate(&self, args: &Value, _: &BTreeMap<String, ExchangeSpec>) -> Result<(), String> {
-        match (self.0, args) {
-            ("forward", a) => match a.get("text").and_then(Value::as_str) {
-                Some(t) if TEXTS.contains(&t) => Ok(()),
-                _ => Err(format!(
-                    "forward: needs `text:`, one of {}",
-                    TEXTS.join(", ")
-                )),
-            },
-            (_, Value::Null) => Ok(()),
-            (name, _) => Err(format!("{name}: takes no parameters")),
-        }
-    }
-
-    fn evaluate(&self, _: &Value, _: &Ctx<'_>) -> Result<String, String> {
-        Err("run by `probe connector`".into())
+/// The suite's rule vocabulary: `forward` takes `text:`, the others nothing.
+fn validate(name: &str, args: &Value) -> Result<(), String> {
+    match (name, args) {
+        ("forward", a) => match a.get("text").and_then(Value::as_str) {
+            Some(t) if TEXTS.contains(&t) => Ok(()),
+            _ => Err(format!(
+                "forward: needs `text:`, one of {}",
+                TEXTS.join(", ")
+            )),
+        },
+        (_, Value::Null) => Ok(()),
+        (name, _) => Err(format!("{name}: takes no parameters")),
     }
 }
 
-impl SuiteProtocol for Suite {
-    fn rule(&self, name: &str) -> Option<&dyn Rule> {
-        static NAMED: OnceLock<Vec<Named>> = OnceLock::new();
-        NAMED
-            .get_or_init(|| RULES.iter().map(|n| Named(n)).collect())
-            .iter()
-            .find(|r| r.0 == name)
-            .map(|r| r as &dyn Rule)
-    }
-
-    fn rules(&self) -> Vec<&'static str> {
-        RULES.to_vec()
-    }
-}
+static RULE_NAMES: DriverRules = DriverRules::new(&RULES, validate, "probe connector");
 
 pub fn suite() -> Result<LoadedSuite, String> {
     static LOADED: OnceLock<Result<LoadedSuite, String>> = OnceLock::new();
     LOADED
-        .get_or_init(|| LoadedSuite::parse(SUITE.0, SUITE.1, &Suite))
+        .get_or_init(|| LoadedSuite::parse(SUITE.0, SUITE.1, &RULE_NAMES))
         .clone()
 }
 

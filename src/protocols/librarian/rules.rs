@@ -3,14 +3,12 @@
 //! of requests (a valid request and its status, a request missing one field, 61 requests in a
 //! minute), run by `probe::run`; the suite loader checks each case's rule and arguments at load.
 
-use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use serde_json::Value;
 
 use super::model::{required_fields, REQUEST_TYPES};
-use crate::probe::exchange::ExchangeSpec;
-use crate::probe::plugin::{Ctx, Rule, SuiteProtocol};
+use crate::probe::plugin::DriverRules;
 use crate::probe::Suite as LoadedSuite;
 
 /// The built-in cases: (file, YAML).
@@ -23,7 +21,7 @@ pub const SUITE: (&str, &str) = (
 pub fn suite() -> Result<LoadedSuite, String> {
     static LOADED: OnceLock<Result<LoadedSuite, String>> = OnceLock::new();
     LOADED
-        .get_or_init(|| LoadedSuite::parse(SUITE.0, SUITE.1, &Suite))
+        .get_or_init(|| LoadedSuite::parse(SUITE.0, SUITE.1, &RULE_NAMES))
         .clone()
 }
 
@@ -235,32 +233,40 @@ const RULES: [&str; 28] = [
 ];
 
 /// The Librarian as the suite engine sees it: rule names and their arguments, checked at load.
-pub struct Suite;
+pub static RULE_NAMES: DriverRules = DriverRules::new(
+    &RULES,
+    |name, args| Scenario::of(name, args).map(drop),
+    "probe librarian",
+);
 
-struct Named(&'static str);
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl Rule for Named {
-    fn reads_exchange(&self) -> bool {
-        false
-    }
-
-    fn validate(&self, args: &Value, _: &BTreeMap<String, ExchangeSpec>) -> Result<(), String> {
-        Scenario::of(self.0, args).map(drop)
-    }
-
-    fn evaluate(&self, _: &Value, _: &Ctx<'_>) -> Result<String, String> {
-        Err("run by `probe librarian`, not by the generic suite runner".into())
-    }
-}
-
-impl SuiteProtocol for Suite {
-    fn rule(&self, name: &str) -> Option<&dyn Rule> {
-        static NAMED: OnceLock<Vec<Named>> = OnceLock::new();
-        let named = NAMED.get_or_init(|| RULES.iter().map(|n| Named(n)).collect());
-        named.iter().find(|r| r.0 == name).map(|r| r as &dyn Rule)
-    }
-
-    fn rules(&self) -> Vec<&'static str> {
-        RULES.to_vec()
+    /// The loader checks each case's rule and arguments through the vocabulary, naming the line.
+    #[test]
+    fn a_bad_rule_or_argument_is_refused_at_load() {
+        let suite = |check: &str| {
+            format!("protocol: librarian\ntitle: t\nspec: s\ncases:\n  - id: a.b\n    level: must\n    title: t\n    spec: s\n    checks: [{check}]\n")
+        };
+        assert!(LoadedSuite::parse(
+            "x.yaml",
+            &suite("{valid_request: {type: QUERY}}"),
+            &RULE_NAMES
+        )
+        .is_ok());
+        for (bad, why) in [
+            ("{valid_request: {type: SHOUT}}", "\"SHOUT\" is not one of"),
+            (
+                "{missing_field: {type: QUERY, field: rationale}}",
+                "not a required field of QUERY",
+            ),
+            ("{lifecycle: {x: 1}}", "takes no parameters"),
+        ] {
+            let e = LoadedSuite::parse("x.yaml", &suite(bad), &RULE_NAMES)
+                .err()
+                .unwrap();
+            assert!(e.starts_with("x.yaml:") && e.contains(why), "{bad}: {e}");
+        }
     }
 }
