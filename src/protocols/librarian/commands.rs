@@ -280,6 +280,36 @@ mod tests {
             .unwrap_err()
             .contains("given twice"));
     }
+
+    #[test]
+    fn until_and_registry_files_read_as_documented() {
+        assert_eq!(parse_until(None), Ok(Until::Interrupted));
+        assert_eq!(parse_until(Some("20-requests")), Ok(Until::Requests(20)));
+        assert_eq!(parse_until(Some("7")), Ok(Until::Requests(7)));
+        assert_eq!(
+            parse_until(Some("30s")),
+            Ok(Until::After(std::time::Duration::from_secs(30)))
+        );
+        assert!(parse_until(Some("0")).is_err());
+        assert!(parse_until(Some("soon"))
+            .unwrap_err()
+            .contains("N-requests"));
+        let dir = std::env::temp_dir().join(format!("tck-registry-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("agents.yaml");
+        std::fs::write(&path, "agents:\n  claude-3:\n    type: code-generator\n    token: t1\n    capabilities: [read, write]\n    rate_limit: 100/hour\n    allowed_targets: [code]\n  gemini-pro:\n    capabilities: [read]\n").unwrap();
+        let agents = read_registry(&path, false).unwrap();
+        assert_eq!(agents[0].id, "claude-3");
+        assert_eq!(agents[0].allowed_targets, vec!["code".to_string()]);
+        assert_eq!(
+            agents[1].allowed_targets,
+            vec!["all".to_string()],
+            "none given: all"
+        );
+        let e = read_registry(&path, true).unwrap_err();
+        assert!(e.contains("agent gemini-pro: give its `token:`"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
 
 /// `mock librarian`'s flags: the kit plays the Librarian and judges the agent client.
