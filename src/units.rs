@@ -18,6 +18,12 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// A duration for people, to the millisecond: `2s`, `4s 400ms`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    humantime::format_duration(Duration::from_millis(ms)).to_string()
+}
+
 /// A byte count: `5000000`, `512k`, `5M`, `5MB`, `5MiB` (k and M are 1000 and 1,000,000; KiB and
 /// MiB are 1024 and 1,048,576).
 pub fn parse_bytes(text: &str) -> Result<usize, String> {

@@ -17,6 +17,16 @@ use crate::text::yaml_error;
 /// Rows probed at once.
 const ROWS_AT_ONCE: usize = 6;
 
+/// The deadline of a run is at least the file's timeout, and at least this many times the
+/// slowest measured start of a process (a 3 ms start, as on an idle machine, keeps 2 s).
+const SPAWNS_PER_DEADLINE: u32 = 100;
+
+/// ... and at least this many times the slowest measured loopback round trip.
+const ROUND_TRIPS_PER_DEADLINE: u32 = 1000;
+
+/// Samples of each measurement (the slowest counts).
+const SAMPLES: usize = 5;
+
 /// How the probe reaches the mock of a row.
 const TRANSPORTS: [&str; 4] = ["http", "stdio", "stdio-per-turn", "tcp"];
 
@@ -27,6 +37,9 @@ pub struct MatrixFile {
     #[serde(default = "roundtable")]
     pub protocol: String,
     /// The probe's --timeout for every row (short: rows with slow or hung agents wait for it).
+    /// It is a floor: on a busy machine the run's deadline grows with the round trips measured
+    /// before it (see [`Calibration`]); durations in behaviours written `{deadline*1.5}` grow
+    /// with it.
     pub timeout: String,
     pub rows: Vec<Row>,
 }
@@ -63,6 +76,8 @@ pub struct RowResult {
     /// Each case's status and message, to explain a mismatch.
     pub messages: Vec<(String, Status, String)>,
     pub duration: Duration,
+    /// Why the row was run a second time, when it was (see [`is_about_time`]).
+    pub retried: Option<String>,
 }
 
 impl RowResult {
@@ -77,6 +92,129 @@ fn read(source: &str, text: &str) -> Result<MatrixFile, String> {
         serde_saphyr::from_str(text).map_err(|e| yaml_error(source, &e.to_string()))?;
     crate::units::parse_duration(&file.timeout).map_err(|e| format!("{source}: timeout: {e}"))?;
     Ok(file)
+}
+
+/// `behavior` with each `{deadline}` or `{deadline*F}` written as that duration in milliseconds:
+/// a slow agent stays slower than the deadline however far a busy machine stretches it.
+pub fn at_deadline(behavior: &str, deadline: Duration) -> Result<String, String> {
+    static TEMPLATE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\{deadline(?:\*([0-9]+(?:\.[0-9]+)?))?\}").expect("a valid regex")
+    });
+    let text = TEMPLATE.replace_all(behavior, |c: &regex::Captures| {
+        let factor: f64 = c.get(1).map_or(1.0, |f| f.as_str().parse().unwrap_or(1.0));
+        format!(
+            "{}ms",
+            (deadline.as_secs_f64() * factor * 1000.0).round() as u64
+        )
+    });
+    if text.contains('{') {
+        return Err(format!(
+            "{behavior:?}: a template other than {{deadline}} or {{deadline*F}}"
+        ));
+    }
+    Ok(text.into_owned())
+}
+
+/// What a run's deadline is derived from: the slowest of a few process starts (the agent-tck
+/// binary's `--version`) and loopback TCP round trips, measured just before the run. On a
+/// machine busy with other work both grow, and so does the deadline, so that a starved probe
+/// does not turn into a wrong verdict about a mock.
+#[derive(Debug, Clone, Copy)]
+pub struct Calibration {
+    pub spawn: Duration,
+    pub round_trip: Duration,
+}
+
+impl Calibration {
+    pub async fn measure(exe: &Path) -> Result<Calibration, Error> {
+        let mut spawn = Duration::ZERO;
+        for _ in 0..SAMPLES {
+            let started = Instant::now();
+            let status = tokio::process::Command::new(exe)
+                .arg("--version")
+                .stdout(std::process::Stdio::null())
+                .kill_on_drop(true)
+                .status()
+                .await
+                .map_err(|e| Error::run(format!("cannot run {}: {e}", exe.display())))?;
+            if !status.success() {
+                return Err(Error::run(format!("{} --version: {status}", exe.display())));
+            }
+            spawn = spawn.max(started.elapsed());
+        }
+        Ok(Calibration {
+            spawn,
+            round_trip: loopback_round_trip()
+                .await
+                .map_err(|e| Error::run(format!("a loopback round trip: {e}")))?,
+        })
+    }
+
+    /// The deadline for a file whose timeout is `floor`.
+    pub fn deadline(&self, floor: Duration) -> Duration {
+        floor
+            .max(self.spawn * SPAWNS_PER_DEADLINE)
+            .max(self.round_trip * ROUND_TRIPS_PER_DEADLINE)
+    }
+
+    /// `at least the file's 2s, 100× the slowest of 5 process starts (3.1 ms), …`
+    pub fn describe(&self, floor: Duration) -> String {
+        format!(
+            "at least the file's {}, {SPAWNS_PER_DEADLINE}× the slowest of {SAMPLES} process starts ({:.1} ms) and {ROUND_TRIPS_PER_DEADLINE}× the slowest of {SAMPLES} loopback round trips ({:.2} ms)",
+            crate::units::format_duration(floor),
+            self.spawn.as_secs_f64() * 1000.0,
+            self.round_trip.as_secs_f64() * 1000.0
+        )
+    }
+}
+
+/// The slowest of a few loopback TCP round trips: a line written and echoed back.
+async fn loopback_round_trip() -> std::io::Result<Duration> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
+    let addr = listener.local_addr()?;
+    let echo = tokio::spawn(async move {
+        let (mut conn, _) = listener.accept().await?;
+        let mut byte = [0u8; 1];
+        while conn.read_exact(&mut byte).await.is_ok() {
+            conn.write_all(&byte).await?;
+        }
+        std::io::Result::Ok(())
+    });
+    let mut conn = tokio::net::TcpStream::connect(addr).await?;
+    conn.set_nodelay(true)?;
+    let mut slowest = Duration::ZERO;
+    let mut byte = [0u8; 1];
+    for _ in 0..SAMPLES {
+        let started = Instant::now();
+        conn.write_all(b"x").await?;
+        conn.read_exact(&mut byte).await?;
+        slowest = slowest.max(started.elapsed());
+    }
+    drop(conn);
+    echo.abort();
+    Ok(slowest)
+}
+
+/// Whether a row's mismatch is about time alone: every case that failed unexpectedly failed on a
+/// deadline (its message says it timed out or came too late). Such a row is run once more at
+/// twice the deadline, and the table says so; any other mismatch is reported as it is.
+pub fn is_about_time(row: &RowResult) -> bool {
+    const WORDS: [&str; 4] = [
+        "timed out",
+        "no complete answer within",
+        "deadline",
+        "too late",
+    ];
+    let unexpected: Vec<&String> = row.actual.difference(&row.expected).collect();
+    row.expected.is_subset(&row.actual)
+        && !unexpected.is_empty()
+        && unexpected.iter().all(|id| {
+            row.messages
+                .iter()
+                .find(|(i, _, _)| i == *id)
+                .is_some_and(|(_, _, m)| WORDS.iter().any(|w| m.contains(w)))
+        })
 }
 
 /// A matrix and the protocol it is for.
@@ -133,8 +271,11 @@ impl Matrix {
                     TRANSPORTS.join(", ")
                 ));
             }
+            let floor = crate::units::parse_duration(&file.timeout)?;
+            let behavior =
+                at_deadline(&row.behavior.value, floor).map_err(|e| format!("{at}: {e}"))?;
             protocol
-                .check_behavior(&row.behavior.value, t)
+                .check_behavior(&behavior, t)
                 .map_err(|e| format!("{at}: {e}"))?;
             for id in &row.fails {
                 if !ids.contains(id) {
@@ -171,19 +312,70 @@ impl Matrix {
     /// can accept an answer that came after its deadline.) `exe` is the agent-tck binary, for
     /// rows whose agent runs over stdio.
     pub async fn run(&self, seed: u64, exe: &Path) -> Result<Vec<RowResult>, Error> {
+        let deadline = self.deadline(exe).await?.0;
+        self.run_at(deadline, seed, exe).await
+    }
+
+    /// The file's timeout.
+    pub fn floor(&self) -> Duration {
+        crate::units::parse_duration(&self.file.timeout).unwrap_or(Duration::from_secs(2))
+    }
+
+    /// The deadline for a run now (see [`Calibration`]), and what it was derived from.
+    pub async fn deadline(&self, exe: &Path) -> Result<(Duration, String), Error> {
+        let calibration = Calibration::measure(exe).await?;
+        Ok((
+            calibration.deadline(self.floor()),
+            calibration.describe(self.floor()),
+        ))
+    }
+
+    /// Runs the rows with `deadline` as the probe's --timeout.
+    pub async fn run_at(
+        &self,
+        deadline: Duration,
+        seed: u64,
+        exe: &Path,
+    ) -> Result<Vec<RowResult>, Error> {
         use futures::StreamExt;
-        let timeout = crate::units::parse_duration(&self.file.timeout).map_err(Error::Usage)?;
         futures::stream::iter(
             self.file
                 .rows
                 .iter()
-                .map(|row| self.run_row(row, timeout, seed, exe)),
+                .map(|row| self.run_row_once_more_if_late(row, deadline, seed, exe)),
         )
         .buffered(ROWS_AT_ONCE)
         .collect::<Vec<_>>()
         .await
         .into_iter()
         .collect()
+    }
+
+    /// A row, and once more at twice the deadline when its mismatch is about time alone.
+    async fn run_row_once_more_if_late(
+        &self,
+        row: &Row,
+        deadline: Duration,
+        seed: u64,
+        exe: &Path,
+    ) -> Result<RowResult, Error> {
+        let first = self.run_row(row, deadline, seed, exe).await?;
+        if first.ok() || !is_about_time(&first) {
+            return Ok(first);
+        }
+        let late: Vec<&str> = first
+            .actual
+            .difference(&first.expected)
+            .map(String::as_str)
+            .collect();
+        let mut second = self.run_row(row, deadline * 2, seed, exe).await?;
+        second.retried = Some(format!(
+            "run again at {}: at {} {} failed on the deadline (a busy machine)",
+            crate::units::format_duration(deadline * 2),
+            crate::units::format_duration(deadline),
+            late.join(", ")
+        ));
+        Ok(second)
     }
 
     async fn run_row(
@@ -194,10 +386,11 @@ impl Matrix {
         exe: &Path,
     ) -> Result<RowResult, Error> {
         let started = Instant::now();
+        let behavior = at_deadline(&row.behavior.value, timeout).map_err(Error::Usage)?;
         let report = self
             .protocol
             .matrix_row(MatrixRow {
-                behavior: &row.behavior.value,
+                behavior: &behavior,
                 transport: &row.transport,
                 only: &row.only,
                 timeout,
@@ -230,6 +423,7 @@ impl Matrix {
                 .map(|c| (c.id.clone(), c.status, c.message.clone()))
                 .collect(),
             duration: started.elapsed(),
+            retried: None,
         })
     }
 }
@@ -278,6 +472,9 @@ pub fn render(results: &[RowResult]) -> String {
                 }
             }
         }
+        if let Some(why) = &r.retried {
+            out.push_str(&format!("{:<w$}        ({why})\n", ""));
+        }
     }
     let bad = results.iter().filter(|r| !r.ok()).count();
     // A row "passes" when exactly its expected cases failed.
@@ -286,4 +483,91 @@ pub fn render(results: &[RowResult]) -> String {
         results.len() - bad
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadline_templates_scale_and_others_are_refused() {
+        let d = Duration::from_millis(2000);
+        assert_eq!(
+            at_deadline("slow:{deadline*1.5}", d).unwrap(),
+            "slow:3000ms"
+        );
+        assert_eq!(
+            at_deadline("slow:ttfb=10ms;body={deadline}", d).unwrap(),
+            "slow:ttfb=10ms;body=2000ms"
+        );
+        assert_eq!(at_deadline("hang", d).unwrap(), "hang");
+        let err = at_deadline("slow:{timeout}", d).unwrap_err();
+        assert!(err.contains("{deadline*F}"), "{err}");
+    }
+
+    #[test]
+    fn the_deadline_grows_with_slow_round_trips_and_never_drops_below_the_floor() {
+        let floor = Duration::from_secs(2);
+        let idle = Calibration {
+            spawn: Duration::from_millis(3),
+            round_trip: Duration::from_micros(100),
+        };
+        assert_eq!(idle.deadline(floor), floor);
+        let busy = Calibration {
+            spawn: Duration::from_millis(50),
+            round_trip: Duration::from_millis(1),
+        };
+        assert_eq!(busy.deadline(floor), Duration::from_secs(5));
+        let jittery = Calibration {
+            spawn: Duration::from_millis(3),
+            round_trip: Duration::from_millis(7),
+        };
+        assert_eq!(jittery.deadline(floor), Duration::from_secs(7));
+        assert!(busy.describe(floor).contains("(50.0 ms)"));
+    }
+
+    fn row(expected: &[&str], actual: &[(&str, &str)]) -> RowResult {
+        RowResult {
+            behavior: "b".into(),
+            expected: expected.iter().map(|s| s.to_string()).collect(),
+            actual: actual.iter().map(|(id, _)| id.to_string()).collect(),
+            messages: actual
+                .iter()
+                .map(|(id, m)| (id.to_string(), Status::Fail, m.to_string()))
+                .collect(),
+            duration: Duration::ZERO,
+            retried: None,
+        }
+    }
+
+    #[test]
+    fn only_a_mismatch_made_of_deadlines_is_about_time() {
+        let late = row(
+            &["a.completes"],
+            &[
+                ("a.completes", "too big"),
+                ("protocol.within-timeout", "1 of 9 exchange(s) timed out"),
+            ],
+        );
+        assert!(is_about_time(&late));
+        let wrong = row(&[], &[("a.schema", "missing field `x`")]);
+        assert!(!is_about_time(&wrong));
+        let mixed = row(
+            &[],
+            &[("a.schema", "missing field `x`"), ("b", "timed out")],
+        );
+        assert!(!is_about_time(&mixed));
+        // An expected failure that did not happen is never a matter of a busy machine.
+        let missing = row(&["a.schema", "b"], &[("b", "timed out")]);
+        assert!(!is_about_time(&missing));
+    }
+
+    #[tokio::test]
+    async fn a_loopback_round_trip_is_measured() {
+        let trip = loopback_round_trip().await.unwrap();
+        assert!(
+            trip > Duration::ZERO && trip < Duration::from_secs(30),
+            "{trip:?}"
+        );
+    }
 }

@@ -156,12 +156,13 @@ async fn run_matrix(
     exe: &Path,
 ) -> Result<Vec<matrix::RowResult>, Error> {
     let name = matrix.name();
+    let (deadline, why) = matrix.deadline(exe).await?;
     eprintln!(
-        "running the {name} behaviour matrix: {} mock agents (--timeout {})…",
+        "running the {name} behaviour matrix: {} mock agents, --timeout {} ({why})…",
         matrix.file.rows.len(),
-        matrix.file.timeout
+        crate::units::format_duration(deadline)
     );
-    let results = matrix.run(seed, exe).await?;
+    let results = matrix.run_at(deadline, seed, exe).await?;
     crate::outln!("\nThe probe against each mock behaviour, {name}:\n");
     crate::out!("{}", matrix::render(&results));
     Ok(results)

@@ -110,7 +110,7 @@ impl LineReader {
     /// Takes a complete line out of the buffer, if there is one.
     pub(crate) fn take_line(&mut self) -> Result<Option<Bytes>, ReadFail> {
         let from = self.scanned.min(self.buf.len());
-        if let Some(i) = self.buf[from..].iter().position(|&b| b == b'\n') {
+        if let Some(i) = memchr::memchr(b'\n', &self.buf[from..]) {
             let end = from + i;
             if end > self.max_line {
                 return Err(self.too_long());
@@ -159,7 +159,9 @@ impl LineReader {
             .read_buf(&mut (&mut self.buf).limit(room))
             .await
             .map_err(ReadFail::Io)?;
-        if self.buf.len() > self.max_line && !self.buf[self.scanned..].contains(&b'\n') {
+        if self.buf.len() > self.max_line
+            && memchr::memchr(b'\n', &self.buf[self.scanned..]).is_none()
+        {
             return Err(self.too_long());
         }
         Ok(n)
