@@ -24,6 +24,14 @@ pub fn format_duration(d: Duration) -> String {
     humantime::format_duration(Duration::from_millis(ms)).to_string()
 }
 
+/// The `q` quantile (0 to 1) of durations sorted ascending; zero when there are none.
+pub fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize]
+}
+
 /// A byte count: `5000000`, `512k`, `5M`, `5MB`, `5MiB` (k and M are 1000 and 1,000,000; KiB and
 /// MiB are 1024 and 1,048,576).
 pub fn parse_bytes(text: &str) -> Result<usize, String> {

@@ -652,10 +652,25 @@ impl Writer<'_> {
         }
     }
 
+    /// Waits until `at`, watching the peer: one that leaves meanwhile (it gave up on us) is seen
+    /// when it leaves, not at our first write after it — a write to a closed peer can succeed.
     async fn sleep_until(&self, at: Instant) -> Result<(), Stopped> {
-        tokio::select! {
-            _ = self.stop.cancelled() => Err(Stopped::Shutdown),
-            _ = tokio::time::sleep_until(at.into()) => Ok(()),
+        let sleep = tokio::time::sleep_until(at.into());
+        tokio::pin!(sleep);
+        let mut byte = [0u8; 1];
+        let mut watching = true;
+        loop {
+            tokio::select! {
+                biased;
+                _ = self.stop.cancelled() => return Err(Stopped::Shutdown),
+                _ = &mut sleep => return Ok(()),
+                // `peek` leaves the bytes of a pipelined request where they are; once one is
+                // there, the peer is plainly still here.
+                peeked = self.stream.peek(&mut byte), if watching => match peeked {
+                    Ok(0) | Err(_) => return Err(Stopped::PeerGone),
+                    Ok(_) => watching = false,
+                },
+            }
         }
     }
 }

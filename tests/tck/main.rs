@@ -3,9 +3,11 @@
 
 mod support;
 
+mod agent_server;
 mod broken;
 mod cli;
 mod connector;
+mod connector_fleet;
 mod engine;
 mod fleet;
 mod fleet_file;

@@ -15,7 +15,7 @@ use super::probe::{self, Settings};
 use super::NAME;
 use crate::error::Error;
 use crate::probe::args::{seed_or_clock, RunArgs};
-use crate::protocols::plugin::{MatrixRow, ProbeJob, Protocol, Selftest};
+use crate::protocols::plugin::{ClientFleet, MatrixRow, ProbeJob, Protocol, Selftest};
 use crate::report::output::OutputArgs;
 use crate::report::Report;
 use crate::units::parse_duration;
@@ -165,6 +165,33 @@ impl Protocol for Connector {
             )
             .await
         })
+    }
+
+    /// A fleet of external agents and web clients against a real agent server.
+    fn client_fleet<'a>(
+        &'a self,
+        source: &'a str,
+        text: &'a str,
+        at: ClientFleet<'a>,
+    ) -> Option<BoxFuture<'a, Result<Report, Error>>> {
+        Some(Box::pin(async move {
+            let fleet = super::fleet::Fleet::parse(source, text, at.url).map_err(Error::Usage)?;
+            let seed = seed_or_clock(at.seed.or(fleet.seed));
+            let served = super::fleet::serve(&fleet).await.map_err(Error::Run)?;
+            crate::outln!(
+                "agent-tck mock fleet · {} external agent(s) against the agent server {}",
+                fleet.agents.len(),
+                fleet.target()
+            );
+            for (name, id, url) in served.input_urls(&fleet) {
+                crate::outln!("  {name:<24} agentId {id:<20} inputUrl {url}");
+            }
+            crate::outln!(
+                "the server's agent definitions for them (its configuration must name these inputUrls):\n{}",
+                served.config_snippet(&fleet)
+            );
+            Ok(super::fleet::run(&fleet, served, at.strict, seed).await)
+        }))
     }
 
     fn matrix(&self) -> Option<(&'static str, &'static str)> {

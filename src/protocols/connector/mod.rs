@@ -8,13 +8,19 @@
 //! - `agent`: a conforming external agent with switchable flaws (what the probe is tested
 //!   against);
 //! - `rules`, `probe`, `commands`: the cases (`suites/connector.yaml`), their run, the command
-//!   line and the self-test.
+//!   line and the self-test;
+//! - `fleet`, `ws`, `fleet_judge`: the other role — a fleet of external agents and WebSocket
+//!   clients against a real agent server (`mock fleet` with `protocol: connector`), and its
+//!   verdicts.
 
 pub mod agent;
 pub mod commands;
+pub mod fleet;
+pub mod fleet_judge;
 pub mod listener;
 pub mod model;
 pub mod probe;
+pub mod ws;
 
 pub use commands::Connector;
 

@@ -31,6 +31,7 @@ use super::model::{self, LIMITS};
 use crate::mock::observe::Tally;
 use crate::report::{CaseResult, Level, Report, RunInfo, Status};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
+use crate::units::percentile;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -373,13 +374,6 @@ fn expected(behavior: &str, o: &Outcome) -> bool {
         "slow-upload" => (200..500).contains(&s),
         _ => (200..300).contains(&s) || (400..500).contains(&s),
     }
-}
-
-fn percentile(sorted: &[Duration], q: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
 /// Runs the fleet and judges the server.

@@ -1,0 +1,357 @@
+//! A reference agent server for the async connector, as the document describes it: sessions
+//! created with a user-given id (`POST /api/plugins/sessions/operations/create`, deleted with
+//! `…/delete`), web clients over WebSocket `/ws` (`hello {sessionId}` → `session_ready`,
+//! `user_message {text}`), each user message forwarded once to the session's external agent
+//! (5 s timeout, no retry; an error message to the session's clients when it fails), and callbacks
+//! at `POST /external/sessions/{id}/messages` (raw text: 200 and a `text_done` broadcast; 400
+//! empty; 404 unknown or deleted; 413 over 256 KB). Each [`Flaw`] breaks one rule.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_tck::transport::http::{send, BaseUrl, Limits, Request};
+use axum::body::Bytes;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, post};
+use axum::{Json, Router};
+use futures::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flaw {
+    None,
+    /// Forwards a failed message a second time.
+    RetriesForward,
+    /// Waits for the external agent as long as it takes.
+    NoForwardTimeout,
+    /// Answers 500 to an empty callback.
+    ServerErrorOnEmptyCallback,
+    /// Takes callbacks for sessions it does not have.
+    AcceptsUnknownSession,
+    /// Broadcasts a callback to every client, whatever its session.
+    BroadcastsToAll,
+    /// Takes any session id, `../x` too.
+    AcceptsAnyId,
+    /// Tells no one when a forward fails.
+    NoErrorMessage,
+}
+
+impl Flaw {
+    pub const ALL: [Flaw; 7] = [
+        Flaw::RetriesForward,
+        Flaw::NoForwardTimeout,
+        Flaw::ServerErrorOnEmptyCallback,
+        Flaw::AcceptsUnknownSession,
+        Flaw::BroadcastsToAll,
+        Flaw::AcceptsAnyId,
+        Flaw::NoErrorMessage,
+    ];
+
+    /// The fleet check that must catch it, alone.
+    pub fn check(self) -> &'static str {
+        match self {
+            Flaw::None => "",
+            Flaw::RetriesForward => "platform.forward-once",
+            Flaw::NoForwardTimeout => "platform.forward-timeout",
+            Flaw::ServerErrorOnEmptyCallback => "platform.callback-empty",
+            Flaw::AcceptsUnknownSession => "platform.callback-unknown-session",
+            Flaw::BroadcastsToAll => "platform.broadcast-isolated",
+            Flaw::AcceptsAnyId => "platform.session-ids",
+            Flaw::NoErrorMessage => "platform.error-message",
+        }
+    }
+}
+
+/// Largest callback body taken.
+const MAX_CALLBACK: usize = 256 * 1024;
+
+struct Session {
+    agent: String,
+    deleted: bool,
+}
+
+struct Server {
+    flaw: Flaw,
+    /// agentId → inputUrl.
+    agents: HashMap<String, String>,
+    base: String,
+    sessions: Mutex<HashMap<String, Session>>,
+    /// Connected clients: (session, sender).
+    clients: Mutex<Vec<(String, mpsc::UnboundedSender<String>)>>,
+}
+
+impl Server {
+    fn broadcast(&self, session: &str, message: Value) {
+        let text = message.to_string();
+        if let Ok(mut clients) = self.clients.lock() {
+            clients.retain(|(_, tx)| !tx.is_closed());
+            for (s, tx) in clients.iter() {
+                if s == session || self.flaw == Flaw::BroadcastsToAll {
+                    let _ = tx.send(text.clone());
+                }
+            }
+        }
+    }
+
+    fn live(&self, session: &str) -> Option<String> {
+        let sessions = self.sessions.lock().ok()?;
+        sessions
+            .get(session)
+            .filter(|s| !s.deleted)
+            .map(|s| s.agent.clone())
+    }
+}
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn refusal(status: StatusCode, message: &str) -> Response {
+    (status, Json(json!({"error": message}))).into_response()
+}
+
+async fn create(State(s): State<Arc<Server>>, Json(body): Json<Value>) -> Response {
+    let agent = body["agentId"].as_str().unwrap_or("").to_string();
+    let id = body["sessionId"].as_str().unwrap_or("").trim().to_string();
+    if !s.agents.contains_key(&agent) {
+        return refusal(StatusCode::BAD_REQUEST, "unknown agent");
+    }
+    if s.flaw != Flaw::AcceptsAnyId && !valid_id(&id) {
+        return refusal(
+            StatusCode::BAD_REQUEST,
+            "sessionId must be 1 to 128 characters of [A-Za-z0-9_-]",
+        );
+    }
+    let Ok(mut sessions) = s.sessions.lock() else {
+        return refusal(StatusCode::INTERNAL_SERVER_ERROR, "poisoned");
+    };
+    match sessions.get_mut(&id) {
+        Some(existing) if !existing.deleted && existing.agent != agent => {
+            return refusal(
+                StatusCode::BAD_REQUEST,
+                "the session belongs to another agent",
+            )
+        }
+        Some(existing) => {
+            existing.deleted = false;
+            existing.agent = agent.clone();
+        }
+        None => {
+            sessions.insert(
+                id.clone(),
+                Session {
+                    agent: agent.clone(),
+                    deleted: false,
+                },
+            );
+        }
+    }
+    (
+        StatusCode::CREATED,
+        Json(json!({"ok": true, "result": {"sessionId": id, "agentId": agent}})),
+    )
+        .into_response()
+}
+
+async fn delete(State(s): State<Arc<Server>>, Json(body): Json<Value>) -> Response {
+    let id = body["sessionId"].as_str().unwrap_or("");
+    let Ok(mut sessions) = s.sessions.lock() else {
+        return refusal(StatusCode::INTERNAL_SERVER_ERROR, "poisoned");
+    };
+    match sessions.get_mut(id) {
+        Some(session) if !session.deleted => {
+            session.deleted = true;
+            Json(json!({"ok": true, "result": {"sessionId": id, "deleted": true}})).into_response()
+        }
+        _ => refusal(StatusCode::NOT_FOUND, "Session not found"),
+    }
+}
+
+async fn callback(State(s): State<Arc<Server>>, Path(id): Path<String>, body: Bytes) -> Response {
+    if s.live(&id).is_none() && s.flaw != Flaw::AcceptsUnknownSession {
+        return (StatusCode::NOT_FOUND, "Not found").into_response();
+    }
+    let text = String::from_utf8_lossy(&body).trim_end().to_string();
+    if text.trim().is_empty() {
+        return if s.flaw == Flaw::ServerErrorOnEmptyCallback {
+            (StatusCode::INTERNAL_SERVER_ERROR, "empty").into_response()
+        } else {
+            (StatusCode::BAD_REQUEST, "Empty message").into_response()
+        };
+    }
+    s.broadcast(
+        &id,
+        json!({"type": "text_done", "sessionId": id, "text": text}),
+    );
+    StatusCode::OK.into_response()
+}
+
+/// Forwards a user message to the session's agent; tells the session's clients when it fails.
+async fn forward(s: Arc<Server>, session: String, text: String) {
+    let Some(agent) = s.live(&session) else {
+        return;
+    };
+    let Some(input) = s.agents.get(&agent).cloned() else {
+        return;
+    };
+    let (base, path) = split(&input);
+    let payload = json!({
+        "sessionId": session,
+        "agentId": agent,
+        "callbackUrl": format!("{}/external/sessions/{session}/messages", s.base),
+        "message": {"type": "user", "text": text, "createdAt": agent_tck::report::now_rfc3339()},
+    });
+    let request = Request {
+        method: "POST".into(),
+        path,
+        headers: vec![(
+            "content-type".into(),
+            "application/json; charset=utf-8".into(),
+        )],
+        body: payload.to_string().into_bytes().into(),
+    };
+    let deadline = if s.flaw == Flaw::NoForwardTimeout {
+        Duration::from_secs(60)
+    } else {
+        Duration::from_secs(5)
+    };
+    let limits = Limits {
+        deadline,
+        ..Limits::default()
+    };
+    let tries = if s.flaw == Flaw::RetriesForward { 2 } else { 1 };
+    let mut failure = None;
+    for _ in 0..tries {
+        failure = match send(&base, &request, limits).await {
+            Ok(r) if (200..300).contains(&r.status) => None,
+            Ok(r) => Some(format!("inputUrl returned {}", r.status)),
+            Err(e) => Some(e.to_string()),
+        };
+        if failure.is_none() {
+            break;
+        }
+    }
+    if let Some(why) = failure {
+        if s.flaw != Flaw::NoErrorMessage {
+            s.broadcast(
+                &session,
+                json!({"type": "error", "sessionId": session, "code": "external_agent_error", "message": format!("Failed to forward message to external agent: {why}")}),
+            );
+        }
+    }
+}
+
+fn split(url: &str) -> (BaseUrl, String) {
+    let rest = url.splitn(4, '/').nth(3).unwrap_or("");
+    let base_len = url.len() - rest.len() - usize::from(!rest.is_empty());
+    (
+        BaseUrl::parse(&url[..base_len]).expect("an inputUrl"),
+        format!("/{rest}"),
+    )
+}
+
+async fn ws(State(s): State<Arc<Server>>, upgrade: WebSocketUpgrade) -> Response {
+    upgrade.on_upgrade(move |socket| client(s, socket))
+}
+
+async fn client(s: Arc<Server>, socket: WebSocket) {
+    let (mut sink, mut stream) = socket.split();
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(async move {
+        while let Some(text) = rx.recv().await {
+            if sink.send(Message::Text(text.into())).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut session: Option<String> = None;
+    while let Some(Ok(frame)) = stream.next().await {
+        let Message::Text(text) = frame else {
+            continue;
+        };
+        let message: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        match (message["type"].as_str(), &session) {
+            (Some("hello"), None) => {
+                let id = message["sessionId"].as_str().unwrap_or("").to_string();
+                if s.live(&id).is_none() {
+                    let _ = tx.send(json!({"type": "error", "code": "unknown_session", "message": "no such session"}).to_string());
+                    break;
+                }
+                if let Ok(mut clients) = s.clients.lock() {
+                    clients.push((id.clone(), tx.clone()));
+                }
+                let _ = tx.send(json!({"type": "session_ready", "sessionId": id}).to_string());
+                session = Some(id);
+            }
+            (Some("user_message"), Some(id)) => {
+                let text = message["text"].as_str().unwrap_or("").trim().to_string();
+                if !text.is_empty() {
+                    tokio::spawn(forward(s.clone(), id.clone(), text));
+                }
+            }
+            _ => {
+                let _ = tx.send(json!({"type": "error", "code": "invalid_client_message", "message": "expected hello, then user_message"}).to_string());
+            }
+        }
+    }
+    drop(tx);
+    writer.abort();
+}
+
+/// A running server.
+pub struct Running {
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A loopback port for a server to come, and its URL (the fleet's callback base must be known
+/// before the server, which needs the fleet's inputUrls).
+pub async fn bind() -> (tokio::net::TcpListener, String) {
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    (listener, url)
+}
+
+/// Serves the reference server with `flaw` on `listener` (from [`bind`]); `agents` maps
+/// agentIds to inputUrls.
+pub fn start(
+    (listener, url): (tokio::net::TcpListener, String),
+    flaw: Flaw,
+    agents: HashMap<String, String>,
+) -> Running {
+    let server = Arc::new(Server {
+        flaw,
+        agents,
+        base: url,
+        sessions: Mutex::new(HashMap::new()),
+        clients: Mutex::new(Vec::new()),
+    });
+    let app = Router::new()
+        .route("/api/plugins/sessions/operations/create", post(create))
+        .route("/api/plugins/sessions/operations/delete", post(delete))
+        .route("/external/sessions/{id}/messages", post(callback))
+        .route("/ws", any(ws))
+        .layer(DefaultBodyLimit::max(MAX_CALLBACK))
+        .with_state(server);
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Running { task }
+}

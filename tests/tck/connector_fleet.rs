@@ -1,0 +1,119 @@
+//! The connector fleet against the reference agent server of `agent_server.rs`: the reference
+//! passes every check, and each flawed variant fails exactly the check for its flaw.
+
+use std::collections::{BTreeSet, HashMap};
+
+use agent_tck::protocols::connector::fleet::{self, Fleet};
+use agent_tck::report::{Report, Status};
+
+use crate::agent_server::{self, Flaw};
+
+/// One external agent of each behaviour.
+const FLEET: &str = r#"
+protocol: connector
+seed: 7
+connector:
+  url: ${SERVER}
+  messages: 2
+  clients: 2
+  agents:
+    - { name: steady, agent-id: ext-steady, behavior: conforming, sessions: 2 }
+    - { name: md, agent-id: ext-md, behavior: markdown }
+    - { name: inj, agent-id: ext-inj, behavior: injection }
+    - { name: many, agent-id: ext-many, behavior: many-callbacks }
+    - { name: slow, agent-id: ext-slow, behavior: "slow-ack:6500ms" }
+    - { name: err, agent-id: ext-err, behavior: "error-ack:503" }
+    - { name: reset, agent-id: ext-reset, behavior: "fault:reset" }
+    - { name: silent, agent-id: ext-silent, behavior: never-callback }
+    - { name: huge, agent-id: ext-huge, behavior: huge-callback }
+    - { name: empty, agent-id: ext-empty, behavior: empty-callback }
+    - { name: blank, agent-id: ext-blank, behavior: whitespace-callback }
+    - { name: lost, agent-id: ext-lost, behavior: callback-to-unknown-session }
+    - { name: gone, agent-id: ext-gone, behavior: callback-to-deleted-session }
+"#;
+
+/// Runs the fleet against the reference server with `flaw`.
+async fn run(flaw: Flaw) -> Report {
+    let (listener, url) = agent_server::bind().await;
+    let text = FLEET.replace("${SERVER}", &url);
+    let fleet = Fleet::parse("fleet.yaml", &text, None).unwrap();
+    let served = fleet::serve(&fleet).await.unwrap();
+    let agents: HashMap<String, String> = served
+        .input_urls(&fleet)
+        .into_iter()
+        .map(|(_, id, input)| (id, input))
+        .collect();
+    let _server = agent_server::start((listener, url), flaw, agents);
+    fleet::run(&fleet, served, false, 7).await
+}
+
+fn failed(report: &Report) -> BTreeSet<String> {
+    report
+        .cases
+        .iter()
+        .filter(|c| c.status == Status::Fail)
+        .map(|c| c.id.clone())
+        .collect()
+}
+
+fn explain(report: &Report) -> String {
+    report
+        .cases
+        .iter()
+        .map(|c| format!("{:?} {}: {}", c.status, c.id, c.message))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_server_passes_and_each_flaw_fails_exactly_its_check() {
+    let _heavy = crate::support::heavy().await;
+    let mut runs = vec![run(Flaw::None)];
+    runs.extend(Flaw::ALL.into_iter().map(run));
+    let reports = futures::future::join_all(runs).await;
+    let reference = &reports[0];
+    assert_eq!(failed(reference), BTreeSet::new(), "{}", explain(reference));
+    // Every check had something to judge against the reference.
+    let skipped: Vec<&str> = reference
+        .cases
+        .iter()
+        .filter(|c| c.status == Status::Skip)
+        .map(|c| c.id.as_str())
+        .collect();
+    assert!(
+        skipped.is_empty(),
+        "skipped: {skipped:?}\n{}",
+        explain(reference)
+    );
+    for (flaw, report) in Flaw::ALL.iter().zip(&reports[1..]) {
+        let expected: BTreeSet<String> = [flaw.check().to_string()].into();
+        assert_eq!(failed(report), expected, "{flaw:?}\n{}", explain(report));
+    }
+    let latency = reference
+        .cases
+        .iter()
+        .find(|c| c.id == "platform.broadcast-latency")
+        .unwrap();
+    assert!(latency.message.contains("p99"), "{}", latency.message);
+}
+
+#[tokio::test]
+async fn a_server_that_forwards_nothing_fails_reached_fleet_with_a_hint() {
+    // The server knows none of the fleet's agents: no session, no forward.
+    let (listener, url) = agent_server::bind().await;
+    let text = FLEET.replace("${SERVER}", &url);
+    let mut short = Fleet::parse("fleet.yaml", &text, None).unwrap();
+    short.agents.truncate(1);
+    short.messages = 1;
+    let served = fleet::serve(&short).await.unwrap();
+    let _server = agent_server::start((listener, url), Flaw::None, HashMap::new());
+    let report = fleet::run(&short, served, false, 7).await;
+    let reached = report
+        .cases
+        .iter()
+        .find(|c| c.id == "platform.reached-fleet")
+        .unwrap();
+    assert_eq!(reached.status, Status::Fail);
+    assert!(reached.message.contains("inputUrls"), "{}", reached.message);
+    assert_eq!(report.exit_code(), 1);
+}
