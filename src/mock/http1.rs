@@ -193,6 +193,12 @@ pub trait Handler: Send + Sync + 'static {
         delivered: Delivered,
     ) -> impl std::future::Future<Output = ()> + Send;
 
+    /// Told of a request the engine refused itself, before [`Handler::handle`] (a body over
+    /// the limit: 413, a malformed head: 400): `target` is its path when the head was read.
+    fn refused(&self, local: SocketAddr, target: Option<&str>, status: u16, message: &str) {
+        let _ = (local, target, status, message);
+    }
+
     /// Told of a request the peer began and never finished (it closed the connection in the
     /// middle of it): `target` is its path when the head arrived, `what` says how much came.
     fn incomplete(&self, local: SocketAddr, target: Option<&str>, what: &str) {
@@ -283,7 +289,12 @@ async fn connection<H: Handler>(
                 return Ok(());
             }
             Err(ReadError::Io(e)) => return Err(e),
-            Err(ReadError::Bad { status, message }) => {
+            Err(ReadError::Bad {
+                status,
+                message,
+                target,
+            }) => {
+                handler.refused(local, target.as_deref(), status, &message);
                 let plan = Plan::immediate(Response::json_error(status, &message));
                 write_plan(&mut stream, &plan, Instant::now(), true, stop).await;
                 return Ok(());
@@ -325,10 +336,11 @@ enum ReadError {
         target: Option<String>,
         what: String,
     },
-    /// Answer with this status and close.
+    /// Answer with this status and close; `target` is the request's, when its head was read.
     Bad {
         status: u16,
         message: String,
+        target: Option<String>,
     },
 }
 
@@ -342,6 +354,7 @@ fn bad(status: u16, message: impl Into<String>) -> ReadError {
     ReadError::Bad {
         status,
         message: message.into(),
+        target: None,
     }
 }
 
@@ -445,6 +458,13 @@ async fn read_request(
                                 .into(),
                     }
                 }
+                ReadError::Bad {
+                    status, message, ..
+                } => ReadError::Bad {
+                    status,
+                    message,
+                    target: Some(target.clone()),
+                },
                 e => e,
             })?
     } else {
@@ -455,13 +475,14 @@ async fn read_request(
                 .map_err(|_| bad(400, format!("Content-Length {v:?} is not a number")))?,
         };
         if length > limits.max_body {
-            return Err(bad(
-                413,
-                format!(
+            return Err(ReadError::Bad {
+                status: 413,
+                message: format!(
                     "the request body ({length} bytes) is over the mock's limit of {} bytes",
                     limits.max_body
                 ),
-            ));
+                target: Some(target),
+            });
         }
         while buf.len() < length {
             if !fill(stream, buf).await? {
@@ -837,6 +858,15 @@ impl Running {
 
 /// Binds `addr` (port 0: the OS picks) and serves `handler` there.
 pub async fn spawn<H: Handler>(handler: Arc<H>, addr: SocketAddr) -> Result<Running, String> {
+    spawn_with(handler, addr, ServerLimits::default()).await
+}
+
+/// The same, with `limits` on what a peer may send.
+pub async fn spawn_with<H: Handler>(
+    handler: Arc<H>,
+    addr: SocketAddr,
+    limits: ServerLimits,
+) -> Result<Running, String> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
@@ -846,7 +876,7 @@ pub async fn spawn<H: Handler>(handler: Arc<H>, addr: SocketAddr) -> Result<Runn
     tracker.spawn(serve(
         listener,
         handler,
-        ServerLimits::default(),
+        limits,
         stop.clone(),
         tracker.clone(),
     ));

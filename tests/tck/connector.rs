@@ -151,3 +151,38 @@ async fn an_input_url_that_never_answers_is_cut_at_the_deadline() {
         failed[0].1
     );
 }
+
+/// A callback over --max-body is refused unread by the kit's endpoint, and the case says so
+/// (rather than that no callback came).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callback_over_max_body_is_reported_as_refused() {
+    let agent = Arc::new(ExternalAgent::new(Flaws::default()));
+    let running = http1::spawn(agent, SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let mut s = settings(&format!("{}/v1/assistant/input", running.url()));
+    // The reference's replies are longer than this; its forwards are not read by the endpoint.
+    s.max_body = 16;
+    s.only = vec!["forward.plain".into(), "callback.arrives".into()];
+    let started = std::time::Instant::now();
+    let report = run(&s, &|_| {}).await.unwrap();
+    running.stop().await;
+    let arrives = report
+        .cases
+        .iter()
+        .find(|c| c.id == "callback.arrives")
+        .unwrap();
+    assert_eq!(arrives.status, Status::Fail, "{}", arrives.message);
+    assert!(
+        arrives.message.contains("refused unread, HTTP 413")
+            && arrives.message.contains("--max-body"),
+        "{}",
+        arrives.message
+    );
+    // It is not waited for: the refusal counts as the callback that came.
+    assert!(
+        started.elapsed() < Duration::from_secs(12),
+        "{:?}",
+        started.elapsed()
+    );
+}

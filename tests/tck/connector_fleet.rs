@@ -117,3 +117,71 @@ async fn a_server_that_forwards_nothing_fails_reached_fleet_with_a_hint() {
     assert!(reached.message.contains("inputUrls"), "{}", reached.message);
     assert_eq!(report.exit_code(), 1);
 }
+
+/// The README's connector fleet file, run through the binary as it says (`mock fleet --config
+/// … --platform-url …`) against the reference server: green, every check judged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readmes_connector_fleet_file_runs_green_through_the_binary() {
+    let _heavy = crate::support::heavy().await;
+    let readme = include_str!("../../README.md");
+    let yaml = readme
+        .split("# connector-fleet.yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README's connector fleet file");
+    // A port for the inputUrls: the server must know them before the fleet starts.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let fleet = Fleet::parse("connector-fleet.yaml", yaml, None).unwrap();
+    let agents: HashMap<String, String> = fleet
+        .agents
+        .iter()
+        .map(|a| {
+            (
+                a.agent_id.clone(),
+                Fleet::input_url(&format!("http://{listen}"), &a.name),
+            )
+        })
+        .collect();
+    let (listener, url) = agent_server::bind().await;
+    let _server = agent_server::start((listener, url.clone()), Flaw::None, agents);
+    let dir = crate::support::TempDir::new("connector-fleet");
+    let file = dir.path("connector-fleet.yaml");
+    let json = dir.path("report.json");
+    std::fs::write(&file, yaml).unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"))
+        .args(["mock", "fleet", "--config"])
+        .arg(&file)
+        .args(["--platform-url", &url, "--json"])
+        .arg(&json)
+        .env("FLEET_LISTEN", &listen)
+        .env("NO_COLOR", "1")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("http://{listen}/agents/steady/input")),
+        "{stdout}"
+    );
+    let report: Report = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(report.cases.len() >= 15);
+    let skipped: Vec<&str> = report
+        .cases
+        .iter()
+        .filter(|c| c.status != Status::Pass)
+        .map(|c| c.id.as_str())
+        .collect();
+    assert!(skipped.is_empty(), "{skipped:?}\n{stdout}");
+}

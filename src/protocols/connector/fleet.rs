@@ -690,7 +690,11 @@ pub async fn session_call(server: &BaseUrl, what: &str, session: &str, body: Val
             session: session.into(),
             status: None,
             body: Value::Null,
-            error: Some(e.to_string()),
+            // The transport speaks of agents; here the peer is the agent server.
+            error: Some(
+                e.to_string()
+                    .replace("agent unreachable", "the agent server is unreachable"),
+            ),
         },
     }
 }

@@ -146,10 +146,14 @@ fn session_create(d: &Drive) -> CaseResult {
             && call.body["result"]["sessionId"].as_str() == Some(call.session.as_str());
         t.check(ok, || {
             format!(
-                "create {}: {} {}",
+                "create {}: {}{}",
                 call.session,
                 status(call.status, &call.error),
-                crate::text::shorten(&call.body.to_string(), 200)
+                if call.body.is_null() {
+                    String::new()
+                } else {
+                    format!(" {}", crate::text::shorten(&call.body.to_string(), 200))
+                }
             )
         });
     }

@@ -26,6 +26,8 @@ struct Session {
     target: String,
     failing: bool,
     callbacks: Vec<Callback>,
+    /// Callbacks the engine refused before they were read whole (over --max-body: 413).
+    refused: Vec<String>,
 }
 
 #[derive(Default)]
@@ -64,6 +66,7 @@ impl Listener {
                 target: target.clone(),
                 failing,
                 callbacks: Vec::new(),
+                refused: Vec::new(),
             },
         );
         target
@@ -75,6 +78,15 @@ impl Listener {
             .lock()
             .ok()
             .and_then(|b| b.sessions.get(session).map(|s| s.callbacks.clone()))
+            .unwrap_or_default()
+    }
+
+    /// Why callbacks to `session` were refused unread (a body over the limit), if any were.
+    pub fn refused(&self, session: &str) -> Vec<String> {
+        self.books
+            .lock()
+            .ok()
+            .and_then(|b| b.sessions.get(session).map(|s| s.refused.clone()))
             .unwrap_or_default()
     }
 
@@ -154,6 +166,21 @@ impl Handler for Listener {
     }
 
     async fn finish(&self, _: (), _: Delivered) {}
+
+    fn refused(&self, _: std::net::SocketAddr, target: Option<&str>, status: u16, message: &str) {
+        let Some(session) =
+            target.and_then(|t| Listener::session_of(t.split('?').next().unwrap_or("")))
+        else {
+            return;
+        };
+        if let Ok(mut b) = self.books.lock() {
+            if let Some(s) = b.sessions.get_mut(&session) {
+                if s.refused.len() < KEPT {
+                    s.refused.push(format!("HTTP {status}: {message}"));
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

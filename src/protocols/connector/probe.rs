@@ -214,7 +214,11 @@ pub async fn run(
         settings.strict,
     );
     let listener = Arc::new(Listener::default());
-    let running = http1::spawn(listener.clone(), settings.listen).await?;
+    // Callbacks over --max-body are refused (413) by the engine, and the listener told why.
+    let limits = http1::ServerLimits {
+        max_body: settings.max_body,
+    };
+    let running = http1::spawn_with(listener.clone(), settings.listen, limits).await?;
     let base = settings
         .callback_base
         .clone()
@@ -387,7 +391,7 @@ pub async fn run(
     loop {
         let missing = expected
             .iter()
-            .any(|s| run.listener.callbacks(s).is_empty());
+            .any(|s| run.listener.callbacks(s).is_empty() && run.listener.refused(s).is_empty());
         let flood_done = flooded
             .as_ref()
             .is_none_or(|(_, t)| t.elapsed() >= watch_flood);
@@ -478,7 +482,12 @@ fn judge_across(
             let missing: Vec<String> = sessions
                 .iter()
                 .filter(|s| run.listener.callbacks(s).is_empty())
-                .map(|s| format!("{s}: no callback within {timeout}"))
+                .map(|s| match run.listener.refused(s).first() {
+                    Some(why) => format!(
+                        "{s}: its callback was refused unread, {why} (raise --max-body to take it)"
+                    ),
+                    None => format!("{s}: no callback within {timeout}"),
+                })
                 .collect();
             list(missing, sessions.len(), "answered sessions", case);
         }
