@@ -233,7 +233,8 @@ impl MockRunArgs {
 #[derive(Debug, Clone, Args)]
 #[command(group(clap::ArgGroup::new("fleet").required(true).args(["config", "preset"])))]
 pub struct MockFleetArgs {
-    /// The fleet file (YAML; see mocks/*.yaml).
+    /// The fleet file (YAML; see mocks/*.yaml). `protocol: librarian` or `protocol: connector`
+    /// makes the fleet the clients of a server (a Librarian, an agent server) instead of agents.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// A built-in fleet: chaos, slow, injection, faults (the files of mocks/).

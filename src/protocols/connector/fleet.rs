@@ -23,6 +23,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio_util::task::TaskTracker;
@@ -411,6 +412,8 @@ pub struct SentCallback {
     /// A marker in the text, to find its broadcast (`tck-reply-N`).
     pub marker: String,
     pub canary: Option<String>,
+    /// The text of the user message it answers.
+    pub answers: String,
     pub sent: Instant,
     pub status: Option<u16>,
     pub answered: Option<Instant>,
@@ -539,7 +542,13 @@ impl Inputs {
     }
 
     /// The callbacks `agent` sends for a forward to `session` with `callback_url`.
-    async fn call_back(self: Arc<Self>, agent: FleetAgent, session: String, callback_url: String) {
+    async fn call_back(
+        self: Arc<Self>,
+        agent: FleetAgent,
+        session: String,
+        callback_url: String,
+        answers: String,
+    ) {
         tokio::time::sleep(self.reply_after).await;
         let Some((base, path)) = split_url(&callback_url) else {
             return;
@@ -646,6 +655,7 @@ impl Inputs {
                 len: text.trim_end().len(),
                 marker,
                 canary,
+                answers: answers.clone(),
                 sent,
                 status: answer.as_ref().ok().map(|r| r.status),
                 answered: Some(Instant::now()),
@@ -746,14 +756,17 @@ impl Handler for Arc<Inputs> {
             return;
         };
         let acked = delivered.outcome == Outcome::Complete;
+        let mut answers = String::new();
         if let Ok(mut b) = self.books.lock() {
             if let Some(f) = b.forwards.get_mut(index) {
                 f.ack = Some(delivered);
+                answers = f.text.clone().unwrap_or_default();
             }
         }
         if acked && !session.is_empty() && !agent.behavior.fails_forward() {
             let me = self.clone();
-            self.tracker.spawn(me.call_back(agent, session, url));
+            self.tracker
+                .spawn(me.call_back(agent, session, url, answers));
         }
     }
 }
@@ -854,6 +867,9 @@ pub async fn run(fleet: &Fleet, served: Served, strict: bool, seed: u64) -> Repo
     super::fleet_judge::judge(fleet, &drive, &books, info)
 }
 
+/// WebSocket handshakes in flight at once.
+const CONNECTS_AT_ONCE: usize = 256;
+
 /// How long a session's clients may take to be told `session_ready`.
 const READY: Duration = Duration::from_secs(5);
 
@@ -879,20 +895,25 @@ async fn drive(fleet: &Fleet, served: &Served) -> Drive {
     .await;
     d.creates = creates;
     let url = ws::ws_url(&fleet.server);
-    let connects = sessions.iter().flat_map(|(_, s)| {
-        let url = url.clone();
-        (0..fleet.clients).map(move |_| {
-            let (url, s) = (url.clone(), s.clone());
-            async move {
-                (
-                    s.clone(),
-                    ws::Client::connect(&url, &s, fleet.dialect, READY).await,
-                )
-            }
-        })
-    });
+    let dialect = fleet.dialect;
+    let jobs: Vec<String> = sessions
+        .iter()
+        .flat_map(|(_, s)| std::iter::repeat_n(s.clone(), fleet.clients))
+        .collect();
     let mut clients: BTreeMap<String, Vec<ws::Client>> = BTreeMap::new();
-    for (s, c) in futures::future::join_all(connects).await {
+    // A few hundred handshakes at a time: thousands at once overflow a server's accept backlog.
+    let connected: Vec<(String, Result<ws::Client, String>)> =
+        futures::stream::iter(jobs.into_iter().map(|s| {
+            let url = url.clone();
+            async move {
+                let c = ws::Client::connect(&url, &s, dialect, READY).await;
+                (s, c)
+            }
+        }))
+        .buffer_unordered(CONNECTS_AT_ONCE)
+        .collect()
+        .await;
+    for (s, c) in connected {
         match c {
             Ok(c) => clients.entry(s).or_default().push(c),
             Err(e) => d.connect_errors.push(e),

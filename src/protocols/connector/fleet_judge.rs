@@ -100,7 +100,7 @@ pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
         ),
         callback_huge(d, b),
         injection(d, b),
-        latency(d, b),
+        latency(fleet, d, b),
     ]);
     let mut report = info.report(cases, &Redactor::new(Vec::new()));
     report.notes.push(
@@ -634,33 +634,49 @@ fn injection(d: &Drive, b: &Books) -> CaseResult {
     c
 }
 
-fn latency(d: &Drive, b: &Books) -> CaseResult {
+fn latency(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
     let mut c = CaseResult::new(
         "platform.broadcast-latency",
         "callbacks",
         Level::May,
-        "the time from a callback to its broadcast (p50, p99)",
+        "the time from a callback to its broadcast, and from a user message to the broadcast of its answer (p50, p99)",
         SPEC,
     );
-    let mut times: Vec<Duration> = Vec::new();
+    let mut hop: Vec<Duration> = Vec::new();
+    let mut round: Vec<Duration> = Vec::new();
     for cb in b.callbacks.iter().filter(|c| c.kind == CallbackKind::Text) {
+        let said = b
+            .said
+            .iter()
+            .find(|s| s.session == cb.session && s.text.trim() == cb.answers);
         for messages in d.seen.get(&cb.session).into_iter().flatten() {
             if let Some(m) = copies(messages, cb).first() {
-                times.push(m.at.saturating_duration_since(cb.sent));
+                hop.push(m.at.saturating_duration_since(cb.sent));
+                if let Some(said) = said {
+                    round.push(m.at.saturating_duration_since(said.at));
+                }
             }
         }
     }
-    if times.is_empty() {
+    if hop.is_empty() {
         c.skip("no callback was broadcast");
         return c;
     }
-    times.sort();
+    let figures = |times: &mut Vec<Duration>| {
+        times.sort();
+        format!(
+            "p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+            percentile(times, 0.5).as_secs_f64() * 1000.0,
+            percentile(times, 0.99).as_secs_f64() * 1000.0,
+            times.last().copied().unwrap_or_default().as_secs_f64() * 1000.0
+        )
+    };
     c.message = format!(
-        "{} broadcast(s): p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
-        times.len(),
-        percentile(&times, 0.5).as_secs_f64() * 1000.0,
-        percentile(&times, 0.99).as_secs_f64() * 1000.0,
-        times.last().copied().unwrap_or_default().as_secs_f64() * 1000.0
+        "callback → broadcast, {} broadcast(s): {}; user message → forward → callback → broadcast: {} (the agents wait {} before calling back)",
+        hop.len(),
+        figures(&mut hop),
+        figures(&mut round),
+        ms(fleet.reply_after)
     );
     c
 }
