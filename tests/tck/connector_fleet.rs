@@ -4,6 +4,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use agent_tck::protocols::connector::fleet::{self, Fleet};
+use agent_tck::protocols::connector::fleet_judge;
 use agent_tck::report::{Report, Status};
 
 use crate::agent_server::{self, Flaw};
@@ -44,7 +45,7 @@ async fn run(flaw: Flaw) -> Report {
         .map(|(_, id, input)| (id, input))
         .collect();
     let _server = agent_server::start((listener, url), flaw, agents);
-    fleet::run(&fleet, served, false, 7).await
+    fleet_judge::run(&fleet, served, false, 7).await
 }
 
 fn failed(report: &Report) -> BTreeSet<String> {
@@ -107,7 +108,7 @@ async fn a_server_that_forwards_nothing_fails_reached_fleet_with_a_hint() {
     short.messages = 1;
     let served = fleet::serve(&short).await.unwrap();
     let _server = agent_server::start((listener, url), Flaw::None, HashMap::new());
-    let report = fleet::run(&short, served, false, 7).await;
+    let report = fleet_judge::run(&short, served, false, 7).await;
     let reached = report
         .cases
         .iter()

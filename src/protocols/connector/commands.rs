@@ -190,7 +190,7 @@ impl Protocol for Connector {
                 "the server's agent definitions for them (its configuration must name these inputUrls):\n{}",
                 served.config_snippet(&fleet)
             );
-            Ok(super::fleet::run(&fleet, served, at.strict, seed).await)
+            Ok(super::fleet_judge::run(&fleet, served, at.strict, seed).await)
         }))
     }
 

@@ -2,7 +2,7 @@
 //! connector`): the fleet serves an inputUrl per external agent, and drives the server as its
 //! users would — creates sessions through the create endpoint, attaches WebSocket clients, sends
 //! user messages — while each agent acknowledges and calls back as its behaviour says. Then it
-//! judges the server ([`super::fleet_judge`]): the forwards, the callbacks' answers, what was
+//! judges the server ([`super::fleet_judge`], whose `run` runs it): the forwards, the callbacks' answers, what was
 //! broadcast to whom, and the session ids the create endpoint takes.
 //!
 //! ```yaml
@@ -32,7 +32,6 @@ use super::agent::split_url;
 use super::model::{self, FORWARD_TIMEOUT, INPUT_SCHEMA};
 use super::ws::{self, Dialect};
 use crate::mock::http1::{self, Delivered, Fault, Handler, Outcome, Plan, Request, Response};
-use crate::report::Report;
 use crate::transport::http::{self as client, BaseUrl, Limits};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -851,8 +850,9 @@ pub struct Drive {
 }
 
 /// Runs the fleet against the server and judges it.
-pub async fn run(fleet: &Fleet, served: Served, strict: bool, seed: u64) -> Report {
-    let info = crate::report::RunInfo::start("mock", super::NAME, fleet.target(), seed, strict);
+/// Runs the fleet against the server (its verdicts: [`super::fleet_judge::run`]): what the
+/// driver saw, and the inputs' books.
+pub async fn exercise(fleet: &Fleet, served: Served) -> (Drive, Books) {
     let drive = drive(fleet, &served).await;
     // Callbacks still on their way get a moment, then the inputs stop.
     served.inputs.tracker.close();
@@ -864,7 +864,7 @@ pub async fn run(fleet: &Fleet, served: Served, strict: bool, seed: u64) -> Repo
         .lock()
         .map(|mut b| std::mem::take(&mut *b))
         .unwrap_or_default();
-    super::fleet_judge::judge(fleet, &drive, &books, info)
+    (drive, books)
 }
 
 /// WebSocket handshakes in flight at once.

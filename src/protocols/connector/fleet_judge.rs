@@ -59,6 +59,13 @@ fn copies<'a>(messages: &'a [Inbound], cb: &SentCallback) -> Vec<&'a Inbound> {
         .collect()
 }
 
+/// Runs the fleet against the server and judges it.
+pub async fn run(fleet: &Fleet, served: super::fleet::Served, strict: bool, seed: u64) -> Report {
+    let info = RunInfo::start("mock", super::NAME, fleet.target(), seed, strict);
+    let (drive, books) = super::fleet::exercise(fleet, served).await;
+    judge(fleet, &drive, &books, info)
+}
+
 pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
     let mut cases = vec![
         reached(fleet, d, b),
