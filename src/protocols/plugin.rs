@@ -30,6 +30,63 @@ pub struct ProbeJob {
     pub run: Box<dyn FnOnce(OnCase) -> BoxFuture<'static, Result<Report, Error>> + Send>,
 }
 
+impl ProbeJob {
+    /// A probe whose cases are `ids`, of which `wants` (asked of the settings) keeps some: their
+    /// count for the progress line, and `run` over the settings as the job.
+    pub fn of<S, F, Fut>(
+        ids: &[String],
+        wants: fn(&S, &str) -> bool,
+        output: OutputArgs,
+        settings: S,
+        run: F,
+    ) -> ProbeJob
+    where
+        S: Send + 'static,
+        F: FnOnce(S, OnCase) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<Report, Error>> + Send + 'static,
+    {
+        ProbeJob {
+            total: ids.iter().filter(|id| wants(&settings, id)).count(),
+            output,
+            run: Box::new(move |on_case| Box::pin(run(settings, on_case))),
+        }
+    }
+}
+
+/// `probe NAME` of a protocol whose probe a driver runs: its flags (`A`, with their output
+/// flags), the settings made of them, the cases the settings want of `ids`, and the run.
+pub fn driver_probe<A, S, F, Fut>(
+    matches: &clap::ArgMatches,
+    settings: fn(&A) -> Result<S, String>,
+    output: fn(A) -> OutputArgs,
+    ids: &[String],
+    wants: fn(&S, &str) -> bool,
+    run: F,
+) -> Result<ProbeJob, Error>
+where
+    A: clap::FromArgMatches,
+    S: Send + 'static,
+    F: FnOnce(S, OnCase) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Result<Report, Error>> + Send + 'static,
+{
+    let flags = A::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
+    let made = settings(&flags).map_err(Error::Usage)?;
+    let output = output(flags);
+    output.check()?;
+    Ok(ProbeJob::of(ids, wants, output, made, run))
+}
+
+/// For a protocol whose cases are built in (`suites/FILE`): `--suite FILE` is refused.
+pub fn builtin_cases_only(file: Option<&Path>, whose: &str, suite: &str) -> Result<(), Error> {
+    match file {
+        Some(path) => Err(Error::usage(format!(
+            "--suite {}: {whose} cases are built in ({suite})",
+            path.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// `probe NAME` for a protocol whose probe is a suite of HTTP exchanges: the flags
 /// ([`SuiteProbeArgs`]) under the protocol's name and line.
 pub fn suite_probe_command(name: &'static str, about: &'static str) -> clap::Command {

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Args, FromArgMatches};
+use clap::Args;
 use futures::future::BoxFuture;
 
 use super::agent::{split_url, ExternalAgent, Flaws};
@@ -15,7 +15,9 @@ use super::probe::{self, Settings};
 use super::NAME;
 use crate::error::Error;
 use crate::probe::args::{seed_or_clock, RunArgs};
-use crate::protocols::plugin::{ClientFleet, MatrixRow, ProbeJob, Protocol, Selftest};
+use crate::protocols::plugin::{
+    driver_probe, ClientFleet, MatrixRow, OnCase, ProbeJob, Protocol, Selftest,
+};
 use crate::report::output::OutputArgs;
 use crate::report::Report;
 use crate::units::parse_duration;
@@ -122,31 +124,25 @@ impl Protocol for Connector {
     }
 
     fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        let flags = ConnectorProbeArgs::from_arg_matches(matches)
-            .map_err(|e| Error::usage(e.to_string()))?;
-        let settings = settings(&flags).map_err(Error::Usage)?;
-        flags.output.check()?;
-        let total = probe::case_ids()
-            .map_err(Error::Usage)?
-            .iter()
-            .filter(|id| settings.wants(id))
-            .count();
-        Ok(ProbeJob {
-            total,
-            output: flags.output,
-            run: Box::new(move |on_case| {
-                Box::pin(async move { probe::run(&settings, &*on_case).await.map_err(Error::Run) })
-            }),
-        })
+        let ids = probe::case_ids().map_err(Error::Usage)?;
+        let job =
+            |s: Settings, on: OnCase| async move { probe::run(&s, &*on).await.map_err(Error::Run) };
+        driver_probe(
+            matches,
+            settings,
+            |f: ConnectorProbeArgs| f.output,
+            &ids,
+            Settings::wants,
+            job,
+        )
     }
 
     fn list_cases(&self, file: Option<&Path>) -> Result<String, Error> {
-        if let Some(path) = file {
-            return Err(Error::usage(format!(
-                "--suite {}: the connector's cases are built in (suites/connector.yaml)",
-                path.display()
-            )));
-        }
+        crate::protocols::plugin::builtin_cases_only(
+            file,
+            "the connector's",
+            "suites/connector.yaml",
+        )?;
         Ok(probe::suite().map_err(Error::Usage)?.list())
     }
 

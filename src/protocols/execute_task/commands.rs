@@ -23,7 +23,7 @@ use crate::mock::line_server::LineService;
 use crate::mock::protocol::AgentProtocol;
 use crate::mock::Responder;
 use crate::probe::args::{api_key, KeyArgs, RunArgs};
-use crate::protocols::plugin::{MatrixRow, ProbeJob, Protocol, Selftest};
+use crate::protocols::plugin::{driver_probe, MatrixRow, OnCase, ProbeJob, Protocol, Selftest};
 use crate::report::output::OutputArgs;
 use crate::report::Report;
 use crate::text::shell_quote;
@@ -196,20 +196,18 @@ impl Protocol for ExecuteTask {
     fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
         let flags =
             TaskProbeArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
-        let settings = task_settings(&flags).map_err(Error::Usage)?;
-        flags.output.check()?;
-        let total = super::probe::case_ids(&settings.scenarios)
-            .map_err(Error::Usage)?
-            .iter()
-            .filter(|id| settings.wants(id))
-            .count();
-        Ok(ProbeJob {
-            total,
-            output: flags.output,
-            run: Box::new(move |on_case| {
-                Box::pin(async move { super::probe::run(&settings, &*on_case).await })
-            }),
-        })
+        // The case ids depend on the scenarios the flags name.
+        let ids = super::probe::case_ids(&task_settings(&flags).map_err(Error::Usage)?.scenarios)
+            .map_err(Error::Usage)?;
+        let job = |s: TaskSettings, on: OnCase| async move { super::probe::run(&s, &*on).await };
+        driver_probe(
+            matches,
+            task_settings,
+            |f: TaskProbeArgs| f.output,
+            &ids,
+            TaskSettings::wants,
+            job,
+        )
     }
 
     fn list_cases(&self, file: Option<&Path>) -> Result<String, Error> {

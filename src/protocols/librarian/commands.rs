@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::{Args, FromArgMatches};
+use clap::Args;
 use futures::future::BoxFuture;
 
 use super::mock::Script;
@@ -12,7 +12,9 @@ use super::server::{self, Flaws, Librarian, Registered};
 use super::NAME;
 use crate::error::Error;
 use crate::probe::args::{seed_or_clock, RunArgs};
-use crate::protocols::plugin::{ClientFleet, MatrixRow, ProbeJob, Protocol, Selftest};
+use crate::protocols::plugin::{
+    driver_probe, ClientFleet, MatrixRow, OnCase, ProbeJob, Protocol, Selftest,
+};
 use crate::report::output::OutputArgs;
 use crate::report::Report;
 use crate::transport::http::BaseUrl;
@@ -100,31 +102,25 @@ impl Protocol for LibrarianProtocol {
     }
 
     fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        let flags = LibrarianProbeArgs::from_arg_matches(matches)
-            .map_err(|e| Error::usage(e.to_string()))?;
-        let settings = settings(&flags).map_err(Error::Usage)?;
-        flags.output.check()?;
-        let total = probe::case_ids()
-            .map_err(Error::Usage)?
-            .iter()
-            .filter(|id| settings.wants(id))
-            .count();
-        Ok(ProbeJob {
-            total,
-            output: flags.output,
-            run: Box::new(move |on_case| {
-                Box::pin(async move { probe::run(&settings, &*on_case).await.map_err(Error::Run) })
-            }),
-        })
+        let ids = probe::case_ids().map_err(Error::Usage)?;
+        let job =
+            |s: Settings, on: OnCase| async move { probe::run(&s, &*on).await.map_err(Error::Run) };
+        driver_probe(
+            matches,
+            settings,
+            |f: LibrarianProbeArgs| f.output,
+            &ids,
+            Settings::wants,
+            job,
+        )
     }
 
     fn list_cases(&self, file: Option<&Path>) -> Result<String, Error> {
-        if let Some(path) = file {
-            return Err(Error::usage(format!(
-                "--suite {}: the librarian's cases are built in (suites/librarian.yaml)",
-                path.display()
-            )));
-        }
+        crate::protocols::plugin::builtin_cases_only(
+            file,
+            "the librarian's",
+            "suites/librarian.yaml",
+        )?;
         probe::list_cases().map_err(Error::Usage)
     }
 
