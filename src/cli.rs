@@ -85,6 +85,9 @@ pub enum Command {
     /// broke exactly the cases it should). --json and --junit hold the matrices too, a case per
     /// row.
     Selftest(SelftestArgs),
+    /// Check files a protocol defines (`lint agents PATH…`: agent definition files), printing
+    /// findings with their file, line and column (console, JSON, JUnit or SARIF).
+    Lint(LintCommand),
     /// Inspect the suites (cases, levels, spec sections).
     #[command(subcommand)]
     Suites(SuitesCommand),
@@ -93,43 +96,78 @@ pub enum Command {
     Schemas(SchemasCommand),
 }
 
-/// `probe NAME …`: a subcommand per registered protocol, with the flags it declares.
+/// A command whose subcommands come from the registry: one per protocol that declares one for
+/// the role `R` (`probe NAME …`, `lint WHAT …`), with the flags it declares.
 #[derive(Debug, Clone)]
-pub struct ProbeCommand {
+pub struct RoleCommand<R> {
+    /// The protocol whose subcommand it is.
     pub protocol: &'static str,
+    /// Its flags, as clap parsed them from the protocol's command.
     pub matches: ArgMatches,
+    role: std::marker::PhantomData<R>,
 }
 
-impl FromArgMatches for ProbeCommand {
+/// A role a protocol may declare a subcommand for.
+pub trait Role: std::fmt::Debug + Clone + Send + Sync + 'static {
+    fn command(protocol: &dyn protocols::Protocol) -> Option<clap::Command>;
+}
+
+/// `probe NAME`: named for the protocol.
+#[derive(Debug, Clone)]
+pub struct ProbeRole;
+
+impl Role for ProbeRole {
+    fn command(protocol: &dyn protocols::Protocol) -> Option<clap::Command> {
+        protocol.probe_command()
+    }
+}
+
+/// `lint WHAT`: named for what is linted (`agents`).
+#[derive(Debug, Clone)]
+pub struct LintRole;
+
+impl Role for LintRole {
+    fn command(protocol: &dyn protocols::Protocol) -> Option<clap::Command> {
+        protocol.lint_command()
+    }
+}
+
+pub type ProbeCommand = RoleCommand<ProbeRole>;
+pub type LintCommand = RoleCommand<LintRole>;
+
+impl<R: Role> FromArgMatches for RoleCommand<R> {
     fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
         let (name, sub) = matches
             .subcommand()
             .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::MissingSubcommand))?;
-        let protocol = protocols::find(name)
+        let protocol = protocols::REGISTRY
+            .iter()
+            .find(|p| R::command(**p).is_some_and(|c| c.get_name() == name))
             .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidSubcommand))?;
-        Ok(ProbeCommand {
+        Ok(RoleCommand {
             protocol: protocol.name(),
             matches: sub.clone(),
+            role: std::marker::PhantomData,
         })
     }
 
     fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
-        *self = ProbeCommand::from_arg_matches(matches)?;
+        *self = RoleCommand::from_arg_matches(matches)?;
         Ok(())
     }
 }
 
-impl Args for ProbeCommand {
+impl<R: Role> Args for RoleCommand<R> {
     fn augment_args(cmd: clap::Command) -> clap::Command {
         protocols::REGISTRY
             .iter()
-            .filter_map(|p| p.probe_command())
+            .filter_map(|p| R::command(*p))
             .fold(cmd, clap::Command::subcommand)
             .subcommand_required(true)
     }
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-        ProbeCommand::augment_args(cmd)
+        RoleCommand::<R>::augment_args(cmd)
     }
 }
 
@@ -437,6 +475,10 @@ async fn execute(command: Command) -> Result<Ended, Error> {
             let protocol = protocol(probe.protocol)?;
             let job = protocol.probe(&probe.matches)?;
             run_probe(job).await
+        }
+        Command::Lint(lint) => {
+            let code = protocol(lint.protocol)?.lint(&lint.matches)?;
+            Ok(Ended::Verdict(u8::try_from(code).unwrap_or(1)))
         }
         Command::Selftest(args) => selftest(args).await,
         Command::Mock(MockCommand::Agent(args)) => mock_agent(args).await,

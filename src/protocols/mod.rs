@@ -8,6 +8,7 @@
 //! traits for what it does in each role: [`AgentProtocol`] (the mock engine plays its agents),
 //! [`crate::probe::plugin::SuiteProtocol`] (its rules and generators in suites).
 
+pub mod agent_standard;
 pub mod connector;
 pub mod execute_task;
 pub mod librarian;
@@ -25,6 +26,7 @@ pub static REGISTRY: &[&dyn Protocol] = &[
     &execute_task::ExecuteTask,
     &librarian::LibrarianProtocol,
     &connector::Connector,
+    &agent_standard::AgentStandard,
 ];
 
 /// The protocol registered as `name`.

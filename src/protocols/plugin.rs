@@ -214,6 +214,19 @@ pub trait Protocol: Sync {
         Err(Error::usage(format!("no probe for {}", self.name())))
     }
 
+    /// `lint WHAT`'s flags, when the protocol has files to lint (the command's name is what is
+    /// linted: `agents`). None: nothing to lint.
+    fn lint_command(&self) -> Option<clap::Command> {
+        None
+    }
+
+    /// `lint WHAT` with the flags clap parsed from [`Protocol::lint_command`]: writes the
+    /// findings and returns the exit status.
+    fn lint(&self, matches: &clap::ArgMatches) -> Result<i32, Error> {
+        let _ = matches;
+        Err(Error::usage(format!("nothing to lint for {}", self.name())))
+    }
+
     /// `suites list --protocol NAME [--suite FILE]`: every case with its level and title.
     fn list_cases(&self, file: Option<&Path>) -> Result<String, Error>;
 

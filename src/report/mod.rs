@@ -5,6 +5,7 @@
 pub mod console;
 pub mod json;
 pub mod junit;
+pub mod lint;
 pub mod output;
 
 use serde::{Deserialize, Serialize};

@@ -155,11 +155,14 @@ fn selftest_passes_and_writes_both_reports() {
         .cases()
         .len();
     // Every protocol: every round-table, librarian and connector case passes; execute-task skips
-    // only the HTTP-only case.
+    // only the HTTP-only case; the agent standard's example definitions break no lint rule.
     assert_eq!(
         report.protocol,
-        "roundtable+execute-task+librarian+connector"
+        "roundtable+execute-task+librarian+connector+agent-standard"
     );
+    assert!(report.cases.iter().any(|c| c.id == "name-kebab-case"
+        && c.status == agent_tck::report::Status::Pass
+        && c.message == "3 file(s) checked"));
     assert_eq!(report.summary.failed, 0, "{stdout}");
     assert_eq!(report.summary.skipped, 1, "{stdout}");
     let (rows, agents): (Vec<_>, Vec<_>) = report

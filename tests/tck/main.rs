@@ -17,6 +17,7 @@ mod layers;
 mod librarian;
 mod librarian_client;
 mod librarian_fleet;
+mod lint;
 mod platform;
 mod properties;
 mod reference;

@@ -1,0 +1,169 @@
+//! The agent protocol standard on the command line (`lint agents`, `suites list`) and in the
+//! self-test (the built-in example definitions lint clean).
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, FromArgMatches, ValueEnum};
+use futures::future::BoxFuture;
+
+use super::lint::{self, Extra, RULES};
+use super::{EXAMPLES, NAME};
+use crate::error::Error;
+use crate::protocols::plugin::{Protocol, Selftest};
+use crate::report::lint::Lint;
+use crate::report::{Report, RunInfo};
+
+/// The agent protocol standard in the registry.
+pub struct AgentStandard;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// `path:line:col: error[rule]: message` lines and the counts.
+    Console,
+    /// The kit's JSON report: a case per rule.
+    Json,
+    /// JUnit XML: a testcase per rule.
+    Junit,
+    /// SARIF 2.1.0 (GitHub code scanning).
+    Sarif,
+}
+
+/// `lint agents`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct LintAgentsArgs {
+    /// Definition files, or directories (walked for `*.md` files that begin with a frontmatter).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// What to print.
+    #[arg(long, value_enum, default_value = "console")]
+    pub format: Format,
+    /// Also write SARIF 2.1.0 to this file.
+    #[arg(long, value_name = "FILE")]
+    pub sarif: Option<PathBuf>,
+    /// SHOULD findings (warnings) fail the run too.
+    #[arg(long)]
+    pub strict: bool,
+    /// A word descriptions may begin with, beside the built-in action verbs (repeatable).
+    #[arg(long = "verb", value_name = "WORD")]
+    pub verbs: Vec<String>,
+    /// A tool name to accept, beside the known ones (repeatable).
+    #[arg(long = "tool", value_name = "NAME")]
+    pub tools: Vec<String>,
+}
+
+/// Writes `lint` as `format` to stdout (and SARIF to `sarif`); the exit status.
+pub fn write(
+    lint: &Lint,
+    format: Format,
+    sarif: Option<&Path>,
+    target: &str,
+) -> Result<i32, Error> {
+    let sarif_text = || serde_json::to_string_pretty(&lint.sarif()).unwrap_or_default();
+    if let Some(path) = sarif {
+        std::fs::write(path, sarif_text() + "\n")
+            .map_err(|e| Error::run(format!("--sarif {}: {e}", path.display())))?;
+    }
+    let report = || lint.report(target, RunInfo::start("lint", NAME, target, 0, lint.strict));
+    match format {
+        Format::Console => crate::out!("{}", lint.console()),
+        Format::Sarif => crate::outln!("{}", sarif_text()),
+        Format::Json => crate::outln!(
+            "{}",
+            serde_json::to_string_pretty(&report()).unwrap_or_default()
+        ),
+        Format::Junit => crate::out!("{}", crate::report::junit::to_string(&report())),
+    }
+    Ok(lint.exit_code())
+}
+
+impl Protocol for AgentStandard {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn about(&self) -> &'static str {
+        "The agent protocol standard: Markdown agent definitions with a YAML frontmatter, and their JSON results."
+    }
+
+    fn lint_command(&self) -> Option<clap::Command> {
+        Some(
+            LintAgentsArgs::augment_args(clap::Command::new("agents")).about(
+                "Lint agent definition files (the agent protocol standard's frontmatter rules)",
+            ),
+        )
+    }
+
+    fn lint(&self, matches: &clap::ArgMatches) -> Result<i32, Error> {
+        let flags =
+            LintAgentsArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
+        let files = lint::files(&flags.paths).map_err(Error::Usage)?;
+        if files.is_empty() {
+            return Err(Error::usage(format!(
+                "no agent definition under {} (a `*.md` file that begins with `---`)",
+                flags
+                    .paths
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let extra = Extra {
+            verbs: flags.verbs.clone(),
+            tools: flags.tools.clone(),
+        };
+        let result = lint::lint_files(&files, &extra, flags.strict).map_err(Error::Run)?;
+        let target = flags
+            .paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" ");
+        write(&result, flags.format, flags.sarif.as_deref(), &target)
+    }
+
+    fn list_cases(&self, file: Option<&Path>) -> Result<String, Error> {
+        crate::protocols::plugin::builtin_cases_only(
+            file,
+            "the agent standard's",
+            "its lint rules",
+        )?;
+        let mut out = format!(
+            "Agent protocol standard: lint rules ({} rules; spec {})\n",
+            RULES.len(),
+            lint::SPEC
+        );
+        for r in RULES {
+            out.push_str(&format!(
+                "  {:<26} {:<6}  {}\n",
+                r.id,
+                r.level.as_str(),
+                r.title
+            ));
+        }
+        Ok(out)
+    }
+
+    fn case_ids(&self) -> Result<Vec<String>, Error> {
+        Ok(RULES.iter().map(|r| r.id.to_string()).collect())
+    }
+
+    /// The built-in example definitions lint clean, every rule with them.
+    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, Error>> {
+        Box::pin(async move {
+            let defs: Vec<_> = EXAMPLES
+                .iter()
+                .map(|(path, text)| super::definition::read(path, text))
+                .collect();
+            let result = lint::lint(&defs, &Extra::default(), true);
+            let info = RunInfo::start(
+                "lint",
+                NAME,
+                "the built-in example definitions",
+                at.seed,
+                true,
+            );
+            Ok(result.report("suites/agent-standard/agents", info))
+        })
+    }
+}

@@ -1,0 +1,242 @@
+//! An agent definition file as written: Markdown with a YAML frontmatter between `---` lines.
+//! What the lint needs of it — the frontmatter as a value, where each top-level key and each
+//! listed tool is (line and column, 1-based, in the file), and the body — read without ever
+//! failing: whatever is wrong is said as a problem with its place.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// A place in the file (1-based line and column).
+pub type At = (usize, usize);
+
+#[derive(Debug, Clone)]
+pub struct Definition {
+    /// The path as given (what findings name).
+    pub path: String,
+    /// The file name without `.md`.
+    pub stem: String,
+    pub front: Result<Front, (At, String)>,
+    /// The Markdown after the frontmatter (the whole file when there is none).
+    pub body: String,
+    /// The line the body starts on.
+    pub body_line: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Front {
+    /// The frontmatter as JSON (YAML mappings, lists, scalars).
+    pub value: Value,
+    /// Each top-level key and where it is.
+    pub keys: BTreeMap<String, At>,
+    /// Each tool of a block or flow list under `tools:`, and where it is.
+    pub tools: Vec<(String, At)>,
+}
+
+impl Front {
+    /// Where `key` is, or the frontmatter's opening line.
+    pub fn at(&self, key: &str) -> At {
+        self.keys.get(key).copied().unwrap_or((1, 1))
+    }
+}
+
+/// Whether a file looks like a definition: it starts with a frontmatter fence.
+pub fn has_frontmatter(text: &str) -> bool {
+    text.trim_start_matches('\u{feff}').starts_with("---")
+}
+
+pub fn read(path: &str, text: &str) -> Definition {
+    let stem = std::path::Path::new(path)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let text = text.trim_start_matches('\u{feff}');
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.first().map(|l| l.trim_end()) != Some("---") {
+        return Definition {
+            path: path.into(),
+            stem,
+            front: Err((
+                (1, 1),
+                "no frontmatter: the file must begin with a `---` line, the YAML, and a closing `---`"
+                    .into(),
+            )),
+            body: text.into(),
+            body_line: 1,
+        };
+    }
+    let Some(close) = lines
+        .iter()
+        .skip(1)
+        .position(|l| matches!(l.trim_end(), "---" | "..."))
+        .map(|i| i + 1)
+    else {
+        return Definition {
+            path: path.into(),
+            stem,
+            front: Err((
+                (1, 1),
+                "the frontmatter is never closed (no second `---` line)".into(),
+            )),
+            body: String::new(),
+            body_line: lines.len() + 1,
+        };
+    };
+    let yaml = lines[1..close].join("\n");
+    let body = lines[close + 1..].join("\n");
+    Definition {
+        path: path.into(),
+        stem,
+        front: parse(&yaml, &lines[1..close]),
+        body,
+        body_line: close + 2,
+    }
+}
+
+/// The frontmatter's YAML (its first line is the file's line 2).
+fn parse(yaml: &str, lines: &[&str]) -> Result<Front, (At, String)> {
+    let value: Value = serde_saphyr::from_str(yaml).map_err(|e| {
+        let message = e.to_string();
+        // The parser counts from the frontmatter's first line, the file's line 2; its own
+        // place is dropped from the message, which is given the file's.
+        let place = yaml_place(&message).map_or((1, 1), |(l, c)| (l + 1, c));
+        let said = PLACE_PREFIX.replace(first_line(&message), "").into_owned();
+        (place, format!("invalid YAML: {said}"))
+    })?;
+    if !value.is_object() {
+        return Err((
+            (2, 1),
+            format!(
+                "the frontmatter is {}, not a mapping of fields",
+                kind(&value)
+            ),
+        ));
+    }
+    let mut keys = BTreeMap::new();
+    let mut tools = Vec::new();
+    let mut in_tools = false;
+    for (i, line) in lines.iter().enumerate() {
+        let at_line = i + 2;
+        let top = !line.starts_with([' ', '\t', '-', '#']) && !line.trim().is_empty();
+        if top {
+            in_tools = false;
+            if let Some((key, rest)) = line.split_once(':') {
+                let key = key.trim().trim_matches(['"', '\'']).to_string();
+                keys.entry(key.clone()).or_insert((at_line, 1));
+                if key == "tools" {
+                    in_tools = true;
+                    let offset = line.len() - rest.len();
+                    let rest_trim = rest.trim_start();
+                    let start = offset + (rest.len() - rest_trim.len());
+                    if let Some(inner) = rest_trim.strip_prefix('[') {
+                        // A flow list: `tools: [Read, Grep]`.
+                        let mut col = start + 2;
+                        for item in inner.trim_end().trim_end_matches(']').split(',') {
+                            let lead = item.len() - item.trim_start().len();
+                            let name = unquote(item.trim());
+                            if !name.is_empty() {
+                                tools.push((name, (at_line, col + lead)));
+                            }
+                            col += item.len() + 1;
+                        }
+                        in_tools = false;
+                    } else if !rest_trim.is_empty() {
+                        // A scalar (`tools: Read, Grep`): a type error the lint names at the key.
+                        in_tools = false;
+                    }
+                }
+            }
+        } else if in_tools {
+            let trimmed = line.trim_start();
+            if let Some(item) = trimmed.strip_prefix('-') {
+                let col =
+                    line.len() - trimmed.len() + 1 + (item.len() - item.trim_start().len()) + 1;
+                let name = unquote(item.trim());
+                if !name.is_empty() {
+                    tools.push((name, (at_line, col)));
+                }
+            }
+        }
+    }
+    Ok(Front { value, keys, tools })
+}
+
+static PLACE_PREFIX: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"^(error: )?line \d+(,? column \d+)?: ").expect("a valid regex")
+});
+
+fn unquote(s: &str) -> String {
+    s.trim_matches(['"', '\'']).to_string()
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or(s)
+}
+
+/// `line N column M` (or `line N`) in a YAML error message.
+fn yaml_place(message: &str) -> Option<At> {
+    static PLACE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"line (\d+)(?:,? column (\d+))?").expect("a valid regex")
+    });
+    let c = PLACE.captures(message)?;
+    let line = c.get(1)?.as_str().parse().ok()?;
+    let column = c.get(2).and_then(|m| m.as_str().parse().ok()).unwrap_or(1);
+    Some((line, column))
+}
+
+pub fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_tools_are_placed_where_they_are_written() {
+        let text = "---\nname: scanner\ndescription: \"Scan code.\"\ntools:\n  - Read\n  - \"Grep\"\nmodel: opus\n---\n\n# Body\n";
+        let d = read("agents/scanner.md", text);
+        let front = d.front.unwrap();
+        assert_eq!(d.stem, "scanner");
+        assert_eq!(front.at("name"), (2, 1));
+        assert_eq!(front.at("model"), (7, 1));
+        assert_eq!(
+            front.tools,
+            vec![("Read".to_string(), (5, 5)), ("Grep".to_string(), (6, 5))]
+        );
+        assert_eq!(d.body_line, 9);
+        assert!(d.body.contains("# Body"));
+        let flow = read("x.md", "---\ntools: [Read,  Bash]\n---\n");
+        assert_eq!(
+            flow.front.unwrap().tools,
+            vec![("Read".to_string(), (2, 9)), ("Bash".to_string(), (2, 16))]
+        );
+    }
+
+    #[test]
+    fn what_is_wrong_says_where() {
+        assert_eq!(
+            read("x.md", "# no frontmatter\n").front.unwrap_err().0,
+            (1, 1)
+        );
+        assert!(read("x.md", "---\nname: a\n")
+            .front
+            .unwrap_err()
+            .1
+            .contains("never closed"));
+        let list = read("x.md", "---\n- a\n- b\n---\n").front.unwrap_err();
+        assert!(list.1.contains("a list, not a mapping"), "{}", list.1);
+        let bad = read("x.md", "---\nname: a\ntools: [Read\n---\n")
+            .front
+            .unwrap_err();
+        assert!(bad.1.starts_with("invalid YAML"), "{}", bad.1);
+        assert!(bad.0 .0 >= 2, "{:?}", bad.0);
+    }
+}

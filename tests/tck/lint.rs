@@ -1,0 +1,319 @@
+//! `agent-tck lint agents`: the built-in example definitions pass; each rule broken once is
+//! caught by exactly that rule, at the line of the key; the SARIF validates against the SARIF
+//! 2.1.0 schema and reads back through a SARIF reader; the binary's formats and exit codes.
+
+use std::collections::BTreeSet;
+use std::process::Output;
+
+use agent_tck::protocols::agent_standard::definition;
+use agent_tck::protocols::agent_standard::lint::{lint, Extra, RULES};
+use agent_tck::report::lint::Lint;
+use serde_json::Value;
+
+use crate::support::TempDir;
+
+const GOOD: &str = "---\nname: scanner\ndescription: Scan code for security issues.\ntools:\n  - Read\n  - Grep\nmodel: claude-opus-4-5-20251101\nsupports_plan_mode: true\n---\n\n# Scanner\n\n## Plan mode\n\nList what you will scan.\n\n## Execute mode\n\nScan it.\n";
+
+fn lint_one(path: &str, text: &str) -> Lint {
+    lint(&[definition::read(path, text)], &Extra::default(), false)
+}
+
+fn rules(l: &Lint) -> BTreeSet<&'static str> {
+    l.findings.iter().map(|f| f.rule).collect()
+}
+
+#[test]
+fn a_good_definition_is_clean_and_each_broken_rule_is_caught_alone_at_its_line() {
+    assert_eq!(rules(&lint_one("agents/scanner.md", GOOD)), BTreeSet::new());
+    let cases: Vec<(&str, String, &str, usize)> = vec![
+        (
+            "frontmatter-present",
+            GOOD.replacen("---\n", "", 1),
+            "scanner.md",
+            1,
+        ),
+        (
+            "frontmatter-yaml",
+            GOOD.replace("  - Grep\n", "  - Grep\n  bad: [\n"),
+            "scanner.md",
+            7,
+        ),
+        (
+            "required-field",
+            GOOD.replace("model: claude-opus-4-5-20251101\n", ""),
+            "scanner.md",
+            1,
+        ),
+        (
+            "field-type",
+            GOOD.replace("model: claude-opus-4-5-20251101", "model: 4"),
+            "scanner.md",
+            7,
+        ),
+        (
+            "name-kebab-case",
+            GOOD.replace("name: scanner", "name: Scanner_One"),
+            "Scanner_One.md",
+            2,
+        ),
+        (
+            "tools-non-empty",
+            GOOD.replace("tools:\n  - Read\n  - Grep\n", "tools: []\n"),
+            "scanner.md",
+            4,
+        ),
+        (
+            "plan-mode-boolean",
+            GOOD.replace("supports_plan_mode: true", "supports_plan_mode: \"yes\""),
+            "scanner.md",
+            8,
+        ),
+        ("name-matches-file", GOOD.to_string(), "scanner-two.md", 2),
+        (
+            "description-action-verb",
+            GOOD.replace("Scan code", "This agent scans code"),
+            "scanner.md",
+            3,
+        ),
+        (
+            "description-sentences",
+            GOOD.replace("security issues.", "security issues. Then more. And more."),
+            "scanner.md",
+            3,
+        ),
+        (
+            "tools-known",
+            GOOD.replace("  - Grep", "  - Teleport"),
+            "scanner.md",
+            6,
+        ),
+        (
+            "model-recognisable",
+            GOOD.replace("claude-opus-4-5-20251101", "the best one"),
+            "scanner.md",
+            7,
+        ),
+        (
+            "body-present",
+            GOOD[..GOOD.find("\n# Scanner").unwrap()].to_string(),
+            "scanner.md",
+            10,
+        ),
+        (
+            "plan-instructions",
+            GOOD.replace("## Plan mode", "## Planning"),
+            "scanner.md",
+            8,
+        ),
+    ];
+    for (rule, text, file, line) in &cases {
+        let l = lint_one(&format!("agents/{file}"), text);
+        assert_eq!(rules(&l), [*rule].into(), "{rule}: {:#?}", l.findings);
+        assert_eq!(l.findings[0].line, *line, "{rule}: {:#?}", l.findings);
+    }
+    // Names unique across the set: the second file is named, at its name.
+    let two = lint(
+        &[
+            definition::read("a/scanner.md", GOOD),
+            definition::read("b/scanner.md", GOOD),
+        ],
+        &Extra::default(),
+        false,
+    );
+    assert_eq!(rules(&two), ["name-unique"].into());
+    assert_eq!(
+        (two.findings[0].file.as_str(), two.findings[0].line),
+        ("b/scanner.md", 2)
+    );
+    assert!(two.findings[0].message.contains("a/scanner.md"));
+    // Every rule has a case above.
+    let covered: BTreeSet<&str> = cases.iter().map(|c| c.0).chain(["name-unique"]).collect();
+    let all: BTreeSet<&str> = RULES.iter().map(|r| r.id).collect();
+    assert_eq!(covered, all);
+    // The lists are the user's to extend.
+    let extended = lint(
+        &[definition::read(
+            "agents/scanner.md",
+            &GOOD
+                .replace("  - Grep", "  - Teleport")
+                .replace("Scan code", "Shepherd code"),
+        )],
+        &Extra {
+            verbs: vec!["shepherd".into()],
+            tools: vec!["Teleport".into()],
+        },
+        false,
+    );
+    assert_eq!(rules(&extended), BTreeSet::new());
+}
+
+/// The SARIF 2.1.0 schema, as the `serde-sarif` crate ships it (found through `cargo metadata`,
+/// offline: for this host's dependencies, which are on disk once the tests are built).
+fn sarif_schema() -> Value {
+    let rustc = std::process::Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .expect("rustc -vV");
+    let host = String::from_utf8_lossy(&rustc.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
+        .expect("rustc's host");
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--offline",
+            "--filter-platform",
+            &host,
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata");
+    let meta: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata's JSON");
+    let manifest = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "serde-sarif")
+        .and_then(|p| p["manifest_path"].as_str())
+        .expect("serde-sarif among the dev-dependencies");
+    let path = std::path::Path::new(manifest).with_file_name("src/schema.json");
+    let mut schema: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    // The published schema's language pattern is no valid regex (a stray `]`), which a
+    // validator checking formats refuses; what it means is written instead, wherever it is.
+    let mut fixed = 0;
+    for def in ["run", "toolComponent"] {
+        let language = &mut schema["definitions"][def]["properties"]["language"]["pattern"];
+        if language == "^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$" {
+            *language = "^[a-zA-Z]{2}(-[a-zA-Z]{2})?$".into();
+            fixed += 1;
+        }
+    }
+    assert!(
+        fixed > 0,
+        "the schema's language pattern has changed: look again"
+    );
+    schema
+}
+
+#[test]
+fn the_sarif_validates_against_the_schema_and_reads_back() {
+    let defs: Vec<_> = ["scanner.md", "sub dir/other.md", "/abs/third.md"]
+        .iter()
+        .map(|p| {
+            definition::read(
+                p,
+                &GOOD
+                    .replace("  - Grep", "  - Teleport")
+                    .replace("model: claude-opus-4-5-20251101\n", ""),
+            )
+        })
+        .collect();
+    let l = lint(&defs, &Extra::default(), true);
+    assert!(l.findings.len() >= 6);
+    let sarif = l.sarif();
+    let schema = sarif_schema();
+    let validator = jsonschema::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&sarif)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    // The schema can fail: a level it does not know.
+    let mut broken = sarif.clone();
+    broken["runs"][0]["results"][0]["level"] = "fatal".into();
+    assert!(!validator.is_valid(&broken));
+    // A SARIF reader takes it, and gives it back unchanged.
+    let read: serde_sarif::sarif::Sarif = serde_json::from_value(sarif.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&read).unwrap(), sarif);
+    let results = read.runs[0].results.as_ref().unwrap();
+    assert_eq!(results.len(), l.findings.len());
+}
+
+fn lint_cli(args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"))
+        .args(["lint", "agents"])
+        .args(args)
+        .env("NO_COLOR", "1")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_command_line_lints_directories_in_every_format() {
+    let good = lint_cli(&["suites/agent-standard/agents"]);
+    assert_eq!(
+        good.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&good.stdout)
+    );
+    assert!(String::from_utf8_lossy(&good.stdout).contains("3 file(s): 0 error(s), 0 warning(s)"));
+    let dir = TempDir::new("lint-agents");
+    std::fs::create_dir_all(dir.path("agents/nested")).unwrap();
+    std::fs::write(
+        dir.path("agents/scanner.md"),
+        GOOD.replace("  - Grep", "  - Teleport"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path("agents/nested/bad.md"),
+        "---\nname: Bad\ndescription: Scan.\ntools: [Read]\nmodel: opus\n---\nBody.\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path("agents/README.md"), "# Not a definition\n").unwrap();
+    let agents = dir.path("agents");
+    let console = lint_cli(&[&agents]);
+    let text = String::from_utf8_lossy(&console.stdout);
+    assert_eq!(console.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("nested/bad.md:2:1: error[name-kebab-case]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("scanner.md:6:5: warning[tools-known]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("2 file(s): 1 error(s), 2 warning(s)"),
+        "{text}"
+    );
+    // Warnings alone pass, unless --strict.
+    let scanner = dir.path("agents/scanner.md");
+    assert_eq!(lint_cli(&[&scanner]).status.code(), Some(0));
+    assert_eq!(lint_cli(&[&scanner, "--strict"]).status.code(), Some(1));
+    // SARIF on stdout and to a file; JSON and JUnit reports with a case per rule.
+    let sarif_file = dir.path("out.sarif");
+    let sarif = lint_cli(&[&agents, "--format", "sarif", "--sarif", &sarif_file]);
+    let printed: Value = serde_json::from_slice(&sarif.stdout).unwrap();
+    let written: Value = serde_json::from_slice(&std::fs::read(&sarif_file).unwrap()).unwrap();
+    assert_eq!(printed, written);
+    assert_eq!(printed["runs"][0]["results"].as_array().unwrap().len(), 3);
+    let json = lint_cli(&[&agents, "--format", "json"]);
+    let report: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(report["cases"].as_array().unwrap().len(), RULES.len());
+    assert_eq!(
+        agent_tck::schema::schemas().validate("report", &report),
+        vec![]
+    );
+    let junit = lint_cli(&[&agents, "--format", "junit"]);
+    let xml = String::from_utf8_lossy(&junit.stdout);
+    assert!(
+        xml.contains("name-kebab-case") && xml.contains("<failure"),
+        "{xml}"
+    );
+    // A path that is not there, or holds no definition: exit 2, naming it.
+    let missing = lint_cli(&["no/such/dir"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no/such/dir"));
+    let empty = dir.path("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let none = lint_cli(&[&empty]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no agent definition"));
+}
