@@ -1,7 +1,8 @@
 //! A reference agent server for the async connector, as the document describes it: sessions
 //! created with a user-given id (`POST /api/plugins/sessions/operations/create`, deleted with
 //! `…/delete`), web clients over WebSocket `/ws` (`hello {sessionId}` → `session_ready`,
-//! `user_message {text}`), each user message forwarded once to the session's external agent
+//! `user_message {text}`; the public implementation's protocol-5 `hello {subscriptions}` and
+//! `text_input` are taken too), each user message forwarded once to the session's external agent
 //! (5 s timeout, no retry; an error message to the session's clients when it fails), and callbacks
 //! at `POST /external/sessions/{id}/messages` (raw text: 200 and a `text_done` broadcast; 400
 //! empty; 404 unknown or deleted; 413 over 256 KB). Each [`Flaw`] breaks one rule.
@@ -40,6 +41,9 @@ pub enum Flaw {
     AcceptsAnyId,
     /// Tells no one when a forward fails.
     NoErrorMessage,
+    /// Not a flaw: speaks only the public implementation's protocol 5 on `/ws` (a document
+    /// `hello {sessionId}` subscribes to nothing, as there).
+    Protocol5Only,
 }
 
 impl Flaw {
@@ -56,7 +60,7 @@ impl Flaw {
     /// The fleet check that must catch it, alone.
     pub fn check(self) -> &'static str {
         match self {
-            Flaw::None => "",
+            Flaw::None | Flaw::Protocol5Only => "",
             Flaw::RetriesForward => "platform.forward-once",
             Flaw::NoForwardTimeout => "platform.forward-timeout",
             Flaw::ServerErrorOnEmptyCallback => "platform.callback-empty",
@@ -282,7 +286,14 @@ async fn client(s: Arc<Server>, socket: WebSocket) {
         let message: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         match (message["type"].as_str(), &session) {
             (Some("hello"), None) => {
-                let id = message["sessionId"].as_str().unwrap_or("").to_string();
+                // The document's `hello {sessionId}`, or protocol 5's `subscriptions`.
+                let document = message["sessionId"]
+                    .as_str()
+                    .filter(|_| s.flaw != Flaw::Protocol5Only);
+                let id = document
+                    .or_else(|| message["subscriptions"][0]["sessionId"].as_str())
+                    .unwrap_or("")
+                    .to_string();
                 if s.live(&id).is_none() {
                     let _ = tx.send(json!({"type": "error", "code": "unknown_session", "message": "no such session"}).to_string());
                     break;
@@ -293,7 +304,8 @@ async fn client(s: Arc<Server>, socket: WebSocket) {
                 let _ = tx.send(json!({"type": "session_ready", "sessionId": id}).to_string());
                 session = Some(id);
             }
-            (Some("user_message"), Some(id)) => {
+            // The document's `user_message {text}`, or protocol 5's `text_input {sessionId, text}`.
+            (Some("user_message" | "text_input"), Some(id)) => {
                 let text = message["text"].as_str().unwrap_or("").trim().to_string();
                 if !text.is_empty() {
                     tokio::spawn(forward(s.clone(), id.clone(), text));

@@ -186,3 +186,67 @@ async fn the_readmes_connector_fleet_file_runs_green_through_the_binary() {
         .collect();
     assert!(skipped.is_empty(), "{skipped:?}\n{stdout}");
 }
+
+/// The fleet file's switches reach the wire: `ws: assistant-v5` speaks protocol 5 (a server that
+/// takes it runs green), and `callback-base:` is what every callbackUrl must start with (a server
+/// that gives another is told so, naming the URL).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dialect_and_the_callback_base_are_the_files() {
+    let short = |extra: &str, url: &str| {
+        FLEET
+            .replace("${SERVER}", url)
+            .replace("  messages: 2\n", &format!("  messages: 1\n{extra}"))
+    };
+    for (extra, server, fails) in [
+        ("  ws: assistant-v5\n", Flaw::Protocol5Only, None),
+        // The same server, spoken to in the document's dialect: no client is attached.
+        ("", Flaw::Protocol5Only, Some("platform.ws-attach")),
+        (
+            "  callback-base: http://agent-server.internal:8080\n",
+            Flaw::None,
+            Some("platform.forward-schema"),
+        ),
+    ] {
+        let (listener, url) = agent_server::bind().await;
+        let mut fleet = Fleet::parse("fleet.yaml", &short(extra, &url), None).unwrap();
+        // The quick agents: no slow acknowledgement to wait for.
+        fleet
+            .agents
+            .retain(|a| ["steady", "md", "err"].contains(&a.name.as_str()));
+        let served = fleet::serve(&fleet).await.unwrap();
+        let agents: HashMap<String, String> = served
+            .input_urls(&fleet)
+            .into_iter()
+            .map(|(_, id, input)| (id, input))
+            .collect();
+        let _server = agent_server::start((listener, url), server, agents);
+        let report = fleet_judge::run(&fleet, served, false, 7).await;
+        let failed = failed(&report);
+        if fails == Some("platform.ws-attach") {
+            // Nothing reaches the server without a client: the forwards fail with it.
+            assert!(
+                failed.contains("platform.ws-attach"),
+                "{}",
+                explain(&report)
+            );
+            continue;
+        }
+        let expected: BTreeSet<String> = fails.into_iter().map(str::to_string).collect();
+        assert_eq!(failed, expected, "{extra}{}", explain(&report));
+        if fails.is_some() {
+            let case = report
+                .cases
+                .iter()
+                .find(|c| c.id == "platform.forward-schema")
+                .unwrap();
+            assert!(
+                case.message.contains("does not point back at the server")
+                    && case
+                        .message
+                        .contains("http://agent-server.internal:8080/external/sessions/"),
+                "{}",
+                case.message
+            );
+        }
+    }
+}
