@@ -38,14 +38,24 @@ async fn run(flaw: Flaw) -> Report {
     let (listener, url) = agent_server::bind().await;
     let text = FLEET.replace("${SERVER}", &url);
     let fleet = Fleet::parse("fleet.yaml", &text, None).unwrap();
-    let served = fleet::serve(&fleet).await.unwrap();
+    judged_against(&fleet, (listener, url), flaw).await
+}
+
+/// Serves `fleet`'s inputUrls, starts the reference server with `flaw` on `bound` knowing them,
+/// and judges it.
+async fn judged_against(
+    fleet: &Fleet,
+    bound: (tokio::net::TcpListener, String),
+    flaw: Flaw,
+) -> Report {
+    let served = fleet::serve(fleet).await.unwrap();
     let agents: HashMap<String, String> = served
-        .input_urls(&fleet)
+        .input_urls(fleet)
         .into_iter()
         .map(|(_, id, input)| (id, input))
         .collect();
-    let _server = agent_server::start((listener, url), flaw, agents);
-    fleet_judge::run(&fleet, served, false, 7).await
+    let _server = agent_server::start(bound, flaw, agents);
+    fleet_judge::run(fleet, served, false, 7).await
 }
 
 fn failed(report: &Report) -> BTreeSet<String> {
@@ -213,14 +223,7 @@ async fn the_dialect_and_the_callback_base_are_the_files() {
         fleet
             .agents
             .retain(|a| ["steady", "md", "err"].contains(&a.name.as_str()));
-        let served = fleet::serve(&fleet).await.unwrap();
-        let agents: HashMap<String, String> = served
-            .input_urls(&fleet)
-            .into_iter()
-            .map(|(_, id, input)| (id, input))
-            .collect();
-        let _server = agent_server::start((listener, url), server, agents);
-        let report = fleet_judge::run(&fleet, served, false, 7).await;
+        let report = judged_against(&fleet, (listener, url), server).await;
         let failed = failed(&report);
         if fails == Some("platform.ws-attach") {
             // Nothing reaches the server without a client: the forwards fail with it.
