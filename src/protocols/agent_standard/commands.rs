@@ -7,10 +7,13 @@ use clap::{Args, FromArgMatches, ValueEnum};
 use futures::future::BoxFuture;
 
 use super::lint::{self, Extra, RULES};
+use super::probe::{agent_names, Settings};
 use super::{EXAMPLES, NAME};
 use crate::error::Error;
-use crate::protocols::plugin::{Protocol, Selftest};
+use crate::probe::args::{seed_or_clock, RunArgs};
+use crate::protocols::plugin::{driver_probe, OnCase, ProbeJob, Protocol, Selftest};
 use crate::report::lint::Lint;
+use crate::report::output::OutputArgs;
 use crate::report::{Report, RunInfo};
 
 /// The agent protocol standard in the registry.
@@ -51,6 +54,49 @@ pub struct LintAgentsArgs {
     pub tools: Vec<String>,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    Plan,
+    Execute,
+}
+
+/// `probe agent-standard`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct AgentStandardProbeArgs {
+    /// Saved responses (an agent run's whole output each), judged by the standard's result rules.
+    #[arg(long = "output", value_name = "FILE", required = true, num_args = 1..)]
+    pub outputs: Vec<PathBuf>,
+    /// The mode the responses were run in (default: each result's own execution_mode).
+    #[arg(long, value_enum)]
+    pub mode: Option<Mode>,
+    /// The agent definitions: `agent` and `next_agents` must name them.
+    #[arg(long, value_name = "DIR")]
+    pub agents: Option<PathBuf>,
+    /// The agent that was run: the result's `agent` must be it.
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+pub fn settings(args: &AgentStandardProbeArgs) -> Result<Settings, String> {
+    Ok(Settings {
+        outputs: args.outputs.clone(),
+        mode: args.mode.map(|m| match m {
+            Mode::Plan => "plan".to_string(),
+            Mode::Execute => "execute".to_string(),
+        }),
+        agents: args.agents.as_deref().map(agent_names).transpose()?,
+        agent: args.agent.clone(),
+        max_body: args.run.max_body,
+        seed: seed_or_clock(args.run.seed),
+        only: args.run.only(),
+        strict: args.run.strict,
+    })
+}
+
 /// Writes `lint` as `format` to stdout (and SARIF to `sarif`); the exit status.
 pub fn write(
     lint: &Lint,
@@ -83,6 +129,33 @@ impl Protocol for AgentStandard {
 
     fn about(&self) -> &'static str {
         "The agent protocol standard: Markdown agent definitions with a YAML frontmatter, and their JSON results."
+    }
+
+    fn schema_dir(&self) -> Option<&'static str> {
+        Some("agent_standard")
+    }
+
+    fn probe_command(&self) -> Option<clap::Command> {
+        Some(AgentStandardProbeArgs::augment_args(clap::Command::new(NAME)).about(
+            "The agent protocol standard: judge saved agent responses (their JSON result) by the standard's rules",
+        ))
+    }
+
+    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
+        let flags = AgentStandardProbeArgs::from_arg_matches(matches)
+            .map_err(|e| Error::usage(e.to_string()))?;
+        let ids = super::probe::case_ids(&flags.outputs);
+        let job = |s: Settings, on: OnCase| async move {
+            super::probe::run(&s, &*on).await.map_err(Error::Usage)
+        };
+        driver_probe(
+            matches,
+            settings,
+            |f: AgentStandardProbeArgs| f.output,
+            &ids,
+            Settings::wants,
+            job,
+        )
     }
 
     fn lint_command(&self) -> Option<clap::Command> {
@@ -140,6 +213,13 @@ impl Protocol for AgentStandard {
                 r.level.as_str(),
                 r.title
             ));
+        }
+        out.push_str(&format!(
+            "\nResult cases of `probe agent-standard` (each as RESPONSE.ID; {} per response)\n",
+            super::result::RULES.len()
+        ));
+        for (id, level, title) in super::result::RULES {
+            out.push_str(&format!("  {id:<26} {:<6}  {title}\n", level.as_str()));
         }
         Ok(out)
     }

@@ -1,16 +1,20 @@
 //! The agent protocol standard (specs/agent-protocol-standard.md): agents are Markdown files
 //! with a YAML frontmatter (name, description, tools, model, supports_plan_mode), and every run
 //! ends with one structured JSON result. What the kit does with it so far: lint definition files
-//! (`agent-tck lint agents PATH…`, console, JSON, JUnit or SARIF).
+//! (`agent-tck lint agents PATH…`, console, JSON, JUnit or SARIF) and judge saved responses
+//! (`agent-tck probe agent-standard --output FILE…`).
 //!
 //! - `definition`: a definition file read — the frontmatter, where each key and tool is, the
 //!   body;
 //! - `lint`: the rules, and the run over files and directories;
+//! - `result`, `probe`: a response's JSON result found and judged; the run over saved responses;
 //! - `commands`: the command line and the self-test.
 
 pub mod commands;
 pub mod definition;
 pub mod lint;
+pub mod probe;
+pub mod result;
 
 pub use commands::AgentStandard;
 

@@ -1,0 +1,206 @@
+//! `probe agent-standard --output …`: the standard's two example responses (its "Examples"
+//! section, in tests/fixtures/agent-standard/) pass in their modes; one response per rule broken
+//! is caught by exactly its case; the command line.
+
+use std::collections::BTreeSet;
+
+use agent_tck::protocols::agent_standard::result::{judge, Context, RULES};
+use agent_tck::report::{CaseResult, Status};
+
+const PLAN: &str = include_str!("../fixtures/agent-standard/plan.txt");
+const EXECUTE: &str = include_str!("../fixtures/agent-standard/execute.txt");
+
+fn names(list: &[&str]) -> Option<BTreeSet<String>> {
+    Some(list.iter().map(|s| s.to_string()).collect())
+}
+
+fn failed(cases: &[CaseResult]) -> BTreeSet<String> {
+    cases
+        .iter()
+        .filter(|c| c.status == Status::Fail)
+        .map(|c| c.id.clone())
+        .collect()
+}
+
+fn cx(mode: &str) -> Context {
+    Context {
+        mode: Some(mode.into()),
+        agents: names(&["security-scanner", "tester"]),
+        agent: None,
+    }
+}
+
+#[test]
+fn the_standards_examples_pass_in_their_modes_and_each_rule_broken_fails_alone() {
+    let plan = judge("plan", PLAN, &cx("plan"));
+    assert_eq!(failed(&plan), BTreeSet::new(), "{plan:#?}");
+    let execute = judge("execute", EXECUTE, &cx("execute"));
+    assert_eq!(failed(&execute), BTreeSet::new(), "{execute:#?}");
+    // Judged, not skipped: what applies to an execute-mode result with --agents passes.
+    let passed: BTreeSet<&str> = execute
+        .iter()
+        .filter(|c| c.status == Status::Pass)
+        .map(|c| c.id.as_str())
+        .collect();
+    for id in [
+        "json-last",
+        "schema",
+        "mode",
+        "execute-findings",
+        "agent-name",
+        "metrics",
+        "next-agents",
+        "present-to-user",
+    ] {
+        assert!(
+            passed.contains(format!("execute.{id}").as_str()),
+            "{id}: {execute:#?}"
+        );
+    }
+    // (label, response, the mode it was run in, the one case that must fail)
+    let broken: Vec<(&str, String, &str, &str)> = vec![
+        (
+            "json-last",
+            EXECUTE.replace("```\n", "```\nThanks!\n"),
+            "execute",
+            "json-last",
+        ),
+        (
+            "schema",
+            EXECUTE.replace("\"priority\": \"high\"", "\"priority\": \"urgent\""),
+            "execute",
+            "schema",
+        ),
+        ("mode", EXECUTE.to_string(), "plan", "mode"),
+        (
+            "plan-scope",
+            PLAN.replace("\"scope\"", "\"scope_\""),
+            "plan",
+            "plan-scope",
+        ),
+        (
+            "execute-findings",
+            EXECUTE.replace("\"findings\"", "\"findings_\""),
+            "execute",
+            "execute-findings",
+        ),
+        (
+            "blocked-blockers",
+            PLAN.replace("\"needs_approval\"", "\"blocked\""),
+            "plan",
+            "blocked-blockers",
+        ),
+        (
+            "execute-needs-approval",
+            EXECUTE.replace("\"complete\"", "\"needs_approval\""),
+            "execute",
+            "execute-needs-approval",
+        ),
+        (
+            "agent-name",
+            EXECUTE.replace(
+                "\"agent\": \"security-scanner\"",
+                "\"agent\": \"scanner-9\"",
+            ),
+            "execute",
+            "agent-name",
+        ),
+        (
+            "metrics",
+            EXECUTE.replace("\"issues_found\": 3", "\"issues_found\": 4"),
+            "execute",
+            "metrics",
+        ),
+        (
+            "next-agents",
+            EXECUTE.replace("\"agent\": \"tester\"", "\"agent\": \"nobody\""),
+            "execute",
+            "next-agents",
+        ),
+        (
+            "present-to-user",
+            PLAN.replace(
+                "\"present_to_user\": \"**Security",
+                "\"present_to_user\": \" \", \"was\": \"**Security",
+            ),
+            "plan",
+            "present-to-user",
+        ),
+    ];
+    for (label, text, mode, rule) in &broken {
+        let cases = judge(label, text, &cx(mode));
+        assert_eq!(
+            failed(&cases),
+            [format!("{label}.{rule}")].into(),
+            "{rule}: {cases:#?}"
+        );
+    }
+    let covered: BTreeSet<&str> = broken.iter().map(|b| b.3).collect();
+    let all: BTreeSet<&str> = RULES.iter().map(|r| r.0).collect();
+    assert_eq!(covered, all, "every rule has a broken response");
+    // A response that is no JSON: the rest is skipped, saying why.
+    let none = judge("x", "I could not finish.", &cx("plan"));
+    assert_eq!(failed(&none), ["x.json-last".to_string()].into());
+    assert!(none[1..]
+        .iter()
+        .all(|c| c.status == Status::Skip && c.message.contains("json-last")));
+}
+
+#[test]
+fn the_command_line_judges_saved_responses() {
+    let dir = crate::support::TempDir::new("agent-results");
+    std::fs::create_dir_all(dir.path("agents")).unwrap();
+    for name in ["security-scanner", "tester"] {
+        std::fs::write(
+            dir.path(&format!("agents/{name}.md")),
+            format!(
+                "---\nname: {name}\ndescription: Test.\ntools: [Read]\nmodel: opus\n---\nBody.\n"
+            ),
+        )
+        .unwrap();
+    }
+    let (plan, execute) = (dir.path("plan.txt"), dir.path("execute.txt"));
+    std::fs::write(&plan, PLAN).unwrap();
+    std::fs::write(
+        &execute,
+        EXECUTE.replace("\"agent\": \"tester\"", "\"agent\": \"nobody\""),
+    )
+    .unwrap();
+    let json = dir.path("report.json");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"))
+        .args([
+            "probe",
+            "agent-standard",
+            "--output",
+            &plan,
+            &execute,
+            "--agents",
+            &dir.path("agents"),
+            "--json",
+            &json,
+        ])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("execute.next-agents"), "{stdout}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let failed: Vec<&str> = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "fail")
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, ["execute.next-agents"]);
+    assert_eq!(
+        agent_tck::schema::schemas().validate("report", &report),
+        vec![]
+    );
+}
