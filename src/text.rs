@@ -197,8 +197,16 @@ pub fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-/// The YAML parser's error as one line, `FILE:LINE:COLUMN: what is wrong` (its source snippet
-/// is dropped: the line number says where to look).
+/// A YAML file of people's (a fleet file): `${ENV}` substituted ([`substitute_env`]), then read
+/// as `T`; errors read `FILE:LINE: what is wrong`.
+pub fn read_yaml_with_env<T: serde::de::DeserializeOwned>(
+    source: &str,
+    text: &str,
+) -> Result<T, String> {
+    let text = substitute_env(source, text)?;
+    serde_saphyr::from_str(&text).map_err(|e| yaml_error(source, &e.to_string()))
+}
+
 /// `${NAME}` in a file's text replaced by the environment variable NAME, `${NAME:-default}` by it
 /// or the default when it is unset or empty; `$$` is a literal `$` (any other `$` stays as it
 /// is). An unset variable without a default is an error naming `source`, the line and the
@@ -264,6 +272,8 @@ pub fn substitute_with(
     Ok(out)
 }
 
+/// The YAML parser's error as one line, `FILE:LINE:COLUMN: what is wrong` (its source snippet
+/// is dropped: the line number says where to look).
 pub fn yaml_error(source: &str, error: &str) -> String {
     let first = error.lines().next().unwrap_or_default();
     let first = first.trim_start_matches("error: ");

@@ -129,9 +129,7 @@ impl FleetFile {
     /// Parses, after `${ENV}` substitution (`text::substitute_env`); errors read `FILE:LINE:
     /// what is wrong`.
     pub fn parse(source: &str, text: &str) -> Result<FleetFile, String> {
-        let text = crate::text::substitute_env(source, text)?;
-        let file: FleetFile = serde_saphyr::from_str(&text)
-            .map_err(|e| crate::text::yaml_error(source, &e.to_string()))?;
+        let file: FleetFile = crate::text::read_yaml_with_env(source, text)?;
         if file.agents.is_empty() {
             return Err(format!("{source}: `agents` is empty"));
         }

@@ -138,9 +138,7 @@ pub struct Fleet {
 impl Fleet {
     /// Parses (after `${ENV}` substitution); `url` overrides the file's. Errors name the file.
     pub fn parse(source: &str, text: &str, url: Option<&str>) -> Result<Fleet, String> {
-        let text = crate::text::substitute_env(source, text)?;
-        let file: FleetFile = serde_saphyr::from_str(&text)
-            .map_err(|e| crate::text::yaml_error(source, &e.to_string()))?;
+        let file: FleetFile = crate::text::read_yaml_with_env(source, text)?;
         let spec = file.librarian;
         let base = BaseUrl::parse(url.unwrap_or(&spec.url))
             .map_err(|e| format!("{source}: librarian.url: {e}"))?;
