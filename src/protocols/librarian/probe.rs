@@ -456,21 +456,8 @@ async fn valid_request(c: &mut Client<'_>, t: &str) -> Result<Verdict, String> {
     let started = Instant::now();
     let got = c.request(&format!("a valid {t}"), 0, &body).await?;
     let elapsed = started.elapsed();
-    if !(200..300).contains(&got.status) {
-        return Ok(Verdict::fail(
-            format!(
-                "answered {}; expected 200 with a LibrarianResponse",
-                got.status
-            ),
-            &got,
-        ));
-    }
-    let Some(answer) = &got.json else {
-        return Ok(Verdict::fail("the answer is not JSON", &got));
-    };
-    let (must, _) = check_response(&body, answer);
-    if !must.is_empty() {
-        return Ok(Verdict::fail(findings_message(&must), &got));
+    if let Err(failed) = a_librarian_response(&body, &got) {
+        return Ok(failed);
     }
     if elapsed > LIMITS.response {
         return Ok(Verdict::fail(
@@ -1210,24 +1197,32 @@ async fn unicode(c: &mut Client<'_>) -> Result<Verdict, String> {
     );
     body["rationale"] = json!("Nutzergeschichte US-123 — 用户故事 — قصة المستخدم");
     let got = c.request("unicode", 0, &body).await?;
+    Ok(match a_librarian_response(&body, &got) {
+        Ok(()) => Verdict::pass(got.decision()),
+        Err(failed) => failed,
+    })
+}
+
+/// The answer to a valid request `body`: 2xx, JSON, and a LibrarianResponse whose MUST rules
+/// hold; or the failing verdict that says which of these it is not.
+fn a_librarian_response(body: &Value, got: &Got) -> Result<(), Verdict> {
     if !(200..300).contains(&got.status) {
-        return Ok(Verdict::fail(
+        return Err(Verdict::fail(
             format!(
                 "answered {}; expected 200 with a LibrarianResponse",
                 got.status
             ),
-            &got,
+            got,
         ));
     }
     let Some(answer) = &got.json else {
-        return Ok(Verdict::fail("the answer is not JSON", &got));
+        return Err(Verdict::fail("the answer is not JSON", got));
     };
-    let (must, _) = check_response(&body, answer);
-    Ok(if must.is_empty() {
-        Verdict::pass(got.decision())
-    } else {
-        Verdict::fail(findings_message(&must), &got)
-    })
+    let (must, _) = check_response(body, answer);
+    if !must.is_empty() {
+        return Err(Verdict::fail(findings_message(&must), got));
+    }
+    Ok(())
 }
 
 async fn concurrent(c: &mut Client<'_>) -> Result<Verdict, String> {
