@@ -5,21 +5,13 @@
 use std::collections::BTreeSet;
 
 use agent_tck::protocols::agent_standard::result::{judge, Context, RULES};
-use agent_tck::report::{CaseResult, Status};
+use agent_tck::report::Status;
 
 const PLAN: &str = include_str!("../fixtures/agent-standard/plan.txt");
 const EXECUTE: &str = include_str!("../fixtures/agent-standard/execute.txt");
 
 fn names(list: &[&str]) -> Option<BTreeSet<String>> {
     Some(list.iter().map(|s| s.to_string()).collect())
-}
-
-fn failed(cases: &[CaseResult]) -> BTreeSet<String> {
-    cases
-        .iter()
-        .filter(|c| c.status == Status::Fail)
-        .map(|c| c.id.clone())
-        .collect()
 }
 
 fn cx(mode: &str) -> Context {
@@ -33,9 +25,17 @@ fn cx(mode: &str) -> Context {
 #[test]
 fn the_standards_examples_pass_in_their_modes_and_each_rule_broken_fails_alone() {
     let plan = judge("plan", PLAN, &cx("plan"));
-    assert_eq!(failed(&plan), BTreeSet::new(), "{plan:#?}");
+    assert_eq!(
+        crate::support::failed_ids(&plan),
+        BTreeSet::new(),
+        "{plan:#?}"
+    );
     let execute = judge("execute", EXECUTE, &cx("execute"));
-    assert_eq!(failed(&execute), BTreeSet::new(), "{execute:#?}");
+    assert_eq!(
+        crate::support::failed_ids(&execute),
+        BTreeSet::new(),
+        "{execute:#?}"
+    );
     // Judged, not skipped: what applies to an execute-mode result with --agents passes.
     let passed: BTreeSet<&str> = execute
         .iter()
@@ -130,7 +130,7 @@ fn the_standards_examples_pass_in_their_modes_and_each_rule_broken_fails_alone()
     for (label, text, mode, rule) in &broken {
         let cases = judge(label, text, &cx(mode));
         assert_eq!(
-            failed(&cases),
+            crate::support::failed_ids(&cases),
             [format!("{label}.{rule}")].into(),
             "{rule}: {cases:#?}"
         );
@@ -140,7 +140,10 @@ fn the_standards_examples_pass_in_their_modes_and_each_rule_broken_fails_alone()
     assert_eq!(covered, all, "every rule has a broken response");
     // A response that is no JSON: the rest is skipped, saying why.
     let none = judge("x", "I could not finish.", &cx("plan"));
-    assert_eq!(failed(&none), ["x.json-last".to_string()].into());
+    assert_eq!(
+        crate::support::failed_ids(&none),
+        ["x.json-last".to_string()].into()
+    );
     assert!(none[1..]
         .iter()
         .all(|c| c.status == Status::Skip && c.message.contains("json-last")));

@@ -40,20 +40,16 @@ async fn probe(flaw: &str) -> Report {
     report
 }
 
-fn failing(report: &Report) -> Vec<(&str, &str)> {
-    report
-        .cases
-        .iter()
-        .filter(|c| c.status == Status::Fail)
-        .map(|c| (c.id.as_str(), c.message.as_str()))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_agent_passes_and_each_flaw_fails_exactly_its_case() {
     let _heavy = crate::support::heavy().await;
     let report = probe("conforming").await;
-    assert_eq!(failing(&report), vec![], "{:#?}", report.cases);
+    assert_eq!(
+        crate::support::failing(&report),
+        vec![],
+        "{:#?}",
+        report.cases
+    );
     assert!(
         report.cases.iter().all(|c| c.status == Status::Pass),
         "{:#?}",
@@ -88,7 +84,7 @@ async fn the_reference_agent_passes_and_each_flaw_fails_exactly_its_case() {
     // Each probe has its own agent and listener: they run side by side.
     let reports = futures::future::join_all(flaws.iter().map(|(flaw, _, _)| probe(flaw))).await;
     for ((flaw, case, needle), report) in flaws.into_iter().zip(reports) {
-        let failed = failing(&report);
+        let failed = crate::support::failing(&report);
         assert_eq!(
             failed.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
             vec![case],
@@ -108,9 +104,14 @@ async fn an_input_url_that_is_not_there_fails_the_forwards_and_judges_nothing_el
     let mut s = settings(&format!("http://127.0.0.1:{port}/in"));
     s.reply_timeout = Duration::from_secs(1);
     let report = run(&s, &|_| {}).await.unwrap();
-    let failed: Vec<&str> = failing(&report).iter().map(|(id, _)| *id).collect();
+    let failed: Vec<&str> = crate::support::failing(&report)
+        .iter()
+        .map(|(id, _)| *id)
+        .collect();
     assert!(failed.contains(&"forward.plain"), "{failed:?}");
-    assert!(failing(&report).iter().all(|(_, m)| !m.is_empty()));
+    assert!(crate::support::failing(&report)
+        .iter()
+        .all(|(_, m)| !m.is_empty()));
     let arrives = report
         .cases
         .iter()
@@ -143,7 +144,7 @@ async fn an_input_url_that_never_answers_is_cut_at_the_deadline() {
         "{:?}",
         started.elapsed()
     );
-    let failed = failing(&report);
+    let failed = crate::support::failing(&report);
     assert_eq!(failed.len(), 1, "{failed:#?}");
     assert!(
         failed[0].1.contains("no complete answer within 7s"),

@@ -59,12 +59,7 @@ async fn judged_against(
 }
 
 fn failed(report: &Report) -> BTreeSet<String> {
-    report
-        .cases
-        .iter()
-        .filter(|c| c.status == Status::Fail)
-        .map(|c| c.id.clone())
-        .collect()
+    crate::support::failed_ids(&report.cases)
 }
 
 fn explain(report: &Report) -> String {

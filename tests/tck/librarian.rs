@@ -27,19 +27,15 @@ async fn probe(flaw: &str) -> Report {
     report
 }
 
-fn failing(report: &Report) -> Vec<(&str, &str)> {
-    report
-        .cases
-        .iter()
-        .filter(|c| c.status == Status::Fail)
-        .map(|c| (c.id.as_str(), c.message.as_str()))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_librarian_passes_every_case() {
     let report = probe("conforming").await;
-    assert_eq!(failing(&report), vec![], "{:#?}", report.cases);
+    assert_eq!(
+        crate::support::failing(&report),
+        vec![],
+        "{:#?}",
+        report.cases
+    );
     assert!(
         report.cases.iter().all(|c| c.status == Status::Pass),
         "nothing skipped with two agents: {:#?}",
@@ -115,7 +111,7 @@ async fn each_flawed_librarian_fails_exactly_its_case() {
     assert_eq!(expected.len(), Flaws::NAMES.len());
     for (flaw, cases, needle) in expected {
         let report = probe(flaw).await;
-        let failed = failing(&report);
+        let failed = crate::support::failing(&report);
         assert_eq!(
             failed.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
             cases.to_vec(),
@@ -147,7 +143,7 @@ async fn an_unreachable_librarian_is_one_failure_and_the_rest_skipped() {
         registry: None,
     };
     let report = run(&settings, &|_| {}).await.unwrap();
-    let failed = failing(&report);
+    let failed = crate::support::failing(&report);
     assert_eq!(failed.len(), 1, "{failed:#?}");
     assert_eq!(failed[0].0, "librarian.reachable");
     assert!(

@@ -38,20 +38,16 @@ async fn against(flaw: &str) -> Report {
     report
 }
 
-fn failing(report: &Report) -> Vec<(&str, &str)> {
-    report
-        .cases
-        .iter()
-        .filter(|c| c.status == Status::Fail)
-        .map(|c| (c.id.as_str(), c.message.as_str()))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fleet_holds_against_the_reference_and_names_each_flaw() {
     let _heavy = crate::support::heavy().await;
     let report = against("conforming").await;
-    assert_eq!(failing(&report), vec![], "{:#?}", report.cases);
+    assert_eq!(
+        crate::support::failing(&report),
+        vec![],
+        "{:#?}",
+        report.cases
+    );
     for id in [
         "fleet.no-5xx",
         "fleet.refusals",
@@ -93,7 +89,7 @@ async fn the_fleet_holds_against_the_reference_and_names_each_flaw() {
         ),
     ] {
         let report = against(flaw).await;
-        let failed = failing(&report);
+        let failed = crate::support::failing(&report);
         assert_eq!(
             failed.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
             cases,

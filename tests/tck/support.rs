@@ -371,3 +371,22 @@ pub fn heavy_blocking() -> tokio::sync::MutexGuard<'static, ()> {
 }
 
 static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The failed cases of a report, with their messages (to show when the list is wrong).
+pub fn failing(report: &Report) -> Vec<(&str, &str)> {
+    report
+        .cases
+        .iter()
+        .filter(|c| c.status == Status::Fail)
+        .map(|c| (c.id.as_str(), c.message.as_str()))
+        .collect()
+}
+
+/// The ids of the failed cases.
+pub fn failed_ids(cases: &[CaseResult]) -> std::collections::BTreeSet<String> {
+    cases
+        .iter()
+        .filter(|c| c.status == Status::Fail)
+        .map(|c| c.id.clone())
+        .collect()
+}
