@@ -51,6 +51,17 @@ pub struct CaseSpec {
 }
 
 impl CaseSpec {
+    /// The case as its suite describes it, not judged yet (a pass until failed or skipped).
+    pub fn case(&self) -> crate::report::CaseResult {
+        crate::report::CaseResult::new(
+            &self.id.value,
+            &self.group(),
+            self.level,
+            &self.title,
+            &self.spec,
+        )
+    }
+
     pub fn group(&self) -> String {
         self.group.clone().unwrap_or_else(|| {
             self.id

@@ -15,7 +15,6 @@ use super::model::{self, FORWARD_TIMEOUT};
 use crate::mock::http1;
 use crate::probe::checks::Check;
 use crate::probe::plugin::DriverRules;
-use crate::probe::suite::CaseSpec;
 use crate::probe::Suite as LoadedSuite;
 use crate::report::{CaseResult, Report, RunInfo, Status};
 use crate::text::{excerpt, Redactor};
@@ -132,31 +131,9 @@ impl Run<'_> {
             payload["activeArtifact"] = json!({"type": "note", "id": "n-1", "name": "Notes"});
             payload["message"]["tck"] = json!({"unknown": true});
         }
-        let (base, path) = &self.s.input;
-        let request = Request {
-            method: "POST".into(),
-            path: path.clone(),
-            headers: vec![(
-                "content-type".into(),
-                "application/json; charset=utf-8".into(),
-            )],
-            body: Bytes::from(payload.to_string()),
-        };
-        let limits = Limits {
-            deadline: ack_deadline(self.s),
-            max_body: self.s.max_body,
-            ..Limits::default()
-        };
-        let started = Instant::now();
-        let result = http::send(base, &request, limits).await;
-        self.forwards.push(Forward {
-            what: what.to_string(),
-            session: session.to_string(),
-            status: result.as_ref().ok().map(|r| r.status),
-            elapsed: started.elapsed(),
-            error: result.err().map(|e| e.to_string()),
-            failing,
-        });
+        let mut forward = send_forward(self.s, what, session, &payload).await;
+        forward.failing = failing;
+        self.forwards.push(forward);
         self.forwards.len() - 1
     }
 
@@ -180,6 +157,36 @@ impl Run<'_> {
         } else {
             case.fail(bad.join("; "));
         }
+    }
+}
+
+/// POSTs `payload` to the inputUrl as the server would (JSON, the acknowledgement awaited
+/// [`ack_deadline`]), and says how it went.
+async fn send_forward(s: &Settings, what: &str, session: &str, payload: &Value) -> Forward {
+    let (base, path) = &s.input;
+    let request = Request {
+        method: "POST".into(),
+        path: path.clone(),
+        headers: vec![(
+            "content-type".into(),
+            "application/json; charset=utf-8".into(),
+        )],
+        body: Bytes::from(payload.to_string()),
+    };
+    let limits = Limits {
+        deadline: ack_deadline(s),
+        max_body: s.max_body,
+        ..Limits::default()
+    };
+    let started = Instant::now();
+    let result = http::send(base, &request, limits).await;
+    Forward {
+        what: what.to_string(),
+        session: session.to_string(),
+        status: result.as_ref().ok().map(|r| r.status),
+        elapsed: started.elapsed(),
+        error: result.err().map(|e| e.to_string()),
+        failing: false,
     }
 }
 
@@ -248,7 +255,7 @@ pub async fn run(
                 ))
             }
         };
-        let mut case = case_of(spec);
+        let mut case = spec.case();
         let t0 = Instant::now();
         match name.as_str() {
             "forward" => {
@@ -296,36 +303,12 @@ pub async fn run(
                         &callback,
                         &format!("message for {session}"),
                     );
-                    let (base, path) = &settings.input;
-                    let request = Request {
-                        method: "POST".into(),
-                        path: path.clone(),
-                        headers: vec![(
-                            "content-type".into(),
-                            "application/json; charset=utf-8".into(),
-                        )],
-                        body: Bytes::from(payload.to_string()),
-                    };
-                    let limits = Limits {
-                        deadline: ack_deadline(settings),
-                        max_body: settings.max_body,
-                        ..Limits::default()
-                    };
                     async move {
-                        let started = Instant::now();
-                        let r = http::send(base, &request, limits).await;
-                        (session.clone(), started.elapsed(), r)
+                        send_forward(settings, "one of twenty at once", session, &payload).await
                     }
                 });
-                for (session, elapsed, r) in futures::future::join_all(sends).await {
-                    run.forwards.push(Forward {
-                        what: "one of twenty at once".into(),
-                        session: session.clone(),
-                        status: r.as_ref().ok().map(|r| r.status),
-                        elapsed,
-                        error: r.err().map(|e| e.to_string()),
-                        failing: false,
-                    });
+                for forward in futures::future::join_all(sends).await {
+                    run.forwards.push(forward);
                     all.push(run.forwards.len() - 1);
                 }
                 isolated = sessions;
@@ -416,16 +399,6 @@ pub async fn run(
     }
     running.stop().await;
     Ok(info.report(cases, &Redactor::new(Vec::<String>::new())))
-}
-
-fn case_of(spec: &CaseSpec) -> CaseResult {
-    CaseResult::new(
-        &spec.id.value,
-        &spec.group(),
-        spec.level,
-        &spec.title,
-        &spec.spec,
-    )
 }
 
 fn judge_across(

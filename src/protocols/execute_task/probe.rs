@@ -448,7 +448,7 @@ async fn probe(
             continue;
         }
         let t0 = Instant::now();
-        let mut case = case_of(spec);
+        let mut case = spec.case();
         match channel.reachable().await {
             Ok(note) => case.message = note,
             Err(why) => {
@@ -465,7 +465,7 @@ async fn probe(
             .cases()
             .iter()
             .filter(|c| !is_reachability(c))
-            .map(case_of)
+            .map(CaseSpec::case)
             .chain(settings.scenarios.iter().flat_map(scenario_cases_unjudged));
         for mut c in others.filter(|c| wanted(&c.id)) {
             c.skip(format!("skipped: it needs {need}, which failed"));
@@ -492,7 +492,7 @@ async fn probe(
         let request = template::render(template, &mut fill)?;
         let t0 = Instant::now();
         let result = channel.exchange(&request).await;
-        let mut case = case_of(spec);
+        let mut case = spec.case();
         case.duration_ms = t0.elapsed().as_millis() as u64;
         match result
             .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| format!("not JSON: {e}")))
@@ -567,7 +567,7 @@ async fn probe(
                     suite.source, spec.id.value
                 )
             })?;
-            if let Some(c) = across.judge(rule, case_of(spec))? {
+            if let Some(c) = across.judge(rule, spec.case())? {
                 on_case(&c);
                 cases.push(c);
             }
@@ -688,17 +688,6 @@ fn scenario_cases(
         }
     }
     cases
-}
-
-/// A protocol case as its suite describes it, not judged yet.
-fn case_of(spec: &CaseSpec) -> CaseResult {
-    CaseResult::new(
-        &spec.id.value,
-        &spec.group(),
-        spec.level,
-        &spec.title,
-        &spec.spec,
-    )
 }
 
 /// What every exchange of a run left, for the cases judged across it.

@@ -270,7 +270,7 @@ pub async fn run(
             continue;
         }
         let scenario = scenario_of(spec)?;
-        let mut case = case_of(spec);
+        let mut case = spec.case();
         if let Err(e) = &reachable {
             case.skip(format!("skipped: the Librarian is unreachable ({e})"));
         } else if let Scenario::Across(a) = scenario {
@@ -353,16 +353,6 @@ fn scenario_of(spec: &CaseSpec) -> Result<Scenario, String> {
             spec.id.value
         )),
     }
-}
-
-fn case_of(spec: &CaseSpec) -> CaseResult {
-    CaseResult::new(
-        &spec.id.value,
-        &spec.group(),
-        spec.level,
-        &spec.title,
-        &spec.spec,
-    )
 }
 
 /// Runs `scenario` and judges it into `case`.
