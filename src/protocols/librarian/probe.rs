@@ -232,6 +232,20 @@ impl Client<'_> {
         self.send("a status", "GET", &path, token.as_deref(), None, None)
             .await
     }
+
+    /// GET /agent/capabilities as agent `as_agent`.
+    async fn capabilities(&mut self, as_agent: usize) -> Result<Got, String> {
+        let token = self.agent(as_agent).map(|(_, t)| t.clone());
+        self.send(
+            "capabilities",
+            "GET",
+            "/agent/capabilities",
+            token.as_deref(),
+            None,
+            None,
+        )
+        .await
+    }
 }
 
 /// Runs the suite; `on_case` hears of each case as it ends.
@@ -773,17 +787,7 @@ async fn context(c: &mut Client<'_>) -> Result<Verdict, String> {
 }
 
 async fn capabilities(c: &mut Client<'_>) -> Result<Verdict, String> {
-    let token = c.agent(0).map(|(_, t)| t.clone());
-    let got = c
-        .send(
-            "capabilities",
-            "GET",
-            "/agent/capabilities",
-            token.as_deref(),
-            None,
-            None,
-        )
-        .await?;
+    let got = c.capabilities(0).await?;
     shaped(&got, model::CAPABILITIES_SCHEMA, "AgentCapabilities")
 }
 
@@ -1019,17 +1023,7 @@ async fn capabilities_match(c: &mut Client<'_>) -> Result<Verdict, String> {
         let Some(entry) = registered(c, i).cloned() else {
             continue;
         };
-        let token = c.agent(i).map(|(_, t)| t.clone());
-        let got = c
-            .send(
-                "capabilities",
-                "GET",
-                "/agent/capabilities",
-                token.as_deref(),
-                None,
-                None,
-            )
-            .await?;
+        let got = c.capabilities(i).await?;
         let Some(v) = got.json.clone().filter(|_| got.status == 200) else {
             return Ok(Verdict::fail(
                 format!(
