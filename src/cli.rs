@@ -351,6 +351,28 @@ pub struct MockAgentArgs {
     /// built-in scenarios): the tools each expects, then the ending it accepts.
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub scenario: Vec<PathBuf>,
+    /// agent-standard: the mode of this run (default: read {"execution_mode", "task",
+    /// "approved"} as JSON on stdin).
+    #[arg(long, value_parser = ["plan", "execute"], help_heading = "Command agents (agent-standard)")]
+    pub mode: Option<String>,
+    /// agent-standard: the task of this run.
+    #[arg(
+        long,
+        value_name = "TEXT",
+        help_heading = "Command agents (agent-standard)"
+    )]
+    pub task: Option<String>,
+    /// agent-standard: an agent its execute results name next: NAME, NAME:parallel (can run
+    /// beside this one) or NAME:data=WHAT (a pipeline's handoff). Repeatable.
+    #[arg(
+        long,
+        value_name = "AGENT",
+        help_heading = "Command agents (agent-standard)"
+    )]
+    pub next: Vec<String>,
+    /// agent-standard: the orchestrator approved the plan (as `"approved": true` on stdin).
+    #[arg(long, help_heading = "Command agents (agent-standard)")]
+    pub approved: bool,
     #[command(flatten)]
     pub run: MockRunArgs,
 }
@@ -590,6 +612,32 @@ async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
     }
     let key = api_key(args.api_key.clone()).map_err(Error::Usage)?;
     let protocol = protocol(&args.protocol)?;
+    let command = crate::protocols::plugin::CommandAgent {
+        name: &args.name,
+        behavior: &args.behavior,
+        seed: seed_or_clock(args.seed),
+        mode: args.mode.as_deref(),
+        task: args.task.as_deref(),
+        next: &args.next,
+        approved: args.approved,
+        journal: args.run.journal.as_deref(),
+    };
+    if let Some(status) = protocol.command_agent(command) {
+        return status.map(Ended::Verdict);
+    }
+    for (flag, given) in [
+        ("--mode", args.mode.is_some()),
+        ("--task", args.task.is_some()),
+        ("--next", !args.next.is_empty()),
+        ("--approved", args.approved),
+    ] {
+        if given {
+            return Err(Error::usage(format!(
+                "{flag}: for agents run as a command (--protocol agent-standard), not {}",
+                args.protocol
+            )));
+        }
+    }
     let agents = agents_of(&args.protocol)?;
     let others = protocols::agent_protocols();
     let at = For {

@@ -151,6 +151,23 @@ pub struct ClientFleet<'a> {
     pub strict: bool,
 }
 
+/// What `mock agent` says to a protocol whose agent is a command run once per call (the agent
+/// standard's), rather than a server.
+pub struct CommandAgent<'a> {
+    pub name: &'a str,
+    /// `--behavior`, as written.
+    pub behavior: &'a str,
+    pub seed: u64,
+    /// `--mode`; None: the agent reads its input on stdin.
+    pub mode: Option<&'a str>,
+    pub task: Option<&'a str>,
+    /// `--next`: the agents its results name next.
+    pub next: &'a [String],
+    /// `--approved`: the orchestrator approved the plan.
+    pub approved: bool,
+    pub journal: Option<&'a Path>,
+}
+
 /// One row of a behaviour matrix (`mocks/matrix*.yaml`), ready to run.
 pub struct MatrixRow<'a> {
     pub behavior: &'a str,
@@ -225,6 +242,14 @@ pub trait Protocol: Sync {
     fn lint(&self, matches: &clap::ArgMatches) -> Result<i32, Error> {
         let _ = matches;
         Err(Error::usage(format!("nothing to lint for {}", self.name())))
+    }
+
+    /// `mock agent --protocol NAME` when the protocol's agent is a command run once per call
+    /// rather than served: runs it once, giving its exit status. None: its agents are served
+    /// (the engine's `mock agent`).
+    fn command_agent(&self, at: CommandAgent<'_>) -> Option<Result<u8, Error>> {
+        let _ = at;
+        None
     }
 
     /// `suites list --protocol NAME [--suite FILE]`: every case with its level and title.

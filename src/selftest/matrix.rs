@@ -28,7 +28,14 @@ const ROUND_TRIPS_PER_DEADLINE: u32 = 1000;
 const SAMPLES: usize = 5;
 
 /// How the probe reaches the mock of a row.
-const TRANSPORTS: [&str; 4] = ["http", "stdio", "stdio-per-turn", "tcp"];
+const TRANSPORTS: [&str; 6] = [
+    "http",
+    "stdio",
+    "stdio-per-turn",
+    "tcp",
+    "exec",
+    "exec-stdin",
+];
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -56,7 +63,8 @@ fn http() -> String {
 #[serde(deny_unknown_fields)]
 pub struct Row {
     pub behavior: Spanned<String>,
-    /// http (default), stdio (one process), stdio-per-turn (a process per turn), tcp.
+    /// http (default), stdio (one process), stdio-per-turn (a process per turn), tcp; for agents
+    /// run as a command once per mode, exec (the mode in the command) or exec-stdin (on stdin).
     #[serde(default = "http")]
     pub transport: String,
     /// Probe only these cases (globs; execute_task rows whose agent hangs keep the run short).
@@ -403,7 +411,7 @@ impl Matrix {
             .protocol
             .agents()
             .is_some_and(|a| a.line_endpoint().is_some());
-        let label = if lines {
+        let label = if lines || row.transport != "http" {
             format!("{} ({})", row.behavior.value, row.transport)
         } else {
             row.behavior.value.clone()

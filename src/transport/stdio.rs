@@ -70,6 +70,8 @@ pub struct StdioConfig {
     pub stderr_keep: usize,
     /// Time between SIGTERM and SIGKILL when ending the process group.
     pub kill_grace: Duration,
+    /// The directory the agent runs in (None: ours).
+    pub cwd: Option<std::path::PathBuf>,
 }
 
 impl StdioConfig {
@@ -81,6 +83,7 @@ impl StdioConfig {
             max_line: DEFAULT_MAX_LINE,
             stderr_keep: DEFAULT_STDERR_KEEP,
             kill_grace: DEFAULT_KILL_GRACE,
+            cwd: None,
         }
     }
 }
@@ -249,15 +252,21 @@ impl StdioAgent {
     pub fn new(config: StdioConfig) -> Result<StdioAgent, String> {
         let argv = split_command(&config.command)
             .map_err(|e| format!("command {:?}: {e}", config.command))?;
+        Ok(StdioAgent::with_argv(config, argv))
+    }
+
+    /// An agent run as `argv` (already split: the caller filled in its own placeholders word by
+    /// word); `config.command` is only what error messages quote.
+    pub fn with_argv(config: StdioConfig, argv: Vec<String>) -> StdioAgent {
         let stderr = Arc::new(Mutex::new(StderrRing::new(config.stderr_keep)));
-        Ok(StdioAgent {
+        StdioAgent {
             config,
             argv,
             proc: None,
             stderr,
             last_pid: None,
             last_cleanup: None,
-        })
+        }
     }
 
     /// The program and its arguments, as split from the command.
@@ -400,7 +409,9 @@ impl StdioAgent {
     }
 
     fn spawn(&self) -> Result<Proc, LineError> {
-        let program = &self.argv[0];
+        let Some(program) = self.argv.first() else {
+            return Err(LineError::Spawn("the command is empty".into()));
+        };
         let mut command = Command::new(program);
         command
             .args(&self.argv[1..])
@@ -409,6 +420,9 @@ impl StdioAgent {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        if let Some(dir) = &self.config.cwd {
+            command.current_dir(dir);
+        }
         let shown = crate::text::excerpt(program.as_bytes(), 200);
         let mut child = command
             .spawn()

@@ -6,12 +6,16 @@ use std::path::{Path, PathBuf};
 use clap::{Args, FromArgMatches, ValueEnum};
 use futures::future::BoxFuture;
 
+use super::exec::Exec;
 use super::lint::{self, Extra, RULES};
-use super::probe::{agent_names, Settings};
+use super::probe::{agent_names, Settings, Source};
+use super::workdir::Scratch;
 use super::{EXAMPLES, NAME};
 use crate::error::Error;
 use crate::probe::args::{seed_or_clock, RunArgs};
-use crate::protocols::plugin::{driver_probe, OnCase, ProbeJob, Protocol, Selftest};
+use crate::protocols::plugin::{
+    driver_probe, CommandAgent, MatrixRow, OnCase, ProbeJob, Protocol, Selftest,
+};
 use crate::report::lint::Lint;
 use crate::report::output::OutputArgs;
 use crate::report::{Report, RunInfo};
@@ -58,21 +62,41 @@ pub struct LintAgentsArgs {
 pub enum Mode {
     Plan,
     Execute,
+    /// Plan, then execute (--exec only).
+    Both,
 }
+
+/// What --task is by default: a task any reviewing agent can take on.
+pub const DEFAULT_TASK: &str =
+    "Review the project in the working directory and report what you find.";
 
 /// `probe agent-standard`'s flags.
 #[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("responses").required(true).args(["exec", "outputs"])))]
 pub struct AgentStandardProbeArgs {
+    /// Run the agent: a command run once per mode, directly (no shell). `{mode}`, `{task}` and
+    /// `{agent}` in it are filled in; stdin also gets
+    /// {"execution_mode", "task", "agent", "approved"} as JSON.
+    #[arg(long, value_name = "CMD", conflicts_with = "outputs")]
+    pub exec: Option<String>,
     /// Saved responses (an agent run's whole output each), judged by the standard's result rules.
-    #[arg(long = "output", value_name = "FILE", required = true, num_args = 1..)]
+    #[arg(long = "output", value_name = "FILE", num_args = 1..)]
     pub outputs: Vec<PathBuf>,
-    /// The mode the responses were run in (default: each result's own execution_mode).
+    /// With --exec: the modes run (default both: plan, then execute). With --output: the mode
+    /// the responses were run in (default: each result's own execution_mode).
     #[arg(long, value_enum)]
     pub mode: Option<Mode>,
+    /// With --exec: the task given to the agent.
+    #[arg(long, value_name = "TEXT", default_value = DEFAULT_TASK, requires = "exec")]
+    pub task: String,
+    /// With --exec: each run works in a scratch copy of DIR, read before and after (a plan run
+    /// must change nothing). Words of the command naming a path here are made absolute.
+    #[arg(long, value_name = "DIR", requires = "exec")]
+    pub workdir: Option<PathBuf>,
     /// The agent definitions: `agent` and `next_agents` must name them.
     #[arg(long, value_name = "DIR")]
     pub agents: Option<PathBuf>,
-    /// The agent that was run: the result's `agent` must be it.
+    /// The agent that was run: the result's `agent` must be it (and `{agent}` in --exec).
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
     #[command(flatten)]
@@ -81,13 +105,43 @@ pub struct AgentStandardProbeArgs {
     pub output: OutputArgs,
 }
 
+impl AgentStandardProbeArgs {
+    /// The modes of the run (see --mode).
+    fn modes(&self) -> Result<Vec<String>, String> {
+        Ok(match (self.mode, self.exec.is_some()) {
+            (Some(Mode::Plan), _) => vec!["plan".into()],
+            (Some(Mode::Execute), _) => vec!["execute".into()],
+            (Some(Mode::Both) | None, true) => vec!["plan".into(), "execute".into()],
+            (None, false) => Vec::new(),
+            (Some(Mode::Both), false) => {
+                return Err(
+                    "--mode both runs the agent twice (--exec); with --output say plan \
+                            or execute, or leave --mode out"
+                        .into(),
+                )
+            }
+        })
+    }
+
+    fn source(&self) -> Result<Source, String> {
+        Ok(match &self.exec {
+            Some(command) => Source::Exec(Exec::new(
+                command,
+                self.task.clone(),
+                self.agent.clone(),
+                self.workdir.clone(),
+                self.run.timeout,
+                self.run.max_body,
+            )?),
+            None => Source::Outputs(self.outputs.clone()),
+        })
+    }
+}
+
 pub fn settings(args: &AgentStandardProbeArgs) -> Result<Settings, String> {
     Ok(Settings {
-        outputs: args.outputs.clone(),
-        mode: args.mode.map(|m| match m {
-            Mode::Plan => "plan".to_string(),
-            Mode::Execute => "execute".to_string(),
-        }),
+        source: args.source()?,
+        modes: args.modes()?,
         agents: args.agents.as_deref().map(agent_names).transpose()?,
         agent: args.agent.clone(),
         max_body: args.run.max_body,
@@ -122,6 +176,17 @@ pub fn write(
     Ok(lint.exit_code())
 }
 
+/// The names of the built-in example definitions.
+fn example_names() -> std::collections::BTreeSet<String> {
+    EXAMPLES
+        .iter()
+        .filter_map(|(path, text)| {
+            let front = super::definition::read(path, text).front.ok()?;
+            front.value["name"].as_str().map(str::to_string)
+        })
+        .collect()
+}
+
 impl Protocol for AgentStandard {
     fn name(&self) -> &'static str {
         NAME
@@ -137,14 +202,17 @@ impl Protocol for AgentStandard {
 
     fn probe_command(&self) -> Option<clap::Command> {
         Some(AgentStandardProbeArgs::augment_args(clap::Command::new(NAME)).about(
-            "The agent protocol standard: judge saved agent responses (their JSON result) by the standard's rules",
+            "The agent protocol standard: run an agent in plan and execute mode (or read saved responses) and judge its JSON results by the standard's rules",
         ))
     }
 
     fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
         let flags = AgentStandardProbeArgs::from_arg_matches(matches)
             .map_err(|e| Error::usage(e.to_string()))?;
-        let ids = super::probe::case_ids(&flags.outputs);
+        let ids = super::probe::case_ids(
+            &flags.source().map_err(Error::Usage)?,
+            &flags.modes().map_err(Error::Usage)?,
+        );
         let job = |s: Settings, on: OnCase| async move {
             super::probe::run(&s, &*on).await.map_err(Error::Usage)
         };
@@ -156,6 +224,10 @@ impl Protocol for AgentStandard {
             Settings::wants,
             job,
         )
+    }
+
+    fn command_agent(&self, at: CommandAgent<'_>) -> Option<Result<u8, Error>> {
+        Some(super::mock::run(at))
     }
 
     fn lint_command(&self) -> Option<clap::Command> {
@@ -215,17 +287,83 @@ impl Protocol for AgentStandard {
             ));
         }
         out.push_str(&format!(
-            "\nResult cases of `probe agent-standard` (each as RESPONSE.ID; {} per response)\n",
+            "\nResult cases of `probe agent-standard` (each as RESPONSE.ID: the mode run with --exec, \
+             the file's name with --output; {} per response)\n",
             super::result::RULES.len()
         ));
         for (id, level, title) in super::result::RULES {
             out.push_str(&format!("  {id:<26} {:<6}  {title}\n", level.as_str()));
         }
+        out.push_str("\nRun cases of `probe agent-standard --exec` (each as MODE.ID)\n");
+        for (id, level, title) in super::probe::RUN_RULES {
+            out.push_str(&format!("  {id:<26} {:<6}  {title}\n", level.as_str()));
+        }
         Ok(out)
     }
 
+    /// The lint rules, and the cases of an --exec run in both modes (what the matrix names).
     fn case_ids(&self) -> Result<Vec<String>, Error> {
-        Ok(RULES.iter().map(|r| r.id.to_string()).collect())
+        let mut ids: Vec<String> = RULES.iter().map(|r| r.id.to_string()).collect();
+        ids.extend(super::probe::exec_ids(&["plan", "execute"]));
+        Ok(ids)
+    }
+
+    fn matrix(&self) -> Option<(&'static str, &'static str)> {
+        Some((
+            "mocks/matrix-agent-standard.yaml",
+            include_str!("../../../mocks/matrix-agent-standard.yaml"),
+        ))
+    }
+
+    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String> {
+        if !matches!(transport, "exec" | "exec-stdin") {
+            return Err(format!(
+                "agent-standard agents are commands: transport exec or exec-stdin, not {transport}"
+            ));
+        }
+        super::mock::Behaviors::parse(behavior).map(drop)
+    }
+
+    /// `probe agent-standard --exec` in both modes against the mock with the row's behaviour,
+    /// in a scratch tree, with the example definitions as --agents.
+    fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, Error>> {
+        Box::pin(async move {
+            let tree = Scratch::new().map_err(Error::Run)?;
+            std::fs::write(tree.path().join("README.md"), "# a project\n")
+                .map_err(|e| Error::run(format!("{}: {e}", tree.path().display())))?;
+            let mut command = format!(
+                "{} mock agent --protocol agent-standard --name security-scanner --next reviewer \
+                 --seed {} --behavior {}",
+                crate::text::shell_quote(&row.exe.display().to_string()),
+                row.seed,
+                crate::text::shell_quote(row.behavior),
+            );
+            if row.transport == "exec" {
+                command.push_str(" --mode {mode} --task {task}");
+            }
+            let exec = Exec::new(
+                &command,
+                DEFAULT_TASK.into(),
+                None,
+                Some(tree.path().to_path_buf()),
+                row.timeout,
+                crate::transport::stdio::DEFAULT_MAX_LINE,
+            )
+            .map_err(Error::Usage)?;
+            let settings = Settings {
+                source: Source::Exec(exec),
+                modes: vec!["plan".into(), "execute".into()],
+                agents: Some(example_names()),
+                agent: Some("security-scanner".into()),
+                max_body: crate::transport::stdio::DEFAULT_MAX_LINE,
+                seed: row.seed,
+                only: row.only.to_vec(),
+                strict: false,
+            };
+            super::probe::run(&settings, &|_| {})
+                .await
+                .map_err(Error::Run)
+        })
     }
 
     /// The built-in example definitions lint clean, every rule with them.

@@ -410,7 +410,8 @@ fn check_fields(
     }
 }
 
-fn kebab(name: &str) -> bool {
+/// Whether `name` is kebab-case: lower-case words of letters and digits, joined by single `-`.
+pub fn kebab(name: &str) -> bool {
     !name.is_empty()
         && name.split('-').all(|w| {
             !w.is_empty()

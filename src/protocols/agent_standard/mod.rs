@@ -12,9 +12,13 @@
 
 pub mod commands;
 pub mod definition;
+pub mod exec;
+pub mod journal;
 pub mod lint;
+pub mod mock;
 pub mod probe;
 pub mod result;
+pub mod workdir;
 
 pub use commands::AgentStandard;
 

@@ -1,19 +1,31 @@
-//! `agent-tck probe agent-standard --output FILE…`: saved agent responses judged by the
-//! standard's result rules ([`super::result`]), a group of cases per response.
+//! `agent-tck probe agent-standard (--exec CMD | --output FILE…)`: an agent's responses judged
+//! by the standard's result rules ([`super::result`]), a group of cases per response — per mode
+//! run (`plan.…`, `execute.…`: [`super::exec`]), or per saved file (its name).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use super::exec::{Exec, Run};
 use super::result::{self, Context, RULES};
-use crate::report::{CaseResult, Report, RunInfo};
+use crate::report::{CaseResult, Level, Report, RunInfo};
 use crate::text::Redactor;
+
+/// Where the responses come from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// Saved responses (`--output`).
+    Outputs(Vec<PathBuf>),
+    /// The agent run once per mode (`--exec`).
+    Exec(Exec),
+}
 
 /// What `probe agent-standard` runs on.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub outputs: Vec<PathBuf>,
-    /// The mode the responses were asked for (None: each result's own).
-    pub mode: Option<String>,
+    pub source: Source,
+    /// The modes: with --exec, the runs (plan before execute); with --output, the mode the
+    /// responses were asked for (empty: each result's own).
+    pub modes: Vec<String>,
     /// The definitions' names (`--agents DIR`).
     pub agents: Option<BTreeSet<String>>,
     /// The agent that was run (`--agent NAME`).
@@ -37,13 +49,44 @@ fn label(path: &std::path::Path) -> String {
         .unwrap_or_else(|| "response".into())
 }
 
-/// The case ids of a run over `outputs`.
-pub fn case_ids(outputs: &[PathBuf]) -> Vec<String> {
-    outputs
+/// The cases of a run with --exec besides the result's: (id, level, title); `no-writes` is
+/// judged of plan-mode runs only.
+pub const RUN_RULES: &[(&str, Level, &str)] = &[
+    (
+        "ran",
+        Level::Must,
+        "the agent command ran to its end: exit status 0, within --timeout and --max-body",
+    ),
+    (
+        "no-writes",
+        Level::Must,
+        "a plan-mode run changes no file (with --workdir: the tree is read before and after)",
+    ),
+];
+
+/// The case ids of a run over `source` in `modes`.
+pub fn case_ids(source: &Source, modes: &[String]) -> Vec<String> {
+    match source {
+        Source::Outputs(outputs) => outputs.iter().flat_map(|p| result_ids(label(p))).collect(),
+        Source::Exec(_) => exec_ids(&modes.iter().map(String::as_str).collect::<Vec<_>>()),
+    }
+}
+
+fn result_ids(label: String) -> impl Iterator<Item = String> {
+    RULES.iter().map(move |(id, _, _)| format!("{label}.{id}"))
+}
+
+/// The case ids of --exec runs in `modes` (`plan`, `execute`).
+pub fn exec_ids(modes: &[&str]) -> Vec<String> {
+    modes
         .iter()
-        .flat_map(|p| {
-            let l = label(p);
-            RULES.iter().map(move |(id, _, _)| format!("{l}.{id}"))
+        .flat_map(|m| {
+            let mut ids = vec![format!("{m}.ran")];
+            ids.extend(result_ids(m.to_string()));
+            if *m == "plan" {
+                ids.push("plan.no-writes".into());
+            }
+            ids
         })
         .collect()
 }
@@ -76,37 +119,123 @@ pub async fn run(
     settings: &Settings,
     on_case: &(dyn Fn(&CaseResult) + Send + Sync),
 ) -> Result<Report, String> {
-    let target = settings
-        .outputs
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(" ");
-    let info = RunInfo::start("probe", super::NAME, target, settings.seed, settings.strict);
-    let cx = Context {
-        mode: settings.mode.clone(),
-        agents: settings.agents.clone(),
-        agent: settings.agent.clone(),
+    let target = match &settings.source {
+        Source::Outputs(outputs) => outputs
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
+        Source::Exec(exec) => exec.command.clone(),
     };
+    let info = RunInfo::start("probe", super::NAME, target, settings.seed, settings.strict);
     let mut cases = Vec::new();
-    for path in &settings.outputs {
-        let bytes = std::fs::read(path).map_err(|e| format!("--output {}: {e}", path.display()))?;
-        let l = label(path);
-        let judged = if bytes.len() > settings.max_body {
-            let mut c = result::judge(&l, "", &cx);
-            c[0].fail(format!(
-                "the response is {} bytes, over --max-body ({})",
-                bytes.len(),
-                settings.max_body
-            ));
-            c
-        } else {
-            result::judge(&l, &String::from_utf8_lossy(&bytes), &cx)
-        };
+    let mut keep = |judged: Vec<CaseResult>| {
         for c in judged.into_iter().filter(|c| settings.wants(&c.id)) {
             on_case(&c);
             cases.push(c);
         }
+    };
+    match &settings.source {
+        Source::Outputs(outputs) => {
+            let cx = settings.context(settings.modes.first().cloned());
+            for path in outputs {
+                let bytes =
+                    std::fs::read(path).map_err(|e| format!("--output {}: {e}", path.display()))?;
+                let l = label(path);
+                keep(if bytes.len() > settings.max_body {
+                    let mut c = result::judge(&l, "", &cx);
+                    c[0].fail(format!(
+                        "the response is {} bytes, over --max-body ({})",
+                        bytes.len(),
+                        settings.max_body
+                    ));
+                    c
+                } else {
+                    result::judge(&l, &String::from_utf8_lossy(&bytes), &cx)
+                });
+            }
+        }
+        Source::Exec(exec) => {
+            for mode in &settings.modes {
+                let wanted = |id: &str| settings.wants(&format!("{mode}.{id}"));
+                if !RULES.iter().chain(RUN_RULES).any(|(id, _, _)| wanted(id)) {
+                    continue;
+                }
+                let run = exec.run(mode).await?;
+                keep(judge_run(mode, &run, &settings.context(Some(mode.clone()))));
+            }
+        }
     }
     Ok(info.report(cases, &Redactor::new(Vec::new())))
+}
+
+impl Settings {
+    fn context(&self, mode: Option<String>) -> Context {
+        Context {
+            mode,
+            agents: self.agents.clone(),
+            agent: self.agent.clone(),
+        }
+    }
+}
+
+/// The cases of one run in `mode`: `ran`, the result's, and (plan) `no-writes`.
+pub fn judge_run(mode: &str, run: &Run, cx: &Context) -> Vec<CaseResult> {
+    let case = |(id, level, title): &(&str, Level, &str)| {
+        CaseResult::new(
+            &format!("{mode}.{id}"),
+            mode,
+            *level,
+            title,
+            super::lint::SPEC,
+        )
+    };
+    let mut ran = case(&RUN_RULES[0]);
+    let mut cases = match &run.output {
+        Ok(text) => {
+            ran.message = format!(
+                "exit 0 in {}, {} bytes on stdout, {} on stderr{}",
+                crate::units::format_duration(run.elapsed),
+                text.len(),
+                run.stderr_bytes,
+                if run.left_behind {
+                    "; processes it left in its group were ended"
+                } else {
+                    ""
+                }
+            );
+            let mut judged = result::judge(mode, text, cx);
+            if let Some(c) = judged.first_mut() {
+                c.exchange.response = Some(crate::text::excerpt_str(text, 2_000));
+            }
+            judged
+        }
+        Err(why) => {
+            ran.fail(why.clone());
+            let mut skipped = result::judge(mode, "", cx);
+            for c in &mut skipped {
+                c.skip(format!("skipped: {mode}.ran failed"));
+            }
+            skipped
+        }
+    };
+    ran.duration_ms = run.elapsed.as_millis() as u64;
+    ran.exchange.request = Some(run.input.clone());
+    ran.exchange.reproduce = Some(run.reproduce.clone());
+    cases.insert(0, ran);
+    if mode == "plan" {
+        let mut writes = case(&RUN_RULES[1]);
+        match &run.changes {
+            None => writes.skip("no --workdir: give one to check that a plan run writes nothing"),
+            Some(changes) if changes.is_empty() => {
+                writes.message = "the working directory is as it was".into()
+            }
+            Some(changes) => writes.fail(format!(
+                "the plan run changed the working directory: {}",
+                changes.join(", ")
+            )),
+        }
+        cases.push(writes);
+    }
+    cases
 }

@@ -18,17 +18,7 @@ const TRIES: usize = 200;
 /// The last JSON object of `text`, which must end the response (only whitespace, or a closing
 /// fence, after it). Candidates are the `{` that begin a line, last first.
 pub fn last_object(text: &str) -> Result<Value, String> {
-    let starts: Vec<usize> = text
-        .char_indices()
-        .filter(|&(i, c)| {
-            c == '{'
-                && text[..i]
-                    .rsplit('\n')
-                    .next()
-                    .is_some_and(|l| l.trim().is_empty() || l.trim() == "```json")
-        })
-        .map(|(i, _)| i)
-        .collect();
+    let starts = object_starts(text);
     if starts.is_empty() {
         return Err("no JSON object in the response (the result must end it)".into());
     }
@@ -57,6 +47,26 @@ pub fn last_object(text: &str) -> Result<Value, String> {
             "no complete JSON object ends the response ({last_error})"
         )),
     }
+}
+
+/// Where the candidate objects begin: the first `{` of each line, when only blanks or a
+/// "```json" come before it on the line. One pass over the lines: a response that is one long
+/// line of `{` (a hostile nesting) costs its length, not its length squared.
+fn object_starts(text: &str) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_start();
+        let t = match t.strip_prefix("```json") {
+            Some(rest) => rest.trim_start(),
+            None => t,
+        };
+        if t.starts_with('{') {
+            starts.push(at + line.len() - t.len());
+        }
+        at += line.len();
+    }
+    starts
 }
 
 /// What the judge knows besides the response.
@@ -339,6 +349,17 @@ mod tests {
             .contains("no JSON object"));
         let deep = format!("{}{}", "{\"a\":".repeat(100_000), "1");
         assert!(last_object(&deep).is_err());
+        // 200,000 levels, one line of braces or one brace a line: an error, soon.
+        let started = std::time::Instant::now();
+        assert!(last_object(&"{".repeat(200_000)).is_err());
+        assert!(last_object(&"{\n".repeat(200_000)).is_err());
+        let closed = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+        assert!(last_object(&closed).is_err());
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        assert_eq!(
+            object_starts("a {\n  {x\n```json {\n}"),
+            vec![6, 9 + "```json ".len()]
+        );
     }
 
     #[test]

@@ -1,0 +1,91 @@
+//! The journal of the agent standard's mock agents (`mock agent --protocol agent-standard
+//! --journal FILE`): one JSON line when a run starts and one when it has printed its result, from
+//! every mock process of an orchestration, appended to the same file. `probe orchestration`
+//! reads it back.
+//!
+//! ```json
+//! {"event":"start","run":"4242-1764000000000000","agent":"architect","mode":"plan","at_us":1764000000000000,"approved":false,"task":"…"}
+//! {"event":"end","run":"4242-1764000000000000","agent":"architect","mode":"plan","at_us":1764000000120000,"status":"needs_approval","next_agents":[]}
+//! ```
+//!
+//! Times are microseconds since the Unix epoch on the machine's clock, the one clock every mock
+//! of the orchestration shares. A line is written with one `write` on a file opened for
+//! appending, so lines of concurrent runs do not interleave.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Event {
+    Start,
+    End,
+}
+
+/// A next agent as a result named it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Next {
+    pub agent: String,
+    pub can_parallel: bool,
+}
+
+/// One line of the journal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Line {
+    pub event: Event,
+    /// The run's id: the process id and its start time (a pid alone is reused).
+    pub run: String,
+    pub agent: String,
+    pub mode: String,
+    pub at_us: u64,
+    /// Start: the orchestrator said the plan was approved (`approved: true` on stdin, or
+    /// `--approved`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub approved: bool,
+    /// Start: the task given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// End: the result's status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// End: the result's next_agents.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub next_agents: Vec<Next>,
+}
+
+/// Microseconds since the Unix epoch, now.
+pub fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// Appends `line` to the journal at `path` (created when missing) in one write.
+pub fn append(path: &Path, line: &Line) -> Result<(), String> {
+    let mut text = serde_json::to_string(line).map_err(|e| e.to_string())?;
+    text.push('\n');
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| format!("--journal {}: {e}", path.display()))
+}
+
+/// Reads a journal: its lines, each with its line number, or the first line that is not one
+/// (`FILE:LINE: …`). Blank lines are skipped.
+pub fn read(path: &Path) -> Result<Vec<(usize, Line)>, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("--journal {}: {e}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .map(|line| (i + 1, line))
+                .map_err(|e| format!("{}:{}: not a journal line: {e}", path.display(), i + 1))
+        })
+        .collect()
+}
