@@ -102,6 +102,8 @@ pub enum Command {
 pub struct RoleCommand<R> {
     /// The protocol whose subcommand it is.
     pub protocol: &'static str,
+    /// The subcommand's name (`probe NAME`: the protocol's, or one of its other probes).
+    pub command: String,
     /// Its flags, as clap parsed them from the protocol's command.
     pub matches: ArgMatches,
     role: std::marker::PhantomData<R>,
@@ -109,7 +111,7 @@ pub struct RoleCommand<R> {
 
 /// A role a protocol may declare a subcommand for.
 pub trait Role: std::fmt::Debug + Clone + Send + Sync + 'static {
-    fn command(protocol: &dyn protocols::Protocol) -> Option<clap::Command>;
+    fn commands(protocol: &dyn protocols::Protocol) -> Vec<clap::Command>;
 }
 
 /// `probe NAME`: named for the protocol.
@@ -117,8 +119,10 @@ pub trait Role: std::fmt::Debug + Clone + Send + Sync + 'static {
 pub struct ProbeRole;
 
 impl Role for ProbeRole {
-    fn command(protocol: &dyn protocols::Protocol) -> Option<clap::Command> {
-        protocol.probe_command()
+    fn commands(protocol: &dyn protocols::Protocol) -> Vec<clap::Command> {
+        let mut commands: Vec<clap::Command> = protocol.probe_command().into_iter().collect();
+        commands.extend(protocol.other_probe_commands());
+        commands
     }
 }
 
@@ -127,8 +131,8 @@ impl Role for ProbeRole {
 pub struct LintRole;
 
 impl Role for LintRole {
-    fn command(protocol: &dyn protocols::Protocol) -> Option<clap::Command> {
-        protocol.lint_command()
+    fn commands(protocol: &dyn protocols::Protocol) -> Vec<clap::Command> {
+        protocol.lint_command().into_iter().collect()
     }
 }
 
@@ -142,10 +146,11 @@ impl<R: Role> FromArgMatches for RoleCommand<R> {
             .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::MissingSubcommand))?;
         let protocol = protocols::REGISTRY
             .iter()
-            .find(|p| R::command(**p).is_some_and(|c| c.get_name() == name))
+            .find(|p| R::commands(**p).iter().any(|c| c.get_name() == name))
             .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidSubcommand))?;
         Ok(RoleCommand {
             protocol: protocol.name(),
+            command: name.to_string(),
             matches: sub.clone(),
             role: std::marker::PhantomData,
         })
@@ -161,7 +166,7 @@ impl<R: Role> Args for RoleCommand<R> {
     fn augment_args(cmd: clap::Command) -> clap::Command {
         protocols::REGISTRY
             .iter()
-            .filter_map(|p| R::command(*p))
+            .flat_map(|p| R::commands(*p))
             .fold(cmd, clap::Command::subcommand)
             .subcommand_required(true)
     }
@@ -201,6 +206,9 @@ pub enum MockCommand {
     Agent(MockAgentArgs),
     /// Serve a fleet from a YAML file (presets in mocks/), drive the platform, judge it.
     Fleet(MockFleetArgs),
+    /// Write a set of mock agents to run together (agent-standard: definitions, a command for
+    /// each, the graph their next_agents form) for an orchestrator to be tested on.
+    Agents(MockAgentsArgs),
     /// Print the behaviour catalogue: each name, what it does, the platform rule it exercises.
     Behaviors,
     /// Play the Librarian (decisions and faults from a script) and judge the agent client that
@@ -378,6 +386,22 @@ pub struct MockAgentArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+pub struct MockAgentsArgs {
+    /// The protocol of the agents.
+    #[arg(long, default_value = "agent-standard", value_parser = protocol_names())]
+    pub protocol: String,
+    /// Where to write them (a new or empty directory).
+    #[arg(long, value_name = "OUT")]
+    pub dir: PathBuf,
+    /// How many agents.
+    #[arg(long, value_name = "N", default_value_t = 6)]
+    pub count: usize,
+    /// Seed of the graph and of the agents' content (default: from the clock; printed).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct SelftestArgs {
     /// Only this protocol (default: every one).
     #[arg(long, value_parser = protocol_names())]
@@ -495,7 +519,11 @@ async fn execute(command: Command) -> Result<Ended, Error> {
     match command {
         Command::Probe(probe) => {
             let protocol = protocol(probe.protocol)?;
-            let job = protocol.probe(&probe.matches)?;
+            let job = if probe.command == protocol.name() {
+                protocol.probe(&probe.matches)?
+            } else {
+                protocol.other_probe(&probe.command, &probe.matches)?
+            };
             run_probe(job).await
         }
         Command::Lint(lint) => {
@@ -504,6 +532,7 @@ async fn execute(command: Command) -> Result<Ended, Error> {
         }
         Command::Selftest(args) => selftest(args).await,
         Command::Mock(MockCommand::Agent(args)) => mock_agent(args).await,
+        Command::Mock(MockCommand::Agents(args)) => mock_agents(args),
         Command::Mock(MockCommand::Fleet(args)) => mock_fleet(args).await,
         Command::Mock(MockCommand::Librarian(args)) => {
             let report =
@@ -601,6 +630,26 @@ async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
     args.output.write(&outcome.report)?;
     crate::outln!("\n{}", outcome.verdict());
     Ok(Ended::Verdict(outcome.exit_code()))
+}
+
+fn mock_agents(args: MockAgentsArgs) -> Result<Ended, Error> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::run(format!("cannot find the agent-tck binary: {e}")))?;
+    let seed = seed_or_clock(args.seed);
+    let at = crate::protocols::plugin::AgentSet {
+        dir: &args.dir,
+        count: args.count,
+        seed,
+        exe: &exe,
+    };
+    let text = protocol(&args.protocol)?.agent_set(at).ok_or_else(|| {
+        Error::usage(format!(
+            "--protocol {}: no sets of mock agents (agent-standard has them)",
+            args.protocol
+        ))
+    })??;
+    crate::outln!("{text}");
+    Ok(Ended::Verdict(0))
 }
 
 async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {

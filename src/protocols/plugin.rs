@@ -168,6 +168,15 @@ pub struct CommandAgent<'a> {
     pub journal: Option<&'a Path>,
 }
 
+/// What `mock agents` says to a protocol: write a set of its mock agents.
+pub struct AgentSet<'a> {
+    pub dir: &'a Path,
+    pub count: usize,
+    pub seed: u64,
+    /// The agent-tck binary, which the set's commands run.
+    pub exe: &'a Path,
+}
+
 /// One row of a behaviour matrix (`mocks/matrix*.yaml`), ready to run.
 pub struct MatrixRow<'a> {
     pub behavior: &'a str,
@@ -231,6 +240,21 @@ pub trait Protocol: Sync {
         Err(Error::usage(format!("no probe for {}", self.name())))
     }
 
+    /// Probes of the protocol beside `probe NAME`, named for what they judge (the agent
+    /// standard's `probe orchestration`).
+    fn other_probe_commands(&self) -> Vec<clap::Command> {
+        Vec::new()
+    }
+
+    /// `probe COMMAND`, one of [`Protocol::other_probe_commands`], with the flags clap parsed.
+    fn other_probe(&self, command: &str, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
+        let _ = matches;
+        Err(Error::usage(format!(
+            "no probe {command} for {}",
+            self.name()
+        )))
+    }
+
     /// `lint WHAT`'s flags, when the protocol has files to lint (the command's name is what is
     /// linted: `agents`). None: nothing to lint.
     fn lint_command(&self) -> Option<clap::Command> {
@@ -248,6 +272,13 @@ pub trait Protocol: Sync {
     /// rather than served: runs it once, giving its exit status. None: its agents are served
     /// (the engine's `mock agent`).
     fn command_agent(&self, at: CommandAgent<'_>) -> Option<Result<u8, Error>> {
+        let _ = at;
+        None
+    }
+
+    /// `mock agents --protocol NAME --dir OUT --count N`: writes a set of mock agents to run
+    /// together, giving what to print. None: the protocol has no such sets.
+    fn agent_set(&self, at: AgentSet<'_>) -> Option<Result<String, Error>> {
         let _ = at;
         None
     }

@@ -8,13 +8,14 @@ use futures::future::BoxFuture;
 
 use super::exec::Exec;
 use super::lint::{self, Extra, RULES};
+use super::orchestration;
 use super::probe::{agent_names, Settings, Source};
 use super::workdir::Scratch;
 use super::{EXAMPLES, NAME};
 use crate::error::Error;
 use crate::probe::args::{seed_or_clock, RunArgs};
 use crate::protocols::plugin::{
-    driver_probe, CommandAgent, MatrixRow, OnCase, ProbeJob, Protocol, Selftest,
+    driver_probe, AgentSet, CommandAgent, MatrixRow, OnCase, ProbeJob, Protocol, Selftest,
 };
 use crate::report::lint::Lint;
 use crate::report::output::OutputArgs;
@@ -151,6 +152,62 @@ pub fn settings(args: &AgentStandardProbeArgs) -> Result<Settings, String> {
     })
 }
 
+/// `probe orchestration`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct OrchestrationArgs {
+    /// The journal(s) the mock agents wrote (`mock agent --protocol agent-standard --journal`;
+    /// the commands of `mock agents` write OUT/journal.jsonl).
+    #[arg(long = "journal", value_name = "FILE", required = true, num_args = 1..)]
+    pub journals: Vec<PathBuf>,
+    /// The agent definitions: which agents support plan mode (default: every agent of the
+    /// journal does, as the mock agents do).
+    #[arg(long, value_name = "DIR")]
+    pub agents: Option<PathBuf>,
+    /// Most execute runs of one agent before a cycle of next_agents counts as not cut.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub max_runs: usize,
+    /// Only cases whose id matches (globs, comma-separated).
+    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// SHOULD failures fail the run.
+    #[arg(long)]
+    pub strict: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+fn orchestration_settings(args: &OrchestrationArgs) -> Result<orchestration::Settings, String> {
+    let plan_mode = args
+        .agents
+        .as_deref()
+        .map(|dir| -> Result<_, String> {
+            let mut map = std::collections::BTreeMap::new();
+            for f in lint::files(&[dir.to_path_buf()])? {
+                let text = std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+                let d = super::definition::read(
+                    &f.display().to_string(),
+                    &String::from_utf8_lossy(&text),
+                );
+                if let Ok(front) = d.front {
+                    if let Some(name) = front.value["name"].as_str() {
+                        let plans = front.value["supports_plan_mode"] == true;
+                        map.insert(name.to_string(), plans);
+                    }
+                }
+            }
+            Ok(map)
+        })
+        .transpose()?;
+    Ok(orchestration::Settings {
+        journals: args.journals.clone(),
+        plan_mode,
+        max_runs: args.max_runs,
+        seed: 0,
+        only: crate::probe::args::only_patterns(&args.only),
+        strict: args.strict,
+    })
+}
+
 /// Writes `lint` as `format` to stdout (and SARIF to `sarif`); the exit status.
 pub fn write(
     lint: &Lint,
@@ -228,6 +285,33 @@ impl Protocol for AgentStandard {
 
     fn command_agent(&self, at: CommandAgent<'_>) -> Option<Result<u8, Error>> {
         Some(super::mock::run(at))
+    }
+
+    fn agent_set(&self, at: AgentSet<'_>) -> Option<Result<String, Error>> {
+        Some(super::agent_set::write(at))
+    }
+
+    fn other_probe_commands(&self) -> Vec<clap::Command> {
+        vec![OrchestrationArgs::augment_args(clap::Command::new("orchestration")).about(
+            "The agent protocol standard: judge an orchestrator from its mock agents' journal (plan before execute, approvals, sequential hand-offs, cycles)",
+        )]
+    }
+
+    fn other_probe(&self, command: &str, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
+        if command != "orchestration" {
+            return Err(Error::usage(format!("no probe {command} for {NAME}")));
+        }
+        let job = |s: orchestration::Settings, on: OnCase| async move {
+            orchestration::run(&s, &*on).await.map_err(Error::Usage)
+        };
+        driver_probe(
+            matches,
+            orchestration_settings,
+            |f: OrchestrationArgs| f.output,
+            &orchestration::case_ids(),
+            orchestration::Settings::wants,
+            job,
+        )
     }
 
     fn lint_command(&self) -> Option<clap::Command> {

@@ -74,18 +74,27 @@ pub fn append(path: &Path, line: &Line) -> Result<(), String> {
         .map_err(|e| format!("--journal {}: {e}", path.display()))
 }
 
-/// Reads a journal: its lines, each with its line number, or the first line that is not one
-/// (`FILE:LINE: …`). Blank lines are skipped.
-pub fn read(path: &Path) -> Result<Vec<(usize, Line)>, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("--journal {}: {e}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l)
-                .map(|line| (i + 1, line))
-                .map_err(|e| format!("{}:{}: not a journal line: {e}", path.display(), i + 1))
-        })
-        .collect()
+/// A journal read: its lines, each with where it is (`FILE:LINE`), and the lines that are not
+/// journal lines (a run killed mid-write, a stray write), each with why.
+#[derive(Debug, Clone, Default)]
+pub struct Read {
+    pub lines: Vec<(String, Line)>,
+    pub bad: Vec<String>,
+}
+
+/// Reads a journal (blank lines are skipped). Only a file that cannot be read is an error.
+pub fn read(path: &Path) -> Result<Read, String> {
+    let text = std::fs::read(path).map_err(|e| format!("--journal {}: {e}", path.display()))?;
+    let mut read = Read::default();
+    for (i, l) in String::from_utf8_lossy(&text).lines().enumerate() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        let at = format!("{}:{}", path.display(), i + 1);
+        match serde_json::from_str(l) {
+            Ok(line) => read.lines.push((at, line)),
+            Err(e) => read.bad.push(format!("{at}: not a journal line: {e}")),
+        }
+    }
+    Ok(read)
 }

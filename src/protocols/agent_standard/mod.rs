@@ -10,12 +10,14 @@
 //! - `result`, `probe`: a response's JSON result found and judged; the run over saved responses;
 //! - `commands`: the command line and the self-test.
 
+pub mod agent_set;
 pub mod commands;
 pub mod definition;
 pub mod exec;
 pub mod journal;
 pub mod lint;
 pub mod mock;
+pub mod orchestration;
 pub mod probe;
 pub mod result;
 pub mod workdir;

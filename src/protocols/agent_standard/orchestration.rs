@@ -1,0 +1,569 @@
+//! `agent-tck probe orchestration --journal FILE…`: an orchestrator judged from the journal its
+//! mock agents wrote ([`super::journal`]) — the order and overlap of their runs.
+//!
+//! What it can see: every run of a mock agent (its start, and its end when it printed a result),
+//! the mode and task it was given, whether it was told the plan was approved, and the result's
+//! status and next_agents. What it cannot see: the orchestrator's own steps (an approval asked of
+//! a person and not passed on to the agent looks like no approval: pass `"approved": true` on
+//! stdin, or `--approved`), agents that are not these mocks, runs killed before they wrote their
+//! start line, and the order of runs on machines whose clocks disagree.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use super::journal::{self, Event, Line};
+use crate::report::{CaseResult, Level, Report, RunInfo};
+use crate::text::Redactor;
+
+/// The cases: (id, level, title); each is reported as `orchestration.ID`.
+pub const RULES: &[(&str, Level, &str)] = &[
+    (
+        "journal",
+        Level::Must,
+        "the journal holds runs, and every line of it is a journal line",
+    ),
+    (
+        "plan-before-execute",
+        Level::Must,
+        "an agent that supports plan mode ran in plan mode, to its end, before each execute run",
+    ),
+    (
+        "approval-before-execute",
+        Level::Must,
+        "an execute run after a needs_approval plan was approved (\"approved\": true, or --approved)",
+    ),
+    (
+        "sequential-handoff",
+        Level::Must,
+        "an agent named next with can_parallel: false did not execute while the agent naming it did",
+    ),
+    (
+        "bounded-runs",
+        Level::Should,
+        "no agent executed more than --max-runs times (a cycle of next_agents is cut)",
+    ),
+];
+
+/// What `probe orchestration` runs on.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub journals: Vec<PathBuf>,
+    /// From --agents: each definition's name and whether it supports plan mode. None: every
+    /// agent of the journal is taken to (the mock agents do).
+    pub plan_mode: Option<BTreeMap<String, bool>>,
+    pub max_runs: usize,
+    pub seed: u64,
+    pub only: Vec<String>,
+    pub strict: bool,
+}
+
+impl Settings {
+    pub fn wants(&self, id: &str) -> bool {
+        crate::probe::args::selected(&self.only, id)
+    }
+}
+
+/// The case ids.
+pub fn case_ids() -> Vec<String> {
+    RULES
+        .iter()
+        .map(|(id, _, _)| format!("orchestration.{id}"))
+        .collect()
+}
+
+/// One run of an agent, from its start line and (when it finished) its end line.
+#[derive(Debug, Clone)]
+struct Run {
+    /// Where its start line is (`FILE:LINE`).
+    at: String,
+    agent: String,
+    mode: String,
+    start: u64,
+    end: Option<u64>,
+    approved: bool,
+    status: Option<String>,
+    /// (agent, can_parallel) of its result's next_agents.
+    next: Vec<(String, bool)>,
+}
+
+fn runs(lines: &[(String, Line)]) -> (Vec<Run>, Vec<String>) {
+    let mut runs: Vec<Run> = Vec::new();
+    let mut by_id: BTreeMap<String, usize> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (at, line) in lines {
+        match line.event {
+            Event::Start => {
+                by_id.insert(line.run.clone(), runs.len());
+                runs.push(Run {
+                    at: at.clone(),
+                    agent: line.agent.clone(),
+                    mode: line.mode.clone(),
+                    start: line.at_us,
+                    end: None,
+                    approved: line.approved,
+                    status: None,
+                    next: Vec::new(),
+                });
+            }
+            Event::End => match by_id.get(&line.run) {
+                Some(&i) => {
+                    let run = &mut runs[i];
+                    run.end = Some(line.at_us);
+                    run.status = line.status.clone();
+                    run.next = line
+                        .next_agents
+                        .iter()
+                        .map(|n| (n.agent.clone(), n.can_parallel))
+                        .collect();
+                }
+                None => problems.push(format!(
+                    "{at}: the end of run {} that never started",
+                    line.run
+                )),
+            },
+        }
+    }
+    runs.sort_by_key(|r| r.start);
+    (runs, problems)
+}
+
+/// Seconds since `zero`, as `+1.234s`.
+fn offset(t: u64, zero: u64) -> String {
+    format!("+{:.3}s", t.saturating_sub(zero) as f64 / 1e6)
+}
+
+/// Whether two runs were under way at once (a run with no end is taken to go on forever).
+fn overlap(a: &Run, b: &Run) -> bool {
+    a.start < b.end.unwrap_or(u64::MAX) && b.start < a.end.unwrap_or(u64::MAX)
+}
+
+/// At most this many examples in a message.
+const EXAMPLES: usize = 5;
+
+fn listed(mut items: Vec<String>) -> String {
+    let more = items.len().saturating_sub(EXAMPLES);
+    items.truncate(EXAMPLES);
+    let mut text = items.join("; ");
+    if more > 0 {
+        text.push_str(&format!("; and {more} more"));
+    }
+    text
+}
+
+pub async fn run(
+    settings: &Settings,
+    on_case: &(dyn Fn(&CaseResult) + Send + Sync),
+) -> Result<Report, String> {
+    let target = settings
+        .journals
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let info = RunInfo::start("probe", super::NAME, target, settings.seed, settings.strict);
+    let mut lines = Vec::new();
+    let mut bad = Vec::new();
+    for path in &settings.journals {
+        let read = journal::read(path)?;
+        lines.extend(read.lines);
+        bad.extend(read.bad);
+    }
+    let cases: Vec<CaseResult> = judge(&lines, bad, settings)
+        .into_iter()
+        .filter(|c| settings.wants(&c.id))
+        .inspect(|c| on_case(c))
+        .collect();
+    Ok(info.report(cases, &Redactor::new(Vec::new())))
+}
+
+/// The cases of a journal's lines (and the lines that were not journal lines).
+fn judge(lines: &[(String, Line)], mut bad: Vec<String>, settings: &Settings) -> Vec<CaseResult> {
+    let mut cases: Vec<CaseResult> = RULES
+        .iter()
+        .map(|(id, level, title)| {
+            CaseResult::new(
+                &format!("orchestration.{id}"),
+                "orchestration",
+                *level,
+                title,
+                super::lint::SPEC,
+            )
+        })
+        .collect();
+    let (runs, problems) = runs(lines);
+    bad.extend(problems);
+    if runs.is_empty() {
+        cases[0].fail(format!(
+            "no runs in the journal{}: did the orchestrator run the mock agents (their commands \
+             journal with --journal)?",
+            if bad.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", listed(bad))
+            }
+        ));
+        for c in &mut cases[1..] {
+            c.skip("skipped: no runs to judge");
+        }
+        return cases;
+    }
+    let zero = runs[0].start;
+    let unfinished = runs.iter().filter(|r| r.end.is_none()).count();
+    if bad.is_empty() {
+        cases[0].message = format!(
+            "{} runs of {} agents{}",
+            runs.len(),
+            runs.iter().map(|r| &r.agent).collect::<BTreeSet<_>>().len(),
+            if unfinished > 0 {
+                format!("; {unfinished} without an end (killed, or still running)")
+            } else {
+                String::new()
+            }
+        );
+    } else {
+        cases[0].fail(listed(bad));
+    }
+    let executes: Vec<&Run> = runs.iter().filter(|r| r.mode == "execute").collect();
+    let plans_of = |agent: &str, before: u64| -> Vec<&Run> {
+        runs.iter()
+            .filter(|p| p.mode == "plan" && p.agent == agent && p.end.is_some_and(|e| e <= before))
+            .collect()
+    };
+
+    // Plan before execute.
+    let supports_plan = |agent: &str| {
+        settings
+            .plan_mode
+            .as_ref()
+            .is_none_or(|m| m.get(agent).copied().unwrap_or(false))
+    };
+    let mut unplanned = Vec::new();
+    let mut judged = 0;
+    for e in executes.iter().filter(|e| supports_plan(&e.agent)) {
+        judged += 1;
+        if plans_of(&e.agent, e.start).is_empty() {
+            unplanned.push(format!(
+                "{}: {} executed at {} with no plan run of it ended before",
+                e.at,
+                e.agent,
+                offset(e.start, zero)
+            ));
+        }
+    }
+    verdict(
+        &mut cases[1],
+        judged,
+        unplanned,
+        "execute runs of agents that plan",
+    );
+
+    // Approval before execute.
+    let mut unapproved = Vec::new();
+    let mut judged = 0;
+    for e in &executes {
+        let last_plan = plans_of(&e.agent, e.start)
+            .into_iter()
+            .max_by_key(|p| p.end);
+        if let Some(p) = last_plan.filter(|p| p.status.as_deref() == Some("needs_approval")) {
+            judged += 1;
+            if !e.approved {
+                unapproved.push(format!(
+                    "{}: {} executed at {} without approval; its plan ({}) ended with \
+                     needs_approval at {}",
+                    e.at,
+                    e.agent,
+                    offset(e.start, zero),
+                    p.at,
+                    offset(p.end.unwrap_or(0), zero)
+                ));
+            }
+        }
+    }
+    verdict(
+        &mut cases[2],
+        judged,
+        unapproved,
+        "executions after a needs_approval plan",
+    );
+
+    // Sequential hand-off.
+    let mut pairs: BTreeMap<(String, String), bool> = BTreeMap::new();
+    for r in &runs {
+        for (next, parallel) in &r.next {
+            // Named both ways: sequential wins (the stricter word).
+            let entry = pairs
+                .entry((r.agent.clone(), next.clone()))
+                .or_insert(*parallel);
+            *entry &= *parallel;
+        }
+    }
+    let mut concurrent = Vec::new();
+    let mut allowed = 0;
+    let mut judged = 0;
+    for ((from, to), parallel) in &pairs {
+        if from == to {
+            continue;
+        }
+        for a in executes
+            .iter()
+            .filter(|r| &r.agent == from && r.end.is_some())
+        {
+            for b in executes.iter().filter(|r| &r.agent == to) {
+                judged += 1;
+                if !overlap(a, b) {
+                    continue;
+                }
+                if *parallel {
+                    allowed += 1;
+                } else {
+                    concurrent.push(format!(
+                        "{}: {to} executed at {} while {from} (which named it with can_parallel: \
+                         false, {}) ran until {}",
+                        b.at,
+                        offset(b.start, zero),
+                        a.at,
+                        offset(a.end.unwrap_or(0), zero)
+                    ));
+                }
+            }
+        }
+    }
+    verdict(
+        &mut cases[3],
+        judged,
+        concurrent,
+        "pairs of execute runs of agents and their next agents",
+    );
+    if allowed > 0 && cases[3].status == crate::report::Status::Pass {
+        cases[3].message.push_str(&format!(
+            "; {allowed} ran side by side where can_parallel: true allowed it"
+        ));
+    }
+
+    // Bounded runs.
+    let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+    for e in &executes {
+        *count.entry(e.agent.as_str()).or_default() += 1;
+    }
+    let over: Vec<String> = count
+        .iter()
+        .filter(|(_, n)| **n > settings.max_runs)
+        .map(|(a, n)| format!("{a} executed {n} times (--max-runs {})", settings.max_runs))
+        .collect();
+    verdict(&mut cases[4], count.len(), over, "agents executed");
+    cases
+}
+
+/// Fails `case` with the `problems`, or passes it saying how much was judged (skips it when
+/// nothing was).
+fn verdict(case: &mut CaseResult, judged: usize, problems: Vec<String>, what: &str) {
+    if !problems.is_empty() {
+        case.fail(listed(problems));
+    } else if judged == 0 {
+        case.skip(format!("no {what} in the journal"));
+    } else {
+        case.message = format!("{judged} {what}: in order");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Status;
+
+    /// A journal line: `agent mode start end status approved next…` as a compact script.
+    fn run(
+        lines: &mut Vec<(String, Line)>,
+        agent: &str,
+        mode: &str,
+        span: (u64, Option<u64>),
+        status: &str,
+        approved: bool,
+        next: &[(&str, bool)],
+    ) {
+        let id = format!("{agent}-{mode}-{}", span.0);
+        let at = format!("j:{}", lines.len() + 1);
+        let base = Line {
+            event: Event::Start,
+            run: id,
+            agent: agent.into(),
+            mode: mode.into(),
+            at_us: span.0 * 1000,
+            approved,
+            task: Some("t".into()),
+            status: None,
+            next_agents: Vec::new(),
+        };
+        lines.push((at.clone(), base.clone()));
+        if let Some(end) = span.1 {
+            lines.push((
+                format!("{at}e"),
+                Line {
+                    event: Event::End,
+                    at_us: end * 1000,
+                    approved: false,
+                    task: None,
+                    status: Some(status.into()),
+                    next_agents: next
+                        .iter()
+                        .map(|(a, p)| journal::Next {
+                            agent: a.to_string(),
+                            can_parallel: *p,
+                        })
+                        .collect(),
+                    ..base
+                },
+            ));
+        }
+    }
+
+    fn settings() -> Settings {
+        Settings {
+            journals: Vec::new(),
+            plan_mode: None,
+            max_runs: 3,
+            seed: 0,
+            only: Vec::new(),
+            strict: false,
+        }
+    }
+
+    fn failed(lines: &[(String, Line)]) -> Vec<String> {
+        judge(lines, Vec::new(), &settings())
+            .into_iter()
+            .filter(|c| c.status == Status::Fail)
+            .map(|c| c.id)
+            .collect()
+    }
+
+    /// a plans (asks approval), is approved and executes naming b (sequential) and c (parallel);
+    /// b and c plan, then execute one after the other / beside a.
+    fn good() -> Vec<(String, Line)> {
+        let mut l = Vec::new();
+        run(
+            &mut l,
+            "a",
+            "plan",
+            (0, Some(10)),
+            "needs_approval",
+            false,
+            &[],
+        );
+        run(
+            &mut l,
+            "a",
+            "execute",
+            (20, Some(30)),
+            "complete",
+            true,
+            &[("b", false), ("c", true)],
+        );
+        run(&mut l, "b", "plan", (31, Some(35)), "complete", false, &[]);
+        run(&mut l, "c", "plan", (31, Some(35)), "complete", false, &[]);
+        run(
+            &mut l,
+            "b",
+            "execute",
+            (40, Some(50)),
+            "complete",
+            false,
+            &[],
+        );
+        run(
+            &mut l,
+            "c",
+            "execute",
+            (40, Some(55)),
+            "complete",
+            false,
+            &[],
+        );
+        l
+    }
+
+    #[test]
+    fn a_good_orchestration_passes_and_each_slip_fails_its_case() {
+        assert_eq!(failed(&good()), Vec::<String>::new());
+        let cases = judge(&good(), Vec::new(), &settings());
+        assert!(cases.iter().all(|c| c.status == Status::Pass), "{cases:#?}");
+
+        // b executed with no plan.
+        let mut l = good();
+        l.retain(|(_, x)| !(x.agent == "b" && x.mode == "plan"));
+        assert_eq!(failed(&l), ["orchestration.plan-before-execute"]);
+
+        // a executed without approval.
+        let mut l = good();
+        for (_, x) in &mut l {
+            x.approved = false;
+        }
+        assert_eq!(failed(&l), ["orchestration.approval-before-execute"]);
+
+        // b (sequential) executed while a still ran.
+        let mut l = good();
+        run(&mut l, "b", "plan", (21, Some(24)), "complete", false, &[]);
+        run(
+            &mut l,
+            "b",
+            "execute",
+            (25, Some(28)),
+            "complete",
+            false,
+            &[],
+        );
+        assert_eq!(failed(&l), ["orchestration.sequential-handoff"]);
+
+        // c (parallel) beside a is fine.
+        let mut l = good();
+        run(&mut l, "c", "plan", (21, Some(24)), "complete", false, &[]);
+        run(
+            &mut l,
+            "c",
+            "execute",
+            (25, Some(28)),
+            "complete",
+            false,
+            &[],
+        );
+        assert_eq!(failed(&l), Vec::<String>::new());
+
+        // A cycle not cut: b executed four times.
+        let mut l = good();
+        for t in [60, 70, 80] {
+            run(
+                &mut l,
+                "b",
+                "execute",
+                (t, Some(t + 5)),
+                "complete",
+                false,
+                &[],
+            );
+        }
+        assert_eq!(failed(&l), ["orchestration.bounded-runs"]);
+
+        // A bad line, and no runs at all.
+        let bad = judge(&good(), vec!["j:9: not a journal line".into()], &settings());
+        assert_eq!(bad[0].status, Status::Fail);
+        assert!(bad[0].message.contains("j:9"));
+        assert_eq!(failed(&[]), ["orchestration.journal"]);
+    }
+
+    #[test]
+    fn an_execute_only_agent_needs_no_plan() {
+        let mut l = good();
+        l.retain(|(_, x)| !(x.agent == "b" && x.mode == "plan"));
+        let mut s = settings();
+        s.plan_mode = Some(
+            [("a", true), ("b", false), ("c", true)]
+                .map(|(a, p)| (a.to_string(), p))
+                .into(),
+        );
+        let failed: Vec<String> = judge(&l, Vec::new(), &s)
+            .into_iter()
+            .filter(|c| c.status == Status::Fail)
+            .map(|c| c.id)
+            .collect();
+        assert_eq!(failed, Vec::<String>::new());
+    }
+}
