@@ -342,9 +342,10 @@ pub struct MockAgentArgs {
     /// The agent_name it answers with.
     #[arg(long, default_value = "reference-agent")]
     pub name: String,
-    /// Behaviours, comma-separated: NAME[:ARGS][@ENDPOINT] (see `agent-tck mock behaviors`).
-    #[arg(long, value_name = "LIST", default_value = "conforming")]
-    pub behavior: String,
+    /// Behaviours, comma-separated: NAME[:ARGS][@ENDPOINT] (see `agent-tck mock behaviors`);
+    /// repeatable, the lists adding up (a wrapper script's list, and one more).
+    #[arg(long, value_name = "LIST", default_value = "conforming", action = clap::ArgAction::Append)]
+    pub behavior: Vec<String>,
     /// Answer on stdin/stdout (protocols served over lines, e.g. execute-task; a request ends at
     /// a newline or at end of input).
     #[arg(long, conflicts_with_all = ["tcp", "unix"])]
@@ -661,9 +662,10 @@ async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
     }
     let key = api_key(args.api_key.clone()).map_err(Error::Usage)?;
     let protocol = protocol(&args.protocol)?;
+    let behaviors = args.behavior.join(",");
     let command = crate::protocols::plugin::CommandAgent {
         name: &args.name,
-        behavior: &args.behavior,
+        behavior: &behaviors,
         seed: seed_or_clock(args.seed),
         mode: args.mode.as_deref(),
         task: args.task.as_deref(),
@@ -693,7 +695,7 @@ async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
         protocol: agents,
         others: &others,
     };
-    let items = behavior::parse_list(&args.behavior, at)
+    let items = behavior::parse_list(&behaviors, at)
         .map_err(|e| Error::usage(format!("--behavior: {e}")))?;
     let line = args.stdio || args.tcp.is_some() || args.unix.is_some();
     if line && agents.line_endpoint().is_none() {
@@ -1009,6 +1011,21 @@ pub fn list_behaviors() -> String {
         ));
         if !protocols.is_empty() {
             out.push_str(&format!("      protocols: {}\n", protocols.join(", ")));
+        }
+    }
+    for p in protocols::REGISTRY {
+        let own = p.command_behaviors();
+        if own.is_empty() {
+            continue;
+        }
+        out.push_str(&format!(
+            "\nBehaviours of the {} command agent (mock agent --protocol {} --behavior \
+             NAME[:ARG], comma-separated or repeated; one run per call)\n\n",
+            p.name(),
+            p.name()
+        ));
+        for (name, what) in own {
+            out.push_str(&format!("  {name}\n      {what}\n"));
         }
     }
     out

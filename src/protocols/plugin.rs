@@ -276,6 +276,12 @@ pub trait Protocol: Sync {
         None
     }
 
+    /// The behaviours of its command agent ([`Protocol::command_agent`]): (name, what it does),
+    /// for `mock behaviors`.
+    fn command_behaviors(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
     /// `mock agents --protocol NAME --dir OUT --count N`: writes a set of mock agents to run
     /// together, giving what to print. None: the protocol has no such sets.
     fn agent_set(&self, at: AgentSet<'_>) -> Option<Result<String, Error>> {

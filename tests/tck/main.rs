@@ -3,6 +3,7 @@
 
 mod support;
 
+mod agent_exec;
 mod agent_results;
 mod agent_server;
 mod broken;

@@ -287,6 +287,10 @@ impl Protocol for AgentStandard {
         Some(super::mock::run(at))
     }
 
+    fn command_behaviors(&self) -> &'static [(&'static str, &'static str)] {
+        super::mock::BEHAVIORS
+    }
+
     fn agent_set(&self, at: AgentSet<'_>) -> Option<Result<String, Error>> {
         Some(super::agent_set::write(at))
     }
