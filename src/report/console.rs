@@ -58,15 +58,16 @@ pub fn render(report: &Report, colour: bool) -> String {
     } else {
         4
     };
+    let scores = group_scores(report);
     let mut group = "";
     for case in &report.cases {
         if case.group != group {
             group = &case.group;
-            out.push_str(&format!(
-                "{}{}\n",
-                p.paint("1", group),
-                group_score(report, group)
-            ));
+            let score = match scores.get(group) {
+                Some((met, total)) => format!(" · evaluation: met {met}/{total}"),
+                None => String::new(),
+            };
+            out.push_str(&format!("{}{score}\n", p.paint("1", group)));
         }
         let (word, code) = verdict(report, case);
         // An evaluation case that no one gated is scored, not levelled.
@@ -157,21 +158,16 @@ pub fn render(report: &Report, colour: bool) -> String {
 }
 
 /// ` · evaluation: met 3/5` after a group's name when it holds evaluation cases.
-fn group_score(report: &Report, group: &str) -> String {
-    let (mut met, mut total) = (0, 0);
-    for c in report
-        .cases
-        .iter()
-        .filter(|c| c.group == group && c.kind == Kind::Evaluation)
-    {
-        total += 1;
-        met += usize::from(c.status == Status::Pass);
+/// Each group's evaluation score (met, total), for the groups that have evaluation cases: one
+/// pass over the cases (a report of thousands of groups is not scanned once per group).
+fn group_scores(report: &Report) -> std::collections::HashMap<&str, (usize, usize)> {
+    let mut scores = std::collections::HashMap::new();
+    for c in report.cases.iter().filter(|c| c.kind == Kind::Evaluation) {
+        let (met, total) = scores.entry(c.group.as_str()).or_insert((0, 0));
+        *total += 1;
+        *met += usize::from(c.status == Status::Pass);
     }
-    if total == 0 {
-        String::new()
-    } else {
-        format!(" · evaluation: met {met}/{total}")
-    }
+    scores
 }
 
 /// A one-line progress indicator on stderr, shown only when stderr is a terminal.

@@ -16,17 +16,25 @@ pub fn to_string(report: &Report) -> String {
     let mut junit =
         quick_junit::Report::new(format!("agent-tck {} {}", report.role, report.protocol));
     junit.set_time(Duration::from_millis(report.duration_ms));
+    // The groups in the order they first appear, found by name in a map (a report of thousands
+    // of groups is not searched once per case).
     let mut groups: Vec<(String, Vec<&CaseResult>)> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for case in &report.cases {
         let group = match case.kind {
             Kind::Conformance => case.group.clone(),
             Kind::Evaluation => format!("evaluation.{}", case.group),
         };
-        match groups.iter_mut().find(|(g, _)| *g == group) {
-            Some((_, cases)) => cases.push(case),
-            None => groups.push((group, vec![case])),
+        match index.get(&group) {
+            Some(&i) => groups[i].1.push(case),
+            None => {
+                index.insert(group.clone(), groups.len());
+                groups.push((group, vec![case]));
+            }
         }
     }
+    let target = xml_safe(&report.target);
+    let seed = report.seed.to_string();
     for (group, cases) in groups {
         let mut suite = TestSuite::new(xml_safe(&group));
         if cases.iter().all(|c| c.kind == Kind::Evaluation) {
@@ -36,8 +44,8 @@ pub fn to_string(report: &Report) -> String {
         for case in cases {
             suite.add_test_case(test_case(report, case));
         }
-        suite.add_property(("target", xml_safe(&report.target).as_str()));
-        suite.add_property(("seed", report.seed.to_string().as_str()));
+        suite.add_property(("target", target.as_str()));
+        suite.add_property(("seed", seed.as_str()));
         junit.add_test_suite(suite);
     }
     if let (Some(min), Some(score)) = (report.min_score, report.summary.evaluation) {

@@ -60,13 +60,14 @@ impl OutputArgs {
     /// Writes the report files asked for; returns their paths.
     pub fn write_quietly(&self, report: &Report) -> Result<Vec<&Path>, Error> {
         let mut written = Vec::new();
-        let files = [
-            (&self.json, "--json", json::to_string(report)),
-            (&self.junit, "--junit", junit::to_string(report)),
+        // Rendered only when asked for: a stdio mock rewrites its reports after every answer.
+        let files: [(_, _, fn(&Report) -> String); 2] = [
+            (&self.json, "--json", json::to_string),
+            (&self.junit, "--junit", junit::to_string),
         ];
-        for (path, flag, text) in files {
+        for (path, flag, render) in files {
             if let Some(path) = path {
-                std::fs::write(path, text).map_err(|e| {
+                std::fs::write(path, render(report)).map_err(|e| {
                     Error::run(format!("{flag} {}: cannot write: {e}", path.display()))
                 })?;
                 written.push(path.as_path());

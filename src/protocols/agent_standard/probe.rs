@@ -120,6 +120,14 @@ pub async fn run(
     on_case: &(dyn Fn(&CaseResult) + Send + Sync),
 ) -> Result<Report, String> {
     let target = match &settings.source {
+        // Named whole up to a few; past that, the first and last (a report's every JUnit
+        // testsuite carries the target).
+        Source::Outputs(outputs) if outputs.len() > 3 => format!(
+            "{} saved responses: {} … {}",
+            outputs.len(),
+            outputs[0].display(),
+            outputs[outputs.len() - 1].display()
+        ),
         Source::Outputs(outputs) => outputs
             .iter()
             .map(|p| p.display().to_string())
