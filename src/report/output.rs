@@ -20,6 +20,9 @@ pub struct OutputArgs {
     pub junit: Option<PathBuf>,
 }
 
+/// A report rendered as one of the file formats.
+type Render = fn(&Report) -> String;
+
 impl OutputArgs {
     /// Fails early when a report could not be written, rather than after a long run.
     pub fn check(&self) -> Result<(), Error> {
@@ -61,7 +64,7 @@ impl OutputArgs {
     pub fn write_quietly(&self, report: &Report) -> Result<Vec<&Path>, Error> {
         let mut written = Vec::new();
         // Rendered only when asked for: a stdio mock rewrites its reports after every answer.
-        let files: [(_, _, fn(&Report) -> String); 2] = [
+        let files: [(_, _, Render); 2] = [
             (&self.json, "--json", json::to_string),
             (&self.junit, "--junit", junit::to_string),
         ];
