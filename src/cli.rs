@@ -94,6 +94,46 @@ pub enum Command {
     /// The JSON Schemas built into the binary.
     #[command(subcommand)]
     Schemas(SchemasCommand),
+    /// Expected failures (`--baseline FILE` on every command that reports).
+    #[command(subcommand)]
+    Baseline(BaselineCommand),
+    /// JSON reports read back: merged (shards, protocols, targets) or compared.
+    #[command(subcommand)]
+    Report(ReportCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BaselineCommand {
+    /// Write a baseline listing every failed case of a run (each with its failure as the
+    /// reason, to be edited), to stdout or --out.
+    Write {
+        /// The run's JSON report (`--json`).
+        #[arg(long, value_name = "REPORT")]
+        from: PathBuf,
+        /// Write it here instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Merge JSON reports (shards of a run, protocols, targets) into one: printed, and written
+    /// as --json / --junit; exit 1 when the merged run fails.
+    Merge {
+        #[arg(required = true, value_name = "REPORT")]
+        reports: Vec<PathBuf>,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Compare two runs case by case: regressions (failing the run now, not before), fixes, new
+    /// warnings, new and removed cases; exit 1 on a regression.
+    Diff {
+        #[arg(value_name = "OLD")]
+        old: PathBuf,
+        #[arg(value_name = "NEW")]
+        new: PathBuf,
+    },
 }
 
 /// A command whose subcommands come from the registry: one per protocol that declares one for
@@ -534,14 +574,50 @@ async fn execute(command: Command) -> Result<Ended, Error> {
         Command::Selftest(args) => selftest(args).await,
         Command::Mock(MockCommand::Agent(args)) => mock_agent(args).await,
         Command::Mock(MockCommand::Agents(args)) => mock_agents(args),
+        Command::Baseline(BaselineCommand::Write { from, out }) => {
+            let report = crate::report::tools::read(&from)
+                .map_err(|e| Error::usage(format!("--from {e}")))?;
+            let text = crate::report::baseline::write_from(&report);
+            match out {
+                Some(path) => {
+                    std::fs::write(&path, text)
+                        .map_err(|e| Error::run(format!("--out {}: {e}", path.display())))?;
+                    eprintln!("wrote {}", path.display());
+                }
+                None => crate::out!("{text}"),
+            }
+            Ok(Ended::Verdict(0))
+        }
+        Command::Report(ReportCommand::Merge { reports, output }) => {
+            output.check()?;
+            let parts = reports
+                .iter()
+                .map(|p| Ok((p.display().to_string(), crate::report::tools::read(p)?)))
+                .collect::<Result<Vec<_>, String>>()
+                .map_err(Error::Usage)?;
+            let merged = crate::report::tools::merge(&parts).map_err(Error::Usage)?;
+            conclude(merged, &output)
+        }
+        Command::Report(ReportCommand::Diff { old, new }) => {
+            let read = |p: &PathBuf| crate::report::tools::read(p).map_err(Error::Usage);
+            let (before, after) = (read(&old)?, read(&new)?);
+            let diff = crate::report::tools::diff(&before, &after);
+            crate::out!(
+                "{}",
+                crate::report::tools::render_diff(
+                    &diff,
+                    &old.display().to_string(),
+                    &new.display().to_string()
+                )
+            );
+            Ok(Ended::Verdict(diff.exit_code() as u8))
+        }
         Command::Mock(MockCommand::Fleet(args)) => mock_fleet(args).await,
         Command::Mock(MockCommand::Librarian(args)) => {
             let report =
                 crate::protocols::librarian::commands::mock_librarian(&args, shutdown_signal())
                     .await?;
-            crate::out!("{}", console::render(&report, console::want_colour()));
-            args.output.write(&report)?;
-            Ok(Ended::of(&report))
+            conclude(report, &args.output)
         }
         Command::Mock(MockCommand::Linger { json, junit }) => {
             crate::mock::linger::linger(json, junit).await;
@@ -605,9 +681,7 @@ async fn run_probe(job: ProbeJob) -> Result<Ended, Error> {
     if let Ok(mut p) = progress.lock() {
         p.finish();
     }
-    crate::out!("{}", console::render(&report, console::want_colour()));
-    job.output.write(&report)?;
-    Ok(Ended::of(&report))
+    conclude(report, &job.output)
 }
 
 async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
@@ -840,10 +914,7 @@ async fn serve_line_agent(
         );
         let _ = std::fs::remove_file(path);
     }
-    let report = report_of(&service);
-    crate::out!("{}", console::render(&report, console::want_colour()));
-    args.run.output.write(&report)?;
-    Ok(Ended::of(&report))
+    conclude(report_of(&service), &args.run.output)
 }
 
 /// The `protocol:` a fleet file names, if it parses that far.
@@ -877,10 +948,7 @@ async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
         };
         if let Some(run) = protocol.client_fleet(&source, &text, at) {
             args.run.output.check()?;
-            let report = run.await?;
-            crate::out!("{}", console::render(&report, console::want_colour()));
-            args.run.output.write(&report)?;
-            return Ok(Ended::of(&report));
+            return conclude(run.await?, &args.run.output);
         }
     }
     let (source, file) = match (&args.config, &args.preset) {
@@ -963,8 +1031,18 @@ async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
 /// Runs a mock session until it ends or is interrupted, then reports on the platform.
 async fn run_mock(settings: SessionSettings, run: &MockRunArgs) -> Result<Ended, Error> {
     let report = crate::mock::session::run(settings, shutdown_signal()).await?;
+    conclude(report, &run.output)
+}
+
+/// The end of a run that reports: the baseline applied (`--baseline`), the report printed and
+/// written, its exit status.
+fn conclude(
+    mut report: Report,
+    output: &crate::report::output::OutputArgs,
+) -> Result<Ended, Error> {
+    output.apply_baseline(&mut report)?;
     crate::out!("{}", console::render(&report, console::want_colour()));
-    run.output.write(&report)?;
+    output.write(&report)?;
     Ok(Ended::of(&report))
 }
 

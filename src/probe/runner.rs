@@ -215,8 +215,10 @@ impl Runner<'_> {
         needs.iter().find_map(|need| {
             let r = results.get(need)?;
             match r.status {
-                Status::Pass => None,
-                Status::Fail => Some(format!("skipped: it needs {need}, which failed")),
+                Status::Pass | Status::Stale => None,
+                Status::Fail | Status::Xfail => {
+                    Some(format!("skipped: it needs {need}, which failed"))
+                }
                 Status::Skip => Some(format!("skipped: it needs {need}, which was skipped")),
             }
         })

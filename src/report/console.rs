@@ -33,6 +33,9 @@ fn verdict(report: &Report, case: &CaseResult) -> (&'static str, &'static str) {
             Status::Skip => ("SKIP", "90"),
             Status::Fail if report.is_blocking(case) => ("FAIL", "1;31"),
             Status::Fail => ("UNMET", "33"),
+            Status::Xfail => ("XFAIL", "36"),
+            Status::Stale if report.is_blocking(case) => ("STALE", "1;31"),
+            Status::Stale => ("STALE", "33"),
         };
     }
     match case.status {
@@ -41,6 +44,9 @@ fn verdict(report: &Report, case: &CaseResult) -> (&'static str, &'static str) {
         Status::Fail if report.is_blocking(case) => ("FAIL", "1;31"),
         Status::Fail if case.level == Level::Should => ("WARN", "33"),
         Status::Fail => ("INFO", "36"),
+        Status::Xfail => ("XFAIL", "36"),
+        Status::Stale if report.is_blocking(case) => ("STALE", "1;31"),
+        Status::Stale => ("STALE", "33"),
     }
 }
 
@@ -52,12 +58,15 @@ pub fn render(report: &Report, colour: bool) -> String {
         report.version, report.role, report.protocol, report.target, report.seed
     ));
     let id_width = report.cases.iter().map(|c| c.id.len()).max().unwrap_or(0);
-    // UNMET is the one five-letter word.
-    let word_width = if report.cases.iter().any(|c| c.kind == Kind::Evaluation) {
-        5
-    } else {
-        4
-    };
+    // UNMET, XFAIL and STALE are the five-letter words.
+    let word_width =
+        if report.cases.iter().any(|c| {
+            c.kind == Kind::Evaluation || matches!(c.status, Status::Xfail | Status::Stale)
+        }) {
+            5
+        } else {
+            4
+        };
     let scores = group_scores(report);
     let mut group = "";
     for case in &report.cases {
@@ -143,10 +152,18 @@ pub fn render(report: &Report, colour: bool) -> String {
         }
         out.push_str(&format!("{line}\n"));
     }
-    let last = format!(
+    let mut last = format!(
         "{} passed, {} failed, {} skipped",
         s.passed, s.failed, s.skipped
     );
+    if s.xfailed + s.stale > 0 {
+        last.push_str(&format!(
+            ", {} expected failure(s) (--baseline), {} stale baseline entr{}",
+            s.xfailed,
+            s.stale,
+            if s.stale == 1 { "y" } else { "ies" }
+        ));
+    }
     let code = if report.exit_code() == 0 {
         "1;32"
     } else {

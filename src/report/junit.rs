@@ -90,8 +90,21 @@ fn test_case(report: &Report, case: &CaseResult) -> TestCase {
             s
         }
         Status::Fail => TestCaseStatus::success(),
+        // An expected failure (--baseline): skipped, with the baseline's reason.
+        Status::Xfail => {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(xml_safe(&format!("xfail: {}", case.message)));
+            s
+        }
+        Status::Stale if report.is_blocking(case) => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(xml_safe(&case.message));
+            s.set_type("stale baseline entry");
+            s
+        }
+        Status::Stale => TestCaseStatus::success(),
     };
-    let warning = case.status == Status::Fail && !report.is_blocking(case);
+    let warning = matches!(case.status, Status::Fail | Status::Stale) && !report.is_blocking(case);
     let unmet = warning && case.kind == Kind::Evaluation;
     let mut tc = TestCase::new(
         xml_safe(&format!("{} [{}]", case.id, case.level.as_str())),
@@ -106,6 +119,12 @@ fn test_case(report: &Report, case: &CaseResult) -> TestCase {
             "unmet (scored, not failed: gate with `level: must` or --min-score)",
         ));
         out.push_str("UNMET expectation: scored; it does not fail the run\n");
+    } else if warning && case.status == Status::Stale {
+        tc.add_property((
+            "warning",
+            "stale baseline entry: the case passed (--strict fails the run on it)",
+        ));
+        out.push_str("WARNING: listed as an expected failure, but it passed\n");
     } else if warning {
         tc.add_property((
             "warning",

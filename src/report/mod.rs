@@ -2,11 +2,13 @@
 //! reporters: console, JUnit XML, JSON. A reporter reads a finished [`Report`]; nothing else
 //! formats results.
 
+pub mod baseline;
 pub mod console;
 pub mod json;
 pub mod junit;
 pub mod lint;
 pub mod output;
+pub mod tools;
 
 use serde::{Deserialize, Serialize};
 
@@ -64,6 +66,11 @@ pub enum Status {
     Pass,
     Fail,
     Skip,
+    /// Failed, as the baseline (`--baseline`) expects: does not fail the run.
+    Xfail,
+    /// Passed, though the baseline lists it as an expected failure: a warning (a failure under
+    /// `--strict`), so that the entry is removed.
+    Stale,
 }
 
 /// What a case sent and got back, for the reader who wants to reproduce it.
@@ -141,6 +148,10 @@ fn is_default_exchange(e: &Exchange) -> bool {
     *e == Exchange::default()
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// The conformance cases counted (evaluation cases are scored apart, in `evaluation`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
@@ -151,6 +162,11 @@ pub struct Summary {
     pub failed_must: usize,
     pub failed_should: usize,
     pub failed_may: usize,
+    /// Failures the baseline expected (`xfail`), and baseline entries that passed (`stale`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub xfailed: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stale: usize,
     /// The evaluation score, when the run had evaluation cases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluation: Option<Score>,
@@ -200,8 +216,8 @@ impl Summary {
             if case.kind == Kind::Evaluation {
                 let score = s.evaluation.get_or_insert_with(Score::default);
                 match case.status {
-                    Status::Pass => score.met += 1,
-                    Status::Fail => score.unmet += 1,
+                    Status::Pass | Status::Stale => score.met += 1,
+                    Status::Fail | Status::Xfail => score.unmet += 1,
                     Status::Skip => score.unjudged += 1,
                 }
                 continue;
@@ -209,6 +225,8 @@ impl Summary {
             match case.status {
                 Status::Pass => s.passed += 1,
                 Status::Skip => s.skipped += 1,
+                Status::Xfail => s.xfailed += 1,
+                Status::Stale => s.stale += 1,
                 Status::Fail => {
                     s.failed += 1;
                     match case.level {
@@ -327,8 +345,14 @@ impl Report {
 
     /// Whether this failed case fails the run.
     pub fn is_blocking(&self, case: &CaseResult) -> bool {
-        case.status == Status::Fail
-            && (case.level == Level::Must || (self.strict && case.level == Level::Should))
+        match case.status {
+            Status::Fail => {
+                case.level == Level::Must || (self.strict && case.level == Level::Should)
+            }
+            // A baseline entry that no longer fails: a warning, so that baselines shrink.
+            Status::Stale => self.strict,
+            Status::Pass | Status::Skip | Status::Xfail => false,
+        }
     }
 
     /// Hides every secret in every string of the report. Called once, before any reporter runs.

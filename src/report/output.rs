@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
+use super::baseline::Baseline;
 use super::{json, junit, Report};
 use crate::error::Error;
 
@@ -18,6 +19,11 @@ pub struct OutputArgs {
     /// Write JUnit XML here (one testsuite per endpoint).
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
+    /// Expected failures (YAML: `- id: CASE` `reason: …` [`until: YYYY-MM-DD`]): a listed case
+    /// that fails is xfail and does not fail the run; one that passes is stale (a warning; a
+    /// failure under --strict). `agent-tck baseline write --from report.json` writes one.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
 }
 
 /// A report rendered as one of the file formats.
@@ -46,8 +52,20 @@ impl OutputArgs {
                 )));
             }
         }
+        if let Some(path) = &self.baseline {
+            Baseline::read(path).map_err(Error::Usage)?;
+        }
         if self.json.is_some() && self.json == self.junit {
             return Err(Error::usage("--json and --junit name the same file"));
+        }
+        Ok(())
+    }
+
+    /// Applies `--baseline`, when given, to the finished report.
+    pub fn apply_baseline(&self, report: &mut Report) -> Result<(), Error> {
+        if let Some(path) = &self.baseline {
+            let baseline = Baseline::read(path).map_err(Error::Usage)?;
+            baseline.apply(report, &super::baseline::today());
         }
         Ok(())
     }

@@ -20,8 +20,8 @@ async fn the_probe_fails_exactly_the_cases_each_behaviour_breaks() {
     let matrices = agent_tck::selftest::matrix::Matrix::builtin().unwrap();
     assert_eq!(
         matrices.len(),
-        4,
-        "the round table's, execute_task's, the Librarian's and the connector's"
+        5,
+        "the round table's, execute_task's, the Librarian's, the connector's and the agent standard's"
     );
     for matrix in &matrices {
         assert!(

@@ -23,6 +23,7 @@ mod lint;
 mod platform;
 mod properties;
 mod reference;
+mod report_tools;
 mod reports;
 mod socket;
 mod stdio;

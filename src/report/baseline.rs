@@ -1,0 +1,306 @@
+//! Expected failures (`--baseline FILE`): cases known to fail, each with a reason and an optional
+//! `until:` date. A listed case that fails is `xfail` and does not fail the run; a listed case
+//! that passes is `stale` — a warning (a failure under `--strict`), so that baselines shrink.
+//! `agent-tck baseline write --from report.json` writes one from a run's failures.
+//!
+//! ```yaml
+//! - id: execute.metrics
+//!   reason: our metrics count a sample of the details; fixed in 2.0
+//!   until: 2027-01-31
+//! - id: roundtable.analyze.timeout
+//!   reason: the staging agent is slow
+//! ```
+
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+use super::{CaseResult, Report, Status, Summary};
+
+/// One expected failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub id: String,
+    pub reason: String,
+    /// The last day (UTC, `YYYY-MM-DD`) the entry holds; after it, the case fails again.
+    pub until: Option<String>,
+    /// Where it is written (`FILE:LINE`).
+    pub at: String,
+}
+
+/// A baseline file, read and checked.
+#[derive(Debug, Clone, Default)]
+pub struct Baseline {
+    pub entries: Vec<Entry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EntryFile {
+    id: Spanned<String>,
+    reason: Spanned<String>,
+    #[serde(default)]
+    until: Option<Spanned<String>>,
+}
+
+impl Baseline {
+    /// Reads `text` (from `source`): a YAML list of `{id, reason, until?}`. Errors name the file
+    /// and line: an empty reason, a date that is not `YYYY-MM-DD`, an id listed twice.
+    pub fn parse(source: &str, text: &str) -> Result<Baseline, String> {
+        if text.trim().is_empty() {
+            return Ok(Baseline::default());
+        }
+        let file: Vec<EntryFile> = serde_saphyr::from_str(text)
+            .map_err(|e| crate::text::yaml_error(source, &e.to_string()))?;
+        let mut entries: Vec<Entry> = Vec::with_capacity(file.len());
+        for e in file {
+            let at = format!("{source}:{}", e.id.referenced.line());
+            if e.id.value.trim().is_empty() {
+                return Err(format!("{at}: an empty id"));
+            }
+            if e.reason.value.trim().is_empty() {
+                return Err(format!(
+                    "{at}: {}: say why the case is expected to fail (reason:)",
+                    e.id.value
+                ));
+            }
+            if let Some(first) = entries.iter().find(|x| x.id == e.id.value) {
+                return Err(format!(
+                    "{at}: {} is listed twice (first at {})",
+                    e.id.value, first.at
+                ));
+            }
+            let until = match e.until {
+                Some(u) => {
+                    let line = u.referenced.line();
+                    parse_date(&u.value).ok_or_else(|| {
+                        format!(
+                            "{source}:{line}: until: {:?} is not a date (YYYY-MM-DD)",
+                            u.value
+                        )
+                    })?;
+                    Some(u.value)
+                }
+                None => None,
+            };
+            entries.push(Entry {
+                id: e.id.value,
+                reason: e.reason.value,
+                until,
+                at,
+            });
+        }
+        Ok(Baseline { entries })
+    }
+
+    /// Reads the file at `path`.
+    pub fn read(path: &std::path::Path) -> Result<Baseline, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("--baseline {}: {e}", path.display()))?;
+        Baseline::parse(&path.display().to_string(), &text)
+    }
+
+    /// Applies the baseline to `report` as of `today` (`YYYY-MM-DD`): listed failures become
+    /// xfail, listed passes stale; an expired entry does nothing but a note; the summary is
+    /// counted again, and the notes say what the baseline did.
+    pub fn apply(&self, report: &mut Report, today: &str) {
+        let mut expired = Vec::new();
+        let mut unseen = Vec::new();
+        for entry in &self.entries {
+            let Some(case) = report.cases.iter_mut().find(|c| c.id == entry.id) else {
+                unseen.push(entry.id.clone());
+                continue;
+            };
+            if entry.until.as_deref().is_some_and(|u| u < today) {
+                expired.push(format!(
+                    "{} (until {})",
+                    entry.id,
+                    entry.until.as_deref().unwrap_or("")
+                ));
+                continue;
+            }
+            mark(case, entry);
+        }
+        report.summary = Summary::of(&report.cases);
+        if !expired.is_empty() {
+            report.notes.push(format!(
+                "baseline: expired, judged as usual: {}",
+                expired.join(", ")
+            ));
+        }
+        if !unseen.is_empty() {
+            report.notes.push(format!(
+                "baseline: listed but not in this run: {}",
+                unseen.join(", ")
+            ));
+        }
+    }
+}
+
+fn mark(case: &mut CaseResult, entry: &Entry) {
+    match case.status {
+        Status::Fail => {
+            case.status = Status::Xfail;
+            case.message = format!(
+                "expected failure ({}; {}): {}",
+                entry.reason, entry.at, case.message
+            );
+        }
+        Status::Pass => {
+            case.status = Status::Stale;
+            case.message = format!(
+                "listed as an expected failure ({}; {}) but it passed: remove it from the baseline",
+                entry.reason, entry.at
+            );
+        }
+        Status::Skip | Status::Xfail | Status::Stale => {}
+    }
+}
+
+/// `YYYY-MM-DD`, a real day.
+fn parse_date(text: &str) -> Option<time::Date> {
+    let mut parts = text.split('-');
+    let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || y.len() != 4 || m.len() != 2 || d.len() != 2 {
+        return None;
+    }
+    let month = time::Month::try_from(m.parse::<u8>().ok()?).ok()?;
+    time::Date::from_calendar_date(y.parse().ok()?, month, d.parse().ok()?).ok()
+}
+
+/// Today, UTC, as `YYYY-MM-DD`.
+pub fn today() -> String {
+    let d = time::OffsetDateTime::now_utc().date();
+    format!("{:04}-{:02}-{:02}", d.year(), u8::from(d.month()), d.day())
+}
+
+/// A baseline listing every failed case of `report` (`baseline write --from`): YAML, each entry
+/// with the failure's message as its reason, to be edited.
+pub fn write_from(report: &Report) -> String {
+    let mut out = format!(
+        "# Expected failures of agent-tck {} {} against {}, from the run of {}.\n\
+         # Give each a real reason (and an `until:` date, YYYY-MM-DD); remove what gets fixed.\n",
+        report.role, report.protocol, report.target, report.started_at
+    );
+    let failed: Vec<&CaseResult> = report
+        .cases
+        .iter()
+        .filter(|c| matches!(c.status, Status::Fail | Status::Xfail))
+        .collect();
+    if failed.is_empty() {
+        out.push_str("# (the run had no failures)\n[]\n");
+    }
+    for c in failed {
+        let reason = crate::text::shorten(&c.message.replace('\n', " "), 160);
+        out.push_str(&format!(
+            "- id: {}\n  reason: {}\n",
+            yaml_string(&c.id),
+            yaml_string(&format!(
+                "{} failed: {reason}",
+                c.level.as_str().to_uppercase()
+            ))
+        ));
+    }
+    out
+}
+
+/// A YAML double-quoted string (JSON's escaping is valid YAML).
+fn yaml_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Level, RunInfo};
+
+    fn report(cases: &[(&str, Status, Level)]) -> Report {
+        let cases = cases
+            .iter()
+            .map(|(id, status, level)| {
+                let mut c = CaseResult::new(id, "g", *level, "t", "s");
+                c.status = *status;
+                c.message = format!("{id} said so");
+                c
+            })
+            .collect();
+        RunInfo::start("probe", "p", "t", 1, false)
+            .report(cases, &crate::text::Redactor::new(Vec::new()))
+    }
+
+    #[test]
+    fn listed_failures_are_xfail_listed_passes_stale_and_expiry_restores_the_verdict() {
+        let base = Baseline::parse(
+            "b.yaml",
+            "- id: a\n  reason: known\n- id: b\n  reason: fixed now\n- id: c\n  reason: old\n  until: 2020-01-01\n- id: gone\n  reason: r\n",
+        )
+        .unwrap();
+        let mut r = report(&[
+            ("a", Status::Fail, Level::Must),
+            ("b", Status::Pass, Level::Must),
+            ("c", Status::Fail, Level::Must),
+        ]);
+        assert_eq!(r.exit_code(), 1);
+        base.apply(&mut r, "2026-11-23");
+        assert_eq!(r.cases[0].status, Status::Xfail);
+        assert!(r.cases[0]
+            .message
+            .starts_with("expected failure (known; b.yaml:1)"));
+        assert_eq!(r.cases[1].status, Status::Stale);
+        assert_eq!(r.cases[2].status, Status::Fail, "expired");
+        assert_eq!(r.exit_code(), 1, "c fails again");
+        assert!(r
+            .notes
+            .iter()
+            .any(|n| n.contains("expired") && n.contains("c (until 2020-01-01)")));
+        assert!(r.notes.iter().any(|n| n.contains("not in this run: gone")));
+        assert_eq!((r.summary.xfailed, r.summary.stale), (1, 1));
+
+        // Without the expired one the run passes; under --strict the stale entry fails it.
+        let mut r = report(&[
+            ("a", Status::Fail, Level::Must),
+            ("b", Status::Pass, Level::Must),
+        ]);
+        base.apply(&mut r, "2026-11-23");
+        assert_eq!(r.exit_code(), 0);
+        r.strict = true;
+        assert_eq!(r.exit_code(), 1);
+    }
+
+    #[test]
+    fn bad_baselines_say_where() {
+        let e = Baseline::parse("b.yaml", "- id: a\n  reason: ''\n").unwrap_err();
+        assert!(e.starts_with("b.yaml:1: a: say why"), "{e}");
+        let e =
+            Baseline::parse("b.yaml", "- id: a\n  reason: r\n  until: next week\n").unwrap_err();
+        assert!(e.starts_with("b.yaml:3: until: \"next week\""), "{e}");
+        let e =
+            Baseline::parse("b.yaml", "- id: a\n  reason: r\n- id: a\n  reason: r\n").unwrap_err();
+        assert!(
+            e.contains("b.yaml:3: a is listed twice (first at b.yaml:1)"),
+            "{e}"
+        );
+        let e = Baseline::parse("b.yaml", "- id: a\n  reason: r\n  because: x\n").unwrap_err();
+        assert!(e.contains("b.yaml"), "{e}");
+        assert!(Baseline::parse("b.yaml", "").unwrap().entries.is_empty());
+    }
+
+    #[test]
+    fn a_written_baseline_reads_back_and_covers_the_failures() {
+        let r = report(&[
+            ("x.\"quoted\"", Status::Fail, Level::Must),
+            ("y", Status::Pass, Level::Must),
+            ("z", Status::Fail, Level::Should),
+        ]);
+        let text = write_from(&r);
+        let base = Baseline::parse("w.yaml", &text).unwrap();
+        let ids: Vec<&str> = base.entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["x.\"quoted\"", "z"]);
+        let mut again = r.clone();
+        base.apply(&mut again, "2026-11-23");
+        assert_eq!(again.exit_code(), 0);
+        assert!(Baseline::parse("w.yaml", &write_from(&report(&[])))
+            .unwrap()
+            .entries
+            .is_empty());
+    }
+}

@@ -1,0 +1,206 @@
+//! `--baseline`, `baseline write`, `report merge` and `report diff` on the command line, over runs
+//! of `probe agent-standard --exec` against the mock agent (quick, and no server to start).
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::support::TempDir;
+
+const EXE: &str = env!("CARGO_BIN_EXE_agent-tck");
+
+fn tck(args: &[&str]) -> Output {
+    Command::new(EXE)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `probe agent-standard --exec` against the mock with `behavior`, and `extra` flags.
+fn probe(behavior: &str, extra: &[&str]) -> Output {
+    let command = format!(
+        "'{EXE}' mock agent --protocol agent-standard --name security-scanner --seed 3 --behavior {behavior}"
+    );
+    let mut args = vec![
+        "probe",
+        "agent-standard",
+        "--exec",
+        &command,
+        "--agent",
+        "security-scanner",
+        "--seed",
+        "3",
+    ];
+    args.extend_from_slice(extra);
+    tck(&args)
+}
+
+fn json(path: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn statuses(report: &Value) -> Vec<(String, String)> {
+    report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] != "pass" && c["status"] != "skip")
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_string(),
+                c["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_baseline_written_from_a_run_holds_its_failures_and_goes_stale_when_they_are_fixed() {
+    let dir = TempDir::new("baseline");
+    let (first, base) = (dir.path("first.json"), dir.path("baseline.yaml"));
+    let out = probe("missing-findings,wrong-name", &["--json", &first]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+
+    let out = tck(&["baseline", "write", "--from", &first, "--out", &base]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let written = std::fs::read_to_string(&base).unwrap();
+    assert!(
+        written.contains("- id: \"execute.execute-findings\""),
+        "{written}"
+    );
+    assert!(written.contains("- id: \"plan.agent-name\""), "{written}");
+
+    // The same failures, expected: xfail everywhere, exit 0.
+    let (again, junit) = (dir.path("again.json"), dir.path("again.xml"));
+    let out = probe(
+        "missing-findings,wrong-name",
+        &["--baseline", &base, "--json", &again, "--junit", &junit],
+    );
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert!(
+        shown.contains("XFAIL must   execute.execute-findings"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("3 expected failure(s) (--baseline), 0 stale"),
+        "{shown}"
+    );
+    let report = json(&again);
+    assert!(statuses(&report).iter().all(|(_, s)| s == "xfail"));
+    assert_eq!(report["summary"]["xfailed"], 3);
+    assert_eq!(
+        agent_tck::schema::schemas().validate("report", &report),
+        vec![]
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let skipped: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("skipped"))
+        .filter_map(|n| n.attribute("message"))
+        .filter(|m| m.starts_with("xfail: expected failure ("))
+        .collect();
+    assert_eq!(skipped.len(), 3, "{xml}");
+
+    // Fixed: the entries are stale — a warning, a failure under --strict.
+    let fixed = dir.path("fixed.json");
+    let out = probe("conforming", &["--baseline", &base, "--json", &fixed]);
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert!(
+        shown.contains("STALE must   execute.execute-findings"),
+        "{shown}"
+    );
+    assert!(shown.contains("remove it from the baseline"), "{shown}");
+    let out = probe("conforming", &["--baseline", &base, "--strict"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+
+    // A bad baseline is a usage error naming its line, before anything runs.
+    std::fs::write(&base, "- id: a\n  reason: r\n  until: soon\n").unwrap();
+    let out = probe("conforming", &["--baseline", &base]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("baseline.yaml:3: until: \"soon\""),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn shards_merged_give_the_unsharded_verdict_and_a_diff_names_what_changed() {
+    let dir = TempDir::new("report-tools");
+    let (whole, plan, execute) = (
+        dir.path("whole.json"),
+        dir.path("plan.json"),
+        dir.path("execute.json"),
+    );
+    let behavior = "metrics-mismatch,missing-scope";
+    assert_eq!(probe(behavior, &["--json", &whole]).status.code(), Some(1));
+    probe(behavior, &["--json", &plan, "--only", "plan.*"]);
+    probe(behavior, &["--json", &execute, "--only", "execute.*"]);
+    let merged = dir.path("merged.json");
+    let out = tck(&["report", "merge", &plan, &execute, "--json", &merged]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the merged run fails as the whole did"
+    );
+    let (w, m) = (json(&whole), json(&merged));
+    let verdicts = |r: &Value| -> Vec<(String, String)> {
+        r["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["id"].as_str().unwrap().to_string(),
+                    c["status"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(verdicts(&w), verdicts(&m));
+    assert_eq!(w["summary"], m["summary"]);
+    assert_eq!(agent_tck::schema::schemas().validate("report", &m), vec![]);
+    // A repeat is not a shard.
+    let out = tck(&["report", "merge", &plan, &plan]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("merge shards of one run, not repeats"));
+
+    // Diff: the conforming run fixes both; the other way round, two regressions.
+    let good = dir.path("good.json");
+    probe("conforming", &["--json", &good]);
+    let out = tck(&["report", "diff", &whole, &good]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("fixed (2)"), "{}", text(&out));
+    let out = tck(&["report", "diff", &good, &whole]);
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{shown}");
+    assert!(
+        shown.contains("REGRESSIONS (1)\n  plan.plan-scope: passed before"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("new warnings (1)\n  execute.metrics"),
+        "{shown}"
+    );
+    // Not a report: the file and the path.
+    std::fs::write(dir.path("x.json"), "{\"tool\": \"other\"}").unwrap();
+    let out = tck(&["report", "diff", &dir.path("x.json"), &good]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("x.json: not an agent-tck report"),
+        "{}",
+        text(&out)
+    );
+}
