@@ -12,13 +12,13 @@
 
 use std::ffi::OsString;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::builder::PossibleValuesParser;
-use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub use crate::error::Error;
 use crate::mock::agent::{MockAgent, Profile};
@@ -100,6 +100,16 @@ pub enum Command {
     /// JSON reports read back: merged (shards, protocols, targets) or compared.
     #[command(subcommand)]
     Report(ReportCommand),
+    /// Print a shell completion script: `agent-tck completions bash > /etc/bash_completion.d/agent-tck`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (agent-tck.1 and one per subcommand, agent-tck-probe.1, …) into DIR.
+    Manpages {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -655,7 +665,42 @@ async fn execute(command: Command) -> Result<Ended, Error> {
             }
             Ok(Ended::Verdict(0))
         }
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "agent-tck", &mut out);
+            crate::out!("{}", String::from_utf8_lossy(&out));
+            Ok(Ended::Verdict(0))
+        }
+        Command::Manpages { dir } => {
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| Error::run(format!("{}: {e}", dir.display())))?;
+            let written = write_manpages(Cli::command(), &dir)?;
+            eprintln!("wrote {written} man pages to {}", dir.display());
+            Ok(Ended::Verdict(0))
+        }
     }
+}
+
+/// The man page of `command`, and of each of its subcommands (named `parent-sub.1`), under
+/// `dir`; how many were written.
+fn write_manpages(command: clap::Command, dir: &Path) -> Result<usize, Error> {
+    let mut written = 0;
+    let mut stack = vec![(command.get_name().to_string(), command)];
+    while let Some((name, cmd)) = stack.pop() {
+        // Named as it is typed (`agent-tck-probe-roundtable`), as man pages of subcommands are.
+        let cmd = cmd.name(name.clone());
+        let mut page = Vec::new();
+        clap_mangen::Man::new(cmd.clone())
+            .render(&mut page)
+            .map_err(|e| Error::run(format!("man page of {name}: {e}")))?;
+        let path = dir.join(format!("{name}.1"));
+        std::fs::write(&path, page).map_err(|e| Error::run(format!("{}: {e}", path.display())))?;
+        written += 1;
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            stack.push((format!("{name}-{}", sub.get_name()), sub.clone()));
+        }
+    }
+    Ok(written)
 }
 
 /// Runs a probe with a progress line (on a terminal), then prints the console report and writes
