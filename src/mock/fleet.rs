@@ -219,6 +219,9 @@ pub struct FleetHandler {
     pub log_requests: std::sync::atomic::AtomicBool,
     /// Protocol requests (not /health, not a probe's marked ones) the platform sent.
     pub protocol_requests: std::sync::atomic::AtomicU64,
+    /// Each answer's span, for the HTML report; `lanes[i]` names agent i and its behaviours.
+    pub timeline: super::timeline::Timeline,
+    lanes: Vec<String>,
 }
 
 /// What a request's journal and observer records need once the answer is out.
@@ -409,6 +412,12 @@ impl Handler for FleetHandler {
 
     async fn finish(&self, note: Note, delivered: Delivered) {
         if let Some(index) = note.agent {
+            self.timeline.record(
+                &self.lanes[index],
+                &note.endpoint,
+                note.received,
+                &delivered,
+            );
             self.observer.on_answer(&Answered {
                 seq: note.seq,
                 agent: self.agents[index].name(),
@@ -529,7 +538,16 @@ pub async fn serve(
         .iter()
         .filter_map(|l| l.local_addr().ok())
         .collect();
+    let lanes = agents
+        .iter()
+        .map(|a| {
+            let behaviours: Vec<&str> = a.items.iter().map(|i| i.source.as_str()).collect();
+            format!("{} [{}]", a.name(), behaviours.join(", "))
+        })
+        .collect();
     let handler = Arc::new(FleetHandler {
+        timeline: super::timeline::Timeline::new(Instant::now()),
+        lanes,
         agents,
         routes,
         journal,

@@ -23,6 +23,7 @@ pub mod protocol;
 pub mod session;
 #[cfg(test)]
 pub(crate) mod stub;
+pub mod timeline;
 
 use bytes::Bytes;
 

@@ -168,7 +168,15 @@ pub async fn run(
     );
     run.started = started;
     run.started_at = started_at;
-    let report = run.report(cases, &Redactor::new(secrets));
+    let mut report = run.report(cases, &Redactor::new(secrets));
+    let (timeline, answered) = served.handler.timeline.take();
+    if answered > timeline.len() as u64 {
+        report.notes.push(format!(
+            "the timeline holds a uniform sample of {} of the {answered} answers",
+            timeline.len()
+        ));
+    }
+    report.timeline = timeline;
     // The servers are stopped: what is queued is the whole journal.
     let lines = served
         .handler

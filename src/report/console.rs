@@ -26,7 +26,7 @@ impl Paint {
 }
 
 /// The verdict word for a case: FAIL only where the failure fails the run.
-fn verdict(report: &Report, case: &CaseResult) -> (&'static str, &'static str) {
+pub fn verdict(report: &Report, case: &CaseResult) -> (&'static str, &'static str) {
     if case.kind == Kind::Evaluation {
         return match case.status {
             Status::Pass => ("MET", "32"),

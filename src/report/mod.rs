@@ -4,6 +4,7 @@
 
 pub mod baseline;
 pub mod console;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod lint;
@@ -265,6 +266,35 @@ pub struct Report {
     /// `--min-score`: an evaluation score below it fails the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_score: Option<f64>,
+    /// A mock's requests over time (what the HTML report plots), bounded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<Span>,
+    /// A number per label, plotted as bars in the HTML report (execute_task: turns per
+    /// scenario).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counts: Vec<Count>,
+}
+
+/// One bar of [`Report::counts`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Count {
+    pub label: String,
+    pub value: u64,
+    pub unit: String,
+}
+
+/// One request a mock agent answered: when, for how long, how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Span {
+    /// The agent, and its behaviours (`slow [slow:ttfb=2s]`).
+    pub lane: String,
+    /// The endpoint.
+    pub label: String,
+    /// Since the run started.
+    pub start_ms: u64,
+    pub duration_ms: u64,
+    /// How the answer ended: complete, reset, closed, hung, peer-gone, shutdown.
+    pub outcome: String,
 }
 
 /// Where a run stands before its report is made: what is needed besides the cases.
@@ -314,6 +344,8 @@ impl RunInfo {
             cases,
             notes: Vec::new(),
             min_score: None,
+            timeline: Vec::new(),
+            counts: Vec::new(),
         };
         report.redact(redactor);
         if redactor.has_short_secret() {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::baseline::Baseline;
-use super::{json, junit, Report};
+use super::{html, json, junit, Report};
 use crate::error::Error;
 
 /// Flags shared by every run that writes a report.
@@ -19,6 +19,9 @@ pub struct OutputArgs {
     /// Write JUnit XML here (one testsuite per endpoint).
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
+    /// Write the HTML report here: one self-contained page (summary, plots, cases with filters).
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
     /// Expected failures (YAML: `- id: CASE` `reason: …` [`until: YYYY-MM-DD`]): a listed case
     /// that fails is xfail and does not fail the run; one that passes is stale (a warning; a
     /// failure under --strict). `agent-tck baseline write --from report.json` writes one.
@@ -32,7 +35,11 @@ type Render = fn(&Report) -> String;
 impl OutputArgs {
     /// Fails early when a report could not be written, rather than after a long run.
     pub fn check(&self) -> Result<(), Error> {
-        for (flag, path) in [("--json", &self.json), ("--junit", &self.junit)] {
+        for (flag, path) in [
+            ("--json", &self.json),
+            ("--junit", &self.junit),
+            ("--html", &self.html),
+        ] {
             let Some(path) = path else { continue };
             if path.is_dir() {
                 return Err(Error::usage(format!(
@@ -55,8 +62,17 @@ impl OutputArgs {
         if let Some(path) = &self.baseline {
             Baseline::read(path).map_err(Error::Usage)?;
         }
-        if self.json.is_some() && self.json == self.junit {
-            return Err(Error::usage("--json and --junit name the same file"));
+        let named = [
+            ("--json", &self.json),
+            ("--junit", &self.junit),
+            ("--html", &self.html),
+        ];
+        for (i, (a, pa)) in named.iter().enumerate() {
+            for (b, pb) in &named[i + 1..] {
+                if pa.is_some() && pa == pb {
+                    return Err(Error::usage(format!("{a} and {b} name the same file")));
+                }
+            }
         }
         Ok(())
     }
@@ -82,9 +98,10 @@ impl OutputArgs {
     pub fn write_quietly(&self, report: &Report) -> Result<Vec<&Path>, Error> {
         let mut written = Vec::new();
         // Rendered only when asked for: a stdio mock rewrites its reports after every answer.
-        let files: [(_, _, Render); 2] = [
+        let files: [(_, _, Render); 3] = [
             (&self.json, "--json", json::to_string),
             (&self.junit, "--junit", junit::to_string),
+            (&self.html, "--html", html::to_string),
         ];
         for (path, flag, render) in files {
             if let Some(path) = path {

@@ -144,6 +144,8 @@ pub fn merge(parts: &[(String, Report)]) -> Result<Report, String> {
         summary: Summary::of(&cases),
         cases,
         notes,
+        timeline: Vec::new(),
+        counts: Vec::new(),
         min_score: parts
             .iter()
             .all(|(_, r)| r.min_score == first.min_score)

@@ -15,6 +15,7 @@ mod fleet;
 mod fleet_file;
 mod harness_judged;
 mod hostile;
+mod html_report;
 mod layers;
 mod librarian;
 mod librarian_client;

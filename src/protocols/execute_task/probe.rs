@@ -439,6 +439,8 @@ async fn probe(
     let mut cases = Vec::new();
     let mut answers: Vec<Value> = Vec::new();
     let mut governance_sent = false;
+    // Turns per scenario, for the HTML report.
+    let mut counts = Vec::new();
     let suite = suite()?;
     // The agent must be there at all; when it is not, every other case says so once, as a skip,
     // instead of failing on its own with the same cause.
@@ -521,6 +523,11 @@ async fn probe(
         }
         let t0 = Instant::now();
         let transcript = harness::run_scenario(scenario, &mut channel, settings.max_turns).await;
+        counts.push(crate::report::Count {
+            label: scenario.id.clone(),
+            value: transcript.turns.len() as u64,
+            unit: "turns".into(),
+        });
         governance_sent |= transcript.turns.iter().any(|t| {
             t.request["task_description"]
                 .as_str()
@@ -573,7 +580,9 @@ async fn probe(
             }
         }
     }
-    Ok(finish(settings, run_info, cases))
+    let mut report = finish(settings, run_info, cases);
+    report.counts = counts;
+    Ok(report)
 }
 
 /// The report: reachability, then the protocol cases (the cross-cutting ones were judged last),

@@ -1,0 +1,579 @@
+//! The HTML report (`--html PATH`): one self-contained file — CSS, the filter script and the
+//! plots (SVG, drawn with plotters) inline, nothing fetched — that opens from a CI artifact store
+//! offline. The summary first (verdict, exit status and why, counts by level and status, seed,
+//! target, duration), the plots, then the cases grouped as the console groups them, with filters
+//! (failed / warnings / all, level, text). Every string from the run is escaped: answers are
+//! hostile input, and a `<script>` in one is shown as text.
+
+use std::collections::BTreeMap;
+
+use plotters::prelude::*;
+
+use super::{console, CaseResult, Count, Level, Report, Span, Status};
+
+/// Most characters of an answer excerpt shown per case.
+const EXCERPT: usize = 4_000;
+/// Most spans drawn on the timeline (an even sample of them past this).
+const MAX_SPANS: usize = 5_000;
+
+/// `&`, `<`, `>`, `"`, `'` as entities.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = r#"
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+header{padding:18px 28px;color:#fff}
+header.pass{background:#1f7a3d} header.fail{background:#b3261e}
+header h1{margin:0;font-size:22px} header p{margin:4px 0 0}
+main{padding:16px 28px;max-width:1200px}
+table{border-collapse:collapse;margin:8px 0 16px} td,th{padding:3px 10px;border-bottom:1px solid #dde1e7;text-align:right}
+th:first-child,td:first-child{text-align:left}
+.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:8px 0 16px}
+.facts dt{color:#5b6474} .facts dd{margin:0;word-break:break-all}
+.plots{display:flex;flex-wrap:wrap;gap:12px} .plots figure{margin:0;background:#fff;border:1px solid #dde1e7;padding:6px}
+.plots figcaption{font-size:12px;color:#5b6474}
+.filters{position:sticky;top:0;background:#f6f7f9;padding:8px 0;border-bottom:1px solid #dde1e7;display:flex;gap:14px;align-items:center}
+.group h3{margin:18px 0 6px;font-size:15px}
+details.case{background:#fff;border:1px solid #dde1e7;border-radius:4px;margin:3px 0}
+details.case summary{cursor:pointer;padding:4px 8px;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px}
+details.case .body{padding:4px 12px 10px}
+pre{white-space:pre-wrap;word-break:break-all;background:#f1f3f6;padding:6px 8px;margin:4px 0;font-size:12px;max-height:340px;overflow:auto}
+.w{display:inline-block;min-width:46px;font-weight:600}
+.PASS,.MET{color:#1f7a3d} .FAIL,.STALE-f{color:#b3261e} .WARN,.UNMET,.STALE{color:#a15c00} .INFO,.XFAIL{color:#006a80} .SKIP{color:#7a808c}
+.label{color:#5b6474;font-size:12px}
+"#;
+
+const SCRIPT: &str = r#"
+(function(){
+  var show=document.getElementsByName('show'),level=document.getElementById('level'),text=document.getElementById('text');
+  function apply(){
+    var mode='all';for(var i=0;i<show.length;i++){if(show[i].checked){mode=show[i].value;}}
+    var lv=level.value,q=text.value.toLowerCase();
+    var groups=document.querySelectorAll('.group');
+    for(var g=0;g<groups.length;g++){
+      var cases=groups[g].querySelectorAll('details.case'),shown=0;
+      for(var c=0;c<cases.length;c++){
+        var d=cases[c].dataset,ok=true;
+        if(mode==='failed'&&d.blocking!=='1'){ok=false;}
+        if(mode==='warn'&&d.problem!=='1'){ok=false;}
+        if(lv!=='all'&&d.level!==lv){ok=false;}
+        if(q&&cases[c].textContent.toLowerCase().indexOf(q)<0){ok=false;}
+        cases[c].style.display=ok?'':'none';if(ok){shown++;}
+      }
+      groups[g].style.display=shown?'':'none';
+    }
+  }
+  for(var i=0;i<show.length;i++){show[i].addEventListener('change',apply);}
+  level.addEventListener('change',apply);text.addEventListener('input',apply);apply();
+  document.documentElement.setAttribute('data-filters','ready');
+})();
+"#;
+
+/// The report as one HTML page.
+pub fn to_string(report: &Report) -> String {
+    let passed = report.exit_code() == 0;
+    let mut out = String::with_capacity(64 * 1024 + report.cases.len() * 600);
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
+    out.push_str(&format!(
+        "<title>agent-tck {} {} · {}</title><style>{STYLE}</style></head><body>",
+        escape(&report.role),
+        escape(&report.protocol),
+        if passed { "PASS" } else { "FAIL" }
+    ));
+    out.push_str(&format!(
+        "<header class=\"{}\"><h1>{} · {} {}</h1><p>{}</p></header><main>",
+        if passed { "pass" } else { "fail" },
+        if passed { "PASS" } else { "FAIL" },
+        escape(&report.role),
+        escape(&report.protocol),
+        escape(&exit_why(report)),
+    ));
+    summary(&mut out, report);
+    plots(&mut out, report);
+    out.push_str(
+        "<div class=\"filters\"><span><label><input type=\"radio\" name=\"show\" value=\"failed\">failed</label> \
+         <label><input type=\"radio\" name=\"show\" value=\"warn\">failed and warnings</label> \
+         <label><input type=\"radio\" name=\"show\" value=\"all\" checked>all</label></span>\
+         <label>level <select id=\"level\"><option>all</option><option>must</option><option>should</option><option>may</option></select></label>\
+         <label>search <input id=\"text\" type=\"search\" placeholder=\"id, title, message\"></label></div>",
+    );
+    cases(&mut out, report);
+    out.push_str(&format!("</main><script>{SCRIPT}</script></body></html>\n"));
+    out
+}
+
+/// Why the run exits as it does.
+fn exit_why(report: &Report) -> String {
+    let blocking: Vec<&str> = report
+        .cases
+        .iter()
+        .filter(|c| report.is_blocking(c))
+        .map(|c| c.id.as_str())
+        .collect();
+    let mut why = if blocking.is_empty() {
+        format!(
+            "exit 0: no {}failure fails the run",
+            if report.strict {
+                "MUST or SHOULD "
+            } else {
+                "MUST "
+            }
+        )
+    } else {
+        let more = blocking.len().saturating_sub(8);
+        format!(
+            "exit 1: {} case(s) fail the run: {}{}",
+            blocking.len(),
+            blocking[..blocking.len().min(8)].join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        )
+    };
+    if report.below_min_score() {
+        why.push_str("; the evaluation score is below --min-score");
+    }
+    why
+}
+
+fn summary(out: &mut String, report: &Report) {
+    let s = &report.summary;
+    out.push_str("<dl class=\"facts\">");
+    let facts = [
+        ("target", report.target.clone()),
+        ("seed", report.seed.to_string()),
+        ("started", report.started_at.clone()),
+        (
+            "duration",
+            crate::units::format_duration(std::time::Duration::from_millis(report.duration_ms)),
+        ),
+        ("strict", report.strict.to_string()),
+        ("tool", format!("{} {}", report.tool, report.version)),
+    ];
+    for (k, v) in facts {
+        out.push_str(&format!("<dt>{k}</dt><dd>{}</dd>", escape(&v)));
+    }
+    if let Some(score) = s.evaluation {
+        out.push_str(&format!(
+            "<dt>evaluation</dt><dd>{}</dd>",
+            escape(&score.to_string())
+        ));
+    }
+    out.push_str("</dl>");
+    // Counts by level (rows) and status (columns).
+    let statuses = [
+        (Status::Pass, "pass"),
+        (Status::Fail, "fail"),
+        (Status::Skip, "skip"),
+        (Status::Xfail, "xfail"),
+        (Status::Stale, "stale"),
+    ];
+    out.push_str("<table><tr><th>level</th>");
+    for (_, name) in statuses {
+        out.push_str(&format!("<th>{name}</th>"));
+    }
+    out.push_str("</tr>");
+    for level in [Level::Must, Level::Should, Level::May] {
+        out.push_str(&format!("<tr><td>{}</td>", level.as_str()));
+        for (status, _) in statuses {
+            let n = report
+                .cases
+                .iter()
+                .filter(|c| c.level == level && c.status == status)
+                .count();
+            out.push_str(&format!("<td>{n}</td>"));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+    if !report.notes.is_empty() {
+        out.push_str("<ul class=\"notes\">");
+        for n in &report.notes {
+            out.push_str(&format!("<li>{}</li>", escape(n)));
+        }
+        out.push_str("</ul>");
+    }
+}
+
+fn cases(out: &mut String, report: &Report) {
+    let mut group: Option<&str> = None;
+    for case in &report.cases {
+        if group != Some(case.group.as_str()) {
+            if group.is_some() {
+                out.push_str("</section>");
+            }
+            group = Some(&case.group);
+            out.push_str(&format!(
+                "<section class=\"group\"><h3>{}</h3>",
+                escape(&case.group)
+            ));
+        }
+        one_case(out, report, case);
+    }
+    if group.is_some() {
+        out.push_str("</section>");
+    }
+}
+
+fn one_case(out: &mut String, report: &Report, case: &CaseResult) {
+    let (word, _) = console::verdict(report, case);
+    let blocking = report.is_blocking(case);
+    let problem = matches!(case.status, Status::Fail | Status::Stale);
+    let class = if word == "STALE" && blocking {
+        "STALE-f"
+    } else {
+        word
+    };
+    out.push_str(&format!(
+        "<details class=\"case\" data-level=\"{}\" data-blocking=\"{}\" data-problem=\"{}\"{}>\
+         <summary><span class=\"w {class}\">{word}</span> {:<6} {} <span class=\"label\">— {} ({} ms)</span></summary><div class=\"body\">",
+        case.level.as_str(),
+        u8::from(blocking),
+        u8::from(problem),
+        if blocking { " open" } else { "" },
+        case.level.as_str(),
+        escape(&case.id),
+        escape(&case.title),
+        case.duration_ms,
+    ));
+    if !case.message.is_empty() {
+        out.push_str(&format!("<pre>{}</pre>", escape(&case.message)));
+    }
+    out.push_str(&format!(
+        "<div class=\"label\">rule: {} · spec: {} · {}</div>",
+        escape(&case.title),
+        escape(&case.spec),
+        case.kind.as_str()
+    ));
+    let e = &case.exchange;
+    let parts = [
+        ("request", e.request.as_deref()),
+        ("answer (excerpt)", e.response.as_deref()),
+        ("reproduce", e.reproduce.as_deref()),
+    ];
+    for (what, text) in parts {
+        if let Some(text) = text {
+            out.push_str(&format!(
+                "<div class=\"label\">{what}</div><pre>{}</pre>",
+                escape(&crate::text::shorten(text, EXCERPT))
+            ));
+        }
+    }
+    out.push_str("</div></details>");
+}
+
+fn plots(out: &mut String, report: &Report) {
+    let mut figures = Vec::new();
+    // Case durations per group (an endpoint, a scenario): where a probe spent its time.
+    let mut by_group: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for c in report.cases.iter().filter(|c| c.duration_ms > 0) {
+        by_group
+            .entry(&c.group)
+            .or_default()
+            .push(c.duration_ms as f64);
+    }
+    // A group whose cases share one exchange (a scenario) has one duration: nothing to plot.
+    let varied = |v: &Vec<f64>| {
+        let mut d = v.clone();
+        d.sort_by(f64::total_cmp);
+        d.dedup();
+        d.len() >= 3
+    };
+    if !report.counts.is_empty() {
+        figures.push(bars(&report.counts));
+    }
+    for (group, values) in by_group.iter().filter(|(_, v)| varied(v)).take(12) {
+        figures.push((
+            histogram(&format!("{group}: case duration"), values),
+            format!("{} cases; p50, p90, p99 marked", values.len()),
+        ));
+    }
+    if !report.timeline.is_empty() {
+        figures.push(timeline(&report.timeline));
+        let mut by_endpoint: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+        for s in &report.timeline {
+            by_endpoint
+                .entry(&s.label)
+                .or_default()
+                .push(s.duration_ms as f64);
+        }
+        for (endpoint, values) in by_endpoint.iter().take(12) {
+            figures.push((
+                histogram(&format!("/{endpoint}: answer time"), values),
+                format!(
+                    "{} requests the platform sent; p50, p90, p99 marked",
+                    values.len()
+                ),
+            ));
+        }
+    }
+    if figures.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Plots</h2><div class=\"plots\">");
+    for (svg, caption) in figures {
+        out.push_str(&format!(
+            "<figure>{svg}<figcaption>{}</figcaption></figure>",
+            escape(&caption)
+        ));
+    }
+    out.push_str("</div>");
+}
+
+/// A histogram of `values` (ms) with p50, p90 and p99 marked, as inline SVG.
+fn histogram(title: &str, values: &[f64]) -> String {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let q = |p: f64| sorted[((sorted.len() - 1) as f64 * p).round() as usize];
+    let max = sorted.last().copied().unwrap_or(1.0).max(1.0);
+    const BINS: usize = 24;
+    let width = max / BINS as f64;
+    let mut counts = [0u32; BINS];
+    for v in &sorted {
+        counts[((v / width) as usize).min(BINS - 1)] += 1;
+    }
+    let top = counts.iter().copied().max().unwrap_or(1) + 1;
+    let mut svg = String::new();
+    let drawn = (|| -> Result<(), Box<dyn std::error::Error + '_>> {
+        let root = SVGBackend::with_string(&mut svg, (520, 230)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 14))
+            .margin(8)
+            .x_label_area_size(30)
+            .y_label_area_size(40)
+            .build_cartesian_2d(0f64..max * 1.02, 0u32..top)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_desc("ms")
+            .y_desc("count")
+            .draw()?;
+        chart.draw_series(counts.iter().enumerate().map(|(i, n)| {
+            let x0 = i as f64 * width;
+            Rectangle::new([(x0, 0), (x0 + width, *n)], RGBColor(70, 110, 180).filled())
+        }))?;
+        for (p, name, colour) in [
+            (0.5, "p50", RGBColor(31, 122, 61)),
+            (0.9, "p90", RGBColor(161, 92, 0)),
+            (0.99, "p99", RGBColor(179, 38, 30)),
+        ] {
+            let v = q(p);
+            chart
+                .draw_series(LineSeries::new([(v, 0), (v, top)], colour.stroke_width(2)))?
+                .label(format!("{name} {v:.1} ms"))
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 14, y)], colour.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .draw()?;
+        root.present()?;
+        Ok(())
+    })();
+    match drawn {
+        Ok(()) => svg,
+        Err(e) => format!(
+            "<p>(the plot could not be drawn: {})</p>",
+            escape(&e.to_string())
+        ),
+    }
+}
+
+/// A bar per label (turns per scenario).
+fn bars(counts: &[Count]) -> (String, String) {
+    let shown = &counts[..counts.len().min(40)];
+    let unit = shown.first().map_or("", |c| c.unit.as_str());
+    let top = shown.iter().map(|c| c.value).max().unwrap_or(1) + 1;
+    let names: Vec<String> = shown
+        .iter()
+        .map(|c| crate::text::shorten(&c.label, 28))
+        .collect();
+    let mut svg = String::new();
+    let result = (|| -> Result<(), Box<dyn std::error::Error + '_>> {
+        let height = (80 + 24 * shown.len()).min(1000) as u32;
+        let root = SVGBackend::with_string(&mut svg, (640, height)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("{unit} per scenario"), ("sans-serif", 14))
+            .margin(8)
+            .x_label_area_size(30)
+            .y_label_area_size(200)
+            .build_cartesian_2d(0u64..top, -0.5f64..shown.len() as f64 - 0.5)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_desc(unit)
+            .y_labels((shown.len() + 1).min(41))
+            .y_label_formatter(&|y| {
+                if (y - y.round()).abs() > 0.01 || *y < 0.0 {
+                    return String::new();
+                }
+                names.get(y.round() as usize).cloned().unwrap_or_default()
+            })
+            .draw()?;
+        chart.draw_series(shown.iter().enumerate().map(|(i, c)| {
+            let y = i as f64;
+            Rectangle::new(
+                [(0, y - 0.35), (c.value, y + 0.35)],
+                RGBColor(70, 110, 180).filled(),
+            )
+        }))?;
+        root.present()?;
+        Ok(())
+    })();
+    let caption = format!(
+        "{} scenarios{}",
+        counts.len(),
+        if counts.len() > shown.len() {
+            format!(" (the first {} drawn)", shown.len())
+        } else {
+            String::new()
+        }
+    );
+    match result {
+        Ok(()) => (svg, caption),
+        Err(e) => (
+            format!(
+                "<p>(the plot could not be drawn: {})</p>",
+                escape(&e.to_string())
+            ),
+            caption,
+        ),
+    }
+}
+
+/// Requests over time, a lane per agent (and its behaviours), coloured by how each answer ended.
+fn timeline(spans: &[Span]) -> (String, String) {
+    let step = spans.len().div_ceil(MAX_SPANS).max(1);
+    let drawn: Vec<&Span> = spans.iter().step_by(step).collect();
+    let mut lanes: Vec<&str> = Vec::new();
+    for s in &drawn {
+        if !lanes.contains(&s.lane.as_str()) {
+            lanes.push(&s.lane);
+        }
+    }
+    let end = drawn
+        .iter()
+        .map(|s| (s.start_ms + s.duration_ms) as f64 / 1000.0)
+        .fold(0.001, f64::max);
+    let height = (80 + 22 * lanes.len()).min(900) as u32;
+    let mut svg = String::new();
+    let result = (|| -> Result<(), Box<dyn std::error::Error + '_>> {
+        let root = SVGBackend::with_string(&mut svg, (1040, height)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let lane_names: Vec<String> = lanes.iter().map(|l| l.to_string()).collect();
+        let mut chart = ChartBuilder::on(&root)
+            .caption("requests over time, by agent", ("sans-serif", 14))
+            .margin(8)
+            .x_label_area_size(30)
+            .y_label_area_size(260)
+            .build_cartesian_2d(0f64..end * 1.02, -0.5f64..lanes.len() as f64 - 0.5)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_desc("seconds since the fleet started")
+            .y_labels((lanes.len() + 1).min(41))
+            // A lane's name at its row's middle (a whole number); nothing between rows.
+            .y_label_formatter(&|y| {
+                if (y - y.round()).abs() > 0.01 || *y < 0.0 {
+                    return String::new();
+                }
+                lane_names
+                    .get(y.round() as usize)
+                    .map(|l| crate::text::shorten(l, 40))
+                    .unwrap_or_default()
+            })
+            .draw()?;
+        chart.draw_series(drawn.iter().map(|s| {
+            let lane = lanes.iter().position(|l| *l == s.lane).unwrap_or(0) as f64;
+            let x0 = s.start_ms as f64 / 1000.0;
+            // At least 0.2% of the run wide: a quick answer is still a visible tick.
+            let x1 = x0 + (s.duration_ms as f64 / 1000.0).max(end * 0.002);
+            let colour = match s.outcome.as_str() {
+                "complete" => RGBColor(31, 122, 61),
+                "hung" | "shutdown" => RGBColor(161, 92, 0),
+                _ => RGBColor(179, 38, 30),
+            };
+            Rectangle::new([(x0, lane - 0.35), (x1, lane + 0.35)], colour.filled())
+        }))?;
+        root.present()?;
+        Ok(())
+    })();
+    let caption = format!(
+        "{} requests{}; green: answered whole, orange: held (hang) or cut by the fleet's end, red: reset, closed or left by the platform",
+        spans.len(),
+        if step > 1 { format!(" (every {step}th drawn)") } else { String::new() }
+    );
+    match result {
+        Ok(()) => (svg, caption),
+        Err(e) => (
+            format!(
+                "<p>(the timeline could not be drawn: {})</p>",
+                escape(&e.to_string())
+            ),
+            caption,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Exchange, RunInfo};
+
+    #[test]
+    fn hostile_answers_are_text_and_the_page_fetches_nothing() {
+        let mut c = CaseResult::new(
+            "analyze.schema",
+            "analyze",
+            Level::Must,
+            "an <b>answer</b>",
+            "§1",
+        );
+        c.fail("$.votes[0]: <img src=x onerror=alert(1)>");
+        c.duration_ms = 12;
+        c.exchange = Exchange {
+            request: Some("POST /analyze".into()),
+            response: Some("<script>document.body.dataset.pwned='1'</script>".into()),
+            reproduce: Some("curl -d '{\"a\":1}' http://127.0.0.1:1/analyze".into()),
+        };
+        let mut ok = CaseResult::new("analyze.status", "analyze", Level::Must, "200", "§1");
+        ok.duration_ms = 30;
+        let mut late = CaseResult::new("analyze.time", "analyze", Level::Should, "soon", "§1");
+        late.duration_ms = 80;
+        let report = RunInfo::start("probe", "roundtable", "http://127.0.0.1:1", 1, false)
+            .report(vec![c, ok, late], &crate::text::Redactor::new(Vec::new()));
+        let html = to_string(&report);
+        assert!(
+            html.contains("&lt;script&gt;document.body.dataset.pwned=&#39;1&#39;&lt;/script&gt;")
+        );
+        assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"));
+        assert_eq!(html.matches("<script").count(), 1, "only our own script");
+        assert!(!html.contains("<img"));
+        for external in ["src=\"http", "href=\"http", "@import", "<link", "url("] {
+            assert!(!html.contains(external), "{external}");
+        }
+        assert!(html.contains("exit 1: 1 case(s) fail the run: analyze.schema"));
+        assert!(html.contains("<svg"), "the duration histogram");
+        assert!(html.contains(" open>"), "the failure is expanded");
+    }
+}

@@ -1,0 +1,118 @@
+//! The HTML report: a hostile agent's `<script>` is shown as text, in the file and in a real
+//! browser (headless Chromium, when installed: `.ci/run` installs it); a fleet's report plots its
+//! requests over time.
+
+use std::process::Command;
+
+use crate::support::TempDir;
+
+const EXE: &str = env!("CARGO_BIN_EXE_agent-tck");
+const PAYLOAD: &str = "<script>document.body.setAttribute('data-pwned','1')</script>";
+
+#[test]
+fn a_hostile_answer_is_text_in_the_file_and_in_the_browser() {
+    let dir = TempDir::new("html-hostile");
+    let agent = dir.path("agent.sh");
+    std::fs::write(&agent, format!("#!/bin/sh\necho \"{PAYLOAD}\"\n")).unwrap();
+    let html = dir.path("report.html");
+    let out = Command::new(EXE)
+        .args([
+            "probe",
+            "agent-standard",
+            "--exec",
+            &format!("sh {agent}"),
+            "--mode",
+            "plan",
+            "--html",
+            &html,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    let escaped =
+        "&lt;script&gt;document.body.setAttribute(&#39;data-pwned&#39;,&#39;1&#39;)&lt;/script&gt;";
+    assert!(page.contains(escaped), "the answer, escaped");
+    assert!(!page.contains(PAYLOAD));
+    assert!(page.contains("exit 1: 1 case(s) fail the run: plan.json-last"));
+
+    let chromium = ["chromium", "chromium-browser"].into_iter().find(|c| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {c}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let Some(_) = chromium else {
+        eprintln!("chromium is not installed: the browser half of this test did not run");
+        return;
+    };
+    let (png, dom) = (dir.path("shot.png"), dir.path("dom.html"));
+    let out = Command::new("scripts/html-screenshot.sh")
+        .args([
+            "--html", &html, "--png", &png, "--dom", &dom, "--height", "900",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shot = std::fs::read(&png).unwrap();
+    assert!(shot.starts_with(b"\x89PNG"), "a PNG screenshot");
+    let dom = std::fs::read_to_string(&dom).unwrap();
+    assert!(dom.contains("plan.json-last"), "the browser built the page");
+    assert!(
+        !dom.contains("data-pwned=\"1\""),
+        "the agent's script did not run"
+    );
+    assert!(
+        dom.contains("&lt;script&gt;document.body.setAttribute"),
+        "it is text on the page"
+    );
+    // Our own filter script ran (it marks the page when it is set up).
+    assert!(
+        dom.contains("data-filters=\"ready\""),
+        "{}",
+        &dom[..dom.len().min(2000)]
+    );
+}
+
+#[tokio::test]
+async fn a_fleet_report_plots_its_requests_over_time() {
+    let at = crate::support::roundtable();
+    let agent = agent_tck::mock::agent::MockAgent::new(
+        at.protocol,
+        agent_tck::mock::agent::Profile {
+            name: "steady".into(),
+            domain: "general review".into(),
+            capabilities: Vec::new(),
+            api_key: None,
+        },
+        agent_tck::mock::behavior::parse_list("conforming", at).unwrap(),
+        1,
+    );
+    let (url, stop, report) = crate::support::mock_session(at.protocol, agent).await;
+    let probe = crate::support::probe(&url, None).await;
+    assert!(!probe.cases.is_empty());
+    stop.send(()).unwrap();
+    let report = report.await.unwrap().unwrap();
+    assert!(report.timeline.len() > 5, "{:?}", report.timeline);
+    assert!(report
+        .timeline
+        .iter()
+        .all(|s| s.lane == "steady [conforming]"));
+    let page = agent_tck::report::html::to_string(&report);
+    assert!(page.contains("requests over time, by agent"));
+    assert!(page.contains("/analyze: answer time"));
+    let value = serde_json::to_value(&report).unwrap();
+    assert_eq!(
+        agent_tck::schema::schemas().validate("report", &value),
+        vec![]
+    );
+}
