@@ -84,6 +84,40 @@ impl RunArgs {
     }
 }
 
+/// What every driver probe's settings share: the run's seed, the cases `--only` keeps, and
+/// `--strict`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Common {
+    pub seed: u64,
+    pub only: Vec<String>,
+    pub strict: bool,
+}
+
+impl Common {
+    /// From the shared flags (a seed from the clock when none is given).
+    pub fn of(run: &RunArgs) -> Common {
+        Common {
+            seed: seed_or_clock(run.seed),
+            only: run.only(),
+            strict: run.strict,
+        }
+    }
+
+    /// Whether `--only` keeps the case `id`.
+    pub fn wants(&self, id: &str) -> bool {
+        selected(&self.only, id)
+    }
+
+    /// The start of a probe run of `protocol` against `target`.
+    pub fn run_info(
+        &self,
+        protocol: impl Into<String>,
+        target: impl Into<String>,
+    ) -> crate::report::RunInfo {
+        crate::report::RunInfo::start("probe", protocol, target, self.seed, self.strict)
+    }
+}
+
 /// Whether `--only` (its patterns, as [`only_patterns`] gives them) selects the case `id`: no
 /// pattern selects every case.
 pub fn selected(only: &[String], id: &str) -> bool {

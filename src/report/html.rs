@@ -335,6 +335,31 @@ fn plots(out: &mut String, report: &Report) {
     out.push_str("</div>");
 }
 
+/// An SVG picture of `size` drawn by `draw` (on a white ground), or a note saying why there is
+/// none.
+fn draw_svg(
+    size: (u32, u32),
+    draw: impl FnOnce(
+        &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    ) -> Result<(), Box<dyn std::error::Error>>,
+) -> String {
+    let mut svg = String::new();
+    let drawn = {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE)
+            .map_err(Box::<dyn std::error::Error>::from)
+            .and_then(|()| draw(&root))
+            .and_then(|()| root.present().map_err(Into::into))
+    };
+    match drawn {
+        Ok(()) => svg,
+        Err(e) => format!(
+            "<p>(the plot could not be drawn: {})</p>",
+            escape(&e.to_string())
+        ),
+    }
+}
+
 /// A histogram of `values` (ms) with p50, p90 and p99 marked, as inline SVG.
 fn histogram(title: &str, values: &[f64]) -> String {
     let mut sorted = values.to_vec();
@@ -348,11 +373,8 @@ fn histogram(title: &str, values: &[f64]) -> String {
         counts[((v / width) as usize).min(BINS - 1)] += 1;
     }
     let top = counts.iter().copied().max().unwrap_or(1) + 1;
-    let mut svg = String::new();
-    let drawn = (|| -> Result<(), Box<dyn std::error::Error + '_>> {
-        let root = SVGBackend::with_string(&mut svg, (520, 230)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
+    let svg = draw_svg((520, 230), |root| {
+        let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", 14))
             .margin(8)
             .x_label_area_size(30)
@@ -386,16 +408,9 @@ fn histogram(title: &str, values: &[f64]) -> String {
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK.mix(0.3))
             .draw()?;
-        root.present()?;
         Ok(())
-    })();
-    match drawn {
-        Ok(()) => svg,
-        Err(e) => format!(
-            "<p>(the plot could not be drawn: {})</p>",
-            escape(&e.to_string())
-        ),
-    }
+    });
+    svg
 }
 
 /// A bar per label (turns per scenario).
@@ -407,12 +422,9 @@ fn bars(counts: &[Count]) -> (String, String) {
         .iter()
         .map(|c| crate::text::shorten(&c.label, 28))
         .collect();
-    let mut svg = String::new();
-    let result = (|| -> Result<(), Box<dyn std::error::Error + '_>> {
-        let height = (80 + 24 * shown.len()).min(1000) as u32;
-        let root = SVGBackend::with_string(&mut svg, (640, height)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
+    let height = (80 + 24 * shown.len()).min(1000) as u32;
+    let svg = draw_svg((640, height), |root| {
+        let mut chart = ChartBuilder::on(root)
             .caption(format!("{unit} per scenario"), ("sans-serif", 14))
             .margin(8)
             .x_label_area_size(30)
@@ -437,9 +449,8 @@ fn bars(counts: &[Count]) -> (String, String) {
                 RGBColor(70, 110, 180).filled(),
             )
         }))?;
-        root.present()?;
         Ok(())
-    })();
+    });
     let caption = format!(
         "{} scenarios{}",
         counts.len(),
@@ -449,16 +460,7 @@ fn bars(counts: &[Count]) -> (String, String) {
             String::new()
         }
     );
-    match result {
-        Ok(()) => (svg, caption),
-        Err(e) => (
-            format!(
-                "<p>(the plot could not be drawn: {})</p>",
-                escape(&e.to_string())
-            ),
-            caption,
-        ),
-    }
+    (svg, caption)
 }
 
 /// Requests over time, a lane per agent (and its behaviours), coloured by how each answer ended.
@@ -476,12 +478,9 @@ fn timeline(spans: &[Span]) -> (String, String) {
         .map(|s| (s.start_ms + s.duration_ms) as f64 / 1000.0)
         .fold(0.001, f64::max);
     let height = (80 + 22 * lanes.len()).min(900) as u32;
-    let mut svg = String::new();
-    let result = (|| -> Result<(), Box<dyn std::error::Error + '_>> {
-        let root = SVGBackend::with_string(&mut svg, (1040, height)).into_drawing_area();
-        root.fill(&WHITE)?;
+    let svg = draw_svg((1040, height), |root| {
         let lane_names: Vec<String> = lanes.iter().map(|l| l.to_string()).collect();
-        let mut chart = ChartBuilder::on(&root)
+        let mut chart = ChartBuilder::on(root)
             .caption("requests over time, by agent", ("sans-serif", 14))
             .margin(8)
             .x_label_area_size(30)
@@ -515,24 +514,14 @@ fn timeline(spans: &[Span]) -> (String, String) {
             };
             Rectangle::new([(x0, lane - 0.35), (x1, lane + 0.35)], colour.filled())
         }))?;
-        root.present()?;
         Ok(())
-    })();
+    });
     let caption = format!(
         "{} requests{}; green: answered whole, orange: held (hang) or cut by the fleet's end, red: reset, closed or left by the platform",
         spans.len(),
         if step > 1 { format!(" (every {step}th drawn)") } else { String::new() }
     );
-    match result {
-        Ok(()) => (svg, caption),
-        Err(e) => (
-            format!(
-                "<p>(the timeline could not be drawn: {})</p>",
-                escape(&e.to_string())
-            ),
-            caption,
-        ),
-    }
+    (svg, caption)
 }
 
 #[cfg(test)]

@@ -9,25 +9,7 @@ use std::time::{Duration, Instant};
 use agent_tck::protocols::agent_standard::result::last_object;
 use serde_json::Value;
 
-use crate::support::TempDir;
-
-const EXE: &str = env!("CARGO_BIN_EXE_agent-tck");
-
-fn tck(args: &[&str]) -> Output {
-    Command::new(EXE)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use crate::support::{tck, text, TempDir, EXE};
 
 /// The mock agent as a command: `extra` flags after the common ones.
 fn mock(extra: &str) -> String {

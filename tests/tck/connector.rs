@@ -19,9 +19,11 @@ fn settings(input: &str) -> Settings {
         reply_timeout: Duration::from_secs(15),
         timeout: Duration::from_secs(15),
         max_body: 5_000_000,
-        seed: 9,
-        only: Vec::new(),
-        strict: false,
+        common: agent_tck::probe::args::Common {
+            seed: 9,
+            only: Vec::new(),
+            strict: false,
+        },
     }
 }
 
@@ -135,7 +137,7 @@ async fn an_input_url_that_never_answers_is_cut_at_the_deadline() {
     })
     .await;
     let mut s = settings(&format!("{url}/in"));
-    s.only = vec!["forward.plain".into()];
+    s.common.only = vec!["forward.plain".into()];
     let started = std::time::Instant::now();
     let report = run(&s, &|_| {}).await.unwrap();
     task.abort();
@@ -164,7 +166,7 @@ async fn a_callback_over_max_body_is_reported_as_refused() {
     let mut s = settings(&format!("{}/v1/assistant/input", running.url()));
     // The reference's replies are longer than this; its forwards are not read by the endpoint.
     s.max_body = 16;
-    s.only = vec!["forward.plain".into(), "callback.arrives".into()];
+    s.common.only = vec!["forward.plain".into(), "callback.arrives".into()];
     let started = std::time::Instant::now();
     let report = run(&s, &|_| {}).await.unwrap();
     running.stop().await;

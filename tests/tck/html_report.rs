@@ -4,9 +4,7 @@
 
 use std::process::Command;
 
-use crate::support::TempDir;
-
-const EXE: &str = env!("CARGO_BIN_EXE_agent-tck");
+use crate::support::{TempDir, EXE};
 const PAYLOAD: &str = "<script>document.body.setAttribute('data-pwned','1')</script>";
 
 #[test]

@@ -16,9 +16,11 @@ async fn probe(flaw: &str) -> Report {
         tokens: reference_tokens(),
         timeout: Duration::from_secs(20),
         max_body: 5_000_000,
-        seed: 3,
-        only: Vec::new(),
-        strict: false,
+        common: agent_tck::probe::args::Common {
+            seed: 3,
+            only: Vec::new(),
+            strict: false,
+        },
         quick: false,
         registry: Some(reference_registry()),
     };
@@ -136,9 +138,11 @@ async fn an_unreachable_librarian_is_one_failure_and_the_rest_skipped() {
         tokens: reference_tokens(),
         timeout: Duration::from_secs(5),
         max_body: 5_000_000,
-        seed: 3,
-        only: Vec::new(),
-        strict: false,
+        common: agent_tck::probe::args::Common {
+            seed: 3,
+            only: Vec::new(),
+            strict: false,
+        },
         quick: true,
         registry: None,
     };
@@ -198,9 +202,11 @@ async fn a_hostile_librarian_is_judged_within_the_deadlines() {
             tokens: reference_tokens(),
             timeout: Duration::from_millis(500),
             max_body: 1_000_000,
-            seed: 3,
-            only: vec!["request.*".into(), "status.lookup".into(), "input.*".into()],
-            strict: false,
+            common: agent_tck::probe::args::Common {
+                seed: 3,
+                only: vec!["request.*".into(), "status.lookup".into(), "input.*".into()],
+                strict: false,
+            },
             quick: true,
             registry: None,
         };

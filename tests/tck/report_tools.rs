@@ -1,29 +1,11 @@
 //! `--baseline`, `baseline write`, `report merge` and `report diff` on the command line, over runs
 //! of `probe agent-standard --exec` against the mock agent (quick, and no server to start).
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-use crate::support::TempDir;
-
-const EXE: &str = env!("CARGO_BIN_EXE_agent-tck");
-
-fn tck(args: &[&str]) -> Output {
-    Command::new(EXE)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use crate::support::{tck, text, TempDir, EXE};
 
 /// `probe agent-standard --exec` against the mock with `behavior`, and `extra` flags.
 fn probe(behavior: &str, extra: &[&str]) -> Output {

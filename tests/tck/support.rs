@@ -390,3 +390,24 @@ pub fn failed_ids(cases: &[CaseResult]) -> std::collections::BTreeSet<String> {
         .map(|c| c.id.clone())
         .collect()
 }
+
+/// The agent-tck binary under test.
+pub const EXE: &str = env!("CARGO_BIN_EXE_agent-tck");
+
+/// Runs the agent-tck binary with `args` (no colour) to its end.
+pub fn tck(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(EXE)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+/// What a run printed: stdout, then stderr.
+pub fn text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}

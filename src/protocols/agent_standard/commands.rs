@@ -13,7 +13,8 @@ use super::probe::{agent_names, Settings, Source};
 use super::workdir::Scratch;
 use super::{EXAMPLES, NAME};
 use crate::error::Error;
-use crate::probe::args::{seed_or_clock, RunArgs};
+use crate::probe::args::Common;
+use crate::probe::args::RunArgs;
 use crate::protocols::plugin::{
     driver_probe, AgentSet, CommandAgent, MatrixRow, OnCase, ProbeJob, Protocol, Selftest,
 };
@@ -146,9 +147,7 @@ pub fn settings(args: &AgentStandardProbeArgs) -> Result<Settings, String> {
         agents: args.agents.as_deref().map(agent_names).transpose()?,
         agent: args.agent.clone(),
         max_body: args.run.max_body,
-        seed: seed_or_clock(args.run.seed),
-        only: args.run.only(),
-        strict: args.run.strict,
+        common: Common::of(&args.run),
     })
 }
 
@@ -202,9 +201,11 @@ fn orchestration_settings(args: &OrchestrationArgs) -> Result<orchestration::Set
         journals: args.journals.clone(),
         plan_mode,
         max_runs: args.max_runs,
-        seed: 0,
-        only: crate::probe::args::only_patterns(&args.only),
-        strict: args.strict,
+        common: Common {
+            seed: 0,
+            only: crate::probe::args::only_patterns(&args.only),
+            strict: args.strict,
+        },
     })
 }
 
@@ -444,9 +445,11 @@ impl Protocol for AgentStandard {
                 agents: Some(example_names()),
                 agent: Some("security-scanner".into()),
                 max_body: crate::transport::stdio::DEFAULT_MAX_LINE,
-                seed: row.seed,
-                only: row.only.to_vec(),
-                strict: false,
+                common: Common {
+                    seed: row.seed,
+                    only: row.only.to_vec(),
+                    strict: false,
+                },
             };
             super::probe::run(&settings, &|_| {})
                 .await

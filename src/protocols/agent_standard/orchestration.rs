@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use super::journal::{self, Event, Line};
-use crate::report::{CaseResult, Level, Report, RunInfo};
+use crate::probe::args::Common;
+use crate::report::{CaseResult, Level, Report};
 use crate::text::Redactor;
 
 /// The cases: (id, level, title); each is reported as `orchestration.ID`.
@@ -52,14 +53,12 @@ pub struct Settings {
     /// agent of the journal is taken to (the mock agents do).
     pub plan_mode: Option<BTreeMap<String, bool>>,
     pub max_runs: usize,
-    pub seed: u64,
-    pub only: Vec<String>,
-    pub strict: bool,
+    pub common: Common,
 }
 
 impl Settings {
     pub fn wants(&self, id: &str) -> bool {
-        crate::probe::args::selected(&self.only, id)
+        self.common.wants(id)
     }
 }
 
@@ -160,7 +159,7 @@ pub async fn run(
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(" ");
-    let info = RunInfo::start("probe", super::NAME, target, settings.seed, settings.strict);
+    let info = settings.common.run_info(super::NAME, target);
     let mut lines = Vec::new();
     let mut bad = Vec::new();
     for path in &settings.journals {
@@ -422,9 +421,7 @@ mod tests {
             journals: Vec::new(),
             plan_mode: None,
             max_runs: 3,
-            seed: 0,
-            only: Vec::new(),
-            strict: false,
+            common: Common::default(),
         }
     }
 

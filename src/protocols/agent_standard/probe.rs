@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use super::exec::{Exec, Run};
 use super::result::{self, Context, RULES};
-use crate::report::{CaseResult, Level, Report, RunInfo};
+use crate::probe::args::Common;
+use crate::report::{CaseResult, Level, Report};
 use crate::text::Redactor;
 
 /// Where the responses come from.
@@ -31,14 +32,12 @@ pub struct Settings {
     /// The agent that was run (`--agent NAME`).
     pub agent: Option<String>,
     pub max_body: usize,
-    pub seed: u64,
-    pub only: Vec<String>,
-    pub strict: bool,
+    pub common: Common,
 }
 
 impl Settings {
     pub fn wants(&self, id: &str) -> bool {
-        crate::probe::args::selected(&self.only, id)
+        self.common.wants(id)
     }
 }
 
@@ -135,7 +134,7 @@ pub async fn run(
             .join(" "),
         Source::Exec(exec) => exec.command.clone(),
     };
-    let info = RunInfo::start("probe", super::NAME, target, settings.seed, settings.strict);
+    let info = settings.common.run_info(super::NAME, target);
     let mut cases = Vec::new();
     let mut keep = |judged: Vec<CaseResult>| {
         for c in judged.into_iter().filter(|c| settings.wants(&c.id)) {

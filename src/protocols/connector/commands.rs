@@ -14,6 +14,7 @@ use super::agent::{split_url, ExternalAgent, Flaws};
 use super::probe::{self, Settings};
 use super::NAME;
 use crate::error::Error;
+use crate::probe::args::Common;
 use crate::probe::args::{seed_or_clock, RunArgs};
 use crate::protocols::plugin::{
     driver_probe, ClientFleet, MatrixRow, OnCase, ProbeJob, Protocol, Selftest,
@@ -69,9 +70,7 @@ pub fn settings(args: &ConnectorProbeArgs) -> Result<Settings, String> {
         reply_timeout: args.reply_timeout,
         timeout: args.run.timeout,
         max_body: args.run.max_body,
-        seed: seed_or_clock(args.run.seed),
-        only: args.run.only(),
-        strict: args.run.strict,
+        common: Common::of(&args.run),
     })
 }
 
@@ -97,9 +96,11 @@ async fn probe_reference(
         reply_timeout,
         timeout: Duration::from_secs(15),
         max_body: 5_000_000,
-        seed,
-        only,
-        strict: false,
+        common: Common {
+            seed,
+            only,
+            strict: false,
+        },
     };
     let report = probe::run(&settings, &|_| {}).await;
     running.stop().await;

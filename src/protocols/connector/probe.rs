@@ -13,10 +13,11 @@ use serde_json::{json, Value};
 use super::listener::Listener;
 use super::model::{self, FORWARD_TIMEOUT};
 use crate::mock::http1;
+use crate::probe::args::Common;
 use crate::probe::checks::Check;
 use crate::probe::plugin::DriverRules;
 use crate::probe::Suite as LoadedSuite;
-use crate::report::{CaseResult, Report, RunInfo, Status};
+use crate::report::{CaseResult, Report, Status};
 use crate::text::{excerpt, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
 
@@ -79,14 +80,12 @@ pub struct Settings {
     /// How long the kit waits for an acknowledgement (the 5 s rule is judged apart).
     pub timeout: Duration,
     pub max_body: usize,
-    pub seed: u64,
-    pub only: Vec<String>,
-    pub strict: bool,
+    pub common: Common,
 }
 
 impl Settings {
     pub fn wants(&self, id: &str) -> bool {
-        crate::probe::args::selected(&self.only, id)
+        self.common.wants(id)
     }
 }
 
@@ -112,7 +111,7 @@ struct Run<'a> {
 impl Run<'_> {
     fn session(&mut self, id: Option<String>) -> String {
         self.n += 1;
-        id.unwrap_or_else(|| format!("tck-{}-{}", self.s.seed % 100_000, self.n))
+        id.unwrap_or_else(|| format!("tck-{}-{}", self.s.common.seed % 100_000, self.n))
     }
 
     /// Forwards `text` for `session` (its callback URL given now), as the server would.
@@ -213,12 +212,9 @@ pub async fn run(
     on_case: &(dyn Fn(&CaseResult) + Send + Sync),
 ) -> Result<Report, String> {
     let suite = suite()?;
-    let info = RunInfo::start(
-        "probe",
+    let info = settings.common.run_info(
         super::NAME,
         format!("{}{}", settings.input.0, settings.input.1),
-        settings.seed,
-        settings.strict,
     );
     let listener = Arc::new(Listener::default());
     // Callbacks over --max-body are refused (413) by the engine, and the listener told why.
@@ -277,7 +273,7 @@ pub async fn run(
                 for id in [
                     "a".to_string(),
                     "s".repeat(128),
-                    format!("tck_-{}_-", settings.seed % 1000),
+                    format!("tck_-{}_-", settings.common.seed % 1000),
                 ] {
                     let session = run.session(Some(id));
                     all.push(

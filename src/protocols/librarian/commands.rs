@@ -11,6 +11,7 @@ use super::probe::{self, Settings};
 use super::server::{self, Flaws, Librarian, Registered};
 use super::NAME;
 use crate::error::Error;
+use crate::probe::args::Common;
 use crate::probe::args::{seed_or_clock, RunArgs};
 use crate::protocols::plugin::{
     driver_probe, ClientFleet, MatrixRow, OnCase, ProbeJob, Protocol, Selftest,
@@ -72,9 +73,7 @@ pub fn settings(args: &LibrarianProbeArgs) -> Result<Settings, String> {
         tokens: tokens(&args.tokens)?,
         timeout: args.run.timeout,
         max_body: args.run.max_body,
-        seed: seed_or_clock(args.run.seed),
-        only: args.run.only(),
-        strict: args.run.strict,
+        common: Common::of(&args.run),
         quick: args.quick,
         registry: args
             .registry
@@ -187,9 +186,11 @@ impl Protocol for LibrarianProtocol {
                 tokens: reference_tokens(),
                 timeout: row.timeout,
                 max_body: 5_000_000,
-                seed: row.seed,
-                only: row.only.to_vec(),
-                strict: false,
+                common: Common {
+                    seed: row.seed,
+                    only: row.only.to_vec(),
+                    strict: false,
+                },
                 quick: false,
                 registry: Some(reference_registry()),
             };
@@ -208,9 +209,11 @@ impl Protocol for LibrarianProtocol {
                 tokens: reference_tokens(),
                 timeout: at.run.timeout,
                 max_body: at.run.max_body,
-                seed: at.seed,
-                only: at.run.only(),
-                strict: at.run.strict,
+                common: Common {
+                    seed: at.seed,
+                    only: at.run.only(),
+                    strict: at.run.strict,
+                },
                 quick: false,
                 registry: Some(reference_registry()),
             };
