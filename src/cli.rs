@@ -173,7 +173,31 @@ impl Role for ProbeRole {
         let mut commands: Vec<clap::Command> = protocol.probe_command().into_iter().collect();
         commands.extend(protocol.other_probe_commands());
         commands
+            .into_iter()
+            .map(TargetsArgs::augment_args)
+            .collect()
     }
+}
+
+/// `probe NAME --targets FILE …`: the flags of a run over many targets, in every probe's help.
+/// Such a run is taken apart before clap parses it ([`crate::targets`]); these declarations
+/// document the flags and complete them.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Many targets")]
+pub struct TargetsArgs {
+    /// Probe every target of a YAML list (name, url, key, flags): a report per target in
+    /// --out-dir, a summary matrix, and --json/--junit/--html for all of them merged.
+    #[arg(long, value_name = "FILE")]
+    pub targets: Option<PathBuf>,
+    /// With --targets: only the share K of N of the list (by a hash of each name).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// With --targets: how many targets are probed at once.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub concurrency: usize,
+    /// With --targets: where each target's reports go (NAME.json, and .xml/.html when asked).
+    #[arg(long, value_name = "DIR", default_value = "agent-tck-targets")]
+    pub out_dir: PathBuf,
 }
 
 /// `lint WHAT`: named for what is linted (`agents`).
@@ -363,6 +387,10 @@ pub struct MockFleetArgs {
     /// Keep serving after the triggers are done, until interrupted.
     #[arg(long)]
     pub serve: bool,
+    /// Serve only the share K of N of the fleet's agents (by a hash of each name: the same on
+    /// every host), for a fleet bigger than one host.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
     #[command(flatten)]
     pub run: MockRunArgs,
 }
@@ -497,6 +525,11 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    if crate::targets::wanted(&args) {
+        let run = crate::targets::run(args, probe_job_of);
+        return run_async(async move { run.await.map(Ended::Verdict) });
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
@@ -506,6 +539,30 @@ where
         }
         Err(e) => return finish(Err(Error::Usage(clap_one_line(&e)))),
     };
+    run_async(execute(cli.command))
+}
+
+/// The probe job of a `probe NAME …` command line (one target's, of a run over many).
+fn probe_job_of(argv: &[OsString]) -> Result<ProbeJob, Error> {
+    let cli = Cli::try_parse_from(argv).map_err(|e| Error::Usage(clap_one_line(&e)))?;
+    match cli.command {
+        Command::Probe(probe) => job_of(&probe),
+        _ => Err(Error::usage("--targets is a flag of `probe PROTOCOL`")),
+    }
+}
+
+/// The job of `probe NAME …`: the protocol's own probe, or another of its probes.
+fn job_of(probe: &ProbeCommand) -> Result<ProbeJob, Error> {
+    let protocol = protocol(probe.protocol)?;
+    if probe.command == protocol.name() {
+        protocol.probe(&probe.matches)
+    } else {
+        protocol.other_probe(&probe.command, &probe.matches)
+    }
+}
+
+/// Runs a command on a new runtime and exits with its status.
+fn run_async(command: impl std::future::Future<Output = Result<Ended, Error>>) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -517,7 +574,7 @@ where
             ))))
         }
     };
-    let outcome = runtime.block_on(execute(cli.command));
+    let outcome = runtime.block_on(command);
     // Connections to a hostile agent may still be open: do not wait for them on the way out.
     runtime.shutdown_timeout(Duration::from_millis(200));
     finish(outcome)
@@ -568,15 +625,7 @@ fn clap_one_line(e: &clap::Error) -> String {
 
 async fn execute(command: Command) -> Result<Ended, Error> {
     match command {
-        Command::Probe(probe) => {
-            let protocol = protocol(probe.protocol)?;
-            let job = if probe.command == protocol.name() {
-                protocol.probe(&probe.matches)?
-            } else {
-                protocol.other_probe(&probe.command, &probe.matches)?
-            };
-            run_probe(job).await
-        }
+        Command::Probe(probe) => run_probe(job_of(&probe)?).await,
         Command::Lint(lint) => {
             let code = protocol(lint.protocol)?.lint(&lint.matches)?;
             Ok(Ended::Verdict(u8::try_from(code).unwrap_or(1)))
@@ -1031,6 +1080,23 @@ async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
             },
         )
         .map_err(Error::Usage)?;
+    let agents = match &args.shard {
+        Some(shard) => {
+            let shard = crate::targets::parse_shard(shard).map_err(Error::Usage)?;
+            let mine: Vec<_> = agents
+                .into_iter()
+                .filter(|a| crate::targets::in_shard(a.name(), shard))
+                .collect();
+            if mine.is_empty() {
+                return Err(Error::usage(format!(
+                    "--shard {}/{}: no agent of {source} falls in this shard",
+                    shard.0, shard.1
+                )));
+            }
+            mine
+        }
+        None => agents,
+    };
     args.run.output.check()?;
     let mut platform = file.platform.clone();
     if let Some(url) = &args.platform_url {

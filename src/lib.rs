@@ -32,6 +32,7 @@ pub mod error;
 pub mod jsonpath;
 pub mod phrases;
 pub mod schema;
+pub mod targets;
 pub mod text;
 pub mod units;
 

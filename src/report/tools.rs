@@ -41,9 +41,22 @@ fn parse_time(text: &str) -> Option<time::OffsetDateTime> {
 /// in parts of different protocols or targets is told apart by a `TARGET: ` prefix; the same id
 /// twice for the same protocol and target is an error (a repeat, not a shard).
 pub fn merge(parts: &[(String, Report)]) -> Result<Report, String> {
-    let Some((_, first)) = parts.first() else {
+    if parts.is_empty() {
         return Err("nothing to merge".into());
+    }
+    // A part with no cases (a shard that held no target) says nothing of the run's protocol,
+    // target or seed; it still counts as read.
+    let all = parts;
+    let parts: Vec<(String, Report)> = match all.iter().any(|(_, r)| !r.cases.is_empty()) {
+        true => all
+            .iter()
+            .filter(|(_, r)| !r.cases.is_empty())
+            .cloned()
+            .collect(),
+        false => all.to_vec(),
     };
+    let parts = parts.as_slice();
+    let first = &parts[0].1;
     let same = |f: fn(&Report) -> &str| parts.iter().all(|(_, r)| f(r) == f(first));
     let joined = |f: fn(&Report) -> &str| {
         let mut seen: Vec<&str> = Vec::new();
@@ -101,8 +114,7 @@ pub fn merge(parts: &[(String, Report)]) -> Result<Report, String> {
     };
     let mut notes = vec![format!(
         "merged from {}",
-        parts
-            .iter()
+        all.iter()
             .map(|(file, r)| format!(
                 "{file} ({} {} against {}, seed {}, {} cases)",
                 r.role,

@@ -29,6 +29,7 @@ mod reports;
 mod socket;
 mod stdio;
 mod stub_server;
+mod targets;
 mod task;
 mod task_verdicts;
 mod toy;

@@ -1,0 +1,196 @@
+//! `probe PROTOCOL --targets FILE`: a report per target, a summary matrix, one merged report;
+//! `--shard K/N`: N shard runs merged give the cases and verdicts of one run over the list.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::support::{tck, text, TempDir, EXE};
+
+fn targets_file(dir: &TempDir) -> String {
+    let mock = format!("{EXE} mock agent --protocol agent-standard --seed 4");
+    let path = dir.path("targets.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "targets:\n\
+             - name: scanner\n  flags: [\"--exec\", \"{mock} --name security-scanner\", \"--agent\", \"security-scanner\"]\n\
+             - name: reviewer\n  flags: [\"--exec\", \"{mock} --name reviewer --behavior missing-scope\"]\n\
+             - name: tester\n  flags: [\"--exec\", \"{mock} --name tester --behavior metrics-mismatch\"]\n\
+             - name: architect\n  flags: [\"--exec\", \"{mock} --name architect --behavior wrong-status\"]\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn verdicts(path: &str) -> (BTreeSet<(String, String)>, Value) {
+    let report: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let cases = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_string(),
+                c["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    (cases, report["summary"].clone())
+}
+
+#[test]
+fn a_list_of_targets_gives_a_report_each_a_matrix_and_a_merged_report() {
+    let dir = TempDir::new("targets");
+    let file = targets_file(&dir);
+    let (out_dir, all) = (dir.path("reports"), dir.path("all.json"));
+    let out = tck(&[
+        "probe",
+        "agent-standard",
+        "--targets",
+        &file,
+        "--out-dir",
+        &out_dir,
+        "--concurrency",
+        "2",
+        "--timeout",
+        "60s",
+        "--json",
+        &all,
+    ]);
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{shown}");
+    let row = |words: &[&str]| {
+        shown
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == words)
+    };
+    assert!(row(&["reviewer", "FAIL", "plan.plan-scope"]), "{shown}");
+    assert!(row(&["scanner", "PASS", "-"]), "{shown}");
+    assert!(shown.contains("4 target(s): 2 passed, 2 failed"), "{shown}");
+    for name in ["scanner", "reviewer", "tester", "architect"] {
+        let (cases, _) = verdicts(&format!("{out_dir}/{name}.json"));
+        assert!(!cases.is_empty(), "{name}");
+    }
+    let (cases, summary) = verdicts(&all);
+    assert!(cases.contains(&("reviewer: plan.plan-scope".into(), "fail".into())));
+    assert!(cases.contains(&("tester: execute.metrics".into(), "fail".into())));
+    assert_eq!(
+        summary["failed_must"], 3,
+        "reviewer's scope, architect's schema twice"
+    );
+
+    // Bad lists are usage errors naming the place.
+    std::fs::write(dir.path("bad.yaml"), "targets:\n  - name: a b\n").unwrap();
+    let out = tck(&[
+        "probe",
+        "agent-standard",
+        "--targets",
+        &dir.path("bad.yaml"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("bad.yaml:2: name \"a b\""),
+        "{}",
+        text(&out)
+    );
+    let out = tck(&[
+        "probe",
+        "agent-standard",
+        "--targets",
+        &file,
+        "--shard",
+        "3/2",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("--shard \"3/2\""), "{}", text(&out));
+}
+
+#[test]
+fn shards_merged_give_what_one_run_over_the_list_gives() {
+    let dir = TempDir::new("targets-shards");
+    let file = targets_file(&dir);
+    let whole = dir.path("whole.json");
+    tck(&[
+        "probe",
+        "agent-standard",
+        "--targets",
+        &file,
+        "--out-dir",
+        &dir.path("w"),
+        "--json",
+        &whole,
+    ]);
+    let expected = verdicts(&whole);
+    for n in [2, 3] {
+        let mut shards = Vec::new();
+        for k in 1..=n {
+            let json = dir.path(&format!("shard-{k}-of-{n}.json"));
+            let out = tck(&[
+                "probe",
+                "agent-standard",
+                "--targets",
+                &file,
+                "--shard",
+                &format!("{k}/{n}"),
+                "--out-dir",
+                &dir.path(&format!("s{k}")),
+                "--json",
+                &json,
+            ]);
+            assert!(matches!(out.status.code(), Some(0 | 1)), "{}", text(&out));
+            shards.push(json);
+        }
+        let merged = dir.path(&format!("merged-{n}.json"));
+        let mut args = vec!["report", "merge"];
+        args.extend(shards.iter().map(String::as_str));
+        args.extend(["--json", &merged]);
+        let out = tck(&args);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert_eq!(verdicts(&merged), expected, "{n} shards");
+    }
+}
+
+#[test]
+fn fleet_shards_serve_every_agent_once() {
+    use std::io::{BufRead, BufReader};
+    let mut served: Vec<String> = Vec::new();
+    for k in 1..=3 {
+        let mut child = std::process::Command::new(EXE)
+            .args([
+                "mock", "fleet", "--preset", "chaos", "--port", "0", "--quiet",
+            ])
+            .args(["--shard", &format!("{k}/3")])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let header = lines.next().unwrap().unwrap();
+        let count: usize = header
+            .split(" · ")
+            .nth(1)
+            .and_then(|s| s.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{header}"));
+        for line in lines.by_ref().take(count) {
+            served.push(line.unwrap().split_whitespace().next().unwrap().to_string());
+        }
+        // SIGINT: the fleet stops and reports (its stdout is read to the end, so it never blocks).
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        for _ in lines {}
+        child.wait().unwrap();
+    }
+    let unique: BTreeSet<&String> = served.iter().collect();
+    assert_eq!(
+        unique.len(),
+        served.len(),
+        "no agent in two shards: {served:?}"
+    );
+    assert_eq!(
+        served.len(),
+        23,
+        "the chaos preset's agents, each in one shard: {served:?}"
+    );
+}
