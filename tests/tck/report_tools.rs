@@ -5,7 +5,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use crate::support::{tck, text, TempDir, EXE};
+use crate::support::{case_statuses, tck, text, TempDir, EXE};
 
 /// `probe agent-standard --exec` against the mock with `behavior`, and `extra` flags.
 fn probe(behavior: &str, extra: &[&str]) -> Output {
@@ -30,18 +30,11 @@ fn json(path: &str) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
+/// The cases that neither passed nor were skipped, with their status.
 fn statuses(report: &Value) -> Vec<(String, String)> {
-    report["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["status"] != "pass" && c["status"] != "skip")
-        .map(|c| {
-            (
-                c["id"].as_str().unwrap().to_string(),
-                c["status"].as_str().unwrap().to_string(),
-            )
-        })
+    case_statuses(report)
+        .into_iter()
+        .filter(|(_, s)| s != "pass" && s != "skip")
         .collect()
 }
 
@@ -138,20 +131,7 @@ fn shards_merged_give_the_unsharded_verdict_and_a_diff_names_what_changed() {
         "the merged run fails as the whole did"
     );
     let (w, m) = (json(&whole), json(&merged));
-    let verdicts = |r: &Value| -> Vec<(String, String)> {
-        r["cases"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| {
-                (
-                    c["id"].as_str().unwrap().to_string(),
-                    c["status"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect()
-    };
-    assert_eq!(verdicts(&w), verdicts(&m));
+    assert_eq!(case_statuses(&w), case_statuses(&m));
     assert_eq!(w["summary"], m["summary"]);
     assert_eq!(agent_tck::schema::schemas().validate("report", &m), vec![]);
     // A repeat is not a shard.

@@ -411,3 +411,21 @@ pub fn text(out: &std::process::Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// Every case of a JSON report as (id, status), in order.
+pub fn case_statuses(report: &serde_json::Value) -> Vec<(String, String)> {
+    report["cases"]
+        .as_array()
+        .map(|cases| {
+            cases
+                .iter()
+                .map(|c| {
+                    (
+                        c["id"].as_str().unwrap_or_default().to_string(),
+                        c["status"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::support::{tck, text, TempDir, EXE};
+use crate::support::{case_statuses, tck, text, TempDir, EXE};
 
 fn targets_file(dir: &TempDir) -> String {
     let mock = format!("{EXE} mock agent --protocol agent-standard --seed 4");
@@ -26,17 +26,7 @@ fn targets_file(dir: &TempDir) -> String {
 
 fn verdicts(path: &str) -> (BTreeSet<(String, String)>, Value) {
     let report: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    let cases = report["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["id"].as_str().unwrap().to_string(),
-                c["status"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let cases = case_statuses(&report).into_iter().collect();
     (cases, report["summary"].clone())
 }
 
