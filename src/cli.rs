@@ -194,7 +194,7 @@ pub struct TargetsArgs {
     pub shard: Option<String>,
     /// With --targets: how many targets are probed at once.
     #[arg(long, value_name = "N", default_value_t = 4)]
-    pub concurrency: usize,
+    pub target_concurrency: usize,
     /// With --targets: where each target's reports go (NAME.json, and .xml/.html when asked).
     #[arg(long, value_name = "DIR", default_value = "agent-tck-targets")]
     pub out_dir: PathBuf,

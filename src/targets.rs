@@ -1,4 +1,4 @@
-//! `agent-tck probe PROTOCOL --targets targets.yaml [--shard K/N] [--concurrency N]
+//! `agent-tck probe PROTOCOL --targets targets.yaml [--shard K/N] [--target-concurrency N]
 //! [--out-dir DIR]`: one probe run per target of a list (a marketplace's agents), a few at a
 //! time, each with its own report files, then a summary matrix and one merged report.
 //!
@@ -32,7 +32,7 @@ use crate::protocols::ProbeJob;
 use crate::report::{CaseResult, Report};
 
 /// The flags that make a probe a run over many targets (taken out of each target's command).
-pub const FLAGS: [&str; 4] = ["--targets", "--shard", "--concurrency", "--out-dir"];
+pub const FLAGS: [&str; 4] = ["--targets", "--shard", "--target-concurrency", "--out-dir"];
 /// The report flags: each target gets its own files, these name the merged report.
 const REPORT_FLAGS: [&str; 3] = ["--json", "--junit", "--html"];
 
@@ -198,14 +198,13 @@ pub async fn run(
         let shard = parse_shard(&shard).map_err(Error::Usage)?;
         targets.retain(|t| in_shard(&t.name, shard));
     }
-    let concurrency: usize = match get("--concurrency") {
-        Some(c) => c
-            .parse()
-            .ok()
-            .filter(|n| *n > 0)
-            .ok_or_else(|| Error::usage(format!("--concurrency {c:?}: a number above 0")))?,
-        None => 4,
-    };
+    let concurrency: usize =
+        match get("--target-concurrency") {
+            Some(c) => c.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                Error::usage(format!("--target-concurrency {c:?}: a number above 0"))
+            })?,
+            None => 4,
+        };
     let out_dir = PathBuf::from(get("--out-dir").unwrap_or_else(|| "agent-tck-targets".into()));
     std::fs::create_dir_all(&out_dir)
         .map_err(|e| Error::usage(format!("--out-dir {}: {e}", out_dir.display())))?;

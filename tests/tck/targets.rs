@@ -42,7 +42,7 @@ fn a_list_of_targets_gives_a_report_each_a_matrix_and_a_merged_report() {
         &file,
         "--out-dir",
         &out_dir,
-        "--concurrency",
+        "--target-concurrency",
         "2",
         "--timeout",
         "60s",
