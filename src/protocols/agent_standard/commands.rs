@@ -180,21 +180,14 @@ fn orchestration_settings(args: &OrchestrationArgs) -> Result<orchestration::Set
         .agents
         .as_deref()
         .map(|dir| -> Result<_, String> {
-            let mut map = std::collections::BTreeMap::new();
-            for f in lint::files(&[dir.to_path_buf()])? {
-                let text = std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-                let d = super::definition::read(
-                    &f.display().to_string(),
-                    &String::from_utf8_lossy(&text),
-                );
-                if let Ok(front) = d.front {
-                    if let Some(name) = front.value["name"].as_str() {
-                        let plans = front.value["supports_plan_mode"] == true;
-                        map.insert(name.to_string(), plans);
-                    }
-                }
-            }
-            Ok(map)
+            let defs = super::definition::read_all(&lint::files(&[dir.to_path_buf()])?)?;
+            Ok(defs
+                .iter()
+                .filter_map(|d| {
+                    let plans = d.front.as_ref().ok()?.value["supports_plan_mode"] == true;
+                    Some((d.name()?.to_string(), plans))
+                })
+                .collect())
         })
         .transpose()?;
     Ok(orchestration::Settings {
@@ -239,8 +232,9 @@ fn example_names() -> std::collections::BTreeSet<String> {
     EXAMPLES
         .iter()
         .filter_map(|(path, text)| {
-            let front = super::definition::read(path, text).front.ok()?;
-            front.value["name"].as_str().map(str::to_string)
+            super::definition::read(path, text)
+                .name()
+                .map(str::to_string)
         })
         .collect()
 }

@@ -195,6 +195,27 @@ pub fn kind(v: &Value) -> &'static str {
     }
 }
 
+/// Reads each of `files` (lossily decoded: a stray byte is the lint's business, not a read error).
+pub fn read_all(files: &[std::path::PathBuf]) -> Result<Vec<Definition>, String> {
+    files
+        .iter()
+        .map(|f| {
+            let bytes = std::fs::read(f).map_err(|e| format!("{}: {e}", f.display()))?;
+            Ok(read(
+                &f.display().to_string(),
+                &String::from_utf8_lossy(&bytes),
+            ))
+        })
+        .collect()
+}
+
+impl Definition {
+    /// The frontmatter's `name`, when it has one (a string).
+    pub fn name(&self) -> Option<&str> {
+        self.front.as_ref().ok()?.value["name"].as_str()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

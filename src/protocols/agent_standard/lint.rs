@@ -197,15 +197,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 
 /// Lints the files (read as UTF-8, lossily: a bad byte is shown, not fatal).
 pub fn lint_files(files: &[PathBuf], extra: &Extra, strict: bool) -> Result<Lint, String> {
-    let mut defs = Vec::new();
-    for f in files {
-        let bytes = std::fs::read(f).map_err(|e| format!("{}: {e}", f.display()))?;
-        defs.push(definition::read(
-            &f.display().to_string(),
-            &String::from_utf8_lossy(&bytes),
-        ));
-    }
-    Ok(lint(&defs, extra, strict))
+    Ok(lint(&definition::read_all(files)?, extra, strict))
 }
 
 /// Lints definitions already read.

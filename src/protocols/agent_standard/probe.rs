@@ -92,19 +92,12 @@ pub fn exec_ids(modes: &[&str]) -> Vec<String> {
 
 /// The definitions' names under `dir` (each file's frontmatter `name`).
 pub fn agent_names(dir: &std::path::Path) -> Result<BTreeSet<String>, String> {
-    let files = super::lint::files(&[dir.to_path_buf()])?;
-    let mut names = BTreeSet::new();
-    for f in files {
-        let text = std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-        let d = super::definition::read(&f.display().to_string(), &String::from_utf8_lossy(&text));
-        if let Some(name) = d
-            .front
-            .ok()
-            .and_then(|fr| fr.value["name"].as_str().map(str::to_string))
-        {
-            names.insert(name);
-        }
-    }
+    let defs = super::definition::read_all(&super::lint::files(&[dir.to_path_buf()])?)?;
+    let names: BTreeSet<String> = defs
+        .iter()
+        .filter_map(|d| d.name())
+        .map(str::to_string)
+        .collect();
     if names.is_empty() {
         return Err(format!(
             "--agents {}: no agent definition with a name there",
