@@ -16,13 +16,6 @@ pub struct Content {
     rng: ChaCha8Rng,
 }
 
-/// FNV-1a: a stable hash, so the same seed gives the same content on every build and platform.
-fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 /// Samples of scripts and symbols a platform will forward: accents, CJK, emoji (with a ZWJ
 /// sequence), right-to-left Arabic and Hebrew.
 const UNICODE_SAMPLES: &[&str] = &[
@@ -42,7 +35,7 @@ const UNICODE_SAMPLES: &[&str] = &[
 impl Content {
     pub fn new(seed: u64, stream: &str) -> Content {
         Content {
-            rng: ChaCha8Rng::seed_from_u64(seed ^ fnv1a(stream)),
+            rng: ChaCha8Rng::seed_from_u64(seed ^ crate::text::fnv1a(stream)),
         }
     }
 

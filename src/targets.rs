@@ -128,11 +128,7 @@ pub fn parse_shard(text: &str) -> Result<(u64, u64), String> {
 
 /// Whether the shard `k` of `n` holds `name`.
 pub fn in_shard(name: &str, (k, n): (u64, u64)) -> bool {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in name.bytes() {
-        hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    hash % n == k - 1
+    crate::text::fnv1a(name) % n == k - 1
 }
 
 /// Whether `args` (after the program name) are a probe over a targets list.

@@ -309,6 +309,40 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
     p[pi..].iter().all(|&c| c == '*')
 }
 
+/// 64-bit FNV-1a: a tiny hash, stable across platforms and releases (unlike `DefaultHasher`), for
+/// everything a seed must reproduce (content, canaries, shards).
+pub struct Fnv1a(pub u64);
+
+impl Fnv1a {
+    /// The FNV-1a offset basis: the state of an empty hash.
+    pub const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+    pub fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    /// A string with its length first, so that ("ab", "c") and ("a", "bc") hash differently.
+    pub fn write_str(&mut self, s: &str) {
+        self.write(&(s.len() as u64).to_le_bytes());
+        self.write(s.as_bytes());
+    }
+}
+
+impl Default for Fnv1a {
+    fn default() -> Fnv1a {
+        Fnv1a(Fnv1a::OFFSET)
+    }
+}
+
+/// FNV-1a of `text`'s bytes.
+pub fn fnv1a(text: &str) -> u64 {
+    let mut hash = Fnv1a::default();
+    hash.write(text.as_bytes());
+    hash.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

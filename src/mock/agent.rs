@@ -129,7 +129,8 @@ impl MockAgent {
                 // Every random choice of this request comes from its own stream: replayable by
                 // --seed.
                 let mut rng = ChaCha8Rng::seed_from_u64(
-                    self.seed ^ fnv(&format!("{}/{endpoint}/{n}", self.profile.name)),
+                    self.seed
+                        ^ crate::text::fnv1a(&format!("{}/{endpoint}/{n}", self.profile.name)),
                 );
                 misbehaves(&items, n, &mut rng).then_some(rng)
             })
@@ -211,13 +212,6 @@ fn misbehaves(items: &[&Item], n: u64, rng: &mut ChaCha8Rng) -> bool {
         }
     }
     yes
-}
-
-/// FNV-1a, for stable per-request seeds.
-fn fnv(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 /// Applies behaviours to one answer, layer by layer.

@@ -219,7 +219,7 @@ const CANARY_LEN: usize = CANARY_PREFIX.len() + CANARY_HEX_DIGITS;
 /// the same token on every machine, so a seed replays a run's tokens; ASCII letters and digits
 /// only, so the token survives JSON escaping and case folding.
 pub fn canary(seed: u64, agent: &str, payload_id: &str, n: u64) -> String {
-    let mut hash = Fnv1a::default();
+    let mut hash = crate::text::Fnv1a::default();
     hash.write(&seed.to_le_bytes());
     hash.write_str(agent);
     hash.write_str(payload_id);
@@ -227,29 +227,6 @@ pub fn canary(seed: u64, agent: &str, payload_id: &str, n: u64) -> String {
     let bits = 4 * CANARY_HEX_DIGITS as u32;
     let folded = (hash.0 ^ (hash.0 >> bits)) & ((1u64 << bits) - 1);
     format!("tck{folded:0width$x}", width = CANARY_HEX_DIGITS)
-}
-
-/// 64-bit FNV-1a: tiny, stable across platforms and releases (unlike `DefaultHasher`).
-struct Fnv1a(u64);
-
-impl Default for Fnv1a {
-    fn default() -> Fnv1a {
-        Fnv1a(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv1a {
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    /// A string with its length first, so that ("ab", "c") and ("a", "bc") hash differently.
-    fn write_str(&mut self, s: &str) {
-        self.write(&(s.len() as u64).to_le_bytes());
-        self.write(s.as_bytes());
-    }
 }
 
 /// Every canary token in `text`, lower-cased, each once, in order of first appearance. A token is

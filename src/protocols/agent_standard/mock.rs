@@ -451,11 +451,12 @@ fn in_spec_order(result: &Value) -> String {
 /// The seed mixed with `words` (64-bit FNV-1a): each agent and mode draws its own content, the
 /// same on every machine for the same seed.
 fn mix(seed: u64, words: &[&str]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
-    for byte in words.iter().flat_map(|w| w.bytes().chain([0])) {
-        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+    let mut hash = crate::text::Fnv1a(crate::text::Fnv1a::OFFSET ^ seed);
+    for w in words {
+        hash.write(w.as_bytes());
+        hash.write(&[0]);
     }
-    hash
+    hash.0
 }
 
 /// Writes the response: the prose, the result as the behaviours want it.
