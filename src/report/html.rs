@@ -280,20 +280,12 @@ fn one_case(out: &mut String, report: &Report, case: &CaseResult) {
 fn plots(out: &mut String, report: &Report) {
     let mut figures = Vec::new();
     // Case durations per group (an endpoint, a scenario): where a probe spent its time.
-    let mut by_group: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let mut by_group: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
     for c in report.cases.iter().filter(|c| c.duration_ms > 0) {
-        by_group
-            .entry(&c.group)
-            .or_default()
-            .push(c.duration_ms as f64);
+        by_group.entry(&c.group).or_default().push(c.duration_ms);
     }
     // A group whose cases share one exchange (a scenario) has one duration: nothing to plot.
-    let varied = |v: &Vec<f64>| {
-        let mut d = v.clone();
-        d.sort_by(f64::total_cmp);
-        d.dedup();
-        d.len() >= 3
-    };
+    let varied = |v: &Vec<u64>| v.iter().collect::<std::collections::BTreeSet<_>>().len() >= 3;
     if !report.counts.is_empty() {
         figures.push(bars(&report.counts));
     }
@@ -305,12 +297,9 @@ fn plots(out: &mut String, report: &Report) {
     }
     if !report.timeline.is_empty() {
         figures.push(timeline(&report.timeline));
-        let mut by_endpoint: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+        let mut by_endpoint: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
         for s in &report.timeline {
-            by_endpoint
-                .entry(&s.label)
-                .or_default()
-                .push(s.duration_ms as f64);
+            by_endpoint.entry(&s.label).or_default().push(s.duration_ms);
         }
         for (endpoint, values) in by_endpoint.iter().take(12) {
             figures.push((
@@ -360,17 +349,21 @@ fn draw_svg(
     }
 }
 
-/// A histogram of `values` (ms) with p50, p90 and p99 marked, as inline SVG.
-fn histogram(title: &str, values: &[f64]) -> String {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let q = |p: f64| sorted[((sorted.len() - 1) as f64 * p).round() as usize];
-    let max = sorted.last().copied().unwrap_or(1.0).max(1.0);
+/// A histogram of `values_ms` with p50, p90 and p99 marked, as inline SVG.
+fn histogram(title: &str, values_ms: &[u64]) -> String {
+    let mut sorted: Vec<std::time::Duration> = values_ms
+        .iter()
+        .map(|ms| std::time::Duration::from_millis(*ms))
+        .collect();
+    sorted.sort();
+    // The percentiles as the console and the benchmarks compute them.
+    let q = |p: f64| crate::units::percentile(&sorted, p).as_secs_f64() * 1000.0;
+    let max = q(1.0).max(1.0);
     const BINS: usize = 24;
     let width = max / BINS as f64;
     let mut counts = [0u32; BINS];
-    for v in &sorted {
-        counts[((v / width) as usize).min(BINS - 1)] += 1;
+    for v in values_ms {
+        counts[((*v as f64 / width) as usize).min(BINS - 1)] += 1;
     }
     let top = counts.iter().copied().max().unwrap_or(1) + 1;
     let svg = draw_svg((520, 230), |root| {
