@@ -219,9 +219,8 @@ pub struct FleetHandler {
     pub log_requests: std::sync::atomic::AtomicBool,
     /// Protocol requests (not /health, not a probe's marked ones) the platform sent.
     pub protocol_requests: std::sync::atomic::AtomicU64,
-    /// Each answer's span, for the HTML report; `lanes[i]` names agent i and its behaviours.
+    /// Each answer's span, for the HTML report.
     pub timeline: super::timeline::Timeline,
-    lanes: Vec<String>,
 }
 
 /// What a request's journal and observer records need once the answer is out.
@@ -412,12 +411,8 @@ impl Handler for FleetHandler {
 
     async fn finish(&self, note: Note, delivered: Delivered) {
         if let Some(index) = note.agent {
-            self.timeline.record(
-                &self.lanes[index],
-                &note.endpoint,
-                note.received,
-                &delivered,
-            );
+            self.timeline
+                .record(index, &note.endpoint, note.received, &delivered);
             self.observer.on_answer(&Answered {
                 seq: note.seq,
                 agent: self.agents[index].name(),
@@ -546,8 +541,7 @@ pub async fn serve(
         })
         .collect();
     let handler = Arc::new(FleetHandler {
-        timeline: super::timeline::Timeline::new(Instant::now()),
-        lanes,
+        timeline: super::timeline::Timeline::new(Instant::now(), lanes),
         agents,
         routes,
         journal,

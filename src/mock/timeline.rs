@@ -14,21 +14,35 @@ pub const CAP: usize = 20_000;
 
 pub struct Timeline {
     started: Instant,
+    /// Each agent's lane: its name and behaviours, by the agent's index.
+    lanes: Vec<String>,
     kept: Mutex<Kept>,
+}
+
+/// A span as recorded on the hot path: the lane by index, the outcome as it is; made a
+/// [`Span`] (names and words) only when the report is.
+struct Raw {
+    lane: usize,
+    endpoint: String,
+    start_ms: u64,
+    duration_ms: u64,
+    outcome: Outcome,
 }
 
 #[derive(Default)]
 struct Kept {
-    spans: Vec<Span>,
+    spans: Vec<Raw>,
     seen: u64,
     /// A xorshift state for the sample (seeded by the count: the same run keeps the same spans).
     rng: u64,
 }
 
 impl Timeline {
-    pub fn new(started: Instant) -> Timeline {
+    /// A timeline from `started`, with a lane per agent (`lanes[i]` names agent i).
+    pub fn new(started: Instant, lanes: Vec<String>) -> Timeline {
         Timeline {
             started,
+            lanes,
             kept: Mutex::new(Kept {
                 rng: 0x9e37_79b9_7f4a_7c15,
                 ..Kept::default()
@@ -36,14 +50,14 @@ impl Timeline {
         }
     }
 
-    /// An answer that is over.
-    pub fn record(&self, lane: &str, endpoint: &str, received: Instant, delivered: &Delivered) {
-        let span = Span {
-            lane: lane.to_string(),
-            label: endpoint.to_string(),
+    /// An answer of agent `lane` that is over.
+    pub fn record(&self, lane: usize, endpoint: &str, received: Instant, delivered: &Delivered) {
+        let span = Raw {
+            lane,
+            endpoint: endpoint.to_string(),
             start_ms: received.saturating_duration_since(self.started).as_millis() as u64,
             duration_ms: delivered.total.as_millis() as u64,
-            outcome: outcome(delivered.outcome).to_string(),
+            outcome: delivered.outcome,
         };
         let Ok(mut kept) = self.kept.lock() else {
             return;
@@ -70,20 +84,26 @@ impl Timeline {
         let Ok(mut kept) = self.kept.lock() else {
             return (Vec::new(), 0);
         };
-        let mut spans = std::mem::take(&mut kept.spans);
+        let mut spans: Vec<Span> = std::mem::take(&mut kept.spans)
+            .into_iter()
+            .map(|r| Span {
+                lane: self.lanes.get(r.lane).cloned().unwrap_or_default(),
+                label: r.endpoint,
+                start_ms: r.start_ms,
+                duration_ms: r.duration_ms,
+                outcome: outcome(r.outcome),
+            })
+            .collect();
         spans.sort_by_key(|s| s.start_ms);
         (spans, kept.seen)
     }
 }
 
-fn outcome(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Complete => "complete",
-        Outcome::Reset => "reset",
-        Outcome::Closed => "closed",
-        Outcome::Hung => "hung",
-        Outcome::PeerGone => "peer-gone",
-        Outcome::Shutdown => "shutdown",
+/// An outcome as the journal spells it (its serde name: `complete`, `peer-gone`, …).
+fn outcome(o: Outcome) -> String {
+    match serde_json::to_value(o) {
+        Ok(serde_json::Value::String(word)) => word,
+        _ => format!("{o:?}"),
     }
 }
 
@@ -95,7 +115,7 @@ mod tests {
     #[test]
     fn past_the_cap_a_sample_is_kept() {
         let started = Instant::now();
-        let t = Timeline::new(started);
+        let t = Timeline::new(started, vec!["a [conforming]".into()]);
         let delivered = Delivered {
             outcome: Outcome::Complete,
             bytes: 10,
@@ -103,12 +123,7 @@ mod tests {
             total: Duration::from_millis(3),
         };
         for i in 0..(CAP as u64 * 3) {
-            t.record(
-                "a",
-                "analyze",
-                started + Duration::from_millis(i),
-                &delivered,
-            );
+            t.record(0, "analyze", started + Duration::from_millis(i), &delivered);
         }
         let (spans, seen) = t.take();
         assert_eq!(seen, CAP as u64 * 3);
@@ -117,5 +132,6 @@ mod tests {
         // Spread over the whole run, not the first CAP.
         assert!(spans.last().unwrap().start_ms > CAP as u64 * 2);
         assert_eq!(spans[0].outcome, "complete");
+        assert_eq!(spans[0].lane, "a [conforming]");
     }
 }
