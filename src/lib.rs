@@ -29,6 +29,8 @@ macro_rules! out {
 // test (`tests/tck/layers.rs`) holds the crate to it.
 pub mod content;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod jsonpath;
 pub mod phrases;
 pub mod schema;

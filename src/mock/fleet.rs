@@ -209,6 +209,19 @@ enum Routes {
     PerAgent(HashMap<u16, usize>),
 }
 
+impl Routes {
+    /// Each agent by its name, on one port.
+    fn shared(agents: &[MockAgent]) -> Routes {
+        Routes::Shared(
+            agents
+                .iter()
+                .enumerate()
+                .map(|(i, a)| (a.name().to_string(), i))
+                .collect(),
+        )
+    }
+}
+
 /// The fleet as a request handler.
 pub struct FleetHandler {
     pub agents: Vec<MockAgent>,
@@ -235,6 +248,41 @@ pub struct Note {
 }
 
 impl FleetHandler {
+    fn new(
+        agents: Vec<MockAgent>,
+        routes: Routes,
+        journal: Journal,
+        observer: Box<dyn PlatformObserver>,
+    ) -> FleetHandler {
+        let lanes = agents
+            .iter()
+            .map(|a| {
+                let behaviours: Vec<&str> = a.items.iter().map(|i| i.source.as_str()).collect();
+                format!("{} [{}]", a.name(), behaviours.join(", "))
+            })
+            .collect();
+        FleetHandler {
+            timeline: super::timeline::Timeline::new(Instant::now(), lanes),
+            agents,
+            routes,
+            journal,
+            observer,
+            log_requests: std::sync::atomic::AtomicBool::new(false),
+            protocol_requests: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// `agents` under `/agents/<name>/` of one port, not bound to any (the fuzz targets call
+    /// [`Handler::handle`] directly).
+    pub(crate) fn shared(
+        agents: Vec<MockAgent>,
+        journal: Journal,
+        observer: Box<dyn PlatformObserver>,
+    ) -> FleetHandler {
+        let routes = Routes::shared(&agents);
+        FleetHandler::new(agents, routes, journal, observer)
+    }
+
     /// The agent a request is for, and the endpoint (path segment after the agent).
     fn route<'r>(&self, request: &'r Request) -> Option<(usize, &'r str)> {
         let path = request.path();
@@ -499,12 +547,7 @@ pub async fn serve(
                 .map(|a| format!("http://{addr}/agents/{}", a.name()))
                 .collect();
             listeners.push(listener);
-            let by_name = agents
-                .iter()
-                .enumerate()
-                .map(|(i, a)| (a.name().to_string(), i))
-                .collect();
-            (Routes::Shared(by_name), urls)
+            (Routes::shared(&agents), urls)
         }
         Layout::PerAgent => {
             let mut by_port = HashMap::new();
@@ -533,22 +576,7 @@ pub async fn serve(
         .iter()
         .filter_map(|l| l.local_addr().ok())
         .collect();
-    let lanes = agents
-        .iter()
-        .map(|a| {
-            let behaviours: Vec<&str> = a.items.iter().map(|i| i.source.as_str()).collect();
-            format!("{} [{}]", a.name(), behaviours.join(", "))
-        })
-        .collect();
-    let handler = Arc::new(FleetHandler {
-        timeline: super::timeline::Timeline::new(Instant::now(), lanes),
-        agents,
-        routes,
-        journal,
-        observer,
-        log_requests: std::sync::atomic::AtomicBool::new(false),
-        protocol_requests: std::sync::atomic::AtomicU64::new(0),
-    });
+    let handler = Arc::new(FleetHandler::new(agents, routes, journal, observer));
     for listener in listeners {
         tracker.spawn(http1::serve(
             listener,

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -273,16 +273,7 @@ async fn connection<H: Handler>(
             read = read_request(&mut stream, &mut buf, limits) => read,
         };
         let request = match read {
-            Ok(Some(parts)) => Request {
-                method: parts.method,
-                target: parts.target,
-                headers: parts.headers,
-                body: parts.body,
-                close: parts.close,
-                received: Instant::now(),
-                peer,
-                local,
-            },
+            Ok(Some(parts)) => parts.stamp(peer, local),
             Ok(None) => return Ok(()),
             Err(ReadError::Incomplete { target, what }) => {
                 handler.incomplete(local, target.as_deref(), &what);
@@ -321,7 +312,7 @@ async fn connection<H: Handler>(
 }
 
 /// A request's parts before it is stamped.
-struct Parts {
+pub(crate) struct Parts {
     method: String,
     target: String,
     headers: Vec<(String, String)>,
@@ -329,7 +320,23 @@ struct Parts {
     close: bool,
 }
 
-enum ReadError {
+impl Parts {
+    /// The request, stamped now, between `peer` and `local`.
+    pub(crate) fn stamp(self, peer: SocketAddr, local: SocketAddr) -> Request {
+        Request {
+            method: self.method,
+            target: self.target,
+            headers: self.headers,
+            body: self.body,
+            close: self.close,
+            received: Instant::now(),
+            peer,
+            local,
+        }
+    }
+}
+
+pub(crate) enum ReadError {
     Io(std::io::Error),
     /// The peer closed in the middle of a request.
     Incomplete {
@@ -359,7 +366,7 @@ fn bad(status: u16, message: impl Into<String>) -> ReadError {
 }
 
 /// Reads more bytes into `buf`; false at end of stream.
-async fn fill(stream: &mut TcpStream, buf: &mut BytesMut) -> std::io::Result<bool> {
+async fn fill<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut BytesMut) -> std::io::Result<bool> {
     if buf.capacity() - buf.len() < 1024 {
         buf.reserve(4096);
     }
@@ -367,8 +374,9 @@ async fn fill(stream: &mut TcpStream, buf: &mut BytesMut) -> std::io::Result<boo
 }
 
 /// Reads one request (head and body). `Ok(None)`: the peer closed cleanly between requests.
-async fn read_request(
-    stream: &mut TcpStream,
+/// Generic over the stream so that the fuzz targets can feed it bytes from memory.
+pub(crate) async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
     buf: &mut BytesMut,
     limits: ServerLimits,
 ) -> Result<Option<Parts>, ReadError> {
@@ -507,8 +515,8 @@ async fn read_request(
 }
 
 /// Decodes a chunked request body (trailers are read and dropped).
-async fn read_chunked(
-    stream: &mut TcpStream,
+async fn read_chunked<S: AsyncRead + Unpin>(
+    stream: &mut S,
     buf: &mut BytesMut,
     max_body: usize,
 ) -> Result<Bytes, ReadError> {
@@ -523,7 +531,8 @@ async fn read_chunked(
             while !read_line(stream, buf).await?.is_empty() {}
             return Ok(body.freeze());
         }
-        if body.len() + size > max_body {
+        // Compared without adding: a size of 16 hex digits would overflow the sum.
+        if size > max_body.saturating_sub(body.len()) {
             return Err(bad(
                 413,
                 format!("the request body is over the mock's limit of {max_body} bytes"),
@@ -540,7 +549,10 @@ async fn read_chunked(
 }
 
 /// One CRLF-terminated line (without the CRLF), at most 4 KiB.
-async fn read_line(stream: &mut TcpStream, buf: &mut BytesMut) -> Result<String, ReadError> {
+async fn read_line<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    buf: &mut BytesMut,
+) -> Result<String, ReadError> {
     loop {
         if let Some(end) = buf.windows(2).position(|w| w == b"\r\n") {
             let line = String::from_utf8_lossy(&buf[..end]).into_owned();

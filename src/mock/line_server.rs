@@ -284,12 +284,26 @@ where
             tokio::select! {
                 // An answer still held back is judged by the observer as still awaited.
                 _ = stop.cancelled() => {}
-                _ = serve_lines(&service, r, w, StdioQuirks::default(), &|_| {}) => {}
+                _ = serve_stream(&service, r, w) => {}
             }
         });
     }
     tracker.close();
     tracker.wait().await;
+}
+
+/// Serves one connection's lines, as the socket mocks do (no stdio quirks); also what the fuzz
+/// targets feed bytes from memory.
+pub(crate) async fn serve_stream<R, W>(
+    service: &LineService,
+    reader: R,
+    writer: W,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    serve_lines(service, reader, writer, StdioQuirks::default(), &|_| {}).await
 }
 
 /// How the wait for an answer's moment ended.

@@ -279,6 +279,21 @@ async fn exchange(
     }
 }
 
+/// One exchange over a stream that is already open (the fuzz targets' in-memory one), without
+/// the deadline: the caller bounds it.
+pub(crate) async fn exchange_over<S>(
+    stream: S,
+    base: &BaseUrl,
+    request: &Request,
+    limits: Limits,
+) -> Result<Response, Error>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let progress = Progress::default();
+    exchange_on(stream, base, request, limits, &progress, Instant::now()).await
+}
+
 async fn exchange_on<S>(
     stream: S,
     base: &BaseUrl,

@@ -13,6 +13,7 @@ mod connector_fleet;
 mod engine;
 mod fleet;
 mod fleet_file;
+mod fuzz;
 mod harness_judged;
 mod hostile;
 mod html_report;

@@ -56,7 +56,7 @@ fn validate(name: &str, args: &Value) -> Result<(), String> {
     }
 }
 
-static RULE_NAMES: DriverRules = DriverRules::new(&RULES, validate, "probe connector");
+pub(crate) static RULE_NAMES: DriverRules = DriverRules::new(&RULES, validate, "probe connector");
 
 pub fn suite() -> Result<LoadedSuite, String> {
     static LOADED: OnceLock<Result<LoadedSuite, String>> = OnceLock::new();
