@@ -66,7 +66,12 @@ pub struct Target {
 pub fn read(path: &Path) -> Result<Vec<Target>, String> {
     let source = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| format!("{source}: {e}"))?;
-    let file: TargetsFile = crate::text::read_yaml_with_env(&source, &text)?;
+    parse(&source, &text)
+}
+
+/// Parses a targets file's `text`, read from `source`.
+pub fn parse(source: &str, text: &str) -> Result<Vec<Target>, String> {
+    let file: TargetsFile = crate::text::read_yaml_with_env(source, text)?;
     let mut targets: Vec<Target> = Vec::new();
     for e in file.targets {
         let at = format!("{source}:{}", e.name.referenced.line());
@@ -212,7 +217,9 @@ pub async fn run(
     };
     merged_output.check()?;
     // Each target's command line, parsed now: a bad flag is a usage error before anything runs.
-    let mut jobs = Vec::new();
+    // The jobs themselves are made again when their turn comes: a list of thousands of targets
+    // holds thousands of command lines, not thousands of loaded suites.
+    let mut commands = Vec::new();
     for t in &targets {
         let mut argv = rest.clone();
         argv.extend(t.args.iter().map(OsString::from));
@@ -222,8 +229,8 @@ pub async fn run(
                 argv.push(out_dir.join(format!("{}.{ext}", t.name)).into());
             }
         }
-        let made = job(&argv).map_err(|e| Error::usage(format!("target {}: {e}", t.name)))?;
-        jobs.push((t.name.clone(), made));
+        job(&argv).map_err(|e| Error::usage(format!("target {}: {e}", t.name)))?;
+        commands.push((t.name.clone(), argv));
     }
     crate::outln!(
         "agent-tck · {} of {all} target(s){} · {concurrency} at a time · reports in {}",
@@ -233,22 +240,33 @@ pub async fn run(
             .unwrap_or_default(),
         out_dir.display()
     );
-    let mut done: Vec<(String, Report)> = stream::iter(jobs)
-        .map(|(name, job)| async move {
-            let output = job.output.clone();
-            let result = (job.run)(std::sync::Arc::new(|_: &CaseResult| {})).await;
-            let report = result.and_then(|mut r| {
-                output.apply_baseline(&mut r)?;
-                output.write_quietly(&r)?;
-                Ok(r)
-            });
+    // A target's whole report is kept only for a merged report; the matrix needs its summary.
+    let keep = merged_output.json.is_some()
+        || merged_output.junit.is_some()
+        || merged_output.html.is_some();
+    let job = &job;
+    let mut done: Vec<Done> = stream::iter(commands)
+        .map(|(name, argv)| async move {
+            let report = match job(&argv) {
+                Ok(job) => {
+                    let output = job.output.clone();
+                    (job.run)(std::sync::Arc::new(|_: &CaseResult| {}))
+                        .await
+                        .and_then(|mut r| {
+                            output.apply_baseline(&mut r)?;
+                            output.write_quietly(&r)?;
+                            Ok(r)
+                        })
+                }
+                Err(e) => Err(e),
+            };
             (name, report)
         })
         .buffer_unordered(concurrency)
         .map(|(name, report)| match report {
             Ok(r) => {
                 crate::outln!("  {name:<24} {}", verdict(&r));
-                Ok((name, r))
+                Ok(Done::of(name, r, keep))
             }
             Err(e) => Err(Error::run(format!("target {name}: {e}"))),
         })
@@ -257,11 +275,39 @@ pub async fn run(
         .into_iter()
         .collect::<Result<_, _>>()?;
     // The list's order, whatever order they finished in.
-    done.sort_by_key(|(name, _)| targets.iter().position(|t| &t.name == name));
+    done.sort_by_key(|d| targets.iter().position(|t| t.name == d.name));
     crate::out!("\n{}", matrix(&done));
-    let merged = merge(&done, &file)?;
-    merged_output.write(&merged)?;
-    Ok(u8::from(done.iter().any(|(_, r)| r.exit_code() != 0)))
+    if keep {
+        let merged = merge(&mut done, &file)?;
+        merged_output.write(&merged)?;
+    }
+    Ok(u8::from(done.iter().any(|d| !d.passed)))
+}
+
+/// What is kept of one target's run.
+struct Done {
+    name: String,
+    passed: bool,
+    /// The cases that fail the run.
+    failing: Vec<String>,
+    /// The whole report, when a merged report is to be written.
+    report: Option<Report>,
+}
+
+impl Done {
+    fn of(name: String, report: Report, keep: bool) -> Done {
+        Done {
+            name,
+            passed: report.exit_code() == 0,
+            failing: report
+                .cases
+                .iter()
+                .filter(|c| report.is_blocking(c))
+                .map(|c| c.id.clone())
+                .collect(),
+            report: keep.then_some(report),
+        }
+    }
 }
 
 fn verdict(r: &Report) -> String {
@@ -277,24 +323,20 @@ fn verdict(r: &Report) -> String {
 }
 
 /// The summary matrix: target × verdict × the cases that fail the run.
-fn matrix(done: &[(String, Report)]) -> String {
-    let width = done.iter().map(|(n, _)| n.len()).max().unwrap_or(6).max(6);
+fn matrix(done: &[Done]) -> String {
+    let width = done.iter().map(|d| d.name.len()).max().unwrap_or(6).max(6);
     let mut out = format!("{:<width$}  verdict  failing cases\n", "target");
-    for (name, r) in done {
-        let failing: Vec<&str> = r
-            .cases
-            .iter()
-            .filter(|c| r.is_blocking(c))
-            .map(|c| c.id.as_str())
-            .collect();
+    for d in done {
+        let failing = &d.failing;
         let shown = if failing.len() > 6 {
             format!("{} and {} more", failing[..6].join(", "), failing.len() - 6)
         } else {
             failing.join(", ")
         };
         out.push_str(&format!(
-            "{name:<width$}  {:<7}  {}\n",
-            if r.exit_code() == 0 { "PASS" } else { "FAIL" },
+            "{:<width$}  {:<7}  {}\n",
+            d.name,
+            if d.passed { "PASS" } else { "FAIL" },
             if shown.is_empty() {
                 "-".to_string()
             } else {
@@ -302,7 +344,7 @@ fn matrix(done: &[(String, Report)]) -> String {
             }
         ));
     }
-    let failed = done.iter().filter(|(_, r)| r.exit_code() != 0).count();
+    let failed = done.iter().filter(|d| !d.passed).count();
     out.push_str(&format!(
         "{} target(s): {} passed, {failed} failed\n",
         done.len(),
@@ -313,7 +355,7 @@ fn matrix(done: &[(String, Report)]) -> String {
 
 /// One report of the targets' reports, every case and group prefixed by its target's name (so
 /// that shards merged later give the same ids as one run over the whole list).
-fn merge(done: &[(String, Report)], file: &Path) -> Result<Report, Error> {
+fn merge(done: &mut [Done], file: &Path) -> Result<Report, Error> {
     if done.is_empty() {
         // A shard with no target of the list: an empty report, so that the merge step reads
         // every shard's file.
@@ -327,14 +369,14 @@ fn merge(done: &[(String, Report)], file: &Path) -> Result<Report, Error> {
         return Ok(info.report(Vec::new(), &crate::text::Redactor::new(Vec::new())));
     }
     let parts: Vec<(String, Report)> = done
-        .iter()
-        .map(|(name, r)| {
-            let mut r = r.clone();
+        .iter_mut()
+        .filter_map(|d| {
+            let mut r = d.report.take()?;
             for c in &mut r.cases {
-                c.id = format!("{name}: {}", c.id);
-                c.group = format!("{name}: {}", c.group);
+                c.id = format!("{}: {}", d.name, c.id);
+                c.group = format!("{}: {}", d.name, c.group);
             }
-            (name.clone(), r)
+            Some((d.name.clone(), r))
         })
         .collect();
     crate::report::tools::merge(&parts).map_err(Error::Run)
