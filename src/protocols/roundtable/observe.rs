@@ -23,6 +23,8 @@ use crate::report::{CaseResult, Level, Status};
 /// Tasks and canaries tracked at most: a fleet serving for days must not grow without bound.
 /// Past it, new ones are not followed (and the verdicts say so).
 const MAX_TRACKED: usize = 100_000;
+/// Most (task, agent) /analyze outcomes the books hold.
+const MAX_ANALYSES: usize = 4 * MAX_TRACKED;
 /// The platform's per-field limit (Response Size Limits).
 pub const MAX_FIELD_CHARS: usize = 50_000;
 
@@ -44,39 +46,78 @@ struct State {
     failed_excluded: Tally,
     nul: Tally,
     field_length: Tally,
-    /// task_id → agent → whether its /analyze answer was usable within the platform's timeout.
-    analyze: HashMap<String, HashMap<String, bool>>,
+    /// (task_id, agent) → whether its /analyze answer was usable within the platform's timeout.
+    analyze: HashMap<(Key, Key), bool>,
     /// canary → (payload id, family, agent that sent it).
     canaries: HashMap<String, (String, String, String)>,
     reappeared: Vec<Reappearance>,
     reappeared_seen: HashSet<(String, String)>,
-    /// task_id → phase → timing of the requests the fleet received.
-    phases: HashMap<String, HashMap<String, Phase>>,
+    /// task_id → each phase's timing of the requests the fleet received.
+    phases: HashMap<Key, [Phase; 3]>,
     /// Tasks or canaries not followed because MAX_TRACKED was reached.
     untracked: u64,
 }
 
-/// When a task's phase started and when the platform's wait for it could have ended.
+/// A task id or an agent name as the books key it: its 64-bit FNV-1a. The books hold a few
+/// hundred thousand keys of a few bytes each, pre-sized, so that a fleet's memory stays flat
+/// under a platform that sends a new task with every request (two of 400,000 keys colliding:
+/// about 4 in 10^9).
+type Key = u64;
+
+fn key(text: &str) -> Key {
+    crate::text::fnv1a(text)
+}
+
+/// The phases a task goes through, in order: their index in a task's books.
+const PHASES: [&str; 3] = ["analyze", "challenge", "vote"];
+
+/// When a task's phase started and when the platform's wait for it could have ended, in
+/// microseconds since the observer started (`u64::MAX`: the phase has not begun).
 #[derive(Debug, Clone, Copy)]
 struct Phase {
-    first_request: Instant,
+    first_request: u64,
     /// The latest moment an answer of this phase was complete, or (for an answer that never
     /// came or came too late) when the platform's timeout for it ran out.
-    wait_ended: Instant,
+    wait_ended: u64,
+}
+
+impl Phase {
+    const NOT_BEGUN: Phase = Phase {
+        first_request: u64::MAX,
+        wait_ended: u64::MAX,
+    };
+
+    fn begun(&self) -> bool {
+        self.first_request != u64::MAX
+    }
 }
 
 pub struct Observer {
     /// The platform's per-endpoint timeout, to judge whether a slow answer was usable.
     pub platform_timeout: Duration,
+    /// The origin of the books' times.
+    started: Instant,
     state: Mutex<State>,
 }
 
 impl Observer {
     pub fn new(platform_timeout: Duration) -> Observer {
+        // Sized for the most they hold: no rehash of a hundred thousand entries in the middle of
+        // a request (a latency spike), and a fleet's memory reaches its level at once.
+        let state = State {
+            phases: HashMap::with_capacity(MAX_TRACKED),
+            analyze: HashMap::with_capacity(MAX_ANALYSES),
+            ..State::default()
+        };
         Observer {
             platform_timeout,
-            state: Mutex::new(State::default()),
+            started: Instant::now(),
+            state: Mutex::new(state),
         }
+    }
+
+    fn micros(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.started).as_micros() as u64
     }
 }
 
@@ -89,23 +130,22 @@ impl PlatformObserver for Observer {
         let task = body
             .and_then(|v| v.get("task_id"))
             .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let phase = Phase {
-            first_request: at,
-            wait_ended: at,
-        };
-        if let Some(phases) = s.phases.get_mut(&task) {
-            if !phases.contains_key(endpoint) {
-                phases.insert(endpoint.to_string(), phase);
+            .unwrap_or("");
+        let task_key = key(task);
+        if let Some(i) = PHASES.iter().position(|p| *p == endpoint) {
+            let now = self.micros(at);
+            let tracked = s.phases.len() < MAX_TRACKED || s.phases.contains_key(&task_key);
+            if tracked {
+                let phase = &mut s.phases.entry(task_key).or_insert([Phase::NOT_BEGUN; 3])[i];
+                if !phase.begun() {
+                    *phase = Phase {
+                        first_request: now,
+                        wait_ended: now,
+                    };
+                }
+            } else {
+                s.untracked += 1;
             }
-        } else if s.phases.len() < MAX_TRACKED {
-            s.phases
-                .entry(task.clone())
-                .or_default()
-                .insert(endpoint.to_string(), phase);
-        } else {
-            s.untracked += 1;
         }
         for placed in &decision.injected {
             if s.canaries.len() >= MAX_TRACKED {
@@ -127,18 +167,16 @@ impl PlatformObserver for Observer {
         match endpoint {
             "analyze" => {
                 let usable = decision.usable_within(self.platform_timeout);
-                if s.analyze.len() >= MAX_TRACKED && !s.analyze.contains_key(&task) {
+                let pair = (task_key, key(name));
+                if s.analyze.len() >= MAX_ANALYSES && !s.analyze.contains_key(&pair) {
                     s.untracked += 1;
                     return;
                 }
-                s.analyze
-                    .entry(task)
-                    .or_default()
-                    .insert(name.to_string(), usable);
+                s.analyze.insert(pair, usable);
             }
             "challenge" => {
                 if let Some(body) = body {
-                    check_challenge(&mut s, name, &task, body);
+                    check_challenge(&mut s, name, task, body);
                 }
             }
             _ => {
@@ -243,8 +281,14 @@ impl PlatformObserver for Observer {
         } else {
             deadline
         };
-        if let Some(phase) = s.phases.get_mut(task).and_then(|p| p.get_mut(endpoint)) {
-            phase.wait_ended = phase.wait_ended.max(ended);
+        let ended = self.micros(ended);
+        let Some(i) = PHASES.iter().position(|p| *p == endpoint) else {
+            return;
+        };
+        if let Some(phase) = s.phases.get_mut(&key(task)).map(|p| &mut p[i]) {
+            if phase.begun() {
+                phase.wait_ended = phase.wait_ended.max(ended);
+            }
         }
     }
 }
@@ -273,7 +317,7 @@ fn check_challenge(s: &mut State, receiver: &str, task: &str, body: &Value) {
     for (i, other) in others.iter().enumerate() {
         let named = name_of(other);
         let named = named.as_str();
-        if let Some(usable) = s.analyze.get(task).and_then(|m| m.get(named)).copied() {
+        if let Some(usable) = s.analyze.get(&(key(task), key(named))).copied() {
             s.failed_excluded.check(usable, || {
                 format!("{receiver} got other_analyses[{i}] from {named}, whose /analyze failed (task {task})")
             });
@@ -391,19 +435,15 @@ fn latency_case(s: &State) -> CaseResult {
         "Timeouts (informational)",
     );
     let mut lines = Vec::new();
-    for (from, to) in [("analyze", "challenge"), ("challenge", "vote")] {
+    for (i, (from, to)) in [("analyze", "challenge"), ("challenge", "vote")]
+        .into_iter()
+        .enumerate()
+    {
         let mut gaps: Vec<f64> = s
             .phases
             .values()
-            .filter_map(|p| {
-                let (a, b) = (p.get(from)?, p.get(to)?);
-                Some(
-                    b.first_request
-                        .saturating_duration_since(a.wait_ended)
-                        .as_secs_f64()
-                        * 1e3,
-                )
-            })
+            .filter(|p| p[i].begun() && p[i + 1].begun())
+            .map(|p| p[i + 1].first_request.saturating_sub(p[i].wait_ended) as f64 / 1e3)
             .collect();
         if gaps.is_empty() {
             continue;
