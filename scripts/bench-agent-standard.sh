@@ -20,7 +20,7 @@ RUNS=${RUNS:-20}
 cargo build --release --bins
 BIN=$PWD/target/release/agent-tck
 TIME=/usr/bin/time
-[ -x "$TIME" ] || die "$TIME is missing (apt-get install -y time)"
+need time:/usr/bin/time
 
 now() { date +%s.%N; }
 per() { echo "scale=3; ($2 - $1) * 1000 / $3" | bc; }

@@ -16,8 +16,7 @@ SCRIPT=bench-connector.sh
 source scripts/common.sh
 DURATION=${DURATION:-10s}
 CLIENTS=${CLIENTS:-"1000 10000"}
-command -v wrk >/dev/null || die "wrk is missing (apt-get install -y wrk)"
-[ -x /usr/bin/time ] || die "/usr/bin/time is missing (apt-get install -y time)"
+need wrk:wrk time:/usr/bin/time
 cargo build --release --bins --examples
 BIN=$PWD/target/release/agent-tck
 FIG=$PWD/target/release/examples/connector_figures

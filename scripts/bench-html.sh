@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 SCRIPT=bench-html.sh
 source scripts/common.sh
 N=${N:-10000}
-command -v python3 >/dev/null || die "python3 is missing (apt-get install -y python3)"
+need python3:python3
 cargo build --release --bins --examples
 BIN=$PWD/target/release/agent-tck
 

@@ -15,7 +15,8 @@
 #   (2') the same 10,000 in flight at once, but released 5,000 a second against `slow:2s`, so the
 #       server reads them as they come: the timer's accuracy rather than the server's queue;
 #   (3) resident memory of an idle 10,000-agent fleet (generate: 10000, one port);
-#   (4) resident memory of a `hang` agent holding 10,000 connections with a request each.
+#   (4) resident memory of a `hang` agent holding 10,000 connections with a request each;
+#   (5) instructions per request, mock and bare hyper, under callgrind (scripts/instructions.sh).
 # Every server started here is killed on exit.
 #
 # Usage: scripts/bench-mock.sh   (ROUNDS=N: throughput rounds, default 2; DURATION=10s: each wrk
@@ -34,9 +35,7 @@ TARGET_DIR=${CARGO_TARGET_DIR:-target}
 SCRIPT=bench-mock.sh
 source scripts/common.sh
 
-for tool in wrk curl python3 ss; do
-    command -v "$tool" >/dev/null || die "$tool is missing (apt-get install -y wrk curl python3 iproute2)"
-done
+need wrk:wrk curl:curl python3:python3 iproute2:ss
 # oha is optional: with it, (1) is measured under oha as well.
 OHA=$(command -v oha || true)
 
@@ -430,3 +429,8 @@ row "(3) idle fleet of $AGENTS agents, RSS" "$(mb "$BIG_RSS") (peak $(mb "$BIG_H
 row "(4) hang agent, RSS before" "$(mb "$HANG_RSS0")"
 row "(4) hang agent, $CONNS connections held" "$(mb "$HANG_RSS") ($(awk -v a="$HANG_RSS" -v b="$HANG_RSS0" -v n="$CONNS" 'BEGIN { printf "%.1f", (a - b) / n }') KB per connection; $HELD established, $UNREAD with unread bytes; client: $HOLD_FAILED failed, exit $rc) — target < 200 MB: $(verdict "$HANG_RSS" "<=" 204800)"
 row "(4) hang agent, after the client left" "$(mb "$HANG_RSS_AFTER") ($LEFT connections left); stop: $HANG_STOP"
+
+# ---- (5) instructions per request -------------------------------------------------------------------
+# The figure that does not move with the machine's load: callgrind's count (scripts/instructions.sh).
+echo
+scripts/instructions.sh 2>/dev/null | grep -v '^ *\(Compiling\|Finished\)'

@@ -19,7 +19,7 @@ cargo build --release --bins --examples
 BIN=$PWD/target/release/agent-tck
 TURNS_BIN=$PWD/target/release/examples/turns
 TIME=/usr/bin/time
-[ -x "$TIME" ] || die "$TIME is missing (apt-get install -y time)"
+need time:/usr/bin/time
 
 MOCK="$BIN mock agent --protocol execute-task --stdio --seed 1"
 

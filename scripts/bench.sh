@@ -21,7 +21,7 @@ cargo build --release --examples --bins
 BIN=target/release/agent-tck
 HOSTILE=target/release/examples/hostile_agent
 TIME=/usr/bin/time
-[ -x "$TIME" ] || die "$TIME is missing (apt-get install -y time)"
+need time:/usr/bin/time
 
 start reference 10 "$BIN" mock agent --port 0 --seed 1
 REFERENCE=$URL

@@ -45,3 +45,18 @@ start() {
     cat "$tmp/$name.err" >&2
     exit 1
 }
+
+# need PACKAGE:COMMAND... : installs each Debian PACKAGE whose COMMAND is missing (apt-get update
+# first; sudo when not root), so the scripts run on a fresh machine.
+need() {
+    local missing=() item
+    for item in "$@"; do
+        command -v "${item#*:}" >/dev/null || missing+=("${item%%:*}")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    local sudo=
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    echo "$SCRIPT: installing ${missing[*]}…" >&2
+    $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2 ||
+        die "cannot install ${missing[*]} (apt-get install -y ${missing[*]})"
+}
