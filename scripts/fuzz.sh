@@ -21,11 +21,14 @@ ALL="mock_request mock_body probe_response line_reader suite_yaml config_yaml"
 TARGETS=${*:-$ALL}
 
 seed_dirs() { # seed_dirs TARGET : the directories its seeds come from (tests/tck/fuzz.rs has the same list)
-    echo "fuzz/seeds/$1"
-    case $1 in
-    suite_yaml) echo suites tests/tck/toy ;;
-    config_yaml) echo mocks mocks/injection suites/execute_task ;;
-    esac
+    local dir
+    for dir in "fuzz/seeds/$1" $(case $1 in
+        suite_yaml) echo suites tests/tck/toy ;;
+        config_yaml) echo mocks mocks/injection suites/execute_task ;;
+        esac); do
+        [ -d "$dir" ] && echo "$dir"
+    done
+    return 0
 }
 
 if ! rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
@@ -49,11 +52,12 @@ for t in $TARGETS; do
     "$CARGO_TARGET_DIR/$TRIPLE/release/$t" "fuzz/corpus/$t" $(seed_dirs "$t") \
         -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="fuzz/artifacts/$t/" >"$log" 2>&1 || rc=$?
+    # A run that stopped early prints no statistics: each figure is then "?".
     runs=$(awk '/^stat::number_of_executed_units:/ { print $NF }' "$log")
     rss=$(awk '/^stat::peak_rss_mb:/ { print $NF }' "$log")
-    cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | awk '{ print $2 }')
+    cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | awk '{ print $2 }' || true)
     corpus=$(find "fuzz/corpus/$t" -type f | wc -l)
-    secs=$(grep -oE 'Done [0-9]+ runs in [0-9]+ second' "$log" | awk '{ print $5 }')
+    secs=$(grep -oE 'Done [0-9]+ runs in [0-9]+ second' "$log" | awk '{ print $5 }' || true)
     found=$(find "fuzz/artifacts/$t" -type f ! -name last-run.log | wc -l)
     if [ "$rc" -ne 0 ] || [ "$found" -gt 0 ]; then
         status=1

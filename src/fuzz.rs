@@ -68,6 +68,8 @@ thread_local! {
         .expect("a current-thread runtime");
     /// The mock fleets the request targets talk to, built once.
     static FLEETS: Vec<FleetHandler> = fleets();
+    /// The built-in round-table suite (`roundtable::suite()` hands out a copy each time).
+    static SUITE: crate::probe::Suite = roundtable::suite().expect("the built-in suite");
     /// A conforming execute_task agent serving lines.
     static LINES: LineService = {
         let agent = agents(&execute_task::Agents, "agents:\n  - name: et\n").remove(0);
@@ -359,10 +361,6 @@ pub fn read_response(
 /// body), then the body parsed as the probe parses it (one JSON object, the recursion limit) and
 /// every check of the built-in round-table suite evaluated on it, as every exchange's answer.
 pub fn probe_response(data: &[u8]) {
-    use crate::probe::exchange::AuthMode;
-    use crate::probe::outcome::Outcome as ProbeOutcome;
-    use crate::probe::plugin::Ctx;
-
     const MAX_BODY: usize = PROBE_MAX_BODY;
     let (_, input) = split_first(data);
     let result = read_response(data);
@@ -380,7 +378,19 @@ pub fn probe_response(data: &[u8]) {
         }
         Err(e) => assert!(!e.to_string().is_empty(), "an error without a message"),
     }
-    let suite = roundtable::suite().expect("the built-in suite");
+    SUITE.with(|suite| judge_with_suite(suite, result));
+}
+
+/// Every check of every case of `suite`, on `result` as the answer of every exchange.
+fn judge_with_suite(
+    suite: &crate::probe::Suite,
+    result: Result<crate::transport::http::Response, crate::transport::http::Error>,
+) {
+    use crate::probe::exchange::AuthMode;
+    use crate::probe::outcome::Outcome as ProbeOutcome;
+    use crate::probe::plugin::Ctx;
+
+    const MAX_BODY: usize = PROBE_MAX_BODY;
     let outcome = Arc::new(ProbeOutcome::new(AuthMode::Default, None, result));
     let protocol = suite.protocol;
     let mut names: Vec<String> = Vec::new();

@@ -11,7 +11,11 @@ use agent_tck::fuzz;
 /// enough for the debug build — `probe_response` evaluates the whole round-table suite on each
 /// input (~60 ms in the debug build), so it gets fewer.
 fn inputs(target: &str) -> usize {
-    let default = if target == "probe_response" { 500 } else { 3000 };
+    let default = if target == "probe_response" {
+        500
+    } else {
+        3000
+    };
     std::env::var("FUZZ_INPUTS")
         .ok()
         .and_then(|n| n.parse().ok())
@@ -79,7 +83,10 @@ fn fuzz_target(target: &str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let regressions = files_in(&root.join("fuzz/regressions").join(target));
     run_all(target, &regressions);
-    run_all(target, &fuzz::mutations(&seeds, inputs(target), 0x5eed_0001));
+    run_all(
+        target,
+        &fuzz::mutations(&seeds, inputs(target), 0x5eed_0001),
+    );
 }
 
 #[test]
