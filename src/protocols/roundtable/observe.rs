@@ -71,6 +71,10 @@ fn key(text: &str) -> Key {
 /// The phases a task goes through, in order: their index in a task's books.
 const PHASES: [&str; 3] = ["analyze", "challenge", "vote"];
 
+fn phase_index(endpoint: &str) -> Option<usize> {
+    PHASES.iter().position(|p| *p == endpoint)
+}
+
 /// When a task's phase started and when the platform's wait for it could have ended, in
 /// microseconds since the observer started (`u64::MAX`: the phase has not begun).
 #[derive(Debug, Clone, Copy)]
@@ -132,7 +136,7 @@ impl PlatformObserver for Observer {
             .and_then(Value::as_str)
             .unwrap_or("");
         let task_key = key(task);
-        if let Some(i) = PHASES.iter().position(|p| *p == endpoint) {
+        if let Some(i) = phase_index(endpoint) {
             let now = self.micros(at);
             let tracked = s.phases.len() < MAX_TRACKED || s.phases.contains_key(&task_key);
             if tracked {
@@ -282,7 +286,7 @@ impl PlatformObserver for Observer {
             deadline
         };
         let ended = self.micros(ended);
-        let Some(i) = PHASES.iter().position(|p| *p == endpoint) else {
+        let Some(i) = phase_index(endpoint) else {
             return;
         };
         if let Some(phase) = s.phases.get_mut(&key(task)).map(|p| &mut p[i]) {
