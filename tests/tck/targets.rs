@@ -24,6 +24,28 @@ fn targets_file(dir: &TempDir) -> String {
     path
 }
 
+/// `agent-tck probe agent-standard --targets FILE`, then `more`.
+fn probe_targets(file: &str, more: &[&str]) -> std::process::Output {
+    let mut args = vec!["probe", "agent-standard", "--targets", file];
+    args.extend_from_slice(more);
+    tck(&args)
+}
+
+/// The run over `targets_file`'s list: exit 1, and the matrix with a row per target and the
+/// count (2 of 4 fail).
+fn assert_matrix(out: &std::process::Output) {
+    let shown = text(out);
+    assert_eq!(out.status.code(), Some(1), "{shown}");
+    let row = |words: &[&str]| {
+        shown
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == words)
+    };
+    assert!(row(&["reviewer", "FAIL", "plan.plan-scope"]), "{shown}");
+    assert!(row(&["scanner", "PASS", "-"]), "{shown}");
+    assert!(shown.contains("4 target(s): 2 passed, 2 failed"), "{shown}");
+}
+
 fn verdicts(path: &str) -> (BTreeSet<(String, String)>, Value) {
     let report: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     let cases = case_statuses(&report).into_iter().collect();
@@ -35,30 +57,20 @@ fn a_list_of_targets_gives_a_report_each_a_matrix_and_a_merged_report() {
     let dir = TempDir::new("targets");
     let file = targets_file(&dir);
     let (out_dir, all) = (dir.path("reports"), dir.path("all.json"));
-    let out = tck(&[
-        "probe",
-        "agent-standard",
-        "--targets",
+    let out = probe_targets(
         &file,
-        "--out-dir",
-        &out_dir,
-        "--target-concurrency",
-        "2",
-        "--timeout",
-        "60s",
-        "--json",
-        &all,
-    ]);
-    let shown = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{shown}");
-    let row = |words: &[&str]| {
-        shown
-            .lines()
-            .any(|l| l.split_whitespace().collect::<Vec<_>>() == words)
-    };
-    assert!(row(&["reviewer", "FAIL", "plan.plan-scope"]), "{shown}");
-    assert!(row(&["scanner", "PASS", "-"]), "{shown}");
-    assert!(shown.contains("4 target(s): 2 passed, 2 failed"), "{shown}");
+        &[
+            "--out-dir",
+            &out_dir,
+            "--target-concurrency",
+            "2",
+            "--timeout",
+            "60s",
+            "--json",
+            &all,
+        ],
+    );
+    assert_matrix(&out);
     for name in ["scanner", "reviewer", "tester", "architect"] {
         let (cases, _) = verdicts(&format!("{out_dir}/{name}.json"));
         assert!(!cases.is_empty(), "{name}");
@@ -73,28 +85,28 @@ fn a_list_of_targets_gives_a_report_each_a_matrix_and_a_merged_report() {
 
     // Bad lists are usage errors naming the place.
     std::fs::write(dir.path("bad.yaml"), "targets:\n  - name: a b\n").unwrap();
-    let out = tck(&[
-        "probe",
-        "agent-standard",
-        "--targets",
-        &dir.path("bad.yaml"),
-    ]);
+    let out = probe_targets(&dir.path("bad.yaml"), &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out).contains("bad.yaml:2: name \"a b\""),
         "{}",
         text(&out)
     );
-    let out = tck(&[
-        "probe",
-        "agent-standard",
-        "--targets",
-        &file,
-        "--shard",
-        "3/2",
-    ]);
+    let out = probe_targets(&file, &["--shard", "3/2"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).contains("--shard \"3/2\""), "{}", text(&out));
+}
+
+/// Without a merged report asked for, each target's report is dropped once written: the matrix
+/// and the exit status come from what is kept of each run, and say the same.
+#[test]
+fn without_a_merged_report_the_matrix_and_the_exit_status_are_the_same() {
+    let dir = TempDir::new("targets-unmerged");
+    let file = targets_file(&dir);
+    let out_dir = dir.path("reports");
+    let out = probe_targets(&file, &["--out-dir", &out_dir, "--timeout", "60s"]);
+    assert_matrix(&out);
+    assert!(std::path::Path::new(&format!("{out_dir}/tester.json")).exists());
 }
 
 #[test]
@@ -102,33 +114,23 @@ fn shards_merged_give_what_one_run_over_the_list_gives() {
     let dir = TempDir::new("targets-shards");
     let file = targets_file(&dir);
     let whole = dir.path("whole.json");
-    tck(&[
-        "probe",
-        "agent-standard",
-        "--targets",
-        &file,
-        "--out-dir",
-        &dir.path("w"),
-        "--json",
-        &whole,
-    ]);
+    probe_targets(&file, &["--out-dir", &dir.path("w"), "--json", &whole]);
     let expected = verdicts(&whole);
     for n in [2, 3] {
         let mut shards = Vec::new();
         for k in 1..=n {
             let json = dir.path(&format!("shard-{k}-of-{n}.json"));
-            let out = tck(&[
-                "probe",
-                "agent-standard",
-                "--targets",
+            let out = probe_targets(
                 &file,
-                "--shard",
-                &format!("{k}/{n}"),
-                "--out-dir",
-                &dir.path(&format!("s{k}")),
-                "--json",
-                &json,
-            ]);
+                &[
+                    "--shard",
+                    &format!("{k}/{n}"),
+                    "--out-dir",
+                    &dir.path(&format!("s{k}")),
+                    "--json",
+                    &json,
+                ],
+            );
             assert!(matches!(out.status.code(), Some(0 | 1)), "{}", text(&out));
             shards.push(json);
         }
