@@ -11,6 +11,71 @@ use fake::locales::{Data, EN};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+/// Where generated text goes: a `String` as it is, or a JSON string's contents ([`Json`]).
+pub trait Sink {
+    fn push(&mut self, text: &str);
+
+    /// A word of this module's tables, or a piece of one, or a separator: text that needs no
+    /// JSON escape when the tables need none (see [`words_are_plain`]).
+    fn push_word(&mut self, word: &'static str) {
+        self.push(word);
+    }
+}
+
+impl Sink for String {
+    #[inline]
+    fn push(&mut self, text: &str) {
+        self.push_str(text);
+    }
+}
+
+/// The inside of a JSON string being written (its quotes are the writer's).
+pub struct Json<'a>(pub &'a mut Vec<u8>);
+
+impl Sink for Json<'_> {
+    #[inline]
+    fn push(&mut self, text: &str) {
+        crate::json_out::escaped(self.0, text);
+    }
+
+    #[inline]
+    fn push_word(&mut self, word: &'static str) {
+        if words_are_plain() {
+            self.0.extend_from_slice(word.as_bytes());
+        } else {
+            self.push(word);
+        }
+    }
+}
+
+/// The word lists phrases are drawn from.
+const TABLES: [&[&str]; 8] = [
+    EN::LOREM_WORD,
+    EN::COMPANY_BS_VERBS,
+    EN::COMPANY_BS_ADJ,
+    EN::COMPANY_BS_NOUNS,
+    EN::COMPANY_BUZZWORD_HEAD,
+    EN::COMPANY_BUZZWORD_MIDDLE,
+    EN::COMPANY_BUZZWORD_TAIL,
+    EN::PATH_SEGMENTS,
+];
+
+/// Whether no word of the tables (nor of this module's own lists) needs a JSON escape: checked
+/// once, so that a generated answer copies its words without looking at each byte again.
+pub fn words_are_plain() -> bool {
+    static PLAIN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PLAIN.get_or_init(|| {
+        let plain = |w: &&str| crate::json_skim::plain_prefix(w.as_bytes()) == w.len();
+        TABLES.iter().all(|t| t.iter().all(plain))
+            && [&ROOTS[..], &EXTENSIONS[..]]
+                .iter()
+                .all(|t| t.iter().all(plain))
+    })
+}
+
+const ROOTS: [&str; 5] = ["src", "lib", "services", "config", "migrations"];
+const EXTENSIONS: [&str; 8] = ["rs", "py", "go", "ts", "java", "sql", "yaml", "tf"];
+
 /// A seeded source of content.
 pub struct Content {
     rng: ChaCha8Rng,
@@ -36,6 +101,20 @@ impl Content {
     pub fn new(seed: u64, stream: &str) -> Content {
         Content {
             rng: ChaCha8Rng::seed_from_u64(seed ^ crate::text::fnv1a(stream)),
+        }
+    }
+
+    /// The stream of `new(seed, &parts.join("/"))`, without building the joined name.
+    pub fn from_parts(seed: u64, parts: &[&str]) -> Content {
+        let mut hash = crate::text::Fnv1a(crate::text::Fnv1a::OFFSET);
+        for (i, part) in parts.iter().enumerate() {
+            if i > 0 {
+                hash.write(b"/");
+            }
+            hash.write(part.as_bytes());
+        }
+        Content {
+            rng: ChaCha8Rng::seed_from_u64(seed ^ hash.0),
         }
     }
 
@@ -72,67 +151,88 @@ impl Content {
     }
 
     #[inline]
-    pub fn push_sentence(&mut self, out: &mut String) {
+    pub fn push_sentence(&mut self, out: &mut impl Sink) {
         for i in 0..4 + self.below(5) {
             if i > 0 {
-                out.push(' ');
+                out.push_word(" ");
             }
-            out.push_str(self.pick(EN::LOREM_WORD));
+            out.push_word(self.pick(EN::LOREM_WORD));
         }
-        out.push('.');
+        out.push_word(".");
     }
 
     /// "Verb adjective nouns" (e.g. "Streamline robust platforms"), capitalized.
     #[inline]
     pub fn business_goal(&mut self) -> String {
-        let mut out = capitalize(self.pick(EN::COMPANY_BS_VERBS));
-        for list in [EN::COMPANY_BS_ADJ, EN::COMPANY_BS_NOUNS] {
-            out.push(' ');
-            out.push_str(self.pick(list));
-        }
+        let mut out = String::with_capacity(48);
+        self.push_business_goal(&mut out);
         out
+    }
+
+    #[inline]
+    pub fn push_business_goal(&mut self, out: &mut impl Sink) {
+        let verb = self.pick(EN::COMPANY_BS_VERBS);
+        match verb.as_bytes().first() {
+            Some(first) if first.is_ascii() => {
+                let upper = [first.to_ascii_uppercase()];
+                out.push(std::str::from_utf8(&upper).unwrap_or_default());
+                out.push_word(&verb[1..]);
+            }
+            _ => out.push(&capitalize(verb)),
+        }
+        for list in [EN::COMPANY_BS_ADJ, EN::COMPANY_BS_NOUNS] {
+            out.push_word(" ");
+            out.push_word(self.pick(list));
+        }
     }
 
     /// "Head middle tail" (e.g. "Adaptive modular middleware").
     #[inline]
     pub fn catch_phrase(&mut self) -> String {
         let mut out = String::with_capacity(48);
-        for (i, list) in [
-            EN::COMPANY_BUZZWORD_HEAD,
-            EN::COMPANY_BUZZWORD_MIDDLE,
-            EN::COMPANY_BUZZWORD_TAIL,
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            if i > 0 {
-                out.push(' ');
-            }
-            out.push_str(self.pick(list));
-        }
+        self.push_catch_phrase(&mut out);
         out
+    }
+
+    #[inline]
+    pub fn push_catch_phrase(&mut self, out: &mut impl Sink) {
+        out.push_word(self.pick(EN::COMPANY_BUZZWORD_HEAD));
+        out.push_word(" ");
+        out.push_word(self.pick(EN::COMPANY_BUZZWORD_MIDDLE));
+        out.push_word(" ");
+        out.push_word(self.pick(EN::COMPANY_BUZZWORD_TAIL));
     }
 
     /// A source file name, e.g. `payment.rs`.
     #[inline]
     pub fn file_name(&mut self) -> String {
-        const EXTENSIONS: [&str; 8] = ["rs", "py", "go", "ts", "java", "sql", "yaml", "tf"];
-        let mut out = self.pick(EN::PATH_SEGMENTS).to_string();
-        out.push('.');
-        out.push_str(self.pick(&EXTENSIONS));
+        let mut out = String::with_capacity(24);
+        self.push_file_name(&mut out);
         out
+    }
+
+    #[inline]
+    pub fn push_file_name(&mut self, out: &mut impl Sink) {
+        out.push_word(self.pick(EN::PATH_SEGMENTS));
+        out.push_word(".");
+        out.push_word(self.pick(&EXTENSIONS));
     }
 
     /// A directory, e.g. `src/world/case`.
     #[inline]
     pub fn dir_path(&mut self) -> String {
-        const ROOTS: [&str; 5] = ["src", "lib", "services", "config", "migrations"];
-        let mut out = self.pick(&ROOTS).to_string();
-        for _ in 0..1 + self.below(3) {
-            out.push('/');
-            out.push_str(self.pick(EN::PATH_SEGMENTS));
-        }
+        let mut out = String::with_capacity(32);
+        self.push_dir_path(&mut out);
         out
+    }
+
+    #[inline]
+    pub fn push_dir_path(&mut self, out: &mut impl Sink) {
+        out.push_word(self.pick(&ROOTS));
+        for _ in 0..1 + self.below(3) {
+            out.push_word("/");
+            out.push_word(self.pick(EN::PATH_SEGMENTS));
+        }
     }
 
     /// A task as a platform would phrase it.
@@ -202,6 +302,27 @@ mod tests {
             assert!(!stem.is_empty() && ext.len() >= 2, "{file:?}");
             assert!(c.dir_path().split('/').count() >= 2);
         }
+    }
+
+    /// Generated answers copy the tables' words without escaping them: this holds them to it.
+    #[test]
+    fn the_tables_need_no_json_escape() {
+        assert!(words_are_plain());
+        let mut out = Vec::new();
+        Json(&mut out).push_word("plain");
+        Json(&mut out).push("a \"quote\"");
+        assert_eq!(out, br#"plaina \"quote\""#);
+    }
+
+    #[test]
+    fn a_stream_named_in_parts_is_the_stream_of_the_joined_name() {
+        let mut parts = Content::from_parts(9, &["agent-1", "analyze", "task-7"]);
+        let mut joined = Content::new(9, "agent-1/analyze/task-7");
+        assert_eq!(parts.sentence(), joined.sentence());
+        assert_ne!(
+            Content::from_parts(9, &["agent-1", "analyze", "task-8"]).sentence(),
+            Content::new(9, "agent-1/analyze/task-7").sentence()
+        );
     }
 
     #[test]

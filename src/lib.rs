@@ -31,6 +31,8 @@ pub mod content;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzz;
+pub mod json_out;
+pub mod json_skim;
 pub mod jsonpath;
 pub mod phrases;
 pub mod schema;

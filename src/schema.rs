@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
+use crate::json_skim::{Kind, Kinds, Skim};
 use crate::text::{excerpt_str, pointer_to_path};
 
 /// (schema id as used in suites, file path under `schemas/`, contents): every file under
@@ -56,6 +57,8 @@ pub fn findings_message(findings: &[Finding]) -> String {
 /// The compiled validators, built once.
 pub struct Schemas {
     validators: BTreeMap<&'static str, jsonschema::Validator>,
+    /// The schemas simple enough for [`Shape`]'s quick check.
+    shapes: BTreeMap<&'static str, Shape>,
 }
 
 static SCHEMAS: OnceLock<Schemas> = OnceLock::new();
@@ -81,7 +84,11 @@ impl Schemas {
         }
         let registry = registry.prepare().map_err(|e| e.to_string())?;
         let mut validators = BTreeMap::new();
+        let mut shapes = BTreeMap::new();
         for (id, doc) in &docs {
+            if let Some(shape) = Shape::of(doc) {
+                shapes.insert(*id, shape);
+            }
             // `format` is asserted (2020-12 only annotates by default): a timestamp that is not
             // RFC 3339 is a finding, as the specs that name ISO 8601 timestamps mean it.
             let validator = jsonschema::options()
@@ -91,7 +98,13 @@ impl Schemas {
                 .map_err(|e| format!("{id}: {e}"))?;
             validators.insert(*id, validator);
         }
-        Ok(Schemas { validators })
+        Ok(Schemas { validators, shapes })
+    }
+
+    /// Whether a skimmed body certainly meets schema `id` — no finding, without a `Value` or the
+    /// validator. False says only "not certain": validate the parsed body for the findings.
+    pub fn admits(&self, id: &str, skim: &Skim<'_>) -> bool {
+        self.shapes.get(id).is_some_and(|shape| shape.admits(skim))
     }
 
     pub fn ids(&self) -> impl Iterator<Item = &'static str> + '_ {
@@ -122,6 +135,114 @@ impl Schemas {
                 message: describe(&e),
             })
             .collect()
+    }
+}
+
+/// What a request schema asks of an object, when that is all it asks: required members, and
+/// members of given types (an array's items of given types). Compiled only from schemas made of
+/// nothing else (`type`, `required`, `properties`, `items`, and annotations); the others get no
+/// shape and are always validated in full.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shape {
+    required: Vec<String>,
+    /// Member → the kinds its value may be, and (for an array) its items may be.
+    properties: Vec<(String, Kinds, Kinds)>,
+}
+
+/// Keywords that constrain nothing.
+const ANNOTATIONS: [&str; 5] = ["$schema", "$id", "title", "description", "$comment"];
+
+impl Shape {
+    fn of(schema: &Value) -> Option<Shape> {
+        let schema = schema.as_object()?;
+        if schema.get("type")? != "object" {
+            return None;
+        }
+        let known = |key: &str| {
+            ANNOTATIONS.contains(&key) || ["type", "required", "properties"].contains(&key)
+        };
+        if !schema.keys().all(|k| known(k)) {
+            return None;
+        }
+        let required = match schema.get("required") {
+            Some(list) => list
+                .as_array()?
+                .iter()
+                .map(|k| k.as_str().map(str::to_string))
+                .collect::<Option<Vec<String>>>()?,
+            None => Vec::new(),
+        };
+        let mut properties = Vec::new();
+        for (name, property) in schema
+            .get("properties")
+            .map_or(Some(&serde_json::Map::new()), Value::as_object)?
+        {
+            let property = property.as_object()?;
+            let kinds = kinds(property.get("type")?)?;
+            let items = match property.get("items") {
+                Some(items) => {
+                    let items = items.as_object()?;
+                    if kinds != Kind::Array.bit()
+                        || !items
+                            .keys()
+                            .all(|k| ANNOTATIONS.contains(&k.as_str()) || k == "type")
+                    {
+                        return None;
+                    }
+                    self::kinds(items.get("type")?)?
+                }
+                None => ANY,
+            };
+            if !property
+                .keys()
+                .all(|k| ANNOTATIONS.contains(&k.as_str()) || k == "type" || k == "items")
+            {
+                return None;
+            }
+            properties.push((name.clone(), kinds, items));
+        }
+        Some(Shape {
+            required,
+            properties,
+        })
+    }
+
+    fn admits(&self, skim: &Skim<'_>) -> bool {
+        self.required.iter().all(|k| skim.get(k).is_some())
+            && skim.members.iter().all(|m| {
+                self.properties
+                    .iter()
+                    .find(|(name, _, _)| name == m.key)
+                    .is_none_or(|(_, kinds, items)| {
+                        kinds & m.kind.bit() != 0 && m.items & !items == 0
+                    })
+            })
+    }
+}
+
+/// Every kind.
+const ANY: Kinds = 0x7f;
+
+/// A `type` keyword's kinds (`number` takes integers too); None for one it does not know.
+fn kinds(ty: &Value) -> Option<Kinds> {
+    let one = |name: &str| {
+        Some(match name {
+            "null" => Kind::Null.bit(),
+            "boolean" => Kind::Bool.bit(),
+            "integer" => Kind::Integer.bit(),
+            "number" => Kind::Integer.bit() | Kind::Number.bit(),
+            "string" => Kind::String.bit(),
+            "array" => Kind::Array.bit(),
+            "object" => Kind::Object.bit(),
+            _ => return None,
+        })
+    };
+    match ty {
+        Value::String(name) => one(name),
+        Value::Array(names) => names
+            .iter()
+            .try_fold(0, |all, n| Some(all | one(n.as_str()?)?)),
+        _ => None,
     }
 }
 

@@ -14,7 +14,7 @@ use super::decision::Decision;
 use super::encoding::{self, Malformed};
 use super::http1::{Fault, Framing, Plan, Response};
 use super::protocol::{AgentProtocol, Mutating};
-use super::{Answer, Reply, Responder};
+use super::{Answer, Body, Reply, Responder};
 
 /// Registration facts of an agent (the spec's registration body).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -100,16 +100,11 @@ impl MockAgent {
 
     /// The answer to one request at `endpoint` (path without slash).
     pub fn respond(&self, endpoint: &str, body: &[u8]) -> (Plan, Decision) {
-        self.respond_parsed(endpoint, body, None)
+        self.respond_body(endpoint, &Body::new(body))
     }
 
-    /// The same, with the body already parsed by the caller (if it is JSON).
-    pub fn respond_parsed(
-        &self,
-        endpoint: &str,
-        body: &[u8],
-        parsed: Option<&Value>,
-    ) -> (Plan, Decision) {
+    /// The same, with the body as the engine read it (see [`Body`]).
+    pub fn respond_body(&self, endpoint: &str, body: &Body<'_>) -> (Plan, Decision) {
         let endpoints = self.protocol.endpoints();
         let index = endpoints.iter().position(|e| e.name == endpoint);
         let n = self.counters[index.unwrap_or(endpoints.len())].fetch_add(1, Ordering::Relaxed);
@@ -142,13 +137,13 @@ impl MockAgent {
                 .iter()
                 .any(|i| matches!(i.what, What::Behavior(Kind::Content(_))));
         let (conforming, value) = if bends {
-            match self.reference.respond_value(endpoint, body, parsed) {
+            match self.reference.respond_value(endpoint, body) {
                 Answer::Json(200, value) => (Reply::json_placeholder(200), Some(value)),
                 Answer::Json(status, value) => (Reply::json(status, &value), None),
                 Answer::Reply(reply) => (reply, None),
             }
         } else {
-            (self.reference.respond_parsed(endpoint, body, parsed), None)
+            (self.reference.respond_body(endpoint, body), None)
         };
         let plan = Plan::immediate(Response::new(
             conforming.status,
@@ -187,7 +182,6 @@ impl MockAgent {
         let mut shaper = Shaper {
             endpoint,
             request: body,
-            parsed,
             plan,
             decision,
             rng,
@@ -217,9 +211,8 @@ fn misbehaves(items: &[&Item], n: u64, rng: &mut ChaCha8Rng) -> bool {
 /// Applies behaviours to one answer, layer by layer.
 struct Shaper<'a> {
     endpoint: &'a str,
-    /// The request body as received, and parsed (when it is JSON and the caller parsed it).
-    request: &'a [u8],
-    parsed: Option<&'a Value>,
+    /// The request body as received.
+    request: &'a Body<'a>,
     plan: Plan,
     decision: Decision,
     rng: ChaCha8Rng,
@@ -257,10 +250,10 @@ impl Shaper<'_> {
                     Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
             } else if given {
                 // Nothing applied at this endpoint: the answer as the responder writes it.
-                let reply =
-                    self.agent
-                        .reference
-                        .respond_parsed(self.endpoint, self.request, self.parsed);
+                let reply = self
+                    .agent
+                    .reference
+                    .respond_body(self.endpoint, self.request);
                 self.plan.response.body = reply.body;
             }
         }
@@ -284,7 +277,7 @@ impl Shaper<'_> {
         };
         let mut at = Mutating {
             endpoint: self.endpoint,
-            request: self.request,
+            request: self.request.bytes,
             agent: self.agent.name(),
             seed: self.agent.seed,
             n: self.n,

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
-use serde_json::Value;
 use serde_saphyr::Spanned;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -18,6 +17,7 @@ use tokio_util::task::TaskTracker;
 
 use super::agent::{MockAgent, Profile};
 use super::behavior::{self, For, Item};
+use super::body::Body;
 use super::decision::Decision;
 use super::http1::{self, Delivered, Handler, Plan, Request, Response, ServerLimits};
 use super::journal::{AuthSeen, Journal, RequestRecord};
@@ -343,8 +343,8 @@ impl Handler for FleetHandler {
         };
         let agent = &self.agents[index];
         let auth = Self::auth(agent, &request);
-        let parsed: Option<Value> = serde_json::from_slice(&request.body).ok();
         let known = agent.protocol.endpoint(endpoint);
+        let body = Body::checked(&request.body, known.and_then(|e| e.request_schema));
         let (plan, decision) = match known {
             None => refuse(404, format!("no endpoint /{endpoint}")),
             Some(e) if e.method != request.method => {
@@ -356,27 +356,23 @@ impl Handler for FleetHandler {
             Some(e) if e.needs_key && auth == AuthSeen::Wrong => {
                 refuse(401, "wrong API key".into())
             }
-            Some(_) => agent.respond_parsed(endpoint, &request.body, parsed.as_ref()),
+            Some(_) => agent.respond_body(endpoint, &body),
         };
         // The platform is judged on the protocol's own messages (not /health), and not on the
         // requests agent-tck's probe marks as its own deliberate tests.
         let deliberate = request.header(crate::probe::exchange::DELIBERATE_HEADER);
         if let (Some(case), Some(_)) = (deliberate, known.and_then(|e| e.request_schema)) {
             self.observer.on_probe_request(agent.name(), endpoint, case);
-        } else if let Some(schema) = known.and_then(|e| e.request_schema) {
+        } else if let Some(findings) = body.findings("the body is not JSON") {
             self.protocol_requests
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let findings = match &parsed {
-                Some(v) => crate::schema::schemas().validate(schema, v),
-                None => vec![crate::schema::finding("$", "the body is not JSON")],
-            };
             self.observer.on_request(&Seen {
                 seq,
                 agent: agent.name(),
                 expects_key: agent.profile.api_key.is_some(),
                 endpoint,
                 auth,
-                body: parsed.as_ref(),
+                body: &body,
                 schema_findings: &findings,
                 decision: &decision,
                 answer: &plan.response.body,
@@ -384,11 +380,8 @@ impl Handler for FleetHandler {
             });
         }
         if self.journal.is_on() {
-            let (body, body_capped) = self.journal.body_value(&request.body, parsed.as_ref());
-            let task_id = parsed
-                .as_ref()
-                .and_then(|v| v.get("task_id"))
-                .and_then(Value::as_str);
+            let task_id = body.str_member("task_id");
+            let (body, body_capped) = self.journal.body_value(&request.body, body.value());
             self.journal
                 .write(&RequestRecord {
                     seq,
@@ -400,7 +393,7 @@ impl Handler for FleetHandler {
                     path: request.path(),
                     peer: request.peer.to_string(),
                     auth,
-                    task_id,
+                    task_id: task_id.as_deref(),
                     body_bytes: request.body.len(),
                     body,
                     body_capped,
@@ -408,12 +401,10 @@ impl Handler for FleetHandler {
                 })
                 .await;
         }
-        let task = parsed
-            .as_ref()
-            .and_then(|v| v.get("task_id"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+        let task = body
+            .str_member("task_id")
+            .map(|t| t.into_owned())
+            .unwrap_or_default();
         let logged = self
             .log_requests
             .load(std::sync::atomic::Ordering::Relaxed)

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::agent::MockAgent;
 use super::behavior::{Kind, What};
+use super::body::Body;
 use super::http1::{Delivered, Fault, Outcome};
 use super::journal::AuthSeen;
 use super::observe::Tally;
@@ -379,8 +380,8 @@ where
             continue;
         }
         let received = Instant::now();
-        let parsed: Option<Value> = serde_json::from_slice(&line).ok();
-        if !ended_by_newline && parsed.is_none() {
+        let body = Body::checked(&line, schema);
+        if !ended_by_newline && body.admitted().is_none() && body.value().is_none() {
             // The input ended in the middle of a request: a peer that died writing it (in
             // per-turn mode a whole request ends at the end of input too, but it is JSON).
             service.observer.on_incomplete(
@@ -402,20 +403,16 @@ where
         if let Some(bytes) = quirks.stderr_flood {
             service.flood_stderr(bytes);
         }
-        let (plan, decision) = agent.respond_parsed(endpoint, &line, parsed.as_ref());
+        let (plan, decision) = agent.respond_body(endpoint, &body);
         let seq = service.seq.fetch_add(1, Ordering::Relaxed);
-        if let Some(schema) = schema {
-            let findings = match &parsed {
-                Some(v) => crate::schema::schemas().validate(schema, v),
-                None => vec![crate::schema::finding("$", "the request is not JSON")],
-            };
+        if let Some(findings) = body.findings("the request is not JSON") {
             service.observer.on_request(&Seen {
                 seq,
                 agent: agent.name(),
                 expects_key: false,
                 endpoint,
                 auth: AuthSeen::None,
-                body: parsed.as_ref(),
+                body: &body,
                 schema_findings: &findings,
                 decision: &decision,
                 answer: &plan.response.body,

@@ -9,6 +9,7 @@
 pub mod agent;
 pub mod args;
 pub mod behavior;
+pub mod body;
 pub mod decision;
 pub mod driver;
 pub mod encoding;
@@ -26,6 +27,8 @@ pub(crate) mod stub;
 pub mod timeline;
 
 use bytes::Bytes;
+
+pub use body::Body;
 
 /// What an agent answers to one request.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,30 +75,19 @@ pub enum Answer {
 }
 
 /// Produces answers for one protocol's endpoints. `endpoint` is the path without its leading
-/// slash (`analyze`); `body` is the request body as received.
+/// slash (`analyze`); `body` is the request body as received (its JSON value parsed once, on
+/// first use, and its members when the quick schema check admitted it: see [`Body`]).
 pub trait Responder: Send + Sync + 'static {
-    fn respond(&self, endpoint: &str, body: &[u8]) -> Reply;
+    fn respond_body(&self, endpoint: &str, body: &Body<'_>) -> Reply;
 
-    /// The same, when the caller has parsed the body already (`parsed`: the body as JSON, if it
-    /// is JSON): a responder may use it and skip a second parse.
-    fn respond_parsed(
-        &self,
-        endpoint: &str,
-        body: &[u8],
-        parsed: Option<&serde_json::Value>,
-    ) -> Reply {
-        let _ = parsed;
-        self.respond(endpoint, body)
+    /// The same, from the body's bytes alone.
+    fn respond(&self, endpoint: &str, body: &[u8]) -> Reply {
+        self.respond_body(endpoint, &Body::new(body))
     }
 
     /// The answer as a JSON value when it is one, for a content behaviour to bend; by default
     /// the reply as it is (the behaviour then reads the bytes back).
-    fn respond_value(
-        &self,
-        endpoint: &str,
-        body: &[u8],
-        parsed: Option<&serde_json::Value>,
-    ) -> Answer {
-        Answer::Reply(self.respond_parsed(endpoint, body, parsed))
+    fn respond_value(&self, endpoint: &str, body: &Body<'_>) -> Answer {
+        Answer::Reply(self.respond_body(endpoint, body))
     }
 }

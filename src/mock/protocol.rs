@@ -11,7 +11,7 @@ use super::args::Args;
 use super::decision::{Decision, Placed};
 use super::http1::Delivered;
 use super::journal::AuthSeen;
-use super::Responder;
+use super::{Body, Responder};
 use crate::report::CaseResult;
 use crate::schema::Finding;
 
@@ -118,8 +118,9 @@ pub struct Seen<'a> {
     pub expects_key: bool,
     pub endpoint: &'a str,
     pub auth: AuthSeen,
-    /// The body, when it is JSON.
-    pub body: Option<&'a Value>,
+    /// The body: its JSON value on demand (`body.value()`), its members when the quick check
+    /// admitted it.
+    pub body: &'a Body<'a>,
     /// Where the body breaks its endpoint's request schema (validated before any lock is taken:
     /// it is the costly part, and every worker thread may be there at once).
     pub schema_findings: &'a [Finding],

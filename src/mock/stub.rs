@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::protocol::{AgentProtocol, ContentBehavior, Endpoint, Mutating, Mutation};
-use super::{Reply, Responder};
+use super::{Body, Reply, Responder};
 
 pub struct Stub {
     name: &'static str,
@@ -50,7 +50,7 @@ impl Mutation for Shout {
 struct Echo(String);
 
 impl Responder for Echo {
-    fn respond(&self, endpoint: &str, _body: &[u8]) -> Reply {
+    fn respond_body(&self, endpoint: &str, _body: &Body<'_>) -> Reply {
         Reply::json(
             200,
             &serde_json::json!({"agent_name": self.0, "text": format!("at {endpoint}")}),

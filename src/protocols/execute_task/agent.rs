@@ -9,7 +9,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::mock::{Answer, Reply, Responder};
+use crate::mock::{Answer, Body, Reply, Responder};
 use crate::protocols::execute_task::scenario::{Ending, Expect, Op, Policy, Scenario};
 
 /// One scripted answer.
@@ -240,37 +240,27 @@ pub fn last_call(history: &[Value]) -> Option<Value> {
 }
 
 impl Responder for TaskAgent {
-    fn respond(&self, endpoint: &str, body: &[u8]) -> Reply {
-        self.respond_parsed(endpoint, body, None)
-    }
-
-    fn respond_parsed(&self, endpoint: &str, body: &[u8], parsed: Option<&Value>) -> Reply {
-        match self.respond_value(endpoint, body, parsed) {
+    fn respond_body(&self, endpoint: &str, body: &Body<'_>) -> Reply {
+        match self.respond_value(endpoint, body) {
             Answer::Reply(reply) => reply,
             Answer::Json(status, value) => Reply::json(status, &value),
         }
     }
 
-    /// The request is read once: from the caller's parse when there is one.
-    fn respond_value(&self, endpoint: &str, body: &[u8], parsed: Option<&Value>) -> Answer {
+    /// The request is read once: the body's value is shared with the engine's checks.
+    fn respond_value(&self, endpoint: &str, body: &Body<'_>) -> Answer {
         let json = |status, value: Value| Answer::Json(status, value);
         match endpoint {
             "execute_task" => {
-                let owned;
-                let request = match parsed {
-                    Some(value) => value,
-                    None => match serde_json::from_slice::<Value>(body) {
-                        Ok(value) => {
-                            owned = value;
-                            &owned
-                        }
-                        Err(e) => {
-                            return Answer::Reply(Reply::error(
-                                400,
-                                format!("/execute_task: the body is not JSON: {e}"),
-                            ))
-                        }
-                    },
+                let Some(request) = body.value() else {
+                    let e = serde_json::from_slice::<Value>(body.bytes)
+                        .err()
+                        .map(|e| e.to_string())
+                        .unwrap_or_default();
+                    return Answer::Reply(Reply::error(
+                        400,
+                        format!("/execute_task: the body is not JSON: {e}"),
+                    ));
                 };
                 if request
                     .get("task_description")

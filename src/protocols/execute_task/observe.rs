@@ -271,7 +271,9 @@ impl State {
         if answer.bad.is_some() {
             agent.pending_bad = answer.bad.clone();
         }
-        let Some(body) = seen.body else { return };
+        let Some(body) = seen.body.value() else {
+            return;
+        };
         let Some(turn) = body.get("turn").and_then(Value::as_u64) else {
             return;
         };
@@ -696,6 +698,7 @@ mod tests {
     use super::*;
     use crate::mock::decision::Decision;
     use crate::mock::journal::AuthSeen;
+    use crate::mock::Body;
     use serde_json::json;
 
     #[test]
@@ -738,7 +741,7 @@ mod tests {
             expects_key: false,
             endpoint: "execute_task",
             auth: AuthSeen::None,
-            body: Some(&body),
+            body: &Body::new(body.to_string().as_bytes()),
             schema_findings: &[],
             decision: &Decision::default(),
             answer: answer.as_bytes(),

@@ -3,7 +3,8 @@
 //! `synthesis(T, M)`) and the reference agent's answers both come from here, so that the same
 //! seed always gives the same deliberation.
 
-use crate::content::Content;
+use crate::content::{Content, Json, Sink};
+use crate::json_out;
 
 use super::model::{
     AgentAnalysis, AgentChallenge, AgentVote, Challenge, ChallengeRequest, Concession, KeyFinding,
@@ -20,14 +21,25 @@ pub trait RoundtableContent {
     /// Evidence carrying a well-formed level tag and no speculation.
     fn evidence(&mut self) -> String;
 
+    fn push_evidence(&mut self, out: &mut impl Sink);
+
     fn severity(&mut self) -> Severity;
 
     fn observation(&mut self) -> Observation;
 
+    /// An observation, written as JSON (the struct form reads this back).
+    fn observation_json(&mut self, out: &mut Vec<u8>);
+
     fn recommendation(&mut self) -> Recommendation;
+
+    fn recommendation_json(&mut self, out: &mut Vec<u8>);
 
     /// An analysis by `agent_name` with 1 to 3 observations.
     fn analysis(&mut self, agent_name: &str) -> AgentAnalysis;
+
+    /// The same, written as JSON: what a mock agent answers /analyze, generated straight into
+    /// the answer's bytes. `domain`: the one to write in place of the drawn one.
+    fn analysis_json(&mut self, agent_name: &str, domain: Option<&str>, out: &mut Vec<u8>);
 
     /// Analyses by `count` distinct agents.
     fn analyses(&mut self, count: usize) -> Vec<AgentAnalysis>;
@@ -74,15 +86,36 @@ impl RoundtableContent for Content {
 
     #[inline]
     fn evidence(&mut self) -> String {
-        let file = self.file_name();
-        let mut out = match self.below(4) {
-            0 => format!("[VERIFIED: {file}:line_{}] ", 1 + self.below(900)),
-            1 => format!("[CORROBORATED: {file} + {}] ", self.file_name()),
-            2 => format!("[INDICATED: {}] ", self.dir_path()),
-            _ => "[POSSIBLE] ".to_string(),
-        };
-        self.push_sentence(&mut out);
+        let mut out = String::with_capacity(96);
+        self.push_evidence(&mut out);
         out
+    }
+
+    #[inline]
+    fn push_evidence(&mut self, out: &mut impl Sink) {
+        let mut file = String::with_capacity(24);
+        self.push_file_name(&mut file);
+        match self.below(4) {
+            0 => {
+                out.push_word("[VERIFIED: ");
+                out.push(&file);
+                out.push_word(":line_");
+                out.push(itoa(1 + self.below(900) as u32, &mut [0; 10]));
+            }
+            1 => {
+                out.push_word("[CORROBORATED: ");
+                out.push(&file);
+                out.push_word(" + ");
+                self.push_file_name(out);
+            }
+            2 => {
+                out.push_word("[INDICATED: ");
+                self.push_dir_path(out);
+            }
+            _ => out.push_word("[POSSIBLE"),
+        }
+        out.push_word("] ");
+        self.push_sentence(out);
     }
 
     #[inline]
@@ -90,40 +123,73 @@ impl RoundtableContent for Content {
         [Severity::Critical, Severity::Warning, Severity::Info][self.below(3)]
     }
 
-    #[inline]
     fn observation(&mut self) -> Observation {
-        Observation {
-            finding: self.catch_phrase(),
-            evidence: self.evidence(),
-            severity: self.severity(),
-            confidence: Some(self.confidence()),
-        }
+        read_back(self, |c, out| c.observation_json(out))
     }
 
     #[inline]
+    fn observation_json(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(br#"{"finding":""#);
+        self.push_catch_phrase(&mut Json(out));
+        out.extend_from_slice(br#"","evidence":""#);
+        self.push_evidence(&mut Json(out));
+        out.extend_from_slice(br#"","severity":""#);
+        out.extend_from_slice(match self.severity() {
+            Severity::Critical => b"critical",
+            Severity::Warning => b"warning",
+            Severity::Info => b"info",
+        });
+        out.extend_from_slice(br#"","confidence":"#);
+        json_out::number(out, self.confidence());
+        out.push(b'}');
+    }
+
     fn recommendation(&mut self) -> Recommendation {
-        let action = self.business_goal();
-        let priority = ["critical", "high", "medium", "low"][self.below(4)].to_string();
-        Recommendation {
-            action,
-            rationale: Some(self.sentence()),
-            priority: Some(priority),
-        }
+        read_back(self, |c, out| c.recommendation_json(out))
     }
 
     #[inline]
+    fn recommendation_json(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(br#"{"action":""#);
+        self.push_business_goal(&mut Json(out));
+        let priority = ["critical", "high", "medium", "low"][self.below(4)];
+        out.extend_from_slice(br#"","rationale":""#);
+        self.push_sentence(&mut Json(out));
+        out.extend_from_slice(br#"","priority":""#);
+        out.extend_from_slice(priority.as_bytes());
+        out.extend_from_slice(br#""}"#);
+    }
+
     fn analysis(&mut self, agent_name: &str) -> AgentAnalysis {
-        let observations = (0..1 + self.below(3)).map(|_| self.observation()).collect();
-        let recommendations = (0..1 + self.below(2))
-            .map(|_| self.recommendation())
-            .collect();
-        AgentAnalysis {
-            agent_name: agent_name.to_string(),
-            domain: self.domain(),
-            observations,
-            recommendations: Some(recommendations),
-            confidence: Some(self.confidence()),
+        read_back(self, |c, out| c.analysis_json(agent_name, None, out))
+    }
+
+    /// Written in the order the parts are drawn (observations, recommendations, domain,
+    /// confidence): a JSON object's members have no order.
+    #[inline]
+    fn analysis_json(&mut self, agent_name: &str, domain: Option<&str>, out: &mut Vec<u8>) {
+        out.extend_from_slice(br#"{"agent_name":"#);
+        json_out::string(out, agent_name);
+        out.extend_from_slice(br#","observations":["#);
+        for i in 0..1 + self.below(3) {
+            if i > 0 {
+                out.push(b',');
+            }
+            self.observation_json(out);
         }
+        out.extend_from_slice(br#"],"recommendations":["#);
+        for i in 0..1 + self.below(2) {
+            if i > 0 {
+                out.push(b',');
+            }
+            self.recommendation_json(out);
+        }
+        out.extend_from_slice(br#"],"domain":"#);
+        let drawn = self.domain();
+        json_out::string(out, domain.unwrap_or(&drawn));
+        out.extend_from_slice(br#","confidence":"#);
+        json_out::number(out, self.confidence());
+        out.push(b'}');
     }
 
     #[inline]
@@ -220,9 +286,60 @@ impl RoundtableContent for Content {
     }
 }
 
+/// The struct form of something generated as JSON: the JSON read back, so that one piece of
+/// code decides what is drawn in which order.
+fn read_back<T: serde::de::DeserializeOwned>(
+    content: &mut Content,
+    write: impl FnOnce(&mut Content, &mut Vec<u8>),
+) -> T {
+    let mut out = Vec::with_capacity(512);
+    write(content, &mut out);
+    // Our own bytes: the tests read back every shape (a failure here is a bug in the writer).
+    serde_json::from_slice(&out).expect("generated JSON reads back")
+}
+
+/// `n` in decimal, in `buf`.
+fn itoa(mut n: u32, buf: &mut [u8; 10]) -> &str {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(&buf[at..]).unwrap_or("0")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The JSON written straight into an answer is valid JSON, meets the response schema, and
+    /// is what the struct form holds, for names that need escapes too.
+    #[test]
+    fn analyses_written_as_json_meet_the_schema_and_read_back() {
+        let schemas = crate::schema::schemas();
+        for seed in 0..300 {
+            let name = if seed % 3 == 0 {
+                "a \"quoted\"\tname"
+            } else {
+                "agent-1"
+            };
+            let mut out = Vec::new();
+            Content::new(seed, "s").analysis_json(name, Some("general review"), &mut out);
+            let value: serde_json::Value = serde_json::from_slice(&out).expect("JSON");
+            let findings = schemas.validate("roundtable/analyze.response", &value);
+            assert!(findings.is_empty(), "{findings:?}");
+            assert_eq!(value["agent_name"], name);
+            assert_eq!(value["domain"], "general review");
+            let analysis = Content::new(seed, "s").analysis(name);
+            let mut drawn = serde_json::to_value(&analysis).unwrap();
+            drawn["domain"] = "general review".into();
+            assert_eq!(value, drawn);
+        }
+    }
 
     #[test]
     fn same_seed_same_content_other_stream_other_content() {

@@ -9,6 +9,7 @@
 //! request handler with the full request body (the journal may hold a capped copy).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -102,6 +103,8 @@ pub struct Observer {
     /// The origin of the books' times.
     started: Instant,
     state: Mutex<State>,
+    /// Whether any answer carried an injection payload (then every request body is scanned).
+    canaries_placed: AtomicBool,
 }
 
 impl Observer {
@@ -117,6 +120,7 @@ impl Observer {
             platform_timeout,
             started: Instant::now(),
             state: Mutex::new(state),
+            canaries_placed: AtomicBool::new(false),
         }
     }
 
@@ -127,14 +131,16 @@ impl Observer {
 
 impl PlatformObserver for Observer {
     fn on_request(&self, seen: &Seen<'_>) {
+        let (name, endpoint, decision, at) = (seen.agent, seen.endpoint, seen.decision, seen.at);
+        // The body is parsed (when it must be: /challenge and /vote, or a scan for payloads)
+        // before the lock is taken: it is the costly part, and every worker may be here at once.
+        let task = seen.body.str_member("task_id");
+        let task = task.as_deref().unwrap_or("");
+        let body = (endpoint != "analyze" || self.canaries_placed.load(Ordering::Relaxed))
+            .then(|| seen.body.value())
+            .flatten();
         let Ok(mut s) = self.state.lock() else { return };
         s.common.on_request(seen);
-        let (name, endpoint, body, decision, at) =
-            (seen.agent, seen.endpoint, seen.body, seen.decision, seen.at);
-        let task = body
-            .and_then(|v| v.get("task_id"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
         let task_key = key(task);
         if let Some(i) = phase_index(endpoint) {
             let now = self.micros(at);
@@ -164,6 +170,7 @@ impl PlatformObserver for Observer {
                     name.to_string(),
                 ),
             );
+            self.canaries_placed.store(true, Ordering::Relaxed);
         }
         if let Some(body) = body {
             scan_canaries(&mut s, name, endpoint, body);
@@ -474,6 +481,7 @@ mod tests {
     use super::*;
     use crate::mock::decision::Decision;
     use crate::mock::journal::AuthSeen;
+    use crate::mock::Body;
     use serde_json::json;
 
     fn challenge(observer: &Observer, receiver: &str, others: &[&str]) {
@@ -489,7 +497,7 @@ mod tests {
             expects_key: false,
             endpoint: "challenge",
             auth: AuthSeen::None,
-            body: Some(&body),
+            body: &Body::new(body.to_string().as_bytes()),
             schema_findings: &[],
             decision: &Decision::default(),
             at: Instant::now(),

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use agent_tck::content::Content;
 use agent_tck::mock::protocol::{AgentProtocol, ContentBehavior, Endpoint, Mutating, Mutation};
-use agent_tck::mock::{Reply, Responder};
+use agent_tck::mock::{Body, Reply, Responder};
 use agent_tck::probe::checks::verdict;
 use agent_tck::probe::exchange::ExchangeSpec;
 use agent_tck::probe::plugin::{Ctx, Rule, SuiteProtocol};
@@ -56,8 +56,8 @@ impl AgentProtocol for Agents {
 struct Reference(String);
 
 impl Responder for Reference {
-    fn respond(&self, endpoint: &str, body: &[u8]) -> Reply {
-        let Ok(request) = serde_json::from_slice::<Value>(body) else {
+    fn respond_body(&self, endpoint: &str, body: &Body<'_>) -> Reply {
+        let Some(request) = body.value() else {
             return Reply::error(400, "the body is not JSON");
         };
         let Some(visitor) = request.get("name").and_then(Value::as_str) else {
