@@ -9,6 +9,7 @@
 //! the `mock_body` fuzz target hold every skimmed body to parsing with serde_json.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 /// What a value is, as JSON Schema's `type` names it (`Integer`: a number without fraction or
 /// exponent).
@@ -89,42 +90,21 @@ pub fn skim(bytes: &[u8]) -> Option<Skim<'_>> {
     if scan.peek()? != b'{' {
         return None;
     }
-    scan.i += 1;
     let mut members: Vec<Member<'_>> = Vec::with_capacity(8);
-    scan.ws();
-    if scan.peek()? == b'}' {
-        scan.i += 1;
-    } else {
-        loop {
-            scan.ws();
-            let key_start = scan.i;
-            if scan.peek()? != b'"' || scan.string()? {
-                return None; // not a key, or a key with an escape
-            }
-            let key = &text[key_start + 1..scan.i - 1];
-            if members.iter().any(|m| m.key == key) {
-                return None; // serde_json keeps the last, the skim would see the first
-            }
-            scan.ws();
-            scan.expect(b':')?;
-            scan.ws();
-            let start = scan.i;
-            let (kind, escaped, items) = scan.value(1)?;
-            members.push(Member {
-                key,
-                kind,
-                raw: &text[start..scan.i],
-                escaped,
-                items,
-            });
-            scan.ws();
-            match scan.next()? {
-                b',' => {}
-                b'}' => break,
-                _ => return None,
-            }
+    scan.object(0, |key, value, (kind, escaped, items)| {
+        let key = &text[key?]; // a key with an escape is declined
+        if members.iter().any(|m| m.key == key) {
+            return None; // serde_json keeps the last, the skim would see the first
         }
-    }
+        members.push(Member {
+            key,
+            kind,
+            raw: &text[value],
+            escaped,
+            items,
+        });
+        Some(())
+    })?;
     scan.ws();
     (scan.i == bytes.len()).then_some(Skim { members })
 }
@@ -207,29 +187,7 @@ impl Scan<'_> {
         Some(match self.peek()? {
             b'"' => (Kind::String, self.string()?, 0),
             b'{' => {
-                self.i += 1;
-                self.ws();
-                if self.peek()? == b'}' {
-                    self.i += 1;
-                } else {
-                    loop {
-                        self.ws();
-                        if self.peek()? != b'"' {
-                            return None;
-                        }
-                        self.string()?;
-                        self.ws();
-                        self.expect(b':')?;
-                        self.ws();
-                        self.value(depth + 1)?;
-                        self.ws();
-                        match self.next()? {
-                            b',' => {}
-                            b'}' => break,
-                            _ => return None,
-                        }
-                    }
-                }
+                self.object(depth, |_, _, _| Some(()))?;
                 (Kind::Object, false, 0)
             }
             b'[' => {
@@ -257,6 +215,44 @@ impl Scan<'_> {
             b'n' => (self.literal(b"null", Kind::Null)?, false, 0),
             _ => (self.number()?, false, 0),
         })
+    }
+
+    /// An object at nesting `depth`, from its `{` past its `}`. For each member, `each` gets
+    /// where its key's text is (None when the key holds an escape), where its value is, and
+    /// the value's kind, escapes and items as [`Scan::value`] gives them; None from `each`
+    /// declines the whole body.
+    fn object(
+        &mut self,
+        depth: usize,
+        mut each: impl FnMut(Option<Range<usize>>, Range<usize>, (Kind, bool, Kinds)) -> Option<()>,
+    ) -> Option<()> {
+        self.i += 1;
+        self.ws();
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            self.ws();
+            if self.peek()? != b'"' {
+                return None;
+            }
+            let key_start = self.i;
+            let key_escaped = self.string()?;
+            let key = (!key_escaped).then_some(key_start + 1..self.i - 1);
+            self.ws();
+            self.expect(b':')?;
+            self.ws();
+            let start = self.i;
+            let value = self.value(depth + 1)?;
+            each(key, start..self.i, value)?;
+            self.ws();
+            match self.next()? {
+                b',' => {}
+                b'}' => return Some(()),
+                _ => return None,
+            }
+        }
     }
 
     fn literal(&mut self, word: &[u8], kind: Kind) -> Option<Kind> {
