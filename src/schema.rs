@@ -154,14 +154,8 @@ const ANNOTATIONS: [&str; 5] = ["$schema", "$id", "title", "description", "$comm
 
 impl Shape {
     fn of(schema: &Value) -> Option<Shape> {
-        let schema = schema.as_object()?;
+        let schema = only(schema, &["type", "required", "properties"])?;
         if schema.get("type")? != "object" {
-            return None;
-        }
-        let known = |key: &str| {
-            ANNOTATIONS.contains(&key) || ["type", "required", "properties"].contains(&key)
-        };
-        if !schema.keys().all(|k| known(k)) {
             return None;
         }
         let required = match schema.get("required") {
@@ -173,32 +167,18 @@ impl Shape {
             None => Vec::new(),
         };
         let mut properties = Vec::new();
-        for (name, property) in schema
-            .get("properties")
-            .map_or(Some(&serde_json::Map::new()), Value::as_object)?
-        {
-            let property = property.as_object()?;
+        let declared = match schema.get("properties") {
+            Some(declared) => declared.as_object()?.iter().collect(),
+            None => Vec::new(),
+        };
+        for (name, property) in declared {
+            let property = only(property, &["type", "items"])?;
             let kinds = kinds(property.get("type")?)?;
             let items = match property.get("items") {
-                Some(items) => {
-                    let items = items.as_object()?;
-                    if kinds != Kind::Array.bit()
-                        || !items
-                            .keys()
-                            .all(|k| ANNOTATIONS.contains(&k.as_str()) || k == "type")
-                    {
-                        return None;
-                    }
-                    self::kinds(items.get("type")?)?
-                }
+                Some(_) if kinds != Kind::Array.bit() => return None,
+                Some(items) => self::kinds(only(items, &["type"])?.get("type")?)?,
                 None => ANY,
             };
-            if !property
-                .keys()
-                .all(|k| ANNOTATIONS.contains(&k.as_str()) || k == "type" || k == "items")
-            {
-                return None;
-            }
             properties.push((name.clone(), kinds, items));
         }
         Some(Shape {
@@ -222,6 +202,15 @@ impl Shape {
 
 /// Every kind.
 const ANY: Kinds = 0x7f;
+
+/// `schema` as an object, when it holds no keywords but `keywords` and annotations.
+fn only<'s>(schema: &'s Value, keywords: &[&str]) -> Option<&'s serde_json::Map<String, Value>> {
+    let schema = schema.as_object()?;
+    schema
+        .keys()
+        .all(|k| ANNOTATIONS.contains(&k.as_str()) || keywords.contains(&k.as_str()))
+        .then_some(schema)
+}
 
 /// A `type` keyword's kinds (`number` takes integers too); None for one it does not know.
 fn kinds(ty: &Value) -> Option<Kinds> {

@@ -345,6 +345,9 @@ impl Handler for FleetHandler {
         let auth = Self::auth(agent, &request);
         let known = agent.protocol.endpoint(endpoint);
         let body = Body::checked(&request.body, known.and_then(|e| e.request_schema));
+        // Read once, for the observer, the journal and the answer's note.
+        let task_id = body.str_member("task_id");
+        let task = task_id.as_deref().unwrap_or("");
         let (plan, decision) = match known {
             None => refuse(404, format!("no endpoint /{endpoint}")),
             Some(e) if e.method != request.method => {
@@ -372,6 +375,7 @@ impl Handler for FleetHandler {
                 expects_key: agent.profile.api_key.is_some(),
                 endpoint,
                 auth,
+                task,
                 body: &body,
                 schema_findings: &findings,
                 decision: &decision,
@@ -380,7 +384,6 @@ impl Handler for FleetHandler {
             });
         }
         if self.journal.is_on() {
-            let task_id = body.str_member("task_id");
             let (body, body_capped) = self.journal.body_value(&request.body, body.value());
             self.journal
                 .write(&RequestRecord {
@@ -401,10 +404,6 @@ impl Handler for FleetHandler {
                 })
                 .await;
         }
-        let task = body
-            .str_member("task_id")
-            .map(|t| t.into_owned())
-            .unwrap_or_default();
         let logged = self
             .log_requests
             .load(std::sync::atomic::Ordering::Relaxed)
@@ -413,7 +412,7 @@ impl Handler for FleetHandler {
             seq,
             agent: Some(index),
             endpoint: endpoint.to_string(),
-            task,
+            task: task.to_string(),
             received: request.received,
             logged,
         };

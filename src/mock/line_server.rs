@@ -406,12 +406,14 @@ where
         let (plan, decision) = agent.respond_body(endpoint, &body);
         let seq = service.seq.fetch_add(1, Ordering::Relaxed);
         if let Some(findings) = body.findings("the request is not JSON") {
+            let task_id = body.str_member("task_id");
             service.observer.on_request(&Seen {
                 seq,
                 agent: agent.name(),
                 expects_key: false,
                 endpoint,
                 auth: AuthSeen::None,
+                task: task_id.as_deref().unwrap_or(""),
                 body: &body,
                 schema_findings: &findings,
                 decision: &decision,

@@ -118,6 +118,8 @@ pub struct Seen<'a> {
     pub expects_key: bool,
     pub endpoint: &'a str,
     pub auth: AuthSeen,
+    /// The request's `task_id` (empty when it has none), as in its [`Answered`].
+    pub task: &'a str,
     /// The body: its JSON value on demand (`body.value()`), its members when the quick check
     /// admitted it.
     pub body: &'a Body<'a>,

@@ -741,6 +741,7 @@ mod tests {
             expects_key: false,
             endpoint: "execute_task",
             auth: AuthSeen::None,
+            task: "",
             body: &Body::new(body.to_string().as_bytes()),
             schema_findings: &[],
             decision: &Decision::default(),

@@ -131,11 +131,10 @@ impl Observer {
 
 impl PlatformObserver for Observer {
     fn on_request(&self, seen: &Seen<'_>) {
-        let (name, endpoint, decision, at) = (seen.agent, seen.endpoint, seen.decision, seen.at);
+        let (name, endpoint, task, decision, at) =
+            (seen.agent, seen.endpoint, seen.task, seen.decision, seen.at);
         // The body is parsed (when it must be: /challenge and /vote, or a scan for payloads)
         // before the lock is taken: it is the costly part, and every worker may be here at once.
-        let task = seen.body.str_member("task_id");
-        let task = task.as_deref().unwrap_or("");
         let body = (endpoint != "analyze" || self.canaries_placed.load(Ordering::Relaxed))
             .then(|| seen.body.value())
             .flatten();
@@ -497,6 +496,7 @@ mod tests {
             expects_key: false,
             endpoint: "challenge",
             auth: AuthSeen::None,
+            task: "t",
             body: &Body::new(body.to_string().as_bytes()),
             schema_findings: &[],
             decision: &Decision::default(),
