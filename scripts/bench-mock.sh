@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Figures for the mock fleet, measured on this machine, everything on 127.0.0.1:
-#   (1) throughput of a conforming fleet agent (shared port, /agents/<name>/analyze) under
+#   (1) throughput of a conforming fleet agent (shared port, /agents/<name>/analyze), and of one
+#       agent alone (`mock agent`, /analyze), under
 #       `wrk -c 50 -t 2 -d 10s` (POST with a fixed /analyze body), against a bare hyper server
 #       (examples/bare_hyper.rs) answering every request with the very bytes the mock answered:
 #       req/s, wrk's p99 latency, the server's CPU per request; rounds alternate mock, bare, mock
@@ -149,12 +150,17 @@ post() { # post URL OUT : POSTs the body; prints "STATUS TTFB_S CONTENT_TYPE".
 }
 
 # ---- (1) throughput -------------------------------------------------------------------------------
-echo "measuring (1) throughput: $ROUNDS rounds of mock, bare hyper, mock --journal (wrk), then with new task_ids (wrk)${OHA:+ and under oha}, $DURATION each…" >&2
+echo "measuring (1) throughput: $ROUNDS rounds of mock, bare hyper, mock --journal (wrk), then with new task_ids (wrk), then one agent alone (both bodies)${OHA:+ and under oha}, $DURATION each…" >&2
 start mock 10 "$BIN" mock fleet --config "$tmp/conforming.yaml" --port 0 --seed 1
 MOCK_PID=$PID MOCK_URL=$URL/agents/bench-1/analyze
 start journal 10 "$BIN" mock fleet --config "$tmp/conforming.yaml" --port 0 --seed 1 \
     --journal "$tmp/journal.jsonl"
 JOURNAL_PID=$PID JOURNAL_URL=$URL/agents/bench-1/analyze
+
+# One agent alone, with the fleet agent's name and seed: it answers the same bytes, so the same
+# bare hyper stands for both (checked below).
+start one 10 "$BIN" mock agent --port 0 --seed 1 --name bench-1 --quiet
+ONE_PID=$PID ONE_URL=$URL/analyze
 
 read -r status _ ctype < <(post "$MOCK_URL" "$tmp/answer.bin")
 [ "$status" = 200 ] || die "the mock answered $status to POST $MOCK_URL: $(head -c 300 "$tmp/answer.bin")"
@@ -164,6 +170,8 @@ post "$BARE_URL" "$tmp/bare.bin" >/dev/null
 cmp -s "$tmp/answer.bin" "$tmp/bare.bin" || die "bare hyper does not answer the mock's bytes"
 post "$JOURNAL_URL" "$tmp/journal.bin" >/dev/null
 cmp -s "$tmp/answer.bin" "$tmp/journal.bin" || die "the journaled mock answers other bytes"
+post "$ONE_URL" "$tmp/one.bin" >/dev/null
+cmp -s "$tmp/answer.bin" "$tmp/one.bin" || die "the one-agent mock answers other bytes than the fleet's agent"
 ANSWER_BYTES=$(wc -c <"$tmp/answer.bin")
 
 # bench NAME PID URL [SCRIPT|oha] : one run of wrk with SCRIPT (post.lua, the default, or
@@ -206,7 +214,7 @@ EOF
 }
 
 # Warm-up (allocator, lazily built tables): 2 s each, not counted.
-for target in "$MOCK_URL" "$BARE_URL" "$JOURNAL_URL"; do
+for target in "$MOCK_URL" "$BARE_URL" "$JOURNAL_URL" "$ONE_URL"; do
     timeout 30 wrk -c 50 -t 2 -d 2s -s "$tmp/post.lua" "$target" >/dev/null
 done
 for round in $(seq "$ROUNDS"); do
@@ -216,6 +224,8 @@ for round in $(seq "$ROUNDS"); do
     bench journal "$JOURNAL_PID" "$JOURNAL_URL"
     bench mock-unique "$MOCK_PID" "$MOCK_URL" unique.lua
     bench bare-unique "$BARE_PID" "$BARE_URL" unique.lua
+    bench one "$ONE_PID" "$ONE_URL"
+    bench one-unique "$ONE_PID" "$ONE_URL" unique.lua
     if [ -n "$OHA" ]; then
         bench mock-oha "$MOCK_PID" "$MOCK_URL" oha
         bench bare-oha "$BARE_PID" "$BARE_URL" oha
@@ -226,6 +236,7 @@ JOURNAL_MB=$(du -m "$tmp/journal.jsonl" | cut -f1)
 stop "$MOCK_PID"
 stop "$BARE_PID"
 stop "$JOURNAL_PID"
+stop "$ONE_PID"
 rm -f "$tmp/journal.jsonl"
 
 # summary NAME : "median req/s, p99, CPU" of NAME's rounds; ratio NAME [BASE] : the per-round
@@ -253,6 +264,8 @@ EOF
 read -r RATIO RATIO_RUNS < <(ratio mock)
 read -r JRATIO JRATIO_RUNS < <(ratio journal)
 read -r URATIO URATIO_RUNS < <(ratio mock-unique bare-unique)
+read -r ONE_RATIO ONE_RATIO_RUNS < <(ratio one)
+read -r ONE_URATIO ONE_URATIO_RUNS < <(ratio one-unique bare-unique)
 [ -z "$OHA" ] || read -r ORATIO ORATIO_RUNS < <(ratio mock-oha bare-oha)
 
 # ---- (2) slow:200ms accuracy ------------------------------------------------------------------------
@@ -386,7 +399,8 @@ echo "other load on it). (1) wrk -c 50 -t 2 -d $DURATION --latency, POST /agents
 echo "100-agent shared-port fleet, a $BODY_BYTES-byte JSON body; bare hyper answers the mock's own $ANSWER_BYTES-byte"
 echo "answer (same content-type); server CPU = its utime+stime over the run / requests; $ROUNDS rounds"
 echo "(mock, bare, mock --journal), medians; (1') the same with a task_id of its own per request"
-echo "(wrk's request function), so no two answers are alike; (1\") the fixed body under oha -c 50"
+echo "(wrk's request function), so no two answers are alike; (1a) the same against one agent alone"
+echo "(mock agent --name bench-1 --seed 1: the same answer bytes, so the same bare hyper rounds); (1\") the fixed body under oha -c 50"
 echo "(oha spends more CPU per request than wrk, leaving the servers less of the shared CPUs)."
 echo "(2) $CONNS connections opened first, then one POST each, all at once; the client times each"
 echo "from the write of its request to the first byte of the answer: it includes the client's own"
@@ -406,7 +420,11 @@ row "(1) ratio mock / bare" "$RATIO (median; rounds: $RATIO_RUNS) — target ≥
 row "(1) ratio mock --journal / bare" "$JRATIO (median; rounds: $JRATIO_RUNS)"
 row "(1') mock, a new task_id per request" "$(summary mock-unique)"
 row "(1') bare hyper, the same requests" "$(summary bare-unique)"
-row "(1') ratio mock / bare, new task_ids" "$URATIO (median; rounds: $URATIO_RUNS)"
+row "(1') ratio mock / bare, new task_ids" "$URATIO (median; rounds: $URATIO_RUNS) — target ≥ 0.8: $(verdict "$URATIO" ">=" 0.8)"
+row "(1a) one agent (mock agent)" "$(summary one)"
+row "(1a) ratio one agent / bare" "$ONE_RATIO (median; rounds: $ONE_RATIO_RUNS) — target ≥ 0.8: $(verdict "$ONE_RATIO" ">=" 0.8)"
+row "(1a') one agent, a new task_id per request" "$(summary one-unique)"
+row "(1a') ratio one agent / bare, new task_ids" "$ONE_URATIO (median; rounds: $ONE_URATIO_RUNS) — target ≥ 0.8: $(verdict "$ONE_URATIO" ">=" 0.8)"
 if [ -n "$OHA" ]; then
     row "(1\") mock, under oha" "$(summary mock-oha)"
     row "(1\") bare hyper, under oha" "$(summary bare-oha)"

@@ -30,18 +30,32 @@ impl Sink for String {
 }
 
 /// The inside of a JSON string being written (its quotes are the writer's).
-pub struct Json<'a>(pub &'a mut Vec<u8>);
+pub struct Json<'a> {
+    out: &'a mut Vec<u8>,
+    /// [`words_are_plain`], read once per string rather than per word.
+    plain: bool,
+}
+
+impl<'a> Json<'a> {
+    #[inline]
+    pub fn new(out: &'a mut Vec<u8>) -> Json<'a> {
+        Json {
+            out,
+            plain: words_are_plain(),
+        }
+    }
+}
 
 impl Sink for Json<'_> {
     #[inline]
     fn push(&mut self, text: &str) {
-        crate::json_out::escaped(self.0, text);
+        crate::json_out::escaped(self.out, text);
     }
 
     #[inline]
     fn push_word(&mut self, word: &'static str) {
-        if words_are_plain() {
-            self.0.extend_from_slice(word.as_bytes());
+        if self.plain {
+            self.out.extend_from_slice(word.as_bytes());
         } else {
             self.push(word);
         }
@@ -75,6 +89,19 @@ pub fn words_are_plain() -> bool {
 
 const ROOTS: [&str; 5] = ["src", "lib", "services", "config", "migrations"];
 const EXTENSIONS: [&str; 8] = ["rs", "py", "go", "ts", "java", "sql", "yaml", "tf"];
+
+/// A drawn file name: its stem and extension.
+#[derive(Clone, Copy)]
+pub struct FileName(&'static str, &'static str);
+
+impl FileName {
+    #[inline]
+    pub fn push(self, out: &mut impl Sink) {
+        out.push_word(self.0);
+        out.push_word(".");
+        out.push_word(self.1);
+    }
+}
 
 /// A seeded source of content.
 pub struct Content {
@@ -213,9 +240,13 @@ impl Content {
 
     #[inline]
     pub fn push_file_name(&mut self, out: &mut impl Sink) {
-        out.push_word(self.pick(EN::PATH_SEGMENTS));
-        out.push_word(".");
-        out.push_word(self.pick(&EXTENSIONS));
+        self.draw_file_name().push(out);
+    }
+
+    /// A file name drawn now, to be written later (no string in between).
+    #[inline]
+    pub fn draw_file_name(&mut self) -> FileName {
+        FileName(self.pick(EN::PATH_SEGMENTS), self.pick(&EXTENSIONS))
     }
 
     /// A directory, e.g. `src/world/case`.
@@ -264,9 +295,10 @@ impl Content {
         picks.join(" · ")
     }
 
+    /// A confidence in hundredths, 0.05 to 1.0 (written with [`crate::json_out::hundredths`]).
     #[inline]
-    pub fn confidence(&mut self) -> f64 {
-        f64::from(self.rng.random_range(5..=100u32)) / 100.0
+    pub fn confidence_hundredths(&mut self) -> u32 {
+        self.rng.random_range(5..=100u32)
     }
 }
 
@@ -309,8 +341,8 @@ mod tests {
     fn the_tables_need_no_json_escape() {
         assert!(words_are_plain());
         let mut out = Vec::new();
-        Json(&mut out).push_word("plain");
-        Json(&mut out).push("a \"quote\"");
+        Json::new(&mut out).push_word("plain");
+        Json::new(&mut out).push("a \"quote\"");
         assert_eq!(out, br#"plaina \"quote\""#);
     }
 

@@ -278,9 +278,10 @@ pub fn mock_body(data: &[u8]) {
         for fleet in fleets {
             for agent in &fleet.agents {
                 for endpoint in agent.protocol.endpoints() {
-                    let mut headers = vec![("content-type".to_string(), "application/json".into())];
+                    let mut headers = http1::Headers::default();
+                    headers.push("content-type", "application/json");
                     if let Some(key) = &agent.profile.api_key {
-                        headers.push(("authorization".into(), format!("Bearer {key}")));
+                        headers.push("authorization", &format!("Bearer {key}"));
                     }
                     let request = http1::Request {
                         method: endpoint.method.to_string(),
@@ -308,7 +309,7 @@ pub fn mock_body(data: &[u8]) {
                             let parsed = parsed.as_ref().and_then(|v| v.get(member.key));
                             assert_eq!(
                                 parsed.map(|v| v.to_string()),
-                                serde_json::from_str::<Value>(member.raw)
+                                serde_json::from_slice::<Value>(member.raw)
                                     .ok()
                                     .map(|v| v.to_string()),
                                 "/{}: member {:?}",
@@ -329,7 +330,7 @@ pub fn mock_body(data: &[u8]) {
                     }
                     if agent.profile.api_key.is_some() {
                         let mut bare = request;
-                        bare.headers.retain(|(n, _)| n != "authorization");
+                        bare.headers.retain(|name, _| name != "authorization");
                         let plan = handle(fleet, bare);
                         if endpoint.needs_key {
                             assert_eq!(plan.response.status, 401, "no key, yet answered");

@@ -1,7 +1,7 @@
 //! Writing JSON text straight into a byte buffer, for answers generated on the mock's hot path
 //! (an /analyze answer written piece by piece costs a fraction of building a struct of owned
-//! strings and serializing it). Text is escaped as serde_json escapes it; numbers are written by
-//! serde_json itself.
+//! strings and serializing it). Text is escaped as serde_json escapes it, and
+//! numbers as it writes them.
 
 use crate::json_skim::plain_prefix;
 
@@ -25,10 +25,15 @@ pub fn string(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
-/// A number as serde_json writes it (`0.5`, `1.0`).
+/// `n` hundredths (n ≤ 100) as serde_json writes the f64 `n as f64 / 100.0`: the shortest
+/// decimal that reads back as it (`0.05`, `0.5`, `1.0`), written without a float formatter.
 #[inline]
-pub fn number(out: &mut Vec<u8>, value: f64) {
-    let _ = serde_json::to_writer(&mut *out, &value);
+pub fn hundredths(out: &mut Vec<u8>, n: u32) {
+    match n {
+        100.. => out.extend_from_slice(b"1.0"),
+        _ if n.is_multiple_of(10) => out.extend_from_slice(&[b'0', b'.', b'0' + (n / 10) as u8]),
+        _ => out.extend_from_slice(&[b'0', b'.', b'0' + (n / 10) as u8, b'0' + (n % 10) as u8]),
+    }
 }
 
 #[cfg(test)]
@@ -56,11 +61,21 @@ mod tests {
                 "{text:?}"
             );
         }
+    }
+
+    /// Every confidence is written as serde_json writes the float it stands for.
+    #[test]
+    fn hundredths_are_written_as_serde_json_writes_the_float() {
         let mut out = Vec::new();
-        for n in [0.05, 0.5, 1.0, 0.33] {
+        for n in 0..=100u32 {
             out.clear();
-            number(&mut out, n);
-            assert_eq!(out, serde_json::to_vec(&n).unwrap());
+            hundredths(&mut out, n);
+            let float = f64::from(n) / 100.0;
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                serde_json::to_string(&float).unwrap(),
+                "{n}"
+            );
         }
     }
 }

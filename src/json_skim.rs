@@ -39,8 +39,8 @@ pub type Kinds = u8;
 pub struct Member<'a> {
     pub key: &'a str,
     pub kind: Kind,
-    /// The value's text as sent (a string with its quotes).
-    pub raw: &'a str,
+    /// The value's text as sent (a string with its quotes): UTF-8, as the whole body is.
+    pub raw: &'a [u8],
     /// For a string: whether it holds an escape (its value is then not `raw` less the quotes).
     escaped: bool,
     /// For an array: the kinds of its items.
@@ -64,11 +64,11 @@ impl<'a> Skim<'a> {
         let inner = &member.raw[1..member.raw.len() - 1];
         if member.escaped {
             // Rare: only the simple escapes got here (no \u), which serde_json reads as JSON.
-            serde_json::from_str::<String>(member.raw)
+            serde_json::from_slice::<String>(member.raw)
                 .ok()
                 .map(Cow::Owned)
         } else {
-            Some(Cow::Borrowed(inner))
+            crate::text::utf8(inner).map(Cow::Borrowed)
         }
     }
 }
@@ -80,26 +80,26 @@ const MAX_DEPTH: usize = 64;
 const MAX_DIGITS: usize = 18;
 
 /// The body's top-level object, or None: not JSON, not an object, or not sure (see the module).
+///
+/// UTF-8 is checked on the way, not in a pass of its own: outside strings only ASCII is JSON,
+/// and inside them each run of non-ASCII bytes is checked where the scan meets it.
 pub fn skim(bytes: &[u8]) -> Option<Skim<'_>> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    let mut scan = Scan {
-        s: text.as_bytes(),
-        i: 0,
-    };
+    let mut scan = Scan { s: bytes, i: 0 };
     scan.ws();
     if scan.peek()? != b'{' {
         return None;
     }
     let mut members: Vec<Member<'_>> = Vec::with_capacity(8);
     scan.object(0, |key, value, (kind, escaped, items)| {
-        let key = &text[key?]; // a key with an escape is declined
+        // A key with an escape is declined.
+        let key = crate::text::utf8(&bytes[key?])?;
         if members.iter().any(|m| m.key == key) {
             return None; // serde_json keeps the last, the skim would see the first
         }
         members.push(Member {
             key,
             kind,
-            raw: &text[value],
+            raw: &bytes[value],
             escaped,
             items,
         });
@@ -126,35 +126,93 @@ fn below(w: u64, n: u8) -> u64 {
 }
 
 /// The high bit of each byte of `w` (read little-endian: the first byte lowest) that ends a
-/// plain run of string text: a quote, a backslash or a control character.
+/// plain run of string text: a quote, a backslash or a control character (and, when `ASCII`,
+/// a byte of a non-ASCII character).
 #[inline]
-fn specials(w: u64) -> u64 {
-    below(w ^ (ONES * u64::from(b'"')), 1)
+fn specials<const ASCII: bool>(w: u64) -> u64 {
+    let special = below(w ^ (ONES * u64::from(b'"')), 1)
         | below(w ^ (ONES * u64::from(b'\\')), 1)
-        | below(w, 0x20)
+        | below(w, 0x20);
+    if ASCII {
+        special | (w & HIGHS)
+    } else {
+        special
+    }
 }
 
-/// How many bytes at the start of `s` are plain string text (no quote, backslash or control
-/// character), eight at a time.
+/// Whether byte `b` ends a plain run (see [`specials`]).
+#[inline]
+fn is_special<const ASCII: bool>(b: u8) -> bool {
+    b == b'"' || b == b'\\' || b < 0x20 || (ASCII && b >= 0x80)
+}
+
+/// How many bytes at the start of `s` are plain string text: no quote, backslash or control
+/// character.
 #[inline]
 pub fn plain_prefix(s: &[u8]) -> usize {
-    let mut i = 0;
-    while let Some(word) = s.get(i..i + 8) {
-        let mut bytes = [0; 8];
-        bytes.copy_from_slice(word);
-        let special = specials(u64::from_le_bytes(bytes));
+    plain_run::<false>(s, 0)
+}
+
+/// How many bytes of `s` from `from` on are plain (see [`plain_prefix`]; when `ASCII`, non-ASCII
+/// bytes end the run too). Sixteen bytes at a time with SSE2 (every x86_64 has it), the last
+/// few by one more load of the last sixteen; elsewhere eight at a time, then byte by byte.
+#[inline]
+fn plain_run<const ASCII: bool>(s: &[u8], from: usize) -> usize {
+    let mut i = from;
+    #[cfg(target_arch = "x86_64")]
+    {
+        while let Some(block) = s.get(i..).and_then(<[u8]>::first_chunk) {
+            let mask = sse2_specials::<ASCII>(block);
+            if mask != 0 {
+                return i + mask.trailing_zeros() as usize - from;
+            }
+            i += 16;
+        }
+        if let Some(last) = s.last_chunk::<16>().filter(|_| i < s.len()) {
+            // The last sixteen bytes overlap what is behind `i`: their bits are shifted out.
+            let mask = sse2_specials::<ASCII>(last) >> (i + 16 - s.len());
+            return match mask {
+                0 => s.len() - from,
+                _ => i + mask.trailing_zeros() as usize - from,
+            };
+        }
+    }
+    while let Some(word) = s.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+        let special = specials::<ASCII>(u64::from_le_bytes(*word));
         if special != 0 {
-            return i + (special.trailing_zeros() / 8) as usize;
+            return i + (special.trailing_zeros() / 8) as usize - from;
         }
         i += 8;
     }
     while let Some(&b) = s.get(i) {
-        if b == b'"' || b == b'\\' || b < 0x20 {
+        if is_special::<ASCII>(b) {
             break;
         }
         i += 1;
     }
-    i
+    i.max(from) - from
+}
+
+/// One bit per byte of `block` (the first byte lowest) that ends a plain run (see [`specials`]).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn sse2_specials<const ASCII: bool>(block: &[u8; 16]) -> u32 {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is part of the x86_64 baseline; the load reads the 16 bytes of `block`
+    // (unaligned loads are allowed).
+    unsafe {
+        let x = _mm_loadu_si128(block.as_ptr().cast::<__m128i>());
+        // x ≤ 0x1f, unsigned: a control character.
+        let control = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1f)), x);
+        let quote = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'"' as i8));
+        let backslash = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\\' as i8));
+        let special = _mm_or_si128(_mm_or_si128(quote, backslash), control);
+        let mut mask = _mm_movemask_epi8(special) as u32;
+        if ASCII {
+            mask |= _mm_movemask_epi8(x) as u32; // the high bits: non-ASCII
+        }
+        mask
+    }
 }
 
 impl Scan<'_> {
@@ -265,15 +323,36 @@ impl Scan<'_> {
 
     /// From its opening quote past its closing one; whether it holds escapes. Declines `\u`
     /// (serde_json refuses lone surrogates) and anything JSON refuses (a control character, an
-    /// unknown escape, no closing quote).
+    /// unknown escape, no closing quote, bytes that are not UTF-8).
+    #[inline]
     fn string(&mut self) -> Option<bool> {
+        // Nearly always plain text up to the closing quote: that much inline, the rest not.
+        let end = self.i + 1 + plain_run::<true>(self.s, self.i + 1);
+        self.i = end;
+        if self.s.get(end) == Some(&b'"') {
+            self.i += 1;
+            return Some(false);
+        }
+        self.string_rest()
+    }
+
+    /// The rest of a string from a byte that ended a plain run and is not its closing quote.
+    #[cold]
+    #[inline(never)]
+    fn string_rest(&mut self) -> Option<bool> {
         let s = self.s;
-        self.i += 1;
         let mut escaped = false;
         loop {
-            self.i += plain_prefix(s.get(self.i..)?);
             match self.next()? {
                 b'"' => return Some(escaped),
+                0x80.. => {
+                    // A run of non-ASCII bytes holds whole characters (each is all high
+                    // bytes) when the body is UTF-8: check the run, and only the run.
+                    let start = self.i - 1;
+                    let run = s[start..].iter().take_while(|&&b| b >= 0x80).count();
+                    std::str::from_utf8(&s[start..start + run]).ok()?;
+                    self.i = start + run;
+                }
                 b'\\' => {
                     escaped = true;
                     match self.next()? {
@@ -283,6 +362,7 @@ impl Scan<'_> {
                 }
                 _ => return None, // a control character
             }
+            self.i += plain_run::<true>(s, self.i);
         }
     }
 
@@ -346,7 +426,7 @@ mod tests {
             ]
         );
         assert_eq!(skim.str("a").as_deref(), Some("x\ty"));
-        assert_eq!(skim.get("o").unwrap().raw, r#"{"k":[1,{"z":null}]}"#);
+        assert_eq!(skim.get("o").unwrap().raw, br#"{"k":[1,{"z":null}]}"#);
         assert_eq!(
             skim.get("l").unwrap().items,
             Kind::String.bit() | Kind::Bool.bit()
@@ -393,6 +473,74 @@ mod tests {
         assert!(skim(deep.as_bytes()).is_none());
         let ok = format!("{{\"a\":{}{}}}", "[".repeat(60), "]".repeat(60));
         assert!(skim(ok.as_bytes()).is_some());
+    }
+
+    /// UTF-8 is checked where the scan meets non-ASCII bytes: what serde_json refuses is
+    /// declined, what it reads is read the same.
+    #[test]
+    fn utf8_is_checked_in_strings_and_refused_outside_them() {
+        let refused: [&[u8]; 8] = [
+            b"{\"a\":\"\xc0\x80\"}",         // an overlong NUL
+            b"{\"a\":\"\xed\xa0\x80\"}",     // a surrogate
+            b"{\"a\":\"\xe8\xaa\"}",         // a character cut short by the quote
+            b"{\"a\":\"x\x80\"}",            // a lone continuation byte
+            b"{\"\xff\":1}",                 // in a key
+            b"{\"a\":1}\xc3\xa9",            // after the object
+            b"\xc3\xa9{\"a\":1}",            // before it
+            b"{\"a\":\"\xf4\x90\x80\x80\"}", // past U+10FFFF
+        ];
+        for body in refused {
+            assert!(serde_json::from_slice::<serde_json::Value>(body).is_err());
+            assert!(skim(body).is_none(), "{body:?} was skimmed");
+        }
+        for text in [
+            "é",
+            "認証 モジュール",
+            "🔐👩‍💻",
+            "a€b",
+            "\u{7f}\u{80}\u{7ff}\u{800}\u{ffff}\u{10000}",
+        ] {
+            let body = format!("{{\"{text}\":\"{text} and {text}\"}}");
+            let skim = skim(body.as_bytes()).expect("skimmed");
+            assert_eq!(skim.members[0].key, text);
+            assert_eq!(
+                skim.str(text).as_deref(),
+                Some(format!("{text} and {text}").as_str())
+            );
+        }
+    }
+
+    /// The sixteen-, eight- and one-byte scans agree with a byte-by-byte reading, wherever the
+    /// first special byte falls, wherever the run starts and whatever the length.
+    #[test]
+    fn plain_runs_agree_with_a_byte_by_byte_reading() {
+        for len in 0..40 {
+            for at in 0..=len {
+                for special in [b'"', b'\\', 0x00, 0x1f, 0x80, 0xc3, 0xff] {
+                    let mut s = vec![b'x'; len];
+                    if at < len {
+                        s[at] = special;
+                    }
+                    // A byte just past 0x1f, 0x7f and bytes around the quote are plain.
+                    if at + 1 < len {
+                        s[at + 1] = [0x20, 0x7f, b'!', b'#'][at % 4];
+                    }
+                    let naive = |ascii: bool, from: usize| {
+                        s[from..]
+                            .iter()
+                            .position(|&b| {
+                                b == b'"' || b == b'\\' || b < 0x20 || (ascii && b >= 0x80)
+                            })
+                            .unwrap_or(len - from)
+                    };
+                    for from in 0..=len {
+                        let naive = |ascii: bool| naive(ascii, from);
+                        assert_eq!(plain_run::<false>(&s, from), naive(false), "{s:?} {from}");
+                        assert_eq!(plain_run::<true>(&s, from), naive(true), "{s:?} {from}");
+                    }
+                }
+            }
+        }
     }
 
     /// The eight-bytes-at-a-time scan stops at every special byte wherever it falls in a word.

@@ -309,6 +309,33 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
     p[pi..].iter().all(|&c| c == '*')
 }
 
+/// `bytes` as text when they are UTF-8. ASCII (keys, header values, digits: nearly everything
+/// the mock reads on its hot path) is told in a few instructions; `str::from_utf8` costs ~100
+/// even for a short ASCII string, and the rest goes to it.
+#[inline]
+pub fn utf8(bytes: &[u8]) -> Option<&str> {
+    if bytes.is_ascii() {
+        // SAFETY: ASCII is UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+    } else {
+        std::str::from_utf8(bytes).ok()
+    }
+}
+
+/// `n` in decimal, written at the end of `buf` (no allocation, no formatter).
+pub fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &str {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    utf8(&buf[at..]).unwrap_or("0")
+}
+
 /// 64-bit FNV-1a: a tiny hash, stable across platforms and releases (unlike `DefaultHasher`), for
 /// everything a seed must reproduce (content, canaries, shards).
 pub struct Fnv1a(pub u64);
@@ -346,6 +373,24 @@ pub fn fnv1a(text: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utf8_takes_what_from_utf8_takes_and_decimal_writes_what_display_writes() {
+        let texts: [&[u8]; 6] = [
+            b"",
+            b"task-1",
+            "é認".as_bytes(),
+            b"a\xffb",
+            b"\xc0\x80",
+            b"x\xe8\xaa",
+        ];
+        for bytes in texts {
+            assert_eq!(utf8(bytes), std::str::from_utf8(bytes).ok(), "{bytes:?}");
+        }
+        for n in [0, 7, 10, 999, 1_000_000, u64::MAX] {
+            assert_eq!(decimal(n, &mut [0; 20]), n.to_string());
+        }
+    }
 
     #[test]
     fn environment_variables_are_substituted_or_named() {

@@ -108,34 +108,32 @@ impl MockAgent {
         let endpoints = self.protocol.endpoints();
         let index = endpoints.iter().position(|e| e.name == endpoint);
         let n = self.counters[index.unwrap_or(endpoints.len())].fetch_add(1, Ordering::Relaxed);
-        let items: Vec<&Item> = match index {
-            Some(i) => self
-                .items
-                .iter()
-                .filter(|item| item.applies_to(&endpoints[i]))
-                .collect(),
-            None => Vec::new(),
-        };
-        // A conforming agent (the common case under load) needs no random stream at all.
-        let shaped = items
+        let applies = |item: &&Item| index.is_some_and(|i| item.applies_to(&endpoints[i]));
+        // A conforming agent (the common case under load) needs no random stream at all, nor
+        // the list of its items.
+        let shaped = self
+            .items
             .iter()
+            .filter(applies)
             .any(|i| matches!(i.what, What::Behavior(ref k) if *k != Kind::Conforming))
             .then(|| {
+                let items: Vec<&Item> = self.items.iter().filter(applies).collect();
                 // Every random choice of this request comes from its own stream: replayable by
                 // --seed.
                 let mut rng = ChaCha8Rng::seed_from_u64(
                     self.seed
                         ^ crate::text::fnv1a(&format!("{}/{endpoint}/{n}", self.profile.name)),
                 );
-                misbehaves(&items, n, &mut rng).then_some(rng)
+                misbehaves(&items, n, &mut rng).then_some((items, rng))
             })
             .flatten();
         // A content behaviour bends the answer's JSON value: ask for the value, so that the
         // answer is serialized once, after the bending (not serialized, parsed and serialized).
-        let bends = shaped.is_some()
-            && items
+        let bends = shaped.as_ref().is_some_and(|(items, _)| {
+            items
                 .iter()
-                .any(|i| matches!(i.what, What::Behavior(Kind::Content(_))));
+                .any(|i| matches!(i.what, What::Behavior(Kind::Content(_))))
+        });
         let (conforming, value) = if bends {
             match self.reference.respond_value(endpoint, body) {
                 Answer::Json(200, value) => (Reply::json_placeholder(200), Some(value)),
@@ -148,7 +146,7 @@ impl MockAgent {
         let plan = Plan::immediate(Response::new(
             conforming.status,
             conforming.content_type,
-            conforming.body.clone(),
+            conforming.body,
         ));
         let refused = !(200..300).contains(&conforming.status);
         let decision = Decision {
@@ -165,7 +163,7 @@ impl MockAgent {
         };
         // A request the reference agent refuses (bad JSON, unknown path) is refused as it is,
         // unless the agent is told to misbehave regardless (`strict_requests: false`).
-        let Some(rng) = shaped else {
+        let Some((items, rng)) = shaped else {
             return (plan, decision);
         };
         if refused && self.strict_requests {
@@ -336,7 +334,7 @@ impl Shaper<'_> {
                     &format!("{} (agent-tck mock: http-error)", reason(*status)),
                 );
                 if let Some(s) = retry_after {
-                    r.headers.push(("retry-after".into(), s.to_string()));
+                    r.headers.push(("retry-after".into(), s.to_string().into()));
                 }
                 self.unusable(format!("answered {status}"));
                 true
@@ -412,7 +410,7 @@ fn set_content_type(response: &mut Response, content_type: &str) {
         .retain(|(n, _)| !n.eq_ignore_ascii_case("content-type"));
     response
         .headers
-        .push(("content-type".into(), content_type.into()));
+        .push(("content-type".into(), content_type.to_string().into()));
 }
 
 fn reason(status: u16) -> &'static str {

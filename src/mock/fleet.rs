@@ -3,12 +3,14 @@
 //! One process holds thousands of agents: an agent is a few hundred bytes of state, and a
 //! connection costs only while it is open.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use foldhash::HashMap as FastMap;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 use tokio::net::TcpListener;
@@ -201,12 +203,12 @@ pub fn parse_items(texts: &[String], at: For<'_>) -> Result<Vec<Item>, String> {
     Ok(items)
 }
 
-/// Where each agent answers.
+/// Where each agent answers (looked up once per request: a fast hash, not SipHash).
 enum Routes {
     /// `/agents/<name>/<endpoint>` on one port.
-    Shared(HashMap<String, usize>),
+    Shared(FastMap<String, usize>),
     /// Local port → agent.
-    PerAgent(HashMap<u16, usize>),
+    PerAgent(FastMap<u16, usize>),
 }
 
 impl Routes {
@@ -240,7 +242,8 @@ pub struct FleetHandler {
 pub struct Note {
     seq: u64,
     agent: Option<usize>,
-    endpoint: String,
+    /// The protocol's own name for a known endpoint (no copy per request), else the path's.
+    endpoint: Cow<'static, str>,
     task: String,
     received: Instant,
     /// For the request log (when it is on): the status planned and the behaviours applied.
@@ -334,7 +337,7 @@ impl Handler for FleetHandler {
             let note = Note {
                 seq,
                 agent: None,
-                endpoint: String::new(),
+                endpoint: Cow::Borrowed(""),
                 task: String::new(),
                 received: request.received,
                 logged: None,
@@ -411,7 +414,10 @@ impl Handler for FleetHandler {
         let note = Note {
             seq,
             agent: Some(index),
-            endpoint: endpoint.to_string(),
+            endpoint: match known {
+                Some(e) => Cow::Borrowed(e.name),
+                None => Cow::Owned(endpoint.to_string()),
+            },
             task: task.to_string(),
             received: request.received,
             logged,
@@ -450,7 +456,7 @@ impl Handler for FleetHandler {
     async fn finish(&self, note: Note, delivered: Delivered) {
         if let Some(index) = note.agent {
             self.timeline
-                .record(index, &note.endpoint, note.received, &delivered);
+                .record(index, note.endpoint.clone(), note.received, &delivered);
             self.observer.on_answer(&Answered {
                 seq: note.seq,
                 agent: self.agents[index].name(),
@@ -540,7 +546,7 @@ pub async fn serve(
             (Routes::shared(&agents), urls)
         }
         Layout::PerAgent => {
-            let mut by_port = HashMap::new();
+            let mut by_port = FastMap::default();
             let mut urls = Vec::new();
             for (i, _) in agents.iter().enumerate() {
                 let want = if port == 0 {

@@ -7,6 +7,8 @@
 //! chunked bodies, `Expect: 100-continue`, keep-alive), bounded: a 64 KiB head, a body cap, and
 //! every wait cancellable by the server's shutdown token, so Ctrl-C never waits on a hung peer.
 
+use std::borrow::Cow;
+use std::mem::MaybeUninit;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,6 +18,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+
+use crate::text::decimal;
 
 /// Largest request head we read.
 pub const MAX_HEAD: usize = 64 * 1024;
@@ -28,7 +32,7 @@ pub struct Request {
     pub method: String,
     /// The request target as sent (path and query).
     pub target: String,
-    pub headers: Vec<(String, String)>,
+    pub headers: Headers,
     pub body: Bytes,
     /// The peer asked to close after this exchange (or spoke HTTP/1.0 without keep-alive).
     pub close: bool,
@@ -40,10 +44,7 @@ pub struct Request {
 
 impl Request {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.get(name)
     }
 
     /// The path, without the query string.
@@ -52,18 +53,94 @@ impl Request {
     }
 }
 
+/// A request's header fields, in the order received: their text in one string and where each
+/// name and value lies in it (two allocations per request, rather than two per field).
+#[derive(Debug, Clone, Default)]
+pub struct Headers {
+    text: String,
+    /// Per field: where its name starts, where its value starts (the name's end), where the
+    /// value ends.
+    fields: Vec<[u32; 3]>,
+}
+
+impl Headers {
+    fn with_capacity(fields: usize, text: usize) -> Headers {
+        Headers {
+            text: String::with_capacity(text),
+            fields: Vec::with_capacity(fields),
+        }
+    }
+
+    pub fn push(&mut self, name: &str, value: &str) {
+        let start = self.text.len() as u32;
+        self.text.push_str(name);
+        let value_start = self.text.len() as u32;
+        self.text.push_str(value);
+        self.fields
+            .push([start, value_start, self.text.len() as u32]);
+    }
+
+    /// Name and value of each field.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.fields.iter().map(|&[n, v, e]| {
+            (
+                &self.text[n as usize..v as usize],
+                &self.text[v as usize..e as usize],
+            )
+        })
+    }
+
+    /// The first field named `name` (any case).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        let [value] = self.first_of([name]);
+        value
+    }
+
+    /// The first field of each of `names` (any case), in one pass over the fields: the engine
+    /// looks for four on every request. Names are compared as bytes, length first.
+    pub fn first_of<const N: usize>(&self, names: [&str; N]) -> [Option<&str>; N] {
+        let mut found = [None; N];
+        let text = self.text.as_bytes();
+        for &[n, v, e] in &self.fields {
+            let name = &text[n as usize..v as usize];
+            for (slot, wanted) in found.iter_mut().zip(names) {
+                if slot.is_none()
+                    && name.len() == wanted.len()
+                    && name.eq_ignore_ascii_case(wanted.as_bytes())
+                {
+                    *slot = Some(&self.text[v as usize..e as usize]);
+                }
+            }
+        }
+        found
+    }
+
+    /// Keeps the fields `keep` says yes to.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str, &str) -> bool) {
+        let text = &self.text;
+        self.fields.retain(|&[n, v, e]| {
+            keep(&text[n as usize..v as usize], &text[v as usize..e as usize])
+        });
+    }
+}
+
 /// A response to write.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Response {
     pub status: u16,
     /// Headers other than the framing ones (Content-Length, Transfer-Encoding, Connection), which
-    /// the engine writes from [`Framing`].
-    pub headers: Vec<(String, String)>,
+    /// the engine writes from [`Framing`]. Borrowed when known in advance (no allocation per
+    /// answer for the usual `content-type`).
+    pub headers: Vec<(Cow<'static, str>, Cow<'static, str>)>,
     pub body: Bytes,
 }
 
 impl Response {
-    pub fn new(status: u16, content_type: &str, body: impl Into<Bytes>) -> Response {
+    pub fn new(
+        status: u16,
+        content_type: impl Into<Cow<'static, str>>,
+        body: impl Into<Bytes>,
+    ) -> Response {
         Response {
             status,
             headers: vec![("content-type".into(), content_type.into())],
@@ -135,6 +212,19 @@ impl Plan {
             fault: Fault::None,
             endless: false,
         }
+    }
+
+    /// Head and body go out in one write, once the first byte is due.
+    fn in_one_write(&self) -> bool {
+        self.fault == Fault::None
+            && self.body_delay.is_zero()
+            && !self.endless
+            && self.dribble.is_none()
+    }
+
+    /// Written at once, in one write: no delay, no fault (the common case).
+    fn is_prompt(&self) -> bool {
+        self.ttfb.is_zero() && self.in_one_write()
     }
 }
 
@@ -267,9 +357,13 @@ async fn connection<H: Handler>(
         return Ok(());
     }
     let mut buf = BytesMut::new();
+    // One shutdown waiter for the connection's life, not one registered and dropped per request.
+    let cancelled = stop.cancelled();
+    tokio::pin!(cancelled);
     loop {
         let read = tokio::select! {
-            _ = stop.cancelled() => return Ok(()),
+            biased;
+            _ = &mut cancelled => return Ok(()),
             read = read_request(&mut stream, &mut buf, limits) => read,
         };
         let request = match read {
@@ -291,14 +385,15 @@ async fn connection<H: Handler>(
                 return Ok(());
             }
         };
-        // The request is out of the buffer: while the answer is planned and written (a slow or
-        // hung one may take long), an empty buffer need not keep its capacity.
-        if buf.is_empty() {
-            buf = BytesMut::new();
-        }
         let close = request.close;
         let received = request.received;
         let (plan, note) = handler.handle(request).await;
+        // The request is out of the buffer: while a slow or hung answer is written (it may take
+        // long), an empty buffer need not keep its capacity. A prompt answer keeps it, and the
+        // next request is read into the same allocation (the request, and its body, are gone).
+        if buf.is_empty() && !plan.is_prompt() {
+            buf = BytesMut::new();
+        }
         let delivered = write_plan(&mut stream, &plan, received, close, stop).await;
         let keep_going = delivered.outcome == Outcome::Complete
             && !close
@@ -315,7 +410,7 @@ async fn connection<H: Handler>(
 pub(crate) struct Parts {
     method: String,
     target: String,
-    headers: Vec<(String, String)>,
+    headers: Headers,
     body: Bytes,
     close: bool,
 }
@@ -365,6 +460,15 @@ fn bad(status: u16, message: impl Into<String>) -> ReadError {
     }
 }
 
+/// Bytes as text: as they are when UTF-8 (nearly always, and ASCII: told without
+/// `from_utf8_lossy`'s chunking), else with U+FFFD for what is not.
+fn text_of(bytes: &[u8]) -> Cow<'_, str> {
+    match crate::text::utf8(bytes) {
+        Some(text) => Cow::Borrowed(text),
+        None => String::from_utf8_lossy(bytes),
+    }
+}
+
 /// Reads more bytes into `buf`; false at end of stream.
 async fn fill<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut BytesMut) -> std::io::Result<bool> {
     if buf.capacity() - buf.len() < 1024 {
@@ -382,23 +486,18 @@ pub(crate) async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
 ) -> Result<Option<Parts>, ReadError> {
     let (head_len, method, target, headers, minor) = loop {
         if !buf.is_empty() {
-            let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
-            let mut req = httparse::Request::new(&mut slots);
-            match req.parse(buf) {
+            // Uninitialized slots: zeroing a hundred of them cost more than parsing the head.
+            let mut slots = [const { MaybeUninit::uninit() }; MAX_HEADERS];
+            let mut req = httparse::Request::new(&mut []);
+            match req.parse_with_uninit_headers(buf, &mut slots) {
                 Ok(httparse::Status::Complete(n)) if n > MAX_HEAD => {
                     return Err(bad(431, "the request head is larger than 64 KiB"))
                 }
                 Ok(httparse::Status::Complete(n)) => {
-                    let headers = req
-                        .headers
-                        .iter()
-                        .map(|h| {
-                            (
-                                h.name.to_string(),
-                                String::from_utf8_lossy(h.value).into_owned(),
-                            )
-                        })
-                        .collect::<Vec<_>>();
+                    let mut headers = Headers::with_capacity(req.headers.len(), n);
+                    for h in req.headers.iter() {
+                        headers.push(h.name, &text_of(h.value));
+                    }
                     break (
                         n,
                         req.method.unwrap_or("").to_string(),
@@ -440,21 +539,23 @@ pub(crate) async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
         }
     };
     buf.advance(head_len);
-    let find = |name: &str| {
-        headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.trim())
-    };
-    let has_token = |name: &str, token: &str| {
-        find(name).is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+    let [connection, expect, transfer_encoding, content_length] = headers
+        .first_of([
+            "connection",
+            "expect",
+            "transfer-encoding",
+            "content-length",
+        ])
+        .map(|value| value.map(str::trim));
+    let has_token = |field: Option<&str>, token: &str| {
+        field.is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
     };
     let close =
-        has_token("connection", "close") || (minor == 0 && !has_token("connection", "keep-alive"));
-    if find("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
+        has_token(connection, "close") || (minor == 0 && !has_token(connection, "keep-alive"));
+    if expect.is_some_and(|v| v.eq_ignore_ascii_case("100-continue")) {
         stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await?;
     }
-    let body = if has_token("transfer-encoding", "chunked") {
+    let body = if has_token(transfer_encoding, "chunked") {
         read_chunked(stream, buf, limits.max_body)
             .await
             .map_err(|e| match e {
@@ -476,7 +577,7 @@ pub(crate) async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
                 e => e,
             })?
     } else {
-        let length = match find("content-length") {
+        let length = match content_length {
             None => 0,
             Some(v) => v
                 .parse::<usize>()
@@ -582,25 +683,32 @@ fn reason(status: u16) -> &'static str {
 /// The status line and headers of `plan`, in a buffer with room for `room` more bytes (the body,
 /// when it goes out in the same write).
 pub fn head(plan: &Plan, close: bool, room: usize) -> Vec<u8> {
-    use std::io::Write as _;
     let r = &plan.response;
     let mut out = Vec::with_capacity(160 + r.headers.len() * 48 + room);
-    // Writing into a Vec cannot fail.
-    let _ = write!(out, "HTTP/1.1 {} {}\r\n", r.status, reason(r.status));
+    let mut digits = [0; 20];
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(decimal(u64::from(r.status), &mut digits).as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(reason(r.status).as_bytes());
+    out.extend_from_slice(b"\r\n");
     for (name, value) in &r.headers {
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    match plan.framing {
-        Framing::Length => {
-            let _ = write!(out, "content-length: {}\r\n", r.body.len());
+    let length = match plan.framing {
+        Framing::Length => Some(r.body.len() as u64),
+        Framing::Lie { declared } => Some(declared),
+        Framing::Chunked => None,
+    };
+    match length {
+        Some(length) => {
+            out.extend_from_slice(b"content-length: ");
+            out.extend_from_slice(decimal(length, &mut digits).as_bytes());
+            out.extend_from_slice(b"\r\n");
         }
-        Framing::Lie { declared } => {
-            let _ = write!(out, "content-length: {declared}\r\n");
-        }
-        Framing::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+        None => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
     }
     let closes = close || !matches!(plan.framing, Framing::Length) || plan.fault != Fault::None;
     out.extend_from_slice(if closes {
@@ -666,6 +774,27 @@ impl Writer<'_> {
             return Ok(());
         }
         self.first.get_or_insert_with(Instant::now);
+        // Nearly always the socket takes the whole answer at once: written without a future
+        // watching for shutdown (a cancellation waiter registered and dropped per answer).
+        let data = match self.stream.try_write(data) {
+            Ok(n) if n == data.len() => {
+                self.bytes += n as u64;
+                return Ok(());
+            }
+            Ok(n) => {
+                self.bytes += n as u64;
+                &data[n..]
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+                ) =>
+            {
+                data
+            }
+            Err(_) => return Err(Stopped::PeerGone),
+        };
         tokio::select! {
             _ = self.stop.cancelled() => Err(Stopped::Shutdown),
             written = self.stream.write_all(data) => match written {
@@ -773,11 +902,7 @@ async fn run_plan(
         }
         _ => {}
     }
-    if plan.fault == Fault::None
-        && plan.body_delay.is_zero()
-        && !plan.endless
-        && plan.dribble.is_none()
-    {
+    if plan.in_one_write() {
         // The common case: head and body in one write (one segment, one wake-up for the peer).
         let body = framed_body(plan);
         let mut whole = head(plan, close, body.len());
@@ -897,4 +1022,53 @@ pub async fn spawn_with<H: Handler>(
         stop,
         tracker,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    /// A request head as the engine reads it: every field in order, looked up in any case (the
+    /// first of a repeated name), a value that is not UTF-8 kept with U+FFFD in its place.
+    #[tokio::test]
+    async fn header_fields_are_kept_in_order_and_found_in_any_case() {
+        let (mut client, mut server) = tokio::io::duplex(4096);
+        client
+            .write_all(
+                b"POST /agents/a/analyze?x=1 HTTP/1.1\r\nHost: h\r\nX-Twice: one\r\n\
+                  x-twice: two\r\nX-Bytes: caf\xe9\r\nContent-Length: 2\r\n\r\n{}",
+            )
+            .await
+            .unwrap();
+        let limits = ServerLimits { max_body: 1024 };
+        let Ok(Some(parts)) = read_request(&mut server, &mut BytesMut::new(), limits).await else {
+            panic!("the request was not read");
+        };
+        let local = SocketAddr::from(([127, 0, 0, 1], 1));
+        let mut request = parts.stamp(local, local);
+        assert_eq!(request.method, "POST");
+        assert_eq!(request.path(), "/agents/a/analyze");
+        assert_eq!(&request.body[..], b"{}");
+        let fields: Vec<(&str, &str)> = request.headers.iter().collect();
+        assert_eq!(
+            fields,
+            [
+                ("Host", "h"),
+                ("X-Twice", "one"),
+                ("x-twice", "two"),
+                ("X-Bytes", "caf\u{fffd}"),
+                ("Content-Length", "2"),
+            ]
+        );
+        assert_eq!(request.header("x-TWICE"), Some("one"));
+        assert_eq!(request.header("content-length"), Some("2"));
+        assert_eq!(request.header("absent"), None);
+        request
+            .headers
+            .retain(|name, _| !name.eq_ignore_ascii_case("x-twice"));
+        assert_eq!(request.header("x-twice"), None);
+        assert_eq!(request.headers.iter().count(), 3);
+        assert_eq!(request.header("x-bytes"), Some("caf\u{fffd}"));
+    }
 }

@@ -7,7 +7,6 @@
 //! request valid against its endpoint's schema, bearer keys as registered — is [`Common`], and
 //! [`SchemaObserver`] is that alone (the observer of a protocol that has none of its own).
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::journal::AuthSeen;
@@ -71,8 +70,8 @@ impl Tally {
 /// observer keeps one inside its own state (one lock per request).
 #[derive(Debug, Default)]
 pub struct Common {
-    /// Protocol requests by endpoint.
-    pub requests: HashMap<String, u64>,
+    /// Protocol requests by endpoint (counted per request: a fast hash, not SipHash).
+    pub requests: foldhash::HashMap<String, u64>,
     /// Requests agent-tck's probe marked as its own tests: "CASE at /ENDPOINT" → how many.
     probe_requests: std::collections::BTreeMap<String, u64>,
     schema: Tally,

@@ -3,6 +3,7 @@
 //! Bounded: past [`CAP`] spans a uniform sample of them is kept (reservoir sampling), so a
 //! soak of millions of requests holds a fixed few megabytes.
 
+use std::borrow::Cow;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -23,7 +24,7 @@ pub struct Timeline {
 /// [`Span`] (names and words) only when the report is.
 struct Raw {
     lane: usize,
-    endpoint: String,
+    endpoint: Cow<'static, str>,
     start_ms: u64,
     duration_ms: u64,
     outcome: Outcome,
@@ -51,10 +52,16 @@ impl Timeline {
     }
 
     /// An answer of agent `lane` that is over.
-    pub fn record(&self, lane: usize, endpoint: &str, received: Instant, delivered: &Delivered) {
+    pub fn record(
+        &self,
+        lane: usize,
+        endpoint: Cow<'static, str>,
+        received: Instant,
+        delivered: &Delivered,
+    ) {
         let span = Raw {
             lane,
-            endpoint: endpoint.to_string(),
+            endpoint,
             start_ms: received.saturating_duration_since(self.started).as_millis() as u64,
             duration_ms: delivered.total.as_millis() as u64,
             outcome: delivered.outcome,
@@ -88,7 +95,7 @@ impl Timeline {
             .into_iter()
             .map(|r| Span {
                 lane: self.lanes.get(r.lane).cloned().unwrap_or_default(),
-                label: r.endpoint,
+                label: r.endpoint.into_owned(),
                 start_ms: r.start_ms,
                 duration_ms: r.duration_ms,
                 outcome: outcome(r.outcome),
@@ -123,7 +130,12 @@ mod tests {
             total: Duration::from_millis(3),
         };
         for i in 0..(CAP as u64 * 3) {
-            t.record(0, "analyze", started + Duration::from_millis(i), &delivered);
+            t.record(
+                0,
+                "analyze".into(),
+                started + Duration::from_millis(i),
+                &delivered,
+            );
         }
         let (spans, seen) = t.take();
         assert_eq!(seen, CAP as u64 * 3);

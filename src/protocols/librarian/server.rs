@@ -285,7 +285,8 @@ impl Librarian {
                 ),
             );
             if !self.flaws.silent_429 {
-                r.headers.push(("retry-after".into(), wait.to_string()));
+                r.headers
+                    .push(("retry-after".into(), wait.to_string().into()));
             }
             return Err(r);
         }
@@ -775,7 +776,8 @@ impl Handler for Librarian {
         let mut plan = match &step {
             Step::TooMany(secs) => {
                 let mut r = error(429, "rate limit exceeded (scripted)");
-                r.headers.push(("retry-after".into(), secs.to_string()));
+                r.headers
+                    .push(("retry-after".into(), secs.to_string().into()));
                 retryable = true;
                 Plan::immediate(r)
             }

@@ -18,6 +18,9 @@ pub trait RoundtableContent {
 
     fn domain(&mut self) -> String;
 
+    /// [`RoundtableContent::domain`], not copied.
+    fn domain_word(&mut self) -> &'static str;
+
     /// Evidence carrying a well-formed level tag and no speculation.
     fn evidence(&mut self) -> String;
 
@@ -73,6 +76,11 @@ impl RoundtableContent for Content {
 
     #[inline]
     fn domain(&mut self) -> String {
+        self.domain_word().to_string()
+    }
+
+    #[inline]
+    fn domain_word(&mut self) -> &'static str {
         const DOMAINS: [&str; 6] = [
             "application security",
             "code quality",
@@ -81,7 +89,7 @@ impl RoundtableContent for Content {
             "data privacy",
             "architecture",
         ];
-        DOMAINS[self.below(DOMAINS.len())].to_string()
+        DOMAINS[self.below(DOMAINS.len())]
     }
 
     #[inline]
@@ -93,18 +101,21 @@ impl RoundtableContent for Content {
 
     #[inline]
     fn push_evidence(&mut self, out: &mut impl Sink) {
-        let mut file = String::with_capacity(24);
-        self.push_file_name(&mut file);
+        // The file is drawn first whatever the level (the draw order is the content).
+        let file = self.draw_file_name();
         match self.below(4) {
             0 => {
                 out.push_word("[VERIFIED: ");
-                out.push(&file);
+                file.push(out);
                 out.push_word(":line_");
-                out.push(itoa(1 + self.below(900) as u32, &mut [0; 10]));
+                out.push(crate::text::decimal(
+                    1 + self.below(900) as u64,
+                    &mut [0; 20],
+                ));
             }
             1 => {
                 out.push_word("[CORROBORATED: ");
-                out.push(&file);
+                file.push(out);
                 out.push_word(" + ");
                 self.push_file_name(out);
             }
@@ -130,9 +141,9 @@ impl RoundtableContent for Content {
     #[inline]
     fn observation_json(&mut self, out: &mut Vec<u8>) {
         out.extend_from_slice(br#"{"finding":""#);
-        self.push_catch_phrase(&mut Json(out));
+        self.push_catch_phrase(&mut Json::new(out));
         out.extend_from_slice(br#"","evidence":""#);
-        self.push_evidence(&mut Json(out));
+        self.push_evidence(&mut Json::new(out));
         out.extend_from_slice(br#"","severity":""#);
         out.extend_from_slice(match self.severity() {
             Severity::Critical => b"critical",
@@ -140,7 +151,7 @@ impl RoundtableContent for Content {
             Severity::Info => b"info",
         });
         out.extend_from_slice(br#"","confidence":"#);
-        json_out::number(out, self.confidence());
+        json_out::hundredths(out, self.confidence_hundredths());
         out.push(b'}');
     }
 
@@ -151,10 +162,10 @@ impl RoundtableContent for Content {
     #[inline]
     fn recommendation_json(&mut self, out: &mut Vec<u8>) {
         out.extend_from_slice(br#"{"action":""#);
-        self.push_business_goal(&mut Json(out));
+        self.push_business_goal(&mut Json::new(out));
         let priority = ["critical", "high", "medium", "low"][self.below(4)];
         out.extend_from_slice(br#"","rationale":""#);
-        self.push_sentence(&mut Json(out));
+        self.push_sentence(&mut Json::new(out));
         out.extend_from_slice(br#"","priority":""#);
         out.extend_from_slice(priority.as_bytes());
         out.extend_from_slice(br#""}"#);
@@ -185,10 +196,10 @@ impl RoundtableContent for Content {
             self.recommendation_json(out);
         }
         out.extend_from_slice(br#"],"domain":"#);
-        let drawn = self.domain();
-        json_out::string(out, domain.unwrap_or(&drawn));
+        let drawn = self.domain_word();
+        json_out::string(out, domain.unwrap_or(drawn));
         out.extend_from_slice(br#","confidence":"#);
-        json_out::number(out, self.confidence());
+        json_out::hundredths(out, self.confidence_hundredths());
         out.push(b'}');
     }
 
@@ -296,20 +307,6 @@ fn read_back<T: serde::de::DeserializeOwned>(
     write(content, &mut out);
     // Our own bytes: the tests read back every shape (a failure here is a bug in the writer).
     serde_json::from_slice(&out).expect("generated JSON reads back")
-}
-
-/// `n` in decimal, in `buf`.
-fn itoa(mut n: u32, buf: &mut [u8; 10]) -> &str {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    std::str::from_utf8(&buf[at..]).unwrap_or("0")
 }
 
 #[cfg(test)]

@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+// Looked up on every request: a fast hash, not SipHash (the keys are FNV hashes already).
+use foldhash::HashMap as FastMap;
 use serde_json::Value;
 
 use crate::jsonpath::strings;
@@ -48,13 +50,13 @@ struct State {
     nul: Tally,
     field_length: Tally,
     /// (task_id, agent) → whether its /analyze answer was usable within the platform's timeout.
-    analyze: HashMap<(Key, Key), bool>,
+    analyze: FastMap<(Key, Key), bool>,
     /// canary → (payload id, family, agent that sent it).
     canaries: HashMap<String, (String, String, String)>,
     reappeared: Vec<Reappearance>,
     reappeared_seen: HashSet<(String, String)>,
     /// task_id → each phase's timing of the requests the fleet received.
-    phases: HashMap<Key, [Phase; 3]>,
+    phases: FastMap<Key, [Phase; 3]>,
     /// Tasks or canaries not followed because MAX_TRACKED was reached.
     untracked: u64,
 }
@@ -112,8 +114,8 @@ impl Observer {
         // Sized for the most they hold: no rehash of a hundred thousand entries in the middle of
         // a request (a latency spike), and a fleet's memory reaches its level at once.
         let state = State {
-            phases: HashMap::with_capacity(MAX_TRACKED),
-            analyze: HashMap::with_capacity(MAX_ANALYSES),
+            phases: FastMap::with_capacity_and_hasher(MAX_TRACKED, Default::default()),
+            analyze: FastMap::with_capacity_and_hasher(MAX_ANALYSES, Default::default()),
             ..State::default()
         };
         Observer {
