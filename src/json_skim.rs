@@ -190,7 +190,7 @@ fn plain_run<const ASCII: bool>(s: &[u8], from: usize) -> usize {
         }
         i += 1;
     }
-    i.max(from) - from
+    i - from
 }
 
 /// One bit per byte of `block` (the first byte lowest) that ends a plain run (see [`specials`]).

@@ -82,12 +82,7 @@ impl Headers {
 
     /// Name and value of each field.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.fields.iter().map(|&[n, v, e]| {
-            (
-                &self.text[n as usize..v as usize],
-                &self.text[v as usize..e as usize],
-            )
-        })
+        self.fields.iter().map(|&field| split(&self.text, field))
     }
 
     /// The first field named `name` (any case).
@@ -118,10 +113,16 @@ impl Headers {
     /// Keeps the fields `keep` says yes to.
     pub fn retain(&mut self, mut keep: impl FnMut(&str, &str) -> bool) {
         let text = &self.text;
-        self.fields.retain(|&[n, v, e]| {
-            keep(&text[n as usize..v as usize], &text[v as usize..e as usize])
+        self.fields.retain(|&field| {
+            let (name, value) = split(text, field);
+            keep(name, value)
         });
     }
+}
+
+/// A field's name and value in the fields' text.
+fn split(text: &str, [n, v, e]: [u32; 3]) -> (&str, &str) {
+    (&text[n as usize..v as usize], &text[v as usize..e as usize])
 }
 
 /// A response to write.

@@ -16,10 +16,7 @@ pub trait RoundtableContent {
     /// A snake_case agent name, unique by `index` within one round table.
     fn agent_name(&mut self, index: usize) -> String;
 
-    fn domain(&mut self) -> String;
-
-    /// [`RoundtableContent::domain`], not copied.
-    fn domain_word(&mut self) -> &'static str;
+    fn domain(&mut self) -> &'static str;
 
     /// Evidence carrying a well-formed level tag and no speculation.
     fn evidence(&mut self) -> String;
@@ -75,12 +72,7 @@ impl RoundtableContent for Content {
     }
 
     #[inline]
-    fn domain(&mut self) -> String {
-        self.domain_word().to_string()
-    }
-
-    #[inline]
-    fn domain_word(&mut self) -> &'static str {
+    fn domain(&mut self) -> &'static str {
         const DOMAINS: [&str; 6] = [
             "application security",
             "code quality",
@@ -196,7 +188,7 @@ impl RoundtableContent for Content {
             self.recommendation_json(out);
         }
         out.extend_from_slice(br#"],"domain":"#);
-        let drawn = self.domain_word();
+        let drawn = self.domain();
         json_out::string(out, domain.unwrap_or(drawn));
         out.extend_from_slice(br#","confidence":"#);
         json_out::hundredths(out, self.confidence_hundredths());
