@@ -74,17 +74,26 @@ mod tests {
                 // SAFETY: non-zero sizes; each block is used within its size and freed once.
                 unsafe {
                     let p = GLOBAL.alloc(layout);
-                    assert!(!p.is_null() && p as usize % align == 0, "{size}/{align}");
+                    assert!(
+                        !p.is_null() && (p as usize).is_multiple_of(align),
+                        "{size}/{align}"
+                    );
                     for i in 0..size {
                         *p.add(i) = i as u8;
                     }
                     let grown = GLOBAL.realloc(p, layout, size * 3);
-                    assert!(grown as usize % align == 0, "realloc {size}/{align}");
-                    assert!((0..size).all(|i| *grown.add(i) == i as u8), "{size}/{align}");
+                    assert!(
+                        (grown as usize).is_multiple_of(align),
+                        "realloc {size}/{align}"
+                    );
+                    assert!(
+                        (0..size).all(|i| *grown.add(i) == i as u8),
+                        "{size}/{align}"
+                    );
                     GLOBAL.dealloc(grown, Layout::from_size_align(size * 3, align).unwrap());
 
                     let z = GLOBAL.alloc_zeroed(layout);
-                    assert!(z as usize % align == 0, "zeroed {size}/{align}");
+                    assert!((z as usize).is_multiple_of(align), "zeroed {size}/{align}");
                     assert!((0..size).all(|i| *z.add(i) == 0), "zeroed {size}/{align}");
                     GLOBAL.dealloc(z, layout);
                 }

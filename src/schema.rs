@@ -57,8 +57,9 @@ pub fn findings_message(findings: &[Finding]) -> String {
 /// The compiled validators, built once.
 pub struct Schemas {
     validators: BTreeMap<&'static str, jsonschema::Validator>,
-    /// The schemas simple enough for [`Shape`]'s quick check.
-    shapes: BTreeMap<&'static str, Shape>,
+    /// The schemas simple enough for [`Shape`]'s quick check (a hash map: looked up on every
+    /// request a mock agent answers).
+    shapes: foldhash::HashMap<&'static str, Shape>,
 }
 
 static SCHEMAS: OnceLock<Schemas> = OnceLock::new();
@@ -84,7 +85,7 @@ impl Schemas {
         }
         let registry = registry.prepare().map_err(|e| e.to_string())?;
         let mut validators = BTreeMap::new();
-        let mut shapes = BTreeMap::new();
+        let mut shapes = foldhash::HashMap::default();
         for (id, doc) in &docs {
             if let Some(shape) = Shape::of(doc) {
                 shapes.insert(*id, shape);
@@ -144,9 +145,20 @@ impl Schemas {
 /// shape and are always validated in full.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shape {
-    required: Vec<String>,
-    /// Member → the kinds its value may be, and (for an array) its items may be.
-    properties: Vec<(String, Kinds, Kinds)>,
+    /// The declared members (at most 64: one bit each in `required`).
+    properties: Vec<Property>,
+    /// Bit i: `properties[i]` is required.
+    required: u64,
+    /// Required members the schema does not declare (any value will do).
+    required_undeclared: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Property {
+    name: String,
+    /// The kinds its value may be, and (for an array) its items may be.
+    kinds: Kinds,
+    items: Kinds,
 }
 
 /// Keywords that constrain nothing.
@@ -158,45 +170,69 @@ impl Shape {
         if schema.get("type")? != "object" {
             return None;
         }
-        let required = match schema.get("required") {
-            Some(list) => list
-                .as_array()?
-                .iter()
-                .map(|k| k.as_str().map(str::to_string))
-                .collect::<Option<Vec<String>>>()?,
-            None => Vec::new(),
-        };
         let mut properties = Vec::new();
-        let declared = match schema.get("properties") {
-            Some(declared) => declared.as_object()?.iter().collect(),
-            None => Vec::new(),
+        if let Some(declared) = schema.get("properties") {
+            for (name, property) in declared.as_object()? {
+                let property = only(property, &["type", "items"])?;
+                let kinds = kinds(property.get("type")?)?;
+                let items = match property.get("items") {
+                    Some(_) if kinds != Kind::Array.bit() => return None,
+                    Some(items) => self::kinds(only(items, &["type"])?.get("type")?)?,
+                    None => ANY,
+                };
+                properties.push(Property {
+                    name: name.clone(),
+                    kinds,
+                    items,
+                });
+            }
+        }
+        if properties.len() > 64 {
+            return None;
+        }
+        let mut required = 0;
+        let mut required_undeclared = Vec::new();
+        let required_names = match schema.get("required") {
+            Some(list) => list.as_array()?.as_slice(),
+            None => &[],
         };
-        for (name, property) in declared {
-            let property = only(property, &["type", "items"])?;
-            let kinds = kinds(property.get("type")?)?;
-            let items = match property.get("items") {
-                Some(_) if kinds != Kind::Array.bit() => return None,
-                Some(items) => self::kinds(only(items, &["type"])?.get("type")?)?,
-                None => ANY,
-            };
-            properties.push((name.clone(), kinds, items));
+        for name in required_names {
+            let name = name.as_str()?;
+            match properties.iter().position(|p| p.name == name) {
+                Some(i) => required |= 1 << i,
+                None => required_undeclared.push(name.to_string()),
+            }
         }
         Some(Shape {
-            required,
             properties,
+            required,
+            required_undeclared,
         })
     }
 
+    /// One pass over the members: each declared one is of its kinds, and the required ones are
+    /// all there (a bit per declared member seen; members are unique, the skim saw to that).
     fn admits(&self, skim: &Skim<'_>) -> bool {
-        self.required.iter().all(|k| skim.get(k).is_some())
-            && skim.members.iter().all(|m| {
-                self.properties
-                    .iter()
-                    .find(|(name, _, _)| name == m.key)
-                    .is_none_or(|(_, kinds, items)| {
-                        kinds & m.kind.bit() != 0 && m.items & !items == 0
-                    })
-            })
+        let mut seen = 0u64;
+        for member in &skim.members {
+            let key = member.key.as_bytes();
+            let declared = self
+                .properties
+                .iter()
+                .position(|p| p.name.len() == key.len() && p.name.as_bytes() == key);
+            if let Some(i) = declared {
+                let p = &self.properties[i];
+                if p.kinds & member.kind.bit() == 0 || member.items & !p.items != 0 {
+                    return false;
+                }
+                seen |= 1 << i;
+            }
+        }
+        seen & self.required == self.required
+            && self
+                .required_undeclared
+                .iter()
+                .all(|k| skim.get(k).is_some())
     }
 }
 
@@ -331,6 +367,44 @@ mod tests {
             "{}",
             findings[0].message
         );
+    }
+
+    /// A shape admits a body exactly when the validator finds it valid, for the bodies the skim
+    /// takes: each required member (declared or not) missing, each declared member of a wrong
+    /// kind or with items of a wrong kind, and members the schema does not declare.
+    #[test]
+    fn a_shape_admits_what_the_validator_accepts() {
+        let schema = json!({"type": "object", "required": ["id", "tags", "extra"],
+            "properties": {"id": {"type": "string"}, "n": {"type": ["integer", "null"]},
+                "tags": {"type": "array", "items": {"type": "string"}}}});
+        let shape = Shape::of(&schema).expect("a shape");
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let bodies = [
+            (r#"{"id":"a","tags":["x"],"extra":{}}"#, true),
+            (
+                r#"{"extra":1,"tags":[],"id":"a","n":null,"other":[1]}"#,
+                true,
+            ),
+            (r#"{"id":"a","tags":["x"],"extra":0,"n":3}"#, true),
+            (r#"{"id":"a","tags":["x"]}"#, false),
+            (r#"{"tags":["x"],"extra":0}"#, false),
+            (r#"{"id":"a","extra":0}"#, false),
+            (r#"{"id":1,"tags":["x"],"extra":0}"#, false),
+            (r#"{"id":"a","tags":["x",2],"extra":0}"#, false),
+            (r#"{"id":"a","tags":"x","extra":0}"#, false),
+            (r#"{"id":"a","tags":[],"extra":0,"n":1.5}"#, false),
+        ];
+        for (body, valid) in bodies {
+            let value: Value = serde_json::from_str(body).unwrap();
+            assert_eq!(validator.is_valid(&value), valid, "{body}");
+            let skim = crate::json_skim::skim(body.as_bytes()).expect("skimmed");
+            assert_eq!(shape.admits(&skim), valid, "{body}");
+        }
+        // Keywords beyond the shape's: no shape, always the validator.
+        assert!(Shape::of(&json!({"type": "object", "minProperties": 1})).is_none());
+        assert!(Shape::of(&json!({"type": "object",
+            "properties": {"a": {"type": "string", "maxLength": 3}}}))
+        .is_none());
     }
 
     #[test]

@@ -314,12 +314,33 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
 /// even for a short ASCII string, and the rest goes to it.
 #[inline]
 pub fn utf8(bytes: &[u8]) -> Option<&str> {
-    if bytes.is_ascii() {
+    if is_ascii(bytes) {
         // SAFETY: ASCII is UTF-8.
         Some(unsafe { std::str::from_utf8_unchecked(bytes) })
     } else {
         std::str::from_utf8(bytes).ok()
     }
+}
+
+/// Whether every byte is ASCII: sixteen bytes at a time, their high bits gathered with one OR
+/// each (the last sixteen read again, overlapping, rather than byte by byte); eight to fifteen
+/// bytes as two words; fewer byte by byte. `<[u8]>::is_ascii` took ~2.5 instructions a byte on a request head.
+#[inline]
+pub fn is_ascii(bytes: &[u8]) -> bool {
+    const HIGH: u128 = u128::from_ne_bytes([0x80; 16]);
+    let Some(last) = bytes.last_chunk::<16>() else {
+        // Eight to fifteen bytes: two words, overlapping.
+        if let (Some(first), Some(last)) = (bytes.first_chunk::<8>(), bytes.last_chunk::<8>()) {
+            return (u64::from_ne_bytes(*first) | u64::from_ne_bytes(*last)) & (HIGH as u64) == 0;
+        }
+        return bytes.iter().fold(0, |all, &b| all | b) < 0x80;
+    };
+    let mut all = u128::from_ne_bytes(*last);
+    let mut chunks = bytes.chunks_exact(16);
+    for chunk in &mut chunks {
+        all |= u128::from_ne_bytes(chunk.try_into().unwrap_or([0; 16]));
+    }
+    all & HIGH == 0
 }
 
 /// `n` in decimal, written at the end of `buf` (no allocation, no formatter).
@@ -372,6 +393,24 @@ pub fn fnv1a(text: &str) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    /// Agrees with `<[u8]>::is_ascii` at every length around the sixteen-byte steps, with one
+    /// non-ASCII byte at each place in turn.
+    #[test]
+    fn is_ascii_agrees_with_the_standard_library() {
+        for len in 0..70 {
+            let plain = vec![b'a'; len];
+            assert!(super::is_ascii(&plain), "{len}");
+            for at in 0..len {
+                for high in [0x80, 0xc3, 0xff] {
+                    let mut bytes = plain.clone();
+                    bytes[at] = high;
+                    assert_eq!(super::is_ascii(&bytes), bytes.is_ascii(), "{len} {at}");
+                    assert!(!super::is_ascii(&bytes), "{len} {at}");
+                }
+            }
+        }
+    }
+
     use super::*;
 
     #[test]

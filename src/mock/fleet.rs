@@ -292,7 +292,10 @@ impl FleetHandler {
         match &self.routes {
             Routes::Shared(by_name) => {
                 let rest = path.strip_prefix("/agents/")?;
-                let (name, endpoint) = rest.split_once('/').unwrap_or((rest, ""));
+                let (name, endpoint) = match rest.bytes().position(|b| b == b'/') {
+                    Some(slash) => (&rest[..slash], &rest[slash + 1..]),
+                    None => (rest, ""),
+                };
                 by_name.get(name).map(|&i| (i, endpoint))
             }
             Routes::PerAgent(by_port) => by_port
@@ -301,10 +304,9 @@ impl FleetHandler {
         }
     }
 
-    fn auth(agent: &MockAgent, request: &Request) -> AuthSeen {
-        let sent = request
-            .header("authorization")
-            .map(|v| v.strip_prefix("Bearer ").unwrap_or(v).trim());
+    /// How the request's `Authorization` field (`sent`) stands to the agent's key.
+    fn auth(agent: &MockAgent, sent: Option<&str>) -> AuthSeen {
+        let sent = sent.map(|v| v.strip_prefix("Bearer ").unwrap_or(v).trim());
         match (&agent.profile.api_key, sent) {
             (Some(k), Some(s)) if s == k => AuthSeen::Ok,
             (Some(_), Some(_)) => AuthSeen::Wrong,
@@ -345,7 +347,11 @@ impl Handler for FleetHandler {
             return (plan, note);
         };
         let agent = &self.agents[index];
-        let auth = Self::auth(agent, &request);
+        // The two fields the fleet reads, found in one pass over the request's fields.
+        let [authorization, deliberate] = request
+            .headers
+            .first_of(["authorization", crate::probe::exchange::DELIBERATE_HEADER]);
+        let auth = Self::auth(agent, authorization);
         let known = agent.protocol.endpoint(endpoint);
         let body = Body::checked(&request.body, known.and_then(|e| e.request_schema));
         // Read once, for the observer, the journal and the answer's note.
@@ -366,7 +372,6 @@ impl Handler for FleetHandler {
         };
         // The platform is judged on the protocol's own messages (not /health), and not on the
         // requests agent-tck's probe marks as its own deliberate tests.
-        let deliberate = request.header(crate::probe::exchange::DELIBERATE_HEADER);
         if let (Some(case), Some(_)) = (deliberate, known.and_then(|e| e.request_schema)) {
             self.observer.on_probe_request(agent.name(), endpoint, case);
         } else if let Some(findings) = body.findings("the body is not JSON") {

@@ -49,7 +49,10 @@ impl Request {
 
     /// The path, without the query string.
     pub fn path(&self) -> &str {
-        self.target.split('?').next().unwrap_or("")
+        match memchr::memchr(b'?', self.target.as_bytes()) {
+            Some(end) => &self.target[..end],
+            None => &self.target,
+        }
     }
 }
 
@@ -58,9 +61,8 @@ impl Request {
 #[derive(Debug, Clone, Default)]
 pub struct Headers {
     text: String,
-    /// Per field: where its name starts, where its value starts (the name's end), where the
-    /// value ends.
-    fields: Vec<[u32; 3]>,
+    /// Per field: where its name starts and ends, where its value starts and ends.
+    fields: Vec<[u32; 4]>,
 }
 
 impl Headers {
@@ -71,13 +73,54 @@ impl Headers {
         }
     }
 
+    /// The fields httparse found in `head`: the text from the first name to the last value
+    /// copied in one piece (the usual case: it is UTF-8), and where each field lies in it;
+    /// otherwise field by field, bytes that are not UTF-8 replaced with U+FFFD (as `push`).
+    fn parsed(head: &[u8], fields: &[httparse::Header<'_>]) -> Headers {
+        if let Some(headers) = Headers::in_one_piece(head, fields) {
+            return headers;
+        }
+        let mut headers = Headers::with_capacity(fields.len(), 256);
+        for h in fields {
+            headers.push(h.name, &text_of(h.value));
+        }
+        headers
+    }
+
+    /// [`Headers::parsed`]'s usual case; None when the text is not UTF-8 (or, which httparse
+    /// rules out, a field does not lie in `head`).
+    fn in_one_piece(head: &[u8], fields: &[httparse::Header<'_>]) -> Option<Headers> {
+        // Where a slice httparse handed out starts in `head` (wrapping: one that does not lie
+        // in it gives an offset past its end, which the checks below refuse).
+        let offset = |bytes: &[u8]| (bytes.as_ptr() as usize).wrapping_sub(head.as_ptr() as usize);
+        let (first, last) = (fields.first()?, fields.last()?);
+        let start = offset(first.name.as_bytes());
+        let end = offset(last.value).checked_add(last.value.len())?;
+        let text = crate::text::utf8(head.get(start..end)?)?;
+        // Where a slice lies in `text`.
+        let span = |bytes: &[u8]| {
+            let at = offset(bytes).wrapping_sub(start);
+            let to = at.checked_add(bytes.len()).filter(|&to| to <= text.len())?;
+            Some([at as u32, to as u32])
+        };
+        let mut spans = Vec::with_capacity(fields.len());
+        for h in fields {
+            let ([n, m], [v, e]) = (span(h.name.as_bytes())?, span(h.value)?);
+            spans.push([n, m, v, e]);
+        }
+        Some(Headers {
+            text: text.to_string(),
+            fields: spans,
+        })
+    }
+
     pub fn push(&mut self, name: &str, value: &str) {
         let start = self.text.len() as u32;
         self.text.push_str(name);
         let value_start = self.text.len() as u32;
         self.text.push_str(value);
         self.fields
-            .push([start, value_start, self.text.len() as u32]);
+            .push([start, value_start, value_start, self.text.len() as u32]);
     }
 
     /// Name and value of each field.
@@ -96,8 +139,8 @@ impl Headers {
     pub fn first_of<const N: usize>(&self, names: [&str; N]) -> [Option<&str>; N] {
         let mut found = [None; N];
         let text = self.text.as_bytes();
-        for &[n, v, e] in &self.fields {
-            let name = &text[n as usize..v as usize];
+        for &[n, m, v, e] in &self.fields {
+            let name = &text[n as usize..m as usize];
             for (slot, wanted) in found.iter_mut().zip(names) {
                 if slot.is_none()
                     && name.len() == wanted.len()
@@ -121,8 +164,8 @@ impl Headers {
 }
 
 /// A field's name and value in the fields' text.
-fn split(text: &str, [n, v, e]: [u32; 3]) -> (&str, &str) {
-    (&text[n as usize..v as usize], &text[v as usize..e as usize])
+fn split(text: &str, [n, m, v, e]: [u32; 4]) -> (&str, &str) {
+    (&text[n as usize..m as usize], &text[v as usize..e as usize])
 }
 
 /// A response to write.
@@ -245,6 +288,20 @@ pub enum Outcome {
     PeerGone,
     /// The server shut down before we were done.
     Shutdown,
+}
+
+impl Outcome {
+    /// Its name, as the journal and the report spell it (its serde name).
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Complete => "complete",
+            Outcome::Reset => "reset",
+            Outcome::Closed => "closed",
+            Outcome::Hung => "hung",
+            Outcome::PeerGone => "peer-gone",
+            Outcome::Shutdown => "shutdown",
+        }
+    }
 }
 
 /// What was actually sent.
@@ -495,10 +552,7 @@ pub(crate) async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
                     return Err(bad(431, "the request head is larger than 64 KiB"))
                 }
                 Ok(httparse::Status::Complete(n)) => {
-                    let mut headers = Headers::with_capacity(req.headers.len(), n);
-                    for h in req.headers.iter() {
-                        headers.push(h.name, &text_of(h.value));
-                    }
+                    let headers = Headers::parsed(buf, req.headers);
                     break (
                         n,
                         req.method.unwrap_or("").to_string(),
@@ -687,11 +741,16 @@ pub fn head(plan: &Plan, close: bool, room: usize) -> Vec<u8> {
     let r = &plan.response;
     let mut out = Vec::with_capacity(160 + r.headers.len() * 48 + room);
     let mut digits = [0; 20];
-    out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(decimal(u64::from(r.status), &mut digits).as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(reason(r.status).as_bytes());
-    out.extend_from_slice(b"\r\n");
+    if r.status == 200 {
+        // Nearly every answer: its line without a number written or a reason looked up.
+        out.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+    } else {
+        out.extend_from_slice(b"HTTP/1.1 ");
+        out.extend_from_slice(decimal(u64::from(r.status), &mut digits).as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(reason(r.status).as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
     for (name, value) in &r.headers {
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b": ");
@@ -1071,5 +1130,80 @@ mod tests {
         assert_eq!(request.header("x-twice"), None);
         assert_eq!(request.headers.iter().count(), 3);
         assert_eq!(request.header("x-bytes"), Some("caf\u{fffd}"));
+        assert_eq!(
+            Request {
+                target: "/a".into(),
+                ..request
+            }
+            .path(),
+            "/a",
+            "a target without a query"
+        );
+    }
+
+    /// Fields read from a head in one piece are the fields read one by one: names and values
+    /// as httparse cut them (spaces around a value dropped), in ASCII, in UTF-8, and (field by
+    /// field then) in bytes that are not UTF-8.
+    #[test]
+    fn fields_copied_in_one_piece_are_the_fields_copied_one_by_one() {
+        let heads: [&[u8]; 4] = [
+            b"GET / HTTP/1.1\r\nHost: h\r\nX-A:   spaced  \r\nx-empty:\r\n\r\n",
+            "GET / HTTP/1.1\r\nX-Ok: ok\r\nX-Name: caf\u{e9} \u{2713}\r\n\r\n".as_bytes(),
+            b"GET / HTTP/1.1\r\nA: 1\r\nX-Bytes: caf\xe9\r\nB: 2\r\n\r\n",
+            b"GET / HTTP/1.1\r\n\r\n",
+        ];
+        for head in heads {
+            let mut slots = [httparse::EMPTY_HEADER; 8];
+            let mut req = httparse::Request::new(&mut slots);
+            assert!(req.parse(head).unwrap().is_complete(), "{head:?}");
+            let mut one_by_one = Headers::default();
+            for h in req.headers.iter() {
+                one_by_one.push(h.name, &text_of(h.value));
+            }
+            let parsed = Headers::parsed(head, req.headers);
+            let fields: Vec<(&str, &str)> = parsed.iter().collect();
+            assert_eq!(fields, one_by_one.iter().collect::<Vec<_>>(), "{head:?}");
+            assert_eq!(fields.len(), req.headers.len());
+        }
+        let mut slots = [httparse::EMPTY_HEADER; 4];
+        let mut req = httparse::Request::new(&mut slots);
+        let head = b"GET / HTTP/1.1\r\nX-A:   spaced  \r\n\r\n";
+        req.parse(head).unwrap();
+        let parsed = Headers::parsed(head, req.headers);
+        assert_eq!(parsed.get("x-a"), Some("spaced"));
+    }
+
+    #[test]
+    fn an_outcome_word_is_its_serialized_name() {
+        use Outcome::*;
+        for o in [Complete, Reset, Closed, Hung, PeerGone, Shutdown] {
+            assert_eq!(serde_json::to_value(o).unwrap(), o.word(), "{o:?}");
+        }
+    }
+
+    /// The status line (200's written whole, the others from the number and its reason), the
+    /// response's own fields, then the framing ones.
+    #[test]
+    fn a_head_holds_the_status_line_the_fields_and_the_framing() {
+        let head_of = |status, close| {
+            let plan = Plan::immediate(Response::new(status, "text/plain", "hi"));
+            String::from_utf8(head(&plan, close, 0)).unwrap()
+        };
+        assert_eq!(
+            head_of(200, false),
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\
+             connection: keep-alive\r\n\r\n"
+        );
+        assert_eq!(
+            reason(200),
+            "OK",
+            "the line written whole says what the lookup would"
+        );
+        assert_eq!(
+            head_of(404, true),
+            "HTTP/1.1 404 Not Found\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\
+             connection: close\r\n\r\n"
+        );
+        assert!(head_of(299, false).starts_with("HTTP/1.1 299 Unknown\r\n"));
     }
 }

@@ -98,19 +98,11 @@ impl Timeline {
                 label: r.endpoint.into_owned(),
                 start_ms: r.start_ms,
                 duration_ms: r.duration_ms,
-                outcome: outcome(r.outcome),
+                outcome: r.outcome.word().to_string(),
             })
             .collect();
         spans.sort_by_key(|s| s.start_ms);
         (spans, kept.seen)
-    }
-}
-
-/// An outcome as the journal spells it (its serde name: `complete`, `peer-gone`, …).
-fn outcome(o: Outcome) -> String {
-    match serde_json::to_value(o) {
-        Ok(serde_json::Value::String(word)) => word,
-        _ => format!("{o:?}"),
     }
 }
 
