@@ -18,11 +18,13 @@
 #   (3) resident memory of an idle 10,000-agent fleet (generate: 10000, one port);
 #   (4) resident memory of a `hang` agent holding 10,000 connections with a request each;
 #   (5) instructions per request, mock and bare hyper, under callgrind (scripts/instructions.sh).
+#   (1w) in (1)'s rounds, WireMock (standalone, one stub answering the same bytes; its jar from
+#       the npm package `wiremock`, run on the machine's Java) beside the one agent alone.
 # Every server started here is killed on exit.
 #
 # Usage: scripts/bench-mock.sh   (ROUNDS=N: throughput rounds, default 2; DURATION=10s: each wrk
 #        run; CONNS=10000: connections for (2) and (4); SMALL="100 1000": smaller bursts for (2);
-#        AGENTS=10000: fleet size for (3))
+#        AGENTS=10000: fleet size for (3); WIREMOCK=0: no WireMock row; WIREMOCK_VERSION=3.13.2)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -37,6 +39,9 @@ SCRIPT=bench-mock.sh
 source scripts/common.sh
 
 need wrk:wrk curl:curl python3:python3 iproute2:ss
+WIREMOCK=${WIREMOCK:-1}
+WIREMOCK_VERSION=${WIREMOCK_VERSION:-3.13.2}
+[ "$WIREMOCK" = 0 ] || need default-jre-headless:java npm:npm
 # oha is optional: with it, (1) is measured under oha as well.
 OHA=$(command -v oha || true)
 
@@ -174,6 +179,48 @@ post "$ONE_URL" "$tmp/one.bin" >/dev/null
 cmp -s "$tmp/answer.bin" "$tmp/one.bin" || die "the one-agent mock answers other bytes than the fleet's agent"
 ANSWER_BYTES=$(wc -c <"$tmp/answer.bin")
 
+# wiremock_jar : the path of WireMock's standalone jar, taken from the npm package of the same
+# version the first time and kept in $TARGET_DIR/bench-tools.
+wiremock_jar() {
+    local jar=$TARGET_DIR/bench-tools/wiremock-standalone-$WIREMOCK_VERSION.jar
+    if [ ! -s "$jar" ]; then
+        mkdir -p "$(dirname "$jar")"
+        (cd "$tmp" && npm pack --silent "wiremock@$WIREMOCK_VERSION" >/dev/null) ||
+            die "cannot fetch the npm package wiremock@$WIREMOCK_VERSION (npm pack)"
+        tar xzf "$tmp/wiremock-$WIREMOCK_VERSION.tgz" -C "$tmp" ||
+            die "cannot unpack wiremock-$WIREMOCK_VERSION.tgz"
+        mv "$tmp/package/build/wiremock-standalone-$WIREMOCK_VERSION.jar" "$jar" ||
+            die "wiremock@$WIREMOCK_VERSION holds no build/wiremock-standalone-$WIREMOCK_VERSION.jar"
+    fi
+    echo "$jar"
+}
+
+# WireMock: one stub, POST /analyze → the mock's answer bytes and content-type. No request
+# journal (it would keep every request) and no request log, as for a load test.
+if [ "$WIREMOCK" != 0 ]; then
+    WM_JAR=$(wiremock_jar)
+    mkdir -p "$tmp/wiremock/mappings" "$tmp/wiremock/__files"
+    cp "$tmp/answer.bin" "$tmp/wiremock/__files/answer.bin"
+    cat >"$tmp/wiremock/mappings/analyze.json" <<EOF
+{"request": {"method": "POST", "urlPath": "/analyze"},
+ "response": {"status": 200, "headers": {"content-type": "$ctype"}, "bodyFileName": "answer.bin"}}
+EOF
+    WM_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    java -jar "$WM_JAR" --port "$WM_PORT" --bind-address 127.0.0.1 --root-dir "$tmp/wiremock" \
+        --no-request-journal --disable-request-logging --disable-banner \
+        >"$tmp/wiremock.out" 2>&1 &
+    WM_PID=$!
+    pids+=("$WM_PID")
+    WM_URL=http://127.0.0.1:$WM_PORT/analyze
+    for _ in $(seq 120); do
+        curl -s -o /dev/null -X POST --data-binary @"$tmp/body.json" "$WM_URL" 2>/dev/null && break
+        kill -0 "$WM_PID" 2>/dev/null || die "WireMock exited: $(tail -5 "$tmp/wiremock.out")"
+        sleep 0.5
+    done
+    post "$WM_URL" "$tmp/wiremock.bin" >/dev/null
+    cmp -s "$tmp/answer.bin" "$tmp/wiremock.bin" || die "WireMock does not answer the mock's bytes"
+fi
+
 # bench NAME PID URL [SCRIPT|oha] : one run of wrk with SCRIPT (post.lua, the default, or
 # unique.lua), or of oha with the fixed body; appends "RPS P99_MS CPU_US_PER_REQ ERRORS" to
 # $tmp/NAME.runs.
@@ -217,6 +264,10 @@ EOF
 for target in "$MOCK_URL" "$BARE_URL" "$JOURNAL_URL" "$ONE_URL"; do
     timeout 30 wrk -c 50 -t 2 -d 2s -s "$tmp/post.lua" "$target" >/dev/null
 done
+# The JVM compiles its hot code over the first tens of seconds under load (with 10 s of
+# warm-up, WireMock served 7,287 req/s in the first round and 15,630 in the second): 30 s, not
+# counted.
+[ "$WIREMOCK" = 0 ] || timeout 90 wrk -c 50 -t 2 -d 30s -s "$tmp/post.lua" "$WM_URL" >/dev/null
 for round in $(seq "$ROUNDS"); do
     echo "  round $round/$ROUNDS" >&2
     bench mock "$MOCK_PID" "$MOCK_URL"
@@ -226,6 +277,7 @@ for round in $(seq "$ROUNDS"); do
     bench bare-unique "$BARE_PID" "$BARE_URL" unique.lua
     bench one "$ONE_PID" "$ONE_URL"
     bench one-unique "$ONE_PID" "$ONE_URL" unique.lua
+    [ "$WIREMOCK" = 0 ] || bench wiremock "$WM_PID" "$WM_URL"
     if [ -n "$OHA" ]; then
         bench mock-oha "$MOCK_PID" "$MOCK_URL" oha
         bench bare-oha "$BARE_PID" "$BARE_URL" oha
@@ -237,6 +289,7 @@ stop "$MOCK_PID"
 stop "$BARE_PID"
 stop "$JOURNAL_PID"
 stop "$ONE_PID"
+[ "$WIREMOCK" = 0 ] || stop "$WM_PID"
 rm -f "$tmp/journal.jsonl"
 
 # summary NAME : "median req/s, p99, CPU" of NAME's rounds; ratio NAME [BASE] : the per-round
@@ -267,6 +320,20 @@ read -r URATIO URATIO_RUNS < <(ratio mock-unique bare-unique)
 read -r ONE_RATIO ONE_RATIO_RUNS < <(ratio one)
 read -r ONE_URATIO ONE_URATIO_RUNS < <(ratio one-unique bare-unique)
 [ -z "$OHA" ] || read -r ORATIO ORATIO_RUNS < <(ratio mock-oha bare-oha)
+if [ "$WIREMOCK" != 0 ]; then
+    read -r WM_RATIO WM_RATIO_RUNS < <(ratio one wiremock)
+    read -r WM_BARE WM_BARE_RUNS < <(ratio bare wiremock)
+    # Server CPU per request, WireMock's over the one agent's: how much less work a request
+    # costs, whatever share of the two CPUs the client leaves each server.
+    read -r WM_CPU WM_CPU_RUNS < <(python3 - "$tmp/wiremock.runs" "$tmp/one.runs" <<'EOF'
+import statistics, sys
+a = [float(l.split()[2]) for l in open(sys.argv[1])]
+b = [float(l.split()[2]) for l in open(sys.argv[2])]
+r = [x / y for x, y in zip(a, b)]
+print(f"{statistics.median(r):.1f} " + ", ".join(f"{x:.1f}" for x in r))
+EOF
+    )
+fi
 
 # ---- (2) slow:200ms accuracy ------------------------------------------------------------------------
 echo "measuring (2) slow:200ms with $CONNS requests at once…" >&2
@@ -400,7 +467,9 @@ echo "100-agent shared-port fleet, a $BODY_BYTES-byte JSON body; bare hyper answ
 echo "answer (same content-type); server CPU = its utime+stime over the run / requests; $ROUNDS rounds"
 echo "(mock, bare, mock --journal), medians; (1') the same with a task_id of its own per request"
 echo "(wrk's request function), so no two answers are alike; (1a) the same against one agent alone"
-echo "(mock agent --name bench-1 --seed 1: the same answer bytes, so the same bare hyper rounds); (1\") the fixed body under oha -c 50"
+echo "(mock agent --name bench-1 --seed 1: the same answer bytes, so the same bare hyper rounds); (1w) WireMock"
+echo "$WIREMOCK_VERSION on $(java -version 2>&1 | head -n1 | tr -d '"') (one stub, the same bytes; --no-request-journal"
+echo "--disable-request-logging; 30 s of warm-up first) in the same rounds; (1\") the fixed body under oha -c 50"
 echo "(oha spends more CPU per request than wrk, leaving the servers less of the shared CPUs)."
 echo "(2) $CONNS connections opened first, then one POST each, all at once; the client times each"
 echo "from the write of its request to the first byte of the answer: it includes the client's own"
@@ -425,6 +494,12 @@ row "(1a) one agent (mock agent)" "$(summary one)"
 row "(1a) ratio one agent / bare" "$ONE_RATIO (median; rounds: $ONE_RATIO_RUNS) — target ≥ 0.8: $(verdict "$ONE_RATIO" ">=" 0.8)"
 row "(1a') one agent, a new task_id per request" "$(summary one-unique)"
 row "(1a') ratio one agent / bare, new task_ids" "$ONE_URATIO (median; rounds: $ONE_URATIO_RUNS) — target ≥ 0.8: $(verdict "$ONE_URATIO" ">=" 0.8)"
+if [ "$WIREMOCK" != 0 ]; then
+    row "(1w) WireMock $WIREMOCK_VERSION, one stub" "$(summary wiremock)"
+    row "(1w) ratio one agent / WireMock" "$WM_RATIO (median; rounds: $WM_RATIO_RUNS) — aim ≥ 10: $(verdict "$WM_RATIO" ">=" 10)"
+    row "(1w) ratio bare hyper / WireMock" "$WM_BARE (median; rounds: $WM_BARE_RUNS): a bare server on this machine, for scale (the client shares the CPUs)"
+    row "(1w) CPU per request, WireMock / one agent" "$WM_CPU (median; rounds: $WM_CPU_RUNS)"
+fi
 if [ -n "$OHA" ]; then
     row "(1\") mock, under oha" "$(summary mock-oha)"
     row "(1\") bare hyper, under oha" "$(summary bare-oha)"
