@@ -292,8 +292,9 @@ stop "$ONE_PID"
 [ "$WIREMOCK" = 0 ] || stop "$WM_PID"
 rm -f "$tmp/journal.jsonl"
 
-# summary NAME : "median req/s, p99, CPU" of NAME's rounds; ratio NAME [BASE] : the per-round
-# ratios NAME/BASE (default bare) and their median.
+# summary NAME : "median req/s, p99, CPU" of NAME's rounds; ratio NAME [BASE [COLUMN]] : the
+# per-round ratios NAME/BASE (default bare) of COLUMN (0, the default: req/s; 2: CPU per request)
+# and their median.
 summary() {
     python3 - "$tmp/$1.runs" <<'EOF'
 import statistics, sys
@@ -306,10 +307,11 @@ print(f"{col(0):.0f} req/s, p99 {col(1):.2f} ms, server CPU {col(2):.1f} µs/req
 EOF
 }
 ratio() {
-    python3 - "$tmp/$1.runs" "$tmp/${2:-bare}.runs" <<'EOF'
+    python3 - "$tmp/$1.runs" "$tmp/${2:-bare}.runs" "${3:-0}" <<'EOF'
 import statistics, sys
-a = [float(l.split()[0]) for l in open(sys.argv[1])]
-b = [float(l.split()[0]) for l in open(sys.argv[2])]
+column = int(sys.argv[3])
+a = [float(l.split()[column]) for l in open(sys.argv[1])]
+b = [float(l.split()[column]) for l in open(sys.argv[2])]
 r = [x / y for x, y in zip(a, b)]
 print(f"{statistics.median(r):.2f} " + ", ".join(f"{x:.2f}" for x in r))
 EOF
@@ -325,14 +327,7 @@ if [ "$WIREMOCK" != 0 ]; then
     read -r WM_BARE WM_BARE_RUNS < <(ratio bare wiremock)
     # Server CPU per request, WireMock's over the one agent's: how much less work a request
     # costs, whatever share of the two CPUs the client leaves each server.
-    read -r WM_CPU WM_CPU_RUNS < <(python3 - "$tmp/wiremock.runs" "$tmp/one.runs" <<'EOF'
-import statistics, sys
-a = [float(l.split()[2]) for l in open(sys.argv[1])]
-b = [float(l.split()[2]) for l in open(sys.argv[2])]
-r = [x / y for x, y in zip(a, b)]
-print(f"{statistics.median(r):.1f} " + ", ".join(f"{x:.1f}" for x in r))
-EOF
-    )
+    read -r WM_CPU WM_CPU_RUNS < <(ratio wiremock one 2)
 fi
 
 # ---- (2) slow:200ms accuracy ------------------------------------------------------------------------

@@ -236,25 +236,26 @@ impl Scan<'_> {
         }
     }
 
-    /// [`Scan::value`], with a string (most values of a request) read here rather than in a
-    /// call: the recursive `value` is never inlined, and its call cost as much as the string.
+    /// A value at nesting `depth`: its kind, whether (a string) it holds escapes, and (an
+    /// array) its items' kinds. A string (most values of a request) is read here, inline; the
+    /// rest in [`Scan::nested_or_literal`], a call of its own (it recurses, so it is never
+    /// inlined, and a call cost as much as reading the string).
     #[inline(always)]
-    fn item(&mut self, depth: usize) -> Option<(Kind, bool, Kinds)> {
+    fn value(&mut self, depth: usize) -> Option<(Kind, bool, Kinds)> {
         if self.peek()? == b'"' {
             Some((Kind::String, self.string()?, 0))
         } else {
-            self.value(depth)
+            self.nested_or_literal(depth)
         }
     }
 
-    /// A value at nesting `depth`: its kind, whether (a string) it holds escapes, and (an
-    /// array) its items' kinds.
-    fn value(&mut self, depth: usize) -> Option<(Kind, bool, Kinds)> {
+    /// A value at nesting `depth` that is not a string: an object, an array, a literal or a
+    /// number (see [`Scan::value`]).
+    fn nested_or_literal(&mut self, depth: usize) -> Option<(Kind, bool, Kinds)> {
         if depth > MAX_DEPTH {
             return None;
         }
         Some(match self.peek()? {
-            b'"' => (Kind::String, self.string()?, 0),
             b'{' => {
                 self.object(depth, |_, _, _| Some(()))?;
                 (Kind::Object, false, 0)
@@ -268,7 +269,7 @@ impl Scan<'_> {
                 } else {
                     loop {
                         self.ws();
-                        items |= self.item(depth + 1)?.0.bit();
+                        items |= self.value(depth + 1)?.0.bit();
                         self.ws();
                         match self.next()? {
                             b',' => {}
@@ -313,7 +314,7 @@ impl Scan<'_> {
             self.expect(b':')?;
             self.ws();
             let start = self.i;
-            let value = self.item(depth + 1)?;
+            let value = self.value(depth + 1)?;
             each(key, start..self.i, value)?;
             self.ws();
             match self.next()? {

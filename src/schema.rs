@@ -215,12 +215,7 @@ impl Shape {
     fn admits(&self, skim: &Skim<'_>) -> bool {
         let mut seen = 0u64;
         for member in &skim.members {
-            let key = member.key.as_bytes();
-            let declared = self
-                .properties
-                .iter()
-                .position(|p| p.name.len() == key.len() && p.name.as_bytes() == key);
-            if let Some(i) = declared {
+            if let Some(i) = self.properties.iter().position(|p| p.name == member.key) {
                 let p = &self.properties[i];
                 if p.kinds & member.kind.bit() == 0 || member.items & !p.items != 0 {
                     return false;
