@@ -427,6 +427,10 @@ fn judge_with_suite(
             reachable: Some(Ok("connected".into())),
             max_body: MAX_BODY,
             max_field: 10_000,
+            status_judged: case
+                .checks
+                .iter()
+                .any(crate::probe::checks::Check::judges_status),
         };
         for check in &case.checks {
             if let Err(why) = check.evaluate(&ctx) {

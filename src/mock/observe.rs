@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use super::journal::AuthSeen;
 use super::protocol::{AgentProtocol, Endpoint, PlatformExpect, PlatformObserver, Seen};
-use crate::report::{CaseResult, Level, Status};
+use crate::report::{CaseResult, Evidence, Level, Status};
 use crate::schema::findings_message;
 
 /// Examples kept per rule.
@@ -36,7 +36,12 @@ impl Tally {
         }
     }
 
-    /// The case of a tallied rule: skipped with nothing to judge, failed with examples.
+    /// The case of a tallied rule: passed on what was checked, failed with examples, or, with
+    /// nothing checked, skipped saying `unexercised` (what was missing and what would exercise
+    /// the rule).
+    /// Transitional: the six-argument form, whose skip says nothing of what would exercise the
+    /// rule. Every caller moves to [`judged`](Self::judged); this goes once none is left.
+    #[deprecated(note = "say what would exercise the rule: Tally::judged")]
     pub fn case(
         &self,
         id: &str,
@@ -46,19 +51,33 @@ impl Tally {
         spec: &str,
         what: &str,
     ) -> CaseResult {
+        self.judged(id, group, level, title, spec, what, "")
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn judged(
+        &self,
+        id: &str,
+        group: &str,
+        level: Level,
+        title: &str,
+        spec: &str,
+        what: &str,
+        unexercised: &str,
+    ) -> CaseResult {
         let mut case = CaseResult::new(id, group, level, title, spec);
-        if self.checked == 0 {
-            case.status = Status::Skip;
-            case.message = format!("no {what} to judge");
-        } else if self.broken == 0 {
-            case.message = format!("{} {what} checked", self.checked);
+        let evidence = Evidence::new(self.checked, what);
+        if self.broken == 0 {
+            case.pass(evidence, || format!("no {what} to judge: {unexercised}"));
         } else {
-            case.status = Status::Fail;
-            case.message = format!(
-                "{} of {} {what} break the rule, e.g.\n  {}",
-                self.broken,
-                self.checked,
-                self.examples.join("\n  ")
+            case.fail_on(
+                evidence,
+                format!(
+                    "{} of {} {what} break the rule, e.g.\n  {}",
+                    self.broken,
+                    self.checked,
+                    self.examples.join("\n  ")
+                ),
             );
         }
         case
@@ -147,7 +166,11 @@ impl Common {
             .iter()
             .map(|(k, n)| format!("{k} ({n})"))
             .collect();
-        case.message = format!("{total} marked request(s): {}", kinds.join(", "));
+        case.pass_noting(
+            Evidence::new(total, "requests marked as the probe's"),
+            format!("{total} marked request(s): {}", kinds.join(", ")),
+            String::new,
+        );
         Some(case)
     }
 
@@ -162,37 +185,41 @@ impl Common {
         let mut whole = self.incomplete.clone();
         whole.checked += self.requests.values().sum::<u64>();
         vec![
-            whole.case(
+            whole.judged(
                 "platform.whole-requests",
                 "requests",
                 Level::Must,
                 "every request the platform began arrived whole (no connection or stdin closed in the middle of one)",
                 requests_spec,
                 "requests",
+                "no request reached the fleet; point the platform at the fleet's agents",
             ),
-            self.schema.case(
+            self.schema.judged(
                 "platform.request-schema",
                 "requests",
                 Level::Must,
                 "every request the platform sent is valid against its request schema",
                 requests_spec,
                 "requests",
+                "no whole request reached the fleet; point the platform at the fleet's agents",
             ),
-            self.bearer.case(
+            self.bearer.judged(
                 "platform.bearer",
                 "auth",
                 Level::Must,
                 "agents registered with a key receive `Authorization: Bearer KEY`, with the right key",
                 "Authentication",
                 "requests to agents with a key",
+                "give an agent of the fleet a key (`key:` in the fleet file, or --api-key) and have the platform call it",
             ),
-            self.no_stray_bearer.case(
+            self.no_stray_bearer.judged(
                 "platform.no-stray-bearer",
                 "auth",
                 Level::Should,
                 "agents registered without a key receive no Authorization header",
                 "Authentication (no API key: no Authorization header is sent)",
                 "requests to agents without a key",
+                "every agent the platform called has a key; leave one agent keyless to judge this",
             ),
         ]
     }
@@ -202,8 +229,7 @@ impl Common {
 pub fn skip_all_if_none(cases: &mut [CaseResult], total: u64) {
     if total == 0 {
         for case in cases {
-            case.status = Status::Skip;
-            case.message = "no request reached the fleet".into();
+            case.skip("no request reached the fleet: nothing to judge (point the platform at the fleet's agents and have it run a task)");
         }
     }
 }

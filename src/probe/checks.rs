@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::exchange::{AuthMode, ExchangeSpec};
 use super::outcome::body_too_large;
-use super::plugin::{Ctx, SuiteProtocol};
+use super::plugin::{Ctx, Judged, SuiteProtocol};
 use crate::jsonpath::{strings, JsonPath};
 use crate::phrases::PhraseSet;
 use crate::schema::{findings_message, schemas, Finding};
@@ -130,10 +130,15 @@ impl StatusSpec {
 pub const GENERIC_KINDS: &str = "reachable, status, max_body, json, unique_keys, content_type, \
 schema, max_field, list_caps, phrases, refused, report_answer";
 
-/// Ok(the note) when there are no findings, else the findings as the failure.
-pub fn verdict(findings: Vec<Finding>, ok: impl FnOnce() -> String) -> Result<String, String> {
+/// Held on `judged` of `of` when there are no findings, else the findings as the failure.
+pub fn verdict(
+    findings: Vec<Finding>,
+    judged: u64,
+    of: &str,
+    ok: impl FnOnce() -> String,
+) -> Result<Judged, String> {
     if findings.is_empty() {
-        Ok(ok())
+        Ok(Judged::held(judged, of, ok()))
     } else {
         Err(findings_message(&findings))
     }
@@ -207,13 +212,37 @@ impl Check {
         }
     }
 
-    /// Ok(note) or Err(why it failed).
-    pub fn evaluate(&self, ctx: &Ctx<'_>) -> Result<String, String> {
+    /// Whether the check reads an answer's body as one of the protocol's answers (so an answer
+    /// with a non-2xx status gives it nothing to judge, unless the case asked for that status).
+    fn reads_answer_body(&self) -> bool {
+        matches!(
+            self,
+            Check::Json
+                | Check::UniqueKeys
+                | Check::ContentType(_)
+                | Check::Schema(_)
+                | Check::MaxField
+                | Check::ListCaps(_)
+                | Check::Phrases { .. }
+        )
+    }
+
+    /// Whether the check judges the answer's status itself.
+    pub fn judges_status(&self) -> bool {
+        matches!(
+            self,
+            Check::Status(_) | Check::Refused | Check::ReportAnswer
+        )
+    }
+
+    /// Ok(what it judged; `judged == 0`: nothing to judge) or Err(why it failed).
+    pub fn evaluate(&self, ctx: &Ctx<'_>) -> Result<Judged, String> {
         if let Check::Reachable = self {
-            return ctx
-                .reachable
-                .clone()
-                .unwrap_or_else(|| Err("no connection attempt was made".into()));
+            return match &ctx.reachable {
+                Some(Ok(note)) => Ok(Judged::held(1, "connection", note.clone())),
+                Some(Err(why)) => Err(why.clone()),
+                None => Err("no connection attempt was made".into()),
+            };
         }
         if let Check::Rule(call) = self {
             let rule = ctx
@@ -224,12 +253,23 @@ impl Check {
         }
         let outcome = ctx.outcome.ok_or("the case has no exchange")?;
         let response = outcome.result.as_ref().map_err(|e| e.to_string())?;
+        if self.reads_answer_body() && !ctx.status_judged && !(200..300).contains(&response.status)
+        {
+            return Ok(Judged::nothing(format!(
+                "the endpoint answered {}, not an answer of the protocol: there is no answer to judge (the case needs the endpoint to answer its request 2xx)",
+                response.status
+            )));
+        }
         let json = || outcome.json(ctx.max_body);
         match self {
             Check::Reachable | Check::Rule(_) => unreachable!("handled above"),
             Check::Status(spec) => {
                 if spec.matches(response.status) {
-                    Ok(format!("answered {}", response.status))
+                    Ok(Judged::held(
+                        1,
+                        "answer",
+                        format!("answered {}", response.status),
+                    ))
                 } else {
                     Err(format!(
                         "answered {}; expected {}; body: {}",
@@ -243,19 +283,28 @@ impl Check {
                 if response.body_exceeded {
                     Err(body_too_large(response, ctx.max_body))
                 } else {
-                    Ok(format!("{} bytes", response.body.len()))
+                    Ok(Judged::held(
+                        1,
+                        "answer",
+                        format!("{} bytes", response.body.len()),
+                    ))
                 }
             }
-            Check::Json => json().map(|_| String::new()),
+            Check::Json => json().map(|_| Judged::answer("")),
             Check::UniqueKeys => {
                 json()?;
-                verdict(super::dupkeys::duplicate_keys(&response.body)?, String::new)
+                verdict(
+                    super::dupkeys::duplicate_keys(&response.body)?,
+                    1,
+                    "answer",
+                    String::new,
+                )
             }
             Check::ContentType(want) => {
                 let got = response.header("content-type").unwrap_or("");
                 let media = got.split(';').next().unwrap_or("").trim();
                 if media.eq_ignore_ascii_case(want) {
-                    Ok(String::new())
+                    Ok(Judged::answer(""))
                 } else {
                     Err(format!(
                         "Content-Type is {:?}; expected {want} (clients such as aiohttp's json() refuse other types)",
@@ -263,42 +312,71 @@ impl Check {
                     ))
                 }
             }
-            Check::Schema(id) => verdict(schemas().validate(id, json()?), String::new),
+            Check::Schema(id) => verdict(schemas().validate(id, json()?), 1, "answer", String::new),
             Check::MaxField => {
-                let findings = strings(json()?)
-                    .into_iter()
+                let all = strings(json()?);
+                let findings = all
+                    .iter()
                     .filter_map(|(path, s)| {
                         let n = s.chars().count();
-                        (n > ctx.max_field).then(|| crate::schema::finding(path, format!("{n} characters; at most {} (--max-field; the platform truncates)", ctx.max_field)))
+                        (n > ctx.max_field).then(|| crate::schema::finding(path.clone(), format!("{n} characters; at most {} (--max-field; the platform truncates)", ctx.max_field)))
                     })
                     .collect();
-                verdict(findings, String::new)
+                if all.is_empty() {
+                    return Ok(Judged::nothing("the answer holds no string to measure"));
+                }
+                verdict(findings, all.len() as u64, "strings", String::new)
             }
             Check::ListCaps(caps) => {
                 let body = json()?;
                 let mut findings = Vec::new();
+                let mut lists = 0;
                 for (path, cap) in caps {
                     for (at, value) in JsonPath::parse(path)?.select(body) {
-                        if let Some(items) = value.as_array().filter(|a| a.len() > *cap) {
+                        let Some(items) = value.as_array() else {
+                            continue;
+                        };
+                        lists += 1;
+                        if items.len() > *cap {
                             findings.push(crate::schema::finding(at, format!("{} items; the platform keeps the first {cap} and silently drops the rest", items.len())));
                         }
                     }
                 }
-                verdict(findings, String::new)
+                if lists == 0 {
+                    return Ok(Judged::nothing(format!(
+                        "the answer holds none of the capped lists ({})",
+                        caps.keys().cloned().collect::<Vec<_>>().join(", ")
+                    )));
+                }
+                verdict(findings, lists, "lists", String::new)
             }
             Check::Phrases { fields, patterns } => {
                 let set = PhraseSet::new(patterns)?;
                 let body = json()?;
                 let mut findings = Vec::new();
+                let mut scanned = 0;
                 for path in fields {
                     for (at, value) in JsonPath::parse(path)?.select(body) {
-                        findings.extend(set.scan(&at, value.as_str().unwrap_or_default()));
+                        if let Some(text) = value.as_str() {
+                            scanned += 1;
+                            findings.extend(set.scan(&at, text));
+                        }
                     }
                 }
-                verdict(findings, String::new)
+                if scanned == 0 {
+                    return Ok(Judged::nothing(format!(
+                        "the answer holds no string at {}",
+                        fields.join(", ")
+                    )));
+                }
+                verdict(findings, scanned, "strings", String::new)
             }
             Check::Refused => match response.status {
-                401 | 403 => Ok(format!("refused with {}", response.status)),
+                401 | 403 => Ok(Judged::held(
+                    1,
+                    "answer",
+                    format!("refused with {}", response.status),
+                )),
                 s => {
                     let how = match outcome.auth {
                         AuthMode::Wrong => "with a wrong API key",
@@ -315,10 +393,10 @@ impl Check {
             },
             Check::ReportAnswer => {
                 let ct = response.header("content-type").unwrap_or("no content-type");
-                Ok(format!(
+                Ok(Judged::answer(format!(
                     "{ct}: {}",
                     excerpt(&response.body[..response.body.len().min(200)], 200)
-                ))
+                )))
             }
         }
     }

@@ -71,8 +71,38 @@ pub trait Rule: Send + Sync {
         Vec::new()
     }
 
-    /// Ok(a note) or Err(why it failed).
-    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Result<String, String>;
+    /// Ok(what it judged) or Err(why it failed).
+    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Result<Judged, String>;
+}
+
+/// What a check judged when it held: how many of what, and a note. With `judged == 0` there was
+/// nothing to judge, and `note` says what was missing (the case is then a SKIP, never a PASS).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judged {
+    pub judged: u64,
+    pub of: String,
+    pub note: String,
+}
+
+impl Judged {
+    /// `judged` of `of`, held, with a note (may be empty).
+    pub fn held(judged: u64, of: impl Into<String>, note: impl Into<String>) -> Judged {
+        Judged {
+            judged,
+            of: of.into(),
+            note: note.into(),
+        }
+    }
+
+    /// One answer judged (`answer to /analyze`).
+    pub fn answer(note: impl Into<String>) -> Judged {
+        Judged::held(1, "answer", note)
+    }
+
+    /// Nothing to judge: `why` says what was missing and what would exercise the rule.
+    pub fn nothing(why: impl Into<String>) -> Judged {
+        Judged::held(0, "", why)
+    }
 }
 
 /// The rule vocabulary of a protocol whose cases its own driver runs (each case a small
@@ -116,7 +146,7 @@ impl Rule for DriverRule {
         (self.validate)(self.name, args)
     }
 
-    fn evaluate(&self, _: &Value, _: &Ctx<'_>) -> Result<String, String> {
+    fn evaluate(&self, _: &Value, _: &Ctx<'_>) -> Result<Judged, String> {
         Err(format!(
             "{}: run by `{}`, not by the generic suite runner",
             self.name, self.runner
@@ -164,4 +194,8 @@ pub struct Ctx<'a> {
     pub reachable: Option<Result<String, String>>,
     pub max_body: usize,
     pub max_field: usize,
+    /// Whether the case judges its answer's status itself (`status`, `refused`): then its body
+    /// checks read an answer of any status; otherwise a non-2xx answer gives them nothing to
+    /// judge.
+    pub status_judged: bool,
 }

@@ -17,7 +17,7 @@ use super::plugin::Ctx;
 use super::suite::{AuthMode, ExchangeSpec, Requirement, Suite};
 use super::template::{self, Fill, RunValues};
 use crate::content::Content;
-use crate::report::{CaseResult, Exchange, Report, RunInfo, Status};
+use crate::report::{CaseResult, Evidence, Exchange, Report, RunInfo, Status};
 use crate::text::{excerpt, excerpt_str, shell_quote, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits};
 
@@ -70,6 +70,14 @@ impl ProbeSettings {
             "agent-tck-wrong-key-{:016x}",
             self.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)
         )
+    }
+}
+
+/// What a case's answer is called in its evidence: `answer to the exchange analyze`.
+fn own_label(exchange: Option<&str>) -> String {
+    match exchange {
+        Some(name) => format!("answer to exchange {name}"),
+        None => "answers".to_string(),
     }
 }
 
@@ -137,20 +145,19 @@ impl Runner<'_> {
     async fn run_case(&self, id: &str) -> CaseResult {
         let spec = self.settings.suite.case(id).expect("selected ids exist");
         let mut result = CaseResult::new(id, &spec.group(), spec.level, &spec.title, &spec.spec);
-        result.status = Status::Skip;
         if spec.requires == Some(Requirement::ApiKey) && self.settings.api_key.is_none() {
-            result.message = "no --api-key given: the agent is probed without a key, so refusing a missing or wrong key cannot be tested".into();
+            result.skip("no --api-key given: the agent is probed without a key, so refusing a missing or wrong key cannot be tested (give the agent's key with --api-key)");
             return result;
         }
         if let Some(why) = self.unmet_need(&spec.needs) {
-            result.message = why;
+            result.skip(why);
             return result;
         }
 
         let reachable = if spec.checks.iter().any(|c| matches!(c, Check::Reachable)) {
             let started = Instant::now();
             let r = http::connect(&self.settings.base, self.settings.timeout).await;
-            result.duration_ms = started.elapsed().as_millis() as u64;
+            result.set_duration(started.elapsed());
             Some(
                 r.map(|t| format!("connected in {} ms", t.as_millis()))
                     .map_err(|e| e.to_string()),
@@ -177,7 +184,7 @@ impl Runner<'_> {
             .and_then(|n| outcomes.get(n))
             .cloned();
         if let Some(sent) = &own {
-            result.duration_ms = sent.elapsed.as_millis() as u64;
+            result.set_duration(sent.elapsed);
             result.exchange = sent.detail.clone();
         }
         let by_name: HashMap<String, Arc<Outcome>> = outcomes
@@ -191,21 +198,40 @@ impl Runner<'_> {
             reachable,
             max_body: self.settings.max_body,
             max_field: self.settings.max_field,
+            status_judged: spec.checks.iter().any(Check::judges_status),
         };
         let mut notes = Vec::new();
-        result.status = Status::Pass;
+        let mut evidence = None;
         for check in &spec.checks {
             match check.evaluate(&ctx) {
-                Ok(note) if !note.is_empty() => notes.push(note),
-                Ok(_) => {}
+                Ok(judged) if judged.judged == 0 => {
+                    result.skip(format!("nothing to judge: {}", judged.note));
+                    return result;
+                }
+                Ok(judged) => {
+                    if !judged.note.is_empty() {
+                        notes.push(judged.note);
+                    }
+                    // The last check is the case's most specific one: its count is the evidence.
+                    evidence = Some(Evidence::new(judged.judged, judged.of));
+                }
                 Err(why) => {
-                    result.status = Status::Fail;
-                    result.message = why;
+                    result.fail(why);
                     return result;
                 }
             }
         }
-        result.message = notes.join("; ");
+        let of = own_label(spec.exchange.as_deref());
+        match evidence {
+            Some(mut e) => {
+                if e.of == "answer" || e.of == "answers" {
+                    e.of = of;
+                }
+                let note = notes.join("; ");
+                result.pass_noting(e, note, String::new);
+            }
+            None => result.skip("the case has no checks: nothing to judge"),
+        }
         result
     }
 

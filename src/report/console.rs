@@ -84,13 +84,17 @@ pub fn render(report: &Report, colour: bool) -> String {
             (Kind::Evaluation, Level::May) => "eval",
             (_, level) => level.as_str(),
         };
+        let judged = match &case.evidence {
+            Some(e) => format!("({e}) "),
+            None => String::new(),
+        };
         out.push_str(&format!(
             "  {} {:<6} {:<id_width$}  {} {}\n",
             p.paint(code, &format!("{word:<word_width$}")),
             level,
             case.id,
             case.title,
-            p.paint("90", &format!("({} ms)", case.duration_ms)),
+            p.paint("90", &format!("{judged}({})", case.duration_text())),
         ));
         // MAY cases are informational: what they found is shown even when they pass.
         let informational = case.level == Level::May && case.kind == Kind::Conformance;
@@ -162,6 +166,12 @@ pub fn render(report: &Report, colour: bool) -> String {
             s.xfailed,
             s.stale,
             if s.stale == 1 { "y" } else { "ies" }
+        ));
+    }
+    if report.judged_nothing() {
+        last.push_str(&format!(
+            " · nothing judged: all {} MUST case(s) skipped for want of evidence (not a pass)",
+            s.must
         ));
     }
     let code = if report.exit_code() == 0 {

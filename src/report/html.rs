@@ -241,7 +241,7 @@ fn one_case(out: &mut String, report: &Report, case: &CaseResult) {
     };
     out.push_str(&format!(
         "<details class=\"case\" data-level=\"{}\" data-blocking=\"{}\" data-problem=\"{}\"{}>\
-         <summary><span class=\"w {class}\">{word}</span> {:<6} {} <span class=\"label\">— {} ({} ms)</span></summary><div class=\"body\">",
+         <summary><span class=\"w {class}\">{word}</span> {:<6} {} <span class=\"label\">— {} {}({})</span></summary><div class=\"body\">",
         case.level.as_str(),
         u8::from(blocking),
         u8::from(problem),
@@ -249,7 +249,11 @@ fn one_case(out: &mut String, report: &Report, case: &CaseResult) {
         case.level.as_str(),
         escape(&case.id),
         escape(&case.title),
-        case.duration_ms,
+        case.evidence
+            .as_ref()
+            .map(|e| format!("({}) ", escape(&e.to_string())))
+            .unwrap_or_default(),
+        case.duration_text(),
     ));
     if !case.message.is_empty() {
         out.push_str(&format!("<pre>{}</pre>", escape(&case.message)));

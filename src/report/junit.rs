@@ -111,8 +111,15 @@ fn test_case(report: &Report, case: &CaseResult) -> TestCase {
         status,
     );
     tc.set_classname(xml_safe(&format!("{}.{}", report.protocol, case.group)));
-    tc.set_time(Duration::from_millis(case.duration_ms));
+    tc.set_time(Duration::from_micros(
+        case.duration_us.max(case.duration_ms * 1000),
+    ));
     let mut out = format!("{}\nspec: {}\n", case.title, case.spec);
+    if let Some(e) = &case.evidence {
+        tc.add_property(("judged", e.judged.to_string().as_str()));
+        tc.add_property(("evidence", xml_safe(&e.to_string()).as_str()));
+        out.push_str(&format!("{}\n", xml_safe(&e.to_string())));
+    }
     if unmet {
         tc.add_property((
             "evaluation",

@@ -88,6 +88,41 @@ pub struct Exchange {
     pub reproduce: Option<String>,
 }
 
+/// What a case judged: how many of what (`14 strings from 1 agent with null-bytes`). A case
+/// passes only with evidence of at least one thing judged; without it the case is a SKIP that
+/// says what would exercise it ([`CaseResult::pass`] turns a zero into that skip, and
+/// [`RunInfo::report`] turns any pass that came without evidence into one).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// How many were judged (at least 1 on a PASS).
+    pub judged: u64,
+    /// What they were, as a plural noun phrase: `requests`, `strings from 1 agent with null-bytes`.
+    pub of: String,
+}
+
+impl Evidence {
+    pub fn new(judged: u64, of: impl Into<String>) -> Evidence {
+        Evidence {
+            judged,
+            of: of.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Evidence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "judged {} {}", self.judged, self.of)
+    }
+}
+
+/// The message of a case that passed without saying what it judged: never seen in a report of a
+/// built-in suite or observer (a test runs them all against peers that give nothing to judge).
+pub const NO_EVIDENCE: &str =
+    "not judged: the case recorded no evidence that its rule was exercised";
+
+/// The message of a case that was never judged nor given a reason (same guarantee).
+pub const NO_REASON: &str = "not judged: nothing exercised this case";
+
 /// The verdict of one case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseResult {
@@ -104,25 +139,103 @@ pub struct CaseResult {
     pub spec: String,
     /// Why it failed or was skipped; for a passing case, what was observed (may be empty).
     pub message: String,
+    /// What the case judged; required for a PASS (see [`Evidence`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Evidence>,
     pub duration_ms: u64,
+    /// The same duration in microseconds (sub-millisecond work does not read as 0).
+    #[serde(default)]
+    pub duration_us: u64,
     #[serde(default, skip_serializing_if = "is_default_exchange")]
     pub exchange: Exchange,
 }
 
 impl CaseResult {
-    /// A passing case with no message yet; the caller judges it.
+    /// A case not judged yet: a SKIP until [`pass`](Self::pass) (with evidence),
+    /// [`fail`](Self::fail) or [`skip`](Self::skip) (with a reason) says otherwise.
     pub fn new(id: &str, group: &str, level: Level, title: &str, spec: &str) -> CaseResult {
         CaseResult {
             id: id.into(),
             group: group.into(),
             level,
             kind: Kind::Conformance,
-            status: Status::Pass,
+            status: Status::Skip,
             title: title.into(),
             spec: spec.into(),
             message: String::new(),
+            evidence: None,
             duration_ms: 0,
+            duration_us: 0,
             exchange: Exchange::default(),
+        }
+    }
+
+    /// Marks the case passed on `evidence`. With nothing judged (`judged == 0`) it is a SKIP
+    /// whose reason is `unexercised`: what was missing and what would exercise the rule.
+    pub fn pass(&mut self, evidence: Evidence, unexercised: impl FnOnce() -> String) {
+        if evidence.judged == 0 {
+            self.skip(unexercised());
+        } else {
+            self.status = Status::Pass;
+            self.evidence = Some(evidence);
+        }
+    }
+
+    /// [`pass`](Self::pass) with a note on what was observed.
+    pub fn pass_noting(
+        &mut self,
+        evidence: Evidence,
+        note: impl Into<String>,
+        unexercised: impl FnOnce() -> String,
+    ) {
+        self.pass(evidence, unexercised);
+        if self.status == Status::Pass {
+            self.message = note.into();
+        }
+    }
+
+    /// Whether the case passed (with evidence, as every pass does).
+    pub fn passed(&self) -> bool {
+        self.status == Status::Pass
+    }
+
+    /// Sets how long the case took (kept in microseconds too).
+    pub fn set_duration(&mut self, took: std::time::Duration) {
+        self.duration_ms = took.as_millis() as u64;
+        self.duration_us = took.as_micros() as u64;
+    }
+
+    /// Adds `took` to the case's duration.
+    pub fn add_duration(&mut self, other: &CaseResult) {
+        self.duration_ms += other.duration_ms;
+        self.duration_us += other.duration_us;
+    }
+
+    /// The duration for a reader: `412 µs` under a millisecond, else `12 ms`.
+    pub fn duration_text(&self) -> String {
+        if self.duration_ms == 0 && self.duration_us > 0 {
+            format!("{} µs", self.duration_us)
+        } else {
+            format!("{} ms", self.duration_ms)
+        }
+    }
+
+    /// What the report model guarantees of every case: a PASS carries evidence, a SKIP a
+    /// reason. A case that breaks it becomes a SKIP saying so (see [`NO_EVIDENCE`]).
+    pub fn settle(&mut self) {
+        match self.status {
+            Status::Pass if self.evidence.as_ref().is_none_or(|e| e.judged == 0) => {
+                let note = std::mem::take(&mut self.message);
+                self.status = Status::Skip;
+                self.evidence = None;
+                self.message = if note.is_empty() {
+                    NO_EVIDENCE.to_string()
+                } else {
+                    format!("{NO_EVIDENCE} ({note})")
+                };
+            }
+            Status::Skip if self.message.trim().is_empty() => self.message = NO_REASON.into(),
+            _ => {}
         }
     }
 
@@ -138,9 +251,16 @@ impl CaseResult {
         self.message = message.into();
     }
 
-    /// Marks the case skipped, saying why.
+    /// Marks the case failed, saying why and how many were judged.
+    pub fn fail_on(&mut self, evidence: Evidence, message: impl Into<String>) {
+        self.fail(message);
+        self.evidence = Some(evidence);
+    }
+
+    /// Marks the case skipped, saying why (what was missing, what would exercise it).
     pub fn skip(&mut self, message: impl Into<String>) {
         self.status = Status::Skip;
+        self.evidence = None;
         self.message = message.into();
     }
 }
@@ -171,6 +291,13 @@ pub struct Summary {
     /// The evaluation score, when the run had evaluation cases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluation: Option<Score>,
+    /// MUST cases skipped for want of evidence. When every MUST case of a run is one, the run
+    /// judged nothing and is not green.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped_must: usize,
+    /// MUST cases in all (conformance).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub must: usize,
 }
 
 /// How many of a run's expectations were met.
@@ -222,6 +349,10 @@ impl Summary {
                     Status::Skip => score.unjudged += 1,
                 }
                 continue;
+            }
+            if case.level == Level::Must {
+                s.must += 1;
+                s.skipped_must += usize::from(case.status == Status::Skip);
             }
             match case.status {
                 Status::Pass => s.passed += 1,
@@ -329,7 +460,10 @@ impl RunInfo {
     }
 
     /// The finished report, with every secret redacted.
-    pub fn report(self, cases: Vec<CaseResult>, redactor: &Redactor) -> Report {
+    pub fn report(self, mut cases: Vec<CaseResult>, redactor: &Redactor) -> Report {
+        for case in &mut cases {
+            case.settle();
+        }
         let mut report = Report {
             tool: "agent-tck".into(),
             version: crate::VERSION.into(),
@@ -365,7 +499,13 @@ impl Report {
     /// unmet, the evaluation score not below `--min-score`; 1 otherwise.
     pub fn exit_code(&self) -> i32 {
         let blocked = self.cases.iter().any(|c| self.is_blocking(c));
-        i32::from(blocked || self.below_min_score())
+        i32::from(blocked || self.below_min_score() || self.judged_nothing())
+    }
+
+    /// Whether the run had MUST cases and judged none of them (each skipped for want of
+    /// evidence): such a run is not green, whatever else it printed.
+    pub fn judged_nothing(&self) -> bool {
+        self.summary.must > 0 && self.summary.skipped_must == self.summary.must
     }
 
     /// Whether `--min-score` was given and the evaluation score is below it (a run with nothing
@@ -391,6 +531,9 @@ impl Report {
     pub fn redact(&mut self, redactor: &Redactor) {
         redactor.redact_in_place(&mut self.target);
         for case in &mut self.cases {
+            if let Some(e) = &mut case.evidence {
+                redactor.redact_in_place(&mut e.of);
+            }
             for field in [&mut case.message, &mut case.title] {
                 redactor.redact_in_place(field);
             }

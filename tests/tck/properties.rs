@@ -447,6 +447,7 @@ proptest! {
             reachable: Some(Ok(String::new())),
             max_body: 5 * 1024 * 1024,
             max_field: 50_000,
+            status_judged: true,
         };
         for case in suite().cases() {
             for check in &case.checks {

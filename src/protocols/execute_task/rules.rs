@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::model::check_answer;
 use crate::content::Content;
 use crate::probe::checks::verdict;
-use crate::probe::plugin::{Ctx, Rule, SuiteProtocol};
+use crate::probe::plugin::{Ctx, Judged, Rule, SuiteProtocol};
 use crate::probe::template::numbers;
 use crate::probe::Suite as LoadedSuite;
 
@@ -99,10 +99,10 @@ fn long_history(turns: usize) -> Value {
 pub struct ValidAction;
 
 impl Rule for ValidAction {
-    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Result<String, String> {
+    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Result<Judged, String> {
         let outcome = ctx.outcome.ok_or("the case has no exchange")?;
         let answer = outcome.json(ctx.max_body)?;
-        verdict(check_answer(answer), || action_note(answer))
+        verdict(check_answer(answer), 1, "answer", || action_note(answer))
     }
 }
 
@@ -123,7 +123,7 @@ impl Rule for AcrossTheRun {
         false
     }
 
-    fn evaluate(&self, _: &Value, _: &Ctx<'_>) -> Result<String, String> {
+    fn evaluate(&self, _: &Value, _: &Ctx<'_>) -> Result<Judged, String> {
         Err("judged across a whole run by `probe execute-task`, not on one exchange".into())
     }
 }
@@ -176,6 +176,7 @@ mod tests {
             reachable: None,
             max_body: 1,
             max_field: 1,
+            status_judged: false,
         };
         let e = Suite.rule("identity").unwrap().evaluate(&Value::Null, &ctx);
         assert!(e.unwrap_err().contains("across a whole run"));

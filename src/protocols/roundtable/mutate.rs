@@ -933,6 +933,7 @@ mod tests {
             reachable: None,
             max_body: 5_000_000,
             max_field: SPEC_MAX_FIELD,
+            status_judged: true,
         };
         suite()
             .cases()

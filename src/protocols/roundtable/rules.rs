@@ -13,7 +13,7 @@ use super::model;
 use crate::content::Content;
 use crate::jsonpath::JsonPath;
 use crate::probe::checks::verdict;
-use crate::probe::plugin::Ctx;
+use crate::probe::plugin::{Ctx, Judged};
 use crate::probe::plugin::{Rule, SuiteProtocol};
 use crate::probe::suite::ExchangeSpec;
 use crate::probe::template::numbers;
@@ -75,15 +75,24 @@ impl Rule for EvidenceTags {
             .try_for_each(|p| JsonPath::parse(p).map(drop))
     }
 
-    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Result<String, String> {
+    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Result<Judged, String> {
         let body = answer(ctx)?;
         let mut findings = Vec::new();
-        for path in string_list(args, "paths")? {
-            for (at, value) in JsonPath::parse(&path)?.select(body) {
+        let paths = string_list(args, "paths")?;
+        let mut tagged = 0;
+        for path in &paths {
+            for (at, value) in JsonPath::parse(path)?.select(body) {
+                tagged += 1;
                 findings.extend(check_tag(&at, value.as_str().unwrap_or_default()));
             }
         }
-        verdict(findings, String::new)
+        if tagged == 0 {
+            return Ok(Judged::nothing(format!(
+                "the answer holds no evidence string at {}",
+                paths.join(", ")
+            )));
+        }
+        verdict(findings, tagged, "evidence strings", String::new)
     }
 }
 
@@ -91,8 +100,14 @@ impl Rule for EvidenceTags {
 struct DissentReason;
 
 impl Rule for DissentReason {
-    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Result<String, String> {
-        verdict(model::dissent_has_reason(answer(ctx)?), String::new)
+    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Result<Judged, String> {
+        let vote = answer(ctx)?;
+        if vote.get("approve") != Some(&Value::Bool(false)) {
+            return Ok(Judged::nothing(
+                "the agent approved: there is no dissent whose reason to judge",
+            ));
+        }
+        verdict(model::dissent_has_reason(vote), 1, "dissent", String::new)
     }
 }
 
@@ -100,9 +115,18 @@ impl Rule for DissentReason {
 struct CounterEvidence;
 
 impl Rule for CounterEvidence {
-    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Result<String, String> {
+    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Result<Judged, String> {
+        let body = answer(ctx)?;
+        let challenges = count(body, &["challenges"]);
+        if challenges == 0 {
+            return Ok(Judged::nothing(
+                "the answer holds no challenge whose counter_evidence to judge",
+            ));
+        }
         verdict(
-            model::challenges_have_counter_evidence(answer(ctx)?),
+            model::challenges_have_counter_evidence(body),
+            challenges,
+            "challenges",
             String::new,
         )
     }
@@ -112,15 +136,24 @@ impl Rule for CounterEvidence {
 struct KnownTargets;
 
 impl Rule for KnownTargets {
-    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Result<String, String> {
+    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Result<Judged, String> {
         let outcome = ctx.outcome.ok_or("the case has no exchange")?;
         outcome.result.as_ref().map_err(|e| e.to_string())?;
         let request = outcome
             .body_sent
             .as_ref()
             .ok_or("the request had no JSON body")?;
+        let body = outcome.json(ctx.max_body)?;
+        let targets = count(body, &["challenges", "concessions"]);
+        if targets == 0 {
+            return Ok(Judged::nothing(
+                "the answer holds no challenge or concession whose target to judge",
+            ));
+        }
         verdict(
-            model::targets_are_known(outcome.json(ctx.max_body)?, request),
+            model::targets_are_known(body, request),
+            targets,
+            "challenges and concessions",
             String::new,
         )
     }
@@ -150,7 +183,7 @@ impl Rule for SameAgentName {
         string_list(args, "exchanges").unwrap_or_default()
     }
 
-    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Result<String, String> {
+    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Result<Judged, String> {
         let mut seen = Vec::new();
         for name in string_list(args, "exchanges")? {
             let outcome = ctx
@@ -166,14 +199,29 @@ impl Rule for SameAgentName {
                 .ok_or_else(|| format!("/{name}: no agent_name"))?;
             seen.push((name.clone(), agent.to_string()));
         }
-        verdict(model::agent_name_consistent(&seen), || match seen.first() {
-            Some((_, n)) => format!(
-                "agent_name {}",
-                excerpt_str(&Value::from(n.as_str()).to_string(), 80)
-            ),
-            None => String::new(),
-        })
+        let answers = seen.len() as u64;
+        verdict(
+            model::agent_name_consistent(&seen),
+            answers,
+            "answers",
+            || match seen.first() {
+                Some((_, n)) => format!(
+                    "agent_name {}",
+                    excerpt_str(&Value::from(n.as_str()).to_string(), 80)
+                ),
+                None => String::new(),
+            },
+        )
     }
+}
+
+/// How many items the answer's lists hold.
+fn count(body: &Value, lists: &[&str]) -> u64 {
+    lists
+        .iter()
+        .filter_map(|l| body.get(l).and_then(Value::as_array))
+        .map(|a| a.len() as u64)
+        .sum()
 }
 
 /// The case's own answer as JSON, as the generic checks read it.

@@ -14,7 +14,7 @@ use agent_tck::mock::protocol::{AgentProtocol, ContentBehavior, Endpoint, Mutati
 use agent_tck::mock::{Body, Reply, Responder};
 use agent_tck::probe::checks::verdict;
 use agent_tck::probe::exchange::ExchangeSpec;
-use agent_tck::probe::plugin::{Ctx, Rule, SuiteProtocol};
+use agent_tck::probe::plugin::{Ctx, Judged, Rule, SuiteProtocol};
 use agent_tck::schema::finding;
 use serde_json::{json, Value};
 
@@ -129,7 +129,7 @@ impl Rule for ByName {
         }
     }
 
-    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Result<String, String> {
+    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Result<Judged, String> {
         let outcome = ctx.outcome.ok_or("the case has no exchange")?;
         let field = args.as_str().unwrap_or_default();
         let visitor = outcome
@@ -151,6 +151,6 @@ impl Rule for ByName {
                 format!("{said:?} does not name {visitor:?}"),
             )]
         };
-        verdict(findings, String::new)
+        verdict(findings, 1, "greeting", String::new)
     }
 }
