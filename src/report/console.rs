@@ -84,18 +84,25 @@ pub fn render(report: &Report, colour: bool) -> String {
             (Kind::Evaluation, Level::May) => "eval",
             (_, level) => level.as_str(),
         };
-        let judged = match &case.evidence {
-            Some(e) => format!("({e}) "),
-            None => String::new(),
-        };
+        // What the case judged, then how long it took (nothing when it did no work).
+        let mut after = Vec::new();
+        if let Some(e) = &case.evidence {
+            after.push(format!("({e})"));
+        }
+        if case.duration_us > 0 || case.duration_ms > 0 {
+            after.push(format!("({})", case.duration_text()));
+        }
         out.push_str(&format!(
-            "  {} {:<6} {:<id_width$}  {} {}\n",
+            "  {} {:<6} {:<id_width$}  {}",
             p.paint(code, &format!("{word:<word_width$}")),
             level,
             case.id,
             case.title,
-            p.paint("90", &format!("{judged}({})", case.duration_text())),
         ));
+        if !after.is_empty() {
+            out.push_str(&format!(" {}", p.paint("90", &after.join(" "))));
+        }
+        out.push('\n');
         // MAY cases are informational: what they found is shown even when they pass.
         let informational = case.level == Level::May && case.kind == Kind::Conformance;
         if (case.status != Status::Pass || informational) && !case.message.is_empty() {

@@ -556,3 +556,91 @@ pub fn now_rfc3339() -> String {
     now.format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(level: Level) -> CaseResult {
+        CaseResult::new("x.rule", "x", level, "a rule", "Spec")
+    }
+
+    #[test]
+    fn a_case_starts_unjudged_and_passes_only_on_evidence() {
+        let mut c = case(Level::Must);
+        assert_eq!(c.status, Status::Skip);
+        c.pass(Evidence::new(0, "requests"), || "no request came".into());
+        assert_eq!(
+            (c.status, c.message.as_str()),
+            (Status::Skip, "no request came")
+        );
+        assert!(c.evidence.is_none());
+        c.pass(Evidence::new(3, "requests"), String::new);
+        assert_eq!(c.status, Status::Pass);
+        assert_eq!(
+            c.evidence.as_ref().unwrap().to_string(),
+            "judged 3 requests"
+        );
+    }
+
+    #[test]
+    fn settling_turns_an_unexplained_verdict_into_a_skip_that_says_so() {
+        let mut pass = case(Level::Must);
+        pass.status = Status::Pass;
+        pass.message = "looked fine".into();
+        pass.settle();
+        assert_eq!(pass.status, Status::Skip);
+        assert_eq!(pass.message, format!("{NO_EVIDENCE} (looked fine)"));
+        let mut silent = case(Level::Should);
+        silent.settle();
+        assert_eq!(
+            (silent.status, silent.message.as_str()),
+            (Status::Skip, NO_REASON)
+        );
+        let mut held = case(Level::Must);
+        held.pass(Evidence::new(1, "answer"), String::new);
+        held.settle();
+        assert_eq!(held.status, Status::Pass);
+    }
+
+    #[test]
+    fn a_run_whose_must_cases_were_all_skipped_is_not_green() {
+        let run = || RunInfo::start("mock", "p", "t", 1, false);
+        let mut may = case(Level::May);
+        may.pass(Evidence::new(2, "notes"), String::new);
+        let skipped = vec![case(Level::Must), case(Level::Must), may.clone()];
+        let report = run().report(skipped, &Redactor::new(None));
+        assert!(report.judged_nothing());
+        assert_eq!(report.exit_code(), 1);
+        let mut judged = case(Level::Must);
+        judged.pass(Evidence::new(1, "request"), String::new);
+        let report = run().report(vec![case(Level::Must), judged, may], &Redactor::new(None));
+        assert!(!report.judged_nothing());
+        assert_eq!(report.exit_code(), 0);
+        // A run with no MUST case at all is not "nothing judged" by this rule.
+        let report = run().report(vec![case(Level::Should)], &Redactor::new(None));
+        assert!(!report.judged_nothing());
+    }
+
+    #[test]
+    fn sub_millisecond_work_keeps_its_microseconds() {
+        let mut c = case(Level::Must);
+        c.set_duration(std::time::Duration::from_micros(412));
+        assert_eq!((c.duration_ms, c.duration_text().as_str()), (0, "412 µs"));
+        c.set_duration(std::time::Duration::from_micros(12_400));
+        assert_eq!(c.duration_text(), "12 ms");
+    }
+
+    #[test]
+    fn evidence_is_redacted_like_every_other_string() {
+        let mut c = case(Level::Must);
+        c.pass(
+            Evidence::new(1, "answers to key s3cret-key-0123"),
+            String::new,
+        );
+        let report = RunInfo::start("probe", "p", "t", 1, false)
+            .report(vec![c], &Redactor::new(Some("s3cret-key-0123".into())));
+        let of = &report.cases[0].evidence.as_ref().unwrap().of;
+        assert!(!of.contains("s3cret-key-0123"), "{of}");
+    }
+}

@@ -11,6 +11,7 @@ mod cli;
 mod connector;
 mod connector_fleet;
 mod engine;
+mod evidence;
 mod evidence_agent_standard;
 mod evidence_connector;
 mod evidence_execute_task;
