@@ -278,7 +278,10 @@ async fn a_200_head_cut_before_its_body_is_an_acknowledgement() {
             .evidence
             .clone()
             .unwrap();
-        assert_eq!((judged.judged, judged.of.as_str()), (1, "failed forwards"));
+        assert_eq!(
+            (judged.judged, judged.of.as_str()),
+            (1, "messages whose forward failed on the wire")
+        );
     }
     assert_eq!(
         crate::support::failing(&only_cut),
@@ -292,7 +295,7 @@ async fn a_200_head_cut_before_its_body_is_an_acknowledgement() {
             "platform.error-message",
             Status::Skip,
             &[
-                "no failed forwards to judge: no forward failed on the wire",
+                "no messages whose forward failed on the wire to judge",
                 "serve an agent with error-ack",
                 "fault:close sends a whole 200 head, which is an acknowledgement",
                 "showed one for 0",

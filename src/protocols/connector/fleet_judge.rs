@@ -232,8 +232,7 @@ fn session_ids(d: &Drive) -> CaseResult {
             .iter()
             .any(|(w, _, _)| w.contains("another agent"))
     {
-        c.message
-            .push_str(" (one agent id in the fleet: the other-agent rule was not tried)");
+        c.message = "one agent id in the fleet: the other-agent rule was not tried (give a second agent another agent-id to try it)".into();
     }
     c
 }
@@ -475,8 +474,8 @@ fn error_message(d: &Drive, b: &Books) -> CaseResult {
         Level::Must,
         "after a non-2xx, failed or slow acknowledgement, an error message reaches the session's client",
         SPEC,
-        "failed forwards",
-        "no forward failed on the wire; serve an agent with error-ack, fault:reset, fault:garbage, fault:hang or slow-ack to exercise it (fault:close sends a whole 200 head, which is an acknowledgement)",
+        "messages whose forward failed on the wire",
+        "serve an agent with error-ack, fault:reset, fault:garbage, fault:hang or slow-ack to exercise it (fault:close sends a whole 200 head, which is an acknowledgement)",
     );
     if c.status == Status::Pass {
         c.message = format!(
@@ -682,7 +681,7 @@ fn injection(d: &Drive, b: &Books) -> CaseResult {
         c.skip("no injection callback to judge: serve an agent with injection to exercise it");
         return c;
     }
-    let evidence = Evidence::new(sent.len() as u64, "injection callbacks");
+    let mut seen = 0;
     let mut notes = Vec::new();
     let mut altered = Vec::new();
     for cb in sent {
@@ -695,6 +694,7 @@ fn injection(d: &Drive, b: &Books) -> CaseResult {
             .flat_map(|m| copies(m, cb))
             .collect();
         let verbatim = copies.iter().filter(|m| m.digest == cb.digest).count();
+        seen += copies.len();
         if copies.len() > verbatim {
             altered.push(format!(
                 "{canary}: {} of {} broadcast(s) altered (escaped or stripped)",
@@ -709,8 +709,14 @@ fn injection(d: &Drive, b: &Books) -> CaseResult {
             .count();
         notes.push(format!("{canary}: seen in {} broadcast(s), {verbatim} verbatim; in {forwarded} later forward(s)", copies.len()));
     }
+    let evidence = Evidence::new(seen as u64, "broadcasts of injection callbacks");
     if altered.is_empty() {
-        c.pass_noting(evidence, notes.join("; "), String::new);
+        c.pass_noting(evidence, notes.join("; "), || {
+            format!(
+                "no injection callback was broadcast to a client (see platform.callback-delivered): {}",
+                notes.join("; ")
+            )
+        });
     } else {
         c.fail_on(
             evidence,
