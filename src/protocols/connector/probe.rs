@@ -89,6 +89,16 @@ impl Settings {
     }
 }
 
+/// The first few of `problems` (three), the rest counted: `a; b; c (and 17 more)`.
+fn a_few(problems: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let shown: Vec<&str> = problems.iter().take(SHOWN).map(String::as_str).collect();
+    match problems.len().saturating_sub(SHOWN) {
+        0 => shown.join("; "),
+        more => format!("{} (and {more} more)", shown.join("; ")),
+    }
+}
+
 /// One forward: its session, when it went, what came back.
 struct Forward {
     what: String,
@@ -204,8 +214,17 @@ impl Run<'_> {
                 format!("acknowledged 2xx ({})", ms.join(", ")),
                 || "no forward was sent".into(),
             );
+        } else if bad.len() == 1 {
+            case.fail_on(evidence, bad.join(""));
         } else {
-            case.fail_on(evidence, bad.join("; "));
+            // Twenty forwards answered alike read best as a count and a few of them.
+            let message = format!(
+                "{} of {} forwards were not acknowledged: {}",
+                bad.len(),
+                forwards.len(),
+                a_few(&bad)
+            );
+            case.fail_on(evidence, message);
         }
     }
 }
@@ -466,8 +485,7 @@ fn over(
     if problems.is_empty() {
         case.pass_noting(evidence, note, unexercised);
     } else {
-        let shown: Vec<&str> = problems.iter().take(5).map(String::as_str).collect();
-        let message = format!("{} of {n} {of}: {}", problems.len(), shown.join("; "));
+        let message = format!("{} of {n} {of}: {}", problems.len(), a_few(problems));
         case.fail_on(evidence, message);
     }
 }
