@@ -44,6 +44,9 @@ pub enum Flaw {
     /// Not a flaw: speaks only the public implementation's protocol 5 on `/ws` (a document
     /// `hello {sessionId}` subscribes to nothing, as there).
     Protocol5Only,
+    /// Not a flaw: takes a forward's status line as its outcome and reads no further, as a
+    /// `fetch` resolves on the head (a 200 head cut before its body is an acknowledgement).
+    AckOnHead,
 }
 
 impl Flaw {
@@ -60,7 +63,7 @@ impl Flaw {
     /// The fleet check that must catch it, alone.
     pub fn check(self) -> &'static str {
         match self {
-            Flaw::None | Flaw::Protocol5Only => "",
+            Flaw::None | Flaw::Protocol5Only | Flaw::AckOnHead => "",
             Flaw::RetriesForward => "platform.forward-once",
             Flaw::NoForwardTimeout => "platform.forward-timeout",
             Flaw::ServerErrorOnEmptyCallback => "platform.callback-empty",
@@ -236,10 +239,18 @@ async fn forward(s: Arc<Server>, session: String, text: String) {
     let tries = if s.flaw == Flaw::RetriesForward { 2 } else { 1 };
     let mut failure = None;
     for _ in 0..tries {
-        failure = match send(&base, &request, limits).await {
-            Ok(r) if (200..300).contains(&r.status) => None,
-            Ok(r) => Some(format!("inputUrl returned {}", r.status)),
-            Err(e) => Some(e.to_string()),
+        let status = if s.flaw == Flaw::AckOnHead {
+            status_line(&base, &request, deadline).await
+        } else {
+            send(&base, &request, limits)
+                .await
+                .map(|r| r.status)
+                .map_err(|e| e.to_string())
+        };
+        failure = match status {
+            Ok(status) if (200..300).contains(&status) => None,
+            Ok(status) => Some(format!("inputUrl returned {status}")),
+            Err(e) => Some(e),
         };
         if failure.is_none() {
             break;
@@ -253,6 +264,58 @@ async fn forward(s: Arc<Server>, session: String, text: String) {
             );
         }
     }
+}
+
+/// POSTs `request` and reads the answer up to its status line only (what `fetch` resolves on).
+async fn status_line(base: &BaseUrl, request: &Request, deadline: Duration) -> Result<u16, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect((base.host.as_str(), base.port))
+            .await
+            .map_err(|e| format!("connect: {e}"))?;
+        let mut head = format!(
+            "{} {} HTTP/1.1\r\nhost: {}:{}\r\ncontent-length: {}\r\n",
+            request.method,
+            request.path,
+            base.host,
+            base.port,
+            request.body.len()
+        );
+        for (name, value) in &request.headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        stream
+            .write_all(head.as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        stream
+            .write_all(&request.body)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut seen = Vec::new();
+        let mut chunk = [0u8; 512];
+        while !seen.windows(2).any(|w| w == b"\r\n") {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => return Err("no status line".to_string()),
+                Ok(n) => seen.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let line = String::from_utf8_lossy(&seen);
+        line.split(' ')
+            .nth(1)
+            .and_then(|code| code.parse::<u16>().ok())
+            .filter(|_| line.starts_with("HTTP/1."))
+            .ok_or_else(|| {
+                format!(
+                    "not an HTTP answer: {:?}",
+                    line.chars().take(40).collect::<String>()
+                )
+            })
+    };
+    tokio::time::timeout(deadline, exchange)
+        .await
+        .unwrap_or_else(|_| Err(format!("no status line within {deadline:?}")))
 }
 
 fn split(url: &str) -> (BaseUrl, String) {

@@ -43,7 +43,7 @@ async fn run(flaw: Flaw) -> Report {
 
 /// Serves `fleet`'s inputUrls, starts the reference server with `flaw` on `bound` knowing them,
 /// and judges it.
-async fn judged_against(
+pub(crate) async fn judged_against(
     fleet: &Fleet,
     bound: (tokio::net::TcpListener, String),
     flaw: Flaw,
@@ -91,6 +91,14 @@ async fn the_reference_server_passes_and_each_flaw_fails_exactly_its_check() {
         "skipped: {skipped:?}\n{}",
         explain(reference)
     );
+    assert!(
+        reference
+            .cases
+            .iter()
+            .all(|c| c.evidence.as_ref().is_some_and(|e| e.judged > 0)),
+        "{}",
+        explain(reference)
+    );
     for (flaw, report) in Flaw::ALL.iter().zip(&reports[1..]) {
         let expected: BTreeSet<String> = [flaw.check().to_string()].into();
         assert_eq!(failed(report), expected, "{flaw:?}\n{}", explain(report));
@@ -103,9 +111,11 @@ async fn the_reference_server_passes_and_each_flaw_fails_exactly_its_check() {
     assert!(latency.message.contains("p99"), "{}", latency.message);
 }
 
+/// A server that knows none of the fleet's agents refuses their sessions: that is the failure
+/// (`platform.session-create`), and `platform.reached-fleet`, with no message it could have
+/// forwarded, says what would exercise it.
 #[tokio::test]
-async fn a_server_that_forwards_nothing_fails_reached_fleet_with_a_hint() {
-    // The server knows none of the fleet's agents: no session, no forward.
+async fn a_server_that_knows_no_agent_fails_session_create_and_reached_fleet_says_why() {
     let (listener, url) = agent_server::bind().await;
     let text = FLEET.replace("${SERVER}", &url);
     let mut short = Fleet::parse("fleet.yaml", &text, None).unwrap();
@@ -113,14 +123,30 @@ async fn a_server_that_forwards_nothing_fails_reached_fleet_with_a_hint() {
     short.messages = 1;
     let served = fleet::serve(&short).await.unwrap();
     let _server = agent_server::start((listener, url), Flaw::None, HashMap::new());
-    let report = fleet_judge::run(&short, served, false, 7).await;
-    let reached = report
-        .cases
-        .iter()
-        .find(|c| c.id == "platform.reached-fleet")
-        .unwrap();
-    assert_eq!(reached.status, Status::Fail);
-    assert!(reached.message.contains("inputUrls"), "{}", reached.message);
+    let report = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        fleet_judge::run(&short, served, false, 7),
+    )
+    .await
+    .expect("the fleet ends");
+    let case = |id: &str| report.cases.iter().find(|c| c.id == id).unwrap();
+    let create = case("platform.session-create");
+    assert_eq!(create.status, Status::Fail, "{}", create.message);
+    assert!(
+        create.message.contains("unknown agent"),
+        "{}",
+        create.message
+    );
+    let reached = case("platform.reached-fleet");
+    assert_eq!(reached.status, Status::Skip, "{}", reached.message);
+    assert!(
+        reached
+            .message
+            .contains("no user message was sent on a session the server created")
+            && reached.message.contains("inputUrls"),
+        "{}",
+        reached.message
+    );
     assert_eq!(report.exit_code(), 1);
 }
 

@@ -237,8 +237,10 @@ impl Behavior {
         }
     }
 
-    /// Whether the server should take the forward as failed (and tell the user).
-    pub fn fails_forward(&self) -> bool {
+    /// Whether the agent's acknowledgement misbehaves (slow, an error status, a fault below
+    /// HTTP): such an agent never calls back. Not whether the server sees a failure: that is
+    /// judged from the wire (`fault:close` sends a whole 200 head, an acknowledgement).
+    pub fn acks_badly(&self) -> bool {
         matches!(
             self,
             Behavior::SlowAck(_) | Behavior::ErrorAck(_) | Behavior::Fault(_)
@@ -383,7 +385,7 @@ pub struct Forward {
     pub problems: Vec<String>,
     /// How our acknowledgement ended (None: not yet).
     pub ack: Option<Delivered>,
-    /// The status we planned to answer.
+    /// The status of the head we planned to send (0: a fault before any head).
     pub status: u16,
 }
 
@@ -527,13 +529,20 @@ impl Inputs {
                 )),
                 *status,
             ),
-            Behavior::Fault(fault) => (
-                Plan {
-                    fault: fault.clone(),
-                    ..Plan::immediate(ok)
-                },
-                0,
-            ),
+            Behavior::Fault(fault) => {
+                // `fault:close` sends the 200 head whole before its FIN: the server sees a 200.
+                let head = match fault {
+                    Fault::CloseAt(_) | Fault::ResetAt(_) | Fault::ResetAfterHead => 200,
+                    _ => 0,
+                };
+                (
+                    Plan {
+                        fault: fault.clone(),
+                        ..Plan::immediate(ok)
+                    },
+                    head,
+                )
+            }
             _ => (Plan::immediate(ok), 200),
         }
     }
@@ -760,7 +769,7 @@ impl Handler for Arc<Inputs> {
                 answers = f.text.clone().unwrap_or_default();
             }
         }
-        if acked && !session.is_empty() && !agent.behavior.fails_forward() {
+        if acked && !session.is_empty() && !agent.behavior.acks_badly() {
             let me = self.clone();
             self.tracker
                 .spawn(me.call_back(agent, session, url, answers));

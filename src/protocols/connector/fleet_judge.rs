@@ -4,12 +4,12 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::fleet::{Behavior, Books, CallbackKind, Drive, Fleet, SentCallback};
+use super::fleet::{Behavior, Books, CallbackKind, Drive, Fleet, Forward, Said, SentCallback};
 use super::model::FORWARD_TIMEOUT;
 use super::ws::Inbound;
 use crate::mock::http1::{Fault, Outcome};
 use crate::mock::observe::Tally;
-use crate::report::{CaseResult, Level, Report, RunInfo, Status};
+use crate::report::{CaseResult, Evidence, Level, Report, RunInfo, Status};
 use crate::text::Redactor;
 use crate::units::{format_duration, percentile};
 
@@ -71,18 +71,18 @@ pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
         reached(fleet, d, b),
         session_create(d),
         session_ids(d),
-        ws_attach(fleet, d),
+        ws_attach(d),
     ];
     let skip_forwards = b.forwards.is_empty();
     let mut forward_cases = vec![
         forward_schema(b),
         forward_once(fleet, d, b),
         forward_timeout(fleet, b),
-        error_message(fleet, d, b),
+        error_message(d, b),
     ];
     if skip_forwards {
         for c in &mut forward_cases {
-            c.skip("no forward reached the fleet (see platform.reached-fleet)");
+            c.skip("no forward reached the fleet (see platform.reached-fleet): a server that forwards its users' messages to the fleet's inputUrls exercises this case");
         }
     }
     cases.extend(forward_cases);
@@ -91,19 +91,25 @@ pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
         isolated(d, b),
         callback_refusals(
             b,
-            "platform.callback-empty",
-            "an empty or whitespace-only callback body gets 400 (never a 5xx)",
-            &[CallbackKind::Empty, CallbackKind::Whitespace],
-            |s| s == 400,
-            "400",
+            Refusal {
+                id: "platform.callback-empty",
+                title: "an empty or whitespace-only callback body gets 400 (never a 5xx)",
+                kinds: &[CallbackKind::Empty, CallbackKind::Whitespace],
+                expected: 400,
+                of: "empty or whitespace-only callbacks",
+                behaviors: "empty-callback or whitespace-callback",
+            },
         ),
         callback_refusals(
             b,
-            "platform.callback-unknown-session",
-            "a callback to an unknown or deleted session gets 404 (never a 5xx)",
-            &[CallbackKind::UnknownSession, CallbackKind::DeletedSession],
-            |s| s == 404,
-            "404",
+            Refusal {
+                id: "platform.callback-unknown-session",
+                title: "a callback to an unknown or deleted session gets 404 (never a 5xx)",
+                kinds: &[CallbackKind::UnknownSession, CallbackKind::DeletedSession],
+                expected: 404,
+                of: "callbacks to unknown or deleted sessions",
+                behaviors: "callback-to-unknown-session or callback-to-deleted-session",
+            },
         ),
         callback_huge(d, b),
         injection(d, b),
@@ -124,22 +130,36 @@ fn reached(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
         "user messages sent over the WebSocket are forwarded to the agents' inputUrls",
         SPEC,
     );
-    if b.forwards.is_empty() {
+    let created = created(d);
+    let on_created = b
+        .said
+        .iter()
+        .filter(|s| created.contains(s.session.as_str()))
+        .count();
+    if on_created == 0 {
+        // Nothing the server could have forwarded: the cause is judged where it is.
+        c.skip(format!(
+            "no user message was sent on a session the server created ({} of {} session(s) created, {} message(s) sent; see platform.session-create and platform.ws-attach): a server whose configuration names the fleet's agents and inputUrls (printed above) exercises this case",
+            created.len(),
+            fleet.agents.iter().map(|a| a.sessions.len()).sum::<usize>(),
+            b.said.len(),
+        ));
+    } else if b.forwards.is_empty() {
         c.fail(format!(
             "no forward reached the fleet ({} user message(s) sent by {} WebSocket client(s) of {} session(s) created): does the server's configuration name the fleet's inputUrls (printed above), can it reach them, and is the WebSocket dialect right (ws: {})?",
             b.said.len(),
             d.clients,
-            created(d).len(),
+            created.len(),
             match fleet.dialect {
                 super::ws::Dialect::Document => "document",
                 super::ws::Dialect::AssistantV5 => "assistant-v5",
             }
         ));
     } else {
-        c.message = format!(
-            "{} forward(s) of {} user message(s)",
-            b.forwards.len(),
-            b.said.len()
+        c.pass_noting(
+            Evidence::new(b.forwards.len() as u64, "forwards that reached the fleet"),
+            format!("{on_created} user message(s) on created sessions"),
+            String::new,
         );
     }
     c
@@ -164,13 +184,14 @@ fn session_create(d: &Drive) -> CaseResult {
             )
         });
     }
-    t.case(
+    t.judged(
         "platform.session-create",
         "sessions",
         Level::Must,
         "POST /api/plugins/sessions/operations/create {agentId, sessionId} answers 201 {ok: true, result: {sessionId}}",
         SPEC,
-        "session creation(s)",
+        "session creations",
+        "the fleet created no session (give an agent `sessions: N`)",
     )
 }
 
@@ -196,13 +217,14 @@ fn session_ids(d: &Drive) -> CaseResult {
             )
         });
     }
-    let mut c = t.case(
+    let mut c = t.judged(
         "platform.session-ids",
         "sessions",
         Level::Must,
         "the create endpoint refuses empty, over-128-character, `../x`, spaced and non-ASCII ids, attaches the same id idempotently and refuses it for another agent",
         SPEC,
-        "create call(s)",
+        "create calls",
+        "the fleet has no agent to create sessions for",
     );
     if c.status == Status::Pass
         && !d
@@ -210,13 +232,12 @@ fn session_ids(d: &Drive) -> CaseResult {
             .iter()
             .any(|(w, _, _)| w.contains("another agent"))
     {
-        c.message
-            .push_str(" (one agent id in the fleet: the other-agent rule was not tried)");
+        c.message = "one agent id in the fleet: the other-agent rule was not tried (give a second agent another agent-id to try it)".into();
     }
     c
 }
 
-fn ws_attach(fleet: &Fleet, d: &Drive) -> CaseResult {
+fn ws_attach(d: &Drive) -> CaseResult {
     let mut t = Tally::default();
     for e in &d.connect_errors {
         t.check(false, || e.clone());
@@ -229,14 +250,14 @@ fn ws_attach(fleet: &Fleet, d: &Drive) -> CaseResult {
             format!("{s}: no session_ready within 5s after hello")
         });
     }
-    let _ = fleet;
-    t.case(
+    t.judged(
         "platform.ws-attach",
         "sessions",
         Level::Must,
         "a WebSocket client of /ws that says hello {sessionId} is told session_ready",
         SPEC,
-        "WebSocket client(s)",
+        "WebSocket clients",
+        "no WebSocket client was started (each session gets `clients: N`)",
     )
 }
 
@@ -247,13 +268,14 @@ fn forward_schema(b: &Books) -> CaseResult {
             format!("to {}: {}", f.agent, f.problems.join("; "))
         });
     }
-    t.case(
+    t.judged(
         "platform.forward-schema",
         "forward",
         Level::Must,
         "each forward is POST application/json {sessionId, agentId, callbackUrl (back at the server, the id percent-encoded), message {type: user, text, createdAt ISO 8601}}",
         SPEC,
-        "forward(s)",
+        "forwards",
+        "a server that forwards its users' messages to the fleet's inputUrls exercises it",
     )
 }
 
@@ -301,13 +323,14 @@ fn forward_once(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
             }
         });
     }
-    t.case(
+    t.judged(
         "platform.forward-once",
         "forward",
         Level::Must,
         "each user message is forwarded exactly once (no retry, even after a failure)",
         SPEC,
-        "user message(s)",
+        "user messages on created sessions",
+        "see platform.session-create and platform.ws-attach: a message is sent on a session the server created, by a client it attached",
     )
 }
 
@@ -344,32 +367,72 @@ fn forward_timeout(fleet: &Fleet, b: &Books) -> CaseResult {
             },
         );
     }
-    t.case(
+    t.judged(
         "platform.forward-timeout",
         "forward",
         Level::Must,
         "a forward whose acknowledgement is slow is given up at 5 s",
         SPEC,
-        "slow acknowledgement(s) (serve an agent with slow-ack or fault:hang to test it)",
+        "slow acknowledgements",
+        "serve an agent with slow-ack or fault:hang to exercise it",
     )
 }
 
-/// Whether the server saw a forward fail: our answer was not 2xx, or did not get through.
-/// Unknown (None) when the fleet itself cut the acknowledgement short at its end.
-fn failed(f: &super::fleet::Forward) -> Option<bool> {
-    match f.ack {
-        Some(a) if a.outcome == Outcome::Shutdown => None,
-        Some(a) => Some(a.outcome != Outcome::Complete || !(200..300).contains(&f.status)),
-        None => None,
+/// What the wire showed the server of a forward's acknowledgement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    /// A whole 2xx head: an acknowledgement, whether the body followed or a FIN cut it
+    /// (`fault:close`; the document counts only a non-2xx or a timeout as a failure).
+    Acknowledged { cut: bool },
+    /// No acknowledgement: a non-2xx status, no HTTP head at all (reset, garbage), or no answer
+    /// before the server gave up.
+    Failed,
+    /// Not known: the fleet cut the answer short at its own end, or an RST followed the head
+    /// (it may discard the head before the server reads it).
+    Unknown,
+}
+
+fn wire(f: &super::fleet::Forward) -> Wire {
+    let Some(ack) = f.ack else {
+        return Wire::Unknown;
+    };
+    let two = (200..300).contains(&f.status);
+    match ack.outcome {
+        Outcome::Shutdown => Wire::Unknown,
+        Outcome::Complete if two => Wire::Acknowledged { cut: false },
+        Outcome::Closed if two => Wire::Acknowledged { cut: true },
+        Outcome::Reset if f.status != 0 => Wire::Unknown,
+        _ => Wire::Failed,
     }
 }
 
-fn error_message(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
+/// Whether an error reached the sender (client 0) of `said`, and to how many other clients of
+/// its session, between the message and `ERROR_MARGIN` after its last forward ended.
+fn error_seen(d: &Drive, b: &Books, said: &Said, forwards: &[&Forward]) -> Option<(bool, usize)> {
+    let clients = d.seen.get(&said.session)?;
+    // The last attempt: after a retry, the error follows it.
+    let ended = forwards
+        .iter()
+        .map(|f| f.at + f.ack.map_or(FORWARD_TIMEOUT, |a| a.total))
+        .max()
+        .unwrap_or(said.at);
+    let window = |m: &&Inbound| m.at >= said.at && m.at <= ended + ERROR_MARGIN;
+    let is_error = |m: &Inbound| {
+        m.is_error() || (m.is_text() && !b.callbacks.iter().any(|c| c.digest == m.digest))
+    };
+    let shows = |c: &Vec<Inbound>| c.iter().filter(window).any(&is_error);
+    let at_sender = clients.first().is_some_and(shows);
+    let others = clients.iter().skip(1).filter(|c| shows(c)).count();
+    Some((at_sender, others))
+}
+
+fn error_message(d: &Drive, b: &Books) -> CaseResult {
     let mut t = Tally::default();
-    let mut elsewhere = 0;
-    let mut sender_only = 0;
+    let (mut elsewhere, mut sender_only) = (0, 0);
+    // Acknowledged with a 2xx head cut before its body: no error is due; whether one was shown.
+    let (mut cut, mut cut_shown) = (0, 0);
     for said in &b.said {
-        let forwards: Vec<_> = b
+        let forwards: Vec<&Forward> = b
             .forwards
             .iter()
             .filter(|f| {
@@ -377,31 +440,17 @@ fn error_message(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
                     && f.text.as_deref() == Some(said.text.trim())
             })
             .collect();
-        let verdicts: Option<Vec<bool>> = forwards.iter().map(|f| failed(f)).collect();
-        if forwards.is_empty() || !verdicts.is_some_and(|v| v.iter().all(|&failed| failed)) {
+        let wires: Vec<Wire> = forwards.iter().map(|f| wire(f)).collect();
+        let Some((at_sender, others)) = error_seen(d, b, said, &forwards) else {
+            continue;
+        };
+        if wires.contains(&Wire::Acknowledged { cut: true }) && !wires.contains(&Wire::Failed) {
+            cut += 1;
+            cut_shown += usize::from(at_sender);
+        }
+        if wires.is_empty() || wires.iter().any(|w| *w != Wire::Failed) {
             continue;
         }
-        let Some(clients) = d.seen.get(&said.session) else {
-            continue;
-        };
-        // The last failure: after a retry, the error follows the last attempt.
-        let failed_at = forwards
-            .iter()
-            .map(|f| f.at + f.ack.map_or(FORWARD_TIMEOUT, |a| a.total))
-            .max()
-            .unwrap_or(said.at);
-        let window = |m: &&Inbound| m.at >= said.at && m.at <= failed_at + ERROR_MARGIN;
-        let is_error = |m: &Inbound| {
-            m.is_error() || (m.is_text() && !b.callbacks.iter().any(|c| c.digest == m.digest))
-        };
-        let at_sender = clients
-            .first()
-            .is_some_and(|c| c.iter().filter(window).any(&is_error));
-        let others = clients
-            .iter()
-            .skip(1)
-            .filter(|c| c.iter().filter(window).any(&is_error))
-            .count();
         if at_sender {
             if others > 0 {
                 elsewhere += 1;
@@ -419,18 +468,26 @@ fn error_message(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
             )
         });
     }
-    let _ = fleet;
-    let mut c = t.case(
+    let mut c = t.judged(
         "platform.error-message",
         "forward",
         Level::Must,
         "after a non-2xx, failed or slow acknowledgement, an error message reaches the session's client",
         SPEC,
-        "failed forward(s) (serve an agent with error-ack, fault or slow-ack to test it)",
+        "messages whose forward failed on the wire",
+        "serve an agent with error-ack, fault:reset, fault:garbage, fault:hang or slow-ack to exercise it (fault:close sends a whole 200 head, which is an acknowledgement)",
     );
     if c.status == Status::Pass {
+        c.message = format!(
+            "the error reached the session's other clients too for {elsewhere}, the sending client only for {sender_only}"
+        );
+    }
+    if cut > 0 {
+        if !c.message.is_empty() {
+            c.message.push_str("; ");
+        }
         c.message.push_str(&format!(
-            "; the error reached the session's other clients too for {elsewhere}, the sending client only for {sender_only}"
+            "{cut} message(s) acknowledged with a 200 head and a FIN before the body (fault:close): an acknowledgement, so no error is due (the server showed one for {cut_shown}: a client that reads the body may call it cut short, which the document does not rule on)"
         ));
     }
     c
@@ -463,13 +520,14 @@ fn delivered(d: &Drive, b: &Books) -> CaseResult {
             }
         });
     }
-    t.case(
+    t.judged(
         "platform.callback-delivered",
         "callbacks",
         Level::Must,
         "a callback's raw text is answered 200 and reaches each WebSocket client of its session exactly once",
         SPEC,
-        "callback(s)",
+        "text callbacks to sessions with clients",
+        "an agent that is forwarded a message and calls back (conforming, markdown, injection, many-callbacks) exercises it, on a session with WebSocket clients",
     )
 }
 
@@ -494,27 +552,41 @@ fn isolated(d: &Drive, b: &Books) -> CaseResult {
             }
         }
     }
-    t.case(
+    t.judged(
         "platform.broadcast-isolated",
         "callbacks",
         Level::Must,
         "a callback's text reaches its own session's clients only",
         SPEC,
-        "(callback, other session's client) pair(s)",
+        "(callback, other session's client) pairs",
+        "two sessions with WebSocket clients and a text callback to one of them exercise it",
     )
 }
 
-fn callback_refusals(
-    b: &Books,
-    id: &str,
-    title: &str,
-    kinds: &[CallbackKind],
-    ok: impl Fn(u16) -> bool,
-    expected: &str,
-) -> CaseResult {
+/// A callback the server must refuse: which, with what status, and what would send one.
+struct Refusal<'a> {
+    id: &'a str,
+    title: &'a str,
+    kinds: &'a [CallbackKind],
+    expected: u16,
+    /// The callbacks, as a plural noun phrase.
+    of: &'a str,
+    /// The behaviours that send them.
+    behaviors: &'a str,
+}
+
+fn callback_refusals(b: &Books, r: Refusal<'_>) -> CaseResult {
+    let Refusal {
+        id,
+        title,
+        kinds,
+        expected,
+        of,
+        behaviors,
+    } = r;
     let mut t = Tally::default();
     for cb in b.callbacks.iter().filter(|c| kinds.contains(&c.kind)) {
-        t.check(cb.status.is_some_and(&ok), || {
+        t.check(cb.status == Some(expected), || {
             format!(
                 "{:?} callback for {} (agent {}): {} (expected {expected})",
                 cb.kind,
@@ -524,13 +596,14 @@ fn callback_refusals(
             )
         });
     }
-    t.case(
+    t.judged(
         id,
         "callbacks",
         Level::Must,
         title,
         SPEC,
-        "such callback(s)",
+        of,
+        &format!("serve an agent with {behaviors} to exercise it"),
     )
 }
 
@@ -548,9 +621,10 @@ fn callback_huge(d: &Drive, b: &Books) -> CaseResult {
         .filter(|c| c.kind == CallbackKind::Huge)
         .collect();
     if huge.is_empty() {
-        c.skip("no huge callback to judge (serve an agent with huge-callback to test it)");
+        c.skip("no huge callback to judge: serve an agent with huge-callback to exercise it");
         return c;
     }
+    let evidence = Evidence::new(huge.len() as u64, "huge callbacks");
     let mut said = Vec::new();
     let mut bad = Vec::new();
     for cb in huge {
@@ -587,9 +661,9 @@ fn callback_huge(d: &Drive, b: &Books) -> CaseResult {
         }
     }
     if bad.is_empty() {
-        c.message = said.join("; ");
+        c.pass_noting(evidence, said.join("; "), String::new);
     } else {
-        c.fail(bad.join("; "));
+        c.fail_on(evidence, bad.join("; "));
     }
     c
 }
@@ -604,9 +678,10 @@ fn injection(d: &Drive, b: &Books) -> CaseResult {
     );
     let sent: Vec<&SentCallback> = b.callbacks.iter().filter(|c| c.canary.is_some()).collect();
     if sent.is_empty() {
-        c.skip("no injection callback to judge (serve an agent with injection to test it)");
+        c.skip("no injection callback to judge: serve an agent with injection to exercise it");
         return c;
     }
+    let mut seen = 0;
     let mut notes = Vec::new();
     let mut altered = Vec::new();
     for cb in sent {
@@ -619,6 +694,7 @@ fn injection(d: &Drive, b: &Books) -> CaseResult {
             .flat_map(|m| copies(m, cb))
             .collect();
         let verbatim = copies.iter().filter(|m| m.digest == cb.digest).count();
+        seen += copies.len();
         if copies.len() > verbatim {
             altered.push(format!(
                 "{canary}: {} of {} broadcast(s) altered (escaped or stripped)",
@@ -633,10 +709,19 @@ fn injection(d: &Drive, b: &Books) -> CaseResult {
             .count();
         notes.push(format!("{canary}: seen in {} broadcast(s), {verbatim} verbatim; in {forwarded} later forward(s)", copies.len()));
     }
+    let evidence = Evidence::new(seen as u64, "broadcasts of injection callbacks");
     if altered.is_empty() {
-        c.message = notes.join("; ");
+        c.pass_noting(evidence, notes.join("; "), || {
+            format!(
+                "no injection callback was broadcast to a client (see platform.callback-delivered): {}",
+                notes.join("; ")
+            )
+        });
     } else {
-        c.fail(format!("{}; {}", altered.join("; "), notes.join("; ")));
+        c.fail_on(
+            evidence,
+            format!("{}; {}", altered.join("; "), notes.join("; ")),
+        );
     }
     c
 }
@@ -666,9 +751,10 @@ fn latency(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
         }
     }
     if hop.is_empty() {
-        c.skip("no callback was broadcast");
+        c.skip("no callback was broadcast to a client: an agent that calls back (conforming, markdown, many-callbacks) on a session with WebSocket clients exercises it");
         return c;
     }
+    let evidence = Evidence::new(hop.len() as u64, "broadcasts timed");
     let figures = |times: &mut Vec<Duration>| {
         times.sort();
         format!(
@@ -678,12 +764,12 @@ fn latency(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
             times.last().copied().unwrap_or_default().as_secs_f64() * 1000.0
         )
     };
-    c.message = format!(
-        "callback → broadcast, {} broadcast(s): {}; user message → forward → callback → broadcast: {} (the agents wait {} before calling back)",
-        hop.len(),
+    let note = format!(
+        "callback → broadcast: {}; user message → forward → callback → broadcast: {} (the agents wait {} before calling back)",
         figures(&mut hop),
         figures(&mut round),
         ms(fleet.reply_after)
     );
+    c.pass_noting(evidence, note, String::new);
     c
 }

@@ -17,7 +17,7 @@ use crate::probe::args::Common;
 use crate::probe::checks::Check;
 use crate::probe::plugin::DriverRules;
 use crate::probe::Suite as LoadedSuite;
-use crate::report::{CaseResult, Report, Status};
+use crate::report::{CaseResult, Evidence, Report, Status};
 use crate::text::{excerpt, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
 
@@ -89,15 +89,73 @@ impl Settings {
     }
 }
 
+/// The first few of `problems` (three), the rest counted: `a; b; c (and 17 more)`.
+fn a_few(problems: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let shown: Vec<&str> = problems.iter().take(SHOWN).map(String::as_str).collect();
+    match problems.len().saturating_sub(SHOWN) {
+        0 => shown.join("; "),
+        more => format!("{} (and {more} more)", shown.join("; ")),
+    }
+}
+
 /// One forward: its session, when it went, what came back.
 struct Forward {
     what: String,
     session: String,
     status: Option<u16>,
+    /// An excerpt of the answer's body (what a non-2xx said).
+    said: String,
     elapsed: Duration,
     error: Option<String>,
     /// Its callback endpoint answers 500 (the no-flood case).
     failing: bool,
+}
+
+impl Forward {
+    /// Acknowledged: answered 2xx. Any other status (a 404 from a server without the route
+    /// included) is no acknowledgement, and nothing follows from it.
+    fn acknowledged(&self) -> bool {
+        self.status.is_some_and(|s| (200..300).contains(&s))
+    }
+
+    /// How a forward that was not acknowledged went, for a failure message.
+    fn unacknowledged(&self) -> String {
+        match (&self.status, &self.error) {
+            (Some(s), _) if self.said.is_empty() => format!(
+                "{} ({}): answered {s}, not an acknowledgement (a 2xx)",
+                self.what, self.session
+            ),
+            (Some(s), _) => format!(
+                "{} ({}): answered {s} {}, not an acknowledgement (a 2xx)",
+                self.what, self.session, self.said
+            ),
+            (None, Some(e)) => format!("{} ({}): {e}", self.what, self.session),
+            _ => format!("{} ({}): no answer", self.what, self.session),
+        }
+    }
+}
+
+/// What the forwards got instead of an acknowledgement, counted (`30 answered 404`), for a
+/// case that had none to judge.
+fn none_acknowledged(forwards: &[Forward]) -> String {
+    if forwards.is_empty() {
+        return "no forward was sent in this run: run it with a case that forwards (forward.*, isolation.sessions, resilience.*)".into();
+    }
+    let mut answers: std::collections::BTreeMap<String, usize> = Default::default();
+    for f in forwards {
+        let key = match f.status {
+            Some(s) => format!("answered {s}"),
+            None => "got no answer".into(),
+        };
+        *answers.entry(key).or_default() += 1;
+    }
+    let counted: Vec<String> = answers.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    format!(
+        "none of the {} forwards was acknowledged 2xx ({}): a non-2xx answer is no acknowledgement; an inputUrl that answers the forwarded message 2xx exercises this case",
+        forwards.len(),
+        counted.join(", ")
+    )
 }
 
 struct Run<'a> {
@@ -136,25 +194,37 @@ impl Run<'_> {
         self.forwards.len() - 1
     }
 
+    /// Passes `case` when every forward of `indexes` was acknowledged 2xx; fails it naming
+    /// each that was not, and what it got.
     fn verdict_of(&self, indexes: &[usize], case: &mut CaseResult) {
-        let bad: Vec<String> = indexes
+        let forwards: Vec<&Forward> = indexes.iter().map(|&i| &self.forwards[i]).collect();
+        let evidence = Evidence::new(forwards.len() as u64, "forwards");
+        let bad: Vec<String> = forwards
             .iter()
-            .map(|&i| &self.forwards[i])
-            .filter(|f| !f.status.is_some_and(|s| (200..300).contains(&s)))
-            .map(|f| match (&f.status, &f.error) {
-                (Some(s), _) => format!("{} ({}): answered {s}", f.what, f.session),
-                (None, Some(e)) => format!("{} ({}): {e}", f.what, f.session),
-                _ => f.what.clone(),
-            })
+            .filter(|f| !f.acknowledged())
+            .map(|f| f.unacknowledged())
             .collect();
         if bad.is_empty() {
-            let ms: Vec<String> = indexes
+            let ms: Vec<String> = forwards
                 .iter()
-                .map(|&i| format!("{} ms", self.forwards[i].elapsed.as_millis()))
+                .map(|f| format!("{} ms", f.elapsed.as_millis()))
                 .collect();
-            case.message = format!("acknowledged 2xx ({})", ms.join(", "));
+            case.pass_noting(
+                evidence,
+                format!("acknowledged 2xx ({})", ms.join(", ")),
+                || "no forward was sent".into(),
+            );
+        } else if bad.len() == 1 {
+            case.fail_on(evidence, bad.join(""));
         } else {
-            case.fail(bad.join("; "));
+            // Twenty forwards answered alike read best as a count and a few of them.
+            let message = format!(
+                "{} of {} forwards were not acknowledged: {}",
+                bad.len(),
+                forwards.len(),
+                a_few(&bad)
+            );
+            case.fail_on(evidence, message);
         }
     }
 }
@@ -183,6 +253,10 @@ async fn send_forward(s: &Settings, what: &str, session: &str, payload: &Value) 
         what: what.to_string(),
         session: session.to_string(),
         status: result.as_ref().ok().map(|r| r.status),
+        said: result
+            .as_ref()
+            .map(|r| excerpt(&r.body, 120))
+            .unwrap_or_default(),
         elapsed: started.elapsed(),
         error: result.err().map(|e| e.to_string()),
         failing: false,
@@ -353,7 +427,7 @@ pub async fn run(
                 continue;
             }
         }
-        case.duration_ms = t0.elapsed().as_millis() as u64;
+        case.set_duration(t0.elapsed());
         on_case(&case);
         cases.push(case);
     }
@@ -363,7 +437,7 @@ pub async fn run(
     let expected: Vec<String> = run
         .forwards
         .iter()
-        .filter(|f| !f.failing && f.status.is_some_and(|s| (200..300).contains(&s)))
+        .filter(|f| !f.failing && f.acknowledged())
         .map(|f| f.session.clone())
         .collect();
     let watch_flood = Duration::from_secs(3).min(settings.reply_timeout);
@@ -397,6 +471,36 @@ pub async fn run(
     Ok(info.report(cases, &Redactor::new(Vec::<String>::new())))
 }
 
+/// Judges `case` over `n` things of `of`: passed with none of `problems`, failed naming the
+/// first few, skipped saying `unexercised` with nothing to judge.
+fn over(
+    case: &mut CaseResult,
+    n: usize,
+    of: &str,
+    problems: &[String],
+    note: String,
+    unexercised: impl FnOnce() -> String,
+) {
+    let evidence = Evidence::new(n as u64, of);
+    if problems.is_empty() {
+        case.pass_noting(evidence, note, unexercised);
+    } else {
+        let message = format!("{} of {n} {of}: {}", problems.len(), a_few(problems));
+        case.fail_on(evidence, message);
+    }
+}
+
+/// Why a run had nothing to judge a case about callbacks by.
+fn no_callbacks(run: &Run<'_>, answered: usize, timeout: &str) -> String {
+    if answered == 0 {
+        none_acknowledged(&run.forwards)
+    } else {
+        format!(
+            "no callback came within {timeout} for the {answered} acknowledged sessions (see callback.arrives): an agent that POSTs its answer to the callbackUrl it was given exercises this case"
+        )
+    }
+}
+
 fn judge_across(
     run: &Run<'_>,
     rule: &str,
@@ -405,11 +509,11 @@ fn judge_across(
     second: Option<&str>,
     flooded: Option<&str>,
 ) {
-    let timeout = humantime::format_duration(run.s.reply_timeout);
+    let timeout = humantime::format_duration(run.s.reply_timeout).to_string();
     let answered: Vec<&Forward> = run
         .forwards
         .iter()
-        .filter(|f| !f.failing && f.status.is_some_and(|s| (200..300).contains(&s)))
+        .filter(|f| !f.failing && f.acknowledged())
         .collect();
     let mut sessions: Vec<&str> = answered.iter().map(|f| f.session.as_str()).collect();
     sessions.sort();
@@ -423,29 +527,34 @@ fn judge_across(
                 .map(move |c| (s.to_string(), c))
         })
         .collect();
-    let list = |problems: Vec<String>, n: usize, what: &str, case: &mut CaseResult| {
-        if n == 0 {
-            case.skip(format!("no {what} to judge"));
-        } else if problems.is_empty() {
-            case.message = format!("{n} {what} checked");
-        } else {
-            let shown: Vec<String> = problems.iter().take(5).cloned().collect();
-            case.fail(format!(
-                "{} of {n} {what}: {}",
-                problems.len(),
-                shown.join("; ")
-            ));
-        }
+    let unexercised = || no_callbacks(run, sessions.len(), &timeout);
+    let callbacks = |problems: Vec<String>, note: String, case: &mut CaseResult| {
+        over(
+            case,
+            all_callbacks.len(),
+            "callbacks",
+            &problems,
+            note,
+            unexercised,
+        )
     };
     match rule {
         "ack_within_5s" => {
-            let late: Vec<String> = run
-                .forwards
+            // Only an acknowledgement (2xx) is timed: a 404 at once is no acknowledgement.
+            let acked: Vec<&Forward> = run.forwards.iter().filter(|f| f.acknowledged()).collect();
+            let late: Vec<String> = acked
                 .iter()
-                .filter(|f| f.status.is_some() && f.elapsed > FORWARD_TIMEOUT)
+                .filter(|f| f.elapsed > FORWARD_TIMEOUT)
                 .map(|f| format!("{} acknowledged after {:.1} s (the server gives up at 5 s, and never retries)", f.what, f.elapsed.as_secs_f64()))
                 .collect();
-            list(late, run.forwards.len(), "forwards", case);
+            over(
+                case,
+                acked.len(),
+                "forwards acknowledged 2xx",
+                &late,
+                String::new(),
+                || none_acknowledged(&run.forwards),
+            );
         }
         "callback_arrives" => {
             let missing: Vec<String> = sessions
@@ -458,7 +567,14 @@ fn judge_across(
                     None => format!("{s}: no callback within {timeout}"),
                 })
                 .collect();
-            list(missing, sessions.len(), "answered sessions", case);
+            over(
+                case,
+                sessions.len(),
+                "acknowledged sessions",
+                &missing,
+                String::new(),
+                || none_acknowledged(&run.forwards),
+            );
         }
         "callback_exact_url" => {
             let wrong: Vec<String> = all_callbacks
@@ -466,7 +582,7 @@ fn judge_across(
                 .filter(|(_, c)| !c.exact)
                 .map(|(s, c)| format!("{s}: to {} (not the URL given)", c.path))
                 .collect();
-            list(wrong, all_callbacks.len(), "callbacks", case);
+            callbacks(wrong, String::new(), case);
         }
         "callback_not_empty" => {
             let empty: Vec<String> = all_callbacks
@@ -474,7 +590,7 @@ fn judge_across(
                 .filter(|(_, c)| c.body.iter().all(u8::is_ascii_whitespace))
                 .map(|(s, _)| format!("{s}: an empty body"))
                 .collect();
-            list(empty, all_callbacks.len(), "callbacks", case);
+            callbacks(empty, String::new(), case);
         }
         "callback_raw_text" => {
             let wrapped: Vec<String> = all_callbacks
@@ -489,76 +605,107 @@ fn judge_across(
                     )
                 })
                 .collect();
-            list(wrapped, all_callbacks.len(), "callbacks", case);
             let mut types: Vec<String> = all_callbacks
                 .iter()
                 .map(|(_, c)| c.content_type.clone().unwrap_or_else(|| "(none)".into()))
                 .collect();
             types.sort();
             types.dedup();
-            if case.status == Status::Pass {
-                case.message = format!("{}; Content-Type: {}", case.message, types.join(", "));
-            }
+            callbacks(wrapped, format!("Content-Type: {}", types.join(", ")), case);
         }
-        "isolation" => {
-            let stray = run.listener.stray();
-            let unanswered: Vec<String> = isolated
-                .iter()
-                .filter(|s| run.listener.callbacks(s).is_empty())
-                .map(|s| format!("{s}: no callback"))
-                .collect();
-            if !stray.is_empty() {
-                case.fail(format!(
-                    "{} callback(s) to a session never given (answered 404), e.g. {}",
-                    stray.len(),
-                    stray[0]
-                ));
-            } else if !unanswered.is_empty() {
-                case.fail(format!(
-                    "{} of 20 sessions got no callback at their own URL, e.g. {}",
-                    unanswered.len(),
-                    unanswered[0]
-                ));
-            } else {
-                case.message =
-                    "20 sessions, each answered at its own URL; none to a session never given"
-                        .into();
-            }
-        }
+        "isolation" => judge_isolation(run, case, isolated),
         "second_message" => {
-            let n = second.map(|s| run.listener.callbacks(s).len()).unwrap_or(0);
+            let Some(session) = second else {
+                case.skip("the second message was not sent (resilience.second-message did not run its forwards)");
+                return;
+            };
+            let n = run.listener.callbacks(session).len();
             if n >= 2 {
-                case.message = format!("{n} callbacks for two messages");
+                case.pass(
+                    Evidence::new(n as u64, "callbacks for two messages on one session"),
+                    String::new,
+                );
             } else {
-                case.fail(format!(
-                    "{n} callback(s) for two messages on one session within {timeout}"
-                ));
+                case.fail_on(
+                    Evidence::new(2, "messages on one session"),
+                    format!("{n} callback(s) for two messages on one session within {timeout}"),
+                );
             }
         }
-        "no_flood" => {
-            let callbacks = flooded
-                .map(|s| run.listener.callbacks(s))
-                .unwrap_or_default();
-            let n = callbacks.len();
-            let gaps: Vec<String> = callbacks
-                .windows(2)
-                .map(|w| format!("{} ms", w[1].at.duration_since(w[0].at).as_millis()))
-                .collect();
-            let what = format!(
-                "{n} attempt(s) at a failing endpoint{}",
-                if gaps.is_empty() {
-                    String::new()
-                } else {
-                    format!(", {} apart", gaps.join(", "))
-                }
-            );
-            if n > 5 {
-                case.fail(format!("{what}: more than a few retries, a flood"));
-            } else {
-                case.message = what;
-            }
-        }
+        "no_flood" => judge_flood(run, case, flooded),
         _ => case.skip(format!("no rule {rule}")),
+    }
+}
+
+/// Twenty sessions forwarded at once: each called back at its own URL, and no callback to a
+/// session never given.
+fn judge_isolation(run: &Run<'_>, case: &mut CaseResult, isolated: &[String]) {
+    let evidence = Evidence::new(isolated.len() as u64, "sessions forwarded at once");
+    let stray = run.listener.stray();
+    let unanswered: Vec<String> = isolated
+        .iter()
+        .filter(|s| run.listener.callbacks(s).is_empty())
+        .map(|s| format!("{s}: no callback"))
+        .collect();
+    if !stray.is_empty() {
+        case.fail_on(
+            evidence,
+            format!(
+                "{} callback(s) to a session never given (answered 404), e.g. {}",
+                stray.len(),
+                stray[0]
+            ),
+        );
+    } else if !unanswered.is_empty() {
+        case.fail_on(
+            evidence,
+            format!(
+                "{} of {} sessions got no callback at their own URL, e.g. {}",
+                unanswered.len(),
+                isolated.len(),
+                unanswered[0]
+            ),
+        );
+    } else {
+        case.pass_noting(
+            evidence,
+            "each answered at its own URL; none to a session never given",
+            || "no session was forwarded".into(),
+        );
+    }
+}
+
+/// A session whose callback endpoint answers 500: at most five attempts, their spacing noted.
+fn judge_flood(run: &Run<'_>, case: &mut CaseResult, flooded: Option<&str>) {
+    let callbacks = flooded
+        .map(|s| run.listener.callbacks(s))
+        .unwrap_or_default();
+    let n = callbacks.len();
+    let gaps: Vec<String> = callbacks
+        .windows(2)
+        .map(|w| format!("{} ms", w[1].at.duration_since(w[0].at).as_millis()))
+        .collect();
+    let evidence = Evidence::new(n as u64, "callback attempts at an endpoint answering 500");
+    let spacing = if gaps.is_empty() {
+        String::new()
+    } else {
+        format!(", {} apart", gaps.join(", "))
+    };
+    if n > 5 {
+        case.fail_on(
+            evidence,
+            format!(
+                "{n} attempts at a failing endpoint{spacing}: more than a few retries, a flood"
+            ),
+        );
+    } else {
+        let watched = Duration::from_secs(3).min(run.s.reply_timeout);
+        case.pass_noting(evidence, format!("{n} attempt(s){spacing}"), || {
+            format!(
+                "the agent made no callback within {} to the session whose endpoint answers 500: no retry to count; an agent that calls back (and retries a 5xx) exercises this case",
+                humantime::format_duration(watched)
+            )
+        });
     }
 }
 
