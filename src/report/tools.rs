@@ -299,10 +299,12 @@ mod tests {
         let cases = cases
             .iter()
             .map(|(id, status, level)| {
-                let mut c = CaseResult::new(id, "g", *level, "t", "s");
-                c.status = *status;
-                c.message = format!("{id}: {status:?}");
-                c
+                super::super::baseline::tests::case(
+                    id,
+                    *status,
+                    *level,
+                    format!("{id}: {status:?}"),
+                )
             })
             .collect();
         RunInfo::start("probe", "roundtable", target, 7, false)

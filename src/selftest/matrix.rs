@@ -92,6 +92,14 @@ impl RowResult {
     pub fn ok(&self) -> bool {
         self.expected == self.actual
     }
+
+    /// How many cases the probe judged (passed or failed, as opposed to skipped).
+    pub fn judged(&self) -> usize {
+        self.messages
+            .iter()
+            .filter(|(_, status, _)| matches!(status, Status::Pass | Status::Fail))
+            .count()
+    }
 }
 
 /// A matrix file, parsed: YAML errors and the timeout say where they are.

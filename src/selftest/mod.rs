@@ -16,7 +16,7 @@ use matrix::Matrix;
 use crate::error::Error;
 use crate::probe::args::{RunArgs, SuiteArgs};
 use crate::protocols::{Protocol, Selftest};
-use crate::report::{CaseResult, Level, Report, Summary};
+use crate::report::{CaseResult, Evidence, Level, Report, Summary};
 
 /// What the self-test found: the protocols' reports merged, each matrix row as a case of its own
 /// (group `matrix …`), and the verdict line.
@@ -136,15 +136,28 @@ fn row_case(matrix: &Matrix, row: &matrix::RowResult) -> CaseResult {
         ),
         matrix.source,
     );
-    case.duration_ms = row.duration.as_millis() as u64;
+    case.set_duration(row.duration);
+    let evidence = Evidence::new(
+        row.judged() as u64,
+        "cases the probe judged against the mock",
+    );
     if row.ok() {
-        case.message = format!("fails {}", list(&row.actual));
+        case.pass_noting(evidence, format!("fails {}", list(&row.actual)), || {
+            format!(
+                "the probe skipped every case against the mock with `{}`: nothing was judged \
+                 (a row must exercise the cases it names; check its `only:` and transport)",
+                row.behavior
+            )
+        });
     } else {
-        case.fail(format!(
-            "expected to fail {}; failed {}",
-            list(&row.expected),
-            list(&row.actual)
-        ));
+        case.fail_on(
+            evidence,
+            format!(
+                "expected to fail {}; failed {}",
+                list(&row.expected),
+                list(&row.actual)
+            ),
+        );
     }
     case
 }
@@ -171,13 +184,15 @@ async fn run_matrix(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::RunInfo;
+    use crate::report::{RunInfo, Status};
     use crate::text::Redactor;
 
     fn outcome(agent_fails: bool, rows_wrong: usize) -> Outcome {
         let mut case = CaseResult::new("a.b", "a", Level::Must, "t", "s");
         if agent_fails {
             case.fail("broken");
+        } else {
+            case.pass(Evidence::new(1, "answer"), String::new);
         }
         let report = RunInfo::start("probe", "x", "t", 1, false)
             .report(vec![case], &Redactor::new(Vec::new()));
@@ -186,6 +201,54 @@ mod tests {
             rows: 3,
             rows_wrong,
         }
+    }
+
+    fn row(expected: &[&str], cases: &[(&str, Status)]) -> matrix::RowResult {
+        matrix::RowResult {
+            behavior: "b".into(),
+            expected: expected.iter().map(|s| s.to_string()).collect(),
+            actual: cases
+                .iter()
+                .filter(|(_, s)| *s == Status::Fail)
+                .map(|(id, _)| id.to_string())
+                .collect(),
+            messages: cases
+                .iter()
+                .map(|(id, s)| (id.to_string(), *s, String::new()))
+                .collect(),
+            duration: std::time::Duration::from_micros(300),
+            retried: None,
+        }
+    }
+
+    #[test]
+    fn a_matrix_row_passes_on_the_cases_the_probe_judged() {
+        let m = &Matrix::builtin().unwrap()[0];
+        let ok = row_case(
+            m,
+            &row(
+                &["x"],
+                &[
+                    ("x", Status::Fail),
+                    ("y", Status::Pass),
+                    ("z", Status::Skip),
+                ],
+            ),
+        );
+        assert_eq!(ok.status, Status::Pass);
+        assert_eq!(
+            ok.evidence,
+            Some(Evidence::new(2, "cases the probe judged against the mock"))
+        );
+        assert_eq!((ok.message.as_str(), ok.duration_us), ("fails x", 300));
+        let idle = row_case(m, &row(&[], &[("y", Status::Skip)]));
+        assert_eq!(idle.status, Status::Skip);
+        assert!(idle
+            .message
+            .starts_with("the probe skipped every case against the mock with `b`"));
+        let wrong = row_case(m, &row(&["x"], &[("x", Status::Pass)]));
+        assert_eq!(wrong.status, Status::Fail);
+        assert_eq!(wrong.message, "expected to fail x; failed nothing");
     }
 
     #[test]
