@@ -114,6 +114,10 @@ fn test_case(report: &Report, case: &CaseResult) -> TestCase {
     tc.set_time(Duration::from_micros(
         case.duration_us.max(case.duration_ms * 1000),
     ));
+    // JUnit's time has millisecond places: work under a millisecond would read as 0.000.
+    if case.duration_ms == 0 && case.duration_us > 0 {
+        tc.add_property(("duration", case.duration_text().as_str()));
+    }
     let mut out = format!("{}\nspec: {}\n", case.title, case.spec);
     if let Some(e) = &case.evidence {
         tc.add_property(("judged", e.judged.to_string().as_str()));

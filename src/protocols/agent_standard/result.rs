@@ -229,9 +229,11 @@ fn mode(result: &Value, cx: &Context) -> Verdict {
             "the mode asked is not known (a saved response): say which with --mode plan or \
              --mode execute, or run the agent with --exec",
         )),
-        Some(asked) if asked == said => {
-            Ok(Judged::held(1, format!("result of a {asked}-mode run"), ""))
-        }
+        Some(asked) if asked == said => Ok(Judged::held(
+            1,
+            format!("result of a run in {asked} mode"),
+            "",
+        )),
         Some(asked) => Err(format!("run in {asked} mode, the result says {said:?}")),
     }
 }
