@@ -282,6 +282,43 @@ fn a_plan_run_in_a_workdir_passes_on_the_tree_read_before_and_after() {
     assert_eq!(ran["evidence"], evidence(1, "plan-mode run"));
     assert!(ran["duration_us"].as_u64().unwrap() > 0, "{ran:#}");
     assert_eq!(case(&report, "plan.no-writes")["status"], "pass");
+    // Nothing blocked that run; one blocked with a reason exercises blocked-blockers.
+    let blocked = case(&report, "plan.blocked-blockers");
+    assert_eq!(blocked["status"], "skip");
+    assert!(blocked["message"]
+        .as_str()
+        .unwrap()
+        .contains("a run that ends blocked"));
+    let out = run(
+        &[
+            "probe",
+            "agent-standard",
+            "--exec",
+            &format!("{agent} --behavior blocked"),
+            "--mode",
+            "plan",
+            "--timeout",
+            "30s",
+            "--json",
+            &json,
+        ],
+        WITHIN,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let report = read_json(&json);
+    let blocked = case(&report, "plan.blocked-blockers");
+    assert_eq!(
+        (
+            &blocked["status"],
+            &blocked["evidence"],
+            &blocked["message"]
+        ),
+        (
+            &"pass".into(),
+            &evidence(1, "blocked result"),
+            &"1 blocker(s)".into()
+        )
+    );
     // The run failed: nothing of the response to judge, each case says why.
     let out = run(
         &[
