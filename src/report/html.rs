@@ -123,7 +123,30 @@ fn exit_why(report: &Report) -> String {
         .filter(|c| report.is_blocking(c))
         .map(|c| c.id.as_str())
         .collect();
-    let mut why = if blocking.is_empty() {
+    let mut reasons = Vec::new();
+    if !blocking.is_empty() {
+        let more = blocking.len().saturating_sub(8);
+        reasons.push(format!(
+            "{} case(s) fail the run: {}{}",
+            blocking.len(),
+            blocking[..blocking.len().min(8)].join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if report.judged_nothing() {
+        reasons.push(format!(
+            "nothing judged: all {} MUST case(s) skipped for want of evidence (not a pass)",
+            report.summary.must
+        ));
+    }
+    if report.below_min_score() {
+        reasons.push("the evaluation score is below --min-score".into());
+    }
+    if reasons.is_empty() {
         format!(
             "exit 0: no {}failure fails the run",
             if report.strict {
@@ -133,22 +156,8 @@ fn exit_why(report: &Report) -> String {
             }
         )
     } else {
-        let more = blocking.len().saturating_sub(8);
-        format!(
-            "exit 1: {} case(s) fail the run: {}{}",
-            blocking.len(),
-            blocking[..blocking.len().min(8)].join(", "),
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            }
-        )
-    };
-    if report.below_min_score() {
-        why.push_str("; the evaluation score is below --min-score");
+        format!("exit 1: {}", reasons.join("; "))
     }
-    why
 }
 
 fn summary(out: &mut String, report: &Report) {

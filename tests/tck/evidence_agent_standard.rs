@@ -704,6 +704,24 @@ fn a_report_of_only_skipped_must_cases_says_nothing_judged_last_and_exits_1() {
         console.trim_end().lines().last().unwrap(),
         "1 passed, 0 failed, 1 skipped · nothing judged: all 1 MUST case(s) skipped for want of evidence (not a pass)"
     );
+    // JUnit fails with the run: a failed testcase says why.
+    let junit = report::junit::to_string(&report);
+    assert!(
+        junit.contains("<testcase name=\"run.judged [must]\" classname=\"agent-standard.run\""),
+        "{junit}"
+    );
+    assert!(
+        junit.contains("<failure message=\"nothing judged: all 1 MUST case(s) skipped for want of evidence (not a pass)\" type=\"nothing judged\"/>"),
+        "{junit}"
+    );
+    assert!(!report::junit::to_string(&three_cases()).contains("run.judged"));
+    let html = report::html::to_string(&report);
+    assert!(
+        html.contains(
+            "exit 1: nothing judged: all 1 MUST case(s) skipped for want of evidence (not a pass)"
+        ),
+        "{html}"
+    );
     // A pass with nothing judged is settled into a skip that says so.
     let mut unearned = CaseResult::new("a.unearned", "a", Level::Must, "t", "s");
     unearned.status = Status::Pass;
