@@ -22,9 +22,11 @@ use crate::report::{CaseResult, Evidence, Level, Report, Summary};
 /// (group `matrix …`), and the verdict line.
 pub struct Outcome {
     pub report: Report,
-    /// Matrix rows run, and how many broke other cases than expected.
+    /// Matrix rows run, how many broke other cases than expected, and how many had every case
+    /// skipped (a row that judges nothing shows nothing about its behaviour).
     pub rows: usize,
     pub rows_wrong: usize,
+    pub rows_unjudged: usize,
 }
 
 impl Outcome {
@@ -37,14 +39,18 @@ impl Outcome {
             .iter()
             .filter(|c| !c.group.starts_with("matrix") && self.report.is_blocking(c))
             .count();
-        if failed_must == 0 && self.rows_wrong == 0 {
+        let unjudged = match self.rows_unjudged {
+            0 => String::new(),
+            n => format!("; {n} judged nothing (the probe skipped every case)"),
+        };
+        if failed_must == 0 && self.rows_wrong == 0 && self.rows_unjudged == 0 {
             format!(
                 "selftest: the reference agents pass; each of {} mock behaviours broke exactly the cases it should",
                 self.rows
             )
         } else {
             format!(
-                "selftest: FAILED — {failed_must} blocking failure(s) against the reference agents; {} of {} mock behaviours broke other cases than expected",
+                "selftest: FAILED — {failed_must} blocking failure(s) against the reference agents; {} of {} mock behaviours broke other cases than expected{unjudged}",
                 self.rows_wrong, self.rows
             )
         }
@@ -52,7 +58,7 @@ impl Outcome {
 
     /// 0 when the verdict is a pass, 1 otherwise.
     pub fn exit_code(&self) -> u8 {
-        u8::from(self.report.exit_code() != 0 || self.rows_wrong > 0)
+        u8::from(self.report.exit_code() != 0 || self.rows_wrong > 0 || self.rows_unjudged > 0)
     }
 }
 
@@ -85,12 +91,13 @@ pub async fn run(
     }
     let mut report = merge(reports);
     on_report(&report)?;
-    let (mut rows, mut rows_wrong) = (0, 0);
+    let (mut rows, mut rows_wrong, mut rows_unjudged) = (0, 0, 0);
     for matrix in Matrix::builtin()? {
         if protocols.iter().any(|p| p.name() == matrix.protocol.name()) {
             let results = run_matrix(&matrix, seed, exe).await?;
             rows += results.len();
             rows_wrong += results.iter().filter(|r| !r.ok()).count();
+            rows_unjudged += results.iter().filter(|r| r.ok() && r.judged() == 0).count();
             report
                 .cases
                 .extend(results.iter().map(|r| row_case(&matrix, r)));
@@ -101,6 +108,7 @@ pub async fn run(
         report,
         rows,
         rows_wrong,
+        rows_unjudged,
     })
 }
 
@@ -188,6 +196,10 @@ mod tests {
     use crate::text::Redactor;
 
     fn outcome(agent_fails: bool, rows_wrong: usize) -> Outcome {
+        unjudged(agent_fails, rows_wrong, 0)
+    }
+
+    fn unjudged(agent_fails: bool, rows_wrong: usize, rows_unjudged: usize) -> Outcome {
         let mut case = CaseResult::new("a.b", "a", Level::Must, "t", "s");
         if agent_fails {
             case.fail("broken");
@@ -200,6 +212,7 @@ mod tests {
             report,
             rows: 3,
             rows_wrong,
+            rows_unjudged,
         }
     }
 
@@ -267,5 +280,11 @@ mod tests {
         let broken_agent = outcome(true, 0);
         assert!(broken_agent.verdict().contains("1 blocking failure(s)"));
         assert_eq!(broken_agent.exit_code(), 1);
+        let idle_row = unjudged(false, 0, 1);
+        assert_eq!(
+            idle_row.verdict(),
+            "selftest: FAILED — 0 blocking failure(s) against the reference agents; 0 of 3 mock behaviours broke other cases than expected; 1 judged nothing (the probe skipped every case)"
+        );
+        assert_eq!(idle_row.exit_code(), 1);
     }
 }
