@@ -204,7 +204,7 @@ pub fn lint_files(files: &[PathBuf], extra: &Extra, strict: bool) -> Result<Lint
 pub fn lint(defs: &[Definition], extra: &Extra, strict: bool) -> Lint {
     let mut findings = Vec::new();
     let mut names: BTreeMap<String, String> = BTreeMap::new();
-    let mut judged = Judged::default();
+    let mut judged = Counts::default();
     for d in defs {
         judged.saw("frontmatter-present", 1);
         let mut found = |rule: &'static str, (line, column): (usize, usize), message: String| {
@@ -265,9 +265,9 @@ pub fn lint(defs: &[Definition], extra: &Extra, strict: bool) -> Lint {
 
 /// How many things each rule judged, by rule id.
 #[derive(Default)]
-struct Judged(BTreeMap<&'static str, u64>);
+struct Counts(BTreeMap<&'static str, u64>);
 
-impl Judged {
+impl Counts {
     fn saw(&mut self, rule: &'static str, n: u64) {
         if n > 0 {
             *self.0.entry(rule).or_default() += n;
@@ -279,7 +279,7 @@ fn check_fields(
     d: &Definition,
     front: &Front,
     extra: &Extra,
-    judged: &mut Judged,
+    judged: &mut Counts,
     found: &mut impl FnMut(&'static str, (usize, usize), String),
 ) {
     let v = &front.value;
