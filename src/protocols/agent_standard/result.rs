@@ -164,10 +164,18 @@ pub fn judge(label: &str, text: &str, cx: &Context) -> Vec<CaseResult> {
             )
         })
         .collect();
-    match last_object(text) {
+    let started = std::time::Instant::now();
+    let found = last_object(text);
+    cases[0].set_duration(started.elapsed());
+    match found {
         Ok(result) => {
-            for (case, (id, _, _)) in cases.iter_mut().zip(RULES) {
-                settle(case, verdict(id, &result, cx));
+            let found = Judged::held(1, "response", "a JSON object ends the response");
+            settle(&mut cases[0], Ok(found));
+            for (case, (id, _, _)) in cases.iter_mut().zip(RULES).skip(1) {
+                let started = std::time::Instant::now();
+                let v = verdict(id, &result, cx);
+                case.set_duration(started.elapsed());
+                settle(case, v);
             }
         }
         Err(e) => {
@@ -183,14 +191,9 @@ pub fn judge(label: &str, text: &str, cx: &Context) -> Vec<CaseResult> {
     cases
 }
 
-/// The verdict of rule `id` (of [`RULES`]) on a result that ends its response.
+/// The verdict of rule `id` (of [`RULES`], after json-last) on the result that ends the response.
 fn verdict(id: &str, result: &Value, cx: &Context) -> Verdict {
     match id {
-        "json-last" => Ok(Judged::held(
-            1,
-            "response",
-            "a JSON object ends the response",
-        )),
         "schema" => schema(result),
         "mode" => mode(result, cx),
         "plan-scope" => has_object(result, "plan", "scope"),
