@@ -296,15 +296,23 @@ struct Done {
 
 impl Done {
     fn of(name: String, report: Report, keep: bool) -> Done {
+        let mut failing: Vec<String> = report
+            .cases
+            .iter()
+            .filter(|c| report.is_blocking(c))
+            .map(|c| c.id.clone())
+            .collect();
+        // Failed with no failing case: every MUST case was skipped; say so, not `-`.
+        if report.judged_nothing() {
+            failing.push(format!(
+                "nothing judged (all {} MUST cases skipped)",
+                report.summary.must
+            ));
+        }
         Done {
             name,
             passed: report.exit_code() == 0,
-            failing: report
-                .cases
-                .iter()
-                .filter(|c| report.is_blocking(c))
-                .map(|c| c.id.clone())
-                .collect(),
+            failing,
             report: keep.then_some(report),
         }
     }
@@ -319,7 +327,11 @@ fn verdict(r: &Report) -> String {
         s.failed,
         s.failed_must,
         s.skipped
-    )
+    ) + if r.judged_nothing() {
+        " · nothing judged"
+    } else {
+        ""
+    }
 }
 
 /// The summary matrix: target × verdict × the cases that fail the run.
@@ -402,6 +414,24 @@ mod tests {
         assert!(parse_shard("4/3").is_err());
         assert!(parse_shard("2").unwrap_err().contains("K/N"));
         assert_eq!(parse_shard("2/3").unwrap(), (2, 3));
+    }
+
+    #[test]
+    fn a_target_that_judged_nothing_says_so_in_the_matrix() {
+        use crate::report::{CaseResult, Level, RunInfo};
+        let mut idle = CaseResult::new("plan.mode", "plan", Level::Must, "t", "s");
+        idle.skip("no mode asked: give --mode");
+        let report = RunInfo::start("probe", "p", "t", 1, false)
+            .report(vec![idle], &crate::text::Redactor::new(Vec::new()));
+        assert_eq!(
+            verdict(&report),
+            "FAIL · 0 passed, 0 failed (0 MUST), 1 skipped · nothing judged"
+        );
+        let shown = matrix(&[Done::of("idle".into(), report, false)]);
+        assert!(
+            shown.contains("idle    FAIL     nothing judged (all 1 MUST cases skipped)\n"),
+            "{shown}"
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use super::fleet::{self, Layout};
 use super::journal::Journal;
 use super::protocol::{AgentProtocol, PlatformExpect};
 use crate::error::Error;
-use crate::report::{CaseResult, Level, Report, RunInfo, Status};
+use crate::report::{CaseResult, Evidence, Level, Report, RunInfo, Status};
 use crate::text::Redactor;
 use std::sync::atomic::Ordering;
 
@@ -202,7 +202,13 @@ fn reached_fleet(requests: u64, driver: &Driver, advertised: &[String]) -> CaseR
         "fleet file: platform.trigger (the platform deliberates with the registered agents)",
     );
     if requests > 0 {
-        case.message = format!("{requests} request(s) reached the fleet during the triggers");
+        case.pass(
+            Evidence::new(
+                requests,
+                "requests that reached the fleet during the triggers",
+            ),
+            String::new,
+        );
         return case;
     }
     let mut hints = Vec::new();

@@ -123,7 +123,30 @@ fn exit_why(report: &Report) -> String {
         .filter(|c| report.is_blocking(c))
         .map(|c| c.id.as_str())
         .collect();
-    let mut why = if blocking.is_empty() {
+    let mut reasons = Vec::new();
+    if !blocking.is_empty() {
+        let more = blocking.len().saturating_sub(8);
+        reasons.push(format!(
+            "{} case(s) fail the run: {}{}",
+            blocking.len(),
+            blocking[..blocking.len().min(8)].join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if report.judged_nothing() {
+        reasons.push(format!(
+            "nothing judged: all {} MUST case(s) skipped for want of evidence (not a pass)",
+            report.summary.must
+        ));
+    }
+    if report.below_min_score() {
+        reasons.push("the evaluation score is below --min-score".into());
+    }
+    if reasons.is_empty() {
         format!(
             "exit 0: no {}failure fails the run",
             if report.strict {
@@ -133,22 +156,8 @@ fn exit_why(report: &Report) -> String {
             }
         )
     } else {
-        let more = blocking.len().saturating_sub(8);
-        format!(
-            "exit 1: {} case(s) fail the run: {}{}",
-            blocking.len(),
-            blocking[..blocking.len().min(8)].join(", "),
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            }
-        )
-    };
-    if report.below_min_score() {
-        why.push_str("; the evaluation score is below --min-score");
+        format!("exit 1: {}", reasons.join("; "))
     }
-    why
 }
 
 fn summary(out: &mut String, report: &Report) {
@@ -524,7 +533,7 @@ fn timeline(spans: &[Span]) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Exchange, RunInfo};
+    use crate::report::{Evidence, Exchange, RunInfo};
 
     #[test]
     fn hostile_answers_are_text_and_the_page_fetches_nothing() {
@@ -536,18 +545,25 @@ mod tests {
             "§1",
         );
         c.fail("$.votes[0]: <img src=x onerror=alert(1)>");
-        c.duration_ms = 12;
+        c.set_duration(std::time::Duration::from_millis(12));
         c.exchange = Exchange {
             request: Some("POST /analyze".into()),
             response: Some("<script>document.body.dataset.pwned='1'</script>".into()),
             reproduce: Some("curl -d '{\"a\":1}' http://127.0.0.1:1/analyze".into()),
         };
         let mut ok = CaseResult::new("analyze.status", "analyze", Level::Must, "200", "§1");
-        ok.duration_ms = 30;
+        ok.pass(Evidence::new(3, "answers"), String::new);
+        ok.set_duration(std::time::Duration::from_millis(30));
         let mut late = CaseResult::new("analyze.time", "analyze", Level::Should, "soon", "§1");
-        late.duration_ms = 80;
-        let report = RunInfo::start("probe", "roundtable", "http://127.0.0.1:1", 1, false)
-            .report(vec![c, ok, late], &crate::text::Redactor::new(Vec::new()));
+        late.pass(Evidence::new(2, "answers"), String::new);
+        late.set_duration(std::time::Duration::from_millis(80));
+        let mut quick = CaseResult::new("analyze.size", "analyze", Level::Must, "small", "§1");
+        quick.pass(Evidence::new(1, "answer"), String::new);
+        quick.set_duration(std::time::Duration::from_micros(412));
+        let report = RunInfo::start("probe", "roundtable", "http://127.0.0.1:1", 1, false).report(
+            vec![c, ok, late, quick],
+            &crate::text::Redactor::new(Vec::new()),
+        );
         let html = to_string(&report);
         assert!(
             html.contains("&lt;script&gt;document.body.dataset.pwned=&#39;1&#39;&lt;/script&gt;")
@@ -561,5 +577,13 @@ mod tests {
         assert!(html.contains("exit 1: 1 case(s) fail the run: analyze.schema"));
         assert!(html.contains("<svg"), "the duration histogram");
         assert!(html.contains(" open>"), "the failure is expanded");
+        assert!(
+            html.contains("— 200 (judged 3 answers) (30 ms)"),
+            "evidence shown"
+        );
+        assert!(
+            html.contains("(judged 1 answer) (412 µs)"),
+            "microseconds shown"
+        );
     }
 }

@@ -63,12 +63,33 @@ pub fn to_string(report: &Report) -> String {
         suite.add_test_case(tc);
         junit.add_test_suite(suite);
     }
+    if report.judged_nothing() {
+        junit.add_test_suite(nothing_judged(report));
+    }
     junit.to_string().unwrap_or_else(|e| {
         format!(
             "<?xml version=\"1.0\"?><!-- agent-tck: cannot write JUnit: {} -->",
             xml_safe(&e.to_string()).replace("--", "- -")
         )
     })
+}
+
+/// A run that judged nothing exits 1: a failed testcase of its own, so that JUnit fails when the
+/// run does (every skipped case alone reads as green).
+fn nothing_judged(report: &Report) -> TestSuite {
+    let why = format!(
+        "nothing judged: all {} MUST case(s) skipped for want of evidence (not a pass)",
+        report.summary.must
+    );
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+    status.set_message(why.as_str());
+    status.set_type("nothing judged");
+    let mut tc = TestCase::new("run.judged [must]", status);
+    tc.set_classname(xml_safe(&format!("{}.run", report.protocol)));
+    tc.set_system_out(format!("{why}\n"));
+    let mut suite = TestSuite::new("run");
+    suite.add_test_case(tc);
+    suite
 }
 
 fn test_case(report: &Report, case: &CaseResult) -> TestCase {
@@ -114,6 +135,10 @@ fn test_case(report: &Report, case: &CaseResult) -> TestCase {
     tc.set_time(Duration::from_micros(
         case.duration_us.max(case.duration_ms * 1000),
     ));
+    // JUnit's time has millisecond places: work under a millisecond would read as 0.000.
+    if case.duration_ms == 0 && case.duration_us > 0 {
+        tc.add_property(("duration", case.duration_text().as_str()));
+    }
     let mut out = format!("{}\nspec: {}\n", case.title, case.spec);
     if let Some(e) = &case.evidence {
         tc.add_property(("judged", e.judged.to_string().as_str()));

@@ -3,9 +3,11 @@
 //! error[rule]: message`), SARIF 2.1.0 for code scanning, and the kit's own report (a case per
 //! rule) for `--format json|junit`. Protocol-free: a protocol names its rules and finds.
 
+use std::collections::BTreeMap;
+
 use serde_json::{json, Value};
 
-use super::{CaseResult, Level, Report, RunInfo};
+use super::{CaseResult, Evidence, Level, Report, RunInfo};
 use crate::text::Redactor;
 
 /// A rule a linter checks.
@@ -17,6 +19,10 @@ pub struct Rule {
     pub title: &'static str,
     /// What to do about a finding (SARIF's help text).
     pub help: &'static str,
+    /// What the rule judges, as a plural noun phrase (`names`, `tool names`): its evidence.
+    pub of: &'static str,
+    /// With nothing of that to judge: what would exercise the rule (the case's skip reason).
+    pub unexercised: &'static str,
 }
 
 /// One broken rule, where.
@@ -41,10 +47,26 @@ pub struct Lint {
     pub rules: &'static [Rule],
     pub files: Vec<String>,
     pub findings: Vec<Finding>,
+    /// How many things each rule judged (by rule id; a rule not here judged nothing).
+    pub judged: BTreeMap<&'static str, u64>,
     pub strict: bool,
 }
 
 impl Lint {
+    /// How many things `rule` judged.
+    pub fn judged(&self, rule: &str) -> u64 {
+        self.judged.get(rule).copied().unwrap_or(0)
+    }
+
+    /// The rules that had nothing to judge (no file held what they are about).
+    pub fn unexercised(&self) -> Vec<&'static str> {
+        self.rules
+            .iter()
+            .filter(|r| self.judged(r.id) == 0)
+            .map(|r| r.id)
+            .collect()
+    }
+
     fn count(&self, level: Level) -> usize {
         self.findings.iter().filter(|f| f.level == level).count()
     }
@@ -84,6 +106,13 @@ impl Lint {
                 ""
             }
         ));
+        let unexercised = self.unexercised();
+        if !unexercised.is_empty() {
+            out.push_str(&format!(
+                "not judged, nothing to judge: {} (--format json says what would exercise each)\n",
+                unexercised.join(", ")
+            ));
+        }
         out
     }
 
@@ -101,14 +130,14 @@ impl Lint {
                     .filter(|f| f.rule == rule.id)
                     .map(|f| format!("{}:{}:{}: {}", f.file, f.line, f.column, f.message))
                     .collect();
+                let evidence = Evidence::new(self.judged(rule.id), rule.of);
                 if mine.is_empty() {
-                    case.message = format!("{} file(s) checked", self.files.len());
+                    case.pass(evidence, || rule.unexercised.to_string());
                 } else {
-                    case.fail(format!(
-                        "{} finding(s):\n  {}",
-                        mine.len(),
-                        mine.join("\n  ")
-                    ));
+                    case.fail_on(
+                        evidence,
+                        format!("{} finding(s):\n  {}", mine.len(), mine.join("\n  ")),
+                    );
                 }
                 case
             })
@@ -222,12 +251,16 @@ mod tests {
             level: Level::Must,
             title: "name is kebab-case",
             help: "Rename it.",
+            of: "names",
+            unexercised: "no definition has a name",
         },
         Rule {
             id: "tools-known",
             level: Level::Should,
             title: "tools are known",
             help: "Check the spelling.",
+            of: "tool names",
+            unexercised: "no definition lists a tool",
         },
     ];
 
@@ -238,6 +271,7 @@ mod tests {
             rules: RULES,
             files: vec!["a b.md".into()],
             findings,
+            judged: BTreeMap::from([("name-kebab-case", 1)]),
             strict,
         }
     }
@@ -264,6 +298,21 @@ mod tests {
         assert!(error
             .console()
             .starts_with("./dir/a b.md:3:1: error[name-kebab-case]: bad\n"));
+    }
+
+    #[test]
+    fn a_rule_passes_on_what_it_judged_and_skips_with_nothing() {
+        let clean = lint(vec![], false);
+        let report = clean.report("t", RunInfo::start("lint", "p", "t", 0, false));
+        let kebab = &report.cases[0];
+        assert_eq!(kebab.status, super::super::Status::Pass);
+        assert_eq!(kebab.evidence, Some(Evidence::new(1, "names")));
+        let tools = &report.cases[1];
+        assert_eq!(tools.status, super::super::Status::Skip);
+        assert_eq!(tools.message, "no definition lists a tool");
+        assert!(clean
+            .console()
+            .ends_with("not judged, nothing to judge: tools-known (--format json says what would exercise each)\n"));
     }
 
     #[test]

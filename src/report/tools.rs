@@ -175,6 +175,9 @@ pub struct Diff {
     pub fixed: Vec<String>,
     /// A warning now (a failure that does not fail the run) that was not failing before.
     pub new_warnings: Vec<(String, String)>,
+    /// Passed before, skipped now, with the skip's reason: not a regression, but what was judged
+    /// is judged no more.
+    pub unjudged: Vec<(String, String)>,
     /// In the new run only, with their status.
     pub added: Vec<(String, Status)>,
     /// In the old run only.
@@ -218,6 +221,9 @@ pub fn diff(old: &Report, new: &Report) -> Diff {
             }
             Some(w) if failing(w) && matches!(c.status, Status::Pass | Status::Stale) => {
                 d.fixed.push(c.id.clone())
+            }
+            Some(w) if w.status == Status::Pass && c.status == Status::Skip => {
+                d.unjudged.push((c.id.clone(), c.message.clone()))
             }
             Some(_) => {}
         }
@@ -272,6 +278,14 @@ pub fn render_diff(d: &Diff, old: &str, new: &str) -> String {
     section(&mut out, "fixed", d.fixed.clone());
     section(
         &mut out,
+        "no longer judged (passed before, skipped now)",
+        d.unjudged
+            .iter()
+            .map(|(id, why)| format!("{id}: {}", crate::text::shorten(why, 200)))
+            .collect(),
+    );
+    section(
+        &mut out,
         "new cases",
         d.added
             .iter()
@@ -280,10 +294,11 @@ pub fn render_diff(d: &Diff, old: &str, new: &str) -> String {
     );
     section(&mut out, "removed cases", d.removed.clone());
     out.push_str(&format!(
-        "{} regression(s), {} fixed, {} new warning(s), {} new case(s), {} removed\n",
+        "{} regression(s), {} fixed, {} new warning(s), {} no longer judged, {} new case(s), {} removed\n",
         d.regressions.len(),
         d.fixed.len(),
         d.new_warnings.len(),
+        d.unjudged.len(),
         d.added.len(),
         d.removed.len()
     ));
@@ -299,10 +314,12 @@ mod tests {
         let cases = cases
             .iter()
             .map(|(id, status, level)| {
-                let mut c = CaseResult::new(id, "g", *level, "t", "s");
-                c.status = *status;
-                c.message = format!("{id}: {status:?}");
-                c
+                super::super::baseline::tests::case(
+                    id,
+                    *status,
+                    *level,
+                    format!("{id}: {status:?}"),
+                )
             })
             .collect();
         RunInfo::start("probe", "roundtable", target, 7, false)
@@ -347,6 +364,7 @@ mod tests {
                 ("warns", Pass, Should),
                 ("known", Xfail, Must),
                 ("goes", Pass, Must),
+                ("idles", Pass, Must),
             ],
         );
         let new = report(
@@ -358,6 +376,7 @@ mod tests {
                 ("warns", Fail, Should),
                 ("known", Xfail, Must),
                 ("arrives", Skip, Must),
+                ("idles", Skip, Must),
             ],
         );
         let d = diff(&old, &new);
@@ -368,12 +387,23 @@ mod tests {
         assert_eq!(d.new_warnings[0].0, "warns");
         assert_eq!(d.added, [("arrives".to_string(), Skip)]);
         assert_eq!(d.removed, ["goes"]);
+        assert_eq!(
+            d.unjudged,
+            [("idles".to_string(), "idles: Skip".to_string())]
+        );
         assert_eq!(d.exit_code(), 1);
         let shown = render_diff(&d, "old.json", "new.json");
         assert!(
             shown.contains("REGRESSIONS (1)\n  breaks: passed before"),
             "{shown}"
         );
+        assert!(
+            shown.contains(
+                "no longer judged (passed before, skipped now) (1)\n  idles: idles: Skip"
+            ),
+            "{shown}"
+        );
+        assert!(shown.ends_with("1 regression(s), 1 fixed, 1 new warning(s), 1 no longer judged, 1 new case(s), 1 removed\n"), "{shown}");
         assert_eq!(diff(&new, &new).exit_code(), 0);
         assert_eq!(diff(&new, &new), Diff::default());
     }

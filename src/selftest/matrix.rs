@@ -92,6 +92,14 @@ impl RowResult {
     pub fn ok(&self) -> bool {
         self.expected == self.actual
     }
+
+    /// How many cases the probe judged (passed or failed, as opposed to skipped).
+    pub fn judged(&self) -> usize {
+        self.messages
+            .iter()
+            .filter(|(_, status, _)| matches!(status, Status::Pass | Status::Fail))
+            .count()
+    }
 }
 
 /// A matrix file, parsed: YAML errors and the timeout say where they are.
@@ -457,7 +465,12 @@ pub fn render(results: &[RowResult]) -> String {
                 s.iter().cloned().collect::<Vec<_>>().join(", ")
             }
         };
-        if r.ok() {
+        if r.ok() && r.judged() == 0 {
+            out.push_str(&format!(
+                "{:<w$}  {:<4}  nothing judged: the probe skipped every case\n",
+                r.behavior, "SKIP"
+            ));
+        } else if r.ok() {
             out.push_str(&format!(
                 "{:<w$}  {:<4}  {}\n",
                 r.behavior,
@@ -485,10 +498,16 @@ pub fn render(results: &[RowResult]) -> String {
         }
     }
     let bad = results.iter().filter(|r| !r.ok()).count();
-    // A row "passes" when exactly its expected cases failed.
+    let idle = results.iter().filter(|r| r.ok() && r.judged() == 0).count();
+    // A row "passes" when exactly its expected cases failed, on cases the probe judged.
     out.push_str(&format!(
-        "matrix: {} passed, {bad} failed\n",
-        results.len() - bad
+        "matrix: {} passed, {bad} failed{}\n",
+        results.len() - bad - idle,
+        if idle > 0 {
+            format!(", {idle} judged nothing")
+        } else {
+            String::new()
+        }
     ));
     out
 }
@@ -568,6 +587,23 @@ mod tests {
         // An expected failure that did not happen is never a matter of a busy machine.
         let missing = row(&["a.schema", "b"], &[("b", "timed out")]);
         assert!(!is_about_time(&missing));
+    }
+
+    #[test]
+    fn a_row_that_judged_nothing_is_not_counted_as_passed() {
+        let broke = row(&["a.schema"], &[("a.schema", "missing field `x`")]);
+        let mut idle = row(&[], &[]);
+        idle.behavior = "idle".into();
+        idle.messages = vec![("a.schema".into(), Status::Skip, "no answer".into())];
+        let shown = render(&[broke, idle]);
+        assert!(
+            shown.contains("idle      SKIP  nothing judged: the probe skipped every case\n"),
+            "{shown}"
+        );
+        assert!(
+            shown.ends_with("matrix: 1 passed, 0 failed, 1 judged nothing\n"),
+            "{shown}"
+        );
     }
 
     #[tokio::test]

@@ -16,15 +16,17 @@ use matrix::Matrix;
 use crate::error::Error;
 use crate::probe::args::{RunArgs, SuiteArgs};
 use crate::protocols::{Protocol, Selftest};
-use crate::report::{CaseResult, Level, Report, Summary};
+use crate::report::{CaseResult, Evidence, Level, Report, Summary};
 
 /// What the self-test found: the protocols' reports merged, each matrix row as a case of its own
 /// (group `matrix …`), and the verdict line.
 pub struct Outcome {
     pub report: Report,
-    /// Matrix rows run, and how many broke other cases than expected.
+    /// Matrix rows run, how many broke other cases than expected, and how many had every case
+    /// skipped (a row that judges nothing shows nothing about its behaviour).
     pub rows: usize,
     pub rows_wrong: usize,
+    pub rows_unjudged: usize,
 }
 
 impl Outcome {
@@ -37,14 +39,18 @@ impl Outcome {
             .iter()
             .filter(|c| !c.group.starts_with("matrix") && self.report.is_blocking(c))
             .count();
-        if failed_must == 0 && self.rows_wrong == 0 {
+        let unjudged = match self.rows_unjudged {
+            0 => String::new(),
+            n => format!("; {n} judged nothing (the probe skipped every case)"),
+        };
+        if failed_must == 0 && self.rows_wrong == 0 && self.rows_unjudged == 0 {
             format!(
                 "selftest: the reference agents pass; each of {} mock behaviours broke exactly the cases it should",
                 self.rows
             )
         } else {
             format!(
-                "selftest: FAILED — {failed_must} blocking failure(s) against the reference agents; {} of {} mock behaviours broke other cases than expected",
+                "selftest: FAILED — {failed_must} blocking failure(s) against the reference agents; {} of {} mock behaviours broke other cases than expected{unjudged}",
                 self.rows_wrong, self.rows
             )
         }
@@ -52,7 +58,7 @@ impl Outcome {
 
     /// 0 when the verdict is a pass, 1 otherwise.
     pub fn exit_code(&self) -> u8 {
-        u8::from(self.report.exit_code() != 0 || self.rows_wrong > 0)
+        u8::from(self.report.exit_code() != 0 || self.rows_wrong > 0 || self.rows_unjudged > 0)
     }
 }
 
@@ -85,12 +91,13 @@ pub async fn run(
     }
     let mut report = merge(reports);
     on_report(&report)?;
-    let (mut rows, mut rows_wrong) = (0, 0);
+    let (mut rows, mut rows_wrong, mut rows_unjudged) = (0, 0, 0);
     for matrix in Matrix::builtin()? {
         if protocols.iter().any(|p| p.name() == matrix.protocol.name()) {
             let results = run_matrix(&matrix, seed, exe).await?;
             rows += results.len();
             rows_wrong += results.iter().filter(|r| !r.ok()).count();
+            rows_unjudged += results.iter().filter(|r| r.ok() && r.judged() == 0).count();
             report
                 .cases
                 .extend(results.iter().map(|r| row_case(&matrix, r)));
@@ -101,6 +108,7 @@ pub async fn run(
         report,
         rows,
         rows_wrong,
+        rows_unjudged,
     })
 }
 
@@ -136,15 +144,28 @@ fn row_case(matrix: &Matrix, row: &matrix::RowResult) -> CaseResult {
         ),
         matrix.source,
     );
-    case.duration_ms = row.duration.as_millis() as u64;
+    case.set_duration(row.duration);
+    let evidence = Evidence::new(
+        row.judged() as u64,
+        "cases the probe judged against the mock",
+    );
     if row.ok() {
-        case.message = format!("fails {}", list(&row.actual));
+        case.pass_noting(evidence, format!("fails {}", list(&row.actual)), || {
+            format!(
+                "the probe skipped every case against the mock with `{}`: nothing was judged \
+                 (a row must exercise the cases it names; check its `only:` and transport)",
+                row.behavior
+            )
+        });
     } else {
-        case.fail(format!(
-            "expected to fail {}; failed {}",
-            list(&row.expected),
-            list(&row.actual)
-        ));
+        case.fail_on(
+            evidence,
+            format!(
+                "expected to fail {}; failed {}",
+                list(&row.expected),
+                list(&row.actual)
+            ),
+        );
     }
     case
 }
@@ -171,13 +192,19 @@ async fn run_matrix(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::RunInfo;
+    use crate::report::{RunInfo, Status};
     use crate::text::Redactor;
 
     fn outcome(agent_fails: bool, rows_wrong: usize) -> Outcome {
+        unjudged(agent_fails, rows_wrong, 0)
+    }
+
+    fn unjudged(agent_fails: bool, rows_wrong: usize, rows_unjudged: usize) -> Outcome {
         let mut case = CaseResult::new("a.b", "a", Level::Must, "t", "s");
         if agent_fails {
             case.fail("broken");
+        } else {
+            case.pass(Evidence::new(1, "answer"), String::new);
         }
         let report = RunInfo::start("probe", "x", "t", 1, false)
             .report(vec![case], &Redactor::new(Vec::new()));
@@ -185,7 +212,56 @@ mod tests {
             report,
             rows: 3,
             rows_wrong,
+            rows_unjudged,
         }
+    }
+
+    fn row(expected: &[&str], cases: &[(&str, Status)]) -> matrix::RowResult {
+        matrix::RowResult {
+            behavior: "b".into(),
+            expected: expected.iter().map(|s| s.to_string()).collect(),
+            actual: cases
+                .iter()
+                .filter(|(_, s)| *s == Status::Fail)
+                .map(|(id, _)| id.to_string())
+                .collect(),
+            messages: cases
+                .iter()
+                .map(|(id, s)| (id.to_string(), *s, String::new()))
+                .collect(),
+            duration: std::time::Duration::from_micros(300),
+            retried: None,
+        }
+    }
+
+    #[test]
+    fn a_matrix_row_passes_on_the_cases_the_probe_judged() {
+        let m = &Matrix::builtin().unwrap()[0];
+        let ok = row_case(
+            m,
+            &row(
+                &["x"],
+                &[
+                    ("x", Status::Fail),
+                    ("y", Status::Pass),
+                    ("z", Status::Skip),
+                ],
+            ),
+        );
+        assert_eq!(ok.status, Status::Pass);
+        assert_eq!(
+            ok.evidence,
+            Some(Evidence::new(2, "cases the probe judged against the mock"))
+        );
+        assert_eq!((ok.message.as_str(), ok.duration_us), ("fails x", 300));
+        let idle = row_case(m, &row(&[], &[("y", Status::Skip)]));
+        assert_eq!(idle.status, Status::Skip);
+        assert!(idle
+            .message
+            .starts_with("the probe skipped every case against the mock with `b`"));
+        let wrong = row_case(m, &row(&["x"], &[("x", Status::Pass)]));
+        assert_eq!(wrong.status, Status::Fail);
+        assert_eq!(wrong.message, "expected to fail x; failed nothing");
     }
 
     #[test]
@@ -204,5 +280,11 @@ mod tests {
         let broken_agent = outcome(true, 0);
         assert!(broken_agent.verdict().contains("1 blocking failure(s)"));
         assert_eq!(broken_agent.exit_code(), 1);
+        let idle_row = unjudged(false, 0, 1);
+        assert_eq!(
+            idle_row.verdict(),
+            "selftest: FAILED — 0 blocking failure(s) against the reference agents; 0 of 3 mock behaviours broke other cases than expected; 1 judged nothing (the probe skipped every case)"
+        );
+        assert_eq!(idle_row.exit_code(), 1);
     }
 }

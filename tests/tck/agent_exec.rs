@@ -135,7 +135,18 @@ fn a_plan_run_that_writes_fails_naming_the_file_and_the_tree_given_is_untouched(
         "--only",
         "plan.no-writes",
     ]);
-    assert!(text(&out).contains("give one to check"), "{}", text(&out));
+    let shown = text(&out);
+    assert!(shown.contains("SKIP must   plan.no-writes"), "{shown}");
+    assert!(
+        shown.contains("no --workdir: give one (a project directory; the run works in a scratch copy) to check that a plan run writes nothing"),
+        "{shown}"
+    );
+    // Its only MUST case skipped: the run judged nothing, and is not green.
+    assert!(
+        shown.contains("· nothing judged: all 1 MUST case(s) skipped"),
+        "{shown}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{shown}");
 }
 
 #[test]

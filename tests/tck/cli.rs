@@ -154,17 +154,26 @@ fn selftest_passes_and_writes_both_reports() {
         .unwrap()
         .cases()
         .len();
-    // Every protocol: every round-table, librarian and connector case passes; execute-task skips
-    // only the HTTP-only case; the agent standard's example definitions break no lint rule.
+    // Every protocol: no reference agent fails a case, and what a reference gives nothing to
+    // judge is skipped with its own reason; the agent standard's example definitions break no
+    // lint rule, each judged on the three of them.
     assert_eq!(
         report.protocol,
         "roundtable+execute-task+librarian+connector+agent-standard"
     );
     assert!(report.cases.iter().any(|c| c.id == "name-kebab-case"
         && c.status == agent_tck::report::Status::Pass
-        && c.message == "3 file(s) checked"));
+        && c.evidence == Some(agent_tck::report::Evidence::new(3, "names"))));
     assert_eq!(report.summary.failed, 0, "{stdout}");
-    assert_eq!(report.summary.skipped, 1, "{stdout}");
+    for c in &report.cases {
+        assert!(
+            !c.message.starts_with(agent_tck::report::NO_EVIDENCE)
+                && !c.message.starts_with(agent_tck::report::NO_REASON),
+            "{}: {}",
+            c.id,
+            c.message
+        );
+    }
     let (rows, agents): (Vec<_>, Vec<_>) = report
         .cases
         .iter()
@@ -177,11 +186,18 @@ fn selftest_passes_and_writes_both_reports() {
                 && c.kind == agent_tck::report::Kind::Conformance
         })
         .count();
+    let skipped = agents
+        .iter()
+        .filter(|c| {
+            c.status == agent_tck::report::Status::Skip
+                && c.kind == agent_tck::report::Kind::Conformance
+        })
+        .count();
     // The last line counts conformance cases; the scenarios' expectations are scored apart.
     assert!(
         stdout
             .lines()
-            .any(|l| l == format!("{agents_passed} passed, 0 failed, 1 skipped")),
+            .any(|l| l == format!("{agents_passed} passed, 0 failed, {skipped} skipped")),
         "{stdout}"
     );
     // Then the behaviour matrices: a row per behaviour (and transport), each as expected, each
@@ -196,7 +212,8 @@ fn selftest_passes_and_writes_both_reports() {
     assert!(rows
         .iter()
         .any(|c| c.id == "matrix.roundtable.wrong-schema:approve-string"
-            && c.message == "fails vote.response"));
+            && c.message == "fails vote.response"
+            && c.evidence.as_ref().is_some_and(|e| e.judged > 1)));
     assert_eq!(
         stdout.lines().last(),
         Some(format!("selftest: the reference agents pass; each of {all_rows} mock behaviours broke exactly the cases it should").as_str()),

@@ -14,21 +14,21 @@ use crate::report::Level;
 pub const SPEC: &str = "agent-protocol-standard.md";
 
 pub const RULES: &[Rule] = &[
-    Rule { id: "frontmatter-present", level: Level::Must, title: "the file begins with a YAML frontmatter between `---` lines", help: "Begin the file with a `---` line, the frontmatter's YAML, and a closing `---` line." },
-    Rule { id: "frontmatter-yaml", level: Level::Must, title: "the frontmatter is valid YAML: a mapping of fields", help: "Fix the YAML at the line given; the frontmatter is `key: value` lines." },
-    Rule { id: "required-field", level: Level::Must, title: "name, description, tools and model are present", help: "Add the missing field; the standard requires name, description, tools and model." },
-    Rule { id: "field-type", level: Level::Must, title: "name, description and model are strings; tools is a list of strings", help: "Write tools as a YAML list (`tools:` then `  - Read` lines, or `[Read, Grep]`), and the others as text." },
-    Rule { id: "name-kebab-case", level: Level::Must, title: "name is kebab-case (`security-scanner`)", help: "Use lower-case words joined by single hyphens." },
-    Rule { id: "tools-non-empty", level: Level::Must, title: "tools lists at least one tool", help: "List the tools the agent may use." },
-    Rule { id: "plan-mode-boolean", level: Level::Must, title: "supports_plan_mode, when present, is a boolean", help: "Write `supports_plan_mode: true` or `false`, unquoted." },
-    Rule { id: "name-unique", level: Level::Must, title: "names are unique across the set", help: "Rename one of the agents: an orchestrator finds agents by name." },
-    Rule { id: "name-matches-file", level: Level::Should, title: "name equals the file's name without `.md`", help: "Rename the file or the agent so that they agree." },
-    Rule { id: "description-action-verb", level: Level::Should, title: "description starts with an action verb (`Scan…`, `Use this agent when…`)", help: "Begin with what the agent does or when to use it; extend the word list with --verb WORD." },
-    Rule { id: "description-sentences", level: Level::Should, title: "description is one or two sentences", help: "Keep the description to when to use the agent; put the rest in the body." },
-    Rule { id: "tools-known", level: Level::Should, title: "each tool is a known tool name", help: "Check the spelling; accept your own tools with --tool NAME." },
-    Rule { id: "model-recognisable", level: Level::Should, title: "model is a recognisable model id", help: "Use a model id such as claude-opus-4-5-20251101 (or opus, sonnet, haiku, inherit)." },
-    Rule { id: "body-present", level: Level::Should, title: "a Markdown body follows the frontmatter", help: "Write the agent's instructions after the frontmatter." },
-    Rule { id: "plan-instructions", level: Level::Should, title: "with supports_plan_mode: true, the body says what to do in plan mode and in execute mode", help: "Describe plan mode (scope, no file changes) and execute mode in the body." },
+    Rule { id: "frontmatter-present", level: Level::Must, title: "the file begins with a YAML frontmatter between `---` lines", help: "Begin the file with a `---` line, the frontmatter's YAML, and a closing `---` line.", of: "definition files", unexercised: "no definition file to read: give files or directories of `*.md` definitions" },
+    Rule { id: "frontmatter-yaml", level: Level::Must, title: "the frontmatter is valid YAML: a mapping of fields", help: "Fix the YAML at the line given; the frontmatter is `key: value` lines.", of: "frontmatters", unexercised: "no file begins with a closed `---` frontmatter: a definition with one would exercise this" },
+    Rule { id: "required-field", level: Level::Must, title: "name, description, tools and model are present", help: "Add the missing field; the standard requires name, description, tools and model.", of: "frontmatters", unexercised: "no frontmatter parsed as a mapping: a definition with valid YAML frontmatter would exercise this" },
+    Rule { id: "field-type", level: Level::Must, title: "name, description and model are strings; tools is a list of strings", help: "Write tools as a YAML list (`tools:` then `  - Read` lines, or `[Read, Grep]`), and the others as text.", of: "fields (name, description, model, tools)", unexercised: "no frontmatter holds name, description, model or tools: a definition with them would exercise this" },
+    Rule { id: "name-kebab-case", level: Level::Must, title: "name is kebab-case (`security-scanner`)", help: "Use lower-case words joined by single hyphens.", of: "names", unexercised: "no definition has a name: a definition with `name:` would exercise this" },
+    Rule { id: "tools-non-empty", level: Level::Must, title: "tools lists at least one tool", help: "List the tools the agent may use.", of: "tools lists", unexercised: "no definition has a tools list: a definition with `tools:` would exercise this" },
+    Rule { id: "plan-mode-boolean", level: Level::Must, title: "supports_plan_mode, when present, is a boolean", help: "Write `supports_plan_mode: true` or `false`, unquoted.", of: "supports_plan_mode values", unexercised: "no definition says supports_plan_mode: a definition that opts into plan mode (`supports_plan_mode: true`) would exercise this" },
+    Rule { id: "name-unique", level: Level::Must, title: "names are unique across the set", help: "Rename one of the agents: an orchestrator finds agents by name.", of: "names across the set", unexercised: "fewer than two named definitions: lint the whole set (its directory) to check that names are unique" },
+    Rule { id: "name-matches-file", level: Level::Should, title: "name equals the file's name without `.md`", help: "Rename the file or the agent so that they agree.", of: "names", unexercised: "no definition has a name: a definition with `name:` would exercise this" },
+    Rule { id: "description-action-verb", level: Level::Should, title: "description starts with an action verb (`Scan…`, `Use this agent when…`)", help: "Begin with what the agent does or when to use it; extend the word list with --verb WORD.", of: "descriptions", unexercised: "no definition has a description: a definition with `description:` would exercise this" },
+    Rule { id: "description-sentences", level: Level::Should, title: "description is one or two sentences", help: "Keep the description to when to use the agent; put the rest in the body.", of: "descriptions", unexercised: "no definition has a description: a definition with `description:` would exercise this" },
+    Rule { id: "tools-known", level: Level::Should, title: "each tool is a known tool name", help: "Check the spelling; accept your own tools with --tool NAME.", of: "tool names", unexercised: "no definition lists a tool by name: a definition with `tools:` items would exercise this" },
+    Rule { id: "model-recognisable", level: Level::Should, title: "model is a recognisable model id", help: "Use a model id such as claude-opus-4-5-20251101 (or opus, sonnet, haiku, inherit).", of: "models", unexercised: "no definition names a model: a definition with `model:` would exercise this" },
+    Rule { id: "body-present", level: Level::Should, title: "a Markdown body follows the frontmatter", help: "Write the agent's instructions after the frontmatter.", of: "definitions with a frontmatter", unexercised: "no definition has a parsed frontmatter: a definition with one would exercise this" },
+    Rule { id: "plan-instructions", level: Level::Should, title: "with supports_plan_mode: true, the body says what to do in plan mode and in execute mode", help: "Describe plan mode (scope, no file changes) and execute mode in the body.", of: "bodies of plan-mode definitions", unexercised: "no definition with supports_plan_mode: true and a body: one that opts into plan mode would exercise this" },
 ];
 
 /// Verbs a description may start with (beside the user's --verb words); a third-person form
@@ -204,7 +204,9 @@ pub fn lint_files(files: &[PathBuf], extra: &Extra, strict: bool) -> Result<Lint
 pub fn lint(defs: &[Definition], extra: &Extra, strict: bool) -> Lint {
     let mut findings = Vec::new();
     let mut names: BTreeMap<String, String> = BTreeMap::new();
+    let mut judged = Counts::default();
     for d in defs {
+        judged.saw("frontmatter-present", 1);
         let mut found = |rule: &'static str, (line, column): (usize, usize), message: String| {
             let level = RULES
                 .iter()
@@ -226,13 +228,15 @@ pub fn lint(defs: &[Definition], extra: &Extra, strict: bool) -> Lint {
                     if message.starts_with("no frontmatter") || message.contains("never closed") {
                         "frontmatter-present"
                     } else {
+                        judged.saw("frontmatter-yaml", 1);
                         "frontmatter-yaml"
                     };
                 found(rule, *at, message.clone());
                 continue;
             }
         };
-        check_fields(d, front, extra, &mut found);
+        judged.saw("frontmatter-yaml", 1);
+        check_fields(d, front, extra, &mut judged, &mut found);
         if let Some(name) = front.value["name"].as_str() {
             if let Some(first) = names.get(name) {
                 found(
@@ -245,13 +249,29 @@ pub fn lint(defs: &[Definition], extra: &Extra, strict: bool) -> Lint {
             }
         }
     }
+    // Uniqueness is a question about two names or more.
+    let named = judged.0.remove("name-unique").unwrap_or(0);
+    judged.saw("name-unique", if named >= 2 { named } else { 0 });
     Lint {
         protocol: super::NAME.into(),
         spec: SPEC,
         rules: RULES,
         files: defs.iter().map(|d| d.path.clone()).collect(),
         findings,
+        judged: judged.0,
         strict,
+    }
+}
+
+/// How many things each rule judged, by rule id.
+#[derive(Default)]
+struct Counts(BTreeMap<&'static str, u64>);
+
+impl Counts {
+    fn saw(&mut self, rule: &'static str, n: u64) {
+        if n > 0 {
+            *self.0.entry(rule).or_default() += n;
+        }
     }
 }
 
@@ -259,9 +279,45 @@ fn check_fields(
     d: &Definition,
     front: &Front,
     extra: &Extra,
+    judged: &mut Counts,
     found: &mut impl FnMut(&'static str, (usize, usize), String),
 ) {
     let v = &front.value;
+    judged.saw("required-field", 1);
+    judged.saw("body-present", 1);
+    let present = |key: &str| v.get(key).is_some_and(|x| !x.is_null());
+    let fields = ["name", "description", "model", "tools"];
+    judged.saw(
+        "field-type",
+        fields.iter().filter(|k| present(k)).count() as u64,
+    );
+    for (rule, key) in [
+        ("name-kebab-case", "name"),
+        ("name-matches-file", "name"),
+        ("name-unique", "name"),
+        ("description-action-verb", "description"),
+        ("description-sentences", "description"),
+        ("model-recognisable", "model"),
+    ] {
+        judged.saw(rule, u64::from(v[key].is_string()));
+    }
+    // A null there is a finding too (not true or false): judged.
+    judged.saw(
+        "plan-mode-boolean",
+        u64::from(v.get("supports_plan_mode").is_some()),
+    );
+    if let Some(items) = v["tools"].as_array() {
+        judged.saw("tools-non-empty", 1);
+        judged.saw(
+            "tools-known",
+            items.iter().filter(|t| t.is_string()).count() as u64,
+        );
+    }
+    let plans = v["supports_plan_mode"] == Value::Bool(true);
+    judged.saw(
+        "plan-instructions",
+        u64::from(plans && !d.body.trim().is_empty()),
+    );
     for key in ["name", "description", "tools", "model"] {
         if v.get(key).is_none_or(Value::is_null) {
             found(

@@ -40,6 +40,10 @@ pub const BEHAVIORS: &[(&str, &str)] = &[
     ("wrong-name", "agent is not the agent's own name"),
     ("missing-scope", "plan mode: no scope"),
     ("missing-findings", "execute mode: no findings"),
+    (
+        "blocked",
+        "status blocked, with a blocker that says why (conforming: must not trip a reader)",
+    ),
     ("blocked-without-blockers", "status blocked, blockers empty"),
     (
         "needs-approval-in-execute",
@@ -326,7 +330,7 @@ fn result(
     };
     let status = if b.has("wrong-status") {
         "done"
-    } else if b.has("blocked-without-blockers") {
+    } else if b.has("blocked") || b.has("blocked-without-blockers") {
         "blocked"
     } else if (plan && b.has("needs-approval")) || (!plan && b.has("needs-approval-in-execute")) {
         "needs_approval"
@@ -403,8 +407,12 @@ fn result(
         }
         result["next_agents"] = json!(next);
     }
-    // Blocked by nothing: what blocked-without-blockers is; nothing else blocks.
-    result["blockers"] = json!([]);
+    // Blocked by nothing: what blocked-without-blockers is; `blocked` says why.
+    result["blockers"] = if b.has("blocked") {
+        json!([{"type": "missing_info", "description": "The task names no file or area to review"}])
+    } else {
+        json!([])
+    };
     result["present_to_user"] = json!(if b.has("empty-summary") {
         String::new()
     } else if b.has("injection") {

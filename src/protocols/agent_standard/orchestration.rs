@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use super::journal::{self, Event, Line};
 use crate::probe::args::Common;
-use crate::report::{CaseResult, Level, Report};
+use crate::report::{CaseResult, Evidence, Level, Report};
 use crate::text::Redactor;
 
 /// The cases: (id, level, title); each is reported as `orchestration.ID`.
@@ -21,7 +21,7 @@ pub const RULES: &[(&str, Level, &str)] = &[
     (
         "journal",
         Level::Must,
-        "the journal holds runs, and every line of it is a journal line",
+        "every line of the journal is a journal line (the start or end of a mock agent's run)",
     ),
     (
         "plan-before-execute",
@@ -191,37 +191,40 @@ fn judge(lines: &[(String, Line)], mut bad: Vec<String>, settings: &Settings) ->
         .collect();
     let (runs, problems) = runs(lines);
     bad.extend(problems);
+    const NO_RUNS: &str = "the journal holds no runs: have the orchestrator run the mock agents \
+                           (`mock agent --protocol agent-standard --journal FILE`, or the \
+                           commands `mock agents --dir OUT` writes) and pass that journal";
+    if !bad.is_empty() {
+        cases[0].fail_on(
+            Evidence::new(lines.len() as u64, "journal lines"),
+            listed(bad),
+        );
+    } else if runs.is_empty() {
+        cases[0].skip(NO_RUNS);
+    } else {
+        let unfinished = runs.iter().filter(|r| r.end.is_none()).count();
+        cases[0].pass_noting(
+            Evidence::new(lines.len() as u64, "journal lines"),
+            format!(
+                "{} runs of {} agents{}",
+                runs.len(),
+                runs.iter().map(|r| &r.agent).collect::<BTreeSet<_>>().len(),
+                if unfinished > 0 {
+                    format!("; {unfinished} without an end (killed, or still running)")
+                } else {
+                    String::new()
+                }
+            ),
+            String::new,
+        );
+    }
     if runs.is_empty() {
-        cases[0].fail(format!(
-            "no runs in the journal{}: did the orchestrator run the mock agents (their commands \
-             journal with --journal)?",
-            if bad.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", listed(bad))
-            }
-        ));
         for c in &mut cases[1..] {
-            c.skip("skipped: no runs to judge");
+            c.skip(NO_RUNS);
         }
         return cases;
     }
     let zero = runs[0].start;
-    let unfinished = runs.iter().filter(|r| r.end.is_none()).count();
-    if bad.is_empty() {
-        cases[0].message = format!(
-            "{} runs of {} agents{}",
-            runs.len(),
-            runs.iter().map(|r| &r.agent).collect::<BTreeSet<_>>().len(),
-            if unfinished > 0 {
-                format!("; {unfinished} without an end (killed, or still running)")
-            } else {
-                String::new()
-            }
-        );
-    } else {
-        cases[0].fail(listed(bad));
-    }
     let executes: Vec<&Run> = runs.iter().filter(|r| r.mode == "execute").collect();
     let plans_of = |agent: &str, before: u64| -> Vec<&Run> {
         runs.iter()
@@ -237,7 +240,7 @@ fn judge(lines: &[(String, Line)], mut bad: Vec<String>, settings: &Settings) ->
             .is_none_or(|m| m.get(agent).copied().unwrap_or(false))
     };
     let mut unplanned = Vec::new();
-    let mut judged = 0;
+    let mut judged: u64 = 0;
     for e in executes.iter().filter(|e| supports_plan(&e.agent)) {
         judged += 1;
         if plans_of(&e.agent, e.start).is_empty() {
@@ -251,14 +254,16 @@ fn judge(lines: &[(String, Line)], mut bad: Vec<String>, settings: &Settings) ->
     }
     verdict(
         &mut cases[1],
-        judged,
+        (judged, "execute runs of agents that plan"),
         unplanned,
-        "execute runs of agents that plan",
+        "no execute run of an agent that supports plan mode: an orchestrator that executes an \
+         agent with supports_plan_mode: true (in --agents; every mock agent without --agents) \
+         would exercise this",
     );
 
     // Approval before execute.
     let mut unapproved = Vec::new();
-    let mut judged = 0;
+    let mut judged: u64 = 0;
     for e in &executes {
         let last_plan = plans_of(&e.agent, e.start)
             .into_iter()
@@ -280,9 +285,10 @@ fn judge(lines: &[(String, Line)], mut bad: Vec<String>, settings: &Settings) ->
     }
     verdict(
         &mut cases[2],
-        judged,
+        (judged, "execute runs after a needs_approval plan"),
         unapproved,
-        "executions after a needs_approval plan",
+        "no execute run followed a plan that ended needs_approval: a mock agent with the \
+         needs-approval behaviour, planned and then executed, would exercise this",
     );
 
     // Sequential hand-off.
@@ -298,7 +304,7 @@ fn judge(lines: &[(String, Line)], mut bad: Vec<String>, settings: &Settings) ->
     }
     let mut concurrent = Vec::new();
     let mut allowed = 0;
-    let mut judged = 0;
+    let mut judged: u64 = 0;
     for ((from, to), parallel) in &pairs {
         if from == to {
             continue;
@@ -308,7 +314,9 @@ fn judge(lines: &[(String, Line)], mut bad: Vec<String>, settings: &Settings) ->
             .filter(|r| &r.agent == from && r.end.is_some())
         {
             for b in executes.iter().filter(|r| &r.agent == to) {
-                judged += 1;
+                // Only a sequential hand-off can break the rule: a parallel one is counted
+                // apart, as what it allowed.
+                judged += u64::from(!*parallel);
                 if !overlap(a, b) {
                     continue;
                 }
@@ -329,11 +337,16 @@ fn judge(lines: &[(String, Line)], mut bad: Vec<String>, settings: &Settings) ->
     }
     verdict(
         &mut cases[3],
-        judged,
+        (
+            judged,
+            "execute runs of sequential next agents beside the run that named them",
+        ),
         concurrent,
-        "pairs of execute runs of agents and their next agents",
+        "no agent named in next_agents with can_parallel: false was executed after the run \
+         that named it: mock agents handing off (`--next NAME`, sequential by default) to an agent the \
+         orchestrator then executes would exercise this",
     );
-    if allowed > 0 && cases[3].status == crate::report::Status::Pass {
+    if allowed > 0 && cases[3].passed() {
         cases[3].message.push_str(&format!(
             "; {allowed} ran side by side where can_parallel: true allowed it"
         ));
@@ -349,19 +362,24 @@ fn judge(lines: &[(String, Line)], mut bad: Vec<String>, settings: &Settings) ->
         .filter(|(_, n)| **n > settings.max_runs)
         .map(|(a, n)| format!("{a} executed {n} times (--max-runs {})", settings.max_runs))
         .collect();
-    verdict(&mut cases[4], count.len(), over, "agents executed");
+    verdict(
+        &mut cases[4],
+        (count.len() as u64, "agents executed"),
+        over,
+        "no execute run in the journal: an orchestrator that executes the mock agents would \
+         exercise this",
+    );
     cases
 }
 
-/// Fails `case` with the `problems`, or passes it saying how much was judged (skips it when
-/// nothing was).
-fn verdict(case: &mut CaseResult, judged: usize, problems: Vec<String>, what: &str) {
-    if !problems.is_empty() {
-        case.fail(listed(problems));
-    } else if judged == 0 {
-        case.skip(format!("no {what} in the journal"));
+/// Fails `case` with the `problems`, or passes it on what was judged (`(how many, of what)`);
+/// with nothing judged, skips it saying `unexercised` (what would exercise the rule).
+fn verdict(case: &mut CaseResult, judged: (u64, &str), problems: Vec<String>, unexercised: &str) {
+    let evidence = Evidence::new(judged.0, judged.1);
+    if problems.is_empty() {
+        case.pass_noting(evidence, "in order", || unexercised.to_string());
     } else {
-        case.message = format!("{judged} {what}: in order");
+        case.fail_on(evidence, listed(problems));
     }
 }
 
@@ -483,6 +501,13 @@ mod tests {
         assert_eq!(failed(&good()), Vec::<String>::new());
         let cases = judge(&good(), Vec::new(), &settings());
         assert!(cases.iter().all(|c| c.status == Status::Pass), "{cases:#?}");
+        let judged: Vec<u64> = cases
+            .iter()
+            .map(|c| c.evidence.as_ref().unwrap().judged)
+            .collect();
+        // 12 lines; b and c execute after a plan (a too); a's one approval; b executed once
+        // after a, which named it sequential (c, parallel, is not counted); 3 agents executed.
+        assert_eq!(judged, [12, 3, 1, 1, 3]);
 
         // b executed with no plan.
         let mut l = good();
@@ -543,7 +568,43 @@ mod tests {
         let bad = judge(&good(), vec!["j:9: not a journal line".into()], &settings());
         assert_eq!(bad[0].status, Status::Fail);
         assert!(bad[0].message.contains("j:9"));
-        assert_eq!(failed(&[]), ["orchestration.journal"]);
+        // An empty journal gives nothing to judge: every case a skip saying what would.
+        let empty = judge(&[], Vec::new(), &settings());
+        assert!(empty.iter().all(|c| c.status == Status::Skip
+            && c.message
+                .starts_with("the journal holds no runs: have the orchestrator run")));
+    }
+
+    #[test]
+    fn rules_with_nothing_to_judge_say_what_would_exercise_them() {
+        // a plans (complete, no approval asked) and executes, handing off to c in parallel only.
+        let mut l = Vec::new();
+        run(&mut l, "a", "plan", (0, Some(5)), "complete", false, &[]);
+        run(
+            &mut l,
+            "a",
+            "execute",
+            (6, Some(9)),
+            "complete",
+            false,
+            &[("c", true)],
+        );
+        run(&mut l, "c", "plan", (10, Some(11)), "complete", false, &[]);
+        run(
+            &mut l,
+            "c",
+            "execute",
+            (12, Some(13)),
+            "complete",
+            false,
+            &[],
+        );
+        let cases = judge(&l, Vec::new(), &settings());
+        let status: Vec<Status> = cases.iter().map(|c| c.status).collect();
+        use Status::{Pass, Skip};
+        assert_eq!(status, [Pass, Pass, Skip, Skip, Pass], "{cases:#?}");
+        assert!(cases[2].message.contains("needs-approval behaviour"));
+        assert!(cases[3].message.contains("can_parallel: false"));
     }
 
     #[test]

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use super::exec::{Exec, Run};
 use super::result::{self, Context, RULES};
 use crate::probe::args::Common;
-use crate::report::{CaseResult, Level, Report};
+use crate::probe::plugin::Judged;
+use crate::report::{CaseResult, Evidence, Level, Report};
 use crate::text::Redactor;
 
 /// Where the responses come from.
@@ -193,16 +194,20 @@ pub fn judge_run(mode: &str, run: &Run, cx: &Context) -> Vec<CaseResult> {
     let mut ran = case(&RUN_RULES[0]);
     let mut cases = match &run.output {
         Ok(text) => {
-            ran.message = format!(
-                "exit 0 in {}, {} bytes on stdout, {} on stderr{}",
-                crate::units::format_duration(run.elapsed),
-                text.len(),
-                run.stderr_bytes,
-                if run.left_behind {
-                    "; processes it left in its group were ended"
-                } else {
-                    ""
-                }
+            ran.pass_noting(
+                Evidence::new(1, format!("{mode}-mode run")),
+                format!(
+                    "exit 0 in {}, {} bytes on stdout, {} on stderr{}",
+                    crate::units::format_duration(run.elapsed),
+                    text.len(),
+                    run.stderr_bytes,
+                    if run.left_behind {
+                        "; processes it left in its group were ended"
+                    } else {
+                        ""
+                    }
+                ),
+                String::new,
             );
             let mut judged = result::judge(mode, text, cx);
             if let Some(c) = judged.first_mut() {
@@ -214,27 +219,36 @@ pub fn judge_run(mode: &str, run: &Run, cx: &Context) -> Vec<CaseResult> {
             ran.fail(why.clone());
             let mut skipped = result::judge(mode, "", cx);
             for c in &mut skipped {
-                c.skip(format!("skipped: {mode}.ran failed"));
+                c.skip(format!(
+                    "no response to judge: {mode}.ran failed (the run must exit 0 within \
+                     --timeout and --max-body)"
+                ));
             }
             skipped
         }
     };
-    ran.duration_ms = run.elapsed.as_millis() as u64;
+    ran.set_duration(run.elapsed);
     ran.exchange.request = Some(run.input.clone());
     ran.exchange.reproduce = Some(run.reproduce.clone());
     cases.insert(0, ran);
     if mode == "plan" {
         let mut writes = case(&RUN_RULES[1]);
-        match &run.changes {
-            None => writes.skip("no --workdir: give one to check that a plan run writes nothing"),
-            Some(changes) if changes.is_empty() => {
-                writes.message = "the working directory is as it was".into()
-            }
-            Some(changes) => writes.fail(format!(
+        let verdict = match &run.changes {
+            None => Ok(Judged::nothing(
+                "no --workdir: give one (a project directory; the run works in a scratch copy) \
+                 to check that a plan run writes nothing",
+            )),
+            Some(changes) if changes.is_empty() => Ok(Judged::held(
+                1,
+                "plan run's --workdir copy, read before and after",
+                "the working directory is as it was",
+            )),
+            Some(changes) => Err(format!(
                 "the plan run changed the working directory: {}",
                 changes.join(", ")
             )),
-        }
+        };
+        result::settle(&mut writes, verdict);
         cases.push(writes);
     }
     cases

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::report::{CaseResult, Level, Status};
+use crate::probe::plugin::Judged;
+use crate::report::{CaseResult, Evidence, Level};
 
 pub const RESULT_SCHEMA: &str = "agent_standard/result";
 
@@ -135,6 +136,20 @@ pub const RULES: &[(&str, Level, &str)] = &[
     ),
 ];
 
+/// A rule's verdict on one result: held on evidence ([`Judged::held`]), nothing to judge
+/// ([`Judged::nothing`], saying what would exercise the rule), or broken (why).
+pub type Verdict = Result<Judged, String>;
+
+/// Settles `case` by `verdict`: a pass on its evidence, a skip saying what would exercise the
+/// rule, or a failure.
+pub fn settle(case: &mut CaseResult, verdict: Verdict) {
+    match verdict {
+        Ok(j) if j.judged == 0 => case.skip(j.note),
+        Ok(j) => case.pass_noting(Evidence::new(j.judged, j.of), j.note, String::new),
+        Err(why) => case.fail(why),
+    }
+}
+
 /// The cases of one response, labelled `label` (`plan`, `execute`, a file's name).
 pub fn judge(label: &str, text: &str, cx: &Context) -> Vec<CaseResult> {
     let mut cases: Vec<CaseResult> = RULES
@@ -149,160 +164,217 @@ pub fn judge(label: &str, text: &str, cx: &Context) -> Vec<CaseResult> {
             )
         })
         .collect();
-    let result = match last_object(text) {
-        Ok(v) => v,
+    let started = std::time::Instant::now();
+    let found = last_object(text);
+    cases[0].set_duration(started.elapsed());
+    match found {
+        Ok(result) => {
+            let found = Judged::held(1, "response", "a JSON object ends the response");
+            settle(&mut cases[0], Ok(found));
+            for (case, (id, _, _)) in cases.iter_mut().zip(RULES).skip(1) {
+                let started = std::time::Instant::now();
+                let v = verdict(id, &result, cx);
+                case.set_duration(started.elapsed());
+                settle(case, v);
+            }
+        }
         Err(e) => {
             cases[0].fail(e);
             for c in &mut cases[1..] {
-                c.skip(format!("skipped: {label}.json-last failed"));
+                c.skip(format!(
+                    "no JSON result to judge: {label}.json-last failed (the response must end \
+                     with the result object)"
+                ));
             }
-            return cases;
         }
-    };
-    cases[0].message = "a JSON object ends the response".into();
-    let findings = crate::schema::schemas().validate(RESULT_SCHEMA, &result);
-    if !findings.is_empty() {
-        let list: Vec<String> = findings
-            .iter()
-            .map(|f| format!("{}: {}", f.path, f.message))
-            .collect();
-        cases[1].fail(list.join("; "));
     }
-    let mode = result["execution_mode"].as_str().unwrap_or("");
-    let status = result["status"].as_str().unwrap_or("");
-    let mut verdict = |id: &str, applies: bool, ok: bool, why: String| {
-        let c = cases
-            .iter_mut()
-            .find(|c| c.id == format!("{label}.{id}"))
-            .expect("a rule");
-        if !applies {
-            c.status = Status::Skip;
-            c.message = why;
-        } else if !ok {
-            c.fail(why);
-        }
-    };
-    match &cx.mode {
-        Some(asked) => verdict(
-            "mode",
-            true,
-            asked == mode,
-            format!("run in {asked} mode, the result says {mode:?}"),
-        ),
-        None => verdict(
-            "mode",
-            false,
-            true,
-            "the mode asked is not known (a saved response): its own is taken".into(),
-        ),
-    }
-    verdict(
-        "plan-scope",
-        mode == "plan",
-        result["scope"].is_object(),
-        if mode == "plan" {
-            "no scope object in a plan-mode result".into()
-        } else {
-            "not a plan-mode result".into()
-        },
-    );
-    verdict(
-        "execute-findings",
-        mode == "execute",
-        result["findings"].is_object(),
-        if mode == "execute" {
-            "no findings object in an execute-mode result".into()
-        } else {
-            "not an execute-mode result".into()
-        },
-    );
-    let blockers = result["blockers"].as_array().map_or(0, Vec::len);
-    verdict(
-        "blocked-blockers",
-        status == "blocked",
-        blockers > 0,
-        if status == "blocked" {
-            "status blocked, but no blocker says why".into()
-        } else {
-            "not blocked".into()
-        },
-    );
-    verdict(
-        "execute-needs-approval",
-        true,
-        !(mode == "execute" && status == "needs_approval"),
-        "needs_approval in execute mode: approval is asked for in plan mode".into(),
-    );
-    let agent = result["agent"].as_str().unwrap_or("");
-    let named = match (&cx.agent, &cx.agents) {
-        (Some(run), _) => Some((
-            agent == run,
-            format!("the result's agent is {agent:?}, the agent run {run:?}"),
-        )),
-        (None, Some(names)) => Some((
-            names.contains(agent),
-            format!("no definition named {agent:?} among --agents"),
-        )),
-        (None, None) => None,
-    };
-    match named {
-        Some((ok, why)) => verdict("agent-name", true, ok, why),
-        None => verdict(
-            "agent-name",
-            false,
-            true,
-            "no --agents or --agent to compare with".into(),
-        ),
-    }
-    let metrics = metrics_problems(&result["findings"]);
-    verdict(
-        "metrics",
-        result["findings"]["metrics"].is_object(),
-        metrics.is_empty(),
-        if result["findings"]["metrics"].is_object() {
-            metrics.join("; ")
-        } else {
-            "no findings.metrics".into()
-        },
-    );
-    match &cx.agents {
-        Some(names) => {
-            let unknown: Vec<String> = result["next_agents"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|n| n["agent"].as_str())
-                .filter(|n| !names.contains(*n))
-                .map(|n| format!("{n:?}"))
-                .collect();
-            verdict(
-                "next-agents",
-                true,
-                unknown.is_empty(),
-                format!("next_agents name no definition: {}", unknown.join(", ")),
-            );
-        }
-        None => verdict(
-            "next-agents",
-            false,
-            true,
-            "no --agents to look the names up in".into(),
-        ),
-    }
-    let present = result["present_to_user"].as_str().unwrap_or("");
-    verdict(
-        "present-to-user",
-        true,
-        !present.trim().is_empty(),
-        "present_to_user is empty or missing".into(),
-    );
     cases
 }
+
+/// The verdict of rule `id` (of [`RULES`], after json-last) on the result that ends the response.
+fn verdict(id: &str, result: &Value, cx: &Context) -> Verdict {
+    match id {
+        "schema" => schema(result),
+        "mode" => mode(result, cx),
+        "plan-scope" => has_object(result, "plan", "scope"),
+        "execute-findings" => has_object(result, "execute", "findings"),
+        "blocked-blockers" => blocked_blockers(result),
+        "execute-needs-approval" => execute_needs_approval(result),
+        "agent-name" => agent_name(result, cx),
+        "metrics" => metrics(&result["findings"]),
+        "next-agents" => next_agents(result, cx),
+        "present-to-user" => present_to_user(result),
+        other => Err(format!("no result rule {other:?}")),
+    }
+}
+
+fn schema(result: &Value) -> Verdict {
+    let findings = crate::schema::schemas().validate(RESULT_SCHEMA, result);
+    if findings.is_empty() {
+        return Ok(Judged::held(1, "result against the schema", ""));
+    }
+    let list: Vec<String> = findings
+        .iter()
+        .map(|f| format!("{}: {}", f.path, f.message))
+        .collect();
+    Err(list.join("; "))
+}
+
+/// The result's own execution_mode (empty when it has none).
+fn own_mode(result: &Value) -> &str {
+    result["execution_mode"].as_str().unwrap_or("")
+}
+
+fn mode(result: &Value, cx: &Context) -> Verdict {
+    let said = own_mode(result);
+    match &cx.mode {
+        None => Ok(Judged::nothing(
+            "the mode asked is not known (a saved response): say which with --mode plan or \
+             --mode execute, or run the agent with --exec",
+        )),
+        Some(asked) if asked == said => Ok(Judged::held(
+            1,
+            format!("result of a run in {asked} mode"),
+            "",
+        )),
+        Some(asked) => Err(format!("run in {asked} mode, the result says {said:?}")),
+    }
+}
+
+/// A `mode` result (by its own execution_mode) has an object `field`.
+fn has_object(result: &Value, mode: &str, field: &str) -> Verdict {
+    let said = own_mode(result);
+    if said != mode {
+        return Ok(Judged::nothing(format!(
+            "not a {mode}-mode result (execution_mode {said:?}): a run in {mode} mode (--mode \
+             {mode} or both with --exec) would exercise this"
+        )));
+    }
+    if result[field].is_object() {
+        Ok(Judged::held(1, format!("{mode}-mode result"), ""))
+    } else {
+        Err(format!("no {field} object in a {mode}-mode result"))
+    }
+}
+
+fn blocked_blockers(result: &Value) -> Verdict {
+    let status = result["status"].as_str().unwrap_or("");
+    if status != "blocked" {
+        return Ok(Judged::nothing(format!(
+            "the result is not blocked (status {status:?}): a run that ends blocked (a task the \
+             agent cannot do) would exercise this"
+        )));
+    }
+    match result["blockers"].as_array().map_or(0, Vec::len) {
+        0 => Err("status blocked, but no blocker says why".into()),
+        n => Ok(Judged::held(1, "blocked result", format!("{n} blocker(s)"))),
+    }
+}
+
+fn execute_needs_approval(result: &Value) -> Verdict {
+    if own_mode(result) != "execute" {
+        return Ok(Judged::nothing(format!(
+            "not an execute-mode result (execution_mode {:?}): the rule is about execute runs \
+             (--mode execute or both with --exec)",
+            own_mode(result)
+        )));
+    }
+    if result["status"] == "needs_approval" {
+        Err("needs_approval in execute mode: approval is asked for in plan mode".into())
+    } else {
+        Ok(Judged::held(1, "execute-mode result", ""))
+    }
+}
+
+fn agent_name(result: &Value, cx: &Context) -> Verdict {
+    let agent = result["agent"].as_str().unwrap_or("");
+    match (&cx.agent, &cx.agents) {
+        (Some(run), _) if agent == run => Ok(Judged::held(1, "result naming the agent run", "")),
+        (Some(run), _) => Err(format!(
+            "the result's agent is {agent:?}, the agent run {run:?}"
+        )),
+        (None, Some(names)) if names.contains(agent) => {
+            Ok(Judged::held(1, "result naming one of --agents", ""))
+        }
+        (None, Some(_)) => Err(format!("no definition named {agent:?} among --agents")),
+        (None, None) => Ok(Judged::nothing(
+            "no --agent or --agents to compare the result's agent with: give the agent's name \
+             (--agent NAME) or its definitions (--agents DIR)",
+        )),
+    }
+}
+
+fn metrics(findings: &Value) -> Verdict {
+    let counts = metric_counts(&findings["metrics"]);
+    if counts == 0 {
+        return Ok(Judged::nothing(
+            "no findings.metrics counts (issues_found, critical … info) in the result: an \
+             execute-mode result that counts its findings would exercise this",
+        ));
+    }
+    let problems = metrics_problems(findings);
+    if problems.is_empty() {
+        Ok(Judged::held(counts, "findings.metrics counts", ""))
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+fn next_agents(result: &Value, cx: &Context) -> Verdict {
+    let Some(names) = &cx.agents else {
+        return Ok(Judged::nothing(
+            "no --agents to look the names up in: give the definitions' directory (--agents DIR)",
+        ));
+    };
+    let named: Vec<&str> = result["next_agents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["agent"].as_str())
+        .collect();
+    if named.is_empty() {
+        return Ok(Judged::nothing(
+            "the result names no next_agents: a run that hands off to another agent would \
+             exercise this",
+        ));
+    }
+    let unknown: Vec<String> = named
+        .iter()
+        .filter(|n| !names.contains(**n))
+        .map(|n| format!("{n:?}"))
+        .collect();
+    if unknown.is_empty() {
+        Ok(Judged::held(named.len() as u64, "next_agents names", ""))
+    } else {
+        Err(format!(
+            "next_agents name no definition: {}",
+            unknown.join(", ")
+        ))
+    }
+}
+
+fn present_to_user(result: &Value) -> Verdict {
+    let present = result["present_to_user"].as_str().unwrap_or("");
+    if present.trim().is_empty() {
+        Err("present_to_user is empty or missing".into())
+    } else {
+        Ok(Judged::held(1, "present_to_user summary", ""))
+    }
+}
+
+/// How many counts findings.metrics holds (issues_found and the per-severity ones).
+fn metric_counts(metrics: &Value) -> u64 {
+    std::iter::once("issues_found")
+        .chain(SEVERITIES)
+        .filter(|k| metrics[*k].is_u64())
+        .count() as u64
+}
+
+const SEVERITIES: [&str; 5] = ["critical", "high", "medium", "low", "info"];
 
 /// How findings.metrics disagree: per-severity counts that do not add up to issues_found, or
 /// fewer than the details of a severity (details may be a sample: fewer is fine).
 fn metrics_problems(findings: &Value) -> Vec<String> {
-    const SEVERITIES: [&str; 5] = ["critical", "high", "medium", "low", "info"];
     let m = &findings["metrics"];
     let mut problems = Vec::new();
     let counted: u64 = SEVERITIES.iter().filter_map(|s| m[*s].as_u64()).sum();
