@@ -1,1 +1,430 @@
 //! Every verdict earned (librarian): peers that give nothing to judge, break one rule, or conform.
+//!
+//! The peer that gives nothing to judge is a server with none of the routes (404
+//! `{"detail":"Not Found"}` to everything, as a web framework answers a route it lacks): it once
+//! passed 21 cases of `probe librarian`, 17 of them MUST. Only the cases that judge whether an
+//! endpoint answers its own valid request may speak of it (they fail); every other case skips,
+//! saying what would exercise it.
+
+use std::time::Duration;
+
+use agent_tck::protocols::librarian::commands::{reference, reference_registry, reference_tokens};
+use agent_tck::protocols::librarian::fleet::{self, Fleet};
+use agent_tck::protocols::librarian::probe::{run, Settings};
+use agent_tck::protocols::librarian::server::Flaws;
+use agent_tck::report::{Level, Report, Status, NO_EVIDENCE, NO_REASON};
+use agent_tck::transport::http::BaseUrl;
+use serde_json::{json, Value};
+
+/// A server with none of the Librarian's routes.
+async fn no_routes() -> crate::stub_server::Running {
+    let app = axum::Router::new().fallback(|| async {
+        (
+            axum::http::StatusCode::NOT_FOUND,
+            axum::Json(json!({"detail": "Not Found"})),
+        )
+    });
+    crate::stub_server::spawn(([127, 0, 0, 1], 0).into(), app)
+        .await
+        .expect("bind loopback")
+}
+
+fn settings(url: &str, only: &[&str]) -> Settings {
+    Settings {
+        base: BaseUrl::parse(url).unwrap(),
+        tokens: reference_tokens(),
+        timeout: Duration::from_secs(10),
+        max_body: 5_000_000,
+        common: agent_tck::probe::args::Common {
+            seed: 3,
+            only: only.iter().map(|s| s.to_string()).collect(),
+            strict: false,
+        },
+        quick: false,
+        registry: Some(reference_registry()),
+    }
+}
+
+async fn probe(url: &str, only: &[&str]) -> Report {
+    tokio::time::timeout(Duration::from_secs(180), run(&settings(url, only), &|_| {}))
+        .await
+        .expect("the probe ends within its deadlines")
+        .unwrap()
+}
+
+fn case<'a>(report: &'a Report, id: &str) -> &'a agent_tck::report::CaseResult {
+    report
+        .cases
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no case {id}: {:#?}", report.cases))
+}
+
+fn ids_with(report: &Report, status: Status) -> Vec<&str> {
+    report
+        .cases
+        .iter()
+        .filter(|c| c.status == status)
+        .map(|c| c.id.as_str())
+        .collect()
+}
+
+/// MUST and SHOULD cases that passed.
+fn passed_that_matter(report: &Report) -> Vec<&str> {
+    report
+        .cases
+        .iter()
+        .filter(|c| c.status == Status::Pass && c.level != Level::May)
+        .map(|c| c.id.as_str())
+        .collect()
+}
+
+/// Words of a reason that says what would exercise the case.
+const EXERCISE_WORDS: [&str; 6] = ["exercise", "give ", "add ", "point ", "have ", "start it"];
+
+/// Every skip has a reason of its own (never the report's sentinels), which says what would
+/// exercise the case.
+fn assert_skips_explain(report: &Report) {
+    for c in report.cases.iter().filter(|c| c.status == Status::Skip) {
+        assert!(
+            !c.message.starts_with(NO_EVIDENCE) && !c.message.starts_with(NO_REASON),
+            "{}: {}",
+            c.id,
+            c.message
+        );
+        assert!(
+            EXERCISE_WORDS.iter().any(|w| c.message.contains(w)),
+            "{}: the skip does not say what would exercise it: {}",
+            c.id,
+            c.message
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_against_a_server_without_the_routes_passes_nothing_and_each_skip_says_why() {
+    let server = no_routes().await;
+    let report = probe(&server.url(), &[]).await;
+    server.stop().await;
+    assert_eq!(passed_that_matter(&report), Vec::<&str>::new());
+    // The cases that judge whether an endpoint answers its own valid request fail, naming the
+    // 404; nothing else does.
+    assert_eq!(
+        ids_with(&report, Status::Fail),
+        vec![
+            "request.approval",
+            "request.query",
+            "request.validate",
+            "context.query",
+            "capabilities.get"
+        ]
+    );
+    for (id, message) in crate::support::failing(&report) {
+        assert!(message.contains("answered 404"), "{id}: {message}");
+    }
+    assert_eq!(report.exit_code(), 1);
+    assert_skips_explain(&report);
+    // A refusal of a faulty request says nothing while the valid one gets a 404.
+    for id in [
+        "fields.approval-without-content",
+        "input.malformed-json",
+        "limits.content-under",
+        "limits.content-over",
+        "auth.no-token",
+        "registry.target-outside",
+    ] {
+        let c = case(&report, id);
+        assert_eq!(c.status, Status::Skip, "{id}: {}", c.message);
+        assert!(
+            c.message
+                .contains("a valid APPROVAL to POST /agent/request was answered 404")
+                && c.message.contains("(request.approval judges that)"),
+            "{id}: {}",
+            c.message
+        );
+    }
+    let unknown = case(&report, "status.unknown");
+    assert_eq!(unknown.status, Status::Skip);
+    assert!(
+        unknown.message.contains("a valid QUERY was answered 404"),
+        "{}",
+        unknown.message
+    );
+    for id in ["request.within-timeout", "request.no-5xx"] {
+        let c = case(&report, id);
+        assert_eq!(c.status, Status::Skip, "{id}");
+        assert!(
+            c.message
+                .starts_with("not judged: no answers from endpoints that answered 2xx"),
+            "{id}: {}",
+            c.message
+        );
+    }
+    assert!(
+        case(&report, "request.report")
+            .message
+            .contains("needs an approved APPROVAL first"),
+        "{}",
+        case(&report, "request.report").message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_librarian_on_the_command_line_exits_1_against_a_server_without_the_routes() {
+    let server = no_routes().await;
+    let dir = crate::support::TempDir::new("evidence-librarian-cli");
+    let json_path = dir.path("r.json");
+    let url = server.url();
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(crate::support::EXE)
+            .args(["probe", "librarian", "--url", &url, "--quick"])
+            .args(["--token", "claude-3=tck-token-claude-3"])
+            .args(["--json", &json_path])
+            .env("NO_COLOR", "1")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the probe ends")
+    .unwrap();
+    server.stop().await;
+    assert_eq!(out.status.code(), Some(1), "{}", crate::support::text(&out));
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    for c in report["cases"].as_array().unwrap() {
+        assert!(
+            c["status"] != "pass" || c["level"] == "may",
+            "{} passed against no routes: {c}",
+            c["id"]
+        );
+        if c["status"] == "skip" {
+            let message = c["message"].as_str().unwrap();
+            assert!(
+                EXERCISE_WORDS.iter().any(|w| message.contains(w)),
+                "{}: {message}",
+                c["id"]
+            );
+        }
+    }
+    assert_eq!(
+        case_status(&report, "limits.content-under"),
+        "skip",
+        "the case that once passed on a 404"
+    );
+}
+
+fn case_status(report: &Value, id: &str) -> String {
+    crate::support::case_statuses(report)
+        .into_iter()
+        .find(|(i, _)| i == id)
+        .map(|(_, s)| s)
+        .unwrap_or_default()
+}
+
+/// Every kind of client the brief's no-routes server is to be held against, for a second.
+fn fleet_file(url: &str) -> String {
+    let t = reference_tokens();
+    let (a1, t1, a2, t2) = (&t[0].0, &t[0].1, &t[1].0, &t[1].1);
+    let mut text = format!(
+        "protocol: librarian\nlibrarian:\n  url: {url}\n  duration: 1s\n  clients:\n    - {{ name: steady, agent: {a1}, token: {t1}, behavior: conforming, rate: 120/min }}\n    - {{ name: flood, agent: {a2}, token: {t2}, behavior: flood, rate: 6000/min }}\n"
+    );
+    for b in [
+        "oversized",
+        "missing-fields",
+        "malformed-json",
+        "wrong-token",
+    ] {
+        text.push_str(&format!(
+            "    - {{ name: {b}-client, agent: {a2}, token: {t2}, behavior: {b}, rate: 120/min }}\n"
+        ));
+    }
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_fleet_passes_nothing_against_a_server_without_the_routes() {
+    let server = no_routes().await;
+    let fleet = Fleet::parse("fleet.yaml", &fleet_file(&server.url()), None).unwrap();
+    let report = tokio::time::timeout(Duration::from_secs(60), fleet::run(&fleet, false, 1))
+        .await
+        .expect("the fleet ends");
+    server.stop().await;
+    assert_eq!(passed_that_matter(&report), Vec::<&str>::new());
+    assert_eq!(
+        ids_with(&report, Status::Pass),
+        Vec::<&str>::new(),
+        "not even the latency of 404s"
+    );
+    let failed = crate::support::failing(&report);
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0].0, "fleet.conforming-served");
+    assert!(
+        failed[0].1.contains("steady (conforming): answered 404"),
+        "{}",
+        failed[0].1
+    );
+    assert_eq!(report.exit_code(), 1);
+    assert_skips_explain(&report);
+    for id in ["fleet.no-5xx", "fleet.refusals", "fleet.flood-limited"] {
+        let c = case(&report, id);
+        assert_eq!(c.status, Status::Skip, "{id}");
+        assert!(
+            c.message.contains("never answered as a Librarian")
+                && c.message.contains("point --platform-url"),
+            "{id}: {}",
+            c.message
+        );
+    }
+    assert!(
+        case(&report, "fleet.capabilities-after")
+            .message
+            .contains("answered 404 before the fleet already"),
+        "{}",
+        case(&report, "fleet.capabilities-after").message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fleet_judges_the_reference_on_evidence() {
+    let served = reference(Flaws::default()).await.unwrap();
+    let fleet = Fleet::parse("fleet.yaml", &fleet_file(&served.url), None).unwrap();
+    let report = tokio::time::timeout(Duration::from_secs(60), fleet::run(&fleet, false, 1))
+        .await
+        .expect("the fleet ends");
+    served.stop().await;
+    assert_eq!(crate::support::failing(&report), vec![]);
+    for c in &report.cases {
+        assert_eq!(c.status, Status::Pass, "{}: {}", c.id, c.message);
+        let e = c.evidence.as_ref().unwrap();
+        assert!(e.judged > 0 && !e.of.is_empty(), "{}: {e:?}", c.id);
+    }
+    // 6000/min for a second: about 100 requests, more than 60 within the minute.
+    assert_eq!(
+        case(&report, "fleet.flood-limited")
+            .evidence
+            .as_ref()
+            .unwrap()
+            .of,
+        "flooding clients"
+    );
+    assert_eq!(
+        case(&report, "fleet.capabilities-after").message,
+        "200, as before the fleet"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_too_slow_to_pass_the_limit_is_not_judged() {
+    let served = reference(Flaws::default()).await.unwrap();
+    let t = reference_tokens();
+    let text = format!(
+        "protocol: librarian\nlibrarian:\n  url: {}\n  duration: 1s\n  clients:\n    - {{ name: slowflood, agent: {}, token: {}, behavior: flood, rate: 300/min }}\n",
+        served.url, t[1].0, t[1].1
+    );
+    let fleet = Fleet::parse("fleet.yaml", &text, None).unwrap();
+    let report = fleet::run(&fleet, false, 1).await;
+    served.stop().await;
+    let flood = case(&report, "fleet.flood-limited");
+    assert_eq!(flood.status, Status::Skip, "{}", flood.message);
+    assert!(
+        flood
+            .message
+            .contains("no client sent more than 60 requests within a minute"),
+        "{}",
+        flood.message
+    );
+    let served_case = case(&report, "fleet.conforming-served");
+    assert_eq!(served_case.status, Status::Skip);
+    assert!(
+        served_case
+            .message
+            .contains("add one (`behavior: conforming`)"),
+        "{}",
+        served_case.message
+    );
+}
+
+/// The reference Librarian passes every case on evidence that says how many of what it judged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_passes_on_evidence() {
+    let served = reference(Flaws::default()).await.unwrap();
+    let report = probe(
+        &served.url,
+        &["request.*", "status.*", "fields.*", "limits.*", "auth.*"],
+    )
+    .await;
+    served.stop().await;
+    for c in &report.cases {
+        assert_eq!(c.status, Status::Pass, "{}: {}", c.id, c.message);
+        let e = c.evidence.as_ref().unwrap();
+        assert!(e.judged > 0 && !e.of.is_empty(), "{}: {e:?}", c.id);
+    }
+    let e = |id: &str| {
+        let e = case(&report, id).evidence.clone().unwrap();
+        (e.judged, e.of)
+    };
+    assert_eq!(
+        e("request.approval"),
+        (1, "valid APPROVAL requests answered".to_string())
+    );
+    assert_eq!(
+        e("fields.report-without-completed"),
+        (1, "REPORT requests without completed".to_string())
+    );
+    assert_eq!(
+        e("limits.content-under"),
+        (1, "APPROVALs with content at 102000 bytes".to_string())
+    );
+    assert_eq!(
+        e("status.unknown"),
+        (1, "lookups of an unknown request_id".to_string())
+    );
+    let (answers, of) = e("request.within-timeout");
+    assert!(answers > 20, "{answers} {of}");
+    let (refusals, of) = e("fields.named");
+    assert_eq!(
+        (refusals, of.as_str()),
+        (9, "refusals for a missing field"),
+        "one per fields.* case"
+    );
+}
+
+/// A Librarian without the status route: only status.lookup, which judges the endpoint, fails;
+/// the other cases about it have nothing to judge and say so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_status_route_fails_its_own_case_and_skips_the_rest() {
+    let served = reference(Flaws::named("no-status-endpoint").unwrap())
+        .await
+        .unwrap();
+    let report = probe(&served.url, &["status.*", "lifecycle.*"]).await;
+    served.stop().await;
+    assert_eq!(ids_with(&report, Status::Fail), vec!["status.lookup"]);
+    assert!(
+        case(&report, "status.lookup")
+            .message
+            .contains("answered 404"),
+        "{}",
+        case(&report, "status.lookup").message
+    );
+    assert_eq!(
+        ids_with(&report, Status::Skip),
+        vec![
+            "status.unknown",
+            "status.no-leak",
+            "lifecycle.report-completes",
+            "lifecycle.escalation"
+        ]
+    );
+    for id in ids_with(&report, Status::Skip) {
+        let m = &case(&report, id).message;
+        assert!(
+            m.contains(
+                "GET /agent/status/{request_id} of the agent's own request was answered 404 \
+                 (status.lookup judges that)"
+            ),
+            "{id}: {m}"
+        );
+    }
+    assert_skips_explain(&report);
+}

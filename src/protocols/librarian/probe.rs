@@ -336,8 +336,9 @@ impl Client<'_> {
         }
         self.gates[&gate].clone().map_err(|why| {
             format!(
-                "not judged: {why}; this case means something only from an endpoint that \
-                 answers its valid requests"
+                "not judged: {why}; an endpoint that answers its valid requests exercises this \
+                 case (one that answers everything 404 refuses everything, and that says \
+                 nothing of its rules)"
             )
         })
     }
@@ -449,11 +450,16 @@ pub async fn run(
             across.push((a, case));
             continue;
         } else if spec.group() == "rate" && settings.quick {
-            case.skip("skipped under --quick: the rate group sends a minute's worth of requests");
+            case.skip(
+                "not judged under --quick: the rate group sends a minute's worth of requests; \
+                 run without --quick to exercise it",
+            );
         } else if needs_two(&scenario) && settings.tokens.len() < 2 {
-            case.skip("needs a second agent: give --token twice (AGENT=TOKEN)");
+            case.skip("not judged: needs a second agent; give --token twice (AGENT=TOKEN)");
         } else if needs_registry(&scenario) && settings.registry.is_none() {
-            case.skip("needs the Librarian's agent registry: give --registry agents.yaml");
+            case.skip(
+                "not judged: needs the Librarian's agent registry; give --registry agents.yaml",
+            );
         } else {
             client.patient = spec.group() != "rate";
             client.judges_5xx = matches!(
@@ -782,7 +788,8 @@ async fn status_no_leak(c: &mut Client<'_>) -> Result<Verdict, String> {
         return Ok(Verdict::skip_on(
             format!(
                 "not judged: {why}; another agent's 404 means something only once the owner \
-                 can look its request up"
+                 can look its request up, and a Librarian whose status endpoint answers the \
+                 owner exercises this case"
             ),
             &own,
         ));
@@ -1142,7 +1149,10 @@ async fn lifecycle(c: &mut Client<'_>) -> Result<Verdict, String> {
     c.note(Gate::Status, &first);
     if let Err(why) = gate_verdict(Gate::Status, &first) {
         return Ok(Verdict::skip_on(
-            format!("not judged: {why}; the lifecycle is followed at /agent/status"),
+            format!(
+                "not judged: {why}; the lifecycle is followed at /agent/status, and a Librarian \
+                 whose status endpoint answers exercises this case"
+            ),
             &first,
         ));
     }
@@ -1193,6 +1203,10 @@ async fn lifecycle(c: &mut Client<'_>) -> Result<Verdict, String> {
 const ESCALATION_WAIT: Duration = Duration::from_secs(20);
 
 async fn escalation(c: &mut Client<'_>) -> Result<Verdict, String> {
+    // An escalation is followed at /agent/status: without it there is nothing to follow.
+    if let Err(why) = c.opened(Gate::Status).await {
+        return Ok(Verdict::skip(why));
+    }
     let mut body = c.build(0, "APPROVAL");
     body["action"] = json!("delete");
     body["target_type"] = json!("architecture");
@@ -1743,14 +1757,14 @@ fn judge_across(c: &Client<'_>, a: Across, case: &mut CaseResult) {
 fn exercised_by(a: Across) -> &'static str {
     match a {
         Across::WithinTimeout | Across::No5xx => {
-            "run it with the request.* cases against a Librarian whose endpoints answer them"
+            "the request.* cases exercise it against a Librarian whose endpoints answer them"
         }
         Across::ResponseFields | Across::Expectations => {
-            "run it with the request.* cases against a Librarian that answers them 2xx with a \
+            "the request.* cases exercise it against a Librarian that answers them 2xx with a \
              LibrarianResponse"
         }
         Across::NamesMissingField => {
-            "run it with the fields.* cases against a Librarian that refuses a request without \
+            "the fields.* cases exercise it against a Librarian that refuses a request without \
              a required field with a JSON answer"
         }
     }

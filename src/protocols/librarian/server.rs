@@ -47,12 +47,17 @@ pub struct Flaws {
     pub reverts_escalation: bool,
     /// A 429 without Retry-After.
     pub silent_429: bool,
+    /// GET /agent/status/{id} is not served: 404 `{"detail":"Not Found"}`, as a web framework
+    /// answers a route it lacks (every case about the status endpoint has nothing to judge
+    /// but the one that judges the endpoint itself).
+    pub no_status_endpoint: bool,
 }
 
 impl Flaws {
     /// Each flaw by name, for tests and the matrix.
-    pub const NAMES: [&'static str; 11] = [
+    pub const NAMES: [&'static str; 12] = [
         "silent-429",
+        "no-status-endpoint",
         "reverts-escalation",
         "obeys-injection",
         "ignores-capabilities",
@@ -79,6 +84,7 @@ impl Flaws {
             "ignores-capabilities" => f.ignores_capabilities = true,
             "reverts-escalation" => f.reverts_escalation = true,
             "silent-429" => f.silent_429 = true,
+            "no-status-endpoint" => f.no_status_endpoint = true,
             "conforming" => {}
             _ => return None,
         }
@@ -764,6 +770,11 @@ fn json_response(status: u16, value: &Value) -> Response {
     )
 }
 
+/// What a web framework (FastAPI, say) answers for a route it does not have.
+fn error_detail_not_found() -> Response {
+    Response::new(404, "application/json", &br#"{"detail":"Not Found"}"#[..])
+}
+
 fn error(status: u16, message: &str) -> Response {
     Response::json_error(status, message)
 }
@@ -874,6 +885,9 @@ impl Librarian {
     fn route(&self, request: &Request, path: &str, step: &Step) -> Response {
         match (request.method.as_str(), path) {
             ("POST", "/agent/request") => self.agent_request(request, step),
+            ("GET", p) if p.starts_with("/agent/status/") && self.flaws.no_status_endpoint => {
+                error_detail_not_found()
+            }
             ("GET", p) if p.starts_with("/agent/status/") => {
                 self.status(request, &p["/agent/status/".len()..])
             }
