@@ -428,3 +428,171 @@ async fn a_missing_status_route_fails_its_own_case_and_skips_the_rest() {
     }
     assert_skips_explain(&report);
 }
+
+/// A mock Librarian with `steps` as its script, and a client's way to it.
+struct MockSession {
+    served: agent_tck::protocols::librarian::server::Served,
+    base: BaseUrl,
+}
+
+impl MockSession {
+    async fn start(steps: &[&str]) -> MockSession {
+        use agent_tck::protocols::librarian::mock::{Script, Step};
+        use agent_tck::protocols::librarian::server::{self, Librarian};
+        let steps = steps.iter().map(|s| Step::parse(s).unwrap()).collect();
+        let served =
+            server::serve(Librarian::new(Vec::new(), Flaws::default()).mocking(Script::new(steps)))
+                .await
+                .unwrap();
+        let base = BaseUrl::parse(&served.url).unwrap();
+        MockSession { served, base }
+    }
+
+    /// POSTs `body` to /agent/request with a token; the answer's status.
+    async fn post(&self, body: &Value) -> u16 {
+        use agent_tck::transport::http::{send, Limits, Request};
+        let request = Request {
+            method: "POST".into(),
+            path: "/agent/request".into(),
+            headers: vec![
+                ("content-type".into(), "application/json".into()),
+                ("authorization".into(), "Bearer tck-evidence-client".into()),
+            ],
+            body: body.to_string().into(),
+        };
+        let limits = Limits {
+            deadline: Duration::from_secs(10),
+            ..Limits::default()
+        };
+        send(&self.base, &request, limits).await.unwrap().status
+    }
+
+    async fn verdicts(self) -> Vec<agent_tck::report::CaseResult> {
+        let cases = self.served.librarian.judge.as_ref().unwrap().cases();
+        self.served.stop().await;
+        cases
+    }
+}
+
+fn verdict<'a>(
+    cases: &'a [agent_tck::report::CaseResult],
+    id: &str,
+) -> &'a agent_tck::report::CaseResult {
+    cases.iter().find(|c| c.id == id).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mock_librarian_judges_what_the_client_exercised_and_names_what_would_exercise_the_rest(
+) {
+    // No request: every rule skips, saying so.
+    let idle = MockSession::start(&["decide"]).await.verdicts().await;
+    assert_eq!(idle.len(), 8);
+    for c in &idle {
+        assert_eq!(c.status, Status::Skip, "{}", c.id);
+        assert!(
+            c.message
+                .contains("no request reached the mock Librarian; point the agent client"),
+            "{}: {}",
+            c.id,
+            c.message
+        );
+    }
+    // Two valid QUERYs, decided by the rules: the schema, the token and the rate are judged on
+    // them; nothing else was exercised, and each skip names what would.
+    let session = MockSession::start(&["decide"]).await;
+    for n in 0..2 {
+        assert_eq!(
+            session
+                .post(&agent_tck::protocols::librarian::model::request(
+                    "example-agent",
+                    "QUERY",
+                    n
+                ))
+                .await,
+            200
+        );
+    }
+    let cases = session.verdicts().await;
+    for (id, of) in [
+        ("client.request-schema", "requests to /agent/request"),
+        ("client.bearer", "requests"),
+        ("client.rate", "requests to /agent/request"),
+    ] {
+        let c = verdict(&cases, id);
+        assert_eq!(c.status, Status::Pass, "{id}: {}", c.message);
+        assert_eq!(
+            c.evidence.as_ref().map(|e| (e.judged, e.of.as_str())),
+            Some((2, of)),
+            "{id}"
+        );
+    }
+    for (id, would) in [
+        ("client.backs-off", "add a `429:SECS` step to --script"),
+        ("client.polling", "add an `escalate:DUR` step to --script"),
+        (
+            "client.retries",
+            "add a `500`, `reset`, `malformed-json` or `429:SECS` step",
+        ),
+        ("client.reports", "no APPROVAL was approved"),
+        (
+            "client.no-unchanged-resend",
+            "add a `reject` step to --script",
+        ),
+    ] {
+        let c = verdict(&cases, id);
+        assert_eq!(c.status, Status::Skip, "{id}");
+        assert!(c.message.contains(would), "{id}: {}", c.message);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mock_librarian_judges_retries_and_resends_on_their_occasions() {
+    use agent_tck::protocols::librarian::model::request;
+    // Two 500s, retried once: held, on two failures answered.
+    let session = MockSession::start(&["500"]).await;
+    let body = request("example-agent", "APPROVAL", 1);
+    for _ in 0..2 {
+        assert_eq!(session.post(&body).await, 500);
+    }
+    let cases = session.verdicts().await;
+    let retries = verdict(&cases, "client.retries");
+    assert_eq!(retries.status, Status::Pass, "{}", retries.message);
+    assert_eq!(
+        retries.evidence.as_ref().map(|e| e.judged),
+        Some(2),
+        "{retries:?}"
+    );
+    // The same request sent five times after 500s: four retries, one too many.
+    let session = MockSession::start(&["500"]).await;
+    for _ in 0..5 {
+        session.post(&body).await;
+    }
+    let cases = session.verdicts().await;
+    let retries = verdict(&cases, "client.retries");
+    assert_eq!(retries.status, Status::Fail);
+    assert!(
+        retries
+            .message
+            .contains("token #1: the same request sent 5 times"),
+        "{}",
+        retries.message
+    );
+    // A rejected request sent again unchanged, then changed.
+    let session = MockSession::start(&["reject"]).await;
+    let mut body = request("example-agent", "APPROVAL", 2);
+    session.post(&body).await;
+    session.post(&body).await;
+    body["rationale"] = json!("fixed after the rejection");
+    session.post(&body).await;
+    let cases = session.verdicts().await;
+    let resend = verdict(&cases, "client.no-unchanged-resend");
+    assert_eq!(resend.status, Status::Fail);
+    assert_eq!(resend.evidence.as_ref().map(|e| e.judged), Some(2));
+    assert!(
+        resend
+            .message
+            .contains("1 of 2 requests after a rejection break the rule"),
+        "{}",
+        resend.message
+    );
+}

@@ -337,8 +337,7 @@ impl Client<'_> {
         self.gates[&gate].clone().map_err(|why| {
             format!(
                 "not judged: {why}; an endpoint that answers its valid requests exercises this \
-                 case (one that answers everything 404 refuses everything, and that says \
-                 nothing of its rules)"
+                 case (a refusal from one that refuses everything says nothing of its rules)"
             )
         })
     }
