@@ -596,3 +596,208 @@ async fn the_mock_librarian_judges_retries_and_resends_on_their_occasions() {
         resend.message
     );
 }
+
+/// The reference Librarian with some answers replaced: `tweak` answers the requests it wants
+/// to (a departure from the document), the reference the rest.
+struct Tweaked<F> {
+    inner: agent_tck::protocols::librarian::server::Librarian,
+    tweak: F,
+}
+
+impl<F> agent_tck::mock::http1::Handler for Tweaked<F>
+where
+    F: Fn(&agent_tck::mock::http1::Request) -> Option<agent_tck::mock::http1::Response>
+        + Send
+        + Sync
+        + 'static,
+{
+    type Note = ();
+
+    async fn handle(
+        &self,
+        request: agent_tck::mock::http1::Request,
+    ) -> (agent_tck::mock::http1::Plan, ()) {
+        match (self.tweak)(&request) {
+            Some(answer) => (agent_tck::mock::http1::Plan::immediate(answer), ()),
+            None => self.inner.handle(request).await,
+        }
+    }
+
+    async fn finish(&self, _: (), _: agent_tck::mock::http1::Delivered) {}
+}
+
+/// Probes (the cases `only`) the reference Librarian with `tweak`'s answers in place.
+async fn probe_tweaked<F>(only: &[&str], tweak: F) -> Report
+where
+    F: Fn(&agent_tck::mock::http1::Request) -> Option<agent_tck::mock::http1::Response>
+        + Send
+        + Sync
+        + 'static,
+{
+    use agent_tck::protocols::librarian::server::Librarian;
+    let handler = Tweaked {
+        inner: Librarian::new(reference_registry(), Flaws::default()),
+        tweak,
+    };
+    let running =
+        agent_tck::mock::http1::spawn(std::sync::Arc::new(handler), ([127, 0, 0, 1], 0).into())
+            .await
+            .unwrap();
+    let report = probe(&running.url(), only).await;
+    running.stop().await;
+    report
+}
+
+fn json_answer(status: u16, body: Value) -> Option<agent_tck::mock::http1::Response> {
+    Some(agent_tck::mock::http1::Response::new(
+        status,
+        "application/json",
+        body.to_string().into_bytes(),
+    ))
+}
+
+/// The body of a POST, when it is JSON.
+fn body_of(r: &agent_tck::mock::http1::Request) -> Option<Value> {
+    serde_json::from_slice(&r.body).ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_request_id_answered_200_fails_status_unknown() {
+    let report = probe_tweaked(&["status.*"], |r| {
+        r.path()
+            .starts_with("/agent/status/tck-no-such-request-")
+            .then(|| json!({"request_id": "x", "status": "APPROVED"}))
+            .and_then(|v| json_answer(200, v))
+    })
+    .await;
+    assert_eq!(ids_with(&report, Status::Fail), vec!["status.unknown"]);
+    assert!(
+        case(&report, "status.unknown")
+            .message
+            .contains("answered 200; expected 404"),
+        "{}",
+        case(&report, "status.unknown").message
+    );
+    assert_eq!(
+        case(&report, "status.lookup")
+            .evidence
+            .as_ref()
+            .unwrap()
+            .judged,
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn content_under_the_limit_refused_for_its_size_fails_and_refused_for_nothing_named_skips() {
+    let under = |r: &agent_tck::mock::http1::Request| {
+        body_of(r).and_then(|b| b["content"].as_str().map(str::len)) == Some(102_000)
+    };
+    let report = probe_tweaked(&["limits.content-under"], move |r| {
+        under(r).then(|| agent_tck::mock::http1::Response::json_error(413, "payload too large"))
+    })
+    .await;
+    let c = case(&report, "limits.content-under");
+    assert_eq!(c.status, Status::Fail, "{}", c.message);
+    assert!(
+        c.message
+            .contains("content at 102000 bytes, within the limit, was refused for it (413)"),
+        "{}",
+        c.message
+    );
+    let report = probe_tweaked(&["limits.content-under"], move |r| {
+        under(r).then(|| json_answer(400, json!({"detail": "bad request"})))?
+    })
+    .await;
+    let c = case(&report, "limits.content-under");
+    assert_eq!(c.status, Status::Skip, "{}", c.message);
+    assert!(
+        c.message
+            .contains("was refused with 400 for something it does not name"),
+        "{}",
+        c.message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_404_to_a_malformed_body_from_a_live_endpoint_says_nothing() {
+    let report = probe_tweaked(&["input.malformed-json", "input.empty-body"], |r| {
+        (r.method == "POST" && body_of(r).is_none())
+            .then(|| json_answer(404, json!({"detail": "Not Found"})))?
+    })
+    .await;
+    for id in ["input.malformed-json", "input.empty-body"] {
+        let c = case(&report, id);
+        assert_eq!(c.status, Status::Skip, "{id}: {}", c.message);
+        assert!(
+            c.message
+                .contains("was answered 404, as if there were no such endpoint, which says nothing of the fault"),
+            "{id}: {}",
+            c.message
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_without_a_token_answered_400_fails_auth_no_token() {
+    let report = probe_tweaked(&["auth.*"], |r| {
+        r.header("authorization")
+            .is_none()
+            .then(|| json_answer(400, json!({"detail": "bad request"})))?
+    })
+    .await;
+    assert_eq!(ids_with(&report, Status::Fail), vec!["auth.no-token"]);
+    assert!(
+        case(&report, "auth.no-token")
+            .message
+            .contains("no-token: answered 400; expected 401 or 403"),
+        "{}",
+        case(&report, "auth.no-token").message
+    );
+    assert_eq!(ids_with(&report, Status::Pass).len(), 2);
+}
+
+/// A 5xx counts wherever it comes from, even from an endpoint that never answered 2xx.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_5xx_from_any_endpoint_fails_no_5xx() {
+    let report = probe_tweaked(
+        &["request.approval", "capabilities.get", "request.no-5xx"],
+        |r| {
+            (r.path() == "/agent/capabilities")
+                .then(|| json_answer(503, json!({"detail": "unavailable"})))?
+        },
+    )
+    .await;
+    assert_eq!(
+        ids_with(&report, Status::Fail),
+        vec!["capabilities.get", "request.no-5xx"]
+    );
+    let c = case(&report, "request.no-5xx");
+    assert!(c.message.contains("capabilities: 503"), "{}", c.message);
+    assert_eq!(c.evidence.as_ref().unwrap().judged, 2, "{c:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_that_do_not_name_the_missing_field_pass_its_case_and_fail_fields_named() {
+    let report = probe_tweaked(&["fields.*"], |r| {
+        let b = body_of(r)?;
+        let missing = ["content", "rationale", "target_type"]
+            .iter()
+            .any(|f| b.get(*f).is_none() && b["request_type"] == "APPROVAL");
+        missing.then(|| json_answer(400, json!({"detail": "invalid request"})))?
+    })
+    .await;
+    assert_eq!(ids_with(&report, Status::Fail), vec!["fields.named"]);
+    let named = case(&report, "fields.named");
+    assert!(
+        named
+            .message
+            .starts_with("3 of 9 refusals for a missing field: without content"),
+        "{}",
+        named.message
+    );
+    assert_eq!(
+        case(&report, "fields.approval-without-content").message,
+        "APPROVAL without content: 400"
+    );
+}
