@@ -5,6 +5,10 @@
 //! answered within 10 s at p99, the server still answering at the end — with latency percentiles
 //! per kind of client.
 //!
+//! Until some client gets a LibrarianResponse the server has not answered as a Librarian: then
+//! only `fleet.conforming-served` (and a 5xx, wherever) is judged; the refusals, the flood and
+//! the latencies are skipped, saying so.
+//!
 //! ```yaml
 //! protocol: librarian
 //! librarian:

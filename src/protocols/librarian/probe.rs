@@ -5,6 +5,11 @@
 //! The client keeps to the protocol itself: outside the rate group, a 429 is waited out
 //! (Retry-After, at most 60 s) and the request retried, at most 3 times (max_retry_attempts),
 //! so that a run soon after another is not failed by the Librarian's own limit.
+//!
+//! A case passes only on evidence (how many of what it judged). A refusal counts only from an
+//! endpoint that answers its own valid request (see [`Gate`]): against a server without the
+//! routes, only the cases that judge an endpoint itself fail, and the rest skip saying what
+//! would exercise them.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -977,7 +982,7 @@ async fn limit(
             };
             Verdict::held(1, of, format!("refused ({}), {naming}", got.decision()))
         }
-        (false, _) if names => Verdict::fail(
+        (false, Refusal::Refused) if names => Verdict::fail(
             format!(
                 "{what}, within the limit, was refused for it ({})",
                 got.decision()
