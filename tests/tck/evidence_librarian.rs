@@ -801,3 +801,51 @@ async fn refusals_that_do_not_name_the_missing_field_pass_its_case_and_fail_fiel
         "APPROVAL without content: 400"
     );
 }
+
+/// A Librarian that answers GET /agent/capabilities before the fleet and not after it fails
+/// `fleet.capabilities-after`; one that never answered it gives that case nothing to judge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fleet_judges_capabilities_after_only_against_a_before() {
+    use agent_tck::protocols::librarian::server::Librarian;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    for answered_before in [true, false] {
+        let asked = AtomicUsize::new(0);
+        let handler = Tweaked {
+            inner: Librarian::new(reference_registry(), Flaws::default()),
+            tweak: move |r: &agent_tck::mock::http1::Request| {
+                if r.path() != "/agent/capabilities" {
+                    return None;
+                }
+                let first = asked.fetch_add(1, Ordering::SeqCst) == 0;
+                (!(first && answered_before))
+                    .then(|| json_answer(503, json!({"detail": "unavailable"})))?
+            },
+        };
+        let running =
+            agent_tck::mock::http1::spawn(std::sync::Arc::new(handler), ([127, 0, 0, 1], 0).into())
+                .await
+                .unwrap();
+        let fleet = Fleet::parse("fleet.yaml", &fleet_file(&running.url()), None).unwrap();
+        let report = tokio::time::timeout(Duration::from_secs(60), fleet::run(&fleet, false, 1))
+            .await
+            .expect("the fleet ends");
+        running.stop().await;
+        let after = case(&report, "fleet.capabilities-after");
+        if answered_before {
+            assert_eq!(after.status, Status::Fail, "{}", after.message);
+            assert_eq!(
+                after.message,
+                "answered 200 before the fleet, then: answered 503"
+            );
+        } else {
+            assert_eq!(after.status, Status::Skip, "{}", after.message);
+            assert!(
+                after
+                    .message
+                    .contains("answered 503 before the fleet already"),
+                "{}",
+                after.message
+            );
+        }
+    }
+}
