@@ -1,1 +1,851 @@
 //! Every verdict earned (librarian): peers that give nothing to judge, break one rule, or conform.
+//!
+//! The peer that gives nothing to judge is a server with none of the routes (404
+//! `{"detail":"Not Found"}` to everything, as a web framework answers a route it lacks): it once
+//! passed 21 cases of `probe librarian`, 17 of them MUST. Only the cases that judge whether an
+//! endpoint answers its own valid request may speak of it (they fail); every other case skips,
+//! saying what would exercise it.
+
+use std::time::Duration;
+
+use agent_tck::protocols::librarian::commands::{reference, reference_registry, reference_tokens};
+use agent_tck::protocols::librarian::fleet::{self, Fleet};
+use agent_tck::protocols::librarian::probe::{run, Settings};
+use agent_tck::protocols::librarian::server::Flaws;
+use agent_tck::report::{Level, Report, Status, NO_EVIDENCE, NO_REASON};
+use agent_tck::transport::http::BaseUrl;
+use serde_json::{json, Value};
+
+/// A server with none of the Librarian's routes.
+async fn no_routes() -> crate::stub_server::Running {
+    let app = axum::Router::new().fallback(|| async {
+        (
+            axum::http::StatusCode::NOT_FOUND,
+            axum::Json(json!({"detail": "Not Found"})),
+        )
+    });
+    crate::stub_server::spawn(([127, 0, 0, 1], 0).into(), app)
+        .await
+        .expect("bind loopback")
+}
+
+fn settings(url: &str, only: &[&str]) -> Settings {
+    Settings {
+        base: BaseUrl::parse(url).unwrap(),
+        tokens: reference_tokens(),
+        timeout: Duration::from_secs(10),
+        max_body: 5_000_000,
+        common: agent_tck::probe::args::Common {
+            seed: 3,
+            only: only.iter().map(|s| s.to_string()).collect(),
+            strict: false,
+        },
+        quick: false,
+        registry: Some(reference_registry()),
+    }
+}
+
+async fn probe(url: &str, only: &[&str]) -> Report {
+    tokio::time::timeout(Duration::from_secs(180), run(&settings(url, only), &|_| {}))
+        .await
+        .expect("the probe ends within its deadlines")
+        .unwrap()
+}
+
+fn case<'a>(report: &'a Report, id: &str) -> &'a agent_tck::report::CaseResult {
+    report
+        .cases
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no case {id}: {:#?}", report.cases))
+}
+
+fn ids_with(report: &Report, status: Status) -> Vec<&str> {
+    report
+        .cases
+        .iter()
+        .filter(|c| c.status == status)
+        .map(|c| c.id.as_str())
+        .collect()
+}
+
+/// MUST and SHOULD cases that passed.
+fn passed_that_matter(report: &Report) -> Vec<&str> {
+    report
+        .cases
+        .iter()
+        .filter(|c| c.status == Status::Pass && c.level != Level::May)
+        .map(|c| c.id.as_str())
+        .collect()
+}
+
+/// Words of a reason that says what would exercise the case.
+const EXERCISE_WORDS: [&str; 6] = ["exercise", "give ", "add ", "point ", "have ", "start it"];
+
+/// Every skip has a reason of its own (never the report's sentinels), which says what would
+/// exercise the case.
+fn assert_skips_explain(report: &Report) {
+    for c in report.cases.iter().filter(|c| c.status == Status::Skip) {
+        assert!(
+            !c.message.starts_with(NO_EVIDENCE) && !c.message.starts_with(NO_REASON),
+            "{}: {}",
+            c.id,
+            c.message
+        );
+        assert!(
+            EXERCISE_WORDS.iter().any(|w| c.message.contains(w)),
+            "{}: the skip does not say what would exercise it: {}",
+            c.id,
+            c.message
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_against_a_server_without_the_routes_passes_nothing_and_each_skip_says_why() {
+    let server = no_routes().await;
+    let report = probe(&server.url(), &[]).await;
+    server.stop().await;
+    assert_eq!(passed_that_matter(&report), Vec::<&str>::new());
+    // The cases that judge whether an endpoint answers its own valid request fail, naming the
+    // 404; nothing else does.
+    assert_eq!(
+        ids_with(&report, Status::Fail),
+        vec![
+            "request.approval",
+            "request.query",
+            "request.validate",
+            "context.query",
+            "capabilities.get"
+        ]
+    );
+    for (id, message) in crate::support::failing(&report) {
+        assert!(message.contains("answered 404"), "{id}: {message}");
+    }
+    assert_eq!(report.exit_code(), 1);
+    assert_skips_explain(&report);
+    // A refusal of a faulty request says nothing while the valid one gets a 404.
+    for id in [
+        "fields.approval-without-content",
+        "input.malformed-json",
+        "limits.content-under",
+        "limits.content-over",
+        "auth.no-token",
+        "registry.target-outside",
+    ] {
+        let c = case(&report, id);
+        assert_eq!(c.status, Status::Skip, "{id}: {}", c.message);
+        assert!(
+            c.message
+                .contains("a valid APPROVAL to POST /agent/request was answered 404")
+                && c.message.contains("(request.approval judges that)"),
+            "{id}: {}",
+            c.message
+        );
+    }
+    let unknown = case(&report, "status.unknown");
+    assert_eq!(unknown.status, Status::Skip);
+    assert!(
+        unknown.message.contains("a valid QUERY was answered 404"),
+        "{}",
+        unknown.message
+    );
+    for id in ["request.within-timeout", "request.no-5xx"] {
+        let c = case(&report, id);
+        assert_eq!(c.status, Status::Skip, "{id}");
+        assert!(
+            c.message
+                .starts_with("not judged: no answers from endpoints that answered 2xx"),
+            "{id}: {}",
+            c.message
+        );
+    }
+    assert!(
+        case(&report, "request.report")
+            .message
+            .contains("needs an approved APPROVAL first"),
+        "{}",
+        case(&report, "request.report").message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_librarian_on_the_command_line_exits_1_against_a_server_without_the_routes() {
+    let server = no_routes().await;
+    let dir = crate::support::TempDir::new("evidence-librarian-cli");
+    let json_path = dir.path("r.json");
+    let url = server.url();
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(crate::support::EXE)
+            .args(["probe", "librarian", "--url", &url, "--quick"])
+            .args(["--token", "claude-3=tck-token-claude-3"])
+            .args(["--json", &json_path])
+            .env("NO_COLOR", "1")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the probe ends")
+    .unwrap();
+    server.stop().await;
+    assert_eq!(out.status.code(), Some(1), "{}", crate::support::text(&out));
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    for c in report["cases"].as_array().unwrap() {
+        assert!(
+            c["status"] != "pass" || c["level"] == "may",
+            "{} passed against no routes: {c}",
+            c["id"]
+        );
+        if c["status"] == "skip" {
+            let message = c["message"].as_str().unwrap();
+            assert!(
+                EXERCISE_WORDS.iter().any(|w| message.contains(w)),
+                "{}: {message}",
+                c["id"]
+            );
+        }
+    }
+    assert_eq!(
+        case_status(&report, "limits.content-under"),
+        "skip",
+        "the case that once passed on a 404"
+    );
+}
+
+fn case_status(report: &Value, id: &str) -> String {
+    crate::support::case_statuses(report)
+        .into_iter()
+        .find(|(i, _)| i == id)
+        .map(|(_, s)| s)
+        .unwrap_or_default()
+}
+
+/// Every kind of client the brief's no-routes server is to be held against, for a second.
+fn fleet_file(url: &str) -> String {
+    let t = reference_tokens();
+    let (a1, t1, a2, t2) = (&t[0].0, &t[0].1, &t[1].0, &t[1].1);
+    let mut text = format!(
+        "protocol: librarian\nlibrarian:\n  url: {url}\n  duration: 1s\n  clients:\n    - {{ name: steady, agent: {a1}, token: {t1}, behavior: conforming, rate: 120/min }}\n    - {{ name: flood, agent: {a2}, token: {t2}, behavior: flood, rate: 6000/min }}\n"
+    );
+    for b in [
+        "oversized",
+        "missing-fields",
+        "malformed-json",
+        "wrong-token",
+    ] {
+        text.push_str(&format!(
+            "    - {{ name: {b}-client, agent: {a2}, token: {t2}, behavior: {b}, rate: 120/min }}\n"
+        ));
+    }
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_fleet_passes_nothing_against_a_server_without_the_routes() {
+    let server = no_routes().await;
+    let fleet = Fleet::parse("fleet.yaml", &fleet_file(&server.url()), None).unwrap();
+    let report = tokio::time::timeout(Duration::from_secs(60), fleet::run(&fleet, false, 1))
+        .await
+        .expect("the fleet ends");
+    server.stop().await;
+    assert_eq!(passed_that_matter(&report), Vec::<&str>::new());
+    assert_eq!(
+        ids_with(&report, Status::Pass),
+        Vec::<&str>::new(),
+        "not even the latency of 404s"
+    );
+    let failed = crate::support::failing(&report);
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0].0, "fleet.conforming-served");
+    assert!(
+        failed[0].1.contains("steady (conforming): answered 404"),
+        "{}",
+        failed[0].1
+    );
+    assert_eq!(report.exit_code(), 1);
+    assert_skips_explain(&report);
+    for id in ["fleet.no-5xx", "fleet.refusals", "fleet.flood-limited"] {
+        let c = case(&report, id);
+        assert_eq!(c.status, Status::Skip, "{id}");
+        assert!(
+            c.message.contains("never answered as a Librarian")
+                && c.message.contains("point --platform-url"),
+            "{id}: {}",
+            c.message
+        );
+    }
+    assert!(
+        case(&report, "fleet.capabilities-after")
+            .message
+            .contains("answered 404 before the fleet already"),
+        "{}",
+        case(&report, "fleet.capabilities-after").message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fleet_judges_the_reference_on_evidence() {
+    let served = reference(Flaws::default()).await.unwrap();
+    let fleet = Fleet::parse("fleet.yaml", &fleet_file(&served.url), None).unwrap();
+    let report = tokio::time::timeout(Duration::from_secs(60), fleet::run(&fleet, false, 1))
+        .await
+        .expect("the fleet ends");
+    served.stop().await;
+    assert_eq!(crate::support::failing(&report), vec![]);
+    for c in &report.cases {
+        assert_eq!(c.status, Status::Pass, "{}: {}", c.id, c.message);
+        let e = c.evidence.as_ref().unwrap();
+        assert!(e.judged > 0 && !e.of.is_empty(), "{}: {e:?}", c.id);
+    }
+    // 6000/min for a second: about 100 requests, more than 60 within the minute.
+    assert_eq!(
+        case(&report, "fleet.flood-limited")
+            .evidence
+            .as_ref()
+            .unwrap()
+            .of,
+        "flooding clients"
+    );
+    assert_eq!(
+        case(&report, "fleet.capabilities-after").message,
+        "200, as before the fleet"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_too_slow_to_pass_the_limit_is_not_judged() {
+    let served = reference(Flaws::default()).await.unwrap();
+    let t = reference_tokens();
+    let text = format!(
+        "protocol: librarian\nlibrarian:\n  url: {}\n  duration: 1s\n  clients:\n    - {{ name: slowflood, agent: {}, token: {}, behavior: flood, rate: 300/min }}\n",
+        served.url, t[1].0, t[1].1
+    );
+    let fleet = Fleet::parse("fleet.yaml", &text, None).unwrap();
+    let report = fleet::run(&fleet, false, 1).await;
+    served.stop().await;
+    let flood = case(&report, "fleet.flood-limited");
+    assert_eq!(flood.status, Status::Skip, "{}", flood.message);
+    assert!(
+        flood
+            .message
+            .contains("no client sent more than 60 requests within a minute"),
+        "{}",
+        flood.message
+    );
+    let served_case = case(&report, "fleet.conforming-served");
+    assert_eq!(served_case.status, Status::Skip);
+    assert!(
+        served_case
+            .message
+            .contains("add one (`behavior: conforming`)"),
+        "{}",
+        served_case.message
+    );
+}
+
+/// The reference Librarian passes every case on evidence that says how many of what it judged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_passes_on_evidence() {
+    let served = reference(Flaws::default()).await.unwrap();
+    let report = probe(
+        &served.url,
+        &["request.*", "status.*", "fields.*", "limits.*", "auth.*"],
+    )
+    .await;
+    served.stop().await;
+    for c in &report.cases {
+        assert_eq!(c.status, Status::Pass, "{}: {}", c.id, c.message);
+        let e = c.evidence.as_ref().unwrap();
+        assert!(e.judged > 0 && !e.of.is_empty(), "{}: {e:?}", c.id);
+    }
+    let e = |id: &str| {
+        let e = case(&report, id).evidence.clone().unwrap();
+        (e.judged, e.of)
+    };
+    assert_eq!(
+        e("request.approval"),
+        (1, "valid APPROVAL requests answered".to_string())
+    );
+    assert_eq!(
+        e("fields.report-without-completed"),
+        (1, "REPORT requests without completed".to_string())
+    );
+    assert_eq!(
+        e("limits.content-under"),
+        (1, "APPROVALs with content at 102000 bytes".to_string())
+    );
+    assert_eq!(
+        e("status.unknown"),
+        (1, "lookups of an unknown request_id".to_string())
+    );
+    let (answers, of) = e("request.within-timeout");
+    assert!(answers > 20, "{answers} {of}");
+    let (refusals, of) = e("fields.named");
+    assert_eq!(
+        (refusals, of.as_str()),
+        (9, "refusals for a missing field"),
+        "one per fields.* case"
+    );
+}
+
+/// A Librarian without the status route: only status.lookup, which judges the endpoint, fails;
+/// the other cases about it have nothing to judge and say so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_status_route_fails_its_own_case_and_skips_the_rest() {
+    let served = reference(Flaws::named("no-status-endpoint").unwrap())
+        .await
+        .unwrap();
+    let report = probe(&served.url, &["status.*", "lifecycle.*"]).await;
+    served.stop().await;
+    assert_eq!(ids_with(&report, Status::Fail), vec!["status.lookup"]);
+    assert!(
+        case(&report, "status.lookup")
+            .message
+            .contains("answered 404"),
+        "{}",
+        case(&report, "status.lookup").message
+    );
+    assert_eq!(
+        ids_with(&report, Status::Skip),
+        vec![
+            "status.unknown",
+            "status.no-leak",
+            "lifecycle.report-completes",
+            "lifecycle.escalation"
+        ]
+    );
+    for id in ids_with(&report, Status::Skip) {
+        let m = &case(&report, id).message;
+        assert!(
+            m.contains(
+                "GET /agent/status/{request_id} of the agent's own request was answered 404 \
+                 (status.lookup judges that)"
+            ),
+            "{id}: {m}"
+        );
+    }
+    assert_skips_explain(&report);
+}
+
+/// A mock Librarian with `steps` as its script, and a client's way to it.
+struct MockSession {
+    served: agent_tck::protocols::librarian::server::Served,
+    base: BaseUrl,
+}
+
+impl MockSession {
+    async fn start(steps: &[&str]) -> MockSession {
+        use agent_tck::protocols::librarian::mock::{Script, Step};
+        use agent_tck::protocols::librarian::server::{self, Librarian};
+        let steps = steps.iter().map(|s| Step::parse(s).unwrap()).collect();
+        let served =
+            server::serve(Librarian::new(Vec::new(), Flaws::default()).mocking(Script::new(steps)))
+                .await
+                .unwrap();
+        let base = BaseUrl::parse(&served.url).unwrap();
+        MockSession { served, base }
+    }
+
+    /// POSTs `body` to /agent/request with a token; the answer's status.
+    async fn post(&self, body: &Value) -> u16 {
+        use agent_tck::transport::http::{send, Limits, Request};
+        let request = Request {
+            method: "POST".into(),
+            path: "/agent/request".into(),
+            headers: vec![
+                ("content-type".into(), "application/json".into()),
+                ("authorization".into(), "Bearer tck-evidence-client".into()),
+            ],
+            body: body.to_string().into(),
+        };
+        let limits = Limits {
+            deadline: Duration::from_secs(10),
+            ..Limits::default()
+        };
+        send(&self.base, &request, limits).await.unwrap().status
+    }
+
+    async fn verdicts(self) -> Vec<agent_tck::report::CaseResult> {
+        let cases = self.served.librarian.judge.as_ref().unwrap().cases();
+        self.served.stop().await;
+        cases
+    }
+}
+
+fn verdict<'a>(
+    cases: &'a [agent_tck::report::CaseResult],
+    id: &str,
+) -> &'a agent_tck::report::CaseResult {
+    cases.iter().find(|c| c.id == id).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mock_librarian_judges_what_the_client_exercised_and_names_what_would_exercise_the_rest(
+) {
+    // No request: every rule skips, saying so.
+    let idle = MockSession::start(&["decide"]).await.verdicts().await;
+    assert_eq!(idle.len(), 8);
+    for c in &idle {
+        assert_eq!(c.status, Status::Skip, "{}", c.id);
+        assert!(
+            c.message
+                .contains("no request reached the mock Librarian; point the agent client"),
+            "{}: {}",
+            c.id,
+            c.message
+        );
+    }
+    // Two valid QUERYs, decided by the rules: the schema, the token and the rate are judged on
+    // them; nothing else was exercised, and each skip names what would.
+    let session = MockSession::start(&["decide"]).await;
+    for n in 0..2 {
+        assert_eq!(
+            session
+                .post(&agent_tck::protocols::librarian::model::request(
+                    "example-agent",
+                    "QUERY",
+                    n
+                ))
+                .await,
+            200
+        );
+    }
+    let cases = session.verdicts().await;
+    for (id, of) in [
+        ("client.request-schema", "requests to /agent/request"),
+        ("client.bearer", "requests"),
+        ("client.rate", "requests to /agent/request"),
+    ] {
+        let c = verdict(&cases, id);
+        assert_eq!(c.status, Status::Pass, "{id}: {}", c.message);
+        assert_eq!(
+            c.evidence.as_ref().map(|e| (e.judged, e.of.as_str())),
+            Some((2, of)),
+            "{id}"
+        );
+    }
+    for (id, would) in [
+        ("client.backs-off", "add a `429:SECS` step to --script"),
+        ("client.polling", "add an `escalate:DUR` step to --script"),
+        (
+            "client.retries",
+            "add a `500`, `reset`, `malformed-json` or `429:SECS` step",
+        ),
+        ("client.reports", "no APPROVAL was approved"),
+        (
+            "client.no-unchanged-resend",
+            "add a `reject` step to --script",
+        ),
+    ] {
+        let c = verdict(&cases, id);
+        assert_eq!(c.status, Status::Skip, "{id}");
+        assert!(c.message.contains(would), "{id}: {}", c.message);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mock_librarian_judges_retries_and_resends_on_their_occasions() {
+    use agent_tck::protocols::librarian::model::request;
+    // Two 500s, retried once: held, on two failures answered.
+    let session = MockSession::start(&["500"]).await;
+    let body = request("example-agent", "APPROVAL", 1);
+    for _ in 0..2 {
+        assert_eq!(session.post(&body).await, 500);
+    }
+    let cases = session.verdicts().await;
+    let retries = verdict(&cases, "client.retries");
+    assert_eq!(retries.status, Status::Pass, "{}", retries.message);
+    assert_eq!(
+        retries.evidence.as_ref().map(|e| e.judged),
+        Some(2),
+        "{retries:?}"
+    );
+    // The same request sent five times after 500s: four retries, one too many.
+    let session = MockSession::start(&["500"]).await;
+    for _ in 0..5 {
+        session.post(&body).await;
+    }
+    let cases = session.verdicts().await;
+    let retries = verdict(&cases, "client.retries");
+    assert_eq!(retries.status, Status::Fail);
+    assert!(
+        retries
+            .message
+            .contains("token #1: the same request sent 5 times"),
+        "{}",
+        retries.message
+    );
+    // A rejected request sent again unchanged, then changed.
+    let session = MockSession::start(&["reject"]).await;
+    let mut body = request("example-agent", "APPROVAL", 2);
+    session.post(&body).await;
+    session.post(&body).await;
+    body["rationale"] = json!("fixed after the rejection");
+    session.post(&body).await;
+    let cases = session.verdicts().await;
+    let resend = verdict(&cases, "client.no-unchanged-resend");
+    assert_eq!(resend.status, Status::Fail);
+    assert_eq!(resend.evidence.as_ref().map(|e| e.judged), Some(2));
+    assert!(
+        resend
+            .message
+            .contains("1 of 2 requests after a rejection break the rule"),
+        "{}",
+        resend.message
+    );
+}
+
+/// The reference Librarian with some answers replaced: `tweak` answers the requests it wants
+/// to (a departure from the document), the reference the rest.
+struct Tweaked<F> {
+    inner: agent_tck::protocols::librarian::server::Librarian,
+    tweak: F,
+}
+
+impl<F> agent_tck::mock::http1::Handler for Tweaked<F>
+where
+    F: Fn(&agent_tck::mock::http1::Request) -> Option<agent_tck::mock::http1::Response>
+        + Send
+        + Sync
+        + 'static,
+{
+    type Note = ();
+
+    async fn handle(
+        &self,
+        request: agent_tck::mock::http1::Request,
+    ) -> (agent_tck::mock::http1::Plan, ()) {
+        match (self.tweak)(&request) {
+            Some(answer) => (agent_tck::mock::http1::Plan::immediate(answer), ()),
+            None => self.inner.handle(request).await,
+        }
+    }
+
+    async fn finish(&self, _: (), _: agent_tck::mock::http1::Delivered) {}
+}
+
+/// Probes (the cases `only`) the reference Librarian with `tweak`'s answers in place.
+async fn probe_tweaked<F>(only: &[&str], tweak: F) -> Report
+where
+    F: Fn(&agent_tck::mock::http1::Request) -> Option<agent_tck::mock::http1::Response>
+        + Send
+        + Sync
+        + 'static,
+{
+    use agent_tck::protocols::librarian::server::Librarian;
+    let handler = Tweaked {
+        inner: Librarian::new(reference_registry(), Flaws::default()),
+        tweak,
+    };
+    let running =
+        agent_tck::mock::http1::spawn(std::sync::Arc::new(handler), ([127, 0, 0, 1], 0).into())
+            .await
+            .unwrap();
+    let report = probe(&running.url(), only).await;
+    running.stop().await;
+    report
+}
+
+fn json_answer(status: u16, body: Value) -> Option<agent_tck::mock::http1::Response> {
+    Some(agent_tck::mock::http1::Response::new(
+        status,
+        "application/json",
+        body.to_string().into_bytes(),
+    ))
+}
+
+/// The body of a POST, when it is JSON.
+fn body_of(r: &agent_tck::mock::http1::Request) -> Option<Value> {
+    serde_json::from_slice(&r.body).ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_request_id_answered_200_fails_status_unknown() {
+    let report = probe_tweaked(&["status.*"], |r| {
+        r.path()
+            .starts_with("/agent/status/tck-no-such-request-")
+            .then(|| json!({"request_id": "x", "status": "APPROVED"}))
+            .and_then(|v| json_answer(200, v))
+    })
+    .await;
+    assert_eq!(ids_with(&report, Status::Fail), vec!["status.unknown"]);
+    assert!(
+        case(&report, "status.unknown")
+            .message
+            .contains("answered 200; expected 404"),
+        "{}",
+        case(&report, "status.unknown").message
+    );
+    assert_eq!(
+        case(&report, "status.lookup")
+            .evidence
+            .as_ref()
+            .unwrap()
+            .judged,
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn content_under_the_limit_refused_for_its_size_fails_and_refused_for_nothing_named_skips() {
+    let under = |r: &agent_tck::mock::http1::Request| {
+        body_of(r).and_then(|b| b["content"].as_str().map(str::len)) == Some(102_000)
+    };
+    let report = probe_tweaked(&["limits.content-under"], move |r| {
+        under(r).then(|| agent_tck::mock::http1::Response::json_error(413, "payload too large"))
+    })
+    .await;
+    let c = case(&report, "limits.content-under");
+    assert_eq!(c.status, Status::Fail, "{}", c.message);
+    assert!(
+        c.message
+            .contains("content at 102000 bytes, within the limit, was refused for it (413)"),
+        "{}",
+        c.message
+    );
+    let report = probe_tweaked(&["limits.content-under"], move |r| {
+        under(r).then(|| json_answer(400, json!({"detail": "bad request"})))?
+    })
+    .await;
+    let c = case(&report, "limits.content-under");
+    assert_eq!(c.status, Status::Skip, "{}", c.message);
+    assert!(
+        c.message
+            .contains("was refused with 400 for something it does not name"),
+        "{}",
+        c.message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_404_to_a_malformed_body_from_a_live_endpoint_says_nothing() {
+    let report = probe_tweaked(&["input.malformed-json", "input.empty-body"], |r| {
+        (r.method == "POST" && body_of(r).is_none())
+            .then(|| json_answer(404, json!({"detail": "Not Found"})))?
+    })
+    .await;
+    for id in ["input.malformed-json", "input.empty-body"] {
+        let c = case(&report, id);
+        assert_eq!(c.status, Status::Skip, "{id}: {}", c.message);
+        assert!(
+            c.message
+                .contains("was answered 404, as if there were no such endpoint, which says nothing of the fault"),
+            "{id}: {}",
+            c.message
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_without_a_token_answered_400_fails_auth_no_token() {
+    let report = probe_tweaked(&["auth.*"], |r| {
+        r.header("authorization")
+            .is_none()
+            .then(|| json_answer(400, json!({"detail": "bad request"})))?
+    })
+    .await;
+    assert_eq!(ids_with(&report, Status::Fail), vec!["auth.no-token"]);
+    assert!(
+        case(&report, "auth.no-token")
+            .message
+            .contains("no-token: answered 400; expected 401 or 403"),
+        "{}",
+        case(&report, "auth.no-token").message
+    );
+    assert_eq!(ids_with(&report, Status::Pass).len(), 2);
+}
+
+/// A 5xx counts wherever it comes from, even from an endpoint that never answered 2xx.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_5xx_from_any_endpoint_fails_no_5xx() {
+    let report = probe_tweaked(
+        &["request.approval", "capabilities.get", "request.no-5xx"],
+        |r| {
+            (r.path() == "/agent/capabilities")
+                .then(|| json_answer(503, json!({"detail": "unavailable"})))?
+        },
+    )
+    .await;
+    assert_eq!(
+        ids_with(&report, Status::Fail),
+        vec!["capabilities.get", "request.no-5xx"]
+    );
+    let c = case(&report, "request.no-5xx");
+    assert!(c.message.contains("capabilities: 503"), "{}", c.message);
+    assert_eq!(c.evidence.as_ref().unwrap().judged, 2, "{c:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_that_do_not_name_the_missing_field_pass_its_case_and_fail_fields_named() {
+    let report = probe_tweaked(&["fields.*"], |r| {
+        let b = body_of(r)?;
+        let missing = ["content", "rationale", "target_type"]
+            .iter()
+            .any(|f| b.get(*f).is_none() && b["request_type"] == "APPROVAL");
+        missing.then(|| json_answer(400, json!({"detail": "invalid request"})))?
+    })
+    .await;
+    assert_eq!(ids_with(&report, Status::Fail), vec!["fields.named"]);
+    let named = case(&report, "fields.named");
+    assert!(
+        named
+            .message
+            .starts_with("3 of 9 refusals for a missing field: without content"),
+        "{}",
+        named.message
+    );
+    assert_eq!(
+        case(&report, "fields.approval-without-content").message,
+        "APPROVAL without content: 400"
+    );
+}
+
+/// A Librarian that answers GET /agent/capabilities before the fleet and not after it fails
+/// `fleet.capabilities-after`; one that never answered it gives that case nothing to judge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fleet_judges_capabilities_after_only_against_a_before() {
+    use agent_tck::protocols::librarian::server::Librarian;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    for answered_before in [true, false] {
+        let asked = AtomicUsize::new(0);
+        let handler = Tweaked {
+            inner: Librarian::new(reference_registry(), Flaws::default()),
+            tweak: move |r: &agent_tck::mock::http1::Request| {
+                if r.path() != "/agent/capabilities" {
+                    return None;
+                }
+                let first = asked.fetch_add(1, Ordering::SeqCst) == 0;
+                (!(first && answered_before))
+                    .then(|| json_answer(503, json!({"detail": "unavailable"})))?
+            },
+        };
+        let running =
+            agent_tck::mock::http1::spawn(std::sync::Arc::new(handler), ([127, 0, 0, 1], 0).into())
+                .await
+                .unwrap();
+        let fleet = Fleet::parse("fleet.yaml", &fleet_file(&running.url()), None).unwrap();
+        let report = tokio::time::timeout(Duration::from_secs(60), fleet::run(&fleet, false, 1))
+            .await
+            .expect("the fleet ends");
+        running.stop().await;
+        let after = case(&report, "fleet.capabilities-after");
+        if answered_before {
+            assert_eq!(after.status, Status::Fail, "{}", after.message);
+            assert_eq!(
+                after.message,
+                "answered 200 before the fleet, then: answered 503"
+            );
+        } else {
+            assert_eq!(after.status, Status::Skip, "{}", after.message);
+            assert!(
+                after
+                    .message
+                    .contains("answered 503 before the fleet already"),
+                "{}",
+                after.message
+            );
+        }
+    }
+}

@@ -57,7 +57,12 @@ async fn the_reference_librarian_passes_every_case() {
 async fn each_flawed_librarian_fails_exactly_its_case() {
     let _heavy = crate::support::heavy().await;
     // An empty body is not JSON either: the crash shows under both input cases.
-    let expected: [(&str, &[&str], &str); 11] = [
+    let expected: [(&str, &[&str], &str); 12] = [
+        (
+            "no-status-endpoint",
+            &["status.lookup"],
+            "GET /agent/status/req-",
+        ),
         (
             "silent-429",
             &["rate.retry-after"],

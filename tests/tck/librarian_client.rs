@@ -314,3 +314,119 @@ async fn mock_librarian_on_the_command_line_stops_after_n_requests_and_journals_
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["protocol"], "librarian");
 }
+
+/// Runs `mock librarian` (with `extra` flags) until 4 requests: from each of two clients, one
+/// with a long token and one with a short one, a body that is not JSON (a verdict's example
+/// names its sender) and a valid QUERY. Returns everything it wrote: console, JSON, JUnit, HTML.
+async fn mock_librarian_outputs(extra: &[&str], tokens: [(&str, &str); 2]) -> (String, Value) {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt};
+    let dir = crate::support::TempDir::new("mock-librarian-tokens");
+    let (json_path, junit, html) = (dir.path("r.json"), dir.path("r.xml"), dir.path("r.html"));
+    let mut mock = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"))
+        .args(["mock", "librarian", "--port", "0", "--until", "4-requests"])
+        .args(["--json", &json_path, "--junit", &junit, "--html", &html])
+        .args(extra)
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut out = tokio::io::BufReader::new(mock.stdout.take().unwrap());
+    let mut console = String::new();
+    out.read_line(&mut console).await.unwrap();
+    let url = console
+        .trim()
+        .rsplit_once("listening on ")
+        .unwrap()
+        .1
+        .to_string();
+    let base = BaseUrl::parse(&url).unwrap();
+    for (agent, token) in tokens {
+        let query = model::request(agent, "QUERY", 1);
+        for body in [
+            b"{\"agent_id\": \"half".to_vec(),
+            query.to_string().into_bytes(),
+        ] {
+            let request = Request {
+                method: "POST".into(),
+                path: "/agent/request".into(),
+                headers: vec![
+                    ("content-type".into(), "application/json".into()),
+                    ("authorization".into(), format!("Bearer {token}")),
+                ],
+                body: body.into(),
+            };
+            let limits = Limits {
+                deadline: Duration::from_secs(10),
+                ..Limits::default()
+            };
+            send(&base, &request, limits).await.unwrap();
+        }
+    }
+    let status = tokio::time::timeout(Duration::from_secs(20), mock.wait())
+        .await
+        .expect("the mock stops after 4 requests")
+        .unwrap();
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "bodies that are not JSON fail the client"
+    );
+    out.read_to_string(&mut console).await.unwrap();
+    mock.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut console)
+        .await
+        .unwrap();
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    let mut written = console;
+    for path in [&json_path, &junit, &html] {
+        written.push_str(&std::fs::read_to_string(path).unwrap());
+    }
+    (written, report)
+}
+
+/// A client's bearer token never shows in `mock librarian`'s verdicts, in any format, with or
+/// without a registry, however short: the judge names a token by its number.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mock_librarian_never_prints_a_clients_token() {
+    let tokens = [
+        ("claude-3", "tck-client-secret-7f3a9c"),
+        ("gemini-pro", "Qz9_Xv"),
+    ];
+    let dir = crate::support::TempDir::new("mock-librarian-registry");
+    let registry = dir.path("agents.yaml");
+    std::fs::write(
+        &registry,
+        format!(
+            "agents:\n  claude-3:\n    token: {}\n  gemini-pro:\n    token: {}\n",
+            tokens[0].1, tokens[1].1
+        ),
+    )
+    .unwrap();
+    for extra in [vec![], vec!["--registry", registry.as_str()]] {
+        let (written, report) = mock_librarian_outputs(&extra, tokens).await;
+        for (_, token) in tokens {
+            assert!(
+                !written.contains(token),
+                "{extra:?}: {token} is printed:\n{written}"
+            );
+        }
+        let schema = report["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == "client.request-schema")
+            .unwrap();
+        assert_eq!(schema["status"], "fail", "{extra:?}: {schema}");
+        let message = schema["message"].as_str().unwrap();
+        assert!(
+            message.contains("token #1: a body that is not JSON")
+                && message.contains("token #2: a body that is not JSON"),
+            "{extra:?}: {message}"
+        );
+    }
+}

@@ -475,5 +475,8 @@ pub async fn mock_librarian(
     let cases = judge.map(|j| j.cases()).unwrap_or_default();
     served.stop().await;
     served_librarian.flush_journal();
-    Ok(run.report(cases, &crate::text::Redactor::new(None)))
+    // Every token the client sent, and the registry's, masked wherever the report shows one.
+    let mut secrets = served_librarian.tokens_seen();
+    secrets.extend(served_librarian.registered_tokens());
+    Ok(run.report(cases, &crate::text::Redactor::new(secrets)))
 }

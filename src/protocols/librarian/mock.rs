@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use super::model::{self, LIMITS};
 use crate::mock::observe::Tally;
-use crate::report::{CaseResult, Level, Status};
+use crate::report::{CaseResult, Level};
 
 /// Requests, ids and bodies the judge follows at most, each kind (memory stays bounded under
 /// load; past it, new ones are not followed).
@@ -156,6 +156,9 @@ struct JudgeState {
     reports: Tally,
     resend: Tally,
     requests: u64,
+    /// Failures answered to /agent/request (5xx, a reset, a body that is not JSON, a 429):
+    /// each an occasion to retry, the evidence of `client.retries`.
+    failures: u64,
     /// Per agent: request times in the last minute; when a 429 lets it come back.
     windows: HashMap<String, VecDeque<Instant>>,
     not_before: HashMap<String, (Instant, u64)>,
@@ -261,10 +264,13 @@ impl ClientJudge {
             format!("{who}: {}", crate::schema::findings_message(&findings))
         });
         let hash = body_hash(body);
-        let fresh = !s.rejected.contains(&hash);
-        s.resend.check(fresh, || {
-            format!("{who}: a rejected request sent again unchanged")
-        });
+        // Judged once something was rejected: before, no request can be a resend of one.
+        if !s.rejected.is_empty() {
+            let fresh = !s.rejected.contains(&hash);
+            s.resend.check(fresh, || {
+                format!("{who}: a rejected request sent again unchanged")
+            });
+        }
         if body["request_type"] == "REPORT" {
             if let Some(id) = body["request_id"].as_str() {
                 let before = s.unreported.len();
@@ -299,6 +305,7 @@ impl ClientJudge {
             return;
         }
         let hash = s.last_hash.get(who).copied();
+        s.failures += u64::from(answered.retryable);
         if !answered.retryable {
             // Only failures count towards retries: a request answered is not retried.
             if let Some(h) = hash {
@@ -346,45 +353,27 @@ impl ClientJudge {
                 format!("{id} was approved and never reported (a REPORT with its request_id)")
             });
         }
+        // Every failure answered was an occasion to retry; the sends past 3 retries break it.
+        let retries = Tally {
+            checked: s.failures.max(s.retries.broken),
+            ..s.retries.clone()
+        };
         let g = "client";
         let mut cases = vec![
-            s.schema.case("client.request-schema", g, Level::Must, "every /agent/request body is a valid AgentRequest, with its type's required fields", "Request Message Format; Validation Rules: REQUIRED_FIELDS", "requests"),
-            s.bearer.case("client.bearer", g, Level::Must, "every request carries Authorization: Bearer TOKEN", "REST API Endpoints: auth: Bearer token (agent-specific)", "requests"),
-            s.rate.case("client.rate", g, Level::Must, "at most 60 requests a minute per agent", "REST API Endpoints: rate_limit: 60/minute per agent", "requests"),
-            s.backs_off.case("client.backs-off", g, Level::Must, "after a 429, the client waits at least Retry-After before its next request", "Troubleshooting: Rate limit exceeded (back off, check rate limit headers)", "answers after a 429"),
-            s.polling.case("client.polling", g, Level::Must, "an escalated request's status is polled no faster than once a second", "Common Operations: 4. Escalation Handling (poll status)", "polls of an escalated request"),
-            s.retries.case("client.retries", g, Level::Must, "a failed request is retried at most 3 times", "Protocol Settings: limits.max_retry_attempts", "requests"),
-            reports_case(&s, reports),
-            s.resend.case("client.no-unchanged-resend", g, Level::Should, "a rejected request is fixed before it is sent again, not resent unchanged", "Common Operations: 3. Handling Rejection", "requests"),
+            s.schema.judged("client.request-schema", g, Level::Must, "every /agent/request body is a valid AgentRequest, with its type's required fields", "Request Message Format; Validation Rules: REQUIRED_FIELDS", "requests to /agent/request", "the client made no POST /agent/request; have it ask for something"),
+            s.bearer.judged("client.bearer", g, Level::Must, "every request carries Authorization: Bearer TOKEN", "REST API Endpoints: auth: Bearer token (agent-specific)", "requests", "no request reached the mock Librarian"),
+            s.rate.judged("client.rate", g, Level::Must, "at most 60 requests a minute per agent", "REST API Endpoints: rate_limit: 60/minute per agent", "requests to /agent/request", "the client made no POST /agent/request; have it ask for something"),
+            s.backs_off.judged("client.backs-off", g, Level::Must, "after a 429, the client waits at least Retry-After before its next request", "Troubleshooting: Rate limit exceeded (back off, check rate limit headers)", "requests after a 429", "the client sent nothing after a 429; add a `429:SECS` step to --script and have the client go on after it"),
+            s.polling.judged("client.polling", g, Level::Must, "an escalated request's status is polled no faster than once a second", "Common Operations: 4. Escalation Handling (poll status)", "polls of an escalated request", "no escalated request's status was polled twice; add an `escalate:DUR` step to --script, for a client that polls GET /agent/status/{id}"),
+            retries.judged("client.retries", g, Level::Must, "a failed request is retried at most 3 times", "Protocol Settings: limits.max_retry_attempts", "failures answered (5xx, reset, malformed JSON, 429)", "the mock answered no request with a failure; add a `500`, `reset`, `malformed-json` or `429:SECS` step to --script"),
+            reports.judged("client.reports", g, Level::Should, "every approved APPROVAL is reported: a REPORT with its request_id", "Common Operations: 1. Agent Requesting Approval (report_completion)", "approved APPROVALs", "no APPROVAL was approved; have the client ask for approval (the `approve` step, or `decide` for a valid APPROVAL, approves it)"),
+            s.resend.judged("client.no-unchanged-resend", g, Level::Should, "a rejected request is fixed before it is sent again, not resent unchanged", "Common Operations: 3. Handling Rejection", "requests after a rejection", "no request was rejected; add a `reject` step to --script"),
         ];
-        for c in &mut cases {
-            if c.status == Status::Skip {
-                c.message = format!(
-                    "{} (the script gave it nothing to judge: see --script)",
-                    c.message
-                );
-            }
-        }
         if s.requests == 0 {
             for c in &mut cases {
-                c.skip("no request reached the mock Librarian");
+                c.skip("not judged: no request reached the mock Librarian; point the agent client at the URL it printed and have it make requests");
             }
         }
         cases
     }
-}
-
-fn reports_case(s: &JudgeState, reports: Tally) -> CaseResult {
-    let mut case = reports.case(
-        "client.reports",
-        "client",
-        Level::Should,
-        "every approved APPROVAL is reported: a REPORT with its request_id",
-        "Common Operations: 1. Agent Requesting Approval (report_completion)",
-        "approved APPROVALs",
-    );
-    if case.status == Status::Skip && s.unreported.is_empty() {
-        case.skip("no APPROVAL was approved");
-    }
-    case
 }

@@ -5,7 +5,13 @@
 //! The client keeps to the protocol itself: outside the rate group, a 429 is waited out
 //! (Retry-After, at most 60 s) and the request retried, at most 3 times (max_retry_attempts),
 //! so that a run soon after another is not failed by the Librarian's own limit.
+//!
+//! A case passes only on evidence (how many of what it judged). A refusal counts only from an
+//! endpoint that answers its own valid request (see [`Gate`]): against a server without the
+//! routes, only the cases that judge an endpoint itself fail, and the rest skip saying what
+//! would exercise them.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -17,7 +23,7 @@ use super::server::Registered;
 use crate::probe::args::Common;
 use crate::probe::checks::Check;
 use crate::probe::suite::CaseSpec;
-use crate::report::{CaseResult, Exchange, Report, Status};
+use crate::report::{CaseResult, Evidence, Exchange, Report};
 use crate::schema::{findings_message, schemas};
 use crate::text::{excerpt, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
@@ -47,6 +53,8 @@ impl Settings {
 /// One answer the run got, for the cases judged across it.
 struct Seen {
     what: String,
+    /// Which of the four endpoints answered (`request`, `status`, `context`, `capabilities`).
+    endpoint: &'static str,
     status: u16,
     elapsed: Duration,
     /// The request (for requests to /agent/request) and the parsed answer.
@@ -69,6 +77,84 @@ struct Client<'a> {
     judges_5xx: bool,
     /// The headers of the first 429 the rate group got.
     limited_with: Option<Vec<(String, String)>>,
+    /// Whether each endpoint answered its own valid request (see [`Gate`]), asked once a run.
+    gates: std::collections::HashMap<Gate, Result<(), String>>,
+}
+
+/// What a refusal is measured against: the endpoint answering its own valid request. A server
+/// that answers everything 404 refuses every faulty request too, and that says nothing of its
+/// rules; so the cases about refusals are judged only once the endpoint has answered a valid
+/// request as the document says (a LibrarianResponse, a RequestStatus, an AgentCapabilities).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Gate {
+    /// POST /agent/request answered a valid request of this type with a LibrarianResponse.
+    Request(&'static str),
+    /// GET /agent/status/{id} answered 200 for a request this agent made.
+    Status,
+    /// GET /agent/capabilities answered 200 with JSON.
+    Capabilities,
+}
+
+impl Gate {
+    /// The case that judges the endpoint itself, for a reader sent there.
+    fn judged_by(self) -> &'static str {
+        match self {
+            Gate::Request("QUERY") => "request.query",
+            Gate::Request("VALIDATE") => "request.validate",
+            Gate::Request(_) => "request.approval",
+            Gate::Status => "status.lookup",
+            Gate::Capabilities => "capabilities.get",
+        }
+    }
+}
+
+/// Whether `got` is the answer `gate`'s endpoint gives a valid request; if not, what it was.
+fn gate_verdict(gate: Gate, got: &Got) -> Result<(), String> {
+    let answered = match gate {
+        Gate::Request(_) => got.decided(),
+        Gate::Status | Gate::Capabilities => {
+            got.status == 200 && got.json.as_ref().is_some_and(Value::is_object)
+        }
+    };
+    if answered {
+        return Ok(());
+    }
+    let judged_by = gate.judged_by();
+    Err(match gate {
+        Gate::Request(t) => format!(
+            "a valid {t} to POST /agent/request was answered {}, not a LibrarianResponse \
+             ({judged_by} judges that)",
+            got.decision()
+        ),
+        Gate::Status => format!(
+            "GET /agent/status/{{request_id}} of the agent's own request was answered {} \
+             ({judged_by} judges that)",
+            got.status
+        ),
+        Gate::Capabilities => format!(
+            "GET /agent/capabilities was answered {} ({judged_by} judges that)",
+            got.status
+        ),
+    })
+}
+
+/// The gate of a request type (a REPORT needs an approved APPROVAL: the APPROVAL's).
+fn request_gate(request_type: &str) -> Gate {
+    let t = ["QUERY", "VALIDATE"]
+        .into_iter()
+        .find(|t| *t == request_type)
+        .unwrap_or("APPROVAL");
+    Gate::Request(t)
+}
+
+/// The endpoint a path is on (for the cases judged across the run).
+fn endpoint_of(path: &str) -> &'static str {
+    match path {
+        "/agent/request" => "request",
+        "/agent/context" => "context",
+        "/agent/capabilities" => "capabilities",
+        _ => "status",
+    }
 }
 
 /// What came back from one request.
@@ -89,6 +175,27 @@ impl Got {
                 .and_then(|v| v.get("status"))
                 .and_then(Value::as_str)
                 == Some("approved")
+    }
+
+    /// Whether this is a LibrarianResponse with a decision (whichever): the endpoint answered
+    /// as the document says.
+    fn decided(&self) -> bool {
+        (200..300).contains(&self.status)
+            && self
+                .json
+                .as_ref()
+                .and_then(|v| v.get("status"))
+                .and_then(Value::as_str)
+                .is_some_and(|s| model::STATUSES.contains(&s))
+    }
+
+    /// The answer's `request_id`, when it has one.
+    fn request_id(&self) -> Option<String> {
+        self.json
+            .as_ref()
+            .and_then(|v| v.get("request_id"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
     }
 
     fn decision(&self) -> String {
@@ -156,6 +263,7 @@ impl Client<'_> {
             let json: Option<Value> = serde_json::from_slice(&r.body).ok();
             self.seen.push(Seen {
                 what: what.to_string(),
+                endpoint: endpoint_of(path),
                 status: r.status,
                 elapsed,
                 request: request.cloned(),
@@ -206,23 +314,80 @@ impl Client<'_> {
         model::request(&agent, request_type, self.n)
     }
 
-    /// An approved APPROVAL's request_id (for REPORT and status cases).
+    /// An approved APPROVAL's request_id (for REPORT and status cases); without one, why the
+    /// case has nothing to judge.
     async fn approved_id(&mut self, as_agent: usize) -> Result<String, String> {
         let body = self.build(as_agent, "APPROVAL");
         let got = self.request("an APPROVAL", as_agent, &body).await?;
-        let id = got
-            .json
-            .as_ref()
-            .and_then(|v| v.get("request_id"))
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        match id {
+        if as_agent == 0 {
+            self.note(Gate::Request("APPROVAL"), &got);
+        }
+        match got.request_id() {
             Some(id) if got.approved() => Ok(id),
             _ => Err(format!(
-                "needs an approved APPROVAL first; it was answered {}",
+                "not judged: this case needs an approved APPROVAL first, and a valid one was \
+                 answered {}; a Librarian that approves request.approval's APPROVAL exercises it",
                 got.decision()
             )),
         }
+    }
+
+    /// Ok once `gate`'s endpoint has answered its own valid request (asked at most once a
+    /// run); else why the running case has nothing to judge.
+    async fn opened(&mut self, gate: Gate) -> Result<(), String> {
+        if !self.gates.contains_key(&gate) {
+            let outcome = self.try_gate(gate).await;
+            self.gates.entry(gate).or_insert(outcome);
+        }
+        self.gates[&gate].clone().map_err(|why| {
+            format!(
+                "not judged: {why}; an endpoint that answers its valid requests exercises this \
+                 case (a refusal from one that refuses everything says nothing of its rules)"
+            )
+        })
+    }
+
+    async fn try_gate(&mut self, gate: Gate) -> Result<(), String> {
+        let unanswered = |what: &str, e: String| format!("{what} got no answer: {e}");
+        let got = match gate {
+            Gate::Request(t) => {
+                let body = self.build(0, t);
+                let what = format!("a valid {t}");
+                self.request(&what, 0, &body)
+                    .await
+                    .map_err(|e| unanswered(&what, e))?
+            }
+            Gate::Status => {
+                let body = self.build(0, "QUERY");
+                let got = self
+                    .request("a valid QUERY", 0, &body)
+                    .await
+                    .map_err(|e| unanswered("a valid QUERY", e))?;
+                let id = got.request_id().filter(|_| got.decided()).ok_or_else(|| {
+                    format!(
+                        "a valid QUERY was answered {}, with no request_id to look up \
+                         (request.query judges that)",
+                        got.decision()
+                    )
+                })?;
+                self.status(0, &id)
+                    .await
+                    .map_err(|e| unanswered("GET /agent/status/{id}", e))?
+            }
+            Gate::Capabilities => self
+                .capabilities(0)
+                .await
+                .map_err(|e| unanswered("GET /agent/capabilities", e))?,
+        };
+        gate_verdict(gate, &got)
+    }
+
+    /// Records what a case's own valid request to `gate`'s endpoint got (the first answer
+    /// decides), so that the gate is not asked again.
+    fn note(&mut self, gate: Gate, got: &Got) {
+        self.gates
+            .entry(gate)
+            .or_insert_with(|| gate_verdict(gate, got));
     }
 
     async fn status(&mut self, as_agent: usize, id: &str) -> Result<Got, String> {
@@ -264,6 +429,7 @@ pub async fn run(
         patient: true,
         judges_5xx: false,
         limited_with: None,
+        gates: std::collections::HashMap::new(),
     };
     let mut cases = Vec::new();
     let mut across = Vec::new();
@@ -281,16 +447,23 @@ pub async fn run(
         let scenario = scenario_of(spec)?;
         let mut case = spec.case();
         if let Err(e) = &reachable {
-            case.skip(format!("skipped: the Librarian is unreachable ({e})"));
+            case.skip(format!(
+                "not judged: the Librarian is unreachable ({e}); start it, or point --url at it"
+            ));
         } else if let Scenario::Across(a) = scenario {
             across.push((a, case));
             continue;
         } else if spec.group() == "rate" && settings.quick {
-            case.skip("skipped under --quick: the rate group sends a minute's worth of requests");
+            case.skip(
+                "not judged under --quick: the rate group sends a minute's worth of requests; \
+                 run without --quick to exercise it",
+            );
         } else if needs_two(&scenario) && settings.tokens.len() < 2 {
-            case.skip("needs a second agent: give --token twice (AGENT=TOKEN)");
+            case.skip("not judged: needs a second agent; give --token twice (AGENT=TOKEN)");
         } else if needs_registry(&scenario) && settings.registry.is_none() {
-            case.skip("needs the Librarian's agent registry: give --registry agents.yaml");
+            case.skip(
+                "not judged: needs the Librarian's agent registry; give --registry agents.yaml",
+            );
         } else {
             client.patient = spec.group() != "rate";
             client.judges_5xx = matches!(
@@ -302,7 +475,7 @@ pub async fn run(
             );
             let t0 = Instant::now();
             judge(&mut client, &scenario, &mut case).await;
-            case.duration_ms = t0.elapsed().as_millis() as u64;
+            case.set_duration(t0.elapsed());
         }
         on_case(&case);
         cases.push(case);
@@ -397,50 +570,119 @@ async fn judge(c: &mut Client<'_>, scenario: &Scenario, case: &mut CaseResult) {
         Scenario::Unregistered => unregistered(c).await,
         Scenario::Unicode => unicode(c).await,
         Scenario::Concurrent => concurrent(c).await,
-        Scenario::Across(_) => Ok(Verdict::pass("")),
+        // Judged once the run is over (judge_across).
+        Scenario::Across(_) => return,
     };
     match verdict {
-        Ok(v) => {
-            case.status = v.status;
-            case.message = v.message;
-            if v.status == Status::Fail {
-                case.exchange = v.exchange.unwrap_or_default();
-            }
+        Ok(Verdict::Held { evidence, note }) => case.pass_noting(evidence, note, || {
+            "not judged: the scenario ran and had nothing to judge".into()
+        }),
+        Ok(Verdict::Broken { message, exchange }) => {
+            case.fail(message);
+            case.exchange = exchange.unwrap_or_default();
+        }
+        Ok(Verdict::Nothing { reason, exchange }) => {
+            case.skip(reason);
+            case.exchange = exchange.unwrap_or_default();
         }
         Err(e) => case.fail(e),
     }
 }
 
-struct Verdict {
-    status: Status,
-    message: String,
-    exchange: Option<Exchange>,
+/// What a scenario found: its rule held on evidence, broken, or nothing to judge (and why).
+enum Verdict {
+    Held {
+        evidence: Evidence,
+        note: String,
+    },
+    Broken {
+        message: String,
+        exchange: Option<Exchange>,
+    },
+    Nothing {
+        reason: String,
+        exchange: Option<Exchange>,
+    },
 }
 
 impl Verdict {
-    fn pass(message: impl Into<String>) -> Verdict {
-        Verdict {
-            status: Status::Pass,
-            message: message.into(),
-            exchange: None,
+    /// The rule held on `judged` `of` (a plural noun phrase), with a note on what was seen.
+    fn held(judged: usize, of: impl Into<String>, note: impl Into<String>) -> Verdict {
+        Verdict::Held {
+            evidence: Evidence::new(judged as u64, of),
+            note: note.into(),
         }
     }
 
     fn fail(message: impl Into<String>, got: &Got) -> Verdict {
-        Verdict {
-            status: Status::Fail,
+        Verdict::Broken {
             message: message.into(),
             exchange: Some(got.exchange.clone()),
         }
     }
 
-    fn skip(message: impl Into<String>) -> Verdict {
-        Verdict {
-            status: Status::Skip,
+    /// A failure with no one exchange to show.
+    fn broken(message: impl Into<String>) -> Verdict {
+        Verdict::Broken {
             message: message.into(),
             exchange: None,
         }
     }
+
+    /// Nothing to judge; `reason` says what was missing and what would exercise the case.
+    fn skip(reason: impl Into<String>) -> Verdict {
+        Verdict::Nothing {
+            reason: reason.into(),
+            exchange: None,
+        }
+    }
+
+    /// Nothing to judge in this answer, shown with it.
+    fn skip_on(reason: impl Into<String>, got: &Got) -> Verdict {
+        Verdict::Nothing {
+            reason: reason.into(),
+            exchange: Some(got.exchange.clone()),
+        }
+    }
+}
+
+/// How an answer to a faulty request stands to the rule that it is refused.
+enum Refusal {
+    /// A 4xx for it, or a LibrarianResponse that does not approve it.
+    Refused,
+    /// Approved, or taken with a 2xx that is no decision at all (what it was).
+    Taken(String),
+    /// An answer that says nothing of the fault (what it was): 404/405, as if there were no
+    /// such endpoint, or 429, the rate limit (after the client's own retries).
+    Elsewhere(String),
+}
+
+fn refusal(got: &Got) -> Refusal {
+    match got.status {
+        404 | 405 => Refusal::Elsewhere(format!(
+            "answered {}, as if there were no such endpoint",
+            got.status
+        )),
+        429 => Refusal::Elsewhere("still rate limited after 3 retries (429)".into()),
+        400..=499 => Refusal::Refused,
+        _ if got.approved() => Refusal::Taken("approved".into()),
+        _ if got.decided() => Refusal::Refused,
+        s if (200..300).contains(&s) => Refusal::Taken(format!(
+            "answered {s} with no LibrarianResponse decision, neither a 4xx nor a refusal"
+        )),
+        s => Refusal::Elsewhere(format!("answered {s}")),
+    }
+}
+
+/// The skip of a case whose faulty request got an answer that says nothing of the fault.
+fn says_nothing(what: &str, why: &str, got: &Got) -> Verdict {
+    Verdict::skip_on(
+        format!(
+            "not judged: {what} was {why}, which says nothing of the fault; a Librarian that \
+             answers it for what it is (a 4xx or a decision) exercises this case"
+        ),
+        got,
+    )
 }
 
 async fn valid_request(c: &mut Client<'_>, t: &str) -> Result<Verdict, String> {
@@ -455,6 +697,9 @@ async fn valid_request(c: &mut Client<'_>, t: &str) -> Result<Verdict, String> {
     let started = Instant::now();
     let got = c.request(&format!("a valid {t}"), 0, &body).await?;
     let elapsed = started.elapsed();
+    if t != "REPORT" {
+        c.note(request_gate(t), &got);
+    }
     if let Err(failed) = a_librarian_response(&body, &got) {
         return Ok(failed);
     }
@@ -467,11 +712,11 @@ async fn valid_request(c: &mut Client<'_>, t: &str) -> Result<Verdict, String> {
             &got,
         ));
     }
-    Ok(Verdict::pass(format!(
-        "{} in {} ms",
-        got.decision(),
-        elapsed.as_millis()
-    )))
+    Ok(Verdict::held(
+        1,
+        format!("valid {t} requests answered"),
+        format!("{} in {} ms", got.decision(), elapsed.as_millis()),
+    ))
 }
 
 async fn status_lookup(c: &mut Client<'_>) -> Result<Verdict, String> {
@@ -480,6 +725,7 @@ async fn status_lookup(c: &mut Client<'_>) -> Result<Verdict, String> {
         Err(e) => return Ok(Verdict::skip(e)),
     };
     let got = c.status(0, &id).await?;
+    c.note(Gate::Status, &got);
     if got.status != 200 {
         return Ok(Verdict::fail(
             format!(
@@ -508,14 +754,21 @@ async fn status_lookup(c: &mut Client<'_>) -> Result<Verdict, String> {
             &got,
         ));
     }
-    Ok(Verdict::pass(format!("{id}: {}", v["status"])))
+    Ok(Verdict::held(
+        1,
+        "status lookups of an approved request",
+        format!("{id}: {}", v["status"]),
+    ))
 }
 
 async fn status_unknown(c: &mut Client<'_>) -> Result<Verdict, String> {
+    if let Err(why) = c.opened(Gate::Status).await {
+        return Ok(Verdict::skip(why));
+    }
     let id = format!("tck-no-such-request-{}", c.s.common.seed);
     let got = c.status(0, &id).await?;
     Ok(if got.status == 404 {
-        Verdict::pass("404")
+        Verdict::held(1, "lookups of an unknown request_id", "404")
     } else {
         Verdict::fail(
             format!(
@@ -532,13 +785,27 @@ async fn status_no_leak(c: &mut Client<'_>) -> Result<Verdict, String> {
         Ok(id) => id,
         Err(e) => return Ok(Verdict::skip(e)),
     };
+    // The owner must see its own request first: a 404 to everyone hides nothing.
+    let own = c.status(0, &id).await?;
+    c.note(Gate::Status, &own);
+    if let Err(why) = gate_verdict(Gate::Status, &own) {
+        return Ok(Verdict::skip_on(
+            format!(
+                "not judged: {why}; another agent's 404 means something only once the owner \
+                 can look its request up, and a Librarian whose status endpoint answers the \
+                 owner exercises this case"
+            ),
+            &own,
+        ));
+    }
     let owner = c.agent(0).map(|(a, _)| a.clone()).unwrap_or_default();
     let got = c.status(1, &id).await?;
     Ok(if matches!(got.status, 403 | 404) {
-        Verdict::pass(format!(
-            "another agent asking about {owner}'s {id}: {}",
-            got.status
-        ))
+        Verdict::held(
+            1,
+            "lookups of another agent's request",
+            format!("another agent asking about {owner}'s {id}: {}", got.status),
+        )
     } else {
         Verdict::fail(
             format!("another agent was answered {} about {owner}'s request {id}: expected 403 or 404, nothing of it", got.status),
@@ -548,6 +815,9 @@ async fn status_no_leak(c: &mut Client<'_>) -> Result<Verdict, String> {
 }
 
 async fn missing_field(c: &mut Client<'_>, t: &str, field: &str) -> Result<Verdict, String> {
+    if let Err(why) = c.opened(request_gate(t)).await {
+        return Ok(Verdict::skip(why));
+    }
     let mut body = c.build(0, t);
     if t == "REPORT" && field != "request_id" {
         match c.approved_id(0).await {
@@ -558,32 +828,34 @@ async fn missing_field(c: &mut Client<'_>, t: &str, field: &str) -> Result<Verdi
     if let Some(o) = body.as_object_mut() {
         o.remove(field);
     }
-    let got = c.request(&format!("{t} without {field}"), 0, &body).await?;
+    let what = format!("{t} without {field}");
+    let got = c.request(&what, 0, &body).await?;
     if got.status >= 500 {
         return Ok(Verdict::fail(
-            format!(
-                "{t} without {field}: answered {} (a server error)",
-                got.status
-            ),
+            format!("{what}: answered {} (a server error)", got.status),
             &got,
         ));
     }
-    if got.approved() {
-        return Ok(Verdict::fail(
-            format!("{t} without {field} (a required field) was approved"),
-            &got,
-        ));
-    }
-    if let Some(answer) = got.json.clone() {
-        c.missing.push((field.to_string(), answer));
-    }
-    Ok(Verdict::pass(format!(
-        "{t} without {field}: {}",
-        got.decision()
-    )))
+    Ok(match refusal(&got) {
+        Refusal::Taken(how) => Verdict::fail(format!("{what} (a required field) was {how}"), &got),
+        Refusal::Elsewhere(why) => says_nothing(&what, &why, &got),
+        Refusal::Refused => {
+            if let Some(answer) = got.json.clone() {
+                c.missing.push((field.to_string(), answer));
+            }
+            Verdict::held(
+                1,
+                format!("{t} requests without {field}"),
+                format!("{what}: {}", got.decision()),
+            )
+        }
+    })
 }
 
 async fn bad_input(c: &mut Client<'_>, kind: &str) -> Result<Verdict, String> {
+    if let Err(why) = c.opened(Gate::Request("APPROVAL")).await {
+        return Ok(Verdict::skip(why));
+    }
     let mut body = c.build(0, "APPROVAL");
     let raw = match kind {
         "malformed-json" => {
@@ -612,23 +884,25 @@ async fn bad_input(c: &mut Client<'_>, kind: &str) -> Result<Verdict, String> {
             None,
         )
         .await?;
-    Ok(if (400..500).contains(&got.status) {
-        Verdict::pass(format!("{}", got.status))
-    } else if got.status >= 500 {
-        Verdict::fail(
+    if got.status >= 500 {
+        return Ok(Verdict::fail(
             format!(
                 "{kind}: answered {} (a server error); expected a 4xx",
                 got.status
             ),
             &got,
-        )
-    } else if got.approved() {
-        Verdict::fail(format!("{kind}: approved; expected a 4xx"), &got)
-    } else {
-        Verdict::fail(
+        ));
+    }
+    Ok(match refusal(&got) {
+        Refusal::Elsewhere(why) => says_nothing(&format!("a {kind} request"), &why, &got),
+        Refusal::Refused if (400..500).contains(&got.status) => {
+            Verdict::held(1, format!("{kind} requests"), got.status.to_string())
+        }
+        Refusal::Taken(how) => Verdict::fail(format!("{kind}: {how}; expected a 4xx"), &got),
+        Refusal::Refused => Verdict::fail(
             format!("{kind}: answered {}; expected a 4xx", got.decision()),
             &got,
-        )
+        ),
     })
 }
 
@@ -660,16 +934,18 @@ fn sized(mut body: Value, field: &str, size: usize) -> Value {
     body
 }
 
-/// Whether an answer refuses, and names `field` or its limit.
+/// Whether an answer names `field` or its limit (or, 413, refuses for size outright).
 fn refusal_names(got: &Got, field: &str) -> bool {
     let limit = match field {
         "content" => "max_content",
         "references" => "max_references",
         _ => "max_deviations",
     };
-    got.json
-        .as_ref()
-        .is_some_and(|v| names_field(v, field) || names_field(v, limit))
+    got.status == 413
+        || got
+            .json
+            .as_ref()
+            .is_some_and(|v| names_field(v, field) || names_field(v, limit))
 }
 
 async fn limit(
@@ -678,60 +954,112 @@ async fn limit(
     size: usize,
     refused: bool,
 ) -> Result<Verdict, String> {
+    if let Err(why) = c.opened(Gate::Request("APPROVAL")).await {
+        return Ok(Verdict::skip(why));
+    }
     let body = sized(c.build(0, "APPROVAL"), field, size);
     let unit = if field == "content" { "bytes" } else { "items" };
-    let got = c.request(&format!("{field} at {size}"), 0, &body).await?;
+    let what = format!("{field} at {size} {unit}");
+    let got = c.request(&what, 0, &body).await?;
     if got.status >= 500 {
         return Ok(Verdict::fail(
-            format!("{field} at {size} {unit}: answered {}", got.status),
+            format!("{what}: answered {}", got.status),
             &got,
         ));
     }
-    let refusal = !got.approved();
-    Ok(match (refused, refusal) {
-        (true, false) => Verdict::fail(
-            format!("{field} at {size} {unit}, over the limit, was approved"),
-            &got,
-        ),
-        (true, true) if refusal_names(&got, field) => {
-            Verdict::pass(format!("refused ({}), naming {field}", got.decision()))
+    let of = format!("APPROVALs with {what}");
+    let names = refusal_names(&got, field);
+    Ok(match (refused, refusal(&got)) {
+        (_, Refusal::Elsewhere(why)) => says_nothing(&format!("an APPROVAL with {what}"), &why, &got),
+        (true, Refusal::Taken(how)) => {
+            Verdict::fail(format!("{what}, over the limit, was {how}"), &got)
         }
-        (true, true) => Verdict::pass(format!(
-            "refused ({}) without naming {field} or its limit",
-            got.decision()
-        )),
-        (false, true) if refusal_names(&got, field) => Verdict::fail(
+        (true, Refusal::Refused) => {
+            let naming = if names {
+                format!("naming {field}")
+            } else {
+                format!("without naming {field} or its limit")
+            };
+            Verdict::held(1, of, format!("refused ({}), {naming}", got.decision()))
+        }
+        (false, Refusal::Refused) if names => Verdict::fail(
             format!(
-                "{field} at {size} {unit}, within the limit, was refused for it ({})",
+                "{what}, within the limit, was refused for it ({})",
                 got.decision()
             ),
             &got,
         ),
-        (false, _) => Verdict::pass(format!("{field} at {size} {unit}: {}", got.decision())),
+        (false, Refusal::Refused) if !got.decided() => Verdict::skip_on(
+            format!(
+                "not judged: an APPROVAL with {what} was refused with {} for something it does \
+                 not name, so nothing says whether its size was accepted; a Librarian that \
+                 decides it (a LibrarianResponse) exercises this case",
+                got.status
+            ),
+            &got,
+        ),
+        (false, Refusal::Taken(how)) if !got.approved() => Verdict::skip_on(
+            format!("not judged: an APPROVAL with {what} was {how}; a Librarian that decides it (a LibrarianResponse) exercises this case"),
+            &got,
+        ),
+        (false, _) => Verdict::held(1, of, format!("{what}: {}", got.decision())),
     })
 }
 
 async fn strict_deviations(c: &mut Client<'_>) -> Result<Verdict, String> {
+    if let Err(why) = c.opened(Gate::Request("APPROVAL")).await {
+        return Ok(Verdict::skip(why));
+    }
     let body = sized(c.build(0, "APPROVAL"), "deviations", 1);
     let got = c.request("one deviation", 0, &body).await?;
-    Ok(if got.approved() {
-        Verdict::fail(
-            "a request with a deviation was approved under strict mode (allow_deviations: false)",
+    Ok(match refusal(&got) {
+        Refusal::Taken(how) => Verdict::fail(
+            format!(
+                "a request with a deviation was {how} under strict mode (allow_deviations: false)"
+            ),
             &got,
-        )
-    } else {
-        Verdict::pass(format!("refused: {}", got.decision()))
+        ),
+        Refusal::Elsewhere(why) => says_nothing("an APPROVAL with one deviation", &why, &got),
+        Refusal::Refused => Verdict::held(
+            1,
+            "APPROVALs with a deviation",
+            format!("refused: {}", got.decision()),
+        ),
     })
 }
 
+/// The answer to credentials that must be refused (`what`: which): 401/403 holds; a 429 says
+/// nothing; anything else breaks the rule.
+fn credentials_refused(what: &str, of: &str, got: &Got) -> Verdict {
+    match got.status {
+        401 | 403 => Verdict::held(1, of, got.status.to_string()),
+        429 => says_nothing(what, "still rate limited after 3 retries (429)", got),
+        s if (200..300).contains(&s) => Verdict::fail(
+            format!("{what}: {}; expected 401 or 403", got.decision()),
+            got,
+        ),
+        s => Verdict::fail(format!("{what}: answered {s}; expected 401 or 403"), got),
+    }
+}
+
 async fn auth(c: &mut Client<'_>, kind: &str) -> Result<Verdict, String> {
+    // A refusal of bad credentials means something once good ones are taken.
+    if let Err(why) = c.opened(Gate::Request("APPROVAL")).await {
+        return Ok(Verdict::skip(why));
+    }
     let mut body = c.build(0, "APPROVAL");
-    let token = match kind {
-        "no-token" => None,
-        "wrong-token" => Some(format!("tck-wrong-token-{}", c.s.common.seed)),
+    let (token, of) = match kind {
+        "no-token" => (None, "requests without a token"),
+        "wrong-token" => (
+            Some(format!("tck-wrong-token-{}", c.s.common.seed)),
+            "requests with a wrong token",
+        ),
         _ => {
             body["agent_id"] = json!(c.agent(1).map(|(a, _)| a.clone()).unwrap_or_default());
-            c.agent(0).map(|(_, t)| t.clone())
+            (
+                c.agent(0).map(|(_, t)| t.clone()),
+                "requests with one agent's token in another's name",
+            )
         }
     };
     let bytes = Bytes::from(body.to_string());
@@ -745,23 +1073,7 @@ async fn auth(c: &mut Client<'_>, kind: &str) -> Result<Verdict, String> {
             Some(&body),
         )
         .await?;
-    Ok(match got.status {
-        401 | 403 => Verdict::pass(got.status.to_string()),
-        s if (200..300).contains(&s) && got.approved() => {
-            Verdict::fail(format!("{kind}: approved; expected 401 or 403"), &got)
-        }
-        s => Verdict::fail(
-            format!(
-                "{kind}: answered {}; expected 401 or 403",
-                if (200..300).contains(&s) {
-                    got.decision()
-                } else {
-                    s.to_string()
-                }
-            ),
-            &got,
-        ),
-    })
+    Ok(credentials_refused(kind, of, &got))
 }
 
 async fn context(c: &mut Client<'_>) -> Result<Verdict, String> {
@@ -778,27 +1090,40 @@ async fn context(c: &mut Client<'_>) -> Result<Verdict, String> {
             None,
         )
         .await?;
-    shaped(&got, model::CONTEXT_RESPONSE_SCHEMA, "ContextResponse")
+    Ok(shaped(
+        &got,
+        model::CONTEXT_RESPONSE_SCHEMA,
+        "ContextResponse",
+    ))
 }
 
 async fn capabilities(c: &mut Client<'_>) -> Result<Verdict, String> {
     let got = c.capabilities(0).await?;
-    shaped(&got, model::CAPABILITIES_SCHEMA, "AgentCapabilities")
+    c.note(Gate::Capabilities, &got);
+    Ok(shaped(
+        &got,
+        model::CAPABILITIES_SCHEMA,
+        "AgentCapabilities",
+    ))
 }
 
-fn shaped(got: &Got, schema: &str, what: &str) -> Result<Verdict, String> {
+fn shaped(got: &Got, schema: &str, what: &str) -> Verdict {
     if got.status != 200 {
-        return Ok(Verdict::fail(
+        return Verdict::fail(
             format!("answered {}; expected 200 with a {what}", got.status),
             got,
-        ));
+        );
     }
     let Some(v) = &got.json else {
-        return Ok(Verdict::fail("the answer is not JSON", got));
+        return Verdict::fail("the answer is not JSON", got);
     };
     let findings = schemas().validate(schema, v);
-    Ok(if findings.is_empty() {
-        Verdict::pass(format!("a {what} (its shape is assumed)"))
+    if findings.is_empty() {
+        Verdict::held(
+            1,
+            format!("{what} answers"),
+            format!("a {what} (its shape is assumed)"),
+        )
     } else {
         Verdict::fail(
             format!(
@@ -807,7 +1132,16 @@ fn shaped(got: &Got, schema: &str, what: &str) -> Result<Verdict, String> {
             ),
             got,
         )
-    })
+    }
+}
+
+/// The governance state an answer shows, if any.
+fn state_of(got: &Got) -> Option<State> {
+    got.json
+        .as_ref()
+        .and_then(|v| v.get("status"))
+        .and_then(Value::as_str)
+        .and_then(State::parse)
 }
 
 async fn lifecycle(c: &mut Client<'_>) -> Result<Verdict, String> {
@@ -815,17 +1149,18 @@ async fn lifecycle(c: &mut Client<'_>) -> Result<Verdict, String> {
         Ok(id) => id,
         Err(e) => return Ok(Verdict::skip(e)),
     };
-    let mut states = Vec::new();
-    let observe = |got: &Got, states: &mut Vec<State>| {
-        got.json
-            .as_ref()
-            .and_then(|v| v.get("status"))
-            .and_then(Value::as_str)
-            .and_then(State::parse)
-            .map(|s| states.push(s))
-    };
     let first = c.status(0, &id).await?;
-    observe(&first, &mut states);
+    c.note(Gate::Status, &first);
+    if let Err(why) = gate_verdict(Gate::Status, &first) {
+        return Ok(Verdict::skip_on(
+            format!(
+                "not judged: {why}; the lifecycle is followed at /agent/status, and a Librarian \
+                 whose status endpoint answers exercises this case"
+            ),
+            &first,
+        ));
+    }
+    let mut states: Vec<State> = state_of(&first).into_iter().collect();
     let mut report = c.build(0, "REPORT");
     report["request_id"] = json!(id);
     let got = c.request("the REPORT", 0, &report).await?;
@@ -836,7 +1171,7 @@ async fn lifecycle(c: &mut Client<'_>) -> Result<Verdict, String> {
         ));
     }
     let last = c.status(0, &id).await?;
-    if observe(&last, &mut states).is_none() {
+    let Some(state) = state_of(&last) else {
         return Ok(Verdict::fail(
             format!(
                 "GET /agent/status/{id} after the REPORT: no governance state in {}",
@@ -844,7 +1179,8 @@ async fn lifecycle(c: &mut Client<'_>) -> Result<Verdict, String> {
             ),
             &last,
         ));
-    }
+    };
+    states.push(state);
     if let Some(w) = states.windows(2).find(|w| !w[0].may_follow(w[1])) {
         return Ok(Verdict::fail(
             format!(
@@ -854,8 +1190,12 @@ async fn lifecycle(c: &mut Client<'_>) -> Result<Verdict, String> {
             &last,
         ));
     }
-    Ok(match states.last() {
-        Some(State::Completed) => Verdict::pass(format!("{id}: {states:?}")),
+    Ok(match state {
+        State::Completed => Verdict::held(
+            states.len(),
+            "governance states of an approved, then reported request",
+            format!("{id}: {states:?}"),
+        ),
         other => Verdict::fail(
             format!("{id} after its REPORT is {other:?}; expected COMPLETED"),
             &last,
@@ -867,6 +1207,10 @@ async fn lifecycle(c: &mut Client<'_>) -> Result<Verdict, String> {
 const ESCALATION_WAIT: Duration = Duration::from_secs(20);
 
 async fn escalation(c: &mut Client<'_>) -> Result<Verdict, String> {
+    // An escalation is followed at /agent/status: without it there is nothing to follow.
+    if let Err(why) = c.opened(Gate::Status).await {
+        return Ok(Verdict::skip(why));
+    }
     let mut body = c.build(0, "APPROVAL");
     body["action"] = json!("delete");
     body["target_type"] = json!("architecture");
@@ -878,18 +1222,16 @@ async fn escalation(c: &mut Client<'_>) -> Result<Verdict, String> {
     let got = c
         .request("an APPROVAL asking for a human", 0, &body)
         .await?;
-    let (id, decision) = (
-        got.json
-            .as_ref()
-            .and_then(|v| v["request_id"].as_str())
-            .unwrap_or("")
-            .to_string(),
-        got.decision(),
-    );
+    let (id, decision) = (got.request_id().unwrap_or_default(), got.decision());
     if !decision.ends_with("escalated") {
-        return Ok(Verdict::skip(format!(
-            "the Librarian did not escalate it (answered {decision}): nothing to follow"
-        )));
+        return Ok(Verdict::skip_on(
+            format!(
+                "not judged: the Librarian did not escalate a delete of the authentication \
+                 architecture asking for HUMAN REVIEW (answered {decision}), so there was no \
+                 escalation to follow; a Librarian that escalates it exercises this case"
+            ),
+            &got,
+        ));
     }
     let started = Instant::now();
     let mut states = vec![State::Escalated];
@@ -897,12 +1239,7 @@ async fn escalation(c: &mut Client<'_>) -> Result<Verdict, String> {
     while started.elapsed() < ESCALATION_WAIT {
         tokio::time::sleep(Duration::from_secs(1)).await;
         let polled = c.status(0, &id).await?;
-        let state = polled
-            .json
-            .as_ref()
-            .and_then(|v| v["status"].as_str())
-            .and_then(State::parse);
-        let Some(state) = state else {
+        let Some(state) = state_of(&polled) else {
             return Ok(Verdict::fail(
                 format!(
                     "GET /agent/status/{id}: no governance state in {}",
@@ -922,17 +1259,23 @@ async fn escalation(c: &mut Client<'_>) -> Result<Verdict, String> {
         }
     }
     let after = started.elapsed().as_secs();
-    Ok(match states.last() {
-        Some(State::Escalated) => Verdict {
-            status: Status::Skip,
-            message: format!("{id} still ESCALATED after {after} s of polling once a second (the human has not decided: nothing more to judge)"),
+    Ok(match (states.last(), last) {
+        (Some(State::Escalated), last) => Verdict::Nothing {
+            reason: format!("not judged: {id} still ESCALATED after {after} s of polling once a second (the human has not decided, so there was no decision to judge); a Librarian whose reviewer decides within {} s exercises this case", ESCALATION_WAIT.as_secs()),
             exchange: last.map(|g| g.exchange),
         },
-        _ => Verdict::pass(format!("{id}: {states:?}, decided after about {after} s")),
+        _ => Verdict::held(
+            states.len(),
+            "governance states of an escalated request",
+            format!("{id}: {states:?}, decided after about {after} s"),
+        ),
     })
 }
 
 async fn rate_limit(c: &mut Client<'_>) -> Result<Verdict, String> {
+    if let Err(why) = c.opened(Gate::Request("QUERY")).await {
+        return Ok(Verdict::skip(why));
+    }
     let started = Instant::now();
     let mut limited = None;
     let count = LIMITS.per_minute as usize + 1;
@@ -949,36 +1292,36 @@ async fn rate_limit(c: &mut Client<'_>) -> Result<Verdict, String> {
     Ok(match limited {
         Some((n, got)) => {
             let header = got.retry_after.as_deref().map(|v| format!(", Retry-After: {v}")).unwrap_or_else(|| ", no Retry-After header (SHOULD)".into());
-            Verdict::pass(format!("429 at request {n} of {count} within {} s{header}", elapsed.as_secs()))
+            Verdict::held(n, "requests of one agent's burst", format!("429 at request {n} of {count} within {} s{header}", elapsed.as_secs()))
         }
-        None => Verdict {
-            status: Status::Fail,
-            message: format!("{count} requests in {:.1} s from one agent, none answered 429 (rate_limit: 60/minute per agent)", elapsed.as_secs_f64()),
-            exchange: None,
-        },
+        None => Verdict::broken(format!("{count} requests in {:.1} s from one agent, none answered 429 (rate_limit: 60/minute per agent)", elapsed.as_secs_f64())),
     })
 }
 
 /// Whether the rate group's 429 said when to come back.
 fn retry_after(c: &Client<'_>) -> Verdict {
     let Some(headers) = &c.limited_with else {
-        return Verdict::skip("no 429 to read (see rate.limit)");
+        return Verdict::skip(
+            "not judged: no 429 to read; rate.limit's burst exercises it against a Librarian \
+             that limits an agent at 60 requests a minute",
+        );
     };
     let says = headers.iter().find(|(n, _)| {
         let n = n.to_ascii_lowercase();
         n == "retry-after" || n.starts_with("x-ratelimit") || n.starts_with("ratelimit")
     });
     match says {
-        Some((n, v)) => Verdict::pass(format!("{n}: {v}")),
-        None => Verdict {
-            status: Status::Fail,
-            message: "the 429 carries neither Retry-After nor rate-limit headers: the client cannot tell when to come back".into(),
-            exchange: None,
-        },
+        Some((n, v)) => Verdict::held(1, "429 answers", format!("{n}: {v}")),
+        None => Verdict::broken(
+            "the 429 carries neither Retry-After nor rate-limit headers: the client cannot tell when to come back",
+        ),
     }
 }
 
 async fn rate_isolation(c: &mut Client<'_>) -> Result<Verdict, String> {
+    if let Err(why) = c.opened(Gate::Request("QUERY")).await {
+        return Ok(Verdict::skip(why));
+    }
     // Agent A at its limit (the burst again, if rate.limit did not run).
     let mut limited = false;
     for _ in 0..=LIMITS.per_minute {
@@ -990,7 +1333,8 @@ async fn rate_isolation(c: &mut Client<'_>) -> Result<Verdict, String> {
     }
     if !limited {
         return Ok(Verdict::skip(
-            "the first agent was never limited (see rate.limit)",
+            "not judged: the first agent was never limited (see rate.limit), so there was no \
+             limit to be isolated from; a Librarian that limits at 60 a minute exercises it",
         ));
     }
     let body = c.build(1, "QUERY");
@@ -998,11 +1342,21 @@ async fn rate_isolation(c: &mut Client<'_>) -> Result<Verdict, String> {
     let other = c.agent(1).map(|(a, _)| a.clone()).unwrap_or_default();
     Ok(if got.status == 429 {
         Verdict::fail(format!("{other} was answered 429 while only the first agent was over its limit: the limit is not per agent"), &got)
+    } else if got.decided() {
+        Verdict::held(
+            1,
+            "requests of a second agent while the first was limited",
+            format!(
+                "{other}: {} while the first agent is limited",
+                got.decision()
+            ),
+        )
     } else {
-        Verdict::pass(format!(
-            "{other}: {} while the first agent is limited",
-            got.decision()
-        ))
+        says_nothing(
+            &format!("{other}'s QUERY"),
+            &format!("answered {}, not a LibrarianResponse", got.decision()),
+            &got,
+        )
     })
 }
 
@@ -1012,7 +1366,38 @@ fn registered<'a>(c: &'a Client<'_>, i: usize) -> Option<&'a Registered> {
     c.s.registry.as_ref()?.iter().find(|r| &r.id == agent)
 }
 
+/// The first difference between what GET /agent/capabilities says of `entry` and the
+/// registry, if any.
+fn registry_mismatch(entry: &Registered, v: &Value) -> Option<String> {
+    let set = |key: &str| -> Option<BTreeSet<String>> {
+        v.get(key)?.as_array().map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+    };
+    let want: BTreeSet<String> = entry.capabilities.iter().cloned().collect();
+    if set("capabilities") != Some(want.clone()) {
+        return Some(format!(
+            "{}: capabilities {} where the registry says {want:?}",
+            entry.id, v["capabilities"]
+        ));
+    }
+    let targets: BTreeSet<String> = entry.allowed_targets.iter().cloned().collect();
+    match set("allowed_targets") {
+        Some(seen) if seen != targets => Some(format!(
+            "{}: allowed_targets {seen:?} where the registry says {targets:?}",
+            entry.id
+        )),
+        _ => None,
+    }
+}
+
 async fn capabilities_match(c: &mut Client<'_>) -> Result<Verdict, String> {
+    if let Err(why) = c.opened(Gate::Capabilities).await {
+        return Ok(Verdict::skip(why));
+    }
     let mut checked = Vec::new();
     for i in 0..c.s.tokens.len() {
         let Some(entry) = registered(c, i).cloned() else {
@@ -1028,43 +1413,22 @@ async fn capabilities_match(c: &mut Client<'_>) -> Result<Verdict, String> {
                 &got,
             ));
         };
-        let set = |key: &str| -> Option<std::collections::BTreeSet<String>> {
-            v.get(key)?.as_array().map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-        };
-        let want: std::collections::BTreeSet<String> = entry.capabilities.iter().cloned().collect();
-        if set("capabilities") != Some(want.clone()) {
-            return Ok(Verdict::fail(
-                format!(
-                    "{}: capabilities {} where the registry says {want:?}",
-                    entry.id, v["capabilities"]
-                ),
-                &got,
-            ));
-        }
-        let targets: std::collections::BTreeSet<String> =
-            entry.allowed_targets.iter().cloned().collect();
-        if let Some(seen) = set("allowed_targets") {
-            if seen != targets {
-                return Ok(Verdict::fail(
-                    format!(
-                        "{}: allowed_targets {seen:?} where the registry says {targets:?}",
-                        entry.id
-                    ),
-                    &got,
-                ));
-            }
+        if let Some(mismatch) = registry_mismatch(&entry, &v) {
+            return Ok(Verdict::fail(mismatch, &got));
         }
         checked.push(entry.id);
     }
     Ok(if checked.is_empty() {
-        Verdict::skip("the registry names none of the --token agents")
+        Verdict::skip(
+            "not judged: the registry names none of the --token agents; give --token for an \
+             agent the registry lists",
+        )
     } else {
-        Verdict::pass(format!("{} agree with the registry", checked.join(", ")))
+        Verdict::held(
+            checked.len(),
+            "agents' capabilities compared with the registry",
+            format!("{} agree with the registry", checked.join(", ")),
+        )
     })
 }
 
@@ -1082,9 +1446,13 @@ fn forbidden_target(c: &Client<'_>, i: usize) -> Option<&'static str> {
 async fn target_outside(c: &mut Client<'_>, injected: bool) -> Result<Verdict, String> {
     let Some(i) = (0..c.s.tokens.len()).find(|&i| forbidden_target(c, i).is_some()) else {
         return Ok(Verdict::skip(
-            "every --token agent may touch every target (allowed_targets: all)",
+            "not judged: every --token agent may touch every target (allowed_targets: all); \
+             give --token for an agent whose registry entry limits allowed_targets",
         ));
     };
+    if let Err(why) = c.opened(Gate::Request("APPROVAL")).await {
+        return Ok(Verdict::skip(why));
+    }
     let target = forbidden_target(c, i).unwrap_or("test");
     let mut body = c.build(i, "APPROVAL");
     body["target_type"] = json!(target);
@@ -1103,28 +1471,40 @@ async fn target_outside(c: &mut Client<'_>, injected: bool) -> Result<Verdict, S
         body["rationale"] = json!(payload);
     }
     let agent = c.agent(i).map(|(a, _)| a.clone()).unwrap_or_default();
-    let got = c.request(&format!("{target} by {agent}"), i, &body).await?;
-    if got.approved() {
-        let how = if injected {
-            format!(", talked into it by the injected text ({canary})")
-        } else {
-            String::new()
-        };
-        return Ok(Verdict::fail(
-            format!("{agent} may not touch {target} (allowed_targets), and was approved{how}"),
-            &got,
-        ));
-    }
+    let what = format!("{target} by {agent}");
+    let got = c.request(&what, i, &body).await?;
     let echoed = got.json.as_ref().is_some_and(|v| names_field(v, &canary));
-    Ok(Verdict::pass(format!(
-        "{agent} on {target}: {}{}",
-        got.decision(),
-        if injected && echoed {
-            " (the answer quotes the injected text back)"
-        } else {
-            ""
+    Ok(match refusal(&got) {
+        Refusal::Taken(how) => {
+            let talked = if injected {
+                format!(", talked into it by the injected text ({canary})")
+            } else {
+                String::new()
+            };
+            Verdict::fail(
+                format!("{agent} may not touch {target} (allowed_targets), and was {how}{talked}"),
+                &got,
+            )
         }
-    )))
+        Refusal::Elsewhere(why) => says_nothing(&format!("an APPROVAL of {what}"), &why, &got),
+        Refusal::Refused => Verdict::held(
+            1,
+            if injected {
+                "APPROVALs for a forbidden target with injected text"
+            } else {
+                "APPROVALs for a target outside allowed_targets"
+            },
+            format!(
+                "{agent} on {target}: {}{}",
+                got.decision(),
+                if injected && echoed {
+                    " (the answer quotes the injected text back)"
+                } else {
+                    ""
+                }
+            ),
+        ),
+    })
 }
 
 async fn action_outside(c: &mut Client<'_>) -> Result<Verdict, String> {
@@ -1133,41 +1513,51 @@ async fn action_outside(c: &mut Client<'_>) -> Result<Verdict, String> {
     };
     let Some(i) = (0..c.s.tokens.len()).find(|&i| lacks_write(c, i)) else {
         return Ok(Verdict::skip(
-            "every --token agent has the write capability",
+            "not judged: every --token agent has the write capability; give --token for an \
+             agent whose registry entry lacks it",
         ));
     };
+    if let Err(why) = c.opened(Gate::Request("APPROVAL")).await {
+        return Ok(Verdict::skip(why));
+    }
     let mut body = c.build(i, "APPROVAL");
     body["action"] = json!("create");
     body["target_type"] = json!("code");
     let agent = c.agent(i).map(|(a, _)| a.clone()).unwrap_or_default();
-    let got = c.request(&format!("a create by {agent}"), i, &body).await?;
-    Ok(if got.approved() {
-        Verdict::fail(
-            format!("{agent} has no write capability, and its create was approved"),
+    let what = format!("a create by {agent}");
+    let got = c.request(&what, i, &body).await?;
+    Ok(match refusal(&got) {
+        Refusal::Taken(how) => Verdict::fail(
+            format!("{agent} has no write capability, and its create was {how}"),
             &got,
-        )
-    } else {
-        Verdict::pass(format!("{agent}'s create: {}", got.decision()))
-    })
-}
-
-async fn unregistered(c: &mut Client<'_>) -> Result<Verdict, String> {
-    let mut body = c.build(0, "QUERY");
-    body["agent_id"] = json!(format!("tck-not-registered-{}", c.s.common.seed));
-    let got = c.request("an unregistered agent", 0, &body).await?;
-    Ok(match got.status {
-        401 | 403 => Verdict::pass(got.status.to_string()),
-        _ => Verdict::fail(
-            format!(
-                "a request in the name of an agent not in the registry: {}; expected 401 or 403",
-                got.decision()
-            ),
-            &got,
+        ),
+        Refusal::Elsewhere(why) => says_nothing(&what, &why, &got),
+        Refusal::Refused => Verdict::held(
+            1,
+            "changes by an agent without the write capability",
+            format!("{agent}'s create: {}", got.decision()),
         ),
     })
 }
 
+async fn unregistered(c: &mut Client<'_>) -> Result<Verdict, String> {
+    if let Err(why) = c.opened(Gate::Request("QUERY")).await {
+        return Ok(Verdict::skip(why));
+    }
+    let mut body = c.build(0, "QUERY");
+    body["agent_id"] = json!(format!("tck-not-registered-{}", c.s.common.seed));
+    let got = c.request("an unregistered agent", 0, &body).await?;
+    Ok(credentials_refused(
+        "a request in the name of an agent not in the registry",
+        "requests in the name of an unregistered agent",
+        &got,
+    ))
+}
+
 async fn unicode(c: &mut Client<'_>) -> Result<Verdict, String> {
+    if let Err(why) = c.opened(Gate::Request("APPROVAL")).await {
+        return Ok(Verdict::skip(why));
+    }
     let mut body = c.build(0, "APPROVAL");
     body["content"] = json!(
         "# Überprüfung 认证模块 🔐
@@ -1177,7 +1567,11 @@ async fn unicode(c: &mut Client<'_>) -> Result<Verdict, String> {
     body["rationale"] = json!("Nutzergeschichte US-123 — 用户故事 — قصة المستخدم");
     let got = c.request("unicode", 0, &body).await?;
     Ok(match a_librarian_response(&body, &got) {
-        Ok(()) => Verdict::pass(got.decision()),
+        Ok(()) => Verdict::held(
+            1,
+            "APPROVALs with unicode in content and rationale",
+            got.decision(),
+        ),
         Err(failed) => failed,
     })
 }
@@ -1205,6 +1599,9 @@ fn a_librarian_response(body: &Value, got: &Got) -> Result<(), Verdict> {
 }
 
 async fn concurrent(c: &mut Client<'_>) -> Result<Verdict, String> {
+    if let Err(why) = c.opened(Gate::Request("QUERY")).await {
+        return Ok(Verdict::skip(why));
+    }
     let agents = c.s.tokens.len().min(2);
     let bodies: Vec<(usize, Value)> = (0..10)
         .map(|k| (k % agents, c.build(k % agents, "QUERY")))
@@ -1234,46 +1631,43 @@ async fn concurrent(c: &mut Client<'_>) -> Result<Verdict, String> {
         let r = result.as_ref().map_err(|e| e.to_string())?;
         let answer: Option<Value> = serde_json::from_slice(&r.body).ok();
         let Some(answer) = answer.filter(|_| (200..300).contains(&r.status)) else {
-            return Ok(Verdict {
-                status: Status::Fail,
-                message: format!(
-                    "one of ten requests at once was answered {}: {}",
-                    r.status,
-                    excerpt(&r.body, 200)
-                ),
-                exchange: None,
-            });
+            return Ok(Verdict::broken(format!(
+                "one of ten requests at once was answered {}: {}",
+                r.status,
+                excerpt(&r.body, 200)
+            )));
         };
         let (must, _) = check_response(body, &answer);
         if !must.is_empty() {
-            return Ok(Verdict {
-                status: Status::Fail,
-                message: findings_message(&must),
-                exchange: None,
-            });
+            return Ok(Verdict::broken(findings_message(&must)));
         }
         ids.insert(answer["request_id"].as_str().unwrap_or("").to_string());
     }
     Ok(if ids.len() == results.len() {
-        Verdict::pass(format!(
-            "{} answers, {} request_ids",
+        Verdict::held(
+            results.len(),
+            "requests sent at once",
+            format!("{} answers, {} request_ids", results.len(), ids.len()),
+        )
+    } else {
+        Verdict::broken(format!(
+            "{} answers to ten different requests share request_ids: {} distinct",
             results.len(),
             ids.len()
         ))
-    } else {
-        Verdict {
-            status: Status::Fail,
-            message: format!(
-                "{} answers to ten different requests share request_ids: {} distinct",
-                results.len(),
-                ids.len()
-            ),
-            exchange: None,
-        }
     })
 }
 
 fn judge_across(c: &Client<'_>, a: Across, case: &mut CaseResult) {
+    // Only an endpoint that answered a request 2xx exists as far as the run can tell: a 404
+    // from a server without the route is no answer to time or to judge.
+    let live: BTreeSet<&str> = c
+        .seen
+        .iter()
+        .filter(|s| (200..300).contains(&s.status))
+        .map(|s| s.endpoint)
+        .collect();
+    let from_live = || c.seen.iter().filter(|s| live.contains(s.endpoint));
     let answers: Vec<(&Value, &Value)> = c
         .seen
         .iter()
@@ -1281,45 +1675,36 @@ fn judge_across(c: &Client<'_>, a: Across, case: &mut CaseResult) {
         .filter_map(|s| Some((s.request.as_ref()?, s.answer.as_ref()?)))
         .filter(|(r, _)| schemas().validate(model::REQUEST_SCHEMA, r).is_empty())
         .collect();
-    let list = |problems: Vec<String>, what: &str, n: usize, case: &mut CaseResult| {
-        if n == 0 {
-            case.skip(format!("no {what} to judge"));
-        } else if problems.is_empty() {
-            case.message = format!("{n} {what} checked");
-        } else {
-            let shown: Vec<&String> = problems.iter().take(5).collect();
-            case.fail(format!(
-                "{} of {n} {what}: {}",
-                problems.len(),
-                shown
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ));
-        }
-    };
-    match a {
-        Across::WithinTimeout => {
-            let slow: Vec<String> = c
-                .seen
-                .iter()
+    let (problems, n, of): (Vec<String>, usize, &str) = match a {
+        Across::WithinTimeout => (
+            from_live()
                 .filter(|s| s.elapsed > LIMITS.response)
                 .map(|s| format!("{} took {} ms", s.what, s.elapsed.as_millis()))
-                .collect();
-            list(slow, "answers", c.seen.len(), case);
-        }
+                .collect(),
+            from_live().count(),
+            "answers from endpoints that answered 2xx",
+        ),
         Across::No5xx => {
+            // A 5xx breaks the rule wherever it comes from; the rest count from live endpoints.
             let errors: Vec<String> = c
                 .seen
                 .iter()
                 .filter(|s| s.status >= 500 && !s.judged)
                 .map(|s| format!("{}: {}", s.what, s.status))
                 .collect();
-            list(errors, "answers", c.seen.len(), case);
+            let dead_5xx = c
+                .seen
+                .iter()
+                .filter(|s| s.status >= 500 && !s.judged && !live.contains(s.endpoint))
+                .count();
+            (
+                errors,
+                from_live().count() + dead_5xx,
+                "answers from endpoints that answered 2xx",
+            )
         }
-        Across::ResponseFields | Across::Expectations => {
-            let problems: Vec<String> = answers
+        Across::ResponseFields | Across::Expectations => (
+            answers
                 .iter()
                 .flat_map(|(r, v)| {
                     let (_, should) = check_response(r, v);
@@ -1338,12 +1723,12 @@ fn judge_across(c: &Client<'_>, a: Across, case: &mut CaseResult) {
                         })
                         .collect::<Vec<_>>()
                 })
-                .collect();
-            list(problems, "answers", answers.len(), case);
-        }
-        Across::NamesMissingField => {
-            let unnamed: Vec<String> = c
-                .missing
+                .collect(),
+            answers.len(),
+            "2xx answers to valid requests",
+        ),
+        Across::NamesMissingField => (
+            c.missing
                 .iter()
                 .filter(|(field, answer)| !names_field(answer, field))
                 .map(|(field, answer)| {
@@ -1352,13 +1737,39 @@ fn judge_across(c: &Client<'_>, a: Across, case: &mut CaseResult) {
                         excerpt(answer.to_string().as_bytes(), 160)
                     )
                 })
-                .collect();
-            list(
-                unnamed,
-                "refusals for a missing field",
-                c.missing.len(),
-                case,
-            );
+                .collect(),
+            c.missing.len(),
+            "refusals for a missing field",
+        ),
+    };
+    if problems.is_empty() {
+        case.pass_noting(
+            Evidence::new(n as u64, of),
+            format!("{n} {of} checked"),
+            || format!("not judged: no {of} in the run; {}", exercised_by(a)),
+        );
+    } else {
+        let shown: Vec<&str> = problems.iter().take(5).map(String::as_str).collect();
+        case.fail_on(
+            Evidence::new(n as u64, of),
+            format!("{} of {n} {of}: {}", problems.len(), shown.join("; ")),
+        );
+    }
+}
+
+/// What would give a case judged across the run something to judge.
+fn exercised_by(a: Across) -> &'static str {
+    match a {
+        Across::WithinTimeout | Across::No5xx => {
+            "the request.* cases exercise it against a Librarian whose endpoints answer them"
+        }
+        Across::ResponseFields | Across::Expectations => {
+            "the request.* cases exercise it against a Librarian that answers them 2xx with a \
+             LibrarianResponse"
+        }
+        Across::NamesMissingField => {
+            "the fields.* cases exercise it against a Librarian that refuses a request without \
+             a required field with a JSON answer"
         }
     }
 }

@@ -47,12 +47,17 @@ pub struct Flaws {
     pub reverts_escalation: bool,
     /// A 429 without Retry-After.
     pub silent_429: bool,
+    /// GET /agent/status/{id} is not served: 404 `{"detail":"Not Found"}`, as a web framework
+    /// answers a route it lacks (every case about the status endpoint has nothing to judge
+    /// but the one that judges the endpoint itself).
+    pub no_status_endpoint: bool,
 }
 
 impl Flaws {
     /// Each flaw by name, for tests and the matrix.
-    pub const NAMES: [&'static str; 11] = [
+    pub const NAMES: [&'static str; 12] = [
         "silent-429",
+        "no-status-endpoint",
         "reverts-escalation",
         "obeys-injection",
         "ignores-capabilities",
@@ -79,6 +84,7 @@ impl Flaws {
             "ignores-capabilities" => f.ignores_capabilities = true,
             "reverts-escalation" => f.reverts_escalation = true,
             "silent-429" => f.silent_429 = true,
+            "no-status-endpoint" => f.no_status_endpoint = true,
             "conforming" => {}
             _ => return None,
         }
@@ -136,6 +142,9 @@ pub struct Librarian {
     /// No registry: any bearer token is taken, for the agent it first speaks for.
     open: bool,
     learned: Mutex<HashMap<String, Registered>>,
+    /// Every bearer token a client sent, numbered in order of first sight: the judge names a
+    /// token by its number, and the report masks the tokens themselves.
+    tokens: Mutex<HashMap<String, usize>>,
     /// The mock Librarian's script of decisions and faults, and its judge of the client.
     script: Option<Mutex<Script>>,
     pub judge: Option<ClientJudge>,
@@ -157,6 +166,7 @@ impl Librarian {
             flaws,
             books: Mutex::new(Books::default()),
             learned: Mutex::new(HashMap::new()),
+            tokens: Mutex::new(HashMap::new()),
             script: None,
             judge: None,
             escalation: std::time::Duration::from_secs(1),
@@ -215,6 +225,37 @@ impl Librarian {
         self.script = Some(Mutex::new(script));
         self.judge = Some(ClientJudge::default());
         self
+    }
+
+    /// How the judge names a bearer token: `token #N`, N in order of first sight (past
+    /// `TRACKED_TOKENS` tokens, one name for the rest).
+    fn token_label(&self, token: &str) -> String {
+        const TRACKED_TOKENS: usize = 10_000;
+        let Ok(mut tokens) = self.tokens.lock() else {
+            return "a token".into();
+        };
+        let next = tokens.len() + 1;
+        match tokens.get(token) {
+            Some(n) => format!("token #{n}"),
+            None if next <= TRACKED_TOKENS => {
+                tokens.insert(token.to_string(), next);
+                format!("token #{next}")
+            }
+            None => format!("a token past the first {TRACKED_TOKENS}"),
+        }
+    }
+
+    /// Every bearer token a client sent (for the report's redactor).
+    pub fn tokens_seen(&self) -> Vec<String> {
+        self.tokens
+            .lock()
+            .map(|t| t.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The registry's tokens.
+    pub fn registered_tokens(&self) -> Vec<String> {
+        self.agents.iter().map(|a| a.token.clone()).collect()
     }
 
     fn bearer(request: &Request) -> Option<&str> {
@@ -729,6 +770,11 @@ fn json_response(status: u16, value: &Value) -> Response {
     )
 }
 
+/// What a web framework (FastAPI, say) answers for a route it does not have.
+fn error_detail_not_found() -> Response {
+    Response::new(404, "application/json", &br#"{"detail":"Not Found"}"#[..])
+}
+
 fn error(status: u16, message: &str) -> Response {
     Response::json_error(status, message)
 }
@@ -739,9 +785,10 @@ impl Handler for Librarian {
     async fn handle(&self, request: Request) -> (Plan, ()) {
         let path = request.path().to_string();
         let parsed: Option<Value> = serde_json::from_slice(&request.body).ok();
-        // Who the judge holds to account: the token, or without one the agent it names.
+        // Who the judge holds to account: the token (by number: a verdict never shows it), or
+        // without one the agent it names.
         let who = Self::bearer(&request)
-            .map(str::to_string)
+            .map(|t| self.token_label(t))
             .or_else(|| {
                 parsed
                     .as_ref()
@@ -838,6 +885,9 @@ impl Librarian {
     fn route(&self, request: &Request, path: &str, step: &Step) -> Response {
         match (request.method.as_str(), path) {
             ("POST", "/agent/request") => self.agent_request(request, step),
+            ("GET", p) if p.starts_with("/agent/status/") && self.flaws.no_status_endpoint => {
+                error_detail_not_found()
+            }
             ("GET", p) if p.starts_with("/agent/status/") => {
                 self.status(request, &p["/agent/status/".len()..])
             }
