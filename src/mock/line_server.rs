@@ -36,7 +36,7 @@ use super::observe::Tally;
 #[cfg(doc)]
 use super::protocol::AgentProtocol;
 use super::protocol::{Answered, PlatformObserver, Seen};
-use crate::report::{CaseResult, Level};
+use crate::report::{CaseResult, Evidence, Level};
 
 /// Longest request line read.
 const MAX_REQUEST: u64 = 32 * 1024 * 1024;
@@ -83,6 +83,8 @@ pub struct LineService {
     stdio: Mutex<StdioChecks>,
     /// Answers held back right now (seq → when the request came).
     held: Mutex<std::collections::HashMap<u64, Instant>>,
+    /// How often each of the agent's content behaviours took effect (its source → count).
+    applied: Mutex<std::collections::HashMap<String, u64>>,
 }
 
 /// What the stdio-only behaviours found out about the harness.
@@ -105,6 +107,7 @@ impl LineService {
             seq: AtomicU64::new(0),
             stdio: Mutex::new(StdioChecks::default()),
             held: Mutex::new(std::collections::HashMap::new()),
+            applied: Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -119,18 +122,95 @@ impl LineService {
         let mut cases = self.observer.cases();
         if let Ok(s) = self.stdio.lock() {
             if s.drains.checked > 0 {
-                cases.push(s.drains.case(
+                cases.push(s.drains.judged(
                     "stdio.drains-stderr",
                     "stdio",
                     Level::Must,
                     "the harness drains the agent's stderr as it comes (a flood does not block the agent)",
                     "Local Subprocess Protocol (anything the agent writes to stderr is captured and emitted as an engine log)",
                     "stderr floods",
+                    "serve --behavior stderr-flood over stdio to test it",
                 ));
             }
             cases.extend(s.forked.clone());
         }
+        cases.extend(self.behaviors_case());
         cases
+    }
+
+    /// Counts the content behaviours that took effect on one answer.
+    fn note_applied(&self, decision: &super::decision::Decision) {
+        if decision.applied.is_empty() {
+            return;
+        }
+        if let Ok(mut applied) = self.applied.lock() {
+            for source in &decision.applied {
+                *applied.entry(source.clone()).or_default() += 1;
+            }
+        }
+    }
+
+    /// `agent.behaviors-applied` (INFO), when the agent was given content behaviours: each one
+    /// took effect, or which never did (a behaviour that waits for something the harness never
+    /// sent, e.g. `ignores-governance` for governance feedback, tested nothing).
+    fn behaviors_case(&self) -> Option<CaseResult> {
+        let content: Vec<&str> = self
+            .agent
+            .items
+            .iter()
+            .filter(|i| matches!(i.what, What::Behavior(Kind::Content(_))))
+            .map(|i| i.source.as_str())
+            .collect();
+        if content.is_empty() {
+            return None;
+        }
+        let applied = self.applied.lock().ok()?;
+        let name = self.agent.name();
+        let mut case = CaseResult::new(
+            "agent.behaviors-applied",
+            "agent",
+            Level::May,
+            "each content behaviour the agent was given took effect (one that never did tested nothing)",
+            "agent-tck (the behaviours given with --behavior)",
+        );
+        let never: Vec<String> = content
+            .iter()
+            .filter(|source| !applied.contains_key(**source))
+            .map(|source| format!("{source} ({})", self.what_triggers(source)))
+            .collect();
+        let took: Vec<String> = content
+            .iter()
+            .filter_map(|source| {
+                applied
+                    .get(*source)
+                    .map(|n| format!("{source} on {n} answer(s)"))
+            })
+            .collect();
+        if never.is_empty() {
+            case.pass_noting(
+                Evidence::new(content.len() as u64, format!("behaviours of {name}")),
+                took.join(", "),
+                String::new,
+            );
+        } else {
+            case.skip(format!(
+                "{name}: never took effect: {}; nothing the harness sent triggered it, so the rule it exercises was not tested (send what it waits for){}",
+                never.join(", "),
+                if took.is_empty() { String::new() } else { format!(". Took effect: {}", took.join(", ")) }
+            ));
+        }
+        Some(case)
+    }
+
+    /// What a content behaviour does, from the protocol's catalogue (`source`'s name).
+    fn what_triggers(&self, source: &str) -> &'static str {
+        let name = source.split([':', ' ', '@']).next().unwrap_or(source);
+        self.agent
+            .protocol
+            .behaviors()
+            .iter()
+            .find(|b| b.name == name)
+            .map_or("a content behaviour", |b| b.what)
     }
 
     /// Whether stderr is stuck behind a flood the harness does not read.
@@ -404,6 +484,7 @@ where
             service.flood_stderr(bytes);
         }
         let (plan, decision) = agent.respond_body(endpoint, &body);
+        service.note_applied(&decision);
         let seq = service.seq.fetch_add(1, Ordering::Relaxed);
         if let Some(findings) = body.findings("the request is not JSON") {
             let task_id = body.str_member("task_id");
