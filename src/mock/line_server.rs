@@ -79,6 +79,9 @@ pub struct LineService {
     /// Arguments for the child `forks-and-exits` leaves (`mock linger …`: where the reports
     /// are, so that it can settle its case).
     pub linger_args: Vec<OsString>,
+    /// How long the harness waits for an agent (`--expect-timeout`): the child
+    /// `forks-and-exits` leaves expects the group ended within it.
+    pub harness_timeout: Duration,
     seq: AtomicU64,
     stdio: Mutex<StdioChecks>,
     /// Answers held back right now (seq → when the request came).
@@ -104,6 +107,7 @@ impl LineService {
             agent,
             observer,
             linger_args: Vec::new(),
+            harness_timeout: super::linger::MAX,
             seq: AtomicU64::new(0),
             stdio: Mutex::new(StdioChecks::default()),
             held: Mutex::new(std::collections::HashMap::new()),
@@ -114,7 +118,9 @@ impl LineService {
     /// `agent`, judged by its protocol's observer against `expect`.
     pub fn judged(agent: MockAgent, expect: &super::protocol::PlatformExpect) -> LineService {
         let observer = super::observe::observer_for(agent.protocol, expect);
-        LineService::new(agent, observer)
+        let mut service = LineService::new(agent, observer);
+        service.harness_timeout = expect.timeout;
+        service
     }
 
     /// The verdicts so far: the observer's, then the stdio checks that had something to judge.
@@ -588,6 +594,14 @@ fn fork_and_exit(service: &LineService, after_each: &(dyn Fn(&LineService) + Sen
         command
             .args(["mock", "linger"])
             .args(&service.linger_args)
+            .env(
+                super::linger::HARNESS_PID,
+                std::os::unix::process::parent_id().to_string(),
+            )
+            .env(
+                super::linger::BOUND_MS,
+                service.harness_timeout.as_millis().to_string(),
+            )
             .stdin(std::process::Stdio::null());
         // The child starts with the ending signals blocked, and unblocks them once it can catch
         // them: a harness that ends the group the moment the agent exits is still seen doing so.
@@ -612,11 +626,13 @@ fn fork_and_exit(service: &LineService, after_each: &(dyn Fn(&LineService) + Sen
     match &child {
         Ok(c) => case.skip(format!(
             "not settled: the agent left a child (pid {}) holding stdout and exited; the child \
-             settles this case (PASS when the harness signals the group, FAIL when it outlives \
-             the harness's end of stdout by {} s). Still skipped: it was killed outright \
-             (SIGKILL, which ends the group too) or the report was read before it settled",
+             settles this case (PASS when the harness that started the agent signals the group \
+             within --expect-timeout + {grace} s, FAIL on a signal from anyone else, or when it \
+             outlives the harness's end of stdout by {grace} s). Still skipped: it was killed \
+             outright (SIGKILL, which ends the group too) or the report was read before it \
+             settled",
             c.id(),
-            super::linger::GRACE.as_secs()
+            grace = super::linger::GRACE.as_secs()
         )),
         Err(e) => case.skip(format!("cannot leave a child behind: {e}")),
     }
