@@ -112,7 +112,9 @@ impl Harness {
     fn from_env() -> Harness {
         let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
         Harness {
-            pid: var(HARNESS_PID).and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 1),
+            pid: var(HARNESS_PID)
+                .and_then(|p| i32::try_from(p).ok())
+                .filter(|p| *p > 1),
             bound: var(BOUND_MS)
                 .map(|ms| Duration::from_millis(ms) + GRACE)
                 .unwrap_or(MAX)
