@@ -21,7 +21,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::report::{junit, Evidence, Report, Summary};
+use super::line_server::forked_case;
+use super::line_server::journal::{self, Event};
+use crate::report::{junit, Report, Summary};
 
 /// The case the child settles.
 pub const FORKED_CASE: &str = "stdio.kills-process-group";
@@ -214,7 +216,14 @@ fn stdout_closed() -> bool {
 }
 
 /// Rewrites the reports with the case settled (a report that cannot be read is left alone).
+/// With a journal beside the report (the processes of a per-turn run share one), the verdict
+/// goes there too, and the case is the fold of every child's verdict so far.
 fn settle(json: &Path, junit_path: Option<&Path>, verdict: Result<String, String>) {
+    let (pass, message) = match verdict {
+        Ok(m) => (true, m),
+        Err(m) => (false, m),
+    };
+    let journaled = journal::settle(json, pass, &message);
     let Ok(text) = std::fs::read_to_string(json) else {
         return;
     };
@@ -224,11 +233,23 @@ fn settle(json: &Path, junit_path: Option<&Path>, verdict: Result<String, String
     let Some(case) = report.cases.iter_mut().find(|c| c.id == FORKED_CASE) else {
         return;
     };
-    let signal = Evidence::new(1, "ending of the agent's process group");
-    match verdict {
-        Ok(message) => case.pass_noting(signal, message, String::new),
-        Err(message) => case.fail_on(signal, message),
-    }
+    *case = match journaled {
+        Some(records) => {
+            let mut unsettled = None;
+            let mut settled = Vec::new();
+            for record in records {
+                match record.event {
+                    Event::Forked { case } => {
+                        unsettled.get_or_insert(case);
+                    }
+                    Event::Settled { pass, message } => settled.push((pass, message)),
+                    _ => {}
+                }
+            }
+            forked_case(unsettled.unwrap_or_else(|| case.clone()), &settled)
+        }
+        None => forked_case(case.clone(), &[(pass, message)]),
+    };
     report.summary = Summary::of(&report.cases);
     let _ = std::fs::write(json, crate::report::json::to_string(&report));
     if let Some(path) = junit_path {

@@ -403,3 +403,95 @@ async fn a_group_left_past_the_bound_fails() {
     );
     drop(held);
 }
+
+/// One per-turn exchange, as the reference harness does it: a process for the turn, the request
+/// written without a newline, stdin closed, stdout read to its end.
+async fn per_turn(json: &str, request: &Value) -> Value {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"))
+        .args(["mock", "agent", "--protocol", "execute-task", "--stdio"])
+        .args(["--name", "judge", "--behavior", "never-finishes"])
+        .args(["--expect-max-turns", "5", "--json", json])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(request.to_string().as_bytes())
+        .await
+        .unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A per-turn harness: 4 conversations of 5 turns, a process per turn, all with the same --json.
+/// The report counts every turn of the run, and follows conversations across the processes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_processes_of_a_per_turn_run_fold_one_report() {
+    let dir = TempDir::new("per-turn-fold");
+    let json = dir.path("run.json");
+    for c in 0..4 {
+        let mut history: Vec<Value> = Vec::new();
+        let mut task = format!("Look up order A-{c}.");
+        for turn in 1..=LIMIT {
+            let request =
+                json!({"task_description": task, "turn": turn, "conversation_history": history});
+            let answer = per_turn(&json, &request).await;
+            history.push(json!({"role": "user", "content": task}));
+            history.push(json!({"role": "assistant", "content": answer.to_string()}));
+            let tool = answer["tool_name"].as_str().unwrap();
+            task = format!("Tool '{tool}' returned: {{\"status\": \"shipped\"}}. Continue.");
+        }
+    }
+    let report: Report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    every_case_explains_itself(&report);
+    let (s, m, judged) = verdict(&report, "platform.request-schema");
+    assert_eq!((s, judged), (Status::Pass, 20), "{m}");
+    let (s, m, judged) = verdict(&report, "harness.turns");
+    assert_eq!((s, judged), (Status::Pass, 20), "{m}");
+    let (s, m, judged) = verdict(&report, "harness.history");
+    assert_eq!((s, judged), (Status::Pass, 16), "{m}");
+    let (s, m, _) = verdict(&report, "harness.turn-limit");
+    assert_eq!(s, Status::Pass, "{m}");
+    assert!(
+        m.contains("4 conversation(s) the agent never ended, the longest stopped at turn 5"),
+        "{m}"
+    );
+}
+
+/// A journal an earlier run left (last written an hour ago, by a process of another parent) is
+/// not folded into this run's report.
+#[tokio::test]
+async fn an_earlier_runs_journal_is_started_afresh() {
+    let dir = TempDir::new("stale-journal");
+    let json = dir.path("run.json");
+    let request =
+        json!({"task_description": "Look up order A-1.", "turn": 1, "conversation_history": []});
+    per_turn(&json, &request).await;
+    per_turn(&json, &request).await;
+    let journal = format!("{json}.journal");
+    let report: Report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(verdict(&report, "harness.turns").2, 2, "the same run folds");
+    // The earlier run's writer: another parent, an hour ago.
+    let text = std::fs::read_to_string(&journal).unwrap().replace(
+        &format!("\"parent\":{}", std::process::id()),
+        "\"parent\":1",
+    );
+    std::fs::write(&journal, text).unwrap();
+    let touched = std::process::Command::new("touch")
+        .args(["-d", "1 hour ago", &journal])
+        .status()
+        .unwrap();
+    assert!(touched.success());
+    per_turn(&json, &request).await;
+    let report: Report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (s, m, judged) = verdict(&report, "harness.turns");
+    assert_eq!((s, judged), (Status::Pass, 1), "{m}");
+}
