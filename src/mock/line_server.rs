@@ -105,11 +105,17 @@ struct Judge {
     observer: Box<dyn PlatformObserver>,
     /// Each stderr flood: written whole within [`FLOOD_WAIT`], or not.
     drains: Mutex<Tally>,
-    /// `forks-and-exits`: the case each child left behind settles, and how the children
-    /// settled it (PASS or FAIL, why).
-    forked: Mutex<(Option<CaseResult>, Vec<(bool, String)>)>,
+    forked: Mutex<Forked>,
     /// How often each of the agent's content behaviours took effect (its source → count).
     applied: Mutex<HashMap<String, u64>>,
+}
+
+/// `forks-and-exits`: the case each child left behind settles, and how the children settled it.
+#[derive(Default)]
+struct Forked {
+    unsettled: Option<CaseResult>,
+    /// PASS or FAIL, and why: one per child that settled.
+    settled: Vec<(bool, String)>,
 }
 
 impl Judge {
@@ -117,7 +123,7 @@ impl Judge {
         Judge {
             observer,
             drains: Mutex::new(Tally::default()),
-            forked: Mutex::new((None, Vec::new())),
+            forked: Mutex::new(Forked::default()),
             applied: Mutex::new(HashMap::new()),
         }
     }
@@ -142,13 +148,13 @@ impl Judge {
 
     fn on_forked(&self, case: CaseResult) {
         if let Ok(mut f) = self.forked.lock() {
-            f.0.get_or_insert(case);
+            f.unsettled.get_or_insert(case);
         }
     }
 
     fn on_settled(&self, pass: bool, message: String) {
         if let Ok(mut f) = self.forked.lock() {
-            f.1.push((pass, message));
+            f.settled.push((pass, message));
         }
     }
 
@@ -247,7 +253,8 @@ impl Judge {
             }
         }
         if let Ok(f) = self.forked.lock() {
-            cases.extend(f.0.clone().map(|case| forked_case(case, &f.1)));
+            let settled = &f.settled;
+            cases.extend(f.unsettled.clone().map(|case| forked_case(case, settled)));
         }
         cases.extend(self.behaviors_case(agent));
         cases

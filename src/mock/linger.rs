@@ -71,7 +71,7 @@ fn catch_ending_signals() -> bool {
             // three-argument form SA_SIGINFO calls for and only stores an atomic.
             unsafe {
                 let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = on_ending_signal as usize;
+                action.sa_sigaction = on_ending_signal as *const () as usize;
                 action.sa_flags = libc::SA_SIGINFO;
                 libc::sigemptyset(&mut action.sa_mask);
                 libc::sigaction(signal, &action, std::ptr::null_mut()) == 0
