@@ -30,7 +30,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::mock::decision::Decision;
-use crate::report::CaseResult;
+use crate::report::{CaseResult, Evidence};
 
 /// What the journal's name adds to the report's.
 pub const SUFFIX: &str = ".journal";
@@ -272,4 +272,28 @@ pub fn settle(json: &Path, pass: bool, message: &str) -> Option<Vec<Record>> {
     let mut file = journal.file.try_clone().ok()?;
     let _lock = Locked::new(&journal.file).ok()?;
     read(&mut file).ok()
+}
+
+/// The case the children `forks-and-exits` left settle, from how they settled it (`settled`:
+/// PASS or FAIL and why, one per child that did): failed when any failed, passed when some
+/// passed, else `unsettled` as it is (a skip saying why).
+pub fn forked_case(mut unsettled: CaseResult, settled: &[(bool, String)]) -> CaseResult {
+    let evidence = || {
+        Evidence::new(
+            settled.len() as u64,
+            "children left in the agent's process group",
+        )
+    };
+    let failed: Vec<&String> = settled.iter().filter(|s| !s.0).map(|s| &s.1).collect();
+    if let Some(first) = failed.first() {
+        let many = if settled.len() > 1 {
+            format!(" ({} of {} children)", failed.len(), settled.len())
+        } else {
+            String::new()
+        };
+        unsettled.fail_on(evidence(), format!("{first}{many}"));
+    } else if let Some((_, first)) = settled.first() {
+        unsettled.pass_noting(evidence(), first.clone(), String::new);
+    }
+    unsettled
 }

@@ -33,15 +33,12 @@ use super::behavior::{Kind, What};
 use super::body::Body;
 use super::http1::{Delivered, Fault, Outcome};
 use super::journal::AuthSeen;
+use super::line_journal::{self, forked_case, Event};
 use super::observe::Tally;
 #[cfg(doc)]
 use super::protocol::AgentProtocol;
 use super::protocol::{Answered, PlatformExpect, PlatformObserver, Seen};
 use crate::report::{CaseResult, Evidence, Level};
-use journal::Event;
-
-#[path = "line_journal.rs"]
-pub mod journal;
 
 /// Longest request line read.
 const MAX_REQUEST: u64 = 32 * 1024 * 1024;
@@ -95,8 +92,8 @@ pub struct LineService {
     /// Answers held back right now (seq → when the request came).
     held: Mutex<HashMap<u64, Instant>>,
     /// Where the processes of one run share what they saw (stdio with --json; see
-    /// [`journal`]).
-    journal: Option<journal::Journal>,
+    /// [`line_journal`]).
+    journal: Option<line_journal::Journal>,
 }
 
 /// Everything the harness is judged by: the protocol's observer, the stdio checks, the
@@ -159,7 +156,7 @@ impl Judge {
     }
 
     /// Replays journal records (of every process, in order) into this judge.
-    fn replay(&self, records: Vec<journal::Record>, agent: &MockAgent, seq: &AtomicU64) {
+    fn replay(&self, records: Vec<line_journal::Record>, agent: &MockAgent, seq: &AtomicU64) {
         let endpoint = agent.protocol.line_endpoint().unwrap_or_default();
         let schema = agent
             .protocol
@@ -327,30 +324,6 @@ fn what_it_does(agent: &MockAgent, source: &str) -> &'static str {
         .map_or("a content behaviour", |b| b.what)
 }
 
-/// The case the children `forks-and-exits` left settle, from how they settled it (`settled`:
-/// PASS or FAIL and why, one per child that did): failed when any failed, passed when some
-/// passed, else `unsettled` as it is (a skip saying why).
-pub fn forked_case(mut unsettled: CaseResult, settled: &[(bool, String)]) -> CaseResult {
-    let evidence = || {
-        Evidence::new(
-            settled.len() as u64,
-            "children left in the agent's process group",
-        )
-    };
-    let failed: Vec<&String> = settled.iter().filter(|s| !s.0).map(|s| &s.1).collect();
-    if let Some(first) = failed.first() {
-        let many = if settled.len() > 1 {
-            format!(" ({} of {} children)", failed.len(), settled.len())
-        } else {
-            String::new()
-        };
-        unsettled.fail_on(evidence(), format!("{first}{many}"));
-    } else if let Some((_, first)) = settled.first() {
-        unsettled.pass_noting(evidence(), first.clone(), String::new);
-    }
-    unsettled
-}
-
 /// An [`Outcome`] from its kebab-case name (as the journal writes it).
 fn outcome_named(name: &str) -> Outcome {
     [
@@ -398,10 +371,11 @@ impl LineService {
     }
 
     /// Shares what this process sees with the other processes of the run through the journal
-    /// beside the report `json` (see [`journal`]): what earlier ones saw is replayed now.
+    /// beside the report `json` (see [`line_journal`]): what earlier ones saw is replayed now.
     pub fn keep_journal(&mut self, json: &std::path::Path) -> std::io::Result<()> {
-        let window = self.expect.timeout + journal::STALE_AFTER;
-        let (journal, records) = journal::Journal::open(&journal::path_for(json), Some(window))?;
+        let window = self.expect.timeout + line_journal::STALE_AFTER;
+        let (journal, records) =
+            line_journal::Journal::open(&line_journal::path_for(json), Some(window))?;
         self.judge.replay(records, &self.agent, &self.seq);
         self.journal = Some(journal);
         Ok(())
@@ -463,7 +437,7 @@ impl LineService {
             seq: seen.seq,
             agent: seen.agent.to_string(),
             line: String::from_utf8_lossy(line).into_owned(),
-            planned: journal::Planned::of(seen.decision),
+            planned: line_journal::Planned::of(seen.decision),
             answer: String::from_utf8_lossy(seen.answer).into_owned(),
         });
     }

@@ -21,8 +21,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::line_server::forked_case;
-use super::line_server::journal::{self, Event};
+use super::line_journal::{self, forked_case, Event};
 use crate::report::{junit, Report, Summary};
 
 /// The case the child settles.
@@ -223,7 +222,7 @@ fn settle(json: &Path, junit_path: Option<&Path>, verdict: Result<String, String
         Ok(m) => (true, m),
         Err(m) => (false, m),
     };
-    let journaled = journal::settle(json, pass, &message);
+    let journaled = line_journal::settle(json, pass, &message);
     let Ok(text) = std::fs::read_to_string(json) else {
         return;
     };
