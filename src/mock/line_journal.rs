@@ -38,6 +38,32 @@ pub const SUFFIX: &str = ".journal";
 /// Records kept at most.
 pub const MAX_RECORDS: u64 = 10_000;
 
+/// Bytes of journal kept at most (past them, as past [`MAX_RECORDS`], nothing is appended).
+pub const MAX_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The largest planned answer kept whole; a larger one is kept by its size (an observer reads
+/// back no answer that large: execute_task's reads 64 KiB at most).
+pub const ANSWER_KEPT: usize = 64 * 1024;
+
+/// The answer a [`Event::Request`] replays: the one kept, or, for one kept by its size, blanks
+/// just past [`ANSWER_KEPT`] (too large to read back, as the original was).
+pub fn replayed_answer(answer: &str, len: u64) -> std::borrow::Cow<'_, [u8]> {
+    if len as usize > ANSWER_KEPT && answer.is_empty() {
+        std::borrow::Cow::Owned(vec![b' '; ANSWER_KEPT + 1])
+    } else {
+        std::borrow::Cow::Borrowed(answer.as_bytes())
+    }
+}
+
+/// The answer as a [`Event::Request`] keeps it (see [`replayed_answer`]).
+pub fn kept_answer(answer: &[u8]) -> String {
+    if answer.len() > ANSWER_KEPT {
+        String::new()
+    } else {
+        String::from_utf8_lossy(answer).into_owned()
+    }
+}
+
 /// How long after `--expect-timeout` a journal's last write still belongs to the same run.
 pub const STALE_AFTER: Duration = Duration::from_secs(60);
 
@@ -63,13 +89,16 @@ pub struct Record {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum Event {
-    /// A request (its line as received) and the answer planned for it.
+    /// A request (its line as received) and the answer planned for it: an answer over
+    /// [`ANSWER_KEPT`] bytes by its size only (`answer` empty).
     Request {
         seq: u64,
         agent: String,
         line: String,
         planned: Planned,
         answer: String,
+        #[serde(default)]
+        answer_len: u64,
     },
     /// An answer is over: how (an [`Outcome`](crate::mock::http1::Outcome), kebab-case), how
     /// many bytes, how long after the request.
@@ -207,7 +236,7 @@ impl Journal {
         let Ok(mut written) = self.written.lock() else {
             return;
         };
-        if written.1 >= MAX_RECORDS {
+        if written.1 >= MAX_RECORDS || self.base + written.0 >= MAX_BYTES {
             return;
         }
         let record = Record {
@@ -296,4 +325,70 @@ pub fn forked_case(mut unsettled: CaseResult, settled: &[(bool, String)]) -> Cas
         unsettled.pass_noting(evidence(), first.clone(), String::new);
     }
     unsettled
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Level, Status};
+
+    fn unsettled() -> CaseResult {
+        let mut case = CaseResult::new("stdio.kills-process-group", "stdio", Level::Must, "t", "s");
+        case.skip("not settled");
+        case
+    }
+
+    #[test]
+    fn the_forked_case_folds_every_childs_verdict() {
+        assert_eq!(forked_case(unsettled(), &[]).status, Status::Skip);
+        let passed = forked_case(
+            unsettled(),
+            &[(true, "ended".into()), (true, "ended".into())],
+        );
+        assert_eq!(passed.status, Status::Pass);
+        assert_eq!(passed.evidence.unwrap().judged, 2);
+        let failed = forked_case(
+            unsettled(),
+            &[(true, "ended".into()), (false, "left".into())],
+        );
+        assert_eq!(failed.status, Status::Fail);
+        assert_eq!(failed.message, "left (1 of 2 children)");
+    }
+
+    #[test]
+    fn an_answer_too_large_to_keep_replays_as_too_large_to_read() {
+        let big = vec![b'x'; ANSWER_KEPT + 10];
+        let kept = kept_answer(&big);
+        assert!(kept.is_empty());
+        assert_eq!(
+            replayed_answer(&kept, big.len() as u64).len(),
+            ANSWER_KEPT + 1
+        );
+        assert_eq!(&*replayed_answer("{}", 2), b"{}");
+    }
+
+    #[test]
+    fn a_journal_is_shared_and_an_earlier_runs_is_started_afresh() {
+        let dir =
+            std::env::temp_dir().join(format!("agent-tck-line-journal-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.json.journal");
+        let _ = std::fs::remove_file(&path);
+        let flood = || Event::Flood {
+            whole: true,
+            message: String::new(),
+        };
+        let (first, records) = Journal::open(&path, Some(Duration::from_secs(60))).unwrap();
+        assert!(records.is_empty());
+        first.append(flood());
+        assert!(first.if_others_appended().is_none(), "only its own");
+        let (second, records) = Journal::open(&path, Some(Duration::from_secs(60))).unwrap();
+        assert_eq!(records.len(), 1);
+        second.append(flood());
+        assert_eq!(first.if_others_appended().map(|r| r.len()), Some(2));
+        // Written by this parent: the same run, however old.
+        let (_, records) = Journal::open(&path, Some(Duration::ZERO)).unwrap();
+        assert_eq!(records.len(), 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

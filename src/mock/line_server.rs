@@ -173,7 +173,9 @@ impl Judge {
                     line,
                     planned,
                     answer,
+                    answer_len,
                 } => {
+                    let answer = line_journal::replayed_answer(&answer, answer_len);
                     let n = seq.fetch_add(1, Ordering::Relaxed);
                     renumbered.insert((record.pid, own), n);
                     let body = Body::checked(line.as_bytes(), schema);
@@ -191,7 +193,7 @@ impl Judge {
                         body: &body,
                         schema_findings: &findings,
                         decision: &decision,
-                        answer: answer.as_bytes(),
+                        answer: &answer,
                         at: now,
                     });
                 }
@@ -438,7 +440,8 @@ impl LineService {
             agent: seen.agent.to_string(),
             line: String::from_utf8_lossy(line).into_owned(),
             planned: line_journal::Planned::of(seen.decision),
-            answer: String::from_utf8_lossy(seen.answer).into_owned(),
+            answer: line_journal::kept_answer(seen.answer),
+            answer_len: seen.answer.len() as u64,
         });
     }
 
