@@ -600,7 +600,9 @@ async fn probe(
                     suite.source, spec.id.value
                 )
             })?;
-            if let Some(c) = across.judge(rule, spec.case())? {
+            let t0 = Instant::now();
+            if let Some(mut c) = across.judge(rule, spec.case())? {
+                c.set_duration(t0.elapsed());
                 on_case(&c);
                 cases.push(c);
             }
