@@ -5,17 +5,19 @@
 //! A harness sends no conversation id, so conversations are followed by what the spec does
 //! give: a request at turn 1 starts one; a request at turn t continues the agent's conversation
 //! that was at turn t-1 (the one whose first task opens this request's history, when several
-//! were). A conversation joined in the middle (the mock started late, or a stdio harness starts
-//! a process per turn, so each process sees one request) is followed from there, without a
-//! verdict on what came before it.
+//! were). A conversation joined in the middle (the mock started late, or a per-turn stdio
+//! process without `--json`, which sees one request) is followed from there, without a verdict
+//! on what came before it. A request without `turn` is followed by the tool result it carries
+//! (a [`Chain`]): tool results and the turn limit, by count, are judged on those; the rules that
+//! need the turn say how many requests lacked it.
 //!
 //! The rules (group `harness`):
 //! - `harness.turns`: turn 1 starts a conversation with an empty history; each next request is
 //!   the next turn;
 //! - `harness.history`: the history keeps the earlier turns and grows by the previous exchange;
 //! - `harness.tool-results`: after call_tool or call_multiple_tools, the next task_description
-//!   carries each tool's result (`Tool 'NAME' returned: …. Continue.`), an error naming it, or a
-//!   `GOVERNANCE ERROR: …` (the reference harness's dict-repr variant is an INFO note);
+//!   carries each tool's result (`Tool 'NAME' returned: …. Continue.`), an error naming it, or
+//!   governance feedback (`GOVERNANCE ERROR: …`, also inside the reference harness's dict);
 //! - `harness.loop-ends`: nothing follows final_answer, provide_instructions or error;
 //! - `harness.turn-limit` / `harness.turn-limit-default`: against an agent that never finishes,
 //!   the harness stops at a limit (`--expect-max-turns N`, or some limit: [`NO_LIMIT_TURNS`]),
@@ -23,7 +25,9 @@
 //! - `harness.deadline`: against a slow or hanging agent, the harness gives up (closes the
 //!   connection or stdin) within `--expect-timeout` + 1 s;
 //! - `harness.after-bad-answer`: after a malformed, oversized or wrong-schema answer the harness
-//!   goes on or ends cleanly, never with a half-written request.
+//!   goes on or ends cleanly, never with a half-written request;
+//! - `harness.reference-forms` (INFO): every request's task_description in the reference
+//!   harness's forms (a Python dict's repr) rather than the spec's.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
