@@ -8,7 +8,7 @@
 //! were). A conversation joined in the middle (the mock started late, or a per-turn stdio
 //! process without `--json`, which sees one request) is followed from there, without a verdict
 //! on what came before it. A request without `turn` is followed by the tool result it carries
-//! (a [`Chain`]): tool results and the turn limit, by count, are judged on those; the rules that
+//! (a `Chain`): tool results and the turn limit, by count, are judged on those; the rules that
 //! need the turn say how many requests lacked it.
 //!
 //! The rules (group `harness`):
