@@ -105,14 +105,17 @@ struct AgentState {
     conversations: VecDeque<Conversation>,
     /// The last bad answer, until the harness's next move says how it took it.
     pending_bad: Option<String>,
-    /// The conversation followed without `turn`, when requests carry none.
-    chain: Option<Chain>,
+    /// The conversations followed without `turn`, when requests carry none (the oldest is let
+    /// go first).
+    chains: VecDeque<Chain>,
 }
 
-/// A conversation followed without `turn` (nor, maybe, a history): an agent's requests in a
-/// row, each carrying the result of the tool the mock called in the one before. A request that
-/// carries no such result starts a new chain (it may be the harness's next conversation: with
-/// nothing to number them, a missing result cannot be told from a new task).
+/// A conversation followed without `turn` (nor, maybe, a history): an agent's requests, each
+/// carrying the result of the tool the mock called in the one before. A request that carries no
+/// such result starts a new chain (it may be the harness's next conversation: with nothing to
+/// number them, a missing result cannot be told from a new task). When several chains could go
+/// on (conversations side by side, the same tool called in each), the shortest does: a count
+/// never runs past a conversation's own length by taking another's requests.
 struct Chain {
     requests: u32,
     answer: AnswerSeen,
@@ -478,35 +481,43 @@ impl State {
         let Some(agent) = self.agents.get_mut(name) else {
             return;
         };
-        let previous = agent.chain.take();
-        let carried = previous
-            .as_ref()
-            .filter(|c| c.answer.calls_tools() && missing_result(task, &c.answer.tools).is_none());
-        let requests = match carried {
-            Some(c) => c.requests + 1,
-            None => 1,
+        let carried = agent
+            .chains
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                c.answer.calls_tools() && missing_result(task, &c.answer.tools).is_none()
+            })
+            .min_by_key(|(_, c)| c.requests)
+            .map(|(i, _)| i);
+        let Some(i) = carried else {
+            let old = (agent.chains.len() >= CONVERSATIONS)
+                .then(|| agent.chains.pop_front())
+                .flatten();
+            agent.chains.push_back(Chain {
+                requests: 1,
+                answer,
+            });
+            if let Some(old) = old {
+                self.let_go_chain(&old);
+            }
+            return;
         };
-        agent.chain = Some(Chain { requests, answer });
-        match carried {
-            Some(_) => {
-                self.tool_results.check(true, String::new);
-                self.over_limit.check(requests <= limit, || {
-                    format!(
-                        "{name}: request {requests} of a conversation followed by its tool results (no `turn`), past {} {limit}",
-                        if stated { "--expect-max-turns" } else { "any sensible limit:" }
-                    )
-                });
-                if !stated {
-                    self.over_default.check(requests <= DEFAULT_LIMIT, || {
-                        format!("{name}: request {requests} of a conversation followed by its tool results (no `turn`), past the spec's default limit of {DEFAULT_LIMIT}")
-                    });
-                }
-            }
-            None => {
-                if let Some(old) = previous {
-                    self.let_go_chain(&old);
-                }
-            }
+        let chain = &mut agent.chains[i];
+        chain.requests += 1;
+        chain.answer = answer;
+        let requests = chain.requests;
+        self.tool_results.check(true, String::new);
+        self.over_limit.check(requests <= limit, || {
+            format!(
+                "{name}: request {requests} of a conversation followed by its tool results (no `turn`), past {} {limit}",
+                if stated { "--expect-max-turns" } else { "any sensible limit:" }
+            )
+        });
+        if !stated {
+            self.over_default.check(requests <= DEFAULT_LIMIT, || {
+                format!("{name}: request {requests} of a conversation followed by its tool results (no `turn`), past the spec's default limit of {DEFAULT_LIMIT}")
+            });
         }
     }
 
@@ -640,7 +651,7 @@ impl PlatformObserver for HarnessObserver {
         s.waiting.retain(|_, d| d.received.elapsed() <= limit);
         let (mut left, mut longest) = (s.left_to_harness, s.longest_left);
         let open = s.agents.values().flat_map(|a| {
-            let chain = a.chain.iter().map(|c| (c.requests, &c.answer));
+            let chain = a.chains.iter().map(|c| (c.requests, &c.answer));
             let followed = a.conversations.iter().filter(|c| c.from_start);
             chain.chain(followed.map(|c| (c.turn, &c.answer)))
         });
@@ -878,6 +889,11 @@ mod tests {
         answer: Value,
     ) {
         let body = json!({"task_description": task, "turn": turn, "conversation_history": history});
+        feed(o, seq, body, answer);
+    }
+
+    /// Feeds one request body (and the mock's answer to it) to the observer.
+    fn feed(o: &HarnessObserver, seq: u64, body: Value, answer: Value) {
         let answer = answer.to_string();
         o.on_request(&Seen {
             seq,
@@ -952,5 +968,37 @@ mod tests {
             m.contains("turn 2 came after final_answer at turn 1"),
             "{m}"
         );
+    }
+
+    /// Two conversations without `turn`, side by side, each 5 requests long: counted apart (the
+    /// shortest chain goes on), so neither runs past the limit of 5.
+    #[test]
+    fn turnless_conversations_side_by_side_are_counted_apart() {
+        let expect = PlatformExpect {
+            timeout: Duration::from_secs(5),
+            max_turns: Some(5),
+        };
+        let o = HarnessObserver::new(expect);
+        let call = json!({"action": "call_tool", "tool_name": "lookup_order", "tool_params": {}});
+        let result = "Tool 'lookup_order' returned: {}. Continue.";
+        let mut seq = 0;
+        for n in 0..5 {
+            for first in ["Look up A-1.", "Look up B-2."] {
+                let task = if n == 0 { first } else { result };
+                feed(&o, seq, json!({ "task_description": task }), call.clone());
+                seq += 1;
+            }
+        }
+        let (s, m) = status(&o, "harness.turn-limit");
+        assert_eq!(s, Status::Pass, "{m}");
+        assert!(
+            m.contains("2 conversation(s) the agent never ended, the longest stopped at turn 5"),
+            "{m}"
+        );
+        // A sixth request in one of them is past the limit.
+        feed(&o, seq, json!({ "task_description": result }), call);
+        let (s, m) = status(&o, "harness.turn-limit");
+        assert_eq!(s, Status::Fail, "{m}");
+        assert!(m.contains("request 6 of a conversation"), "{m}");
     }
 }
