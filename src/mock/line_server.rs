@@ -12,7 +12,13 @@
 //! that gives up (closes stdin or the connection) is seen doing so, and when. Two checks only a
 //! stdio peer has are the engine's: whether it drains the agent's stderr (`stderr-flood`) and
 //! whether it ends the agent's process group (`forks-and-exits`: the child left behind settles
-//! that case, see [`super::linger`]).
+//! that case, see [`super::linger`]). A content behaviour the agent was given that never took
+//! effect (nothing the harness sent triggered it) is reported as such
+//! (`agent.behaviors-applied`).
+//!
+//! Everything judged is an event: fed to the judge live and, for a stdio agent with `--json`,
+//! written to a journal beside the report, so that the processes of one run (a per-turn harness
+//! starts one a turn) leave one report (see [`super::line_journal`]).
 
 use std::collections::HashMap;
 use std::ffi::OsString;
