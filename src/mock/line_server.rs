@@ -261,64 +261,66 @@ impl Judge {
             let settled = &f.settled;
             cases.extend(f.unsettled.clone().map(|case| forked_case(case, settled)));
         }
-        cases.extend(self.behaviors_case(agent));
+        if let Ok(applied) = self.applied.lock() {
+            cases.extend(behaviors_case(agent, &applied));
+        }
         cases
     }
+}
 
-    /// `agent.behaviors-applied` (INFO), when the agent was given content behaviours: each one
-    /// took effect, or which never did (a behaviour that waits for something the harness never
-    /// sent, e.g. `ignores-governance` for governance feedback, tested nothing).
-    fn behaviors_case(&self, agent: &MockAgent) -> Option<CaseResult> {
-        let content: Vec<&str> = agent
-            .items
-            .iter()
-            .filter(|i| matches!(i.what, What::Behavior(Kind::Content(_))))
-            .map(|i| i.source.as_str())
-            .collect();
-        if content.is_empty() {
-            return None;
-        }
-        let applied = self.applied.lock().ok()?;
-        let name = agent.name();
-        let mut case = CaseResult::new(
-            "agent.behaviors-applied",
-            "agent",
-            Level::May,
-            "each content behaviour the agent was given took effect (one that never did tested nothing)",
-            "agent-tck (the behaviours given with --behavior)",
-        );
-        let never: Vec<String> = content
-            .iter()
-            .filter(|source| !applied.contains_key(**source))
-            .map(|source| format!("{source} ({})", what_it_does(agent, source)))
-            .collect();
-        let took: Vec<String> = content
-            .iter()
-            .filter_map(|source| {
-                applied
-                    .get(*source)
-                    .map(|n| format!("{source} on {n} answer(s)"))
-            })
-            .collect();
-        if never.is_empty() {
-            case.pass_noting(
-                Evidence::new(content.len() as u64, format!("behaviours of {name}")),
-                took.join(", "),
-                String::new,
-            );
-        } else {
-            let also = if took.is_empty() {
-                String::new()
-            } else {
-                format!(". Took effect: {}", took.join(", "))
-            };
-            case.skip(format!(
-                "{name}: never took effect: {}; nothing the harness sent triggered it, so the rule it exercises was not tested (send what it waits for){also}",
-                never.join(", "),
-            ));
-        }
-        Some(case)
+/// `agent.behaviors-applied` (INFO), when `agent` was given content behaviours: each one took
+/// effect (`applied`: its source → on how many answers), or which never did (a behaviour that
+/// waits for something the harness never sent, e.g. `ignores-governance` for governance
+/// feedback, tested nothing). A fleet can report its agents the same way.
+pub fn behaviors_case(agent: &MockAgent, applied: &HashMap<String, u64>) -> Option<CaseResult> {
+    let content: Vec<&str> = agent
+        .items
+        .iter()
+        .filter(|i| matches!(i.what, What::Behavior(Kind::Content(_))))
+        .map(|i| i.source.as_str())
+        .collect();
+    if content.is_empty() {
+        return None;
     }
+    let name = agent.name();
+    let mut case = CaseResult::new(
+        "agent.behaviors-applied",
+        "agent",
+        Level::May,
+        "each content behaviour the agent was given took effect (one that never did tested nothing)",
+        "agent-tck (the behaviours given with --behavior)",
+    );
+    let never: Vec<String> = content
+        .iter()
+        .filter(|source| !applied.contains_key(**source))
+        .map(|source| format!("{source} ({})", what_it_does(agent, source)))
+        .collect();
+    let took: Vec<String> = content
+        .iter()
+        .filter_map(|source| {
+            applied
+                .get(*source)
+                .map(|n| format!("{source} on {n} answer(s)"))
+        })
+        .collect();
+    if never.is_empty() {
+        case.pass_noting(
+            Evidence::new(content.len() as u64, format!("behaviours of {name}")),
+            took.join(", "),
+            String::new,
+        );
+    } else {
+        let also = if took.is_empty() {
+            String::new()
+        } else {
+            format!(". Took effect: {}", took.join(", "))
+        };
+        case.skip(format!(
+            "{name}: never took effect: {}; nothing the harness sent triggered it, so the rule it exercises was not tested (send what it waits for){also}",
+            never.join(", "),
+        ));
+    }
+    Some(case)
 }
 
 /// What a content behaviour does, from the protocol's catalogue (`source`'s name).
