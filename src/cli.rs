@@ -936,6 +936,12 @@ async fn serve_line_agent(
             service.linger_args.push(path.into());
         }
     }
+    if let (true, Some(json)) = (args.stdio, &args.run.output.json) {
+        // The processes of one run (a per-turn harness starts one a turn) fold one report.
+        service
+            .keep_journal(json)
+            .map_err(|e| Error::run(format!("--json {}: its journal: {e}", json.display())))?;
+    }
     let service = Arc::new(service);
     let started = std::time::Instant::now();
     let started_at = crate::report::now_rfc3339();

@@ -12,11 +12,18 @@
 //! that gives up (closes stdin or the connection) is seen doing so, and when. Two checks only a
 //! stdio peer has are the engine's: whether it drains the agent's stderr (`stderr-flood`) and
 //! whether it ends the agent's process group (`forks-and-exits`: the child left behind settles
-//! that case, see [`super::linger`]).
+//! that case, see [`super::linger`]). A content behaviour the agent was given that never took
+//! effect (nothing the harness sent triggered it) is reported as such
+//! (`agent.behaviors-applied`).
+//!
+//! Everything judged is an event: fed to the judge live and, for a stdio agent with `--json`,
+//! written to a journal beside the report, so that the processes of one run (a per-turn harness
+//! starts one a turn) leave one report (see [`super::line_journal`]).
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,11 +39,12 @@ use super::behavior::{Kind, What};
 use super::body::Body;
 use super::http1::{Delivered, Fault, Outcome};
 use super::journal::AuthSeen;
+use super::line_journal::{self, forked_case, Event};
 use super::observe::Tally;
 #[cfg(doc)]
 use super::protocol::AgentProtocol;
-use super::protocol::{Answered, PlatformObserver, Seen};
-use crate::report::{CaseResult, Level};
+use super::protocol::{Answered, PlatformExpect, PlatformObserver, Seen};
+use crate::report::{CaseResult, Evidence, Level};
 
 /// Longest request line read.
 const MAX_REQUEST: u64 = 32 * 1024 * 1024;
@@ -75,67 +83,339 @@ impl StdioQuirks {
 /// the checks only a stdio peer has.
 pub struct LineService {
     pub agent: MockAgent,
-    pub observer: Box<dyn PlatformObserver>,
     /// Arguments for the child `forks-and-exits` leaves (`mock linger …`: where the reports
     /// are, so that it can settle its case).
     pub linger_args: Vec<OsString>,
+    /// How long the harness waits for an agent (`--expect-timeout`): the child
+    /// `forks-and-exits` leaves expects the group ended within it.
+    pub harness_timeout: Duration,
+    /// What the harness is judged against (a fold of the journal starts a fresh observer).
+    expect: PlatformExpect,
     seq: AtomicU64,
-    stdio: Mutex<StdioChecks>,
-    /// Answers held back right now (seq → when the request came).
-    held: Mutex<std::collections::HashMap<u64, Instant>>,
-}
-
-/// What the stdio-only behaviours found out about the harness.
-#[derive(Default)]
-struct StdioChecks {
-    /// Each stderr flood: written whole within [`FLOOD_WAIT`], or not.
-    drains: Tally,
+    judge: Judge,
     /// A flood still blocked: nothing more may be written to stderr (it would block).
-    stuck: bool,
-    /// `forks-and-exits`: the case the child left behind settles.
-    forked: Option<CaseResult>,
+    stuck: AtomicBool,
+    /// Answers held back right now (seq → when the request came).
+    held: Mutex<HashMap<u64, Instant>>,
+    /// Where the processes of one run share what they saw (stdio with --json; see
+    /// [`line_journal`]).
+    journal: Option<line_journal::Journal>,
 }
 
-impl LineService {
-    pub fn new(agent: MockAgent, observer: Box<dyn PlatformObserver>) -> LineService {
-        LineService {
-            agent,
+/// Everything the harness is judged by: the protocol's observer, the stdio checks, the
+/// behaviours that took effect. Fed live, or replayed from the journal.
+struct Judge {
+    observer: Box<dyn PlatformObserver>,
+    /// Each stderr flood: written whole within [`FLOOD_WAIT`], or not.
+    drains: Mutex<Tally>,
+    forked: Mutex<Forked>,
+    /// How often each of the agent's content behaviours took effect (its source → count).
+    applied: Mutex<HashMap<String, u64>>,
+}
+
+/// `forks-and-exits`: the case each child left behind settles, and how the children settled it.
+#[derive(Default)]
+struct Forked {
+    unsettled: Option<CaseResult>,
+    /// PASS or FAIL, and why: one per child that settled.
+    settled: Vec<(bool, String)>,
+}
+
+impl Judge {
+    fn new(observer: Box<dyn PlatformObserver>) -> Judge {
+        Judge {
             observer,
-            linger_args: Vec::new(),
-            seq: AtomicU64::new(0),
-            stdio: Mutex::new(StdioChecks::default()),
-            held: Mutex::new(std::collections::HashMap::new()),
+            drains: Mutex::new(Tally::default()),
+            forked: Mutex::new(Forked::default()),
+            applied: Mutex::new(HashMap::new()),
         }
     }
 
-    /// `agent`, judged by its protocol's observer against `expect`.
-    pub fn judged(agent: MockAgent, expect: &super::protocol::PlatformExpect) -> LineService {
-        let observer = super::observe::observer_for(agent.protocol, expect);
-        LineService::new(agent, observer)
+    fn on_request(&self, seen: &Seen<'_>) {
+        self.observer.on_request(seen);
+        if seen.decision.applied.is_empty() {
+            return;
+        }
+        if let Ok(mut applied) = self.applied.lock() {
+            for source in &seen.decision.applied {
+                *applied.entry(source.clone()).or_default() += 1;
+            }
+        }
     }
 
-    /// The verdicts so far: the observer's, then the stdio checks that had something to judge.
-    pub fn cases(&self) -> Vec<CaseResult> {
+    fn on_flood(&self, whole: bool, message: &str) {
+        if let Ok(mut drains) = self.drains.lock() {
+            drains.check(whole, || message.to_string());
+        }
+    }
+
+    fn on_forked(&self, case: CaseResult) {
+        if let Ok(mut f) = self.forked.lock() {
+            f.unsettled.get_or_insert(case);
+        }
+    }
+
+    fn on_settled(&self, pass: bool, message: String) {
+        if let Ok(mut f) = self.forked.lock() {
+            f.settled.push((pass, message));
+        }
+    }
+
+    /// Replays journal records (of every process, in order) into this judge.
+    fn replay(&self, records: Vec<line_journal::Record>, agent: &MockAgent, seq: &AtomicU64) {
+        let endpoint = agent.protocol.line_endpoint().unwrap_or_default();
+        let schema = agent
+            .protocol
+            .endpoint(endpoint)
+            .and_then(|e| e.request_schema);
+        // Each process numbered its requests from 0: renumbered here, in the journal's order.
+        let mut renumbered: HashMap<(u32, u64), u64> = HashMap::new();
+        let now = std::time::Instant::now();
+        for record in records {
+            match record.event {
+                Event::Request {
+                    seq: own,
+                    agent: name,
+                    line,
+                    planned,
+                    answer,
+                    answer_len,
+                } => {
+                    let answer = line_journal::replayed_answer(&answer, answer_len);
+                    let n = seq.fetch_add(1, Ordering::Relaxed);
+                    renumbered.insert((record.pid, own), n);
+                    let body = Body::checked(line.as_bytes(), schema);
+                    let decision = planned.decision();
+                    let Some(findings) = body.findings("the request is not JSON") else {
+                        continue;
+                    };
+                    self.on_request(&Seen {
+                        seq: n,
+                        agent: &name,
+                        expects_key: false,
+                        endpoint,
+                        auth: AuthSeen::None,
+                        task: "",
+                        body: &body,
+                        schema_findings: &findings,
+                        decision: &decision,
+                        answer: &answer,
+                        at: now,
+                    });
+                }
+                Event::Answered {
+                    seq: own,
+                    agent: name,
+                    outcome,
+                    bytes,
+                    total_us,
+                } => {
+                    let Some(n) = renumbered.get(&(record.pid, own)) else {
+                        continue;
+                    };
+                    let total = Duration::from_micros(total_us);
+                    let delivered = Delivered {
+                        outcome: outcome_named(&outcome),
+                        bytes,
+                        ttfb: (bytes > 0).then_some(total),
+                        total,
+                    };
+                    self.observer.on_answer(&Answered {
+                        seq: *n,
+                        agent: &name,
+                        endpoint,
+                        task: "",
+                        received: now,
+                        delivered: &delivered,
+                    });
+                }
+                Event::Incomplete {
+                    agent,
+                    endpoint,
+                    what,
+                } => self.observer.on_incomplete(&agent, &endpoint, &what),
+                Event::Flood { whole, message } => self.on_flood(whole, &message),
+                Event::Forked { case } => self.on_forked(case),
+                Event::Settled { pass, message } => self.on_settled(pass, message),
+            }
+        }
+    }
+
+    /// The verdicts: the observer's, then the stdio checks that had something to judge.
+    fn cases(&self, agent: &MockAgent) -> Vec<CaseResult> {
         let mut cases = self.observer.cases();
-        if let Ok(s) = self.stdio.lock() {
-            if s.drains.checked > 0 {
-                cases.push(s.drains.case(
+        if let Ok(drains) = self.drains.lock() {
+            if drains.checked > 0 {
+                cases.push(drains.judged(
                     "stdio.drains-stderr",
                     "stdio",
                     Level::Must,
                     "the harness drains the agent's stderr as it comes (a flood does not block the agent)",
                     "Local Subprocess Protocol (anything the agent writes to stderr is captured and emitted as an engine log)",
                     "stderr floods",
+                    "serve --behavior stderr-flood over stdio to test it",
                 ));
             }
-            cases.extend(s.forked.clone());
+        }
+        if let Ok(f) = self.forked.lock() {
+            let settled = &f.settled;
+            cases.extend(f.unsettled.clone().map(|case| forked_case(case, settled)));
+        }
+        if let Ok(applied) = self.applied.lock() {
+            cases.extend(behaviors_case(agent, &applied));
         }
         cases
+    }
+}
+
+/// `agent.behaviors-applied` (INFO), when `agent` was given content behaviours: each one took
+/// effect (`applied`: its source → on how many answers), or which never did (a behaviour that
+/// waits for something the harness never sent, e.g. `ignores-governance` for governance
+/// feedback, tested nothing). A fleet can report its agents the same way.
+pub fn behaviors_case(agent: &MockAgent, applied: &HashMap<String, u64>) -> Option<CaseResult> {
+    let content: Vec<&str> = agent
+        .items
+        .iter()
+        .filter(|i| matches!(i.what, What::Behavior(Kind::Content(_))))
+        .map(|i| i.source.as_str())
+        .collect();
+    if content.is_empty() {
+        return None;
+    }
+    let name = agent.name();
+    let mut case = CaseResult::new(
+        "agent.behaviors-applied",
+        "agent",
+        Level::May,
+        "each content behaviour the agent was given took effect (one that never did tested nothing)",
+        "agent-tck (the behaviours given with --behavior)",
+    );
+    let never: Vec<String> = content
+        .iter()
+        .filter(|source| !applied.contains_key(**source))
+        .map(|source| format!("{source} ({})", what_it_does(agent, source)))
+        .collect();
+    let took: Vec<String> = content
+        .iter()
+        .filter_map(|source| {
+            applied
+                .get(*source)
+                .map(|n| format!("{source} on {n} answer(s)"))
+        })
+        .collect();
+    if never.is_empty() {
+        case.pass_noting(
+            Evidence::new(content.len() as u64, format!("behaviours of {name}")),
+            took.join(", "),
+            String::new,
+        );
+    } else {
+        let also = if took.is_empty() {
+            String::new()
+        } else {
+            format!(". Took effect: {}", took.join(", "))
+        };
+        case.skip(format!(
+            "{name}: never took effect: {}; nothing the harness sent triggered it, so the rule it exercises was not tested (send what it waits for){also}",
+            never.join(", "),
+        ));
+    }
+    Some(case)
+}
+
+/// What a content behaviour does, from the protocol's catalogue (`source`'s name).
+fn what_it_does(agent: &MockAgent, source: &str) -> &'static str {
+    let name = source.split([':', ' ', '@']).next().unwrap_or(source);
+    agent
+        .protocol
+        .behaviors()
+        .iter()
+        .find(|b| b.name == name)
+        .map_or("a content behaviour", |b| b.what)
+}
+
+/// An [`Outcome`] from its kebab-case name (as the journal writes it).
+fn outcome_named(name: &str) -> Outcome {
+    [
+        Outcome::Complete,
+        Outcome::Reset,
+        Outcome::Closed,
+        Outcome::Hung,
+        Outcome::PeerGone,
+        Outcome::Shutdown,
+    ]
+    .into_iter()
+    .find(|o| outcome_name(*o) == name)
+    .unwrap_or(Outcome::Complete)
+}
+
+fn outcome_name(outcome: Outcome) -> String {
+    serde_json::to_value(outcome)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+impl LineService {
+    pub fn new(agent: MockAgent, observer: Box<dyn PlatformObserver>) -> LineService {
+        LineService {
+            agent,
+            linger_args: Vec::new(),
+            harness_timeout: super::linger::MAX,
+            expect: PlatformExpect::timeout(super::linger::MAX),
+            seq: AtomicU64::new(0),
+            judge: Judge::new(observer),
+            stuck: AtomicBool::new(false),
+            held: Mutex::new(HashMap::new()),
+            journal: None,
+        }
+    }
+
+    /// `agent`, judged by its protocol's observer against `expect`.
+    pub fn judged(agent: MockAgent, expect: &PlatformExpect) -> LineService {
+        let observer = super::observe::observer_for(agent.protocol, expect);
+        let mut service = LineService::new(agent, observer);
+        service.harness_timeout = expect.timeout;
+        service.expect = *expect;
+        service
+    }
+
+    /// Shares what this process sees with the other processes of the run through the journal
+    /// beside the report `json` (see [`line_journal`]): what earlier ones saw is replayed now.
+    pub fn keep_journal(&mut self, json: &std::path::Path) -> std::io::Result<()> {
+        let window = self.expect.timeout + line_journal::STALE_AFTER;
+        let (journal, records) =
+            line_journal::Journal::open(&line_journal::path_for(json), Some(window))?;
+        self.judge.replay(records, &self.agent, &self.seq);
+        self.journal = Some(journal);
+        Ok(())
+    }
+
+    /// Writes `event` (judged live already) to the journal, when there is one.
+    fn record(&self, event: Event) {
+        if let Some(j) = &self.journal {
+            j.append(event);
+        }
+    }
+
+    /// The verdicts so far: the observer's, then the stdio checks that had something to judge.
+    /// When other processes of the run wrote to the journal meanwhile, the whole journal is
+    /// folded afresh.
+    pub fn cases(&self) -> Vec<CaseResult> {
+        if let Some(records) = self.journal.as_ref().and_then(|j| j.if_others_appended()) {
+            let fresh = Judge::new(super::observe::observer_for(
+                self.agent.protocol,
+                &self.expect,
+            ));
+            fresh.replay(records, &self.agent, &AtomicU64::new(0));
+            return fresh.cases(&self.agent);
+        }
+        self.judge.cases(&self.agent)
     }
 
     /// Whether stderr is stuck behind a flood the harness does not read.
     pub fn stderr_stuck(&self) -> bool {
-        self.stdio.lock().map(|s| s.stuck).unwrap_or(true)
+        self.stuck.load(Ordering::Relaxed)
     }
 
     /// The peer ended the agent (a signal to a stdio agent) while answers were held back: it
@@ -160,6 +440,30 @@ impl LineService {
         }
     }
 
+    /// A request and the answer planned for it.
+    fn requested(&self, seen: &Seen<'_>, line: &[u8]) {
+        self.judge.on_request(seen);
+        self.record(Event::Request {
+            seq: seen.seq,
+            agent: seen.agent.to_string(),
+            line: String::from_utf8_lossy(line).into_owned(),
+            planned: line_journal::Planned::of(seen.decision),
+            answer: line_journal::kept_answer(seen.answer),
+            answer_len: seen.answer.len() as u64,
+        });
+    }
+
+    /// A request that never arrived whole.
+    fn incomplete(&self, endpoint: &str, what: String) {
+        let agent = self.agent.name();
+        self.judge.observer.on_incomplete(agent, endpoint, &what);
+        self.record(Event::Incomplete {
+            agent: agent.to_string(),
+            endpoint: endpoint.to_string(),
+            what,
+        });
+    }
+
     /// Tells the observer an answer is over.
     fn answered(&self, seq: u64, received: Instant, outcome: Outcome, bytes: u64) {
         let total = received.elapsed();
@@ -169,7 +473,7 @@ impl LineService {
             ttfb: (bytes > 0).then_some(total),
             total,
         };
-        self.observer.on_answer(&Answered {
+        self.judge.observer.on_answer(&Answered {
             seq,
             agent: self.agent.name(),
             endpoint: self.agent.protocol.line_endpoint().unwrap_or_default(),
@@ -177,6 +481,19 @@ impl LineService {
             received: received.into_std(),
             delivered: &delivered,
         });
+        self.record(Event::Answered {
+            seq,
+            agent: self.agent.name().to_string(),
+            outcome: outcome_name(outcome),
+            bytes,
+            total_us: total.as_micros() as u64,
+        });
+    }
+
+    /// The agent left a child that settles `case`.
+    fn forked(&self, case: CaseResult) {
+        self.judge.on_forked(case.clone());
+        self.record(Event::Forked { case });
     }
 
     /// Writes `bytes` to stderr, timed: written whole within [`FLOOD_WAIT`], or not (then the
@@ -204,15 +521,14 @@ impl LineService {
             let _ = done.send(());
         });
         let whole = finished.recv_timeout(FLOOD_WAIT).is_ok();
-        let Ok(mut s) = self.stdio.lock() else { return };
-        s.stuck |= !whole;
+        self.stuck.fetch_or(!whole, Ordering::Relaxed);
         let got = written.load(Ordering::Relaxed);
-        s.drains.check(whole, || {
-            format!(
-                "{got} of {bytes} byte(s) written to stderr in {} s: the harness does not read the agent's stderr as it comes (a full pipe blocks the agent)",
-                FLOOD_WAIT.as_secs()
-            )
-        });
+        let message = format!(
+            "{got} of {bytes} byte(s) written to stderr in {} s: the harness does not read the agent's stderr as it comes (a full pipe blocks the agent)",
+            FLOOD_WAIT.as_secs()
+        );
+        self.judge.on_flood(whole, &message);
+        self.record(Event::Flood { whole, message });
     }
 }
 
@@ -384,10 +700,9 @@ where
         if !ended_by_newline && body.admitted().is_none() && body.value().is_none() {
             // The input ended in the middle of a request: a peer that died writing it (in
             // per-turn mode a whole request ends at the end of input too, but it is JSON).
-            service.observer.on_incomplete(
-                agent.name(),
+            service.incomplete(
                 endpoint,
-                &format!(
+                format!(
                     "{} byte(s) without a newline, not a whole JSON request, then the end of input: {}",
                     line.len(),
                     crate::text::excerpt(&line, 80)
@@ -407,7 +722,7 @@ where
         let seq = service.seq.fetch_add(1, Ordering::Relaxed);
         if let Some(findings) = body.findings("the request is not JSON") {
             let task_id = body.str_member("task_id");
-            service.observer.on_request(&Seen {
+            let seen = Seen {
                 seq,
                 agent: agent.name(),
                 expects_key: false,
@@ -419,7 +734,8 @@ where
                 decision: &decision,
                 answer: &plan.response.body,
                 at: received.into_std(),
-            });
+            };
+            service.requested(&seen, &line);
         }
         let hang = matches!(plan.fault, Fault::Hang | Fault::Blackhole);
         let due = (!hang).then(|| received + plan.ttfb + plan.body_delay);
@@ -507,6 +823,14 @@ fn fork_and_exit(service: &LineService, after_each: &(dyn Fn(&LineService) + Sen
         command
             .args(["mock", "linger"])
             .args(&service.linger_args)
+            .env(
+                super::linger::HARNESS_PID,
+                std::os::unix::process::parent_id().to_string(),
+            )
+            .env(
+                super::linger::BOUND_MS,
+                service.harness_timeout.as_millis().to_string(),
+            )
             .stdin(std::process::Stdio::null());
         // The child starts with the ending signals blocked, and unblocks them once it can catch
         // them: a harness that ends the group the moment the agent exits is still seen doing so.
@@ -531,17 +855,17 @@ fn fork_and_exit(service: &LineService, after_each: &(dyn Fn(&LineService) + Sen
     match &child {
         Ok(c) => case.skip(format!(
             "not settled: the agent left a child (pid {}) holding stdout and exited; the child \
-             settles this case (PASS when the harness signals the group, FAIL when it outlives \
-             the harness's end of stdout by {} s). Still skipped: it was killed outright \
-             (SIGKILL, which ends the group too) or the report was read before it settled",
+             settles this case (PASS when the harness that started the agent signals the group \
+             within --expect-timeout + {grace} s, FAIL on a signal from anyone else, or when it \
+             outlives the harness's end of stdout by {grace} s). Still skipped: it was killed \
+             outright (SIGKILL, which ends the group too) or the report was read before it \
+             settled",
             c.id(),
-            super::linger::GRACE.as_secs()
+            grace = super::linger::GRACE.as_secs()
         )),
         Err(e) => case.skip(format!("cannot leave a child behind: {e}")),
     }
-    if let Ok(mut s) = service.stdio.lock() {
-        s.forked = Some(case);
-    }
+    service.forked(case);
     after_each(service);
     std::process::exit(0);
 }

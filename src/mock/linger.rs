@@ -2,21 +2,27 @@
 //! hidden): it holds the agent's stdout open, as a careless tool's child would, and settles
 //! the case `stdio.kills-process-group` in the agent's reports:
 //!
-//! - PASS when it is signalled (SIGTERM, SIGHUP, SIGINT): the harness ended the process group;
-//! - FAIL when the harness has closed its end of stdout and the child is still running
-//!   [`GRACE`] later (the harness is done with the agent and left the group alive), or after
-//!   [`MAX`] in any case.
+//! - PASS when it is signalled (SIGTERM, SIGHUP, SIGINT) by the harness — the process that
+//!   started the agent, whose pid the agent hands down ([`HARNESS_PID`]) — within the bound: the
+//!   harness ended the process group. The sender is read from the signal itself (`SA_SIGINFO`'s
+//!   `si_pid`), so a signal from anyone else (a `timeout` wrapper, a supervisor, the kernel) is
+//!   not credited to the harness;
+//! - FAIL when a signal came from another process, or when the harness has closed its end of
+//!   stdout and the child is still running [`GRACE`] later (the harness is done with the agent
+//!   and left the group alive), or when nothing ended it within the bound after the agent exited
+//!   (the harness's timeout, [`BOUND_MS`], + [`GRACE`]; [`MAX`] at most).
 //!
 //! It then exits: the kit leaves no process behind, even when the harness does. A SIGKILL to
 //! the group ends it without a word; the case stays skipped, saying so.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::signal::unix::{signal, SignalKind};
 use tokio::time::Instant;
 
-use crate::report::{junit, Evidence, Report, Summary};
+use super::line_journal::{self, forked_case, Event};
+use crate::report::{junit, Report, Summary};
 
 /// The case the child settles.
 pub const FORKED_CASE: &str = "stdio.kills-process-group";
@@ -27,33 +33,136 @@ pub const GRACE: Duration = Duration::from_secs(5);
 /// The longest the child lingers in any case.
 pub const MAX: Duration = Duration::from_secs(600);
 
+/// The environment variable that hands the child the pid of the process that started the agent.
+pub const HARNESS_PID: &str = "AGENT_TCK_HARNESS_PID";
+
+/// The environment variable that hands the child how long the harness waits for an agent
+/// (`--expect-timeout`, in ms): the group must be ended within it (+ [`GRACE`]) of the exit.
+pub const BOUND_MS: &str = "AGENT_TCK_LINGER_BOUND_MS";
+
+/// The first ending signal caught, packed: its number in the high half, its sender's pid in the
+/// low half (0: none yet). Written once, by the handler.
+static CAUGHT: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn on_ending_signal(
+    signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    _: *mut libc::c_void,
+) {
+    // SAFETY: with SA_SIGINFO the kernel passes a valid siginfo_t; si_pid reads its sender field
+    // (meaningful for signals sent by kill/killpg, 0 for the kernel's own).
+    let sender = if info.is_null() {
+        0
+    } else {
+        unsafe { (*info).si_pid() }
+    };
+    let packed = (u64::from(signal as u32) << 32) | u64::from(sender as u32);
+    // Only the first counts; an atomic store is async-signal-safe.
+    let _ = CAUGHT.compare_exchange(0, packed, Ordering::SeqCst, Ordering::SeqCst);
+}
+
+/// Catches SIGTERM, SIGHUP and SIGINT with their sender (SA_SIGINFO). False when it cannot.
+fn catch_ending_signals() -> bool {
+    [libc::SIGTERM, libc::SIGHUP, libc::SIGINT]
+        .into_iter()
+        .all(|signal| {
+            // SAFETY: a zeroed sigaction is valid once its mask is emptied; the handler has the
+            // three-argument form SA_SIGINFO calls for and only stores an atomic.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_ending_signal as *const () as usize;
+                action.sa_flags = libc::SA_SIGINFO;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut()) == 0
+            }
+        })
+}
+
+/// The signal caught so far: (its name, its sender's pid).
+fn caught() -> Option<(&'static str, i32)> {
+    let packed = CAUGHT.load(Ordering::SeqCst);
+    if packed == 0 {
+        return None;
+    }
+    let name = match (packed >> 32) as i32 {
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        _ => "SIGINT",
+    };
+    Some((name, packed as u32 as i32))
+}
+
+/// A process as a reader knows it: `pid 1234 (python3)`.
+fn process_name(pid: i32) -> String {
+    match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+        Ok(comm) => format!("pid {pid} ({})", comm.trim()),
+        Err(_) if pid == 0 => "the kernel (no sending process)".to_string(),
+        Err(_) => format!("pid {pid}"),
+    }
+}
+
+/// What the child knows of the harness: who started the agent, how long it may take.
+struct Harness {
+    /// The agent's parent (None: not handed down, e.g. an older agent).
+    pid: Option<i32>,
+    /// The agent exited about when the child was born: the group must be ended within this.
+    bound: Duration,
+}
+
+impl Harness {
+    fn from_env() -> Harness {
+        let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+        Harness {
+            pid: var(HARNESS_PID)
+                .and_then(|p| i32::try_from(p).ok())
+                .filter(|p| *p > 1),
+            bound: var(BOUND_MS)
+                .map(|ms| Duration::from_millis(ms) + GRACE)
+                .unwrap_or(MAX)
+                .min(MAX),
+        }
+    }
+
+    /// The verdict on a signal `name` from `sender`, `after` the agent exited.
+    fn judge(&self, name: &str, sender: i32, after: Duration) -> Result<String, String> {
+        let pid = std::process::id();
+        let after_s = after.as_secs_f64();
+        let from = process_name(sender);
+        match self.pid {
+            Some(harness) if harness == sender && after <= self.bound => Ok(format!(
+                "the harness ({from}) ended the agent's process group: the child it left (pid {pid}) got {name} from it {after_s:.1} s after the agent exited"
+            )),
+            Some(harness) if harness == sender => Err(format!(
+                "the child the agent left (pid {pid}) got {name} from the harness ({from}) only {after_s:.1} s after the agent exited (expected within {} s: --expect-timeout + {} s)",
+                self.bound.as_secs(),
+                GRACE.as_secs()
+            )),
+            Some(harness) => Err(format!(
+                "the child the agent left (pid {pid}) got {name} from {from}, not from the harness ({}), {after_s:.1} s after the agent exited: the harness did not end the agent's process group itself",
+                process_name(harness)
+            )),
+            None => Err(format!(
+                "the child the agent left (pid {pid}) got {name} from {from} {after_s:.1} s after the agent exited, but the agent did not say which process started it ({HARNESS_PID}): the signal cannot be credited to the harness"
+            )),
+        }
+    }
+}
+
 /// Lingers, then settles the case in the reports named (when any).
 pub async fn linger(json: Option<PathBuf>, junit: Option<PathBuf>) {
     let born = Instant::now();
-    let (Ok(mut term), Ok(mut hup), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-        signal(SignalKind::interrupt()),
-    ) else {
+    if !catch_ending_signals() {
         return;
-    };
+    }
+    let harness = Harness::from_env();
     // Blocked by the agent before it started us (see `line_server::fork_and_exit`): caught now,
     // one that came meanwhile is delivered here.
     block_ending_signals(libc::SIG_UNBLOCK);
     let mut closed_at: Option<Instant> = None;
     let pid = std::process::id();
     let verdict: Result<String, String> = loop {
-        let signalled = tokio::select! {
-            _ = term.recv() => Some("SIGTERM"),
-            _ = hup.recv() => Some("SIGHUP"),
-            _ = int.recv() => Some("SIGINT"),
-            _ = tokio::time::sleep(Duration::from_millis(100)) => None,
-        };
-        if let Some(sig) = signalled {
-            break Ok(format!(
-                "the harness ended the agent's process group: the child it left (pid {pid}) got {sig} {:.1} s after the agent exited",
-                born.elapsed().as_secs_f64()
-            ));
+        if let Some((name, sender)) = caught() {
+            break harness.judge(name, sender, born.elapsed());
         }
         if closed_at.is_none() && stdout_closed() {
             closed_at = Some(Instant::now());
@@ -64,12 +173,14 @@ pub async fn linger(json: Option<PathBuf>, junit: Option<PathBuf>) {
                 GRACE.as_secs()
             ));
         }
-        if born.elapsed() >= MAX {
+        if born.elapsed() >= harness.bound {
             break Err(format!(
-                "the child the agent left (pid {pid}) was still running {} s after the agent exited: the harness never ended the agent's process group",
-                MAX.as_secs()
+                "the child the agent left (pid {pid}) was still running {} s after the agent exited (--expect-timeout + {} s), its stdout still open: the harness never ended the agent's process group",
+                harness.bound.as_secs(),
+                GRACE.as_secs()
             ));
         }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     };
     if let Some(json) = json {
         settle(&json, junit.as_deref(), verdict);
@@ -104,7 +215,14 @@ fn stdout_closed() -> bool {
 }
 
 /// Rewrites the reports with the case settled (a report that cannot be read is left alone).
+/// With a journal beside the report (the processes of a per-turn run share one), the verdict
+/// goes there too, and the case is the fold of every child's verdict so far.
 fn settle(json: &Path, junit_path: Option<&Path>, verdict: Result<String, String>) {
+    let (pass, message) = match verdict {
+        Ok(m) => (true, m),
+        Err(m) => (false, m),
+    };
+    let journaled = line_journal::settle(json, pass, &message);
     let Ok(text) = std::fs::read_to_string(json) else {
         return;
     };
@@ -114,14 +232,23 @@ fn settle(json: &Path, junit_path: Option<&Path>, verdict: Result<String, String
     let Some(case) = report.cases.iter_mut().find(|c| c.id == FORKED_CASE) else {
         return;
     };
-    match verdict {
-        Ok(message) => case.pass_noting(
-            Evidence::new(1, "process group left with a child"),
-            message,
-            String::new,
-        ),
-        Err(message) => case.fail(message),
-    }
+    *case = match journaled {
+        Some(records) => {
+            let mut unsettled = None;
+            let mut settled = Vec::new();
+            for record in records {
+                match record.event {
+                    Event::Forked { case } => {
+                        unsettled.get_or_insert(case);
+                    }
+                    Event::Settled { pass, message } => settled.push((pass, message)),
+                    _ => {}
+                }
+            }
+            forked_case(unsettled.unwrap_or_else(|| case.clone()), &settled)
+        }
+        None => forked_case(case.clone(), &[(pass, message)]),
+    };
     report.summary = Summary::of(&report.cases);
     let _ = std::fs::write(json, crate::report::json::to_string(&report));
     if let Some(path) = junit_path {

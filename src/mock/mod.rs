@@ -17,6 +17,7 @@ pub mod fleet;
 pub mod http1;
 pub mod injection;
 pub mod journal;
+pub mod line_journal;
 pub mod line_server;
 pub mod linger;
 pub mod observe;

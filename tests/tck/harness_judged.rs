@@ -38,8 +38,8 @@ struct Harness {
     flaws: Flaws,
 }
 
-const LIMIT: u32 = 5;
-const DEADLINE: Duration = Duration::from_secs(1);
+pub(crate) const LIMIT: u32 = 5;
+pub(crate) const DEADLINE: Duration = Duration::from_secs(1);
 
 /// What one turn's exchange gave.
 enum Got {
@@ -49,44 +49,24 @@ enum Got {
 }
 
 impl Harness {
-    /// POST /execute_task over a fresh connection (HTTP/1.1, closed after the answer).
+    /// POST /execute_task over a fresh connection; `half`: dies in the middle of writing it.
     async fn post(&self, body: &[u8], half: bool) -> Got {
+        let deadline = (!self.flaws.no_timeout).then_some(DEADLINE);
+        if !half {
+            return match post(&self.url, body, deadline).await {
+                Some(answer) => Got::Answer(answer),
+                None => Got::Nothing,
+            };
+        }
         let addr = self.url.trim_start_matches("http://").to_string();
         let Ok(mut stream) = TcpStream::connect(&addr).await else {
             return Got::Nothing;
         };
-        let head = format!(
-            "POST /execute_task HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
-        );
-        if half {
-            // Dies in the middle of writing: the head and half the body, then gone.
-            let _ = stream.write_all(head.as_bytes()).await;
-            let _ = stream.write_all(&body[..body.len() / 2]).await;
-            return Got::Nothing;
-        }
-        if stream.write_all(head.as_bytes()).await.is_err() || stream.write_all(body).await.is_err()
-        {
-            return Got::Nothing;
-        }
-        let mut answer = Vec::new();
-        let read = stream.read_to_end(&mut answer);
-        let got = if self.flaws.no_timeout {
-            read.await.ok()
-        } else {
-            tokio::time::timeout(DEADLINE, read)
-                .await
-                .ok()
-                .and_then(Result::ok)
-        };
-        if got.is_none() {
-            return Got::Nothing;
-        }
-        let text = String::from_utf8_lossy(&answer);
-        match text.split_once("\r\n\r\n") {
-            Some((_, body)) => Got::Answer(body.as_bytes().to_vec()),
-            None => Got::Nothing,
-        }
+        // Dies in the middle of writing: the head and half the body, then gone.
+        let head = request_head(&addr, body.len());
+        let _ = stream.write_all(head.as_bytes()).await;
+        let _ = stream.write_all(&body[..body.len() / 2]).await;
+        Got::Nothing
     }
 
     /// One conversation from `task`.
@@ -136,7 +116,34 @@ impl Harness {
     }
 }
 
-fn agent(behavior: &str) -> MockAgent {
+fn request_head(addr: &str, len: usize) -> String {
+    format!(
+        "POST /execute_task HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
+    )
+}
+
+/// POST /execute_task to `url` over a fresh connection (HTTP/1.1, closed after the answer): the
+/// answer's body, or None when it failed or took longer than `deadline`.
+pub(crate) async fn post(url: &str, body: &[u8], deadline: Option<Duration>) -> Option<Vec<u8>> {
+    let addr = url.trim_start_matches("http://").to_string();
+    let mut stream = TcpStream::connect(&addr).await.ok()?;
+    stream
+        .write_all(request_head(&addr, body.len()).as_bytes())
+        .await
+        .ok()?;
+    stream.write_all(body).await.ok()?;
+    let mut answer = Vec::new();
+    let read = stream.read_to_end(&mut answer);
+    match deadline {
+        Some(d) => tokio::time::timeout(d, read).await.ok()?.ok()?,
+        None => read.await.ok()?,
+    };
+    let text = String::from_utf8_lossy(&answer);
+    text.split_once("\r\n\r\n")
+        .map(|(_, body)| body.as_bytes().to_vec())
+}
+
+pub(crate) fn agent(behavior: &str) -> MockAgent {
     let profile = Profile {
         name: "judge".into(),
         domain: "support".into(),
@@ -316,10 +323,29 @@ async fn each_flawed_harness_is_caught_by_exactly_its_check() {
     assert!(message.contains("still waiting after"), "{message}");
 }
 
-/// A stdio harness: starts `agent-tck mock agent --stdio` in its own process group, sends one
-/// request, reads the answer; then, as told, drains stderr or not, and ends the group or only
-/// closes the pipes.
-async fn stdio_harness(behavior: &str, drains_stderr: bool, kills_group: bool, json: &str) {
+/// How a stdio harness is done with the agent's process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GroupEnd {
+    /// The harness (this test's process, the agent's parent) sends SIGTERM to the group.
+    Kills,
+    /// The harness only closes the pipes.
+    ClosesPipes,
+    /// Another process (`kill`, started here) sends SIGTERM to the group; the harness does not.
+    Outsider,
+    /// The harness neither ends the group nor closes the agent's stdout (it returns it, open).
+    HoldsStdout,
+}
+
+/// A stdio harness: starts `agent-tck mock agent --stdio` (with `args`) in its own process
+/// group, sends one request, reads the answer; then, as told, drains stderr or not, and ends the
+/// group as `ends` says. Returns the agent's stdout when the harness holds it open.
+pub(crate) async fn stdio_harness(
+    behavior: &str,
+    drains_stderr: bool,
+    ends: GroupEnd,
+    json: &str,
+    args: &[&str],
+) -> Option<BufReader<tokio::process::ChildStdout>> {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"))
         .args([
             "mock",
@@ -331,6 +357,7 @@ async fn stdio_harness(behavior: &str, drains_stderr: bool, kills_group: bool, j
             "judge",
         ])
         .args(["--behavior", behavior, "--json", json, "--seed", "1"])
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(if drains_stderr {
@@ -361,16 +388,27 @@ async fn stdio_harness(behavior: &str, drains_stderr: bool, kills_group: bool, j
     // others at the end of their input); then the group ended, or not.
     drop(stdin);
     let _ = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
-    if kills_group {
+    match ends {
         // SAFETY: a group we made (process_group(0) above), never 0 or -1.
-        unsafe { libc::killpg(pgid, libc::SIGTERM) };
+        GroupEnd::Kills => unsafe {
+            libc::killpg(pgid, libc::SIGTERM);
+        },
+        GroupEnd::Outsider => {
+            let sent = std::process::Command::new("kill")
+                .args(["-TERM", "--", &format!("-{pgid}")])
+                .status()
+                .unwrap();
+            assert!(sent.success(), "kill -TERM -{pgid}: {sent}");
+        }
+        GroupEnd::HoldsStdout => return Some(stdout),
+        GroupEnd::ClosesPipes => {}
     }
-    drop(stdout);
+    None
 }
 
 /// The report's case `id` once it is no longer skipped (the child a forking agent leaves settles
 /// its case a moment after the agent is gone).
-async fn settled(json: &str, id: &str) -> (String, String) {
+pub(crate) async fn settled(json: &str, id: &str) -> (String, String) {
     for _ in 0..200 {
         if let Ok(text) = std::fs::read_to_string(json) {
             if let Ok(report) = serde_json::from_str::<Value>(&text) {
@@ -397,11 +435,11 @@ async fn a_stdio_harness_must_drain_stderr_and_end_the_process_group() {
     let dir = TempDir::new("stdio-harness");
     // Drains stderr: the flood goes through.
     let json = dir.path("drains.json");
-    stdio_harness("stderr-flood:bytes=1MB", true, true, &json).await;
+    stdio_harness("stderr-flood:bytes=1MB", true, GroupEnd::Kills, &json, &[]).await;
     assert_eq!(settled(&json, "stdio.drains-stderr").await.0, "pass");
     // Never reads stderr: the 1 MB flood blocks on a full pipe, and the mock says so.
     let json = dir.path("blocks.json");
-    stdio_harness("stderr-flood:bytes=1MB", false, true, &json).await;
+    stdio_harness("stderr-flood:bytes=1MB", false, GroupEnd::Kills, &json, &[]).await;
     let (status, message) = settled(&json, "stdio.drains-stderr").await;
     assert_eq!(status, "fail", "{message}");
     assert!(
@@ -410,12 +448,16 @@ async fn a_stdio_harness_must_drain_stderr_and_end_the_process_group() {
     );
     // Ends the group: the child the agent left is signalled.
     let json = dir.path("kills.json");
-    stdio_harness("forks-and-exits", true, true, &json).await;
+    stdio_harness("forks-and-exits", true, GroupEnd::Kills, &json, &[]).await;
     let (status, message) = settled(&json, "stdio.kills-process-group").await;
     assert_eq!(status, "pass", "{message}");
+    assert!(
+        message.contains("the harness (pid") && message.contains("got SIGTERM from it"),
+        "{message}"
+    );
     // Only closes the pipes: the child outlives them, and says so (then exits itself).
     let json = dir.path("leaves.json");
-    stdio_harness("forks-and-exits", true, false, &json).await;
+    stdio_harness("forks-and-exits", true, GroupEnd::ClosesPipes, &json, &[]).await;
     let (status, message) = settled(&json, "stdio.kills-process-group").await;
     assert_eq!(status, "fail", "{message}");
     assert!(

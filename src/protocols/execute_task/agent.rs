@@ -202,7 +202,8 @@ fn step_answer(step: &Step, task: &str) -> Value {
 /// After `GOVERNANCE ERROR: Amount 100 exceeds maximum allowed limit of 50. Please adjust.`:
 /// the last call of the history again, with the named parameter set to the limit.
 fn governance_retry(task: &str, history: &[Value]) -> Option<Value> {
-    let rest = task.strip_prefix("GOVERNANCE ERROR:")?;
+    // The spec's text, alone or inside the reference harness's dict (`{'error': 'GOVERNANCE …'}`).
+    let (_, rest) = task.split_once("GOVERNANCE ERROR:")?;
     let param = rest.split_whitespace().next()?.to_ascii_lowercase();
     let limit: f64 = rest
         .split("limit of ")

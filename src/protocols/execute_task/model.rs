@@ -190,6 +190,13 @@ pub fn discover_name(answer: &Value) -> Option<(String, &'static str)> {
     })
 }
 
+/// Whether a task_description is governance feedback (a refused tool call), in any form a
+/// harness sends it: the spec's `GOVERNANCE ERROR: …` text, alone or inside something else (the
+/// reference harness's `{'error': 'GOVERNANCE ERROR: …'}`), or a `policy_violation` status.
+pub fn governance_feedback(task: &str) -> bool {
+    task.contains("GOVERNANCE ERROR") || task.contains("policy_violation")
+}
+
 /// Everything wrong with an answer: the schema's findings (each names its field), made plainer
 /// where the schema's words are not enough, plus the rules a schema does not say: a tool to run
 /// must have a name, and `call_multiple_tools` must name at least one tool. An empty list means

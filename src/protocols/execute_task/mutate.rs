@@ -137,7 +137,8 @@ pub fn ignores_governance(answer: &mut Value, request: &Value) -> bool {
         .get("task_description")
         .and_then(Value::as_str)
         .unwrap_or("");
-    if !task.starts_with("GOVERNANCE ERROR") {
+    // Any form of the feedback: the spec's text, or the reference harness's dict.
+    if !super::model::governance_feedback(task) {
         return false;
     }
     let history = request
@@ -257,6 +258,11 @@ mod tests {
         assert!(!ignores_governance(&mut a, &calm));
         let error = json!({"task_description": "GOVERNANCE ERROR: Amount 100 exceeds maximum allowed limit of 50. Please adjust.", "conversation_history": history});
         assert!(ignores_governance(&mut a, &error));
+        assert_eq!(a["tool_params"]["amount"], 100);
+        // The reference harness's dict form is the same feedback.
+        let mut a = final_answer();
+        let dict = json!({"task_description": "{'error': 'GOVERNANCE ERROR: Amount 100 exceeds maximum allowed limit of 50.'}", "conversation_history": history});
+        assert!(ignores_governance(&mut a, &dict));
         assert_eq!(a["tool_params"]["amount"], 100);
     }
 

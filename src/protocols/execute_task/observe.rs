@@ -5,17 +5,19 @@
 //! A harness sends no conversation id, so conversations are followed by what the spec does
 //! give: a request at turn 1 starts one; a request at turn t continues the agent's conversation
 //! that was at turn t-1 (the one whose first task opens this request's history, when several
-//! were). A conversation joined in the middle (the mock started late, or a stdio harness starts
-//! a process per turn, so each process sees one request) is followed from there, without a
-//! verdict on what came before it.
+//! were). A conversation joined in the middle (the mock started late, or a per-turn stdio
+//! process without `--json`, which sees one request) is followed from there, without a verdict
+//! on what came before it. A request without `turn` is followed by the tool result it carries
+//! (a `Chain`): tool results and the turn limit, by count, are judged on those; the rules that
+//! need the turn say how many requests lacked it.
 //!
 //! The rules (group `harness`):
 //! - `harness.turns`: turn 1 starts a conversation with an empty history; each next request is
 //!   the next turn;
 //! - `harness.history`: the history keeps the earlier turns and grows by the previous exchange;
 //! - `harness.tool-results`: after call_tool or call_multiple_tools, the next task_description
-//!   carries each tool's result (`Tool 'NAME' returned: …. Continue.`), an error naming it, or a
-//!   `GOVERNANCE ERROR: …` (the reference harness's dict-repr variant is an INFO note);
+//!   carries each tool's result (`Tool 'NAME' returned: …. Continue.`), an error naming it, or
+//!   governance feedback (`GOVERNANCE ERROR: …`, also inside the reference harness's dict);
 //! - `harness.loop-ends`: nothing follows final_answer, provide_instructions or error;
 //! - `harness.turn-limit` / `harness.turn-limit-default`: against an agent that never finishes,
 //!   the harness stops at a limit (`--expect-max-turns N`, or some limit: [`NO_LIMIT_TURNS`]),
@@ -23,7 +25,9 @@
 //! - `harness.deadline`: against a slow or hanging agent, the harness gives up (closes the
 //!   connection or stdin) within `--expect-timeout` + 1 s;
 //! - `harness.after-bad-answer`: after a malformed, oversized or wrong-schema answer the harness
-//!   goes on or ends cleanly, never with a half-written request.
+//!   goes on or ends cleanly, never with a half-written request;
+//! - `harness.reference-forms` (INFO): every request's task_description in the reference
+//!   harness's forms (a Python dict's repr) rather than the spec's.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
@@ -32,11 +36,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::model::check_answer;
+use super::model::{check_answer, governance_feedback};
 use crate::mock::http1::Outcome;
 use crate::mock::observe::{skip_all_if_none, Common, Tally};
 use crate::mock::protocol::{Answered, PlatformExpect, PlatformObserver, Seen};
-use crate::report::{CaseResult, Level, Status};
+use crate::report::{CaseResult, Evidence, Level};
 use crate::text::excerpt_str;
 
 /// A turn past this is a harness without a turn limit, when the user states none.
@@ -79,7 +83,15 @@ struct State {
     /// had to end them, by its limit.
     left_to_harness: u64,
     longest_left: u32,
-    /// Reference-harness forms seen (INFO).
+    /// Requests with a JSON body (each one's task_description is looked at for its form).
+    requests: u64,
+    /// Of them, requests without `turn`: followed by their tool results only (see `Chain`).
+    no_turn: u64,
+    /// Requests at a turn past 1 that continued no conversation followed (joined in the middle).
+    joined: u64,
+    /// Requests in the reference harness's forms rather than the spec's (INFO): how many, and
+    /// a few examples.
+    dict_forms: u64,
     dict_repr: Vec<String>,
     /// seq → what the mock planned, for answers it delays.
     waiting: HashMap<u64, Delay>,
@@ -93,6 +105,20 @@ struct AgentState {
     conversations: VecDeque<Conversation>,
     /// The last bad answer, until the harness's next move says how it took it.
     pending_bad: Option<String>,
+    /// The conversations followed without `turn`, when requests carry none (the oldest is let
+    /// go first).
+    chains: VecDeque<Chain>,
+}
+
+/// A conversation followed without `turn` (nor, maybe, a history): an agent's requests, each
+/// carrying the result of the tool the mock called in the one before. A request that carries no
+/// such result starts a new chain (it may be the harness's next conversation: with nothing to
+/// number them, a missing result cannot be told from a new task). When several chains could go
+/// on (conversations side by side, the same tool called in each), the shortest does: a count
+/// never runs past a conversation's own length by taking another's requests.
+struct Chain {
+    requests: u32,
+    answer: AnswerSeen,
 }
 
 struct Conversation {
@@ -227,37 +253,41 @@ fn answer_seen(seen: &Seen<'_>) -> AnswerSeen {
     a
 }
 
-/// Whether `task` carries the reference harness's policy-violation dict (`{'status':
-/// 'policy_violation', …}` rendered by Python).
-fn dict_repr_violation(task: &str) -> bool {
-    task.contains("policy_violation") && (task.contains("'status'") || task.contains("\"status\""))
-}
-
-/// Judges the task_description that follows a tool call: Ok(None) the spec's form, Ok(Some(note))
-/// another acceptable form, Err(why) no result for `tool`.
-fn tool_result(task: &str, tool: &str, single: bool) -> Result<Option<String>, String> {
+/// Judges the task_description that follows a call of `tool` (`single`: the only tool of the
+/// turn): the spec's form, an error naming the tool, or governance feedback in any form (the
+/// text or the reference harness's dict: [`note_form`](State::note_form) notes the dict); Err
+/// says why it carries no result.
+fn tool_result(task: &str, tool: &str, single: bool) -> Result<(), String> {
     let spec_form = format!("Tool '{tool}' returned: ");
     if single && task.starts_with(&spec_form) && task.trim_end().ends_with("Continue.") {
-        return Ok(None);
+        return Ok(());
     }
-    if task.starts_with("GOVERNANCE ERROR:") {
-        return Ok(None);
-    }
-    if dict_repr_violation(task) {
-        return Ok(Some(format!(
-            "after {tool}: the reference harness's policy-violation dict, not the spec's \
-             GOVERNANCE ERROR text: {}",
-            excerpt_str(task, 160)
-        )));
-    }
-    if task.contains(tool) {
-        return Ok(None);
+    if governance_feedback(task) || task.contains(tool) {
+        return Ok(());
     }
     Err(format!(
         "after the agent called {tool}, the next task_description does not name it (the spec: \
          \"Tool '{tool}' returned: {{…}}. Continue.\"): {}",
         excerpt_str(task, 200)
     ))
+}
+
+/// Why `task` does not carry the result of every tool in `tools` (None: it does).
+fn missing_result(task: &str, tools: &[String]) -> Option<String> {
+    let single = tools.len() == 1;
+    tools
+        .iter()
+        .find_map(|tool| tool_result(task, tool, single).err())
+}
+
+/// Whether `task` holds a Python dict's repr (`{'error': …}`): a key in single quotes right
+/// after a brace or a comma, then `': `.
+fn python_repr(task: &str) -> bool {
+    task.match_indices("{'").any(|(i, _)| {
+        let rest = &task[i + 2..];
+        rest.find("': ")
+            .is_some_and(|j| rest[..j].chars().all(|c| c.is_alphanumeric() || c == '_'))
+    })
 }
 
 impl State {
@@ -274,14 +304,19 @@ impl State {
         let Some(body) = seen.body.value() else {
             return;
         };
-        let Some(turn) = body.get("turn").and_then(Value::as_u64) else {
-            return;
-        };
-        let turn = u32::try_from(turn).unwrap_or(u32::MAX);
         let task = body
             .get("task_description")
             .and_then(Value::as_str)
             .unwrap_or("");
+        self.requests += 1;
+        self.note_form(seen.agent, task);
+        let Some(turn) = body.get("turn").and_then(Value::as_u64) else {
+            self.no_turn += 1;
+            self.turnless(seen.agent, task, answer, limit, stated);
+            return;
+        };
+        let agent = self.agents.entry(seen.agent.to_string()).or_default();
+        let turn = u32::try_from(turn).unwrap_or(u32::MAX);
         let empty = Vec::new();
         let history = body
             .get("conversation_history")
@@ -343,6 +378,7 @@ impl State {
             }),
             (_, Some(_)) => self.turns.check(true, String::new),
             (_, None) => {
+                self.joined += 1;
                 // The same conversation at another turn: the turn did not go up by one (a
                 // retry of the same turn is not judged).
                 if let Some(c) = agent
@@ -391,21 +427,8 @@ impl State {
                 )
             });
             if last.calls_tools() {
-                let single = last.tools.len() == 1;
-                let mut broken = None;
-                for tool in &last.tools {
-                    match tool_result(task, tool, single) {
-                        Ok(None) => {}
-                        Ok(Some(note)) => {
-                            if self.dict_repr.len() < crate::mock::observe::EXAMPLES {
-                                self.dict_repr.push(format!("{name}: {note}"));
-                            }
-                        }
-                        Err(why) => {
-                            broken.get_or_insert(format!("{name} turn {turn}: {why}"));
-                        }
-                    }
-                }
+                let broken = missing_result(task, &last.tools)
+                    .map(|why| format!("{name} turn {turn}: {why}"));
                 self.tool_results
                     .check(broken.is_none(), || broken.unwrap_or_default());
             }
@@ -431,6 +454,78 @@ impl State {
             if let Some(old) = old {
                 self.let_go(&old);
             }
+        }
+    }
+
+    /// Notes a task_description in the reference harness's forms (a Python dict's repr).
+    fn note_form(&mut self, agent: &str, task: &str) {
+        if !python_repr(task) {
+            return;
+        }
+        self.dict_forms += 1;
+        if self.dict_repr.len() < crate::mock::observe::EXAMPLES {
+            let what = if governance_feedback(task) {
+                "a policy violation as a Python dict's repr, not the spec's `GOVERNANCE ERROR: …` text"
+            } else {
+                "a Python dict's repr where JSON or text was expected"
+            };
+            self.dict_repr
+                .push(format!("{agent}: {what}: {}", excerpt_str(task, 160)));
+        }
+    }
+
+    /// A request without `turn`: it continues the agent's chain when it carries the result of
+    /// the tool the mock called last (judged as a tool result and counted against the turn
+    /// limit), else it starts a chain.
+    fn turnless(&mut self, name: &str, task: &str, answer: AnswerSeen, limit: u32, stated: bool) {
+        let Some(agent) = self.agents.get_mut(name) else {
+            return;
+        };
+        let carried = agent
+            .chains
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                c.answer.calls_tools() && missing_result(task, &c.answer.tools).is_none()
+            })
+            .min_by_key(|(_, c)| c.requests)
+            .map(|(i, _)| i);
+        let Some(i) = carried else {
+            let old = (agent.chains.len() >= CONVERSATIONS)
+                .then(|| agent.chains.pop_front())
+                .flatten();
+            agent.chains.push_back(Chain {
+                requests: 1,
+                answer,
+            });
+            if let Some(old) = old {
+                self.let_go_chain(&old);
+            }
+            return;
+        };
+        let chain = &mut agent.chains[i];
+        chain.requests += 1;
+        chain.answer = answer;
+        let requests = chain.requests;
+        self.tool_results.check(true, String::new);
+        self.over_limit.check(requests <= limit, || {
+            format!(
+                "{name}: request {requests} of a conversation followed by its tool results (no `turn`), past {} {limit}",
+                if stated { "--expect-max-turns" } else { "any sensible limit:" }
+            )
+        });
+        if !stated {
+            self.over_default.check(requests <= DEFAULT_LIMIT, || {
+                format!("{name}: request {requests} of a conversation followed by its tool results (no `turn`), past the spec's default limit of {DEFAULT_LIMIT}")
+            });
+        }
+    }
+
+    /// A chain no longer followed: whether the harness had to end it.
+    fn let_go_chain(&mut self, c: &Chain) {
+        if c.requests > 1 && c.answer.keeps_going() {
+            self.left_to_harness += 1;
+            self.longest_left = self.longest_left.max(c.requests);
         }
     }
 
@@ -555,49 +650,67 @@ impl PlatformObserver for HarnessObserver {
         }
         s.waiting.retain(|_, d| d.received.elapsed() <= limit);
         let (mut left, mut longest) = (s.left_to_harness, s.longest_left);
-        for c in s.agents.values().flat_map(|a| a.conversations.iter()) {
-            if c.from_start && c.turn > 1 && c.answer.keeps_going() {
+        let open = s.agents.values().flat_map(|a| {
+            let chain = a.chains.iter().map(|c| (c.requests, &c.answer));
+            let followed = a.conversations.iter().filter(|c| c.from_start);
+            chain.chain(followed.map(|c| (c.turn, &c.answer)))
+        });
+        for (turns, answer) in open {
+            if turns > 1 && answer.keeps_going() {
                 left += 1;
-                longest = longest.max(c.turn);
+                longest = longest.max(turns);
             }
         }
         let total = s.common.total();
         let mut cases = s
             .common
             .cases("POST /execute_task: Request Body; Local Subprocess Protocol; Socket Protocol");
-        cases.push(s.turns.case(
+        let followed = "a request that continues a conversation followed from an earlier one (its turn one more, its history opening with the same task)";
+        cases.push(s.turns.judged(
             "harness.turns",
             GROUP,
             Level::Must,
             "turn 1 opens a conversation with an empty history; each next request is the next turn",
             "POST /execute_task: Request Body (turn); Multi-turn Flow",
             "requests with a turn",
+            &s.unfollowed("a request at turn 1, or the next turn of a conversation followed"),
         ));
-        cases.push(s.history.case(
+        cases.push(s.history.judged(
             "harness.history",
             GROUP,
             Level::Must,
             "conversation_history keeps the earlier turns and grows by the previous exchange",
             "POST /execute_task: Request Body (conversation_history); Multi-turn Flow",
             "turns that continue a conversation",
+            &s.unfollowed(followed),
         ));
-        cases.push(s.tool_results.case(
+        let mut tool_results = s.tool_results.judged(
             "harness.tool-results",
             GROUP,
             Level::Must,
             "after call_tool or call_multiple_tools, the next task_description carries each tool's result (or an error naming it, or a GOVERNANCE ERROR)",
             "Multi-turn Flow; Policy Violations (Governance feedback)",
             "turns after a tool call",
-        ));
-        cases.push(s.loop_ends.case(
+            &s.unfollowed("a request that follows one the mock answered with a tool call"),
+        );
+        if s.no_turn > 0 && tool_results.passed() {
+            tool_results.message = format!(
+                "{} request(s) came without `turn`: they were followed by the tool results they carry, so a missing result there reads as a new conversation, not as a failure",
+                s.no_turn
+            );
+        }
+        cases.push(tool_results);
+        cases.push(s.loop_ends.judged(
             "harness.loop-ends",
             GROUP,
             Level::Must,
             "nothing follows final_answer, provide_instructions or error in a conversation",
             "Multi-turn Flow (the loop ends when the agent sends final_answer, provide_instructions, error)",
             "turns that continue a conversation",
+            &s.unfollowed(followed),
         ));
-        let mut limit = s.over_limit.case(
+        let never_ends = "no conversation was left to the harness's limit (the mock ended each one, or none was followed past its first request): serve --behavior never-finishes to test it";
+        let mut limit = s.over_limit.judged(
             "harness.turn-limit",
             GROUP,
             Level::Must,
@@ -609,23 +722,25 @@ impl PlatformObserver for HarnessObserver {
                 }
             ),
             "Multi-turn Flow (the max turn limit)",
-            "requests",
+            "requests of conversations followed from their start",
+            &s.unfollowed(never_ends),
         );
-        exercised(&mut limit, left, longest);
+        exercised(&mut limit, left, longest, never_ends);
         cases.push(limit);
         if self.expect.max_turns.is_none() {
-            let mut default = s.over_default.case(
+            let mut default = s.over_default.judged(
                 "harness.turn-limit-default",
                 GROUP,
                 Level::Should,
                 "the turn limit is the spec's default, 5, unless configured (say --expect-max-turns N)",
                 "Multi-turn Flow (the max turn limit, default: 5)",
-                "requests",
+                "requests of conversations followed from their start",
+                &s.unfollowed(never_ends),
             );
-            exercised(&mut default, left, longest);
+            exercised(&mut default, left, longest, never_ends);
             cases.push(default);
         }
-        let mut deadline = s.deadline.case(
+        let mut deadline = s.deadline.judged(
             "harness.deadline",
             GROUP,
             Level::Must,
@@ -635,30 +750,58 @@ impl PlatformObserver for HarnessObserver {
             ),
             "Multi-turn Flow (a harness must not wait forever for an agent)",
             "slow or hanging answers",
+            "serve --behavior hang or slow:DUR to test the harness's deadline",
         );
-        if deadline.status == Status::Skip {
-            deadline.message =
-                "no slow or hanging answer was judged: serve --behavior hang or slow:DUR to test the harness's deadline".into();
-        } else if deadline.status == Status::Pass && s.gave_up > 0 {
-            deadline.message.push_str(&format!(
-                "; the harness gave up on {} (the longest wait {:.1} s)",
+        if deadline.passed() && s.gave_up > 0 {
+            deadline.message = format!(
+                "the harness gave up on {} (the longest wait {:.1} s)",
                 s.gave_up,
                 s.longest_wait.as_secs_f64()
-            ));
+            );
         }
         cases.push(deadline);
-        let mut after_bad = s.after_bad.case(
+        cases.push(s.after_bad.judged(
             "harness.after-bad-answer",
             GROUP,
             Level::Must,
             "after a malformed, oversized or wrong-schema answer, the harness goes on or ends cleanly (never a half-written request)",
             "Response Body (one action per answer); Local Subprocess Protocol",
             "bad answers",
-        );
-        if after_bad.status == Status::Skip {
-            after_bad.message = "no bad answer was sent: serve --behavior malformed-json, oversized-body or unknown-action to test it".into();
+            "serve --behavior malformed-json, oversized-body or unknown-action to test it",
+        ));
+        cases.push(s.forms_case());
+        skip_all_if_none(&mut cases, total);
+        cases.extend(s.common.probe_case());
+        cases
+    }
+}
+
+impl State {
+    /// Why a rule on followed conversations judged nothing: `need` (what would exercise it),
+    /// and what the requests in hand lacked (no `turn`, joined in the middle).
+    fn unfollowed(&self, need: &str) -> String {
+        let mut lacked = Vec::new();
+        if self.no_turn > 0 {
+            lacked.push(format!(
+                "{} of the {} request(s) carry no `turn` (a field of the spec's Request Body; platform.request-schema names it), so they are followed only by the tool results they carry: send `turn` (1, then one more per request) to follow conversations by it",
+                self.no_turn, self.requests
+            ));
         }
-        cases.push(after_bad);
+        if self.joined > 0 {
+            lacked.push(format!(
+                "{} request(s) joined a conversation in its middle (a turn past 1 with no earlier turn seen: a per-turn stdio process sees one request; run the mock with --json so that its processes fold one report, or use a persistent process)",
+                self.joined
+            ));
+        }
+        if lacked.is_empty() {
+            format!("{need} exercises this")
+        } else {
+            format!("{need} exercises this; {}", lacked.join("; "))
+        }
+    }
+
+    /// `harness.reference-forms`: every request's task_description looked at.
+    fn forms_case(&self) -> CaseResult {
         let mut forms = CaseResult::new(
             "harness.reference-forms",
             GROUP,
@@ -666,29 +809,34 @@ impl PlatformObserver for HarnessObserver {
             "where the harness used the reference harness's forms rather than the spec's (INFO)",
             "Policy Violations (Governance feedback)",
         );
-        forms.message = if s.dict_repr.is_empty() {
-            "nothing to note".into()
+        let note = if self.dict_repr.is_empty() {
+            "nothing to note: no task_description in the reference harness's forms".to_string()
         } else {
-            s.dict_repr.join("\n")
+            format!(
+                "{} task_description(s) in the reference harness's forms, e.g.\n{}",
+                self.dict_forms,
+                self.dict_repr.join("\n")
+            )
         };
-        cases.push(forms);
-        skip_all_if_none(&mut cases, total);
-        cases.extend(s.common.probe_case());
-        cases
+        forms.pass_noting(
+            Evidence::new(self.requests, "task_descriptions"),
+            note,
+            || "no request with a JSON body: no task_description to look at".to_string(),
+        );
+        forms
     }
 }
 
 /// A turn-limit case that passed without a conversation left to the harness tested nothing.
-fn exercised(case: &mut CaseResult, left: u64, longest: u32) {
-    if case.status != Status::Pass {
+fn exercised(case: &mut CaseResult, left: u64, longest: u32, never_ends: &str) {
+    if !case.passed() {
         return;
     }
     if left == 0 {
-        case.skip("no conversation was left to the harness's limit (the mock ended each one): serve --behavior never-finishes to test it");
+        case.skip(never_ends);
     } else {
         case.message = format!(
-            "{}; {left} conversation(s) the agent never ended, the longest stopped at turn {longest}",
-            case.message
+            "{left} conversation(s) the agent never ended, the longest stopped at turn {longest}"
         );
     }
 }
@@ -699,15 +847,16 @@ mod tests {
     use crate::mock::decision::Decision;
     use crate::mock::journal::AuthSeen;
     use crate::mock::Body;
+    use crate::report::Status;
     use serde_json::json;
 
     #[test]
     fn tool_results_in_every_form_a_harness_may_send() {
         let spec = "Tool 'lookup' returned: {\"ok\": true}. Continue.";
-        assert_eq!(tool_result(spec, "lookup", true), Ok(None));
+        assert_eq!(tool_result(spec, "lookup", true), Ok(()));
         assert_eq!(
             tool_result("Tool 'lookup' is not available. Continue.", "lookup", true),
-            Ok(None)
+            Ok(())
         );
         assert_eq!(
             tool_result(
@@ -715,11 +864,17 @@ mod tests {
                 "refund",
                 true
             ),
-            Ok(None)
+            Ok(())
         );
-        let dict = "{'status': 'policy_violation', 'message': 'Amount 100 exceeds 50'}";
-        let note = tool_result(dict, "refund", true).unwrap().unwrap();
-        assert!(note.contains("dict"), "{note}");
+        for dict in [
+            "{'status': 'policy_violation', 'message': 'Amount 100 exceeds 50'}",
+            "{'error': 'GOVERNANCE ERROR: Amount 100 exceeds maximum allowed limit of 50.'}",
+        ] {
+            assert_eq!(tool_result(dict, "refund", true), Ok(()));
+            assert!(python_repr(dict), "{dict}");
+        }
+        assert!(!python_repr("Tool 'x' returned: {\"a\": 1}. Continue."));
+        assert!(!python_repr("GOVERNANCE ERROR: Amount 100 exceeds 50."));
         let err = tool_result("Please continue with the task.", "lookup", true).unwrap_err();
         assert!(err.contains("does not name it"), "{err}");
     }
@@ -734,6 +889,11 @@ mod tests {
         answer: Value,
     ) {
         let body = json!({"task_description": task, "turn": turn, "conversation_history": history});
+        feed(o, seq, body, answer);
+    }
+
+    /// Feeds one request body (and the mock's answer to it) to the observer.
+    fn feed(o: &HarnessObserver, seq: u64, body: Value, answer: Value) {
         let answer = answer.to_string();
         o.on_request(&Seen {
             seq,
@@ -781,7 +941,10 @@ mod tests {
         assert_eq!(status(&o, "harness.turn-limit").0, Status::Pass);
         let (s, m) = status(&o, "harness.reference-forms");
         assert_eq!(s, Status::Pass);
-        assert!(m.contains("policy-violation dict"), "{m}");
+        assert!(
+            m.contains("a policy violation as a Python dict's repr"),
+            "{m}"
+        );
         for id in [
             "harness.turns",
             "harness.history",
@@ -805,5 +968,37 @@ mod tests {
             m.contains("turn 2 came after final_answer at turn 1"),
             "{m}"
         );
+    }
+
+    /// Two conversations without `turn`, side by side, each 5 requests long: counted apart (the
+    /// shortest chain goes on), so neither runs past the limit of 5.
+    #[test]
+    fn turnless_conversations_side_by_side_are_counted_apart() {
+        let expect = PlatformExpect {
+            timeout: Duration::from_secs(5),
+            max_turns: Some(5),
+        };
+        let o = HarnessObserver::new(expect);
+        let call = json!({"action": "call_tool", "tool_name": "lookup_order", "tool_params": {}});
+        let result = "Tool 'lookup_order' returned: {}. Continue.";
+        let mut seq = 0;
+        for n in 0..5 {
+            for first in ["Look up A-1.", "Look up B-2."] {
+                let task = if n == 0 { first } else { result };
+                feed(&o, seq, json!({ "task_description": task }), call.clone());
+                seq += 1;
+            }
+        }
+        let (s, m) = status(&o, "harness.turn-limit");
+        assert_eq!(s, Status::Pass, "{m}");
+        assert!(
+            m.contains("2 conversation(s) the agent never ended, the longest stopped at turn 5"),
+            "{m}"
+        );
+        // A sixth request in one of them is past the limit.
+        feed(&o, seq, json!({ "task_description": result }), call);
+        let (s, m) = status(&o, "harness.turn-limit");
+        assert_eq!(s, Status::Fail, "{m}");
+        assert!(m.contains("request 6 of a conversation"), "{m}");
     }
 }

@@ -20,7 +20,7 @@ use crate::probe::checks::Check;
 use crate::probe::suite::CaseSpec;
 use crate::probe::template::{self, Fill, RunValues};
 use crate::protocols::execute_task::model::{check_answer, discover_name, reference_harness_notes};
-use crate::report::{CaseResult, Exchange, Level, Report, RunInfo, Status};
+use crate::report::{CaseResult, Evidence, Exchange, Level, Report, RunInfo, Status};
 use crate::text::{excerpt, excerpt_str, shell_quote, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
 use crate::transport::lines::LineError;
@@ -60,6 +60,14 @@ impl Target {
                     SocketMode::PerCall => "per-call",
                 }
             ),
+        }
+    }
+
+    /// What reachability judged, as evidence: `connection`, `program to run`.
+    fn reached(&self) -> &'static str {
+        match self {
+            Target::Stdio(_) => "program to run",
+            _ => "connection",
         }
     }
 
@@ -137,9 +145,14 @@ pub struct ExchangeLog {
     pub answered: u64,
     pub slowest: Duration,
     pub timeouts: Vec<String>,
-    /// HTTP answers' Content-Type, when it was not application/json.
+    /// HTTP answers' Content-Type, when it was not application/json (2xx answers only: an
+    /// error page is no answer of the protocol's).
     pub wrong_types: Vec<String>,
+    /// HTTP answers with a 2xx status (the ones whose Content-Type is judged).
     pub http_answers: u64,
+    /// Why the first exchange that got no usable answer got none (for the reasons of the cases
+    /// that then have nothing to judge).
+    pub first_failure: Option<String>,
     /// The last request sent and what came back, for failure reports.
     pub last_request: Option<Value>,
     pub last_answer: Option<String>,
@@ -222,14 +235,17 @@ impl Channel {
                     }
                     e.to_string()
                 })?;
-                self.log.http_answers += 1;
                 let ct = r.header("content-type").unwrap_or("").to_string();
-                if !ct
-                    .split(';')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .eq_ignore_ascii_case("application/json")
+                // Only a 2xx answer is the protocol's: a 404 page's label says nothing.
+                let success = (200..300).contains(&r.status);
+                self.log.http_answers += u64::from(success);
+                if success
+                    && !ct
+                        .split(';')
+                        .next()
+                        .unwrap_or("")
+                        .trim()
+                        .eq_ignore_ascii_case("application/json")
                 {
                     self.log.wrong_types.push(format!("{ct:?}"));
                 }
@@ -404,6 +420,9 @@ impl Exchanger for Channel {
         let result = self.send(request).await;
         self.log.count += 1;
         self.log.answered += u64::from(result.is_ok());
+        if let Err(e) = &result {
+            self.log.first_failure.get_or_insert_with(|| e.clone());
+        }
         self.log.slowest = self.log.slowest.max(started.elapsed());
         self.log.last_answer = Some(match &result {
             Ok(b) => excerpt(b, 2_000),
@@ -452,13 +471,17 @@ async fn probe(
         let t0 = Instant::now();
         let mut case = spec.case();
         match channel.reachable().await {
-            Ok(note) => case.message = note,
+            Ok(note) => case.pass_noting(
+                Evidence::new(1, settings.target.reached()),
+                note,
+                String::new,
+            ),
             Err(why) => {
                 case.fail(why);
                 unreachable = Some(spec.id.value.clone());
             }
         }
-        case.duration_ms = t0.elapsed().as_millis() as u64;
+        case.set_duration(t0.elapsed());
         on_case(&case);
         cases.push(case);
     }
@@ -470,7 +493,9 @@ async fn probe(
             .map(CaseSpec::case)
             .chain(settings.scenarios.iter().flat_map(scenario_cases_unjudged));
         for mut c in others.filter(|c| wanted(&c.id)) {
-            c.skip(format!("skipped: it needs {need}, which failed"));
+            c.skip(format!(
+                "skipped: it needs {need}, which failed (make the agent reachable to judge this)"
+            ));
             on_case(&c);
             cases.push(c);
         }
@@ -495,14 +520,15 @@ async fn probe(
         let t0 = Instant::now();
         let result = channel.exchange(&request).await;
         let mut case = spec.case();
-        case.duration_ms = t0.elapsed().as_millis() as u64;
+        case.set_duration(t0.elapsed());
         match result
             .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| format!("not JSON: {e}")))
         {
             Ok(answer) => {
                 let findings = check_answer(&answer);
                 if findings.is_empty() {
-                    case.message = action_note(&answer);
+                    let one = Evidence::new(1, "answer to the crafted request");
+                    case.pass_noting(one, action_note(&answer), String::new);
                 } else {
                     case.fail(crate::schema::findings_message(&findings));
                 }
@@ -540,7 +566,7 @@ async fn probe(
                 .filter_map(|t| t.answer.clone().ok()),
         );
         for mut c in scenario_cases(scenario, &transcript, &channel) {
-            c.duration_ms = t0.elapsed().as_millis() as u64;
+            c.set_duration(t0.elapsed());
             if wanted(&c.id) {
                 on_case(&c);
                 cases.push(c);
@@ -574,7 +600,9 @@ async fn probe(
                     suite.source, spec.id.value
                 )
             })?;
-            if let Some(c) = across.judge(rule, spec.case())? {
+            let t0 = Instant::now();
+            if let Some(mut c) = across.judge(rule, spec.case())? {
+                c.set_duration(t0.elapsed());
                 on_case(&c);
                 cases.push(c);
             }
@@ -679,21 +707,33 @@ fn scenario_cases(
             completes.exchange = exchange_of(channel, &last.request);
         }
     } else {
-        completes.message = format!(
-            "{} turn(s), ended by {}",
-            transcript.turns.len(),
-            transcript.end
+        let turns = transcript.turns.len() as u64;
+        completes.pass_noting(
+            Evidence::new(turns, "turns"),
+            format!("{turns} turn(s), ended by {}", transcript.end),
+            || {
+                format!(
+                    "the scenario ran no turn (ended by {}): nothing to judge",
+                    transcript.end
+                )
+            },
         );
     }
+    let turns = transcript.turns.len() as u64;
     // `judge` answers in the order of the scenario's expectations, as the cases are.
     for (c, (_, verdict)) in cases[1..]
         .iter_mut()
         .zip(harness::judge(scenario, transcript))
     {
         match verdict {
-            _ if broken => c.skip(format!("skipped: {}.completes failed", scenario.id)),
-            Ok(note) => c.message = note,
-            Err(why) => c.fail(why),
+            _ if broken => c.skip(format!(
+                "skipped: {}.completes failed (an expectation is judged on a scenario that runs to its end)",
+                scenario.id
+            )),
+            Ok(note) => c.pass_noting(Evidence::new(turns, "turns of the scenario"), note, || {
+                "the scenario ran no turn: nothing to judge the expectation on".to_string()
+            }),
+            Err(why) => c.fail_on(Evidence::new(turns, "turns of the scenario"), why),
         }
     }
     cases
@@ -713,68 +753,70 @@ impl Across<'_> {
     /// agent is not a process of ours).
     fn judge(&self, rule: RunRule, mut case: CaseResult) -> Result<Option<CaseResult>, String> {
         let (log, answers) = (self.log, self.answers);
+        let judged_answers = Evidence::new(answers.len() as u64, "answers");
         match rule {
             RunRule::WithinTimeout => {
-                if log.timeouts.is_empty() && log.answered == 0 {
-                    case.skip("no exchange was answered: there is no answer to time");
-                } else if log.timeouts.is_empty() {
-                    case.message = format!(
+                let timed = Evidence::new(log.answered, "exchanges answered");
+                if log.timeouts.is_empty() {
+                    let note = format!(
                         "{} exchange(s); the slowest took {} ms (--timeout {})",
                         log.count,
                         log.slowest.as_millis(),
                         humantime::format_duration(self.settings.timeout)
                     );
+                    case.pass_noting(timed, note, || self.no_answer("there is no answer to time"));
                 } else {
-                    case.fail(format!(
-                        "{} of {} exchange(s) timed out, e.g. {}",
-                        log.timeouts.len(),
-                        log.count,
-                        log.timeouts[0]
-                    ));
+                    case.fail_on(
+                        Evidence::new(log.count, "exchanges"),
+                        format!(
+                            "{} of {} exchange(s) timed out, e.g. {}",
+                            log.timeouts.len(),
+                            log.count,
+                            log.timeouts[0]
+                        ),
+                    );
                 }
             }
             RunRule::Identity => match answers.iter().find_map(discover_name) {
-                Some((name, source)) => case.message = format!("discovered {name:?} from `{source}`"),
-                None if answers.is_empty() => case.skip("no valid answer to look in"),
-                None => case.fail("no name in any answer: the harness falls back to --agent-name or the endpoint URL (add `agent_name` to every answer)"),
+                Some((name, source)) => case.pass_noting(
+                    judged_answers,
+                    format!("discovered {name:?} from `{source}`"),
+                    String::new,
+                ),
+                None if answers.is_empty() => case.skip(self.no_answer("no name to look for")),
+                None => case.fail_on(judged_answers, "no name in any answer: the harness falls back to --agent-name or the endpoint URL (add `agent_name` to every answer)"),
             },
             RunRule::HttpContentType => {
+                let labelled = Evidence::new(log.http_answers, "HTTP answers with a 2xx status");
                 if !matches!(self.settings.target, Target::Http { .. }) {
-                    case.skip("not an HTTP agent");
+                    case.skip("not an HTTP agent: Content-Type is an HTTP answer's label (probe the agent over HTTP to judge it)");
                 } else if log.wrong_types.is_empty() {
-                    case.message = format!("{} answer(s) checked", log.http_answers);
+                    case.pass(labelled, || {
+                        self.no_answer("no 2xx answer whose Content-Type to judge (an error page's label is not the protocol's)")
+                    });
                 } else {
-                    case.fail(format!(
-                        "{} answer(s) labelled otherwise, e.g. {}",
-                        log.wrong_types.len(),
-                        log.wrong_types[0]
-                    ));
+                    case.fail_on(
+                        labelled,
+                        format!(
+                            "{} answer(s) labelled otherwise, e.g. {}",
+                            log.wrong_types.len(),
+                            log.wrong_types[0]
+                        ),
+                    );
                 }
             }
             RunRule::Sanitization => {
-                let patterns = crate::protocols::roundtable::sanitization_patterns()?;
-                let findings: Vec<String> = answers
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(i, a)| {
-                        crate::jsonpath::strings(a)
-                            .into_iter()
-                            .flat_map(|(path, text)| patterns.scan(&path, text))
-                            .map(move |f| format!("answer {}: {f}", i + 1))
-                            .collect::<Vec<_>>()
-                    })
-                    .collect();
+                let findings = sanitization_findings(answers)?;
                 if answers.is_empty() {
-                    case.skip("no valid answer to look in");
+                    case.skip(self.no_answer("no answer to look in"));
                 } else if findings.is_empty() {
-                    case.message = format!("{} answer(s) checked", answers.len());
+                    case.pass(judged_answers, String::new);
                 } else {
                     let shown: Vec<&str> = findings.iter().take(8).map(String::as_str).collect();
-                    case.fail(format!(
-                        "{} finding(s): {}",
-                        findings.len(),
-                        shown.join("; ")
-                    ));
+                    case.fail_on(
+                        judged_answers,
+                        format!("{} finding(s): {}", findings.len(), shown.join("; ")),
+                    );
                 }
             }
             RunRule::ReferenceHarness => {
@@ -787,22 +829,59 @@ impl Across<'_> {
                 }
                 // INFO: a report, not a verdict (the console shows a MAY case's message even
                 // when it passes).
-                case.message = if notes.is_empty() {
-                    "nothing to note".into()
+                let note = if notes.is_empty() {
+                    "nothing to note: every answer used the spec's forms".to_string()
                 } else {
                     notes.join("\n")
                 };
+                case.pass_noting(judged_answers, note, || {
+                    self.no_answer("no answer to compare with the reference harness's forms")
+                });
             }
             RunRule::EngineLog => {
                 let Some(note) = &self.transport_note else {
                     return Ok(None);
                 };
                 case.group = self.settings.target.group().to_string();
-                case.message = note.clone();
+                let exchanges = Evidence::new(log.count, "exchanges with the stdio agent");
+                case.pass_noting(exchanges, note.clone(), || {
+                    format!("no exchange with the agent: nothing it wrote to stderr to report ({note})")
+                });
             }
         }
         Ok(Some(case))
     }
+
+    /// The reason of a case left with no answer to judge: `what`, how many exchanges got none
+    /// and why the first did not, and what would give it one.
+    fn no_answer(&self, what: &str) -> String {
+        let log = self.log;
+        let why = match &log.first_failure {
+            Some(e) => format!(", e.g. {}", excerpt_str(e, 200)),
+            None => String::new(),
+        };
+        format!(
+            "{what}: none of the {} exchange(s) got a valid answer{why} (an agent that answers \
+             POST /execute_task, or its line, with one action exercises this)",
+            log.count
+        )
+    }
+}
+
+/// Where the answers carry NUL characters, terminal escapes or injection patterns.
+fn sanitization_findings(answers: &[Value]) -> Result<Vec<String>, String> {
+    let patterns = crate::protocols::roundtable::sanitization_patterns()?;
+    Ok(answers
+        .iter()
+        .enumerate()
+        .flat_map(|(i, a)| {
+            crate::jsonpath::strings(a)
+                .into_iter()
+                .flat_map(|(path, text)| patterns.scan(&path, text))
+                .map(move |f| format!("answer {}: {f}", i + 1))
+                .collect::<Vec<_>>()
+        })
+        .collect())
 }
 
 /// Every case id a run with these scenarios can report.
