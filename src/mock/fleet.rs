@@ -236,6 +236,8 @@ pub struct FleetHandler {
     pub protocol_requests: std::sync::atomic::AtomicU64,
     /// Each answer's span, for the HTML report.
     pub timeline: super::timeline::Timeline,
+    /// Which agents' content behaviours took effect (`agent.behaviors-applied`).
+    pub applied: super::applied::Applied,
 }
 
 /// What a request's journal and observer records need once the answer is out.
@@ -272,6 +274,7 @@ impl FleetHandler {
             observer,
             log_requests: std::sync::atomic::AtomicBool::new(false),
             protocol_requests: std::sync::atomic::AtomicU64::new(0),
+            applied: super::applied::Applied::default(),
         }
     }
 
@@ -370,6 +373,7 @@ impl Handler for FleetHandler {
             }
             Some(_) => agent.respond_body(endpoint, &body),
         };
+        self.applied.record(index, &decision.applied);
         // The platform is judged on the protocol's own messages (not /health), and not on the
         // requests agent-tck's probe marks as its own deliberate tests.
         if let (Some(case), Some(_)) = (deliberate, known.and_then(|e| e.request_schema)) {

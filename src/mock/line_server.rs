@@ -35,6 +35,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::agent::MockAgent;
+use super::applied::Applied;
 use super::behavior::{Kind, What};
 use super::body::Body;
 use super::http1::{Delivered, Fault, Outcome};
@@ -109,8 +110,8 @@ struct Judge {
     /// Each stderr flood: written whole within [`FLOOD_WAIT`], or not.
     drains: Mutex<Tally>,
     forked: Mutex<Forked>,
-    /// How often each of the agent's content behaviours took effect (its source → count).
-    applied: Mutex<HashMap<String, u64>>,
+    /// How often each of the agent's content behaviours took effect.
+    applied: Applied,
 }
 
 /// `forks-and-exits`: the case each child left behind settles, and how the children settled it.
@@ -127,20 +128,13 @@ impl Judge {
             observer,
             drains: Mutex::new(Tally::default()),
             forked: Mutex::new(Forked::default()),
-            applied: Mutex::new(HashMap::new()),
+            applied: Applied::default(),
         }
     }
 
     fn on_request(&self, seen: &Seen<'_>) {
         self.observer.on_request(seen);
-        if seen.decision.applied.is_empty() {
-            return;
-        }
-        if let Ok(mut applied) = self.applied.lock() {
-            for source in &seen.decision.applied {
-                *applied.entry(source.clone()).or_default() += 1;
-            }
-        }
+        self.applied.record(0, &seen.decision.applied);
     }
 
     fn on_flood(&self, whole: bool, message: &str) {
@@ -261,77 +255,9 @@ impl Judge {
             let settled = &f.settled;
             cases.extend(f.unsettled.clone().map(|case| forked_case(case, settled)));
         }
-        if let Ok(applied) = self.applied.lock() {
-            cases.extend(behaviors_case(agent, &applied));
-        }
+        cases.extend(self.applied.case(std::slice::from_ref(agent)));
         cases
     }
-}
-
-/// `agent.behaviors-applied` (INFO), when `agent` was given content behaviours: each one took
-/// effect (`applied`: its source → on how many answers), or which never did (a behaviour that
-/// waits for something the harness never sent, e.g. `ignores-governance` for governance
-/// feedback, tested nothing). A fleet can report its agents the same way.
-pub fn behaviors_case(agent: &MockAgent, applied: &HashMap<String, u64>) -> Option<CaseResult> {
-    let content: Vec<&str> = agent
-        .items
-        .iter()
-        .filter(|i| matches!(i.what, What::Behavior(Kind::Content(_))))
-        .map(|i| i.source.as_str())
-        .collect();
-    if content.is_empty() {
-        return None;
-    }
-    let name = agent.name();
-    let mut case = CaseResult::new(
-        "agent.behaviors-applied",
-        "agent",
-        Level::May,
-        "each content behaviour the agent was given took effect (one that never did tested nothing)",
-        "agent-tck (the behaviours given with --behavior)",
-    );
-    let never: Vec<String> = content
-        .iter()
-        .filter(|source| !applied.contains_key(**source))
-        .map(|source| format!("{source} ({})", what_it_does(agent, source)))
-        .collect();
-    let took: Vec<String> = content
-        .iter()
-        .filter_map(|source| {
-            applied
-                .get(*source)
-                .map(|n| format!("{source} on {n} answer(s)"))
-        })
-        .collect();
-    if never.is_empty() {
-        case.pass_noting(
-            Evidence::new(content.len() as u64, format!("behaviours of {name}")),
-            took.join(", "),
-            String::new,
-        );
-    } else {
-        let also = if took.is_empty() {
-            String::new()
-        } else {
-            format!(". Took effect: {}", took.join(", "))
-        };
-        case.skip(format!(
-            "{name}: never took effect: {}; nothing the harness sent triggered it, so the rule it exercises was not tested (send what it waits for){also}",
-            never.join(", "),
-        ));
-    }
-    Some(case)
-}
-
-/// What a content behaviour does, from the protocol's catalogue (`source`'s name).
-fn what_it_does(agent: &MockAgent, source: &str) -> &'static str {
-    let name = source.split([':', ' ', '@']).next().unwrap_or(source);
-    agent
-        .protocol
-        .behaviors()
-        .iter()
-        .find(|b| b.name == name)
-        .map_or("a content behaviour", |b| b.what)
 }
 
 /// An [`Outcome`] from its kebab-case name (as the journal writes it).

@@ -7,6 +7,7 @@
 //! triggers, and the session that ties them together.
 
 pub mod agent;
+pub mod applied;
 pub mod args;
 pub mod behavior;
 pub mod body;

@@ -149,6 +149,7 @@ pub async fn run(
     }
     served.stop(Duration::from_secs(2)).await;
     cases.extend(served.handler.observer.cases());
+    cases.extend(served.handler.applied.case(&served.handler.agents));
     let target = settings
         .driver
         .as_ref()

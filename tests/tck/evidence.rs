@@ -213,3 +213,75 @@ async fn the_reference_agent_passes_on_evidence() {
     );
     agent.stop().await;
 }
+
+/// A content behaviour that nothing triggered tested nothing: the fleet says so per agent
+/// (`agent.behaviors-applied`, INFO), and credits one that took effect with its count.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_behaviour_the_platform_never_triggered_is_reported_per_agent() {
+    use agent_tck::mock::behavior::parse_list;
+    let protocol = &agent_tck::protocols::roundtable::Agents;
+    let agent = || {
+        let profile = agent_tck::mock::agent::Profile {
+            name: "nul-agent".into(),
+            domain: "general review".into(),
+            capabilities: Vec::new(),
+            api_key: None,
+        };
+        let items = parse_list("null-bytes", crate::support::roundtable()).unwrap();
+        agent_tck::mock::agent::MockAgent::new(protocol, profile, items, 1)
+    };
+    let settle = |report: tokio::task::JoinHandle<_>| async move {
+        let report: Result<Report, _> = tokio::time::timeout(Duration::from_secs(60), report)
+            .await
+            .expect("the session ends once stopped")
+            .unwrap();
+        report.unwrap()
+    };
+
+    let (_url, stop, report) = crate::support::mock_session(protocol, agent()).await;
+    stop.send(()).unwrap();
+    let report = settle(report).await;
+    let case = crate::support::case(&report, "agent.behaviors-applied");
+    assert_eq!(case.status, Status::Skip, "{}", case.message);
+    assert!(
+        case.message
+            .starts_with("nul-agent: never took effect: null-bytes ("),
+        "{}",
+        case.message
+    );
+
+    let (url, stop, report) = crate::support::mock_session(protocol, agent()).await;
+    let request = serde_json::json!({"task_id": "t-1", "content": "Review the login module."});
+    let answer = reqwest_free_post(&format!("{url}/analyze"), &request.to_string()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    stop.send(()).unwrap();
+    let report = settle(report).await;
+    let case = crate::support::case(&report, "agent.behaviors-applied");
+    assert_eq!(case.status, Status::Pass, "{}", case.message);
+    assert_eq!(case.evidence.as_ref().map(|e| e.judged), Some(1));
+    assert!(
+        case.message.contains("null-bytes on 1 answer(s)"),
+        "{}",
+        case.message
+    );
+}
+
+/// One POST over a plain TCP connection, its whole answer as text (the connection closes).
+async fn reqwest_free_post(url: &str, body: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_at(rest.find('/').unwrap());
+    let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut answer))
+        .await
+        .expect("the mock answers within 30 s")
+        .unwrap();
+    String::from_utf8_lossy(&answer).into_owned()
+}
