@@ -45,7 +45,7 @@ use super::observe::Tally;
 #[cfg(doc)]
 use super::protocol::AgentProtocol;
 use super::protocol::{Answered, PlatformExpect, PlatformObserver, Seen};
-use crate::report::{CaseResult, Evidence, Level};
+use crate::report::{CaseResult, Level};
 
 /// Longest request line read.
 const MAX_REQUEST: u64 = 32 * 1024 * 1024;
