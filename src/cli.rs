@@ -979,8 +979,9 @@ async fn serve_line_agent(
     let stop = tokio_util::sync::CancellationToken::new();
     let served = {
         let stop = stop.clone();
+        let signal = shutdown_signal();
         async move {
-            shutdown_signal().await;
+            signal.await;
             stop.cancel();
         }
     };
@@ -1226,26 +1227,35 @@ pub fn list_behaviors() -> String {
     out
 }
 
-/// Completes on Ctrl-C or (on Unix) SIGTERM.
-async fn shutdown_signal() {
+/// Completes on Ctrl-C or (on Unix) SIGTERM. The handlers are installed when this is called, not
+/// when the future is first polled: a banner printed before the first poll would otherwise
+/// invite a Ctrl-C that kills the process with no report (and a SIGINT ignored by the parent,
+/// as under nohup, would stay ignored until then).
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send {
     #[cfg(unix)]
     {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                    return;
+        use tokio::signal::unix::{signal, SignalKind};
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            match (interrupt, terminate) {
+                (Ok(mut interrupt), Ok(mut terminate)) => {
+                    tokio::select! {
+                        _ = interrupt.recv() => {}
+                        _ = terminate.recv() => {}
+                    }
                 }
-            };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
