@@ -97,9 +97,10 @@ async fn the_reference_platform_passes_each_rule_on_what_exercised_it() {
         "platform.field-truncated",
         "strings forwarded from 1 agent whose analyses held a string over 50,000 characters",
     );
-    // keyed, plain, nul, long and injector are challenged and vote, in both deliberations.
+    // In each of the two deliberations: /challenge is due to the two conforming agents (keyed,
+    // plain), /vote to the five that were challenged (nul, long and injector too).
     let due = assert_judged(&report, "platform.phases-continue", "calls due");
-    assert_eq!(due, 2 * 5 * 2, "challenge and vote for five agents, twice");
+    assert_eq!(due, 2 * (2 + 5));
     // hangs and garbled failed /analyze in each deliberation, and were not called again.
     let failed = assert_judged(&report, "platform.failed-not-recalled", "failed answers");
     assert_eq!(failed, 4);
@@ -113,7 +114,19 @@ async fn the_reference_platform_passes_each_rule_on_what_exercised_it() {
         "platform.challenge-no-failed",
         "/challenge requests in tasks where an agent's /analyze failed",
     );
-    assert_judged(&report, "platform.injection-forwarded", "payloads").min(1);
+    // The reference platform logs injection patterns but forwards them (an INFO failure), judged
+    // on the payloads in the analyses it forwarded.
+    let injection = assert_status(
+        &report,
+        "platform.injection-forwarded",
+        Status::Fail,
+        &["from injector to keyed in /challenge"],
+    );
+    let evidence = injection.evidence.expect("a failure says what it judged");
+    assert!(
+        evidence.judged > 0 && evidence.of.contains("payloads in analyses forwarded"),
+        "{evidence}"
+    );
     assert_judged(&report, "platform.trigger", "triggers");
     assert_judged(&report, "platform.register", "registrations");
     assert_eq!(report.exit_code(), 0);

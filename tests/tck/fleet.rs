@@ -192,13 +192,17 @@ async fn the_reference_platform_passes_every_platform_check() {
 #[tokio::test]
 async fn each_broken_platform_fails_exactly_its_check() {
     // A platform without a timeout is seen from both sides: the trigger's deadline, and the
-    // hanging agent's connection held past the platform's timeout.
+    // hanging agent's connection held past the platform's timeout. One that crashes on an
+    // agent's invalid JSON answers 5xx, and its other agents never get to /challenge.
     let expected: [(Variant, &[&str]); 8] = [
         (
             Variant::NoTimeout,
             &["platform.deliberation-deadline", "platform.gives-up"],
         ),
-        (Variant::CrashOnInvalidJson, &["platform.no-5xx"]),
+        (
+            Variant::CrashOnInvalidJson,
+            &["platform.no-5xx", "platform.phases-continue"],
+        ),
         (Variant::NoNulStripping, &["platform.nul-stripped"]),
         (Variant::NoTruncation, &["platform.field-truncated"]),
         (
