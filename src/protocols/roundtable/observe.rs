@@ -377,9 +377,9 @@ impl Observer {
         let now = self.micros(seen.at);
         let task_key = key(seen.task);
         let agent_key = key(seen.agent);
-        if !s.names.contains_key(&agent_key) {
-            s.names.insert(agent_key, seen.agent.to_string());
-        }
+        s.names
+            .entry(agent_key)
+            .or_insert_with(|| seen.agent.to_string());
         if s.tasks.len() >= MAX_TRACKED && !s.tasks.contains_key(&task_key) {
             s.untracked += 1;
             return;
@@ -839,7 +839,7 @@ fn retries_case(s: &State) -> CaseResult {
         Level::Must,
         "an agent whose answer failed in a phase (timed out, errored, malformed) is marked failed for that phase: it is not called again in that phase of the task",
         "Timeouts (marked as failed for that phase); Error Handling (excluded from this phase)",
-        "failed answers (an agent's first call in a phase of a task)",
+        "failed answers, each an agent's first in a phase of a task",
         "no agent's answer failed in a task: add an agent with a failing behaviour (hang, http-error, malformed-json) and run a deliberation",
     )
 }
@@ -1144,7 +1144,6 @@ fn latency_case(s: &State) -> CaseResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mock::decision::Decision;
     use crate::mock::journal::AuthSeen;
     use crate::mock::Body;
     use serde_json::json;
@@ -1189,5 +1188,64 @@ mod tests {
             "{}",
             case.message
         );
+    }
+
+    #[test]
+    fn a_nul_escape_is_told_from_an_escaped_backslash() {
+        assert!(has_nul_escape(br#"{"a":"x\u0000y"}"#));
+        assert!(has_nul_escape(br#"{"a":"\\\u0000"}"#));
+        assert!(!has_nul_escape(br#"{"a":"\\u0000"}"#));
+        assert!(!has_nul_escape(br#"{"a":"u0000"}"#));
+    }
+
+    #[test]
+    fn task_ids_are_kept_short_and_whole_characters() {
+        assert_eq!(ShortId::new("a1b2c3").to_string(), "a1b2c3");
+        let uuid = "3f2a9c1e-7b4d-4e8f-9a0b-1c2d3e4f5a6b";
+        assert_eq!(ShortId::new(uuid).to_string(), "3f2a9c1e-7b4d-4e8f-9a0…");
+        assert_eq!(
+            ShortId::new(&"é".repeat(20)).to_string(),
+            format!("{}…", "é".repeat(11))
+        );
+    }
+
+    #[test]
+    fn what_an_answer_planned_is_judged_against_the_timeout() {
+        let timeout = Duration::from_secs(1);
+        let plan = |applied: &[&str], ttfb_ms, unusable: Option<&str>| {
+            let decision = Decision {
+                applied: applied.iter().map(|s| s.to_string()).collect(),
+                ttfb_ms,
+                unusable: unusable.map(str::to_string),
+                ..Decision::default()
+            };
+            Planned::of(&decision, timeout)
+        };
+        assert_eq!(plan(&[], 0, None), Planned::Clean);
+        assert_eq!(plan(&["slow:10ms"], 10, None), Planned::Usable);
+        assert_eq!(plan(&["slow:2s"], 2000, None), Planned::TimedOut);
+        assert_eq!(plan(&["hang"], 0, Some("never answers")), Planned::TimedOut);
+        assert_eq!(
+            plan(&["http-error"], 0, Some("answered 500")),
+            Planned::Failed
+        );
+    }
+
+    /// With no request, every case is a skip that says why: none is left to the report model's
+    /// fallbacks.
+    #[test]
+    fn with_nothing_seen_every_case_says_why_it_was_not_judged() {
+        let observer = Observer::new(Duration::from_secs(120));
+        for mut case in observer.cases() {
+            assert_eq!(case.status, Status::Skip, "{}", case.id);
+            case.settle();
+            assert!(
+                !case.message.starts_with(crate::report::NO_REASON)
+                    && case.message.contains("no request reached the fleet"),
+                "{}: {}",
+                case.id,
+                case.message
+            );
+        }
     }
 }
