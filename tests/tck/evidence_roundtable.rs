@@ -293,6 +293,29 @@ async fn a_platform_that_calls_a_timed_out_agent_again_fails_with_the_count_and_
 }
 
 #[tokio::test]
+async fn a_platform_without_a_timeout_fails_gives_up_naming_the_agent_and_the_wait() {
+    let report = judge(Variant::NoTimeout).await;
+    assert_every_case_says_why(&report);
+    let c = assert_status(
+        &report,
+        "platform.gives-up",
+        Status::Fail,
+        &[
+            "hangs /analyze (task ",
+            "the platform gave up only after 10.",
+            "expected to give up within its timeout 800ms + 1s 40ms",
+        ],
+    );
+    assert_eq!(c.evidence.map(|e| e.judged), Some(2));
+    // Stuck on the hang, the platform never got to /challenge: that is not judged as a phase
+    // that vanished.
+    assert_ne!(
+        case(&report, "platform.phases-continue").status,
+        Status::Fail
+    );
+}
+
+#[tokio::test]
 async fn a_forwarded_nul_is_named_with_the_agent_that_sent_it() {
     let report = judge(Variant::NoNulStripping).await;
     let c = assert_status(
