@@ -383,3 +383,40 @@ async fn the_probe_against_a_server_with_no_routes_passes_only_reachability() {
     assert_eq!(passed, ["agent.reachable"]);
     assert_eq!(report.exit_code(), 1);
 }
+
+/// agent-tck's probe sends one run's exchanges under one task_id, to one agent: against a
+/// hanging mock agent it is not a platform that calls a timed-out agent again.
+#[tokio::test]
+async fn the_probe_against_a_hanging_mock_agent_is_not_judged_a_retrying_platform() {
+    let at = crate::support::roundtable();
+    let agent = agent_tck::mock::agent::MockAgent::new(
+        at.protocol,
+        agent_tck::mock::agent::Profile {
+            name: "hanging-agent".into(),
+            domain: "general review".into(),
+            capabilities: Vec::new(),
+            api_key: None,
+        },
+        agent_tck::mock::behavior::parse_list("hang@analyze", at).unwrap(),
+        1,
+    );
+    let (url, stop, mock) = crate::support::mock_session(at.protocol, agent).await;
+    let probe = crate::support::probe_with(&url, |s| s.timeout = Duration::from_millis(300)).await;
+    assert!(crate::support::failed(&probe).contains(&"analyze.response"));
+    stop.send(()).unwrap();
+    let mock = tokio::time::timeout(Duration::from_secs(20), mock)
+        .await
+        .expect("the session ends")
+        .unwrap()
+        .unwrap();
+    assert_every_case_says_why(&mock);
+    assert_status(
+        &mock,
+        "platform.failed-not-recalled",
+        Status::Skip,
+        &["two agents or more"],
+    );
+    // The probe gave up on each hanging /analyze at its own 300 ms.
+    assert_judged(&mock, "platform.gives-up", "outlasted");
+    assert_eq!(failed_blocking(&mock), Vec::<&str>::new());
+}

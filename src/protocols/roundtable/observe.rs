@@ -150,6 +150,8 @@ struct Task {
     /// Agents whose (first) /analyze answer conformed, and those whose answer failed.
     clean: u16,
     failed: u16,
+    /// Agents called in it (at any phase).
+    agents: u16,
     /// The latest request of the task, µs since the observer started.
     last_request: u64,
     /// A request of it was still open when the fleet stopped: the run cut it short, and what
@@ -167,6 +169,7 @@ impl Task {
             phases: [Phase::NOT_BEGUN; 3],
             clean: 0,
             failed: 0,
+            agents: 0,
             last_request: 0,
             cut: false,
             stuck: false,
@@ -401,7 +404,10 @@ impl Observer {
                 wait_ended: now,
             };
         }
-        let seat = s.seats.entry(seat_key).or_default();
+        let seat = s.seats.entry(seat_key).or_insert_with(|| {
+            task.agents = task.agents.saturating_add(1);
+            Seat::default()
+        });
         let call = &mut seat.calls[phase];
         let ms = u32::try_from(now / 1000).unwrap_or(u32::MAX);
         if call.n == 0 {
@@ -798,11 +804,16 @@ fn missing_examples(missing: &[(String, usize, String, bool)]) -> Vec<String> {
 }
 
 /// platform.failed-not-recalled: an agent whose first answer in a phase failed is excluded from
-/// that phase: one call per task and phase, the count and the times in the message.
+/// that phase: one call per task and phase, the count and the times in the message. Judged in
+/// deliberations of two agents or more: a single agent sent one task's exchanges over and over
+/// is agent-tck's probe at work (one task_id per run), not a round table.
 fn retries_case(s: &State) -> CaseResult {
     let mut tally = Tally::default();
     let mut recalled: Vec<(String, usize, String, Call)> = Vec::new();
     for (&(task, agent), seat) in &s.seats {
+        if s.tasks.get(&task).is_none_or(|t| t.agents < 2) {
+            continue;
+        }
         for (phase, call) in seat.calls.iter().enumerate() {
             if !call.first_answer.failed() {
                 continue;
@@ -840,7 +851,7 @@ fn retries_case(s: &State) -> CaseResult {
         "an agent whose answer failed in a phase (timed out, errored, malformed) is marked failed for that phase: it is not called again in that phase of the task",
         "Timeouts (marked as failed for that phase); Error Handling (excluded from this phase)",
         "failed answers, each an agent's first in a phase of a task",
-        "no agent's answer failed in a task: add an agent with a failing behaviour (hang, http-error, malformed-json) and run a deliberation",
+        "no agent's answer failed in a deliberation of two agents or more: add an agent with a failing behaviour (hang, http-error, malformed-json) to a fleet and run a deliberation",
     )
 }
 
