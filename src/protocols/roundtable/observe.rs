@@ -363,7 +363,7 @@ impl Observer {
         at.saturating_duration_since(self.started).as_micros() as u64
     }
 
-    /// What the platform may take past its timeout, in µs, on top of the timeout.
+    /// How long the platform may hold an agent's request: its timeout and the grace.
     fn limit(&self) -> Duration {
         self.platform_timeout + grace(self.platform_timeout)
     }
@@ -416,8 +416,10 @@ impl Observer {
             if phase == ANALYZE {
                 seat.sent_nul = carries.nul;
                 seat.sent_long = carries.long;
-                task.clean += u16::from(planned == Planned::Clean);
-                task.failed += u16::from(planned.failed());
+                task.clean = task
+                    .clean
+                    .saturating_add(u16::from(planned == Planned::Clean));
+                task.failed = task.failed.saturating_add(u16::from(planned.failed()));
             }
         }
         let call = &mut seat.calls[phase];
