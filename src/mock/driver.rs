@@ -494,12 +494,7 @@ impl Driver {
                     "{} of {} registration(s) refused:\n  {}",
                     failures.len(),
                     agents.len(),
-                    failures
-                        .iter()
-                        .take(10)
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join("\n  ")
+                    first_lines(&failures)
                 ),
             );
         }
@@ -858,13 +853,18 @@ fn listing(problems: &[String]) -> String {
     format!(
         "{} problem(s):\n  {}",
         problems.len(),
-        problems
-            .iter()
-            .take(10)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n  ")
+        first_lines(problems)
     )
+}
+
+/// The first ten of `lines`, joined as an indented list.
+fn first_lines(lines: &[String]) -> String {
+    lines
+        .iter()
+        .take(10)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n  ")
 }
 
 fn latency_summary(sorted: &[Duration]) -> String {
