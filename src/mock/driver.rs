@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
 use super::agent::MockAgent;
-use crate::report::{CaseResult, Level, Status};
+use crate::report::{CaseResult, Evidence, Level};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
 
 /// The `platform:` section of a fleet file.
@@ -476,25 +476,26 @@ impl Driver {
             "every agent of the fleet registers (POST {platform}/api/v1/agents)",
             "Registration",
         );
-        case.duration_ms = started.elapsed().as_millis() as u64;
+        case.set_duration(started.elapsed());
         if failures.is_empty() {
-            case.message = format!(
-                "{} agent(s) registered at {}",
-                ok.len(),
-                self.base.join(&spec.path)
+            case.pass_noting(
+                Evidence::new(ok.len() as u64, "registrations"),
+                format!(
+                    "{} agent(s) registered at {}",
+                    ok.len(),
+                    self.base.join(&spec.path)
+                ),
+                || "the fleet has no agent to register".into(),
             );
         } else {
-            case.status = Status::Fail;
-            case.message = format!(
-                "{} of {} registration(s) refused:\n  {}",
-                failures.len(),
-                agents.len(),
-                failures
-                    .iter()
-                    .take(10)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join("\n  ")
+            case.fail_on(
+                Evidence::new(agents.len() as u64, "registrations"),
+                format!(
+                    "{} of {} registration(s) refused:\n  {}",
+                    failures.len(),
+                    agents.len(),
+                    first_lines(&failures)
+                ),
             );
         }
         (ok, Some(case))
@@ -514,6 +515,7 @@ impl Driver {
             case.skip("nothing was registered, so nothing to deregister");
             return Some(case);
         }
+        let started = Instant::now();
         let mut failures = Vec::new();
         for name in names {
             let path = format!("{}/{name}", spec.path.trim_end_matches('/'));
@@ -530,11 +532,16 @@ impl Driver {
                 Err(e) => failures.push(format!("{name}: {e}")),
             }
         }
+        case.set_duration(started.elapsed());
+        let evidence = Evidence::new(names.len() as u64, "registered agents");
         if failures.is_empty() {
-            case.message = format!("{} agent(s) deregistered", names.len());
+            case.pass_noting(
+                evidence,
+                format!("{} agent(s) deregistered", names.len()),
+                String::new,
+            );
         } else {
-            case.status = Status::Fail;
-            case.message = format!("refused: {}", failures.join("; "));
+            case.fail_on(evidence, format!("refused: {}", failures.join("; ")));
         }
         Some(case)
     }
@@ -569,87 +576,19 @@ impl Driver {
             }
         });
         let results = futures::future::join_all(runs).await;
-        let [mut reached, mut deadline_case, mut no5xx, mut expect_case] = trigger_cases();
-        let mut unreachable = Vec::new();
-        let mut late = Vec::new();
-        let mut errors = Vec::new();
-        let mut unmet = Vec::new();
-        let mut latencies = Vec::new();
-        for (n, elapsed, answer) in &results {
-            match answer {
-                Err(Failure::Unreachable(e)) => unreachable.push(format!("#{n}: {e}")),
-                Err(Failure::Late(e)) => late.push(format!("#{n}: {e}")),
-                Ok(r) => {
-                    latencies.push(*elapsed);
-                    if r.status >= 500 {
-                        errors.push(format!(
-                            "#{n}: {} {}",
-                            r.status,
-                            crate::text::excerpt(&r.body, 200)
-                        ));
-                    }
-                    // A 5xx is platform.no-5xx's finding; judging its body too would report it twice.
-                    if r.status < 500 {
-                        unmet.extend(
-                            expectations(spec, conditions, r)
-                                .into_iter()
-                                .map(|u| format!("#{n}: {u}")),
-                        );
-                    }
-                }
-            }
+        let target = self.base.join(&spec.path);
+        let mut cases = judge_triggers(spec, conditions, *deadline, &target, &results);
+        for c in &mut cases {
+            c.set_duration(started.elapsed());
         }
-        fill_case(
-            &mut reached,
-            &unreachable,
-            format!(
-                "{} trigger(s) sent to {}",
-                results.len(),
-                self.base.join(&spec.path)
-            ),
-        );
-        if late.is_empty() && latencies.is_empty() {
-            deadline_case.skip("no deliberation ran: no trigger reached the platform");
-        }
-        latencies.sort();
-        let summary = latency_summary(&latencies);
-        if deadline_case.status != Status::Skip {
-            fill_case(
-                &mut deadline_case,
-                &late,
-                format!(
-                    "{} of {} answered within {}; {summary}",
-                    latencies.len(),
-                    results.len(),
-                    humantime::format_duration(*deadline)
-                ),
-            );
-        }
-        fill_case(
-            &mut no5xx,
-            &errors,
-            format!("{} answer(s), none 5xx", latencies.len()),
-        );
-        fill_case(
-            &mut expect_case,
-            &unmet,
-            format!("{} answer(s) met every expectation", latencies.len()),
-        );
-        if latencies.is_empty() {
-            for c in [&mut no5xx, &mut expect_case] {
-                c.skip("no deliberation was answered");
-            }
-        }
-        let ms = started.elapsed().as_millis() as u64;
-        for c in [
-            &mut reached,
-            &mut deadline_case,
-            &mut no5xx,
-            &mut expect_case,
-        ] {
-            c.duration_ms = ms;
-        }
-        vec![reached, deadline_case, no5xx, expect_case]
+        cases.into()
+    }
+
+    /// Whether the trigger's cases say the platform answered every trigger (so every
+    /// deliberation they began is over).
+    pub fn all_answered(cases: &[CaseResult]) -> bool {
+        let passed = |id: &str| cases.iter().any(|c| c.id == id && c.passed());
+        passed("platform.trigger") && passed("platform.deliberation-deadline")
     }
 
     /// The trigger's cases, skipped for `why` (nothing registered: a deliberation would test
@@ -666,6 +605,116 @@ impl Driver {
             })
             .collect()
     }
+}
+
+/// One trigger's number, how long it took, and how it ended.
+type Triggered = (usize, Duration, Result<http::Response, Failure>);
+
+/// The trigger's four cases, judged on what each trigger got.
+fn judge_triggers(
+    spec: &TriggerSpec,
+    conditions: &[Condition],
+    deadline: Duration,
+    target: &str,
+    results: &[Triggered],
+) -> [CaseResult; 4] {
+    let [mut reached, mut deadline_case, mut no5xx, mut expect_case] = trigger_cases();
+    let (mut unreachable, mut silent, mut late) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut errors, mut unmet, mut latencies) = (Vec::new(), Vec::new(), Vec::new());
+    let mut below_500 = 0u64;
+    for (n, elapsed, answer) in results {
+        let took = format!("{:.1} s", elapsed.as_secs_f64());
+        match answer {
+            Err(Failure::Unreachable(e)) => unreachable.push(format!("#{n}: {e} (after {took})")),
+            Err(Failure::Silent(e)) => silent.push(format!("#{n}: {e} (waited {took})")),
+            Err(Failure::Late(e)) => late.push(format!("#{n}: {e} (waited {took})")),
+            Ok(r) => {
+                latencies.push(*elapsed);
+                if r.status >= 500 {
+                    errors.push(format!(
+                        "#{n}: {} {}",
+                        r.status,
+                        crate::text::excerpt(&r.body, 200)
+                    ));
+                } else {
+                    // A 5xx is platform.no-5xx's finding; judging its body too would report it twice.
+                    below_500 += 1;
+                    unmet.extend(
+                        expectations(spec, conditions, r)
+                            .into_iter()
+                            .map(|u| format!("#{n}: {u}")),
+                    );
+                }
+            }
+        }
+    }
+    let sent = results.len();
+    let answered = latencies.len();
+    // A trigger with no answer head within the deadline tells nothing of whether the platform
+    // answers at all: that wait is the deadline case's failure, and this case says what it saw.
+    let headed = answered + late.len();
+    let silent_note = || {
+        format!(
+            "{} of {sent} trigger(s) got no answer head within the deliberation deadline {} (platform.deliberation-deadline fails them):\n  {}",
+            silent.len(),
+            humantime::format_duration(deadline),
+            silent.join("\n  ")
+        )
+    };
+    let mut note = format!("{sent} trigger(s) sent to {target}; {headed} got an HTTP answer");
+    if !silent.is_empty() {
+        note = format!("{note}; {}", silent_note());
+    }
+    settle(
+        &mut reached,
+        Evidence::new((headed + unreachable.len()) as u64, "triggers"),
+        &unreachable,
+        note,
+        || format!("not judged: {}", silent_note()),
+    );
+    latencies.sort();
+    let mut overdue = silent.clone();
+    overdue.extend(late.iter().cloned());
+    settle(
+        &mut deadline_case,
+        Evidence::new((answered + overdue.len()) as u64, "triggered deliberations"),
+        &overdue,
+        format!(
+            "{answered} of {sent} answered within {}; {}",
+            humantime::format_duration(deadline),
+            latency_summary(&latencies)
+        ),
+        || "no trigger reached the platform (see platform.trigger), so no deliberation ran".into(),
+    );
+    let unanswered = || {
+        format!(
+            "no trigger got a whole answer ({} unreachable, {} without an answer head, {} late): see platform.trigger and platform.deliberation-deadline",
+            unreachable.len(),
+            silent.len(),
+            late.len()
+        )
+    };
+    settle(
+        &mut no5xx,
+        Evidence::new(answered as u64, "deliberation answers"),
+        &errors,
+        format!("{answered} answer(s), none 5xx"),
+        unanswered,
+    );
+    settle(
+        &mut expect_case,
+        Evidence::new(below_500, "deliberation answers below 500"),
+        &unmet,
+        format!("{below_500} answer(s) met every expectation"),
+        || {
+            if answered == 0 {
+                unanswered()
+            } else {
+                format!("every answer was a 5xx ({answered}, see platform.no-5xx): the expectations are judged on answers below 500")
+            }
+        },
+    );
+    [reached, deadline_case, no5xx, expect_case]
 }
 
 /// The trigger's cases, not judged yet.
@@ -702,7 +751,9 @@ fn trigger_cases() -> [CaseResult; 4] {
 /// Why a request to the platform got no answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
-    /// The deadline ran out.
+    /// The deadline ran out before any answer head came.
+    Silent(String),
+    /// The deadline ran out while the answer's body was arriving.
     Late(String),
     /// No answer at all: no connection, a reset, not HTTP.
     Unreachable(String),
@@ -711,7 +762,7 @@ pub enum Failure {
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Failure::Late(m) | Failure::Unreachable(m) => f.write_str(m),
+            Failure::Silent(m) | Failure::Late(m) | Failure::Unreachable(m) => f.write_str(m),
         }
     }
 }
@@ -722,10 +773,19 @@ fn platform_error(e: http::Error, deadline_why: &str) -> Failure {
         http::Error::Connect { addr, reason } => Failure::Unreachable(format!(
             "platform unreachable: cannot connect to {addr}: {reason}"
         )),
-        http::Error::Timeout { deadline, phase } => Failure::Late(format!(
-            "no complete answer within {} ({deadline_why}): {phase}",
-            humantime::format_duration(deadline)
-        )),
+        http::Error::Timeout { deadline, phase } => {
+            let why = format!(
+                "no complete answer within {} ({deadline_why}): {phase}",
+                humantime::format_duration(deadline)
+            );
+            // The client's words for how far the exchange got (transport::http::Progress): a
+            // body arriving means a head came.
+            if phase.starts_with("body") {
+                Failure::Late(why)
+            } else {
+                Failure::Silent(why)
+            }
+        }
         http::Error::Reset { phase } => {
             Failure::Unreachable(format!("connection reset by the platform {phase}"))
         }
@@ -772,22 +832,39 @@ fn expectations(spec: &TriggerSpec, conditions: &[Condition], r: &http::Response
     unmet
 }
 
-fn fill_case(case: &mut CaseResult, problems: &[String], ok: String) {
+/// Passes `case` on `evidence` when no problem was found (noting `ok`), else fails it listing the
+/// first problems.
+fn settle(
+    case: &mut CaseResult,
+    evidence: Evidence,
+    problems: &[String],
+    ok: String,
+    unexercised: impl FnOnce() -> String,
+) {
     if problems.is_empty() {
-        case.message = ok;
+        case.pass_noting(evidence, ok, unexercised);
     } else {
-        case.status = Status::Fail;
-        case.message = format!(
-            "{} problem(s):\n  {}",
-            problems.len(),
-            problems
-                .iter()
-                .take(10)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("\n  ")
-        );
+        case.fail_on(evidence, listing(problems));
     }
+}
+
+/// `N problem(s):` and the first ten, a line each.
+fn listing(problems: &[String]) -> String {
+    format!(
+        "{} problem(s):\n  {}",
+        problems.len(),
+        first_lines(problems)
+    )
+}
+
+/// The first ten of `lines`, joined as an indented list.
+fn first_lines(lines: &[String]) -> String {
+    lines
+        .iter()
+        .take(10)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n  ")
 }
 
 fn latency_summary(sorted: &[Duration]) -> String {
@@ -922,5 +999,84 @@ mod tests {
         );
         assert_eq!(body["title"], "run 4");
         assert!(!body["content"].as_str().unwrap().contains("{{"));
+    }
+
+    fn spec() -> TriggerSpec {
+        serde_saphyr::from_str("expect: { json: [\"status == completed\"] }").unwrap()
+    }
+
+    fn answer(status: u16, body: &str) -> Result<http::Response, Failure> {
+        Ok(http::Response {
+            status,
+            headers: Vec::new(),
+            body: Bytes::from(body.to_string()),
+            body_exceeded: false,
+            elapsed: Duration::from_millis(5),
+        })
+    }
+
+    fn judged(results: Vec<Triggered>) -> [CaseResult; 4] {
+        let spec = spec();
+        let conditions = vec![Condition::parse("status == completed").unwrap()];
+        judge_triggers(
+            &spec,
+            &conditions,
+            Duration::from_secs(9),
+            "http://p/t",
+            &results,
+        )
+    }
+
+    /// Each trigger case judges only what reached it, and says so.
+    #[test]
+    fn trigger_cases_are_judged_on_what_each_trigger_got() {
+        use crate::report::Status::{Fail, Pass, Skip};
+        let took = Duration::from_millis(20);
+        let ok = r#"{"status":"completed"}"#;
+        let [reached, deadline, no5xx, expect] = judged(vec![
+            (0, took, answer(200, ok)),
+            (1, took, answer(503, "down")),
+        ]);
+        assert_eq!((reached.status, deadline.status), (Pass, Pass));
+        assert_eq!(no5xx.status, Fail, "{}", no5xx.message);
+        assert!(no5xx.message.contains("#1: 503 down"), "{}", no5xx.message);
+        // The 5xx is no-5xx's finding: the expectations judge the other answer only.
+        assert_eq!(expect.status, Pass, "{}", expect.message);
+        assert_eq!(expect.evidence.as_ref().map(|e| e.judged), Some(1));
+
+        let silent =
+            Failure::Silent("no complete answer within 9s: no response head received".into());
+        let [reached, deadline, no5xx, expect] =
+            judged(vec![(0, Duration::from_secs(9), Err(silent))]);
+        assert_eq!(reached.status, Skip);
+        assert!(
+            reached
+                .message
+                .contains("1 of 1 trigger(s) got no answer head")
+                && reached.message.contains("(waited 9.0 s)"),
+            "{}",
+            reached.message
+        );
+        assert_eq!(deadline.status, Fail);
+        assert_eq!((no5xx.status, expect.status), (Skip, Skip));
+        assert!(
+            no5xx.message.contains("1 without an answer head"),
+            "{}",
+            no5xx.message
+        );
+
+        let refused = Failure::Unreachable("platform unreachable: cannot connect".into());
+        let [reached, deadline, ..] = judged(vec![(0, took, Err(refused))]);
+        assert_eq!(reached.status, Fail, "{}", reached.message);
+        assert_eq!(reached.evidence.as_ref().map(|e| e.judged), Some(1));
+        assert_eq!(deadline.status, Skip);
+
+        let [_, _, _, expect] = judged(vec![(0, took, answer(500, "x"))]);
+        assert_eq!(expect.status, Skip);
+        assert!(
+            expect.message.contains("every answer was a 5xx"),
+            "{}",
+            expect.message
+        );
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use super::journal::AuthSeen;
 use super::protocol::{AgentProtocol, Endpoint, PlatformExpect, PlatformObserver, Seen};
-use crate::report::{CaseResult, Evidence, Level, Status};
+use crate::report::{CaseResult, Evidence, Level};
 use crate::schema::findings_message;
 
 /// Examples kept per rule.

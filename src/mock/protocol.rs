@@ -159,6 +159,11 @@ pub trait PlatformObserver: Send + Sync {
     /// the middle of it. `what` says how much came.
     fn on_incomplete(&self, agent: &str, endpoint: &str, what: &str);
 
+    /// The fleet file's driver sent its triggers and the platform answered every one: the
+    /// deliberations they began are over, so what a protocol follows per deliberation (which
+    /// phases each agent was called at) can be judged whole.
+    fn on_triggers_answered(&self) {}
+
     /// A request agent-tck's probe marked as its own deliberate test (header
     /// `x-agent-tck-case: CASE`): not the platform's doing, so not judged as such; reported.
     fn on_probe_request(&self, agent: &str, endpoint: &str, case: &str);

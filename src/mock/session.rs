@@ -117,6 +117,9 @@ pub async fn run(
                     let before = served.handler.protocol_requests.load(Ordering::Relaxed);
                     let triggered = driver.trigger(settings.seed).await;
                     let reached = served.handler.protocol_requests.load(Ordering::Relaxed) - before;
+                    if Driver::all_answered(&triggered) {
+                        served.handler.observer.on_triggers_answered();
+                    }
                     let ran = triggered
                         .iter()
                         .any(|c| c.id == "platform.trigger" && c.status != Status::Skip);
@@ -203,11 +206,12 @@ fn reached_fleet(requests: u64, driver: &Driver, advertised: &[String]) -> CaseR
         "fleet file: platform.trigger (the platform deliberates with the registered agents)",
     );
     if requests > 0 {
-        case.pass(
+        case.pass_noting(
             Evidence::new(
                 requests,
                 "requests that reached the fleet during the triggers",
             ),
+            format!("{requests} request(s) reached the fleet during the triggers"),
             String::new,
         );
         return case;

@@ -75,9 +75,18 @@ pub enum Variant {
     NoBearer,
     /// Omits `task_id` from /challenge requests.
     NoTaskId,
+    /// Never challenges: /analyze only, then answers the task as completed.
+    NeverChallenges,
+    /// Calls an agent that timed out again, up to three times in the phase.
+    RetriesTimeouts,
+    /// Drops the whole challenge phase when any agent's /analyze failed, and goes on to /vote.
+    DropsChallengeAfterFailure,
 }
 
 impl Variant {
+    /// The variants whose deviation the platform's own tests below pin down, each against the
+    /// others. The deliberation-shape variants ([`Variant::SHAPES`]) are left out: those
+    /// scenarios read a /challenge that they never send; `evidence_roundtable.rs` judges them.
     pub const ALL: [Variant; 9] = [
         Variant::Conforming,
         Variant::NoTimeout,
@@ -88,6 +97,13 @@ impl Variant {
         Variant::OwnAnalysisInChallenge,
         Variant::NoBearer,
         Variant::NoTaskId,
+    ];
+
+    /// Variants that change which calls a deliberation makes.
+    pub const SHAPES: [Variant; 3] = [
+        Variant::NeverChallenges,
+        Variant::RetriesTimeouts,
+        Variant::DropsChallengeAfterFailure,
     ];
 
     /// A short kebab-case name, for messages.
@@ -102,6 +118,9 @@ impl Variant {
             Variant::OwnAnalysisInChallenge => "own-analysis-in-challenge",
             Variant::NoBearer => "no-bearer",
             Variant::NoTaskId => "no-task-id",
+            Variant::NeverChallenges => "never-challenges",
+            Variant::RetriesTimeouts => "retries-timeouts",
+            Variant::DropsChallengeAfterFailure => "drops-challenge-after-failure",
         }
     }
 }
@@ -642,8 +661,23 @@ impl Deliberation<'_> {
             ));
         }
         let seated = analyze.usable();
+        let variant = self.shared.variant();
+        if variant == Variant::NeverChallenges {
+            return Ok(reply(
+                StatusCode::OK,
+                json!({"task_id": self.task_id, "status": "completed", "participants": names}),
+            ));
+        }
+        let challenged: &[&Agent] =
+            if variant == Variant::DropsChallengeAfterFailure && !analyze.failures.is_empty() {
+                &[]
+            } else {
+                &seated
+            };
         let challenge = self
-            .phase("challenge", &seated, |me| self.challenge_body(me, &analyze))
+            .phase("challenge", challenged, |me| {
+                self.challenge_body(me, &analyze)
+            })
             .await?;
         let synthesis = synthesis(&analyze, &challenge);
         let vote = self
@@ -708,7 +742,20 @@ impl Deliberation<'_> {
         endpoint: &str,
         body: &Value,
     ) -> Result<Value, Failure> {
-        let answer = self.post(agent, endpoint, body).await?;
+        let tries = match self.shared.variant() {
+            Variant::RetriesTimeouts => 3,
+            _ => 1,
+        };
+        let mut answer = self.post(agent, endpoint, body).await;
+        for _ in 1..tries {
+            match &answer {
+                Err(Failure::Unusable(why)) if why.starts_with("no complete answer within") => {
+                    answer = self.post(agent, endpoint, body).await;
+                }
+                _ => break,
+            }
+        }
+        let answer = answer?;
         check_fields(&answer, required(endpoint))?;
         Ok(self
             .shared
@@ -1526,10 +1573,11 @@ mod tests {
 
     #[test]
     fn variants_have_distinct_names() {
-        let mut names: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
+        let all = Variant::ALL.iter().chain(&Variant::SHAPES);
+        let mut names: Vec<&str> = all.map(|v| v.name()).collect();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), Variant::ALL.len());
+        assert_eq!(names.len(), Variant::ALL.len() + Variant::SHAPES.len());
     }
 
     /// Runs `scenario` against every variant at once and asserts that the deviation it observes

@@ -1,11 +1,17 @@
 //! The round table's platform rules, judged from the requests the fleet's agents receive:
-//! /challenge never sends an agent its own analysis nor a failed agent's, strings forwarded from
-//! one agent to others are sanitized and truncated, injection payloads are not forwarded, and
-//! the latency the platform adds between phases (besides the rules every protocol shares,
-//! [`Common`]).
+//! /challenge never sends an agent its own analysis nor a failed agent's; strings forwarded from
+//! an agent that sent NUL characters or over-long fields arrive sanitized and truncated;
+//! injection payloads are not forwarded; a deliberation goes through its phases (every agent
+//! with a usable analysis is challenged, and votes unless it timed out); an agent that failed a
+//! phase is not called again in it; the platform gives up on an agent at its timeout; and the
+//! latency it adds between phases (besides the rules every protocol shares, [`Common`]).
 //!
-//! The observer keeps only compact state: counts, a few examples per rule, and per task the
-//! agents whose /analyze answer a platform could not use. It is fed synchronously by the fleet's
+//! Every rule judges only what exercised it: strings from an agent that sent no NUL say nothing
+//! of NUL stripping, a payload never forwarded says nothing of injection filtering. With nothing
+//! to judge, a case is a skip that names the behaviour (or deliberation) that would exercise it.
+//!
+//! The observer keeps compact state: counts, a few examples per rule, per task its phases, and
+//! per (task, agent) what each phase's call planned. It is fed synchronously by the fleet's
 //! request handler with the full request body (the journal may hold a capped copy).
 
 use std::collections::{HashMap, HashSet};
@@ -18,18 +24,30 @@ use foldhash::HashMap as FastMap;
 use serde_json::Value;
 
 use crate::jsonpath::strings;
-use crate::mock::http1::Outcome;
+use crate::mock::decision::Decision;
+use crate::mock::http1::{Delivered, Outcome};
 use crate::mock::injection;
-use crate::mock::observe::{skip_all_if_none, Common, Tally};
+use crate::mock::observe::{skip_all_if_none, Common, Tally, EXAMPLES};
 use crate::mock::protocol::{Answered, PlatformObserver, Seen};
-use crate::report::{CaseResult, Level, Status};
+use crate::report::{CaseResult, Evidence, Level, Status};
+
 /// Tasks and canaries tracked at most: a fleet serving for days must not grow without bound.
 /// Past it, new ones are not followed (and the verdicts say so).
 const MAX_TRACKED: usize = 100_000;
-/// Most (task, agent) /analyze outcomes the books hold.
-const MAX_ANALYSES: usize = 4 * MAX_TRACKED;
+/// Most (task, agent) seats the books hold.
+const MAX_SEATS: usize = 4 * MAX_TRACKED;
+/// Answers planned to outlast the platform's timeout, awaited at once (past it, one is not
+/// judged rather than memory grown).
+const MAX_WAITING: usize = 100_000;
 /// The platform's per-field limit (Response Size Limits).
 pub const MAX_FIELD_CHARS: usize = 50_000;
+
+/// How long past its timeout a platform may take to give up on an agent (and, with no request,
+/// to start a deliberation's next phase): 1 s and 5 % of the timeout (7 s at the spec's 120 s),
+/// for the scheduling and clock slack of a platform that gives up at its timeout.
+pub fn grace(timeout: Duration) -> Duration {
+    Duration::from_secs(1) + timeout / 20
+}
 
 /// A payload that came back in a request to another agent.
 #[derive(Debug, Clone)]
@@ -42,23 +60,14 @@ struct Reappearance {
     endpoint: String,
 }
 
-#[derive(Default)]
-struct State {
-    common: Common,
-    own_analysis: Tally,
-    failed_excluded: Tally,
-    nul: Tally,
-    field_length: Tally,
-    /// (task_id, agent) → whether its /analyze answer was usable within the platform's timeout.
-    analyze: FastMap<(Key, Key), bool>,
-    /// canary → (payload id, family, agent that sent it).
-    canaries: HashMap<String, (String, String, String)>,
-    reappeared: Vec<Reappearance>,
-    reappeared_seen: HashSet<(String, String)>,
-    /// task_id → each phase's timing of the requests the fleet received.
-    phases: FastMap<Key, [Phase; 3]>,
-    /// Tasks or canaries not followed because MAX_TRACKED was reached.
-    untracked: u64,
+/// A payload an agent placed in an answer.
+#[derive(Debug, Clone)]
+struct Canary {
+    payload: String,
+    family: String,
+    from: String,
+    /// The (task, agent) seat whose /analyze answer carried it (None: another phase's answer).
+    analysis: Option<(Key, Key)>,
 }
 
 /// A task id or an agent name as the books key it: its 64-bit FNV-1a. The books hold a few
@@ -73,6 +82,9 @@ fn key(text: &str) -> Key {
 
 /// The phases a task goes through, in order: their index in a task's books.
 const PHASES: [&str; 3] = ["analyze", "challenge", "vote"];
+const ANALYZE: usize = 0;
+const CHALLENGE: usize = 1;
+const VOTE: usize = 2;
 
 fn phase_index(endpoint: &str) -> Option<usize> {
     PHASES.iter().position(|p| *p == endpoint)
@@ -99,6 +111,190 @@ impl Phase {
     }
 }
 
+/// A task id as messages show it: its first bytes, inline (no allocation per task).
+#[derive(Debug, Clone, Copy)]
+struct ShortId {
+    len: u8,
+    more: bool,
+    bytes: [u8; 22],
+}
+
+impl ShortId {
+    fn new(text: &str) -> ShortId {
+        let mut end = text.len().min(22);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut bytes = [0; 22];
+        bytes[..end].copy_from_slice(&text.as_bytes()[..end]);
+        ShortId {
+            len: end as u8,
+            more: end < text.len(),
+            bytes,
+        }
+    }
+}
+
+impl std::fmt::Display for ShortId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("?");
+        write!(f, "{text}{}", if self.more { "…" } else { "" })
+    }
+}
+
+/// One task's books.
+#[derive(Debug, Clone, Copy)]
+struct Task {
+    id: ShortId,
+    phases: [Phase; 3],
+    /// Agents whose (first) /analyze answer conformed, and those whose answer failed.
+    clean: u16,
+    failed: u16,
+    /// Agents called in it (at any phase).
+    agents: u16,
+    /// The latest request of the task, µs since the observer started.
+    last_request: u64,
+    /// A request of it was still open when the fleet stopped: the run cut it short, and what
+    /// the platform would have done next is unknown.
+    cut: bool,
+    /// The platform held a request of it past its timeout (platform.gives-up): it was stuck
+    /// there, so whether it would have gone on is not judged.
+    stuck: bool,
+}
+
+impl Task {
+    fn new(id: &str) -> Task {
+        Task {
+            id: ShortId::new(id),
+            phases: [Phase::NOT_BEGUN; 3],
+            clean: 0,
+            failed: 0,
+            agents: 0,
+            last_request: 0,
+            cut: false,
+            stuck: false,
+        }
+    }
+
+    /// The latest thing the platform did or waited for in this task.
+    fn last_activity(&self) -> u64 {
+        self.phases
+            .iter()
+            .filter(|p| p.begun())
+            .map(|p| p.wait_ended)
+            .fold(self.last_request, u64::max)
+    }
+}
+
+/// What an agent planned to answer, as the platform (waiting its timeout) could use it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Planned {
+    #[default]
+    Nothing,
+    /// The reference answer, on time: no behaviour applied.
+    Clean,
+    /// Usable within the timeout, though a behaviour applied (slow, NUL bytes, a payload…).
+    Usable,
+    /// Unusable: an error status, malformed JSON, a reset…
+    Failed,
+    /// No answer within the platform's timeout (a hang, or slower than it).
+    TimedOut,
+}
+
+impl Planned {
+    fn of(decision: &Decision, timeout: Duration) -> Planned {
+        let late = Duration::from_millis(decision.ttfb_ms + decision.body_ms) >= timeout;
+        let never = decision
+            .unusable
+            .as_deref()
+            .is_some_and(|why| why.starts_with("never"));
+        match &decision.unusable {
+            _ if late || never => Planned::TimedOut,
+            Some(_) => Planned::Failed,
+            None if decision.applied.is_empty() => Planned::Clean,
+            None => Planned::Usable,
+        }
+    }
+
+    fn failed(self) -> bool {
+        matches!(self, Planned::Failed | Planned::TimedOut)
+    }
+}
+
+/// One phase's calls to one agent in one task.
+#[derive(Debug, Clone, Copy, Default)]
+struct Call {
+    /// How many (saturating).
+    n: u8,
+    /// What the first call's answer planned.
+    first_answer: Planned,
+    /// The first and the latest call, ms since the observer started.
+    first_ms: u32,
+    last_ms: u32,
+}
+
+/// One agent's part in one task.
+#[derive(Debug, Clone, Copy, Default)]
+struct Seat {
+    calls: [Call; 3],
+    /// Its /analyze answer held a NUL character, a string over the per-field limit.
+    sent_nul: bool,
+    sent_long: bool,
+    /// Another agent was sent its analysis (in other_analyses or the synthesis' key findings).
+    forwarded: bool,
+}
+
+/// A request whose answer was planned to outlast the platform's timeout.
+struct Wait {
+    task: Key,
+    agent: Key,
+    phase: usize,
+    received: Instant,
+}
+
+#[derive(Default)]
+struct State {
+    common: Common,
+    own_analysis: Tally,
+    failed_excluded: Tally,
+    nul: Tally,
+    field_length: Tally,
+    /// Agents whose forwarded strings the NUL and length rules judged.
+    nul_sources: HashSet<Key>,
+    long_sources: HashSet<Key>,
+    /// Agents whose /analyze answer held a NUL, an over-long string (bounded by the fleet).
+    nul_senders: HashSet<Key>,
+    long_senders: HashSet<Key>,
+    gave_up: Tally,
+    waiting: FastMap<u64, Wait>,
+    tasks: FastMap<Key, Task>,
+    seats: FastMap<(Key, Key), Seat>,
+    /// Agent names by key (bounded by the fleet: only its agents' names are routed here).
+    names: FastMap<Key, String>,
+    /// (agent, phase) that received a request without a task_id: its calls cannot be told
+    /// apart by task, so whether a phase's call came is not judged for it.
+    idless: HashSet<(Key, usize)>,
+    canaries: HashMap<String, Canary>,
+    reappeared: Vec<Reappearance>,
+    reappeared_seen: HashSet<(String, String)>,
+    /// When the driver said every triggered deliberation was answered (µs since the start).
+    triggers_answered: Option<u64>,
+    /// Tasks or canaries not followed because MAX_TRACKED was reached.
+    untracked: u64,
+}
+
+impl State {
+    fn name(&self, agent: Key) -> &str {
+        self.names.get(&agent).map_or("?", String::as_str)
+    }
+
+    fn task_id(&self, task: Key) -> String {
+        self.tasks
+            .get(&task)
+            .map_or_else(|| "?".to_string(), |t| t.id.to_string())
+    }
+}
+
 pub struct Observer {
     /// The platform's per-endpoint timeout, to judge whether a slow answer was usable.
     pub platform_timeout: Duration,
@@ -109,13 +305,50 @@ pub struct Observer {
     canaries_placed: AtomicBool,
 }
 
+/// What an /analyze answer carries that sanitization must handle when it is forwarded.
+#[derive(Debug, Clone, Copy, Default)]
+struct Carries {
+    nul: bool,
+    long: bool,
+}
+
+impl Carries {
+    /// Read from the planned answer bytes, only when a behaviour applied (a reference answer
+    /// carries neither): a NUL is a `\u0000` escape in JSON; a string over the limit needs an
+    /// answer at least that long, and only then is it parsed.
+    fn of(seen: &Seen<'_>) -> Carries {
+        if seen.decision.applied.is_empty() {
+            return Carries::default();
+        }
+        let answer = seen.answer;
+        let long = answer.len() > MAX_FIELD_CHARS
+            && serde_json::from_slice::<Value>(answer).is_ok_and(|v| {
+                strings(&v)
+                    .iter()
+                    .any(|(_, s)| s.chars().count() > MAX_FIELD_CHARS)
+            });
+        Carries {
+            nul: has_nul_escape(answer),
+            long,
+        }
+    }
+}
+
+/// Whether JSON text holds a `\u0000` escape (not an escaped backslash followed by `u0000`).
+fn has_nul_escape(json: &[u8]) -> bool {
+    memchr::memmem::find_iter(json, b"\\u0000").any(|at| {
+        let backslashes = json[..at].iter().rev().take_while(|&&b| b == b'\\').count();
+        backslashes % 2 == 0
+    })
+}
+
 impl Observer {
     pub fn new(platform_timeout: Duration) -> Observer {
         // Sized for the most they hold: no rehash of a hundred thousand entries in the middle of
         // a request (a latency spike), and a fleet's memory reaches its level at once.
         let state = State {
-            phases: FastMap::with_capacity_and_hasher(MAX_TRACKED, Default::default()),
-            analyze: FastMap::with_capacity_and_hasher(MAX_ANALYSES, Default::default()),
+            tasks: FastMap::with_capacity_and_hasher(MAX_TRACKED, Default::default()),
+            seats: FastMap::with_capacity_and_hasher(MAX_SEATS, Default::default()),
             ..State::default()
         };
         Observer {
@@ -129,33 +362,148 @@ impl Observer {
     fn micros(&self, at: Instant) -> u64 {
         at.saturating_duration_since(self.started).as_micros() as u64
     }
+
+    /// How long the platform may hold an agent's request: its timeout and the grace.
+    fn limit(&self) -> Duration {
+        self.platform_timeout + grace(self.platform_timeout)
+    }
+
+    /// Books a call of `phase` to `agent` in `task` (a task id the request carried).
+    fn book(
+        &self,
+        s: &mut State,
+        seen: &Seen<'_>,
+        phase: usize,
+        planned: Planned,
+        carries: Carries,
+    ) {
+        let now = self.micros(seen.at);
+        let task_key = key(seen.task);
+        let agent_key = key(seen.agent);
+        s.names
+            .entry(agent_key)
+            .or_insert_with(|| seen.agent.to_string());
+        if s.tasks.len() >= MAX_TRACKED && !s.tasks.contains_key(&task_key) {
+            s.untracked += 1;
+            return;
+        }
+        let seat_key = (task_key, agent_key);
+        if s.seats.len() >= MAX_SEATS && !s.seats.contains_key(&seat_key) {
+            s.untracked += 1;
+            return;
+        }
+        let task = s
+            .tasks
+            .entry(task_key)
+            .or_insert_with(|| Task::new(seen.task));
+        task.last_request = task.last_request.max(now);
+        let p = &mut task.phases[phase];
+        if !p.begun() {
+            *p = Phase {
+                first_request: now,
+                wait_ended: now,
+            };
+        }
+        let seat = s.seats.entry(seat_key).or_insert_with(|| {
+            task.agents = task.agents.saturating_add(1);
+            Seat::default()
+        });
+        let call = &mut seat.calls[phase];
+        let ms = u32::try_from(now / 1000).unwrap_or(u32::MAX);
+        if call.n == 0 {
+            call.first_answer = planned;
+            call.first_ms = ms;
+            if phase == ANALYZE {
+                seat.sent_nul = carries.nul;
+                seat.sent_long = carries.long;
+                task.clean = task
+                    .clean
+                    .saturating_add(u16::from(planned == Planned::Clean));
+                task.failed = task.failed.saturating_add(u16::from(planned.failed()));
+            }
+        }
+        let call = &mut seat.calls[phase];
+        call.n = call.n.saturating_add(1);
+        call.last_ms = ms;
+        if carries.nul {
+            s.nul_senders.insert(agent_key);
+        }
+        if carries.long {
+            s.long_senders.insert(agent_key);
+        }
+    }
+
+    /// Judges how long the platform held a request whose answer outlasted its timeout.
+    fn judge_wait(&self, s: &mut State, wait: &Wait, delivered: &Delivered) {
+        let waited = delivered.total.as_secs_f64();
+        let ok = delivered.total <= self.limit();
+        if !ok {
+            if let Some(task) = s.tasks.get_mut(&wait.task) {
+                task.stuck = true;
+            }
+        }
+        let expect = self.expectation();
+        let who = format!(
+            "{} /{} (task {})",
+            s.name(wait.agent),
+            PHASES[wait.phase],
+            s.task_id(wait.task)
+        );
+        match delivered.outcome {
+            // The run ended before the platform's time was up: nothing to judge.
+            Outcome::Shutdown if ok => {}
+            Outcome::Shutdown => s.gave_up.check(false, || {
+                format!("{who}: the platform was still waiting after {waited:.1} s, when the fleet stopped ({expect})")
+            }),
+            Outcome::Hung | Outcome::PeerGone => s.gave_up.check(ok, || {
+                format!("{who}: the platform gave up only after {waited:.1} s ({expect})")
+            }),
+            _ => s.gave_up.check(ok, || {
+                format!("{who}: the platform waited {waited:.1} s for the whole answer ({expect})")
+            }),
+        }
+    }
+
+    fn expectation(&self) -> String {
+        format!(
+            "expected to give up within its timeout {} + {}",
+            humantime::format_duration(self.platform_timeout),
+            humantime::format_duration(grace(self.platform_timeout))
+        )
+    }
 }
 
 impl PlatformObserver for Observer {
     fn on_request(&self, seen: &Seen<'_>) {
-        let (name, endpoint, task, decision, at) =
-            (seen.agent, seen.endpoint, seen.task, seen.decision, seen.at);
+        let (name, endpoint, task, decision) =
+            (seen.agent, seen.endpoint, seen.task, seen.decision);
         // The body is parsed (when it must be: /challenge and /vote, or a scan for payloads)
         // before the lock is taken: it is the costly part, and every worker may be here at once.
         let body = (endpoint != "analyze" || self.canaries_placed.load(Ordering::Relaxed))
             .then(|| seen.body.value())
             .flatten();
+        let phase = phase_index(endpoint);
+        let planned = Planned::of(decision, self.platform_timeout);
+        let carries = match phase {
+            Some(ANALYZE) if !planned.failed() => Carries::of(seen),
+            _ => Carries::default(),
+        };
         let Ok(mut s) = self.state.lock() else { return };
         s.common.on_request(seen);
-        let task_key = key(task);
-        if let Some(i) = phase_index(endpoint) {
-            let now = self.micros(at);
-            let tracked = s.phases.len() < MAX_TRACKED || s.phases.contains_key(&task_key);
-            if tracked {
-                let phase = &mut s.phases.entry(task_key).or_insert([Phase::NOT_BEGUN; 3])[i];
-                if !phase.begun() {
-                    *phase = Phase {
-                        first_request: now,
-                        wait_ended: now,
-                    };
-                }
+        if let Some(i) = phase {
+            if task.is_empty() {
+                s.idless.insert((key(name), i));
             } else {
-                s.untracked += 1;
+                self.book(&mut s, seen, i, planned, carries);
+            }
+            if planned == Planned::TimedOut && s.waiting.len() < MAX_WAITING {
+                let wait = Wait {
+                    task: key(task),
+                    agent: key(name),
+                    phase: i,
+                    received: seen.at,
+                };
+                s.waiting.insert(seen.seq, wait);
             }
         }
         for placed in &decision.injected {
@@ -163,98 +511,114 @@ impl PlatformObserver for Observer {
                 s.untracked += 1;
                 break;
             }
-            s.canaries.insert(
-                placed.canary.clone(),
-                (
-                    placed.payload.clone(),
-                    placed.family.clone(),
-                    name.to_string(),
-                ),
-            );
+            let canary = Canary {
+                payload: placed.payload.clone(),
+                family: placed.family.clone(),
+                from: name.to_string(),
+                analysis: (phase == Some(ANALYZE) && !task.is_empty())
+                    .then(|| (key(task), key(name))),
+            };
+            s.canaries.insert(placed.canary.clone(), canary);
             self.canaries_placed.store(true, Ordering::Relaxed);
         }
-        if let Some(body) = body {
-            scan_canaries(&mut s, name, endpoint, body);
-        }
+        let Some(body) = body else { return };
+        scan_canaries(&mut s, name, endpoint, body);
         match endpoint {
-            "analyze" => {
-                let usable = decision.usable_within(self.platform_timeout);
-                let pair = (task_key, key(name));
-                if s.analyze.len() >= MAX_ANALYSES && !s.analyze.contains_key(&pair) {
-                    s.untracked += 1;
-                    return;
+            "challenge" => check_challenge(&mut s, name, task, body),
+            "vote" => {
+                if let Some(findings) = body
+                    .pointer("/synthesis/key_findings")
+                    .and_then(Value::as_array)
+                {
+                    for (i, finding) in findings.iter().enumerate() {
+                        let from = name_of(finding);
+                        let at = Forward {
+                            task,
+                            from: &from,
+                            receiver: name,
+                            endpoint: "vote",
+                            field: "synthesis.key_findings",
+                            index: i,
+                        };
+                        check_forwarded(&mut s, &at, finding);
+                    }
                 }
-                s.analyze.insert(pair, usable);
             }
-            "challenge" => {
-                if let Some(body) = body {
-                    check_challenge(&mut s, name, task, body);
-                }
-            }
-            _ => {
-                if let Some(findings) = body.and_then(|b| b.pointer("/synthesis/key_findings")) {
-                    check_forwarded(&mut s, name, endpoint, "synthesis.key_findings", findings);
-                }
-            }
+            _ => {}
         }
     }
 
     /// The verdicts, as report cases.
     fn cases(&self) -> Vec<CaseResult> {
-        let Ok(s) = self.state.lock() else {
+        let Ok(mut guard) = self.state.lock() else {
             return Vec::new();
         };
+        let s = &mut *guard;
+        self.settle_waiting(s);
         let total = s.common.total();
-        let challenges = s.common.requests.get("challenge").copied().unwrap_or(0);
         let mut cases = s.common.cases("POST /analyze, /challenge, /vote: Request");
         cases.extend([
-            s.own_analysis.case(
+            s.own_analysis.judged(
                 "platform.challenge-not-own",
                 "challenge",
                 Level::Must,
                 "/challenge other_analyses never holds the receiving agent's own analysis",
                 "POST /challenge (the platform sends other agents' analyses)",
                 "/challenge requests",
+                "no /challenge request with other_analyses reached the fleet: run a deliberation past /analyze with at least two agents whose analyses are usable",
             ),
-            s.failed_excluded.case(
+            s.failed_excluded.judged(
                 "platform.challenge-no-failed",
                 "challenge",
                 Level::Must,
                 "/challenge other_analyses holds no agent whose /analyze failed (timed out, errored, refused, malformed, oversized)",
                 "Error Handling; Timeouts (excluded from the round table)",
-                "agents named in /challenge other_analyses",
+                "/challenge requests in tasks where an agent's /analyze failed",
+                "no /challenge request came in a task where an agent's /analyze failed: add an agent that fails /analyze (behaviour hang@analyze, http-error@analyze or malformed-json@analyze) and run a deliberation past /analyze",
             ),
-            s.nul.case(
-                "platform.nul-stripped",
-                "sanitization",
+            sanitized(
+                &s.nul,
+                &s.nul_sources,
+                &s.nul_senders,
+                [
+                    "platform.nul-stripped",
+                    "strings forwarded from one agent to others carry no NUL characters",
+                    "Response Sanitization (stripped of null bytes)",
+                    "NUL characters",
+                    "null-bytes",
+                ],
+            ),
+            sanitized(
+                &s.field_length,
+                &s.long_sources,
+                &s.long_senders,
+                [
+                    "platform.field-truncated",
+                    "strings forwarded from one agent to others are at most 50,000 characters",
+                    "Response Size Limits (per-field 50,000 characters)",
+                    "a string over 50,000 characters",
+                    "oversized-field",
+                ],
+            ),
+            self.phases_case(s),
+            retries_case(s),
+            s.gave_up.judged(
+                "platform.gives-up",
+                "deliberation",
                 Level::Must,
-                "strings forwarded from one agent to others carry no NUL characters",
-                "Response Sanitization (stripped of null bytes)",
-                "forwarded strings",
+                &format!(
+                    "the platform gives up on an agent that does not answer within its timeout ({} + {}), closing the request's connection",
+                    humantime::format_duration(self.platform_timeout),
+                    humantime::format_duration(grace(self.platform_timeout))
+                ),
+                "Timeouts (the platform waits 120 seconds, configurable, for each endpoint)",
+                "answers that outlasted the platform's timeout",
+                "no agent held an answer past the platform's timeout: add an agent with the hang behaviour (or slow:DUR beyond the timeout) and state the platform's timeout (platform.timeout, --platform-timeout)",
             ),
-            s.field_length.case(
-                "platform.field-truncated",
-                "sanitization",
-                Level::Must,
-                "strings forwarded from one agent to others are at most 50,000 characters",
-                "Response Size Limits (per-field 50,000 characters)",
-                "forwarded strings",
-            ),
+            injection_case(s),
+            latency_case(s),
         ]);
-        if challenges == 0 {
-            for case in cases
-                .iter_mut()
-                .filter(|c| c.group == "challenge" || c.group == "sanitization")
-            {
-                case.status = Status::Skip;
-                case.message =
-                    "no /challenge request reached the fleet, so nothing was forwarded to judge"
-                        .into();
-            }
-        }
         skip_all_if_none(&mut cases, total);
-        cases.push(injection_case(&s));
-        cases.push(latency_case(&s));
         cases.extend(s.common.probe_case());
         if s.untracked > 0 {
             for case in &mut cases {
@@ -279,6 +643,13 @@ impl PlatformObserver for Observer {
         }
     }
 
+    fn on_triggers_answered(&self) {
+        let now = self.micros(Instant::now());
+        if let Ok(mut s) = self.state.lock() {
+            s.triggers_answered = Some(now);
+        }
+    }
+
     fn on_answer(&self, answered: &Answered<'_>) {
         let (endpoint, task, received, delivered) = (
             answered.endpoint,
@@ -286,7 +657,13 @@ impl PlatformObserver for Observer {
             answered.received,
             answered.delivered,
         );
-        let Ok(mut s) = self.state.lock() else { return };
+        let Ok(mut guard) = self.state.lock() else {
+            return;
+        };
+        let s = &mut *guard;
+        if let Some(wait) = s.waiting.remove(&answered.seq) {
+            self.judge_wait(s, &wait, delivered);
+        }
         let deadline = received + self.platform_timeout;
         let ended = if delivered.outcome == Outcome::Complete {
             (received + delivered.total).min(deadline)
@@ -297,7 +674,9 @@ impl PlatformObserver for Observer {
         let Some(i) = phase_index(endpoint) else {
             return;
         };
-        if let Some(phase) = s.phases.get_mut(&key(task)).map(|p| &mut p[i]) {
+        if let Some(t) = s.tasks.get_mut(&key(task)) {
+            t.cut |= delivered.outcome == Outcome::Shutdown;
+            let phase = &mut t.phases[i];
             if phase.begun() {
                 phase.wait_ended = phase.wait_ended.max(ended);
             }
@@ -305,17 +684,191 @@ impl PlatformObserver for Observer {
     }
 }
 
-/// /challenge: never the receiver's own analysis, never a failed agent; forwarded strings clean.
+impl Observer {
+    /// Answers still held when the verdicts are drawn: a platform still waiting past its limit
+    /// broke the rule; one within it is not judged.
+    fn settle_waiting(&self, s: &mut State) {
+        let limit = self.limit();
+        let expect = self.expectation();
+        let waits: Vec<Wait> = s.waiting.drain().map(|(_, w)| w).collect();
+        for wait in waits.iter().filter(|w| w.received.elapsed() > limit) {
+            let who = format!(
+                "{} /{} (task {})",
+                s.name(wait.agent),
+                PHASES[wait.phase],
+                s.task_id(wait.task)
+            );
+            let waited = wait.received.elapsed().as_secs_f64();
+            s.gave_up.check(false, || {
+                format!("{who}: the platform was still waiting after {waited:.1} s, when the fleet stopped ({expect})")
+            });
+        }
+    }
+
+    /// Whether the platform is done with `task`: the driver's triggers were all answered after
+    /// its last request, or it has been idle past the platform's timeout and grace; and no
+    /// request of it was cut short by the end of the run or held past the timeout.
+    fn finished(&self, s: &State, task: &Task, now: u64) -> bool {
+        let idle = self.limit().as_micros() as u64;
+        !task.cut
+            && !task.stuck
+            && (s
+                .triggers_answered
+                .is_some_and(|at| task.last_request <= at)
+                || now.saturating_sub(task.last_activity()) >= idle)
+    }
+
+    /// platform.phases-continue: in a finished deliberation with at least two conforming
+    /// analyses, every agent whose analysis conformed was called at /challenge, and every agent
+    /// called at /challenge that did not time out there was called at /vote.
+    fn phases_case(&self, s: &State) -> CaseResult {
+        let now = self.micros(Instant::now());
+        let mut tally = Tally::default();
+        // (task id, phase, agent, whether the task reached /vote) of every call that was due
+        // and never came.
+        let mut missing: Vec<(String, usize, String, bool)> = Vec::new();
+        for (&(task_key, agent), seat) in &s.seats {
+            let Some(task) = s.tasks.get(&task_key) else {
+                continue;
+            };
+            let done = self.finished(s, task, now);
+            let challenge_due = seat.calls[ANALYZE].first_answer == Planned::Clean
+                && task.clean >= 2
+                && (done || task.phases[VOTE].begun())
+                && !s.idless.contains(&(agent, CHALLENGE));
+            let vote_due = seat.calls[CHALLENGE].n > 0
+                && seat.calls[CHALLENGE].first_answer != Planned::TimedOut
+                && done
+                && !s.idless.contains(&(agent, VOTE));
+            for (due, phase) in [(challenge_due, CHALLENGE), (vote_due, VOTE)] {
+                if !due {
+                    continue;
+                }
+                let came = seat.calls[phase].n > 0;
+                tally.checked += 1;
+                if !came {
+                    tally.broken += 1;
+                    missing.push((
+                        task.id.to_string(),
+                        phase,
+                        s.name(agent).to_string(),
+                        task.phases[VOTE].begun(),
+                    ));
+                }
+            }
+        }
+        missing.sort();
+        tally.examples = missing_examples(&missing);
+        let mut case = tally.judged(
+            "platform.phases-continue",
+            "deliberation",
+            Level::Must,
+            "every agent whose /analyze answer conformed is called at /challenge, and every agent called at /challenge that did not time out there is called at /vote (in a deliberation with at least two conforming analyses)",
+            "Overview (Phase 1 analyze, Phase 2 challenge, Phase 3 vote); Error Handling (other agents continue the deliberation); Timeouts",
+            "calls due to agents in finished deliberations",
+            "no deliberation with two conforming analyses was seen whole: run one with at least two conforming agents, and let it end (a trigger the platform answers, or the platform's timeout of quiet before the fleet stops)",
+        );
+        let cut = s.tasks.values().filter(|t| t.cut).count();
+        if cut > 0 && case.status == Status::Skip {
+            case.message.push_str(&format!(
+                " ({cut} task(s) were cut short by the end of the run, with a request still open)"
+            ));
+        }
+        case
+    }
+}
+
+/// Up to [`EXAMPLES`] lines, one per task and phase: which agents never got the call, and how
+/// the deliberation went on without them.
+fn missing_examples(missing: &[(String, usize, String, bool)]) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for group in missing.chunk_by(|a, b| a.0 == b.0 && a.1 == b.1) {
+        if lines.len() == EXAMPLES {
+            break;
+        }
+        let (task, phase, went_on) = (&group[0].0, group[0].1, group[0].3);
+        let agents: Vec<&str> = group.iter().map(|m| m.2.as_str()).collect();
+        let why = match phase {
+            CHALLENGE => "their /analyze answers conformed",
+            _ => "they were challenged and did not time out",
+        };
+        let after = match (phase, went_on) {
+            (CHALLENGE, true) => "the platform went on to /vote without them".to_string(),
+            _ => format!("the deliberation ended after /{}", PHASES[phase - 1]),
+        };
+        lines.push(format!(
+            "task {task}: /{} never came for {} ({why}); {after}",
+            PHASES[phase],
+            agents.join(", ")
+        ));
+    }
+    lines
+}
+
+/// platform.failed-not-recalled: an agent whose first answer in a phase failed is excluded from
+/// that phase: one call per task and phase, the count and the times in the message. Judged in
+/// deliberations of two agents or more: a single agent sent one task's exchanges over and over
+/// is agent-tck's probe at work (one task_id per run), not a round table.
+fn retries_case(s: &State) -> CaseResult {
+    let mut tally = Tally::default();
+    let mut recalled: Vec<(String, usize, String, Call)> = Vec::new();
+    for (&(task, agent), seat) in &s.seats {
+        if s.tasks.get(&task).is_none_or(|t| t.agents < 2) {
+            continue;
+        }
+        for (phase, call) in seat.calls.iter().enumerate() {
+            if !call.first_answer.failed() {
+                continue;
+            }
+            tally.checked += 1;
+            if call.n > 1 {
+                tally.broken += 1;
+                recalled.push((s.task_id(task), phase, s.name(agent).to_string(), *call));
+            }
+        }
+    }
+    recalled.sort_by(|a, b| (&a.0, a.1, &a.2).cmp(&(&b.0, b.1, &b.2)));
+    tally.examples = recalled
+        .iter()
+        .take(EXAMPLES)
+        .map(|(task, phase, agent, call)| {
+            let how = match call.first_answer {
+                Planned::TimedOut => "timed out",
+                _ => "failed",
+            };
+            format!(
+                "{agent} /{} (task {task}): called {}{} times, the first {:.1} s and the last {:.1} s after the fleet started, though its first answer {how}",
+                PHASES[*phase],
+                call.n,
+                if call.n == u8::MAX { "+" } else { "" },
+                f64::from(call.first_ms) / 1e3,
+                f64::from(call.last_ms) / 1e3,
+            )
+        })
+        .collect();
+    tally.judged(
+        "platform.failed-not-recalled",
+        "deliberation",
+        Level::Must,
+        "an agent whose answer failed in a phase (timed out, errored, malformed) is marked failed for that phase: it is not called again in that phase of the task",
+        "Timeouts (marked as failed for that phase); Error Handling (excluded from this phase)",
+        "failed answers, each an agent's first in a phase of a task",
+        "no agent's answer failed in a deliberation of two agents or more: add an agent with a failing behaviour (hang, http-error, malformed-json) to a fleet and run a deliberation",
+    )
+}
+
+/// The name an other_analyses entry or a key finding gives (empty when none).
+fn name_of(item: &Value) -> String {
+    item.get("agent_name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+/// /challenge: never the receiver's own analysis, never a failed agent's; forwarded strings clean.
 fn check_challenge(s: &mut State, receiver: &str, task: &str, body: &Value) {
     let Some(others) = body.get("other_analyses").and_then(Value::as_array) else {
         return;
-    };
-    let name_of = |other: &Value| {
-        other
-            .get("agent_name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
     };
     // One verdict per request (the case counts /challenge requests), naming the first entry
     // that is the receiver's own.
@@ -326,36 +879,136 @@ fn check_challenge(s: &mut State, receiver: &str, task: &str, body: &Value) {
             own.unwrap_or_default()
         )
     });
+    let task_key = key(task);
+    // Judged only where an agent failed /analyze: elsewhere there is no one to leave out.
+    if s.tasks.get(&task_key).is_some_and(|t| t.failed > 0) {
+        let failed: Vec<String> = others
+            .iter()
+            .enumerate()
+            .filter_map(|(i, other)| {
+                let named = name_of(other);
+                s.seats
+                    .get(&(task_key, key(&named)))
+                    .is_some_and(|seat| seat.calls[ANALYZE].first_answer.failed())
+                    .then(|| format!("other_analyses[{i}] from {named}"))
+            })
+            .collect();
+        s.failed_excluded.check(failed.is_empty(), || {
+            format!(
+                "{receiver} got {}, whose /analyze failed (task {task})",
+                failed.join(", ")
+            )
+        });
+    }
     for (i, other) in others.iter().enumerate() {
-        let named = name_of(other);
-        let named = named.as_str();
-        if let Some(usable) = s.analyze.get(&(key(task), key(named))).copied() {
-            s.failed_excluded.check(usable, || {
-                format!("{receiver} got other_analyses[{i}] from {named}, whose /analyze failed (task {task})")
-            });
-        }
-        check_forwarded(
-            s,
+        let from = name_of(other);
+        let at = Forward {
+            task,
+            from: &from,
             receiver,
-            "challenge",
-            &format!("other_analyses[{i}]"),
-            other,
-        );
+            endpoint: "challenge",
+            field: "other_analyses",
+            index: i,
+        };
+        check_forwarded(s, &at, other);
     }
 }
 
-/// Strings one agent sent that reach another: no NUL, at most 50,000 characters.
-fn check_forwarded(s: &mut State, receiver: &str, endpoint: &str, base: &str, value: &Value) {
-    for (path, text) in strings(value) {
-        let at = || format!("{receiver} /{endpoint}: {base}{}", dotted(&path));
-        s.nul.check(!text.contains('\0'), || {
-            format!("{}: a NUL character", at())
-        });
-        let chars = text.chars().count();
-        s.field_length.check(chars <= MAX_FIELD_CHARS, || {
-            format!("{}: {chars} characters", at())
-        });
+/// An item one agent's analysis became in a request to another agent.
+struct Forward<'a> {
+    task: &'a str,
+    /// The agent the item names as its author.
+    from: &'a str,
+    receiver: &'a str,
+    endpoint: &'a str,
+    field: &'a str,
+    index: usize,
+}
+
+/// The strings of an item forwarded from `at.from`'s analysis: no NUL when that analysis held
+/// one, none over 50,000 characters when it held such a string. Items from other agents say
+/// nothing of sanitization and are not judged.
+fn check_forwarded(s: &mut State, at: &Forward<'_>, item: &Value) {
+    if at.from == at.receiver || at.from.is_empty() {
+        return;
     }
+    let from = key(at.from);
+    let Some(seat) = s.seats.get_mut(&(key(at.task), from)) else {
+        return;
+    };
+    seat.forwarded = true;
+    let (nul, long) = (seat.sent_nul, seat.sent_long);
+    if !nul && !long {
+        return;
+    }
+    if nul {
+        s.nul_sources.insert(from);
+    }
+    if long {
+        s.long_sources.insert(from);
+    }
+    for (path, text) in strings(item) {
+        let place = || {
+            format!(
+                "{} /{}: {}[{}]{} from {} (task {})",
+                at.receiver,
+                at.endpoint,
+                at.field,
+                at.index,
+                dotted(&path),
+                at.from,
+                at.task
+            )
+        };
+        if nul {
+            s.nul.check(!text.contains('\0'), || {
+                format!("{}: a NUL character", place())
+            });
+        }
+        if long {
+            let chars = text.chars().count();
+            s.field_length.check(chars <= MAX_FIELD_CHARS, || {
+                format!("{}: {chars} characters", place())
+            });
+        }
+    }
+}
+
+/// A sanitization case (NUL stripping, field truncation): judged on the strings forwarded from
+/// agents whose analyses needed it. `[id, title, spec, what the analyses held, the behaviour
+/// that sends it]`.
+fn sanitized(
+    tally: &Tally,
+    sources: &HashSet<Key>,
+    senders: &HashSet<Key>,
+    [id, title, spec, held, behaviour]: [&str; 5],
+) -> CaseResult {
+    let n = sources.len();
+    let what = format!(
+        "strings forwarded from {n} agent{} whose analyses held {held}",
+        if n == 1 { "" } else { "s" }
+    );
+    let unexercised = if senders.is_empty() {
+        format!("no agent's analysis held {held}: add an agent with the {behaviour} behaviour and run a deliberation past /analyze")
+    } else {
+        format!(
+            "{} agent(s) sent {held} in their analyses, and the platform forwarded none of those analyses to another agent: run a deliberation past /analyze in which they take part",
+            senders.len()
+        )
+    };
+    let mut case = tally.judged(
+        id,
+        "sanitization",
+        Level::Must,
+        title,
+        spec,
+        &what,
+        &unexercised,
+    );
+    if case.status == Status::Skip {
+        case.message = unexercised;
+    }
+    case
 }
 
 fn dotted(path: &str) -> String {
@@ -373,21 +1026,22 @@ fn scan_canaries(s: &mut State, receiver: &str, endpoint: &str, body: &Value) {
     }
     for (_, text) in strings(body) {
         for canary in injection::find_canaries(text) {
-            let Some((payload, family, from)) = s.canaries.get(&canary).cloned() else {
+            let Some(placed) = s.canaries.get(&canary) else {
                 continue;
             };
-            if from == receiver
+            if placed.from == receiver
                 || !s
                     .reappeared_seen
                     .insert((canary.clone(), receiver.to_string()))
             {
                 continue;
             }
+            let placed = placed.clone();
             s.reappeared.push(Reappearance {
                 canary,
-                payload,
-                family,
-                from,
+                payload: placed.payload,
+                family: placed.family,
+                from: placed.from,
                 to: receiver.to_string(),
                 endpoint: endpoint.to_string(),
             });
@@ -395,6 +1049,8 @@ fn scan_canaries(s: &mut State, receiver: &str, endpoint: &str, body: &Value) {
     }
 }
 
+/// platform.injection-forwarded: judged on the payloads the platform had a chance to forward
+/// (in an analysis it sent another agent) and on any that reappeared.
 fn injection_case(s: &State) -> CaseResult {
     let mut case = CaseResult::new(
         "platform.injection-forwarded",
@@ -403,26 +1059,41 @@ fn injection_case(s: &State) -> CaseResult {
         "prompt-injection payloads sent by one agent are not forwarded verbatim to others",
         "Response Sanitization (scanned for prompt injection patterns)",
     );
-    if s.canaries.is_empty() {
-        case.status = Status::Skip;
-        case.message =
-            "no agent of the fleet sent an injection payload (behaviour `injection`)".into();
-        return case;
-    }
+    let reappeared: HashSet<&str> = s.reappeared.iter().map(|r| r.canary.as_str()).collect();
+    let judged = s
+        .canaries
+        .iter()
+        .filter(|(canary, placed)| {
+            reappeared.contains(canary.as_str())
+                || placed
+                    .analysis
+                    .and_then(|seat| s.seats.get(&seat))
+                    .is_some_and(|seat| seat.forwarded)
+        })
+        .count() as u64;
+    let evidence = Evidence::new(
+        judged,
+        "injection payloads in analyses forwarded to other agents",
+    );
     if s.reappeared.is_empty() {
-        case.message = format!(
-            "{} payload(s) sent; none reappeared in a request to another agent",
-            s.canaries.len()
+        let sent = s.canaries.len();
+        case.pass_noting(
+            evidence,
+            format!("{judged} payload(s) in analyses the platform forwarded; none reappeared in a request to another agent"),
+            || if sent == 0 {
+                "no agent of the fleet sent an injection payload: add an agent with the injection behaviour and run a deliberation past /analyze".into()
+            } else {
+                format!("{sent} payload(s) sent, but the platform forwarded no analysis that carried one (no /challenge or /vote named the agents that sent them): run a deliberation past /analyze in which they take part")
+            },
         );
         return case;
     }
-    case.status = Status::Fail;
     let mut families: Vec<&str> = s.reappeared.iter().map(|r| r.family.as_str()).collect();
     families.sort();
     families.dedup();
     let mut message = format!(
         "forwarded unsanitized: {} of {} payload(s) reappeared in requests to other agents (families: {})",
-        s.reappeared.iter().map(|r| &r.canary).collect::<HashSet<_>>().len(),
+        reappeared.len(),
         s.canaries.len(),
         families.join(", ")
     );
@@ -432,7 +1103,7 @@ fn injection_case(s: &State) -> CaseResult {
             r.canary, r.payload, r.family, r.from, r.to, r.endpoint
         ));
     }
-    case.message = message;
+    case.fail_on(evidence, message);
     case
 }
 
@@ -447,19 +1118,26 @@ fn latency_case(s: &State) -> CaseResult {
         "Timeouts (informational)",
     );
     let mut lines = Vec::new();
+    let mut measured = 0;
     for (i, (from, to)) in [("analyze", "challenge"), ("challenge", "vote")]
         .into_iter()
         .enumerate()
     {
         let mut gaps: Vec<f64> = s
-            .phases
+            .tasks
             .values()
-            .filter(|p| p[i].begun() && p[i + 1].begun())
-            .map(|p| p[i + 1].first_request.saturating_sub(p[i].wait_ended) as f64 / 1e3)
+            .filter(|t| t.phases[i].begun() && t.phases[i + 1].begun())
+            .map(|t| {
+                t.phases[i + 1]
+                    .first_request
+                    .saturating_sub(t.phases[i].wait_ended) as f64
+                    / 1e3
+            })
             .collect();
         if gaps.is_empty() {
             continue;
         }
+        measured += gaps.len() as u64;
         gaps.sort_by(f64::total_cmp);
         lines.push(format!(
             "{from} → {to}: median {:.1} ms, max {:.1} ms over {} task(s)",
@@ -468,19 +1146,17 @@ fn latency_case(s: &State) -> CaseResult {
             gaps.len()
         ));
     }
-    if lines.is_empty() {
-        case.status = Status::Skip;
-        case.message = "no task reached two phases".into();
-    } else {
-        case.message = lines.join("\n");
-    }
+    case.pass_noting(
+        Evidence::new(measured, "phase transitions"),
+        lines.join("\n"),
+        || "no task reached two phases: run a deliberation past /analyze (at least two agents with usable analyses)".into(),
+    );
     case
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mock::decision::Decision;
     use crate::mock::journal::AuthSeen;
     use crate::mock::Body;
     use serde_json::json;
@@ -525,5 +1201,64 @@ mod tests {
             "{}",
             case.message
         );
+    }
+
+    #[test]
+    fn a_nul_escape_is_told_from_an_escaped_backslash() {
+        assert!(has_nul_escape(br#"{"a":"x\u0000y"}"#));
+        assert!(has_nul_escape(br#"{"a":"\\\u0000"}"#));
+        assert!(!has_nul_escape(br#"{"a":"\\u0000"}"#));
+        assert!(!has_nul_escape(br#"{"a":"u0000"}"#));
+    }
+
+    #[test]
+    fn task_ids_are_kept_short_and_whole_characters() {
+        assert_eq!(ShortId::new("a1b2c3").to_string(), "a1b2c3");
+        let uuid = "3f2a9c1e-7b4d-4e8f-9a0b-1c2d3e4f5a6b";
+        assert_eq!(ShortId::new(uuid).to_string(), "3f2a9c1e-7b4d-4e8f-9a0…");
+        assert_eq!(
+            ShortId::new(&"é".repeat(20)).to_string(),
+            format!("{}…", "é".repeat(11))
+        );
+    }
+
+    #[test]
+    fn what_an_answer_planned_is_judged_against_the_timeout() {
+        let timeout = Duration::from_secs(1);
+        let plan = |applied: &[&str], ttfb_ms, unusable: Option<&str>| {
+            let decision = Decision {
+                applied: applied.iter().map(|s| s.to_string()).collect(),
+                ttfb_ms,
+                unusable: unusable.map(str::to_string),
+                ..Decision::default()
+            };
+            Planned::of(&decision, timeout)
+        };
+        assert_eq!(plan(&[], 0, None), Planned::Clean);
+        assert_eq!(plan(&["slow:10ms"], 10, None), Planned::Usable);
+        assert_eq!(plan(&["slow:2s"], 2000, None), Planned::TimedOut);
+        assert_eq!(plan(&["hang"], 0, Some("never answers")), Planned::TimedOut);
+        assert_eq!(
+            plan(&["http-error"], 0, Some("answered 500")),
+            Planned::Failed
+        );
+    }
+
+    /// With no request, every case is a skip that says why: none is left to the report model's
+    /// fallbacks.
+    #[test]
+    fn with_nothing_seen_every_case_says_why_it_was_not_judged() {
+        let observer = Observer::new(Duration::from_secs(120));
+        for mut case in observer.cases() {
+            assert_eq!(case.status, Status::Skip, "{}", case.id);
+            case.settle();
+            assert!(
+                !case.message.starts_with(crate::report::NO_REASON)
+                    && case.message.contains("no request reached the fleet"),
+                "{}: {}",
+                case.id,
+                case.message
+            );
+        }
     }
 }
