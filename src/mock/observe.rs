@@ -39,21 +39,6 @@ impl Tally {
     /// The case of a tallied rule: passed on what was checked, failed with examples, or, with
     /// nothing checked, skipped saying `unexercised` (what was missing and what would exercise
     /// the rule).
-    /// Transitional: the six-argument form, whose skip says nothing of what would exercise the
-    /// rule. Every caller moves to [`judged`](Self::judged); this goes once none is left.
-    #[deprecated(note = "say what would exercise the rule: Tally::judged")]
-    pub fn case(
-        &self,
-        id: &str,
-        group: &str,
-        level: Level,
-        title: &str,
-        spec: &str,
-        what: &str,
-    ) -> CaseResult {
-        self.judged(id, group, level, title, spec, what, "")
-    }
-
     #[allow(clippy::too_many_arguments)]
     pub fn judged(
         &self,
