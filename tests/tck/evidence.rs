@@ -3,93 +3,11 @@
 //! per-protocol files (`evidence_*.rs`) hold each case to the peers that break it, conform, or
 //! give it nothing; this one walks every probe and every mock the registry lists.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use agent_tck::report::{Level, Report, Status, NO_EVIDENCE, NO_REASON};
-use axum::http::StatusCode;
-use axum::Router;
+use agent_tck::report::{Level, Report, Status};
 
-use crate::support::{TempDir, EXE};
-
-/// An HTTP server with none of any protocol's routes: 404 `{"detail":"Not Found"}` to every
-/// request, as a web framework's default answers (the Librarian document's source project served
-/// exactly this to every route the protocol names).
-async fn no_routes() -> String {
-    let app = Router::new().fallback(|| async {
-        (
-            StatusCode::NOT_FOUND,
-            [("content-type", "application/json")],
-            "{\"detail\":\"Not Found\"}",
-        )
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    url
-}
-
-/// Runs the binary to its end, killed past `limit` (a test never hangs on it).
-fn run_within(args: &[&str], limit: Duration) -> (Option<i32>, String) {
-    let mut child = Command::new(EXE)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "{args:?} still running after {limit:?}: {}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code(), text)
-}
-
-/// What the report model promises of every case of `report`: a PASS with evidence of at least
-/// one thing judged, a SKIP with a reason of its own (never the model's fallbacks).
-pub fn assert_every_verdict_explained(report: &Report, context: &str) {
-    for case in &report.cases {
-        match case.status {
-            Status::Pass => assert!(
-                case.evidence.as_ref().is_some_and(|e| e.judged > 0),
-                "{context}: {} passed without evidence",
-                case.id
-            ),
-            Status::Skip => assert!(
-                !case.message.trim().is_empty(),
-                "{context}: {} skipped without a reason",
-                case.id
-            ),
-            _ => {}
-        }
-        for sentinel in [NO_EVIDENCE, NO_REASON] {
-            assert!(
-                !case.message.contains(sentinel),
-                "{context}: {} was never judged nor given a reason: {}",
-                case.id,
-                case.message
-            );
-        }
-    }
-}
+use crate::support::{assert_every_verdict_explained, TempDir};
 
 /// The cases that passed though they are MUST or SHOULD and not about reaching the peer.
 fn passed_beyond_reachability(report: &Report) -> Vec<String> {
@@ -104,7 +22,7 @@ fn passed_beyond_reachability(report: &Report) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn no_probe_passes_a_server_with_no_routes() {
-    let url = no_routes().await;
+    let url = crate::support::no_routes().await;
     let dir = TempDir::new("evidence-no-routes");
     let input = format!("{url}/input");
     let probes: [(&str, Vec<&str>); 4] = [
@@ -132,16 +50,17 @@ async fn no_probe_passes_a_server_with_no_routes() {
             .chain(["--json", json.as_str()].iter())
             .map(|s| s.to_string())
             .collect();
-        let (code, text) = tokio::task::spawn_blocking(move || {
+        let out = tokio::task::spawn_blocking(move || {
             let args: Vec<&str> = args.iter_mut().map(|s| s.as_str()).collect();
-            run_within(&args, Duration::from_secs(120))
+            crate::support::tck_within(&args, Duration::from_secs(120))
         })
         .await
         .unwrap();
-        assert_eq!(code, Some(1), "probe {protocol}: {text}");
+        let text = crate::support::text(&out);
+        assert_eq!(out.status.code(), Some(1), "probe {protocol}: {text}");
         let report: Report =
             serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-        assert_every_verdict_explained(&report, &format!("probe {protocol}"));
+        assert_every_verdict_explained(&report);
         let passed = passed_beyond_reachability(&report);
         assert!(
             passed.is_empty(),
@@ -168,7 +87,7 @@ async fn a_mock_that_no_request_reached_judged_nothing() {
             .unwrap()
             .unwrap();
         let name = protocol.name();
-        assert_every_verdict_explained(&report, name);
+        assert_every_verdict_explained(&report);
         let judged: Vec<&str> = report
             .cases
             .iter()
@@ -196,7 +115,7 @@ async fn a_mock_that_no_request_reached_judged_nothing() {
 async fn the_reference_agent_passes_on_evidence() {
     let agent = crate::support::reference_agent(None).await;
     let report = crate::support::probe(&agent.url(), None).await;
-    assert_every_verdict_explained(&report, "probe roundtable, reference agent");
+    assert_every_verdict_explained(&report);
     assert_eq!(
         report.summary.failed,
         0,

@@ -7,57 +7,18 @@
 //! rule makes it a SKIP saying what would exercise it. Then the reporters: the evidence and
 //! sub-millisecond durations in every format, and a run that judged nothing exits 1.
 
-use std::io::Read;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 use agent_tck::protocols::agent_standard::result::{judge, Context};
 use agent_tck::report::{self, CaseResult, Evidence, Level, Report, RunInfo, Status};
 use agent_tck::text::Redactor;
 use serde_json::Value;
 
-use crate::support::{TempDir, EXE};
+use crate::support::{tck_within, TempDir, EXE};
 
 const PLAN: &str = include_str!("../fixtures/agent-standard/plan.txt");
 const EXECUTE: &str = include_str!("../fixtures/agent-standard/execute.txt");
-
-/// Runs agent-tck with `args` (no colour); fails the test if it runs longer than `within`.
-fn run(args: &[&str], within: Duration) -> Output {
-    let mut child = Command::new(EXE)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let drain = |mut from: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = from.read_to_end(&mut bytes);
-            bytes
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > within {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("agent-tck {args:?} ran longer than {within:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    Output {
-        status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
-}
 
 const WITHIN: Duration = Duration::from_secs(60);
 
@@ -101,7 +62,7 @@ fn a_saved_plan_passes_on_what_it_shows_and_skips_what_it_cannot() {
     let plan = dir.path("plan.txt");
     std::fs::write(&plan, PLAN).unwrap();
     let json = dir.path("report.json");
-    let out = run(
+    let out = tck_within(
         &[
             "probe",
             "agent-standard",
@@ -222,7 +183,7 @@ fn a_run_of_saved_responses_that_judged_no_must_case_exits_1() {
     let dir = TempDir::new("evidence-as-nothing");
     let plan = dir.path("plan.txt");
     std::fs::write(&plan, PLAN).unwrap();
-    let out = run(
+    let out = tck_within(
         &[
             "probe",
             "agent-standard",
@@ -254,7 +215,7 @@ fn a_plan_run_in_a_workdir_passes_on_the_tree_read_before_and_after() {
     let agent =
         format!("'{EXE}' mock agent --protocol agent-standard --name security-scanner --seed 3");
     let json = dir.path("report.json");
-    let out = run(
+    let out = tck_within(
         &[
             "probe",
             "agent-standard",
@@ -289,7 +250,7 @@ fn a_plan_run_in_a_workdir_passes_on_the_tree_read_before_and_after() {
         .as_str()
         .unwrap()
         .contains("a run that ends blocked"));
-    let out = run(
+    let out = tck_within(
         &[
             "probe",
             "agent-standard",
@@ -320,7 +281,7 @@ fn a_plan_run_in_a_workdir_passes_on_the_tree_read_before_and_after() {
         )
     );
     // The run failed: nothing of the response to judge, each case says why.
-    let out = run(
+    let out = tck_within(
         &[
             "probe",
             "agent-standard",
@@ -358,7 +319,7 @@ fn definitions(dir: &TempDir, files: &[(&str, &str)]) -> String {
 #[test]
 fn lint_rules_pass_on_what_the_set_holds_and_skip_what_it_lacks() {
     // The built-in examples hold something for every rule: each passes on it.
-    let out = run(
+    let out = tck_within(
         &[
             "lint",
             "agents",
@@ -390,14 +351,14 @@ fn lint_rules_pass_on_what_the_set_holds_and_skip_what_it_lacks() {
     // One definition, no supports_plan_mode: three rules have nothing to judge.
     let dir = TempDir::new("evidence-as-lint");
     let one = definitions(&dir, &[("reviewer", "reviewer")]);
-    let out = run(&["lint", "agents", &one], WITHIN);
+    let out = tck_within(&["lint", "agents", &one], WITHIN);
     let shown = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{shown}");
     assert!(
         shown.ends_with("not judged, nothing to judge: plan-mode-boolean, name-unique, plan-instructions (--format json says what would exercise each)\n"),
         "{shown}"
     );
-    let out = run(&["lint", "agents", &one, "--format", "json"], WITHIN);
+    let out = tck_within(&["lint", "agents", &one, "--format", "json"], WITHIN);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     for (id, reason) in [
         ("plan-mode-boolean", "a definition that opts into plan mode"),
@@ -422,7 +383,7 @@ fn lint_rules_pass_on_what_the_set_holds_and_skip_what_it_lacks() {
     // Two definitions with one name: name-unique fails on the names it judged.
     let dir = TempDir::new("evidence-as-lint-twice");
     let twice = definitions(&dir, &[("a", "reviewer"), ("b", "reviewer")]);
-    let out = run(&["lint", "agents", &twice, "--format", "json"], WITHIN);
+    let out = tck_within(&["lint", "agents", &twice, "--format", "json"], WITHIN);
     assert_eq!(out.status.code(), Some(1));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let unique = case(&report, "name-unique");
@@ -478,7 +439,7 @@ fn an_orchestration_journal_passes_on_its_runs_and_an_empty_one_judges_nothing()
     let journal = dir.path("journal.jsonl");
     let json = dir.path("report.json");
     std::fs::write(&journal, careful_journal()).unwrap();
-    let out = run(
+    let out = tck_within(
         &[
             "probe",
             "orchestration",
@@ -533,7 +494,7 @@ fn an_orchestration_journal_passes_on_its_runs_and_an_empty_one_judges_nothing()
             "\"b\",\"mode\":\"execute\",\"at_us\":25",
         );
     std::fs::write(&journal, hasty).unwrap();
-    let out = run(
+    let out = tck_within(
         &[
             "probe",
             "orchestration",
@@ -557,7 +518,7 @@ fn an_orchestration_journal_passes_on_its_runs_and_an_empty_one_judges_nothing()
 
     // An empty journal: nothing to judge, every case says what would exercise it, exit 1.
     std::fs::write(&journal, "").unwrap();
-    let out = run(
+    let out = tck_within(
         &[
             "probe",
             "orchestration",
@@ -679,7 +640,7 @@ fn the_schema_refuses_a_pass_without_evidence_and_report_tools_do_too() {
     let dir = TempDir::new("evidence-as-schema");
     let file = dir.path("unearned.json");
     std::fs::write(&file, json.to_string()).unwrap();
-    let out = run(&["report", "merge", &file], WITHIN);
+    let out = tck_within(&["report", "merge", &file], WITHIN);
     let shown = crate::support::text(&out);
     assert_eq!(out.status.code(), Some(2), "{shown}");
     assert!(shown.contains("not an agent-tck report"), "{shown}");

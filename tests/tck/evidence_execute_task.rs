@@ -6,13 +6,13 @@ use std::time::Duration;
 use agent_tck::mock::protocol::PlatformExpect;
 use agent_tck::protocols::execute_task::probe::{run, Target, TaskSettings};
 use agent_tck::protocols::execute_task::scenario::Scenario;
-use agent_tck::report::{CaseResult, Kind, Level, Report, Status, NO_EVIDENCE, NO_REASON};
+use agent_tck::report::{CaseResult, Kind, Level, Report, Status};
 use agent_tck::transport::http::BaseUrl;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::harness_judged::{agent, post, settled, stdio_harness, GroupEnd, DEADLINE, LIMIT};
-use crate::support::{self, TempDir};
+use crate::support::{self, assert_every_verdict_explained, TempDir};
 
 /// The case `id`'s status, message and evidence count (0 when none).
 fn verdict<'a>(report: &'a Report, id: &str) -> (Status, &'a str, u64) {
@@ -21,42 +21,8 @@ fn verdict<'a>(report: &'a Report, id: &str) -> (Status, &'a str, u64) {
     (c.status, c.message.as_str(), judged)
 }
 
-/// No case of a built-in suite or observer is left with the report model's sentinels.
-fn every_case_explains_itself(report: &Report) {
-    for c in &report.cases {
-        assert!(
-            !c.message.starts_with(NO_EVIDENCE) && c.message != NO_REASON,
-            "{}: {}",
-            c.id,
-            c.message
-        );
-        if c.status == Status::Pass {
-            assert!(
-                c.evidence.as_ref().is_some_and(|e| e.judged > 0),
-                "{}",
-                c.id
-            );
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Probe role
-
-/// A server with no routes: every request gets 404 `{"detail":"Not Found"}`, as a bare web
-/// framework answers.
-async fn no_routes() -> String {
-    let app = axum::Router::new().fallback(|| async {
-        (
-            axum::http::StatusCode::NOT_FOUND,
-            axum::Json(json!({"detail": "Not Found"})),
-        )
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{addr}")
-}
 
 fn probe_settings(base: &str) -> TaskSettings {
     TaskSettings {
@@ -79,7 +45,7 @@ fn probe_settings(base: &str) -> TaskSettings {
 /// and every case judged across the run is skipped saying what was missing.
 #[tokio::test]
 async fn a_server_with_no_routes_passes_nothing_but_reachability() {
-    let base = no_routes().await;
+    let base = support::no_routes().await;
     let report = tokio::time::timeout(
         Duration::from_secs(60),
         run(&probe_settings(&base), &|_| {}),
@@ -87,7 +53,7 @@ async fn a_server_with_no_routes_passes_nothing_but_reachability() {
     .await
     .unwrap()
     .unwrap();
-    every_case_explains_itself(&report);
+    assert_every_verdict_explained(&report);
     let passed: Vec<&str> = report
         .cases
         .iter()
@@ -134,7 +100,7 @@ async fn the_conforming_agent_passes_on_evidence() {
     .await;
     let report = run(&probe_settings(&url), &|_| {}).await.unwrap();
     stop.send(()).unwrap();
-    every_case_explains_itself(&report);
+    assert_every_verdict_explained(&report);
     for id in [
         "protocol.first-turn",
         "protocol.within-timeout",
@@ -212,7 +178,7 @@ async fn turnless(url: String, conversations: usize, requests: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_harness_without_turn_is_judged_on_what_it_sent() {
     let report = judging("never-finishes", |url| turnless(url, 4, 5)).await;
-    every_case_explains_itself(&report);
+    assert_every_verdict_explained(&report);
     for id in ["harness.turns", "harness.history", "harness.loop-ends"] {
         let (s, m, _) = verdict(&report, id);
         assert_eq!(s, Status::Skip, "{id}: {m}");
@@ -279,7 +245,7 @@ const SPEC: &str =
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_policy_violation_as_a_python_dict_is_noted() {
     let report = judging("never-finishes", |url| governed(url, DICT)).await;
-    every_case_explains_itself(&report);
+    assert_every_verdict_explained(&report);
     let (s, m, judged) = verdict(&report, "harness.reference-forms");
     assert_eq!((s, judged), (Status::Pass, 3), "{m}");
     assert!(
@@ -360,7 +326,7 @@ async fn a_behaviour_that_never_took_effect_is_reported() {
 
     let json = dir.path("never.json");
     let (_, report) = stdio_session("ignores-governance", &[first], &json).await;
-    every_case_explains_itself(&report);
+    assert_every_verdict_explained(&report);
     let (s, m, _) = verdict(&report, "agent.behaviors-applied");
     assert_eq!(s, Status::Skip, "{m}");
     assert!(
@@ -451,7 +417,7 @@ async fn the_processes_of_a_per_turn_run_fold_one_report() {
         }
     }
     let report: Report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    every_case_explains_itself(&report);
+    assert_every_verdict_explained(&report);
     let (s, m, judged) = verdict(&report, "platform.request-schema");
     assert_eq!((s, judged), (Status::Pass, 20), "{m}");
     let (s, m, judged) = verdict(&report, "harness.turns");

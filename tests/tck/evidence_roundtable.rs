@@ -7,11 +7,11 @@
 
 use std::time::Duration;
 
-use agent_tck::report::{self, CaseResult, Level, Report, Status};
+use agent_tck::report::{CaseResult, Level, Report, Status};
 
 use crate::fleet::{case, drive_fleet, judge};
 use crate::platform::{self, PlatformConfig, Variant};
-use crate::support::{raw_server, read_request, stub};
+use crate::support::{assert_every_verdict_explained, raw_server, read_request, stub};
 
 /// The MUST and SHOULD cases that failed.
 fn failed_blocking(report: &Report) -> Vec<&str> {
@@ -47,20 +47,6 @@ fn assert_judged(report: &Report, id: &str, of: &str) -> u64 {
     evidence.judged
 }
 
-/// No case of a built-in observer or suite is settled by the report model's fallbacks.
-#[track_caller]
-fn assert_every_case_says_why(report: &Report) {
-    for c in &report.cases {
-        assert!(
-            !c.message.starts_with(report::NO_EVIDENCE)
-                && !c.message.starts_with(report::NO_REASON),
-            "{}: {}",
-            c.id,
-            c.message
-        );
-    }
-}
-
 /// Two conforming agents and nothing else: no agent fails, none sends what must be sanitized.
 const PLAIN_FLEET: &str = r#"
 seed: 5
@@ -85,7 +71,7 @@ trigger: {{ count: 2, concurrency: 2, margin: 8s, expect: {{ json: ["status == c
 #[tokio::test]
 async fn the_reference_platform_passes_each_rule_on_what_exercised_it() {
     let report = judge(Variant::Conforming).await;
-    assert_every_case_says_why(&report);
+    assert_every_verdict_explained(&report);
     // Only the strings forwarded from the agents that sent such things are judged.
     assert_judged(
         &report,
@@ -145,7 +131,7 @@ async fn without_such_agents_the_rules_they_exercise_skip_and_say_what_to_add() 
     )
     .await;
     platform.stop().await;
-    assert_every_case_says_why(&report);
+    assert_every_verdict_explained(&report);
     assert_status(
         &report,
         "platform.nul-stripped",
@@ -198,7 +184,7 @@ async fn without_such_agents_the_rules_they_exercise_skip_and_say_what_to_add() 
 #[tokio::test]
 async fn a_platform_that_never_challenges_fails_the_phases_and_judges_no_forwarding() {
     let report = judge(Variant::NeverChallenges).await;
-    assert_every_case_says_why(&report);
+    assert_every_verdict_explained(&report);
     assert_eq!(failed_blocking(&report), ["platform.phases-continue"]);
     let phases = assert_status(
         &report,
@@ -251,7 +237,7 @@ async fn a_platform_that_never_challenges_fails_the_phases_and_judges_no_forward
 #[tokio::test]
 async fn a_platform_that_drops_the_challenge_after_a_failure_fails_naming_the_phase() {
     let report = judge(Variant::DropsChallengeAfterFailure).await;
-    assert_every_case_says_why(&report);
+    assert_every_verdict_explained(&report);
     assert_eq!(failed_blocking(&report), ["platform.phases-continue"]);
     assert_status(
         &report,
@@ -269,7 +255,7 @@ async fn a_platform_that_drops_the_challenge_after_a_failure_fails_naming_the_ph
 #[tokio::test]
 async fn a_platform_that_calls_a_timed_out_agent_again_fails_with_the_count_and_times() {
     let report = judge(Variant::RetriesTimeouts).await;
-    assert_every_case_says_why(&report);
+    assert_every_verdict_explained(&report);
     assert_eq!(failed_blocking(&report), ["platform.failed-not-recalled"]);
     let c = assert_status(
         &report,
@@ -295,7 +281,7 @@ async fn a_platform_that_calls_a_timed_out_agent_again_fails_with_the_count_and_
 #[tokio::test]
 async fn a_platform_without_a_timeout_fails_gives_up_naming_the_agent_and_the_wait() {
     let report = judge(Variant::NoTimeout).await;
-    assert_every_case_says_why(&report);
+    assert_every_verdict_explained(&report);
     let c = assert_status(
         &report,
         "platform.gives-up",
@@ -338,7 +324,7 @@ async fn a_trigger_that_gets_no_answer_head_is_not_a_pass() {
     .await;
     let spec = format!("url: {url}\ntimeout: 100ms\ntrigger: {{ count: 1, margin: 300ms }}\n");
     let report = drive_fleet(PLAIN_FLEET, &spec).await;
-    assert_every_case_says_why(&report);
+    assert_every_verdict_explained(&report);
     assert_status(
         &report,
         "platform.trigger",
@@ -373,7 +359,7 @@ async fn a_trigger_that_gets_no_answer_head_is_not_a_pass() {
 async fn the_probe_against_a_server_with_no_routes_passes_only_reachability() {
     let server = stub(|_| agent_tck::mock::Reply::error(404, "no such route")).await;
     let report = crate::support::probe(&server.url(), Some(crate::support::KEY)).await;
-    assert_every_case_says_why(&report);
+    assert_every_verdict_explained(&report);
     let passed: Vec<&str> = report
         .cases
         .iter()
@@ -409,7 +395,7 @@ async fn the_probe_against_a_hanging_mock_agent_is_not_judged_a_retrying_platfor
         .expect("the session ends")
         .unwrap()
         .unwrap();
-    assert_every_case_says_why(&mock);
+    assert_every_verdict_explained(&mock);
     assert_status(
         &mock,
         "platform.failed-not-recalled",

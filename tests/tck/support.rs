@@ -429,3 +429,92 @@ pub fn case_statuses(report: &serde_json::Value) -> Vec<(String, String)> {
         })
         .unwrap_or_default()
 }
+
+/// What the report model promises of every case of `report`: a PASS with evidence of at least
+/// one thing judged, a SKIP with a reason of its own (never the model's fallbacks,
+/// `NO_EVIDENCE` and `NO_REASON`, which only a case that was never judged gets).
+#[track_caller]
+pub fn assert_every_verdict_explained(report: &Report) {
+    use agent_tck::report::{NO_EVIDENCE, NO_REASON};
+    for case in &report.cases {
+        match case.status {
+            Status::Pass => assert!(
+                case.evidence.as_ref().is_some_and(|e| e.judged > 0),
+                "{} {}: passed without evidence",
+                report.protocol,
+                case.id
+            ),
+            Status::Skip => assert!(
+                !case.message.trim().is_empty(),
+                "{} {}: skipped without a reason",
+                report.protocol,
+                case.id
+            ),
+            _ => {}
+        }
+        assert!(
+            !case.message.contains(NO_EVIDENCE) && !case.message.contains(NO_REASON),
+            "{} {}: never judged nor given a reason: {}",
+            report.protocol,
+            case.id,
+            case.message
+        );
+    }
+}
+
+/// Runs the agent-tck binary with `args` (no colour, stdin closed) to its end, its output
+/// drained as it comes; fails the test if it runs longer than `within` (the process is killed).
+pub fn tck_within(args: &[&str], within: Duration) -> std::process::Output {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(EXE)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let drain = |mut from: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = from.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > within {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("agent-tck {args:?} ran longer than {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    std::process::Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// An HTTP server with none of any protocol's routes: 404 `{"detail":"Not Found"}` to every
+/// request, as a bare web framework answers (the Librarian document's source project served
+/// exactly this to every route the protocol names). Its base URL.
+pub async fn no_routes() -> String {
+    let app = Router::new().fallback(|| async {
+        (
+            axum::http::StatusCode::NOT_FOUND,
+            axum::Json(serde_json::json!({"detail": "Not Found"})),
+        )
+    });
+    let listener = TcpListener::bind(loopback()).await.expect("bind loopback");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
+}
