@@ -611,6 +611,16 @@ async fn a_deleted_session_is_revived_and_called_back() {
         .evidence
         .clone()
         .unwrap();
+    // Judged over the whole exchange, which took at least the 1 s settle: not 0 ms.
+    assert!(
+        reference.cases.iter().all(|c| c.duration_ms >= 1000),
+        "{:?}",
+        reference
+            .cases
+            .iter()
+            .map(|c| c.duration_ms)
+            .collect::<Vec<_>>()
+    );
     assert_eq!(
         (judged.judged, judged.of.as_str()),
         (1, "deleted sessions created again")

@@ -64,8 +64,16 @@ fn copies<'a>(messages: &'a [Inbound], cb: &SentCallback) -> Vec<&'a Inbound> {
 /// Runs the fleet against the server and judges it.
 pub async fn run(fleet: &Fleet, served: super::fleet::Served, strict: bool, seed: u64) -> Report {
     let info = RunInfo::start("mock", super::NAME, fleet.target(), seed, strict);
+    let started = Instant::now();
     let (drive, books) = super::fleet::exercise(fleet, served).await;
-    judge(fleet, &drive, &books, info)
+    let mut report = judge(fleet, &drive, &books, info);
+    // Every case is judged over the whole exchange (sessions, messages, callbacks, the wait
+    // for broadcasts): that is how long its evidence took.
+    let took = started.elapsed();
+    for case in &mut report.cases {
+        case.set_duration(took);
+    }
+    report
 }
 
 pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
