@@ -228,15 +228,13 @@ impl Run<'_> {
             case.fail_on(evidence, message);
         }
     }
-}
 
-impl Run<'_> {
-    /// Judges the forwards a case sent for its own rule (`indexes`). True when the rule can be
-    /// judged after the callbacks: every forward `needed` (all of them, or at least one) was
-    /// acknowledged. When they were not, a forward that failed is the forward's fault, which
-    /// `forward.*` reports: the case is a skip saying so — unless some were acknowledged and
-    /// others not (only `needed: at least one`), a fault of the rule itself (forwards refused
-    /// under load), which fails it naming them.
+    /// Judges the forwards a case sent for its own rule (`indexes`); true when they were all
+    /// acknowledged, and the rule is to be judged once the callbacks are in. A forward that was
+    /// not acknowledged is a failure `forward.*` reports, and leaves the rule nothing to judge:
+    /// the case is a skip saying so. With `all_needed` false (twenty sessions at once), some
+    /// acknowledged and others not is a fault of the rule itself (forwards refused under load),
+    /// which fails the case naming them.
     fn own_forwards(&self, indexes: &[usize], case: &mut CaseResult, all_needed: bool) -> bool {
         let failed: Vec<String> = indexes
             .iter()
