@@ -1154,9 +1154,7 @@ async fn revive(fleet: &Fleet) -> Option<Revive> {
     r.callback = Some(super::upload::post(&base, &path, text.into(), CALLBACK_DEADLINE).await);
     let shown =
         |m: &ws::Inbound| m.is_text() && m.text.as_deref().is_some_and(|t| t.contains(&marker));
-    if matches!(r.callback, Some(Ok(200..=299)))
-        && client.wait_for(fleet.settle.min(READY), shown).await
-    {
+    if matches!(r.callback, Some(Ok(200..=299))) && client.wait_for(READY, shown).await {
         // A second copy would follow the first closely.
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

@@ -86,10 +86,14 @@ async fn exchange(base: &BaseUrl, path: &str, body: Bytes) -> Result<u16, Unansw
         })?;
     let _ = stream.set_nodelay(true);
     let (mut reader, mut writer) = stream.into_split();
+    let host = if base.host.contains(':') {
+        format!("[{}]", base.host)
+    } else {
+        base.host.clone()
+    };
     let head = format!(
-        "POST {}{path} HTTP/1.1\r\nhost: {}:{}\r\ncontent-type: {CONTENT_TYPE}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        "POST {}{path} HTTP/1.1\r\nhost: {host}:{}\r\ncontent-type: {CONTENT_TYPE}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
         base.prefix,
-        base.host,
         base.port,
         body.len()
     );
