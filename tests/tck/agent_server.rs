@@ -5,7 +5,8 @@
 //! `text_input` are taken too), each user message forwarded once to the session's external agent
 //! (5 s timeout, no retry; an error message to the session's clients when it fails), and callbacks
 //! at `POST /external/sessions/{id}/messages` (raw text: 200 and a `text_done` broadcast; 400
-//! empty; 404 unknown or deleted; 413 over 256 KB). Each [`Flaw`] breaks one rule.
+//! empty; 404 unknown or deleted; 413 over 256 KB); creating a deleted session again revives it.
+//! Each [`Flaw`] breaks one rule.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -41,6 +42,20 @@ pub enum Flaw {
     AcceptsAnyId,
     /// Tells no one when a forward fails.
     NoErrorMessage,
+    /// Answers 201 to the creation of a deleted session but leaves it deleted (no revival:
+    /// no client attaches, no callback is taken).
+    StaleRevive,
+    /// Answers 500 to a callback over its size limit (instead of 413).
+    ServerErrorOnHugeCallback,
+    /// Takes a callback of any size and broadcasts it whole (a SHOULD: no bound).
+    NoBodyLimit,
+    /// Forwards with other field names (`session_id`, `agent_id`, `callback_url`,
+    /// `message.content`).
+    WrongFieldNames,
+    /// Not a flaw of the document's: has no delete endpoint (404), so nothing is revived.
+    NoDelete,
+    /// Has no callback route: every callback is answered 404 (before its body is read).
+    NoCallbackRoute,
     /// Not a flaw: speaks only the public implementation's protocol 5 on `/ws` (a document
     /// `hello {sessionId}` subscribes to nothing, as there).
     Protocol5Only,
@@ -50,7 +65,7 @@ pub enum Flaw {
 }
 
 impl Flaw {
-    pub const ALL: [Flaw; 7] = [
+    pub const ALL: [Flaw; 11] = [
         Flaw::RetriesForward,
         Flaw::NoForwardTimeout,
         Flaw::ServerErrorOnEmptyCallback,
@@ -58,19 +73,32 @@ impl Flaw {
         Flaw::BroadcastsToAll,
         Flaw::AcceptsAnyId,
         Flaw::NoErrorMessage,
+        Flaw::StaleRevive,
+        Flaw::ServerErrorOnHugeCallback,
+        Flaw::NoBodyLimit,
+        Flaw::WrongFieldNames,
     ];
 
-    /// The fleet check that must catch it, alone.
-    pub fn check(self) -> &'static str {
+    /// The fleet checks that must catch it, and only they.
+    pub fn checks(self) -> &'static [&'static str] {
         match self {
-            Flaw::None | Flaw::Protocol5Only | Flaw::AckOnHead => "",
-            Flaw::RetriesForward => "platform.forward-once",
-            Flaw::NoForwardTimeout => "platform.forward-timeout",
-            Flaw::ServerErrorOnEmptyCallback => "platform.callback-empty",
-            Flaw::AcceptsUnknownSession => "platform.callback-unknown-session",
-            Flaw::BroadcastsToAll => "platform.broadcast-isolated",
-            Flaw::AcceptsAnyId => "platform.session-ids",
-            Flaw::NoErrorMessage => "platform.error-message",
+            Flaw::None | Flaw::Protocol5Only | Flaw::AckOnHead | Flaw::NoDelete => &[],
+            // Every callback fails delivery (404); the huge one is refused, no crash.
+            Flaw::NoCallbackRoute => &["platform.callback-delivered"],
+            Flaw::RetriesForward => &["platform.forward-once"],
+            Flaw::NoForwardTimeout => &["platform.forward-timeout"],
+            // A 500 is both the wrong refusal and a server error.
+            Flaw::ServerErrorOnEmptyCallback => {
+                &["platform.callback-empty", "platform.callback-no-5xx"]
+            }
+            Flaw::AcceptsUnknownSession => &["platform.callback-unknown-session"],
+            Flaw::BroadcastsToAll => &["platform.broadcast-isolated"],
+            Flaw::AcceptsAnyId => &["platform.session-ids"],
+            Flaw::NoErrorMessage => &["platform.error-message"],
+            Flaw::StaleRevive => &["platform.session-revive"],
+            Flaw::ServerErrorOnHugeCallback => &["platform.callback-no-5xx"],
+            Flaw::NoBodyLimit => &["platform.callback-huge"],
+            Flaw::WrongFieldNames => &["platform.forward-schema"],
         }
     }
 }
@@ -150,7 +178,10 @@ async fn create(State(s): State<Arc<Server>>, Json(body): Json<Value>) -> Respon
             )
         }
         Some(existing) => {
-            existing.deleted = false;
+            // Revived (or attached again); the flaw answers as if, and leaves it deleted.
+            if s.flaw != Flaw::StaleRevive {
+                existing.deleted = false;
+            }
             existing.agent = agent.clone();
         }
         None => {
@@ -184,7 +215,18 @@ async fn delete(State(s): State<Arc<Server>>, Json(body): Json<Value>) -> Respon
     }
 }
 
-async fn callback(State(s): State<Arc<Server>>, Path(id): Path<String>, body: Bytes) -> Response {
+async fn callback(
+    State(s): State<Arc<Server>>,
+    Path(id): Path<String>,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(_) if s.flaw == Flaw::ServerErrorOnHugeCallback => {
+            return (StatusCode::INTERNAL_SERVER_ERROR, "body too large").into_response()
+        }
+        Err(refused) => return refused.into_response(),
+    };
     if s.live(&id).is_none() && s.flaw != Flaw::AcceptsUnknownSession {
         return (StatusCode::NOT_FOUND, "Not found").into_response();
     }
@@ -212,12 +254,23 @@ async fn forward(s: Arc<Server>, session: String, text: String) {
         return;
     };
     let (base, path) = split(&input);
-    let payload = json!({
-        "sessionId": session,
-        "agentId": agent,
-        "callbackUrl": format!("{}/external/sessions/{session}/messages", s.base),
-        "message": {"type": "user", "text": text, "createdAt": agent_tck::report::now_rfc3339()},
-    });
+    let callback_url = format!("{}/external/sessions/{session}/messages", s.base);
+    let created = agent_tck::report::now_rfc3339();
+    let payload = if s.flaw == Flaw::WrongFieldNames {
+        json!({
+            "session_id": session,
+            "agent_id": agent,
+            "callback_url": callback_url,
+            "message": {"type": "user", "content": text, "created_at": created},
+        })
+    } else {
+        json!({
+            "sessionId": session,
+            "agentId": agent,
+            "callbackUrl": callback_url,
+            "message": {"type": "user", "text": text, "createdAt": created},
+        })
+    };
     let request = Request {
         method: "POST".into(),
         path,
@@ -418,13 +471,21 @@ pub fn start(
         sessions: Mutex::new(HashMap::new()),
         clients: Mutex::new(Vec::new()),
     });
-    let app = Router::new()
+    let mut app = Router::new()
         .route("/api/plugins/sessions/operations/create", post(create))
-        .route("/api/plugins/sessions/operations/delete", post(delete))
-        .route("/external/sessions/{id}/messages", post(callback))
-        .route("/ws", any(ws))
-        .layer(DefaultBodyLimit::max(MAX_CALLBACK))
-        .with_state(server);
+        .route("/ws", any(ws));
+    if flaw != Flaw::NoDelete {
+        app = app.route("/api/plugins/sessions/operations/delete", post(delete));
+    }
+    if flaw != Flaw::NoCallbackRoute {
+        app = app.route("/external/sessions/{id}/messages", post(callback));
+    }
+    let limit = if flaw == Flaw::NoBodyLimit {
+        DefaultBodyLimit::disable()
+    } else {
+        DefaultBodyLimit::max(MAX_CALLBACK)
+    };
+    let app = app.layer(limit).with_state(server);
     let task = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });

@@ -116,14 +116,24 @@ async fn an_input_url_that_answers_404_passes_nothing_and_says_why() {
             ("forward.session-ids", Status::Fail, answered_404),
             (
                 "isolation.sessions",
-                Status::Fail,
+                Status::Skip,
                 &[
-                    "20 of 20 forwards were not acknowledged: one of twenty at once",
+                    "20 of its 20 forward(s) not acknowledged, a failure the forward.* cases report",
+                    "one of twenty at once",
                     "(and 17 more)",
+                    "an inputUrl that acknowledges the forwarded messages 2xx exercises it",
                 ],
             ),
-            ("resilience.second-message", Status::Fail, answered_404),
-            ("resilience.no-flood", Status::Fail, answered_404),
+            (
+                "resilience.second-message",
+                Status::Skip,
+                &["2 of its 2 forward(s) not acknowledged", "answered 404"],
+            ),
+            (
+                "resilience.no-flood",
+                Status::Skip,
+                &["1 of its 1 forward(s) not acknowledged", "answered 404"],
+            ),
             ("forward.within-5s", Status::Skip, no_ack),
             ("callback.arrives", Status::Skip, no_ack),
             ("callback.exact-url", Status::Skip, no_ack),
@@ -196,10 +206,24 @@ async fn an_agent_that_never_calls_back_is_judged_on_its_acknowledgements_only()
                 &["the agent made no callback within 1s to the session whose endpoint answers 500"],
             ),
             ("callback.exact-url", Status::Skip, none_came),
+            ("callback.method", Status::Skip, none_came),
             ("callback.not-empty", Status::Skip, none_came),
             ("callback.raw-text", Status::Skip, none_came),
         ],
     );
+    // The cases judged after the wait for callbacks took that wait (1 s), not 0 ms.
+    for id in [
+        "callback.arrives",
+        "callback.exact-url",
+        "forward.within-5s",
+    ] {
+        assert!(
+            case(&report, id).duration_ms >= 1000,
+            "{id}: {}",
+            case(&report, id).duration_text()
+        );
+    }
+    assert!(report.cases.iter().all(|c| c.duration_us > 0));
     let timed = case(&report, "forward.within-5s").evidence.clone().unwrap();
     assert_eq!(
         (timed.judged, timed.of.as_str()),
@@ -392,4 +416,375 @@ async fn a_server_that_forwards_elsewhere_fails_reached_fleet_and_judges_no_forw
         (1, "session creations")
     );
     assert_eq!(report.exit_code(), 1);
+}
+
+/// `probe connector` against the reference external agent with `flaw`, the callbacks awaited
+/// up to 10 s (the reference calls back within a second).
+async fn probe_flaw(flaw: &str) -> Report {
+    use agent_tck::protocols::connector::agent::{ExternalAgent, Flaws};
+    let agent = std::sync::Arc::new(ExternalAgent::new(Flaws::named(flaw).unwrap()));
+    let running = agent_tck::mock::http1::spawn(agent, ([127, 0, 0, 1], 0).into())
+        .await
+        .unwrap();
+    let mut s = crate::connector::settings(&format!("{}/v1/assistant/input", running.url()));
+    s.reply_timeout = Duration::from_secs(10);
+    let report = tokio::time::timeout(Duration::from_secs(60), run(&s, &|_| {}))
+        .await
+        .expect("the probe ends")
+        .unwrap();
+    running.stop().await;
+    report
+}
+
+/// A callback PUT to exactly the URL given is named by its method (the endpoint answers 405),
+/// not reported as a callback to a session never given; the reference's POSTs pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_put_callback_is_named_by_its_method() {
+    let (put, reference) = tokio::join!(probe_flaw("put-callback"), probe_flaw("conforming"));
+    assert_cases(
+        &put,
+        &[
+            (
+                "callback.method",
+                Status::Fail,
+                &[
+                    "29 of 29 callbacks",
+                    ": PUT /cb/",
+                    "(the document: POST; the kit's endpoint answered 405)",
+                ],
+            ),
+            (
+                "isolation.sessions",
+                Status::Pass,
+                &["none to a session never given"],
+            ),
+            ("callback.arrives", Status::Pass, &[]),
+            ("callback.exact-url", Status::Pass, &[]),
+        ],
+    );
+    assert_cases(&reference, &[("callback.method", Status::Pass, &[])]);
+    let judged = case(&reference, "callback.method")
+        .evidence
+        .clone()
+        .unwrap();
+    assert_eq!((judged.judged, judged.of.as_str()), (29, "callbacks"));
+}
+
+/// A callback to the URL given without its query string: the case shows the URL it came to,
+/// the URL given, and what differs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callback_that_drops_the_query_string_shows_both_urls_and_the_difference() {
+    let report = probe_flaw("drops-query").await;
+    assert_cases(
+        &report,
+        &[(
+            "callback.exact-url",
+            Status::Fail,
+            &[
+                "29 of 29 callbacks",
+                "/messages, given /cb/",
+                "/messages?k=tck-",
+                ": the query string `?k=tck-",
+            ],
+        )],
+    );
+    let message = &case(&report, "callback.exact-url").message;
+    // Only the query differs: the path is not blamed.
+    assert!(!message.contains("the path"), "{message}");
+    // One example whole: `S: to /cb/N/…/messages, given /cb/N/…/messages?k=tck-N: the query
+    // string `?k=tck-N` was dropped`.
+    let example = message
+        .split("callbacks: ")
+        .nth(1)
+        .unwrap()
+        .split("; ")
+        .next()
+        .unwrap();
+    let (_, rest) = example.split_once(": to ").unwrap();
+    let (got, rest) = rest.split_once(", given ").unwrap();
+    let (given, difference) = rest.split_once(": ").unwrap();
+    let query = given.split_once('?').unwrap().1;
+    assert_eq!(given, format!("{got}?{query}"), "{example}");
+    assert_eq!(
+        difference,
+        format!("the query string `?{query}` was dropped")
+    );
+}
+
+/// Thirty callbacks for one message at an endpoint answering 500, each tried three times, are
+/// thirty callbacks retried a little, not a flood; one callback tried thirty times is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_are_counted_per_callback() {
+    let (many, floods) = tokio::join!(
+        probe_flaw("many-callbacks"),
+        probe_flaw("floods-failing-endpoint")
+    );
+    assert_eq!(crate::support::failing(&many), vec![], "{}", explain(&many));
+    assert_cases(
+        &many,
+        &[(
+            "resilience.no-flood",
+            Status::Pass,
+            &["30 callback(s), at most 3 attempt(s) each"],
+        )],
+    );
+    let judged = case(&many, "resilience.no-flood").evidence.clone().unwrap();
+    assert_eq!(
+        (judged.judged, judged.of.as_str()),
+        (30, "callbacks to an endpoint answering 500 (90 attempts)")
+    );
+    assert_cases(
+        &floods,
+        &[(
+            "resilience.no-flood",
+            Status::Fail,
+            &[
+                "1 of 1 callback(s) tried more than 5 times",
+                "the most, 30 attempts of one callback",
+                "a flood",
+            ],
+        )],
+    );
+}
+
+/// A forward cut at the kit's own bound says where the bound came from: the server's 5 s and
+/// 2 s of grace by default, --timeout when that is shorter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forward_cut_at_the_deadline_says_where_the_deadline_came_from() {
+    let (url, task) = crate::support::raw_server(|mut stream| async move {
+        crate::support::read_request(&mut stream).await;
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        drop(stream);
+    })
+    .await;
+    let mut s = crate::connector::settings(&format!("{url}/in"));
+    s.common.only = vec!["forward.plain".into()];
+    s.timeout = Duration::from_secs(3);
+    let short = tokio::time::timeout(Duration::from_secs(30), run(&s, &|_| {}))
+        .await
+        .expect("the probe ends")
+        .unwrap();
+    task.abort();
+    assert_cases(
+        &short,
+        &[(
+            "forward.plain",
+            Status::Fail,
+            &["no complete answer within 3s (--timeout): no response head received"],
+        )],
+    );
+}
+
+/// A fleet of one conforming agent against the reference server with `flaw`.
+async fn revive_run(flaw: Flaw) -> Report {
+    fleet_run(flaw, &[("steady", "conforming")]).await
+}
+
+/// A deleted session created again is revived: the reference attaches it and takes its
+/// callback; a server that answers 201 but keeps it deleted fails, naming the step; a server
+/// with no delete endpoint gives nothing to revive, and says what would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_session_is_revived_and_called_back() {
+    let (reference, stale, no_delete) = tokio::join!(
+        revive_run(Flaw::None),
+        revive_run(Flaw::StaleRevive),
+        revive_run(Flaw::NoDelete)
+    );
+    assert_eq!(
+        crate::support::failing(&reference),
+        vec![],
+        "{}",
+        explain(&reference)
+    );
+    assert_cases(
+        &reference,
+        &[(
+            "platform.session-revive",
+            Status::Pass,
+            &[
+                "-revive: created, deleted, created again (HTTP 201",
+                "its callback answered 2xx and shown once",
+            ],
+        )],
+    );
+    let judged = case(&reference, "platform.session-revive")
+        .evidence
+        .clone()
+        .unwrap();
+    // Judged over the whole exchange, which took at least the 1 s settle: not 0 ms.
+    assert!(
+        reference.cases.iter().all(|c| c.duration_ms >= 1000),
+        "{:?}",
+        reference
+            .cases
+            .iter()
+            .map(|c| c.duration_ms)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        (judged.judged, judged.of.as_str()),
+        (1, "deleted sessions created again")
+    );
+    assert_eq!(
+        crate::support::failed_ids(&stale.cases),
+        ["platform.session-revive".to_string()].into(),
+        "{}",
+        explain(&stale)
+    );
+    assert_cases(
+        &stale,
+        &[(
+            "platform.session-revive",
+            Status::Fail,
+            &[
+                "-revive was created again (HTTP 201",
+                "but a WebSocket client could not attach to it",
+            ],
+        )],
+    );
+    assert_eq!(stale.exit_code(), 1);
+    assert_eq!(
+        crate::support::failing(&no_delete),
+        vec![],
+        "{}",
+        explain(&no_delete)
+    );
+    assert_cases(
+        &no_delete,
+        &[(
+            "platform.session-revive",
+            Status::Skip,
+            &[
+                "(POST /api/plugins/sessions/operations/delete {sessionId}) answered HTTP 404",
+                "nothing to revive; a server that deletes sessions there exercises this case",
+            ],
+        )],
+    );
+}
+
+/// A server error to a callback of any size is a MUST failure that states the size; taking a
+/// huge body whole is the SHOULD (stated with its size too); a 413 passes both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_5xx_to_a_huge_callback_is_a_crash_and_no_bound_is_a_should() {
+    let _heavy = crate::support::heavy().await;
+    let agents = [("steady", "conforming"), ("huge", "huge-callback:2MiB")];
+    let (reference, crashes, unbounded) = tokio::join!(
+        fleet_run(Flaw::None, &agents),
+        fleet_run(Flaw::ServerErrorOnHugeCallback, &agents),
+        fleet_run(Flaw::NoBodyLimit, &agents)
+    );
+    assert_eq!(
+        crate::support::failing(&reference),
+        vec![],
+        "{}",
+        explain(&reference)
+    );
+    assert_cases(
+        &reference,
+        &[
+            (
+                "platform.callback-huge",
+                Status::Pass,
+                &["2097152 bytes (2 MiB) refused with HTTP 413"],
+            ),
+            ("platform.callback-no-5xx", Status::Pass, &[]),
+        ],
+    );
+    assert_cases(
+        &crashes,
+        &[
+            (
+                "platform.callback-no-5xx",
+                Status::Fail,
+                &["1 of 2 callbacks break the rule", "a huge callback of 2097152 bytes (2 MiB) to tck-huge-0-", "(agent huge): HTTP 500"],
+            ),
+            (
+                "platform.callback-huge",
+                Status::Skip,
+                &["each of the 1 huge callback(s) got a server error or no answer (see platform.callback-no-5xx)"],
+            ),
+        ],
+    );
+    assert_eq!(
+        case(&crashes, "platform.callback-no-5xx").level,
+        agent_tck::report::Level::Must
+    );
+    assert_eq!(crashes.exit_code(), 1);
+    assert_cases(
+        &unbounded,
+        &[
+            (
+                "platform.callback-huge",
+                Status::Fail,
+                &["2097152 bytes (2 MiB) accepted (HTTP 200) and broadcast whole (2097152 bytes): no bound"],
+            ),
+            ("platform.callback-no-5xx", Status::Pass, &[]),
+        ],
+    );
+    // A SHOULD: the run is not failed for it.
+    assert_eq!(
+        crate::support::failing(&unbounded).len(),
+        1,
+        "{}",
+        explain(&unbounded)
+    );
+    assert_eq!(unbounded.exit_code(), 0);
+}
+
+/// A server without the callback route answers the default huge callback (32 MiB, past common
+/// servers' limits) 404 before reading it and closes: the 404 is read, so it is a refusal, not
+/// a broken pipe taken for a crash.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_callback_answered_404_before_its_body_is_a_refusal_not_a_crash() {
+    let _heavy = crate::support::heavy().await;
+    let report = fleet_run(
+        Flaw::NoCallbackRoute,
+        &[("steady", "conforming"), ("huge", "huge-callback")],
+    )
+    .await;
+    assert_cases(
+        &report,
+        &[
+            ("platform.callback-no-5xx", Status::Pass, &[]),
+            (
+                "platform.callback-huge",
+                Status::Pass,
+                &["33554432 bytes (32 MiB) refused with HTTP 404"],
+            ),
+            (
+                "platform.callback-delivered",
+                Status::Fail,
+                &["HTTP 404 (expected 200)"],
+            ),
+        ],
+    );
+    for c in &report.cases {
+        assert!(
+            !c.message.contains("Broken pipe"),
+            "{}: {}",
+            c.id,
+            c.message
+        );
+    }
+}
+
+/// A forward whose field names are not the document's arrived: forward-once counts it by its
+/// values and says it was malformed (forward-schema fails it), never "never forwarded".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forward_with_other_field_names_arrived_malformed() {
+    let report = fleet_run(Flaw::WrongFieldNames, &[("steady", "conforming")]).await;
+    assert_eq!(
+        crate::support::failed_ids(&report.cases),
+        ["platform.forward-schema".to_string()].into(),
+        "{}",
+        explain(&report)
+    );
+    assert_cases(
+        &report,
+        &[(
+            "platform.forward-once",
+            Status::Pass,
+            &["1 forward(s) arrived malformed, their session id and text under other field names (see platform.forward-schema)"],
+        )],
+    );
 }

@@ -23,20 +23,33 @@ pub struct Flaws {
     pub json_envelope: bool,
     /// Posts an empty body.
     pub empty_callback: bool,
+    /// Posts spaces and newlines only.
+    pub whitespace_callback: bool,
     /// Also posts to a session it was never given.
     pub stray_callback: bool,
     /// Retries a failing callback endpoint 30 times without pause.
     pub floods: bool,
+    /// Calls back with PUT, not POST.
+    pub put_callback: bool,
+    /// Calls back at the URL given without its query string.
+    pub drops_query: bool,
+    /// Not a departure: answers each message in 30 callbacks, sent together, each retried
+    /// (at most three tries) on its own.
+    pub many_callbacks: bool,
 }
 
 impl Flaws {
-    pub const NAMES: [&'static str; 6] = [
+    pub const NAMES: [&'static str; 10] = [
         "slow-ack",
         "hard-coded-callback",
         "json-envelope",
         "empty-callback",
+        "whitespace-callback",
         "stray-callback",
         "floods-failing-endpoint",
+        "put-callback",
+        "drops-query",
+        "many-callbacks",
     ];
 
     pub fn named(name: &str) -> Option<Flaws> {
@@ -46,8 +59,12 @@ impl Flaws {
             "hard-coded-callback" => f.hard_coded_callback = true,
             "json-envelope" => f.json_envelope = true,
             "empty-callback" => f.empty_callback = true,
+            "whitespace-callback" => f.whitespace_callback = true,
             "stray-callback" => f.stray_callback = true,
             "floods-failing-endpoint" => f.floods = true,
+            "put-callback" => f.put_callback = true,
+            "drops-query" => f.drops_query = true,
+            "many-callbacks" => f.many_callbacks = true,
             "conforming" => {}
             _ => return None,
         }
@@ -88,8 +105,18 @@ impl ExternalAgent {
 }
 
 async fn post(base: &BaseUrl, path: &str, body: Vec<u8>, content_type: &str) -> Option<u16> {
+    send(base, "POST", path, body, content_type).await
+}
+
+async fn send(
+    base: &BaseUrl,
+    method: &str,
+    path: &str,
+    body: Vec<u8>,
+    content_type: &str,
+) -> Option<u16> {
     let request = client::Request {
-        method: "POST".into(),
+        method: method.into(),
         path: path.into(),
         headers: vec![("content-type".into(), content_type.into())],
         body: body.into(),
@@ -118,6 +145,9 @@ async fn answer(flaws: Flaws, payload: Value) {
     if flaws.hard_coded_callback {
         path = super::model::callback_path(&session);
     }
+    if flaws.drops_query {
+        path.truncate(path.find('?').unwrap_or(path.len()));
+    }
     let reply = format!(
         "**Received** {} characters:\n\n> {}",
         text.chars().count(),
@@ -125,6 +155,8 @@ async fn answer(flaws: Flaws, payload: Value) {
     );
     let (body, content_type) = if flaws.empty_callback {
         (Vec::new(), "text/plain; charset=utf-8")
+    } else if flaws.whitespace_callback {
+        (b" \n\t \r\n".to_vec(), "text/plain; charset=utf-8")
     } else if flaws.json_envelope {
         (
             serde_json::to_vec(&serde_json::json!({"text": reply})).unwrap_or_default(),
@@ -133,20 +165,43 @@ async fn answer(flaws: Flaws, payload: Value) {
     } else {
         (reply.into_bytes(), "text/markdown; charset=utf-8")
     };
+    let method = if flaws.put_callback { "PUT" } else { "POST" };
+    if flaws.many_callbacks {
+        // Thirty callbacks at once, each its own text and its own retries.
+        let parts = (1..=30).map(|n| {
+            let mut part = body.clone();
+            part.extend_from_slice(format!("\n\n(part {n} of 30)").as_bytes());
+            deliver(flaws, &base, method, &path, part, content_type)
+        });
+        futures::future::join_all(parts).await;
+    } else {
+        deliver(flaws, &base, method, &path, body, content_type).await;
+    }
+    if flaws.stray_callback {
+        let stray = super::model::callback_path(&format!("{session}-stray"));
+        post(&base, &stray, b"stray".to_vec(), "text/plain").await;
+    }
+}
+
+/// One callback, retried while the endpoint fails (a 5xx or no answer) as the flaws say.
+async fn deliver(
+    flaws: Flaws,
+    base: &BaseUrl,
+    method: &str,
+    path: &str,
+    body: Vec<u8>,
+    content_type: &str,
+) {
     let (tries, pause) = if flaws.floods {
         (30, Duration::ZERO)
     } else {
         (3, Duration::from_millis(200))
     };
     for attempt in 0..tries {
-        match post(&base, &path, body.clone(), content_type).await {
+        match send(base, method, path, body.clone(), content_type).await {
             Some(s) if s < 500 => break,
             _ => tokio::time::sleep(pause * (1 << attempt.min(4))).await,
         }
-    }
-    if flaws.stray_callback {
-        let stray = super::model::callback_path(&format!("{session}-stray"));
-        post(&base, &stray, b"stray".to_vec(), "text/plain").await;
     }
 }
 

@@ -139,6 +139,10 @@ pub enum Behavior {
     DeletedSession,
 }
 
+/// A huge callback's default size: 32 MiB, above the limits servers commonly set by default
+/// (nginx and Fastify 1 MB, Django 2.5 MB, Kestrel 30 MB), so that a bound shows.
+pub const HUGE_DEFAULT: usize = 32 << 20;
+
 /// The behaviours, with what each tests.
 pub const BEHAVIORS: [(&str, &str); 13] = [
     ("conforming", "acknowledges, then calls back once"),
@@ -158,7 +162,10 @@ pub const BEHAVIORS: [(&str, &str); 13] = [
     ),
     ("never-callback", "acknowledges and never calls back"),
     ("many-callbacks", "calls back N times (default 3)"),
-    ("huge-callback", "calls back with BYTES (default 1MB)"),
+    (
+        "huge-callback",
+        "calls back with BYTES (default 32MiB: above common servers' limits, 1-30 MB)",
+    ),
     ("empty-callback", "calls back with an empty body"),
     ("whitespace-callback", "calls back with spaces and newlines"),
     (
@@ -225,7 +232,7 @@ impl Behavior {
                 Some(a) => crate::units::parse_bytes(a)
                     .map_err(|e| format!("huge-callback:{a}: {e}"))?
                     .clamp(64, 64 << 20),
-                None => 1_000_000,
+                None => HUGE_DEFAULT,
             })),
             other => {
                 let known: Vec<&str> = BEHAVIORS.iter().map(|(b, _)| *b).collect();
@@ -383,6 +390,9 @@ pub struct Forward {
     pub text: Option<String>,
     /// What is wrong with it (schema, ids, callbackUrl, Content-Type).
     pub problems: Vec<String>,
+    /// The payload's short strings, wherever they are: a forward whose field names are wrong
+    /// is still known by its session id and text.
+    pub strings: Vec<String>,
     /// How our acknowledgement ended (None: not yet).
     pub ack: Option<Delivered>,
     /// The status of the head we planned to send (0: a fault before any head).
@@ -398,6 +408,53 @@ pub enum CallbackKind {
     Whitespace,
     UnknownSession,
     DeletedSession,
+}
+
+impl Forward {
+    /// Whether it carries the user message `text` of `session`: in the document's fields, or
+    /// (`malformed`) only somewhere in the payload.
+    pub fn carries(&self, session: &str, text: &str) -> Option<Carried> {
+        let text = text.trim();
+        if self.session.as_deref() == Some(session) && self.text.as_deref() == Some(text) {
+            Some(Carried::InPlace)
+        } else if self.strings.iter().any(|s| s == session)
+            && self.strings.iter().any(|s| s == text)
+        {
+            Some(Carried::Malformed)
+        } else {
+            None
+        }
+    }
+}
+
+/// Where a forward carried a user message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Carried {
+    /// In `sessionId` and `message.text`.
+    InPlace,
+    /// Elsewhere in the payload (wrong field names).
+    Malformed,
+}
+
+/// The strings of `value` up to `MAX_STRING` bytes, at most `MAX_STRINGS` of them, at most
+/// eight levels deep.
+fn strings_of(value: &Value) -> Vec<String> {
+    const MAX_STRINGS: usize = 64;
+    const MAX_STRING: usize = 4096;
+    fn walk(v: &Value, depth: usize, out: &mut Vec<String>) {
+        if out.len() >= MAX_STRINGS || depth > 8 {
+            return;
+        }
+        match v {
+            Value::String(s) if s.len() <= MAX_STRING => out.push(s.trim().to_string()),
+            Value::Array(items) => items.iter().for_each(|i| walk(i, depth + 1, out)),
+            Value::Object(members) => members.values().for_each(|m| walk(m, depth + 1, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(value, 0, &mut out);
+    out
 }
 
 /// A callback the fleet sent.
@@ -417,6 +474,8 @@ pub struct SentCallback {
     pub status: Option<u16>,
     pub answered: Option<Instant>,
     pub error: Option<String>,
+    /// No answer, and the connection broke before the whole body went out.
+    pub cut_mid_body: bool,
 }
 
 /// A user message the fleet sent.
@@ -445,6 +504,9 @@ pub struct Books {
     /// Forwards past the bound, counted.
     pub dropped: u64,
 }
+
+/// How long a callback may take to be answered (a huge one included).
+const CALLBACK_DEADLINE: Duration = Duration::from_secs(30);
 
 /// Most forwards and callbacks recorded.
 const KEPT: usize = 100_000;
@@ -635,37 +697,31 @@ impl Inputs {
             }
         }
         for (kind, path, body, canary) in sends {
-            let text = String::from_utf8_lossy(&body).into_owned();
+            // Borrowed, not copied: a huge body is tens of megabytes.
+            let text = String::from_utf8_lossy(&body);
             let marker = text
                 .find("(tck-reply-")
                 .and_then(|i| text[i + 1..].split(')').next())
                 .unwrap_or("")
                 .to_string();
+            let (digest, len) = (ws::digest(&text), text.trim_end().len());
+            drop(text);
             let sent = Instant::now();
-            let request = client::Request {
-                method: "POST".into(),
-                path,
-                headers: vec![("content-type".into(), "text/markdown; charset=utf-8".into())],
-                body: body.into(),
-            };
-            let limits = Limits {
-                deadline: Duration::from_secs(10),
-                ..Limits::default()
-            };
-            let answer = client::send(&base, &request, limits).await;
+            let answer = super::upload::post(&base, &path, body.into(), CALLBACK_DEADLINE).await;
             let record = SentCallback {
                 agent: agent.name.clone(),
                 session: session.clone(),
                 kind,
-                digest: ws::digest(&text),
-                len: text.trim_end().len(),
+                digest,
+                len,
                 marker,
                 canary,
                 answers: answers.clone(),
                 sent,
-                status: answer.as_ref().ok().map(|r| r.status),
+                status: answer.as_ref().ok().copied(),
                 answered: Some(Instant::now()),
-                error: answer.err().map(|e| e.to_string()),
+                cut_mid_body: answer.as_ref().is_err_and(|e| e.cut_mid_body),
+                error: answer.err().map(|e| e.message),
             };
             if let Ok(mut b) = self.books.lock() {
                 if b.callbacks.len() < KEPT {
@@ -746,6 +802,7 @@ impl Handler for Arc<Inputs> {
             session: session.clone(),
             text: payload["message"]["text"].as_str().map(str::to_string),
             problems,
+            strings: strings_of(&payload),
             ack: None,
             status,
         });
@@ -854,6 +911,23 @@ pub struct Drive {
     /// Clients that got no session_ready.
     pub not_ready: Vec<String>,
     pub clients: usize,
+    /// A session created, deleted and created again, then called back.
+    pub revive: Option<Revive>,
+}
+
+/// What became of a deleted session created again (the document: "If session is deleted:
+/// revive (idempotent attach)"), and of a callback to it.
+#[derive(Debug, Default)]
+pub struct Revive {
+    pub session: String,
+    /// create, delete, create again: as far as they went.
+    pub calls: Vec<Call>,
+    /// Why its WebSocket client was not attached, if it was not.
+    pub not_attached: Option<String>,
+    /// The callback to it: its status, or what happened instead.
+    pub callback: Option<Result<u16, super::upload::Unanswered>>,
+    /// How many times its client was shown the callback's text.
+    pub broadcasts: usize,
 }
 
 /// Runs the fleet against the server and judges it.
@@ -883,6 +957,7 @@ const READY: Duration = Duration::from_secs(5);
 async fn drive(fleet: &Fleet, served: &Served) -> Drive {
     let mut d = Drive {
         id_checks: session_id_checks(fleet).await,
+        revive: revive(fleet).await,
         ..Drive::default()
     };
     let mut sessions = Vec::new();
@@ -1023,6 +1098,71 @@ async fn drive(fleet: &Fleet, served: &Served) -> Drive {
     d
 }
 
+/// Creates a session for the first agent, deletes it, creates it again, attaches a client and
+/// calls back to it as its agent would (at the document's path on the server), as far as each
+/// step succeeds.
+async fn revive(fleet: &Fleet) -> Option<Revive> {
+    let first = fleet.agents.first()?;
+    let session = format!("{}-revive", first.sessions[0]);
+    let mut r = Revive {
+        session: session.clone(),
+        ..Revive::default()
+    };
+    let create = json!({"agentId": first.agent_id, "sessionId": session});
+    for (what, body) in [
+        ("create", create.clone()),
+        ("delete", json!({"sessionId": session})),
+        ("create", create),
+    ] {
+        let call = session_call(&fleet.server, what, &session, body).await;
+        let ok = call.status.is_some_and(|s| (200..300).contains(&s));
+        r.calls.push(call);
+        if !ok {
+            return Some(r);
+        }
+    }
+    let client =
+        match ws::Client::connect(&ws::ws_url(&fleet.server), &session, fleet.dialect, READY).await
+        {
+            Ok(c) => c,
+            Err(e) => {
+                r.not_attached = Some(e);
+                return Some(r);
+            }
+        };
+    if !client
+        .wait_for(READY, |m| {
+            m.kind == "session_ready" || m.kind == "subscribed"
+        })
+        .await
+    {
+        r.not_attached = Some(format!(
+            "no session_ready within {}",
+            crate::units::format_duration(READY)
+        ));
+        client.close().await;
+        return Some(r);
+    }
+    let marker = format!("(tck-revive-{session})");
+    // At the server the fleet reaches (not the callback base, which may name it otherwise).
+    let path = format!("{}{}", fleet.server.prefix, model::callback_path(&session));
+    let base = BaseUrl {
+        prefix: String::new(),
+        ..fleet.server.clone()
+    };
+    let text = format!("Revived, thank you.\n\n{marker}");
+    r.callback = Some(super::upload::post(&base, &path, text.into(), CALLBACK_DEADLINE).await);
+    let shown =
+        |m: &ws::Inbound| m.is_text() && m.text.as_deref().is_some_and(|t| t.contains(&marker));
+    if matches!(r.callback, Some(Ok(200..=299))) && client.wait_for(READY, shown).await {
+        // A second copy would follow the first closely.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    r.broadcasts = client.messages().iter().filter(|m| shown(m)).count();
+    client.close().await;
+    Some(r)
+}
+
 /// The session ids the create endpoint must refuse, and the attach rules: (what, call, refused?).
 async fn session_id_checks(fleet: &Fleet) -> Vec<(String, Call, bool)> {
     let Some(first) = fleet.agents.first() else {
@@ -1098,6 +1238,11 @@ mod tests {
         assert_eq!(
             Behavior::parse("many-callbacks").unwrap(),
             Behavior::ManyCallbacks(3)
+        );
+        // Above the limits servers commonly set by default, so that a bound shows.
+        assert_eq!(
+            Behavior::parse("huge-callback").unwrap(),
+            Behavior::HugeCallback(32 << 20)
         );
         assert!(Behavior::parse("error-ack:200")
             .unwrap_err()

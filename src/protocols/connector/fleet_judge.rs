@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::fleet::{Behavior, Books, CallbackKind, Drive, Fleet, Forward, Said, SentCallback};
+use super::fleet::{
+    Behavior, Books, CallbackKind, Carried, Drive, Fleet, Forward, Revive, Said, SentCallback,
+};
 use super::model::FORWARD_TIMEOUT;
 use super::ws::Inbound;
 use crate::mock::http1::{Fault, Outcome};
@@ -62,8 +64,16 @@ fn copies<'a>(messages: &'a [Inbound], cb: &SentCallback) -> Vec<&'a Inbound> {
 /// Runs the fleet against the server and judges it.
 pub async fn run(fleet: &Fleet, served: super::fleet::Served, strict: bool, seed: u64) -> Report {
     let info = RunInfo::start("mock", super::NAME, fleet.target(), seed, strict);
+    let started = Instant::now();
     let (drive, books) = super::fleet::exercise(fleet, served).await;
-    judge(fleet, &drive, &books, info)
+    let mut report = judge(fleet, &drive, &books, info);
+    // Every case is judged over the whole exchange (sessions, messages, callbacks, the wait
+    // for broadcasts): that is how long its evidence took.
+    let took = started.elapsed();
+    for case in &mut report.cases {
+        case.set_duration(took);
+    }
+    report
 }
 
 pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
@@ -71,6 +81,7 @@ pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
         reached(fleet, d, b),
         session_create(d),
         session_ids(d),
+        session_revive(d),
         ws_attach(d),
     ];
     let skip_forwards = b.forwards.is_empty();
@@ -111,6 +122,7 @@ pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
                 behaviors: "callback-to-unknown-session or callback-to-deleted-session",
             },
         ),
+        callback_no_5xx(b),
         callback_huge(d, b),
         injection(d, b),
         latency(fleet, d, b),
@@ -290,6 +302,8 @@ fn behavior_of<'a>(fleet: &'a Fleet, session: &str) -> Option<&'a Behavior> {
 fn forward_once(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
     let created = created(d);
     let mut t = Tally::default();
+    // Forwards known by their values only (wrong field names): forwards all the same.
+    let mut malformed = 0;
     let mut first_of: BTreeMap<&str, Instant> = BTreeMap::new();
     for said in &b.said {
         first_of.entry(&said.session).or_insert(said.at);
@@ -304,17 +318,16 @@ fn forward_once(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
         {
             continue;
         }
-        let n = b
+        let carried: Vec<Carried> = b
             .forwards
             .iter()
-            .filter(|f| {
-                f.session.as_deref() == Some(&said.session)
-                    && f.text.as_deref() == Some(said.text.trim())
-            })
-            .count();
+            .filter_map(|f| f.carries(&said.session, &said.text))
+            .collect();
+        let n = carried.len();
+        malformed += carried.iter().filter(|c| **c == Carried::Malformed).count();
         t.check(n == 1, || {
             if n == 0 {
-                format!("{:?} to {}: never forwarded", said.text, said.session)
+                never_forwarded(fleet, b, said)
             } else {
                 format!(
                     "{:?} to {}: forwarded {n} times (the document: no retries)",
@@ -323,7 +336,7 @@ fn forward_once(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
             }
         });
     }
-    t.judged(
+    let mut c = t.judged(
         "platform.forward-once",
         "forward",
         Level::Must,
@@ -331,7 +344,38 @@ fn forward_once(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
         SPEC,
         "user messages on created sessions",
         "see platform.session-create and platform.ws-attach: a message is sent on a session the server created, by a client it attached",
-    )
+    );
+    if malformed > 0 && c.status != Status::Skip {
+        let note = format!("{malformed} forward(s) arrived malformed, their session id and text under other field names (see platform.forward-schema), and were counted by those values");
+        c.message = if c.message.is_empty() {
+            note
+        } else {
+            format!("{}; {note}", c.message)
+        };
+    }
+    c
+}
+
+/// Why no forward was found for `said`: none reached its agent, or some did without its
+/// session id and text anywhere in them.
+fn never_forwarded(fleet: &Fleet, b: &Books, said: &Said) -> String {
+    let agent = fleet
+        .agents
+        .iter()
+        .find(|a| a.sessions.contains(&said.session))
+        .map_or("", |a| a.name.as_str());
+    let to_agent = b.forwards.iter().filter(|f| f.agent == agent).count();
+    if to_agent == 0 {
+        format!(
+            "{:?} to {}: never forwarded (no forward reached agent {agent})",
+            said.text, said.session
+        )
+    } else {
+        format!(
+            "{:?} to {}: no forward carried it ({to_agent} forward(s) reached agent {agent}, none with this session id and text anywhere in it: see platform.forward-schema)",
+            said.text, said.session
+        )
+    }
 }
 
 fn forward_timeout(fleet: &Fleet, b: &Books) -> CaseResult {
@@ -435,10 +479,7 @@ fn error_message(d: &Drive, b: &Books) -> CaseResult {
         let forwards: Vec<&Forward> = b
             .forwards
             .iter()
-            .filter(|f| {
-                f.session.as_deref() == Some(&said.session)
-                    && f.text.as_deref() == Some(said.text.trim())
-            })
+            .filter(|f| f.carries(&said.session, &said.text).is_some())
             .collect();
         let wires: Vec<Wire> = forwards.iter().map(|f| wire(f)).collect();
         let Some((at_sender, others)) = error_seen(d, b, said, &forwards) else {
@@ -607,12 +648,92 @@ fn callback_refusals(b: &Books, r: Refusal<'_>) -> CaseResult {
     )
 }
 
+/// A body's size for a reader: `33554432 bytes (32 MiB)`.
+fn size(n: usize) -> String {
+    match n {
+        n if n >= 1 << 20 => format!("{n} bytes ({:.0} MiB)", n as f64 / f64::from(1 << 20)),
+        n if n >= 1 << 10 => format!("{n} bytes ({:.0} KiB)", n as f64 / 1024.0),
+        n => format!("{n} bytes"),
+    }
+}
+
+fn kind_name(kind: CallbackKind) -> &'static str {
+    match kind {
+        CallbackKind::Text => "a text",
+        CallbackKind::Huge => "a huge",
+        CallbackKind::Empty => "an empty",
+        CallbackKind::Whitespace => "a whitespace-only",
+        CallbackKind::UnknownSession => "an unknown session's",
+        CallbackKind::DeletedSession => "a deleted session's",
+    }
+}
+
+/// A server error to a callback, of any size or body, is a crash; so is no answer at all,
+/// unless the connection broke while the body was still going out (a refusal without a
+/// status: the answer, had there been one, was read alongside the upload).
+fn callback_no_5xx(b: &Books) -> CaseResult {
+    let mut t = Tally::default();
+    for cb in b.callbacks.iter().filter(|c| !c.cut_mid_body) {
+        t.check(cb.status.is_some_and(|s| s < 500), || {
+            format!(
+                "{} callback of {} to {} (agent {}): {}",
+                kind_name(cb.kind),
+                size(cb.len),
+                cb.session,
+                cb.agent,
+                status(cb.status, &cb.error)
+            )
+        });
+    }
+    t.judged(
+        "platform.callback-no-5xx",
+        "callbacks",
+        Level::Must,
+        "every callback, whatever its size or body, gets an answer below 500 (a connection closed while the body still went out is a refusal, judged by platform.callback-huge)",
+        SPEC,
+        "callbacks",
+        "no callback was sent: an agent that is forwarded a message and calls back exercises it",
+    )
+}
+
+/// What a server did with one huge callback it answered below 500: Ok(note) when it refused or
+/// bounded it, Err(note) when it took it whole.
+fn huge_outcome(d: &Drive, cb: &SentCallback) -> Result<String, String> {
+    let bytes = size(cb.len);
+    match cb.status {
+        Some(s) if (200..300).contains(&s) => {
+            let longest = d
+                .seen
+                .get(&cb.session)
+                .into_iter()
+                .flatten()
+                .flat_map(|m| copies(m, cb))
+                .map(|m| m.text_len)
+                .max();
+            match longest {
+                Some(n) if n < cb.len => Ok(format!(
+                    "{bytes} accepted (HTTP {s}), bounded to {n} bytes when broadcast"
+                )),
+                Some(n) => Err(format!(
+                    "{bytes} accepted (HTTP {s}) and broadcast whole ({n} bytes): no bound"
+                )),
+                None => Ok(format!("{bytes} accepted (HTTP {s}), not broadcast")),
+            }
+        }
+        Some(s) => Ok(format!("{bytes} refused with HTTP {s}")),
+        None => Ok(format!(
+            "{bytes} refused without a status: {}",
+            cb.error.as_deref().unwrap_or("no answer")
+        )),
+    }
+}
+
 fn callback_huge(d: &Drive, b: &Books) -> CaseResult {
     let mut c = CaseResult::new(
         "platform.callback-huge",
         "callbacks",
         Level::Should,
-        "a huge callback body is refused (4xx) or bounded before it is broadcast (never a 5xx)",
+        "a huge callback body is refused or bounded before it is broadcast, not taken whole (a 5xx to it is judged by platform.callback-no-5xx)",
         SPEC,
     );
     let huge: Vec<&SentCallback> = b
@@ -620,52 +741,113 @@ fn callback_huge(d: &Drive, b: &Books) -> CaseResult {
         .iter()
         .filter(|c| c.kind == CallbackKind::Huge)
         .collect();
-    if huge.is_empty() {
-        c.skip("no huge callback to judge: serve an agent with huge-callback to exercise it");
+    // A 5xx or a silence after the whole body is platform.callback-no-5xx's.
+    let crashed = |cb: &&SentCallback| cb.status.map_or(!cb.cut_mid_body, |s| s >= 500);
+    let judged: Vec<&SentCallback> = huge.iter().copied().filter(|cb| !crashed(cb)).collect();
+    if judged.is_empty() {
+        c.skip(if huge.is_empty() {
+            "no huge callback to judge: serve an agent with huge-callback to exercise it".to_string()
+        } else {
+            format!(
+                "each of the {} huge callback(s) got a server error or no answer (see platform.callback-no-5xx): nothing to judge a bound by; a server that answers them below 500 exercises it",
+                huge.len()
+            )
+        });
         return c;
     }
-    let evidence = Evidence::new(huge.len() as u64, "huge callbacks");
-    let mut said = Vec::new();
-    let mut bad = Vec::new();
-    for cb in huge {
-        match cb.status {
-            Some(s) if (400..500).contains(&s) => {
-                said.push(format!("{} bytes refused with HTTP {s}", cb.len))
-            }
-            Some(s) if (200..300).contains(&s) => {
-                let longest = d
-                    .seen
-                    .get(&cb.session)
-                    .into_iter()
-                    .flatten()
-                    .flat_map(|m| copies(m, cb))
-                    .map(|m| m.text_len)
-                    .max();
-                match longest {
-                    Some(n) if n < cb.len => said.push(format!(
-                        "{} bytes accepted, bounded to {n} bytes when broadcast",
-                        cb.len
-                    )),
-                    Some(n) => bad.push(format!(
-                        "{} bytes accepted and broadcast whole ({n} bytes): no bound",
-                        cb.len
-                    )),
-                    None => said.push(format!("{} bytes accepted, not broadcast", cb.len)),
-                }
-            }
-            _ => bad.push(format!(
-                "{} bytes: {}",
-                cb.len,
-                status(cb.status, &cb.error)
-            )),
+    let evidence = Evidence::new(judged.len() as u64, "huge callbacks answered below 500");
+    let (mut held, mut unbounded) = (Vec::new(), Vec::new());
+    for cb in judged {
+        match huge_outcome(d, cb) {
+            Ok(note) => held.push(note),
+            Err(note) => unbounded.push(note),
         }
     }
-    if bad.is_empty() {
-        c.pass_noting(evidence, said.join("; "), String::new);
+    if unbounded.is_empty() {
+        c.pass_noting(evidence, held.join("; "), String::new);
     } else {
-        c.fail_on(evidence, bad.join("; "));
+        c.fail_on(evidence, unbounded.join("; "));
     }
     c
+}
+
+/// A deleted session created again: revived, attached, and called back (see `fleet::revive`).
+fn session_revive(d: &Drive) -> CaseResult {
+    let mut c = CaseResult::new(
+        "platform.session-revive",
+        "sessions",
+        Level::Must,
+        "a deleted session created again (same agent) is revived: created, attached, and a callback to it answered 200 and broadcast",
+        SPEC,
+    );
+    let Some(r) = &d.revive else {
+        c.skip("the fleet has no agent to create a session for: give the fleet an agent");
+        return c;
+    };
+    let ok = |call: &super::fleet::Call| call.status.is_some_and(|s| (200..300).contains(&s));
+    let answer = |call: &super::fleet::Call| {
+        let body = if call.body.is_null() {
+            String::new()
+        } else {
+            format!(" {}", crate::text::shorten(&call.body.to_string(), 160))
+        };
+        format!("{}{body}", status(call.status, &call.error))
+    };
+    let session = &r.session;
+    match r.calls.as_slice() {
+        [first, ..] if !ok(first) => c.skip(format!(
+            "creating {session} answered {} (see platform.session-create): nothing to delete and revive; a create endpoint that creates the fleet's sessions exercises this case",
+            answer(first)
+        )),
+        [_, delete, ..] if !ok(delete) => c.skip(format!(
+            "deleting {session} (POST /api/plugins/sessions/operations/delete {{sessionId}}) answered {}: nothing to revive; a server that deletes sessions there exercises this case",
+            answer(delete)
+        )),
+        [_, _, again] => revived(&mut c, r, again, ok(again), &answer(again)),
+        _ => c.skip(format!("the revival of {session} was not tried to its end")),
+    }
+    c
+}
+
+/// Judges a revival whose create, delete and second create were made.
+fn revived(
+    c: &mut CaseResult,
+    r: &Revive,
+    again: &super::fleet::Call,
+    created: bool,
+    answer: &str,
+) {
+    let session = &r.session;
+    let evidence = Evidence::new(1, "deleted sessions created again");
+    let named = again.body["result"]["sessionId"].as_str() == Some(session.as_str());
+    let fault = if !created || !named {
+        Some(format!(
+            "creating the deleted session {session} again answered {answer}: not revived (the document: \"If session is deleted: revive (idempotent attach)\"; expected 2xx {{ok: true, result: {{sessionId}}}})"
+        ))
+    } else if let Some(why) = &r.not_attached {
+        Some(format!("{session} was created again ({answer}), but a WebSocket client could not attach to it: {why}"))
+    } else {
+        match &r.callback {
+            None => Some(format!("{session}: no callback was sent")),
+            Some(Err(e)) => Some(format!("a callback to the revived session {session}: no answer ({})", e.message)),
+            Some(Ok(s)) if !(200..300).contains(s) => Some(format!(
+                "a callback to the revived session {session} was answered {s} (expected 200: a revived session takes callbacks again)"
+            )),
+            Some(Ok(_)) if r.broadcasts != 1 => Some(format!(
+                "the callback to the revived session {session} was answered 2xx and shown to its client {} time(s) (expected once)",
+                r.broadcasts
+            )),
+            Some(Ok(_)) => None,
+        }
+    };
+    match fault {
+        Some(message) => c.fail_on(evidence, message),
+        None => c.pass_noting(
+            evidence,
+            format!("{session}: created, deleted, created again ({answer}), attached; its callback answered 2xx and shown once"),
+            String::new,
+        ),
+    }
 }
 
 fn injection(d: &Drive, b: &Books) -> CaseResult {

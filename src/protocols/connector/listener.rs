@@ -1,7 +1,9 @@
 //! The kit's callback endpoint, as the agent server's: it hands each session a callback URL of
 //! its own — a path prefix per session (`/cb/N`, so a hard-coded URL shows) and a query string
 //! that must be kept — records every callback that comes, answers 200 with no body, 404 for a
-//! session it never gave (as the real server does), and 500 for a session told to fail.
+//! session it never gave (as the real server does), 405 for a method other than POST to a
+//! session it gave (recorded with its method, so that the case can name it), and 500 for a
+//! session told to fail.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -13,7 +15,12 @@ use crate::mock::http1::{Delivered, Handler, Plan, Request, Response};
 #[derive(Debug, Clone)]
 pub struct Callback {
     pub at: Instant,
+    /// The method it came with (the document: POST).
+    pub method: String,
+    /// The path and query it came to.
     pub path: String,
+    /// The path and query given to its session.
+    pub given: String,
     /// At exactly the URL given to the session (path and query).
     pub exact: bool,
     pub body: Vec<u8>,
@@ -33,7 +40,7 @@ struct Session {
 #[derive(Default)]
 struct Books {
     sessions: HashMap<String, Session>,
-    /// Callbacks to no session given (path, time).
+    /// Callbacks to no session given (`METHOD target`, time).
     stray: Vec<(String, Instant)>,
     next: u64,
 }
@@ -106,7 +113,8 @@ impl Listener {
     }
 }
 
-fn percent_decode(text: &str) -> String {
+/// `text` with its `%XX` escapes decoded (lossily, as UTF-8).
+pub fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -137,27 +145,32 @@ impl Handler for Listener {
         };
         let known = Listener::session_of(&path).filter(|s| b.sessions.contains_key(s));
         let response = match known {
-            Some(session) if request.method == "POST" => {
+            Some(session) => {
                 let s = b.sessions.get_mut(&session).expect("known");
                 let exact = request.target == s.target;
                 if s.callbacks.len() < KEPT {
                     s.callbacks.push(Callback {
                         at: now,
+                        method: request.method.clone(),
                         path: request.target.clone(),
+                        given: s.target.clone(),
                         exact,
                         body: request.body.to_vec(),
                         content_type: request.header("content-type").map(str::to_string),
                     });
                 }
-                if s.failing {
+                if request.method != "POST" {
+                    Response::json_error(405, "callbacks are POSTed (agent-tck)")
+                } else if s.failing {
                     Response::json_error(500, "the callback endpoint is failing (agent-tck)")
                 } else {
                     Response::new(200, "text/plain", Vec::new())
                 }
             }
-            _ => {
+            None => {
                 if b.stray.len() < KEPT {
-                    b.stray.push((request.target.clone(), now));
+                    b.stray
+                        .push((format!("{} {}", request.method, request.target), now));
                 }
                 Response::json_error(404, "unknown session")
             }
@@ -176,6 +189,9 @@ impl Handler for Listener {
         if let Ok(mut b) = self.books.lock() {
             if let Some(s) = b.sessions.get_mut(&session) {
                 if s.refused.len() < KEPT {
+                    // The engine speaks as a mock; here it is the kit's callback endpoint.
+                    let message =
+                        message.replace("the mock's limit", "the callback endpoint's limit");
                     s.refused.push(format!("HTTP {status}: {message}"));
                 }
             }

@@ -11,7 +11,7 @@
 //!   line and the self-test;
 //! - `fleet`, `ws`, `fleet_judge`: the other role — a fleet of external agents and WebSocket
 //!   clients against a real agent server (`mock fleet` with `protocol: connector`), and its
-//!   verdicts.
+//!   verdicts; `upload`: a callback whose answer is read while its body goes out.
 
 pub mod agent;
 pub mod commands;
@@ -20,6 +20,7 @@ pub mod fleet_judge;
 pub mod listener;
 pub mod model;
 pub mod probe;
+pub mod upload;
 pub mod ws;
 
 pub use commands::Connector;

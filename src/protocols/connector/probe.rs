@@ -17,7 +17,7 @@ use crate::probe::args::Common;
 use crate::probe::checks::Check;
 use crate::probe::plugin::DriverRules;
 use crate::probe::Suite as LoadedSuite;
-use crate::report::{CaseResult, Evidence, Report, Status};
+use crate::report::{CaseResult, Evidence, Report};
 use crate::text::{excerpt, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
 
@@ -28,7 +28,7 @@ pub const SUITE: (&str, &str) = (
 );
 
 const TEXTS: [&str; 4] = ["plain", "unicode-markdown", "large", "extra-fields"];
-const RULES: [&str; 10] = [
+const RULES: [&str; 11] = [
     "forward",
     "session_ids",
     "isolation",
@@ -37,6 +37,7 @@ const RULES: [&str; 10] = [
     "ack_within_5s",
     "callback_arrives",
     "callback_exact_url",
+    "callback_method",
     "callback_not_empty",
     "callback_raw_text",
 ];
@@ -227,6 +228,36 @@ impl Run<'_> {
             case.fail_on(evidence, message);
         }
     }
+
+    /// Judges the forwards a case sent for its own rule (`indexes`); true when they were all
+    /// acknowledged, and the rule is to be judged once the callbacks are in. A forward that was
+    /// not acknowledged is a failure `forward.*` reports, and leaves the rule nothing to judge:
+    /// the case is a skip saying so. With `all_needed` false (twenty sessions at once), some
+    /// acknowledged and others not is a fault of the rule itself (forwards refused under load),
+    /// which fails the case naming them.
+    fn own_forwards(&self, indexes: &[usize], case: &mut CaseResult, all_needed: bool) -> bool {
+        let failed: Vec<String> = indexes
+            .iter()
+            .map(|&i| &self.forwards[i])
+            .filter(|f| !f.acknowledged())
+            .map(Forward::unacknowledged)
+            .collect();
+        if failed.is_empty() {
+            self.verdict_of(indexes, case);
+            return true;
+        }
+        if all_needed || failed.len() == indexes.len() {
+            case.skip(format!(
+                "{} of its {} forward(s) not acknowledged, a failure the forward.* cases report ({}): nothing to judge this rule by; an inputUrl that acknowledges the forwarded messages 2xx exercises it",
+                failed.len(),
+                indexes.len(),
+                a_few(&failed)
+            ));
+        } else {
+            self.verdict_of(indexes, case);
+        }
+        false
+    }
 }
 
 /// POSTs `payload` to the inputUrl as the server would (JSON, the acknowledgement awaited
@@ -258,16 +289,38 @@ async fn send_forward(s: &Settings, what: &str, session: &str, payload: &Value) 
             .map(|r| excerpt(&r.body, 120))
             .unwrap_or_default(),
         elapsed: started.elapsed(),
-        error: result.err().map(|e| e.to_string()),
+        error: result.err().map(transport_error),
         failing: false,
+    }
+}
+
+/// What the transport said, with where a deadline came from (the transport can only name
+/// --timeout; the kit's own bound on an acknowledgement is the server's 5 s and 2 s more).
+fn transport_error(error: http::Error) -> String {
+    match error {
+        http::Error::Timeout { deadline, phase } => {
+            let whence = if deadline < FORWARD_TIMEOUT + ACK_GRACE {
+                "--timeout"
+            } else {
+                "the server's 5 s timeout and 2 s of grace, to tell a slow acknowledgement from none"
+            };
+            format!(
+                "no complete answer within {} ({whence}): {phase}",
+                humantime::format_duration(deadline)
+            )
+        }
+        other => other.to_string(),
     }
 }
 
 /// How long the kit waits for an acknowledgement: the server's 5 s and 2 s more, to tell a
 /// slow agent (`forward.within-5s`) from one that never answers (cut there, as everywhere).
 fn ack_deadline(s: &Settings) -> Duration {
-    s.timeout.min(FORWARD_TIMEOUT + Duration::from_secs(2))
+    s.timeout.min(FORWARD_TIMEOUT + ACK_GRACE)
 }
+
+/// How long past the server's 5 s the kit waits for an acknowledgement.
+const ACK_GRACE: Duration = Duration::from_secs(2);
 
 fn text_of(kind: &str) -> String {
     match kind {
@@ -308,7 +361,8 @@ pub async fn run(
         n: 0,
     };
     let mut cases = Vec::new();
-    let mut across: Vec<(String, CaseResult)> = Vec::new();
+    // The cases judged once the callbacks are in, with the time their forwards took.
+    let mut across: Vec<(String, CaseResult, Duration)> = Vec::new();
     let mut isolated: Vec<String> = Vec::new();
     let mut second: Option<String> = None;
     let mut flooded: Option<(String, Instant)> = None;
@@ -381,10 +435,9 @@ pub async fn run(
                     run.forwards.push(forward);
                     all.push(run.forwards.len() - 1);
                 }
-                isolated = sessions;
-                run.verdict_of(&all, &mut case);
-                if case.status == Status::Pass {
-                    across.push((name.clone(), case));
+                if run.own_forwards(&all, &mut case, false) {
+                    isolated = sessions;
+                    across.push((name.clone(), case, t0.elapsed()));
                     continue;
                 }
             }
@@ -397,10 +450,9 @@ pub async fn run(
                 let b = run
                     .forward("the second message", &session, "second", false, false)
                     .await;
-                run.verdict_of(&[a, b], &mut case);
-                second = Some(session);
-                if case.status == Status::Pass {
-                    across.push((name.clone(), case));
+                if run.own_forwards(&[a, b], &mut case, true) {
+                    second = Some(session);
+                    across.push((name.clone(), case, t0.elapsed()));
                     continue;
                 }
             }
@@ -415,15 +467,14 @@ pub async fn run(
                         true,
                     )
                     .await;
-                run.verdict_of(&[i], &mut case);
-                flooded = Some((session, Instant::now()));
-                if case.status == Status::Pass {
-                    across.push((name.clone(), case));
+                if run.own_forwards(&[i], &mut case, true) {
+                    flooded = Some((session, Instant::now()));
+                    across.push((name.clone(), case, t0.elapsed()));
                     continue;
                 }
             }
             _ => {
-                across.push((name.clone(), case));
+                across.push((name.clone(), case, Duration::ZERO));
                 continue;
             }
         }
@@ -455,7 +506,8 @@ pub async fn run(
     }
     // A moment more for stray callbacks that follow the right ones.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    for (name, mut case) in across {
+    for (name, mut case, forwarding) in across {
+        let judging = Instant::now();
         judge_across(
             &run,
             &name,
@@ -464,6 +516,8 @@ pub async fn run(
             second.as_deref(),
             flooded.as_ref().map(|(s, _)| s.as_str()),
         );
+        // Its forwards, the wait for the callbacks, and its own judgement.
+        case.set_duration(forwarding + judging.duration_since(waited) + judging.elapsed());
         on_case(&case);
         cases.push(case);
     }
@@ -580,7 +634,27 @@ fn judge_across(
             let wrong: Vec<String> = all_callbacks
                 .iter()
                 .filter(|(_, c)| !c.exact)
-                .map(|(s, c)| format!("{s}: to {} (not the URL given)", c.path))
+                .map(|(s, c)| {
+                    format!(
+                        "{s}: to {}, given {}: {}",
+                        c.path,
+                        c.given,
+                        url_difference(&c.given, &c.path)
+                    )
+                })
+                .collect();
+            callbacks(wrong, String::new(), case);
+        }
+        "callback_method" => {
+            let wrong: Vec<String> = all_callbacks
+                .iter()
+                .filter(|(_, c)| c.method != "POST")
+                .map(|(s, c)| {
+                    format!(
+                        "{s}: {} {} (the document: POST; the kit's endpoint answered 405)",
+                        c.method, c.path
+                    )
+                })
                 .collect();
             callbacks(wrong, String::new(), case);
         }
@@ -588,7 +662,10 @@ fn judge_across(
             let empty: Vec<String> = all_callbacks
                 .iter()
                 .filter(|(_, c)| c.body.iter().all(u8::is_ascii_whitespace))
-                .map(|(s, _)| format!("{s}: an empty body"))
+                .map(|(s, c)| match c.body.len() {
+                    0 => format!("{s}: an empty body"),
+                    n => format!("{s}: a whitespace-only body ({n} bytes)"),
+                })
                 .collect();
             callbacks(empty, String::new(), case);
         }
@@ -675,37 +752,98 @@ fn judge_isolation(run: &Run<'_>, case: &mut CaseResult, isolated: &[String]) {
     }
 }
 
-/// A session whose callback endpoint answers 500: at most five attempts, their spacing noted.
+/// What differs between the URL given (`given`: path and query) and the one a callback came to.
+fn url_difference(given: &str, got: &str) -> String {
+    let split = |u: &str| -> (String, Option<String>) {
+        match u.split_once('?') {
+            Some((p, q)) => (p.to_string(), Some(q.to_string())),
+            None => (u.to_string(), None),
+        }
+    };
+    let ((gp, gq), (p, q)) = (split(given), split(got));
+    let mut said = Vec::new();
+    if p != gp {
+        said.push(if gp.ends_with(&p) {
+            format!("the path lost its prefix `{}`", &gp[..gp.len() - p.len()])
+        } else if super::listener::percent_decode(&p) == super::listener::percent_decode(&gp) {
+            "the path is encoded differently".to_string()
+        } else {
+            format!("the path `{p}` is not `{gp}`")
+        });
+    }
+    match (gq, q) {
+        (Some(g), None) => said.push(format!("the query string `?{g}` was dropped")),
+        (Some(g), Some(q)) if g != q => {
+            said.push(format!("the query string is `?{q}`, not `?{g}`"))
+        }
+        (None, Some(q)) => said.push(format!("a query string `?{q}` was added")),
+        _ => {}
+    }
+    if said.is_empty() {
+        "they differ".into()
+    } else {
+        said.join(", and ")
+    }
+}
+
+/// A session whose callback endpoint answers 500: each callback (told apart by its body) is
+/// tried at most five times; many callbacks, each retried a few times, are no flood.
 fn judge_flood(run: &Run<'_>, case: &mut CaseResult, flooded: Option<&str>) {
-    let callbacks = flooded
+    let attempts = flooded
         .map(|s| run.listener.callbacks(s))
         .unwrap_or_default();
-    let n = callbacks.len();
-    let gaps: Vec<String> = callbacks
+    // The attempts of each callback, in the order its first came.
+    let mut by_body: Vec<(&[u8], Vec<Instant>)> = Vec::new();
+    for a in &attempts {
+        match by_body.iter_mut().find(|(b, _)| *b == a.body.as_slice()) {
+            Some((_, times)) => times.push(a.at),
+            None => by_body.push((&a.body, vec![a.at])),
+        }
+    }
+    let Some((_, most)) = by_body.iter().max_by_key(|(_, t)| t.len()) else {
+        let watched = Duration::from_secs(3).min(run.s.reply_timeout);
+        case.skip(format!(
+            "the agent made no callback within {} to the session whose endpoint answers 500: no retry to count; an agent that calls back (and retries a 5xx) exercises this case",
+            humantime::format_duration(watched)
+        ));
+        return;
+    };
+    let gaps: Vec<String> = most
         .windows(2)
-        .map(|w| format!("{} ms", w[1].at.duration_since(w[0].at).as_millis()))
+        .map(|w| format!("{} ms", w[1].duration_since(w[0]).as_millis()))
         .collect();
-    let evidence = Evidence::new(n as u64, "callback attempts at an endpoint answering 500");
     let spacing = if gaps.is_empty() {
         String::new()
     } else {
         format!(", {} apart", gaps.join(", "))
     };
-    if n > 5 {
+    let evidence = Evidence::new(
+        by_body.len() as u64,
+        format!(
+            "callbacks to an endpoint answering 500 ({} attempts)",
+            attempts.len()
+        ),
+    );
+    let floods = by_body.iter().filter(|(_, t)| t.len() > 5).count();
+    if floods > 0 {
         case.fail_on(
             evidence,
             format!(
-                "{n} attempts at a failing endpoint{spacing}: more than a few retries, a flood"
+                "{floods} of {} callback(s) tried more than 5 times at a failing endpoint; the most, {} attempts of one callback{spacing}: more than a few retries, a flood",
+                by_body.len(),
+                most.len()
             ),
         );
     } else {
-        let watched = Duration::from_secs(3).min(run.s.reply_timeout);
-        case.pass_noting(evidence, format!("{n} attempt(s){spacing}"), || {
+        case.pass_noting(
+            evidence,
             format!(
-                "the agent made no callback within {} to the session whose endpoint answers 500: no retry to count; an agent that calls back (and retries a 5xx) exercises this case",
-                humantime::format_duration(watched)
-            )
-        });
+                "{} callback(s), at most {} attempt(s) each{spacing}",
+                by_body.len(),
+                most.len()
+            ),
+            String::new,
+        );
     }
 }
 

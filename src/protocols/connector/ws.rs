@@ -23,8 +23,9 @@ const KEPT_CHARS: usize = 4_096;
 /// Each client's read and write buffer.
 const BUFFER: usize = 4096;
 
-/// How long a frame may be (a huge callback's broadcast is measured, up to this).
-const MAX_FRAME: usize = 64 << 20;
+/// How long a frame may be (a huge callback's broadcast is measured, up to this: the largest
+/// huge-callback, 64 MiB, and its JSON envelope).
+const MAX_FRAME: usize = 72 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
