@@ -179,9 +179,10 @@ impl Role for ProbeRole {
     }
 }
 
-/// `probe NAME --targets FILE …`: the flags of a run over many targets, in every probe's help.
-/// Such a run is taken apart before clap parses it ([`crate::targets`]); these declarations
-/// document the flags and complete them.
+// `probe NAME --targets FILE …`: the flags of a run over many targets, in every probe's help.
+// Such a run is taken apart before clap parses it (`crate::targets`); these declarations
+// document the flags and complete them. (A plain comment: clap would make a doc comment every
+// probe command's description, replacing the protocol's own.)
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Many targets")]
 pub struct TargetsArgs {

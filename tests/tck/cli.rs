@@ -138,6 +138,23 @@ fn help_and_version_exit_0() {
     );
 }
 
+/// Each probe command is described by its own protocol (a flag group's doc comment once
+/// replaced every description with the same text about --targets).
+#[test]
+fn each_probe_command_says_what_it_probes() {
+    let out = agent_tck(&["probe", "--help"]);
+    let help = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{help}");
+    for protocol in agent_tck::protocols::REGISTRY {
+        let line = help
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{} ", protocol.name())))
+            .unwrap_or_else(|| panic!("{}: not listed\n{help}", protocol.name()));
+        assert!(!line.contains("--targets"), "{line}");
+    }
+    assert!(help.contains("POST /analyze, /challenge, /vote"), "{help}");
+}
+
 #[test]
 fn selftest_passes_and_writes_both_reports() {
     let _heavy = crate::support::heavy_blocking();
