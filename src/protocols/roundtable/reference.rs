@@ -1,5 +1,5 @@
 //! The conforming round-table agent: every answer passes the schemas and the semantic rules (a
-//! property test proves it). Content comes from `protocol::content`, seeded by `--seed` and by the
+//! property test proves it). Content comes from `super::content` (`RoundtableContent`), seeded by `--seed` and by the
 //! request, so the same request always gets the same answer.
 
 use std::borrow::Cow;
