@@ -1,6 +1,6 @@
 //! The conforming round-table agent: every answer passes the schemas and the semantic rules (a
-//! property test proves it). Content comes from `super::content` (`RoundtableContent`), seeded by `--seed` and by the
-//! request, so the same request always gets the same answer.
+//! property test proves it). Content comes from `super::content` (`RoundtableContent`), seeded
+//! by `--seed` and by the request, so the same request always gets the same answer.
 
 use std::borrow::Cow;
 use std::fmt;
