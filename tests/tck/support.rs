@@ -334,12 +334,22 @@ pub async fn mock_session_expecting(
     let report = tokio::spawn(session::run(settings, async {
         let _ = stopped.await;
     }));
-    for _ in 0..200 {
-        if TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            break;
+    // Ready when it accepts a connection; a session that never does fails the test here, not
+    // later with a confusing refusal (30 s: a busy machine's margin, not an idle one's).
+    let ready = tokio::time::timeout(Duration::from_secs(30), async {
+        while TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+            assert!(
+                !report.is_finished(),
+                "the mock session ended before serving"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    })
+    .await;
+    assert!(
+        ready.is_ok(),
+        "the mock session on port {port} was not serving after 30 s"
+    );
     (format!("http://127.0.0.1:{port}"), stop, report)
 }
 
