@@ -849,3 +849,196 @@ async fn the_fleet_judges_capabilities_after_only_against_a_before() {
         }
     }
 }
+
+// ---- The client fleet: each client asks what its agent may; refusals judged per client ----
+
+/// `fleet_file`'s clients and one client of each `extra` behaviour (speaking for the second
+/// agent), for a second against `url`; with the reference's registry when `registry`.
+async fn fleet_with(url: &str, extra: &[&str], registry: bool) -> Report {
+    let t = reference_tokens();
+    let mut text = fleet_file(url);
+    for b in extra {
+        text.push_str(&format!(
+            "    - {{ name: {b}-client, agent: {}, token: {}, behavior: {b}, rate: 120/min }}\n",
+            t[1].0, t[1].1
+        ));
+    }
+    let fleet = Fleet::parse("fleet.yaml", &text, None)
+        .and_then(|f| f.with_registry(registry.then(reference_registry)))
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(60), fleet::run(&fleet, false, 1))
+        .await
+        .expect("the fleet ends")
+}
+
+/// Serves `handler` on loopback, runs `fleet_with` against it, stops it.
+async fn fleet_against<H: agent_tck::mock::http1::Handler<Note = ()>>(
+    handler: H,
+    extra: &[&str],
+    registry: bool,
+) -> Report {
+    let running =
+        agent_tck::mock::http1::spawn(std::sync::Arc::new(handler), ([127, 0, 0, 1], 0).into())
+            .await
+            .unwrap();
+    let report = fleet_with(&running.url(), extra, registry).await;
+    running.stop().await;
+    report
+}
+
+/// The reference Librarian refusing an agent's request outside its registry entry 403 "Agent
+/// not authorized" (as a server that enforces capabilities answers).
+fn forbidding() -> agent_tck::protocols::librarian::server::Librarian {
+    agent_tck::protocols::librarian::server::Librarian::new(reference_registry(), Flaws::default())
+        .forbidding()
+}
+
+fn bearer(r: &agent_tck::mock::http1::Request) -> String {
+    r.header("authorization").unwrap_or_default().to_string()
+}
+
+const ALL_FAULTS: [&str; 3] = ["injection", "foreign-agent-id", "unregistered-agent-id"];
+
+/// A Librarian that refuses the second agent's APPROVALs 403 (it lacks `write`) is right: the
+/// fleet fails it neither with nor without the registry; without one it says which answers it
+/// could not tell from a wrong refusal, per client, and with one it judges them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_librarian_refusing_unauthorized_requests_403_passes_the_fleet() {
+    let report = fleet_against(forbidding(), &ALL_FAULTS, false).await;
+    assert_eq!(crate::support::failing(&report), vec![]);
+    let refusals = case(&report, "fleet.refusals");
+    assert_eq!(refusals.status, Status::Pass, "{}", refusals.message);
+    // The oversized and injected APPROVALs of an agent without `write`, answered 403.
+    for client in [
+        "oversized-client (oversized)",
+        "injection-client (injection)",
+    ] {
+        let line = refusals
+            .message
+            .lines()
+            .find(|l| l.trim_start().starts_with(client))
+            .unwrap_or_else(|| panic!("{client}: {}", refusals.message));
+        assert!(
+            line.contains(
+                " not judged: answered 401/403 to a request no registry says its agent may make"
+            ) && line.ends_with("give --registry (the server's config/agents.yaml)"),
+            "{line}"
+        );
+    }
+
+    let report = fleet_against(forbidding(), &ALL_FAULTS, true).await;
+    assert_eq!(crate::support::failing(&report), vec![]);
+    let refusals = case(&report, "fleet.refusals");
+    assert_eq!(refusals.status, Status::Pass, "{}", refusals.message);
+    assert!(
+        !refusals.message.contains("not judged"),
+        "with the registry every refusal is judged: {}",
+        refusals.message
+    );
+    assert!(refusals.evidence.as_ref().unwrap().judged >= 7);
+    assert_eq!(
+        case(&report, "fleet.conforming-served").status,
+        Status::Pass
+    );
+}
+
+/// A 403 to a request its agent may make (the second agent's QUERY) is a fault, and one
+/// client's many faults do not hide another's single one: the message names each client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_403_to_a_permitted_request_fails_refusals_naming_each_client() {
+    let gemini = format!("Bearer {}", reference_tokens()[1].1);
+    let handler = Tweaked {
+        inner: forbidding(),
+        tweak: move |r: &agent_tck::mock::http1::Request| {
+            let body = body_of(r)?;
+            if bearer(r).ends_with("-wrong") {
+                return json_answer(200, json!({"request_id": "r-1", "status": "approved"}));
+            }
+            (bearer(r) == gemini && body["request_type"] == "QUERY" && body["content"].is_string())
+                .then(|| {
+                    agent_tck::mock::http1::Response::json_error(
+                        403,
+                        "Agent not authorized: gemini-pro lacks required capability",
+                    )
+                })
+        },
+    };
+    let report = fleet_against(handler, &[], true).await;
+    let refusals = case(&report, "fleet.refusals");
+    assert_eq!(refusals.status, Status::Fail, "{}", refusals.message);
+    assert!(
+        refusals.message.contains("by client:\n  flood (flood): ")
+            && refusals
+                .message
+                .contains("answered 403; expected 429 once over 60 a minute")
+            && refusals
+                .message
+                .contains("wrong-token-client (wrong-token): ")
+            && refusals
+                .message
+                .contains("answered 200 approved; expected 401 or 403"),
+        "{}",
+        refusals.message
+    );
+}
+
+/// Injected text that gets its forbidden target approved fails `fleet.refusals` on the answer
+/// (a 200 is no pass); with no registry to say what is forbidden it is not judged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn injected_text_approved_for_a_forbidden_target_fails_refusals() {
+    let obeys = || {
+        agent_tck::protocols::librarian::server::Librarian::new(
+            reference_registry(),
+            Flaws::named("obeys-injection").unwrap(),
+        )
+    };
+    let report = fleet_against(obeys(), &["injection"], true).await;
+    let refusals = case(&report, "fleet.refusals");
+    assert_eq!(refusals.status, Status::Fail, "{}", refusals.message);
+    assert!(
+        refusals.message.contains("injection-client (injection): ")
+            && refusals
+                .message
+                .contains("answered 200 approved; expected the forbidden target not approved"),
+        "{}",
+        refusals.message
+    );
+    let report = fleet_against(obeys(), &["injection"], false).await;
+    let refusals = case(&report, "fleet.refusals");
+    assert_eq!(refusals.status, Status::Pass, "{}", refusals.message);
+    assert!(
+        refusals
+            .message
+            .contains("not judged: answers to injected text"),
+        "{}",
+        refusals.message
+    );
+}
+
+/// Agent A's token in agent B's name and an agent no registry holds are two tests: a Librarian
+/// that checks registration but not whose token it is fails only the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_taken_in_another_registered_agents_name_fails_foreign_agent_id_only() {
+    let gemini = format!("Bearer {}", reference_tokens()[1].1);
+    let claude = reference_tokens()[0].0.clone();
+    let handler = Tweaked {
+        inner: forbidding(),
+        tweak: move |r: &agent_tck::mock::http1::Request| {
+            let body = body_of(r)?;
+            (bearer(r) == gemini && body["agent_id"] == claude.as_str())
+                .then(|| json!({"request_id": "r-2", "status": "approved"}))
+                .and_then(|v| json_answer(200, v))
+        },
+    };
+    let report = fleet_against(handler, &ALL_FAULTS, true).await;
+    let refusals = case(&report, "fleet.refusals");
+    assert_eq!(refusals.status, Status::Fail, "{}", refusals.message);
+    assert!(
+        refusals
+            .message
+            .contains("foreign-agent-id-client (foreign-agent-id): ")
+            && !refusals.message.contains("unregistered-agent-id-client"),
+        "{}",
+        refusals.message
+    );
+}

@@ -143,7 +143,14 @@ impl Protocol for LibrarianProtocol {
         at: ClientFleet<'a>,
     ) -> Option<BoxFuture<'a, Result<Report, Error>>> {
         Some(Box::pin(async move {
-            let fleet = super::fleet::Fleet::parse(source, text, at.url).map_err(Error::Usage)?;
+            let registry = at
+                .registry
+                .map(|p| read_registry(p, false))
+                .transpose()
+                .map_err(Error::Usage)?;
+            let fleet = super::fleet::Fleet::parse(source, text, at.url)
+                .and_then(|f| f.with_registry(registry))
+                .map_err(Error::Usage)?;
             let seed = seed_or_clock(at.seed.or(fleet.seed()));
             crate::outln!(
                 "agent-tck mock fleet · librarian clients against {}",

@@ -102,6 +102,45 @@ pub struct Registered {
 }
 
 impl Registered {
+    /// Why this agent may not make a request of `action` on `target_type` (empty: none named),
+    /// if it may not: the capability the action needs (a change `write`, a read `read`), and
+    /// the target among its allowed_targets.
+    pub fn lacks(&self, action: &str, target_type: &str) -> Option<String> {
+        if let Some(needed) = model::capability_for(action) {
+            if !self.capabilities.iter().any(|c| c == needed) {
+                return Some(format!(
+                    "{} lacks required capability {needed} to {action} (capabilities: {})",
+                    self.id,
+                    self.capabilities.join(", ")
+                ));
+            }
+        }
+        self.forbids(target_type).then(|| {
+            format!(
+                "{} may not touch {target_type} (allowed_targets: {})",
+                self.id,
+                self.allowed_targets.join(", ")
+            )
+        })
+    }
+
+    /// Whether `target_type` (empty: none named) is outside the agent's allowed_targets.
+    pub fn forbids(&self, target_type: &str) -> bool {
+        !target_type.is_empty()
+            && !self
+                .allowed_targets
+                .iter()
+                .any(|t| t == "all" || t == target_type)
+    }
+
+    /// Why the agent may not make `request` (its action and target_type), if it may not.
+    pub fn refuses(&self, request: &Value) -> Option<String> {
+        self.lacks(
+            request["action"].as_str().unwrap_or(""),
+            request["target_type"].as_str().unwrap_or(""),
+        )
+    }
+
     /// An agent that may do anything anywhere.
     pub fn any(id: &str, token: &str) -> Registered {
         Registered {
@@ -150,6 +189,10 @@ pub struct Librarian {
     pub judge: Option<ClientJudge>,
     /// How long an escalation waits for its human (then APPROVED).
     escalation: std::time::Duration,
+    /// Authorization refused as many servers do it: 403 "Agent not authorized: …" before any
+    /// decision, where the reference answers 200 `rejected` naming the violation (both are
+    /// right; the fleet and the probe must take either).
+    forbidding: bool,
     /// `mock librarian --journal`: a JSON line per request the client sent.
     journal: Option<Mutex<std::io::BufWriter<std::fs::File>>>,
     started: Instant,
@@ -170,9 +213,17 @@ impl Librarian {
             script: None,
             judge: None,
             escalation: std::time::Duration::from_secs(1),
+            forbidding: false,
             journal: None,
             started: Instant::now(),
         }
+    }
+
+    /// Refuses an agent's request outside its capabilities or allowed_targets 403 "Agent not
+    /// authorized" (an APPROVAL's; the rules decide the rest as before).
+    pub fn forbidding(mut self) -> Librarian {
+        self.forbidding = true;
+        self
     }
 
     /// Journals every request to `path` (created), a JSON line each.
@@ -392,6 +443,11 @@ impl Librarian {
         if !findings.is_empty() {
             return error(400, &crate::schema::findings_message(&findings));
         }
+        if self.forbidding && body["request_type"] == "APPROVAL" {
+            if let Some(why) = agent.refuses(&body) {
+                return error(403, &format!("Agent not authorized: {why}"));
+            }
+        }
         let started = Instant::now();
         let (status, mut extra, state) = match step {
             Step::Approve => self.scripted("approved", agent, &body),
@@ -583,11 +639,7 @@ impl Librarian {
             return ("approved", f, State::Approved);
         }
         let target = body["target_type"].as_str().unwrap_or("");
-        let allowed = agent
-            .allowed_targets
-            .iter()
-            .any(|t| t == "all" || t == target);
-        if !target.is_empty() && !allowed {
+        if agent.forbids(target) {
             return reject(
                 "allowed_targets",
                 format!(
@@ -599,21 +651,10 @@ impl Librarian {
             );
         }
         let action = body["action"].as_str().unwrap_or("");
-        let needed = model::capability_for(action);
-        if body["request_type"] == "APPROVAL"
-            && !self.flaws.ignores_capabilities
-            && needed.is_some_and(|c| !agent.capabilities.iter().any(|a| a == c))
-        {
-            return reject(
-                "capabilities",
-                format!(
-                    "{} may not {action}: it needs the capability {} (capabilities: {})",
-                    agent.id,
-                    needed.unwrap_or_default(),
-                    agent.capabilities.join(", ")
-                ),
-                &mut f,
-            );
+        if body["request_type"] == "APPROVAL" && !self.flaws.ignores_capabilities {
+            if let Some(why) = agent.lacks(action, "") {
+                return reject("capabilities", why, &mut f);
+            }
         }
         match body["request_type"].as_str().unwrap_or("") {
             "APPROVAL" => {
