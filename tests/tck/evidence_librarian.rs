@@ -1042,3 +1042,113 @@ async fn a_token_taken_in_another_registered_agents_name_fails_foreign_agent_id_
         refusals.message
     );
 }
+
+// ---- The probe: each case asks with a token whose agent may make its request ----
+
+/// Probes `url` (the cases `only`) with the reference's tokens, the second agent (which may not
+/// change anything) first, and the reference's registry when `registry`.
+async fn probe_reversed(url: &str, only: &[&str], registry: bool) -> Report {
+    let mut s = settings(url, only);
+    s.tokens.reverse();
+    if !registry {
+        s.registry = None;
+    }
+    tokio::time::timeout(Duration::from_secs(180), run(&s, &|_| {}))
+        .await
+        .expect("the probe ends within its deadlines")
+        .unwrap()
+}
+
+/// The cases that make a change, or look one up, or name another agent.
+const CHANGES: [&str; 8] = [
+    "request.*",
+    "status.*",
+    "fields.approval-*",
+    "limits.*",
+    "auth.*",
+    "lifecycle.*",
+    "robustness.unicode",
+    "input.*",
+];
+
+/// With the first --token an agent that may not create designs, a Librarian that refuses its
+/// changes 403 is right: with the registry every case asks with an agent that may, and nothing
+/// fails; without it, a 403 to a valid request is not judged (it names --registry).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_order_does_not_change_verdicts_against_a_librarian_refusing_403() {
+    let served = server_forbidding().await;
+    let report = probe_reversed(&served.url, &CHANGES, true).await;
+    assert_eq!(crate::support::failing(&report), vec![]);
+    for id in [
+        "request.approval",
+        "lifecycle.report-completes",
+        "limits.content-over",
+        "auth.foreign-agent",
+    ] {
+        assert_eq!(
+            case(&report, id).status,
+            Status::Pass,
+            "{id}: {}",
+            case(&report, id).message
+        );
+    }
+    let report = probe_reversed(&served.url, &["request.approval", "request.query"], false).await;
+    served.stop().await;
+    let approval = case(&report, "request.approval");
+    assert_eq!(approval.status, Status::Skip, "{}", approval.message);
+    assert!(
+        approval.message.contains(
+            "was refused 403, and no registry says whether its agent may make it; give --registry"
+        ),
+        "{}",
+        approval.message
+    );
+    assert_eq!(case(&report, "request.query").status, Status::Pass);
+}
+
+async fn server_forbidding() -> agent_tck::protocols::librarian::server::Served {
+    agent_tck::protocols::librarian::server::serve(forbidding())
+        .await
+        .unwrap()
+}
+
+/// A Librarian that takes the agent from agent_id (checking its capabilities) and never asks
+/// whose token it is fails auth.foreign-agent: the case asks, in B's name, what B may (a QUERY),
+/// so a capability refusal cannot hide the fault.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_taken_in_another_agents_name_fails_auth_foreign_agent() {
+    let tokens = reference_tokens();
+    let handler = Tweaked {
+        inner: forbidding(),
+        tweak: move |r: &agent_tck::mock::http1::Request| {
+            let body = body_of(r)?;
+            let named = body["agent_id"].as_str()?;
+            // Another registered agent's token: the request is judged as the named agent's.
+            tokens
+                .iter()
+                .find(|(a, t)| a != named && bearer(r) == format!("Bearer {t}"))?;
+            let entry = reference_registry().into_iter().find(|e| e.id == named)?;
+            match entry.refuses(&body) {
+                Some(why) => Some(agent_tck::mock::http1::Response::json_error(
+                    403,
+                    &format!("Agent not authorized: {why}"),
+                )),
+                None => json_answer(200, json!({"request_id": "r-3", "status": "approved"})),
+            }
+        },
+    };
+    let running =
+        agent_tck::mock::http1::spawn(std::sync::Arc::new(handler), ([127, 0, 0, 1], 0).into())
+            .await
+            .unwrap();
+    let report = probe(&running.url(), &["request.query", "auth.*"]).await;
+    running.stop().await;
+    assert_eq!(ids_with(&report, Status::Fail), vec!["auth.foreign-agent"]);
+    let c = case(&report, "auth.foreign-agent");
+    assert!(
+        c.message
+            .contains("foreign-agent: 200 approved; expected 401 or 403"),
+        "{}",
+        c.message
+    );
+}

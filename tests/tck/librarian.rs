@@ -71,7 +71,7 @@ async fn each_flawed_librarian_fails_exactly_its_case() {
         (
             "reverts-escalation",
             &["lifecycle.escalation"],
-            "Escalated then Pending",
+            "ESCALATED then PENDING",
         ),
         (
             "obeys-injection",
