@@ -41,6 +41,7 @@ fn settings(url: &str, only: &[&str]) -> Settings {
             strict: false,
         },
         quick: false,
+        allow_deviations: Some(false),
         registry: Some(reference_registry()),
     }
 }
@@ -374,7 +375,7 @@ async fn the_reference_passes_on_evidence() {
     );
     assert_eq!(
         e("limits.content-under"),
-        (1, "APPROVALs with content at 102000 bytes".to_string())
+        (1, "APPROVALs with content at 102400 bytes".to_string())
     );
     assert_eq!(
         e("status.unknown"),
@@ -691,7 +692,7 @@ async fn an_unknown_request_id_answered_200_fails_status_unknown() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn content_under_the_limit_refused_for_its_size_fails_and_refused_for_nothing_named_skips() {
     let under = |r: &agent_tck::mock::http1::Request| {
-        body_of(r).and_then(|b| b["content"].as_str().map(str::len)) == Some(102_000)
+        body_of(r).and_then(|b| b["content"].as_str().map(str::len)) == Some(102_400)
     };
     let report = probe_tweaked(&["limits.content-under"], move |r| {
         under(r).then(|| agent_tck::mock::http1::Response::json_error(413, "payload too large"))
@@ -701,7 +702,7 @@ async fn content_under_the_limit_refused_for_its_size_fails_and_refused_for_noth
     assert_eq!(c.status, Status::Fail, "{}", c.message);
     assert!(
         c.message
-            .contains("content at 102000 bytes, within the limit, was refused for it (413)"),
+            .contains("content at 102400 bytes, within the limit, was refused for it (413)"),
         "{}",
         c.message
     );
@@ -1151,4 +1152,151 @@ async fn a_token_taken_in_another_agents_name_fails_auth_foreign_agent() {
         "{}",
         c.message
     );
+}
+
+// ---- Content of the wrong type, the content limit at its edge, the server's compliance mode ----
+
+/// Probes `url` (the cases `only`) with the test settings as `tweak` leaves them.
+async fn probe_with(url: &str, only: &[&str], tweak: impl FnOnce(&mut Settings)) -> Report {
+    let mut s = settings(url, only);
+    tweak(&mut s);
+    tokio::time::timeout(Duration::from_secs(180), run(&s, &|_| {}))
+        .await
+        .expect("the probe ends within its deadlines")
+        .unwrap()
+}
+
+/// content as a list is a 4xx from the reference; a Librarian that approves it fails the case.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn content_of_the_wrong_type_approved_fails_input_wrong_type_content() {
+    let served = reference(Flaws::default()).await.unwrap();
+    let report = probe(&served.url, &["input.wrong-type-content"]).await;
+    served.stop().await;
+    let c = case(&report, "input.wrong-type-content");
+    assert_eq!(c.status, Status::Pass, "{}", c.message);
+    assert_eq!(c.message, "400");
+    assert_eq!(
+        c.evidence.as_ref().unwrap().of,
+        "wrong-type-content requests"
+    );
+
+    let report = probe_tweaked(&["input.wrong-type-content"], |r| {
+        body_of(r)
+            .filter(|b| b["content"].is_array())
+            .map(|_| json!({"request_id": "r-4", "status": "approved"}))
+            .and_then(|v| json_answer(200, v))
+    })
+    .await;
+    let c = case(&report, "input.wrong-type-content");
+    assert_eq!(c.status, Status::Fail, "{}", c.message);
+    assert!(
+        c.message
+            .contains("wrong-type-content: approved; expected a 4xx"),
+        "{}",
+        c.message
+    );
+}
+
+/// 102,400 bytes of content (100 KB, the kit's KB being 1024) are accepted and 102,401 refused
+/// by the reference; a Librarian off by one either way fails the case at that edge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_content_limit_is_judged_at_its_exact_edge() {
+    let only = ["limits.content-*"];
+    let served = reference(Flaws::default()).await.unwrap();
+    let report = probe(&served.url, &only).await;
+    served.stop().await;
+    assert_eq!(
+        ids_with(&report, Status::Pass),
+        vec!["limits.content-under", "limits.content-over"]
+    );
+    assert_eq!(
+        case(&report, "limits.content-over")
+            .evidence
+            .as_ref()
+            .unwrap()
+            .of,
+        "APPROVALs with content at 102401 bytes"
+    );
+    let length = |r: &agent_tck::mock::http1::Request| {
+        body_of(r).and_then(|b| b["content"].as_str().map(str::len))
+    };
+    // A limit of "100 KB" read as 102,399 bytes (the limit itself refused).
+    let report = probe_tweaked(&only, move |r| {
+        (length(r) == Some(102_400)).then(|| {
+            agent_tck::mock::http1::Response::json_error(400, "content exceeds max_content_size")
+        })
+    })
+    .await;
+    assert_eq!(
+        ids_with(&report, Status::Fail),
+        vec!["limits.content-under"]
+    );
+    // One byte past the limit let through.
+    let report = probe_tweaked(&only, move |r| {
+        (length(r) == Some(102_401))
+            .then(|| json!({"request_id": "r-5", "status": "approved"}))
+            .and_then(|v| json_answer(200, v))
+    })
+    .await;
+    assert_eq!(ids_with(&report, Status::Fail), vec!["limits.content-over"]);
+    assert!(
+        case(&report, "limits.content-over")
+            .message
+            .contains("content at 102401 bytes, over the limit, was approved"),
+        "{}",
+        case(&report, "limits.content-over").message
+    );
+}
+
+/// limits.strict-deviations holds the server to the mode it is given: skipped without one,
+/// one deviation refused under strict mode, not refused for it when deviations are allowed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strict_deviations_is_judged_against_the_servers_declared_mode() {
+    use agent_tck::protocols::librarian::server::{serve, Librarian};
+    let only = ["limits.strict-deviations"];
+    let strict = reference(Flaws::default()).await.unwrap();
+    let allowing =
+        serve(Librarian::new(reference_registry(), Flaws::default()).allowing_deviations())
+            .await
+            .unwrap();
+    let verdict = |r: &Report| {
+        let c = case(r, "limits.strict-deviations");
+        assert_eq!(c.level, Level::Must);
+        (c.status, c.message.clone())
+    };
+    let unknown = probe_with(&strict.url, &only, |s| s.allow_deviations = None).await;
+    let (status, message) = verdict(&unknown);
+    assert_eq!(status, Status::Skip, "{message}");
+    assert!(
+        message.contains("compliance mode is not known; give --allow-deviations false"),
+        "{message}"
+    );
+    for (url, allowed, want, words) in [
+        (&strict.url, false, Status::Pass, "refused: 200 rejected"),
+        (
+            &allowing.url,
+            true,
+            Status::Pass,
+            "deviations at 1 items: 200 approved",
+        ),
+        (
+            &strict.url,
+            true,
+            Status::Fail,
+            "deviations at 1 items, within the limit, was refused for it",
+        ),
+        (
+            &allowing.url,
+            false,
+            Status::Fail,
+            "a request with a deviation was approved under strict mode",
+        ),
+    ] {
+        let report = probe_with(url, &only, |s| s.allow_deviations = Some(allowed)).await;
+        let (status, message) = verdict(&report);
+        assert_eq!(status, want, "allowed {allowed}: {message}");
+        assert!(message.contains(words), "allowed {allowed}: {message}");
+    }
+    strict.stop().await;
+    allowing.stop().await;
 }

@@ -42,6 +42,9 @@ pub struct Settings {
     pub quick: bool,
     /// The Librarian's agent registry (`--registry`), for the registry cases.
     pub registry: Option<Vec<Registered>>,
+    /// The Librarian's compliance.allow_deviations (`--allow-deviations`); None: not known, and
+    /// limits.strict-deviations has nothing to hold the server to.
+    pub allow_deviations: Option<bool>,
 }
 
 impl Settings {
@@ -958,6 +961,9 @@ async fn bad_input(c: &mut Client<'_>, kind: &str) -> Result<Verdict, String> {
         other => {
             match other {
                 "wrong-type" => body["references"] = json!("arch-001"),
+                "wrong-type-content" => {
+                    body["content"] = json!(["# New Feature Design", "content as a list"])
+                }
                 "unknown-enum" => body["request_type"] = json!("DESTROY"),
                 _ => body["timestamp"] = json!("yesterday at noon"),
             }
@@ -1101,7 +1107,20 @@ async fn limit(
     })
 }
 
+/// One deviation, held to the server's compliance mode (`--allow-deviations`): refused under
+/// strict mode, not refused for it when deviations are allowed.
 async fn strict_deviations(c: &mut Client<'_>) -> Result<Verdict, String> {
+    match c.s.allow_deviations {
+        None => {
+            return Ok(Verdict::skip(
+                "not judged: the Librarian's compliance mode is not known; give \
+                 --allow-deviations false (strict mode, the document's protocol.yaml) or true, \
+                 as the server is configured",
+            ))
+        }
+        Some(true) => return limit(c, "deviations", 1, false).await,
+        Some(false) => {}
+    }
     if let Err(why) = c.opened(Gate::Request("APPROVAL")).await {
         return Ok(Verdict::skip(why));
     }

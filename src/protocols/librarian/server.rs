@@ -51,11 +51,25 @@ pub struct Flaws {
     /// answers a route it lacks (every case about the status endpoint has nothing to judge
     /// but the one that judges the endpoint itself).
     pub no_status_endpoint: bool,
+    /// content that is not a string (a list) is taken, as if it were empty text.
+    pub accepts_any_content_type: bool,
+    /// content one byte over max_content_size (102,401 bytes) passes.
+    pub content_limit_off_by_one: bool,
+    /// Deviations are allowed (compliance.allow_deviations: true) while the probe is told the
+    /// server is in strict mode.
+    pub allows_deviations: bool,
+    /// Not a departure: authorization refused 403 "Agent not authorized" (see
+    /// [`Librarian::forbidding`]); its matrix row must break nothing.
+    pub forbids_403: bool,
 }
 
 impl Flaws {
     /// Each flaw by name, for tests and the matrix.
-    pub const NAMES: [&'static str; 12] = [
+    pub const NAMES: [&'static str; 16] = [
+        "accepts-any-content-type",
+        "content-limit-off-by-one",
+        "allows-deviations",
+        "forbids-403",
         "silent-429",
         "no-status-endpoint",
         "reverts-escalation",
@@ -85,6 +99,10 @@ impl Flaws {
             "reverts-escalation" => f.reverts_escalation = true,
             "silent-429" => f.silent_429 = true,
             "no-status-endpoint" => f.no_status_endpoint = true,
+            "accepts-any-content-type" => f.accepts_any_content_type = true,
+            "content-limit-off-by-one" => f.content_limit_off_by_one = true,
+            "allows-deviations" => f.allows_deviations = true,
+            "forbids-403" => f.forbids_403 = true,
             "conforming" => {}
             _ => return None,
         }
@@ -189,10 +207,6 @@ pub struct Librarian {
     pub judge: Option<ClientJudge>,
     /// How long an escalation waits for its human (then APPROVED).
     escalation: std::time::Duration,
-    /// Authorization refused as many servers do it: 403 "Agent not authorized: …" before any
-    /// decision, where the reference answers 200 `rejected` naming the violation (both are
-    /// right; the fleet and the probe must take either).
-    forbidding: bool,
     /// `mock librarian --journal`: a JSON line per request the client sent.
     journal: Option<Mutex<std::io::BufWriter<std::fs::File>>>,
     started: Instant,
@@ -213,7 +227,6 @@ impl Librarian {
             script: None,
             judge: None,
             escalation: std::time::Duration::from_secs(1),
-            forbidding: false,
             journal: None,
             started: Instant::now(),
         }
@@ -221,8 +234,18 @@ impl Librarian {
 
     /// Refuses an agent's request outside its capabilities or allowed_targets 403 "Agent not
     /// authorized" (an APPROVAL's; the rules decide the rest as before).
+    /// Authorization refused as many servers do it, before any decision, where the reference
+    /// answers 200 `rejected` naming the violation: both are right, and the fleet and the
+    /// probe must take either.
     pub fn forbidding(mut self) -> Librarian {
-        self.forbidding = true;
+        self.flaws.forbids_403 = true;
+        self
+    }
+
+    /// compliance.allow_deviations: true (the document's strict mode is off): a request with
+    /// deviations within max_deviations is decided as if it had none.
+    pub fn allowing_deviations(mut self) -> Librarian {
+        self.flaws.allows_deviations = true;
         self
     }
 
@@ -438,12 +461,13 @@ impl Librarian {
             .into_iter()
             .filter(|f| {
                 !(self.flaws.approves_without_rationale && f.message.contains("\"rationale\""))
+                    && !(self.flaws.accepts_any_content_type && f.path.contains("content"))
             })
             .collect();
         if !findings.is_empty() {
             return error(400, &crate::schema::findings_message(&findings));
         }
-        if self.forbidding && body["request_type"] == "APPROVAL" {
+        if self.flaws.forbids_403 && body["request_type"] == "APPROVAL" {
             if let Some(why) = agent.refuses(&body) {
                 return error(403, &format!("Agent not authorized: {why}"));
             }
@@ -592,7 +616,8 @@ impl Librarian {
             ("rejected", std::mem::take(f), State::Rejected)
         };
         let content = body["content"].as_str().unwrap_or("");
-        if content.len() > LIMITS.max_content {
+        let slack = usize::from(self.flaws.content_limit_off_by_one);
+        if content.len() > LIMITS.max_content + slack {
             return reject(
                 "max_content_size",
                 format!(
@@ -625,7 +650,7 @@ impl Librarian {
                 &mut f,
             );
         }
-        if deviations > 0 {
+        if deviations > 0 && !self.flaws.allows_deviations {
             return reject(
                 "allow_deviations",
                 "strict mode: deviations from the standards are not allowed (allow_deviations: false)".into(),
