@@ -468,6 +468,34 @@ impl MockSession {
         send(&self.base, &request, limits).await.unwrap().status
     }
 
+    /// POSTs `body` to /agent/request with a token; the answer's status and JSON.
+    async fn ask(&self, body: &Value) -> (u16, Value) {
+        self.call("POST", "/agent/request", Some(body)).await
+    }
+
+    /// One request with the client's token: the answer's status and JSON (null if none).
+    async fn call(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        use agent_tck::transport::http::{send, Limits, Request};
+        let request = Request {
+            method: method.into(),
+            path: path.into(),
+            headers: vec![
+                ("content-type".into(), "application/json".into()),
+                ("authorization".into(), "Bearer tck-evidence-client".into()),
+            ],
+            body: body.map(|b| b.to_string()).unwrap_or_default().into(),
+        };
+        let limits = Limits {
+            deadline: Duration::from_secs(10),
+            ..Limits::default()
+        };
+        let r = send(&self.base, &request, limits).await.unwrap();
+        (
+            r.status,
+            serde_json::from_slice(&r.body).unwrap_or(Value::Null),
+        )
+    }
+
     async fn verdicts(self) -> Vec<agent_tck::report::CaseResult> {
         let cases = self.served.librarian.judge.as_ref().unwrap().cases();
         self.served.stop().await;
@@ -487,7 +515,7 @@ async fn the_mock_librarian_judges_what_the_client_exercised_and_names_what_woul
 ) {
     // No request: every rule skips, saying so.
     let idle = MockSession::start(&["decide"]).await.verdicts().await;
-    assert_eq!(idle.len(), 8);
+    assert_eq!(idle.len(), 11);
     for c in &idle {
         assert_eq!(c.status, Status::Skip, "{}", c.id);
         assert!(
@@ -1299,4 +1327,153 @@ async fn strict_deviations_is_judged_against_the_servers_declared_mode() {
     }
     strict.stop().await;
     allowing.stop().await;
+}
+
+// ---- The mock Librarian: resubmissions, content size, waiting for the human ----
+
+/// A rejected APPROVAL fixed and resubmitted: three times is within max_retry_attempts, four
+/// is one too many; a client whose requests are never rejected gives nothing to judge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mock_librarian_judges_resubmissions_of_a_rejected_request() {
+    use agent_tck::protocols::librarian::model::request;
+    for (resubmitted, want) in [(3, Status::Pass), (4, Status::Fail)] {
+        let session = MockSession::start(&["reject"]).await;
+        let mut body = request("example-agent", "APPROVAL", 1);
+        assert_eq!(session.ask(&body).await.1["status"], "rejected");
+        for n in 0..resubmitted {
+            body["rationale"] = json!(format!("fixed, take {n}"));
+            session.ask(&body).await;
+        }
+        let cases = session.verdicts().await;
+        let c = verdict(&cases, "client.resubmissions");
+        assert_eq!(c.status, want, "{resubmitted}: {}", c.message);
+        assert_eq!(
+            c.evidence.as_ref().map(|e| (e.judged, e.of.as_str())),
+            Some((resubmitted, "resubmissions after a rejection"))
+        );
+        if want == Status::Fail {
+            assert!(
+                c.message.contains(
+                    "token #1: a rejected APPROVAL resubmitted 4 times (max_retry_attempts: 3)"
+                ),
+                "{}",
+                c.message
+            );
+        }
+    }
+    let session = MockSession::start(&["approve"]).await;
+    session.ask(&request("example-agent", "APPROVAL", 1)).await;
+    let cases = session.verdicts().await;
+    let c = verdict(&cases, "client.resubmissions");
+    assert_eq!(c.status, Status::Skip);
+    assert!(
+        c.message
+            .contains("no rejected request was resubmitted; add a `reject` step"),
+        "{}",
+        c.message
+    );
+}
+
+/// Content of 102,400 bytes is within max_content_size; 102,401 is over it; a client that
+/// sends no content gives nothing to judge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mock_librarian_judges_the_clients_content_size() {
+    use agent_tck::protocols::librarian::model::request;
+    for (bytes, want) in [(102_400, Status::Pass), (102_401, Status::Fail)] {
+        let session = MockSession::start(&["decide"]).await;
+        let mut body = request("example-agent", "QUERY", 1);
+        body["content"] = json!("q".repeat(bytes));
+        session.ask(&body).await;
+        let cases = session.verdicts().await;
+        let c = verdict(&cases, "client.content-size");
+        assert_eq!(c.status, want, "{bytes}: {}", c.message);
+        assert_eq!(c.evidence.as_ref().map(|e| e.judged), Some(1));
+        if want == Status::Fail {
+            assert!(
+                c.message.contains(
+                    "token #1: content of 102401 bytes (max_content_size: 100 KB = 102400 bytes)"
+                ),
+                "{}",
+                c.message
+            );
+        }
+    }
+    let session = MockSession::start(&["decide"]).await;
+    session.ask(&request("example-agent", "REPORT", 1)).await;
+    let cases = session.verdicts().await;
+    let c = verdict(&cases, "client.content-size");
+    assert_eq!(c.status, Status::Skip);
+    assert!(
+        c.message
+            .contains("the client sent no request with content"),
+        "{}",
+        c.message
+    );
+}
+
+/// A client that REPORTs an escalated request before its human decided fails
+/// client.waits-for-human; one that polls until the decision and then reports passes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mock_librarian_judges_waiting_for_the_human_decision() {
+    use agent_tck::protocols::librarian::model::request;
+    let reported = |id: &Value| {
+        let mut r = request("example-agent", "REPORT", 2);
+        r["request_id"] = id.clone();
+        r
+    };
+    // Reported at once: the human has 60 s left.
+    let session = MockSession::start(&["escalate:60s"]).await;
+    let (_, answer) = session.ask(&request("example-agent", "APPROVAL", 1)).await;
+    assert_eq!(answer["status"], "escalated");
+    session.ask(&reported(&answer["request_id"])).await;
+    let cases = session.verdicts().await;
+    let c = verdict(&cases, "client.waits-for-human");
+    assert_eq!(c.status, Status::Fail, "{}", c.message);
+    assert!(
+        c.message
+            .contains("while it awaited a human decision (ESCALATED)"),
+        "{}",
+        c.message
+    );
+
+    // Polled once a second until the decision, then reported.
+    let session = MockSession::start(&["escalate:1s"]).await;
+    let (_, answer) = session.ask(&request("example-agent", "APPROVAL", 1)).await;
+    let id = answer["request_id"].as_str().unwrap().to_string();
+    let decided = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            tokio::time::sleep(Duration::from_millis(1_000)).await;
+            let (_, s) = session
+                .call("GET", &format!("/agent/status/{id}"), None)
+                .await;
+            if s["status"] != "ESCALATED" {
+                return s["status"].clone();
+            }
+        }
+    })
+    .await
+    .expect("the human decides within 20 s");
+    assert_eq!(decided, "APPROVED");
+    assert_eq!(
+        session.ask(&reported(&json!(id))).await.1["status"],
+        "approved"
+    );
+    let cases = session.verdicts().await;
+    let c = verdict(&cases, "client.waits-for-human");
+    assert_eq!(c.status, Status::Pass, "{}", c.message);
+    assert_eq!(
+        c.evidence.as_ref().map(|e| (e.judged, e.of.as_str())),
+        Some((1, "escalations"))
+    );
+
+    let session = MockSession::start(&["approve"]).await;
+    session.ask(&request("example-agent", "APPROVAL", 1)).await;
+    let cases = session.verdicts().await;
+    let c = verdict(&cases, "client.waits-for-human");
+    assert_eq!(c.status, Status::Skip);
+    assert!(
+        c.message.contains("add an `escalate:DUR` step"),
+        "{}",
+        c.message
+    );
 }

@@ -732,7 +732,9 @@ impl Librarian {
             }
             "REPORT" => {
                 let reported = body["request_id"].as_str().unwrap_or("");
-                let known = self.books.lock().ok().is_some_and(|b| {
+                let known = self.books.lock().ok().is_some_and(|mut b| {
+                    // A REPORT after the human decided needs no poll first.
+                    self.settle(&mut b, reported);
                     b.requests
                         .get(reported)
                         .is_some_and(|s| s.agent == agent.id && s.state == State::Approved)
@@ -758,15 +760,8 @@ impl Librarian {
         }
     }
 
-    fn status(&self, request: &Request, id: &str) -> Response {
-        let agent = match self.by_token(request, "") {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
-        let Ok(mut books) = self.books.lock() else {
-            return error(500, "poisoned");
-        };
-        // An escalation whose human has decided.
+    /// Request `id`, if an escalation whose human has decided, takes the decision (APPROVED).
+    fn settle(&self, books: &mut Books, id: &str) {
         if let Some(s) = books.requests.get_mut(id) {
             if s.state == State::Escalated && s.decided_at.is_some_and(|t| t <= Instant::now()) {
                 s.state = if self.flaws.reverts_escalation {
@@ -779,6 +774,17 @@ impl Librarian {
                 }
             }
         }
+    }
+
+    fn status(&self, request: &Request, id: &str) -> Response {
+        let agent = match self.by_token(request, "") {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        let Ok(mut books) = self.books.lock() else {
+            return error(500, "poisoned");
+        };
+        self.settle(&mut books, id);
         match books.requests.get(id) {
             Some(s) if s.agent == agent.id || self.flaws.leaks_status => json_response(
                 200,
@@ -938,6 +944,11 @@ impl Handler for Librarian {
                     .find(|(n, _)| n == "retry-after")
                     .and_then(|(_, v)| v.parse().ok()),
                 retryable: retryable || status >= 500 || status == 429,
+                decided_at: None,
+            };
+            let answered = Answered {
+                decided_at: self.decided_at(answered.request_id.as_deref()),
+                ..answered
             };
             j.on_answer(&who, &path, parsed.as_ref(), &answered);
         }
@@ -948,6 +959,12 @@ impl Handler for Librarian {
 }
 
 impl Librarian {
+    /// When the human decides request `id`, if it is an escalation not decided yet.
+    fn decided_at(&self, id: Option<&str>) -> Option<Instant> {
+        let books = self.books.lock().ok()?;
+        books.requests.get(id?)?.decided_at
+    }
+
     fn route(&self, request: &Request, path: &str, step: &Step) -> Response {
         match (request.method.as_str(), path) {
             ("POST", "/agent/request") => self.agent_request(request, step),
