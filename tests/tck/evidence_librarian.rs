@@ -439,12 +439,15 @@ struct MockSession {
 impl MockSession {
     async fn start(steps: &[&str]) -> MockSession {
         use agent_tck::protocols::librarian::mock::{Script, Step};
-        use agent_tck::protocols::librarian::server::{self, Librarian};
         let steps = steps.iter().map(|s| Step::parse(s).unwrap()).collect();
-        let served =
-            server::serve(Librarian::new(Vec::new(), Flaws::default()).mocking(Script::new(steps)))
-                .await
-                .unwrap();
+        MockSession::scripted(Script::new(steps)).await
+    }
+
+    async fn scripted(script: agent_tck::protocols::librarian::mock::Script) -> MockSession {
+        use agent_tck::protocols::librarian::server::{self, Librarian};
+        let served = server::serve(Librarian::new(Vec::new(), Flaws::default()).mocking(script))
+            .await
+            .unwrap();
         let base = BaseUrl::parse(&served.url).unwrap();
         MockSession { served, base }
     }
@@ -1541,4 +1544,65 @@ async fn a_request_still_approved_after_its_report_is_said_plainly() {
         "{}",
         c.message
     );
+}
+
+// ---- The mock Librarian's script: steps that name what they answer ----
+
+/// One script serves any client: each step names the requests it answers, an invalid request
+/// takes no step, a request no step answers is decided by the rules, and an old script (steps
+/// naming nothing) reads as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_steps_answer_the_requests_they_name() {
+    use agent_tck::protocols::librarian::mock::Script;
+    use agent_tck::protocols::librarian::model::request;
+    let text = "decisions:\n  - \"APPROVAL create design docs/design/*: reject\"\n  - \"QUERY: escalate:1s\"\n  - \"APPROVAL: approve\"\n";
+    let session = MockSession::scripted(Script::parse("s.yaml", text).unwrap()).await;
+    let decision =
+        |(status, v): (u16, Value)| format!("{status} {}", v["status"].as_str().unwrap_or(""));
+    let approval = request("example-agent", "APPROVAL", 1);
+    let mut code = approval.clone();
+    code["target_type"] = json!("code");
+    code["target_path"] = json!("src/auth/login.py");
+    let mut invalid = request("example-agent", "QUERY", 2);
+    invalid.as_object_mut().unwrap().remove("content");
+    assert_eq!(
+        decision(session.ask(&invalid).await),
+        "400 ",
+        "an invalid request takes no step"
+    );
+    assert_eq!(decision(session.ask(&approval).await), "200 rejected");
+    assert_eq!(
+        decision(session.ask(&code).await),
+        "200 approved",
+        "APPROVAL: approve"
+    );
+    assert_eq!(
+        decision(session.ask(&request("example-agent", "QUERY", 3)).await),
+        "200 escalated"
+    );
+    // A design APPROVAL is answered by its two steps in turn, whatever came between.
+    assert_eq!(decision(session.ask(&approval).await), "200 approved");
+    assert_eq!(decision(session.ask(&code).await), "200 approved");
+    assert_eq!(
+        decision(session.ask(&approval).await),
+        "200 rejected",
+        "the cycle comes round"
+    );
+    assert_eq!(
+        decision(session.ask(&request("example-agent", "VALIDATE", 4)).await),
+        "200 approved",
+        "no step answers a VALIDATE: the rules decide it"
+    );
+    session.verdicts().await;
+
+    let old = include_str!("../../mocks/librarian-decisions.yaml");
+    assert!(Script::parse("mocks/librarian-decisions.yaml", old).is_ok());
+    for (bad, words) in [
+        ("decisions:\n  - approve\n  - \"APPROVAL create delete: reject\"\n", "s.yaml:3: script step \"APPROVAL create delete: reject\": \"delete\" is a second action"),
+        ("decisions:\n  - explode\n", "s.yaml:2: script step \"explode\": expected decide, approve"),
+        ("decisions:\n  - \"QUERY: explode\"\n", "s.yaml:2: script step \"explode\""),
+    ] {
+        let e = Script::parse("s.yaml", bad).unwrap_err();
+        assert!(e.contains(words), "{e}");
+    }
 }

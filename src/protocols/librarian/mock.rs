@@ -2,10 +2,15 @@
 //! decisions and faults for successive `/agent/request` calls, and the **judge** of the client
 //! that talks to it (`agent-tck mock librarian`: the kit certifies an agent client).
 //!
-//! Script steps (one per request, cycling): `decide` (the document's rules decide), `approve`,
-//! `reject`, `escalate:DUR` (ESCALATED at /agent/status, APPROVED once DUR has passed),
-//! `clarify`, `429:SECS` (Retry-After SECS), `500`, `malformed-json`, `slow:DUR` (decided, then
-//! answered after DUR), `reset` (the connection reset before an answer).
+//! Script steps, cycled over the valid requests to /agent/request (an invalid one takes no step:
+//! the rules answer it): `decide` (the document's rules decide), `approve`, `reject`,
+//! `escalate:DUR` (ESCALATED at /agent/status, APPROVED once DUR has passed), `clarify`,
+//! `429:SECS` (Retry-After SECS), `500`, `malformed-json`, `slow:DUR` (decided, then answered
+//! after DUR), `reset` (the connection reset before an answer). A step may name what it
+//! answers: `APPROVAL create design docs/design/*: reject` (a request type, then any of an
+//! action, a target_type and a target_path glob); a request takes, in turn, the steps that
+//! answer it (a step that names nothing answers any request but a REPORT), whatever other
+//! requests come between, and the rules decide a request no step answers.
 //!
 //! The judge's rules (group `client`), each skipped when the run gave it nothing to judge:
 //! - `client.request-schema` (MUST): every /agent/request body valid, with its type's required
@@ -90,11 +95,66 @@ impl Step {
     }
 }
 
-/// A script: its steps, cycled over successive `/agent/request` calls.
+/// Which requests a script step answers: its type, and any of an action, a target_type and a
+/// target_path glob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selector {
+    request_type: String,
+    action: Option<String>,
+    target_type: Option<String>,
+    path: Option<String>,
+}
+
+impl Selector {
+    /// `APPROVAL create design docs/design/*`; None when `text` does not start with a request
+    /// type (it is then no selector: `escalate:3s` is a step).
+    fn parse(text: &str) -> Result<Option<Selector>, String> {
+        let mut words = text.split_whitespace();
+        let Some(request_type) = words.next().filter(|w| model::REQUEST_TYPES.contains(w)) else {
+            return Ok(None);
+        };
+        let mut selector = Selector {
+            request_type: request_type.to_string(),
+            action: None,
+            target_type: None,
+            path: None,
+        };
+        for word in words {
+            let slot = if model::ACTIONS.contains(&word) {
+                &mut selector.action
+            } else if model::TARGET_TYPES.contains(&word) {
+                &mut selector.target_type
+            } else {
+                &mut selector.path
+            };
+            if slot.replace(word.to_string()).is_some() {
+                return Err(format!(
+                    "{word:?} is a second action, target_type or path (expected TYPE [ACTION] \
+                     [TARGET_TYPE] [PATH-GLOB])"
+                ));
+            }
+        }
+        Ok(Some(selector))
+    }
+
+    fn matches(&self, body: &Value) -> bool {
+        let is = |key: &str, want: &Option<String>| {
+            want.as_deref()
+                .is_none_or(|w| crate::text::glob_match(w, body[key].as_str().unwrap_or("")))
+        };
+        body["request_type"] == self.request_type.as_str()
+            && is("action", &self.action)
+            && is("target_type", &self.target_type)
+            && is("target_path", &self.path)
+    }
+}
+
+/// A script: its steps, each with what it answers, cycled over successive valid requests.
 #[derive(Debug, Clone, Default)]
 pub struct Script {
-    steps: Vec<Step>,
-    next: usize,
+    steps: Vec<(Option<Selector>, Step)>,
+    /// For each set of steps that answer some request: how many such requests came.
+    turns: HashMap<Vec<usize>, usize>,
 }
 
 #[derive(serde::Deserialize)]
@@ -104,32 +164,71 @@ struct ScriptFile {
 }
 
 impl Script {
+    /// Steps that answer any request but a REPORT, in turn.
     pub fn new(steps: Vec<Step>) -> Script {
-        Script { steps, next: 0 }
+        Script {
+            steps: steps.into_iter().map(|s| (None, s)).collect(),
+            turns: HashMap::new(),
+        }
     }
 
-    /// `decisions: [approve, "429:2", escalate:3s, …]`; errors name the file and the step.
+    /// `decisions: [approve, "429:2", "APPROVAL create design: reject", …]`; errors name the
+    /// file, the line and the step.
     pub fn parse(source: &str, text: &str) -> Result<Script, String> {
         let file: ScriptFile = serde_saphyr::from_str(text)
             .map_err(|e| crate::text::yaml_error(source, &e.to_string()))?;
+        let at = |step: &str| {
+            text.lines()
+                .position(|l| l.contains(step.trim()))
+                .map(|n| format!("{source}:{}", n + 1))
+                .unwrap_or_else(|| source.to_string())
+        };
         let steps = file
             .decisions
             .iter()
-            .map(|s| Step::parse(s).map_err(|e| format!("{source}: {e}")))
+            .map(|s| Self::step(s).map_err(|e| format!("{}: {e}", at(s))))
             .collect::<Result<Vec<_>, _>>()?;
         if steps.is_empty() {
             return Err(format!("{source}: `decisions` is empty"));
         }
-        Ok(Script::new(steps))
+        Ok(Script {
+            steps,
+            turns: HashMap::new(),
+        })
     }
 
-    /// The step for the next request (`decide` when the script is empty).
-    pub fn next_step(&mut self) -> Step {
-        if self.steps.is_empty() {
+    /// One step, with what it answers when it names it (`SELECTOR: STEP`).
+    fn step(text: &str) -> Result<(Option<Selector>, Step), String> {
+        if let Some((head, step)) = text.split_once(':') {
+            if let Some(selector) =
+                Selector::parse(head).map_err(|e| format!("script step {text:?}: {e}"))?
+            {
+                return Ok((Some(selector), Step::parse(step.trim())?));
+            }
+        }
+        Ok((None, Step::parse(text)?))
+    }
+
+    /// The step for a valid request `body`: the steps that answer it, in turn (so that each
+    /// kind of request sees its own steps in order, whatever comes between); `decide` when none
+    /// does.
+    pub fn step_for(&mut self, body: &Value) -> Step {
+        let answering: Vec<usize> = self
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(_, (selector, _))| match selector {
+                Some(s) => s.matches(body),
+                None => body["request_type"] != "REPORT",
+            })
+            .map(|(i, _)| i)
+            .collect();
+        if answering.is_empty() {
             return Step::Decide;
         }
-        let step = self.steps[self.next % self.steps.len()].clone();
-        self.next += 1;
+        let turn = self.turns.entry(answering.clone()).or_insert(0);
+        let step = self.steps[answering[*turn % answering.len()]].1.clone();
+        *turn += 1;
         step
     }
 }

@@ -879,15 +879,17 @@ impl Handler for Librarian {
             );
         }
         let is_request = request.method == "POST" && path == "/agent/request";
-        // The script decides every /agent/request but REPORTs (the rules decide those: a report
-        // is bookkeeping, not a decision).
-        let is_report = parsed
-            .as_ref()
-            .is_some_and(|v| v["request_type"] == "REPORT");
-        let step = match (&self.script, is_request && !is_report) {
-            (Some(script), true) => script
+        // The script answers the valid requests to /agent/request (a REPORT only when a step
+        // names it); an invalid one takes no step: the rules refuse it.
+        let valid = parsed.as_ref().filter(|v| {
+            crate::schema::schemas()
+                .validate(model::REQUEST_SCHEMA, v)
+                .is_empty()
+        });
+        let step = match (&self.script, valid) {
+            (Some(script), Some(body)) if is_request => script
                 .lock()
-                .map(|mut s| s.next_step())
+                .map(|mut s| s.step_for(body))
                 .unwrap_or(Step::Decide),
             _ => Step::Decide,
         };
