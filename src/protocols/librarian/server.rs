@@ -460,8 +460,10 @@ impl Librarian {
         let findings: Vec<_> = findings
             .into_iter()
             .filter(|f| {
-                !(self.flaws.approves_without_rationale && f.message.contains("\"rationale\""))
-                    && !(self.flaws.accepts_any_content_type && f.path.contains("content"))
+                let overlooked = (self.flaws.approves_without_rationale
+                    && f.message.contains("\"rationale\""))
+                    || (self.flaws.accepts_any_content_type && f.path.contains("content"));
+                !overlooked
             })
             .collect();
         if !findings.is_empty() {
