@@ -294,16 +294,17 @@ struct JudgeState {
     last_hash: HashMap<String, u64>,
 }
 
-/// What a request asks for, whatever its wording: who, its type, action and target. A fixed
-/// request resubmitted after a rejection asks for the same.
+/// What a request asks for, whatever its wording: who, its type, action and target (and the
+/// request a REPORT reports). A fixed request resubmitted after a rejection asks for the same.
 fn ask_of(who: &str, body: &Value) -> String {
     let field = |k: &str| body[k].as_str().unwrap_or("");
     format!(
-        "{who} {} {} {} {}",
+        "{who} {} {} {} {} {}",
         field("request_type"),
         field("action"),
         field("target_type"),
-        field("target_path")
+        field("target_path"),
+        field("request_id")
     )
 }
 
