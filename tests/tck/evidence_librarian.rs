@@ -1606,3 +1606,64 @@ async fn script_steps_answer_the_requests_they_name() {
         assert!(e.contains(words), "{e}");
     }
 }
+
+/// `mock fleet --registry FILE` reads the server's registry: against a Librarian that refuses
+/// 403 what an agent may not do, every refusal is judged and the run exits 0; a registry that
+/// cannot be read is a one-line usage error naming the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mock_fleet_reads_the_registry_flag() {
+    let served = reference(Flaws::named("forbids-403").unwrap())
+        .await
+        .unwrap();
+    let dir = crate::support::TempDir::new("fleet-registry");
+    let (fleet, registry, json) = (
+        dir.path("f.yaml"),
+        dir.path("agents.yaml"),
+        dir.path("r.json"),
+    );
+    std::fs::write(&fleet, fleet_file(&served.url)).unwrap();
+    std::fs::write(
+        &registry,
+        "agents:\n  claude-3:\n    capabilities: [read, write, analyze]\n    allowed_targets: [architecture, design, code]\n  gemini-pro:\n    capabilities: [read, analyze, validate]\n    allowed_targets: [all]\n",
+    )
+    .unwrap();
+    let run = |registry: String| {
+        let (fleet, json) = (fleet.clone(), json.clone());
+        async move {
+            let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"))
+                .args([
+                    "mock",
+                    "fleet",
+                    "--config",
+                    &fleet,
+                    "--registry",
+                    &registry,
+                    "--json",
+                    &json,
+                ])
+                .kill_on_drop(true)
+                .output();
+            tokio::time::timeout(Duration::from_secs(60), out)
+                .await
+                .unwrap()
+                .unwrap()
+        }
+    };
+    let out = run(registry.clone()).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(case_status(&report, "fleet.refusals"), "pass");
+    let missing = run(dir.path("nowhere.yaml")).await;
+    served.stop().await;
+    assert_eq!(missing.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        err.contains("nowhere.yaml: cannot read") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+}
