@@ -6,6 +6,11 @@
 //! (Retry-After, at most 60 s) and the request retried, at most 3 times (max_retry_attempts),
 //! so that a run soon after another is not failed by the Librarian's own limit.
 //!
+//! Each case asks with a --token agent the registry (`--registry`) allows to make its request
+//! (see `Client::able`), so the order of the tokens changes no verdict; without a registry the
+//! first asks, and a 403 to a valid request is not judged (a right answer for an agent that
+//! may not).
+//!
 //! A case passes only on evidence (how many of what it judged). A refusal counts only from an
 //! endpoint that answers its own valid request (see [`Gate`]): against a server without the
 //! routes, only the cases that judge an endpoint itself fail, and the rest skip saying what
