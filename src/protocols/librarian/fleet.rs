@@ -627,20 +627,18 @@ fn most_in_a_minute(outcomes: &[Outcome]) -> usize {
     most
 }
 
-/// One outcome as a failure example shows it.
-fn shown(c: &Client, o: &Outcome) -> String {
+/// One outcome as a failure example shows it (the case names its client).
+fn shown(o: &Outcome) -> String {
     match (&o.status, &o.error) {
         (Some(s), _) => format!(
-            "{} ({}): answered {s}{}",
-            c.name,
-            c.behavior,
+            "answered {s}{}",
             o.decision
                 .as_ref()
                 .map(|d| format!(" {d}"))
                 .unwrap_or_default()
         ),
-        (None, Some(e)) => format!("{} ({}): {e}", c.name, c.behavior),
-        _ => format!("{} ({})", c.name, c.behavior),
+        (None, Some(e)) => e.clone(),
+        _ => "no answer".into(),
     }
 }
 
@@ -725,10 +723,10 @@ impl ByClient {
                 .filter(|(_, c)| c.broken > 0)
                 .map(|(client, c)| {
                     format!(
-                        "{client}: {} of {}, e.g. {}",
+                        "{client}: {} ({} of its {})",
+                        c.examples.join(" | "),
                         c.broken,
-                        c.checked,
-                        c.examples.join("; ")
+                        c.checked
                     )
                 })
                 .collect();
@@ -790,7 +788,7 @@ impl Tallies {
         let answered = o.status.is_some_and(|s| s < 500);
         // A 5xx or no answer breaks the rule whatever else the server does.
         if live || !answered {
-            self.no5xx.check(c, answered, || shown(c, o));
+            self.no5xx.check(c, answered, || shown(o));
         }
         let verdict = judged(&c.behavior, o);
         if c.behavior == "conforming" {
@@ -798,7 +796,7 @@ impl Tallies {
             // server's failure to serve the protocol at all.
             match verdict {
                 Judged::Nothing(why) => self.conforming.unjudged(c, why),
-                v => self.conforming.check(c, v == Judged::Held, || shown(c, o)),
+                v => self.conforming.check(c, v == Judged::Held, || shown(o)),
             }
             if verdict == Judged::Held {
                 self.latency
@@ -819,7 +817,7 @@ impl Tallies {
                     .find(|(b, _)| *b == c.behavior)
                     .map(|(_, w)| *w)
                     .unwrap_or("");
-                format!("{}; expected {want}", shown(c, o))
+                format!("{}; expected {want}", shown(o))
             }),
         }
         if o.status.is_some() {
