@@ -385,6 +385,10 @@ pub struct MockFleetArgs {
     /// Seed of every random choice (overrides the file's `seed`; default: from the clock).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// A Librarian fleet: the server's agent registry (its config/agents.yaml), so that each
+    /// client asks only what its agent may, and a refusal for authorization is judged.
+    #[arg(long, value_name = "FILE")]
+    pub registry: Option<PathBuf>,
     /// Keep serving after the triggers are done, until interrupted.
     #[arg(long)]
     pub serve: bool,
@@ -1047,6 +1051,7 @@ async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
             url: args.platform_url.as_deref(),
             seed: args.seed,
             strict: args.run.strict,
+            registry: args.registry.as_deref(),
         };
         if let Some(run) = protocol.client_fleet(&source, &text, at) {
             args.run.output.check()?;

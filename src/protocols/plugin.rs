@@ -149,6 +149,9 @@ pub struct ClientFleet<'a> {
     /// `--seed`.
     pub seed: Option<u64>,
     pub strict: bool,
+    /// `--registry`: the server's agent registry, for a fleet whose clients ask only what
+    /// their agents may (the Librarian's).
+    pub registry: Option<&'a std::path::Path>,
 }
 
 /// What `mock agent` says to a protocol whose agent is a command run once per call (the agent

@@ -41,6 +41,7 @@ fn settings(url: &str, only: &[&str]) -> Settings {
             strict: false,
         },
         quick: false,
+        allow_deviations: Some(false),
         registry: Some(reference_registry()),
     }
 }
@@ -374,7 +375,7 @@ async fn the_reference_passes_on_evidence() {
     );
     assert_eq!(
         e("limits.content-under"),
-        (1, "APPROVALs with content at 102000 bytes".to_string())
+        (1, "APPROVALs with content at 102400 bytes".to_string())
     );
     assert_eq!(
         e("status.unknown"),
@@ -438,12 +439,15 @@ struct MockSession {
 impl MockSession {
     async fn start(steps: &[&str]) -> MockSession {
         use agent_tck::protocols::librarian::mock::{Script, Step};
-        use agent_tck::protocols::librarian::server::{self, Librarian};
         let steps = steps.iter().map(|s| Step::parse(s).unwrap()).collect();
-        let served =
-            server::serve(Librarian::new(Vec::new(), Flaws::default()).mocking(Script::new(steps)))
-                .await
-                .unwrap();
+        MockSession::scripted(Script::new(steps)).await
+    }
+
+    async fn scripted(script: agent_tck::protocols::librarian::mock::Script) -> MockSession {
+        use agent_tck::protocols::librarian::server::{self, Librarian};
+        let served = server::serve(Librarian::new(Vec::new(), Flaws::default()).mocking(script))
+            .await
+            .unwrap();
         let base = BaseUrl::parse(&served.url).unwrap();
         MockSession { served, base }
     }
@@ -467,6 +471,34 @@ impl MockSession {
         send(&self.base, &request, limits).await.unwrap().status
     }
 
+    /// POSTs `body` to /agent/request with a token; the answer's status and JSON.
+    async fn ask(&self, body: &Value) -> (u16, Value) {
+        self.call("POST", "/agent/request", Some(body)).await
+    }
+
+    /// One request with the client's token: the answer's status and JSON (null if none).
+    async fn call(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        use agent_tck::transport::http::{send, Limits, Request};
+        let request = Request {
+            method: method.into(),
+            path: path.into(),
+            headers: vec![
+                ("content-type".into(), "application/json".into()),
+                ("authorization".into(), "Bearer tck-evidence-client".into()),
+            ],
+            body: body.map(|b| b.to_string()).unwrap_or_default().into(),
+        };
+        let limits = Limits {
+            deadline: Duration::from_secs(10),
+            ..Limits::default()
+        };
+        let r = send(&self.base, &request, limits).await.unwrap();
+        (
+            r.status,
+            serde_json::from_slice(&r.body).unwrap_or(Value::Null),
+        )
+    }
+
     async fn verdicts(self) -> Vec<agent_tck::report::CaseResult> {
         let cases = self.served.librarian.judge.as_ref().unwrap().cases();
         self.served.stop().await;
@@ -486,7 +518,7 @@ async fn the_mock_librarian_judges_what_the_client_exercised_and_names_what_woul
 ) {
     // No request: every rule skips, saying so.
     let idle = MockSession::start(&["decide"]).await.verdicts().await;
-    assert_eq!(idle.len(), 8);
+    assert_eq!(idle.len(), 11);
     for c in &idle {
         assert_eq!(c.status, Status::Skip, "{}", c.id);
         assert!(
@@ -691,7 +723,7 @@ async fn an_unknown_request_id_answered_200_fails_status_unknown() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn content_under_the_limit_refused_for_its_size_fails_and_refused_for_nothing_named_skips() {
     let under = |r: &agent_tck::mock::http1::Request| {
-        body_of(r).and_then(|b| b["content"].as_str().map(str::len)) == Some(102_000)
+        body_of(r).and_then(|b| b["content"].as_str().map(str::len)) == Some(102_400)
     };
     let report = probe_tweaked(&["limits.content-under"], move |r| {
         under(r).then(|| agent_tck::mock::http1::Response::json_error(413, "payload too large"))
@@ -701,7 +733,7 @@ async fn content_under_the_limit_refused_for_its_size_fails_and_refused_for_noth
     assert_eq!(c.status, Status::Fail, "{}", c.message);
     assert!(
         c.message
-            .contains("content at 102000 bytes, within the limit, was refused for it (413)"),
+            .contains("content at 102400 bytes, within the limit, was refused for it (413)"),
         "{}",
         c.message
     );
@@ -848,4 +880,790 @@ async fn the_fleet_judges_capabilities_after_only_against_a_before() {
             );
         }
     }
+}
+
+// ---- The client fleet: each client asks what its agent may; refusals judged per client ----
+
+/// `fleet_file`'s clients and one client of each `extra` behaviour (speaking for the second
+/// agent), for a second against `url`; with the reference's registry when `registry`.
+async fn fleet_with(url: &str, extra: &[&str], registry: bool) -> Report {
+    let t = reference_tokens();
+    let mut text = fleet_file(url);
+    for b in extra {
+        text.push_str(&format!(
+            "    - {{ name: {b}-client, agent: {}, token: {}, behavior: {b}, rate: 120/min }}\n",
+            t[1].0, t[1].1
+        ));
+    }
+    let fleet = Fleet::parse("fleet.yaml", &text, None)
+        .and_then(|f| f.with_registry(registry.then(reference_registry)))
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(60), fleet::run(&fleet, false, 1))
+        .await
+        .expect("the fleet ends")
+}
+
+/// Serves `handler` on loopback, runs `fleet_with` against it, stops it.
+async fn fleet_against<H: agent_tck::mock::http1::Handler<Note = ()>>(
+    handler: H,
+    extra: &[&str],
+    registry: bool,
+) -> Report {
+    let running =
+        agent_tck::mock::http1::spawn(std::sync::Arc::new(handler), ([127, 0, 0, 1], 0).into())
+            .await
+            .unwrap();
+    let report = fleet_with(&running.url(), extra, registry).await;
+    running.stop().await;
+    report
+}
+
+/// The reference Librarian refusing an agent's request outside its registry entry 403 "Agent
+/// not authorized" (as a server that enforces capabilities answers).
+fn forbidding() -> agent_tck::protocols::librarian::server::Librarian {
+    agent_tck::protocols::librarian::server::Librarian::new(reference_registry(), Flaws::default())
+        .forbidding()
+}
+
+fn bearer(r: &agent_tck::mock::http1::Request) -> String {
+    r.header("authorization").unwrap_or_default().to_string()
+}
+
+const ALL_FAULTS: [&str; 3] = ["injection", "foreign-agent-id", "unregistered-agent-id"];
+
+/// A Librarian that refuses the second agent's APPROVALs 403 (it lacks `write`) is right: the
+/// fleet fails it neither with nor without the registry; without one it says which answers it
+/// could not tell from a wrong refusal, per client, and with one it judges them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_librarian_refusing_unauthorized_requests_403_passes_the_fleet() {
+    let report = fleet_against(forbidding(), &ALL_FAULTS, false).await;
+    assert_eq!(crate::support::failing(&report), vec![]);
+    let refusals = case(&report, "fleet.refusals");
+    assert_eq!(refusals.status, Status::Pass, "{}", refusals.message);
+    // The oversized and injected APPROVALs of an agent without `write`, answered 403.
+    for client in [
+        "oversized-client (oversized)",
+        "injection-client (injection)",
+    ] {
+        let line = refusals
+            .message
+            .lines()
+            .find(|l| l.trim_start().starts_with(client))
+            .unwrap_or_else(|| panic!("{client}: {}", refusals.message));
+        assert!(
+            line.contains(
+                " not judged: answered 401/403 to a request no registry says its agent may make"
+            ) && line.ends_with("give --registry (the server's config/agents.yaml)"),
+            "{line}"
+        );
+    }
+
+    let report = fleet_against(forbidding(), &ALL_FAULTS, true).await;
+    assert_eq!(crate::support::failing(&report), vec![]);
+    let refusals = case(&report, "fleet.refusals");
+    assert_eq!(refusals.status, Status::Pass, "{}", refusals.message);
+    assert!(
+        !refusals.message.contains("not judged"),
+        "with the registry every refusal is judged: {}",
+        refusals.message
+    );
+    assert!(refusals.evidence.as_ref().unwrap().judged >= 7);
+    assert_eq!(
+        case(&report, "fleet.conforming-served").status,
+        Status::Pass
+    );
+}
+
+/// A 403 to a request its agent may make (the second agent's QUERY) is a fault, and one
+/// client's many faults do not hide another's single one: the message names each client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_403_to_a_permitted_request_fails_refusals_naming_each_client() {
+    let gemini = format!("Bearer {}", reference_tokens()[1].1);
+    let handler = Tweaked {
+        inner: forbidding(),
+        tweak: move |r: &agent_tck::mock::http1::Request| {
+            let body = body_of(r)?;
+            if bearer(r).ends_with("-wrong") {
+                return json_answer(200, json!({"request_id": "r-1", "status": "approved"}));
+            }
+            (bearer(r) == gemini && body["request_type"] == "QUERY" && body["content"].is_string())
+                .then(|| {
+                    agent_tck::mock::http1::Response::json_error(
+                        403,
+                        "Agent not authorized: gemini-pro lacks required capability",
+                    )
+                })
+        },
+    };
+    let report = fleet_against(handler, &[], true).await;
+    let refusals = case(&report, "fleet.refusals");
+    assert_eq!(refusals.status, Status::Fail, "{}", refusals.message);
+    assert!(
+        refusals.message.contains("by client:\n  flood (flood): ")
+            && refusals
+                .message
+                .contains("answered 403; expected 429 once over 60 a minute")
+            && refusals
+                .message
+                .contains("wrong-token-client (wrong-token): ")
+            && refusals
+                .message
+                .contains("answered 200 approved; expected 401 or 403"),
+        "{}",
+        refusals.message
+    );
+}
+
+/// Injected text that gets its forbidden target approved fails `fleet.refusals` on the answer
+/// (a 200 is no pass); with no registry to say what is forbidden it is not judged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn injected_text_approved_for_a_forbidden_target_fails_refusals() {
+    let obeys = || {
+        agent_tck::protocols::librarian::server::Librarian::new(
+            reference_registry(),
+            Flaws::named("obeys-injection").unwrap(),
+        )
+    };
+    let report = fleet_against(obeys(), &["injection"], true).await;
+    let refusals = case(&report, "fleet.refusals");
+    assert_eq!(refusals.status, Status::Fail, "{}", refusals.message);
+    assert!(
+        refusals.message.contains("injection-client (injection): ")
+            && refusals
+                .message
+                .contains("answered 200 approved; expected the forbidden target not approved"),
+        "{}",
+        refusals.message
+    );
+    let report = fleet_against(obeys(), &["injection"], false).await;
+    let refusals = case(&report, "fleet.refusals");
+    assert_eq!(refusals.status, Status::Pass, "{}", refusals.message);
+    assert!(
+        refusals
+            .message
+            .contains("not judged: answers to injected text"),
+        "{}",
+        refusals.message
+    );
+}
+
+/// Agent A's token in agent B's name and an agent no registry holds are two tests: a Librarian
+/// that checks registration but not whose token it is fails only the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_taken_in_another_registered_agents_name_fails_foreign_agent_id_only() {
+    let gemini = format!("Bearer {}", reference_tokens()[1].1);
+    let claude = reference_tokens()[0].0.clone();
+    let handler = Tweaked {
+        inner: forbidding(),
+        tweak: move |r: &agent_tck::mock::http1::Request| {
+            let body = body_of(r)?;
+            (bearer(r) == gemini && body["agent_id"] == claude.as_str())
+                .then(|| json!({"request_id": "r-2", "status": "approved"}))
+                .and_then(|v| json_answer(200, v))
+        },
+    };
+    let report = fleet_against(handler, &ALL_FAULTS, true).await;
+    let refusals = case(&report, "fleet.refusals");
+    assert_eq!(refusals.status, Status::Fail, "{}", refusals.message);
+    assert!(
+        refusals
+            .message
+            .contains("foreign-agent-id-client (foreign-agent-id): ")
+            && !refusals.message.contains("unregistered-agent-id-client"),
+        "{}",
+        refusals.message
+    );
+}
+
+// ---- The probe: each case asks with a token whose agent may make its request ----
+
+/// Probes `url` (the cases `only`) with the reference's tokens, the second agent (which may not
+/// change anything) first, and the reference's registry when `registry`.
+async fn probe_reversed(url: &str, only: &[&str], registry: bool) -> Report {
+    let mut s = settings(url, only);
+    s.tokens.reverse();
+    if !registry {
+        s.registry = None;
+    }
+    tokio::time::timeout(Duration::from_secs(180), run(&s, &|_| {}))
+        .await
+        .expect("the probe ends within its deadlines")
+        .unwrap()
+}
+
+/// The cases that make a change, or look one up, or name another agent.
+const CHANGES: [&str; 8] = [
+    "request.*",
+    "status.*",
+    "fields.approval-*",
+    "limits.*",
+    "auth.*",
+    "lifecycle.*",
+    "robustness.unicode",
+    "input.*",
+];
+
+/// With the first --token an agent that may not create designs, a Librarian that refuses its
+/// changes 403 is right: with the registry every case asks with an agent that may, and nothing
+/// fails; without it, a 403 to a valid request is not judged (it names --registry).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_order_does_not_change_verdicts_against_a_librarian_refusing_403() {
+    let served = server_forbidding().await;
+    let report = probe_reversed(&served.url, &CHANGES, true).await;
+    assert_eq!(crate::support::failing(&report), vec![]);
+    for id in [
+        "request.approval",
+        "lifecycle.report-completes",
+        "limits.content-over",
+        "auth.foreign-agent",
+    ] {
+        assert_eq!(
+            case(&report, id).status,
+            Status::Pass,
+            "{id}: {}",
+            case(&report, id).message
+        );
+    }
+    let report = probe_reversed(&served.url, &["request.approval", "request.query"], false).await;
+    served.stop().await;
+    let approval = case(&report, "request.approval");
+    assert_eq!(approval.status, Status::Skip, "{}", approval.message);
+    assert!(
+        approval.message.contains(
+            "was refused 403, and no registry says whether its agent may make it; give --registry"
+        ),
+        "{}",
+        approval.message
+    );
+    assert_eq!(case(&report, "request.query").status, Status::Pass);
+}
+
+async fn server_forbidding() -> agent_tck::protocols::librarian::server::Served {
+    agent_tck::protocols::librarian::server::serve(forbidding())
+        .await
+        .unwrap()
+}
+
+/// A Librarian that takes the agent from agent_id (checking its capabilities) and never asks
+/// whose token it is fails auth.foreign-agent: the case asks, in B's name, what B may (a QUERY),
+/// so a capability refusal cannot hide the fault.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_taken_in_another_agents_name_fails_auth_foreign_agent() {
+    let tokens = reference_tokens();
+    let handler = Tweaked {
+        inner: forbidding(),
+        tweak: move |r: &agent_tck::mock::http1::Request| {
+            let body = body_of(r)?;
+            let named = body["agent_id"].as_str()?;
+            // Another registered agent's token: the request is judged as the named agent's.
+            tokens
+                .iter()
+                .find(|(a, t)| a != named && bearer(r) == format!("Bearer {t}"))?;
+            let entry = reference_registry().into_iter().find(|e| e.id == named)?;
+            match entry.refuses(&body) {
+                Some(why) => Some(agent_tck::mock::http1::Response::json_error(
+                    403,
+                    &format!("Agent not authorized: {why}"),
+                )),
+                None => json_answer(200, json!({"request_id": "r-3", "status": "approved"})),
+            }
+        },
+    };
+    let running =
+        agent_tck::mock::http1::spawn(std::sync::Arc::new(handler), ([127, 0, 0, 1], 0).into())
+            .await
+            .unwrap();
+    let report = probe(&running.url(), &["request.query", "auth.*"]).await;
+    running.stop().await;
+    assert_eq!(ids_with(&report, Status::Fail), vec!["auth.foreign-agent"]);
+    let c = case(&report, "auth.foreign-agent");
+    assert!(
+        c.message
+            .contains("foreign-agent: 200 approved; expected 401 or 403"),
+        "{}",
+        c.message
+    );
+}
+
+// ---- Content of the wrong type, the content limit at its edge, the server's compliance mode ----
+
+/// Probes `url` (the cases `only`) with the test settings as `tweak` leaves them.
+async fn probe_with(url: &str, only: &[&str], tweak: impl FnOnce(&mut Settings)) -> Report {
+    let mut s = settings(url, only);
+    tweak(&mut s);
+    tokio::time::timeout(Duration::from_secs(180), run(&s, &|_| {}))
+        .await
+        .expect("the probe ends within its deadlines")
+        .unwrap()
+}
+
+/// content as a list is a 4xx from the reference; a Librarian that approves it fails the case.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn content_of_the_wrong_type_approved_fails_input_wrong_type_content() {
+    let served = reference(Flaws::default()).await.unwrap();
+    let report = probe(&served.url, &["input.wrong-type-content"]).await;
+    served.stop().await;
+    let c = case(&report, "input.wrong-type-content");
+    assert_eq!(c.status, Status::Pass, "{}", c.message);
+    assert_eq!(c.message, "400");
+    assert_eq!(
+        c.evidence.as_ref().unwrap().of,
+        "wrong-type-content requests"
+    );
+
+    let report = probe_tweaked(&["input.wrong-type-content"], |r| {
+        body_of(r)
+            .filter(|b| b["content"].is_array())
+            .map(|_| json!({"request_id": "r-4", "status": "approved"}))
+            .and_then(|v| json_answer(200, v))
+    })
+    .await;
+    let c = case(&report, "input.wrong-type-content");
+    assert_eq!(c.status, Status::Fail, "{}", c.message);
+    assert!(
+        c.message
+            .contains("wrong-type-content: approved; expected a 4xx"),
+        "{}",
+        c.message
+    );
+}
+
+/// 102,400 bytes of content (100 KB, the kit's KB being 1024) are accepted and 102,401 refused
+/// by the reference; a Librarian off by one either way fails the case at that edge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_content_limit_is_judged_at_its_exact_edge() {
+    let only = ["limits.content-*"];
+    let served = reference(Flaws::default()).await.unwrap();
+    let report = probe(&served.url, &only).await;
+    served.stop().await;
+    assert_eq!(
+        ids_with(&report, Status::Pass),
+        vec!["limits.content-under", "limits.content-over"]
+    );
+    assert_eq!(
+        case(&report, "limits.content-over")
+            .evidence
+            .as_ref()
+            .unwrap()
+            .of,
+        "APPROVALs with content at 102401 bytes"
+    );
+    let length = |r: &agent_tck::mock::http1::Request| {
+        body_of(r).and_then(|b| b["content"].as_str().map(str::len))
+    };
+    // A limit of "100 KB" read as 102,399 bytes (the limit itself refused).
+    let report = probe_tweaked(&only, move |r| {
+        (length(r) == Some(102_400)).then(|| {
+            agent_tck::mock::http1::Response::json_error(400, "content exceeds max_content_size")
+        })
+    })
+    .await;
+    assert_eq!(
+        ids_with(&report, Status::Fail),
+        vec!["limits.content-under"]
+    );
+    // One byte past the limit let through.
+    let report = probe_tweaked(&only, move |r| {
+        (length(r) == Some(102_401))
+            .then(|| json!({"request_id": "r-5", "status": "approved"}))
+            .and_then(|v| json_answer(200, v))
+    })
+    .await;
+    assert_eq!(ids_with(&report, Status::Fail), vec!["limits.content-over"]);
+    assert!(
+        case(&report, "limits.content-over")
+            .message
+            .contains("content at 102401 bytes, over the limit, was approved"),
+        "{}",
+        case(&report, "limits.content-over").message
+    );
+}
+
+/// limits.strict-deviations holds the server to the mode it is given: skipped without one,
+/// one deviation refused under strict mode, not refused for it when deviations are allowed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strict_deviations_is_judged_against_the_servers_declared_mode() {
+    use agent_tck::protocols::librarian::server::{serve, Librarian};
+    let only = ["limits.strict-deviations"];
+    let strict = reference(Flaws::default()).await.unwrap();
+    let allowing =
+        serve(Librarian::new(reference_registry(), Flaws::default()).allowing_deviations())
+            .await
+            .unwrap();
+    let verdict = |r: &Report| {
+        let c = case(r, "limits.strict-deviations");
+        assert_eq!(c.level, Level::Must);
+        (c.status, c.message.clone())
+    };
+    let unknown = probe_with(&strict.url, &only, |s| s.allow_deviations = None).await;
+    let (status, message) = verdict(&unknown);
+    assert_eq!(status, Status::Skip, "{message}");
+    assert!(
+        message.contains("compliance mode is not known; give --allow-deviations false"),
+        "{message}"
+    );
+    for (url, allowed, want, words) in [
+        (&strict.url, false, Status::Pass, "refused: 200 rejected"),
+        (
+            &allowing.url,
+            true,
+            Status::Pass,
+            "deviations at 1 items: 200 approved",
+        ),
+        (
+            &strict.url,
+            true,
+            Status::Fail,
+            "deviations at 1 items, within the limit, was refused for it",
+        ),
+        (
+            &allowing.url,
+            false,
+            Status::Fail,
+            "a request with a deviation was approved under strict mode",
+        ),
+    ] {
+        let report = probe_with(url, &only, |s| s.allow_deviations = Some(allowed)).await;
+        let (status, message) = verdict(&report);
+        assert_eq!(status, want, "allowed {allowed}: {message}");
+        assert!(message.contains(words), "allowed {allowed}: {message}");
+    }
+    strict.stop().await;
+    allowing.stop().await;
+}
+
+// ---- The mock Librarian: resubmissions, content size, waiting for the human ----
+
+/// A rejected APPROVAL fixed and resubmitted: three times is within max_retry_attempts, four
+/// is one too many; a client whose requests are never rejected gives nothing to judge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mock_librarian_judges_resubmissions_of_a_rejected_request() {
+    use agent_tck::protocols::librarian::model::request;
+    for (resubmitted, want) in [(3, Status::Pass), (4, Status::Fail)] {
+        let session = MockSession::start(&["reject"]).await;
+        let mut body = request("example-agent", "APPROVAL", 1);
+        assert_eq!(session.ask(&body).await.1["status"], "rejected");
+        for n in 0..resubmitted {
+            body["rationale"] = json!(format!("fixed, take {n}"));
+            session.ask(&body).await;
+        }
+        let cases = session.verdicts().await;
+        let c = verdict(&cases, "client.resubmissions");
+        assert_eq!(c.status, want, "{resubmitted}: {}", c.message);
+        assert_eq!(
+            c.evidence.as_ref().map(|e| (e.judged, e.of.as_str())),
+            Some((resubmitted, "resubmissions after a rejection"))
+        );
+        if want == Status::Fail {
+            assert!(
+                c.message.contains(
+                    "token #1: a rejected APPROVAL resubmitted 4 times (max_retry_attempts: 3)"
+                ),
+                "{}",
+                c.message
+            );
+        }
+    }
+    let session = MockSession::start(&["approve"]).await;
+    session.ask(&request("example-agent", "APPROVAL", 1)).await;
+    let cases = session.verdicts().await;
+    let c = verdict(&cases, "client.resubmissions");
+    assert_eq!(c.status, Status::Skip);
+    assert!(
+        c.message
+            .contains("no rejected request was resubmitted; add a `reject` step"),
+        "{}",
+        c.message
+    );
+}
+
+/// Content of 102,400 bytes is within max_content_size; 102,401 is over it; a client that
+/// sends no content gives nothing to judge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mock_librarian_judges_the_clients_content_size() {
+    use agent_tck::protocols::librarian::model::request;
+    for (bytes, want) in [(102_400, Status::Pass), (102_401, Status::Fail)] {
+        let session = MockSession::start(&["decide"]).await;
+        let mut body = request("example-agent", "QUERY", 1);
+        body["content"] = json!("q".repeat(bytes));
+        session.ask(&body).await;
+        let cases = session.verdicts().await;
+        let c = verdict(&cases, "client.content-size");
+        assert_eq!(c.status, want, "{bytes}: {}", c.message);
+        assert_eq!(c.evidence.as_ref().map(|e| e.judged), Some(1));
+        if want == Status::Fail {
+            assert!(
+                c.message.contains(
+                    "token #1: content of 102401 bytes (max_content_size: 100 KB = 102400 bytes)"
+                ),
+                "{}",
+                c.message
+            );
+        }
+    }
+    let session = MockSession::start(&["decide"]).await;
+    session.ask(&request("example-agent", "REPORT", 1)).await;
+    let cases = session.verdicts().await;
+    let c = verdict(&cases, "client.content-size");
+    assert_eq!(c.status, Status::Skip);
+    assert!(
+        c.message
+            .contains("the client sent no request with content"),
+        "{}",
+        c.message
+    );
+}
+
+/// A client that REPORTs an escalated request before its human decided fails
+/// client.waits-for-human; one that polls until the decision and then reports passes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mock_librarian_judges_waiting_for_the_human_decision() {
+    use agent_tck::protocols::librarian::model::request;
+    let reported = |id: &Value| {
+        let mut r = request("example-agent", "REPORT", 2);
+        r["request_id"] = id.clone();
+        r
+    };
+    // Reported at once: the human has 60 s left.
+    let session = MockSession::start(&["escalate:60s"]).await;
+    let (_, answer) = session.ask(&request("example-agent", "APPROVAL", 1)).await;
+    assert_eq!(answer["status"], "escalated");
+    session.ask(&reported(&answer["request_id"])).await;
+    let cases = session.verdicts().await;
+    let c = verdict(&cases, "client.waits-for-human");
+    assert_eq!(c.status, Status::Fail, "{}", c.message);
+    assert!(
+        c.message
+            .contains("while it awaited a human decision (ESCALATED)"),
+        "{}",
+        c.message
+    );
+
+    // Polled once a second until the decision, then reported.
+    let session = MockSession::start(&["escalate:1s"]).await;
+    let (_, answer) = session.ask(&request("example-agent", "APPROVAL", 1)).await;
+    let id = answer["request_id"].as_str().unwrap().to_string();
+    let decided = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            tokio::time::sleep(Duration::from_millis(1_000)).await;
+            let (_, s) = session
+                .call("GET", &format!("/agent/status/{id}"), None)
+                .await;
+            if s["status"] != "ESCALATED" {
+                return s["status"].clone();
+            }
+        }
+    })
+    .await
+    .expect("the human decides within 20 s");
+    assert_eq!(decided, "APPROVED");
+    assert_eq!(
+        session.ask(&reported(&json!(id))).await.1["status"],
+        "approved"
+    );
+    let cases = session.verdicts().await;
+    let c = verdict(&cases, "client.waits-for-human");
+    assert_eq!(c.status, Status::Pass, "{}", c.message);
+    assert_eq!(
+        c.evidence.as_ref().map(|e| (e.judged, e.of.as_str())),
+        Some((1, "escalations"))
+    );
+
+    let session = MockSession::start(&["approve"]).await;
+    session.ask(&request("example-agent", "APPROVAL", 1)).await;
+    let cases = session.verdicts().await;
+    let c = verdict(&cases, "client.waits-for-human");
+    assert_eq!(c.status, Status::Skip);
+    assert!(
+        c.message.contains("add an `escalate:DUR` step"),
+        "{}",
+        c.message
+    );
+}
+
+// ---- Messages written for a person ----
+
+/// A Librarian that approves a forbidden target with or without injected text fails
+/// robustness.injection saying it is a permission problem; one talked into it by the text
+/// alone is blamed on the text, with what the plain request got.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn injection_is_blamed_only_when_the_plain_request_is_refused() {
+    let only = ["robustness.injection", "registry.target-outside"];
+    let report = probe_tweaked(&only, |r| {
+        body_of(r)
+            .filter(|b| b["request_type"] == "APPROVAL" && b["target_type"] == "test")
+            .map(|_| json!({"request_id": "r-6", "status": "approved"}))
+            .and_then(|v| json_answer(200, v))
+    })
+    .await;
+    assert_eq!(
+        ids_with(&report, Status::Fail),
+        vec!["registry.target-outside", "robustness.injection"]
+    );
+    let m = &case(&report, "robustness.injection").message;
+    assert!(
+        m.contains("the same request with no injected text was approved too: a permission problem (registry.target-outside judges it), not an injection one")
+            && !m.contains("talked into it"),
+        "{m}"
+    );
+
+    let served = reference(Flaws::named("obeys-injection").unwrap())
+        .await
+        .unwrap();
+    let report = probe(&served.url, &only).await;
+    served.stop().await;
+    assert_eq!(
+        ids_with(&report, Status::Fail),
+        vec!["robustness.injection"]
+    );
+    let m = &case(&report, "robustness.injection").message;
+    assert!(
+        m.contains("talked into it by the injected text (TCK-CANARY-")
+            && m.contains("the same request with no injected text was 200 rejected"),
+        "{m}"
+    );
+}
+
+/// A REPORT that leaves its request APPROVED is said in the document's words, not Rust's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_still_approved_after_its_report_is_said_plainly() {
+    let report = probe_tweaked(&["lifecycle.report-completes"], |r| {
+        let id = r.path().strip_prefix("/agent/status/")?;
+        json_answer(200, json!({"request_id": id, "status": "APPROVED"}))
+    })
+    .await;
+    let c = case(&report, "lifecycle.report-completes");
+    assert_eq!(c.status, Status::Fail, "{}", c.message);
+    assert!(
+        c.message.ends_with("is still APPROVED at /agent/status after its REPORT was answered 200 approved; expected COMPLETED (states seen: APPROVED → APPROVED)"),
+        "{}",
+        c.message
+    );
+    assert!(
+        !c.message.contains("Some(") && !c.message.contains("Approved"),
+        "{}",
+        c.message
+    );
+}
+
+// ---- The mock Librarian's script: steps that name what they answer ----
+
+/// One script serves any client: each step names the requests it answers, an invalid request
+/// takes no step, a request no step answers is decided by the rules, and an old script (steps
+/// naming nothing) reads as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_steps_answer_the_requests_they_name() {
+    use agent_tck::protocols::librarian::mock::Script;
+    use agent_tck::protocols::librarian::model::request;
+    let text = "decisions:\n  - \"APPROVAL create design docs/design/*: reject\"\n  - \"QUERY: escalate:1s\"\n  - \"APPROVAL: approve\"\n";
+    let session = MockSession::scripted(Script::parse("s.yaml", text).unwrap()).await;
+    let decision =
+        |(status, v): (u16, Value)| format!("{status} {}", v["status"].as_str().unwrap_or(""));
+    let approval = request("example-agent", "APPROVAL", 1);
+    let mut code = approval.clone();
+    code["target_type"] = json!("code");
+    code["target_path"] = json!("src/auth/login.py");
+    let mut invalid = request("example-agent", "QUERY", 2);
+    invalid.as_object_mut().unwrap().remove("content");
+    assert_eq!(
+        decision(session.ask(&invalid).await),
+        "400 ",
+        "an invalid request takes no step"
+    );
+    assert_eq!(decision(session.ask(&approval).await), "200 rejected");
+    assert_eq!(
+        decision(session.ask(&code).await),
+        "200 approved",
+        "APPROVAL: approve"
+    );
+    assert_eq!(
+        decision(session.ask(&request("example-agent", "QUERY", 3)).await),
+        "200 escalated"
+    );
+    // A design APPROVAL is answered by its two steps in turn, whatever came between.
+    assert_eq!(decision(session.ask(&approval).await), "200 approved");
+    assert_eq!(decision(session.ask(&code).await), "200 approved");
+    assert_eq!(
+        decision(session.ask(&approval).await),
+        "200 rejected",
+        "the cycle comes round"
+    );
+    assert_eq!(
+        decision(session.ask(&request("example-agent", "VALIDATE", 4)).await),
+        "200 approved",
+        "no step answers a VALIDATE: the rules decide it"
+    );
+    session.verdicts().await;
+
+    let old = include_str!("../../mocks/librarian-decisions.yaml");
+    assert!(Script::parse("mocks/librarian-decisions.yaml", old).is_ok());
+    for (bad, words) in [
+        ("decisions:\n  - approve\n  - \"APPROVAL create delete: reject\"\n", "s.yaml:3: script step \"APPROVAL create delete: reject\": \"delete\" is a second action"),
+        ("decisions:\n  - explode\n", "s.yaml:2: script step \"explode\": expected decide, approve"),
+        ("decisions:\n  - \"QUERY: explode\"\n", "s.yaml:2: script step \"explode\""),
+    ] {
+        let e = Script::parse("s.yaml", bad).unwrap_err();
+        assert!(e.contains(words), "{e}");
+    }
+}
+
+/// `mock fleet --registry FILE` reads the server's registry: against a Librarian that refuses
+/// 403 what an agent may not do, every refusal is judged and the run exits 0; a registry that
+/// cannot be read is a one-line usage error naming the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mock_fleet_reads_the_registry_flag() {
+    let served = reference(Flaws::named("forbids-403").unwrap())
+        .await
+        .unwrap();
+    let dir = crate::support::TempDir::new("fleet-registry");
+    let (fleet, registry, json) = (
+        dir.path("f.yaml"),
+        dir.path("agents.yaml"),
+        dir.path("r.json"),
+    );
+    std::fs::write(&fleet, fleet_file(&served.url)).unwrap();
+    std::fs::write(
+        &registry,
+        "agents:\n  claude-3:\n    capabilities: [read, write, analyze]\n    allowed_targets: [architecture, design, code]\n  gemini-pro:\n    capabilities: [read, analyze, validate]\n    allowed_targets: [all]\n",
+    )
+    .unwrap();
+    let run = |registry: String| {
+        let (fleet, json) = (fleet.clone(), json.clone());
+        async move {
+            let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"))
+                .args([
+                    "mock",
+                    "fleet",
+                    "--config",
+                    &fleet,
+                    "--registry",
+                    &registry,
+                    "--json",
+                    &json,
+                ])
+                .kill_on_drop(true)
+                .output();
+            tokio::time::timeout(Duration::from_secs(60), out)
+                .await
+                .unwrap()
+                .unwrap()
+        }
+    };
+    let out = run(registry.clone()).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(case_status(&report, "fleet.refusals"), "pass");
+    let missing = run(dir.path("nowhere.yaml")).await;
+    served.stop().await;
+    assert_eq!(missing.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        err.contains("nowhere.yaml: cannot read") && err.trim().lines().count() == 1,
+        "{err}"
+    );
 }

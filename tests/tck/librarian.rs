@@ -22,6 +22,7 @@ async fn probe(flaw: &str) -> Report {
             strict: false,
         },
         quick: false,
+        allow_deviations: Some(false),
         registry: Some(reference_registry()),
     };
     let report = run(&settings, &|_| {}).await.unwrap();
@@ -57,7 +58,24 @@ async fn the_reference_librarian_passes_every_case() {
 async fn each_flawed_librarian_fails_exactly_its_case() {
     let _heavy = crate::support::heavy().await;
     // An empty body is not JSON either: the crash shows under both input cases.
-    let expected: [(&str, &[&str], &str); 12] = [
+    let expected: [(&str, &[&str], &str); 16] = [
+        (
+            "accepts-any-content-type",
+            &["input.wrong-type-content"],
+            "wrong-type-content: approved; expected a 4xx",
+        ),
+        (
+            "content-limit-off-by-one",
+            &["limits.content-over"],
+            "content at 102401 bytes, over the limit, was approved",
+        ),
+        (
+            "allows-deviations",
+            &["limits.strict-deviations"],
+            "a request with a deviation was approved under strict mode",
+        ),
+        // Not a departure: a 403 for a request its agent may not make breaks nothing.
+        ("forbids-403", &[], ""),
         (
             "no-status-endpoint",
             &["status.lookup"],
@@ -71,7 +89,7 @@ async fn each_flawed_librarian_fails_exactly_its_case() {
         (
             "reverts-escalation",
             &["lifecycle.escalation"],
-            "Escalated then Pending",
+            "ESCALATED then PENDING",
         ),
         (
             "obeys-injection",
@@ -124,9 +142,16 @@ async fn each_flawed_librarian_fails_exactly_its_case() {
             cases.to_vec(),
             "{flaw}: {failed:#?}"
         );
-        assert!(failed[0].1.contains(needle), "{flaw}: {}", failed[0].1);
+        assert!(
+            failed.iter().all(|(_, m)| m.contains(needle)),
+            "{flaw}: {failed:#?}"
+        );
         // A SHOULD (the 429's Retry-After) warns; every other flaw fails the run.
-        let blocking = if flaw == "silent-429" { 0 } else { 1 };
+        let blocking = if matches!(flaw, "silent-429" | "forbids-403") {
+            0
+        } else {
+            1
+        };
         assert_eq!(report.exit_code(), blocking, "{flaw}");
     }
 }
@@ -149,6 +174,7 @@ async fn an_unreachable_librarian_is_one_failure_and_the_rest_skipped() {
             strict: false,
         },
         quick: true,
+        allow_deviations: Some(false),
         registry: None,
     };
     let report = run(&settings, &|_| {}).await.unwrap();
@@ -213,6 +239,7 @@ async fn a_hostile_librarian_is_judged_within_the_deadlines() {
                 strict: false,
             },
             quick: true,
+            allow_deviations: Some(false),
             registry: None,
         };
         let started = std::time::Instant::now();

@@ -19,6 +19,10 @@ struct Flaws_ {
     never_reports: bool,
     no_token: bool,
     no_rationale: bool,
+    /// Reports an escalated change at once, without waiting for the human.
+    reports_escalated_early: bool,
+    /// Its first change's content is over 100 KB.
+    oversized_content: bool,
 }
 
 struct Client {
@@ -87,6 +91,9 @@ impl Client {
         self.n += 1;
         let mut r = model::request("example-agent", "APPROVAL", self.n);
         r["content"] = json!(format!("# Design {}\n{extra}", self.n));
+        if self.flaws.oversized_content && self.n == 1 {
+            r["content"] = json!("x".repeat(model::LIMITS.max_content + 1));
+        }
         if self.flaws.no_rationale {
             r.as_object_mut().unwrap().remove("rationale");
         }
@@ -104,6 +111,9 @@ impl Client {
             let id = answer["request_id"].as_str().unwrap_or("").to_string();
             match answer["status"].as_str() {
                 Some("approved") => return self.report(&id).await,
+                Some("escalated") if self.flaws.reports_escalated_early => {
+                    return self.report(&id).await
+                }
                 Some("escalated") => {
                     if self.await_decision(&id).await {
                         self.report(&id).await;
@@ -241,6 +251,22 @@ async fn each_flawed_client_is_caught_by_exactly_its_check() {
             },
             "client.request-schema",
             "rationale",
+        ),
+        (
+            Flaws_ {
+                reports_escalated_early: true,
+                ..Default::default()
+            },
+            "client.waits-for-human",
+            "while it awaited a human decision (ESCALATED)",
+        ),
+        (
+            Flaws_ {
+                oversized_content: true,
+                ..Default::default()
+            },
+            "client.content-size",
+            "content of 102401 bytes",
         ),
     ];
     for (flaws, check, needle) in cases {

@@ -40,6 +40,11 @@ pub struct LibrarianProbeArgs {
     /// cases (capabilities, allowed_targets, an unregistered agent, injection).
     #[arg(long, value_name = "FILE")]
     pub registry: Option<PathBuf>,
+    /// The Librarian's compliance.allow_deviations, as it is configured (the document's
+    /// protocol.yaml: false, strict mode): whether a request with one deviation is refused
+    /// (false) or not refused for it (true). Without it, limits.strict-deviations is skipped.
+    #[arg(long, value_name = "true|false")]
+    pub allow_deviations: Option<bool>,
     #[command(flatten)]
     pub run: RunArgs,
     #[command(flatten)]
@@ -80,6 +85,7 @@ pub fn settings(args: &LibrarianProbeArgs) -> Result<Settings, String> {
             .as_deref()
             .map(|p| read_registry(p, false))
             .transpose()?,
+        allow_deviations: args.allow_deviations,
     })
 }
 
@@ -143,7 +149,14 @@ impl Protocol for LibrarianProtocol {
         at: ClientFleet<'a>,
     ) -> Option<BoxFuture<'a, Result<Report, Error>>> {
         Some(Box::pin(async move {
-            let fleet = super::fleet::Fleet::parse(source, text, at.url).map_err(Error::Usage)?;
+            let registry = at
+                .registry
+                .map(|p| read_registry(p, false))
+                .transpose()
+                .map_err(Error::Usage)?;
+            let fleet = super::fleet::Fleet::parse(source, text, at.url)
+                .and_then(|f| f.with_registry(registry))
+                .map_err(Error::Usage)?;
             let seed = seed_or_clock(at.seed.or(fleet.seed()));
             crate::outln!(
                 "agent-tck mock fleet · librarian clients against {}",
@@ -193,6 +206,8 @@ impl Protocol for LibrarianProtocol {
                 },
                 quick: false,
                 registry: Some(reference_registry()),
+                // The reference is in the document's strict mode.
+                allow_deviations: Some(false),
             };
             let report = probe::run(&settings, &|_| {}).await;
             served.stop().await;
@@ -216,6 +231,8 @@ impl Protocol for LibrarianProtocol {
                 },
                 quick: false,
                 registry: Some(reference_registry()),
+                // The reference is in the document's strict mode.
+                allow_deviations: Some(false),
             };
             let report = probe::run(&settings, &|_| {}).await;
             served.stop().await;

@@ -2,10 +2,15 @@
 //! decisions and faults for successive `/agent/request` calls, and the **judge** of the client
 //! that talks to it (`agent-tck mock librarian`: the kit certifies an agent client).
 //!
-//! Script steps (one per request, cycling): `decide` (the document's rules decide), `approve`,
-//! `reject`, `escalate:DUR` (ESCALATED at /agent/status, APPROVED once DUR has passed),
-//! `clarify`, `429:SECS` (Retry-After SECS), `500`, `malformed-json`, `slow:DUR` (decided, then
-//! answered after DUR), `reset` (the connection reset before an answer).
+//! Script steps, cycled over the valid requests to /agent/request (an invalid one takes no step:
+//! the rules answer it): `decide` (the document's rules decide), `approve`, `reject`,
+//! `escalate:DUR` (ESCALATED at /agent/status, APPROVED once DUR has passed), `clarify`,
+//! `429:SECS` (Retry-After SECS), `500`, `malformed-json`, `slow:DUR` (decided, then answered
+//! after DUR), `reset` (the connection reset before an answer). A step may name what it
+//! answers: `APPROVAL create design docs/design/*: reject` (a request type, then any of an
+//! action, a target_type and a target_path glob); a request takes, in turn, the steps that
+//! answer it (a step that names nothing answers any request but a REPORT), whatever other
+//! requests come between, and the rules decide a request no step answers.
 //!
 //! The judge's rules (group `client`), each skipped when the run gave it nothing to judge:
 //! - `client.request-schema` (MUST): every /agent/request body valid, with its type's required
@@ -17,7 +22,14 @@
 //! - `client.retries` (MUST): a request retried at most 3 times after failures (5xx, a reset, a
 //!   body that is not JSON, a 429);
 //! - `client.reports` (SHOULD): every approved APPROVAL reported (a REPORT with its request_id);
-//! - `client.no-unchanged-resend` (SHOULD): a rejected request is not sent again unchanged.
+//! - `client.no-unchanged-resend` (SHOULD): a rejected request is not sent again unchanged;
+//! - `client.resubmissions` (MUST): a rejected request (the same type, action and target) is
+//!   resubmitted, fixed or not, at most 3 times (max_retry_attempts: the document calls the
+//!   resubmission of a fixed request a retry);
+//! - `client.content-size` (MUST): no request's content is over max_content_size (100 KB =
+//!   102,400 bytes);
+//! - `client.waits-for-human` (MUST): an escalated request is not REPORTed before the human
+//!   decision ("Agent must wait for human decision").
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
@@ -83,11 +95,66 @@ impl Step {
     }
 }
 
-/// A script: its steps, cycled over successive `/agent/request` calls.
+/// Which requests a script step answers: its type, and any of an action, a target_type and a
+/// target_path glob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selector {
+    request_type: String,
+    action: Option<String>,
+    target_type: Option<String>,
+    path: Option<String>,
+}
+
+impl Selector {
+    /// `APPROVAL create design docs/design/*`; None when `text` does not start with a request
+    /// type (it is then no selector: `escalate:3s` is a step).
+    fn parse(text: &str) -> Result<Option<Selector>, String> {
+        let mut words = text.split_whitespace();
+        let Some(request_type) = words.next().filter(|w| model::REQUEST_TYPES.contains(w)) else {
+            return Ok(None);
+        };
+        let mut selector = Selector {
+            request_type: request_type.to_string(),
+            action: None,
+            target_type: None,
+            path: None,
+        };
+        for word in words {
+            let slot = if model::ACTIONS.contains(&word) {
+                &mut selector.action
+            } else if model::TARGET_TYPES.contains(&word) {
+                &mut selector.target_type
+            } else {
+                &mut selector.path
+            };
+            if slot.replace(word.to_string()).is_some() {
+                return Err(format!(
+                    "{word:?} is a second action, target_type or path (expected TYPE [ACTION] \
+                     [TARGET_TYPE] [PATH-GLOB])"
+                ));
+            }
+        }
+        Ok(Some(selector))
+    }
+
+    fn matches(&self, body: &Value) -> bool {
+        let is = |key: &str, want: &Option<String>| {
+            want.as_deref()
+                .is_none_or(|w| crate::text::glob_match(w, body[key].as_str().unwrap_or("")))
+        };
+        body["request_type"] == self.request_type.as_str()
+            && is("action", &self.action)
+            && is("target_type", &self.target_type)
+            && is("target_path", &self.path)
+    }
+}
+
+/// A script: its steps, each with what it answers, cycled over successive valid requests.
 #[derive(Debug, Clone, Default)]
 pub struct Script {
-    steps: Vec<Step>,
-    next: usize,
+    steps: Vec<(Option<Selector>, Step)>,
+    /// For each set of steps that answer some request: how many such requests came.
+    turns: HashMap<Vec<usize>, usize>,
 }
 
 #[derive(serde::Deserialize)]
@@ -97,32 +164,71 @@ struct ScriptFile {
 }
 
 impl Script {
+    /// Steps that answer any request but a REPORT, in turn.
     pub fn new(steps: Vec<Step>) -> Script {
-        Script { steps, next: 0 }
+        Script {
+            steps: steps.into_iter().map(|s| (None, s)).collect(),
+            turns: HashMap::new(),
+        }
     }
 
-    /// `decisions: [approve, "429:2", escalate:3s, …]`; errors name the file and the step.
+    /// `decisions: [approve, "429:2", "APPROVAL create design: reject", …]`; errors name the
+    /// file, the line and the step.
     pub fn parse(source: &str, text: &str) -> Result<Script, String> {
         let file: ScriptFile = serde_saphyr::from_str(text)
             .map_err(|e| crate::text::yaml_error(source, &e.to_string()))?;
+        let at = |step: &str| {
+            text.lines()
+                .position(|l| l.contains(step.trim()))
+                .map(|n| format!("{source}:{}", n + 1))
+                .unwrap_or_else(|| source.to_string())
+        };
         let steps = file
             .decisions
             .iter()
-            .map(|s| Step::parse(s).map_err(|e| format!("{source}: {e}")))
+            .map(|s| Self::step(s).map_err(|e| format!("{}: {e}", at(s))))
             .collect::<Result<Vec<_>, _>>()?;
         if steps.is_empty() {
             return Err(format!("{source}: `decisions` is empty"));
         }
-        Ok(Script::new(steps))
+        Ok(Script {
+            steps,
+            turns: HashMap::new(),
+        })
     }
 
-    /// The step for the next request (`decide` when the script is empty).
-    pub fn next_step(&mut self) -> Step {
-        if self.steps.is_empty() {
+    /// One step, with what it answers when it names it (`SELECTOR: STEP`).
+    fn step(text: &str) -> Result<(Option<Selector>, Step), String> {
+        if let Some((head, step)) = text.split_once(':') {
+            if let Some(selector) =
+                Selector::parse(head).map_err(|e| format!("script step {text:?}: {e}"))?
+            {
+                return Ok((Some(selector), Step::parse(step.trim())?));
+            }
+        }
+        Ok((None, Step::parse(text)?))
+    }
+
+    /// The step for a valid request `body`: the steps that answer it, in turn (so that each
+    /// kind of request sees its own steps in order, whatever comes between); `decide` when none
+    /// does.
+    pub fn step_for(&mut self, body: &Value) -> Step {
+        let answering: Vec<usize> = self
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(_, (selector, _))| match selector {
+                Some(s) => s.matches(body),
+                None => body["request_type"] != "REPORT",
+            })
+            .map(|(i, _)| i)
+            .collect();
+        if answering.is_empty() {
             return Step::Decide;
         }
-        let step = self.steps[self.next % self.steps.len()].clone();
-        self.next += 1;
+        let turn = self.turns.entry(answering.clone()).or_insert(0);
+        let step = self.steps[answering[*turn % answering.len()]].1.clone();
+        *turn += 1;
         step
     }
 }
@@ -137,6 +243,8 @@ pub struct Answered {
     pub retry_after: Option<u64>,
     /// A failure the client may retry (5xx, a reset, a body that is not JSON, a 429).
     pub retryable: bool,
+    /// An escalation: when its human decides.
+    pub decided_at: Option<Instant>,
 }
 
 /// The judge of a client.
@@ -155,6 +263,19 @@ struct JudgeState {
     retries: Tally,
     reports: Tally,
     resend: Tally,
+    resubmissions: Tally,
+    content: Tally,
+    /// REPORTs of an escalated request before its human decided.
+    premature: Tally,
+    /// Escalations answered: each an occasion to wait for the human.
+    escalations: u64,
+    /// Escalated request ids not decided yet → when their human decides.
+    awaiting: HashMap<String, Instant>,
+    /// Rejected requests (by what they ask: who, type, action, target) → how often each was
+    /// resubmitted since.
+    chains: HashMap<String, u32>,
+    /// What the request in flight per agent asks, for on_answer.
+    last_ask: HashMap<String, String>,
     requests: u64,
     /// Failures answered to /agent/request (5xx, a reset, a body that is not JSON, a 429):
     /// each an occasion to retry, the evidence of `client.retries`.
@@ -171,6 +292,20 @@ struct JudgeState {
     sends: HashMap<u64, u32>,
     /// Hash of the request in flight per agent, for on_answer.
     last_hash: HashMap<String, u64>,
+}
+
+/// What a request asks for, whatever its wording: who, its type, action and target (and the
+/// request a REPORT reports). A fixed request resubmitted after a rejection asks for the same.
+fn ask_of(who: &str, body: &Value) -> String {
+    let field = |k: &str| body[k].as_str().unwrap_or("");
+    format!(
+        "{who} {} {} {} {} {}",
+        field("request_type"),
+        field("action"),
+        field("target_type"),
+        field("target_path"),
+        field("request_id")
+    )
 }
 
 /// A body's hash without what changes from one send to the next (timestamp, session).
@@ -263,6 +398,29 @@ impl ClientJudge {
         s.schema.check(findings.is_empty(), || {
             format!("{who}: {}", crate::schema::findings_message(&findings))
         });
+        if let Some(content) = body["content"].as_str() {
+            let bytes = content.len();
+            s.content.check(bytes <= LIMITS.max_content, || {
+                format!(
+                    "{who}: content of {bytes} bytes (max_content_size: 100 KB = {} bytes)",
+                    LIMITS.max_content
+                )
+            });
+        }
+        let ask = ask_of(who, body);
+        if let Some(n) = s.chains.get_mut(&ask) {
+            *n += 1;
+            let n = *n;
+            s.resubmissions.check(n <= LIMITS.max_retries, || {
+                format!(
+                    "{who}: a rejected {} resubmitted {n} times (max_retry_attempts: 3)",
+                    body["request_type"].as_str().unwrap_or("request")
+                )
+            });
+        }
+        if s.last_ask.len() < TRACKED || s.last_ask.contains_key(who) {
+            s.last_ask.insert(who.to_string(), ask);
+        }
         let hash = body_hash(body);
         // Judged once something was rejected: before, no request can be a resend of one.
         if !s.rejected.is_empty() {
@@ -273,6 +431,16 @@ impl ClientJudge {
         }
         if body["request_type"] == "REPORT" {
             if let Some(id) = body["request_id"].as_str() {
+                if let Some(at) = s.awaiting.get(id).copied() {
+                    let early = at.saturating_duration_since(now);
+                    s.premature.check(early.is_zero(), || {
+                        format!(
+                            "{who}: REPORTed {id} while it awaited a human decision (ESCALATED), \
+                             {:.1} s before it",
+                            early.as_secs_f64()
+                        )
+                    });
+                }
                 let before = s.unreported.len();
                 s.unreported.retain(|r| r != id);
                 if s.unreported.len() < before {
@@ -306,6 +474,18 @@ impl ClientJudge {
         }
         let hash = s.last_hash.get(who).copied();
         s.failures += u64::from(answered.retryable);
+        if let Some(ask) = s.last_ask.get(who).cloned() {
+            match answered.decision.as_deref() {
+                // A rejection starts (or goes on with) a chain of resubmissions.
+                Some("rejected") if s.chains.len() < TRACKED => {
+                    s.chains.entry(ask).or_insert(0);
+                }
+                Some(_) => {
+                    s.chains.remove(&ask);
+                }
+                None => {}
+            }
+        }
         if !answered.retryable {
             // Only failures count towards retries: a request answered is not retried.
             if let Some(h) = hash {
@@ -320,6 +500,11 @@ impl ClientJudge {
             }
             (Some("escalated"), Some(id)) if s.escalated.len() < TRACKED => {
                 s.escalated.insert(id.clone(), None);
+                s.escalations += 1;
+                let at = answered
+                    .decided_at
+                    .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400));
+                s.awaiting.insert(id.clone(), at);
             }
             (Some("approved"), Some(id))
                 if body.is_some_and(|b| b["request_type"] == "APPROVAL")
@@ -335,6 +520,7 @@ impl ClientJudge {
     pub fn decided(&self, id: &str) {
         if let Ok(mut s) = self.state.lock() {
             s.escalated.remove(id);
+            s.awaiting.remove(id);
         }
     }
 
@@ -358,6 +544,11 @@ impl ClientJudge {
             checked: s.failures.max(s.retries.broken),
             ..s.retries.clone()
         };
+        // Every escalation was an occasion to wait; the early REPORTs break it.
+        let waits = Tally {
+            checked: s.escalations.max(s.premature.broken),
+            ..s.premature.clone()
+        };
         let g = "client";
         let mut cases = vec![
             s.schema.judged("client.request-schema", g, Level::Must, "every /agent/request body is a valid AgentRequest, with its type's required fields", "Request Message Format; Validation Rules: REQUIRED_FIELDS", "requests to /agent/request", "the client made no POST /agent/request; have it ask for something"),
@@ -368,6 +559,9 @@ impl ClientJudge {
             retries.judged("client.retries", g, Level::Must, "a failed request is retried at most 3 times", "Protocol Settings: limits.max_retry_attempts", "failures answered (5xx, reset, malformed JSON, 429)", "the mock answered no request with a failure; add a `500`, `reset`, `malformed-json` or `429:SECS` step to --script"),
             reports.judged("client.reports", g, Level::Should, "every approved APPROVAL is reported: a REPORT with its request_id", "Common Operations: 1. Agent Requesting Approval (report_completion)", "approved APPROVALs", "no APPROVAL was approved; have the client ask for approval (the `approve` step, or `decide` for a valid APPROVAL, approves it)"),
             s.resend.judged("client.no-unchanged-resend", g, Level::Should, "a rejected request is fixed before it is sent again, not resent unchanged", "Common Operations: 3. Handling Rejection", "requests after a rejection", "no request was rejected; add a `reject` step to --script"),
+            s.resubmissions.judged("client.resubmissions", g, Level::Must, "a rejected request is resubmitted (fixed or not) at most 3 times", "Common Operations: 3. Handling Rejection (retry_response); Protocol Settings: limits.max_retry_attempts", "resubmissions after a rejection", "no rejected request was resubmitted; add a `reject` step to --script (`APPROVAL: reject` for every APPROVAL) and have the client fix and resubmit it"),
+            s.content.judged("client.content-size", g, Level::Must, "no request's content is over max_content_size (100 KB = 102,400 bytes)", "Protocol Settings: limits.max_content_size", "requests with content", "the client sent no request with content; have it ask for something (an APPROVAL, a QUERY)"),
+            waits.judged("client.waits-for-human", g, Level::Must, "an escalated request is not REPORTed before the human decision", "Common Operations: 4. Escalation Handling (Agent must wait for human decision)", "escalations", "no request was escalated; add an `escalate:DUR` step to --script for the client's APPROVAL"),
         ];
         if s.requests == 0 {
             for c in &mut cases {

@@ -132,6 +132,22 @@ pub enum State {
     Completed,
 }
 
+/// As the document writes it: APPROVED.
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&format!("{self:?}").to_uppercase())
+    }
+}
+
+/// States in the order seen, for a person: `APPROVED → COMPLETED`.
+pub fn path(states: &[State]) -> String {
+    states
+        .iter()
+        .map(State::to_string)
+        .collect::<Vec<_>>()
+        .join(" → ")
+}
+
 impl State {
     /// Upper or lower case, as servers write it.
     pub fn parse(text: &str) -> Option<State> {

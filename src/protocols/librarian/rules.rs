@@ -97,7 +97,8 @@ pub enum Across {
     No5xx,
 }
 
-const BAD_INPUTS: [&str; 5] = [
+const BAD_INPUTS: [&str; 6] = [
+    "wrong-type-content",
     "malformed-json",
     "empty-body",
     "wrong-type",

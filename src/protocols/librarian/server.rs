@@ -51,11 +51,25 @@ pub struct Flaws {
     /// answers a route it lacks (every case about the status endpoint has nothing to judge
     /// but the one that judges the endpoint itself).
     pub no_status_endpoint: bool,
+    /// content that is not a string (a list) is taken, as if it were empty text.
+    pub accepts_any_content_type: bool,
+    /// content one byte over max_content_size (102,401 bytes) passes.
+    pub content_limit_off_by_one: bool,
+    /// Deviations are allowed (compliance.allow_deviations: true) while the probe is told the
+    /// server is in strict mode.
+    pub allows_deviations: bool,
+    /// Not a departure: authorization refused 403 "Agent not authorized" (see
+    /// [`Librarian::forbidding`]); its matrix row must break nothing.
+    pub forbids_403: bool,
 }
 
 impl Flaws {
     /// Each flaw by name, for tests and the matrix.
-    pub const NAMES: [&'static str; 12] = [
+    pub const NAMES: [&'static str; 16] = [
+        "accepts-any-content-type",
+        "content-limit-off-by-one",
+        "allows-deviations",
+        "forbids-403",
         "silent-429",
         "no-status-endpoint",
         "reverts-escalation",
@@ -85,6 +99,10 @@ impl Flaws {
             "reverts-escalation" => f.reverts_escalation = true,
             "silent-429" => f.silent_429 = true,
             "no-status-endpoint" => f.no_status_endpoint = true,
+            "accepts-any-content-type" => f.accepts_any_content_type = true,
+            "content-limit-off-by-one" => f.content_limit_off_by_one = true,
+            "allows-deviations" => f.allows_deviations = true,
+            "forbids-403" => f.forbids_403 = true,
             "conforming" => {}
             _ => return None,
         }
@@ -102,6 +120,45 @@ pub struct Registered {
 }
 
 impl Registered {
+    /// Why this agent may not make a request of `action` on `target_type` (empty: none named),
+    /// if it may not: the capability the action needs (a change `write`, a read `read`), and
+    /// the target among its allowed_targets.
+    pub fn lacks(&self, action: &str, target_type: &str) -> Option<String> {
+        if let Some(needed) = model::capability_for(action) {
+            if !self.capabilities.iter().any(|c| c == needed) {
+                return Some(format!(
+                    "{} lacks required capability {needed} to {action} (capabilities: {})",
+                    self.id,
+                    self.capabilities.join(", ")
+                ));
+            }
+        }
+        self.forbids(target_type).then(|| {
+            format!(
+                "{} may not touch {target_type} (allowed_targets: {})",
+                self.id,
+                self.allowed_targets.join(", ")
+            )
+        })
+    }
+
+    /// Whether `target_type` (empty: none named) is outside the agent's allowed_targets.
+    pub fn forbids(&self, target_type: &str) -> bool {
+        !target_type.is_empty()
+            && !self
+                .allowed_targets
+                .iter()
+                .any(|t| t == "all" || t == target_type)
+    }
+
+    /// Why the agent may not make `request` (its action and target_type), if it may not.
+    pub fn refuses(&self, request: &Value) -> Option<String> {
+        self.lacks(
+            request["action"].as_str().unwrap_or(""),
+            request["target_type"].as_str().unwrap_or(""),
+        )
+    }
+
     /// An agent that may do anything anywhere.
     pub fn any(id: &str, token: &str) -> Registered {
         Registered {
@@ -173,6 +230,23 @@ impl Librarian {
             journal: None,
             started: Instant::now(),
         }
+    }
+
+    /// Refuses an agent's request outside its capabilities or allowed_targets 403 "Agent not
+    /// authorized" (an APPROVAL's; the rules decide the rest as before).
+    /// Authorization refused as many servers do it, before any decision, where the reference
+    /// answers 200 `rejected` naming the violation: both are right, and the fleet and the
+    /// probe must take either.
+    pub fn forbidding(mut self) -> Librarian {
+        self.flaws.forbids_403 = true;
+        self
+    }
+
+    /// compliance.allow_deviations: true (the document's strict mode is off): a request with
+    /// deviations within max_deviations is decided as if it had none.
+    pub fn allowing_deviations(mut self) -> Librarian {
+        self.flaws.allows_deviations = true;
+        self
     }
 
     /// Journals every request to `path` (created), a JSON line each.
@@ -386,11 +460,19 @@ impl Librarian {
         let findings: Vec<_> = findings
             .into_iter()
             .filter(|f| {
-                !(self.flaws.approves_without_rationale && f.message.contains("\"rationale\""))
+                let overlooked = (self.flaws.approves_without_rationale
+                    && f.message.contains("\"rationale\""))
+                    || (self.flaws.accepts_any_content_type && f.path.contains("content"));
+                !overlooked
             })
             .collect();
         if !findings.is_empty() {
             return error(400, &crate::schema::findings_message(&findings));
+        }
+        if self.flaws.forbids_403 && body["request_type"] == "APPROVAL" {
+            if let Some(why) = agent.refuses(&body) {
+                return error(403, &format!("Agent not authorized: {why}"));
+            }
         }
         let started = Instant::now();
         let (status, mut extra, state) = match step {
@@ -536,7 +618,8 @@ impl Librarian {
             ("rejected", std::mem::take(f), State::Rejected)
         };
         let content = body["content"].as_str().unwrap_or("");
-        if content.len() > LIMITS.max_content {
+        let slack = usize::from(self.flaws.content_limit_off_by_one);
+        if content.len() > LIMITS.max_content + slack {
             return reject(
                 "max_content_size",
                 format!(
@@ -569,7 +652,7 @@ impl Librarian {
                 &mut f,
             );
         }
-        if deviations > 0 {
+        if deviations > 0 && !self.flaws.allows_deviations {
             return reject(
                 "allow_deviations",
                 "strict mode: deviations from the standards are not allowed (allow_deviations: false)".into(),
@@ -583,11 +666,7 @@ impl Librarian {
             return ("approved", f, State::Approved);
         }
         let target = body["target_type"].as_str().unwrap_or("");
-        let allowed = agent
-            .allowed_targets
-            .iter()
-            .any(|t| t == "all" || t == target);
-        if !target.is_empty() && !allowed {
+        if agent.forbids(target) {
             return reject(
                 "allowed_targets",
                 format!(
@@ -599,21 +678,10 @@ impl Librarian {
             );
         }
         let action = body["action"].as_str().unwrap_or("");
-        let needed = model::capability_for(action);
-        if body["request_type"] == "APPROVAL"
-            && !self.flaws.ignores_capabilities
-            && needed.is_some_and(|c| !agent.capabilities.iter().any(|a| a == c))
-        {
-            return reject(
-                "capabilities",
-                format!(
-                    "{} may not {action}: it needs the capability {} (capabilities: {})",
-                    agent.id,
-                    needed.unwrap_or_default(),
-                    agent.capabilities.join(", ")
-                ),
-                &mut f,
-            );
+        if body["request_type"] == "APPROVAL" && !self.flaws.ignores_capabilities {
+            if let Some(why) = agent.lacks(action, "") {
+                return reject("capabilities", why, &mut f);
+            }
         }
         match body["request_type"].as_str().unwrap_or("") {
             "APPROVAL" => {
@@ -666,7 +734,9 @@ impl Librarian {
             }
             "REPORT" => {
                 let reported = body["request_id"].as_str().unwrap_or("");
-                let known = self.books.lock().ok().is_some_and(|b| {
+                let known = self.books.lock().ok().is_some_and(|mut b| {
+                    // A REPORT after the human decided needs no poll first.
+                    self.settle(&mut b, reported);
                     b.requests
                         .get(reported)
                         .is_some_and(|s| s.agent == agent.id && s.state == State::Approved)
@@ -692,15 +762,8 @@ impl Librarian {
         }
     }
 
-    fn status(&self, request: &Request, id: &str) -> Response {
-        let agent = match self.by_token(request, "") {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
-        let Ok(mut books) = self.books.lock() else {
-            return error(500, "poisoned");
-        };
-        // An escalation whose human has decided.
+    /// Request `id`, if an escalation whose human has decided, takes the decision (APPROVED).
+    fn settle(&self, books: &mut Books, id: &str) {
         if let Some(s) = books.requests.get_mut(id) {
             if s.state == State::Escalated && s.decided_at.is_some_and(|t| t <= Instant::now()) {
                 s.state = if self.flaws.reverts_escalation {
@@ -713,6 +776,17 @@ impl Librarian {
                 }
             }
         }
+    }
+
+    fn status(&self, request: &Request, id: &str) -> Response {
+        let agent = match self.by_token(request, "") {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        let Ok(mut books) = self.books.lock() else {
+            return error(500, "poisoned");
+        };
+        self.settle(&mut books, id);
         match books.requests.get(id) {
             Some(s) if s.agent == agent.id || self.flaws.leaks_status => json_response(
                 200,
@@ -807,15 +881,17 @@ impl Handler for Librarian {
             );
         }
         let is_request = request.method == "POST" && path == "/agent/request";
-        // The script decides every /agent/request but REPORTs (the rules decide those: a report
-        // is bookkeeping, not a decision).
-        let is_report = parsed
-            .as_ref()
-            .is_some_and(|v| v["request_type"] == "REPORT");
-        let step = match (&self.script, is_request && !is_report) {
-            (Some(script), true) => script
+        // The script answers the valid requests to /agent/request (a REPORT only when a step
+        // names it); an invalid one takes no step: the rules refuse it.
+        let valid = parsed.as_ref().filter(|v| {
+            crate::schema::schemas()
+                .validate(model::REQUEST_SCHEMA, v)
+                .is_empty()
+        });
+        let step = match (&self.script, valid) {
+            (Some(script), Some(body)) if is_request => script
                 .lock()
-                .map(|mut s| s.next_step())
+                .map(|mut s| s.step_for(body))
                 .unwrap_or(Step::Decide),
             _ => Step::Decide,
         };
@@ -872,6 +948,11 @@ impl Handler for Librarian {
                     .find(|(n, _)| n == "retry-after")
                     .and_then(|(_, v)| v.parse().ok()),
                 retryable: retryable || status >= 500 || status == 429,
+                decided_at: None,
+            };
+            let answered = Answered {
+                decided_at: self.decided_at(answered.request_id.as_deref()),
+                ..answered
             };
             j.on_answer(&who, &path, parsed.as_ref(), &answered);
         }
@@ -882,6 +963,12 @@ impl Handler for Librarian {
 }
 
 impl Librarian {
+    /// When the human decides request `id`, if it is an escalation not decided yet.
+    fn decided_at(&self, id: Option<&str>) -> Option<Instant> {
+        let books = self.books.lock().ok()?;
+        books.requests.get(id?)?.decided_at
+    }
+
     fn route(&self, request: &Request, path: &str, step: &Step) -> Response {
         match (request.method.as_str(), path) {
             ("POST", "/agent/request") => self.agent_request(request, step),
