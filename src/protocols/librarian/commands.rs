@@ -8,6 +8,7 @@ use futures::future::BoxFuture;
 
 use super::mock::Script;
 use super::probe::{self, Settings};
+use super::registry::read_registry;
 use super::server::{self, Flaws, Librarian, Registered};
 use super::NAME;
 use crate::error::Error;
@@ -310,21 +311,6 @@ mod tests {
         assert!(parse_until(Some("soon"))
             .unwrap_err()
             .contains("N-requests"));
-        let dir = std::env::temp_dir().join(format!("tck-registry-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("agents.yaml");
-        std::fs::write(&path, "agents:\n  claude-3:\n    type: code-generator\n    token: t1\n    capabilities: [read, write]\n    rate_limit: 100/hour\n    allowed_targets: [code]\n  gemini-pro:\n    capabilities: [read]\n").unwrap();
-        let agents = read_registry(&path, false).unwrap();
-        assert_eq!(agents[0].id, "claude-3");
-        assert_eq!(agents[0].allowed_targets, vec!["code".to_string()]);
-        assert_eq!(
-            agents[1].allowed_targets,
-            vec!["all".to_string()],
-            "none given: all"
-        );
-        let e = read_registry(&path, true).unwrap_err();
-        assert!(e.contains("agent gemini-pro: give its `token:`"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
 
@@ -383,58 +369,6 @@ pub fn parse_until(text: Option<&str>) -> Result<Until, String> {
         .map_err(|e| {
             format!("--until {t:?}: expected N-requests (20-requests) or a duration (30s): {e}")
         })
-}
-
-#[derive(serde::Deserialize)]
-struct RegistryFile {
-    agents: std::collections::BTreeMap<String, RegistryAgent>,
-}
-
-#[derive(serde::Deserialize)]
-struct RegistryAgent {
-    #[serde(default)]
-    token: Option<String>,
-    #[serde(default)]
-    capabilities: Vec<String>,
-    #[serde(default)]
-    allowed_targets: Vec<String>,
-    /// The document's other keys (type, rate_limit, max_request_size) are read and not
-    /// enforced: the endpoint's 60/minute is.
-    #[serde(flatten)]
-    _rest: std::collections::BTreeMap<String, serde_json::Value>,
-}
-
-/// The agents of a registry file (`need_tokens`: each must give its `token:`, as the mock
-/// Librarian's must); errors name the file and the agent.
-pub fn read_registry(path: &Path, need_tokens: bool) -> Result<Vec<Registered>, String> {
-    let source = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{source}: cannot read: {e}"))?;
-    let file: RegistryFile = serde_saphyr::from_str(&text)
-        .map_err(|e| crate::text::yaml_error(&source, &e.to_string()))?;
-    let mut agents = Vec::new();
-    for (id, a) in file.agents {
-        let token = match a.token.filter(|t| !t.trim().is_empty()) {
-            Some(t) => t,
-            None if !need_tokens => String::new(),
-            None => {
-                return Err(format!(
-                    "{source}: agent {id}: give its `token:` (the bearer token it sends)"
-                ))
-            }
-        };
-        let mut r = Registered::any(&id, &token);
-        if !a.capabilities.is_empty() {
-            r.capabilities = a.capabilities;
-        }
-        if !a.allowed_targets.is_empty() {
-            r.allowed_targets = a.allowed_targets;
-        }
-        agents.push(r);
-    }
-    if agents.is_empty() {
-        return Err(format!("{source}: `agents` is empty"));
-    }
-    Ok(agents)
 }
 
 /// Serves the mock Librarian until `--until` or `stop`, then judges the client.

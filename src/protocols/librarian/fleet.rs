@@ -275,7 +275,7 @@ impl Fleet {
         let registry = spec
             .registry
             .map(|path| {
-                super::commands::read_registry(std::path::Path::new(&path), false)
+                super::registry::read_registry(std::path::Path::new(&path), false)
                     .map_err(|e| format!("{source}: librarian.registry: {e}"))
             })
             .transpose()?;

@@ -15,6 +15,7 @@ pub mod fleet;
 pub mod mock;
 pub mod model;
 pub mod probe;
+pub mod registry;
 pub mod rules;
 pub mod server;
 
