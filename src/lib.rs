@@ -23,7 +23,7 @@ macro_rules! out {
 }
 
 // The layers, from the bottom: shared helpers (`text`, `units`, `content`, `jsonpath`, `phrases`,
-// `schema`), the engines (`transport`, `report`, `probe`, `mock`), the protocols that plug into
+// `sanitization`, `schema`), the engines (`transport`, `report`, `probe`, `mock`), the protocols that plug into
 // them (`protocols`, one folder each, listed in its registry), and on top the command line and
 // the self-test, which read the registry. A module imports only from its own layer or below; a
 // test (`tests/tck/layers.rs`) holds the crate to it.
@@ -35,6 +35,7 @@ pub mod json_out;
 pub mod json_skim;
 pub mod jsonpath;
 pub mod phrases;
+pub mod sanitization;
 pub mod schema;
 pub mod targets;
 pub mod text;

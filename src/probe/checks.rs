@@ -41,7 +41,7 @@ pub enum Check {
     /// None of these patterns occur in the strings at these paths.
     Phrases {
         fields: Vec<String>,
-        patterns: Vec<String>,
+        patterns: Patterns,
     },
     /// The request (sent without the key, or with a wrong one) is refused with 401 or 403.
     Refused,
@@ -51,6 +51,40 @@ pub enum Check {
     /// (`{evidence_tags: [...]}`).
     #[serde(untagged)]
     Rule(RuleCall),
+}
+
+/// The patterns of a `phrases` check: written out, or the name of a shared list
+/// (`sanitization`: [`crate::sanitization`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(untagged)]
+pub enum Patterns {
+    Listed(Vec<String>),
+    Named(String),
+}
+
+impl Patterns {
+    /// The patterns as written; the error names an unknown list.
+    pub fn list(&self) -> Result<&[String], String> {
+        match self {
+            Patterns::Listed(list) => Ok(list),
+            Patterns::Named(name) => crate::sanitization::named(name).unwrap_or_else(|| {
+                Err(format!(
+                    "patterns: {name:?} is no list of patterns (known: {})",
+                    crate::sanitization::NAME
+                ))
+            }),
+        }
+    }
+
+    /// The patterns compiled (a shared list is compiled once).
+    fn compiled(&self) -> Result<std::borrow::Cow<'static, PhraseSet>, String> {
+        match self {
+            Patterns::Named(name) if name == crate::sanitization::NAME => {
+                crate::sanitization::patterns().map(std::borrow::Cow::Borrowed)
+            }
+            _ => PhraseSet::new(self.list()?).map(std::borrow::Cow::Owned),
+        }
+    }
 }
 
 /// A protocol rule as a suite names it.
@@ -191,7 +225,7 @@ impl Check {
                 fields
                     .iter()
                     .try_for_each(|p| JsonPath::parse(p).map(drop))?;
-                PhraseSet::new(patterns).map(drop)
+                patterns.compiled().map(drop)
             }
             Check::Rule(call) => match protocol.rule(&call.name) {
                 Some(rule) => rule.validate(&call.args, exchanges),
@@ -351,7 +385,7 @@ impl Check {
                 verdict(findings, lists, "lists", String::new)
             }
             Check::Phrases { fields, patterns } => {
-                let set = PhraseSet::new(patterns)?;
+                let set = patterns.compiled()?;
                 let body = json()?;
                 let mut findings = Vec::new();
                 let mut scanned = 0;

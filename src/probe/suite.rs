@@ -359,6 +359,14 @@ mod tests {
         assert_eq!(e.lines().count(), 1, "{e}");
         let e = err("  - {id: c1, level: must, title: t, spec: s, exchange: a, checks: [{phrases: {fields: [x], patterns: ['(']}}]}\n");
         assert!(e.contains("not a valid regular expression"), "{e}");
+        let e = err("  - {id: c1, level: must, title: t, spec: s, exchange: a, checks: [{phrases: {fields: [x], patterns: sanitisation}}]}\n");
+        assert!(
+            e.starts_with("s.yaml:7: case c1:")
+                && e.contains("\"sanitisation\" is no list of patterns (known: sanitization)"),
+            "{e}"
+        );
+        let named = "  - {id: c1, level: must, title: t, spec: s, exchange: a, checks: [{phrases: {fields: [x], patterns: sanitization}}]}\n";
+        assert!(Suite::parse("s.yaml", &format!("{BASE}{named}"), &GenericOnly).is_ok());
         let e = err("  - {id: c1, level: must, title: t, spec: s, exchange: a, checks: [dissent_reasons]}\n");
         assert!(
             e.starts_with("s.yaml:7: case c1: unknown check \"dissent_reasons\" (the generic kinds: reachable,"),

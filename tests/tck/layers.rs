@@ -1,5 +1,6 @@
 //! The crate's layers, read from its sources: the engines (probe, mock, transport, report) never
-//! name a protocol, and no module imports itself back through others. Every `crate::…` and
+//! name a protocol, no protocol imports another (what two share lives below both), and no
+//! module imports itself back through others. Every `crate::…` and
 //! `super::…` path in a file (outside comments) is an import of the module it names.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -151,6 +152,28 @@ fn engine_imports(graph: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<String> {
     wrong
 }
 
+/// The protocol a module belongs to (`protocols::roundtable::rules` → `roundtable`), if any.
+fn protocol_of(module: &str) -> Option<&str> {
+    module.strip_prefix("protocols::")?.split("::").next()
+}
+
+/// Every import of one protocol's module by another protocol's (the registry, `protocols`, and
+/// the plug-in traits, `protocols::plugin`, belong to none).
+fn cross_protocol_imports(graph: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (module, deps) in graph {
+        let Some(mine) = protocol_of(module).filter(|p| *p != "plugin") else {
+            continue;
+        };
+        for dep in deps {
+            if protocol_of(dep).is_some_and(|theirs| theirs != mine && theirs != "plugin") {
+                wrong.push(format!("{module} imports {dep}"));
+            }
+        }
+    }
+    wrong
+}
+
 /// Every loop of imports, as `a → b → a`.
 fn loops(graph: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<String> {
     // Depth-first search; a module met again while on the path closes a loop.
@@ -186,6 +209,12 @@ fn loops(graph: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<String> {
 #[test]
 fn no_engine_imports_a_protocol() {
     let wrong = engine_imports(&graph());
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn no_protocol_imports_another() {
+    let wrong = cross_protocol_imports(&graph());
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
@@ -236,5 +265,13 @@ fn the_reader_sees_imports_and_loops() {
     assert_eq!(
         engine_imports(&made_up),
         ["mock::fleet imports protocols::roundtable"]
+    );
+    made_up
+        .entry("protocols::execute_task::probe".into())
+        .or_default()
+        .extend(["protocols::roundtable".into(), "protocols::plugin".into()]);
+    assert_eq!(
+        cross_protocol_imports(&made_up),
+        ["protocols::execute_task::probe imports protocols::roundtable"]
     );
 }

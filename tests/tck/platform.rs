@@ -335,7 +335,7 @@ impl Shared {
 /// The prompt-injection patterns of the built-in suite's `analyze.sanitization` case: the probe
 /// and the platform share one definition of what an injection looks like.
 fn injection_patterns() -> &'static PhraseSet {
-    agent_tck::protocols::roundtable::sanitization_patterns().expect("the suite's patterns load")
+    agent_tck::sanitization::patterns().expect("the shared patterns load")
 }
 
 /// Calls `f` on every string in `value`, object keys included.

@@ -870,7 +870,7 @@ impl Across<'_> {
 
 /// Where the answers carry NUL characters, terminal escapes or injection patterns.
 fn sanitization_findings(answers: &[Value]) -> Result<Vec<String>, String> {
-    let patterns = crate::protocols::roundtable::sanitization_patterns()?;
+    let patterns = crate::sanitization::patterns()?;
     Ok(answers
         .iter()
         .enumerate()

@@ -23,8 +23,6 @@ use crate::mock::protocol::{
     AgentProtocol, ContentBehavior, Endpoint, PlatformExpect, PlatformObserver,
 };
 use crate::mock::Responder;
-use crate::phrases::PhraseSet;
-use crate::probe::checks::Check;
 use crate::probe::Suite;
 
 /// The registry key, and the report's `protocol`.
@@ -47,29 +45,6 @@ pub fn suite() -> Result<Suite, String> {
 /// A suite file of the user's, with the round table's rules.
 pub fn suite_from_file(path: &std::path::Path) -> Result<Suite, String> {
     Suite::from_file(path, &rules::Suite)
-}
-
-/// The prompt-injection and control-character patterns of the built-in suite's
-/// `analyze.sanitization` case: one definition of what an injection looks like, which the other
-/// protocols' probes (and the test platform) use too. Loaded once.
-pub fn sanitization_patterns() -> Result<&'static PhraseSet, String> {
-    static PATTERNS: OnceLock<Result<PhraseSet, String>> = OnceLock::new();
-    PATTERNS
-        .get_or_init(|| {
-            let suite = suite()?;
-            let patterns = suite
-                .case("analyze.sanitization")
-                .into_iter()
-                .flat_map(|c| &c.checks)
-                .find_map(|check| match check {
-                    Check::Phrases { patterns, .. } => Some(patterns.clone()),
-                    _ => None,
-                })
-                .ok_or("the built-in suite has no analyze.sanitization phrases check")?;
-            PhraseSet::new(&patterns)
-        })
-        .as_ref()
-        .map_err(Clone::clone)
 }
 
 /// The agent's endpoints: the three phases and /health.
@@ -130,10 +105,10 @@ mod tests {
             .contains("matches no case"));
     }
 
-    /// The compiled prompt-injection patterns of the built-in suite's sanitization cases: the
-    /// payloads are judged by exactly what the probe would use on an agent's answer.
-    fn probe_patterns() -> &'static PhraseSet {
-        sanitization_patterns().expect("the suite's patterns compile")
+    /// The compiled prompt-injection patterns the suite's sanitization cases name: the payloads
+    /// are judged by exactly what the probe would use on an agent's answer.
+    fn probe_patterns() -> &'static crate::phrases::PhraseSet {
+        crate::sanitization::patterns().expect("the shared patterns compile")
     }
 
     #[test]

@@ -651,7 +651,7 @@ fn suite_speculation_patterns() -> Vec<String> {
     for check in suite.cases().iter().flat_map(|case| &case.checks) {
         if let Check::Phrases { fields, patterns } = check {
             if fields.iter().any(|f| f.ends_with("evidence")) {
-                for pattern in patterns {
+                for pattern in patterns.list().unwrap_or_default() {
                     if !out.contains(pattern) {
                         out.push(pattern.clone());
                     }
