@@ -30,7 +30,7 @@ use crate::mock::session::{Banner, SessionSettings};
 use crate::probe::args::{api_key, seed_or_clock, RunArgs, SuiteArgs};
 use crate::protocols::{self, OnCase, ProbeJob, Protocol};
 use crate::report::output::OutputArgs;
-use crate::report::{console, CaseResult, Report, RunInfo};
+use crate::report::{console, CaseResult, Exit, Report, RunInfo};
 use crate::text::Redactor;
 use crate::transport::http::BaseUrl;
 use crate::units::{parse_bytes, parse_duration};
@@ -38,25 +38,29 @@ use crate::units::{parse_bytes, parse_duration};
 /// How a command that did not fail ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ended {
-    /// With a verdict: 0 passed, 1 failed.
-    Verdict(u8),
+    /// With a verdict.
+    Verdict(Exit),
+    /// A mock agent run as a command exits as its behaviour says (`exits-early`: 3): its status
+    /// is its answer to the harness, not a verdict.
+    AgentExit(u8),
     /// Interrupted before a report could be made.
     Interrupted,
 }
 
 impl Ended {
     fn of(report: &Report) -> Ended {
-        Ended::Verdict(report.exit_code() as u8)
+        Ended::Verdict(report.exit_code())
     }
 }
 
 /// The exit status of a command: the one place it is decided.
 pub fn exit_status(outcome: &Result<Ended, Error>) -> u8 {
     match outcome {
-        Ok(Ended::Verdict(code)) => *code,
-        Ok(Ended::Interrupted) => 130,
-        Err(Error::Run(_)) => 1,
-        Err(Error::Usage(_)) => 2,
+        Ok(Ended::Verdict(exit)) => exit.code(),
+        Ok(Ended::AgentExit(status)) => *status,
+        Ok(Ended::Interrupted) => Exit::Interrupted.code(),
+        Err(Error::Run(_)) => Exit::Failed.code(),
+        Err(Error::Usage(_)) => Exit::Usage.code(),
     }
 }
 
@@ -633,7 +637,7 @@ async fn execute(command: Command) -> Result<Ended, Error> {
         Command::Probe(probe) => run_probe(job_of(&probe)?).await,
         Command::Lint(lint) => {
             let code = protocol(lint.protocol)?.lint(&lint.matches)?;
-            Ok(Ended::Verdict(u8::try_from(code).unwrap_or(1)))
+            Ok(Ended::Verdict(code))
         }
         Command::Selftest(args) => selftest(args).await,
         Command::Mock(MockCommand::Agent(args)) => mock_agent(args).await,
@@ -650,7 +654,7 @@ async fn execute(command: Command) -> Result<Ended, Error> {
                 }
                 None => crate::out!("{text}"),
             }
-            Ok(Ended::Verdict(0))
+            Ok(Ended::Verdict(Exit::Passed))
         }
         Command::Report(ReportCommand::Merge { reports, output }) => {
             output.check()?;
@@ -674,7 +678,7 @@ async fn execute(command: Command) -> Result<Ended, Error> {
                     &new.display().to_string()
                 )
             );
-            Ok(Ended::Verdict(diff.exit_code() as u8))
+            Ok(Ended::Verdict(diff.exit_code()))
         }
         Command::Mock(MockCommand::Fleet(args)) => mock_fleet(args).await,
         Command::Mock(MockCommand::Librarian(args)) => {
@@ -685,11 +689,11 @@ async fn execute(command: Command) -> Result<Ended, Error> {
         }
         Command::Mock(MockCommand::Linger { json, junit }) => {
             crate::mock::linger::linger(json, junit).await;
-            Ok(Ended::Verdict(0))
+            Ok(Ended::Verdict(Exit::Passed))
         }
         Command::Mock(MockCommand::Behaviors) => {
             crate::out!("{}", list_behaviors());
-            Ok(Ended::Verdict(0))
+            Ok(Ended::Verdict(Exit::Passed))
         }
         Command::Suites(SuitesCommand::List {
             protocol: name,
@@ -697,7 +701,7 @@ async fn execute(command: Command) -> Result<Ended, Error> {
         }) => {
             let listing = protocol(&name)?.list_cases(suite.as_deref())?;
             crate::out!("{listing}");
-            Ok(Ended::Verdict(0))
+            Ok(Ended::Verdict(Exit::Passed))
         }
         Command::Schemas(SchemasCommand::Export { dir, protocol }) => {
             let chosen: Vec<(&str, &str)> = protocols::schemas()
@@ -711,26 +715,26 @@ async fn execute(command: Command) -> Result<Ended, Error> {
             for path in written {
                 crate::outln!("{}", path.display());
             }
-            Ok(Ended::Verdict(0))
+            Ok(Ended::Verdict(Exit::Passed))
         }
         Command::Schemas(SchemasCommand::List) => {
             for (id, file, _, owner) in protocols::schemas() {
                 crate::outln!("{id:<32} {file:<36} {}", owner.unwrap_or("(the kit's own)"));
             }
-            Ok(Ended::Verdict(0))
+            Ok(Ended::Verdict(Exit::Passed))
         }
         Command::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "agent-tck", &mut out);
             crate::out!("{}", String::from_utf8_lossy(&out));
-            Ok(Ended::Verdict(0))
+            Ok(Ended::Verdict(Exit::Passed))
         }
         Command::Manpages { dir } => {
             std::fs::create_dir_all(&dir)
                 .map_err(|e| Error::run(format!("{}: {e}", dir.display())))?;
             let written = write_manpages(Cli::command(), &dir)?;
             eprintln!("wrote {written} man pages to {}", dir.display());
-            Ok(Ended::Verdict(0))
+            Ok(Ended::Verdict(Exit::Passed))
         }
     }
 }
@@ -823,7 +827,7 @@ fn mock_agents(args: MockAgentsArgs) -> Result<Ended, Error> {
         ))
     })??;
     crate::outln!("{text}");
-    Ok(Ended::Verdict(0))
+    Ok(Ended::Verdict(Exit::Passed))
 }
 
 async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
@@ -847,7 +851,7 @@ async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
         journal: args.run.journal.as_deref(),
     };
     if let Some(status) = protocol.command_agent(command) {
-        return status.map(Ended::Verdict);
+        return status.map(Ended::AgentExit);
     }
     for (flag, given) in [
         ("--mode", args.mode.is_some()),
@@ -979,7 +983,7 @@ async fn serve_line_agent(
             eprint!("{}", console::render(&report, false));
         }
         served.map_err(|e| Error::run(format!("stdio: {e}")))?;
-        return Ok(Ended::Verdict(0));
+        return Ok(Ended::Verdict(Exit::Passed));
     }
     let stop = tokio_util::sync::CancellationToken::new();
     let served = {
@@ -1320,8 +1324,9 @@ mod tests {
 
     #[test]
     fn exit_statuses_are_decided_in_one_place() {
-        assert_eq!(exit_status(&Ok(Ended::Verdict(0))), 0);
-        assert_eq!(exit_status(&Ok(Ended::Verdict(1))), 1);
+        assert_eq!(exit_status(&Ok(Ended::Verdict(Exit::Passed))), 0);
+        assert_eq!(exit_status(&Ok(Ended::Verdict(Exit::Failed))), 1);
+        assert_eq!(exit_status(&Ok(Ended::AgentExit(3))), 3);
         assert_eq!(exit_status(&Ok(Ended::Interrupted)), 130);
         assert_eq!(exit_status(&Err(Error::run("cannot bind"))), 1);
         assert_eq!(exit_status(&Err(Error::usage("--url: no scheme"))), 2);

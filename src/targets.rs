@@ -183,7 +183,7 @@ fn split(args: &[OsString]) -> Result<(Vec<Flag>, Vec<OsString>), String> {
 pub async fn run(
     args: Vec<OsString>,
     job: impl Fn(&[OsString]) -> Result<ProbeJob, Error>,
-) -> Result<u8, Error> {
+) -> Result<crate::report::Exit, Error> {
     let (taken, rest) = split(&args).map_err(Error::Usage)?;
     let get = |flag: &str| {
         taken
@@ -281,7 +281,9 @@ pub async fn run(
         let merged = merge(&mut done, &file)?;
         merged_output.write(&merged)?;
     }
-    Ok(u8::from(done.iter().any(|d| !d.passed)))
+    Ok(crate::report::Exit::failed_if(
+        done.iter().any(|d| !d.passed),
+    ))
 }
 
 /// What is kept of one target's run.
@@ -311,7 +313,7 @@ impl Done {
         }
         Done {
             name,
-            passed: report.exit_code() == 0,
+            passed: report.exit_code() == crate::report::Exit::Passed,
             failing,
             report: keep.then_some(report),
         }
@@ -322,7 +324,11 @@ fn verdict(r: &Report) -> String {
     let s = &r.summary;
     format!(
         "{} · {} passed, {} failed ({} MUST), {} skipped",
-        if r.exit_code() == 0 { "PASS" } else { "FAIL" },
+        if r.exit_code() == crate::report::Exit::Passed {
+            "PASS"
+        } else {
+            "FAIL"
+        },
         s.passed,
         s.failed,
         s.failed_must,

@@ -266,7 +266,7 @@ pub trait Protocol: Sync {
 
     /// `lint WHAT` with the flags clap parsed from [`Protocol::lint_command`]: writes the
     /// findings and returns the exit status.
-    fn lint(&self, matches: &clap::ArgMatches) -> Result<i32, Error> {
+    fn lint(&self, matches: &clap::ArgMatches) -> Result<crate::report::Exit, Error> {
         let _ = matches;
         Err(Error::usage(format!("nothing to lint for {}", self.name())))
     }

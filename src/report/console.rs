@@ -181,7 +181,7 @@ pub fn render(report: &Report, colour: bool) -> String {
             s.must
         ));
     }
-    let code = if report.exit_code() == 0 {
+    let code = if report.exit_code() == super::Exit::Passed {
         "1;32"
     } else {
         "1;31"

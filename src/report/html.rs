@@ -83,7 +83,7 @@ const SCRIPT: &str = r#"
 
 /// The report as one HTML page.
 pub fn to_string(report: &Report) -> String {
-    let passed = report.exit_code() == 0;
+    let passed = report.exit_code() == super::Exit::Passed;
     let mut out = String::with_capacity(64 * 1024 + report.cases.len() * 600);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");

@@ -72,10 +72,10 @@ impl Lint {
     }
 
     /// 1 when a MUST rule is broken (or, under --strict, a SHOULD one); else 0.
-    pub fn exit_code(&self) -> i32 {
+    pub fn exit_code(&self) -> super::Exit {
         let errors = self.count(Level::Must);
         let warnings = self.count(Level::Should);
-        i32::from(errors > 0 || (self.strict && warnings > 0))
+        super::Exit::failed_if(errors > 0 || (self.strict && warnings > 0))
     }
 
     /// `path:line:col: error[rule]: message` per finding, in file and line order, then the

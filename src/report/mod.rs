@@ -74,6 +74,44 @@ pub enum Status {
     Stale,
 }
 
+/// Every command's exit status, in one place (README, "Exit status"): what a verdict, a usage
+/// error or an interruption exits with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// No MUST case failed (nor a SHOULD one under `--strict`), and something was judged.
+    Passed = 0,
+    /// A MUST case failed (or a SHOULD one under `--strict`), nothing was judged, or the run
+    /// could not go on (a port in use, a report that cannot be written).
+    Failed = 1,
+    /// A usage or configuration error, explained in one line on stderr.
+    Usage = 2,
+    /// Interrupted before a report.
+    Interrupted = 130,
+}
+
+impl Exit {
+    /// `Failed` when `failed`, else `Passed`.
+    pub fn failed_if(failed: bool) -> Exit {
+        if failed {
+            Exit::Failed
+        } else {
+            Exit::Passed
+        }
+    }
+
+    /// The process's exit status.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+/// So that a test may write `assert_eq!(report.exit_code(), 1)`.
+impl PartialEq<i32> for Exit {
+    fn eq(&self, other: &i32) -> bool {
+        i32::from(self.code()) == *other
+    }
+}
+
 /// What a case sent and got back, for the reader who wants to reproduce it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Exchange {
@@ -497,9 +535,9 @@ impl RunInfo {
 impl Report {
     /// 0: no MUST failure (and, under `--strict`, no SHOULD failure), no gated expectation
     /// unmet, the evaluation score not below `--min-score`; 1 otherwise.
-    pub fn exit_code(&self) -> i32 {
+    pub fn exit_code(&self) -> Exit {
         let blocked = self.cases.iter().any(|c| self.is_blocking(c));
-        i32::from(blocked || self.below_min_score() || self.judged_nothing())
+        Exit::failed_if(blocked || self.below_min_score() || self.judged_nothing())
     }
 
     /// Whether the run had MUST cases and judged none of them (each skipped for want of

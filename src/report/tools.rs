@@ -186,8 +186,8 @@ pub struct Diff {
 
 impl Diff {
     /// The exit status of `report diff`: 1 when something regressed.
-    pub fn exit_code(&self) -> i32 {
-        i32::from(!self.regressions.is_empty())
+    pub fn exit_code(&self) -> super::Exit {
+        super::Exit::failed_if(!self.regressions.is_empty())
     }
 }
 

@@ -57,8 +57,12 @@ impl Outcome {
     }
 
     /// 0 when the verdict is a pass, 1 otherwise.
-    pub fn exit_code(&self) -> u8 {
-        u8::from(self.report.exit_code() != 0 || self.rows_wrong > 0 || self.rows_unjudged > 0)
+    pub fn exit_code(&self) -> crate::report::Exit {
+        crate::report::Exit::failed_if(
+            self.report.exit_code() != crate::report::Exit::Passed
+                || self.rows_wrong > 0
+                || self.rows_unjudged > 0,
+        )
     }
 }
 

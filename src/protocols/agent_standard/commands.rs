@@ -208,7 +208,7 @@ pub fn write(
     format: Format,
     sarif: Option<&Path>,
     target: &str,
-) -> Result<i32, Error> {
+) -> Result<crate::report::Exit, Error> {
     let sarif_text = || serde_json::to_string_pretty(&lint.sarif()).unwrap_or_default();
     if let Some(path) = sarif {
         std::fs::write(path, sarif_text() + "\n")
@@ -321,7 +321,7 @@ impl Protocol for AgentStandard {
         )
     }
 
-    fn lint(&self, matches: &clap::ArgMatches) -> Result<i32, Error> {
+    fn lint(&self, matches: &clap::ArgMatches) -> Result<crate::report::Exit, Error> {
         let flags =
             LintAgentsArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
         let files = lint::files(&flags.paths).map_err(Error::Usage)?;
