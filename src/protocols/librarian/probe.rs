@@ -401,6 +401,13 @@ impl Client<'_> {
         }
     }
 
+    /// The `--token` agent that asks this case's `request_type`, once its endpoint has answered
+    /// its own valid request; else why the case has nothing to judge.
+    async fn asker(&mut self, request_type: &'static str) -> Result<usize, String> {
+        self.opened(Gate::Request(request_type)).await?;
+        self.able(request_type).map_err(not_judged)
+    }
+
     /// Ok once `gate`'s endpoint has answered its own valid request (asked at most once a
     /// run); else why the running case has nothing to judge.
     async fn opened(&mut self, gate: Gate) -> Result<(), String> {
@@ -948,12 +955,9 @@ async fn missing_field(c: &mut Client<'_>, t: &str, field: &str) -> Result<Verdi
 }
 
 async fn bad_input(c: &mut Client<'_>, kind: &str) -> Result<Verdict, String> {
-    if let Err(why) = c.opened(Gate::Request("APPROVAL")).await {
-        return Ok(Verdict::skip(why));
-    }
-    let i = match c.able("APPROVAL") {
+    let i = match c.asker("APPROVAL").await {
         Ok(i) => i,
-        Err(why) => return Ok(Verdict::skip(not_judged(why))),
+        Err(why) => return Ok(Verdict::skip(why)),
     };
     let mut body = c.build(i, "APPROVAL");
     let raw = match kind {
@@ -1056,12 +1060,9 @@ async fn limit(
     size: usize,
     refused: bool,
 ) -> Result<Verdict, String> {
-    if let Err(why) = c.opened(Gate::Request("APPROVAL")).await {
-        return Ok(Verdict::skip(why));
-    }
-    let i = match c.able("APPROVAL") {
+    let i = match c.asker("APPROVAL").await {
         Ok(i) => i,
-        Err(why) => return Ok(Verdict::skip(not_judged(why))),
+        Err(why) => return Ok(Verdict::skip(why)),
     };
     let body = sized(c.build(i, "APPROVAL"), field, size);
     let unit = if field == "content" { "bytes" } else { "items" };
@@ -1126,12 +1127,9 @@ async fn strict_deviations(c: &mut Client<'_>) -> Result<Verdict, String> {
         Some(true) => return limit(c, "deviations", 1, false).await,
         Some(false) => {}
     }
-    if let Err(why) = c.opened(Gate::Request("APPROVAL")).await {
-        return Ok(Verdict::skip(why));
-    }
-    let i = match c.able("APPROVAL") {
+    let i = match c.asker("APPROVAL").await {
         Ok(i) => i,
-        Err(why) => return Ok(Verdict::skip(not_judged(why))),
+        Err(why) => return Ok(Verdict::skip(why)),
     };
     let body = sized(c.build(i, "APPROVAL"), "deviations", 1);
     let got = c.request("one deviation", i, &body).await?;
@@ -1171,12 +1169,9 @@ async fn auth(c: &mut Client<'_>, kind: &str) -> Result<Verdict, String> {
     // is wrong, never a capability.
     let foreign = kind == "foreign-agent";
     let t = if foreign { "QUERY" } else { "APPROVAL" };
-    if let Err(why) = c.opened(Gate::Request(t)).await {
-        return Ok(Verdict::skip(why));
-    }
-    let i = match c.able(t) {
+    let i = match c.asker(t).await {
         Ok(i) => i,
-        Err(why) => return Ok(Verdict::skip(not_judged(why))),
+        Err(why) => return Ok(Verdict::skip(why)),
     };
     let body = c.build(i, t);
     let (token, of) = match kind {
@@ -1423,12 +1418,9 @@ async fn escalation(c: &mut Client<'_>) -> Result<Verdict, String> {
 }
 
 async fn rate_limit(c: &mut Client<'_>) -> Result<Verdict, String> {
-    if let Err(why) = c.opened(Gate::Request("QUERY")).await {
-        return Ok(Verdict::skip(why));
-    }
-    let a = match c.able("QUERY") {
+    let a = match c.asker("QUERY").await {
         Ok(a) => a,
-        Err(why) => return Ok(Verdict::skip(not_judged(why))),
+        Err(why) => return Ok(Verdict::skip(why)),
     };
     let started = Instant::now();
     let mut limited = None;
@@ -1737,12 +1729,9 @@ async fn unregistered(c: &mut Client<'_>) -> Result<Verdict, String> {
 }
 
 async fn unicode(c: &mut Client<'_>) -> Result<Verdict, String> {
-    if let Err(why) = c.opened(Gate::Request("APPROVAL")).await {
-        return Ok(Verdict::skip(why));
-    }
-    let i = match c.able("APPROVAL") {
+    let i = match c.asker("APPROVAL").await {
         Ok(i) => i,
-        Err(why) => return Ok(Verdict::skip(not_judged(why))),
+        Err(why) => return Ok(Verdict::skip(why)),
     };
     let mut body = c.build(i, "APPROVAL");
     body["content"] = json!(
