@@ -22,7 +22,8 @@ fn passed_beyond_reachability(report: &Report) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn no_probe_passes_a_server_with_no_routes() {
-    let url = crate::support::no_routes().await;
+    let server = crate::support::no_routes().await;
+    let url = server.url();
     let dir = TempDir::new("evidence-no-routes");
     let input = format!("{url}/input");
     let probes: [(&str, Vec<&str>); 4] = [
@@ -67,6 +68,7 @@ async fn no_probe_passes_a_server_with_no_routes() {
             "probe {protocol} passed rules a server with no routes never exercised: {passed:#?}\n{text}"
         );
     }
+    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

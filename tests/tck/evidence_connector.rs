@@ -151,25 +151,25 @@ async fn an_input_url_that_answers_404_passes_nothing_and_says_why() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_exits_1_against_an_input_url_that_answers_404() {
     let stub = crate::support::stub(|_| not_found()).await;
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new(crate::support::EXE)
-            .args(["probe", "connector", "--input-url"])
-            .arg(format!("{}/in", stub.url()))
-            .args([
+    let input = format!("{}/in", stub.url());
+    let out = tokio::task::spawn_blocking(move || {
+        crate::support::tck_within(
+            &[
+                "probe",
+                "connector",
+                "--input-url",
+                &input,
                 "--reply-timeout",
                 "1s",
                 "--only",
                 "forward.plain",
                 "--only",
                 "forward.within-5s",
-            ])
-            .env("NO_COLOR", "1")
-            .kill_on_drop(true)
-            .output(),
-    )
+            ],
+            Duration::from_secs(60),
+        )
+    })
     .await
-    .expect("the probe ends")
     .unwrap();
     stub.stop().await;
     let text = crate::support::text(&out);

@@ -45,7 +45,8 @@ fn probe_settings(base: &str) -> TaskSettings {
 /// and every case judged across the run is skipped saying what was missing.
 #[tokio::test]
 async fn a_server_with_no_routes_passes_nothing_but_reachability() {
-    let base = support::no_routes().await;
+    let server = support::no_routes().await;
+    let base = server.url();
     let report = tokio::time::timeout(
         Duration::from_secs(60),
         run(&probe_settings(&base), &|_| {}),

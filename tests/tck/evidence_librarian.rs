@@ -16,19 +16,6 @@ use agent_tck::report::{Level, Report, Status, NO_EVIDENCE, NO_REASON};
 use agent_tck::transport::http::BaseUrl;
 use serde_json::{json, Value};
 
-/// A server with none of the Librarian's routes.
-async fn no_routes() -> crate::stub_server::Running {
-    let app = axum::Router::new().fallback(|| async {
-        (
-            axum::http::StatusCode::NOT_FOUND,
-            axum::Json(json!({"detail": "Not Found"})),
-        )
-    });
-    crate::stub_server::spawn(([127, 0, 0, 1], 0).into(), app)
-        .await
-        .expect("bind loopback")
-}
-
 fn settings(url: &str, only: &[&str]) -> Settings {
     Settings {
         base: BaseUrl::parse(url).unwrap(),
@@ -104,7 +91,7 @@ fn assert_skips_explain(report: &Report) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probe_against_a_server_without_the_routes_passes_nothing_and_each_skip_says_why() {
-    let server = no_routes().await;
+    let server = crate::support::no_routes().await;
     let report = probe(&server.url(), &[]).await;
     server.stop().await;
     assert_eq!(passed_that_matter(&report), Vec::<&str>::new());
@@ -172,22 +159,28 @@ async fn probe_against_a_server_without_the_routes_passes_nothing_and_each_skip_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probe_librarian_on_the_command_line_exits_1_against_a_server_without_the_routes() {
-    let server = no_routes().await;
+    let server = crate::support::no_routes().await;
     let dir = crate::support::TempDir::new("evidence-librarian-cli");
     let json_path = dir.path("r.json");
     let url = server.url();
-    let out = tokio::time::timeout(
-        Duration::from_secs(120),
-        tokio::process::Command::new(crate::support::EXE)
-            .args(["probe", "librarian", "--url", &url, "--quick"])
-            .args(["--token", "claude-3=tck-token-claude-3"])
-            .args(["--json", &json_path])
-            .env("NO_COLOR", "1")
-            .kill_on_drop(true)
-            .output(),
-    )
+    let args = json_path.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        crate::support::tck_within(
+            &[
+                "probe",
+                "librarian",
+                "--url",
+                &url,
+                "--quick",
+                "--token",
+                "claude-3=tck-token-claude-3",
+                "--json",
+                &args,
+            ],
+            Duration::from_secs(120),
+        )
+    })
     .await
-    .expect("the probe ends")
     .unwrap();
     server.stop().await;
     assert_eq!(out.status.code(), Some(1), "{}", crate::support::text(&out));
@@ -245,7 +238,7 @@ fn fleet_file(url: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_client_fleet_passes_nothing_against_a_server_without_the_routes() {
-    let server = no_routes().await;
+    let server = crate::support::no_routes().await;
     let fleet = Fleet::parse("fleet.yaml", &fleet_file(&server.url()), None).unwrap();
     let report = tokio::time::timeout(Duration::from_secs(60), fleet::run(&fleet, false, 1))
         .await

@@ -11,7 +11,7 @@ use agent_tck::report::{CaseResult, Level, Report, Status};
 
 use crate::fleet::{case, drive_fleet, judge};
 use crate::platform::{self, PlatformConfig, Variant};
-use crate::support::{assert_every_verdict_explained, raw_server, read_request, stub};
+use crate::support::{assert_every_verdict_explained, raw_server, read_request};
 
 /// The MUST and SHOULD cases that failed.
 fn failed_blocking(report: &Report) -> Vec<&str> {
@@ -357,7 +357,7 @@ async fn a_trigger_that_gets_no_answer_head_is_not_a_pass() {
 
 #[tokio::test]
 async fn the_probe_against_a_server_with_no_routes_passes_only_reachability() {
-    let server = stub(|_| agent_tck::mock::Reply::error(404, "no such route")).await;
+    let server = crate::support::no_routes().await;
     let report = crate::support::probe(&server.url(), Some(crate::support::KEY)).await;
     assert_every_verdict_explained(&report);
     let passed: Vec<&str> = report

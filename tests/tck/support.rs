@@ -515,16 +515,13 @@ pub fn tck_within(args: &[&str], within: Duration) -> std::process::Output {
 
 /// An HTTP server with none of any protocol's routes: 404 `{"detail":"Not Found"}` to every
 /// request, as a bare web framework answers (the Librarian document's source project served
-/// exactly this to every route the protocol names). Its base URL.
-pub async fn no_routes() -> String {
+/// exactly this to every route the protocol names).
+pub async fn no_routes() -> Running {
     let app = Router::new().fallback(|| async {
         (
             axum::http::StatusCode::NOT_FOUND,
             axum::Json(serde_json::json!({"detail": "Not Found"})),
         )
     });
-    let listener = TcpListener::bind(loopback()).await.expect("bind loopback");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{addr}")
+    server::spawn(loopback(), app).await.expect("bind loopback")
 }
