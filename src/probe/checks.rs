@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::exchange::{AuthMode, ExchangeSpec};
 use super::outcome::body_too_large;
-use super::plugin::{Ctx, Judged, SuiteProtocol};
+use super::plugin::{Ctx, Judged, SuiteProtocol, OWN_ANSWER};
 use crate::jsonpath::{strings, JsonPath};
 use crate::phrases::PhraseSet;
 use crate::schema::{findings_message, schemas, Finding};
@@ -299,11 +299,7 @@ impl Check {
             Check::Reachable | Check::Rule(_) => unreachable!("handled above"),
             Check::Status(spec) => {
                 if spec.matches(response.status) {
-                    Ok(Judged::held(
-                        1,
-                        "answer",
-                        format!("answered {}", response.status),
-                    ))
+                    Ok(Judged::answer(format!("answered {}", response.status)))
                 } else {
                     Err(format!(
                         "answered {}; expected {}; body: {}",
@@ -317,11 +313,7 @@ impl Check {
                 if response.body_exceeded {
                     Err(body_too_large(response, ctx.max_body))
                 } else {
-                    Ok(Judged::held(
-                        1,
-                        "answer",
-                        format!("{} bytes", response.body.len()),
-                    ))
+                    Ok(Judged::answer(format!("{} bytes", response.body.len())))
                 }
             }
             Check::Json => json().map(|_| Judged::answer("")),
@@ -330,7 +322,7 @@ impl Check {
                 verdict(
                     super::dupkeys::duplicate_keys(&response.body)?,
                     1,
-                    "answer",
+                    OWN_ANSWER,
                     String::new,
                 )
             }
@@ -346,7 +338,9 @@ impl Check {
                     ))
                 }
             }
-            Check::Schema(id) => verdict(schemas().validate(id, json()?), 1, "answer", String::new),
+            Check::Schema(id) => {
+                verdict(schemas().validate(id, json()?), 1, OWN_ANSWER, String::new)
+            }
             Check::MaxField => {
                 let all = strings(json()?);
                 let findings = all
@@ -406,11 +400,7 @@ impl Check {
                 verdict(findings, scanned, "strings", String::new)
             }
             Check::Refused => match response.status {
-                401 | 403 => Ok(Judged::held(
-                    1,
-                    "answer",
-                    format!("refused with {}", response.status),
-                )),
+                401 | 403 => Ok(Judged::answer(format!("refused with {}", response.status))),
                 s => {
                     let how = match outcome.auth {
                         AuthMode::Wrong => "with a wrong API key",

@@ -75,6 +75,9 @@ pub trait Rule: Send + Sync {
     fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Result<Judged, String>;
 }
 
+/// What [`Judged::answer`] counts: the case's own answer, named by the runner.
+pub const OWN_ANSWER: &str = "answer";
+
 /// What a check judged when it held: how many of what, and a note. With `judged == 0` there was
 /// nothing to judge, and `note` says what was missing (the case is then a SKIP, never a PASS).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,9 +97,10 @@ impl Judged {
         }
     }
 
-    /// One answer judged (`answer to /analyze`).
+    /// The case's own answer judged, once: the runner names it after the case's exchange
+    /// (`answer to exchange analyze`).
     pub fn answer(note: impl Into<String>) -> Judged {
-        Judged::held(1, "answer", note)
+        Judged::held(1, OWN_ANSWER, note)
     }
 
     /// Nothing to judge: `why` says what was missing and what would exercise the rule.

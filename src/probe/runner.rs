@@ -13,7 +13,7 @@ use tokio::sync::{OnceCell, Semaphore};
 use super::checks::Check;
 use super::exchange::DELIBERATE_HEADER;
 use super::outcome::Outcome;
-use super::plugin::Ctx;
+use super::plugin::{Ctx, OWN_ANSWER};
 use super::suite::{AuthMode, ExchangeSpec, Requirement, Suite};
 use super::template::{self, Fill, RunValues};
 use crate::content::Content;
@@ -224,7 +224,7 @@ impl Runner<'_> {
         let of = own_label(spec.exchange.as_deref());
         match evidence {
             Some(mut e) => {
-                if e.of == "answer" || e.of == "answers" {
+                if e.of == OWN_ANSWER {
                     e.of = of;
                 }
                 let note = notes.join("; ");

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::model::check_answer;
 use crate::content::Content;
 use crate::probe::checks::verdict;
-use crate::probe::plugin::{Ctx, Judged, Rule, SuiteProtocol};
+use crate::probe::plugin::{Ctx, Judged, Rule, SuiteProtocol, OWN_ANSWER};
 use crate::probe::template::numbers;
 use crate::probe::Suite as LoadedSuite;
 
@@ -102,7 +102,7 @@ impl Rule for ValidAction {
     fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Result<Judged, String> {
         let outcome = ctx.outcome.ok_or("the case has no exchange")?;
         let answer = outcome.json(ctx.max_body)?;
-        verdict(check_answer(answer), 1, "answer", || action_note(answer))
+        verdict(check_answer(answer), 1, OWN_ANSWER, || action_note(answer))
     }
 }
 
