@@ -41,8 +41,9 @@ pub const MAX_RECORDS: u64 = 10_000;
 /// Bytes of journal kept at most (past them, as past [`MAX_RECORDS`], nothing is appended).
 pub const MAX_BYTES: u64 = 256 * 1024 * 1024;
 
-/// The largest planned answer kept whole; a larger one is kept by its size (an observer reads
-/// back no answer that large: execute_task's reads 64 KiB at most).
+/// The largest planned answer kept whole; a larger one is kept by its size. An observer that
+/// reads more of an answer than this would judge a replay differently from the live request, so
+/// no observer reads back more (the line protocols' observers read 64 KiB at most).
 pub const ANSWER_KEPT: usize = 64 * 1024;
 
 /// The answer a [`Event::Request`] replays: the one kept, or, for one kept by its size, blanks
