@@ -3,7 +3,6 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use agent_tck::mock::protocol::PlatformExpect;
 use agent_tck::protocols::execute_task::probe::{run, Target, TaskSettings};
 use agent_tck::protocols::execute_task::scenario::Scenario;
 use agent_tck::report::{CaseResult, Kind, Level, Report, Status};
@@ -11,7 +10,7 @@ use agent_tck::transport::http::BaseUrl;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use crate::harness_judged::{agent, post, settled, stdio_harness, GroupEnd, DEADLINE, LIMIT};
+use crate::harness_judged::{agent, post, session, settled, stdio_harness, GroupEnd, LIMIT};
 use crate::support::{self, assert_every_verdict_explained, TempDir};
 
 /// The case `id`'s status, message and evidence count (0 when none).
@@ -132,16 +131,7 @@ where
     F: FnOnce(String) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    let expect = PlatformExpect {
-        timeout: DEADLINE,
-        max_turns: Some(LIMIT),
-    };
-    let (url, stop, report) = support::mock_session_expecting(
-        &agent_tck::protocols::execute_task::Agents,
-        agent(behavior),
-        expect,
-    )
-    .await;
+    let (url, stop, report) = session(behavior).await;
     tokio::time::timeout(Duration::from_secs(60), drive(url))
         .await
         .unwrap();

@@ -160,20 +160,32 @@ pub(crate) fn agent(behavior: &str) -> MockAgent {
     )
 }
 
-/// Serves a mock with `behavior`, runs the harness through `tasks`, and returns the mock's
-/// report. `linger` keeps the mock serving that long after the harness is done (a harness
-/// stuck waiting is then still waiting when the mock stops).
-async fn judged(behavior: &str, flaws: Flaws, tasks: &[&str], linger: Duration) -> Report {
+/// A mock execute_task agent with `behavior`, served as a session that expects the harness's
+/// deadline and turn limit ([`DEADLINE`], [`LIMIT`]): its URL, the stop, the report to come.
+pub(crate) async fn session(
+    behavior: &str,
+) -> (
+    String,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<Report, agent_tck::error::Error>>,
+) {
     let expect = PlatformExpect {
         timeout: DEADLINE,
         max_turns: Some(LIMIT),
     };
-    let (url, stop, report) = support::mock_session_expecting(
+    support::mock_session_expecting(
         &agent_tck::protocols::execute_task::Agents,
         agent(behavior),
         expect,
     )
-    .await;
+    .await
+}
+
+/// Serves a mock with `behavior`, runs the harness through `tasks`, and returns the mock's
+/// report. `linger` keeps the mock serving that long after the harness is done (a harness
+/// stuck waiting is then still waiting when the mock stops).
+async fn judged(behavior: &str, flaws: Flaws, tasks: &[&str], linger: Duration) -> Report {
+    let (url, stop, report) = session(behavior).await;
     let harness = Harness { url, flaws };
     let tasks: Vec<String> = tasks.iter().map(|t| t.to_string()).collect();
     let run = tokio::spawn(async move {
