@@ -433,7 +433,7 @@ fn judge_with_suite(
                 .any(crate::probe::checks::Check::judges_status),
         };
         for check in &case.checks {
-            if let Err(why) = check.evaluate(&ctx) {
+            if let crate::probe::plugin::Verdict::Broken(why) = check.evaluate(&ctx) {
                 assert!(
                     !why.is_empty(),
                     "{}: a failure without a message",

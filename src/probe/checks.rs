@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::exchange::{AuthMode, ExchangeSpec};
 use super::outcome::body_too_large;
-use super::plugin::{Ctx, Judged, SuiteProtocol, OWN_ANSWER};
+use super::plugin::{Ctx, SuiteProtocol, Verdict, OWN_ANSWER};
 use crate::jsonpath::{strings, JsonPath};
 use crate::phrases::PhraseSet;
 use crate::schema::{findings_message, schemas, Finding};
@@ -164,17 +164,22 @@ impl StatusSpec {
 pub const GENERIC_KINDS: &str = "reachable, status, max_body, json, unique_keys, content_type, \
 schema, max_field, list_caps, phrases, refused, report_answer";
 
+/// The answer broke the check: `why`.
+fn broken(why: String) -> Result<Verdict, String> {
+    Ok(Verdict::Broken(why))
+}
+
 /// Held on `judged` of `of` when there are no findings, else the findings as the failure.
 pub fn verdict(
     findings: Vec<Finding>,
     judged: u64,
     of: &str,
     ok: impl FnOnce() -> String,
-) -> Result<Judged, String> {
+) -> Verdict {
     if findings.is_empty() {
-        Ok(Judged::held(judged, of, ok()))
+        Verdict::held(judged, of, ok())
     } else {
-        Err(findings_message(&findings))
+        Verdict::Broken(findings_message(&findings))
     }
 }
 
@@ -269,27 +274,32 @@ impl Check {
         )
     }
 
-    /// Ok(what it judged; `judged == 0`: nothing to judge) or Err(why it failed).
-    pub fn evaluate(&self, ctx: &Ctx<'_>) -> Result<Judged, String> {
+    /// What it found: held on what it judged (`judged == 0`: nothing to judge), or broken.
+    pub fn evaluate(&self, ctx: &Ctx<'_>) -> Verdict {
         if let Check::Reachable = self {
             return match &ctx.reachable {
-                Some(Ok(note)) => Ok(Judged::held(1, "connection", note.clone())),
-                Some(Err(why)) => Err(why.clone()),
-                None => Err("no connection attempt was made".into()),
+                Some(Ok(note)) => Verdict::held(1, "connection", note.clone()),
+                Some(Err(why)) => Verdict::broken(why.clone()),
+                None => Verdict::broken("no connection attempt was made"),
             };
         }
         if let Check::Rule(call) = self {
-            let rule = ctx
-                .protocol
-                .rule(&call.name)
-                .ok_or_else(|| format!("unknown check {:?}", call.name))?;
-            return rule.evaluate(&call.args, ctx);
+            return match ctx.protocol.rule(&call.name) {
+                Some(rule) => rule.evaluate(&call.args, ctx),
+                None => Verdict::Broken(format!("unknown check {:?}", call.name)),
+            };
         }
+        Verdict::of(|| self.judge_answer(ctx))
+    }
+
+    /// The verdict of a generic check that reads the case's own answer (Err: the answer could not
+    /// be read, which breaks the check as well).
+    fn judge_answer(&self, ctx: &Ctx<'_>) -> Result<Verdict, String> {
         let outcome = ctx.outcome.ok_or("the case has no exchange")?;
         let response = outcome.result.as_ref().map_err(|e| e.to_string())?;
         if self.reads_answer_body() && !ctx.status_judged && !(200..300).contains(&response.status)
         {
-            return Ok(Judged::nothing(format!(
+            return Ok(Verdict::nothing(format!(
                 "the endpoint answered {}, not an answer of the protocol: there is no answer to judge (the case needs the endpoint to answer its request 2xx)",
                 response.status
             )));
@@ -299,9 +309,9 @@ impl Check {
             Check::Reachable | Check::Rule(_) => unreachable!("handled above"),
             Check::Status(spec) => {
                 if spec.matches(response.status) {
-                    Ok(Judged::answer(format!("answered {}", response.status)))
+                    Ok(Verdict::answer(format!("answered {}", response.status)))
                 } else {
-                    Err(format!(
+                    broken(format!(
                         "answered {}; expected {}; body: {}",
                         response.status,
                         spec.describe(),
@@ -311,36 +321,39 @@ impl Check {
             }
             Check::MaxBody => {
                 if response.body_exceeded {
-                    Err(body_too_large(response, ctx.max_body))
+                    broken(body_too_large(response, ctx.max_body))
                 } else {
-                    Ok(Judged::answer(format!("{} bytes", response.body.len())))
+                    Ok(Verdict::answer(format!("{} bytes", response.body.len())))
                 }
             }
-            Check::Json => json().map(|_| Judged::answer("")),
+            Check::Json => json().map(|_| Verdict::answer("")),
             Check::UniqueKeys => {
                 json()?;
-                verdict(
+                Ok(verdict(
                     super::dupkeys::duplicate_keys(&response.body)?,
                     1,
                     OWN_ANSWER,
                     String::new,
-                )
+                ))
             }
             Check::ContentType(want) => {
                 let got = response.header("content-type").unwrap_or("");
                 let media = got.split(';').next().unwrap_or("").trim();
                 if media.eq_ignore_ascii_case(want) {
-                    Ok(Judged::answer(""))
+                    Ok(Verdict::answer(""))
                 } else {
-                    Err(format!(
+                    broken(format!(
                         "Content-Type is {:?}; expected {want} (clients such as aiohttp's json() refuse other types)",
                         excerpt_str(got, 100)
                     ))
                 }
             }
-            Check::Schema(id) => {
-                verdict(schemas().validate(id, json()?), 1, OWN_ANSWER, String::new)
-            }
+            Check::Schema(id) => Ok(verdict(
+                schemas().validate(id, json()?),
+                1,
+                OWN_ANSWER,
+                String::new,
+            )),
             Check::MaxField => {
                 let all = strings(json()?);
                 let findings = all
@@ -351,9 +364,9 @@ impl Check {
                     })
                     .collect();
                 if all.is_empty() {
-                    return Ok(Judged::nothing("the answer holds no string to measure"));
+                    return Ok(Verdict::nothing("the answer holds no string to measure"));
                 }
-                verdict(findings, all.len() as u64, "strings", String::new)
+                Ok(verdict(findings, all.len() as u64, "strings", String::new))
             }
             Check::ListCaps(caps) => {
                 let body = json()?;
@@ -371,12 +384,12 @@ impl Check {
                     }
                 }
                 if lists == 0 {
-                    return Ok(Judged::nothing(format!(
+                    return Ok(Verdict::nothing(format!(
                         "the answer holds none of the capped lists ({})",
                         caps.keys().cloned().collect::<Vec<_>>().join(", ")
                     )));
                 }
-                verdict(findings, lists, "lists", String::new)
+                Ok(verdict(findings, lists, "lists", String::new))
             }
             Check::Phrases { fields, patterns } => {
                 let set = patterns.compiled()?;
@@ -392,24 +405,24 @@ impl Check {
                     }
                 }
                 if scanned == 0 {
-                    return Ok(Judged::nothing(format!(
+                    return Ok(Verdict::nothing(format!(
                         "the answer holds no string at {}",
                         fields.join(", ")
                     )));
                 }
-                verdict(findings, scanned, "strings", String::new)
+                Ok(verdict(findings, scanned, "strings", String::new))
             }
             Check::Refused => match response.status {
-                401 | 403 => Ok(Judged::answer(format!("refused with {}", response.status))),
+                401 | 403 => Ok(Verdict::answer(format!("refused with {}", response.status))),
                 s => {
                     let how = match outcome.auth {
                         AuthMode::Wrong => "with a wrong API key",
                         _ => "without an Authorization header",
                     };
                     if (200..300).contains(&s) {
-                        Err(format!("security finding: the agent accepted a request {how} (answered {s}); expected 401 or 403"))
+                        broken(format!("security finding: the agent accepted a request {how} (answered {s}); expected 401 or 403"))
                     } else {
-                        Err(format!(
+                        broken(format!(
                             "answered {s} to a request {how}; expected 401 or 403"
                         ))
                     }
@@ -417,7 +430,7 @@ impl Check {
             },
             Check::ReportAnswer => {
                 let ct = response.header("content-type").unwrap_or("no content-type");
-                Ok(Judged::answer(format!(
+                Ok(Verdict::answer(format!(
                     "{ct}: {}",
                     excerpt(&response.body[..response.body.len().min(200)], 200)
                 )))

@@ -71,8 +71,51 @@ pub trait Rule: Send + Sync {
         Vec::new()
     }
 
-    /// Ok(what it judged) or Err(why it failed).
-    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Result<Judged, String>;
+    /// What it found: held on what it judged, or broken and why.
+    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Verdict;
+}
+
+/// What a rule or a check found in a peer's answer. Broken is not an error of the run: it is
+/// the finding that the peer broke the rule, said in one line (the case's FAIL message).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The rule held on what it judged (`judged == 0`: there was nothing to judge).
+    Held(Judged),
+    /// The rule was broken: why.
+    Broken(String),
+}
+
+impl Verdict {
+    /// The verdict of a judgement written with `?`: a step that could not read what the rule
+    /// judges (no exchange, an answer that is not JSON) ends it broken with that step's message;
+    /// otherwise the judgement's own verdict.
+    pub fn of(judge: impl FnOnce() -> Result<Verdict, String>) -> Verdict {
+        judge().unwrap_or_else(Verdict::Broken)
+    }
+
+    /// Held on `judged` of `of`, with a note (may be empty).
+    pub fn held(judged: u64, of: impl Into<String>, note: impl Into<String>) -> Verdict {
+        Verdict::Held(Judged::held(judged, of, note))
+    }
+
+    /// Held on the case's own answer, once ([`Judged::answer`]).
+    pub fn answer(note: impl Into<String>) -> Verdict {
+        Verdict::Held(Judged::answer(note))
+    }
+
+    /// Nothing to judge ([`Judged::nothing`]).
+    pub fn nothing(why: impl Into<String>) -> Verdict {
+        Verdict::Held(Judged::nothing(why))
+    }
+
+    /// Broken: `why`.
+    pub fn broken(why: impl Into<String>) -> Verdict {
+        Verdict::Broken(why.into())
+    }
+
+    pub fn is_broken(&self) -> bool {
+        matches!(self, Verdict::Broken(_))
+    }
 }
 
 /// What [`Judged::answer`] counts: the case's own answer, named by the runner.
@@ -150,8 +193,8 @@ impl Rule for DriverRule {
         (self.validate)(self.name, args)
     }
 
-    fn evaluate(&self, _: &Value, _: &Ctx<'_>) -> Result<Judged, String> {
-        Err(format!(
+    fn evaluate(&self, _: &Value, _: &Ctx<'_>) -> Verdict {
+        Verdict::Broken(format!(
             "{}: run by `{}`, not by the generic suite runner",
             self.name, self.runner
         ))
@@ -202,4 +245,19 @@ pub struct Ctx<'a> {
     /// checks read an answer of any status; otherwise a non-2xx answer gives them nothing to
     /// judge.
     pub status_judged: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_that_cannot_read_the_answer_breaks_the_rule_with_its_message() {
+        let v = Verdict::of(|| Err("the case has no exchange".into()));
+        assert_eq!(v, Verdict::Broken("the case has no exchange".into()));
+        assert!(v.is_broken());
+        let held = Verdict::of(|| Ok(Verdict::answer("fine")));
+        assert_eq!(held, Verdict::Held(Judged::held(1, OWN_ANSWER, "fine")));
+        assert!(!held.is_broken());
+    }
 }

@@ -13,7 +13,7 @@ use tokio::sync::{OnceCell, Semaphore};
 use super::checks::Check;
 use super::exchange::DELIBERATE_HEADER;
 use super::outcome::Outcome;
-use super::plugin::{Ctx, OWN_ANSWER};
+use super::plugin::{Ctx, Verdict, OWN_ANSWER};
 use super::suite::{AuthMode, ExchangeSpec, Requirement, Suite};
 use super::template::{self, Fill, RunValues};
 use crate::content::Content;
@@ -204,18 +204,18 @@ impl Runner<'_> {
         let mut evidence = None;
         for check in &spec.checks {
             match check.evaluate(&ctx) {
-                Ok(judged) if judged.judged == 0 => {
+                Verdict::Held(judged) if judged.judged == 0 => {
                     result.skip(format!("nothing to judge: {}", judged.note));
                     return result;
                 }
-                Ok(judged) => {
+                Verdict::Held(judged) => {
                     if !judged.note.is_empty() {
                         notes.push(judged.note);
                     }
                     // The last check is the case's most specific one: its count is the evidence.
                     evidence = Some(Evidence::new(judged.judged, judged.of));
                 }
-                Err(why) => {
+                Verdict::Broken(why) => {
                     result.fail(why);
                     return result;
                 }

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::model::check_answer;
 use crate::content::Content;
 use crate::probe::checks::verdict;
-use crate::probe::plugin::{Ctx, Judged, Rule, SuiteProtocol, OWN_ANSWER};
+use crate::probe::plugin::{Ctx, Rule, SuiteProtocol, Verdict, OWN_ANSWER};
 use crate::probe::template::numbers;
 use crate::probe::Suite as LoadedSuite;
 
@@ -99,10 +99,14 @@ fn long_history(turns: usize) -> Value {
 pub struct ValidAction;
 
 impl Rule for ValidAction {
-    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Result<Judged, String> {
-        let outcome = ctx.outcome.ok_or("the case has no exchange")?;
-        let answer = outcome.json(ctx.max_body)?;
-        verdict(check_answer(answer), 1, OWN_ANSWER, || action_note(answer))
+    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Verdict {
+        Verdict::of(|| {
+            let outcome = ctx.outcome.ok_or("the case has no exchange")?;
+            let answer = outcome.json(ctx.max_body)?;
+            Ok(verdict(check_answer(answer), 1, OWN_ANSWER, || {
+                action_note(answer)
+            }))
+        })
     }
 }
 
@@ -123,8 +127,8 @@ impl Rule for AcrossTheRun {
         false
     }
 
-    fn evaluate(&self, _: &Value, _: &Ctx<'_>) -> Result<Judged, String> {
-        Err("judged across a whole run by `probe execute-task`, not on one exchange".into())
+    fn evaluate(&self, _: &Value, _: &Ctx<'_>) -> Verdict {
+        Verdict::broken("judged across a whole run by `probe execute-task`, not on one exchange")
     }
 }
 
@@ -179,6 +183,9 @@ mod tests {
             status_judged: false,
         };
         let e = Suite.rule("identity").unwrap().evaluate(&Value::Null, &ctx);
-        assert!(e.unwrap_err().contains("across a whole run"));
+        assert!(
+            matches!(&e, Verdict::Broken(why) if why.contains("across a whole run")),
+            "{e:?}"
+        );
     }
 }

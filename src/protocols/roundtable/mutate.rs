@@ -950,7 +950,7 @@ mod tests {
             .filter(|case| {
                 case.checks
                     .iter()
-                    .any(|check| check.evaluate(&ctx).is_err())
+                    .any(|check| check.evaluate(&ctx).is_broken())
             })
             .map(|case| case.id.value.clone())
             .collect()

@@ -13,7 +13,7 @@ use super::model;
 use crate::content::Content;
 use crate::jsonpath::JsonPath;
 use crate::probe::checks::verdict;
-use crate::probe::plugin::{Ctx, Judged};
+use crate::probe::plugin::{Ctx, Verdict};
 use crate::probe::plugin::{Rule, SuiteProtocol};
 use crate::probe::suite::ExchangeSpec;
 use crate::probe::template::numbers;
@@ -75,24 +75,26 @@ impl Rule for EvidenceTags {
             .try_for_each(|p| JsonPath::parse(p).map(drop))
     }
 
-    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Result<Judged, String> {
-        let body = answer(ctx)?;
-        let mut findings = Vec::new();
-        let paths = string_list(args, "paths")?;
-        let mut tagged = 0;
-        for path in &paths {
-            for (at, value) in JsonPath::parse(path)?.select(body) {
-                tagged += 1;
-                findings.extend(check_tag(&at, value.as_str().unwrap_or_default()));
+    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Verdict {
+        Verdict::of(|| {
+            let body = answer(ctx)?;
+            let mut findings = Vec::new();
+            let paths = string_list(args, "paths")?;
+            let mut tagged = 0;
+            for path in &paths {
+                for (at, value) in JsonPath::parse(path)?.select(body) {
+                    tagged += 1;
+                    findings.extend(check_tag(&at, value.as_str().unwrap_or_default()));
+                }
             }
-        }
-        if tagged == 0 {
-            return Ok(Judged::nothing(format!(
-                "the answer holds no evidence string at {}",
-                paths.join(", ")
-            )));
-        }
-        verdict(findings, tagged, "evidence strings", String::new)
+            if tagged == 0 {
+                return Ok(Verdict::nothing(format!(
+                    "the answer holds no evidence string at {}",
+                    paths.join(", ")
+                )));
+            }
+            Ok(verdict(findings, tagged, "evidence strings", String::new))
+        })
     }
 }
 
@@ -100,14 +102,21 @@ impl Rule for EvidenceTags {
 struct DissentReason;
 
 impl Rule for DissentReason {
-    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Result<Judged, String> {
-        let vote = answer(ctx)?;
-        if vote.get("approve") != Some(&Value::Bool(false)) {
-            return Ok(Judged::nothing(
-                "the agent approved: there is no dissent whose reason to judge",
-            ));
-        }
-        verdict(model::dissent_has_reason(vote), 1, "dissent", String::new)
+    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Verdict {
+        Verdict::of(|| {
+            let vote = answer(ctx)?;
+            if vote.get("approve") != Some(&Value::Bool(false)) {
+                return Ok(Verdict::nothing(
+                    "the agent approved: there is no dissent whose reason to judge",
+                ));
+            }
+            Ok(verdict(
+                model::dissent_has_reason(vote),
+                1,
+                "dissent",
+                String::new,
+            ))
+        })
     }
 }
 
@@ -115,20 +124,22 @@ impl Rule for DissentReason {
 struct CounterEvidence;
 
 impl Rule for CounterEvidence {
-    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Result<Judged, String> {
-        let body = answer(ctx)?;
-        let challenges = count(body, &["challenges"]);
-        if challenges == 0 {
-            return Ok(Judged::nothing(
-                "the answer holds no challenge whose counter_evidence to judge",
-            ));
-        }
-        verdict(
-            model::challenges_have_counter_evidence(body),
-            challenges,
-            "challenges",
-            String::new,
-        )
+    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Verdict {
+        Verdict::of(|| {
+            let body = answer(ctx)?;
+            let challenges = count(body, &["challenges"]);
+            if challenges == 0 {
+                return Ok(Verdict::nothing(
+                    "the answer holds no challenge whose counter_evidence to judge",
+                ));
+            }
+            Ok(verdict(
+                model::challenges_have_counter_evidence(body),
+                challenges,
+                "challenges",
+                String::new,
+            ))
+        })
     }
 }
 
@@ -136,26 +147,28 @@ impl Rule for CounterEvidence {
 struct KnownTargets;
 
 impl Rule for KnownTargets {
-    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Result<Judged, String> {
-        let outcome = ctx.outcome.ok_or("the case has no exchange")?;
-        outcome.result.as_ref().map_err(|e| e.to_string())?;
-        let request = outcome
-            .body_sent
-            .as_ref()
-            .ok_or("the request had no JSON body")?;
-        let body = outcome.json(ctx.max_body)?;
-        let targets = count(body, &["challenges", "concessions"]);
-        if targets == 0 {
-            return Ok(Judged::nothing(
-                "the answer holds no challenge or concession whose target to judge",
-            ));
-        }
-        verdict(
-            model::targets_are_known(body, request),
-            targets,
-            "challenges and concessions",
-            String::new,
-        )
+    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Verdict {
+        Verdict::of(|| {
+            let outcome = ctx.outcome.ok_or("the case has no exchange")?;
+            outcome.result.as_ref().map_err(|e| e.to_string())?;
+            let request = outcome
+                .body_sent
+                .as_ref()
+                .ok_or("the request had no JSON body")?;
+            let body = outcome.json(ctx.max_body)?;
+            let targets = count(body, &["challenges", "concessions"]);
+            if targets == 0 {
+                return Ok(Verdict::nothing(
+                    "the answer holds no challenge or concession whose target to judge",
+                ));
+            }
+            Ok(verdict(
+                model::targets_are_known(body, request),
+                targets,
+                "challenges and concessions",
+                String::new,
+            ))
+        })
     }
 }
 
@@ -183,35 +196,37 @@ impl Rule for SameAgentName {
         string_list(args, "exchanges").unwrap_or_default()
     }
 
-    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Result<Judged, String> {
-        let mut seen = Vec::new();
-        for name in string_list(args, "exchanges")? {
-            let outcome = ctx
-                .exchanges
-                .get(&name)
-                .ok_or_else(|| format!("exchange {name} was not run"))?;
-            let body = outcome
-                .json(ctx.max_body)
-                .map_err(|e| format!("/{name}: {e}"))?;
-            let agent = body
-                .get("agent_name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| format!("/{name}: no agent_name"))?;
-            seen.push((name.clone(), agent.to_string()));
-        }
-        let answers = seen.len() as u64;
-        verdict(
-            model::agent_name_consistent(&seen),
-            answers,
-            "answers",
-            || match seen.first() {
-                Some((_, n)) => format!(
-                    "agent_name {}",
-                    excerpt_str(&Value::from(n.as_str()).to_string(), 80)
-                ),
-                None => String::new(),
-            },
-        )
+    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Verdict {
+        Verdict::of(|| {
+            let mut seen = Vec::new();
+            for name in string_list(args, "exchanges")? {
+                let outcome = ctx
+                    .exchanges
+                    .get(&name)
+                    .ok_or_else(|| format!("exchange {name} was not run"))?;
+                let body = outcome
+                    .json(ctx.max_body)
+                    .map_err(|e| format!("/{name}: {e}"))?;
+                let agent = body
+                    .get("agent_name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("/{name}: no agent_name"))?;
+                seen.push((name.clone(), agent.to_string()));
+            }
+            let answers = seen.len() as u64;
+            Ok(verdict(
+                model::agent_name_consistent(&seen),
+                answers,
+                "answers",
+                || match seen.first() {
+                    Some((_, n)) => format!(
+                        "agent_name {}",
+                        excerpt_str(&Value::from(n.as_str()).to_string(), 80)
+                    ),
+                    None => String::new(),
+                },
+            ))
+        })
     }
 }
 

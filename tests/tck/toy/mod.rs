@@ -14,7 +14,7 @@ use agent_tck::mock::protocol::{AgentProtocol, ContentBehavior, Endpoint, Mutati
 use agent_tck::mock::{Body, Reply, Responder};
 use agent_tck::probe::checks::verdict;
 use agent_tck::probe::exchange::ExchangeSpec;
-use agent_tck::probe::plugin::{Ctx, Judged, Rule, SuiteProtocol};
+use agent_tck::probe::plugin::{Ctx, Rule, SuiteProtocol, Verdict};
 use agent_tck::schema::finding;
 use serde_json::{json, Value};
 
@@ -129,28 +129,30 @@ impl Rule for ByName {
         }
     }
 
-    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Result<Judged, String> {
-        let outcome = ctx.outcome.ok_or("the case has no exchange")?;
-        let field = args.as_str().unwrap_or_default();
-        let visitor = outcome
-            .body_sent
-            .as_ref()
-            .and_then(|b| b.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let said = outcome
-            .json(ctx.max_body)?
-            .get(field)
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let findings = if said.contains(visitor) {
-            Vec::new()
-        } else {
-            vec![finding(
-                field,
-                format!("{said:?} does not name {visitor:?}"),
-            )]
-        };
-        verdict(findings, 1, "greeting", String::new)
+    fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Verdict {
+        Verdict::of(|| {
+            let outcome = ctx.outcome.ok_or("the case has no exchange")?;
+            let field = args.as_str().unwrap_or_default();
+            let visitor = outcome
+                .body_sent
+                .as_ref()
+                .and_then(|b| b.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let said = outcome
+                .json(ctx.max_body)?
+                .get(field)
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let findings = if said.contains(visitor) {
+                Vec::new()
+            } else {
+                vec![finding(
+                    field,
+                    format!("{said:?} does not name {visitor:?}"),
+                )]
+            };
+            Ok(verdict(findings, 1, "greeting", String::new))
+        })
     }
 }
