@@ -515,7 +515,7 @@ pub fn suite_yaml(data: &[u8]) {
     ];
     for protocol in loaders {
         if let Err(e) = crate::probe::Suite::parse(SOURCE, &text, protocol) {
-            named(&e);
+            named(&e.to_string());
         }
     }
 }
@@ -535,7 +535,7 @@ pub fn config_yaml(data: &[u8]) {
                     others: &[],
                 };
                 if let Err(e) = file.agents(SOURCE, 1, at) {
-                    named(&e);
+                    named(&e.to_string());
                 }
             }
         }

@@ -21,9 +21,35 @@ pub struct JsonPath {
     steps: Vec<Step>,
 }
 
+/// Why a path does not parse: `path "a..b": empty field name`. A usage error (a suite or file
+/// wrote the path).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("path {path:?}: {what}")]
+pub struct PathError {
+    pub path: String,
+    pub what: String,
+}
+
+impl From<PathError> for crate::error::Error {
+    fn from(e: PathError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
+/// For the loaders and rules that gather one-line messages with `?` (the message unchanged).
+impl From<PathError> for String {
+    fn from(e: PathError) -> Self {
+        e.to_string()
+    }
+}
+
 impl JsonPath {
     /// Parses `a.b[*].c[0]`; the error says where it goes wrong.
-    pub fn parse(text: &str) -> Result<JsonPath, String> {
+    pub fn parse(text: &str) -> Result<JsonPath, PathError> {
+        let wrong = |what: String| PathError {
+            path: text.to_string(),
+            what,
+        };
         if text == "**" {
             return Ok(JsonPath {
                 text: text.to_string(),
@@ -37,7 +63,7 @@ impl JsonPath {
                 None => (part, ""),
             };
             if key.is_empty() && (n > 0 || rest.is_empty()) {
-                return Err(format!("path {text:?}: empty field name"));
+                return Err(wrong("empty field name".into()));
             }
             if !key.is_empty() {
                 steps.push(Step::Key(key.to_string()));
@@ -45,17 +71,19 @@ impl JsonPath {
             while !rest.is_empty() {
                 let end = rest
                     .find(']')
-                    .ok_or_else(|| format!("path {text:?}: '[' without ']'"))?;
+                    .ok_or_else(|| wrong("'[' without ']'".into()))?;
                 let inner = &rest[1..end];
                 steps.push(match inner {
                     "*" => Step::Every,
-                    _ => Step::Index(inner.parse().map_err(|_| {
-                        format!("path {text:?}: [{inner}] is neither [*] nor an index")
-                    })?),
+                    _ => Step::Index(
+                        inner
+                            .parse()
+                            .map_err(|_| wrong(format!("[{inner}] is neither [*] nor an index")))?,
+                    ),
                 });
                 rest = &rest[end + 1..];
                 if !rest.is_empty() && !rest.starts_with('[') {
-                    return Err(format!("path {text:?}: unexpected {rest:?} after ']'"));
+                    return Err(wrong(format!("unexpected {rest:?} after ']'")));
                 }
             }
         }
@@ -189,9 +217,22 @@ mod tests {
 
     #[test]
     fn bad_paths_say_why() {
-        assert!(JsonPath::parse("a[").unwrap_err().contains("without ']'"));
-        assert!(JsonPath::parse("a[x]").unwrap_err().contains("neither"));
-        assert!(JsonPath::parse("a..b").unwrap_err().contains("empty field"));
+        assert_eq!(
+            JsonPath::parse("a[x]").unwrap_err().to_string(),
+            "path \"a[x]\": [x] is neither [*] nor an index"
+        );
+        assert!(JsonPath::parse("a[")
+            .unwrap_err()
+            .to_string()
+            .contains("without ']'"));
+        assert!(JsonPath::parse("a[x]")
+            .unwrap_err()
+            .to_string()
+            .contains("neither"));
+        assert!(JsonPath::parse("a..b")
+            .unwrap_err()
+            .to_string()
+            .contains("empty field"));
     }
 
     #[test]

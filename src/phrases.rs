@@ -7,6 +7,27 @@ use regex::Regex;
 use crate::schema::{finding, Finding};
 use crate::text::excerpt_str;
 
+/// A phrase pattern that does not compile. A usage error (a suite or the built-in list wrote it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("phrase pattern {pattern:?} is not a valid regular expression: {cause}")]
+pub struct PatternError {
+    pub pattern: String,
+    pub cause: String,
+}
+
+impl From<PatternError> for crate::error::Error {
+    fn from(e: PatternError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
+/// For the loaders and rules that gather one-line messages with `?` (the message unchanged).
+impl From<PatternError> for String {
+    fn from(e: PatternError) -> Self {
+        e.to_string()
+    }
+}
+
 /// A list of speculation phrases, each a regular expression (case-insensitive unless the pattern
 /// turns that off with `(?-i)`).
 #[derive(Debug, Clone)]
@@ -16,15 +37,16 @@ pub struct PhraseSet {
 
 impl PhraseSet {
     /// Compiles the patterns; the error names the pattern that does not compile.
-    pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<PhraseSet, String> {
+    pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<PhraseSet, PatternError> {
         let phrases = patterns
             .iter()
             .map(|p| {
                 let p = p.as_ref();
                 Regex::new(&format!("(?i){p}"))
                     .map(|re| (p.to_string(), re))
-                    .map_err(|e| {
-                        format!("phrase pattern {p:?} is not a valid regular expression: {e}")
+                    .map_err(|e| PatternError {
+                        pattern: p.to_string(),
+                        cause: e.to_string(),
                     })
             })
             .collect::<Result<_, _>>()?;
@@ -75,6 +97,9 @@ mod tests {
                 "evidence: \"HIGH confidence\" at character 53",
             ]
         );
-        assert!(PhraseSet::new(&["("]).unwrap_err().contains("\"(\""));
+        assert!(PhraseSet::new(&["("])
+            .unwrap_err()
+            .to_string()
+            .contains("\"(\""));
     }
 }

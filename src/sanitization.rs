@@ -37,7 +37,7 @@ pub fn pattern_list() -> Result<&'static [String], String> {
 /// The patterns compiled.
 pub fn patterns() -> Result<&'static PhraseSet, String> {
     static SET: OnceLock<Result<PhraseSet, String>> = OnceLock::new();
-    SET.get_or_init(|| PhraseSet::new(pattern_list()?))
+    SET.get_or_init(|| Ok(PhraseSet::new(pattern_list()?)?))
         .as_ref()
         .map_err(Clone::clone)
 }

@@ -3,17 +3,49 @@
 
 use std::time::Duration;
 
+/// Why a quantity does not read: a usage error (the flag, suite or file that wrote it says
+/// where; the message says what).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnitError {
+    #[error("expected a positive duration")]
+    NotPositive,
+    #[error("{cause} (expected e.g. 120s, 2m, 500ms)")]
+    NotADuration { cause: String },
+    #[error("must be more than zero")]
+    Zero,
+    #[error("{text:?} is not a byte count (expected e.g. 5000000, 512k, 5MB, 5MiB)")]
+    NotAByteCount { text: String },
+    #[error("unknown unit {unit:?} (expected k, KB, KiB, M, MB, MiB, G, GB, GiB)")]
+    UnknownUnit { unit: String },
+    #[error("too large")]
+    TooLarge,
+}
+
+impl From<UnitError> for crate::error::Error {
+    fn from(e: UnitError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
+/// For the loaders and rules that gather one-line messages with `?` (the message unchanged).
+impl From<UnitError> for String {
+    fn from(e: UnitError) -> Self {
+        e.to_string()
+    }
+}
+
 /// A duration: `120s`, `2m`, `500ms`, `1h 30m`, or a plain number of seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
     let text = text.trim();
     let d = match text.parse::<f64>() {
         Ok(secs) if secs.is_finite() && secs >= 0.0 => Duration::from_secs_f64(secs),
-        Ok(_) => return Err("expected a positive duration".into()),
-        Err(_) => humantime::parse_duration(text)
-            .map_err(|e| format!("{e} (expected e.g. 120s, 2m, 500ms)"))?,
+        Ok(_) => return Err(UnitError::NotPositive),
+        Err(_) => humantime::parse_duration(text).map_err(|e| UnitError::NotADuration {
+            cause: e.to_string(),
+        })?,
     };
     if d.is_zero() {
-        return Err("must be more than zero".into());
+        return Err(UnitError::Zero);
     }
     Ok(d)
 }
@@ -34,14 +66,14 @@ pub fn percentile(sorted: &[Duration], q: f64) -> Duration {
 
 /// A byte count: `5000000`, `512k`, `5M`, `5MB`, `5MiB` (k and M are 1000 and 1,000,000; KiB and
 /// MiB are 1024 and 1,048,576).
-pub fn parse_bytes(text: &str) -> Result<usize, String> {
+pub fn parse_bytes(text: &str) -> Result<usize, UnitError> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
-    let n: usize = digits.parse().map_err(|_| {
-        format!("{text:?} is not a byte count (expected e.g. 5000000, 512k, 5MB, 5MiB)")
+    let n: usize = digits.parse().map_err(|_| UnitError::NotAByteCount {
+        text: text.to_string(),
     })?;
     let scale: usize = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
@@ -52,15 +84,15 @@ pub fn parse_bytes(text: &str) -> Result<usize, String> {
         "g" | "gb" => 1_000_000_000,
         "gib" => 1 << 30,
         other => {
-            return Err(format!(
-                "unknown unit {other:?} (expected k, KB, KiB, M, MB, MiB, G, GB, GiB)"
-            ))
+            return Err(UnitError::UnknownUnit {
+                unit: other.to_string(),
+            })
         }
     };
     match n.checked_mul(scale) {
-        Some(0) => Err("must be more than zero".into()),
+        Some(0) => Err(UnitError::Zero),
         Some(bytes) => Ok(bytes),
-        None => Err("too large".into()),
+        None => Err(UnitError::TooLarge),
     }
 }
 
@@ -74,11 +106,23 @@ mod tests {
         assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert!(parse_duration("0").unwrap_err().contains("more than zero"));
+        assert!(parse_duration("0")
+            .unwrap_err()
+            .to_string()
+            .contains("more than zero"));
         assert!(parse_duration("soon")
             .unwrap_err()
+            .to_string()
             .contains("expected e.g."));
-        assert!(parse_duration("-3").is_err());
+        assert_eq!(parse_duration("-3"), Err(UnitError::NotPositive));
+        assert_eq!(
+            parse_duration("0").unwrap_err().to_string(),
+            "must be more than zero"
+        );
+        assert_eq!(
+            parse_bytes("5 parsecs").unwrap_err().to_string(),
+            "unknown unit \"parsecs\" (expected k, KB, KiB, M, MB, MiB, G, GB, GiB)"
+        );
     }
 
     #[test]
@@ -89,9 +133,11 @@ mod tests {
         assert_eq!(parse_bytes("512k"), Ok(512_000));
         assert!(parse_bytes("5 parsecs")
             .unwrap_err()
+            .to_string()
             .contains("unknown unit"));
         assert!(parse_bytes("lots")
             .unwrap_err()
+            .to_string()
             .contains("not a byte count"));
         assert!(parse_bytes("0").is_err());
     }

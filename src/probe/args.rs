@@ -171,6 +171,9 @@ pub fn settings(
     settings.strict = run.strict;
     settings.concurrency = suite_args.concurrency as usize;
     // Catch an --only that matches nothing before anything is sent.
-    settings.suite.select(&settings.only)?;
+    settings
+        .suite
+        .select(&settings.only)
+        .map_err(|e| e.to_string())?;
     Ok(settings)
 }

@@ -82,7 +82,7 @@ impl Patterns {
             Patterns::Named(name) if name == crate::sanitization::NAME => {
                 crate::sanitization::patterns().map(std::borrow::Cow::Borrowed)
             }
-            _ => PhraseSet::new(self.list()?).map(std::borrow::Cow::Owned),
+            _ => Ok(std::borrow::Cow::Owned(PhraseSet::new(self.list()?)?)),
         }
     }
 }
@@ -225,7 +225,9 @@ impl Check {
                 "unknown schema {id:?} (known: {})",
                 schemas().ids().collect::<Vec<_>>().join(", ")
             )),
-            Check::ListCaps(caps) => caps.keys().try_for_each(|p| JsonPath::parse(p).map(drop)),
+            Check::ListCaps(caps) => caps
+                .keys()
+                .try_for_each(|p| Ok(JsonPath::parse(p).map(drop)?)),
             Check::Phrases { fields, patterns } => {
                 fields
                     .iter()

@@ -104,7 +104,6 @@ pub async fn run(
     settings: &ProbeSettings,
     on_case: &(dyn Fn(&CaseResult) + Sync),
 ) -> crate::error::Result<Report> {
-    use crate::error::Error;
     let run = RunInfo::start(
         "probe",
         settings.suite.file.protocol.clone(),
@@ -112,11 +111,8 @@ pub async fn run(
         settings.seed,
         settings.strict,
     );
-    let chosen = settings
-        .suite
-        .select(&settings.only)
-        .map_err(Error::Usage)?;
-    let layers = settings.suite.layers(&chosen).map_err(Error::Usage)?;
+    let chosen = settings.suite.select(&settings.only)?;
+    let layers = settings.suite.layers(&chosen)?;
     let runner = Runner {
         settings,
         run_values: RunValues::new(settings.seed),

@@ -21,6 +21,27 @@ use crate::content::Content;
 use crate::report::Level;
 use crate::text::{glob_match, yaml_error};
 
+/// Why a suite could not be loaded or its cases chosen: all usage errors (a file or a flag to
+/// fix; nothing was sent).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SuiteError {
+    #[error("{path}: cannot read: {cause}")]
+    Unreadable { path: String, cause: String },
+    /// The suite does not parse or does not validate: `FILE:LINE: what is wrong`.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{file}: cases need each other in a cycle: {}", .cycle.join(" → "))]
+    Cycle { file: String, cycle: Vec<String> },
+    #[error("--only {pattern:?} matches no case (list them with `agent-tck suites list`)")]
+    NoMatch { pattern: String },
+}
+
+impl From<SuiteError> for crate::error::Error {
+    fn from(e: SuiteError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Requirement {
@@ -106,9 +127,14 @@ impl std::fmt::Debug for Suite {
 }
 
 impl Suite {
-    pub fn from_file(path: &Path, protocol: &'static dyn SuiteProtocol) -> Result<Suite, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    pub fn from_file(
+        path: &Path,
+        protocol: &'static dyn SuiteProtocol,
+    ) -> Result<Suite, SuiteError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SuiteError::Unreadable {
+            path: path.display().to_string(),
+            cause: e.to_string(),
+        })?;
         Suite::parse(&path.display().to_string(), &text, protocol)
     }
 
@@ -118,15 +144,15 @@ impl Suite {
         source: &str,
         text: &str,
         protocol: &'static dyn SuiteProtocol,
-    ) -> Result<Suite, String> {
-        let file: SuiteFile =
-            serde_saphyr::from_str(text).map_err(|e| yaml_error(source, &e.to_string()))?;
+    ) -> Result<Suite, SuiteError> {
+        let file: SuiteFile = serde_saphyr::from_str(text)
+            .map_err(|e| SuiteError::Invalid(yaml_error(source, &e.to_string())))?;
         let suite = Suite {
             source: source.to_string(),
             file,
             protocol,
         };
-        suite.validate()?;
+        suite.validate().map_err(SuiteError::Invalid)?;
         Ok(suite)
     }
 
@@ -190,7 +216,8 @@ impl Suite {
                 .iter()
                 .map(|c| c.id.value.clone())
                 .collect::<Vec<_>>(),
-        )?;
+        )
+        .map_err(|e| e.to_string())?;
         // Render every exchange once, so template errors surface now rather than mid-run.
         let run = RunValues::new(0);
         for (name, x) in &self.file.exchanges {
@@ -252,24 +279,23 @@ impl Suite {
 
     /// Orders the chosen cases into layers: each case comes after every case it needs. The error
     /// names a cycle.
-    pub fn layers(&self, chosen: &[String]) -> Result<Vec<Vec<String>>, String> {
+    pub fn layers(&self, chosen: &[String]) -> Result<Vec<Vec<String>>, SuiteError> {
         let mut depth: HashMap<&str, usize> = HashMap::new();
         fn visit<'a>(
             suite: &'a Suite,
             id: &'a str,
             depth: &mut HashMap<&'a str, usize>,
             path: &mut Vec<&'a str>,
-        ) -> Result<usize, String> {
+        ) -> Result<usize, SuiteError> {
             if let Some(d) = depth.get(id) {
                 return Ok(*d);
             }
             if path.contains(&id) {
                 path.push(id);
-                return Err(format!(
-                    "{}: cases need each other in a cycle: {}",
-                    suite.source,
-                    path.join(" → ")
-                ));
+                return Err(SuiteError::Cycle {
+                    file: suite.source.clone(),
+                    cycle: path.iter().map(|id| id.to_string()).collect(),
+                });
             }
             path.push(id);
             let mut d = 0;
@@ -295,7 +321,7 @@ impl Suite {
 
     /// The cases `--only` selects (comma-separated glob patterns on ids, `*` for any text), in
     /// suite order, with every case they need. The error names a pattern that matches nothing.
-    pub fn select(&self, only: &[String]) -> Result<Vec<String>, String> {
+    pub fn select(&self, only: &[String]) -> Result<Vec<String>, SuiteError> {
         let all: Vec<String> = self.file.cases.iter().map(|c| c.id.value.clone()).collect();
         if only.is_empty() {
             return Ok(all);
@@ -304,9 +330,9 @@ impl Suite {
         for pattern in only {
             let hits: Vec<&String> = all.iter().filter(|id| glob_match(pattern, id)).collect();
             if hits.is_empty() {
-                return Err(format!(
-                    "--only {pattern:?} matches no case (list them with `agent-tck suites list`)"
-                ));
+                return Err(SuiteError::NoMatch {
+                    pattern: pattern.clone(),
+                });
             }
             wanted.extend(hits.into_iter().cloned());
         }
@@ -338,7 +364,9 @@ mod tests {
     const BASE: &str = "protocol: x\ntitle: t\nspec: s\nexchanges:\n  a: {path: /a}\ncases:\n";
 
     fn err(cases: &str) -> String {
-        Suite::parse("s.yaml", &format!("{BASE}{cases}"), &GenericOnly).unwrap_err()
+        Suite::parse("s.yaml", &format!("{BASE}{cases}"), &GenericOnly)
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]

@@ -119,11 +119,7 @@ pub fn suite_probe(
     let base = BaseUrl::parse(&flags.url).map_err(|e| Error::usage(format!("--url: {e}")))?;
     let settings = suite_settings(base, flags.key.api_key, &flags.run, &flags.suite, load)?;
     flags.output.check()?;
-    let total = settings
-        .suite
-        .select(&settings.only)
-        .map_err(Error::Usage)?
-        .len();
+    let total = settings.suite.select(&settings.only)?.len();
     Ok(ProbeJob {
         total,
         output: flags.output,

@@ -100,10 +100,14 @@ fn the_toy_suite_is_checked_when_loaded() {
     let bad = toy::SUITE
         .1
         .replace("{by_name: greeting}", "{by_name: [greeting]}");
-    let e = Suite::parse("toy.yaml", &bad, &toy::Suite).unwrap_err();
+    let e = Suite::parse("toy.yaml", &bad, &toy::Suite)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("by_name takes the field to read"), "{e}");
     let bad = toy::SUITE.1.replace("{{ visitor }}", "{{ visitors }}");
-    let e = Suite::parse("toy.yaml", &bad, &toy::Suite).unwrap_err();
+    let e = Suite::parse("toy.yaml", &bad, &toy::Suite)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("unknown generator {{ visitors }} (known: task_id, task, sentence, word, unicode, text(N), visitor)"),
         "{e}"

@@ -62,7 +62,9 @@ pub(crate) static RULE_NAMES: DriverRules = DriverRules::new(&RULES, validate, "
 pub fn suite() -> Result<LoadedSuite, String> {
     static LOADED: OnceLock<Result<LoadedSuite, String>> = OnceLock::new();
     LOADED
-        .get_or_init(|| LoadedSuite::parse(SUITE.0, SUITE.1, &RULE_NAMES))
+        .get_or_init(|| {
+            LoadedSuite::parse(SUITE.0, SUITE.1, &RULE_NAMES).map_err(|e| e.to_string())
+        })
         .clone()
 }
 

@@ -24,7 +24,7 @@ pub const SUITE: (&str, &str) = (
 pub fn suite() -> Result<LoadedSuite, String> {
     static LOADED: OnceLock<Result<LoadedSuite, String>> = OnceLock::new();
     LOADED
-        .get_or_init(|| LoadedSuite::parse(SUITE.0, SUITE.1, &Suite))
+        .get_or_init(|| LoadedSuite::parse(SUITE.0, SUITE.1, &Suite).map_err(|e| e.to_string()))
         .clone()
 }
 
@@ -146,14 +146,16 @@ mod tests {
             &SUITE.1.replace("[within_timeout]", "[within_timeouts]"),
             &Suite,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("unknown check \"within_timeouts\""), "{e}");
         let e = LoadedSuite::parse(
             "x.yaml",
             &SUITE.1.replace("long_history(7)", "long_history(7, 2)"),
             &Suite,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("takes 1 number"), "{e}");
     }
 

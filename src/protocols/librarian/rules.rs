@@ -21,7 +21,9 @@ pub const SUITE: (&str, &str) = (
 pub fn suite() -> Result<LoadedSuite, String> {
     static LOADED: OnceLock<Result<LoadedSuite, String>> = OnceLock::new();
     LOADED
-        .get_or_init(|| LoadedSuite::parse(SUITE.0, SUITE.1, &RULE_NAMES))
+        .get_or_init(|| {
+            LoadedSuite::parse(SUITE.0, SUITE.1, &RULE_NAMES).map_err(|e| e.to_string())
+        })
         .clone()
 }
 
@@ -266,7 +268,8 @@ mod tests {
         ] {
             let e = LoadedSuite::parse("x.yaml", &suite(bad), &RULE_NAMES)
                 .err()
-                .unwrap();
+                .unwrap()
+                .to_string();
             assert!(e.starts_with("x.yaml:") && e.contains(why), "{bad}: {e}");
         }
     }

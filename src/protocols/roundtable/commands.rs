@@ -57,7 +57,7 @@ fn load_suite(file: Option<&Path>) -> Result<Suite, Error> {
 
 fn load_suite_text(file: Option<&Path>) -> Result<Suite, String> {
     let suite = match file {
-        Some(path) => Suite::from_file(path, &rules::Suite)?,
+        Some(path) => Suite::from_file(path, &rules::Suite).map_err(|e| e.to_string())?,
         None => suite()?,
     };
     if suite.file.protocol != NAME {

@@ -38,13 +38,13 @@ pub const SUITE: (&str, &str) = (
 pub fn suite() -> Result<Suite, String> {
     static SUITE_LOADED: OnceLock<Result<Suite, String>> = OnceLock::new();
     SUITE_LOADED
-        .get_or_init(|| Suite::parse(SUITE.0, SUITE.1, &rules::Suite))
+        .get_or_init(|| Suite::parse(SUITE.0, SUITE.1, &rules::Suite).map_err(|e| e.to_string()))
         .clone()
 }
 
 /// A suite file of the user's, with the round table's rules.
 pub fn suite_from_file(path: &std::path::Path) -> Result<Suite, String> {
-    Suite::from_file(path, &rules::Suite)
+    Suite::from_file(path, &rules::Suite).map_err(|e| e.to_string())
 }
 
 /// The agent's endpoints: the three phases and /health.
@@ -102,6 +102,7 @@ mod tests {
         assert!(s
             .select(&["zzz*".to_string()])
             .unwrap_err()
+            .to_string()
             .contains("matches no case"));
     }
 

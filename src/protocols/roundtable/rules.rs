@@ -72,7 +72,7 @@ impl Rule for EvidenceTags {
     fn validate(&self, args: &Value, _: &BTreeMap<String, ExchangeSpec>) -> Result<(), String> {
         string_list(args, "paths")?
             .iter()
-            .try_for_each(|p| JsonPath::parse(p).map(drop))
+            .try_for_each(|p| Ok(JsonPath::parse(p).map(drop)?))
     }
 
     fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Verdict {

@@ -23,7 +23,7 @@ use super::{Agents, NAME};
 pub struct Toy;
 
 pub fn suite() -> Result<Suite, Error> {
-    Suite::parse(super::SUITE.0, super::SUITE.1, &super::Suite).map_err(Error::Usage)
+    Suite::parse(super::SUITE.0, super::SUITE.1, &super::Suite).map_err(Error::from)
 }
 
 /// A toy mock agent with `behavior` on a loopback port.
