@@ -661,13 +661,12 @@ async fn execute(command: Command) -> Result<Ended, Error> {
             let parts = reports
                 .iter()
                 .map(|p| Ok((p.display().to_string(), crate::report::tools::read(p)?)))
-                .collect::<Result<Vec<_>, String>>()
-                .map_err(Error::Usage)?;
-            let merged = crate::report::tools::merge(&parts).map_err(Error::Usage)?;
+                .collect::<Result<Vec<_>, crate::report::tools::ReportFileError>>()?;
+            let merged = crate::report::tools::merge(&parts)?;
             conclude(merged, &output)
         }
         Command::Report(ReportCommand::Diff { old, new }) => {
-            let read = |p: &PathBuf| crate::report::tools::read(p).map_err(Error::Usage);
+            let read = |p: &PathBuf| crate::report::tools::read(p).map_err(Error::from);
             let (before, after) = (read(&old)?, read(&new)?);
             let diff = crate::report::tools::diff(&before, &after);
             crate::out!(

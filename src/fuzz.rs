@@ -543,7 +543,9 @@ pub fn config_yaml(data: &[u8]) {
     }
     let errors = [
         execute_task::scenario::Scenario::parse(SOURCE, &text).err(),
-        crate::report::baseline::Baseline::parse(SOURCE, &text).err(),
+        crate::report::baseline::Baseline::parse(SOURCE, &text)
+            .err()
+            .map(|e| e.to_string()),
         crate::targets::parse(SOURCE, &text).err(),
         connector::fleet::Fleet::parse(SOURCE, &text, None).err(),
         librarian::fleet::Fleet::parse(SOURCE, &text, None).err(),

@@ -397,7 +397,8 @@ fn merge(done: &mut [Done], file: &Path) -> Result<Report, Error> {
             Some((d.name.clone(), r))
         })
         .collect();
-    crate::report::tools::merge(&parts).map_err(Error::Run)
+    // The reports are this run's own: that they do not merge ends the run, not a usage error.
+    crate::report::tools::merge(&parts).map_err(|e| Error::Run(e.to_string()))
 }
 
 #[cfg(test)]

@@ -42,10 +42,30 @@ struct EntryFile {
     until: Option<Spanned<String>>,
 }
 
+/// Why a baseline file does not read: a usage error (`--baseline FILE`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BaselineError {
+    #[error("--baseline {path}: {cause}")]
+    Unreadable { path: String, cause: String },
+    /// `FILE:LINE: what is wrong`.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl From<BaselineError> for crate::error::Error {
+    fn from(e: BaselineError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
 impl Baseline {
     /// Reads `text` (from `source`): a YAML list of `{id, reason, until?}`. Errors name the file
     /// and line: an empty reason, a date that is not `YYYY-MM-DD`, an id listed twice.
-    pub fn parse(source: &str, text: &str) -> Result<Baseline, String> {
+    pub fn parse(source: &str, text: &str) -> Result<Baseline, BaselineError> {
+        Baseline::entries(source, text).map_err(BaselineError::Invalid)
+    }
+
+    fn entries(source: &str, text: &str) -> Result<Baseline, String> {
         if text.trim().is_empty() {
             return Ok(Baseline::default());
         }
@@ -93,9 +113,11 @@ impl Baseline {
     }
 
     /// Reads the file at `path`.
-    pub fn read(path: &std::path::Path) -> Result<Baseline, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("--baseline {}: {e}", path.display()))?;
+    pub fn read(path: &std::path::Path) -> Result<Baseline, BaselineError> {
+        let text = std::fs::read_to_string(path).map_err(|e| BaselineError::Unreadable {
+            path: path.display().to_string(),
+            cause: e.to_string(),
+        })?;
         Baseline::parse(&path.display().to_string(), &text)
     }
 
@@ -278,18 +300,24 @@ pub(crate) mod tests {
 
     #[test]
     fn bad_baselines_say_where() {
-        let e = Baseline::parse("b.yaml", "- id: a\n  reason: ''\n").unwrap_err();
+        let e = Baseline::parse("b.yaml", "- id: a\n  reason: ''\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("b.yaml:1: a: say why"), "{e}");
-        let e =
-            Baseline::parse("b.yaml", "- id: a\n  reason: r\n  until: next week\n").unwrap_err();
+        let e = Baseline::parse("b.yaml", "- id: a\n  reason: r\n  until: next week\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("b.yaml:3: until: \"next week\""), "{e}");
-        let e =
-            Baseline::parse("b.yaml", "- id: a\n  reason: r\n- id: a\n  reason: r\n").unwrap_err();
+        let e = Baseline::parse("b.yaml", "- id: a\n  reason: r\n- id: a\n  reason: r\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("b.yaml:3: a is listed twice (first at b.yaml:1)"),
             "{e}"
         );
-        let e = Baseline::parse("b.yaml", "- id: a\n  reason: r\n  because: x\n").unwrap_err();
+        let e = Baseline::parse("b.yaml", "- id: a\n  reason: r\n  because: x\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("b.yaml"), "{e}");
         assert!(Baseline::parse("b.yaml", "").unwrap().entries.is_empty());
     }

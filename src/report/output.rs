@@ -60,7 +60,7 @@ impl OutputArgs {
             }
         }
         if let Some(path) = &self.baseline {
-            Baseline::read(path).map_err(Error::Usage)?;
+            Baseline::read(path)?;
         }
         let named = [
             ("--json", &self.json),
@@ -80,7 +80,7 @@ impl OutputArgs {
     /// Applies `--baseline`, when given, to the finished report.
     pub fn apply_baseline(&self, report: &mut Report) -> Result<(), Error> {
         if let Some(path) = &self.baseline {
-            let baseline = Baseline::read(path).map_err(Error::Usage)?;
+            let baseline = Baseline::read(path)?;
             baseline.apply(report, &super::baseline::today());
         }
         Ok(())

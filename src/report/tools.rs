@@ -9,27 +9,78 @@ use time::format_description::well_known::Rfc3339;
 
 use super::{CaseResult, Report, Status, Summary};
 
+/// Why a report file could not be read back or reports could not be merged. A usage error by
+/// type (the files named are wrong); a run that merges the reports it wrote itself says
+/// otherwise where it merges them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReportFileError {
+    /// The file could not be read, or its JSON is not a report's shape.
+    #[error("{path}: {cause}")]
+    Unreadable { path: String, cause: String },
+    #[error("{path}: not JSON: {cause}")]
+    NotJson { path: String, cause: String },
+    /// The report schema's first finding (`at` a JSON path), and how many more.
+    #[error("{path}: not an agent-tck report: {at}: {what}{}", more_findings(*.more))]
+    NotAReport {
+        path: String,
+        at: String,
+        what: String,
+        more: usize,
+    },
+    #[error("nothing to merge")]
+    NothingToMerge,
+    /// The same case in two parts for the same protocol and target: repeats, not shards.
+    #[error(
+        "case {id} is in both {first} and {second} for the same protocol and target \
+         ({protocol} against {target}): merge shards of one run, not repeats of it"
+    )]
+    Repeated {
+        id: String,
+        first: String,
+        second: String,
+        protocol: String,
+        target: String,
+    },
+}
+
+fn more_findings(more: usize) -> String {
+    if more > 0 {
+        format!(" (and {more} more)")
+    } else {
+        String::new()
+    }
+}
+
+impl From<ReportFileError> for crate::error::Error {
+    fn from(e: ReportFileError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
 /// Reads a JSON report, checked against `schemas/report.schema.json`; errors name the file and
 /// the JSON path (or the line and column of a syntax error).
-pub fn read(path: &Path) -> Result<Report, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn read(path: &Path) -> Result<Report, ReportFileError> {
+    let shown = || path.display().to_string();
+    let unreadable = |e: &dyn std::fmt::Display| ReportFileError::Unreadable {
+        path: shown(),
+        cause: e.to_string(),
+    };
+    let bytes = std::fs::read(path).map_err(|e| unreadable(&e))?;
     let value: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+        serde_json::from_slice(&bytes).map_err(|e| ReportFileError::NotJson {
+            path: shown(),
+            cause: e.to_string(),
+        })?;
     let findings = crate::schema::schemas().validate("report", &value);
     if let Some(f) = findings.first() {
-        return Err(format!(
-            "{}: not an agent-tck report: {}: {}{}",
-            path.display(),
-            f.path,
-            f.message,
-            if findings.len() > 1 {
-                format!(" (and {} more)", findings.len() - 1)
-            } else {
-                String::new()
-            }
-        ));
+        return Err(ReportFileError::NotAReport {
+            path: shown(),
+            at: f.path.clone(),
+            what: f.message.clone(),
+            more: findings.len() - 1,
+        });
     }
-    serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))
+    serde_json::from_value(value).map_err(|e| unreadable(&e))
 }
 
 fn parse_time(text: &str) -> Option<time::OffsetDateTime> {
@@ -40,9 +91,9 @@ fn parse_time(text: &str) -> Option<time::OffsetDateTime> {
 /// the summary counted again, the earliest start and the span to the latest end. A case id found
 /// in parts of different protocols or targets is told apart by a `TARGET: ` prefix; the same id
 /// twice for the same protocol and target is an error (a repeat, not a shard).
-pub fn merge(parts: &[(String, Report)]) -> Result<Report, String> {
+pub fn merge(parts: &[(String, Report)]) -> Result<Report, ReportFileError> {
     if parts.is_empty() {
-        return Err("nothing to merge".into());
+        return Err(ReportFileError::NothingToMerge);
     }
     // A part with no cases (a shard that held no target) says nothing of the run's protocol,
     // target or seed; it still counts as read.
@@ -80,11 +131,13 @@ pub fn merge(parts: &[(String, Report)]) -> Result<Report, String> {
             if (a.1.protocol.as_str(), a.1.target.as_str())
                 == (b.1.protocol.as_str(), b.1.target.as_str())
             {
-                return Err(format!(
-                    "case {id} is in both {} and {} for the same protocol and target \
-                     ({} against {}): merge shards of one run, not repeats of it",
-                    a.0, b.0, a.1.protocol, a.1.target
-                ));
+                return Err(ReportFileError::Repeated {
+                    id: id.to_string(),
+                    first: a.0.clone(),
+                    second: b.0.clone(),
+                    protocol: a.1.protocol.clone(),
+                    target: a.1.target.clone(),
+                });
             }
         }
     }
@@ -344,7 +397,9 @@ mod tests {
         assert_eq!(crate::schema::schemas().validate("report", &v), vec![]);
 
         // The same run twice is refused; two targets with the same ids are prefixed.
-        let e = merge(&[("a.json".into(), a.clone()), ("a2.json".into(), a.clone())]).unwrap_err();
+        let e = merge(&[("a.json".into(), a.clone()), ("a2.json".into(), a.clone())])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("case x is in both a.json and a2.json"), "{e}");
         let other = report("http://b", &[("x", Fail, Must)]);
         let m = merge(&[("a.json".into(), a), ("b.json".into(), other)]).unwrap();
