@@ -1098,7 +1098,7 @@ async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
         .map_err(Error::Usage)?;
     let agents = match &args.shard {
         Some(shard) => {
-            let shard = crate::targets::parse_shard(shard).map_err(Error::Usage)?;
+            let shard = crate::targets::parse_shard(shard)?;
             let mine: Vec<_> = agents
                 .into_iter()
                 .filter(|a| crate::targets::in_shard(a.name(), shard))

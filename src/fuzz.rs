@@ -546,7 +546,9 @@ pub fn config_yaml(data: &[u8]) {
         crate::report::baseline::Baseline::parse(SOURCE, &text)
             .err()
             .map(|e| e.to_string()),
-        crate::targets::parse(SOURCE, &text).err(),
+        crate::targets::parse(SOURCE, &text)
+            .err()
+            .map(|e| e.to_string()),
         connector::fleet::Fleet::parse(SOURCE, &text, None).err(),
         librarian::fleet::Fleet::parse(SOURCE, &text, None).err(),
         librarian::mock::Script::parse(SOURCE, &text).err(),

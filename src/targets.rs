@@ -54,6 +54,25 @@ struct TargetEntry {
     flags: Vec<String>,
 }
 
+/// Why a targets file or `--shard` does not read: usage errors (a file or a flag to fix).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetsError {
+    #[error("{path}: {cause}")]
+    Unreadable { path: String, cause: String },
+    /// `FILE:LINE: what is wrong`.
+    #[error("{0}")]
+    Invalid(String),
+    /// `--shard K/N` that is not one: what is wrong with it.
+    #[error("--shard {text:?}: {what}")]
+    Shard { text: String, what: &'static str },
+}
+
+impl From<TargetsError> for Error {
+    fn from(e: TargetsError) -> Self {
+        Error::Usage(e.to_string())
+    }
+}
+
 /// One target of the list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
@@ -63,14 +82,21 @@ pub struct Target {
 }
 
 /// Reads a targets file (`${ENV}` substituted); errors name the file and line.
-pub fn read(path: &Path) -> Result<Vec<Target>, String> {
+pub fn read(path: &Path) -> Result<Vec<Target>, TargetsError> {
     let source = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{source}: {e}"))?;
+    let text = std::fs::read_to_string(path).map_err(|e| TargetsError::Unreadable {
+        path: source.clone(),
+        cause: e.to_string(),
+    })?;
     parse(&source, &text)
 }
 
 /// Parses a targets file's `text`, read from `source`.
-pub fn parse(source: &str, text: &str) -> Result<Vec<Target>, String> {
+pub fn parse(source: &str, text: &str) -> Result<Vec<Target>, TargetsError> {
+    targets(source, text).map_err(TargetsError::Invalid)
+}
+
+fn targets(source: &str, text: &str) -> Result<Vec<Target>, String> {
     let file: TargetsFile = crate::text::read_yaml_with_env(source, text)?;
     let mut targets: Vec<Target> = Vec::new();
     for e in file.targets {
@@ -113,20 +139,18 @@ pub fn parse(source: &str, text: &str) -> Result<Vec<Target>, String> {
 }
 
 /// `K/N` (1 ≤ K ≤ N).
-pub fn parse_shard(text: &str) -> Result<(u64, u64), String> {
-    let (k, n) = text
-        .split_once('/')
-        .ok_or_else(|| format!("--shard {text:?}: K/N, e.g. 2/8"))?;
+pub fn parse_shard(text: &str) -> Result<(u64, u64), TargetsError> {
+    let wrong = |what| TargetsError::Shard {
+        text: text.to_string(),
+        what,
+    };
+    let (k, n) = text.split_once('/').ok_or(wrong("K/N, e.g. 2/8"))?;
     let (k, n): (u64, u64) = (
-        k.trim()
-            .parse()
-            .map_err(|_| format!("--shard {text:?}: K is not a number"))?,
-        n.trim()
-            .parse()
-            .map_err(|_| format!("--shard {text:?}: N is not a number"))?,
+        k.trim().parse().map_err(|_| wrong("K is not a number"))?,
+        n.trim().parse().map_err(|_| wrong("N is not a number"))?,
     );
     if n == 0 || k == 0 || k > n {
-        return Err(format!("--shard {text:?}: K from 1 to N, and N at least 1"));
+        return Err(wrong("K from 1 to N, and N at least 1"));
     }
     Ok((k, n))
 }
@@ -196,7 +220,7 @@ pub async fn run(
     let mut targets = read(&file).map_err(|e| Error::usage(format!("--targets {e}")))?;
     let all = targets.len();
     if let Some(shard) = get("--shard") {
-        let shard = parse_shard(&shard).map_err(Error::Usage)?;
+        let shard = parse_shard(&shard)?;
         targets.retain(|t| in_shard(&t.name, shard));
     }
     let concurrency: usize =
@@ -419,7 +443,10 @@ mod tests {
         }
         assert!(parse_shard("0/3").is_err());
         assert!(parse_shard("4/3").is_err());
-        assert!(parse_shard("2").unwrap_err().contains("K/N"));
+        assert_eq!(
+            parse_shard("2").unwrap_err().to_string(),
+            "--shard \"2\": K/N, e.g. 2/8"
+        );
         assert_eq!(parse_shard("2/3").unwrap(), (2, 3));
     }
 

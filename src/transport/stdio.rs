@@ -122,12 +122,41 @@ pub struct Cleanup {
     pub exit: Option<String>,
 }
 
+/// A command line that cannot be run as written (empty, an unclosed quote, a shell operator):
+/// what is wrong with it, and `command` quoted when the error names it. A usage error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// From [`split_command`]: what is wrong, the caller says which flag gave the command.
+    #[error("{0}")]
+    Unsplittable(String),
+    /// From [`StdioAgent::new`]: the command and what is wrong with it.
+    #[error("command {command:?}: {what}")]
+    Named { command: String, what: String },
+}
+
+impl From<CommandError> for crate::error::Error {
+    fn from(e: CommandError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
+/// For the protocol runners that gather one-line messages with `?` (the message unchanged).
+impl From<CommandError> for String {
+    fn from(e: CommandError) -> Self {
+        e.to_string()
+    }
+}
+
 /// Splits a command line like a POSIX shell: words separated by blanks, `'…'` literal, `"…"` with
 /// `\` escaping `"`, `\`, `$` and `` ` ``, a `\` outside quotes escaping the next character. Nothing
 /// is expanded, so the characters a shell would act on when unquoted (`|&;<>()`, `$`, `` ` ``, a
 /// word-initial `~`) are errors that say so, rather than arguments the user did not mean; quote
 /// them, or write `sh -c '…'` to have a shell. Globs (`*`, `?`, `[`) stay literal.
-pub fn split_command(command: &str) -> Result<Vec<String>, String> {
+pub fn split_command(command: &str) -> Result<Vec<String>, CommandError> {
+    split_words(command).map_err(CommandError::Unsplittable)
+}
+
+fn split_words(command: &str) -> Result<Vec<String>, String> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut in_word = false;
@@ -249,9 +278,11 @@ impl std::fmt::Debug for StdioAgent {
 
 impl StdioAgent {
     /// Validates the configuration and splits the command; spawns nothing yet.
-    pub fn new(config: StdioConfig) -> Result<StdioAgent, String> {
-        let argv = split_command(&config.command)
-            .map_err(|e| format!("command {:?}: {e}", config.command))?;
+    pub fn new(config: StdioConfig) -> Result<StdioAgent, CommandError> {
+        let argv = split_words(&config.command).map_err(|what| CommandError::Named {
+            command: config.command.clone(),
+            what,
+        })?;
         Ok(StdioAgent::with_argv(config, argv))
     }
 
@@ -932,7 +963,7 @@ mod tests {
 
     #[test]
     fn split_errors_say_which() {
-        let err = |text: &str| split_command(text).unwrap_err();
+        let err = |text: &str| split_command(text).unwrap_err().to_string();
         assert_eq!(err(""), "the command is empty");
         assert_eq!(err("   \t"), "the command is empty");
         assert!(err("sh -c 'echo").contains("unterminated single quote"));

@@ -506,7 +506,9 @@ fn bad_commands_are_refused_before_spawning() {
         ("sh -c 'echo", "unterminated single quote"),
         ("agent | tee", "shell operator"),
     ] {
-        let error = StdioAgent::new(StdioConfig::new(command, StdioMode::Persistent)).unwrap_err();
+        let error = StdioAgent::new(StdioConfig::new(command, StdioMode::Persistent))
+            .unwrap_err()
+            .to_string();
         assert!(error.contains(says), "{command:?}: {error}");
     }
     let agent = start(r#"python3 "my agent.py" --name 'a b'"#, StdioMode::PerTurn);
