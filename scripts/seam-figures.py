@@ -107,13 +107,26 @@ FN = re.compile(r"((?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?(?:async\s+)?(?:unsafe\
 STRING_ERR = re.compile(r"Result<[^;{]*,\s*String\s*>", re.S)
 
 
+def return_type(sig):
+    """What follows the parameter list's closing parenthesis (a closure or fn pointer among the
+    parameters is not the fn's return type)."""
+    open_at = sig.find("(", sig.find("fn "))
+    depth = 0
+    for j in range(open_at, len(sig)):
+        depth += {"(": 1, ")": -1}.get(sig[j], 0)
+        if depth == 0:
+            rest = sig[j + 1:]
+            return rest.split("->", 1)[1] if "->" in rest else ""
+    return ""
+
+
 def scan(path):
     text = drop_cfg_test(blank_literals(open(path, encoding="utf-8").read()))
     spans = blocks(text)
     found = []
     for m in FN.finditer(text):
         sig = m.group(1)
-        ret = sig.split("->", 1)[1] if "->" in sig else ""
+        ret = return_type(sig)
         if not STRING_ERR.search(ret):
             continue
         inside = [k for k, s, e in spans if s < m.start() < e]
