@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::exchange::{AuthMode, ExchangeSpec};
 use super::outcome::body_too_large;
-use super::plugin::{Ctx, SuiteProtocol, Verdict, OWN_ANSWER};
+use super::plugin::{Ctx, InvalidArgs, SuiteProtocol, Verdict, OWN_ANSWER};
 use crate::jsonpath::{strings, JsonPath};
 use crate::phrases::PhraseSet;
 use crate::schema::{findings_message, schemas, Finding};
@@ -190,6 +190,16 @@ impl Check {
         has_exchange: bool,
         exchanges: &BTreeMap<String, ExchangeSpec>,
         protocol: &dyn SuiteProtocol,
+    ) -> Result<(), InvalidArgs> {
+        self.check_args(has_exchange, exchanges, protocol)
+            .map_err(InvalidArgs)
+    }
+
+    fn check_args(
+        &self,
+        has_exchange: bool,
+        exchanges: &BTreeMap<String, ExchangeSpec>,
+        protocol: &dyn SuiteProtocol,
     ) -> Result<(), String> {
         let reads_exchange = match self {
             Check::Reachable => false,
@@ -235,7 +245,7 @@ impl Check {
                 patterns.compiled().map(drop)
             }
             Check::Rule(call) => match protocol.rule(&call.name) {
-                Some(rule) => rule.validate(&call.args, exchanges),
+                Some(rule) => rule.validate(&call.args, exchanges).map_err(|e| e.0),
                 None => Ok(()),
             },
             _ => Ok(()),

@@ -56,7 +56,7 @@ pub trait Rule: Send + Sync {
         &self,
         args: &Value,
         exchanges: &BTreeMap<String, ExchangeSpec>,
-    ) -> Result<(), String> {
+    ) -> Result<(), InvalidArgs> {
         let _ = exchanges;
         if args.is_null() {
             Ok(())
@@ -115,6 +115,31 @@ impl Verdict {
 
     pub fn is_broken(&self) -> bool {
         matches!(self, Verdict::Broken(_))
+    }
+}
+
+/// A rule's or a check's arguments that a suite got wrong, said in one line; the suite loader
+/// adds where (`FILE:LINE: case ID: …`) and reports it as the suite's usage error
+/// ([`super::suite::SuiteError::Invalid`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidArgs(pub String);
+
+impl From<String> for InvalidArgs {
+    fn from(what: String) -> Self {
+        InvalidArgs(what)
+    }
+}
+
+impl From<&str> for InvalidArgs {
+    fn from(what: &str) -> Self {
+        InvalidArgs(what.to_string())
+    }
+}
+
+impl From<crate::jsonpath::PathError> for InvalidArgs {
+    fn from(e: crate::jsonpath::PathError) -> Self {
+        InvalidArgs(e.to_string())
     }
 }
 
@@ -189,8 +214,12 @@ impl Rule for DriverRule {
         false
     }
 
-    fn validate(&self, args: &Value, _: &BTreeMap<String, ExchangeSpec>) -> Result<(), String> {
-        (self.validate)(self.name, args)
+    fn validate(
+        &self,
+        args: &Value,
+        _: &BTreeMap<String, ExchangeSpec>,
+    ) -> Result<(), InvalidArgs> {
+        (self.validate)(self.name, args).map_err(InvalidArgs)
     }
 
     fn evaluate(&self, _: &Value, _: &Ctx<'_>) -> Verdict {

@@ -13,7 +13,7 @@ use super::model;
 use crate::content::Content;
 use crate::jsonpath::JsonPath;
 use crate::probe::checks::verdict;
-use crate::probe::plugin::{Ctx, Verdict};
+use crate::probe::plugin::{Ctx, InvalidArgs, Verdict};
 use crate::probe::plugin::{Rule, SuiteProtocol};
 use crate::probe::suite::ExchangeSpec;
 use crate::probe::template::numbers;
@@ -69,7 +69,11 @@ fn string_list(args: &Value, what: &str) -> Result<Vec<String>, String> {
 struct EvidenceTags;
 
 impl Rule for EvidenceTags {
-    fn validate(&self, args: &Value, _: &BTreeMap<String, ExchangeSpec>) -> Result<(), String> {
+    fn validate(
+        &self,
+        args: &Value,
+        _: &BTreeMap<String, ExchangeSpec>,
+    ) -> Result<(), InvalidArgs> {
         string_list(args, "paths")?
             .iter()
             .try_for_each(|p| Ok(JsonPath::parse(p).map(drop)?))
@@ -184,10 +188,10 @@ impl Rule for SameAgentName {
         &self,
         args: &Value,
         exchanges: &BTreeMap<String, ExchangeSpec>,
-    ) -> Result<(), String> {
+    ) -> Result<(), InvalidArgs> {
         let names = string_list(args, "exchanges")?;
         match names.iter().find(|n| !exchanges.contains_key(*n)) {
-            Some(n) => Err(format!("same_agent_name: unknown exchange {n:?}")),
+            Some(n) => Err(format!("same_agent_name: unknown exchange {n:?}").into()),
             None => Ok(()),
         }
     }

@@ -14,7 +14,7 @@ use agent_tck::mock::protocol::{AgentProtocol, ContentBehavior, Endpoint, Mutati
 use agent_tck::mock::{Body, Reply, Responder};
 use agent_tck::probe::checks::verdict;
 use agent_tck::probe::exchange::ExchangeSpec;
-use agent_tck::probe::plugin::{Ctx, Rule, SuiteProtocol, Verdict};
+use agent_tck::probe::plugin::{Ctx, InvalidArgs, Rule, SuiteProtocol, Verdict};
 use agent_tck::schema::finding;
 use serde_json::{json, Value};
 
@@ -122,7 +122,11 @@ impl SuiteProtocol for Suite {
 struct ByName;
 
 impl Rule for ByName {
-    fn validate(&self, args: &Value, _: &BTreeMap<String, ExchangeSpec>) -> Result<(), String> {
+    fn validate(
+        &self,
+        args: &Value,
+        _: &BTreeMap<String, ExchangeSpec>,
+    ) -> Result<(), InvalidArgs> {
         match args {
             Value::String(_) => Ok(()),
             _ => Err("by_name takes the field to read, e.g. {by_name: greeting}".into()),
