@@ -4,8 +4,16 @@
 //! that could not be written). The command line turns them into exit statuses, 2 and 1
 //! (`cli::exit_status`).
 //!
-//! Inside the engines, messages of data errors stay one-line strings (`FILE:LINE: what is
-//! wrong`); they become an [`Error`] where an operation that a command runs ends.
+//! A layer with errors of its own has its own type, whose variants carry what the message
+//! names (file, line, flag, path, cause) and whose class is decided once, by type, in its
+//! `impl From<ThatError> for Error`: `SuiteError`, `BaselineError`, `ReportFileError`,
+//! `TargetsError`, `CommandError`, `DataFileError`, `UnitError`, `PathError`,
+//! `PatternError` are usage errors. A caller that knows better says so where it converts (a
+//! targets run that cannot merge the reports it wrote itself: a run error). Private helpers
+//! inside a module may still gather one-line strings with `?`.
+//!
+//! A rule that a peer broke is not an error of either kind: rules and checks return a
+//! `probe::plugin::Verdict`.
 
 /// Why a command ended without a verdict.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

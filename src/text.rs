@@ -197,21 +197,62 @@ pub fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
+/// Why a data file of people's does not read, each message `FILE:LINE: what is wrong`. A usage
+/// error: the file is to fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DataFileError {
+    #[error("{file}:{line}: `${{` without its closing `}}` (write $$ for a literal $)")]
+    UnclosedVariable { file: String, line: usize },
+    #[error("{file}:{line}: ${{{written}}}: {name:?} is not a variable name")]
+    NotAVariableName {
+        file: String,
+        line: usize,
+        written: String,
+        name: String,
+    },
+    #[error(
+        "{file}:{line}: ${{{name}}}: the environment variable {name} is not set \
+         (set it, or give a default: ${{{name}:-VALUE}})"
+    )]
+    UnsetVariable {
+        file: String,
+        line: usize,
+        name: String,
+    },
+    /// The YAML parser's error, one line ([`yaml_error`]).
+    #[error("{0}")]
+    Yaml(String),
+}
+
+impl From<DataFileError> for crate::error::Error {
+    fn from(e: DataFileError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
+/// For the file loaders that gather one-line messages with `?` (the message unchanged).
+impl From<DataFileError> for String {
+    fn from(e: DataFileError) -> Self {
+        e.to_string()
+    }
+}
+
 /// A YAML file of people's (a fleet file): `${ENV}` substituted ([`substitute_env`]), then read
 /// as `T`; errors read `FILE:LINE: what is wrong`.
 pub fn read_yaml_with_env<T: serde::de::DeserializeOwned>(
     source: &str,
     text: &str,
-) -> Result<T, String> {
+) -> Result<T, DataFileError> {
     let text = substitute_env(source, text)?;
-    serde_saphyr::from_str(&text).map_err(|e| yaml_error(source, &e.to_string()))
+    serde_saphyr::from_str(&text)
+        .map_err(|e| DataFileError::Yaml(yaml_error(source, &e.to_string())))
 }
 
 /// `${NAME}` in a file's text replaced by the environment variable NAME, `${NAME:-default}` by it
 /// or the default when it is unset or empty; `$$` is a literal `$` (any other `$` stays as it
 /// is). An unset variable without a default is an error naming `source`, the line and the
 /// variable.
-pub fn substitute_env(source: &str, text: &str) -> Result<String, String> {
+pub fn substitute_env(source: &str, text: &str) -> Result<String, DataFileError> {
     substitute_with(source, text, |name| std::env::var(name).ok())
 }
 
@@ -220,7 +261,7 @@ pub fn substitute_with(
     source: &str,
     text: &str,
     lookup: impl Fn(&str) -> Option<String>,
-) -> Result<String, String> {
+) -> Result<String, DataFileError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find('$') {
@@ -231,11 +272,12 @@ pub fn substitute_with(
             out.push('$');
             rest = tail;
         } else if let Some(body) = after.strip_prefix('{') {
-            let close = body.find('}').ok_or_else(|| {
-                format!(
-                    "{source}:{line}: `${{` without its closing `}}` (write $$ for a literal $)"
-                )
-            })?;
+            let close = body
+                .find('}')
+                .ok_or_else(|| DataFileError::UnclosedVariable {
+                    file: source.to_string(),
+                    line,
+                })?;
             let inner = &body[..close];
             let (name, default) = match inner.split_once(":-") {
                 Some((n, d)) => (n, Some(d)),
@@ -247,19 +289,23 @@ pub fn substitute_with(
                 .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             if !valid {
-                return Err(format!(
-                    "{source}:{line}: ${{{inner}}}: {name:?} is not a variable name"
-                ));
+                return Err(DataFileError::NotAVariableName {
+                    file: source.to_string(),
+                    line,
+                    written: inner.to_string(),
+                    name: name.to_string(),
+                });
             }
             let value = lookup(name).filter(|v| !v.is_empty());
             match (value, default) {
                 (Some(v), _) => out.push_str(&v),
                 (None, Some(d)) => out.push_str(d),
                 (None, None) => {
-                    return Err(format!(
-                        "{source}:{line}: ${{{name}}}: the environment variable {name} is not set \
-                         (set it, or give a default: ${{{name}:-VALUE}})"
-                    ))
+                    return Err(DataFileError::UnsetVariable {
+                        file: source.to_string(),
+                        line,
+                        name: name.to_string(),
+                    })
                 }
             }
             rest = &body[close + 1..];
@@ -440,7 +486,7 @@ mod tests {
             "EMPTY" => Some(String::new()),
             _ => None,
         };
-        let sub = |text: &str| substitute_with("f.yaml", text, env);
+        let sub = |text: &str| substitute_with("f.yaml", text, env).map_err(|e| e.to_string());
         assert_eq!(
             sub("url: ${URL}/api\nport: ${PORT:-9000}\n").unwrap(),
             "url: http://10.0.0.7:8080/api\nport: 9000\n"
