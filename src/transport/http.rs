@@ -17,6 +17,37 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
+/// Why a base URL does not parse: the URL as written and what is wrong with it. A usage error
+/// by type (a flag or a file gave it); a caller that built the URL itself says otherwise.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlError {
+    #[error("{url:?} is not a URL ({cause})")]
+    NotAUrl { url: String, cause: String },
+    #[error("{url:?}: scheme {scheme:?} is not supported (use http:// or https://)")]
+    Scheme { url: String, scheme: String },
+    #[error("{url:?} has no scheme (write http://{url})")]
+    NoScheme { url: String },
+    #[error("{url:?} has no host")]
+    NoHost { url: String },
+    #[error("{url:?}: credentials in the URL are not supported (use --api-key)")]
+    Credentials { url: String },
+    #[error("{url:?}: a base URL takes no query string")]
+    Query { url: String },
+}
+
+impl From<UrlError> for crate::error::Error {
+    fn from(e: UrlError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
+/// For the loaders that gather one-line messages with `?` (the message unchanged).
+impl From<UrlError> for String {
+    fn from(e: UrlError) -> Self {
+        e.to_string()
+    }
+}
+
 /// A parsed base URL: scheme, host, port and a path prefix (without a trailing slash).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BaseUrl {
@@ -28,28 +59,31 @@ pub struct BaseUrl {
 
 impl BaseUrl {
     /// Parses `http://host[:port][/prefix]` or `https://…`. The error says what is wrong.
-    pub fn parse(text: &str) -> Result<BaseUrl, String> {
-        let uri: Uri = text
-            .parse()
-            .map_err(|e| format!("{text:?} is not a URL ({e})"))?;
+    pub fn parse(text: &str) -> Result<BaseUrl, UrlError> {
+        let url = || text.to_string();
+        let uri: Uri =
+            text.parse()
+                .map_err(|e: hyper::http::uri::InvalidUri| UrlError::NotAUrl {
+                    url: url(),
+                    cause: e.to_string(),
+                })?;
         let tls = match uri.scheme_str() {
             Some("http") => false,
             Some("https") => true,
             Some(other) => {
-                return Err(format!(
-                    "{text:?}: scheme {other:?} is not supported (use http:// or https://)"
-                ))
+                return Err(UrlError::Scheme {
+                    url: url(),
+                    scheme: other.to_string(),
+                })
             }
-            None => return Err(format!("{text:?} has no scheme (write http://{text})")),
+            None => return Err(UrlError::NoScheme { url: url() }),
         };
-        let host = uri.host().ok_or_else(|| format!("{text:?} has no host"))?;
+        let host = uri.host().ok_or_else(|| UrlError::NoHost { url: url() })?;
         if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
-            return Err(format!(
-                "{text:?}: credentials in the URL are not supported (use --api-key)"
-            ));
+            return Err(UrlError::Credentials { url: url() });
         }
         if uri.query().is_some() {
-            return Err(format!("{text:?}: a base URL takes no query string"));
+            return Err(UrlError::Query { url: url() });
         }
         let host = host
             .trim_start_matches('[')
@@ -455,12 +489,15 @@ mod tests {
         assert_eq!(b.join("/vote"), "https://agents.example/team/a/vote");
         assert!(BaseUrl::parse("127.0.0.1:3001")
             .unwrap_err()
+            .to_string()
             .contains("scheme"));
         assert!(BaseUrl::parse("ftp://x")
             .unwrap_err()
+            .to_string()
             .contains("not supported"));
         assert!(BaseUrl::parse("http://u:p@x")
             .unwrap_err()
+            .to_string()
             .contains("credentials"));
         let b = BaseUrl::parse("http://[::1]:8080").unwrap();
         assert_eq!(b.join("/x"), "http://[::1]:8080/x");

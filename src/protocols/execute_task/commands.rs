@@ -275,7 +275,8 @@ impl Protocol for ExecuteTask {
             let target = match row.transport {
                 "http" => {
                     let served = fleet::serve_one(agent(), row.timeout).await?;
-                    let base = BaseUrl::parse(&served.urls[0]).map_err(Error::Run)?;
+                    let base =
+                        BaseUrl::parse(&served.urls[0]).map_err(|e| Error::Run(e.to_string()))?;
                     http = Some(served);
                     Target::Http {
                         base,

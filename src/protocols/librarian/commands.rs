@@ -196,7 +196,7 @@ impl Protocol for LibrarianProtocol {
                 .ok_or_else(|| Error::usage(format!("no Librarian flaw {:?}", row.behavior)))?;
             let served = reference(flaws).await?;
             let settings = Settings {
-                base: BaseUrl::parse(&served.url).map_err(Error::Run)?,
+                base: BaseUrl::parse(&served.url).map_err(|e| Error::Run(e.to_string()))?,
                 tokens: reference_tokens(),
                 timeout: row.timeout,
                 max_body: 5_000_000,
@@ -221,7 +221,7 @@ impl Protocol for LibrarianProtocol {
         Box::pin(async move {
             let served = reference(Flaws::default()).await?;
             let settings = Settings {
-                base: BaseUrl::parse(&served.url).map_err(Error::Run)?,
+                base: BaseUrl::parse(&served.url).map_err(|e| Error::Run(e.to_string()))?,
                 tokens: reference_tokens(),
                 timeout: at.run.timeout,
                 max_body: at.run.max_body,

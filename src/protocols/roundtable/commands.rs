@@ -119,7 +119,7 @@ impl Protocol for Roundtable {
                     Error::run(format!("cannot start the reference agent on loopback: {e}"))
                 })?;
             eprintln!("reference agent listening on {}", served.urls[0]);
-            let base = BaseUrl::parse(&served.urls[0]).map_err(Error::Run)?;
+            let base = BaseUrl::parse(&served.urls[0]).map_err(|e| Error::Run(e.to_string()))?;
             let mut run = at.run.clone();
             run.seed = Some(seed);
             let settings = suite_settings(base, Some(key), &run, at.suite, load_suite)?;
@@ -171,7 +171,7 @@ impl Protocol for Roundtable {
                 )));
             }
             let served = serve_one("matrix-agent", None, row.behavior, row.seed).await?;
-            let base = BaseUrl::parse(&served.urls[0]).map_err(Error::Run)?;
+            let base = BaseUrl::parse(&served.urls[0]).map_err(|e| Error::Run(e.to_string()))?;
             let mut settings = ProbeSettings::new(base, suite().map_err(Error::Usage)?);
             settings.timeout = row.timeout;
             settings.seed = row.seed;

@@ -82,7 +82,7 @@ impl Protocol for Toy {
     fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, Error>> {
         Box::pin(async move {
             let served = serve("conforming", at.seed).await?;
-            let base = BaseUrl::parse(&served.urls[0]).map_err(Error::Run)?;
+            let base = BaseUrl::parse(&served.urls[0]).map_err(|e| Error::Run(e.to_string()))?;
             let settings = suite_settings(base, None, at.run, at.suite, |_| suite())?;
             let report = agent_tck::probe::run(&settings, &|_| {}).await;
             served.stop(Duration::from_millis(500)).await;
@@ -97,7 +97,7 @@ impl Protocol for Toy {
     fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, Error>> {
         Box::pin(async move {
             let served = serve(row.behavior, row.seed).await?;
-            let base = BaseUrl::parse(&served.urls[0]).map_err(Error::Run)?;
+            let base = BaseUrl::parse(&served.urls[0]).map_err(|e| Error::Run(e.to_string()))?;
             let mut settings = ProbeSettings::new(base, suite()?);
             settings.timeout = row.timeout;
             settings.seed = row.seed;
