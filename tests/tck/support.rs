@@ -404,13 +404,21 @@ pub fn failed_ids(cases: &[CaseResult]) -> std::collections::BTreeSet<String> {
 /// The agent-tck binary under test.
 pub const EXE: &str = env!("CARGO_BIN_EXE_agent-tck");
 
-/// Runs the agent-tck binary with `args` (no colour) to its end.
+/// How long any run of the binary may take before the test fails (and the run is killed): far
+/// past the slowest run's need on a busy machine, well short of "hung".
+pub const RUN_DEADLINE: Duration = Duration::from_secs(120);
+
+/// Runs the agent-tck binary with `args` (no colour, stdin closed) to its end, within
+/// [`RUN_DEADLINE`].
 pub fn tck(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(EXE)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
+    tck_within(args, RUN_DEADLINE)
+}
+
+/// The agent-tck binary with `args`, without colour: for [`run_within`] and [`Spawned`].
+pub fn tck_command(args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new(EXE);
+    command.args(args).env("NO_COLOR", "1");
+    command
 }
 
 /// What a run printed: stdout, then stderr.
@@ -475,41 +483,205 @@ pub fn assert_every_verdict_explained(report: &Report) {
 /// Runs the agent-tck binary with `args` (no colour, stdin closed) to its end, its output
 /// drained as it comes; fails the test if it runs longer than `within` (the process is killed).
 pub fn tck_within(args: &[&str], within: Duration) -> std::process::Output {
-    use std::io::Read;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(EXE)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let drain = |mut from: Box<dyn Read + Send>| {
+    run_within(tck_command(args), within)
+}
+
+/// Runs `command` (stdin closed, output captured) to its end in a process group of its own;
+/// fails the test if it runs longer than `within`, after killing the whole group (so that no
+/// agent it started outlives the test).
+pub fn run_within(command: std::process::Command, within: Duration) -> std::process::Output {
+    let mut child = Spawned::start(command, within);
+    let status = child.wait();
+    child.output(status)
+}
+
+/// The same from async code: the wait runs on a blocking thread, not on the runtime's workers.
+pub async fn run_within_async(
+    command: std::process::Command,
+    within: Duration,
+) -> std::process::Output {
+    tokio::task::spawn_blocking(move || run_within(command, within))
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+}
+
+/// A process under test that runs until stopped (a mock fleet, a mock server) or to its end:
+/// in a process group of its own, stdin closed, stdout read line by line as it comes and stderr
+/// drained, all before a deadline. Each wait fails the test when the deadline passes, after
+/// killing the group; dropping it kills the group too, so a failing test leaves no process.
+pub struct Spawned {
+    child: std::process::Child,
+    what: String,
+    deadline: std::time::Instant,
+    lines: std::sync::mpsc::Receiver<String>,
+    /// The stdout lines read so far.
+    seen: Vec<String>,
+    stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
+}
+
+impl Spawned {
+    /// The agent-tck binary with `args`, which must end within `within` of now.
+    pub fn tck(args: &[&str], within: Duration) -> Spawned {
+        Spawned::start(tck_command(args), within)
+    }
+
+    /// Starts `command`, which must end within `within` of now.
+    pub fn start(mut command: std::process::Command, within: Duration) -> Spawned {
+        use std::io::{BufRead, Read};
+        use std::os::unix::process::CommandExt;
+        use std::process::Stdio;
+        let what = format!("{command:?}");
+        let mut child = command
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+        let (send, lines) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let stderr = std::thread::spawn(move || {
             let mut bytes = Vec::new();
-            let _ = from.read_to_end(&mut bytes);
+            let _ = stderr.read_to_end(&mut bytes);
             bytes
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
+        });
+        Spawned {
+            child,
+            what,
+            deadline: std::time::Instant::now() + within,
+            lines,
+            seen: Vec::new(),
+            stderr: Some(stderr),
         }
-        if started.elapsed() > within {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("agent-tck {args:?} ran longer than {within:?}");
+    }
+
+    /// The process id (also its process group's).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The next line it prints; fails the test if it ends first or the deadline passes.
+    pub fn line(&mut self) -> String {
+        let left = self
+            .deadline
+            .saturating_duration_since(std::time::Instant::now());
+        match self.lines.recv_timeout(left) {
+            Ok(line) => {
+                self.seen.push(line.clone());
+                line
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                self.kill_group();
+                panic!(
+                    "{}: no line before its deadline; printed so far:\n{}",
+                    self.what,
+                    self.seen.join("\n")
+                )
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                let status = self.child.wait();
+                panic!(
+                    "{}: ended ({status:?}) before the line awaited; printed:\n{}",
+                    self.what,
+                    self.seen.join("\n")
+                )
+            }
         }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    std::process::Output {
-        status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
+    }
+
+    /// Sends SIGINT (as Ctrl-C does) and waits for it to end, at most `grace` (and never past
+    /// the deadline); if it has not ended by then, kills its group and fails the test — a
+    /// process that ignores the interrupt must not hang the test.
+    pub fn interrupt(mut self, grace: Duration) -> std::process::Output {
+        let pid = libc::pid_t::try_from(self.child.id()).expect("a pid");
+        // SAFETY: kill(2) on a child not yet waited for (so its pid is not reused); no memory.
+        assert_eq!(
+            unsafe { libc::kill(pid, libc::SIGINT) },
+            0,
+            "SIGINT to {}",
+            self.what
+        );
+        let by = std::time::Instant::now() + grace;
+        self.deadline = self.deadline.min(by);
+        let status = self.wait_for("after SIGINT");
+        self.output(status)
+    }
+
+    /// Waits for it to end before the deadline (its status).
+    pub fn wait(&mut self) -> std::process::ExitStatus {
+        self.wait_for("before its deadline")
+    }
+
+    fn wait_for(&mut self, when: &str) -> std::process::ExitStatus {
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            if std::time::Instant::now() >= self.deadline {
+                self.kill_group();
+                panic!(
+                    "{} did not end {when} (killed); printed:\n{}",
+                    self.what,
+                    self.seen.join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// What it printed, once it has ended with `status`: stdout's lines (those read and the
+    /// rest), stderr.
+    pub fn output(&mut self, status: std::process::ExitStatus) -> std::process::Output {
+        // The reader ends at the pipe's end: when the process and every child holding the pipe
+        // are gone. The group is killed so that an orphaned grandchild cannot keep it open.
+        self.kill_group_members();
+        self.seen.extend(self.lines.iter());
+        let mut stdout = self.seen.join("\n");
+        if !stdout.is_empty() {
+            stdout.push('\n');
+        }
+        let stderr = self
+            .stderr
+            .take()
+            .map(|t| t.join().unwrap_or_default())
+            .unwrap_or_default();
+        std::process::Output {
+            status,
+            stdout: stdout.into_bytes(),
+            stderr,
+        }
+    }
+
+    /// SIGKILL to the whole group, then the child reaped.
+    fn kill_group(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.kill_group_members();
+        }
+        let _ = self.child.wait();
+    }
+
+    /// SIGKILL to the group (its leader may be gone; the group lives while a member does).
+    fn kill_group_members(&self) {
+        if let Ok(pgid) = libc::pid_t::try_from(self.child.id()) {
+            // SAFETY: killpg(2) on the group this child leads (made with process_group(0));
+            // ESRCH when nothing is left in it, which is fine.
+            unsafe { libc::killpg(pgid, libc::SIGKILL) };
+        }
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        self.kill_group();
     }
 }
 
