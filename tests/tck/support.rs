@@ -516,7 +516,7 @@ pub struct Spawned {
     lines: std::sync::mpsc::Receiver<String>,
     /// The stdout lines read so far.
     seen: Vec<String>,
-    stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
+    stderr: std::sync::mpsc::Receiver<Vec<u8>>,
 }
 
 impl Spawned {
@@ -549,10 +549,11 @@ impl Spawned {
             }
         });
         let mut stderr = child.stderr.take().expect("piped stderr");
-        let stderr = std::thread::spawn(move || {
+        let (send_err, err) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
             let mut bytes = Vec::new();
             let _ = stderr.read_to_end(&mut bytes);
-            bytes
+            let _ = send_err.send(bytes);
         });
         Spawned {
             child,
@@ -560,7 +561,7 @@ impl Spawned {
             deadline: std::time::Instant::now() + within,
             lines,
             seen: Vec::new(),
-            stderr: Some(stderr),
+            stderr: err,
         }
     }
 
@@ -641,19 +642,32 @@ impl Spawned {
     /// What it printed, once it has ended with `status`: stdout's lines (those read and the
     /// rest), stderr.
     pub fn output(&mut self, status: std::process::ExitStatus) -> std::process::Output {
-        // The reader ends at the pipe's end: when the process and every child holding the pipe
-        // are gone. The group is killed so that an orphaned grandchild cannot keep it open.
+        // The pipes end when the process and every child holding them are gone: the group is
+        // killed so that an orphaned grandchild cannot keep them open, and one that left the
+        // group and holds them still fails the test (5 s on) instead of hanging it.
         self.kill_group_members();
-        self.seen.extend(self.lines.iter());
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        let left = || until.saturating_duration_since(std::time::Instant::now());
+        loop {
+            match self.lines.recv_timeout(left()) {
+                Ok(line) => self.seen.push(line),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!(
+                    "{} ended ({status}) but its stdout is still open (a process it started?)",
+                    self.what
+                ),
+            }
+        }
+        let stderr = self.stderr.recv_timeout(left()).unwrap_or_else(|_| {
+            panic!(
+                "{} ended ({status}) but its stderr is still open (a process it started?)",
+                self.what
+            )
+        });
         let mut stdout = self.seen.join("\n");
         if !stdout.is_empty() {
             stdout.push('\n');
         }
-        let stderr = self
-            .stderr
-            .take()
-            .map(|t| t.join().unwrap_or_default())
-            .unwrap_or_default();
         std::process::Output {
             status,
             stdout: stdout.into_bytes(),
@@ -696,4 +710,113 @@ pub async fn no_routes() -> Running {
         )
     });
     server::spawn(loopback(), app).await.expect("bind loopback")
+}
+
+/// The helpers that bound a test's processes, held to their promises: a process that ignores
+/// Ctrl-C (as one started under `nohup` does, or the fleet did before it installed its handler
+/// ahead of its banner) fails the test after the grace, killed with its whole group; so does one
+/// that never prints the line awaited or never ends.
+mod bounded {
+    use super::{Duration, Spawned};
+    use std::process::Command;
+    use std::time::Instant;
+
+    /// A shell that ignores SIGINT, starts a grandchild (`sleep`) in its group, prints the
+    /// grandchild's pid, then waits for it.
+    fn stubborn() -> Spawned {
+        let mut command = Command::new("sh");
+        command.args(["-c", "trap '' INT; sleep 60 & echo $!; wait"]);
+        Spawned::start(command, Duration::from_secs(30))
+    }
+
+    fn alive(pid: i32) -> bool {
+        // SAFETY: signal 0 only checks that the process exists; no memory is involved.
+        unsafe { libc::kill(pid, 0) == 0 }
+    }
+
+    /// The message of the panic `run` ends in, and how long it took.
+    fn failure(run: impl FnOnce()) -> (String, Duration) {
+        let started = Instant::now();
+        let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+            .expect_err("the helper fails the test");
+        let message = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        (message, started.elapsed())
+    }
+
+    /// Waits (up to 5 s) for `pid` to be gone: a SIGKILLed process is reaped by init a moment
+    /// after the signal, not at once.
+    fn gone(pid: i32) -> bool {
+        let until = Instant::now() + Duration::from_secs(5);
+        while alive(pid) {
+            if Instant::now() > until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    }
+
+    #[test]
+    fn an_interrupt_ignored_fails_after_the_grace_and_kills_the_group() {
+        let mut shell = stubborn();
+        let grandchild: i32 = shell.line().trim().parse().expect("a pid");
+        assert!(alive(grandchild));
+        let (message, took) = failure(move || {
+            shell.interrupt(Duration::from_millis(500));
+        });
+        assert!(
+            message.contains("did not end after SIGINT (killed)"),
+            "{message}"
+        );
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        assert!(
+            gone(grandchild),
+            "the grandchild {grandchild} outlived the test"
+        );
+    }
+
+    #[test]
+    fn a_line_never_printed_fails_at_the_deadline_and_kills_the_group() {
+        let mut command = Command::new("sh");
+        command.args(["-c", "sleep 60 & echo $!; wait"]);
+        let mut shell = Spawned::start(command, Duration::from_millis(500));
+        let grandchild: i32 = shell.line().trim().parse().expect("a pid");
+        let (message, took) = failure(move || {
+            shell.line();
+        });
+        assert!(message.contains("no line before its deadline"), "{message}");
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        assert!(
+            gone(grandchild),
+            "the grandchild {grandchild} outlived the test"
+        );
+    }
+
+    #[test]
+    fn a_run_past_its_deadline_fails_and_leaves_no_process() {
+        let (message, took) = failure(|| {
+            let mut command = Command::new("sh");
+            command.args(["-c", "trap '' INT TERM; sleep 60"]);
+            super::run_within(command, Duration::from_millis(300));
+        });
+        assert!(
+            message.contains("did not end before its deadline (killed)"),
+            "{message}"
+        );
+        assert!(took < Duration::from_secs(5), "{took:?}");
+    }
+
+    #[test]
+    fn a_run_gives_its_status_and_everything_it_printed() {
+        let mut command = Command::new("sh");
+        command.args(["-c", "echo one; echo two >&2; echo three; exit 3"]);
+        let out = super::run_within(command, Duration::from_secs(30));
+        assert_eq!(out.status.code(), Some(3));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "one\nthree\n");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "two\n");
+    }
 }
