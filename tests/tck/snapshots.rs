@@ -72,7 +72,10 @@ fn injection_canaries_are_pinned() {
             for payload in ["role-override", "tool-exfiltration"] {
                 for n in 0..2 {
                     let token = canary(seed, agent, payload, n);
-                    assert_eq!(find_canaries(&format!("say {token}!")), [token.clone()]);
+                    assert_eq!(
+                        find_canaries(&format!("say {token}!")),
+                        std::slice::from_ref(&token)
+                    );
                     writeln!(out, "{seed} {agent} {payload} {n} {token}").unwrap();
                 }
             }
