@@ -206,7 +206,8 @@ fn fuzz_mutations_are_pinned() {
 }
 
 /// `mock agents --seed N` writes the same set of agents (names, files, descriptions) for the same
-/// seed; the directory and the binary's path are the only things that vary, and are masked.
+/// seed, and its agents answer the same; the directory and the binary's path are the only things
+/// that vary, and are masked.
 #[test]
 fn mock_agents_set_is_pinned() {
     let dir = TempDir::new("snapshot-agents");
@@ -229,6 +230,32 @@ fn mock_agents_set_is_pinned() {
             mask(&body)
         )
         .unwrap();
+    }
+    // The graph is the same for every seed at this size; the agents' answers are drawn from it.
+    for agent in ["brainstormer", "tester"] {
+        for mode in ["plan", "execute"] {
+            let out = tck(&[
+                "mock",
+                "agent",
+                "--protocol",
+                "agent-standard",
+                "--name",
+                agent,
+                "--seed",
+                "7",
+                "--mode",
+                mode,
+                "--task",
+                "Review the project",
+            ]);
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+            write!(
+                shown,
+                "--- {agent} {mode}\n{}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+            .unwrap();
+        }
     }
     assert_snapshot("mock-agents-seed-7", &shown);
 }
