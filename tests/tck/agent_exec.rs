@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use agent_tck::protocols::agent_standard::result::last_object;
 use serde_json::Value;
 
-use crate::support::{tck, text, TempDir, EXE};
+use crate::support::{run_within, tck, text, TempDir, EXE, RUN_DEADLINE};
 
 /// The mock agent as a command: `extra` flags after the common ones.
 fn mock(extra: &str) -> String {
@@ -290,11 +290,11 @@ impl Set {
 
     /// Runs `agent` in `mode` as an orchestrator would, giving its result.
     fn run(&self, agent: &str, mode: &str, extra: &[&str]) -> Value {
-        let out = Command::new(self.command(agent))
+        let mut command = Command::new(self.command(agent));
+        command
             .args(["--mode", mode, "--task", "Review the project"])
-            .args(extra)
-            .output()
-            .unwrap();
+            .args(extra);
+        let out = run_within(command, RUN_DEADLINE);
         assert!(out.status.success(), "{agent}: {}", text(&out));
         last_object(&String::from_utf8_lossy(&out.stdout)).unwrap()
     }

@@ -170,21 +170,17 @@ fn the_command_line_judges_saved_responses() {
     )
     .unwrap();
     let json = dir.path("report.json");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"))
-        .args([
-            "probe",
-            "agent-standard",
-            "--output",
-            &plan,
-            &execute,
-            "--agents",
-            &dir.path("agents"),
-            "--json",
-            &json,
-        ])
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
+    let out = crate::support::tck(&[
+        "probe",
+        "agent-standard",
+        "--output",
+        &plan,
+        &execute,
+        "--agents",
+        &dir.path("agents"),
+        "--json",
+        &json,
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),

@@ -185,17 +185,13 @@ async fn the_readmes_connector_fleet_file_runs_green_through_the_binary() {
     let file = dir.path("connector-fleet.yaml");
     let json = dir.path("report.json");
     std::fs::write(&file, yaml).unwrap();
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"))
-        .args(["mock", "fleet", "--config"])
+    let mut command = crate::support::tck_command(&["mock", "fleet", "--config"]);
+    command
         .arg(&file)
         .args(["--platform-url", &url, "--json"])
         .arg(&json)
-        .env("FLEET_LISTEN", &listen)
-        .env("NO_COLOR", "1")
-        .kill_on_drop(true)
-        .output()
-        .await
-        .unwrap();
+        .env("FLEET_LISTEN", &listen);
+    let out = crate::support::run_within_async(command, crate::support::RUN_DEADLINE).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),

@@ -1623,23 +1623,17 @@ async fn mock_fleet_reads_the_registry_flag() {
     let run = |registry: String| {
         let (fleet, json) = (fleet.clone(), json.clone());
         async move {
-            let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"))
-                .args([
-                    "mock",
-                    "fleet",
-                    "--config",
-                    &fleet,
-                    "--registry",
-                    &registry,
-                    "--json",
-                    &json,
-                ])
-                .kill_on_drop(true)
-                .output();
-            tokio::time::timeout(Duration::from_secs(60), out)
-                .await
-                .unwrap()
-                .unwrap()
+            let command = crate::support::tck_command(&[
+                "mock",
+                "fleet",
+                "--config",
+                &fleet,
+                "--registry",
+                &registry,
+                "--json",
+                &json,
+            ]);
+            crate::support::run_within_async(command, Duration::from_secs(60)).await
         }
     };
     let out = run(registry.clone()).await;

@@ -13,22 +13,26 @@ use agent_tck::transport::http::{send, BaseUrl, Request};
 
 use crate::platform::{self, PlatformConfig, Variant};
 
+/// The matrices' shape, and that a row judged against the wrong expectation is reported. Every
+/// row of every matrix is run (and must pass) by `cli::selftest_passes_and_writes_both_reports`,
+/// through the binary; running them all here too doubled the slowest part of the suite (~50 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_probe_fails_exactly_the_cases_each_behaviour_breaks() {
-    let _heavy = crate::support::heavy().await;
     let exe = std::path::Path::new(env!("CARGO_BIN_EXE_agent-tck"));
-    let matrices = agent_tck::selftest::matrix::Matrix::builtin().unwrap();
+    let mut matrices = agent_tck::selftest::matrix::Matrix::builtin().unwrap();
     assert_eq!(
         matrices.len(),
         5,
         "the round table's, execute_task's, the Librarian's, the connector's and the agent standard's"
     );
-    for matrix in &matrices {
+    for matrix in &mut matrices {
         assert!(
             matrix.file.rows.len() >= 7,
             "{} rows",
             matrix.file.rows.len()
         );
+        // The first row: the conforming agent.
+        matrix.file.rows.truncate(1);
         let results = matrix.run(11, exe).await.unwrap();
         let wrong: Vec<String> = results
             .iter()

@@ -269,15 +269,12 @@ fn text(bytes: &[u8]) -> String {
 }
 
 async fn fleet_cli(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"));
-    command
-        .args(["mock", "fleet"])
-        .args(args)
-        .env("NO_COLOR", "1");
+    let mut command = crate::support::tck_command(&["mock", "fleet"]);
+    command.args(args);
     for (k, v) in env {
         command.env(k, v);
     }
-    command.kill_on_drop(true).output().await.unwrap()
+    crate::support::run_within_async(command, crate::support::RUN_DEADLINE).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -478,12 +478,13 @@ async fn a_stdio_harness_must_drain_stderr_and_end_the_process_group() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_socket_mock_judges_its_harness_and_reports_when_stopped() {
+#[test]
+fn a_socket_mock_judges_its_harness_and_reports_when_stopped() {
+    use crate::support::{tck_within, text, Spawned, RUN_DEADLINE};
     let dir = TempDir::new("tcp-judge");
     let json = dir.path("mock.json");
-    let mut mock = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"))
-        .args([
+    let mut mock = Spawned::tck(
+        &[
             "mock",
             "agent",
             "--protocol",
@@ -491,51 +492,39 @@ async fn a_socket_mock_judges_its_harness_and_reports_when_stopped() {
             "--tcp",
             "0",
             "--quiet",
-        ])
-        .args([
             "--behavior",
             "never-finishes",
             "--expect-max-turns",
             "5",
             "--json",
             &json,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(mock.stdout.take().unwrap());
-    let mut banner = String::new();
-    out.read_line(&mut banner).await.unwrap();
+        ],
+        RUN_DEADLINE,
+    );
+    let banner = mock.line();
     let addr = banner
         .trim()
         .rsplit_once("tcp://")
         .map(|(_, a)| a.to_string())
         .unwrap_or_else(|| panic!("{banner}"));
     // agent-tck's own harness drives it: the scenario's turn limit (5) ends each conversation.
-    let probe = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"))
-        .args([
+    let probe = tck_within(
+        &[
             "probe",
             "execute-task",
             "--tcp",
             &addr,
             "--only",
             "customer-support.*",
-        ])
-        .output()
-        .await
-        .unwrap();
-    assert!(probe.status.code().is_some());
-    // SAFETY: a child of ours, still running.
-    unsafe { libc::kill(mock.id().unwrap() as i32, libc::SIGINT) };
-    let exit = tokio::time::timeout(Duration::from_secs(30), mock.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    let mut rest = String::new();
-    out.read_to_string(&mut rest).await.unwrap();
-    assert_eq!(exit.code(), Some(0), "{rest}");
+        ],
+        RUN_DEADLINE,
+    );
+    // The never-finishing agent meets no conformance rule it breaks: exit 0 (scored, not failed).
+    assert_eq!(probe.status.code(), Some(0), "{}", text(&probe));
+    // Ctrl-C: the mock reports and ends (or is killed, failing the test, 30 s on).
+    let out = mock.interrupt(Duration::from_secs(30));
+    let rest = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{rest}");
     let report: Report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report.protocol, "execute-task");
     let (s, m) = status(&report, "harness.turn-limit");

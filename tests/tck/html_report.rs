@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use crate::support::{TempDir, EXE};
+use crate::support::{run_within, tck, TempDir, RUN_DEADLINE};
 const PAYLOAD: &str = "<script>document.body.setAttribute('data-pwned','1')</script>";
 
 #[test]
@@ -13,19 +13,16 @@ fn a_hostile_answer_is_text_in_the_file_and_in_the_browser() {
     let agent = dir.path("agent.sh");
     std::fs::write(&agent, format!("#!/bin/sh\necho \"{PAYLOAD}\"\n")).unwrap();
     let html = dir.path("report.html");
-    let out = Command::new(EXE)
-        .args([
-            "probe",
-            "agent-standard",
-            "--exec",
-            &format!("sh {agent}"),
-            "--mode",
-            "plan",
-            "--html",
-            &html,
-        ])
-        .output()
-        .unwrap();
+    let out = tck(&[
+        "probe",
+        "agent-standard",
+        "--exec",
+        &format!("sh {agent}"),
+        "--mode",
+        "plan",
+        "--html",
+        &html,
+    ]);
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -50,12 +47,11 @@ fn a_hostile_answer_is_text_in_the_file_and_in_the_browser() {
         return;
     };
     let (png, dom) = (dir.path("shot.png"), dir.path("dom.html"));
-    let out = Command::new("scripts/html-screenshot.sh")
-        .args([
-            "--html", &html, "--png", &png, "--dom", &dom, "--height", "900",
-        ])
-        .output()
-        .unwrap();
+    let mut screenshot = Command::new("scripts/html-screenshot.sh");
+    screenshot.args([
+        "--html", &html, "--png", &png, "--dom", &dom, "--height", "900",
+    ]);
+    let out = run_within(screenshot, RUN_DEADLINE);
     assert!(
         out.status.success(),
         "{}",

@@ -292,7 +292,10 @@ async fn mock_librarian_on_the_command_line_stops_after_n_requests_and_journals_
         .unwrap();
     let mut out = tokio::io::BufReader::new(mock.stdout.take().unwrap());
     let mut banner = String::new();
-    out.read_line(&mut banner).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(30), out.read_line(&mut banner))
+        .await
+        .expect("the mock's banner within 30 s")
+        .unwrap();
     let url = banner
         .trim()
         .rsplit_once("listening on ")
@@ -360,7 +363,10 @@ async fn mock_librarian_outputs(extra: &[&str], tokens: [(&str, &str); 2]) -> (S
         .unwrap();
     let mut out = tokio::io::BufReader::new(mock.stdout.take().unwrap());
     let mut console = String::new();
-    out.read_line(&mut console).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(30), out.read_line(&mut console))
+        .await
+        .expect("the mock's banner within 30 s")
+        .unwrap();
     let url = console
         .trim()
         .rsplit_once("listening on ")

@@ -10,7 +10,7 @@ use agent_tck::protocols::agent_standard::lint::{lint, Extra, RULES};
 use agent_tck::report::lint::Lint;
 use serde_json::Value;
 
-use crate::support::TempDir;
+use crate::support::{run_within, tck_command, text, TempDir, RUN_DEADLINE};
 
 const GOOD: &str = "---\nname: scanner\ndescription: Scan code for security issues.\ntools:\n  - Read\n  - Grep\nmodel: claude-opus-4-5-20251101\nsupports_plan_mode: true\n---\n\n# Scanner\n\n## Plan mode\n\nList what you will scan.\n\n## Execute mode\n\nScan it.\n";
 
@@ -150,15 +150,15 @@ fn a_good_definition_is_clean_and_each_broken_rule_is_caught_alone_at_its_line()
 /// The SARIF 2.1.0 schema, as the `serde-sarif` crate ships it (found through `cargo metadata`,
 /// offline: for this host's dependencies, which are on disk once the tests are built).
 fn sarif_schema() -> Value {
-    let rustc = std::process::Command::new("rustc")
-        .arg("-vV")
-        .output()
-        .expect("rustc -vV");
+    let mut rustc = std::process::Command::new("rustc");
+    rustc.arg("-vV");
+    let rustc = run_within(rustc, RUN_DEADLINE);
     let host = String::from_utf8_lossy(&rustc.stdout)
         .lines()
         .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
         .expect("rustc's host");
-    let out = std::process::Command::new(env!("CARGO"))
+    let mut metadata = std::process::Command::new(env!("CARGO"));
+    metadata
         .args([
             "metadata",
             "--format-version",
@@ -167,9 +167,9 @@ fn sarif_schema() -> Value {
             "--filter-platform",
             &host,
         ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo metadata");
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    let out = run_within(metadata, RUN_DEADLINE);
+    assert!(out.status.success(), "cargo metadata: {}", text(&out));
     let meta: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata's JSON");
     let manifest = meta["packages"]
         .as_array()
@@ -235,13 +235,9 @@ fn the_sarif_validates_against_the_schema_and_reads_back() {
 }
 
 fn lint_cli(args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"))
-        .args(["lint", "agents"])
-        .args(args)
-        .env("NO_COLOR", "1")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap()
+    let mut command = tck_command(&["lint", "agents"]);
+    command.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
+    run_within(command, RUN_DEADLINE)
 }
 
 #[test]

@@ -33,6 +33,7 @@ mod properties;
 mod reference;
 mod report_tools;
 mod reports;
+mod snapshots;
 mod socket;
 mod stdio;
 mod stub_server;

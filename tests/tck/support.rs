@@ -404,13 +404,21 @@ pub fn failed_ids(cases: &[CaseResult]) -> std::collections::BTreeSet<String> {
 /// The agent-tck binary under test.
 pub const EXE: &str = env!("CARGO_BIN_EXE_agent-tck");
 
-/// Runs the agent-tck binary with `args` (no colour) to its end.
+/// How long any run of the binary may take before the test fails (and the run is killed): far
+/// past the slowest run's need on a busy machine, well short of "hung".
+pub const RUN_DEADLINE: Duration = Duration::from_secs(120);
+
+/// Runs the agent-tck binary with `args` (no colour, stdin closed) to its end, within
+/// [`RUN_DEADLINE`].
 pub fn tck(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(EXE)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
+    tck_within(args, RUN_DEADLINE)
+}
+
+/// The agent-tck binary with `args`, without colour: for [`run_within`] and [`Spawned`].
+pub fn tck_command(args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new(EXE);
+    command.args(args).env("NO_COLOR", "1");
+    command
 }
 
 /// What a run printed: stdout, then stderr.
@@ -475,41 +483,219 @@ pub fn assert_every_verdict_explained(report: &Report) {
 /// Runs the agent-tck binary with `args` (no colour, stdin closed) to its end, its output
 /// drained as it comes; fails the test if it runs longer than `within` (the process is killed).
 pub fn tck_within(args: &[&str], within: Duration) -> std::process::Output {
-    use std::io::Read;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(EXE)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let drain = |mut from: Box<dyn Read + Send>| {
+    run_within(tck_command(args), within)
+}
+
+/// Runs `command` (stdin closed, output captured) to its end in a process group of its own;
+/// fails the test if it runs longer than `within`, after killing the whole group (so that no
+/// agent it started outlives the test).
+pub fn run_within(command: std::process::Command, within: Duration) -> std::process::Output {
+    let mut child = Spawned::start(command, within);
+    let status = child.wait();
+    child.output(status)
+}
+
+/// The same from async code: the wait runs on a blocking thread, not on the runtime's workers.
+pub async fn run_within_async(
+    command: std::process::Command,
+    within: Duration,
+) -> std::process::Output {
+    tokio::task::spawn_blocking(move || run_within(command, within))
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+}
+
+/// A process under test that runs until stopped (a mock fleet, a mock server) or to its end:
+/// in a process group of its own, stdin closed, stdout read line by line as it comes and stderr
+/// drained, all before a deadline. Each wait fails the test when the deadline passes, after
+/// killing the group; dropping it kills the group too, so a failing test leaves no process.
+pub struct Spawned {
+    child: std::process::Child,
+    what: String,
+    deadline: std::time::Instant,
+    lines: std::sync::mpsc::Receiver<String>,
+    /// The stdout lines read so far.
+    seen: Vec<String>,
+    stderr: std::sync::mpsc::Receiver<Vec<u8>>,
+}
+
+impl Spawned {
+    /// The agent-tck binary with `args`, which must end within `within` of now.
+    pub fn tck(args: &[&str], within: Duration) -> Spawned {
+        Spawned::start(tck_command(args), within)
+    }
+
+    /// Starts `command`, which must end within `within` of now.
+    pub fn start(mut command: std::process::Command, within: Duration) -> Spawned {
+        use std::io::{BufRead, Read};
+        use std::os::unix::process::CommandExt;
+        use std::process::Stdio;
+        let what = format!("{command:?}");
+        let mut child = command
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let (send_err, err) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
-            let _ = from.read_to_end(&mut bytes);
-            bytes
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
+            let _ = stderr.read_to_end(&mut bytes);
+            let _ = send_err.send(bytes);
+        });
+        Spawned {
+            child,
+            what,
+            deadline: std::time::Instant::now() + within,
+            lines,
+            seen: Vec::new(),
+            stderr: err,
         }
-        if started.elapsed() > within {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("agent-tck {args:?} ran longer than {within:?}");
+    }
+
+    /// The process id (also its process group's).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The next line it prints; fails the test if it ends first or the deadline passes.
+    pub fn line(&mut self) -> String {
+        let left = self
+            .deadline
+            .saturating_duration_since(std::time::Instant::now());
+        match self.lines.recv_timeout(left) {
+            Ok(line) => {
+                self.seen.push(line.clone());
+                line
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                self.kill_group();
+                panic!(
+                    "{}: no line before its deadline; printed so far:\n{}",
+                    self.what,
+                    self.seen.join("\n")
+                )
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                let status = self.child.wait();
+                panic!(
+                    "{}: ended ({status:?}) before the line awaited; printed:\n{}",
+                    self.what,
+                    self.seen.join("\n")
+                )
+            }
         }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    std::process::Output {
-        status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
+    }
+
+    /// Sends SIGINT (as Ctrl-C does) and waits for it to end, at most `grace` (and never past
+    /// the deadline); if it has not ended by then, kills its group and fails the test — a
+    /// process that ignores the interrupt must not hang the test.
+    pub fn interrupt(mut self, grace: Duration) -> std::process::Output {
+        let pid = libc::pid_t::try_from(self.child.id()).expect("a pid");
+        // SAFETY: kill(2) on a child not yet waited for (so its pid is not reused); no memory.
+        assert_eq!(
+            unsafe { libc::kill(pid, libc::SIGINT) },
+            0,
+            "SIGINT to {}",
+            self.what
+        );
+        let by = std::time::Instant::now() + grace;
+        self.deadline = self.deadline.min(by);
+        let status = self.wait_for("after SIGINT");
+        self.output(status)
+    }
+
+    /// Waits for it to end before the deadline (its status).
+    pub fn wait(&mut self) -> std::process::ExitStatus {
+        self.wait_for("before its deadline")
+    }
+
+    fn wait_for(&mut self, when: &str) -> std::process::ExitStatus {
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            if std::time::Instant::now() >= self.deadline {
+                self.kill_group();
+                panic!(
+                    "{} did not end {when} (killed); printed:\n{}",
+                    self.what,
+                    self.seen.join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// What it printed, once it has ended with `status`: stdout's lines (those read and the
+    /// rest), stderr.
+    pub fn output(&mut self, status: std::process::ExitStatus) -> std::process::Output {
+        // The pipes end when the process and every child holding them are gone: the group is
+        // killed so that an orphaned grandchild cannot keep them open, and one that left the
+        // group and holds them still fails the test (5 s on) instead of hanging it.
+        self.kill_group_members();
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        let left = || until.saturating_duration_since(std::time::Instant::now());
+        loop {
+            match self.lines.recv_timeout(left()) {
+                Ok(line) => self.seen.push(line),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!(
+                    "{} ended ({status}) but its stdout is still open (a process it started?)",
+                    self.what
+                ),
+            }
+        }
+        let stderr = self.stderr.recv_timeout(left()).unwrap_or_else(|_| {
+            panic!(
+                "{} ended ({status}) but its stderr is still open (a process it started?)",
+                self.what
+            )
+        });
+        let mut stdout = self.seen.join("\n");
+        if !stdout.is_empty() {
+            stdout.push('\n');
+        }
+        std::process::Output {
+            status,
+            stdout: stdout.into_bytes(),
+            stderr,
+        }
+    }
+
+    /// SIGKILL to the whole group, then the child reaped.
+    fn kill_group(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.kill_group_members();
+        }
+        let _ = self.child.wait();
+    }
+
+    /// SIGKILL to the group (its leader may be gone; the group lives while a member does).
+    fn kill_group_members(&self) {
+        if let Ok(pgid) = libc::pid_t::try_from(self.child.id()) {
+            // SAFETY: killpg(2) on the group this child leads (made with process_group(0));
+            // ESRCH when nothing is left in it, which is fine.
+            unsafe { libc::killpg(pgid, libc::SIGKILL) };
+        }
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        self.kill_group();
     }
 }
 
@@ -524,4 +710,113 @@ pub async fn no_routes() -> Running {
         )
     });
     server::spawn(loopback(), app).await.expect("bind loopback")
+}
+
+/// The helpers that bound a test's processes, held to their promises: a process that ignores
+/// Ctrl-C (as one started under `nohup` does, or the fleet did before it installed its handler
+/// ahead of its banner) fails the test after the grace, killed with its whole group; so does one
+/// that never prints the line awaited or never ends.
+mod bounded {
+    use super::{Duration, Spawned};
+    use std::process::Command;
+    use std::time::Instant;
+
+    /// A shell that ignores SIGINT, starts a grandchild (`sleep`) in its group, prints the
+    /// grandchild's pid, then waits for it.
+    fn stubborn() -> Spawned {
+        let mut command = Command::new("sh");
+        command.args(["-c", "trap '' INT; sleep 60 & echo $!; wait"]);
+        Spawned::start(command, Duration::from_secs(30))
+    }
+
+    fn alive(pid: i32) -> bool {
+        // SAFETY: signal 0 only checks that the process exists; no memory is involved.
+        unsafe { libc::kill(pid, 0) == 0 }
+    }
+
+    /// The message of the panic `run` ends in, and how long it took.
+    fn failure(run: impl FnOnce()) -> (String, Duration) {
+        let started = Instant::now();
+        let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+            .expect_err("the helper fails the test");
+        let message = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        (message, started.elapsed())
+    }
+
+    /// Waits (up to 5 s) for `pid` to be gone: a SIGKILLed process is reaped by init a moment
+    /// after the signal, not at once.
+    fn gone(pid: i32) -> bool {
+        let until = Instant::now() + Duration::from_secs(5);
+        while alive(pid) {
+            if Instant::now() > until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    }
+
+    #[test]
+    fn an_interrupt_ignored_fails_after_the_grace_and_kills_the_group() {
+        let mut shell = stubborn();
+        let grandchild: i32 = shell.line().trim().parse().expect("a pid");
+        assert!(alive(grandchild));
+        let (message, took) = failure(move || {
+            shell.interrupt(Duration::from_millis(500));
+        });
+        assert!(
+            message.contains("did not end after SIGINT (killed)"),
+            "{message}"
+        );
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        assert!(
+            gone(grandchild),
+            "the grandchild {grandchild} outlived the test"
+        );
+    }
+
+    #[test]
+    fn a_line_never_printed_fails_at_the_deadline_and_kills_the_group() {
+        let mut command = Command::new("sh");
+        command.args(["-c", "sleep 60 & echo $!; wait"]);
+        let mut shell = Spawned::start(command, Duration::from_millis(500));
+        let grandchild: i32 = shell.line().trim().parse().expect("a pid");
+        let (message, took) = failure(move || {
+            shell.line();
+        });
+        assert!(message.contains("no line before its deadline"), "{message}");
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        assert!(
+            gone(grandchild),
+            "the grandchild {grandchild} outlived the test"
+        );
+    }
+
+    #[test]
+    fn a_run_past_its_deadline_fails_and_leaves_no_process() {
+        let (message, took) = failure(|| {
+            let mut command = Command::new("sh");
+            command.args(["-c", "trap '' INT TERM; sleep 60"]);
+            super::run_within(command, Duration::from_millis(300));
+        });
+        assert!(
+            message.contains("did not end before its deadline (killed)"),
+            "{message}"
+        );
+        assert!(took < Duration::from_secs(5), "{took:?}");
+    }
+
+    #[test]
+    fn a_run_gives_its_status_and_everything_it_printed() {
+        let mut command = Command::new("sh");
+        command.args(["-c", "echo one; echo two >&2; echo three; exit 3"]);
+        let out = super::run_within(command, Duration::from_secs(30));
+        assert_eq!(out.status.code(), Some(3));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "one\nthree\n");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "two\n");
+    }
 }

@@ -5,7 +5,9 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::support::{case_statuses, tck, text, TempDir, EXE};
+use std::time::Duration;
+
+use crate::support::{case_statuses, tck, text, Spawned, TempDir, EXE, RUN_DEADLINE};
 
 fn targets_file(dir: &TempDir) -> String {
     let mock = format!("{EXE} mock agent --protocol agent-standard --seed 4");
@@ -144,35 +146,46 @@ fn shards_merged_give_what_one_run_over_the_list_gives() {
     }
 }
 
+/// The last line of the report of a fleet no platform called.
+const FLEET_REPORT: &str = "0 passed, 0 failed, 14 skipped · nothing judged";
+
 #[test]
 fn fleet_shards_serve_every_agent_once() {
-    use std::io::{BufRead, BufReader};
     let mut served: Vec<String> = Vec::new();
     for k in 1..=3 {
-        let mut child = std::process::Command::new(EXE)
-            .args([
-                "mock", "fleet", "--preset", "chaos", "--port", "0", "--quiet",
-            ])
-            .args(["--shard", &format!("{k}/3")])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let header = lines.next().unwrap().unwrap();
+        let shard = format!("{k}/3");
+        let mut fleet = Spawned::tck(
+            &[
+                "mock", "fleet", "--preset", "chaos", "--port", "0", "--quiet", "--shard", &shard,
+            ],
+            RUN_DEADLINE,
+        );
+        let header = fleet.line();
         let count: usize = header
             .split(" · ")
             .nth(1)
             .and_then(|s| s.split(' ').next())
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("{header}"));
-        for line in lines.by_ref().take(count) {
-            served.push(line.unwrap().split_whitespace().next().unwrap().to_string());
+        for _ in 0..count {
+            let line = fleet.line();
+            served.push(
+                line.split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
         }
-        // SIGINT: the fleet stops and reports (its stdout is read to the end, so it never blocks).
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-        for _ in lines {}
-        child.wait().unwrap();
+        // Ctrl-C right after the banner: the fleet has its handler by then, stops and reports
+        // (even with SIGINT ignored, as under nohup); one that does not is killed after 20 s.
+        let out = fleet.interrupt(Duration::from_secs(20));
+        // Exit 1: no platform called it, so nothing was judged (not a pass).
+        assert_eq!(out.status.code(), Some(1), "shard {shard}: {}", text(&out));
+        assert!(
+            text(&out).contains(FLEET_REPORT),
+            "shard {shard}: no report: {}",
+            text(&out)
+        );
     }
     let unique: BTreeSet<&String> = served.iter().collect();
     assert_eq!(

@@ -63,14 +63,10 @@ fn answer_reply(agent: Naive, request: &Value) -> Reply {
 }
 
 async fn probe(args: &[&str]) -> Output {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"))
-        .args(["probe", "execute-task", "--seed", "5", "--timeout", "20s"])
-        .args(args)
-        .env("NO_COLOR", "1")
-        .kill_on_drop(true)
-        .output()
-        .await
-        .unwrap()
+    let mut command =
+        crate::support::tck_command(&["probe", "execute-task", "--seed", "5", "--timeout", "20s"]);
+    command.args(args);
+    crate::support::run_within_async(command, crate::support::RUN_DEADLINE).await
 }
 
 fn text(bytes: &[u8]) -> String {
