@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
 use serde_json::Value;
 
 use super::behavior::{Item, Kind, LengthLie, Modifier, ResetPoint, What};
@@ -16,15 +15,7 @@ use super::http1::{Fault, Framing, Plan, Response};
 use super::protocol::{AgentProtocol, AnswerFields, Mutating};
 use super::{Answer, Body, Reply, Responder};
 
-/// Registration facts of an agent (the spec's registration body).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Profile {
-    pub name: String,
-    pub domain: String,
-    pub capabilities: Vec<String>,
-    #[serde(skip)]
-    pub api_key: Option<String>,
-}
+pub use super::profile::Profile;
 
 pub struct MockAgent {
     pub profile: Profile,

@@ -4,6 +4,7 @@
 //! The paths, the registration body and the trigger's default body are the protocol's: this
 //! file knows no platform's API.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -475,7 +476,7 @@ impl Driver {
             .map_err(|e| platform_error(e, deadline_why))
     }
 
-    /// Registers each agent with `base_url` from `urls`; returns the names registered and a case.
+    /// Registers each agent with its URL from `urls`; returns the names registered and a case.
     pub async fn register(
         &self,
         agents: &[MockAgent],
@@ -506,7 +507,7 @@ impl Driver {
                     "{}: {} {}{}",
                     p.name,
                     r.status,
-                    registration_hint(r.status),
+                    registration_hint(r.status, self.api.url_member),
                     crate::text::excerpt(&r.body, 300)
                 )),
                 Err(e) => failures.push(format!("{}: {e}", p.name)),
@@ -853,12 +854,14 @@ fn platform_error(e: http::Error, deadline_why: &str) -> Failure {
 /// How long a registration or deregistration may take.
 const REGISTRATION_DEADLINE: Duration = Duration::from_secs(30);
 
-fn registration_hint(status: u16) -> &'static str {
+/// What a refused registration likely means; `url_member`: where the registration says the
+/// agent's URL.
+fn registration_hint(status: u16, url_member: &str) -> Cow<'static, str> {
     match status {
-        409 => "(name taken) ",
-        400 => "(refused; a loopback base_url? see --advertise) ",
-        401 | 403 => "(the platform token is missing or wrong) ",
-        _ => "",
+        409 => "(name taken) ".into(),
+        400 => format!("(refused; a loopback {url_member}? see --advertise) ").into(),
+        401 | 403 => "(the platform token is missing or wrong) ".into(),
+        _ => "".into(),
     }
 }
 

@@ -647,7 +647,7 @@ where
         let (plan, decision) = agent.respond_body(endpoint, &body);
         let seq = service.seq.fetch_add(1, Ordering::Relaxed);
         if let Some(findings) = body.findings("the request is not JSON") {
-            let request_id = agent
+            let id = agent
                 .protocol
                 .request_id_field()
                 .and_then(|field| body.str_member(field));
@@ -657,7 +657,7 @@ where
                 expects_key: false,
                 endpoint,
                 auth: AuthSeen::None,
-                task: request_id.as_deref().unwrap_or(""),
+                task: id.as_deref().unwrap_or(""),
                 body: &body,
                 schema_findings: &findings,
                 decision: &decision,

@@ -11,6 +11,7 @@ use super::args::Args;
 use super::decision::{Decision, Placed};
 use super::http1::Delivered;
 use super::journal::AuthSeen;
+use super::profile::Profile;
 use super::{Body, Responder};
 use crate::report::CaseResult;
 use crate::schema::Finding;
@@ -199,7 +200,9 @@ pub struct PlatformApi {
     pub trigger_body: fn() -> Value,
     /// The registration body of one agent, served at `url`, in registration mode `mode`
     /// (without its key: the driver adds `api_key` when the agent has one).
-    pub registration: fn(agent: &super::agent::Profile, url: &str, mode: &str) -> Value,
+    pub registration: fn(agent: &Profile, url: &str, mode: &str) -> Value,
+    /// The registration's member that holds the agent's URL (a refusal's hint names it).
+    pub url_member: &'static str,
     /// How many times the platform's per-call timeout one triggered deliberation may take
     /// (its calls in sequence): its deadline is that many timeouts plus the trigger's margin.
     pub calls_in_sequence: u32,

@@ -27,13 +27,17 @@ pub static PLATFORM_API: PlatformApi = PlatformApi {
     trigger_path: "/api/v1/round-table/tasks",
     trigger_body: || json!({ "content": "{{ task }}" }),
     registration,
+    url_member: URL_MEMBER,
     calls_in_sequence: 3,
 };
+
+/// Where the registration body says the agent is.
+const URL_MEMBER: &str = "base_url";
 
 /// The spec's registration body.
 fn registration(agent: &Profile, url: &str, mode: &str) -> Value {
     json!({
-        "name": agent.name, "domain": agent.domain, "base_url": url,
+        "name": agent.name, "domain": agent.domain, URL_MEMBER: url,
         "capabilities": agent.capabilities, "mode": mode,
     })
 }
