@@ -966,6 +966,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_protocol_without_a_platform_api_cannot_be_driven() {
+        let spec: PlatformSpec = serde_saphyr::from_str("url: http://platform:8000\n").unwrap();
+        let e = Driver::new(&spec, None, &crate::mock::stub::STUB)
+            .err()
+            .unwrap();
+        assert_eq!(
+            e,
+            "platform: the stub protocol has no platform API that a fleet can drive"
+        );
+    }
+
+    #[test]
     fn conditions_parse_and_judge() {
         let answer = json!({"status": "completed", "votes": [{"approve": true}], "n": 3});
         let ok = [

@@ -357,3 +357,57 @@ fn padding(room: usize) -> (Vec<usize>, usize) {
         .collect();
     (lengths, 0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Members no protocol has: the encoding layer bends the ones it is told.
+    const FIELDS: AnswerFields = AnswerFields {
+        identity: "who",
+        text: &["said", "also"],
+        number: "score",
+    };
+
+    #[test]
+    fn the_protocols_members_are_the_ones_bent() {
+        let answer = br#"{"also":"b","n":{"score":2},"said":"a","who":"me"}"#;
+        let (body, _) = malformed(Malformed::DuplicateKeys, answer, &FIELDS);
+        assert_eq!(
+            String::from_utf8(body).unwrap(),
+            r#"{"also":"b","n":{"score":2},"said":"a","who":"me","who":"me-impostor"}"#
+        );
+        let (body, _) = malformed(Malformed::NaN, answer, &FIELDS);
+        assert_eq!(
+            String::from_utf8(body).unwrap(),
+            r#"{"also":"b","n":{"score":NaN},"said":"a","who":"me"}"#
+        );
+        // `said` comes first in the protocol's order, though `also` comes first in the body.
+        assert_eq!(
+            invalid_utf8(answer, &FIELDS),
+            [
+                br#"{"also":"b","n":{"score":2},"said":""#.as_slice(),
+                NOT_UTF8.as_slice(),
+                br#"a","who":"me"}"#.as_slice()
+            ]
+            .concat()
+        );
+        // None of them: a new identity and number, the first string's start.
+        let (body, _) = malformed(Malformed::DuplicateKeys, br#"{"x":"y"}"#, &FIELDS);
+        assert_eq!(
+            String::from_utf8(body).unwrap(),
+            r#"{"who":"agent","x":"y","who":"agent-impostor"}"#
+        );
+        let (body, _) = malformed(Malformed::NaN, br#"{"x":1}"#, &FIELDS);
+        assert_eq!(String::from_utf8(body).unwrap(), r#"{"score":NaN,"x":1}"#);
+        assert_eq!(
+            invalid_utf8(br#"{"x":"y"}"#, &FIELDS),
+            [
+                br#"{""#.as_slice(),
+                NOT_UTF8.as_slice(),
+                br#"x":"y"}"#.as_slice()
+            ]
+            .concat()
+        );
+    }
+}
