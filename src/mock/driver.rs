@@ -335,6 +335,27 @@ fn literal(text: &str) -> Value {
     serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.to_string()))
 }
 
+/// What is wrong with a fleet file's `platform:` section, or with the protocol it would drive:
+/// a usage error (nothing was run).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlatformSpecError {
+    #[error("platform: the {protocol} protocol has no platform API that a fleet can drive")]
+    NoApi { protocol: &'static str },
+    /// A setting that does not read (`field`: its path in the fleet file).
+    #[error("{field}: {cause}")]
+    Setting { field: &'static str, cause: String },
+    #[error("platform.token_env: the environment variable {var} is not set")]
+    TokenEnvUnset { var: String },
+    #[error("platform.trigger: count and concurrency must be at least 1")]
+    NoTriggers,
+}
+
+impl From<PlatformSpecError> for crate::error::Error {
+    fn from(e: PlatformSpecError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
 /// Validated driver settings.
 pub struct Driver {
     pub base: BaseUrl,
@@ -372,24 +393,26 @@ impl Driver {
         spec: &PlatformSpec,
         token_override: Option<String>,
         protocol: &dyn AgentProtocol,
-    ) -> Result<Driver, String> {
-        let api = protocol.platform_api().ok_or_else(|| {
-            format!(
-                "platform: the {} protocol has no platform API that a fleet can drive",
-                protocol.name()
-            )
-        })?;
-        let base = BaseUrl::parse(&spec.url).map_err(|e| format!("platform.url: {e}"))?;
+    ) -> Result<Driver, PlatformSpecError> {
+        let api = protocol
+            .platform_api()
+            .ok_or_else(|| PlatformSpecError::NoApi {
+                protocol: protocol.name(),
+            })?;
+        let setting =
+            |field: &'static str| move |cause: String| PlatformSpecError::Setting { field, cause };
+        let base = BaseUrl::parse(&spec.url).map_err(|e| setting("platform.url")(e.to_string()))?;
         let token = match (token_override, &spec.token, &spec.token_env) {
             (Some(t), _, _) => Some(t),
             (None, Some(t), _) => Some(t.clone()),
-            (None, None, Some(var)) => Some(std::env::var(var).map_err(|_| {
-                format!("platform.token_env: the environment variable {var} is not set")
-            })?),
+            (None, None, Some(var)) => Some(
+                std::env::var(var)
+                    .map_err(|_| PlatformSpecError::TokenEnvUnset { var: var.clone() })?,
+            ),
             _ => None,
         };
         let timeout = crate::units::parse_duration(&spec.timeout)
-            .map_err(|e| format!("platform.timeout: {e}"))?;
+            .map_err(|e| setting("platform.timeout")(e.to_string()))?;
         let trigger = match &spec.trigger {
             None => None,
             Some(t) => {
@@ -397,15 +420,12 @@ impl Driver {
                     .expect
                     .json
                     .iter()
-                    .map(|c| {
-                        Condition::parse(c)
-                            .map_err(|e| format!("platform.trigger.expect.json: {e}"))
-                    })
+                    .map(|c| Condition::parse(c).map_err(setting("platform.trigger.expect.json")))
                     .collect::<Result<Vec<_>, _>>()?;
                 let margin = crate::units::parse_duration(&t.margin)
-                    .map_err(|e| format!("platform.trigger.margin: {e}"))?;
+                    .map_err(|e| setting("platform.trigger.margin")(e.to_string()))?;
                 if t.count == 0 || t.concurrency == 0 {
-                    return Err("platform.trigger: count and concurrency must be at least 1".into());
+                    return Err(PlatformSpecError::NoTriggers);
                 }
                 Some(Trigger {
                     spec: t.clone(),
@@ -971,9 +991,16 @@ mod tests {
         let e = Driver::new(&spec, None, &crate::mock::stub::STUB)
             .err()
             .unwrap();
+        assert_eq!(e, PlatformSpecError::NoApi { protocol: "stub" });
         assert_eq!(
-            e,
+            e.to_string(),
             "platform: the stub protocol has no platform API that a fleet can drive"
+        );
+        assert_eq!(
+            crate::error::Error::from(e),
+            crate::error::Error::usage(
+                "platform: the stub protocol has no platform API that a fleet can drive"
+            )
         );
     }
 
