@@ -1127,7 +1127,7 @@ async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
     }
     let driver = platform
         .as_ref()
-        .map(|p| Driver::new(p, args.platform_token.clone()))
+        .map(|p| Driver::new(p, args.platform_token.clone(), agents_protocol))
         .transpose()
         .map_err(|e| Error::usage(format!("{source}: {e}")))?;
     let advertise = args.advertise.clone().or(file.advertise.clone());

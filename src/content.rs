@@ -1,7 +1,7 @@
 //! Generated content, deterministic under `--seed`: the probe's request templates and the
 //! reference agents' answers are made from it (each protocol assembles its own messages from
-//! these words and phrases, e.g. `protocols::roundtable::content`). Each use draws from its own stream (a name mixed
-//! into the seed), so adding a case does not change what other cases send.
+//! these words and phrases in its own folder). Each use draws from its own stream (a name
+//! mixed into the seed), so adding a case does not change what other cases send.
 //!
 //! Words come from `fake`'s English lists, but phrases are assembled here, each into one string:
 //! a conforming mock agent makes an answer per request, and `fake`'s template replacing and
@@ -121,7 +121,7 @@ const UNICODE_SAMPLES: &[&str] = &[
     "Überprüfe das Anmeldemodul: Größe, Maß, straße",
 ];
 
-// The round table's messages (and every protocol's) are assembled from these in another module:
+// Every protocol's messages are assembled from these in another module:
 // `#[inline]` lets the compiler inline them there too (across codegen units), as it did when
 // they were one module (~3,000 instructions per generated analysis otherwise).
 impl Content {

@@ -1,5 +1,5 @@
 //! Writing JSON text straight into a byte buffer, for answers generated on the mock's hot path
-//! (an /analyze answer written piece by piece costs a fraction of building a struct of owned
+//! (a typical answer written piece by piece costs a fraction of building a struct of owned
 //! strings and serializing it). Text is escaped as serde_json escapes it, and
 //! numbers as it writes them.
 

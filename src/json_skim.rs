@@ -1,6 +1,6 @@
 //! A validating one-pass JSON scanner for the mock's hot path: it checks a request body is JSON
 //! and records its top-level object's members (their kind and raw text) without building a
-//! `serde_json::Value` — a tenth of the instructions for a typical /analyze body.
+//! `serde_json::Value` — a tenth of the instructions for a typical request body.
 //!
 //! It is deliberately partial: whatever it is not sure serde_json reads the same way (a `\u`
 //! escape, a number with an exponent or many digits, a duplicate key, deep nesting, anything but

@@ -6,25 +6,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
 use serde_json::Value;
 
 use super::behavior::{Item, Kind, LengthLie, Modifier, ResetPoint, What};
 use super::decision::Decision;
 use super::encoding::{self, Malformed};
 use super::http1::{Fault, Framing, Plan, Response};
-use super::protocol::{AgentProtocol, Mutating};
+use super::protocol::{AgentProtocol, AnswerFields, Mutating};
 use super::{Answer, Body, Reply, Responder};
 
-/// Registration facts of an agent (the spec's registration body).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Profile {
-    pub name: String,
-    pub domain: String,
-    pub capabilities: Vec<String>,
-    #[serde(skip)]
-    pub api_key: Option<String>,
-}
+pub use super::profile::Profile;
 
 pub struct MockAgent {
     pub profile: Profile,
@@ -288,7 +279,8 @@ impl Shaper<'_> {
         let body = self.plan.response.body.clone();
         let (new, why): (Vec<u8>, String) = match kind {
             Kind::MalformedJson(v) => {
-                let (bytes, content_type) = encoding::malformed(*v, &body);
+                let (bytes, content_type) =
+                    encoding::malformed(*v, &body, self.agent.protocol.answer_fields());
                 set_content_type(&mut self.plan.response, content_type);
                 // Duplicate keys still parse (the last one wins): usable, if ambiguous.
                 if *v != Malformed::DuplicateKeys {
@@ -297,13 +289,16 @@ impl Shaper<'_> {
                 (bytes, String::new())
             }
             Kind::InvalidUtf8 => (
-                encoding::invalid_utf8(&body),
+                encoding::invalid_utf8(&body, self.agent.protocol.answer_fields()),
                 "invalid UTF-8 in the body".into(),
             ),
             Kind::OversizedBody { endless: true, .. } => {
                 self.plan.endless = true;
                 self.plan.framing = Framing::Chunked;
-                (endless_chunk(self.agent.name()), "an endless body".into())
+                (
+                    endless_chunk(self.agent.protocol.answer_fields(), self.agent.name()),
+                    "an endless body".into(),
+                )
             }
             Kind::OversizedBody { bytes, .. } => (
                 encoding::padded_body(&body, *bytes),
@@ -418,8 +413,13 @@ fn reason(status: u16) -> &'static str {
 }
 
 /// The repeated chunk of an endless body: an object that never closes.
-fn endless_chunk(agent: &str) -> Vec<u8> {
-    let mut chunk = format!("{{\"agent_name\":{agent:?},\"padding\":\"").into_bytes();
+fn endless_chunk(fields: &AnswerFields, agent: &str) -> Vec<u8> {
+    let mut chunk = format!(
+        "{{{}:{agent:?},\"{}\":\"",
+        Value::String(fields.identity.into()),
+        encoding::PADDING_FIELD
+    )
+    .into_bytes();
     chunk.resize(64 * 1024, b'x');
     chunk
 }

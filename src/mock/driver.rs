@@ -1,7 +1,10 @@
-//! Driving a real platform with the fleet: register its agents (`POST {platform}/api/v1/agents`,
-//! the spec's body), trigger deliberations with a configurable request, check each answer, and
-//! deregister on the way out. Every step becomes report cases.
+//! Driving a real platform with the fleet: register its agents (`POST {platform}{agents path}`,
+//! the body the protocol's [`PlatformApi`] writes), trigger deliberations with a configurable
+//! request, check each answer, and deregister on the way out. Every step becomes report cases.
+//! The paths, the registration body and the trigger's default body are the protocol's: this
+//! file knows no platform's API.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,6 +14,7 @@ use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
 use super::agent::MockAgent;
+use super::protocol::{AgentProtocol, PlatformApi};
 use crate::report::{CaseResult, Evidence, Level};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
 
@@ -42,8 +46,9 @@ fn default_timeout() -> String {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RegisterSpec {
-    #[serde(default = "agents_path")]
-    pub path: String,
+    /// Default: the protocol's [`PlatformApi::agents_path`].
+    #[serde(default)]
+    pub path: Option<String>,
     /// `DELETE {path}/{name}` for each registered agent on exit.
     #[serde(default = "yes")]
     pub deregister: bool,
@@ -51,9 +56,6 @@ pub struct RegisterSpec {
     pub mode: String,
 }
 
-fn agents_path() -> String {
-    "/api/v1/agents".into()
-}
 fn yes() -> bool {
     true
 }
@@ -66,18 +68,20 @@ fn sync() -> String {
 pub struct TriggerSpec {
     #[serde(default = "post")]
     pub method: String,
-    #[serde(default = "tasks_path")]
-    pub path: String,
+    /// Default: the protocol's [`PlatformApi::trigger_path`].
+    #[serde(default)]
+    pub path: Option<String>,
     /// A JSON body; in its strings `{{ n }}` becomes the trigger's number and `{{ task }}` a
-    /// generated task text.
-    #[serde(default = "default_body")]
-    pub body: Value,
+    /// generated task text. Default: the protocol's [`PlatformApi::trigger_body`].
+    #[serde(default)]
+    pub body: Option<Value>,
     #[serde(default = "one")]
     pub count: usize,
     #[serde(default = "one")]
     pub concurrency: usize,
-    /// Added to the platform's timeout: a deliberation must end within both (three phases,
-    /// each bounded by the timeout, hence 3 × timeout + margin).
+    /// Added to the platform's timeouts: a deliberation must end within both (its calls in
+    /// sequence, each bounded by the timeout, hence N × timeout + margin; N is the protocol's
+    /// [`PlatformApi::calls_in_sequence`]).
     #[serde(default = "margin")]
     pub margin: String,
     #[serde(default)]
@@ -86,12 +90,6 @@ pub struct TriggerSpec {
 
 fn post() -> String {
     "POST".into()
-}
-fn tasks_path() -> String {
-    "/api/v1/round-table/tasks".into()
-}
-fn default_body() -> Value {
-    json!({ "content": "{{ task }}" })
 }
 fn one() -> usize {
     1
@@ -337,29 +335,84 @@ fn literal(text: &str) -> Value {
     serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.to_string()))
 }
 
+/// What is wrong with a fleet file's `platform:` section, or with the protocol it would drive:
+/// a usage error (nothing was run).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlatformSpecError {
+    #[error("platform: the {protocol} protocol has no platform API that a fleet can drive")]
+    NoApi { protocol: &'static str },
+    /// A setting that does not read (`field`: its path in the fleet file).
+    #[error("{field}: {cause}")]
+    Setting { field: &'static str, cause: String },
+    #[error("platform.token_env: the environment variable {var} is not set")]
+    TokenEnvUnset { var: String },
+    #[error("platform.trigger: count and concurrency must be at least 1")]
+    NoTriggers,
+}
+
+impl From<PlatformSpecError> for crate::error::Error {
+    fn from(e: PlatformSpecError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
 /// Validated driver settings.
 pub struct Driver {
     pub base: BaseUrl,
     token: Option<String>,
     pub timeout: Duration,
-    pub register: Option<RegisterSpec>,
-    pub trigger: Option<(TriggerSpec, Vec<Condition>, Duration)>,
+    pub register: Option<Register>,
+    pub trigger: Option<Trigger>,
+    /// The protocol's platform API: the registration body, and the paths the cases name.
+    api: &'static PlatformApi,
+}
+
+/// `platform.register`, its path resolved.
+#[derive(Debug, Clone)]
+pub struct Register {
+    pub path: String,
+    pub deregister: bool,
+    pub mode: String,
+}
+
+/// `platform.trigger`, its path and body resolved and its conditions parsed.
+#[derive(Debug, Clone)]
+pub struct Trigger {
+    pub spec: TriggerSpec,
+    pub path: String,
+    pub body: Value,
+    pub conditions: Vec<Condition>,
+    /// How long one deliberation may take.
+    pub deadline: Duration,
 }
 
 impl Driver {
-    /// `token_override`: the `--platform-token` flag (wins over the file).
-    pub fn new(spec: &PlatformSpec, token_override: Option<String>) -> Result<Driver, String> {
-        let base = BaseUrl::parse(&spec.url).map_err(|e| format!("platform.url: {e}"))?;
+    /// `token_override`: the `--platform-token` flag (wins over the file). `protocol`: the
+    /// protocol the fleet's agents speak, whose platform API is driven.
+    pub fn new(
+        spec: &PlatformSpec,
+        token_override: Option<String>,
+        protocol: &dyn AgentProtocol,
+    ) -> Result<Driver, PlatformSpecError> {
+        let api = protocol
+            .platform_api()
+            .ok_or_else(|| PlatformSpecError::NoApi {
+                protocol: protocol.name(),
+            })?;
+        let setting =
+            |field: &'static str| move |cause: String| PlatformSpecError::Setting { field, cause };
+        let base = BaseUrl::parse(&spec.url).map_err(|e| setting("platform.url")(e.to_string()))?;
         let token = match (token_override, &spec.token, &spec.token_env) {
             (Some(t), _, _) => Some(t),
             (None, Some(t), _) => Some(t.clone()),
-            (None, None, Some(var)) => Some(std::env::var(var).map_err(|_| {
-                format!("platform.token_env: the environment variable {var} is not set")
-            })?),
+            (None, None, Some(var)) => Some(
+                std::env::var(var)
+                    .map_err(|_| PlatformSpecError::TokenEnvUnset { var: var.clone() })?,
+            ),
             _ => None,
         };
         let timeout = crate::units::parse_duration(&spec.timeout)
-            .map_err(|e| format!("platform.timeout: {e}"))?;
+            .map_err(|e| setting("platform.timeout")(e.to_string()))?;
         let trigger = match &spec.trigger {
             None => None,
             Some(t) => {
@@ -367,26 +420,40 @@ impl Driver {
                     .expect
                     .json
                     .iter()
-                    .map(|c| {
-                        Condition::parse(c)
-                            .map_err(|e| format!("platform.trigger.expect.json: {e}"))
-                    })
+                    .map(|c| Condition::parse(c).map_err(setting("platform.trigger.expect.json")))
                     .collect::<Result<Vec<_>, _>>()?;
                 let margin = crate::units::parse_duration(&t.margin)
-                    .map_err(|e| format!("platform.trigger.margin: {e}"))?;
+                    .map_err(|e| setting("platform.trigger.margin")(e.to_string()))?;
                 if t.count == 0 || t.concurrency == 0 {
-                    return Err("platform.trigger: count and concurrency must be at least 1".into());
+                    return Err(PlatformSpecError::NoTriggers);
                 }
-                Some((t.clone(), conditions, timeout * 3 + margin))
+                Some(Trigger {
+                    spec: t.clone(),
+                    path: t.path.clone().unwrap_or_else(|| api.trigger_path.into()),
+                    body: t.body.clone().unwrap_or_else(api.trigger_body),
+                    conditions,
+                    deadline: timeout * api.calls_in_sequence + margin,
+                })
             }
         };
+        let register = spec.register.as_ref().map(|r| Register {
+            path: r.path.clone().unwrap_or_else(|| api.agents_path.into()),
+            deregister: r.deregister,
+            mode: r.mode.clone(),
+        });
         Ok(Driver {
             base,
             token,
             timeout,
-            register: spec.register.clone(),
+            register,
             trigger,
+            api,
         })
+    }
+
+    /// Where agents register by default (the protocol's), for the hints of the cases.
+    pub fn agents_path(&self) -> &'static str {
+        self.api.agents_path
     }
 
     /// The token, for redaction.
@@ -429,7 +496,7 @@ impl Driver {
             .map_err(|e| platform_error(e, deadline_why))
     }
 
-    /// Registers each agent with `base_url` from `urls`; returns the names registered and a case.
+    /// Registers each agent with its URL from `urls`; returns the names registered and a case.
     pub async fn register(
         &self,
         agents: &[MockAgent],
@@ -443,10 +510,7 @@ impl Driver {
         let mut failures = Vec::new();
         for (agent, url) in agents.iter().zip(urls) {
             let p = &agent.profile;
-            let mut body = json!({
-                "name": p.name, "domain": p.domain, "base_url": url,
-                "capabilities": p.capabilities, "mode": spec.mode,
-            });
+            let mut body = (self.api.registration)(p, url, &spec.mode);
             if let Some(k) = &p.api_key {
                 body["api_key"] = json!(k);
             }
@@ -463,7 +527,7 @@ impl Driver {
                     "{}: {} {}{}",
                     p.name,
                     r.status,
-                    registration_hint(r.status),
+                    registration_hint(r.status, self.api.url_member),
                     crate::text::excerpt(&r.body, 300)
                 )),
                 Err(e) => failures.push(format!("{}: {e}", p.name)),
@@ -473,7 +537,10 @@ impl Driver {
             "platform.register",
             "driver",
             Level::Must,
-            "every agent of the fleet registers (POST {platform}/api/v1/agents)",
+            &format!(
+                "every agent of the fleet registers (POST {{platform}}{})",
+                self.api.agents_path
+            ),
             "Registration",
         );
         case.set_duration(started.elapsed());
@@ -508,7 +575,10 @@ impl Driver {
             "platform.deregister",
             "driver",
             Level::Should,
-            "every registered agent deregisters on exit (DELETE {platform}/api/v1/agents/NAME)",
+            &format!(
+                "every registered agent deregisters on exit (DELETE {{platform}}{}/NAME)",
+                self.api.agents_path
+            ),
             "Registration",
         );
         if names.is_empty() {
@@ -548,12 +618,20 @@ impl Driver {
 
     /// Sends the trigger `count` times (`concurrency` at once); returns its cases.
     pub async fn trigger(&self, seed: u64) -> Vec<CaseResult> {
-        let Some((spec, conditions, deadline)) = &self.trigger else {
+        let Some(trigger) = &self.trigger else {
             return Vec::new();
         };
+        let Trigger {
+            spec,
+            path,
+            body,
+            conditions,
+            deadline,
+        } = trigger;
         let deadline_why = format!(
-            "the deliberation deadline: platform.timeout {} × 3 + margin {}",
+            "the deliberation deadline: platform.timeout {} × {} + margin {}",
             humantime::format_duration(self.timeout),
+            self.api.calls_in_sequence,
             spec.margin
         );
         let deadline_why = deadline_why.as_str();
@@ -563,11 +641,11 @@ impl Driver {
             let gate = gate.clone();
             async move {
                 let _permit = gate.acquire().await;
-                let body = fill(&spec.body, n, seed);
+                let body = fill(body, n, seed);
                 let t0 = Instant::now();
                 let answer = self
                     .send(
-                        &self.request(&spec.method, &spec.path, Some(&body)),
+                        &self.request(&spec.method, path, Some(&body)),
                         *deadline,
                         deadline_why,
                     )
@@ -576,7 +654,7 @@ impl Driver {
             }
         });
         let results = futures::future::join_all(runs).await;
-        let target = self.base.join(&spec.path);
+        let target = self.base.join(path);
         let mut cases = judge_triggers(spec, conditions, *deadline, &target, &results);
         for c in &mut cases {
             c.set_duration(started.elapsed());
@@ -796,12 +874,14 @@ fn platform_error(e: http::Error, deadline_why: &str) -> Failure {
 /// How long a registration or deregistration may take.
 const REGISTRATION_DEADLINE: Duration = Duration::from_secs(30);
 
-fn registration_hint(status: u16) -> &'static str {
+/// What a refused registration likely means; `url_member`: where the registration says the
+/// agent's URL.
+fn registration_hint(status: u16, url_member: &str) -> Cow<'static, str> {
     match status {
-        409 => "(name taken) ",
-        400 => "(refused; a loopback base_url? see --advertise) ",
-        401 | 403 => "(the platform token is missing or wrong) ",
-        _ => "",
+        409 => "(name taken) ".into(),
+        400 => format!("(refused; a loopback {url_member}? see --advertise) ").into(),
+        401 | 403 => "(the platform token is missing or wrong) ".into(),
+        _ => "".into(),
     }
 }
 
@@ -904,6 +984,25 @@ fn fill(body: &Value, n: usize, seed: u64) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_protocol_without_a_platform_api_cannot_be_driven() {
+        let spec: PlatformSpec = serde_saphyr::from_str("url: http://platform:8000\n").unwrap();
+        let e = Driver::new(&spec, None, &crate::mock::stub::STUB)
+            .err()
+            .unwrap();
+        assert_eq!(e, PlatformSpecError::NoApi { protocol: "stub" });
+        assert_eq!(
+            e.to_string(),
+            "platform: the stub protocol has no platform API that a fleet can drive"
+        );
+        assert_eq!(
+            crate::error::Error::from(e),
+            crate::error::Error::usage(
+                "platform: the stub protocol has no platform API that a fleet can drive"
+            )
+        );
+    }
 
     #[test]
     fn conditions_parse_and_judge() {

@@ -7,8 +7,10 @@
 
 use serde_json::{json, Map, Value};
 
-/// Longest padding string: the round table's per-field limit, so that a padded body's size is
-/// its only fault, not a field's length too.
+use super::protocol::AnswerFields;
+
+/// Longest padding string: 50,000 characters, a common per-field limit of the specs, so that a
+/// padded body's size is its only fault, not a field's length too.
 const MAX_PADDING_STRING: usize = 50_000;
 
 /// The field `padded_body` fills.
@@ -73,20 +75,25 @@ const BAD_GATEWAY_PAGE: &str = "<!DOCTYPE html>\n<html>\n<head><title>502 Bad Ga
 ///
 /// truncated: the body cut at half its length (on a character boundary); trailing-garbage: the
 /// body followed by `}garbage`; single-quotes: the answer written as Python's `repr` writes a
-/// dict (`'…'` strings, `True`/`False`/`None`); nan: the first `confidence` (or a new top-level
-/// one) as the bare token `NaN`; empty: zero bytes; html: a 502 Bad Gateway page, `text/html`;
-/// array: `[ <the object> ]`; duplicate-keys: the object with `agent_name` twice, the second
-/// time with another value (lenient parsers keep the last one).
-pub fn malformed(variant: Malformed, conforming: &[u8]) -> (Vec<u8>, &'static str) {
+/// dict (`'…'` strings, `True`/`False`/`None`); nan: the first number named `fields.number` (or
+/// a new top-level one) as the bare token `NaN`; empty: zero bytes; html: a 502 Bad Gateway
+/// page, `text/html`; array: `[ <the object> ]`; duplicate-keys: the object with
+/// `fields.identity` twice, the second time with another value (lenient parsers keep the last
+/// one).
+pub fn malformed(
+    variant: Malformed,
+    conforming: &[u8],
+    fields: &AnswerFields,
+) -> (Vec<u8>, &'static str) {
     let body = match variant {
         Malformed::Truncated => conforming[..half(conforming)].to_vec(),
         Malformed::TrailingGarbage => [conforming, b"}garbage".as_slice()].concat(),
         Malformed::SingleQuotes => python_repr(conforming),
-        Malformed::NaN => with_nan(conforming),
+        Malformed::NaN => with_nan(conforming, fields.number),
         Malformed::Empty => Vec::new(),
         Malformed::Html => return (BAD_GATEWAY_PAGE.as_bytes().to_vec(), "text/html"),
         Malformed::Array => [b"[".as_slice(), conforming, b"]"].concat(),
-        Malformed::DuplicateKeys => duplicate_agent_name(conforming),
+        Malformed::DuplicateKeys => duplicate_identity(conforming, fields.identity),
     };
     (body, JSON)
 }
@@ -173,30 +180,35 @@ fn write_python_str(text: &str, out: &mut String) {
 /// serialized text (serde_json cannot write a non-finite number).
 const NAN_MARK: &str = "__agent_tck_nan__";
 
-/// The answer with its first numeric `confidence` (depth first), or a new top-level one, written
-/// as the bare token `NaN`: what Python's `json.dumps` writes for `float("nan")` by default.
-fn with_nan(conforming: &[u8]) -> Vec<u8> {
+/// The answer with its first numeric member `name` (depth first), or a new top-level one,
+/// written as the bare token `NaN`: what Python's `json.dumps` writes for `float("nan")` by
+/// default.
+fn with_nan(conforming: &[u8], name: &str) -> Vec<u8> {
     let mut object = as_object(conforming);
-    if !mark_first_confidence(&mut object) {
-        object.insert("confidence".into(), json!(NAN_MARK));
+    if !mark_first_number(&mut object, name) {
+        object.insert(name.into(), json!(NAN_MARK));
     }
     let text = serde_json::to_string(&object).unwrap_or_default();
     text.replacen(&format!("\"{NAN_MARK}\""), "NaN", 1)
         .into_bytes()
 }
 
-fn mark_first_confidence(object: &mut Map<String, Value>) -> bool {
-    if let Some(c) = object.get_mut("confidence").filter(|c| c.is_number()) {
+fn mark_first_number(object: &mut Map<String, Value>, name: &str) -> bool {
+    if let Some(c) = object.get_mut(name).filter(|c| c.is_number()) {
         *c = json!(NAN_MARK);
         return true;
     }
-    object.values_mut().any(mark_first_confidence_in)
+    object
+        .values_mut()
+        .any(|value| mark_first_number_in(value, name))
 }
 
-fn mark_first_confidence_in(value: &mut Value) -> bool {
+fn mark_first_number_in(value: &mut Value, name: &str) -> bool {
     match value {
-        Value::Object(object) => mark_first_confidence(object),
-        Value::Array(items) => items.iter_mut().any(mark_first_confidence_in),
+        Value::Object(object) => mark_first_number(object, name),
+        Value::Array(items) => items
+            .iter_mut()
+            .any(|item| mark_first_number_in(item, name)),
         _ => false,
     }
 }
@@ -206,22 +218,23 @@ fn as_object(body: &[u8]) -> Map<String, Value> {
     serde_json::from_slice(body).unwrap_or_default()
 }
 
-/// The object with `agent_name` written twice: first the agent's name, then another. Lenient
-/// parsers keep the last one, so a platform that does not refuse duplicate keys records the
-/// answer under a name the agent never registered.
-fn duplicate_agent_name(conforming: &[u8]) -> Vec<u8> {
+/// The object with its `identity` member written twice: first the agent's name, then another.
+/// Lenient parsers keep the last one, so a platform that does not refuse duplicate keys records
+/// the answer under a name the agent never registered.
+fn duplicate_identity(conforming: &[u8], identity: &str) -> Vec<u8> {
     let mut object = as_object(conforming);
     let first = object
-        .get("agent_name")
+        .get(identity)
         .and_then(Value::as_str)
         .unwrap_or("agent")
         .to_string();
-    object.insert("agent_name".into(), Value::String(first.clone()));
+    object.insert(identity.into(), Value::String(first.clone()));
     let mut text = serde_json::to_string(&object).unwrap_or_default();
-    // The object holds at least agent_name, so it ends in `}` after one or more members.
+    // The object holds at least the identity member, so it ends in `}` after one or more members.
     text.pop();
     text.push_str(&format!(
-        ",\"agent_name\":{}}}",
+        ",{}:{}}}",
+        Value::String(identity.into()),
         Value::String(format!("{first}-impostor"))
     ));
     text.into_bytes()
@@ -234,10 +247,11 @@ fn duplicate_agent_name(conforming: &[u8]) -> Vec<u8> {
 pub const NOT_UTF8: [u8; 3] = [0xC3, 0x28, 0xFF];
 
 /// invalid-utf8: the serialized body with 0xC3 0x28 0xFF inserted at the start of a string value
-/// (the first `finding`, else `counter_evidence`, else `agent_name`, else after the first `"`):
-/// otherwise JSON-shaped, so a parser that decodes leniently sees a plausible answer.
-pub fn invalid_utf8(body: &[u8]) -> Vec<u8> {
-    let at = ["finding", "counter_evidence", "agent_name"]
+/// (of the first of `fields.text` present, else after the first `"`): otherwise JSON-shaped, so
+/// a parser that decodes leniently sees a plausible answer.
+pub fn invalid_utf8(body: &[u8], fields: &AnswerFields) -> Vec<u8> {
+    let at = fields
+        .text
         .iter()
         .find_map(|key| string_value_start(body, key))
         .or_else(|| body.iter().position(|&b| b == b'"').map(|i| i + 1))
@@ -342,4 +356,58 @@ fn padding(room: usize) -> (Vec<usize>, usize) {
         .map(|i| total / k + usize::from(i < total % k))
         .collect();
     (lengths, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Members no protocol has: the encoding layer bends the ones it is told.
+    const FIELDS: AnswerFields = AnswerFields {
+        identity: "who",
+        text: &["said", "also"],
+        number: "score",
+    };
+
+    #[test]
+    fn the_protocols_members_are_the_ones_bent() {
+        let answer = br#"{"also":"b","n":{"score":2},"said":"a","who":"me"}"#;
+        let (body, _) = malformed(Malformed::DuplicateKeys, answer, &FIELDS);
+        assert_eq!(
+            String::from_utf8(body).unwrap(),
+            r#"{"also":"b","n":{"score":2},"said":"a","who":"me","who":"me-impostor"}"#
+        );
+        let (body, _) = malformed(Malformed::NaN, answer, &FIELDS);
+        assert_eq!(
+            String::from_utf8(body).unwrap(),
+            r#"{"also":"b","n":{"score":NaN},"said":"a","who":"me"}"#
+        );
+        // `said` comes first in the protocol's order, though `also` comes first in the body.
+        assert_eq!(
+            invalid_utf8(answer, &FIELDS),
+            [
+                br#"{"also":"b","n":{"score":2},"said":""#.as_slice(),
+                NOT_UTF8.as_slice(),
+                br#"a","who":"me"}"#.as_slice()
+            ]
+            .concat()
+        );
+        // None of them: a new identity and number, the first string's start.
+        let (body, _) = malformed(Malformed::DuplicateKeys, br#"{"x":"y"}"#, &FIELDS);
+        assert_eq!(
+            String::from_utf8(body).unwrap(),
+            r#"{"who":"agent","x":"y","who":"agent-impostor"}"#
+        );
+        let (body, _) = malformed(Malformed::NaN, br#"{"x":1}"#, &FIELDS);
+        assert_eq!(String::from_utf8(body).unwrap(), r#"{"score":NaN,"x":1}"#);
+        assert_eq!(
+            invalid_utf8(br#"{"x":"y"}"#, &FIELDS),
+            [
+                br#"{""#.as_slice(),
+                NOT_UTF8.as_slice(),
+                br#"x":"y"}"#.as_slice()
+            ]
+            .concat()
+        );
+    }
 }

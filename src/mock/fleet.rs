@@ -1,5 +1,5 @@
 //! A fleet of mock agents from a YAML file (presets in `mocks/`), served either under one port
-//! with path prefixes (`http://HOST:PORT/agents/<name>/analyze`) or on one port per agent.
+//! with path prefixes (`http://HOST:PORT/agents/<name>/<endpoint>`) or on one port per agent.
 //! One process holds thousands of agents: an agent is a few hundred bytes of state, and a
 //! connection costs only while it is open.
 
@@ -358,8 +358,11 @@ impl Handler for FleetHandler {
         let known = agent.protocol.endpoint(endpoint);
         let body = Body::checked(&request.body, known.and_then(|e| e.request_schema));
         // Read once, for the observer, the journal and the answer's note.
-        let task_id = body.str_member("task_id");
-        let task = task_id.as_deref().unwrap_or("");
+        let id = agent
+            .protocol
+            .request_id_field()
+            .and_then(|field| body.str_member(field));
+        let task = id.as_deref().unwrap_or("");
         let (plan, decision) = match known {
             None => refuse(404, format!("no endpoint /{endpoint}")),
             Some(e) if e.method != request.method => {
@@ -408,7 +411,7 @@ impl Handler for FleetHandler {
                     path: request.path(),
                     peer: request.peer.to_string(),
                     auth,
-                    task_id: task_id.as_deref(),
+                    id: id.as_deref(),
                     body_bytes: request.body.len(),
                     body,
                     body_capped,

@@ -48,8 +48,9 @@ pub struct RequestRecord<'a> {
     pub path: &'a str,
     pub peer: String,
     pub auth: AuthSeen,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub task_id: Option<&'a str>,
+    /// The request's id (the member the protocol names), under the journal's own name for it.
+    #[serde(rename = "task_id", skip_serializing_if = "Option::is_none")]
+    pub id: Option<&'a str>,
     pub body_bytes: usize,
     /// The body: JSON when it parsed and fits the cap, else a (lossy, capped) string.
     pub body: Value,

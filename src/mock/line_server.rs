@@ -647,14 +647,17 @@ where
         let (plan, decision) = agent.respond_body(endpoint, &body);
         let seq = service.seq.fetch_add(1, Ordering::Relaxed);
         if let Some(findings) = body.findings("the request is not JSON") {
-            let task_id = body.str_member("task_id");
+            let id = agent
+                .protocol
+                .request_id_field()
+                .and_then(|field| body.str_member(field));
             let seen = Seen {
                 seq,
                 agent: agent.name(),
                 expects_key: false,
                 endpoint,
                 auth: AuthSeen::None,
-                task: task_id.as_deref().unwrap_or(""),
+                task: id.as_deref().unwrap_or(""),
                 body: &body,
                 schema_findings: &findings,
                 decision: &decision,

@@ -22,6 +22,7 @@ pub mod line_journal;
 pub mod line_server;
 pub mod linger;
 pub mod observe;
+pub mod profile;
 pub mod protocol;
 pub mod session;
 #[cfg(test)]

@@ -11,11 +11,12 @@ use super::args::Args;
 use super::decision::{Decision, Placed};
 use super::http1::Delivered;
 use super::journal::AuthSeen;
+use super::profile::Profile;
 use super::{Body, Responder};
 use crate::report::CaseResult;
 use crate::schema::Finding;
 
-/// An endpoint an agent serves, as the last segment of its path (`analyze`).
+/// An endpoint an agent serves, as the last segment of its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Endpoint {
     pub name: &'static str,
@@ -26,7 +27,7 @@ pub struct Endpoint {
     /// Bearer auth is required here when the agent has a key (false for /health, which platforms
     /// poll without credentials).
     pub needs_key: bool,
-    /// The schema a platform's request must meet (`roundtable/analyze.request`), if any.
+    /// The schema a platform's request must meet (`PROTOCOL/ENDPOINT.request`), if any.
     pub request_schema: Option<&'static str>,
 }
 
@@ -76,7 +77,7 @@ pub trait Mutation: Send + Sync + std::fmt::Debug {
 
 /// What a mutation knows of the request it bends an answer for.
 pub struct Mutating<'a> {
-    /// The endpoint (`analyze`, `execute_task`).
+    /// The endpoint's name.
     pub endpoint: &'a str,
     /// The request body as received.
     pub request: &'a [u8],
@@ -118,7 +119,8 @@ pub struct Seen<'a> {
     pub expects_key: bool,
     pub endpoint: &'a str,
     pub auth: AuthSeen,
-    /// The request's `task_id` (empty when it has none), as in its [`Answered`].
+    /// The request's id (the protocol's [`AgentProtocol::request_id_field`]; empty when it has
+    /// none), as in its [`Answered`].
     pub task: &'a str,
     /// The body: its JSON value on demand (`body.value()`), its members when the quick check
     /// admitted it.
@@ -138,7 +140,7 @@ pub struct Answered<'a> {
     pub seq: u64,
     pub agent: &'a str,
     pub endpoint: &'a str,
-    /// The request's `task_id` (empty when it has none).
+    /// The request's id (empty when it has none).
     pub task: &'a str,
     /// When the request arrived.
     pub received: Instant,
@@ -172,9 +174,43 @@ pub trait PlatformObserver: Send + Sync {
     fn cases(&self) -> Vec<CaseResult>;
 }
 
+/// The members of a protocol's answers that the encoding layer bends (`malformed`,
+/// `invalid-utf8`): named by the protocol, so that the engine knows no answer's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswerFields {
+    /// Who answers: `duplicate-keys` writes it twice, the second time with an impostor's name.
+    pub identity: &'static str,
+    /// String members, most telling first: `invalid-utf8` breaks the first one present.
+    pub text: &'static [&'static str],
+    /// A number `nan` writes as the bare token `NaN` (the first one, depth first; else a new
+    /// top-level member).
+    pub number: &'static str,
+}
+
+/// How a platform of the protocol is driven from a fleet file's `platform:` section: where
+/// agents register and deliberations are triggered, and what a registration says. The fleet
+/// file may override the paths and the trigger's body; the engine's driver knows no platform's
+/// API of its own.
+pub struct PlatformApi {
+    /// Where agents register (`POST`), and deregister (`DELETE {path}/NAME`).
+    pub agents_path: &'static str,
+    /// Where a trigger is sent by default.
+    pub trigger_path: &'static str,
+    /// The trigger's default body (its strings may hold `{{ n }}` and `{{ task }}`).
+    pub trigger_body: fn() -> Value,
+    /// The registration body of one agent, served at `url`, in registration mode `mode`
+    /// (without its key: the driver adds `api_key` when the agent has one).
+    pub registration: fn(agent: &Profile, url: &str, mode: &str) -> Value,
+    /// The registration's member that holds the agent's URL (a refusal's hint names it).
+    pub url_member: &'static str,
+    /// How many times the platform's per-call timeout one triggered deliberation may take
+    /// (its calls in sequence): its deadline is that many timeouts plus the trigger's margin.
+    pub calls_in_sequence: u32,
+}
+
 /// A protocol as the mock engine sees it.
 pub trait AgentProtocol: Send + Sync + 'static {
-    /// The registry key: `roundtable`, `execute-task`.
+    /// The registry key.
     fn name(&self) -> &'static str;
 
     /// The endpoints, in the order reports list them.
@@ -183,6 +219,21 @@ pub trait AgentProtocol: Send + Sync + 'static {
     /// The endpoint a line of a line transport (stdio, TCP and Unix sockets) is a request to,
     /// when the protocol is served over them too.
     fn line_endpoint(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The request member that identifies a request (the journal's and observers' task), if
+    /// the protocol's requests carry one.
+    fn request_id_field(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The answer members the encoding layer bends.
+    fn answer_fields(&self) -> &'static AnswerFields;
+
+    /// How a platform of the protocol is driven (registration, triggers), if the kit can drive
+    /// one.
+    fn platform_api(&self) -> Option<&'static PlatformApi> {
         None
     }
 

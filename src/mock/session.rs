@@ -219,8 +219,10 @@ fn reached_fleet(requests: u64, driver: &Driver, advertised: &[String]) -> CaseR
     let mut hints = Vec::new();
     if driver.register.is_none() {
         hints.push(
-            "the fleet file's platform: has no register: section, so the platform knows none of              the fleet's agents (add `register: {}` for POST /api/v1/agents)"
-                .to_string(),
+            format!(
+                "the fleet file's platform: has no register: section, so the platform knows none of              the fleet's agents (add `register: {{}}` for POST {})",
+                driver.agents_path()
+            ),
         );
     }
     if let Some(url) = advertised.first() {

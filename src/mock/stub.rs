@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::protocol::{AgentProtocol, ContentBehavior, Endpoint, Mutating, Mutation};
+use super::protocol::{AgentProtocol, AnswerFields, ContentBehavior, Endpoint, Mutating, Mutation};
 use super::{Body, Reply, Responder};
 
 pub struct Stub {
@@ -53,7 +53,7 @@ impl Responder for Echo {
     fn respond_body(&self, endpoint: &str, _body: &Body<'_>) -> Reply {
         Reply::json(
             200,
-            &serde_json::json!({"agent_name": self.0, "text": format!("at {endpoint}")}),
+            &serde_json::json!({"agent": self.0, "text": format!("at {endpoint}")}),
         )
     }
 }
@@ -65,6 +65,14 @@ impl AgentProtocol for Stub {
 
     fn endpoints(&self) -> &'static [Endpoint] {
         ENDPOINTS
+    }
+
+    fn answer_fields(&self) -> &'static AnswerFields {
+        &AnswerFields {
+            identity: "agent",
+            text: &["text"],
+            number: "score",
+        }
     }
 
     fn reference(&self, name: &str, _seed: u64) -> Box<dyn Responder> {

@@ -4,7 +4,7 @@
 //!
 //! Generators: `task_id` and `task` (one value per run, shared by every exchange, as one
 //! deliberation), `sentence`, `word`, `text(N)` (N characters), `unicode` (many scripts), and the
-//! suite protocol's own (the round table's `analyses(N)`, `synthesis(TRADE_OFFS, MINORITY_VIEWS)`).
+//! suite protocol's own generators.
 
 use std::sync::OnceLock;
 

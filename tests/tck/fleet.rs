@@ -85,7 +85,7 @@ pub async fn drive_fleet(fleet: &str, spec: &str) -> Report {
         .agents("fleet.yaml", 5, crate::support::roundtable())
         .unwrap();
     let spec = serde_saphyr::from_str(spec).unwrap();
-    let driver = Driver::new(&spec, None).unwrap();
+    let driver = Driver::new(&spec, None, &agent_tck::protocols::roundtable::Agents).unwrap();
     let settings = SessionSettings {
         protocol: &agent_tck::protocols::roundtable::Agents,
         agents,

@@ -2,6 +2,11 @@
 //! name a protocol, no protocol imports another (what two share lives below both), and no
 //! module imports itself back through others. Every `crate::…` and
 //! `super::…` path in a file (outside comments) is an import of the module it names.
+//!
+//! Nor does an engine file know a protocol without importing it: no file outside
+//! `src/protocols/` (but the top layer, which reads the registry) names a protocol, one of its
+//! endpoints or platform paths, or one of its messages' fields in its code. The words are read
+//! from the protocols themselves (see [`protocol_words`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -273,5 +278,320 @@ fn the_reader_sees_imports_and_loops() {
     assert_eq!(
         cross_protocol_imports(&made_up),
         ["protocols::execute_task::probe imports protocols::roundtable"]
+    );
+}
+
+// ---- protocol knowledge in engine files ---------------------------------------------------------
+
+/// The top layer: it reads the registry, so it may name protocols (`cli` also as a folder, once
+/// it is split).
+const TOP_LAYER: [&str; 6] = ["cli", "selftest", "fuzz", "main", "lib", "protocols"];
+
+/// Words an engine file may still hold, each with why: `(file, word, why)`.
+const ALLOWED: &[(&str, &str, &str)] = &[
+    (
+        "src/probe/template.rs",
+        "task_id",
+        "the `{{ task_id }}` generator: template vocabulary that suites of several protocols use",
+    ),
+    (
+        "src/mock/journal.rs",
+        "task_id",
+        "the journal's member for the request's id (the kit's journal format); the value is read \
+         from the member the protocol names",
+    ),
+    (
+        "src/content.rs",
+        "task_id",
+        "`Content::task_id`, the generator of a task's id (generated content's vocabulary)",
+    ),
+    (
+        "src/mock/behavior.rs",
+        "execute_task",
+        "the line quirks' descriptions name the protocol they were made for: the catalogue lists \
+         each behaviour with its protocol once the quirks join the behaviour catalogue",
+    ),
+];
+
+/// What the protocols name, read from them: `(word, what it is)`. Their registry names (and
+/// folder spellings), the endpoints their agents serve (but those every protocol serves, such
+/// as /health), their platform API's paths, the members the mock engine is told to read or
+/// bend, and the compound (`snake_case`) property names of their schemas.
+fn protocol_words() -> BTreeMap<String, &'static str> {
+    use agent_tck::protocols;
+    let mut words = BTreeMap::new();
+    for name in protocols::names() {
+        words.entry(name.to_string()).or_insert("a protocol's name");
+        words
+            .entry(name.replace('-', "_"))
+            .or_insert("a protocol's name");
+    }
+    let agents = protocols::agent_protocols();
+    let mut served: BTreeMap<&str, usize> = BTreeMap::new();
+    for p in &agents {
+        for e in p.endpoints() {
+            *served.entry(e.name).or_default() += 1;
+        }
+    }
+    for p in &agents {
+        for e in p.endpoints() {
+            if served[e.name] < agents.len() {
+                words
+                    .entry(format!("/{}", e.name))
+                    .or_insert("an endpoint's path");
+                words
+                    .entry(e.name.to_string())
+                    .or_insert("an endpoint's name");
+            }
+        }
+        if let Some(field) = p.request_id_field() {
+            words
+                .entry(field.to_string())
+                .or_insert("a request's id member");
+        }
+        let fields = p.answer_fields();
+        for f in [fields.identity, fields.number]
+            .into_iter()
+            .chain(fields.text.iter().copied())
+        {
+            words.entry(f.to_string()).or_insert("an answer's member");
+        }
+        if let Some(api) = p.platform_api() {
+            words
+                .entry(api.agents_path.to_string())
+                .or_insert("a platform API's path");
+            words
+                .entry(api.trigger_path.to_string())
+                .or_insert("a platform API's path");
+            let registration = (api.registration)(
+                &agent_tck::mock::agent::Profile {
+                    name: String::new(),
+                    domain: String::new(),
+                    capabilities: Vec::new(),
+                    api_key: None,
+                },
+                "",
+                "",
+            );
+            for key in registration.as_object().into_iter().flat_map(|o| o.keys()) {
+                // `name` and `mode` are words of every kind of code.
+                if key.contains('_') {
+                    words.entry(key.clone()).or_insert("a registration member");
+                }
+            }
+        }
+    }
+    for (_, _, text, owner) in protocols::schemas() {
+        if owner.is_none() {
+            continue;
+        }
+        let schema: serde_json::Value = serde_json::from_str(text).unwrap();
+        let mut names = BTreeSet::new();
+        property_names(&schema, &mut names);
+        for name in names.into_iter().filter(|n| n.contains('_')) {
+            words.entry(name).or_insert("a message's member");
+        }
+    }
+    words
+}
+
+/// Every key of every `properties` object in a schema.
+fn property_names(schema: &serde_json::Value, out: &mut BTreeSet<String>) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            if let Some(serde_json::Value::Object(props)) = map.get("properties") {
+                out.extend(props.keys().cloned());
+            }
+            map.values().for_each(|v| property_names(v, out));
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| property_names(v, out)),
+        _ => {}
+    }
+}
+
+/// A piece of a source file's code: an identifier or a string literal's text.
+#[derive(Debug, PartialEq)]
+enum Token<'a> {
+    Ident(&'a str),
+    Literal(&'a str),
+}
+
+/// The identifiers and string literals of `code`, up to its `#[cfg(test)] mod tests` (tests
+/// need concrete messages) and without its comments.
+fn tokens(code: &str) -> Vec<Token<'_>> {
+    let code = code
+        .find("#[cfg(test)]\nmod tests")
+        .map_or(code, |end| &code[..end]);
+    let bytes = code.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    while i < bytes.len() {
+        let rest = &code[i..];
+        if rest.starts_with("//") {
+            i += rest.find('\n').unwrap_or(rest.len());
+        } else if rest.starts_with("/*") {
+            i += rest.find("*/").map_or(rest.len(), |e| e + 2);
+        } else if let Some(hashes) = raw_string_start(rest) {
+            // r"…", r#"…"#, br#"…"#: up to the quote followed by as many hashes.
+            let open = rest.find('"').unwrap() + 1;
+            let close = format!("\"{}", "#".repeat(hashes));
+            let len = rest[open..].find(&close).unwrap_or(rest.len() - open);
+            out.push(Token::Literal(&rest[open..open + len]));
+            i += open + len + close.len();
+        } else if bytes[i] == b'"' {
+            let mut j = i + 1;
+            while j < bytes.len() && bytes[j] != b'"' {
+                j += if bytes[j] == b'\\' { 2 } else { 1 };
+            }
+            out.push(Token::Literal(&code[i + 1..j.min(bytes.len())]));
+            i = j + 1;
+        } else if bytes[i] == b'\'' {
+            // A char literal ('x', '\n', '"') or a lifetime ('a): skip a char literal whole,
+            // so that '"' opens no string.
+            let first = usize::from(rest[1..].starts_with('\\')) + 1;
+            let close = rest[1..]
+                .char_indices()
+                .take(first + 2)
+                .find(|&(k, c)| c == '\'' && k >= first);
+            i += close.map_or(1, |(k, _)| k + 2);
+        } else if ident(bytes[i]) {
+            let len = rest.bytes().take_while(|&b| ident(b)).count();
+            out.push(Token::Ident(&rest[..len]));
+            i += len;
+        } else {
+            i += rest.chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    out
+}
+
+/// The number of `#`s of a raw string literal starting `text` (`r"`, `r#"`, `br#"`), if one does.
+fn raw_string_start(text: &str) -> Option<usize> {
+    let rest = text.strip_prefix("br").or_else(|| text.strip_prefix('r'))?;
+    let hashes = rest.bytes().take_while(|&b| b == b'#').count();
+    rest[hashes..].starts_with('"').then_some(hashes)
+}
+
+/// Whether `word` is in `text` on its own: not inside a longer identifier-like word (a path
+/// such as `/api/v1/agents` may be followed by `/NAME`).
+fn holds_word(text: &str, word: &str) -> bool {
+    let part = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    text.match_indices(word).any(|(at, _)| {
+        !text[..at].chars().next_back().is_some_and(part)
+            && !text[at + word.len()..].chars().next().is_some_and(part)
+    })
+}
+
+/// Whether `word` is compound (`task_id`, `execute-task`, `/analyze`): no English sentence
+/// holds it by chance, so a literal that holds it anywhere names it. A plain word (`finding`,
+/// `roundtable`) names the protocol's only as a literal of its own (`body["finding"]`), and
+/// never as an identifier.
+fn compound(word: &str) -> bool {
+    word.contains(['_', '-', '/'])
+}
+
+/// Every protocol word `code` (the text of `file`) holds: in its string literals, and as an
+/// identifier for words with `_` (see [`compound`]). Each as `file: `word` (what it is)`.
+fn protocol_knowledge(file: &str, code: &str, words: &BTreeMap<String, &str>) -> Vec<String> {
+    let mut found = BTreeSet::new();
+    for token in tokens(code) {
+        for (word, what) in words {
+            let hit = match token {
+                Token::Literal(text) if compound(word) => holds_word(text, word),
+                Token::Literal(text) => text == word,
+                Token::Ident(name) => word.contains('_') && name == word,
+            };
+            if hit && !ALLOWED.iter().any(|(f, w, _)| *f == file && w == word) {
+                found.insert(format!("{file}: `{word}` ({what})"));
+            }
+        }
+    }
+    found.into_iter().collect()
+}
+
+/// Every engine file's protocol knowledge.
+fn engine_knowledge() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("src");
+    let words = protocol_words();
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    files.sort();
+    let mut found = Vec::new();
+    for file in files {
+        let module = module_of(&src, &file);
+        let top = module.split("::").next().unwrap_or("");
+        if TOP_LAYER.contains(&top) || module.is_empty() {
+            continue;
+        }
+        let name = file
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let code = std::fs::read_to_string(&file).unwrap();
+        found.extend(protocol_knowledge(&name, &code, &words));
+    }
+    found
+}
+
+#[test]
+fn no_engine_file_names_a_protocols_endpoints_or_fields() {
+    let found = engine_knowledge();
+    assert!(
+        found.is_empty(),
+        "engine files that know a protocol (move the knowledge into the protocol's folder and \
+         let the protocol tell the engine):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_knowledge_checker_reads_code_not_comments() {
+    let words = protocol_words();
+    // Read from the protocols, not listed here: each kind is there.
+    for (word, what) in [
+        ("roundtable", "a protocol's name"),
+        ("execute_task", "a protocol's name"),
+        ("/analyze", "an endpoint's path"),
+        ("/api/v1/agents", "a platform API's path"),
+        ("task_id", "a request's id member"),
+        ("counter_evidence", "an answer's member"),
+    ] {
+        assert_eq!(words.get(word), Some(&what), "{word}");
+    }
+    assert!(
+        !words.contains_key("health"),
+        "every protocol serves /health"
+    );
+    let made_up = r##"//! Posts to /analyze (a comment: fine).
+use serde_json::json;
+/* "roundtable" in a block comment */
+fn post(base: &str, body: &serde_json::Value) -> String {
+    let path = ('"', '\'', '\n'); // char literals open no string: "finding"
+    let task_id = body["task_id"].as_str();
+    let _ = (path, task_id, r#"{"note": "/analyzer is another word"}"#);
+    let note = "a finding, a roundtable: plain words in a sentence";
+    format!("{base}/api/v1/agents/{note}", json!({"kind": "connector"}))
+}
+#[cfg(test)]
+mod tests {
+    const BODY: &str = r#"{"agent_name": "a"}"#;
+}
+"##;
+    assert_eq!(
+        protocol_knowledge("src/mock/made_up.rs", made_up, &words),
+        [
+            "src/mock/made_up.rs: `/api/v1/agents` (a platform API's path)",
+            "src/mock/made_up.rs: `connector` (a protocol's name)",
+            "src/mock/made_up.rs: `task_id` (a request's id member)",
+        ]
+    );
+    // An allowed word is allowed in its own file only.
+    assert!(protocol_knowledge("src/probe/template.rs", "let a = \"task_id\";", &words).is_empty());
+    assert_eq!(
+        protocol_knowledge("src/probe/runner.rs", "let a = \"task_id\";", &words),
+        ["src/probe/runner.rs: `task_id` (a request's id member)"]
     );
 }

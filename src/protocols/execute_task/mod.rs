@@ -22,7 +22,7 @@ pub mod scenario;
 pub use commands::ExecuteTask;
 
 use crate::mock::protocol::{
-    AgentProtocol, ContentBehavior, Endpoint, PlatformExpect, PlatformObserver,
+    AgentProtocol, AnswerFields, ContentBehavior, Endpoint, PlatformExpect, PlatformObserver,
 };
 use crate::mock::Responder;
 
@@ -33,6 +33,13 @@ const ENDPOINTS: &[Endpoint] = &[
     Endpoint::post("execute_task", Some(model::REQUEST_SCHEMA)),
     Endpoint::health(),
 ];
+
+/// See [`Agents::answer_fields`].
+static ANSWER_FIELDS: AnswerFields = AnswerFields {
+    identity: "agent_name",
+    text: &["finding", "counter_evidence", "agent_name"],
+    number: "confidence",
+};
 
 /// execute_task agents, as the mock engine plays them (over HTTP, stdio and sockets).
 pub struct Agents;
@@ -48,6 +55,14 @@ impl AgentProtocol for Agents {
 
     fn line_endpoint(&self) -> Option<&'static str> {
         Some("execute_task")
+    }
+
+    /// Its answers have no name or texts of the round table's kind, but the encoding behaviours
+    /// aimed at these members before protocols named their own: kept, so that a malformed,
+    /// invalid-UTF-8 or endless answer is byte for byte what it was (a member the answer lacks
+    /// is added, or the next rule applies: see `mock::encoding`).
+    fn answer_fields(&self) -> &'static AnswerFields {
+        &ANSWER_FIELDS
     }
 
     /// The scripted agent, knowing the built-in scenarios.

@@ -12,6 +12,7 @@ pub mod evidence;
 pub mod model;
 pub mod mutate;
 pub mod observe;
+pub mod platform;
 pub mod reference;
 pub mod rules;
 
@@ -20,7 +21,8 @@ pub use commands::Roundtable;
 use std::sync::OnceLock;
 
 use crate::mock::protocol::{
-    AgentProtocol, ContentBehavior, Endpoint, PlatformExpect, PlatformObserver,
+    AgentProtocol, AnswerFields, ContentBehavior, Endpoint, PlatformApi, PlatformExpect,
+    PlatformObserver,
 };
 use crate::mock::Responder;
 use crate::probe::Suite;
@@ -65,6 +67,18 @@ impl AgentProtocol for Agents {
 
     fn endpoints(&self) -> &'static [Endpoint] {
         ENDPOINTS
+    }
+
+    fn request_id_field(&self) -> Option<&'static str> {
+        Some(platform::REQUEST_ID)
+    }
+
+    fn answer_fields(&self) -> &'static AnswerFields {
+        &platform::ANSWER_FIELDS
+    }
+
+    fn platform_api(&self) -> Option<&'static PlatformApi> {
+        Some(&platform::PLATFORM_API)
     }
 
     fn reference(&self, name: &str, seed: u64) -> Box<dyn Responder> {

@@ -807,6 +807,7 @@ mod tests {
     };
     use crate::probe::Suite;
     use crate::protocols::roundtable::content::RoundtableContent;
+    use crate::protocols::roundtable::platform::ANSWER_FIELDS;
 
     /// The spec's per-field limit ("Maximum per-field string length: 50,000 characters").
     const SPEC_MAX_FIELD: usize = 50_000;
@@ -1101,7 +1102,7 @@ mod tests {
     fn malformed_bodies_are_refused_by_a_strict_parser() {
         for ex in all_exchanges() {
             for variant in Malformed::ALL {
-                let (body, content_type) = malformed(variant, &ex.body);
+                let (body, content_type) = malformed(variant, &ex.body, &ANSWER_FIELDS);
                 let what = format!(
                     "{} of {}",
                     variant.name(),
@@ -1165,18 +1166,23 @@ mod tests {
         let (body, _) = malformed(
             Malformed::SingleQuotes,
             br#"{"agent_name":"it's","approve":false,"dissent_reason":null,"n":[1,true]}"#,
+            &ANSWER_FIELDS,
         );
         assert_eq!(
             String::from_utf8(body).unwrap(),
             r"{'agent_name': 'it\'s', 'approve': False, 'dissent_reason': None, 'n': [1, True]}"
         );
-        let (body, _) = malformed(Malformed::SingleQuotes, br#"not "json""#);
+        let (body, _) = malformed(Malformed::SingleQuotes, br#"not "json""#, &ANSWER_FIELDS);
         assert_eq!(body, b"not 'json'");
     }
 
     #[test]
     fn nan_is_added_when_there_is_no_confidence() {
-        let (body, _) = malformed(Malformed::NaN, br#"{"agent_name":"a","approve":true}"#);
+        let (body, _) = malformed(
+            Malformed::NaN,
+            br#"{"agent_name":"a","approve":true}"#,
+            &ANSWER_FIELDS,
+        );
         assert_eq!(
             String::from_utf8(body).unwrap(),
             r#"{"agent_name":"a","approve":true,"confidence":NaN}"#
@@ -1466,7 +1472,7 @@ mod tests {
     #[test]
     fn invalid_utf8_lands_inside_a_string_value() {
         for ex in all_exchanges() {
-            let body = invalid_utf8(&ex.body);
+            let body = invalid_utf8(&ex.body, &ANSWER_FIELDS);
             assert!(std::str::from_utf8(&body).is_err());
             let at = body
                 .windows(3)
@@ -1487,9 +1493,9 @@ mod tests {
             let why = parse_body(&response(body), usize::MAX).unwrap_err();
             assert!(why.contains("not valid UTF-8"), "{why}");
         }
-        assert_eq!(invalid_utf8(b"{}"), b"{}\xC3\x28\xFF");
+        assert_eq!(invalid_utf8(b"{}", &ANSWER_FIELDS), b"{}\xC3\x28\xFF");
         assert_eq!(
-            invalid_utf8(br#"{"a" : "b"}"#),
+            invalid_utf8(br#"{"a" : "b"}"#, &ANSWER_FIELDS),
             b"{\"\xC3\x28\xFFa\" : \"b\"}"
         );
     }
@@ -1641,9 +1647,9 @@ mod tests {
             let body = serde_json::to_vec(&value).expect("a Value serializes");
             for input in [&body, &raw] {
                 for variant in Malformed::ALL {
-                    let _ = malformed(variant, input);
+                    let _ = malformed(variant, input, &ANSWER_FIELDS);
                 }
-                prop_assert!(std::str::from_utf8(&invalid_utf8(input)).is_err());
+                prop_assert!(std::str::from_utf8(&invalid_utf8(input, &ANSWER_FIELDS)).is_err());
                 let padded = padded_body(input, bytes);
                 prop_assert_eq!(padded.len(), bytes);
                 prop_assert!(serde_json::from_slice::<Map<String, Value>>(&padded).is_ok());

@@ -10,7 +10,9 @@ pub mod commands;
 use std::collections::BTreeMap;
 
 use agent_tck::content::Content;
-use agent_tck::mock::protocol::{AgentProtocol, ContentBehavior, Endpoint, Mutating, Mutation};
+use agent_tck::mock::protocol::{
+    AgentProtocol, AnswerFields, ContentBehavior, Endpoint, Mutating, Mutation,
+};
 use agent_tck::mock::{Body, Reply, Responder};
 use agent_tck::probe::checks::verdict;
 use agent_tck::probe::exchange::ExchangeSpec;
@@ -36,6 +38,15 @@ impl AgentProtocol for Agents {
 
     fn endpoints(&self) -> &'static [Endpoint] {
         ENDPOINTS
+    }
+
+    /// Who greets, and the greeting (the toy's answers have no number: `nan` adds one).
+    fn answer_fields(&self) -> &'static AnswerFields {
+        &AnswerFields {
+            identity: "agent_name",
+            text: &["greeting"],
+            number: "warmth",
+        }
     }
 
     fn reference(&self, name: &str, _seed: u64) -> Box<dyn Responder> {

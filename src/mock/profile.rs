@@ -1,0 +1,14 @@
+//! Who a mock agent is: what a fleet file says of it, and what its platform is told at
+//! registration (the protocol's [`super::protocol::PlatformApi`] writes the body).
+
+use serde::Serialize;
+
+/// Registration facts of an agent (what the registration body is written from).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Profile {
+    pub name: String,
+    pub domain: String,
+    pub capabilities: Vec<String>,
+    #[serde(skip)]
+    pub api_key: Option<String>,
+}
