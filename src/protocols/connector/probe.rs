@@ -883,3 +883,31 @@ fn judge_flood(run: &Run<'_>, case: &mut CaseResult, flooded: Option<&str>) {
 pub fn case_ids() -> Result<Vec<String>, ProbeError> {
     Ok(suite()?.ids())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    #[test]
+    fn the_built_in_suite_loads_and_errors_are_classed_by_type() {
+        assert_eq!(case_ids().unwrap().len(), suite().unwrap().ids().len());
+        assert!(!case_ids().unwrap().is_empty());
+        assert_eq!(
+            Error::from(ProbeError::NotOneRule {
+                case: "forward.plain".into()
+            }),
+            Error::Usage("case forward.plain: a connector case runs one rule".into())
+        );
+        assert_eq!(
+            Error::from(ProbeError::Suite("suites/connector.yaml:3: bad".into())),
+            Error::Usage("suites/connector.yaml:3: bad".into())
+        );
+        assert_eq!(
+            Error::from(ProbeError::Listen(
+                "cannot listen on 127.0.0.1:1: taken".into()
+            )),
+            Error::Run("cannot listen on 127.0.0.1:1: taken".into())
+        );
+    }
+}
