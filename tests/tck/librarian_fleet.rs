@@ -127,6 +127,12 @@ fn fleet_files_name_what_is_wrong() {
         e.to_string(),
         "f.yaml: client \"a\": rate \"fast\": expected N/min or N/s"
     );
+    let e = Fleet::parse("f.yaml", "protocol: librarian\nlibrarian:\n  url: http://x:1\n  clients:\n    - { name: a, agent: x, token: t, behavior: foreign-agent-id }\n", None).err().unwrap();
+    assert_eq!(
+        e.to_string(),
+        "f.yaml: client \"a\": foreign-agent-id speaks in another agent's name, and the fleet \
+         (or its registry) names no agent but x: add a client of another agent"
+    );
     let preset = include_str!("../../mocks/librarian-chaos.yaml");
     let fleet = Fleet::parse(
         "mocks/librarian-chaos.yaml",
