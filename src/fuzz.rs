@@ -550,8 +550,12 @@ pub fn config_yaml(data: &[u8]) {
             .err()
             .map(|e| e.to_string()),
         connector::fleet::Fleet::parse(SOURCE, &text, None).err(),
-        librarian::fleet::Fleet::parse(SOURCE, &text, None).err(),
-        librarian::mock::Script::parse(SOURCE, &text).err(),
+        librarian::fleet::Fleet::parse(SOURCE, &text, None)
+            .err()
+            .map(|e| e.to_string()),
+        librarian::mock::Script::parse(SOURCE, &text)
+            .err()
+            .map(|e| e.to_string()),
         crate::mock::injection::Corpus::parse(SOURCE, &text).err(),
         crate::selftest::matrix::Matrix::parse(SOURCE, &text)
             .err()

@@ -788,3 +788,52 @@ async fn a_forward_with_other_field_names_arrived_malformed() {
         )],
     );
 }
+
+/// The connector's errors are classed by their type: a fleet file whose `ws:` names no dialect
+/// is a usage error (exit 2: nothing was sent), a callback endpoint that cannot listen a run
+/// that could not go on (exit 1); each is one line on stderr that names what failed.
+#[test]
+fn the_binary_exits_2_on_an_unknown_ws_dialect_and_1_on_a_callback_port_taken() {
+    let dir = crate::support::TempDir::new("connector-exit");
+    let file = dir.path("fleet.yaml");
+    std::fs::write(
+        &file,
+        "protocol: connector\nconnector:\n  url: http://127.0.0.1:9\n  listen: 127.0.0.1:0\n  ws: telepathy\n  agents:\n    - { name: steady, agent-id: ext-steady, behavior: conforming }\n",
+    )
+    .unwrap();
+    let out = crate::support::tck_within(
+        &["mock", "fleet", "--config", &file],
+        Duration::from_secs(30),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", crate::support::text(&out));
+    assert_eq!(
+        err.trim(),
+        format!(
+            "agent-tck: error: {file}: connector.ws: \"telepathy\" (expected document or assistant-v5)"
+        )
+    );
+
+    // Held open until the run has ended, so that the port stays taken.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = taken.local_addr().unwrap().to_string();
+    let out = crate::support::tck_within(
+        &[
+            "probe",
+            "connector",
+            "--input-url",
+            "http://127.0.0.1:9/in",
+            "--callback-listen",
+            &listen,
+        ],
+        Duration::from_secs(30),
+    );
+    drop(taken);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", crate::support::text(&out));
+    assert!(
+        err.starts_with(&format!("agent-tck: error: cannot listen on {listen}: "))
+            && err.trim().lines().count() == 1,
+        "{err}"
+    );
+}

@@ -1546,7 +1546,7 @@ async fn a_request_still_approved_after_its_report_is_said_plainly() {
 /// naming nothing) reads as before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn script_steps_answer_the_requests_they_name() {
-    use agent_tck::protocols::librarian::mock::Script;
+    use agent_tck::protocols::librarian::mock::{Script, ScriptError};
     use agent_tck::protocols::librarian::model::request;
     let text = "decisions:\n  - \"APPROVAL create design docs/design/*: reject\"\n  - \"QUERY: escalate:1s\"\n  - \"APPROVAL: approve\"\n";
     let session = MockSession::scripted(Script::parse("s.yaml", text).unwrap()).await;
@@ -1596,7 +1596,8 @@ async fn script_steps_answer_the_requests_they_name() {
         ("decisions:\n  - \"QUERY: explode\"\n", "s.yaml:2: script step \"explode\""),
     ] {
         let e = Script::parse("s.yaml", bad).unwrap_err();
-        assert!(e.contains(words), "{e}");
+        assert!(matches!(e, ScriptError::Step { .. }), "{e:?}");
+        assert!(e.to_string().contains(words), "{e}");
     }
 }
 

@@ -462,3 +462,50 @@ async fn mock_librarian_never_prints_a_clients_token() {
         );
     }
 }
+
+/// `mock librarian`'s errors are classed by their type: a `--journal` that cannot be created is
+/// a usage error (exit 2: nothing was served), a port already taken a run that could not go on
+/// (exit 1); each is one line on stderr that names what failed.
+#[test]
+fn mock_librarian_exits_2_on_a_journal_it_cannot_create_and_1_on_a_port_taken() {
+    let dir = crate::support::TempDir::new("librarian-exit");
+    let journal = dir.path("no-such-dir/journal.jsonl");
+    let args = ["mock", "librarian", "--port", "0", "--until", "1-requests"];
+    let out = crate::support::tck_within(
+        &[&args[..], &["--journal", &journal]].concat(),
+        Duration::from_secs(30),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", crate::support::text(&out));
+    assert!(
+        err.starts_with(&format!(
+            "agent-tck: error: --journal {journal}: cannot create: "
+        )) && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "{}", crate::support::text(&out));
+
+    // Held open until the run has ended, so that the port stays taken.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out = crate::support::tck_within(
+        &[
+            "mock",
+            "librarian",
+            "--port",
+            &port,
+            "--until",
+            "1-requests",
+        ],
+        Duration::from_secs(30),
+    );
+    drop(taken);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", crate::support::text(&out));
+    assert!(
+        err.starts_with(&format!(
+            "agent-tck: error: cannot listen on 127.0.0.1:{port}: "
+        )) && err.trim().lines().count() == 1,
+        "{err}"
+    );
+}

@@ -2,7 +2,7 @@
 //! one it names the flaw.
 
 use agent_tck::protocols::librarian::commands::{reference, reference_tokens};
-use agent_tck::protocols::librarian::fleet::{run, Fleet};
+use agent_tck::protocols::librarian::fleet::{run, Fleet, FleetFileError};
 use agent_tck::protocols::librarian::server::Flaws;
 use agent_tck::report::{Report, Status};
 
@@ -106,11 +106,33 @@ async fn the_fleet_holds_against_the_reference_and_names_each_flaw() {
 fn fleet_files_name_what_is_wrong() {
     let e = Fleet::parse("f.yaml", "protocol: librarian\nlibrarian:\n  url: http://x:1\n  clients:\n    - { name: a, agent: x, token: t, behavior: shout }\n", None).err().unwrap();
     assert!(
-        e.contains("f.yaml: client \"a\": behavior \"shout\" is not one of conforming"),
+        matches!(&e, FleetFileError::Client { file, client, .. } if file == "f.yaml" && client == "a"),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .starts_with("f.yaml: client \"a\": behavior \"shout\" is not one of conforming"),
         "{e}"
     );
     let e = Fleet::parse("f.yaml", "protocol: librarian\nlibrarian:\n  url: http://x:1\n  clients:\n    - { name: a, agent: x, token: t, behavior: flood, rate: fast }\n", None).err().unwrap();
-    assert!(e.contains("rate \"fast\": expected N/min or N/s"), "{e}");
+    assert_eq!(
+        e,
+        FleetFileError::Client {
+            file: "f.yaml".into(),
+            client: "a".into(),
+            what: "rate \"fast\": expected N/min or N/s".into(),
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "f.yaml: client \"a\": rate \"fast\": expected N/min or N/s"
+    );
+    let e = Fleet::parse("f.yaml", "protocol: librarian\nlibrarian:\n  url: http://x:1\n  clients:\n    - { name: a, agent: x, token: t, behavior: foreign-agent-id }\n", None).err().unwrap();
+    assert_eq!(
+        e.to_string(),
+        "f.yaml: client \"a\": foreign-agent-id speaks in another agent's name, and the fleet \
+         (or its registry) names no agent but x: add a client of another agent"
+    );
     let preset = include_str!("../../mocks/librarian-chaos.yaml");
     let fleet = Fleet::parse(
         "mocks/librarian-chaos.yaml",

@@ -104,7 +104,7 @@ async fn probe_reference(
     };
     let report = probe::run(&settings, &|_| {}).await;
     running.stop().await;
-    report.map_err(Error::Run)
+    report.map_err(Error::from)
 }
 
 impl Protocol for Connector {
@@ -125,9 +125,10 @@ impl Protocol for Connector {
     }
 
     fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        let ids = probe::case_ids().map_err(Error::Usage)?;
-        let job =
-            |s: Settings, on: OnCase| async move { probe::run(&s, &*on).await.map_err(Error::Run) };
+        let ids = probe::case_ids()?;
+        let job = |s: Settings, on: OnCase| async move {
+            probe::run(&s, &*on).await.map_err(Error::from)
+        };
         driver_probe(
             matches,
             settings,
@@ -144,11 +145,11 @@ impl Protocol for Connector {
             "the connector's",
             "suites/connector.yaml",
         )?;
-        Ok(probe::suite().map_err(Error::Usage)?.list())
+        Ok(probe::suite()?.list())
     }
 
     fn case_ids(&self) -> Result<Vec<String>, Error> {
-        probe::case_ids().map_err(Error::Usage)
+        probe::case_ids().map_err(Error::from)
     }
 
     /// The reference external agent, probed with every case.

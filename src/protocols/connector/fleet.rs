@@ -984,7 +984,7 @@ async fn drive(fleet: &Fleet, served: &Served) -> Drive {
         .collect();
     let mut clients: BTreeMap<String, Vec<ws::Client>> = BTreeMap::new();
     // A few hundred handshakes at a time: thousands at once overflow a server's accept backlog.
-    let connected: Vec<(String, Result<ws::Client, String>)> =
+    let connected: Vec<(String, Result<ws::Client, ws::WsError>)> =
         futures::stream::iter(jobs.into_iter().map(|s| {
             let url = url.clone();
             async move {
@@ -998,7 +998,7 @@ async fn drive(fleet: &Fleet, served: &Served) -> Drive {
     for (s, c) in connected {
         match c {
             Ok(c) => clients.entry(s).or_default().push(c),
-            Err(e) => d.connect_errors.push(e),
+            Err(e) => d.connect_errors.push(e.to_string()),
         }
     }
     d.clients = clients.values().map(Vec::len).sum();
@@ -1126,7 +1126,7 @@ async fn revive(fleet: &Fleet) -> Option<Revive> {
         {
             Ok(c) => c,
             Err(e) => {
-                r.not_attached = Some(e);
+                r.not_attached = Some(e.to_string());
                 return Some(r);
             }
         };

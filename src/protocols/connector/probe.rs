@@ -59,13 +59,42 @@ fn validate(name: &str, args: &Value) -> Result<(), String> {
 
 pub(crate) static RULE_NAMES: DriverRules = DriverRules::new(&RULES, validate, "probe connector");
 
-pub fn suite() -> Result<LoadedSuite, String> {
+/// Why a connector probe could not run (a callback that does not come, or comes wrong, is a
+/// failed case, not an error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProbeError {
+    /// The built-in suite does not load: its cases, as the command was given them, are wrong
+    /// (a usage error, as a suite file's would be; nothing was sent).
+    #[error("{0}")]
+    Suite(String),
+    /// A case of the built-in suite that is not one rule: the same.
+    #[error("case {case}: a connector case runs one rule")]
+    NotOneRule { case: String },
+    /// The callback endpoint could not listen (`--callback-listen`): the run cannot go on.
+    #[error("{0}")]
+    Listen(String),
+}
+
+impl From<ProbeError> for crate::error::Error {
+    fn from(e: ProbeError) -> Self {
+        match e {
+            ProbeError::Suite(_) | ProbeError::NotOneRule { .. } => {
+                crate::error::Error::Usage(e.to_string())
+            }
+            ProbeError::Listen(_) => crate::error::Error::Run(e.to_string()),
+        }
+    }
+}
+
+/// The built-in suite, loaded once.
+pub fn suite() -> Result<LoadedSuite, ProbeError> {
     static LOADED: OnceLock<Result<LoadedSuite, String>> = OnceLock::new();
     LOADED
         .get_or_init(|| {
             LoadedSuite::parse(SUITE.0, SUITE.1, &RULE_NAMES).map_err(|e| e.to_string())
         })
         .clone()
+        .map_err(ProbeError::Suite)
 }
 
 /// Validated settings of one run.
@@ -339,7 +368,7 @@ fn text_of(kind: &str) -> String {
 pub async fn run(
     settings: &Settings,
     on_case: &(dyn Fn(&CaseResult) + Send + Sync),
-) -> Result<Report, String> {
+) -> Result<Report, ProbeError> {
     let suite = suite()?;
     let info = settings.common.run_info(
         super::NAME,
@@ -350,7 +379,9 @@ pub async fn run(
     let limits = http1::ServerLimits {
         max_body: settings.max_body,
     };
-    let running = http1::spawn_with(listener.clone(), settings.listen, limits).await?;
+    let running = http1::spawn_with(listener.clone(), settings.listen, limits)
+        .await
+        .map_err(|e| ProbeError::Listen(e.to_string()))?;
     let base = settings
         .callback_base
         .clone()
@@ -375,10 +406,9 @@ pub async fn run(
         let (name, args) = match spec.checks.first() {
             Some(Check::Rule(call)) => (call.name.clone(), call.args.clone()),
             _ => {
-                return Err(format!(
-                    "case {}: a connector case runs one rule",
-                    spec.id.value
-                ))
+                return Err(ProbeError::NotOneRule {
+                    case: spec.id.value.clone(),
+                })
             }
         };
         let mut case = spec.case();
@@ -850,6 +880,34 @@ fn judge_flood(run: &Run<'_>, case: &mut CaseResult, flooded: Option<&str>) {
 }
 
 /// Every case id.
-pub fn case_ids() -> Result<Vec<String>, String> {
+pub fn case_ids() -> Result<Vec<String>, ProbeError> {
     Ok(suite()?.ids())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    #[test]
+    fn the_built_in_suite_loads_and_errors_are_classed_by_type() {
+        assert_eq!(case_ids().unwrap().len(), suite().unwrap().ids().len());
+        assert!(!case_ids().unwrap().is_empty());
+        assert_eq!(
+            Error::from(ProbeError::NotOneRule {
+                case: "forward.plain".into()
+            }),
+            Error::Usage("case forward.plain: a connector case runs one rule".into())
+        );
+        assert_eq!(
+            Error::from(ProbeError::Suite("suites/connector.yaml:3: bad".into())),
+            Error::Usage("suites/connector.yaml:3: bad".into())
+        );
+        assert_eq!(
+            Error::from(ProbeError::Listen(
+                "cannot listen on 127.0.0.1:1: taken".into()
+            )),
+            Error::Run("cannot listen on 127.0.0.1:1: taken".into())
+        );
+    }
 }

@@ -27,6 +27,31 @@ const BUFFER: usize = 4096;
 /// huge-callback, 64 MiB, and its JSON envelope).
 const MAX_FRAME: usize = 72 << 20;
 
+/// A `ws:` setting that names no dialect (a usage error in the fleet file that gives it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("ws: {given:?} (expected document or assistant-v5)")]
+pub struct DialectError {
+    pub given: String,
+}
+
+impl From<DialectError> for crate::error::Error {
+    fn from(e: DialectError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
+/// A web client that could not attach or speak. The server's doing, so the fleet judges it (a
+/// failed case's evidence): it never ends a command, and has no exit status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WsError {
+    #[error("{url}: no WebSocket handshake within {deadline:?}")]
+    NoHandshake { url: String, deadline: Duration },
+    #[error("{url}: {cause}")]
+    Handshake { url: String, cause: String },
+    #[error("session {session}: cannot send: {cause}")]
+    Send { session: String, cause: String },
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
     /// The document: `hello {sessionId}`, `user_message {text}`.
@@ -36,11 +61,13 @@ pub enum Dialect {
 }
 
 impl Dialect {
-    pub fn parse(text: &str) -> Result<Dialect, String> {
+    pub fn parse(text: &str) -> Result<Dialect, DialectError> {
         match text {
             "document" => Ok(Dialect::Document),
             "assistant-v5" => Ok(Dialect::AssistantV5),
-            other => Err(format!("ws: {other:?} (expected document or assistant-v5)")),
+            other => Err(DialectError {
+                given: other.to_string(),
+            }),
         }
     }
 
@@ -150,7 +177,7 @@ impl Client {
         session: &str,
         dialect: Dialect,
         deadline: Duration,
-    ) -> Result<Client, String> {
+    ) -> Result<Client, WsError> {
         // Small buffers: the defaults (128 KiB each way) made a client ~140 KB, 1.3 GB for a
         // fleet of 10,000; a client reads a few small messages a second.
         let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
@@ -161,8 +188,14 @@ impl Client {
         let connect = tokio_tungstenite::connect_async_with_config(url, Some(config), true);
         let (stream, _) = tokio::time::timeout(deadline, connect)
             .await
-            .map_err(|_| format!("{url}: no WebSocket handshake within {deadline:?}"))?
-            .map_err(|e| format!("{url}: {e}"))?;
+            .map_err(|_| WsError::NoHandshake {
+                url: url.to_string(),
+                deadline,
+            })?
+            .map_err(|e| WsError::Handshake {
+                url: url.to_string(),
+                cause: e.to_string(),
+            })?;
         let (sink, mut stream) = stream.split();
         let seen = Arc::new(Mutex::new(Seen::default()));
         let record = seen.clone();
@@ -208,17 +241,20 @@ impl Client {
         Ok(client)
     }
 
-    async fn send(&self, message: Value) -> Result<(), String> {
+    async fn send(&self, message: Value) -> Result<(), WsError> {
         self.sink
             .lock()
             .await
             .send(Message::text(message.to_string()))
             .await
-            .map_err(|e| format!("session {}: cannot send: {e}", self.session))
+            .map_err(|e| WsError::Send {
+                session: self.session.clone(),
+                cause: e.to_string(),
+            })
     }
 
     /// Sends a user message to the client's session.
-    pub async fn say(&self, text: &str) -> Result<(), String> {
+    pub async fn say(&self, text: &str) -> Result<(), WsError> {
         self.send(self.dialect.user_message(&self.session, text))
             .await
     }
@@ -285,8 +321,15 @@ mod tests {
         let junk = inbound("not json", now);
         assert_eq!(junk.kind, "");
         assert_eq!(junk.text, None);
+        let wrong = Dialect::parse("nope").unwrap_err();
         assert_eq!(
-            Dialect::parse("nope").unwrap_err(),
+            wrong,
+            DialectError {
+                given: "nope".into()
+            }
+        );
+        assert_eq!(
+            wrong.to_string(),
             "ws: \"nope\" (expected document or assistant-v5)"
         );
         assert_eq!(

@@ -85,7 +85,8 @@ pub fn settings(args: &LibrarianProbeArgs) -> Result<Settings, String> {
             .registry
             .as_deref()
             .map(|p| read_registry(p, false))
-            .transpose()?,
+            .transpose()
+            .map_err(|e| e.to_string())?,
         allow_deviations: args.allow_deviations,
     })
 }
@@ -150,14 +151,9 @@ impl Protocol for LibrarianProtocol {
         at: ClientFleet<'a>,
     ) -> Option<BoxFuture<'a, Result<Report, Error>>> {
         Some(Box::pin(async move {
-            let registry = at
-                .registry
-                .map(|p| read_registry(p, false))
-                .transpose()
-                .map_err(Error::Usage)?;
+            let registry = at.registry.map(|p| read_registry(p, false)).transpose()?;
             let fleet = super::fleet::Fleet::parse(source, text, at.url)
-                .and_then(|f| f.with_registry(registry))
-                .map_err(Error::Usage)?;
+                .and_then(|f| f.with_registry(registry))?;
             let seed = seed_or_clock(at.seed.or(fleet.seed()));
             crate::outln!(
                 "agent-tck mock fleet · librarian clients against {}",
@@ -276,7 +272,7 @@ pub fn reference_registry() -> Vec<Registered> {
 pub async fn reference(flaws: Flaws) -> Result<server::Served, Error> {
     server::serve(Librarian::new(reference_registry(), flaws))
         .await
-        .map_err(Error::Run)
+        .map_err(Error::from)
 }
 
 #[cfg(test)]
@@ -378,7 +374,7 @@ pub async fn mock_librarian(
 ) -> Result<Report, Error> {
     let until = parse_until(args.until.as_deref()).map_err(Error::Usage)?;
     let agents = match &args.registry {
-        Some(path) => read_registry(path, true).map_err(Error::Usage)?,
+        Some(path) => read_registry(path, true)?,
         None => Vec::new(),
     };
     let script = match &args.script {
@@ -386,18 +382,17 @@ pub async fn mock_librarian(
             let text = std::fs::read_to_string(path).map_err(|e| {
                 Error::usage(format!("--script {}: cannot read: {e}", path.display()))
             })?;
-            Script::parse(&path.display().to_string(), &text).map_err(Error::Usage)?
+            Script::parse(&path.display().to_string(), &text)?
         }
         None => Script::default(),
     };
     args.output.check()?;
     let mut librarian = Librarian::new(agents, Flaws::default()).mocking(script);
     if let Some(path) = &args.journal {
-        librarian = librarian.journaling(path).map_err(Error::Usage)?;
+        librarian = librarian.journaling(path)?;
     }
-    let served = server::serve_on(librarian, std::net::SocketAddr::new(args.host, args.port))
-        .await
-        .map_err(Error::Run)?;
+    let served =
+        server::serve_on(librarian, std::net::SocketAddr::new(args.host, args.port)).await?;
     let run = crate::report::RunInfo::start(
         "mock",
         NAME,

@@ -40,6 +40,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::model::{self, LIMITS};
+use super::registry::RegistryError;
 use super::server::Registered;
 use crate::mock::observe::Tally;
 use crate::report::{CaseResult, Evidence, Level, Report, RunInfo};
@@ -216,6 +217,50 @@ fn rate(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(unit / n))
 }
 
+/// What is wrong with a Librarian fleet file (or the registry it is given). Each is a usage
+/// error: nothing has been sent yet.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FleetFileError {
+    /// Not YAML, not a fleet's shape, or an `${ENV}` that is not set.
+    #[error("{0}")]
+    Yaml(String),
+    /// A setting under `librarian:` (`url`, `duration`) that does not read.
+    #[error("{file}: librarian.{key}: {cause}")]
+    Setting {
+        file: String,
+        key: &'static str,
+        cause: String,
+    },
+    #[error("{file}: librarian.registry: {cause}")]
+    Registry { file: String, cause: RegistryError },
+    #[error("{file}: librarian.clients is empty")]
+    NoClients { file: String },
+    #[error("{file}: librarian.requests must be at least 1")]
+    NoRequests { file: String },
+    /// One client's `behavior`, `rate` or `trickle`.
+    #[error("{file}: client {client:?}: {what}")]
+    Client {
+        file: String,
+        client: String,
+        what: String,
+    },
+    #[error(
+        "{file}: client {client:?}: foreign-agent-id speaks in another agent's name, and the \
+         fleet (or its registry) names no agent but {agent}: add a client of another agent"
+    )]
+    NoOtherAgent {
+        file: String,
+        client: String,
+        agent: String,
+    },
+}
+
+impl From<FleetFileError> for crate::error::Error {
+    fn from(e: FleetFileError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
 /// A fleet file parsed and checked: the clients, the duration, the server.
 pub struct Fleet {
     base: BaseUrl,
@@ -229,19 +274,30 @@ pub struct Fleet {
 
 impl Fleet {
     /// Parses (after `${ENV}` substitution); `url` overrides the file's. Errors name the file.
-    pub fn parse(source: &str, text: &str, url: Option<&str>) -> Result<Fleet, String> {
-        let file: FleetFile = crate::text::read_yaml_with_env(source, text)?;
+    pub fn parse(source: &str, text: &str, url: Option<&str>) -> Result<Fleet, FleetFileError> {
+        let file: FleetFile = crate::text::read_yaml_with_env(source, text)
+            .map_err(|e| FleetFileError::Yaml(e.to_string()))?;
         let spec = file.librarian;
-        let base = BaseUrl::parse(url.unwrap_or(&spec.url))
-            .map_err(|e| format!("{source}: librarian.url: {e}"))?;
-        let duration = crate::units::parse_duration(&spec.duration)
-            .map_err(|e| format!("{source}: librarian.duration: {e}"))?;
+        let setting = |key: &'static str, cause: &dyn std::fmt::Display| FleetFileError::Setting {
+            file: source.to_string(),
+            key,
+            cause: cause.to_string(),
+        };
+        let base = BaseUrl::parse(url.unwrap_or(&spec.url)).map_err(|e| setting("url", &e))?;
+        let duration =
+            crate::units::parse_duration(&spec.duration).map_err(|e| setting("duration", &e))?;
         if spec.clients.is_empty() {
-            return Err(format!("{source}: librarian.clients is empty"));
+            return Err(FleetFileError::NoClients {
+                file: source.to_string(),
+            });
         }
         let mut clients = Vec::new();
         for c in spec.clients {
-            let at = |what: String| format!("{source}: client {:?}: {what}", c.name);
+            let at = |what: String| FleetFileError::Client {
+                file: source.to_string(),
+                client: c.name.clone(),
+                what,
+            };
             if !BEHAVIORS.iter().any(|(b, _)| *b == c.behavior) {
                 let known: Vec<&str> = BEHAVIORS.iter().map(|(b, _)| *b).collect();
                 return Err(at(format!(
@@ -270,13 +326,19 @@ impl Fleet {
             });
         }
         if spec.requests == Some(0) {
-            return Err(format!("{source}: librarian.requests must be at least 1"));
+            return Err(FleetFileError::NoRequests {
+                file: source.to_string(),
+            });
         }
         let registry = spec
             .registry
             .map(|path| {
-                super::registry::read_registry(std::path::Path::new(&path), false)
-                    .map_err(|e| format!("{source}: librarian.registry: {e}"))
+                super::registry::read_registry(std::path::Path::new(&path), false).map_err(
+                    |cause| FleetFileError::Registry {
+                        file: source.to_string(),
+                        cause,
+                    },
+                )
             })
             .transpose()?;
         let fleet = Fleet {
@@ -293,7 +355,10 @@ impl Fleet {
 
     /// The server's registry (`--registry`, over the file's), for what each client's agent may
     /// do; None keeps the file's.
-    pub fn with_registry(mut self, registry: Option<Vec<Registered>>) -> Result<Fleet, String> {
+    pub fn with_registry(
+        mut self,
+        registry: Option<Vec<Registered>>,
+    ) -> Result<Fleet, FleetFileError> {
         if registry.is_some() {
             self.registry = registry;
         }
@@ -314,11 +379,11 @@ impl Fleet {
                 .find(may_read)
                 .cloned();
             if c.behavior == "foreign-agent-id" && c.other.is_none() {
-                return Err(format!(
-                    "{}: client {:?}: foreign-agent-id speaks in another agent's name, and the \
-                     fleet (or its registry) names no agent but {}: add a client of another agent",
-                    self.source, c.name, c.agent
-                ));
+                return Err(FleetFileError::NoOtherAgent {
+                    file: self.source.clone(),
+                    client: c.name.clone(),
+                    agent: c.agent.clone(),
+                });
             }
         }
         Ok(self)

@@ -61,15 +61,45 @@ pub enum Step {
     Reset,
 }
 
+/// A script step that does not read: the step as written, and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("script step {step:?}: {what}")]
+pub struct StepError {
+    pub step: String,
+    pub what: String,
+}
+
+/// What is wrong with a script file. Each is a usage error: nothing has been served yet.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScriptError {
+    /// Not YAML, or not a script's shape: `FILE:LINE:COLUMN: what` where the parser says.
+    #[error("{0}")]
+    Yaml(String),
+    /// A step, at `FILE:LINE` (the first line that holds it) or the file.
+    #[error("{at}: {error}")]
+    Step { at: String, error: StepError },
+    #[error("{file}: `decisions` is empty")]
+    Empty { file: String },
+}
+
+impl From<ScriptError> for crate::error::Error {
+    fn from(e: ScriptError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
 impl Step {
-    pub fn parse(text: &str) -> Result<Step, String> {
+    pub fn parse(text: &str) -> Result<Step, StepError> {
+        let wrong = |what: String| StepError {
+            step: text.to_string(),
+            what,
+        };
         let (name, arg) = match text.trim().split_once(':') {
             Some((n, a)) => (n.trim(), Some(a.trim())),
             None => (text.trim(), None),
         };
         let duration = |a: Option<&str>, default: &str| {
-            crate::units::parse_duration(a.unwrap_or(default))
-                .map_err(|e| format!("script step {text:?}: {e}"))
+            crate::units::parse_duration(a.unwrap_or(default)).map_err(|e| wrong(e.to_string()))
         };
         Ok(match name {
             "decide" => Step::Decide,
@@ -80,15 +110,15 @@ impl Step {
             "429" => Step::TooMany(
                 arg.unwrap_or("2")
                     .parse()
-                    .map_err(|_| format!("script step {text:?}: 429:SECS takes whole seconds"))?,
+                    .map_err(|_| wrong("429:SECS takes whole seconds".into()))?,
             ),
             "500" => Step::ServerError,
             "malformed-json" => Step::Malformed,
             "slow" => Step::Slow(duration(arg, "11s")?),
             "reset" => Step::Reset,
             _ => {
-                return Err(format!(
-                    "script step {text:?}: expected decide, approve, reject, escalate:DUR, clarify, 429:SECS, 500, malformed-json, slow:DUR or reset"
+                return Err(wrong(
+                    "expected decide, approve, reject, escalate:DUR, clarify, 429:SECS, 500, malformed-json, slow:DUR or reset".into()
                 ))
             }
         })
@@ -174,9 +204,9 @@ impl Script {
 
     /// `decisions: [approve, "429:2", "APPROVAL create design: reject", …]`; errors name the
     /// file, the line and the step.
-    pub fn parse(source: &str, text: &str) -> Result<Script, String> {
+    pub fn parse(source: &str, text: &str) -> Result<Script, ScriptError> {
         let file: ScriptFile = serde_saphyr::from_str(text)
-            .map_err(|e| crate::text::yaml_error(source, &e.to_string()))?;
+            .map_err(|e| ScriptError::Yaml(crate::text::yaml_error(source, &e.to_string())))?;
         let at = |step: &str| {
             text.lines()
                 .position(|l| l.contains(step.trim()))
@@ -186,10 +216,12 @@ impl Script {
         let steps = file
             .decisions
             .iter()
-            .map(|s| Self::step(s).map_err(|e| format!("{}: {e}", at(s))))
+            .map(|s| Self::step(s).map_err(|error| ScriptError::Step { at: at(s), error }))
             .collect::<Result<Vec<_>, _>>()?;
         if steps.is_empty() {
-            return Err(format!("{source}: `decisions` is empty"));
+            return Err(ScriptError::Empty {
+                file: source.to_string(),
+            });
         }
         Ok(Script {
             steps,
@@ -198,11 +230,12 @@ impl Script {
     }
 
     /// One step, with what it answers when it names it (`SELECTOR: STEP`).
-    fn step(text: &str) -> Result<(Option<Selector>, Step), String> {
+    fn step(text: &str) -> Result<(Option<Selector>, Step), StepError> {
         if let Some((head, step)) = text.split_once(':') {
-            if let Some(selector) =
-                Selector::parse(head).map_err(|e| format!("script step {text:?}: {e}"))?
-            {
+            if let Some(selector) = Selector::parse(head).map_err(|what| StepError {
+                step: text.to_string(),
+                what,
+            })? {
                 return Ok((Some(selector), Step::parse(step.trim())?));
             }
         }

@@ -25,22 +25,47 @@ struct RegistryAgent {
     _rest: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
+/// What is wrong with a registry file. Each is a usage error: the file was given (a flag or a
+/// fleet file's `registry:`) and nothing has been run yet.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    #[error("{file}: cannot read: {cause}")]
+    Unreadable { file: String, cause: String },
+    /// Not YAML, or not a registry's shape: `FILE:LINE:COLUMN: what` where the parser says.
+    #[error("{0}")]
+    Yaml(String),
+    #[error("{file}: agent {agent}: give its `token:` (the bearer token it sends)")]
+    NoToken { file: String, agent: String },
+    #[error("{file}: `agents` is empty")]
+    Empty { file: String },
+}
+
+impl From<RegistryError> for crate::error::Error {
+    fn from(e: RegistryError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
 /// The agents of a registry file (`need_tokens`: each must give its `token:`, as the mock
 /// Librarian's must); errors name the file and the agent.
-pub fn read_registry(path: &Path, need_tokens: bool) -> Result<Vec<Registered>, String> {
+pub fn read_registry(path: &Path, need_tokens: bool) -> Result<Vec<Registered>, RegistryError> {
     let source = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{source}: cannot read: {e}"))?;
+    let text = std::fs::read_to_string(path).map_err(|e| RegistryError::Unreadable {
+        file: source.clone(),
+        cause: e.to_string(),
+    })?;
     let file: RegistryFile = serde_saphyr::from_str(&text)
-        .map_err(|e| crate::text::yaml_error(&source, &e.to_string()))?;
+        .map_err(|e| RegistryError::Yaml(crate::text::yaml_error(&source, &e.to_string())))?;
     let mut agents = Vec::new();
     for (id, a) in file.agents {
         let token = match a.token.filter(|t| !t.trim().is_empty()) {
             Some(t) => t,
             None if !need_tokens => String::new(),
             None => {
-                return Err(format!(
-                    "{source}: agent {id}: give its `token:` (the bearer token it sends)"
-                ))
+                return Err(RegistryError::NoToken {
+                    file: source,
+                    agent: id,
+                })
             }
         };
         let mut r = Registered::any(&id, &token);
@@ -53,7 +78,7 @@ pub fn read_registry(path: &Path, need_tokens: bool) -> Result<Vec<Registered>, 
         agents.push(r);
     }
     if agents.is_empty() {
-        return Err(format!("{source}: `agents` is empty"));
+        return Err(RegistryError::Empty { file: source });
     }
     Ok(agents)
 }
@@ -77,7 +102,20 @@ mod tests {
             "none given: all"
         );
         let e = read_registry(&path, true).unwrap_err();
-        assert!(e.contains("agent gemini-pro: give its `token:`"), "{e}");
+        assert_eq!(
+            e,
+            RegistryError::NoToken {
+                file: path.display().to_string(),
+                agent: "gemini-pro".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{}: agent gemini-pro: give its `token:` (the bearer token it sends)",
+                path.display()
+            )
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -250,9 +250,11 @@ impl Librarian {
     }
 
     /// Journals every request to `path` (created), a JSON line each.
-    pub fn journaling(mut self, path: &std::path::Path) -> Result<Librarian, String> {
-        let file = std::fs::File::create(path)
-            .map_err(|e| format!("--journal {}: cannot create: {e}", path.display()))?;
+    pub fn journaling(mut self, path: &std::path::Path) -> Result<Librarian, ServerError> {
+        let file = std::fs::File::create(path).map_err(|e| ServerError::Journal {
+            path: path.display().to_string(),
+            cause: e.to_string(),
+        })?;
         self.journal = Some(Mutex::new(std::io::BufWriter::new(file)));
         Ok(self)
     }
@@ -988,6 +990,26 @@ impl Librarian {
     }
 }
 
+/// Why a Librarian could not be served.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServerError {
+    /// `--journal PATH` cannot be created: a usage error, nothing has been served.
+    #[error("--journal {path}: cannot create: {cause}")]
+    Journal { path: String, cause: String },
+    /// The port could not be listened on: the run cannot go on.
+    #[error("{0}")]
+    Listen(String),
+}
+
+impl From<ServerError> for crate::error::Error {
+    fn from(e: ServerError) -> Self {
+        match e {
+            ServerError::Journal { .. } => crate::error::Error::Usage(e.to_string()),
+            ServerError::Listen(_) => crate::error::Error::Run(e.to_string()),
+        }
+    }
+}
+
 /// A Librarian being served.
 pub struct Served {
     pub url: String,
@@ -1003,17 +1025,48 @@ impl Served {
 }
 
 /// Serves `librarian` on a loopback port the OS picks.
-pub async fn serve(librarian: Librarian) -> Result<Served, String> {
+pub async fn serve(librarian: Librarian) -> Result<Served, ServerError> {
     serve_on(librarian, SocketAddr::from(([127, 0, 0, 1], 0))).await
 }
 
 /// Serves `librarian` on `addr` (port 0: the OS picks).
-pub async fn serve_on(librarian: Librarian, addr: SocketAddr) -> Result<Served, String> {
+pub async fn serve_on(librarian: Librarian, addr: SocketAddr) -> Result<Served, ServerError> {
     let librarian = Arc::new(librarian);
-    let running = http1::spawn(librarian.clone(), addr).await?;
+    let running = http1::spawn(librarian.clone(), addr)
+        .await
+        .map_err(|e| ServerError::Listen(e.to_string()))?;
     Ok(Served {
         url: running.url(),
         librarian,
         running,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    #[test]
+    fn a_journal_not_created_is_usage_and_a_port_not_listened_on_is_run() {
+        let journal = Librarian::new(Vec::new(), Flaws::default())
+            .journaling(std::path::Path::new("/nonexistent-dir/j.jsonl"))
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&journal, ServerError::Journal { path, .. } if path == "/nonexistent-dir/j.jsonl"),
+            "{journal:?}"
+        );
+        let message = journal.to_string();
+        assert!(
+            message.starts_with("--journal /nonexistent-dir/j.jsonl: cannot create: "),
+            "{message}"
+        );
+        assert_eq!(Error::from(journal), Error::Usage(message));
+        let listen = ServerError::Listen("cannot listen on 127.0.0.1:1: denied".into());
+        assert_eq!(
+            Error::from(listen),
+            Error::Run("cannot listen on 127.0.0.1:1: denied".into())
+        );
+    }
 }
