@@ -9,13 +9,12 @@
 //!   against);
 //! - `rules`, `probe`, `commands`: the cases (`suites/connector.yaml`), their run, the command
 //!   line and the self-test;
-//! - `fleet`, `ws`, `fleet_judge`: the other role — a fleet of external agents and WebSocket
+//! - `fleet`, `ws`: the other role — a fleet of external agents and WebSocket
 //!   clients against a real agent server (`mock fleet` with `protocol: connector`), and its
-//!   verdicts; `upload`: a callback whose answer is read while its body goes out.
+//!   verdicts (`fleet::judge`); `upload`: a callback whose answer is read while its body goes out.
 
 pub mod commands;
 pub mod fleet;
-pub mod fleet_judge;
 pub mod listener;
 pub mod model;
 pub mod probe;
@@ -24,6 +23,8 @@ pub mod upload;
 pub mod ws;
 
 pub use commands::Connector;
+/// The old path of `fleet::judge`, still imported by `commands` and the tests.
+pub use fleet::judge as fleet_judge;
 /// The old path of `reference`, still imported by `commands` and the tests.
 pub use reference as agent;
 

@@ -1,16 +1,16 @@
-//! The verdicts of a connector fleet run ([`super::fleet`]): what the agent server did with the
+//! The verdicts of a connector fleet run ([`super`]): what the agent server did with the
 //! sessions, the forwards, the callbacks and the broadcasts, one case per rule of the document.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::fleet::{
+use super::{
     Behavior, Books, CallbackKind, Carried, Drive, Fleet, Forward, Revive, Said, SentCallback,
 };
-use super::model::FORWARD_TIMEOUT;
-use super::ws::Inbound;
 use crate::mock::http1::{Fault, Outcome};
 use crate::mock::observe::Tally;
+use crate::protocols::connector::model::FORWARD_TIMEOUT;
+use crate::protocols::connector::ws::Inbound;
 use crate::report::{CaseResult, Evidence, Level, Report, RunInfo, Status};
 use crate::text::Redactor;
 use crate::units::{format_duration, percentile};
@@ -62,10 +62,16 @@ fn copies<'a>(messages: &'a [Inbound], cb: &SentCallback) -> Vec<&'a Inbound> {
 }
 
 /// Runs the fleet against the server and judges it.
-pub async fn run(fleet: &Fleet, served: super::fleet::Served, strict: bool, seed: u64) -> Report {
-    let info = RunInfo::start("mock", super::NAME, fleet.target(), seed, strict);
+pub async fn run(fleet: &Fleet, served: super::Served, strict: bool, seed: u64) -> Report {
+    let info = RunInfo::start(
+        "mock",
+        crate::protocols::connector::NAME,
+        fleet.target(),
+        seed,
+        strict,
+    );
     let started = Instant::now();
-    let (drive, books) = super::fleet::exercise(fleet, served).await;
+    let (drive, books) = super::exercise(fleet, served).await;
     let mut report = judge(fleet, &drive, &books, info);
     // Every case is judged over the whole exchange (sessions, messages, callbacks, the wait
     // for broadcasts): that is how long its evidence took.
@@ -163,8 +169,8 @@ fn reached(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
             d.clients,
             created.len(),
             match fleet.dialect {
-                super::ws::Dialect::Document => "document",
-                super::ws::Dialect::AssistantV5 => "assistant-v5",
+                crate::protocols::connector::ws::Dialect::Document => "document",
+                crate::protocols::connector::ws::Dialect::AssistantV5 => "assistant-v5",
             }
         ));
     } else {
@@ -436,7 +442,7 @@ enum Wire {
     Unknown,
 }
 
-fn wire(f: &super::fleet::Forward) -> Wire {
+fn wire(f: &super::Forward) -> Wire {
     let Some(ack) = f.ack else {
         return Wire::Unknown;
     };
@@ -784,8 +790,8 @@ fn session_revive(d: &Drive) -> CaseResult {
         c.skip("the fleet has no agent to create a session for: give the fleet an agent");
         return c;
     };
-    let ok = |call: &super::fleet::Call| call.status.is_some_and(|s| (200..300).contains(&s));
-    let answer = |call: &super::fleet::Call| {
+    let ok = |call: &super::Call| call.status.is_some_and(|s| (200..300).contains(&s));
+    let answer = |call: &super::Call| {
         let body = if call.body.is_null() {
             String::new()
         } else {
@@ -810,13 +816,7 @@ fn session_revive(d: &Drive) -> CaseResult {
 }
 
 /// Judges a revival whose create, delete and second create were made.
-fn revived(
-    c: &mut CaseResult,
-    r: &Revive,
-    again: &super::fleet::Call,
-    created: bool,
-    answer: &str,
-) {
+fn revived(c: &mut CaseResult, r: &Revive, again: &super::Call, created: bool, answer: &str) {
     let session = &r.session;
     let evidence = Evidence::new(1, "deleted sessions created again");
     let named = again.body["result"]["sessionId"].as_str() == Some(session.as_str());
