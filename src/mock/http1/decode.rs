@@ -8,13 +8,26 @@ use std::time::Instant;
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::dispatch::ServerLimits;
 use super::message::{Headers, Request};
 
 /// Largest request head we read.
 pub const MAX_HEAD: usize = 64 * 1024;
 /// Most header fields in a request.
 const MAX_HEADERS: usize = 100;
+
+/// Limits on what a peer may send.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerLimits {
+    pub max_body: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_body: 32 * 1024 * 1024,
+        }
+    }
+}
 
 /// A request's parts before it is stamped.
 pub(crate) struct Parts {

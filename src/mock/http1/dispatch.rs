@@ -10,7 +10,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::decode::{read_request, ReadError};
+use super::decode::{read_request, ReadError, ServerLimits};
 use super::message::{Delivered, Framing, Outcome, Plan, Request, Response};
 use super::write::write_plan;
 
@@ -49,20 +49,6 @@ pub trait Handler: Send + Sync + 'static {
     /// middle of it): `target` is its path when the head arrived, `what` says how much came.
     fn incomplete(&self, local: SocketAddr, target: Option<&str>, what: &str) {
         let _ = (local, target, what);
-    }
-}
-
-/// Limits on what a peer may send.
-#[derive(Debug, Clone, Copy)]
-pub struct ServerLimits {
-    pub max_body: usize,
-}
-
-impl Default for ServerLimits {
-    fn default() -> Self {
-        ServerLimits {
-            max_body: 32 * 1024 * 1024,
-        }
     }
 }
 

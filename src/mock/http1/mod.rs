@@ -17,9 +17,9 @@ mod encode;
 mod message;
 mod write;
 
-pub use decode::MAX_HEAD;
 pub(crate) use decode::{read_request, ReadError};
-pub use dispatch::{serve, spawn, spawn_with, Handler, Running, ServerLimits};
+pub use decode::{ServerLimits, MAX_HEAD};
+pub use dispatch::{serve, spawn, spawn_with, Handler, Running};
 pub use encode::{canonical_reason, head};
 pub use message::{Delivered, Fault, Framing, Headers, Outcome, Plan, Request, Response};
 pub use write::write_plan;

@@ -6,51 +6,18 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::mock::http1::Fault;
 use crate::protocols::connector::model::{self, FORWARD_TIMEOUT};
 use crate::protocols::connector::ws;
-use crate::transport::http::{self as client, BaseUrl, Limits};
+use crate::transport::http::BaseUrl;
 
 use super::behavior::Behavior;
 use super::books::{Books, Call, Said, CALLBACK_DEADLINE};
 use super::file::Fleet;
 use super::inputs::Served;
-
-/// POSTs `/api/plugins/sessions/operations/{what}` with `body`.
-pub async fn session_call(server: &BaseUrl, what: &str, session: &str, body: Value) -> Call {
-    let request = client::Request {
-        method: "POST".into(),
-        path: format!("/api/plugins/sessions/operations/{what}"),
-        headers: vec![("content-type".into(), "application/json".into())],
-        body: serde_json::to_vec(&body).unwrap_or_default().into(),
-    };
-    let limits = Limits {
-        deadline: Duration::from_secs(10),
-        ..Limits::default()
-    };
-    match client::send(server, &request, limits).await {
-        Ok(r) => Call {
-            what: what.into(),
-            session: session.into(),
-            status: Some(r.status),
-            body: serde_json::from_slice(&r.body).unwrap_or(Value::Null),
-            error: None,
-        },
-        Err(e) => Call {
-            what: what.into(),
-            session: session.into(),
-            status: None,
-            body: Value::Null,
-            // The transport speaks of agents; here the peer is the agent server.
-            error: Some(
-                e.to_string()
-                    .replace("agent unreachable", "the agent server is unreachable"),
-            ),
-        },
-    }
-}
+use super::session_api::session_call;
 
 /// What the driver saw besides the inputs' books.
 #[derive(Default)]

@@ -18,8 +18,8 @@ use super::behavior::Behavior;
 use super::books::{
     strings_of, Books, Call, CallbackKind, Forward, SentCallback, CALLBACK_DEADLINE, KEPT,
 };
-use super::drive::session_call;
 use super::file::{Fleet, FleetAgent};
+use super::session_api::session_call;
 
 /// The fleet's inputUrls.
 pub struct Inputs {

@@ -21,6 +21,7 @@
 //! - `file`: the fleet file and its parse; `behavior`: what each agent does;
 //! - `inputs`: the inputUrls the server forwards to, and the callbacks they send;
 //! - `books`: what happened; `drive`: the users' side (sessions, WebSocket clients, messages);
+//! - `session_api`: the server's session operations, which both sides call;
 //! - `judge`: the verdicts.
 
 mod behavior;
@@ -29,9 +30,11 @@ mod drive;
 mod file;
 mod inputs;
 pub mod judge;
+mod session_api;
 
 pub use behavior::{Behavior, BEHAVIORS, HUGE_DEFAULT};
 pub use books::{Books, Call, CallbackKind, Carried, Forward, Said, SentCallback};
-pub use drive::{exercise, session_call, Drive, Revive};
+pub use drive::{exercise, Drive, Revive};
 pub use file::{Fleet, FleetAgent};
 pub use inputs::{serve, Inputs, Served};
+pub use session_api::session_call;

@@ -13,7 +13,7 @@ use crate::report::Exchange;
 use crate::text::excerpt;
 use crate::transport::http::{self, Limits, Request};
 
-use super::runner::Settings;
+use super::settings::Settings;
 
 /// One answer the run got, for the cases judged across it.
 pub(super) struct Seen {

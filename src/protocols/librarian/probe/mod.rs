@@ -16,7 +16,7 @@
 //! routes, only the cases that judge an endpoint itself fail, and the rest skip saying what
 //! would exercise them.
 //!
-//! - `runner`: the settings, the run loop and each case's bookkeeping;
+//! - `settings`: a run's validated settings; `runner`: the run loop and each case's bookkeeping;
 //! - `client`: the requests, what came back, and the gates;
 //! - `verdict`: what a scenario finds, and the judging the groups share;
 //! - the scenario groups, one module per group of cases: `requests` (request.*, status.*),
@@ -36,6 +36,8 @@ mod registry;
 mod requests;
 mod robustness;
 mod runner;
+mod settings;
 mod verdict;
 
-pub use runner::{case_ids, list_cases, run, Settings};
+pub use runner::{case_ids, list_cases, run};
+pub use settings::Settings;

@@ -1,17 +1,15 @@
 //! The run: settings, each case of the suite in the file's order (skipped when it cannot be
 //! judged, else its scenario run and judged), then the cases judged across the run.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use crate::probe::args::Common;
 use crate::probe::checks::Check;
 use crate::probe::suite::CaseSpec;
 use crate::protocols::librarian::model::{self};
-use crate::protocols::librarian::reference::Registered;
 use crate::protocols::librarian::rules::{suite, Scenario};
 use crate::report::{CaseResult, Report};
 use crate::text::Redactor;
-use crate::transport::http::{self, BaseUrl};
+use crate::transport::http::{self};
 
 use super::across::judge_across;
 use super::auth::auth;
@@ -24,32 +22,8 @@ use super::read_only::{capabilities, context};
 use super::registry::{action_outside, capabilities_match, target_outside, unregistered};
 use super::requests::{status_lookup, status_no_leak, status_unknown, valid_request};
 use super::robustness::{concurrent, unicode};
+use super::settings::Settings;
 use super::verdict::Verdict;
-
-/// Validated settings of one run.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub base: BaseUrl,
-    /// (agent id, token), at least one; the second agent is needed for isolation cases.
-    pub tokens: Vec<(String, String)>,
-    /// Deadline of each request.
-    pub timeout: Duration,
-    pub max_body: usize,
-    pub common: Common,
-    /// Skip the rate group (it takes a minute's worth of requests).
-    pub quick: bool,
-    /// The Librarian's agent registry (`--registry`), for the registry cases.
-    pub registry: Option<Vec<Registered>>,
-    /// The Librarian's compliance.allow_deviations (`--allow-deviations`); None: not known, and
-    /// limits.strict-deviations has nothing to hold the server to.
-    pub allow_deviations: Option<bool>,
-}
-
-impl Settings {
-    pub fn wants(&self, id: &str) -> bool {
-        self.common.wants(id)
-    }
-}
 
 /// Runs the suite; `on_case` hears of each case as it ends.
 pub async fn run(

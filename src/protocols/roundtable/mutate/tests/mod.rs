@@ -8,7 +8,6 @@ use proptest::prelude::*;
 use serde_json::Number;
 
 use super::*;
-use super::{forwarded::*, limits::*, speculation::*, wrong_schema::*};
 use crate::mock::encoding::{
     invalid_utf8, malformed, padded_body, serialized_len, Malformed, NOT_UTF8, PADDING_FIELD,
 };
@@ -16,6 +15,9 @@ use crate::phrases::PhraseSet;
 use crate::probe::Suite;
 use crate::protocols::roundtable::content::RoundtableContent;
 use crate::protocols::roundtable::evidence::evidence_level;
+use crate::protocols::roundtable::mutate::{
+    forwarded::*, limits::*, speculation::*, wrong_schema::*,
+};
 use serde_json::{json, Map, Value};
 use std::sync::OnceLock;
 
@@ -111,7 +113,7 @@ fn all_exchanges() -> impl Iterator<Item = Exchange> {
 
 fn suite() -> &'static Suite {
     static SUITE: OnceLock<Suite> = OnceLock::new();
-    SUITE.get_or_init(|| super::super::suite().expect("the built-in suite loads"))
+    SUITE.get_or_init(|| crate::protocols::roundtable::suite().expect("the built-in suite loads"))
 }
 
 fn response(body: Vec<u8>) -> Response {
