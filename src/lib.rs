@@ -22,11 +22,12 @@ macro_rules! out {
     }};
 }
 
-// The layers, from the bottom: shared helpers (`text`, `units`, `content`, `jsonpath`, `phrases`,
-// `sanitization`, `schema`), the engines (`transport`, `report`, `probe`, `mock`), the protocols that plug into
-// them (`protocols`, one folder each, listed in its registry), and on top the command line and
-// the self-test, which read the registry. A module imports only from its own layer or below; a
-// test (`tests/tck/layers.rs`) holds the crate to it.
+// The layers, from the bottom: shared helpers (`text`, `units`, `content`, `jsonpath`, `json_out`,
+// `json_skim`, `phrases`, `sanitization`, `schema`, `error`), the engines (`transport`, `report`,
+// `probe`, `mock`), the protocols that plug into them (`protocols`, one folder each, listed in its
+// registry), and on top what reads the registry: the command line (`cli`), the self-test
+// (`selftest`), the multi-target probe (`targets`) and the fuzz targets (`fuzz`). A module imports
+// only from its own layer or below; a test (`tests/tck/layers.rs`) holds the crate to it.
 pub mod content;
 pub mod error;
 #[doc(hidden)]

@@ -5,25 +5,28 @@
 //!
 //! - `model`: the payload, session ids, callback paths;
 //! - `listener`: the kit's callback endpoint, recording every callback;
-//! - `agent`: a conforming external agent with switchable flaws (what the probe is tested
+//! - `reference`: a conforming external agent with switchable flaws (what the probe is tested
 //!   against);
 //! - `rules`, `probe`, `commands`: the cases (`suites/connector.yaml`), their run, the command
 //!   line and the self-test;
-//! - `fleet`, `ws`, `fleet_judge`: the other role — a fleet of external agents and WebSocket
+//! - `fleet`, `ws`: the other role — a fleet of external agents and WebSocket
 //!   clients against a real agent server (`mock fleet` with `protocol: connector`), and its
-//!   verdicts; `upload`: a callback whose answer is read while its body goes out.
+//!   verdicts (`fleet::judge`); `upload`: a callback whose answer is read while its body goes out.
 
-pub mod agent;
 pub mod commands;
 pub mod fleet;
-pub mod fleet_judge;
 pub mod listener;
 pub mod model;
 pub mod probe;
+pub mod reference;
 pub mod upload;
 pub mod ws;
 
 pub use commands::Connector;
+/// The old path of `fleet::judge`, still imported by `commands` and the tests.
+pub use fleet::judge as fleet_judge;
+/// The old path of `reference`, still imported by `commands` and the tests.
+pub use reference as agent;
 
 /// The registry key, and the report's `protocol`.
 pub const NAME: &str = "connector";

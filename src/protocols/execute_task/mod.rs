@@ -5,21 +5,23 @@
 //! - `scenario`: multi-turn scenarios as data (`suites/execute_task/*.yaml`);
 //! - `harness`: the harness loop and the judging of a scenario's expectations;
 //! - `probe`: `probe execute-task`, the protocol cases and the scenarios over a transport;
-//! - `agent`: the conforming scripted agent; `mutate`: its content misbehaviours;
+//! - `reference`: the conforming scripted agent; `mutate`: its content misbehaviours;
 //! - `observe`: the mock role's verdicts on a harness (turns, history, tool results, the turn
 //!   limit, the deadline, what follows a bad answer).
 
-pub mod agent;
 pub mod commands;
 pub mod harness;
 pub mod model;
 pub mod mutate;
 pub mod observe;
 pub mod probe;
+pub mod reference;
 pub mod rules;
 pub mod scenario;
 
 pub use commands::ExecuteTask;
+/// The old path of `reference`, still imported by `commands`, `mutate` and the tests.
+pub use reference as agent;
 
 use crate::mock::protocol::{
     AgentProtocol, AnswerFields, ContentBehavior, Endpoint, PlatformExpect, PlatformObserver,

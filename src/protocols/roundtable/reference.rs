@@ -1,6 +1,8 @@
-//! The conforming round-table agent: every answer passes the schemas and the semantic rules (a
-//! property test proves it). Content comes from `super::content` (`RoundtableContent`), seeded
-//! by `--seed` and by the request, so the same request always gets the same answer.
+//! The conforming round-table agent: what `probe roundtable` is tested against (the self-test,
+//! the tests), and the answer the mock's content behaviours (`super::mutate`) break one rule of.
+//! Every answer passes the schemas and the semantic rules (a property test proves it). Content
+//! comes from `super::content` (`RoundtableContent`), seeded by `--seed` and by the request, so
+//! the same request always gets the same answer.
 
 use std::borrow::Cow;
 use std::fmt;

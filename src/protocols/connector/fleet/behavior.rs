@@ -1,0 +1,197 @@
+//! What an external agent of the fleet does with a forwarded message: the behaviours, with
+//! what each tests, and their parse.
+
+use std::time::Duration;
+
+use crate::mock::http1::Fault;
+
+/// What an external agent does with a forwarded message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Behavior {
+    /// Acknowledges at once, calls back once.
+    Conforming,
+    /// Calls back with Markdown.
+    Markdown,
+    /// Calls back with prompt-injection text and a canary.
+    Injection,
+    /// Acknowledges after this long (past the server's 5 s).
+    SlowAck(Duration),
+    /// Answers this status.
+    ErrorAck(u16),
+    /// A fault below HTTP instead of an acknowledgement.
+    Fault(Fault),
+    /// Acknowledges and never calls back.
+    NeverCallback,
+    /// Calls back this many times.
+    ManyCallbacks(usize),
+    /// Calls back with a body of this many bytes.
+    HugeCallback(usize),
+    EmptyCallback,
+    WhitespaceCallback,
+    /// Calls back to a session that does not exist.
+    UnknownSession,
+    /// Deletes its session, then calls back to it.
+    DeletedSession,
+}
+
+/// A huge callback's default size: 32 MiB, above the limits servers commonly set by default
+/// (nginx and Fastify 1 MB, Django 2.5 MB, Kestrel 30 MB), so that a bound shows.
+pub const HUGE_DEFAULT: usize = 32 << 20;
+
+/// The behaviours, with what each tests.
+pub const BEHAVIORS: [(&str, &str); 13] = [
+    ("conforming", "acknowledges, then calls back once"),
+    ("markdown", "calls back with Markdown"),
+    (
+        "injection",
+        "calls back with prompt-injection text and a canary",
+    ),
+    (
+        "slow-ack",
+        "acknowledges after DUR (default 8s: past the 5 s)",
+    ),
+    ("error-ack", "answers STATUS (default 500)"),
+    (
+        "fault",
+        "reset | close | garbage | hang instead of an acknowledgement",
+    ),
+    ("never-callback", "acknowledges and never calls back"),
+    ("many-callbacks", "calls back N times (default 3)"),
+    (
+        "huge-callback",
+        "calls back with BYTES (default 32MiB: above common servers' limits, 1-30 MB)",
+    ),
+    ("empty-callback", "calls back with an empty body"),
+    ("whitespace-callback", "calls back with spaces and newlines"),
+    (
+        "callback-to-unknown-session",
+        "calls back to a session that does not exist",
+    ),
+    (
+        "callback-to-deleted-session",
+        "deletes its session, then calls back to it",
+    ),
+];
+
+impl Behavior {
+    pub fn parse(text: &str) -> Result<Behavior, String> {
+        let (name, arg) = match text.split_once(':') {
+            Some((n, a)) => (n.trim(), Some(a.trim())),
+            None => (text.trim(), None),
+        };
+        let no_arg = |b: Behavior| match arg {
+            None => Ok(b),
+            Some(a) => Err(format!("{name} takes no argument (got {a:?})")),
+        };
+        match name {
+            "conforming" => no_arg(Behavior::Conforming),
+            "markdown" => no_arg(Behavior::Markdown),
+            "injection" => no_arg(Behavior::Injection),
+            "never-callback" => no_arg(Behavior::NeverCallback),
+            "empty-callback" => no_arg(Behavior::EmptyCallback),
+            "whitespace-callback" => no_arg(Behavior::WhitespaceCallback),
+            "callback-to-unknown-session" => no_arg(Behavior::UnknownSession),
+            "callback-to-deleted-session" => no_arg(Behavior::DeletedSession),
+            "slow-ack" => Ok(Behavior::SlowAck(match arg {
+                Some(a) => {
+                    crate::units::parse_duration(a).map_err(|e| format!("slow-ack:{a}: {e}"))?
+                }
+                None => Duration::from_secs(8),
+            })),
+            "error-ack" => match arg.map(str::parse::<u16>) {
+                None => Ok(Behavior::ErrorAck(500)),
+                Some(Ok(s)) if (300..600).contains(&s) => Ok(Behavior::ErrorAck(s)),
+                Some(_) => Err(format!(
+                    "error-ack:{}: expected a status from 300 to 599",
+                    arg.unwrap_or("")
+                )),
+            },
+            "fault" => Ok(Behavior::Fault(match arg {
+                Some("reset") => Fault::ResetBeforeHead,
+                Some("close") => Fault::CloseAt(0),
+                Some("garbage") => Fault::Garbage("SSH-2.0-agent-tck\r\n".into()),
+                Some("hang") => Fault::Hang,
+                other => {
+                    return Err(format!(
+                        "fault:{}: expected reset, close, garbage or hang",
+                        other.unwrap_or("")
+                    ))
+                }
+            })),
+            "many-callbacks" => match arg.map(str::parse::<usize>) {
+                None => Ok(Behavior::ManyCallbacks(3)),
+                Some(Ok(n)) if (1..=100).contains(&n) => Ok(Behavior::ManyCallbacks(n)),
+                Some(_) => Err("many-callbacks:N: N from 1 to 100".into()),
+            },
+            "huge-callback" => Ok(Behavior::HugeCallback(match arg {
+                Some(a) => crate::units::parse_bytes(a)
+                    .map_err(|e| format!("huge-callback:{a}: {e}"))?
+                    .clamp(64, 64 << 20),
+                None => HUGE_DEFAULT,
+            })),
+            other => {
+                let known: Vec<&str> = BEHAVIORS.iter().map(|(b, _)| *b).collect();
+                Err(format!(
+                    "behavior {other:?} is not one of {}",
+                    known.join(", ")
+                ))
+            }
+        }
+    }
+
+    /// Whether the agent's acknowledgement misbehaves (slow, an error status, a fault below
+    /// HTTP): such an agent never calls back. Not whether the server sees a failure: that is
+    /// judged from the wire (`fault:close` sends a whole 200 head, an acknowledgement).
+    pub fn acks_badly(&self) -> bool {
+        matches!(
+            self,
+            Behavior::SlowAck(_) | Behavior::ErrorAck(_) | Behavior::Fault(_)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn behaviours_parse_and_name_what_is_wrong() {
+        assert_eq!(Behavior::parse("conforming").unwrap(), Behavior::Conforming);
+        assert_eq!(
+            Behavior::parse("slow-ack:6s").unwrap(),
+            Behavior::SlowAck(Duration::from_secs(6))
+        );
+        assert_eq!(
+            Behavior::parse("error-ack:503").unwrap(),
+            Behavior::ErrorAck(503)
+        );
+        assert_eq!(
+            Behavior::parse("fault:reset").unwrap(),
+            Behavior::Fault(Fault::ResetBeforeHead)
+        );
+        assert_eq!(
+            Behavior::parse("many-callbacks").unwrap(),
+            Behavior::ManyCallbacks(3)
+        );
+        // Above the limits servers commonly set by default, so that a bound shows.
+        assert_eq!(
+            Behavior::parse("huge-callback").unwrap(),
+            Behavior::HugeCallback(32 << 20)
+        );
+        assert!(Behavior::parse("error-ack:200")
+            .unwrap_err()
+            .contains("300 to 599"));
+        assert!(Behavior::parse("markdown:1")
+            .unwrap_err()
+            .contains("no argument"));
+        assert!(Behavior::parse("fault:boom")
+            .unwrap_err()
+            .contains("reset, close"));
+        assert!(Behavior::parse("sing")
+            .unwrap_err()
+            .contains("is not one of conforming"));
+        for (name, _) in BEHAVIORS {
+            assert!(Behavior::parse(name).is_ok() || name == "fault", "{name}");
+        }
+    }
+}

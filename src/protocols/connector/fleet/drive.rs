@@ -1,0 +1,340 @@
+//! Driving the agent server as its users would: sessions created through the create endpoint,
+//! WebSocket clients attached, user messages sent; a deleted session created again; the session
+//! ids the create endpoint must refuse.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde_json::json;
+
+use crate::mock::http1::Fault;
+use crate::protocols::connector::model::{self, FORWARD_TIMEOUT};
+use crate::protocols::connector::ws;
+use crate::transport::http::BaseUrl;
+
+use super::behavior::Behavior;
+use super::books::{Books, Call, Said, CALLBACK_DEADLINE};
+use super::file::Fleet;
+use super::inputs::Served;
+use super::session_api::session_call;
+
+/// What the driver saw besides the inputs' books.
+#[derive(Default)]
+pub struct Drive {
+    pub creates: Vec<Call>,
+    /// The session-id probes of the create endpoint: (what, call, expected to be refused).
+    pub id_checks: Vec<(String, Call, bool)>,
+    /// Per session, its clients' messages (client 0 is the one that speaks).
+    pub seen: BTreeMap<String, Vec<Vec<ws::Inbound>>>,
+    /// Clients that could not connect, and why.
+    pub connect_errors: Vec<String>,
+    /// Clients that got no session_ready.
+    pub not_ready: Vec<String>,
+    pub clients: usize,
+    /// A session created, deleted and created again, then called back.
+    pub revive: Option<Revive>,
+}
+
+/// What became of a deleted session created again (the document: "If session is deleted:
+/// revive (idempotent attach)"), and of a callback to it.
+#[derive(Debug, Default)]
+pub struct Revive {
+    pub session: String,
+    /// create, delete, create again: as far as they went.
+    pub calls: Vec<Call>,
+    /// Why its WebSocket client was not attached, if it was not.
+    pub not_attached: Option<String>,
+    /// The callback to it: its status, or what happened instead.
+    pub callback: Option<Result<u16, crate::protocols::connector::upload::Unanswered>>,
+    /// How many times its client was shown the callback's text.
+    pub broadcasts: usize,
+}
+
+/// Runs the fleet against the server (its verdicts: [`super::judge::run`]): what the
+/// driver saw, and the inputs' books.
+pub async fn exercise(fleet: &Fleet, served: Served) -> (Drive, Books) {
+    let drive = drive(fleet, &served).await;
+    // Callbacks still on their way get a moment, then the inputs stop.
+    served.inputs.tracker.close();
+    let _ = tokio::time::timeout(Duration::from_secs(15), served.inputs.tracker.wait()).await;
+    served.running.stop().await;
+    let books = served
+        .inputs
+        .books
+        .lock()
+        .map(|mut b| std::mem::take(&mut *b))
+        .unwrap_or_default();
+    (drive, books)
+}
+
+/// WebSocket handshakes in flight at once.
+pub(super) const CONNECTS_AT_ONCE: usize = 256;
+
+/// How long a session's clients may take to be told `session_ready`.
+pub(super) const READY: Duration = Duration::from_secs(5);
+
+pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
+    let mut d = Drive {
+        id_checks: session_id_checks(fleet).await,
+        revive: revive(fleet).await,
+        ..Drive::default()
+    };
+    let mut sessions = Vec::new();
+    for agent in &fleet.agents {
+        for s in &agent.sessions {
+            sessions.push((agent.clone(), s.clone()));
+        }
+    }
+    let creates = futures::future::join_all(sessions.iter().map(|(agent, s)| {
+        session_call(
+            &fleet.server,
+            "create",
+            s,
+            json!({"agentId": agent.agent_id, "sessionId": s}),
+        )
+    }))
+    .await;
+    d.creates = creates;
+    let url = ws::ws_url(&fleet.server);
+    let dialect = fleet.dialect;
+    let jobs: Vec<String> = sessions
+        .iter()
+        .flat_map(|(_, s)| std::iter::repeat_n(s.clone(), fleet.clients))
+        .collect();
+    let mut clients: BTreeMap<String, Vec<ws::Client>> = BTreeMap::new();
+    // A few hundred handshakes at a time: thousands at once overflow a server's accept backlog.
+    let connected: Vec<(String, Result<ws::Client, ws::WsError>)> =
+        futures::stream::iter(jobs.into_iter().map(|s| {
+            let url = url.clone();
+            async move {
+                let c = ws::Client::connect(&url, &s, dialect, READY).await;
+                (s, c)
+            }
+        }))
+        .buffer_unordered(CONNECTS_AT_ONCE)
+        .collect()
+        .await;
+    for (s, c) in connected {
+        match c {
+            Ok(c) => clients.entry(s).or_default().push(c),
+            Err(e) => d.connect_errors.push(e.to_string()),
+        }
+    }
+    d.clients = clients.values().map(Vec::len).sum();
+    let ready = clients.iter().flat_map(|(s, cs)| {
+        cs.iter().enumerate().map(move |(i, c)| async move {
+            let ok = c
+                .wait_for(READY, |m| {
+                    m.kind == "session_ready" || m.kind == "subscribed"
+                })
+                .await;
+            (!ok).then(|| format!("{s} client {i}"))
+        })
+    });
+    d.not_ready = futures::future::join_all(ready)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    // The user messages, a round at a time: every session's first client speaks.
+    for round in 0..fleet.messages {
+        for (s, cs) in &clients {
+            let text = format!("Hello from agent-tck, message {} to {s}", round + 1);
+            if let Some(c) = cs.first() {
+                if c.say(&text).await.is_ok() {
+                    if let Ok(mut b) = served.inputs.books.lock() {
+                        b.said.push(Said {
+                            session: s.clone(),
+                            text,
+                            at: Instant::now(),
+                        });
+                    }
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Waits for the forwards to end (a slow ack up to its own delay), the callbacks to be
+    // answered, and then `settle` for the broadcasts — bounded in all.
+    let slowest = fleet
+        .agents
+        .iter()
+        .map(|a| match a.behavior {
+            Behavior::SlowAck(d) => d,
+            Behavior::Fault(Fault::Hang) => FORWARD_TIMEOUT * 2,
+            _ => Duration::ZERO,
+        })
+        .max()
+        .unwrap_or_default();
+    let until = Instant::now()
+        + (FORWARD_TIMEOUT + slowest).min(Duration::from_secs(60))
+        + fleet.reply_after;
+    // A forward per message is awaited too (a busy server may not have sent it yet): one per
+    // message of a created session, one per session whose agent deletes it after the first.
+    let created: std::collections::BTreeSet<&str> = d
+        .creates
+        .iter()
+        .filter(|c| c.status.is_some_and(|s| (200..300).contains(&s)))
+        .map(|c| c.session.as_str())
+        .collect();
+    let expected: usize = fleet
+        .agents
+        .iter()
+        .flat_map(|a| a.sessions.iter().map(move |s| (a, s)))
+        .filter(|(_, s)| created.contains(s.as_str()) && clients.contains_key(s.as_str()))
+        .map(|(a, _)| {
+            if a.behavior == Behavior::DeletedSession {
+                1
+            } else {
+                fleet.messages
+            }
+        })
+        .sum();
+    loop {
+        let busy = served
+            .inputs
+            .books
+            .lock()
+            .map(|b| b.forwards.len() < expected || b.forwards.iter().any(|f| f.ack.is_none()))
+            .unwrap_or(false)
+            || !served.inputs.tracker.is_empty();
+        if !busy || Instant::now() >= until {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Error messages come up to 5 s after a forward began; broadcasts `settle` after the last
+    // callback.
+    tokio::time::sleep(fleet.settle.max(Duration::from_secs(1))).await;
+    for (s, cs) in clients {
+        let mut all = Vec::new();
+        for c in cs {
+            all.push(c.messages());
+            c.close().await;
+        }
+        d.seen.insert(s, all);
+    }
+    d
+}
+
+/// Creates a session for the first agent, deletes it, creates it again, attaches a client and
+/// calls back to it as its agent would (at the document's path on the server), as far as each
+/// step succeeds.
+pub(super) async fn revive(fleet: &Fleet) -> Option<Revive> {
+    let first = fleet.agents.first()?;
+    let session = format!("{}-revive", first.sessions[0]);
+    let mut r = Revive {
+        session: session.clone(),
+        ..Revive::default()
+    };
+    let create = json!({"agentId": first.agent_id, "sessionId": session});
+    for (what, body) in [
+        ("create", create.clone()),
+        ("delete", json!({"sessionId": session})),
+        ("create", create),
+    ] {
+        let call = session_call(&fleet.server, what, &session, body).await;
+        let ok = call.status.is_some_and(|s| (200..300).contains(&s));
+        r.calls.push(call);
+        if !ok {
+            return Some(r);
+        }
+    }
+    let client =
+        match ws::Client::connect(&ws::ws_url(&fleet.server), &session, fleet.dialect, READY).await
+        {
+            Ok(c) => c,
+            Err(e) => {
+                r.not_attached = Some(e.to_string());
+                return Some(r);
+            }
+        };
+    if !client
+        .wait_for(READY, |m| {
+            m.kind == "session_ready" || m.kind == "subscribed"
+        })
+        .await
+    {
+        r.not_attached = Some(format!(
+            "no session_ready within {}",
+            crate::units::format_duration(READY)
+        ));
+        client.close().await;
+        return Some(r);
+    }
+    let marker = format!("(tck-revive-{session})");
+    // At the server the fleet reaches (not the callback base, which may name it otherwise).
+    let path = format!("{}{}", fleet.server.prefix, model::callback_path(&session));
+    let base = BaseUrl {
+        prefix: String::new(),
+        ..fleet.server.clone()
+    };
+    let text = format!("Revived, thank you.\n\n{marker}");
+    r.callback = Some(
+        crate::protocols::connector::upload::post(&base, &path, text.into(), CALLBACK_DEADLINE)
+            .await,
+    );
+    let shown =
+        |m: &ws::Inbound| m.is_text() && m.text.as_deref().is_some_and(|t| t.contains(&marker));
+    if matches!(r.callback, Some(Ok(200..=299))) && client.wait_for(READY, shown).await {
+        // A second copy would follow the first closely.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    r.broadcasts = client.messages().iter().filter(|m| shown(m)).count();
+    client.close().await;
+    Some(r)
+}
+
+/// The session ids the create endpoint must refuse, and the attach rules: (what, call, refused?).
+pub(super) async fn session_id_checks(fleet: &Fleet) -> Vec<(String, Call, bool)> {
+    let Some(first) = fleet.agents.first() else {
+        return Vec::new();
+    };
+    let mut checks = Vec::new();
+    let bad = [
+        ("an empty id", String::new()),
+        ("a 129-character id", "x".repeat(129)),
+        ("`../x`", "../x".to_string()),
+        ("an id with a space", "tck bad id".to_string()),
+        ("a non-ASCII id", "tck-é".to_string()),
+    ];
+    for (what, id) in bad {
+        let call = session_call(
+            &fleet.server,
+            "create",
+            &id,
+            json!({"agentId": first.agent_id, "sessionId": id}),
+        )
+        .await;
+        checks.push((what.to_string(), call, true));
+    }
+    // The same id twice with the same agent attaches; with another agent it is refused.
+    let probe = format!("{}-attach", first.sessions[0]);
+    for n in 0..2 {
+        let call = session_call(
+            &fleet.server,
+            "create",
+            &probe,
+            json!({"agentId": first.agent_id, "sessionId": probe}),
+        )
+        .await;
+        let what = if n == 0 {
+            "a new id"
+        } else {
+            "the same id again, same agent (attach)"
+        };
+        checks.push((what.to_string(), call, false));
+    }
+    if let Some(other) = fleet.agents.iter().find(|a| a.agent_id != first.agent_id) {
+        let call = session_call(
+            &fleet.server,
+            "create",
+            &probe,
+            json!({"agentId": other.agent_id, "sessionId": probe}),
+        )
+        .await;
+        checks.push(("the same id for another agent".to_string(), call, true));
+    }
+    checks
+}

@@ -1,0 +1,257 @@
+//! The fleet file: its format (`protocol: connector`, the server, the listen address, the
+//! agents and their behaviours), parsed and checked into a [`Fleet`].
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::protocols::connector::ws::Dialect;
+use crate::transport::http::BaseUrl;
+
+use super::behavior::Behavior;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FleetFile {
+    #[allow(dead_code)]
+    protocol: String,
+    #[serde(default)]
+    seed: Option<u64>,
+    connector: Spec,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct Spec {
+    url: String,
+    /// Where the inputUrls are served.
+    #[serde(default = "default_listen")]
+    listen: String,
+    /// The base URL the server reaches the inputUrls at, when not the listen address.
+    #[serde(default)]
+    advertise: Option<String>,
+    /// What every callbackUrl must start with (default: the server's URL).
+    #[serde(default)]
+    callback_base: Option<String>,
+    /// `document` (default) or `assistant-v5`.
+    #[serde(default = "default_dialect")]
+    ws: String,
+    /// User messages per session.
+    #[serde(default = "default_two")]
+    messages: usize,
+    /// WebSocket clients per session.
+    #[serde(default = "default_two")]
+    clients: usize,
+    /// How long an agent waits after its acknowledgement before it calls back.
+    #[serde(default = "default_reply_after")]
+    reply_after: String,
+    /// How long broadcasts are awaited after the last callback.
+    #[serde(default = "default_settle")]
+    settle: String,
+    agents: Vec<AgentSpec>,
+}
+
+pub(super) fn default_listen() -> String {
+    "127.0.0.1:0".into()
+}
+pub(super) fn default_dialect() -> String {
+    "document".into()
+}
+pub(super) fn default_two() -> usize {
+    2
+}
+pub(super) fn default_reply_after() -> String {
+    "100ms".into()
+}
+pub(super) fn default_settle() -> String {
+    "2s".into()
+}
+pub(super) fn default_one() -> usize {
+    1
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct AgentSpec {
+    name: String,
+    /// The agent's id in the server's configuration.
+    agent_id: String,
+    #[serde(default = "default_conforming")]
+    behavior: String,
+    #[serde(default = "default_one")]
+    sessions: usize,
+}
+
+pub(super) fn default_conforming() -> String {
+    "conforming".into()
+}
+
+/// An external agent of the fleet.
+#[derive(Debug, Clone)]
+pub struct FleetAgent {
+    pub name: String,
+    pub agent_id: String,
+    pub behavior: Behavior,
+    pub sessions: Vec<String>,
+}
+
+/// A fleet file, parsed and checked.
+pub struct Fleet {
+    pub server: BaseUrl,
+    pub listen: SocketAddr,
+    pub advertise: Option<String>,
+    pub callback_base: String,
+    pub dialect: Dialect,
+    pub messages: usize,
+    pub clients: usize,
+    pub reply_after: Duration,
+    pub settle: Duration,
+    pub agents: Vec<FleetAgent>,
+    pub seed: Option<u64>,
+}
+
+impl Fleet {
+    /// Parses (after `${ENV}` substitution); `url` overrides the file's. Errors name the file
+    /// and the agent.
+    pub fn parse(source: &str, text: &str, url: Option<&str>) -> Result<Fleet, String> {
+        let file: FleetFile = crate::text::read_yaml_with_env(source, text)?;
+        let spec = file.connector;
+        let server_url = url.unwrap_or(&spec.url).trim_end_matches('/').to_string();
+        let server =
+            BaseUrl::parse(&server_url).map_err(|e| format!("{source}: connector.url: {e}"))?;
+        let listen: SocketAddr = spec.listen.parse().map_err(|_| {
+            format!(
+                "{source}: connector.listen: {:?} is not HOST:PORT (e.g. 127.0.0.1:9400)",
+                spec.listen
+            )
+        })?;
+        let duration = |field: &str, v: &str| {
+            crate::units::parse_duration(v).map_err(|e| format!("{source}: connector.{field}: {e}"))
+        };
+        let reply_after = duration("reply-after", &spec.reply_after)?;
+        let settle = duration("settle", &spec.settle)?;
+        let dialect = Dialect::parse(&spec.ws).map_err(|e| format!("{source}: connector.{e}"))?;
+        if spec.agents.is_empty() {
+            return Err(format!("{source}: connector.agents is empty"));
+        }
+        for (field, n, max) in [
+            ("messages", spec.messages, 100),
+            ("clients", spec.clients, 10_000),
+        ] {
+            if n == 0 || n > max {
+                return Err(format!(
+                    "{source}: connector.{field}: {n} (expected 1 to {max})"
+                ));
+            }
+        }
+        // Session ids: the seed keeps them apart from an earlier run's on the same server.
+        let tag = file.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64)
+        }) % 0xFFFF_FFFF;
+        let mut agents = Vec::new();
+        let mut names = std::collections::BTreeSet::new();
+        for a in spec.agents {
+            let at = |what: String| format!("{source}: agent {:?}: {what}", a.name);
+            if !names.insert(a.name.clone()) {
+                return Err(at("a second agent of this name".into()));
+            }
+            if a.name.is_empty()
+                || !a
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                return Err(at(
+                    "the name must be [A-Za-z0-9_-] (it is a path segment of the inputUrl)".into(),
+                ));
+            }
+            if a.sessions == 0 || a.sessions > 1000 {
+                return Err(at(format!("sessions: {} (expected 1 to 1000)", a.sessions)));
+            }
+            let behavior = Behavior::parse(&a.behavior).map_err(at)?;
+            let sessions = (0..a.sessions)
+                .map(|n| format!("tck-{}-{n}-{tag:08x}", a.name))
+                .collect();
+            agents.push(FleetAgent {
+                name: a.name,
+                agent_id: a.agent_id,
+                behavior,
+                sessions,
+            });
+        }
+        Ok(Fleet {
+            callback_base: spec
+                .callback_base
+                .unwrap_or_else(|| server_url.clone())
+                .trim_end_matches('/')
+                .to_string(),
+            server,
+            listen,
+            advertise: spec.advertise.map(|a| a.trim_end_matches('/').to_string()),
+            dialect,
+            messages: spec.messages,
+            clients: spec.clients,
+            reply_after,
+            settle,
+            agents,
+            seed: file.seed,
+        })
+    }
+
+    pub fn target(&self) -> String {
+        self.server.to_string()
+    }
+
+    /// The inputUrl of `agent` when the fleet's inputs are served at `base`.
+    pub fn input_url(base: &str, agent: &str) -> String {
+        format!("{base}/agents/{agent}/input")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fleet_files_name_the_field() {
+        let ok = "protocol: connector\nseed: 3\nconnector:\n  url: http://127.0.0.1:1\n  agents:\n    - { name: a, agent-id: ext-a, sessions: 2 }\n";
+        let fleet = Fleet::parse("f.yaml", ok, None).unwrap();
+        assert_eq!(
+            fleet.agents[0].sessions,
+            ["tck-a-0-00000003", "tck-a-1-00000003"]
+        );
+        assert_eq!(fleet.callback_base, "http://127.0.0.1:1");
+        let over = Fleet::parse("f.yaml", ok, Some("http://127.0.0.1:2/")).unwrap();
+        assert_eq!(over.target(), "http://127.0.0.1:2");
+        for (bad, says) in [
+            (
+                ok.replace("sessions: 2", "sessions: 0"),
+                "agent \"a\": sessions: 0",
+            ),
+            (
+                ok.replace("agent-id: ext-a", "agent-id: ext-a, behavior: sing"),
+                "agent \"a\": behavior \"sing\"",
+            ),
+            (ok.replace("name: a", "name: a/b"), "[A-Za-z0-9_-]"),
+            (
+                ok.replace("  agents:", "  ws: v9\n  agents:"),
+                "connector.ws: \"v9\"",
+            ),
+            (
+                ok.replace("  agents:", "  listen: nowhere\n  agents:"),
+                "connector.listen",
+            ),
+            (
+                ok.replace("  agents:", "  settle: soon\n  agents:"),
+                "connector.settle",
+            ),
+            (ok.replace("agent-id", "agent_id"), "f.yaml"),
+        ] {
+            let err = Fleet::parse("f.yaml", &bad, None).err().unwrap();
+            assert!(err.contains(says), "{err}");
+        }
+    }
+}

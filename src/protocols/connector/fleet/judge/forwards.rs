@@ -1,0 +1,323 @@
+//! The forward cases: the fleet reached, each forward's payload, once per message, the forward
+//! timeout, and the error a failed forward must show.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use crate::mock::http1::{Fault, Outcome};
+use crate::mock::observe::Tally;
+use crate::protocols::connector::fleet::{Behavior, Books, Carried, Drive, Fleet, Forward, Said};
+use crate::protocols::connector::model::FORWARD_TIMEOUT;
+use crate::protocols::connector::ws::Inbound;
+use crate::report::{CaseResult, Evidence, Level, Status};
+
+use super::{created, ms, ERROR_MARGIN, GIVE_UP_MARGIN, SPEC};
+
+pub(super) fn reached(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
+    let mut c = CaseResult::new(
+        "platform.reached-fleet",
+        "forward",
+        Level::Must,
+        "user messages sent over the WebSocket are forwarded to the agents' inputUrls",
+        SPEC,
+    );
+    let created = created(d);
+    let on_created = b
+        .said
+        .iter()
+        .filter(|s| created.contains(s.session.as_str()))
+        .count();
+    if on_created == 0 {
+        // Nothing the server could have forwarded: the cause is judged where it is.
+        c.skip(format!(
+            "no user message was sent on a session the server created ({} of {} session(s) created, {} message(s) sent; see platform.session-create and platform.ws-attach): a server whose configuration names the fleet's agents and inputUrls (printed above) exercises this case",
+            created.len(),
+            fleet.agents.iter().map(|a| a.sessions.len()).sum::<usize>(),
+            b.said.len(),
+        ));
+    } else if b.forwards.is_empty() {
+        c.fail(format!(
+            "no forward reached the fleet ({} user message(s) sent by {} WebSocket client(s) of {} session(s) created): does the server's configuration name the fleet's inputUrls (printed above), can it reach them, and is the WebSocket dialect right (ws: {})?",
+            b.said.len(),
+            d.clients,
+            created.len(),
+            match fleet.dialect {
+                crate::protocols::connector::ws::Dialect::Document => "document",
+                crate::protocols::connector::ws::Dialect::AssistantV5 => "assistant-v5",
+            }
+        ));
+    } else {
+        c.pass_noting(
+            Evidence::new(b.forwards.len() as u64, "forwards that reached the fleet"),
+            format!("{on_created} user message(s) on created sessions"),
+            String::new,
+        );
+    }
+    c
+}
+
+pub(super) fn forward_schema(b: &Books) -> CaseResult {
+    let mut t = Tally::default();
+    for f in &b.forwards {
+        t.check(f.problems.is_empty(), || {
+            format!("to {}: {}", f.agent, f.problems.join("; "))
+        });
+    }
+    t.judged(
+        "platform.forward-schema",
+        "forward",
+        Level::Must,
+        "each forward is POST application/json {sessionId, agentId, callbackUrl (back at the server, the id percent-encoded), message {type: user, text, createdAt ISO 8601}}",
+        SPEC,
+        "forwards",
+        "a server that forwards its users' messages to the fleet's inputUrls exercises it",
+    )
+}
+
+pub(super) fn behavior_of<'a>(fleet: &'a Fleet, session: &str) -> Option<&'a Behavior> {
+    fleet
+        .agents
+        .iter()
+        .find(|a| a.sessions.iter().any(|s| s == session))
+        .map(|a| &a.behavior)
+}
+
+pub(super) fn forward_once(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
+    let created = created(d);
+    let mut t = Tally::default();
+    // Forwards known by their values only (wrong field names): forwards all the same.
+    let mut malformed = 0;
+    let mut first_of: BTreeMap<&str, Instant> = BTreeMap::new();
+    for said in &b.said {
+        first_of.entry(&said.session).or_insert(said.at);
+    }
+    for said in &b.said {
+        if !created.contains(said.session.as_str()) {
+            continue;
+        }
+        // The fleet deletes a session of this agent after its first message.
+        if behavior_of(fleet, &said.session) == Some(&Behavior::DeletedSession)
+            && first_of.get(said.session.as_str()) != Some(&said.at)
+        {
+            continue;
+        }
+        let carried: Vec<Carried> = b
+            .forwards
+            .iter()
+            .filter_map(|f| f.carries(&said.session, &said.text))
+            .collect();
+        let n = carried.len();
+        malformed += carried.iter().filter(|c| **c == Carried::Malformed).count();
+        t.check(n == 1, || {
+            if n == 0 {
+                never_forwarded(fleet, b, said)
+            } else {
+                format!(
+                    "{:?} to {}: forwarded {n} times (the document: no retries)",
+                    said.text, said.session
+                )
+            }
+        });
+    }
+    let mut c = t.judged(
+        "platform.forward-once",
+        "forward",
+        Level::Must,
+        "each user message is forwarded exactly once (no retry, even after a failure)",
+        SPEC,
+        "user messages on created sessions",
+        "see platform.session-create and platform.ws-attach: a message is sent on a session the server created, by a client it attached",
+    );
+    if malformed > 0 && c.status != Status::Skip {
+        let note = format!("{malformed} forward(s) arrived malformed, their session id and text under other field names (see platform.forward-schema), and were counted by those values");
+        c.message = if c.message.is_empty() {
+            note
+        } else {
+            format!("{}; {note}", c.message)
+        };
+    }
+    c
+}
+
+/// Why no forward was found for `said`: none reached its agent, or some did without its
+/// session id and text anywhere in them.
+pub(super) fn never_forwarded(fleet: &Fleet, b: &Books, said: &Said) -> String {
+    let agent = fleet
+        .agents
+        .iter()
+        .find(|a| a.sessions.contains(&said.session))
+        .map_or("", |a| a.name.as_str());
+    let to_agent = b.forwards.iter().filter(|f| f.agent == agent).count();
+    if to_agent == 0 {
+        format!(
+            "{:?} to {}: never forwarded (no forward reached agent {agent})",
+            said.text, said.session
+        )
+    } else {
+        format!(
+            "{:?} to {}: no forward carried it ({to_agent} forward(s) reached agent {agent}, none with this session id and text anywhere in it: see platform.forward-schema)",
+            said.text, said.session
+        )
+    }
+}
+
+pub(super) fn forward_timeout(fleet: &Fleet, b: &Books) -> CaseResult {
+    let mut t = Tally::default();
+    for f in &b.forwards {
+        let slow = fleet
+            .agents
+            .iter()
+            .find(|a| a.name == f.agent)
+            .is_some_and(|a| {
+                matches!(
+                    a.behavior,
+                    Behavior::SlowAck(_) | Behavior::Fault(Fault::Hang)
+                )
+            });
+        // An acknowledgement the fleet cut short at its own end judges nothing.
+        let Some(ack) = f.ack.filter(|a| slow && a.outcome != Outcome::Shutdown) else {
+            continue;
+        };
+        let gave_up = matches!(ack.outcome, Outcome::PeerGone | Outcome::Hung);
+        t.check(
+            gave_up && ack.total <= FORWARD_TIMEOUT + GIVE_UP_MARGIN,
+            || {
+                if gave_up {
+                    format!("to {}: gave up after {}", f.agent, ms(ack.total))
+                } else {
+                    format!(
+                        "to {}: waited {} for the acknowledgement (no 5 s timeout)",
+                        f.agent,
+                        ms(ack.total)
+                    )
+                }
+            },
+        );
+    }
+    t.judged(
+        "platform.forward-timeout",
+        "forward",
+        Level::Must,
+        "a forward whose acknowledgement is slow is given up at 5 s",
+        SPEC,
+        "slow acknowledgements",
+        "serve an agent with slow-ack or fault:hang to exercise it",
+    )
+}
+
+/// What the wire showed the server of a forward's acknowledgement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wire {
+    /// A whole 2xx head: an acknowledgement, whether the body followed or a FIN cut it
+    /// (`fault:close`; the document counts only a non-2xx or a timeout as a failure).
+    Acknowledged { cut: bool },
+    /// No acknowledgement: a non-2xx status, no HTTP head at all (reset, garbage), or no answer
+    /// before the server gave up.
+    Failed,
+    /// Not known: the fleet cut the answer short at its own end, or an RST followed the head
+    /// (it may discard the head before the server reads it).
+    Unknown,
+}
+
+pub(super) fn wire(f: &crate::protocols::connector::fleet::Forward) -> Wire {
+    let Some(ack) = f.ack else {
+        return Wire::Unknown;
+    };
+    let two = (200..300).contains(&f.status);
+    match ack.outcome {
+        Outcome::Shutdown => Wire::Unknown,
+        Outcome::Complete if two => Wire::Acknowledged { cut: false },
+        Outcome::Closed if two => Wire::Acknowledged { cut: true },
+        Outcome::Reset if f.status != 0 => Wire::Unknown,
+        _ => Wire::Failed,
+    }
+}
+
+/// Whether an error reached the sender (client 0) of `said`, and to how many other clients of
+/// its session, between the message and `ERROR_MARGIN` after its last forward ended.
+pub(super) fn error_seen(
+    d: &Drive,
+    b: &Books,
+    said: &Said,
+    forwards: &[&Forward],
+) -> Option<(bool, usize)> {
+    let clients = d.seen.get(&said.session)?;
+    // The last attempt: after a retry, the error follows it.
+    let ended = forwards
+        .iter()
+        .map(|f| f.at + f.ack.map_or(FORWARD_TIMEOUT, |a| a.total))
+        .max()
+        .unwrap_or(said.at);
+    let window = |m: &&Inbound| m.at >= said.at && m.at <= ended + ERROR_MARGIN;
+    let is_error = |m: &Inbound| {
+        m.is_error() || (m.is_text() && !b.callbacks.iter().any(|c| c.digest == m.digest))
+    };
+    let shows = |c: &Vec<Inbound>| c.iter().filter(window).any(&is_error);
+    let at_sender = clients.first().is_some_and(shows);
+    let others = clients.iter().skip(1).filter(|c| shows(c)).count();
+    Some((at_sender, others))
+}
+
+pub(super) fn error_message(d: &Drive, b: &Books) -> CaseResult {
+    let mut t = Tally::default();
+    let (mut elsewhere, mut sender_only) = (0, 0);
+    // Acknowledged with a 2xx head cut before its body: no error is due; whether one was shown.
+    let (mut cut, mut cut_shown) = (0, 0);
+    for said in &b.said {
+        let forwards: Vec<&Forward> = b
+            .forwards
+            .iter()
+            .filter(|f| f.carries(&said.session, &said.text).is_some())
+            .collect();
+        let wires: Vec<Wire> = forwards.iter().map(|f| wire(f)).collect();
+        let Some((at_sender, others)) = error_seen(d, b, said, &forwards) else {
+            continue;
+        };
+        if wires.contains(&Wire::Acknowledged { cut: true }) && !wires.contains(&Wire::Failed) {
+            cut += 1;
+            cut_shown += usize::from(at_sender);
+        }
+        if wires.is_empty() || wires.iter().any(|w| *w != Wire::Failed) {
+            continue;
+        }
+        if at_sender {
+            if others > 0 {
+                elsewhere += 1;
+            } else {
+                sender_only += 1;
+            }
+        }
+        t.check(at_sender, || {
+            format!(
+                "{:?} to {} (agent {}): no error message reached the client within {} of the failed forward",
+                said.text,
+                said.session,
+                forwards[0].agent,
+                ms(ERROR_MARGIN)
+            )
+        });
+    }
+    let mut c = t.judged(
+        "platform.error-message",
+        "forward",
+        Level::Must,
+        "after a non-2xx, failed or slow acknowledgement, an error message reaches the session's client",
+        SPEC,
+        "messages whose forward failed on the wire",
+        "serve an agent with error-ack, fault:reset, fault:garbage, fault:hang or slow-ack to exercise it (fault:close sends a whole 200 head, which is an acknowledgement)",
+    );
+    if c.status == Status::Pass {
+        c.message = format!(
+            "the error reached the session's other clients too for {elsewhere}, the sending client only for {sender_only}"
+        );
+    }
+    if cut > 0 {
+        if !c.message.is_empty() {
+            c.message.push_str("; ");
+        }
+        c.message.push_str(&format!(
+            "{cut} message(s) acknowledged with a 200 head and a FIN before the body (fault:close): an acknowledgement, so no error is due (the server showed one for {cut_shown}: a client that reads the body may call it cut short, which the document does not rule on)"
+        ));
+    }
+    c
+}

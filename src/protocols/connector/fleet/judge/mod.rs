@@ -1,0 +1,147 @@
+//! The verdicts of a connector fleet run ([`super`]): what the agent server did with the
+//! sessions, the forwards, the callbacks and the broadcasts, one case per rule of the document:
+//! one module per group (`sessions`, `forwards`, `callbacks`, `broadcasts`); the shared
+//! helpers and the report here.
+
+use std::time::{Duration, Instant};
+
+use super::{Books, CallbackKind, Drive, Fleet, SentCallback};
+use crate::protocols::connector::ws::Inbound;
+use crate::report::{Report, RunInfo};
+use crate::text::Redactor;
+use crate::units::format_duration;
+
+mod broadcasts;
+mod callbacks;
+mod forwards;
+mod sessions;
+
+use broadcasts::{delivered, injection, isolated, latency};
+use callbacks::{callback_huge, callback_no_5xx, callback_refusals, Refusal};
+use forwards::{error_message, forward_once, forward_schema, forward_timeout, reached};
+use sessions::{session_create, session_ids, session_revive, ws_attach};
+
+const SPEC: &str = "external-agents-async-connector.md";
+
+/// How long after the 5 s a server may take to give up on a slow acknowledgement.
+const GIVE_UP_MARGIN: Duration = Duration::from_secs(2);
+
+/// How long after a forward failed its error message may take to reach the client.
+const ERROR_MARGIN: Duration = Duration::from_secs(3);
+
+fn ms(d: Duration) -> String {
+    format_duration(d)
+}
+
+fn status(s: Option<u16>, error: &Option<String>) -> String {
+    match (s, error) {
+        (Some(s), _) => format!("HTTP {s}"),
+        (None, Some(e)) => format!("no answer ({})", crate::text::shorten(e, 120)),
+        (None, None) => "no answer".into(),
+    }
+}
+
+/// The sessions the server created (only they can be forwarded to or called back).
+fn created(d: &Drive) -> std::collections::BTreeSet<&str> {
+    d.creates
+        .iter()
+        .filter(|c| c.status.is_some_and(|s| (200..300).contains(&s)))
+        .map(|c| c.session.as_str())
+        .collect()
+}
+
+/// A client's messages that carry the callback `cb`'s text (its marker, or for a text without
+/// one its digest).
+fn copies<'a>(messages: &'a [Inbound], cb: &SentCallback) -> Vec<&'a Inbound> {
+    messages
+        .iter()
+        .filter(|m| m.is_text())
+        .filter(|m| {
+            m.digest == cb.digest
+                || (!cb.marker.is_empty()
+                    && m.text.as_deref().is_some_and(|t| {
+                        t.contains(&format!("({})", cb.marker))
+                            || t.starts_with(&format!("({}) ", cb.marker))
+                    }))
+        })
+        .collect()
+}
+
+/// Runs the fleet against the server and judges it.
+pub async fn run(fleet: &Fleet, served: super::Served, strict: bool, seed: u64) -> Report {
+    let info = RunInfo::start(
+        "mock",
+        crate::protocols::connector::NAME,
+        fleet.target(),
+        seed,
+        strict,
+    );
+    let started = Instant::now();
+    let (drive, books) = super::exercise(fleet, served).await;
+    let mut report = judge(fleet, &drive, &books, info);
+    // Every case is judged over the whole exchange (sessions, messages, callbacks, the wait
+    // for broadcasts): that is how long its evidence took.
+    let took = started.elapsed();
+    for case in &mut report.cases {
+        case.set_duration(took);
+    }
+    report
+}
+
+pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
+    let mut cases = vec![
+        reached(fleet, d, b),
+        session_create(d),
+        session_ids(d),
+        session_revive(d),
+        ws_attach(d),
+    ];
+    let skip_forwards = b.forwards.is_empty();
+    let mut forward_cases = vec![
+        forward_schema(b),
+        forward_once(fleet, d, b),
+        forward_timeout(fleet, b),
+        error_message(d, b),
+    ];
+    if skip_forwards {
+        for c in &mut forward_cases {
+            c.skip("no forward reached the fleet (see platform.reached-fleet): a server that forwards its users' messages to the fleet's inputUrls exercises this case");
+        }
+    }
+    cases.extend(forward_cases);
+    cases.extend([
+        delivered(d, b),
+        isolated(d, b),
+        callback_refusals(
+            b,
+            Refusal {
+                id: "platform.callback-empty",
+                title: "an empty or whitespace-only callback body gets 400 (never a 5xx)",
+                kinds: &[CallbackKind::Empty, CallbackKind::Whitespace],
+                expected: 400,
+                of: "empty or whitespace-only callbacks",
+                behaviors: "empty-callback or whitespace-callback",
+            },
+        ),
+        callback_refusals(
+            b,
+            Refusal {
+                id: "platform.callback-unknown-session",
+                title: "a callback to an unknown or deleted session gets 404 (never a 5xx)",
+                kinds: &[CallbackKind::UnknownSession, CallbackKind::DeletedSession],
+                expected: 404,
+                of: "callbacks to unknown or deleted sessions",
+                behaviors: "callback-to-unknown-session or callback-to-deleted-session",
+            },
+        ),
+        callback_no_5xx(b),
+        callback_huge(d, b),
+        injection(d, b),
+        latency(fleet, d, b),
+    ]);
+    let mut report = info.report(cases, &Redactor::new(Vec::new()));
+    report.notes.push(
+        "INFO: the public implementation (kcosr/assistant agent-server, protocol 5) differs from the document: hello {protocolVersion: 5, subscriptions: [{sessionId}]} and text_input {sessionId, text} instead of hello {sessionId} and user_message {text}; a failed forward's error goes to the sending connection only (type error, code external_agent_error) rather than into the chat. `ws: assistant-v5` in the fleet file drives that server.".into(),
+    );
+    report
+}

@@ -1,0 +1,40 @@
+//! A fleet of external agents against a real agent server (`agent-tck mock fleet` with `protocol:
+//! connector`): the fleet serves an inputUrl per external agent, and drives the server as its
+//! users would — creates sessions through the create endpoint, attaches WebSocket clients, sends
+//! user messages — while each agent acknowledges and calls back as its behaviour says. Then it
+//! judges the server ([`judge`], whose `run` runs it): the forwards, the callbacks' answers, what was
+//! broadcast to whom, and the session ids the create endpoint takes.
+//!
+//! ```yaml
+//! protocol: connector
+//! connector:
+//!   url: ${AGENT_SERVER_URL:-http://127.0.0.1:3000}   # the agent server; --platform-url wins
+//!   listen: 127.0.0.1:9400          # the inputUrls: http://127.0.0.1:9400/agents/NAME/input
+//!   agents:
+//!     - { name: steady, agent-id: ext-steady, behavior: conforming, sessions: 2 }
+//!     - { name: slow, agent-id: ext-slow, behavior: slow-ack }
+//! ```
+//!
+//! The server's configuration must name each agent's inputUrl (the fleet prints them, with the
+//! agent definitions to paste).
+//!
+//! - `file`: the fleet file and its parse; `behavior`: what each agent does;
+//! - `inputs`: the inputUrls the server forwards to, and the callbacks they send;
+//! - `books`: what happened; `drive`: the users' side (sessions, WebSocket clients, messages);
+//! - `session_api`: the server's session operations, which both sides call;
+//! - `judge`: the verdicts.
+
+mod behavior;
+mod books;
+mod drive;
+mod file;
+mod inputs;
+pub mod judge;
+mod session_api;
+
+pub use behavior::{Behavior, BEHAVIORS, HUGE_DEFAULT};
+pub use books::{Books, Call, CallbackKind, Carried, Forward, Said, SentCallback};
+pub use drive::{exercise, Drive, Revive};
+pub use file::{Fleet, FleetAgent};
+pub use inputs::{serve, Inputs, Served};
+pub use session_api::session_call;

@@ -1,0 +1,130 @@
+//! The cases judged across the whole run, once every other case has run: answer times, 5xx
+//! answers, the fields of every LibrarianResponse, refusals that name the missing field.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::protocols::librarian::model::{self, check_response, names_field, LIMITS};
+use crate::protocols::librarian::rules::Across;
+use crate::report::{CaseResult, Evidence};
+use crate::schema::schemas;
+use crate::text::excerpt;
+
+use super::client::Client;
+
+pub(super) fn judge_across(c: &Client<'_>, a: Across, case: &mut CaseResult) {
+    // Only an endpoint that answered a request 2xx exists as far as the run can tell: a 404
+    // from a server without the route is no answer to time or to judge.
+    let live: BTreeSet<&str> = c
+        .seen
+        .iter()
+        .filter(|s| (200..300).contains(&s.status))
+        .map(|s| s.endpoint)
+        .collect();
+    let from_live = || c.seen.iter().filter(|s| live.contains(s.endpoint));
+    let answers: Vec<(&Value, &Value)> = c
+        .seen
+        .iter()
+        .filter(|s| (200..300).contains(&s.status))
+        .filter_map(|s| Some((s.request.as_ref()?, s.answer.as_ref()?)))
+        .filter(|(r, _)| schemas().validate(model::REQUEST_SCHEMA, r).is_empty())
+        .collect();
+    let (problems, n, of): (Vec<String>, usize, &str) = match a {
+        Across::WithinTimeout => (
+            from_live()
+                .filter(|s| s.elapsed > LIMITS.response)
+                .map(|s| format!("{} took {} ms", s.what, s.elapsed.as_millis()))
+                .collect(),
+            from_live().count(),
+            "answers from endpoints that answered 2xx",
+        ),
+        Across::No5xx => {
+            // A 5xx breaks the rule wherever it comes from; the rest count from live endpoints.
+            let errors: Vec<String> = c
+                .seen
+                .iter()
+                .filter(|s| s.status >= 500 && !s.judged)
+                .map(|s| format!("{}: {}", s.what, s.status))
+                .collect();
+            let dead_5xx = c
+                .seen
+                .iter()
+                .filter(|s| s.status >= 500 && !s.judged && !live.contains(s.endpoint))
+                .count();
+            (
+                errors,
+                from_live().count() + dead_5xx,
+                "answers from endpoints that answered 2xx",
+            )
+        }
+        Across::ResponseFields | Across::Expectations => (
+            answers
+                .iter()
+                .flat_map(|(r, v)| {
+                    let (_, should) = check_response(r, v);
+                    should
+                        .into_iter()
+                        .filter(|f| {
+                            (f.message.contains("fields missing")) == (a == Across::ResponseFields)
+                        })
+                        .map(|f| {
+                            format!(
+                                "{} {}: {}",
+                                r["request_type"].as_str().unwrap_or("?"),
+                                f.path,
+                                f.message
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
+            answers.len(),
+            "2xx answers to valid requests",
+        ),
+        Across::NamesMissingField => (
+            c.missing
+                .iter()
+                .filter(|(field, answer)| !names_field(answer, field))
+                .map(|(field, answer)| {
+                    format!(
+                        "without {field}: {}",
+                        excerpt(answer.to_string().as_bytes(), 160)
+                    )
+                })
+                .collect(),
+            c.missing.len(),
+            "refusals for a missing field",
+        ),
+    };
+    if problems.is_empty() {
+        case.pass_noting(
+            Evidence::new(n as u64, of),
+            format!("{n} {of} checked"),
+            || format!("not judged: no {of} in the run; {}", exercised_by(a)),
+        );
+    } else {
+        let shown: Vec<&str> = problems.iter().take(5).map(String::as_str).collect();
+        case.fail_on(
+            Evidence::new(n as u64, of),
+            format!("{} of {n} {of}: {}", problems.len(), shown.join("; ")),
+        );
+    }
+}
+
+/// What would give a case judged across the run something to judge.
+pub(super) fn exercised_by(a: Across) -> &'static str {
+    match a {
+        Across::WithinTimeout | Across::No5xx => {
+            "the request.* cases exercise it against a Librarian whose endpoints answer them"
+        }
+        Across::ResponseFields | Across::Expectations => {
+            "the request.* cases exercise it against a Librarian that answers them 2xx with a \
+             LibrarianResponse"
+        }
+        Across::NamesMissingField => {
+            "the fields.* cases exercise it against a Librarian that refuses a request without \
+             a required field with a JSON answer"
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! The run: settings, each case of the suite in the file's order (skipped when it cannot be
+//! judged, else its scenario run and judged), then the cases judged across the run.
+
+use std::time::Instant;
+
+use crate::probe::checks::Check;
+use crate::probe::suite::CaseSpec;
+use crate::protocols::librarian::model::{self};
+use crate::protocols::librarian::rules::{suite, Scenario};
+use crate::report::{CaseResult, Report};
+use crate::text::Redactor;
+use crate::transport::http::{self};
+
+use super::across::judge_across;
+use super::auth::auth;
+use super::client::Client;
+use super::lifecycle::{escalation, lifecycle};
+use super::limits::{limit, strict_deviations};
+use super::malformed::{bad_input, missing_field};
+use super::rate::{rate_isolation, rate_limit, retry_after};
+use super::read_only::{capabilities, context};
+use super::registry::{action_outside, capabilities_match, target_outside, unregistered};
+use super::requests::{status_lookup, status_no_leak, status_unknown, valid_request};
+use super::robustness::{concurrent, unicode};
+use super::settings::Settings;
+use super::verdict::Verdict;
+
+/// Runs the suite; `on_case` hears of each case as it ends.
+pub async fn run(
+    settings: &Settings,
+    on_case: &(dyn Fn(&CaseResult) + Send + Sync),
+) -> Result<Report, String> {
+    let suite = suite()?;
+    let run_info = settings
+        .common
+        .run_info(crate::protocols::librarian::NAME, settings.base.to_string());
+    let mut client = Client::new(settings);
+    let mut cases = Vec::new();
+    let mut across = Vec::new();
+    // The client's messages speak of an agent; here the peer is the Librarian.
+    let reachable = http::connect(&settings.base, settings.timeout)
+        .await
+        .map_err(|e| match e {
+            http::Error::Connect { addr, reason } => format!("cannot connect to {addr}: {reason}"),
+            other => other.to_string(),
+        });
+    for spec in suite.cases() {
+        if !settings.wants(&spec.id.value) {
+            continue;
+        }
+        let scenario = scenario_of(spec)?;
+        let mut case = spec.case();
+        if let Err(e) = &reachable {
+            case.skip(format!(
+                "not judged: the Librarian is unreachable ({e}); start it, or point --url at it"
+            ));
+        } else if let Scenario::Across(a) = scenario {
+            across.push((a, case));
+            continue;
+        } else if spec.group() == "rate" && settings.quick {
+            case.skip(
+                "not judged under --quick: the rate group sends a minute's worth of requests; \
+                 run without --quick to exercise it",
+            );
+        } else if needs_two(&scenario) && settings.tokens.len() < 2 {
+            case.skip("not judged: needs a second agent; give --token twice (AGENT=TOKEN)");
+        } else if needs_registry(&scenario) && settings.registry.is_none() {
+            case.skip(
+                "not judged: needs the Librarian's agent registry; give --registry agents.yaml",
+            );
+        } else {
+            client.patient = spec.group() != "rate";
+            client.judges_5xx = matches!(
+                scenario,
+                Scenario::MissingField { .. }
+                    | Scenario::BadInput(_)
+                    | Scenario::Limit { .. }
+                    | Scenario::Auth(_)
+            );
+            let t0 = Instant::now();
+            judge(&mut client, &scenario, &mut case).await;
+            case.set_duration(t0.elapsed());
+        }
+        on_case(&case);
+        cases.push(case);
+    }
+    if let Err(e) = &reachable {
+        // One failure that says why, rather than every case failing for it.
+        let mut first = CaseResult::new(
+            "librarian.reachable",
+            "librarian",
+            crate::report::Level::Must,
+            "the Librarian accepts a connection",
+            "REST API Endpoints",
+        );
+        first.fail(format!("the Librarian is unreachable: {e}"));
+        on_case(&first);
+        cases.insert(0, first);
+    }
+    for (a, mut case) in across {
+        judge_across(&client, a, &mut case);
+        on_case(&case);
+        cases.push(case);
+    }
+    let secrets: Vec<String> = settings.tokens.iter().map(|(_, t)| t.clone()).collect();
+    let mut report = run_info.report(cases, &Redactor::new(secrets));
+    report.notes.push(format!(
+        "checks that rest on an assumption (the document names these shapes without giving them): {}",
+        model::ASSUMPTIONS
+            .iter()
+            .map(|(what, assumed)| format!("{what}: {assumed}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    ));
+    Ok(report)
+}
+
+pub(super) fn needs_registry(s: &Scenario) -> bool {
+    matches!(
+        s,
+        Scenario::CapabilitiesMatch
+            | Scenario::TargetOutside
+            | Scenario::ActionOutside
+            | Scenario::Unregistered
+            | Scenario::Injection
+    )
+}
+
+pub(super) fn needs_two(s: &Scenario) -> bool {
+    matches!(s, Scenario::StatusNoLeak | Scenario::RateIsolation)
+        || *s == Scenario::Auth("foreign-agent".into())
+}
+
+pub(super) fn scenario_of(spec: &CaseSpec) -> Result<Scenario, String> {
+    match spec.checks.first() {
+        Some(Check::Rule(call)) => Scenario::of(&call.name, &call.args),
+        _ => Err(format!(
+            "case {}: a librarian case runs one rule",
+            spec.id.value
+        )),
+    }
+}
+
+/// Runs `scenario` and judges it into `case`.
+pub(super) async fn judge(c: &mut Client<'_>, scenario: &Scenario, case: &mut CaseResult) {
+    let verdict = match scenario {
+        Scenario::ValidRequest(t) => valid_request(c, t).await,
+        Scenario::StatusLookup => status_lookup(c).await,
+        Scenario::StatusUnknown => status_unknown(c).await,
+        Scenario::StatusNoLeak => status_no_leak(c).await,
+        Scenario::MissingField {
+            request_type,
+            field,
+        } => missing_field(c, request_type, field).await,
+        Scenario::BadInput(kind) => bad_input(c, kind).await,
+        Scenario::Limit {
+            field,
+            size,
+            refused,
+        } => limit(c, field, *size, *refused).await,
+        Scenario::StrictDeviations => strict_deviations(c).await,
+        Scenario::Auth(kind) => auth(c, kind).await,
+        Scenario::Context => context(c).await,
+        Scenario::Capabilities => capabilities(c).await,
+        Scenario::Lifecycle => lifecycle(c).await,
+        Scenario::Escalation => escalation(c).await,
+        Scenario::RateLimit => rate_limit(c).await,
+        Scenario::RateIsolation => rate_isolation(c).await,
+        Scenario::RetryAfter => Ok(retry_after(c)),
+        Scenario::CapabilitiesMatch => capabilities_match(c).await,
+        Scenario::TargetOutside => target_outside(c, false).await,
+        Scenario::Injection => target_outside(c, true).await,
+        Scenario::ActionOutside => action_outside(c).await,
+        Scenario::Unregistered => unregistered(c).await,
+        Scenario::Unicode => unicode(c).await,
+        Scenario::Concurrent => concurrent(c).await,
+        // Judged once the run is over (judge_across).
+        Scenario::Across(_) => return,
+    };
+    match verdict {
+        Ok(Verdict::Held { evidence, note }) => case.pass_noting(evidence, note, || {
+            "not judged: the scenario ran and had nothing to judge".into()
+        }),
+        Ok(Verdict::Broken { message, exchange }) => {
+            case.fail(message);
+            case.exchange = exchange.unwrap_or_default();
+        }
+        Ok(Verdict::Nothing { reason, exchange }) => {
+            case.skip(reason);
+            case.exchange = exchange.unwrap_or_default();
+        }
+        Err(e) => case.fail(e),
+    }
+}
+
+/// Every case id.
+pub fn case_ids() -> Result<Vec<String>, String> {
+    Ok(suite()?.ids())
+}
+
+/// `suites list --protocol librarian`.
+pub fn list_cases() -> Result<String, String> {
+    Ok(suite()?.list())
+}
