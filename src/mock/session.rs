@@ -220,14 +220,14 @@ fn reached_fleet(requests: u64, driver: &Driver, advertised: &[String]) -> CaseR
     if driver.register.is_none() {
         hints.push(
             format!(
-                "the fleet file's platform: has no register: section, so the platform knows none of              the fleet's agents (add `register: {{}}` for POST {})",
+                "the fleet file's platform: has no register: section, so the platform knows none of the fleet's agents (add `register: {{}}` for POST {})",
                 driver.agents_path()
             ),
         );
     }
     if let Some(url) = advertised.first() {
         hints.push(format!(
-            "the platform may not reach the fleet at {url} (a loopback address seen from another              host or container? set advertise: or --advertise)"
+            "the platform may not reach the fleet at {url} (a loopback address seen from another host or container? set advertise: or --advertise)"
         ));
     }
     case.fail(format!(

@@ -143,10 +143,14 @@ async fn a_trigger_that_reaches_no_agent_fails_with_a_hint() {
     assert_eq!(reached.status, Status::Fail, "{}", reached.message);
     assert!(
         reached.message.contains("no request reached the fleet")
-            && reached.message.contains("has no register: section"),
+            && reached.message.contains(
+                "has no register: section, so the platform knows none of the fleet's agents \
+                 (add `register: {}` for POST /api/v1/agents)"
+            ),
         "{}",
         reached.message
     );
+    assert!(!reached.message.contains("  "), "{}", reached.message);
     assert_eq!(report.exit_code(), 1);
 }
 
