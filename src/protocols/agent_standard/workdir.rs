@@ -262,6 +262,47 @@ fn sha256_of(path: &Path) -> std::io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
+
+    /// The user's tree that cannot be copied is a usage error, through `--exec`'s error too;
+    /// the temporary directory and our own copy are run errors. Messages as they always read.
+    #[test]
+    fn a_copy_of_the_users_tree_is_usage_and_our_own_directories_are_run() {
+        let io = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let copy = WorkdirError::Copy {
+            from: "proj".into(),
+            cause: io(),
+        };
+        assert_eq!(
+            Error::from(super::super::exec::ExecError::from(copy)),
+            Error::Usage("--workdir proj: cannot copy it: permission denied".into())
+        );
+        let make = WorkdirError::Make {
+            base: "/tmp".into(),
+            cause: io(),
+        };
+        assert_eq!(
+            Error::from(make),
+            Error::Run("cannot make a scratch directory under /tmp: permission denied".into())
+        );
+        let taken = WorkdirError::NamesTaken {
+            base: "/tmp".into(),
+        };
+        assert_eq!(
+            Error::from(taken),
+            Error::Run(
+                "cannot make a scratch directory under /tmp: every name tried is taken".into()
+            )
+        );
+        let read = WorkdirError::Read {
+            root: "/tmp/x".into(),
+            cause: io(),
+        };
+        assert_eq!(
+            Error::from(read),
+            Error::Run("reading /tmp/x: permission denied".into())
+        );
+    }
 
     #[test]
     fn a_copy_reads_the_same_and_each_change_is_named() {

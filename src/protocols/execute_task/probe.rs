@@ -981,6 +981,29 @@ fn exchange_of(channel: &Channel, request: &Value) -> Exchange {
 mod tests {
     use super::*;
 
+    /// A command that cannot be run as given is the user's (exit 2); broken built-in data is a
+    /// bug of the kit that no flag can fix (exit 1).
+    #[test]
+    fn a_command_is_usage_and_built_in_data_is_run() {
+        assert_eq!(
+            Error::from(ProbeError::Command("command \"a |\": no".into())),
+            Error::Usage("command \"a |\": no".into())
+        );
+        assert_eq!(
+            Error::from(ProbeError::BuiltIn("protocol.yaml: broken".into())),
+            Error::Run("protocol.yaml: broken".into())
+        );
+        let no_split = Target::Stdio(StdioConfig::new("agent 'unclosed", StdioMode::Persistent));
+        let e = Channel::new(&no_split, Duration::from_secs(1), 1000)
+            .err()
+            .expect("an unsplittable command");
+        assert!(matches!(e, ProbeError::Command(_)), "{e}");
+        assert!(
+            e.to_string().starts_with("command \"agent 'unclosed\": "),
+            "{e}"
+        );
+    }
+
     /// An engine log's "last" excerpt is its end, not its beginning.
     #[test]
     fn the_last_of_a_log_is_its_end() {
