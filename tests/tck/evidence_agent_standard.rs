@@ -758,3 +758,56 @@ fn an_unreadable_definition_file_is_a_usage_error() {
     );
     assert!(out.stdout.is_empty(), "{}", crate::support::text(&out));
 }
+
+/// `mock agents`' flags are usage errors (exit 2) naming the flag, and nothing is written.
+#[test]
+fn a_mock_agent_sets_flags_are_usage_errors() {
+    let dir = TempDir::new("agent-set-errors");
+    std::fs::write(dir.0.join("there.txt"), "x").unwrap();
+    let full = dir.0.display().to_string();
+    let empty = dir.0.join("new").display().to_string();
+    let cases = [
+        (
+            vec![
+                "mock",
+                "agents",
+                "--protocol",
+                "agent-standard",
+                "--dir",
+                &empty,
+                "--count",
+                "0",
+            ],
+            "--count 0: between 1 and 10000".to_string(),
+        ),
+        (
+            vec![
+                "mock",
+                "agents",
+                "--protocol",
+                "agent-standard",
+                "--dir",
+                &full,
+                "--count",
+                "2",
+            ],
+            format!("--dir {full}: not empty (the set is written into a new or empty directory)"),
+        ),
+    ];
+    for (args, message) in cases {
+        let out = tck_within(&args, WITHIN);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            crate::support::text(&out)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!("agent-tck: error: {message}\n"),
+            "{args:?}"
+        );
+    }
+    assert!(!dir.0.join("new").exists(), "nothing is written");
+    assert!(!dir.0.join("agents").exists(), "nothing is written");
+}
