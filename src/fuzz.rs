@@ -542,7 +542,9 @@ pub fn config_yaml(data: &[u8]) {
         Err(e) => named(&e),
     }
     let errors = [
-        execute_task::scenario::Scenario::parse(SOURCE, &text).err(),
+        execute_task::scenario::Scenario::parse(SOURCE, &text)
+            .err()
+            .map(|e| e.to_string()),
         crate::report::baseline::Baseline::parse(SOURCE, &text)
             .err()
             .map(|e| e.to_string()),

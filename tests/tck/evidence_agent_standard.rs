@@ -691,3 +691,123 @@ fn a_report_of_only_skipped_must_cases_says_nothing_judged_last_and_exits_1() {
     assert_eq!(report.cases[0].status, Status::Skip);
     assert!(report.cases[0].message.starts_with(report::NO_EVIDENCE));
 }
+
+/// What the user names and cannot be read is a usage error (exit 2), whichever command reads
+/// it; a journal the mock agent cannot write ends its run (exit 1). Each message names the
+/// file (and the flag when there is one).
+#[test]
+fn files_the_user_names_are_usage_errors_and_a_journal_not_written_a_run_error() {
+    let dir = TempDir::new("agent-standard-errors");
+    let missing = dir.0.join("missing").join("file").display().to_string();
+    let enoent = "No such file or directory (os error 2)";
+    let cases: [(Vec<&str>, i32, String); 3] = [
+        (
+            vec!["probe", "orchestration", "--journal", &missing],
+            2,
+            format!("--journal {missing}: {enoent}"),
+        ),
+        (
+            vec!["probe", "agent-standard", "--output", &missing],
+            2,
+            format!("--output {missing}: {enoent}"),
+        ),
+        (
+            vec![
+                "mock",
+                "agent",
+                "--protocol",
+                "agent-standard",
+                "--name",
+                "a",
+                "--mode",
+                "plan",
+                "--journal",
+                &missing,
+            ],
+            1,
+            format!("--journal {missing}: {enoent}"),
+        ),
+    ];
+    for (args, status, message) in cases {
+        let out = tck_within(&args, WITHIN);
+        assert_eq!(
+            out.status.code(),
+            Some(status),
+            "{args:?}: {}",
+            crate::support::text(&out)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!("agent-tck: error: {message}\n"),
+            "{args:?}"
+        );
+    }
+}
+
+/// A definition file that is there but cannot be read is the user's input, as a path that is
+/// not there is: exit 2 (it was exit 1). `/proc/self/mem` can be looked at but not read from
+/// its start, even by root, so the test holds whoever runs it.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_unreadable_definition_file_is_a_usage_error() {
+    let out = tck_within(&["lint", "agents", "/proc/self/mem"], WITHIN);
+    assert_eq!(out.status.code(), Some(2), "{}", crate::support::text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "agent-tck: error: /proc/self/mem: Input/output error (os error 5)\n"
+    );
+    assert!(out.stdout.is_empty(), "{}", crate::support::text(&out));
+}
+
+/// `mock agents`' flags are usage errors (exit 2) naming the flag, and nothing is written.
+#[test]
+fn a_mock_agent_sets_flags_are_usage_errors() {
+    let dir = TempDir::new("agent-set-errors");
+    std::fs::write(dir.0.join("there.txt"), "x").unwrap();
+    let full = dir.0.display().to_string();
+    let empty = dir.0.join("new").display().to_string();
+    let cases = [
+        (
+            vec![
+                "mock",
+                "agents",
+                "--protocol",
+                "agent-standard",
+                "--dir",
+                &empty,
+                "--count",
+                "0",
+            ],
+            "--count 0: between 1 and 10000".to_string(),
+        ),
+        (
+            vec![
+                "mock",
+                "agents",
+                "--protocol",
+                "agent-standard",
+                "--dir",
+                &full,
+                "--count",
+                "2",
+            ],
+            format!("--dir {full}: not empty (the set is written into a new or empty directory)"),
+        ),
+    ];
+    for (args, message) in cases {
+        let out = tck_within(&args, WITHIN);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            crate::support::text(&out)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!("agent-tck: error: {message}\n"),
+            "{args:?}"
+        );
+    }
+    assert!(!dir.0.join("new").exists(), "nothing is written");
+    assert!(!dir.0.join("agents").exists(), "nothing is written");
+}

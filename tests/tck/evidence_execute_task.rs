@@ -452,3 +452,51 @@ async fn an_earlier_runs_journal_is_started_afresh() {
     let (s, m, judged) = verdict(&report, "harness.turns");
     assert_eq!((s, judged), (Status::Pass, 1), "{m}");
 }
+
+/// A scenario file that cannot be read is the user's input wherever it is named: exit 2 and
+/// the file named, before anything is run (`ScenarioError` is a usage error by type).
+#[test]
+fn an_unreadable_scenario_file_is_a_usage_error_everywhere() {
+    let dir = TempDir::new("unreadable-scenario");
+    let missing = dir.0.join("missing.yaml").display().to_string();
+    let expected = format!(
+        "agent-tck: error: {missing}: cannot read: No such file or directory (os error 2)\n"
+    );
+    for args in [
+        vec![
+            "probe",
+            "execute-task",
+            "--stdio",
+            "true",
+            "--scenario",
+            &missing,
+        ],
+        vec![
+            "mock",
+            "agent",
+            "--protocol",
+            "execute-task",
+            "--stdio",
+            "--scenario",
+            &missing,
+        ],
+        vec![
+            "suites",
+            "list",
+            "--protocol",
+            "execute-task",
+            "--suite",
+            &missing,
+        ],
+    ] {
+        let out = support::tck_within(&args, std::time::Duration::from_secs(60));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            support::text(&out)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stderr), expected, "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}: {}", support::text(&out));
+    }
+}

@@ -12,7 +12,7 @@
 //! ```
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -149,28 +149,65 @@ fn definition(i: usize, follows: Option<&str>) -> String {
     )
 }
 
+/// Why a set was not written: its flags (usage: nothing was written), or a file of it that
+/// could not be (run).
+#[derive(Debug, thiserror::Error)]
+pub enum AgentSetError {
+    #[error("--count {count}: between 1 and {MAX_COUNT}")]
+    Count { count: usize },
+    #[error("--dir {}: {cause}", dir.display())]
+    Dir { dir: PathBuf, cause: std::io::Error },
+    #[error(
+        "--dir {}: not empty (the set is written into a new or empty directory)",
+        dir.display()
+    )]
+    NotEmpty { dir: PathBuf },
+    #[error("{}: {cause}", path.display())]
+    Write {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+}
+
+impl From<AgentSetError> for Error {
+    fn from(e: AgentSetError) -> Self {
+        match e {
+            AgentSetError::Count { .. }
+            | AgentSetError::Dir { .. }
+            | AgentSetError::NotEmpty { .. } => Error::Usage(e.to_string()),
+            AgentSetError::Write { .. } => Error::Run(e.to_string()),
+        }
+    }
+}
+
 /// Writes the set; what to print (the graph, and how to run it).
 pub fn write(at: AgentSet<'_>) -> Result<String, Error> {
+    Ok(written(at)?)
+}
+
+fn written(at: AgentSet<'_>) -> Result<String, AgentSetError> {
     if at.count == 0 || at.count > MAX_COUNT {
-        return Err(Error::usage(format!(
-            "--count {}: between 1 and {MAX_COUNT}",
-            at.count
-        )));
+        return Err(AgentSetError::Count { count: at.count });
     }
-    let out = std::path::absolute(at.dir)
-        .map_err(|e| Error::usage(format!("--dir {}: {e}", at.dir.display())))?;
+    let out = std::path::absolute(at.dir).map_err(|cause| AgentSetError::Dir {
+        dir: at.dir.to_path_buf(),
+        cause,
+    })?;
     if out.exists()
         && std::fs::read_dir(&out)
-            .map_err(|e| Error::usage(format!("--dir {}: {e}", out.display())))?
+            .map_err(|cause| AgentSetError::Dir {
+                dir: out.clone(),
+                cause,
+            })?
             .next()
             .is_some()
     {
-        return Err(Error::usage(format!(
-            "--dir {}: not empty (the set is written into a new or empty directory)",
-            out.display()
-        )));
+        return Err(AgentSetError::NotEmpty { dir: out });
     }
-    let io = |what: &Path, e: std::io::Error| Error::run(format!("{}: {e}", what.display()));
+    let io = |what: &Path, cause: std::io::Error| AgentSetError::Write {
+        path: what.to_path_buf(),
+        cause,
+    };
     for sub in ["agents", "bin"] {
         std::fs::create_dir_all(out.join(sub)).map_err(|e| io(&out.join(sub), e))?;
     }

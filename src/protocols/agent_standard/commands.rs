@@ -127,14 +127,17 @@ impl AgentStandardProbeArgs {
 
     fn source(&self) -> Result<Source, String> {
         Ok(match &self.exec {
-            Some(command) => Source::Exec(Exec::new(
-                command,
-                self.task.clone(),
-                self.agent.clone(),
-                self.workdir.clone(),
-                self.run.timeout,
-                self.run.max_body,
-            )?),
+            Some(command) => Source::Exec(
+                Exec::new(
+                    command,
+                    self.task.clone(),
+                    self.agent.clone(),
+                    self.workdir.clone(),
+                    self.run.timeout,
+                    self.run.max_body,
+                )
+                .map_err(|e| e.to_string())?,
+            ),
             None => Source::Outputs(self.outputs.clone()),
         })
     }
@@ -144,7 +147,12 @@ pub fn settings(args: &AgentStandardProbeArgs) -> Result<Settings, String> {
     Ok(Settings {
         source: args.source()?,
         modes: args.modes()?,
-        agents: args.agents.as_deref().map(agent_names).transpose()?,
+        agents: args
+            .agents
+            .as_deref()
+            .map(agent_names)
+            .transpose()
+            .map_err(|e| e.to_string())?,
         agent: args.agent.clone(),
         max_body: args.run.max_body,
         common: Common::of(&args.run),
@@ -179,7 +187,7 @@ fn orchestration_settings(args: &OrchestrationArgs) -> Result<orchestration::Set
     let plan_mode = args
         .agents
         .as_deref()
-        .map(|dir| -> Result<_, String> {
+        .map(|dir| -> Result<_, super::definition::DefinitionError> {
             let defs = super::definition::read_all(&lint::files(&[dir.to_path_buf()])?)?;
             Ok(defs
                 .iter()
@@ -189,7 +197,8 @@ fn orchestration_settings(args: &OrchestrationArgs) -> Result<orchestration::Set
                 })
                 .collect())
         })
-        .transpose()?;
+        .transpose()
+        .map_err(|e| e.to_string())?;
     Ok(orchestration::Settings {
         journals: args.journals.clone(),
         plan_mode,
@@ -265,9 +274,7 @@ impl Protocol for AgentStandard {
             &flags.source().map_err(Error::Usage)?,
             &flags.modes().map_err(Error::Usage)?,
         );
-        let job = |s: Settings, on: OnCase| async move {
-            super::probe::run(&s, &*on).await.map_err(Error::Usage)
-        };
+        let job = |s: Settings, on: OnCase| async move { Ok(super::probe::run(&s, &*on).await?) };
         driver_probe(
             matches,
             settings,
@@ -301,7 +308,7 @@ impl Protocol for AgentStandard {
             return Err(Error::usage(format!("no probe {command} for {NAME}")));
         }
         let job = |s: orchestration::Settings, on: OnCase| async move {
-            orchestration::run(&s, &*on).await.map_err(Error::Usage)
+            Ok(orchestration::run(&s, &*on).await?)
         };
         driver_probe(
             matches,
@@ -324,7 +331,7 @@ impl Protocol for AgentStandard {
     fn lint(&self, matches: &clap::ArgMatches) -> Result<crate::report::Exit, Error> {
         let flags =
             LintAgentsArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
-        let files = lint::files(&flags.paths).map_err(Error::Usage)?;
+        let files = lint::files(&flags.paths)?;
         if files.is_empty() {
             return Err(Error::usage(format!(
                 "no agent definition under {} (a `*.md` file that begins with `---`)",
@@ -340,7 +347,7 @@ impl Protocol for AgentStandard {
             verbs: flags.verbs.clone(),
             tools: flags.tools.clone(),
         };
-        let result = lint::lint_files(&files, &extra, flags.strict).map_err(Error::Run)?;
+        let result = lint::lint_files(&files, &extra, flags.strict)?;
         let target = flags
             .paths
             .iter()
@@ -404,14 +411,16 @@ impl Protocol for AgentStandard {
                 "agent-standard agents are commands: transport exec or exec-stdin, not {transport}"
             ));
         }
-        super::mock::Behaviors::parse(behavior).map(drop)
+        super::mock::Behaviors::parse(behavior)
+            .map(drop)
+            .map_err(|e| e.to_string())
     }
 
     /// `probe agent-standard --exec` in both modes against the mock with the row's behaviour,
     /// in a scratch tree, with the example definitions as --agents.
     fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, Error>> {
         Box::pin(async move {
-            let tree = Scratch::new().map_err(Error::Run)?;
+            let tree = Scratch::new()?;
             std::fs::write(tree.path().join("README.md"), "# a project\n")
                 .map_err(|e| Error::run(format!("{}: {e}", tree.path().display())))?;
             let mut command = format!(
@@ -431,8 +440,7 @@ impl Protocol for AgentStandard {
                 Some(tree.path().to_path_buf()),
                 row.timeout,
                 crate::transport::stdio::DEFAULT_MAX_LINE,
-            )
-            .map_err(Error::Usage)?;
+            )?;
             let settings = Settings {
                 source: Source::Exec(exec),
                 modes: vec!["plan".into(), "execute".into()],
@@ -445,9 +453,7 @@ impl Protocol for AgentStandard {
                     strict: false,
                 },
             };
-            super::probe::run(&settings, &|_| {})
-                .await
-                .map_err(Error::Run)
+            Ok(super::probe::run(&settings, &|_| {}).await?)
         })
     }
 

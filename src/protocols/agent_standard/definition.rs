@@ -195,12 +195,43 @@ pub fn kind(v: &Value) -> &'static str {
     }
 }
 
+/// Why definition files could not be found or read: a usage error (the paths are the user's;
+/// nothing was linted or run).
+#[derive(Debug, thiserror::Error)]
+pub enum DefinitionError {
+    /// A path given, or a directory under it, that cannot be looked at or walked.
+    #[error("{}: {cause}", path.display())]
+    Find {
+        path: std::path::PathBuf,
+        cause: std::io::Error,
+    },
+    /// A definition file that cannot be read.
+    #[error("{}: {cause}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        cause: std::io::Error,
+    },
+}
+
+impl From<DefinitionError> for crate::error::Error {
+    fn from(e: DefinitionError) -> Self {
+        match e {
+            DefinitionError::Find { .. } | DefinitionError::Read { .. } => {
+                Self::Usage(e.to_string())
+            }
+        }
+    }
+}
+
 /// Reads each of `files` (lossily decoded: a stray byte is the lint's business, not a read error).
-pub fn read_all(files: &[std::path::PathBuf]) -> Result<Vec<Definition>, String> {
+pub fn read_all(files: &[std::path::PathBuf]) -> Result<Vec<Definition>, DefinitionError> {
     files
         .iter()
         .map(|f| {
-            let bytes = std::fs::read(f).map_err(|e| format!("{}: {e}", f.display()))?;
+            let bytes = std::fs::read(f).map_err(|cause| DefinitionError::Read {
+                path: f.clone(),
+                cause,
+            })?;
             Ok(read(
                 &f.display().to_string(),
                 &String::from_utf8_lossy(&bytes),

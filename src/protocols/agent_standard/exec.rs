@@ -20,8 +20,33 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::workdir::{Scratch, Tree};
+use super::workdir::{Scratch, Tree, WorkdirError};
 use crate::transport::stdio::{LineError, StdioAgent, StdioConfig, StdioMode};
+
+/// Why `--exec` cannot run: a usage error (the command or a flag with it), or a scratch copy
+/// that could not be made or read (its own class).
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("--exec {command:?}: {cause}")]
+    Split { command: String, cause: String },
+    #[error("--exec {command:?}: the command has {{agent}}; say which agent with --agent NAME")]
+    NoAgent { command: String },
+    #[error("--workdir {}: not a directory", dir.display())]
+    NotADirectory { dir: PathBuf },
+    #[error(transparent)]
+    Workdir(#[from] WorkdirError),
+}
+
+impl From<ExecError> for crate::error::Error {
+    fn from(e: ExecError) -> Self {
+        match e {
+            ExecError::Split { .. }
+            | ExecError::NoAgent { .. }
+            | ExecError::NotADirectory { .. } => Self::Usage(e.to_string()),
+            ExecError::Workdir(w) => w.into(),
+        }
+    }
+}
 
 /// How to run the agent.
 #[derive(Debug, Clone)]
@@ -50,17 +75,20 @@ impl Exec {
         workdir: Option<PathBuf>,
         deadline: Duration,
         max_output: usize,
-    ) -> Result<Exec, String> {
-        let mut argv = crate::transport::stdio::split_command(command)
-            .map_err(|e| format!("--exec {command:?}: {e}"))?;
+    ) -> Result<Exec, ExecError> {
+        let mut argv =
+            crate::transport::stdio::split_command(command).map_err(|e| ExecError::Split {
+                command: command.to_string(),
+                cause: e.to_string(),
+            })?;
         if agent.is_none() && argv.iter().any(|w| w.contains("{agent}")) {
-            return Err(format!(
-                "--exec {command:?}: the command has {{agent}}; say which agent with --agent NAME"
-            ));
+            return Err(ExecError::NoAgent {
+                command: command.to_string(),
+            });
         }
         if let Some(dir) = &workdir {
             if !dir.is_dir() {
-                return Err(format!("--workdir {}: not a directory", dir.display()));
+                return Err(ExecError::NotADirectory { dir: dir.clone() });
             }
             argv = absolute_paths(argv);
         }
@@ -100,7 +128,7 @@ impl Exec {
 
     /// Runs the agent in `mode`: in a scratch copy of --workdir (read before and after), or in
     /// our own directory without one. Errs only when the scratch copy cannot be made or read.
-    pub async fn run(&self, mode: &str) -> Result<Run, String> {
+    pub async fn run(&self, mode: &str) -> Result<Run, ExecError> {
         let scratch = self.workdir.as_deref().map(Scratch::copy_of).transpose()?;
         let before = scratch.as_ref().map(|s| Tree::read(s.path())).transpose()?;
         let mut config = StdioConfig::new(self.command.clone(), StdioMode::PerTurn);
@@ -193,7 +221,7 @@ fn absolute_paths(argv: Vec<String>) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn exec(command: &str, agent: Option<&str>) -> Result<Exec, String> {
+    fn exec(command: &str, agent: Option<&str>) -> Result<Exec, ExecError> {
         Exec::new(
             command,
             "Review it, then say \"done\"".into(),
@@ -221,10 +249,17 @@ mod tests {
         assert_eq!(e.input("execute")["approved"], true);
         assert_eq!(e.input("plan")["execution_mode"], "plan");
         let err = exec("run {agent}", None).unwrap_err();
-        assert!(err.contains("--agent NAME"), "{err}");
-        assert!(exec("run | tee", None)
-            .unwrap_err()
-            .contains("shell operator"));
+        assert_eq!(
+            err.to_string(),
+            "--exec \"run {agent}\": the command has {agent}; say which agent with --agent NAME"
+        );
+        assert!(matches!(
+            crate::error::Error::from(err),
+            crate::error::Error::Usage(_)
+        ));
+        let err = exec("run | tee", None).unwrap_err();
+        assert!(matches!(err, ExecError::Split { .. }), "{err}");
+        assert!(err.to_string().contains("shell operator"), "{err}");
     }
 
     #[test]

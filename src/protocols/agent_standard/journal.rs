@@ -13,7 +13,7 @@
 //! appending, so lines of concurrent runs do not interleave.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -62,16 +62,46 @@ pub fn now_us() -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
+/// Why a journal could not be written (a run error: the mock agent's run cannot be recorded) or
+/// read (a usage error: the file `probe orchestration --journal` names).
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("{0}")]
+    Encode(serde_json::Error),
+    #[error("--journal {}: {cause}", path.display())]
+    Write {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("--journal {}: {cause}", path.display())]
+    Read {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+}
+
+impl From<JournalError> for crate::error::Error {
+    fn from(e: JournalError) -> Self {
+        match e {
+            JournalError::Encode(_) | JournalError::Write { .. } => Self::Run(e.to_string()),
+            JournalError::Read { .. } => Self::Usage(e.to_string()),
+        }
+    }
+}
+
 /// Appends `line` to the journal at `path` (created when missing) in one write.
-pub fn append(path: &Path, line: &Line) -> Result<(), String> {
-    let mut text = serde_json::to_string(line).map_err(|e| e.to_string())?;
+pub fn append(path: &Path, line: &Line) -> Result<(), JournalError> {
+    let mut text = serde_json::to_string(line).map_err(JournalError::Encode)?;
     text.push('\n');
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
         .and_then(|mut f| f.write_all(text.as_bytes()))
-        .map_err(|e| format!("--journal {}: {e}", path.display()))
+        .map_err(|cause| JournalError::Write {
+            path: path.to_path_buf(),
+            cause,
+        })
 }
 
 /// A journal read: its lines, each with where it is (`FILE:LINE`), and the lines that are not
@@ -83,8 +113,11 @@ pub struct Read {
 }
 
 /// Reads a journal (blank lines are skipped). Only a file that cannot be read is an error.
-pub fn read(path: &Path) -> Result<Read, String> {
-    let text = std::fs::read(path).map_err(|e| format!("--journal {}: {e}", path.display()))?;
+pub fn read(path: &Path) -> Result<Read, JournalError> {
+    let text = std::fs::read(path).map_err(|cause| JournalError::Read {
+        path: path.to_path_buf(),
+        cause,
+    })?;
     let mut read = Read::default();
     for (i, l) in String::from_utf8_lossy(&text).lines().enumerate() {
         if l.trim().is_empty() {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::definition::{self, Definition, Front};
+use super::definition::{self, Definition, DefinitionError, Front};
 use crate::report::lint::{Finding, Lint, Rule};
 use crate::report::Level;
 
@@ -160,12 +160,16 @@ pub struct Extra {
 
 /// The definition files under `paths`: files as given, directories walked (sorted) for `*.md`
 /// files that begin with a frontmatter. A path that is not there is an error naming it.
-pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, DefinitionError> {
     let mut out = Vec::new();
     for p in paths {
-        let meta = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let find = |cause| DefinitionError::Find {
+            path: p.clone(),
+            cause,
+        };
+        let meta = std::fs::metadata(p).map_err(find)?;
         if meta.is_dir() {
-            walk(p, &mut out).map_err(|e| format!("{}: {e}", p.display()))?;
+            walk(p, &mut out).map_err(find)?;
         } else {
             out.push(p.clone());
         }
@@ -196,7 +200,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 }
 
 /// Lints the files (read as UTF-8, lossily: a bad byte is shown, not fatal).
-pub fn lint_files(files: &[PathBuf], extra: &Extra, strict: bool) -> Result<Lint, String> {
+pub fn lint_files(files: &[PathBuf], extra: &Extra, strict: bool) -> Result<Lint, DefinitionError> {
     Ok(lint(&definition::read_all(files)?, extra, strict))
 }
 

@@ -87,13 +87,59 @@ pub const BEHAVIORS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Why a behaviour list is refused (a usage error: `--behavior`, or a matrix row).
+#[derive(Debug, thiserror::Error)]
+pub enum BehaviorError {
+    #[error("no agent-standard behaviour {name:?}{hint}; known: {known}")]
+    Unknown {
+        name: String,
+        /// ` (did you mean NAME?)`, or nothing.
+        hint: String,
+        known: String,
+    },
+    #[error("{name} takes no argument")]
+    NoArgument { name: String },
+    #[error("{name}:{arg}: {cause}")]
+    BadArgument {
+        name: String,
+        arg: String,
+        cause: String,
+    },
+}
+
+/// Why the mock agent cannot run: its flags or its input (usage), or its journal (the
+/// journal's class).
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("--behavior: {0}")]
+    Behavior(BehaviorError),
+    #[error("--next: {0}")]
+    Next(String),
+    /// No `--mode`, and stdin is not the JSON input (or cannot be read).
+    #[error("{0}")]
+    Input(String),
+    #[error(transparent)]
+    Journal(#[from] journal::JournalError),
+}
+
+impl From<AgentError> for Error {
+    fn from(e: AgentError) -> Self {
+        match e {
+            AgentError::Behavior(_) | AgentError::Next(_) | AgentError::Input(_) => {
+                Error::Usage(e.to_string())
+            }
+            AgentError::Journal(j) => j.into(),
+        }
+    }
+}
+
 /// A behaviour list parsed: the names, each with its argument.
 #[derive(Debug, Clone, Default)]
 pub struct Behaviors(Vec<(String, Option<String>)>);
 
 impl Behaviors {
     /// Parses `NAME[:ARG],…`; an unknown name or a bad argument is an error naming it.
-    pub fn parse(list: &str) -> Result<Behaviors, String> {
+    pub fn parse(list: &str) -> Result<Behaviors, BehaviorError> {
         let mut items = Vec::new();
         for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (name, arg) = match item.split_once(':') {
@@ -111,20 +157,28 @@ impl Behaviors {
                 let hint = crate::text::nearest(name, names.iter().copied())
                     .map(|n| format!(" (did you mean {n}?)"))
                     .unwrap_or_default();
-                return Err(format!(
-                    "no agent-standard behaviour {name:?}{hint}; known: {}",
-                    names.join(", ")
-                ));
+                return Err(BehaviorError::Unknown {
+                    name: name.to_string(),
+                    hint,
+                    known: names.join(", "),
+                });
             };
             if arg.is_some() && !spelled.contains('[') {
-                return Err(format!("{name} takes no argument"));
+                return Err(BehaviorError::NoArgument {
+                    name: name.to_string(),
+                });
             }
+            let bad = |cause: String| BehaviorError::BadArgument {
+                name: name.to_string(),
+                arg: arg.clone().unwrap_or_default(),
+                cause,
+            };
             match (name, &arg) {
                 ("slow", Some(a)) => {
-                    crate::units::parse_duration(a).map_err(|e| format!("slow:{a}: {e}"))?;
+                    crate::units::parse_duration(a).map_err(|e| bad(e.to_string()))?;
                 }
                 ("huge-output", Some(a)) => {
-                    crate::units::parse_bytes(a).map_err(|e| format!("huge-output:{a}: {e}"))?;
+                    crate::units::parse_bytes(a).map_err(|e| bad(e.to_string()))?;
                 }
                 _ => {}
             }
@@ -198,15 +252,18 @@ fn asked(at: &CommandAgent<'_>) -> Result<Asked, String> {
 
 /// Runs the agent once: the exit status (2 for input it cannot take).
 pub fn run(at: CommandAgent<'_>) -> Result<u8, Error> {
-    let behaviors =
-        Behaviors::parse(at.behavior).map_err(|e| Error::usage(format!("--behavior: {e}")))?;
+    Ok(answer(at)?)
+}
+
+fn answer(at: CommandAgent<'_>) -> Result<u8, AgentError> {
+    let behaviors = Behaviors::parse(at.behavior).map_err(AgentError::Behavior)?;
     let nexts = at
         .next
         .iter()
         .map(|n| parse_next(n))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Error::usage(format!("--next: {e}")))?;
-    let asked = asked(&at).map_err(Error::Usage)?;
+        .map_err(AgentError::Next)?;
+    let asked = asked(&at).map_err(AgentError::Input)?;
     let mode = asked.mode.as_str();
     let started = journal::now_us();
     let run_id = format!("{}-{started}", std::process::id());
@@ -222,7 +279,7 @@ pub fn run(at: CommandAgent<'_>) -> Result<u8, Error> {
         next_agents,
     };
     if let Some(path) = at.journal {
-        journal::append(path, &line(Event::Start, None, Vec::new())).map_err(Error::Run)?;
+        journal::append(path, &line(Event::Start, None, Vec::new()))?;
     }
     let result = result(&at, &asked, &behaviors, &nexts);
     let out = std::io::stdout();
@@ -245,7 +302,7 @@ pub fn run(at: CommandAgent<'_>) -> Result<u8, Error> {
             })
             .collect();
         let status = result["status"].as_str().map(str::to_string);
-        journal::append(path, &line(Event::End, status, next)).map_err(Error::Run)?;
+        journal::append(path, &line(Event::End, status, next))?;
     }
     Ok(0)
 }

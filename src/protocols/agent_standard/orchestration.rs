@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use super::journal::{self, Event, Line};
+use super::journal::{self, Event, JournalError, Line};
 use crate::probe::args::Common;
 use crate::report::{CaseResult, Evidence, Level, Report};
 use crate::text::Redactor;
@@ -152,7 +152,7 @@ fn listed(mut items: Vec<String>) -> String {
 pub async fn run(
     settings: &Settings,
     on_case: &(dyn Fn(&CaseResult) + Send + Sync),
-) -> Result<Report, String> {
+) -> Result<Report, JournalError> {
     let target = settings
         .journals
         .iter()

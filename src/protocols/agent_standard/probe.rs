@@ -5,7 +5,8 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use super::exec::{Exec, Run};
+use super::definition::DefinitionError;
+use super::exec::{Exec, ExecError, Run};
 use super::result::{self, Context, RULES};
 use crate::probe::args::Common;
 use crate::probe::plugin::Judged;
@@ -91,8 +92,35 @@ pub fn exec_ids(modes: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// Why `probe agent-standard` cannot run: a flag's file or directory (usage), or `--exec`'s
+/// own errors (their class).
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("--output {}: {cause}", path.display())]
+    Output {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("--agents {}: no agent definition with a name there", dir.display())]
+    NoAgents { dir: PathBuf },
+    #[error(transparent)]
+    Definitions(#[from] DefinitionError),
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+}
+
+impl From<ProbeError> for crate::error::Error {
+    fn from(e: ProbeError) -> Self {
+        match e {
+            ProbeError::Output { .. } | ProbeError::NoAgents { .. } => Self::Usage(e.to_string()),
+            ProbeError::Definitions(d) => d.into(),
+            ProbeError::Exec(x) => x.into(),
+        }
+    }
+}
+
 /// The definitions' names under `dir` (each file's frontmatter `name`).
-pub fn agent_names(dir: &std::path::Path) -> Result<BTreeSet<String>, String> {
+pub fn agent_names(dir: &std::path::Path) -> Result<BTreeSet<String>, ProbeError> {
     let defs = super::definition::read_all(&super::lint::files(&[dir.to_path_buf()])?)?;
     let names: BTreeSet<String> = defs
         .iter()
@@ -100,10 +128,9 @@ pub fn agent_names(dir: &std::path::Path) -> Result<BTreeSet<String>, String> {
         .map(str::to_string)
         .collect();
     if names.is_empty() {
-        return Err(format!(
-            "--agents {}: no agent definition with a name there",
-            dir.display()
-        ));
+        return Err(ProbeError::NoAgents {
+            dir: dir.to_path_buf(),
+        });
     }
     Ok(names)
 }
@@ -111,7 +138,7 @@ pub fn agent_names(dir: &std::path::Path) -> Result<BTreeSet<String>, String> {
 pub async fn run(
     settings: &Settings,
     on_case: &(dyn Fn(&CaseResult) + Send + Sync),
-) -> Result<Report, String> {
+) -> Result<Report, ProbeError> {
     let target = match &settings.source {
         // Named whole up to a few; past that, the first and last (a report's every JUnit
         // testsuite carries the target).
@@ -140,8 +167,10 @@ pub async fn run(
         Source::Outputs(outputs) => {
             let cx = settings.context(settings.modes.first().cloned());
             for path in outputs {
-                let bytes =
-                    std::fs::read(path).map_err(|e| format!("--output {}: {e}", path.display()))?;
+                let bytes = std::fs::read(path).map_err(|cause| ProbeError::Output {
+                    path: path.clone(),
+                    cause,
+                })?;
                 let l = label(path);
                 keep(if bytes.len() > settings.max_body {
                     let mut c = result::judge(&l, "", &cx);

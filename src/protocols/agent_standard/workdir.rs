@@ -12,6 +12,45 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Why a scratch copy could not be made or read.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkdirError {
+    #[error("cannot make a scratch directory under {}: {cause}", base.display())]
+    Make {
+        base: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error(
+        "cannot make a scratch directory under {}: every name tried is taken",
+        base.display()
+    )]
+    NamesTaken { base: PathBuf },
+    /// The user's `--workdir` tree could not be copied (a file in it that cannot be read).
+    #[error("--workdir {}: cannot copy it: {cause}", from.display())]
+    Copy {
+        from: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("reading {}: {cause}", root.display())]
+    Read {
+        root: PathBuf,
+        cause: std::io::Error,
+    },
+}
+
+impl From<WorkdirError> for crate::error::Error {
+    fn from(e: WorkdirError) -> Self {
+        match e {
+            // The user's tree: a usage error, as a --workdir that is not a directory is.
+            WorkdirError::Copy { .. } => Self::Usage(e.to_string()),
+            // The temporary directory, or our own copy of the tree.
+            WorkdirError::Make { .. }
+            | WorkdirError::NamesTaken { .. }
+            | WorkdirError::Read { .. } => Self::Run(e.to_string()),
+        }
+    }
+}
+
 /// A directory of our own under the system's temporary directory, removed when dropped.
 #[derive(Debug)]
 pub struct Scratch {
@@ -20,7 +59,7 @@ pub struct Scratch {
 
 impl Scratch {
     /// A new, empty scratch directory.
-    pub fn new() -> Result<Scratch, String> {
+    pub fn new() -> Result<Scratch, WorkdirError> {
         static COUNT: AtomicU64 = AtomicU64::new(0);
         let base = std::env::temp_dir();
         for _ in 0..100 {
@@ -35,25 +74,19 @@ impl Scratch {
             match std::fs::create_dir(&path) {
                 Ok(()) => return Ok(Scratch { path }),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    return Err(format!(
-                        "cannot make a scratch directory under {}: {e}",
-                        base.display()
-                    ))
-                }
+                Err(cause) => return Err(WorkdirError::Make { base, cause }),
             }
         }
-        Err(format!(
-            "cannot make a scratch directory under {}: every name tried is taken",
-            base.display()
-        ))
+        Err(WorkdirError::NamesTaken { base })
     }
 
     /// A scratch copy of the tree at `from` (files, directories, symbolic links as links).
-    pub fn copy_of(from: &Path) -> Result<Scratch, String> {
+    pub fn copy_of(from: &Path) -> Result<Scratch, WorkdirError> {
         let scratch = Scratch::new()?;
-        copy_tree(from, &scratch.path)
-            .map_err(|e| format!("--workdir {}: cannot copy it: {e}", from.display()))?;
+        copy_tree(from, &scratch.path).map_err(|cause| WorkdirError::Copy {
+            from: from.to_path_buf(),
+            cause,
+        })?;
         Ok(scratch)
     }
 
@@ -118,10 +151,12 @@ pub struct Tree(BTreeMap<String, Entry>);
 
 impl Tree {
     /// Reads the tree under `root` (links are not followed).
-    pub fn read(root: &Path) -> Result<Tree, String> {
+    pub fn read(root: &Path) -> Result<Tree, WorkdirError> {
         let mut tree = Tree::default();
-        tree.walk(root, "")
-            .map_err(|e| format!("reading {}: {e}", root.display()))?;
+        tree.walk(root, "").map_err(|cause| WorkdirError::Read {
+            root: root.to_path_buf(),
+            cause,
+        })?;
         Ok(tree)
     }
 
@@ -227,6 +262,47 @@ fn sha256_of(path: &Path) -> std::io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
+
+    /// The user's tree that cannot be copied is a usage error, through `--exec`'s error too;
+    /// the temporary directory and our own copy are run errors. Messages as they always read.
+    #[test]
+    fn a_copy_of_the_users_tree_is_usage_and_our_own_directories_are_run() {
+        let io = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let copy = WorkdirError::Copy {
+            from: "proj".into(),
+            cause: io(),
+        };
+        assert_eq!(
+            Error::from(super::super::exec::ExecError::from(copy)),
+            Error::Usage("--workdir proj: cannot copy it: permission denied".into())
+        );
+        let make = WorkdirError::Make {
+            base: "/tmp".into(),
+            cause: io(),
+        };
+        assert_eq!(
+            Error::from(make),
+            Error::Run("cannot make a scratch directory under /tmp: permission denied".into())
+        );
+        let taken = WorkdirError::NamesTaken {
+            base: "/tmp".into(),
+        };
+        assert_eq!(
+            Error::from(taken),
+            Error::Run(
+                "cannot make a scratch directory under /tmp: every name tried is taken".into()
+            )
+        );
+        let read = WorkdirError::Read {
+            root: "/tmp/x".into(),
+            cause: io(),
+        };
+        assert_eq!(
+            Error::from(read),
+            Error::Run("reading /tmp/x: permission denied".into())
+        );
+    }
 
     #[test]
     fn a_copy_reads_the_same_and_each_change_is_named() {

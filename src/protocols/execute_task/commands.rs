@@ -93,7 +93,10 @@ fn scenarios(files: &[PathBuf]) -> Result<Vec<Scenario>, String> {
     if files.is_empty() {
         return Ok(Scenario::builtin());
     }
-    files.iter().map(|p| Scenario::from_file(p)).collect()
+    files
+        .iter()
+        .map(|p| Scenario::from_file(p).map_err(|e| e.to_string()))
+        .collect()
 }
 
 /// Raw execute-task flags → validated settings.
@@ -183,7 +186,7 @@ impl Protocol for ExecuteTask {
     ) -> Result<Box<dyn Responder>, Error> {
         let mut all = Scenario::builtin();
         for path in files {
-            all.push(Scenario::from_file(path).map_err(Error::Usage)?);
+            all.push(Scenario::from_file(path)?);
         }
         Ok(Box::new(TaskAgent::with_scenarios(name, &all)))
     }
@@ -197,8 +200,7 @@ impl Protocol for ExecuteTask {
         let flags =
             TaskProbeArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
         // The case ids depend on the scenarios the flags name.
-        let ids = super::probe::case_ids(&task_settings(&flags).map_err(Error::Usage)?.scenarios)
-            .map_err(Error::Usage)?;
+        let ids = super::probe::case_ids(&task_settings(&flags).map_err(Error::Usage)?.scenarios)?;
         let job = |s: TaskSettings, on: OnCase| async move { super::probe::run(&s, &*on).await };
         driver_probe(
             matches,
@@ -212,14 +214,14 @@ impl Protocol for ExecuteTask {
 
     fn list_cases(&self, file: Option<&Path>) -> Result<String, Error> {
         let scenarios = match file {
-            Some(path) => vec![Scenario::from_file(path).map_err(Error::Usage)?],
+            Some(path) => vec![Scenario::from_file(path)?],
             None => Scenario::builtin(),
         };
-        super::probe::list_cases(&scenarios).map_err(Error::Usage)
+        Ok(super::probe::list_cases(&scenarios)?)
     }
 
     fn case_ids(&self) -> Result<Vec<String>, Error> {
-        super::probe::case_ids(&Scenario::builtin()).map_err(Error::Usage)
+        Ok(super::probe::case_ids(&Scenario::builtin())?)
     }
 
     /// The mock agent over stdio, as a harness author would run it, probed with the built-in

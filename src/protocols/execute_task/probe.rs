@@ -159,13 +159,15 @@ pub struct ExchangeLog {
 }
 
 impl Channel {
-    pub fn new(target: &Target, timeout: Duration, max_body: usize) -> Result<Channel, String> {
+    pub fn new(target: &Target, timeout: Duration, max_body: usize) -> Result<Channel, ProbeError> {
         let inner = match target {
             Target::Http { base, api_key } => Inner::Http {
                 base: base.clone(),
                 api_key: api_key.clone(),
             },
-            Target::Stdio(config) => Inner::Stdio(Box::new(StdioAgent::new(config.clone())?)),
+            Target::Stdio(config) => Inner::Stdio(Box::new(
+                StdioAgent::new(config.clone()).map_err(|e| ProbeError::Command(e.to_string()))?,
+            )),
             Target::Socket { addr, mode } => {
                 Inner::Socket(SocketAgent::new(addr.clone(), *mode, max_body))
             }
@@ -356,7 +358,7 @@ fn not_one_json_line(text: &[u8], line_no: u64, persistent: bool, e: &serde_json
 impl Channel {
     /// Whether the agent can be reached at all: a connection (HTTP, sockets), or a program that
     /// exists (stdio). Ok says how; Err why not.
-    pub async fn reachable(&self) -> Result<String, String> {
+    async fn reachable(&self) -> Result<String, String> {
         let deadline = self.timeout;
         match &self.target {
             Target::Http { base, .. } => http::connect(base, deadline)
@@ -432,20 +434,40 @@ impl Exchanger for Channel {
     }
 }
 
-/// Runs the probe and returns the report (the API key redacted). Every error is one of
-/// configuration (a command that cannot be split, broken built-in data): the agent's own
-/// failures are failed cases.
+/// Why a run of the probe ended without a report. The agent's own failures are never one of
+/// these: they are failed cases.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// The stdio agent's command cannot be run as given (a usage error: nothing was run).
+    #[error("{0}")]
+    Command(String),
+    /// The built-in cases, templates or patterns are broken: a bug of the kit (a run error:
+    /// nothing the user can change makes the run go on).
+    #[error("{0}")]
+    BuiltIn(String),
+}
+
+impl From<ProbeError> for Error {
+    fn from(e: ProbeError) -> Self {
+        match e {
+            ProbeError::Command(m) => Error::Usage(m),
+            ProbeError::BuiltIn(m) => Error::Run(m),
+        }
+    }
+}
+
+/// Runs the probe and returns the report (the API key redacted).
 pub async fn run(
     settings: &TaskSettings,
     on_case: &(dyn Fn(&CaseResult) + Sync),
 ) -> Result<Report, Error> {
-    probe(settings, on_case).await.map_err(Error::Usage)
+    Ok(probe(settings, on_case).await?)
 }
 
 async fn probe(
     settings: &TaskSettings,
     on_case: &(dyn Fn(&CaseResult) + Sync),
-) -> Result<Report, String> {
+) -> Result<Report, ProbeError> {
     let run_info = RunInfo::start(
         "probe",
         "execute-task",
@@ -460,7 +482,7 @@ async fn probe(
     let mut governance_sent = false;
     // Turns per scenario, for the HTML report.
     let mut counts = Vec::new();
-    let suite = suite()?;
+    let suite = builtin_suite()?;
     // The agent must be there at all; when it is not, every other case says so once, as a skip,
     // instead of failing on its own with the same cause.
     let mut unreachable = None;
@@ -510,13 +532,16 @@ async fn probe(
         let template = suite.file.exchanges[exchange]
             .body
             .as_ref()
-            .ok_or_else(|| format!("{}: exchange {exchange} has no body", suite.source))?;
+            .ok_or_else(|| {
+                ProbeError::BuiltIn(format!("{}: exchange {exchange} has no body", suite.source))
+            })?;
         let mut fill = Fill {
             run: &run_values,
             content: Content::new(settings.seed, exchange),
             protocol: suite.protocol,
         };
-        let request = template::render(template, &mut fill)?;
+        let request = template::render(template, &mut fill)
+            .map_err(|e| ProbeError::BuiltIn(e.to_string()))?;
         let t0 = Instant::now();
         let result = channel.exchange(&request).await;
         let mut case = spec.case();
@@ -595,13 +620,16 @@ async fn probe(
                 _ => None,
             };
             let rule = rule.ok_or_else(|| {
-                format!(
+                ProbeError::BuiltIn(format!(
                     "{}: case {}: a case without an exchange takes the checks across a run only",
                     suite.source, spec.id.value
-                )
+                ))
             })?;
             let t0 = Instant::now();
-            if let Some(mut c) = across.judge(rule, spec.case())? {
+            if let Some(mut c) = across
+                .judge(rule, spec.case())
+                .map_err(ProbeError::BuiltIn)?
+            {
                 c.set_duration(t0.elapsed());
                 on_case(&c);
                 cases.push(c);
@@ -885,8 +913,8 @@ fn sanitization_findings(answers: &[Value]) -> Result<Vec<String>, String> {
 }
 
 /// Every case id a run with these scenarios can report.
-pub fn case_ids(scenarios: &[Scenario]) -> Result<Vec<String>, String> {
-    let mut ids: Vec<String> = suite()?
+pub fn case_ids(scenarios: &[Scenario]) -> Result<Vec<String>, ProbeError> {
+    let mut ids: Vec<String> = builtin_suite()?
         .cases()
         .iter()
         .map(|c| c.id.value.clone())
@@ -898,8 +926,8 @@ pub fn case_ids(scenarios: &[Scenario]) -> Result<Vec<String>, String> {
 }
 
 /// `agent-tck suites list --protocol execute-task`: the protocol cases, then each scenario's.
-pub fn list_cases(scenarios: &[Scenario]) -> Result<String, String> {
-    let suite = suite()?;
+pub fn list_cases(scenarios: &[Scenario]) -> Result<String, ProbeError> {
+    let suite = builtin_suite()?;
     let mut rows: Vec<(String, String, String)> = suite
         .cases()
         .iter()
@@ -936,6 +964,11 @@ pub fn list_cases(scenarios: &[Scenario]) -> Result<String, String> {
     Ok(out)
 }
 
+/// The built-in protocol cases.
+fn builtin_suite() -> Result<crate::probe::Suite, ProbeError> {
+    suite().map_err(|e| ProbeError::BuiltIn(e.to_string()))
+}
+
 fn exchange_of(channel: &Channel, request: &Value) -> Exchange {
     Exchange {
         request: Some(excerpt_str(&request.to_string(), 2_000)),
@@ -947,6 +980,29 @@ fn exchange_of(channel: &Channel, request: &Value) -> Exchange {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A command that cannot be run as given is the user's (exit 2); broken built-in data is a
+    /// bug of the kit that no flag can fix (exit 1).
+    #[test]
+    fn a_command_is_usage_and_built_in_data_is_run() {
+        assert_eq!(
+            Error::from(ProbeError::Command("command \"a |\": no".into())),
+            Error::Usage("command \"a |\": no".into())
+        );
+        assert_eq!(
+            Error::from(ProbeError::BuiltIn("protocol.yaml: broken".into())),
+            Error::Run("protocol.yaml: broken".into())
+        );
+        let no_split = Target::Stdio(StdioConfig::new("agent 'unclosed", StdioMode::Persistent));
+        let e = Channel::new(&no_split, Duration::from_secs(1), 1000)
+            .err()
+            .expect("an unsplittable command");
+        assert!(matches!(e, ProbeError::Command(_)), "{e}");
+        assert!(
+            e.to_string().starts_with("command \"agent 'unclosed\": "),
+            "{e}"
+        );
+    }
 
     /// An engine log's "last" excerpt is its end, not its beginning.
     #[test]

@@ -42,7 +42,7 @@
 //! Errors read `FILE:LINE: scenario ID: what is wrong`.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -312,7 +312,7 @@ impl std::fmt::Display for Policy {
 
 impl Policy {
     /// Parses `PARAM OP NUMBER` (spaces optional), OP one of `<=`, `<`, `>=`, `>`, `==`, `!=`.
-    pub fn parse(text: &str) -> Result<Policy, String> {
+    fn parse(text: &str) -> Result<Policy, String> {
         let usage = || {
             format!(
                 "policy {text:?}: expected PARAM OP NUMBER, e.g. \"amount <= 50\" \
@@ -445,6 +445,28 @@ enum OneOrMany {
     Many(Vec<String>),
 }
 
+/// Why a user's scenario file is refused: a usage error (the file is the user's input; nothing
+/// was run).
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("{}: cannot read: {cause}", path.display())]
+    Read {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    /// Not a scenario: `FILE:LINE: scenario ID: what is wrong`, in one line.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl From<ScenarioError> for crate::error::Error {
+    fn from(e: ScenarioError) -> Self {
+        match e {
+            ScenarioError::Read { .. } | ScenarioError::Invalid(_) => Self::Usage(e.to_string()),
+        }
+    }
+}
+
 impl Scenario {
     /// Every built-in scenario. The shipped files are ours, and a unit test loads each, so a
     /// broken one is a bug caught before release; it panics with the file's error.
@@ -455,14 +477,21 @@ impl Scenario {
             .collect()
     }
 
-    pub fn from_file(path: &Path) -> Result<Scenario, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    /// Reads and parses a user's scenario file.
+    pub fn from_file(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|cause| ScenarioError::Read {
+            path: path.to_path_buf(),
+            cause,
+        })?;
         Scenario::parse(&path.display().to_string(), &text)
     }
 
     /// Parses and validates one scenario. Errors read `FILE:LINE: …` in one line.
-    pub fn parse(source: &str, text: &str) -> Result<Scenario, String> {
+    pub fn parse(source: &str, text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::checked(source, text).map_err(ScenarioError::Invalid)
+    }
+
+    fn checked(source: &str, text: &str) -> Result<Scenario, String> {
         let raw: RawScenario =
             serde_saphyr::from_str(text).map_err(|e| yaml_error(source, &e.to_string()))?;
         let id = raw.id.value.trim().to_string();
@@ -694,7 +723,9 @@ mod tests {
     const BASE: &str = "id: s1\ntitle: t\ntask: do it\ntools:\n  a: {returns: {ok: true}}\n";
 
     fn err(rest: &str) -> String {
-        Scenario::parse("x.yaml", &format!("{BASE}{rest}")).unwrap_err()
+        Scenario::parse("x.yaml", &format!("{BASE}{rest}"))
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
@@ -781,7 +812,7 @@ mod tests {
             "y.yaml",
             "id: s\ntitle: t\ntask: x\ntools:\n  a: {returns: 1, error: e}\nexpect: [{called: a}]\n",
         )
-        .unwrap_err();
+        .unwrap_err().to_string();
         assert!(
             e.starts_with("y.yaml:5: scenario s: tool a: give exactly one of"),
             "{e}"
@@ -790,7 +821,7 @@ mod tests {
             "y.yaml",
             "id: s\ntitle: t\ntask: x\ntools:\n  a:\n    returns: 1\n    policy: amount <> 5\nexpect: [{called: a}]\n",
         )
-        .unwrap_err();
+        .unwrap_err().to_string();
         assert!(
             e.starts_with(
                 "y.yaml:6: scenario s: tool a: policy \"amount <> 5\": expected PARAM OP NUMBER"
@@ -801,13 +832,15 @@ mod tests {
             "y.yaml",
             "id: s\ntitle: t\ntask: '  '\nexpect: [{used: error}]\n",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.starts_with("y.yaml:3: scenario s: the task is empty"),
             "{e}"
         );
-        let e =
-            Scenario::parse("y.yaml", "id: s\ntitle: t\nexpect: [{used: error}]\n").unwrap_err();
+        let e = Scenario::parse("y.yaml", "id: s\ntitle: t\nexpect: [{used: error}]\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("y.yaml:") && e.contains("task"), "{e}");
     }
 
