@@ -28,6 +28,7 @@ use crate::mock::fleet::{FleetFile, Layout};
 use crate::mock::protocol::AgentProtocol;
 use crate::mock::session::{Banner, SessionSettings};
 use crate::probe::args::{api_key, seed_or_clock, RunArgs, SuiteArgs};
+use crate::protocols::plugin::{ProtocolCommand, ServedAgents};
 use crate::protocols::{self, OnCase, ProbeJob, Protocol};
 use crate::report::output::OutputArgs;
 use crate::report::{console, CaseResult, Exit, Report, RunInfo};
@@ -163,22 +164,48 @@ pub struct RoleCommand<R> {
     role: std::marker::PhantomData<R>,
 }
 
-/// A role a protocol may declare a subcommand for.
-pub trait Role: std::fmt::Debug + Clone + Send + Sync + 'static {
-    fn commands(protocol: &dyn protocols::Protocol) -> Vec<clap::Command>;
+impl<R: Role> RoleCommand<R> {
+    /// Runs the protocol's subcommand with the flags clap parsed.
+    pub fn run(&self) -> Result<R::Output, Error> {
+        let subcommand = R::subcommands(protocol(self.protocol)?)
+            .into_iter()
+            .find(|s| s.command().get_name() == self.command)
+            .ok_or_else(|| Error::usage(format!("no {} for {}", self.command, self.protocol)))?;
+        subcommand.run(&self.matches)
+    }
 }
 
-/// `probe NAME`: named for the protocol.
+/// A role a protocol may declare subcommands for: the ones it declares.
+pub trait Role: std::fmt::Debug + Clone + Send + Sync + 'static {
+    /// What the subcommand's run gives.
+    type Output;
+
+    fn subcommands(protocol: &dyn Protocol) -> Vec<&'static dyn ProtocolCommand<Self::Output>>;
+
+    /// The subcommands' flags, as the command line shows them.
+    fn commands(protocol: &dyn Protocol) -> Vec<clap::Command> {
+        Self::subcommands(protocol)
+            .iter()
+            .map(|s| s.command())
+            .collect()
+    }
+}
+
+/// `probe NAME`: named for the protocol (or for what it judges: `probe orchestration`).
 #[derive(Debug, Clone)]
 pub struct ProbeRole;
 
 impl Role for ProbeRole {
-    fn commands(protocol: &dyn protocols::Protocol) -> Vec<clap::Command> {
-        let mut commands: Vec<clap::Command> = protocol.probe_command().into_iter().collect();
-        commands.extend(protocol.other_probe_commands());
-        commands
-            .into_iter()
-            .map(TargetsArgs::augment_args)
+    type Output = ProbeJob;
+
+    fn subcommands(protocol: &dyn Protocol) -> Vec<&'static dyn ProtocolCommand<ProbeJob>> {
+        protocol.capabilities().probes.to_vec()
+    }
+
+    fn commands(protocol: &dyn Protocol) -> Vec<clap::Command> {
+        Self::subcommands(protocol)
+            .iter()
+            .map(|s| TargetsArgs::augment_args(s.command()))
             .collect()
     }
 }
@@ -210,8 +237,10 @@ pub struct TargetsArgs {
 pub struct LintRole;
 
 impl Role for LintRole {
-    fn commands(protocol: &dyn protocols::Protocol) -> Vec<clap::Command> {
-        protocol.lint_command().into_iter().collect()
+    type Output = Exit;
+
+    fn subcommands(protocol: &dyn Protocol) -> Vec<&'static dyn ProtocolCommand<Exit>> {
+        protocol.capabilities().lint.into_iter().collect()
     }
 }
 
@@ -272,7 +301,12 @@ fn protocol(name: &str) -> Result<&'static dyn Protocol, Error> {
 
 /// The agents of protocol `name`, as the mock engine plays them.
 fn agents_of(name: &str) -> Result<&'static dyn AgentProtocol, Error> {
-    protocol(name)?.agents().ok_or_else(|| {
+    served_agents(name).map(|served| served.agents)
+}
+
+/// The agents of protocol `name` that the mock engine serves.
+fn served_agents(name: &str) -> Result<ServedAgents, Error> {
+    protocol(name)?.capabilities().agents.ok_or_else(|| {
         Error::usage(format!(
             "--protocol {name}: the kit does not play its agents"
         ))
@@ -555,18 +589,8 @@ where
 fn probe_job_of(argv: &[OsString]) -> Result<ProbeJob, Error> {
     let cli = Cli::try_parse_from(argv).map_err(|e| Error::Usage(clap_one_line(&e)))?;
     match cli.command {
-        Command::Probe(probe) => job_of(&probe),
+        Command::Probe(probe) => probe.run(),
         _ => Err(Error::usage("--targets is a flag of `probe PROTOCOL`")),
-    }
-}
-
-/// The job of `probe NAME …`: the protocol's own probe, or another of its probes.
-fn job_of(probe: &ProbeCommand) -> Result<ProbeJob, Error> {
-    let protocol = protocol(probe.protocol)?;
-    if probe.command == protocol.name() {
-        protocol.probe(&probe.matches)
-    } else {
-        protocol.other_probe(&probe.command, &probe.matches)
     }
 }
 
@@ -634,11 +658,8 @@ fn clap_one_line(e: &clap::Error) -> String {
 
 async fn execute(command: Command) -> Result<Ended, Error> {
     match command {
-        Command::Probe(probe) => run_probe(job_of(&probe)?).await,
-        Command::Lint(lint) => {
-            let code = protocol(lint.protocol)?.lint(&lint.matches)?;
-            Ok(Ended::Verdict(code))
-        }
+        Command::Probe(probe) => run_probe(probe.run()?).await,
+        Command::Lint(lint) => Ok(Ended::Verdict(lint.run()?)),
         Command::Selftest(args) => selftest(args).await,
         Command::Mock(MockCommand::Agent(args)) => mock_agent(args).await,
         Command::Mock(MockCommand::Agents(args)) => mock_agents(args),
@@ -820,12 +841,16 @@ fn mock_agents(args: MockAgentsArgs) -> Result<Ended, Error> {
         seed,
         exe: &exe,
     };
-    let text = protocol(&args.protocol)?.agent_set(at).ok_or_else(|| {
-        Error::usage(format!(
-            "--protocol {}: no sets of mock agents (agent-standard has them)",
-            args.protocol
-        ))
-    })??;
+    let agents = protocol(&args.protocol)?
+        .capabilities()
+        .command_agent
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "--protocol {}: no sets of mock agents (agent-standard has them)",
+                args.protocol
+            ))
+        })?;
+    let text = agents.write_set(at)?;
     crate::outln!("{text}");
     Ok(Ended::Verdict(Exit::Passed))
 }
@@ -850,8 +875,8 @@ async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
         approved: args.approved,
         journal: args.run.journal.as_deref(),
     };
-    if let Some(status) = protocol.command_agent(command) {
-        return status.map(Ended::AgentExit);
+    if let Some(agent) = protocol.capabilities().command_agent {
+        return agent.run(command).map(Ended::AgentExit);
     }
     for (flag, given) in [
         ("--mode", args.mode.is_some()),
@@ -866,7 +891,8 @@ async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
             )));
         }
     }
-    let agents = agents_of(&args.protocol)?;
+    let served = served_agents(&args.protocol)?;
+    let agents = served.agents;
     let others = protocols::agent_protocols();
     let at = For {
         protocol: agents,
@@ -897,7 +923,7 @@ async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
         capabilities: Vec::new(),
         api_key: key,
     };
-    let reference = protocol.reference_with(&args.name, seed, &args.scenario)?;
+    let reference = served.reference(&args.name, seed, &args.scenario)?;
     let agent = MockAgent::with_responder(agents, profile, items, seed, reference);
     if line {
         return serve_line_agent(agent, &args, seed).await;
@@ -1051,15 +1077,15 @@ async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
         (None, None) => return Err(Error::usage("give --config FILE or --preset NAME")),
     };
     if let Some(protocol) = fleet_protocol(&text).and_then(|p| protocols::find(&p)) {
-        let at = crate::protocols::plugin::ClientFleet {
+        let at = crate::protocols::plugin::FleetFlags {
             url: args.platform_url.as_deref(),
             seed: args.seed,
             strict: args.run.strict,
             registry: args.registry.as_deref(),
         };
-        if let Some(run) = protocol.client_fleet(&source, &text, at) {
+        if let Some(fleet) = protocol.capabilities().client_fleet {
             args.run.output.check()?;
-            return conclude(run.await?, &args.run.output);
+            return conclude(fleet.run(&source, &text, at).await?, &args.run.output);
         }
     }
     let (source, file) = match (&args.config, &args.preset) {
@@ -1220,10 +1246,10 @@ pub fn list_behaviors() -> String {
         }
     }
     for p in protocols::REGISTRY {
-        let own = p.command_behaviors();
-        if own.is_empty() {
+        let Some(agent) = p.capabilities().command_agent else {
             continue;
-        }
+        };
+        let own = agent.behaviors();
         out.push_str(&format!(
             "\nBehaviours of the {} command agent (mock agent --protocol {} --behavior \
              NAME[:ARG], comma-separated or repeated; one run per call)\n\n",
@@ -1309,8 +1335,9 @@ mod tests {
         let cli = Cli::command();
         let probe = cli.find_subcommand("probe").expect("probe");
         for p in protocols::REGISTRY {
-            if p.probe_command().is_some() {
-                assert!(probe.find_subcommand(p.name()).is_some(), "{}", p.name());
+            for sub in p.capabilities().probes {
+                let name = sub.command().get_name().to_string();
+                assert!(probe.find_subcommand(&name).is_some(), "{name}");
             }
         }
         let parsed =
@@ -1335,16 +1362,17 @@ mod tests {
     #[test]
     fn every_preset_parses_and_builds_its_agents() {
         for p in protocols::REGISTRY {
-            for (name, source, text) in p.fleet_presets() {
+            let offers = p.capabilities();
+            for (name, source, text) in offers.fleet_presets {
                 // A protocol whose fleets are clients parses its own (tested with it).
-                if p.agents().is_none() {
+                let Some(served) = offers.agents else {
                     assert_eq!(fleet_protocol(text).as_deref(), Some(p.name()), "{name}");
                     continue;
-                }
+                };
                 let file = FleetFile::parse(source, text).unwrap();
                 let others = protocols::agent_protocols();
                 let at = For {
-                    protocol: p.agents().expect("a protocol with fleets plays agents"),
+                    protocol: served.agents,
                     others: &others,
                 };
                 let agents = file.agents(source, 1, at).unwrap_or_else(|e| panic!("{e}"));

@@ -20,10 +20,12 @@ use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::behavior::{self, For};
 use crate::mock::fleet::{self};
 use crate::mock::line_server::LineService;
-use crate::mock::protocol::AgentProtocol;
 use crate::mock::Responder;
 use crate::probe::args::{api_key, KeyArgs, RunArgs};
-use crate::protocols::plugin::{driver_probe, MatrixRow, OnCase, ProbeJob, Protocol, Selftest};
+use crate::protocols::plugin::{
+    check_served_behavior, driver_probe, Capabilities, MatrixRow, OnCase, ProbeJob, Protocol,
+    ProtocolCommand, Selftest, SelftestRun, ServedAgents,
+};
 use crate::report::output::OutputArgs;
 use crate::report::Report;
 use crate::text::shell_quote;
@@ -157,43 +159,65 @@ fn parse_fraction(text: &str) -> Result<f64, String> {
         })
 }
 
+const ABOUT: &str =
+    "The execute_task protocol: we play the evaluation harness (HTTP, stdio or a socket).";
+
 impl Protocol for ExecuteTask {
     fn name(&self) -> &'static str {
         NAME
     }
 
     fn about(&self) -> &'static str {
-        "The execute_task protocol: we play the evaluation harness (HTTP, stdio or a socket)."
+        ABOUT
     }
 
     fn schema_dir(&self) -> Option<&'static str> {
         Some("execute_task")
     }
 
-    fn agents(&self) -> Option<&'static dyn AgentProtocol> {
-        Some(&Agents)
+    fn list_cases(&self, file: Option<&Path>) -> Result<String, Error> {
+        let scenarios = match file {
+            Some(path) => vec![Scenario::from_file(path).map_err(Error::Usage)?],
+            None => Scenario::builtin(),
+        };
+        super::probe::list_cases(&scenarios).map_err(Error::Usage)
     }
 
-    /// The scripted agent, knowing the built-in scenarios and the user's.
-    fn reference_with(
-        &self,
-        name: &str,
-        _seed: u64,
-        files: &[PathBuf],
-    ) -> Result<Box<dyn Responder>, Error> {
-        let mut all = Scenario::builtin();
-        for path in files {
-            all.push(Scenario::from_file(path).map_err(Error::Usage)?);
+    fn case_ids(&self) -> Result<Vec<String>, Error> {
+        super::probe::case_ids(&Scenario::builtin()).map_err(Error::Usage)
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            probes: &[&TaskProbe],
+            agents: Some(ServedAgents {
+                agents: &Agents,
+                with_scenarios: Some(with_scenarios),
+            }),
+            ..Capabilities::none(&TaskSelftest)
         }
-        Ok(Box::new(TaskAgent::with_scenarios(name, &all)))
     }
+}
 
-    fn probe_command(&self) -> Option<clap::Command> {
+/// The scripted agent, knowing the built-in scenarios and the user's.
+fn with_scenarios(name: &str, files: &[PathBuf]) -> Result<Box<dyn Responder>, Error> {
+    let mut all = Scenario::builtin();
+    for path in files {
+        all.push(Scenario::from_file(path).map_err(Error::Usage)?);
+    }
+    Ok(Box::new(TaskAgent::with_scenarios(name, &all)))
+}
+
+/// `probe execute-task`.
+struct TaskProbe;
+
+impl ProtocolCommand<ProbeJob> for TaskProbe {
+    fn command(&self) -> clap::Command {
         // The subcommand's help is the protocol's line, not the flags struct's doc comment.
-        Some(TaskProbeArgs::augment_args(clap::Command::new(NAME)).about(self.about()))
+        TaskProbeArgs::augment_args(clap::Command::new(NAME)).about(ABOUT)
     }
 
-    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
+    fn run(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
         let flags =
             TaskProbeArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
         // The case ids depend on the scenarios the flags name.
@@ -209,22 +233,15 @@ impl Protocol for ExecuteTask {
             job,
         )
     }
+}
 
-    fn list_cases(&self, file: Option<&Path>) -> Result<String, Error> {
-        let scenarios = match file {
-            Some(path) => vec![Scenario::from_file(path).map_err(Error::Usage)?],
-            None => Scenario::builtin(),
-        };
-        super::probe::list_cases(&scenarios).map_err(Error::Usage)
-    }
+/// execute_task's self-test and matrix.
+struct TaskSelftest;
 
-    fn case_ids(&self) -> Result<Vec<String>, Error> {
-        super::probe::case_ids(&Scenario::builtin()).map_err(Error::Usage)
-    }
-
+impl Selftest for TaskSelftest {
     /// The mock agent over stdio, as a harness author would run it, probed with the built-in
     /// scenarios.
-    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, Error>> {
+    fn run<'a>(&'a self, at: SelftestRun<'a>) -> BoxFuture<'a, Result<Report, Error>> {
         Box::pin(async move {
             let seed = at.seed;
             let command = format!(
@@ -240,11 +257,15 @@ impl Protocol for ExecuteTask {
         })
     }
 
-    fn matrix(&self) -> Option<(&'static str, &'static str)> {
-        Some((
+    fn matrix(&self) -> (&'static str, &'static str) {
+        (
             "mocks/matrix-execute-task.yaml",
             include_str!("../../../mocks/matrix-execute-task.yaml"),
-        ))
+        )
+    }
+
+    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String> {
+        check_served_behavior(&Agents, behavior, transport)
     }
 
     /// A mock agent with the row's behaviour over HTTP, a TCP port or stdio (a process of the
