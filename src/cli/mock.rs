@@ -437,18 +437,30 @@ pub fn list_behaviors() -> String {
         }
     }
     for p in protocols::REGISTRY {
-        let Some(agent) = p.capabilities().command_agent else {
+        let offers = p.capabilities();
+        if offers.behaviors.is_empty() {
             continue;
+        }
+        let name = p.name();
+        let heading = match offers.command_agent {
+            Some(_) => format!(
+                "Behaviours of the {name} command agent (mock agent --protocol {name} --behavior \
+                 NAME[:ARG], comma-separated or repeated; one run per call)"
+            ),
+            None => format!(
+                "Behaviours of the {name} reference peer (one a row of its matrix, {}; the \
+                 self-test plays them)",
+                offers.selftest.matrix().0
+            ),
         };
-        let own = agent.behaviors();
-        out.push_str(&format!(
-            "\nBehaviours of the {} command agent (mock agent --protocol {} --behavior \
-             NAME[:ARG], comma-separated or repeated; one run per call)\n\n",
-            p.name(),
-            p.name()
-        ));
-        for (name, what) in own {
-            out.push_str(&format!("  {name}\n      {what}\n"));
+        out.push_str(&format!("\n{heading}\n\n"));
+        for b in offers.behaviors {
+            out.push_str(&format!(
+                "  {}\n      {}\n      over: {}\n",
+                b.name,
+                b.what,
+                b.transports.join(", ")
+            ));
         }
     }
     out
@@ -492,5 +504,55 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    /// The Librarian's and the connector's flaws and the agent standard's behaviours are in the
+    /// one listing, each under its protocol, and each is a name its matrix check takes over
+    /// its transports, and a row of its matrix plays it.
+    #[test]
+    fn every_protocols_own_behaviours_are_listed_checked_and_played() {
+        let listing = list_behaviors();
+        let matrices = crate::selftest::matrix::Matrix::builtin().unwrap();
+        let mut protocols_with_own = Vec::new();
+        for p in protocols::REGISTRY {
+            let offers = p.capabilities();
+            if offers.behaviors.is_empty() {
+                continue;
+            }
+            protocols_with_own.push(p.name());
+            let heading = format!("Behaviours of the {} ", p.name());
+            let section = &listing[listing.find(&heading).expect(&heading)..];
+            let matrix = matrices
+                .iter()
+                .find(|m| m.protocol.name() == p.name())
+                .expect("a matrix");
+            for b in offers.behaviors {
+                assert!(section.contains(&format!("\n  {}\n      {}\n", b.name, b.what)));
+                for transport in b.transports {
+                    offers
+                        .selftest
+                        .check_behavior(b.bare_name(), transport)
+                        .unwrap_or_else(|e| panic!("{} over {transport}: {e}", b.name));
+                }
+                assert!(
+                    matrix.file.rows.iter().any(|row| {
+                        let played = &row.behavior.value;
+                        played.split([',', ':']).next() == Some(b.bare_name())
+                    }),
+                    "{}: no row of {} plays {}",
+                    p.name(),
+                    matrix.source,
+                    b.name
+                );
+            }
+            assert!(offers
+                .selftest
+                .check_behavior("no-such-flaw", offers.behaviors[0].transports[0])
+                .is_err());
+        }
+        assert_eq!(
+            protocols_with_own,
+            ["librarian", "connector", "agent-standard"]
+        );
     }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 
 use crate::error::Error;
+use crate::mock::behavior::Misbehavior;
 use crate::mock::protocol::AgentProtocol;
 use crate::mock::Responder;
 use clap::{Args, FromArgMatches};
@@ -239,6 +240,10 @@ pub struct Capabilities {
     /// A fleet of its *clients* against a server, for a protocol whose platform is the server
     /// (the Librarian, the connector): `mock fleet` runs such a file here.
     pub client_fleet: Option<&'static dyn ClientFleet>,
+    /// The misbehaviours of its own mock (a reference peer with flaws, a command agent), when
+    /// the engine's behaviours are not the ones it plays: `mock behaviors` lists them, and its
+    /// matrix rows name them.
+    pub behaviors: &'static [Misbehavior],
     /// Built-in fleets (`mock fleet --preset NAME`): (name, file, YAML).
     pub fleet_presets: &'static [(&'static str, &'static str, &'static str)],
     /// The self-test and the behaviour matrix: every protocol is tested on itself.
@@ -254,6 +259,7 @@ impl Capabilities {
             agents: None,
             command_agent: None,
             client_fleet: None,
+            behaviors: &[],
             fleet_presets: &[],
             selftest,
         }
@@ -318,9 +324,6 @@ pub trait CommandAgents: Sync {
     /// `mock agents --protocol NAME --dir OUT --count N`: writes a set of mock agents to run
     /// together, giving what to print.
     fn write_set(&self, at: AgentSet<'_>) -> Result<String, Error>;
-
-    /// Its behaviours: (name, what it does), for `mock behaviors`.
-    fn behaviors(&self) -> &'static [(&'static str, &'static str)];
 }
 
 /// A fleet of a protocol's clients against a server: `mock fleet` runs the file (`source`,

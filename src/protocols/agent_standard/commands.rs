@@ -299,6 +299,7 @@ impl Protocol for AgentStandard {
             probes: &[&ResultsProbe, &OrchestrationProbe],
             lint: Some(&LintAgents),
             command_agent: Some(&MockAgents),
+            behaviors: super::behaviors::BEHAVIORS,
             ..Capabilities::none(&StandardSelftest)
         }
     }
@@ -409,10 +410,6 @@ impl CommandAgents for MockAgents {
 
     fn write_set(&self, at: AgentSet<'_>) -> Result<String, Error> {
         super::agent_set::write(at)
-    }
-
-    fn behaviors(&self) -> &'static [(&'static str, &'static str)] {
-        super::mock::BEHAVIORS
     }
 }
 

@@ -141,6 +141,7 @@ impl Protocol for Connector {
         Capabilities {
             probes: &[&ConnectorProbe],
             client_fleet: Some(&ConnectorFleet),
+            behaviors: super::behaviors::BEHAVIORS,
             ..Capabilities::none(&ConnectorSelftest)
         }
     }

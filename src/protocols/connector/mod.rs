@@ -14,6 +14,7 @@
 //!   verdicts; `upload`: a callback whose answer is read while its body goes out.
 
 pub mod agent;
+pub mod behaviors;
 pub mod commands;
 pub mod fleet;
 pub mod fleet_judge;

@@ -124,6 +124,7 @@ impl Protocol for LibrarianProtocol {
         Capabilities {
             probes: &[&LibrarianProbe],
             client_fleet: Some(&LibrarianFleet),
+            behaviors: super::behaviors::BEHAVIORS,
             fleet_presets: &[(
                 "librarian-chaos",
                 "mocks/librarian-chaos.yaml",
