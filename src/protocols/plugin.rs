@@ -244,6 +244,9 @@ pub struct Capabilities {
     /// the engine's behaviours are not the ones it plays: `mock behaviors` lists them, and its
     /// matrix rows name them.
     pub behaviors: &'static [Misbehavior],
+    /// The files a user writes for it (suites, fleets, scenarios, scripts), as the fuzz targets
+    /// feed them.
+    pub files: &'static [UserFile],
     /// Built-in fleets (`mock fleet --preset NAME`): (name, file, YAML).
     pub fleet_presets: &'static [(&'static str, &'static str, &'static str)],
     /// The self-test and the behaviour matrix: every protocol is tested on itself.
@@ -260,10 +263,21 @@ impl Capabilities {
             command_agent: None,
             client_fleet: None,
             behaviors: &[],
+            files: &[],
             fleet_presets: &[],
             selftest,
         }
     }
+}
+
+/// A kind of file a user writes for a protocol: its parse (`source` names the file, `text` is
+/// its content), giving the error, which names the file.
+#[derive(Clone, Copy)]
+pub struct UserFile {
+    /// A suite (`suites/<name>.yaml` or `--suite FILE`); else another file (a fleet, a scenario,
+    /// a script).
+    pub suite: bool,
+    pub parse: fn(source: &str, text: &str) -> Option<String>,
 }
 
 /// A subcommand a protocol declares (`probe NAME`, `lint WHAT`): its name and flags, and the

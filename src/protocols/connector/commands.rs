@@ -18,7 +18,7 @@ use crate::probe::args::Common;
 use crate::probe::args::{seed_or_clock, RunArgs};
 use crate::protocols::plugin::{
     driver_probe, Capabilities, ClientFleet, FleetFlags, MatrixRow, OnCase, ProbeJob, Protocol,
-    ProtocolCommand, Selftest, SelftestRun,
+    ProtocolCommand, Selftest, SelftestRun, UserFile,
 };
 use crate::report::output::OutputArgs;
 use crate::report::Report;
@@ -111,6 +111,18 @@ async fn probe_reference(
 const ABOUT: &str =
     "The external agents' async connector: we play the agent server (forwards, and the callback endpoint).";
 
+/// The files a user writes for it, as the fuzz targets feed them.
+const FILES: &[UserFile] = &[
+    UserFile {
+        suite: true,
+        parse: |source, text| crate::probe::Suite::parse(source, text, &probe::RULE_NAMES).err(),
+    },
+    UserFile {
+        suite: false,
+        parse: |source, text| super::fleet::Fleet::parse(source, text, None).err(),
+    },
+];
+
 impl Protocol for Connector {
     fn name(&self) -> &'static str {
         NAME
@@ -142,6 +154,7 @@ impl Protocol for Connector {
             probes: &[&ConnectorProbe],
             client_fleet: Some(&ConnectorFleet),
             behaviors: super::behaviors::BEHAVIORS,
+            files: FILES,
             ..Capabilities::none(&ConnectorSelftest)
         }
     }

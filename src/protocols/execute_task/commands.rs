@@ -24,7 +24,7 @@ use crate::mock::Responder;
 use crate::probe::args::{api_key, KeyArgs, RunArgs};
 use crate::protocols::plugin::{
     check_served_behavior, driver_probe, Capabilities, MatrixRow, OnCase, ProbeJob, Protocol,
-    ProtocolCommand, Selftest, SelftestRun, ServedAgents,
+    ProtocolCommand, Selftest, SelftestRun, ServedAgents, UserFile,
 };
 use crate::report::output::OutputArgs;
 use crate::report::Report;
@@ -162,6 +162,18 @@ fn parse_fraction(text: &str) -> Result<f64, String> {
 const ABOUT: &str =
     "The execute_task protocol: we play the evaluation harness (HTTP, stdio or a socket).";
 
+/// The files a user writes for it, as the fuzz targets feed them.
+const FILES: &[UserFile] = &[
+    UserFile {
+        suite: true,
+        parse: |source, text| crate::probe::Suite::parse(source, text, &super::rules::Suite).err(),
+    },
+    UserFile {
+        suite: false,
+        parse: |source, text| Scenario::parse(source, text).err(),
+    },
+];
+
 impl Protocol for ExecuteTask {
     fn name(&self) -> &'static str {
         NAME
@@ -194,6 +206,7 @@ impl Protocol for ExecuteTask {
                 agents: &Agents,
                 with_scenarios: Some(with_scenarios),
             }),
+            files: FILES,
             ..Capabilities::none(&TaskSelftest)
         }
     }

@@ -16,7 +16,7 @@ use crate::probe::args::Common;
 use crate::probe::args::{seed_or_clock, RunArgs};
 use crate::protocols::plugin::{
     driver_probe, Capabilities, ClientFleet, FleetFlags, MatrixRow, OnCase, ProbeJob, Protocol,
-    ProtocolCommand, Selftest, SelftestRun,
+    ProtocolCommand, Selftest, SelftestRun, UserFile,
 };
 use crate::report::output::OutputArgs;
 use crate::report::Report;
@@ -94,6 +94,24 @@ pub fn settings(args: &LibrarianProbeArgs) -> Result<Settings, String> {
 const ABOUT: &str =
     "The Librarian agent communication protocol: we play agent clients against a Librarian server.";
 
+/// The files a user writes for it, as the fuzz targets feed them.
+const FILES: &[UserFile] = &[
+    UserFile {
+        suite: true,
+        parse: |source, text| {
+            crate::probe::Suite::parse(source, text, &super::rules::RULE_NAMES).err()
+        },
+    },
+    UserFile {
+        suite: false,
+        parse: |source, text| super::fleet::Fleet::parse(source, text, None).err(),
+    },
+    UserFile {
+        suite: false,
+        parse: |source, text| Script::parse(source, text).err(),
+    },
+];
+
 impl Protocol for LibrarianProtocol {
     fn name(&self) -> &'static str {
         NAME
@@ -125,6 +143,7 @@ impl Protocol for LibrarianProtocol {
             probes: &[&LibrarianProbe],
             client_fleet: Some(&LibrarianFleet),
             behaviors: super::behaviors::BEHAVIORS,
+            files: FILES,
             fleet_presets: &[(
                 "librarian-chaos",
                 "mocks/librarian-chaos.yaml",

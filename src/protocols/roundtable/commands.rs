@@ -14,7 +14,7 @@ use crate::mock::fleet::{self};
 use crate::probe::{ProbeSettings, Suite};
 use crate::protocols::plugin::{
     check_served_behavior, suite_settings, Capabilities, MatrixRow, Protocol, Selftest,
-    SelftestRun, ServedAgents, SuiteProbe,
+    SelftestRun, ServedAgents, SuiteProbe, UserFile,
 };
 use crate::report::Report;
 use crate::transport::http::BaseUrl;
@@ -81,6 +81,12 @@ const PROBE: SuiteProbe = SuiteProbe {
 /// The round table's self-test and matrix.
 struct RoundtableSelftest;
 
+/// The files a user writes for it, as the fuzz targets feed them.
+const FILES: &[UserFile] = &[UserFile {
+    suite: true,
+    parse: |source, text| Suite::parse(source, text, &rules::Suite).err(),
+}];
+
 impl Protocol for Roundtable {
     fn name(&self) -> &'static str {
         NAME
@@ -112,6 +118,7 @@ impl Protocol for Roundtable {
             probes: &[&PROBE],
             agents: Some(ServedAgents::plain(&Agents)),
             fleet_presets: FLEET_PRESETS,
+            files: FILES,
             ..Capabilities::none(&RoundtableSelftest)
         }
     }
