@@ -8,7 +8,6 @@ use std::time::Duration;
 use clap::builder::PossibleValuesParser;
 use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
-use super::dispatch::protocol;
 use crate::error::Error;
 use crate::probe::args::{RunArgs, SuiteArgs};
 use crate::protocols::plugin::ProtocolCommand;
@@ -526,6 +525,16 @@ pub(super) fn clap_one_line(e: &clap::Error) -> String {
         .filter(|c| c.starts_with("agent-tck"))
         .unwrap_or_else(|| "agent-tck".into());
     format!("{message} (see {command} --help)")
+}
+
+/// The registered protocol `name` (clap has checked it).
+pub(super) fn protocol(name: &str) -> Result<&'static dyn Protocol, Error> {
+    protocols::find(name).ok_or_else(|| {
+        Error::usage(format!(
+            "--protocol {name:?}: no such protocol (known: {})",
+            protocols::names().join(", ")
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Command → run, and the one place a command's end becomes an exit status ([`exit_status`]).
+//! Command → run: each command's own code, or the protocol's (`probe`, `lint`) or the mock's.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -8,45 +8,18 @@ use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
 
+use super::args::protocol;
 use super::args::{
     clap_one_line, BaselineCommand, Cli, Command, MockCommand, ReportCommand, SchemasCommand,
     SelftestArgs, SuitesCommand,
 };
+use super::exit::{conclude, exit_status, Ended};
 use super::mock::{list_behaviors, mock_agent, mock_agents, mock_fleet};
 use super::signal::shutdown_signal;
 use crate::error::Error;
 use crate::probe::args::seed_or_clock;
 use crate::protocols::{self, OnCase, ProbeJob, Protocol};
-use crate::report::{console, CaseResult, Exit, Report};
-
-/// How a command that did not fail ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ended {
-    /// With a verdict.
-    Verdict(Exit),
-    /// A mock agent run as a command exits as its behaviour says (`exits-early`: 3): its status
-    /// is its answer to the harness, not a verdict.
-    AgentExit(u8),
-    /// Interrupted before a report could be made.
-    Interrupted,
-}
-
-impl Ended {
-    fn of(report: &Report) -> Ended {
-        Ended::Verdict(report.exit_code())
-    }
-}
-
-/// The exit status of a command: the one place it is decided.
-pub fn exit_status(outcome: &Result<Ended, Error>) -> u8 {
-    match outcome {
-        Ok(Ended::Verdict(exit)) => exit.code(),
-        Ok(Ended::AgentExit(status)) => *status,
-        Ok(Ended::Interrupted) => Exit::Interrupted.code(),
-        Err(Error::Run(_)) => Exit::Failed.code(),
-        Err(Error::Usage(_)) => Exit::Usage.code(),
-    }
-}
+use crate::report::{console, CaseResult, Exit};
 
 /// The probe job of a `probe NAME …` command line (one target's, of a run over many).
 pub(super) fn probe_job_of(argv: &[OsString]) -> Result<ProbeJob, Error> {
@@ -84,16 +57,6 @@ pub(super) fn finish(outcome: Result<Ended, Error>) -> ExitCode {
         eprintln!("agent-tck: error: {e}");
     }
     ExitCode::from(exit_status(&outcome))
-}
-
-/// The registered protocol `name` (clap has checked it).
-pub(super) fn protocol(name: &str) -> Result<&'static dyn Protocol, Error> {
-    protocols::find(name).ok_or_else(|| {
-        Error::usage(format!(
-            "--protocol {name:?}: no such protocol (known: {})",
-            protocols::names().join(", ")
-        ))
-    })
 }
 
 pub(super) async fn execute(command: Command) -> Result<Ended, Error> {
@@ -269,31 +232,4 @@ async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
     args.output.write(&outcome.report)?;
     crate::outln!("\n{}", outcome.verdict());
     Ok(Ended::Verdict(outcome.exit_code()))
-}
-
-/// The end of a run that reports: the baseline applied (`--baseline`), the report printed and
-/// written, its exit status.
-pub(super) fn conclude(
-    mut report: Report,
-    output: &crate::report::output::OutputArgs,
-) -> Result<Ended, Error> {
-    output.apply_baseline(&mut report)?;
-    crate::out!("{}", console::render(&report, console::want_colour()));
-    output.write(&report)?;
-    Ok(Ended::of(&report))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn exit_statuses_are_decided_in_one_place() {
-        assert_eq!(exit_status(&Ok(Ended::Verdict(Exit::Passed))), 0);
-        assert_eq!(exit_status(&Ok(Ended::Verdict(Exit::Failed))), 1);
-        assert_eq!(exit_status(&Ok(Ended::AgentExit(3))), 3);
-        assert_eq!(exit_status(&Ok(Ended::Interrupted)), 130);
-        assert_eq!(exit_status(&Err(Error::run("cannot bind"))), 1);
-        assert_eq!(exit_status(&Err(Error::usage("--url: no scheme"))), 2);
-    }
 }

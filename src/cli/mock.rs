@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
+use super::args::protocol;
 use super::args::{MockAgentArgs, MockAgentsArgs, MockFleetArgs, MockRunArgs};
-use super::dispatch::{conclude, protocol, Ended};
+use super::exit::{conclude, Ended};
 use super::signal::shutdown_signal;
 use crate::error::Error;
 use crate::mock::agent::{MockAgent, Profile};

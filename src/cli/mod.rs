@@ -1,6 +1,6 @@
 //! The command line, split by concern: [`args`] (the clap definitions, the one place where raw
-//! flags become validated settings), [`dispatch`] (each command run, and the one place where a
-//! command's end becomes an exit status: [`exit_status`], from an [`Error`] or an [`Ended`]),
+//! flags become validated settings), [`dispatch`] (each command run), [`exit`] (the one place where a command's end becomes an
+//! exit status: [`exit_status`], from an [`Error`] or an [`Ended`]),
 //! [`mock`] (the `mock` commands) and [`signal`]. `main` calls [`main`].
 //!
 //! The exit statuses are [`crate::report::Exit`]'s (documented there).
@@ -10,6 +10,7 @@
 
 pub mod args;
 pub mod dispatch;
+pub mod exit;
 pub mod mock;
 pub mod signal;
 
@@ -19,7 +20,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 pub use self::args::*;
-pub use self::dispatch::{exit_status, Ended};
+pub use self::exit::{exit_status, Ended};
 pub use self::mock::{catalogue, list_behaviors};
 pub use crate::error::Error;
 
