@@ -30,7 +30,7 @@ use crate::mock::http1::{self, Delivered, Handler, Outcome, ServerLimits};
 use crate::mock::journal::Journal;
 use crate::mock::line_server::LineService;
 use crate::mock::protocol::{AgentProtocol, PlatformExpect};
-use crate::protocols::{connector, execute_task, librarian, roundtable};
+use crate::protocols::{execute_task, roundtable};
 
 /// A fuzz target: any bytes in, a panic when a promise is broken.
 pub type Target = fn(&[u8]);
@@ -507,29 +507,29 @@ pub fn line_reader(data: &[u8]) {
 /// A suite file of the user's, for each protocol that reads one.
 pub fn suite_yaml(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let loaders: [&'static dyn crate::probe::plugin::SuiteProtocol; 4] = [
-        &roundtable::rules::Suite,
-        &execute_task::rules::Suite,
-        &librarian::rules::RULE_NAMES,
-        &connector::probe::RULE_NAMES,
-    ];
-    for protocol in loaders {
-        if let Err(e) = crate::probe::Suite::parse(SOURCE, &text, protocol) {
+    for file in user_files().filter(|f| f.suite) {
+        if let Err(e) = (file.parse)(SOURCE, &text) {
             named(&e.to_string());
         }
     }
 }
 
-/// Every other file a user writes: fleets (round table, execute_task, connector, librarian),
-/// scenarios, baselines, targets, librarian scripts, injection corpora.
+/// Every kind of file a registered protocol reads.
+fn user_files() -> impl Iterator<Item = crate::protocols::plugin::UserFile> {
+    crate::protocols::REGISTRY
+        .iter()
+        .flat_map(|p| p.capabilities().files)
+        .copied()
+}
+
+/// Every other file a user writes: fleets of agents, for every protocol whose agents the engine
+/// serves; each registered protocol's own files (fleets of clients, scenarios, scripts);
+/// baselines, targets, injection corpora, matrices.
 pub fn config_yaml(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     match FleetFile::parse(SOURCE, &text) {
         Ok(file) => {
-            for protocol in [
-                &roundtable::Agents as &'static dyn AgentProtocol,
-                &execute_task::Agents,
-            ] {
+            for protocol in crate::protocols::agent_protocols() {
                 let at = For {
                     protocol,
                     others: &[],
@@ -542,20 +542,10 @@ pub fn config_yaml(data: &[u8]) {
         Err(e) => named(&e),
     }
     let errors = [
-        execute_task::scenario::Scenario::parse(SOURCE, &text)
-            .err()
-            .map(|e| e.to_string()),
         crate::report::baseline::Baseline::parse(SOURCE, &text)
             .err()
             .map(|e| e.to_string()),
         crate::targets::parse(SOURCE, &text)
-            .err()
-            .map(|e| e.to_string()),
-        connector::fleet::Fleet::parse(SOURCE, &text, None).err(),
-        librarian::fleet::Fleet::parse(SOURCE, &text, None)
-            .err()
-            .map(|e| e.to_string()),
-        librarian::mock::Script::parse(SOURCE, &text)
             .err()
             .map(|e| e.to_string()),
         crate::mock::injection::Corpus::parse(SOURCE, &text).err(),
@@ -565,6 +555,11 @@ pub fn config_yaml(data: &[u8]) {
     ];
     for e in errors.iter().flatten() {
         named(e);
+    }
+    for file in user_files().filter(|f| !f.suite) {
+        if let Err(e) = (file.parse)(SOURCE, &text) {
+            named(&e.to_string());
+        }
     }
 }
 

@@ -1,5 +1,5 @@
-//! The `agent-tck` binary: parse, run, map errors to exit codes (all in `cli`).
-//! Exit status: 0 no MUST case failed, 1 a MUST case failed, 2 usage or configuration error.
+//! The `agent-tck` binary: parse, run, map errors to exit codes (all in `cli`; the statuses are
+//! documented on `agent_tck::report::Exit`).
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;

@@ -304,6 +304,60 @@ impl Item {
     }
 }
 
+/// A misbehaviour a protocol's own mock plays (the Librarian's and the connector's reference
+/// peers, the agent standard's command agent), rather than the engine's: an entry of the
+/// catalogue `mock behaviors` prints, and what matrix rows and `--behavior` are checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Misbehavior {
+    /// As written in a matrix row or after `--behavior`; `NAME[:ARG]` when it takes an argument.
+    pub name: &'static str,
+    /// What it does, in one line.
+    pub what: &'static str,
+    /// The matrix transports it is played over (`http`, `exec`, …).
+    pub transports: &'static [&'static str],
+}
+
+impl Misbehavior {
+    /// The name without its argument's placeholder: `slow` of `slow[:DUR]`.
+    pub fn bare_name(&self) -> &'static str {
+        self.name.split('[').next().unwrap_or(self.name)
+    }
+}
+
+/// The one list of a mock whose misbehaviours are switches (a struct of `bool`s, one each): the
+/// name, the switch and what it does, once. It gives the catalogue's entries (`BEHAVIORS`), the
+/// names (`TYPE::NAMES`, in the list's order) and the parse (`TYPE::named`; `conforming`: no
+/// switch), so that no second list of names can drift from the first.
+macro_rules! switches {
+    ($ty:ty, transports: $transports:expr, [$($name:literal => $field:ident: $what:literal,)*]) => {
+        /// Each misbehaviour, as `mock behaviors` lists it.
+        pub const BEHAVIORS: &[$crate::mock::behavior::Misbehavior] = &[$(
+            $crate::mock::behavior::Misbehavior {
+                name: $name,
+                what: $what,
+                transports: $transports,
+            },
+        )*];
+
+        impl $ty {
+            /// Each misbehaviour's name, for messages and tests.
+            pub const NAMES: &'static [&'static str] = &[$($name),*];
+
+            /// The switches of misbehaviour `name` (`conforming`: none); None: no such name.
+            pub fn named(name: &str) -> Option<$ty> {
+                let mut switches = <$ty>::default();
+                match name {
+                    $($name => switches.$field = true,)*
+                    "conforming" => {}
+                    _ => return None,
+                }
+                Some(switches)
+            }
+        }
+    };
+}
+pub(crate) use switches;
+
 /// The engine's behaviours, each with a one-line description and the platform rule it
 /// exercises; with the protocols' content behaviours, `mock behaviors` and the README's table
 /// print them.

@@ -33,7 +33,7 @@ pub struct RunArgs {
 }
 
 /// The flags of a probe that runs a suite of exchanges against an HTTP agent (`probe
-/// roundtable`, and any protocol whose probe is a suite: see `protocols::plugin::suite_probe`).
+/// roundtable`, and any protocol whose probe is a suite: see `protocols::plugin::SuiteProbe`).
 #[derive(Debug, Clone, Args)]
 pub struct SuiteProbeArgs {
     /// The agent's base URL (http:// or https://), e.g. http://127.0.0.1:3001.

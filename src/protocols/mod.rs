@@ -1,11 +1,12 @@
 //! The protocols, one folder each, plugged into the generic engines, and [`REGISTRY`]: the one
 //! list that the command line (`probe`, `mock agent --protocol`, `mock fleet`, `mock
 //! behaviors`, `suites list`, `schemas`) and the self-test read. Adding a protocol is a folder
-//! here, a line in [`REGISTRY`], its schemas under `schemas/<name>/` and its data (suite,
+//! here, its `pub mod` line and a line in [`REGISTRY`], its schemas under `schemas/<name>/` and its data (suite,
 //! matrix); see docs/design.md, "How to add a protocol".
 //!
-//! A protocol implements [`Protocol`] for the command line and the self-test, and the engines'
-//! traits for what it does in each role: [`AgentProtocol`] (the mock engine plays its agents),
+//! A protocol implements [`Protocol`] for the command line and the self-test (its identity, and
+//! its [`Capabilities`]: probes, lint, command agents, client fleets, self-test), and the
+//! engines' traits for what it does in each role: [`AgentProtocol`] (the mock engine plays its agents),
 //! [`crate::probe::plugin::SuiteProtocol`] (its rules and generators in suites).
 
 pub mod agent_standard;
@@ -16,11 +17,12 @@ pub mod roundtable;
 
 pub mod plugin;
 
-pub use plugin::{MatrixRow, OnCase, ProbeJob, Protocol, Selftest};
+pub use plugin::{Capabilities, MatrixRow, OnCase, ProbeJob, Protocol, SelftestRun};
 
 use crate::mock::protocol::AgentProtocol;
 
-/// Every protocol the kit knows, in the order commands list them.
+/// Every protocol the kit knows, in the order commands list them. (Each folder also has its
+/// `pub mod` line above: a module declared by a macro would hide its files from rustfmt.)
 pub static REGISTRY: &[&dyn Protocol] = &[
     &roundtable::Roundtable,
     &execute_task::ExecuteTask,
@@ -64,12 +66,19 @@ pub fn schemas() -> Vec<(
 
 /// Every protocol whose agents the mock engine plays.
 pub fn agent_protocols() -> Vec<&'static dyn AgentProtocol> {
-    REGISTRY.iter().filter_map(|p| p.agents()).collect()
+    REGISTRY
+        .iter()
+        .filter_map(|p| p.capabilities().agents)
+        .map(|served| served.agents)
+        .collect()
 }
 
 /// A built-in fleet by name, from any protocol: (file, YAML); the error lists the names.
 pub fn fleet_preset(name: &str) -> Result<(&'static str, &'static str), String> {
-    let all: Vec<_> = REGISTRY.iter().flat_map(|p| p.fleet_presets()).collect();
+    let all: Vec<_> = REGISTRY
+        .iter()
+        .flat_map(|p| p.capabilities().fleet_presets)
+        .collect();
     all.iter()
         .find(|(n, _, _)| *n == name)
         .map(|(_, file, text)| (*file, *text))
@@ -118,8 +127,8 @@ mod tests {
     #[test]
     fn a_protocol_that_plays_agents_is_named_alike_in_both_places() {
         for p in REGISTRY {
-            if let Some(agents) = p.agents() {
-                assert_eq!(agents.name(), p.name());
+            if let Some(served) = p.capabilities().agents {
+                assert_eq!(served.agents.name(), p.name());
             }
         }
     }

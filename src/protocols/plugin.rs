@@ -1,13 +1,16 @@
-//! What a protocol gives the command line and the self-test ([`Protocol`]), and what they give
-//! it back: a probe job, a self-test's settings, a matrix row.
+//! What a protocol gives the command line and the self-test: its identity ([`Protocol`]) and
+//! its [`Capabilities`], each a small trait ([`ProtocolCommand`] for `probe` and `lint`,
+//! [`CommandAgents`], [`ClientFleet`], [`Selftest`]); and what they give it back: a probe job, a
+//! self-test's settings, a matrix row.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 
 use crate::error::Error;
+use crate::mock::behavior::Misbehavior;
 use crate::mock::protocol::AgentProtocol;
 use crate::mock::Responder;
 use clap::{Args, FromArgMatches};
@@ -15,7 +18,7 @@ use clap::{Args, FromArgMatches};
 use crate::probe::args::{self, RunArgs, SuiteArgs, SuiteProbeArgs};
 use crate::probe::{ProbeSettings, Suite};
 use crate::report::output::OutputArgs;
-use crate::report::{CaseResult, Report};
+use crate::report::{CaseResult, Exit, Report};
 use crate::transport::http::BaseUrl;
 
 /// Told of each case as it finishes (a progress line).
@@ -87,13 +90,6 @@ pub fn builtin_cases_only(file: Option<&Path>, whose: &str, suite: &str) -> Resu
     }
 }
 
-/// `probe NAME` for a protocol whose probe is a suite of HTTP exchanges: the flags
-/// ([`SuiteProbeArgs`]) under the protocol's name and line.
-pub fn suite_probe_command(name: &'static str, about: &'static str) -> clap::Command {
-    // The subcommand's help is the protocol's line, not the flags struct's doc comment.
-    SuiteProbeArgs::augment_args(clap::Command::new(name)).about(about)
-}
-
 /// Validated settings of a suite probe; `load` gives the suite (`--suite FILE`, or the built-in
 /// one when None).
 pub fn suite_settings(
@@ -108,29 +104,41 @@ pub fn suite_settings(
     args::settings(base, key, suite, run, suite_args).map_err(Error::Usage)
 }
 
-/// `probe NAME` of a suite protocol, from the flags clap parsed: the job that runs the suite
-/// against `--url`.
-pub fn suite_probe(
-    matches: &clap::ArgMatches,
-    load: impl Fn(Option<&Path>) -> Result<Suite, Error>,
-) -> Result<ProbeJob, Error> {
-    let flags =
-        SuiteProbeArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
-    let base = BaseUrl::parse(&flags.url).map_err(|e| Error::usage(format!("--url: {e}")))?;
-    let settings = suite_settings(base, flags.key.api_key, &flags.run, &flags.suite, load)?;
-    flags.output.check()?;
-    let total = settings.suite.select(&settings.only)?.len();
-    Ok(ProbeJob {
-        total,
-        output: flags.output,
-        run: Box::new(move |on_case| {
-            Box::pin(async move { crate::probe::run(&settings, &*on_case).await })
-        }),
-    })
+/// `probe NAME` of a protocol whose probe is a suite of HTTP exchanges (the round table's):
+/// the flags ([`SuiteProbeArgs`]) under the protocol's name and line, and the run of the suite
+/// `load` gives (`--suite FILE`, or the built-in one when None) against `--url`.
+pub struct SuiteProbe {
+    pub name: &'static str,
+    pub about: &'static str,
+    pub load: fn(Option<&Path>) -> Result<Suite, Error>,
+}
+
+impl ProtocolCommand<ProbeJob> for SuiteProbe {
+    fn command(&self) -> clap::Command {
+        // The subcommand's help is the protocol's line, not the flags struct's doc comment.
+        SuiteProbeArgs::augment_args(clap::Command::new(self.name)).about(self.about)
+    }
+
+    fn run(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
+        let flags =
+            SuiteProbeArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
+        let base = BaseUrl::parse(&flags.url).map_err(|e| Error::usage(format!("--url: {e}")))?;
+        let settings =
+            suite_settings(base, flags.key.api_key, &flags.run, &flags.suite, self.load)?;
+        flags.output.check()?;
+        let total = settings.suite.select(&settings.only)?.len();
+        Ok(ProbeJob {
+            total,
+            output: flags.output,
+            run: Box::new(move |on_case| {
+                Box::pin(async move { crate::probe::run(&settings, &*on_case).await })
+            }),
+        })
+    }
 }
 
 /// What `selftest` runs of a protocol: its flags, validated once by the command line.
-pub struct Selftest<'a> {
+pub struct SelftestRun<'a> {
     pub seed: u64,
     pub run: &'a RunArgs,
     pub suite: &'a SuiteArgs,
@@ -139,7 +147,7 @@ pub struct Selftest<'a> {
 }
 
 /// What `mock fleet`'s flags say to a client fleet.
-pub struct ClientFleet<'a> {
+pub struct FleetFlags<'a> {
     /// `--platform-url`: the server, overriding the file's.
     pub url: Option<&'a str>,
     /// `--seed`.
@@ -189,7 +197,9 @@ pub struct MatrixRow<'a> {
     pub exe: &'a Path,
 }
 
-/// A protocol as the command line and the self-test see it.
+/// A protocol as the command line and the self-test see it: its identity and its cases, which
+/// every protocol has, and [`Capabilities`]: what else it offers, each capability a small trait
+/// that holds its flags and its run together.
 pub trait Protocol: Sync {
     /// The registry key: `probe NAME`, `--protocol NAME`, a report's `protocol`.
     fn name(&self) -> &'static str;
@@ -199,94 +209,7 @@ pub trait Protocol: Sync {
 
     /// The folder of its JSON Schemas under `schemas/` (every file there is embedded), if it
     /// has any.
-    fn schema_dir(&self) -> Option<&'static str> {
-        None
-    }
-
-    /// Its agents, when the mock engine can play them.
-    fn agents(&self) -> Option<&'static dyn AgentProtocol> {
-        None
-    }
-
-    /// A conforming agent of this protocol that also follows the user's `files` (execute_task's
-    /// scenario files); by default the protocol's reference agent, and no files.
-    fn reference_with(
-        &self,
-        name: &str,
-        seed: u64,
-        files: &[std::path::PathBuf],
-    ) -> Result<Box<dyn Responder>, Error> {
-        let agents = self
-            .agents()
-            .ok_or_else(|| Error::usage(format!("the kit does not play {} agents", self.name())))?;
-        if !files.is_empty() {
-            return Err(Error::usage(format!(
-                "--scenario: a {} agent takes no scenario files",
-                self.name()
-            )));
-        }
-        Ok(agents.reference(name, seed))
-    }
-
-    /// The flags of `probe NAME` (None: no probe for this protocol).
-    fn probe_command(&self) -> Option<clap::Command> {
-        None
-    }
-
-    /// `probe NAME` with the flags clap parsed from [`Protocol::probe_command`].
-    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        let _ = matches;
-        Err(Error::usage(format!("no probe for {}", self.name())))
-    }
-
-    /// Probes of the protocol beside `probe NAME`, named for what they judge (the agent
-    /// standard's `probe orchestration`).
-    fn other_probe_commands(&self) -> Vec<clap::Command> {
-        Vec::new()
-    }
-
-    /// `probe COMMAND`, one of [`Protocol::other_probe_commands`], with the flags clap parsed.
-    fn other_probe(&self, command: &str, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        let _ = matches;
-        Err(Error::usage(format!(
-            "no probe {command} for {}",
-            self.name()
-        )))
-    }
-
-    /// `lint WHAT`'s flags, when the protocol has files to lint (the command's name is what is
-    /// linted: `agents`). None: nothing to lint.
-    fn lint_command(&self) -> Option<clap::Command> {
-        None
-    }
-
-    /// `lint WHAT` with the flags clap parsed from [`Protocol::lint_command`]: writes the
-    /// findings and returns the exit status.
-    fn lint(&self, matches: &clap::ArgMatches) -> Result<crate::report::Exit, Error> {
-        let _ = matches;
-        Err(Error::usage(format!("nothing to lint for {}", self.name())))
-    }
-
-    /// `mock agent --protocol NAME` when the protocol's agent is a command run once per call
-    /// rather than served: runs it once, giving its exit status. None: its agents are served
-    /// (the engine's `mock agent`).
-    fn command_agent(&self, at: CommandAgent<'_>) -> Option<Result<u8, Error>> {
-        let _ = at;
-        None
-    }
-
-    /// The behaviours of its command agent ([`Protocol::command_agent`]): (name, what it does),
-    /// for `mock behaviors`.
-    fn command_behaviors(&self) -> &'static [(&'static str, &'static str)] {
-        &[]
-    }
-
-    /// `mock agents --protocol NAME --dir OUT --count N`: writes a set of mock agents to run
-    /// together, giving what to print. None: the protocol has no such sets.
-    fn agent_set(&self, at: AgentSet<'_>) -> Option<Result<String, Error>> {
-        let _ = at;
-        None
-    }
+    fn schema_dir(&self) -> Option<&'static str>;
 
     /// `suites list --protocol NAME [--suite FILE]`: every case with its level and title.
     fn list_cases(&self, file: Option<&Path>) -> Result<String, Error>;
@@ -294,61 +217,181 @@ pub trait Protocol: Sync {
     /// The ids of every case its built-in suite can report (a matrix names them).
     fn case_ids(&self) -> Result<Vec<String>, Error>;
 
-    /// The self-test: a conforming agent of this protocol, probed; its report must pass.
-    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, Error>>;
+    /// What it offers: the one list the command line and the self-test read.
+    fn capabilities(&self) -> Capabilities;
+}
 
-    /// Built-in fleets of its agents (`mock fleet --preset NAME`): (name, file, YAML).
-    fn fleet_presets(&self) -> &'static [(&'static str, &'static str, &'static str)] {
-        &[]
+/// What a protocol offers beyond its identity. A protocol fills in what it has; the rest is
+/// [`Capabilities::none`]'s (`..Capabilities::none(&SELFTEST)`).
+pub struct Capabilities {
+    /// `probe NAME` first, then probes named for what they judge (the agent standard's `probe
+    /// orchestration`). Empty: nothing to probe.
+    pub probes: &'static [&'static dyn ProtocolCommand<ProbeJob>],
+    /// `lint WHAT` (the command's name is what is linted: `agents`).
+    pub lint: Option<&'static dyn ProtocolCommand<Exit>>,
+    /// Its agents, when the mock engine serves them (`mock agent`, `mock fleet`).
+    pub agents: Option<ServedAgents>,
+    /// Its agent as a command run once per call rather than served (the agent standard's).
+    pub command_agent: Option<&'static dyn CommandAgents>,
+    /// A fleet of its *clients* against a server, for a protocol whose platform is the server
+    /// (the Librarian, the connector): `mock fleet` runs such a file here.
+    pub client_fleet: Option<&'static dyn ClientFleet>,
+    /// The misbehaviours of its own mock (a reference peer with flaws, a command agent), when
+    /// the engine's behaviours are not the ones it plays: `mock behaviors` lists them, and its
+    /// matrix rows name them.
+    pub behaviors: &'static [Misbehavior],
+    /// The files a user writes for it (suites, fleets, scenarios, scripts), as the fuzz targets
+    /// feed them.
+    pub files: &'static [UserFile],
+    /// Built-in fleets (`mock fleet --preset NAME`): (name, file, YAML).
+    pub fleet_presets: &'static [(&'static str, &'static str, &'static str)],
+    /// The self-test and the behaviour matrix: every protocol is tested on itself.
+    pub selftest: &'static dyn Selftest,
+}
+
+impl Capabilities {
+    /// A protocol that offers nothing but its self-test.
+    pub fn none(selftest: &'static dyn Selftest) -> Capabilities {
+        Capabilities {
+            probes: &[],
+            lint: None,
+            agents: None,
+            command_agent: None,
+            client_fleet: None,
+            behaviors: &[],
+            files: &[],
+            fleet_presets: &[],
+            selftest,
+        }
+    }
+}
+
+/// A kind of file a user writes for a protocol: its parse (`source` names the file, `text` is
+/// its content), giving the error, which names the file.
+#[derive(Clone, Copy)]
+pub struct UserFile {
+    /// A suite (`suites/<name>.yaml` or `--suite FILE`); else another file (a fleet, a scenario,
+    /// a script).
+    pub suite: bool,
+    pub parse: fn(source: &str, text: &str) -> Result<(), Error>,
+}
+
+impl UserFile {
+    /// A parse's outcome as a [`UserFile::parse`] gives it: the file's error, or nothing.
+    pub fn parsed<T, E: Into<Error>>(parsed: Result<T, E>) -> Result<(), Error> {
+        parsed.map(drop).map_err(Into::into)
+    }
+}
+
+/// A subcommand a protocol declares (`probe NAME`, `lint WHAT`): its name and flags, and the
+/// code that runs them, in one place.
+pub trait ProtocolCommand<T>: Sync {
+    /// Its name (the subcommand's) and its flags.
+    fn command(&self) -> clap::Command;
+
+    /// Runs it with the flags clap parsed from [`ProtocolCommand::command`].
+    fn run(&self, matches: &clap::ArgMatches) -> Result<T, Error>;
+}
+
+/// A conforming agent named NAME that also follows the user's scenario files.
+pub type WithScenarios = fn(&str, &[PathBuf]) -> Result<Box<dyn Responder>, Error>;
+
+/// The agents the mock engine serves for a protocol.
+#[derive(Clone, Copy)]
+pub struct ServedAgents {
+    pub agents: &'static dyn AgentProtocol,
+    /// A conforming agent that also follows the user's scenario files (`mock agent --scenario`,
+    /// execute_task's): (name, files). None: the protocol's agents take no such files.
+    pub with_scenarios: Option<WithScenarios>,
+}
+
+impl ServedAgents {
+    /// Agents with no scenario files.
+    pub const fn plain(agents: &'static dyn AgentProtocol) -> ServedAgents {
+        ServedAgents {
+            agents,
+            with_scenarios: None,
+        }
     }
 
-    /// The behaviour matrix: (file, YAML), the probe against a mock agent per behaviour.
-    fn matrix(&self) -> Option<(&'static str, &'static str)> {
-        None
+    /// A conforming agent named `name`, following `files` (refused when the agents take none).
+    pub fn reference(
+        &self,
+        name: &str,
+        seed: u64,
+        files: &[PathBuf],
+    ) -> Result<Box<dyn Responder>, Error> {
+        match self.with_scenarios {
+            Some(with) => with(name, files),
+            None if files.is_empty() => Ok(self.agents.reference(name, seed)),
+            None => Err(Error::usage(format!(
+                "--scenario: a {} agent takes no scenario files",
+                self.agents.name()
+            ))),
+        }
     }
+}
 
-    /// A fleet of the protocol's *clients* against a server, for a protocol whose platform is
-    /// the server (the Librarian): `mock fleet` runs the file (`source`, `text`) here instead of
-    /// serving agents. None: the protocol's fleets are agents (the engine's `mock fleet`).
-    fn client_fleet<'a>(
+/// A protocol's agent as a command run once per call (the agent standard's): `mock agent
+/// --protocol NAME` and `mock agents`.
+pub trait CommandAgents: Sync {
+    /// Runs the agent once, giving its exit status.
+    fn run(&self, at: CommandAgent<'_>) -> Result<u8, Error>;
+
+    /// `mock agents --protocol NAME --dir OUT --count N`: writes a set of mock agents to run
+    /// together, giving what to print.
+    fn write_set(&self, at: AgentSet<'_>) -> Result<String, Error>;
+}
+
+/// A fleet of a protocol's clients against a server: `mock fleet` runs the file (`source`,
+/// `text`).
+pub trait ClientFleet: Sync {
+    fn run<'a>(
         &'a self,
         source: &'a str,
         text: &'a str,
-        at: ClientFleet<'a>,
-    ) -> Option<BoxFuture<'a, Result<Report, Error>>> {
-        let _ = (source, text, at);
-        None
-    }
+        at: FleetFlags<'a>,
+    ) -> BoxFuture<'a, Result<Report, Error>>;
+}
+
+/// The self-test of a protocol: a conforming peer, probed (its report must pass), and the
+/// behaviour matrix (a misbehaving peer per row, each breaking the cases the row names).
+pub trait Selftest: Sync {
+    /// A conforming peer of this protocol, probed.
+    fn run<'a>(&'a self, at: SelftestRun<'a>) -> BoxFuture<'a, Result<Report, Error>>;
+
+    /// The behaviour matrix: (file, YAML), the probe against a mock per behaviour.
+    fn matrix(&self) -> (&'static str, &'static str);
 
     /// Whether a matrix row's `behavior` is one the protocol's mock can play over `transport`
-    /// (the error says why not). By default: the mock engine's behaviour list, for the
-    /// protocol's agents; a protocol whose mock is a server (the Librarian) names its own.
-    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String> {
-        let agents = self
-            .agents()
-            .ok_or_else(|| format!("the kit does not play {} agents", self.name()))?;
-        if transport != "http" && agents.line_endpoint().is_none() {
-            return Err(format!("{} rows run over http only", self.name()));
-        }
-        let items = crate::mock::behavior::parse_list(
-            behavior,
-            crate::mock::behavior::For {
-                protocol: agents,
-                others: &super::agent_protocols(),
-            },
-        )?;
-        crate::mock::behavior::check_fit(
-            &items,
-            agents,
-            transport == "http",
-            transport.starts_with("stdio"),
-        )
-    }
+    /// (the error says why not).
+    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String>;
 
-    /// Probes a mock agent with one matrix row's behaviour over its transport.
-    fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, Error>> {
-        let name = self.name();
-        let _ = row;
-        Box::pin(async move { Err(Error::usage(format!("{name} has no behaviour matrix"))) })
+    /// Probes a mock with one matrix row's behaviour over its transport.
+    fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, Error>>;
+}
+
+/// [`Selftest::check_behavior`] for a protocol whose mocks the engine serves: the engine's
+/// behaviour list for `agents`, over the transports they are served on.
+pub fn check_served_behavior(
+    agents: &'static dyn AgentProtocol,
+    behavior: &str,
+    transport: &str,
+) -> Result<(), String> {
+    if transport != "http" && agents.line_endpoint().is_none() {
+        return Err(format!("{} rows run over http only", agents.name()));
     }
+    let items = crate::mock::behavior::parse_list(
+        behavior,
+        crate::mock::behavior::For {
+            protocol: agents,
+            others: &super::agent_protocols(),
+        },
+    )?;
+    crate::mock::behavior::check_fit(
+        &items,
+        agents,
+        transport == "http",
+        transport.starts_with("stdio"),
+    )
 }

@@ -291,6 +291,8 @@ impl Matrix {
             let behavior =
                 at_deadline(&row.behavior.value, floor).map_err(|e| format!("{at}: {e}"))?;
             protocol
+                .capabilities()
+                .selftest
                 .check_behavior(&behavior, t)
                 .map_err(|e| format!("{at}: {e}"))?;
             for id in &row.fails {
@@ -313,7 +315,7 @@ impl Matrix {
     pub fn builtin() -> Result<Vec<Matrix>, Error> {
         protocols::REGISTRY
             .iter()
-            .filter_map(|p| p.matrix())
+            .map(|p| p.capabilities().selftest.matrix())
             .map(|(source, text)| Matrix::parse(source, text))
             .collect()
     }
@@ -405,6 +407,8 @@ impl Matrix {
         let behavior = at_deadline(&row.behavior.value, timeout).map_err(Error::Usage)?;
         let report = self
             .protocol
+            .capabilities()
+            .selftest
             .matrix_row(MatrixRow {
                 behavior: &behavior,
                 transport: &row.transport,
@@ -417,8 +421,9 @@ impl Matrix {
         // Rows of a protocol served over one transport only are labelled by behaviour alone.
         let lines = self
             .protocol
-            .agents()
-            .is_some_and(|a| a.line_endpoint().is_some());
+            .capabilities()
+            .agents
+            .is_some_and(|served| served.agents.line_endpoint().is_some());
         let label = if lines || row.transport != "http" {
             format!("{} ({})", row.behavior.value, row.transport)
         } else {

@@ -15,7 +15,7 @@ use matrix::Matrix;
 
 use crate::error::Error;
 use crate::probe::args::{RunArgs, SuiteArgs};
-use crate::protocols::{Protocol, Selftest};
+use crate::protocols::{Protocol, SelftestRun};
 use crate::report::{CaseResult, Evidence, Level, Report, Summary};
 
 /// What the self-test found: the protocols' reports merged, each matrix row as a case of its own
@@ -84,7 +84,9 @@ pub async fn run(
     for protocol in protocols {
         reports.push(
             protocol
-                .selftest(Selftest {
+                .capabilities()
+                .selftest
+                .run(SelftestRun {
                     seed,
                     run,
                     suite,

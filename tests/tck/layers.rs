@@ -239,7 +239,11 @@ fn the_reader_sees_imports_and_loops() {
     assert!(paths_in("let x = my_crate::y;").is_empty());
     let graph = graph();
     assert!(graph["mock::fleet"].contains("mock::agent"), "{graph:?}");
-    assert!(graph["cli"].contains("protocols"), "{:?}", graph["cli"]);
+    assert!(
+        graph["cli::args"].contains("protocols"),
+        "{:?}",
+        graph["cli::args"]
+    );
     assert!(
         graph["protocols::roundtable::rules"].contains("probe::plugin"),
         "{:?}",

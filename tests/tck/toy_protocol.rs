@@ -126,24 +126,24 @@ fn the_toy_suite_is_checked_when_loaded() {
 /// As the command line would: `probe toy --url URL` parsed from the toy's own flags, run as a job.
 #[tokio::test]
 async fn the_toys_probe_command_runs() {
-    use agent_tck::protocols::plugin::Protocol;
+    use agent_tck::protocols::plugin::ProtocolCommand;
+    let probe = toy::commands::PROBE;
     let served = toy::commands::serve("rude", 1).await.unwrap();
-    let command = toy::commands::Toy.probe_command().unwrap();
+    let command = probe.command();
     let matches = command
         .try_get_matches_from(["toy", "--url", &served.urls[0], "--seed", "3"])
         .unwrap();
-    let job = toy::commands::Toy.probe(&matches).unwrap();
+    let job = probe.run(&matches).unwrap();
     assert_eq!(job.total, 4);
     let report = (job.run)(std::sync::Arc::new(|_: &agent_tck::report::CaseResult| {}))
         .await
         .unwrap();
     assert_eq!(failed(&report), ["hello.by-name"]);
     assert_eq!(report.seed, 3);
-    let e = toy::commands::Toy
-        .probe(
-            &toy::commands::Toy
-                .probe_command()
-                .unwrap()
+    let e = probe
+        .run(
+            &probe
+                .command()
                 .try_get_matches_from(["toy", "--url", "ftp://x"])
                 .unwrap(),
         )
@@ -159,7 +159,7 @@ async fn the_toys_probe_command_runs() {
 /// Its self-test passes and its matrix holds, through the generic matrix runner.
 #[tokio::test]
 async fn the_toys_selftest_and_matrix_hold() {
-    use agent_tck::protocols::plugin::{Protocol, Selftest};
+    use agent_tck::protocols::plugin::{Selftest, SelftestRun};
     use agent_tck::selftest::matrix::Matrix;
     use clap::Parser;
     #[derive(Parser)]
@@ -171,8 +171,9 @@ async fn the_toys_selftest_and_matrix_hold() {
     }
     let flags = Flags::parse_from(["selftest", "--timeout", "30s"]);
     let exe = std::path::Path::new(env!("CARGO_BIN_EXE_agent-tck"));
-    let report = toy::commands::Toy
-        .selftest(Selftest {
+    let selftest = toy::commands::ToySelftest;
+    let report = selftest
+        .run(SelftestRun {
             seed: 5,
             run: &flags.run,
             suite: &flags.suite,
@@ -181,7 +182,7 @@ async fn the_toys_selftest_and_matrix_hold() {
         .await
         .unwrap();
     assert!(failed(&report).is_empty(), "{:?}", report.cases);
-    let (source, text) = toy::commands::Toy.matrix().unwrap();
+    let (source, text) = selftest.matrix();
     let matrix = Matrix::of(&toy::commands::Toy, source, text).unwrap();
     let rows = matrix.run(5, exe).await.unwrap();
     assert_eq!(rows.len(), 4);

@@ -16,7 +16,8 @@ use crate::error::Error;
 use crate::probe::args::Common;
 use crate::probe::args::RunArgs;
 use crate::protocols::plugin::{
-    driver_probe, AgentSet, CommandAgent, MatrixRow, OnCase, ProbeJob, Protocol, Selftest,
+    driver_probe, AgentSet, Capabilities, CommandAgent, CommandAgents, MatrixRow, OnCase, ProbeJob,
+    Protocol, ProtocolCommand, Selftest, SelftestRun,
 };
 use crate::report::lint::Lint;
 use crate::report::output::OutputArgs;
@@ -261,102 +262,6 @@ impl Protocol for AgentStandard {
         Some("agent_standard")
     }
 
-    fn probe_command(&self) -> Option<clap::Command> {
-        Some(AgentStandardProbeArgs::augment_args(clap::Command::new(NAME)).about(
-            "The agent protocol standard: run an agent in plan and execute mode (or read saved responses) and judge its JSON results by the standard's rules",
-        ))
-    }
-
-    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        let flags = AgentStandardProbeArgs::from_arg_matches(matches)
-            .map_err(|e| Error::usage(e.to_string()))?;
-        let ids = super::probe::case_ids(
-            &flags.source().map_err(Error::Usage)?,
-            &flags.modes().map_err(Error::Usage)?,
-        );
-        let job = |s: Settings, on: OnCase| async move { Ok(super::probe::run(&s, &*on).await?) };
-        driver_probe(
-            matches,
-            settings,
-            |f: AgentStandardProbeArgs| f.output,
-            &ids,
-            Settings::wants,
-            job,
-        )
-    }
-
-    fn command_agent(&self, at: CommandAgent<'_>) -> Option<Result<u8, Error>> {
-        Some(super::mock::run(at))
-    }
-
-    fn command_behaviors(&self) -> &'static [(&'static str, &'static str)] {
-        super::mock::BEHAVIORS
-    }
-
-    fn agent_set(&self, at: AgentSet<'_>) -> Option<Result<String, Error>> {
-        Some(super::agent_set::write(at))
-    }
-
-    fn other_probe_commands(&self) -> Vec<clap::Command> {
-        vec![OrchestrationArgs::augment_args(clap::Command::new("orchestration")).about(
-            "The agent protocol standard: judge an orchestrator from its mock agents' journal (plan before execute, approvals, sequential hand-offs, cycles)",
-        )]
-    }
-
-    fn other_probe(&self, command: &str, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        if command != "orchestration" {
-            return Err(Error::usage(format!("no probe {command} for {NAME}")));
-        }
-        let job = |s: orchestration::Settings, on: OnCase| async move {
-            Ok(orchestration::run(&s, &*on).await?)
-        };
-        driver_probe(
-            matches,
-            orchestration_settings,
-            |f: OrchestrationArgs| f.output,
-            &orchestration::case_ids(),
-            orchestration::Settings::wants,
-            job,
-        )
-    }
-
-    fn lint_command(&self) -> Option<clap::Command> {
-        Some(
-            LintAgentsArgs::augment_args(clap::Command::new("agents")).about(
-                "Lint agent definition files (the agent protocol standard's frontmatter rules)",
-            ),
-        )
-    }
-
-    fn lint(&self, matches: &clap::ArgMatches) -> Result<crate::report::Exit, Error> {
-        let flags =
-            LintAgentsArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
-        let files = lint::files(&flags.paths)?;
-        if files.is_empty() {
-            return Err(Error::usage(format!(
-                "no agent definition under {} (a `*.md` file that begins with `---`)",
-                flags
-                    .paths
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-        let extra = Extra {
-            verbs: flags.verbs.clone(),
-            tools: flags.tools.clone(),
-        };
-        let result = lint::lint_files(&files, &extra, flags.strict)?;
-        let target = flags
-            .paths
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(" ");
-        write(&result, flags.format, flags.sarif.as_deref(), &target)
-    }
-
     fn list_cases(&self, file: Option<&Path>) -> Result<String, Error> {
         crate::protocols::plugin::builtin_cases_only(
             file,
@@ -398,11 +303,151 @@ impl Protocol for AgentStandard {
         Ok(ids)
     }
 
-    fn matrix(&self) -> Option<(&'static str, &'static str)> {
-        Some((
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            probes: &[&ResultsProbe, &OrchestrationProbe],
+            lint: Some(&LintAgents),
+            command_agent: Some(&MockAgents),
+            behaviors: super::behaviors::BEHAVIORS,
+            ..Capabilities::none(&StandardSelftest)
+        }
+    }
+}
+
+/// `probe agent-standard`: an agent's results.
+struct ResultsProbe;
+
+impl ProtocolCommand<ProbeJob> for ResultsProbe {
+    fn command(&self) -> clap::Command {
+        AgentStandardProbeArgs::augment_args(clap::Command::new(NAME)).about(
+            "The agent protocol standard: run an agent in plan and execute mode (or read saved responses) and judge its JSON results by the standard's rules",
+        )
+    }
+
+    fn run(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
+        let flags = AgentStandardProbeArgs::from_arg_matches(matches)
+            .map_err(|e| Error::usage(e.to_string()))?;
+        let ids = super::probe::case_ids(
+            &flags.source().map_err(Error::Usage)?,
+            &flags.modes().map_err(Error::Usage)?,
+        );
+        let job = |s: Settings, on: OnCase| async move { Ok(super::probe::run(&s, &*on).await?) };
+        driver_probe(
+            matches,
+            settings,
+            |f: AgentStandardProbeArgs| f.output,
+            &ids,
+            Settings::wants,
+            job,
+        )
+    }
+}
+
+/// `probe orchestration`: an orchestrator, from its mock agents' journal.
+struct OrchestrationProbe;
+
+impl ProtocolCommand<ProbeJob> for OrchestrationProbe {
+    fn command(&self) -> clap::Command {
+        OrchestrationArgs::augment_args(clap::Command::new("orchestration")).about(
+            "The agent protocol standard: judge an orchestrator from its mock agents' journal (plan before execute, approvals, sequential hand-offs, cycles)",
+        )
+    }
+
+    fn run(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
+        let job = |s: orchestration::Settings, on: OnCase| async move {
+            Ok(orchestration::run(&s, &*on).await?)
+        };
+        driver_probe(
+            matches,
+            orchestration_settings,
+            |f: OrchestrationArgs| f.output,
+            &orchestration::case_ids(),
+            orchestration::Settings::wants,
+            job,
+        )
+    }
+}
+
+/// `lint agents`.
+struct LintAgents;
+
+impl ProtocolCommand<crate::report::Exit> for LintAgents {
+    fn command(&self) -> clap::Command {
+        LintAgentsArgs::augment_args(clap::Command::new("agents"))
+            .about("Lint agent definition files (the agent protocol standard's frontmatter rules)")
+    }
+
+    fn run(&self, matches: &clap::ArgMatches) -> Result<crate::report::Exit, Error> {
+        let flags =
+            LintAgentsArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
+        let files = lint::files(&flags.paths)?;
+        if files.is_empty() {
+            return Err(Error::usage(format!(
+                "no agent definition under {} (a `*.md` file that begins with `---`)",
+                flags
+                    .paths
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let extra = Extra {
+            verbs: flags.verbs.clone(),
+            tools: flags.tools.clone(),
+        };
+        let result = lint::lint_files(&files, &extra, flags.strict)?;
+        let target = flags
+            .paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" ");
+        write(&result, flags.format, flags.sarif.as_deref(), &target)
+    }
+}
+
+/// The mock agent, a command run once per call, and its sets (`mock agents`).
+struct MockAgents;
+
+impl CommandAgents for MockAgents {
+    fn run(&self, at: CommandAgent<'_>) -> Result<u8, Error> {
+        super::mock::run(at)
+    }
+
+    fn write_set(&self, at: AgentSet<'_>) -> Result<String, Error> {
+        super::agent_set::write(at)
+    }
+}
+
+/// The agent standard's self-test and matrix.
+struct StandardSelftest;
+
+impl Selftest for StandardSelftest {
+    /// The built-in example definitions lint clean, every rule with them.
+    fn run<'a>(&'a self, at: SelftestRun<'a>) -> BoxFuture<'a, Result<Report, Error>> {
+        Box::pin(async move {
+            let defs: Vec<_> = EXAMPLES
+                .iter()
+                .map(|(path, text)| super::definition::read(path, text))
+                .collect();
+            let result = lint::lint(&defs, &Extra::default(), true);
+            let info = RunInfo::start(
+                "lint",
+                NAME,
+                "the built-in example definitions",
+                at.seed,
+                true,
+            );
+            Ok(result.report("suites/agent-standard/agents", info))
+        })
+    }
+
+    fn matrix(&self) -> (&'static str, &'static str) {
+        (
             "mocks/matrix-agent-standard.yaml",
             include_str!("../../../mocks/matrix-agent-standard.yaml"),
-        ))
+        )
     }
 
     fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String> {
@@ -454,25 +499,6 @@ impl Protocol for AgentStandard {
                 },
             };
             Ok(super::probe::run(&settings, &|_| {}).await?)
-        })
-    }
-
-    /// The built-in example definitions lint clean, every rule with them.
-    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, Error>> {
-        Box::pin(async move {
-            let defs: Vec<_> = EXAMPLES
-                .iter()
-                .map(|(path, text)| super::definition::read(path, text))
-                .collect();
-            let result = lint::lint(&defs, &Extra::default(), true);
-            let info = RunInfo::start(
-                "lint",
-                NAME,
-                "the built-in example definitions",
-                at.seed,
-                true,
-            );
-            Ok(result.report("suites/agent-standard/agents", info))
         })
     }
 }

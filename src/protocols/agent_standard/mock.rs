@@ -12,80 +12,11 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
+use super::behaviors::BEHAVIORS;
 use super::journal::{self, Event, Line, Next};
 use crate::error::Error;
+use crate::mock::behavior::Misbehavior;
 use crate::protocols::plugin::CommandAgent;
-
-/// The behaviours: (name, what it does). `NAME:ARG` where an argument is taken.
-pub const BEHAVIORS: &[(&str, &str)] = &[
-    (
-        "conforming",
-        "a conforming response: prose, then the JSON result",
-    ),
-    (
-        "fenced-json",
-        "the result in a ```json fence (allowed: must not trip a reader)",
-    ),
-    (
-        "needs-approval",
-        "plan mode: status needs_approval (the orchestrator must ask before executing)",
-    ),
-    ("no-json", "prose only: no JSON result"),
-    ("json-not-last", "text after the JSON result"),
-    (
-        "wrong-status",
-        "status \"done\", not one of the standard's four",
-    ),
-    ("wrong-mode", "execution_mode names the other mode"),
-    ("wrong-name", "agent is not the agent's own name"),
-    ("missing-scope", "plan mode: no scope"),
-    ("missing-findings", "execute mode: no findings"),
-    (
-        "blocked",
-        "status blocked, with a blocker that says why (conforming: must not trip a reader)",
-    ),
-    ("blocked-without-blockers", "status blocked, blockers empty"),
-    (
-        "needs-approval-in-execute",
-        "execute mode: status needs_approval",
-    ),
-    (
-        "metrics-mismatch",
-        "findings.metrics do not add up to issues_found",
-    ),
-    (
-        "unknown-next-agent",
-        "next_agents names an agent that does not exist",
-    ),
-    (
-        "next-agent-cycle[:AGENT]",
-        "next_agents names AGENT (default: itself), closing a cycle a → b → a",
-    ),
-    ("empty-summary", "present_to_user is empty"),
-    (
-        "writes-in-plan-mode",
-        "plan mode: writes agent-tck-plan-notes.md in its working directory",
-    ),
-    ("slow[:DUR]", "answers after DUR (default 2s)"),
-    (
-        "hang",
-        "prints a line, then never answers (exits after an hour)",
-    ),
-    (
-        "huge-output[:BYTES]",
-        "BYTES of text (default 6MB) before the result",
-    ),
-    ("endless", "text without end, until its reader goes away"),
-    ("deep-nesting", "the result is 200,000 nested objects"),
-    (
-        "forks-and-exits",
-        "leaves a child holding stdout (for 30 s), then exits",
-    ),
-    (
-        "injection",
-        "present_to_user carries an instruction to the orchestrator, with a canary",
-    ),
-];
 
 /// Why a behaviour list is refused (a usage error: `--behavior`, or a matrix row).
 #[derive(Debug, thiserror::Error)]
@@ -146,14 +77,9 @@ impl Behaviors {
                 Some((n, a)) => (n.trim(), Some(a.trim().to_string())),
                 None => (item, None),
             };
-            let known = BEHAVIORS
-                .iter()
-                .find(|(n, _)| n.split('[').next() == Some(name));
-            let Some((spelled, _)) = known else {
-                let names: Vec<&str> = BEHAVIORS
-                    .iter()
-                    .map(|(n, _)| n.split('[').next().unwrap_or(n))
-                    .collect();
+            let known = BEHAVIORS.iter().find(|b| b.bare_name() == name);
+            let Some(Misbehavior { name: spelled, .. }) = known else {
+                let names: Vec<&str> = BEHAVIORS.iter().map(Misbehavior::bare_name).collect();
                 let hint = crate::text::nearest(name, names.iter().copied())
                     .map(|n| format!(" (did you mean {n}?)"))
                     .unwrap_or_default();

@@ -11,6 +11,7 @@
 //! - `commands`: the command line and the self-test.
 
 pub mod agent_set;
+pub mod behaviors;
 pub mod commands;
 pub mod definition;
 pub mod exec;

@@ -17,7 +17,8 @@ use crate::error::Error;
 use crate::probe::args::Common;
 use crate::probe::args::{seed_or_clock, RunArgs};
 use crate::protocols::plugin::{
-    driver_probe, ClientFleet, MatrixRow, OnCase, ProbeJob, Protocol, Selftest,
+    driver_probe, Capabilities, ClientFleet, FleetFlags, MatrixRow, OnCase, ProbeJob, Protocol,
+    ProtocolCommand, Selftest, SelftestRun, UserFile,
 };
 use crate::report::output::OutputArgs;
 use crate::report::Report;
@@ -107,36 +108,36 @@ async fn probe_reference(
     report.map_err(Error::from)
 }
 
+const ABOUT: &str =
+    "The external agents' async connector: we play the agent server (forwards, and the callback endpoint).";
+
+/// The files a user writes for it, as the fuzz targets feed them.
+const FILES: &[UserFile] = &[
+    UserFile {
+        suite: true,
+        parse: |source, text| {
+            UserFile::parsed(crate::probe::Suite::parse(source, text, &probe::RULE_NAMES))
+        },
+    },
+    UserFile {
+        suite: false,
+        parse: |source, text| {
+            UserFile::parsed(super::fleet::Fleet::parse(source, text, None).map_err(Error::Usage))
+        },
+    },
+];
+
 impl Protocol for Connector {
     fn name(&self) -> &'static str {
         NAME
     }
 
     fn about(&self) -> &'static str {
-        "The external agents' async connector: we play the agent server (forwards, and the callback endpoint)."
+        ABOUT
     }
 
     fn schema_dir(&self) -> Option<&'static str> {
         Some("connector")
-    }
-
-    fn probe_command(&self) -> Option<clap::Command> {
-        Some(ConnectorProbeArgs::augment_args(clap::Command::new(NAME)).about(self.about()))
-    }
-
-    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        let ids = probe::case_ids()?;
-        let job = |s: Settings, on: OnCase| async move {
-            probe::run(&s, &*on).await.map_err(Error::from)
-        };
-        driver_probe(
-            matches,
-            settings,
-            |f: ConnectorProbeArgs| f.output,
-            &ids,
-            Settings::wants,
-            job,
-        )
     }
 
     fn list_cases(&self, file: Option<&Path>) -> Result<String, Error> {
@@ -152,27 +153,53 @@ impl Protocol for Connector {
         probe::case_ids().map_err(Error::from)
     }
 
-    /// The reference external agent, probed with every case.
-    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, Error>> {
-        Box::pin(async move {
-            probe_reference(
-                Flaws::default(),
-                at.seed,
-                at.run.only(),
-                Duration::from_secs(10),
-            )
-            .await
-        })
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            probes: &[&ConnectorProbe],
+            client_fleet: Some(&ConnectorFleet),
+            behaviors: super::behaviors::BEHAVIORS,
+            files: FILES,
+            ..Capabilities::none(&ConnectorSelftest)
+        }
+    }
+}
+
+/// `probe connector`.
+struct ConnectorProbe;
+
+impl ProtocolCommand<ProbeJob> for ConnectorProbe {
+    fn command(&self) -> clap::Command {
+        ConnectorProbeArgs::augment_args(clap::Command::new(NAME)).about(ABOUT)
     }
 
+    fn run(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
+        let ids = probe::case_ids()?;
+        let job = |s: Settings, on: OnCase| async move {
+            probe::run(&s, &*on).await.map_err(Error::from)
+        };
+        driver_probe(
+            matches,
+            settings,
+            |f: ConnectorProbeArgs| f.output,
+            &ids,
+            Settings::wants,
+            job,
+        )
+    }
+}
+
+/// `mock fleet` of external agents and web clients.
+struct ConnectorFleet;
+
+impl ClientFleet for ConnectorFleet {
     /// A fleet of external agents and web clients against a real agent server.
-    fn client_fleet<'a>(
+    fn run<'a>(
         &'a self,
         source: &'a str,
         text: &'a str,
-        at: ClientFleet<'a>,
-    ) -> Option<BoxFuture<'a, Result<Report, Error>>> {
-        Some(Box::pin(async move {
+        at: FleetFlags<'a>,
+    ) -> BoxFuture<'a, Result<Report, Error>> {
+        Box::pin(async move {
             let fleet = super::fleet::Fleet::parse(source, text, at.url).map_err(Error::Usage)?;
             let seed = seed_or_clock(at.seed.or(fleet.seed));
             let served = super::fleet::serve(&fleet).await.map_err(Error::Run)?;
@@ -189,14 +216,32 @@ impl Protocol for Connector {
                 served.config_snippet(&fleet)
             );
             Ok(super::fleet_judge::run(&fleet, served, at.strict, seed).await)
-        }))
+        })
+    }
+}
+
+/// The connector's self-test and matrix.
+struct ConnectorSelftest;
+
+impl Selftest for ConnectorSelftest {
+    /// The reference external agent, probed with every case.
+    fn run<'a>(&'a self, at: SelftestRun<'a>) -> BoxFuture<'a, Result<Report, Error>> {
+        Box::pin(async move {
+            probe_reference(
+                Flaws::default(),
+                at.seed,
+                at.run.only(),
+                Duration::from_secs(10),
+            )
+            .await
+        })
     }
 
-    fn matrix(&self) -> Option<(&'static str, &'static str)> {
-        Some((
+    fn matrix(&self) -> (&'static str, &'static str) {
+        (
             "mocks/matrix-connector.yaml",
             include_str!("../../../mocks/matrix-connector.yaml"),
-        ))
+        )
     }
 
     fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String> {

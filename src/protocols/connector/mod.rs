@@ -13,6 +13,7 @@
 //!   clients against a real agent server (`mock fleet` with `protocol: connector`), and its
 //!   verdicts (`fleet::judge`); `upload`: a callback whose answer is read while its body goes out.
 
+pub mod behaviors;
 pub mod commands;
 pub mod fleet;
 pub mod listener;

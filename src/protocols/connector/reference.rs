@@ -12,7 +12,7 @@ use tokio_util::task::TaskTracker;
 use crate::mock::http1::{Delivered, Handler, Plan, Request, Response};
 use crate::transport::http::{self as client, BaseUrl, Limits};
 
-/// One departure from the document each.
+/// One departure from the document each, switched on by name (the list is in `behaviors.rs`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Flaws {
     /// Acknowledges its first message after 6 s (past the server's 5 s).
@@ -36,40 +36,6 @@ pub struct Flaws {
     /// Not a departure: answers each message in 30 callbacks, sent together, each retried
     /// (at most three tries) on its own.
     pub many_callbacks: bool,
-}
-
-impl Flaws {
-    pub const NAMES: [&'static str; 10] = [
-        "slow-ack",
-        "hard-coded-callback",
-        "json-envelope",
-        "empty-callback",
-        "whitespace-callback",
-        "stray-callback",
-        "floods-failing-endpoint",
-        "put-callback",
-        "drops-query",
-        "many-callbacks",
-    ];
-
-    pub fn named(name: &str) -> Option<Flaws> {
-        let mut f = Flaws::default();
-        match name {
-            "slow-ack" => f.slow_ack = true,
-            "hard-coded-callback" => f.hard_coded_callback = true,
-            "json-envelope" => f.json_envelope = true,
-            "empty-callback" => f.empty_callback = true,
-            "whitespace-callback" => f.whitespace_callback = true,
-            "stray-callback" => f.stray_callback = true,
-            "floods-failing-endpoint" => f.floods = true,
-            "put-callback" => f.put_callback = true,
-            "drops-query" => f.drops_query = true,
-            "many-callbacks" => f.many_callbacks = true,
-            "conforming" => {}
-            _ => return None,
-        }
-        Some(f)
-    }
 }
 
 /// Splits `http://host:port/path?query` into its origin and the rest.

@@ -20,10 +20,12 @@ use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::behavior::{self, For};
 use crate::mock::fleet::{self};
 use crate::mock::line_server::LineService;
-use crate::mock::protocol::AgentProtocol;
 use crate::mock::Responder;
 use crate::probe::args::{api_key, KeyArgs, RunArgs};
-use crate::protocols::plugin::{driver_probe, MatrixRow, OnCase, ProbeJob, Protocol, Selftest};
+use crate::protocols::plugin::{
+    check_served_behavior, driver_probe, Capabilities, MatrixRow, OnCase, ProbeJob, Protocol,
+    ProtocolCommand, Selftest, SelftestRun, ServedAgents, UserFile,
+};
 use crate::report::output::OutputArgs;
 use crate::report::Report;
 use crate::text::shell_quote;
@@ -160,56 +162,38 @@ fn parse_fraction(text: &str) -> Result<f64, String> {
         })
 }
 
+const ABOUT: &str =
+    "The execute_task protocol: we play the evaluation harness (HTTP, stdio or a socket).";
+
+/// The files a user writes for it, as the fuzz targets feed them.
+const FILES: &[UserFile] = &[
+    UserFile {
+        suite: true,
+        parse: |source, text| {
+            UserFile::parsed(crate::probe::Suite::parse(
+                source,
+                text,
+                &super::rules::Suite,
+            ))
+        },
+    },
+    UserFile {
+        suite: false,
+        parse: |source, text| UserFile::parsed(Scenario::parse(source, text)),
+    },
+];
+
 impl Protocol for ExecuteTask {
     fn name(&self) -> &'static str {
         NAME
     }
 
     fn about(&self) -> &'static str {
-        "The execute_task protocol: we play the evaluation harness (HTTP, stdio or a socket)."
+        ABOUT
     }
 
     fn schema_dir(&self) -> Option<&'static str> {
         Some("execute_task")
-    }
-
-    fn agents(&self) -> Option<&'static dyn AgentProtocol> {
-        Some(&Agents)
-    }
-
-    /// The scripted agent, knowing the built-in scenarios and the user's.
-    fn reference_with(
-        &self,
-        name: &str,
-        _seed: u64,
-        files: &[PathBuf],
-    ) -> Result<Box<dyn Responder>, Error> {
-        let mut all = Scenario::builtin();
-        for path in files {
-            all.push(Scenario::from_file(path)?);
-        }
-        Ok(Box::new(TaskAgent::with_scenarios(name, &all)))
-    }
-
-    fn probe_command(&self) -> Option<clap::Command> {
-        // The subcommand's help is the protocol's line, not the flags struct's doc comment.
-        Some(TaskProbeArgs::augment_args(clap::Command::new(NAME)).about(self.about()))
-    }
-
-    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        let flags =
-            TaskProbeArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
-        // The case ids depend on the scenarios the flags name.
-        let ids = super::probe::case_ids(&task_settings(&flags).map_err(Error::Usage)?.scenarios)?;
-        let job = |s: TaskSettings, on: OnCase| async move { super::probe::run(&s, &*on).await };
-        driver_probe(
-            matches,
-            task_settings,
-            |f: TaskProbeArgs| f.output,
-            &ids,
-            TaskSettings::wants,
-            job,
-        )
     }
 
     fn list_cases(&self, file: Option<&Path>) -> Result<String, Error> {
@@ -224,9 +208,61 @@ impl Protocol for ExecuteTask {
         Ok(super::probe::case_ids(&Scenario::builtin())?)
     }
 
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            probes: &[&TaskProbe],
+            agents: Some(ServedAgents {
+                agents: &Agents,
+                with_scenarios: Some(with_scenarios),
+            }),
+            files: FILES,
+            ..Capabilities::none(&TaskSelftest)
+        }
+    }
+}
+
+/// The scripted agent, knowing the built-in scenarios and the user's.
+fn with_scenarios(name: &str, files: &[PathBuf]) -> Result<Box<dyn Responder>, Error> {
+    let mut all = Scenario::builtin();
+    for path in files {
+        all.push(Scenario::from_file(path)?);
+    }
+    Ok(Box::new(TaskAgent::with_scenarios(name, &all)))
+}
+
+/// `probe execute-task`.
+struct TaskProbe;
+
+impl ProtocolCommand<ProbeJob> for TaskProbe {
+    fn command(&self) -> clap::Command {
+        // The subcommand's help is the protocol's line, not the flags struct's doc comment.
+        TaskProbeArgs::augment_args(clap::Command::new(NAME)).about(ABOUT)
+    }
+
+    fn run(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
+        let flags =
+            TaskProbeArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
+        // The case ids depend on the scenarios the flags name.
+        let ids = super::probe::case_ids(&task_settings(&flags).map_err(Error::Usage)?.scenarios)?;
+        let job = |s: TaskSettings, on: OnCase| async move { super::probe::run(&s, &*on).await };
+        driver_probe(
+            matches,
+            task_settings,
+            |f: TaskProbeArgs| f.output,
+            &ids,
+            TaskSettings::wants,
+            job,
+        )
+    }
+}
+
+/// execute_task's self-test and matrix.
+struct TaskSelftest;
+
+impl Selftest for TaskSelftest {
     /// The mock agent over stdio, as a harness author would run it, probed with the built-in
     /// scenarios.
-    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, Error>> {
+    fn run<'a>(&'a self, at: SelftestRun<'a>) -> BoxFuture<'a, Result<Report, Error>> {
         Box::pin(async move {
             let seed = at.seed;
             let command = format!(
@@ -242,11 +278,15 @@ impl Protocol for ExecuteTask {
         })
     }
 
-    fn matrix(&self) -> Option<(&'static str, &'static str)> {
-        Some((
+    fn matrix(&self) -> (&'static str, &'static str) {
+        (
             "mocks/matrix-execute-task.yaml",
             include_str!("../../../mocks/matrix-execute-task.yaml"),
-        ))
+        )
+    }
+
+    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String> {
+        check_served_behavior(&Agents, behavior, transport)
     }
 
     /// A mock agent with the row's behaviour over HTTP, a TCP port or stdio (a process of the

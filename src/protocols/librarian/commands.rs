@@ -15,7 +15,8 @@ use crate::error::Error;
 use crate::probe::args::Common;
 use crate::probe::args::{seed_or_clock, RunArgs};
 use crate::protocols::plugin::{
-    driver_probe, ClientFleet, MatrixRow, OnCase, ProbeJob, Protocol, Selftest,
+    driver_probe, Capabilities, ClientFleet, FleetFlags, MatrixRow, OnCase, ProbeJob, Protocol,
+    ProtocolCommand, Selftest, SelftestRun, UserFile,
 };
 use crate::report::output::OutputArgs;
 use crate::report::Report;
@@ -91,35 +92,42 @@ pub fn settings(args: &LibrarianProbeArgs) -> Result<Settings, String> {
     })
 }
 
+const ABOUT: &str =
+    "The Librarian agent communication protocol: we play agent clients against a Librarian server.";
+
+/// The files a user writes for it, as the fuzz targets feed them.
+const FILES: &[UserFile] = &[
+    UserFile {
+        suite: true,
+        parse: |source, text| {
+            UserFile::parsed(crate::probe::Suite::parse(
+                source,
+                text,
+                &super::rules::RULE_NAMES,
+            ))
+        },
+    },
+    UserFile {
+        suite: false,
+        parse: |source, text| UserFile::parsed(super::fleet::Fleet::parse(source, text, None)),
+    },
+    UserFile {
+        suite: false,
+        parse: |source, text| UserFile::parsed(Script::parse(source, text)),
+    },
+];
+
 impl Protocol for LibrarianProtocol {
     fn name(&self) -> &'static str {
         NAME
     }
 
     fn about(&self) -> &'static str {
-        "The Librarian agent communication protocol: we play agent clients against a Librarian server."
+        ABOUT
     }
 
     fn schema_dir(&self) -> Option<&'static str> {
         Some("librarian")
-    }
-
-    fn probe_command(&self) -> Option<clap::Command> {
-        Some(LibrarianProbeArgs::augment_args(clap::Command::new(NAME)).about(self.about()))
-    }
-
-    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        let ids = probe::case_ids().map_err(Error::Usage)?;
-        let job =
-            |s: Settings, on: OnCase| async move { probe::run(&s, &*on).await.map_err(Error::Run) };
-        driver_probe(
-            matches,
-            settings,
-            |f: LibrarianProbeArgs| f.output,
-            &ids,
-            Settings::wants,
-            job,
-        )
     }
 
     fn list_cases(&self, file: Option<&Path>) -> Result<String, Error> {
@@ -135,22 +143,57 @@ impl Protocol for LibrarianProtocol {
         probe::case_ids().map_err(Error::Usage)
     }
 
-    fn fleet_presets(&self) -> &'static [(&'static str, &'static str, &'static str)] {
-        &[(
-            "librarian-chaos",
-            "mocks/librarian-chaos.yaml",
-            include_str!("../../../mocks/librarian-chaos.yaml"),
-        )]
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            probes: &[&LibrarianProbe],
+            client_fleet: Some(&LibrarianFleet),
+            behaviors: super::behaviors::BEHAVIORS,
+            files: FILES,
+            fleet_presets: &[(
+                "librarian-chaos",
+                "mocks/librarian-chaos.yaml",
+                include_str!("../../../mocks/librarian-chaos.yaml"),
+            )],
+            ..Capabilities::none(&LibrarianSelftest)
+        }
+    }
+}
+
+/// `probe librarian`.
+struct LibrarianProbe;
+
+impl ProtocolCommand<ProbeJob> for LibrarianProbe {
+    fn command(&self) -> clap::Command {
+        LibrarianProbeArgs::augment_args(clap::Command::new(NAME)).about(ABOUT)
     }
 
+    fn run(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
+        let ids = probe::case_ids().map_err(Error::Usage)?;
+        let job =
+            |s: Settings, on: OnCase| async move { probe::run(&s, &*on).await.map_err(Error::Run) };
+        driver_probe(
+            matches,
+            settings,
+            |f: LibrarianProbeArgs| f.output,
+            &ids,
+            Settings::wants,
+            job,
+        )
+    }
+}
+
+/// `mock fleet` of Librarian clients.
+struct LibrarianFleet;
+
+impl ClientFleet for LibrarianFleet {
     /// A Librarian's fleets are agent clients, each with a behaviour and a rate.
-    fn client_fleet<'a>(
+    fn run<'a>(
         &'a self,
         source: &'a str,
         text: &'a str,
-        at: ClientFleet<'a>,
-    ) -> Option<BoxFuture<'a, Result<Report, Error>>> {
-        Some(Box::pin(async move {
+        at: FleetFlags<'a>,
+    ) -> BoxFuture<'a, Result<Report, Error>> {
+        Box::pin(async move {
             let registry = at.registry.map(|p| read_registry(p, false)).transpose()?;
             let fleet = super::fleet::Fleet::parse(source, text, at.url)
                 .and_then(|f| f.with_registry(registry))?;
@@ -160,14 +203,44 @@ impl Protocol for LibrarianProtocol {
                 fleet.target()
             );
             Ok(super::fleet::run(&fleet, at.strict, seed).await)
-        }))
+        })
+    }
+}
+
+/// The Librarian's self-test and matrix.
+struct LibrarianSelftest;
+
+impl Selftest for LibrarianSelftest {
+    /// The reference Librarian with two agents, probed with every case.
+    fn run<'a>(&'a self, at: SelftestRun<'a>) -> BoxFuture<'a, Result<Report, Error>> {
+        Box::pin(async move {
+            let served = reference(Flaws::default()).await?;
+            let settings = Settings {
+                base: BaseUrl::parse(&served.url).map_err(|e| Error::Run(e.to_string()))?,
+                tokens: reference_tokens(),
+                timeout: at.run.timeout,
+                max_body: at.run.max_body,
+                common: Common {
+                    seed: at.seed,
+                    only: at.run.only(),
+                    strict: at.run.strict,
+                },
+                quick: false,
+                registry: Some(reference_registry()),
+                // The reference is in the document's strict mode.
+                allow_deviations: Some(false),
+            };
+            let report = probe::run(&settings, &|_| {}).await;
+            served.stop().await;
+            report.map_err(Error::Run)
+        })
     }
 
-    fn matrix(&self) -> Option<(&'static str, &'static str)> {
-        Some((
+    fn matrix(&self) -> (&'static str, &'static str) {
+        (
             "mocks/matrix-librarian.yaml",
             include_str!("../../../mocks/matrix-librarian.yaml"),
-        ))
+        )
     }
 
     /// A row's behaviour is a flaw of the reference Librarian, served over HTTP.
@@ -200,31 +273,6 @@ impl Protocol for LibrarianProtocol {
                     seed: row.seed,
                     only: row.only.to_vec(),
                     strict: false,
-                },
-                quick: false,
-                registry: Some(reference_registry()),
-                // The reference is in the document's strict mode.
-                allow_deviations: Some(false),
-            };
-            let report = probe::run(&settings, &|_| {}).await;
-            served.stop().await;
-            report.map_err(Error::Run)
-        })
-    }
-
-    /// The reference Librarian with two agents, probed with every case.
-    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, Error>> {
-        Box::pin(async move {
-            let served = reference(Flaws::default()).await?;
-            let settings = Settings {
-                base: BaseUrl::parse(&served.url).map_err(|e| Error::Run(e.to_string()))?,
-                tokens: reference_tokens(),
-                timeout: at.run.timeout,
-                max_body: at.run.max_body,
-                common: Common {
-                    seed: at.seed,
-                    only: at.run.only(),
-                    strict: at.run.strict,
                 },
                 quick: false,
                 registry: Some(reference_registry()),

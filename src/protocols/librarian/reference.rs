@@ -22,7 +22,7 @@ use super::mock::{Answered, ClientJudge, Script, Step};
 use super::model::{self, State, LIMITS};
 use crate::mock::http1::{self, Delivered, Handler, Plan, Request, Response};
 
-/// One departure from the document each.
+/// One departure from the document each, switched on by name (the list is in `behaviors.rs`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Flaws {
     /// An APPROVAL without rationale is approved.
@@ -61,53 +61,6 @@ pub struct Flaws {
     /// Not a departure: authorization refused 403 "Agent not authorized" (see
     /// [`Librarian::forbidding`]); its matrix row must break nothing.
     pub forbids_403: bool,
-}
-
-impl Flaws {
-    /// Each flaw by name, for tests and the matrix.
-    pub const NAMES: [&'static str; 16] = [
-        "accepts-any-content-type",
-        "content-limit-off-by-one",
-        "allows-deviations",
-        "forbids-403",
-        "silent-429",
-        "no-status-endpoint",
-        "reverts-escalation",
-        "obeys-injection",
-        "ignores-capabilities",
-        "approves-without-rationale",
-        "crashes-on-malformed-json",
-        "no-rate-limit",
-        "shared-rate-limit",
-        "leaks-status",
-        "accepts-wrong-token",
-        "ignores-max-references",
-    ];
-
-    pub fn named(name: &str) -> Option<Flaws> {
-        let mut f = Flaws::default();
-        match name {
-            "approves-without-rationale" => f.approves_without_rationale = true,
-            "crashes-on-malformed-json" => f.crashes_on_malformed_json = true,
-            "no-rate-limit" => f.no_rate_limit = true,
-            "shared-rate-limit" => f.shared_rate_limit = true,
-            "leaks-status" => f.leaks_status = true,
-            "accepts-wrong-token" => f.accepts_wrong_token = true,
-            "ignores-max-references" => f.ignores_max_references = true,
-            "obeys-injection" => f.obeys_injection = true,
-            "ignores-capabilities" => f.ignores_capabilities = true,
-            "reverts-escalation" => f.reverts_escalation = true,
-            "silent-429" => f.silent_429 = true,
-            "no-status-endpoint" => f.no_status_endpoint = true,
-            "accepts-any-content-type" => f.accepts_any_content_type = true,
-            "content-limit-off-by-one" => f.content_limit_off_by_one = true,
-            "allows-deviations" => f.allows_deviations = true,
-            "forbids-403" => f.forbids_403 = true,
-            "conforming" => {}
-            _ => return None,
-        }
-        Some(f)
-    }
 }
 
 /// An agent the Librarian knows: its token, what it may do and where.

@@ -11,10 +11,10 @@ use crate::error::Error;
 use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::behavior::{self, For};
 use crate::mock::fleet::{self};
-use crate::mock::protocol::AgentProtocol;
 use crate::probe::{ProbeSettings, Suite};
 use crate::protocols::plugin::{
-    suite_probe, suite_probe_command, suite_settings, MatrixRow, ProbeJob, Protocol, Selftest,
+    check_served_behavior, suite_settings, Capabilities, MatrixRow, Protocol, Selftest,
+    SelftestRun, ServedAgents, SuiteProbe, UserFile,
 };
 use crate::report::Report;
 use crate::transport::http::BaseUrl;
@@ -69,29 +69,35 @@ fn load_suite_text(file: Option<&Path>) -> Result<Suite, String> {
     Ok(suite)
 }
 
+const ABOUT: &str = "The round-table External Agent Protocol: POST /analyze, /challenge, /vote.";
+
+/// `probe roundtable`: the suite against `--url`.
+const PROBE: SuiteProbe = SuiteProbe {
+    name: NAME,
+    about: ABOUT,
+    load: load_suite,
+};
+
+/// The round table's self-test and matrix.
+struct RoundtableSelftest;
+
+/// The files a user writes for it, as the fuzz targets feed them.
+const FILES: &[UserFile] = &[UserFile {
+    suite: true,
+    parse: |source, text| UserFile::parsed(Suite::parse(source, text, &rules::Suite)),
+}];
+
 impl Protocol for Roundtable {
     fn name(&self) -> &'static str {
         NAME
     }
 
     fn about(&self) -> &'static str {
-        "The round-table External Agent Protocol: POST /analyze, /challenge, /vote."
+        ABOUT
     }
 
     fn schema_dir(&self) -> Option<&'static str> {
         Some("roundtable")
-    }
-
-    fn agents(&self) -> Option<&'static dyn AgentProtocol> {
-        Some(&Agents)
-    }
-
-    fn probe_command(&self) -> Option<clap::Command> {
-        Some(suite_probe_command(NAME, self.about()))
-    }
-
-    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        suite_probe(matches, load_suite)
     }
 
     fn list_cases(&self, file: Option<&Path>) -> Result<String, Error> {
@@ -107,9 +113,45 @@ impl Protocol for Roundtable {
             .collect())
     }
 
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            probes: &[&PROBE],
+            agents: Some(ServedAgents::plain(&Agents)),
+            fleet_presets: FLEET_PRESETS,
+            files: FILES,
+            ..Capabilities::none(&RoundtableSelftest)
+        }
+    }
+}
+
+/// `mock fleet --preset NAME`: the round table's built-in fleets.
+const FLEET_PRESETS: &[(&str, &str, &str)] = &[
+    (
+        "chaos",
+        "mocks/chaos.yaml",
+        include_str!("../../../mocks/chaos.yaml"),
+    ),
+    (
+        "slow",
+        "mocks/slow.yaml",
+        include_str!("../../../mocks/slow.yaml"),
+    ),
+    (
+        "injection",
+        "mocks/injection.yaml",
+        include_str!("../../../mocks/injection.yaml"),
+    ),
+    (
+        "faults",
+        "mocks/faults.yaml",
+        include_str!("../../../mocks/faults.yaml"),
+    ),
+];
+
+impl Selftest for RoundtableSelftest {
     /// The reference agent, served by the mock engine (as `mock agent` serves it) on a loopback
     /// port with a bearer key (so the auth cases run), probed with the built-in suite.
-    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, Error>> {
+    fn run<'a>(&'a self, at: SelftestRun<'a>) -> BoxFuture<'a, Result<Report, Error>> {
         Box::pin(async move {
             let seed = at.seed;
             let key = format!("selftest-key-{seed:x}");
@@ -129,36 +171,15 @@ impl Protocol for Roundtable {
         })
     }
 
-    fn fleet_presets(&self) -> &'static [(&'static str, &'static str, &'static str)] {
-        &[
-            (
-                "chaos",
-                "mocks/chaos.yaml",
-                include_str!("../../../mocks/chaos.yaml"),
-            ),
-            (
-                "slow",
-                "mocks/slow.yaml",
-                include_str!("../../../mocks/slow.yaml"),
-            ),
-            (
-                "injection",
-                "mocks/injection.yaml",
-                include_str!("../../../mocks/injection.yaml"),
-            ),
-            (
-                "faults",
-                "mocks/faults.yaml",
-                include_str!("../../../mocks/faults.yaml"),
-            ),
-        ]
-    }
-
-    fn matrix(&self) -> Option<(&'static str, &'static str)> {
-        Some((
+    fn matrix(&self) -> (&'static str, &'static str) {
+        (
             "mocks/matrix.yaml",
             include_str!("../../../mocks/matrix.yaml"),
-        ))
+        )
+    }
+
+    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String> {
+        check_served_behavior(&Agents, behavior, transport)
     }
 
     /// A mock agent with the row's behaviour on a loopback port, probed with the built-in suite.

@@ -8,10 +8,10 @@ use agent_tck::error::Error;
 use agent_tck::mock::agent::{MockAgent, Profile};
 use agent_tck::mock::behavior::{parse_list, For};
 use agent_tck::mock::fleet::{self, Served};
-use agent_tck::mock::protocol::AgentProtocol;
 use agent_tck::probe::{ProbeSettings, Suite};
 use agent_tck::protocols::plugin::{
-    suite_probe, suite_probe_command, suite_settings, MatrixRow, ProbeJob, Protocol, Selftest,
+    check_served_behavior, suite_settings, Capabilities, MatrixRow, Protocol, Selftest,
+    SelftestRun, ServedAgents, SuiteProbe,
 };
 use agent_tck::report::Report;
 use agent_tck::transport::http::BaseUrl;
@@ -46,25 +46,29 @@ pub async fn serve(behavior: &str, seed: u64) -> Result<Served, Error> {
     .await
 }
 
+/// The toy's suite, whatever `--suite` says (a toy has only its own).
+fn load(_file: Option<&Path>) -> Result<Suite, Error> {
+    suite()
+}
+
+/// `probe toy --url URL`.
+pub const PROBE: SuiteProbe = SuiteProbe {
+    name: NAME,
+    about: "A toy greeting protocol: POST /hello, /bye.",
+    load,
+};
+
 impl Protocol for Toy {
     fn name(&self) -> &'static str {
         NAME
     }
 
     fn about(&self) -> &'static str {
-        "A toy greeting protocol: POST /hello, /bye."
+        PROBE.about
     }
 
-    fn agents(&self) -> Option<&'static dyn AgentProtocol> {
-        Some(&Agents)
-    }
-
-    fn probe_command(&self) -> Option<clap::Command> {
-        Some(suite_probe_command(NAME, self.about()))
-    }
-
-    fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        suite_probe(matches, |_| suite())
+    fn schema_dir(&self) -> Option<&'static str> {
+        None
     }
 
     fn list_cases(&self, _file: Option<&Path>) -> Result<String, Error> {
@@ -79,19 +83,36 @@ impl Protocol for Toy {
             .collect())
     }
 
-    fn selftest<'a>(&'a self, at: Selftest<'a>) -> BoxFuture<'a, Result<Report, Error>> {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            probes: &[&PROBE],
+            agents: Some(ServedAgents::plain(&Agents)),
+            ..Capabilities::none(&ToySelftest)
+        }
+    }
+}
+
+/// The toy's self-test (a conforming toy agent probed) and matrix.
+pub struct ToySelftest;
+
+impl Selftest for ToySelftest {
+    fn run<'a>(&'a self, at: SelftestRun<'a>) -> BoxFuture<'a, Result<Report, Error>> {
         Box::pin(async move {
             let served = serve("conforming", at.seed).await?;
             let base = BaseUrl::parse(&served.urls[0]).map_err(|e| Error::Run(e.to_string()))?;
-            let settings = suite_settings(base, None, at.run, at.suite, |_| suite())?;
+            let settings = suite_settings(base, None, at.run, at.suite, load)?;
             let report = agent_tck::probe::run(&settings, &|_| {}).await;
             served.stop(Duration::from_millis(500)).await;
             report
         })
     }
 
-    fn matrix(&self) -> Option<(&'static str, &'static str)> {
-        Some(("tests/tck/toy/matrix.yaml", include_str!("matrix.yaml")))
+    fn matrix(&self) -> (&'static str, &'static str) {
+        ("tests/tck/toy/matrix.yaml", include_str!("matrix.yaml"))
+    }
+
+    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String> {
+        check_served_behavior(&Agents, behavior, transport)
     }
 
     fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, Error>> {

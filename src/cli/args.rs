@@ -1,0 +1,593 @@
+//! The command line's flags: the clap definitions. A protocol's own subcommands (`probe NAME`,
+//! `lint WHAT`) come from the registry ([`RoleCommand`]).
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::builder::PossibleValuesParser;
+use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
+
+use crate::error::Error;
+use crate::probe::args::{RunArgs, SuiteArgs};
+use crate::protocols::plugin::ProtocolCommand;
+use crate::protocols::{self, ProbeJob, Protocol};
+use crate::report::output::OutputArgs;
+use crate::report::Exit;
+use crate::units::{parse_bytes, parse_duration};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "agent-tck",
+    version,
+    about = "Conformance test kit and mock agent simulator for agent protocols",
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Play the platform: certify a real agent against a protocol's suite.
+    Probe(ProbeCommand),
+    /// Play the other side: mock agents for a platform to talk to (or a mock Librarian for agent
+    /// clients), judging it from what it sends.
+    #[command(subcommand)]
+    Mock(MockCommand),
+    /// Probe a conforming agent of every protocol, then a mock agent per behaviour; print it all
+    /// and end with one verdict line (exit 0 when the reference agents pass and every behaviour
+    /// broke exactly the cases it should). --json and --junit hold the matrices too, a case per
+    /// row.
+    Selftest(SelftestArgs),
+    /// Check files a protocol defines (`lint agents PATH…`: agent definition files), printing
+    /// findings with their file, line and column (console, JSON, JUnit or SARIF).
+    Lint(LintCommand),
+    /// Inspect the suites (cases, levels, spec sections).
+    #[command(subcommand)]
+    Suites(SuitesCommand),
+    /// The JSON Schemas built into the binary.
+    #[command(subcommand)]
+    Schemas(SchemasCommand),
+    /// Expected failures (`--baseline FILE` on every command that reports).
+    #[command(subcommand)]
+    Baseline(BaselineCommand),
+    /// JSON reports read back: merged (shards, protocols, targets) or compared.
+    #[command(subcommand)]
+    Report(ReportCommand),
+    /// Print a shell completion script: `agent-tck completions bash > /etc/bash_completion.d/agent-tck`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (agent-tck.1 and one per subcommand, agent-tck-probe.1, …) into DIR.
+    Manpages {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BaselineCommand {
+    /// Write a baseline listing every failed case of a run (each with its failure as the
+    /// reason, to be edited), to stdout or --out.
+    Write {
+        /// The run's JSON report (`--json`).
+        #[arg(long, value_name = "REPORT")]
+        from: PathBuf,
+        /// Write it here instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Merge JSON reports (shards of a run, protocols, targets) into one: printed, and written
+    /// as --json / --junit; exit 1 when the merged run fails.
+    Merge {
+        #[arg(required = true, value_name = "REPORT")]
+        reports: Vec<PathBuf>,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Compare two runs case by case: regressions (failing the run now, not before), fixes, new
+    /// warnings, new and removed cases; exit 1 on a regression.
+    Diff {
+        #[arg(value_name = "OLD")]
+        old: PathBuf,
+        #[arg(value_name = "NEW")]
+        new: PathBuf,
+    },
+}
+
+/// A command whose subcommands come from the registry: one per protocol that declares one for
+/// the role `R` (`probe NAME …`, `lint WHAT …`), with the flags it declares.
+#[derive(Debug, Clone)]
+pub struct RoleCommand<R> {
+    /// The protocol whose subcommand it is.
+    pub protocol: &'static str,
+    /// The subcommand's name (`probe NAME`: the protocol's, or one of its other probes).
+    pub command: String,
+    /// Its flags, as clap parsed them from the protocol's command.
+    pub matches: ArgMatches,
+    role: std::marker::PhantomData<R>,
+}
+
+impl<R: Role> RoleCommand<R> {
+    /// Runs the protocol's subcommand with the flags clap parsed.
+    pub fn run(&self) -> Result<R::Output, Error> {
+        let subcommand = R::subcommands(protocol(self.protocol)?)
+            .into_iter()
+            .find(|s| s.command().get_name() == self.command)
+            .ok_or_else(|| Error::usage(format!("no {} for {}", self.command, self.protocol)))?;
+        subcommand.run(&self.matches)
+    }
+}
+
+/// A role a protocol may declare subcommands for: the ones it declares.
+pub trait Role: std::fmt::Debug + Clone + Send + Sync + 'static {
+    /// What the subcommand's run gives.
+    type Output;
+
+    fn subcommands(protocol: &dyn Protocol) -> Vec<&'static dyn ProtocolCommand<Self::Output>>;
+
+    /// The subcommands' flags, as the command line shows them.
+    fn commands(protocol: &dyn Protocol) -> Vec<clap::Command> {
+        Self::subcommands(protocol)
+            .iter()
+            .map(|s| s.command())
+            .collect()
+    }
+}
+
+/// `probe NAME`: named for the protocol (or for what it judges: `probe orchestration`).
+#[derive(Debug, Clone)]
+pub struct ProbeRole;
+
+impl Role for ProbeRole {
+    type Output = ProbeJob;
+
+    fn subcommands(protocol: &dyn Protocol) -> Vec<&'static dyn ProtocolCommand<ProbeJob>> {
+        protocol.capabilities().probes.to_vec()
+    }
+
+    fn commands(protocol: &dyn Protocol) -> Vec<clap::Command> {
+        Self::subcommands(protocol)
+            .iter()
+            .map(|s| TargetsArgs::augment_args(s.command()))
+            .collect()
+    }
+}
+
+// `probe NAME --targets FILE …`: the flags of a run over many targets, in every probe's help.
+// Such a run is taken apart before clap parses it (`crate::targets`); these declarations
+// document the flags and complete them. (A plain comment: clap would make a doc comment every
+// probe command's description, replacing the protocol's own.)
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Many targets")]
+pub struct TargetsArgs {
+    /// Probe every target of a YAML list (name, url, key, flags): a report per target in
+    /// --out-dir, a summary matrix, and --json/--junit/--html for all of them merged.
+    #[arg(long, value_name = "FILE")]
+    pub targets: Option<PathBuf>,
+    /// With --targets: only the share K of N of the list (by a hash of each name).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// With --targets: how many targets are probed at once.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub target_concurrency: usize,
+    /// With --targets: where each target's reports go (NAME.json, and .xml/.html when asked).
+    #[arg(long, value_name = "DIR", default_value = "agent-tck-targets")]
+    pub out_dir: PathBuf,
+}
+
+/// `lint WHAT`: named for what is linted (`agents`).
+#[derive(Debug, Clone)]
+pub struct LintRole;
+
+impl Role for LintRole {
+    type Output = Exit;
+
+    fn subcommands(protocol: &dyn Protocol) -> Vec<&'static dyn ProtocolCommand<Exit>> {
+        protocol.capabilities().lint.into_iter().collect()
+    }
+}
+
+pub type ProbeCommand = RoleCommand<ProbeRole>;
+pub type LintCommand = RoleCommand<LintRole>;
+
+impl<R: Role> FromArgMatches for RoleCommand<R> {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let (name, sub) = matches
+            .subcommand()
+            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::MissingSubcommand))?;
+        let protocol = protocols::REGISTRY
+            .iter()
+            .find(|p| R::commands(**p).iter().any(|c| c.get_name() == name))
+            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidSubcommand))?;
+        Ok(RoleCommand {
+            protocol: protocol.name(),
+            command: name.to_string(),
+            matches: sub.clone(),
+            role: std::marker::PhantomData,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = RoleCommand::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl<R: Role> Args for RoleCommand<R> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        protocols::REGISTRY
+            .iter()
+            .flat_map(|p| R::commands(*p))
+            .fold(cmd, clap::Command::subcommand)
+            .subcommand_required(true)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        RoleCommand::<R>::augment_args(cmd)
+    }
+}
+
+/// `--protocol NAME`: any registered protocol.
+pub(super) fn protocol_names() -> PossibleValuesParser {
+    PossibleValuesParser::new(protocols::names())
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MockCommand {
+    /// Serve one agent (conforming, or with --behavior) until interrupted; then judge the platform.
+    Agent(MockAgentArgs),
+    /// Serve a fleet from a YAML file (presets in mocks/), drive the platform, judge it.
+    Fleet(MockFleetArgs),
+    /// Write a set of mock agents to run together (agent-standard: definitions, a command for
+    /// each, the graph their next_agents form) for an orchestrator to be tested on.
+    Agents(MockAgentsArgs),
+    /// Print the behaviour catalogue: each name, what it does, the platform rule it exercises.
+    Behaviors,
+    /// Play the Librarian (decisions and faults from a script) and judge the agent client that
+    /// calls it: schema, token, rate, back-off after 429, polling, retries, reports.
+    Librarian(crate::protocols::librarian::commands::MockLibrarianArgs),
+    /// The child a stdio mock with `forks-and-exits` leaves behind (run by the mock itself).
+    #[command(hide = true)]
+    Linger {
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[arg(long)]
+        junit: Option<PathBuf>,
+    },
+}
+
+/// Flags shared by `mock agent` and `mock fleet`.
+#[derive(Debug, Clone, Args)]
+pub struct MockRunArgs {
+    /// Journal every request the mocks receive here, as JSON lines.
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
+    /// Largest request body kept whole in the journal (larger ones are cut; the cut is recorded).
+    #[arg(long, value_name = "BYTES", default_value = "1MiB", value_parser = parse_bytes)]
+    pub journal_body_cap: usize,
+    /// The platform's per-endpoint agent timeout: a slower answer counts as failed, and a
+    /// platform (or harness) that waits longer for a slow or hanging agent is told so
+    /// (default 120s).
+    #[arg(long, visible_alias = "expect-timeout", value_name = "DUR", value_parser = parse_duration)]
+    pub platform_timeout: Option<Duration>,
+    /// The platform's turn limit (protocols with turns, e.g. execute-task): a conversation
+    /// that goes past it fails (default: 5 is a SHOULD; a MUST only that there is a limit).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub expect_max_turns: Option<u32>,
+    /// SHOULD failures (of the platform) fail the run.
+    #[arg(long)]
+    pub strict: bool,
+    /// No line per request while serving (`mock agent` prints one on a terminal, or when
+    /// AGENT_TCK_REQUEST_LOG=1).
+    #[arg(long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl MockRunArgs {
+    /// What the platform is expected to do: the flags, or `file_timeout` (a fleet file's
+    /// `platform.timeout`), or 120 s.
+    pub(super) fn expect(
+        &self,
+        file_timeout: Option<Duration>,
+    ) -> crate::mock::protocol::PlatformExpect {
+        crate::mock::protocol::PlatformExpect {
+            timeout: self
+                .platform_timeout
+                .or(file_timeout)
+                .unwrap_or(Duration::from_secs(120)),
+            max_turns: self.expect_max_turns,
+        }
+    }
+
+    /// Whether `mock agent` prints a line per request: on a terminal, or when asked by
+    /// AGENT_TCK_REQUEST_LOG=1; never with --quiet.
+    pub(super) fn log_requests(&self) -> bool {
+        use std::io::IsTerminal;
+        !self.quiet
+            && (std::io::stdout().is_terminal()
+                || std::env::var("AGENT_TCK_REQUEST_LOG").is_ok_and(|v| v == "1"))
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("fleet").required(true).args(["config", "preset"])))]
+pub struct MockFleetArgs {
+    /// The fleet file (YAML; see mocks/*.yaml). `protocol: librarian` or `protocol: connector`
+    /// makes the fleet the clients of a server (a Librarian, an agent server) instead of agents.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// A built-in fleet: chaos, slow, injection, faults (the files of mocks/).
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<String>,
+    /// Address to bind (overrides the file's `host`).
+    #[arg(long)]
+    pub host: Option<IpAddr>,
+    /// Port to bind (overrides the file's `port`; 0: the OS picks).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Base URL told to the platform at registration (overrides the file's `advertise`).
+    #[arg(long, value_name = "URL")]
+    pub advertise: Option<String>,
+    /// The platform's base URL (overrides the file's platform.url: CI gives a platform a new
+    /// port each run).
+    #[arg(long, value_name = "URL")]
+    pub platform_url: Option<String>,
+    /// The platform's bearer token (overrides the file's token and token_env).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "AGENT_TCK_PLATFORM_TOKEN",
+        hide_env_values = true
+    )]
+    pub platform_token: Option<String>,
+    /// Seed of every random choice (overrides the file's `seed`; default: from the clock).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// A Librarian fleet: the server's agent registry (its config/agents.yaml), so that each
+    /// client asks only what its agent may, and a refusal for authorization is judged.
+    #[arg(long, value_name = "FILE")]
+    pub registry: Option<PathBuf>,
+    /// Keep serving after the triggers are done, until interrupted.
+    #[arg(long)]
+    pub serve: bool,
+    /// Serve only the share K of N of the fleet's agents (by a hash of each name: the same on
+    /// every host), for a fleet bigger than one host.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    #[command(flatten)]
+    pub run: MockRunArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MockAgentArgs {
+    /// The protocol the agent speaks.
+    #[arg(long, default_value = "roundtable", value_parser = protocol_names())]
+    pub protocol: String,
+    /// Address to bind (loopback unless told otherwise).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: IpAddr,
+    /// Port to bind (0: the OS picks one, and it is printed).
+    #[arg(long, default_value_t = 3001)]
+    pub port: u16,
+    /// Require `Authorization: Bearer KEY` on protocol endpoints (401 otherwise).
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "AGENT_TCK_API_KEY",
+        hide_env_values = true
+    )]
+    pub api_key: Option<String>,
+    /// Seed of the generated content (default: from the clock; printed).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// The agent_name it answers with.
+    #[arg(long, default_value = "reference-agent")]
+    pub name: String,
+    /// Behaviours, comma-separated: NAME[:ARGS][@ENDPOINT] (see `agent-tck mock behaviors`);
+    /// repeatable, the lists adding up (a wrapper script's list, and one more).
+    #[arg(long, value_name = "LIST", default_value = "conforming", action = clap::ArgAction::Append)]
+    pub behavior: Vec<String>,
+    /// Answer on stdin/stdout (protocols served over lines, e.g. execute-task; a request ends at
+    /// a newline or at end of input).
+    #[arg(long, conflicts_with_all = ["tcp", "unix"])]
+    pub stdio: bool,
+    /// Serve newline-delimited JSON on this TCP port (on --host).
+    #[arg(long, value_name = "PORT", conflicts_with = "unix")]
+    pub tcp: Option<u16>,
+    /// Serve newline-delimited JSON on this Unix socket.
+    #[arg(long, value_name = "PATH")]
+    pub unix: Option<PathBuf>,
+    /// execute-task: scenario files whose tasks the agent follows a script for (besides the
+    /// built-in scenarios): the tools each expects, then the ending it accepts.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub scenario: Vec<PathBuf>,
+    /// agent-standard: the mode of this run (default: read {"execution_mode", "task",
+    /// "approved"} as JSON on stdin).
+    #[arg(long, value_parser = ["plan", "execute"], help_heading = "Command agents (agent-standard)")]
+    pub mode: Option<String>,
+    /// agent-standard: the task of this run.
+    #[arg(
+        long,
+        value_name = "TEXT",
+        help_heading = "Command agents (agent-standard)"
+    )]
+    pub task: Option<String>,
+    /// agent-standard: an agent its execute results name next: NAME, NAME:parallel (can run
+    /// beside this one) or NAME:data=WHAT (a pipeline's handoff). Repeatable.
+    #[arg(
+        long,
+        value_name = "AGENT",
+        help_heading = "Command agents (agent-standard)"
+    )]
+    pub next: Vec<String>,
+    /// agent-standard: the orchestrator approved the plan (as `"approved": true` on stdin).
+    #[arg(long, help_heading = "Command agents (agent-standard)")]
+    pub approved: bool,
+    #[command(flatten)]
+    pub run: MockRunArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MockAgentsArgs {
+    /// The protocol of the agents.
+    #[arg(long, default_value = "agent-standard", value_parser = protocol_names())]
+    pub protocol: String,
+    /// Where to write them (a new or empty directory).
+    #[arg(long, value_name = "OUT")]
+    pub dir: PathBuf,
+    /// How many agents.
+    #[arg(long, value_name = "N", default_value_t = 6)]
+    pub count: usize,
+    /// Seed of the graph and of the agents' content (default: from the clock; printed).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SelftestArgs {
+    /// Only this protocol (default: every one).
+    #[arg(long, value_parser = protocol_names())]
+    pub protocol: Option<String>,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SuitesCommand {
+    /// Print every case: id, level, spec section, title.
+    List {
+        #[arg(long, default_value = "roundtable", value_parser = protocol_names())]
+        protocol: String,
+        /// List this suite file instead of the built-in one.
+        #[arg(long, value_name = "FILE")]
+        suite: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SchemasCommand {
+    /// Write the embedded schemas under DIR, as they are under schemas/ (DIR/roundtable/…).
+    Export {
+        /// The folder to write them in (created when missing).
+        dir: PathBuf,
+        /// Only this protocol's schemas.
+        #[arg(long, value_parser = protocol_names())]
+        protocol: Option<String>,
+    },
+    /// Print the embedded schemas: id, file, the protocol they belong to.
+    List,
+}
+
+/// clap's error as one line: its first line, without the `error: ` prefix.
+pub(super) fn clap_one_line(e: &clap::Error) -> String {
+    // clap's message is its first paragraph (a list of missing arguments runs over several
+    // lines); the usage and tips that follow are left to --help.
+    let text = e.render().to_string();
+    let lines: Vec<&str> = text
+        .lines()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let joined = lines.join(" ");
+    let message = joined.trim_start_matches("error: ");
+    let message = if message.is_empty() {
+        "invalid arguments"
+    } else {
+        message
+    };
+    // The subcommand the usage line names (`agent-tck probe roundtable`): its --help is the one
+    // to read.
+    let command = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Usage: "))
+        .map(|usage| {
+            usage
+                .split_whitespace()
+                .take_while(|w| !w.starts_with(['[', '<', '-']))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|c| c.starts_with("agent-tck"))
+        .unwrap_or_else(|| "agent-tck".into());
+    format!("{message} (see {command} --help)")
+}
+
+/// The registered protocol `name` (clap has checked it).
+pub(super) fn protocol(name: &str) -> Result<&'static dyn Protocol, Error> {
+    protocols::find(name).ok_or_else(|| {
+        Error::usage(format!(
+            "--protocol {name:?}: no such protocol (known: {})",
+            protocols::names().join(", ")
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clap_errors_become_one_line() {
+        let e = Cli::try_parse_from([
+            "agent-tck",
+            "probe",
+            "roundtable",
+            "--url",
+            "http://x",
+            "--timeout",
+            "soon",
+        ])
+        .unwrap_err();
+        let line = clap_one_line(&e);
+        assert!(!line.contains('\n'), "{line}");
+        assert!(line.contains("--timeout"), "{line}");
+        let e = Cli::try_parse_from(["agent-tck", "probe", "roundtable"]).unwrap_err();
+        assert!(clap_one_line(&e).contains("--url"), "{}", clap_one_line(&e));
+        assert!(
+            clap_one_line(&e).ends_with("(see agent-tck probe roundtable --help)"),
+            "{}",
+            clap_one_line(&e)
+        );
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_registered_probe_is_a_subcommand() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        let probe = cli.find_subcommand("probe").expect("probe");
+        for p in protocols::REGISTRY {
+            for sub in p.capabilities().probes {
+                let name = sub.command().get_name().to_string();
+                assert!(probe.find_subcommand(&name).is_some(), "{name}");
+            }
+        }
+        let parsed =
+            Cli::try_parse_from(["agent-tck", "probe", "execute-task", "--url", "http://x"])
+                .expect("parses");
+        match parsed.command {
+            Command::Probe(p) => assert_eq!(p.protocol, "execute-task"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! Command → run: each command's own code, or the protocol's (`probe`, `lint`) or the mock's.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{CommandFactory, Parser};
+
+use super::args::protocol;
+use super::args::{
+    clap_one_line, BaselineCommand, Cli, Command, MockCommand, ReportCommand, SchemasCommand,
+    SelftestArgs, SuitesCommand,
+};
+use super::exit::{conclude, exit_status, Ended};
+use super::mock::{list_behaviors, mock_agent, mock_agents, mock_fleet};
+use super::signal::shutdown_signal;
+use crate::error::Error;
+use crate::probe::args::seed_or_clock;
+use crate::protocols::{self, OnCase, ProbeJob, Protocol};
+use crate::report::{console, CaseResult, Exit};
+
+/// The probe job of a `probe NAME …` command line (one target's, of a run over many).
+pub(super) fn probe_job_of(argv: &[OsString]) -> Result<ProbeJob, Error> {
+    let cli = Cli::try_parse_from(argv).map_err(|e| Error::Usage(clap_one_line(&e)))?;
+    match cli.command {
+        Command::Probe(probe) => probe.run(),
+        _ => Err(Error::usage("--targets is a flag of `probe PROTOCOL`")),
+    }
+}
+
+/// Runs a command on a new runtime and exits with its status.
+pub(super) fn run_async(
+    command: impl std::future::Future<Output = Result<Ended, Error>>,
+) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            return finish(Err(Error::run(format!(
+                "cannot start the async runtime: {e}"
+            ))))
+        }
+    };
+    let outcome = runtime.block_on(command);
+    // Connections to a hostile agent may still be open: do not wait for them on the way out.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    finish(outcome)
+}
+
+/// Says why a command failed (one line on stderr), and exits with its status.
+pub(super) fn finish(outcome: Result<Ended, Error>) -> ExitCode {
+    if let Err(e) = &outcome {
+        eprintln!("agent-tck: error: {e}");
+    }
+    ExitCode::from(exit_status(&outcome))
+}
+
+pub(super) async fn execute(command: Command) -> Result<Ended, Error> {
+    match command {
+        Command::Probe(probe) => run_probe(probe.run()?).await,
+        Command::Lint(lint) => Ok(Ended::Verdict(lint.run()?)),
+        Command::Selftest(args) => selftest(args).await,
+        Command::Mock(MockCommand::Agent(args)) => mock_agent(args).await,
+        Command::Mock(MockCommand::Agents(args)) => mock_agents(args),
+        Command::Baseline(BaselineCommand::Write { from, out }) => {
+            let report = crate::report::tools::read(&from)
+                .map_err(|e| Error::usage(format!("--from {e}")))?;
+            let text = crate::report::baseline::write_from(&report);
+            match out {
+                Some(path) => {
+                    std::fs::write(&path, text)
+                        .map_err(|e| Error::run(format!("--out {}: {e}", path.display())))?;
+                    eprintln!("wrote {}", path.display());
+                }
+                None => crate::out!("{text}"),
+            }
+            Ok(Ended::Verdict(Exit::Passed))
+        }
+        Command::Report(ReportCommand::Merge { reports, output }) => {
+            output.check()?;
+            let parts = reports
+                .iter()
+                .map(|p| Ok((p.display().to_string(), crate::report::tools::read(p)?)))
+                .collect::<Result<Vec<_>, crate::report::tools::ReportFileError>>()?;
+            let merged = crate::report::tools::merge(&parts)?;
+            conclude(merged, &output)
+        }
+        Command::Report(ReportCommand::Diff { old, new }) => {
+            let read = |p: &PathBuf| crate::report::tools::read(p).map_err(Error::from);
+            let (before, after) = (read(&old)?, read(&new)?);
+            let diff = crate::report::tools::diff(&before, &after);
+            crate::out!(
+                "{}",
+                crate::report::tools::render_diff(
+                    &diff,
+                    &old.display().to_string(),
+                    &new.display().to_string()
+                )
+            );
+            Ok(Ended::Verdict(diff.exit_code()))
+        }
+        Command::Mock(MockCommand::Fleet(args)) => mock_fleet(args).await,
+        Command::Mock(MockCommand::Librarian(args)) => {
+            let report =
+                crate::protocols::librarian::commands::mock_librarian(&args, shutdown_signal())
+                    .await?;
+            conclude(report, &args.output)
+        }
+        Command::Mock(MockCommand::Linger { json, junit }) => {
+            crate::mock::linger::linger(json, junit).await;
+            Ok(Ended::Verdict(Exit::Passed))
+        }
+        Command::Mock(MockCommand::Behaviors) => {
+            crate::out!("{}", list_behaviors());
+            Ok(Ended::Verdict(Exit::Passed))
+        }
+        Command::Suites(SuitesCommand::List {
+            protocol: name,
+            suite,
+        }) => {
+            let listing = protocol(&name)?.list_cases(suite.as_deref())?;
+            crate::out!("{listing}");
+            Ok(Ended::Verdict(Exit::Passed))
+        }
+        Command::Schemas(SchemasCommand::Export { dir, protocol }) => {
+            let chosen: Vec<(&str, &str)> = protocols::schemas()
+                .into_iter()
+                .filter(|s| protocol.is_none() || s.3 == protocol.as_deref())
+                .map(|(_, file, text, _)| (file, text))
+                .collect();
+            let written = crate::schema::export(&dir, &chosen).map_err(|e| {
+                Error::run(format!("cannot write schemas under {}: {e}", dir.display()))
+            })?;
+            for path in written {
+                crate::outln!("{}", path.display());
+            }
+            Ok(Ended::Verdict(Exit::Passed))
+        }
+        Command::Schemas(SchemasCommand::List) => {
+            for (id, file, _, owner) in protocols::schemas() {
+                crate::outln!("{id:<32} {file:<36} {}", owner.unwrap_or("(the kit's own)"));
+            }
+            Ok(Ended::Verdict(Exit::Passed))
+        }
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "agent-tck", &mut out);
+            crate::out!("{}", String::from_utf8_lossy(&out));
+            Ok(Ended::Verdict(Exit::Passed))
+        }
+        Command::Manpages { dir } => {
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| Error::run(format!("{}: {e}", dir.display())))?;
+            let written = write_manpages(Cli::command(), &dir)?;
+            eprintln!("wrote {written} man pages to {}", dir.display());
+            Ok(Ended::Verdict(Exit::Passed))
+        }
+    }
+}
+
+/// The man page of `command`, and of each of its subcommands (named `parent-sub.1`), under
+/// `dir`; how many were written.
+fn write_manpages(command: clap::Command, dir: &Path) -> Result<usize, Error> {
+    let mut written = 0;
+    let mut stack = vec![(command.get_name().to_string(), command)];
+    while let Some((name, cmd)) = stack.pop() {
+        // Named as it is typed (`agent-tck-probe-roundtable`), as man pages of subcommands are.
+        let cmd = cmd.name(name.clone());
+        let mut page = Vec::new();
+        clap_mangen::Man::new(cmd.clone())
+            .render(&mut page)
+            .map_err(|e| Error::run(format!("man page of {name}: {e}")))?;
+        let path = dir.join(format!("{name}.1"));
+        std::fs::write(&path, page).map_err(|e| Error::run(format!("{}: {e}", path.display())))?;
+        written += 1;
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            stack.push((format!("{name}-{}", sub.get_name()), sub.clone()));
+        }
+    }
+    Ok(written)
+}
+
+/// Runs a probe with a progress line (on a terminal), then prints the console report and writes
+/// the files; Ctrl-C ends it without a report.
+async fn run_probe(job: ProbeJob) -> Result<Ended, Error> {
+    let progress = Arc::new(std::sync::Mutex::new(console::Progress::new(job.total)));
+    let on_case: OnCase = {
+        let progress = progress.clone();
+        Arc::new(move |case: &CaseResult| {
+            if let Ok(mut p) = progress.lock() {
+                p.case_done(&case.id);
+            }
+        })
+    };
+    let report = tokio::select! {
+        report = (job.run)(on_case) => report?,
+        _ = tokio::signal::ctrl_c() => {
+            if let Ok(mut p) = progress.lock() { p.finish(); }
+            eprintln!("agent-tck: interrupted; no report written");
+            return Ok(Ended::Interrupted);
+        }
+    };
+    if let Ok(mut p) = progress.lock() {
+        p.finish();
+    }
+    conclude(report, &job.output)
+}
+
+async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
+    args.output.check()?;
+    let chosen: Vec<&'static dyn Protocol> = match &args.protocol {
+        Some(name) => vec![protocol(name)?],
+        None => protocols::REGISTRY.to_vec(),
+    };
+    let seed = seed_or_clock(args.run.seed);
+    let exe = std::env::current_exe().map_err(|e| {
+        Error::run(format!(
+            "cannot find the agent-tck binary to run as a stdio agent: {e}"
+        ))
+    })?;
+    let outcome = crate::selftest::run(&chosen, seed, &args.run, &args.suite, &exe, |report| {
+        crate::out!("{}", console::render(report, console::want_colour()));
+        Ok(())
+    })
+    .await?;
+    // The files hold the matrices too: a case per row.
+    args.output.write(&outcome.report)?;
+    crate::outln!("\n{}", outcome.verdict());
+    Ok(Ended::Verdict(outcome.exit_code()))
+}

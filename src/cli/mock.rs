@@ -1,0 +1,559 @@
+//! The `mock` commands: `mock agent` (served, or a command run once per call), `mock agents`,
+//! `mock fleet` (agents served, or a protocol's clients run), and `mock behaviors`.
+
+use std::sync::Arc;
+
+use super::args::protocol;
+use super::args::{MockAgentArgs, MockAgentsArgs, MockFleetArgs, MockRunArgs};
+use super::exit::{conclude, Ended};
+use super::signal::shutdown_signal;
+use crate::error::Error;
+use crate::mock::agent::{MockAgent, Profile};
+use crate::mock::behavior::{self, For};
+use crate::mock::driver::Driver;
+use crate::mock::fleet::{FleetFile, Layout};
+use crate::mock::protocol::AgentProtocol;
+use crate::mock::session::{Banner, SessionSettings};
+use crate::probe::args::{api_key, seed_or_clock};
+use crate::protocols;
+use crate::protocols::plugin::ServedAgents;
+use crate::report::{console, Exit, RunInfo};
+use crate::text::Redactor;
+use crate::transport::http::BaseUrl;
+
+/// The agents of protocol `name`, as the mock engine plays them.
+fn agents_of(name: &str) -> Result<&'static dyn AgentProtocol, Error> {
+    served_agents(name).map(|served| served.agents)
+}
+
+/// The agents of protocol `name` that the mock engine serves.
+fn served_agents(name: &str) -> Result<ServedAgents, Error> {
+    protocol(name)?.capabilities().agents.ok_or_else(|| {
+        Error::usage(format!(
+            "--protocol {name}: the kit does not play its agents"
+        ))
+    })
+}
+
+pub(super) fn mock_agents(args: MockAgentsArgs) -> Result<Ended, Error> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::run(format!("cannot find the agent-tck binary: {e}")))?;
+    let seed = seed_or_clock(args.seed);
+    let at = crate::protocols::plugin::AgentSet {
+        dir: &args.dir,
+        count: args.count,
+        seed,
+        exe: &exe,
+    };
+    let agents = protocol(&args.protocol)?
+        .capabilities()
+        .command_agent
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "--protocol {}: no sets of mock agents (agent-standard has them)",
+                args.protocol
+            ))
+        })?;
+    let text = agents.write_set(at)?;
+    crate::outln!("{text}");
+    Ok(Ended::Verdict(Exit::Passed))
+}
+
+pub(super) async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
+    if !crate::mock::fleet::valid_name(&args.name) {
+        return Err(Error::usage(format!(
+            "--name {:?}: must match ^[A-Za-z][A-Za-z0-9_-]*$",
+            args.name
+        )));
+    }
+    let key = api_key(args.api_key.clone()).map_err(Error::Usage)?;
+    let protocol = protocol(&args.protocol)?;
+    let behaviors = args.behavior.join(",");
+    let command = crate::protocols::plugin::CommandAgent {
+        name: &args.name,
+        behavior: &behaviors,
+        seed: seed_or_clock(args.seed),
+        mode: args.mode.as_deref(),
+        task: args.task.as_deref(),
+        next: &args.next,
+        approved: args.approved,
+        journal: args.run.journal.as_deref(),
+    };
+    if let Some(agent) = protocol.capabilities().command_agent {
+        return agent.run(command).map(Ended::AgentExit);
+    }
+    for (flag, given) in [
+        ("--mode", args.mode.is_some()),
+        ("--task", args.task.is_some()),
+        ("--next", !args.next.is_empty()),
+        ("--approved", args.approved),
+    ] {
+        if given {
+            return Err(Error::usage(format!(
+                "{flag}: for agents run as a command (--protocol agent-standard), not {}",
+                args.protocol
+            )));
+        }
+    }
+    let served = served_agents(&args.protocol)?;
+    let agents = served.agents;
+    let others = protocols::agent_protocols();
+    let at = For {
+        protocol: agents,
+        others: &others,
+    };
+    let items = behavior::parse_list(&behaviors, at)
+        .map_err(|e| Error::usage(format!("--behavior: {e}")))?;
+    let line = args.stdio || args.tcp.is_some() || args.unix.is_some();
+    if line && agents.line_endpoint().is_none() {
+        let lines: Vec<String> = others
+            .iter()
+            .filter(|p| p.line_endpoint().is_some())
+            .map(|p| format!("--protocol {}", p.name()))
+            .collect();
+        return Err(Error::usage(format!(
+            "--stdio, --tcp and --unix: {} agents are served over HTTP only (add {})",
+            agents.name(),
+            lines.join(" or ")
+        )));
+    }
+    behavior::check_fit(&items, agents, !line, args.stdio)
+        .map_err(|e| Error::usage(format!("--behavior {e}")))?;
+    args.run.output.check()?;
+    let seed = seed_or_clock(args.seed);
+    let profile = Profile {
+        name: args.name.clone(),
+        domain: "general review".into(),
+        capabilities: Vec::new(),
+        api_key: key,
+    };
+    let reference = served.reference(&args.name, seed, &args.scenario)?;
+    let agent = MockAgent::with_responder(agents, profile, items, seed, reference);
+    if line {
+        return serve_line_agent(agent, &args, seed).await;
+    }
+    let settings = SessionSettings {
+        protocol: agents,
+        agents: vec![agent],
+        layout: Layout::PerAgent,
+        host: args.host,
+        port: args.port,
+        advertise: None,
+        driver: None,
+        expect: args.run.expect(None),
+        journal: args.run.journal.clone(),
+        journal_body_cap: args.run.journal_body_cap,
+        seed,
+        serve_after: true,
+        strict: args.run.strict,
+        banner: Banner::Agent,
+        log_requests: args.run.log_requests(),
+    };
+    run_mock(settings, &args.run).await
+}
+
+/// An agent on stdio (until end of input) or a socket (until interrupted), judging its peer (the
+/// harness) as a mock session does. Over stdio the reports are rewritten after every answer (a
+/// harness may kill the agent at any moment), the readable report goes to stderr, and the exit
+/// status is 0 whatever the verdict: the harness reads it as the agent's.
+async fn serve_line_agent(
+    agent: MockAgent,
+    args: &MockAgentArgs,
+    seed: u64,
+) -> Result<Ended, Error> {
+    use crate::mock::line_server::{self, LineService};
+    let protocol = agent.protocol.name();
+    let mut service = LineService::judged(agent, &args.run.expect(None));
+    for (flag, path) in [
+        ("--json", &args.run.output.json),
+        ("--junit", &args.run.output.junit),
+    ] {
+        if let Some(path) = path {
+            // The child `forks-and-exits` leaves needs them whatever its working directory.
+            let path = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+            service.linger_args.push(flag.into());
+            service.linger_args.push(path.into());
+        }
+    }
+    if let (true, Some(json)) = (args.stdio, &args.run.output.json) {
+        // The processes of one run (a per-turn harness starts one a turn) fold one report.
+        service
+            .keep_journal(json)
+            .map_err(|e| Error::run(format!("--json {}: its journal: {e}", json.display())))?;
+    }
+    let service = Arc::new(service);
+    let started = std::time::Instant::now();
+    let started_at = crate::report::now_rfc3339();
+    let target = match (&args.tcp, &args.unix) {
+        (Some(port), _) => format!("the harness that connected to tcp://{}:{port}", args.host),
+        (_, Some(path)) => format!("the harness that connected to unix://{}", path.display()),
+        _ => "the harness that ran this agent (stdio)".to_string(),
+    };
+    let report_of = |service: &LineService| {
+        let mut run = RunInfo::start("mock", protocol, target.clone(), seed, args.run.strict);
+        run.started = started;
+        run.started_at = started_at.clone();
+        run.report(service.cases(), &Redactor::new(None))
+    };
+    if args.stdio {
+        let rewrite = |s: &LineService| {
+            let _ = args.run.output.write_quietly(&report_of(s));
+        };
+        let served = tokio::select! {
+            r = line_server::serve_stdio(service.clone(), &rewrite) => r,
+            // Ended by the harness (TERM, INT): what it was waiting for, it gave up on now.
+            _ = shutdown_signal() => {
+                service.peer_gave_up();
+                Ok(())
+            }
+        };
+        let report = report_of(&service);
+        args.run.output.write_quietly(&report)?;
+        if !service.stderr_stuck() {
+            eprint!("{}", console::render(&report, false));
+        }
+        served.map_err(|e| Error::run(format!("stdio: {e}")))?;
+        return Ok(Ended::Verdict(Exit::Passed));
+    }
+    let stop = tokio_util::sync::CancellationToken::new();
+    let served = {
+        let stop = stop.clone();
+        let signal = shutdown_signal();
+        async move {
+            signal.await;
+            stop.cancel();
+        }
+    };
+    if let Some(port) = args.tcp {
+        let addr = std::net::SocketAddr::new(args.host, port);
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| Error::run(format!("cannot listen on {addr}: {e}")))?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| Error::run(e.to_string()))?;
+        crate::outln!(
+            "agent-tck mock agent · {protocol} {:?} · newline-delimited JSON · listening on tcp://{bound}",
+            service.agent.name()
+        );
+        tokio::join!(
+            line_server::serve_tcp(service.clone(), listener, stop),
+            served
+        );
+    } else if let Some(path) = &args.unix {
+        let listener = tokio::net::UnixListener::bind(path)
+            .map_err(|e| Error::run(format!("--unix {}: cannot listen: {e}", path.display())))?;
+        crate::outln!(
+            "agent-tck mock agent · {protocol} {:?} · newline-delimited JSON · listening on unix://{}",
+            service.agent.name(),
+            path.display()
+        );
+        tokio::join!(
+            line_server::serve_unix(service.clone(), listener, stop),
+            served
+        );
+        let _ = std::fs::remove_file(path);
+    }
+    conclude(report_of(&service), &args.run.output)
+}
+
+/// The `protocol:` a fleet file names, if it parses that far.
+fn fleet_protocol(text: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        protocol: Option<String>,
+    }
+    serde_saphyr::from_str::<Peek>(text).ok()?.protocol
+}
+
+pub(super) async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
+    // A protocol whose fleets are clients of a server runs the file itself.
+    let (source, text) = match (&args.config, &args.preset) {
+        (Some(path), _) => (
+            path.display().to_string(),
+            std::fs::read_to_string(path)
+                .map_err(|e| Error::usage(format!("{}: cannot read: {e}", path.display())))?,
+        ),
+        (None, Some(name)) => {
+            let (source, text) = protocols::fleet_preset(name).map_err(Error::Usage)?;
+            (source.to_string(), text.to_string())
+        }
+        (None, None) => return Err(Error::usage("give --config FILE or --preset NAME")),
+    };
+    if let Some(protocol) = fleet_protocol(&text).and_then(|p| protocols::find(&p)) {
+        let at = crate::protocols::plugin::FleetFlags {
+            url: args.platform_url.as_deref(),
+            seed: args.seed,
+            strict: args.run.strict,
+            registry: args.registry.as_deref(),
+        };
+        if let Some(fleet) = protocol.capabilities().client_fleet {
+            args.run.output.check()?;
+            return conclude(fleet.run(&source, &text, at).await?, &args.run.output);
+        }
+    }
+    let (source, file) = match (&args.config, &args.preset) {
+        (Some(path), _) => (
+            path.display().to_string(),
+            FleetFile::from_file(path).map_err(Error::Usage)?,
+        ),
+        (None, Some(name)) => {
+            let (source, text) = protocols::fleet_preset(name).map_err(Error::Usage)?;
+            (
+                source.to_string(),
+                FleetFile::parse(source, text).map_err(Error::Usage)?,
+            )
+        }
+        (None, None) => return Err(Error::usage("give --config FILE or --preset NAME")),
+    };
+    let agents_protocol = match &file.protocol {
+        None => agents_of(crate::protocols::roundtable::NAME)?,
+        Some(name) => agents_of(&name.value).map_err(|e| {
+            Error::usage(format!(
+                "{source}:{}: protocol: {e}",
+                name.referenced.line()
+            ))
+        })?,
+    };
+    let seed = seed_or_clock(args.seed.or(file.seed));
+    let others = protocols::agent_protocols();
+    let agents = file
+        .agents(
+            &source,
+            seed,
+            For {
+                protocol: agents_protocol,
+                others: &others,
+            },
+        )
+        .map_err(Error::Usage)?;
+    let agents = match &args.shard {
+        Some(shard) => {
+            let shard = crate::targets::parse_shard(shard)?;
+            let mine: Vec<_> = agents
+                .into_iter()
+                .filter(|a| crate::targets::in_shard(a.name(), shard))
+                .collect();
+            if mine.is_empty() {
+                return Err(Error::usage(format!(
+                    "--shard {}/{}: no agent of {source} falls in this shard",
+                    shard.0, shard.1
+                )));
+            }
+            mine
+        }
+        None => agents,
+    };
+    args.run.output.check()?;
+    let mut platform = file.platform.clone();
+    if let Some(url) = &args.platform_url {
+        let spec = platform.as_mut().ok_or_else(|| {
+            Error::usage(format!(
+                "--platform-url: {source} has no platform: section to point at it (add one \
+                 with register: and trigger:)"
+            ))
+        })?;
+        BaseUrl::parse(url).map_err(|e| Error::usage(format!("--platform-url: {e}")))?;
+        spec.url = url.clone();
+    }
+    let driver = platform
+        .as_ref()
+        .map(|p| Driver::new(p, args.platform_token.clone(), agents_protocol))
+        .transpose()
+        .map_err(|e| Error::usage(format!("{source}: {e}")))?;
+    let advertise = args.advertise.clone().or(file.advertise.clone());
+    if let Some(a) = &advertise {
+        BaseUrl::parse(a).map_err(|e| Error::usage(format!("--advertise: {e}")))?;
+    }
+    let expect = args.run.expect(driver.as_ref().map(|d| d.timeout));
+    let settings = SessionSettings {
+        protocol: agents_protocol,
+        agents,
+        layout: file.layout,
+        host: args.host.unwrap_or(file.host),
+        port: args.port.unwrap_or(file.port),
+        advertise,
+        driver,
+        expect,
+        journal: args.run.journal.clone(),
+        journal_body_cap: args.run.journal_body_cap,
+        seed,
+        serve_after: args.serve,
+        strict: args.run.strict,
+        banner: Banner::Fleet,
+        log_requests: false,
+    };
+    run_mock(settings, &args.run).await
+}
+
+/// Runs a mock session until it ends or is interrupted, then reports on the platform.
+async fn run_mock(settings: SessionSettings, run: &MockRunArgs) -> Result<Ended, Error> {
+    let report = crate::mock::session::run(settings, shutdown_signal()).await?;
+    conclude(report, &run.output)
+}
+
+/// One row of the catalogue: name, what it does, the rule it exercises, and (for a content
+/// behaviour) the protocols that have it.
+type CatalogueRow = (&'static str, &'static str, &'static str, Vec<&'static str>);
+
+/// The behaviour catalogue: the engine's behaviours, then each protocol's content behaviours
+/// (a name several protocols share once, with the first one's description), then the modifiers.
+pub fn catalogue() -> Vec<CatalogueRow> {
+    let modifier = |name: &str| matches!(name, "flaky" | "fail-first");
+    let mut rows: Vec<CatalogueRow> = behavior::CATALOGUE
+        .iter()
+        .filter(|(name, _, _)| !modifier(name))
+        .map(|(n, w, r)| (*n, *w, *r, Vec::new()))
+        .collect();
+    let mut content: Vec<CatalogueRow> = Vec::new();
+    for agents in protocols::agent_protocols() {
+        for b in agents.behaviors() {
+            match content.iter_mut().find(|row| row.0 == b.name) {
+                Some(row) => row.3.push(agents.name()),
+                None => content.push((b.name, b.what, b.rule, vec![agents.name()])),
+            }
+        }
+    }
+    rows.extend(content);
+    rows.extend(
+        behavior::CATALOGUE
+            .iter()
+            .filter(|(name, _, _)| modifier(name))
+            .map(|(n, w, r)| (*n, *w, *r, Vec::new())),
+    );
+    rows
+}
+
+/// The behaviour catalogue as printed by `mock behaviors`.
+pub fn list_behaviors() -> String {
+    let mut out = String::from(
+        "Behaviours (--behavior NAME[:ARGS][@ENDPOINT], comma-separated; fleet files: `behaviors:`)\n\n",
+    );
+    for (name, what, rule, protocols) in catalogue() {
+        out.push_str(&format!(
+            "  {name}\n      {what}\n      exercises: {rule}\n"
+        ));
+        if !protocols.is_empty() {
+            out.push_str(&format!("      protocols: {}\n", protocols.join(", ")));
+        }
+    }
+    for p in protocols::REGISTRY {
+        let offers = p.capabilities();
+        if offers.behaviors.is_empty() {
+            continue;
+        }
+        let name = p.name();
+        let heading = match offers.command_agent {
+            Some(_) => format!(
+                "Behaviours of the {name} command agent (mock agent --protocol {name} --behavior \
+                 NAME[:ARG], comma-separated or repeated; one run per call)"
+            ),
+            None => format!(
+                "Behaviours of the {name} reference peer (one a row of its matrix, {}; the \
+                 self-test plays them)",
+                offers.selftest.matrix().0
+            ),
+        };
+        out.push_str(&format!("\n{heading}\n\n"));
+        for b in offers.behaviors {
+            out.push_str(&format!(
+                "  {}\n      {}\n      over: {}\n",
+                b.name,
+                b.what,
+                b.transports.join(", ")
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_parses_and_builds_its_agents() {
+        for p in protocols::REGISTRY {
+            let offers = p.capabilities();
+            for (name, source, text) in offers.fleet_presets {
+                // A protocol whose fleets are clients parses its own (tested with it).
+                let Some(served) = offers.agents else {
+                    assert_eq!(fleet_protocol(text).as_deref(), Some(p.name()), "{name}");
+                    continue;
+                };
+                let file = FleetFile::parse(source, text).unwrap();
+                let others = protocols::agent_protocols();
+                let at = For {
+                    protocol: served.agents,
+                    others: &others,
+                };
+                let agents = file.agents(source, 1, at).unwrap_or_else(|e| panic!("{e}"));
+                assert!(agents.len() >= 10, "{name}: {} agents", agents.len());
+            }
+        }
+        assert!(protocols::fleet_preset("calm")
+            .unwrap_err()
+            .contains("chaos, slow"));
+    }
+
+    #[test]
+    fn the_readme_documents_every_behaviour() {
+        let readme = include_str!("../../README.md");
+        for (name, what, _, _) in catalogue() {
+            assert!(
+                readme.contains(&format!("| `{name}` | {}", what.replace('|', "\\|"))),
+                "{name}"
+            );
+        }
+    }
+
+    /// The Librarian's and the connector's flaws and the agent standard's behaviours are in the
+    /// one listing, each under its protocol, and each is a name its matrix check takes over
+    /// its transports, and a row of its matrix plays it.
+    #[test]
+    fn every_protocols_own_behaviours_are_listed_checked_and_played() {
+        let listing = list_behaviors();
+        let matrices = crate::selftest::matrix::Matrix::builtin().unwrap();
+        let mut protocols_with_own = Vec::new();
+        for p in protocols::REGISTRY {
+            let offers = p.capabilities();
+            if offers.behaviors.is_empty() {
+                continue;
+            }
+            protocols_with_own.push(p.name());
+            let heading = format!("Behaviours of the {} ", p.name());
+            let section = &listing[listing.find(&heading).expect(&heading)..];
+            let matrix = matrices
+                .iter()
+                .find(|m| m.protocol.name() == p.name())
+                .expect("a matrix");
+            for b in offers.behaviors {
+                assert!(section.contains(&format!("\n  {}\n      {}\n", b.name, b.what)));
+                for transport in b.transports {
+                    offers
+                        .selftest
+                        .check_behavior(b.bare_name(), transport)
+                        .unwrap_or_else(|e| panic!("{} over {transport}: {e}", b.name));
+                }
+                assert!(
+                    matrix.file.rows.iter().any(|row| {
+                        let played = &row.behavior.value;
+                        played.split([',', ':']).next() == Some(b.bare_name())
+                    }),
+                    "{}: no row of {} plays {}",
+                    p.name(),
+                    matrix.source,
+                    b.name
+                );
+            }
+            assert!(offers
+                .selftest
+                .check_behavior("no-such-flaw", offers.behaviors[0].transports[0])
+                .is_err());
+        }
+        assert_eq!(
+            protocols_with_own,
+            ["librarian", "connector", "agent-standard"]
+        );
+    }
+}

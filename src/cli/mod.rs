@@ -1,0 +1,50 @@
+//! The command line, split by concern: [`args`] (the clap definitions, the one place where raw
+//! flags become validated settings), [`dispatch`] (each command run), [`exit`] (the one place where a command's end becomes an
+//! exit status: [`exit_status`], from an [`Error`] or an [`Ended`]),
+//! [`mock`] (the `mock` commands) and [`signal`]. `main` calls [`main`].
+//!
+//! The exit statuses are [`crate::report::Exit`]'s (documented there).
+//!
+//! `probe` has a subcommand per protocol of the registry ([`crate::protocols::REGISTRY`]), with
+//! the flags that protocol declares; `--protocol` takes any registered name.
+
+pub mod args;
+pub mod dispatch;
+pub mod exit;
+pub mod mock;
+pub mod signal;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+pub use self::args::*;
+pub use self::exit::{exit_status, Ended};
+pub use self::mock::{catalogue, list_behaviors};
+pub use crate::error::Error;
+
+use self::dispatch::{execute, finish, probe_job_of, run_async};
+
+/// Parses `args` and runs the command. Help and version print and exit 0.
+pub fn main<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    if crate::targets::wanted(&args) {
+        let run = crate::targets::run(args, probe_job_of);
+        return run_async(async move { run.await.map(Ended::Verdict) });
+    }
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help, --version: clap's own output, exit 0.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => return finish(Err(Error::Usage(clap_one_line(&e)))),
+    };
+    run_async(execute(cli.command))
+}

@@ -1,0 +1,33 @@
+//! Ending a run on a signal.
+
+/// Completes on Ctrl-C or (on Unix) SIGTERM. The handlers are installed when this is called, not
+/// when the future is first polled: a banner printed before the first poll would otherwise
+/// invite a Ctrl-C that kills the process with no report (and a SIGINT ignored by the parent,
+/// as under nohup, would stay ignored until then).
+pub(super) fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            match (interrupt, terminate) {
+                (Ok(mut interrupt), Ok(mut terminate)) => {
+                    tokio::select! {
+                        _ = interrupt.recv() => {}
+                        _ = terminate.recv() => {}
+                    }
+                }
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

@@ -1,0 +1,35 @@
+//! The reference Librarian's flaws: one departure from the document each, so that every probe
+//! case has a server that breaks it (`mocks/matrix-librarian.yaml`). The one list of them: the
+//! catalogue's entries and [`Flaws::named`] come from it.
+
+use super::server::Flaws;
+
+crate::mock::behavior::switches!(Flaws, transports: &["http"], [
+    "accepts-any-content-type" => accepts_any_content_type:
+        "content that is not a string (a list) is taken, as if it were empty text",
+    "content-limit-off-by-one" => content_limit_off_by_one:
+        "content one byte over max_content_size (102,401 bytes) passes",
+    "allows-deviations" => allows_deviations:
+        "deviations are allowed while the probe is told the server is in strict mode",
+    "forbids-403" => forbids_403:
+        "not a departure: authorization refused 403 \"Agent not authorized\" (breaks nothing)",
+    "silent-429" => silent_429: "a 429 without Retry-After",
+    "no-status-endpoint" => no_status_endpoint:
+        "GET /agent/status/{id} is not served: 404 {\"detail\":\"Not Found\"}",
+    "reverts-escalation" => reverts_escalation:
+        "an escalation, once decided, shows PENDING again (a state going backwards)",
+    "obeys-injection" => obeys_injection:
+        "a request that says it is pre-approved is approved, whatever the registry says",
+    "ignores-capabilities" => ignores_capabilities:
+        "an agent without the capability an action needs is not refused",
+    "approves-without-rationale" => approves_without_rationale:
+        "an APPROVAL without rationale is approved",
+    "crashes-on-malformed-json" => crashes_on_malformed_json:
+        "a body that is not JSON crashes the handler: 500",
+    "no-rate-limit" => no_rate_limit: "no rate limit",
+    "shared-rate-limit" => shared_rate_limit: "one rate window for every agent together",
+    "leaks-status" => leaks_status: "/agent/status answers any agent about any request",
+    "accepts-wrong-token" => accepts_wrong_token:
+        "any bearer token is taken for the agent the request names",
+    "ignores-max-references" => ignores_max_references: "more than 20 references pass",
+]);
