@@ -539,7 +539,7 @@ pub fn config_yaml(data: &[u8]) {
                 }
             }
         }
-        Err(e) => named(&e),
+        Err(e) => named(&e.to_string()),
     }
     let errors = [
         execute_task::scenario::Scenario::parse(SOURCE, &text).err(),

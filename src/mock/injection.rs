@@ -304,7 +304,7 @@ impl Injection {
     pub fn parse(
         a: &mut crate::mock::args::Args<'_>,
         put: Placement,
-    ) -> Result<Box<dyn crate::mock::protocol::Mutation>, String> {
+    ) -> Result<Box<dyn crate::mock::protocol::Mutation>, crate::mock::args::BehaviorError> {
         let select = a
             .get("select", true)
             .map(|s| s.split('+').map(|p| p.trim().to_string()).collect())

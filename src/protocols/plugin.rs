@@ -336,13 +336,15 @@ pub trait Protocol: Sync {
                 protocol: agents,
                 others: &super::agent_protocols(),
             },
-        )?;
+        )
+        .map_err(|e| e.to_string())?;
         crate::mock::behavior::check_fit(
             &items,
             agents,
             transport == "http",
             transport.starts_with("stdio"),
         )
+        .map_err(|e| e.to_string())
     }
 
     /// Probes a mock agent with one matrix row's behaviour over its transport.

@@ -257,8 +257,7 @@ impl Protocol for ExecuteTask {
                     protocol: &Agents,
                     others: &[],
                 },
-            )
-            .map_err(Error::Usage)?;
+            )?;
             let scenarios = Scenario::builtin();
             let agent = || {
                 let profile = Profile {
