@@ -556,7 +556,9 @@ pub fn config_yaml(data: &[u8]) {
         librarian::mock::Script::parse(SOURCE, &text)
             .err()
             .map(|e| e.to_string()),
-        crate::mock::injection::Corpus::parse(SOURCE, &text).err(),
+        crate::mock::injection::Corpus::parse(SOURCE, &text)
+            .err()
+            .map(|e| e.to_string()),
         crate::selftest::matrix::Matrix::parse(SOURCE, &text)
             .err()
             .map(|e| e.to_string()),
