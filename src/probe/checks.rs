@@ -333,16 +333,16 @@ impl Check {
             }
             Check::MaxBody => {
                 if response.body_exceeded {
-                    broken(body_too_large(response, ctx.max_body))
+                    broken(body_too_large(response, ctx.max_body).to_string())
                 } else {
                     Ok(Verdict::answer(format!("{} bytes", response.body.len())))
                 }
             }
-            Check::Json => json().map(|_| Verdict::answer("")),
+            Check::Json => Ok(json().map(|_| Verdict::answer(""))?),
             Check::UniqueKeys => {
                 json()?;
                 Ok(verdict(
-                    super::dupkeys::duplicate_keys(&response.body)?,
+                    super::dupkeys::duplicate_keys(&response.body).map_err(|e| e.to_string())?,
                     1,
                     OWN_ANSWER,
                     String::new,

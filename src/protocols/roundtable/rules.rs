@@ -247,5 +247,5 @@ fn count(body: &Value, lists: &[&str]) -> u64 {
 fn answer<'a>(ctx: &Ctx<'a>) -> Result<&'a Value, String> {
     let outcome = ctx.outcome.ok_or("the case has no exchange")?;
     outcome.result.as_ref().map_err(|e| e.to_string())?;
-    outcome.json(ctx.max_body)
+    Ok(outcome.json(ctx.max_body)?)
 }
