@@ -836,7 +836,7 @@ async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
             args.name
         )));
     }
-    let key = api_key(args.api_key.clone()).map_err(Error::Usage)?;
+    let key = api_key(args.api_key.clone())?;
     let protocol = protocol(&args.protocol)?;
     let behaviors = args.behavior.join(",");
     let command = crate::protocols::plugin::CommandAgent {

@@ -103,9 +103,9 @@ pub fn suite_settings(
     suite_args: &SuiteArgs,
     load: impl Fn(Option<&Path>) -> Result<Suite, Error>,
 ) -> Result<ProbeSettings, Error> {
-    let key = args::api_key(key).map_err(Error::Usage)?;
+    let key = args::api_key(key)?;
     let suite = load(suite_args.suite.as_deref())?;
-    args::settings(base, key, suite, run, suite_args).map_err(Error::Usage)
+    Ok(args::settings(base, key, suite, run, suite_args)?)
 }
 
 /// `probe NAME` of a suite protocol, from the flags clap parsed: the job that runs the suite
