@@ -32,7 +32,7 @@ pub trait SuiteProtocol: Send + Sync + 'static {
         name: &str,
         args: &str,
         content: &mut Content,
-    ) -> Option<Result<Value, String>> {
+    ) -> Option<Result<Value, super::template::FillError>> {
         let _ = (name, args, content);
         None
     }

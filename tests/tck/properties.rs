@@ -234,7 +234,7 @@ proptest! {
                 content: Content::new(seed, name),
                 protocol: suite().protocol,
             };
-            let request = template::render(body, &mut fill).map_err(TestCaseError::fail)?;
+            let request = template::render(body, &mut fill).map_err(|e| TestCaseError::fail(e.to_string()))?;
             // An unknown path has no request schema of its own.
             let Some(schema) = request_schema(&exchange.path) else { continue };
             clean(&format!("exchange {name} against {schema}"), &request, &schemas().validate(schema, &request))?;

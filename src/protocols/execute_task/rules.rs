@@ -11,7 +11,7 @@ use super::model::check_answer;
 use crate::content::Content;
 use crate::probe::checks::verdict;
 use crate::probe::plugin::{Ctx, Rule, SuiteProtocol, Verdict, OWN_ANSWER};
-use crate::probe::template::numbers;
+use crate::probe::template::{numbers, FillError};
 use crate::probe::Suite as LoadedSuite;
 
 /// The built-in protocol cases: (file, YAML).
@@ -74,7 +74,12 @@ impl SuiteProtocol for Suite {
         names
     }
 
-    fn generate(&self, name: &str, args: &str, _: &mut Content) -> Option<Result<Value, String>> {
+    fn generate(
+        &self,
+        name: &str,
+        args: &str,
+        _: &mut Content,
+    ) -> Option<Result<Value, FillError>> {
         (name == "long_history").then(|| numbers(name, args, 1).map(|n| long_history(n[0])))
     }
 
