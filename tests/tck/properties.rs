@@ -422,7 +422,7 @@ proptest! {
         messages_nonempty("agent_name_consistent", &roundtable::agent_name_consistent(&from_body))?;
         for (at, text) in strings(&body) {
             if let Err(why) = evidence_level(text) {
-                prop_assert!(!why.trim().is_empty(), "evidence_level at {}", at);
+                prop_assert!(!why.to_string().trim().is_empty(), "evidence_level at {}", at);
             }
             messages_nonempty("check_tag", &check_tag(&at, text).into_iter().collect::<Vec<_>>())?;
         }

@@ -11,6 +11,7 @@ use super::model::check_answer;
 use crate::content::Content;
 use crate::probe::checks::verdict;
 use crate::probe::plugin::{Ctx, Rule, SuiteProtocol, Verdict, OWN_ANSWER};
+use crate::probe::suite::SuiteError;
 use crate::probe::template::{numbers, FillError};
 use crate::probe::Suite as LoadedSuite;
 
@@ -21,10 +22,10 @@ pub const SUITE: (&str, &str) = (
 );
 
 /// The built-in protocol cases, loaded once.
-pub fn suite() -> Result<LoadedSuite, String> {
-    static LOADED: OnceLock<Result<LoadedSuite, String>> = OnceLock::new();
+pub fn suite() -> Result<LoadedSuite, SuiteError> {
+    static LOADED: OnceLock<Result<LoadedSuite, SuiteError>> = OnceLock::new();
     LOADED
-        .get_or_init(|| LoadedSuite::parse(SUITE.0, SUITE.1, &Suite).map_err(|e| e.to_string()))
+        .get_or_init(|| LoadedSuite::parse(SUITE.0, SUITE.1, &Suite))
         .clone()
 }
 
