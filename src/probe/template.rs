@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde_json::Value;
 
+pub use super::plugin::FillError;
 use super::plugin::SuiteProtocol;
 use crate::content::Content;
 
@@ -44,36 +45,6 @@ pub struct Fill<'a> {
     pub run: &'a RunValues,
     pub content: Content,
     pub protocol: &'a dyn SuiteProtocol,
-}
-
-/// Why a request template does not fill: a placeholder names an unknown generator or gives it
-/// the wrong arguments. A suite's mistake, found when the suite loads.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FillError {
-    #[error("{{{{ {name}(…) }}}} takes {want} number(s), got {args:?}")]
-    NumberCount {
-        name: String,
-        want: usize,
-        args: String,
-    },
-    #[error("{{{{ {name}({args}) }}}}: {part:?} is not a whole number")]
-    NotANumber {
-        name: String,
-        args: String,
-        part: String,
-    },
-    #[error("{{{{ {name} }}}} takes no arguments")]
-    TakesNoArguments { name: String },
-    /// `known`: the generators there are, as a suite writes them.
-    #[error("unknown generator {{{{ {name} }}}} (known: {known})")]
-    Unknown { name: String, known: String },
-}
-
-/// For the loaders that gather one-line messages with `?` (the message unchanged).
-impl From<FillError> for String {
-    fn from(e: FillError) -> Self {
-        e.to_string()
-    }
 }
 
 /// Fills a template.
