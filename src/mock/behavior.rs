@@ -63,7 +63,7 @@ impl Dist {
         };
         let inner = rest
             .strip_suffix(')')
-            .ok_or_else(|| BehaviorError::item(text, format!("missing ')'")))?;
+            .ok_or_else(|| BehaviorError::item(text, "missing ')'"))?;
         let args: Vec<&str> = inner.split(',').map(str::trim).collect();
         let two = |what: &str| -> Result<(&str, &str), BehaviorError> {
             match args.as_slice() {
@@ -77,10 +77,7 @@ impl Dist {
         match name.trim() {
             "fixed" => match args.as_slice() {
                 [d] => duration(d).map(Dist::Fixed),
-                _ => Err(BehaviorError::item(
-                    text,
-                    format!("fixed takes one duration"),
-                )),
+                _ => Err(BehaviorError::item(text, "fixed takes one duration")),
             },
             "uniform" => {
                 let (lo, hi) = two("low, high")?;
@@ -88,7 +85,7 @@ impl Dist {
                 if hi < lo {
                     return Err(BehaviorError::item(
                         text,
-                        format!("the high bound is below the low one"),
+                        "the high bound is below the low one",
                     ));
                 }
                 Ok(Dist::Uniform(lo, hi))
@@ -521,7 +518,7 @@ fn what(name: &str, a: &mut Args<'_>, at: For<'_>) -> Result<What, BehaviorError
             if rate == 0 {
                 return Err(BehaviorError::item(
                     item,
-                    format!("the rate must be at least 1 byte/s"),
+                    "the rate must be at least 1 byte/s",
                 ));
             }
             b(Kind::Dribble {
