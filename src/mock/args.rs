@@ -166,3 +166,39 @@ pub fn unknown_variant<'a>(
         expected: known.collect::<Vec<_>>().join(", "),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    #[test]
+    fn argument_errors_name_the_item_and_are_usage_errors() {
+        let e = Args::parse("slow:1s;2s", Some("1s;2s")).err().unwrap();
+        assert_eq!(
+            e,
+            BehaviorError::Item {
+                text: "slow:1s;2s".into(),
+                why: "two bare arguments (\"2s\")".into()
+            }
+        );
+        assert_eq!(
+            Error::from(e),
+            Error::Usage("\"slow:1s;2s\": two bare arguments (\"2s\")".into())
+        );
+        let mut a = Args::parse("flaky:p=x", Some("p=x")).unwrap();
+        assert_eq!(
+            a.number("p", true, 0.5f64).unwrap_err().to_string(),
+            "\"flaky:p=x\": p=\"x\" is not a number"
+        );
+        let a = Args::parse("hang:n=1", Some("n=1")).unwrap();
+        assert_eq!(
+            a.finish().unwrap_err().to_string(),
+            "\"hang:n=1\": unknown argument \"n\" (this behaviour takes none)"
+        );
+        assert_eq!(
+            unknown_variant("reset:at=x", "x", ["a", "b"].into_iter()).to_string(),
+            "\"reset:at=x\": unknown variant \"x\" (expected a, b)"
+        );
+    }
+}

@@ -687,6 +687,31 @@ mod tests {
     use super::*;
     use crate::mock::stub::STUB;
 
+    #[test]
+    fn fleet_file_errors_are_usage_errors_with_the_file_first() {
+        let e = FleetFile::from_file(Path::new("/nonexistent/fleet.yaml")).unwrap_err();
+        assert!(
+            matches!(&e, FleetFileError::Read { path, .. } if path == "/nonexistent/fleet.yaml")
+        );
+        let e = crate::error::Error::from(e);
+        assert!(
+            matches!(&e, crate::error::Error::Usage(m) if m.starts_with("/nonexistent/fleet.yaml: cannot read: ")),
+            "{e:?}"
+        );
+        let file =
+            FleetFile::parse("f.yaml", "agents:\n  - { name: a, behaviors: nope }\n").unwrap();
+        let e = file.agents("f.yaml", 1, at()).err().unwrap();
+        assert!(
+            matches!(&e, FleetFileError::Agent { line: 2, agent, .. } if agent == "a"),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .starts_with("f.yaml:2: agent \"a\": unknown behaviour \"nope\" ("),
+            "{e}"
+        );
+    }
+
     fn at() -> For<'static> {
         For {
             protocol: &STUB,

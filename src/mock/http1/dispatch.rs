@@ -218,3 +218,36 @@ pub async fn spawn_with<H: Handler>(
         tracker,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Nothing;
+
+    impl Handler for Nothing {
+        type Note = ();
+
+        async fn handle(&self, _: Request) -> (Plan, ()) {
+            (Plan::immediate(Response::new(204, "text/plain", "")), ())
+        }
+
+        async fn finish(&self, _: (), _: Delivered) {}
+    }
+
+    #[tokio::test]
+    async fn a_port_in_use_is_a_run_error_that_names_it() {
+        let taken = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = taken.local_addr().unwrap();
+        let e = spawn(Arc::new(Nothing), addr).await.err().unwrap();
+        assert!(
+            matches!(&e, ListenError::Bind { addr: a, .. } if *a == addr),
+            "{e:?}"
+        );
+        let e = crate::error::Error::from(e);
+        assert!(
+            matches!(&e, crate::error::Error::Run(m) if m.starts_with(&format!("cannot listen on {addr}: "))),
+            "{e:?}"
+        );
+    }
+}
