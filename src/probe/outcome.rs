@@ -113,3 +113,46 @@ pub fn body_too_large(response: &Response, max_body: usize) -> AnswerError {
         read: response.body.len(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn response(body: &[u8], body_exceeded: bool) -> Response {
+        Response {
+            status: 200,
+            headers: Vec::new(),
+            body: bytes::Bytes::copy_from_slice(body),
+            body_exceeded,
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn an_unreadable_answer_says_why_in_one_line() {
+        let why = |body: &[u8], exceeded| parse_body(&response(body, exceeded), 4).unwrap_err();
+        assert_eq!(why(b"", false), AnswerError::Empty);
+        assert_eq!(
+            why(b"", false).to_string(),
+            "the body is empty; expected a JSON object"
+        );
+        assert_eq!(
+            why(b"{\"a\":\xff}", false).to_string(),
+            "the body is not valid UTF-8: byte 0xff at offset 5 (JSON must be UTF-8, RFC 8259)"
+        );
+        assert_eq!(
+            why(b"[1]", false).to_string(),
+            "the body is JSON but not an object: [1]"
+        );
+        assert_eq!(
+            why(b"{\"a\":1}x", true).to_string(),
+            "the body exceeds 4 bytes (--max-body; the platform truncates or rejects it): stopped reading after 8 bytes"
+        );
+        assert!(matches!(why(b"{", false), AnswerError::NotJson { .. }));
+        assert_eq!(
+            String::from(AnswerError::Empty),
+            AnswerError::Empty.to_string()
+        );
+    }
+}
