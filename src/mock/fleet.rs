@@ -21,7 +21,7 @@ use super::agent::{MockAgent, Profile};
 use super::behavior::{self, BehaviorError, For, Item};
 use super::body::Body;
 use super::decision::Decision;
-use super::http1::{self, Delivered, Handler, Plan, Request, Response, ServerLimits};
+use super::http1::{self, Delivered, Handler, ListenError, Plan, Request, Response, ServerLimits};
 use super::journal::{AuthSeen, Journal, RequestRecord};
 use super::protocol::{Answered, PlatformExpect, PlatformObserver, Seen};
 
@@ -588,12 +588,8 @@ pub async fn serve(
     let mut listeners = Vec::new();
     let (routes, urls) = match layout {
         Layout::Shared => {
-            let listener = bind(SocketAddr::new(host, port))
-                .await
-                .map_err(Error::Run)?;
-            let addr = listener
-                .local_addr()
-                .map_err(|e| Error::run(e.to_string()))?;
+            let listener = bind(SocketAddr::new(host, port)).await?;
+            let addr = listener.local_addr().map_err(ListenError::LocalAddr)?;
             let urls = agents
                 .iter()
                 .map(|a| format!("http://{addr}/agents/{}", a.name()))
@@ -611,12 +607,8 @@ pub async fn serve(
                     port.checked_add(i as u16)
                         .ok_or_else(|| Error::usage("ports run past 65535"))?
                 };
-                let listener = bind(SocketAddr::new(host, want))
-                    .await
-                    .map_err(Error::Run)?;
-                let addr = listener
-                    .local_addr()
-                    .map_err(|e| Error::run(e.to_string()))?;
+                let listener = bind(SocketAddr::new(host, want)).await?;
+                let addr = listener.local_addr().map_err(ListenError::LocalAddr)?;
                 by_port.insert(addr.port(), i);
                 urls.push(format!("http://{addr}"));
                 listeners.push(listener);
@@ -669,7 +661,7 @@ pub async fn serve_one(
 
 /// Binds with a deep accept queue: a platform that opens thousands of connections at once
 /// would overflow the default backlog (128), and the dropped SYNs come back a second later.
-async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
+async fn bind(addr: SocketAddr) -> Result<TcpListener, ListenError> {
     let listen = || -> std::io::Result<TcpListener> {
         let socket = match addr {
             SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
@@ -679,7 +671,7 @@ async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
         socket.bind(addr)?;
         socket.listen(4096)
     };
-    listen().map_err(|e| format!("cannot listen on {addr}: {e}"))
+    listen().map_err(|cause| ListenError::Bind { addr, cause })
 }
 
 #[cfg(test)]
