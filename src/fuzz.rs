@@ -539,7 +539,7 @@ pub fn config_yaml(data: &[u8]) {
                 }
             }
         }
-        Err(e) => named(&e),
+        Err(e) => named(&e.to_string()),
     }
     let errors = [
         crate::report::baseline::Baseline::parse(SOURCE, &text)
@@ -548,7 +548,9 @@ pub fn config_yaml(data: &[u8]) {
         crate::targets::parse(SOURCE, &text)
             .err()
             .map(|e| e.to_string()),
-        crate::mock::injection::Corpus::parse(SOURCE, &text).err(),
+        crate::mock::injection::Corpus::parse(SOURCE, &text)
+            .err()
+            .map(|e| e.to_string()),
         crate::selftest::matrix::Matrix::parse(SOURCE, &text)
             .err()
             .map(|e| e.to_string()),

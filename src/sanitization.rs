@@ -7,13 +7,39 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-use crate::phrases::PhraseSet;
+use crate::phrases::{PatternError, PhraseSet};
 
 const SOURCE: &str = "suites/patterns/sanitization.yaml";
 const YAML: &str = include_str!("../suites/patterns/sanitization.yaml");
 
 /// The name a suite gives this list.
 pub const NAME: &str = "sanitization";
+
+/// Why a named list of patterns is not there: a suite named a list that does not exist (a
+/// usage error), or the built-in file does not read or compile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PatternsError {
+    #[error("patterns: {name:?} is no list of patterns (known: {known})", known = NAME)]
+    Unknown { name: String },
+    /// The YAML parser's error, one line (`text::yaml_error`).
+    #[error("{0}")]
+    Yaml(String),
+    #[error(transparent)]
+    Compile(#[from] PatternError),
+}
+
+impl From<PatternsError> for crate::error::Error {
+    fn from(e: PatternsError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
+/// For the rules that gather one-line messages with `?` (the message unchanged).
+impl From<PatternsError> for String {
+    fn from(e: PatternsError) -> Self {
+        e.to_string()
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -22,12 +48,12 @@ struct File {
 }
 
 /// The patterns as written (regular expressions).
-pub fn pattern_list() -> Result<&'static [String], String> {
-    static LIST: OnceLock<Result<Vec<String>, String>> = OnceLock::new();
+pub fn pattern_list() -> Result<&'static [String], PatternsError> {
+    static LIST: OnceLock<Result<Vec<String>, PatternsError>> = OnceLock::new();
     LIST.get_or_init(|| {
         serde_saphyr::from_str::<File>(YAML)
             .map(|f| f.patterns)
-            .map_err(|e| crate::text::yaml_error(SOURCE, &e.to_string()))
+            .map_err(|e| PatternsError::Yaml(crate::text::yaml_error(SOURCE, &e.to_string())))
     })
     .as_ref()
     .map(Vec::as_slice)
@@ -35,15 +61,15 @@ pub fn pattern_list() -> Result<&'static [String], String> {
 }
 
 /// The patterns compiled.
-pub fn patterns() -> Result<&'static PhraseSet, String> {
-    static SET: OnceLock<Result<PhraseSet, String>> = OnceLock::new();
+pub fn patterns() -> Result<&'static PhraseSet, PatternsError> {
+    static SET: OnceLock<Result<PhraseSet, PatternsError>> = OnceLock::new();
     SET.get_or_init(|| Ok(PhraseSet::new(pattern_list()?)?))
         .as_ref()
         .map_err(Clone::clone)
 }
 
 /// A list of patterns a suite may name instead of writing it out, by that name.
-pub fn named(name: &str) -> Option<Result<&'static [String], String>> {
+pub fn named(name: &str) -> Option<Result<&'static [String], PatternsError>> {
     (name == NAME).then(pattern_list)
 }
 
@@ -63,5 +89,12 @@ mod tests {
             .scan("x", "The login form lacks rate limiting.")
             .is_empty());
         assert!(named("sanitization").is_some() && named("other").is_none());
+        assert_eq!(
+            PatternsError::Unknown {
+                name: "other".into()
+            }
+            .to_string(),
+            "patterns: \"other\" is no list of patterns (known: sanitization)"
+        );
     }
 }

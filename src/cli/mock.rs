@@ -66,7 +66,7 @@ pub(super) async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
             args.name
         )));
     }
-    let key = api_key(args.api_key.clone()).map_err(Error::Usage)?;
+    let key = api_key(args.api_key.clone())?;
     let protocol = protocol(&args.protocol)?;
     let behaviors = args.behavior.join(",");
     let command = crate::protocols::plugin::CommandAgent {
@@ -293,16 +293,10 @@ pub(super) async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
         }
     }
     let (source, file) = match (&args.config, &args.preset) {
-        (Some(path), _) => (
-            path.display().to_string(),
-            FleetFile::from_file(path).map_err(Error::Usage)?,
-        ),
+        (Some(path), _) => (path.display().to_string(), FleetFile::from_file(path)?),
         (None, Some(name)) => {
             let (source, text) = protocols::fleet_preset(name).map_err(Error::Usage)?;
-            (
-                source.to_string(),
-                FleetFile::parse(source, text).map_err(Error::Usage)?,
-            )
+            (source.to_string(), FleetFile::parse(source, text)?)
         }
         (None, None) => return Err(Error::usage("give --config FILE or --preset NAME")),
     };
@@ -317,16 +311,14 @@ pub(super) async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
     };
     let seed = seed_or_clock(args.seed.or(file.seed));
     let others = protocols::agent_protocols();
-    let agents = file
-        .agents(
-            &source,
-            seed,
-            For {
-                protocol: agents_protocol,
-                others: &others,
-            },
-        )
-        .map_err(Error::Usage)?;
+    let agents = file.agents(
+        &source,
+        seed,
+        For {
+            protocol: agents_protocol,
+            others: &others,
+        },
+    )?;
     let agents = match &args.shard {
         Some(shard) => {
             let shard = crate::targets::parse_shard(shard)?;

@@ -23,6 +23,7 @@ use std::time::Duration;
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
+pub use super::args::BehaviorError;
 use super::args::{unknown_variant, Args};
 use super::encoding::Malformed;
 use super::protocol::{AgentProtocol, ContentBehavior, Endpoint, Mutation};
@@ -55,31 +56,37 @@ impl Dist {
     }
 
     /// `2s`, `fixed(2s)`, `uniform(1s,3s)`, `normal(2s,500ms)`, `lognormal(2s,0.5)`.
-    pub fn parse(text: &str) -> Result<Dist, String> {
+    pub fn parse(text: &str) -> Result<Dist, BehaviorError> {
         let text = text.trim();
         let Some((name, rest)) = text.split_once('(') else {
             return duration(text).map(Dist::Fixed);
         };
         let inner = rest
             .strip_suffix(')')
-            .ok_or_else(|| format!("{text:?}: missing ')'"))?;
+            .ok_or_else(|| BehaviorError::item(text, "missing ')'"))?;
         let args: Vec<&str> = inner.split(',').map(str::trim).collect();
-        let two = |what: &str| -> Result<(&str, &str), String> {
+        let two = |what: &str| -> Result<(&str, &str), BehaviorError> {
             match args.as_slice() {
                 [a, b] => Ok((a, b)),
-                _ => Err(format!("{text:?}: {name} takes two arguments ({what})")),
+                _ => Err(BehaviorError::item(
+                    text,
+                    format!("{name} takes two arguments ({what})"),
+                )),
             }
         };
         match name.trim() {
             "fixed" => match args.as_slice() {
                 [d] => duration(d).map(Dist::Fixed),
-                _ => Err(format!("{text:?}: fixed takes one duration")),
+                _ => Err(BehaviorError::item(text, "fixed takes one duration")),
             },
             "uniform" => {
                 let (lo, hi) = two("low, high")?;
                 let (lo, hi) = (duration(lo)?, duration(hi)?);
                 if hi < lo {
-                    return Err(format!("{text:?}: the high bound is below the low one"));
+                    return Err(BehaviorError::item(
+                        text,
+                        "the high bound is below the low one",
+                    ));
                 }
                 Ok(Dist::Uniform(lo, hi))
             }
@@ -93,11 +100,14 @@ impl Dist {
                     .parse()
                     .ok()
                     .filter(|s: &f64| s.is_finite() && *s >= 0.0)
-                    .ok_or_else(|| format!("{text:?}: sigma {sigma:?} is not a number ≥ 0"))?;
+                    .ok_or_else(|| {
+                        BehaviorError::item(text, format!("sigma {sigma:?} is not a number ≥ 0"))
+                    })?;
                 Ok(Dist::LogNormal(duration(median)?, sigma))
             }
-            other => Err(format!(
-                "{text:?}: unknown distribution {other:?} (fixed, uniform, normal, lognormal)"
+            other => Err(BehaviorError::item(
+                text,
+                format!("unknown distribution {other:?} (fixed, uniform, normal, lognormal)"),
             )),
         }
     }
@@ -122,12 +132,12 @@ fn standard_normal(rng: &mut ChaCha8Rng) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
-fn duration(text: &str) -> Result<Duration, String> {
+fn duration(text: &str) -> Result<Duration, BehaviorError> {
     let text = text.trim();
     if text == "0" {
         return Ok(Duration::ZERO);
     }
-    crate::units::parse_duration(text).map_err(|e| format!("{text:?}: {e}"))
+    crate::units::parse_duration(text).map_err(|e| BehaviorError::item(text, e.to_string()))
 }
 
 /// Where `reset` cuts the connection.
@@ -248,7 +258,7 @@ pub fn check_fit(
     protocol: &dyn AgentProtocol,
     http: bool,
     stdio: bool,
-) -> Result<(), String> {
+) -> Result<(), BehaviorError> {
     for item in items {
         let What::Behavior(kind) = &item.what else {
             continue;
@@ -263,7 +273,7 @@ pub fn check_fit(
             _ => None,
         };
         if let Some(why) = why {
-            return Err(format!("{:?}: {why}", item.source));
+            return Err(BehaviorError::item(&item.source, why));
         }
     }
     Ok(())
@@ -413,7 +423,7 @@ pub struct For<'a> {
 }
 
 /// Parses a comma-separated list of items for agents of `at.protocol`.
-pub fn parse_list(text: &str, at: For<'_>) -> Result<Vec<Item>, String> {
+pub fn parse_list(text: &str, at: For<'_>) -> Result<Vec<Item>, BehaviorError> {
     let items: Vec<Item> = split_items(text)
         .into_iter()
         .map(str::trim)
@@ -421,13 +431,13 @@ pub fn parse_list(text: &str, at: For<'_>) -> Result<Vec<Item>, String> {
         .map(|item| parse_item(item, at))
         .collect::<Result<_, _>>()?;
     if items.is_empty() {
-        return Err("no behaviour given".into());
+        return Err(BehaviorError::Empty);
     }
     Ok(items)
 }
 
 /// Parses one item, e.g. `malformed-json:truncated@vote`.
-pub fn parse_item(text: &str, at: For<'_>) -> Result<Item, String> {
+pub fn parse_item(text: &str, at: For<'_>) -> Result<Item, BehaviorError> {
     let (body, endpoints) = match text.rsplit_once('@') {
         Some((b, e)) => (b.trim(), parse_endpoints(text, e, at.protocol)?),
         None => (text.trim(), Vec::new()),
@@ -453,7 +463,7 @@ fn parse_endpoints(
     item: &str,
     text: &str,
     protocol: &dyn AgentProtocol,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, BehaviorError> {
     text.split('+')
         .map(str::trim)
         .map(|e| {
@@ -461,21 +471,27 @@ fn parse_endpoints(
             if protocol.endpoint(e).is_some() {
                 Ok(e.to_string())
             } else {
-                Err(format!(
-                    "{item:?}: unknown endpoint {e:?} after '@' (expected {})",
-                    protocol
-                        .endpoints()
-                        .iter()
-                        .map(|e| e.name)
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                Err(BehaviorError::item(
+                    item,
+                    format!(
+                        "unknown endpoint {e:?} after '@' (expected {})",
+                        protocol
+                            .endpoints()
+                            .iter()
+                            .map(|e| e.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
                 ))
             }
         })
         .collect()
 }
 
-fn content_item(content: &'static ContentBehavior, a: &mut Args<'_>) -> Result<What, String> {
+fn content_item(
+    content: &'static ContentBehavior,
+    a: &mut Args<'_>,
+) -> Result<What, BehaviorError> {
     let mutation = (content.parse)(a)?;
     Ok(What::Behavior(Kind::Content(Content {
         name: content.name,
@@ -483,7 +499,7 @@ fn content_item(content: &'static ContentBehavior, a: &mut Args<'_>) -> Result<W
     })))
 }
 
-fn what(name: &str, a: &mut Args<'_>, at: For<'_>) -> Result<What, String> {
+fn what(name: &str, a: &mut Args<'_>, at: For<'_>) -> Result<What, BehaviorError> {
     let item = a.item();
     let b = |k| What::Behavior(k);
     Ok(match name {
@@ -501,16 +517,18 @@ fn what(name: &str, a: &mut Args<'_>, at: For<'_>) -> Result<What, String> {
         "http-error" => {
             let status: u16 = a.number("status", true, 500)?;
             if !(400..=599).contains(&status) {
-                return Err(format!("{item:?}: status {status} is not a 4xx or 5xx"));
+                return Err(BehaviorError::item(
+                    item,
+                    format!("status {status} is not a 4xx or 5xx"),
+                ));
             }
             let default_retry = matches!(status, 429 | 503).then_some(30);
             let retry_after = match a.get("retry_after", false) {
                 None => default_retry,
                 Some("none") => None,
-                Some(v) => Some(
-                    v.parse()
-                        .map_err(|_| format!("{item:?}: retry_after={v:?} is not seconds"))?,
-                ),
+                Some(v) => Some(v.parse().map_err(|_| {
+                    BehaviorError::item(item, format!("retry_after={v:?} is not seconds"))
+                })?),
             };
             b(Kind::HttpError {
                 status,
@@ -532,7 +550,7 @@ fn what(name: &str, a: &mut Args<'_>, at: For<'_>) -> Result<What, String> {
                 bytes: match size {
                     None => 6_000_000,
                     Some(s) => crate::units::parse_bytes(s)
-                        .map_err(|e| format!("{item:?}: size={s:?}: {e}"))?,
+                        .map_err(|e| BehaviorError::item(item, format!("size={s:?}: {e}")))?,
                 },
                 endless: false,
             }),
@@ -542,8 +560,9 @@ fn what(name: &str, a: &mut Args<'_>, at: For<'_>) -> Result<What, String> {
         "close-mid-body" => b(Kind::CloseMidBody(
             a.get("at", true)
                 .map(|v| {
-                    v.parse()
-                        .map_err(|_| format!("{item:?}: at={v:?} is not a byte count"))
+                    v.parse().map_err(|_| {
+                        BehaviorError::item(item, format!("at={v:?} is not a byte count"))
+                    })
                 })
                 .transpose()?,
         )),
@@ -551,7 +570,10 @@ fn what(name: &str, a: &mut Args<'_>, at: For<'_>) -> Result<What, String> {
         "dribble" => {
             let rate: u32 = a.number("rate", true, 10)?;
             if rate == 0 {
-                return Err(format!("{item:?}: the rate must be at least 1 byte/s"));
+                return Err(BehaviorError::item(
+                    item,
+                    "the rate must be at least 1 byte/s",
+                ));
             }
             b(Kind::Dribble {
                 bytes_per_sec: rate,
@@ -574,26 +596,32 @@ fn what(name: &str, a: &mut Args<'_>, at: For<'_>) -> Result<What, String> {
             bytes: match a.get("bytes", true) {
                 None => 50_000_000,
                 Some(v) => crate::units::parse_bytes(v)
-                    .map_err(|e| format!("{item:?}: bytes={v:?}: {e}"))?,
+                    .map_err(|e| BehaviorError::item(item, format!("bytes={v:?}: {e}")))?,
             },
         }),
         "forks-and-exits" => b(Kind::ForksAndExits),
         "flaky" => {
             let p: f64 = a.number("p", true, 0.5)?;
             if !(0.0..=1.0).contains(&p) {
-                return Err(format!("{item:?}: p={p} is not a probability (0..1)"));
+                return Err(BehaviorError::item(
+                    item,
+                    format!("p={p} is not a probability (0..1)"),
+                ));
             }
             What::Modifier(Modifier::Flaky(p))
         }
         "fail-first" => What::Modifier(Modifier::FailFirst(a.number("n", true, 1)?)),
         other => {
             if let Some(owner) = at.others.iter().find(|p| p.behavior(other).is_some()) {
-                return Err(format!(
-                    "{item:?}: a behaviour of the {} protocol (its mutations know {}), not of {} (add --protocol {})",
-                    owner.name(),
-                    endpoint_list(*owner),
-                    at.protocol.name(),
-                    owner.name()
+                return Err(BehaviorError::item(
+                    item,
+                    format!(
+                        "a behaviour of the {} protocol (its mutations know {}), not of {} (add --protocol {})",
+                        owner.name(),
+                        endpoint_list(*owner),
+                        at.protocol.name(),
+                        owner.name()
+                    ),
                 ));
             }
             let mut known: Vec<&str> = CATALOGUE.iter().map(|(n, _, _)| *n).collect();
@@ -601,10 +629,11 @@ fn what(name: &str, a: &mut Args<'_>, at: For<'_>) -> Result<What, String> {
             let hint = crate::text::nearest(other, known.iter().copied())
                 .map(|n| format!("did you mean {n:?}? "))
                 .unwrap_or_default();
-            return Err(format!(
-                "unknown behaviour {other:?} ({hint}known: {})",
-                known.join(", ")
-            ));
+            return Err(BehaviorError::Unknown {
+                name: other.to_string(),
+                hint,
+                known: known.join(", "),
+            });
         }
     })
 }
@@ -620,13 +649,13 @@ fn endpoint_list(protocol: &dyn AgentProtocol) -> String {
         .join(", ")
 }
 
-fn reset_point(a: &mut Args<'_>) -> Result<ResetPoint, String> {
+fn reset_point(a: &mut Args<'_>) -> Result<ResetPoint, BehaviorError> {
     let item = a.item();
     if let Some(n) = a.get("mid-body", false) {
         return n
             .parse()
             .map(ResetPoint::MidBody)
-            .map_err(|_| format!("{item:?}: mid-body={n:?} is not a byte count"));
+            .map_err(|_| BehaviorError::item(item, format!("mid-body={n:?} is not a byte count")));
     }
     match a.get("at", true).unwrap_or("mid-body") {
         "before-headers" => Ok(ResetPoint::BeforeHeaders),
@@ -653,11 +682,11 @@ mod tests {
         }
     }
 
-    fn parse_list(text: &str) -> Result<Vec<Item>, String> {
+    fn parse_list(text: &str) -> Result<Vec<Item>, BehaviorError> {
         super::parse_list(text, at())
     }
 
-    fn parse_item(text: &str) -> Result<Item, String> {
+    fn parse_item(text: &str) -> Result<Item, BehaviorError> {
         super::parse_item(text, at())
     }
 
@@ -725,12 +754,12 @@ mod tests {
             protocol: &OTHER,
             others: &others,
         };
-        let e = super::parse_list("shout", at).unwrap_err();
+        let e = super::parse_list("shout", at).unwrap_err().to_string();
         assert!(
             e.contains("\"shout\": a behaviour of the stub protocol (its mutations know /ask, /tell), not of other"),
             "{e}"
         );
-        let e = super::parse_list("shouts", at).unwrap_err();
+        let e = super::parse_list("shouts", at).unwrap_err().to_string();
         assert!(
             e.contains("unknown behaviour \"shouts\" (known: conforming,"),
             "{e}"
@@ -740,10 +769,14 @@ mod tests {
     #[test]
     fn transports_are_checked() {
         let items = parse_list("stdio-banner").unwrap();
-        let e = check_fit(&items, &STUB, true, false).unwrap_err();
+        let e = check_fit(&items, &STUB, true, false)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("stub agents are not served over stdio"), "{e}");
         let items = parse_list("reset").unwrap();
-        let e = check_fit(&items, &STUB, false, false).unwrap_err();
+        let e = check_fit(&items, &STUB, false, false)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("a fault below HTTP"), "{e}");
         check_fit(&parse_list("shout,slow:1s").unwrap(), &STUB, true, false).unwrap();
     }
@@ -776,10 +809,13 @@ mod tests {
             ("dribble:0", "at least 1 byte/s"),
         ];
         for (text, expected) in cases {
-            let e = parse_list(text).unwrap_err();
+            let e = parse_list(text).unwrap_err().to_string();
             assert!(e.contains(expected), "{text}: {e}");
         }
-        assert!(parse_list(" , ").unwrap_err().contains("no behaviour"));
+        assert!(parse_list(" , ")
+            .unwrap_err()
+            .to_string()
+            .contains("no behaviour"));
     }
 
     #[test]

@@ -175,7 +175,9 @@ impl Cmp {
 const USAGE: &str = "expected `PATH == VALUE`, `PATH != VALUE`, `PATH exists`, `PATH contains VALUE`, `all(PATH) == VALUE`, `any(PATH) == VALUE` or `count(PATH) == N`";
 
 impl Condition {
-    pub fn parse(text: &str) -> Result<Condition, String> {
+    /// Private: the fleet file's `expect.json` lines reach it through [`PlatformSpec`], which
+    /// names the setting in its error.
+    fn parse(text: &str) -> Result<Condition, String> {
         let t = text.trim();
         let bad = || format!("condition {t:?}: {USAGE}");
         let wrapped = |name: &str| -> Option<(&str, &str)> {

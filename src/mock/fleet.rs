@@ -18,10 +18,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::agent::{MockAgent, Profile};
-use super::behavior::{self, For, Item};
+use super::behavior::{self, BehaviorError, For, Item};
 use super::body::Body;
 use super::decision::Decision;
-use super::http1::{self, Delivered, Handler, Plan, Request, Response, ServerLimits};
+use super::http1::{self, Delivered, Handler, ListenError, Plan, Request, Response, ServerLimits};
 use super::journal::{AuthSeen, Journal, RequestRecord};
 use super::protocol::{Answered, PlatformExpect, PlatformObserver, Seen};
 
@@ -118,40 +118,84 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D:
     })
 }
 
+/// Why a fleet file does not load, or its agents cannot be made; each message starts with the
+/// file (and the line, where there is one). A usage error: the file is to fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FleetFileError {
+    #[error("{path}: cannot read: {cause}")]
+    Read { path: String, cause: String },
+    /// Its `${ENV}` substitution or its YAML.
+    #[error(transparent)]
+    Data(#[from] crate::text::DataFileError),
+    #[error("{file}: `agents` is empty")]
+    NoAgents { file: String },
+    #[error("{file}: advertise: {cause}")]
+    Advertise { file: String, cause: String },
+    /// One agent entry (its behaviours, name or count) is wrong.
+    #[error("{file}:{line}: agent {agent:?}: {why}")]
+    Agent {
+        file: String,
+        line: u64,
+        agent: String,
+        why: String,
+    },
+}
+
+impl From<FleetFileError> for crate::error::Error {
+    fn from(e: FleetFileError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
 /// Most agents one fleet may hold.
 pub const MAX_AGENTS: usize = 100_000;
 
 impl FleetFile {
-    pub fn from_file(path: &Path) -> Result<FleetFile, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    pub fn from_file(path: &Path) -> Result<FleetFile, FleetFileError> {
+        let text = std::fs::read_to_string(path).map_err(|e| FleetFileError::Read {
+            path: path.display().to_string(),
+            cause: e.to_string(),
+        })?;
         FleetFile::parse(&path.display().to_string(), &text)
     }
 
     /// Parses, after `${ENV}` substitution (`text::substitute_env`); errors read `FILE:LINE:
     /// what is wrong`.
-    pub fn parse(source: &str, text: &str) -> Result<FleetFile, String> {
+    pub fn parse(source: &str, text: &str) -> Result<FleetFile, FleetFileError> {
         let file: FleetFile = crate::text::read_yaml_with_env(source, text)?;
         if file.agents.is_empty() {
-            return Err(format!("{source}: `agents` is empty"));
+            return Err(FleetFileError::NoAgents {
+                file: source.to_string(),
+            });
         }
         if let Some(a) = &file.advertise {
-            crate::transport::http::BaseUrl::parse(a)
-                .map_err(|e| format!("{source}: advertise: {e}"))?;
+            crate::transport::http::BaseUrl::parse(a).map_err(|e| FleetFileError::Advertise {
+                file: source.to_string(),
+                cause: e.to_string(),
+            })?;
         }
         Ok(file)
     }
 
     /// Expands `generate`, parses behaviours, checks names; errors name the line. `at` is the
     /// protocol the file names (resolved by the caller from the registry).
-    pub fn agents(&self, source: &str, seed: u64, at: For<'_>) -> Result<Vec<MockAgent>, String> {
+    pub fn agents(
+        &self,
+        source: &str,
+        seed: u64,
+        at: For<'_>,
+    ) -> Result<Vec<MockAgent>, FleetFileError> {
         let mut agents = Vec::new();
         let mut seen: HashMap<String, u64> = HashMap::new();
         for spec in &self.agents {
             let line = spec.name.referenced.line();
-            let at_line =
-                |what: String| format!("{source}:{line}: agent {:?}: {what}", spec.name.value);
-            let items = parse_items(&spec.behaviors, at).map_err(&at_line)?;
+            let at_line = |why: String| FleetFileError::Agent {
+                file: source.to_string(),
+                line,
+                agent: spec.name.value.clone(),
+                why,
+            };
+            let items = parse_items(&spec.behaviors, at).map_err(|e| at_line(e.to_string()))?;
             let count = spec.generate.unwrap_or(1);
             if spec.generate.is_some() && !spec.name.value.contains("{i}") {
                 return Err(at_line("with `generate`, the name must contain {i}".into()));
@@ -192,7 +236,7 @@ impl FleetFile {
 }
 
 /// Behaviour strings (each may itself be a comma list) → items; none → conforming.
-pub fn parse_items(texts: &[String], at: For<'_>) -> Result<Vec<Item>, String> {
+pub fn parse_items(texts: &[String], at: For<'_>) -> Result<Vec<Item>, BehaviorError> {
     let mut items = Vec::new();
     for text in texts {
         items.extend(behavior::parse_list(text, at)?);
@@ -544,12 +588,8 @@ pub async fn serve(
     let mut listeners = Vec::new();
     let (routes, urls) = match layout {
         Layout::Shared => {
-            let listener = bind(SocketAddr::new(host, port))
-                .await
-                .map_err(Error::Run)?;
-            let addr = listener
-                .local_addr()
-                .map_err(|e| Error::run(e.to_string()))?;
+            let listener = bind(SocketAddr::new(host, port)).await?;
+            let addr = listener.local_addr().map_err(ListenError::LocalAddr)?;
             let urls = agents
                 .iter()
                 .map(|a| format!("http://{addr}/agents/{}", a.name()))
@@ -567,12 +607,8 @@ pub async fn serve(
                     port.checked_add(i as u16)
                         .ok_or_else(|| Error::usage("ports run past 65535"))?
                 };
-                let listener = bind(SocketAddr::new(host, want))
-                    .await
-                    .map_err(Error::Run)?;
-                let addr = listener
-                    .local_addr()
-                    .map_err(|e| Error::run(e.to_string()))?;
+                let listener = bind(SocketAddr::new(host, want)).await?;
+                let addr = listener.local_addr().map_err(ListenError::LocalAddr)?;
                 by_port.insert(addr.port(), i);
                 urls.push(format!("http://{addr}"));
                 listeners.push(listener);
@@ -625,7 +661,7 @@ pub async fn serve_one(
 
 /// Binds with a deep accept queue: a platform that opens thousands of connections at once
 /// would overflow the default backlog (128), and the dropped SYNs come back a second later.
-async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
+async fn bind(addr: SocketAddr) -> Result<TcpListener, ListenError> {
     let listen = || -> std::io::Result<TcpListener> {
         let socket = match addr {
             SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
@@ -635,13 +671,38 @@ async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
         socket.bind(addr)?;
         socket.listen(4096)
     };
-    listen().map_err(|e| format!("cannot listen on {addr}: {e}"))
+    listen().map_err(|cause| ListenError::Bind { addr, cause })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::mock::stub::STUB;
+
+    #[test]
+    fn fleet_file_errors_are_usage_errors_with_the_file_first() {
+        let e = FleetFile::from_file(Path::new("/nonexistent/fleet.yaml")).unwrap_err();
+        assert!(
+            matches!(&e, FleetFileError::Read { path, .. } if path == "/nonexistent/fleet.yaml")
+        );
+        let e = crate::error::Error::from(e);
+        assert!(
+            matches!(&e, crate::error::Error::Usage(m) if m.starts_with("/nonexistent/fleet.yaml: cannot read: ")),
+            "{e:?}"
+        );
+        let file =
+            FleetFile::parse("f.yaml", "agents:\n  - { name: a, behaviors: nope }\n").unwrap();
+        let e = file.agents("f.yaml", 1, at()).err().unwrap();
+        assert!(
+            matches!(&e, FleetFileError::Agent { line: 2, agent, .. } if agent == "a"),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .starts_with("f.yaml:2: agent \"a\": unknown behaviour \"nope\" ("),
+            "{e}"
+        );
+    }
 
     fn at() -> For<'static> {
         For {
@@ -709,7 +770,7 @@ mod tests {
             let e = FleetFile::parse("f.yaml", text)
                 .and_then(|f| f.agents("f.yaml", 1, at()).map(|_| ()))
                 .unwrap_err();
-            assert!(e.contains(expected), "{text}: {e}");
+            assert!(e.to_string().contains(expected), "{text}: {e}");
         }
     }
 }

@@ -95,14 +95,46 @@ pub fn corpus() -> &'static Corpus {
     CORPUS.get_or_init(|| Corpus::parse(EMBEDDED_SOURCE, EMBEDDED).unwrap_or_default())
 }
 
+/// Why a corpus file does not load: each message starts with the file, and the line where
+/// there is one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CorpusError {
+    /// The YAML parser's error, one line (`text::yaml_error`).
+    #[error("{0}")]
+    Yaml(String),
+    #[error("{file}: the corpus holds no payloads")]
+    NoPayloads { file: String },
+    /// One payload is wrong; `line` is the offending field's.
+    #[error("{file}:{line}: payload `{id}`: {why}")]
+    Payload {
+        file: String,
+        line: u64,
+        id: String,
+        why: String,
+    },
+}
+
+/// Why a selection of payloads is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "injection payload pattern {pattern:?} matches no payload id or family (families: {families})"
+)]
+pub struct SelectError {
+    pub pattern: String,
+    /// The corpus's families, comma-separated.
+    pub families: String,
+}
+
 impl Corpus {
     /// Parses and validates a corpus file. Errors are one line, `SOURCE:LINE: payload `id`: what
     /// is wrong` (unknown family, duplicate id, missing `{canary}`, empty text, bad template).
-    pub fn parse(source: &str, text: &str) -> Result<Corpus, String> {
-        let file: CorpusFile =
-            serde_saphyr::from_str(text).map_err(|e| yaml_error(source, &e.to_string()))?;
+    pub fn parse(source: &str, text: &str) -> Result<Corpus, CorpusError> {
+        let file: CorpusFile = serde_saphyr::from_str(text)
+            .map_err(|e| CorpusError::Yaml(yaml_error(source, &e.to_string())))?;
         if file.payloads.is_empty() {
-            return Err(format!("{source}: the corpus holds no payloads"));
+            return Err(CorpusError::NoPayloads {
+                file: source.to_string(),
+            });
         }
         let mut first_line: HashMap<String, u64> = HashMap::new();
         let mut payloads = Vec::with_capacity(file.payloads.len());
@@ -110,10 +142,12 @@ impl Corpus {
             let payload = validate(source, &entry)?;
             let line = entry.id.referenced.line();
             if let Some(first) = first_line.insert(payload.id.clone(), line) {
-                return Err(format!(
-                    "{source}:{line}: payload `{}`: the id is used twice (first at line {first})",
-                    payload.id
-                ));
+                return Err(CorpusError::Payload {
+                    file: source.to_string(),
+                    line,
+                    id: payload.id,
+                    why: format!("the id is used twice (first at line {first})"),
+                });
             }
             payloads.push(payload);
         }
@@ -137,7 +171,7 @@ impl Corpus {
     /// The payloads whose id or family matches any of `patterns` (an exact name, or a glob with
     /// `*` and `?`), in corpus order; no pattern selects them all. The error names a pattern that
     /// matches nothing, so that a typo does not silently shrink a run.
-    pub fn select(&self, patterns: &[String]) -> Result<Vec<&Payload>, String> {
+    pub fn select(&self, patterns: &[String]) -> Result<Vec<&Payload>, SelectError> {
         if patterns.is_empty() {
             return Ok(self.payloads.iter().collect());
         }
@@ -145,10 +179,10 @@ impl Corpus {
             .iter()
             .find(|p| !self.payloads.iter().any(|x| x.matches(p)))
         {
-            return Err(format!(
-                "injection payload pattern {p:?} matches no payload id or family (families: {})",
-                self.families().join(", ")
-            ));
+            return Err(SelectError {
+                pattern: p.clone(),
+                families: self.families().join(", "),
+            });
         }
         Ok(self
             .payloads
@@ -159,38 +193,44 @@ impl Corpus {
 }
 
 /// Checks one entry and turns it into a payload; the error points at the offending field's line.
-fn validate(source: &str, entry: &PayloadEntry) -> Result<Payload, String> {
+fn validate(source: &str, entry: &PayloadEntry) -> Result<Payload, CorpusError> {
     let id = &entry.id.value;
-    let at =
-        |field: &Spanned<String>| format!("{source}:{}: payload `{id}`", field.referenced.line());
+    let bad = |field: &Spanned<String>, why: String| CorpusError::Payload {
+        file: source.to_string(),
+        line: field.referenced.line(),
+        id: id.clone(),
+        why,
+    };
     if !is_kebab_case(id) {
-        return Err(format!(
-            "{}: the id must be kebab-case (lower-case letters and digits joined by single dashes)",
-            at(&entry.id)
+        return Err(bad(
+            &entry.id,
+            "the id must be kebab-case (lower-case letters and digits joined by single dashes)"
+                .to_string(),
         ));
     }
     let family = &entry.family.value;
     if !FAMILIES.contains(&family.as_str()) {
-        return Err(format!(
-            "{}: family `{family}` is not one of {}",
-            at(&entry.family),
-            FAMILIES.join(", ")
+        return Err(bad(
+            &entry.family,
+            format!("family `{family}` is not one of {}", FAMILIES.join(", ")),
         ));
     }
     let text = &entry.text.value;
     if text.trim().is_empty() {
-        return Err(format!("{}: the text is empty", at(&entry.text)));
+        return Err(bad(&entry.text, "the text is empty".to_string()));
     }
-    let template = Template::parse(text).map_err(|e| format!("{}: {e}", at(&entry.text)))?;
+    let template = Template::parse(text).map_err(|e| bad(&entry.text, e.to_string()))?;
     if !template.has_findable_canary() {
-        return Err(format!(
-            "{}: the text has no {CANARY} placeholder outside base64, hex, rot13 and url \
-             (the token could not be traced)",
-            at(&entry.text)
+        return Err(bad(
+            &entry.text,
+            format!(
+                "the text has no {CANARY} placeholder outside base64, hex, rot13 and url \
+                 (the token could not be traced)"
+            ),
         ));
     }
     if entry.note.value.trim().is_empty() {
-        return Err(format!("{}: the note is empty", at(&entry.note)));
+        return Err(bad(&entry.note, "the note is empty".to_string()));
     }
     Ok(Payload {
         id: id.clone(),
@@ -304,7 +344,7 @@ impl Injection {
     pub fn parse(
         a: &mut crate::mock::args::Args<'_>,
         put: Placement,
-    ) -> Result<Box<dyn crate::mock::protocol::Mutation>, String> {
+    ) -> Result<Box<dyn crate::mock::protocol::Mutation>, crate::mock::args::BehaviorError> {
         let select = a
             .get("select", true)
             .map(|s| s.split('+').map(|p| p.trim().to_string()).collect())
@@ -704,7 +744,9 @@ mod tests {
     }
 
     fn parse_err(body: &str) -> String {
-        Corpus::parse("payloads.yaml", &format!("{HEAD}{body}")).unwrap_err()
+        Corpus::parse("payloads.yaml", &format!("{HEAD}{body}"))
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
@@ -752,6 +794,14 @@ mod tests {
         assert!(e.starts_with("payloads.yaml:"), "{e}");
         assert_eq!(
             Corpus::parse("p.yaml", "payloads: []").unwrap_err(),
+            CorpusError::NoPayloads {
+                file: "p.yaml".into()
+            }
+        );
+        assert_eq!(
+            Corpus::parse("p.yaml", "payloads: []")
+                .unwrap_err()
+                .to_string(),
             "p.yaml: the corpus holds no payloads"
         );
     }
@@ -763,6 +813,7 @@ mod tests {
             let patterns: Vec<String> = patterns.iter().map(|p| p.to_string()).collect();
             c.select(&patterns)
                 .map(|v| v.into_iter().map(|p| p.id.clone()).collect())
+                .map_err(|e| e.to_string())
         };
         let homoglyphs = ids(&["homoglyph"]).unwrap();
         assert!(homoglyphs.len() >= 4);

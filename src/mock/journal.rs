@@ -70,6 +70,25 @@ pub struct AnswerRecord {
     pub total_ms: f64,
 }
 
+/// Why `--journal` failed: its file could not be created (a usage error: the path is the
+/// user's) or written (a run error: the disk filled, the file went away).
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("--journal {path}: cannot create: {cause}")]
+    Create { path: String, cause: std::io::Error },
+    #[error("--journal: cannot write: {cause}")]
+    Write { cause: std::io::Error },
+}
+
+impl From<JournalError> for crate::error::Error {
+    fn from(e: JournalError) -> Self {
+        match e {
+            JournalError::Create { .. } => crate::error::Error::Usage(e.to_string()),
+            JournalError::Write { .. } => crate::error::Error::Run(e.to_string()),
+        }
+    }
+}
+
 pub struct Journal {
     /// Taken (and so dropped) by `close`: the writer ends once every sender is gone.
     tx: Mutex<Option<mpsc::Sender<String>>>,
@@ -99,8 +118,13 @@ impl Journal {
         path: &Path,
         body_cap: usize,
         started: Instant,
-    ) -> std::io::Result<Journal> {
-        let file = tokio::fs::File::create(path).await?;
+    ) -> Result<Journal, JournalError> {
+        let file = tokio::fs::File::create(path)
+            .await
+            .map_err(|cause| JournalError::Create {
+                path: path.display().to_string(),
+                cause,
+            })?;
         let (tx, mut rx) = mpsc::channel::<String>(BACKLOG);
         let writer = tokio::spawn(async move {
             let mut out = tokio::io::BufWriter::with_capacity(256 * 1024, file);
@@ -182,7 +206,7 @@ impl Journal {
     }
 
     /// Stops taking records, writes what is queued and closes the file; returns the line count.
-    pub async fn close(&self) -> std::io::Result<u64> {
+    pub async fn close(&self) -> Result<u64, JournalError> {
         if let Ok(mut tx) = self.tx.lock() {
             tx.take();
         }
@@ -190,8 +214,37 @@ impl Journal {
         match writer {
             Some(w) => w
                 .await
-                .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string()))),
+                .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
+                .map_err(|cause| JournalError::Write { cause }),
             None => Ok(0),
         }
+    }
+}
+
+#[cfg(test)]
+mod journal_errors {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_journal_that_cannot_be_created_is_a_usage_error_naming_the_path() {
+        let path = Path::new("/nonexistent-dir/j.jsonl");
+        let e = Journal::create(path, 0, Instant::now())
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&e, JournalError::Create { path, .. } if path == "/nonexistent-dir/j.jsonl")
+        );
+        assert!(
+            matches!(crate::error::Error::from(e), crate::error::Error::Usage(m)
+                if m.starts_with("--journal /nonexistent-dir/j.jsonl: cannot create: ")),
+        );
+        let write = JournalError::Write {
+            cause: std::io::Error::other("disk full"),
+        };
+        assert_eq!(
+            crate::error::Error::from(write),
+            crate::error::Error::Run("--journal: cannot write: disk full".into())
+        );
     }
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::args::Args;
+use super::args::{Args, BehaviorError};
 use super::decision::{Decision, Placed};
 use super::http1::Delivered;
 use super::journal::AuthSeen;
@@ -66,7 +66,7 @@ pub struct ContentBehavior {
     /// The rule of the spec it exercises.
     pub rule: &'static str,
     /// Reads its arguments (`variant`, `chars=N`, …) into the mutation it applies.
-    pub parse: fn(&mut Args<'_>) -> Result<Box<dyn Mutation>, String>,
+    pub parse: fn(&mut Args<'_>) -> Result<Box<dyn Mutation>, BehaviorError>,
 }
 
 /// Bends a conforming answer (its JSON value) for one request.

@@ -59,11 +59,7 @@ pub async fn run(
     let started = Instant::now();
     let started_at = crate::report::now_rfc3339();
     let journal = match &settings.journal {
-        Some(path) => Journal::create(path, settings.journal_body_cap, started)
-            .await
-            .map_err(|e| {
-                Error::usage(format!("--journal {}: cannot create: {e}", path.display()))
-            })?,
+        Some(path) => Journal::create(path, settings.journal_body_cap, started).await?,
         None => Journal::off(started),
     };
     let secrets: Vec<String> = settings
@@ -182,12 +178,7 @@ pub async fn run(
     }
     report.timeline = timeline;
     // The servers are stopped: what is queued is the whole journal.
-    let lines = served
-        .handler
-        .journal
-        .close()
-        .await
-        .map_err(|e| Error::run(format!("--journal: cannot write: {e}")))?;
+    let lines = served.handler.journal.close().await?;
     if let Some(path) = &settings.journal {
         eprintln!("wrote {} ({lines} records)", path.display());
     }

@@ -143,11 +143,27 @@ pub fn seed_or_clock(seed: Option<u64>) -> u64 {
     })
 }
 
+/// Why a probe's flags do not make settings: a usage error (nothing was sent).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingsError {
+    #[error("--api-key: the key is empty")]
+    EmptyApiKey,
+    /// The suite refuses the flags (an `--only` that matches no case).
+    #[error(transparent)]
+    Suite(#[from] super::suite::SuiteError),
+}
+
+impl From<SettingsError> for crate::error::Error {
+    fn from(e: SettingsError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
 /// An `--api-key` as given: refused when empty (a blank secret would turn auth cases on and
 /// send `Bearer ` with nothing after it).
-pub fn api_key(key: Option<String>) -> Result<Option<String>, String> {
+pub fn api_key(key: Option<String>) -> Result<Option<String>, SettingsError> {
     if key.as_deref().is_some_and(|k| k.trim().is_empty()) {
-        return Err("--api-key: the key is empty".into());
+        return Err(SettingsError::EmptyApiKey);
     }
     Ok(key)
 }
@@ -160,7 +176,7 @@ pub fn settings(
     suite: Suite,
     run: &RunArgs,
     suite_args: &SuiteArgs,
-) -> Result<ProbeSettings, String> {
+) -> Result<ProbeSettings, SettingsError> {
     let mut settings = ProbeSettings::new(base, suite);
     settings.api_key = api_key(api_key_flag)?;
     settings.timeout = run.timeout;
@@ -171,9 +187,6 @@ pub fn settings(
     settings.strict = run.strict;
     settings.concurrency = suite_args.concurrency as usize;
     // Catch an --only that matches nothing before anything is sent.
-    settings
-        .suite
-        .select(&settings.only)
-        .map_err(|e| e.to_string())?;
+    settings.suite.select(&settings.only)?;
     Ok(settings)
 }

@@ -64,14 +64,11 @@ pub enum Patterns {
 
 impl Patterns {
     /// The patterns as written; the error names an unknown list.
-    pub fn list(&self) -> Result<&[String], String> {
+    pub fn list(&self) -> Result<&[String], crate::sanitization::PatternsError> {
         match self {
             Patterns::Listed(list) => Ok(list),
             Patterns::Named(name) => crate::sanitization::named(name).unwrap_or_else(|| {
-                Err(format!(
-                    "patterns: {name:?} is no list of patterns (known: {})",
-                    crate::sanitization::NAME
-                ))
+                Err(crate::sanitization::PatternsError::Unknown { name: name.clone() })
             }),
         }
     }
@@ -80,7 +77,7 @@ impl Patterns {
     fn compiled(&self) -> Result<std::borrow::Cow<'static, PhraseSet>, String> {
         match self {
             Patterns::Named(name) if name == crate::sanitization::NAME => {
-                crate::sanitization::patterns().map(std::borrow::Cow::Borrowed)
+                Ok(crate::sanitization::patterns().map(std::borrow::Cow::Borrowed)?)
             }
             _ => Ok(std::borrow::Cow::Owned(PhraseSet::new(self.list()?)?)),
         }
@@ -333,16 +330,16 @@ impl Check {
             }
             Check::MaxBody => {
                 if response.body_exceeded {
-                    broken(body_too_large(response, ctx.max_body))
+                    broken(body_too_large(response, ctx.max_body).to_string())
                 } else {
                     Ok(Verdict::answer(format!("{} bytes", response.body.len())))
                 }
             }
-            Check::Json => json().map(|_| Verdict::answer("")),
+            Check::Json => Ok(json().map(|_| Verdict::answer(""))?),
             Check::UniqueKeys => {
                 json()?;
                 Ok(verdict(
-                    super::dupkeys::duplicate_keys(&response.body)?,
+                    super::dupkeys::duplicate_keys(&response.body).map_err(|e| e.to_string())?,
                     1,
                     OWN_ANSWER,
                     String::new,

@@ -11,15 +11,14 @@ use crate::schema::Finding;
 
 /// Every key that occurs twice in one object, with its path (`observations[0].severity`).
 /// Err when the text is not JSON (callers parse it first and report that).
-pub fn duplicate_keys(body: &[u8]) -> Result<Vec<Finding>, String> {
+pub fn duplicate_keys(body: &[u8]) -> Result<Vec<Finding>, serde_json::Error> {
     let mut found = Vec::new();
     let mut de = serde_json::Deserializer::from_slice(body);
     Walk {
         path: String::new(),
         found: &mut found,
     }
-    .deserialize(&mut de)
-    .map_err(|e| e.to_string())?;
+    .deserialize(&mut de)?;
     Ok(found)
 }
 

@@ -15,7 +15,7 @@ pub struct Outcome {
     /// The JSON body sent, when it was JSON.
     pub body_sent: Option<Value>,
     pub result: Result<Response, HttpError>,
-    parsed: OnceLock<Result<Value, String>>,
+    parsed: OnceLock<Result<Value, AnswerError>>,
 }
 
 impl Outcome {
@@ -33,8 +33,10 @@ impl Outcome {
     }
 
     /// The body as JSON, parsed once.
-    pub fn json(&self, max_body: usize) -> Result<&Value, String> {
-        let response = self.result.as_ref().map_err(|e| e.to_string())?;
+    pub fn json(&self, max_body: usize) -> Result<&Value, AnswerError> {
+        let response = self.result.as_ref().map_err(|e| AnswerError::NoAnswer {
+            cause: e.to_string(),
+        })?;
         self.parsed
             .get_or_init(|| parse_body(response, max_body))
             .as_ref()
@@ -42,32 +44,115 @@ impl Outcome {
     }
 }
 
+/// Why a peer's answer cannot be read as one JSON object. Not an error of the run: the peer's
+/// fault, which breaks the check that needed the answer (the message is the case's FAIL line).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerError {
+    /// The exchange itself failed (refused, timed out, cut off).
+    #[error("{cause}")]
+    NoAnswer { cause: String },
+    #[error("the body exceeds {max_body} bytes (--max-body; the platform truncates or rejects it): stopped reading after {read} bytes")]
+    TooLarge { max_body: usize, read: usize },
+    #[error("the body is empty; expected a JSON object")]
+    Empty,
+    #[error("the body is not valid UTF-8: byte 0x{byte:02x} at offset {offset} (JSON must be UTF-8, RFC 8259)")]
+    NotUtf8 { byte: u8, offset: usize },
+    /// `shown`: an excerpt of the value.
+    #[error("the body is JSON but not an object: {shown}")]
+    NotAnObject { shown: String },
+    #[error("the body is not usable JSON: nested deeper than 128 levels ({cause}); a platform parser would refuse or crash on it")]
+    TooDeep { cause: String },
+    /// `begins`: an excerpt of the body's first bytes.
+    #[error("the body is not valid JSON: {cause}; body begins: {begins}")]
+    NotJson { cause: String, begins: String },
+}
+
+/// A judgement written with `?` (`Verdict::of`) ends broken with the answer's fault as its
+/// message.
+impl From<AnswerError> for String {
+    fn from(e: AnswerError) -> String {
+        e.to_string()
+    }
+}
+
 /// Parses a body as one JSON object, saying precisely why it is not one.
-pub fn parse_body(response: &Response, max_body: usize) -> Result<Value, String> {
+pub fn parse_body(response: &Response, max_body: usize) -> Result<Value, AnswerError> {
     if response.body_exceeded {
         return Err(body_too_large(response, max_body));
     }
     let body = &response.body;
     if body.is_empty() {
-        return Err("the body is empty; expected a JSON object".into());
+        return Err(AnswerError::Empty);
     }
     if let Err(e) = std::str::from_utf8(body) {
-        let at = e.valid_up_to();
-        return Err(format!("the body is not valid UTF-8: byte 0x{:02x} at offset {at} (JSON must be UTF-8, RFC 8259)", body[at]));
+        let offset = e.valid_up_to();
+        return Err(AnswerError::NotUtf8 {
+            byte: body[offset],
+            offset,
+        });
     }
     match serde_json::from_slice::<Value>(body) {
         Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(other) => Err(format!("the body is JSON but not an object: {}", excerpt_str(&other.to_string(), 120))),
-        Err(e) if e.to_string().contains("recursion limit") => Err(format!(
-            "the body is not usable JSON: nested deeper than 128 levels ({e}); a platform parser would refuse or crash on it"
-        )),
-        Err(e) => Err(format!("the body is not valid JSON: {e}; body begins: {}", excerpt(&body[..body.len().min(200)], 200))),
+        Ok(other) => Err(AnswerError::NotAnObject {
+            shown: excerpt_str(&other.to_string(), 120),
+        }),
+        Err(e) if e.to_string().contains("recursion limit") => Err(AnswerError::TooDeep {
+            cause: e.to_string(),
+        }),
+        Err(e) => Err(AnswerError::NotJson {
+            cause: e.to_string(),
+            begins: excerpt(&body[..body.len().min(200)], 200),
+        }),
     }
 }
 
-pub fn body_too_large(response: &Response, max_body: usize) -> String {
-    format!(
-        "the body exceeds {max_body} bytes (--max-body; the platform truncates or rejects it): stopped reading after {} bytes",
-        response.body.len()
-    )
+/// A body cut off at `max_body` (`--max-body`).
+pub fn body_too_large(response: &Response, max_body: usize) -> AnswerError {
+    AnswerError::TooLarge {
+        max_body,
+        read: response.body.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn response(body: &[u8], body_exceeded: bool) -> Response {
+        Response {
+            status: 200,
+            headers: Vec::new(),
+            body: bytes::Bytes::copy_from_slice(body),
+            body_exceeded,
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn an_unreadable_answer_says_why_in_one_line() {
+        let why = |body: &[u8], exceeded| parse_body(&response(body, exceeded), 4).unwrap_err();
+        assert_eq!(why(b"", false), AnswerError::Empty);
+        assert_eq!(
+            why(b"", false).to_string(),
+            "the body is empty; expected a JSON object"
+        );
+        assert_eq!(
+            why(b"{\"a\":\xff}", false).to_string(),
+            "the body is not valid UTF-8: byte 0xff at offset 5 (JSON must be UTF-8, RFC 8259)"
+        );
+        assert_eq!(
+            why(b"[1]", false).to_string(),
+            "the body is JSON but not an object: [1]"
+        );
+        assert_eq!(
+            why(b"{\"a\":1}x", true).to_string(),
+            "the body exceeds 4 bytes (--max-body; the platform truncates or rejects it): stopped reading after 8 bytes"
+        );
+        assert!(matches!(why(b"{", false), AnswerError::NotJson { .. }));
+        assert_eq!(
+            String::from(AnswerError::Empty),
+            AnswerError::Empty.to_string()
+        );
+    }
 }

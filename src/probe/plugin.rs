@@ -32,7 +32,7 @@ pub trait SuiteProtocol: Send + Sync + 'static {
         name: &str,
         args: &str,
         content: &mut Content,
-    ) -> Option<Result<Value, String>> {
+    ) -> Option<Result<Value, FillError>> {
         let _ = (name, args, content);
         None
     }
@@ -40,6 +40,36 @@ pub trait SuiteProtocol: Send + Sync + 'static {
     /// Its generators as a suite writes them (`analyses(N), synthesis(T, M)`), for messages.
     fn generators(&self) -> &'static str {
         ""
+    }
+}
+
+/// Why a request template (`probe::template`) does not fill: a placeholder names an unknown generator or gives it
+/// the wrong arguments. A suite's mistake, found when the suite loads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FillError {
+    #[error("{{{{ {name}(…) }}}} takes {want} number(s), got {args:?}")]
+    NumberCount {
+        name: String,
+        want: usize,
+        args: String,
+    },
+    #[error("{{{{ {name}({args}) }}}}: {part:?} is not a whole number")]
+    NotANumber {
+        name: String,
+        args: String,
+        part: String,
+    },
+    #[error("{{{{ {name} }}}} takes no arguments")]
+    TakesNoArguments { name: String },
+    /// `known`: the generators there are, as a suite writes them.
+    #[error("unknown generator {{{{ {name} }}}} (known: {known})")]
+    Unknown { name: String, known: String },
+}
+
+/// For the loaders that gather one-line messages with `?` (the message unchanged).
+impl From<FillError> for String {
+    fn from(e: FillError) -> Self {
+        e.to_string()
     }
 }
 

@@ -36,6 +36,13 @@ pub enum SuiteError {
     NoMatch { pattern: String },
 }
 
+/// For the runners that gather one-line messages with `?` (the message unchanged).
+impl From<SuiteError> for String {
+    fn from(e: SuiteError) -> Self {
+        e.to_string()
+    }
+}
+
 impl From<SuiteError> for crate::error::Error {
     fn from(e: SuiteError) -> Self {
         crate::error::Error::Usage(e.to_string())

@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde_json::Value;
 
+pub use super::plugin::FillError;
 use super::plugin::SuiteProtocol;
 use crate::content::Content;
 
@@ -47,7 +48,7 @@ pub struct Fill<'a> {
 }
 
 /// Fills a template.
-pub fn render(template: &Value, f: &mut Fill<'_>) -> Result<Value, String> {
+pub fn render(template: &Value, f: &mut Fill<'_>) -> Result<Value, FillError> {
     match template {
         Value::String(s) => render_string(s, f),
         Value::Array(items) => items
@@ -66,7 +67,7 @@ pub fn render(template: &Value, f: &mut Fill<'_>) -> Result<Value, String> {
     }
 }
 
-fn render_string(s: &str, f: &mut Fill<'_>) -> Result<Value, String> {
+fn render_string(s: &str, f: &mut Fill<'_>) -> Result<Value, FillError> {
     let re = placeholder();
     if let Some(caps) = re.captures(s) {
         if caps.get(0).is_some_and(|m| m.as_str() == s.trim()) {
@@ -91,33 +92,40 @@ fn render_string(s: &str, f: &mut Fill<'_>) -> Result<Value, String> {
 }
 
 /// The `want` whole numbers of a generator's arguments (`text(100)`, `synthesis(1, 2)`).
-pub fn numbers(name: &str, args: &str, want: usize) -> Result<Vec<usize>, String> {
+pub fn numbers(name: &str, args: &str, want: usize) -> Result<Vec<usize>, FillError> {
     let parts: Vec<&str> = args
         .split(',')
         .map(str::trim)
         .filter(|a| !a.is_empty())
         .collect();
     if parts.len() != want {
-        return Err(format!(
-            "{{{{ {name}(…) }}}} takes {want} number(s), got {args:?}"
-        ));
+        return Err(FillError::NumberCount {
+            name: name.to_string(),
+            want,
+            args: args.to_string(),
+        });
     }
     parts
         .iter()
         .map(|p| {
-            p.parse()
-                .map_err(|_| format!("{{{{ {name}({args}) }}}}: {p:?} is not a whole number"))
+            p.parse().map_err(|_| FillError::NotANumber {
+                name: name.to_string(),
+                args: args.to_string(),
+                part: p.to_string(),
+            })
         })
         .collect()
 }
 
-fn generate(name: &str, args: &str, f: &mut Fill<'_>) -> Result<Value, String> {
+fn generate(name: &str, args: &str, f: &mut Fill<'_>) -> Result<Value, FillError> {
     let (run, c) = (f.run, &mut f.content);
     let no_args = |v: Value| {
         if args.trim().is_empty() {
             Ok(v)
         } else {
-            Err(format!("{{{{ {name} }}}} takes no arguments"))
+            Err(FillError::TakesNoArguments {
+                name: name.to_string(),
+            })
         }
     };
     match name {
@@ -137,9 +145,10 @@ fn generate(name: &str, args: &str, f: &mut Fill<'_>) -> Result<Value, String> {
                 if !f.protocol.generators().is_empty() {
                     known = format!("{known}, {}", f.protocol.generators());
                 }
-                Err(format!(
-                    "unknown generator {{{{ {other} }}}} (known: {known})"
-                ))
+                Err(FillError::Unknown {
+                    name: other.to_string(),
+                    known,
+                })
             }
         },
     }
@@ -159,7 +168,7 @@ mod tests {
             name: &str,
             args: &str,
             c: &mut Content,
-        ) -> Option<Result<Value, String>> {
+        ) -> Option<Result<Value, FillError>> {
             (name == "pair").then(|| {
                 let n = numbers(name, args, 1)?[0];
                 Ok(Value::from((0..n).map(|_| c.word()).collect::<Vec<_>>()))
@@ -171,7 +180,7 @@ mod tests {
         }
     }
 
-    fn fill(t: Value) -> Result<Value, String> {
+    fn fill(t: Value) -> Result<Value, FillError> {
         let run = RunValues::new(1);
         let mut f = Fill {
             run: &run,
@@ -204,15 +213,19 @@ mod tests {
     fn errors_name_the_generator() {
         assert!(fill(json!("{{ nope }}"))
             .unwrap_err()
+            .to_string()
             .contains("unknown generator {{ nope }}"));
         assert!(fill(json!("{{ text(x) }}"))
             .unwrap_err()
+            .to_string()
             .contains("not a whole number"));
         assert!(fill(json!("{{ pair(1, 2) }}"))
             .unwrap_err()
+            .to_string()
             .contains("takes 1"));
         assert!(fill(json!("{{ nope }}"))
             .unwrap_err()
+            .to_string()
             .contains("text(N), pair(N))"));
     }
 }

@@ -99,9 +99,9 @@ pub fn suite_settings(
     suite_args: &SuiteArgs,
     load: impl Fn(Option<&Path>) -> Result<Suite, Error>,
 ) -> Result<ProbeSettings, Error> {
-    let key = args::api_key(key).map_err(Error::Usage)?;
+    let key = args::api_key(key)?;
     let suite = load(suite_args.suite.as_deref())?;
-    args::settings(base, key, suite, run, suite_args).map_err(Error::Usage)
+    Ok(args::settings(base, key, suite, run, suite_args)?)
 }
 
 /// `probe NAME` of a protocol whose probe is a suite of HTTP exchanges (the round table's):
@@ -387,11 +387,13 @@ pub fn check_served_behavior(
             protocol: agents,
             others: &super::agent_protocols(),
         },
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     crate::mock::behavior::check_fit(
         &items,
         agents,
         transport == "http",
         transport.starts_with("stdio"),
     )
+    .map_err(|e| e.to_string())
 }

@@ -234,7 +234,7 @@ proptest! {
                 content: Content::new(seed, name),
                 protocol: suite().protocol,
             };
-            let request = template::render(body, &mut fill).map_err(TestCaseError::fail)?;
+            let request = template::render(body, &mut fill).map_err(|e| TestCaseError::fail(e.to_string()))?;
             // An unknown path has no request schema of its own.
             let Some(schema) = request_schema(&exchange.path) else { continue };
             clean(&format!("exchange {name} against {schema}"), &request, &schemas().validate(schema, &request))?;
@@ -422,7 +422,7 @@ proptest! {
         messages_nonempty("agent_name_consistent", &roundtable::agent_name_consistent(&from_body))?;
         for (at, text) in strings(&body) {
             if let Err(why) = evidence_level(text) {
-                prop_assert!(!why.trim().is_empty(), "evidence_level at {}", at);
+                prop_assert!(!why.to_string().trim().is_empty(), "evidence_level at {}", at);
             }
             messages_nonempty("check_tag", &check_tag(&at, text).into_iter().collect::<Vec<_>>())?;
         }

@@ -119,7 +119,8 @@ fn the_toy_suite_is_checked_when_loaded() {
             others: &[],
         },
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("unknown behaviour \"wrong-schema\""), "{e}");
 }
 

@@ -169,8 +169,27 @@ impl Running {
     }
 }
 
+/// Why a server could not start: a run error (the port is taken, or not ours to bind).
+#[derive(Debug, thiserror::Error)]
+pub enum ListenError {
+    #[error("cannot listen on {addr}: {cause}")]
+    Bind {
+        addr: SocketAddr,
+        cause: std::io::Error,
+    },
+    /// The bound socket does not say its address.
+    #[error("{0}")]
+    LocalAddr(std::io::Error),
+}
+
+impl From<ListenError> for crate::error::Error {
+    fn from(e: ListenError) -> Self {
+        crate::error::Error::Run(e.to_string())
+    }
+}
+
 /// Binds `addr` (port 0: the OS picks) and serves `handler` there.
-pub async fn spawn<H: Handler>(handler: Arc<H>, addr: SocketAddr) -> Result<Running, String> {
+pub async fn spawn<H: Handler>(handler: Arc<H>, addr: SocketAddr) -> Result<Running, ListenError> {
     spawn_with(handler, addr, ServerLimits::default()).await
 }
 
@@ -179,11 +198,11 @@ pub async fn spawn_with<H: Handler>(
     handler: Arc<H>,
     addr: SocketAddr,
     limits: ServerLimits,
-) -> Result<Running, String> {
+) -> Result<Running, ListenError> {
     let listener = TcpListener::bind(addr)
         .await
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        .map_err(|cause| ListenError::Bind { addr, cause })?;
+    let addr = listener.local_addr().map_err(ListenError::LocalAddr)?;
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
     tracker.spawn(serve(
@@ -198,4 +217,37 @@ pub async fn spawn_with<H: Handler>(
         stop,
         tracker,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Nothing;
+
+    impl Handler for Nothing {
+        type Note = ();
+
+        async fn handle(&self, _: Request) -> (Plan, ()) {
+            (Plan::immediate(Response::new(204, "text/plain", "")), ())
+        }
+
+        async fn finish(&self, _: (), _: Delivered) {}
+    }
+
+    #[tokio::test]
+    async fn a_port_in_use_is_a_run_error_that_names_it() {
+        let taken = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = taken.local_addr().unwrap();
+        let e = spawn(Arc::new(Nothing), addr).await.err().unwrap();
+        assert!(
+            matches!(&e, ListenError::Bind { addr: a, .. } if *a == addr),
+            "{e:?}"
+        );
+        let e = crate::error::Error::from(e);
+        assert!(
+            matches!(&e, crate::error::Error::Run(m) if m.starts_with(&format!("cannot listen on {addr}: "))),
+            "{e:?}"
+        );
+    }
 }

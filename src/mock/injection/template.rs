@@ -85,7 +85,7 @@ pub struct Template {
 impl Template {
     /// Parses a payload text. The error says which encoding is left open, nested too deep, or
     /// cannot hold what it was given.
-    pub fn parse(text: &str) -> Result<Template, String> {
+    pub fn parse(text: &str) -> Result<Template, TemplateError> {
         let mut parser = Parser { text, pos: 0 };
         let segments = parser.segments(None, 0)?;
         check_tags(&segments)?;
@@ -126,16 +126,26 @@ pub fn render(segments: &[Segment], canary: &str) -> String {
     out
 }
 
+/// Why a payload text is not a template.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    #[error("`{{{encoding}:` is never closed by a `}}`")]
+    Unclosed { encoding: &'static str },
+    #[error("encodings nested deeper than {MAX_DEPTH}")]
+    TooDeep,
+    /// A `{tags:…}` that renders to a character with no tag character.
+    #[error("`{{tags:…}}` holds {found:?}, which has no tag character (printable ASCII only)")]
+    NotTaggable { found: char },
+}
+
 /// Tag characters exist for printable ASCII only: what a `{tags:…}` holds must render to that.
-fn check_tags(segments: &[Segment]) -> Result<(), String> {
+fn check_tags(segments: &[Segment]) -> Result<(), TemplateError> {
     for segment in segments {
         if let Segment::Encoded(encoding, inner) = segment {
             if *encoding == Encoding::Tags {
                 let text = render(inner, SAMPLE_CANARY);
                 if let Some(c) = text.chars().find(|c| !matches!(c, ' '..='~')) {
-                    return Err(format!(
-                        "`{{tags:…}}` holds {c:?}, which has no tag character (printable ASCII only)"
-                    ));
+                    return Err(TemplateError::NotTaggable { found: c });
                 }
             }
             check_tags(inner)?;
@@ -152,14 +162,18 @@ struct Parser<'a> {
 impl Parser<'_> {
     /// Reads segments up to the end of the text, or, inside an encoding, up to the `}` that
     /// closes it.
-    fn segments(&mut self, inside: Option<Encoding>, depth: usize) -> Result<Vec<Segment>, String> {
+    fn segments(
+        &mut self,
+        inside: Option<Encoding>,
+        depth: usize,
+    ) -> Result<Vec<Segment>, TemplateError> {
         let mut out = Vec::new();
         let mut literal = String::new();
         loop {
             let rest = self.text.get(self.pos..).unwrap_or_default();
             let Some(c) = rest.chars().next() else {
                 return match inside {
-                    Some(e) => Err(format!("`{{{}:` is never closed by a `}}`", e.name())),
+                    Some(e) => Err(TemplateError::Unclosed { encoding: e.name() }),
                     None => Ok(flushed(out, literal)),
                 };
             };
@@ -169,7 +183,7 @@ impl Parser<'_> {
                 self.pos += CANARY.len();
             } else if let Some((encoding, len)) = Encoding::opening(rest) {
                 if depth == MAX_DEPTH {
-                    return Err(format!("encodings nested deeper than {MAX_DEPTH}"));
+                    return Err(TemplateError::TooDeep);
                 }
                 out = flushed(out, std::mem::take(&mut literal));
                 self.pos += len;
@@ -298,11 +312,16 @@ mod tests {
     #[test]
     fn reports_what_is_wrong() {
         let e = Template::parse("{hex:abc").unwrap_err();
-        assert!(e.contains("`{hex:` is never closed"), "{e}");
+        assert_eq!(e, TemplateError::Unclosed { encoding: "hex" });
+        assert_eq!(e.to_string(), "`{hex:` is never closed by a `}`");
         let e = Template::parse(&"{url:".repeat(MAX_DEPTH + 1)).unwrap_err();
-        assert!(e.contains("nested deeper than"), "{e}");
+        assert_eq!(e, TemplateError::TooDeep);
+        assert!(e.to_string().contains("nested deeper than"), "{e}");
         let e = Template::parse("{tags:héllo {canary}}").unwrap_err();
-        assert!(e.contains("'é'"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "`{tags:…}` holds 'é', which has no tag character (printable ASCII only)"
+        );
     }
 
     #[test]

@@ -86,8 +86,7 @@ async fn probe_reference(
         Arc::new(ExternalAgent::new(flaws)),
         SocketAddr::from(([127, 0, 0, 1], 0)),
     )
-    .await
-    .map_err(Error::Run)?;
+    .await?;
     let settings = Settings {
         input: split_url(&format!("{}/v1/assistant/input", running.url()))
             .ok_or_else(|| Error::run("the reference's URL"))?,

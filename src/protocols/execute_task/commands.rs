@@ -106,7 +106,7 @@ pub fn task_settings(args: &TaskProbeArgs) -> Result<TaskSettings, String> {
     let target = if let Some(url) = &args.url {
         Target::Http {
             base: BaseUrl::parse(url).map_err(|e| format!("--url: {e}"))?,
-            api_key: api_key(args.key.api_key.clone())?,
+            api_key: api_key(args.key.api_key.clone()).map_err(|e| e.to_string())?,
         }
     } else if let Some(cmd) = &args.stdio {
         let mode = match args.stdio_mode {
@@ -299,8 +299,7 @@ impl Selftest for TaskSelftest {
                     protocol: &Agents,
                     others: &[],
                 },
-            )
-            .map_err(Error::Usage)?;
+            )?;
             let scenarios = Scenario::builtin();
             let agent = || {
                 let profile = Profile {

@@ -11,7 +11,8 @@ use super::model::check_answer;
 use crate::content::Content;
 use crate::probe::checks::verdict;
 use crate::probe::plugin::{Ctx, Rule, SuiteProtocol, Verdict, OWN_ANSWER};
-use crate::probe::template::numbers;
+use crate::probe::suite::SuiteError;
+use crate::probe::template::{numbers, FillError};
 use crate::probe::Suite as LoadedSuite;
 
 /// The built-in protocol cases: (file, YAML).
@@ -21,10 +22,10 @@ pub const SUITE: (&str, &str) = (
 );
 
 /// The built-in protocol cases, loaded once.
-pub fn suite() -> Result<LoadedSuite, String> {
-    static LOADED: OnceLock<Result<LoadedSuite, String>> = OnceLock::new();
+pub fn suite() -> Result<LoadedSuite, SuiteError> {
+    static LOADED: OnceLock<Result<LoadedSuite, SuiteError>> = OnceLock::new();
     LOADED
-        .get_or_init(|| LoadedSuite::parse(SUITE.0, SUITE.1, &Suite).map_err(|e| e.to_string()))
+        .get_or_init(|| LoadedSuite::parse(SUITE.0, SUITE.1, &Suite))
         .clone()
 }
 
@@ -74,7 +75,12 @@ impl SuiteProtocol for Suite {
         names
     }
 
-    fn generate(&self, name: &str, args: &str, _: &mut Content) -> Option<Result<Value, String>> {
+    fn generate(
+        &self,
+        name: &str,
+        args: &str,
+        _: &mut Content,
+    ) -> Option<Result<Value, FillError>> {
         (name == "long_history").then(|| numbers(name, args, 1).map(|n| long_history(n[0])))
     }
 

@@ -35,8 +35,7 @@ pub async fn serve_one(
             protocol: &Agents,
             others: &[],
         },
-    )
-    .map_err(Error::Usage)?;
+    )?;
     let profile = Profile {
         name: name.into(),
         domain: "general review".into(),

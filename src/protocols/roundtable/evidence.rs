@@ -30,46 +30,54 @@ fn tag_regex() -> &'static Regex {
     })
 }
 
+/// What is wrong with an evidence string's tag: the peer's fault, said as a finding. `tag` is
+/// the tag as written (an excerpt).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TagError {
+    #[error("{tag} is not upper case (write {upper})")]
+    NotUpperCase { tag: String, upper: String },
+    #[error("{tag} takes no source (write [POSSIBLE])")]
+    PossibleWithSource { tag: String },
+    #[error("{tag} names no source")]
+    NoSource { tag: String },
+    #[error("{tag} lacks the :ref part (a VERIFIED tag is [VERIFIED: source:ref])")]
+    NoRef { tag: String },
+    #[error("{tag} needs two or more sources joined by + ([CORROBORATED: src1 + src2])")]
+    OneSource { tag: String },
+    #[error("no evidence level tag (expected {expected})", expected = EXPECTED)]
+    NoTag,
+}
+
 /// Reads the first well-formed evidence tag in `text`. The error says what is wrong with the tag
 /// found, or that there is none.
-pub fn evidence_level(text: &str) -> Result<EvidenceLevel, String> {
+pub fn evidence_level(text: &str) -> Result<EvidenceLevel, TagError> {
     let mut first_problem = None;
     for caps in tag_regex().captures_iter(text) {
         let whole = caps.get(0).map_or("", |m| m.as_str());
         let word = caps.get(1).map_or("", |m| m.as_str());
         let arg = caps.get(2).map(|m| m.as_str().trim());
         let problem = if word != word.to_uppercase() {
-            Some(format!(
-                "{} is not upper case (write {})",
-                quote(whole),
-                word.to_uppercase()
-            ))
+            Some(TagError::NotUpperCase {
+                tag: quote(whole),
+                upper: word.to_uppercase(),
+            })
         } else {
             match (word, arg) {
                 ("POSSIBLE", None) => return Ok(EvidenceLevel::Possible),
-                ("POSSIBLE", Some(_)) => Some(format!(
-                    "{} takes no source (write [POSSIBLE])",
-                    quote(whole)
-                )),
-                (_, None) | (_, Some("")) => Some(format!("{} names no source", quote(whole))),
+                ("POSSIBLE", Some(_)) => Some(TagError::PossibleWithSource { tag: quote(whole) }),
+                (_, None) | (_, Some("")) => Some(TagError::NoSource { tag: quote(whole) }),
                 ("VERIFIED", Some(a)) => match a.split_once(':') {
                     Some((src, r)) if !src.trim().is_empty() && !r.trim().is_empty() => {
                         return Ok(EvidenceLevel::Verified)
                     }
-                    _ => Some(format!(
-                        "{} lacks the :ref part (a VERIFIED tag is [VERIFIED: source:ref])",
-                        quote(whole)
-                    )),
+                    _ => Some(TagError::NoRef { tag: quote(whole) }),
                 },
                 ("CORROBORATED", Some(a)) => {
                     let sources = a.split('+').filter(|s| !s.trim().is_empty()).count();
                     if sources >= 2 && !a.split('+').any(|s| s.trim().is_empty()) {
                         return Ok(EvidenceLevel::Corroborated);
                     }
-                    Some(format!(
-                        "{} needs two or more sources joined by + ([CORROBORATED: src1 + src2])",
-                        quote(whole)
-                    ))
+                    Some(TagError::OneSource { tag: quote(whole) })
                 }
                 ("INDICATED", Some(_)) => return Ok(EvidenceLevel::Indicated),
                 _ => None,
@@ -79,7 +87,7 @@ pub fn evidence_level(text: &str) -> Result<EvidenceLevel, String> {
             first_problem = problem;
         }
     }
-    Err(first_problem.unwrap_or_else(|| format!("no evidence level tag (expected {EXPECTED})")))
+    Err(first_problem.unwrap_or(TagError::NoTag))
 }
 
 fn quote(text: &str) -> String {
@@ -88,7 +96,9 @@ fn quote(text: &str) -> String {
 
 /// Checks the tag of one evidence string at `path`.
 pub fn check_tag(path: &str, text: &str) -> Option<Finding> {
-    evidence_level(text).err().map(|why| finding(path, why))
+    evidence_level(text)
+        .err()
+        .map(|why| finding(path, why.to_string()))
 }
 
 #[cfg(test)]
@@ -119,21 +129,27 @@ mod tests {
     fn malformed_tags_say_why() {
         assert!(evidence_level("[VERIFIED: auth.py] x")
             .unwrap_err()
+            .to_string()
             .contains("lacks the :ref part"));
         assert!(evidence_level("[CORROBORATED: logs] x")
             .unwrap_err()
+            .to_string()
             .contains("two or more sources"));
         assert!(evidence_level("[CORROBORATED: logs + ] x")
             .unwrap_err()
+            .to_string()
             .contains("two or more sources"));
         assert!(evidence_level("[INDICATED] x")
             .unwrap_err()
+            .to_string()
             .contains("names no source"));
         assert!(evidence_level("[verified: a:b] x")
             .unwrap_err()
+            .to_string()
             .contains("not upper case"));
         assert!(evidence_level("plain text")
             .unwrap_err()
+            .to_string()
             .contains("no evidence level tag"));
         // A bad tag followed by a good one is fine: the good one counts.
         assert_eq!(

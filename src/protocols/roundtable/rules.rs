@@ -16,7 +16,7 @@ use crate::probe::checks::verdict;
 use crate::probe::plugin::{Ctx, InvalidArgs, Verdict};
 use crate::probe::plugin::{Rule, SuiteProtocol};
 use crate::probe::suite::ExchangeSpec;
-use crate::probe::template::numbers;
+use crate::probe::template::{numbers, FillError};
 use crate::text::excerpt_str;
 
 /// The round table as the suite engine sees it.
@@ -44,7 +44,12 @@ impl SuiteProtocol for Suite {
         ]
     }
 
-    fn generate(&self, name: &str, args: &str, c: &mut Content) -> Option<Result<Value, String>> {
+    fn generate(
+        &self,
+        name: &str,
+        args: &str,
+        c: &mut Content,
+    ) -> Option<Result<Value, FillError>> {
         let value = match name {
             "analyses" => numbers(name, args, 1)
                 .map(|n| serde_json::to_value(c.analyses(n[0])).unwrap_or(Value::Null)),
@@ -247,5 +252,5 @@ fn count(body: &Value, lists: &[&str]) -> u64 {
 fn answer<'a>(ctx: &Ctx<'a>) -> Result<&'a Value, String> {
     let outcome = ctx.outcome.ok_or("the case has no exchange")?;
     outcome.result.as_ref().map_err(|e| e.to_string())?;
-    outcome.json(ctx.max_body)
+    Ok(outcome.json(ctx.max_body)?)
 }

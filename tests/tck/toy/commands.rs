@@ -32,7 +32,7 @@ pub async fn serve(behavior: &str, seed: u64) -> Result<Served, Error> {
         protocol: &Agents,
         others: &[],
     };
-    let items = parse_list(behavior, at).map_err(Error::Usage)?;
+    let items = parse_list(behavior, at)?;
     let profile = Profile {
         name: "toy-agent".into(),
         domain: "greetings".into(),

@@ -17,6 +17,7 @@ use agent_tck::mock::{Body, Reply, Responder};
 use agent_tck::probe::checks::verdict;
 use agent_tck::probe::exchange::ExchangeSpec;
 use agent_tck::probe::plugin::{Ctx, InvalidArgs, Rule, SuiteProtocol, Verdict};
+use agent_tck::probe::template::FillError;
 use agent_tck::schema::finding;
 use serde_json::{json, Value};
 
@@ -114,12 +115,19 @@ impl SuiteProtocol for Suite {
         vec!["by_name"]
     }
 
-    fn generate(&self, name: &str, args: &str, c: &mut Content) -> Option<Result<Value, String>> {
+    fn generate(
+        &self,
+        name: &str,
+        args: &str,
+        c: &mut Content,
+    ) -> Option<Result<Value, FillError>> {
         (name == "visitor").then(|| {
             if args.trim().is_empty() {
                 Ok(Value::String(format!("{} {}", c.word(), c.word())))
             } else {
-                Err("{{ visitor }} takes no arguments".into())
+                Err(FillError::TakesNoArguments {
+                    name: "visitor".into(),
+                })
             }
         })
     }

@@ -371,7 +371,9 @@ pub async fn serve(fleet: &Fleet) -> Result<Served, String> {
         tracker: TaskTracker::new(),
         next: std::sync::atomic::AtomicU64::new(1),
     });
-    let running = http1::spawn(Arc::new(inputs.clone()), fleet.listen).await?;
+    let running = http1::spawn(Arc::new(inputs.clone()), fleet.listen)
+        .await
+        .map_err(|e| e.to_string())?;
     let base = fleet.advertise.clone().unwrap_or_else(|| running.url());
     Ok(Served {
         inputs,

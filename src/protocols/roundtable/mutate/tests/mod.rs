@@ -27,7 +27,7 @@ const SPEC_MAX_FIELD: usize = 50_000;
 use crate::content::Content;
 use crate::jsonpath::{strings, JsonPath};
 use crate::mock::Responder;
-use crate::probe::outcome::{parse_body, Outcome};
+use crate::probe::outcome::{parse_body, AnswerError, Outcome};
 use crate::probe::plugin::Ctx;
 use crate::probe::suite::AuthMode;
 use crate::protocols::roundtable::model::{self, AnalyzeRequest, ChallengeRequest, VoteRequest};
