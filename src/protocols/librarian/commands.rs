@@ -109,9 +109,10 @@ impl Protocol for LibrarianProtocol {
     }
 
     fn probe(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        let ids = probe::case_ids().map_err(Error::Usage)?;
-        let job =
-            |s: Settings, on: OnCase| async move { probe::run(&s, &*on).await.map_err(Error::Run) };
+        let ids = probe::case_ids().map_err(Error::from)?;
+        let job = |s: Settings, on: OnCase| async move {
+            probe::run(&s, &*on).await.map_err(Error::from)
+        };
         driver_probe(
             matches,
             settings,
@@ -128,11 +129,11 @@ impl Protocol for LibrarianProtocol {
             "the librarian's",
             "suites/librarian.yaml",
         )?;
-        probe::list_cases().map_err(Error::Usage)
+        probe::list_cases().map_err(Error::from)
     }
 
     fn case_ids(&self) -> Result<Vec<String>, Error> {
-        probe::case_ids().map_err(Error::Usage)
+        probe::case_ids().map_err(Error::from)
     }
 
     fn fleet_presets(&self) -> &'static [(&'static str, &'static str, &'static str)] {
@@ -208,7 +209,7 @@ impl Protocol for LibrarianProtocol {
             };
             let report = probe::run(&settings, &|_| {}).await;
             served.stop().await;
-            report.map_err(Error::Run)
+            report.map_err(Error::from)
         })
     }
 
@@ -233,7 +234,7 @@ impl Protocol for LibrarianProtocol {
             };
             let report = probe::run(&settings, &|_| {}).await;
             served.stop().await;
-            report.map_err(Error::Run)
+            report.map_err(Error::from)
         })
     }
 }

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::model::{required_fields, REQUEST_TYPES};
 use crate::probe::plugin::DriverRules;
+use crate::probe::suite::SuiteError;
 use crate::probe::Suite as LoadedSuite;
 
 /// The built-in cases: (file, YAML).
@@ -18,12 +19,10 @@ pub const SUITE: (&str, &str) = (
 );
 
 /// The built-in cases, loaded once.
-pub fn suite() -> Result<LoadedSuite, String> {
-    static LOADED: OnceLock<Result<LoadedSuite, String>> = OnceLock::new();
+pub fn suite() -> Result<LoadedSuite, SuiteError> {
+    static LOADED: OnceLock<Result<LoadedSuite, SuiteError>> = OnceLock::new();
     LOADED
-        .get_or_init(|| {
-            LoadedSuite::parse(SUITE.0, SUITE.1, &RULE_NAMES).map_err(|e| e.to_string())
-        })
+        .get_or_init(|| LoadedSuite::parse(SUITE.0, SUITE.1, &RULE_NAMES))
         .clone()
 }
 
