@@ -549,7 +549,9 @@ pub fn config_yaml(data: &[u8]) {
         crate::targets::parse(SOURCE, &text)
             .err()
             .map(|e| e.to_string()),
-        connector::fleet::Fleet::parse(SOURCE, &text, None).err(),
+        connector::fleet::Fleet::parse(SOURCE, &text, None)
+            .err()
+            .map(|e| e.to_string()),
         librarian::fleet::Fleet::parse(SOURCE, &text, None)
             .err()
             .map(|e| e.to_string()),

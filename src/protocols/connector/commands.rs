@@ -173,9 +173,9 @@ impl Protocol for Connector {
         at: ClientFleet<'a>,
     ) -> Option<BoxFuture<'a, Result<Report, Error>>> {
         Some(Box::pin(async move {
-            let fleet = super::fleet::Fleet::parse(source, text, at.url).map_err(Error::Usage)?;
+            let fleet = super::fleet::Fleet::parse(source, text, at.url)?;
             let seed = seed_or_clock(at.seed.or(fleet.seed));
-            let served = super::fleet::serve(&fleet).await.map_err(Error::Run)?;
+            let served = super::fleet::serve(&fleet).await?;
             crate::outln!(
                 "agent-tck mock fleet · {} external agent(s) against the agent server {}",
                 fleet.agents.len(),

@@ -356,8 +356,23 @@ impl Served {
     }
 }
 
+/// Why the fleet's inputUrls could not be served (`listen` taken, say): a run that could not go
+/// on. The message is the listener's own, which names the address.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{cause}")]
+pub struct ServeError {
+    pub listen: std::net::SocketAddr,
+    pub cause: String,
+}
+
+impl From<ServeError> for crate::error::Error {
+    fn from(e: ServeError) -> Self {
+        crate::error::Error::Run(e.to_string())
+    }
+}
+
 /// Serves the fleet's inputUrls on `fleet.listen`.
-pub async fn serve(fleet: &Fleet) -> Result<Served, String> {
+pub async fn serve(fleet: &Fleet) -> Result<Served, ServeError> {
     let inputs = Arc::new(Inputs {
         agents: fleet
             .agents
@@ -371,7 +386,12 @@ pub async fn serve(fleet: &Fleet) -> Result<Served, String> {
         tracker: TaskTracker::new(),
         next: std::sync::atomic::AtomicU64::new(1),
     });
-    let running = http1::spawn(Arc::new(inputs.clone()), fleet.listen).await?;
+    let running = http1::spawn(Arc::new(inputs.clone()), fleet.listen)
+        .await
+        .map_err(|cause| ServeError {
+            listen: fleet.listen,
+            cause: cause.to_string(),
+        })?;
     let base = fleet.advertise.clone().unwrap_or_else(|| running.url());
     Ok(Served {
         inputs,
