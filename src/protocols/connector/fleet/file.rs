@@ -325,4 +325,56 @@ mod tests {
             assert!(err.contains(says), "{err}");
         }
     }
+
+    #[test]
+    fn a_refused_fleet_file_is_a_usage_error_whose_words_name_file_field_and_agent() {
+        let ok = "protocol: connector\nconnector:\n  url: http://127.0.0.1:1\n  agents:\n    - { name: a, agent-id: ext-a }\n";
+        let refused = |text: String| Fleet::parse("f.yaml", &text, None).err().unwrap();
+        let twice = refused(ok.replace(
+            "    - { name: a, agent-id: ext-a }\n",
+            "    - { name: a, agent-id: ext-a }\n    - { name: a, agent-id: ext-b }\n",
+        ));
+        assert_eq!(
+            twice,
+            FleetFileError::Agent {
+                file: "f.yaml".into(),
+                agent: "a".into(),
+                fault: AgentFault::Twice
+            }
+        );
+        assert_eq!(
+            twice.to_string(),
+            "f.yaml: agent \"a\": a second agent of this name"
+        );
+        assert_eq!(
+            refused(ok.replace("  agents:", "  listen: nowhere\n  agents:")).to_string(),
+            "f.yaml: connector.listen: \"nowhere\" is not HOST:PORT (e.g. 127.0.0.1:9400)"
+        );
+        assert_eq!(
+            refused(ok.replace("  agents:", "  clients: 0\n  agents:")).to_string(),
+            "f.yaml: connector.clients: 0 (expected 1 to 10000)"
+        );
+        assert_eq!(
+            refused(ok.replace(
+                "  agents:\n    - { name: a, agent-id: ext-a }\n",
+                "  agents: []\n"
+            ))
+            .to_string(),
+            "f.yaml: connector.agents is empty"
+        );
+        assert_eq!(
+            refused(ok.replace("  agents:", "  ws: v9\n  agents:")).to_string(),
+            "f.yaml: connector.ws: \"v9\" (expected document or assistant-v5)"
+        );
+        assert_eq!(
+            crate::error::Error::from(refused(
+                ok.replace("sessions", "x").replace("name: a", "name: a/b")
+            )),
+            crate::error::Error::Usage(
+                "f.yaml: agent \"a/b\": the name must be [A-Za-z0-9_-] (it is a path segment \
+                 of the inputUrl)"
+                    .into()
+            )
+        );
+    }
 }
