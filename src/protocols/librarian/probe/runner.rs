@@ -6,7 +6,7 @@ use std::time::Instant;
 use crate::probe::checks::Check;
 use crate::probe::suite::{CaseSpec, SuiteError};
 use crate::protocols::librarian::model::{self};
-use crate::protocols::librarian::rules::{suite, Scenario};
+use crate::protocols::librarian::rules::{suite, RuleCallError, Scenario};
 use crate::report::{CaseResult, Report};
 use crate::text::Redactor;
 use crate::transport::http::{self};
@@ -33,9 +33,8 @@ pub enum RunError {
     Suite(#[from] SuiteError),
     #[error("case {case}: a librarian case runs one rule")]
     NotOneRule { case: String },
-    /// A case's rule call that `Scenario::of` refuses (its words).
-    #[error("{0}")]
-    Rule(String),
+    #[error(transparent)]
+    Rule(#[from] RuleCallError),
 }
 
 impl From<RunError> for crate::error::Error {
@@ -152,7 +151,7 @@ pub(super) fn needs_two(s: &Scenario) -> bool {
 
 pub(super) fn scenario_of(spec: &CaseSpec) -> Result<Scenario, RunError> {
     match spec.checks.first() {
-        Some(Check::Rule(call)) => Scenario::of(&call.name, &call.args).map_err(RunError::Rule),
+        Some(Check::Rule(call)) => Ok(Scenario::of(&call.name, &call.args)?),
         _ => Err(RunError::NotOneRule {
             case: spec.id.value.clone(),
         }),
