@@ -399,3 +399,30 @@ pub async fn serve(fleet: &Fleet) -> Result<Served, ServeError> {
         base,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_listen_address_taken_is_a_run_error_in_the_listeners_words() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let listen = taken.local_addr().unwrap();
+        let text = format!(
+            "protocol: connector\nconnector:\n  url: http://127.0.0.1:1\n  listen: {listen}\n  agents:\n    - {{ name: a, agent-id: ext-a }}\n"
+        );
+        let fleet = Fleet::parse("f.yaml", &text, None).unwrap();
+        let Err(e) = serve(&fleet).await else {
+            panic!("served on a taken address");
+        };
+        assert_eq!(e.listen, listen);
+        assert!(
+            e.cause.starts_with(&format!("cannot listen on {listen}: ")),
+            "{e}"
+        );
+        assert_eq!(
+            crate::error::Error::from(e.clone()),
+            crate::error::Error::Run(e.cause)
+        );
+    }
+}
