@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_tck::mock::http1;
-use agent_tck::protocols::connector::agent::{split_url, ExternalAgent, Flaws};
 use agent_tck::protocols::connector::probe::{run, Settings};
+use agent_tck::protocols::connector::reference::{split_url, ExternalAgent, Flaws};
 use agent_tck::report::{Report, Status};
 
 pub(crate) fn settings(input: &str) -> Settings {

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use agent_tck::protocols::connector::fleet::judge;
 use agent_tck::protocols::connector::fleet::{self, Fleet};
-use agent_tck::protocols::connector::fleet_judge;
 use agent_tck::report::{Report, Status};
 
 use crate::agent_server::{self, Flaw};
@@ -55,7 +55,7 @@ pub(crate) async fn judged_against(
         .map(|(_, id, input)| (id, input))
         .collect();
     let _server = agent_server::start(bound, flaw, agents);
-    fleet_judge::run(fleet, served, false, 7).await
+    judge::run(fleet, served, false, 7).await
 }
 
 fn failed(report: &Report) -> BTreeSet<String> {
@@ -125,7 +125,7 @@ async fn a_server_that_knows_no_agent_fails_session_create_and_reached_fleet_say
     let _server = agent_server::start((listener, url), Flaw::None, HashMap::new());
     let report = tokio::time::timeout(
         std::time::Duration::from_secs(60),
-        fleet_judge::run(&short, served, false, 7),
+        judge::run(&short, served, false, 7),
     )
     .await
     .expect("the fleet ends");

@@ -363,7 +363,7 @@ async fn a_server_that_forwards_elsewhere_fails_reached_fleet_and_judges_no_forw
     let _server = agent_server::start((listener, url), Flaw::None, agents);
     let report = tokio::time::timeout(
         Duration::from_secs(60),
-        agent_tck::protocols::connector::fleet_judge::run(&fleet, served, false, 11),
+        agent_tck::protocols::connector::fleet::judge::run(&fleet, served, false, 11),
     )
     .await
     .expect("the fleet ends");
@@ -421,7 +421,7 @@ async fn a_server_that_forwards_elsewhere_fails_reached_fleet_and_judges_no_forw
 /// `probe connector` against the reference external agent with `flaw`, the callbacks awaited
 /// up to 10 s (the reference calls back within a second).
 async fn probe_flaw(flaw: &str) -> Report {
-    use agent_tck::protocols::connector::agent::{ExternalAgent, Flaws};
+    use agent_tck::protocols::connector::reference::{ExternalAgent, Flaws};
     let agent = std::sync::Arc::new(ExternalAgent::new(Flaws::named(flaw).unwrap()));
     let running = agent_tck::mock::http1::spawn(agent, ([127, 0, 0, 1], 0).into())
         .await

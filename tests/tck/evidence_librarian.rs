@@ -11,7 +11,7 @@ use std::time::Duration;
 use agent_tck::protocols::librarian::commands::{reference, reference_registry, reference_tokens};
 use agent_tck::protocols::librarian::fleet::{self, Fleet};
 use agent_tck::protocols::librarian::probe::{run, Settings};
-use agent_tck::protocols::librarian::server::Flaws;
+use agent_tck::protocols::librarian::reference::Flaws;
 use agent_tck::report::{Level, Report, Status, NO_EVIDENCE, NO_REASON};
 use agent_tck::transport::http::BaseUrl;
 use serde_json::{json, Value};
@@ -425,7 +425,7 @@ async fn a_missing_status_route_fails_its_own_case_and_skips_the_rest() {
 
 /// A mock Librarian with `steps` as its script, and a client's way to it.
 struct MockSession {
-    served: agent_tck::protocols::librarian::server::Served,
+    served: agent_tck::protocols::librarian::reference::Served,
     base: BaseUrl,
 }
 
@@ -437,8 +437,8 @@ impl MockSession {
     }
 
     async fn scripted(script: agent_tck::protocols::librarian::mock::Script) -> MockSession {
-        use agent_tck::protocols::librarian::server::{self, Librarian};
-        let served = server::serve(Librarian::new(Vec::new(), Flaws::default()).mocking(script))
+        use agent_tck::protocols::librarian::reference::{self, Librarian};
+        let served = reference::serve(Librarian::new(Vec::new(), Flaws::default()).mocking(script))
             .await
             .unwrap();
         let base = BaseUrl::parse(&served.url).unwrap();
@@ -625,7 +625,7 @@ async fn the_mock_librarian_judges_retries_and_resends_on_their_occasions() {
 /// The reference Librarian with some answers replaced: `tweak` answers the requests it wants
 /// to (a departure from the document), the reference the rest.
 struct Tweaked<F> {
-    inner: agent_tck::protocols::librarian::server::Librarian,
+    inner: agent_tck::protocols::librarian::reference::Librarian,
     tweak: F,
 }
 
@@ -659,7 +659,7 @@ where
         + Sync
         + 'static,
 {
-    use agent_tck::protocols::librarian::server::Librarian;
+    use agent_tck::protocols::librarian::reference::Librarian;
     let handler = Tweaked {
         inner: Librarian::new(reference_registry(), Flaws::default()),
         tweak,
@@ -831,7 +831,7 @@ async fn refusals_that_do_not_name_the_missing_field_pass_its_case_and_fail_fiel
 /// `fleet.capabilities-after`; one that never answered it gives that case nothing to judge.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fleet_judges_capabilities_after_only_against_a_before() {
-    use agent_tck::protocols::librarian::server::Librarian;
+    use agent_tck::protocols::librarian::reference::Librarian;
     use std::sync::atomic::{AtomicUsize, Ordering};
     for answered_before in [true, false] {
         let asked = AtomicUsize::new(0);
@@ -913,9 +913,12 @@ async fn fleet_against<H: agent_tck::mock::http1::Handler<Note = ()>>(
 
 /// The reference Librarian refusing an agent's request outside its registry entry 403 "Agent
 /// not authorized" (as a server that enforces capabilities answers).
-fn forbidding() -> agent_tck::protocols::librarian::server::Librarian {
-    agent_tck::protocols::librarian::server::Librarian::new(reference_registry(), Flaws::default())
-        .forbidding()
+fn forbidding() -> agent_tck::protocols::librarian::reference::Librarian {
+    agent_tck::protocols::librarian::reference::Librarian::new(
+        reference_registry(),
+        Flaws::default(),
+    )
+    .forbidding()
 }
 
 fn bearer(r: &agent_tck::mock::http1::Request) -> String {
@@ -1012,7 +1015,7 @@ async fn a_403_to_a_permitted_request_fails_refusals_naming_each_client() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn injected_text_approved_for_a_forbidden_target_fails_refusals() {
     let obeys = || {
-        agent_tck::protocols::librarian::server::Librarian::new(
+        agent_tck::protocols::librarian::reference::Librarian::new(
             reference_registry(),
             Flaws::named("obeys-injection").unwrap(),
         )
@@ -1131,8 +1134,8 @@ async fn token_order_does_not_change_verdicts_against_a_librarian_refusing_403()
     assert_eq!(case(&report, "request.query").status, Status::Pass);
 }
 
-async fn server_forbidding() -> agent_tck::protocols::librarian::server::Served {
-    agent_tck::protocols::librarian::server::serve(forbidding())
+async fn server_forbidding() -> agent_tck::protocols::librarian::reference::Served {
+    agent_tck::protocols::librarian::reference::serve(forbidding())
         .await
         .unwrap()
 }
@@ -1276,7 +1279,7 @@ async fn the_content_limit_is_judged_at_its_exact_edge() {
 /// one deviation refused under strict mode, not refused for it when deviations are allowed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strict_deviations_is_judged_against_the_servers_declared_mode() {
-    use agent_tck::protocols::librarian::server::{serve, Librarian};
+    use agent_tck::protocols::librarian::reference::{serve, Librarian};
     let only = ["limits.strict-deviations"];
     let strict = reference(Flaws::default()).await.unwrap();
     let allowing =

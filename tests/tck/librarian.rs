@@ -4,7 +4,7 @@
 
 use agent_tck::protocols::librarian::commands::{reference, reference_registry, reference_tokens};
 use agent_tck::protocols::librarian::probe::{run, Settings};
-use agent_tck::protocols::librarian::server::Flaws;
+use agent_tck::protocols::librarian::reference::Flaws;
 use agent_tck::report::{Report, Status};
 use agent_tck::transport::http::BaseUrl;
 use std::time::Duration;

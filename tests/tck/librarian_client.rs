@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use agent_tck::protocols::librarian::mock::Script;
 use agent_tck::protocols::librarian::model;
-use agent_tck::protocols::librarian::server::{self, Flaws, Librarian};
+use agent_tck::protocols::librarian::reference::{self, Flaws, Librarian};
 use agent_tck::report::{CaseResult, Status};
 use agent_tck::transport::http::{send, BaseUrl, Limits, Request};
 use serde_json::{json, Value};
@@ -168,7 +168,7 @@ async fn judged(flaws: Flaws_) -> Vec<CaseResult> {
         include_str!("../../mocks/librarian-decisions.yaml"),
     )
     .unwrap();
-    let served = server::serve(Librarian::new(Vec::new(), Flaws::default()).mocking(script))
+    let served = reference::serve(Librarian::new(Vec::new(), Flaws::default()).mocking(script))
         .await
         .unwrap();
     let mut client = Client {

@@ -3,7 +3,7 @@
 
 use agent_tck::protocols::librarian::commands::{reference, reference_tokens};
 use agent_tck::protocols::librarian::fleet::{run, Fleet, FleetFileError};
-use agent_tck::protocols::librarian::server::Flaws;
+use agent_tck::protocols::librarian::reference::Flaws;
 use agent_tck::report::{Report, Status};
 
 /// The chaos preset's clients, shortened to 3 s, with the reference's agents and tokens.

@@ -120,9 +120,7 @@ const FILES: &[UserFile] = &[
     },
     UserFile {
         suite: false,
-        parse: |source, text| {
-            UserFile::parsed(super::fleet::Fleet::parse(source, text, None).map_err(Error::Usage))
-        },
+        parse: |source, text| UserFile::parsed(super::fleet::Fleet::parse(source, text, None)),
     },
 ];
 
@@ -199,9 +197,9 @@ impl ClientFleet for ConnectorFleet {
         at: FleetFlags<'a>,
     ) -> BoxFuture<'a, Result<Report, Error>> {
         Box::pin(async move {
-            let fleet = super::fleet::Fleet::parse(source, text, at.url).map_err(Error::Usage)?;
+            let fleet = super::fleet::Fleet::parse(source, text, at.url)?;
             let seed = seed_or_clock(at.seed.or(fleet.seed));
-            let served = super::fleet::serve(&fleet).await.map_err(Error::Run)?;
+            let served = super::fleet::serve(&fleet).await?;
             crate::outln!(
                 "agent-tck mock fleet · {} external agent(s) against the agent server {}",
                 fleet.agents.len(),

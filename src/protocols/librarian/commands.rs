@@ -136,11 +136,11 @@ impl Protocol for LibrarianProtocol {
             "the librarian's",
             "suites/librarian.yaml",
         )?;
-        probe::list_cases().map_err(Error::Usage)
+        probe::list_cases().map_err(Error::from)
     }
 
     fn case_ids(&self) -> Result<Vec<String>, Error> {
-        probe::case_ids().map_err(Error::Usage)
+        probe::case_ids().map_err(Error::from)
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -168,9 +168,10 @@ impl ProtocolCommand<ProbeJob> for LibrarianProbe {
     }
 
     fn run(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        let ids = probe::case_ids().map_err(Error::Usage)?;
-        let job =
-            |s: Settings, on: OnCase| async move { probe::run(&s, &*on).await.map_err(Error::Run) };
+        let ids = probe::case_ids()?;
+        let job = |s: Settings, on: OnCase| async move {
+            probe::run(&s, &*on).await.map_err(Error::from)
+        };
         driver_probe(
             matches,
             settings,
@@ -232,7 +233,7 @@ impl Selftest for LibrarianSelftest {
             };
             let report = probe::run(&settings, &|_| {}).await;
             served.stop().await;
-            report.map_err(Error::Run)
+            report.map_err(Error::from)
         })
     }
 
@@ -281,7 +282,7 @@ impl Selftest for LibrarianSelftest {
             };
             let report = probe::run(&settings, &|_| {}).await;
             served.stop().await;
-            report.map_err(Error::Run)
+            report.map_err(Error::from)
         })
     }
 }

@@ -40,8 +40,8 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::model::{self, LIMITS};
+use super::reference::Registered;
 use super::registry::RegistryError;
-use super::server::Registered;
 use crate::mock::observe::Tally;
 use crate::report::{CaseResult, Evidence, Level, Report, RunInfo};
 use crate::transport::http::{self, BaseUrl, Limits, Request};

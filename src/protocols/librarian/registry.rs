@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::server::Registered;
+use super::reference::Registered;
 
 #[derive(serde::Deserialize)]
 struct RegistryFile {

@@ -109,30 +109,70 @@ const BAD_INPUTS: [&str; 6] = [
 const AUTH_KINDS: [&str; 3] = ["no-token", "wrong-token", "foreign-agent"];
 const LIMIT_FIELDS: [&str; 3] = ["content", "references", "deviations"];
 
+/// Why a case's rule call is refused (the suite loader names the file and the line).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleCallError {
+    /// An argument missing, or not of its type (`what`: "a string", "a number", …).
+    #[error("{rule}: needs `{key}:` ({what})")]
+    Needs {
+        rule: String,
+        key: &'static str,
+        what: &'static str,
+    },
+    #[error("{rule}: {value:?} is not one of {}", .known.join(", "))]
+    NotOneOf {
+        rule: String,
+        value: String,
+        known: &'static [&'static str],
+    },
+    #[error(
+        "{rule}: {field:?} is not a required field of {request_type} (required: {})",
+        .required.join(", ")
+    )]
+    NotRequired {
+        rule: String,
+        field: String,
+        request_type: String,
+        required: &'static [&'static str],
+    },
+    #[error("{rule}: takes no parameters")]
+    NoParameters { rule: String },
+    #[error("{rule}: no such librarian rule")]
+    Unknown { rule: String },
+}
+
 impl Scenario {
     /// The scenario a case's rule call names, its arguments checked.
-    pub fn of(name: &str, args: &Value) -> Result<Scenario, String> {
-        let text = |key: &str| -> Result<String, String> {
+    pub fn of(name: &str, args: &Value) -> Result<Scenario, RuleCallError> {
+        let rule = || name.to_string();
+        let needs = |key: &'static str, what: &'static str| RuleCallError::Needs {
+            rule: rule(),
+            key,
+            what,
+        };
+        let text = |key: &'static str| -> Result<String, RuleCallError> {
             args.get(key)
                 .and_then(Value::as_str)
                 .map(str::to_string)
-                .ok_or_else(|| format!("{name}: needs `{key}:` (a string)"))
+                .ok_or_else(|| needs(key, "a string"))
         };
-        let one_of = |value: String, known: &[&str]| -> Result<String, String> {
-            if known.contains(&value.as_str()) {
-                Ok(value)
-            } else {
-                Err(format!(
-                    "{name}: {value:?} is not one of {}",
-                    known.join(", ")
-                ))
-            }
-        };
-        let none = || -> Result<(), String> {
+        let one_of =
+            |value: String, known: &'static [&'static str]| -> Result<String, RuleCallError> {
+                if known.contains(&value.as_str()) {
+                    Ok(value)
+                } else {
+                    Err(RuleCallError::NotOneOf {
+                        rule: rule(),
+                        value,
+                        known,
+                    })
+                }
+            };
+        let none = || -> Result<(), RuleCallError> {
             if args.is_null() {
                 Ok(())
             } else {
-                Err(format!("{name}: takes no parameters"))
+                Err(RuleCallError::NoParameters { rule: rule() })
             }
         };
         Ok(match name {
@@ -141,10 +181,12 @@ impl Scenario {
                 let request_type = one_of(text("type")?, &REQUEST_TYPES)?;
                 let field = text("field")?;
                 if !required_fields(&request_type).contains(&field.as_str()) {
-                    return Err(format!(
-                        "{name}: {field:?} is not a required field of {request_type} (required: {})",
-                        required_fields(&request_type).join(", ")
-                    ));
+                    return Err(RuleCallError::NotRequired {
+                        rule: rule(),
+                        required: required_fields(&request_type),
+                        field,
+                        request_type,
+                    });
                 }
                 Scenario::MissingField {
                     request_type,
@@ -157,12 +199,11 @@ impl Scenario {
                 let size = args
                     .get("size")
                     .and_then(Value::as_u64)
-                    .ok_or_else(|| format!("{name}: needs `size:` (a number)"))?
-                    as usize;
+                    .ok_or_else(|| needs("size", "a number"))? as usize;
                 let refused = args
                     .get("refused")
                     .and_then(Value::as_bool)
-                    .ok_or_else(|| format!("{name}: needs `refused:` (true or false)"))?;
+                    .ok_or_else(|| needs("refused", "true or false"))?;
                 Scenario::Limit {
                     field,
                     size,
@@ -196,7 +237,7 @@ impl Scenario {
                     "expectations" => Scenario::Across(Across::Expectations),
                     "names_missing_field" => Scenario::Across(Across::NamesMissingField),
                     "no_5xx" => Scenario::Across(Across::No5xx),
-                    _ => return Err(format!("{name}: no such librarian rule")),
+                    _ => return Err(RuleCallError::Unknown { rule: rule() }),
                 }
             }
         })
@@ -237,7 +278,11 @@ const RULES: [&str; 28] = [
 /// The Librarian as the suite engine sees it: rule names and their arguments, checked at load.
 pub static RULE_NAMES: DriverRules = DriverRules::new(
     &RULES,
-    |name, args| Scenario::of(name, args).map(drop),
+    |name, args| {
+        Scenario::of(name, args)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    },
     "probe librarian",
 );
 
@@ -271,5 +316,33 @@ mod tests {
                 .to_string();
             assert!(e.starts_with("x.yaml:") && e.contains(why), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_refused_rule_call_says_which_rule_and_what_of_it_word_for_word() {
+        let refused = |name: &str, args: Value| Scenario::of(name, &args).unwrap_err().to_string();
+        assert_eq!(
+            refused("valid_request", serde_json::json!({})),
+            "valid_request: needs `type:` (a string)"
+        );
+        assert_eq!(
+            refused("auth", serde_json::json!({"kind": "nope"})),
+            "auth: \"nope\" is not one of no-token, wrong-token, foreign-agent"
+        );
+        assert_eq!(
+            refused("limit", serde_json::json!({"field": "content", "size": 10})),
+            "limit: needs `refused:` (true or false)"
+        );
+        assert_eq!(
+            refused("limit", serde_json::json!({"field": "content"})),
+            "limit: needs `size:` (a number)"
+        );
+        assert_eq!(refused("sing", Value::Null), "sing: no such librarian rule");
+        assert_eq!(
+            Scenario::of("lifecycle", &serde_json::json!({"x": 1})),
+            Err(RuleCallError::NoParameters {
+                rule: "lifecycle".into()
+            })
+        );
     }
 }

@@ -73,15 +73,40 @@ pub const BEHAVIORS: [(&str, &str); 13] = [
     ),
 ];
 
+/// Why an agent's `behavior:` does not read (the fleet file names the agent).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BehaviorError {
+    #[error("{name} takes no argument (got {arg:?})")]
+    NoArgument { name: String, arg: String },
+    #[error("slow-ack:{arg}: {cause}")]
+    SlowAck { arg: String, cause: String },
+    #[error("error-ack:{arg}: expected a status from 300 to 599")]
+    ErrorAck { arg: String },
+    #[error("fault:{arg}: expected reset, close, garbage or hang")]
+    Fault { arg: String },
+    #[error("many-callbacks:N: N from 1 to 100")]
+    ManyCallbacks,
+    #[error("huge-callback:{arg}: {cause}")]
+    HugeCallback { arg: String, cause: String },
+    #[error("behavior {given:?} is not one of {}", .known.join(", "))]
+    Unknown {
+        given: String,
+        known: Vec<&'static str>,
+    },
+}
+
 impl Behavior {
-    pub fn parse(text: &str) -> Result<Behavior, String> {
+    pub fn parse(text: &str) -> Result<Behavior, BehaviorError> {
         let (name, arg) = match text.split_once(':') {
             Some((n, a)) => (n.trim(), Some(a.trim())),
             None => (text.trim(), None),
         };
         let no_arg = |b: Behavior| match arg {
             None => Ok(b),
-            Some(a) => Err(format!("{name} takes no argument (got {a:?})")),
+            Some(a) => Err(BehaviorError::NoArgument {
+                name: name.to_string(),
+                arg: a.to_string(),
+            }),
         };
         match name {
             "conforming" => no_arg(Behavior::Conforming),
@@ -93,18 +118,18 @@ impl Behavior {
             "callback-to-unknown-session" => no_arg(Behavior::UnknownSession),
             "callback-to-deleted-session" => no_arg(Behavior::DeletedSession),
             "slow-ack" => Ok(Behavior::SlowAck(match arg {
-                Some(a) => {
-                    crate::units::parse_duration(a).map_err(|e| format!("slow-ack:{a}: {e}"))?
-                }
+                Some(a) => crate::units::parse_duration(a).map_err(|e| BehaviorError::SlowAck {
+                    arg: a.to_string(),
+                    cause: e.to_string(),
+                })?,
                 None => Duration::from_secs(8),
             })),
             "error-ack" => match arg.map(str::parse::<u16>) {
                 None => Ok(Behavior::ErrorAck(500)),
                 Some(Ok(s)) if (300..600).contains(&s) => Ok(Behavior::ErrorAck(s)),
-                Some(_) => Err(format!(
-                    "error-ack:{}: expected a status from 300 to 599",
-                    arg.unwrap_or("")
-                )),
+                Some(_) => Err(BehaviorError::ErrorAck {
+                    arg: arg.unwrap_or("").to_string(),
+                }),
             },
             "fault" => Ok(Behavior::Fault(match arg {
                 Some("reset") => Fault::ResetBeforeHead,
@@ -112,30 +137,29 @@ impl Behavior {
                 Some("garbage") => Fault::Garbage("SSH-2.0-agent-tck\r\n".into()),
                 Some("hang") => Fault::Hang,
                 other => {
-                    return Err(format!(
-                        "fault:{}: expected reset, close, garbage or hang",
-                        other.unwrap_or("")
-                    ))
+                    return Err(BehaviorError::Fault {
+                        arg: other.unwrap_or("").to_string(),
+                    })
                 }
             })),
             "many-callbacks" => match arg.map(str::parse::<usize>) {
                 None => Ok(Behavior::ManyCallbacks(3)),
                 Some(Ok(n)) if (1..=100).contains(&n) => Ok(Behavior::ManyCallbacks(n)),
-                Some(_) => Err("many-callbacks:N: N from 1 to 100".into()),
+                Some(_) => Err(BehaviorError::ManyCallbacks),
             },
             "huge-callback" => Ok(Behavior::HugeCallback(match arg {
                 Some(a) => crate::units::parse_bytes(a)
-                    .map_err(|e| format!("huge-callback:{a}: {e}"))?
+                    .map_err(|e| BehaviorError::HugeCallback {
+                        arg: a.to_string(),
+                        cause: e.to_string(),
+                    })?
                     .clamp(64, 64 << 20),
                 None => HUGE_DEFAULT,
             })),
-            other => {
-                let known: Vec<&str> = BEHAVIORS.iter().map(|(b, _)| *b).collect();
-                Err(format!(
-                    "behavior {other:?} is not one of {}",
-                    known.join(", ")
-                ))
-            }
+            other => Err(BehaviorError::Unknown {
+                given: other.to_string(),
+                known: BEHAVIORS.iter().map(|(b, _)| *b).collect(),
+            }),
         }
     }
 
@@ -178,18 +202,26 @@ mod tests {
             Behavior::parse("huge-callback").unwrap(),
             Behavior::HugeCallback(32 << 20)
         );
-        assert!(Behavior::parse("error-ack:200")
-            .unwrap_err()
-            .contains("300 to 599"));
-        assert!(Behavior::parse("markdown:1")
-            .unwrap_err()
-            .contains("no argument"));
-        assert!(Behavior::parse("fault:boom")
-            .unwrap_err()
-            .contains("reset, close"));
-        assert!(Behavior::parse("sing")
-            .unwrap_err()
-            .contains("is not one of conforming"));
+        let refused = |text: &str| Behavior::parse(text).unwrap_err().to_string();
+        assert_eq!(
+            refused("error-ack:200"),
+            "error-ack:200: expected a status from 300 to 599"
+        );
+        assert_eq!(
+            refused("markdown:1"),
+            "markdown takes no argument (got \"1\")"
+        );
+        assert_eq!(
+            refused("fault:boom"),
+            "fault:boom: expected reset, close, garbage or hang"
+        );
+        assert_eq!(
+            refused("many-callbacks:0"),
+            "many-callbacks:N: N from 1 to 100"
+        );
+        assert!(refused("sing").starts_with("behavior \"sing\" is not one of conforming, "));
+        assert!(refused("slow-ack:soon").starts_with("slow-ack:soon: "));
+        assert!(refused("huge-callback:lots").starts_with("huge-callback:lots: "));
         for (name, _) in BEHAVIORS {
             assert!(Behavior::parse(name).is_ok() || name == "fault", "{name}");
         }

@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::protocols::connector::ws::Dialect;
+use crate::protocols::connector::ws::{Dialect, DialectError};
+use crate::text::DataFileError;
 use crate::transport::http::BaseUrl;
 
-use super::behavior::Behavior;
+use super::behavior::{Behavior, BehaviorError};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -111,38 +112,103 @@ pub struct Fleet {
     pub seed: Option<u64>,
 }
 
+/// Why a connector fleet file was refused: the file is to fix, nothing was run (a usage error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FleetFileError {
+    /// Not YAML, not a fleet's shape, or an `${ENV}` that is not set.
+    #[error(transparent)]
+    Yaml(#[from] DataFileError),
+    /// A setting under `connector:` (`url`, `reply-after`, `settle`) that does not read.
+    #[error("{file}: connector.{key}: {cause}")]
+    Setting {
+        file: String,
+        key: &'static str,
+        cause: String,
+    },
+    #[error("{file}: connector.listen: {listen:?} is not HOST:PORT (e.g. 127.0.0.1:9400)")]
+    Listen { file: String, listen: String },
+    #[error("{file}: connector.{cause}")]
+    Dialect { file: String, cause: DialectError },
+    #[error("{file}: connector.agents is empty")]
+    NoAgents { file: String },
+    /// `messages` or `clients` outside 1..=max.
+    #[error("{file}: connector.{key}: {n} (expected 1 to {max})")]
+    OutOfRange {
+        file: String,
+        key: &'static str,
+        n: usize,
+        max: usize,
+    },
+    /// One agent's entry.
+    #[error("{file}: agent {agent:?}: {fault}")]
+    Agent {
+        file: String,
+        agent: String,
+        fault: AgentFault,
+    },
+}
+
+/// What is wrong with one agent of a connector fleet file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AgentFault {
+    #[error("a second agent of this name")]
+    Twice,
+    #[error("the name must be [A-Za-z0-9_-] (it is a path segment of the inputUrl)")]
+    Name,
+    #[error("sessions: {0} (expected 1 to 1000)")]
+    Sessions(usize),
+    #[error(transparent)]
+    Behavior(#[from] BehaviorError),
+}
+
+impl From<FleetFileError> for crate::error::Error {
+    fn from(e: FleetFileError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
 impl Fleet {
     /// Parses (after `${ENV}` substitution); `url` overrides the file's. Errors name the file
     /// and the agent.
-    pub fn parse(source: &str, text: &str, url: Option<&str>) -> Result<Fleet, String> {
+    pub fn parse(source: &str, text: &str, url: Option<&str>) -> Result<Fleet, FleetFileError> {
         let file: FleetFile = crate::text::read_yaml_with_env(source, text)?;
         let spec = file.connector;
         let server_url = url.unwrap_or(&spec.url).trim_end_matches('/').to_string();
-        let server =
-            BaseUrl::parse(&server_url).map_err(|e| format!("{source}: connector.url: {e}"))?;
-        let listen: SocketAddr = spec.listen.parse().map_err(|_| {
-            format!(
-                "{source}: connector.listen: {:?} is not HOST:PORT (e.g. 127.0.0.1:9400)",
-                spec.listen
-            )
+        let setting = |key: &'static str, cause: &dyn std::fmt::Display| FleetFileError::Setting {
+            file: source.to_string(),
+            key,
+            cause: cause.to_string(),
+        };
+        let server = BaseUrl::parse(&server_url).map_err(|e| setting("url", &e))?;
+        let listen: SocketAddr = spec.listen.parse().map_err(|_| FleetFileError::Listen {
+            file: source.to_string(),
+            listen: spec.listen.clone(),
         })?;
-        let duration = |field: &str, v: &str| {
-            crate::units::parse_duration(v).map_err(|e| format!("{source}: connector.{field}: {e}"))
+        let duration = |key: &'static str, v: &str| {
+            crate::units::parse_duration(v).map_err(|e| setting(key, &e))
         };
         let reply_after = duration("reply-after", &spec.reply_after)?;
         let settle = duration("settle", &spec.settle)?;
-        let dialect = Dialect::parse(&spec.ws).map_err(|e| format!("{source}: connector.{e}"))?;
+        let dialect = Dialect::parse(&spec.ws).map_err(|cause| FleetFileError::Dialect {
+            file: source.to_string(),
+            cause,
+        })?;
         if spec.agents.is_empty() {
-            return Err(format!("{source}: connector.agents is empty"));
+            return Err(FleetFileError::NoAgents {
+                file: source.to_string(),
+            });
         }
-        for (field, n, max) in [
+        for (key, n, max) in [
             ("messages", spec.messages, 100),
             ("clients", spec.clients, 10_000),
         ] {
             if n == 0 || n > max {
-                return Err(format!(
-                    "{source}: connector.{field}: {n} (expected 1 to {max})"
-                ));
+                return Err(FleetFileError::OutOfRange {
+                    file: source.to_string(),
+                    key,
+                    n,
+                    max,
+                });
             }
         }
         // Session ids: the seed keeps them apart from an earlier run's on the same server.
@@ -154,9 +220,13 @@ impl Fleet {
         let mut agents = Vec::new();
         let mut names = std::collections::BTreeSet::new();
         for a in spec.agents {
-            let at = |what: String| format!("{source}: agent {:?}: {what}", a.name);
+            let at = |fault: AgentFault| FleetFileError::Agent {
+                file: source.to_string(),
+                agent: a.name.clone(),
+                fault,
+            };
             if !names.insert(a.name.clone()) {
-                return Err(at("a second agent of this name".into()));
+                return Err(at(AgentFault::Twice));
             }
             if a.name.is_empty()
                 || !a
@@ -164,14 +234,12 @@ impl Fleet {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
             {
-                return Err(at(
-                    "the name must be [A-Za-z0-9_-] (it is a path segment of the inputUrl)".into(),
-                ));
+                return Err(at(AgentFault::Name));
             }
             if a.sessions == 0 || a.sessions > 1000 {
-                return Err(at(format!("sessions: {} (expected 1 to 1000)", a.sessions)));
+                return Err(at(AgentFault::Sessions(a.sessions)));
             }
-            let behavior = Behavior::parse(&a.behavior).map_err(at)?;
+            let behavior = Behavior::parse(&a.behavior).map_err(|e| at(e.into()))?;
             let sessions = (0..a.sessions)
                 .map(|n| format!("tck-{}-{n}-{tag:08x}", a.name))
                 .collect();
@@ -250,8 +318,63 @@ mod tests {
             ),
             (ok.replace("agent-id", "agent_id"), "f.yaml"),
         ] {
-            let err = Fleet::parse("f.yaml", &bad, None).err().unwrap();
+            let err = Fleet::parse("f.yaml", &bad, None)
+                .err()
+                .unwrap()
+                .to_string();
             assert!(err.contains(says), "{err}");
         }
+    }
+
+    #[test]
+    fn a_refused_fleet_file_is_a_usage_error_whose_words_name_file_field_and_agent() {
+        let ok = "protocol: connector\nconnector:\n  url: http://127.0.0.1:1\n  agents:\n    - { name: a, agent-id: ext-a }\n";
+        let refused = |text: String| Fleet::parse("f.yaml", &text, None).err().unwrap();
+        let twice = refused(ok.replace(
+            "    - { name: a, agent-id: ext-a }\n",
+            "    - { name: a, agent-id: ext-a }\n    - { name: a, agent-id: ext-b }\n",
+        ));
+        assert_eq!(
+            twice,
+            FleetFileError::Agent {
+                file: "f.yaml".into(),
+                agent: "a".into(),
+                fault: AgentFault::Twice
+            }
+        );
+        assert_eq!(
+            twice.to_string(),
+            "f.yaml: agent \"a\": a second agent of this name"
+        );
+        assert_eq!(
+            refused(ok.replace("  agents:", "  listen: nowhere\n  agents:")).to_string(),
+            "f.yaml: connector.listen: \"nowhere\" is not HOST:PORT (e.g. 127.0.0.1:9400)"
+        );
+        assert_eq!(
+            refused(ok.replace("  agents:", "  clients: 0\n  agents:")).to_string(),
+            "f.yaml: connector.clients: 0 (expected 1 to 10000)"
+        );
+        assert_eq!(
+            refused(ok.replace(
+                "  agents:\n    - { name: a, agent-id: ext-a }\n",
+                "  agents: []\n"
+            ))
+            .to_string(),
+            "f.yaml: connector.agents is empty"
+        );
+        assert_eq!(
+            refused(ok.replace("  agents:", "  ws: v9\n  agents:")).to_string(),
+            "f.yaml: connector.ws: \"v9\" (expected document or assistant-v5)"
+        );
+        assert_eq!(
+            crate::error::Error::from(refused(
+                ok.replace("sessions", "x").replace("name: a", "name: a/b")
+            )),
+            crate::error::Error::Usage(
+                "f.yaml: agent \"a/b\": the name must be [A-Za-z0-9_-] (it is a path segment \
+                 of the inputUrl)"
+                    .into()
+            )
+        );
     }
 }

@@ -356,8 +356,23 @@ impl Served {
     }
 }
 
+/// Why the fleet's inputUrls could not be served (`listen` taken, say): a run that could not go
+/// on. The message is the listener's own, which names the address.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{cause}")]
+pub struct ServeError {
+    pub listen: std::net::SocketAddr,
+    pub cause: String,
+}
+
+impl From<ServeError> for crate::error::Error {
+    fn from(e: ServeError) -> Self {
+        crate::error::Error::Run(e.to_string())
+    }
+}
+
 /// Serves the fleet's inputUrls on `fleet.listen`.
-pub async fn serve(fleet: &Fleet) -> Result<Served, String> {
+pub async fn serve(fleet: &Fleet) -> Result<Served, ServeError> {
     let inputs = Arc::new(Inputs {
         agents: fleet
             .agents
@@ -373,11 +388,41 @@ pub async fn serve(fleet: &Fleet) -> Result<Served, String> {
     });
     let running = http1::spawn(Arc::new(inputs.clone()), fleet.listen)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|cause| ServeError {
+            listen: fleet.listen,
+            cause: cause.to_string(),
+        })?;
     let base = fleet.advertise.clone().unwrap_or_else(|| running.url());
     Ok(Served {
         inputs,
         running,
         base,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_listen_address_taken_is_a_run_error_in_the_listeners_words() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let listen = taken.local_addr().unwrap();
+        let text = format!(
+            "protocol: connector\nconnector:\n  url: http://127.0.0.1:1\n  listen: {listen}\n  agents:\n    - {{ name: a, agent-id: ext-a }}\n"
+        );
+        let fleet = Fleet::parse("f.yaml", &text, None).unwrap();
+        let Err(e) = serve(&fleet).await else {
+            panic!("served on a taken address");
+        };
+        assert_eq!(e.listen, listen);
+        assert!(
+            e.cause.starts_with(&format!("cannot listen on {listen}: ")),
+            "{e}"
+        );
+        assert_eq!(
+            crate::error::Error::from(e.clone()),
+            crate::error::Error::Run(e.cause)
+        );
+    }
 }

@@ -32,9 +32,9 @@ mod inputs;
 pub mod judge;
 mod session_api;
 
-pub use behavior::{Behavior, BEHAVIORS, HUGE_DEFAULT};
+pub use behavior::{Behavior, BehaviorError, BEHAVIORS, HUGE_DEFAULT};
 pub use books::{Books, Call, CallbackKind, Carried, Forward, Said, SentCallback};
 pub use drive::{exercise, Drive, Revive};
-pub use file::{Fleet, FleetAgent};
-pub use inputs::{serve, Inputs, Served};
+pub use file::{AgentFault, Fleet, FleetAgent, FleetFileError};
+pub use inputs::{serve, Inputs, ServeError, Served};
 pub use session_api::session_call;

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use super::client::{Client, Got};
+use super::client::{Client, Got, NoAnswer};
 use super::verdict::{says_nothing, Verdict};
 
 /// The answer to credentials that must be refused (`what`: which): 401/403 holds; a 429 says
@@ -19,7 +19,7 @@ pub(super) fn credentials_refused(what: &str, of: &str, got: &Got) -> Verdict {
     }
 }
 
-pub(super) async fn auth(c: &mut Client<'_>, kind: &str) -> Result<Verdict, String> {
+pub(super) async fn auth(c: &mut Client<'_>, kind: &str) -> Result<Verdict, NoAnswer> {
     // A refusal of bad credentials means something once good ones are taken. The foreign
     // agent's request is one its named agent B may make (a QUERY), so that only the token (A's)
     // is wrong, never a capability.
@@ -27,7 +27,7 @@ pub(super) async fn auth(c: &mut Client<'_>, kind: &str) -> Result<Verdict, Stri
     let t = if foreign { "QUERY" } else { "APPROVAL" };
     let i = match c.asker(t).await {
         Ok(i) => i,
-        Err(why) => return Ok(Verdict::skip(why)),
+        Err(why) => return Ok(Verdict::unjudged(why)),
     };
     let body = c.build(i, t);
     let (token, of) = match kind {

@@ -43,7 +43,90 @@ pub(super) struct Client<'a> {
     /// The headers of the first 429 the rate group got.
     pub(super) limited_with: Option<Vec<(String, String)>>,
     /// Whether each endpoint answered its own valid request (see [`Gate`]), asked once a run.
-    pub(super) gates: std::collections::HashMap<Gate, Result<(), String>>,
+    pub(super) gates: std::collections::HashMap<Gate, Result<(), Unopened>>,
+}
+
+/// A request that got no answer (the transport's words): the running case fails with them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(transparent)]
+pub(super) struct NoAnswer(#[from] http::Error);
+
+/// Why no `--token` agent may make a request (see [`Client::able_with`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum NoAsker {
+    /// No registry, and no agent but the one excluded (or none at all).
+    #[error("needs a second agent; give --token twice (AGENT=TOKEN)")]
+    NoOther,
+    /// The registry lets none of them: `why` for each.
+    #[error(
+        "no --token agent may make {what} ({}); give --token for an agent the registry \
+         allows it",
+        .why.join("; ")
+    )]
+    NoneMay { what: String, why: Vec<String> },
+}
+
+/// What an endpoint answered its own valid request instead of what the document says (see
+/// [`Gate`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum GateClosed {
+    #[error(
+        "a valid {request_type} to POST /agent/request was answered {decision}, not a \
+         LibrarianResponse ({} judges that)",
+        Gate::Request(request_type).judged_by()
+    )]
+    Request {
+        request_type: &'static str,
+        decision: String,
+    },
+    #[error(
+        "GET /agent/status/{{request_id}} of the agent's own request was answered {status} \
+         ({} judges that)",
+        Gate::Status.judged_by()
+    )]
+    Status { status: u16 },
+    #[error(
+        "GET /agent/capabilities was answered {status} ({} judges that)",
+        Gate::Capabilities.judged_by()
+    )]
+    Capabilities { status: u16 },
+}
+
+/// Why a gate did not open: the endpoint was not asked, got no answer, or answered otherwise.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum Unopened {
+    #[error(transparent)]
+    NoAsker(#[from] NoAsker),
+    #[error("{what} got no answer: {cause}")]
+    NoAnswer { what: String, cause: NoAnswer },
+    /// The status gate's QUERY, answered with nothing to look up.
+    #[error(
+        "a valid QUERY was answered {decision}, with no request_id to look up \
+         (request.query judges that)"
+    )]
+    NoRequestId { decision: String },
+    #[error(transparent)]
+    Closed(#[from] GateClosed),
+}
+
+/// Why a case has nothing to judge: its skip's reason, word for word.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum Unjudged {
+    #[error("not judged: {0}")]
+    NoAsker(#[from] NoAsker),
+    #[error(
+        "not judged: {0}; an endpoint that answers its valid requests exercises this case (a \
+         refusal from one that refuses everything says nothing of its rules)"
+    )]
+    Unopened(#[from] Unopened),
+    #[error(
+        "not judged: this case needs an approved APPROVAL first, and a valid one was answered \
+         {decision}; a Librarian that approves request.approval's APPROVAL exercises it"
+    )]
+    NotApproved { decision: String },
+    /// The APPROVAL a case needs first got no answer: skipped with the transport's words.
+    #[error(transparent)]
+    NoAnswer(#[from] NoAnswer),
 }
 
 /// What a refusal is measured against: the endpoint answering its own valid request. A server
@@ -74,7 +157,7 @@ impl Gate {
 }
 
 /// Whether `got` is the answer `gate`'s endpoint gives a valid request; if not, what it was.
-pub(super) fn gate_verdict(gate: Gate, got: &Got) -> Result<(), String> {
+pub(super) fn gate_verdict(gate: Gate, got: &Got) -> Result<(), GateClosed> {
     let answered = match gate {
         Gate::Request(_) => got.decided(),
         Gate::Status | Gate::Capabilities => {
@@ -84,22 +167,13 @@ pub(super) fn gate_verdict(gate: Gate, got: &Got) -> Result<(), String> {
     if answered {
         return Ok(());
     }
-    let judged_by = gate.judged_by();
     Err(match gate {
-        Gate::Request(t) => format!(
-            "a valid {t} to POST /agent/request was answered {}, not a LibrarianResponse \
-             ({judged_by} judges that)",
-            got.decision()
-        ),
-        Gate::Status => format!(
-            "GET /agent/status/{{request_id}} of the agent's own request was answered {} \
-             ({judged_by} judges that)",
-            got.status
-        ),
-        Gate::Capabilities => format!(
-            "GET /agent/capabilities was answered {} ({judged_by} judges that)",
-            got.status
-        ),
+        Gate::Request(request_type) => GateClosed::Request {
+            request_type,
+            decision: got.decision(),
+        },
+        Gate::Status => GateClosed::Status { status: got.status },
+        Gate::Capabilities => GateClosed::Capabilities { status: got.status },
     })
 }
 
@@ -202,7 +276,7 @@ impl<'a> Client<'a> {
         token: Option<&str>,
         body: Option<Bytes>,
         request: Option<&Value>,
-    ) -> Result<Got, String> {
+    ) -> Result<Got, NoAnswer> {
         let mut attempt = 0;
         loop {
             let mut headers = vec![("accept".to_string(), "application/json".to_string())];
@@ -224,9 +298,7 @@ impl<'a> Client<'a> {
                 ..Limits::default()
             };
             let started = Instant::now();
-            let r = http::send(&self.s.base, &req, limits)
-                .await
-                .map_err(|e| e.to_string())?;
+            let r = http::send(&self.s.base, &req, limits).await?;
             let elapsed = started.elapsed();
             if r.status == 429 && self.patient && attempt < LIMITS.max_retries {
                 attempt += 1;
@@ -274,7 +346,7 @@ impl<'a> Client<'a> {
         what: &str,
         as_agent: usize,
         body: &Value,
-    ) -> Result<Got, String> {
+    ) -> Result<Got, NoAnswer> {
         let token = self.agent(as_agent).map(|(_, t)| t.clone());
         let bytes = Bytes::from(serde_json::to_vec(body).unwrap_or_default());
         self.send(
@@ -326,13 +398,10 @@ impl<'a> Client<'a> {
         what: &str,
         not: Option<usize>,
         make: impl Fn(&str) -> Value,
-    ) -> Result<usize, String> {
+    ) -> Result<usize, NoAsker> {
         let candidates = (0..self.s.tokens.len()).filter(|i| Some(*i) != not);
         if self.s.registry.is_none() {
-            return candidates
-                .into_iter()
-                .next()
-                .ok_or_else(|| "needs a second agent; give --token twice (AGENT=TOKEN)".into());
+            return candidates.into_iter().next().ok_or(NoAsker::NoOther);
         }
         let mut why = Vec::new();
         for i in candidates {
@@ -345,15 +414,14 @@ impl<'a> Client<'a> {
                 },
             }
         }
-        Err(format!(
-            "no --token agent may make {what} ({}); give --token for an agent the registry \
-             allows it",
-            why.join("; ")
-        ))
+        Err(NoAsker::NoneMay {
+            what: what.to_string(),
+            why,
+        })
     }
 
     /// The first --token agent that may make a valid `request_type` (see [`Self::able_with`]).
-    pub(super) fn able(&self, request_type: &str) -> Result<usize, String> {
+    pub(super) fn able(&self, request_type: &str) -> Result<usize, NoAsker> {
         self.able_with(&format!("a {request_type}"), None, |a| {
             self.template(a, request_type, 0)
         })
@@ -361,45 +429,41 @@ impl<'a> Client<'a> {
 
     /// An approved APPROVAL's request_id and the agent that asked (for REPORT and status
     /// cases); without one, why the case has nothing to judge.
-    pub(super) async fn approved_id(&mut self) -> Result<(usize, String), String> {
-        let i = self.able("APPROVAL").map_err(not_judged)?;
+    pub(super) async fn approved_id(&mut self) -> Result<(usize, String), Unjudged> {
+        let i = self.able("APPROVAL")?;
         let body = self.build(i, "APPROVAL");
         let got = self.request("an APPROVAL", i, &body).await?;
         self.note(Gate::Request("APPROVAL"), &got);
         match got.request_id() {
             Some(id) if got.approved() => Ok((i, id)),
-            _ => Err(format!(
-                "not judged: this case needs an approved APPROVAL first, and a valid one was \
-                 answered {}; a Librarian that approves request.approval's APPROVAL exercises it",
-                got.decision()
-            )),
+            _ => Err(Unjudged::NotApproved {
+                decision: got.decision(),
+            }),
         }
     }
 
     /// The `--token` agent that asks this case's `request_type`, once its endpoint has answered
     /// its own valid request; else why the case has nothing to judge.
-    pub(super) async fn asker(&mut self, request_type: &'static str) -> Result<usize, String> {
+    pub(super) async fn asker(&mut self, request_type: &'static str) -> Result<usize, Unjudged> {
         self.opened(Gate::Request(request_type)).await?;
-        self.able(request_type).map_err(not_judged)
+        Ok(self.able(request_type)?)
     }
 
     /// Ok once `gate`'s endpoint has answered its own valid request (asked at most once a
     /// run); else why the running case has nothing to judge.
-    pub(super) async fn opened(&mut self, gate: Gate) -> Result<(), String> {
+    pub(super) async fn opened(&mut self, gate: Gate) -> Result<(), Unjudged> {
         if !self.gates.contains_key(&gate) {
             let outcome = self.try_gate(gate).await;
             self.gates.entry(gate).or_insert(outcome);
         }
-        self.gates[&gate].clone().map_err(|why| {
-            format!(
-                "not judged: {why}; an endpoint that answers its valid requests exercises this \
-                 case (a refusal from one that refuses everything says nothing of its rules)"
-            )
-        })
+        Ok(self.gates[&gate].clone()?)
     }
 
-    pub(super) async fn try_gate(&mut self, gate: Gate) -> Result<(), String> {
-        let unanswered = |what: &str, e: String| format!("{what} got no answer: {e}");
+    pub(super) async fn try_gate(&mut self, gate: Gate) -> Result<(), Unopened> {
+        let unanswered = |what: &str, cause: NoAnswer| Unopened::NoAnswer {
+            what: what.to_string(),
+            cause,
+        };
         let got = match gate {
             Gate::Request(t) => {
                 let i = self.able(t)?;
@@ -417,11 +481,9 @@ impl<'a> Client<'a> {
                     .await
                     .map_err(|e| unanswered("a valid QUERY", e))?;
                 let id = got.request_id().filter(|_| got.decided()).ok_or_else(|| {
-                    format!(
-                        "a valid QUERY was answered {}, with no request_id to look up \
-                         (request.query judges that)",
-                        got.decision()
-                    )
+                    Unopened::NoRequestId {
+                        decision: got.decision(),
+                    }
                 })?;
                 self.status(i, &id)
                     .await
@@ -432,7 +494,7 @@ impl<'a> Client<'a> {
                 .await
                 .map_err(|e| unanswered("GET /agent/capabilities", e))?,
         };
-        gate_verdict(gate, &got)
+        Ok(gate_verdict(gate, &got)?)
     }
 
     /// Records what a case's own valid request to `gate`'s endpoint got (the first answer
@@ -440,10 +502,10 @@ impl<'a> Client<'a> {
     pub(super) fn note(&mut self, gate: Gate, got: &Got) {
         self.gates
             .entry(gate)
-            .or_insert_with(|| gate_verdict(gate, got));
+            .or_insert_with(|| gate_verdict(gate, got).map_err(Unopened::from));
     }
 
-    pub(super) async fn status(&mut self, as_agent: usize, id: &str) -> Result<Got, String> {
+    pub(super) async fn status(&mut self, as_agent: usize, id: &str) -> Result<Got, NoAnswer> {
         let token = self.agent(as_agent).map(|(_, t)| t.clone());
         let path = format!("/agent/status/{id}");
         self.send("a status", "GET", &path, token.as_deref(), None, None)
@@ -451,7 +513,7 @@ impl<'a> Client<'a> {
     }
 
     /// GET /agent/capabilities as agent `as_agent`.
-    pub(super) async fn capabilities(&mut self, as_agent: usize) -> Result<Got, String> {
+    pub(super) async fn capabilities(&mut self, as_agent: usize) -> Result<Got, NoAnswer> {
         let token = self.agent(as_agent).map(|(_, t)| t.clone());
         self.send(
             "capabilities",
@@ -463,11 +525,6 @@ impl<'a> Client<'a> {
         )
         .await
     }
-}
-
-/// A reason for a skip: `why` the case had nothing to judge.
-pub(super) fn not_judged(why: String) -> String {
-    format!("not judged: {why}")
 }
 
 #[cfg(test)]
@@ -515,7 +572,8 @@ mod tests {
         let approved = Got::answered(200, Some(json!({"status": "approved"})));
         assert_eq!(gate_verdict(Gate::Request("QUERY"), &approved), Ok(()));
         assert_eq!(
-            gate_verdict(Gate::Request("QUERY"), &Got::answered(404, None)),
+            gate_verdict(Gate::Request("QUERY"), &Got::answered(404, None))
+                .map_err(|e| e.to_string()),
             Err(
                 "a valid QUERY to POST /agent/request was answered 404, not a \
                  LibrarianResponse (request.query judges that)"
@@ -526,7 +584,8 @@ mod tests {
             gate_verdict(
                 Gate::Request("REPORT"),
                 &Got::answered(200, Some(json!({})))
-            ),
+            )
+            .map_err(|e| e.to_string()),
             Err(
                 "a valid REPORT to POST /agent/request was answered 200, not a \
                  LibrarianResponse (request.approval judges that)"
@@ -534,7 +593,8 @@ mod tests {
             )
         );
         assert_eq!(
-            gate_verdict(Gate::Status, &Got::answered(200, Some(json!([])))),
+            gate_verdict(Gate::Status, &Got::answered(200, Some(json!([]))))
+                .map_err(|e| e.to_string()),
             Err(
                 "GET /agent/status/{request_id} of the agent's own request was answered 200 \
                  (status.lookup judges that)"
@@ -547,7 +607,8 @@ mod tests {
             Ok(())
         );
         assert_eq!(
-            gate_verdict(Gate::Capabilities, &Got::answered(401, Some(json!({})))),
+            gate_verdict(Gate::Capabilities, &Got::answered(401, Some(json!({}))))
+                .map_err(|e| e.to_string()),
             Err("GET /agent/capabilities was answered 401 (capabilities.get judges that)".into())
         );
     }
@@ -577,6 +638,53 @@ mod tests {
             unknown.request_id(),
             None,
             "a request_id that is not a string"
+        );
+    }
+
+    #[test]
+    fn a_skip_reason_keeps_its_words_through_each_wrapping() {
+        let none_may = NoAsker::NoneMay {
+            what: "a QUERY".into(),
+            why: vec!["a is not in the registry".into(), "b may not read".into()],
+        };
+        assert_eq!(
+            Unjudged::from(none_may).to_string(),
+            "not judged: no --token agent may make a QUERY (a is not in the registry; b may not \
+             read); give --token for an agent the registry allows it"
+        );
+        assert_eq!(
+            Unjudged::from(NoAsker::NoOther).to_string(),
+            "not judged: needs a second agent; give --token twice (AGENT=TOKEN)"
+        );
+        let unanswered = Unopened::NoAnswer {
+            what: "a valid QUERY".into(),
+            cause: NoAnswer::from(http::Error::Reset {
+                phase: "before the status line".into(),
+            }),
+        };
+        assert_eq!(
+            Unjudged::from(unanswered).to_string(),
+            "not judged: a valid QUERY got no answer: connection reset by the agent before the \
+             status line; an endpoint that answers its valid requests exercises this case (a \
+             refusal from one that refuses everything says nothing of its rules)"
+        );
+        assert_eq!(
+            Unjudged::from(Unopened::NoRequestId {
+                decision: "200".into()
+            })
+            .to_string(),
+            "not judged: a valid QUERY was answered 200, with no request_id to look up \
+             (request.query judges that); an endpoint that answers its valid requests exercises \
+             this case (a refusal from one that refuses everything says nothing of its rules)"
+        );
+        assert_eq!(
+            Unjudged::NotApproved {
+                decision: "200 rejected".into()
+            }
+            .to_string(),
+            "not judged: this case needs an approved APPROVAL first, and a valid one was \
+             answered 200 rejected; a Librarian that approves request.approval's APPROVAL \
+             exercises it"
         );
     }
 }

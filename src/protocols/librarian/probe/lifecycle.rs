@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::protocols::librarian::model::{self, State};
 
-use super::client::{gate_verdict, not_judged, Client, Gate, Got};
+use super::client::{gate_verdict, Client, Gate, Got, NoAnswer};
 use super::verdict::Verdict;
 
 /// The governance state an answer shows, if any.
@@ -19,10 +19,10 @@ pub(super) fn state_of(got: &Got) -> Option<State> {
         .and_then(State::parse)
 }
 
-pub(super) async fn lifecycle(c: &mut Client<'_>) -> Result<Verdict, String> {
+pub(super) async fn lifecycle(c: &mut Client<'_>) -> Result<Verdict, NoAnswer> {
     let (i, id) = match c.approved_id().await {
         Ok(found) => found,
-        Err(e) => return Ok(Verdict::skip(e)),
+        Err(e) => return Ok(Verdict::unjudged(e)),
     };
     let first = c.status(i, &id).await?;
     c.note(Gate::Status, &first);
@@ -86,10 +86,10 @@ pub(super) async fn lifecycle(c: &mut Client<'_>) -> Result<Verdict, String> {
 /// How long an escalation is polled for its decision.
 pub(super) const ESCALATION_WAIT: Duration = Duration::from_secs(20);
 
-pub(super) async fn escalation(c: &mut Client<'_>) -> Result<Verdict, String> {
+pub(super) async fn escalation(c: &mut Client<'_>) -> Result<Verdict, NoAnswer> {
     // An escalation is followed at /agent/status: without it there is nothing to follow.
     if let Err(why) = c.opened(Gate::Status).await {
-        return Ok(Verdict::skip(why));
+        return Ok(Verdict::unjudged(why));
     }
     let asking = |mut body: Value| {
         body["action"] = json!("delete");
@@ -105,7 +105,7 @@ pub(super) async fn escalation(c: &mut Client<'_>) -> Result<Verdict, String> {
         asking(model::request(a, "APPROVAL", 0))
     }) {
         Ok(i) => i,
-        Err(why) => return Ok(Verdict::skip(not_judged(why))),
+        Err(why) => return Ok(Verdict::unjudged(why)),
     };
     let body = asking(c.build(i, "APPROVAL"));
     let got = c

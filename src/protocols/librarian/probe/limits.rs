@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use crate::protocols::librarian::model::names_field;
 
-use super::client::{Client, Got};
+use super::client::{Client, Got, NoAnswer};
 use super::verdict::{refusal, says_nothing, Refusal, Verdict};
 
 /// An APPROVAL with `field` at `size`.
@@ -55,10 +55,10 @@ pub(super) async fn limit(
     field: &str,
     size: usize,
     refused: bool,
-) -> Result<Verdict, String> {
+) -> Result<Verdict, NoAnswer> {
     let i = match c.asker("APPROVAL").await {
         Ok(i) => i,
-        Err(why) => return Ok(Verdict::skip(why)),
+        Err(why) => return Ok(Verdict::unjudged(why)),
     };
     let body = sized(c.build(i, "APPROVAL"), field, size);
     let unit = if field == "content" { "bytes" } else { "items" };
@@ -111,7 +111,7 @@ pub(super) async fn limit(
 
 /// One deviation, held to the server's compliance mode (`--allow-deviations`): refused under
 /// strict mode, not refused for it when deviations are allowed.
-pub(super) async fn strict_deviations(c: &mut Client<'_>) -> Result<Verdict, String> {
+pub(super) async fn strict_deviations(c: &mut Client<'_>) -> Result<Verdict, NoAnswer> {
     match c.s.allow_deviations {
         None => {
             return Ok(Verdict::skip(
@@ -125,7 +125,7 @@ pub(super) async fn strict_deviations(c: &mut Client<'_>) -> Result<Verdict, Str
     }
     let i = match c.asker("APPROVAL").await {
         Ok(i) => i,
-        Err(why) => return Ok(Verdict::skip(why)),
+        Err(why) => return Ok(Verdict::unjudged(why)),
     };
     let body = sized(c.build(i, "APPROVAL"), "deviations", 1);
     let got = c.request("one deviation", i, &body).await?;

@@ -4,16 +4,16 @@
 use bytes::Bytes;
 use serde_json::json;
 
-use super::client::{not_judged, request_gate, Client};
+use super::client::{request_gate, Client, NoAnswer};
 use super::verdict::{refusal, says_nothing, Refusal, Verdict};
 
 pub(super) async fn missing_field(
     c: &mut Client<'_>,
     t: &str,
     field: &str,
-) -> Result<Verdict, String> {
+) -> Result<Verdict, NoAnswer> {
     if let Err(why) = c.opened(request_gate(t)).await {
-        return Ok(Verdict::skip(why));
+        return Ok(Verdict::unjudged(why));
     }
     let (i, mut body) = if t == "REPORT" && field != "request_id" {
         match c.approved_id().await {
@@ -22,12 +22,12 @@ pub(super) async fn missing_field(
                 body["request_id"] = json!(id);
                 (i, body)
             }
-            Err(e) => return Ok(Verdict::skip(e)),
+            Err(e) => return Ok(Verdict::unjudged(e)),
         }
     } else {
         match c.able(t) {
             Ok(i) => (i, c.build(i, t)),
-            Err(why) => return Ok(Verdict::skip(not_judged(why))),
+            Err(why) => return Ok(Verdict::unjudged(why)),
         }
     };
     if let Some(o) = body.as_object_mut() {
@@ -57,10 +57,10 @@ pub(super) async fn missing_field(
     })
 }
 
-pub(super) async fn bad_input(c: &mut Client<'_>, kind: &str) -> Result<Verdict, String> {
+pub(super) async fn bad_input(c: &mut Client<'_>, kind: &str) -> Result<Verdict, NoAnswer> {
     let i = match c.asker("APPROVAL").await {
         Ok(i) => i,
-        Err(why) => return Ok(Verdict::skip(why)),
+        Err(why) => return Ok(Verdict::unjudged(why)),
     };
     let mut body = c.build(i, "APPROVAL");
     let raw = match kind {

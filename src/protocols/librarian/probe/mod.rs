@@ -39,5 +39,5 @@ mod runner;
 mod settings;
 mod verdict;
 
-pub use runner::{case_ids, list_cases, run};
+pub use runner::{case_ids, list_cases, run, RunError};
 pub use settings::Settings;

@@ -5,13 +5,13 @@ use std::time::Instant;
 
 use crate::protocols::librarian::model::LIMITS;
 
-use super::client::{not_judged, Client, Gate};
+use super::client::{Client, Gate, NoAnswer};
 use super::verdict::{says_nothing, Verdict};
 
-pub(super) async fn rate_limit(c: &mut Client<'_>) -> Result<Verdict, String> {
+pub(super) async fn rate_limit(c: &mut Client<'_>) -> Result<Verdict, NoAnswer> {
     let a = match c.asker("QUERY").await {
         Ok(a) => a,
-        Err(why) => return Ok(Verdict::skip(why)),
+        Err(why) => return Ok(Verdict::unjudged(why)),
     };
     let started = Instant::now();
     let mut limited = None;
@@ -55,9 +55,9 @@ pub(super) fn retry_after(c: &Client<'_>) -> Verdict {
     }
 }
 
-pub(super) async fn rate_isolation(c: &mut Client<'_>) -> Result<Verdict, String> {
+pub(super) async fn rate_isolation(c: &mut Client<'_>) -> Result<Verdict, NoAnswer> {
     if let Err(why) = c.opened(Gate::Request("QUERY")).await {
-        return Ok(Verdict::skip(why));
+        return Ok(Verdict::unjudged(why));
     }
     // Agent A (the burst's) and another, B, that may ask a QUERY too.
     let (a, b) = match c.able("QUERY").and_then(|a| {
@@ -67,7 +67,7 @@ pub(super) async fn rate_isolation(c: &mut Client<'_>) -> Result<Verdict, String
         .map(|b| (a, b))
     }) {
         Ok(found) => found,
-        Err(why) => return Ok(Verdict::skip(not_judged(why))),
+        Err(why) => return Ok(Verdict::unjudged(why)),
     };
     // Agent A at its limit (the burst again, if rate.limit did not run).
     let mut limited = false;

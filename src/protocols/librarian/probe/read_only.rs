@@ -6,10 +6,10 @@ use serde_json::json;
 use crate::protocols::librarian::model::{self};
 use crate::schema::{findings_message, schemas};
 
-use super::client::{Client, Gate, Got};
+use super::client::{Client, Gate, Got, NoAnswer};
 use super::verdict::Verdict;
 
-pub(super) async fn context(c: &mut Client<'_>) -> Result<Verdict, String> {
+pub(super) async fn context(c: &mut Client<'_>) -> Result<Verdict, NoAnswer> {
     let agent = c.agent(0).cloned().unwrap_or_default();
     let body =
         json!({"agent_id": agent.0, "query": "What are the current authentication requirements?"});
@@ -30,7 +30,7 @@ pub(super) async fn context(c: &mut Client<'_>) -> Result<Verdict, String> {
     ))
 }
 
-pub(super) async fn capabilities(c: &mut Client<'_>) -> Result<Verdict, String> {
+pub(super) async fn capabilities(c: &mut Client<'_>) -> Result<Verdict, NoAnswer> {
     let got = c.capabilities(0).await?;
     c.note(Gate::Capabilities, &got);
     Ok(shaped(

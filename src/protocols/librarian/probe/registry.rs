@@ -9,7 +9,7 @@ use crate::protocols::librarian::model::{self, names_field};
 use crate::protocols::librarian::reference::Registered;
 
 use super::auth::credentials_refused;
-use super::client::{Client, Gate};
+use super::client::{Client, Gate, NoAnswer};
 use super::verdict::{refusal, says_nothing, Refusal, Verdict};
 
 /// The registry's entry of the agent at `i` (of the tokens), if the registry names it.
@@ -46,9 +46,9 @@ pub(super) fn registry_mismatch(entry: &Registered, v: &Value) -> Option<String>
     }
 }
 
-pub(super) async fn capabilities_match(c: &mut Client<'_>) -> Result<Verdict, String> {
+pub(super) async fn capabilities_match(c: &mut Client<'_>) -> Result<Verdict, NoAnswer> {
     if let Err(why) = c.opened(Gate::Capabilities).await {
-        return Ok(Verdict::skip(why));
+        return Ok(Verdict::unjudged(why));
     }
     let mut checked = Vec::new();
     for i in 0..c.s.tokens.len() {
@@ -117,7 +117,10 @@ pub(super) fn forbidden_request(
     body
 }
 
-pub(super) async fn target_outside(c: &mut Client<'_>, injected: bool) -> Result<Verdict, String> {
+pub(super) async fn target_outside(
+    c: &mut Client<'_>,
+    injected: bool,
+) -> Result<Verdict, NoAnswer> {
     let Some(i) = (0..c.s.tokens.len()).find(|&i| forbidden_target(c, i).is_some()) else {
         return Ok(Verdict::skip(
             "not judged: every --token agent may touch every target (allowed_targets: all); \
@@ -125,7 +128,7 @@ pub(super) async fn target_outside(c: &mut Client<'_>, injected: bool) -> Result
         ));
     };
     if let Err(why) = c.opened(Gate::Request("APPROVAL")).await {
-        return Ok(Verdict::skip(why));
+        return Ok(Verdict::unjudged(why));
     }
     let target = forbidden_target(c, i).unwrap_or("test");
     let canary = format!("TCK-CANARY-{:08x}", c.s.common.seed);
@@ -182,7 +185,7 @@ pub(super) async fn target_outside(c: &mut Client<'_>, injected: bool) -> Result
     })
 }
 
-pub(super) async fn action_outside(c: &mut Client<'_>) -> Result<Verdict, String> {
+pub(super) async fn action_outside(c: &mut Client<'_>) -> Result<Verdict, NoAnswer> {
     let lacks_write = |c: &Client<'_>, i: usize| {
         registered(c, i).is_some_and(|r| !r.capabilities.iter().any(|x| x == "write"))
     };
@@ -193,7 +196,7 @@ pub(super) async fn action_outside(c: &mut Client<'_>) -> Result<Verdict, String
         ));
     };
     if let Err(why) = c.opened(Gate::Request("APPROVAL")).await {
-        return Ok(Verdict::skip(why));
+        return Ok(Verdict::unjudged(why));
     }
     let mut body = c.build(i, "APPROVAL");
     body["action"] = json!("create");
@@ -215,9 +218,9 @@ pub(super) async fn action_outside(c: &mut Client<'_>) -> Result<Verdict, String
     })
 }
 
-pub(super) async fn unregistered(c: &mut Client<'_>) -> Result<Verdict, String> {
+pub(super) async fn unregistered(c: &mut Client<'_>) -> Result<Verdict, NoAnswer> {
     if let Err(why) = c.opened(Gate::Request("QUERY")).await {
-        return Ok(Verdict::skip(why));
+        return Ok(Verdict::unjudged(why));
     }
     let mut body = c.build(0, "QUERY");
     body["agent_id"] = json!(format!("tck-not-registered-{}", c.s.common.seed));

@@ -8,15 +8,15 @@ use serde_json::json;
 use crate::protocols::librarian::model::{self, LIMITS};
 use crate::schema::{findings_message, schemas};
 
-use super::client::{gate_verdict, not_judged, request_gate, Client, Gate};
+use super::client::{gate_verdict, request_gate, Client, Gate, NoAnswer};
 use super::verdict::{a_librarian_response, unauthorized_unknown, Verdict};
 
-pub(super) async fn valid_request(c: &mut Client<'_>, t: &str) -> Result<Verdict, String> {
+pub(super) async fn valid_request(c: &mut Client<'_>, t: &str) -> Result<Verdict, NoAnswer> {
     let (i, body) = if t == "REPORT" {
         // The agent whose APPROVAL was approved reports it.
         let (i, id) = match c.approved_id().await {
             Ok(found) => found,
-            Err(e) => return Ok(Verdict::skip(e)),
+            Err(e) => return Ok(Verdict::unjudged(e)),
         };
         let mut body = c.build(i, t);
         body["request_id"] = json!(id);
@@ -24,7 +24,7 @@ pub(super) async fn valid_request(c: &mut Client<'_>, t: &str) -> Result<Verdict
     } else {
         match c.able(t) {
             Ok(i) => (i, c.build(i, t)),
-            Err(why) => return Ok(Verdict::skip(not_judged(why))),
+            Err(why) => return Ok(Verdict::unjudged(why)),
         }
     };
     let started = Instant::now();
@@ -55,10 +55,10 @@ pub(super) async fn valid_request(c: &mut Client<'_>, t: &str) -> Result<Verdict
     ))
 }
 
-pub(super) async fn status_lookup(c: &mut Client<'_>) -> Result<Verdict, String> {
+pub(super) async fn status_lookup(c: &mut Client<'_>) -> Result<Verdict, NoAnswer> {
     let (i, id) = match c.approved_id().await {
         Ok(found) => found,
-        Err(e) => return Ok(Verdict::skip(e)),
+        Err(e) => return Ok(Verdict::unjudged(e)),
     };
     let got = c.status(i, &id).await?;
     c.note(Gate::Status, &got);
@@ -97,9 +97,9 @@ pub(super) async fn status_lookup(c: &mut Client<'_>) -> Result<Verdict, String>
     ))
 }
 
-pub(super) async fn status_unknown(c: &mut Client<'_>) -> Result<Verdict, String> {
+pub(super) async fn status_unknown(c: &mut Client<'_>) -> Result<Verdict, NoAnswer> {
     if let Err(why) = c.opened(Gate::Status).await {
-        return Ok(Verdict::skip(why));
+        return Ok(Verdict::unjudged(why));
     }
     let id = format!("tck-no-such-request-{}", c.s.common.seed);
     let got = c.status(0, &id).await?;
@@ -116,10 +116,10 @@ pub(super) async fn status_unknown(c: &mut Client<'_>) -> Result<Verdict, String
     })
 }
 
-pub(super) async fn status_no_leak(c: &mut Client<'_>) -> Result<Verdict, String> {
+pub(super) async fn status_no_leak(c: &mut Client<'_>) -> Result<Verdict, NoAnswer> {
     let (i, id) = match c.approved_id().await {
         Ok(found) => found,
-        Err(e) => return Ok(Verdict::skip(e)),
+        Err(e) => return Ok(Verdict::unjudged(e)),
     };
     // The owner must see its own request first: a 404 to everyone hides nothing.
     let own = c.status(i, &id).await?;

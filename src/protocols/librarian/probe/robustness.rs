@@ -8,13 +8,13 @@ use crate::schema::findings_message;
 use crate::text::excerpt;
 use crate::transport::http::{self, Limits, Request};
 
-use super::client::{Client, Gate};
+use super::client::{Client, Gate, NoAnswer};
 use super::verdict::{a_librarian_response, unauthorized_unknown, Verdict};
 
-pub(super) async fn unicode(c: &mut Client<'_>) -> Result<Verdict, String> {
+pub(super) async fn unicode(c: &mut Client<'_>) -> Result<Verdict, NoAnswer> {
     let i = match c.asker("APPROVAL").await {
         Ok(i) => i,
-        Err(why) => return Ok(Verdict::skip(why)),
+        Err(why) => return Ok(Verdict::unjudged(why)),
     };
     let mut body = c.build(i, "APPROVAL");
     body["content"] = json!(
@@ -37,9 +37,9 @@ pub(super) async fn unicode(c: &mut Client<'_>) -> Result<Verdict, String> {
     })
 }
 
-pub(super) async fn concurrent(c: &mut Client<'_>) -> Result<Verdict, String> {
+pub(super) async fn concurrent(c: &mut Client<'_>) -> Result<Verdict, NoAnswer> {
     if let Err(why) = c.opened(Gate::Request("QUERY")).await {
-        return Ok(Verdict::skip(why));
+        return Ok(Verdict::unjudged(why));
     }
     let agents = c.s.tokens.len().min(2);
     let bodies: Vec<(usize, Value)> = (0..10)
@@ -67,7 +67,7 @@ pub(super) async fn concurrent(c: &mut Client<'_>) -> Result<Verdict, String> {
     let results = futures::future::join_all(sends).await;
     let mut ids = std::collections::HashSet::new();
     for (body, result) in &results {
-        let r = result.as_ref().map_err(|e| e.to_string())?;
+        let r = result.as_ref().map_err(|e| NoAnswer::from(e.clone()))?;
         let answer: Option<Value> = serde_json::from_slice(&r.body).ok();
         let Some(answer) = answer.filter(|_| (200..300).contains(&r.status)) else {
             return Ok(Verdict::broken(format!(

@@ -4,9 +4,9 @@
 use std::time::Instant;
 
 use crate::probe::checks::Check;
-use crate::probe::suite::CaseSpec;
+use crate::probe::suite::{CaseSpec, SuiteError};
 use crate::protocols::librarian::model::{self};
-use crate::protocols::librarian::rules::{suite, Scenario};
+use crate::protocols::librarian::rules::{suite, RuleCallError, Scenario};
 use crate::report::{CaseResult, Report};
 use crate::text::Redactor;
 use crate::transport::http::{self};
@@ -25,11 +25,29 @@ use super::robustness::{concurrent, unicode};
 use super::settings::Settings;
 use super::verdict::Verdict;
 
+/// Why a probe of a Librarian could not run: its built-in cases did not load, or one does not
+/// run one rule the probe knows. The kit's own cases, not the user's: a run that could not go on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Suite(#[from] SuiteError),
+    #[error("case {case}: a librarian case runs one rule")]
+    NotOneRule { case: String },
+    #[error(transparent)]
+    Rule(#[from] RuleCallError),
+}
+
+impl From<RunError> for crate::error::Error {
+    fn from(e: RunError) -> Self {
+        crate::error::Error::Run(e.to_string())
+    }
+}
+
 /// Runs the suite; `on_case` hears of each case as it ends.
 pub async fn run(
     settings: &Settings,
     on_case: &(dyn Fn(&CaseResult) + Send + Sync),
-) -> Result<Report, String> {
+) -> Result<Report, RunError> {
     let suite = suite()?;
     let run_info = settings
         .common
@@ -131,13 +149,12 @@ pub(super) fn needs_two(s: &Scenario) -> bool {
         || *s == Scenario::Auth("foreign-agent".into())
 }
 
-pub(super) fn scenario_of(spec: &CaseSpec) -> Result<Scenario, String> {
+pub(super) fn scenario_of(spec: &CaseSpec) -> Result<Scenario, RunError> {
     match spec.checks.first() {
-        Some(Check::Rule(call)) => Scenario::of(&call.name, &call.args),
-        _ => Err(format!(
-            "case {}: a librarian case runs one rule",
-            spec.id.value
-        )),
+        Some(Check::Rule(call)) => Ok(Scenario::of(&call.name, &call.args)?),
+        _ => Err(RunError::NotOneRule {
+            case: spec.id.value.clone(),
+        }),
     }
 }
 
@@ -189,16 +206,16 @@ pub(super) async fn judge(c: &mut Client<'_>, scenario: &Scenario, case: &mut Ca
             case.skip(reason);
             case.exchange = exchange.unwrap_or_default();
         }
-        Err(e) => case.fail(e),
+        Err(e) => case.fail(e.to_string()),
     }
 }
 
 /// Every case id.
-pub fn case_ids() -> Result<Vec<String>, String> {
+pub fn case_ids() -> Result<Vec<String>, SuiteError> {
     Ok(suite()?.ids())
 }
 
 /// `suites list --protocol librarian`.
-pub fn list_cases() -> Result<String, String> {
+pub fn list_cases() -> Result<String, SuiteError> {
     Ok(suite()?.list())
 }

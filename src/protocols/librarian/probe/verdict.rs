@@ -7,7 +7,7 @@ use crate::protocols::librarian::model::check_response;
 use crate::report::{Evidence, Exchange};
 use crate::schema::findings_message;
 
-use super::client::{Client, Got};
+use super::client::{Client, Got, Unjudged};
 
 /// What a scenario found: its rule held on evidence, broken, or nothing to judge (and why).
 pub(super) enum Verdict {
@@ -55,6 +55,11 @@ impl Verdict {
             reason: reason.into(),
             exchange: None,
         }
+    }
+
+    /// Nothing to judge, for the reason `why`.
+    pub(super) fn unjudged(why: impl Into<Unjudged>) -> Verdict {
+        Verdict::skip(why.into().to_string())
     }
 
     /// Nothing to judge in this answer, shown with it.

@@ -99,9 +99,15 @@ pub(super) fn callback_no_5xx(b: &Books) -> CaseResult {
     )
 }
 
-/// What a server did with one huge callback it answered below 500: Ok(note) when it refused or
-/// bounded it, Err(note) when it took it whole.
-pub(super) fn huge_outcome(d: &Drive, cb: &SentCallback) -> Result<String, String> {
+/// What a server did with one huge callback it answered below 500, and a note that says how.
+enum HugeOutcome {
+    /// Refused, bounded when broadcast, or not broadcast at all: the rule held.
+    Bounded(String),
+    /// Taken and broadcast whole.
+    Whole(String),
+}
+
+fn huge_outcome(d: &Drive, cb: &SentCallback) -> HugeOutcome {
     let bytes = size(cb.len);
     match cb.status {
         Some(s) if (200..300).contains(&s) => {
@@ -114,17 +120,17 @@ pub(super) fn huge_outcome(d: &Drive, cb: &SentCallback) -> Result<String, Strin
                 .map(|m| m.text_len)
                 .max();
             match longest {
-                Some(n) if n < cb.len => Ok(format!(
+                Some(n) if n < cb.len => HugeOutcome::Bounded(format!(
                     "{bytes} accepted (HTTP {s}), bounded to {n} bytes when broadcast"
                 )),
-                Some(n) => Err(format!(
+                Some(n) => HugeOutcome::Whole(format!(
                     "{bytes} accepted (HTTP {s}) and broadcast whole ({n} bytes): no bound"
                 )),
-                None => Ok(format!("{bytes} accepted (HTTP {s}), not broadcast")),
+                None => HugeOutcome::Bounded(format!("{bytes} accepted (HTTP {s}), not broadcast")),
             }
         }
-        Some(s) => Ok(format!("{bytes} refused with HTTP {s}")),
-        None => Ok(format!(
+        Some(s) => HugeOutcome::Bounded(format!("{bytes} refused with HTTP {s}")),
+        None => HugeOutcome::Bounded(format!(
             "{bytes} refused without a status: {}",
             cb.error.as_deref().unwrap_or("no answer")
         )),
@@ -162,8 +168,8 @@ pub(super) fn callback_huge(d: &Drive, b: &Books) -> CaseResult {
     let (mut held, mut unbounded) = (Vec::new(), Vec::new());
     for cb in judged {
         match huge_outcome(d, cb) {
-            Ok(note) => held.push(note),
-            Err(note) => unbounded.push(note),
+            HugeOutcome::Bounded(note) => held.push(note),
+            HugeOutcome::Whole(note) => unbounded.push(note),
         }
     }
     if unbounded.is_empty() {
