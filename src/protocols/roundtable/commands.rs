@@ -104,8 +104,7 @@ impl Protocol for Roundtable {
     }
 
     fn case_ids(&self) -> Result<Vec<String>, Error> {
-        Ok(suite()
-            .map_err(Error::Usage)?
+        Ok(suite()?
             .cases()
             .iter()
             .map(|c| c.id.value.clone())
@@ -192,7 +191,7 @@ impl Selftest for RoundtableSelftest {
             }
             let served = serve_one("matrix-agent", None, row.behavior, row.seed).await?;
             let base = BaseUrl::parse(&served.urls[0]).map_err(|e| Error::Run(e.to_string()))?;
-            let mut settings = ProbeSettings::new(base, suite().map_err(Error::Usage)?);
+            let mut settings = ProbeSettings::new(base, suite()?);
             settings.timeout = row.timeout;
             settings.seed = row.seed;
             settings.only = row.only.to_vec();

@@ -25,6 +25,7 @@ use crate::mock::protocol::{
     PlatformObserver,
 };
 use crate::mock::Responder;
+use crate::probe::suite::SuiteError;
 use crate::probe::Suite;
 
 /// The registry key, and the report's `protocol`.
@@ -37,16 +38,16 @@ pub const SUITE: (&str, &str) = (
 );
 
 /// The built-in suite, loaded once.
-pub fn suite() -> Result<Suite, String> {
-    static SUITE_LOADED: OnceLock<Result<Suite, String>> = OnceLock::new();
+pub fn suite() -> Result<Suite, SuiteError> {
+    static SUITE_LOADED: OnceLock<Result<Suite, SuiteError>> = OnceLock::new();
     SUITE_LOADED
-        .get_or_init(|| Suite::parse(SUITE.0, SUITE.1, &rules::Suite).map_err(|e| e.to_string()))
+        .get_or_init(|| Suite::parse(SUITE.0, SUITE.1, &rules::Suite))
         .clone()
 }
 
 /// A suite file of the user's, with the round table's rules.
-pub fn suite_from_file(path: &std::path::Path) -> Result<Suite, String> {
-    Suite::from_file(path, &rules::Suite).map_err(|e| e.to_string())
+pub fn suite_from_file(path: &std::path::Path) -> Result<Suite, SuiteError> {
+    Suite::from_file(path, &rules::Suite)
 }
 
 /// The agent's endpoints: the three phases and /health.
