@@ -9,7 +9,7 @@ use super::definition::DefinitionError;
 use super::exec::{Exec, ExecError, Run};
 use super::result::{self, Context, RULES};
 use crate::probe::args::Common;
-use crate::probe::plugin::Judged;
+use crate::probe::plugin::{Judged, Verdict};
 use crate::report::{CaseResult, Evidence, Level, Report};
 use crate::text::Redactor;
 
@@ -263,16 +263,16 @@ pub fn judge_run(mode: &str, run: &Run, cx: &Context) -> Vec<CaseResult> {
     if mode == "plan" {
         let mut writes = case(&RUN_RULES[1]);
         let verdict = match &run.changes {
-            None => Ok(Judged::nothing(
+            None => Verdict::Held(Judged::nothing(
                 "no --workdir: give one (a project directory; the run works in a scratch copy) \
                  to check that a plan run writes nothing",
             )),
-            Some(changes) if changes.is_empty() => Ok(Judged::held(
+            Some(changes) if changes.is_empty() => Verdict::Held(Judged::held(
                 1,
                 "plan run's --workdir copy, read before and after",
                 "the working directory is as it was",
             )),
-            Some(changes) => Err(format!(
+            Some(changes) => Verdict::Broken(format!(
                 "the plan run changed the working directory: {}",
                 changes.join(", ")
             )),

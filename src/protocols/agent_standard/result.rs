@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::probe::plugin::Judged;
+use crate::probe::plugin::{Judged, Verdict};
 use crate::report::{CaseResult, Evidence, Level};
 
 pub const RESULT_SCHEMA: &str = "agent_standard/result";
@@ -136,17 +136,13 @@ pub const RULES: &[(&str, Level, &str)] = &[
     ),
 ];
 
-/// A rule's verdict on one result: held on evidence ([`Judged::held`]), nothing to judge
-/// ([`Judged::nothing`], saying what would exercise the rule), or broken (why).
-pub type Verdict = Result<Judged, String>;
-
 /// Settles `case` by `verdict`: a pass on its evidence, a skip saying what would exercise the
 /// rule, or a failure.
 pub fn settle(case: &mut CaseResult, verdict: Verdict) {
     match verdict {
-        Ok(j) if j.judged == 0 => case.skip(j.note),
-        Ok(j) => case.pass_noting(Evidence::new(j.judged, j.of), j.note, String::new),
-        Err(why) => case.fail(why),
+        Verdict::Held(j) if j.judged == 0 => case.skip(j.note),
+        Verdict::Held(j) => case.pass_noting(Evidence::new(j.judged, j.of), j.note, String::new),
+        Verdict::Broken(why) => case.fail(why),
     }
 }
 
@@ -170,7 +166,7 @@ pub fn judge(label: &str, text: &str, cx: &Context) -> Vec<CaseResult> {
     match found {
         Ok(result) => {
             let found = Judged::held(1, "response", "a JSON object ends the response");
-            settle(&mut cases[0], Ok(found));
+            settle(&mut cases[0], Verdict::Held(found));
             for (case, (id, _, _)) in cases.iter_mut().zip(RULES).skip(1) {
                 let started = std::time::Instant::now();
                 let v = verdict(id, &result, cx);
@@ -204,20 +200,20 @@ fn verdict(id: &str, result: &Value, cx: &Context) -> Verdict {
         "metrics" => metrics(&result["findings"]),
         "next-agents" => next_agents(result, cx),
         "present-to-user" => present_to_user(result),
-        other => Err(format!("no result rule {other:?}")),
+        other => Verdict::Broken(format!("no result rule {other:?}")),
     }
 }
 
 fn schema(result: &Value) -> Verdict {
     let findings = crate::schema::schemas().validate(RESULT_SCHEMA, result);
     if findings.is_empty() {
-        return Ok(Judged::held(1, "result against the schema", ""));
+        return Verdict::Held(Judged::held(1, "result against the schema", ""));
     }
     let list: Vec<String> = findings
         .iter()
         .map(|f| format!("{}: {}", f.path, f.message))
         .collect();
-    Err(list.join("; "))
+    Verdict::Broken(list.join("; "))
 }
 
 /// The result's own execution_mode (empty when it has none).
@@ -228,16 +224,16 @@ fn own_mode(result: &Value) -> &str {
 fn mode(result: &Value, cx: &Context) -> Verdict {
     let said = own_mode(result);
     match &cx.mode {
-        None => Ok(Judged::nothing(
+        None => Verdict::Held(Judged::nothing(
             "the mode asked is not known (a saved response): say which with --mode plan or \
              --mode execute, or run the agent with --exec",
         )),
-        Some(asked) if asked == said => Ok(Judged::held(
+        Some(asked) if asked == said => Verdict::Held(Judged::held(
             1,
             format!("result of a run in {asked} mode"),
             "",
         )),
-        Some(asked) => Err(format!("run in {asked} mode, the result says {said:?}")),
+        Some(asked) => Verdict::Broken(format!("run in {asked} mode, the result says {said:?}")),
     }
 }
 
@@ -245,59 +241,61 @@ fn mode(result: &Value, cx: &Context) -> Verdict {
 fn has_object(result: &Value, mode: &str, field: &str) -> Verdict {
     let said = own_mode(result);
     if said != mode {
-        return Ok(Judged::nothing(format!(
+        return Verdict::Held(Judged::nothing(format!(
             "not a {mode}-mode result (execution_mode {said:?}): a run in {mode} mode (--mode \
              {mode} or both with --exec) would exercise this"
         )));
     }
     if result[field].is_object() {
-        Ok(Judged::held(1, format!("{mode}-mode result"), ""))
+        Verdict::Held(Judged::held(1, format!("{mode}-mode result"), ""))
     } else {
-        Err(format!("no {field} object in a {mode}-mode result"))
+        Verdict::Broken(format!("no {field} object in a {mode}-mode result"))
     }
 }
 
 fn blocked_blockers(result: &Value) -> Verdict {
     let status = result["status"].as_str().unwrap_or("");
     if status != "blocked" {
-        return Ok(Judged::nothing(format!(
+        return Verdict::Held(Judged::nothing(format!(
             "the result is not blocked (status {status:?}): a run that ends blocked (a task the \
              agent cannot do) would exercise this"
         )));
     }
     match result["blockers"].as_array().map_or(0, Vec::len) {
-        0 => Err("status blocked, but no blocker says why".into()),
-        n => Ok(Judged::held(1, "blocked result", format!("{n} blocker(s)"))),
+        0 => Verdict::Broken("status blocked, but no blocker says why".into()),
+        n => Verdict::Held(Judged::held(1, "blocked result", format!("{n} blocker(s)"))),
     }
 }
 
 fn execute_needs_approval(result: &Value) -> Verdict {
     if own_mode(result) != "execute" {
-        return Ok(Judged::nothing(format!(
+        return Verdict::Held(Judged::nothing(format!(
             "not an execute-mode result (execution_mode {:?}): the rule is about execute runs \
              (--mode execute or both with --exec)",
             own_mode(result)
         )));
     }
     if result["status"] == "needs_approval" {
-        Err("needs_approval in execute mode: approval is asked for in plan mode".into())
+        Verdict::Broken("needs_approval in execute mode: approval is asked for in plan mode".into())
     } else {
-        Ok(Judged::held(1, "execute-mode result", ""))
+        Verdict::Held(Judged::held(1, "execute-mode result", ""))
     }
 }
 
 fn agent_name(result: &Value, cx: &Context) -> Verdict {
     let agent = result["agent"].as_str().unwrap_or("");
     match (&cx.agent, &cx.agents) {
-        (Some(run), _) if agent == run => Ok(Judged::held(1, "result naming the agent run", "")),
-        (Some(run), _) => Err(format!(
+        (Some(run), _) if agent == run => {
+            Verdict::Held(Judged::held(1, "result naming the agent run", ""))
+        }
+        (Some(run), _) => Verdict::Broken(format!(
             "the result's agent is {agent:?}, the agent run {run:?}"
         )),
         (None, Some(names)) if names.contains(agent) => {
-            Ok(Judged::held(1, "result naming one of --agents", ""))
+            Verdict::Held(Judged::held(1, "result naming one of --agents", ""))
         }
-        (None, Some(_)) => Err(format!("no definition named {agent:?} among --agents")),
-        (None, None) => Ok(Judged::nothing(
+        (None, Some(_)) => Verdict::Broken(format!("no definition named {agent:?} among --agents")),
+        (None, None) => Verdict::Held(Judged::nothing(
             "no --agent or --agents to compare the result's agent with: give the agent's name \
              (--agent NAME) or its definitions (--agents DIR)",
         )),
@@ -307,22 +305,22 @@ fn agent_name(result: &Value, cx: &Context) -> Verdict {
 fn metrics(findings: &Value) -> Verdict {
     let counts = metric_counts(&findings["metrics"]);
     if counts == 0 {
-        return Ok(Judged::nothing(
+        return Verdict::Held(Judged::nothing(
             "no findings.metrics counts (issues_found, critical … info) in the result: an \
              execute-mode result that counts its findings would exercise this",
         ));
     }
     let problems = metrics_problems(findings);
     if problems.is_empty() {
-        Ok(Judged::held(counts, "findings.metrics counts", ""))
+        Verdict::Held(Judged::held(counts, "findings.metrics counts", ""))
     } else {
-        Err(problems.join("; "))
+        Verdict::Broken(problems.join("; "))
     }
 }
 
 fn next_agents(result: &Value, cx: &Context) -> Verdict {
     let Some(names) = &cx.agents else {
-        return Ok(Judged::nothing(
+        return Verdict::Held(Judged::nothing(
             "no --agents to look the names up in: give the definitions' directory (--agents DIR)",
         ));
     };
@@ -333,7 +331,7 @@ fn next_agents(result: &Value, cx: &Context) -> Verdict {
         .filter_map(|n| n["agent"].as_str())
         .collect();
     if named.is_empty() {
-        return Ok(Judged::nothing(
+        return Verdict::Held(Judged::nothing(
             "the result names no next_agents: a run that hands off to another agent would \
              exercise this",
         ));
@@ -344,9 +342,9 @@ fn next_agents(result: &Value, cx: &Context) -> Verdict {
         .map(|n| format!("{n:?}"))
         .collect();
     if unknown.is_empty() {
-        Ok(Judged::held(named.len() as u64, "next_agents names", ""))
+        Verdict::Held(Judged::held(named.len() as u64, "next_agents names", ""))
     } else {
-        Err(format!(
+        Verdict::Broken(format!(
             "next_agents name no definition: {}",
             unknown.join(", ")
         ))
@@ -356,9 +354,9 @@ fn next_agents(result: &Value, cx: &Context) -> Verdict {
 fn present_to_user(result: &Value) -> Verdict {
     let present = result["present_to_user"].as_str().unwrap_or("");
     if present.trim().is_empty() {
-        Err("present_to_user is empty or missing".into())
+        Verdict::Broken("present_to_user is empty or missing".into())
     } else {
-        Ok(Judged::held(1, "present_to_user summary", ""))
+        Verdict::Held(Judged::held(1, "present_to_user summary", ""))
     }
 }
 
