@@ -11,10 +11,13 @@ use agent_tck::fuzz;
 /// enough for the debug build — `probe_response` evaluates the whole round-table suite on each
 /// input (~60 ms in the debug build), so it gets fewer.
 fn inputs(target: &str) -> usize {
-    let default = if target == "probe_response" {
-        500
-    } else {
-        3000
+    // Each input of these targets is dearer: a probe run, or a suite parsed and validated by
+    // every protocol that reads suites (3,000 of those took 76 s beside two CPU hogs, past the
+    // 60 s a test may take). FUZZ_INPUTS raises the count; scripts/fuzz.sh fuzzes for real.
+    let default = match target {
+        "probe_response" => 500,
+        "suite_yaml" => 1500,
+        _ => 3000,
     };
     std::env::var("FUZZ_INPUTS")
         .ok()
