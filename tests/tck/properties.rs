@@ -24,7 +24,9 @@ use agent_tck::probe::plugin::Ctx;
 use agent_tck::probe::suite::AuthMode;
 use agent_tck::probe::template::{self, RunValues};
 use agent_tck::probe::Suite;
-use agent_tck::protocols::execute_task::harness::{judge, run_scenario, End, Exchanger};
+use agent_tck::protocols::execute_task::harness::{
+    judge, run_scenario, End, Exchanger, Held, NoAnswer,
+};
 use agent_tck::protocols::execute_task::model as execute_task;
 use agent_tck::protocols::execute_task::scenario::Scenario;
 use agent_tck::protocols::roundtable::content::RoundtableContent;
@@ -472,12 +474,12 @@ impl Exchanger for Canned {
     fn exchange(
         &mut self,
         request: &Value,
-    ) -> impl std::future::Future<Output = Result<Vec<u8>, String>> + Send {
+    ) -> impl std::future::Future<Output = Result<Vec<u8>, NoAnswer>> + Send {
         self.requests.push(request.clone());
         let next = self
             .answers
             .pop_front()
-            .ok_or_else(|| "no more answers".to_string());
+            .ok_or_else(|| NoAnswer("no more answers".to_string()));
         async move { next }
     }
 }
@@ -526,7 +528,7 @@ proptest! {
                 prop_assert_eq!(t.turns.len(), limit);
             }
             for (expectation, verdict) in judge(&scenario, &t) {
-                let message = match verdict { Ok(m) | Err(m) => m };
+                let message = match verdict { Held::Met(m) | Held::Missed(m) => m };
                 prop_assert!(!message.trim().is_empty(), "{} has no message", expectation);
             }
         }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::harness::{self, End, Exchanger, Transcript, REFERENCE_HARNESS_NOTE};
+use super::harness::{self, End, Exchanger, Held, NoAnswer, Transcript, REFERENCE_HARNESS_NOTE};
 use super::rules::{action_note, suite, RunRule};
 use super::scenario::Scenario;
 use crate::content::Content;
@@ -416,19 +416,19 @@ fn program_found(command: &str) -> Result<String, String> {
 }
 
 impl Exchanger for Channel {
-    async fn exchange(&mut self, request: &Value) -> Result<Vec<u8>, String> {
+    async fn exchange(&mut self, request: &Value) -> Result<Vec<u8>, NoAnswer> {
         let started = Instant::now();
         self.log.last_request = Some(request.clone());
-        let result = self.send(request).await;
+        let result = self.send(request).await.map_err(NoAnswer);
         self.log.count += 1;
         self.log.answered += u64::from(result.is_ok());
         if let Err(e) = &result {
-            self.log.first_failure.get_or_insert_with(|| e.clone());
+            self.log.first_failure.get_or_insert_with(|| e.0.clone());
         }
         self.log.slowest = self.log.slowest.max(started.elapsed());
         self.log.last_answer = Some(match &result {
             Ok(b) => excerpt(b, 2_000),
-            Err(e) => e.clone(),
+            Err(e) => e.0.clone(),
         });
         result
     }
@@ -547,6 +547,7 @@ async fn probe(
         let mut case = spec.case();
         case.set_duration(t0.elapsed());
         match result
+            .map_err(|e| e.0)
             .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| format!("not JSON: {e}")))
         {
             Ok(answer) => {
@@ -758,10 +759,10 @@ fn scenario_cases(
                 "skipped: {}.completes failed (an expectation is judged on a scenario that runs to its end)",
                 scenario.id
             )),
-            Ok(note) => c.pass_noting(Evidence::new(turns, "turns of the scenario"), note, || {
+            Held::Met(note) => c.pass_noting(Evidence::new(turns, "turns of the scenario"), note, || {
                 "the scenario ran no turn: nothing to judge the expectation on".to_string()
             }),
-            Err(why) => c.fail_on(Evidence::new(turns, "turns of the scenario"), why),
+            Held::Missed(why) => c.fail_on(Evidence::new(turns, "turns of the scenario"), why),
         }
     }
     cases
