@@ -288,8 +288,8 @@ async fn a_platform_without_a_timeout_fails_gives_up_naming_the_agent_and_the_wa
         Status::Fail,
         &[
             "hangs /analyze (task ",
-            "the platform gave up only after 10.",
-            "expected to give up within its timeout 800ms + 1s 40ms",
+            "the platform gave up only after 14.",
+            "expected to give up within its timeout 2s + 1s 100ms",
         ],
     );
     assert_eq!(c.evidence.map(|e| e.judged), Some(2));
