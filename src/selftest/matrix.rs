@@ -110,9 +110,23 @@ fn read(source: &str, text: &str) -> Result<MatrixFile, String> {
     Ok(file)
 }
 
+/// A matrix row's behaviour has a template other than `{deadline}`: a usage error of the
+/// matrix file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{behavior:?}: a template other than {{deadline}} or {{deadline*F}}")]
+pub struct TemplateError {
+    pub behavior: String,
+}
+
+impl From<TemplateError> for Error {
+    fn from(e: TemplateError) -> Error {
+        Error::Usage(e.to_string())
+    }
+}
+
 /// `behavior` with each `{deadline}` or `{deadline*F}` written as that duration in milliseconds:
 /// a slow agent stays slower than the deadline however far a busy machine stretches it.
-pub fn at_deadline(behavior: &str, deadline: Duration) -> Result<String, String> {
+pub fn at_deadline(behavior: &str, deadline: Duration) -> Result<String, TemplateError> {
     static TEMPLATE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"\{deadline(?:\*([0-9]+(?:\.[0-9]+)?))?\}").expect("a valid regex")
     });
@@ -124,9 +138,9 @@ pub fn at_deadline(behavior: &str, deadline: Duration) -> Result<String, String>
         )
     });
     if text.contains('{') {
-        return Err(format!(
-            "{behavior:?}: a template other than {{deadline}} or {{deadline*F}}"
-        ));
+        return Err(TemplateError {
+            behavior: behavior.to_string(),
+        });
     }
     Ok(text.into_owned())
 }
@@ -404,7 +418,7 @@ impl Matrix {
         exe: &Path,
     ) -> Result<RowResult, Error> {
         let started = Instant::now();
-        let behavior = at_deadline(&row.behavior.value, timeout).map_err(Error::Usage)?;
+        let behavior = at_deadline(&row.behavior.value, timeout)?;
         let report = self
             .protocol
             .capabilities()
@@ -533,7 +547,7 @@ mod tests {
             "slow:ttfb=10ms;body=2000ms"
         );
         assert_eq!(at_deadline("hang", d).unwrap(), "hang");
-        let err = at_deadline("slow:{timeout}", d).unwrap_err();
+        let err = at_deadline("slow:{timeout}", d).unwrap_err().to_string();
         assert!(err.contains("{deadline*F}"), "{err}");
     }
 
