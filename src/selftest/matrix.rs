@@ -102,11 +102,33 @@ impl RowResult {
     }
 }
 
+/// A matrix file that cannot be played as written: a usage error that names the file (and a
+/// row's line).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MatrixFileError {
+    /// Not the YAML of a matrix, or a timeout that is no duration.
+    #[error("{0}")]
+    Parse(String),
+    /// The row at `at` (FILE:LINE): its transport, its behaviour or a case it names.
+    #[error("{at}: {why}")]
+    Row { at: String, why: String },
+    /// The protocol could not list its cases.
+    #[error("{0}")]
+    Cases(String),
+}
+
+impl From<MatrixFileError> for Error {
+    fn from(e: MatrixFileError) -> Error {
+        Error::Usage(e.to_string())
+    }
+}
+
 /// A matrix file, parsed: YAML errors and the timeout say where they are.
-fn read(source: &str, text: &str) -> Result<MatrixFile, String> {
-    let file: MatrixFile =
-        serde_saphyr::from_str(text).map_err(|e| yaml_error(source, &e.to_string()))?;
-    crate::units::parse_duration(&file.timeout).map_err(|e| format!("{source}: timeout: {e}"))?;
+fn read(source: &str, text: &str) -> Result<MatrixFile, MatrixFileError> {
+    let file: MatrixFile = serde_saphyr::from_str(text)
+        .map_err(|e| MatrixFileError::Parse(yaml_error(source, &e.to_string())))?;
+    crate::units::parse_duration(&file.timeout)
+        .map_err(|e| MatrixFileError::Parse(format!("{source}: timeout: {e}")))?;
     Ok(file)
 }
 
@@ -258,7 +280,7 @@ impl Matrix {
     /// Parses and checks: the protocol is registered and plays agents; behaviours parse and fit
     /// the row's transport; the case ids are the protocol's.
     pub fn parse(source: &'static str, text: &str) -> Result<Matrix, Error> {
-        let file = read(source, text).map_err(Error::Usage)?;
+        let file = read(source, text)?;
         let protocol = protocols::find(&file.protocol).ok_or_else(|| {
             Error::usage(format!(
                 "{source}: no protocol {:?} (known: {})",
@@ -266,7 +288,7 @@ impl Matrix {
                 protocols::names().join(", ")
             ))
         })?;
-        Matrix::check(protocol, source, file).map_err(Error::Usage)
+        Ok(Matrix::check(protocol, source, file)?)
     }
 
     /// The same for `protocol`, registered or not (the file must name it).
@@ -275,7 +297,7 @@ impl Matrix {
         source: &'static str,
         text: &str,
     ) -> Result<Matrix, Error> {
-        let file = read(source, text).map_err(Error::Usage)?;
+        let file = read(source, text)?;
         if file.protocol != protocol.name() {
             return Err(Error::usage(format!(
                 "{source}: the matrix is for {:?}, not {:?}",
@@ -283,39 +305,45 @@ impl Matrix {
                 protocol.name()
             )));
         }
-        Matrix::check(protocol, source, file).map_err(Error::Usage)
+        Ok(Matrix::check(protocol, source, file)?)
     }
 
     fn check(
         protocol: &'static dyn Protocol,
         source: &'static str,
         file: MatrixFile,
-    ) -> Result<Matrix, String> {
-        let ids = protocol.case_ids().map_err(|e| e.to_string())?;
+    ) -> Result<Matrix, MatrixFileError> {
+        let ids = protocol
+            .case_ids()
+            .map_err(|e| MatrixFileError::Cases(e.to_string()))?;
+        // `read` has checked the timeout.
+        let floor = crate::units::parse_duration(&file.timeout)
+            .map_err(|e| MatrixFileError::Parse(e.to_string()))?;
         for row in &file.rows {
             let at = format!("{source}:{}", row.behavior.referenced.line());
+            let wrong = |why: String| MatrixFileError::Row {
+                at: at.clone(),
+                why,
+            };
             let t = row.transport.as_str();
             if !TRANSPORTS.contains(&t) {
-                return Err(format!(
-                    "{at}: transport {t:?} (expected {})",
+                return Err(wrong(format!(
+                    "transport {t:?} (expected {})",
                     TRANSPORTS.join(", ")
-                ));
+                )));
             }
-            let floor = crate::units::parse_duration(&file.timeout)?;
             let behavior =
-                at_deadline(&row.behavior.value, floor).map_err(|e| format!("{at}: {e}"))?;
+                at_deadline(&row.behavior.value, floor).map_err(|e| wrong(e.to_string()))?;
             protocol
                 .capabilities()
                 .selftest
                 .check_behavior(&behavior, t)
-                .map_err(|e| format!("{at}: {e}"))?;
-            for id in &row.fails {
-                if !ids.contains(id) {
-                    return Err(format!(
-                        "{at}: no case {id:?} in the built-in suite of {}",
-                        file.protocol
-                    ));
-                }
+                .map_err(|e| wrong(e.to_string()))?;
+            if let Some(id) = row.fails.iter().find(|id| !ids.contains(id)) {
+                return Err(wrong(format!(
+                    "no case {id:?} in the built-in suite of {}",
+                    file.protocol
+                )));
             }
         }
         Ok(Matrix {
@@ -534,6 +562,39 @@ pub fn render(results: &[RowResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_row_that_cannot_be_played_is_a_usage_error_at_its_line() {
+        let matrix = |rows: &str| {
+            Matrix::parse(
+                "m.yaml",
+                &format!("protocol: librarian\ntimeout: 5s\nrows:\n{rows}"),
+            )
+        };
+        let no_flaw =
+            "  - behavior: conforming\n    fails: []\n  - behavior: no-such-flaw\n    fails: []\n";
+        assert_eq!(
+            matrix(no_flaw).err(),
+            Some(Error::usage(format!(
+                "m.yaml:6: \"no-such-flaw\" is no Librarian flaw (known: conforming, {})",
+                crate::protocols::librarian::server::Flaws::NAMES.join(", ")
+            )))
+        );
+        let over_stdio = "  - behavior: conforming\n    transport: stdio\n    fails: []\n";
+        assert_eq!(
+            matrix(over_stdio).err(),
+            Some(Error::usage(
+                "m.yaml:4: the Librarian is served over http only, not stdio"
+            ))
+        );
+        let no_case = "  - behavior: conforming\n    fails: [no.such-case]\n";
+        assert_eq!(
+            matrix(no_case).err(),
+            Some(Error::usage(
+                "m.yaml:4: no case \"no.such-case\" in the built-in suite of librarian"
+            ))
+        );
+    }
 
     #[test]
     fn deadline_templates_scale_and_others_are_refused() {
