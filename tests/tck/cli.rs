@@ -14,6 +14,19 @@ fn agent_tck(args: &[&str]) -> Output {
     run_within(command, RUN_DEADLINE)
 }
 
+/// What `args` (ending in `--help` or `--version`) prints: it exits 0, saying nothing on stderr.
+fn printed(args: &[&str]) -> String {
+    let out = agent_tck(args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        text(&out.stderr)
+    );
+    assert!(out.stderr.is_empty(), "{args:?}: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
 /// The URL at the end of a banner line (`... listening on http://127.0.0.1:PORT`).
 fn banner_url(line: &str) -> String {
     line.trim()
@@ -134,14 +147,10 @@ fn usage_and_configuration_errors_are_one_line_and_exit_2() {
 
 #[test]
 fn help_and_version_exit_0() {
-    let out = agent_tck(&["--help"]);
-    assert_eq!(out.status.code(), Some(0));
-    assert!(text(&out.stdout).contains("probe"));
-    let out = agent_tck(&["probe", "roundtable", "--help"]);
-    assert!(text(&out.stdout).contains("--max-body"));
-    let out = agent_tck(&["--version"]);
+    assert!(printed(&["--help"]).contains("probe"));
+    assert!(printed(&["probe", "roundtable", "--help"]).contains("--max-body"));
     assert_eq!(
-        text(&out.stdout).trim(),
+        printed(&["--version"]).trim(),
         format!("agent-tck {}", agent_tck::VERSION)
     );
 }
@@ -601,18 +610,18 @@ fn suites_list_shows_the_execute_task_cases_and_scenarios() {
 /// and README commands as they should be typed.
 #[test]
 fn help_texts_and_hints_say_what_to_do() {
-    let help = text(&agent_tck(&["schemas", "export", "--help"]).stdout);
+    let help = printed(&["schemas", "export", "--help"]);
     assert!(help.contains("DIR/roundtable/"), "{help}");
     assert!(!help.contains("DIR/schemas/"), "{help}");
     assert!(help.contains("The folder to write them in"), "{help}");
-    let help = text(&agent_tck(&["probe", "execute-task", "--help"]).stdout);
+    let help = printed(&["probe", "execute-task", "--help"]);
     let seed = help
         .lines()
         .skip_while(|l| !l.trim_start().starts_with("--seed"))
         .nth(1)
         .unwrap_or_default();
     assert!(seed.contains("Seed of every generated request"), "{help}");
-    let help = text(&agent_tck(&["mock", "agent", "--help"]).stdout);
+    let help = printed(&["mock", "agent", "--help"]);
     assert!(help.contains("The protocol the agent speaks"), "{help}");
     assert_usage_error(
         &["mock", "agent", "--behavior", "never-finishes"],
