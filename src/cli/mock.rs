@@ -275,7 +275,7 @@ pub(super) async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
                 .map_err(|e| Error::usage(format!("{}: cannot read: {e}", path.display())))?,
         ),
         (None, Some(name)) => {
-            let (source, text) = protocols::fleet_preset(name).map_err(Error::Usage)?;
+            let (source, text) = protocols::fleet_preset(name)?;
             (source.to_string(), text.to_string())
         }
         (None, None) => return Err(Error::usage("give --config FILE or --preset NAME")),
@@ -295,7 +295,7 @@ pub(super) async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
     let (source, file) = match (&args.config, &args.preset) {
         (Some(path), _) => (path.display().to_string(), FleetFile::from_file(path)?),
         (None, Some(name)) => {
-            let (source, text) = protocols::fleet_preset(name).map_err(Error::Usage)?;
+            let (source, text) = protocols::fleet_preset(name)?;
             (source.to_string(), FleetFile::parse(source, text)?)
         }
         (None, None) => return Err(Error::usage("give --config FILE or --preset NAME")),
@@ -485,6 +485,7 @@ mod tests {
         }
         assert!(protocols::fleet_preset("calm")
             .unwrap_err()
+            .to_string()
             .contains("chaos, slow"));
     }
 

@@ -74,7 +74,21 @@ pub fn agent_protocols() -> Vec<&'static dyn AgentProtocol> {
 }
 
 /// A built-in fleet by name, from any protocol: (file, YAML); the error lists the names.
-pub fn fleet_preset(name: &str) -> Result<(&'static str, &'static str), String> {
+/// `--preset NAME` names no fleet preset of any protocol: a usage error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--preset {name:?}: no such preset (known: {})", known.join(", "))]
+pub struct PresetError {
+    pub name: String,
+    pub known: Vec<&'static str>,
+}
+
+impl From<PresetError> for crate::error::Error {
+    fn from(e: PresetError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
+pub fn fleet_preset(name: &str) -> Result<(&'static str, &'static str), PresetError> {
     let all: Vec<_> = REGISTRY
         .iter()
         .flat_map(|p| p.capabilities().fleet_presets)
@@ -82,12 +96,9 @@ pub fn fleet_preset(name: &str) -> Result<(&'static str, &'static str), String> 
     all.iter()
         .find(|(n, _, _)| *n == name)
         .map(|(_, file, text)| (*file, *text))
-        .ok_or_else(|| {
-            let names: Vec<&str> = all.iter().map(|(n, _, _)| *n).collect();
-            format!(
-                "--preset {name:?}: no such preset (known: {})",
-                names.join(", ")
-            )
+        .ok_or_else(|| PresetError {
+            name: name.to_string(),
+            known: all.iter().map(|(n, _, _)| *n).collect(),
         })
 }
 

@@ -21,6 +21,62 @@ use crate::report::output::OutputArgs;
 use crate::report::{CaseResult, Exit, Report};
 use crate::transport::http::BaseUrl;
 
+/// Why a command's settings cannot be made of its flags: a usage error (nothing was run).
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// A flag's value is wrong; the message names the flag.
+    #[error("{0}")]
+    Flag(String),
+    /// What a flag names (a file, a directory, a command) cannot be used; its own error says
+    /// why, in its own words.
+    #[error(transparent)]
+    Named(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl SettingsError {
+    /// What a flag names cannot be used, for `error`'s reason.
+    pub fn named(error: impl std::error::Error + Send + Sync + 'static) -> SettingsError {
+        SettingsError::Named(Box::new(error))
+    }
+}
+
+// A private helper that checks one flag gives its message as a string.
+impl From<String> for SettingsError {
+    fn from(message: String) -> SettingsError {
+        SettingsError::Flag(message)
+    }
+}
+
+impl From<&str> for SettingsError {
+    fn from(message: &str) -> SettingsError {
+        SettingsError::Flag(message.to_string())
+    }
+}
+
+impl From<SettingsError> for Error {
+    fn from(e: SettingsError) -> Error {
+        Error::Usage(e.to_string())
+    }
+}
+
+/// Why a matrix row's behaviour is not one the protocol's mock can play: a usage error of the
+/// matrix file (the self-test names the file and line).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BehaviorError {
+    /// The behaviour's peer is not served over the row's transport.
+    #[error("{0}")]
+    Transport(String),
+    /// No such behaviour, or one written wrong.
+    #[error("{0}")]
+    Unknown(String),
+}
+
+impl From<BehaviorError> for Error {
+    fn from(e: BehaviorError) -> Error {
+        Error::Usage(e.to_string())
+    }
+}
+
 /// Told of each case as it finishes (a progress line).
 pub type OnCase = Arc<dyn Fn(&CaseResult) + Send + Sync>;
 
@@ -60,7 +116,7 @@ impl ProbeJob {
 /// flags), the settings made of them, the cases the settings want of `ids`, and the run.
 pub fn driver_probe<A, S, F, Fut>(
     matches: &clap::ArgMatches,
-    settings: fn(&A) -> Result<S, String>,
+    settings: fn(&A) -> Result<S, SettingsError>,
     output: fn(A) -> OutputArgs,
     ids: &[String],
     wants: fn(&S, &str) -> bool,
@@ -73,7 +129,7 @@ where
     Fut: std::future::Future<Output = Result<Report, Error>> + Send + 'static,
 {
     let flags = A::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
-    let made = settings(&flags).map_err(Error::Usage)?;
+    let made = settings(&flags)?;
     let output = output(flags);
     output.check()?;
     Ok(ProbeJob::of(ids, wants, output, made, run))
@@ -365,7 +421,7 @@ pub trait Selftest: Sync {
 
     /// Whether a matrix row's `behavior` is one the protocol's mock can play over `transport`
     /// (the error says why not).
-    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String>;
+    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), BehaviorError>;
 
     /// Probes a mock with one matrix row's behaviour over its transport.
     fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, Error>>;
@@ -377,9 +433,12 @@ pub fn check_served_behavior(
     agents: &'static dyn AgentProtocol,
     behavior: &str,
     transport: &str,
-) -> Result<(), String> {
+) -> Result<(), BehaviorError> {
     if transport != "http" && agents.line_endpoint().is_none() {
-        return Err(format!("{} rows run over http only", agents.name()));
+        return Err(BehaviorError::Transport(format!(
+            "{} rows run over http only",
+            agents.name()
+        )));
     }
     let items = crate::mock::behavior::parse_list(
         behavior,
@@ -388,12 +447,12 @@ pub fn check_served_behavior(
             others: &super::agent_protocols(),
         },
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| BehaviorError::Unknown(e.to_string()))?;
     crate::mock::behavior::check_fit(
         &items,
         agents,
         transport == "http",
         transport.starts_with("stdio"),
     )
-    .map_err(|e| e.to_string())
+    .map_err(|e| BehaviorError::Transport(e.to_string()))
 }

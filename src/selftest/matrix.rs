@@ -102,17 +102,53 @@ impl RowResult {
     }
 }
 
+/// A matrix file that cannot be played as written: a usage error that names the file (and a
+/// row's line).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MatrixFileError {
+    /// Not the YAML of a matrix, or a timeout that is no duration.
+    #[error("{0}")]
+    Parse(String),
+    /// The row at `at` (FILE:LINE): its transport, its behaviour or a case it names.
+    #[error("{at}: {why}")]
+    Row { at: String, why: String },
+    /// The protocol could not list its cases.
+    #[error("{0}")]
+    Cases(String),
+}
+
+impl From<MatrixFileError> for Error {
+    fn from(e: MatrixFileError) -> Error {
+        Error::Usage(e.to_string())
+    }
+}
+
 /// A matrix file, parsed: YAML errors and the timeout say where they are.
-fn read(source: &str, text: &str) -> Result<MatrixFile, String> {
-    let file: MatrixFile =
-        serde_saphyr::from_str(text).map_err(|e| yaml_error(source, &e.to_string()))?;
-    crate::units::parse_duration(&file.timeout).map_err(|e| format!("{source}: timeout: {e}"))?;
+fn read(source: &str, text: &str) -> Result<MatrixFile, MatrixFileError> {
+    let file: MatrixFile = serde_saphyr::from_str(text)
+        .map_err(|e| MatrixFileError::Parse(yaml_error(source, &e.to_string())))?;
+    crate::units::parse_duration(&file.timeout)
+        .map_err(|e| MatrixFileError::Parse(format!("{source}: timeout: {e}")))?;
     Ok(file)
+}
+
+/// A matrix row's behaviour has a template other than `{deadline}`: a usage error of the
+/// matrix file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{behavior:?}: a template other than {{deadline}} or {{deadline*F}}")]
+pub struct TemplateError {
+    pub behavior: String,
+}
+
+impl From<TemplateError> for Error {
+    fn from(e: TemplateError) -> Error {
+        Error::Usage(e.to_string())
+    }
 }
 
 /// `behavior` with each `{deadline}` or `{deadline*F}` written as that duration in milliseconds:
 /// a slow agent stays slower than the deadline however far a busy machine stretches it.
-pub fn at_deadline(behavior: &str, deadline: Duration) -> Result<String, String> {
+pub fn at_deadline(behavior: &str, deadline: Duration) -> Result<String, TemplateError> {
     static TEMPLATE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"\{deadline(?:\*([0-9]+(?:\.[0-9]+)?))?\}").expect("a valid regex")
     });
@@ -124,9 +160,9 @@ pub fn at_deadline(behavior: &str, deadline: Duration) -> Result<String, String>
         )
     });
     if text.contains('{') {
-        return Err(format!(
-            "{behavior:?}: a template other than {{deadline}} or {{deadline*F}}"
-        ));
+        return Err(TemplateError {
+            behavior: behavior.to_string(),
+        });
     }
     Ok(text.into_owned())
 }
@@ -244,7 +280,7 @@ impl Matrix {
     /// Parses and checks: the protocol is registered and plays agents; behaviours parse and fit
     /// the row's transport; the case ids are the protocol's.
     pub fn parse(source: &'static str, text: &str) -> Result<Matrix, Error> {
-        let file = read(source, text).map_err(Error::Usage)?;
+        let file = read(source, text)?;
         let protocol = protocols::find(&file.protocol).ok_or_else(|| {
             Error::usage(format!(
                 "{source}: no protocol {:?} (known: {})",
@@ -252,7 +288,7 @@ impl Matrix {
                 protocols::names().join(", ")
             ))
         })?;
-        Matrix::check(protocol, source, file).map_err(Error::Usage)
+        Ok(Matrix::check(protocol, source, file)?)
     }
 
     /// The same for `protocol`, registered or not (the file must name it).
@@ -261,7 +297,7 @@ impl Matrix {
         source: &'static str,
         text: &str,
     ) -> Result<Matrix, Error> {
-        let file = read(source, text).map_err(Error::Usage)?;
+        let file = read(source, text)?;
         if file.protocol != protocol.name() {
             return Err(Error::usage(format!(
                 "{source}: the matrix is for {:?}, not {:?}",
@@ -269,39 +305,45 @@ impl Matrix {
                 protocol.name()
             )));
         }
-        Matrix::check(protocol, source, file).map_err(Error::Usage)
+        Ok(Matrix::check(protocol, source, file)?)
     }
 
     fn check(
         protocol: &'static dyn Protocol,
         source: &'static str,
         file: MatrixFile,
-    ) -> Result<Matrix, String> {
-        let ids = protocol.case_ids().map_err(|e| e.to_string())?;
+    ) -> Result<Matrix, MatrixFileError> {
+        let ids = protocol
+            .case_ids()
+            .map_err(|e| MatrixFileError::Cases(e.to_string()))?;
+        // `read` has checked the timeout.
+        let floor = crate::units::parse_duration(&file.timeout)
+            .map_err(|e| MatrixFileError::Parse(e.to_string()))?;
         for row in &file.rows {
             let at = format!("{source}:{}", row.behavior.referenced.line());
+            let wrong = |why: String| MatrixFileError::Row {
+                at: at.clone(),
+                why,
+            };
             let t = row.transport.as_str();
             if !TRANSPORTS.contains(&t) {
-                return Err(format!(
-                    "{at}: transport {t:?} (expected {})",
+                return Err(wrong(format!(
+                    "transport {t:?} (expected {})",
                     TRANSPORTS.join(", ")
-                ));
+                )));
             }
-            let floor = crate::units::parse_duration(&file.timeout)?;
             let behavior =
-                at_deadline(&row.behavior.value, floor).map_err(|e| format!("{at}: {e}"))?;
+                at_deadline(&row.behavior.value, floor).map_err(|e| wrong(e.to_string()))?;
             protocol
                 .capabilities()
                 .selftest
                 .check_behavior(&behavior, t)
-                .map_err(|e| format!("{at}: {e}"))?;
-            for id in &row.fails {
-                if !ids.contains(id) {
-                    return Err(format!(
-                        "{at}: no case {id:?} in the built-in suite of {}",
-                        file.protocol
-                    ));
-                }
+                .map_err(|e| wrong(e.to_string()))?;
+            if let Some(id) = row.fails.iter().find(|id| !ids.contains(id)) {
+                return Err(wrong(format!(
+                    "no case {id:?} in the built-in suite of {}",
+                    file.protocol
+                )));
             }
         }
         Ok(Matrix {
@@ -404,7 +446,7 @@ impl Matrix {
         exe: &Path,
     ) -> Result<RowResult, Error> {
         let started = Instant::now();
-        let behavior = at_deadline(&row.behavior.value, timeout).map_err(Error::Usage)?;
+        let behavior = at_deadline(&row.behavior.value, timeout)?;
         let report = self
             .protocol
             .capabilities()
@@ -522,6 +564,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_row_that_cannot_be_played_is_a_usage_error_at_its_line() {
+        let matrix = |rows: &str| {
+            Matrix::parse(
+                "m.yaml",
+                &format!("protocol: librarian\ntimeout: 5s\nrows:\n{rows}"),
+            )
+        };
+        let no_flaw =
+            "  - behavior: conforming\n    fails: []\n  - behavior: no-such-flaw\n    fails: []\n";
+        assert_eq!(
+            matrix(no_flaw).err(),
+            Some(Error::usage(format!(
+                "m.yaml:6: \"no-such-flaw\" is no Librarian flaw (known: conforming, {})",
+                crate::protocols::librarian::server::Flaws::NAMES.join(", ")
+            )))
+        );
+        let over_stdio = "  - behavior: conforming\n    transport: stdio\n    fails: []\n";
+        assert_eq!(
+            matrix(over_stdio).err(),
+            Some(Error::usage(
+                "m.yaml:4: the Librarian is served over http only, not stdio"
+            ))
+        );
+        let no_case = "  - behavior: conforming\n    fails: [no.such-case]\n";
+        assert_eq!(
+            matrix(no_case).err(),
+            Some(Error::usage(
+                "m.yaml:4: no case \"no.such-case\" in the built-in suite of librarian"
+            ))
+        );
+    }
+
+    #[test]
     fn deadline_templates_scale_and_others_are_refused() {
         let d = Duration::from_millis(2000);
         assert_eq!(
@@ -533,7 +608,7 @@ mod tests {
             "slow:ttfb=10ms;body=2000ms"
         );
         assert_eq!(at_deadline("hang", d).unwrap(), "hang");
-        let err = at_deadline("slow:{timeout}", d).unwrap_err();
+        let err = at_deadline("slow:{timeout}", d).unwrap_err().to_string();
         assert!(err.contains("{deadline*F}"), "{err}");
     }
 

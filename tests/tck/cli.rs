@@ -1,18 +1,39 @@
 //! The real binary: exit statuses, one-line usage errors, report files, and the commands a
 //! newcomer runs first (`selftest`, `suites list`, `schemas export`, `mock agent`).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Output;
+use std::time::Duration;
 
 use crate::support::*;
 
+/// Runs the binary with `args` to its end (within [`RUN_DEADLINE`]), with no API key from the
+/// environment.
 fn agent_tck(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agent-tck"))
-        .args(args)
-        .env_remove("AGENT_TCK_API_KEY")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run agent-tck")
+    let mut command = tck_command(args);
+    command.env_remove("AGENT_TCK_API_KEY");
+    run_within(command, RUN_DEADLINE)
+}
+
+/// What `args` (ending in `--help` or `--version`) prints: it exits 0, saying nothing on stderr.
+fn printed(args: &[&str]) -> String {
+    let out = agent_tck(args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        text(&out.stderr)
+    );
+    assert!(out.stderr.is_empty(), "{args:?}: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// The URL at the end of a banner line (`... listening on http://127.0.0.1:PORT`).
+fn banner_url(line: &str) -> String {
+    line.trim()
+        .rsplit(' ')
+        .next()
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -126,14 +147,10 @@ fn usage_and_configuration_errors_are_one_line_and_exit_2() {
 
 #[test]
 fn help_and_version_exit_0() {
-    let out = agent_tck(&["--help"]);
-    assert_eq!(out.status.code(), Some(0));
-    assert!(text(&out.stdout).contains("probe"));
-    let out = agent_tck(&["probe", "roundtable", "--help"]);
-    assert!(text(&out.stdout).contains("--max-body"));
-    let out = agent_tck(&["--version"]);
+    assert!(printed(&["--help"]).contains("probe"));
+    assert!(printed(&["probe", "roundtable", "--help"]).contains("--max-body"));
     assert_eq!(
-        text(&out.stdout).trim(),
+        printed(&["--version"]).trim(),
         format!("agent-tck {}", agent_tck::VERSION)
     );
 }
@@ -376,20 +393,10 @@ fn schemas_export_writes_the_embedded_files() {
     }
 }
 
-/// Kills the child on drop, so a failed assertion leaves no process behind.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mock_agent_serves_a_conforming_agent() {
-    let child = Command::new(env!("CARGO_BIN_EXE_agent-tck"))
-        .args([
+    let mut child = Spawned::tck(
+        &[
             "mock",
             "agent",
             "--port",
@@ -398,26 +405,16 @@ async fn mock_agent_serves_a_conforming_agent() {
             "1",
             "--api-key",
             KEY,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut child = Killed(child);
-    let stdout = child.0.stdout.take().unwrap();
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).map(|_| line)
-    });
-    let line = tokio::time::timeout(std::time::Duration::from_secs(20), line)
-        .await
-        .expect("it prints its address")
-        .unwrap()
-        .unwrap();
-    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+        ],
+        RUN_DEADLINE,
+    );
+    let line = tokio::task::block_in_place(|| child.line());
+    let url = banner_url(&line);
     assert!(url.starts_with("http://127.0.0.1:"), "{line}");
     let report = probe(&url, Some(KEY)).await;
     assert!(failed(&report).is_empty(), "{:?}", failed(&report));
+    let out = tokio::task::block_in_place(|| child.interrupt(Duration::from_secs(30)));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
 }
 
 #[test]
@@ -430,7 +427,7 @@ fn mock_agent_reports_a_port_in_use() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mock_fleet_stops_on_sigint_and_still_writes_the_reports() {
     let dir = TempDir::new("fleet-sigint");
     let fleet = dir.path("fleet.yaml");
@@ -440,27 +437,26 @@ async fn mock_fleet_stops_on_sigint_and_still_writes_the_reports() {
     )
     .unwrap();
     let (journal, json, junit) = (dir.path("j.jsonl"), dir.path("r.json"), dir.path("r.xml"));
-    let child = Command::new(env!("CARGO_BIN_EXE_agent-tck"))
-        .args([
-            "mock", "fleet", "--config", &fleet, "--port", "0", "--seed", "1",
-        ])
-        .args(["--journal", &journal, "--json", &json, "--junit", &junit])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = Killed(child);
-    let stdout = child.0.stdout.take().unwrap();
-    let first = tokio::task::spawn_blocking(move || {
-        let mut reader = BufReader::new(stdout);
-        let mut line = String::new();
-        reader.read_line(&mut line).map(|_| (line, reader))
-    });
-    let (line, mut reader) = tokio::time::timeout(std::time::Duration::from_secs(20), first)
-        .await
-        .expect("it prints its address")
-        .unwrap()
-        .unwrap();
+    let mut child = Spawned::tck(
+        &[
+            "mock",
+            "fleet",
+            "--config",
+            &fleet,
+            "--port",
+            "0",
+            "--seed",
+            "1",
+            "--journal",
+            &journal,
+            "--json",
+            &json,
+            "--junit",
+            &junit,
+        ],
+        RUN_DEADLINE,
+    );
+    let line = tokio::task::block_in_place(|| child.line());
     let addr = line.trim().rsplit("http://").next().unwrap().to_string();
     // One good request to `one`, one left hanging at `two`.
     let base = agent_tck::transport::http::BaseUrl::parse(&format!("http://{addr}")).unwrap();
@@ -478,29 +474,47 @@ async fn mock_fleet_stops_on_sigint_and_still_writes_the_reports() {
         .await
         .unwrap();
     assert_eq!(ok.status, 200);
-    let hung = tokio::spawn(async move {
-        agent_tck::transport::http::send(&base, &analyze("two"), limits).await
-    });
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    // SIGINT, as Ctrl-C sends it.
-    let pid = i32::try_from(child.0.id()).unwrap();
-    // SAFETY: kill(2) with a pid we own and a valid signal number; no memory is involved.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
-    let status = tokio::task::spawn_blocking(move || {
-        let status = child.0.wait();
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut reader, &mut rest).unwrap();
-        (status, rest)
-    });
-    let (status, rest) = tokio::time::timeout(std::time::Duration::from_secs(10), status)
+    // The request to `two` goes over a connection of our own, so that its port says which of
+    // the kernel's sockets are its ends: once `two` has read it all, SIGINT finds it hanging.
+    let body = r#"{"task_id":"t","content":"c"}"#;
+    let mut hung = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let request = format!(
+        "POST /agents/two/analyze HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    tokio::io::AsyncWriteExt::write_all(&mut hung, request.as_bytes())
         .await
-        .expect("it stops promptly after SIGINT")
         .unwrap();
-    assert_eq!(status.unwrap().code(), Some(0), "{rest}");
+    let (server, client) = (
+        hung.peer_addr().unwrap().port(),
+        hung.local_addr().unwrap().port(),
+    );
+    let read_by = std::time::Instant::now() + Duration::from_secs(20);
+    while !request_read(server, client) {
+        assert!(
+            std::time::Instant::now() < read_by,
+            "the fleet did not read the request to `two` within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // SIGINT, as Ctrl-C sends it: it must end within 10 s (or it is killed and the test fails;
+    // the wait blocks this worker, not the one the hung exchange runs on).
+    let out = tokio::task::block_in_place(|| child.interrupt(Duration::from_secs(10)));
+    let rest = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{rest}{}", text(&out.stderr));
     assert!(rest.contains("platform.request-schema"), "{rest}");
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio::io::AsyncReadExt::read_to_end(&mut hung, &mut answer),
+    )
+    .await
+    .expect("the hung exchange's connection ends with the fleet");
     assert!(
-        hung.await.unwrap().is_err(),
-        "the hung exchange was cut by the shutdown"
+        read.is_err() || answer.is_empty(),
+        "the hung exchange was cut by the shutdown, not answered: {}",
+        String::from_utf8_lossy(&answer)
     );
     let lines = std::fs::read_to_string(&journal).unwrap();
     assert_eq!(lines.lines().count(), 4, "{lines}");
@@ -509,6 +523,38 @@ async fn mock_fleet_stops_on_sigint_and_still_writes_the_reports() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report.role, "mock");
     roxmltree::Document::parse(&std::fs::read_to_string(&junit).unwrap()).unwrap();
+}
+
+/// Whether the loopback server on port `server` has read everything its client on port
+/// `client` sent: the client's send queue and the server's receive queue are both empty
+/// (Linux's /proc/net/tcp). The fleet prints nothing when a request arrives, only when it is
+/// answered, so this is the sign that a hanging agent has its request.
+fn request_read(server: u16, client: u16) -> bool {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+    let port = |address: &str| {
+        address
+            .rsplit(':')
+            .next()
+            .and_then(|p| u16::from_str_radix(p, 16).ok())
+    };
+    let queue = |hex: &str| u64::from_str_radix(hex, 16).ok();
+    let (mut server_unread, mut client_unsent) = (None, None);
+    for line in table.lines().skip(1) {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (Some(local), Some(remote), Some((tx, rx))) = (
+            fields.get(1).and_then(|a| port(a)),
+            fields.get(2).and_then(|a| port(a)),
+            fields.get(4).and_then(|q| q.split_once(':')),
+        ) else {
+            continue;
+        };
+        if (local, remote) == (server, client) {
+            server_unread = queue(rx);
+        } else if (local, remote) == (client, server) {
+            client_unsent = queue(tx);
+        }
+    }
+    server_unread == Some(0) && client_unsent == Some(0)
 }
 
 #[test]
@@ -564,18 +610,18 @@ fn suites_list_shows_the_execute_task_cases_and_scenarios() {
 /// and README commands as they should be typed.
 #[test]
 fn help_texts_and_hints_say_what_to_do() {
-    let help = text(&agent_tck(&["schemas", "export", "--help"]).stdout);
+    let help = printed(&["schemas", "export", "--help"]);
     assert!(help.contains("DIR/roundtable/"), "{help}");
     assert!(!help.contains("DIR/schemas/"), "{help}");
     assert!(help.contains("The folder to write them in"), "{help}");
-    let help = text(&agent_tck(&["probe", "execute-task", "--help"]).stdout);
+    let help = printed(&["probe", "execute-task", "--help"]);
     let seed = help
         .lines()
         .skip_while(|l| !l.trim_start().starts_with("--seed"))
         .nth(1)
         .unwrap_or_default();
     assert!(seed.contains("Seed of every generated request"), "{help}");
-    let help = text(&agent_tck(&["mock", "agent", "--help"]).stdout);
+    let help = printed(&["mock", "agent", "--help"]);
     assert!(help.contains("The protocol the agent speaks"), "{help}");
     assert_usage_error(
         &["mock", "agent", "--behavior", "never-finishes"],
@@ -659,37 +705,31 @@ fn the_readme_stands_alone_and_its_examples_are_valid() {
 
 /// `mock agent` says what it serves as it serves it: a line per request (asked for here with
 /// AGENT_TCK_REQUEST_LOG=1, as stdout is not a terminal), none with --quiet.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mock_agent_prints_a_line_per_request_unless_quiet() {
+    /// What it printed after its banner, the probe run against it and the mock stopped.
     async fn lines(quiet: bool) -> Vec<String> {
         let mut args = vec!["mock", "agent", "--port", "0", "--seed", "1"];
         if quiet {
             args.push("--quiet");
         }
-        let child = Command::new(env!("CARGO_BIN_EXE_agent-tck"))
-            .args(&args)
-            .env("AGENT_TCK_REQUEST_LOG", "1")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut child = Killed(child);
-        let stdout = child.0.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel::<String>();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let first = rx
-            .recv_timeout(std::time::Duration::from_secs(20))
-            .expect("it prints its address");
-        let url = first.trim().rsplit(' ').next().unwrap().to_string();
+        let mut command = tck_command(&args);
+        command.env("AGENT_TCK_REQUEST_LOG", "1");
+        let mut child = Spawned::start(command, RUN_DEADLINE);
+        let first = tokio::task::block_in_place(|| child.line());
+        let url = banner_url(&first);
         let report = probe(&url, None).await;
         assert!(failed(&report).is_empty(), "{:?}", failed(&report));
-        // The last answers' lines come right after them.
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        rx.try_iter().collect()
+        // Stopped, it has printed every answer's line: the whole stdout is read to its end.
+        let out = tokio::task::block_in_place(|| child.interrupt(Duration::from_secs(30)));
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{stdout}");
+        stdout
+            .lines()
+            .skip(1)
+            .filter(|l| l.split(' ').nth(1).is_some_and(|w| w.starts_with('/')))
+            .map(str::to_string)
+            .collect()
     }
     let logged = lines(false).await;
     assert!(

@@ -16,8 +16,8 @@ use crate::error::Error;
 use crate::probe::args::Common;
 use crate::probe::args::RunArgs;
 use crate::protocols::plugin::{
-    driver_probe, AgentSet, Capabilities, CommandAgent, CommandAgents, MatrixRow, OnCase, ProbeJob,
-    Protocol, ProtocolCommand, Selftest, SelftestRun,
+    driver_probe, AgentSet, BehaviorError, Capabilities, CommandAgent, CommandAgents, MatrixRow,
+    OnCase, ProbeJob, Protocol, ProtocolCommand, Selftest, SelftestRun, SettingsError,
 };
 use crate::report::lint::Lint;
 use crate::report::output::OutputArgs;
@@ -110,7 +110,7 @@ pub struct AgentStandardProbeArgs {
 
 impl AgentStandardProbeArgs {
     /// The modes of the run (see --mode).
-    fn modes(&self) -> Result<Vec<String>, String> {
+    fn modes(&self) -> Result<Vec<String>, SettingsError> {
         Ok(match (self.mode, self.exec.is_some()) {
             (Some(Mode::Plan), _) => vec!["plan".into()],
             (Some(Mode::Execute), _) => vec!["execute".into()],
@@ -126,7 +126,7 @@ impl AgentStandardProbeArgs {
         })
     }
 
-    fn source(&self) -> Result<Source, String> {
+    fn source(&self) -> Result<Source, SettingsError> {
         Ok(match &self.exec {
             Some(command) => Source::Exec(
                 Exec::new(
@@ -137,14 +137,14 @@ impl AgentStandardProbeArgs {
                     self.run.timeout,
                     self.run.max_body,
                 )
-                .map_err(|e| e.to_string())?,
+                .map_err(SettingsError::named)?,
             ),
             None => Source::Outputs(self.outputs.clone()),
         })
     }
 }
 
-pub fn settings(args: &AgentStandardProbeArgs) -> Result<Settings, String> {
+pub fn settings(args: &AgentStandardProbeArgs) -> Result<Settings, SettingsError> {
     Ok(Settings {
         source: args.source()?,
         modes: args.modes()?,
@@ -153,7 +153,7 @@ pub fn settings(args: &AgentStandardProbeArgs) -> Result<Settings, String> {
             .as_deref()
             .map(agent_names)
             .transpose()
-            .map_err(|e| e.to_string())?,
+            .map_err(SettingsError::named)?,
         agent: args.agent.clone(),
         max_body: args.run.max_body,
         common: Common::of(&args.run),
@@ -184,7 +184,9 @@ pub struct OrchestrationArgs {
     pub output: OutputArgs,
 }
 
-fn orchestration_settings(args: &OrchestrationArgs) -> Result<orchestration::Settings, String> {
+fn orchestration_settings(
+    args: &OrchestrationArgs,
+) -> Result<orchestration::Settings, SettingsError> {
     let plan_mode = args
         .agents
         .as_deref()
@@ -199,7 +201,7 @@ fn orchestration_settings(args: &OrchestrationArgs) -> Result<orchestration::Set
                 .collect())
         })
         .transpose()
-        .map_err(|e| e.to_string())?;
+        .map_err(SettingsError::named)?;
     Ok(orchestration::Settings {
         journals: args.journals.clone(),
         plan_mode,
@@ -327,10 +329,7 @@ impl ProtocolCommand<ProbeJob> for ResultsProbe {
     fn run(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
         let flags = AgentStandardProbeArgs::from_arg_matches(matches)
             .map_err(|e| Error::usage(e.to_string()))?;
-        let ids = super::probe::case_ids(
-            &flags.source().map_err(Error::Usage)?,
-            &flags.modes().map_err(Error::Usage)?,
-        );
+        let ids = super::probe::case_ids(&flags.source()?, &flags.modes()?);
         let job = |s: Settings, on: OnCase| async move { Ok(super::probe::run(&s, &*on).await?) };
         driver_probe(
             matches,
@@ -450,15 +449,15 @@ impl Selftest for StandardSelftest {
         )
     }
 
-    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String> {
+    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), BehaviorError> {
         if !matches!(transport, "exec" | "exec-stdin") {
-            return Err(format!(
+            return Err(BehaviorError::Transport(format!(
                 "agent-standard agents are commands: transport exec or exec-stdin, not {transport}"
-            ));
+            )));
         }
         super::mock::Behaviors::parse(behavior)
             .map(drop)
-            .map_err(|e| e.to_string())
+            .map_err(|e| BehaviorError::Unknown(e.to_string()))
     }
 
     /// `probe agent-standard --exec` in both modes against the mock with the row's behaviour,

@@ -17,8 +17,8 @@ use crate::error::Error;
 use crate::probe::args::Common;
 use crate::probe::args::{seed_or_clock, RunArgs};
 use crate::protocols::plugin::{
-    driver_probe, Capabilities, ClientFleet, FleetFlags, MatrixRow, OnCase, ProbeJob, Protocol,
-    ProtocolCommand, Selftest, SelftestRun, UserFile,
+    driver_probe, BehaviorError, Capabilities, ClientFleet, FleetFlags, MatrixRow, OnCase,
+    ProbeJob, Protocol, ProtocolCommand, Selftest, SelftestRun, SettingsError, UserFile,
 };
 use crate::report::output::OutputArgs;
 use crate::report::Report;
@@ -52,7 +52,7 @@ pub struct ConnectorProbeArgs {
     pub output: OutputArgs,
 }
 
-pub fn settings(args: &ConnectorProbeArgs) -> Result<Settings, String> {
+pub fn settings(args: &ConnectorProbeArgs) -> Result<Settings, SettingsError> {
     let input = split_url(&args.input_url).ok_or_else(|| {
         format!(
             "--input-url {:?}: expected http://host[:port]/path",
@@ -241,17 +241,17 @@ impl Selftest for ConnectorSelftest {
         )
     }
 
-    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String> {
+    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), BehaviorError> {
         if transport != "http" {
-            return Err(format!(
+            return Err(BehaviorError::Transport(format!(
                 "the external agent is served over http only, not {transport}"
-            ));
+            )));
         }
         Flaws::named(behavior).map(drop).ok_or_else(|| {
-            format!(
+            BehaviorError::Unknown(format!(
                 "{behavior:?} is no external-agent flaw (known: conforming, {})",
                 Flaws::NAMES.join(", ")
-            )
+            ))
         })
     }
 

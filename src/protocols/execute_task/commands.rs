@@ -23,8 +23,8 @@ use crate::mock::line_server::LineService;
 use crate::mock::Responder;
 use crate::probe::args::{api_key, KeyArgs, RunArgs};
 use crate::protocols::plugin::{
-    check_served_behavior, driver_probe, Capabilities, MatrixRow, OnCase, ProbeJob, Protocol,
-    ProtocolCommand, Selftest, SelftestRun, ServedAgents, UserFile,
+    check_served_behavior, driver_probe, BehaviorError, Capabilities, MatrixRow, OnCase, ProbeJob,
+    Protocol, ProtocolCommand, Selftest, SelftestRun, ServedAgents, SettingsError, UserFile,
 };
 use crate::report::output::OutputArgs;
 use crate::report::Report;
@@ -91,18 +91,18 @@ pub struct TaskProbeArgs {
 }
 
 /// Scenario files, or the built-in scenarios when there are none.
-fn scenarios(files: &[PathBuf]) -> Result<Vec<Scenario>, String> {
+fn scenarios(files: &[PathBuf]) -> Result<Vec<Scenario>, SettingsError> {
     if files.is_empty() {
         return Ok(Scenario::builtin());
     }
     files
         .iter()
-        .map(|p| Scenario::from_file(p).map_err(|e| e.to_string()))
+        .map(|p| Scenario::from_file(p).map_err(SettingsError::named))
         .collect()
 }
 
 /// Raw execute-task flags → validated settings.
-pub fn task_settings(args: &TaskProbeArgs) -> Result<TaskSettings, String> {
+pub fn task_settings(args: &TaskProbeArgs) -> Result<TaskSettings, SettingsError> {
     let target = if let Some(url) = &args.url {
         Target::Http {
             base: BaseUrl::parse(url).map_err(|e| format!("--url: {e}"))?,
@@ -126,7 +126,7 @@ pub fn task_settings(args: &TaskProbeArgs) -> Result<TaskSettings, String> {
                 port.parse::<u16>()
                     .map_err(|_| format!("--tcp {a:?}: {port:?} is not a port"))?;
                 if host.is_empty() {
-                    return Err(format!("--tcp {a:?}: the host is empty"));
+                    return Err(format!("--tcp {a:?}: the host is empty").into());
                 }
                 SocketAddrSpec::Tcp(a.clone())
             }
@@ -243,7 +243,7 @@ impl ProtocolCommand<ProbeJob> for TaskProbe {
         let flags =
             TaskProbeArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
         // The case ids depend on the scenarios the flags name.
-        let ids = super::probe::case_ids(&task_settings(&flags).map_err(Error::Usage)?.scenarios)?;
+        let ids = super::probe::case_ids(&task_settings(&flags)?.scenarios)?;
         let job = |s: TaskSettings, on: OnCase| async move { super::probe::run(&s, &*on).await };
         driver_probe(
             matches,
@@ -285,7 +285,7 @@ impl Selftest for TaskSelftest {
         )
     }
 
-    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String> {
+    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), BehaviorError> {
         check_served_behavior(&Agents, behavior, transport)
     }
 

@@ -15,8 +15,8 @@ use crate::error::Error;
 use crate::probe::args::Common;
 use crate::probe::args::{seed_or_clock, RunArgs};
 use crate::protocols::plugin::{
-    driver_probe, Capabilities, ClientFleet, FleetFlags, MatrixRow, OnCase, ProbeJob, Protocol,
-    ProtocolCommand, Selftest, SelftestRun, UserFile,
+    driver_probe, BehaviorError, Capabilities, ClientFleet, FleetFlags, MatrixRow, OnCase,
+    ProbeJob, Protocol, ProtocolCommand, Selftest, SelftestRun, SettingsError, UserFile,
 };
 use crate::report::output::OutputArgs;
 use crate::report::Report;
@@ -74,7 +74,7 @@ fn tokens(pairs: &[String]) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
-pub fn settings(args: &LibrarianProbeArgs) -> Result<Settings, String> {
+pub fn settings(args: &LibrarianProbeArgs) -> Result<Settings, SettingsError> {
     Ok(Settings {
         base: BaseUrl::parse(&args.url).map_err(|e| format!("--url: {e}"))?,
         tokens: tokens(&args.tokens)?,
@@ -87,7 +87,7 @@ pub fn settings(args: &LibrarianProbeArgs) -> Result<Settings, String> {
             .as_deref()
             .map(|p| read_registry(p, false))
             .transpose()
-            .map_err(|e| e.to_string())?,
+            .map_err(SettingsError::named)?,
         allow_deviations: args.allow_deviations,
     })
 }
@@ -245,17 +245,17 @@ impl Selftest for LibrarianSelftest {
     }
 
     /// A row's behaviour is a flaw of the reference Librarian, served over HTTP.
-    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String> {
+    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), BehaviorError> {
         if transport != "http" {
-            return Err(format!(
+            return Err(BehaviorError::Transport(format!(
                 "the Librarian is served over http only, not {transport}"
-            ));
+            )));
         }
         Flaws::named(behavior).map(drop).ok_or_else(|| {
-            format!(
+            BehaviorError::Unknown(format!(
                 "{behavior:?} is no Librarian flaw (known: conforming, {})",
                 Flaws::NAMES.join(", ")
-            )
+            ))
         })
     }
 
@@ -345,16 +345,23 @@ mod tests {
 
     #[test]
     fn until_and_registry_files_read_as_documented() {
-        assert_eq!(parse_until(None), Ok(Until::Interrupted));
-        assert_eq!(parse_until(Some("20-requests")), Ok(Until::Requests(20)));
-        assert_eq!(parse_until(Some("7")), Ok(Until::Requests(7)));
+        assert_eq!(parse_until(None).ok(), Some(Until::Interrupted));
         assert_eq!(
-            parse_until(Some("30s")),
-            Ok(Until::After(std::time::Duration::from_secs(30)))
+            parse_until(Some("20-requests")).ok(),
+            Some(Until::Requests(20))
         );
-        assert!(parse_until(Some("0")).is_err());
+        assert_eq!(parse_until(Some("7")).ok(), Some(Until::Requests(7)));
+        assert_eq!(
+            parse_until(Some("30s")).ok(),
+            Some(Until::After(std::time::Duration::from_secs(30)))
+        );
+        assert_eq!(
+            parse_until(Some("0")).unwrap_err().to_string(),
+            "--until: at least 1 request"
+        );
         assert!(parse_until(Some("soon"))
             .unwrap_err()
+            .to_string()
             .contains("N-requests"));
     }
 }
@@ -397,14 +404,14 @@ pub enum Until {
     Interrupted,
 }
 
-pub fn parse_until(text: Option<&str>) -> Result<Until, String> {
+pub fn parse_until(text: Option<&str>) -> Result<Until, SettingsError> {
     let Some(t) = text.map(str::trim) else {
         return Ok(Until::Interrupted);
     };
     let count = t.strip_suffix("-requests").unwrap_or(t);
     if let Ok(n) = count.parse::<u64>() {
         return if n == 0 {
-            Err("--until: at least 1 request".into())
+            Err(SettingsError::from("--until: at least 1 request"))
         } else {
             Ok(Until::Requests(n))
         };
@@ -412,7 +419,9 @@ pub fn parse_until(text: Option<&str>) -> Result<Until, String> {
     crate::units::parse_duration(t)
         .map(Until::After)
         .map_err(|e| {
-            format!("--until {t:?}: expected N-requests (20-requests) or a duration (30s): {e}")
+            SettingsError::Flag(format!(
+                "--until {t:?}: expected N-requests (20-requests) or a duration (30s): {e}"
+            ))
         })
 }
 
@@ -421,7 +430,7 @@ pub async fn mock_librarian(
     args: &MockLibrarianArgs,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<Report, Error> {
-    let until = parse_until(args.until.as_deref()).map_err(Error::Usage)?;
+    let until = parse_until(args.until.as_deref())?;
     let agents = match &args.registry {
         Some(path) => read_registry(path, true)?,
         None => Vec::new(),

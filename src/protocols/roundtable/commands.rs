@@ -13,8 +13,8 @@ use crate::mock::behavior::{self, For};
 use crate::mock::fleet::{self};
 use crate::probe::{ProbeSettings, Suite};
 use crate::protocols::plugin::{
-    check_served_behavior, suite_settings, Capabilities, MatrixRow, Protocol, Selftest,
-    SelftestRun, ServedAgents, SuiteProbe, UserFile,
+    check_served_behavior, suite_settings, BehaviorError, Capabilities, MatrixRow, Protocol,
+    Selftest, SelftestRun, ServedAgents, SuiteProbe, UserFile,
 };
 use crate::report::Report;
 use crate::transport::http::BaseUrl;
@@ -176,7 +176,7 @@ impl Selftest for RoundtableSelftest {
         )
     }
 
-    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String> {
+    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), BehaviorError> {
         check_served_behavior(&Agents, behavior, transport)
     }
 

@@ -10,8 +10,8 @@ use agent_tck::mock::behavior::{parse_list, For};
 use agent_tck::mock::fleet::{self, Served};
 use agent_tck::probe::{ProbeSettings, Suite};
 use agent_tck::protocols::plugin::{
-    check_served_behavior, suite_settings, Capabilities, MatrixRow, Protocol, Selftest,
-    SelftestRun, ServedAgents, SuiteProbe,
+    check_served_behavior, suite_settings, BehaviorError, Capabilities, MatrixRow, Protocol,
+    Selftest, SelftestRun, ServedAgents, SuiteProbe,
 };
 use agent_tck::report::Report;
 use agent_tck::transport::http::BaseUrl;
@@ -111,7 +111,7 @@ impl Selftest for ToySelftest {
         ("tests/tck/toy/matrix.yaml", include_str!("matrix.yaml"))
     }
 
-    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), String> {
+    fn check_behavior(&self, behavior: &str, transport: &str) -> Result<(), BehaviorError> {
         check_served_behavior(&Agents, behavior, transport)
     }
 
