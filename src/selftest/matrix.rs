@@ -577,7 +577,7 @@ mod tests {
             matrix(no_flaw).err(),
             Some(Error::usage(format!(
                 "m.yaml:6: \"no-such-flaw\" is no Librarian flaw (known: conforming, {})",
-                crate::protocols::librarian::server::Flaws::NAMES.join(", ")
+                crate::protocols::librarian::reference::Flaws::NAMES.join(", ")
             )))
         );
         let over_stdio = "  - behavior: conforming\n    transport: stdio\n    fails: []\n";

@@ -8,7 +8,7 @@ use std::time::Duration;
 use agent_tck::mock::agent::{MockAgent, Profile};
 use agent_tck::mock::behavior::parse_list;
 use agent_tck::mock::protocol::PlatformExpect;
-use agent_tck::protocols::execute_task::agent::TaskAgent;
+use agent_tck::protocols::execute_task::reference::TaskAgent;
 use agent_tck::protocols::execute_task::scenario::Scenario;
 use agent_tck::report::{Report, Status};
 use serde_json::{json, Value};

@@ -962,7 +962,7 @@ proptest! {
             .map(|(role, content)| json!({"role": role, "content": content}))
             .collect();
         let request = json!({"task_description": task, "turn": turn, "conversation_history": history});
-        let agent = agent_tck::protocols::execute_task::agent::TaskAgent::with_scenarios("prop", &Scenario::builtin());
+        let agent = agent_tck::protocols::execute_task::reference::TaskAgent::with_scenarios("prop", &Scenario::builtin());
         let answer = agent.answer(&request);
         prop_assert!(execute_task::check_answer(&answer).is_empty(), "{answer}");
         let lines = task_mock_lines(&[serde_json::to_vec(&request).unwrap()]);
@@ -988,9 +988,8 @@ fn task_mock_lines(requests: &[Vec<u8>]) -> Vec<Vec<u8>> {
             capabilities: vec![],
             api_key: None,
         };
-        let reference = Box::new(agent_tck::protocols::execute_task::agent::TaskAgent::new(
-            "prop",
-        ));
+        let reference =
+            Box::new(agent_tck::protocols::execute_task::reference::TaskAgent::new("prop"));
         let items =
             agent_tck::mock::behavior::parse_list("conforming", crate::support::execute_task())
                 .unwrap();

@@ -2,7 +2,7 @@
 //! probe case has an agent that breaks it (`mocks/matrix-connector.yaml`). The one list of them:
 //! the catalogue's entries and [`Flaws::named`] come from it.
 
-use super::agent::Flaws;
+use super::reference::Flaws;
 
 crate::mock::behavior::switches!(Flaws, transports: &["http"], [
     "slow-ack" => slow_ack: "acknowledges its first message after 6 s (past the server's 5 s)",

@@ -10,8 +10,8 @@ use std::time::Duration;
 use clap::Args;
 use futures::future::BoxFuture;
 
-use super::agent::{split_url, ExternalAgent, Flaws};
 use super::probe::{self, Settings};
+use super::reference::{split_url, ExternalAgent, Flaws};
 use super::NAME;
 use crate::error::Error;
 use crate::probe::args::Common;
@@ -212,7 +212,7 @@ impl ClientFleet for ConnectorFleet {
                 "the server's agent definitions for them (its configuration must name these inputUrls):\n{}",
                 served.config_snippet(&fleet)
             );
-            Ok(super::fleet_judge::run(&fleet, served, at.strict, seed).await)
+            Ok(super::fleet::judge::run(&fleet, served, at.strict, seed).await)
         })
     }
 }

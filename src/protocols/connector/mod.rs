@@ -24,10 +24,6 @@ pub mod upload;
 pub mod ws;
 
 pub use commands::Connector;
-/// The old path of `fleet::judge`, still imported by `commands` and the tests.
-pub use fleet::judge as fleet_judge;
-/// The old path of `reference`, still imported by `commands` and the tests.
-pub use reference as agent;
 
 /// The registry key, and the report's `protocol`.
 pub const NAME: &str = "connector";

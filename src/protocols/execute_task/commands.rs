@@ -11,8 +11,8 @@ use clap::{Args, FromArgMatches, ValueEnum};
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::agent::TaskAgent;
 use super::probe::{Target, TaskSettings};
+use super::reference::TaskAgent;
 use super::scenario::Scenario;
 use super::{Agents, NAME};
 use crate::error::Error;

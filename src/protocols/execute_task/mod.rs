@@ -20,8 +20,6 @@ pub mod rules;
 pub mod scenario;
 
 pub use commands::ExecuteTask;
-/// The old path of `reference`, still imported by `commands`, `mutate` and the tests.
-pub use reference as agent;
 
 use crate::mock::protocol::{
     AgentProtocol, AnswerFields, ContentBehavior, Endpoint, PlatformExpect, PlatformObserver,
@@ -69,7 +67,7 @@ impl AgentProtocol for Agents {
 
     /// The scripted agent, knowing the built-in scenarios.
     fn reference(&self, name: &str, _seed: u64) -> Box<dyn Responder> {
-        Box::new(agent::TaskAgent::with_scenarios(
+        Box::new(reference::TaskAgent::with_scenarios(
             name,
             &scenario::Scenario::builtin(),
         ))

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::agent::last_call;
+use super::reference::last_call;
 use crate::mock::args::unknown_variant;
 use crate::mock::injection;
 use crate::mock::protocol::{ContentBehavior, Mutating, Mutation};

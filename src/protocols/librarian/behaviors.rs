@@ -2,7 +2,7 @@
 //! case has a server that breaks it (`mocks/matrix-librarian.yaml`). The one list of them: the
 //! catalogue's entries and [`Flaws::named`] come from it.
 
-use super::server::Flaws;
+use super::reference::Flaws;
 
 crate::mock::behavior::switches!(Flaws, transports: &["http"], [
     "accepts-any-content-type" => accepts_any_content_type:

@@ -8,8 +8,8 @@ use futures::future::BoxFuture;
 
 use super::mock::Script;
 use super::probe::{self, Settings};
+use super::reference::{Flaws, Librarian, Registered};
 use super::registry::read_registry;
-use super::server::{self, Flaws, Librarian, Registered};
 use super::NAME;
 use crate::error::Error;
 use crate::probe::args::Common;
@@ -318,8 +318,8 @@ pub fn reference_registry() -> Vec<Registered> {
 }
 
 /// The reference Librarian, with `flaws`, on a loopback port.
-pub async fn reference(flaws: Flaws) -> Result<server::Served, Error> {
-    server::serve(Librarian::new(reference_registry(), flaws))
+pub async fn reference(flaws: Flaws) -> Result<super::reference::Served, Error> {
+    super::reference::serve(Librarian::new(reference_registry(), flaws))
         .await
         .map_err(Error::from)
 }
@@ -450,7 +450,8 @@ pub async fn mock_librarian(
         librarian = librarian.journaling(path)?;
     }
     let served =
-        server::serve_on(librarian, std::net::SocketAddr::new(args.host, args.port)).await?;
+        super::reference::serve_on(librarian, std::net::SocketAddr::new(args.host, args.port))
+            .await?;
     let run = crate::report::RunInfo::start(
         "mock",
         NAME,

@@ -21,8 +21,6 @@ pub mod registry;
 pub mod rules;
 
 pub use commands::LibrarianProtocol;
-/// The old path of `reference`, still imported by `commands`, `fleet`, `registry` and the tests.
-pub use reference as server;
 
 /// The registry key, and the report's `protocol`.
 pub const NAME: &str = "librarian";
