@@ -18,7 +18,7 @@ const TRIES: usize = 200;
 
 /// The last JSON object of `text`, which must end the response (only whitespace, or a closing
 /// fence, after it). Candidates are the `{` that begin a line, last first.
-pub fn last_object(text: &str) -> Result<Value, String> {
+fn last_object(text: &str) -> Result<Value, String> {
     let starts = object_starts(text);
     if starts.is_empty() {
         return Err("no JSON object in the response (the result must end it)".into());
