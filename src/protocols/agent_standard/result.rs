@@ -16,9 +16,19 @@ pub const RESULT_SCHEMA: &str = "agent_standard/result";
 /// of `{` lines is not searched forever).
 const TRIES: usize = 200;
 
+/// Why a response holds no JSON result at its end, in words for the json-last case: the agent's
+/// doing, so a failed case, never an error of the run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NoResult(pub String);
+
 /// The last JSON object of `text`, which must end the response (only whitespace, or a closing
 /// fence, after it). Candidates are the `{` that begin a line, last first.
-fn last_object(text: &str) -> Result<Value, String> {
+pub fn last_object(text: &str) -> Result<Value, NoResult> {
+    last_object_or_why(text).map_err(NoResult)
+}
+
+fn last_object_or_why(text: &str) -> Result<Value, String> {
     let starts = object_starts(text);
     if starts.is_empty() {
         return Err("no JSON object in the response (the result must end it)".into());
@@ -174,7 +184,7 @@ pub fn judge(label: &str, text: &str, cx: &Context) -> Vec<CaseResult> {
                 settle(case, v);
             }
         }
-        Err(e) => {
+        Err(NoResult(e)) => {
             cases[0].fail(e);
             for c in &mut cases[1..] {
                 c.skip(format!(
@@ -413,10 +423,12 @@ mod tests {
         assert_eq!(last_object(bare).unwrap()["agent"], "a");
         assert!(last_object("{\"x\": 1}\nand then words")
             .unwrap_err()
+            .0
             .contains("text after"));
-        assert!(last_object("no json at all")
-            .unwrap_err()
-            .contains("no JSON object"));
+        assert_eq!(
+            last_object("no json at all").unwrap_err().to_string(),
+            "no JSON object in the response (the result must end it)"
+        );
         let deep = format!("{}{}", "{\"a\":".repeat(100_000), "1");
         assert!(last_object(&deep).is_err());
         // 200,000 levels, one line of braces or one brace a line: an error, soon.
