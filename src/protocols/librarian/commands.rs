@@ -214,27 +214,17 @@ struct LibrarianSelftest;
 impl Selftest for LibrarianSelftest {
     /// The reference Librarian with two agents, probed with every case.
     fn run<'a>(&'a self, at: SelftestRun<'a>) -> BoxFuture<'a, Result<Report, Error>> {
-        Box::pin(async move {
-            let served = reference(Flaws::default()).await?;
-            let settings = Settings {
-                base: BaseUrl::parse(&served.url).map_err(|e| Error::Run(e.to_string()))?,
-                tokens: reference_tokens(),
-                timeout: at.run.timeout,
-                max_body: at.run.max_body,
-                common: Common {
-                    seed: at.seed,
-                    only: at.run.only(),
-                    strict: at.run.strict,
-                },
-                quick: false,
-                registry: Some(reference_registry()),
-                // The reference is in the document's strict mode.
-                allow_deviations: Some(false),
-            };
-            let report = probe::run(&settings, &|_| {}).await;
-            served.stop().await;
-            report.map_err(Error::from)
-        })
+        let common = Common {
+            seed: at.seed,
+            only: at.run.only(),
+            strict: at.run.strict,
+        };
+        Box::pin(probe_reference(
+            Flaws::default(),
+            at.run.timeout,
+            at.run.max_body,
+            common,
+        ))
     }
 
     fn matrix(&self) -> (&'static str, &'static str) {
@@ -264,27 +254,39 @@ impl Selftest for LibrarianSelftest {
         Box::pin(async move {
             let flaws = Flaws::named(row.behavior)
                 .ok_or_else(|| Error::usage(format!("no Librarian flaw {:?}", row.behavior)))?;
-            let served = reference(flaws).await?;
-            let settings = Settings {
-                base: BaseUrl::parse(&served.url).map_err(|e| Error::Run(e.to_string()))?,
-                tokens: reference_tokens(),
-                timeout: row.timeout,
-                max_body: 5_000_000,
-                common: Common {
-                    seed: row.seed,
-                    only: row.only.to_vec(),
-                    strict: false,
-                },
-                quick: false,
-                registry: Some(reference_registry()),
-                // The reference is in the document's strict mode.
-                allow_deviations: Some(false),
+            let common = Common {
+                seed: row.seed,
+                only: row.only.to_vec(),
+                strict: false,
             };
-            let report = probe::run(&settings, &|_| {}).await;
-            served.stop().await;
-            report.map_err(Error::from)
+            probe_reference(flaws, row.timeout, 5_000_000, common).await
         })
     }
+}
+
+/// The reference Librarian with `flaws` and two agents, served on a port of its own and probed
+/// in the document's strict mode with the registry it serves.
+async fn probe_reference(
+    flaws: Flaws,
+    timeout: std::time::Duration,
+    max_body: usize,
+    common: Common,
+) -> Result<Report, Error> {
+    let served = reference(flaws).await?;
+    let settings = Settings {
+        base: BaseUrl::parse(&served.url).map_err(|e| Error::Run(e.to_string()))?,
+        tokens: reference_tokens(),
+        timeout,
+        max_body,
+        common,
+        quick: false,
+        registry: Some(reference_registry()),
+        // The reference is in the document's strict mode.
+        allow_deviations: Some(false),
+    };
+    let report = probe::run(&settings, &|_| {}).await;
+    served.stop().await;
+    report.map_err(Error::from)
 }
 
 /// The agents of the reference Librarian: (agent, token).
