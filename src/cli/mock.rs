@@ -447,16 +447,33 @@ pub fn list_behaviors() -> String {
             ),
         };
         out.push_str(&format!("\n{heading}\n\n"));
-        for b in offers.behaviors {
+        list_misbehaviors(&mut out, offers.behaviors);
+    }
+    for p in protocols::REGISTRY {
+        if let Some(fleet) = p.capabilities().client_fleet {
             out.push_str(&format!(
-                "  {}\n      {}\n      over: {}\n",
-                b.name,
-                b.what,
-                b.transports.join(", ")
+                "\nBehaviours of {} fleet clients (mock fleet with `protocol: {}`: each \
+                 client's `behavior:`)\n\n",
+                p.name(),
+                p.name()
             ));
+            list_misbehaviors(&mut out, fleet.behaviors());
         }
     }
     out
+}
+
+/// One protocol's own misbehaviours, as `mock behaviors` prints them.
+fn list_misbehaviors(out: &mut String, behaviors: &[crate::mock::behavior::Misbehavior]) {
+    for b in behaviors {
+        out.push_str(&format!("  {}\n      {}\n", b.name, b.what));
+        if !b.expects.is_empty() {
+            out.push_str(&format!("      expected: {}\n", b.expects));
+        }
+        if b.transports != ["fleet"] {
+            out.push_str(&format!("      over: {}\n", b.transports.join(", ")));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -487,6 +504,44 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("chaos, slow"));
+    }
+
+    #[test]
+    fn every_client_fleets_behaviours_are_listed_under_their_protocol() {
+        let listing = list_behaviors();
+        let mut fleets = 0;
+        for p in protocols::REGISTRY {
+            let Some(fleet) = p.capabilities().client_fleet else {
+                continue;
+            };
+            fleets += 1;
+            let heading = format!("Behaviours of {} fleet clients", p.name());
+            let at = listing
+                .find(&heading)
+                .unwrap_or_else(|| panic!("{heading}"));
+            let section = &listing[at..];
+            assert!(!fleet.behaviors().is_empty(), "{}", p.name());
+            for b in fleet.behaviors() {
+                assert!(
+                    section.contains(&format!("  {}\n      {}\n", b.name, b.what)),
+                    "{}: {}",
+                    p.name(),
+                    b.name
+                );
+                if !b.expects.is_empty() {
+                    assert!(
+                        section.contains(&format!("      expected: {}\n", b.expects)),
+                        "{}: {}",
+                        p.name(),
+                        b.name
+                    );
+                }
+            }
+        }
+        assert_eq!(
+            fleets, 2,
+            "the Librarian's and the connector's client fleets"
+        );
     }
 
     #[test]

@@ -315,16 +315,22 @@ impl Item {
 }
 
 /// A misbehaviour a protocol's own mock plays (the Librarian's and the connector's reference
-/// peers, the agent standard's command agent), rather than the engine's: an entry of the
-/// catalogue `mock behaviors` prints, and what matrix rows and `--behavior` are checked against.
+/// peers and client fleets, the agent standard's command agent), rather than the engine's: an
+/// entry of the catalogue `mock behaviors` prints, and what matrix rows, `--behavior` and a
+/// fleet file's behaviours are checked against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Misbehavior {
-    /// As written in a matrix row or after `--behavior`; `NAME[:ARG]` when it takes an argument.
+    /// As written in a matrix row, after `--behavior` or in a fleet file; `NAME[:ARG]` when it
+    /// takes an argument.
     pub name: &'static str,
     /// What it does, in one line.
     pub what: &'static str,
-    /// The matrix transports it is played over (`http`, `exec`, …).
+    /// Where it is played: the matrix transports (`http`, `exec`, …), or `fleet` for a client
+    /// fleet's behaviour.
     pub transports: &'static [&'static str],
+    /// What the peer must answer it, when the behaviour itself says so (a client fleet's: the
+    /// fleet judges each answer by it); empty when the matrix row says which cases it breaks.
+    pub expects: &'static str,
 }
 
 impl Misbehavior {
@@ -346,6 +352,7 @@ macro_rules! switches {
                 name: $name,
                 what: $what,
                 transports: $transports,
+                expects: "",
             },
         )*];
 

@@ -408,6 +408,10 @@ pub trait ClientFleet: Sync {
         text: &'a str,
         at: FleetFlags<'a>,
     ) -> BoxFuture<'a, Result<Report, Error>>;
+
+    /// The behaviours a fleet file may give its clients (`mock behaviors` lists them, and the
+    /// file's parse checks names against them).
+    fn behaviors(&self) -> &'static [crate::mock::behavior::Misbehavior];
 }
 
 /// The self-test of a protocol: a conforming peer, probed (its report must pass), and the

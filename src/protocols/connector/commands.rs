@@ -14,6 +14,7 @@ use super::probe::{self, Settings};
 use super::reference::{split_url, ExternalAgent, Flaws};
 use super::NAME;
 use crate::error::Error;
+use crate::mock::behavior::Misbehavior;
 use crate::probe::args::Common;
 use crate::probe::args::{seed_or_clock, RunArgs};
 use crate::protocols::plugin::{
@@ -189,6 +190,10 @@ impl ProtocolCommand<ProbeJob> for ConnectorProbe {
 struct ConnectorFleet;
 
 impl ClientFleet for ConnectorFleet {
+    fn behaviors(&self) -> &'static [Misbehavior] {
+        super::behaviors::FLEET_BEHAVIORS
+    }
+
     /// A fleet of external agents and web clients against a real agent server.
     fn run<'a>(
         &'a self,

@@ -12,6 +12,7 @@ use super::reference::{Flaws, Librarian, Registered};
 use super::registry::read_registry;
 use super::NAME;
 use crate::error::Error;
+use crate::mock::behavior::Misbehavior;
 use crate::probe::args::Common;
 use crate::probe::args::{seed_or_clock, RunArgs};
 use crate::protocols::plugin::{
@@ -187,6 +188,10 @@ impl ProtocolCommand<ProbeJob> for LibrarianProbe {
 struct LibrarianFleet;
 
 impl ClientFleet for LibrarianFleet {
+    fn behaviors(&self) -> &'static [Misbehavior] {
+        super::behaviors::CLIENT_BEHAVIORS
+    }
+
     /// A Librarian's fleets are agent clients, each with a behaviour and a rate.
     fn run<'a>(
         &'a self,

@@ -19,12 +19,8 @@
 //!     - { name: flood, agent: gemini-pro, token: "${TOKEN_2}", behavior: flood, rate: 600/min }
 //! ```
 //!
-//! Behaviours: conforming, flood, oversized (content over 100 KB), missing-fields (an APPROVAL
-//! without rationale, or a QUERY without content), malformed-json, wrong-token,
-//! foreign-agent-id (its token in another agent's name), unregistered-agent-id (its token in the
-//! name of an agent no registry holds), slow-upload (the body trickled over `trickle`, 3 s by
-//! default), injection (prompt-injection text in content and rationale, asking for a target its
-//! agent may not touch), burst (all of its requests at once at the start).
+//! Behaviours: one table, `behaviors::CLIENT_BEHAVIORS` (what each client does, and the answer
+//! the server must give it); `mock behaviors` lists them.
 //!
 //! Each client asks what its agent may do: with the server's registry (`registry:` in the file,
 //! or `--registry`), its APPROVALs are for a target and an action the agent is allowed, and the
@@ -39,6 +35,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use super::behaviors::CLIENT_BEHAVIORS;
 use super::model::{self, LIMITS};
 use super::reference::Registered;
 use super::registry::RegistryError;
@@ -91,24 +88,6 @@ struct ClientSpec {
     #[serde(default)]
     trickle: Option<String>,
 }
-
-/// The behaviours, with the answers each must get.
-const BEHAVIORS: [(&str, &str); 11] = [
-    ("conforming", "2xx, never limited"),
-    ("flood", "429 once over 60 a minute"),
-    ("oversized", "refused: 4xx, or rejected naming the size"),
-    ("missing-fields", "refused: 4xx, or not approved"),
-    ("malformed-json", "4xx"),
-    ("wrong-token", "401 or 403"),
-    ("foreign-agent-id", "401 or 403"),
-    ("unregistered-agent-id", "401 or 403"),
-    ("slow-upload", "an answer (2xx or 4xx), never a 5xx"),
-    (
-        "injection",
-        "the forbidden target not approved (a refusal, or a decision other than approved)",
-    ),
-    ("burst", "answered (2xx or 429), never a 5xx"),
-];
 
 /// What a client's agent may do, as far as the fleet knows.
 #[derive(Debug, Clone)]
@@ -298,8 +277,8 @@ impl Fleet {
                 client: c.name.clone(),
                 what,
             };
-            if !BEHAVIORS.iter().any(|(b, _)| *b == c.behavior) {
-                let known: Vec<&str> = BEHAVIORS.iter().map(|(b, _)| *b).collect();
+            if !CLIENT_BEHAVIORS.iter().any(|b| b.name == c.behavior) {
+                let known: Vec<&str> = CLIENT_BEHAVIORS.iter().map(|b| b.name).collect();
                 return Err(at(format!(
                     "behavior {:?} is not one of {}",
                     c.behavior,
@@ -877,11 +856,10 @@ impl Tallies {
         match verdict {
             Judged::Nothing(why) => self.refusals.unjudged(c, why),
             v => self.refusals.check(c, v == Judged::Held, || {
-                let want = BEHAVIORS
+                let want = CLIENT_BEHAVIORS
                     .iter()
-                    .find(|(b, _)| *b == c.behavior)
-                    .map(|(_, w)| *w)
-                    .unwrap_or("");
+                    .find(|b| b.name == c.behavior)
+                    .map_or("", |b| b.expects);
                 format!("{}; expected {want}", shown(o))
             }),
         }

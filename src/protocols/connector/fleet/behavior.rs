@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::mock::http1::Fault;
+use crate::protocols::connector::behaviors::FLEET_BEHAVIORS;
 
 /// What an external agent does with a forwarded message.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,41 +38,6 @@ pub enum Behavior {
 /// A huge callback's default size: 32 MiB, above the limits servers commonly set by default
 /// (nginx and Fastify 1 MB, Django 2.5 MB, Kestrel 30 MB), so that a bound shows.
 pub const HUGE_DEFAULT: usize = 32 << 20;
-
-/// The behaviours, with what each tests.
-pub const BEHAVIORS: [(&str, &str); 13] = [
-    ("conforming", "acknowledges, then calls back once"),
-    ("markdown", "calls back with Markdown"),
-    (
-        "injection",
-        "calls back with prompt-injection text and a canary",
-    ),
-    (
-        "slow-ack",
-        "acknowledges after DUR (default 8s: past the 5 s)",
-    ),
-    ("error-ack", "answers STATUS (default 500)"),
-    (
-        "fault",
-        "reset | close | garbage | hang instead of an acknowledgement",
-    ),
-    ("never-callback", "acknowledges and never calls back"),
-    ("many-callbacks", "calls back N times (default 3)"),
-    (
-        "huge-callback",
-        "calls back with BYTES (default 32MiB: above common servers' limits, 1-30 MB)",
-    ),
-    ("empty-callback", "calls back with an empty body"),
-    ("whitespace-callback", "calls back with spaces and newlines"),
-    (
-        "callback-to-unknown-session",
-        "calls back to a session that does not exist",
-    ),
-    (
-        "callback-to-deleted-session",
-        "deletes its session, then calls back to it",
-    ),
-];
 
 /// Why an agent's `behavior:` does not read (the fleet file names the agent).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -158,7 +124,7 @@ impl Behavior {
             })),
             other => Err(BehaviorError::Unknown {
                 given: other.to_string(),
-                known: BEHAVIORS.iter().map(|(b, _)| *b).collect(),
+                known: FLEET_BEHAVIORS.iter().map(|b| b.name).collect(),
             }),
         }
     }
@@ -222,8 +188,12 @@ mod tests {
         assert!(refused("sing").starts_with("behavior \"sing\" is not one of conforming, "));
         assert!(refused("slow-ack:soon").starts_with("slow-ack:soon: "));
         assert!(refused("huge-callback:lots").starts_with("huge-callback:lots: "));
-        for (name, _) in BEHAVIORS {
-            assert!(Behavior::parse(name).is_ok() || name == "fault", "{name}");
+        for b in FLEET_BEHAVIORS {
+            assert!(
+                Behavior::parse(b.name).is_ok() || b.name == "fault",
+                "{}",
+                b.name
+            );
         }
     }
 }

@@ -32,7 +32,7 @@ mod inputs;
 pub mod judge;
 mod session_api;
 
-pub use behavior::{Behavior, BehaviorError, BEHAVIORS, HUGE_DEFAULT};
+pub use behavior::{Behavior, BehaviorError, HUGE_DEFAULT};
 pub use books::{Books, Call, CallbackKind, Carried, Forward, Said, SentCallback};
 pub use drive::{exercise, Drive, Revive};
 pub use file::{AgentFault, Fleet, FleetAgent, FleetFileError};
