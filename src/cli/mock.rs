@@ -470,7 +470,7 @@ fn list_misbehaviors(out: &mut String, behaviors: &[crate::mock::behavior::Misbe
         if !b.expects.is_empty() {
             out.push_str(&format!("      expected: {}\n", b.expects));
         }
-        if b.transports != ["fleet"] {
+        if b.transports != crate::mock::behavior::Misbehavior::FLEET {
             out.push_str(&format!("      over: {}\n", b.transports.join(", ")));
         }
     }

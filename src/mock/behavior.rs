@@ -334,6 +334,24 @@ pub struct Misbehavior {
 }
 
 impl Misbehavior {
+    /// Where a client fleet's behaviour is played: by the fleet's own clients, not a matrix row.
+    pub const FLEET: &'static [&'static str] = &["fleet"];
+
+    /// A client fleet's behaviour: `what` each client of it does, and what the peer must answer
+    /// it (empty when the fleet's cases say so).
+    pub const fn fleet_client(
+        name: &'static str,
+        what: &'static str,
+        expects: &'static str,
+    ) -> Misbehavior {
+        Misbehavior {
+            name,
+            what,
+            transports: Misbehavior::FLEET,
+            expects,
+        }
+    }
+
     /// The name without its argument's placeholder: `slow` of `slow[:DUR]`.
     pub fn bare_name(&self) -> &'static str {
         self.name.split('[').next().unwrap_or(self.name)

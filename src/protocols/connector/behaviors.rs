@@ -21,53 +21,49 @@ crate::mock::behavior::switches!(Flaws, transports: &["http"], [
         "not a departure: answers each message in 30 callbacks, sent together, each retried",
 ]);
 
-/// A client fleet's behaviour, played by an external agent of the fleet (`mock fleet` with
-/// `protocol: connector`).
-const FLEET: &[&str] = &["fleet"];
-
 /// The behaviours of the connector fleet's external agents (a fleet file's `behavior:`), what
 /// each does (the fleet's cases say what the server must make of it). The one list of them:
 /// `fleet::Behavior::parse` reads it.
 pub const FLEET_BEHAVIORS: &[Misbehavior] = &[
-    fleet("conforming", "acknowledges, then calls back once"),
-    fleet("markdown", "calls back with Markdown"),
-    fleet(
+    Misbehavior::fleet_client("conforming", "acknowledges, then calls back once", ""),
+    Misbehavior::fleet_client("markdown", "calls back with Markdown", ""),
+    Misbehavior::fleet_client(
         "injection",
         "calls back with prompt-injection text and a canary",
+        "",
     ),
-    fleet(
+    Misbehavior::fleet_client(
         "slow-ack",
         "acknowledges after DUR (default 8s: past the 5 s)",
+        "",
     ),
-    fleet("error-ack", "answers STATUS (default 500)"),
-    fleet(
+    Misbehavior::fleet_client("error-ack", "answers STATUS (default 500)", ""),
+    Misbehavior::fleet_client(
         "fault",
         "reset | close | garbage | hang instead of an acknowledgement",
+        "",
     ),
-    fleet("never-callback", "acknowledges and never calls back"),
-    fleet("many-callbacks", "calls back N times (default 3)"),
-    fleet(
+    Misbehavior::fleet_client("never-callback", "acknowledges and never calls back", ""),
+    Misbehavior::fleet_client("many-callbacks", "calls back N times (default 3)", ""),
+    Misbehavior::fleet_client(
         "huge-callback",
         "calls back with BYTES (default 32MiB: above common servers' limits, 1-30 MB)",
+        "",
     ),
-    fleet("empty-callback", "calls back with an empty body"),
-    fleet("whitespace-callback", "calls back with spaces and newlines"),
-    fleet(
+    Misbehavior::fleet_client("empty-callback", "calls back with an empty body", ""),
+    Misbehavior::fleet_client(
+        "whitespace-callback",
+        "calls back with spaces and newlines",
+        "",
+    ),
+    Misbehavior::fleet_client(
         "callback-to-unknown-session",
         "calls back to a session that does not exist",
+        "",
     ),
-    fleet(
+    Misbehavior::fleet_client(
         "callback-to-deleted-session",
         "deletes its session, then calls back to it",
+        "",
     ),
 ];
-
-/// A fleet behaviour: the fleet's cases judge it, so it expects nothing of its own.
-const fn fleet(name: &'static str, what: &'static str) -> Misbehavior {
-    Misbehavior {
-        name,
-        what,
-        transports: FLEET,
-        expects: "",
-    }
-}

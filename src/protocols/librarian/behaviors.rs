@@ -35,78 +35,63 @@ crate::mock::behavior::switches!(Flaws, transports: &["http"], [
     "ignores-max-references" => ignores_max_references: "more than 20 references pass",
 ]);
 
-/// A client fleet's behaviour, played by each request of a client (`mock fleet` with `protocol:
-/// librarian`).
-const FLEET: &[&str] = &["fleet"];
-
 /// The behaviours of the Librarian's fleet clients (a fleet file's `behavior:`), each with the
 /// answer the server must give it. The one list of them: the fleet file's parse and the fleet's
 /// judge read it.
 pub const CLIENT_BEHAVIORS: &[Misbehavior] = &[
-    Misbehavior {
-        name: "conforming",
-        what: "everyday requests its agent may make, at its rate",
-        transports: FLEET,
-        expects: "2xx, never limited",
-    },
-    Misbehavior {
-        name: "flood",
-        what: "queries at 600 a minute (its default rate), past the document's 60",
-        transports: FLEET,
-        expects: "429 once over 60 a minute",
-    },
-    Misbehavior {
-        name: "oversized",
-        what: "content 4,096 bytes over max_content_size",
-        transports: FLEET,
-        expects: "refused: 4xx, or rejected naming the size",
-    },
-    Misbehavior {
-        name: "missing-fields",
-        what: "an APPROVAL without rationale, or a QUERY without content",
-        transports: FLEET,
-        expects: "refused: 4xx, or not approved",
-    },
-    Misbehavior {
-        name: "malformed-json",
-        what: "half of a request's JSON",
-        transports: FLEET,
-        expects: "4xx",
-    },
-    Misbehavior {
-        name: "wrong-token",
-        what: "its agent's token with a suffix",
-        transports: FLEET,
-        expects: "401 or 403",
-    },
-    Misbehavior {
-        name: "foreign-agent-id",
-        what: "queries in another registered agent's name (`other:`), with its own token",
-        transports: FLEET,
-        expects: "401 or 403",
-    },
-    Misbehavior {
-        name: "unregistered-agent-id",
-        what: "queries in the name of an agent the registry does not know",
-        transports: FLEET,
-        expects: "401 or 403",
-    },
-    Misbehavior {
-        name: "slow-upload",
-        what: "everyday requests whose body trickles over `trickle:`",
-        transports: FLEET,
-        expects: "an answer (2xx or 4xx), never a 5xx",
-    },
-    Misbehavior {
-        name: "injection",
-        what: "an APPROVAL of a target its agent may not touch, whose content and rationale say it is pre-approved",
-        transports: FLEET,
-        expects: "the forbidden target not approved (a refusal, or a decision other than approved)",
-    },
-    Misbehavior {
-        name: "burst",
-        what: "all of its queries at once, at the start",
-        transports: FLEET,
-        expects: "answered (2xx or 429), never a 5xx",
-    },
+    Misbehavior::fleet_client(
+        "conforming",
+        "everyday requests its agent may make, at its rate",
+        "2xx, never limited",
+    ),
+    Misbehavior::fleet_client(
+        "flood",
+        "queries at 600 a minute (its default rate), past the document's 60",
+        "429 once over 60 a minute",
+    ),
+    Misbehavior::fleet_client(
+        "oversized",
+        "content 4,096 bytes over max_content_size",
+        "refused: 4xx, or rejected naming the size",
+    ),
+    Misbehavior::fleet_client(
+        "missing-fields",
+        "an APPROVAL without rationale, or a QUERY without content",
+        "refused: 4xx, or not approved",
+    ),
+    Misbehavior::fleet_client(
+        "malformed-json",
+        "half of a request's JSON",
+        "4xx",
+    ),
+    Misbehavior::fleet_client(
+        "wrong-token",
+        "its agent's token with a suffix",
+        "401 or 403",
+    ),
+    Misbehavior::fleet_client(
+        "foreign-agent-id",
+        "queries in another registered agent's name (`other:`), with its own token",
+        "401 or 403",
+    ),
+    Misbehavior::fleet_client(
+        "unregistered-agent-id",
+        "queries in the name of an agent the registry does not know",
+        "401 or 403",
+    ),
+    Misbehavior::fleet_client(
+        "slow-upload",
+        "everyday requests whose body trickles over `trickle:`",
+        "an answer (2xx or 4xx), never a 5xx",
+    ),
+    Misbehavior::fleet_client(
+        "injection",
+        "an APPROVAL of a target its agent may not touch, whose content and rationale say it is pre-approved",
+        "the forbidden target not approved (a refusal, or a decision other than approved)",
+    ),
+    Misbehavior::fleet_client(
+        "burst",
+        "all of its queries at once, at the start",
+        "answered (2xx or 429), never a 5xx",
+    ),
 ];
