@@ -2,6 +2,12 @@
 //! `challenges[0].target_agent`, `conditions`. Used by the generic checks (evidence tags,
 //! phrases, list caps) so that a suite names its fields as data. `**` alone selects every string
 //! in the document (for rules that apply to all text, such as sanitization).
+//!
+//! A filter picks the items of a list by one of their fields: `votes[?agent_name == "wschema"]`
+//! (or `!=`), compared with a JSON literal (`"text"`, `3`, `0.5`, `true`, `null`); `@` is the item
+//! itself (`tags[?@ == "security"]`), and the field may be a path with filters of its own
+//! (`votes[?reviews[?by == "a"].ok == true]`). An item without the field is selected by neither
+//! `==` nor `!=`: a filter never picks an item for what it lacks.
 
 use serde_json::Value;
 
@@ -12,6 +18,43 @@ enum Step {
     Every,
     /// `**`: every string value in the document.
     AllStrings,
+    /// `[?FIELD == VALUE]`: the items of a list that meet the filter.
+    Filter(Filter),
+}
+
+/// `[?FIELD == VALUE]` or `[?FIELD != VALUE]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Filter {
+    /// Relative to the item; no steps: `@`, the item itself.
+    field: JsonPath,
+    equal: bool,
+    value: Value,
+}
+
+impl Filter {
+    /// Whether `item` is selected: its field is there and equals (or differs from) the value.
+    fn holds(&self, item: &Value) -> bool {
+        let found = self.field.select(item);
+        !found.is_empty() && found.iter().any(|(_, v)| same(v, &self.value)) == self.equal
+    }
+
+    /// `agent_name == "wschema"`, for messages.
+    fn describe(&self) -> String {
+        format!(
+            "{} {} {}",
+            self.field.as_str(),
+            if self.equal { "==" } else { "!=" },
+            self.value
+        )
+    }
+}
+
+/// JSON equality, except that numbers compare by value (`1` and `1.0` are the same).
+pub fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        _ => a == b,
+    }
 }
 
 /// A parsed path.
@@ -21,12 +64,13 @@ pub struct JsonPath {
     steps: Vec<Step>,
 }
 
-/// Why a path does not parse: `path "a..b": empty field name`. A usage error (a suite or file
-/// wrote the path).
+/// Why a path does not parse: `path "a..b", column 3: empty field name`. A usage error (a suite
+/// or file wrote the path). `column` counts characters from 1.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("path {path:?}: {what}")]
+#[error("path {path:?}, column {column}: {what}")]
 pub struct PathError {
     pub path: String,
+    pub column: usize,
     pub what: String,
 }
 
@@ -43,50 +87,214 @@ impl From<PathError> for String {
     }
 }
 
-impl JsonPath {
-    /// Parses `a.b[*].c[0]`; the error says where it goes wrong.
-    pub fn parse(text: &str) -> Result<JsonPath, PathError> {
-        let wrong = |what: String| PathError {
-            path: text.to_string(),
-            what,
+/// Reads a path left to right; `pos` is a byte offset into `text`.
+struct Parser<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn rest(&self) -> &'a str {
+        &self.text[self.pos..]
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.rest().chars().next()
+    }
+
+    fn wrong(&self, at: usize, what: impl Into<String>) -> PathError {
+        PathError {
+            path: self.text.to_string(),
+            column: self.text[..at].chars().count() + 1,
+            what: what.into(),
+        }
+    }
+
+    fn skip_spaces(&mut self) {
+        self.pos = self.text.len() - self.rest().trim_start().len();
+    }
+
+    /// Fields and brackets up to the end of the text; `nested` (a filter's field): up to what
+    /// cannot continue a field (a space, an operator, `]`).
+    fn steps(&mut self, nested: bool) -> Result<Vec<Step>, PathError> {
+        let mut steps = Vec::new();
+        let mut first = true;
+        loop {
+            let key_at = self.pos;
+            if nested && first && self.peek() == Some('@') {
+                self.pos += 1;
+            } else {
+                let key = self.key(nested);
+                if key.is_empty() && (!first || self.peek() != Some('[')) {
+                    return Err(self.wrong(key_at, "empty field name"));
+                }
+                if !key.is_empty() {
+                    steps.push(Step::Key(key.to_string()));
+                }
+            }
+            while self.peek() == Some('[') {
+                steps.push(self.bracket()?);
+            }
+            first = false;
+            match self.peek() {
+                None => return Ok(steps),
+                Some('.') => self.pos += 1,
+                Some(_) if nested => return Ok(steps),
+                Some(_) => {
+                    return Err(
+                        self.wrong(self.pos, format!("unexpected {:?} after ']'", self.rest()))
+                    )
+                }
+            }
+        }
+    }
+
+    /// A field name: up to `.` or `[` (in a filter, also up to a space, an operator or `]`).
+    fn key(&mut self, nested: bool) -> &'a str {
+        let ends = |c: char| {
+            c == '.'
+                || c == '['
+                || (nested && (c == ']' || c.is_whitespace() || "=!<>".contains(c)))
         };
+        let rest = self.rest();
+        let len = rest.find(ends).unwrap_or(rest.len());
+        self.pos += len;
+        &rest[..len]
+    }
+
+    /// `[*]`, `[N]` or `[?FIELD OP VALUE]`, from its `[`.
+    fn bracket(&mut self) -> Result<Step, PathError> {
+        let open = self.pos;
+        self.pos += 1;
+        if self.peek() == Some('?') {
+            self.pos += 1;
+            return self.filter(open).map(Step::Filter);
+        }
+        let Some(len) = self.rest().find(']') else {
+            return Err(self.wrong(open, "'[' without ']'"));
+        };
+        let inner = &self.rest()[..len];
+        let step = match inner {
+            "*" => Step::Every,
+            _ => Step::Index(inner.parse().map_err(|_| {
+                self.wrong(
+                    open + 1,
+                    format!("[{inner}] is neither [*], an index nor a filter [?FIELD == VALUE]"),
+                )
+            })?),
+        };
+        self.pos += len + 1;
+        Ok(step)
+    }
+
+    /// The filter after `[?`, up to and with its `]`.
+    fn filter(&mut self, open: usize) -> Result<Filter, PathError> {
+        const SHAPE: &str = "[?FIELD == VALUE] or [?FIELD != VALUE]";
+        self.skip_spaces();
+        let field_at = self.pos;
+        if matches!(self.peek(), None | Some('=' | '!' | ']')) {
+            return Err(self.wrong(
+                field_at,
+                format!("a filter names a field first: {SHAPE} (`@` is the item itself)"),
+            ));
+        }
+        let steps = self.steps(true)?;
+        let field = JsonPath {
+            text: self.text[field_at..self.pos].to_string(),
+            steps,
+        };
+        self.skip_spaces();
+        let op_at = self.pos;
+        let equal = if self.rest().starts_with("==") {
+            true
+        } else if self.rest().starts_with("!=") {
+            false
+        } else {
+            let found = self.rest().split_whitespace().next().unwrap_or_default();
+            return Err(self.wrong(
+                op_at,
+                if found.is_empty() {
+                    format!("the filter ends after {}: {SHAPE}", field.text)
+                } else {
+                    format!("expected == or != after {}, found {found:?}", field.text)
+                },
+            ));
+        };
+        self.pos += 2;
+        self.skip_spaces();
+        let value = self.literal()?;
+        self.skip_spaces();
+        match self.peek() {
+            Some(']') => self.pos += 1,
+            None => return Err(self.wrong(open, "'[' without ']'")),
+            Some(_) => {
+                return Err(self.wrong(
+                    self.pos,
+                    format!("expected ']' to end the filter, found {:?}", self.rest()),
+                ))
+            }
+        }
+        Ok(Filter {
+            field,
+            equal,
+            value,
+        })
+    }
+
+    /// A JSON string, number, boolean or null.
+    fn literal(&mut self) -> Result<Value, PathError> {
+        let at = self.pos;
+        let rest = self.rest();
+        if rest.starts_with('"') {
+            let mut escaped = false;
+            let close = rest.char_indices().skip(1).find_map(|(i, c)| {
+                let closes = c == '"' && !escaped;
+                escaped = c == '\\' && !escaped;
+                closes.then_some(i)
+            });
+            let Some(close) = close else {
+                return Err(self.wrong(at, "a string without its closing '\"'"));
+            };
+            let quoted = &rest[..=close];
+            let value = serde_json::from_str(quoted)
+                .map_err(|e| self.wrong(at, format!("{quoted} is not a JSON string: {e}")))?;
+            self.pos += close + 1;
+            return Ok(value);
+        }
+        let len = rest
+            .find(|c: char| c.is_whitespace() || c == ']')
+            .unwrap_or(rest.len());
+        let token = &rest[..len];
+        if token.is_empty() {
+            return Err(self.wrong(
+                at,
+                "a filter compares with a value: \"text\", a number, true, false or null",
+            ));
+        }
+        match serde_json::from_str::<Value>(token) {
+            Ok(v @ (Value::Number(_) | Value::Bool(_) | Value::Null)) => {
+                self.pos += len;
+                Ok(v)
+            }
+            _ => Err(self.wrong(
+                at,
+                format!("{token} is not a JSON value: a string is quoted, \"{token}\""),
+            )),
+        }
+    }
+}
+
+impl JsonPath {
+    /// Parses `a.b[*].c[0]` and `votes[?agent_name == "x"].approve`; the error says where
+    /// (the column) it goes wrong.
+    pub fn parse(text: &str) -> Result<JsonPath, PathError> {
         if text == "**" {
             return Ok(JsonPath {
                 text: text.to_string(),
                 steps: vec![Step::AllStrings],
             });
         }
-        let mut steps = Vec::new();
-        for (n, part) in text.split('.').enumerate() {
-            let (key, mut rest) = match part.find('[') {
-                Some(i) => (&part[..i], &part[i..]),
-                None => (part, ""),
-            };
-            if key.is_empty() && (n > 0 || rest.is_empty()) {
-                return Err(wrong("empty field name".into()));
-            }
-            if !key.is_empty() {
-                steps.push(Step::Key(key.to_string()));
-            }
-            while !rest.is_empty() {
-                let end = rest
-                    .find(']')
-                    .ok_or_else(|| wrong("'[' without ']'".into()))?;
-                let inner = &rest[1..end];
-                steps.push(match inner {
-                    "*" => Step::Every,
-                    _ => Step::Index(
-                        inner
-                            .parse()
-                            .map_err(|_| wrong(format!("[{inner}] is neither [*] nor an index")))?,
-                    ),
-                });
-                rest = &rest[end + 1..];
-                if !rest.is_empty() && !rest.starts_with('[') {
-                    return Err(wrong(format!("unexpected {rest:?} after ']'")));
-                }
-            }
-        }
+        let steps = Parser { text, pos: 0 }.steps(false)?;
         Ok(JsonPath {
             text: text.to_string(),
             steps,
@@ -97,6 +305,19 @@ impl JsonPath {
         &self.text
     }
 
+    /// Whether the path may select several values (`[*]`, `**`; a filter picks items, but a
+    /// condition on it is meant for the one it names).
+    pub fn selects_many(&self) -> bool {
+        self.steps
+            .iter()
+            .any(|s| matches!(s, Step::Every | Step::AllStrings))
+    }
+
+    /// Whether the path has a filter (`[?…]`).
+    pub fn has_filter(&self) -> bool {
+        self.steps.iter().any(|s| matches!(s, Step::Filter(_)))
+    }
+
     /// Every value the path reaches, with its concrete path (`observations[2].evidence`).
     pub fn select<'a>(&self, root: &'a Value) -> Vec<(String, &'a Value)> {
         if self.steps == [Step::AllStrings] {
@@ -104,42 +325,136 @@ impl JsonPath {
         }
         let mut current = vec![(String::new(), root)];
         for step in &self.steps {
-            let mut next = Vec::new();
-            for (at, value) in current {
-                match step {
-                    Step::Key(k) => {
-                        if let Some(v) = value.get(k) {
-                            next.push((
-                                if at.is_empty() {
-                                    k.clone()
-                                } else {
-                                    format!("{at}.{k}")
-                                },
-                                v,
-                            ));
-                        }
-                    }
-                    Step::Index(i) => {
-                        if let Some(v) = value.get(i) {
-                            next.push((format!("{at}[{i}]"), v));
-                        }
-                    }
-                    Step::Every => {
-                        if let Some(items) = value.as_array() {
-                            next.extend(
-                                items
-                                    .iter()
-                                    .enumerate()
-                                    .map(|(i, v)| (format!("{at}[{i}]"), v)),
-                            );
-                        }
-                    }
-                    Step::AllStrings => {}
-                }
+            current = apply(step, current);
+        }
+        current
+    }
+
+    /// When the path selects nothing in `root`, why: the first step that found nothing, and
+    /// for a filter, the values the field had (`no item of votes has agent_name == "x"
+    /// (agent_name found: "a", "b")`). None when it selects something.
+    pub fn why_nothing(&self, root: &Value) -> Option<String> {
+        if self.steps == [Step::AllStrings] {
+            return string_values(root)
+                .is_empty()
+                .then(|| "the document holds no string".to_string());
+        }
+        let mut current = vec![(String::new(), root)];
+        for step in &self.steps {
+            let next = apply(step, current.clone());
+            if next.is_empty() {
+                return Some(explain(step, &current));
             }
             current = next;
         }
-        current
+        None
+    }
+}
+
+/// The values one step reaches from each of `current`.
+fn apply<'a>(step: &Step, current: Vec<(String, &'a Value)>) -> Vec<(String, &'a Value)> {
+    let mut next = Vec::new();
+    for (at, value) in current {
+        match step {
+            Step::Key(k) => {
+                if let Some(v) = value.get(k) {
+                    next.push((
+                        if at.is_empty() {
+                            k.clone()
+                        } else {
+                            format!("{at}.{k}")
+                        },
+                        v,
+                    ));
+                }
+            }
+            Step::Index(i) => {
+                if let Some(v) = value.get(i) {
+                    next.push((format!("{at}[{i}]"), v));
+                }
+            }
+            Step::Every | Step::Filter(_) => {
+                if let Some(items) = value.as_array() {
+                    next.extend(
+                        items
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, v)| match step {
+                                Step::Filter(f) => f.holds(v),
+                                _ => true,
+                            })
+                            .map(|(i, v)| (format!("{at}[{i}]"), v)),
+                    );
+                }
+            }
+            Step::AllStrings => {}
+        }
+    }
+    next
+}
+
+/// Why `step` found nothing from `current` (which is not empty).
+fn explain(step: &Step, current: &[(String, &Value)]) -> String {
+    let name = |at: &str| {
+        if at.is_empty() {
+            "the document".to_string()
+        } else {
+            at.to_string()
+        }
+    };
+    let (first_at, first) = (&current[0].0, current[0].1);
+    let here = match current.len() {
+        1 => name(first_at),
+        n => format!("{} (and {} more)", name(first_at), n - 1),
+    };
+    let lists: Vec<&Vec<Value>> = current.iter().filter_map(|(_, v)| v.as_array()).collect();
+    match step {
+        Step::Key(k) => format!("{here} has no {k}"),
+        Step::Index(i) => match first.as_array() {
+            Some(items) => format!("{here} has no item [{i}] (it has {})", items.len()),
+            None => format!("{here} is not a list"),
+        },
+        _ if lists.is_empty() => format!("{here} is not a list"),
+        _ if lists.iter().all(|l| l.is_empty()) => format!("{here} is an empty list"),
+        Step::Filter(f) => {
+            let items = lists.iter().flat_map(|l| l.iter());
+            let (mut values, mut without) = (Vec::new(), 0usize);
+            for item in items {
+                let found = f.field.select(item);
+                if found.is_empty() {
+                    without += 1;
+                }
+                for (_, v) in found {
+                    let shown = crate::text::excerpt_str(&v.to_string(), 60);
+                    if !values.contains(&shown) {
+                        values.push(shown);
+                    }
+                }
+            }
+            let field = f.field.as_str();
+            let mut seen = Vec::new();
+            if !values.is_empty() {
+                let more = values.len().saturating_sub(10);
+                seen.push(format!(
+                    "{field} found: {}{}",
+                    values[..values.len().min(10)].join(", "),
+                    if more > 0 {
+                        format!(", … {more} more")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            if without > 0 {
+                seen.push(format!("{without} item(s) without {field}"));
+            }
+            format!(
+                "no item of {here} has {} ({})",
+                f.describe(),
+                seen.join("; ")
+            )
+        }
+        Step::Every | Step::AllStrings => format!("{here} is an empty list"),
     }
 }
 
@@ -219,7 +534,7 @@ mod tests {
     fn bad_paths_say_why() {
         assert_eq!(
             JsonPath::parse("a[x]").unwrap_err().to_string(),
-            "path \"a[x]\": [x] is neither [*] nor an index"
+            "path \"a[x]\", column 3: [x] is neither [*], an index nor a filter [?FIELD == VALUE]"
         );
         assert!(JsonPath::parse("a[")
             .unwrap_err()
@@ -250,5 +565,144 @@ mod tests {
             .map(|(p, _)| p)
             .collect();
         assert_eq!(every, ["a", "b[0].c", "b[1]"]);
+    }
+
+    fn picked(path: &str, doc: &Value) -> Vec<String> {
+        JsonPath::parse(path)
+            .unwrap()
+            .select(doc)
+            .into_iter()
+            .map(|(p, v)| format!("{p}={v}"))
+            .collect()
+    }
+
+    fn votes() -> Value {
+        json!({"votes": [
+            {"agent_name": "arch", "approve": true, "confidence": 0.5},
+            {"agent_name": "sec", "approve": true, "confidence": 1},
+            {"agent_name": "wschema", "approve": false, "confidence": 1.0,
+             "reviews": [{"by": "a", "ok": true}]},
+            {"approve": true, "tags": ["x"]}
+        ]})
+    }
+
+    #[test]
+    fn filters_pick_items_by_a_field() {
+        let doc = votes();
+        assert_eq!(
+            picked(r#"votes[?agent_name == "wschema"].approve"#, &doc),
+            ["votes[2].approve=false"]
+        );
+        assert_eq!(
+            picked(r#"votes[?agent_name == "nobody"]"#, &doc),
+            [] as [&str; 0]
+        );
+        // != picks the items that have the field with another value, not the one without it.
+        assert_eq!(
+            picked(r#"votes[?agent_name != "arch"].agent_name"#, &doc),
+            [
+                "votes[1].agent_name=\"sec\"",
+                "votes[2].agent_name=\"wschema\""
+            ]
+        );
+        assert_eq!(
+            picked("votes[?approve == false].agent_name", &doc),
+            ["votes[2].agent_name=\"wschema\""]
+        );
+        assert_eq!(picked("votes[?approve != true]", &doc).len(), 1);
+        // Numbers by value: 1 and 1.0 are the same.
+        assert_eq!(
+            picked("votes[?confidence == 1].agent_name", &doc),
+            [
+                "votes[1].agent_name=\"sec\"",
+                "votes[2].agent_name=\"wschema\""
+            ]
+        );
+        assert_eq!(picked("votes[?confidence != 0.5]", &doc).len(), 2);
+        assert_eq!(picked("votes[?confidence == null]", &doc).len(), 0);
+        let nulls = json!({"a": [{"x": null}, {"x": 1}]});
+        assert_eq!(picked("a[?x == null]", &nulls), ["a[0]={\"x\":null}"]);
+        // `@` is the item; a field may be a path, with a filter of its own.
+        let tags = json!({"tags": ["a", "b b", "a"]});
+        assert_eq!(
+            picked(r#"tags[?@ == "a"]"#, &tags),
+            ["tags[0]=\"a\"", "tags[2]=\"a\""]
+        );
+        assert_eq!(picked(r#"tags[?@ != "a"]"#, &tags), ["tags[1]=\"b b\""]);
+        assert_eq!(
+            picked(r#"votes[?reviews[?by == "a"].ok == true].agent_name"#, &doc),
+            ["votes[2].agent_name=\"wschema\""]
+        );
+        assert_eq!(picked(r#"votes[?reviews[0].by == "b"]"#, &doc).len(), 0);
+        // Strings may hold what the path language spends: `]`, `.`, `==`, escaped quotes.
+        let odd = json!({"a": [{"n": "x] == \"y\".z"}]});
+        assert_eq!(picked(r#"a[?n == "x] == \"y\".z"].n"#, &odd).len(), 1);
+        // A filter on what is not a list picks nothing.
+        assert_eq!(picked(r#"votes[0][?agent_name == "arch"]"#, &doc).len(), 0);
+        let p = JsonPath::parse(r#"votes[?agent_name == "x"]"#).unwrap();
+        assert!(p.has_filter() && !p.selects_many());
+        assert!(JsonPath::parse("votes[*]").unwrap().selects_many());
+    }
+
+    #[test]
+    fn a_path_that_selects_nothing_says_where() {
+        let doc = votes();
+        let why = |path: &str| JsonPath::parse(path).unwrap().why_nothing(&doc);
+        assert_eq!(why(r#"votes[?agent_name == "arch"]"#), None);
+        assert_eq!(
+            why(r#"votes[?agent_name == "wscheme"].approve"#).unwrap(),
+            "no item of votes has agent_name == \"wscheme\" (agent_name found: \"arch\", \"sec\", \"wschema\"; 1 item(s) without agent_name)"
+        );
+        assert_eq!(
+            why(r#"votes[?agent_name == "arch"].dissent_reason"#).unwrap(),
+            "votes[0] has no dissent_reason"
+        );
+        assert_eq!(why("ballots[*]").unwrap(), "the document has no ballots");
+        assert_eq!(why("votes[9]").unwrap(), "votes has no item [9] (it has 4)");
+        assert_eq!(
+            why("votes[*].tags[?@ == 1]").unwrap(),
+            "no item of votes[3].tags has @ == 1 (@ found: \"x\")"
+        );
+        assert_eq!(
+            JsonPath::parse("v[?a == 1]")
+                .unwrap()
+                .why_nothing(&json!({"v": []}))
+                .unwrap(),
+            "v is an empty list"
+        );
+        assert_eq!(
+            JsonPath::parse("v[?a == 1]")
+                .unwrap()
+                .why_nothing(&json!({"v": {"a": 1}}))
+                .unwrap(),
+            "v is not a list"
+        );
+    }
+
+    #[test]
+    fn bad_filters_name_the_column() {
+        let err = |path: &str| JsonPath::parse(path).unwrap_err();
+        let cases = [
+            (r#"votes[?agent_name == wschema]"#, 22, "wschema is not a JSON value: a string is quoted, \"wschema\""),
+            (r#"votes[?agent_name = "wschema"]"#, 19, "expected == or != after agent_name, found \"=\""),
+            (r#"votes[?agent_name contains "w"]"#, 19, "expected == or != after agent_name, found \"contains\""),
+            (r#"votes[?agent_name"#, 18, "the filter ends after agent_name: [?FIELD == VALUE] or [?FIELD != VALUE]"),
+            (r#"votes[?== "w"]"#, 8, "a filter names a field first: [?FIELD == VALUE] or [?FIELD != VALUE] (`@` is the item itself)"),
+            (r#"votes[?agent_name == ]"#, 22, "a filter compares with a value: \"text\", a number, true, false or null"),
+            (r#"votes[?agent_name == "w"#, 22, "a string without its closing '\"'"),
+            (r#"votes[?agent_name == "w""#, 6, "'[' without ']'"),
+            (r#"votes[?agent_name == "w" x]"#, 26, "expected ']' to end the filter, found \"x]\""),
+            (r#"votes[?a..b == 1]"#, 10, "empty field name"),
+            (r#"votes[?a[x] == 1]"#, 10, "[x] is neither [*], an index nor a filter [?FIELD == VALUE]"),
+            (r#"votes[?a == "w"]x"#, 17, "unexpected \"x\" after ']'"),
+        ];
+        for (path, column, what) in cases {
+            let e = err(path);
+            assert_eq!((e.column, e.what.as_str()), (column, what), "{path}");
+        }
+        assert_eq!(
+            err("votes[?a = 1]").to_string(),
+            "path \"votes[?a = 1]\", column 10: expected == or != after a, found \"=\""
+        );
     }
 }
