@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
 use super::agent::MockAgent;
+pub use super::expect::{Condition, Expect};
 use super::protocol::{AgentProtocol, PlatformApi};
 use crate::report::{CaseResult, Evidence, Level};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
@@ -98,245 +99,6 @@ fn margin() -> String {
     "30s".into()
 }
 
-/// What each trigger's answer must be.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Expect {
-    /// Accepted statuses (default: any 2xx).
-    #[serde(default)]
-    pub status: Vec<u16>,
-    /// Conditions on the JSON answer (see [`Condition`]): `PATH == JSON`, `PATH exists`,
-    /// `PATH contains JSON`, `all(PATH) == JSON`, `any(PATH) == JSON`, `count(PATH) == N`.
-    #[serde(default)]
-    pub json: Vec<String>,
-}
-
-/// A condition on a JSON answer (`platform.trigger.expect.json`):
-///
-/// - `PATH == VALUE`, `PATH != VALUE`, `PATH exists` — PATH names one value;
-/// - `PATH contains VALUE` — the values PATH selects (or the items of the one array it
-///   selects) include VALUE; for a string, VALUE is a part of it;
-/// - `all(PATH) == VALUE`, `any(PATH) == VALUE` (or `!=`) — every one, or at least one, of
-///   those values;
-/// - `count(PATH) OP N`, OP one of `==`, `!=`, `<`, `<=`, `>`, `>=` — how many there are.
-///
-/// VALUE is JSON (`3`, `true`, `"a b"`, `null`) or else a bare string (`hangs`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Condition {
-    text: String,
-    path: crate::jsonpath::JsonPath,
-    op: Op,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum Op {
-    Eq(Value),
-    Ne(Value),
-    Exists,
-    Contains(Value),
-    All(bool, Value),
-    Any(bool, Value),
-    Count(Cmp, usize),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Cmp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl Cmp {
-    /// Longest first, so that `<=` is not read as `<`.
-    const ALL: [(&'static str, Cmp); 6] = [
-        ("==", Cmp::Eq),
-        ("!=", Cmp::Ne),
-        ("<=", Cmp::Le),
-        (">=", Cmp::Ge),
-        ("<", Cmp::Lt),
-        (">", Cmp::Gt),
-    ];
-
-    fn holds(self, a: usize, b: usize) -> bool {
-        match self {
-            Cmp::Eq => a == b,
-            Cmp::Ne => a != b,
-            Cmp::Lt => a < b,
-            Cmp::Le => a <= b,
-            Cmp::Gt => a > b,
-            Cmp::Ge => a >= b,
-        }
-    }
-}
-
-const USAGE: &str = "expected `PATH == VALUE`, `PATH != VALUE`, `PATH exists`, `PATH contains VALUE`, `all(PATH) == VALUE`, `any(PATH) == VALUE` or `count(PATH) == N`";
-
-impl Condition {
-    /// Private: the fleet file's `expect.json` lines reach it through [`PlatformSpec`], which
-    /// names the setting in its error.
-    fn parse(text: &str) -> Result<Condition, String> {
-        let t = text.trim();
-        let bad = || format!("condition {t:?}: {USAGE}");
-        let wrapped = |name: &str| -> Option<(&str, &str)> {
-            let rest = t.strip_prefix(name)?.trim_start().strip_prefix('(')?;
-            let close = rest.find(')')?;
-            Some((&rest[..close], rest[close + 1..].trim()))
-        };
-        let (path, op) = if let Some((path, rest)) = wrapped("count") {
-            let (symbol, cmp) = Cmp::ALL
-                .iter()
-                .find(|(s, _)| rest.starts_with(s))
-                .ok_or_else(bad)?;
-            let n = rest[symbol.len()..].trim();
-            let n: usize = n.parse().map_err(|_| {
-                format!("condition {t:?}: count(…) compares with a whole number, not {n:?}")
-            })?;
-            (path, Op::Count(*cmp, n))
-        } else if let Some((name, (path, rest))) = wrapped("all")
-            .map(|w| ("all", w))
-            .or_else(|| wrapped("any").map(|w| ("any", w)))
-        {
-            let (equal, value) = if let Some(v) = rest.strip_prefix("==") {
-                (true, v)
-            } else if let Some(v) = rest.strip_prefix("!=") {
-                (false, v)
-            } else {
-                return Err(format!(
-                    "condition {t:?}: {name}(PATH) takes == VALUE or != VALUE"
-                ));
-            };
-            let v = literal(value);
-            (
-                path,
-                if name == "all" {
-                    Op::All(equal, v)
-                } else {
-                    Op::Any(equal, v)
-                },
-            )
-        } else if let Some(p) = t.strip_suffix(" exists") {
-            (p, Op::Exists)
-        } else if let Some((p, v)) = t.split_once(" contains ") {
-            (p, Op::Contains(literal(v)))
-        } else if let Some((p, v)) = t.split_once("!=") {
-            (p, Op::Ne(literal(v)))
-        } else if let Some((p, v)) = t.split_once("==") {
-            (p, Op::Eq(literal(v)))
-        } else {
-            return Err(bad());
-        };
-        let path = path.trim();
-        if matches!(op, Op::Eq(_) | Op::Ne(_)) && path.contains('*') {
-            return Err(format!(
-                "condition {t:?}: {path} selects several values, and == compares one: say \
-                 all({path}) == VALUE, any({path}) == VALUE, {path} contains VALUE or \
-                 count({path}) == N"
-            ));
-        }
-        Ok(Condition {
-            text: t.to_string(),
-            path: crate::jsonpath::JsonPath::parse(path)?,
-            op,
-        })
-    }
-
-    /// None when it holds, else what was found.
-    pub fn violation(&self, answer: &Value) -> Option<String> {
-        let found = self.path.select(answer);
-        let shown = |v: &Value| crate::text::excerpt_str(&v.to_string(), 200);
-        // The values a list operator looks at: those selected, or the items of the one array.
-        let items: Vec<(String, &Value)> = match found.as_slice() {
-            [(path, Value::Array(list))] => list
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (format!("{path}[{i}]"), v))
-                .collect(),
-            _ => found.iter().map(|(p, v)| (p.clone(), *v)).collect(),
-        };
-        let listed = || {
-            let shown: Vec<String> = items.iter().take(10).map(|(_, v)| shown(v)).collect();
-            let more = items.len().saturating_sub(10);
-            format!(
-                "[{}{}]",
-                shown.join(", "),
-                if more > 0 {
-                    format!(", … {more} more")
-                } else {
-                    String::new()
-                }
-            )
-        };
-        let text = &self.text;
-        match &self.op {
-            Op::Exists if found.is_empty() => Some(format!("{text}: absent")),
-            Op::Exists => None,
-            Op::Eq(want) => match found.first() {
-                Some((_, v)) if *v == want => None,
-                Some((_, v)) => Some(format!("{text}: found {}", shown(v))),
-                None => Some(format!("{text}: absent")),
-            },
-            Op::Ne(want) => match found.first() {
-                Some((_, v)) if *v == want => Some(format!("{text}: found {}", shown(v))),
-                _ => None,
-            },
-            Op::Contains(want) => {
-                if let ([(_, Value::String(s))], Value::String(part)) = (found.as_slice(), want) {
-                    return (!s.contains(part.as_str()))
-                        .then(|| format!("{text}: found {}", shown(&Value::String(s.clone()))));
-                }
-                if found.is_empty() {
-                    return Some(format!("{text}: absent"));
-                }
-                (!items.iter().any(|(_, v)| *v == want))
-                    .then(|| format!("{text}: not among {} value(s): {}", items.len(), listed()))
-            }
-            Op::All(equal, want) => {
-                if items.is_empty() {
-                    return Some(format!("{text}: selects nothing"));
-                }
-                let off: Vec<&(String, &Value)> = items
-                    .iter()
-                    .filter(|(_, v)| (*v == want) != *equal)
-                    .collect();
-                off.first().map(|(path, v)| {
-                    format!(
-                        "{text}: {} of {} differ, e.g. {path} = {}",
-                        off.len(),
-                        items.len(),
-                        shown(v)
-                    )
-                })
-            }
-            Op::Any(equal, want) => {
-                if items.iter().any(|(_, v)| (*v == want) == *equal) {
-                    None
-                } else if items.is_empty() {
-                    Some(format!("{text}: selects nothing"))
-                } else {
-                    Some(format!(
-                        "{text}: none of {} value(s): {}",
-                        items.len(),
-                        listed()
-                    ))
-                }
-            }
-            Op::Count(cmp, n) => {
-                let count = items.len();
-                (!cmp.holds(count, *n)).then(|| format!("{text}: found {count} {}", listed()))
-            }
-        }
-    }
-}
-
-/// A JSON literal, or the text as a string.
-fn literal(text: &str) -> Value {
-    let t = text.trim();
-    serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.to_string()))
-}
-
 /// What is wrong with a fleet file's `platform:` section, or with the protocol it would drive:
 /// a usage error (nothing was run).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -350,6 +112,9 @@ pub enum PlatformSpecError {
     TokenEnvUnset { var: String },
     #[error("platform.trigger: count and concurrency must be at least 1")]
     NoTriggers,
+    /// A condition of `platform.trigger.expect.json` that does not read.
+    #[error(transparent)]
+    Expectation(#[from] super::expect::ExpectError),
 }
 
 impl From<PlatformSpecError> for crate::error::Error {
@@ -418,12 +183,7 @@ impl Driver {
         let trigger = match &spec.trigger {
             None => None,
             Some(t) => {
-                let conditions = t
-                    .expect
-                    .json
-                    .iter()
-                    .map(|c| Condition::parse(c).map_err(setting("platform.trigger.expect.json")))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let conditions = t.expect.conditions()?;
                 let margin = crate::units::parse_duration(&t.margin)
                     .map_err(|e| setting("platform.trigger.margin")(e.to_string()))?;
                 if t.count == 0 || t.concurrency == 0 {
@@ -1004,91 +764,6 @@ mod tests {
                 "platform: the stub protocol has no platform API that a fleet can drive"
             )
         );
-    }
-
-    #[test]
-    fn conditions_parse_and_judge() {
-        let answer = json!({"status": "completed", "votes": [{"approve": true}], "n": 3});
-        let ok = [
-            "status == completed",
-            "n == 3",
-            "votes[0].approve == true",
-            "status exists",
-            "status != failed",
-        ];
-        for c in ok {
-            assert_eq!(Condition::parse(c).unwrap().violation(&answer), None, "{c}");
-        }
-        let bad = [
-            ("status == failed", "found \"completed\""),
-            ("missing exists", "absent"),
-            ("n != 3", "found 3"),
-        ];
-        for (c, why) in bad {
-            let v = Condition::parse(c).unwrap().violation(&answer).unwrap();
-            assert!(v.contains(why), "{c}: {v}");
-        }
-        assert!(Condition::parse("status is completed")
-            .unwrap_err()
-            .contains("expected"));
-    }
-
-    #[test]
-    fn list_conditions_say_what_they_found() {
-        let answer = json!({
-            "excluded": [{"agent": "broken-json"}, {"agent": "slow"}],
-            "votes": [{"approve": true}, {"approve": false}, {"approve": true}],
-            "message": "two agents timed out",
-            "empty": []
-        });
-        for ok in [
-            "excluded[*].agent contains slow",
-            "count(excluded) == 2",
-            "count(excluded[*]) >= 2",
-            "count(empty) == 0",
-            "any(votes[*].approve) == false",
-            "all(excluded[*].agent) != hangs",
-            "message contains timed out",
-            "count(missing) < 1",
-        ] {
-            assert_eq!(
-                Condition::parse(ok).unwrap().violation(&answer),
-                None,
-                "{ok}"
-            );
-        }
-        for (bad, why) in [
-            (
-                "excluded[*].agent contains hangs",
-                "hangs: not among 2 value(s): [\"broken-json\", \"slow\"]",
-            ),
-            (
-                "count(excluded) == 3",
-                "count(excluded) == 3: found 2 [{\"agent\":\"broken-json\"}, {\"agent\":\"slow\"}]",
-            ),
-            (
-                "all(votes[*].approve) == true",
-                "1 of 3 differ, e.g. votes[1].approve = false",
-            ),
-            ("any(excluded[*].agent) == hangs", "none of 2 value(s)"),
-            ("all(empty) == 1", "selects nothing"),
-            ("message contains crashed", "found \"two agents timed out\""),
-        ] {
-            let v = Condition::parse(bad).unwrap().violation(&answer).unwrap();
-            assert!(v.contains(why), "{bad}: {v}");
-        }
-        // == on a wildcard compares one value: said at load, with what to write instead.
-        let e = Condition::parse("excluded[*].agent == hangs").unwrap_err();
-        assert!(
-            e.contains("contains") && e.contains("all(excluded[*].agent)"),
-            "{e}"
-        );
-        assert!(Condition::parse("count(excluded) == many")
-            .unwrap_err()
-            .contains("whole number"));
-        assert!(Condition::parse("all(votes) > 1")
-            .unwrap_err()
-            .contains("== VALUE or != VALUE"));
     }
 
     #[test]

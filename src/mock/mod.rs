@@ -14,6 +14,7 @@ pub mod body;
 pub mod decision;
 pub mod driver;
 pub mod encoding;
+pub mod expect;
 pub mod fleet;
 pub mod http1;
 pub mod injection;
