@@ -404,3 +404,126 @@ async fn the_readmes_fleet_file_runs_green_against_the_reference_platform() {
         eprintln!("{stdout}");
     }
 }
+
+/// The platform's own agents (registered before the fleet's, as a platform's built-in agents
+/// come first in its answers: KangaKode/aiscaffold lists them in `votes` ahead of any other).
+const OWN_AGENTS: [&str; 3] = ["architect", "security", "skeptic"];
+
+/// A fleet file of one agent, `wschema`, whose trigger expects `conditions` (one a line).
+fn one_agent_fleet(url: &str, conditions: &[&str]) -> String {
+    let mut text = format!(
+        "protocol: roundtable\nagents:\n  - {{ name: wschema }}\nplatform:\n  url: {url}\n  timeout: 5s\n  register: {{}}\n  trigger:\n    margin: 5s\n    expect:\n      json:\n"
+    );
+    for c in conditions {
+        text.push_str(&format!("        - '{c}'\n"));
+    }
+    text
+}
+
+/// Expectations that pick an agent by name: with the platform's own agents voting first, a
+/// filter on agent_name still judges the fleet's agent; a wrong one says what it found and
+/// where; one that names no agent says which names there were; a filter that does not read is
+/// a usage error naming the file, the line and the column, before anything is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expectations_pick_the_fleets_agent_by_name_whatever_the_platforms_own_agents() {
+    let platform = platform::start(PlatformConfig::default()).await;
+    let own = serve(
+        &OWN_AGENTS
+            .iter()
+            .fold("agents:\n".to_string(), |text, name| {
+                text + &format!("  - {{ name: {name} }}\n")
+            }),
+    )
+    .await;
+    for (name, url) in OWN_AGENTS.iter().zip(&own.urls) {
+        let registered = post(
+            &platform.url,
+            "/api/v1/agents",
+            json!({"name": name, "base_url": url, "domain": "built in"}),
+            None,
+            Duration::from_secs(30),
+        )
+        .await;
+        assert_eq!(registered, Ok(201), "{name}");
+    }
+    let dir = TempDir::new("fleet-filters");
+    let file = dir.path("fleet.yaml");
+    let run = |conditions: &[&str]| {
+        std::fs::write(&file, one_agent_fleet(&platform.url, conditions)).unwrap();
+        let command = crate::support::tck_command(&["mock", "fleet", "--config", &file]);
+        crate::support::run_within_async(command, crate::support::RUN_DEADLINE)
+    };
+    // A conforming platform: every agent voted against (each challenge is a minority view).
+    let out = run(&[
+        r#"votes[?agent_name == "wschema"].approve == false"#,
+        r#"count(votes[?agent_name != "wschema"]) == 3"#,
+        r#"votes[3].agent_name == wschema"#,
+        r#"all(votes[?agent_name != "wschema"].approve) == false"#,
+        r#"any(votes[*].agent_name) == wschema"#,
+        r#"participants contains wschema"#,
+    ])
+    .await;
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(
+        stdout.contains("PASS must   platform.trigger-expect"),
+        "{stdout}"
+    );
+    // Wrong expectations: what was found, and where; the names there were.
+    let out = run(&[
+        r#"votes[?agent_name == "wschema"].approve == true"#,
+        r#"votes[?agent_name == "w-schema"].approve == false"#,
+        r#"all(votes[?agent_name == "w-schema"].approve) == false"#,
+    ])
+    .await;
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let expect = stdout
+        .lines()
+        .skip_while(|l| !l.contains("platform.trigger-expect"))
+        .take(5)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        expect.contains("FAIL must   platform.trigger-expect") && expect.contains("3 problem(s):"),
+        "{stdout}"
+    );
+    for said in [
+        r#"#0: votes[?agent_name == "wschema"].approve == true: found false (votes[3].approve)"#,
+        r#"#0: votes[?agent_name == "w-schema"].approve == false: selects nothing: no item of votes has agent_name == "w-schema" (agent_name found: "architect", "security", "skeptic", "wschema")"#,
+        r#"#0: all(votes[?agent_name == "w-schema"].approve) == false: selects nothing: no item of votes has agent_name == "w-schema""#,
+    ] {
+        assert!(expect.contains(said), "{said}\n{stdout}");
+    }
+    // A filter that does not read: a usage error, before the fleet serves or registers.
+    let out = run(&[
+        "status == completed",
+        r#"votes[?agent_name == wschema].approve == false"#,
+    ])
+    .await;
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{file}: platform.trigger.expect.json, line 13: condition \"votes[?agent_name == wschema].approve == false\", column 22: wschema is not a JSON value: a string is quoted, \"wschema\""
+        )),
+        "{err}"
+    );
+    assert!(
+        !text(&out.stdout).contains("listening"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(
+        platform.registered(),
+        OWN_AGENTS,
+        "the fleet deregistered after its runs, and registered nothing on a bad file"
+    );
+    own.stop(Duration::from_secs(2)).await;
+    platform.stop().await;
+}
