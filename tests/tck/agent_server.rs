@@ -155,11 +155,149 @@ fn refusal(status: StatusCode, message: &str) -> Response {
     (status, Json(json!({"error": message}))).into_response()
 }
 
+/// The agents a server is configured with, loaded as the public implementation loads its config
+/// file (kcosr/assistant, agent-server's `config.ts`, whose zod schema requires `agentId`,
+/// `displayName` and `description`, each a string non-empty once trimmed, and `external:
+/// {inputUrl, callbackBaseUrl}` exactly when `type` is `"external"`): a whole config file
+/// (`{"agents": [...]}`) or the document's list of definitions (a JSON array). The external
+/// agents' ids → inputUrls; a refusal is worded as the public server's (a `ZodError` with the
+/// issues, or its `agents[ID]…` errors).
+pub fn load_config(text: &str) -> Result<HashMap<String, String>, String> {
+    let config: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    let (agents, at): (&[Value], Vec<Value>) = match &config {
+        Value::Array(list) => (list, Vec::new()),
+        Value::Object(o) => match o.get("agents") {
+            None => (&[], Vec::new()),
+            Some(Value::Array(list)) => (list, vec![json!("agents")]),
+            Some(other) => {
+                return Err(zod_error(&[type_issue(
+                    vec![json!("agents")],
+                    "array",
+                    other,
+                )]))
+            }
+        },
+        other => return Err(zod_error(&[type_issue(Vec::new(), "object", other)])),
+    };
+    let mut issues = Vec::new();
+    for (i, agent) in agents.iter().enumerate() {
+        let mut here = at.clone();
+        here.push(json!(i));
+        let path = |key: &str| {
+            let mut p = here.clone();
+            p.extend(key.split('.').map(|k| json!(k)));
+            p
+        };
+        let Some(fields) = agent.as_object() else {
+            issues.push(type_issue(here.clone(), "object", agent));
+            continue;
+        };
+        let mut required = vec!["agentId", "displayName", "description"];
+        let external = fields.get("external").filter(|e| !e.is_null());
+        if let Some(e) = external {
+            if e.is_object() {
+                required.extend(["external.inputUrl", "external.callbackBaseUrl"]);
+            } else {
+                issues.push(type_issue(path("external"), "object", e));
+            }
+        }
+        for key in required {
+            let value = key
+                .split('.')
+                .try_fold(agent, |v, k| v.get(k))
+                .unwrap_or(&Value::Null);
+            let missing = agent
+                .pointer(&format!("/{}", key.replace('.', "/")))
+                .is_none();
+            match value.as_str() {
+                Some(s) if s.trim().is_empty() => issues.push(json!({
+                    "code": "too_small", "minimum": 1, "type": "string", "inclusive": true,
+                    "exact": false, "message": "String must contain at least 1 character(s)",
+                    "path": path(key),
+                })),
+                Some(_) => {}
+                None if missing => issues.push(json!({
+                    "code": "invalid_type", "expected": "string", "received": "undefined",
+                    "path": path(key), "message": "Required",
+                })),
+                None => issues.push(type_issue(path(key), "string", value)),
+            }
+        }
+        if let Some(kind) = fields.get("type").filter(|t| !t.is_null()) {
+            if kind != "chat" && kind != "external" {
+                issues.push(json!({
+                    "received": kind, "code": "invalid_enum_value", "options": ["chat", "external"],
+                    "path": path("type"),
+                    "message": format!("Invalid enum value. Expected 'chat' | 'external', received {kind}"),
+                }));
+            }
+        }
+    }
+    if !issues.is_empty() {
+        return Err(zod_error(&issues));
+    }
+    let mut known = HashMap::new();
+    for agent in agents {
+        let id = agent["agentId"].as_str().unwrap_or("").trim().to_string();
+        let external = agent.get("external").filter(|e| !e.is_null());
+        match (agent["type"].as_str() == Some("external"), external) {
+            (true, None) => {
+                return Err(format!(
+                    "agents[{id}].external is required when type is \"external\""
+                ))
+            }
+            (false, Some(_)) => {
+                return Err(format!(
+                    "agents[{id}].external is only valid when type is \"external\""
+                ))
+            }
+            (true, Some(e)) => {
+                let input = e["inputUrl"].as_str().unwrap_or("").trim().to_string();
+                if known.insert(id.clone(), input).is_some() {
+                    return Err(format!("Duplicate agentId in AgentRegistry: {id}"));
+                }
+            }
+            // A chat agent: nothing the connector's server here runs.
+            (false, None) => {}
+        }
+    }
+    Ok(known)
+}
+
+/// zod's `invalid_type` issue for `value` where `expected` was wanted.
+fn type_issue(path: Vec<Value>, expected: &str, value: &Value) -> Value {
+    let received = match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    json!({
+        "code": "invalid_type", "expected": expected, "received": received, "path": path,
+        "message": format!("Expected {expected}, received {received}"),
+    })
+}
+
+/// A `ZodError`'s message, as the public server exits with it.
+fn zod_error(issues: &[Value]) -> String {
+    format!(
+        "ZodError: {}",
+        serde_json::to_string_pretty(issues).unwrap_or_default()
+    )
+}
+
 async fn create(State(s): State<Arc<Server>>, Json(body): Json<Value>) -> Response {
     let agent = body["agentId"].as_str().unwrap_or("").to_string();
     let id = body["sessionId"].as_str().unwrap_or("").trim().to_string();
     if !s.agents.contains_key(&agent) {
-        return refusal(StatusCode::BAD_REQUEST, "unknown agent");
+        // As the public server answers (its sessions plugin's `invalid_arguments`).
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"error": format!("Unknown agent: {agent}"), "code": "invalid_arguments"})),
+        )
+            .into_response();
     }
     if s.flaw != Flaw::AcceptsAnyId && !valid_id(&id) {
         return refusal(
