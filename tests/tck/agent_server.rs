@@ -162,7 +162,7 @@ fn refusal(status: StatusCode, message: &str) -> Response {
 /// (`{"agents": [...]}`) or the document's list of definitions (a JSON array). The external
 /// agents' ids → inputUrls; a refusal is worded as the public server's (a `ZodError` with the
 /// issues, or its `agents[ID]…` errors).
-pub fn load_config(text: &str) -> Result<HashMap<String, String>, String> {
+pub fn load_config(text: &str) -> Result<Configured, String> {
     let config: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
     let (agents, at): (&[Value], Vec<Value>) = match &config {
         Value::Array(list) => (list, Vec::new()),
@@ -236,6 +236,9 @@ pub fn load_config(text: &str) -> Result<HashMap<String, String>, String> {
     if !issues.is_empty() {
         return Err(zod_error(&issues));
     }
+    // The public server's session operations are its sessions plugin's, served only when the
+    // config enables it; the document's server has them.
+    let session_routes = config.is_array() || config["plugins"]["sessions"]["enabled"] == true;
     let mut known = HashMap::new();
     for agent in agents {
         let id = agent["agentId"].as_str().unwrap_or("").trim().to_string();
@@ -261,7 +264,19 @@ pub fn load_config(text: &str) -> Result<HashMap<String, String>, String> {
             (false, None) => {}
         }
     }
-    Ok(known)
+    Ok(Configured {
+        agents: known,
+        session_routes,
+    })
+}
+
+/// A server's configuration, as [`load_config`] read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Configured {
+    /// The external agents: agentId → inputUrl.
+    pub agents: HashMap<String, String>,
+    /// Whether `/api/plugins/sessions/operations/*` is served (404 otherwise).
+    pub session_routes: bool,
 }
 
 /// zod's `invalid_type` issue for `value` where `expected` was wanted.
@@ -598,9 +613,28 @@ pub async fn bind() -> (tokio::net::TcpListener, String) {
 /// Serves the reference server with `flaw` on `listener` (from [`bind`]); `agents` maps
 /// agentIds to inputUrls.
 pub fn start(
-    (listener, url): (tokio::net::TcpListener, String),
+    bound: (tokio::net::TcpListener, String),
     flaw: Flaw,
     agents: HashMap<String, String>,
+) -> Running {
+    start_configured(
+        bound,
+        flaw,
+        Configured {
+            agents,
+            session_routes: true,
+        },
+    )
+}
+
+/// Serves the reference server with `flaw` on `listener`, configured as `config` says.
+pub fn start_configured(
+    (listener, url): (tokio::net::TcpListener, String),
+    flaw: Flaw,
+    Configured {
+        agents,
+        session_routes,
+    }: Configured,
 ) -> Running {
     let server = Arc::new(Server {
         flaw,
@@ -609,10 +643,11 @@ pub fn start(
         sessions: Mutex::new(HashMap::new()),
         clients: Mutex::new(Vec::new()),
     });
-    let mut app = Router::new()
-        .route("/api/plugins/sessions/operations/create", post(create))
-        .route("/ws", any(ws));
-    if flaw != Flaw::NoDelete {
+    let mut app = Router::new().route("/ws", any(ws));
+    if session_routes {
+        app = app.route("/api/plugins/sessions/operations/create", post(create));
+    }
+    if session_routes && flaw != Flaw::NoDelete {
         app = app.route("/api/plugins/sessions/operations/delete", post(delete));
     }
     if flaw != Flaw::NoCallbackRoute {

@@ -323,9 +323,10 @@ fn print_config_writes_definitions_that_load_and_does_not_drive() {
         );
         let value: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(value.is_object(), whole_file, "{json}");
-        let agents = agent_server::load_config(&json).unwrap_or_else(|e| panic!("{e}\n{json}"));
+        let config = agent_server::load_config(&json).unwrap_or_else(|e| panic!("{e}\n{json}"));
+        assert!(config.session_routes, "{json}");
         assert_eq!(
-            agents,
+            config.agents,
             HashMap::from([
                 (
                     "ext-steady".to_string(),
@@ -386,13 +387,13 @@ fn serve_configured(
     port: u16,
     config: &str,
 ) -> agent_server::Running {
-    let agents = agent_server::load_config(config).unwrap_or_else(|e| panic!("{e}\n{config}"));
+    let configured = agent_server::load_config(config).unwrap_or_else(|e| panic!("{e}\n{config}"));
     rt.block_on(async {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
             .unwrap();
         let url = format!("http://127.0.0.1:{port}");
-        agent_server::start((listener, url), Flaw::None, agents)
+        agent_server::start_configured((listener, url), Flaw::None, configured)
     })
 }
 
@@ -579,4 +580,32 @@ fn the_server_config_flags_are_refused_by_other_fleets() {
             "{text}"
         );
     }
+}
+
+/// A public-style server whose config does not enable its sessions plugin has no create
+/// endpoint (404): the fleet says so and how to enable it, rather than blaming the agent ids.
+#[test]
+fn a_server_without_its_sessions_plugin_is_told_to_enable_it() {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let dir = crate::support::TempDir::new("connector-no-sessions-plugin");
+    let file = dir.path("fleet.yaml");
+    std::fs::write(&file, quick_fleet(&url, &listen, "assistant-v5")).unwrap();
+    let out = crate::support::tck(&["mock", "fleet", "--config", &file, "--print-config"]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::text(&out));
+    let mut config: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    config.as_object_mut().unwrap().remove("plugins");
+    let rt = runtime();
+    let _server = serve_configured(&rt, port, &config.to_string());
+    let out = crate::support::tck(&["mock", "fleet", "--config", &file, "--wait-ready", "1s"]);
+    let text = crate::support::text(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "the agent server at {url} has no session create endpoint after 1s (POST /api/plugins/sessions/operations/create answered HTTP 404"
+        )) && text.contains(r#"(`"plugins": {"sessions": {"enabled": true}}` in its config"#)
+            && text.contains("not driven: the agent server had no session create endpoint"),
+        "{text}"
+    );
 }

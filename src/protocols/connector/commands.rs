@@ -23,7 +23,7 @@ use crate::protocols::plugin::{
     ProbeJob, Protocol, ProtocolCommand, Selftest, SelftestRun, SettingsError, UserFile,
 };
 use crate::report::output::OutputArgs;
-use crate::report::{Report, RunInfo, Summary};
+use crate::report::{CaseResult, Report, RunInfo, Summary};
 use crate::units::parse_duration;
 
 /// The async connector in the registry.
@@ -269,10 +269,8 @@ impl ClientFleet for ConnectorFleet {
                 readiness.wanted.len(),
                 crate::units::format_duration(readiness.waited)
             );
-            let mut report = super::fleet::judge::run(&fleet, served, at.strict, seed).await;
-            report.cases.insert(0, readiness.case(&declared));
-            report.summary = Summary::of(&report.cases);
-            Ok(report)
+            let report = super::fleet::judge::run(&fleet, served, at.strict, seed).await;
+            Ok(with_case(report, readiness.case(&declared)))
         })
     }
 }
@@ -290,7 +288,17 @@ fn not_driven(fleet: &Fleet, readiness: &Readiness, declared: &str, info: RunInf
     for case in &mut report.cases {
         case.skip(why.clone());
     }
-    report.cases.insert(0, readiness.case(declared));
+    with_case(report, readiness.case(declared))
+}
+
+/// `report` with `case` first of its group (the sessions'), the summary counted again.
+fn with_case(mut report: Report, case: CaseResult) -> Report {
+    let at = report
+        .cases
+        .iter()
+        .position(|c| c.group == case.group)
+        .unwrap_or(0);
+    report.cases.insert(at, case);
     report.summary = Summary::of(&report.cases);
     report
 }

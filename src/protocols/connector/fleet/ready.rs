@@ -23,6 +23,15 @@ const POLL: Duration = Duration::from_millis(500);
 /// The case that judges it.
 pub const CASE: &str = "platform.agents-known";
 
+/// An agent id the server did not know, and its last answer to a session create for it.
+#[derive(Debug, Clone)]
+pub struct Missing {
+    pub id: String,
+    pub status: Option<u16>,
+    /// The answer, briefly (status and body, or why there was none).
+    pub answer: String,
+}
+
 /// What the wait found: which agent ids the server knew, and, if it never answered, why.
 #[derive(Debug, Clone, Default)]
 pub struct Readiness {
@@ -31,7 +40,7 @@ pub struct Readiness {
     /// The fleet's agent ids, each once, in the file's order.
     pub wanted: Vec<String>,
     /// Each agent id the server did not know, with its last answer to a create.
-    pub missing: Vec<(String, String)>,
+    pub missing: Vec<Missing>,
     /// Why the server never answered during the wait (None: it answered).
     pub unreachable: Option<String>,
     pub waited: Duration,
@@ -46,7 +55,12 @@ impl Readiness {
 
     /// The ids not known.
     pub fn missing_ids(&self) -> Vec<&str> {
-        self.missing.iter().map(|(id, _)| id.as_str()).collect()
+        self.missing.iter().map(|m| m.id.as_str()).collect()
+    }
+
+    /// The server answered, but has no session create endpoint (every create a 404).
+    pub fn no_create_endpoint(&self) -> bool {
+        !self.missing.is_empty() && self.missing.iter().all(|m| m.status == Some(404))
     }
 
     /// What stands in the way, and where to fix it (`declared` names where the fleet's
@@ -65,10 +79,20 @@ impl Readiness {
         if self.missing.is_empty() {
             return None;
         }
+        if self.no_create_endpoint() {
+            return Some(format!(
+                "the agent server at {} has no session create endpoint after {waited} (POST \
+                 /api/plugins/sessions/operations/create answered {}): the public agent server \
+                 serves it only with its sessions plugin enabled (`\"plugins\": {{\"sessions\": \
+                 {{\"enabled\": true}}}}` in its config, as --write-config writes it for `ws: \
+                 assistant-v5`); or give a longer --wait-ready",
+                self.server, self.missing[0].answer
+            ));
+        }
         let answers: Vec<String> = self
             .missing
             .iter()
-            .map(|(id, answer)| format!("for {id}: {answer}"))
+            .map(|m| format!("for {}: {}", m.id, m.answer))
             .collect();
         Some(format!(
             "the agent server at {} does not know agent id(s) {} after {waited} (its answer to \
@@ -117,6 +141,9 @@ impl Readiness {
             Some(_) => format!(
                 "not driven: the agent server at {} did not answer during the wait (see {CASE}); a server that answers exercises this case",
                 self.server
+            ),
+            None if self.no_create_endpoint() => format!(
+                "not driven: the agent server had no session create endpoint (see {CASE}); a server that creates sessions exercises this case"
             ),
             None => format!(
                 "not driven: the agent server did not know agent id(s) {} (see {CASE}); a server configured with the fleet's definitions exercises this case",
@@ -207,7 +234,11 @@ pub async fn wait(fleet: &Fleet, limit: Duration) -> Readiness {
                 last_error = e.clone();
             }
             if !call.status.is_some_and(|s| (200..300).contains(&s)) {
-                r.missing.push((id.clone(), answer(call)));
+                r.missing.push(Missing {
+                    id: id.clone(),
+                    status: call.status,
+                    answer: answer(call),
+                });
                 still.push((id, session));
             }
         }
