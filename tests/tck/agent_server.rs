@@ -6,7 +6,10 @@
 //! (5 s timeout, no retry; an error message to the session's clients when it fails), and callbacks
 //! at `POST /external/sessions/{id}/messages` (raw text: 200 and a `text_done` broadcast; 400
 //! empty; 404 unknown or deleted; 413 over 256 KB); creating a deleted session again revives it.
-//! Each [`Flaw`] breaks one rule.
+//! Each [`Flaw`] breaks one rule. As the public implementation (kcosr/assistant's agent-server)
+//! it can be configured from a file ([`load_config`], validated as that server validates its
+//! config), and it answers a create for an agent id it does not know 400 `{"error": "Unknown
+//! agent: ID", "code": "invalid_arguments"}`, as that server does.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
