@@ -364,8 +364,33 @@ pub struct MockFleetArgs {
     /// every host), for a fleet bigger than one host.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
+    /// A fleet whose server must be configured with its agents (protocol: connector): print the
+    /// definitions (written too with --write-config) and exit, without running the fleet.
+    #[arg(long)]
+    pub print_config: bool,
+    /// Write the definitions the server must be configured with to FILE (JSON: a list of
+    /// agent definitions, or for `ws: assistant-v5` a config file the server loads).
+    #[arg(long, value_name = "FILE")]
+    pub write_config: Option<PathBuf>,
+    /// How long to wait, before driving, for the server to know the fleet's agent ids (a
+    /// session create for each succeeds) (default 60s).
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub wait_ready: Option<Duration>,
     #[command(flatten)]
     pub run: MockRunArgs,
+}
+
+impl MockFleetArgs {
+    /// The first flag given that only a fleet configuring its server takes.
+    pub(super) fn server_setup_flag(&self) -> Option<&'static str> {
+        [
+            (self.print_config, "--print-config"),
+            (self.write_config.is_some(), "--write-config"),
+            (self.wait_ready.is_some(), "--wait-ready"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
 }
 
 #[derive(Debug, Clone, Args)]

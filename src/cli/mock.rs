@@ -280,14 +280,34 @@ pub(super) async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
         }
         (None, None) => return Err(Error::usage("give --config FILE or --preset NAME")),
     };
-    if let Some(protocol) = fleet_protocol(&text).and_then(|p| protocols::find(&p)) {
+    let setup_flag = args.server_setup_flag();
+    let protocol = fleet_protocol(&text).and_then(|p| protocols::find(&p));
+    let refused = |name: &str| {
+        setup_flag.map_or(Ok(()), |flag| {
+            Err(Error::usage(format!(
+                "{flag}: a fleet of protocol {name} has no agent definitions for its server to be \
+                 configured with (the flag is for fleets of clients whose server must know their \
+                 agents)"
+            )))
+        })
+    };
+    if let Some(protocol) = protocol {
         let at = crate::protocols::plugin::FleetFlags {
             url: args.platform_url.as_deref(),
             seed: args.seed,
             strict: args.run.strict,
             registry: args.registry.as_deref(),
+            write_config: args.write_config.as_deref(),
+            wait_ready: args.wait_ready,
         };
         if let Some(fleet) = protocol.capabilities().client_fleet {
+            if !fleet.configures_server() {
+                refused(protocol.name())?;
+            }
+            if args.print_config {
+                crate::out!("{}", fleet.server_config(&source, &text, &at)?);
+                return Ok(Ended::Verdict(crate::report::Exit::Passed));
+            }
             args.run.output.check()?;
             return conclude(fleet.run(&source, &text, at).await?, &args.run.output);
         }
@@ -309,6 +329,11 @@ pub(super) async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
             ))
         })?,
     };
+    refused(
+        file.protocol
+            .as_ref()
+            .map_or(crate::protocols::roundtable::NAME, |p| p.value.as_str()),
+    )?;
     let seed = seed_or_clock(args.seed.or(file.seed));
     let others = protocols::agent_protocols();
     let agents = file.agents(

@@ -212,6 +212,12 @@ pub struct FleetFlags<'a> {
     /// `--registry`: the server's agent registry, for a fleet whose clients ask only what
     /// their agents may (the Librarian's).
     pub registry: Option<&'a std::path::Path>,
+    /// `--write-config`: where to write the definitions the server must be configured with
+    /// (a fleet that [configures its server](ClientFleet::configures_server)).
+    pub write_config: Option<&'a std::path::Path>,
+    /// `--wait-ready`: how long to wait for the server to know the fleet's agents before
+    /// driving it (None: the fleet's default).
+    pub wait_ready: Option<std::time::Duration>,
 }
 
 /// What `mock agent` says to a protocol whose agent is a command run once per call (the agent
@@ -412,6 +418,27 @@ pub trait ClientFleet: Sync {
     /// The behaviours a fleet file may give its clients (`mock behaviors` lists them, and the
     /// file's parse checks names against them).
     fn behaviors(&self) -> &'static [crate::mock::behavior::Misbehavior];
+
+    /// Whether the server must be configured with the fleet's agents before a run: then
+    /// `mock fleet --print-config`, `--write-config` and `--wait-ready` mean something to it
+    /// (to another fleet they are a usage error).
+    fn configures_server(&self) -> bool {
+        false
+    }
+
+    /// `mock fleet --print-config`: the definitions the server must be configured with, as
+    /// printed (written too, to `at.write_config`), without running the fleet.
+    fn server_config(
+        &self,
+        source: &str,
+        text: &str,
+        at: &FleetFlags<'_>,
+    ) -> Result<String, Error> {
+        let _ = (source, text, at);
+        Err(Error::usage(
+            "--print-config: this fleet gives its server no configuration",
+        ))
+    }
 }
 
 /// The self-test of a protocol: a conforming peer, probed (its report must pass), and the

@@ -6,7 +6,10 @@
 //! (5 s timeout, no retry; an error message to the session's clients when it fails), and callbacks
 //! at `POST /external/sessions/{id}/messages` (raw text: 200 and a `text_done` broadcast; 400
 //! empty; 404 unknown or deleted; 413 over 256 KB); creating a deleted session again revives it.
-//! Each [`Flaw`] breaks one rule.
+//! Each [`Flaw`] breaks one rule. As the public implementation (kcosr/assistant's agent-server)
+//! it can be configured from a file ([`load_config`], validated as that server validates its
+//! config), and it answers a create for an agent id it does not know 400 `{"error": "Unknown
+//! agent: ID", "code": "invalid_arguments"}`, as that server does.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -155,11 +158,164 @@ fn refusal(status: StatusCode, message: &str) -> Response {
     (status, Json(json!({"error": message}))).into_response()
 }
 
+/// The agents a server is configured with, loaded as the public implementation loads its config
+/// file (kcosr/assistant, agent-server's `config.ts`, whose zod schema requires `agentId`,
+/// `displayName` and `description`, each a string non-empty once trimmed, and `external:
+/// {inputUrl, callbackBaseUrl}` exactly when `type` is `"external"`): a whole config file
+/// (`{"agents": [...]}`) or the document's list of definitions (a JSON array). The external
+/// agents' ids → inputUrls; a refusal is worded as the public server's (a `ZodError` with the
+/// issues, or its `agents[ID]…` errors).
+pub fn load_config(text: &str) -> Result<Configured, String> {
+    let config: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    let (agents, at): (&[Value], Vec<Value>) = match &config {
+        Value::Array(list) => (list, Vec::new()),
+        Value::Object(o) => match o.get("agents") {
+            None => (&[], Vec::new()),
+            Some(Value::Array(list)) => (list, vec![json!("agents")]),
+            Some(other) => {
+                return Err(zod_error(&[type_issue(
+                    vec![json!("agents")],
+                    "array",
+                    other,
+                )]))
+            }
+        },
+        other => return Err(zod_error(&[type_issue(Vec::new(), "object", other)])),
+    };
+    let mut issues = Vec::new();
+    for (i, agent) in agents.iter().enumerate() {
+        let mut here = at.clone();
+        here.push(json!(i));
+        let path = |key: &str| {
+            let mut p = here.clone();
+            p.extend(key.split('.').map(|k| json!(k)));
+            p
+        };
+        let Some(fields) = agent.as_object() else {
+            issues.push(type_issue(here.clone(), "object", agent));
+            continue;
+        };
+        let mut required = vec!["agentId", "displayName", "description"];
+        let external = fields.get("external").filter(|e| !e.is_null());
+        if let Some(e) = external {
+            if e.is_object() {
+                required.extend(["external.inputUrl", "external.callbackBaseUrl"]);
+            } else {
+                issues.push(type_issue(path("external"), "object", e));
+            }
+        }
+        for key in required {
+            let value = key
+                .split('.')
+                .try_fold(agent, |v, k| v.get(k))
+                .unwrap_or(&Value::Null);
+            let missing = agent
+                .pointer(&format!("/{}", key.replace('.', "/")))
+                .is_none();
+            match value.as_str() {
+                Some(s) if s.trim().is_empty() => issues.push(json!({
+                    "code": "too_small", "minimum": 1, "type": "string", "inclusive": true,
+                    "exact": false, "message": "String must contain at least 1 character(s)",
+                    "path": path(key),
+                })),
+                Some(_) => {}
+                None if missing => issues.push(json!({
+                    "code": "invalid_type", "expected": "string", "received": "undefined",
+                    "path": path(key), "message": "Required",
+                })),
+                None => issues.push(type_issue(path(key), "string", value)),
+            }
+        }
+        if let Some(kind) = fields.get("type").filter(|t| !t.is_null()) {
+            if kind != "chat" && kind != "external" {
+                issues.push(json!({
+                    "received": kind, "code": "invalid_enum_value", "options": ["chat", "external"],
+                    "path": path("type"),
+                    "message": format!("Invalid enum value. Expected 'chat' | 'external', received {kind}"),
+                }));
+            }
+        }
+    }
+    if !issues.is_empty() {
+        return Err(zod_error(&issues));
+    }
+    // The public server's session operations are its sessions plugin's, served only when the
+    // config enables it; the document's server has them.
+    let session_routes = config.is_array() || config["plugins"]["sessions"]["enabled"] == true;
+    let mut known = HashMap::new();
+    for agent in agents {
+        let id = agent["agentId"].as_str().unwrap_or("").trim().to_string();
+        let external = agent.get("external").filter(|e| !e.is_null());
+        match (agent["type"].as_str() == Some("external"), external) {
+            (true, None) => {
+                return Err(format!(
+                    "agents[{id}].external is required when type is \"external\""
+                ))
+            }
+            (false, Some(_)) => {
+                return Err(format!(
+                    "agents[{id}].external is only valid when type is \"external\""
+                ))
+            }
+            (true, Some(e)) => {
+                let input = e["inputUrl"].as_str().unwrap_or("").trim().to_string();
+                if known.insert(id.clone(), input).is_some() {
+                    return Err(format!("Duplicate agentId in AgentRegistry: {id}"));
+                }
+            }
+            // A chat agent: nothing the connector's server here runs.
+            (false, None) => {}
+        }
+    }
+    Ok(Configured {
+        agents: known,
+        session_routes,
+    })
+}
+
+/// A server's configuration, as [`load_config`] read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Configured {
+    /// The external agents: agentId → inputUrl.
+    pub agents: HashMap<String, String>,
+    /// Whether `/api/plugins/sessions/operations/*` is served (404 otherwise).
+    pub session_routes: bool,
+}
+
+/// zod's `invalid_type` issue for `value` where `expected` was wanted.
+fn type_issue(path: Vec<Value>, expected: &str, value: &Value) -> Value {
+    let received = match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    json!({
+        "code": "invalid_type", "expected": expected, "received": received, "path": path,
+        "message": format!("Expected {expected}, received {received}"),
+    })
+}
+
+/// A `ZodError`'s message, as the public server exits with it.
+fn zod_error(issues: &[Value]) -> String {
+    format!(
+        "ZodError: {}",
+        serde_json::to_string_pretty(issues).unwrap_or_default()
+    )
+}
+
 async fn create(State(s): State<Arc<Server>>, Json(body): Json<Value>) -> Response {
     let agent = body["agentId"].as_str().unwrap_or("").to_string();
     let id = body["sessionId"].as_str().unwrap_or("").trim().to_string();
     if !s.agents.contains_key(&agent) {
-        return refusal(StatusCode::BAD_REQUEST, "unknown agent");
+        // As the public server answers (its sessions plugin's `invalid_arguments`).
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"error": format!("Unknown agent: {agent}"), "code": "invalid_arguments"})),
+        )
+            .into_response();
     }
     if s.flaw != Flaw::AcceptsAnyId && !valid_id(&id) {
         return refusal(
@@ -460,9 +616,28 @@ pub async fn bind() -> (tokio::net::TcpListener, String) {
 /// Serves the reference server with `flaw` on `listener` (from [`bind`]); `agents` maps
 /// agentIds to inputUrls.
 pub fn start(
-    (listener, url): (tokio::net::TcpListener, String),
+    bound: (tokio::net::TcpListener, String),
     flaw: Flaw,
     agents: HashMap<String, String>,
+) -> Running {
+    start_configured(
+        bound,
+        flaw,
+        Configured {
+            agents,
+            session_routes: true,
+        },
+    )
+}
+
+/// Serves the reference server with `flaw` on `listener`, configured as `config` says.
+pub fn start_configured(
+    (listener, url): (tokio::net::TcpListener, String),
+    flaw: Flaw,
+    Configured {
+        agents,
+        session_routes,
+    }: Configured,
 ) -> Running {
     let server = Arc::new(Server {
         flaw,
@@ -471,10 +646,11 @@ pub fn start(
         sessions: Mutex::new(HashMap::new()),
         clients: Mutex::new(Vec::new()),
     });
-    let mut app = Router::new()
-        .route("/api/plugins/sessions/operations/create", post(create))
-        .route("/ws", any(ws));
-    if flaw != Flaw::NoDelete {
+    let mut app = Router::new().route("/ws", any(ws));
+    if session_routes {
+        app = app.route("/api/plugins/sessions/operations/create", post(create));
+    }
+    if session_routes && flaw != Flaw::NoDelete {
         app = app.route("/api/plugins/sessions/operations/delete", post(delete));
     }
     if flaw != Flaw::NoCallbackRoute {

@@ -15,6 +15,7 @@ protocol: connector
 seed: 7
 connector:
   url: ${SERVER}
+  listen: 127.0.0.1:0
   messages: 2
   clients: 2
   agents:
@@ -133,7 +134,7 @@ async fn a_server_that_knows_no_agent_fails_session_create_and_reached_fleet_say
     let create = case("platform.session-create");
     assert_eq!(create.status, Status::Fail, "{}", create.message);
     assert!(
-        create.message.contains("unknown agent"),
+        create.message.contains("Unknown agent: ext-steady"),
         "{}",
         create.message
     );
@@ -269,4 +270,342 @@ async fn the_dialect_and_the_callback_base_are_the_files() {
             );
         }
     }
+}
+
+/// A free loopback port (the OS picks it; it is free again when this returns).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A fleet file of two quick agents (ext-steady, ext-md) against `server`, its inputUrls on
+/// the fixed `listen`, in `dialect`.
+fn quick_fleet(server: &str, listen: &str, dialect: &str) -> String {
+    format!(
+        "protocol: connector\nseed: 5\nconnector:\n  url: {server}\n  listen: {listen}\n  ws: {dialect}\n  messages: 1\n  clients: 1\n  settle: 1s\n  agents:\n    - {{ name: steady, agent-id: ext-steady }}\n    - {{ name: md, agent-id: ext-md, behavior: markdown }}\n"
+    )
+}
+
+/// `--print-config` prints the definitions (and `--write-config` writes the same) for both
+/// dialects — a list of the document's definitions, a whole config file for assistant-v5 — and
+/// exits 0 without calling the server; what it wrote loads in the stand-in server as the public
+/// one loads it, each external agent at its inputUrl.
+#[test]
+fn print_config_writes_definitions_that_load_and_does_not_drive() {
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    server.set_nonblocking(true).unwrap();
+    let url = format!("http://{}", server.local_addr().unwrap());
+    let listen = format!("127.0.0.1:{}", free_port());
+    let dir = crate::support::TempDir::new("connector-print-config");
+    for (dialect, whole_file) in [("document", false), ("assistant-v5", true)] {
+        let file = dir.path(&format!("{dialect}.yaml"));
+        let written = dir.path(&format!("{dialect}.json"));
+        std::fs::write(&file, quick_fleet(&url, &listen, dialect)).unwrap();
+        let out = crate::support::tck(&[
+            "mock",
+            "fleet",
+            "--config",
+            &file,
+            "--print-config",
+            "--write-config",
+            &written,
+        ]);
+        let text = crate::support::text(&out);
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        let json = std::fs::read_to_string(&written).unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), json, "{text}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(&format!("to {written}")),
+            "{text}"
+        );
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value.is_object(), whole_file, "{json}");
+        let config = agent_server::load_config(&json).unwrap_or_else(|e| panic!("{e}\n{json}"));
+        assert!(config.session_routes, "{json}");
+        assert_eq!(
+            config.agents,
+            HashMap::from([
+                (
+                    "ext-steady".to_string(),
+                    format!("http://{listen}/agents/steady/input")
+                ),
+                (
+                    "ext-md".to_string(),
+                    format!("http://{listen}/agents/md/input")
+                ),
+            ])
+        );
+    }
+    // Nothing reached the server.
+    assert_eq!(
+        server.accept().map(|_| ()).unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock
+    );
+}
+
+/// The stand-in refuses what the public server refuses, in its words: a definition without
+/// `description` (the snippet the fleet used to print), or with an empty one.
+#[test]
+fn the_stand_in_refuses_a_definition_without_description_as_the_public_one_does() {
+    let written = r#"{"agents": [{"agentId": "ext-a", "displayName": "agent-tck a", "description": "d", "type": "external", "external": {"inputUrl": "http://127.0.0.1:9400/agents/a/input", "callbackBaseUrl": "http://127.0.0.1:3000"}}]}"#;
+    assert!(agent_server::load_config(written).is_ok());
+    let without = written.replace(r#""description": "d", "#, "");
+    let refused = agent_server::load_config(&without).unwrap_err();
+    assert!(
+        refused.starts_with("ZodError: [")
+            && refused
+                .contains("\"path\": [\n      \"agents\",\n      0,\n      \"description\"\n    ]")
+            && refused.contains("\"message\": \"Required\""),
+        "{refused}"
+    );
+    let blank = written.replace(r#""description": "d""#, r#""description": "  ""#);
+    assert!(agent_server::load_config(&blank)
+        .unwrap_err()
+        .contains("String must contain at least 1 character(s)"));
+    let no_external = written.replace(r#""type": "external", "#, "");
+    assert_eq!(
+        agent_server::load_config(&no_external).unwrap_err(),
+        "agents[ext-a].external is only valid when type is \"external\""
+    );
+}
+
+/// A tokio runtime of its own for a stand-in server beside a process the test waits on.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The stand-in server, configured from `config` (a file the fleet wrote), on `port`.
+fn serve_configured(
+    rt: &tokio::runtime::Runtime,
+    port: u16,
+    config: &str,
+) -> agent_server::Running {
+    let configured = agent_server::load_config(config).unwrap_or_else(|e| panic!("{e}\n{config}"));
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap();
+        let url = format!("http://127.0.0.1:{port}");
+        agent_server::start_configured((listener, url), Flaw::None, configured)
+    })
+}
+
+/// A server started after the fleet (once it says it is waiting) with the config it wrote is
+/// waited for: the run is driven and passes, `platform.agents-known` saying so.
+#[test]
+fn a_server_started_late_is_waited_for_and_the_run_passes() {
+    let _heavy = crate::support::heavy_blocking();
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let dir = crate::support::TempDir::new("connector-late-server");
+    let file = dir.path("fleet.yaml");
+    let written = dir.path("agents.json");
+    let report = dir.path("report.json");
+    std::fs::write(&file, quick_fleet(&url, &listen, "document")).unwrap();
+    let mut fleet = crate::support::Spawned::tck(
+        &[
+            "mock",
+            "fleet",
+            "--config",
+            &file,
+            "--write-config",
+            &written,
+            "--wait-ready",
+            "60s",
+            "--json",
+            &report,
+        ],
+        crate::support::RUN_DEADLINE,
+    );
+    while !fleet.line().starts_with("waiting up to 1m") {}
+    let rt = runtime();
+    let _server = serve_configured(&rt, port, &std::fs::read_to_string(&written).unwrap());
+    let status = fleet.wait();
+    let out = fleet.output(status);
+    let text = crate::support::text(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("the agent server knows the fleet's 2 agent id(s) (after "),
+        "{text}"
+    );
+    let report: Report = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let known = report
+        .cases
+        .iter()
+        .find(|c| c.id == "platform.agents-known")
+        .unwrap();
+    assert_eq!(known.status, Status::Pass, "{}", known.message);
+    assert_eq!(known.evidence.as_ref().unwrap().judged, 2);
+    // The readiness sessions are none of the users': the creates judged are the fleet's two.
+    let create = report
+        .cases
+        .iter()
+        .find(|c| c.id == "platform.session-create")
+        .unwrap();
+    assert_eq!(create.status, Status::Pass, "{}", create.message);
+    assert_eq!(create.evidence.as_ref().unwrap().judged, 2);
+}
+
+/// A server whose config lacks one of the fleet's agents: at the end of --wait-ready the run
+/// ends with exit 1, the message naming the agent id and where to declare it,
+/// `platform.agents-known` failing on it, and every other case a skip that says why.
+#[test]
+fn a_server_missing_an_agent_id_is_named_with_where_to_declare_it() {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let dir = crate::support::TempDir::new("connector-missing-agent");
+    let file = dir.path("fleet.yaml");
+    let written = dir.path("agents.json");
+    let report = dir.path("report.json");
+    std::fs::write(&file, quick_fleet(&url, &listen, "assistant-v5")).unwrap();
+    let out = crate::support::tck(&[
+        "mock",
+        "fleet",
+        "--config",
+        &file,
+        "--print-config",
+        "--write-config",
+        &written,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::text(&out));
+    // The server's config without ext-md.
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&written).unwrap()).unwrap();
+    config["agents"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|a| a["agentId"] != "ext-md");
+    let rt = runtime();
+    let _server = serve_configured(&rt, port, &config.to_string());
+    let out = crate::support::tck(&[
+        "mock",
+        "fleet",
+        "--config",
+        &file,
+        "--write-config",
+        &written,
+        "--wait-ready",
+        "2s",
+        "--json",
+        &report,
+    ]);
+    let text = crate::support::text(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let expected = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find(|l| l.starts_with(&format!("the agent server at {url} ")))
+        .unwrap_or_else(|| panic!("{text}"))
+        .to_string();
+    for says in [
+        "does not know agent id(s) ext-md after 2s (its answer to a session create for ext-md: HTTP 400 ",
+        "\"Unknown agent: ext-md\"",
+        &format!("declare them in the server's config `agents[]` ({written} has their definitions) and restart it, or give a longer --wait-ready"),
+    ] {
+        assert!(expected.contains(says), "{says}\n{text}");
+    }
+    let report: Report = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    for case in &report.cases {
+        if case.id == "platform.agents-known" {
+            assert_eq!(case.status, Status::Fail);
+            assert_eq!(case.message, expected);
+        } else {
+            assert_eq!(case.status, Status::Skip, "{}", case.id);
+            assert!(
+                case.message.starts_with(
+                    "not driven: the agent server did not know agent id(s) ext-md (see platform.agents-known)"
+                ),
+                "{}: {}",
+                case.id,
+                case.message
+            );
+        }
+    }
+    assert!(report.cases.len() > 10);
+}
+
+/// No server at all during the wait: said so, nothing judged (a skip), exit 1.
+#[test]
+fn a_server_never_reached_during_the_wait_is_said_to_be_down() {
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let listen = format!("127.0.0.1:{}", free_port());
+    let dir = crate::support::TempDir::new("connector-no-server");
+    let file = dir.path("fleet.yaml");
+    std::fs::write(&file, quick_fleet(&url, &listen, "document")).unwrap();
+    let out = crate::support::tck(&["mock", "fleet", "--config", &file, "--wait-ready", "1s"]);
+    let text = crate::support::text(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "the agent server at {url} did not answer during the 1s wait ("
+        )) && text.contains("start it (or point --platform-url at it)"),
+        "{text}"
+    );
+    assert!(text.contains("SKIP"), "{text}");
+}
+
+/// The new flags mean nothing to another protocol's fleet: a usage error naming the flag.
+#[test]
+fn the_server_config_flags_are_refused_by_other_fleets() {
+    let librarian = concat!(env!("CARGO_MANIFEST_DIR"), "/mocks/librarian-chaos.yaml");
+    for (args, flag) in [
+        (
+            vec!["--config", librarian, "--wait-ready", "5s"],
+            "--wait-ready",
+        ),
+        (
+            vec!["--preset", "chaos", "--print-config"],
+            "--print-config",
+        ),
+        (
+            vec!["--preset", "chaos", "--write-config", "/tmp/x.json"],
+            "--write-config",
+        ),
+    ] {
+        let mut all = vec!["mock", "fleet"];
+        all.extend(args);
+        let out = crate::support::tck(&all);
+        let text = crate::support::text(&out);
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        assert!(
+            text.contains(&format!("{flag}: a fleet of protocol ")),
+            "{text}"
+        );
+    }
+}
+
+/// A public-style server whose config does not enable its sessions plugin has no create
+/// endpoint (404): the fleet says so and how to enable it, rather than blaming the agent ids.
+#[test]
+fn a_server_without_its_sessions_plugin_is_told_to_enable_it() {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let dir = crate::support::TempDir::new("connector-no-sessions-plugin");
+    let file = dir.path("fleet.yaml");
+    std::fs::write(&file, quick_fleet(&url, &listen, "assistant-v5")).unwrap();
+    let out = crate::support::tck(&["mock", "fleet", "--config", &file, "--print-config"]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::text(&out));
+    let mut config: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    config.as_object_mut().unwrap().remove("plugins");
+    let rt = runtime();
+    let _server = serve_configured(&rt, port, &config.to_string());
+    let out = crate::support::tck(&["mock", "fleet", "--config", &file, "--wait-ready", "1s"]);
+    let text = crate::support::text(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "the agent server at {url} has no session create endpoint after 1s (POST /api/plugins/sessions/operations/create answered HTTP 404"
+        )) && text.contains(r#"(`"plugins": {"sessions": {"enabled": true}}` in its config"#)
+            && text.contains("not driven: the agent server had no session create endpoint"),
+        "{text}"
+    );
 }

@@ -242,7 +242,7 @@ fn fleet_of(url: &str, agents: &[(&str, &str)]) -> Fleet {
         })
         .collect();
     let text = format!(
-        "protocol: connector\nseed: 11\nconnector:\n  url: {url}\n  messages: 1\n  clients: 2\n  settle: 1s\n  agents:\n{}\n",
+        "protocol: connector\nseed: 11\nconnector:\n  url: {url}\n  listen: 127.0.0.1:0\n  messages: 1\n  clients: 2\n  settle: 1s\n  agents:\n{}\n",
         lines.join("\n")
     );
     Fleet::parse("fleet.yaml", &text, None).unwrap()

@@ -10,6 +10,7 @@ use std::time::Duration;
 use clap::Args;
 use futures::future::BoxFuture;
 
+use super::fleet::{ready, Definitions, Fleet, Readiness};
 use super::probe::{self, Settings};
 use super::reference::{split_url, ExternalAgent, Flaws};
 use super::NAME;
@@ -22,7 +23,7 @@ use crate::protocols::plugin::{
     ProbeJob, Protocol, ProtocolCommand, Selftest, SelftestRun, SettingsError, UserFile,
 };
 use crate::report::output::OutputArgs;
-use crate::report::Report;
+use crate::report::{CaseResult, Report, RunInfo, Summary};
 use crate::units::parse_duration;
 
 /// The async connector in the registry.
@@ -194,7 +195,33 @@ impl ClientFleet for ConnectorFleet {
         super::behaviors::FLEET_BEHAVIORS
     }
 
-    /// A fleet of external agents and web clients against a real agent server.
+    fn configures_server(&self) -> bool {
+        true
+    }
+
+    /// The agent definitions at the fleet's fixed listen address (or `advertise:`).
+    fn server_config(
+        &self,
+        source: &str,
+        text: &str,
+        at: &FleetFlags<'_>,
+    ) -> Result<String, Error> {
+        let fleet = Fleet::parse(source, text, at.url)?;
+        let definitions = Definitions::before_serving(&fleet, source)?;
+        if let Some(path) = at.write_config {
+            definitions.write(path)?;
+            eprintln!(
+                "agent-tck: wrote {} to {}",
+                definitions.what(),
+                path.display()
+            );
+        }
+        Ok(definitions.text())
+    }
+
+    /// A fleet of external agents and web clients against a real agent server: the inputUrls
+    /// served, the definitions printed (and written), the wait for the server to know the
+    /// agent ids, then the drive and the verdicts.
     fn run<'a>(
         &'a self,
         source: &'a str,
@@ -202,7 +229,7 @@ impl ClientFleet for ConnectorFleet {
         at: FleetFlags<'a>,
     ) -> BoxFuture<'a, Result<Report, Error>> {
         Box::pin(async move {
-            let fleet = super::fleet::Fleet::parse(source, text, at.url)?;
+            let fleet = Fleet::parse(source, text, at.url)?;
             let seed = seed_or_clock(at.seed.or(fleet.seed));
             let served = super::fleet::serve(&fleet).await?;
             crate::outln!(
@@ -213,13 +240,67 @@ impl ClientFleet for ConnectorFleet {
             for (name, id, url) in served.input_urls(&fleet) {
                 crate::outln!("  {name:<24} agentId {id:<20} inputUrl {url}");
             }
+            let definitions = served.definitions(&fleet);
+            let declared = match at.write_config {
+                Some(path) => {
+                    definitions.write(path)?;
+                    crate::outln!("wrote {} to {}", definitions.what(), path.display());
+                    format!("{} has their definitions", path.display())
+                }
+                None => {
+                    crate::outln!("{}:\n{}", definitions.what(), definitions.text().trim_end());
+                    "their definitions are printed above; --write-config FILE writes them".into()
+                }
+            };
+            let limit = at.wait_ready.unwrap_or(ready::DEFAULT_WAIT);
             crate::outln!(
-                "the server's agent definitions for them (its configuration must name these inputUrls):\n{}",
-                served.config_snippet(&fleet)
+                "waiting up to {} for the agent server to know the fleet's agent ids (a session create for each)",
+                crate::units::format_duration(limit)
             );
-            Ok(super::fleet::judge::run(&fleet, served, at.strict, seed).await)
+            let readiness = ready::wait(&fleet, limit).await;
+            let info = RunInfo::start("mock", NAME, fleet.target(), seed, at.strict);
+            if let Some(problem) = readiness.problem(&declared) {
+                crate::outln!("{problem}");
+                served.stop().await;
+                return Ok(not_driven(&fleet, &readiness, &declared, info));
+            }
+            crate::outln!(
+                "the agent server knows the fleet's {} agent id(s) (after {}): driving it",
+                readiness.wanted.len(),
+                crate::units::format_duration(readiness.waited)
+            );
+            let report = super::fleet::judge::run(&fleet, served, at.strict, seed).await;
+            Ok(with_case(report, readiness.case(&declared)))
         })
     }
+}
+
+/// The report of a fleet that did not drive its server: `platform.agents-known` says why, and
+/// every case that needed the server's sessions is a skip that says so.
+fn not_driven(fleet: &Fleet, readiness: &Readiness, declared: &str, info: RunInfo) -> Report {
+    let mut report = super::fleet::judge::judge(
+        fleet,
+        &super::fleet::Drive::default(),
+        &super::fleet::Books::default(),
+        info,
+    );
+    let why = readiness.not_driven();
+    for case in &mut report.cases {
+        case.skip(why.clone());
+    }
+    with_case(report, readiness.case(declared))
+}
+
+/// `report` with `case` first of its group (the sessions'), the summary counted again.
+fn with_case(mut report: Report, case: CaseResult) -> Report {
+    let at = report
+        .cases
+        .iter()
+        .position(|c| c.group == case.group)
+        .unwrap_or(0);
+    report.cases.insert(at, case);
+    report.summary = Summary::of(&report.cases);
+    report
 }
 
 /// The connector's self-test and matrix.

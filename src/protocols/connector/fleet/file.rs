@@ -53,8 +53,12 @@ pub(super) struct Spec {
     agents: Vec<AgentSpec>,
 }
 
+/// Where the inputUrls are served without `listen:`: a fixed port, so that the definitions
+/// given to the server once (`mock fleet --write-config`) stay right run after run.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9400";
+
 pub(super) fn default_listen() -> String {
-    "127.0.0.1:0".into()
+    DEFAULT_LISTEN.into()
 }
 pub(super) fn default_dialect() -> String {
     "document".into()

@@ -18,6 +18,7 @@ use super::behavior::Behavior;
 use super::books::{
     strings_of, Books, Call, CallbackKind, Forward, SentCallback, CALLBACK_DEADLINE, KEPT,
 };
+use super::definitions::Definitions;
 use super::file::{Fleet, FleetAgent};
 use super::session_api::session_call;
 
@@ -338,21 +339,14 @@ impl Served {
             .collect()
     }
 
-    /// The agent definitions to paste into the server's configuration.
-    pub fn config_snippet(&self, fleet: &Fleet) -> String {
-        let agents: Vec<Value> = self
-            .input_urls(fleet)
-            .into_iter()
-            .map(|(name, id, url)| {
-                json!({
-                    "agentId": id,
-                    "displayName": format!("agent-tck {name}"),
-                    "type": "external",
-                    "external": {"inputUrl": url, "callbackBaseUrl": fleet.callback_base},
-                })
-            })
-            .collect();
-        serde_json::to_string_pretty(&agents).unwrap_or_default()
+    /// The agent definitions the server must be configured with for the fleet.
+    pub fn definitions(&self, fleet: &Fleet) -> Definitions {
+        Definitions::of(fleet, &self.base)
+    }
+
+    /// Stops serving the inputUrls (a fleet that will not drive).
+    pub async fn stop(self) {
+        self.running.stop().await;
     }
 }
 
