@@ -30,24 +30,31 @@ fn agents_of(name: &str) -> Result<&'static dyn AgentProtocol, Error> {
 /// the kit offers for it instead.
 fn served_agents(name: &str) -> Result<ServedAgents, Error> {
     let offers = protocol(name)?.capabilities();
-    offers.agents.ok_or_else(|| {
-        let mut instead: Vec<String> = offers
-            .probes
-            .iter()
-            .map(|p| format!("probe {}", p.command().get_name()))
-            .collect();
-        if let Some(lint) = offers.lint {
-            instead.push(format!("lint {}", lint.command().get_name()));
-        }
-        if offers.client_fleet.is_some() {
-            instead.push(format!("mock fleet (a file with `protocol: {name}`)"));
-        }
-        instead.push("selftest".into());
-        Error::usage(format!(
-            "--protocol {name}: the kit serves no {name} agent; for {name} it offers {}",
-            instead.join(", ")
-        ))
-    })
+    offers.agents.ok_or_else(|| nothing_to_serve(name, &offers))
+}
+
+/// `--protocol NAME` of a protocol whose agents the kit does not serve: what it offers instead.
+fn nothing_to_serve(name: &str, offers: &crate::protocols::plugin::Capabilities) -> Error {
+    let mut instead: Vec<String> = offers
+        .probes
+        .iter()
+        .map(|p| format!("probe {}", p.command().get_name()))
+        .collect();
+    if let Some(lint) = offers.lint {
+        instead.push(format!("lint {}", lint.command().get_name()));
+    }
+    if offers.command_agent.is_some() {
+        instead.push(format!("mock agent --protocol {name} --mode plan|execute"));
+        instead.push(format!("mock agents --protocol {name}"));
+    }
+    if offers.client_fleet.is_some() {
+        instead.push(format!("mock fleet (a file with `protocol: {name}`)"));
+    }
+    instead.push(format!("selftest --protocol {name}"));
+    Error::usage(format!(
+        "--protocol {name}: the kit serves no {name} agent; for {name} it offers {}",
+        instead.join(", ")
+    ))
 }
 
 /// `mock agent` of a protocol whose reference peer is a server of its own (see
@@ -539,6 +546,34 @@ fn list_misbehaviors(out: &mut String, behaviors: &[crate::mock::behavior::Misbe
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_protocol_with_nothing_to_serve_is_told_what_the_kit_offers_instead() {
+        let mut offers = protocols::find("connector").unwrap().capabilities();
+        offers.agents = None;
+        assert_eq!(
+            nothing_to_serve("connector", &offers).to_string(),
+            "--protocol connector: the kit serves no connector agent; for connector it offers \
+             probe connector, mock fleet (a file with `protocol: connector`), selftest \
+             --protocol connector"
+        );
+        let offers = protocols::find("agent-standard").unwrap().capabilities();
+        let Err(e) = served_agents("agent-standard") else {
+            panic!("agent-standard's agents are commands, not served")
+        };
+        assert!(matches!(e, Error::Usage(_)), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            nothing_to_serve("agent-standard", &offers).to_string()
+        );
+        assert!(
+            e.to_string().contains(
+                "probe agent-standard, probe orchestration, lint agents, \
+             mock agent --protocol agent-standard --mode plan|execute"
+            ),
+            "{e}"
+        );
+    }
 
     #[test]
     fn every_preset_parses_and_builds_its_agents() {

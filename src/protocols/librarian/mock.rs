@@ -325,6 +325,9 @@ struct JudgeState {
     sends: HashMap<u64, u32>,
     /// Hash of the request in flight per agent, for on_answer.
     last_hash: HashMap<String, u64>,
+    /// Requests agent-tck's probe marked as its own tests (`x-agent-tck-case`), set aside:
+    /// "CASE at PATH" → how many.
+    marked: std::collections::BTreeMap<String, u64>,
 }
 
 /// What a request asks for, whatever its wording: who, its type, action and target (and the
@@ -493,6 +496,26 @@ impl ClientJudge {
         s.last_hash.insert(who.to_string(), hash);
     }
 
+    /// A request agent-tck's probe marked as its own test of `case` (header `x-agent-tck-case`):
+    /// counted, not judged as the client's, nor is its answer.
+    pub fn on_marked(&self, case: &str, method: &str, path: &str) {
+        const KINDS: usize = 100;
+        let Ok(mut s) = self.state.lock() else { return };
+        s.requests += 1;
+        // A lookup's path holds its request id: the endpoint is enough.
+        let path = if path.starts_with("/agent/status/") {
+            "/agent/status/{id}"
+        } else {
+            path
+        };
+        let key = format!("{} at {method} {path}", crate::text::excerpt_str(case, 80));
+        if let Some(n) = s.marked.get_mut(&key) {
+            *n += 1;
+        } else if s.marked.len() < KINDS {
+            s.marked.insert(key, 1);
+        }
+    }
+
     /// What the mock answered to `who`'s last request.
     pub fn on_answer(&self, who: &str, path: &str, body: Option<&Value>, answered: &Answered) {
         let Ok(mut s) = self.state.lock() else { return };
@@ -600,6 +623,17 @@ impl ClientJudge {
             for c in &mut cases {
                 c.skip("not judged: no request reached the mock Librarian; point the agent client at the URL it printed and have it make requests");
             }
+        }
+        if !s.marked.is_empty() {
+            let mut case = CaseResult::new("client.probe-requests", g, Level::May, "requests agent-tck's probe marked as its own tests (x-agent-tck-case), set aside: not judged as the client's", "agent-tck (a probe's negative cases: a body that breaks the rules, no token, content over the limit, a burst past the rate limit)");
+            let total: u64 = s.marked.values().sum();
+            let kinds: Vec<String> = s.marked.iter().map(|(k, n)| format!("{k} ({n})")).collect();
+            case.pass_noting(
+                crate::report::Evidence::new(total, "requests marked as the probe's"),
+                format!("{total} marked request(s) set aside: {}", kinds.join(", ")),
+                String::new,
+            );
+            cases.push(case);
         }
         cases
     }
