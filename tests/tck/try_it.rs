@@ -151,16 +151,17 @@ async fn probe_librarian_passes_against_mock_agent_which_sets_the_marked_request
     assert_eq!(with_status(&report, "skip"), Vec::<String>::new());
     assert_eq!(with_status(&report, "pass").len(), 50);
 
-    // One request of the client's own (unmarked), without the rationale an APPROVAL needs.
+    // One request of the client's own (unmarked), without the rationale an APPROVAL needs (from
+    // the second agent: the probe's rate group has used up the first one's minute).
     let base = agent_tck::transport::http::BaseUrl::parse(&url).unwrap();
-    let mut body = agent_tck::protocols::librarian::model::request("claude-3", "APPROVAL", 1);
+    let mut body = agent_tck::protocols::librarian::model::request("gemini-pro", "APPROVAL", 1);
     body.as_object_mut().unwrap().remove("rationale");
     let request = agent_tck::transport::http::Request {
         method: "POST".into(),
         path: "/agent/request".into(),
         headers: vec![
             ("content-type".into(), "application/json".into()),
-            ("authorization".into(), "Bearer tck-token-claude-3".into()),
+            ("authorization".into(), "Bearer tck-token-gemini-pro".into()),
         ],
         body: body.to_string().into(),
     };
@@ -171,7 +172,7 @@ async fn probe_librarian_passes_against_mock_agent_which_sets_the_marked_request
     let answer = agent_tck::transport::http::send(&base, &request, limits)
         .await
         .unwrap();
-    assert_eq!(answer.status, 200, "the rules reject it: {answer:?}");
+    assert_eq!(answer.status, 400, "the rules refuse it: {answer:?}");
 
     let out = tokio::task::block_in_place(|| child.interrupt(Duration::from_secs(30)));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
