@@ -94,7 +94,7 @@ async fn serve_reference(
         seed: seed_or_clock(args.seed),
     };
     match server.serve(at, Box::pin(shutdown_signal())).await? {
-        Served::Judged(report) => conclude(report, &args.run.output),
+        Served::Judged(report) => conclude(*report, &args.run.output),
         Served::Interrupted => Ok(Ended::Interrupted),
     }
 }

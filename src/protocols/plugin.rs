@@ -244,7 +244,7 @@ pub struct ReferenceAt<'a> {
 /// What a protocol's reference server ends with.
 pub enum Served {
     /// It judged its caller: the report.
-    Judged(Report),
+    Judged(Box<Report>),
     /// It judges nothing: it was served until interrupted.
     Interrupted,
 }

@@ -572,7 +572,7 @@ impl ReferenceServer for ReferenceLibrarian {
                 announce,
             )
             .await?;
-            Ok(Served::Judged(report))
+            Ok(Served::Judged(Box::new(report)))
         })
     }
 }
