@@ -72,6 +72,7 @@ async fn serve_reference(
             args.stdio || args.tcp.is_some() || args.unix.is_some(),
         ),
         ("--scenario", !args.scenario.is_empty()),
+        ("--seed", args.seed.is_some()),
         ("--journal", args.run.journal.is_some()),
     ];
     if !server.judges_caller() {
@@ -91,7 +92,6 @@ async fn serve_reference(
     let at = ReferenceAt {
         addr: std::net::SocketAddr::new(args.host, args.port),
         behavior,
-        seed: seed_or_clock(args.seed),
     };
     match server.serve(at, Box::pin(shutdown_signal())).await? {
         Served::Judged(report) => conclude(*report, &args.run.output),

@@ -238,7 +238,6 @@ pub struct ReferenceAt<'a> {
     /// `--behavior`, as written: `conforming`, or flaws of [`Capabilities::behaviors`],
     /// comma-separated.
     pub behavior: &'a str,
-    pub seed: u64,
 }
 
 /// What a protocol's reference server ends with.
