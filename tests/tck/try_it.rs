@@ -231,7 +231,7 @@ fn probe_librarian_fails_exactly_the_flaws_case() {
 /// that say what is wrong, and nothing served.
 #[test]
 fn mock_agent_refuses_what_a_reference_peer_does_not_take() {
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &["--protocol", "connector", "--behavior", "slow-ack,no-such"],
             "agent-tck: error: --behavior \"no-such\": no flaw of the reference external agent (known: \
@@ -256,6 +256,10 @@ fn mock_agent_refuses_what_a_reference_peer_does_not_take() {
         (
             &["--protocol", "librarian", "--scenario", "s.yaml"],
             "agent-tck: error: --scenario: not for --protocol librarian",
+        ),
+        (
+            &["--protocol", "connector", "--seed", "7"],
+            "agent-tck: error: --seed: not for --protocol connector",
         ),
     ];
     for (flags, expected) in cases {
