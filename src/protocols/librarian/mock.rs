@@ -638,3 +638,63 @@ impl ClientJudge {
         cases
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Status;
+
+    fn case<'c>(cases: &'c [CaseResult], id: &str) -> Option<&'c CaseResult> {
+        cases.iter().find(|c| c.id == id)
+    }
+
+    /// The probe's marked requests are counted by case and endpoint, not judged; the client's
+    /// own bad request beside them still fails its case; with none marked, the case is absent.
+    #[test]
+    fn marked_requests_are_set_aside_and_counted_by_case() {
+        let judge = ClientJudge::default();
+        for _ in 0..2 {
+            judge.on_marked(
+                "fields.approval-without-rationale",
+                "POST",
+                "/agent/request",
+            );
+        }
+        judge.on_marked("status.no-leak", "GET", "/agent/status/req-000007");
+        let cases = judge.cases();
+        assert!(cases.iter().all(|c| c.status != Status::Fail), "{cases:#?}");
+        let aside = case(&cases, "client.probe-requests").unwrap();
+        assert_eq!(aside.status, Status::Pass);
+        assert_eq!(aside.level, Level::May);
+        assert_eq!(
+            aside.message,
+            "3 marked request(s) set aside: fields.approval-without-rationale at POST \
+             /agent/request (2), status.no-leak at GET /agent/status/{id} (1)"
+        );
+
+        let body = serde_json::json!({"request_type": "APPROVAL", "agent_id": "a"});
+        judge.on_request(
+            "token #1",
+            "POST",
+            "/agent/request",
+            true,
+            Some(&body),
+            b"{}",
+        );
+        let cases = judge.cases();
+        let schema = case(&cases, "client.request-schema").unwrap();
+        assert_eq!(schema.status, Status::Fail, "{schema:#?}");
+        assert!(schema.message.starts_with("1 of 1 "), "{}", schema.message);
+
+        let none = ClientJudge::default();
+        none.on_request(
+            "token #1",
+            "POST",
+            "/agent/request",
+            true,
+            Some(&body),
+            b"{}",
+        );
+        assert!(case(&none.cases(), "client.probe-requests").is_none());
+    }
+}
