@@ -395,7 +395,8 @@ impl MockFleetArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct MockAgentArgs {
-    /// The protocol the agent speaks.
+    /// The protocol the agent speaks (librarian, connector: their reference peer, the Librarian
+    /// or the external agent, for `probe librarian|connector` to be tried on).
     #[arg(long, default_value = "roundtable", value_parser = protocol_names())]
     pub protocol: String,
     /// Address to bind (loopback unless told otherwise).
@@ -419,7 +420,8 @@ pub struct MockAgentArgs {
     #[arg(long, default_value = "reference-agent")]
     pub name: String,
     /// Behaviours, comma-separated: NAME[:ARGS][@ENDPOINT] (see `agent-tck mock behaviors`);
-    /// repeatable, the lists adding up (a wrapper script's list, and one more).
+    /// repeatable, the lists adding up (a wrapper script's list, and one more). For librarian
+    /// and connector: flaws of the reference peer served (listed under each protocol there).
     #[arg(long, value_name = "LIST", default_value = "conforming", action = clap::ArgAction::Append)]
     pub behavior: Vec<String>,
     /// Answer on stdin/stdout (protocols served over lines, e.g. execute-task; a request ends at

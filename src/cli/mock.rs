@@ -26,13 +26,77 @@ fn agents_of(name: &str) -> Result<&'static dyn AgentProtocol, Error> {
     served_agents(name).map(|served| served.agents)
 }
 
-/// The agents of protocol `name` that the mock engine serves.
+/// The agents of protocol `name` that the mock engine serves; else a usage error that says what
+/// the kit offers for it instead.
 fn served_agents(name: &str) -> Result<ServedAgents, Error> {
-    protocol(name)?.capabilities().agents.ok_or_else(|| {
-        Error::usage(format!(
-            "--protocol {name}: the kit does not play its agents"
-        ))
-    })
+    let offers = protocol(name)?.capabilities();
+    offers.agents.ok_or_else(|| nothing_to_serve(name, &offers))
+}
+
+/// `--protocol NAME` of a protocol whose agents the kit does not serve: what it offers instead.
+fn nothing_to_serve(name: &str, offers: &crate::protocols::plugin::Capabilities) -> Error {
+    let mut instead: Vec<String> = offers
+        .probes
+        .iter()
+        .map(|p| format!("probe {}", p.command().get_name()))
+        .collect();
+    if let Some(lint) = offers.lint {
+        instead.push(format!("lint {}", lint.command().get_name()));
+    }
+    if offers.command_agent.is_some() {
+        instead.push(format!("mock agent --protocol {name} --mode plan|execute"));
+        instead.push(format!("mock agents --protocol {name}"));
+    }
+    if offers.client_fleet.is_some() {
+        instead.push(format!("mock fleet (a file with `protocol: {name}`)"));
+    }
+    instead.push(format!("selftest --protocol {name}"));
+    Error::usage(format!(
+        "--protocol {name}: the kit serves no {name} agent; for {name} it offers {}",
+        instead.join(", ")
+    ))
+}
+
+/// `mock agent` of a protocol whose reference peer is a server of its own (see
+/// [`ReferenceServer`](crate::protocols::plugin::ReferenceServer)): the flags that do not apply
+/// to it refused, then served until interrupted.
+async fn serve_reference(
+    server: &'static dyn crate::protocols::plugin::ReferenceServer,
+    args: &MockAgentArgs,
+    behavior: &str,
+) -> Result<Ended, Error> {
+    use crate::protocols::plugin::{ReferenceAt, Served};
+    let mut unused = vec![
+        (
+            "--stdio, --tcp and --unix",
+            args.stdio || args.tcp.is_some() || args.unix.is_some(),
+        ),
+        ("--scenario", !args.scenario.is_empty()),
+        ("--seed", args.seed.is_some()),
+        ("--journal", args.run.journal.is_some()),
+    ];
+    if !server.judges_caller() {
+        let output = &args.run.output;
+        unused.push((
+            "--json, --junit and --html",
+            output.json.is_some() || output.junit.is_some() || output.html.is_some(),
+        ));
+    }
+    if let Some((flag, _)) = unused.into_iter().find(|(_, given)| *given) {
+        return Err(Error::usage(format!(
+            "{flag}: not for --protocol {}: its reference peer is served over HTTP, as it is",
+            args.protocol
+        )));
+    }
+    args.run.output.check()?;
+    let at = ReferenceAt {
+        addr: std::net::SocketAddr::new(args.host, args.port),
+        behavior,
+    };
+    match server.serve(at, Box::pin(shutdown_signal())).await? {
+        Served::Judged(report) => conclude(*report, &args.run.output),
+        Served::Interrupted => Ok(Ended::Interrupted),
+    }
 }
 
 pub(super) fn mock_agents(args: MockAgentsArgs) -> Result<Ended, Error> {
@@ -94,6 +158,9 @@ pub(super) async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
                 args.protocol
             )));
         }
+    }
+    if let Some(server) = protocol.capabilities().reference_server {
+        return serve_reference(server, &args, &behaviors).await;
     }
     let served = served_agents(&args.protocol)?;
     let agents = served.agents;
@@ -504,6 +571,34 @@ fn list_misbehaviors(out: &mut String, behaviors: &[crate::mock::behavior::Misbe
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_protocol_with_nothing_to_serve_is_told_what_the_kit_offers_instead() {
+        let mut offers = protocols::find("connector").unwrap().capabilities();
+        offers.agents = None;
+        assert_eq!(
+            nothing_to_serve("connector", &offers).to_string(),
+            "--protocol connector: the kit serves no connector agent; for connector it offers \
+             probe connector, mock fleet (a file with `protocol: connector`), selftest \
+             --protocol connector"
+        );
+        let offers = protocols::find("agent-standard").unwrap().capabilities();
+        let Err(e) = served_agents("agent-standard") else {
+            panic!("agent-standard's agents are commands, not served")
+        };
+        assert!(matches!(e, Error::Usage(_)), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            nothing_to_serve("agent-standard", &offers).to_string()
+        );
+        assert!(
+            e.to_string().contains(
+                "probe agent-standard, probe orchestration, lint agents, \
+             mock agent --protocol agent-standard --mode plan|execute"
+            ),
+            "{e}"
+        );
+    }
 
     #[test]
     fn every_preset_parses_and_builds_its_agents() {

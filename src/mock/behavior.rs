@@ -380,13 +380,21 @@ macro_rules! switches {
 
             /// The switches of misbehaviour `name` (`conforming`: none); None: no such name.
             pub fn named(name: &str) -> Option<$ty> {
+                Self::named_all(&mut std::iter::once(name)).ok()
+            }
+
+            /// The switches of every misbehaviour of `names` together (`conforming`: none);
+            /// Err: the first name that is none.
+            pub fn named_all(names: &mut dyn Iterator<Item = &str>) -> Result<$ty, String> {
                 let mut switches = <$ty>::default();
-                match name {
-                    $($name => switches.$field = true,)*
-                    "conforming" => {}
-                    _ => return None,
+                for name in names {
+                    match name {
+                        $($name => switches.$field = true,)*
+                        "conforming" => {}
+                        _ => return Err(name.to_string()),
+                    }
                 }
-                Some(switches)
+                Ok(switches)
             }
         }
     };

@@ -237,6 +237,57 @@ pub struct CommandAgent<'a> {
     pub journal: Option<&'a Path>,
 }
 
+/// What `mock agent` says to a protocol's reference server.
+pub struct ReferenceAt<'a> {
+    /// `--host` and `--port` (0: the OS picks one).
+    pub addr: std::net::SocketAddr,
+    /// `--behavior`, as written: `conforming`, or flaws of [`Capabilities::behaviors`],
+    /// comma-separated.
+    pub behavior: &'a str,
+}
+
+/// What a protocol's reference server ends with.
+pub enum Served {
+    /// It judged its caller: the report.
+    Judged(Box<Report>),
+    /// It judges nothing: it was served until interrupted.
+    Interrupted,
+}
+
+/// A protocol's reference peer as `mock agent --protocol NAME` serves it: the one its self-test
+/// probes, with the flaws its matrix plays.
+pub trait ReferenceServer: Sync {
+    /// Whether it judges its caller (and so writes a report: `--json`, `--junit`).
+    fn judges_caller(&self) -> bool;
+
+    /// Serves it at `at` until `stop`, having printed one line with its address and the probe
+    /// command to point at it. A `--behavior` that names no flaw is a usage error that lists
+    /// them.
+    fn serve<'a>(
+        &'a self,
+        at: ReferenceAt<'a>,
+        stop: BoxFuture<'static, ()>,
+    ) -> BoxFuture<'a, Result<Served, Error>>;
+}
+
+/// The flaws `behavior` names (`conforming`, or names of `names`, comma-separated), by `named`
+/// (a `switches!` table's [`named_all`](crate::mock::behavior::switches)); a name that is none
+/// is a usage error that lists `whose` flaws.
+pub fn flaws_named<T>(
+    behavior: &str,
+    whose: &str,
+    names: &[&str],
+    named: fn(&mut dyn Iterator<Item = &str>) -> Result<T, String>,
+) -> Result<T, Error> {
+    let mut items = behavior.split(',').map(str::trim).filter(|s| !s.is_empty());
+    named(&mut items).map_err(|bad| {
+        Error::usage(format!(
+            "--behavior {bad:?}: no flaw of {whose} (known: conforming, {})",
+            names.join(", ")
+        ))
+    })
+}
+
 /// What `mock agents` says to a protocol: write a set of its mock agents.
 pub struct AgentSet<'a> {
     pub dir: &'a Path,
@@ -293,6 +344,10 @@ pub struct Capabilities {
     pub lint: Option<&'static dyn ProtocolCommand<Exit>>,
     /// Its agents, when the mock engine serves them (`mock agent`, `mock fleet`).
     pub agents: Option<ServedAgents>,
+    /// Its reference peer, served as it is by the self-test, when the mock engine does not serve
+    /// its agents (the Librarian's server, the connector's external agent): `mock agent
+    /// --protocol NAME` serves it, a try-it peer for `probe NAME`.
+    pub reference_server: Option<&'static dyn ReferenceServer>,
     /// Its agent as a command run once per call rather than served (the agent standard's).
     pub command_agent: Option<&'static dyn CommandAgents>,
     /// A fleet of its *clients* against a server, for a protocol whose platform is the server
@@ -318,6 +373,7 @@ impl Capabilities {
             probes: &[],
             lint: None,
             agents: None,
+            reference_server: None,
             command_agent: None,
             client_fleet: None,
             behaviors: &[],

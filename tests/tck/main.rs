@@ -42,3 +42,4 @@ mod task;
 mod task_verdicts;
 mod toy;
 mod toy_protocol;
+mod try_it;

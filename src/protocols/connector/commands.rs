@@ -90,8 +90,12 @@ async fn probe_reference(
     )
     .await?;
     let settings = Settings {
-        input: split_url(&format!("{}/v1/assistant/input", running.url()))
-            .ok_or_else(|| Error::run("the reference's URL"))?,
+        input: split_url(&format!(
+            "{}{}",
+            running.url(),
+            super::reference::INPUT_PATH
+        ))
+        .ok_or_else(|| Error::run("the reference's URL"))?,
         agent_id: "external-agent-a".into(),
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         callback_base: None,
@@ -156,6 +160,7 @@ impl Protocol for Connector {
         Capabilities {
             probes: &[&ConnectorProbe],
             client_fleet: Some(&ConnectorFleet),
+            reference_server: Some(&super::reference::ReferenceAgent),
             behaviors: super::behaviors::BEHAVIORS,
             files: FILES,
             ..Capabilities::none(&ConnectorSelftest)

@@ -4,12 +4,16 @@
 //! callbackUrl it was given, retried twice with backoff if the server fails it. [`Flaws`] switch
 //! on one departure each, so that every probe case has an agent that breaks it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::task::TaskTracker;
 
+use crate::error::Error;
 use crate::mock::http1::{Delivered, Handler, Plan, Request, Response};
+use crate::protocols::plugin::{flaws_named, ReferenceAt, ReferenceServer, Served};
 use crate::transport::http::{self as client, BaseUrl, Limits};
 
 /// One departure from the document each, switched on by name (the list is in `behaviors.rs`).
@@ -37,6 +41,9 @@ pub struct Flaws {
     /// (at most three tries) on its own.
     pub many_callbacks: bool,
 }
+
+/// The path of the reference agent's inputUrl (it takes forwards on any path).
+pub const INPUT_PATH: &str = "/v1/assistant/input";
 
 /// Splits `http://host:port/path?query` into its origin and the rest.
 pub fn split_url(url: &str) -> Option<(BaseUrl, String)> {
@@ -202,4 +209,41 @@ impl Handler for ExternalAgent {
     }
 
     async fn finish(&self, _: (), _: Delivered) {}
+}
+
+/// `mock agent --protocol connector`: the reference external agent, with the flaws `--behavior`
+/// names, served until interrupted; it judges nothing (the probe judges it).
+pub struct ReferenceAgent;
+
+impl ReferenceServer for ReferenceAgent {
+    fn judges_caller(&self) -> bool {
+        false
+    }
+
+    fn serve<'a>(
+        &'a self,
+        at: ReferenceAt<'a>,
+        stop: BoxFuture<'static, ()>,
+    ) -> BoxFuture<'a, Result<Served, Error>> {
+        Box::pin(async move {
+            let flaws = flaws_named(
+                at.behavior,
+                "the reference external agent",
+                Flaws::NAMES,
+                Flaws::named_all,
+            )?;
+            let running =
+                crate::mock::http1::spawn(Arc::new(ExternalAgent::new(flaws)), at.addr).await?;
+            let input = format!("{}{INPUT_PATH}", running.url());
+            crate::outln!(
+                "agent-tck mock agent · connector · the reference external agent (behavior {}) · inputUrl {input}",
+                at.behavior
+            );
+            crate::outln!("  probe it: agent-tck probe connector --input-url {input}");
+            stop.await;
+            running.stop().await;
+            eprintln!("interrupted: the reference external agent stopped");
+            Ok(Served::Interrupted)
+        })
+    }
 }

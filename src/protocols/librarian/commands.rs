@@ -9,15 +9,16 @@ use futures::future::BoxFuture;
 use super::mock::Script;
 use super::probe::{self, Settings};
 use super::reference::{Flaws, Librarian, Registered};
-use super::registry::read_registry;
+use super::registry::{parse_registry, read_registry};
 use super::NAME;
 use crate::error::Error;
 use crate::mock::behavior::Misbehavior;
 use crate::probe::args::Common;
 use crate::probe::args::{seed_or_clock, RunArgs};
 use crate::protocols::plugin::{
-    driver_probe, BehaviorError, Capabilities, ClientFleet, FleetFlags, MatrixRow, OnCase,
-    ProbeJob, Protocol, ProtocolCommand, Selftest, SelftestRun, SettingsError, UserFile,
+    driver_probe, flaws_named, BehaviorError, Capabilities, ClientFleet, FleetFlags, MatrixRow,
+    OnCase, ProbeJob, Protocol, ProtocolCommand, ReferenceAt, ReferenceServer, Selftest,
+    SelftestRun, Served, SettingsError, UserFile,
 };
 use crate::report::output::OutputArgs;
 use crate::report::Report;
@@ -148,6 +149,7 @@ impl Protocol for LibrarianProtocol {
         Capabilities {
             probes: &[&LibrarianProbe],
             client_fleet: Some(&LibrarianFleet),
+            reference_server: Some(&ReferenceLibrarian),
             behaviors: super::behaviors::BEHAVIORS,
             files: FILES,
             fleet_presets: &[(
@@ -296,32 +298,19 @@ async fn probe_reference(
 
 /// The agents of the reference Librarian: (agent, token).
 pub fn reference_tokens() -> Vec<(String, String)> {
-    vec![
-        ("claude-3".into(), "tck-token-claude-3".into()),
-        ("gemini-pro".into(), "tck-token-gemini-pro".into()),
-    ]
+    reference_registry()
+        .into_iter()
+        .map(|r| (r.id, r.token))
+        .collect()
 }
 
-/// The reference Librarian's registry, after the document's config/agents.yaml: claude-3 may
-/// read, write and analyze architecture, design and code; gemini-pro may read, analyze and
-/// validate anything (and change nothing).
+/// The reference Librarian's registry ([`REFERENCE_REGISTRY`]), after the document's
+/// config/agents.yaml: claude-3 may read, write and analyze architecture, design and code;
+/// gemini-pro may read, analyze and validate anything (and change nothing).
 pub fn reference_registry() -> Vec<Registered> {
-    let tokens = reference_tokens();
-    let strings = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    vec![
-        Registered {
-            id: tokens[0].0.clone(),
-            token: tokens[0].1.clone(),
-            capabilities: strings(&["read", "write", "analyze"]),
-            allowed_targets: strings(&["architecture", "design", "code"]),
-        },
-        Registered {
-            id: tokens[1].0.clone(),
-            token: tokens[1].1.clone(),
-            capabilities: strings(&["read", "analyze", "validate"]),
-            allowed_targets: strings(&["all"]),
-        },
-    ]
+    let (source, text) = REFERENCE_REGISTRY;
+    // Built in, and read by a unit test: a mistake in it is the kit's, found before a release.
+    parse_registry(source, text, true).unwrap_or_default()
 }
 
 /// The reference Librarian, with `flaws`, on a loopback port.
@@ -334,6 +323,27 @@ pub async fn reference(flaws: Flaws) -> Result<super::reference::Served, Error> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reference_registry_file_reads_as_the_reference_serves_it() {
+        let registry = reference_registry();
+        let ids: Vec<&str> = registry.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["claude-3", "gemini-pro"]);
+        assert_eq!(registry[0].capabilities, ["read", "write", "analyze"]);
+        assert_eq!(
+            registry[0].allowed_targets,
+            ["architecture", "design", "code"]
+        );
+        assert_eq!(registry[1].capabilities, ["read", "analyze", "validate"]);
+        assert_eq!(registry[1].allowed_targets, ["all"]);
+        assert_eq!(
+            reference_tokens(),
+            [
+                ("claude-3".to_string(), "tck-token-claude-3".to_string()),
+                ("gemini-pro".to_string(), "tck-token-gemini-pro".to_string())
+            ]
+        );
+    }
 
     #[test]
     fn tokens_are_agent_equals_token() {
@@ -456,17 +466,32 @@ pub async fn mock_librarian(
     if let Some(path) = &args.journal {
         librarian = librarian.journaling(path)?;
     }
-    let served =
-        super::reference::serve_on(librarian, std::net::SocketAddr::new(args.host, args.port))
-            .await?;
+    let addr = std::net::SocketAddr::new(args.host, args.port);
+    judge_client(librarian, addr, until, args.strict, stop, |url| {
+        crate::outln!("agent-tck mock librarian · listening on {url}");
+    })
+    .await
+}
+
+/// Serves `librarian` (a mock: it has a judge) on `addr` until `until` or `stop`, having told
+/// `announce` its URL, then judges the client that called it.
+async fn judge_client(
+    librarian: Librarian,
+    addr: std::net::SocketAddr,
+    until: Until,
+    strict: bool,
+    stop: impl std::future::Future<Output = ()>,
+    announce: impl FnOnce(&str),
+) -> Result<Report, Error> {
+    let served = super::reference::serve_on(librarian, addr).await?;
     let run = crate::report::RunInfo::start(
         "mock",
         NAME,
         format!("the agent client that called {}", served.url),
         0,
-        args.strict,
+        strict,
     );
-    crate::outln!("agent-tck mock librarian · listening on {}", served.url);
+    announce(&served.url);
     let served_librarian = served.librarian.clone();
     let judge = served_librarian.judge.as_ref();
     let reached = async {
@@ -491,4 +516,63 @@ pub async fn mock_librarian(
     let mut secrets = served_librarian.tokens_seen();
     secrets.extend(served_librarian.registered_tokens());
     Ok(run.report(cases, &crate::text::Redactor::new(secrets)))
+}
+
+/// The reference Librarian's registry as a file: what `probe librarian --registry` is given to
+/// probe it (and what [`reference_registry`] reads).
+pub const REFERENCE_REGISTRY: (&str, &str) = (
+    "mocks/librarian-agents.yaml",
+    include_str!("../../../mocks/librarian-agents.yaml"),
+);
+
+/// `mock agent --protocol librarian`: the reference Librarian the self-test certifies (its
+/// registry, strict mode, the flaws `--behavior` names), and the judge of `mock librarian`
+/// watching its caller, served until interrupted.
+pub struct ReferenceLibrarian;
+
+impl ReferenceServer for ReferenceLibrarian {
+    fn judges_caller(&self) -> bool {
+        true
+    }
+
+    fn serve<'a>(
+        &'a self,
+        at: ReferenceAt<'a>,
+        stop: BoxFuture<'static, ()>,
+    ) -> BoxFuture<'a, Result<Served, Error>> {
+        Box::pin(async move {
+            let flaws = flaws_named(
+                at.behavior,
+                "the reference Librarian",
+                Flaws::NAMES,
+                Flaws::named_all,
+            )?;
+            let librarian = Librarian::new(reference_registry(), flaws).mocking(Script::default());
+            let announce = |url: &str| {
+                let tokens: Vec<String> = reference_tokens()
+                    .iter()
+                    .map(|(agent, token)| format!("--token {agent}={token}"))
+                    .collect();
+                crate::outln!(
+                    "agent-tck mock agent · librarian · the reference Librarian (behavior {}) · listening on {url}",
+                    at.behavior
+                );
+                crate::outln!(
+                    "  probe it: agent-tck probe librarian --url {url} {} --registry {} --allow-deviations false",
+                    tokens.join(" "),
+                    REFERENCE_REGISTRY.0
+                );
+            };
+            let report = judge_client(
+                librarian,
+                at.addr,
+                Until::Interrupted,
+                false,
+                stop,
+                announce,
+            )
+            .await?;
+            Ok(Served::Judged(Box::new(report)))
+        })
+    }
 }

@@ -325,6 +325,9 @@ struct JudgeState {
     sends: HashMap<u64, u32>,
     /// Hash of the request in flight per agent, for on_answer.
     last_hash: HashMap<String, u64>,
+    /// Requests agent-tck's probe marked as its own tests (`x-agent-tck-case`), set aside:
+    /// "CASE at PATH" → how many.
+    marked: std::collections::BTreeMap<String, u64>,
 }
 
 /// What a request asks for, whatever its wording: who, its type, action and target (and the
@@ -493,6 +496,26 @@ impl ClientJudge {
         s.last_hash.insert(who.to_string(), hash);
     }
 
+    /// A request agent-tck's probe marked as its own test of `case` (header `x-agent-tck-case`):
+    /// counted, not judged as the client's, nor is its answer.
+    pub fn on_marked(&self, case: &str, method: &str, path: &str) {
+        const KINDS: usize = 100;
+        let Ok(mut s) = self.state.lock() else { return };
+        s.requests += 1;
+        // A lookup's path holds its request id: the endpoint is enough.
+        let path = if path.starts_with("/agent/status/") {
+            "/agent/status/{id}"
+        } else {
+            path
+        };
+        let key = format!("{} at {method} {path}", crate::text::excerpt_str(case, 80));
+        if let Some(n) = s.marked.get_mut(&key) {
+            *n += 1;
+        } else if s.marked.len() < KINDS {
+            s.marked.insert(key, 1);
+        }
+    }
+
     /// What the mock answered to `who`'s last request.
     pub fn on_answer(&self, who: &str, path: &str, body: Option<&Value>, answered: &Answered) {
         let Ok(mut s) = self.state.lock() else { return };
@@ -601,6 +624,77 @@ impl ClientJudge {
                 c.skip("not judged: no request reached the mock Librarian; point the agent client at the URL it printed and have it make requests");
             }
         }
+        if !s.marked.is_empty() {
+            let mut case = CaseResult::new("client.probe-requests", g, Level::May, "requests agent-tck's probe marked as its own tests (x-agent-tck-case), set aside: not judged as the client's", "agent-tck (a probe's negative cases: a body that breaks the rules, no token, content over the limit, a burst past the rate limit)");
+            let total: u64 = s.marked.values().sum();
+            let kinds: Vec<String> = s.marked.iter().map(|(k, n)| format!("{k} ({n})")).collect();
+            case.pass_noting(
+                crate::report::Evidence::new(total, "requests marked as the probe's"),
+                format!("{total} marked request(s) set aside: {}", kinds.join(", ")),
+                String::new,
+            );
+            cases.push(case);
+        }
         cases
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Status;
+
+    fn case<'c>(cases: &'c [CaseResult], id: &str) -> Option<&'c CaseResult> {
+        cases.iter().find(|c| c.id == id)
+    }
+
+    /// The probe's marked requests are counted by case and endpoint, not judged; the client's
+    /// own bad request beside them still fails its case; with none marked, the case is absent.
+    #[test]
+    fn marked_requests_are_set_aside_and_counted_by_case() {
+        let judge = ClientJudge::default();
+        for _ in 0..2 {
+            judge.on_marked(
+                "fields.approval-without-rationale",
+                "POST",
+                "/agent/request",
+            );
+        }
+        judge.on_marked("status.no-leak", "GET", "/agent/status/req-000007");
+        let cases = judge.cases();
+        assert!(cases.iter().all(|c| c.status != Status::Fail), "{cases:#?}");
+        let aside = case(&cases, "client.probe-requests").unwrap();
+        assert_eq!(aside.status, Status::Pass);
+        assert_eq!(aside.level, Level::May);
+        assert_eq!(
+            aside.message,
+            "3 marked request(s) set aside: fields.approval-without-rationale at POST \
+             /agent/request (2), status.no-leak at GET /agent/status/{id} (1)"
+        );
+
+        let body = serde_json::json!({"request_type": "APPROVAL", "agent_id": "a"});
+        judge.on_request(
+            "token #1",
+            "POST",
+            "/agent/request",
+            true,
+            Some(&body),
+            b"{}",
+        );
+        let cases = judge.cases();
+        let schema = case(&cases, "client.request-schema").unwrap();
+        assert_eq!(schema.status, Status::Fail, "{schema:#?}");
+        assert!(schema.message.starts_with("1 of 1 "), "{}", schema.message);
+
+        let none = ClientJudge::default();
+        none.on_request(
+            "token #1",
+            "POST",
+            "/agent/request",
+            true,
+            Some(&body),
+            b"{}",
+        );
+        assert!(case(&none.cases(), "client.probe-requests").is_none());
     }
 }

@@ -825,7 +825,15 @@ impl Handler for Librarian {
                     .map(|a| format!("agent {a} (no token)"))
             })
             .unwrap_or_else(|| "(anonymous)".to_string());
-        if let Some(j) = &self.judge {
+        // agent-tck's probe marks its own tests: the judge sets them aside (the rules still
+        // answer them).
+        let marked = request
+            .header(crate::probe::exchange::DELIBERATE_HEADER)
+            .map(str::to_string);
+        let judge = self.judge.as_ref();
+        if let (Some(j), Some(case)) = (judge, &marked) {
+            j.on_marked(case, &request.method, &path);
+        } else if let Some(j) = judge {
             j.on_request(
                 &who,
                 &request.method,
@@ -883,7 +891,7 @@ impl Handler for Librarian {
             plan.ttfb = after;
         }
         self.journal(&request, parsed.as_ref(), &step, &plan);
-        if let Some(j) = &self.judge {
+        if let Some(j) = judge.filter(|_| marked.is_none()) {
             let answer: Option<Value> = serde_json::from_slice(&plan.response.body).ok();
             let field = |k: &str| {
                 answer

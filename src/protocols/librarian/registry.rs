@@ -54,7 +54,17 @@ pub fn read_registry(path: &Path, need_tokens: bool) -> Result<Vec<Registered>, 
         file: source.clone(),
         cause: e.to_string(),
     })?;
-    let file: RegistryFile = serde_saphyr::from_str(&text)
+    parse_registry(&source, &text, need_tokens)
+}
+
+/// The agents of a registry's `text`, read from `source` (see [`read_registry`]).
+pub fn parse_registry(
+    source: &str,
+    text: &str,
+    need_tokens: bool,
+) -> Result<Vec<Registered>, RegistryError> {
+    let source = source.to_string();
+    let file: RegistryFile = serde_saphyr::from_str(text)
         .map_err(|e| RegistryError::Yaml(crate::text::yaml_error(&source, &e.to_string())))?;
     let mut agents = Vec::new();
     for (id, a) in file.agents {

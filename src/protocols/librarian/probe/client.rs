@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
+use crate::probe::exchange::DELIBERATE_HEADER;
 use crate::protocols::librarian::model::{self, LIMITS};
 use crate::protocols::librarian::reference::Registered;
 use crate::report::Exchange;
@@ -44,6 +45,10 @@ pub(super) struct Client<'a> {
     pub(super) limited_with: Option<Vec<(String, String)>>,
     /// Whether each endpoint answered its own valid request (see [`Gate`]), asked once a run.
     pub(super) gates: std::collections::HashMap<Gate, Result<(), Unopened>>,
+    /// The running case, when its requests are the probe's own tests rather than a client's
+    /// (see `runner::marked`): each is sent with `x-agent-tck-case: CASE`, so that a mock
+    /// Librarian judging its caller sets it aside.
+    pub(super) marked: Option<String>,
 }
 
 /// A request that got no answer (the transport's words): the running case fails with them.
@@ -262,6 +267,7 @@ impl<'a> Client<'a> {
             judges_5xx: false,
             limited_with: None,
             gates: std::collections::HashMap::new(),
+            marked: None,
         }
     }
     pub(super) fn agent(&self, i: usize) -> Option<&(String, String)> {
@@ -285,6 +291,9 @@ impl<'a> Client<'a> {
             }
             if let Some(t) = token {
                 headers.push(("authorization".into(), format!("Bearer {t}")));
+            }
+            if let Some(case) = &self.marked {
+                headers.push((DELIBERATE_HEADER.into(), case.clone()));
             }
             let req = Request {
                 method: method.into(),

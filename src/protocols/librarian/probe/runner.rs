@@ -95,6 +95,7 @@ pub async fn run(
                     | Scenario::Limit { .. }
                     | Scenario::Auth(_)
             );
+            client.marked = marked(&scenario).then(|| spec.id.value.clone());
             let t0 = Instant::now();
             judge(&mut client, &scenario, &mut case).await;
             case.set_duration(t0.elapsed());
@@ -131,6 +132,25 @@ pub async fn run(
             .join("; ")
     ));
     Ok(report)
+}
+
+/// Whether a scenario's requests are the probe's own tests, not what a client of the protocol
+/// sends: a body that breaks the rules, no token or a foreign one, content over the limit, a
+/// minute's burst, what the registry does not allow, or an APPROVAL asked only to see its answer
+/// (the probe does no work, so it never REPORTs it). They are marked (`x-agent-tck-case`) so
+/// that `mock librarian` does not hold them against the client; the rest (valid QUERYs,
+/// VALIDATEs and REPORTs, lookups, the whole lifecycle) are a client's, and judged.
+pub(super) fn marked(s: &Scenario) -> bool {
+    !matches!(
+        s,
+        Scenario::ValidRequest(_)
+            | Scenario::StatusUnknown
+            | Scenario::Context
+            | Scenario::Capabilities
+            | Scenario::Lifecycle
+            | Scenario::Escalation
+            | Scenario::Concurrent
+    ) || *s == Scenario::ValidRequest("APPROVAL".into())
 }
 
 pub(super) fn needs_registry(s: &Scenario) -> bool {
