@@ -400,7 +400,9 @@ impl Handler for FleetHandler {
             .first_of(["authorization", crate::probe::exchange::DELIBERATE_HEADER]);
         let auth = Self::auth(agent, authorization);
         let known = agent.protocol.endpoint(endpoint);
-        let body = Body::checked(&request.body, known.and_then(|e| e.request_schema));
+        // A keep-alive connection is one channel: its peer address is unique while it is open.
+        let body = Body::checked(&request.body, known.and_then(|e| e.request_schema))
+            .on_channel(crate::text::fnv1a(&request.peer.to_string()));
         // Read once, for the observer, the journal and the answer's note.
         let id = agent
             .protocol
