@@ -156,6 +156,36 @@ pub(super) async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
 /// harness) as a mock session does. Over stdio the reports are rewritten after every answer (a
 /// harness may kill the agent at any moment), the readable report goes to stderr, and the exit
 /// status is 0 whatever the verdict: the harness reads it as the agent's.
+/// What a stdio mock says first on stderr: where its report goes. Harnesses often discard an
+/// agent's stderr, where the readable report goes when stdin ends; a report file survives that.
+fn stdio_report_notice(output: &crate::report::output::OutputArgs) -> Vec<String> {
+    let files: Vec<String> = [
+        ("--json", &output.json),
+        ("--junit", &output.junit),
+        ("--html", &output.html),
+    ]
+    .into_iter()
+    .filter_map(|(flag, path)| {
+        let path = path.as_ref()?;
+        let shown = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        Some(format!("{flag} {}", shown.display()))
+    })
+    .collect();
+    let first = "agent-tck mock agent (stdio): the readable report goes to stderr when stdin ends";
+    if files.is_empty() {
+        vec![
+            first.to_string(),
+            "warning: no report file asked for: the harness may discard stderr; add --json FILE"
+                .to_string(),
+        ]
+    } else {
+        vec![format!(
+            "{first}; the report files, rewritten after each answer: {}",
+            files.join(", ")
+        )]
+    }
+}
+
 async fn serve_line_agent(
     agent: MockAgent,
     args: &MockAgentArgs,
@@ -196,6 +226,10 @@ async fn serve_line_agent(
         run.report(service.cases(), &Redactor::new(None))
     };
     if args.stdio {
+        // Before the first request: a harness that shows or keeps stderr shows this first.
+        for line in stdio_report_notice(&args.run.output) {
+            eprintln!("{line}");
+        }
         let rewrite = |s: &LineService| {
             let _ = args.run.output.write_quietly(&report_of(s));
         };
