@@ -17,8 +17,6 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use super::reference::Step;
-
 /// The turn a request says it is: its `turn`, else one past the agent turns of its history.
 /// None when it says neither.
 pub fn stated_turn(request: &Value) -> Option<u64> {
@@ -82,17 +80,6 @@ impl Said {
     /// Whether it continues a conversation by its words alone.
     pub fn continues(&self) -> bool {
         !matches!(self, Said::Other)
-    }
-
-    /// The index of the step after the one this result answers, in `script`.
-    pub fn next_step(&self, script: &[Step]) -> Option<usize> {
-        let answers = |step: &Step| match (self, step) {
-            (Said::ToolResult(name), Step::Call { tool, .. }) => tool == name,
-            (Said::ToolResult(name), Step::CallMany(calls)) => calls.iter().any(|(t, _)| t == name),
-            (Said::ToolResults, Step::CallMany(_)) => true,
-            _ => false,
-        };
-        script.iter().rposition(answers).map(|i| i + 1)
     }
 }
 

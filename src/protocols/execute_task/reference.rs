@@ -229,14 +229,25 @@ impl TaskAgent {
 
     /// The script (by its opening task) and step a result continues, from its words alone.
     fn place_of(&self, said: &Said) -> (String, usize) {
-        if let Some(i) = said.next_step(&self.script) {
+        if let Some(i) = step_after(said, &self.script) {
             return (String::new(), i);
         }
         self.scenarios
             .iter()
-            .find_map(|(task, script)| Some((task.clone(), said.next_step(script)?)))
+            .find_map(|(task, script)| Some((task.clone(), step_after(said, script)?)))
             .unwrap_or((String::new(), usize::MAX))
     }
+}
+
+/// The index of the step after the one `said` (a tool result) answers, in `script`.
+fn step_after(said: &Said, script: &[Step]) -> Option<usize> {
+    let answers = |step: &Step| match (said, step) {
+        (Said::ToolResult(name), Step::Call { tool, .. }) => tool == name,
+        (Said::ToolResult(name), Step::CallMany(calls)) => calls.iter().any(|(t, _)| t == name),
+        (Said::ToolResults, Step::CallMany(_)) => true,
+        _ => false,
+    };
+    script.iter().rposition(answers).map(|i| i + 1)
 }
 
 fn step_answer(step: &Step, task: &str) -> Value {
