@@ -219,8 +219,11 @@ async fn serve_line_agent(
         (_, Some(path)) => format!("the harness that connected to unix://{}", path.display()),
         _ => "the harness that ran this agent (stdio)".to_string(),
     };
+    // With --tcp 0 the port is known once bound: the report names the bound one.
+    let bound_target = std::sync::OnceLock::new();
     let report_of = |service: &LineService| {
-        let mut run = RunInfo::start("mock", protocol, target.clone(), seed, args.run.strict);
+        let target = bound_target.get().unwrap_or(&target).clone();
+        let mut run = RunInfo::start("mock", protocol, target, seed, args.run.strict);
         run.started = started;
         run.started_at = started_at.clone();
         run.report(service.cases(), &Redactor::new(None))
@@ -266,6 +269,7 @@ async fn serve_line_agent(
         let bound = listener
             .local_addr()
             .map_err(|e| Error::run(e.to_string()))?;
+        let _ = bound_target.set(format!("the harness that connected to tcp://{bound}"));
         crate::outln!(
             "agent-tck mock agent · {protocol} {:?} · newline-delimited JSON · listening on tcp://{bound}",
             service.agent.name()

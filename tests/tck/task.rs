@@ -696,3 +696,73 @@ async fn a_stdio_mock_says_first_where_its_report_goes() {
     assert_eq!(report["protocol"], "execute-task");
     assert!(std::fs::metadata(&html).unwrap().len() > 0);
 }
+
+/// A socket: one connection for the conversation, or one per turn (as a harness that opens a
+/// connection per request does); a line each way.
+struct SocketTurns {
+    addr: String,
+    kept: Option<tokio::io::BufReader<tokio::net::TcpStream>>,
+    keep_alive: bool,
+}
+
+impl Turns for SocketTurns {
+    async fn send(&mut self, request: serde_json::Value) -> serde_json::Value {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        if self.kept.is_none() || !self.keep_alive {
+            let stream = tokio::net::TcpStream::connect(&self.addr).await.unwrap();
+            self.kept = Some(tokio::io::BufReader::new(stream));
+        }
+        let stream = self.kept.as_mut().unwrap();
+        stream
+            .get_mut()
+            .write_all(format!("{request}\n").as_bytes())
+            .await
+            .unwrap();
+        let mut line = String::new();
+        stream.read_line(&mut line).await.unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+}
+
+#[tokio::test]
+async fn a_harness_that_sends_no_turn_gets_a_final_answer_over_a_socket() {
+    let dir = TempDir::new("turnless-socket");
+    let json = dir.path("mock.json");
+    let args = [
+        "mock",
+        "agent",
+        "--protocol",
+        "execute-task",
+        "--tcp",
+        "0",
+        "--json",
+        json.as_str(),
+    ];
+    let mut mock = crate::support::Spawned::tck(&args, Duration::from_secs(120));
+    let ready = mock.line();
+    let addr = ready
+        .rsplit_once("tcp://")
+        .map(|(_, addr)| addr.trim().to_string())
+        .unwrap_or_else(|| panic!("{ready}"));
+    for keep_alive in [true, false] {
+        let mut turns = SocketTurns {
+            addr: addr.clone(),
+            kept: None,
+            keep_alive,
+        };
+        let actions = tokio::time::timeout(TURNLESS_DEADLINE, turnless_run(&mut turns))
+            .await
+            .unwrap();
+        assert_eq!(actions, FINISHED, "keep_alive: {keep_alive}");
+    }
+    let output = mock.interrupt(Duration::from_secs(30));
+    // Its verdict on a harness without `turn`: the request schema fails (exit 1).
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // The report names the port bound, not the 0 asked for.
+    assert_eq!(
+        report["target"],
+        format!("the harness that connected to tcp://{addr}")
+    );
+}
