@@ -223,6 +223,36 @@ pub(super) async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
 /// harness) as a mock session does. Over stdio the reports are rewritten after every answer (a
 /// harness may kill the agent at any moment), the readable report goes to stderr, and the exit
 /// status is 0 whatever the verdict: the harness reads it as the agent's.
+/// What a stdio mock says first on stderr: where its report goes. Harnesses often discard an
+/// agent's stderr, where the readable report goes when stdin ends; a report file survives that.
+fn stdio_report_notice(output: &crate::report::output::OutputArgs) -> Vec<String> {
+    let files: Vec<String> = [
+        ("--json", &output.json),
+        ("--junit", &output.junit),
+        ("--html", &output.html),
+    ]
+    .into_iter()
+    .filter_map(|(flag, path)| {
+        let path = path.as_ref()?;
+        let shown = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        Some(format!("{flag} {}", shown.display()))
+    })
+    .collect();
+    let first = "agent-tck mock agent (stdio): the readable report goes to stderr when stdin ends";
+    if files.is_empty() {
+        vec![
+            first.to_string(),
+            "warning: no report file asked for: the harness may discard stderr; add --json FILE"
+                .to_string(),
+        ]
+    } else {
+        vec![format!(
+            "{first}; the report files, rewritten after each answer: {}",
+            files.join(", ")
+        )]
+    }
+}
+
 async fn serve_line_agent(
     agent: MockAgent,
     args: &MockAgentArgs,
@@ -256,13 +286,20 @@ async fn serve_line_agent(
         (_, Some(path)) => format!("the harness that connected to unix://{}", path.display()),
         _ => "the harness that ran this agent (stdio)".to_string(),
     };
+    // With --tcp 0 the port is known once bound: the report names the bound one.
+    let bound_target = std::sync::OnceLock::new();
     let report_of = |service: &LineService| {
-        let mut run = RunInfo::start("mock", protocol, target.clone(), seed, args.run.strict);
+        let target = bound_target.get().unwrap_or(&target).clone();
+        let mut run = RunInfo::start("mock", protocol, target, seed, args.run.strict);
         run.started = started;
         run.started_at = started_at.clone();
         run.report(service.cases(), &Redactor::new(None))
     };
     if args.stdio {
+        // Before the first request: a harness that shows or keeps stderr shows this first.
+        for line in stdio_report_notice(&args.run.output) {
+            eprintln!("{line}");
+        }
         let rewrite = |s: &LineService| {
             let _ = args.run.output.write_quietly(&report_of(s));
         };
@@ -299,6 +336,7 @@ async fn serve_line_agent(
         let bound = listener
             .local_addr()
             .map_err(|e| Error::run(e.to_string()))?;
+        let _ = bound_target.set(format!("the harness that connected to tcp://{bound}"));
         crate::outln!(
             "agent-tck mock agent · {protocol} {:?} · newline-delimited JSON · listening on tcp://{bound}",
             service.agent.name()

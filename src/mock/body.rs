@@ -21,6 +21,7 @@ pub struct Body<'a> {
     schema: Option<&'a str>,
     admitted: Option<Skim<'a>>,
     value: OnceLock<Option<Value>>,
+    channel: Option<u64>,
 }
 
 impl<'a> Body<'a> {
@@ -31,6 +32,7 @@ impl<'a> Body<'a> {
             schema: None,
             admitted: None,
             value: OnceLock::new(),
+            channel: None,
         }
     }
 
@@ -43,7 +45,22 @@ impl<'a> Body<'a> {
             schema,
             admitted,
             value: OnceLock::new(),
+            channel: None,
         }
+    }
+
+    /// The same body, known to have come on channel `id`: one stdio process, one socket
+    /// connection, one HTTP keep-alive connection. Requests of one channel come in order, so a
+    /// responder may follow a conversation by it when the requests themselves don't say where
+    /// it is. Ids are unique among the channels open at once, not over a whole run.
+    pub fn on_channel(mut self, id: u64) -> Body<'a> {
+        self.channel = Some(id);
+        self
+    }
+
+    /// The channel it came on, when the transport gives one (see [`Body::on_channel`]).
+    pub fn channel(&self) -> Option<u64> {
+        self.channel
     }
 
     /// The body as JSON, if it is JSON (parsed now if no one asked before).

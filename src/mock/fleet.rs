@@ -364,6 +364,16 @@ impl FleetHandler {
     }
 }
 
+/// A keep-alive connection is one channel (see [`Body::on_channel`]): its peer address is unique
+/// while it is open. Folded without allocating (this runs on every request).
+fn channel_of(peer: SocketAddr) -> u64 {
+    let ip = match peer.ip() {
+        std::net::IpAddr::V4(ip) => u128::from(u32::from(ip)),
+        std::net::IpAddr::V6(ip) => u128::from(ip),
+    };
+    ((ip as u64) ^ ((ip >> 64) as u64)).rotate_left(16) ^ u64::from(peer.port())
+}
+
 impl Handler for FleetHandler {
     type Note = Note;
 
@@ -400,7 +410,8 @@ impl Handler for FleetHandler {
             .first_of(["authorization", crate::probe::exchange::DELIBERATE_HEADER]);
         let auth = Self::auth(agent, authorization);
         let known = agent.protocol.endpoint(endpoint);
-        let body = Body::checked(&request.body, known.and_then(|e| e.request_schema));
+        let body = Body::checked(&request.body, known.and_then(|e| e.request_schema))
+            .on_channel(channel_of(request.peer));
         // Read once, for the observer, the journal and the answer's note.
         let id = agent
             .protocol

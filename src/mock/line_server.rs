@@ -603,6 +603,9 @@ where
         .protocol
         .endpoint(endpoint)
         .and_then(|e| e.request_schema);
+    // One channel per stdin or connection (see `Body::on_channel`).
+    static CHANNELS: AtomicU64 = AtomicU64::new(0);
+    let channel = CHANNELS.fetch_add(1, Ordering::Relaxed);
     let mut reader = BufReader::new(reader);
     let mut first = true;
     loop {
@@ -622,7 +625,7 @@ where
             continue;
         }
         let received = Instant::now();
-        let body = Body::checked(&line, schema);
+        let body = Body::checked(&line, schema).on_channel(channel);
         if !ended_by_newline && body.admitted().is_none() && body.value().is_none() {
             // The input ended in the middle of a request: a peer that died writing it (in
             // per-turn mode a whole request ends at the end of input too, but it is JSON).

@@ -52,6 +52,10 @@ fn mock_command(extra: &str) -> String {
 }
 
 fn task_agent() -> MockAgent {
+    task_agent_behaving("conforming")
+}
+
+fn task_agent_behaving(behavior: &str) -> MockAgent {
     let profile = Profile {
         name: "task-mock".into(),
         domain: "support".into(),
@@ -62,7 +66,7 @@ fn task_agent() -> MockAgent {
     MockAgent::with_responder(
         &agent_tck::protocols::execute_task::Agents,
         profile,
-        parse_list("conforming", crate::support::execute_task()).unwrap(),
+        parse_list(behavior, crate::support::execute_task()).unwrap(),
         1,
         reference,
     )
@@ -438,4 +442,327 @@ async fn stdio_reachability_and_a_timing_case_with_nothing_to_time() {
         .cases
         .iter()
         .any(|c| c.id == "protocol.first-turn" && c.status == Status::Fail));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A harness that numbers no turns: it sends only `{"task_description": …}` and answers a tool
+// call with `Executed NAME` (as najeed/ai-agent-eval-harness does over HTTP, a process per turn
+// and a connection per turn). The conforming mock must still reach its final answer.
+
+const TURNLESS_LIMIT: usize = 5;
+const TURNLESS_DEADLINE: Duration = Duration::from_secs(60);
+
+/// How the turnless harness reaches the agent: one request, its answer.
+trait Turns {
+    async fn send(&mut self, request: serde_json::Value) -> serde_json::Value;
+}
+
+/// Runs the turnless harness loop over `turns`: the actions, in order, until a final answer or
+/// the turn limit.
+async fn turnless_run(turns: &mut impl Turns) -> Vec<String> {
+    let mut message = "Identify the customer behind order A-1001.".to_string();
+    let mut actions = Vec::new();
+    for _ in 0..TURNLESS_LIMIT {
+        let answer = turns
+            .send(serde_json::json!({ "task_description": message }))
+            .await;
+        let action = answer["action"].as_str().unwrap_or("").to_string();
+        actions.push(action.clone());
+        match action.as_str() {
+            "call_tool" => {
+                let tool = answer["tool_name"].as_str().expect("a tool_name");
+                message = format!("Executed {tool}");
+            }
+            "final_answer" => break,
+            other => panic!("unexpected action {other:?}: {answer}"),
+        }
+    }
+    actions
+}
+
+const FINISHED: [&str; 2] = ["call_tool", "final_answer"];
+
+/// One HTTP/1.1 POST on `stream` (kept alive), the answer's JSON body.
+async fn post(stream: &mut tokio::net::TcpStream, body: &serde_json::Value) -> serde_json::Value {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    let body = body.to_string();
+    let request = format!(
+        "POST /execute_task HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: keep-alive\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut length = None;
+    let mut status = String::new();
+    reader.read_line(&mut status).await.unwrap();
+    assert!(status.starts_with("HTTP/1.1 200"), "{status:?}");
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).await.unwrap();
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse::<usize>().ok();
+            }
+        }
+    }
+    let mut answer = vec![0; length.expect("a Content-Length")];
+    reader.read_exact(&mut answer).await.unwrap();
+    serde_json::from_slice(&answer).unwrap()
+}
+
+/// HTTP: every turn on one keep-alive connection.
+struct KeptAlive(tokio::net::TcpStream);
+
+impl Turns for KeptAlive {
+    async fn send(&mut self, request: serde_json::Value) -> serde_json::Value {
+        post(&mut self.0, &request).await
+    }
+}
+
+/// HTTP: a connection per turn.
+struct ConnectionPerTurn(std::net::SocketAddr);
+
+impl Turns for ConnectionPerTurn {
+    async fn send(&mut self, request: serde_json::Value) -> serde_json::Value {
+        let mut stream = tokio::net::TcpStream::connect(self.0).await.unwrap();
+        post(&mut stream, &request).await
+    }
+}
+
+/// The turnless harness against the mock `agent` over HTTP: all turns on one keep-alive
+/// connection, or a connection per turn.
+async fn turnless_over_http(agent: MockAgent, keep_alive: bool) -> Vec<String> {
+    let served = agent_tck::mock::fleet::serve_one(agent, Duration::from_secs(120))
+        .await
+        .unwrap();
+    let addr = served.addrs[0];
+    let actions = tokio::time::timeout(TURNLESS_DEADLINE, async {
+        if keep_alive {
+            let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+            turnless_run(&mut KeptAlive(stream)).await
+        } else {
+            turnless_run(&mut ConnectionPerTurn(addr)).await
+        }
+    })
+    .await
+    .unwrap();
+    served.stop(Duration::from_secs(1)).await;
+    actions
+}
+
+#[tokio::test]
+async fn a_harness_that_sends_no_turn_gets_a_final_answer_over_http() {
+    assert_eq!(turnless_over_http(task_agent(), true).await, FINISHED);
+    assert_eq!(turnless_over_http(task_agent(), false).await, FINISHED);
+    // An agent that never finishes still never does.
+    let never = turnless_over_http(task_agent_behaving("never-finishes"), true).await;
+    assert_eq!(never, vec!["call_tool"; TURNLESS_LIMIT]);
+}
+
+/// The stdio mock with `args`, started for one conversation (persistent: every turn on its
+/// stdin) or one turn (a process per turn: the request without a newline, then stdin closed).
+fn stdio_mock(args: &[&str]) -> tokio::process::Child {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-tck"))
+        .args(["mock", "agent", "--protocol", "execute-task", "--stdio"])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+/// stdio: one process for the conversation, a line each way per turn.
+struct Pipes {
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::io::BufReader<tokio::process::ChildStdout>,
+}
+
+impl Turns for Pipes {
+    async fn send(&mut self, request: serde_json::Value) -> serde_json::Value {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        self.stdin
+            .write_all(format!("{request}\n").as_bytes())
+            .await
+            .unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).await.unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+}
+
+/// The turnless harness against one persistent stdio mock: its actions, and the process's
+/// output once stdin is closed (stdout: what was left after the answers).
+async fn turnless_over_stdio(args: &[&str]) -> (Vec<String>, std::process::Output) {
+    let mut child = stdio_mock(args);
+    let mut pipes = Pipes {
+        stdin: child.stdin.take().unwrap(),
+        stdout: tokio::io::BufReader::new(child.stdout.take().unwrap()),
+    };
+    let actions = tokio::time::timeout(TURNLESS_DEADLINE, turnless_run(&mut pipes))
+        .await
+        .unwrap();
+    let Pipes { stdin, mut stdout } = pipes;
+    drop(stdin);
+    let mut output = tokio::time::timeout(TURNLESS_DEADLINE, child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    tokio::io::AsyncReadExt::read_to_end(&mut stdout, &mut output.stdout)
+        .await
+        .unwrap();
+    (actions, output)
+}
+
+/// stdio: a process per turn, the request without a newline, then stdin closed (as a harness
+/// that runs `communicate(input)` does).
+struct ProcessPerTurn;
+
+impl Turns for ProcessPerTurn {
+    async fn send(&mut self, request: serde_json::Value) -> serde_json::Value {
+        use tokio::io::AsyncWriteExt;
+        let mut child = stdio_mock(&[]);
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(request.to_string().as_bytes())
+            .await
+            .unwrap();
+        drop(stdin);
+        let output = tokio::time::timeout(TURNLESS_DEADLINE, child.wait_with_output())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {output:?}"))
+    }
+}
+
+#[tokio::test]
+async fn a_harness_that_sends_no_turn_gets_a_final_answer_over_stdio() {
+    let (actions, output) = turnless_over_stdio(&[]).await;
+    assert_eq!(actions, FINISHED);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(turnless_run(&mut ProcessPerTurn).await, FINISHED);
+    let (never, output) = turnless_over_stdio(&["--behavior", "never-finishes"]).await;
+    assert_eq!(never, vec!["call_tool"; TURNLESS_LIMIT]);
+    assert_eq!(output.status.code(), Some(0));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A stdio mock says first, on stderr, where its report goes (harnesses often discard stderr).
+
+#[tokio::test]
+async fn a_stdio_mock_says_first_where_its_report_goes() {
+    let dir = TempDir::new("stdio-report-notice");
+    let (json, html) = (dir.path("mock.json"), dir.path("mock.html"));
+    let with = ["--json", json.as_str(), "--html", html.as_str()];
+    for (args, first_lines) in [
+        (
+            &with[..],
+            vec![format!(
+                "agent-tck mock agent (stdio): the readable report goes to stderr when stdin \
+                 ends; the report files, rewritten after each answer: --json {json}, --html {html}"
+            )],
+        ),
+        (
+            &[][..],
+            vec![
+                "agent-tck mock agent (stdio): the readable report goes to stderr when stdin ends"
+                    .to_string(),
+                "warning: no report file asked for: the harness may discard stderr; add --json FILE"
+                    .to_string(),
+            ],
+        ),
+    ] {
+        let (actions, output) = turnless_over_stdio(args).await;
+        assert_eq!(actions, FINISHED, "{args:?}");
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let lines: Vec<&str> = stderr.lines().take(first_lines.len()).collect();
+        assert_eq!(lines, first_lines, "{args:?}: {stderr}");
+        // Past the notice, the readable report.
+        assert!(stderr.contains("execute-task"), "{stderr}");
+        // Nothing but protocol lines on stdout: none left after the two answers.
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "", "{args:?}");
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["protocol"], "execute-task");
+    assert!(std::fs::metadata(&html).unwrap().len() > 0);
+}
+
+/// A socket: one connection for the conversation, or one per turn (as a harness that opens a
+/// connection per request does); a line each way.
+struct SocketTurns {
+    addr: String,
+    kept: Option<tokio::io::BufReader<tokio::net::TcpStream>>,
+    keep_alive: bool,
+}
+
+impl Turns for SocketTurns {
+    async fn send(&mut self, request: serde_json::Value) -> serde_json::Value {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        if self.kept.is_none() || !self.keep_alive {
+            let stream = tokio::net::TcpStream::connect(&self.addr).await.unwrap();
+            self.kept = Some(tokio::io::BufReader::new(stream));
+        }
+        let stream = self.kept.as_mut().unwrap();
+        stream
+            .get_mut()
+            .write_all(format!("{request}\n").as_bytes())
+            .await
+            .unwrap();
+        let mut line = String::new();
+        stream.read_line(&mut line).await.unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+}
+
+#[tokio::test]
+async fn a_harness_that_sends_no_turn_gets_a_final_answer_over_a_socket() {
+    let dir = TempDir::new("turnless-socket");
+    let json = dir.path("mock.json");
+    let args = [
+        "mock",
+        "agent",
+        "--protocol",
+        "execute-task",
+        "--tcp",
+        "0",
+        "--json",
+        json.as_str(),
+    ];
+    let mut mock = crate::support::Spawned::tck(&args, Duration::from_secs(120));
+    let ready = mock.line();
+    let addr = ready
+        .rsplit_once("tcp://")
+        .map(|(_, addr)| addr.trim().to_string())
+        .unwrap_or_else(|| panic!("{ready}"));
+    for keep_alive in [true, false] {
+        let mut turns = SocketTurns {
+            addr: addr.clone(),
+            kept: None,
+            keep_alive,
+        };
+        let actions = tokio::time::timeout(TURNLESS_DEADLINE, turnless_run(&mut turns))
+            .await
+            .unwrap();
+        assert_eq!(actions, FINISHED, "keep_alive: {keep_alive}");
+    }
+    let output = mock.interrupt(Duration::from_secs(30));
+    // Its verdict on a harness without `turn`: the request schema fails (exit 1).
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // The report names the port bound, not the 0 asked for.
+    assert_eq!(
+        report["target"],
+        format!("the harness that connected to tcp://{addr}")
+    );
 }

@@ -5,11 +5,13 @@
 //! - `scenario`: multi-turn scenarios as data (`suites/execute_task/*.yaml`);
 //! - `harness`: the harness loop and the judging of a scenario's expectations;
 //! - `probe`: `probe execute-task`, the protocol cases and the scenarios over a transport;
-//! - `reference`: the conforming scripted agent; `mutate`: its content misbehaviours;
+//! - `reference`: the conforming scripted agent; `conversation`: where it is in a conversation
+//!   the harness does not number; `mutate`: its content misbehaviours;
 //! - `observe`: the mock role's verdicts on a harness (turns, history, tool results, the turn
 //!   limit, the deadline, what follows a bad answer).
 
 pub mod commands;
+pub mod conversation;
 pub mod harness;
 pub mod model;
 pub mod mutate;

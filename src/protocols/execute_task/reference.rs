@@ -4,12 +4,17 @@
 //! to the harness as the spec asks: after a `GOVERNANCE ERROR` it repeats its last call with the
 //! offending parameter lowered (or raised) to the limit the message names.
 //!
-//! It is stateless across requests (the turn number and the conversation history say where it
-//! is), so the same agent serves HTTP, stdio (persistent or a process per turn) and sockets.
+//! When the request says where it is (its `turn`, or its history), it answers from that alone, so
+//! the same agent serves HTTP, stdio (persistent or a process per turn) and sockets. When it
+//! says neither (a harness that sends only `task_description`), it follows the conversation by
+//! the channel the request came on and by what the text carries (see `conversation`).
 
 use serde_json::{json, Map, Value};
 
+use std::sync::Arc;
+
 use crate::mock::{Answer, Body, Reply, Responder};
+use crate::protocols::execute_task::conversation::{stated_turn, Conversations, Progress, Said};
 use crate::protocols::execute_task::scenario::{Ending, Expect, Op, Policy, Scenario};
 
 /// One scripted answer.
@@ -30,6 +35,8 @@ pub struct TaskAgent {
     pub script: Vec<Step>,
     /// Scripts by the first task_description of a scenario.
     pub scenarios: Vec<(String, Vec<Step>)>,
+    /// Where each channel's conversation is, for requests that don't say.
+    conversations: Arc<Conversations>,
 }
 
 /// The script that passes a scenario's expectations: the tools it expects called (all at once
@@ -100,6 +107,7 @@ impl TaskAgent {
         TaskAgent {
             name: name.into(),
             scenarios: Vec::new(),
+            conversations: Arc::default(),
             script: vec![
                 Step::Call {
                     tool: "lookup_order".into(),
@@ -127,41 +135,119 @@ impl TaskAgent {
             .and_then(|t| t.get("content"))
             .and_then(Value::as_str)
             .unwrap_or(task);
-        self.scenarios
-            .iter()
-            .find(|(t, _)| t == opening)
-            .map(|(_, s)| s.as_slice())
-            .unwrap_or(&self.script)
+        self.scenario_script(opening).unwrap_or(&self.script)
     }
 
-    /// The answer for one parsed request.
+    fn scenario_script(&self, task: &str) -> Option<&[Step]> {
+        self.scenarios
+            .iter()
+            .find(|(t, _)| t == task)
+            .map(|(_, s)| s.as_slice())
+    }
+
+    /// The answer for one parsed request, read alone.
     pub fn answer(&self, request: &Value) -> Value {
+        self.answer_on(request, None)
+    }
+
+    /// The answer for one parsed request that came on `channel` (its id and the request's
+    /// bytes), when the transport gives one.
+    pub fn answer_on(&self, request: &Value, channel: Option<(u64, &[u8])>) -> Value {
         let task = request
             .get("task_description")
             .and_then(Value::as_str)
             .unwrap_or("");
-        let turn = request
-            .get("turn")
-            .and_then(Value::as_u64)
-            .unwrap_or(1)
-            .max(1);
         let history = request
             .get("conversation_history")
             .and_then(Value::as_array)
             .map(Vec::as_slice)
             .unwrap_or(&[]);
-        let mut answer = governance_retry(task, history).unwrap_or_else(|| {
-            let step = self
-                .script(task, history)
-                .get(turn as usize - 1)
-                .unwrap_or(&Step::Final);
-            step_answer(step, task)
-        });
+        let mut answer = match stated_turn(request) {
+            Some(turn) => governance_retry(task, last_call(history)).unwrap_or_else(|| {
+                let step = self
+                    .script(task, history)
+                    .get(turn as usize - 1)
+                    .unwrap_or(&Step::Final);
+                step_answer(step, task)
+            }),
+            None => {
+                let before = channel.and_then(|(id, bytes)| self.conversations.before(id, bytes));
+                let (answer, after) = self.unnumbered(task, before.as_ref());
+                if let Some((id, bytes)) = channel {
+                    self.conversations.record(id, bytes, before, after);
+                }
+                answer
+            }
+        };
         if let Some(map) = answer.as_object_mut() {
             map.insert("agent_name".into(), Value::String(self.name.clone()));
         }
         answer
     }
+
+    /// The answer to a request that says neither its turn nor its history, and where it leaves
+    /// the conversation: `before` is where the channel's conversation was (None: no channel, or
+    /// nothing on it yet).
+    fn unnumbered(&self, task: &str, before: Option<&Progress>) -> (Value, Progress) {
+        let said = Said::of(task);
+        // A text that follows an open call on this channel is its result, whatever its words.
+        let ongoing = before.filter(|p| said.continues() || p.open);
+        let new_task =
+            self.scenario_script(task).is_some() || (ongoing.is_none() && !said.continues());
+        if let Some(p) = ongoing.filter(|_| !new_task) {
+            if let Some(retry) = governance_retry(task, p.last_call.clone()) {
+                let progress = Progress {
+                    last_call: Some(retry.clone()),
+                    open: true,
+                    ..p.clone()
+                };
+                return (retry, progress);
+            }
+        }
+        let (opening, index) = match ongoing {
+            _ if new_task => (task.to_string(), 0),
+            Some(p) => (p.opening.clone(), p.answered),
+            // A result on no channel we know (a process per turn, a connection per turn): the
+            // step after the call it answers, in the first script that has that call; past
+            // every script, the final answer (a conforming agent finishes).
+            None => self.place_of(&said),
+        };
+        let script = self.scenario_script(&opening).unwrap_or(&self.script);
+        let step = script.get(index).unwrap_or(&Step::Final);
+        let answer = step_answer(step, task);
+        let progress = Progress {
+            answered: index + 1,
+            last_call: match step {
+                Step::Call { .. } => Some(answer.clone()),
+                _ => ongoing.and_then(|p| p.last_call.clone()),
+            },
+            open: matches!(step, Step::Call { .. } | Step::CallMany(_) | Step::Hitl),
+            opening,
+        };
+        (answer, progress)
+    }
+
+    /// The script (by its opening task) and step a result continues, from its words alone.
+    fn place_of(&self, said: &Said) -> (String, usize) {
+        if let Some(i) = step_after(said, &self.script) {
+            return (String::new(), i);
+        }
+        self.scenarios
+            .iter()
+            .find_map(|(task, script)| Some((task.clone(), step_after(said, script)?)))
+            .unwrap_or((String::new(), usize::MAX))
+    }
+}
+
+/// The index of the step after the one `said` (a tool result) answers, in `script`.
+fn step_after(said: &Said, script: &[Step]) -> Option<usize> {
+    let answers = |step: &Step| match (said, step) {
+        (Said::ToolResult(name), Step::Call { tool, .. }) => tool == name,
+        (Said::ToolResult(name), Step::CallMany(calls)) => calls.iter().any(|(t, _)| t == name),
+        (Said::ToolResults, Step::CallMany(_)) => true,
+        _ => false,
+    };
+    script.iter().rposition(answers).map(|i| i + 1)
 }
 
 fn step_answer(step: &Step, task: &str) -> Value {
@@ -201,7 +287,7 @@ fn step_answer(step: &Step, task: &str) -> Value {
 
 /// After `GOVERNANCE ERROR: Amount 100 exceeds maximum allowed limit of 50. Please adjust.`:
 /// the last call of the history again, with the named parameter set to the limit.
-fn governance_retry(task: &str, history: &[Value]) -> Option<Value> {
+fn governance_retry(task: &str, last_call: Option<Value>) -> Option<Value> {
     // The spec's text, alone or inside the reference harness's dict (`{'error': 'GOVERNANCE …'}`).
     let (_, rest) = task.split_once("GOVERNANCE ERROR:")?;
     let param = rest.split_whitespace().next()?.to_ascii_lowercase();
@@ -212,7 +298,7 @@ fn governance_retry(task: &str, history: &[Value]) -> Option<Value> {
         .next()?
         .parse()
         .ok()?;
-    let last_call = last_call(history)?;
+    let last_call = last_call?;
     let tool = last_call.get("tool_name")?.as_str()?.to_string();
     let mut params = last_call
         .get("tool_params")
@@ -267,7 +353,8 @@ impl Responder for TaskAgent {
                     .get("task_description")
                     .is_some_and(Value::is_string)
                 {
-                    json(200, self.answer(request))
+                    let channel = body.channel().map(|id| (id, body.bytes));
+                    json(200, self.answer_on(request, channel))
                 } else {
                     Answer::Reply(Reply::error(
                         400,
@@ -352,6 +439,72 @@ mod tests {
             history,
         ));
         assert_eq!(third["action"], "final_answer");
+    }
+
+    /// A harness that sends only the task text: its answer over channel `channel`.
+    fn unnumbered(agent: &TaskAgent, channel: Option<u64>, task: &str) -> Value {
+        let request = json!({"task_description": task});
+        let bytes = request.to_string();
+        agent.answer_on(&request, channel.map(|id| (id, bytes.as_bytes())))
+    }
+
+    #[test]
+    fn without_a_turn_a_tool_result_continues_the_conversation() {
+        let agent = TaskAgent::with_scenarios("a", &Scenario::builtin());
+        // A process or a connection per turn: the words alone.
+        assert_eq!(
+            unnumbered(&agent, None, "Identify the customer")["action"],
+            "call_tool"
+        );
+        let after = unnumbered(&agent, None, "Executed lookup_order");
+        assert_eq!(after["action"], "final_answer");
+        assert_eq!(after["agent_name"], "a");
+        // One channel: what it answered there, whatever the result's words.
+        assert_eq!(
+            unnumbered(&agent, Some(7), "Identify the customer")["action"],
+            "call_tool"
+        );
+        assert_eq!(
+            unnumbered(&agent, Some(7), "{'status': 'success'}")["action"],
+            "final_answer"
+        );
+        // After the final answer, a new text is a new task.
+        assert_eq!(
+            unnumbered(&agent, Some(7), "Find order B-2")["action"],
+            "call_tool"
+        );
+    }
+
+    #[test]
+    fn without_a_turn_a_scenario_runs_its_script_on_its_channel() {
+        let scenarios = Scenario::builtin();
+        let agent = TaskAgent::with_scenarios("a", &scenarios);
+        let refund = scenarios.iter().find(|s| s.id == "refund-policy").unwrap();
+        let first = unnumbered(&agent, Some(1), &refund.task);
+        assert_eq!(first["tool_name"], "apply_refund");
+        assert_eq!(first["tool_params"]["amount"], 100.0);
+        let retry = unnumbered(
+            &agent,
+            Some(1),
+            "GOVERNANCE ERROR: Amount 100 exceeds maximum allowed limit of 50. Please adjust.",
+        );
+        assert_eq!(retry["tool_name"], "apply_refund");
+        assert_eq!(retry["tool_params"]["amount"], 50.0);
+        let done = unnumbered(&agent, Some(1), "Executed apply_refund");
+        assert_eq!(done["action"], "final_answer");
+        // The same request again (a retry) gets the same answer.
+        assert_eq!(unnumbered(&agent, Some(1), "Executed apply_refund"), done);
+    }
+
+    #[test]
+    fn a_history_without_a_turn_numbers_the_turn() {
+        let agent = TaskAgent::new("a");
+        let history = json!([
+            {"role": "user", "content": "Identify the customer"},
+            {"role": "assistant", "content": "{\"action\":\"call_tool\"}"},
+        ]);
+        let request = json!({"task_description": "Executed x", "conversation_history": history});
+        assert_eq!(agent.answer(&request)["action"], "final_answer");
     }
 
     #[test]
