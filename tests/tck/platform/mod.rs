@@ -90,6 +90,11 @@ pub enum Variant {
     RetriesTimeouts,
     /// Drops the whole challenge phase when any agent's /analyze failed, and goes on to /vote.
     DropsChallengeAfterFailure,
+    /// Python's json module as KangaKode/aiscaffold uses it: its parser takes a bare `NaN` in an
+    /// agent's answer, and its HTTP client (httpx, `allow_nan=False`) then refuses to serialise
+    /// any request that carries the analysis — every /challenge (each holds the others'
+    /// analyses) fails before it is sent, and the deliberation goes on to /vote.
+    NanBreaksItsClient,
 }
 
 impl Variant {
@@ -130,6 +135,7 @@ impl Variant {
             Variant::NeverChallenges => "never-challenges",
             Variant::RetriesTimeouts => "retries-timeouts",
             Variant::DropsChallengeAfterFailure => "drops-challenge-after-failure",
+            Variant::NanBreaksItsClient => "nan-breaks-its-client",
         }
     }
 }
@@ -141,6 +147,11 @@ pub struct PlatformConfig {
     pub agent_timeout: Duration,
     /// Refuse agents whose base_url host is loopback (`localhost`, 127.0.0.0/8, ::1, 0.0.0.0).
     pub refuse_loopback: bool,
+    /// Guard against server-side request forgery as KangaKode/aiscaffold's `validate_url` does:
+    /// refuse a base_url whose host is `localhost`, `metadata.google.internal`, any
+    /// `*.internal` name, a loopback, private or link-local address, or a name that resolves
+    /// to one (a name that does not resolve passes, as there).
+    pub refuse_private: bool,
     /// When set, every `/api/v1/*` request needs `Authorization: Bearer <admin_token>`.
     pub admin_token: Option<String>,
 }
@@ -151,6 +162,7 @@ impl Default for PlatformConfig {
             variant: Variant::Conforming,
             agent_timeout: Duration::from_secs(120),
             refuse_loopback: false,
+            refuse_private: false,
             admin_token: None,
         }
     }
