@@ -453,3 +453,35 @@ agents:
         failed_blocking(&report)
     );
 }
+
+/// `platform.trigger.deadline` replaces N × timeout + margin as the wait for a deliberation, and
+/// the cases say where it came from; a value that is not a duration is refused naming the key.
+#[test]
+fn a_trigger_deadline_replaces_the_computed_one() {
+    let driver = |yaml: &str| {
+        let spec = serde_saphyr::from_str(yaml).unwrap();
+        Driver::new(&spec, None, &agent_tck::protocols::roundtable::Agents)
+    };
+    let computed = driver("url: http://p:1\ntimeout: 10s\ntrigger: { margin: 5s }\n").unwrap();
+    let trigger = computed.trigger.unwrap();
+    assert_eq!(trigger.deadline, Duration::from_secs(35));
+    assert_eq!(
+        trigger.deadline_why,
+        "the deliberation deadline: platform.timeout 10s × 3 + margin 5s"
+    );
+    let set =
+        driver("url: http://p:1\ntimeout: 10s\ntrigger: { margin: 5s, deadline: 2s }\n").unwrap();
+    let trigger = set.trigger.unwrap();
+    assert_eq!(trigger.deadline, Duration::from_secs(2));
+    assert_eq!(
+        trigger.deadline_why,
+        "the deliberation deadline set by platform.trigger.deadline or --deliberation-deadline: 2s, in place of platform.timeout 10s × 3 + margin 5s"
+    );
+    let e = driver("url: http://p:1\ntrigger: { deadline: soon }\n")
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string().starts_with("platform.trigger.deadline: "),
+        "{e}"
+    );
+}
