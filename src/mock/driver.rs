@@ -623,10 +623,16 @@ impl Driver {
             .collect()
     }
 
-    /// `DELETE {path}/{name}` for each registered agent (skipped when none was).
-    pub async fn deregister(&self, names: &[String]) -> Option<CaseResult> {
-        let spec = self.register.as_ref().filter(|s| s.deregister)?;
-        let mut case = CaseResult::new(
+    /// The deregistration's case (when the file asks for one), skipped for `why`.
+    pub fn deregister_skipped(&self, why: &str) -> Option<CaseResult> {
+        self.register.as_ref().filter(|s| s.deregister)?;
+        let mut case = self.deregister_case();
+        case.skip(why);
+        Some(case)
+    }
+
+    fn deregister_case(&self) -> CaseResult {
+        CaseResult::new(
             "platform.deregister",
             "driver",
             Level::Should,
@@ -635,7 +641,13 @@ impl Driver {
                 self.api.agents_path
             ),
             "Registration",
-        );
+        )
+    }
+
+    /// `DELETE {path}/{name}` for each registered agent (skipped when none was).
+    pub async fn deregister(&self, names: &[String]) -> Option<CaseResult> {
+        let spec = self.register.as_ref().filter(|s| s.deregister)?;
+        let mut case = self.deregister_case();
         if names.is_empty() {
             case.skip("nothing was registered, so nothing to deregister");
             return Some(case);

@@ -124,7 +124,9 @@ pub async fn run_to_end(
     let mut cases: Vec<CaseResult> = Vec::new();
     let mut registered = Vec::new();
     tokio::pin!(stop);
-    let interrupted = match &settings.driver {
+    // Whether `stop` has completed (it must not be polled again then).
+    let mut stopped = true;
+    let mut interrupted = match &settings.driver {
         Some(driver) => {
             let drive = async {
                 let case = driver.register(agents, &advertised, &mut registered).await;
@@ -157,6 +159,8 @@ pub async fn run_to_end(
             if !interrupted && (settings.serve_after || driver.trigger.is_none()) {
                 eprintln!("serving until interrupted (Ctrl-C)…");
                 (&mut stop).await;
+            } else if !interrupted {
+                stopped = false;
             }
             interrupted
         }
@@ -193,8 +197,20 @@ pub async fn run_to_end(
                     registered.len()
                 ),
             }
-        } else {
+        } else if stopped {
             cases.extend(driver.deregister(&registered).await);
+        } else {
+            // Ctrl-C during the deregistrations ends them too.
+            tokio::select! {
+                case = driver.deregister(&registered) => cases.extend(case),
+                _ = &mut stop => {
+                    interrupted = true;
+                    eprintln!("interrupted: the deregistrations are cut short; writing the reports");
+                    cases.extend(driver.deregister_skipped(
+                        "not reached: the run was interrupted (Ctrl-C) during the deregistrations",
+                    ));
+                }
+            }
         }
     }
     served.stop(Duration::from_secs(2)).await;

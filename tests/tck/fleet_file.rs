@@ -598,3 +598,52 @@ async fn ctrl_c_right_after_the_banner_writes_the_reports_and_exits_130() {
         "{xml}"
     );
 }
+
+/// Ctrl-C while the platform holds a deregistration (it never answers one): the run ends at once
+/// with the reports, the deregistration skipped as not reached, exit 130.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_during_a_hung_deregistration_writes_the_reports_and_exits_130() {
+    let platform = platform::start(PlatformConfig {
+        agent_timeout: Duration::from_secs(5),
+        hang_deregistration: true,
+        ..PlatformConfig::default()
+    })
+    .await;
+    let dir = TempDir::new("interrupted-leaving");
+    let file = dir.path("fleet.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "agents:\n  - {{ name: one }}\n  - {{ name: two }}\nplatform:\n  url: {}\n  timeout: 5s\n  register: {{}}\n  trigger: {{}}\n",
+            platform.url
+        ),
+    )
+    .unwrap();
+    let json = dir.path("out.json");
+    let args = ["--config", &file, "--json", &json, "--quiet"].map(String::from);
+    let fleet = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        fleet_started(&args)
+    })
+    .await
+    .unwrap();
+    tokio::time::timeout(support::RUN_DEADLINE, async {
+        while platform.deregistrations_seen() == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the fleet deregisters after its trigger");
+    let out = tokio::task::spawn_blocking(move || fleet.interrupt(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    platform.stop().await;
+    assert_eq!(out.status.code(), Some(130), "{}", support::text(&out));
+    assert_eq!(json_case(&json, "platform.trigger")["status"], "pass");
+    let deregister = json_case(&json, "platform.deregister");
+    assert_eq!(deregister["status"], "skip", "{deregister}");
+    assert_eq!(
+        deregister["message"],
+        "not reached: the run was interrupted (Ctrl-C) during the deregistrations"
+    );
+}

@@ -191,6 +191,10 @@ pub(super) async fn unregister(
     State(shared): State<Arc<Shared>>,
     Path(name): Path<String>,
 ) -> Response {
+    shared.deregistrations.fetch_add(1, Ordering::Relaxed);
+    if shared.config.hang_deregistration {
+        std::future::pending::<()>().await;
+    }
     let mut agents = shared.agents();
     match agents.iter().position(|a| a.name == name) {
         Some(at) => {

@@ -152,6 +152,9 @@ pub struct PlatformConfig {
     /// `*.internal` name, a loopback, private or link-local address, or a name that resolves
     /// to one (a name that does not resolve passes, as there).
     pub refuse_private: bool,
+    /// Never answers a deregistration (`DELETE /api/v1/agents/NAME`): a platform that hangs as
+    /// the fleet leaves.
+    pub hang_deregistration: bool,
     /// When set, every `/api/v1/*` request needs `Authorization: Bearer <admin_token>`.
     pub admin_token: Option<String>,
 }
@@ -163,6 +166,7 @@ impl Default for PlatformConfig {
             agent_timeout: Duration::from_secs(120),
             refuse_loopback: false,
             refuse_private: false,
+            hang_deregistration: false,
             admin_token: None,
         }
     }
@@ -207,6 +211,11 @@ impl Platform {
             .collect()
     }
 
+    /// How many deregistrations reached the platform so far (answered or not).
+    pub fn deregistrations_seen(&self) -> usize {
+        self.shared.deregistrations.load(Ordering::Relaxed)
+    }
+
     /// How many prompt-injection patterns the scan found in agent answers so far (the spec's
     /// "scanned for prompt injection patterns (logged if detected)": counted, never altered).
     pub fn injections_flagged(&self) -> usize {
@@ -245,6 +254,7 @@ struct Shared {
     agents: Mutex<Vec<Agent>>,
     injections: &'static PhraseSet,
     injections_flagged: AtomicUsize,
+    deregistrations: AtomicUsize,
     next_task: AtomicU64,
 }
 
@@ -258,6 +268,7 @@ impl Shared {
             agents: Mutex::new(Vec::new()),
             injections: injection_patterns(),
             injections_flagged: AtomicUsize::new(0),
+            deregistrations: AtomicUsize::new(0),
             next_task: AtomicU64::new(clock),
         }
     }
