@@ -360,6 +360,11 @@ pub struct MockFleetArgs {
     /// Keep serving after the triggers are done, until interrupted.
     #[arg(long)]
     pub serve: bool,
+    /// Give up on a deliberation's answer after DUR (e.g. 60s) instead of 3 × platform.timeout +
+    /// margin (overrides the file's platform.trigger.deadline): a stuck deliberation fails
+    /// platform.deliberation-deadline and the run ends, without waiting out the platform.
+    #[arg(long, value_name = "DUR")]
+    pub deliberation_deadline: Option<String>,
     /// Serve only the share K of N of the fleet's agents (by a hash of each name: the same on
     /// every host), for a fleet bigger than one host.
     #[arg(long, value_name = "K/N")]

@@ -478,6 +478,20 @@ pub(super) async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
         BaseUrl::parse(url).map_err(|e| Error::usage(format!("--platform-url: {e}")))?;
         spec.url = url.clone();
     }
+    if let Some(deadline) = &args.deliberation_deadline {
+        crate::units::parse_duration(deadline)
+            .map_err(|e| Error::usage(format!("--deliberation-deadline: {e}")))?;
+        let trigger = platform
+            .as_mut()
+            .and_then(|p| p.trigger.as_mut())
+            .ok_or_else(|| {
+                Error::usage(format!(
+                    "--deliberation-deadline: {source} has no platform.trigger section, so no \
+                     deliberation to wait for"
+                ))
+            })?;
+        trigger.deadline = Some(deadline.clone());
+    }
     let driver = platform
         .as_ref()
         .map(|p| Driver::new(p, args.platform_token.clone(), agents_protocol))
@@ -508,10 +522,17 @@ pub(super) async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
     run_mock(settings, &args.run).await
 }
 
-/// Runs a mock session until it ends or is interrupted, then reports on the platform.
+/// Runs a mock session until it ends or is interrupted, then reports on the platform. A run
+/// whose driving (registration, triggers) was cut by Ctrl-C writes its report all the same and
+/// exits 130; Ctrl-C that ends serving (nothing left to drive) is the run's normal end.
 async fn run_mock(settings: SessionSettings, run: &MockRunArgs) -> Result<Ended, Error> {
-    let report = crate::mock::session::run(settings, shutdown_signal()).await?;
-    conclude(report, &run.output)
+    let ran = crate::mock::session::run_to_end(settings, shutdown_signal()).await?;
+    let ended = conclude(ran.report, &run.output)?;
+    Ok(if ran.interrupted {
+        Ended::Interrupted
+    } else {
+        ended
+    })
 }
 
 /// One row of the catalogue: name, what it does, the rule it exercises, and (for a content

@@ -410,7 +410,7 @@ pub const CATALOGUE: &[(&str, &str, &str)] = &[
     ("hang", "reads the request, never answers", "Timeouts: marked unhealthy, excluded"),
     ("blackhole", "accepts the connection, never reads (on its own port; under a shared port: after the request head)", "Timeouts"),
     ("http-error", "answers a status (default 500; 429 and 503 with Retry-After) with a JSON error body", "Error Handling: 4xx/5xx excluded"),
-    ("malformed-json", "variants: truncated, trailing-garbage, single-quotes, nan, empty, html (status 200), array, duplicate-keys", "Error Handling: 200 with invalid JSON excluded"),
+    ("malformed-json", "variants: truncated, trailing-garbage, single-quotes, nan, empty, html (status 200), array, duplicate-keys; nan (a bare NaN where a number goes) finds a platform whose JSON parser takes NaN and whose own HTTP client then cannot serialise it: the later phases vanish for every agent, not only this one (a failure naming them, not skips)", "Error Handling: 200 with invalid JSON excluded"),
     ("oversized-body", "a body of size=BYTES (default 6MB) or endless", "Response Size Limits: 5 MB"),
     ("invalid-utf8", "bytes that are not UTF-8 inside a string", "Error Handling: invalid JSON"),
     ("reset", "RST (SO_LINGER 0) before-headers, after-headers, or mid-body=N", "Error Handling: never crash on one agent"),

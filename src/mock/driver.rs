@@ -85,6 +85,11 @@ pub struct TriggerSpec {
     /// [`PlatformApi::calls_in_sequence`]).
     #[serde(default = "margin")]
     pub margin: String,
+    /// How long the fleet waits for a deliberation's answer, in place of N × timeout + margin:
+    /// a run whose deliberations are stuck ends then (the deadline case fails) instead of
+    /// waiting out a platform that waits minutes for a hung agent (`--deliberation-deadline`).
+    #[serde(default)]
+    pub deadline: Option<String>,
     #[serde(default)]
     pub expect: Expect,
 }
@@ -151,6 +156,8 @@ pub struct Trigger {
     pub conditions: Vec<Condition>,
     /// How long one deliberation may take.
     pub deadline: Duration,
+    /// Where [`Trigger::deadline`] comes from, for the cases' messages.
+    pub deadline_why: String,
 }
 
 impl Driver {
@@ -189,12 +196,35 @@ impl Driver {
                 if t.count == 0 || t.concurrency == 0 {
                     return Err(PlatformSpecError::NoTriggers);
                 }
+                let (deadline, deadline_why) = match &t.deadline {
+                    Some(text) => {
+                        let deadline = crate::units::parse_duration(text)
+                            .map_err(|e| setting("platform.trigger.deadline")(e.to_string()))?;
+                        let why = format!(
+                            "the deliberation deadline set by platform.trigger.deadline or --deliberation-deadline: {text}, in place of platform.timeout {} × {} + margin {}",
+                            humantime::format_duration(timeout),
+                            api.calls_in_sequence,
+                            t.margin
+                        );
+                        (deadline, why)
+                    }
+                    None => (
+                        timeout * api.calls_in_sequence + margin,
+                        format!(
+                            "the deliberation deadline: platform.timeout {} × {} + margin {}",
+                            humantime::format_duration(timeout),
+                            api.calls_in_sequence,
+                            t.margin
+                        ),
+                    ),
+                };
                 Some(Trigger {
                     spec: t.clone(),
                     path: t.path.clone().unwrap_or_else(|| api.trigger_path.into()),
                     body: t.body.clone().unwrap_or_else(api.trigger_body),
                     conditions,
-                    deadline: timeout * api.calls_in_sequence + margin,
+                    deadline,
+                    deadline_why,
                 })
             }
         };
@@ -258,17 +288,16 @@ impl Driver {
             .map_err(|e| platform_error(e, deadline_why))
     }
 
-    /// Registers each agent with its URL from `urls`; returns the names registered and a case.
+    /// Registers each agent with its URL from `urls`, adding each name registered to `ok` as it
+    /// goes (so that a run interrupted halfway still deregisters those); returns the case.
     pub async fn register(
         &self,
         agents: &[MockAgent],
         urls: &[String],
-    ) -> (Vec<String>, Option<CaseResult>) {
-        let Some(spec) = &self.register else {
-            return (Vec::new(), None);
-        };
+        ok: &mut Vec<String>,
+    ) -> Option<CaseResult> {
+        let spec = self.register.as_ref()?;
         let started = Instant::now();
-        let mut ok = Vec::new();
         let mut failures = Vec::new();
         for (agent, url) in agents.iter().zip(urls) {
             let p = &agent.profile;
@@ -289,22 +318,13 @@ impl Driver {
                     "{}: {} {}{}",
                     p.name,
                     r.status,
-                    registration_hint(r.status, self.api.url_member),
+                    registration_hint(r.status, self.api.url_member, url),
                     crate::text::excerpt(&r.body, 300)
                 )),
                 Err(e) => failures.push(format!("{}: {e}", p.name)),
             }
         }
-        let mut case = CaseResult::new(
-            "platform.register",
-            "driver",
-            Level::Must,
-            &format!(
-                "every agent of the fleet registers (POST {{platform}}{})",
-                self.api.agents_path
-            ),
-            "Registration",
-        );
+        let mut case = self.register_case();
         case.set_duration(started.elapsed());
         if failures.is_empty() {
             case.pass_noting(
@@ -327,13 +347,52 @@ impl Driver {
                 ),
             );
         }
-        (ok, Some(case))
+        Some(case)
     }
 
-    /// `DELETE {path}/{name}` for each registered agent (skipped when none was).
-    pub async fn deregister(&self, names: &[String]) -> Option<CaseResult> {
-        let spec = self.register.as_ref().filter(|s| s.deregister)?;
-        let mut case = CaseResult::new(
+    fn register_case(&self) -> CaseResult {
+        CaseResult::new(
+            "platform.register",
+            "driver",
+            Level::Must,
+            &format!(
+                "every agent of the fleet registers (POST {{platform}}{})",
+                self.api.agents_path
+            ),
+            "Registration",
+        )
+    }
+
+    /// The driver's cases that `cases` lacks (the run ended before they were judged, e.g. on
+    /// Ctrl-C), each skipped for `why`: the report says what was not reached.
+    pub fn not_reached(&self, cases: &[CaseResult], why: &str) -> Vec<CaseResult> {
+        let mut missing = Vec::new();
+        if self.register.is_some() {
+            missing.push(self.register_case());
+        }
+        if self.trigger.is_some() {
+            missing.extend(trigger_cases());
+        }
+        missing
+            .into_iter()
+            .filter(|m| !cases.iter().any(|c| c.id == m.id))
+            .map(|mut m| {
+                m.skip(why);
+                m
+            })
+            .collect()
+    }
+
+    /// The deregistration's case (when the file asks for one), skipped for `why`.
+    pub fn deregister_skipped(&self, why: &str) -> Option<CaseResult> {
+        self.register.as_ref().filter(|s| s.deregister)?;
+        let mut case = self.deregister_case();
+        case.skip(why);
+        Some(case)
+    }
+
+    fn deregister_case(&self) -> CaseResult {
+        CaseResult::new(
             "platform.deregister",
             "driver",
             Level::Should,
@@ -342,7 +401,13 @@ impl Driver {
                 self.api.agents_path
             ),
             "Registration",
-        );
+        )
+    }
+
+    /// `DELETE {path}/{name}` for each registered agent (skipped when none was).
+    pub async fn deregister(&self, names: &[String]) -> Option<CaseResult> {
+        let spec = self.register.as_ref().filter(|s| s.deregister)?;
+        let mut case = self.deregister_case();
         if names.is_empty() {
             case.skip("nothing was registered, so nothing to deregister");
             return Some(case);
@@ -389,13 +454,8 @@ impl Driver {
             body,
             conditions,
             deadline,
+            deadline_why,
         } = trigger;
-        let deadline_why = format!(
-            "the deliberation deadline: platform.timeout {} × {} + margin {}",
-            humantime::format_duration(self.timeout),
-            self.api.calls_in_sequence,
-            spec.margin
-        );
         let deadline_why = deadline_why.as_str();
         let started = Instant::now();
         let gate = Arc::new(Semaphore::new(spec.concurrency));
@@ -637,11 +697,18 @@ fn platform_error(e: http::Error, deadline_why: &str) -> Failure {
 const REGISTRATION_DEADLINE: Duration = Duration::from_secs(30);
 
 /// What a refused registration likely means; `url_member`: where the registration says the
-/// agent's URL.
-fn registration_hint(status: u16, url_member: &str) -> Cow<'static, str> {
+/// agent's URL, `url` the URL sent. A 400 is most often a platform's guard against server-side
+/// request forgery, which refuses loopback, private, link-local and `*.internal` addresses (and
+/// names that resolve to them).
+fn registration_hint(status: u16, url_member: &str, url: &str) -> Cow<'static, str> {
     match status {
         409 => "(name taken) ".into(),
-        400 => format!("(refused; a loopback {url_member}? see --advertise) ").into(),
+        400 | 422 => format!(
+            "(refused: the platform may not accept {url_member} {url} — a loopback, private or *.internal address? \
+             give the fleet an address the platform accepts with advertise: or --advertise, and listen on it \
+             with host: or --host, e.g. --host 0.0.0.0) "
+        )
+        .into(),
         401 | 403 => "(the platform token is missing or wrong) ".into(),
         _ => "".into(),
     }

@@ -58,8 +58,9 @@ pub struct FleetFile {
     pub host: IpAddr,
     #[serde(default)]
     pub port: u16,
-    /// The base URL the platform is told at registration (real platforms refuse loopback):
-    /// e.g. `http://mocks.internal:9000`; default: the bound address.
+    /// The base URL the platform is told at registration (real platforms refuse loopback,
+    /// private and `*.internal` ones): e.g. `http://agents.example.com:9000`, where the fleet
+    /// must listen too; default: the bound address.
     #[serde(default)]
     pub advertise: Option<String>,
     /// The platform to drive (registration, triggers); without it the fleet only serves.

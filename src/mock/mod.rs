@@ -25,6 +25,7 @@ pub mod linger;
 pub mod observe;
 pub mod profile;
 pub mod protocol;
+pub mod reach;
 pub mod session;
 #[cfg(test)]
 pub(crate) mod stub;

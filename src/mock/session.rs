@@ -51,11 +51,32 @@ pub enum Banner {
     Fleet,
 }
 
+/// How a session ended.
+pub struct Ran {
+    pub report: Report,
+    /// `stop` completed while the fleet was still driving the platform (registering,
+    /// triggering): the cases not reached are skipped as such.
+    pub interrupted: bool,
+}
+
+/// How long deregistration may take after an interruption: the user asked to stop, and a
+/// platform that hangs must not hold the report back (an uninterrupted run gives each
+/// deregistration the registration deadline).
+const DEREGISTER_WHEN_INTERRUPTED: Duration = Duration::from_secs(10);
+
 /// Runs the session until it ends (triggers done, or `stop` completes) and returns the report.
 pub async fn run(
     settings: SessionSettings,
     stop: impl std::future::Future<Output = ()> + Send,
 ) -> Result<Report, Error> {
+    run_to_end(settings, stop).await.map(|ran| ran.report)
+}
+
+/// [`run`], also saying whether `stop` cut the driving short.
+pub async fn run_to_end(
+    settings: SessionSettings,
+    stop: impl std::future::Future<Output = ()> + Send,
+) -> Result<Ran, Error> {
     let started = Instant::now();
     let started_at = crate::report::now_rfc3339();
     let journal = match &settings.journal {
@@ -94,15 +115,21 @@ pub async fn run(
         Banner::Agent => print_agent(&served, settings.seed),
         Banner::Fleet => print_listening(&served, settings.advertise.as_deref()),
     }
+    if let Some(advertise) = settings.advertise.as_deref() {
+        if let Some(warning) = super::reach::advertise_warning(settings.host, advertise).await {
+            eprintln!("{warning}");
+        }
+    }
     let advertised = advertised_urls(&served, settings.advertise.as_deref());
     let mut cases: Vec<CaseResult> = Vec::new();
     let mut registered = Vec::new();
     tokio::pin!(stop);
-    let interrupted = match &settings.driver {
+    // Whether `stop` has completed (it must not be polled again then).
+    let mut stopped = true;
+    let mut interrupted = match &settings.driver {
         Some(driver) => {
             let drive = async {
-                let (names, case) = driver.register(agents, &advertised).await;
-                registered = names;
+                let case = driver.register(agents, &advertised, &mut registered).await;
                 cases.extend(case);
                 if driver.register.is_some() && registered.is_empty() {
                     // A deliberation among none of the fleet's agents would test nothing.
@@ -132,6 +159,8 @@ pub async fn run(
             if !interrupted && (settings.serve_after || driver.trigger.is_none()) {
                 eprintln!("serving until interrupted (Ctrl-C)…");
                 (&mut stop).await;
+            } else if !interrupted {
+                stopped = false;
             }
             interrupted
         }
@@ -144,7 +173,45 @@ pub async fn run(
         eprintln!("interrupted: stopping the fleet and writing the reports");
     }
     if let Some(driver) = &settings.driver {
-        cases.extend(driver.deregister(&registered).await);
+        if interrupted {
+            let why = format!(
+                "not reached: the run was interrupted (Ctrl-C) after {:.1} s, before this was judged",
+                started.elapsed().as_secs_f64()
+            );
+            cases.extend(driver.not_reached(&cases, &why));
+            if driver.trigger.is_some() && !cases.iter().any(|c| c.id == REACHED_FLEET) {
+                let mut case = reached_fleet_case();
+                case.skip(why);
+                cases.push(case);
+            }
+            match tokio::time::timeout(
+                DEREGISTER_WHEN_INTERRUPTED,
+                driver.deregister(&registered),
+            )
+            .await
+            {
+                Ok(case) => cases.extend(case),
+                Err(_) => eprintln!(
+                    "interrupted: the platform did not answer the deregistrations within {}; {} agent(s) may still be registered",
+                    humantime::format_duration(DEREGISTER_WHEN_INTERRUPTED),
+                    registered.len()
+                ),
+            }
+        } else if stopped {
+            cases.extend(driver.deregister(&registered).await);
+        } else {
+            // Ctrl-C during the deregistrations ends them too.
+            tokio::select! {
+                case = driver.deregister(&registered) => cases.extend(case),
+                _ = &mut stop => {
+                    interrupted = true;
+                    eprintln!("interrupted: the deregistrations are cut short; writing the reports");
+                    cases.extend(driver.deregister_skipped(
+                        "not reached: the run was interrupted (Ctrl-C) during the deregistrations",
+                    ));
+                }
+            }
+        }
     }
     served.stop(Duration::from_secs(2)).await;
     cases.extend(served.handler.observer.cases());
@@ -182,20 +249,29 @@ pub async fn run(
     if let Some(path) = &settings.journal {
         eprintln!("wrote {} ({lines} records)", path.display());
     }
-    Ok(report)
+    Ok(Ran {
+        report,
+        interrupted,
+    })
+}
+
+const REACHED_FLEET: &str = "platform.reached-fleet";
+
+fn reached_fleet_case() -> CaseResult {
+    CaseResult::new(
+        REACHED_FLEET,
+        "deliberation",
+        Level::Must,
+        "the triggered deliberations call the fleet's agents",
+        "fleet file: platform.trigger (the platform deliberates with the registered agents)",
+    )
 }
 
 /// After a trigger: whether the platform called the fleet at all. A deliberation that reached
 /// no agent leaves every observer rule with nothing to judge — a row of skips that would read as
 /// a pass.
 fn reached_fleet(requests: u64, driver: &Driver, advertised: &[String]) -> CaseResult {
-    let mut case = CaseResult::new(
-        "platform.reached-fleet",
-        "deliberation",
-        Level::Must,
-        "the triggered deliberations call the fleet's agents",
-        "fleet file: platform.trigger (the platform deliberates with the registered agents)",
-    );
+    let mut case = reached_fleet_case();
     if requests > 0 {
         case.pass_noting(
             Evidence::new(

@@ -85,7 +85,7 @@ pub enum Exit {
     Failed = 1,
     /// A usage or configuration error, explained in one line on stderr.
     Usage = 2,
-    /// Interrupted before a report.
+    /// Interrupted (Ctrl-C): a probe before its report, `mock fleet` after writing it.
     Interrupted = 130,
 }
 

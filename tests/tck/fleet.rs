@@ -265,7 +265,8 @@ async fn registration_errors_say_what_the_platform_refused() {
         register.message.contains("7 of 7 registration(s) refused")
             && register
                 .message
-                .contains("keyed: 400 (refused; a loopback base_url? see --advertise)"),
+                .contains("keyed: 400 (refused: the platform may not accept base_url http://127.0.0.1:")
+            && register.message.contains("/agents/keyed — a loopback, private or *.internal address? give the fleet an address the platform accepts with advertise: or --advertise, and listen on it with host: or --host, e.g. --host 0.0.0.0)"),
         "{}",
         register.message
     );
@@ -360,4 +361,127 @@ async fn the_try_it_pair_ends_green_on_both_sides() {
         .find(|c| c.id == "platform.bearer")
         .unwrap();
     assert_eq!(bearer.status, Status::Pass, "{}", bearer.message);
+}
+
+/// KangaKode/aiscaffold's guard against server-side request forgery refuses loopback, private
+/// and `*.internal` base URLs with a 400 and its own words: the fleet's registration case shows
+/// those words, the URL it sent, and where to give another (advertise, and listen on it).
+#[tokio::test]
+async fn a_platform_guarding_against_request_forgery_refuses_the_loopback_fleet_and_says_so() {
+    let platform = platform::start(PlatformConfig {
+        refuse_private: true,
+        ..PlatformConfig::default()
+    })
+    .await;
+    let report = drive(&platform.url, Duration::from_millis(800)).await;
+    platform.stop().await;
+    let register = case(&report, "platform.register");
+    assert_eq!(register.status, Status::Fail);
+    for needle in [
+        "7 of 7 registration(s) refused",
+        "plain: 400 (refused: the platform may not accept base_url http://127.0.0.1:",
+        "give the fleet an address the platform accepts with advertise: or --advertise, and listen on it with host: or --host",
+        r#"{"error":"base_url cannot point to private/internal addresses"}"#,
+    ] {
+        assert!(register.message.contains(needle), "{needle}: {}", register.message);
+    }
+    assert_eq!(
+        case(&report, "platform.trigger").message,
+        "skipped: no agent was registered (platform.register failed)"
+    );
+    assert_eq!(report.exit_code(), 1);
+}
+
+/// One agent answers /analyze with a bare `NaN`. A platform on Python's json module takes it,
+/// then its HTTP client cannot serialise any /challenge (each carries the analyses): /challenge
+/// vanishes for every agent, and that is a failure naming them — not a row of skips. The
+/// conforming platform refuses the answer as invalid JSON and challenges the others.
+#[tokio::test]
+async fn an_agents_nan_that_breaks_the_platforms_client_fails_the_vanished_challenge() {
+    const NAN_FLEET: &str = r#"
+agents:
+  - { name: one }
+  - { name: two }
+  - { name: nan, behaviors: ["malformed-json:nan@analyze"] }
+"#;
+    let spec = |url: &str| {
+        format!(
+            "url: {url}\ntimeout: 2s\nregister: {{}}\ntrigger: {{ margin: 8s, expect: {{ json: [\"status == completed\"] }} }}\n"
+        )
+    };
+    let nan = platform::start(PlatformConfig {
+        variant: Variant::NanBreaksItsClient,
+        agent_timeout: Duration::from_secs(2),
+        ..PlatformConfig::default()
+    })
+    .await;
+    let report = drive_fleet(NAN_FLEET, &spec(&nan.url)).await;
+    nan.stop().await;
+    crate::support::assert_every_verdict_explained(&report);
+    assert_eq!(
+        failed_blocking(&report)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect::<Vec<_>>(),
+        ["platform.phases-continue"]
+    );
+    let phases = case(&report, "platform.phases-continue");
+    for needle in [
+        "/challenge never came for one, two (their /analyze answers conformed)",
+        "the platform went on to /vote without them",
+    ] {
+        assert!(
+            phases.message.contains(needle),
+            "{needle}: {}",
+            phases.message
+        );
+    }
+    assert_eq!(report.exit_code(), 1);
+
+    let conforming = platform::start(PlatformConfig {
+        agent_timeout: Duration::from_secs(2),
+        ..PlatformConfig::default()
+    })
+    .await;
+    let report = drive_fleet(NAN_FLEET, &spec(&conforming.url)).await;
+    conforming.stop().await;
+    let phases = case(&report, "platform.phases-continue");
+    assert_eq!(phases.status, Status::Pass, "{}", phases.message);
+    assert!(
+        failed_blocking(&report).is_empty(),
+        "{:?}",
+        failed_blocking(&report)
+    );
+}
+
+/// `platform.trigger.deadline` replaces N × timeout + margin as the wait for a deliberation, and
+/// the cases say where it came from; a value that is not a duration is refused naming the key.
+#[test]
+fn a_trigger_deadline_replaces_the_computed_one() {
+    let driver = |yaml: &str| {
+        let spec = serde_saphyr::from_str(yaml).unwrap();
+        Driver::new(&spec, None, &agent_tck::protocols::roundtable::Agents)
+    };
+    let computed = driver("url: http://p:1\ntimeout: 10s\ntrigger: { margin: 5s }\n").unwrap();
+    let trigger = computed.trigger.unwrap();
+    assert_eq!(trigger.deadline, Duration::from_secs(35));
+    assert_eq!(
+        trigger.deadline_why,
+        "the deliberation deadline: platform.timeout 10s × 3 + margin 5s"
+    );
+    let set =
+        driver("url: http://p:1\ntimeout: 10s\ntrigger: { margin: 5s, deadline: 2s }\n").unwrap();
+    let trigger = set.trigger.unwrap();
+    assert_eq!(trigger.deadline, Duration::from_secs(2));
+    assert_eq!(
+        trigger.deadline_why,
+        "the deliberation deadline set by platform.trigger.deadline or --deliberation-deadline: 2s, in place of platform.timeout 10s × 3 + margin 5s"
+    );
+    let e = driver("url: http://p:1\ntrigger: { deadline: soon }\n")
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string().starts_with("platform.trigger.deadline: "),
+        "{e}"
+    );
 }

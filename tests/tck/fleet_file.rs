@@ -527,3 +527,246 @@ async fn expectations_pick_the_fleets_agent_by_name_whatever_the_platforms_own_a
     own.stop(Duration::from_secs(2)).await;
     platform.stop().await;
 }
+
+// A fleet meeting a real platform: the address it is advertised at, a deliberation that never
+// ends, and Ctrl-C at any moment.
+
+/// `mock fleet ARGS`, started; returned once it has printed its banner line.
+fn fleet_started(args: &[&str]) -> support::Spawned {
+    let mut all = vec!["mock", "fleet"];
+    all.extend_from_slice(args);
+    let mut fleet = support::Spawned::tck(&all, support::RUN_DEADLINE);
+    let banner = fleet.line();
+    assert!(banner.starts_with("agent-tck mock fleet · "), "{banner}");
+    fleet
+}
+
+/// The case `id` of a JSON report file.
+fn json_case(path: &str, id: &str) -> serde_json::Value {
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}")),
+    )
+    .unwrap_or_else(|e| panic!("{path}: {e}"));
+    report["cases"]
+        .as_array()
+        .and_then(|cases| cases.iter().find(|c| c["id"] == id))
+        .unwrap_or_else(|| panic!("{path}: no case {id}"))
+        .clone()
+}
+
+/// `advertise` changes only what the platform is told: a fleet that listens where it is not
+/// advertised says so at start, naming both and the fix; one that listens there does not.
+#[test]
+fn an_advertised_host_the_fleet_does_not_listen_on_is_warned_of_at_start() {
+    let dir = TempDir::new("advertise");
+    let file = dir.path("fleet.yaml");
+    std::fs::write(&file, "agents:\n  - { name: one }\n").unwrap();
+    let run = |host: &str, advertise: &str| {
+        let fleet = fleet_started(&[
+            "--config",
+            &file,
+            "--host",
+            host,
+            "--port",
+            "0",
+            "--advertise",
+            advertise,
+        ]);
+        let out = fleet.interrupt(Duration::from_secs(30));
+        // No platform to drive: Ctrl-C is how serving ends, not an interruption; nothing was
+        // judged, so the verdict is a failure.
+        assert_eq!(out.status.code(), Some(1), "{}", support::text(&out));
+        text(&out.stderr)
+    };
+    let err = run("127.0.0.1", "http://192.168.1.5:9000");
+    assert!(
+        err.contains("warning: the fleet is advertised to the platform as http://192.168.1.5:9000, but it listens on 127.0.0.1 only: the platform will find nothing there. Listen on the advertised address too: --host 0.0.0.0 (every interface) or --host 192.168.1.5 (the fleet file's host:)"),
+        "{err}"
+    );
+    for (host, advertise) in [
+        ("127.0.0.1", "http://localhost:9000"),
+        ("127.0.0.1", "http://127.0.0.1:9000"),
+        ("0.0.0.0", "http://192.168.1.5:9000"),
+    ] {
+        let err = run(host, advertise);
+        assert!(!err.contains("warning:"), "{host} {advertise}: {err}");
+    }
+}
+
+/// A deliberation stuck on a hung agent, on a platform that waits for it without end:
+/// `--deliberation-deadline` ends the run after it, not after 3 × the platform's 120 s + 30 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_deliberation_ends_the_run_at_the_deliberation_deadline() {
+    let platform = platform::start(PlatformConfig {
+        variant: Variant::NoTimeout,
+        ..PlatformConfig::default()
+    })
+    .await;
+    let dir = TempDir::new("stuck");
+    let file = dir.path("fleet.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "agents:\n  - {{ name: one }}\n  - {{ name: hangs, behaviors: \"hang@analyze\" }}\nplatform:\n  url: {}\n  timeout: 120s\n  register: {{}}\n  trigger: {{ margin: 30s }}\n",
+            platform.url
+        ),
+    )
+    .unwrap();
+    let json = dir.path("stuck.json");
+    let started = Instant::now();
+    let out = fleet_cli(
+        &[
+            "--config",
+            &file,
+            "--deliberation-deadline",
+            "3s",
+            "--json",
+            &json,
+            "--quiet",
+        ],
+        &[],
+    )
+    .await;
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", support::text(&out));
+    assert!(took < Duration::from_secs(90), "took {took:?}");
+    let deadline = json_case(&json, "platform.deliberation-deadline");
+    assert_eq!(deadline["status"], "fail", "{deadline}");
+    let message = deadline["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("no complete answer within 3s (the deliberation deadline set by platform.trigger.deadline or --deliberation-deadline: 3s, in place of platform.timeout 2m × 3 + margin 30s)"),
+        "{message}"
+    );
+    assert!(
+        text(&out.stdout).contains("FAIL must   platform.deliberation-deadline"),
+        "{}",
+        text(&out.stdout)
+    );
+    // The flag needs a trigger to bound, and a duration.
+    let bare = dir.path("bare.yaml");
+    std::fs::write(&bare, "agents:\n  - { name: one }\n").unwrap();
+    let out = fleet_cli(&["--config", &bare, "--deliberation-deadline", "3s"], &[]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--deliberation-deadline: ")
+            && text(&out.stderr).contains("bare.yaml has no platform.trigger section"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = fleet_cli(&["--config", &file, "--deliberation-deadline", "soon"], &[]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--deliberation-deadline: "),
+        "{}",
+        text(&out.stderr)
+    );
+    platform.stop().await;
+}
+
+/// Ctrl-C right after the banner, while the platform is still deliberating: the reports are
+/// written all the same (the cases not reached say so), and the exit is 130.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_right_after_the_banner_writes_the_reports_and_exits_130() {
+    let platform = platform::start(PlatformConfig {
+        variant: Variant::NoTimeout,
+        ..PlatformConfig::default()
+    })
+    .await;
+    let dir = TempDir::new("interrupted");
+    let file = dir.path("fleet.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "agents:\n  - {{ name: one }}\n  - {{ name: hangs, behaviors: \"hang@analyze\" }}\nplatform:\n  url: {}\n  timeout: 120s\n  register: {{}}\n  trigger: {{}}\n",
+            platform.url
+        ),
+    )
+    .unwrap();
+    let (json, junit) = (dir.path("out.json"), dir.path("out.xml"));
+    let args = [
+        "--config", &file, "--json", &json, "--junit", &junit, "--quiet",
+    ]
+    .map(String::from);
+    let out = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        fleet_started(&args).interrupt(Duration::from_secs(60))
+    })
+    .await
+    .unwrap();
+    platform.stop().await;
+    assert_eq!(out.status.code(), Some(130), "{}", support::text(&out));
+    assert!(
+        text(&out.stderr).contains("interrupted: stopping the fleet and writing the reports"),
+        "{}",
+        text(&out.stderr)
+    );
+    for id in [
+        "platform.trigger",
+        "platform.deliberation-deadline",
+        "platform.reached-fleet",
+    ] {
+        let case = json_case(&json, id);
+        assert_eq!(case["status"], "skip", "{case}");
+        assert!(
+            case["message"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("not reached: the run was interrupted (Ctrl-C) after "),
+            "{case}"
+        );
+    }
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<testsuite") && xml.contains("platform.trigger"),
+        "{xml}"
+    );
+}
+
+/// Ctrl-C while the platform holds a deregistration (it never answers one): the run ends at once
+/// with the reports, the deregistration skipped as not reached, exit 130.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_during_a_hung_deregistration_writes_the_reports_and_exits_130() {
+    let platform = platform::start(PlatformConfig {
+        agent_timeout: Duration::from_secs(5),
+        hang_deregistration: true,
+        ..PlatformConfig::default()
+    })
+    .await;
+    let dir = TempDir::new("interrupted-leaving");
+    let file = dir.path("fleet.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "agents:\n  - {{ name: one }}\n  - {{ name: two }}\nplatform:\n  url: {}\n  timeout: 5s\n  register: {{}}\n  trigger: {{}}\n",
+            platform.url
+        ),
+    )
+    .unwrap();
+    let json = dir.path("out.json");
+    let args = ["--config", &file, "--json", &json, "--quiet"].map(String::from);
+    let fleet = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        fleet_started(&args)
+    })
+    .await
+    .unwrap();
+    tokio::time::timeout(support::RUN_DEADLINE, async {
+        while platform.deregistrations_seen() == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the fleet deregisters after its trigger");
+    let out = tokio::task::spawn_blocking(move || fleet.interrupt(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    platform.stop().await;
+    assert_eq!(out.status.code(), Some(130), "{}", support::text(&out));
+    assert_eq!(json_case(&json, "platform.trigger")["status"], "pass");
+    let deregister = json_case(&json, "platform.deregister");
+    assert_eq!(deregister["status"], "skip", "{deregister}");
+    assert_eq!(
+        deregister["message"],
+        "not reached: the run was interrupted (Ctrl-C) during the deregistrations"
+    );
+}

@@ -121,6 +121,11 @@ pub(super) async fn register(State(shared): State<Arc<Shared>>, body: Bytes) -> 
         Ok(agent) => agent,
         Err(message) => return error(StatusCode::BAD_REQUEST, message),
     };
+    if shared.config.refuse_private {
+        if let Err(message) = ssrf_guard(&agent.base.host, agent.base.port).await {
+            return error(StatusCode::BAD_REQUEST, message);
+        }
+    }
     let mut agents = shared.agents();
     if agents.iter().any(|a| a.name == agent.name) {
         return error(
@@ -133,6 +138,50 @@ pub(super) async fn register(State(shared): State<Arc<Shared>>, body: Bytes) -> 
     reply(StatusCode::CREATED, public)
 }
 
+/// KangaKode/aiscaffold's `validate_url` (security/validators.py), its messages word for word.
+pub(super) async fn ssrf_guard(host: &str, port: u16) -> Result<(), String> {
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase();
+    if host == "localhost" || host == "metadata.google.internal" {
+        return Err(format!("base_url cannot point to {host}"));
+    }
+    let addrs: Vec<IpAddr> = match host.parse::<IpAddr>() {
+        Ok(ip) => vec![ip],
+        Err(_) => tokio::net::lookup_host((host.as_str(), port))
+            .await
+            .map(|addrs| addrs.map(|a| a.ip()).collect())
+            .unwrap_or_default(),
+    };
+    if addrs.iter().any(|ip| is_private(*ip)) {
+        return Err("base_url cannot point to private/internal addresses".into());
+    }
+    if host.ends_with(".internal") {
+        return Err("base_url cannot point to internal hostnames".into());
+    }
+    Ok(())
+}
+
+/// Python's `is_private or is_loopback or is_link_local` for the ranges that matter here.
+fn is_private(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            v4.is_private() || v4.is_loopback() || v4.is_link_local() || v4.is_unspecified()
+        }
+        IpAddr::V6(v6) => {
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| is_private(IpAddr::V4(v4)))
+        }
+    }
+}
+
 pub(super) async fn list(State(shared): State<Arc<Shared>>) -> Response {
     let agents = shared.agents().iter().map(Agent::public).collect();
     reply(StatusCode::OK, Value::Array(agents))
@@ -142,6 +191,10 @@ pub(super) async fn unregister(
     State(shared): State<Arc<Shared>>,
     Path(name): Path<String>,
 ) -> Response {
+    shared.deregistrations.fetch_add(1, Ordering::Relaxed);
+    if shared.config.hang_deregistration {
+        std::future::pending::<()>().await;
+    }
     let mut agents = shared.agents();
     match agents.iter().position(|a| a.name == name) {
         Some(at) => {

@@ -230,11 +230,18 @@ impl Deliberation<'_> {
         if let Some(key) = self.shared.bearer(agent) {
             headers.push(("authorization".to_string(), format!("Bearer {key}")));
         }
+        let body = serde_json::to_vec(body).unwrap_or_default();
+        if self.shared.variant() == Variant::NanBreaksItsClient && carries_nan(&body) {
+            // httpx's json= serialises with allow_nan=False: the request is never sent.
+            return Err(Failure::Unusable(
+                "ValueError: Out of range float values are not JSON compliant".into(),
+            ));
+        }
         let request = Request {
             method: "POST".into(),
             path: format!("/{endpoint}"),
             headers,
-            body: Bytes::from(serde_json::to_vec(body).unwrap_or_default()),
+            body: Bytes::from(body),
         };
         let response = send(&agent.base, &request, self.shared.limits())
             .await
@@ -250,7 +257,14 @@ impl Deliberation<'_> {
                 "the answer is larger than {MAX_BODY} bytes"
             )));
         }
-        match serde_json::from_slice::<Value>(&response.body) {
+        let parsed = match serde_json::from_slice::<Value>(&response.body) {
+            Err(_) if self.shared.variant() == Variant::NanBreaksItsClient => {
+                parse_with_nan(&response.body)
+                    .ok_or_else(|| serde_json::from_slice::<Value>(&response.body).unwrap_err())
+            }
+            other => other,
+        };
+        match parsed {
             Ok(Value::Object(answer)) => Ok(answer),
             Ok(other) => Err(Failure::Unusable(format!(
                 "the answer is a JSON {}, not an object",
@@ -280,7 +294,12 @@ impl Deliberation<'_> {
             .answers
             .iter()
             .filter(|(agent, _)| {
-                agent.name != me.name || variant == Variant::OwnAnalysisInChallenge
+                // aiscaffold sends every analysis, the receiver's own too.
+                agent.name != me.name
+                    || matches!(
+                        variant,
+                        Variant::OwnAnalysisInChallenge | Variant::NanBreaksItsClient
+                    )
             })
             .map(|(_, analysis)| analysis.clone())
             .collect();
@@ -309,6 +328,39 @@ impl Deliberation<'_> {
             "synthesis": synthesis,
         })
     }
+}
+
+/// Where [`Variant::NanBreaksItsClient`] keeps a `NaN` it parsed: a member the platform adds to
+/// the object that held it (serde_json has no NaN), found again when a request would carry it.
+const NAN_MARK: &str = "__platform_parsed_nan__";
+
+/// Python's `json.loads`, which takes the bare token `NaN` as a number: `None` when the text is
+/// invalid JSON for another reason.
+fn parse_with_nan(body: &[u8]) -> Option<Value> {
+    let text = std::str::from_utf8(body).ok()?;
+    let mut marked = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("NaN") {
+        let before = rest[..at].trim_end();
+        if !(before.ends_with(':') || before.ends_with(',') || before.ends_with('[')) {
+            return None;
+        }
+        marked.push_str(&rest[..at]);
+        marked.push_str("null");
+        rest = &rest[at + 3..];
+    }
+    marked.push_str(rest);
+    let mut value: Value = serde_json::from_str(&marked).ok()?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert(NAN_MARK.into(), Value::Bool(true));
+    }
+    Some(value)
+}
+
+/// Whether a serialised request carries a `NaN` the platform parsed.
+fn carries_nan(body: &[u8]) -> bool {
+    let mark = format!("\"{NAN_MARK}\"");
+    body.windows(mark.len()).any(|w| w == mark.as_bytes())
 }
 
 /// The synthesis put to the vote, from sanitized answers only: each agent's first observation

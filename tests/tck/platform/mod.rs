@@ -90,6 +90,11 @@ pub enum Variant {
     RetriesTimeouts,
     /// Drops the whole challenge phase when any agent's /analyze failed, and goes on to /vote.
     DropsChallengeAfterFailure,
+    /// Python's json module as KangaKode/aiscaffold uses it: its parser takes a bare `NaN` in an
+    /// agent's answer, and its HTTP client (httpx, `allow_nan=False`) then refuses to serialise
+    /// any request that carries the analysis — every /challenge (each holds the others'
+    /// analyses) fails before it is sent, and the deliberation goes on to /vote.
+    NanBreaksItsClient,
 }
 
 impl Variant {
@@ -130,6 +135,7 @@ impl Variant {
             Variant::NeverChallenges => "never-challenges",
             Variant::RetriesTimeouts => "retries-timeouts",
             Variant::DropsChallengeAfterFailure => "drops-challenge-after-failure",
+            Variant::NanBreaksItsClient => "nan-breaks-its-client",
         }
     }
 }
@@ -141,6 +147,14 @@ pub struct PlatformConfig {
     pub agent_timeout: Duration,
     /// Refuse agents whose base_url host is loopback (`localhost`, 127.0.0.0/8, ::1, 0.0.0.0).
     pub refuse_loopback: bool,
+    /// Guard against server-side request forgery as KangaKode/aiscaffold's `validate_url` does:
+    /// refuse a base_url whose host is `localhost`, `metadata.google.internal`, any
+    /// `*.internal` name, a loopback, private or link-local address, or a name that resolves
+    /// to one (a name that does not resolve passes, as there).
+    pub refuse_private: bool,
+    /// Never answers a deregistration (`DELETE /api/v1/agents/NAME`): a platform that hangs as
+    /// the fleet leaves.
+    pub hang_deregistration: bool,
     /// When set, every `/api/v1/*` request needs `Authorization: Bearer <admin_token>`.
     pub admin_token: Option<String>,
 }
@@ -151,6 +165,8 @@ impl Default for PlatformConfig {
             variant: Variant::Conforming,
             agent_timeout: Duration::from_secs(120),
             refuse_loopback: false,
+            refuse_private: false,
+            hang_deregistration: false,
             admin_token: None,
         }
     }
@@ -195,6 +211,11 @@ impl Platform {
             .collect()
     }
 
+    /// How many deregistrations reached the platform so far (answered or not).
+    pub fn deregistrations_seen(&self) -> usize {
+        self.shared.deregistrations.load(Ordering::Relaxed)
+    }
+
     /// How many prompt-injection patterns the scan found in agent answers so far (the spec's
     /// "scanned for prompt injection patterns (logged if detected)": counted, never altered).
     pub fn injections_flagged(&self) -> usize {
@@ -233,6 +254,7 @@ struct Shared {
     agents: Mutex<Vec<Agent>>,
     injections: &'static PhraseSet,
     injections_flagged: AtomicUsize,
+    deregistrations: AtomicUsize,
     next_task: AtomicU64,
 }
 
@@ -246,6 +268,7 @@ impl Shared {
             agents: Mutex::new(Vec::new()),
             injections: injection_patterns(),
             injections_flagged: AtomicUsize::new(0),
+            deregistrations: AtomicUsize::new(0),
             next_task: AtomicU64::new(clock),
         }
     }

@@ -101,6 +101,73 @@ async fn loopback_agents_are_refused_when_the_platform_says_so() {
     platform.stop().await;
 }
 
+/// The guard of KangaKode/aiscaffold (`validate_url`), its 400 and its words: loopback,
+/// private, link-local, `localhost`, `*.internal`; a public address, or a name that does not
+/// resolve, passes.
+#[tokio::test]
+async fn a_request_forgery_guard_refuses_loopback_private_and_internal_base_urls() {
+    let platform = start(PlatformConfig {
+        refuse_private: true,
+        ..PlatformConfig::default()
+    })
+    .await;
+    for (url, words) in [
+        (
+            "http://127.0.0.1:9",
+            "cannot point to private/internal addresses",
+        ),
+        ("http://localhost:9", "cannot point to localhost"),
+        (
+            "http://10.1.2.3:9",
+            "cannot point to private/internal addresses",
+        ),
+        (
+            "http://172.16.0.9:9",
+            "cannot point to private/internal addresses",
+        ),
+        (
+            "http://192.168.1.5:9000",
+            "cannot point to private/internal addresses",
+        ),
+        (
+            "http://169.254.169.254",
+            "cannot point to private/internal addresses",
+        ),
+        (
+            "http://[::1]:9",
+            "cannot point to private/internal addresses",
+        ),
+        (
+            "http://[fd00::5]:9",
+            "cannot point to private/internal addresses",
+        ),
+        (
+            "http://metadata.google.internal",
+            "cannot point to metadata.google.internal",
+        ),
+        (
+            "http://mocks.internal:9000",
+            "cannot point to internal hostnames",
+        ),
+    ] {
+        let (status, answer) =
+            register_body(&platform, json!({"name": "a", "base_url": url})).await;
+        assert_eq!(status, 400, "{url}");
+        assert_eq!(text(&answer, "error"), format!("base_url {words}"), "{url}");
+    }
+    for (n, url) in [
+        "http://203.0.113.7:9000",
+        "https://agents.example.invalid/a",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let body = json!({"name": format!("a{n}"), "base_url": url});
+        assert_eq!(register_body(&platform, body).await.0, 201, "{url}");
+    }
+    platform.stop().await;
+}
+
 #[tokio::test]
 async fn the_admin_token_guards_the_api() {
     let platform = start(PlatformConfig {
