@@ -58,11 +58,13 @@ pub enum Command {
     Report(ReportCommand),
     /// Print a shell completion script: `agent-tck completions bash > /etc/bash_completion.d/agent-tck`.
     Completions {
+        /// The shell the script is for.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
     /// Write the man pages (agent-tck.1 and one per subcommand, agent-tck-probe.1, …) into DIR.
     Manpages {
+        /// The folder to write them in (created when missing).
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
@@ -87,6 +89,7 @@ pub enum ReportCommand {
     /// Merge JSON reports (shards of a run, protocols, targets) into one: printed, and written
     /// as --json / --junit; exit 1 when the merged run fails.
     Merge {
+        /// The JSON reports (`--json` files) to merge, in order; an empty shard is ignored.
         #[arg(required = true, value_name = "REPORT")]
         reports: Vec<PathBuf>,
         #[command(flatten)]
@@ -95,8 +98,10 @@ pub enum ReportCommand {
     /// Compare two runs case by case: regressions (failing the run now, not before), fixes, new
     /// warnings, new and removed cases; exit 1 on a regression.
     Diff {
+        /// The earlier run's JSON report (`--json`).
         #[arg(value_name = "OLD")]
         old: PathBuf,
+        /// The later run's JSON report, compared with OLD.
         #[arg(value_name = "NEW")]
         new: PathBuf,
     },
@@ -228,6 +233,8 @@ impl<R: Role> Args for RoleCommand<R> {
             .flat_map(|p| R::commands(*p))
             .fold(cmd, clap::Command::subcommand)
             .subcommand_required(true)
+            // `agent-tck probe` alone: the list of probes, as `agent-tck mock` gives its own.
+            .arg_required_else_help(true)
     }
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
@@ -240,6 +247,39 @@ pub(super) fn protocol_names() -> PossibleValuesParser {
     PossibleValuesParser::new(protocols::names())
 }
 
+/// `mock fleet --preset`'s help: the built-in fleets of every protocol in the registry.
+fn preset_help() -> String {
+    let names: Vec<&str> = protocols::REGISTRY
+        .iter()
+        .flat_map(|p| p.capabilities().fleet_presets)
+        .map(|(name, _, _)| *name)
+        .collect();
+    format!(
+        "A built-in fleet (the files of mocks/): {}",
+        names.join(", ")
+    )
+}
+
+/// `--host`: an IP address, or a host name resolved to one (its first IPv4 address when it has
+/// one: `localhost` is 127.0.0.1 to most clients). clap names the flag in the error.
+pub fn parse_host(text: &str) -> Result<IpAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(ip) = text.parse() {
+        return Ok(ip);
+    }
+    let found: Vec<IpAddr> = (text, 0)
+        .to_socket_addrs()
+        .map_err(|e| format!("neither an IP address nor a host name that resolves ({e})"))?
+        .map(|a| a.ip())
+        .collect();
+    found
+        .iter()
+        .find(|ip| ip.is_ipv4())
+        .or(found.first())
+        .copied()
+        .ok_or_else(|| "a host name that resolves to no address".to_string())
+}
+
 #[derive(Debug, Subcommand)]
 pub enum MockCommand {
     /// Serve one agent (conforming, or with --behavior) until interrupted; then judge the platform.
@@ -250,6 +290,7 @@ pub enum MockCommand {
     /// each, the graph their next_agents form) for an orchestrator to be tested on.
     Agents(MockAgentsArgs),
     /// Print the behaviour catalogue: each name, what it does, the platform rule it exercises.
+    #[command(visible_alias = "behaviours")]
     Behaviors,
     /// Play the Librarian (decisions and faults from a script) and judge the agent client that
     /// calls it: schema, token, rate, back-off after 429, polling, retries, reports.
@@ -326,11 +367,11 @@ pub struct MockFleetArgs {
     /// makes the fleet the clients of a server (a Librarian, an agent server) instead of agents.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// A built-in fleet: chaos, slow, injection, faults (the files of mocks/).
-    #[arg(long, value_name = "NAME")]
+    // The help lists the registry's presets: a doc comment would be a literal list.
+    #[arg(long, value_name = "NAME", help = preset_help())]
     pub preset: Option<String>,
-    /// Address to bind (overrides the file's `host`).
-    #[arg(long)]
+    /// Address to bind, an IP address or a host name (overrides the file's `host`).
+    #[arg(long, value_parser = parse_host)]
     pub host: Option<IpAddr>,
     /// Port to bind (overrides the file's `port`; 0: the OS picks).
     #[arg(long)]
@@ -373,8 +414,8 @@ pub struct MockAgentArgs {
     /// The protocol the agent speaks.
     #[arg(long, default_value = "roundtable", value_parser = protocol_names())]
     pub protocol: String,
-    /// Address to bind (loopback unless told otherwise).
-    #[arg(long, default_value = "127.0.0.1")]
+    /// Address to bind, an IP address or a host name (loopback unless told otherwise).
+    #[arg(long, default_value = "127.0.0.1", value_parser = parse_host)]
     pub host: IpAddr,
     /// Port to bind (0: the OS picks one, and it is printed).
     #[arg(long, default_value_t = 3001)]
@@ -395,7 +436,13 @@ pub struct MockAgentArgs {
     pub name: String,
     /// Behaviours, comma-separated: NAME[:ARGS][@ENDPOINT] (see `agent-tck mock behaviors`);
     /// repeatable, the lists adding up (a wrapper script's list, and one more).
-    #[arg(long, value_name = "LIST", default_value = "conforming", action = clap::ArgAction::Append)]
+    #[arg(
+        long,
+        visible_alias = "behaviour",
+        value_name = "LIST",
+        default_value = "conforming",
+        action = clap::ArgAction::Append
+    )]
     pub behavior: Vec<String>,
     /// Answer on stdin/stdout (protocols served over lines, e.g. execute-task; a request ends at
     /// a newline or at end of input).
@@ -454,6 +501,10 @@ pub struct MockAgentsArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("timeout", |a| a.help(
+    "Deadline of each exchange with the agents the self-test probes (a request and its answer, \
+     a turn, a run of a command agent), from connect to the last byte (e.g. 120s, 2m, 500ms, 30)"
+)))]
 pub struct SelftestArgs {
     /// Only this protocol (default: every one).
     #[arg(long, value_parser = protocol_names())]
@@ -470,6 +521,7 @@ pub struct SelftestArgs {
 pub enum SuitesCommand {
     /// Print every case: id, level, spec section, title.
     List {
+        /// The protocol whose suite is listed.
         #[arg(long, default_value = "roundtable", value_parser = protocol_names())]
         protocol: String,
         /// List this suite file instead of the built-in one.
@@ -503,6 +555,13 @@ pub(super) fn clap_one_line(e: &clap::Error) -> String {
         .take_while(|l| !l.trim().is_empty())
         .map(str::trim)
         .collect();
+    // clap's tips ("a similar subcommand exists: 'roundtable'") follow the message, each on its
+    // own line: kept, since they are the fix.
+    let tips: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("tip: "))
+        .collect();
     let joined = lines.join(" ");
     let message = joined.trim_start_matches("error: ");
     let message = if message.is_empty() {
@@ -524,7 +583,8 @@ pub(super) fn clap_one_line(e: &clap::Error) -> String {
         })
         .filter(|c| c.starts_with("agent-tck"))
         .unwrap_or_else(|| "agent-tck".into());
-    format!("{message} (see {command} --help)")
+    let tips: String = tips.iter().map(|t| format!("; {t}")).collect();
+    format!("{message}{tips} (see {command} --help)")
 }
 
 /// The registered protocol `name` (clap has checked it).

@@ -17,6 +17,7 @@ pub mod signal;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
+use clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand;
 use clap::Parser;
 
 pub use self::args::*;
@@ -26,7 +27,8 @@ pub use crate::error::Error;
 
 use self::dispatch::{execute, finish, probe_job_of, run_async};
 
-/// Parses `args` and runs the command. Help and version print and exit 0.
+/// Parses `args` and runs the command. Help and version print and exit 0; no command at all
+/// prints the help and exits 2.
 pub fn main<I, T>(args: I) -> ExitCode
 where
     I: IntoIterator<Item = T>,
@@ -43,6 +45,12 @@ where
             // --help, --version: clap's own output, exit 0.
             let _ = e.print();
             return ExitCode::SUCCESS;
+        }
+        Err(e) if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand => {
+            // No command (`agent-tck`, `agent-tck mock`): the help, on stderr, exit 2 — clap's
+            // convention: nothing was run, and a script that forgot the command must not pass.
+            let _ = e.print();
+            return ExitCode::from(crate::report::Exit::Usage.code());
         }
         Err(e) => return finish(Err(Error::Usage(clap_one_line(&e)))),
     };

@@ -30,6 +30,10 @@ pub struct Connector;
 
 /// `probe connector`'s flags.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("timeout", |a| a.help(
+    "Deadline of each forward's acknowledgement: a POST to the inputUrl, from connect to its \
+     answer (at most 7s: the server's 5s and 2s of grace); the callbacks have --reply-timeout"
+)))]
 pub struct ConnectorProbeArgs {
     /// The external agent's inputUrl (user messages are POSTed there).
     #[arg(long, value_name = "URL")]
