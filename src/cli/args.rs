@@ -545,7 +545,7 @@ pub enum SchemasCommand {
 }
 
 /// clap's error as one line: its first line, without the `error: ` prefix.
-pub(super) fn clap_one_line(e: &clap::Error) -> String {
+pub fn clap_one_line(e: &clap::Error) -> String {
     // clap's message is its first paragraph (a list of missing arguments runs over several
     // lines); the usage and tips that follow are left to --help.
     let text = e.render().to_string();
