@@ -1,6 +1,8 @@
 //! Quantities written by people: durations (`120s`, `2m`, `500ms`, or seconds) and byte counts
-//! (`5MB`, `512k`, `5MiB`). Flags, suites, fleet files and behaviours all read them here.
+//! (`5MB`, `512k`, `5MiB`). Flags, suites, fleet files and behaviours all read them here; and
+//! the host a `--host` flag names (an IP address or a host name).
 
+use std::net::IpAddr;
 use std::time::Duration;
 
 /// Why a quantity does not read: a usage error (the flag, suite or file that wrote it says
@@ -19,6 +21,10 @@ pub enum UnitError {
     UnknownUnit { unit: String },
     #[error("too large")]
     TooLarge,
+    #[error("neither an IP address nor a host name that resolves ({cause})")]
+    UnknownHost { cause: String },
+    #[error("a host name that resolves to no address")]
+    NoAddress,
 }
 
 impl From<UnitError> for crate::error::Error {
@@ -32,6 +38,28 @@ impl From<UnitError> for String {
     fn from(e: UnitError) -> Self {
         e.to_string()
     }
+}
+
+/// A host to bind: an IP address, or a host name resolved to one (its first IPv4 address when
+/// it has one: `localhost` is 127.0.0.1 to most clients). clap names the flag in the error.
+pub fn parse_host(text: &str) -> Result<IpAddr, UnitError> {
+    use std::net::ToSocketAddrs;
+    if let Ok(ip) = text.parse() {
+        return Ok(ip);
+    }
+    let found: Vec<IpAddr> = (text, 0)
+        .to_socket_addrs()
+        .map_err(|e| UnitError::UnknownHost {
+            cause: e.to_string(),
+        })?
+        .map(|a| a.ip())
+        .collect();
+    found
+        .iter()
+        .find(|ip| ip.is_ipv4())
+        .or(found.first())
+        .copied()
+        .ok_or(UnitError::NoAddress)
 }
 
 /// A duration: `120s`, `2m`, `500ms`, `1h 30m`, or a plain number of seconds.

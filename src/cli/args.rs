@@ -14,7 +14,7 @@ use crate::protocols::plugin::ProtocolCommand;
 use crate::protocols::{self, ProbeJob, Protocol};
 use crate::report::output::OutputArgs;
 use crate::report::Exit;
-use crate::units::{parse_bytes, parse_duration};
+use crate::units::{parse_bytes, parse_duration, parse_host};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -258,26 +258,6 @@ fn preset_help() -> String {
         "A built-in fleet (the files of mocks/): {}",
         names.join(", ")
     )
-}
-
-/// `--host`: an IP address, or a host name resolved to one (its first IPv4 address when it has
-/// one: `localhost` is 127.0.0.1 to most clients). clap names the flag in the error.
-pub fn parse_host(text: &str) -> Result<IpAddr, String> {
-    use std::net::ToSocketAddrs;
-    if let Ok(ip) = text.parse() {
-        return Ok(ip);
-    }
-    let found: Vec<IpAddr> = (text, 0)
-        .to_socket_addrs()
-        .map_err(|e| format!("neither an IP address nor a host name that resolves ({e})"))?
-        .map(|a| a.ip())
-        .collect();
-    found
-        .iter()
-        .find(|ip| ip.is_ipv4())
-        .or(found.first())
-        .copied()
-        .ok_or_else(|| "a host name that resolves to no address".to_string())
 }
 
 #[derive(Debug, Subcommand)]

@@ -381,7 +381,7 @@ mod tests {
 #[derive(Debug, Clone, Args)]
 pub struct MockLibrarianArgs {
     /// Address to bind, an IP address or a host name (loopback unless told otherwise).
-    #[arg(long, default_value = "127.0.0.1", value_parser = crate::cli::args::parse_host)]
+    #[arg(long, default_value = "127.0.0.1", value_parser = crate::units::parse_host)]
     pub host: std::net::IpAddr,
     /// Port to bind (0: the OS picks one, and it is printed).
     #[arg(long, default_value_t = 8080)]
