@@ -409,15 +409,15 @@ fn no_command_prints_the_help_and_exits_2() {
 #[test]
 fn a_misspelt_command_or_flag_gets_clap_s_tip() {
     let out = tck_within(
-        &["probe", "rountable", "--url", "http://127.0.0.1:9"],
+        &["probe", "rountable", "--url", "http://127.0.0.1:3001"],
         QUICK,
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr).trim_end(),
-        "agent-tck: error: unrecognized subcommand 'rountable'; tip: a similar subcommand \
-         exists: 'roundtable' (see agent-tck probe --help)"
-    );
+    let said = "agent-tck: error: unrecognized subcommand 'rountable'; tip: a similar subcommand \
+                exists: 'roundtable' (see agent-tck probe --help)";
+    assert_eq!(String::from_utf8_lossy(&out.stderr).trim_end(), said);
+    // The README shows it as it is.
+    assert!(include_str!("../../README.md").contains(&format!("    {said}\n")));
     let out = tck_within(&["mock", "agent", "--behavor", "slow"], QUICK);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert_eq!(
