@@ -35,7 +35,9 @@ where
     T: Into<OsString> + Clone,
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    if crate::targets::wanted(&args) {
+    // `--help` with `--targets`: the probe's help, from clap, not a run over the list.
+    let help = args.iter().any(|a| a == "--help" || a == "-h");
+    if crate::targets::wanted(&args) && !help {
         let run = crate::targets::run(args, probe_job_of);
         return run_async(async move { run.await.map(Ended::Verdict) });
     }

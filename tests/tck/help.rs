@@ -539,3 +539,29 @@ fn fleet_files_take_behaviour_as_behavior() {
     assert_eq!(a, ["slow:5s"]);
     assert_eq!(a, b);
 }
+
+/// `--help` beside `--targets` is the probe's help (a run over the list would parse each
+/// target's command line and print the help's first line as an error).
+#[test]
+fn help_with_targets_is_the_probe_s_help() {
+    let out = tck_within(
+        &[
+            "probe",
+            "roundtable",
+            "--targets",
+            "no-such-list.yaml",
+            "--help",
+        ],
+        QUICK,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with(
+            "The round-table External Agent Protocol: POST /analyze, /challenge, /vote.\n"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("--targets <FILE>"), "{stdout}");
+    assert!(out.stderr.is_empty(), "{}", text(&out));
+}
