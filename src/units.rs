@@ -1,8 +1,8 @@
 //! Quantities written by people: durations (`120s`, `2m`, `500ms`, or seconds) and byte counts
 //! (`5MB`, `512k`, `5MiB`). Flags, suites, fleet files and behaviours all read them here; and
-//! the host a `--host` flag names (an IP address or a host name).
+//! the host a `--host` flag names (an IP address or a host name), and a HOST:PORT to listen on.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 /// Why a quantity does not read: a usage error (the flag, suite or file that wrote it says
@@ -25,6 +25,8 @@ pub enum UnitError {
     UnknownHost { cause: String },
     #[error("a host name that resolves to no address")]
     NoAddress,
+    #[error("expected HOST:PORT (e.g. 127.0.0.1:0, localhost:8000)")]
+    NotAnAddress,
 }
 
 impl From<UnitError> for crate::error::Error {
@@ -60,6 +62,18 @@ pub fn parse_host(text: &str) -> Result<IpAddr, UnitError> {
         .or(found.first())
         .copied()
         .ok_or(UnitError::NoAddress)
+}
+
+/// An address to listen on, HOST:PORT, the host as [`parse_host`] reads it (`localhost:0`).
+pub fn parse_listen_addr(text: &str) -> Result<SocketAddr, UnitError> {
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    let (host, port) = text
+        .rsplit_once(':')
+        .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
+        .ok_or(UnitError::NotAnAddress)?;
+    Ok(SocketAddr::new(parse_host(host)?, port))
 }
 
 /// A duration: `120s`, `2m`, `500ms`, `1h 30m`, or a plain number of seconds.
@@ -127,6 +141,24 @@ pub fn parse_bytes(text: &str) -> Result<usize, UnitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hosts_and_listen_addresses() {
+        let v4 = IpAddr::from([127, 0, 0, 1]);
+        assert_eq!(parse_host("127.0.0.1"), Ok(v4));
+        assert_eq!(parse_host("::1"), Ok("::1".parse().unwrap()));
+        assert_eq!(parse_host("localhost"), Ok(v4));
+        assert_eq!(parse_listen_addr("localhost:0"), Ok(SocketAddr::new(v4, 0)));
+        assert_eq!(
+            parse_listen_addr("[::1]:8000"),
+            Ok("[::1]:8000".parse().unwrap())
+        );
+        assert_eq!(parse_listen_addr("localhost"), Err(UnitError::NotAnAddress));
+        assert_eq!(
+            parse_listen_addr("localhost:http"),
+            Err(UnitError::NotAnAddress)
+        );
+    }
 
     #[test]
     fn durations() {

@@ -1,6 +1,7 @@
 //! The command line's flags: the clap definitions. A protocol's own subcommands (`probe NAME`,
 //! `lint WHAT`) come from the registry ([`RoleCommand`]).
 
+use std::ffi::OsString;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -524,8 +525,35 @@ pub enum SchemasCommand {
     List,
 }
 
-/// clap's error as one line: its first line, without the `error: ` prefix.
+/// clap's error as one line: its first line, without the `error: ` prefix, and the command
+/// whose --help to read (the usage line's, else the subcommands `argv` names).
+pub fn clap_error_line(e: &clap::Error, argv: &[OsString]) -> String {
+    one_line(e, || typed_command(argv))
+}
+
+/// [`clap_error_line`] without the command line: the usage line's command, else `agent-tck`.
 pub fn clap_one_line(e: &clap::Error) -> String {
+    one_line(e, || "agent-tck".into())
+}
+
+/// The subcommands `argv` names, as typed: `agent-tck mock agent` of `agent-tck mock agent
+/// --host x` (an invalid value's error has no usage line to name it).
+fn typed_command(argv: &[OsString]) -> String {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let mut path = vec!["agent-tck".to_string()];
+    for word in argv.iter().skip(1) {
+        let Some(sub) = word.to_str().and_then(|w| cmd.find_subcommand(w)) else {
+            break;
+        };
+        path.push(sub.get_name().to_string());
+        let sub = sub.clone();
+        cmd = sub;
+    }
+    path.join(" ")
+}
+
+fn one_line(e: &clap::Error, fallback: impl FnOnce() -> String) -> String {
     // clap's message is its first paragraph (a list of missing arguments runs over several
     // lines); the usage and tips that follow are left to --help.
     let text = e.render().to_string();
@@ -562,7 +590,7 @@ pub fn clap_one_line(e: &clap::Error) -> String {
                 .join(" ")
         })
         .filter(|c| c.starts_with("agent-tck"))
-        .unwrap_or_else(|| "agent-tck".into());
+        .unwrap_or_else(fallback);
     let tips: String = tips.iter().map(|t| format!("; {t}")).collect();
     format!("{message}{tips} (see {command} --help)")
 }

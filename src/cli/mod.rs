@@ -41,7 +41,7 @@ where
         let run = crate::targets::run(args, probe_job_of);
         return run_async(async move { run.await.map(Ended::Verdict) });
     }
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
             // --help, --version: clap's own output, exit 0.
@@ -54,7 +54,7 @@ where
             let _ = e.print();
             return ExitCode::from(crate::report::Exit::Usage.code());
         }
-        Err(e) => return finish(Err(Error::Usage(clap_one_line(&e)))),
+        Err(e) => return finish(Err(Error::Usage(clap_error_line(&e, &args)))),
     };
     run_async(execute(cli.command))
 }

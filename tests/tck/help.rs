@@ -475,22 +475,44 @@ fn host_takes_a_host_name() {
         let argv = [&["agent-tck"], command, &["--host", "localhost"]].concat();
         Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{command:?}: {e}"));
     }
-    // A name that does not resolve: the flag and the name.
-    let e = Cli::try_parse_from([
-        "agent-tck",
-        "mock",
-        "agent",
-        "--host",
-        "no-such-host.invalid",
-    ])
-    .unwrap_err();
-    let line = agent_tck::cli::clap_one_line(&e);
+    // The connector's callback listener: HOST:PORT, the host a name too.
+    let probe = |listen: &str| {
+        let argv: Vec<std::ffi::OsString> = [
+            "agent-tck",
+            "probe",
+            "connector",
+            "--input-url",
+            "http://127.0.0.1:9/v1/assistant/input",
+            "--callback-listen",
+            listen,
+        ]
+        .map(Into::into)
+        .to_vec();
+        Cli::try_parse_from(&argv)
+            .map(|_| ())
+            .map_err(|e| agent_tck::cli::clap_error_line(&e, &argv))
+    };
+    assert_eq!(probe("localhost:0"), Ok(()));
+    assert_eq!(
+        probe("localhost"),
+        Err(
+            "invalid value 'localhost' for '--callback-listen <ADDR>': expected HOST:PORT (e.g. \
+             127.0.0.1:0, localhost:8000) (see agent-tck probe connector --help)"
+                .into()
+        )
+    );
+    // A name that does not resolve: the flag and the name, and the command whose help to read.
+    let out = tck_within(&["mock", "agent", "--host", "no-such-host.invalid"], QUICK);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let err = err.trim_end();
     assert!(
-        line.starts_with(
-            "invalid value 'no-such-host.invalid' for '--host <HOST>': neither an IP address nor \
-             a host name that resolves"
-        ),
-        "{line}"
+        err.starts_with(
+            "agent-tck: error: invalid value 'no-such-host.invalid' for '--host <HOST>': neither \
+             an IP address nor a host name that resolves ("
+        ) && err.ends_with(") (see agent-tck mock agent --help)")
+            && !err.contains('\n'),
+        "{err}"
     );
 }
 

@@ -41,8 +41,8 @@ pub struct ConnectorProbeArgs {
     /// The agentId the forwards carry.
     #[arg(long, value_name = "ID", default_value = "external-agent-a")]
     pub agent_id: String,
-    /// Where the kit's callback endpoint listens.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    /// Where the kit's callback endpoint listens: HOST:PORT, the host an address or a name.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0", value_parser = crate::units::parse_listen_addr)]
     pub callback_listen: SocketAddr,
     /// The base URL the agent is given for its callbacks (default: the listening address; set
     /// it when the agent reaches the kit by another name).
