@@ -538,7 +538,7 @@ pub fn clap_one_line(e: &clap::Error) -> String {
 
 /// The subcommands `argv` names, as typed: `agent-tck mock agent` of `agent-tck mock agent
 /// --host x` (an invalid value's error has no usage line to name it).
-fn typed_command(argv: &[OsString]) -> String {
+pub(super) fn typed_command(argv: &[OsString]) -> String {
     use clap::CommandFactory;
     let mut cmd = Cli::command();
     let mut path = vec!["agent-tck".to_string()];

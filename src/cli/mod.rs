@@ -35,9 +35,11 @@ where
     T: Into<OsString> + Clone,
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    // `--help` with `--targets`: the probe's help, from clap, not a run over the list.
+    // `--help` with `--targets`: the probe's help, from clap, not a run over the list; and
+    // without a probe named (`probe --targets FILE`), clap's error, not each target's.
     let help = args.iter().any(|a| a == "--help" || a == "-h");
-    if crate::targets::wanted(&args) && !help {
+    let names_a_probe = typed_command(&args).split(' ').count() > 2;
+    if crate::targets::wanted(&args) && !help && names_a_probe {
         let run = crate::targets::run(args, probe_job_of);
         return run_async(async move { run.await.map(Ended::Verdict) });
     }

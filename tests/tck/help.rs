@@ -563,7 +563,8 @@ fn fleet_files_take_behaviour_as_behavior() {
 }
 
 /// `--help` beside `--targets` is the probe's help (a run over the list would parse each
-/// target's command line and print the help's first line as an error).
+/// target's command line and print the help's first line as an error); `--targets` without a
+/// probe is a usage error about the command line.
 #[test]
 fn help_with_targets_is_the_probe_s_help() {
     let out = tck_within(
@@ -586,4 +587,11 @@ fn help_with_targets_is_the_probe_s_help() {
     );
     assert!(stdout.contains("--targets <FILE>"), "{stdout}");
     assert!(out.stderr.is_empty(), "{}", text(&out));
+    // No probe named: clap's word on the command line, not each target's (`--url` unexpected).
+    let out = tck_within(&["probe", "--targets", "no-such-list.yaml"], QUICK);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "agent-tck: error: unexpected argument '--targets' found (see agent-tck probe --help)"
+    );
 }
