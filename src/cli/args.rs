@@ -528,7 +528,12 @@ pub enum SchemasCommand {
 /// clap's error as one line: its first line, without the `error: ` prefix, and the command
 /// whose --help to read (the usage line's, else the subcommands `argv` names).
 pub fn clap_error_line(e: &clap::Error, argv: &[OsString]) -> String {
-    one_line(e, || typed_command(argv))
+    one_line(e, || {
+        std::iter::once("agent-tck".to_string())
+            .chain(typed_subcommands(argv))
+            .collect::<Vec<_>>()
+            .join(" ")
+    })
 }
 
 /// [`clap_error_line`] without the command line: the usage line's command, else `agent-tck`.
@@ -536,21 +541,21 @@ pub fn clap_one_line(e: &clap::Error) -> String {
     one_line(e, || "agent-tck".into())
 }
 
-/// The subcommands `argv` names, as typed: `agent-tck mock agent` of `agent-tck mock agent
-/// --host x` (an invalid value's error has no usage line to name it).
-pub(super) fn typed_command(argv: &[OsString]) -> String {
+/// The subcommands `argv` (the program's name first) names: `mock`, `agent` of `agent-tck mock
+/// agent --host x` (an invalid value's error has no usage line to name them).
+pub(super) fn typed_subcommands(argv: &[OsString]) -> Vec<String> {
     use clap::CommandFactory;
     let mut cmd = Cli::command();
-    let mut path = vec!["agent-tck".to_string()];
+    let mut path = Vec::new();
     for word in argv.iter().skip(1) {
         let Some(sub) = word.to_str().and_then(|w| cmd.find_subcommand(w)) else {
             break;
         };
         path.push(sub.get_name().to_string());
-        let sub = sub.clone();
-        cmd = sub;
+        let next = sub.clone();
+        cmd = next;
     }
-    path.join(" ")
+    path
 }
 
 fn one_line(e: &clap::Error, fallback: impl FnOnce() -> String) -> String {

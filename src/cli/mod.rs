@@ -38,7 +38,7 @@ where
     // `--help` with `--targets`: the probe's help, from clap, not a run over the list; and
     // without a probe named (`probe --targets FILE`), clap's error, not each target's.
     let help = args.iter().any(|a| a == "--help" || a == "-h");
-    let names_a_probe = typed_command(&args).split(' ').count() > 2;
+    let names_a_probe = typed_subcommands(&args).len() >= 2;
     if crate::targets::wanted(&args) && !help && names_a_probe {
         let run = crate::targets::run(args, probe_job_of);
         return run_async(async move { run.await.map(Ended::Verdict) });
