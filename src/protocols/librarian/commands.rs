@@ -29,8 +29,9 @@ pub struct LibrarianProtocol;
 /// `probe librarian`'s flags.
 #[derive(Debug, Clone, Args)]
 #[command(mut_arg("timeout", |a| a.help(
-    "Deadline of each request to the Librarian (a request, a status poll, a report), from \
-     connect to the last byte of its answer (e.g. 120s, 2m, 500ms, 30)"
+    "Deadline of each request to the Librarian (/agent/request, /agent/status/{id}, \
+     /agent/capabilities, /agent/context), from connect to the last byte of its answer (e.g. \
+     120s, 2m, 500ms, 30)"
 )))]
 pub struct LibrarianProbeArgs {
     /// The Librarian's base URL: requests go to {URL}/agent/request, /agent/status/{id}, …
