@@ -1,6 +1,8 @@
 //! Quantities written by people: durations (`120s`, `2m`, `500ms`, or seconds) and byte counts
-//! (`5MB`, `512k`, `5MiB`). Flags, suites, fleet files and behaviours all read them here.
+//! (`5MB`, `512k`, `5MiB`). Flags, suites, fleet files and behaviours all read them here; and
+//! the host a `--host` flag names (an IP address or a host name), and a HOST:PORT to listen on.
 
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 /// Why a quantity does not read: a usage error (the flag, suite or file that wrote it says
@@ -19,6 +21,12 @@ pub enum UnitError {
     UnknownUnit { unit: String },
     #[error("too large")]
     TooLarge,
+    #[error("neither an IP address nor a host name that resolves ({cause})")]
+    UnknownHost { cause: String },
+    #[error("a host name that resolves to no address")]
+    NoAddress,
+    #[error("expected HOST:PORT (e.g. 127.0.0.1:0, localhost:8000)")]
+    NotAnAddress,
 }
 
 impl From<UnitError> for crate::error::Error {
@@ -32,6 +40,40 @@ impl From<UnitError> for String {
     fn from(e: UnitError) -> Self {
         e.to_string()
     }
+}
+
+/// A host to bind: an IP address, or a host name resolved to one (its first IPv4 address when
+/// it has one: `localhost` is 127.0.0.1 to most clients). clap names the flag in the error.
+pub fn parse_host(text: &str) -> Result<IpAddr, UnitError> {
+    use std::net::ToSocketAddrs;
+    if let Ok(ip) = text.parse() {
+        return Ok(ip);
+    }
+    let found: Vec<IpAddr> = (text, 0)
+        .to_socket_addrs()
+        .map_err(|e| UnitError::UnknownHost {
+            cause: e.to_string(),
+        })?
+        .map(|a| a.ip())
+        .collect();
+    found
+        .iter()
+        .find(|ip| ip.is_ipv4())
+        .or(found.first())
+        .copied()
+        .ok_or(UnitError::NoAddress)
+}
+
+/// An address to listen on, HOST:PORT, the host as [`parse_host`] reads it (`localhost:0`).
+pub fn parse_listen_addr(text: &str) -> Result<SocketAddr, UnitError> {
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    let (host, port) = text
+        .rsplit_once(':')
+        .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
+        .ok_or(UnitError::NotAnAddress)?;
+    Ok(SocketAddr::new(parse_host(host)?, port))
 }
 
 /// A duration: `120s`, `2m`, `500ms`, `1h 30m`, or a plain number of seconds.
@@ -99,6 +141,24 @@ pub fn parse_bytes(text: &str) -> Result<usize, UnitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hosts_and_listen_addresses() {
+        let v4 = IpAddr::from([127, 0, 0, 1]);
+        assert_eq!(parse_host("127.0.0.1"), Ok(v4));
+        assert_eq!(parse_host("::1"), Ok("::1".parse().unwrap()));
+        assert_eq!(parse_host("localhost"), Ok(v4));
+        assert_eq!(parse_listen_addr("localhost:0"), Ok(SocketAddr::new(v4, 0)));
+        assert_eq!(
+            parse_listen_addr("[::1]:8000"),
+            Ok("[::1]:8000".parse().unwrap())
+        );
+        assert_eq!(parse_listen_addr("localhost"), Err(UnitError::NotAnAddress));
+        assert_eq!(
+            parse_listen_addr("localhost:http"),
+            Err(UnitError::NotAnAddress)
+        );
+    }
 
     #[test]
     fn durations() {

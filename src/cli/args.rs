@@ -1,6 +1,7 @@
 //! The command line's flags: the clap definitions. A protocol's own subcommands (`probe NAME`,
 //! `lint WHAT`) come from the registry ([`RoleCommand`]).
 
+use std::ffi::OsString;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,7 +15,7 @@ use crate::protocols::plugin::ProtocolCommand;
 use crate::protocols::{self, ProbeJob, Protocol};
 use crate::report::output::OutputArgs;
 use crate::report::Exit;
-use crate::units::{parse_bytes, parse_duration};
+use crate::units::{parse_bytes, parse_duration, parse_host};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -58,11 +59,13 @@ pub enum Command {
     Report(ReportCommand),
     /// Print a shell completion script: `agent-tck completions bash > /etc/bash_completion.d/agent-tck`.
     Completions {
+        /// The shell the script is for.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
     /// Write the man pages (agent-tck.1 and one per subcommand, agent-tck-probe.1, …) into DIR.
     Manpages {
+        /// The folder to write them in (created when missing).
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
@@ -87,6 +90,7 @@ pub enum ReportCommand {
     /// Merge JSON reports (shards of a run, protocols, targets) into one: printed, and written
     /// as --json / --junit; exit 1 when the merged run fails.
     Merge {
+        /// The JSON reports (`--json` files) to merge, in order; an empty shard is ignored.
         #[arg(required = true, value_name = "REPORT")]
         reports: Vec<PathBuf>,
         #[command(flatten)]
@@ -95,8 +99,10 @@ pub enum ReportCommand {
     /// Compare two runs case by case: regressions (failing the run now, not before), fixes, new
     /// warnings, new and removed cases; exit 1 on a regression.
     Diff {
+        /// The earlier run's JSON report (`--json`).
         #[arg(value_name = "OLD")]
         old: PathBuf,
+        /// The later run's JSON report, compared with OLD.
         #[arg(value_name = "NEW")]
         new: PathBuf,
     },
@@ -228,6 +234,8 @@ impl<R: Role> Args for RoleCommand<R> {
             .flat_map(|p| R::commands(*p))
             .fold(cmd, clap::Command::subcommand)
             .subcommand_required(true)
+            // `agent-tck probe` alone: the list of probes, as `agent-tck mock` gives its own.
+            .arg_required_else_help(true)
     }
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
@@ -240,6 +248,19 @@ pub(super) fn protocol_names() -> PossibleValuesParser {
     PossibleValuesParser::new(protocols::names())
 }
 
+/// `mock fleet --preset`'s help: the built-in fleets of every protocol in the registry.
+fn preset_help() -> String {
+    let names: Vec<&str> = protocols::REGISTRY
+        .iter()
+        .flat_map(|p| p.capabilities().fleet_presets)
+        .map(|(name, _, _)| *name)
+        .collect();
+    format!(
+        "A built-in fleet (the files of mocks/): {}",
+        names.join(", ")
+    )
+}
+
 #[derive(Debug, Subcommand)]
 pub enum MockCommand {
     /// Serve one agent (conforming, or with --behavior) until interrupted; then judge the platform.
@@ -250,6 +271,7 @@ pub enum MockCommand {
     /// each, the graph their next_agents form) for an orchestrator to be tested on.
     Agents(MockAgentsArgs),
     /// Print the behaviour catalogue: each name, what it does, the platform rule it exercises.
+    #[command(visible_alias = "behaviours")]
     Behaviors,
     /// Play the Librarian (decisions and faults from a script) and judge the agent client that
     /// calls it: schema, token, rate, back-off after 429, polling, retries, reports.
@@ -326,11 +348,11 @@ pub struct MockFleetArgs {
     /// makes the fleet the clients of a server (a Librarian, an agent server) instead of agents.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// A built-in fleet: chaos, slow, injection, faults (the files of mocks/).
-    #[arg(long, value_name = "NAME")]
+    // The help lists the registry's presets: a doc comment would be a literal list.
+    #[arg(long, value_name = "NAME", help = preset_help())]
     pub preset: Option<String>,
-    /// Address to bind (overrides the file's `host`).
-    #[arg(long)]
+    /// Address to bind, an IP address or a host name (overrides the file's `host`).
+    #[arg(long, value_parser = parse_host)]
     pub host: Option<IpAddr>,
     /// Port to bind (overrides the file's `port`; 0: the OS picks).
     #[arg(long)]
@@ -404,8 +426,8 @@ pub struct MockAgentArgs {
     /// or the external agent, for `probe librarian|connector` to be tried on).
     #[arg(long, default_value = "roundtable", value_parser = protocol_names())]
     pub protocol: String,
-    /// Address to bind (loopback unless told otherwise).
-    #[arg(long, default_value = "127.0.0.1")]
+    /// Address to bind, an IP address or a host name (loopback unless told otherwise).
+    #[arg(long, default_value = "127.0.0.1", value_parser = parse_host)]
     pub host: IpAddr,
     /// Port to bind (0: the OS picks one, and it is printed).
     #[arg(long, default_value_t = 3001)]
@@ -427,7 +449,13 @@ pub struct MockAgentArgs {
     /// Behaviours, comma-separated: NAME[:ARGS][@ENDPOINT] (see `agent-tck mock behaviors`);
     /// repeatable, the lists adding up (a wrapper script's list, and one more). For librarian
     /// and connector: flaws of the reference peer served (listed under each protocol there).
-    #[arg(long, value_name = "LIST", default_value = "conforming", action = clap::ArgAction::Append)]
+    #[arg(
+        long,
+        visible_alias = "behaviour",
+        value_name = "LIST",
+        default_value = "conforming",
+        action = clap::ArgAction::Append
+    )]
     pub behavior: Vec<String>,
     /// Answer on stdin/stdout (protocols served over lines, e.g. execute-task; a request ends at
     /// a newline or at end of input).
@@ -486,6 +514,10 @@ pub struct MockAgentsArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("timeout", |a| a.help(
+    "Deadline of each exchange with the agents the self-test probes (a request and its answer, \
+     a turn, a run of a command agent), from connect to the last byte (e.g. 120s, 2m, 500ms, 30)"
+)))]
 pub struct SelftestArgs {
     /// Only this protocol (default: every one).
     #[arg(long, value_parser = protocol_names())]
@@ -502,6 +534,7 @@ pub struct SelftestArgs {
 pub enum SuitesCommand {
     /// Print every case: id, level, spec section, title.
     List {
+        /// The protocol whose suite is listed.
         #[arg(long, default_value = "roundtable", value_parser = protocol_names())]
         protocol: String,
         /// List this suite file instead of the built-in one.
@@ -524,8 +557,40 @@ pub enum SchemasCommand {
     List,
 }
 
-/// clap's error as one line: its first line, without the `error: ` prefix.
-pub(super) fn clap_one_line(e: &clap::Error) -> String {
+/// clap's error as one line: its first line, without the `error: ` prefix, and the command
+/// whose --help to read (the usage line's, else the subcommands `argv` names).
+pub fn clap_error_line(e: &clap::Error, argv: &[OsString]) -> String {
+    one_line(e, || {
+        std::iter::once("agent-tck".to_string())
+            .chain(typed_subcommands(argv))
+            .collect::<Vec<_>>()
+            .join(" ")
+    })
+}
+
+/// [`clap_error_line`] without the command line: the usage line's command, else `agent-tck`.
+pub fn clap_one_line(e: &clap::Error) -> String {
+    one_line(e, || "agent-tck".into())
+}
+
+/// The subcommands `argv` (the program's name first) names: `mock`, `agent` of `agent-tck mock
+/// agent --host x` (an invalid value's error has no usage line to name them).
+pub(super) fn typed_subcommands(argv: &[OsString]) -> Vec<String> {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let mut path = Vec::new();
+    for word in argv.iter().skip(1) {
+        let Some(sub) = word.to_str().and_then(|w| cmd.find_subcommand(w)) else {
+            break;
+        };
+        path.push(sub.get_name().to_string());
+        let next = sub.clone();
+        cmd = next;
+    }
+    path
+}
+
+fn one_line(e: &clap::Error, fallback: impl FnOnce() -> String) -> String {
     // clap's message is its first paragraph (a list of missing arguments runs over several
     // lines); the usage and tips that follow are left to --help.
     let text = e.render().to_string();
@@ -534,6 +599,13 @@ pub(super) fn clap_one_line(e: &clap::Error) -> String {
         .skip_while(|l| l.trim().is_empty())
         .take_while(|l| !l.trim().is_empty())
         .map(str::trim)
+        .collect();
+    // clap's tips ("a similar subcommand exists: 'roundtable'") follow the message, each on its
+    // own line: kept, since they are the fix.
+    let tips: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("tip: "))
         .collect();
     let joined = lines.join(" ");
     let message = joined.trim_start_matches("error: ");
@@ -555,8 +627,9 @@ pub(super) fn clap_one_line(e: &clap::Error) -> String {
                 .join(" ")
         })
         .filter(|c| c.starts_with("agent-tck"))
-        .unwrap_or_else(|| "agent-tck".into());
-    format!("{message} (see {command} --help)")
+        .unwrap_or_else(fallback);
+    let tips: String = tips.iter().map(|t| format!("; {t}")).collect();
+    format!("{message}{tips} (see {command} --help)")
 }
 
 /// The registered protocol `name` (clap has checked it).

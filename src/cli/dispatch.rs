@@ -10,7 +10,7 @@ use clap::{CommandFactory, Parser};
 
 use super::args::protocol;
 use super::args::{
-    clap_one_line, BaselineCommand, Cli, Command, MockCommand, ReportCommand, SchemasCommand,
+    clap_error_line, BaselineCommand, Cli, Command, MockCommand, ReportCommand, SchemasCommand,
     SelftestArgs, SuitesCommand,
 };
 use super::exit::{conclude, exit_status, Ended};
@@ -23,7 +23,7 @@ use crate::report::{console, CaseResult, Exit};
 
 /// The probe job of a `probe NAME …` command line (one target's, of a run over many).
 pub(super) fn probe_job_of(argv: &[OsString]) -> Result<ProbeJob, Error> {
-    let cli = Cli::try_parse_from(argv).map_err(|e| Error::Usage(clap_one_line(&e)))?;
+    let cli = Cli::try_parse_from(argv).map_err(|e| Error::Usage(clap_error_line(&e, argv)))?;
     match cli.command {
         Command::Probe(probe) => probe.run(),
         _ => Err(Error::usage("--targets is a flag of `probe PROTOCOL`")),

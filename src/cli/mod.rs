@@ -17,6 +17,7 @@ pub mod signal;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
+use clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand;
 use clap::Parser;
 
 pub use self::args::*;
@@ -26,25 +27,36 @@ pub use crate::error::Error;
 
 use self::dispatch::{execute, finish, probe_job_of, run_async};
 
-/// Parses `args` and runs the command. Help and version print and exit 0.
+/// Parses `args` and runs the command. Help and version print and exit 0; no command at all
+/// prints the help and exits 2.
 pub fn main<I, T>(args: I) -> ExitCode
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    if crate::targets::wanted(&args) {
+    // `--help` with `--targets`: the probe's help, from clap, not a run over the list; and
+    // without a probe named (`probe --targets FILE`), clap's error, not each target's.
+    let help = args.iter().any(|a| a == "--help" || a == "-h");
+    let names_a_probe = typed_subcommands(&args).len() >= 2;
+    if crate::targets::wanted(&args) && !help && names_a_probe {
         let run = crate::targets::run(args, probe_job_of);
         return run_async(async move { run.await.map(Ended::Verdict) });
     }
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
             // --help, --version: clap's own output, exit 0.
             let _ = e.print();
             return ExitCode::SUCCESS;
         }
-        Err(e) => return finish(Err(Error::Usage(clap_one_line(&e)))),
+        Err(e) if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand => {
+            // No command (`agent-tck`, `agent-tck mock`): the help, on stderr, exit 2 — clap's
+            // convention: nothing was run, and a script that forgot the command must not pass.
+            let _ = e.print();
+            return ExitCode::from(crate::report::Exit::Usage.code());
+        }
+        Err(e) => return finish(Err(Error::Usage(clap_error_line(&e, &args)))),
     };
     run_async(execute(cli.command))
 }

@@ -86,7 +86,7 @@ pub struct AgentSpec {
     pub capabilities: Vec<String>,
     /// Behaviour items (see `mock behaviors`): a list, or one string (itself a comma list);
     /// none: conforming.
-    #[serde(default, deserialize_with = "one_or_many")]
+    #[serde(default, deserialize_with = "one_or_many", alias = "behaviours")]
     pub behaviors: Vec<String>,
     /// false: behaviours apply to requests the agent finds invalid too (by default those are
     /// answered 400 at once, whatever the behaviours say).

@@ -166,13 +166,17 @@ pub fn suite_settings(
 pub struct SuiteProbe {
     pub name: &'static str,
     pub about: &'static str,
+    /// What `--timeout` bounds for this protocol (its help).
+    pub timeout_help: &'static str,
     pub load: fn(Option<&Path>) -> Result<Suite, Error>,
 }
 
 impl ProtocolCommand<ProbeJob> for SuiteProbe {
     fn command(&self) -> clap::Command {
         // The subcommand's help is the protocol's line, not the flags struct's doc comment.
-        SuiteProbeArgs::augment_args(clap::Command::new(self.name)).about(self.about)
+        SuiteProbeArgs::augment_args(clap::Command::new(self.name))
+            .about(self.about)
+            .mut_arg("timeout", |a| a.help(self.timeout_help))
     }
 
     fn run(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {

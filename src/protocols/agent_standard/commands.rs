@@ -76,6 +76,10 @@ pub const DEFAULT_TASK: &str =
 /// `probe agent-standard`'s flags.
 #[derive(Debug, Clone, Args)]
 #[command(group(clap::ArgGroup::new("responses").required(true).args(["exec", "outputs"])))]
+#[command(mut_arg("timeout", |a| a.help(
+    "With --exec: deadline of each run of the agent command (plan or execute), over its start, \
+     input, output and exit (e.g. 120s, 2m, 500ms, 30)"
+)))]
 pub struct AgentStandardProbeArgs {
     /// Run the agent: a command run once per mode, directly (no shell). `{mode}`, `{task}` and
     /// `{agent}` in it are filled in; stdin also gets

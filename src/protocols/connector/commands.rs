@@ -31,6 +31,10 @@ pub struct Connector;
 
 /// `probe connector`'s flags.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("timeout", |a| a.help(
+    "Deadline of each forward's acknowledgement: a POST to the inputUrl, from connect to its \
+     answer (at most 7s: the server's 5s and 2s of grace); the callbacks have --reply-timeout"
+)))]
 pub struct ConnectorProbeArgs {
     /// The external agent's inputUrl (user messages are POSTed there).
     #[arg(long, value_name = "URL")]
@@ -38,8 +42,8 @@ pub struct ConnectorProbeArgs {
     /// The agentId the forwards carry.
     #[arg(long, value_name = "ID", default_value = "external-agent-a")]
     pub agent_id: String,
-    /// Where the kit's callback endpoint listens.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    /// Where the kit's callback endpoint listens: HOST:PORT, the host an address or a name.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0", value_parser = crate::units::parse_listen_addr)]
     pub callback_listen: SocketAddr,
     /// The base URL the agent is given for its callbacks (default: the listening address; set
     /// it when the agent reaches the kit by another name).

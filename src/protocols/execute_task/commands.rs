@@ -55,6 +55,11 @@ pub enum SocketModeArg {
 /// `probe execute-task`'s flags.
 #[derive(Debug, Clone, Args)]
 #[command(group(clap::ArgGroup::new("agent").required(true).args(["url", "stdio", "tcp", "unix"])))]
+#[command(mut_arg("timeout", |a| a.help(
+    "Deadline of each turn: a request to the agent and its whole answer (an HTTP response, a \
+     JSON line on stdio or a socket), from connect or write to the last byte (e.g. 120s, 2m, \
+     500ms, 30)"
+)))]
 pub struct TaskProbeArgs {
     /// The agent's base URL: requests go to POST {URL}/execute_task.
     #[arg(long, value_name = "URL")]
@@ -62,6 +67,7 @@ pub struct TaskProbeArgs {
     /// The agent's command, run directly (never through a shell): JSON lines on stdin/stdout.
     #[arg(long, value_name = "CMD")]
     pub stdio: Option<String>,
+    /// With --stdio: one process for the whole run, or a process per turn.
     #[arg(long, value_enum, default_value = "persistent")]
     pub stdio_mode: StdioModeArg,
     /// A TCP agent: newline-delimited JSON on HOST:PORT.
@@ -70,6 +76,7 @@ pub struct TaskProbeArgs {
     /// A Unix-socket agent: newline-delimited JSON.
     #[arg(long, value_name = "PATH")]
     pub unix: Option<PathBuf>,
+    /// With --tcp or --unix: one connection for the whole run, or a connection per call.
     #[arg(long, value_enum, default_value = "persistent")]
     pub socket_mode: SocketModeArg,
     /// Scenario files (suites/execute_task/*.yaml); default: the built-in scenarios.

@@ -29,6 +29,11 @@ pub struct LibrarianProtocol;
 
 /// `probe librarian`'s flags.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("timeout", |a| a.help(
+    "Deadline of each request to the Librarian (/agent/request, /agent/status/{id}, \
+     /agent/capabilities, /agent/context), from connect to the last byte of its answer (e.g. \
+     120s, 2m, 500ms, 30)"
+)))]
 pub struct LibrarianProbeArgs {
     /// The Librarian's base URL: requests go to {URL}/agent/request, /agent/status/{id}, …
     #[arg(long, value_name = "BASE")]
@@ -386,8 +391,8 @@ mod tests {
 /// `mock librarian`'s flags: the kit plays the Librarian and judges the agent client.
 #[derive(Debug, Clone, Args)]
 pub struct MockLibrarianArgs {
-    /// Address to bind (loopback unless told otherwise).
-    #[arg(long, default_value = "127.0.0.1")]
+    /// Address to bind, an IP address or a host name (loopback unless told otherwise).
+    #[arg(long, default_value = "127.0.0.1", value_parser = crate::units::parse_host)]
     pub host: std::net::IpAddr,
     /// Port to bind (0: the OS picks one, and it is printed).
     #[arg(long, default_value_t = 8080)]

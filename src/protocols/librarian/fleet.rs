@@ -80,6 +80,7 @@ struct ClientSpec {
     name: String,
     agent: String,
     token: String,
+    #[serde(alias = "behaviour")]
     behavior: String,
     /// `N/min` or `N/s`.
     #[serde(default)]

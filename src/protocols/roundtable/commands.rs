@@ -74,6 +74,9 @@ const ABOUT: &str = "The round-table External Agent Protocol: POST /analyze, /ch
 const PROBE: SuiteProbe = SuiteProbe {
     name: NAME,
     about: ABOUT,
+    timeout_help: "Deadline of each request to the agent (POST /analyze, /challenge, /vote, \
+                   GET /health), from connect to the last byte of its answer (e.g. 120s, 2m, \
+                   500ms, 30)",
     load: load_suite,
 };
 

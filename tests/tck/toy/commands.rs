@@ -55,6 +55,7 @@ fn load(_file: Option<&Path>) -> Result<Suite, Error> {
 pub const PROBE: SuiteProbe = SuiteProbe {
     name: NAME,
     about: "A toy greeting protocol: POST /hello, /bye.",
+    timeout_help: "Deadline of each request to the agent (POST /hello, /bye).",
     load,
 };
 

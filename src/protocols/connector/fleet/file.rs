@@ -82,7 +82,7 @@ pub(super) struct AgentSpec {
     name: String,
     /// The agent's id in the server's configuration.
     agent_id: String,
-    #[serde(default = "default_conforming")]
+    #[serde(default = "default_conforming", alias = "behaviour")]
     behavior: String,
     #[serde(default = "default_one")]
     sessions: usize,
