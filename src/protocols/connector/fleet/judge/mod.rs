@@ -200,7 +200,7 @@ pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
         _ => {}
     }
     report.notes.push(
-        "INFO: the public implementation (kcosr/assistant agent-server, protocol 5) differs from the document: hello {protocolVersion: 5, subscriptions: [{sessionId}]} and text_input {sessionId, text} instead of hello {sessionId} and user_message {text}; a failed forward's error goes to the sending connection only (type error, code external_agent_error) rather than into the chat. `ws: assistant-v5` in the fleet file drives that server.".into(),
+        "INFO: the public implementation (kcosr/assistant agent-server, protocol 5) differs from the document: hello {protocolVersion: 5, subscriptions: [{sessionId}]} and text_input {sessionId, text} instead of hello {sessionId} and user_message {text}; a failed forward's error goes to the sending connection only (type error, code external_agent_error) rather than into the chat. `ws: auto` (the default) finds its dialect; `ws: assistant-v5` in the fleet file forces it.".into(),
     );
     report
 }
