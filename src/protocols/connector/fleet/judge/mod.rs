@@ -92,12 +92,8 @@ fn server_down(d: &Drive) -> Option<String> {
 
 /// The one wording of a server that is down: `platform.session-create`'s failure, and the
 /// reason every other case is skipped.
-fn down(fleet: &Fleet, error: &str) -> String {
-    format!(
-        "the agent server at {} is down: no session call was answered ({})",
-        fleet.target(),
-        crate::text::shorten(error, 120)
-    )
+fn down(fleet: &Fleet) -> String {
+    format!("the agent server at {} is down", fleet.target())
 }
 
 /// Runs the fleet against the server and judges it.
@@ -175,12 +171,13 @@ pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
     ]);
     if let Some(error) = server_down(d) {
         // One failure, where it is: what depends on the server says why it was not judged.
-        let down = down(fleet, &error);
+        let down = down(fleet);
         for c in &mut cases {
             if c.id == "platform.session-create" {
                 c.status = crate::report::Status::Fail;
                 c.message = format!(
-                    "{down}: is it running, and is connector.url (or --platform-url) its address?"
+                    "{down}: no session call was answered ({}): is it running, and is connector.url (or --platform-url) its address?",
+                    crate::text::shorten(&error, 120)
                 );
             } else {
                 c.skip(format!(
