@@ -259,6 +259,17 @@ async fn the_dialect_and_the_callback_base_are_the_files() {
                 "{}",
                 explain(&report)
             );
+            // A forced dialect that is not answered names the other, and `ws: auto`.
+            let attach = report
+                .cases
+                .iter()
+                .find(|c| c.id == "platform.ws-attach")
+                .unwrap();
+            assert!(
+                attach.message.contains("no session_ready within 5s after document (hello {sessionId}; the fleet file's `ws: auto` tries assistant-v5 too)"),
+                "{}",
+                attach.message
+            );
             continue;
         }
         let expected: BTreeSet<String> = fails.into_iter().map(str::to_string).collect();

@@ -123,7 +123,7 @@ pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
         session_create(d),
         session_ids(d),
         session_revive(d),
-        ws_attach(d),
+        ws_attach(fleet, d),
     ];
     let skip_forwards = b.forwards.is_empty();
     let mut forward_cases = vec![

@@ -2,7 +2,7 @@
 //! refuse, WebSocket clients attached, a deleted session created again.
 
 use crate::mock::observe::Tally;
-use crate::protocols::connector::fleet::{Drive, Revive};
+use crate::protocols::connector::fleet::{Drive, Fleet, Revive};
 use crate::report::{CaseResult, Evidence, Level, Status};
 
 use super::{status, SPEC};
@@ -79,7 +79,7 @@ pub(super) fn session_ids(d: &Drive) -> CaseResult {
     c
 }
 
-pub(super) fn ws_attach(d: &Drive) -> CaseResult {
+pub(super) fn ws_attach(fleet: &Fleet, d: &Drive) -> CaseResult {
     let mut t = Tally::default();
     for e in &d.connect_errors {
         t.check(false, || e.clone());
@@ -94,13 +94,15 @@ pub(super) fn ws_attach(d: &Drive) -> CaseResult {
             .map(|(dialect, _)| format!("{} ({})", dialect.name(), dialect.hello_words()))
             .collect::<Vec<_>>()
             .join(" nor after "),
-        (None, Some(dialect)) => format!(
+        (None, Some(dialect)) if !fleet.detect => format!(
             "{} ({}; the fleet file's `ws: auto` tries {} too)",
             dialect.name(),
             dialect.hello_words(),
             dialect.other().name()
         ),
-        (_, dialect) => dialect.map_or("hello".into(), |d| d.hello_words().to_string()),
+        (_, dialect) => dialect.map_or("hello".into(), |d| {
+            format!("{} ({})", d.name(), d.hello_words())
+        }),
     };
     for s in &d.not_ready {
         t.check(false, || {
