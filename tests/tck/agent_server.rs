@@ -59,16 +59,25 @@ pub enum Flaw {
     NoDelete,
     /// Has no callback route: every callback is answered 404 (before its body is read).
     NoCallbackRoute,
-    /// Not a flaw: speaks only the public implementation's protocol 5 on `/ws` (a document
-    /// `hello {sessionId}` subscribes to nothing, as there).
+    /// Not a flaw: speaks only the public implementation's protocol 5 on `/ws`, as there: a
+    /// document `hello {sessionId}` is taken for a protocol-5 hello (its version defaults to 5,
+    /// the unknown `sessionId` is dropped) with no subscriptions, and answered with nothing; a
+    /// second hello on the connection is a `duplicate_hello` error; a protocol-5 hello is
+    /// answered `subscribed`.
     Protocol5Only,
+    /// Speaks neither dialect on `/ws`: a hello of either is answered with nothing.
+    DeafWs,
+    /// Keeps a session busy from a forward until a callback to it is taken (or the forward
+    /// fails), and queues the user messages that come meanwhile (forwarded after the callback):
+    /// a session whose agent acknowledges and never calls back takes no message again.
+    AwaitsCallback,
     /// Not a flaw: takes a forward's status line as its outcome and reads no further, as a
     /// `fetch` resolves on the head (a 200 head cut before its body is an acknowledgement).
     AckOnHead,
 }
 
 impl Flaw {
-    pub const ALL: [Flaw; 11] = [
+    pub const ALL: [Flaw; 12] = [
         Flaw::RetriesForward,
         Flaw::NoForwardTimeout,
         Flaw::ServerErrorOnEmptyCallback,
@@ -80,12 +89,15 @@ impl Flaw {
         Flaw::ServerErrorOnHugeCallback,
         Flaw::NoBodyLimit,
         Flaw::WrongFieldNames,
+        Flaw::AwaitsCallback,
     ];
 
     /// The fleet checks that must catch it, and only they.
     pub fn checks(self) -> &'static [&'static str] {
         match self {
             Flaw::None | Flaw::Protocol5Only | Flaw::AckOnHead | Flaw::NoDelete => &[],
+            // No client is attached; what depends on one has nothing to judge.
+            Flaw::DeafWs => &["platform.ws-attach"],
             // Every callback fails delivery (404); the huge one is refused, no crash.
             Flaw::NoCallbackRoute => &["platform.callback-delivered"],
             Flaw::RetriesForward => &["platform.forward-once"],
@@ -102,6 +114,9 @@ impl Flaw {
             Flaw::ServerErrorOnHugeCallback => &["platform.callback-no-5xx"],
             Flaw::NoBodyLimit => &["platform.callback-huge"],
             Flaw::WrongFieldNames => &["platform.forward-schema"],
+            // The never-callback session's later message is never forwarded (and those of
+            // sessions whose callbacks are refused: empty, whitespace, huge, to another session).
+            Flaw::AwaitsCallback => &["platform.awaiting-callback", "platform.forward-once"],
         }
     }
 }
@@ -122,6 +137,8 @@ struct Server {
     sessions: Mutex<HashMap<String, Session>>,
     /// Connected clients: (session, sender).
     clients: Mutex<Vec<(String, mpsc::UnboundedSender<String>)>>,
+    /// `AwaitsCallback`: the sessions awaiting a callback, and the messages queued meanwhile.
+    awaiting: Mutex<HashMap<String, Vec<String>>>,
 }
 
 impl Server {
@@ -398,7 +415,36 @@ async fn callback(
         &id,
         json!({"type": "text_done", "sessionId": id, "text": text}),
     );
+    // The session is free again: what was queued meanwhile goes out.
+    let queued = s.awaiting.lock().ok().and_then(|mut a| a.remove(&id));
+    for text in queued.into_iter().flatten() {
+        spawn_forward(s.clone(), id.clone(), text);
+    }
     StatusCode::OK.into_response()
+}
+
+/// `AwaitsCallback`: queues `text` when `session` awaits a callback (true), else lets it go.
+fn queued(s: &Server, session: &str, text: &str) -> bool {
+    if s.flaw != Flaw::AwaitsCallback {
+        return false;
+    }
+    let Ok(mut awaiting) = s.awaiting.lock() else {
+        return false;
+    };
+    match awaiting.get_mut(session) {
+        Some(queue) => {
+            queue.push(text.to_string());
+            true
+        }
+        None => false,
+    }
+}
+
+/// Spawns [`forward`] (boxed: a failed forward spawns the messages queued behind it).
+fn spawn_forward(s: Arc<Server>, session: String, text: String) {
+    let forwarding: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
+        Box::pin(forward(s, session, text));
+    tokio::spawn(forwarding);
 }
 
 /// Forwards a user message to the session's agent; tells the session's clients when it fails.
@@ -445,6 +491,13 @@ async fn forward(s: Arc<Server>, session: String, text: String) {
         deadline,
         ..Limits::default()
     };
+    if s.flaw == Flaw::AwaitsCallback {
+        // Busy from the forward on (before its answer is read, so that a message that comes
+        // meanwhile is held whatever the timing), until a callback to the session is taken.
+        if let Ok(mut awaiting) = s.awaiting.lock() {
+            awaiting.entry(session.clone()).or_default();
+        }
+    }
     let tries = if s.flaw == Flaw::RetriesForward { 2 } else { 1 };
     let mut failure = None;
     for _ in 0..tries {
@@ -463,6 +516,13 @@ async fn forward(s: Arc<Server>, session: String, text: String) {
         };
         if failure.is_none() {
             break;
+        }
+    }
+    if failure.is_some() && s.flaw == Flaw::AwaitsCallback {
+        // No callback will come for a failed forward: the session is free again.
+        let queued = s.awaiting.lock().ok().and_then(|mut a| a.remove(&session));
+        for text in queued.into_iter().flatten() {
+            spawn_forward(s.clone(), session.clone(), text);
         }
     }
     if let Some(why) = failure {
@@ -551,13 +611,24 @@ async fn client(s: Arc<Server>, socket: WebSocket) {
         }
     });
     let mut session: Option<String> = None;
+    // Protocol 5: a hello was taken (whether or not it subscribed to anything).
+    let mut greeted = false;
+    let v5 = s.flaw == Flaw::Protocol5Only;
     while let Some(Ok(frame)) = stream.next().await {
         let Message::Text(text) = frame else {
             continue;
         };
         let message: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         match (message["type"].as_str(), &session) {
+            (Some("hello"), _) if s.flaw == Flaw::DeafWs => {}
+            (Some("hello"), _) if v5 && greeted => {
+                let _ = tx.send(json!({"type": "error", "code": "duplicate_hello", "message": "hello has already been received"}).to_string());
+            }
+            (Some("hello"), None) if v5 && message["subscriptions"].is_null() => {
+                greeted = true;
+            }
             (Some("hello"), None) => {
+                greeted = true;
                 // The document's `hello {sessionId}`, or protocol 5's `subscriptions`.
                 let document = message["sessionId"]
                     .as_str()
@@ -573,13 +644,14 @@ async fn client(s: Arc<Server>, socket: WebSocket) {
                 if let Ok(mut clients) = s.clients.lock() {
                     clients.push((id.clone(), tx.clone()));
                 }
-                let _ = tx.send(json!({"type": "session_ready", "sessionId": id}).to_string());
+                let ready = if v5 { "subscribed" } else { "session_ready" };
+                let _ = tx.send(json!({"type": ready, "sessionId": id}).to_string());
                 session = Some(id);
             }
             // The document's `user_message {text}`, or protocol 5's `text_input {sessionId, text}`.
             (Some("user_message" | "text_input"), Some(id)) => {
                 let text = message["text"].as_str().unwrap_or("").trim().to_string();
-                if !text.is_empty() {
+                if !text.is_empty() && !queued(&s, id, &text) {
                     tokio::spawn(forward(s.clone(), id.clone(), text));
                 }
             }
@@ -645,6 +717,7 @@ pub fn start_configured(
         base: url,
         sessions: Mutex::new(HashMap::new()),
         clients: Mutex::new(Vec::new()),
+        awaiting: Mutex::new(HashMap::new()),
     });
     let mut app = Router::new().route("/ws", any(ws));
     if session_routes {

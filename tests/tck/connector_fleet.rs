@@ -204,6 +204,12 @@ async fn the_readmes_connector_fleet_file_runs_green_through_the_binary() {
         stdout.contains(&format!("http://{listen}/agents/steady/input")),
         "{stdout}"
     );
+    // `ws: auto` (the default) says which dialect answered.
+    assert!(
+        stdout
+            .contains("WebSocket dialect: document (hello {sessionId}) answered on tck-steady-0-"),
+        "{stdout}"
+    );
     let report: Report = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert!(report.cases.len() >= 15);
     let skipped: Vec<&str> = report
@@ -227,8 +233,12 @@ async fn the_dialect_and_the_callback_base_are_the_files() {
     };
     for (extra, server, fails) in [
         ("  ws: assistant-v5\n", Flaw::Protocol5Only, None),
-        // The same server, spoken to in the document's dialect: no client is attached.
-        ("", Flaw::Protocol5Only, Some("platform.ws-attach")),
+        // The same server, spoken to in the document's dialect (forced): no client is attached.
+        (
+            "  ws: document\n",
+            Flaw::Protocol5Only,
+            Some("platform.ws-attach"),
+        ),
         (
             "  callback-base: http://agent-server.internal:8080\n",
             Flaw::None,
@@ -249,6 +259,17 @@ async fn the_dialect_and_the_callback_base_are_the_files() {
                 failed.contains("platform.ws-attach"),
                 "{}",
                 explain(&report)
+            );
+            // A forced dialect that is not answered names the other, and `ws: auto`.
+            let attach = report
+                .cases
+                .iter()
+                .find(|c| c.id == "platform.ws-attach")
+                .unwrap();
+            assert!(
+                attach.message.contains("no session_ready within 5s after document (hello {sessionId}; the fleet file's `ws: auto` tries assistant-v5 too)"),
+                "{}",
+                attach.message
             );
             continue;
         }
@@ -608,4 +629,238 @@ fn a_server_without_its_sessions_plugin_is_told_to_enable_it() {
             && text.contains("not driven: the agent server had no session create endpoint"),
         "{text}"
     );
+}
+// ---------------------------------------------------------------------------------------------
+// Meeting real platforms: the WebSocket dialect found (`ws: auto`), a server that is down said
+// so once, what the forward timeout measured, and a session awaiting a callback that never
+// comes.
+
+/// The fleet file's agents named in `keep`, against `url`, `messages` per session and `extra`
+/// settings.
+fn fleet_with(url: &str, keep: &[&str], messages: usize, extra: &str) -> Fleet {
+    let text = FLEET.replace("${SERVER}", url).replace(
+        "  messages: 2\n",
+        &format!("  messages: {messages}\n{extra}"),
+    );
+    let mut fleet = Fleet::parse("fleet.yaml", &text, None).unwrap();
+    fleet.agents.retain(|a| keep.contains(&a.name.as_str()));
+    fleet
+}
+
+/// Runs `keep`'s agents against the reference server with `flaw`.
+async fn run_some(flaw: Flaw, keep: &[&str], messages: usize, extra: &str) -> Report {
+    let (listener, url) = agent_server::bind().await;
+    let fleet = fleet_with(&url, keep, messages, extra);
+    tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        judged_against(&fleet, (listener, url), flaw),
+    )
+    .await
+    .expect("the fleet ends")
+}
+
+fn case<'a>(report: &'a Report, id: &str) -> &'a agent_tck::report::CaseResult {
+    report
+        .cases
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no case {id}"))
+}
+
+/// `ws: auto` (the default) tries the document's dialect, then protocol 5: against the public
+/// implementation's stand-in (a document hello is taken for a protocol-5 hello that subscribes
+/// to nothing, and answered with nothing) protocol 5 answers, the notes say so, and the run is
+/// green; against the document's server the document answers at once. A server that answers
+/// neither fails platform.ws-attach naming both dialects and the `ws:` option, and
+/// platform.reached-fleet, with no client attached, says why it has nothing to judge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ws_auto_finds_the_dialect_that_answers_and_names_both_when_neither_does() {
+    let quick = ["steady", "md", "err"];
+    let (v5, document, deaf) = futures::future::join3(
+        run_some(Flaw::Protocol5Only, &quick, 1, ""),
+        run_some(Flaw::None, &quick, 1, ""),
+        run_some(Flaw::DeafWs, &quick, 1, ""),
+    )
+    .await;
+    assert_eq!(failed(&v5), BTreeSet::new(), "{}", explain(&v5));
+    assert!(
+        v5.notes.iter().any(|n| n.starts_with("INFO: WebSocket dialect: assistant-v5 (hello {protocolVersion: 5, subscriptions: [{sessionId}]}) answered on tck-steady-0-")
+            && n.ends_with("; the run speaks it (document (hello {sessionId}) got no session_ready within 5s; `ws: assistant-v5` in the fleet file skips the try)")),
+        "{:?}",
+        v5.notes
+    );
+    assert_eq!(failed(&document), BTreeSet::new(), "{}", explain(&document));
+    assert!(
+        document.notes.iter().any(|n| n.starts_with(
+            "INFO: WebSocket dialect: document (hello {sessionId}) answered on tck-steady-0-"
+        ) && n.ends_with("; the run speaks it")),
+        "{:?}",
+        document.notes
+    );
+    assert_eq!(
+        failed(&deaf),
+        BTreeSet::from(["platform.ws-attach".to_string()]),
+        "{}",
+        explain(&deaf)
+    );
+    let attach = case(&deaf, "platform.ws-attach");
+    assert!(
+        attach.message.contains("no session_ready within 5s after document (hello {sessionId}) nor after assistant-v5 (hello {protocolVersion: 5, subscriptions: [{sessionId}]})")
+            && attach.message.ends_with("neither WebSocket dialect was answered: set the fleet file's `ws:` (auto, document or assistant-v5) to the server's, if it speaks one of them"),
+        "{}",
+        attach.message
+    );
+    let reached = case(&deaf, "platform.reached-fleet");
+    assert_eq!(reached.status, Status::Skip, "{}", reached.message);
+    assert!(
+        reached
+            .message
+            .starts_with("no WebSocket client was told session_ready"),
+        "{}",
+        reached.message
+    );
+    assert!(
+        deaf.notes
+            .iter()
+            .any(|n| n.starts_with("INFO: WebSocket dialect: neither answered on tck-steady-0-")),
+        "{:?}",
+        deaf.notes
+    );
+}
+
+/// Nothing listens at the server's URL: platform.session-create fails once, saying the server is
+/// down, and every other case is a skip that says so and what would exercise it — no row of
+/// failures blaming the agents.
+#[tokio::test]
+async fn a_server_that_is_down_fails_once_and_skips_the_rest_saying_why() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let fleet = fleet_with(&url, &["steady", "silent", "slow"], 2, "");
+    let served = fleet::serve(&fleet).await.unwrap();
+    let report = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        judge::run(&fleet, served, false, 7),
+    )
+    .await
+    .expect("the fleet ends");
+    assert_eq!(
+        failed(&report),
+        BTreeSet::from(["platform.session-create".to_string()]),
+        "{}",
+        explain(&report)
+    );
+    let down = format!("the agent server at {url} is down");
+    let create = case(&report, "platform.session-create");
+    assert!(
+        create.message.starts_with(&format!(
+            "{down}: no session call was answered (the agent server is unreachable: cannot connect to 127.0.0.1:{port}: "
+        ))
+            && create.message.ends_with(
+                "): is it running, and is connector.url (or --platform-url) its address?"
+            ),
+        "{}",
+        create.message
+    );
+    for c in report
+        .cases
+        .iter()
+        .filter(|c| c.id != "platform.session-create")
+    {
+        assert_eq!(c.status, Status::Skip, "{}: {}", c.id, c.message);
+        assert!(
+            c.message
+                == format!(
+                    "not judged: {down} (see platform.session-create); a server answering at {url} exercises this case"
+                ),
+            "{}: {}",
+            c.id,
+            c.message
+        );
+    }
+    assert_eq!(report.exit_code(), 1);
+}
+
+/// platform.forward-timeout says what it measured (how many slow forwards were given up, p50 and
+/// max); platform.awaiting-callback passes a server whose never-callback session takes its next
+/// message, fails one that holds the session for the callback, and skips a fleet with no
+/// never-callback agent, or with one message per session, saying what would exercise it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forward_timeout_gives_its_figures_and_a_session_awaiting_a_callback_stays_usable() {
+    let _heavy = crate::support::heavy().await;
+    let agents = ["steady", "slow", "silent"];
+    let (good, holds, waits, no_silent, one_message) = futures::future::join5(
+        run_some(Flaw::None, &agents, 2, ""),
+        run_some(Flaw::AwaitsCallback, &agents, 2, ""),
+        run_some(Flaw::NoForwardTimeout, &["slow"], 2, ""),
+        run_some(Flaw::None, &["steady"], 2, ""),
+        run_some(Flaw::None, &["silent"], 1, ""),
+    )
+    .await;
+    assert_eq!(failed(&good), BTreeSet::new(), "{}", explain(&good));
+    let timeout = case(&good, "platform.forward-timeout");
+    assert!(
+        timeout
+            .message
+            .starts_with("the server gave up on 2 of 2 slow forward(s) after p50 ")
+            && timeout.message.contains(", max ")
+            && timeout.message.ends_with("(the document: 5s; 7s allowed)"),
+        "{}",
+        timeout.message
+    );
+    let awaiting = case(&good, "platform.awaiting-callback");
+    assert_eq!(awaiting.status, Status::Pass, "{}", awaiting.message);
+    assert_eq!(awaiting.evidence.as_ref().map(|e| e.judged), Some(1));
+    assert_eq!(
+        awaiting.message,
+        "the clients of the never-callback sessions were shown 0 error(s) after an acknowledged forward; the document asks for an error only after a non-2xx or a timeout, and does not require the server to tell the user that no reply came (a \"Sent to external agent\" line is the web UI's option): not judged"
+    );
+    assert_eq!(
+        failed(&holds),
+        BTreeSet::from([
+            "platform.awaiting-callback".to_string(),
+            "platform.forward-once".to_string()
+        ]),
+        "{}",
+        explain(&holds)
+    );
+    let held = case(&holds, "platform.awaiting-callback");
+    assert!(
+        held.message.starts_with("1 of 1 later user messages on sessions awaiting a callback break the rule, e.g.\n  \"Hello from agent-tck, message 2 to tck-silent-0-00000007\" to tck-silent-0-00000007 (agent silent, never-callback): never forwarded, ")
+            && held.message.contains("after the session's earlier message was acknowledged and not called back"),
+        "{}",
+        held.message
+    );
+    let waited = case(&waits, "platform.forward-timeout");
+    assert_eq!(waited.status, Status::Fail, "{}", waited.message);
+    assert!(
+        waited
+            .message
+            .starts_with("the server gave up on none of 2 slow forward(s)\n2 of 2 slow acknowledgements break the rule"),
+        "{}",
+        waited.message
+    );
+    for (report, why) in [
+        (
+            &no_silent,
+            "serve an agent with never-callback, and `messages: 2` or more",
+        ),
+        (
+            &one_message,
+            "serve an agent with never-callback, and `messages: 2` or more",
+        ),
+    ] {
+        let c = case(report, "platform.awaiting-callback");
+        assert_eq!(c.status, Status::Skip, "{}", c.message);
+        assert!(
+            c.message
+                .starts_with("no later user messages on sessions awaiting a callback to judge: ")
+                && c.message.contains(why),
+            "{}",
+            c.message
+        );
+    }
 }

@@ -810,7 +810,7 @@ fn the_binary_exits_2_on_an_unknown_ws_dialect_and_1_on_a_callback_port_taken() 
     assert_eq!(
         err.trim(),
         format!(
-            "agent-tck: error: {file}: connector.ws: \"telepathy\" (expected document or assistant-v5)"
+            "agent-tck: error: {file}: connector.ws: \"telepathy\" (expected auto, document or assistant-v5)"
         )
     );
 

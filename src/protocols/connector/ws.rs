@@ -71,6 +71,30 @@ impl Dialect {
         }
     }
 
+    /// Its name in a fleet file's `ws:`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Document => "document",
+            Dialect::AssistantV5 => "assistant-v5",
+        }
+    }
+
+    /// The hello it says, in words (for messages).
+    pub fn hello_words(self) -> &'static str {
+        match self {
+            Dialect::Document => "hello {sessionId}",
+            Dialect::AssistantV5 => "hello {protocolVersion: 5, subscriptions: [{sessionId}]}",
+        }
+    }
+
+    /// The other dialect.
+    pub fn other(self) -> Dialect {
+        match self {
+            Dialect::Document => Dialect::AssistantV5,
+            Dialect::AssistantV5 => Dialect::Document,
+        }
+    }
+
     fn hello(self, session: &str) -> Value {
         match self {
             Dialect::Document => json!({"type": "hello", "sessionId": session}),

@@ -34,6 +34,102 @@ pub struct Drive {
     pub clients: usize,
     /// A session created, deleted and created again, then called back.
     pub revive: Option<Revive>,
+    /// The WebSocket dialect the run was driven with.
+    pub dialect: Option<ws::Dialect>,
+    /// With `ws: auto`, the dialects tried (None: not tried, no session was created).
+    pub detection: Option<Detection>,
+}
+
+/// The dialects `ws: auto` tried on one session, in order, and whether each was told
+/// session_ready.
+#[derive(Debug, Clone)]
+pub struct Detection {
+    pub session: String,
+    pub tried: Vec<(ws::Dialect, bool)>,
+}
+
+impl Detection {
+    pub fn answered(&self) -> Option<ws::Dialect> {
+        self.tried.iter().find(|(_, ok)| *ok).map(|(d, _)| *d)
+    }
+
+    /// What it found, in words (the console line and the report's note).
+    pub fn said(&self) -> String {
+        let ready = crate::units::format_duration(READY);
+        let unanswered = |d: ws::Dialect| {
+            format!(
+                "{} ({}) got no session_ready within {ready}",
+                d.name(),
+                d.hello_words()
+            )
+        };
+        match self.answered() {
+            Some(d) => {
+                let before: Vec<String> = self
+                    .tried
+                    .iter()
+                    .take_while(|(_, ok)| !ok)
+                    .map(|(d, _)| unanswered(*d))
+                    .collect();
+                let mut line = format!(
+                    "WebSocket dialect: {} ({}) answered on {}; the run speaks it",
+                    d.name(),
+                    d.hello_words(),
+                    self.session
+                );
+                if !before.is_empty() {
+                    line.push_str(&format!(
+                        " ({}; `ws: {}` in the fleet file skips the try)",
+                        before.join(", "),
+                        d.name()
+                    ));
+                }
+                line
+            }
+            None => format!(
+                "WebSocket dialect: neither answered on {}: {} (see platform.ws-attach; the fleet file's `ws:` forces one)",
+                self.session,
+                self.tried
+                    .iter()
+                    .map(|(d, _)| unanswered(*d))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
+/// Whether a client of `session` speaking `dialect` is told session_ready (or, as protocol 5
+/// says it, subscribed).
+async fn answers(url: &str, session: &str, dialect: ws::Dialect) -> bool {
+    let Ok(client) = ws::Client::connect(url, session, dialect, READY).await else {
+        return false;
+    };
+    let ok = client.wait_for(READY, is_ready).await;
+    client.close().await;
+    ok
+}
+
+fn is_ready(m: &ws::Inbound) -> bool {
+    m.kind == "session_ready" || m.kind == "subscribed"
+}
+
+/// `ws: auto`: tries the fleet's first dialect on `session`, then the other (a fresh connection
+/// each: a server takes one hello per connection).
+async fn detect(fleet: &Fleet, session: &str) -> Detection {
+    let url = ws::ws_url(&fleet.server);
+    let mut tried = Vec::new();
+    for dialect in [fleet.dialect, fleet.dialect.other()] {
+        let ok = answers(&url, session, dialect).await;
+        tried.push((dialect, ok));
+        if ok {
+            break;
+        }
+    }
+    Detection {
+        session: session.to_string(),
+        tried,
+    }
 }
 
 /// What became of a deleted session created again (the document: "If session is deleted:
@@ -77,7 +173,6 @@ pub(super) const READY: Duration = Duration::from_secs(5);
 pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
     let mut d = Drive {
         id_checks: session_id_checks(fleet).await,
-        revive: revive(fleet).await,
         ..Drive::default()
     };
     let mut sessions = Vec::new();
@@ -96,8 +191,24 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
     }))
     .await;
     d.creates = creates;
+    let first_created = d
+        .creates
+        .iter()
+        .find(|c| c.status.is_some_and(|s| (200..300).contains(&s)))
+        .map(|c| c.session.clone());
+    if let (true, Some(session)) = (fleet.detect, first_created) {
+        let found = detect(fleet, &session).await;
+        crate::outln!("{}", found.said());
+        d.detection = Some(found);
+    }
+    let dialect = d
+        .detection
+        .as_ref()
+        .and_then(Detection::answered)
+        .unwrap_or(fleet.dialect);
+    d.dialect = Some(dialect);
+    d.revive = revive(fleet, dialect).await;
     let url = ws::ws_url(&fleet.server);
-    let dialect = fleet.dialect;
     let jobs: Vec<String> = sessions
         .iter()
         .flat_map(|(_, s)| std::iter::repeat_n(s.clone(), fleet.clients))
@@ -124,11 +235,7 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
     d.clients = clients.values().map(Vec::len).sum();
     let ready = clients.iter().flat_map(|(s, cs)| {
         cs.iter().enumerate().map(move |(i, c)| async move {
-            let ok = c
-                .wait_for(READY, |m| {
-                    m.kind == "session_ready" || m.kind == "subscribed"
-                })
-                .await;
+            let ok = c.wait_for(READY, is_ready).await;
             (!ok).then(|| format!("{s} client {i}"))
         })
     });
@@ -138,11 +245,22 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
         .flatten()
         .collect();
     // The user messages, a round at a time: every session's first client speaks.
+    let silent: std::collections::BTreeSet<&str> = fleet
+        .agents
+        .iter()
+        .filter(|a| a.behavior == Behavior::NeverCallback)
+        .flat_map(|a| a.sessions.iter().map(String::as_str))
+        .collect();
     for round in 0..fleet.messages {
+        // Never-callback sessions' messages of this round, whose acknowledgement is awaited.
+        let mut unanswered = Vec::new();
         for (s, cs) in &clients {
             let text = format!("Hello from agent-tck, message {} to {s}", round + 1);
             if let Some(c) = cs.first() {
                 if c.say(&text).await.is_ok() {
+                    if silent.contains(s.as_str()) {
+                        unanswered.push((s.clone(), text.clone()));
+                    }
                     if let Ok(mut b) = served.inputs.books.lock() {
                         b.said.push(Said {
                             session: s.clone(),
@@ -154,6 +272,9 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
             }
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+        if round + 1 < fleet.messages {
+            acknowledged(served, &unanswered).await;
+        }
     }
     // Waits for the forwards to end (a slow ack up to its own delay), the callbacks to be
     // answered, and then `settle` for the broadcasts — bounded in all.
@@ -218,10 +339,30 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
     d
 }
 
+/// Waits (at most the forward timeout and a margin) until each of `messages` (session, text) was
+/// forwarded and acknowledged: the next message on a never-callback session is then one on a
+/// session awaiting a callback, whatever the load (what `platform.awaiting-callback` judges).
+async fn acknowledged(served: &Served, messages: &[(String, String)]) {
+    let until = Instant::now() + FORWARD_TIMEOUT + Duration::from_secs(2);
+    while Instant::now() < until {
+        let done = served.inputs.books.lock().is_ok_and(|b| {
+            messages.iter().all(|(s, text)| {
+                b.forwards
+                    .iter()
+                    .any(|f| f.ack.is_some() && f.carries(s, text).is_some())
+            })
+        });
+        if done {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Creates a session for the first agent, deletes it, creates it again, attaches a client and
 /// calls back to it as its agent would (at the document's path on the server), as far as each
 /// step succeeds.
-pub(super) async fn revive(fleet: &Fleet) -> Option<Revive> {
+pub(super) async fn revive(fleet: &Fleet, dialect: ws::Dialect) -> Option<Revive> {
     let first = fleet.agents.first()?;
     let session = format!("{}-revive", first.sessions[0]);
     let mut r = Revive {
@@ -242,20 +383,14 @@ pub(super) async fn revive(fleet: &Fleet) -> Option<Revive> {
         }
     }
     let client =
-        match ws::Client::connect(&ws::ws_url(&fleet.server), &session, fleet.dialect, READY).await
-        {
+        match ws::Client::connect(&ws::ws_url(&fleet.server), &session, dialect, READY).await {
             Ok(c) => c,
             Err(e) => {
                 r.not_attached = Some(e.to_string());
                 return Some(r);
             }
         };
-    if !client
-        .wait_for(READY, |m| {
-            m.kind == "session_ready" || m.kind == "subscribed"
-        })
-        .await
-    {
+    if !client.wait_for(READY, is_ready).await {
         r.not_attached = Some(format!(
             "no session_ready within {}",
             crate::units::format_duration(READY)

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::protocols::connector::ws::{Dialect, DialectError};
+use crate::protocols::connector::ws::Dialect;
 use crate::text::DataFileError;
 use crate::transport::http::BaseUrl;
 
@@ -35,7 +35,8 @@ pub(super) struct Spec {
     /// What every callbackUrl must start with (default: the server's URL).
     #[serde(default)]
     callback_base: Option<String>,
-    /// `document` (default) or `assistant-v5`.
+    /// `auto` (default: the document's dialect, then the public implementation's, whichever
+    /// answers), `document` or `assistant-v5`.
     #[serde(default = "default_dialect")]
     ws: String,
     /// User messages per session.
@@ -61,7 +62,7 @@ pub(super) fn default_listen() -> String {
     DEFAULT_LISTEN.into()
 }
 pub(super) fn default_dialect() -> String {
-    "document".into()
+    "auto".into()
 }
 pub(super) fn default_two() -> usize {
     2
@@ -107,7 +108,10 @@ pub struct Fleet {
     pub listen: SocketAddr,
     pub advertise: Option<String>,
     pub callback_base: String,
+    /// The WebSocket dialect forced, or with `detect` the one tried first.
     pub dialect: Dialect,
+    /// `ws: auto`: try `dialect`, and when no session_ready comes, the other.
+    pub detect: bool,
     pub messages: usize,
     pub clients: usize,
     pub reply_after: Duration,
@@ -131,8 +135,8 @@ pub enum FleetFileError {
     },
     #[error("{file}: connector.listen: {listen:?} is not HOST:PORT (e.g. 127.0.0.1:9400)")]
     Listen { file: String, listen: String },
-    #[error("{file}: connector.{cause}")]
-    Dialect { file: String, cause: DialectError },
+    #[error("{file}: connector.ws: {given:?} (expected auto, document or assistant-v5)")]
+    Dialect { file: String, given: String },
     #[error("{file}: connector.agents is empty")]
     NoAgents { file: String },
     /// `messages` or `clients` outside 1..=max.
@@ -193,10 +197,16 @@ impl Fleet {
         };
         let reply_after = duration("reply-after", &spec.reply_after)?;
         let settle = duration("settle", &spec.settle)?;
-        let dialect = Dialect::parse(&spec.ws).map_err(|cause| FleetFileError::Dialect {
-            file: source.to_string(),
-            cause,
-        })?;
+        let (dialect, detect) = match spec.ws.as_str() {
+            "auto" => (Dialect::Document, true),
+            forced => (
+                Dialect::parse(forced).map_err(|_| FleetFileError::Dialect {
+                    file: source.to_string(),
+                    given: forced.to_string(),
+                })?,
+                false,
+            ),
+        };
         if spec.agents.is_empty() {
             return Err(FleetFileError::NoAgents {
                 file: source.to_string(),
@@ -264,6 +274,7 @@ impl Fleet {
             listen,
             advertise: spec.advertise.map(|a| a.trim_end_matches('/').to_string()),
             dialect,
+            detect,
             messages: spec.messages,
             clients: spec.clients,
             reply_after,
@@ -296,6 +307,18 @@ mod tests {
             ["tck-a-0-00000003", "tck-a-1-00000003"]
         );
         assert_eq!(fleet.callback_base, "http://127.0.0.1:1");
+        // `ws: auto` by default: the document's dialect first; a named one is forced.
+        assert_eq!((fleet.dialect, fleet.detect), (Dialect::Document, true));
+        let forced = Fleet::parse(
+            "f.yaml",
+            &ok.replace("  agents:", "  ws: assistant-v5\n  agents:"),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            (forced.dialect, forced.detect),
+            (Dialect::AssistantV5, false)
+        );
         let over = Fleet::parse("f.yaml", ok, Some("http://127.0.0.1:2/")).unwrap();
         assert_eq!(over.target(), "http://127.0.0.1:2");
         for (bad, says) in [
@@ -368,7 +391,7 @@ mod tests {
         );
         assert_eq!(
             refused(ok.replace("  agents:", "  ws: v9\n  agents:")).to_string(),
-            "f.yaml: connector.ws: \"v9\" (expected document or assistant-v5)"
+            "f.yaml: connector.ws: \"v9\" (expected auto, document or assistant-v5)"
         );
         assert_eq!(
             crate::error::Error::from(refused(

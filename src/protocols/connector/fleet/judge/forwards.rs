@@ -35,16 +35,18 @@ pub(super) fn reached(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
             fleet.agents.iter().map(|a| a.sessions.len()).sum::<usize>(),
             b.said.len(),
         ));
+    } else if d.clients > 0 && d.not_ready.len() == d.clients {
+        c.skip(format!(
+            "no WebSocket client was told session_ready ({} client(s); see platform.ws-attach): the messages went nowhere. A server that attaches the fleet's clients exercises this case",
+            d.clients
+        ));
     } else if b.forwards.is_empty() {
         c.fail(format!(
             "no forward reached the fleet ({} user message(s) sent by {} WebSocket client(s) of {} session(s) created): does the server's configuration name the fleet's inputUrls (printed above), can it reach them, and is the WebSocket dialect right (ws: {})?",
             b.said.len(),
             d.clients,
             created.len(),
-            match fleet.dialect {
-                crate::protocols::connector::ws::Dialect::Document => "document",
-                crate::protocols::connector::ws::Dialect::AssistantV5 => "assistant-v5",
-            }
+            d.dialect.unwrap_or(fleet.dialect).name()
         ));
     } else {
         c.pass_noting(
@@ -163,6 +165,8 @@ pub(super) fn never_forwarded(fleet: &Fleet, b: &Books, said: &Said) -> String {
 
 pub(super) fn forward_timeout(fleet: &Fleet, b: &Books) -> CaseResult {
     let mut t = Tally::default();
+    // How long the server took to give up on each slow acknowledgement.
+    let mut gave_up_after = Vec::new();
     for f in &b.forwards {
         let slow = fleet
             .agents
@@ -179,6 +183,9 @@ pub(super) fn forward_timeout(fleet: &Fleet, b: &Books) -> CaseResult {
             continue;
         };
         let gave_up = matches!(ack.outcome, Outcome::PeerGone | Outcome::Hung);
+        if gave_up {
+            gave_up_after.push(ack.total);
+        }
         t.check(
             gave_up && ack.total <= FORWARD_TIMEOUT + GIVE_UP_MARGIN,
             || {
@@ -194,7 +201,7 @@ pub(super) fn forward_timeout(fleet: &Fleet, b: &Books) -> CaseResult {
             },
         );
     }
-    t.judged(
+    let mut c = t.judged(
         "platform.forward-timeout",
         "forward",
         Level::Must,
@@ -202,6 +209,31 @@ pub(super) fn forward_timeout(fleet: &Fleet, b: &Books) -> CaseResult {
         SPEC,
         "slow acknowledgements",
         "serve an agent with slow-ack or fault:hang to exercise it",
+    );
+    if c.status != Status::Skip {
+        let figures = give_up_figures(&mut gave_up_after, t.checked);
+        c.message = if c.message.is_empty() {
+            figures
+        } else {
+            format!("{figures}\n{}", c.message)
+        };
+    }
+    c
+}
+
+/// The give-up times measured, in words: how many of `of` slow forwards were given up, p50 and
+/// max (from the forward's last byte to the server's end of it).
+fn give_up_figures(times: &mut [std::time::Duration], of: u64) -> String {
+    times.sort();
+    if times.is_empty() {
+        return format!("the server gave up on none of {of} slow forward(s)");
+    }
+    format!(
+        "the server gave up on {} of {of} slow forward(s) after p50 {}, max {} (the document: 5s; {} allowed)",
+        times.len(),
+        ms(crate::units::percentile(times, 0.5)),
+        ms(times[times.len() - 1]),
+        ms(FORWARD_TIMEOUT + GIVE_UP_MARGIN)
     )
 }
 

@@ -11,11 +11,13 @@ use crate::report::{Report, RunInfo};
 use crate::text::Redactor;
 use crate::units::format_duration;
 
+mod awaiting;
 mod broadcasts;
 mod callbacks;
 mod forwards;
 mod sessions;
 
+use awaiting::awaiting_callback;
 use broadcasts::{delivered, injection, isolated, latency};
 use callbacks::{callback_huge, callback_no_5xx, callback_refusals, Refusal};
 use forwards::{error_message, forward_once, forward_schema, forward_timeout, reached};
@@ -67,6 +69,33 @@ fn copies<'a>(messages: &'a [Inbound], cb: &SentCallback) -> Vec<&'a Inbound> {
         .collect()
 }
 
+/// No session call of the run got an HTTP answer (creates, the id checks, the revival): the
+/// server is down, or not at the URL. Its first error.
+fn server_down(d: &Drive) -> Option<String> {
+    let revive = d.revive.iter().flat_map(|r| r.calls.iter());
+    let mut calls = d
+        .creates
+        .iter()
+        .chain(d.id_checks.iter().map(|(_, c, _)| c))
+        .chain(revive)
+        .peekable();
+    calls.peek()?;
+    let mut first = None;
+    for c in calls {
+        if c.status.is_some() {
+            return None;
+        }
+        first = first.or(c.error.clone());
+    }
+    Some(first.unwrap_or_else(|| "no answer".into()))
+}
+
+/// The one wording of a server that is down: `platform.session-create`'s failure, and the
+/// reason every other case is skipped.
+fn down(fleet: &Fleet) -> String {
+    format!("the agent server at {} is down", fleet.target())
+}
+
 /// Runs the fleet against the server and judges it.
 pub async fn run(fleet: &Fleet, served: super::Served, strict: bool, seed: u64) -> Report {
     let info = RunInfo::start(
@@ -94,7 +123,7 @@ pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
         session_create(d),
         session_ids(d),
         session_revive(d),
-        ws_attach(d),
+        ws_attach(fleet, d),
     ];
     let skip_forwards = b.forwards.is_empty();
     let mut forward_cases = vec![
@@ -102,6 +131,7 @@ pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
         forward_once(fleet, d, b),
         forward_timeout(fleet, b),
         error_message(d, b),
+        awaiting_callback(fleet, d, b),
     ];
     if skip_forwards {
         for c in &mut forward_cases {
@@ -139,9 +169,35 @@ pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
         injection(d, b),
         latency(fleet, d, b),
     ]);
+    if let Some(error) = server_down(d) {
+        // One failure, where it is: what depends on the server says why it was not judged.
+        let down = down(fleet);
+        for c in &mut cases {
+            if c.id == "platform.session-create" {
+                c.status = crate::report::Status::Fail;
+                c.message = format!(
+                    "{down}: no session call was answered ({}): is it running, and is connector.url (or --platform-url) its address?",
+                    crate::text::shorten(&error, 120)
+                );
+            } else {
+                c.skip(format!(
+                    "not judged: {down} (see platform.session-create); a server answering at {} exercises this case",
+                    fleet.target()
+                ));
+            }
+        }
+    }
     let mut report = info.report(cases, &Redactor::new(Vec::new()));
+    match (&d.detection, d.dialect) {
+        (Some(found), _) => report.notes.push(format!("INFO: {}", found.said())),
+        (None, Some(dialect)) if fleet.detect => report.notes.push(format!(
+            "INFO: WebSocket dialect: not detected (no session was created to try it on); the run spoke {}",
+            dialect.name()
+        )),
+        _ => {}
+    }
     report.notes.push(
-        "INFO: the public implementation (kcosr/assistant agent-server, protocol 5) differs from the document: hello {protocolVersion: 5, subscriptions: [{sessionId}]} and text_input {sessionId, text} instead of hello {sessionId} and user_message {text}; a failed forward's error goes to the sending connection only (type error, code external_agent_error) rather than into the chat. `ws: assistant-v5` in the fleet file drives that server.".into(),
+        "INFO: the public implementation (kcosr/assistant agent-server, protocol 5) differs from the document: hello {protocolVersion: 5, subscriptions: [{sessionId}]} and text_input {sessionId, text} instead of hello {sessionId} and user_message {text}; a failed forward's error goes to the sending connection only (type error, code external_agent_error) rather than into the chat. `ws: auto` (the default) finds its dialect; `ws: assistant-v5` in the fleet file forces it.".into(),
     );
     report
 }

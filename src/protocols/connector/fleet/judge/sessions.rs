@@ -2,7 +2,7 @@
 //! refuse, WebSocket clients attached, a deleted session created again.
 
 use crate::mock::observe::Tally;
-use crate::protocols::connector::fleet::{Drive, Revive};
+use crate::protocols::connector::fleet::{Drive, Fleet, Revive};
 use crate::report::{CaseResult, Evidence, Level, Status};
 
 use super::{status, SPEC};
@@ -79,7 +79,7 @@ pub(super) fn session_ids(d: &Drive) -> CaseResult {
     c
 }
 
-pub(super) fn ws_attach(d: &Drive) -> CaseResult {
+pub(super) fn ws_attach(fleet: &Fleet, d: &Drive) -> CaseResult {
     let mut t = Tally::default();
     for e in &d.connect_errors {
         t.check(false, || e.clone());
@@ -87,12 +87,29 @@ pub(super) fn ws_attach(d: &Drive) -> CaseResult {
     for _ in 0..d.clients.saturating_sub(d.not_ready.len()) {
         t.check(true, String::new);
     }
+    let hello = match (&d.detection, d.dialect) {
+        (Some(found), _) if found.answered().is_none() => found
+            .tried
+            .iter()
+            .map(|(dialect, _)| format!("{} ({})", dialect.name(), dialect.hello_words()))
+            .collect::<Vec<_>>()
+            .join(" nor after "),
+        (None, Some(dialect)) if !fleet.detect => format!(
+            "{} ({}; the fleet file's `ws: auto` tries {} too)",
+            dialect.name(),
+            dialect.hello_words(),
+            dialect.other().name()
+        ),
+        (_, dialect) => dialect.map_or("hello".into(), |d| {
+            format!("{} ({})", d.name(), d.hello_words())
+        }),
+    };
     for s in &d.not_ready {
         t.check(false, || {
-            format!("{s}: no session_ready within 5s after hello")
+            format!("{s}: no session_ready within 5s after {hello}")
         });
     }
-    t.judged(
+    let mut c = t.judged(
         "platform.ws-attach",
         "sessions",
         Level::Must,
@@ -100,7 +117,11 @@ pub(super) fn ws_attach(d: &Drive) -> CaseResult {
         SPEC,
         "WebSocket clients",
         "no WebSocket client was started (each session gets `clients: N`)",
-    )
+    );
+    if d.detection.as_ref().is_some_and(|f| f.answered().is_none()) {
+        c.message.push_str("\nneither WebSocket dialect was answered: set the fleet file's `ws:` (auto, document or assistant-v5) to the server's, if it speaks one of them");
+    }
+    c
 }
 
 /// A deleted session created again: revived, attached, and called back (see `fleet::revive`).
@@ -136,6 +157,11 @@ pub(super) fn session_revive(d: &Drive) -> CaseResult {
         [_, delete, ..] if !ok(delete) => c.skip(format!(
             "deleting {session} (POST /api/plugins/sessions/operations/delete {{sessionId}}) answered {}: nothing to revive; a server that deletes sessions there exercises this case",
             answer(delete)
+        )),
+        // A server that attached no client of the run attaches none here: one failure, there.
+        [_, _, again] if r.not_attached.is_some() && d.clients > 0 && d.not_ready.len() == d.clients => c.skip(format!(
+            "{session} was created again ({}), but no WebSocket client of the run was told session_ready (see platform.ws-attach): a server that attaches the fleet's clients exercises this case",
+            answer(again)
         )),
         [_, _, again] => revived(&mut c, r, again, ok(again), &answer(again)),
         _ => c.skip(format!("the revival of {session} was not tried to its end")),
