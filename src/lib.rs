@@ -22,6 +22,25 @@ macro_rules! out {
     }};
 }
 
+/// `eprintln!` that ignores a closed stderr (`2>&1 | head`, a harness that closed the pipe):
+/// a note that cannot be shown is no reason to panic (see [`outln!`]).
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` that ignores a closed stderr (see [`errln!`]).
+#[macro_export]
+macro_rules! err {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 // The layers, from the bottom: shared helpers (`text`, `units`, `content`, `jsonpath`, `json_out`,
 // `json_skim`, `phrases`, `sanitization`, `schema`, `error`), the engines (`transport`, `report`,
 // `probe`, `mock`), the protocols that plug into them (`protocols`, one folder each, listed in its

@@ -54,7 +54,7 @@ pub(super) fn run_async(
 /// Says why a command failed (one line on stderr), and exits with its status.
 pub(super) fn finish(outcome: Result<Ended, Error>) -> ExitCode {
     if let Err(e) = &outcome {
-        eprintln!("agent-tck: error: {e}");
+        crate::errln!("agent-tck: error: {e}");
     }
     ExitCode::from(exit_status(&outcome))
 }
@@ -74,7 +74,7 @@ pub(super) async fn execute(command: Command) -> Result<Ended, Error> {
                 Some(path) => {
                     std::fs::write(&path, text)
                         .map_err(|e| Error::run(format!("--out {}: {e}", path.display())))?;
-                    eprintln!("wrote {}", path.display());
+                    crate::errln!("wrote {}", path.display());
                 }
                 None => crate::out!("{text}"),
             }
@@ -156,7 +156,7 @@ pub(super) async fn execute(command: Command) -> Result<Ended, Error> {
             std::fs::create_dir_all(&dir)
                 .map_err(|e| Error::run(format!("{}: {e}", dir.display())))?;
             let written = write_manpages(Cli::command(), &dir)?;
-            eprintln!("wrote {written} man pages to {}", dir.display());
+            crate::errln!("wrote {written} man pages to {}", dir.display());
             Ok(Ended::Verdict(Exit::Passed))
         }
     }
@@ -200,7 +200,7 @@ async fn run_probe(job: ProbeJob) -> Result<Ended, Error> {
         report = (job.run)(on_case) => report?,
         _ = tokio::signal::ctrl_c() => {
             if let Ok(mut p) = progress.lock() { p.finish(); }
-            eprintln!("agent-tck: interrupted; no report written");
+            crate::errln!("agent-tck: interrupted; no report written");
             return Ok(Ended::Interrupted);
         }
     };

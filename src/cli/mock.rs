@@ -298,7 +298,7 @@ async fn serve_line_agent(
     if args.stdio {
         // Before the first request: a harness that shows or keeps stderr shows this first.
         for line in stdio_report_notice(&args.run.output) {
-            eprintln!("{line}");
+            crate::errln!("{line}");
         }
         let rewrite = |s: &LineService| {
             let _ = args.run.output.write_quietly(&report_of(s));
@@ -314,7 +314,7 @@ async fn serve_line_agent(
         let report = report_of(&service);
         args.run.output.write_quietly(&report)?;
         if !service.stderr_stuck() {
-            eprint!("{}", console::render(&report, false));
+            crate::err!("{}", console::render(&report, false));
         }
         served.map_err(|e| Error::run(format!("stdio: {e}")))?;
         return Ok(Ended::Verdict(Exit::Passed));

@@ -641,7 +641,7 @@ where
             return Ok(());
         }
         if quirks.exits_early {
-            eprintln!("agent-tck mock (exits-early): exiting without an answer");
+            crate::errln!("agent-tck mock (exits-early): exiting without an answer");
             std::process::exit(3);
         }
         if let Some(bytes) = quirks.stderr_flood {

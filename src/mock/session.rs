@@ -117,7 +117,7 @@ pub async fn run_to_end(
     }
     if let Some(advertise) = settings.advertise.as_deref() {
         if let Some(warning) = super::reach::advertise_warning(settings.host, advertise).await {
-            eprintln!("{warning}");
+            crate::errln!("{warning}");
         }
     }
     let advertised = advertised_urls(&served, settings.advertise.as_deref());
@@ -157,7 +157,7 @@ pub async fn run_to_end(
                 _ = &mut stop => true,
             };
             if !interrupted && (settings.serve_after || driver.trigger.is_none()) {
-                eprintln!("serving until interrupted (Ctrl-C)…");
+                crate::errln!("serving until interrupted (Ctrl-C)…");
                 (&mut stop).await;
             } else if !interrupted {
                 stopped = false;
@@ -170,7 +170,7 @@ pub async fn run_to_end(
         }
     };
     if interrupted {
-        eprintln!("interrupted: stopping the fleet and writing the reports");
+        crate::errln!("interrupted: stopping the fleet and writing the reports");
     }
     if let Some(driver) = &settings.driver {
         if interrupted {
@@ -191,7 +191,7 @@ pub async fn run_to_end(
             .await
             {
                 Ok(case) => cases.extend(case),
-                Err(_) => eprintln!(
+                Err(_) => crate::errln!(
                     "interrupted: the platform did not answer the deregistrations within {}; {} agent(s) may still be registered",
                     humantime::format_duration(DEREGISTER_WHEN_INTERRUPTED),
                     registered.len()
@@ -205,7 +205,7 @@ pub async fn run_to_end(
                 case = driver.deregister(&registered) => cases.extend(case),
                 _ = &mut stop => {
                     interrupted = true;
-                    eprintln!("interrupted: the deregistrations are cut short; writing the reports");
+                    crate::errln!("interrupted: the deregistrations are cut short; writing the reports");
                     cases.extend(driver.deregister_skipped(
                         "not reached: the run was interrupted (Ctrl-C) during the deregistrations",
                     ));
@@ -247,7 +247,7 @@ pub async fn run_to_end(
     // The servers are stopped: what is queued is the whole journal.
     let lines = served.handler.journal.close().await?;
     if let Some(path) = &settings.journal {
-        eprintln!("wrote {} ({lines} records)", path.display());
+        crate::errln!("wrote {} ({lines} records)", path.display());
     }
     Ok(Ran {
         report,
@@ -321,7 +321,7 @@ fn print_agent(served: &fleet::Served, seed: u64) {
         },
     );
     if served.addrs.iter().any(|a| !a.ip().is_loopback()) {
-        eprintln!("note: not listening on loopback: reachable from other machines");
+        crate::errln!("note: not listening on loopback: reachable from other machines");
     }
 }
 

@@ -89,7 +89,7 @@ impl OutputArgs {
     /// Writes the report files asked for, saying so on stderr.
     pub fn write(&self, report: &Report) -> Result<(), Error> {
         for path in self.write_quietly(report)? {
-            eprintln!("wrote {}", path.display());
+            crate::errln!("wrote {}", path.display());
         }
         Ok(())
     }

@@ -184,7 +184,7 @@ async fn run_matrix(
 ) -> Result<Vec<matrix::RowResult>, Error> {
     let name = matrix.name();
     let (deadline, why) = matrix.deadline(exe).await?;
-    eprintln!(
+    crate::errln!(
         "running the {name} behaviour matrix: {} mock agents, --timeout {} ({why})…",
         matrix.file.rows.len(),
         crate::units::format_duration(deadline)

@@ -783,3 +783,61 @@ fn completions_and_man_pages_cover_every_command() {
     // A hidden command (the stdio mock's lingering child) gets no page.
     assert!(!std::path::Path::new(&dir.path("man/agent-tck-mock-linger.1")).exists());
 }
+
+/// A reader that went away (`2>&1 | head`, a harness that closed its pipes) is no reason to
+/// panic: with stdout and stderr both closed pipes, a run that writes notes on each ends with
+/// its own status — a file written and exit 0, a usage error and exit 2 — never 101.
+#[test]
+fn closed_stdout_and_stderr_do_not_make_the_kit_panic() {
+    let dir = TempDir::new("closed-pipes");
+    let fleet = dir.path("fleet.yaml");
+    let config = dir.path("agents.json");
+    std::fs::write(
+        &fleet,
+        "protocol: connector\nconnector:\n  url: http://127.0.0.1:1\n  listen: 127.0.0.1:9400\n  agents:\n    - { name: a, agent-id: ext-a }\n",
+    )
+    .unwrap();
+    let runs: [(&[&str], i32); 2] = [
+        (
+            &[
+                "mock",
+                "fleet",
+                "--config",
+                &fleet,
+                "--print-config",
+                "--write-config",
+                &config,
+            ],
+            0,
+        ),
+        (&["probe", "roundtable"], 2),
+    ];
+    for (args, expected) in runs {
+        let closed = || {
+            let (reader, writer) = std::io::pipe().unwrap();
+            drop(reader);
+            writer
+        };
+        let mut child = tck_command(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(closed())
+            .stderr(closed())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + RUN_DEADLINE;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("{args:?} ran past {RUN_DEADLINE:?} with its pipes closed");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(expected), "{args:?}: {status:?}");
+    }
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    assert_eq!(written[0]["agentId"], "ext-a");
+}

@@ -570,7 +570,22 @@ fn a_server_never_reached_during_the_wait_is_said_to_be_down() {
         )) && text.contains("start it (or point --platform-url at it)"),
         "{text}"
     );
-    assert!(text.contains("SKIP"), "{text}");
+    // One failure, the drive's own words for a server that is down; the rest skipped.
+    let fails: Vec<&str> = text.lines().filter(|l| l.contains("FAIL ")).collect();
+    assert_eq!(fails.len(), 1, "{text}");
+    assert!(fails[0].contains("platform.session-create"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "the agent server at {url} is down: no session call was answered"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "not judged: the agent server at {url} is down (see platform.session-create)"
+        )),
+        "{text}"
+    );
 }
 
 /// The new flags mean nothing to another protocol's fleet: a usage error naming the flag.

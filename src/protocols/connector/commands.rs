@@ -219,7 +219,7 @@ impl ClientFleet for ConnectorFleet {
         let definitions = Definitions::before_serving(&fleet, source)?;
         if let Some(path) = at.write_config {
             definitions.write(path)?;
-            eprintln!(
+            crate::errln!(
                 "agent-tck: wrote {} to {}",
                 definitions.what(),
                 path.display()
@@ -293,9 +293,14 @@ fn not_driven(fleet: &Fleet, readiness: &Readiness, declared: &str, info: RunInf
         &super::fleet::Books::default(),
         info,
     );
-    let why = readiness.not_driven();
-    for case in &mut report.cases {
-        case.skip(why.clone());
+    match &readiness.unreachable {
+        Some(error) => super::fleet::judge::mark_server_down(fleet, &mut report.cases, error),
+        None => {
+            let why = readiness.not_driven();
+            for case in &mut report.cases {
+                case.skip(why.clone());
+            }
+        }
     }
     with_case(report, readiness.case(declared))
 }

@@ -242,7 +242,7 @@ impl ReferenceServer for ReferenceAgent {
             crate::outln!("  probe it: agent-tck probe connector --input-url {input}");
             stop.await;
             running.stop().await;
-            eprintln!("interrupted: the reference external agent stopped");
+            crate::errln!("interrupted: the reference external agent stopped");
             Ok(Served::Interrupted)
         })
     }

@@ -276,7 +276,7 @@ impl Selftest for TaskSelftest {
                 "{} mock agent --protocol execute-task --stdio --name selftest-agent --seed {seed}",
                 shell_quote(&at.exe.display().to_string())
             );
-            eprintln!("execute_task agent over stdio: {command}");
+            crate::errln!("execute_task agent over stdio: {command}");
             let target = Target::Stdio(StdioConfig::new(command, StdioMode::Persistent));
             let mut settings = TaskSettings::new(target, Scenario::builtin(), at.run);
             settings.seed = seed;

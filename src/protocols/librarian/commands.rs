@@ -512,7 +512,7 @@ async fn judge_client(
     };
     tokio::select! {
         _ = reached => {}
-        _ = stop => eprintln!("interrupted: judging the client"),
+        _ = stop => crate::errln!("interrupted: judging the client"),
     }
     let cases = judge.map(|j| j.cases()).unwrap_or_default();
     served.stop().await;

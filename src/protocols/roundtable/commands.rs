@@ -161,7 +161,7 @@ impl Selftest for RoundtableSelftest {
                 .map_err(|e| {
                     Error::run(format!("cannot start the reference agent on loopback: {e}"))
                 })?;
-            eprintln!("reference agent listening on {}", served.urls[0]);
+            crate::errln!("reference agent listening on {}", served.urls[0]);
             let base = BaseUrl::parse(&served.urls[0]).map_err(|e| Error::Run(e.to_string()))?;
             let mut run = at.run.clone();
             run.seed = Some(seed);

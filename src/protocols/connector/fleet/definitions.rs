@@ -26,6 +26,9 @@ pub struct Definitions {
     json: Value,
     /// A whole config file (`{"agents": [...]}`), not a list to paste.
     pub whole_file: bool,
+    /// The fleet's `ws: auto`: the server's kind is not known before the run, so the list is
+    /// given with a word on the public implementation's whole file.
+    auto: bool,
 }
 
 /// Why the definitions could not be given: a flag to fix, nothing was run.
@@ -82,11 +85,13 @@ impl Definitions {
                 // there only when enabled.
                 json: json!({ "agents": agents, "plugins": {"sessions": {"enabled": true}} }),
                 whole_file: true,
+                auto: false,
             }
         } else {
             Definitions {
                 json: Value::Array(agents),
                 whole_file: false,
+                auto: fleet.detect,
             }
         }
     }
@@ -127,6 +132,10 @@ impl Definitions {
     pub fn what(&self) -> &'static str {
         if self.whole_file {
             "a config file the agent server loads as it is (its `agents`, and its sessions plugin enabled)"
+        } else if self.auto {
+            "the agent definitions to add to the server's agents (the document's config shape; \
+             for the public agent server, `ws: assistant-v5` in the fleet file gives a whole \
+             config file it loads, its sessions plugin enabled)"
         } else {
             "the agent definitions to add to the server's agents (the document's config shape)"
         }

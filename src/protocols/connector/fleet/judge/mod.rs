@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::{Books, CallbackKind, Drive, Fleet, SentCallback};
 use crate::protocols::connector::ws::Inbound;
-use crate::report::{Report, RunInfo};
+use crate::report::{CaseResult, Report, RunInfo};
 use crate::text::Redactor;
 use crate::units::format_duration;
 
@@ -96,6 +96,27 @@ fn down(fleet: &Fleet) -> String {
     format!("the agent server at {} is down", fleet.target())
 }
 
+/// One failure, where it is (`platform.session-create`: the server is down, with its first
+/// error), and every other case a skip that says why it was not judged: the same words whether
+/// the drive or the wait before it found no server.
+pub fn mark_server_down(fleet: &Fleet, cases: &mut [CaseResult], error: &str) {
+    let down = down(fleet);
+    for c in cases {
+        if c.id == "platform.session-create" {
+            c.status = crate::report::Status::Fail;
+            c.message = format!(
+                "{down}: no session call was answered ({}): is it running, and is connector.url (or --platform-url) its address?",
+                crate::text::shorten(error, 120)
+            );
+        } else {
+            c.skip(format!(
+                "not judged: {down} (see platform.session-create); a server answering at {} exercises this case",
+                fleet.target()
+            ));
+        }
+    }
+}
+
 /// Runs the fleet against the server and judges it.
 pub async fn run(fleet: &Fleet, served: super::Served, strict: bool, seed: u64) -> Report {
     let info = RunInfo::start(
@@ -170,22 +191,7 @@ pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
         latency(fleet, d, b),
     ]);
     if let Some(error) = server_down(d) {
-        // One failure, where it is: what depends on the server says why it was not judged.
-        let down = down(fleet);
-        for c in &mut cases {
-            if c.id == "platform.session-create" {
-                c.status = crate::report::Status::Fail;
-                c.message = format!(
-                    "{down}: no session call was answered ({}): is it running, and is connector.url (or --platform-url) its address?",
-                    crate::text::shorten(&error, 120)
-                );
-            } else {
-                c.skip(format!(
-                    "not judged: {down} (see platform.session-create); a server answering at {} exercises this case",
-                    fleet.target()
-                ));
-            }
-        }
+        mark_server_down(fleet, &mut cases, &error);
     }
     let mut report = info.report(cases, &Redactor::new(Vec::new()));
     match (&d.detection, d.dialect) {
