@@ -36,7 +36,7 @@ pub enum Command {
     /// Play the other side: mock agents for a platform to talk to (or a mock Librarian for agent
     /// clients), judging it from what it sends.
     #[command(subcommand)]
-    Mock(MockCommand),
+    Mock(Box<MockCommand>),
     /// Probe a conforming agent of every protocol, then a mock agent per behaviour; print it all
     /// and end with one verdict line (exit 0 when the reference agents pass and every behaviour
     /// broke exactly the cases it should). --json and --junit hold the matrices too, a case per

@@ -64,8 +64,7 @@ pub(super) async fn execute(command: Command) -> Result<Ended, Error> {
         Command::Probe(probe) => run_probe(probe.run()?).await,
         Command::Lint(lint) => Ok(Ended::Verdict(lint.run()?)),
         Command::Selftest(args) => selftest(args).await,
-        Command::Mock(MockCommand::Agent(args)) => mock_agent(args).await,
-        Command::Mock(MockCommand::Agents(args)) => mock_agents(args),
+        Command::Mock(mock) => execute_mock(*mock).await,
         Command::Baseline(BaselineCommand::Write { from, out }) => {
             let report = crate::report::tools::read(&from)
                 .map_err(|e| Error::usage(format!("--from {e}")))?;
@@ -102,21 +101,6 @@ pub(super) async fn execute(command: Command) -> Result<Ended, Error> {
                 )
             );
             Ok(Ended::Verdict(diff.exit_code()))
-        }
-        Command::Mock(MockCommand::Fleet(args)) => mock_fleet(args).await,
-        Command::Mock(MockCommand::Librarian(args)) => {
-            let report =
-                crate::protocols::librarian::commands::mock_librarian(&args, shutdown_signal())
-                    .await?;
-            conclude(report, &args.output)
-        }
-        Command::Mock(MockCommand::Linger { json, junit }) => {
-            crate::mock::linger::linger(json, junit).await;
-            Ok(Ended::Verdict(Exit::Passed))
-        }
-        Command::Mock(MockCommand::Behaviors) => {
-            crate::out!("{}", list_behaviors());
-            Ok(Ended::Verdict(Exit::Passed))
         }
         Command::Suites(SuitesCommand::List {
             protocol: name,
@@ -157,6 +141,29 @@ pub(super) async fn execute(command: Command) -> Result<Ended, Error> {
                 .map_err(|e| Error::run(format!("{}: {e}", dir.display())))?;
             let written = write_manpages(Cli::command(), &dir)?;
             crate::errln!("wrote {written} man pages to {}", dir.display());
+            Ok(Ended::Verdict(Exit::Passed))
+        }
+    }
+}
+
+/// `mock …`: the other side played.
+async fn execute_mock(command: MockCommand) -> Result<Ended, Error> {
+    match command {
+        MockCommand::Agent(args) => mock_agent(args).await,
+        MockCommand::Agents(args) => mock_agents(args),
+        MockCommand::Fleet(args) => mock_fleet(args).await,
+        MockCommand::Librarian(args) => {
+            let report =
+                crate::protocols::librarian::commands::mock_librarian(&args, shutdown_signal())
+                    .await?;
+            conclude(report, &args.output)
+        }
+        MockCommand::Linger { json, junit } => {
+            crate::mock::linger::linger(json, junit).await;
+            Ok(Ended::Verdict(Exit::Passed))
+        }
+        MockCommand::Behaviors => {
+            crate::out!("{}", list_behaviors());
             Ok(Ended::Verdict(Exit::Passed))
         }
     }

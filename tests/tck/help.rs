@@ -441,7 +441,10 @@ fn mock_agent(args: &[&str]) -> agent_tck::cli::MockAgentArgs {
         .unwrap_or_else(|e| panic!("{e}"))
         .command
     {
-        Command::Mock(MockCommand::Agent(a)) => a,
+        Command::Mock(mock) => match *mock {
+            MockCommand::Agent(a) => a,
+            other => panic!("{other:?}"),
+        },
         other => panic!("{other:?}"),
     }
 }
