@@ -142,3 +142,159 @@ fn fleet_files_name_what_is_wrong() {
     .unwrap();
     assert_eq!(fleet.target(), "http://127.0.0.1:9");
 }
+
+/// A port nothing listens on (bound a moment ago, then released).
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn a_librarian_that_is_down_is_one_failure_naming_it_and_no_client_runs() {
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    let dir = crate::support::TempDir::new("librarian-fleet-down");
+    let json = dir.path("fleet.json");
+    let started = std::time::Instant::now();
+    // The preset runs its clients for 20 s: a run far shorter than that started none.
+    let out = crate::support::tck_within(
+        &[
+            "mock",
+            "fleet",
+            "--preset",
+            "librarian-chaos",
+            "--platform-url",
+            &url,
+            "--json",
+            &json,
+        ],
+        std::time::Duration::from_secs(90),
+    );
+    let took = started.elapsed();
+    let text = crate::support::text(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        took < std::time::Duration::from_secs(12),
+        "took {took:?}: {text}"
+    );
+    let report: Report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let failed = crate::support::failing(&report);
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    let (id, message) = failed[0];
+    assert_eq!(id, "fleet.no-5xx");
+    assert!(
+        message.starts_with(&format!(
+            "the Librarian at {url} is down: GET /agent/capabilities got no answer (cannot connect to 127.0.0.1:"
+        )) && message.contains("no client was started")
+            && message.contains("librarian.url (or --platform-url)"),
+        "{message}"
+    );
+    assert!(!message.contains("agent unreachable"), "{message}");
+    for c in report.cases.iter().filter(|c| c.id != "fleet.no-5xx") {
+        assert_eq!(c.status, Status::Skip, "{}: {}", c.id, c.message);
+        assert_eq!(
+            c.message,
+            format!(
+                "not judged: the Librarian at {url} is down (see fleet.no-5xx); a Librarian answering at {url} exercises this case"
+            ),
+            "{}",
+            c.id
+        );
+    }
+    assert_eq!(report.cases.len(), 7, "{:#?}", report.cases);
+    assert!(
+        text.contains(&format!("the Librarian at {url} is down")),
+        "{text}"
+    );
+}
+
+/// Conforming clients against the reference: `steady` with a token of the server's, and, with
+/// `stranger`, one whose token the server does not know (every request answered 401).
+fn conforming_file(url: &str, steady: bool, stranger: bool) -> String {
+    let t = reference_tokens();
+    let (a1, t1, a2) = (&t[0].0, &t[0].1, &t[1].0);
+    let mut text = format!(
+        "protocol: librarian\nlibrarian:\n  url: {url}\n  duration: 10s\n  requests: 3\n  clients:\n"
+    );
+    if steady {
+        text.push_str(&format!(
+            "    - {{ name: steady, agent: {a1}, token: {t1}, behavior: conforming, rate: 600/min }}\n"
+        ));
+    }
+    if stranger {
+        text.push_str(&format!(
+            "    - {{ name: stranger, agent: {a2}, token: not-a-token-of-the-server, behavior: conforming, rate: 600/min }}\n"
+        ));
+    }
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conforming_latency_names_the_conforming_clients_that_got_nothing_to_time() {
+    let served = reference(Flaws::named("conforming").unwrap())
+        .await
+        .unwrap();
+    let latency = |report: &Report| {
+        report
+            .cases
+            .iter()
+            .find(|c| c.id == "fleet.conforming-latency")
+            .unwrap()
+            .clone()
+    };
+    // One answered, one refused every time: timed over the answered, the other named.
+    let fleet = Fleet::parse("f.yaml", &conforming_file(&served.url, true, true), None).unwrap();
+    let both = latency(&run(&fleet, false, 1).await);
+    // Only the refused one: nothing to time, and the message says why (not "no such client").
+    let fleet = Fleet::parse("f.yaml", &conforming_file(&served.url, false, true), None).unwrap();
+    let refused = latency(&run(&fleet, false, 1).await);
+    served.stop().await;
+
+    assert_eq!(both.status, Status::Pass, "{}", both.message);
+    assert_eq!(
+        both.evidence.as_ref().unwrap().judged,
+        3,
+        "{}",
+        both.message
+    );
+    assert!(
+        both.message.starts_with("p99 ")
+            && both.message.ends_with(
+                " over 3 answers; no 2xx answer to time from stranger (conforming): 3 requests, 3 answered 401"
+            ),
+        "{}",
+        both.message
+    );
+    assert_eq!(refused.status, Status::Skip, "{}", refused.message);
+    assert_eq!(
+        refused.message,
+        "not judged: no conforming client got a 2xx answer to time (see fleet.conforming-served): stranger (conforming): 3 requests, 3 answered 401"
+    );
+}
+
+#[tokio::test]
+async fn conforming_latency_without_a_conforming_client_says_to_add_one() {
+    let served = reference(Flaws::named("conforming").unwrap())
+        .await
+        .unwrap();
+    let t = reference_tokens();
+    let text = format!(
+        "protocol: librarian\nlibrarian:\n  url: {}\n  duration: 10s\n  requests: 2\n  clients:\n    - {{ name: big, agent: {}, token: {}, behavior: oversized, rate: 600/min }}\n",
+        served.url, t[1].0, t[1].1
+    );
+    let fleet = Fleet::parse("f.yaml", &text, None).unwrap();
+    let report = run(&fleet, false, 1).await;
+    served.stop().await;
+    let c = report
+        .cases
+        .iter()
+        .find(|c| c.id == "fleet.conforming-latency")
+        .unwrap();
+    assert_eq!(c.status, Status::Skip, "{}", c.message);
+    assert_eq!(
+        c.message,
+        "not judged: the fleet has no conforming client to time: add one (`behavior: conforming`), speaking for an agent of its own"
+    );
+}

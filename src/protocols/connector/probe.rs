@@ -142,6 +142,8 @@ struct Forward {
     error: Option<String>,
     /// Its callback endpoint answers 500 (the no-flood case).
     failing: bool,
+    /// Nothing listened at the inputUrl: why the connection failed.
+    unreachable: Option<String>,
 }
 
 impl Forward {
@@ -190,15 +192,75 @@ fn none_acknowledged(forwards: &[Forward]) -> String {
     )
 }
 
+/// The rules that forward messages (the others judge what those forwards brought).
+const FORWARDING: [&str; 5] = [
+    "forward",
+    "session_ids",
+    "isolation",
+    "second_message",
+    "no_flood",
+];
+
+/// An inputUrl where nothing listens: found by the first case whose forwards all failed to
+/// connect, which fails saying so; every case after it is a skip naming it.
+struct Unreachable {
+    /// The case that failed for it.
+    case: String,
+}
+
 struct Run<'a> {
     s: &'a Settings,
     listener: Arc<Listener>,
     base: String,
     forwards: Vec<Forward>,
     n: u64,
+    unreachable: Option<Unreachable>,
 }
 
 impl Run<'_> {
+    /// The inputUrl, as given.
+    fn input_url(&self) -> String {
+        format!("{}{}", self.s.input.0, self.s.input.1)
+    }
+
+    /// When every forward from `from` on failed to connect (and none before was found so):
+    /// fails `case` as the run's one reachability failure and remembers it.
+    fn check_reachable(&mut self, from: usize, case: &mut CaseResult) {
+        let sent = &self.forwards[from.min(self.forwards.len())..];
+        if self.unreachable.is_some() || sent.is_empty() {
+            return;
+        }
+        let Some(first) = sent[0].unreachable.clone() else {
+            return;
+        };
+        if sent.iter().any(|f| f.unreachable.is_none()) {
+            return;
+        }
+        case.fail_on(
+            Evidence::new(sent.len() as u64, "forwards"),
+            format!(
+                "the agent is unreachable at {}: {first}: is it running, and is --input-url its address? The cases after this one are skipped",
+                self.input_url()
+            ),
+        );
+        self.unreachable = Some(Unreachable {
+            case: case.id.clone(),
+        });
+    }
+
+    /// Skips `case` when the agent was found unreachable; true when it did.
+    fn skip_unreachable(&self, case: &mut CaseResult) -> bool {
+        let Some(u) = &self.unreachable else {
+            return false;
+        };
+        case.skip(format!(
+            "not judged: the agent is unreachable at {} (see {}); an agent listening at its inputUrl exercises this case",
+            self.input_url(),
+            u.case
+        ));
+        true
+    }
+
     fn session(&mut self, id: Option<String>) -> String {
         self.n += 1;
         id.unwrap_or_else(|| format!("tck-{}-{}", self.s.common.seed % 100_000, self.n))
@@ -320,6 +382,12 @@ async fn send_forward(s: &Settings, what: &str, session: &str, payload: &Value) 
             .map(|r| excerpt(&r.body, 120))
             .unwrap_or_default(),
         elapsed: started.elapsed(),
+        unreachable: match &result {
+            Err(http::Error::Connect { addr, reason }) => {
+                Some(format!("cannot connect to {addr}: {reason}"))
+            }
+            _ => None,
+        },
         error: result.err().map(transport_error),
         failing: false,
     }
@@ -392,6 +460,7 @@ pub async fn run(
         base,
         forwards: Vec::new(),
         n: 0,
+        unreachable: None,
     };
     let mut cases = Vec::new();
     // The cases judged once the callbacks are in, with the time their forwards took.
@@ -412,7 +481,13 @@ pub async fn run(
             }
         };
         let mut case = spec.case();
+        if FORWARDING.contains(&name.as_str()) && run.skip_unreachable(&mut case) {
+            on_case(&case);
+            cases.push(case);
+            continue;
+        }
         let t0 = Instant::now();
+        let sent_before = run.forwards.len();
         match name.as_str() {
             "forward" => {
                 let kind = args["text"].as_str().unwrap_or("plain").to_string();
@@ -510,6 +585,7 @@ pub async fn run(
                 continue;
             }
         }
+        run.check_reachable(sent_before, &mut case);
         case.set_duration(t0.elapsed());
         on_case(&case);
         cases.push(case);
@@ -540,14 +616,16 @@ pub async fn run(
     tokio::time::sleep(Duration::from_millis(200)).await;
     for (name, mut case, forwarding) in across {
         let judging = Instant::now();
-        judge_across(
-            &run,
-            &name,
-            &mut case,
-            &isolated,
-            second.as_deref(),
-            flooded.as_ref().map(|(s, _)| s.as_str()),
-        );
+        if !run.skip_unreachable(&mut case) {
+            judge_across(
+                &run,
+                &name,
+                &mut case,
+                &isolated,
+                second.as_deref(),
+                flooded.as_ref().map(|(s, _)| s.as_str()),
+            );
+        }
         // Its forwards, the wait for the callbacks, and its own judgement.
         case.set_duration(forwarding + judging.duration_since(waited) + judging.elapsed());
         on_case(&case);

@@ -482,7 +482,7 @@ async fn send(
         http::send(base, &request, limits)
             .await
             .map(|r| (r.status, serde_json::from_slice::<Value>(&r.body).ok()))
-            .map_err(|e| e.to_string())
+            .map_err(said)
     } else {
         trickled(base, &body, token, trickle).await
     };
@@ -873,12 +873,45 @@ impl Tallies {
     }
 }
 
-/// GET /agent/capabilities with `token`: 200, or what came instead.
-async fn capabilities(base: &BaseUrl, token: &str) -> Result<(), String> {
+/// What the transport said, in the Librarian's name: its own words say "agent", and here the
+/// peer is the server.
+fn said(e: http::Error) -> String {
+    match e {
+        http::Error::Connect { addr, reason } => {
+            format!("the Librarian is unreachable: cannot connect to {addr}: {reason}")
+        }
+        http::Error::Reset { phase } => format!("connection reset by the Librarian {phase}"),
+        other => other.to_string(),
+    }
+}
+
+/// Why GET /agent/capabilities did not answer 200.
+#[derive(Debug, Clone)]
+enum Unserved {
+    /// Nothing answers at the server's address (a connection refused, a name that does not
+    /// resolve): the server is down, and no client's request would tell anything more.
+    Down(String),
+    /// Another status, or an answer cut short.
+    Other(String),
+}
+
+impl std::fmt::Display for Unserved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unserved::Down(e) | Unserved::Other(e) => f.write_str(e),
+        }
+    }
+}
+
+/// GET /agent/capabilities (with `token`, when there is one): 200, or what came instead.
+async fn capabilities(base: &BaseUrl, token: Option<&str>) -> Result<(), Unserved> {
     let request = Request {
         method: "GET".into(),
         path: "/agent/capabilities".into(),
-        headers: vec![("authorization".into(), format!("Bearer {token}"))],
+        headers: token
+            .map(|t| ("authorization".to_string(), format!("Bearer {t}")))
+            .into_iter()
+            .collect(),
         body: Default::default(),
     };
     let limits = Limits {
@@ -887,8 +920,37 @@ async fn capabilities(base: &BaseUrl, token: &str) -> Result<(), String> {
     };
     match http::send(base, &request, limits).await {
         Ok(r) if r.status == 200 => Ok(()),
-        Ok(r) => Err(format!("answered {}", r.status)),
-        Err(e) => Err(e.to_string()),
+        Ok(r) => Err(Unserved::Other(format!("answered {}", r.status))),
+        Err(http::Error::Connect { addr, reason }) => Err(Unserved::Down(format!(
+            "cannot connect to {addr}: {reason}"
+        ))),
+        Err(e) => Err(Unserved::Other(said(e))),
+    }
+}
+
+/// The case that carries a server that is down.
+const DOWN_CASE: &str = "fleet.no-5xx";
+
+/// A server that is down, checked before the fleet: one failure ([`DOWN_CASE`], naming the
+/// server and why), every other case a skip that says why it was not judged. No client ran.
+fn mark_down(fleet: &Fleet, cases: &mut [CaseResult], error: &str) {
+    let url = fleet.target();
+    for c in cases {
+        if c.id == DOWN_CASE {
+            c.fail_on(
+                Evidence::new(1, "requests before the fleet (GET /agent/capabilities)"),
+                format!(
+                    "the Librarian at {url} is down: GET /agent/capabilities got no answer \
+                     ({error}); no client was started. Is it running, and is librarian.url (or \
+                     --platform-url) its address?"
+                ),
+            );
+        } else {
+            c.skip(format!(
+                "not judged: the Librarian at {url} is down (see {DOWN_CASE}); a Librarian \
+                 answering at {url} exercises this case"
+            ));
+        }
     }
 }
 
@@ -896,17 +958,26 @@ async fn capabilities(base: &BaseUrl, token: &str) -> Result<(), String> {
 pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
     let info = RunInfo::start("mock", super::NAME, fleet.target(), seed, strict);
     let asker = fleet.clients.iter().find(|c| c.behavior == "conforming");
-    // Whether the server answered before the fleet: "still answers" needs a "before".
-    let before = match asker {
-        Some(c) => Some(capabilities(&fleet.base, &c.token).await),
-        None => None,
+    // First, whether the server is there at all (as the round-table fleet does): a server that
+    // is down is one failure, not every request of every client for the whole duration. With a
+    // conforming client's token, the same request says whether it answered before the fleet:
+    // "still answers" needs a "before".
+    let first = capabilities(&fleet.base, asker.map(|c| c.token.as_str())).await;
+    let down = match &first {
+        Err(Unserved::Down(e)) => Some(e.clone()),
+        _ => None,
     };
-    let until = Instant::now() + fleet.duration;
-    let runs = fleet
-        .clients
-        .iter()
-        .map(|c| run_client(fleet.base.clone(), c.clone(), until, fleet.requests));
-    let results: Vec<Vec<Outcome>> = futures::future::join_all(runs).await;
+    let before = asker.map(|_| first);
+    let results: Vec<Vec<Outcome>> = if down.is_some() {
+        vec![Vec::new(); fleet.clients.len()]
+    } else {
+        let until = Instant::now() + fleet.duration;
+        let runs = fleet
+            .clients
+            .iter()
+            .map(|c| run_client(fleet.base.clone(), c.clone(), until, fleet.requests));
+        futures::future::join_all(runs).await
+    };
     let live = results
         .iter()
         .flatten()
@@ -923,15 +994,18 @@ pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
         }
     };
     let g = "fleet";
-    let cases = vec![
+    let mut cases = vec![
         t.no5xx.case("fleet.no-5xx", Level::Must, "no client, however it misbehaves, gets a 5xx (or no answer)", "Validation Rules (a request is refused, never crashes the server)", "requests", &or_dead("no client sent a request: give the fleet clients and a duration")),
         t.refusals.case("fleet.refusals", Level::Must, "each misbehaving request gets the answer its fault calls for (429, 401/403, a refusal; a refusal for authorization to a request its agent may not make)", "REST API Endpoints; Validation Rules; Protocol Settings: limits; Troubleshooting: Agent not authorized", "misbehaving requests", &or_dead("the fleet has no misbehaving client whose answers say something of its fault (a 429 says nothing of a malformed request): add one (oversized, missing-fields, malformed-json, wrong-token, foreign-agent-id, unregistered-agent-id, slow-upload, injection, burst), speaking for an agent that is not flooding")),
         t.flood.judged("fleet.flood-limited", g, Level::Must, "a client over 60 requests a minute is answered 429", "REST API Endpoints: rate_limit: 60/minute per agent", "flooding clients", &or_dead("no client sent more than 60 requests within a minute: add a `behavior: flood` client with a rate over 60/min and a duration (or request count) that lets it send more than 60")),
         t.conforming.case("fleet.conforming-served", Level::Must, "well-behaved clients are answered 2xx (never limited) while the others misbehave", "REST API Endpoints: rate_limit per agent", "conforming requests", "the fleet has no conforming client that sent a request its agent may make: add one (`behavior: conforming`), speaking for an agent of its own"),
-        p99_case(&t.latency),
+        p99_case(&t.latency, &conforming_answers(fleet, &results)),
         after_case(asker, before, &fleet.base).await,
         latency_case(&t.latency, live),
     ];
+    if let Some(error) = down {
+        mark_down(fleet, &mut cases, &error);
+    }
     info.report(
         cases,
         &crate::text::Redactor::new(
@@ -944,8 +1018,55 @@ pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
     )
 }
 
+/// What the requests of `outcomes` got, counted: `3 answered 401, 2 got no answer`.
+fn counted(outcomes: &[Outcome]) -> String {
+    let mut by: BTreeMap<String, usize> = BTreeMap::new();
+    for o in outcomes {
+        let key = match o.status {
+            Some(s) => format!("answered {s}"),
+            None => "got no answer".into(),
+        };
+        *by.entry(key).or_default() += 1;
+    }
+    by.iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The fleet's conforming clients, and for each one whose requests got no 2xx answer (so
+/// nothing of it to time), what they got instead.
+struct ConformingAnswers {
+    clients: usize,
+    unanswered: Vec<String>,
+}
+
+fn conforming_answers(fleet: &Fleet, results: &[Vec<Outcome>]) -> ConformingAnswers {
+    let conforming: Vec<(&Client, &Vec<Outcome>)> = fleet
+        .clients
+        .iter()
+        .zip(results)
+        .filter(|(c, _)| c.behavior == "conforming")
+        .collect();
+    let unanswered = conforming
+        .iter()
+        .filter(|(_, o)| {
+            !o.iter()
+                .any(|o| o.status.is_some_and(|s| (200..300).contains(&s)))
+        })
+        .map(|(c, o)| match o.len() {
+            0 => format!("{}: no request sent", c.label()),
+            n => format!("{}: {n} requests, {}", c.label(), counted(o)),
+        })
+        .collect();
+    ConformingAnswers {
+        clients: conforming.len(),
+        unanswered,
+    }
+}
+
 /// The p99 of conforming clients' 2xx answers, held to the response timeout.
-fn p99_case(latency: &BTreeMap<String, Vec<Duration>>) -> CaseResult {
+fn p99_case(latency: &BTreeMap<String, Vec<Duration>>, answers: &ConformingAnswers) -> CaseResult {
     let mut case = CaseResult::new(
         "fleet.conforming-latency",
         "fleet",
@@ -957,11 +1078,21 @@ fn p99_case(latency: &BTreeMap<String, Vec<Duration>>) -> CaseResult {
     l.sort();
     let evidence = Evidence::new(l.len() as u64, "2xx answers to conforming clients");
     let p = percentile(&l, 0.99);
+    // The conforming clients that gave nothing to time, said on a pass too: their share of the
+    // p99 is missing.
+    let also = if answers.unanswered.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; no 2xx answer to time from {}",
+            answers.unanswered.join("; ")
+        )
+    };
     if !l.is_empty() && p > LIMITS.response {
         case.fail_on(
             evidence,
             format!(
-                "p99 {} ms over {} answers (the response timeout is 10 s)",
+                "p99 {} ms over {} answers (the response timeout is 10 s){also}",
                 p.as_millis(),
                 l.len()
             ),
@@ -969,12 +1100,16 @@ fn p99_case(latency: &BTreeMap<String, Vec<Duration>>) -> CaseResult {
     } else {
         case.pass_noting(
             evidence,
-            format!("p99 {} ms over {} answers", p.as_millis(), l.len()),
-            || {
-                "not judged: no conforming client was answered 2xx (see \
-                 fleet.conforming-served); add a `behavior: conforming` client and point the \
-                 fleet at a Librarian that serves it"
-                    .into()
+            format!("p99 {} ms over {} answers{also}", p.as_millis(), l.len()),
+            || match answers.clients {
+                0 => "not judged: the fleet has no conforming client to time: add one \
+                      (`behavior: conforming`), speaking for an agent of its own"
+                    .into(),
+                _ => format!(
+                    "not judged: no conforming client got a 2xx answer to time (see \
+                     fleet.conforming-served): {}",
+                    answers.unanswered.join("; ")
+                ),
             },
         );
     }
@@ -984,7 +1119,7 @@ fn p99_case(latency: &BTreeMap<String, Vec<Duration>>) -> CaseResult {
 /// Whether the server, which answered GET /agent/capabilities before the fleet, still does.
 async fn after_case(
     asker: Option<&Client>,
-    before: Option<Result<(), String>>,
+    before: Option<Result<(), Unserved>>,
     base: &BaseUrl,
 ) -> CaseResult {
     let mut case = CaseResult::new(
@@ -995,7 +1130,7 @@ async fn after_case(
         "REST API Endpoints: /agent/capabilities",
     );
     match (asker, before) {
-        (Some(c), Some(Ok(()))) => match capabilities(base, &c.token).await {
+        (Some(c), Some(Ok(()))) => match capabilities(base, Some(&c.token)).await {
             Ok(()) => case.pass_noting(
                 Evidence::new(1, "capabilities requests after the fleet"),
                 "200, as before the fleet",
