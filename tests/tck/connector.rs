@@ -115,35 +115,80 @@ async fn the_reference_agent_passes_and_each_flaw_fails_exactly_its_case() {
     }
 }
 
-#[tokio::test]
-async fn an_input_url_that_is_not_there_fails_the_forwards_and_judges_nothing_else() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
+/// A port nothing listens on (bound a moment ago, then released).
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
-        .port();
-    let mut s = settings(&format!("http://127.0.0.1:{port}/in"));
-    s.reply_timeout = Duration::from_secs(1);
-    let report = run(&s, &|_| {}).await.unwrap();
-    let failed: Vec<&str> = crate::support::failing(&report)
-        .iter()
-        .map(|(id, _)| *id)
-        .collect();
-    assert!(failed.contains(&"forward.plain"), "{failed:?}");
-    assert!(crate::support::failing(&report)
-        .iter()
-        .all(|(_, m)| !m.is_empty()));
-    let arrives = report
-        .cases
-        .iter()
-        .find(|c| c.id == "callback.arrives")
-        .unwrap();
-    assert_eq!(
-        arrives.status,
-        Status::Skip,
-        "nothing was acknowledged: {}",
-        arrives.message
+        .port()
+}
+
+/// An inputUrl where nothing listens, through the binary: one failure (the first case, naming
+/// the URL), every other case a skip naming it, no pass, exit 1, and no wait for callbacks.
+#[test]
+fn an_input_url_that_is_not_there_is_one_failure_and_the_rest_skipped() {
+    let url = format!("http://127.0.0.1:{}/v1/assistant/input", closed_port());
+    let dir = crate::support::TempDir::new("connector-down");
+    let json = dir.path("report.json");
+    let out = crate::support::tck_within(
+        &["probe", "connector", "--input-url", &url, "--json", &json],
+        Duration::from_secs(60),
     );
+    let text = crate::support::text(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let report: Report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let failed = crate::support::failing(&report);
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    let (id, message) = failed[0];
+    assert_eq!(id, "forward.plain");
+    assert!(
+        message.starts_with(&format!(
+            "the agent is unreachable at {url}: cannot connect to 127.0.0.1:"
+        )) && message.ends_with(
+            ": is it running, and is --input-url its address? The cases after this one are skipped"
+        ),
+        "{message}"
+    );
+    assert!(
+        crate::support::ids_with(&report, Status::Pass).is_empty(),
+        "{:#?}",
+        report.cases
+    );
+    let skips = format!(
+        "not judged: the agent is unreachable at {url} (see forward.plain); an agent listening at its inputUrl exercises this case"
+    );
+    for c in report.cases.iter().filter(|c| c.id != "forward.plain") {
+        assert_eq!(c.status, Status::Skip, "{}: {}", c.id, c.message);
+        assert_eq!(c.message, skips, "{}", c.id);
+    }
+    assert_eq!(report.cases.len(), 14, "{:#?}", report.cases);
+    assert!(text.contains("0 passed, 1 failed, 13 skipped"), "{text}");
+}
+
+/// The same when the first case run forwards twenty at once (`--only isolation.*`): the
+/// reachability failure is that case's.
+#[tokio::test]
+async fn the_first_case_run_carries_the_reachability_failure() {
+    let url = format!("http://127.0.0.1:{}/in", closed_port());
+    let mut s = settings(&url);
+    s.common.only = vec!["isolation.*".into(), "callback.*".into()];
+    let report = run(&s, &|_| {}).await.unwrap();
+    let failed = crate::support::failing(&report);
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0].0, "isolation.sessions");
+    let isolation = crate::support::case(&report, "isolation.sessions");
+    assert_eq!(isolation.evidence.as_ref().unwrap().judged, 20);
+    assert!(crate::support::ids_with(&report, Status::Pass).is_empty());
+    for c in report.cases.iter().filter(|c| c.id != "isolation.sessions") {
+        assert_eq!(c.status, Status::Skip, "{}: {}", c.id, c.message);
+        assert!(
+            c.message.contains("(see isolation.sessions)"),
+            "{}: {}",
+            c.id,
+            c.message
+        );
+    }
 }
 
 /// An inputUrl that takes the message and never answers is cut 2 s after the server's 5 s.
