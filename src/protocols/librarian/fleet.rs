@@ -5,6 +5,8 @@
 //! answered within 10 s at p99, the server still answering at the end — with latency percentiles
 //! per kind of client.
 //!
+//! First the fleet asks GET /agent/capabilities: where nothing listens, the server is down, no
+//! client is started, and `fleet.no-5xx` fails naming it (every other case skipped, saying so).
 //! Until some client gets a LibrarianResponse the server has not answered as a Librarian: then
 //! only `fleet.conforming-served` (and a 5xx, wherever) is judged; the refusals, the flood and
 //! the latencies are skipped, saying so.
@@ -903,15 +905,12 @@ impl std::fmt::Display for Unserved {
     }
 }
 
-/// GET /agent/capabilities (with `token`, when there is one): 200, or what came instead.
-async fn capabilities(base: &BaseUrl, token: Option<&str>) -> Result<(), Unserved> {
+/// GET /agent/capabilities with `token`: 200, or what came instead.
+async fn capabilities(base: &BaseUrl, token: &str) -> Result<(), Unserved> {
     let request = Request {
         method: "GET".into(),
         path: "/agent/capabilities".into(),
-        headers: token
-            .map(|t| ("authorization".to_string(), format!("Bearer {t}")))
-            .into_iter()
-            .collect(),
+        headers: vec![("authorization".into(), format!("Bearer {token}"))],
         body: Default::default(),
     };
     let limits = Limits {
@@ -961,8 +960,12 @@ pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
     // First, whether the server is there at all (as the round-table fleet does): a server that
     // is down is one failure, not every request of every client for the whole duration. With a
     // conforming client's token, the same request says whether it answered before the fleet:
-    // "still answers" needs a "before".
-    let first = capabilities(&fleet.base, asker.map(|c| c.token.as_str())).await;
+    // "still answers" needs a "before". Without one, any client's token (as configured: a
+    // wrong-token client spoils its own only when it sends) asks.
+    let token = asker
+        .or(fleet.clients.first())
+        .map_or("", |c| c.token.as_str());
+    let first = capabilities(&fleet.base, token).await;
     let down = match &first {
         Err(Unserved::Down(e)) => Some(e.clone()),
         _ => None,
@@ -1130,7 +1133,7 @@ async fn after_case(
         "REST API Endpoints: /agent/capabilities",
     );
     match (asker, before) {
-        (Some(c), Some(Ok(()))) => match capabilities(base, Some(&c.token)).await {
+        (Some(c), Some(Ok(()))) => match capabilities(base, &c.token).await {
             Ok(()) => case.pass_noting(
                 Evidence::new(1, "capabilities requests after the fleet"),
                 "200, as before the fleet",
