@@ -270,7 +270,7 @@ async fn conforming_latency_names_the_conforming_clients_that_got_nothing_to_tim
     assert_eq!(refused.status, Status::Skip, "{}", refused.message);
     assert_eq!(
         refused.message,
-        "not judged: no conforming client got a 2xx answer to time (see fleet.conforming-served): stranger (conforming): 3 requests, 3 answered 401"
+        "not judged: no conforming client got a 2xx answer to time (see fleet.conforming-served): stranger (conforming): 3 requests, 3 answered 401; a Librarian that answers them 2xx exercises this case"
     );
 }
 

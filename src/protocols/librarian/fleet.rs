@@ -1110,7 +1110,8 @@ fn p99_case(latency: &BTreeMap<String, Vec<Duration>>, answers: &ConformingAnswe
                     .into(),
                 _ => format!(
                     "not judged: no conforming client got a 2xx answer to time (see \
-                     fleet.conforming-served): {}",
+                     fleet.conforming-served): {}; a Librarian that answers them 2xx \
+                     exercises this case",
                     answers.unanswered.join("; ")
                 ),
             },
