@@ -864,6 +864,19 @@ async fn an_agent_that_never_flushes_fails_once_and_the_rest_is_skipped() {
     let before = Duration::from_secs(3) * (3 + 1 + scenarios.len() as u32);
     assert!(before >= Duration::from_secs(27));
     assert!(took < Duration::from_secs(15), "{took:?}");
+    let identity = report
+        .cases
+        .iter()
+        .find(|c| c.id == "protocol.identity")
+        .unwrap();
+    assert_eq!(
+        (identity.status, identity.message.as_str()),
+        (
+            Status::Skip,
+            "no name to look for: protocol.first-turn got no answer (is stdout flushed?), and no \
+             other exchange was tried (an agent that flushes each answer's line exercises this)"
+        )
+    );
     assert_eq!(report.exit_code(), 1);
 }
 

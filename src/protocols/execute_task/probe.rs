@@ -1042,6 +1042,14 @@ impl Across<'_> {
     /// The reason of a case left with no answer to judge: `what`, how many exchanges got none
     /// and why the first did not, and what would give it one.
     fn no_answer(&self, what: &str) -> String {
+        if let Some(stall) = self.stall {
+            return format!(
+                "{what}: {} got no answer ({}), and no other exchange was tried (an agent that \
+                 flushes each answer's line exercises this)",
+                stall.case,
+                stall.output.question()
+            );
+        }
         let log = self.log;
         let why = match &log.first_failure {
             Some(e) => format!(", e.g. {}", excerpt_str(e, 200)),
@@ -1161,6 +1169,51 @@ mod tests {
             e.to_string().starts_with("command \"agent 'unclosed\": "),
             "{e}"
         );
+    }
+
+    /// A timeout with 0 bytes from an agent never heard asks about flushing; only output that
+    /// came at the end of its input (persistent stdio) stalls the run; an agent heard before
+    /// (or a timeout with some bytes) gets the plain message.
+    #[test]
+    fn a_silent_timeout_asks_whether_output_is_flushed() {
+        let timeout = |got| {
+            Err(LineError::Timeout {
+                deadline: Duration::from_secs(3),
+                got,
+            })
+        };
+        let plain = "no complete answer within 3s (the deadline); 0 bytes of it received";
+        let mut log = ExchangeLog::default();
+        let e = line_result(timeout(0), &mut log, Output::Socket, None).unwrap_err();
+        assert!(
+            e.starts_with(&format!(
+                "{plain} — is its output flushed? Nothing has come back on the connection yet"
+            )),
+            "{e}"
+        );
+        assert!(!log.silent);
+        let e = line_result(timeout(0), &mut log, Output::Stdout, Some(0)).unwrap_err();
+        assert!(
+            e.starts_with(&format!("{plain} — is stdout flushed?")),
+            "{e}"
+        );
+        assert!(!log.silent, "nothing came at the end of its input: a hang");
+        let e = line_result(timeout(0), &mut log, Output::Stdout, Some(46)).unwrap_err();
+        assert!(
+            e.starts_with(&format!(
+                "{plain}; when its stdin was then closed, 46 bytes came out"
+            )),
+            "{e}"
+        );
+        assert!(log.silent);
+
+        let mut heard = ExchangeLog::default();
+        let e = line_result(timeout(5), &mut heard, Output::Stdout, None).unwrap_err();
+        assert!(e.ends_with("5 bytes of it received"), "{e}");
+        let e = line_result(timeout(0), &mut heard, Output::Stdout, Some(46)).unwrap_err();
+        assert_eq!(e, plain);
+        assert!(!heard.silent);
+        assert_eq!(heard.timeouts.len(), 2);
     }
 
     /// An engine log's "last" excerpt is its end, not its beginning.
