@@ -818,8 +818,8 @@ async fn an_agent_that_never_flushes_fails_once_and_the_rest_is_skipped() {
     assert!(
         message.starts_with(
             "no complete answer within 3s (the deadline); 0 bytes of it received; when its \
-             stdin was then closed, 46 bytes came out: its answers wait in a buffer until it \
-             exits — is stdout flushed?"
+             stdin was closed then, 46 bytes came out: its answers wait in a buffer until its \
+             input ends — is stdout flushed?"
         ),
         "{message}"
     );
@@ -980,4 +980,51 @@ async fn a_failing_cases_console_reproduce_line_is_short_and_the_json_whole() {
         "{shown}"
     );
     assert!(shown.contains(&whole[..200]), "{shown}");
+}
+
+/// A socket agent whose writer is never flushed (a Python `socket.makefile('w')` without
+/// `flush()`): it writes its answers only when its input ends. One failure asks whether its
+/// output is flushed, and the rest is skipped.
+#[tokio::test]
+async fn a_socket_agent_that_never_flushes_fails_once_and_the_rest_is_skipped() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let (rd, mut wr) = stream.into_split();
+                let mut lines = tokio::io::BufReader::new(rd).lines();
+                let mut held = Vec::new();
+                while let Ok(Some(_)) = lines.next_line().await {
+                    held.extend_from_slice(b"{\"action\":\"final_answer\",\"summary\":\"Done\"}\n");
+                }
+                let _ = wr.write_all(&held).await;
+            });
+        }
+    });
+    let mut s = settings(Target::Socket {
+        addr: SocketAddrSpec::Tcp(addr.to_string()),
+        mode: SocketMode::Persistent,
+    });
+    s.timeout = Duration::from_secs(3);
+    let started = std::time::Instant::now();
+    let report = run(&s, &|_| {}).await.unwrap();
+    let took = started.elapsed();
+    server.abort();
+    let failed = failures(&report);
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0].0, "protocol.first-turn");
+    assert!(
+        failed[0].1.starts_with(
+            "no complete answer within 3s (the deadline); 0 bytes of it received; when our side \
+             of the connection was shut down then, 43 bytes came out: its answers wait in a \
+             buffer until its input ends — is its output flushed?"
+        ),
+        "{}",
+        failed[0].1
+    );
+    let scenario_cases: usize = Scenario::builtin().iter().map(|s| 1 + s.expect.len()).sum();
+    assert_eq!(stalled_skips(&report).len(), 3 + scenario_cases);
+    assert!(took < Duration::from_secs(15), "{took:?}");
 }

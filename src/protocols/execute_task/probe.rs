@@ -164,9 +164,10 @@ pub struct ExchangeLog {
     /// Some byte came back from the agent at some point (a line transport): its output does get
     /// through, so a later timeout is that exchange's own.
     pub heard: bool,
-    /// An exchange timed out with 0 bytes back while nothing had ever come back, and closing
-    /// the agent's stdin then brought its output out: it holds its answers in an unflushed
-    /// buffer, and every later exchange would time out the same way (see [`Stall`]).
+    /// An exchange timed out with 0 bytes back while nothing had ever come back, and ending the
+    /// agent's input (its stdin closed, our side of the connection shut down) then brought its
+    /// output out: it holds its answers in an unflushed buffer, and every later exchange would
+    /// time out the same way (see [`Stall`]).
     pub silent: bool,
     /// The last request sent and what came back, for failure reports.
     pub last_request: Option<Value>,
@@ -301,7 +302,12 @@ impl Channel {
             }
             Inner::Socket(agent) => {
                 let answer = agent.exchange(&body, deadline).await;
-                let answer = line_result(answer, &mut self.log, self.target.output(), None)?;
+                let at_eof = if silent_timeout(&answer, &self.log) {
+                    Some(agent.output_at_eof(EOF_GRACE.min(deadline)).await)
+                } else {
+                    None
+                };
+                let answer = line_result(answer, &mut self.log, self.target.output(), at_eof)?;
                 let text = answer.text.to_vec();
                 if let Err(e) = serde_json::from_slice::<Value>(&text) {
                     return Err(not_one_json_line(&text, answer.line_no, false, &e));
@@ -343,6 +349,14 @@ enum Output {
 
 impl Output {
     /// What to ask, and what to do, when nothing at all has come out of the agent.
+    /// How its input is ended, to see whether its output then comes out.
+    fn end_of_input(self) -> &'static str {
+        match self {
+            Output::Stdout => "its stdin was closed",
+            Output::Socket => "our side of the connection was shut down",
+        }
+    }
+
     /// The question of the hint, alone (for the cases skipped after it).
     fn question(self) -> &'static str {
         match self {
@@ -368,8 +382,8 @@ impl Output {
     }
 }
 
-/// How long a persistent stdio agent that timed out without a byte is given to write its
-/// buffered output once its stdin is closed (an interpreter's exit, on a busy machine).
+/// How long an agent that timed out without a byte is given to write its buffered output once
+/// its input is ended (an interpreter's exit, on a busy machine).
 const EOF_GRACE: Duration = Duration::from_secs(2);
 
 /// The exchange timed out with 0 bytes back, and nothing ever came back before it.
@@ -382,8 +396,9 @@ fn silent_timeout(
 
 /// A line transport's answer, as the channel reports it: the error's text (with the unflushed
 /// hint when the agent timed out having never sent a byte), and what the log keeps of it.
-/// `at_eof`: the bytes a persistent stdio agent wrote once its stdin was closed after such a
-/// timeout; some bytes there show its answers wait in a buffer, and the run is stalled.
+/// `at_eof`: the bytes the agent wrote once its input was ended after such a timeout (its
+/// stdin closed, persistent stdio; our side of the connection shut down, sockets); some bytes
+/// there show its answers wait in a buffer, and the run is stalled.
 fn line_result(
     answer: Result<crate::transport::lines::LineAnswer, LineError>,
     log: &mut ExchangeLog,
@@ -406,8 +421,9 @@ fn line_result(
             Some(bytes) if bytes > 0 => {
                 log.silent = true;
                 format!(
-                    "{e}; when its stdin was then closed, {bytes} bytes came out: its answers \
-                     wait in a buffer until it exits — {}",
+                    "{e}; when {} then, {bytes} bytes came out: its answers wait in a buffer \
+                     until its input ends — {}",
+                    output.end_of_input(),
                     output.unflushed_hint()
                 )
             }
@@ -550,11 +566,12 @@ impl Stall {
     /// Why a case that needs an exchange was not tried.
     fn skip_reason(&self) -> String {
         format!(
-            "skipped: {} got no byte back within {}, and the agent's output came only when its \
-             stdin was closed ({}): this exchange would time out the same way (an agent that \
-             flushes each answer's line exercises this)",
+            "skipped: {} got no byte back within {}, and the agent's output came only when {} \
+             ({}): this exchange would time out the same way (an agent that flushes each \
+             answer's line exercises this)",
             self.case,
             humantime::format_duration(self.timeout),
+            self.output.end_of_input(),
             self.output.question()
         )
     }
@@ -1201,7 +1218,8 @@ mod tests {
         let e = line_result(timeout(0), &mut log, Output::Stdout, Some(46)).unwrap_err();
         assert!(
             e.starts_with(&format!(
-                "{plain}; when its stdin was then closed, 46 bytes came out"
+                "{plain}; when its stdin was closed then, 46 bytes came out: its answers wait in a \
+                 buffer until its input ends — is stdout flushed?"
             )),
             "{e}"
         );
