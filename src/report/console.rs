@@ -111,12 +111,10 @@ pub fn render(report: &Report, colour: bool) -> String {
             }
             if case.status == Status::Fail {
                 if let Some(cmd) = &case.exchange.reproduce {
-                    // Whole, so that it can be pasted (it is bounded where it is made: a body
-                    // over 256 KiB is referred to, not inlined).
                     out.push_str(&format!(
                         "         {} {}\n",
                         p.paint("90", "reproduce:"),
-                        cmd.replace('\n', " ")
+                        reproduce_line(&cmd.replace('\n', " "))
                     ));
                 }
             }
@@ -194,6 +192,31 @@ pub fn render(report: &Report, colour: bool) -> String {
 /// ` · evaluation: met 3/5` after a group's name when it holds evaluation cases.
 /// Each group's evaluation score (met, total), for the groups that have evaluation cases: one
 /// pass over the cases (a report of thousands of groups is not scanned once per group).
+/// Longest `reproduce:` command the console shows whole (in characters).
+const REPRODUCE_WHOLE: usize = 1_000;
+/// Characters of a longer one shown from its start, and from its end.
+const REPRODUCE_HEAD: usize = 300;
+const REPRODUCE_TAIL: usize = 200;
+
+/// A reproduce command as the console shows it: whole when it is short enough to paste from a
+/// terminal; else its start and its end (where the program to run is named), with how much was
+/// left out and where the whole command is: a request of a long history makes a command of tens
+/// of kilobytes, a screenful per failing case.
+fn reproduce_line(cmd: &str) -> String {
+    let total = cmd.chars().count();
+    if total <= REPRODUCE_WHOLE {
+        return cmd.to_string();
+    }
+    let (head, tail) = (REPRODUCE_HEAD, REPRODUCE_TAIL);
+    let start: String = cmd.chars().take(head).collect();
+    let end: String = cmd.chars().skip(total - tail).collect();
+    format!(
+        "{start} … [{} characters left out; the whole command is in the JSON report (--json \
+         FILE), at the case's exchange.reproduce] … {end}",
+        total - head - tail
+    )
+}
+
 fn group_scores(report: &Report) -> std::collections::HashMap<&str, (usize, usize)> {
     let mut scores = std::collections::HashMap::new();
     for c in report.cases.iter().filter(|c| c.kind == Kind::Evaluation) {
@@ -235,5 +258,31 @@ impl Progress {
             let _ = write!(err, "\r\x1b[2K");
             let _ = err.flush();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reproduce_line;
+
+    /// A short command is shown whole; a long one by its start and its end, saying how much was
+    /// left out and where the whole one is.
+    #[test]
+    fn a_long_reproduce_command_is_shortened() {
+        let short = "echo '{\"turn\":1}' | python3 agent.py";
+        assert_eq!(reproduce_line(short), short);
+        let body = "é".repeat(40_000);
+        let long = format!("echo '{body}' | python3 agent.py");
+        let shown = reproduce_line(&long);
+        assert!(shown.starts_with("echo 'éé"), "{shown}");
+        assert!(shown.ends_with("é' | python3 agent.py"), "{shown}");
+        assert!(
+            shown.contains(
+                " … [39526 characters left out; the whole command is in the JSON report \
+                 (--json FILE), at the case's exchange.reproduce] … "
+            ),
+            "{shown}"
+        );
+        assert!(shown.chars().count() < 650, "{}", shown.chars().count());
     }
 }

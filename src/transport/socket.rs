@@ -188,10 +188,38 @@ impl SocketAgent {
                 got: self.conn.as_ref().map_or(0, |c| c.reader.pending()),
             }),
         };
-        if self.mode == SocketMode::PerCall || result.is_err() {
+        // A timeout with nothing read keeps the connection (out of step: the next exchange
+        // replaces it), so that `output_at_eof` can still ask it.
+        let silent = matches!(result, Err(LineError::Timeout { got: 0, .. }));
+        if (self.mode == SocketMode::PerCall || result.is_err()) && !silent {
             self.close().await;
         }
         result
+    }
+
+    /// After an exchange that timed out with nothing read: shuts down our side of the
+    /// connection (the agent's end of input), reads what the agent writes until it closes or
+    /// `grace` passes, closes, and returns how many bytes came (0 without a connection). An
+    /// agent that holds its answers in an unflushed writer often writes them when its input ends.
+    pub async fn output_at_eof(&mut self, grace: Duration) -> usize {
+        let Some(conn) = self.conn.as_mut() else {
+            return 0;
+        };
+        conn.out_of_step = true;
+        let until = tokio::time::Instant::now() + grace;
+        let drain = async {
+            conn.stream.shutdown().await;
+            let (mut rd, _) = conn.stream.split();
+            while let Ok(n) = conn.reader.read_some(&mut rd).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout_at(until, drain).await;
+        let got = conn.reader.pending();
+        self.close().await;
+        got
     }
 
     /// Closes the connection, if one is open.

@@ -345,6 +345,29 @@ impl StdioAgent {
         self.restart().await
     }
 
+    /// After an exchange that timed out (persistent): closes the agent's stdin, reads what it
+    /// writes until it closes stdout or `grace` passes, and returns how many bytes of output are
+    /// buffered (0 without a process). An agent that holds its answers in an unflushed buffer
+    /// writes them when it exits at the end of its input; one that hangs writes nothing. The
+    /// process is left out of step: the next exchange restarts it.
+    pub async fn output_at_eof(&mut self, grace: Duration) -> usize {
+        let Some(proc) = self.proc.as_mut() else {
+            return 0;
+        };
+        proc.out_of_step = true;
+        // Dropping our end of the pipe is the agent's end of input.
+        proc.stdin = None;
+        let until = tokio::time::Instant::now() + grace;
+        while let Ok(Ok(n)) =
+            tokio::time::timeout_at(until, proc.reader.read_some(&mut proc.stdout)).await
+        {
+            if n == 0 {
+                break;
+            }
+        }
+        proc.reader.pending()
+    }
+
     /// The stderr kept so far (all processes of this agent).
     pub fn stderr(&self) -> StderrLog {
         lock(&self.stderr).log()

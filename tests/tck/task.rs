@@ -766,3 +766,265 @@ async fn a_harness_that_sends_no_turn_gets_a_final_answer_over_a_socket() {
         format!("the harness that connected to tcp://{addr}")
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// No silent waits: a stdio agent that never flushes stdout (the spec's Python example without
+// its `sys.stdout.flush()`: with stdout a pipe, Python holds every line until it exits) fails one
+// case, asked whether stdout is flushed, and the rest is skipped rather than timed out one by one;
+// an agent that hangs on one request only has its other cases judged; a failing case's console
+// `reproduce:` line is short, the JSON report's whole.
+
+/// Cases skipped because an earlier exchange showed the agent's answers wait in a buffer.
+fn stalled_skips(report: &Report) -> Vec<&str> {
+    report
+        .cases
+        .iter()
+        .filter(|c| c.status == Status::Skip && c.message.contains("time out the same way"))
+        .map(|c| c.id.as_str())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_agent_that_never_flushes_fails_once_and_the_rest_is_skipped() {
+    let Some(python) = crate::support::python() else {
+        eprintln!("python3 not found; skipped");
+        return;
+    };
+    let dir = TempDir::new("unflushed-agent");
+    let script = dir.path("agent.py");
+    std::fs::write(
+        &script,
+        "import sys, json\nfor line in sys.stdin:\n    payload = json.loads(line)\n    print(json.dumps({\"action\": \"final_answer\", \"summary\": \"Done\"}))\n",
+    )
+    .unwrap();
+    // `env -u`: a PYTHONUNBUFFERED=1 in the test's environment would flush for it.
+    let config = StdioConfig::new(
+        format!(
+            "env -u PYTHONUNBUFFERED {} {}",
+            shell_quote(python),
+            shell_quote(&script)
+        ),
+        StdioMode::Persistent,
+    );
+    let mut s = settings(Target::Stdio(config));
+    s.timeout = Duration::from_secs(3);
+    let started = std::time::Instant::now();
+    let report = run(&s, &|_| {}).await.unwrap();
+    let took = started.elapsed();
+    let failed = failures(&report);
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    let (id, message) = &failed[0];
+    assert_eq!(id, "protocol.first-turn");
+    assert!(
+        message.starts_with(
+            "no complete answer within 3s (the deadline); 0 bytes of it received; when its \
+             stdin was closed then, 46 bytes came out: its answers wait in a buffer until its \
+             input ends — is stdout flushed?"
+        ),
+        "{message}"
+    );
+    for what in [
+        "sys.stdout.flush()",
+        "python -u",
+        "PYTHONUNBUFFERED=1",
+        "stdbuf -oL",
+    ] {
+        assert!(message.contains(what), "{what}: {message}");
+    }
+    // Every other exchange: the three protocol cases, then each scenario's cases.
+    let skipped = stalled_skips(&report);
+    let scenarios = Scenario::builtin();
+    let scenario_cases: usize = scenarios.iter().map(|s| 1 + s.expect.len()).sum();
+    assert_eq!(skipped.len(), 3 + scenario_cases, "{skipped:?}");
+    let unicode = report
+        .cases
+        .iter()
+        .find(|c| c.id == "protocol.unicode")
+        .unwrap();
+    assert_eq!(
+        unicode.message,
+        "skipped: protocol.first-turn got no byte back within 3s, and the agent's output came \
+         only when its stdin was closed (is stdout flushed?): this exchange would time out the \
+         same way (an agent that flushes each answer's line exercises this)"
+    );
+    let timing = report
+        .cases
+        .iter()
+        .find(|c| c.id == "protocol.within-timeout")
+        .unwrap();
+    assert_eq!(timing.status, Status::Skip, "{}", timing.message);
+    assert!(
+        timing
+            .message
+            .starts_with("skipped: the one exchange that timed out is protocol.first-turn's"),
+        "{}",
+        timing.message
+    );
+    // Before, each of the 3 + scenarios.len() exchanges waited out its 3 s (27 s and more).
+    let before = Duration::from_secs(3) * (3 + 1 + scenarios.len() as u32);
+    assert!(before >= Duration::from_secs(27));
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    let identity = report
+        .cases
+        .iter()
+        .find(|c| c.id == "protocol.identity")
+        .unwrap();
+    assert_eq!(
+        (identity.status, identity.message.as_str()),
+        (
+            Status::Skip,
+            "no name to look for: protocol.first-turn got no answer (is stdout flushed?), and no \
+             other exchange was tried (an agent that flushes each answer's line exercises this)"
+        )
+    );
+    assert_eq!(report.exit_code(), 1);
+}
+
+#[tokio::test]
+async fn an_agent_that_hangs_on_one_request_has_its_other_cases_judged() {
+    let dir = TempDir::new("hangs-once");
+    let marker = dir.path("hung");
+    // It ignores the first request it ever gets (the marker file remembers, across the restart
+    // that follows the timeout) and answers every other one at once, flushed (sh writes each
+    // line as it goes).
+    let config = StdioConfig::new(
+        format!(
+            r#"sh -c 'while IFS= read -r l; do if [ ! -e "$0" ]; then : > "$0"; continue; fi; echo "{{\"action\":\"final_answer\",\"summary\":\"Done\"}}"; done' {}"#,
+            shell_quote(&marker)
+        ),
+        StdioMode::Persistent,
+    );
+    let mut s = settings(Target::Stdio(config));
+    s.timeout = Duration::from_secs(3);
+    let report = run(&s, &|_| {}).await.unwrap();
+    assert_eq!(stalled_skips(&report), Vec::<&str>::new());
+    let status = |id: &str| {
+        let c = report.cases.iter().find(|c| c.id == id).unwrap();
+        (c.status, c.message.clone())
+    };
+    let (first, message) = status("protocol.first-turn");
+    assert_eq!(first, Status::Fail);
+    // Nothing came out even at the end of its input: it hangs, and the question is only asked.
+    assert!(
+        message.starts_with(
+            "no complete answer within 3s (the deadline); 0 bytes of it received — is stdout \
+             flushed?"
+        ),
+        "{message}"
+    );
+    for id in [
+        "protocol.unknown-tool",
+        "protocol.long-history",
+        "protocol.unicode",
+    ] {
+        assert_eq!(status(id).0, Status::Pass, "{id}: {}", status(id).1);
+    }
+    for scenario in Scenario::builtin() {
+        let (completes, message) = status(&format!("{}.completes", scenario.id));
+        assert_eq!(completes, Status::Pass, "{}: {message}", scenario.id);
+    }
+    let (timing, message) = status("protocol.within-timeout");
+    assert_eq!(timing, Status::Fail);
+    assert!(message.starts_with("1 of "), "{message}");
+}
+
+#[tokio::test]
+async fn a_failing_cases_console_reproduce_line_is_short_and_the_json_whole() {
+    // Every answer is `{}`: each protocol case fails with the request it sent.
+    let config = StdioConfig::new(
+        r#"sh -c 'while IFS= read -r l; do echo "{}"; done'"#,
+        StdioMode::Persistent,
+    );
+    let mut s = settings(Target::Stdio(config));
+    s.only = vec!["protocol.*".into()];
+    let report = run(&s, &|_| {}).await.unwrap();
+    let long = report
+        .cases
+        .iter()
+        .find(|c| c.id == "protocol.long-history")
+        .unwrap();
+    assert_eq!(long.status, Status::Fail, "{}", long.message);
+    let whole = long.exchange.reproduce.clone().unwrap();
+    assert!(whole.len() > 20_000, "{}", whole.len());
+    assert!(whole.starts_with("echo '{"), "{whole:.100}");
+    // The JSON report holds the whole command.
+    let json: serde_json::Value = serde_json::to_value(&report).unwrap();
+    let in_json = json["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "protocol.long-history")
+        .unwrap()["exchange"]["reproduce"]
+        .clone();
+    assert_eq!(in_json, serde_json::Value::String(whole.clone()));
+    let console = agent_tck::report::console::render(&report, false);
+    let lines: Vec<&str> = console
+        .lines()
+        .filter(|l| l.trim_start().starts_with("reproduce:"))
+        .collect();
+    assert_eq!(lines.len(), 4, "{console}");
+    for line in &lines {
+        assert!(line.chars().count() < 1_100, "{line}");
+    }
+    // The long history's: its start, its end (the program), and where the rest is.
+    let shown = lines
+        .iter()
+        .find(|l| l.ends_with(&whole[whole.len() - 100..]))
+        .unwrap();
+    assert!(shown.chars().count() < 700, "{shown}");
+    assert!(
+        shown.contains(
+            "characters left out; the whole command is in the JSON report (--json FILE), at the \
+             case's exchange.reproduce] … "
+        ),
+        "{shown}"
+    );
+    assert!(shown.contains(&whole[..200]), "{shown}");
+}
+
+/// A socket agent whose writer is never flushed (a Python `socket.makefile('w')` without
+/// `flush()`): it writes its answers only when its input ends. One failure asks whether its
+/// output is flushed, and the rest is skipped.
+#[tokio::test]
+async fn a_socket_agent_that_never_flushes_fails_once_and_the_rest_is_skipped() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let (rd, mut wr) = stream.into_split();
+                let mut lines = tokio::io::BufReader::new(rd).lines();
+                let mut held = Vec::new();
+                while let Ok(Some(_)) = lines.next_line().await {
+                    held.extend_from_slice(b"{\"action\":\"final_answer\",\"summary\":\"Done\"}\n");
+                }
+                let _ = wr.write_all(&held).await;
+            });
+        }
+    });
+    let mut s = settings(Target::Socket {
+        addr: SocketAddrSpec::Tcp(addr.to_string()),
+        mode: SocketMode::Persistent,
+    });
+    s.timeout = Duration::from_secs(3);
+    let started = std::time::Instant::now();
+    let report = run(&s, &|_| {}).await.unwrap();
+    let took = started.elapsed();
+    server.abort();
+    let failed = failures(&report);
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0].0, "protocol.first-turn");
+    assert!(
+        failed[0].1.starts_with(
+            "no complete answer within 3s (the deadline); 0 bytes of it received; when our side \
+             of the connection was shut down then, 43 bytes came out: its answers wait in a \
+             buffer until its input ends — is its output flushed?"
+        ),
+        "{}",
+        failed[0].1
+    );
+    let scenario_cases: usize = Scenario::builtin().iter().map(|s| 1 + s.expect.len()).sum();
+    assert_eq!(stalled_skips(&report).len(), 3 + scenario_cases);
+    assert!(took < Duration::from_secs(15), "{took:?}");
+}

@@ -71,6 +71,14 @@ impl Target {
         }
     }
 
+    /// Where a line agent's answers come out (HTTP has no buffer of the agent's to flush).
+    fn output(&self) -> Output {
+        match self {
+            Target::Socket { .. } => Output::Socket,
+            _ => Output::Stdout,
+        }
+    }
+
     fn group(&self) -> &'static str {
         match self {
             Target::Http { .. } => "http",
@@ -153,6 +161,14 @@ pub struct ExchangeLog {
     /// Why the first exchange that got no usable answer got none (for the reasons of the cases
     /// that then have nothing to judge).
     pub first_failure: Option<String>,
+    /// Some byte came back from the agent at some point (a line transport): its output does get
+    /// through, so a later timeout is that exchange's own.
+    pub heard: bool,
+    /// An exchange timed out with 0 bytes back while nothing had ever come back, and ending the
+    /// agent's input (its stdin closed, our side of the connection shut down) then brought its
+    /// output out: it holds its answers in an unflushed buffer, and every later exchange would
+    /// time out the same way (see [`Stall`]).
+    pub silent: bool,
     /// The last request sent and what came back, for failure reports.
     pub last_request: Option<Value>,
     pub last_answer: Option<String>,
@@ -267,7 +283,13 @@ impl Channel {
                 let persistent =
                     matches!(&self.target, Target::Stdio(c) if c.mode == StdioMode::Persistent);
                 let answer = agent.exchange(&body, deadline).await;
-                let answer = line_result(answer, &mut self.log)?;
+                // Nothing ever came out: does it all come out at the end of its input?
+                let at_eof = if persistent && silent_timeout(&answer, &self.log) {
+                    Some(agent.output_at_eof(EOF_GRACE.min(deadline)).await)
+                } else {
+                    None
+                };
+                let answer = line_result(answer, &mut self.log, self.target.output(), at_eof)?;
                 let text = answer.text.to_vec();
                 if let Err(e) = serde_json::from_slice::<Value>(&text) {
                     // A banner or a pretty-printed answer leaves the stream out of step.
@@ -280,7 +302,12 @@ impl Channel {
             }
             Inner::Socket(agent) => {
                 let answer = agent.exchange(&body, deadline).await;
-                let answer = line_result(answer, &mut self.log)?;
+                let at_eof = if silent_timeout(&answer, &self.log) {
+                    Some(agent.output_at_eof(EOF_GRACE.min(deadline)).await)
+                } else {
+                    None
+                };
+                let answer = line_result(answer, &mut self.log, self.target.output(), at_eof)?;
                 let text = answer.text.to_vec();
                 if let Err(e) = serde_json::from_slice::<Value>(&text) {
                     return Err(not_one_json_line(&text, answer.line_no, false, &e));
@@ -313,15 +340,95 @@ impl Channel {
     }
 }
 
+/// Where a line agent's answers come out, for the hint of a silent timeout.
+#[derive(Debug, Clone, Copy)]
+enum Output {
+    Stdout,
+    Socket,
+}
+
+impl Output {
+    /// What to ask, and what to do, when nothing at all has come out of the agent.
+    /// How its input is ended, to see whether its output then comes out.
+    fn end_of_input(self) -> &'static str {
+        match self {
+            Output::Stdout => "its stdin was closed",
+            Output::Socket => "our side of the connection was shut down",
+        }
+    }
+
+    /// The question of the hint, alone (for the cases skipped after it).
+    fn question(self) -> &'static str {
+        match self {
+            Output::Stdout => "is stdout flushed?",
+            Output::Socket => "is its output flushed?",
+        }
+    }
+
+    fn unflushed_hint(self) -> &'static str {
+        match self {
+            Output::Stdout => {
+                "is stdout flushed? Nothing has come back from the agent yet: a program whose \
+                 stdout is a pipe often holds its lines in a buffer until it exits. Flush after \
+                 each answer's line (`sys.stdout.flush()` or `print(…, flush=True)` in Python), \
+                 or run it unbuffered (`python -u`, `PYTHONUNBUFFERED=1`, `stdbuf -oL COMMAND`)"
+            }
+            Output::Socket => {
+                "is its output flushed? Nothing has come back on the connection yet: flush the \
+                 writer after each answer's line (e.g. `f.flush()` on a Python \
+                 `socket.makefile('w')`), or write to the socket directly"
+            }
+        }
+    }
+}
+
+/// How long an agent that timed out without a byte is given to write its buffered output once
+/// its input is ended (an interpreter's exit, on a busy machine).
+const EOF_GRACE: Duration = Duration::from_secs(2);
+
+/// The exchange timed out with 0 bytes back, and nothing ever came back before it.
+fn silent_timeout(
+    answer: &Result<crate::transport::lines::LineAnswer, LineError>,
+    log: &ExchangeLog,
+) -> bool {
+    matches!(answer, Err(LineError::Timeout { got: 0, .. })) && !log.heard
+}
+
+/// A line transport's answer, as the channel reports it: the error's text (with the unflushed
+/// hint when the agent timed out having never sent a byte), and what the log keeps of it.
+/// `at_eof`: the bytes the agent wrote once its input was ended after such a timeout (its
+/// stdin closed, persistent stdio; our side of the connection shut down, sockets); some bytes
+/// there show its answers wait in a buffer, and the run is stalled.
 fn line_result(
     answer: Result<crate::transport::lines::LineAnswer, LineError>,
     log: &mut ExchangeLog,
+    output: Output,
+    at_eof: Option<usize>,
 ) -> Result<crate::transport::lines::LineAnswer, String> {
+    let silent = silent_timeout(&answer, log);
+    match &answer {
+        Ok(_) | Err(LineError::TooLong { .. }) => log.heard = true,
+        Err(LineError::Timeout { got, .. }) if *got > 0 => log.heard = true,
+        Err(_) => {}
+    }
     answer.map_err(|e| {
-        if matches!(e, LineError::Timeout { .. }) {
-            log.timeouts.push(e.to_string());
+        let LineError::Timeout { .. } = e else {
+            return e.to_string();
+        };
+        log.timeouts.push(e.to_string());
+        match at_eof {
+            _ if !silent => e.to_string(),
+            Some(bytes) if bytes > 0 => {
+                log.silent = true;
+                format!(
+                    "{e}; when {} then, {bytes} bytes came out: its answers wait in a buffer \
+                     until its input ends — {}",
+                    output.end_of_input(),
+                    output.unflushed_hint()
+                )
+            }
+            _ => format!("{e} — {}", output.unflushed_hint()),
         }
-        e.to_string()
     })
 }
 
@@ -434,6 +541,42 @@ impl Exchanger for Channel {
     }
 }
 
+/// The case whose exchange timed out with 0 bytes back from an agent that had never sent one
+/// (see [`ExchangeLog::silent`]). An agent that buffers its output answers nothing until it
+/// exits, so every later exchange of the run would wait out its --timeout the same way (18
+/// minutes of a run at the default): the cases that need one are skipped instead, naming it. An
+/// agent that answered anything before is not stalled, nor one that writes nothing even at the
+/// end of its input (it hangs, perhaps on that one request): each timeout is that exchange's own.
+struct Stall {
+    case: String,
+    timeout: Duration,
+    output: Output,
+}
+
+impl Stall {
+    /// After `case` was judged: the stall it revealed, if the channel has just gone silent.
+    fn after(case: &str, channel: &Channel) -> Option<Stall> {
+        channel.log.silent.then(|| Stall {
+            case: case.to_string(),
+            timeout: channel.timeout,
+            output: channel.target.output(),
+        })
+    }
+
+    /// Why a case that needs an exchange was not tried.
+    fn skip_reason(&self) -> String {
+        format!(
+            "skipped: {} got no byte back within {}, and the agent's output came only when {} \
+             ({}): this exchange would time out the same way (an agent that flushes each \
+             answer's line exercises this)",
+            self.case,
+            humantime::format_duration(self.timeout),
+            self.output.end_of_input(),
+            self.output.question()
+        )
+    }
+}
+
 /// Why a run of the probe ended without a report. The agent's own failures are never one of
 /// these: they are failed cases.
 #[derive(Debug, thiserror::Error)]
@@ -525,10 +668,18 @@ async fn probe(
         return Ok(finish(settings, run_info, cases));
     }
     let run_values = RunValues::new(settings.seed);
+    let mut stall: Option<Stall> = None;
     for spec in suite.cases().iter().filter(|c| !is_reachability(c)) {
         let Some(exchange) = spec.exchange.as_ref().filter(|_| wanted(&spec.id.value)) else {
             continue;
         };
+        if let Some(stall) = &stall {
+            let mut case = spec.case();
+            case.skip(stall.skip_reason());
+            on_case(&case);
+            cases.push(case);
+            continue;
+        }
         let template = suite.file.exchanges[exchange]
             .body
             .as_ref()
@@ -565,12 +716,23 @@ async fn probe(
         if case.status == Status::Fail {
             case.exchange = exchange_of(&channel, &request);
         }
+        stall = Stall::after(&case.id, &channel);
         on_case(&case);
         cases.push(case);
     }
     for scenario in &settings.scenarios {
         let ids: Vec<String> = scenario_case_ids(scenario);
         if !ids.iter().any(|id| wanted(id)) {
+            continue;
+        }
+        if let Some(stall) = &stall {
+            for mut c in scenario_cases_unjudged(scenario) {
+                if wanted(&c.id) {
+                    c.skip(stall.skip_reason());
+                    on_case(&c);
+                    cases.push(c);
+                }
+            }
             continue;
         }
         let t0 = Instant::now();
@@ -591,6 +753,7 @@ async fn probe(
                 .iter()
                 .filter_map(|t| t.answer.clone().ok()),
         );
+        stall = Stall::after(&format!("{}.completes", scenario.id), &channel);
         for mut c in scenario_cases(scenario, &transcript, &channel) {
             c.set_duration(t0.elapsed());
             if wanted(&c.id) {
@@ -606,6 +769,7 @@ async fn probe(
         answers: &answers,
         governance_sent,
         transport_note,
+        stall: stall.as_ref(),
     };
     for spec in suite
         .cases()
@@ -775,6 +939,7 @@ struct Across<'a> {
     answers: &'a [Value],
     governance_sent: bool,
     transport_note: Option<String>,
+    stall: Option<&'a Stall>,
 }
 
 impl Across<'_> {
@@ -786,7 +951,17 @@ impl Across<'_> {
         match rule {
             RunRule::WithinTimeout => {
                 let timed = Evidence::new(log.answered, "exchanges answered");
-                if log.timeouts.is_empty() {
+                if let Some(stall) = self.stall {
+                    // Its one timeout is the stalled case's failure: failing it here too would
+                    // count one cause twice.
+                    case.skip(format!(
+                        "skipped: the one exchange that timed out is {}'s failure ({}), and no \
+                         other was tried (an agent that flushes each answer's line gives this \
+                         answers to time)",
+                        stall.case,
+                        stall.output.question()
+                    ));
+                } else if log.timeouts.is_empty() {
                     let note = format!(
                         "{} exchange(s); the slowest took {} ms (--timeout {})",
                         log.count,
@@ -884,6 +1059,14 @@ impl Across<'_> {
     /// The reason of a case left with no answer to judge: `what`, how many exchanges got none
     /// and why the first did not, and what would give it one.
     fn no_answer(&self, what: &str) -> String {
+        if let Some(stall) = self.stall {
+            return format!(
+                "{what}: {} got no answer ({}), and no other exchange was tried (an agent that \
+                 flushes each answer's line exercises this)",
+                stall.case,
+                stall.output.question()
+            );
+        }
         let log = self.log;
         let why = match &log.first_failure {
             Some(e) => format!(", e.g. {}", excerpt_str(e, 200)),
@@ -1003,6 +1186,52 @@ mod tests {
             e.to_string().starts_with("command \"agent 'unclosed\": "),
             "{e}"
         );
+    }
+
+    /// A timeout with 0 bytes from an agent never heard asks about flushing; only output that
+    /// came at the end of its input (persistent stdio) stalls the run; an agent heard before
+    /// (or a timeout with some bytes) gets the plain message.
+    #[test]
+    fn a_silent_timeout_asks_whether_output_is_flushed() {
+        let timeout = |got| {
+            Err(LineError::Timeout {
+                deadline: Duration::from_secs(3),
+                got,
+            })
+        };
+        let plain = "no complete answer within 3s (the deadline); 0 bytes of it received";
+        let mut log = ExchangeLog::default();
+        let e = line_result(timeout(0), &mut log, Output::Socket, None).unwrap_err();
+        assert!(
+            e.starts_with(&format!(
+                "{plain} — is its output flushed? Nothing has come back on the connection yet"
+            )),
+            "{e}"
+        );
+        assert!(!log.silent);
+        let e = line_result(timeout(0), &mut log, Output::Stdout, Some(0)).unwrap_err();
+        assert!(
+            e.starts_with(&format!("{plain} — is stdout flushed?")),
+            "{e}"
+        );
+        assert!(!log.silent, "nothing came at the end of its input: a hang");
+        let e = line_result(timeout(0), &mut log, Output::Stdout, Some(46)).unwrap_err();
+        assert!(
+            e.starts_with(&format!(
+                "{plain}; when its stdin was closed then, 46 bytes came out: its answers wait in a \
+                 buffer until its input ends — is stdout flushed?"
+            )),
+            "{e}"
+        );
+        assert!(log.silent);
+
+        let mut heard = ExchangeLog::default();
+        let e = line_result(timeout(5), &mut heard, Output::Stdout, None).unwrap_err();
+        assert!(e.ends_with("5 bytes of it received"), "{e}");
+        let e = line_result(timeout(0), &mut heard, Output::Stdout, Some(46)).unwrap_err();
+        assert_eq!(e, plain);
+        assert!(!heard.silent);
+        assert_eq!(heard.timeouts.len(), 2);
     }
 
     /// An engine log's "last" excerpt is its end, not its beginning.
