@@ -136,11 +136,12 @@ fn a_good_definition_is_clean_and_each_broken_rule_is_caught_alone_at_its_line()
             "agents/scanner.md",
             &GOOD
                 .replace("  - Grep", "  - Teleport")
-                .replace("Scan code", "Shepherd code"),
+                .replace("Scan code", "Expert code"),
         )],
         &Extra {
-            verbs: vec!["shepherd".into()],
+            verbs: vec!["expert".into()],
             tools: vec!["Teleport".into()],
+            ..Extra::default()
         },
         false,
     );
