@@ -314,3 +314,105 @@ fn the_command_line_lints_directories_in_every_format() {
     assert_eq!(none.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&none.stderr).contains("no agent definition"));
 }
+
+/// A definition as Claude Code users write it (tools a comma string, an alias, Claude Code's
+/// own keys), written for this test.
+const CLAUDE_STYLE: &str = "---\nname: triage\ndescription: Pulls the open issues and drafts a triage note for each. Use it at the start of a sprint.\ntools: Read, Grep, Bash(gh issue list *)\nmodel: sonnet\ncolor: green\npermissionMode: plan\n---\n\nRead the issues and write one note per issue.\n";
+
+#[test]
+fn the_dialects_split_what_the_standard_requires_from_what_claude_code_loads() {
+    let dir = TempDir::new("lint-dialects");
+    std::fs::create_dir_all(dir.path("agents")).unwrap();
+    std::fs::write(dir.path("agents/triage.md"), CLAUDE_STYLE).unwrap();
+    let agents = dir.path("agents");
+    // The standard's letter: the comma string is an error that says Claude Code reads it.
+    let standard = lint_cli(&[&agents]);
+    let out = String::from_utf8_lossy(&standard.stdout);
+    assert_eq!(standard.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("triage.md:4:1: error[field-type]: `tools` is a string (\"Read, Grep, Bash(gh issue list *)\"), not a list: write one tool per `- ` line (the standard requires a YAML list; Claude Code also reads a comma-separated string)"),
+        "{out}"
+    );
+    assert!(out.contains("1 file(s): 1 error(s), 0 warning(s)"), "{out}");
+    // What Claude Code loads: clean, its keys judged.
+    let claude = lint_cli(&[&agents, "--dialect", "claude-code", "--strict"]);
+    let out = String::from_utf8_lossy(&claude.stdout);
+    assert_eq!(claude.status.code(), Some(0), "{out}");
+    assert!(out.contains("1 file(s): 0 error(s), 0 warning(s)"), "{out}");
+    // A misspelt key of Claude Code's is a warning there, at its line.
+    std::fs::write(
+        dir.path("agents/triage.md"),
+        CLAUDE_STYLE.replace("color: green", "colour: green"),
+    )
+    .unwrap();
+    let misspelt = lint_cli(&[&agents, "--dialect", "claude-code"]);
+    let out = String::from_utf8_lossy(&misspelt.stdout);
+    assert_eq!(misspelt.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("triage.md:6:1: warning[claude-code-keys]: Claude Code does not read `colour`: it ignores it"),
+        "{out}"
+    );
+    // SARIF says the dialect in each rule, and still validates.
+    let sarif = lint_cli(&[&agents, "--dialect", "claude-code", "--format", "sarif"]);
+    let sarif: Value = serde_json::from_slice(&sarif.stdout).unwrap();
+    let rules = sarif["runs"][0]["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap();
+    assert!(rules
+        .iter()
+        .all(|r| r["properties"]["dialect"] == "claude-code"));
+    assert!(rules.iter().any(|r| r["id"] == "claude-code-keys"));
+    let validator = jsonschema::options()
+        .should_validate_formats(true)
+        .build(&sarif_schema())
+        .unwrap();
+    assert!(validator.is_valid(&sarif));
+    // With only the four fields, the keys rule has nothing to judge: a skip that says so.
+    std::fs::write(
+        dir.path("agents/triage.md"),
+        CLAUDE_STYLE.replace("color: green\npermissionMode: plan\n", ""),
+    )
+    .unwrap();
+    let json = lint_cli(&[&agents, "--dialect", "claude-code", "--format", "json"]);
+    let report: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let keys = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "claude-code-keys")
+        .unwrap();
+    assert_eq!(keys["status"], "skip", "{keys}");
+    assert!(keys["message"].as_str().unwrap().contains("permissionMode"));
+    // A dialect that does not exist: a usage error naming the flag.
+    let bad = lint_cli(&[&agents, "--dialect", "cursor"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--dialect"));
+}
+
+#[test]
+fn a_yaml_mistake_is_reported_at_its_line_and_long_descriptions_counted_right() {
+    let dir = TempDir::new("lint-yaml-line");
+    std::fs::write(
+        dir.path("scanner.md"),
+        GOOD.replace("tools:\n  - Read\n  - Grep\n", "tools: [Read, Grep\n"),
+    )
+    .unwrap();
+    let out = lint_cli(&[&dir.path("scanner.md")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("scanner.md:4:8: error[frontmatter-yaml]: invalid YAML: the `[` opened at line 4, column 8 is never closed (the parser stopped at line 5"),
+        "{text}"
+    );
+    // Four sentences, the last without a full stop: four.
+    let four = GOOD.replace(
+        "Scan code for security issues.",
+        "Scan code for security issues. Report each one. Suggest a fix. Run it before a release",
+    );
+    let l = lint_one("agents/scanner.md", &four);
+    let messages: Vec<&str> = l.findings.iter().map(|f| f.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        ["the description is 4 sentences (one or two: when to use the agent)"]
+    );
+}

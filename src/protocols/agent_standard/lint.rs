@@ -188,13 +188,14 @@ pub fn lint(defs: &[Definition], extra: &Extra, strict: bool) -> Lint {
         let front = match &d.front {
             Ok(front) => front,
             Err((at, message)) => {
-                let rule =
-                    if message.starts_with("no frontmatter") || message.contains("never closed") {
-                        "frontmatter-present"
-                    } else {
-                        judged.saw("frontmatter-yaml", 1);
-                        "frontmatter-yaml"
-                    };
+                let rule = if message.starts_with("no frontmatter")
+                    || message.starts_with("the frontmatter is never closed")
+                {
+                    "frontmatter-present"
+                } else {
+                    judged.saw("frontmatter-yaml", 1);
+                    "frontmatter-yaml"
+                };
                 found(rule, *at, message.clone());
                 continue;
             }
