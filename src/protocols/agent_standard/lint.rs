@@ -630,9 +630,7 @@ fn sentences(text: &str) -> usize {
         let lower = core.to_lowercase();
         let ends = if core.ends_with(['!', '?', '…']) {
             true
-        } else if !core.ends_with('.') {
-            false
-        } else if ABBREVIATIONS.contains(&lower.as_str()) {
+        } else if !core.ends_with('.') || ABBREVIATIONS.contains(&lower.as_str()) {
             false
         } else if lower == "etc." || initials(core) {
             capital_next(i) || i + 1 == words.len()
@@ -653,7 +651,7 @@ fn sentences(text: &str) -> usize {
 fn initials(word: &str) -> bool {
     let chars: Vec<char> = word.chars().collect();
     chars.len() >= 4
-        && chars.len() % 2 == 0
+        && chars.len().is_multiple_of(2)
         && chars.chunks(2).all(|p| p[0].is_alphabetic() && p[1] == '.')
 }
 
