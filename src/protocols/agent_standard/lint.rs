@@ -78,6 +78,13 @@ static CLAUDE_CODE_RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
                 help: "Add the missing field; Claude Code requires name and description.",
                 ..*r
             },
+            // Claude Code loads `tools: []` (an agent with no tool): worth a look, not an error.
+            "tools-non-empty" => Rule {
+                level: Level::Should,
+                title: "tools, when present, lists at least one tool (an empty list leaves the agent none)",
+                help: "List the tools the agent may use, or leave `tools` out to give it every tool.",
+                ..*r
+            },
             "field-type" => Rule {
                 title: "name, description and model are strings; tools is a list of strings or a comma-separated string",
                 help: "Write tools as a YAML list or as `Read, Grep`, and the others as text.",
@@ -769,6 +776,27 @@ mod tests {
         assert!(!rules(&keys, Dialect::Standard).contains(&"claude-code-keys"));
         assert!(RULES.iter().all(|r| r.id != "claude-code-keys"));
         assert_eq!(Dialect::ClaudeCode.rules().len(), RULES.len() + 1);
+        // An empty list loads (an agent with no tool): a warning there, an error in the standard.
+        let empty = CLAUDE.replace(
+            "tools: Read, Grep, Bash(git diff *), Agent(reviewer)",
+            "tools: []",
+        );
+        for (dialect, level) in [
+            (Dialect::ClaudeCode, Level::Should),
+            (Dialect::Standard, Level::Must),
+        ] {
+            let l = lint(
+                &[definition::read("agents/scanner.md", &empty)],
+                &with(dialect),
+                false,
+            );
+            let f = l
+                .findings
+                .iter()
+                .find(|f| f.rule == "tools-non-empty")
+                .unwrap();
+            assert_eq!(f.level, level, "{dialect:?}");
+        }
     }
 
     #[test]
