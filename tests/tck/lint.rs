@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::process::Output;
 
 use agent_tck::protocols::agent_standard::definition;
-use agent_tck::protocols::agent_standard::lint::{lint, Extra, RULES};
+use agent_tck::protocols::agent_standard::lint::{lint, Dialect, Extra, RULES};
 use agent_tck::report::lint::Lint;
 use serde_json::Value;
 
@@ -415,4 +415,101 @@ fn a_yaml_mistake_is_reported_at_its_line_and_long_descriptions_counted_right() 
         messages,
         ["the description is 4 sentences (one or two: when to use the agent)"]
     );
+}
+
+/// Definitions written for this test, one per pattern seen in public collections, and the
+/// findings a careful reader agrees with, in each dialect: (file, text, standard, claude-code).
+const WRITTEN: &[(&str, &str, &[&str], &[&str])] = &[
+    // Tools omitted, model omitted: Claude Code gives every tool and the session's model.
+    (
+        "notes.md",
+        "---\nname: notes\ndescription: Summarize meeting notes into action items.\n---\nBody.\n",
+        &["required-field", "required-field"],
+        &[],
+    ),
+    // A comma string with a restricted tool, and an alias.
+    (
+        "release.md",
+        "---\nname: release\ndescription: Prepare a release branch and its changelog.\ntools: Read, Edit, Bash(git tag *)\nmodel: haiku\n---\nBody.\n",
+        &["field-type"],
+        &[],
+    ),
+    // Role-noun openings: a warning in both worlds.
+    (
+        "db-tuner.md",
+        "---\nname: db-tuner\ndescription: Expert database tuner for slow queries.\ntools: [Read]\nmodel: opus\n---\nBody.\n",
+        &["description-action-verb"],
+        &["description-action-verb"],
+    ),
+    (
+        "k8s.md",
+        "---\nname: k8s\ndescription: Senior platform engineer who knows Kubernetes.\ntools: [Read, Bash]\nmodel: sonnet\n---\nBody.\n",
+        &["description-action-verb"],
+        &["description-action-verb"],
+    ),
+    // Real verbs no list had: nothing to say.
+    (
+        "syncer.md",
+        "---\nname: syncer\ndescription: Pulls upstream changes and integrates them into the fork.\ntools: [Read, Bash, Agent, SendMessage, TaskCreate]\nmodel: opusplan\n---\nBody.\n",
+        &[],
+        &[],
+    ),
+    (
+        "helpdesk.md",
+        "---\nname: helpdesk\ndescription: Answer questions about the codebase. Use it when onboarding.\ntools: [Read, Grep, Glob]\nmodel: us.anthropic.claude-sonnet-4-5-20250929-v1:0\n---\nBody.\n",
+        &[],
+        &[],
+    ),
+    // A long description: four sentences, the last without a full stop.
+    (
+        "auditor.md",
+        "---\nname: auditor\ndescription: Audit dependencies for known vulnerabilities. Check licences too, e.g. GPL. Report each finding with its severity. Run it weekly\ntools: [Read, Bash]\nmodel: claude-sonnet-4-5@20250929\n---\nBody.\n",
+        &["description-sentences"],
+        &["description-sentences"],
+    ),
+    // YAML that breaks on an unquoted colon: an error in both.
+    (
+        "planner.md",
+        "---\nname: planner\ndescription: Plan work. Note: it never edits files.\ntools: [Read]\nmodel: inherit\n---\nBody.\n",
+        &["frontmatter-yaml"],
+        &["frontmatter-yaml"],
+    ),
+    // Claude Code's own keys, one misspelt.
+    (
+        "reviewer.md",
+        "---\nname: reviewer\ndescription: Review the diff before a merge.\ntools: Read, Grep\nmodel: sonnet\ncolor: blue\npermission_mode: plan\n---\nBody.\n",
+        &["field-type"],
+        &["claude-code-keys"],
+    ),
+];
+
+#[test]
+fn written_definitions_get_exactly_the_findings_a_reader_agrees_with() {
+    for dialect in [Dialect::Standard, Dialect::ClaudeCode] {
+        let defs: Vec<_> = WRITTEN
+            .iter()
+            .map(|w| definition::read(&format!("agents/{}", w.0), w.1))
+            .collect();
+        let l = lint(
+            &defs,
+            &Extra {
+                dialect,
+                ..Extra::default()
+            },
+            false,
+        );
+        for w in WRITTEN {
+            let got: Vec<&str> = l
+                .findings
+                .iter()
+                .filter(|f| f.file == format!("agents/{}", w.0))
+                .map(|f| f.rule)
+                .collect();
+            let want = match dialect {
+                Dialect::Standard => w.2,
+                Dialect::ClaudeCode => w.3,
+            };
+            assert_eq!(got, want, "{dialect:?} {}: {:#?}", w.0, l.findings);
+        }
+    }
 }

@@ -292,6 +292,19 @@ impl Protocol for AgentStandard {
                 r.title
             ));
         }
+        out.push_str("With --dialect claude-code, beside these (required-field and field-type as Claude Code reads them; tools-non-empty a SHOULD):\n");
+        for r in lint::Dialect::ClaudeCode
+            .rules()
+            .iter()
+            .filter(|r| RULES.iter().all(|s| s.id != r.id))
+        {
+            out.push_str(&format!(
+                "  {:<26} {:<6}  {}\n",
+                r.id,
+                r.level.as_str(),
+                r.title
+            ));
+        }
         out.push_str(&format!(
             "\nResult cases of `probe agent-standard` (each as RESPONSE.ID: the mode run with --exec, \
              the file's name with --output; {} per response)\n",

@@ -513,13 +513,11 @@ fn check_claude_keys(
         judged.saw("claude-code-keys", 1);
         let at = front.at(key);
         let Some(spec) = LISTS.key(key) else {
+            let plain = |k: &str| k.replace(['_', '-'], "").to_lowercase();
             let near = LISTS
                 .claude_code_keys
                 .iter()
-                .find(|k| {
-                    k.key.eq_ignore_ascii_case(key)
-                        || k.key.replace('_', "") == key.replace(['_', '-'], "")
-                })
+                .find(|k| plain(&k.key) == plain(key))
                 .map(|k| format!(" (did you mean `{}`?)", k.key))
                 .unwrap_or_default();
             found(
@@ -759,7 +757,7 @@ mod tests {
         );
         let keys = CLAUDE.replace(
             "tools:",
-            "permissionMode: sometimes\nmaxTurns: many\ncolour: blue\ncolor: cyan\ntools:",
+            "permissionMode: sometimes\nmaxTurns: many\ncolour: blue\ncolor: cyan\nmax_turns: 3\ntools:",
         );
         let f = findings(&keys, Dialect::ClaudeCode);
         let messages: Vec<&str> = f.iter().map(|f| f.2.as_str()).collect();
@@ -768,6 +766,7 @@ mod tests {
             [
                 "Claude Code does not read `colour`: it ignores it",
                 "`maxTurns` is a string, not a whole number",
+                "Claude Code does not read `max_turns`: it ignores it (did you mean `maxTurns`?)",
                 "`permissionMode` is \"sometimes\", not one of default, acceptEdits, auto, dontAsk, bypassPermissions, plan",
             ]
         );
