@@ -3,6 +3,7 @@
 #   scripts/lint-calibration.sh DIR [lint flags…]      (AGENT_TCK=path/to/agent-tck to choose the binary)
 # Prints, per dialect, the summary line, the time taken, and a count per level and rule.
 set -euo pipefail
+export LC_ALL=C # one order everywhere: by count, then by level and rule
 if [ $# -lt 1 ]; then
     echo "usage: scripts/lint-calibration.sh DIR [lint flags…]" >&2
     exit 2
@@ -21,5 +22,5 @@ for dialect in standard claude-code; do
     ms=$((($(date +%s%N) - start) / 1000000))
     echo "== dialect $dialect: $(grep -E '^[0-9]+ file\(s\):' <<<"$out") in ${ms} ms"
     grep -oE '^.+:[0-9]+:[0-9]+: (error|warning)\[[a-z-]+\]' <<<"$out" |
-        grep -oE '(error|warning)\[[a-z-]+\]' | sort | uniq -c | sort -rn || true
+        grep -oE '(error|warning)\[[a-z-]+\]' | sort | uniq -c | sort -k1,1nr -k2,2 || true
 done

@@ -513,3 +513,51 @@ fn written_definitions_get_exactly_the_findings_a_reader_agrees_with() {
         }
     }
 }
+
+#[test]
+fn the_calibration_script_prints_the_findings_per_rule_in_each_dialect() {
+    let dir = TempDir::new("lint-calibration");
+    for w in WRITTEN {
+        std::fs::write(dir.path(w.0), w.1).unwrap();
+    }
+    let mut command = std::process::Command::new("bash");
+    command
+        .arg("scripts/lint-calibration.sh")
+        .arg(dir.path(""))
+        .env("AGENT_TCK", crate::support::EXE)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    let out = run_within(command, RUN_DEADLINE);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let lines: Vec<String> = printed
+        .lines()
+        .map(|l| {
+            // The time varies: `in N ms` is left out.
+            l.split(" in ").next().unwrap_or(l).trim().to_string()
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "== dialect standard: 9 file(s): 5 error(s), 3 warning(s)",
+            "2 error[field-type]",
+            "2 error[required-field]",
+            "2 warning[description-action-verb]",
+            "1 error[frontmatter-yaml]",
+            "1 warning[description-sentences]",
+            "== dialect claude-code: 9 file(s): 1 error(s), 4 warning(s)",
+            "2 warning[description-action-verb]",
+            "1 error[frontmatter-yaml]",
+            "1 warning[claude-code-keys]",
+            "1 warning[description-sentences]",
+        ],
+        "{printed}"
+    );
+    // A folder that is not there: the linter's own exit 2, not a count.
+    let mut missing = std::process::Command::new("bash");
+    missing
+        .args(["scripts/lint-calibration.sh", "no/such/dir"])
+        .env("AGENT_TCK", crate::support::EXE)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    assert_eq!(run_within(missing, RUN_DEADLINE).status.code(), Some(2));
+}
