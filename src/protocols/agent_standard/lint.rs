@@ -860,6 +860,7 @@ mod tests {
             "default",
             "opusplan",
             "sonnet[1m]",
+            "fable",
             "claude-sonnet-4-5-20250929[1m]",
             "anthropic.claude-3-7-sonnet-20250219-v1:0",
             "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
