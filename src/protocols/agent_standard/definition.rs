@@ -177,8 +177,9 @@ fn parse(yaml: &str, lines: &[&str]) -> Result<Front, (At, String)> {
 
 /// The names of a comma-separated scalar (`Read, Bash(git add, git commit)`, quoted or not)
 /// that starts at `column` of `line`, each with its place; commas inside brackets do not split.
-fn comma_names(scalar: &str, line: usize, column: usize) -> Vec<(String, At)> {
+pub fn comma_names(scalar: &str, line: usize, column: usize) -> Vec<(String, At)> {
     if scalar.starts_with(['|', '>', '[', '{']) {
+        // A block scalar (the names on the lines below) or a flow collection: not placed here.
         return Vec::new();
     }
     let (text, mut col) = match scalar.chars().next() {

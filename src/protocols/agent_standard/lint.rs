@@ -289,7 +289,9 @@ fn check_fields(
     if let Some(items) = &tools {
         judged.saw("tools-non-empty", 1);
         let named = if items.is_empty() {
-            front.tools.len()
+            v["tools"].as_str().map_or(0, |s| {
+                definition::comma_names(&s.replace('\n', " "), 0, 0).len()
+            })
         } else {
             items.iter().filter(|t| t.is_string()).count()
         };
@@ -346,14 +348,24 @@ fn check_fields(
             }
         }
         Some(Value::String(s)) if claude => {
-            if front.tools.is_empty() {
+            // Placed name by name when written on the key's line; else (a block scalar) at the key.
+            let names = if front.tools.is_empty() {
+                let at = front.at("tools");
+                definition::comma_names(&s.replace('\n', " "), at.0, at.1)
+                    .into_iter()
+                    .map(|(name, _)| (name, at))
+                    .collect()
+            } else {
+                front.tools.clone()
+            };
+            if names.is_empty() {
                 found(
                     "tools-non-empty",
                     front.at("tools"),
                     format!("`tools` names no tool ({:?})", crate::text::shorten(s, 60)),
                 );
             }
-            for (tool, at) in &front.tools {
+            for (tool, at) in &names {
                 check_tool(tool, *at, extra, found);
             }
         }
@@ -749,6 +761,15 @@ mod tests {
             false,
         );
         assert_eq!(l.findings[0].column, 14);
+        // A block scalar's names are judged too, at the key.
+        let block = CLAUDE.replace(
+            "tools: Read, Grep, Bash(git diff *), Agent(reviewer)",
+            "tools: >\n  Read, Teleport",
+        );
+        let f = findings(&block, Dialect::ClaudeCode);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!((f[0].0, f[0].1), ("tools-known", 4));
+        assert!(f[0].2.contains("\"Teleport\""), "{f:?}");
         // Name and description stay required; a misspelt or mistyped key of Claude Code's.
         let bare = "---\ntools: Read\n---\nBody.\n";
         assert_eq!(
