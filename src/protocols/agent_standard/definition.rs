@@ -112,7 +112,23 @@ fn parse(yaml: &str, lines: &[&str]) -> Result<Front, (At, String)> {
                     at.0, at.1, place.0, place.1
                 ),
             ),
-            None => (place, format!("invalid YAML: {said}")),
+            None => {
+                // The most common break in the wild: a `: ` inside an unquoted value.
+                let colon = lines
+                    .get(place.0.wrapping_sub(2))
+                    .and_then(|l| l.split_once(": "))
+                    .is_some_and(|(key, value)| {
+                        !key.starts_with([' ', '-'])
+                            && value.contains(": ")
+                            && !value.starts_with(['"', '\''])
+                    });
+                let hint = if colon {
+                    " (the value holds `: `: put it in quotes, e.g. `description: \"…\"`)"
+                } else {
+                    ""
+                };
+                (place, format!("invalid YAML: {said}{hint}"))
+            }
         }
     })?;
     if !value.is_object() {
@@ -397,6 +413,15 @@ mod tests {
         assert_eq!(at, (4, 8), "{message}");
         assert!(
             message.starts_with("invalid YAML: the `[` opened at line 4, column 8 is never closed (the parser stopped at line 5, column"),
+            "{message}"
+        );
+        // An unquoted `: ` in a value: the parser's place, and what to do.
+        let text = "---\nname: planner\ndescription: Plan work. Note: it never edits files.\n---\n";
+        let (at, message) = read("x.md", text).front.unwrap_err();
+        assert_eq!(at.0, 3, "{message}");
+        assert!(
+            message
+                .ends_with("(the value holds `: `: put it in quotes, e.g. `description: \"…\"`)"),
             "{message}"
         );
         // Brackets closed, quoted or in a comment are not the mistake: the parser's place stays.
