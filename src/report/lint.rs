@@ -50,6 +50,9 @@ pub struct Lint {
     /// How many things each rule judged (by rule id; a rule not here judged nothing).
     pub judged: BTreeMap<&'static str, u64>,
     pub strict: bool,
+    /// Which set of the protocol's rules was applied, when it has more than one (said in the
+    /// SARIF rule metadata).
+    pub dialect: Option<&'static str>,
 }
 
 impl Lint {
@@ -155,10 +158,16 @@ impl Lint {
                     "id": r.id,
                     "name": pascal(r.id),
                     "shortDescription": {"text": r.title},
-                    "fullDescription": {"text": format!("{} ({}, {})", r.title, r.level.as_str().to_uppercase(), self.spec)},
+                    "fullDescription": {"text": match self.dialect {
+                        Some(d) => format!("{} ({}, {}, dialect {d})", r.title, r.level.as_str().to_uppercase(), self.spec),
+                        None => format!("{} ({}, {})", r.title, r.level.as_str().to_uppercase(), self.spec),
+                    }},
                     "help": {"text": r.help, "markdown": r.help},
                     "defaultConfiguration": {"level": severity(r.level)},
-                    "properties": {"tags": [self.protocol, r.level.as_str()]},
+                    "properties": match self.dialect {
+                        Some(d) => json!({"tags": [self.protocol, r.level.as_str(), format!("dialect:{d}")], "dialect": d}),
+                        None => json!({"tags": [self.protocol, r.level.as_str()]}),
+                    },
                 })
             })
             .collect();
@@ -273,6 +282,7 @@ mod tests {
             findings,
             judged: BTreeMap::from([("name-kebab-case", 1)]),
             strict,
+            dialect: None,
         }
     }
 

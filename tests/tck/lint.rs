@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::process::Output;
 
 use agent_tck::protocols::agent_standard::definition;
-use agent_tck::protocols::agent_standard::lint::{lint, Extra, RULES};
+use agent_tck::protocols::agent_standard::lint::{lint, Dialect, Extra, RULES};
 use agent_tck::report::lint::Lint;
 use serde_json::Value;
 
@@ -136,11 +136,12 @@ fn a_good_definition_is_clean_and_each_broken_rule_is_caught_alone_at_its_line()
             "agents/scanner.md",
             &GOOD
                 .replace("  - Grep", "  - Teleport")
-                .replace("Scan code", "Shepherd code"),
+                .replace("Scan code", "Expert code"),
         )],
         &Extra {
-            verbs: vec!["shepherd".into()],
+            verbs: vec!["expert".into()],
             tools: vec!["Teleport".into()],
+            ..Extra::default()
         },
         false,
     );
@@ -312,4 +313,251 @@ fn the_command_line_lints_directories_in_every_format() {
     let none = lint_cli(&[&empty]);
     assert_eq!(none.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&none.stderr).contains("no agent definition"));
+}
+
+/// A definition as Claude Code users write it (tools a comma string, an alias, Claude Code's
+/// own keys), written for this test.
+const CLAUDE_STYLE: &str = "---\nname: triage\ndescription: Pulls the open issues and drafts a triage note for each. Use it at the start of a sprint.\ntools: Read, Grep, Bash(gh issue list *)\nmodel: sonnet\ncolor: green\npermissionMode: plan\n---\n\nRead the issues and write one note per issue.\n";
+
+#[test]
+fn the_dialects_split_what_the_standard_requires_from_what_claude_code_loads() {
+    let dir = TempDir::new("lint-dialects");
+    std::fs::create_dir_all(dir.path("agents")).unwrap();
+    std::fs::write(dir.path("agents/triage.md"), CLAUDE_STYLE).unwrap();
+    let agents = dir.path("agents");
+    // The standard's letter: the comma string is an error that says Claude Code reads it.
+    let standard = lint_cli(&[&agents]);
+    let out = String::from_utf8_lossy(&standard.stdout);
+    assert_eq!(standard.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("triage.md:4:1: error[field-type]: `tools` is a string (\"Read, Grep, Bash(gh issue list *)\"), not a list: write one tool per `- ` line (the standard requires a YAML list; Claude Code also reads a comma-separated string)"),
+        "{out}"
+    );
+    assert!(out.contains("1 file(s): 1 error(s), 0 warning(s)"), "{out}");
+    // What Claude Code loads: clean, its keys judged.
+    let claude = lint_cli(&[&agents, "--dialect", "claude-code", "--strict"]);
+    let out = String::from_utf8_lossy(&claude.stdout);
+    assert_eq!(claude.status.code(), Some(0), "{out}");
+    assert!(out.contains("1 file(s): 0 error(s), 0 warning(s)"), "{out}");
+    // A misspelt key of Claude Code's is a warning there, at its line.
+    std::fs::write(
+        dir.path("agents/triage.md"),
+        CLAUDE_STYLE.replace("color: green", "colour: green"),
+    )
+    .unwrap();
+    let misspelt = lint_cli(&[&agents, "--dialect", "claude-code"]);
+    let out = String::from_utf8_lossy(&misspelt.stdout);
+    assert_eq!(misspelt.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("triage.md:6:1: warning[claude-code-keys]: Claude Code does not read `colour`: it ignores it"),
+        "{out}"
+    );
+    // SARIF says the dialect in each rule, and still validates.
+    let sarif = lint_cli(&[&agents, "--dialect", "claude-code", "--format", "sarif"]);
+    let sarif: Value = serde_json::from_slice(&sarif.stdout).unwrap();
+    let rules = sarif["runs"][0]["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap();
+    assert!(rules
+        .iter()
+        .all(|r| r["properties"]["dialect"] == "claude-code"));
+    assert!(rules.iter().any(|r| r["id"] == "claude-code-keys"));
+    let validator = jsonschema::options()
+        .should_validate_formats(true)
+        .build(&sarif_schema())
+        .unwrap();
+    assert!(validator.is_valid(&sarif));
+    // With only the four fields, the keys rule has nothing to judge: a skip that says so.
+    std::fs::write(
+        dir.path("agents/triage.md"),
+        CLAUDE_STYLE.replace("color: green\npermissionMode: plan\n", ""),
+    )
+    .unwrap();
+    let json = lint_cli(&[&agents, "--dialect", "claude-code", "--format", "json"]);
+    let report: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let keys = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "claude-code-keys")
+        .unwrap();
+    assert_eq!(keys["status"], "skip", "{keys}");
+    assert!(keys["message"].as_str().unwrap().contains("permissionMode"));
+    // A dialect that does not exist: a usage error naming the flag.
+    let bad = lint_cli(&[&agents, "--dialect", "cursor"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--dialect"));
+}
+
+#[test]
+fn a_yaml_mistake_is_reported_at_its_line_and_long_descriptions_counted_right() {
+    let dir = TempDir::new("lint-yaml-line");
+    std::fs::write(
+        dir.path("scanner.md"),
+        GOOD.replace("tools:\n  - Read\n  - Grep\n", "tools: [Read, Grep\n"),
+    )
+    .unwrap();
+    let out = lint_cli(&[&dir.path("scanner.md")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("scanner.md:4:8: error[frontmatter-yaml]: invalid YAML: the `[` opened at line 4, column 8 is never closed (the parser stopped at line 5"),
+        "{text}"
+    );
+    // Four sentences, the last without a full stop: four.
+    let four = GOOD.replace(
+        "Scan code for security issues.",
+        "Scan code for security issues. Report each one. Suggest a fix. Run it before a release",
+    );
+    let l = lint_one("agents/scanner.md", &four);
+    let messages: Vec<&str> = l.findings.iter().map(|f| f.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        ["the description is 4 sentences (one or two: when to use the agent)"]
+    );
+}
+
+/// Definitions written for this test, one per pattern seen in public collections, and the
+/// findings a careful reader agrees with, in each dialect: (file, text, standard, claude-code).
+const WRITTEN: &[(&str, &str, &[&str], &[&str])] = &[
+    // Tools omitted, model omitted: Claude Code gives every tool and the session's model.
+    (
+        "notes.md",
+        "---\nname: notes\ndescription: Summarize meeting notes into action items.\n---\nBody.\n",
+        &["required-field", "required-field"],
+        &[],
+    ),
+    // A comma string with a restricted tool, and an alias.
+    (
+        "release.md",
+        "---\nname: release\ndescription: Prepare a release branch and its changelog.\ntools: Read, Edit, Bash(git tag *)\nmodel: haiku\n---\nBody.\n",
+        &["field-type"],
+        &[],
+    ),
+    // Role-noun openings: a warning in both worlds.
+    (
+        "db-tuner.md",
+        "---\nname: db-tuner\ndescription: Expert database tuner for slow queries.\ntools: [Read]\nmodel: opus\n---\nBody.\n",
+        &["description-action-verb"],
+        &["description-action-verb"],
+    ),
+    (
+        "k8s.md",
+        "---\nname: k8s\ndescription: Senior platform engineer who knows Kubernetes.\ntools: [Read, Bash]\nmodel: sonnet\n---\nBody.\n",
+        &["description-action-verb"],
+        &["description-action-verb"],
+    ),
+    // Real verbs no list had: nothing to say.
+    (
+        "syncer.md",
+        "---\nname: syncer\ndescription: Pulls upstream changes and integrates them into the fork.\ntools: [Read, Bash, Agent, SendMessage, TaskCreate]\nmodel: opusplan\n---\nBody.\n",
+        &[],
+        &[],
+    ),
+    (
+        "helpdesk.md",
+        "---\nname: helpdesk\ndescription: Answer questions about the codebase. Use it when onboarding.\ntools: [Read, Grep, Glob]\nmodel: us.anthropic.claude-sonnet-4-5-20250929-v1:0\n---\nBody.\n",
+        &[],
+        &[],
+    ),
+    // A long description: four sentences, the last without a full stop.
+    (
+        "auditor.md",
+        "---\nname: auditor\ndescription: Audit dependencies for known vulnerabilities. Check licences too, e.g. GPL. Report each finding with its severity. Run it weekly\ntools: [Read, Bash]\nmodel: claude-sonnet-4-5@20250929\n---\nBody.\n",
+        &["description-sentences"],
+        &["description-sentences"],
+    ),
+    // YAML that breaks on an unquoted colon: an error in both.
+    (
+        "planner.md",
+        "---\nname: planner\ndescription: Plan work. Note: it never edits files.\ntools: [Read]\nmodel: inherit\n---\nBody.\n",
+        &["frontmatter-yaml"],
+        &["frontmatter-yaml"],
+    ),
+    // Claude Code's own keys, one misspelt.
+    (
+        "reviewer.md",
+        "---\nname: reviewer\ndescription: Review the diff before a merge.\ntools: Read, Grep\nmodel: sonnet\ncolor: blue\npermission_mode: plan\n---\nBody.\n",
+        &["field-type"],
+        &["claude-code-keys"],
+    ),
+];
+
+#[test]
+fn written_definitions_get_exactly_the_findings_a_reader_agrees_with() {
+    for dialect in [Dialect::Standard, Dialect::ClaudeCode] {
+        let defs: Vec<_> = WRITTEN
+            .iter()
+            .map(|w| definition::read(&format!("agents/{}", w.0), w.1))
+            .collect();
+        let l = lint(
+            &defs,
+            &Extra {
+                dialect,
+                ..Extra::default()
+            },
+            false,
+        );
+        for w in WRITTEN {
+            let got: Vec<&str> = l
+                .findings
+                .iter()
+                .filter(|f| f.file == format!("agents/{}", w.0))
+                .map(|f| f.rule)
+                .collect();
+            let want = match dialect {
+                Dialect::Standard => w.2,
+                Dialect::ClaudeCode => w.3,
+            };
+            assert_eq!(got, want, "{dialect:?} {}: {:#?}", w.0, l.findings);
+        }
+    }
+}
+
+#[test]
+fn the_calibration_script_prints_the_findings_per_rule_in_each_dialect() {
+    let dir = TempDir::new("lint-calibration");
+    for w in WRITTEN {
+        std::fs::write(dir.path(w.0), w.1).unwrap();
+    }
+    let mut command = std::process::Command::new("bash");
+    command
+        .arg("scripts/lint-calibration.sh")
+        .arg(dir.path(""))
+        .env("AGENT_TCK", crate::support::EXE)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    let out = run_within(command, RUN_DEADLINE);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let lines: Vec<String> = printed
+        .lines()
+        .map(|l| {
+            // The time varies: `in N ms` is left out.
+            l.split(" in ").next().unwrap_or(l).trim().to_string()
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "== dialect standard: 9 file(s): 5 error(s), 3 warning(s)",
+            "2 error[field-type]",
+            "2 error[required-field]",
+            "2 warning[description-action-verb]",
+            "1 error[frontmatter-yaml]",
+            "1 warning[description-sentences]",
+            "== dialect claude-code: 9 file(s): 1 error(s), 4 warning(s)",
+            "2 warning[description-action-verb]",
+            "1 error[frontmatter-yaml]",
+            "1 warning[claude-code-keys]",
+            "1 warning[description-sentences]",
+        ],
+        "{printed}"
+    );
+    // A folder that is not there: the linter's own exit 2, not a count.
+    let mut missing = std::process::Command::new("bash");
+    missing
+        .args(["scripts/lint-calibration.sh", "no/such/dir"])
+        .env("AGENT_TCK", crate::support::EXE)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    assert_eq!(run_within(missing, RUN_DEADLINE).status.code(), Some(2));
 }

@@ -53,7 +53,12 @@ pub struct LintAgentsArgs {
     /// SHOULD findings (warnings) fail the run too.
     #[arg(long)]
     pub strict: bool,
-    /// A word descriptions may begin with, beside the built-in action verbs (repeatable).
+    /// Whose rules: the standard's letter, or what Claude Code loads (tools and model optional,
+    /// a comma-separated tools string, its other frontmatter keys).
+    #[arg(long, value_enum, default_value = "standard")]
+    pub dialect: lint::Dialect,
+    /// A word a description may begin with although the kit takes it for a role or an article
+    /// (`Master`, when meant as a verb) (repeatable).
     #[arg(long = "verb", value_name = "WORD")]
     pub verbs: Vec<String>,
     /// A tool name to accept, beside the known ones (repeatable).
@@ -287,6 +292,19 @@ impl Protocol for AgentStandard {
                 r.title
             ));
         }
+        out.push_str("With --dialect claude-code, beside these (required-field and field-type as Claude Code reads them; tools-non-empty a SHOULD):\n");
+        for r in lint::Dialect::ClaudeCode
+            .rules()
+            .iter()
+            .filter(|r| RULES.iter().all(|s| s.id != r.id))
+        {
+            out.push_str(&format!(
+                "  {:<26} {:<6}  {}\n",
+                r.id,
+                r.level.as_str(),
+                r.title
+            ));
+        }
         out.push_str(&format!(
             "\nResult cases of `probe agent-standard` (each as RESPONSE.ID: the mode run with --exec, \
              the file's name with --output; {} per response)\n",
@@ -396,6 +414,7 @@ impl ProtocolCommand<crate::report::Exit> for LintAgents {
             )));
         }
         let extra = Extra {
+            dialect: flags.dialect,
             verbs: flags.verbs.clone(),
             tools: flags.tools.clone(),
         };

@@ -101,7 +101,35 @@ fn parse(yaml: &str, lines: &[&str]) -> Result<Front, (At, String)> {
         // place is dropped from the message, which is given the file's.
         let place = yaml_place(&message).map_or((1, 1), |(l, c)| (l + 1, c));
         let said = PLACE_PREFIX.replace(first_line(&message), "").into_owned();
-        (place, format!("invalid YAML: {said}"))
+        // A bracket left open makes the parser stop lines later, at the next key: the place
+        // to fix is the bracket, so the finding points there and says where the parser stopped.
+        match unclosed_bracket(lines, place.0) {
+            Some((at, bracket)) => (
+                at,
+                format!(
+                    "invalid YAML: the `{bracket}` opened at line {}, column {} is never closed \
+                     (the parser stopped at line {}, column {}: {said})",
+                    at.0, at.1, place.0, place.1
+                ),
+            ),
+            None => {
+                // The most common break in the wild: a `: ` inside an unquoted value.
+                let colon = lines
+                    .get(place.0.wrapping_sub(2))
+                    .and_then(|l| l.split_once(": "))
+                    .is_some_and(|(key, value)| {
+                        !key.starts_with([' ', '-'])
+                            && value.contains(": ")
+                            && !value.starts_with(['"', '\''])
+                    });
+                let hint = if colon {
+                    " (the value holds `: `: put it in quotes, e.g. `description: \"…\"`)"
+                } else {
+                    ""
+                };
+                (place, format!("invalid YAML: {said}{hint}"))
+            }
+        }
     })?;
     if !value.is_object() {
         return Err((
@@ -141,7 +169,9 @@ fn parse(yaml: &str, lines: &[&str]) -> Result<Front, (At, String)> {
                         }
                         in_tools = false;
                     } else if !rest_trim.is_empty() {
-                        // A scalar (`tools: Read, Grep`): a type error the lint names at the key.
+                        // A scalar (`tools: Read, Grep`): the standard's type error at the key;
+                        // Claude Code's comma-separated names, each placed.
+                        tools.extend(comma_names(rest_trim, at_line, start + 1));
                         in_tools = false;
                     }
                 }
@@ -159,6 +189,89 @@ fn parse(yaml: &str, lines: &[&str]) -> Result<Front, (At, String)> {
         }
     }
     Ok(Front { value, keys, tools })
+}
+
+/// The names of a comma-separated scalar (`Read, Bash(git add, git commit)`, quoted or not)
+/// that starts at `column` of `line`, each with its place; commas inside brackets do not split.
+pub fn comma_names(scalar: &str, line: usize, column: usize) -> Vec<(String, At)> {
+    if scalar.starts_with(['|', '>', '[', '{']) {
+        // A block scalar (the names on the lines below) or a flow collection: not placed here.
+        return Vec::new();
+    }
+    let (text, mut col) = match scalar.chars().next() {
+        Some(q @ ('"' | '\'')) => (scalar[1..].split(q).next().unwrap_or(""), column + 1),
+        _ => (scalar.split(" #").next().unwrap_or(scalar), column),
+    };
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut item = String::new();
+    let mut item_col = col;
+    let mut push = |item: &mut String, item_col: usize| {
+        let lead = item.len() - item.trim_start().len();
+        let name = item.trim();
+        if !name.is_empty() {
+            out.push((name.to_string(), (line, item_col + lead)));
+        }
+        item.clear();
+    };
+    for c in text.chars() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        col += c.len_utf8();
+        if c == ',' && depth == 0 {
+            push(&mut item, item_col);
+            item_col = col;
+        } else {
+            item.push(c);
+        }
+    }
+    push(&mut item, item_col);
+    out
+}
+
+/// The flow bracket (`[` or `{`) still open after the frontmatter's lines before the file's
+/// line `stop`, and where it was opened (file line and column). Brackets count where a flow
+/// collection can begin (a value's start, or inside one), not within plain text or quotes, or
+/// after a comment's `#`.
+fn unclosed_bracket(lines: &[&str], stop: usize) -> Option<(At, char)> {
+    let mut open: Vec<(At, char)> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let at_line = i + 2;
+        if at_line >= stop {
+            break;
+        }
+        let mut quote: Option<char> = None;
+        let mut prev = ' ';
+        let mut escaped = false;
+        for (col, c) in line.char_indices() {
+            if let Some(q) = quote {
+                if escaped {
+                    escaped = false;
+                } else if q == '"' && c == '\\' {
+                    escaped = true;
+                } else if c == q {
+                    quote = None;
+                }
+                prev = c;
+                continue;
+            }
+            let value_start = matches!(prev, ' ' | '\t' | ':' | ',' | '[' | '{' | '-');
+            match c {
+                '#' if prev == ' ' || col == 0 => break,
+                '"' | '\'' if value_start => quote = Some(c),
+                '[' | '{' if value_start || !open.is_empty() => open.push(((at_line, col + 1), c)),
+                ']' | '}' if !open.is_empty() => {
+                    open.pop();
+                }
+                _ => {}
+            }
+            prev = if c.is_whitespace() { ' ' } else { c };
+        }
+    }
+    open.first().copied()
 }
 
 static PLACE_PREFIX: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
@@ -290,5 +403,52 @@ mod tests {
             .unwrap_err();
         assert!(bad.1.starts_with("invalid YAML"), "{}", bad.1);
         assert!(bad.0 .0 >= 2, "{:?}", bad.0);
+    }
+
+    #[test]
+    fn an_unclosed_bracket_is_reported_where_it_opened() {
+        // The parser stops at the next key (line 5); the mistake is the `[` of line 4.
+        let text = "---\nname: scanner\ndescription: Scan code.\ntools: [Read, Grep\nmodel: opus\n---\nBody.\n";
+        let (at, message) = read("x.md", text).front.unwrap_err();
+        assert_eq!(at, (4, 8), "{message}");
+        assert!(
+            message.starts_with("invalid YAML: the `[` opened at line 4, column 8 is never closed (the parser stopped at line 5, column"),
+            "{message}"
+        );
+        // An unquoted `: ` in a value: the parser's place, and what to do.
+        let text = "---\nname: planner\ndescription: Plan work. Note: it never edits files.\n---\n";
+        let (at, message) = read("x.md", text).front.unwrap_err();
+        assert_eq!(at.0, 3, "{message}");
+        assert!(
+            message
+                .ends_with("(the value holds `: `: put it in quotes, e.g. `description: \"…\"`)"),
+            "{message}"
+        );
+        // Brackets closed, quoted or in a comment are not the mistake: the parser's place stays.
+        let text = "---\nname: \"a [b\" # c [d\ntools: [Read]\nmodel: : x: y\n---\n";
+        let (at, message) = read("x.md", text).front.unwrap_err();
+        assert!(!message.contains("never closed"), "{message}");
+        assert_eq!(at.0, 4, "{message}");
+    }
+
+    #[test]
+    fn a_comma_separated_tools_string_is_placed_name_by_name() {
+        let d = read(
+            "x.md",
+            "---\ntools: Read, Bash(git add, git commit),  Grep # mine\n---\n",
+        );
+        assert_eq!(
+            d.front.unwrap().tools,
+            vec![
+                ("Read".to_string(), (2, 8)),
+                ("Bash(git add, git commit)".to_string(), (2, 14)),
+                ("Grep".to_string(), (2, 42)),
+            ]
+        );
+        let quoted = read("x.md", "---\ntools: \"Read, Grep\"\n---\n");
+        assert_eq!(
+            quoted.front.unwrap().tools,
+            vec![("Read".to_string(), (2, 9)), ("Grep".to_string(), (2, 15))]
+        );
     }
 }
