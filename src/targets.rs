@@ -405,7 +405,7 @@ fn merge(done: &mut [Done], file: &Path) -> Result<Report, Error> {
             "probe",
             "none",
             format!("no target of {} in this shard", file.display()),
-            0,
+            None,
             false,
         );
         return Ok(info.report(Vec::new(), &crate::text::Redactor::new(Vec::new())));

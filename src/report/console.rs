@@ -54,8 +54,11 @@ pub fn render(report: &Report, colour: bool) -> String {
     let p = Paint { on: colour };
     let mut out = String::new();
     out.push_str(&format!(
-        "agent-tck {} · {} {} · {} · seed {}\n\n",
-        report.version, report.role, report.protocol, report.target, report.seed
+        "agent-tck {} · {} · {}{}\n\n",
+        report.version,
+        report.title(),
+        report.target,
+        report.seed_text()
     ));
     let id_width = report.cases.iter().map(|c| c.id.len()).max().unwrap_or(0);
     // UNMET, XFAIL and STALE are the five-letter words.
@@ -163,10 +166,50 @@ pub fn render(report: &Report, colour: bool) -> String {
         }
         out.push_str(&format!("{line}\n"));
     }
-    let mut last = format!(
-        "{} passed, {} failed, {} skipped",
-        s.passed, s.failed, s.skipped
-    );
+    let stale = report.blocking_stale();
+    if !stale.is_empty() {
+        // The summary above counts failures only: say what else fails the run, by name.
+        out.push_str(&format!(
+            "--strict: {} stale baseline entr{} fail{} the run (passing now; remove {} from \
+             the baseline): {}\n",
+            stale.len(),
+            if stale.len() == 1 { "y" } else { "ies" },
+            if stale.len() == 1 { "s" } else { "" },
+            if stale.len() == 1 { "it" } else { "them" },
+            stale.join(", ")
+        ));
+    }
+    let code = if report.exit_code() == super::Exit::Passed {
+        "1;32"
+    } else {
+        "1;31"
+    };
+    out.push_str(&p.paint(code, &last_line(report)));
+    out.push('\n');
+    out
+}
+
+/// `14 passed, 0 failed, 1 warning, 3 skipped`: `failed` counts what fails the run; a SHOULD
+/// failure that does not (no `--strict`) is a warning, a MAY one is noted.
+pub fn counts(s: &super::Summary) -> String {
+    let mut line = format!("{} passed, {} failed", s.passed, s.failing());
+    if s.warnings > 0 {
+        line.push_str(&format!(
+            ", {} warning{}",
+            s.warnings,
+            if s.warnings == 1 { "" } else { "s" }
+        ));
+    }
+    if s.failed_may > 0 {
+        line.push_str(&format!(", {} noted (MAY)", s.failed_may));
+    }
+    line.push_str(&format!(", {} skipped", s.skipped));
+    line
+}
+
+fn last_line(report: &Report) -> String {
+    let s = &report.summary;
+    let mut last = counts(s);
     if s.xfailed + s.stale > 0 {
         last.push_str(&format!(
             ", {} expected failure(s) (--baseline), {} stale baseline entr{}",
@@ -181,14 +224,7 @@ pub fn render(report: &Report, colour: bool) -> String {
             s.must
         ));
     }
-    let code = if report.exit_code() == super::Exit::Passed {
-        "1;32"
-    } else {
-        "1;31"
-    };
-    out.push_str(&p.paint(code, &last));
-    out.push('\n');
-    out
+    last
 }
 
 /// ` · evaluation: met 3/5` after a group's name when it holds evaluation cases.
@@ -235,5 +271,135 @@ impl Progress {
             let _ = write!(err, "\r\x1b[2K");
             let _ = err.flush();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render;
+    use crate::report::{CaseResult, Evidence, Level, Report, RunInfo, Status};
+    use crate::text::Redactor;
+
+    fn run(strict: bool, seed: Option<u64>, statuses: &[(Level, Status)]) -> Report {
+        let cases = statuses
+            .iter()
+            .enumerate()
+            .map(|(i, (level, status))| {
+                let mut c = CaseResult::new(&format!("x.case-{i}"), "x", *level, "a rule", "S");
+                match status {
+                    Status::Pass => c.pass(Evidence::new(1, "request"), String::new),
+                    Status::Fail => c.fail("broken"),
+                    other => {
+                        c.status = *other;
+                        c.evidence = Some(Evidence::new(1, "request"));
+                        c.message = "listed".into();
+                    }
+                }
+                c
+            })
+            .collect();
+        RunInfo::start("probe", "p", "http://127.0.0.1:1", seed, strict)
+            .report(cases, &Redactor::new(None))
+    }
+
+    fn last(report: &Report) -> String {
+        render(report, false).lines().last().unwrap().to_string()
+    }
+
+    #[test]
+    fn a_should_failure_without_strict_is_a_warning_not_a_failure() {
+        let cases = [
+            (Level::Must, Status::Pass),
+            (Level::Should, Status::Fail),
+            (Level::May, Status::Fail),
+        ];
+        let report = run(false, Some(3), &cases);
+        assert_eq!(report.exit_code(), 0);
+        assert_eq!(report.summary.warnings, 1);
+        assert_eq!(report.summary.failed, 2, "the JSON field keeps its meaning");
+        assert_eq!(
+            last(&report),
+            "1 passed, 0 failed, 1 warning, 1 noted (MAY), 0 skipped"
+        );
+        let html = crate::report::html::to_string(&report);
+        assert!(
+            html.contains(
+                "<dt>counts</dt><dd>1 passed, 0 failed, 1 warning, 1 noted (MAY), 0 skipped</dd>"
+            ),
+            "{html}"
+        );
+        let xml = crate::report::junit::to_string(&report);
+        assert!(
+            xml.contains(r#"<property name="warnings" value="1"/>"#),
+            "{xml}"
+        );
+        let strict = run(true, Some(3), &cases);
+        assert_eq!(strict.exit_code(), 1);
+        assert_eq!(
+            last(&strict),
+            "1 passed, 1 failed, 1 noted (MAY), 0 skipped"
+        );
+    }
+
+    #[test]
+    fn strict_stale_entries_are_named_as_why_the_run_fails() {
+        let report = run(
+            true,
+            Some(3),
+            &[(Level::Must, Status::Pass), (Level::Must, Status::Stale)],
+        );
+        assert_eq!(report.exit_code(), 1);
+        let shown = render(&report, false);
+        assert!(
+            shown.contains(
+                "\n--strict: 1 stale baseline entry fails the run (passing now; remove it from \
+                 the baseline): x.case-1\n"
+            ),
+            "{shown}"
+        );
+        let html = crate::report::html::to_string(&report);
+        assert!(
+            html.contains(
+                "exit 1: --strict: 1 stale baseline entry (passing now; remove from the \
+                 baseline): x.case-1"
+            ),
+            "{html}"
+        );
+        // Without --strict it is a warning: no such line.
+        let lenient = run(
+            false,
+            Some(3),
+            &[(Level::Must, Status::Pass), (Level::Must, Status::Stale)],
+        );
+        assert!(!render(&lenient, false).contains("--strict:"));
+    }
+
+    #[test]
+    fn a_run_without_a_seed_shows_none_and_a_command_titles_the_report() {
+        let seeded = run(false, Some(7), &[(Level::Must, Status::Pass)]);
+        assert!(
+            render(&seeded, false)
+                .lines()
+                .next()
+                .unwrap()
+                .ends_with(" · probe p · http://127.0.0.1:1 · seed 7"),
+            "{}",
+            render(&seeded, false)
+        );
+        let mut seedless = run(false, None, &[(Level::Must, Status::Pass)]);
+        seedless.command = Some("lint agents".into());
+        let first = render(&seedless, false).lines().next().unwrap().to_string();
+        assert!(
+            first.ends_with(" · lint agents · http://127.0.0.1:1"),
+            "{first}"
+        );
+        let html = crate::report::html::to_string(&seedless);
+        assert!(!html.contains("<dt>seed</dt>"), "{html}");
+        assert!(
+            html.contains("<title>agent-tck lint agents · PASS</title>"),
+            "{html}"
+        );
+        let xml = crate::report::junit::to_string(&seedless);
+        assert!(!xml.contains(r#"name="seed""#), "{xml}");
     }
 }

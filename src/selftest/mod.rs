@@ -16,7 +16,7 @@ use matrix::Matrix;
 use crate::error::Error;
 use crate::probe::args::{RunArgs, SuiteArgs};
 use crate::protocols::{Protocol, SelftestRun};
-use crate::report::{CaseResult, Evidence, Level, Report, Summary};
+use crate::report::{CaseResult, Evidence, Level, Report};
 
 /// What the self-test found: the protocols' reports merged, each matrix row as a case of its own
 /// (group `matrix …`), and the verdict line.
@@ -109,7 +109,7 @@ pub async fn run(
                 .extend(results.iter().map(|r| row_case(&matrix, r)));
         }
     }
-    report.summary = Summary::of(&report.cases);
+    report.summarize();
     Ok(Outcome {
         report,
         rows,
@@ -127,7 +127,7 @@ fn merge(mut reports: Vec<Report>) -> Report {
         first.duration_ms += r.duration_ms;
         first.cases.extend(r.cases);
     }
-    first.summary = Summary::of(&first.cases);
+    first.summarize();
     first
 }
 

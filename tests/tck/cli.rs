@@ -260,7 +260,7 @@ fn selftest_passes_and_writes_both_reports() {
     );
     assert!(stdout.contains("seed 3"), "the seed is printed");
     assert!(!stdout.contains('\u{1b}'), "no colour when piped");
-    assert_eq!(report.seed, 3);
+    assert_eq!(report.seed, Some(3));
     assert!(
         !text(&out.stdout).contains("selftest-key-"),
         "the selftest key is redacted"
