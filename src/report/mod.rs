@@ -9,6 +9,8 @@ pub mod json;
 pub mod junit;
 pub mod lint;
 pub mod output;
+#[cfg(test)]
+mod shown;
 pub mod tools;
 
 use serde::{Deserialize, Serialize};
