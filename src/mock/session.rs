@@ -229,8 +229,8 @@ pub async fn run_to_end(
         settings.strict,
     )
     .made_by(match settings.banner {
-        Banner::Agent => "mock agent",
-        Banner::Fleet => "mock fleet",
+        Banner::Agent => format!("mock agent --protocol {}", settings.protocol.name()),
+        Banner::Fleet => format!("mock fleet ({})", settings.protocol.name()),
     });
     run.started = started;
     run.started_at = started_at;

@@ -321,7 +321,10 @@ async fn a_behaviour_that_never_took_effect_is_reported() {
             "{http_only} in a stdio report"
         );
     }
-    assert_eq!(report.command.as_deref(), Some("mock agent"));
+    assert_eq!(
+        report.command.as_deref(),
+        Some("mock agent --protocol execute-task")
+    );
 
     let json = dir.path("never.json");
     let (_, report) = stdio_session("ignores-governance", &[first], &json).await;

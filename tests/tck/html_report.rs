@@ -103,7 +103,11 @@ async fn a_fleet_report_plots_its_requests_over_time() {
         .all(|s| s.lane == "steady [conforming]"));
     let page = agent_tck::report::html::to_string(&report);
     // Titled by the command, and the target is the platform, not one of the agents.
-    assert!(page.contains(" · mock fleet</h1>"), "{}", &page[..2000]);
+    assert!(
+        page.contains(" · mock fleet (roundtable)</h1>"),
+        "{}",
+        &page[..2000]
+    );
     assert_eq!(
         report.target,
         format!("the platform that called {url}"),

@@ -267,8 +267,8 @@ impl ClientFleet for ConnectorFleet {
                 crate::units::format_duration(limit)
             );
             let readiness = ready::wait(&fleet, limit).await;
-            let info =
-                RunInfo::start("mock", NAME, fleet.target(), seed, at.strict).made_by("mock fleet");
+            let info = RunInfo::start("mock", NAME, fleet.target(), seed, at.strict)
+                .made_by(format!("mock fleet ({NAME})"));
             if let Some(problem) = readiness.problem(&declared) {
                 crate::outln!("{problem}");
                 served.stop().await;

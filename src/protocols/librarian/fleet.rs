@@ -894,8 +894,8 @@ async fn capabilities(base: &BaseUrl, token: &str) -> Result<(), String> {
 
 /// Runs the fleet and judges the server.
 pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
-    let info =
-        RunInfo::start("mock", super::NAME, fleet.target(), seed, strict).made_by("mock fleet");
+    let info = RunInfo::start("mock", super::NAME, fleet.target(), seed, strict)
+        .made_by(format!("mock fleet ({})", super::NAME));
     let asker = fleet.clients.iter().find(|c| c.behavior == "conforming");
     // Whether the server answered before the fleet: "still answers" needs a "before".
     let before = match asker {
