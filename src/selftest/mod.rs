@@ -96,6 +96,10 @@ pub async fn run(
         );
     }
     let mut report = merge(reports);
+    // One report of the protocols' runs, made by this command, with its seed (a lint's part
+    // has none of its own).
+    report.command = Some("selftest".into());
+    report.seed = Some(seed);
     on_report(&report)?;
     let (mut rows, mut rows_wrong, mut rows_unjudged) = (0, 0, 0);
     for matrix in Matrix::builtin()? {
