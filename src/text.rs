@@ -566,3 +566,66 @@ mod tests {
         assert_eq!(shell_quote("it's"), r"'it'\''s'");
     }
 }
+
+/// `word` with its indefinite article, as a generated message reads: `an APPROVAL`, `a QUERY`,
+/// `an async-mode`, `an HTTP`. An all-capital word of three letters or fewer, or without a
+/// vowel, is read letter by letter (`an SSE`, `a URL`, `a TCP`); any other word by its first
+/// letter.
+pub fn with_article(word: &str) -> String {
+    format!("{} {word}", article(word))
+}
+
+/// `a` or `an` before `word` (see [`with_article`]).
+pub fn article(word: &str) -> &'static str {
+    let letters: String = word.chars().take_while(|c| c.is_alphanumeric()).collect();
+    let Some(first) = letters.chars().next() else {
+        return "a";
+    };
+    let is_vowel = |c: char| "aeiouAEIOU".contains(c);
+    let capitals = letters
+        .chars()
+        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
+    let spelled = capitals && (letters.len() <= 3 || !letters.chars().any(is_vowel));
+    let vowel_sound = if spelled {
+        // Letters whose names begin with a vowel sound: eff, aitch, ell, em, en, ar, ess, ex.
+        "AEFHILMNORSX".contains(first)
+    } else {
+        let lower = letters.to_ascii_lowercase();
+        // "u" read as "you", "one" as "won".
+        let consonant_sounding = ["uni", "use", "usu", "one", "eu"]
+            .iter()
+            .any(|p| lower.starts_with(p));
+        is_vowel(first) && !consonant_sounding
+    };
+    if vowel_sound {
+        "an"
+    } else {
+        "a"
+    }
+}
+
+#[cfg(test)]
+mod article_tests {
+    use super::with_article;
+
+    #[test]
+    fn the_article_fits_the_word() {
+        for (word, said) in [
+            ("APPROVAL", "an APPROVAL"),
+            ("QUERY", "a QUERY"),
+            ("INFORMATION", "an INFORMATION"),
+            ("REPORT", "a REPORT"),
+            ("async-mode", "an async-mode"),
+            ("sync-mode", "a sync-mode"),
+            ("execute_task", "an execute_task"),
+            ("SSE", "an SSE"),
+            ("HTTP", "an HTTP"),
+            ("TCP", "a TCP"),
+            ("URL", "a URL"),
+            ("unique", "a unique"),
+            ("", "a "),
+        ] {
+            assert_eq!(with_article(word), said);
+        }
+    }
+}

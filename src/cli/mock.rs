@@ -290,7 +290,8 @@ async fn serve_line_agent(
     let bound_target = std::sync::OnceLock::new();
     let report_of = |service: &LineService| {
         let target = bound_target.get().unwrap_or(&target).clone();
-        let mut run = RunInfo::start("mock", protocol, target, seed, args.run.strict);
+        let mut run = RunInfo::start("mock", protocol, target, seed, args.run.strict)
+            .made_by(format!("mock agent --protocol {protocol}"));
         run.started = started;
         run.started_at = started_at.clone();
         run.report(service.cases(), &Redactor::new(None))

@@ -295,6 +295,9 @@ pub struct Note {
     received: Instant,
     /// For the request log (when it is on): the status planned and the behaviours applied.
     logged: Option<(u16, String)>,
+    /// A request agent-tck's probe marked as its own deliberate test: not the platform's, so
+    /// not on the platform's timeline.
+    probe: bool,
 }
 
 impl FleetHandler {
@@ -401,6 +404,7 @@ impl Handler for FleetHandler {
                 task: String::new(),
                 received: request.received,
                 logged: None,
+                probe: false,
             };
             return (plan, note);
         };
@@ -489,6 +493,7 @@ impl Handler for FleetHandler {
             task: task.to_string(),
             received: request.received,
             logged,
+            probe: deliberate.is_some(),
         };
         (plan, note)
     }
@@ -523,8 +528,12 @@ impl Handler for FleetHandler {
 
     async fn finish(&self, note: Note, delivered: Delivered) {
         if let Some(index) = note.agent {
-            self.timeline
-                .record(index, note.endpoint.clone(), note.received, &delivered);
+            if note.probe {
+                self.timeline.leave_out();
+            } else {
+                self.timeline
+                    .record(index, note.endpoint.clone(), note.received, &delivered);
+            }
             self.observer.on_answer(&Answered {
                 seq: note.seq,
                 agent: self.agents[index].name(),

@@ -238,6 +238,8 @@ impl Judge {
     /// The verdicts: the observer's, then the stdio checks that had something to judge.
     fn cases(&self, agent: &MockAgent) -> Vec<CaseResult> {
         let mut cases = self.observer.cases();
+        // Lines carry no headers: what is judged on them cannot apply here.
+        cases.retain(|c| !super::observe::HTTP_ONLY.contains(&c.id.as_str()));
         if let Ok(drains) = self.drains.lock() {
             if drains.checked > 0 {
                 cases.push(drains.judged(

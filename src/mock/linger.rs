@@ -22,7 +22,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::line_journal::{self, forked_case, Event};
-use crate::report::{junit, Report, Summary};
+use crate::report::{junit, Report};
 
 /// The case the child settles.
 pub const FORKED_CASE: &str = "stdio.kills-process-group";
@@ -249,7 +249,7 @@ fn settle(json: &Path, junit_path: Option<&Path>, verdict: Result<String, String
         }
         None => forked_case(case.clone(), &[(pass, message)]),
     };
-    report.summary = Summary::of(&report.cases);
+    report.summarize();
     let _ = std::fs::write(json, crate::report::json::to_string(&report));
     if let Some(path) = junit_path {
         let _ = std::fs::write(path, junit::to_string(&report));

@@ -210,6 +210,10 @@ impl Common {
     }
 }
 
+/// The shared cases judged on HTTP headers (the bearer key): a line transport (stdio, a socket)
+/// carries none, so a line mock leaves them out of its report.
+pub const HTTP_ONLY: [&str; 2] = ["platform.bearer", "platform.no-stray-bearer"];
+
 /// Marks every case skipped when no request reached the fleet.
 pub fn skip_all_if_none(cases: &mut [CaseResult], total: u64) {
     if total == 0 {

@@ -220,19 +220,18 @@ pub async fn run_to_end(
         .driver
         .as_ref()
         .map(|d| d.base.to_string())
-        .unwrap_or_else(|| {
-            format!(
-                "the platform that called {}",
-                served.urls.first().cloned().unwrap_or_default()
-            )
-        });
+        .unwrap_or_else(|| caller_of(&served.urls));
     let mut run = RunInfo::start(
         "mock",
         settings.protocol.name(),
         target,
         settings.seed,
         settings.strict,
-    );
+    )
+    .made_by(match settings.banner {
+        Banner::Agent => format!("mock agent --protocol {}", settings.protocol.name()),
+        Banner::Fleet => format!("mock fleet ({})", settings.protocol.name()),
+    });
     run.started = started;
     run.started_at = started_at;
     let mut report = run.report(cases, &Redactor::new(secrets));
@@ -244,6 +243,13 @@ pub async fn run_to_end(
         ));
     }
     report.timeline = timeline;
+    let left_out = served.handler.timeline.left_out();
+    if left_out > 0 {
+        report.notes.push(format!(
+            "the timeline leaves out the {left_out} answer(s) to requests agent-tck's probe \
+             marked as its own deliberate tests (x-agent-tck-case): they are not the platform's"
+        ));
+    }
     // The servers are stopped: what is queued is the whole journal.
     let lines = served.handler.journal.close().await?;
     if let Some(path) = &settings.journal {
@@ -253,6 +259,31 @@ pub async fn run_to_end(
         report,
         interrupted,
     })
+}
+
+/// The report's target when no driver named the platform: the platform, as what called the
+/// agents (`the platform that called the 6 agents under http://127.0.0.1:4000/agents/`), not as
+/// one of them.
+fn caller_of(urls: &[String]) -> String {
+    match urls {
+        [] => "the platform (no agent served)".to_string(),
+        [one] => format!("the platform that called {one}"),
+        [first, .., last] => {
+            let prefix = |url: &str| url.find("/agents/").map(|at| url[..at + 8].to_string());
+            match prefix(first) {
+                Some(p) if urls.iter().all(|u| u.starts_with(&p)) => {
+                    format!(
+                        "the platform that called the {} agents under {p}",
+                        urls.len()
+                    )
+                }
+                _ => format!(
+                    "the platform that called the {} agents at {first} … {last}",
+                    urls.len()
+                ),
+            }
+        }
+    }
 }
 
 const REACHED_FLEET: &str = "platform.reached-fleet";
@@ -376,4 +407,33 @@ fn advertised_urls(served: &fleet::Served, advertise: Option<&str>) -> Vec<Strin
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::caller_of;
+
+    #[test]
+    fn the_target_names_the_platform_as_what_called_the_fleet() {
+        let shared: Vec<String> = ["steady-1", "steady-2", "slow-1"]
+            .iter()
+            .map(|n| format!("http://127.0.0.1:4000/agents/{n}"))
+            .collect();
+        assert_eq!(
+            caller_of(&shared),
+            "the platform that called the 3 agents under http://127.0.0.1:4000/agents/"
+        );
+        let ports = vec![
+            "http://127.0.0.1:4001".to_string(),
+            "http://127.0.0.1:4002".to_string(),
+        ];
+        assert_eq!(
+            caller_of(&ports),
+            "the platform that called the 2 agents at http://127.0.0.1:4001 … http://127.0.0.1:4002"
+        );
+        assert_eq!(
+            caller_of(&shared[..1]),
+            "the platform that called http://127.0.0.1:4000/agents/steady-1"
+        );
+    }
 }

@@ -18,6 +18,8 @@ pub struct Timeline {
     /// Each agent's lane: its name and behaviours, by the agent's index.
     lanes: Vec<String>,
     kept: Mutex<Kept>,
+    /// Answers to requests agent-tck's probe marked as its own: left out of the platform's plot.
+    left_out: std::sync::atomic::AtomicU64,
 }
 
 /// A span as recorded on the hot path: the lane by index, the outcome as it is; made a
@@ -48,7 +50,19 @@ impl Timeline {
                 rng: 0x9e37_79b9_7f4a_7c15,
                 ..Kept::default()
             }),
+            left_out: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// An answer to a request the probe marked as its own: counted, not plotted.
+    pub fn leave_out(&self) {
+        self.left_out
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How many answers [`leave_out`](Self::leave_out) kept off the plot.
+    pub fn left_out(&self) -> u64 {
+        self.left_out.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// An answer of agent `lane` that is over.

@@ -447,8 +447,8 @@ impl ServedAgents {
             Some(with) => with(name, files),
             None if files.is_empty() => Ok(self.agents.reference(name, seed)),
             None => Err(Error::usage(format!(
-                "--scenario: a {} agent takes no scenario files",
-                self.agents.name()
+                "--scenario: {} agent takes no scenario files",
+                crate::text::with_article(self.agents.name())
             ))),
         }
     }

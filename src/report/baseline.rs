@@ -14,7 +14,7 @@
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-use super::{CaseResult, Report, Status, Summary};
+use super::{CaseResult, Report, Status};
 
 /// One expected failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,7 +142,7 @@ impl Baseline {
             }
             mark(case, entry);
         }
-        report.summary = Summary::of(&report.cases);
+        report.summarize();
         if !expired.is_empty() {
             report.notes.push(format!(
                 "baseline: expired, judged as usual: {}",

@@ -54,8 +54,11 @@ pub fn render(report: &Report, colour: bool) -> String {
     let p = Paint { on: colour };
     let mut out = String::new();
     out.push_str(&format!(
-        "agent-tck {} · {} {} · {} · seed {}\n\n",
-        report.version, report.role, report.protocol, report.target, report.seed
+        "agent-tck {} · {} · {}{}\n\n",
+        report.version,
+        report.title(),
+        report.target,
+        report.seed_text()
     ));
     let id_width = report.cases.iter().map(|c| c.id.len()).max().unwrap_or(0);
     // UNMET, XFAIL and STALE are the five-letter words.
@@ -161,10 +164,50 @@ pub fn render(report: &Report, colour: bool) -> String {
         }
         out.push_str(&format!("{line}\n"));
     }
-    let mut last = format!(
-        "{} passed, {} failed, {} skipped",
-        s.passed, s.failed, s.skipped
-    );
+    let stale = report.blocking_stale();
+    if !stale.is_empty() {
+        // The summary above counts failures only: say what else fails the run, by name.
+        out.push_str(&format!(
+            "--strict: {} stale baseline entr{} fail{} the run (passing now; remove {} from \
+             the baseline): {}\n",
+            stale.len(),
+            if stale.len() == 1 { "y" } else { "ies" },
+            if stale.len() == 1 { "s" } else { "" },
+            if stale.len() == 1 { "it" } else { "them" },
+            stale.join(", ")
+        ));
+    }
+    let code = if report.exit_code() == super::Exit::Passed {
+        "1;32"
+    } else {
+        "1;31"
+    };
+    out.push_str(&p.paint(code, &last_line(report)));
+    out.push('\n');
+    out
+}
+
+/// `14 passed, 0 failed, 1 warning, 3 skipped`: `failed` counts what fails the run; a SHOULD
+/// failure that does not (no `--strict`) is a warning, a MAY one is noted.
+pub fn counts(s: &super::Summary) -> String {
+    let mut line = format!("{} passed, {} failed", s.passed, s.failing());
+    if s.warnings > 0 {
+        line.push_str(&format!(
+            ", {} warning{}",
+            s.warnings,
+            if s.warnings == 1 { "" } else { "s" }
+        ));
+    }
+    if s.failed_may > 0 {
+        line.push_str(&format!(", {} noted (MAY)", s.failed_may));
+    }
+    line.push_str(&format!(", {} skipped", s.skipped));
+    line
+}
+
+fn last_line(report: &Report) -> String {
+    let s = &report.summary;
+    let mut last = counts(s);
     if s.xfailed + s.stale > 0 {
         last.push_str(&format!(
             ", {} expected failure(s) (--baseline), {} stale baseline entr{}",
@@ -179,14 +222,7 @@ pub fn render(report: &Report, colour: bool) -> String {
             s.must
         ));
     }
-    let code = if report.exit_code() == super::Exit::Passed {
-        "1;32"
-    } else {
-        "1;31"
-    };
-    out.push_str(&p.paint(code, &last));
-    out.push('\n');
-    out
+    last
 }
 
 /// ` · evaluation: met 3/5` after a group's name when it holds evaluation cases.

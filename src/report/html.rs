@@ -88,17 +88,15 @@ pub fn to_string(report: &Report) -> String {
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
     out.push_str(&format!(
-        "<title>agent-tck {} {} · {}</title><style>{STYLE}</style></head><body>",
-        escape(&report.role),
-        escape(&report.protocol),
+        "<title>agent-tck {} · {}</title><style>{STYLE}</style></head><body>",
+        escape(&report.title()),
         if passed { "PASS" } else { "FAIL" }
     ));
     out.push_str(&format!(
-        "<header class=\"{}\"><h1>{} · {} {}</h1><p>{}</p></header><main>",
+        "<header class=\"{}\"><h1>{} · {}</h1><p>{}</p></header><main>",
         if passed { "pass" } else { "fail" },
         if passed { "PASS" } else { "FAIL" },
-        escape(&report.role),
-        escape(&report.protocol),
+        escape(&report.title()),
         escape(&exit_why(report)),
     ));
     summary(&mut out, report);
@@ -120,9 +118,10 @@ fn exit_why(report: &Report) -> String {
     let blocking: Vec<&str> = report
         .cases
         .iter()
-        .filter(|c| report.is_blocking(c))
+        .filter(|c| report.is_blocking(c) && c.status != Status::Stale)
         .map(|c| c.id.as_str())
         .collect();
+    let stale = report.blocking_stale();
     let mut reasons = Vec::new();
     if !blocking.is_empty() {
         let more = blocking.len().saturating_sub(8);
@@ -135,6 +134,14 @@ fn exit_why(report: &Report) -> String {
             } else {
                 String::new()
             }
+        ));
+    }
+    if !stale.is_empty() {
+        reasons.push(format!(
+            "--strict: {} stale baseline entr{} (passing now; remove from the baseline): {}",
+            stale.len(),
+            if stale.len() == 1 { "y" } else { "ies" },
+            stale.join(", ")
         ));
     }
     if report.judged_nothing() {
@@ -163,9 +170,15 @@ fn exit_why(report: &Report) -> String {
 fn summary(out: &mut String, report: &Report) {
     let s = &report.summary;
     out.push_str("<dl class=\"facts\">");
-    let facts = [
+    let mut facts = vec![
+        ("counts", super::console::counts(s)),
         ("target", report.target.clone()),
-        ("seed", report.seed.to_string()),
+    ];
+    // A run without a seed (a lint, a merge of runs of different seeds) shows none.
+    if let Some(seed) = report.seed {
+        facts.push(("seed", seed.to_string()));
+    }
+    facts.extend([
         ("started", report.started_at.clone()),
         (
             "duration",
@@ -173,7 +186,7 @@ fn summary(out: &mut String, report: &Report) {
         ),
         ("strict", report.strict.to_string()),
         ("tool", format!("{} {}", report.tool, report.version)),
-    ];
+    ]);
     for (k, v) in facts {
         out.push_str(&format!("<dt>{k}</dt><dd>{}</dd>", escape(&v)));
     }

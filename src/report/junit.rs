@@ -34,18 +34,34 @@ pub fn to_string(report: &Report) -> String {
         }
     }
     let target = xml_safe(&report.target);
-    let seed = report.seed.to_string();
+    let seed = report.seed.map(|s| s.to_string());
     for (group, cases) in groups {
         let mut suite = TestSuite::new(xml_safe(&group));
         if cases.iter().all(|c| c.kind == Kind::Evaluation) {
             let met = cases.iter().filter(|c| c.status == Status::Pass).count();
             suite.add_property(("score", format!("{met}/{}", cases.len()).as_str()));
         }
+        // A SHOULD failure that does not fail the run is a passed testcase: the suite says how
+        // many such warnings it holds, so that they are not read as passes.
+        let warnings = cases
+            .iter()
+            .filter(|c| {
+                c.kind == Kind::Conformance
+                    && c.status == Status::Fail
+                    && c.level == super::Level::Should
+                    && !report.is_blocking(c)
+            })
+            .count();
         for case in cases {
             suite.add_test_case(test_case(report, case));
         }
         suite.add_property(("target", target.as_str()));
-        suite.add_property(("seed", seed.as_str()));
+        if let Some(seed) = &seed {
+            suite.add_property(("seed", seed.as_str()));
+        }
+        if warnings > 0 {
+            suite.add_property(("warnings", warnings.to_string().as_str()));
+        }
         junit.add_test_suite(suite);
     }
     if let (Some(min), Some(score)) = (report.min_score, report.summary.evaluation) {

@@ -313,7 +313,7 @@ mod tests {
     #[test]
     fn a_rule_passes_on_what_it_judged_and_skips_with_nothing() {
         let clean = lint(vec![], false);
-        let report = clean.report("t", RunInfo::start("lint", "p", "t", 0, false));
+        let report = clean.report("t", RunInfo::start("lint", "p", "t", None, false));
         let kebab = &report.cases[0];
         assert_eq!(kebab.status, super::super::Status::Pass);
         assert_eq!(kebab.evidence, Some(Evidence::new(1, "names")));

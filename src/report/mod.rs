@@ -9,6 +9,8 @@ pub mod json;
 pub mod junit;
 pub mod lint;
 pub mod output;
+#[cfg(test)]
+mod shown;
 pub mod tools;
 
 use serde::{Deserialize, Serialize};
@@ -326,6 +328,10 @@ pub struct Summary {
     pub xfailed: usize,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub stale: usize,
+    /// SHOULD failures that do not fail the run (not `--strict`): counted in `failed` too (as
+    /// ever), and shown as warnings, not failures, by the console and the HTML report.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub warnings: usize,
     /// The evaluation score, when the run had evaluation cases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluation: Option<Score>,
@@ -409,6 +415,12 @@ impl Summary {
         }
         s
     }
+
+    /// The failures that fail the run: MUST ones, and SHOULD ones under `--strict` (not the
+    /// warnings, nor the MAY failures, which are noted).
+    pub fn failing(&self) -> usize {
+        self.failed - self.warnings - self.failed_may
+    }
 }
 
 /// A whole run.
@@ -421,7 +433,14 @@ pub struct Report {
     pub protocol: String,
     /// What was tested: the agent's base URL, or the platform.
     pub target: String,
-    pub seed: u64,
+    /// The seed the run's choices came from; absent where nothing was chosen by one (a lint, a
+    /// merge of runs, a Librarian mock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// The command that made the report (`probe orchestration`, `mock fleet`), when it is not
+    /// `ROLE PROTOCOL`: the title the reports show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
     /// Whether SHOULD failures fail the run.
     pub strict: bool,
     /// RFC 3339, UTC.
@@ -471,30 +490,45 @@ pub struct RunInfo {
     pub role: &'static str,
     pub protocol: String,
     pub target: String,
-    pub seed: u64,
+    pub seed: Option<u64>,
+    /// See [`Report::command`].
+    pub command: Option<String>,
     pub strict: bool,
     pub started_at: String,
     pub started: std::time::Instant,
 }
 
 impl RunInfo {
-    /// Starts the clock of a run.
+    /// Starts the clock of a run (`seed`: a number, or `None` for a run that chooses nothing).
     pub fn start(
         role: &'static str,
         protocol: impl Into<String>,
         target: impl Into<String>,
-        seed: u64,
+        seed: impl Into<Option<u64>>,
         strict: bool,
     ) -> RunInfo {
         RunInfo {
             role,
             protocol: protocol.into(),
             target: target.into(),
-            seed,
+            seed: seed.into(),
+            command: None,
             strict,
             started_at: now_rfc3339(),
             started: std::time::Instant::now(),
         }
+    }
+
+    /// The same run, made by `command` (`probe orchestration`): its reports are titled so.
+    pub fn made_by(mut self, command: impl Into<String>) -> RunInfo {
+        self.command = Some(command.into());
+        self
+    }
+
+    /// The same run, with no seed: for a judge that chooses nothing (a journal read back).
+    pub fn seedless(mut self) -> RunInfo {
+        self.seed = None;
+        self
     }
 
     /// The finished report, with every secret redacted.
@@ -509,16 +543,18 @@ impl RunInfo {
             protocol: self.protocol,
             target: self.target,
             seed: self.seed,
+            command: self.command,
             strict: self.strict,
             started_at: self.started_at,
             duration_ms: self.started.elapsed().as_millis() as u64,
-            summary: Summary::of(&cases),
+            summary: Summary::default(),
             cases,
             notes: Vec::new(),
             min_score: None,
             timeline: Vec::new(),
             counts: Vec::new(),
         };
+        report.summarize();
         report.redact(redactor);
         if redactor.has_short_secret() {
             report.notes.push(format!(
@@ -533,6 +569,40 @@ impl RunInfo {
 }
 
 impl Report {
+    /// What the reports are titled: the command that made it (`probe orchestration`, `mock
+    /// fleet`), else `ROLE PROTOCOL` (`probe roundtable`).
+    pub fn title(&self) -> String {
+        match &self.command {
+            Some(command) => command.clone(),
+            None => format!("{} {}", self.role, self.protocol),
+        }
+    }
+
+    /// ` · seed N` for a header, nothing for a run without a seed.
+    pub fn seed_text(&self) -> String {
+        self.seed
+            .map(|s| format!(" · seed {s}"))
+            .unwrap_or_default()
+    }
+
+    /// Counts the cases again (after they changed: a baseline applied, reports merged), with
+    /// the SHOULD failures that do not fail the run counted as warnings.
+    pub fn summarize(&mut self) {
+        self.summary = Summary::of(&self.cases);
+        if !self.strict {
+            self.summary.warnings = self.summary.failed_should;
+        }
+    }
+
+    /// The stale baseline entries that fail the run (`--strict`), by case id.
+    pub fn blocking_stale(&self) -> Vec<&str> {
+        self.cases
+            .iter()
+            .filter(|c| c.status == Status::Stale && self.is_blocking(c))
+            .map(|c| c.id.as_str())
+            .collect()
+    }
+
     /// 0: no MUST failure (and, under `--strict`, no SHOULD failure), no gated expectation
     /// unmet, the evaluation score not below `--min-score`; 1 otherwise.
     pub fn exit_code(&self) -> Exit {

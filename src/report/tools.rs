@@ -169,11 +169,10 @@ pub fn merge(parts: &[(String, Report)]) -> Result<Report, ReportFileError> {
         "merged from {}",
         all.iter()
             .map(|(file, r)| format!(
-                "{file} ({} {} against {}, seed {}, {} cases)",
-                r.role,
-                r.protocol,
+                "{file} ({} against {}{}, {} cases)",
+                r.title(),
                 r.target,
-                r.seed,
+                r.seed.map(|s| format!(", seed {s}")).unwrap_or_default(),
                 r.cases.len()
             ))
             .collect::<Vec<_>>()
@@ -186,7 +185,7 @@ pub fn merge(parts: &[(String, Report)]) -> Result<Report, ReportFileError> {
             }
         }
     }
-    Ok(Report {
+    let mut merged = Report {
         tool: "agent-tck".into(),
         version: crate::VERSION.into(),
         role: if same(|r| &r.role) {
@@ -196,17 +195,27 @@ pub fn merge(parts: &[(String, Report)]) -> Result<Report, ReportFileError> {
         },
         protocol: joined(|r| &r.protocol),
         target: joined(|r| &r.target),
+        // One seed when every run had the same; none otherwise (no seed made the whole).
         seed: if parts.iter().all(|(_, r)| r.seed == first.seed) {
             first.seed
         } else {
-            0
+            None
         },
+        command: Some(format!("report merge of {}", {
+            let mut titles: Vec<String> = Vec::new();
+            for (_, r) in parts {
+                if !titles.contains(&r.title()) {
+                    titles.push(r.title());
+                }
+            }
+            titles.join(" + ")
+        })),
         strict: parts.iter().any(|(_, r)| r.strict),
         started_at: start
             .and_then(|s| s.format(&Rfc3339).ok())
             .unwrap_or_else(|| first.started_at.clone()),
         duration_ms,
-        summary: Summary::of(&cases),
+        summary: Summary::default(),
         cases,
         notes,
         timeline: Vec::new(),
@@ -216,7 +225,9 @@ pub fn merge(parts: &[(String, Report)]) -> Result<Report, ReportFileError> {
             .all(|(_, r)| r.min_score == first.min_score)
             .then_some(first.min_score)
             .flatten(),
-    })
+    };
+    merged.summarize();
+    Ok(merged)
 }
 
 /// What changed from one run to the next.

@@ -16,7 +16,7 @@ use matrix::Matrix;
 use crate::error::Error;
 use crate::probe::args::{RunArgs, SuiteArgs};
 use crate::protocols::{Protocol, SelftestRun};
-use crate::report::{CaseResult, Evidence, Level, Report, Summary};
+use crate::report::{CaseResult, Evidence, Level, Report};
 
 /// What the self-test found: the protocols' reports merged, each matrix row as a case of its own
 /// (group `matrix …`), and the verdict line.
@@ -96,6 +96,10 @@ pub async fn run(
         );
     }
     let mut report = merge(reports);
+    // One report of the protocols' runs, made by this command, with its seed (a lint's part
+    // has none of its own).
+    report.command = Some("selftest".into());
+    report.seed = Some(seed);
     on_report(&report)?;
     let (mut rows, mut rows_wrong, mut rows_unjudged) = (0, 0, 0);
     for matrix in Matrix::builtin()? {
@@ -109,7 +113,7 @@ pub async fn run(
                 .extend(results.iter().map(|r| row_case(&matrix, r)));
         }
     }
-    report.summary = Summary::of(&report.cases);
+    report.summarize();
     Ok(Outcome {
         report,
         rows,
@@ -127,7 +131,7 @@ fn merge(mut reports: Vec<Report>) -> Report {
         first.duration_ms += r.duration_ms;
         first.cases.extend(r.cases);
     }
-    first.summary = Summary::of(&first.cases);
+    first.summarize();
     first
 }
 

@@ -359,6 +359,25 @@ fn an_orchestrator_over_a_generated_set_is_judged_from_the_journal() {
     // The definitions lint clean, warnings included.
     let lint = tck(&["lint", "agents", &format!("{careful}/agents"), "--strict"]);
     assert_eq!(lint.status.code(), Some(0), "{}", text(&lint));
+    // A lint has no seed: its report names none, and is titled by its command.
+    let lint = tck(&[
+        "lint",
+        "agents",
+        &format!("{careful}/agents"),
+        "--format",
+        "json",
+    ]);
+    let linted: Value = serde_json::from_slice(&lint.stdout).unwrap();
+    assert_eq!(linted.get("seed"), None, "{linted}");
+    assert_eq!(linted["command"], "lint agents");
+    let lint = tck(&[
+        "lint",
+        "agents",
+        &format!("{careful}/agents"),
+        "--format",
+        "junit",
+    ]);
+    assert!(!text(&lint).contains("name=\"seed\""), "{}", text(&lint));
     // A second set is refused where the first one is.
     let again = tck(&["mock", "agents", "--dir", &careful]);
     assert_eq!(again.status.code(), Some(2));
@@ -368,6 +387,14 @@ fn an_orchestrator_over_a_generated_set_is_judged_from_the_journal() {
     set.orchestrate(&set.entry);
     let (out, report) = judge(&set, &format!("{careful}/agents"));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // Titled by the command that made it, not by the protocol's probe.
+    assert_eq!(report["command"], "probe orchestration");
+    assert_eq!(report.get("seed"), None, "a journal read back has no seed");
+    assert!(
+        text(&out).contains(" · probe orchestration · "),
+        "{}",
+        text(&out)
+    );
     assert_eq!(failed_ids(&report), Vec::<String>::new());
     let runs = std::fs::read_to_string(&set.journal)
         .unwrap()

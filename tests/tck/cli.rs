@@ -228,10 +228,22 @@ fn selftest_passes_and_writes_both_reports() {
         })
         .count();
     // The last line counts conformance cases; the scenarios' expectations are scored apart.
+    let counts = format!("{agents_passed} passed, 0 failed, {skipped} skipped");
+    assert!(stdout.lines().any(|l| l == counts), "{stdout}");
+    // The stdio mock's own counts (its stderr, in stdio.engine-log) are quoted, never a line
+    // that reads like this run's.
+    let like_counts: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains(" passed, ") && l.contains(" skipped") && *l != counts)
+        .collect();
     assert!(
-        stdout
-            .lines()
-            .any(|l| l == format!("{agents_passed} passed, 0 failed, {skipped} skipped")),
+        like_counts
+            .iter()
+            .all(|l| l.trim_start().starts_with("stderr> ")),
+        "{like_counts:?}"
+    );
+    assert!(
+        stdout.starts_with(&format!("agent-tck {} · selftest · ", agent_tck::VERSION)),
         "{stdout}"
     );
     // Then the behaviour matrices: a row per behaviour (and transport), each as expected, each
@@ -260,7 +272,7 @@ fn selftest_passes_and_writes_both_reports() {
     );
     assert!(stdout.contains("seed 3"), "the seed is printed");
     assert!(!stdout.contains('\u{1b}'), "no colour when piped");
-    assert_eq!(report.seed, 3);
+    assert_eq!(report.seed, Some(3));
     assert!(
         !text(&out.stdout).contains("selftest-key-"),
         "the selftest key is redacted"

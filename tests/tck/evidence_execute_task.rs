@@ -314,6 +314,17 @@ async fn a_behaviour_that_never_took_effect_is_reported() {
     let (s, m, judged) = verdict(&report, "agent.behaviors-applied");
     assert_eq!((s, judged), (Status::Pass, 1), "{m}");
     assert!(m.contains("ignores-governance on 1 answer(s)"), "{m}");
+    // Lines carry no headers: the cases judged on them are not in a stdio mock's report.
+    for http_only in ["platform.bearer", "platform.no-stray-bearer"] {
+        assert!(
+            report.cases.iter().all(|c| c.id != http_only),
+            "{http_only} in a stdio report"
+        );
+    }
+    assert_eq!(
+        report.command.as_deref(),
+        Some("mock agent --protocol execute-task")
+    );
 
     let json = dir.path("never.json");
     let (_, report) = stdio_session("ignores-governance", &[first], &json).await;

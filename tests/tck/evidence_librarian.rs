@@ -1658,3 +1658,27 @@ async fn mock_fleet_reads_the_registry_flag() {
         "{err}"
     );
 }
+
+/// With only the token of an agent the registry lets make no APPROVAL, the cases that need one
+/// are not judged, and say why in plain English ("an APPROVAL", never "a APPROVAL").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_case_no_token_agent_may_ask_names_the_request_with_its_article() {
+    let served = server_forbidding().await;
+    let mut s = settings(&served.url, &["request.approval"]);
+    s.tokens.reverse();
+    s.tokens.truncate(1);
+    let report = tokio::time::timeout(Duration::from_secs(180), run(&s, &|_| {}))
+        .await
+        .expect("the probe ends within its deadlines")
+        .unwrap();
+    served.stop().await;
+    let approval = case(&report, "request.approval");
+    assert_eq!(approval.status, Status::Skip, "{}", approval.message);
+    assert!(
+        approval
+            .message
+            .starts_with("not judged: no --token agent may make an APPROVAL ("),
+        "{}",
+        approval.message
+    );
+}

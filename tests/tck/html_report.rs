@@ -102,6 +102,17 @@ async fn a_fleet_report_plots_its_requests_over_time() {
         .iter()
         .all(|s| s.lane == "steady [conforming]"));
     let page = agent_tck::report::html::to_string(&report);
+    // Titled by the command, and the target is the platform, not one of the agents.
+    assert!(
+        page.contains(" · mock fleet (roundtable)</h1>"),
+        "{}",
+        &page[..2000]
+    );
+    assert_eq!(
+        report.target,
+        format!("the platform that called {url}"),
+        "one agent: the platform is what called it"
+    );
     assert!(page.contains("requests over time, by agent"));
     assert!(page.contains("/analyze: answer time"));
     let value = serde_json::to_value(&report).unwrap();

@@ -342,6 +342,8 @@ async fn mock_librarian_on_the_command_line_stops_after_n_requests_and_journals_
         .contains("example-token"));
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["protocol"], "librarian");
+    // Nothing in a Librarian mock is chosen by a seed: the report names none.
+    assert_eq!(report.get("seed"), None, "{report}");
 }
 
 /// Runs `mock librarian` (with `extra` flags) until 4 requests: from each of two clients, one

@@ -48,6 +48,19 @@ async fn the_fleet_holds_against_the_reference_and_names_each_flaw() {
         "{:#?}",
         report.cases
     );
+    // Titled by the command that runs it, not as the Librarian's own mock.
+    let shown = agent_tck::report::console::render(&report, false);
+    assert!(
+        shown.starts_with(&format!(
+            "agent-tck {} · mock fleet (librarian) · ",
+            agent_tck::VERSION
+        )),
+        "{shown}"
+    );
+    assert!(
+        shown.lines().next().unwrap().ends_with(" · seed 1"),
+        "{shown}"
+    );
     for id in [
         "fleet.no-5xx",
         "fleet.refusals",

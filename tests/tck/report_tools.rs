@@ -98,7 +98,30 @@ fn a_baseline_written_from_a_run_holds_its_failures_and_goes_stale_when_they_are
     );
     assert!(shown.contains("remove it from the baseline"), "{shown}");
     let out = probe("conforming", &["--baseline", &base, "--strict"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{shown}");
+    // The summary says why it exits 1 though no case failed: the stale entries, by name.
+    let mut stale: Vec<String> = statuses(&json(&first))
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    stale.sort();
+    assert_eq!(stale.len(), 3, "{stale:?}");
+    let why = shown
+        .lines()
+        .find(|l| l.starts_with("--strict: "))
+        .unwrap_or_else(|| panic!("no --strict line: {shown}"));
+    let mut named: Vec<String> = why
+        .strip_prefix(
+            "--strict: 3 stale baseline entries fail the run (passing now; remove them from the \
+             baseline): ",
+        )
+        .unwrap_or_else(|| panic!("{why}"))
+        .split(", ")
+        .map(String::from)
+        .collect();
+    named.sort();
+    assert_eq!(named, stale, "{shown}");
 
     // A bad baseline is a usage error naming its line, before anything runs.
     std::fs::write(&base, "- id: a\n  reason: r\n  until: soon\n").unwrap();
@@ -133,6 +156,30 @@ fn shards_merged_give_the_unsharded_verdict_and_a_diff_names_what_changed() {
     let (w, m) = (json(&whole), json(&merged));
     assert_eq!(case_statuses(&w), case_statuses(&m));
     assert_eq!(w["summary"], m["summary"]);
+    // execute.metrics is a SHOULD failure without --strict: a warning, not a failure.
+    assert_eq!(w["summary"]["warnings"], 1, "{}", w["summary"]);
+    let out = probe(behavior, &[]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        shown.trim_end().lines().last(),
+        Some(
+            format!(
+                "{} passed, 1 failed, 1 warning, {} skipped",
+                w["summary"]["passed"], w["summary"]["skipped"]
+            )
+            .as_str()
+        ),
+        "{shown}"
+    );
+    // The merge is titled by its command and keeps the runs' one seed.
+    assert_eq!(m["command"], "report merge of probe agent-standard");
+    assert_eq!(m["seed"], 3);
+    let out = tck(&["report", "merge", &plan, &execute]);
+    assert!(
+        text(&out).contains(" · report merge of probe agent-standard · "),
+        "{}",
+        text(&out)
+    );
     assert_eq!(agent_tck::schema::schemas().validate("report", &m), vec![]);
     // A repeat is not a shard.
     let out = tck(&["report", "merge", &plan, &plan]);

@@ -380,3 +380,57 @@ async fn junit_warnings_are_passed_testcases_unless_strict() {
     assert_eq!(failures.len(), warned.len(), "{xml}");
     assert!(failures.iter().all(|t| *t == "SHOULD failure"));
 }
+
+/// The self-test's pair: `probe execute-task` over stdio against the kit's own mock agent. The
+/// mock prints its own report (ending with its counts) on stderr; `stdio.engine-log` quotes
+/// those lines as the agent's stderr, so that none of them reads as this run's verdict.
+#[test]
+fn the_stdio_agents_stderr_is_quoted_not_read_as_the_verdict() {
+    let dir = TempDir::new("engine-log");
+    let json = dir.path("report.json");
+    let agent = format!("'{EXE}' mock agent --protocol execute-task --stdio --name judge");
+    let out = tck(&["probe", "execute-task", "--stdio", &agent, "--json", &json]);
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    let report: Report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let log = report
+        .cases
+        .iter()
+        .find(|c| c.id == "stdio.engine-log")
+        .expect("stdio.engine-log");
+    let mut lines = log.message.lines();
+    let first = lines.next().unwrap();
+    assert!(
+        first.starts_with("stderr: ")
+            && first.contains("; process group ended")
+            && first.ends_with(" line(s) of stderr, quoted:"),
+        "{}",
+        log.message
+    );
+    let quoted: Vec<&str> = lines.collect();
+    assert!(!quoted.is_empty(), "{}", log.message);
+    assert!(
+        quoted.iter().all(|l| l.starts_with("  stderr> ")),
+        "{}",
+        log.message
+    );
+    // The mock's own counts are among them, quoted.
+    assert!(
+        quoted.iter().any(|l| l.ends_with(" skipped")),
+        "{}",
+        log.message
+    );
+    // On the console, the run's own counts are the last line; the mock's are only quoted.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let counts: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains(" passed, ") && l.ends_with(" skipped"))
+        .collect();
+    assert_eq!(counts.len(), 2, "{stdout}");
+    assert!(counts[0].trim_start().starts_with("stderr> "), "{stdout}");
+    assert_eq!(
+        Some(counts[1]),
+        stdout.trim_end().lines().last(),
+        "{stdout}"
+    );
+}

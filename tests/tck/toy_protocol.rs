@@ -140,7 +140,7 @@ async fn the_toys_probe_command_runs() {
         .await
         .unwrap();
     assert_eq!(failed(&report), ["hello.by-name"]);
-    assert_eq!(report.seed, 3);
+    assert_eq!(report.seed, Some(3));
     let e = probe
         .run(
             &probe

@@ -235,7 +235,12 @@ pub fn write(
         std::fs::write(path, sarif_text() + "\n")
             .map_err(|e| Error::run(format!("--sarif {}: {e}", path.display())))?;
     }
-    let report = || lint.report(target, RunInfo::start("lint", NAME, target, 0, lint.strict));
+    let report = || {
+        lint.report(
+            target,
+            RunInfo::start("lint", NAME, target, None, lint.strict).made_by("lint agents"),
+        )
+    };
     match format {
         Format::Console => crate::out!("{}", lint.console()),
         Format::Sarif => crate::outln!("{}", sarif_text()),
@@ -447,20 +452,14 @@ struct StandardSelftest;
 
 impl Selftest for StandardSelftest {
     /// The built-in example definitions lint clean, every rule with them.
-    fn run<'a>(&'a self, at: SelftestRun<'a>) -> BoxFuture<'a, Result<Report, Error>> {
+    fn run<'a>(&'a self, _at: SelftestRun<'a>) -> BoxFuture<'a, Result<Report, Error>> {
         Box::pin(async move {
             let defs: Vec<_> = EXAMPLES
                 .iter()
                 .map(|(path, text)| super::definition::read(path, text))
                 .collect();
             let result = lint::lint(&defs, &Extra::default(), true);
-            let info = RunInfo::start(
-                "lint",
-                NAME,
-                "the built-in example definitions",
-                at.seed,
-                true,
-            );
+            let info = RunInfo::start("lint", NAME, "the built-in example definitions", None, true);
             Ok(result.report("suites/agent-standard/agents", info))
         })
     }

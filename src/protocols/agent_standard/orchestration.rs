@@ -159,7 +159,12 @@ pub async fn run(
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(" ");
-    let info = settings.common.run_info(super::NAME, target);
+    let info = settings
+        .common
+        .run_info(super::NAME, target)
+        .made_by("probe orchestration")
+        // It reads a journal back: nothing is chosen by a seed.
+        .seedless();
     let mut lines = Vec::new();
     let mut bad = Vec::new();
     for path in &settings.journals {

@@ -252,14 +252,18 @@ fn has_object(result: &Value, mode: &str, field: &str) -> Verdict {
     let said = own_mode(result);
     if said != mode {
         return Verdict::Held(Judged::nothing(format!(
-            "not a {mode}-mode result (execution_mode {said:?}): a run in {mode} mode (--mode \
-             {mode} or both with --exec) would exercise this"
+            "not {} result (execution_mode {said:?}): a run in {mode} mode (--mode {mode} or \
+             both with --exec) would exercise this",
+            crate::text::with_article(&format!("{mode}-mode"))
         )));
     }
     if result[field].is_object() {
         Verdict::Held(Judged::held(1, format!("{mode}-mode result"), ""))
     } else {
-        Verdict::Broken(format!("no {field} object in a {mode}-mode result"))
+        Verdict::Broken(format!(
+            "no {field} object in {} result",
+            crate::text::with_article(&format!("{mode}-mode"))
+        ))
     }
 }
 

@@ -23,7 +23,7 @@ use crate::protocols::plugin::{
     ProbeJob, Protocol, ProtocolCommand, Selftest, SelftestRun, SettingsError, UserFile,
 };
 use crate::report::output::OutputArgs;
-use crate::report::{CaseResult, Report, RunInfo, Summary};
+use crate::report::{CaseResult, Report, RunInfo};
 use crate::units::parse_duration;
 
 /// The async connector in the registry.
@@ -267,7 +267,8 @@ impl ClientFleet for ConnectorFleet {
                 crate::units::format_duration(limit)
             );
             let readiness = ready::wait(&fleet, limit).await;
-            let info = RunInfo::start("mock", NAME, fleet.target(), seed, at.strict);
+            let info = RunInfo::start("mock", NAME, fleet.target(), seed, at.strict)
+                .made_by(format!("mock fleet ({NAME})"));
             if let Some(problem) = readiness.problem(&declared) {
                 crate::outln!("{problem}");
                 served.stop().await;
@@ -313,7 +314,7 @@ fn with_case(mut report: Report, case: CaseResult) -> Report {
         .position(|c| c.group == case.group)
         .unwrap_or(0);
     report.cases.insert(at, case);
-    report.summary = Summary::of(&report.cases);
+    report.summarize();
     report
 }
 

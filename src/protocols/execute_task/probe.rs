@@ -204,18 +204,14 @@ impl Channel {
                 let cleanup = agent.shutdown().await;
                 let log = agent.stderr();
                 Some(format!(
-                    "stderr: {} byte(s){}; process group ended{}",
+                    "stderr: {} byte(s); process group ended{}{}",
                     log.total_bytes,
-                    if log.tail.trim().is_empty() {
-                        String::new()
-                    } else {
-                        format!(", last: {}", last_chars(log.tail.trim(), 400))
-                    },
                     if cleanup.signalled.is_empty() {
                         " (it had exited)".to_string()
                     } else {
                         format!(" with {}", cleanup.signalled.join(" then "))
-                    }
+                    },
+                    quoted_stderr(&log.tail)
                 ))
             }
             Inner::Socket(agent) => {
@@ -1078,6 +1074,23 @@ impl Across<'_> {
             log.count
         )
     }
+}
+
+/// The end of what the agent wrote to stderr, each line quoted (`  stderr> …`): the agent's
+/// words, not the report's (a mock agent's own summary line must not read as this run's
+/// verdict). Nothing when it wrote nothing.
+fn quoted_stderr(tail: &str) -> String {
+    let tail = tail.trim();
+    if tail.is_empty() {
+        return String::new();
+    }
+    let last = last_chars(tail, 400);
+    let lines: Vec<&str> = last.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut out = format!("; its last {} line(s) of stderr, quoted:", lines.len());
+    for line in lines {
+        out.push_str(&format!("\n  stderr> {line}"));
+    }
+    out
 }
 
 /// Where the answers carry NUL characters, terminal escapes or injection patterns.

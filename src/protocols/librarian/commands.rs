@@ -493,7 +493,7 @@ async fn judge_client(
         "mock",
         NAME,
         format!("the agent client that called {}", served.url),
-        0,
+        None,
         strict,
     );
     announce(&served.url);

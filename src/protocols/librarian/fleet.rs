@@ -955,7 +955,8 @@ fn mark_down(fleet: &Fleet, cases: &mut [CaseResult], error: &str) {
 
 /// Runs the fleet and judges the server.
 pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
-    let info = RunInfo::start("mock", super::NAME, fleet.target(), seed, strict);
+    let info = RunInfo::start("mock", super::NAME, fleet.target(), seed, strict)
+        .made_by(format!("mock fleet ({})", super::NAME));
     let asker = fleet.clients.iter().find(|c| c.behavior == "conforming");
     // First, whether the server is there at all (as the round-table fleet does): a server that
     // is down is one failure, not every request of every client for the whole duration. With a

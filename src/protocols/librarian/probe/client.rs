@@ -431,7 +431,7 @@ impl<'a> Client<'a> {
 
     /// The first --token agent that may make a valid `request_type` (see [`Self::able_with`]).
     pub(super) fn able(&self, request_type: &str) -> Result<usize, NoAsker> {
-        self.able_with(&format!("a {request_type}"), None, |a| {
+        self.able_with(&crate::text::with_article(request_type), None, |a| {
             self.template(a, request_type, 0)
         })
     }

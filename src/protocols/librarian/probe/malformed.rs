@@ -103,7 +103,11 @@ pub(super) async fn bad_input(c: &mut Client<'_>, kind: &str) -> Result<Verdict,
         ));
     }
     Ok(match refusal(&got) {
-        Refusal::Elsewhere(why) => says_nothing(&format!("a {kind} request"), &why, &got),
+        Refusal::Elsewhere(why) => says_nothing(
+            &format!("{} request", crate::text::with_article(kind)),
+            &why,
+            &got,
+        ),
         Refusal::Refused if (400..500).contains(&got.status) => {
             Verdict::held(1, format!("{kind} requests"), got.status.to_string())
         }

@@ -43,7 +43,11 @@ pub(super) async fn capabilities(c: &mut Client<'_>) -> Result<Verdict, NoAnswer
 pub(super) fn shaped(got: &Got, schema: &str, what: &str) -> Verdict {
     if got.status != 200 {
         return Verdict::fail(
-            format!("answered {}; expected 200 with a {what}", got.status),
+            format!(
+                "answered {}; expected 200 with {}",
+                got.status,
+                crate::text::with_article(what)
+            ),
             got,
         );
     }
@@ -55,7 +59,7 @@ pub(super) fn shaped(got: &Got, schema: &str, what: &str) -> Verdict {
         Verdict::held(
             1,
             format!("{what} answers"),
-            format!("a {what} (its shape is assumed)"),
+            format!("{} (its shape is assumed)", crate::text::with_article(what)),
         )
     } else {
         Verdict::fail(

@@ -125,7 +125,11 @@ pub async fn run(fleet: &Fleet, served: super::Served, strict: bool, seed: u64) 
         fleet.target(),
         seed,
         strict,
-    );
+    )
+    .made_by(format!(
+        "mock fleet ({})",
+        crate::protocols::connector::NAME
+    ));
     let started = Instant::now();
     let (drive, books) = super::exercise(fleet, served).await;
     let mut report = judge(fleet, &drive, &books, info);
