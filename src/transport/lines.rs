@@ -11,6 +11,15 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+/// What an agent that timed out without a byte wrote afterwards (`output_at_eof`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterSilence {
+    /// Bytes that came while its input was still open: a slow agent, not a buffering one.
+    Late(usize),
+    /// Bytes that came only once its input was ended (0: nothing at all).
+    AtEof(usize),
+}
+
 /// One answer from a line-oriented agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineAnswer {

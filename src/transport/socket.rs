@@ -17,8 +17,8 @@ use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 
+use super::lines::{AfterSilence, LineReader, ReadFail};
 pub use super::lines::{LineAnswer, LineError};
-use super::lines::{LineReader, ReadFail};
 
 /// Where the agent listens.
 #[derive(Debug, Clone)]
@@ -197,15 +197,28 @@ impl SocketAgent {
         result
     }
 
-    /// After an exchange that timed out with nothing read: shuts down our side of the
-    /// connection (the agent's end of input), reads what the agent writes until it closes or
-    /// `grace` passes, closes, and returns how many bytes came (0 without a connection). An
-    /// agent that holds its answers in an unflushed writer often writes them when its input ends.
-    pub async fn output_at_eof(&mut self, grace: Duration) -> usize {
+    /// After an exchange that timed out with nothing read: waits `open` more with the
+    /// connection whole (a slow agent answers then: `Late`), then shuts down our side of it (the
+    /// agent's end of input), reads what the agent writes until it closes or `grace` passes,
+    /// closes, and returns how many bytes came (`AtEof`; 0 without a connection). An agent that
+    /// holds its answers in an unflushed writer often writes them only when its input ends.
+    pub async fn output_at_eof(&mut self, open: Duration, grace: Duration) -> AfterSilence {
         let Some(conn) = self.conn.as_mut() else {
-            return 0;
+            return AfterSilence::AtEof(0);
         };
         conn.out_of_step = true;
+        let late = {
+            let (mut rd, _) = conn.stream.split();
+            matches!(
+                tokio::time::timeout(open, conn.reader.read_some(&mut rd)).await,
+                Ok(Ok(n)) if n > 0
+            )
+        };
+        if late {
+            let got = conn.reader.pending();
+            self.close().await;
+            return AfterSilence::Late(got);
+        }
         let until = tokio::time::Instant::now() + grace;
         let drain = async {
             conn.stream.shutdown().await;
@@ -219,7 +232,7 @@ impl SocketAgent {
         let _ = tokio::time::timeout_at(until, drain).await;
         let got = conn.reader.pending();
         self.close().await;
-        got
+        AfterSilence::AtEof(got)
     }
 
     /// Closes the connection, if one is open.

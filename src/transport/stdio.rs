@@ -27,8 +27,8 @@ use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
+use super::lines::{AfterSilence, LineReader, ReadFail};
 pub use super::lines::{LineAnswer, LineError};
-use super::lines::{LineReader, ReadFail};
 
 /// Longest answer line (persistent) or whole stdout (per-turn) accepted by default.
 pub const DEFAULT_MAX_LINE: usize = 5_000_000;
@@ -345,16 +345,25 @@ impl StdioAgent {
         self.restart().await
     }
 
-    /// After an exchange that timed out (persistent): closes the agent's stdin, reads what it
-    /// writes until it closes stdout or `grace` passes, and returns how many bytes of output are
-    /// buffered (0 without a process). An agent that holds its answers in an unflushed buffer
-    /// writes them when it exits at the end of its input; one that hangs writes nothing. The
-    /// process is left out of step: the next exchange restarts it.
-    pub async fn output_at_eof(&mut self, grace: Duration) -> usize {
+    /// After an exchange that timed out (persistent): waits `open` more with the agent's stdin
+    /// still open (a slow agent answers then: `Late`), then closes it and reads what it writes
+    /// until it closes stdout or `grace` passes (`AtEof`, the bytes of output buffered; 0
+    /// without a process). An agent that holds its answers in an unflushed buffer writes them
+    /// only when it exits at the end of its input; one that hangs writes nothing. The process is
+    /// left out of step: the next exchange restarts it.
+    pub async fn output_at_eof(&mut self, open: Duration, grace: Duration) -> AfterSilence {
         let Some(proc) = self.proc.as_mut() else {
-            return 0;
+            return AfterSilence::AtEof(0);
         };
         proc.out_of_step = true;
+        let until = tokio::time::Instant::now() + open;
+        if let Ok(Ok(n)) =
+            tokio::time::timeout_at(until, proc.reader.read_some(&mut proc.stdout)).await
+        {
+            if n > 0 {
+                return AfterSilence::Late(proc.reader.pending());
+            }
+        }
         // Dropping our end of the pipe is the agent's end of input.
         proc.stdin = None;
         let until = tokio::time::Instant::now() + grace;
@@ -365,7 +374,7 @@ impl StdioAgent {
                 break;
             }
         }
-        proc.reader.pending()
+        AfterSilence::AtEof(proc.reader.pending())
     }
 
     /// The stderr kept so far (all processes of this agent).

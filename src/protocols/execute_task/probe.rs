@@ -23,7 +23,7 @@ use crate::protocols::execute_task::model::{check_answer, discover_name, referen
 use crate::report::{CaseResult, Evidence, Exchange, Level, Report, RunInfo, Status};
 use crate::text::{excerpt, excerpt_str, shell_quote, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
-use crate::transport::lines::LineError;
+use crate::transport::lines::{AfterSilence, LineError};
 use crate::transport::socket::{SocketAddrSpec, SocketAgent, SocketMode};
 use crate::transport::stdio::{StdioAgent, StdioConfig, StdioMode};
 
@@ -281,7 +281,11 @@ impl Channel {
                 let answer = agent.exchange(&body, deadline).await;
                 // Nothing ever came out: does it all come out at the end of its input?
                 let at_eof = if persistent && silent_timeout(&answer, &self.log) {
-                    Some(agent.output_at_eof(EOF_GRACE.min(deadline)).await)
+                    Some(
+                        agent
+                            .output_at_eof(late_wait(deadline), EOF_GRACE.min(deadline))
+                            .await,
+                    )
                 } else {
                     None
                 };
@@ -299,7 +303,11 @@ impl Channel {
             Inner::Socket(agent) => {
                 let answer = agent.exchange(&body, deadline).await;
                 let at_eof = if silent_timeout(&answer, &self.log) {
-                    Some(agent.output_at_eof(EOF_GRACE.min(deadline)).await)
+                    Some(
+                        agent
+                            .output_at_eof(late_wait(deadline), EOF_GRACE.min(deadline))
+                            .await,
+                    )
                 } else {
                     None
                 };
@@ -382,6 +390,14 @@ impl Output {
 /// its input is ended (an interpreter's exit, on a busy machine).
 const EOF_GRACE: Duration = Duration::from_secs(2);
 
+/// How much longer an agent that timed out without a byte is waited for with its input still
+/// open, before it is ended: a slow agent's answer then is late, not buffered (taking it for a
+/// buffering one would skip the rest of its run). Its deadline again, at most 10 s: the wait is
+/// paid once per run, and only by an agent never heard.
+fn late_wait(deadline: Duration) -> Duration {
+    deadline.min(Duration::from_secs(10))
+}
+
 /// The exchange timed out with 0 bytes back, and nothing ever came back before it.
 fn silent_timeout(
     answer: &Result<crate::transport::lines::LineAnswer, LineError>,
@@ -392,19 +408,21 @@ fn silent_timeout(
 
 /// A line transport's answer, as the channel reports it: the error's text (with the unflushed
 /// hint when the agent timed out having never sent a byte), and what the log keeps of it.
-/// `at_eof`: the bytes the agent wrote once its input was ended after such a timeout (its
-/// stdin closed, persistent stdio; our side of the connection shut down, sockets); some bytes
-/// there show its answers wait in a buffer, and the run is stalled.
+/// `at_eof`: what the agent wrote after such a timeout — later with its input still open (a
+/// slow agent), or only once its input was ended (its stdin closed, persistent stdio; our side
+/// of the connection shut down, sockets): bytes then show its answers wait in a buffer, and the
+/// run is stalled.
 fn line_result(
     answer: Result<crate::transport::lines::LineAnswer, LineError>,
     log: &mut ExchangeLog,
     output: Output,
-    at_eof: Option<usize>,
+    at_eof: Option<AfterSilence>,
 ) -> Result<crate::transport::lines::LineAnswer, String> {
     let silent = silent_timeout(&answer, log);
     match &answer {
         Ok(_) | Err(LineError::TooLong { .. }) => log.heard = true,
         Err(LineError::Timeout { got, .. }) if *got > 0 => log.heard = true,
+        Err(_) if matches!(at_eof, Some(AfterSilence::Late(_))) => log.heard = true,
         Err(_) => {}
     }
     answer.map_err(|e| {
@@ -414,7 +432,11 @@ fn line_result(
         log.timeouts.push(e.to_string());
         match at_eof {
             _ if !silent => e.to_string(),
-            Some(bytes) if bytes > 0 => {
+            Some(AfterSilence::Late(bytes)) => format!(
+                "{e}; {bytes} bytes came later, with its input still open: a slow answer, not a \
+                 buffered one"
+            ),
+            Some(AfterSilence::AtEof(bytes)) if bytes > 0 => {
                 log.silent = true;
                 format!(
                     "{e}; when {} then, {bytes} bytes came out: its answers wait in a buffer \
@@ -1222,13 +1244,25 @@ mod tests {
             "{e}"
         );
         assert!(!log.silent);
-        let e = line_result(timeout(0), &mut log, Output::Stdout, Some(0)).unwrap_err();
+        let e = line_result(
+            timeout(0),
+            &mut log,
+            Output::Stdout,
+            Some(AfterSilence::AtEof(0)),
+        )
+        .unwrap_err();
         assert!(
             e.starts_with(&format!("{plain} — is stdout flushed?")),
             "{e}"
         );
         assert!(!log.silent, "nothing came at the end of its input: a hang");
-        let e = line_result(timeout(0), &mut log, Output::Stdout, Some(46)).unwrap_err();
+        let e = line_result(
+            timeout(0),
+            &mut log,
+            Output::Stdout,
+            Some(AfterSilence::AtEof(46)),
+        )
+        .unwrap_err();
         assert!(
             e.starts_with(&format!(
                 "{plain}; when its stdin was closed then, 46 bytes came out: its answers wait in a \
@@ -1238,10 +1272,31 @@ mod tests {
         );
         assert!(log.silent);
 
+        // A slow agent, not a buffering one: its answer came before its input was ended.
+        let mut slow = ExchangeLog::default();
+        let e = line_result(
+            timeout(0),
+            &mut slow,
+            Output::Stdout,
+            Some(AfterSilence::Late(46)),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            format!("{plain}; 46 bytes came later, with its input still open: a slow answer, not a buffered one")
+        );
+        assert!(!slow.silent && slow.heard);
+
         let mut heard = ExchangeLog::default();
         let e = line_result(timeout(5), &mut heard, Output::Stdout, None).unwrap_err();
         assert!(e.ends_with("5 bytes of it received"), "{e}");
-        let e = line_result(timeout(0), &mut heard, Output::Stdout, Some(46)).unwrap_err();
+        let e = line_result(
+            timeout(0),
+            &mut heard,
+            Output::Stdout,
+            Some(AfterSilence::AtEof(46)),
+        )
+        .unwrap_err();
         assert_eq!(e, plain);
         assert!(!heard.silent);
         assert_eq!(heard.timeouts.len(), 2);
