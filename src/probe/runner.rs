@@ -111,6 +111,8 @@ pub async fn run(
         settings.seed,
         settings.strict,
     );
+    super::interrupt::started(&run);
+    super::interrupt::secrets(settings.api_key.clone());
     let chosen = settings.suite.select(&settings.only)?;
     let layers = settings.suite.layers(&chosen)?;
     let runner = Runner {

@@ -15,6 +15,7 @@ use matrix::Matrix;
 
 use crate::error::Error;
 use crate::probe::args::{RunArgs, SuiteArgs};
+use crate::probe::interrupt::Sheet;
 use crate::protocols::{Protocol, SelftestRun};
 use crate::report::{CaseResult, Evidence, Level, Report, Summary};
 
@@ -75,6 +76,7 @@ pub async fn run(
     run: &RunArgs,
     suite: &SuiteArgs,
     exe: &Path,
+    sheet: &Sheet,
     on_report: impl FnOnce(&Report) -> Result<(), Error>,
 ) -> Result<Outcome, Error> {
     if protocols.is_empty() {
@@ -82,18 +84,18 @@ pub async fn run(
     }
     let mut reports = Vec::new();
     for protocol in protocols {
-        reports.push(
-            protocol
-                .capabilities()
-                .selftest
-                .run(SelftestRun {
-                    seed,
-                    run,
-                    suite,
-                    exe,
-                })
-                .await?,
-        );
+        let report = protocol
+            .capabilities()
+            .selftest
+            .run(SelftestRun {
+                seed,
+                run,
+                suite,
+                exe,
+            })
+            .await?;
+        report.cases.iter().for_each(|c| sheet.case_done(c));
+        reports.push(report);
     }
     let mut report = merge(reports);
     on_report(&report)?;
@@ -104,9 +106,9 @@ pub async fn run(
             rows += results.len();
             rows_wrong += results.iter().filter(|r| !r.ok()).count();
             rows_unjudged += results.iter().filter(|r| r.ok() && r.judged() == 0).count();
-            report
-                .cases
-                .extend(results.iter().map(|r| row_case(&matrix, r)));
+            let cases: Vec<CaseResult> = results.iter().map(|r| row_case(&matrix, r)).collect();
+            cases.iter().for_each(|c| sheet.case_done(c));
+            report.cases.extend(cases);
         }
     }
     report.summary = Summary::of(&report.cases);
@@ -116,6 +118,22 @@ pub async fn run(
         rows_wrong,
         rows_unjudged,
     })
+}
+
+/// The ids of the cases a self-test of `protocols` reports, as far as they are known before it
+/// runs (each protocol's built-in cases, then each matrix row): on Ctrl-C those not done are
+/// reported as not run.
+pub fn planned(protocols: &[&'static dyn Protocol]) -> Vec<String> {
+    let mut ids: Vec<String> = protocols
+        .iter()
+        .flat_map(|p| p.case_ids().unwrap_or_default())
+        .collect();
+    for matrix in Matrix::builtin().unwrap_or_default() {
+        if protocols.iter().any(|p| p.name() == matrix.protocol.name()) {
+            ids.extend(matrix.row_ids());
+        }
+    }
+    ids
 }
 
 /// One report of several: the cases one after the other (groups keep them apart).
@@ -141,7 +159,7 @@ fn row_case(matrix: &Matrix, row: &matrix::RowResult) -> CaseResult {
         }
     };
     let mut case = CaseResult::new(
-        &format!("matrix.{}.{}", matrix.protocol.name(), row.behavior),
+        &matrix::row_id(matrix.protocol.name(), &row.behavior),
         &format!("matrix {}", matrix.protocol.name()),
         Level::Must,
         &format!(
