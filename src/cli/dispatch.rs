@@ -208,7 +208,13 @@ async fn run_probe(protocol: &'static str, job: ProbeJob) -> Result<Ended, Error
         })
     };
     let stop = shutdown_signal();
-    let fallback = RunInfo::start("probe", protocol, "(interrupted before the run began)", 0, false);
+    let fallback = RunInfo::start(
+        "probe",
+        protocol,
+        "(interrupted before the run began)",
+        0,
+        false,
+    );
     let outcome = tokio::select! {
         report = sheet.record((job.run)(on_case)) => Some(report?),
         _ = stop => None,
@@ -249,10 +255,18 @@ async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
         args.run.strict,
     );
     let quiet = args.output.quiet;
-    let run = crate::selftest::run(&chosen, seed, &args.run, &args.suite, &exe, &sheet, |report| {
-        print_console(report, quiet);
-        Ok(())
-    });
+    let run = crate::selftest::run(
+        &chosen,
+        seed,
+        &args.run,
+        &args.suite,
+        &exe,
+        &sheet,
+        |report| {
+            print_console(report, quiet);
+            Ok(())
+        },
+    );
     let outcome = tokio::select! {
         outcome = run => outcome?,
         _ = shutdown_signal() => {

@@ -83,16 +83,17 @@ mod tests {
         passed.pass(Evidence::new(1, "answers"), String::new);
         let mut failed = CaseResult::new("a.two", "a", Level::Must, "two", "");
         failed.fail("the answer had no id\n\nat all");
-        let mut report = RunInfo::start("probe", "p", "t", 1, false).report(
-            vec![passed, failed],
-            &crate::text::Redactor::new(None),
-        );
+        let mut report = RunInfo::start("probe", "p", "t", 1, false)
+            .report(vec![passed, failed], &crate::text::Redactor::new(None));
         report.notes.push("a note".into());
         let text = console::render(&report, false);
         let end = console_end(&text);
         assert!(!end.contains("a.one") && !end.contains("a.two"), "{end}");
         assert!(end.starts_with("note: a note\n"), "{end}");
         assert!(end.contains("1 MUST failed"), "{end}");
-        assert!(end.trim_end().ends_with("1 passed, 1 failed, 0 skipped"), "{end}");
+        assert!(
+            end.trim_end().ends_with("1 passed, 1 failed, 0 skipped"),
+            "{end}"
+        );
     }
 }
