@@ -700,6 +700,26 @@ async fn ctrl_c_right_after_the_banner_writes_the_reports_and_exits_130() {
         "{}",
         text(&out.stderr)
     );
+    // The line every interrupted command ends with, counting the cases judged before Ctrl-C.
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cases = report["cases"].as_array().unwrap();
+    let done = cases
+        .iter()
+        .filter(|c| {
+            !c["message"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("not reached: the run was interrupted")
+        })
+        .count();
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "interrupted (Ctrl-C): the report has the {done} case(s) done; the rest are marked not run"
+        )),
+        "{}",
+        text(&out.stderr)
+    );
     for id in [
         "platform.trigger",
         "platform.deliberation-deadline",
