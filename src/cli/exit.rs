@@ -13,8 +13,8 @@ pub enum Ended {
     /// A mock agent run as a command exits as its behaviour says (`exits-early`: 3): its status
     /// is its answer to the harness, not a verdict.
     AgentExit(u8),
-    /// Interrupted: before a report could be made (a probe), or while driving a platform, after
-    /// the report was written (`mock fleet`).
+    /// Interrupted (Ctrl-C) while judging — a probe, `selftest`, `mock fleet` driving a
+    /// platform — after the report of the cases done was written.
     Interrupted,
 }
 
