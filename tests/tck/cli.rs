@@ -911,6 +911,8 @@ fn an_interrupted_probe_writes_the_cases_done_and_marks_the_rest() {
         "1",
         "--behavior",
         "slow:ttfb=60s@challenge",
+        "--api-key",
+        KEY,
     ]);
     // A line per answered request: the sign that the probe's run has started.
     command.env("AGENT_TCK_REQUEST_LOG", "1");
@@ -927,6 +929,8 @@ fn an_interrupted_probe_writes_the_cases_done_and_marks_the_rest() {
             "1",
             "--timeout",
             "90s",
+            "--api-key",
+            KEY,
             "--json",
             &json,
         ],
@@ -958,6 +962,11 @@ fn an_interrupted_probe_writes_the_cases_done_and_marks_the_rest() {
         "{}",
         text(&out.stdout)
     );
+    // The key is in no output: the report made on Ctrl-C is redacted as the run's own.
+    let written = std::fs::read_to_string(&json).unwrap();
+    for shown in [written, text(&out.stdout), text(&out.stderr)] {
+        assert!(!shown.contains(KEY), "{shown}");
+    }
     drop(agent);
 }
 
