@@ -21,6 +21,7 @@ use crate::probe::args::seed_or_clock;
 use crate::probe::interrupt::Sheet;
 use crate::protocols::{self, OnCase, ProbeJob, Protocol};
 use crate::report::{console, CaseResult, Exit, RunInfo};
+use crate::selftest::Shown;
 
 /// The probe job of a `probe NAME …` command line (one target's, of a run over many).
 pub(super) fn probe_job_of(argv: &[OsString]) -> Result<ProbeJob, Error> {
@@ -255,18 +256,16 @@ async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
         args.run.strict,
     );
     let quiet = args.output.quiet;
-    let run = crate::selftest::run(
-        &chosen,
-        seed,
-        &args.run,
-        &args.suite,
-        &exe,
-        &sheet,
-        |report| {
-            print_console(report, quiet);
-            Ok(())
-        },
-    );
+    let show = |shown: Shown<'_>| match shown {
+        Shown::Reference(report) => print_console(report, quiet),
+        // A table is a line per row (a case of the report): none with --quiet.
+        Shown::Matrix(_, _) if quiet => {}
+        Shown::Matrix(name, table) => {
+            crate::outln!("\nThe probe against each mock behaviour, {name}:\n");
+            crate::out!("{table}");
+        }
+    };
+    let run = crate::selftest::run(&chosen, seed, &args.run, &args.suite, &exe, &sheet, show);
     let outcome = tokio::select! {
         outcome = run => outcome?,
         _ = shutdown_signal() => {

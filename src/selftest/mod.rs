@@ -67,9 +67,18 @@ impl Outcome {
     }
 }
 
-/// Runs the self-test of `protocols` (validated by the caller). `on_report` is given the
-/// reference agents' report as soon as it is made (to print it); the matrices are printed as they
-/// finish, and their rows end up in the outcome's report.
+/// What the self-test has to show as it goes (the command line prints it, or with `--quiet`
+/// only the end of the reference report).
+pub enum Shown<'a> {
+    /// The reference agents' report, as soon as it is made.
+    Reference(&'a Report),
+    /// A matrix's table, as soon as it is done: its name and the table.
+    Matrix(&'a str, &'a str),
+}
+
+/// Runs the self-test of `protocols` (validated by the caller). `show` is given the reference
+/// agents' report as soon as it is made, then each matrix's table as it finishes; the matrices'
+/// rows end up in the outcome's report. Each case is told to `sheet` as it is known.
 pub async fn run(
     protocols: &[&'static dyn Protocol],
     seed: u64,
@@ -77,7 +86,7 @@ pub async fn run(
     suite: &SuiteArgs,
     exe: &Path,
     sheet: &Sheet,
-    on_report: impl FnOnce(&Report) -> Result<(), Error>,
+    show: impl Fn(Shown<'_>),
 ) -> Result<Outcome, Error> {
     if protocols.is_empty() {
         return Err(Error::usage("no protocol to test"));
@@ -98,11 +107,12 @@ pub async fn run(
         reports.push(report);
     }
     let mut report = merge(reports);
-    on_report(&report)?;
+    show(Shown::Reference(&report));
     let (mut rows, mut rows_wrong, mut rows_unjudged) = (0, 0, 0);
     for matrix in Matrix::builtin()? {
         if protocols.iter().any(|p| p.name() == matrix.protocol.name()) {
             let results = run_matrix(&matrix, seed, exe).await?;
+            show(Shown::Matrix(&matrix.name(), &matrix::render(&results)));
             rows += results.len();
             rows_wrong += results.iter().filter(|r| !r.ok()).count();
             rows_unjudged += results.iter().filter(|r| r.ok() && r.judged() == 0).count();
@@ -207,10 +217,7 @@ async fn run_matrix(
         matrix.file.rows.len(),
         crate::units::format_duration(deadline)
     );
-    let results = matrix.run_at(deadline, seed, exe).await?;
-    crate::outln!("\nThe probe against each mock behaviour, {name}:\n");
-    crate::out!("{}", matrix::render(&results));
-    Ok(results)
+    matrix.run_at(deadline, seed, exe).await
 }
 
 #[cfg(test)]

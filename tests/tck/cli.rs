@@ -1108,3 +1108,32 @@ fn the_screenshot_script_resolves_paths_from_where_it_is_run() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).starts_with("html-screenshot.sh: --png needs a value"));
 }
+
+/// `--quiet` on `selftest`: the reference report's counts and the verdict, no case and no
+/// matrix table.
+#[test]
+fn quiet_selftest_prints_no_case_and_no_table() {
+    let _heavy = heavy_blocking();
+    let out = agent_tck(&[
+        "selftest",
+        "--protocol",
+        "agent-standard",
+        "--seed",
+        "1",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(!has_case_lines(&stdout), "{stdout}");
+    assert!(
+        !stdout.contains("The probe against each mock behaviour"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
+    assert!(
+        stdout
+            .trim_end()
+            .ends_with("broke exactly the cases it should"),
+        "{stdout}"
+    );
+}
