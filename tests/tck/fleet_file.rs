@@ -373,17 +373,7 @@ async fn the_readmes_fleet_file_runs_green_against_the_reference_platform() {
     let dir = TempDir::new("readme-fleet");
     let file = dir.path("fleet.yaml");
     std::fs::write(&file, yaml).unwrap();
-    let out = fleet_cli(
-        &[
-            "--config",
-            &file,
-            "--platform-url",
-            &platform.url,
-            "--quiet",
-        ],
-        &[],
-    )
-    .await;
+    let out = fleet_cli(&["--config", &file, "--platform-url", &platform.url], &[]).await;
     platform.stop().await;
     let stdout = text(&out.stdout);
     assert_eq!(
@@ -622,7 +612,6 @@ async fn a_stuck_deliberation_ends_the_run_at_the_deliberation_deadline() {
             "3s",
             "--json",
             &json,
-            "--quiet",
         ],
         &[],
     )
