@@ -238,6 +238,7 @@ pub async fn run(
         junit: get("--junit").map(PathBuf::from),
         html: get("--html").map(PathBuf::from),
         baseline: None,
+        quiet: false,
     };
     merged_output.check()?;
     // Each target's command line, parsed now: a bad flag is a usage error before anything runs.

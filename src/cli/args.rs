@@ -307,10 +307,7 @@ pub struct MockRunArgs {
     /// SHOULD failures (of the platform) fail the run.
     #[arg(long)]
     pub strict: bool,
-    /// No line per request while serving (`mock agent` prints one on a terminal, or when
-    /// AGENT_TCK_REQUEST_LOG=1).
-    #[arg(long)]
-    pub quiet: bool,
+    // `--quiet` is the output's ([`OutputArgs::quiet`]), as on every command that reports.
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -335,7 +332,7 @@ impl MockRunArgs {
     /// AGENT_TCK_REQUEST_LOG=1; never with --quiet.
     pub(super) fn log_requests(&self) -> bool {
         use std::io::IsTerminal;
-        !self.quiet
+        !self.output.quiet
             && (std::io::stdout().is_terminal()
                 || std::env::var("AGENT_TCK_REQUEST_LOG").is_ok_and(|v| v == "1"))
     }

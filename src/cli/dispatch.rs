@@ -13,13 +13,15 @@ use super::args::{
     clap_error_line, BaselineCommand, Cli, Command, MockCommand, ReportCommand, SchemasCommand,
     SelftestArgs, SuitesCommand,
 };
-use super::exit::{conclude, exit_status, Ended};
+use super::exit::{conclude, exit_status, print_console, Ended};
 use super::mock::{list_behaviors, mock_agent, mock_agents, mock_fleet};
-use super::signal::shutdown_signal;
+use super::signal::{say_interrupted, shutdown_signal};
 use crate::error::Error;
 use crate::probe::args::seed_or_clock;
+use crate::probe::interrupt::Sheet;
 use crate::protocols::{self, OnCase, ProbeJob, Protocol};
-use crate::report::{console, CaseResult, Exit};
+use crate::report::{console, CaseResult, Exit, RunInfo};
+use crate::selftest::Shown;
 
 /// The probe job of a `probe NAME …` command line (one target's, of a run over many).
 pub(super) fn probe_job_of(argv: &[OsString]) -> Result<ProbeJob, Error> {
@@ -61,7 +63,7 @@ pub(super) fn finish(outcome: Result<Ended, Error>) -> ExitCode {
 
 pub(super) async fn execute(command: Command) -> Result<Ended, Error> {
     match command {
-        Command::Probe(probe) => run_probe(probe.run()?).await,
+        Command::Probe(probe) => run_probe(probe.protocol, probe.run()?).await,
         Command::Lint(lint) => Ok(Ended::Verdict(lint.run()?)),
         Command::Selftest(args) => selftest(args).await,
         Command::Mock(mock) => execute_mock(*mock).await,
@@ -191,30 +193,45 @@ fn write_manpages(command: clap::Command, dir: &Path) -> Result<usize, Error> {
     Ok(written)
 }
 
-/// Runs a probe with a progress line (on a terminal), then prints the console report and writes
-/// the files; Ctrl-C ends it without a report.
-async fn run_probe(job: ProbeJob) -> Result<Ended, Error> {
+/// Runs a probe of `protocol` with a progress line (on a terminal), then prints the console
+/// report and writes the files. Ctrl-C (or SIGTERM) ends it with the report of the cases done,
+/// the rest marked not run, and exit 130.
+async fn run_probe(protocol: &'static str, job: ProbeJob) -> Result<Ended, Error> {
     let progress = Arc::new(std::sync::Mutex::new(console::Progress::new(job.total)));
+    let sheet = Sheet::new();
     let on_case: OnCase = {
-        let progress = progress.clone();
+        let (progress, sheet) = (progress.clone(), sheet.clone());
         Arc::new(move |case: &CaseResult| {
+            sheet.case_done(case);
             if let Ok(mut p) = progress.lock() {
                 p.case_done(&case.id);
             }
         })
     };
-    let report = tokio::select! {
-        report = (job.run)(on_case) => report?,
-        _ = tokio::signal::ctrl_c() => {
-            if let Ok(mut p) = progress.lock() { p.finish(); }
-            crate::errln!("agent-tck: interrupted; no report written");
-            return Ok(Ended::Interrupted);
-        }
+    let stop = shutdown_signal();
+    let fallback = RunInfo::start(
+        "probe",
+        protocol,
+        "(interrupted before the run began)",
+        0,
+        false,
+    );
+    let outcome = tokio::select! {
+        report = sheet.record((job.run)(on_case)) => Some(report?),
+        _ = stop => None,
     };
     if let Ok(mut p) = progress.lock() {
         p.finish();
     }
-    conclude(report, &job.output)
+    match outcome {
+        Some(report) => conclude(report, &job.output),
+        None => {
+            let (report, done) = sheet.report(&job.planned, fallback);
+            conclude(report, &job.output)?;
+            say_interrupted(done);
+            Ok(Ended::Interrupted)
+        }
+    }
 }
 
 async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
@@ -229,11 +246,37 @@ async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
             "cannot find the agent-tck binary to run as a stdio agent: {e}"
         ))
     })?;
-    let outcome = crate::selftest::run(&chosen, seed, &args.run, &args.suite, &exe, |report| {
-        crate::out!("{}", console::render(report, console::want_colour()));
-        Ok(())
-    })
-    .await?;
+    let sheet = Sheet::new();
+    let names: Vec<&str> = chosen.iter().map(|p| p.name()).collect();
+    let fallback = RunInfo::start(
+        "probe",
+        names.join("+"),
+        "the reference agents and the mock behaviours",
+        seed,
+        args.run.strict,
+    );
+    let quiet = args.output.quiet;
+    let show = |shown: Shown<'_>| match shown {
+        Shown::Reference(report) => print_console(report, quiet),
+        // A table is a line per row (a case of the report): none with --quiet.
+        Shown::Matrix(_, _) if quiet => {}
+        Shown::Matrix(name, table) => {
+            crate::outln!("\nThe probe against each mock behaviour, {name}:\n");
+            crate::out!("{table}");
+        }
+    };
+    let run = crate::selftest::run(&chosen, seed, &args.run, &args.suite, &exe, &sheet, show);
+    let outcome = tokio::select! {
+        outcome = run => outcome?,
+        _ = shutdown_signal() => {
+            // The reference reports and the matrix tables done were printed as they came: the
+            // files get them, with the rest marked not run.
+            let (report, done) = sheet.report(&crate::selftest::planned(&chosen), fallback);
+            args.output.write(&report)?;
+            say_interrupted(done);
+            return Ok(Ended::Interrupted);
+        }
+    };
     // The files hold the matrices too: a case per row.
     args.output.write(&outcome.report)?;
     crate::outln!("\n{}", outcome.verdict());

@@ -13,8 +13,8 @@ pub enum Ended {
     /// A mock agent run as a command exits as its behaviour says (`exits-early`: 3): its status
     /// is its answer to the harness, not a verdict.
     AgentExit(u8),
-    /// Interrupted: before a report could be made (a probe), or while driving a platform, after
-    /// the report was written (`mock fleet`).
+    /// Interrupted (Ctrl-C) while judging — a probe, `selftest`, `mock fleet` driving a
+    /// platform — after the report of the cases done was written.
     Interrupted,
 }
 
@@ -39,9 +39,27 @@ pub fn exit_status(outcome: &Result<Ended, Error>) -> u8 {
 /// written, its exit status.
 pub(super) fn conclude(mut report: Report, output: &OutputArgs) -> Result<Ended, Error> {
     output.apply_baseline(&mut report)?;
-    crate::out!("{}", console::render(&report, console::want_colour()));
+    print_console(&report, output.quiet);
     output.write(&report)?;
     Ok(Ended::of(&report))
+}
+
+/// The console report on stdout: whole, or with `--quiet` only its end.
+pub(super) fn print_console(report: &Report, quiet: bool) {
+    let text = console::render(report, console::want_colour());
+    if quiet {
+        crate::out!("{}", console_end(&text));
+    } else {
+        crate::out!("{text}");
+    }
+}
+
+/// What follows a console report's cases: the notes, the counts, the verdict line (the last
+/// paragraph: a blank line sets it off, and no case's lines hold one, each being indented).
+pub(super) fn console_end(rendered: &str) -> &str {
+    rendered
+        .rsplit_once("\n\n")
+        .map_or(rendered, |(_, end)| end)
 }
 
 #[cfg(test)]
@@ -56,5 +74,26 @@ mod tests {
         assert_eq!(exit_status(&Ok(Ended::Interrupted)), 130);
         assert_eq!(exit_status(&Err(Error::run("cannot bind"))), 1);
         assert_eq!(exit_status(&Err(Error::usage("--url: no scheme"))), 2);
+    }
+
+    #[test]
+    fn quiet_keeps_the_end_of_the_console_report_and_no_case() {
+        use crate::report::{CaseResult, Evidence, Level, RunInfo};
+        let mut passed = CaseResult::new("a.one", "a", Level::Must, "one", "");
+        passed.pass(Evidence::new(1, "answers"), String::new);
+        let mut failed = CaseResult::new("a.two", "a", Level::Must, "two", "");
+        failed.fail("the answer had no id\n\nat all");
+        let mut report = RunInfo::start("probe", "p", "t", 1, false)
+            .report(vec![passed, failed], &crate::text::Redactor::new(None));
+        report.notes.push("a note".into());
+        let text = console::render(&report, false);
+        let end = console_end(&text);
+        assert!(!end.contains("a.one") && !end.contains("a.two"), "{end}");
+        assert!(end.starts_with("note: a note\n"), "{end}");
+        assert!(end.contains("1 MUST failed"), "{end}");
+        assert!(
+            end.trim_end().ends_with("1 passed, 1 failed, 0 skipped"),
+            "{end}"
+        );
     }
 }

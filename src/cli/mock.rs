@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::args::protocol;
 use super::args::{MockAgentArgs, MockAgentsArgs, MockFleetArgs, MockRunArgs};
-use super::exit::{conclude, Ended};
-use super::signal::shutdown_signal;
+use super::exit::{conclude, console_end, Ended};
+use super::signal::{say_interrupted, shutdown_signal};
 use crate::error::Error;
 use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::behavior::{self, For};
@@ -315,7 +315,13 @@ async fn serve_line_agent(
         let report = report_of(&service);
         args.run.output.write_quietly(&report)?;
         if !service.stderr_stuck() {
-            crate::err!("{}", console::render(&report, false));
+            let text = console::render(&report, false);
+            let shown = if args.run.output.quiet {
+                console_end(&text)
+            } else {
+                &text
+            };
+            crate::err!("{shown}");
         }
         served.map_err(|e| Error::run(format!("stdio: {e}")))?;
         return Ok(Ended::Verdict(Exit::Passed));
@@ -523,13 +529,24 @@ pub(super) async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
     run_mock(settings, &args.run).await
 }
 
+/// How a session's report begins the message of a case Ctrl-C left unjudged
+/// ([`crate::mock::session::run_to_end`]).
+const NOT_REACHED: &str = "not reached: the run was interrupted";
+
 /// Runs a mock session until it ends or is interrupted, then reports on the platform. A run
 /// whose driving (registration, triggers) was cut by Ctrl-C writes its report all the same and
 /// exits 130; Ctrl-C that ends serving (nothing left to drive) is the run's normal end.
 async fn run_mock(settings: SessionSettings, run: &MockRunArgs) -> Result<Ended, Error> {
     let ran = crate::mock::session::run_to_end(settings, shutdown_signal()).await?;
+    let done = ran
+        .report
+        .cases
+        .iter()
+        .filter(|c| !c.message.starts_with(NOT_REACHED))
+        .count();
     let ended = conclude(ran.report, &run.output)?;
     Ok(if ran.interrupted {
+        say_interrupted(done);
         Ended::Interrupted
     } else {
         ended

@@ -31,3 +31,12 @@ pub(super) fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send 
         }
     }
 }
+
+/// The one line every command that judges prints when Ctrl-C (or SIGTERM) cut its run short,
+/// after writing the report of the `done` cases (the rest are in it, marked not run); it then
+/// exits 130.
+pub(super) fn say_interrupted(done: usize) {
+    crate::errln!(
+        "interrupted (Ctrl-C): the report has the {done} case(s) done; the rest are marked not run"
+    );
+}

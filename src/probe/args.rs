@@ -114,7 +114,9 @@ impl Common {
         protocol: impl Into<String>,
         target: impl Into<String>,
     ) -> crate::report::RunInfo {
-        crate::report::RunInfo::start("probe", protocol, target, self.seed, self.strict)
+        let info = crate::report::RunInfo::start("probe", protocol, target, self.seed, self.strict);
+        super::interrupt::started(&info);
+        info
     }
 }
 

@@ -8,6 +8,7 @@ pub mod args;
 pub mod checks;
 pub mod dupkeys;
 pub mod exchange;
+pub mod interrupt;
 pub mod outcome;
 pub mod plugin;
 pub mod runner;

@@ -111,6 +111,8 @@ pub async fn run(
         settings.seed,
         settings.strict,
     );
+    super::interrupt::started(&run);
+    super::interrupt::secrets(settings.api_key.clone());
     let chosen = settings.suite.select(&settings.only)?;
     let layers = settings.suite.layers(&chosen)?;
     let runner = Runner {
@@ -121,9 +123,15 @@ pub async fn run(
         results: Mutex::new(HashMap::new()),
     };
     for layer in layers {
-        let results = futures::future::join_all(layer.iter().map(|id| runner.run_case(id))).await;
-        for result in results {
+        // Each case is told of as it ends, not when its layer does: a run cut short by Ctrl-C
+        // reports every case that had ended.
+        let results = futures::future::join_all(layer.iter().map(|id| async {
+            let result = runner.run_case(id).await;
             on_case(&result);
+            result
+        }))
+        .await;
+        for result in results {
             runner
                 .results
                 .lock()

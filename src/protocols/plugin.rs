@@ -84,6 +84,9 @@ pub type OnCase = Arc<dyn Fn(&CaseResult) + Send + Sync>;
 pub struct ProbeJob {
     /// How many cases it will report (for the progress line; an estimate is fine).
     pub total: usize,
+    /// The ids of the cases it will report, as far as they are known before it runs: on Ctrl-C
+    /// those not done are reported as not run.
+    pub planned: Vec<String>,
     pub output: OutputArgs,
     /// Runs the probe.
     pub run: Box<dyn FnOnce(OnCase) -> BoxFuture<'static, Result<Report, Error>> + Send>,
@@ -104,8 +107,14 @@ impl ProbeJob {
         F: FnOnce(S, OnCase) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = Result<Report, Error>> + Send + 'static,
     {
+        let planned: Vec<String> = ids
+            .iter()
+            .filter(|id| wants(&settings, id))
+            .cloned()
+            .collect();
         ProbeJob {
-            total: ids.iter().filter(|id| wants(&settings, id)).count(),
+            total: planned.len(),
+            planned,
             output,
             run: Box::new(move |on_case| Box::pin(run(settings, on_case))),
         }
@@ -186,9 +195,10 @@ impl ProtocolCommand<ProbeJob> for SuiteProbe {
         let settings =
             suite_settings(base, flags.key.api_key, &flags.run, &flags.suite, self.load)?;
         flags.output.check()?;
-        let total = settings.suite.select(&settings.only)?.len();
+        let planned = settings.suite.select(&settings.only)?;
         Ok(ProbeJob {
-            total,
+            total: planned.len(),
+            planned,
             output: flags.output,
             run: Box::new(move |on_case| {
                 Box::pin(async move { crate::probe::run(&settings, &*on_case).await })

@@ -27,6 +27,11 @@ pub struct OutputArgs {
     /// failure under --strict). `agent-tck baseline write --from report.json` writes one.
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
+    /// Print only the end of the console report (its notes, counts and verdict line), no line
+    /// per case; a mock serving agents prints no line per request either. The files (--json,
+    /// --junit, --html) hold every case.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 /// A report rendered as one of the file formats.

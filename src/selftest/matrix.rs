@@ -88,6 +88,11 @@ pub struct RowResult {
     pub retried: Option<String>,
 }
 
+/// The case id of a matrix row of `protocol` labelled `label`.
+pub fn row_id(protocol: &str, label: &str) -> String {
+    format!("matrix.{protocol}.{label}")
+}
+
 impl RowResult {
     pub fn ok(&self) -> bool {
         self.expected == self.actual
@@ -367,6 +372,30 @@ impl Matrix {
         format!("{} ({})", self.protocol.name(), self.source)
     }
 
+    /// A row's label in the table and in its case id.
+    fn label(&self, row: &Row) -> String {
+        // Rows of a protocol served over one transport only are labelled by behaviour alone.
+        let lines = self
+            .protocol
+            .capabilities()
+            .agents
+            .is_some_and(|served| served.agents.line_endpoint().is_some());
+        if lines || row.transport != "http" {
+            format!("{} ({})", row.behavior.value, row.transport)
+        } else {
+            row.behavior.value.clone()
+        }
+    }
+
+    /// The case id of each row (`matrix.PROTOCOL.LABEL`), as the self-test's report names it.
+    pub fn row_ids(&self) -> Vec<String> {
+        self.file
+            .rows
+            .iter()
+            .map(|row| row_id(self.protocol.name(), &self.label(row)))
+            .collect()
+    }
+
     /// Runs the rows, a few at a time: a mock agent per row, probed. (All at once, rows with
     /// 6 MB and endless bodies starve the others' timers on a small machine, and a starved probe
     /// can accept an answer that came after its deadline.) `exe` is the agent-tck binary, for
@@ -460,17 +489,7 @@ impl Matrix {
                 exe,
             })
             .await?;
-        // Rows of a protocol served over one transport only are labelled by behaviour alone.
-        let lines = self
-            .protocol
-            .capabilities()
-            .agents
-            .is_some_and(|served| served.agents.line_endpoint().is_some());
-        let label = if lines || row.transport != "http" {
-            format!("{} ({})", row.behavior.value, row.transport)
-        } else {
-            row.behavior.value.clone()
-        };
+        let label = self.label(row);
         Ok(RowResult {
             behavior: label,
             expected: row.fails.iter().cloned().collect(),

@@ -15,6 +15,7 @@ use matrix::Matrix;
 
 use crate::error::Error;
 use crate::probe::args::{RunArgs, SuiteArgs};
+use crate::probe::interrupt::Sheet;
 use crate::protocols::{Protocol, SelftestRun};
 use crate::report::{CaseResult, Evidence, Level, Report};
 
@@ -66,51 +67,62 @@ impl Outcome {
     }
 }
 
-/// Runs the self-test of `protocols` (validated by the caller). `on_report` is given the
-/// reference agents' report as soon as it is made (to print it); the matrices are printed as they
-/// finish, and their rows end up in the outcome's report.
+/// What the self-test has to show as it goes (the command line prints it, or with `--quiet`
+/// only the end of the reference report).
+pub enum Shown<'a> {
+    /// The reference agents' report, as soon as it is made.
+    Reference(&'a Report),
+    /// A matrix's table, as soon as it is done: its name and the table.
+    Matrix(&'a str, &'a str),
+}
+
+/// Runs the self-test of `protocols` (validated by the caller). `show` is given the reference
+/// agents' report as soon as it is made, then each matrix's table as it finishes; the matrices'
+/// rows end up in the outcome's report. Each case is told to `sheet` as it is known.
 pub async fn run(
     protocols: &[&'static dyn Protocol],
     seed: u64,
     run: &RunArgs,
     suite: &SuiteArgs,
     exe: &Path,
-    on_report: impl FnOnce(&Report) -> Result<(), Error>,
+    sheet: &Sheet,
+    show: impl Fn(Shown<'_>),
 ) -> Result<Outcome, Error> {
     if protocols.is_empty() {
         return Err(Error::usage("no protocol to test"));
     }
     let mut reports = Vec::new();
     for protocol in protocols {
-        reports.push(
-            protocol
-                .capabilities()
-                .selftest
-                .run(SelftestRun {
-                    seed,
-                    run,
-                    suite,
-                    exe,
-                })
-                .await?,
-        );
+        let report = protocol
+            .capabilities()
+            .selftest
+            .run(SelftestRun {
+                seed,
+                run,
+                suite,
+                exe,
+            })
+            .await?;
+        report.cases.iter().for_each(|c| sheet.case_done(c));
+        reports.push(report);
     }
     let mut report = merge(reports);
     // One report of the protocols' runs, made by this command, with its seed (a lint's part
     // has none of its own).
     report.command = Some("selftest".into());
     report.seed = Some(seed);
-    on_report(&report)?;
+    show(Shown::Reference(&report));
     let (mut rows, mut rows_wrong, mut rows_unjudged) = (0, 0, 0);
     for matrix in Matrix::builtin()? {
         if protocols.iter().any(|p| p.name() == matrix.protocol.name()) {
             let results = run_matrix(&matrix, seed, exe).await?;
+            show(Shown::Matrix(&matrix.name(), &matrix::render(&results)));
             rows += results.len();
             rows_wrong += results.iter().filter(|r| !r.ok()).count();
             rows_unjudged += results.iter().filter(|r| r.ok() && r.judged() == 0).count();
-            report
-                .cases
-                .extend(results.iter().map(|r| row_case(&matrix, r)));
+            let cases: Vec<CaseResult> = results.iter().map(|r| row_case(&matrix, r)).collect();
+            cases.iter().for_each(|c| sheet.case_done(c));
+            report.cases.extend(cases);
         }
     }
     report.summarize();
@@ -120,6 +132,22 @@ pub async fn run(
         rows_wrong,
         rows_unjudged,
     })
+}
+
+/// The ids of the cases a self-test of `protocols` reports, as far as they are known before it
+/// runs (each protocol's built-in cases, then each matrix row): on Ctrl-C those not done are
+/// reported as not run.
+pub fn planned(protocols: &[&'static dyn Protocol]) -> Vec<String> {
+    let mut ids: Vec<String> = protocols
+        .iter()
+        .flat_map(|p| p.case_ids().unwrap_or_default())
+        .collect();
+    for matrix in Matrix::builtin().unwrap_or_default() {
+        if protocols.iter().any(|p| p.name() == matrix.protocol.name()) {
+            ids.extend(matrix.row_ids());
+        }
+    }
+    ids
 }
 
 /// One report of several: the cases one after the other (groups keep them apart).
@@ -145,7 +173,7 @@ fn row_case(matrix: &Matrix, row: &matrix::RowResult) -> CaseResult {
         }
     };
     let mut case = CaseResult::new(
-        &format!("matrix.{}.{}", matrix.protocol.name(), row.behavior),
+        &matrix::row_id(matrix.protocol.name(), &row.behavior),
         &format!("matrix {}", matrix.protocol.name()),
         Level::Must,
         &format!(
@@ -193,10 +221,7 @@ async fn run_matrix(
         matrix.file.rows.len(),
         crate::units::format_duration(deadline)
     );
-    let results = matrix.run_at(deadline, seed, exe).await?;
-    crate::outln!("\nThe probe against each mock behaviour, {name}:\n");
-    crate::out!("{}", matrix::render(&results));
-    Ok(results)
+    matrix.run_at(deadline, seed, exe).await
 }
 
 #[cfg(test)]

@@ -853,3 +853,299 @@ fn closed_stdout_and_stderr_do_not_make_the_kit_panic() {
         serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
     assert_eq!(written[0]["agentId"], "ext-a");
 }
+
+// ---- Consistency: Ctrl-C and --quiet behave the same on every command that judges ----
+
+/// The line every command that judges prints when Ctrl-C cut it short, and the number in it.
+fn interrupted_line(stderr: &str) -> usize {
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("interrupted (Ctrl-C): the report has the "))
+        .unwrap_or_else(|| panic!("no interrupted line: {stderr}"));
+    assert!(
+        line.ends_with(" case(s) done; the rest are marked not run"),
+        "{line}"
+    );
+    line["interrupted (Ctrl-C): the report has the ".len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"))
+}
+
+/// The cases of a JSON report file: (id, status, message).
+fn report_cases(path: &str) -> Vec<(String, String, String)> {
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}")),
+    )
+    .unwrap_or_else(|e| panic!("{path}: {e}"));
+    report["cases"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{path}: no cases"))
+        .iter()
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+            (s("id"), s("status"), s("message"))
+        })
+        .collect()
+}
+
+/// Checks an interrupted run's report against its line: the cases done are those the line
+/// counts, every other one is a SKIP saying it was not run; returns the ids not run.
+fn assert_done_and_not_run(path: &str, done: usize) -> Vec<String> {
+    let cases = report_cases(path);
+    let not_run: Vec<&(String, String, String)> = cases
+        .iter()
+        .filter(|(_, _, m)| m.starts_with("not run: interrupted (Ctrl-C) after "))
+        .collect();
+    assert!(
+        not_run
+            .iter()
+            .all(|(_, s, m)| s == "skip" && m.ends_with(" s")),
+        "{not_run:?}"
+    );
+    assert_eq!(cases.len() - not_run.len(), done, "{cases:?}");
+    not_run.iter().map(|(id, _, _)| id.clone()).collect()
+}
+
+/// Ctrl-C while a probe waits on a slow agent (our mock agent, its /challenge answer 60 s
+/// late): the report holds the cases done and the rest marked not run, the line says how many,
+/// exit 130.
+#[test]
+fn an_interrupted_probe_writes_the_cases_done_and_marks_the_rest() {
+    let dir = TempDir::new("interrupted-probe");
+    let mut command = tck_command(&[
+        "mock",
+        "agent",
+        "--port",
+        "0",
+        "--seed",
+        "1",
+        "--behavior",
+        "slow:ttfb=60s@challenge",
+        "--api-key",
+        KEY,
+    ]);
+    // A line per answered request: the sign that the probe's run has started.
+    command.env("AGENT_TCK_REQUEST_LOG", "1");
+    let mut agent = Spawned::start(command, RUN_DEADLINE);
+    let url = banner_url(&agent.line());
+    let json = dir.path("probe.json");
+    let probe = Spawned::tck(
+        &[
+            "probe",
+            "roundtable",
+            "--url",
+            &url,
+            "--seed",
+            "1",
+            "--timeout",
+            "90s",
+            "--api-key",
+            KEY,
+            "--json",
+            &json,
+        ],
+        RUN_DEADLINE,
+    );
+    // Two answers given (to /analyze): the probe is running, and its /challenge waits.
+    agent.line();
+    agent.line();
+    let out = probe.interrupt(Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    let done = interrupted_line(&text(&out.stderr));
+    let not_run = assert_done_and_not_run(&json, done);
+    assert!(done >= 1, "agent.reachable at least had ended");
+    assert!(
+        not_run.iter().any(|id| id == "challenge.response"),
+        "{not_run:?}"
+    );
+    let cases = report_cases(&json);
+    assert_eq!(cases.len(), 40, "every case of the suite: {cases:?}");
+    assert!(
+        cases
+            .iter()
+            .any(|(id, s, _)| id == "agent.reachable" && s == "pass"),
+        "{cases:?}"
+    );
+    // The console report was printed too, ending with its counts.
+    assert!(
+        text(&out.stdout).contains(" passed, "),
+        "{}",
+        text(&out.stdout)
+    );
+    // The key is in no output: the report made on Ctrl-C is redacted as the run's own.
+    let written = std::fs::read_to_string(&json).unwrap();
+    for shown in [written, text(&out.stdout), text(&out.stderr)] {
+        assert!(!shown.contains(KEY), "{shown}");
+    }
+    drop(agent);
+}
+
+/// Ctrl-C during the self-test's matrix: the reference agent's cases are in the report, the
+/// matrix rows not run are marked, the same line, exit 130.
+#[test]
+fn an_interrupted_selftest_writes_the_cases_done_and_marks_the_rest() {
+    let _heavy = heavy_blocking();
+    let dir = TempDir::new("interrupted-selftest");
+    let json = dir.path("selftest.json");
+    let mut selftest = Spawned::tck(
+        &[
+            "selftest",
+            "--protocol",
+            "roundtable",
+            "--seed",
+            "1",
+            "--json",
+            &json,
+        ],
+        RUN_DEADLINE,
+    );
+    // The reference agent's report has begun: its probe ended; the matrix is next.
+    let first = selftest.line();
+    assert!(first.starts_with("agent-tck "), "{first}");
+    let out = selftest.interrupt(Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    let done = interrupted_line(&text(&out.stderr));
+    let not_run = assert_done_and_not_run(&json, done);
+    assert!(done >= 40, "the reference agent's cases: {done}");
+    assert!(
+        !not_run.is_empty()
+            && not_run
+                .iter()
+                .all(|id| id.starts_with("matrix.roundtable.")),
+        "{not_run:?}"
+    );
+}
+
+/// Whether stdout holds a line of a case (`  PASS must  agent.reachable …`).
+fn has_case_lines(stdout: &str) -> bool {
+    stdout.lines().any(|l| {
+        ["  PASS ", "  FAIL ", "  SKIP ", "  WARN ", "  INFO "]
+            .iter()
+            .any(|w| l.starts_with(w))
+    })
+}
+
+/// `--quiet` on `mock librarian`: the counts, no case; without it, the cases.
+#[test]
+fn quiet_mock_librarian_prints_no_case() {
+    let run = |quiet: bool| {
+        let mut args = vec!["mock", "librarian", "--port", "0", "--until", "1s"];
+        if quiet {
+            args.push("--quiet");
+        }
+        let out = agent_tck(&args);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{}",
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    };
+    let loud = run(false);
+    assert!(has_case_lines(&loud), "{loud}");
+    let quiet = run(true);
+    assert!(!has_case_lines(&quiet), "{quiet}");
+    assert!(quiet.contains(" passed, "), "{quiet}");
+}
+
+/// `--quiet` on `mock agent` and `mock fleet`: served until Ctrl-C, then the counts, no case.
+#[test]
+fn quiet_mock_agent_and_fleet_print_no_case() {
+    let dir = TempDir::new("quiet-fleet");
+    let file = dir.path("fleet.yaml");
+    std::fs::write(&file, "agents:\n  - { name: one }\n").unwrap();
+    for args in [
+        vec!["mock", "agent", "--port", "0", "--quiet"],
+        vec!["mock", "fleet", "--config", &file, "--port", "0", "--quiet"],
+    ] {
+        let mut mock = Spawned::tck(&args, RUN_DEADLINE);
+        mock.line();
+        let out = mock.interrupt(Duration::from_secs(30));
+        // Nothing to drive: Ctrl-C ends serving; nothing was judged (exit 1), not interrupted.
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        let stdout = text(&out.stdout);
+        assert!(!has_case_lines(&stdout), "{args:?}: {stdout}");
+        assert!(stdout.contains(" passed, "), "{args:?}: {stdout}");
+    }
+}
+
+/// `scripts/html-screenshot.sh` run from any directory: the paths given are the caller's,
+/// the defaults the checkout's (`--dry-run` prints them; no browser needed).
+#[test]
+fn the_screenshot_script_resolves_paths_from_where_it_is_run() {
+    let dir = TempDir::new("screenshot-paths");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/html-screenshot.sh");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(&script)
+            .args(args)
+            .current_dir(&dir.0)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let caller = dir.0.display().to_string();
+    assert_eq!(
+        run(&[
+            "--html",
+            "r.html",
+            "--png",
+            "out/x.png",
+            "--dom",
+            "/abs/d.html",
+            "--dry-run"
+        ]),
+        format!("html={caller}/r.html\npng={caller}/out/x.png\ndom=/abs/d.html\n")
+    );
+    assert_eq!(
+        run(&["--dry-run"]),
+        format!(
+            "html=(the report of a self-test run)\npng={}/docs/html-report.png\ndom=(none)\n",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    );
+    let out = std::process::Command::new(&script)
+        .args(["--png"])
+        .current_dir(&dir.0)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).starts_with("html-screenshot.sh: --png needs a value"));
+}
+
+/// `--quiet` on `selftest`: the reference report's counts and the verdict, no case and no
+/// matrix table.
+#[test]
+fn quiet_selftest_prints_no_case_and_no_table() {
+    let _heavy = heavy_blocking();
+    let out = agent_tck(&[
+        "selftest",
+        "--protocol",
+        "agent-standard",
+        "--seed",
+        "1",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(!has_case_lines(&stdout), "{stdout}");
+    assert!(
+        !stdout.contains("The probe against each mock behaviour"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
+    assert!(
+        stdout
+            .trim_end()
+            .ends_with("broke exactly the cases it should"),
+        "{stdout}"
+    );
+}

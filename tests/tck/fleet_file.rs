@@ -373,17 +373,7 @@ async fn the_readmes_fleet_file_runs_green_against_the_reference_platform() {
     let dir = TempDir::new("readme-fleet");
     let file = dir.path("fleet.yaml");
     std::fs::write(&file, yaml).unwrap();
-    let out = fleet_cli(
-        &[
-            "--config",
-            &file,
-            "--platform-url",
-            &platform.url,
-            "--quiet",
-        ],
-        &[],
-    )
-    .await;
+    let out = fleet_cli(&["--config", &file, "--platform-url", &platform.url], &[]).await;
     platform.stop().await;
     let stdout = text(&out.stdout);
     assert_eq!(
@@ -622,7 +612,6 @@ async fn a_stuck_deliberation_ends_the_run_at_the_deliberation_deadline() {
             "3s",
             "--json",
             &json,
-            "--quiet",
         ],
         &[],
     )
@@ -697,6 +686,26 @@ async fn ctrl_c_right_after_the_banner_writes_the_reports_and_exits_130() {
     assert_eq!(out.status.code(), Some(130), "{}", support::text(&out));
     assert!(
         text(&out.stderr).contains("interrupted: stopping the fleet and writing the reports"),
+        "{}",
+        text(&out.stderr)
+    );
+    // The line every interrupted command ends with, counting the cases judged before Ctrl-C.
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cases = report["cases"].as_array().unwrap();
+    let done = cases
+        .iter()
+        .filter(|c| {
+            !c["message"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("not reached: the run was interrupted")
+        })
+        .count();
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "interrupted (Ctrl-C): the report has the {done} case(s) done; the rest are marked not run"
+        )),
         "{}",
         text(&out.stderr)
     );

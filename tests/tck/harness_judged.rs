@@ -491,7 +491,6 @@ fn a_socket_mock_judges_its_harness_and_reports_when_stopped() {
             "execute-task",
             "--tcp",
             "0",
-            "--quiet",
             "--behavior",
             "never-finishes",
             "--expect-max-turns",

@@ -636,6 +636,11 @@ async fn probe(
         settings.seed,
         settings.strict,
     );
+    // Noted for a report made on Ctrl-C, the key redacted from it as from this one.
+    crate::probe::interrupt::started(&run_info);
+    if let Target::Http { api_key, .. } = &settings.target {
+        crate::probe::interrupt::secrets(api_key.clone());
+    }
     let mut channel = Channel::new(&settings.target, settings.timeout, settings.max_body)?;
     let wanted = |id: &str| settings.wants(id);
     let mut cases = Vec::new();

@@ -52,6 +52,8 @@ pub async fn run(
     let run_info = settings
         .common
         .run_info(crate::protocols::librarian::NAME, settings.base.to_string());
+    // Redacted from a report made on Ctrl-C as from this one.
+    crate::probe::interrupt::secrets(settings.tokens.iter().map(|(_, t)| t.clone()));
     let mut client = Client::new(settings);
     let mut cases = Vec::new();
     let mut across = Vec::new();
