@@ -213,7 +213,7 @@ async fn run_probe(protocol: &'static str, job: ProbeJob) -> Result<Ended, Error
         "probe",
         protocol,
         "(interrupted before the run began)",
-        0,
+        None,
         false,
     );
     let outcome = tokio::select! {

@@ -28,6 +28,7 @@ pub fn started(info: &RunInfo) {
         protocol: info.protocol.clone(),
         target: info.target.clone(),
         seed: info.seed,
+        command: info.command.clone(),
         strict: info.strict,
         started_at: info.started_at.clone(),
         started: info.started,
@@ -133,7 +134,7 @@ mod tests {
         let planned = ["a.one", "b.two"].map(String::from);
         let (report, count) = sheet.report(&planned, info());
         assert_eq!(count, 1);
-        assert_eq!((report.target.as_str(), report.seed), ("http://t", 9));
+        assert_eq!((report.target.as_str(), report.seed), ("http://t", Some(9)));
         assert!(report.strict);
         assert_eq!(report.cases.len(), 2);
         assert!(!report.cases[0].message.contains("s3cret-key-0123"));

@@ -87,7 +87,8 @@ pub enum Exit {
     Failed = 1,
     /// A usage or configuration error, explained in one line on stderr.
     Usage = 2,
-    /// Interrupted (Ctrl-C): a probe before its report, `mock fleet` after writing it.
+    /// Interrupted (Ctrl-C or SIGTERM) while judging — a probe, `selftest`, `mock fleet` driving a
+    /// platform — after writing the report with the cases done (the rest marked not run).
     Interrupted = 130,
 }
 
