@@ -201,13 +201,24 @@ fn split(args: &[OsString]) -> Result<(Vec<Flag>, Vec<OsString>), String> {
     Ok((taken, rest))
 }
 
+/// How a run over the targets ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetsEnd {
+    /// Every target ran: 1 when any failed.
+    Verdict(crate::report::Exit),
+    /// `stop` came first (Ctrl-C): the targets done have their reports (and the merged one
+    /// holds them); those running or not started are listed as not run.
+    Interrupted { done: usize, of: usize },
+}
+
 /// Runs the probe over the targets; the exit status is 1 when any target fails. `job` makes a
 /// probe job of one target's command line (the command line's own parser: a bad flag is a usage
-/// error naming it).
+/// error naming it). `stop` (Ctrl-C) ends the run with what is done.
 pub async fn run(
     args: Vec<OsString>,
     job: impl Fn(&[OsString]) -> Result<ProbeJob, Error>,
-) -> Result<crate::report::Exit, Error> {
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<TargetsEnd, Error> {
     let (taken, rest) = split(&args).map_err(Error::Usage)?;
     let get = |flag: &str| {
         taken
@@ -270,7 +281,7 @@ pub async fn run(
         || merged_output.junit.is_some()
         || merged_output.html.is_some();
     let job = &job;
-    let mut done: Vec<Done> = stream::iter(commands)
+    let mut running = stream::iter(commands)
         .map(|(name, argv)| async move {
             let report = match job(&argv) {
                 Ok(job) => {
@@ -287,28 +298,50 @@ pub async fn run(
             };
             (name, report)
         })
-        .buffer_unordered(concurrency)
-        .map(|(name, report)| match report {
-            Ok(r) => {
-                crate::outln!("  {name:<24} {}", verdict(&r));
-                Ok(Done::of(name, r, keep))
+        .buffer_unordered(concurrency);
+    let mut done: Vec<Done> = Vec::new();
+    let mut stop = std::pin::pin!(stop);
+    let mut interrupted = false;
+    loop {
+        let (name, report) = tokio::select! {
+            next = running.next() => match next {
+                Some(finished) => finished,
+                None => break,
+            },
+            _ = &mut stop => {
+                interrupted = true;
+                break;
             }
-            Err(e) => Err(Error::run(format!("target {name}: {e}"))),
-        })
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .collect::<Result<_, _>>()?;
+        };
+        let r = report.map_err(|e| Error::run(format!("target {name}: {e}")))?;
+        crate::outln!("  {name:<24} {}", verdict(&r));
+        done.push(Done::of(name, r, keep));
+    }
+    drop(running);
     // The list's order, whatever order they finished in.
     done.sort_by_key(|d| targets.iter().position(|t| t.name == d.name));
     crate::out!("\n{}", matrix(&done));
-    if keep {
+    if interrupted {
+        for t in targets
+            .iter()
+            .filter(|t| !done.iter().any(|d| d.name == t.name))
+        {
+            crate::outln!("  {:<24} not run: interrupted (Ctrl-C)", t.name);
+        }
+    }
+    if keep && !done.is_empty() {
         let merged = merge(&mut done, &file)?;
         merged_output.write(&merged)?;
     }
-    Ok(crate::report::Exit::failed_if(
+    if interrupted {
+        return Ok(TargetsEnd::Interrupted {
+            done: done.len(),
+            of: targets.len(),
+        });
+    }
+    Ok(TargetsEnd::Verdict(crate::report::Exit::failed_if(
         done.iter().any(|d| !d.passed),
-    ))
+    )))
 }
 
 /// What is kept of one target's run.

@@ -40,8 +40,17 @@ where
     let help = args.iter().any(|a| a == "--help" || a == "-h");
     let names_a_probe = typed_subcommands(&args).len() >= 2;
     if crate::targets::wanted(&args) && !help && names_a_probe {
-        let run = crate::targets::run(args, probe_job_of);
-        return run_async(async move { run.await.map(Ended::Verdict) });
+        return run_async(async move {
+            // Inside the runtime (its signal handlers need one), before any banner.
+            let stop = signal::shutdown_signal();
+            Ok(match crate::targets::run(args, probe_job_of, stop).await? {
+                crate::targets::TargetsEnd::Verdict(exit) => Ended::Verdict(exit),
+                crate::targets::TargetsEnd::Interrupted { done, of } => {
+                    signal::say_targets_interrupted(done, of);
+                    Ended::Interrupted
+                }
+            })
+        });
     }
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,

@@ -40,3 +40,11 @@ pub(super) fn say_interrupted(done: usize) {
         "interrupted (Ctrl-C): the report has the {done} case(s) done; the rest are marked not run"
     );
 }
+
+/// The same for a probe over `--targets`: the targets done have their reports; those running
+/// when it came, or not started, are not run.
+pub(super) fn say_targets_interrupted(done: usize, of: usize) {
+    crate::errln!(
+        "interrupted (Ctrl-C): {done} of {of} target(s) done, their reports written; the rest are not run"
+    );
+}

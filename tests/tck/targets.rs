@@ -199,3 +199,61 @@ fn fleet_shards_serve_every_agent_once() {
         "the chaos preset's agents, each in one shard: {served:?}"
     );
 }
+
+/// Ctrl-C during a run over targets: the targets done keep their reports (and the merged report
+/// holds them), the one still running is listed as not run, the line every judging command
+/// prints on Ctrl-C says how many were done, and the exit is 130.
+#[test]
+fn an_interrupted_run_over_targets_keeps_the_targets_done() {
+    let dir = TempDir::new("targets-interrupted");
+    let mock = format!("{EXE} mock agent --protocol agent-standard --seed 4");
+    let file = dir.path("targets.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "targets:\n\
+             - name: scanner\n  flags: [\"--exec\", \"{mock} --name security-scanner\", \"--agent\", \"security-scanner\"]\n\
+             - name: stuck\n  flags: [\"--exec\", \"sleep 600\"]\n"
+        ),
+    )
+    .unwrap();
+    let out_dir = dir.path("reports");
+    let merged = dir.path("merged.json");
+    let mut run = Spawned::tck(
+        &[
+            "probe",
+            "agent-standard",
+            "--targets",
+            &file,
+            "--out-dir",
+            &out_dir,
+            "--json",
+            &merged,
+            "--timeout",
+            "300s",
+        ],
+        RUN_DEADLINE,
+    );
+    // The banner, then the row of the target that finished; the other one is still running.
+    assert!(run.line().contains("2 of 2 target(s)"));
+    let row = run.line();
+    assert!(row.split_whitespace().next() == Some("scanner"), "{row}");
+    let out = run.interrupt(Duration::from_secs(30));
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(130), "{shown}");
+    assert!(
+        shown.contains("interrupted (Ctrl-C): 1 of 2 target(s) done, their reports written; the rest are not run"),
+        "{shown}"
+    );
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                == ["stuck", "not", "run:", "interrupted", "(Ctrl-C)"]),
+        "{shown}"
+    );
+    assert!(std::path::Path::new(&format!("{out_dir}/scanner.json")).exists());
+    assert!(!std::path::Path::new(&format!("{out_dir}/stuck.json")).exists());
+    let (cases, _) = verdicts(&merged);
+    assert!(!cases.is_empty(), "the merged report holds the target done");
+}
