@@ -64,6 +64,16 @@ pub struct LintAgentsArgs {
     /// A tool name to accept, beside the known ones (repeatable).
     #[arg(long = "tool", value_name = "NAME")]
     pub tools: Vec<String>,
+    /// Rewrite what has one safe answer (a comma-separated tools string into a YAML list, a name
+    /// into kebab-case, a supports_plan_mode string into a boolean), then lint what is left.
+    #[arg(long)]
+    pub fix: bool,
+    /// With --fix: also rename each file to its name (`NAME.md`), unless that file exists.
+    #[arg(long, requires = "fix")]
+    pub fix_names: bool,
+    /// With --fix: print the changes as a unified diff and write nothing.
+    #[arg(long, requires = "fix")]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -423,7 +433,25 @@ impl ProtocolCommand<crate::report::Exit> for LintAgents {
             verbs: flags.verbs.clone(),
             tools: flags.tools.clone(),
         };
-        let result = lint::lint_files(&files, &extra, flags.strict)?;
+        let result = if flags.fix {
+            // The fixes are said where the findings go, or on stderr when stdout is a document.
+            let console = flags.format == Format::Console;
+            let mut say = |line: String| {
+                if console {
+                    crate::outln!("{line}");
+                } else {
+                    crate::errln!("{line}");
+                }
+            };
+            let options = super::fix::Options {
+                names: flags.fix_names,
+                dry_run: flags.dry_run,
+            };
+            let defs = super::fix::apply(&files, options, &mut say)?;
+            lint::lint(&defs, &extra, flags.strict)
+        } else {
+            lint::lint_files(&files, &extra, flags.strict)?
+        };
         let target = flags
             .paths
             .iter()

@@ -15,6 +15,7 @@ pub mod behaviors;
 pub mod commands;
 pub mod definition;
 pub mod exec;
+pub mod fix;
 pub mod journal;
 pub mod lint;
 pub mod mock;
