@@ -561,3 +561,225 @@ fn the_calibration_script_prints_the_findings_per_rule_in_each_dialect() {
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     assert_eq!(run_within(missing, RUN_DEADLINE).status.code(), Some(2));
 }
+
+// `lint agents --fix`: definitions written for these tests, each with what has one safe answer.
+
+/// Tools as a comma string with a comment, and nothing else to fix.
+const FIX_TOOLS: &str = "---\n# reads only\nname: tools-only\ndescription: Scan code for leaked keys.\ntools: Read, Grep, Glob # read-only\nmodel: sonnet\n---\n\nScan it.\n";
+/// A camelCase name in a file already named for its kebab form.
+const FIX_NAME: &str = "---\nname: codeReviewer # shown in menus\ndescription: Review the diff for bugs.\ntools:\n  - Read\nmodel: sonnet\n---\n\nReview it.\n";
+/// supports_plan_mode as a string (`'yes'`; unquoted, the parser reads a boolean).
+const FIX_PLAN: &str = "---\nname: plan-only\ndescription: Plan the migration.\ntools: [Read]\nmodel: sonnet\nsupports_plan_mode: 'yes'\n---\n\n## Plan mode\n\nList the steps.\n\n## Execute mode\n\nRun them.\n";
+/// All three at once, between comments, in an order of its own.
+const FIX_ALL: &str = "---\nmodel: opus\n# the menu name\nname: \"Pull Request Reviewer\"   # was a title\nsupports_plan_mode: \"false\"\ntools: Read, Glob\ndescription: Review pull requests.\n---\n\nReview it.\n";
+
+fn fix_dir(name: &str) -> TempDir {
+    let dir = TempDir::new(name);
+    std::fs::create_dir_all(dir.path("agents")).unwrap();
+    for (file, text) in [
+        ("agents/tools-only.md", FIX_TOOLS),
+        ("agents/code-reviewer.md", FIX_NAME),
+        ("agents/plan-only.md", FIX_PLAN),
+        ("agents/all.md", FIX_ALL),
+        ("agents/scanner.md", GOOD),
+    ] {
+        std::fs::write(dir.path(file), text).unwrap();
+    }
+    dir
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+#[test]
+fn fix_rewrites_each_finding_alone_and_together_keeping_comments_and_order() {
+    let dir = fix_dir("lint-fix");
+    let agents = dir.path("agents");
+    let out = lint_cli(&[&agents, "--fix"]);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    // What is left needs a person: all.md's name is not its file's (a warning), so exit 0.
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let fixed: Vec<&str> = printed
+        .lines()
+        .filter(|l| l.starts_with("fixed "))
+        .collect();
+    let at = |file: &str| format!("fixed {}", dir.path(&format!("agents/{file}")));
+    assert_eq!(
+        fixed,
+        [
+            format!(
+                "{}:4: name: \"Pull Request Reviewer\" → pull-request-reviewer",
+                at("all.md")
+            ),
+            format!(
+                "{}:5: supports_plan_mode: string \"false\" → false",
+                at("all.md")
+            ),
+            format!(
+                "{}:6: tools: comma string → YAML list (2 tools)",
+                at("all.md")
+            ),
+            format!(
+                "{}:2: name: \"codeReviewer\" → code-reviewer",
+                at("code-reviewer.md")
+            ),
+            format!(
+                "{}:6: supports_plan_mode: string 'yes' → true",
+                at("plan-only.md")
+            ),
+            format!(
+                "{}:5: tools: comma string → YAML list (3 tools)",
+                at("tools-only.md")
+            ),
+        ],
+        "{printed}"
+    );
+    assert_eq!(
+        read(&dir.path("agents/tools-only.md")),
+        "---\n# reads only\nname: tools-only\ndescription: Scan code for leaked keys.\ntools: # read-only\n  - Read\n  - Grep\n  - Glob\nmodel: sonnet\n---\n\nScan it.\n"
+    );
+    assert_eq!(
+        read(&dir.path("agents/code-reviewer.md")),
+        FIX_NAME.replace("codeReviewer", "code-reviewer")
+    );
+    assert_eq!(
+        read(&dir.path("agents/plan-only.md")),
+        FIX_PLAN.replace("mode: 'yes'", "mode: true")
+    );
+    assert_eq!(
+        read(&dir.path("agents/all.md")),
+        "---\nmodel: opus\n# the menu name\nname: pull-request-reviewer   # was a title\nsupports_plan_mode: false\ntools:\n  - Read\n  - Glob\ndescription: Review pull requests.\n---\n\nReview it.\n"
+    );
+    // A file with nothing to fix is not written or named.
+    assert_eq!(read(&dir.path("agents/scanner.md")), GOOD);
+    assert!(!printed.contains("scanner.md:"), "{printed}");
+    // Each fixed file lints clean of what was fixed; all.md keeps the finding that needs a person.
+    for file in ["tools-only.md", "code-reviewer.md", "plan-only.md"] {
+        let path = dir.path(&format!("agents/{file}"));
+        assert_eq!(
+            rules(&lint_one(&path, &read(&path))),
+            BTreeSet::new(),
+            "{file}"
+        );
+    }
+    let all = dir.path("agents/all.md");
+    assert_eq!(
+        rules(&lint_one(&all, &read(&all))),
+        BTreeSet::from(["name-matches-file"])
+    );
+    assert!(
+        printed.contains("all.md:4:1: warning[name-matches-file]"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("5 file(s): 0 error(s), 1 warning(s)"),
+        "{printed}"
+    );
+    // A second --fix changes nothing, byte for byte, and says no fix.
+    let before: Vec<Vec<u8>> = [
+        "tools-only.md",
+        "code-reviewer.md",
+        "plan-only.md",
+        "all.md",
+    ]
+    .iter()
+    .map(|f| std::fs::read(dir.path(&format!("agents/{f}"))).unwrap())
+    .collect();
+    let again = lint_cli(&[&agents, "--fix"]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert!(!text(&again).contains("fixed "), "{}", text(&again));
+    let after: Vec<Vec<u8>> = [
+        "tools-only.md",
+        "code-reviewer.md",
+        "plan-only.md",
+        "all.md",
+    ]
+    .iter()
+    .map(|f| std::fs::read(dir.path(&format!("agents/{f}"))).unwrap())
+    .collect();
+    assert_eq!(before, after);
+}
+
+#[test]
+fn fix_dry_run_prints_the_diff_and_writes_nothing() {
+    let dir = fix_dir("lint-fix-dry");
+    let file = dir.path("agents/tools-only.md");
+    let out = lint_cli(&[&file, "--fix", "--dry-run"]);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        printed.contains(&format!(
+            "--- a/{file}\n+++ b/{file}\n@@ -2,7 +2,10 @@\n # reads only\n name: tools-only\n description: Scan code for leaked keys.\n-tools: Read, Grep, Glob # read-only\n+tools: # read-only\n+  - Read\n+  - Grep\n+  - Glob\n model: sonnet\n ---\n \n"
+        )),
+        "{printed}"
+    );
+    assert_eq!(read(&file), FIX_TOOLS);
+    // The lint that follows judges the text as it would be: no field-type error left.
+    assert!(!printed.contains("field-type"), "{printed}");
+    // With a document on stdout, the fixes are said on stderr.
+    let json = lint_cli(&[&file, "--fix", "--dry-run", "--format", "json"]);
+    let _: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(String::from_utf8_lossy(&json.stderr).contains("+  - Glob"));
+    assert_eq!(read(&file), FIX_TOOLS);
+    // --dry-run and --fix-names need --fix.
+    assert_eq!(lint_cli(&[&file, "--dry-run"]).status.code(), Some(2));
+}
+
+#[test]
+fn fix_names_renames_the_file_unless_the_name_is_taken() {
+    let dir = TempDir::new("lint-fix-names");
+    std::fs::create_dir_all(dir.path("agents")).unwrap();
+    let all = dir.path("agents/all.md");
+    std::fs::write(&all, FIX_ALL).unwrap();
+    let out = lint_cli(&[&all, "--fix", "--fix-names"]);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let renamed = dir.path("agents/pull-request-reviewer.md");
+    assert!(
+        printed.contains(&format!("renamed {all} → {renamed}\n")),
+        "{printed}"
+    );
+    assert!(!std::path::Path::new(&all).exists());
+    assert!(read(&renamed).contains("name: pull-request-reviewer   # was a title\n"));
+    assert!(
+        printed.contains("1 file(s): 0 error(s), 0 warning(s)"),
+        "{printed}"
+    );
+    // The target exists: that file is refused whole (not even its other fixes are written).
+    std::fs::write(&all, FIX_ALL).unwrap();
+    let refused = lint_cli(&[&all, "--fix", "--fix-names"]);
+    let printed = String::from_utf8_lossy(&refused.stdout);
+    assert!(
+        printed.contains(&format!(
+            "not fixed {all}: --fix-names would rename it to {renamed}, which exists; nothing is changed in this file"
+        )),
+        "{printed}"
+    );
+    assert!(!printed.contains("fixed  "), "{printed}");
+    assert_eq!(read(&all), FIX_ALL);
+    assert_eq!(refused.status.code(), Some(1), "{printed}");
+}
+
+#[test]
+fn fix_leaves_a_file_with_a_yaml_error_untouched_and_says_so() {
+    let dir = TempDir::new("lint-fix-yaml");
+    let broken = "---\nname: Broken One\nsupports_plan_mode: \"true\"\ntools: [Read, Grep\nmodel: opus\n---\nBody.\n";
+    let file = dir.path("broken.md");
+    std::fs::write(&file, broken).unwrap();
+    let out = lint_cli(&[&file, "--fix"]);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{printed}");
+    assert!(
+        printed.contains(&format!(
+            "not fixed {file}:4:8: invalid YAML: the `[` opened at line 4, column 8 is never closed"
+        )),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("; the file is left as it is\n"),
+        "{printed}"
+    );
+    assert!(printed.contains("error[frontmatter-yaml]"), "{printed}");
+    assert_eq!(read(&file), broken);
+}

@@ -397,7 +397,9 @@ pub fn apply(
         }
         if options.dry_run {
             if !fixed.edits.is_empty() || target.is_some() {
-                say(diff(&path, &new_path, &fixed).trim_end().to_string());
+                say(diff(&path, &new_path, &fixed)
+                    .trim_end_matches('\n')
+                    .to_string());
             }
         } else {
             if !fixed.edits.is_empty() {
