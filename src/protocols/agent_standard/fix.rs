@@ -75,32 +75,52 @@ pub fn fix_text(path: &str, text: &str) -> Result<Fixed, Untouched> {
             "supports_plan_mode" => plan_mode_boolean(&front.value, head, rest, ending),
             _ => None,
         };
-        if let Some((new, what)) = edit {
-            edits.push(Edit {
+        if let Some((new, what, expected)) = edit {
+            let edit = Edit {
                 line: i + 1,
                 new,
                 what,
-            });
+            };
+            // A value the line alone does not hold (a block scalar, a continuation line) would
+            // be cut: the edit stands only when the text it makes reads back as meant, every
+            // other key as it was.
+            let mut value = front.value.clone();
+            value[key] = expected;
+            if reads_back(path, &lines, std::slice::from_ref(&edit), &value) {
+                edits.push(edit);
+            }
         }
     }
-    let mut after = String::with_capacity(text.len());
-    for (i, line) in lines.iter().enumerate() {
-        match edits.iter().find(|e| e.line == i + 1) {
-            Some(e) => e.new.iter().for_each(|l| after.push_str(l)),
-            None => after.push_str(line),
-        }
-    }
-    let name = match front.value["name"].as_str() {
-        Some(n) if kebab(n) => Some(n.to_string()),
-        Some(n) => Some(to_kebab(n)).filter(|k| kebab(k)),
-        None => None,
-    };
+    let after = edited(&lines, &edits);
+    let name = definition::read(path, &after)
+        .name()
+        .filter(|n| kebab(n))
+        .map(str::to_string);
     Ok(Fixed {
         before: text.to_string(),
         after,
         edits,
         name,
     })
+}
+
+/// The text with `edits` made.
+fn edited(lines: &[&str], edits: &[Edit]) -> String {
+    let mut after = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        match edits.iter().find(|e| e.line == i + 1) {
+            Some(e) => e.new.iter().for_each(|l| after.push_str(l)),
+            None => after.push_str(line),
+        }
+    }
+    after
+}
+
+/// Whether the text with `edits` made has the frontmatter `value`.
+fn reads_back(path: &str, lines: &[&str], edits: &[Edit], value: &Value) -> bool {
+    definition::read(path, &edited(lines, edits))
+        .front
+        .is_ok_and(|f| &f.value == value)
 }
 
 /// A line without its ending, and the ending (`\n`, `\r\n` or none).
@@ -131,7 +151,7 @@ fn tools_list(
     rest: &str,
     line: usize,
     ending: &str,
-) -> Option<(Vec<String>, String)> {
+) -> Option<(Vec<String>, String, Value)> {
     value["tools"].as_str()?;
     let (scalar, tail) = split_comment(rest);
     let names = comma_names(scalar, line, 1);
@@ -151,7 +171,8 @@ fn tools_list(
         }
     }
     let what = format!("tools: comma string → YAML list ({} tools)", names.len());
-    Some((new, what))
+    let list = names.into_iter().map(|(n, _)| Value::String(n)).collect();
+    Some((new, what, Value::Array(list)))
 }
 
 /// A list item as a plain scalar when YAML reads it back the same, else double-quoted.
@@ -174,7 +195,7 @@ fn kebab_name(
     head: &str,
     rest: &str,
     ending: &str,
-) -> Option<(Vec<String>, String)> {
+) -> Option<(Vec<String>, String, Value)> {
     let name = value["name"].as_str()?;
     if kebab(name) {
         return None;
@@ -199,6 +220,7 @@ fn kebab_name(
     Some((
         vec![format!("{head}{lead}{written}{tail}{ending}")],
         format!("name: {name:?} → {new_name}"),
+        Value::String(new_name),
     ))
 }
 
@@ -208,7 +230,7 @@ fn plan_mode_boolean(
     head: &str,
     rest: &str,
     ending: &str,
-) -> Option<(Vec<String>, String)> {
+) -> Option<(Vec<String>, String, Value)> {
     let said = value["supports_plan_mode"].as_str()?;
     let boolean = match said.trim().to_ascii_lowercase().as_str() {
         "true" | "yes" => true,
@@ -221,6 +243,7 @@ fn plan_mode_boolean(
     Some((
         vec![format!("{head}{lead}{boolean}{tail}{ending}")],
         format!("supports_plan_mode: string {written} → {boolean}"),
+        Value::Bool(boolean),
     ))
 }
 
@@ -467,6 +490,20 @@ mod tests {
             ]
         );
         assert_eq!(fixed.name.as_deref(), Some("code-reviewer"));
+        let quoted = fix_text("a.md", "---\ntools: \"Read, Grep\" # c\n---\n").unwrap();
+        assert_eq!(quoted.after, "---\ntools: # c\n  - Read\n  - Grep\n---\n");
+    }
+
+    #[test]
+    fn a_value_the_line_does_not_hold_alone_is_left_as_it_is() {
+        for text in [
+            "---\nname: Code\n  Reviewer\ntools: Read,\n  Grep\n---\n",
+            "---\nname: >\n  Code Reviewer\nsupports_plan_mode: |\n  true\n---\n",
+        ] {
+            let fixed = fix_text("a.md", text).unwrap();
+            assert_eq!(fixed.edits, vec![], "{text}");
+            assert_eq!(fixed.after, text);
+        }
     }
 
     #[test]
