@@ -396,6 +396,11 @@ fn result(
     } else {
         json!([])
     };
+    if b.has("findings-without-summary") {
+        if let Some(findings) = result["findings"].as_object_mut() {
+            findings.remove("summary");
+        }
+    }
     result["present_to_user"] = json!(if b.has("empty-summary") {
         String::new()
     } else if b.has("injection") {
@@ -508,10 +513,13 @@ fn print(
         return writeln!(out);
     }
     let text = in_spec_order(result);
-    if b.has("fenced-json") {
+    if b.has("fenced-json") || b.has("fenced-sign-off") {
         writeln!(out, "```json\n{text}\n```")?;
     } else {
         writeln!(out, "{text}")?;
+    }
+    if b.has("fenced-sign-off") {
+        writeln!(out, "\nLet me know if you need anything else.")?;
     }
     if b.has("json-not-last") {
         writeln!(out, "\nLet me know if you want me to go on.")?;
