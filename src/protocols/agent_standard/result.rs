@@ -106,7 +106,11 @@ fn syntax_error(text: &str, at: usize, e: &serde_json::Error) -> String {
     let what = shown
         .rsplit_once(" at line ")
         .map_or(shown.as_str(), |(w, _)| w);
-    let before = &text[..text.floor_char_boundary(at)];
+    let boundary = (0..=at.min(text.len()))
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    let before = &text[..boundary];
     let line = before.matches('\n').count() + 1;
     let column = before.len() - before.rfind('\n').map_or(0, |n| n + 1) + 1;
     format!(
