@@ -21,6 +21,6 @@ for dialect in standard claude-code; do
     fi
     ms=$((($(date +%s%N) - start) / 1000000))
     echo "== dialect $dialect: $(grep -E '^[0-9]+ file\(s\):' <<<"$out") in ${ms} ms"
-    grep -oE '^.+:[0-9]+:[0-9]+: (error|warning)\[[a-z-]+\]' <<<"$out" |
-        grep -oE '(error|warning)\[[a-z-]+\]' | sort | uniq -c | sort -k1,1nr -k2,2 || true
+    grep -oE '^.+:[0-9]+:[0-9]+: (error|warning|note)\[[a-z-]+\]' <<<"$out" |
+        grep -oE '(error|warning|note)\[[a-z-]+\]' | sort | uniq -c | sort -k1,1nr -k2,2 || true
 done

@@ -98,8 +98,13 @@ impl Lint {
                 f.message
             ));
         }
+        // Notes (MAY, advisory) are counted only when there are some: the line stays as it was.
+        let notes = match self.count(Level::May) {
+            0 => String::new(),
+            n => format!(", {n} note(s)"),
+        };
         out.push_str(&format!(
-            "{} file(s): {} error(s), {} warning(s){}\n",
+            "{} file(s): {} error(s), {} warning(s){notes}{}\n",
             self.files.len(),
             self.count(Level::Must),
             self.count(Level::Should),

@@ -72,6 +72,8 @@ pub struct StdioConfig {
     pub kill_grace: Duration,
     /// The directory the agent runs in (None: ours).
     pub cwd: Option<std::path::PathBuf>,
+    /// Variables set in the agent's environment, beside the ones it inherits.
+    pub env: Vec<(String, String)>,
 }
 
 impl StdioConfig {
@@ -84,6 +86,7 @@ impl StdioConfig {
             stderr_keep: DEFAULT_STDERR_KEEP,
             kill_grace: DEFAULT_KILL_GRACE,
             cwd: None,
+            env: Vec::new(),
         }
     }
 }
@@ -486,6 +489,7 @@ impl StdioAgent {
         if let Some(dir) = &self.config.cwd {
             command.current_dir(dir);
         }
+        command.envs(self.config.env.iter().map(|(k, v)| (k, v)));
         let shown = crate::text::excerpt(program.as_bytes(), 200);
         let mut child = command
             .spawn()

@@ -436,3 +436,83 @@ fn an_orchestrator_over_a_generated_set_is_judged_from_the_journal() {
     assert!(shown.contains("without approval"), "{shown}");
     assert!(shown.contains("can_parallel: false"), "{shown}");
 }
+
+// Issue #31 points 5 and 6: a sign-off and findings without summary from a running agent; the
+// probe's runs of the kit's own mock agents stay out of their journal.
+
+#[test]
+fn a_running_agents_sign_off_and_summaryless_findings_are_named() {
+    let dir = TempDir::new("agent-exec-sign-off");
+    let probe = |behavior: &str| {
+        let json = dir.path("report.json");
+        let out = tck(&[
+            "probe",
+            "agent-standard",
+            "--exec",
+            &mock(&format!("--behavior {behavior}")),
+            "--agent",
+            "security-scanner",
+            "--json",
+            &json,
+        ]);
+        let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        (out, report)
+    };
+    let (out, report) = probe("fenced-sign-off");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(failed_ids(&report), ["plan.json-last", "execute.json-last"]);
+    let message = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "execute.json-last")
+        .unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.ends_with("(a sign-off line after the fenced result: the standard wants the result last, though the consumers of its home repository, z3r0-c001/Claude_Protocol, accept this)"),
+        "{message}"
+    );
+    let (out, report) = probe("findings-without-summary");
+    // A SHOULD: the run passes, the cases fail.
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        failed_ids(&report),
+        ["plan.findings-summary", "execute.findings-summary"]
+    );
+    let (_, report) = probe("conforming");
+    assert_eq!(failed_ids(&report), Vec::<String>::new());
+}
+
+#[test]
+fn probing_the_kits_own_mock_agents_leaves_their_journal_alone() {
+    let dir = TempDir::new("agent-exec-journal");
+    let set = dir.path("set");
+    let out = tck(&[
+        "mock", "agents", "--dir", &set, "--count", "2", "--seed", "3",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let set = read_set(&set);
+    let (name, command, _) = &set.agents[0];
+    let json = dir.path("report.json");
+    let out = tck(&[
+        "probe",
+        "agent-standard",
+        "--exec",
+        command,
+        "--agent",
+        name,
+        "--json",
+        &json,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(failed_ids(&report), Vec::<String>::new());
+    let journal = std::fs::read_to_string(&set.journal).unwrap_or_default();
+    assert_eq!(journal, "", "the probe's runs are not the orchestrator's");
+    // An orchestrator's run, as before, is journalled.
+    set.run(name, "plan", &[]);
+    let journal = std::fs::read_to_string(&set.journal).unwrap();
+    assert_eq!(journal.lines().count(), 2, "{journal}");
+}

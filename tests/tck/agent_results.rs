@@ -49,6 +49,7 @@ fn the_standards_examples_pass_in_their_modes_and_each_rule_broken_fails_alone()
         "execute-findings",
         "agent-name",
         "metrics",
+        "findings-summary",
         "next-agents",
         "present-to-user",
     ] {
@@ -110,6 +111,12 @@ fn the_standards_examples_pass_in_their_modes_and_each_rule_broken_fails_alone()
             EXECUTE.replace("\"issues_found\": 3", "\"issues_found\": 4"),
             "execute",
             "metrics",
+        ),
+        (
+            "findings-summary",
+            EXECUTE.replace("\"summary\": \"Found", "\"headline\": \"Found"),
+            "execute",
+            "findings-summary",
         ),
         (
             "next-agents",
@@ -202,4 +209,67 @@ fn the_command_line_judges_saved_responses() {
         agent_tck::schema::schemas().validate("report", &report),
         vec![]
     );
+}
+
+// Issue #31 points 5 and 6: the sign-off line, findings without summary, a trailing comma deep
+// in the result, a result with no agent.
+
+#[test]
+fn a_sign_off_a_missing_summary_a_deep_trailing_comma_and_no_agent_are_said_plainly() {
+    // The standard's example with a sign-off line after its fence: json-last fails, saying so.
+    let signed = EXECUTE.replace("```\n", "```\nLet me know if you need anything else.\n");
+    let cases = judge("signed", &signed, &cx("execute"));
+    assert_eq!(
+        crate::support::failed_ids(&cases),
+        ["signed.json-last".to_string()].into()
+    );
+    assert_eq!(
+        cases[0].message,
+        "text after the JSON result: \"Let me know if you need anything else.\" (a sign-off line \
+         after the fenced result: the standard wants the result last, though the consumers of its \
+         home repository, z3r0-c001/Claude_Protocol, accept this)"
+    );
+    // A result with no findings: findings-summary has nothing to judge.
+    let bare = "{\"agent\": \"tester\", \"execution_mode\": \"plan\", \"status\": \"complete\", \"present_to_user\": \"Plan.\"}\n";
+    let cases = judge("bare", bare, &cx("plan"));
+    let summary = cases
+        .iter()
+        .find(|c| c.id == "bare.findings-summary")
+        .unwrap();
+    assert_eq!(summary.status, Status::Skip, "{summary:#?}");
+    assert!(
+        summary.message.contains("no findings object"),
+        "{}",
+        summary.message
+    );
+    // A trailing comma after the last finding: the JSON error, at its line, not "text after".
+    let comma = EXECUTE.replacen("}\n    ]", "},\n    ]", 1);
+    assert_ne!(
+        comma, EXECUTE,
+        "the fixture's details list ends as expected"
+    );
+    let cases = judge("comma", &comma, &cx("execute"));
+    assert_eq!(
+        crate::support::failed_ids(&cases),
+        ["comma.json-last".to_string()].into()
+    );
+    assert!(
+        cases[0].message == "the JSON result does not parse: trailing comma at line 22, column 5 of the response",
+        "{}",
+        cases[0].message
+    );
+    // No agent, with --agents: said once, as such.
+    let nameless = EXECUTE.replace("\"agent\": \"security-scanner\",", "");
+    let cases = judge("nameless", &nameless, &cx("execute"));
+    let named = cases
+        .iter()
+        .find(|c| c.id == "nameless.agent-name")
+        .unwrap();
+    assert_eq!(
+        named.message,
+        "the result names no agent (`agent` is missing or empty)"
+    );
+    assert!(cases
+        .iter()
+        .all(|c| !c.message.contains("no definition named")));
 }

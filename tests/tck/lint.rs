@@ -413,7 +413,7 @@ fn a_yaml_mistake_is_reported_at_its_line_and_long_descriptions_counted_right() 
     let messages: Vec<&str> = l.findings.iter().map(|f| f.message.as_str()).collect();
     assert_eq!(
         messages,
-        ["the description is 4 sentences (one or two: when to use the agent)"]
+        ["the description is 4 sentences (the kit's convention, not the standard's: one or two, when to use the agent)"]
     );
 }
 
@@ -539,17 +539,17 @@ fn the_calibration_script_prints_the_findings_per_rule_in_each_dialect() {
     assert_eq!(
         lines,
         [
-            "== dialect standard: 9 file(s): 5 error(s), 3 warning(s)",
+            "== dialect standard: 9 file(s): 5 error(s), 2 warning(s), 1 note(s)",
             "2 error[field-type]",
             "2 error[required-field]",
             "2 warning[description-action-verb]",
             "1 error[frontmatter-yaml]",
-            "1 warning[description-sentences]",
-            "== dialect claude-code: 9 file(s): 1 error(s), 4 warning(s)",
+            "1 note[description-sentences]",
+            "== dialect claude-code: 9 file(s): 1 error(s), 3 warning(s), 1 note(s)",
             "2 warning[description-action-verb]",
             "1 error[frontmatter-yaml]",
+            "1 note[description-sentences]",
             "1 warning[claude-code-keys]",
-            "1 warning[description-sentences]",
         ],
         "{printed}"
     );
@@ -782,4 +782,50 @@ fn fix_leaves_a_file_with_a_yaml_error_untouched_and_says_so() {
     );
     assert!(printed.contains("error[frontmatter-yaml]"), "{printed}");
     assert_eq!(read(&file), broken);
+}
+
+// Issue #31 point 5: Claude Code's proactive wording, and description-sentences advisory.
+
+#[test]
+fn must_be_used_is_claude_codes_wording_and_long_descriptions_are_notes() {
+    let dir = TempDir::new("lint-proactive");
+    std::fs::create_dir_all(dir.path("agents")).unwrap();
+    std::fs::write(
+        dir.path("agents/guard.md"),
+        "---\nname: guard\ndescription: MUST BE USED before every commit to scan the diff.\ntools: [Read, Grep]\nmodel: sonnet\n---\nBody.\n",
+    )
+    .unwrap();
+    let guard = dir.path("agents/guard.md");
+    let standard = lint_cli(&[&guard]);
+    let out = String::from_utf8_lossy(&standard.stdout);
+    assert_eq!(standard.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("guard.md:3:1: warning[description-action-verb]: the description begins with \"MUST BE USED\", not an action verb (the standard asks for an action verb; Claude Code documents `MUST BE USED` and `use PROACTIVELY` as the wording that makes it delegate to the agent on its own)"),
+        "{out}"
+    );
+    let claude = lint_cli(&[&guard, "--dialect", "claude-code", "--strict"]);
+    let out = String::from_utf8_lossy(&claude.stdout);
+    assert_eq!(claude.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("1 file(s): 0 error(s), 0 warning(s) (--strict: warnings fail)\n"),
+        "{out}"
+    );
+    // A long description: a note, which --strict does not fail on.
+    std::fs::write(
+        dir.path("agents/scribe.md"),
+        "---\nname: scribe\ndescription: Write release notes. Read the log first. Keep them short.\ntools: [Read]\nmodel: sonnet\n---\nBody.\n",
+    )
+    .unwrap();
+    let scribe = dir.path("agents/scribe.md");
+    let strict = lint_cli(&[&scribe, "--strict"]);
+    let out = String::from_utf8_lossy(&strict.stdout);
+    assert_eq!(strict.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("scribe.md:3:1: note[description-sentences]: the description is 3 sentences (the kit's convention, not the standard's: one or two, when to use the agent)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("1 file(s): 0 error(s), 0 warning(s), 1 note(s) (--strict: warnings fail)"),
+        "{out}"
+    );
 }

@@ -42,6 +42,18 @@ pub const BEHAVIORS: &[Misbehavior] = &[
         expects: "",
     },
     Misbehavior {
+        name: "fenced-sign-off",
+        what: "the result in a ```json fence, then a sign-off line",
+        transports: EXEC,
+        expects: "",
+    },
+    Misbehavior {
+        name: "findings-without-summary",
+        what: "findings with no summary",
+        transports: EXEC,
+        expects: "",
+    },
+    Misbehavior {
         name: "wrong-status",
         what: "status \"done\", not one of the standard's four",
         transports: EXEC,

@@ -63,6 +63,10 @@ pub struct Exec {
     pub max_output: usize,
 }
 
+/// Set (to 1) in the environment of every run of the probe: the kit's own mock agents then
+/// leave their journal alone, so that `probe orchestration` reads the orchestrator's runs only.
+pub const PROBE_RUN_ENV: &str = "AGENT_TCK_PROBE_RUN";
+
 /// The placeholders a command may hold.
 pub const PLACEHOLDERS: [&str; 3] = ["{mode}", "{task}", "{agent}"];
 
@@ -134,6 +138,7 @@ impl Exec {
         let mut config = StdioConfig::new(self.command.clone(), StdioMode::PerTurn);
         config.max_line = self.max_output;
         config.cwd = scratch.as_ref().map(|s| s.path().to_path_buf());
+        config.env = vec![(PROBE_RUN_ENV.to_string(), "1".to_string())];
         let argv = self.argv_for(mode);
         let mut agent = StdioAgent::with_argv(config, argv.clone());
         let input = self.input(mode).to_string();
@@ -145,7 +150,7 @@ impl Exec {
             _ => None,
         };
         let reproduce = format!(
-            "{}printf '%s' {} | {}",
+            "{}printf '%s' {} | {PROBE_RUN_ENV}=1 {}",
             match &self.workdir {
                 Some(dir) => format!(
                     "cp -r {} /tmp/scratch && cd /tmp/scratch && ",

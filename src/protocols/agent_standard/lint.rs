@@ -31,7 +31,7 @@ pub const RULES: &[Rule] = &[
     Rule { id: "name-unique", level: Level::Must, title: "names are unique across the set", help: "Rename one of the agents: an orchestrator finds agents by name.", of: "names across the set", unexercised: "fewer than two named definitions: lint the whole set (its directory) to check that names are unique" },
     Rule { id: "name-matches-file", level: Level::Should, title: "name equals the file's name without `.md`", help: "Rename the file or the agent so that they agree.", of: "names", unexercised: "no definition has a name: a definition with `name:` would exercise this" },
     Rule { id: "description-action-verb", level: Level::Should, title: "description starts with what the agent does or when to use it (`Scan…`, `Use this agent when…`), not with a role (`Expert…`) or an article", help: "Begin with a verb: what the agent does, or `Use this agent when…`; --verb WORD accepts an opening the kit takes for a role.", of: "descriptions", unexercised: "no definition has a description: a definition with `description:` would exercise this" },
-    Rule { id: "description-sentences", level: Level::Should, title: "description is one or two sentences", help: "Keep the description to when to use the agent; put the rest in the body.", of: "descriptions", unexercised: "no definition has a description: a definition with `description:` would exercise this" },
+    Rule { id: "description-sentences", level: Level::May, title: "description is one or two sentences (the kit's own convention: the standard says only \"When to use, starts with action verb\")", help: "Keep the description to when to use the agent; put the rest in the body. Advisory: a note, never a failure, even with --strict.", of: "descriptions", unexercised: "no definition has a description: a definition with `description:` would exercise this" },
     Rule { id: "tools-known", level: Level::Should, title: "each tool is a known tool name", help: "Check the spelling; accept your own tools with --tool NAME.", of: "tool names", unexercised: "no definition lists a tool by name: a definition with `tools:` items would exercise this" },
     Rule { id: "model-recognisable", level: Level::Should, title: "model is a recognisable model id", help: "Use a model id such as claude-opus-4-5-20251101, an alias (opus, sonnet, haiku, opusplan, default, sonnet[1m], inherit), a Bedrock or Vertex id, or a Bedrock ARN.", of: "models", unexercised: "no definition names a model: a definition with `model:` would exercise this" },
     Rule { id: "body-present", level: Level::Should, title: "a Markdown body follows the frontmatter", help: "Write the agent's instructions after the frontmatter.", of: "definitions with a frontmatter", unexercised: "no definition has a parsed frontmatter: a definition with one would exercise this" },
@@ -111,6 +111,7 @@ mod clause {
     pub const MODEL_OMITTED: &str = "the standard requires it; Claude Code uses the main conversation's model when `model` is left out";
     pub const COMMA_STRING: &str =
         "the standard requires a YAML list; Claude Code also reads a comma-separated string";
+    pub const PROACTIVE: &str = "the standard asks for an action verb; Claude Code documents `MUST BE USED` and `use PROACTIVELY` as the wording that makes it delegate to the agent on its own";
     pub const RESTRICTED_TOOL: &str =
         "the standard lists tool names; Claude Code also reads `Tool(argument)` as that tool, restricted";
 }
@@ -420,7 +421,10 @@ fn check_fields(
             found(
                 "description-sentences",
                 front.at("description"),
-                format!("the description is {n} sentences (one or two: when to use the agent)"),
+                format!(
+                    "the description is {n} sentences (the kit's convention, not the standard's: \
+                     one or two, when to use the agent)"
+                ),
             );
         }
     }
@@ -601,6 +605,21 @@ fn opening_problem(desc: &str, extra: &Extra) -> Option<String> {
     let Some(first) = desc.split_whitespace().next() else {
         return Some("the description is empty: say what the agent does or when to use it".into());
     };
+    // Claude Code's documented wording for proactive delegation: its dialect accepts it; the
+    // standard's letter (an action verb) does not take "MUST" for one. ("Use PROACTIVELY…"
+    // opens with the verb `use` and passes in both.)
+    if proactive_opening(desc) {
+        return (extra.dialect == Dialect::Standard).then(|| {
+            format!(
+                "the description begins with {:?}, not an action verb ({})",
+                desc.split_whitespace()
+                    .take(3)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                clause::PROACTIVE
+            )
+        });
+    }
     let word = first
         .trim_matches(|c: char| !c.is_alphanumeric() && c != '-')
         .to_lowercase();
@@ -613,6 +632,19 @@ fn opening_problem(desc: &str, extra: &Extra) -> Option<String> {
              accepts it)"
         )
     })
+}
+
+/// Whether `desc` opens with "MUST BE USED" (any case, any spacing).
+fn proactive_opening(desc: &str) -> bool {
+    let words: Vec<String> = desc
+        .split_whitespace()
+        .take(3)
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .collect();
+    words == ["must", "be", "used"]
 }
 
 fn known_tool(tool: &str, extra: &Extra) -> bool {
@@ -943,5 +975,50 @@ mod tests {
             assert_eq!(l.findings, vec![], "{dialect:?}");
             assert_eq!(l.dialect, Some(dialect.as_str()));
         }
+    }
+
+    #[test]
+    fn must_be_used_passes_in_claude_code_and_is_a_finding_with_the_clause_in_the_standard() {
+        let proactive = |desc: &str| {
+            format!("---\nname: scanner\ndescription: {desc}\ntools: [Read]\nmodel: opus\n---\n\nScan.\n")
+        };
+        let must = proactive("MUST BE USED after every change to scan it.");
+        assert_eq!(rules(&must, Dialect::ClaudeCode), Vec::<&str>::new());
+        assert_eq!(
+            findings(&must, Dialect::Standard),
+            vec![(
+                "description-action-verb",
+                3,
+                format!(
+                    "the description begins with \"MUST BE USED\", not an action verb ({})",
+                    clause::PROACTIVE
+                )
+            )]
+        );
+        let use_it = proactive("Use PROACTIVELY to scan every change.");
+        assert_eq!(rules(&use_it, Dialect::Standard), Vec::<&str>::new());
+        assert_eq!(rules(&use_it, Dialect::ClaudeCode), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn description_sentences_is_a_note_that_never_fails_strict() {
+        let long = "---\nname: scanner\ndescription: Scan code. Report issues. Fix none.\ntools: [Read]\nmodel: opus\n---\n\nScan.\n";
+        let l = lint(
+            &[definition::read("agents/scanner.md", long)],
+            &with(Dialect::Standard),
+            true,
+        );
+        assert_eq!(l.findings.len(), 1);
+        assert_eq!(l.findings[0].rule, "description-sentences");
+        assert_eq!(l.findings[0].level, Level::May);
+        assert!(l.findings[0]
+            .message
+            .contains("the kit's convention, not the standard's"));
+        assert_eq!(l.exit_code(), crate::report::Exit::failed_if(false));
+        assert!(
+            l.console().contains("note[description-sentences]"),
+            "{}",
+            l.console()
+        );
     }
 }

@@ -190,6 +190,11 @@ fn answer(at: CommandAgent<'_>) -> Result<u8, AgentError> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(AgentError::Next)?;
     let asked = asked(&at).map_err(AgentError::Input)?;
+    // A run of `probe agent-standard --exec` is not the orchestrator's: it stays out of the
+    // journal `probe orchestration` reads.
+    let journal = at
+        .journal
+        .filter(|_| std::env::var_os(super::exec::PROBE_RUN_ENV).is_none());
     let mode = asked.mode.as_str();
     let started = journal::now_us();
     let run_id = format!("{}-{started}", std::process::id());
@@ -204,7 +209,7 @@ fn answer(at: CommandAgent<'_>) -> Result<u8, AgentError> {
         status,
         next_agents,
     };
-    if let Some(path) = at.journal {
+    if let Some(path) = journal {
         journal::append(path, &line(Event::Start, None, Vec::new()))?;
     }
     let result = result(&at, &asked, &behaviors, &nexts);
@@ -215,7 +220,7 @@ fn answer(at: CommandAgent<'_>) -> Result<u8, AgentError> {
     if printed.is_err() {
         return Ok(0);
     }
-    if let Some(path) = at.journal {
+    if let Some(path) = journal {
         let next = result["next_agents"]
             .as_array()
             .into_iter()
@@ -396,6 +401,11 @@ fn result(
     } else {
         json!([])
     };
+    if b.has("findings-without-summary") {
+        if let Some(findings) = result["findings"].as_object_mut() {
+            findings.remove("summary");
+        }
+    }
     result["present_to_user"] = json!(if b.has("empty-summary") {
         String::new()
     } else if b.has("injection") {
@@ -508,10 +518,13 @@ fn print(
         return writeln!(out);
     }
     let text = in_spec_order(result);
-    if b.has("fenced-json") {
+    if b.has("fenced-json") || b.has("fenced-sign-off") {
         writeln!(out, "```json\n{text}\n```")?;
     } else {
         writeln!(out, "{text}")?;
+    }
+    if b.has("fenced-sign-off") {
+        writeln!(out, "\nLet me know if you need anything else.")?;
     }
     if b.has("json-not-last") {
         writeln!(out, "\nLet me know if you want me to go on.")?;

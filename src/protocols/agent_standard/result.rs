@@ -36,28 +36,86 @@ fn last_object_or_why(text: &str) -> Result<Value, String> {
     let mut last_error = String::new();
     // An object followed by text: the outermost such (the earliest start) is what is reported
     // when no object ends the response (the inner ones are nested in it).
-    let mut followed: Option<String> = None;
+    let mut followed: Option<(usize, String)> = None;
+    // A candidate that does not parse, and where: when it spans an object that did (a trailing
+    // comma deep in the result), its error is the one to report, not the text after the nested
+    // object.
+    let mut broken: Option<(usize, usize, String)> = None;
     for &start in starts.iter().rev().take(TRIES) {
         let mut stream = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
         match stream.next() {
             Some(Ok(value @ Value::Object(_))) => {
-                let rest = text[start + stream.byte_offset()..].trim();
+                let after = &text[start + stream.byte_offset()..];
+                let rest = after.trim();
+                let fenced = rest.starts_with("```");
                 let rest = rest.strip_prefix("```").map_or(rest, str::trim);
                 if rest.is_empty() {
                     return Ok(value);
                 }
-                followed = Some(crate::text::shorten(rest, 80));
+                let mut why = format!(
+                    "text after the JSON result: {:?}",
+                    crate::text::shorten(rest, 80)
+                );
+                if fenced && sign_off(rest) {
+                    why.push_str(SIGN_OFF);
+                }
+                followed = Some((start, why));
             }
-            Some(Err(e)) => last_error = e.to_string(),
+            Some(Err(e)) => {
+                last_error = e.to_string();
+                if !e.is_eof() {
+                    let at = start + offset_in(&text[start..], e.line(), e.column());
+                    broken = Some((start, at, syntax_error(text, at, &e)));
+                }
+            }
             _ => {}
         }
     }
-    match followed {
-        Some(rest) => Err(format!("text after the JSON result: {rest:?}")),
-        None => Err(format!(
+    match (followed, broken) {
+        (Some((inner, _)), Some((outer, at, why))) if outer < inner && at > inner => Err(why),
+        (Some((_, why)), _) => Err(why),
+        (None, _) => Err(format!(
             "no complete JSON object ends the response ({last_error})"
         )),
     }
+}
+
+/// Added to json-last's failure when a fenced result is followed by a sign-off line only.
+const SIGN_OFF: &str = " (a sign-off line after the fenced result: the standard wants the \
+                        result last, though the consumers of its home repository, \
+                        z3r0-c001/Claude_Protocol, accept this)";
+
+/// One short line of words, no JSON: "Let me know if you need anything else."
+fn sign_off(rest: &str) -> bool {
+    !rest.contains('\n') && rest.chars().count() <= 120 && !rest.contains(['{', '}', '[', ']'])
+}
+
+/// The byte offset of 1-based `line` and `column` (serde_json's, in bytes) in `text`.
+fn offset_in(text: &str, line: usize, column: usize) -> usize {
+    let line_start: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    (line_start + column.saturating_sub(1)).min(text.len())
+}
+
+/// serde_json's error `e`, placed at its line and column in the whole response (`at`, bytes).
+fn syntax_error(text: &str, at: usize, e: &serde_json::Error) -> String {
+    let shown = e.to_string();
+    let what = shown
+        .rsplit_once(" at line ")
+        .map_or(shown.as_str(), |(w, _)| w);
+    let boundary = (0..=at.min(text.len()))
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    let before = &text[..boundary];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |n| n + 1) + 1;
+    format!(
+        "the JSON result does not parse: {what} at line {line}, column {column} of the response"
+    )
 }
 
 /// Where the candidate objects begin: the first `{` of each line, when only blanks or a
@@ -135,6 +193,11 @@ pub const RULES: &[(&str, Level, &str)] = &[
         "findings.metrics agree with themselves and with findings.details",
     ),
     (
+        "findings-summary",
+        Level::Should,
+        "findings, when present, has a summary (the validator of the standard's home repository requires it)",
+    ),
+    (
         "next-agents",
         Level::Must,
         "next_agents name agents that exist (with --agents)",
@@ -208,6 +271,7 @@ fn verdict(id: &str, result: &Value, cx: &Context) -> Verdict {
         "execute-needs-approval" => execute_needs_approval(result),
         "agent-name" => agent_name(result, cx),
         "metrics" => metrics(&result["findings"]),
+        "findings-summary" => findings_summary(&result["findings"]),
         "next-agents" => next_agents(result, cx),
         "present-to-user" => present_to_user(result),
         other => Verdict::Broken(format!("no result rule {other:?}")),
@@ -298,6 +362,10 @@ fn execute_needs_approval(result: &Value) -> Verdict {
 
 fn agent_name(result: &Value, cx: &Context) -> Verdict {
     let agent = result["agent"].as_str().unwrap_or("");
+    if agent.is_empty() && (cx.agent.is_some() || cx.agents.is_some()) {
+        // Said once, rather than as a name no definition has.
+        return Verdict::Broken("the result names no agent (`agent` is missing or empty)".into());
+    }
     match (&cx.agent, &cx.agents) {
         (Some(run), _) if agent == run => {
             Verdict::Held(Judged::held(1, "result naming the agent run", ""))
@@ -329,6 +397,27 @@ fn metrics(findings: &Value) -> Verdict {
         Verdict::Held(Judged::held(counts, "findings.metrics counts", ""))
     } else {
         Verdict::Broken(problems.join("; "))
+    }
+}
+
+/// A `findings` object says what it found in a `summary`: the standard's example has one, and the
+/// hook of its home repository (z3r0-c001/Claude_Protocol, agent-handoff-validator.py) rejects a
+/// `findings` without it. The schema leaves it optional, hence a SHOULD.
+fn findings_summary(findings: &Value) -> Verdict {
+    if !findings.is_object() {
+        return Verdict::Held(Judged::nothing(
+            "the result has no findings object: an execute-mode result (or a plan that reports \
+             findings) would exercise this",
+        ));
+    }
+    match findings["summary"].as_str() {
+        Some(s) if !s.trim().is_empty() => Verdict::Held(Judged::held(1, "findings object", "")),
+        Some(_) => Verdict::Broken("findings.summary is empty".into()),
+        None => Verdict::Broken(
+            "findings has no summary (z3r0-c001/Claude_Protocol's agent-handoff-validator \
+             requires findings.summary)"
+                .into(),
+        ),
     }
 }
 
@@ -454,5 +543,69 @@ mod tests {
         assert_eq!(metrics_problems(&sample), Vec::<String>::new());
         let off = serde_json::json!({"details": [{"severity": "high"}, {"severity": "high"}], "metrics": {"issues_found": 1, "high": 1}});
         assert_eq!(metrics_problems(&off).len(), 2);
+    }
+
+    #[test]
+    fn a_sign_off_after_a_fenced_result_is_said_and_still_fails() {
+        let signed = "Done.\n```json\n{\"a\": 1}\n```\nLet me know if you need anything else.\n";
+        assert_eq!(
+            last_object(signed).unwrap_err().0,
+            format!(
+                "text after the JSON result: \"Let me know if you need anything else.\"{SIGN_OFF}"
+            )
+        );
+        // Bare, or more than one line after it: no such clause.
+        let bare = "{\"a\": 1}\nLet me know if you need anything else.\n";
+        assert!(!last_object(bare).unwrap_err().0.contains("sign-off"));
+        let two = "```json\n{\"a\": 1}\n```\nThanks.\nAnd one more thing.\n";
+        assert!(!last_object(two).unwrap_err().0.contains("sign-off"));
+    }
+
+    #[test]
+    fn a_trailing_comma_deep_inside_is_reported_at_its_line() {
+        let text = "Report:\n```json\n{\n  \"agent\": \"a\",\n  \"findings\": {\n    \"details\": [\n      {\"severity\": \"low\"},\n      {\"severity\": \"high\"},\n    ]\n  }\n}\n```\n";
+        assert_eq!(
+            last_object(text).unwrap_err().0,
+            "the JSON result does not parse: trailing comma at line 9, column 5 of the response"
+        );
+        // Prose with a brace before a result followed by text: still the text after it.
+        let prose = "{not json}\n{\"x\": 1}\nand then words\n";
+        assert_eq!(
+            last_object(prose).unwrap_err().0,
+            "text after the JSON result: \"and then words\""
+        );
+    }
+
+    #[test]
+    fn findings_without_summary_is_noted_and_no_findings_is_nothing_to_judge() {
+        let v = |findings: Value| findings_summary(&findings);
+        assert!(
+            matches!(v(serde_json::json!({"summary": "Found 2"})), Verdict::Held(j) if j.judged == 1)
+        );
+        assert!(matches!(v(Value::Null), Verdict::Held(j) if j.judged == 0));
+        match v(serde_json::json!({"details": []})) {
+            Verdict::Broken(why) => assert_eq!(
+                why,
+                "findings has no summary (z3r0-c001/Claude_Protocol's agent-handoff-validator requires findings.summary)"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_result_with_no_agent_says_so_once() {
+        let cx = Context {
+            agents: Some(["scanner".to_string()].into()),
+            ..Context::default()
+        };
+        match agent_name(&serde_json::json!({"status": "complete"}), &cx) {
+            Verdict::Broken(why) => {
+                assert_eq!(
+                    why,
+                    "the result names no agent (`agent` is missing or empty)"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
