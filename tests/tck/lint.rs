@@ -467,12 +467,13 @@ const WRITTEN: &[(&str, &str, &[&str], &[&str])] = &[
         &["description-sentences"],
         &["description-sentences"],
     ),
-    // YAML that breaks on an unquoted colon: an error in both.
+    // YAML that breaks on an unquoted colon: an error in the standard; Claude Code reads it
+    // with a fallback, so a warning there (and the rest of the file is judged).
     (
         "planner.md",
         "---\nname: planner\ndescription: Plan work. Note: it never edits files.\ntools: [Read]\nmodel: inherit\n---\nBody.\n",
         &["frontmatter-yaml"],
-        &["frontmatter-yaml"],
+        &["frontmatter-strict-yaml"],
     ),
     // Claude Code's own keys, one misspelt.
     (
@@ -545,11 +546,11 @@ fn the_calibration_script_prints_the_findings_per_rule_in_each_dialect() {
             "2 warning[description-action-verb]",
             "1 error[frontmatter-yaml]",
             "1 note[description-sentences]",
-            "== dialect claude-code: 9 file(s): 1 error(s), 3 warning(s), 1 note(s)",
+            "== dialect claude-code: 9 file(s): 0 error(s), 4 warning(s), 1 note(s)",
             "2 warning[description-action-verb]",
-            "1 error[frontmatter-yaml]",
             "1 note[description-sentences]",
             "1 warning[claude-code-keys]",
+            "1 warning[frontmatter-strict-yaml]",
         ],
         "{printed}"
     );

@@ -31,6 +31,9 @@ pub struct Front {
     pub keys: BTreeMap<String, At>,
     /// Each tool of a block or flow list under `tools:`, and where it is.
     pub tools: Vec<(String, At)>,
+    /// Read only with the unquoted values that hold `: ` taken as quoted: strict YAML refuses
+    /// such a frontmatter, Claude Code reads it with a fallback. Where, and the strict error.
+    pub lenient: Option<(At, String)>,
 }
 
 impl Front {
@@ -93,8 +96,48 @@ pub fn read(path: &str, text: &str) -> Definition {
     }
 }
 
-/// The frontmatter's YAML (its first line is the file's line 2).
+/// The frontmatter's YAML (its first line is the file's line 2). One that strict YAML refuses
+/// only for unquoted values holding `: ` is read again with those values quoted, and says so
+/// (`Front::lenient`): Claude Code reads such a file, strict YAML tools do not.
 fn parse(yaml: &str, lines: &[&str]) -> Result<Front, (At, String)> {
+    let strict = parse_strict(yaml, lines);
+    let Err((at, message)) = &strict else {
+        return strict;
+    };
+    if !message.ends_with(COLON_HINT) {
+        return strict;
+    }
+    let quoted: Vec<String> = lines.iter().map(|l| quote_colon_value(l)).collect();
+    let quoted_refs: Vec<&str> = quoted.iter().map(String::as_str).collect();
+    match parse_strict(&quoted.join("\n"), &quoted_refs) {
+        Ok(front) => Ok(Front {
+            lenient: Some((*at, message.clone())),
+            ..front
+        }),
+        Err(_) => strict,
+    }
+}
+
+/// What a strict YAML error caused by an unquoted `: ` in a value ends with.
+const COLON_HINT: &str = " (the value holds `: `: put it in quotes, e.g. `description: \"…\"`)";
+
+/// `key: value with: a colon` as `key: "value with: a colon"` (a top-level line whose plain
+/// value holds `: `); any other line as it is.
+fn quote_colon_value(line: &str) -> String {
+    let Some((key, value)) = line.split_once(": ") else {
+        return line.to_string();
+    };
+    let value = value.trim();
+    let plain = !value.starts_with(['"', '\'', '[', '{', '|', '>', '&', '*', '!']);
+    if line.starts_with([' ', '\t', '-', '#']) || !value.contains(": ") || !plain {
+        return line.to_string();
+    }
+    let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
+    format!("{key}: \"{escaped}\"")
+}
+
+/// The frontmatter's YAML, read strictly.
+fn parse_strict(yaml: &str, lines: &[&str]) -> Result<Front, (At, String)> {
     let value: Value = serde_saphyr::from_str(yaml).map_err(|e| {
         let message = e.to_string();
         // The parser counts from the frontmatter's first line, the file's line 2; its own
@@ -122,11 +165,7 @@ fn parse(yaml: &str, lines: &[&str]) -> Result<Front, (At, String)> {
                             && value.contains(": ")
                             && !value.starts_with(['"', '\''])
                     });
-                let hint = if colon {
-                    " (the value holds `: `: put it in quotes, e.g. `description: \"…\"`)"
-                } else {
-                    ""
-                };
+                let hint = if colon { COLON_HINT } else { "" };
                 (place, format!("invalid YAML: {said}{hint}"))
             }
         }
@@ -188,7 +227,12 @@ fn parse(yaml: &str, lines: &[&str]) -> Result<Front, (At, String)> {
             }
         }
     }
-    Ok(Front { value, keys, tools })
+    Ok(Front {
+        value,
+        keys,
+        tools,
+        lenient: None,
+    })
 }
 
 /// The names of a comma-separated scalar (`Read, Bash(git add, git commit)`, quoted or not)
@@ -415,9 +459,15 @@ mod tests {
             message.starts_with("invalid YAML: the `[` opened at line 4, column 8 is never closed (the parser stopped at line 5, column"),
             "{message}"
         );
-        // An unquoted `: ` in a value: the parser's place, and what to do.
+        // An unquoted `: ` in a value: the parser's place, and what to do; the frontmatter is
+        // read with that value quoted (as Claude Code reads it), and says so.
         let text = "---\nname: planner\ndescription: Plan work. Note: it never edits files.\n---\n";
-        let (at, message) = read("x.md", text).front.unwrap_err();
+        let front = read("x.md", text).front.unwrap();
+        assert_eq!(
+            front.value["description"],
+            "Plan work. Note: it never edits files."
+        );
+        let (at, message) = front.lenient.unwrap();
         assert_eq!(at.0, 3, "{message}");
         assert!(
             message
@@ -425,7 +475,7 @@ mod tests {
             "{message}"
         );
         // Brackets closed, quoted or in a comment are not the mistake: the parser's place stays.
-        let text = "---\nname: \"a [b\" # c [d\ntools: [Read]\nmodel: : x: y\n---\n";
+        let text = "---\nname: \"a [b\" # c [d\ntools: [Read]\nmodel: - x\n---\n";
         let (at, message) = read("x.md", text).front.unwrap_err();
         assert!(!message.contains("never closed"), "{message}");
         assert_eq!(at.0, 4, "{message}");

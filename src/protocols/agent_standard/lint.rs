@@ -94,6 +94,14 @@ static CLAUDE_CODE_RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         })
         .collect();
     rules.push(Rule {
+        id: "frontmatter-strict-yaml",
+        level: Level::Should,
+        title: "the frontmatter is strict YAML (Claude Code reads an unquoted value holding `: ` with a fallback; strict YAML tools refuse it)",
+        help: "Put the value in quotes, e.g. `description: \"…\"`: strict YAML tools, and Claude Code itself on a file with CRLF line endings, then read it too.",
+        of: "frontmatters Claude Code reads",
+        unexercised: "no file has a frontmatter Claude Code reads: a definition with one would exercise this",
+    });
+    rules.push(Rule {
         id: "claude-code-keys",
         level: Level::Should,
         title: "every other frontmatter key is one Claude Code reads, with a value of its type",
@@ -111,6 +119,7 @@ mod clause {
     pub const MODEL_OMITTED: &str = "the standard requires it; Claude Code uses the main conversation's model when `model` is left out";
     pub const COMMA_STRING: &str =
         "the standard requires a YAML list; Claude Code also reads a comma-separated string";
+    pub const LENIENT_COLON: &str = "the standard's frontmatter is YAML; Claude Code reads an unquoted value holding `: ` with a fallback";
     pub const PROACTIVE: &str = "the standard asks for an action verb; Claude Code documents `MUST BE USED` and `use PROACTIVELY` as the wording that makes it delegate to the agent on its own";
     pub const RESTRICTED_TOOL: &str =
         "the standard lists tool names; Claude Code also reads `Tool(argument)` as that tool, restricted";
@@ -208,6 +217,28 @@ pub fn lint(defs: &[Definition], extra: &Extra, strict: bool) -> Lint {
                 continue;
             }
         };
+        if let Some((at, message)) = &front.lenient {
+            // Strict YAML refuses it; Claude Code reads it with a fallback.
+            if extra.dialect == Dialect::Standard {
+                judged.saw("frontmatter-yaml", 1);
+                found(
+                    "frontmatter-yaml",
+                    *at,
+                    format!("{message} ({})", clause::LENIENT_COLON),
+                );
+                continue;
+            }
+            found(
+                "frontmatter-strict-yaml",
+                *at,
+                format!(
+                    "{message}: Claude Code reads it with a fallback, but not every version nor every file (2.1.1 did not register such an agent, anthropics/claude-code#16916; 2.1.251 drops it when the file has CRLF line endings), and strict YAML tools refuse it"
+                ),
+            );
+        }
+        if extra.dialect == Dialect::ClaudeCode {
+            judged.saw("frontmatter-strict-yaml", 1);
+        }
         judged.saw("frontmatter-yaml", 1);
         check_fields(d, front, extra, &mut judged, &mut found);
         if let Some(name) = front.value["name"].as_str() {
@@ -827,7 +858,7 @@ mod tests {
         // The standard dialect has no such rule: the same keys are not judged there.
         assert!(!rules(&keys, Dialect::Standard).contains(&"claude-code-keys"));
         assert!(RULES.iter().all(|r| r.id != "claude-code-keys"));
-        assert_eq!(Dialect::ClaudeCode.rules().len(), RULES.len() + 1);
+        assert_eq!(Dialect::ClaudeCode.rules().len(), RULES.len() + 2);
         // An empty list loads (an agent with no tool): a warning there, an error in the standard.
         let empty = CLAUDE.replace(
             "tools: Read, Grep, Bash(git diff *), Agent(reviewer)",
@@ -1020,5 +1051,43 @@ mod tests {
             "{}",
             l.console()
         );
+    }
+
+    /// An unquoted value holding `: `: strict YAML refuses the frontmatter, Claude Code reads
+    /// it. The standard's error says so in a clause and judges nothing else of the file; the
+    /// claude-code dialect warns and judges the rest, read with that value quoted.
+    #[test]
+    fn an_unquoted_colon_is_an_error_in_the_standard_and_a_warning_for_claude_code() {
+        let text = "---\nname: scanner\ndescription: Scan code. Examples: a leaked key, a token.\ntools: Read, Teleport\n---\n\nScan.\n";
+        let standard = findings(text, Dialect::Standard);
+        assert_eq!(standard.len(), 1, "{standard:?}");
+        assert_eq!(standard[0].0, "frontmatter-yaml");
+        assert!(
+            standard[0].2.ends_with(&format!(
+                "put it in quotes, e.g. `description: \"…\"`) ({})",
+                clause::LENIENT_COLON
+            )),
+            "{}",
+            standard[0].2
+        );
+        let claude = findings(text, Dialect::ClaudeCode);
+        let found: Vec<&str> = claude.iter().map(|f| f.0).collect();
+        assert_eq!(
+            found,
+            ["frontmatter-strict-yaml", "tools-known"],
+            "{claude:?}"
+        );
+        assert_eq!(claude[0].1, 3, "the description's line");
+        assert!(
+            claude[0].2.contains("anthropics/claude-code#16916"),
+            "{}",
+            claude[0].2
+        );
+        // Quoted, it is strict YAML: nothing to say of it.
+        let quoted = text.replace(
+            "description: Scan code. Examples: a leaked key, a token.",
+            "description: \"Scan code. Examples: a leaked key, a token.\"",
+        );
+        assert_eq!(rules(&quoted, Dialect::ClaudeCode), ["tools-known"]);
     }
 }
