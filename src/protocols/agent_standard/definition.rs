@@ -123,7 +123,7 @@ const COLON_HINT: &str = " (the value holds `: `: put it in quotes, e.g. `descri
 
 /// `key: value with: a colon` as `key: "value with: a colon"` (a top-level line whose plain
 /// value holds `: `); any other line as it is.
-fn quote_colon_value(line: &str) -> String {
+pub fn quote_colon_value(line: &str) -> String {
     let Some((key, value)) = line.split_once(": ") else {
         return line.to_string();
     };

@@ -74,7 +74,8 @@ pub fn fix_text(path: &str, text: &str) -> Result<Fixed, Untouched> {
             "name" => kebab_name(&front.value, head, rest, ending),
             "supports_plan_mode" => plan_mode_boolean(&front.value, head, rest, ending),
             _ => None,
-        };
+        }
+        .or_else(|| quoted_value(&front, key, content, ending));
         if let Some((new, what, expected)) = edit {
             let edit = Edit {
                 line: i + 1,
@@ -102,6 +103,26 @@ pub fn fix_text(path: &str, text: &str) -> Result<Fixed, Untouched> {
         edits,
         name,
     })
+}
+
+/// A plain value holding `: ` (strict YAML refuses it; the frontmatter was read with it quoted,
+/// as Claude Code reads it) put in double quotes: the one reading both give it.
+fn quoted_value(
+    front: &definition::Front,
+    key: &str,
+    content: &str,
+    ending: &str,
+) -> Option<(Vec<String>, String, Value)> {
+    front.lenient.as_ref()?;
+    let new = definition::quote_colon_value(content);
+    if new == content {
+        return None;
+    }
+    Some((
+        vec![format!("{new}{ending}")],
+        format!("{key}: a value holding `: ` → quoted"),
+        front.value[key].clone(),
+    ))
 }
 
 /// The text with `edits` made.
@@ -514,5 +535,33 @@ mod tests {
             diff("a.md", "a.md", &fixed),
             "--- a/a.md\n+++ b/a.md\n@@ -1,6 +1,8 @@\n ---\n name: a\n-tools: Read, Grep\n+tools:\n+  - Read\n+  - Grep\n model: opus\n ---\n Body\n"
         );
+    }
+
+    /// A value holding an unquoted `: ` (strict YAML refuses it, Claude Code reads it) is put
+    /// in quotes, escaping what must be, and the file then reads strictly; a second fix does
+    /// nothing.
+    #[test]
+    fn a_value_holding_a_colon_is_quoted() {
+        let text = "---\nname: privacy\ndescription: Use it for privacy. Triggers on: 'GDPR', \"CCPA\".\ntools: [Read] # reads\n---\nBody.\n";
+        let fixed = fix_text("privacy.md", text).unwrap();
+        assert_eq!(
+            fixed.after,
+            "---\nname: privacy\ndescription: \"Use it for privacy. Triggers on: 'GDPR', \\\"CCPA\\\".\"\ntools: [Read] # reads\n---\nBody.\n"
+        );
+        assert_eq!(fixed.edits.len(), 1);
+        assert_eq!(
+            fixed.edits[0].what,
+            "description: a value holding `: ` → quoted"
+        );
+        let front = definition::read("privacy.md", &fixed.after).front.unwrap();
+        assert!(front.lenient.is_none());
+        assert_eq!(
+            front.value["description"],
+            "Use it for privacy. Triggers on: 'GDPR', \"CCPA\"."
+        );
+        assert!(fix_text("privacy.md", &fixed.after)
+            .unwrap()
+            .edits
+            .is_empty());
     }
 }
