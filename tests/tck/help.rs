@@ -207,7 +207,7 @@ fn unread(name: &str, cmd: &clap::Command, code: &str) -> Vec<String> {
     .map(|f| source(&root().join(f)))
     .collect::<String>();
     let targets = ids_of(TargetsArgs::augment_args);
-    let targets_code = source(&root().join("src/targets.rs"));
+    let targets_code = source(&root().join("src/targets"));
     visible_args(cmd)
         .filter(|arg| {
             let id = arg.get_id().as_str();
