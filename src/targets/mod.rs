@@ -319,7 +319,8 @@ pub async fn run(
     let mut stop = std::pin::pin!(stop);
     let mut interrupted = false;
     // Redraws the progress line between targets (its rate and ETA move on).
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    let second = std::time::Duration::from_secs(1);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + second, second);
     line.draw(&progress);
     loop {
         let (at, name, report) = tokio::select! {
