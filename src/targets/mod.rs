@@ -460,7 +460,10 @@ fn matrix(done: &[Done]) -> String {
             .collect()
     };
     let width = rows.iter().map(|d| d.name.len()).max().unwrap_or(6).max(6);
-    let mut out = format!("{:<width$}  verdict  failing cases\n", "target");
+    let mut out = String::new();
+    if !rows.is_empty() {
+        out.push_str(&format!("{:<width$}  verdict  failing cases\n", "target"));
+    }
     for d in &rows {
         let failing = &d.failing;
         let shown = if failing.len() > 6 {
@@ -552,6 +555,13 @@ mod tests {
         assert!(
             shown.contains("… 0 passing and 50 more failing target(s) not listed"),
             "{shown}"
+        );
+        let all_passing: Vec<Done> = (0..101).map(|at| row(at, true)).collect();
+        assert_eq!(
+            matrix(&all_passing),
+            "… 101 passing target(s) not listed (past 100 targets the failing ones are; every \
+             target is in the out-dir and the merged report)\n\
+             101 target(s): 101 passed, 0 failed\n"
         );
         // A hundred targets or fewer: every one has its row.
         let few: Vec<Done> = (0..100).map(|at| row(at, true)).collect();
