@@ -359,23 +359,7 @@ pub async fn run(
     done.sort_by_key(|d| d.at);
     crate::out!("\n{}", matrix(&done));
     if interrupted {
-        let mut finished = done.iter().map(|d| d.at).peekable();
-        let not_run: Vec<&Target> = plan
-            .targets
-            .iter()
-            .enumerate()
-            .filter(|(at, _)| finished.next_if_eq(at).is_none())
-            .map(|(_, t)| t)
-            .collect();
-        for t in not_run.iter().take(NAMED) {
-            crate::outln!("  {:<24} not run: interrupted (Ctrl-C)", t.name);
-        }
-        if not_run.len() > NAMED {
-            crate::outln!(
-                "  … and {} more target(s) not run: interrupted (Ctrl-C)",
-                not_run.len() - NAMED
-            );
-        }
+        crate::out!("{}", not_run(&plan.targets, &done));
     }
     if plan.merges() {
         let parts: Vec<(String, PathBuf)> = done
@@ -444,6 +428,29 @@ fn verdict(r: &Report) -> String {
     } else {
         ""
     }
+}
+
+/// The targets of the list not in `done` (sorted by place), after Ctrl-C: [`NAMED`] by name,
+/// then a count.
+fn not_run(targets: &[Target], done: &[Done]) -> String {
+    let mut finished = done.iter().map(|d| d.at).peekable();
+    let names: Vec<&str> = targets
+        .iter()
+        .enumerate()
+        .filter(|(at, _)| finished.next_if_eq(at).is_none())
+        .map(|(_, t)| t.name.as_str())
+        .collect();
+    let mut out = String::new();
+    for name in names.iter().take(NAMED) {
+        out.push_str(&format!("  {name:<24} not run: interrupted (Ctrl-C)\n"));
+    }
+    if names.len() > NAMED {
+        out.push_str(&format!(
+            "  … and {} more target(s) not run: interrupted (Ctrl-C)\n",
+            names.len() - NAMED
+        ));
+    }
+    out
 }
 
 /// The summary matrix: target × verdict × the cases that fail the run. Past [`MATRIX_ROWS`]
@@ -562,6 +569,23 @@ mod tests {
             "… 101 passing target(s) not listed (past 100 targets the failing ones are; every \
              target is in the out-dir and the merged report)\n\
              101 target(s): 101 passed, 0 failed\n"
+        );
+        // After Ctrl-C: five targets not run by name, then a count.
+        let targets: Vec<Target> = (0..1000)
+            .map(|i| Target {
+                name: format!("agent-{i}"),
+                args: vec![],
+            })
+            .collect();
+        let some: Vec<Done> = done.into_iter().filter(|d| d.at % 2 == 1).collect();
+        assert_eq!(
+            not_run(&targets, &some),
+            "  agent-0                  not run: interrupted (Ctrl-C)\n  \
+             agent-2                  not run: interrupted (Ctrl-C)\n  \
+             agent-4                  not run: interrupted (Ctrl-C)\n  \
+             agent-6                  not run: interrupted (Ctrl-C)\n  \
+             agent-8                  not run: interrupted (Ctrl-C)\n  \
+             … and 495 more target(s) not run: interrupted (Ctrl-C)\n"
         );
         // A hundred targets or fewer: every one has its row.
         let few: Vec<Done> = (0..100).map(|at| row(at, true)).collect();
