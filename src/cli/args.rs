@@ -184,9 +184,21 @@ pub struct TargetsArgs {
     /// With --targets: how many targets are probed at once.
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub target_concurrency: usize,
-    /// With --targets: where each target's reports go (NAME.json, and .xml/.html when asked).
+    /// With --targets: where each target's report goes (NAME.json; .xml/.html too with
+    /// --full-reports when --junit/--html are asked). A run without --resume first removes the
+    /// reports its targets left there.
     #[arg(long, value_name = "DIR", default_value = "agent-tck-targets")]
     pub out_dir: PathBuf,
+    /// With --targets: skip the targets whose report in --out-dir is complete and of this
+    /// version and flags (an interrupted run finishes where it stopped); they count in the
+    /// matrix, the exit status and the merged report.
+    #[arg(long)]
+    pub resume: bool,
+    /// With --targets: keep each target's report whole (by default a passing or skipped case
+    /// keeps its verdict, evidence and a short message, not its exchange), and write its
+    /// JUnit/HTML files in --out-dir when --junit/--html are asked.
+    #[arg(long)]
+    pub full_reports: bool,
 }
 
 /// `lint WHAT`: named for what is linted (`agents`).

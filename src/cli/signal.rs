@@ -45,6 +45,6 @@ pub(super) fn say_interrupted(done: usize) {
 /// when it came, or not started, are not run.
 pub(super) fn say_targets_interrupted(done: usize, of: usize) {
     crate::errln!(
-        "interrupted (Ctrl-C): {done} of {of} target(s) done, their reports written; the rest are not run"
+        "interrupted (Ctrl-C): {done} of {of} target(s) done, their reports written; the rest are not run: run the same command with --resume to finish"
     );
 }

@@ -3,6 +3,7 @@
 //! formats results.
 
 pub mod baseline;
+pub mod compact;
 pub mod console;
 pub mod html;
 pub mod json;
@@ -462,6 +463,12 @@ pub struct Report {
     /// scenario).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub counts: Vec<Count>,
+    /// On a target's report of a run over many targets (`--targets`), written once its probe
+    /// finished: a hash of what made it (the protocol and the target's command line, secret
+    /// values left out), which `--resume` compares with the command line of the run resumed.
+    /// Absent elsewhere, and in older reports (which are never resumed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
 }
 
 /// One bar of [`Report::counts`].
@@ -554,6 +561,7 @@ impl RunInfo {
             min_score: None,
             timeline: Vec::new(),
             counts: Vec::new(),
+            fingerprint: None,
         };
         report.summarize();
         report.redact(redactor);

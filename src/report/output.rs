@@ -110,12 +110,55 @@ impl OutputArgs {
         ];
         for (path, flag, render) in files {
             if let Some(path) = path {
-                std::fs::write(path, render(report)).map_err(|e| {
+                write_whole(path, &render(report)).map_err(|e| {
                     Error::run(format!("{flag} {}: cannot write: {e}", path.display()))
                 })?;
                 written.push(path.as_path());
             }
         }
         Ok(written)
+    }
+}
+
+/// Writes `text` to `path` whole or not at all: into a temporary file beside it, then renamed
+/// over it, so that a run killed mid-write leaves the old file or none, never half of one (a run
+/// over many targets resumed later reads its reports back). A path that is not a regular file
+/// (`/dev/stdout`, a pipe) is written directly.
+fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
+    let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file());
+    let Some(name) = path.file_name().filter(|_| !special) else {
+        return std::fs::write(path, text);
+    };
+    let mut temporary = name.to_os_string();
+    temporary.push(format!(".{}.partial", std::process::id()));
+    let temporary = path.with_file_name(temporary);
+    let written = std::fs::write(&temporary, text).and_then(|()| std::fs::rename(&temporary, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_whole;
+
+    #[test]
+    fn a_file_is_replaced_whole_and_no_temporary_file_is_left() {
+        let dir =
+            std::env::temp_dir().join(format!("agent-tck-write-whole-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.json");
+        std::fs::write(&path, "old").unwrap();
+        write_whole(&path, "new").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["r.json"]);
+        // Into a directory that is not there: the error, and nothing written.
+        assert!(write_whole(&dir.join("no/such.json"), "x").is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

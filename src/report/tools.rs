@@ -220,6 +220,7 @@ pub fn merge(parts: &[(String, Report)]) -> Result<Report, ReportFileError> {
         notes,
         timeline: Vec::new(),
         counts: Vec::new(),
+        fingerprint: None,
         min_score: parts
             .iter()
             .all(|(_, r)| r.min_score == first.min_score)

@@ -11,6 +11,10 @@ use crate::error::Error;
 
 /// The flags that make a probe a run over many targets (taken out of each target's command).
 pub const FLAGS: [&str; 4] = ["--targets", "--shard", "--target-concurrency", "--out-dir"];
+/// The run-wide flags without a value: `--resume` (skip the targets whose report in --out-dir
+/// is complete and of this version and flags) and `--full-reports` (each target's report keeps
+/// every case whole, and its JUnit and HTML files are written too).
+pub const SWITCHES: [&str; 2] = ["--resume", "--full-reports"];
 /// The report flags: each target gets its own files, these name the merged report.
 pub(super) const REPORT_FLAGS: [&str; 3] = ["--json", "--junit", "--html"];
 
@@ -98,7 +102,7 @@ fn targets(source: &str, text: &str) -> Result<Vec<Target>, String> {
         if let Some(bad) = e
             .flags
             .iter()
-            .find(|f| FLAGS.contains(&f.as_str()) || REPORT_FLAGS.contains(&f.as_str()))
+            .find(|f| run_wide(f.split_once('=').map_or(f.as_str(), |(flag, _)| flag)))
         {
             return Err(format!(
                 "{at}: {bad} belongs to the whole run, not to one target's flags"
@@ -146,7 +150,12 @@ pub fn wanted(args: &[OsString]) -> bool {
             .any(|a| a == "--targets" || a.to_string_lossy().starts_with("--targets="))
 }
 
-/// A flag and its value.
+/// Whether `flag` belongs to the whole run, not to one target's command line.
+fn run_wide(flag: &str) -> bool {
+    FLAGS.contains(&flag) || REPORT_FLAGS.contains(&flag) || SWITCHES.contains(&flag)
+}
+
+/// A flag and its value (empty for a switch).
 pub(super) type Flag = (String, String);
 
 /// The run-wide flags taken out of `args`: (the flags, the rest).
@@ -160,7 +169,12 @@ pub(super) fn split(args: &[OsString]) -> Result<(Vec<Flag>, Vec<OsString>), Str
             Some((f, v)) if a.starts_with("--") => (f.to_string(), Some(v.to_string())),
             _ => (a.clone(), None),
         };
-        if FLAGS.contains(&flag.as_str()) || REPORT_FLAGS.contains(&flag.as_str()) {
+        if SWITCHES.contains(&flag.as_str()) {
+            if inline.is_some() {
+                return Err(format!("{flag} takes no value"));
+            }
+            taken.push((flag, String::new()));
+        } else if run_wide(&flag) {
             let value = match inline {
                 Some(v) => v,
                 None => {
@@ -217,6 +231,7 @@ mod tests {
             "3s",
             "--json",
             "all.json",
+            "--resume",
         ]
         .map(OsString::from)
         .to_vec();
@@ -227,12 +242,18 @@ mod tests {
             [
                 ("--targets".into(), "t.yaml".into()),
                 ("--shard".into(), "1/2".into()),
-                ("--json".into(), "all.json".into())
+                ("--json".into(), "all.json".into()),
+                ("--resume".into(), String::new()),
             ]
         );
         assert_eq!(
             rest,
             ["agent-tck", "probe", "roundtable", "--timeout", "3s"].map(OsString::from)
+        );
+        let switch_with_a_value = ["agent-tck", "probe", "x", "--resume=yes"].map(OsString::from);
+        assert_eq!(
+            split(&switch_with_a_value).unwrap_err(),
+            "--resume takes no value"
         );
     }
 }

@@ -10,6 +10,11 @@
 //! others — so N processes (a Kubernetes Indexed Job) cover the list once, and `report merge`
 //! of their `--json` files gives what one process would.
 //!
+//! A target's JSON report is compact unless `--full-reports` (passing and skipped cases without
+//! their exchange, see [`Report::compact`]) and carries a fingerprint of its command line, which
+//! `--resume` compares to skip the targets already done ([`resume`]). On a terminal a progress
+//! line ([`progress`]) is rewritten in place and only failing targets get a line of their own.
+//!
 //! ```yaml
 //! targets:
 //!   - name: alpha
@@ -22,9 +27,13 @@
 
 mod list;
 mod merged;
+mod progress;
+mod resume;
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use std::io::IsTerminal;
 
 use futures::stream::{self, StreamExt};
 
@@ -32,7 +41,7 @@ use crate::error::Error;
 use crate::protocols::ProbeJob;
 use crate::report::{CaseResult, Report};
 
-pub use list::{in_shard, parse, parse_shard, read, wanted, Target, TargetsError, FLAGS};
+pub use list::{in_shard, parse, parse_shard, read, wanted, Target, TargetsError, FLAGS, SWITCHES};
 
 /// How a run over the targets ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,9 +67,34 @@ struct Plan {
     out_dir: PathBuf,
     /// The merged report's files (`--json`, `--junit`, `--html` of the whole run).
     merged: crate::report::output::OutputArgs,
-    /// Each target's name and probe command line (its report files in `out_dir`).
-    commands: Vec<(String, Vec<OsString>)>,
+    /// `--resume`: the targets whose report in `out_dir` stands are not run again.
+    resume: bool,
+    /// `--full-reports`: each target's report keeps every case whole (else compacted).
+    full: bool,
+    /// Each target's probe command line (its report files in `out_dir`).
+    commands: Vec<Command>,
 }
+
+/// One target's probe, as the plan made it.
+struct Command {
+    /// Where the target is in the list (its row in the matrix).
+    at: usize,
+    name: String,
+    argv: Vec<OsString>,
+    /// What its report records for `--resume` ([`resume::fingerprint`]).
+    fingerprint: String,
+}
+
+/// The flag that keeps every target's report whole, named where a report is compacted.
+const FULL_REPORTS: &str = "--full-reports";
+
+/// Past this many targets the matrix lists the failing ones only (at most this many of them):
+/// every target's verdict is in the out-dir and the merged report.
+const MATRIX_ROWS: usize = 100;
+
+/// At most this many lines name a target with a reason (run again, not run); a count says the
+/// rest.
+const NAMED: usize = 5;
 
 impl Plan {
     /// Reads the run-wide flags out of `args` and parses every target's command line with
@@ -102,21 +136,47 @@ impl Plan {
             quiet: false,
         };
         merged.check()?;
+        let full = get(FULL_REPORTS).is_some();
+        let resume = get("--resume").is_some();
+        // A target's JUnit and HTML files only with --full-reports: the merged files hold every
+        // target, and ten thousand pages of one target each are gigabytes nobody opens (`report
+        // merge DIR/NAME.json --html NAME.html` makes one when it is wanted).
+        let files: Vec<&str> = [("--junit"), ("--html")]
+            .into_iter()
+            .filter(|flag| full && get(flag).is_some())
+            .collect();
+        let made = resume::Made {
+            full,
+            files: &files,
+        };
         // Each target's command line, parsed now. The jobs themselves are made again when their
         // turn comes: a list of thousands of targets holds thousands of command lines, not
         // thousands of loaded suites.
         let mut commands = Vec::new();
-        for t in &targets {
+        for (at, t) in targets.iter().enumerate() {
             let mut argv = rest.clone();
             argv.extend(t.args.iter().map(OsString::from));
-            for (flag, ext) in [("--json", "json"), ("--junit", "xml"), ("--html", "html")] {
-                if flag == "--json" || get(flag).is_some() {
-                    argv.push(flag.into());
-                    argv.push(out_dir.join(format!("{}.{ext}", t.name)).into());
-                }
+            let fingerprint = resume::fingerprint(&argv, made);
+            for (flag, ext) in report_files(&files) {
+                argv.push(flag.into());
+                argv.push(out_dir.join(format!("{}.{ext}", t.name)).into());
             }
             job(&argv).map_err(|e| Error::usage(format!("target {}: {e}", t.name)))?;
-            commands.push((t.name.clone(), argv));
+            commands.push(Command {
+                at,
+                name: t.name.clone(),
+                argv,
+                fingerprint,
+            });
+        }
+        if !resume {
+            // A run afresh: no report of an earlier run stays to be taken for this one's by a
+            // `--resume` after an interruption.
+            for t in &targets {
+                for (_, ext) in report_files(&["--junit", "--html"]) {
+                    remove_old(&out_dir.join(format!("{}.{ext}", t.name)))?;
+                }
+            }
         }
         Ok(Plan {
             file,
@@ -126,6 +186,8 @@ impl Plan {
             concurrency,
             out_dir,
             merged,
+            resume,
+            full,
             commands,
         })
     }
@@ -138,6 +200,67 @@ impl Plan {
     /// Whether a merged report is asked for.
     fn merges(&self) -> bool {
         self.merged.json.is_some() || self.merged.junit.is_some() || self.merged.html.is_some()
+    }
+
+    /// `--resume`: the targets whose report stands, taken into `done` and `progress`; the
+    /// others are left in `commands` to run. Says how many, and why a report that was there
+    /// does not stand.
+    fn resume(&mut self, done: &mut Vec<Done>, progress: &mut progress::Progress) {
+        let mut stale = 0;
+        let total = self.commands.len();
+        let mut to_run = Vec::new();
+        for c in std::mem::take(&mut self.commands) {
+            match resume::resumable(&self.json_of(&c.name), &c.fingerprint) {
+                Ok(report) => {
+                    let d = Done::of(c.at, c.name, &report);
+                    progress.resumed(d.passed);
+                    done.push(d);
+                }
+                Err(why) => {
+                    if why != resume::Stale::Missing {
+                        stale += 1;
+                        if stale <= NAMED {
+                            crate::outln!("  {:<24} run again: {why}", c.name);
+                        }
+                    }
+                    to_run.push(c);
+                }
+            }
+        }
+        if stale > NAMED {
+            crate::outln!(
+                "  … and {} more target(s) run again: their reports do not stand",
+                stale - NAMED
+            );
+        }
+        crate::outln!(
+            "resumed {} of {total} target(s) from {} (their reports are complete and of this \
+             version and flags); {} to run",
+            done.len(),
+            self.out_dir.display(),
+            to_run.len()
+        );
+        self.commands = to_run;
+    }
+}
+
+/// Each target's report files: the JSON one, and those of `files` (`--junit`, `--html`).
+fn report_files<'a>(
+    files: &'a [&'a str],
+) -> impl Iterator<Item = (&'static str, &'static str)> + 'a {
+    [("--json", "json"), ("--junit", "xml"), ("--html", "html")]
+        .into_iter()
+        .filter(move |(flag, _)| *flag == "--json" || files.contains(flag))
+}
+
+/// Removes a report file an earlier run left, if any.
+fn remove_old(path: &Path) -> Result<(), Error> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::usage(format!(
+            "--out-dir: cannot remove the earlier report {}: {e}",
+            path.display()
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -161,30 +284,46 @@ pub async fn run(
         plan.concurrency,
         plan.out_dir.display()
     );
-    let job = &job;
+    let mut done: Vec<Done> = Vec::new();
+    let mut progress = progress::Progress::new(plan.targets.len(), std::time::Instant::now());
+    if plan.resume {
+        plan.resume(&mut done, &mut progress);
+    }
+    let mut line = progress::Line::new();
+    // On a terminal the progress line counts the passing targets; a line is printed for each
+    // failing one. Off one (a CI log), every target has its line.
+    let passes_quiet = line.on() && std::io::stdout().is_terminal();
+    let (job, full) = (&job, plan.full);
     let mut running = stream::iter(std::mem::take(&mut plan.commands))
-        .map(|(name, argv)| async move {
-            let report = match job(&argv) {
+        .map(|c| async move {
+            let report = match job(&c.argv) {
                 Ok(job) => {
                     let output = job.output.clone();
                     (job.run)(std::sync::Arc::new(|_: &CaseResult| {}))
                         .await
                         .and_then(|mut r| {
                             output.apply_baseline(&mut r)?;
+                            if !full {
+                                r.compact(FULL_REPORTS);
+                            }
+                            r.fingerprint = Some(c.fingerprint);
                             output.write_quietly(&r)?;
                             Ok(r)
                         })
                 }
                 Err(e) => Err(e),
             };
-            (name, report)
+            (c.at, c.name, report)
         })
         .buffer_unordered(plan.concurrency);
-    let mut done: Vec<Done> = Vec::new();
     let mut stop = std::pin::pin!(stop);
     let mut interrupted = false;
+    // Redraws the progress line between targets (its rate and ETA move on).
+    let second = std::time::Duration::from_secs(1);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + second, second);
+    line.draw(&progress);
     loop {
-        let (name, report) = tokio::select! {
+        let (at, name, report) = tokio::select! {
             next = running.next() => match next {
                 Some(finished) => finished,
                 None => break,
@@ -193,23 +332,34 @@ pub async fn run(
                 interrupted = true;
                 break;
             }
+            _ = tick.tick(), if line.on() => {
+                line.draw(&progress);
+                continue;
+            }
         };
-        let r = report.map_err(|e| Error::run(format!("target {name}: {e}")))?;
-        crate::outln!("  {name:<24} {}", verdict(&r));
-        done.push(Done::of(name, &r));
+        let r = match report {
+            Ok(r) => r,
+            Err(e) => {
+                line.clear();
+                return Err(Error::run(format!("target {name}: {e}")));
+            }
+        };
+        let d = Done::of(at, name, &r);
+        progress.finished(d.passed);
+        if !(passes_quiet && d.passed) {
+            line.clear();
+            crate::outln!("  {:<24} {}", d.name, verdict(&r));
+        }
+        line.draw(&progress);
+        done.push(d);
     }
     drop(running);
+    line.clear();
     // The list's order, whatever order they finished in.
-    done.sort_by_key(|d| plan.targets.iter().position(|t| t.name == d.name));
+    done.sort_by_key(|d| d.at);
     crate::out!("\n{}", matrix(&done));
     if interrupted {
-        for t in plan
-            .targets
-            .iter()
-            .filter(|t| !done.iter().any(|d| d.name == t.name))
-        {
-            crate::outln!("  {:<24} not run: interrupted (Ctrl-C)", t.name);
-        }
+        crate::out!("{}", not_run(&plan.targets, &done));
     }
     if plan.merges() {
         let parts: Vec<(String, PathBuf)> = done
@@ -231,6 +381,8 @@ pub async fn run(
 
 /// What is kept of one target's run.
 struct Done {
+    /// Where the target is in the list.
+    at: usize,
     name: String,
     passed: bool,
     /// The cases that fail the run.
@@ -238,7 +390,7 @@ struct Done {
 }
 
 impl Done {
-    fn of(name: String, report: &Report) -> Done {
+    fn of(at: usize, name: String, report: &Report) -> Done {
         let mut failing: Vec<String> = report
             .cases
             .iter()
@@ -253,6 +405,7 @@ impl Done {
             ));
         }
         Done {
+            at,
             name,
             passed: report.exit_code() == crate::report::Exit::Passed,
             failing,
@@ -277,11 +430,48 @@ fn verdict(r: &Report) -> String {
     }
 }
 
-/// The summary matrix: target × verdict × the cases that fail the run.
+/// The targets of the list not in `done` (sorted by place), after Ctrl-C: [`NAMED`] by name,
+/// then a count.
+fn not_run(targets: &[Target], done: &[Done]) -> String {
+    let mut finished = done.iter().map(|d| d.at).peekable();
+    let names: Vec<&str> = targets
+        .iter()
+        .enumerate()
+        .filter(|(at, _)| finished.next_if_eq(at).is_none())
+        .map(|(_, t)| t.name.as_str())
+        .collect();
+    let mut out = String::new();
+    for name in names.iter().take(NAMED) {
+        out.push_str(&format!("  {name:<24} not run: interrupted (Ctrl-C)\n"));
+    }
+    if names.len() > NAMED {
+        out.push_str(&format!(
+            "  … and {} more target(s) not run: interrupted (Ctrl-C)\n",
+            names.len() - NAMED
+        ));
+    }
+    out
+}
+
+/// The summary matrix: target × verdict × the cases that fail the run. Past [`MATRIX_ROWS`]
+/// targets only the failing ones have a row (at most that many): ten thousand rows of `PASS -`
+/// hide the few that matter, and every target is in the out-dir and the merged report.
 fn matrix(done: &[Done]) -> String {
-    let width = done.iter().map(|d| d.name.len()).max().unwrap_or(6).max(6);
-    let mut out = format!("{:<width$}  verdict  failing cases\n", "target");
-    for d in done {
+    let failed = done.iter().filter(|d| !d.passed).count();
+    let rows: Vec<&Done> = if done.len() <= MATRIX_ROWS {
+        done.iter().collect()
+    } else {
+        done.iter()
+            .filter(|d| !d.passed)
+            .take(MATRIX_ROWS)
+            .collect()
+    };
+    let width = rows.iter().map(|d| d.name.len()).max().unwrap_or(6).max(6);
+    let mut out = String::new();
+    if !rows.is_empty() {
+        out.push_str(&format!("{:<width$}  verdict  failing cases\n", "target"));
+    }
+    for d in &rows {
         let failing = &d.failing;
         let shown = if failing.len() > 6 {
             format!("{} and {} more", failing[..6].join(", "), failing.len() - 6)
@@ -299,7 +489,19 @@ fn matrix(done: &[Done]) -> String {
             }
         ));
     }
-    let failed = done.iter().filter(|d| !d.passed).count();
+    if rows.len() < done.len() {
+        let unlisted_failing = failed - rows.len();
+        out.push_str(&format!(
+            "… {} passing{} target(s) not listed (past {MATRIX_ROWS} targets the failing ones \
+             are; every target is in the out-dir and the merged report)\n",
+            done.len() - failed,
+            if unlisted_failing > 0 {
+                format!(" and {unlisted_failing} more failing")
+            } else {
+                String::new()
+            }
+        ));
+    }
     out.push_str(&format!(
         "{} target(s): {} passed, {failed} failed\n",
         done.len(),
@@ -323,10 +525,70 @@ mod tests {
             verdict(&report),
             "FAIL · 0 passed, 0 failed, 1 skipped · nothing judged"
         );
-        let shown = matrix(&[Done::of("idle".into(), &report)]);
+        let shown = matrix(&[Done::of(0, "idle".into(), &report)]);
         assert!(
             shown.contains("idle    FAIL     nothing judged (all 1 MUST cases skipped)\n"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn past_a_hundred_targets_the_matrix_lists_the_failing_ones() {
+        let row = |at: usize, passed: bool| Done {
+            at,
+            name: format!("agent-{at}"),
+            passed,
+            failing: if passed {
+                vec![]
+            } else {
+                vec!["a.rule".into()]
+            },
+        };
+        let done: Vec<Done> = (0..1000).map(|at| row(at, at % 250 != 7)).collect();
+        assert_eq!(
+            matrix(&done),
+            "target     verdict  failing cases\n\
+             agent-7    FAIL     a.rule\n\
+             agent-257  FAIL     a.rule\n\
+             agent-507  FAIL     a.rule\n\
+             agent-757  FAIL     a.rule\n\
+             … 996 passing target(s) not listed (past 100 targets the failing ones are; every \
+             target is in the out-dir and the merged report)\n\
+             1000 target(s): 996 passed, 4 failed\n"
+        );
+        let all_failing: Vec<Done> = (0..150).map(|at| row(at, false)).collect();
+        let shown = matrix(&all_failing);
+        assert_eq!(shown.lines().count(), 1 + 100 + 2, "{shown}");
+        assert!(
+            shown.contains("… 0 passing and 50 more failing target(s) not listed"),
+            "{shown}"
+        );
+        let all_passing: Vec<Done> = (0..101).map(|at| row(at, true)).collect();
+        assert_eq!(
+            matrix(&all_passing),
+            "… 101 passing target(s) not listed (past 100 targets the failing ones are; every \
+             target is in the out-dir and the merged report)\n\
+             101 target(s): 101 passed, 0 failed\n"
+        );
+        // After Ctrl-C: five targets not run by name, then a count.
+        let targets: Vec<Target> = (0..1000)
+            .map(|i| Target {
+                name: format!("agent-{i}"),
+                args: vec![],
+            })
+            .collect();
+        let some: Vec<Done> = done.into_iter().filter(|d| d.at % 2 == 1).collect();
+        assert_eq!(
+            not_run(&targets, &some),
+            "  agent-0                  not run: interrupted (Ctrl-C)\n  \
+             agent-2                  not run: interrupted (Ctrl-C)\n  \
+             agent-4                  not run: interrupted (Ctrl-C)\n  \
+             agent-6                  not run: interrupted (Ctrl-C)\n  \
+             agent-8                  not run: interrupted (Ctrl-C)\n  \
+             … and 495 more target(s) not run: interrupted (Ctrl-C)\n"
+        );
+        // A hundred targets or fewer: every one has its row.
+        let few: Vec<Done> = (0..100).map(|at| row(at, true)).collect();
+        assert_eq!(matrix(&few).lines().count(), 1 + 100 + 1);
     }
 }
