@@ -233,13 +233,21 @@ impl Plan {
                 stale - NAMED
             );
         }
-        crate::outln!(
-            "resumed {} of {total} target(s) from {} (their reports are complete and of this \
-             version and flags); {} to run",
-            done.len(),
-            self.out_dir.display(),
-            to_run.len()
-        );
+        if done.is_empty() {
+            crate::outln!(
+                "--resume: no report in {} is complete and of this version and flags; {} to run",
+                self.out_dir.display(),
+                to_run.len()
+            );
+        } else {
+            crate::outln!(
+                "resumed {} of {total} target(s) from {} (their reports are complete and of \
+                 this version and flags); {} to run",
+                done.len(),
+                self.out_dir.display(),
+                to_run.len()
+            );
+        }
         self.commands = to_run;
     }
 }

@@ -24,6 +24,7 @@ mod harness_judged;
 mod help;
 mod hostile;
 mod html_report;
+mod k8s_jobs;
 mod layers;
 mod librarian;
 mod librarian_client;
