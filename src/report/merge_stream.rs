@@ -660,3 +660,360 @@ impl Merged {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::baseline::tests::case;
+    use crate::report::{Kind, Level, RunInfo, Status};
+
+    use Level::{May, Must, Should};
+    use Status::{Fail, Pass, Skip, Stale, Xfail};
+
+    /// A directory of its own under the system temp dir, removed on drop.
+    struct Dir(PathBuf);
+
+    impl Dir {
+        fn new(name: &str) -> Dir {
+            let d = std::env::temp_dir().join(format!(
+                "agent-tck-merge-stream-{name}-{}",
+                std::process::id()
+            ));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(&d).unwrap();
+            Dir(d)
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    type Spec<'a> = (&'a str, &'a str, Status, Level, Kind);
+
+    fn report(target: &str, strict: bool, min_score: Option<f64>, cases: &[Spec]) -> Report {
+        let cases = cases
+            .iter()
+            .map(|(id, group, status, level, kind)| {
+                let mut c = case(id, *status, *level, format!("{id}: {status:?} <&> \u{1}"));
+                c.group = group.to_string();
+                c.kind = *kind;
+                c
+            })
+            .collect();
+        let mut r = RunInfo::start("probe", "roundtable", target, 7, strict)
+            .report(cases, &crate::text::Redactor::new(Vec::new()));
+        r.min_score = min_score;
+        r.summarize();
+        r
+    }
+
+    /// Writes the parts to `dir`, merges them both ways: held whole, and streamed.
+    fn both(dir: &Dir, reports: &[Report], ids: Ids) -> (Report, Merged, String, String) {
+        let parts: Vec<Part> = reports
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let path = dir.0.join(format!("part-{i}.json"));
+                std::fs::write(&path, super::super::json::to_string(r)).unwrap();
+                Part {
+                    name: format!("t{i}"),
+                    path,
+                }
+            })
+            .collect();
+        let survey = Survey::read(parts.clone(), ids, true).unwrap();
+        let whole = survey.whole().unwrap();
+        let (json, xml, html) = (
+            dir.0.join("all.json"),
+            dir.0.join("all.xml"),
+            dir.0.join("all.html"),
+        );
+        let out = Outputs {
+            json: Some(&json),
+            junit: Some(&xml),
+            html: Some(&html),
+        };
+        let merged = Survey::read(parts, ids, true)
+            .unwrap()
+            .write(&out, &AtomicBool::new(false))
+            .unwrap();
+        // Nothing is left beside the files but the files.
+        let mut left: Vec<String> = std::fs::read_dir(&dir.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        left.sort();
+        assert_eq!(left, Vec::<String>::new());
+        (
+            whole,
+            merged,
+            std::fs::read_to_string(json).unwrap(),
+            std::fs::read_to_string(xml).unwrap(),
+        )
+    }
+
+    /// The stream's JSON is the whole merge's, its JUnit the whole's JUnit, its summary and
+    /// exit status the whole's.
+    fn same_as_whole(name: &str, reports: &[Report], ids: Ids) -> Report {
+        let dir = Dir::new(name);
+        let (whole, merged, json, xml) = both(&dir, reports, ids);
+        assert_eq!(json, super::super::json::to_string(&whole), "{name}");
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(crate::schema::schemas().validate("report", &value), vec![]);
+        assert_eq!(xml, super::super::junit::to_string(&whole), "{name}");
+        assert_eq!(merged.head.summary, whole.summary, "{name}");
+        assert_eq!(merged.exit, whole.exit_code(), "{name}");
+        whole
+    }
+
+    const C: Kind = Kind::Conformance;
+    const E: Kind = Kind::Evaluation;
+
+    #[test]
+    fn the_stream_writes_what_the_whole_merge_holds_and_exits_as_it_would() {
+        let t = "http://a";
+        // Shards of one run, an empty one among them; a MUST failure.
+        let w = same_as_whole(
+            "shards",
+            &[
+                report(
+                    t,
+                    false,
+                    None,
+                    &[("x", "g", Pass, Must, C), ("y", "h", Fail, Must, C)],
+                ),
+                report(t, false, None, &[]),
+                report(t, false, None, &[("z", "g", Pass, Must, C)]),
+            ],
+            Ids::ByClash,
+        );
+        assert_eq!(w.exit_code(), 1);
+        // A SHOULD failure and a stale entry: warnings, unless strict.
+        let lenient = [
+            report(
+                t,
+                false,
+                None,
+                &[("a", "g", Pass, Must, C), ("b", "g", Fail, Should, C)],
+            ),
+            report(
+                t,
+                false,
+                None,
+                &[("c", "g", Stale, Must, C), ("d", "h", Xfail, Must, C)],
+            ),
+            report(t, false, None, &[("e", "g", Fail, May, C)]),
+        ];
+        assert_eq!(
+            same_as_whole("lenient", &lenient, Ids::ByClash).exit_code(),
+            0
+        );
+        let mut strict = lenient.clone();
+        strict[1].strict = true;
+        assert_eq!(
+            same_as_whole("strict", &strict, Ids::ByClash).exit_code(),
+            1
+        );
+        // Evaluation, with --min-score met and not met.
+        let scored = |min| {
+            [
+                report(
+                    t,
+                    false,
+                    min,
+                    &[("m", "s", Pass, May, E), ("n", "s", Fail, May, E)],
+                ),
+                report(
+                    t,
+                    false,
+                    min,
+                    &[("o", "s", Pass, May, E), ("p", "g", Pass, Must, C)],
+                ),
+            ]
+        };
+        assert_eq!(
+            same_as_whole("met", &scored(Some(0.5)), Ids::ByClash).exit_code(),
+            0
+        );
+        assert_eq!(
+            same_as_whole("below", &scored(Some(0.9)), Ids::ByClash).exit_code(),
+            1
+        );
+        // A gated evaluation case that failed fails the run without a MUST failure.
+        let gated = [report(
+            t,
+            false,
+            None,
+            &[("q", "s", Fail, Must, E), ("r", "g", Pass, Must, C)],
+        )];
+        assert_eq!(same_as_whole("gated", &gated, Ids::ByClash).exit_code(), 1);
+        // Every MUST case skipped: nothing judged.
+        let nothing = [
+            report(t, false, None, &[("u", "g", Skip, Must, C)]),
+            report(
+                t,
+                false,
+                None,
+                &[("v", "g", Skip, Must, C), ("w", "g", Pass, May, C)],
+            ),
+        ];
+        let w = same_as_whole("nothing", &nothing, Ids::ByClash);
+        assert!(w.judged_nothing());
+        // Targets by name: every id prefixed, the same ids in every target.
+        let fleet: Vec<Report> = ["http://a", "http://b", "http://c"]
+            .iter()
+            .map(|t| {
+                report(
+                    t,
+                    false,
+                    None,
+                    &[("x", "g", Pass, Must, C), ("y", "g", Fail, Should, C)],
+                )
+            })
+            .collect();
+        let dir = Dir::new("by-name");
+        let (whole, merged, json, _) = both(&dir, &fleet, Ids::ByName);
+        assert_eq!(json, super::super::json::to_string(&whole));
+        assert_eq!(merged.exit, whole.exit_code());
+        let ids: Vec<&str> = whole.cases.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["t0: x", "t0: y", "t1: x", "t1: y", "t2: x", "t2: y"]);
+    }
+
+    #[test]
+    fn targets_that_share_ids_are_told_apart_and_a_suite_names_its_own_target() {
+        let dir = Dir::new("clash");
+        let parts = [
+            report(
+                "http://a",
+                false,
+                None,
+                &[("x", "g", Pass, Must, C), ("y", "g", Pass, Must, C)],
+            ),
+            report("http://b", false, None, &[("x", "g", Fail, Must, C)]),
+        ];
+        let (whole, merged, json, xml) = both(&dir, &parts, Ids::ByClash);
+        assert_eq!(json, super::super::json::to_string(&whole));
+        assert_eq!(merged.exit, whole.exit_code());
+        assert_eq!(
+            merged.failing,
+            [("http://b: x".to_string(), "x: Fail <&> \u{1}".to_string())]
+        );
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let targets: Vec<(String, String)> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("testsuite"))
+            .map(|s| {
+                let target = s
+                    .descendants()
+                    .find(|p| p.has_tag_name("property") && p.attribute("name") == Some("target"))
+                    .and_then(|p| p.attribute("value"))
+                    .unwrap_or_default();
+                (s.attribute("name").unwrap().to_string(), target.to_string())
+            })
+            .collect();
+        assert_eq!(
+            targets,
+            [
+                ("http://a: g".to_string(), "http://a".to_string()),
+                ("g".to_string(), "http://a".to_string()),
+                ("http://b: g".to_string(), "http://b".to_string())
+            ]
+        );
+        // The same run twice: refused as the whole merge refuses it, naming both files.
+        let twice = [parts[0].clone(), parts[0].clone()];
+        let files: Vec<Part> = twice
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let path = dir.0.join(format!("twice-{i}.json"));
+                std::fs::write(&path, super::super::json::to_string(r)).unwrap();
+                Part {
+                    name: path.display().to_string(),
+                    path,
+                }
+            })
+            .collect();
+        let e = Survey::read(files.clone(), Ids::ByClash, true)
+            .err()
+            .unwrap();
+        let held: Vec<(String, Report)> = files
+            .iter()
+            .map(|p| (p.name.clone(), twice[0].clone()))
+            .collect();
+        assert_eq!(Some(e.clone()), tools::merge(&held).err());
+        assert!(e.to_string().starts_with("case x is in both "), "{e}");
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_report_is_named_with_its_json_path_and_nothing_is_written() {
+        let dir = Dir::new("bad");
+        let good = dir.0.join("good.json");
+        std::fs::write(
+            &good,
+            super::super::json::to_string(&report("t", false, None, &[("x", "g", Pass, Must, C)])),
+        )
+        .unwrap();
+        let bad = dir.0.join("bad.json");
+        std::fs::write(&bad, r#"{"tool": "agent-tck", "cases": 3}"#).unwrap();
+        let parts = vec![
+            Part {
+                name: "good.json".into(),
+                path: good,
+            },
+            Part {
+                name: "bad.json".into(),
+                path: bad.clone(),
+            },
+        ];
+        let e = Survey::read(parts, Ids::ByClash, true)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("{}: not an agent-tck report: ", bad.display())),
+            "{e}"
+        );
+        let names: Vec<_> = std::fs::read_dir(&dir.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2);
+    }
+
+    #[test]
+    fn a_merge_interrupted_between_parts_writes_nothing_and_leaves_no_spool() {
+        let dir = Dir::new("stop");
+        let path = dir.0.join("p.json");
+        std::fs::write(
+            &path,
+            super::super::json::to_string(&report("t", false, None, &[("x", "g", Pass, Must, C)])),
+        )
+        .unwrap();
+        let json = dir.0.join("all.json");
+        let survey = Survey::read(
+            vec![Part {
+                name: "p".into(),
+                path,
+            }],
+            Ids::ByClash,
+            false,
+        )
+        .unwrap();
+        let out = Outputs {
+            json: Some(&json),
+            junit: Some(&json.with_extension("xml")),
+            html: None,
+        };
+        let e = survey.write(&out, &AtomicBool::new(true)).err().unwrap();
+        assert!(matches!(e, MergeStreamError::Interrupted), "{e}");
+        let names: Vec<_> = std::fs::read_dir(&dir.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [std::ffi::OsString::from("p.json")]);
+    }
+}
