@@ -57,7 +57,11 @@ fn target_report(i: usize) -> agent_tck::report::Report {
             let mut c = CaseResult::new(
                 &format!("rt.case-{n}"),
                 &format!("endpoint-{}", n % 5),
-                if n % 3 == 0 { Level::Should } else { Level::Must },
+                if n % 3 == 0 {
+                    Level::Should
+                } else {
+                    Level::Must
+                },
                 "a rule",
                 "Spec §1",
             );
@@ -111,9 +115,15 @@ fn a_streaming_merge_holds_one_report_at_a_time() {
             .write(&outputs, &AtomicBool::new(false))
             .unwrap()
     });
-    assert_eq!(merged.head.summary.passed + merged.head.summary.failed, PARTS * CASES);
+    assert_eq!(
+        merged.head.summary.passed + merged.head.summary.failed,
+        PARTS * CASES
+    );
     let written = std::fs::metadata(&out[0]).unwrap().len() as usize;
-    assert!(written > total, "the merged JSON holds every case: {written} bytes");
+    assert!(
+        written > total,
+        "the merged JSON holds every case: {written} bytes"
+    );
     assert!(
         streamed < BOUND,
         "the streaming merge peaked at {} MB of live heap (bound {} MB; the reports total {} MB)",

@@ -632,7 +632,17 @@ impl Merged {
     /// the run (the first [`FAILING_SHOWN`]), its notes, counts and verdict line; `parts`: how
     /// many files or targets it merged.
     pub fn console(&self, parts: usize) -> String {
-        let whole = super::console::render(&self.head, false);
+        // The header names a few targets, not 10,000 (the files name them all).
+        let mut head = tools::without_cases(&self.head);
+        let targets: Vec<&str> = self.head.target.split(" + ").collect();
+        if targets.len() > tools::NAMED_PARTS {
+            head.target = format!(
+                "{} + … ({} targets in all)",
+                targets[..tools::NAMED_PARTS].join(" + "),
+                targets.len()
+            );
+        }
+        let whole = super::console::render(&head, false);
         let (top, end) = whole.split_once("\n\n").unwrap_or(("", &whole));
         let mut out = format!(
             "{top}\n\n{} cases from {parts} parts: the console names the cases that fail the \
