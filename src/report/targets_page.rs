@@ -18,7 +18,7 @@ pub struct TargetsPage {
 impl TargetsPage {
     /// Starts the page that will be written to `path` (spooling next to it).
     pub fn create(path: &Path) -> std::io::Result<TargetsPage> {
-        let spool = super::merge_stream::beside(path, "spool");
+        let spool = hidden(path, "spool");
         let rows = BufWriter::new(std::fs::File::create(&spool)?);
         Ok(TargetsPage {
             path: path.to_path_buf(),
@@ -52,7 +52,7 @@ impl TargetsPage {
     /// run's verdict.
     pub fn finish(mut self, head: &Report, passed: bool) -> std::io::Result<()> {
         self.rows.flush()?;
-        let temp = super::merge_stream::beside(&self.path, "tmp");
+        let temp = hidden(&self.path, "tmp");
         let result = (|| {
             let mut out = BufWriter::new(std::fs::File::create(&temp)?);
             write!(
@@ -81,4 +81,13 @@ impl Drop for TargetsPage {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.spool);
     }
+}
+
+/// `path` with `.NAME-PID.what` beside it (the same file system: a rename replaces the page).
+fn hidden(path: &Path, what: &str) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report".into());
+    path.with_file_name(format!(".{name}.{}.{what}", std::process::id()))
 }
