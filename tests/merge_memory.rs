@@ -65,7 +65,7 @@ fn target_report(i: usize) -> agent_tck::report::Report {
                 "a rule",
                 "Spec §1",
             );
-            if (i + n) % 17 == 0 {
+            if (i + n).is_multiple_of(17) {
                 c.status = Status::Fail;
                 c.message = text("failed", n);
             } else {
