@@ -7,6 +7,7 @@
 #
 # Usage: scripts/bench-merge.sh [N…]                (default: 1000 10000)
 #   BEFORE=PATH   the binary to compare with (default /work/base-bin/agent-tck; none: skipped)
+#   AFTER=PATH    the binary measured (default: this tree's release build, built first)
 #   BEFORE_MAX=N  merge with BEFORE only up to N files (default 1000: the merge held whole needs
 #                 ~0.7 MB per target, ~7 GB for 10,000)
 # Prints a line per (binary, N): files' total size, peak RSS, wall time, exit status, and the
@@ -21,8 +22,10 @@ SIZES=("$@")
 [ ${#SIZES[@]} -gt 0 ] || SIZES=(1000 10000)
 BEFORE=${BEFORE-/work/base-bin/agent-tck}
 BEFORE_MAX=${BEFORE_MAX:-1000}
-cargo build --release --bins >&2
-AFTER=$PWD/target/release/agent-tck
+if [ -z "${AFTER:-}" ]; then
+    cargo build --release --bins >&2
+    AFTER=$PWD/target/release/agent-tck
+fi
 
 start agent 10 "$AFTER" mock agent --port 0 --seed 1
 "$AFTER" probe roundtable --url "$URL" --seed 1 --json "$tmp/one.json" >/dev/null ||
