@@ -132,3 +132,75 @@ fn report_merge_of_hundreds_of_files_streams_and_agrees_with_the_merge_held_whol
         .collect();
     assert_eq!(hidden, Vec::<String>::new());
 }
+
+/// A run over 60 targets (~2,400 cases, past what a merge holds whole): the merged report is
+/// written as the targets' reports are read back, and is what the merge held whole gives.
+#[test]
+fn a_run_over_many_targets_streams_its_merged_report() {
+    let dir = TempDir::new("targets-stream");
+    let mut agent = crate::support::Spawned::tck(
+        &["mock", "agent", "--port", "0", "--seed", "1"],
+        Duration::from_secs(600),
+    );
+    let url = loop {
+        let line = agent.line();
+        if let Some(at) = line.find("http://127.0.0.1:") {
+            break line[at..].split_whitespace().next().unwrap().to_string();
+        }
+    };
+    const TARGETS: usize = 60;
+    let list: String = (0..TARGETS)
+        .map(|i| format!("- name: a{i}\n  flags: [\"--url\", \"{url}\"]\n"))
+        .collect();
+    let file = dir.path("targets.yaml");
+    std::fs::write(&file, format!("targets:\n{list}")).unwrap();
+    let (out_dir, json, xml) = (dir.path("out"), dir.path("all.json"), dir.path("all.xml"));
+    let out = tck_within(
+        &[
+            "probe",
+            "roundtable",
+            "--targets",
+            &file,
+            "--out-dir",
+            &out_dir,
+            "--seed",
+            "1",
+            "--json",
+            &json,
+            "--junit",
+            &xml,
+        ],
+        Duration::from_secs(400),
+    );
+    let shown = text(&out);
+    let _ = agent.interrupt(Duration::from_secs(30));
+
+    let held: Vec<(String, Report)> = (0..TARGETS)
+        .map(|i| {
+            let mut r =
+                agent_tck::report::tools::read(format!("{out_dir}/a{i}.json").as_ref()).unwrap();
+            for c in &mut r.cases {
+                agent_tck::report::tools::prefix(c, &format!("a{i}"));
+            }
+            (format!("a{i}"), r)
+        })
+        .collect();
+    let whole = agent_tck::report::tools::merge(&held).unwrap();
+    assert!(whole.cases.len() > 2_000, "{}", whole.cases.len());
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(whole.exit_code().code())),
+        "{shown}"
+    );
+    let streamed: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(streamed, serde_json::to_value(&whole).unwrap());
+    assert_eq!(
+        std::fs::read_to_string(&xml).unwrap(),
+        agent_tck::report::junit::to_string(&whole)
+    );
+    assert!(
+        shown.contains(&format!("wrote {json}\nwrote {xml}\n")),
+        "{shown}"
+    );
+}
