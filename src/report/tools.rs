@@ -560,6 +560,23 @@ mod tests {
     }
 
     #[test]
+    fn the_merged_from_note_names_ten_parts_and_counts_the_rest() {
+        let parts: Vec<(String, Report)> = (0..12)
+            .map(|i| {
+                let r = report(&format!("http://t{i}"), &[("x", Pass, Must)]);
+                (format!("t{i}.json"), r)
+            })
+            .collect();
+        let m = merge(&parts).unwrap();
+        let note = &m.notes[0];
+        assert!(note.starts_with("merged from t0.json (probe roundtable against http://t0, seed 7, 1 cases); t1.json"), "{note}");
+        assert!(note.contains("; t9.json (probe roundtable against http://t9, seed 7, 1 cases); and 2 more (12 parts in all)"), "{note}");
+        assert!(!note.contains("t10.json"), "{note}");
+        assert_eq!(m.cases.len(), 12);
+        assert_eq!(m.cases[11].id, "http://t11: x");
+    }
+
+    #[test]
     fn a_diff_names_regressions_fixes_and_new_cases() {
         let old = report(
             "t",
