@@ -995,6 +995,58 @@ mod tests {
     }
 
     #[test]
+    fn a_part_that_fails_to_read_midway_leaves_the_old_files_whole_and_no_spool() {
+        let dir = Dir::new("midway");
+        let good = dir.0.join("good.json");
+        let one = report("t", false, None, &[("x", "g", Pass, Must, C)]);
+        std::fs::write(&good, super::super::json::to_string(&one)).unwrap();
+        // Its head and ids read (the first pass), its case does not (no status).
+        let mut broken: serde_json::Value = serde_json::to_value(&one).unwrap();
+        broken["cases"][0]["id"] = "y".into();
+        broken["cases"][0].as_object_mut().unwrap().remove("status");
+        let bad = dir.0.join("bad.json");
+        std::fs::write(&bad, broken.to_string()).unwrap();
+        let (json, xml) = (dir.0.join("all.json"), dir.0.join("all.xml"));
+        std::fs::write(&json, "OLD").unwrap();
+        let parts = vec![
+            Part {
+                name: "good.json".into(),
+                path: good,
+            },
+            Part {
+                name: "bad.json".into(),
+                path: bad.clone(),
+            },
+        ];
+        let survey = Survey::read(parts, Ids::ByClash, true).unwrap();
+        let out = Outputs {
+            json: Some(&json),
+            junit: Some(&xml),
+            html: None,
+        };
+        let e = survey
+            .write(&out, &AtomicBool::new(false))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.starts_with(&format!(
+                "{}: not an agent-tck report: cases[0]: required field \"status\" is missing",
+                bad.display()
+            )),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&json).unwrap(), "OLD");
+        assert!(!xml.exists());
+        let mut names: Vec<_> = std::fs::read_dir(&dir.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["all.json", "bad.json", "good.json"]);
+    }
+
+    #[test]
     fn a_merge_interrupted_between_parts_writes_nothing_and_leaves_no_spool() {
         let dir = Dir::new("stop");
         let path = dir.0.join("p.json");
