@@ -342,7 +342,7 @@ impl Survey {
                 json.cases(&cases)?;
             }
             if let Some(xml) = &mut xml {
-                xml.cases(&head, &r.target, &cases)?;
+                xml.cases(&head, i, &self.heads, &cases)?;
             }
         }
         head.summary = summary;
@@ -355,7 +355,7 @@ impl Survey {
             json.finish(&head)?;
         }
         if let Some(xml) = xml {
-            xml.finish(&head)?;
+            xml.finish(&head, &self.heads)?;
         }
         if let (Some(page), Some(p)) = (page, out.html) {
             page.finish(&head, exit == Exit::Passed)
@@ -495,14 +495,15 @@ impl JsonOut {
     }
 }
 
-/// A testsuite of the merged JUnit as the cases come: its counts, and the targets of the parts
-/// its cases came from.
+/// A testsuite of the merged JUnit as the cases come: its counts, and the part its first case
+/// came from (a few dozen bytes besides its name, for each of a run's thousands of suites).
 struct Suite {
     name: String,
     tally: SuiteTally,
-    /// The target of the parts its cases came from, or `None` when they came from different
-    /// targets (then the merged report's).
-    target: Option<String>,
+    /// The part (by index) whose target the suite names.
+    part: u32,
+    /// Whether its cases came from parts of different targets (it names the merged report's).
+    mixed: bool,
 }
 
 /// The merged JUnit: each testcase written to a spool as it comes, the spans of the spool each
@@ -514,7 +515,8 @@ struct JunitOut {
     spool: Beside,
     written: u64,
     suites: Vec<Suite>,
-    index: HashMap<String, u32>,
+    /// The suites by a 128-bit hash of their name.
+    index: HashMap<u128, u32>,
     /// (suite, start, end) in the spool.
     spans: Vec<(u32, u64, u64)>,
 }
@@ -535,29 +537,29 @@ impl JunitOut {
     fn cases(
         &mut self,
         head: &Report,
-        target: &str,
+        part: usize,
+        heads: &[PartHead],
         cases: &[CaseResult],
     ) -> Result<(), MergeStreamError> {
         for c in cases {
             let name = junit::suite_name(c);
-            let at = match self.index.get(&name) {
+            let at = match self.index.get(&tools::hash128(&name)) {
                 Some(&at) => at,
                 None => {
                     let at = self.suites.len() as u32;
-                    self.index.insert(name.clone(), at);
+                    self.index.insert(tools::hash128(&name), at);
                     self.suites.push(Suite {
                         name,
                         tally: SuiteTally::default(),
-                        target: Some(target.to_string()),
+                        part: part as u32,
+                        mixed: false,
                     });
                     at
                 }
             };
             let suite = &mut self.suites[at as usize];
             suite.tally.count(head, c);
-            if suite.target.as_deref().is_some_and(|t| t != target) {
-                suite.target = None;
-            }
+            suite.mixed |= heads[suite.part as usize].report.target != heads[part].report.target;
             let text = pieces::test_case(head, c);
             self.spool
                 .file
@@ -573,13 +575,17 @@ impl JunitOut {
         Ok(())
     }
 
-    fn finish(mut self, head: &Report) -> Result<(), MergeStreamError> {
+    fn finish(mut self, head: &Report, heads: &[PartHead]) -> Result<(), MergeStreamError> {
         let dest = self.dest.clone();
         let failed = |e: std::io::Error| write_error("--junit", &dest, e);
         self.spool.file.flush().map_err(failed)?;
         let closing = junit::closing_suites(head);
         let heads = |s: &Suite| {
-            let target = junit::xml_safe(s.target.as_deref().unwrap_or(&head.target));
+            let target = match s.mixed {
+                true => &head.target,
+                false => &heads[s.part as usize].report.target,
+            };
+            let target = junit::xml_safe(target);
             s.tally.suite(&s.name, &target, head.seed)
         };
         let mut totals = pieces::Totals {

@@ -159,7 +159,7 @@ struct Owner {
 
 /// 128 bits of `id`, from two differently keyed hashers (the std one is keyed the same in every
 /// process: the same ids give the same hashes on every run).
-fn id_hash(id: &str) -> u128 {
+pub fn hash128(id: &str) -> u128 {
     use std::hash::{Hash, Hasher};
     let half = |key: u8| {
         let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -174,7 +174,7 @@ impl Owners {
     /// Notes that part `part` (an index into `parts`) reports `id`.
     pub fn note(&mut self, id: &str, part: usize, parts: &[PartHead]) {
         let at = part as u32;
-        match self.ids.entry(id_hash(id)) {
+        match self.ids.entry(hash128(id)) {
             std::collections::hash_map::Entry::Vacant(v) => {
                 v.insert(Owner {
                     last: at,
@@ -218,7 +218,7 @@ impl Owners {
 
     /// Whether `id` is in more than one part: it is prefixed by its part's target.
     pub fn shared(&self, id: &str) -> bool {
-        self.ids.get(&id_hash(id)).is_some_and(|o| o.shared)
+        self.ids.get(&hash128(id)).is_some_and(|o| o.shared)
     }
 }
 
