@@ -83,12 +83,7 @@ pub(super) async fn execute(command: Command) -> Result<Ended, Error> {
         }
         Command::Report(ReportCommand::Merge { reports, output }) => {
             output.check()?;
-            let parts = reports
-                .iter()
-                .map(|p| Ok((p.display().to_string(), crate::report::tools::read(p)?)))
-                .collect::<Result<Vec<_>, crate::report::tools::ReportFileError>>()?;
-            let merged = crate::report::tools::merge(&parts)?;
-            conclude(merged, &output)
+            report_merge(reports, &output).await
         }
         Command::Report(ReportCommand::Diff { old, new }) => {
             let read = |p: &PathBuf| crate::report::tools::read(p).map_err(Error::from);
@@ -281,4 +276,72 @@ async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
     args.output.write(&outcome.report)?;
     crate::outln!("\n{}", outcome.verdict());
     Ok(Ended::Verdict(outcome.exit_code()))
+}
+
+/// `report merge`: a merge small enough to hold (or with `--baseline`, applied to the whole) is
+/// held and reported as a run is; a larger one is written as its files are read
+/// ([`crate::report::merge_stream`]), the console naming the cases that fail. Ctrl-C ends it
+/// between two files, writing no merged file.
+async fn report_merge(
+    reports: Vec<PathBuf>,
+    output: &crate::report::output::OutputArgs,
+) -> Result<Ended, Error> {
+    use crate::report::merge_stream::{Ids, Outputs, Part, Survey};
+    let parts = reports
+        .into_iter()
+        .map(|path| Part {
+            name: path.display().to_string(),
+            path,
+        })
+        .collect();
+    let survey = Survey::read(parts, Ids::ByClash, true)?;
+    if survey.small() || output.baseline.is_some() {
+        return conclude(survey.whole()?, output);
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let signal = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        })
+    };
+    let (json, junit, html) = (
+        output.json.clone(),
+        output.junit.clone(),
+        output.html.clone(),
+    );
+    let written = tokio::task::spawn_blocking(move || {
+        let outputs = Outputs {
+            json: json.as_deref(),
+            junit: junit.as_deref(),
+            html: html.as_deref(),
+        };
+        let parts = survey.parts();
+        survey.write(&outputs, &stop).map(|m| (m, parts))
+    })
+    .await;
+    signal.abort();
+    let (merged, parts) = match written {
+        Ok(Ok(done)) => done,
+        Ok(Err(crate::report::merge_stream::MergeStreamError::Interrupted)) => {
+            crate::errln!("interrupted (Ctrl-C) while merging: no merged file was written");
+            return Ok(Ended::Interrupted);
+        }
+        Ok(Err(e)) => return Err(e.into()),
+        Err(e) => return Err(Error::run(format!("report merge: {e}"))),
+    };
+    let text = merged.console(parts);
+    if output.quiet {
+        crate::out!("{}", super::exit::console_end(&text));
+    } else {
+        crate::out!("{text}");
+    }
+    for path in [&output.json, &output.junit, &output.html]
+        .into_iter()
+        .flatten()
+    {
+        crate::errln!("wrote {}", path.display());
+    }
+    Ok(Ended::Verdict(merged.exit))
 }

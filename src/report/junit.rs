@@ -21,10 +21,7 @@ pub fn to_string(report: &Report) -> String {
     let mut groups: Vec<(String, Vec<&CaseResult>)> = Vec::new();
     let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for case in &report.cases {
-        let group = match case.kind {
-            Kind::Conformance => case.group.clone(),
-            Kind::Evaluation => format!("evaluation.{}", case.group),
-        };
+        let group = suite_name(case);
         match index.get(&group) {
             Some(&i) => groups[i].1.push(case),
             None => {
@@ -34,36 +31,98 @@ pub fn to_string(report: &Report) -> String {
         }
     }
     let target = xml_safe(&report.target);
-    let seed = report.seed.map(|s| s.to_string());
     for (group, cases) in groups {
-        let mut suite = TestSuite::new(xml_safe(&group));
-        if cases.iter().all(|c| c.kind == Kind::Evaluation) {
-            let met = cases.iter().filter(|c| c.status == Status::Pass).count();
-            suite.add_property(("score", format!("{met}/{}", cases.len()).as_str()));
+        let mut tally = SuiteTally::default();
+        let mut tcs = Vec::with_capacity(cases.len());
+        for case in cases {
+            tally.count(report, case);
+            tcs.push(test_case(report, case));
+        }
+        // The tally counted them: the cases go in as they are.
+        let mut suite = tally.suite(&group, &target, report.seed);
+        suite.test_cases = tcs;
+        junit.add_test_suite(suite);
+    }
+    for suite in closing_suites(report) {
+        junit.add_test_suite(suite);
+    }
+    junit.to_string().unwrap_or_else(|e| {
+        format!(
+            "<?xml version=\"1.0\"?><!-- agent-tck: cannot write JUnit: {} -->",
+            xml_safe(&e.to_string()).replace("--", "- -")
+        )
+    })
+}
+
+/// What a testsuite's head says of its cases: how many passed, failed, were skipped, met (for a
+/// score) and warned. Counted case by case, so that a merge that writes the cases as it reads
+/// them can write the suite's head afterwards.
+#[derive(Debug, Clone, Default)]
+pub struct SuiteTally {
+    tests: usize,
+    failures: usize,
+    skipped: usize,
+    /// Evaluation cases, and those met.
+    evaluation: usize,
+    met: usize,
+    /// SHOULD failures that do not fail the run.
+    warnings: usize,
+}
+
+impl SuiteTally {
+    /// Counts `case` of `report` (whose strictness decides what fails the run).
+    pub fn count(&mut self, report: &Report, case: &CaseResult) {
+        self.tests += 1;
+        match test_case_status(report, case) {
+            TestCaseStatus::NonSuccess { .. } => self.failures += 1,
+            TestCaseStatus::Skipped { .. } => self.skipped += 1,
+            TestCaseStatus::Success { .. } => {}
+        }
+        if case.kind == Kind::Evaluation {
+            self.evaluation += 1;
+            self.met += usize::from(case.status == Status::Pass);
         }
         // A SHOULD failure that does not fail the run is a passed testcase: the suite says how
         // many such warnings it holds, so that they are not read as passes.
-        let warnings = cases
-            .iter()
-            .filter(|c| {
-                c.kind == Kind::Conformance
-                    && c.status == Status::Fail
-                    && c.level == super::Level::Should
-                    && !report.is_blocking(c)
-            })
-            .count();
-        for case in cases {
-            suite.add_test_case(test_case(report, case));
-        }
-        suite.add_property(("target", target.as_str()));
-        if let Some(seed) = &seed {
-            suite.add_property(("seed", seed.as_str()));
-        }
-        if warnings > 0 {
-            suite.add_property(("warnings", warnings.to_string().as_str()));
-        }
-        junit.add_test_suite(suite);
+        self.warnings += usize::from(
+            case.kind == Kind::Conformance
+                && case.status == Status::Fail
+                && case.level == super::Level::Should
+                && !report.is_blocking(case),
+        );
     }
+
+    /// The suite `group` with the counts and properties, and no testcase yet.
+    pub fn suite(&self, group: &str, target: &str, seed: Option<u64>) -> TestSuite {
+        let mut suite = TestSuite::new(xml_safe(group));
+        if self.evaluation == self.tests {
+            suite.add_property(("score", format!("{}/{}", self.met, self.tests).as_str()));
+        }
+        suite.add_property(("target", target));
+        if let Some(seed) = seed {
+            suite.add_property(("seed", seed.to_string().as_str()));
+        }
+        if self.warnings > 0 {
+            suite.add_property(("warnings", self.warnings.to_string().as_str()));
+        }
+        suite.tests = self.tests;
+        suite.failures = self.failures;
+        suite.skipped = self.skipped;
+        suite
+    }
+}
+
+/// The testsuite a case is in: its group, or `evaluation.GROUP` for an evaluation case.
+pub fn suite_name(case: &CaseResult) -> String {
+    match case.kind {
+        Kind::Conformance => case.group.clone(),
+        Kind::Evaluation => format!("evaluation.{}", case.group),
+    }
+}
+
+/// The suites after the cases': the `--min-score` gate, and a run that judged nothing.
+pub fn closing_suites(report: &Report) -> Vec<TestSuite> {
+    let mut suites = Vec::new();
     if let (Some(min), Some(score)) = (report.min_score, report.summary.evaluation) {
         // The gate the user set is a testcase of its own, so that JUnit fails when the run does.
         let mut status = TestCaseStatus::success();
@@ -77,17 +136,105 @@ pub fn to_string(report: &Report) -> String {
         tc.set_system_out(xml_safe(&format!("{score}; --min-score {min}\n")));
         let mut suite = TestSuite::new("evaluation");
         suite.add_test_case(tc);
-        junit.add_test_suite(suite);
+        suites.push(suite);
     }
     if report.judged_nothing() {
-        junit.add_test_suite(nothing_judged(report));
+        suites.push(nothing_judged(report));
     }
-    junit.to_string().unwrap_or_else(|e| {
-        format!(
-            "<?xml version=\"1.0\"?><!-- agent-tck: cannot write JUnit: {} -->",
-            xml_safe(&e.to_string()).replace("--", "- -")
-        )
-    })
+    suites
+}
+
+/// The pieces of a JUnit document written one at a time, each exactly as quick-junit writes it
+/// inside the whole document (the same indentation): a merge of thousands of reports writes
+/// the testcases as it reads them and the suites' heads at the end, never the whole document
+/// in memory.
+pub mod pieces {
+    use super::*;
+
+    const SUITE_END: &str = "\n    </testsuite>";
+    const ROOT_END: &str = "\n</testsuites>";
+
+    fn serialized(suites: Vec<TestSuite>, root: Option<&Totals>) -> String {
+        let mut junit = quick_junit::Report::new(root.map_or(String::new(), |t| t.name.clone()));
+        for suite in suites {
+            junit.add_test_suite(suite);
+        }
+        if let Some(t) = root {
+            junit.set_time(t.time);
+            (junit.tests, junit.failures, junit.skipped) = (t.tests, t.failures, t.skipped);
+        }
+        junit.to_string().unwrap_or_default()
+    }
+
+    /// One testcase as it reads inside its suite (starting with its line break).
+    pub fn test_case(report: &Report, case: &CaseResult) -> String {
+        let mut suite = TestSuite::new("s");
+        suite.add_test_case(super::test_case(report, case));
+        let text = serialized(vec![suite], None);
+        match (text.find("\n        <testcase"), text.rfind(SUITE_END)) {
+            (Some(a), Some(b)) if a < b => text[a..b].to_string(),
+            _ => String::new(),
+        }
+    }
+
+    /// A suite's opening tag and properties (starting with its line break), without its cases
+    /// and closing tag ([`suite_end`]).
+    pub fn suite_head(suite: TestSuite) -> String {
+        let mut suite = suite;
+        suite.test_cases.clear();
+        let text = serialized(vec![suite], None);
+        match (text.find("\n    <testsuite"), text.rfind(SUITE_END)) {
+            (Some(a), Some(b)) if a < b => text[a..b].to_string(),
+            _ => String::new(),
+        }
+    }
+
+    /// A suite's closing tag.
+    pub fn suite_end() -> &'static str {
+        SUITE_END
+    }
+
+    /// A whole suite, cases and all (starting with its line break).
+    pub fn whole_suite(suite: TestSuite) -> String {
+        let text = serialized(vec![suite], None);
+        match (text.find("\n    <testsuite"), text.rfind(ROOT_END)) {
+            (Some(a), Some(b)) if a < b => text[a..b].to_string(),
+            _ => String::new(),
+        }
+    }
+
+    /// The document's counts, known at its end.
+    #[derive(Debug, Clone, Default)]
+    pub struct Totals {
+        pub name: String,
+        pub time: Duration,
+        pub tests: usize,
+        pub failures: usize,
+        pub skipped: usize,
+    }
+
+    impl Totals {
+        /// Adds a suite's counts.
+        pub fn add(&mut self, suite: &TestSuite) {
+            self.tests += suite.tests;
+            self.failures += suite.failures;
+            self.skipped += suite.skipped;
+        }
+
+        /// The document's start: the XML declaration and the root's opening tag.
+        pub fn head(&self) -> String {
+            let text = serialized(Vec::new(), Some(self));
+            match text.rfind(ROOT_END) {
+                Some(b) => text[..b].to_string(),
+                None => text,
+            }
+        }
+
+        /// The document's end: the root's closing tag.
+        pub fn tail() -> String {
+            format!("{ROOT_END}\n")
+        }
+    }
 }
 
 /// A run that judged nothing exits 1: a failed testcase of its own, so that JUnit fails when the
@@ -108,8 +255,8 @@ fn nothing_judged(report: &Report) -> TestSuite {
     suite
 }
 
-fn test_case(report: &Report, case: &CaseResult) -> TestCase {
-    let status = match case.status {
+fn test_case_status(report: &Report, case: &CaseResult) -> TestCaseStatus {
+    match case.status {
         Status::Pass => TestCaseStatus::success(),
         Status::Skip => {
             let mut s = TestCaseStatus::skipped();
@@ -140,7 +287,11 @@ fn test_case(report: &Report, case: &CaseResult) -> TestCase {
             s
         }
         Status::Stale => TestCaseStatus::success(),
-    };
+    }
+}
+
+fn test_case(report: &Report, case: &CaseResult) -> TestCase {
+    let status = test_case_status(report, case);
     let warning = matches!(case.status, Status::Fail | Status::Stale) && !report.is_blocking(case);
     let unmet = warning && case.kind == Kind::Evaluation;
     let mut tc = TestCase::new(

@@ -9,9 +9,11 @@ pub mod html;
 pub mod json;
 pub mod junit;
 pub mod lint;
+pub mod merge_stream;
 pub mod output;
 #[cfg(test)]
 mod shown;
+pub mod targets_page;
 pub mod tools;
 
 use serde::{Deserialize, Serialize};

@@ -3,6 +3,7 @@
 //! new and removed cases), and the reading both share.
 
 use std::collections::{BTreeMap, BTreeSet};
+
 use std::path::Path;
 
 use time::format_description::well_known::Rfc3339;
@@ -87,74 +88,180 @@ fn parse_time(text: &str) -> Option<time::OffsetDateTime> {
     time::OffsetDateTime::parse(text, &Rfc3339).ok()
 }
 
-/// One report of many (`parts`, each with the file it came from): the cases of all, in order,
-/// the summary counted again, the earliest start and the span to the latest end. A case id found
-/// in parts of different protocols or targets is told apart by a `TARGET: ` prefix; the same id
-/// twice for the same protocol and target is an error (a repeat, not a shard).
-pub fn merge(parts: &[(String, Report)]) -> Result<Report, ReportFileError> {
-    if parts.is_empty() {
-        return Err(ReportFileError::NothingToMerge);
+/// What a merge needs of one part besides its cases: the file (or target) it came from, its
+/// report without cases, and how many cases it holds. Held for every part of a merge (a few
+/// hundred bytes each), where the cases are not.
+#[derive(Debug, Clone)]
+pub struct PartHead {
+    /// The file the part came from (a target's name in a run over targets).
+    pub file: String,
+    /// The part's report, its cases left out.
+    pub report: Report,
+    pub cases: usize,
+}
+
+impl PartHead {
+    /// The head of `report`, read from `file`.
+    pub fn of(file: impl Into<String>, report: &Report) -> PartHead {
+        PartHead {
+            file: file.into(),
+            report: without_cases(report),
+            cases: report.cases.len(),
+        }
     }
-    // A part with no cases (a shard that held no target) says nothing of the run's protocol,
-    // target or seed; it still counts as read.
-    let all = parts;
-    let parts: Vec<(String, Report)> = match all.iter().any(|(_, r)| !r.cases.is_empty()) {
-        true => all
-            .iter()
-            .filter(|(_, r)| !r.cases.is_empty())
-            .cloned()
-            .collect(),
-        false => all.to_vec(),
+}
+
+/// `report` with no case (and no timeline: a merge keeps none), cloned field by field so that
+/// the cases are never copied.
+pub fn without_cases(report: &Report) -> Report {
+    Report {
+        tool: report.tool.clone(),
+        version: report.version.clone(),
+        role: report.role.clone(),
+        protocol: report.protocol.clone(),
+        target: report.target.clone(),
+        seed: report.seed,
+        command: report.command.clone(),
+        strict: report.strict,
+        started_at: report.started_at.clone(),
+        duration_ms: report.duration_ms,
+        summary: report.summary,
+        cases: Vec::new(),
+        notes: report.notes.clone(),
+        min_score: report.min_score,
+        timeline: Vec::new(),
+        counts: Vec::new(),
+    }
+}
+
+/// How many parts the "merged from" note names before it says how many more there were: the
+/// note of a merge of 10,000 targets stays a line.
+pub const NAMED_PARTS: usize = 10;
+
+/// Where each case id of a merge is found, by a 128-bit hash of the id (memory grows with the
+/// distinct ids, 24 bytes each, never with the reports): which ids are in parts of different
+/// protocols or targets (prefixed by `TARGET: `), and the first repeat (the same id in
+/// consecutive parts for the same protocol and target), by the smallest id as a sorted walk
+/// finds it.
+#[derive(Debug, Default)]
+pub struct Owners {
+    ids: std::collections::HashMap<u128, Owner>,
+    repeated: Option<ReportFileError>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Owner {
+    /// The last part (by index into the merge's parts) that reported the id.
+    last: u32,
+    /// Whether more than one part reported it.
+    shared: bool,
+}
+
+/// 128 bits of `id`, from two differently keyed hashers (the std one is keyed the same in every
+/// process: the same ids give the same hashes on every run).
+pub fn hash128(id: &str) -> u128 {
+    use std::hash::{Hash, Hasher};
+    let half = |key: u8| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut h);
+        id.hash(&mut h);
+        h.finish()
     };
-    let parts = parts.as_slice();
-    let first = &parts[0].1;
-    let same = |f: fn(&Report) -> &str| parts.iter().all(|(_, r)| f(r) == f(first));
-    let joined = |f: fn(&Report) -> &str| {
-        let mut seen: Vec<&str> = Vec::new();
-        for (_, r) in parts {
-            if !seen.contains(&f(r)) {
-                seen.push(f(r));
+    (u128::from(half(0)) << 64) | u128::from(half(1))
+}
+
+impl Owners {
+    /// Notes that part `part` (an index into `parts`) reports `id`.
+    pub fn note(&mut self, id: &str, part: usize, parts: &[PartHead]) {
+        let at = part as u32;
+        match self.ids.entry(hash128(id)) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(Owner {
+                    last: at,
+                    shared: false,
+                });
+            }
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                let before = &parts[o.get().last as usize];
+                let now = &parts[part];
+                let (b, n) = (&before.report, &now.report);
+                if (b.protocol.as_str(), b.target.as_str())
+                    == (n.protocol.as_str(), n.target.as_str())
+                    && self
+                        .repeated
+                        .as_ref()
+                        .is_none_or(|r| matches!(r, ReportFileError::Repeated { id: was, .. } if id < was.as_str()))
+                {
+                    self.repeated = Some(ReportFileError::Repeated {
+                        id: id.to_string(),
+                        first: before.file.clone(),
+                        second: now.file.clone(),
+                        protocol: now.report.protocol.clone(),
+                        target: now.report.target.clone(),
+                    });
+                }
+                *o.get_mut() = Owner {
+                    last: at,
+                    shared: true,
+                };
+            }
+        }
+    }
+
+    /// The first repeat found, if any.
+    pub fn check(&self) -> Result<(), ReportFileError> {
+        match &self.repeated {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether `id` is in more than one part: it is prefixed by its part's target.
+    pub fn shared(&self, id: &str) -> bool {
+        self.ids.get(&hash128(id)).is_some_and(|o| o.shared)
+    }
+}
+
+/// A case as a merge shows it: its id and group prefixed by `label` (its part's target, or in a
+/// run over targets the target's name).
+pub fn prefix(case: &mut CaseResult, label: &str) {
+    case.id = format!("{label}: {}", case.id);
+    case.group = format!("{label}: {}", case.group);
+}
+
+/// The parts a merge takes its protocol, target and seed from: those with cases (a part with no
+/// cases, a shard that held no target, says nothing of them; it still counts as read), or all
+/// when none has any.
+pub fn speaking(all: &[PartHead]) -> Vec<&PartHead> {
+    let with_cases: Vec<&PartHead> = all.iter().filter(|p| p.cases > 0).collect();
+    if with_cases.is_empty() {
+        all.iter().collect()
+    } else {
+        with_cases
+    }
+}
+
+/// The merged report of `all` without its cases, its summary zero: the earliest start and the
+/// span to the latest end, one seed only when all agree, the notes deduplicated, the `report
+/// merge of …` title. `all` is not empty.
+pub fn merged_head(all: &[PartHead]) -> Report {
+    let parts = speaking(all);
+    let first = &parts[0].report;
+    let same = |f: fn(&Report) -> &str| parts.iter().all(|p| f(&p.report) == f(first));
+    let joined = |f: fn(&Report) -> String| {
+        let mut seen: Vec<String> = Vec::new();
+        let mut known = std::collections::HashSet::new();
+        for p in &parts {
+            let v = f(&p.report);
+            if known.insert(v.clone()) {
+                seen.push(v);
             }
         }
         seen.join(" + ")
     };
-    // Where each id is: the parts (by index) that report it.
-    let mut owners: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (i, (_, r)) in parts.iter().enumerate() {
-        for c in &r.cases {
-            owners.entry(c.id.as_str()).or_default().push(i);
-        }
-    }
-    for (id, at) in &owners {
-        for pair in at.windows(2) {
-            let (a, b) = (&parts[pair[0]], &parts[pair[1]]);
-            if (a.1.protocol.as_str(), a.1.target.as_str())
-                == (b.1.protocol.as_str(), b.1.target.as_str())
-            {
-                return Err(ReportFileError::Repeated {
-                    id: id.to_string(),
-                    first: a.0.clone(),
-                    second: b.0.clone(),
-                    protocol: a.1.protocol.clone(),
-                    target: a.1.target.clone(),
-                });
-            }
-        }
-    }
-    let mut cases = Vec::new();
-    for (i, (_, r)) in parts.iter().enumerate() {
-        for c in &r.cases {
-            let mut c = c.clone();
-            if owners[c.id.as_str()].len() > 1 {
-                c.id = format!("{}: {}", parts[i].1.target, c.id);
-                c.group = format!("{}: {}", parts[i].1.target, c.group);
-            }
-            cases.push(c);
-        }
-    }
     let starts: Vec<_> = parts
         .iter()
-        .filter_map(|(_, r)| Some((parse_time(&r.started_at)?, r.duration_ms)))
+        .filter_map(|p| Some((parse_time(&p.report.started_at)?, p.report.duration_ms)))
         .collect();
     let start = starts.iter().map(|s| s.0).min();
     let end = starts
@@ -163,29 +270,40 @@ pub fn merge(parts: &[(String, Report)]) -> Result<Report, ReportFileError> {
         .max();
     let duration_ms = match (start, end) {
         (Some(s), Some(e)) => (e - s).whole_milliseconds().max(0) as u64,
-        _ => parts.iter().map(|(_, r)| r.duration_ms).sum(),
+        _ => parts.iter().map(|p| p.report.duration_ms).sum(),
     };
-    let mut notes = vec![format!(
-        "merged from {}",
-        all.iter()
-            .map(|(file, r)| format!(
-                "{file} ({} against {}{}, {} cases)",
+    let mut named: Vec<String> = all
+        .iter()
+        .take(NAMED_PARTS)
+        .map(|p| {
+            let r = &p.report;
+            format!(
+                "{} ({} against {}{}, {} cases)",
+                p.file,
                 r.title(),
                 r.target,
                 r.seed.map(|s| format!(", seed {s}")).unwrap_or_default(),
-                r.cases.len()
-            ))
-            .collect::<Vec<_>>()
-            .join("; ")
-    )];
-    for (_, r) in parts {
-        for n in &r.notes {
-            if !notes.contains(n) {
+                p.cases
+            )
+        })
+        .collect();
+    if all.len() > NAMED_PARTS {
+        named.push(format!(
+            "and {} more ({} parts in all)",
+            all.len() - NAMED_PARTS,
+            all.len()
+        ));
+    }
+    let mut notes = vec![format!("merged from {}", named.join("; "))];
+    let mut known: std::collections::HashSet<String> = notes.iter().cloned().collect();
+    for p in &parts {
+        for n in &p.report.notes {
+            if known.insert(n.clone()) {
                 notes.push(n.clone());
             }
         }
     }
-    let mut merged = Report {
+    Report {
         tool: "agent-tck".into(),
         version: crate::VERSION.into(),
         role: if same(|r| &r.role) {
@@ -193,40 +311,62 @@ pub fn merge(parts: &[(String, Report)]) -> Result<Report, ReportFileError> {
         } else {
             "merged".into()
         },
-        protocol: joined(|r| &r.protocol),
-        target: joined(|r| &r.target),
+        protocol: joined(|r| r.protocol.clone()),
+        target: joined(|r| r.target.clone()),
         // One seed when every run had the same; none otherwise (no seed made the whole).
-        seed: if parts.iter().all(|(_, r)| r.seed == first.seed) {
+        seed: if parts.iter().all(|p| p.report.seed == first.seed) {
             first.seed
         } else {
             None
         },
-        command: Some(format!("report merge of {}", {
-            let mut titles: Vec<String> = Vec::new();
-            for (_, r) in parts {
-                if !titles.contains(&r.title()) {
-                    titles.push(r.title());
-                }
-            }
-            titles.join(" + ")
-        })),
-        strict: parts.iter().any(|(_, r)| r.strict),
+        command: Some(format!("report merge of {}", joined(|r| r.title()))),
+        strict: parts.iter().any(|p| p.report.strict),
         started_at: start
             .and_then(|s| s.format(&Rfc3339).ok())
             .unwrap_or_else(|| first.started_at.clone()),
         duration_ms,
         summary: Summary::default(),
-        cases,
+        cases: Vec::new(),
         notes,
         timeline: Vec::new(),
         counts: Vec::new(),
         fingerprint: None,
         min_score: parts
             .iter()
-            .all(|(_, r)| r.min_score == first.min_score)
+            .all(|p| p.report.min_score == first.min_score)
             .then_some(first.min_score)
             .flatten(),
-    };
+    }
+}
+
+/// One report of many (`parts`, each with the file it came from), held whole: the cases of
+/// all, in order, the summary counted again, the earliest start and the span to the latest
+/// end. A case id found in parts of different protocols or targets is told apart by a `TARGET: `
+/// prefix; the same id twice for the same protocol and target is an error (a repeat, not a
+/// shard). [`super::merge_stream`] gives the same report written as it reads, one part at a
+/// time, from the same pieces.
+pub fn merge(parts: &[(String, Report)]) -> Result<Report, ReportFileError> {
+    if parts.is_empty() {
+        return Err(ReportFileError::NothingToMerge);
+    }
+    let heads: Vec<PartHead> = parts.iter().map(|(f, r)| PartHead::of(f, r)).collect();
+    let mut owners = Owners::default();
+    for (i, (_, r)) in parts.iter().enumerate() {
+        for c in &r.cases {
+            owners.note(&c.id, i, &heads);
+        }
+    }
+    owners.check()?;
+    let mut merged = merged_head(&heads);
+    for (_, r) in parts {
+        for c in &r.cases {
+            let mut c = c.clone();
+            if owners.shared(&c.id) {
+                prefix(&mut c, &r.target);
+            }
+            merged.cases.push(c);
+        }
+    }
     merged.summarize();
     Ok(merged)
 }
@@ -418,6 +558,23 @@ mod tests {
         let ids: Vec<&str> = m.cases.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["http://a: x", "y", "http://b: x"]);
         assert_eq!(m.target, "http://a + http://b");
+    }
+
+    #[test]
+    fn the_merged_from_note_names_ten_parts_and_counts_the_rest() {
+        let parts: Vec<(String, Report)> = (0..12)
+            .map(|i| {
+                let r = report(&format!("http://t{i}"), &[("x", Pass, Must)]);
+                (format!("t{i}.json"), r)
+            })
+            .collect();
+        let m = merge(&parts).unwrap();
+        let note = &m.notes[0];
+        assert!(note.starts_with("merged from t0.json (probe roundtable against http://t0, seed 7, 1 cases); t1.json"), "{note}");
+        assert!(note.contains("; t9.json (probe roundtable against http://t9, seed 7, 1 cases); and 2 more (12 parts in all)"), "{note}");
+        assert!(!note.contains("t10.json"), "{note}");
+        assert_eq!(m.cases.len(), 12);
+        assert_eq!(m.cases[11].id, "http://t11: x");
     }
 
     #[test]

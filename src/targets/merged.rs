@@ -5,22 +5,22 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
+use crate::report::merge_stream::{Ids, Outputs, Part, Survey};
 use crate::report::output::OutputArgs;
-use crate::report::{Report, RunInfo};
+use crate::report::RunInfo;
+use std::sync::atomic::AtomicBool;
 
 /// Writes the merged report of `parts` (each target's name and JSON report, in the list's
 /// order) to `output`'s files; `file` is the targets file (named by an empty shard's report).
+/// A merge of many targets is written as it reads them, one at a time
+/// ([`crate::report::merge_stream`]); a small one is held whole. The files are the run's own:
+/// they are not checked against the report schema again, and one that does not read back, or
+/// does not merge, ends the run (not a usage error).
 pub(super) fn write(
     parts: &[(String, PathBuf)],
     file: &Path,
     output: &OutputArgs,
 ) -> Result<(), Error> {
-    let merged = merge(parts, file)?;
-    output.write(&merged)
-}
-
-/// One report of the targets' reports, every case and group prefixed by its target's name.
-fn merge(parts: &[(String, PathBuf)], file: &Path) -> Result<Report, Error> {
     if parts.is_empty() {
         // A shard with no target of the list: an empty report, so that the merge step reads
         // every shard's file.
@@ -31,18 +31,34 @@ fn merge(parts: &[(String, PathBuf)], file: &Path) -> Result<Report, Error> {
             None,
             false,
         );
-        return Ok(info.report(Vec::new(), &crate::text::Redactor::new(Vec::new())));
+        return output.write(&info.report(Vec::new(), &crate::text::Redactor::new(Vec::new())));
     }
-    let mut read = Vec::new();
-    for (name, path) in parts {
-        // The run's own files: one that does not read back ends the run.
-        let mut r = crate::report::tools::read(path).map_err(|e| Error::Run(e.to_string()))?;
-        for c in &mut r.cases {
-            c.id = format!("{name}: {}", c.id);
-            c.group = format!("{name}: {}", c.group);
-        }
-        read.push((name.clone(), r));
+    let run = |e: &dyn std::fmt::Display| Error::Run(e.to_string());
+    let parts = parts
+        .iter()
+        .map(|(name, path)| Part {
+            name: name.clone(),
+            path: path.clone(),
+        })
+        .collect();
+    let survey = Survey::read(parts, Ids::ByName, false).map_err(|e| run(&e))?;
+    if survey.small() {
+        return output.write(&survey.whole().map_err(|e| run(&e))?);
     }
-    // The reports are this run's own: that they do not merge ends the run, not a usage error.
-    crate::report::tools::merge(&read).map_err(|e| Error::Run(e.to_string()))
+    let outputs = Outputs {
+        json: output.json.as_deref(),
+        junit: output.junit.as_deref(),
+        html: output.html.as_deref(),
+    };
+    // The run's Ctrl-C ended the targets' runs; the merge of those done is not interrupted.
+    survey
+        .write(&outputs, &AtomicBool::new(false))
+        .map_err(|e| run(&e))?;
+    for path in [&output.json, &output.junit, &output.html]
+        .into_iter()
+        .flatten()
+    {
+        crate::errln!("wrote {}", path.display());
+    }
+    Ok(())
 }

@@ -30,6 +30,7 @@ mod librarian;
 mod librarian_client;
 mod librarian_fleet;
 mod lint;
+mod merge_stream;
 mod minimal_agents;
 mod platform;
 mod properties;
