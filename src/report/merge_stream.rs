@@ -182,6 +182,7 @@ impl<C> HeadFile<C> {
                 cases: Vec::new(),
                 notes: self.notes,
                 min_score: self.min_score,
+                fingerprint: None,
                 timeline: Vec::new(),
                 counts: Vec::new(),
             },

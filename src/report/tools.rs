@@ -129,6 +129,7 @@ pub fn without_cases(report: &Report) -> Report {
         cases: Vec::new(),
         notes: report.notes.clone(),
         min_score: report.min_score,
+        fingerprint: report.fingerprint.clone(),
         timeline: Vec::new(),
         counts: Vec::new(),
     }
