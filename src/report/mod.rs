@@ -11,6 +11,7 @@ pub mod lint;
 pub mod output;
 #[cfg(test)]
 mod shown;
+pub mod targets_page;
 pub mod tools;
 
 use serde::{Deserialize, Serialize};
