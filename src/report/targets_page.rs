@@ -2,7 +2,10 @@
 //! stays usable in a browser at 10,000 parts: the summary first (verdict, why, counts by level
 //! and status, notes), then a matrix with one row per part (name, verdict, counts, failing cases;
 //! filtered, sorted and paged by the page's script, which builds only the rows shown), and each
-//! part's cases embedded as JSON that becomes DOM only when its row is opened.
+//! part's cases embedded as JSON that becomes DOM only when its row is opened. A case is shown as
+//! the one-report page shows it (verdict, level, id, title, evidence, duration, message; failures
+//! open), its request, answer and command shortened to [`html::EXCERPT`] — except a passing case's,
+//! which are left to the target's own report (they would be most of the page).
 //!
 //! Written as parts come, in memory flat in their number: [`TargetsPage::add`] keeps a small
 //! [`Row`] per part (its name, verdict, counts and at most [`KEPT_IDS`] failing case ids) and
@@ -32,9 +35,6 @@ pub const KEPT_IDS: usize = 6;
 const ID_CHARS: usize = 160;
 /// Most characters of a case's message in the page (the part's own report holds it whole).
 const MESSAGE_CHARS: usize = 8_000;
-/// Most characters of a request, answer or command shown for a case that passed or was skipped;
-/// a failure shows [`html::EXCERPT`] of each, as the one-report page does.
-const QUIET_EXCERPT: usize = 240;
 /// Targets whose names the header lists when they fail the run.
 const NAMED_IN_WHY: usize = 8;
 /// The serialization buffer is given back past this size, so that one huge part does not hold
@@ -134,13 +134,16 @@ struct Shown {
 impl<'a> ShownCase<'a> {
     fn of(report: &Report, case: &'a CaseResult) -> ShownCase<'a> {
         let verdict = Verdict::of(report, case);
-        let excerpt = if verdict.problem || case.status == super::Status::Xfail {
-            html::EXCERPT
-        } else {
-            QUIET_EXCERPT
+        // A passing case's request and answer are left to the target's own report: at 10,000
+        // targets they would be most of the page (a conforming agent's report holds ~200 KB of
+        // them), and its reader looks for failures. The others are shortened, control
+        // characters made visible, as the one-report page shows them.
+        let keep = case.status != super::Status::Pass;
+        let short = |text: &Option<String>| {
+            text.as_ref()
+                .filter(|_| keep)
+                .map(|t| shorten(t, html::EXCERPT))
         };
-        // Shortened, and control characters made visible, as the one-report page shows them.
-        let short = |text: &Option<String>| text.as_ref().map(|t| shorten(t, excerpt));
         let e = &case.exchange;
         let exchange = Exchange {
             request: short(&e.request),
@@ -500,6 +503,7 @@ const SCRIPT: &str = r#"
     var p=JSON.parse(block.textContent);
     td.appendChild(el('p','',p.why));
     td.appendChild(el('p','label',p.target+' \u00b7 '+p.counts));
+    td.appendChild(el('p','label','The requests and answers of passing cases are in each target\u2019s own report.'));
     if(p.notes.length){var ul=el('ul','notes');p.notes.forEach(function(n){ul.appendChild(el('li','',n));});td.appendChild(ul);}
     var group=null,sec=null;
     p.cases.forEach(function(c){
@@ -643,13 +647,15 @@ mod tests {
     #[test]
     fn a_parts_cases_round_trip_through_its_block() {
         let dir = TestDir::new("page-round-trip");
-        let cases = vec![
+        let mut cases = vec![
             passing("analyze.status"),
             failing("analyze.schema", "$.x: bad"),
         ];
         let page = written(&dir, &[("alpha", report(cases.clone()))], false);
         let part: serde_json::Value = serde_json::from_str(block(&page, "p-0")).unwrap();
         let back: Vec<CaseResult> = serde_json::from_value(part["cases"].clone()).unwrap();
+        // All but a passing case's exchange, which is left to the target's own report.
+        cases[0].exchange = Exchange::default();
         assert_eq!(back, cases);
         assert_eq!(part["name"], "alpha");
         assert_eq!(part["cases"][1]["shown"]["word"], "FAIL");
@@ -748,7 +754,10 @@ mod tests {
         // ends a line there).
         for id in ["rows", "p-0"] {
             let data = block(&page, id);
-            assert!(!data.contains(['\u{2028}', '\u{2029}', '<', '>', '&']), "{data}");
+            assert!(
+                !data.contains(['\u{2028}', '\u{2029}', '<', '>', '&']),
+                "{data}"
+            );
         }
         assert!(
             page.contains("&lt;img src=x onerror=alert(1)&gt;"),
