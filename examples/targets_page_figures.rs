@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use agent_tck::report::targets_page::TargetsPage;
-use agent_tck::report::{CaseResult, Evidence, Exchange, Level, Report, RunInfo};
+use agent_tck::report::{CaseResult, Evidence, Exchange, Level, Report, RunInfo, Summary};
 use agent_tck::text::Redactor;
 
 /// (group, cases, request characters): the groups of a round-table report.
@@ -100,9 +100,24 @@ fn main() {
         std::process::exit(1)
     });
     let mut failed = 0;
+    // The merged summary, counted as the parts come (the page is given it, not the cases).
+    let mut sum = Summary::default();
     for i in 0..n {
         let report = target_report(i);
         failed += usize::from(report.exit_code() != agent_tck::report::Exit::Passed);
+        let s = &report.summary;
+        for (total, part) in [
+            (&mut sum.passed, s.passed),
+            (&mut sum.failed, s.failed),
+            (&mut sum.skipped, s.skipped),
+            (&mut sum.failed_must, s.failed_must),
+            (&mut sum.failed_should, s.failed_should),
+            (&mut sum.warnings, s.warnings),
+            (&mut sum.must, s.must),
+            (&mut sum.skipped_must, s.skipped_must),
+        ] {
+            *total += part;
+        }
         if let Err(e) = page.add(&format!("agent-{i:05}"), &report) {
             eprintln!("{out}: {e}");
             std::process::exit(1);
@@ -111,6 +126,7 @@ fn main() {
     let mut head = RunInfo::start("probe", "roundtable", format!("{n} targets"), 1, false)
         .report(Vec::new(), &Redactor::new(Vec::new()));
     head.command = Some("probe roundtable --targets".into());
+    head.summary = sum;
     if let Err(e) = page.finish(&head, failed == 0) {
         eprintln!("{out}: {e}");
         std::process::exit(1);

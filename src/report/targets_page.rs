@@ -468,6 +468,7 @@ const STYLE: &str = r#"
 .pager{margin-left:auto}
 table.matrix{width:100%;background:#fff}
 table.matrix tr.row{cursor:pointer} table.matrix tr.row:hover,table.matrix tr.row:focus{background:#eef1f5}
+table.matrix th:nth-child(2),table.matrix td:nth-child(2),table.matrix th:last-child{text-align:left}
 table.matrix td.ids{text-align:left;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
 table.matrix td.part{text-align:left;background:#f6f7f9;padding:8px 14px 14px}
 "#;

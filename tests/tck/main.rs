@@ -41,6 +41,7 @@ mod socket;
 mod stdio;
 mod stub_server;
 mod targets;
+mod targets_page;
 mod task;
 mod task_verdicts;
 mod toy;
