@@ -5,7 +5,7 @@
 //! Each target's report is shaped like a conforming agent's `probe roundtable` report on this
 //! machine (40 cases in the same groups, requests of 300–1,500 characters, answers of ~650, the
 //! long-content case's 16,000-character request and 100,000-character command); one target in 20
-//! fails two MUST cases (a schema finding with a 2,000-character answer, a status), one in 50 has
+//! fails two MUST cases (a schema finding, a status), one in 50 has
 //! a SHOULD warning. Used by `scripts/bench-targets-page.sh`.
 
 use std::time::Instant;
@@ -23,11 +23,27 @@ const GROUPS: [(&str, usize, usize); 5] = [
     ("agent", 2, 0),
 ];
 
+/// `len` characters of a plausible request or answer body.
+fn filler(len: usize) -> String {
+    const WORDS: &str = "Review the migration plan for the billing service: the rollback \
+                         step drops the ledger index before the new schema is live. ";
+    WORDS.chars().cycle().take(len).collect()
+}
+
 fn exchange(request: usize, answer: usize, url: &str) -> Exchange {
     Exchange {
-        request: Some(format!("POST {url}/analyze\n{}", "r".repeat(request))),
-        response: Some(format!("HTTP/1.1 200 OK\n{}", "a".repeat(answer))),
-        reproduce: Some(format!("curl -d '{}' {url}/analyze", "q".repeat(request))),
+        request: Some(format!(
+            "POST {url}/analyze\ncontent-type: application/json\n\n{{\"task_id\":\"t-1\",\"content\":\"{}\"}}",
+            filler(request)
+        )),
+        response: Some(format!(
+            "HTTP/1.1 200 OK\ncontent-type: application/json\n\n{{\"observations\":[{{\"claim\":\"{}\"}}]}}",
+            filler(answer)
+        )),
+        reproduce: Some(format!(
+            "curl -sS -X POST {url}/analyze -H 'content-type: application/json' -d '{{\"content\":\"{}\"}}'",
+            filler(request)
+        )),
     }
 }
 
@@ -49,9 +65,9 @@ fn target_report(i: usize) -> Report {
     }
     // The long-content case.
     cases[12].exchange = Exchange {
-        request: Some("r".repeat(16_146)),
-        response: Some("a".repeat(655)),
-        reproduce: Some("q".repeat(100_159)),
+        request: Some(filler(16_146)),
+        response: Some(filler(655)),
+        reproduce: Some(filler(100_159)),
     };
     let mut auth = CaseResult::new(
         "auth.missing-key",
@@ -66,7 +82,7 @@ fn target_report(i: usize) -> Report {
         cases[0].fail(
             "$.observations[0].severity: \"urgent\" is not one of \"low\", \"medium\", \"high\"",
         );
-        cases[0].exchange = exchange(475, 2_000, &url);
+        cases[0].exchange = exchange(475, 600, &url);
         cases[14].fail("status 500, expected 200");
     }
     if i % 50 == 3 {

@@ -84,6 +84,6 @@ done
 if [ "${SHOT:-1}" = 1 ]; then
     $GEN 200 "$tmp/targets-200.html" >/dev/null
     scripts/html-screenshot.sh --html "$tmp/targets-200.html" --fragment p-7 \
-        --png docs/html-targets.png --height 1600 >/dev/null
+        --png docs/html-targets.png --height 2000 >/dev/null
     echo "wrote docs/html-targets.png"
 fi

@@ -78,7 +78,7 @@ fn a_page_of_targets_opens_a_target_in_the_browser_and_keeps_hostile_text_as_tex
     );
     let dom = std::fs::read_to_string(&dom).unwrap();
     assert!(dom.contains("data-filters=\"ready\""), "the script ran");
-    assert!(!dom.contains("data-pwned"), "no agent's script ran");
+    assert!(!dom.contains("data-pwned=\""), "no agent's script ran");
     // The failing target first, opened (#p-150), its failure open, the rest on pages of 100.
     assert!(
         dom.contains("<tr class=\"row\" id=\"t-150\""),
