@@ -2,7 +2,8 @@
 //! stays usable in a browser at 10,000 parts: the summary first (verdict, why, counts by level
 //! and status, notes), then a matrix with one row per part (name, verdict, counts, failing cases;
 //! filtered, sorted and paged by the page's script, which builds only the rows shown), and each
-//! part's cases embedded as JSON that becomes DOM only when its row is opened. A case is shown as
+//! part's cases embedded as JSON (a line per part, a hundred parts to a `<script
+//! type="application/json">` block) that becomes DOM only when its row is opened. A case is shown as
 //! the one-report page shows it (verdict, level, id, title, evidence, duration, message; failures
 //! open), its request, answer and command shortened to [`html::EXCERPT`] — except a passing case's,
 //! which are left to the target's own report (they would be most of the page).
@@ -35,6 +36,8 @@ pub const KEPT_IDS: usize = 6;
 const ID_CHARS: usize = 160;
 /// Most characters of a case's message in the page (the part's own report holds it whole).
 const MESSAGE_CHARS: usize = 8_000;
+/// Parts per data block.
+const CHUNK: usize = 100;
 /// Targets whose names the header lists when they fail the run.
 const NAMED_IN_WHY: usize = 8;
 /// The serialization buffer is given back past this size, so that one huge part does not hold
@@ -279,12 +282,20 @@ impl TargetsPage {
         };
         self.buf.clear();
         serde_json::to_writer(&mut self.buf, &data)?;
-        write!(
-            self.spool,
-            "<script type=\"application/json\" id=\"p-{index}\">"
-        )?;
+        // Parts go [`CHUNK`] to a block, a line each (serde_json writes no raw newline): the
+        // page holds a hundredth as many elements, and the script parses only the line it opens.
+        if index % CHUNK == 0 {
+            if index > 0 {
+                self.spool.write_all(b"</script>\n")?;
+            }
+            write!(
+                self.spool,
+                "<script type=\"application/json\" id=\"c-{}\">",
+                index / CHUNK
+            )?;
+        }
         write_script_json(&mut self.spool, &self.buf)?;
-        self.spool.write_all(b"</script>\n")?;
+        self.spool.write_all(b"\n")?;
         if self.buf.capacity() > BUF_KEPT {
             self.buf = Vec::new();
         }
@@ -321,10 +332,13 @@ impl TargetsPage {
             write_script_json(&mut out, &self.buf)?;
         }
         out.write_all(b"]</script>\n<script>")?;
-        out.write_all(SCRIPT.as_bytes())?;
+        out.write_all(SCRIPT.replace("CHUNK_SIZE", &CHUNK.to_string()).as_bytes())?;
         // The script comes before the parts' blocks: the matrix is drawn while they load.
         out.write_all(b"</script></main>\n")?;
         io::copy(&mut File::open(&self.spool_file.path)?, &mut out)?;
+        if !self.rows.is_empty() {
+            out.write_all(b"</script>\n")?;
+        }
         out.write_all(b"</body></html>\n")?;
         out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
         std::fs::rename(&tmp.path, &self.path)?;
@@ -477,7 +491,7 @@ table.matrix td.part{text-align:left;background:#f6f7f9;padding:8px 14px 14px}
 /// string from the run goes in as `textContent`.
 const SCRIPT: &str = r#"
 (function(){
-  var root=document.documentElement,PAGE=100,page=0,open={},order=[];
+  var root=document.documentElement,PAGE=100,CHUNK=CHUNK_SIZE,page=0,open={},order=[];
   var rows=JSON.parse(document.getElementById('rows').textContent);
   var hay=rows.map(function(r){return (r[0]+' '+r[6].join(' ')).toLowerCase();});
   var show=document.getElementsByName('show'),sort=document.getElementById('sort'),text=document.getElementById('text');
@@ -499,9 +513,11 @@ const SCRIPT: &str = r#"
     return out;
   }
   function part(i,td){
-    var block=document.getElementById('p-'+i);
-    if(!block){td.appendChild(el('p','label','loading this target\u2019s cases\u2026'));return;}
-    var p=JSON.parse(block.textContent);
+    // Part i is line i%CHUNK of block c-(i/CHUNK); a block still being read gives no line or a
+    // cut one: drawn again when the whole page is read.
+    var block=document.getElementById('c-'+Math.floor(i/CHUNK)),p=null;
+    try{p=JSON.parse(block.textContent.split('\n')[i%CHUNK]);}catch(e){p=null;}
+    if(!p){td.appendChild(el('p','label',document.readyState==='loading'?'loading this target\u2019s cases\u2026':'this target\u2019s cases are not in the page'));return;}
     td.appendChild(el('p','',p.why));
     td.appendChild(el('p','label',p.target+' \u00b7 '+p.counts));
     td.appendChild(el('p','label','The requests and answers of passing cases are in each target\u2019s own report.'));
@@ -630,6 +646,15 @@ mod tests {
         &page[start..end]
     }
 
+    /// Part `i`'s JSON: its line of its block.
+    fn line(page: &str, i: usize) -> &str {
+        let chunk = block(page, &format!("c-{}", i / CHUNK));
+        chunk
+            .lines()
+            .nth(i % CHUNK)
+            .unwrap_or_else(|| panic!("no part {i}"))
+    }
+
     fn written(dir: &TestDir, parts: &[(&str, Report)], passed: bool) -> String {
         let path = dir.path().join("all.html");
         let mut page = TargetsPage::create(&path).unwrap();
@@ -653,7 +678,7 @@ mod tests {
             failing("analyze.schema", "$.x: bad"),
         ];
         let page = written(&dir, &[("alpha", report(cases.clone()))], false);
-        let part: serde_json::Value = serde_json::from_str(block(&page, "p-0")).unwrap();
+        let part: serde_json::Value = serde_json::from_str(line(&page, 0)).unwrap();
         let back: Vec<CaseResult> = serde_json::from_value(part["cases"].clone()).unwrap();
         // All but a passing case's exchange, which is left to the target's own report.
         cases[0].exchange = Exchange::default();
@@ -708,7 +733,7 @@ mod tests {
         assert!(page.contains("<tr><td>must</td><td>2</td><td>9</td><td>0</td>"));
         assert!(page.contains("data-filters"), "the script");
         // The script comes before the parts' data: the matrix is drawn while they load.
-        assert!(page.find("<script>").unwrap() < page.find("id=\"p-0\"").unwrap());
+        assert!(page.find("<script>").unwrap() < page.find("id=\"c-0\"").unwrap());
     }
 
     #[test]
@@ -753,7 +778,7 @@ mod tests {
         }
         // Text in the markup may hold them; a script block may not (JavaScript before ES2019
         // ends a line there).
-        for id in ["rows", "p-0"] {
+        for id in ["rows", "c-0"] {
             let data = block(&page, id);
             assert!(
                 !data.contains(['\u{2028}', '\u{2029}', '<', '>', '&']),
@@ -766,7 +791,7 @@ mod tests {
         );
         assert!(page.contains("1 of 1 target(s) fail the run: &lt;b&gt;beta&lt;/b&gt;"));
         // The data still says what the agent sent, to be shown as text.
-        let part: serde_json::Value = serde_json::from_str(block(&page, "p-0")).unwrap();
+        let part: serde_json::Value = serde_json::from_str(line(&page, 0)).unwrap();
         assert_eq!(part["cases"][0]["message"], hostile);
         assert_eq!(part["notes"][0], hostile);
         assert_eq!(part["target"], hostile);
@@ -780,6 +805,31 @@ mod tests {
         assert_eq!(rows[0][0], name);
         // The script writes text only as text.
         assert!(!SCRIPT.contains("innerHTML") && !SCRIPT.contains("insertAdjacentHTML"));
+    }
+
+    #[test]
+    fn parts_go_a_hundred_to_a_block_a_line_each() {
+        let dir = TestDir::new("page-chunks");
+        let parts: Vec<(String, Report)> = (0..250)
+            .map(|i| (format!("t-{i}"), report(vec![passing("a.ok")])))
+            .collect();
+        let parts: Vec<(&str, Report)> =
+            parts.iter().map(|(n, r)| (n.as_str(), r.clone())).collect();
+        let page = written(&dir, &parts, true);
+        assert_eq!(
+            page.matches("<script type=\"application/json\" id=\"c-")
+                .count(),
+            3
+        );
+        assert_eq!(block(&page, "c-2").lines().count(), 50);
+        for i in [0, 99, 100, 249] {
+            let part: serde_json::Value = serde_json::from_str(line(&page, i)).unwrap();
+            assert_eq!(part["name"], format!("t-{i}"));
+        }
+        assert!(
+            page.contains("CHUNK=100,"),
+            "the script knows the block size"
+        );
     }
 
     #[test]
