@@ -284,7 +284,7 @@ impl TargetsPage {
         serde_json::to_writer(&mut self.buf, &data)?;
         // Parts go [`CHUNK`] to a block, a line each (serde_json writes no raw newline): the
         // page holds a hundredth as many elements, and the script parses only the line it opens.
-        if index % CHUNK == 0 {
+        if index.is_multiple_of(CHUNK) {
             if index > 0 {
                 self.spool.write_all(b"</script>\n")?;
             }
