@@ -12,7 +12,7 @@ use plotters::prelude::*;
 use super::{console, CaseResult, Count, Level, Report, Span, Status};
 
 /// Most characters of an answer excerpt shown per case.
-const EXCERPT: usize = 4_000;
+pub(crate) const EXCERPT: usize = 4_000;
 /// Most spans drawn on the timeline (an even sample of them past this).
 const MAX_SPANS: usize = 5_000;
 
@@ -32,7 +32,7 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-const STYLE: &str = r#"
+pub(crate) const STYLE: &str = r#"
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
 header{padding:18px 28px;color:#fff}
 header.pass{background:#1f7a3d} header.fail{background:#b3261e}
@@ -114,7 +114,7 @@ pub fn to_string(report: &Report) -> String {
 }
 
 /// Why the run exits as it does.
-fn exit_why(report: &Report) -> String {
+pub(crate) fn exit_why(report: &Report) -> String {
     let blocking: Vec<&str> = report
         .cases
         .iter()
@@ -168,6 +168,13 @@ fn exit_why(report: &Report) -> String {
 }
 
 fn summary(out: &mut String, report: &Report) {
+    facts(out, report);
+    LevelTable::of(&report.cases).write(out);
+    notes(out, report);
+}
+
+/// The run's facts: counts, target, seed, start, duration, strict, tool.
+pub(crate) fn facts(out: &mut String, report: &Report) {
     let s = &report.summary;
     out.push_str("<dl class=\"facts\">");
     let mut facts = vec![
@@ -197,38 +204,63 @@ fn summary(out: &mut String, report: &Report) {
         ));
     }
     out.push_str("</dl>");
-    // Counts by level (rows) and status (columns).
-    let statuses = [
-        (Status::Pass, "pass"),
-        (Status::Fail, "fail"),
-        (Status::Skip, "skip"),
-        (Status::Xfail, "xfail"),
-        (Status::Stale, "stale"),
-    ];
-    out.push_str("<table><tr><th>level</th>");
-    for (_, name) in statuses {
-        out.push_str(&format!("<th>{name}</th>"));
-    }
-    out.push_str("</tr>");
-    for level in [Level::Must, Level::Should, Level::May] {
-        out.push_str(&format!("<tr><td>{}</td>", level.as_str()));
-        for (status, _) in statuses {
-            let n = report
-                .cases
-                .iter()
-                .filter(|c| c.level == level && c.status == status)
-                .count();
-            out.push_str(&format!("<td>{n}</td>"));
-        }
-        out.push_str("</tr>");
-    }
-    out.push_str("</table>");
+}
+
+/// What a reader should know about the run, as a list (nothing when there is nothing).
+pub(crate) fn notes(out: &mut String, report: &Report) {
     if !report.notes.is_empty() {
         out.push_str("<ul class=\"notes\">");
         for n in &report.notes {
             out.push_str(&format!("<li>{}</li>", escape(n)));
         }
         out.push_str("</ul>");
+    }
+}
+
+/// The statuses the summary's table counts, as its columns.
+const STATUSES: [(Status, &str); 5] = [
+    (Status::Pass, "pass"),
+    (Status::Fail, "fail"),
+    (Status::Skip, "skip"),
+    (Status::Xfail, "xfail"),
+    (Status::Stale, "stale"),
+];
+
+/// Cases counted by level (rows) and status (columns): the summary's table. Counted case by
+/// case, so that a page of many reports adds each one's cases without keeping them.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LevelTable([[usize; STATUSES.len()]; 3]);
+
+impl LevelTable {
+    pub(crate) fn of(cases: &[CaseResult]) -> LevelTable {
+        let mut table = LevelTable::default();
+        table.add(cases);
+        table
+    }
+
+    pub(crate) fn add(&mut self, cases: &[CaseResult]) {
+        for c in cases {
+            let row = c.level as usize;
+            if let Some(column) = STATUSES.iter().position(|(s, _)| *s == c.status) {
+                self.0[row][column] += 1;
+            }
+        }
+    }
+
+    pub(crate) fn write(&self, out: &mut String) {
+        out.push_str("<table><tr><th>level</th>");
+        for (_, name) in STATUSES {
+            out.push_str(&format!("<th>{name}</th>"));
+        }
+        out.push_str("</tr>");
+        for level in [Level::Must, Level::Should, Level::May] {
+            out.push_str(&format!("<tr><td>{}</td>", level.as_str()));
+            for n in self.0[level as usize] {
+                out.push_str(&format!("<td>{n}</td>"));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</table>");
     }
 }
 
@@ -252,18 +284,54 @@ fn cases(out: &mut String, report: &Report) {
     }
 }
 
+/// How a case is shown: its verdict word and CSS class, whether it fails the run (shown open),
+/// whether it is a problem (a failure or a stale baseline entry: the "failed and warnings" filter).
+pub(crate) struct Verdict {
+    pub word: &'static str,
+    pub class: &'static str,
+    pub blocking: bool,
+    pub problem: bool,
+}
+
+impl Verdict {
+    pub(crate) fn of(report: &Report, case: &CaseResult) -> Verdict {
+        let (word, _) = console::verdict(report, case);
+        let blocking = report.is_blocking(case);
+        Verdict {
+            word,
+            class: if word == "STALE" && blocking {
+                "STALE-f"
+            } else {
+                word
+            },
+            blocking,
+            problem: matches!(case.status, Status::Fail | Status::Stale),
+        }
+    }
+}
+
+/// What follows a case's title: `(judged 3 answers) (30 ms)`.
+pub(crate) fn after_title(case: &CaseResult) -> String {
+    format!(
+        "{}({})",
+        case.evidence
+            .as_ref()
+            .map(|e| format!("({e}) "))
+            .unwrap_or_default(),
+        case.duration_text()
+    )
+}
+
 fn one_case(out: &mut String, report: &Report, case: &CaseResult) {
-    let (word, _) = console::verdict(report, case);
-    let blocking = report.is_blocking(case);
-    let problem = matches!(case.status, Status::Fail | Status::Stale);
-    let class = if word == "STALE" && blocking {
-        "STALE-f"
-    } else {
-        word
-    };
+    let Verdict {
+        word,
+        class,
+        blocking,
+        problem,
+    } = Verdict::of(report, case);
     out.push_str(&format!(
         "<details class=\"case\" data-level=\"{}\" data-blocking=\"{}\" data-problem=\"{}\"{}>\
-         <summary><span class=\"w {class}\">{word}</span> {:<6} {} <span class=\"label\">— {} {}({})</span></summary><div class=\"body\">",
+         <summary><span class=\"w {class}\">{word}</span> {:<6} {} <span class=\"label\">— {} {}</span></summary><div class=\"body\">",
         case.level.as_str(),
         u8::from(blocking),
         u8::from(problem),
@@ -271,11 +339,7 @@ fn one_case(out: &mut String, report: &Report, case: &CaseResult) {
         case.level.as_str(),
         escape(&case.id),
         escape(&case.title),
-        case.evidence
-            .as_ref()
-            .map(|e| format!("({}) ", escape(&e.to_string())))
-            .unwrap_or_default(),
-        case.duration_text(),
+        escape(&after_title(case)),
     ));
     if !case.message.is_empty() {
         out.push_str(&format!("<pre>{}</pre>", escape(&case.message)));

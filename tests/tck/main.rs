@@ -43,6 +43,7 @@ mod socket;
 mod stdio;
 mod stub_server;
 mod targets;
+mod targets_page;
 mod targets_resume;
 mod task;
 mod task_verdicts;
