@@ -3,7 +3,8 @@
 //! ([`super::plugin::Rule`], named in suites the same way). The first failing check ends the case,
 //! and its message names the JSON path and the rule, what was expected and what came back.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -73,14 +74,24 @@ impl Patterns {
         }
     }
 
-    /// The patterns compiled (a shared list is compiled once).
-    fn compiled(&self) -> Result<std::borrow::Cow<'static, PhraseSet>, String> {
-        match self {
-            Patterns::Named(name) if name == crate::sanitization::NAME => {
-                Ok(crate::sanitization::patterns().map(std::borrow::Cow::Borrowed)?)
-            }
-            _ => Ok(std::borrow::Cow::Owned(PhraseSet::new(self.list()?)?)),
+    /// The patterns compiled, once per process for each list: a run over thousands of targets
+    /// loads the suite for each, and compiling its phrase lists again was a fifth of a
+    /// target's instructions. The cache holds one entry per distinct list the suites write
+    /// (a handful); a list that does not compile is not kept.
+    fn compiled(&self) -> Result<Arc<PhraseSet>, String> {
+        type Compiled = Mutex<HashMap<Vec<String>, Arc<PhraseSet>>>;
+        static COMPILED: OnceLock<Compiled> = OnceLock::new();
+        let list = self.list()?;
+        let cache = COMPILED.get_or_init(Compiled::default);
+        if let Some(set) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(list) {
+            return Ok(Arc::clone(set));
         }
+        let set = Arc::new(PhraseSet::new(list)?);
+        cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(list.to_vec(), Arc::clone(&set));
+        Ok(set)
     }
 }
 
@@ -445,5 +456,38 @@ impl Check {
                 )))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A list is compiled once for the process (a run over many targets loads the suite again
+    /// for each), a named list too; one that does not compile is an error each time.
+    #[test]
+    fn a_pattern_list_is_compiled_once() {
+        let listed = Patterns::Listed(vec![r"\bcompiled-once-\d+\b".into(), "twice".into()]);
+        let (a, b) = (
+            listed.compiled().unwrap(),
+            listed.clone().compiled().unwrap(),
+        );
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(a.scan("$", "compiled-once-42").len(), 1);
+        let named = Patterns::Named(crate::sanitization::NAME.into());
+        assert!(Arc::ptr_eq(
+            &named.compiled().unwrap(),
+            &named.compiled().unwrap()
+        ));
+        let bad = Patterns::Listed(vec!["(unclosed".into()]);
+        for _ in 0..2 {
+            let e = bad.compiled().unwrap_err();
+            assert!(
+                e.starts_with("phrase pattern \"(unclosed\" is not a valid regular expression"),
+                "{e}"
+            );
+        }
+        let unknown = Patterns::Named("no-such-list".into());
+        assert!(unknown.compiled().is_err());
     }
 }

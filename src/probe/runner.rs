@@ -407,7 +407,7 @@ fn curl(base: &BaseUrl, request: &http::Request, timeout: Duration) -> String {
         if request.body.len() <= INLINE_BODY_LIMIT {
             cmd.push_str(&format!(
                 " --data-binary {}",
-                shell_quote(&String::from_utf8_lossy(&request.body))
+                shell_quote(&crate::text::lossy(&request.body))
             ));
         } else {
             cmd.push_str(&format!(
