@@ -99,11 +99,12 @@ time_txt, label, n, t0, t1, fleet_ticks, hz, out_bytes, passed, merge, *sizes = 
 t = open(time_txt).read()
 get = lambda key: float(re.search(rf"{key}: ([\d.]+)", t).group(1))
 n, wall = int(n), (int(t1) - int(t0)) / 1e9
-probe_cpu = get("User time \\(seconds\\)") + get("System time \\(seconds\\)")
+probe_cpu = get(r"User time \(seconds\)") + get(r"System time \(seconds\)")
+rss_mb = get(r"Maximum resident set size \(kbytes\)") / 1024
 fleet_cpu = int(fleet_ticks) / int(hz)
 print(label, n, f"{wall:.2f}", f"{n / wall:.1f}", f"{(probe_cpu + fleet_cpu) / n * 1e3:.2f}",
       f"{probe_cpu / n * 1e3:.2f}", f"{fleet_cpu / n * 1e3:.2f}",
-      f"{get('Maximum resident set size \\(kbytes\\)') / 1024:.0f}", f"{int(out_bytes) / 1e6:.1f}",
+      f"{rss_mb:.0f}", f"{int(out_bytes) / 1e6:.1f}",
       passed, merge, ",".join(f"{s.split()[0]}={int(s.split()[1]) / 1e6:.1f}MB" for s in sizes) or "-",
       sep="\t")
 EOF

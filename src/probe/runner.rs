@@ -294,7 +294,9 @@ impl Runner<'_> {
                 protocol: settings.suite.protocol,
             };
             let value = template::render(template, &mut fill).unwrap_or(Value::Null);
-            let bytes = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
+            let mut bytes = Vec::new();
+            crate::json_out::value(&mut bytes, &value);
+            let bytes = Bytes::from(bytes);
             body_sent = Some(value);
             bytes
         } else {
