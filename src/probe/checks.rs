@@ -76,21 +76,44 @@ impl Patterns {
 
     /// The patterns compiled, once per process for each list: a run over thousands of targets
     /// loads the suite for each, and compiling its phrase lists again was a fifth of a
-    /// target's instructions. The cache holds one entry per distinct list the suites write
-    /// (a handful); a list that does not compile is not kept.
+    /// target's instructions.
     fn compiled(&self) -> Result<Arc<PhraseSet>, String> {
-        type Compiled = Mutex<HashMap<Vec<String>, Arc<PhraseSet>>>;
-        static COMPILED: OnceLock<Compiled> = OnceLock::new();
-        let list = self.list()?;
-        let cache = COMPILED.get_or_init(Compiled::default);
-        if let Some(set) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(list) {
+        static COMPILED: OnceLock<CompiledLists> = OnceLock::new();
+        let lists = COMPILED.get_or_init(|| CompiledLists::new(CompiledLists::CAP));
+        Ok(lists.get(self.list()?)?)
+    }
+}
+
+/// Phrase lists compiled, by their patterns. Bounded: past `cap` lists (the suites write a
+/// handful; a fuzzer or a long-lived process may write many) a list is compiled but not kept.
+struct CompiledLists {
+    sets: Mutex<HashMap<Vec<String>, Arc<PhraseSet>>>,
+    cap: usize,
+}
+
+impl CompiledLists {
+    const CAP: usize = 64;
+
+    fn new(cap: usize) -> CompiledLists {
+        CompiledLists {
+            sets: Mutex::default(),
+            cap,
+        }
+    }
+
+    /// The list compiled: kept from before, or compiled now (and kept while there is room).
+    /// A list that does not compile is not kept.
+    fn get(&self, list: &[String]) -> Result<Arc<PhraseSet>, crate::phrases::PatternError> {
+        let sets = || self.sets.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(set) = sets().get(list) {
             return Ok(Arc::clone(set));
         }
+        // Compiled outside the lock: two threads may compile the same list once each.
         let set = Arc::new(PhraseSet::new(list)?);
-        cache
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(list.to_vec(), Arc::clone(&set));
+        let mut sets = sets();
+        if sets.len() < self.cap {
+            sets.insert(list.to_vec(), Arc::clone(&set));
+        }
         Ok(set)
     }
 }
@@ -489,5 +512,19 @@ mod tests {
         }
         let unknown = Patterns::Named("no-such-list".into());
         assert!(unknown.compiled().is_err());
+    }
+
+    /// Past its cap, a list is compiled each time and not kept: memory stays bounded.
+    #[test]
+    fn the_compiled_lists_are_bounded() {
+        let lists = CompiledLists::new(2);
+        let list = |n: usize| vec![format!("word{n}")];
+        let first = lists.get(&list(1)).unwrap();
+        assert!(Arc::ptr_eq(&first, &lists.get(&list(1)).unwrap()));
+        lists.get(&list(2)).unwrap();
+        let third = lists.get(&list(3)).unwrap();
+        assert!(!Arc::ptr_eq(&third, &lists.get(&list(3)).unwrap()));
+        assert_eq!(lists.sets.lock().unwrap().len(), 2);
+        assert_eq!(third.scan("$", "a word3 here").len(), 1);
     }
 }
