@@ -280,11 +280,25 @@ impl Content {
     /// Text of exactly `chars` characters (sentences repeated and cut).
     pub fn text(&mut self, chars: usize) -> String {
         let mut out = String::with_capacity(chars + 64);
-        while out.chars().count() < chars {
-            out.push_str(&self.sentence());
+        // The count is kept as the text grows: counting the whole text again after each
+        // sentence made a 100,000-character text cost ~100 million instructions.
+        let mut count = 0;
+        while count < chars {
+            let start = out.len();
+            self.push_sentence(&mut out);
             out.push(' ');
+            count += out[start..].chars().count();
         }
-        out.chars().take(chars).collect()
+        // All ASCII (the tables' words are): the cut is at byte `chars`.
+        let cut = if count == out.len() {
+            Some(chars)
+        } else {
+            out.char_indices().nth(chars).map(|(at, _)| at)
+        };
+        if let Some(cut) = cut {
+            out.truncate(cut);
+        }
+        out
     }
 
     /// A task in several scripts at once.
@@ -355,6 +369,30 @@ mod tests {
             Content::from_parts(9, &["agent-1", "analyze", "task-8"]).sentence(),
             Content::new(9, "agent-1/analyze/task-7").sentence()
         );
+    }
+
+    /// `text(N)` as it was first written (the whole text counted again after each sentence):
+    /// the quicker one gives the very same text, so every generated request is unchanged.
+    #[test]
+    fn text_is_the_same_as_counting_again() {
+        fn counting_again(c: &mut Content, chars: usize) -> String {
+            let mut out = String::new();
+            while out.chars().count() < chars {
+                out.push_str(&c.sentence());
+                out.push(' ');
+            }
+            out.chars().take(chars).collect()
+        }
+        for (seed, chars) in [(1, 0), (2, 1), (3, 57), (4, 1234), (5, 100_000)] {
+            let (mut a, mut b) = (Content::new(seed, "t"), Content::new(seed, "t"));
+            assert_eq!(
+                a.text(chars),
+                counting_again(&mut b, chars),
+                "text({chars})"
+            );
+            // And the generator is left in the same state.
+            assert_eq!(a.sentence(), b.sentence());
+        }
     }
 
     #[test]

@@ -25,6 +25,40 @@ pub fn string(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
+/// `value` as `serde_json::to_vec` writes it (compact, the map's own key order), its strings
+/// through [`escaped`]: a request body holding 100,000 characters of text is copied, not escaped
+/// byte by byte (~1 million instructions a body with serde_json's writer).
+pub fn value(out: &mut Vec<u8>, value: &serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => string(out, text),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                self::value(out, item);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            out.push(b'{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                string(out, key);
+                out.push(b':');
+                self::value(out, item);
+            }
+            out.push(b'}');
+        }
+        // Null, booleans and numbers: as serde_json writes them (writing to a Vec cannot fail).
+        scalar => serde_json::to_writer(&mut *out, scalar).unwrap_or_default(),
+    }
+}
+
 /// `n` hundredths (n ≤ 100) as serde_json writes the f64 `n as f64 / 100.0`: the shortest
 /// decimal that reads back as it (`0.05`, `0.5`, `1.0`), written without a float formatter.
 #[inline]
@@ -39,6 +73,31 @@ pub fn hundredths(out: &mut Vec<u8>, n: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Values come out byte for byte as `serde_json::to_vec` writes them.
+    #[test]
+    fn values_are_written_as_serde_json_writes_them() {
+        let long = "Lorem ipsum dolor sit amet. ".repeat(4000);
+        let values = [
+            serde_json::json!(null),
+            serde_json::json!([]),
+            serde_json::json!({}),
+            serde_json::json!({"task_id": "t-1", "content": long, "n": [1, -2, 3.5, 1e300, 0.1],
+                "ok": true, "no": false, "none": null,
+                "nested": {"z": "last", "a": ["x\"y", "tab\t", "nul\u{0}", "é 認証 🔐 \u{2028}"]},
+                "esc\"aped key": {"": ""}}),
+            serde_json::json!("just a string"),
+            serde_json::json!(18446744073709551615u64),
+        ];
+        for v in &values {
+            let mut out = Vec::new();
+            value(&mut out, v);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                serde_json::to_string(v).unwrap()
+            );
+        }
+    }
 
     /// Strings come out as serde_json writes them, whatever they hold.
     #[test]

@@ -11,27 +11,59 @@ pub const EXCERPT_CHARS: usize = 2_000;
 /// Renders bytes for a report: invalid UTF-8 becomes U+FFFD, control and invisible characters
 /// become visible escapes, and at most `max_chars` characters are kept (with a note of what was cut).
 pub fn excerpt(bytes: &[u8], max_chars: usize) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    excerpt_str(&text, max_chars)
+    excerpt_str(&lossy(bytes), max_chars)
+}
+
+/// Bytes as text, invalid UTF-8 as U+FFFD: [`String::from_utf8_lossy`], with the quicker
+/// check of valid UTF-8 first (it skips ASCII a word at a time; the lossy decoder goes byte by
+/// byte, which cost ~0.6 instruction a byte on every 100 KB request body a report describes).
+pub fn lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
 }
 
 /// As [`excerpt`], for text already decoded.
 pub fn excerpt_str(text: &str, max_chars: usize) -> String {
-    let mut out = String::new();
+    let mut out = String::with_capacity(text.len().min(max_chars) + 32);
     let mut kept = 0usize;
-    let mut chars = text.char_indices();
-    for (_, c) in chars.by_ref() {
+    let mut rest = text;
+    // The character after the last one kept is read (and dropped) before the note is decided,
+    // as it always was: the note is added when at least one more follows it.
+    while let Some(c) = rest.chars().next() {
         if kept == max_chars {
+            rest = &rest[c.len_utf8()..];
             break;
+        }
+        // A run of plain ASCII (printable, newline, tab) is copied at once.
+        let run = rest
+            .bytes()
+            .take(max_chars - kept)
+            .take_while(|&b| is_plain_ascii(b))
+            .count();
+        if run > 0 {
+            out.push_str(&rest[..run]);
+            kept += run;
+            rest = &rest[run..];
+            continue;
         }
         push_escaped(&mut out, c);
         kept += 1;
+        rest = &rest[c.len_utf8()..];
     }
-    if kept == max_chars && chars.next().is_some() {
-        let total = text.chars().count();
-        out.push_str(&format!("… [{} more characters]", total - kept));
+    if kept == max_chars && !rest.is_empty() {
+        // What is left, and the character dropped above.
+        let more = rest.chars().count() + 1;
+        out.push_str(&format!("… [{more} more characters]"));
     }
     out
+}
+
+/// An ASCII byte printed as it is (not [`is_unsafe_char`]).
+#[inline]
+fn is_plain_ascii(b: u8) -> bool {
+    matches!(b, b' '..=b'~' | b'\n' | b'\t')
 }
 
 /// Escapes one character unless it is safe to print as it is. Newlines and tabs are kept.
@@ -515,6 +547,52 @@ mod tests {
         assert_eq!(excerpt_str(&long, 4), "xxxx… [6 more characters]");
         assert_eq!(excerpt_str("abcd", 4), "abcd");
         assert_eq!(excerpt_str("a\u{202e}b", 10), "a\\u{202e}b");
+    }
+
+    /// The excerpt as it was written first (character by character): the quicker one must
+    /// give the same text, the note after a cut included.
+    fn excerpt_char_by_char(text: &str, max_chars: usize) -> String {
+        let mut out = String::new();
+        let mut kept = 0usize;
+        let mut chars = text.char_indices();
+        for (_, c) in chars.by_ref() {
+            if kept == max_chars {
+                break;
+            }
+            push_escaped(&mut out, c);
+            kept += 1;
+        }
+        if kept == max_chars && chars.next().is_some() {
+            let total = text.chars().count();
+            out.push_str(&format!("… [{} more characters]", total - kept));
+        }
+        out
+    }
+
+    #[test]
+    fn the_excerpt_is_the_same_as_char_by_char() {
+        let texts = [
+            String::new(),
+            "plain words, a tab\tand a newline\n".repeat(40),
+            "a\u{0}b\u{1b}[31mc\u{7f}d\re\u{85}f".into(),
+            "é—ü 名前 \u{202e}rtl\u{feff} \u{e0041}x".repeat(7),
+            "x".repeat(17),
+        ];
+        for text in &texts {
+            for max in [0, 1, 2, 3, 5, 15, 16, 17, 18, 100, 10_000] {
+                assert_eq!(
+                    excerpt_str(text, max),
+                    excerpt_char_by_char(text, max),
+                    "{text:?} cut at {max}"
+                );
+            }
+        }
+        let bytes = b"ok \xff\xfe then \xc3\xa9 and \xe2\x82";
+        assert_eq!(lossy(bytes), String::from_utf8_lossy(bytes));
+        assert!(matches!(
+            lossy(b"valid \xc3\xa9"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 
     #[test]

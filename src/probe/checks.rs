@@ -3,7 +3,8 @@
 //! ([`super::plugin::Rule`], named in suites the same way). The first failing check ends the case,
 //! and its message names the JSON path and the rule, what was expected and what came back.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -73,14 +74,47 @@ impl Patterns {
         }
     }
 
-    /// The patterns compiled (a shared list is compiled once).
-    fn compiled(&self) -> Result<std::borrow::Cow<'static, PhraseSet>, String> {
-        match self {
-            Patterns::Named(name) if name == crate::sanitization::NAME => {
-                Ok(crate::sanitization::patterns().map(std::borrow::Cow::Borrowed)?)
-            }
-            _ => Ok(std::borrow::Cow::Owned(PhraseSet::new(self.list()?)?)),
+    /// The patterns compiled, once per process for each list: a run over thousands of targets
+    /// loads the suite for each, and compiling its phrase lists again was a fifth of a
+    /// target's instructions.
+    fn compiled(&self) -> Result<Arc<PhraseSet>, String> {
+        static COMPILED: OnceLock<CompiledLists> = OnceLock::new();
+        let lists = COMPILED.get_or_init(|| CompiledLists::new(CompiledLists::CAP));
+        Ok(lists.get(self.list()?)?)
+    }
+}
+
+/// Phrase lists compiled, by their patterns. Bounded: past `cap` lists (the suites write a
+/// handful; a fuzzer or a long-lived process may write many) a list is compiled but not kept.
+struct CompiledLists {
+    sets: Mutex<HashMap<Vec<String>, Arc<PhraseSet>>>,
+    cap: usize,
+}
+
+impl CompiledLists {
+    const CAP: usize = 64;
+
+    fn new(cap: usize) -> CompiledLists {
+        CompiledLists {
+            sets: Mutex::default(),
+            cap,
         }
+    }
+
+    /// The list compiled: kept from before, or compiled now (and kept while there is room).
+    /// A list that does not compile is not kept.
+    fn get(&self, list: &[String]) -> Result<Arc<PhraseSet>, crate::phrases::PatternError> {
+        let sets = || self.sets.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(set) = sets().get(list) {
+            return Ok(Arc::clone(set));
+        }
+        // Compiled outside the lock: two threads may compile the same list once each.
+        let set = Arc::new(PhraseSet::new(list)?);
+        let mut sets = sets();
+        if sets.len() < self.cap {
+            sets.insert(list.to_vec(), Arc::clone(&set));
+        }
+        Ok(set)
     }
 }
 
@@ -445,5 +479,52 @@ impl Check {
                 )))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A list is compiled once for the process (a run over many targets loads the suite again
+    /// for each), a named list too; one that does not compile is an error each time.
+    #[test]
+    fn a_pattern_list_is_compiled_once() {
+        let listed = Patterns::Listed(vec![r"\bcompiled-once-\d+\b".into(), "twice".into()]);
+        let (a, b) = (
+            listed.compiled().unwrap(),
+            listed.clone().compiled().unwrap(),
+        );
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(a.scan("$", "compiled-once-42").len(), 1);
+        let named = Patterns::Named(crate::sanitization::NAME.into());
+        assert!(Arc::ptr_eq(
+            &named.compiled().unwrap(),
+            &named.compiled().unwrap()
+        ));
+        let bad = Patterns::Listed(vec!["(unclosed".into()]);
+        for _ in 0..2 {
+            let e = bad.compiled().unwrap_err();
+            assert!(
+                e.starts_with("phrase pattern \"(unclosed\" is not a valid regular expression"),
+                "{e}"
+            );
+        }
+        let unknown = Patterns::Named("no-such-list".into());
+        assert!(unknown.compiled().is_err());
+    }
+
+    /// Past its cap, a list is compiled each time and not kept: memory stays bounded.
+    #[test]
+    fn the_compiled_lists_are_bounded() {
+        let lists = CompiledLists::new(2);
+        let list = |n: usize| vec![format!("word{n}")];
+        let first = lists.get(&list(1)).unwrap();
+        assert!(Arc::ptr_eq(&first, &lists.get(&list(1)).unwrap()));
+        lists.get(&list(2)).unwrap();
+        let third = lists.get(&list(3)).unwrap();
+        assert!(!Arc::ptr_eq(&third, &lists.get(&list(3)).unwrap()));
+        assert_eq!(lists.sets.lock().unwrap().len(), 2);
+        assert_eq!(third.scan("$", "a word3 here").len(), 1);
     }
 }

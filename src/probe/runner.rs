@@ -294,7 +294,9 @@ impl Runner<'_> {
                 protocol: settings.suite.protocol,
             };
             let value = template::render(template, &mut fill).unwrap_or(Value::Null);
-            let bytes = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
+            let mut bytes = Vec::new();
+            crate::json_out::value(&mut bytes, &value);
+            let bytes = Bytes::from(bytes);
             body_sent = Some(value);
             bytes
         } else {
@@ -407,7 +409,7 @@ fn curl(base: &BaseUrl, request: &http::Request, timeout: Duration) -> String {
         if request.body.len() <= INLINE_BODY_LIMIT {
             cmd.push_str(&format!(
                 " --data-binary {}",
-                shell_quote(&String::from_utf8_lossy(&request.body))
+                shell_quote(&crate::text::lossy(&request.body))
             ));
         } else {
             cmd.push_str(&format!(
