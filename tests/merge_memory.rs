@@ -108,6 +108,7 @@ fn a_streaming_merge_holds_one_report_at_a_time() {
         json: Some(&out[0]),
         junit: Some(&out[1]),
         html: Some(&out[2]),
+        baseline: None,
     };
     let (merged, streamed) = peak_of(|| {
         Survey::read(parts.clone(), Ids::ByName, false)

@@ -278,8 +278,8 @@ async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
     Ok(Ended::Verdict(outcome.exit_code()))
 }
 
-/// `report merge`: a merge small enough to hold (or with `--baseline`, applied to the whole) is
-/// held and reported as a run is; a larger one is written as its files are read
+/// `report merge`: a merge small enough to hold is held and reported as a run is (`--baseline`
+/// applied to the whole); a larger one is written as its files are read
 /// ([`crate::report::merge_stream`]), the console naming the cases that fail. Ctrl-C ends it
 /// between two files, writing no merged file.
 async fn report_merge(
@@ -295,9 +295,15 @@ async fn report_merge(
         })
         .collect();
     let survey = Survey::read(parts, Ids::ByClash, true)?;
-    if survey.small() || output.baseline.is_some() {
+    if survey.small() {
         return conclude(survey.whole()?, output);
     }
+    // Read now: a baseline that does not parse is a usage error before anything is written.
+    let baseline = output
+        .baseline
+        .as_deref()
+        .map(crate::report::baseline::Baseline::read)
+        .transpose()?;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let signal = {
         let stop = stop.clone();
@@ -316,6 +322,7 @@ async fn report_merge(
             json: json.as_deref(),
             junit: junit.as_deref(),
             html: html.as_deref(),
+            baseline: baseline.as_ref(),
         };
         let parts = survey.parts();
         survey.write(&outputs, &stop).map(|m| (m, parts))

@@ -125,36 +125,95 @@ impl Baseline {
     /// xfail, listed passes stale; an expired entry does nothing but a note; the summary is
     /// counted again, and the notes say what the baseline did.
     pub fn apply(&self, report: &mut Report, today: &str) {
+        let mut marking = self.marking(today);
+        for case in &mut report.cases {
+            let id = std::mem::take(&mut case.id);
+            marking.mark(&id, case);
+            case.id = id;
+        }
+        report.summarize();
+        report.notes.extend(marking.notes());
+    }
+
+    /// The baseline applied case by case, as a merge written while it reads meets the cases
+    /// (one part at a time): [`Marking::mark`] each case, then [`Marking::notes`].
+    pub fn marking(&self, today: &str) -> Marking<'_> {
+        Marking {
+            by_id: self
+                .entries
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (e.id.as_str(), i))
+                .collect(),
+            entries: &self.entries,
+            seen: vec![false; self.entries.len()],
+            today: today.to_string(),
+        }
+    }
+}
+
+/// A baseline being applied case by case: which entries met their case (an entry marks the
+/// first case with its id; ids are unique in a report).
+pub struct Marking<'a> {
+    by_id: std::collections::HashMap<&'a str, usize>,
+    entries: &'a [Entry],
+    seen: Vec<bool>,
+    today: String,
+}
+
+impl Marking<'_> {
+    /// Marks `case`, known in the report as `id`, when an entry lists it and has not expired.
+    pub fn mark(&mut self, id: &str, case: &mut CaseResult) {
+        let Some(&i) = self.by_id.get(id) else {
+            return;
+        };
+        if std::mem::replace(&mut self.seen[i], true) {
+            return;
+        }
+        let entry = &self.entries[i];
+        if !entry
+            .until
+            .as_deref()
+            .is_some_and(|u| u < self.today.as_str())
+        {
+            mark(case, entry);
+        }
+    }
+
+    /// The report's notes on the entries: those expired (their cases judged as usual) and
+    /// those no case met.
+    pub fn notes(self) -> Vec<String> {
         let mut expired = Vec::new();
         let mut unseen = Vec::new();
-        for entry in &self.entries {
-            let Some(case) = report.cases.iter_mut().find(|c| c.id == entry.id) else {
+        for (entry, seen) in self.entries.iter().zip(&self.seen) {
+            if !seen {
                 unseen.push(entry.id.clone());
-                continue;
-            };
-            if entry.until.as_deref().is_some_and(|u| u < today) {
+            } else if entry
+                .until
+                .as_deref()
+                .is_some_and(|u| u < self.today.as_str())
+            {
                 expired.push(format!(
                     "{} (until {})",
                     entry.id,
                     entry.until.as_deref().unwrap_or("")
                 ));
-                continue;
             }
-            mark(case, entry);
         }
-        report.summarize();
+        let mut notes = Vec::new();
         if !expired.is_empty() {
-            report.notes.push(format!(
+            notes.push(format!(
                 "baseline: expired, judged as usual: {}",
                 expired.join(", ")
             ));
         }
         if !unseen.is_empty() {
-            report.notes.push(format!(
+            notes.push(format!(
                 "baseline: listed but not in this run: {}",
                 unseen.join(", ")
             ));
         }
+        notes
     }
 }
 

@@ -73,6 +73,8 @@ pub struct Outputs<'a> {
     pub json: Option<&'a Path>,
     pub junit: Option<&'a Path>,
     pub html: Option<&'a Path>,
+    /// `--baseline`, applied to each case as it is met (by its merged id).
+    pub baseline: Option<&'a super::baseline::Baseline>,
 }
 
 /// What a streaming merge ends with: the merged report without its cases (summary counted),
@@ -282,11 +284,18 @@ impl Survey {
     /// where the id is in parts of different protocols or targets.
     fn told_apart(&self, i: usize, report: &Report, cases: &mut [CaseResult]) {
         for c in cases {
-            match self.ids {
-                Ids::ByName => tools::prefix(c, &self.parts[i].name),
-                Ids::ByClash if self.owners.shared(&c.id) => tools::prefix(c, &report.target),
-                Ids::ByClash => {}
+            if let Some(label) = self.label(i, &report.target, &c.id) {
+                tools::prefix(c, label);
             }
+        }
+    }
+
+    /// The prefix the case `id` of part `i` takes in the merged report, if any.
+    fn label<'s>(&'s self, i: usize, target: &'s str, id: &str) -> Option<&'s str> {
+        match self.ids {
+            Ids::ByName => Some(&self.parts[i].name),
+            Ids::ByClash if self.owners.shared(id) => Some(target),
+            Ids::ByClash => None,
         }
     }
 
@@ -317,6 +326,8 @@ impl Survey {
             Some(p) => Some(TargetsPage::create(p).map_err(|e| write_error("--html", p, e))?),
             None => None,
         };
+        let today = super::baseline::today();
+        let mut marking = out.baseline.map(|b| b.marking(&today));
         let mut summary = Summary::default();
         let (mut failing, mut failing_total) = (Vec::new(), 0);
         for i in 0..self.parts.len() {
@@ -324,6 +335,16 @@ impl Survey {
                 return Err(MergeStreamError::Interrupted);
             }
             let mut r = self.part(i)?;
+            if let Some(marking) = &mut marking {
+                // By the id the case has in the merged report, which is what a baseline lists.
+                for c in &mut r.cases {
+                    let id = match self.label(i, &r.target, &c.id) {
+                        Some(label) => format!("{label}: {}", c.id),
+                        None => c.id.clone(),
+                    };
+                    marking.mark(&id, c);
+                }
+            }
             if let (Some(page), Some(p)) = (&mut page, out.html) {
                 page.add(&self.parts[i].name, &r)
                     .map_err(|e| write_error("--html", p, e))?;
@@ -347,6 +368,9 @@ impl Survey {
             }
         }
         head.summary = summary;
+        if let Some(marking) = marking {
+            head.notes.extend(marking.notes());
+        }
         if !head.strict {
             head.summary.warnings = head.summary.failed_should;
         }
@@ -682,6 +706,7 @@ impl Merged {
 mod tests {
     use super::*;
     use crate::report::baseline::tests::case;
+    use crate::report::baseline::Baseline;
     use crate::report::{Kind, Level, RunInfo, Status};
 
     use Level::{May, Must, Should};
@@ -728,7 +753,12 @@ mod tests {
     }
 
     /// Writes the parts to `dir`, merges them both ways: held whole, and streamed.
-    fn both(dir: &Dir, reports: &[Report], ids: Ids) -> (Report, Merged, String, String) {
+    fn both(
+        dir: &Dir,
+        reports: &[Report],
+        ids: Ids,
+        baseline: Option<&Baseline>,
+    ) -> (Report, Merged, String, String) {
         let parts: Vec<Part> = reports
             .iter()
             .enumerate()
@@ -742,7 +772,10 @@ mod tests {
             })
             .collect();
         let survey = Survey::read(parts.clone(), ids, true).unwrap();
-        let whole = survey.whole().unwrap();
+        let mut whole = survey.whole().unwrap();
+        if let Some(b) = baseline {
+            b.apply(&mut whole, &super::super::baseline::today());
+        }
         let (json, xml, html) = (
             dir.0.join("all.json"),
             dir.0.join("all.xml"),
@@ -752,6 +785,7 @@ mod tests {
             json: Some(&json),
             junit: Some(&xml),
             html: Some(&html),
+            baseline,
         };
         let merged = Survey::read(parts, ids, true)
             .unwrap()
@@ -777,7 +811,7 @@ mod tests {
     /// exit status the whole's.
     fn same_as_whole(name: &str, reports: &[Report], ids: Ids) -> Report {
         let dir = Dir::new(name);
-        let (whole, merged, json, xml) = both(&dir, reports, ids);
+        let (whole, merged, json, xml) = both(&dir, reports, ids, None);
         assert_eq!(json, super::super::json::to_string(&whole), "{name}");
         let value: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(crate::schema::schemas().validate("report", &value), vec![]);
@@ -789,6 +823,63 @@ mod tests {
 
     const C: Kind = Kind::Conformance;
     const E: Kind = Kind::Evaluation;
+
+    /// `--baseline` in a merge written as it reads: each case marked by its merged id as it is
+    /// met, the notes (expired, unseen entries) the whole merge's.
+    #[test]
+    fn a_baseline_marks_each_case_by_its_merged_id_as_the_whole_merge_does() {
+        let parts = [
+            report(
+                "http://a",
+                false,
+                None,
+                &[("x", "g", Fail, Must, C), ("y", "g", Pass, Must, C)],
+            ),
+            report(
+                "http://b",
+                false,
+                None,
+                &[("x", "g", Fail, Must, C), ("z", "g", Fail, Must, C)],
+            ),
+        ];
+        let baseline = Baseline::parse(
+            "baseline.yaml",
+            concat!(
+                "- id: \"http://a: x\"\n  reason: known\n",
+                "- id: y\n  reason: fixed since\n",
+                "- id: z\n  reason: old\n  until: 2000-01-01\n",
+                "- id: gone\n  reason: removed\n",
+            ),
+        )
+        .unwrap();
+        let dir = Dir::new("baseline");
+        let (whole, merged, json, _) = both(&dir, &parts, Ids::ByClash, Some(&baseline));
+        // (The JUnit differs by design: a streamed suite names its own target.)
+        assert_eq!(json, super::super::json::to_string(&whole));
+        assert_eq!(merged.head.summary, whole.summary);
+        assert_eq!((merged.exit, merged.failing_total), (whole.exit_code(), 2));
+        let status = |id: &str| whole.cases.iter().find(|c| c.id == id).unwrap().status;
+        assert_eq!(status("http://a: x"), Xfail);
+        assert_eq!(
+            status("y"),
+            Stale,
+            "an id no other part has keeps no prefix"
+        );
+        assert_eq!(status("http://b: x"), Fail);
+        assert_eq!(status("z"), Fail, "expired: judged as usual");
+        assert!(
+            whole
+                .notes
+                .iter()
+                .any(|n| n == "baseline: expired, judged as usual: z (until 2000-01-01)")
+                && whole
+                    .notes
+                    .iter()
+                    .any(|n| n == "baseline: listed but not in this run: gone"),
+            "{:?}",
+            whole.notes
+        );
+    }
 
     #[test]
     fn the_stream_writes_what_the_whole_merge_holds_and_exits_as_it_would() {
@@ -893,7 +984,7 @@ mod tests {
             })
             .collect();
         let dir = Dir::new("by-name");
-        let (whole, merged, json, _) = both(&dir, &fleet, Ids::ByName);
+        let (whole, merged, json, _) = both(&dir, &fleet, Ids::ByName, None);
         assert_eq!(json, super::super::json::to_string(&whole));
         assert_eq!(merged.exit, whole.exit_code());
         let ids: Vec<&str> = whole.cases.iter().map(|c| c.id.as_str()).collect();
@@ -912,7 +1003,7 @@ mod tests {
             ),
             report("http://b", false, None, &[("x", "g", Fail, Must, C)]),
         ];
-        let (whole, merged, json, xml) = both(&dir, &parts, Ids::ByClash);
+        let (whole, merged, json, xml) = both(&dir, &parts, Ids::ByClash, None);
         assert_eq!(json, super::super::json::to_string(&whole));
         assert_eq!(merged.exit, whole.exit_code());
         assert_eq!(
@@ -1030,6 +1121,7 @@ mod tests {
             json: Some(&json),
             junit: Some(&xml),
             html: None,
+            baseline: None,
         };
         let e = survey
             .write(&out, &AtomicBool::new(false))
@@ -1076,6 +1168,7 @@ mod tests {
             json: Some(&json),
             junit: Some(&json.with_extension("xml")),
             html: None,
+            baseline: None,
         };
         let e = survey.write(&out, &AtomicBool::new(true)).err().unwrap();
         assert!(matches!(e, MergeStreamError::Interrupted), "{e}");

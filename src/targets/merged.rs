@@ -49,6 +49,8 @@ pub(super) fn write(
         json: output.json.as_deref(),
         junit: output.junit.as_deref(),
         html: output.html.as_deref(),
+        // Each target's own baseline was applied to its report.
+        baseline: None,
     };
     // The run's Ctrl-C ended the targets' runs; the merge of those done is not interrupted.
     survey
