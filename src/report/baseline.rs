@@ -162,6 +162,14 @@ pub struct Marking<'a> {
 }
 
 impl Marking<'_> {
+    /// Whether `entry`'s `until:` date is past.
+    fn expired(&self, entry: &Entry) -> bool {
+        entry
+            .until
+            .as_deref()
+            .is_some_and(|u| u < self.today.as_str())
+    }
+
     /// Marks `case`, known in the report as `id`, when an entry lists it and has not expired.
     pub fn mark(&mut self, id: &str, case: &mut CaseResult) {
         let Some(&i) = self.by_id.get(id) else {
@@ -171,11 +179,7 @@ impl Marking<'_> {
             return;
         }
         let entry = &self.entries[i];
-        if !entry
-            .until
-            .as_deref()
-            .is_some_and(|u| u < self.today.as_str())
-        {
+        if !self.expired(entry) {
             mark(case, entry);
         }
     }
