@@ -1056,15 +1056,18 @@ mod tests {
         assert!(e.to_string().starts_with("case x is in both "), "{e}");
     }
 
+    /// A part of one passing case, written to `dir` as `file`.
+    fn one_case_part(dir: &Dir, file: &str) -> PathBuf {
+        let path = dir.0.join(file);
+        let part = report("t", false, None, &[("x", "g", Pass, Must, C)]);
+        std::fs::write(&path, super::super::json::to_string(&part)).unwrap();
+        path
+    }
+
     #[test]
     fn a_file_that_is_not_a_report_is_named_with_its_json_path_and_nothing_is_written() {
         let dir = Dir::new("bad");
-        let good = dir.0.join("good.json");
-        std::fs::write(
-            &good,
-            super::super::json::to_string(&report("t", false, None, &[("x", "g", Pass, Must, C)])),
-        )
-        .unwrap();
+        let good = one_case_part(&dir, "good.json");
         let bad = dir.0.join("bad.json");
         std::fs::write(&bad, r#"{"tool": "agent-tck", "cases": 3}"#).unwrap();
         let parts = vec![
@@ -1148,12 +1151,7 @@ mod tests {
     #[test]
     fn a_merge_interrupted_between_parts_writes_nothing_and_leaves_no_spool() {
         let dir = Dir::new("stop");
-        let path = dir.0.join("p.json");
-        std::fs::write(
-            &path,
-            super::super::json::to_string(&report("t", false, None, &[("x", "g", Pass, Must, C)])),
-        )
-        .unwrap();
+        let path = one_case_part(&dir, "p.json");
         let json = dir.0.join("all.json");
         let survey = Survey::read(
             vec![Part {
