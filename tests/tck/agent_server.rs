@@ -74,6 +74,9 @@ pub enum Flaw {
     /// Not a flaw: takes a forward's status line as its outcome and reads no further, as a
     /// `fetch` resolves on the head (a 200 head cut before its body is an acknowledgement).
     AckOnHead,
+    /// Not a flaw: tells the session's clients of a failed forward 2 s after it failed (as a
+    /// busy server may), within the document's margin but after the fleet's `settle`.
+    SlowErrorMessage,
 }
 
 impl Flaw {
@@ -95,7 +98,11 @@ impl Flaw {
     /// The fleet checks that must catch it, and only they.
     pub fn checks(self) -> &'static [&'static str] {
         match self {
-            Flaw::None | Flaw::Protocol5Only | Flaw::AckOnHead | Flaw::NoDelete => &[],
+            Flaw::None
+            | Flaw::Protocol5Only
+            | Flaw::AckOnHead
+            | Flaw::NoDelete
+            | Flaw::SlowErrorMessage => &[],
             // No client is attached; what depends on one has nothing to judge.
             Flaw::DeafWs => &["platform.ws-attach"],
             // Every callback fails delivery (404); the huge one is refused, no crash.
@@ -526,6 +533,9 @@ async fn forward(s: Arc<Server>, session: String, text: String) {
         }
     }
     if let Some(why) = failure {
+        if s.flaw == Flaw::SlowErrorMessage {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
         if s.flaw != Flaw::NoErrorMessage {
             s.broadcast(
                 &session,

@@ -117,6 +117,28 @@ async fn the_reference_server_passes_and_each_flaw_fails_exactly_its_check() {
     assert!(latency.message.contains("p99"), "{}", latency.message);
 }
 
+/// An error message that comes 2 s after the failed forward (a busy server's), after the fleet's
+/// `settle` but within the 3 s the document's rule is judged by: the fleet keeps its clients
+/// until it came, and the server passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_message_late_but_in_time_passes() {
+    let (listener, url) = agent_server::bind().await;
+    let mut fleet = Fleet::parse("fleet.yaml", &FLEET.replace("${SERVER}", &url), None).unwrap();
+    // One agent whose acknowledgement fails, one message: the fleet would be done a second
+    // after it (the broadcasts settle in a second), before the error comes.
+    fleet.agents.retain(|a| a.name == "err");
+    fleet.messages = 1;
+    fleet.settle = std::time::Duration::from_secs(1);
+    let report = judged_against(&fleet, (listener, url), Flaw::SlowErrorMessage).await;
+    let case = report
+        .cases
+        .iter()
+        .find(|c| c.id == "platform.error-message")
+        .unwrap();
+    assert_eq!(case.status, Status::Pass, "{}", explain(&report));
+    assert_eq!(failed(&report), BTreeSet::new(), "{}", explain(&report));
+}
+
 /// A server that knows none of the fleet's agents refuses their sessions: that is the failure
 /// (`platform.session-create`), and `platform.reached-fleet`, with no message it could have
 /// forwarded, says what would exercise it.

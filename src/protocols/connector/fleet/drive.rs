@@ -325,9 +325,10 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // Error messages come up to 5 s after a forward began; broadcasts `settle` after the last
-    // callback.
+    // Broadcasts come `settle` after the last callback; a failed forward's error message is
+    // judged within its margin, so the clients stay until it came or the margin passed.
     tokio::time::sleep(fleet.settle.max(Duration::from_secs(1))).await;
+    errors_awaited(served, &clients).await;
     for (s, cs) in clients {
         let mut all = Vec::new();
         for c in cs {
@@ -337,6 +338,35 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
         d.seen.insert(s, all);
     }
     d
+}
+
+/// Waits until the first client of each session whose forward failed was shown an error after
+/// it, or until the error was due ([`super::judge::error_due`]): on a busy machine an error may
+/// come after `settle`, and closing the clients then would fail a server that was in time.
+async fn errors_awaited(served: &Served, clients: &BTreeMap<String, Vec<ws::Client>>) {
+    use super::judge::{error_due, shows_error, wire, Wire};
+    loop {
+        let waiting = served.inputs.books.lock().is_ok_and(|b| {
+            b.forwards.iter().any(|f| {
+                let Some(session) = f.session.as_deref() else {
+                    return false;
+                };
+                let Some(sender) = clients.get(session).and_then(|cs| cs.first()) else {
+                    return false;
+                };
+                wire(f) == Wire::Failed
+                    && Instant::now() < error_due(f)
+                    && !sender
+                        .messages()
+                        .iter()
+                        .any(|m| m.at >= f.at && shows_error(m, &b))
+            })
+        });
+        if !waiting {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Waits (at most the forward timeout and a margin) until each of `messages` (session, text) was

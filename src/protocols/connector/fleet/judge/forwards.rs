@@ -239,7 +239,7 @@ fn give_up_figures(times: &mut [std::time::Duration], of: u64) -> String {
 
 /// What the wire showed the server of a forward's acknowledgement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Wire {
+pub(in crate::protocols::connector::fleet) enum Wire {
     /// A whole 2xx head: an acknowledgement, whether the body followed or a FIN cut it
     /// (`fault:close`; the document counts only a non-2xx or a timeout as a failure).
     Acknowledged { cut: bool },
@@ -251,7 +251,9 @@ pub(super) enum Wire {
     Unknown,
 }
 
-pub(super) fn wire(f: &crate::protocols::connector::fleet::Forward) -> Wire {
+pub(in crate::protocols::connector::fleet) fn wire(
+    f: &crate::protocols::connector::fleet::Forward,
+) -> Wire {
     let Some(ack) = f.ack else {
         return Wire::Unknown;
     };
@@ -265,6 +267,17 @@ pub(super) fn wire(f: &crate::protocols::connector::fleet::Forward) -> Wire {
     }
 }
 
+/// Whether `m` tells a client of an error: an error message, or a text that is no callback's.
+pub(in crate::protocols::connector::fleet) fn shows_error(m: &Inbound, b: &Books) -> bool {
+    m.is_error() || (m.is_text() && !b.callbacks.iter().any(|c| c.digest == m.digest))
+}
+
+/// When a failed forward's error message is due by: [`ERROR_MARGIN`] after its end (its
+/// acknowledgement's, or the server's timeout when it got none).
+pub(in crate::protocols::connector::fleet) fn error_due(f: &Forward) -> Instant {
+    f.at + f.ack.map_or(FORWARD_TIMEOUT, |a| a.total) + ERROR_MARGIN
+}
+
 /// Whether an error reached the sender (client 0) of `said`, and to how many other clients of
 /// its session, between the message and `ERROR_MARGIN` after its last forward ended.
 pub(super) fn error_seen(
@@ -275,16 +288,13 @@ pub(super) fn error_seen(
 ) -> Option<(bool, usize)> {
     let clients = d.seen.get(&said.session)?;
     // The last attempt: after a retry, the error follows it.
-    let ended = forwards
+    let due = forwards
         .iter()
-        .map(|f| f.at + f.ack.map_or(FORWARD_TIMEOUT, |a| a.total))
+        .map(|f| error_due(f))
         .max()
-        .unwrap_or(said.at);
-    let window = |m: &&Inbound| m.at >= said.at && m.at <= ended + ERROR_MARGIN;
-    let is_error = |m: &Inbound| {
-        m.is_error() || (m.is_text() && !b.callbacks.iter().any(|c| c.digest == m.digest))
-    };
-    let shows = |c: &Vec<Inbound>| c.iter().filter(window).any(&is_error);
+        .unwrap_or(said.at + ERROR_MARGIN);
+    let window = |m: &&Inbound| m.at >= said.at && m.at <= due;
+    let shows = |c: &Vec<Inbound>| c.iter().filter(window).any(|m| shows_error(m, b));
     let at_sender = clients.first().is_some_and(shows);
     let others = clients.iter().skip(1).filter(|c| shows(c)).count();
     Some((at_sender, others))

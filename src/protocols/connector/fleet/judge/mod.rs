@@ -20,6 +20,7 @@ mod sessions;
 use awaiting::awaiting_callback;
 use broadcasts::{delivered, injection, isolated, latency};
 use callbacks::{callback_huge, callback_no_5xx, callback_refusals, Refusal};
+pub(super) use forwards::{error_due, shows_error, wire, Wire};
 use forwards::{error_message, forward_once, forward_schema, forward_timeout, reached};
 use sessions::{session_create, session_ids, session_revive, ws_attach};
 
