@@ -139,7 +139,16 @@ fn report_merge_of_hundreds_of_files_streams_and_agrees_with_the_merge_held_whol
 fn a_run_over_many_targets_streams_its_merged_report() {
     let dir = TempDir::new("targets-stream");
     let mut agent = crate::support::Spawned::tck(
-        &["mock", "agent", "--port", "0", "--seed", "1"],
+        &[
+            "mock",
+            "agent",
+            "--port",
+            "0",
+            "--seed",
+            "1",
+            "--api-key",
+            crate::support::KEY,
+        ],
         Duration::from_secs(600),
     );
     let url = loop {
@@ -150,11 +159,17 @@ fn a_run_over_many_targets_streams_its_merged_report() {
     };
     const TARGETS: usize = 60;
     let list: String = (0..TARGETS)
-        .map(|i| format!("- name: a{i}\n  flags: [\"--url\", \"{url}\"]\n"))
+        .map(|i| {
+            format!(
+                "- name: a{i}\n  key: {}\n  flags: [\"--url\", \"{url}\"]\n",
+                crate::support::KEY
+            )
+        })
         .collect();
     let file = dir.path("targets.yaml");
     std::fs::write(&file, format!("targets:\n{list}")).unwrap();
     let (out_dir, json, xml) = (dir.path("out"), dir.path("all.json"), dir.path("all.xml"));
+    let html = dir.path("all.html");
     let out = tck_within(
         &[
             "probe",
@@ -169,6 +184,8 @@ fn a_run_over_many_targets_streams_its_merged_report() {
             &json,
             "--junit",
             &xml,
+            "--html",
+            &html,
         ],
         Duration::from_secs(400),
     );
@@ -200,7 +217,21 @@ fn a_run_over_many_targets_streams_its_merged_report() {
         agent_tck::report::junit::to_string(&whole)
     );
     assert!(
-        shown.contains(&format!("wrote {json}\nwrote {xml}\n")),
+        shown.contains(&format!("wrote {json}\nwrote {xml}\nwrote {html}\n")),
         "{shown}"
+    );
+    // The page of many targets, and no key anywhere: the merged files, the targets' reports,
+    // the console.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("60 target(s)"), "the page of many targets");
+    let mut files = vec![json.clone(), xml.clone(), html.clone()];
+    files.extend((0..TARGETS).map(|i| format!("{out_dir}/a{i}.json")));
+    for file in files {
+        let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+        assert!(!text.contains(crate::support::KEY), "the key in {file}");
+    }
+    assert!(
+        !shown.contains(crate::support::KEY),
+        "the key on the console"
     );
 }
