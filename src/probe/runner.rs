@@ -20,6 +20,7 @@ use crate::content::Content;
 use crate::report::{CaseResult, Evidence, Exchange, Report, RunInfo, Status};
 use crate::text::{excerpt, excerpt_str, shell_quote, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits};
+use crate::transport::liveness::{Reply, Watch};
 
 /// Validated settings for one probe run (see `cli` for the flags).
 #[derive(Debug, Clone)]
@@ -88,6 +89,9 @@ struct Sent {
     outcome: Arc<Outcome>,
     elapsed: Duration,
     detail: Exchange,
+    /// When the exchange broke (refused, reset, closed), since the run started: what the
+    /// agent's watch decides was its own act or its death's.
+    broke_at: Option<Duration>,
 }
 
 struct Runner<'a> {
@@ -96,6 +100,10 @@ struct Runner<'a> {
     exchanges: Mutex<HashMap<String, Arc<OnceCell<Arc<Sent>>>>>,
     permits: Semaphore,
     results: Mutex<HashMap<String, CaseResult>>,
+    /// Whether the agent is still there ([`crate::transport::liveness`]).
+    watch: Watch,
+    /// Per case, when the exchanges it rests on broke.
+    broke: Mutex<HashMap<String, Vec<Duration>>>,
 }
 
 /// Runs the probe. `on_case` is called as each case finishes (for a progress indicator). The
@@ -121,6 +129,13 @@ pub async fn run(
         exchanges: Mutex::new(HashMap::new()),
         permits: Semaphore::new(settings.concurrency.max(1)),
         results: Mutex::new(HashMap::new()),
+        watch: Watch::http(
+            format!("the agent at {}", settings.base),
+            run.started,
+            &settings.base.host,
+            settings.base.port,
+        ),
+        broke: Mutex::new(HashMap::new()),
     };
     for layer in layers {
         // Each case is told of as it ends, not when its layer does: a run cut short by Ctrl-C
@@ -139,10 +154,69 @@ pub async fn run(
                 .insert(result.id.clone(), result);
         }
     }
+    runner.watch.at_end().await;
     let mut by_id = runner.results.into_inner().expect("results lock");
-    let cases: Vec<CaseResult> = chosen.iter().filter_map(|id| by_id.remove(id)).collect();
+    let mut cases: Vec<CaseResult> = chosen.iter().filter_map(|id| by_id.remove(id)).collect();
+    let broke = runner.broke.into_inner().expect("broke lock");
+    liveness_verdicts(&settings.suite, &runner.watch, &broke, &mut cases);
     let report = run.report(cases, &Redactor::new(settings.api_key.clone()));
     Ok(report)
+}
+
+/// When the agent went down: a case that rests on an exchange the outage cut is a skip saying
+/// so (so is a case skipped because it needed one), and the outage is reported once, by a MUST
+/// case beside the suite's reachability case (`agent.reachable` → `agent.alive`).
+fn liveness_verdicts(
+    suite: &Suite,
+    watch: &Watch,
+    broke: &HashMap<String, Vec<Duration>>,
+    cases: &mut Vec<CaseResult>,
+) {
+    if !watch.went_down() {
+        return;
+    }
+    let reach = suite
+        .file
+        .cases
+        .iter()
+        .find(|c| c.checks.iter().any(|k| matches!(k, Check::Reachable)));
+    let (id, group, spec) = match reach {
+        Some(c) => {
+            let prefix = c.id.value.rsplit_once('.').map_or("peer", |(p, _)| p);
+            (format!("{prefix}.alive"), c.group(), c.spec.clone())
+        }
+        None => (
+            "peer.alive".to_string(),
+            "peer".to_string(),
+            suite.file.spec.clone(),
+        ),
+    };
+    let mut cut = Vec::new();
+    for case in cases.iter_mut() {
+        let why = broke
+            .get(&case.id)
+            .into_iter()
+            .flatten()
+            .find_map(|at| watch.cut(*at, &id));
+        if let Some(why) = why {
+            cut.push(case.id.clone());
+            case.skip(why);
+        }
+    }
+    for case in cases.iter_mut().filter(|c| c.status == Status::Skip) {
+        if let Some(need) = cut
+            .iter()
+            .find(|need| case.message == format!("skipped: it needs {need}, which failed"))
+        {
+            case.message = format!(
+                "skipped: it needs {need}, which was not judged: {} went down (see {id})",
+                watch.who
+            );
+        }
+    }
+    if let Some(alive) = watch.case(&id, &group, &spec) {
+        cases.insert(0, alive);
+    }
 }
 
 impl Runner<'_> {
@@ -190,6 +264,13 @@ impl Runner<'_> {
         if let Some(sent) = &own {
             result.set_duration(sent.elapsed);
             result.exchange = sent.detail.clone();
+        }
+        let broke: Vec<Duration> = outcomes.values().filter_map(|s| s.broke_at).collect();
+        if !broke.is_empty() {
+            self.broke
+                .lock()
+                .expect("broke lock")
+                .insert(id.to_string(), broke);
         }
         let by_name: HashMap<String, Arc<Outcome>> = outcomes
             .iter()
@@ -334,9 +415,14 @@ impl Runner<'_> {
             headers,
             body,
         };
+        let what = format!("{} {}", request.method, request.path);
+        let sent_at = self.watch.sent(&what);
         let started = Instant::now();
         let result = http::send(&settings.base, &request, settings.limits()).await;
         let elapsed = started.elapsed();
+        let reply = Reply::of_http(&result);
+        let ended = self.watch.ended(&what, sent_at, reply).await;
+        let broke_at = reply.broke().then_some(ended);
         let detail = Exchange {
             request: Some(describe_request(&settings.base, &request)),
             response: Some(match &result {
@@ -349,6 +435,7 @@ impl Runner<'_> {
             outcome: Arc::new(Outcome::new(spec.auth, body_sent, result)),
             elapsed,
             detail,
+            broke_at,
         }
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod http;
 pub mod lines;
+pub mod liveness;
 #[cfg(unix)]
 pub mod socket;
 #[cfg(unix)]

@@ -32,6 +32,7 @@ mod librarian_fleet;
 mod lint;
 mod merge_stream;
 mod minimal_agents;
+mod peer_death;
 mod platform;
 mod properties;
 mod readme_table;

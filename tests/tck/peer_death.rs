@@ -1,0 +1,189 @@
+//! A peer that dies mid-run is named once, when and after what; the cases it kept from being
+//! judged skip saying so; no case counts its death as evidence. Its twins: a peer that breaks
+//! connections on purpose but stays up (its breaks are its own act), and a peer that answers
+//! everything (no outage).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_tck::mock::Responder;
+use agent_tck::protocols::roundtable::reference::ReferenceAgent;
+use agent_tck::report::{Report, Status};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+
+use crate::support::{self, SEED};
+
+/// What a raw agent does with its `n`th request (counted from 0).
+#[derive(Clone, Copy)]
+enum Fate {
+    Answer,
+    /// Close the connection without an answer (an RST), staying up.
+    Reset,
+    /// Die: stop listening and drop every connection, this one first.
+    Die,
+}
+
+/// A round-table agent on a raw socket that answers as the reference agent does, until `fate`
+/// says otherwise. Returns its URL.
+async fn raw_agent(fate: impl Fn(usize, &str) -> Fate + Send + Sync + 'static) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let fate = Arc::new(fate);
+    let count = Arc::new(AtomicUsize::new(0));
+    let dead = Arc::new(Notify::new());
+    tokio::spawn(async move {
+        let mut handlers = tokio::task::JoinSet::new();
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let Ok((stream, _)) = accepted else { break };
+                    let (fate, count, dead) = (fate.clone(), count.clone(), dead.clone());
+                    handlers.spawn(async move { handle(stream, &*fate, &count, &dead).await });
+                }
+                _ = dead.notified() => break,
+            }
+        }
+        // Dead: the listener goes (new connections are refused) and so does every connection.
+        drop(listener);
+        handlers.abort_all();
+    });
+    url
+}
+
+async fn handle(
+    mut stream: TcpStream,
+    fate: &(dyn Fn(usize, &str) -> Fate + Send + Sync),
+    count: &AtomicUsize,
+    dead: &Notify,
+) {
+    let request = support::read_request(&mut stream).await;
+    let text = String::from_utf8_lossy(&request);
+    let path = text.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    match fate(count.fetch_add(1, Ordering::SeqCst), &path) {
+        Fate::Answer => {
+            let endpoint = path.trim_start_matches('/');
+            let reply =
+                ReferenceAgent::new("reference-agent", SEED).respond(endpoint, body.as_bytes());
+            let head = format!(
+                "HTTP/1.1 {} X\r\ncontent-type: {}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                reply.status,
+                reply.content_type,
+                reply.body.len()
+            );
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(&reply.body).await;
+        }
+        Fate::Reset => reset(stream),
+        Fate::Die => {
+            reset(stream);
+            dead.notify_one();
+        }
+    }
+}
+
+/// Closes with an RST (SO_LINGER 0; deprecated in tokio because a non-zero linger blocks the
+/// thread on drop, which a zero linger does not).
+fn reset(stream: TcpStream) {
+    #[allow(deprecated)]
+    let _ = stream.set_linger(Some(Duration::ZERO));
+}
+
+async fn probe(url: &str) -> Report {
+    support::probe_with(url, |s| s.concurrency = 1).await
+}
+
+fn alive_message(report: &Report) -> Option<(Status, String)> {
+    report
+        .cases
+        .iter()
+        .find(|c| c.id == "agent.alive")
+        .map(|c| (c.status, c.message.clone()))
+}
+
+#[tokio::test]
+async fn an_agent_that_dies_after_five_answers_is_named_once_and_nothing_rests_on_its_death() {
+    let url = raw_agent(|n, _| if n < 5 { Fate::Answer } else { Fate::Die }).await;
+    let report = tokio::time::timeout(Duration::from_secs(60), probe(&url))
+        .await
+        .expect("the probe ends");
+    let (status, message) = alive_message(&report).expect("an agent.alive case");
+    assert_eq!(status, Status::Fail, "{message}");
+    assert!(message.contains("stopped answering at +"), "{message}");
+    assert!(
+        message.contains("right after GET /health at +"),
+        "{message}"
+    );
+    assert!(message.contains("POST /analyze broke first"), "{message}");
+    assert!(message.contains("refused"), "{message}");
+    // The death is the one failure that blames the agent for it.
+    let failed = support::failed(&report);
+    assert!(
+        failed.iter().all(|id| {
+            let c = support::case(&report, id);
+            *id == "agent.alive"
+                || !(c.message.contains("reset")
+                    || c.message.contains("unreachable")
+                    || c.message.contains("closed"))
+        }),
+        "a failure rests on the death: {:?}",
+        support::failing(&report)
+    );
+    let cut: Vec<&str> = report
+        .cases
+        .iter()
+        .filter(|c| c.status == Status::Skip && c.message.contains("went down at +"))
+        .map(|c| c.id.as_str())
+        .collect();
+    assert!(!cut.is_empty(), "no case says the agent went down");
+    assert_eq!(report.exit_code(), 1);
+}
+
+#[tokio::test]
+async fn an_agent_that_resets_one_endpoint_but_stays_up_fails_that_endpoint_and_is_not_called_dead()
+{
+    let url = raw_agent(|_, path| {
+        if path == "/vote" {
+            Fate::Reset
+        } else {
+            Fate::Answer
+        }
+    })
+    .await;
+    let report = probe(&url).await;
+    assert_eq!(alive_message(&report), None);
+    let vote = support::case(&report, "vote.response");
+    assert_eq!(vote.status, Status::Fail, "{}", vote.message);
+    assert!(
+        vote.message.contains("reset") || vote.message.contains("closed"),
+        "{}",
+        vote.message
+    );
+}
+
+#[tokio::test]
+async fn a_conforming_agent_gets_no_liveness_case_and_an_unreachable_one_no_outage() {
+    let agent = support::reference_agent(None).await;
+    let report = probe(&agent.url()).await;
+    assert_eq!(alive_message(&report), None);
+    assert_eq!(report.exit_code(), 0);
+    agent.stop().await;
+    // Never reached: its reachability case fails; nothing went down.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let closed = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let report = probe(&closed).await;
+    assert_eq!(alive_message(&report), None);
+    assert_eq!(
+        support::case(&report, "agent.reachable").status,
+        Status::Fail
+    );
+}
