@@ -20,7 +20,7 @@ use crate::content::Content;
 use crate::report::{CaseResult, Evidence, Exchange, Report, RunInfo, Status};
 use crate::text::{excerpt, excerpt_str, shell_quote, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits};
-use crate::transport::liveness::{Reply, Watch};
+use crate::transport::liveness::{self, Watch};
 
 /// Validated settings for one probe run (see `cli` for the flags).
 #[derive(Debug, Clone)]
@@ -415,14 +415,10 @@ impl Runner<'_> {
             headers,
             body,
         };
-        let what = format!("{} {}", request.method, request.path);
-        let sent_at = self.watch.sent(&what);
         let started = Instant::now();
-        let result = http::send(&settings.base, &request, settings.limits()).await;
+        let (result, broke_at) =
+            liveness::send(&self.watch, &settings.base, &request, settings.limits()).await;
         let elapsed = started.elapsed();
-        let reply = Reply::of_http(&result);
-        let ended = self.watch.ended(&what, sent_at, reply).await;
-        let broke_at = reply.broke().then_some(ended);
         let detail = Exchange {
             request: Some(describe_request(&settings.base, &request)),
             response: Some(match &result {

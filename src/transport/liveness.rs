@@ -322,7 +322,7 @@ impl Watch {
             .iter()
             .find(|o| at >= o.from && o.back.is_none_or(|back| at <= back))?;
         Some(format!(
-            "not judged: {} went down at {} (see {alive_case}); what this case rests on came after",
+            "not judged: {} went down at {}, before this case's calls were answered (see {alive_case})",
             self.who,
             offset(o.from)
         ))
@@ -385,6 +385,25 @@ impl Watch {
             o.how
         )
     }
+}
+
+/// Sends one HTTP request under `watch`: the result, and when it broke if it did (the time to
+/// give [`Watch::cut`]).
+pub async fn send(
+    watch: &Watch,
+    base: &super::http::BaseUrl,
+    request: &super::http::Request,
+    limits: super::http::Limits,
+) -> (
+    Result<super::http::Response, super::http::Error>,
+    Option<Duration>,
+) {
+    let what = format!("{} {}", request.method, request.path);
+    let sent = watch.sent(&what);
+    let result = super::http::send(base, request, limits).await;
+    let reply = Reply::of_http(&result);
+    let ended = watch.ended(&what, sent, reply).await;
+    (result, reply.broke().then_some(ended))
 }
 
 fn capitalized(s: &str) -> String {

@@ -97,6 +97,35 @@ fn reset(stream: TcpStream) {
     let _ = stream.set_linger(Some(Duration::ZERO));
 }
 
+/// A relay to the server at `to` that dies at its `n`th connection (counted from 0): from then
+/// on nothing listens and every connection is dropped. The kit opens a connection per request,
+/// so this is a server that dies after `n` answers, whatever it serves.
+async fn dies_after(to: std::net::SocketAddr, n: usize) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let mut relays = tokio::task::JoinSet::new();
+        for _ in 0..n {
+            let Ok((mut inbound, _)) = listener.accept().await else {
+                return;
+            };
+            relays.spawn(async move {
+                if let Ok(mut outbound) = TcpStream::connect(to).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+        if let Ok((last, _)) = listener.accept().await {
+            reset(last);
+        }
+        drop(listener);
+        relays.abort_all();
+    });
+    url
+}
+
 async fn probe(url: &str) -> Report {
     support::probe_with(url, |s| s.concurrency = 1).await
 }
@@ -186,4 +215,75 @@ async fn a_conforming_agent_gets_no_liveness_case_and_an_unreachable_one_no_outa
         support::case(&report, "agent.reachable").status,
         Status::Fail
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_librarian_that_dies_mid_run_is_one_failure_and_its_unjudged_rules_skip() {
+    use agent_tck::protocols::librarian::commands::{
+        reference, reference_registry, reference_tokens,
+    };
+    use agent_tck::protocols::librarian::probe::{run, Settings};
+    use agent_tck::protocols::librarian::reference::Flaws;
+    let served = reference(Flaws::named("conforming").unwrap())
+        .await
+        .unwrap();
+    let to = served
+        .url
+        .trim_start_matches("http://")
+        .parse()
+        .expect("an address");
+    let url = dies_after(to, 15).await;
+    let settings = Settings {
+        base: agent_tck::transport::http::BaseUrl::parse(&url).unwrap(),
+        tokens: reference_tokens(),
+        timeout: Duration::from_secs(20),
+        max_body: 5_000_000,
+        common: agent_tck::probe::args::Common {
+            seed: 3,
+            only: Vec::new(),
+            strict: false,
+        },
+        quick: true,
+        allow_deviations: Some(false),
+        registry: Some(reference_registry()),
+    };
+    let report = tokio::time::timeout(Duration::from_secs(120), run(&settings, &|_| {}))
+        .await
+        .expect("the probe ends")
+        .unwrap();
+    served.stop().await;
+    let failing = support::failing(&report);
+    if std::env::var("SHOW").is_ok() {
+        for c in &report.cases {
+            eprintln!("{:?} {} {}", c.status, c.id, c.message);
+        }
+    }
+    assert_eq!(
+        failing.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        ["librarian.alive"],
+        "{failing:#?}"
+    );
+    let alive = support::case(&report, "librarian.alive");
+    assert!(
+        alive.message.contains("the Librarian at http://"),
+        "{}",
+        alive.message
+    );
+    assert!(
+        alive.message.contains("stopped answering at +"),
+        "{}",
+        alive.message
+    );
+    assert!(
+        report.cases.iter().any(|c| c.status == Status::Pass),
+        "the cases judged before the death keep their verdicts"
+    );
+    assert!(
+        report
+            .cases
+            .iter()
+            .any(|c| c.message.starts_with("not judged: the Librarian at")),
+        "the cases it cut say so"
+    );
+    assert_eq!(report.exit_code(), 1);
 }

@@ -13,6 +13,7 @@ use crate::protocols::librarian::reference::Registered;
 use crate::report::Exchange;
 use crate::text::excerpt;
 use crate::transport::http::{self, Limits, Request};
+use crate::transport::liveness::{self, Watch};
 
 use super::settings::Settings;
 
@@ -49,6 +50,11 @@ pub(super) struct Client<'a> {
     /// (see `runner::marked`): each is sent with `x-agent-tck-case: CASE`, so that a mock
     /// Librarian judging its caller sets it aside.
     pub(super) marked: Option<String>,
+    /// Whether the Librarian is still there ([`crate::transport::liveness`]).
+    pub(super) watch: Watch,
+    /// When the running case's requests broke (refused, reset, closed): the run's end asks the
+    /// watch whether the Librarian's death did it.
+    pub(super) broke: Vec<Duration>,
 }
 
 /// A request that got no answer (the transport's words): the running case fails with them.
@@ -257,8 +263,16 @@ impl Got {
 
 impl<'a> Client<'a> {
     /// A client for one run, before its first request.
-    pub(super) fn new(s: &'a Settings) -> Client<'a> {
+    /// A client of the Librarian `s` names, for a run that started at `started`.
+    pub(super) fn new(s: &'a Settings, started: Instant) -> Client<'a> {
         Client {
+            watch: Watch::http(
+                format!("the Librarian at {}", s.base),
+                started,
+                &s.base.host,
+                s.base.port,
+            ),
+            broke: Vec::new(),
             s,
             seen: Vec::new(),
             missing: Vec::new(),
@@ -307,7 +321,9 @@ impl<'a> Client<'a> {
                 ..Limits::default()
             };
             let started = Instant::now();
-            let r = http::send(&self.s.base, &req, limits).await?;
+            let (r, broke) = liveness::send(&self.watch, &self.s.base, &req, limits).await;
+            self.broke.extend(broke);
+            let r = r?;
             let elapsed = started.elapsed();
             if r.status == 429 && self.patient && attempt < LIMITS.max_retries {
                 attempt += 1;

@@ -6,7 +6,8 @@ use serde_json::{json, Value};
 use crate::protocols::librarian::model::check_response;
 use crate::schema::findings_message;
 use crate::text::excerpt;
-use crate::transport::http::{self, Limits, Request};
+use crate::transport::http::{Limits, Request};
+use crate::transport::liveness;
 
 use super::client::{Client, Gate, NoAnswer};
 use super::verdict::{a_librarian_response, unauthorized_unknown, Verdict};
@@ -45,7 +46,7 @@ pub(super) async fn concurrent(c: &mut Client<'_>) -> Result<Verdict, NoAnswer> 
     let bodies: Vec<(usize, Value)> = (0..10)
         .map(|k| (k % agents, c.build(k % agents, "QUERY")))
         .collect();
-    let s = c.s;
+    let (s, watch) = (c.s, &c.watch);
     let sends = bodies.iter().map(|(i, body)| async move {
         let token = &s.tokens[*i].1;
         let request = Request {
@@ -62,9 +63,12 @@ pub(super) async fn concurrent(c: &mut Client<'_>) -> Result<Verdict, NoAnswer> 
             max_body: s.max_body,
             ..Limits::default()
         };
-        (body, http::send(&s.base, &request, limits).await)
+        (body, liveness::send(watch, &s.base, &request, limits).await)
     });
-    let results = futures::future::join_all(sends).await;
+    let results: Vec<_> = futures::future::join_all(sends).await;
+    c.broke
+        .extend(results.iter().filter_map(|(_, (_, broke))| *broke));
+    let results: Vec<_> = results.into_iter().map(|(b, (r, _))| (b, r)).collect();
     let mut ids = std::collections::HashSet::new();
     for (body, result) in &results {
         let r = result.as_ref().map_err(|e| NoAnswer::from(e.clone()))?;

@@ -43,6 +43,9 @@ impl From<RunError> for crate::error::Error {
     }
 }
 
+/// The case that names a Librarian that went down mid-run.
+const ALIVE: &str = "librarian.alive";
+
 /// Runs the suite; `on_case` hears of each case as it ends.
 pub async fn run(
     settings: &Settings,
@@ -54,9 +57,11 @@ pub async fn run(
         .run_info(crate::protocols::librarian::NAME, settings.base.to_string());
     // Redacted from a report made on Ctrl-C as from this one.
     crate::probe::interrupt::secrets(settings.tokens.iter().map(|(_, t)| t.clone()));
-    let mut client = Client::new(settings);
+    let mut client = Client::new(settings, run_info.started);
     let mut cases = Vec::new();
     let mut across = Vec::new();
+    // Per case (its index in `cases`), when its requests broke.
+    let mut broke = Vec::new();
     // The client's messages speak of an agent; here the peer is the Librarian.
     let reachable = http::connect(&settings.base, settings.timeout)
         .await
@@ -101,9 +106,24 @@ pub async fn run(
             let t0 = Instant::now();
             judge(&mut client, &scenario, &mut case).await;
             case.set_duration(t0.elapsed());
+            broke.push((cases.len(), std::mem::take(&mut client.broke)));
         }
         on_case(&case);
         cases.push(case);
+    }
+    client.watch.at_end().await;
+    for (i, times) in broke {
+        if let Some(why) = times.iter().find_map(|t| client.watch.cut(*t, ALIVE)) {
+            cases[i].skip(why);
+        }
+    }
+    if let Some(alive) = client
+        .watch
+        .case(ALIVE, "librarian", "REST API Endpoints")
+        .filter(|_| client.watch.went_down())
+    {
+        on_case(&alive);
+        cases.insert(0, alive);
     }
     if let Err(e) = &reachable {
         // One failure that says why, rather than every case failing for it.
