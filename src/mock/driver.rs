@@ -18,6 +18,10 @@ pub use super::expect::{Condition, Expect};
 use super::protocol::{AgentProtocol, PlatformApi};
 use crate::report::{CaseResult, Evidence, Level};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
+use crate::transport::liveness::{self, Watch};
+
+/// The case that names a platform that went down while the fleet drove it.
+pub const PLATFORM_ALIVE: &str = "platform.alive";
 
 /// The `platform:` section of a fleet file.
 #[derive(Debug, Clone, Deserialize)]
@@ -137,6 +141,8 @@ pub struct Driver {
     pub trigger: Option<Trigger>,
     /// The protocol's platform API: the registration body, and the paths the cases name.
     api: &'static PlatformApi,
+    /// Whether the platform is still there ([`crate::transport::liveness`]).
+    watch: Watch,
 }
 
 /// `platform.register`, its path resolved.
@@ -233,6 +239,12 @@ impl Driver {
             deregister: r.deregister,
             mode: r.mode.clone(),
         });
+        let watch = Watch::http(
+            format!("the platform at {base}"),
+            Instant::now(),
+            &base.host,
+            base.port,
+        );
         Ok(Driver {
             base,
             token,
@@ -240,6 +252,7 @@ impl Driver {
             register,
             trigger,
             api,
+            watch,
         })
     }
 
@@ -272,7 +285,8 @@ impl Driver {
     }
 
     /// Sends to the platform; an error says it is the platform's (the client's messages speak
-    /// of an agent) and which deadline ran out (`deadline_why`).
+    /// of an agent) and which deadline ran out (`deadline_why`), or that the platform's death
+    /// cut the request ([`Failure::Cut`]).
     async fn send(
         &self,
         request: &Request,
@@ -283,9 +297,25 @@ impl Driver {
             deadline,
             ..Limits::default()
         };
-        http::send(&self.base, request, limits)
-            .await
-            .map_err(|e| platform_error(e, deadline_why))
+        let (result, broke) = liveness::send(&self.watch, &self.base, request, limits).await;
+        if let Some(why) = broke.and_then(|at| self.watch.cut(at, PLATFORM_ALIVE)) {
+            return Err(Failure::Cut(why));
+        }
+        result.map_err(|e| platform_error(e, deadline_why))
+    }
+
+    /// At the run's end: the case naming the platform's death (checked once more now), when
+    /// it went down while the fleet drove it; `last_request`: the last request the fleet got
+    /// from it.
+    pub async fn alive_case(&self, last_request: Option<String>) -> Option<CaseResult> {
+        self.watch.at_end().await;
+        if !self.watch.went_down() {
+            return None;
+        }
+        if let Some(last) = last_request {
+            self.watch.heard(last);
+        }
+        self.watch.case(PLATFORM_ALIVE, "driver", "Error Handling")
     }
 
     /// Registers each agent with its URL from `urls`, adding each name registered to `ok` as it
@@ -298,7 +328,7 @@ impl Driver {
     ) -> Option<CaseResult> {
         let spec = self.register.as_ref()?;
         let started = Instant::now();
-        let mut failures = Vec::new();
+        let (mut failures, mut cut) = (Vec::new(), Vec::new());
         for (agent, url) in agents.iter().zip(urls) {
             let p = &agent.profile;
             let mut body = (self.api.registration)(p, url, &spec.mode);
@@ -314,6 +344,7 @@ impl Driver {
                 .await;
             match answer {
                 Ok(r) if (200..300).contains(&r.status) => ok.push(p.name.clone()),
+                Err(Failure::Cut(why)) => cut.push(format!("{}: {why}", p.name)),
                 Ok(r) => failures.push(format!(
                     "{}: {} {}{}",
                     p.name,
@@ -330,15 +361,16 @@ impl Driver {
             case.pass_noting(
                 Evidence::new(ok.len() as u64, "registrations"),
                 format!(
-                    "{} agent(s) registered at {}",
+                    "{} agent(s) registered at {}{}",
                     ok.len(),
-                    self.base.join(&spec.path)
+                    self.base.join(&spec.path),
+                    not_judged(&cut)
                 ),
-                || "the fleet has no agent to register".into(),
+                || not_judged_at_all(&cut, "the fleet has no agent to register"),
             );
         } else {
             case.fail_on(
-                Evidence::new(agents.len() as u64, "registrations"),
+                Evidence::new((agents.len() - cut.len()) as u64, "registrations"),
                 format!(
                     "{} of {} registration(s) refused:\n  {}",
                     failures.len(),
@@ -413,7 +445,7 @@ impl Driver {
             return Some(case);
         }
         let started = Instant::now();
-        let mut failures = Vec::new();
+        let (mut failures, mut cut) = (Vec::new(), Vec::new());
         for name in names {
             let path = format!("{}/{name}", spec.path.trim_end_matches('/'));
             match self
@@ -425,17 +457,19 @@ impl Driver {
                 .await
             {
                 Ok(r) if (200..300).contains(&r.status) => {}
+                Err(Failure::Cut(why)) => cut.push(format!("{name}: {why}")),
                 Ok(r) => failures.push(format!("{name}: {}", r.status)),
                 Err(e) => failures.push(format!("{name}: {e}")),
             }
         }
         case.set_duration(started.elapsed());
-        let evidence = Evidence::new(names.len() as u64, "registered agents");
+        let judged = names.len() - cut.len();
+        let evidence = Evidence::new(judged as u64, "registered agents");
         if failures.is_empty() {
             case.pass_noting(
                 evidence,
-                format!("{} agent(s) deregistered", names.len()),
-                String::new,
+                format!("{judged} agent(s) deregistered{}", not_judged(&cut)),
+                || not_judged_at_all(&cut, ""),
             );
         } else {
             case.fail_on(evidence, format!("refused: {}", failures.join("; ")));
@@ -520,6 +554,8 @@ fn judge_triggers(
 ) -> [CaseResult; 4] {
     let [mut reached, mut deadline_case, mut no5xx, mut expect_case] = trigger_cases();
     let (mut unreachable, mut silent, mut late) = (Vec::new(), Vec::new(), Vec::new());
+    // Triggers the platform's death cut: no evidence of how it answers (platform.alive says it).
+    let mut cut = Vec::new();
     let (mut errors, mut unmet, mut latencies) = (Vec::new(), Vec::new(), Vec::new());
     let mut below_500 = 0u64;
     for (n, elapsed, answer) in results {
@@ -528,6 +564,7 @@ fn judge_triggers(
             Err(Failure::Unreachable(e)) => unreachable.push(format!("#{n}: {e} (after {took})")),
             Err(Failure::Silent(e)) => silent.push(format!("#{n}: {e} (waited {took})")),
             Err(Failure::Late(e)) => late.push(format!("#{n}: {e} (waited {took})")),
+            Err(Failure::Cut(e)) => cut.push(format!("#{n}: {e}")),
             Ok(r) => {
                 latencies.push(*elapsed);
                 if r.status >= 500 {
@@ -565,12 +602,13 @@ fn judge_triggers(
     if !silent.is_empty() {
         note = format!("{note}; {}", silent_note());
     }
+    note.push_str(&not_judged(&cut));
     settle(
         &mut reached,
         Evidence::new((headed + unreachable.len()) as u64, "triggers"),
         &unreachable,
         note,
-        || format!("not judged: {}", silent_note()),
+        || not_judged_at_all(&cut, &format!("not judged: {}", silent_note())),
     );
     latencies.sort();
     let mut overdue = silent.clone();
@@ -584,9 +622,17 @@ fn judge_triggers(
             humantime::format_duration(deadline),
             latency_summary(&latencies)
         ),
-        || "no trigger reached the platform (see platform.trigger), so no deliberation ran".into(),
+        || {
+            not_judged_at_all(
+                &cut,
+                "no trigger reached the platform (see platform.trigger), so no deliberation ran",
+            )
+        },
     );
     let unanswered = || {
+        if answered == 0 && !cut.is_empty() {
+            return not_judged_at_all(&cut, "");
+        }
         format!(
             "no trigger got a whole answer ({} unreachable, {} without an answer head, {} late): see platform.trigger and platform.deliberation-deadline",
             unreachable.len(),
@@ -657,12 +703,38 @@ pub enum Failure {
     Late(String),
     /// No answer at all: no connection, a reset, not HTTP.
     Unreachable(String),
+    /// Cut by the platform's death (the skip message, naming the case that reports it): no
+    /// evidence of how the platform answers.
+    Cut(String),
+}
+
+/// ` (N not judged: …)` after a note, for the requests the platform's death cut.
+fn not_judged(cut: &[String]) -> String {
+    match cut {
+        [] => String::new(),
+        [one] => format!(" (1 not judged: {one})"),
+        [first, ..] => format!(" ({} not judged, the first: {first})", cut.len()),
+    }
+}
+
+/// The skip message of a case none of whose requests was judged: the platform's death, when it
+/// cut them, else `otherwise`.
+fn not_judged_at_all(cut: &[String], otherwise: &str) -> String {
+    match cut.first() {
+        Some(first) => match first.split_once(": not judged: ") {
+            Some((_, why)) => format!("not judged: {why}"),
+            None => first.clone(),
+        },
+        None => otherwise.to_string(),
+    }
 }
 
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Failure::Silent(m) | Failure::Late(m) | Failure::Unreachable(m) => f.write_str(m),
+            Failure::Silent(m) | Failure::Late(m) | Failure::Unreachable(m) | Failure::Cut(m) => {
+                f.write_str(m)
+            }
         }
     }
 }

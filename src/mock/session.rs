@@ -213,6 +213,10 @@ pub async fn run_to_end(
             }
         }
     }
+    if let Some(driver) = &settings.driver {
+        let last = served.handler.timeline.last_request();
+        cases.extend(driver.alive_case(last).await);
+    }
     served.stop(Duration::from_secs(2)).await;
     cases.extend(served.handler.observer.cases());
     cases.extend(served.handler.applied.case(&served.handler.agents));

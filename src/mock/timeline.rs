@@ -35,6 +35,9 @@ struct Raw {
 #[derive(Default)]
 struct Kept {
     spans: Vec<Raw>,
+    /// The answer to the latest request received (its lane, endpoint, when received): what the
+    /// platform last did, should it go down.
+    last: Option<(usize, Cow<'static, str>, u64)>,
     seen: u64,
     /// A xorshift state for the sample (seeded by the count: the same run keeps the same spans).
     rng: u64,
@@ -83,6 +86,9 @@ impl Timeline {
         let Ok(mut kept) = self.kept.lock() else {
             return;
         };
+        if kept.last.as_ref().is_none_or(|l| l.2 <= span.start_ms) {
+            kept.last = Some((span.lane, span.endpoint.clone(), span.start_ms));
+        }
         kept.seen += 1;
         if kept.spans.len() < CAP {
             kept.spans.push(span);
@@ -98,6 +104,21 @@ impl Timeline {
         if slot < CAP {
             kept.spans[slot] = span;
         }
+    }
+
+    /// The latest request answered so far: `/challenge to keyed, received at +2.1 s`.
+    pub fn last_request(&self) -> Option<String> {
+        let kept = self.kept.lock().ok()?;
+        let (lane, endpoint, at) = kept.last.as_ref()?;
+        let agent = self
+            .lanes
+            .get(*lane)
+            .map_or("an agent", |l| l.split_whitespace().next().unwrap_or(l));
+        Some(format!(
+            "/{} to {agent}, received at +{:.1} s",
+            endpoint.trim_start_matches('/'),
+            *at as f64 / 1000.0
+        ))
     }
 
     /// The spans kept, in time order, and how many answers there were in all.

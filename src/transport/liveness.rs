@@ -95,6 +95,9 @@ struct State {
     first_break: Option<(Duration, String)>,
     outages: Vec<Outage>,
     outages_dropped: u64,
+    /// The last thing the peer itself sent us, when it calls us too (a platform calling the
+    /// fleet's agents).
+    heard: Option<String>,
     /// The last calls sent: (when, what, how it ended).
     recent: VecDeque<(Duration, String, Option<Reply>)>,
 }
@@ -308,6 +311,12 @@ impl Watch {
         }
     }
 
+    /// Notes the last thing the peer sent us (`/challenge to keyed, received at +2.1 s`), told
+    /// with an outage.
+    pub fn heard(&self, what: String) {
+        self.lock().heard = Some(what);
+    }
+
     /// The outages seen, in order.
     pub fn outages(&self) -> Vec<Outage> {
         self.lock().outages.clone()
@@ -357,6 +366,9 @@ impl Watch {
         }
         let told: Vec<String> = s.outages.iter().map(|o| self.tell(o)).collect();
         let mut why = told.join("; then ");
+        if let Some(heard) = &s.heard {
+            why.push_str(&format!("; the last request it sent us: {heard}"));
+        }
         if s.outages_dropped > 0 {
             why.push_str(&format!(" (and {} more outages)", s.outages_dropped));
         }

@@ -82,48 +82,12 @@ async fn handle(
             let _ = stream.write_all(head.as_bytes()).await;
             let _ = stream.write_all(&reply.body).await;
         }
-        Fate::Reset => reset(stream),
+        Fate::Reset => support::reset(stream),
         Fate::Die => {
-            reset(stream);
+            support::reset(stream);
             dead.notify_one();
         }
     }
-}
-
-/// Closes with an RST (SO_LINGER 0; deprecated in tokio because a non-zero linger blocks the
-/// thread on drop, which a zero linger does not).
-fn reset(stream: TcpStream) {
-    #[allow(deprecated)]
-    let _ = stream.set_linger(Some(Duration::ZERO));
-}
-
-/// A relay to the server at `to` that dies at its `n`th connection (counted from 0): from then
-/// on nothing listens and every connection is dropped. The kit opens a connection per request,
-/// so this is a server that dies after `n` answers, whatever it serves.
-async fn dies_after(to: std::net::SocketAddr, n: usize) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind loopback");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(async move {
-        let mut relays = tokio::task::JoinSet::new();
-        for _ in 0..n {
-            let Ok((mut inbound, _)) = listener.accept().await else {
-                return;
-            };
-            relays.spawn(async move {
-                if let Ok(mut outbound) = TcpStream::connect(to).await {
-                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-                }
-            });
-        }
-        if let Ok((last, _)) = listener.accept().await {
-            reset(last);
-        }
-        drop(listener);
-        relays.abort_all();
-    });
-    url
 }
 
 async fn probe(url: &str) -> Report {
@@ -232,7 +196,7 @@ async fn a_librarian_that_dies_mid_run_is_one_failure_and_its_unjudged_rules_ski
         .trim_start_matches("http://")
         .parse()
         .expect("an address");
-    let url = dies_after(to, 15).await;
+    let url = support::relay(to, Some(15)).await.url;
     let settings = Settings {
         base: agent_tck::transport::http::BaseUrl::parse(&url).unwrap(),
         tokens: reference_tokens(),
@@ -284,6 +248,42 @@ async fn a_librarian_that_dies_mid_run_is_one_failure_and_its_unjudged_rules_ski
             .iter()
             .any(|c| c.message.starts_with("not judged: the Librarian at")),
         "the cases it cut say so"
+    );
+    assert_eq!(report.exit_code(), 1);
+}
+
+/// A round-table platform that dies after its first challenge phase: the fleet names the death
+/// once (platform.alive), and neither the trigger cut by it nor the deregistrations it refused
+/// are held against the platform's handling of triggers or registrations.
+#[tokio::test]
+async fn a_platform_that_dies_between_phases_is_named_and_not_blamed_for_the_trigger() {
+    use crate::platform::Variant;
+    let report = crate::fleet::judge(Variant::DiesAfterChallenge).await;
+    if std::env::var("SHOW").is_ok() {
+        for c in &report.cases {
+            eprintln!("{:?} {} {}", c.status, c.id, c.message);
+        }
+    }
+    let alive = support::case(&report, "platform.alive");
+    assert_eq!(alive.status, Status::Fail, "{}", alive.message);
+    assert!(
+        alive.message.contains("the platform at http://"),
+        "{}",
+        alive.message
+    );
+    for id in [
+        "platform.trigger",
+        "platform.deliberation-deadline",
+        "platform.deregister",
+    ] {
+        let c = support::case(&report, id);
+        assert_eq!(c.status, Status::Skip, "{id}: {}", c.message);
+        assert!(c.message.contains("went down at +"), "{id}: {}", c.message);
+    }
+    // Registration came before the death and keeps its verdict.
+    assert_eq!(
+        support::case(&report, "platform.register").status,
+        Status::Pass
     );
     assert_eq!(report.exit_code(), 1);
 }

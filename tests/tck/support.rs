@@ -258,6 +258,55 @@ pub async fn read_request(stream: &mut TcpStream) -> Vec<u8> {
     }
 }
 
+/// A TCP relay to a server, which can die: then nothing listens at its address and every
+/// connection through it is dropped with an RST, as when the server's process is killed. It
+/// dies when `kill` is notified, or at its `die_at`th connection (counted from 0; the kit opens
+/// a connection per request, so that is a server that dies after so many answers).
+pub struct Relay {
+    pub url: String,
+    pub kill: Arc<tokio::sync::Notify>,
+}
+
+pub async fn relay(to: SocketAddr, die_at: Option<usize>) -> Relay {
+    let listener = TcpListener::bind(loopback()).await.expect("bind loopback");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let kill = Arc::new(tokio::sync::Notify::new());
+    let killed = kill.clone();
+    tokio::spawn(async move {
+        let mut relays = tokio::task::JoinSet::new();
+        let mut count = 0;
+        loop {
+            let mut inbound = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(_) => break,
+                },
+                _ = killed.notified() => break,
+            };
+            if die_at == Some(count) {
+                reset(inbound);
+                break;
+            }
+            count += 1;
+            relays.spawn(async move {
+                if let Ok(mut outbound) = TcpStream::connect(to).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+        drop(listener);
+        relays.abort_all();
+    });
+    Relay { url, kill }
+}
+
+/// Closes `stream` with an RST (SO_LINGER 0; deprecated in tokio because a non-zero linger
+/// blocks the thread on drop, which a zero linger does not).
+pub fn reset(stream: TcpStream) {
+    #[allow(deprecated)]
+    let _ = stream.set_linger(Some(Duration::ZERO));
+}
+
 /// A fresh directory under the system temp dir, removed on drop.
 pub struct TempDir(pub std::path::PathBuf);
 

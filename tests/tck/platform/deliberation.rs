@@ -136,6 +136,11 @@ impl Deliberation<'_> {
                 self.challenge_body(me, &analyze)
             })
             .await?;
+        if variant == Variant::DiesAfterChallenge {
+            // Dead: the relay drops this request's connection; the task never answers.
+            self.shared.die.notify_one();
+            std::future::pending::<()>().await;
+        }
         let synthesis = synthesis(&analyze, &challenge);
         let vote = self
             .phase("vote", &seated, |_| self.vote_body(&synthesis))

@@ -95,6 +95,10 @@ pub enum Variant {
     /// any request that carries the analysis — every /challenge (each holds the others'
     /// analyses) fails before it is sent, and the deliberation goes on to /vote.
     NanBreaksItsClient,
+    /// Dies after its first challenge phase, as a process killed then would: nothing listens at
+    /// its address any more and every open connection drops (it is served through a relay that
+    /// dies, [`crate::support::relay`]).
+    DiesAfterChallenge,
 }
 
 impl Variant {
@@ -136,6 +140,7 @@ impl Variant {
             Variant::RetriesTimeouts => "retries-timeouts",
             Variant::DropsChallengeAfterFailure => "drops-challenge-after-failure",
             Variant::NanBreaksItsClient => "nan-breaks-its-client",
+            Variant::DiesAfterChallenge => "dies-after-challenge",
         }
     }
 }
@@ -187,8 +192,19 @@ pub async fn start(config: PlatformConfig) -> Platform {
     let server = server::spawn(addr, router(shared.clone()))
         .await
         .expect("bind a loopback port");
+    let url = if shared.variant() == Variant::DiesAfterChallenge {
+        let relay = crate::support::relay(server.addr, None).await;
+        let die = shared.die.clone();
+        tokio::spawn(async move {
+            die.notified().await;
+            relay.kill.notify_one();
+        });
+        relay.url
+    } else {
+        server.url()
+    };
     Platform {
-        url: server.url(),
+        url,
         shared,
         server,
     }
@@ -256,6 +272,8 @@ struct Shared {
     injections_flagged: AtomicUsize,
     deregistrations: AtomicUsize,
     next_task: AtomicU64,
+    /// Kills the relay a [`Variant::DiesAfterChallenge`] platform is served through.
+    die: Arc<tokio::sync::Notify>,
 }
 
 impl Shared {
@@ -270,6 +288,7 @@ impl Shared {
             injections_flagged: AtomicUsize::new(0),
             deregistrations: AtomicUsize::new(0),
             next_task: AtomicU64::new(clock),
+            die: Arc::new(tokio::sync::Notify::new()),
         }
     }
 
