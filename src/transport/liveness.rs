@@ -107,18 +107,17 @@ impl State {
         self.outages.last().filter(|o| o.back.is_none())
     }
 
-    /// The calls sent up to `before`, but for `first`, the call whose break dates the outage.
-    fn describe_recent(&self, before: Duration, first: &str) -> String {
+    /// The calls sent up to `before` that did not break (those that did are the death's).
+    fn describe_recent(&self, before: Duration) -> String {
         let shown: Vec<String> = self
             .recent
             .iter()
-            .filter(|(at, what, reply)| {
-                *at <= before && !(what == first && reply.is_some_and(Reply::broke))
-            })
+            .filter(|(at, _, reply)| *at <= before && !reply.is_some_and(Reply::broke))
             .map(|(at, what, reply)| {
                 let how = match reply {
                     Some(Reply::Answered) => "answered",
                     Some(Reply::Silent) => "no answer in time",
+                    // Filtered out above: a break is the death's.
                     Some(Reply::Refused | Reply::Broken) => "broken",
                     None => "in flight",
                 };
@@ -171,6 +170,11 @@ impl Watch {
     /// Time since the run started.
     pub fn now(&self) -> Duration {
         self.started.elapsed()
+    }
+
+    /// `at`, as time since the run started (zero before it).
+    pub fn since_start(&self, at: Instant) -> Duration {
+        at.saturating_duration_since(self.started)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -264,7 +268,7 @@ impl Watch {
             return;
         };
         let broken = 1;
-        let after = s.describe_recent(from, &first);
+        let after = s.describe_recent(from);
         if s.outages.len() == MAX_OUTAGES {
             s.outages_dropped += 1;
             return;
@@ -299,7 +303,7 @@ impl Watch {
                 s.first_break = Some((from, "its last answer".into()));
             }
             let (from, first) = s.first_break.clone().unwrap_or((from, String::new()));
-            let after = s.describe_recent(from, &first);
+            let after = s.describe_recent(from);
             s.outages.push(Outage {
                 from,
                 first,
@@ -497,6 +501,11 @@ mod tests {
         );
         assert!(case.message.contains("(2 in all)"), "{}", case.message);
         assert!(!case.message.contains("(broken)"), "{}", case.message);
+        assert!(
+            !case.message.contains("DELETE /sessions/s-3 at"),
+            "{}",
+            case.message
+        );
     }
 
     #[tokio::test]

@@ -196,7 +196,9 @@ async fn a_librarian_that_dies_mid_run_is_one_failure_and_its_unjudged_rules_ski
         .trim_start_matches("http://")
         .parse()
         .expect("an address");
-    let url = support::relay(to, Some(15)).await.url;
+    let url = support::relay(to, support::Death::AtConnection(15))
+        .await
+        .url;
     let settings = Settings {
         base: agent_tck::transport::http::BaseUrl::parse(&url).unwrap(),
         tokens: reference_tokens(),
@@ -284,6 +286,91 @@ async fn a_platform_that_dies_between_phases_is_named_and_not_blamed_for_the_tri
     assert_eq!(
         support::case(&report, "platform.register").status,
         Status::Pass
+    );
+    assert_eq!(report.exit_code(), 1);
+}
+
+/// An agent server that crashes when a session is deleted (the public one's unhandled
+/// rejection, reproduced by hand: a text input followed at once by a session delete kills it):
+/// the fleet names the death, and no verdict rests on the callbacks, forwards and messages it
+/// cut — no refusal read into a broken upload, no isolation judged on callbacks never taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_server_that_dies_on_a_session_delete_is_named_and_nothing_rests_on_its_death() {
+    use agent_tck::protocols::connector::fleet::{self, judge, Fleet};
+    let _heavy = support::heavy().await;
+    let (listener, _) = crate::agent_server::bind().await;
+    let relay = support::relay(
+        listener.local_addr().unwrap(),
+        // The first delete is the fleet's own revival check; the second, the `gone` agent's.
+        support::Death::OnRequest("/operations/delete", 1),
+    )
+    .await;
+    let text = format!(
+        r#"
+protocol: connector
+seed: 7
+connector:
+  url: {}
+  listen: 127.0.0.1:0
+  messages: 2
+  clients: 2
+  agents:
+    - {{ name: steady, agent-id: ext-steady, behavior: conforming, sessions: 2 }}
+    - {{ name: huge, agent-id: ext-huge, behavior: "huge-callback:2MiB" }}
+    - {{ name: empty, agent-id: ext-empty, behavior: empty-callback }}
+    - {{ name: lost, agent-id: ext-lost, behavior: callback-to-unknown-session }}
+    - {{ name: gone, agent-id: ext-gone, behavior: callback-to-deleted-session }}
+"#,
+        relay.url
+    );
+    let fleet = Fleet::parse("fleet.yaml", &text, None).unwrap();
+    let served = fleet::serve(&fleet).await.unwrap();
+    let agents = served
+        .input_urls(&fleet)
+        .into_iter()
+        .map(|(_, id, input)| (id, input))
+        .collect();
+    let _server = crate::agent_server::start(
+        (listener, relay.url.clone()),
+        crate::agent_server::Flaw::None,
+        agents,
+    );
+    let report = tokio::time::timeout(
+        Duration::from_secs(120),
+        judge::run(&fleet, served, false, 7),
+    )
+    .await
+    .expect("the fleet ends");
+    if std::env::var("SHOW").is_ok() {
+        for c in &report.cases {
+            eprintln!("{:?} {} {}", c.status, c.id, c.message);
+        }
+        eprintln!("{:?}", report.notes);
+    }
+    let alive = support::case(&report, "platform.alive");
+    assert_eq!(alive.status, Status::Fail, "{}", alive.message);
+    assert!(
+        alive.message.contains("the agent server at http://"),
+        "{}",
+        alive.message
+    );
+    assert!(alive.message.contains("broke first"), "{}", alive.message);
+    for c in &report.cases {
+        assert!(
+            !(c.message.contains("Connection reset") || c.message.contains("connection broke")),
+            "{} rests on the death: {:?} {}",
+            c.id,
+            c.status,
+            c.message
+        );
+    }
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("the agent server's death cut them")),
+        "{:?}",
+        report.notes
     );
     assert_eq!(report.exit_code(), 1);
 }

@@ -260,21 +260,33 @@ pub async fn read_request(stream: &mut TcpStream) -> Vec<u8> {
 
 /// A TCP relay to a server, which can die: then nothing listens at its address and every
 /// connection through it is dropped with an RST, as when the server's process is killed. It
-/// dies when `kill` is notified, or at its `die_at`th connection (counted from 0; the kit opens
-/// a connection per request, so that is a server that dies after so many answers).
+/// dies when `kill` is notified, or as [`Death`] says.
 pub struct Relay {
     pub url: String,
     pub kill: Arc<tokio::sync::Notify>,
 }
 
-pub async fn relay(to: SocketAddr, die_at: Option<usize>) -> Relay {
+/// When a [`Relay`] dies by itself.
+#[derive(Debug, Clone, Copy)]
+pub enum Death {
+    /// Only when killed.
+    Never,
+    /// At its `n`th connection (counted from 0; the kit opens a connection per request, so
+    /// that is a server that dies after `n` answers).
+    AtConnection(usize),
+    /// At the `n`th connection (counted from 0) whose first bytes hold this
+    /// (`/operations/delete`: a server that crashes on a session delete).
+    OnRequest(&'static str, usize),
+}
+
+pub async fn relay(to: SocketAddr, death: Death) -> Relay {
     let listener = TcpListener::bind(loopback()).await.expect("bind loopback");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let kill = Arc::new(tokio::sync::Notify::new());
     let killed = kill.clone();
     tokio::spawn(async move {
         let mut relays = tokio::task::JoinSet::new();
-        let mut count = 0;
+        let (mut count, mut matched) = (0, 0);
         loop {
             let mut inbound = tokio::select! {
                 accepted = listener.accept() => match accepted {
@@ -283,7 +295,20 @@ pub async fn relay(to: SocketAddr, die_at: Option<usize>) -> Relay {
                 },
                 _ = killed.notified() => break,
             };
-            if die_at == Some(count) {
+            let dies = match death {
+                Death::Never => false,
+                Death::AtConnection(n) => n == count,
+                Death::OnRequest(what, nth) => {
+                    let mut head = [0u8; 512];
+                    let n = tokio::time::timeout(Duration::from_secs(5), inbound.peek(&mut head))
+                        .await
+                        .map_or(0, |r| r.unwrap_or(0));
+                    let hit = String::from_utf8_lossy(&head[..n]).contains(what);
+                    matched += usize::from(hit);
+                    hit && matched == nth + 1
+                }
+            };
+            if dies {
                 reset(inbound);
                 break;
             }

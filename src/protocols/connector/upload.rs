@@ -12,6 +12,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::transport::http::{self as client, BaseUrl, Limits};
+use crate::transport::liveness::Reply;
 
 /// How the body goes out: a piece at a time, so that an answer stops it.
 const PIECE: usize = 64 * 1024;
@@ -27,13 +28,16 @@ pub struct Unanswered {
     /// The connection broke before the whole body went out: the server stopped taking it (a
     /// refusal without a status), not a crash on a request it had read.
     pub cut_mid_body: bool,
+    /// What it says of the server's presence: refused, broken, or no answer in time.
+    pub reply: Reply,
 }
 
 impl Unanswered {
-    fn after_body(message: String) -> Unanswered {
+    fn after_body(message: String, reply: Reply) -> Unanswered {
         Unanswered {
             message,
             cut_mid_body: false,
+            reply,
         }
     }
 }
@@ -61,15 +65,18 @@ pub async fn post(
         return client::send(base, &request, limits)
             .await
             .map(|r| r.status)
-            .map_err(|e| Unanswered::after_body(e.to_string()));
+            .map_err(|e| {
+                let reply = Reply::of_http::<()>(&Err(e.clone()));
+                Unanswered::after_body(e.to_string(), reply)
+            });
     }
     tokio::time::timeout(deadline, exchange(base, path, body))
         .await
         .unwrap_or_else(|_| {
-            Err(Unanswered::after_body(format!(
-                "no answer within {}",
-                humantime::format_duration(deadline)
-            )))
+            Err(Unanswered::after_body(
+                format!("no answer within {}", humantime::format_duration(deadline)),
+                Reply::Silent,
+            ))
         })
 }
 
@@ -79,10 +86,13 @@ async fn exchange(base: &BaseUrl, path: &str, body: Bytes) -> Result<u16, Unansw
     let stream = TcpStream::connect((base.host.as_str(), base.port))
         .await
         .map_err(|e| {
-            Unanswered::after_body(format!(
-                "the agent server is unreachable: cannot connect to {}:{}: {e}",
-                base.host, base.port
-            ))
+            Unanswered::after_body(
+                format!(
+                    "the agent server is unreachable: cannot connect to {}:{}: {e}",
+                    base.host, base.port
+                ),
+                Reply::Refused,
+            )
         })?;
     let _ = stream.set_nodelay(true);
     let (mut reader, mut writer) = stream.into_split();
@@ -124,8 +134,9 @@ async fn exchange(base: &BaseUrl, path: &str, body: Bytes) -> Result<u16, Unansw
                 body.len()
             ),
             cut_mid_body: sent < body.len(),
+            reply: Reply::Broken,
         }),
-        (Err(e), Ok(())) => Err(Unanswered::after_body(e)),
+        (Err(e), Ok(())) => Err(Unanswered::after_body(e, Reply::Broken)),
     }
 }
 

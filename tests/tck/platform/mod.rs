@@ -193,7 +193,7 @@ pub async fn start(config: PlatformConfig) -> Platform {
         .await
         .expect("bind a loopback port");
     let url = if shared.variant() == Variant::DiesAfterChallenge {
-        let relay = crate::support::relay(server.addr, None).await;
+        let relay = crate::support::relay(server.addr, crate::support::Death::Never).await;
         let die = shared.die.clone();
         tokio::spawn(async move {
             die.notified().await;

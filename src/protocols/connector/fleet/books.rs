@@ -102,6 +102,8 @@ pub struct SentCallback {
     pub error: Option<String>,
     /// No answer, and the connection broke before the whole body went out.
     pub cut_mid_body: bool,
+    /// When it broke (refused, reset, closed), since the server's watch began.
+    pub broke_at: Option<Duration>,
 }
 
 /// A user message the fleet sent.
@@ -120,6 +122,8 @@ pub struct Call {
     pub status: Option<u16>,
     pub body: Value,
     pub error: Option<String>,
+    /// When it broke (refused, reset, closed), since the server's watch began.
+    pub broke_at: Option<Duration>,
 }
 
 #[derive(Debug, Default)]

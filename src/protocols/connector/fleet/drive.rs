@@ -183,6 +183,7 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
     }
     let creates = futures::future::join_all(sessions.iter().map(|(agent, s)| {
         session_call(
+            &fleet.watch,
             &fleet.server,
             "create",
             s,
@@ -405,7 +406,7 @@ pub(super) async fn revive(fleet: &Fleet, dialect: ws::Dialect) -> Option<Revive
         ("delete", json!({"sessionId": session})),
         ("create", create),
     ] {
-        let call = session_call(&fleet.server, what, &session, body).await;
+        let call = session_call(&fleet.watch, &fleet.server, what, &session, body).await;
         let ok = call.status.is_some_and(|s| (200..300).contains(&s));
         r.calls.push(call);
         if !ok {
@@ -466,6 +467,7 @@ pub(super) async fn session_id_checks(fleet: &Fleet) -> Vec<(String, Call, bool)
     ];
     for (what, id) in bad {
         let call = session_call(
+            &fleet.watch,
             &fleet.server,
             "create",
             &id,
@@ -478,6 +480,7 @@ pub(super) async fn session_id_checks(fleet: &Fleet) -> Vec<(String, Call, bool)
     let probe = format!("{}-attach", first.sessions[0]);
     for n in 0..2 {
         let call = session_call(
+            &fleet.watch,
             &fleet.server,
             "create",
             &probe,
@@ -493,6 +496,7 @@ pub(super) async fn session_id_checks(fleet: &Fleet) -> Vec<(String, Call, bool)
     }
     if let Some(other) = fleet.agents.iter().find(|a| a.agent_id != first.agent_id) {
         let call = session_call(
+            &fleet.watch,
             &fleet.server,
             "create",
             &probe,

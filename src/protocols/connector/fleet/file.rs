@@ -118,6 +118,9 @@ pub struct Fleet {
     pub settle: Duration,
     pub agents: Vec<FleetAgent>,
     pub seed: Option<u64>,
+    /// Whether the agent server is still there ([`crate::transport::liveness`]): every session
+    /// call and callback of the run feeds it.
+    pub watch: std::sync::Arc<crate::transport::liveness::Watch>,
 }
 
 /// Why a connector fleet file was refused: the file is to fix, nothing was run (a usage error).
@@ -264,6 +267,12 @@ impl Fleet {
                 sessions,
             });
         }
+        let watch = std::sync::Arc::new(crate::transport::liveness::Watch::http(
+            format!("the agent server at {server_url}"),
+            std::time::Instant::now(),
+            &server.host,
+            server.port,
+        ));
         Ok(Fleet {
             callback_base: spec
                 .callback_base
@@ -281,6 +290,7 @@ impl Fleet {
             settle,
             agents,
             seed: file.seed,
+            watch,
         })
     }
 

@@ -21,11 +21,14 @@ use super::books::{
 use super::definitions::Definitions;
 use super::file::{Fleet, FleetAgent};
 use super::session_api::session_call;
+use crate::transport::liveness::{Reply, Watch};
 
 /// The fleet's inputUrls.
 pub struct Inputs {
     agents: BTreeMap<String, FleetAgent>,
     server: BaseUrl,
+    /// The fleet's watch over the server.
+    watch: Arc<Watch>,
     callback_base: String,
     reply_after: Duration,
     pub books: Mutex<Books>,
@@ -218,6 +221,7 @@ impl Inputs {
             let (digest, len) = (ws::digest(&text), text.trim_end().len());
             drop(text);
             let sent = Instant::now();
+            let watched = self.watch.sent(&format!("POST {path}"));
             let answer = crate::protocols::connector::upload::post(
                 &base,
                 &path,
@@ -225,6 +229,13 @@ impl Inputs {
                 CALLBACK_DEADLINE,
             )
             .await;
+            let reply = answer
+                .as_ref()
+                .map_or_else(|e| e.reply, |_| Reply::Answered);
+            let ended = self
+                .watch
+                .ended(&format!("POST {path}"), watched, reply)
+                .await;
             let record = SentCallback {
                 agent: agent.name.clone(),
                 session: session.clone(),
@@ -238,6 +249,7 @@ impl Inputs {
                 status: answer.as_ref().ok().copied(),
                 answered: Some(Instant::now()),
                 cut_mid_body: answer.as_ref().is_err_and(|e| e.cut_mid_body),
+                broke_at: reply.broke().then_some(ended),
                 error: answer.err().map(|e| e.message),
             };
             if let Ok(mut b) = self.books.lock() {
@@ -250,7 +262,7 @@ impl Inputs {
 
     /// POSTs a sessions operation (`create`, `delete`) to the server.
     pub async fn session_call(&self, what: &str, session: &str, body: Value) -> Call {
-        session_call(&self.server, what, session, body).await
+        session_call(&self.watch, &self.server, what, session, body).await
     }
 }
 
@@ -374,6 +386,7 @@ pub async fn serve(fleet: &Fleet) -> Result<Served, ServeError> {
             .map(|a| (a.name.clone(), a.clone()))
             .collect(),
         server: fleet.server.clone(),
+        watch: fleet.watch.clone(),
         callback_base: fleet.callback_base.clone(),
         reply_after: fleet.reply_after,
         books: Mutex::new(Books::default()),

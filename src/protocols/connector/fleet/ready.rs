@@ -192,6 +192,7 @@ pub async fn wait(fleet: &Fleet, limit: Duration) -> Readiness {
         let remaining = limit.saturating_sub(started.elapsed());
         let round = futures::future::join_all(pending.iter().map(|(id, session)| async move {
             let call = session_call(
+                &fleet.watch,
                 &fleet.server,
                 "create",
                 session,
@@ -201,6 +202,7 @@ pub async fn wait(fleet: &Fleet, limit: Duration) -> Readiness {
             if call.status.is_some_and(|s| (200..300).contains(&s)) {
                 // Gone again: the users' sessions are the only ones the server keeps.
                 session_call(
+                    &fleet.watch,
                     &fleet.server,
                     "delete",
                     session,
@@ -221,6 +223,7 @@ pub async fn wait(fleet: &Fleet, limit: Duration) -> Readiness {
                     status: None,
                     body: serde_json::Value::Null,
                     error: Some("no answer before --wait-ready ran out".into()),
+                    broke_at: None,
                 })
                 .collect(),
         };

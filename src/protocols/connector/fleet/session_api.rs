@@ -6,11 +6,18 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::transport::http::{self as client, BaseUrl, Limits};
+use crate::transport::liveness::{self, Watch};
 
 use super::books::Call;
 
-/// POSTs `/api/plugins/sessions/operations/{what}` with `body`.
-pub async fn session_call(server: &BaseUrl, what: &str, session: &str, body: Value) -> Call {
+/// POSTs `/api/plugins/sessions/operations/{what}` with `body`, under the server's `watch`.
+pub async fn session_call(
+    watch: &Watch,
+    server: &BaseUrl,
+    what: &str,
+    session: &str,
+    body: Value,
+) -> Call {
     let request = client::Request {
         method: "POST".into(),
         path: format!("/api/plugins/sessions/operations/{what}"),
@@ -21,13 +28,15 @@ pub async fn session_call(server: &BaseUrl, what: &str, session: &str, body: Val
         deadline: Duration::from_secs(10),
         ..Limits::default()
     };
-    match client::send(server, &request, limits).await {
+    let (result, broke_at) = liveness::send(watch, server, &request, limits).await;
+    match result {
         Ok(r) => Call {
             what: what.into(),
             session: session.into(),
             status: Some(r.status),
             body: serde_json::from_slice(&r.body).unwrap_or(Value::Null),
             error: None,
+            broke_at,
         },
         Err(e) => Call {
             what: what.into(),
@@ -39,6 +48,7 @@ pub async fn session_call(server: &BaseUrl, what: &str, session: &str, body: Val
                 e.to_string()
                     .replace("agent unreachable", "the agent server is unreachable"),
             ),
+            broke_at,
         },
     }
 }

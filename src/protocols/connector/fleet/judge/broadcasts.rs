@@ -57,6 +57,10 @@ pub(super) fn isolated(d: &Drive, b: &Books) -> CaseResult {
                 if cb.kind != CallbackKind::Text && cb.kind != CallbackKind::Huge {
                     continue;
                 }
+                // Only a callback the server took can be broadcast, to the wrong session or not.
+                if !cb.status.is_some_and(|s| (200..300).contains(&s)) {
+                    continue;
+                }
                 let n = copies(messages, cb).len();
                 if &cb.session == session {
                     continue;

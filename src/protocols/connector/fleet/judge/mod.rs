@@ -15,6 +15,7 @@ mod awaiting;
 mod broadcasts;
 mod callbacks;
 mod forwards;
+mod liveness;
 mod sessions;
 
 use awaiting::awaiting_callback;
@@ -133,6 +134,7 @@ pub async fn run(fleet: &Fleet, served: super::Served, strict: bool, seed: u64) 
     ));
     let started = Instant::now();
     let (drive, books) = super::exercise(fleet, served).await;
+    fleet.watch.at_end().await;
     let mut report = judge(fleet, &drive, &books, info);
     // Every case is judged over the whole exchange (sessions, messages, callbacks, the wait
     // for broadcasts): that is how long its evidence took.
@@ -144,6 +146,8 @@ pub async fn run(fleet: &Fleet, served: super::Served, strict: bool, seed: u64) 
 }
 
 pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
+    let cut = liveness::without_the_death(fleet, b);
+    let b = cut.as_ref().map_or(b, |(books, _)| books);
     let mut cases = vec![
         reached(fleet, d, b),
         session_create(d),
@@ -198,7 +202,21 @@ pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
     if let Some(error) = server_down(d) {
         mark_server_down(fleet, &mut cases, &error);
     }
+    if let Some(alive) = liveness::alive_case(fleet) {
+        cases.insert(0, alive);
+    }
     let mut report = info.report(cases, &Redactor::new(Vec::new()));
+    if let Some((_, note)) = cut {
+        let calls = liveness::calls_cut(fleet, d);
+        let note = format!("{note}, {calls} session call(s)");
+        // A case left with nothing to judge may have lost it to the death: say so beside why.
+        for case in &mut report.cases {
+            if case.status == crate::report::Status::Skip {
+                case.message.push_str(&format!(" ({note})"));
+            }
+        }
+        report.notes.push(note);
+    }
     match (&d.detection, d.dialect) {
         (Some(found), _) => report.notes.push(format!("INFO: {}", found.said())),
         (None, Some(dialect)) if fleet.detect => report.notes.push(format!(

@@ -1,0 +1,87 @@
+//! An agent server that went down mid-run ([`crate::transport::liveness`]): what its death cut
+//! is no evidence of how it behaves. Before the rules judge, the books lose the callbacks and
+//! session calls that broke in an outage, the forwards whose connection ended in one (a dying
+//! server "gives up" on every acknowledgement), and the user messages said after the last
+//! forward that came before it (the server may have died holding them); the run gets one case
+//! naming the death, `platform.alive`.
+
+use std::time::Instant;
+
+use super::super::{Books, Drive, Fleet};
+use crate::mock::http1::Outcome;
+use crate::report::CaseResult;
+
+/// The case naming the server's death.
+pub(super) const ALIVE: &str = "platform.alive";
+
+/// The books without what the server's death cut, and how much that was; `None` when the server
+/// did not go down.
+pub(super) fn without_the_death(fleet: &Fleet, b: &Books) -> Option<(Books, String)> {
+    let watch = &fleet.watch;
+    let first = watch.outages().first()?.from;
+    let since = |at: Instant| watch.since_start(at);
+    let callbacks: Vec<_> = b
+        .callbacks
+        .iter()
+        .filter(|c| c.broke_at.is_none_or(|at| watch.cut(at, ALIVE).is_none()))
+        .cloned()
+        .collect();
+    // A forward's connection that ended (not by our plan) after the death ended with it.
+    let forwards: Vec<_> = b
+        .forwards
+        .iter()
+        .filter(|f| {
+            f.ack.is_none_or(|a| {
+                a.outcome != Outcome::PeerGone && a.outcome != Outcome::Hung
+                    || since(f.at + a.total) < first
+            })
+        })
+        .cloned()
+        .collect();
+    let last_forward = b
+        .forwards
+        .iter()
+        .map(|f| f.at)
+        .filter(|at| since(*at) < first)
+        .max();
+    let said: Vec<_> = b
+        .said
+        .iter()
+        .filter(|s| last_forward.is_some_and(|last| s.at <= last) && since(s.at) < first)
+        .cloned()
+        .collect();
+    let note = format!(
+        "not judged, as the agent server's death cut them (see {ALIVE}): {} callback(s), {} forward(s), {} user message(s)",
+        b.callbacks.len() - callbacks.len(),
+        b.forwards.len() - forwards.len(),
+        b.said.len() - said.len()
+    );
+    let books = Books {
+        forwards,
+        callbacks,
+        said,
+        dropped: b.dropped,
+    };
+    Some((books, note))
+}
+
+/// The session calls of the drive that broke in an outage are no answer of the server's: the
+/// drive without them.
+pub(super) fn calls_cut(fleet: &Fleet, d: &Drive) -> usize {
+    d.creates
+        .iter()
+        .chain(d.id_checks.iter().map(|(_, c, _)| c))
+        .filter(|c| {
+            c.broke_at
+                .is_some_and(|at| fleet.watch.cut(at, ALIVE).is_some())
+        })
+        .count()
+}
+
+/// `platform.alive`, when the server went down.
+pub(super) fn alive_case(fleet: &Fleet) -> Option<CaseResult> {
+    if !fleet.watch.went_down() {
+        return None;
+    }
+    fleet.watch.case(ALIVE, "sessions", super::SPEC)
+}
