@@ -131,6 +131,8 @@ struct HeadFile<C> {
     notes: Vec<String>,
     #[serde(default)]
     min_score: Option<f64>,
+    #[serde(default)]
+    interrupted: Option<super::Interruption>,
 }
 
 #[derive(Deserialize)]
@@ -185,6 +187,7 @@ impl<C> HeadFile<C> {
                 notes: self.notes,
                 min_score: self.min_score,
                 fingerprint: None,
+                interrupted: self.interrupted,
                 timeline: Vec::new(),
                 counts: Vec::new(),
             },
@@ -374,8 +377,7 @@ impl Survey {
         if !head.strict {
             head.summary.warnings = head.summary.failed_should;
         }
-        let exit =
-            Exit::failed_if(failing_total > 0 || head.below_min_score() || head.judged_nothing());
+        let exit = head.exit_given(failing_total > 0);
         if let Some(json) = json {
             json.finish(&head)?;
         }
@@ -383,7 +385,7 @@ impl Survey {
             xml.finish(&head, &self.heads)?;
         }
         if let (Some(page), Some(p)) = (page, out.html) {
-            page.finish(&head, exit == Exit::Passed)
+            page.finish(&head, exit)
                 .map_err(|e| write_error("--html", p, e))?;
         }
         Ok(Merged {
@@ -418,8 +420,12 @@ fn add(into: &mut Summary, more: &Summary) {
     into.failed_must += more.failed_must;
     into.failed_should += more.failed_should;
     into.failed_may += more.failed_may;
+    // Before the counts it falls back on (in a report without it) grow.
+    into.judged_must = Some(into.judged() + more.judged());
     into.skipped_must += more.skipped_must;
     into.must += more.must;
+    into.xfailed_must += more.xfailed_must;
+    into.precondition_must += more.precondition_must;
     if let Some(s) = more.evaluation {
         let e = into.evaluation.get_or_insert_with(Default::default);
         e.met += s.met;

@@ -130,6 +130,7 @@ pub fn without_cases(report: &Report) -> Report {
         notes: report.notes.clone(),
         min_score: report.min_score,
         fingerprint: report.fingerprint.clone(),
+        interrupted: report.interrupted.clone(),
         timeline: Vec::new(),
         counts: Vec::new(),
     }
@@ -296,6 +297,33 @@ pub fn merged_head(all: &[PartHead]) -> Report {
         ));
     }
     let mut notes = vec![format!("merged from {}", named.join("; "))];
+    // A part cut short makes the whole one cut short: named here, counted in `interrupted`.
+    let interrupted: Vec<&PartHead> = all
+        .iter()
+        .filter(|p| p.report.interrupted.is_some())
+        .collect();
+    if !interrupted.is_empty() {
+        let mut named: Vec<String> = interrupted
+            .iter()
+            .take(NAMED_PARTS)
+            .filter_map(|p| {
+                Some(format!(
+                    "{}: {}",
+                    p.file,
+                    p.report.interrupted.as_ref()?.headline()
+                ))
+            })
+            .collect();
+        if interrupted.len() > NAMED_PARTS {
+            named.push(format!("and {} more", interrupted.len() - NAMED_PARTS));
+        }
+        notes.push(format!(
+            "{} of {} part(s) interrupted, so is the merge (no verdict): {}",
+            interrupted.len(),
+            all.len(),
+            named.join("; ")
+        ));
+    }
     let mut known: std::collections::HashSet<String> = notes.iter().cloned().collect();
     for p in &parts {
         for n in &p.report.notes {
@@ -332,6 +360,10 @@ pub fn merged_head(all: &[PartHead]) -> Report {
         timeline: Vec::new(),
         counts: Vec::new(),
         fingerprint: None,
+        interrupted: super::Interruption::merged(all.iter().filter_map(|p| {
+            let label = (all.len() > 1).then_some(p.file.as_str());
+            Some((p.report.interrupted.as_ref()?, label))
+        })),
         min_score: parts
             .iter()
             .all(|p| p.report.min_score == first.min_score)
