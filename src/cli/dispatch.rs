@@ -70,6 +70,12 @@ pub(super) async fn execute(command: Command) -> Result<Ended, Error> {
         Command::Baseline(BaselineCommand::Write { from, out }) => {
             let report = crate::report::tools::read(&from)
                 .map_err(|e| Error::usage(format!("--from {e}")))?;
+            // A baseline may expect a failure, never a run that judges nothing.
+            if let Some(why) =
+                crate::report::baseline::refusal(&report, &from.display().to_string())
+            {
+                return Err(Error::Usage(why));
+            }
             let text = crate::report::baseline::write_from(&report);
             match out {
                 Some(path) => {

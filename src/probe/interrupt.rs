@@ -148,6 +148,11 @@ mod tests {
         assert!(!report.cases[0].message.contains("s3cret-key-0123"));
         assert_eq!(report.cases[1].id, "b.two");
         assert_eq!(report.cases[1].group, "b");
+        let cut = report.interrupted.as_ref().expect("marked interrupted");
+        assert_eq!(cut.by, Signal::Interrupt);
+        assert_eq!((cut.judged, cut.cases, cut.not_reached_count), (1, 2, 1));
+        assert_eq!(cut.not_reached, vec!["b.two".to_string()]);
+        assert_eq!(report.exit_code(), crate::report::Exit::Interrupted);
         assert!(
             report.cases[1]
                 .message
@@ -165,5 +170,12 @@ mod tests {
             Sheet::new().report(&["a.one".to_string()], info(), Signal::Terminate);
         assert_eq!((count, report.target.as_str()), (0, "http://127.0.0.1:1"));
         assert_eq!(report.cases.len(), 1);
+        assert!(
+            report.cases[0]
+                .message
+                .starts_with("not run: interrupted (SIGTERM) after "),
+            "{}",
+            report.cases[0].message
+        );
     }
 }

@@ -828,6 +828,68 @@ mod tests {
     }
 
     const C: Kind = Kind::Conformance;
+
+    /// A part cut short by Ctrl-C makes the merge cut short: both merges mark it (the counts
+    /// added, its ids not reached named by part), exit 130 whatever the cases say, and the
+    /// page's header and the part's row say INTERRUPTED; the whole part passed.
+    #[test]
+    fn a_merge_of_an_interrupted_part_is_marked_interrupted() {
+        let whole = report("http://a", false, None, &[("a.one", "a", Pass, Must, C)]);
+        let mut cut = report(
+            "http://a",
+            false,
+            None,
+            &[("b.one", "b", Pass, Must, C), ("b.two", "b", Skip, Must, C)],
+        );
+        cut.interrupted = Some(crate::report::Interruption::of(
+            crate::report::Signal::Interrupt,
+            std::time::Duration::from_millis(2_100),
+            &cut.cases,
+            |c| c.id != "b.two",
+        ));
+        let parts = [whole, cut];
+        let merged = same_as_whole("interrupted", &parts, Ids::ByClash);
+        assert_eq!(merged.exit_code(), Exit::Interrupted);
+        let i = merged.interrupted.clone().unwrap();
+        assert_eq!((i.judged, i.cases, i.not_reached_count), (1, 2, 1));
+        assert_eq!(i.not_reached, vec!["t1: b.two".to_string()]);
+        assert!(
+            merged
+                .notes
+                .iter()
+                .any(|n| n.starts_with("1 of 2 part(s) interrupted, so is the merge (no verdict): t1: INTERRUPTED (Ctrl-C) after 2.1 s")),
+            "{:?}",
+            merged.notes
+        );
+        let dir = Dir::new("interrupted-page");
+        let (_, streamed, _, xml) = both(&dir, &parts, Ids::ByClash, None);
+        assert_eq!(streamed.exit, Exit::Interrupted);
+        assert!(xml.contains("run.completed [must]"), "{xml}");
+        let page = std::fs::read_to_string(dir.0.join("all.html")).unwrap();
+        assert!(page.contains(" · INTERRUPTED</title>"), "{page}");
+        assert!(
+            page.contains("<p>exit 130: INTERRUPTED (Ctrl-C) after 2.1 s — 1 of 2 case(s) judged, 1 not reached; not a verdict — 1 of 2 part(s) interrupted</p>"),
+            "{page}"
+        );
+        // The rows: the whole part passed, the cut one says so (its reason, the headline).
+        assert!(
+            page.contains(r#"["t0","PASS",1,0,0,0,[],0,null]"#),
+            "{page}"
+        );
+        assert!(
+            page.contains(r#"["t1","INTERRUPTED",1,0,0,1,[],0,"INTERRUPTED (Ctrl-C) after 2.1 s"#),
+            "{page}"
+        );
+        // A diff against the cut run notes it.
+        let diff = crate::report::tools::diff(&parts[0], &parts[1]);
+        let shown = crate::report::tools::render_diff(&diff, "a.json", "b.json");
+        assert!(
+            shown.contains(
+                "note: b.json is of an interrupted run, INTERRUPTED (Ctrl-C) after 2.1 s"
+            ),
+            "{shown}"
+        );
+    }
     const E: Kind = Kind::Evaluation;
 
     /// `--baseline` in a merge written as it reads: each case marked by its merged id as it is

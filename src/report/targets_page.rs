@@ -423,11 +423,13 @@ impl TargetsPage {
             return format!("exit 0: none of the {total} target(s) fails the run");
         }
         let mut reasons = Vec::new();
+        // An interrupted part is named as such below, not as a failing one.
+        let failed = failed - self.rows.iter().filter(|r| r.interrupted).count();
         if failed > 0 {
             let names: Vec<&str> = self
                 .rows
                 .iter()
-                .filter(|r| !r.passed)
+                .filter(|r| !r.passed && !r.interrupted)
                 .take(NAMED_IN_WHY)
                 .map(|r| &*r.name)
                 .collect();

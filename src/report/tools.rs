@@ -420,6 +420,9 @@ pub struct Diff {
     pub added: Vec<(String, Status)>,
     /// In the old run only.
     pub removed: Vec<String>,
+    /// Whether the old run, and the new one, were interrupted (what they say of it): the cases
+    /// they did not reach are skips, not verdicts.
+    pub interrupted: (Option<String>, Option<String>),
 }
 
 impl Diff {
@@ -466,6 +469,10 @@ pub fn diff(old: &Report, new: &Report) -> Diff {
             Some(_) => {}
         }
     }
+    d.interrupted = (
+        old.interrupted.as_ref().map(|i| i.headline()),
+        new.interrupted.as_ref().map(|i| i.headline()),
+    );
     d.removed = old
         .cases
         .iter()
@@ -488,6 +495,14 @@ fn status_word(s: Status) -> &'static str {
 /// The diff as the console shows it.
 pub fn render_diff(d: &Diff, old: &str, new: &str) -> String {
     let mut out = format!("agent-tck report diff · {old} → {new}\n\n");
+    for (file, cut) in [(old, &d.interrupted.0), (new, &d.interrupted.1)] {
+        if let Some(cut) = cut {
+            out.push_str(&format!(
+                "note: {file} is of an interrupted run, {cut}: the cases it did not reach are \
+                 skips, not verdicts\n\n"
+            ));
+        }
+    }
     let section = |out: &mut String, title: &str, lines: Vec<String>| {
         if !lines.is_empty() {
             out.push_str(&format!("{title} ({})\n", lines.len()));
