@@ -553,7 +553,7 @@ pub struct Interruption {
     pub by: Signal,
     /// When the signal came, after the run's start.
     pub after_ms: u64,
-    /// Cases judged before it came (passed, failed, or expected to fail).
+    /// Cases judged before it came (passed, failed, or expected to fail; not a precondition).
     pub judged: usize,
     /// The cases of the run: judged, skipped, and not reached.
     pub cases: usize,
@@ -579,7 +579,8 @@ impl Interruption {
                 if not_reached.len() < NOT_REACHED_LISTED {
                     not_reached.push(c.id.clone());
                 }
-            } else if c.status != Status::Skip {
+            } else if c.status != Status::Skip && !c.precondition {
+                // A reachability pass judged no rule (see `CaseResult::precondition`).
                 judged += 1;
             }
         }
