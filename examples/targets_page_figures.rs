@@ -143,7 +143,7 @@ fn main() {
         .report(Vec::new(), &Redactor::new(Vec::new()));
     head.command = Some("probe roundtable --targets".into());
     head.summary = sum;
-    if let Err(e) = page.finish(&head, failed == 0) {
+    if let Err(e) = page.finish(&head, agent_tck::report::Exit::failed_if(failed > 0)) {
         eprintln!("{out}: {e}");
         std::process::exit(1);
     }

@@ -15,7 +15,7 @@ use super::args::{
 };
 use super::exit::{conclude, exit_status, print_console, Ended};
 use super::mock::{list_behaviors, mock_agent, mock_agents, mock_fleet};
-use super::signal::{say_interrupted, shutdown_signal};
+use super::signal::{caught_signal, say_interrupted, shutdown_signal};
 use crate::error::Error;
 use crate::probe::args::seed_or_clock;
 use crate::probe::interrupt::Sheet;
@@ -70,6 +70,12 @@ pub(super) async fn execute(command: Command) -> Result<Ended, Error> {
         Command::Baseline(BaselineCommand::Write { from, out }) => {
             let report = crate::report::tools::read(&from)
                 .map_err(|e| Error::usage(format!("--from {e}")))?;
+            // A baseline may expect a failure, never a run that judges nothing.
+            if let Some(why) =
+                crate::report::baseline::refusal(&report, &from.display().to_string())
+            {
+                return Err(Error::Usage(why));
+            }
             let text = crate::report::baseline::write_from(&report);
             match out {
                 Some(path) => {
@@ -203,7 +209,7 @@ async fn run_probe(protocol: &'static str, job: ProbeJob) -> Result<Ended, Error
             }
         })
     };
-    let stop = shutdown_signal();
+    let stop = caught_signal();
     let fallback = RunInfo::start(
         "probe",
         protocol,
@@ -212,18 +218,19 @@ async fn run_probe(protocol: &'static str, job: ProbeJob) -> Result<Ended, Error
         false,
     );
     let outcome = tokio::select! {
-        report = sheet.record((job.run)(on_case)) => Some(report?),
-        _ = stop => None,
+        report = sheet.record((job.run)(on_case)) => Ok(report?),
+        by = stop => Err(by),
     };
     if let Ok(mut p) = progress.lock() {
         p.finish();
     }
     match outcome {
-        Some(report) => conclude(report, &job.output),
-        None => {
-            let (report, done) = sheet.report(&job.planned, fallback);
+        Ok(report) => conclude(report, &job.output),
+        Err(by) => {
+            // Marked interrupted: every format says so, and none gives a verdict.
+            let (report, done) = sheet.report(&job.planned, fallback, by);
             conclude(report, &job.output)?;
-            say_interrupted(done);
+            say_interrupted(by, done);
             Ok(Ended::Interrupted)
         }
     }
@@ -263,12 +270,17 @@ async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
     let run = crate::selftest::run(&chosen, seed, &args.run, &args.suite, &exe, &sheet, show);
     let outcome = tokio::select! {
         outcome = run => outcome?,
-        _ = shutdown_signal() => {
+        by = caught_signal() => {
             // The reference reports and the matrix tables done were printed as they came: the
-            // files get them, with the rest marked not run.
-            let (report, done) = sheet.report(&crate::selftest::planned(&chosen), fallback);
+            // files get them, with the rest marked not run, the report marked interrupted; the
+            // verdict line says there is no verdict.
+            let (report, done) =
+                sheet.report(&crate::selftest::planned(&chosen), fallback, by);
             args.output.write(&report)?;
-            say_interrupted(done);
+            if let Some(cut) = &report.interrupted {
+                crate::outln!("\nselftest: {}", cut.headline());
+            }
+            say_interrupted(by, done);
             return Ok(Ended::Interrupted);
         }
     };

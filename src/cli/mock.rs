@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::args::protocol;
 use super::args::{MockAgentArgs, MockAgentsArgs, MockFleetArgs, MockRunArgs};
 use super::exit::{conclude, console_end, Ended};
-use super::signal::{say_interrupted, shutdown_signal};
+use super::signal::{caught_signal, say_interrupted, shutdown_signal};
 use crate::error::Error;
 use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::behavior::{self, For};
@@ -529,27 +529,27 @@ pub(super) async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
     run_mock(settings, &args.run).await
 }
 
-/// How a session's report begins the message of a case Ctrl-C left unjudged
-/// ([`crate::mock::session::run_to_end`]).
-const NOT_REACHED: &str = "not reached: the run was interrupted";
+use crate::mock::session::NOT_REACHED;
 
 /// Runs a mock session until it ends or is interrupted, then reports on the platform. A run
 /// whose driving (registration, triggers) was cut by Ctrl-C writes its report all the same and
 /// exits 130; Ctrl-C that ends serving (nothing left to drive) is the run's normal end.
 async fn run_mock(settings: SessionSettings, run: &MockRunArgs) -> Result<Ended, Error> {
-    let ran = crate::mock::session::run_to_end(settings, shutdown_signal()).await?;
+    let ran = crate::mock::session::run_to_end(settings, caught_signal()).await?;
     let done = ran
         .report
         .cases
         .iter()
         .filter(|c| !c.message.starts_with(NOT_REACHED))
         .count();
+    let by = ran.report.interrupted.as_ref().map(|cut| cut.by);
     let ended = conclude(ran.report, &run.output)?;
-    Ok(if ran.interrupted {
-        say_interrupted(done);
-        Ended::Interrupted
-    } else {
-        ended
+    Ok(match by {
+        Some(by) => {
+            say_interrupted(by, done);
+            Ended::Interrupted
+        }
+        None => ended,
     })
 }
 

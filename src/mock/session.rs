@@ -12,7 +12,7 @@ use super::fleet::{self, Layout};
 use super::journal::Journal;
 use super::protocol::{AgentProtocol, PlatformExpect};
 use crate::error::Error;
-use crate::report::{CaseResult, Evidence, Level, Report, RunInfo, Status};
+use crate::report::{CaseResult, Evidence, Interruption, Level, Report, RunInfo, Signal, Status};
 use crate::text::Redactor;
 use std::sync::atomic::Ordering;
 
@@ -51,13 +51,15 @@ pub enum Banner {
     Fleet,
 }
 
-/// How a session ended.
+/// How a session ended: its report, marked interrupted ([`Report::interrupted`]) when `stop`
+/// completed while the fleet was still driving the platform (registering, triggering), the
+/// cases not reached skipped as such.
 pub struct Ran {
     pub report: Report,
-    /// `stop` completed while the fleet was still driving the platform (registering,
-    /// triggering): the cases not reached are skipped as such.
-    pub interrupted: bool,
 }
+
+/// How the message of a case an interruption left unjudged begins.
+pub const NOT_REACHED: &str = "not reached: the run was interrupted";
 
 /// How long deregistration may take after an interruption: the user asked to stop, and a
 /// platform that hangs must not hold the report back (an uninterrupted run gives each
@@ -65,17 +67,22 @@ pub struct Ran {
 const DEREGISTER_WHEN_INTERRUPTED: Duration = Duration::from_secs(10);
 
 /// Runs the session until it ends (triggers done, or `stop` completes) and returns the report.
+/// A `stop` that completes cuts the run short as Ctrl-C would.
 pub async fn run(
     settings: SessionSettings,
     stop: impl std::future::Future<Output = ()> + Send,
 ) -> Result<Report, Error> {
+    let stop = async {
+        stop.await;
+        Signal::Interrupt
+    };
     run_to_end(settings, stop).await.map(|ran| ran.report)
 }
 
-/// [`run`], also saying whether `stop` cut the driving short.
+/// [`run`], `stop` saying which signal came.
 pub async fn run_to_end(
     settings: SessionSettings,
-    stop: impl std::future::Future<Output = ()> + Send,
+    stop: impl std::future::Future<Output = Signal> + Send,
 ) -> Result<Ran, Error> {
     let started = Instant::now();
     let started_at = crate::report::now_rfc3339();
@@ -153,30 +160,30 @@ pub async fn run_to_end(
                 }
             };
             let interrupted = tokio::select! {
-                _ = drive => false,
-                _ = &mut stop => true,
+                _ = drive => None,
+                by = &mut stop => Some((by, started.elapsed())),
             };
-            if !interrupted && (settings.serve_after || driver.trigger.is_none()) {
+            if interrupted.is_none() && (settings.serve_after || driver.trigger.is_none()) {
                 crate::errln!("serving until interrupted (Ctrl-C)…");
                 (&mut stop).await;
-            } else if !interrupted {
+            } else if interrupted.is_none() {
                 stopped = false;
             }
             interrupted
         }
         None => {
             (&mut stop).await;
-            false
+            None
         }
     };
-    if interrupted {
+    if interrupted.is_some() {
         crate::errln!("interrupted: stopping the fleet and writing the reports");
     }
     if let Some(driver) = &settings.driver {
-        if interrupted {
+        if let Some((by, after)) = interrupted {
             let why = format!(
-                "not reached: the run was interrupted (Ctrl-C) after {:.1} s, before this was judged",
-                started.elapsed().as_secs_f64()
+                "{NOT_REACHED} ({by}) after {:.1} s, before this was judged",
+                after.as_secs_f64()
             );
             cases.extend(driver.not_reached(&cases, &why));
             if driver.trigger.is_some() && !cases.iter().any(|c| c.id == REACHED_FLEET) {
@@ -203,12 +210,12 @@ pub async fn run_to_end(
             // Ctrl-C during the deregistrations ends them too.
             tokio::select! {
                 case = driver.deregister(&registered) => cases.extend(case),
-                _ = &mut stop => {
-                    interrupted = true;
+                by = &mut stop => {
+                    interrupted = Some((by, started.elapsed()));
                     crate::errln!("interrupted: the deregistrations are cut short; writing the reports");
-                    cases.extend(driver.deregister_skipped(
-                        "not reached: the run was interrupted (Ctrl-C) during the deregistrations",
-                    ));
+                    cases.extend(driver.deregister_skipped(&format!(
+                        "{NOT_REACHED} ({by}) during the deregistrations"
+                    )));
                 }
             }
         }
@@ -259,10 +266,12 @@ pub async fn run_to_end(
     if let Some(path) = &settings.journal {
         crate::errln!("wrote {} ({lines} records)", path.display());
     }
-    Ok(Ran {
-        report,
-        interrupted,
-    })
+    report.interrupted = interrupted.map(|(by, after)| {
+        Interruption::of(by, after, &report.cases, |c| {
+            !c.message.starts_with(NOT_REACHED)
+        })
+    });
+    Ok(Ran { report })
 }
 
 /// The report's target when no driver named the platform: the platform, as what called the

@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::report::{CaseResult, Level, Report, RunInfo};
+use crate::report::{CaseResult, Interruption, Level, Report, RunInfo, Signal};
 use crate::text::Redactor;
 
 tokio::task_local! {
@@ -51,10 +51,10 @@ pub fn secrets<I: IntoIterator<Item = String>>(secrets: I) {
     });
 }
 
-/// The skip message of a case a Ctrl-C left unrun.
-pub fn not_run_message(after: Duration) -> String {
+/// The skip message of a case a Ctrl-C (or SIGTERM: `by`) left unrun.
+pub fn not_run_message(by: Signal, after: Duration) -> String {
     format!(
-        "not run: interrupted (Ctrl-C) after {:.1} s",
+        "not run: interrupted ({by}) after {:.1} s",
         after.as_secs_f64()
     )
 }
@@ -83,22 +83,30 @@ impl Sheet {
         }
     }
 
-    /// The report of an interrupted run: the cases done, in the order they finished, then each
-    /// of `planned` not done, a SKIP saying it was not run; the header the run noted (`fallback`
-    /// when it noted none: interrupted before it began). How many cases were done, too.
-    pub fn report(&self, planned: &[String], fallback: RunInfo) -> (Report, usize) {
+    /// The report of a run interrupted by `by`: the cases done, in the order they finished, then
+    /// each of `planned` not done, a SKIP saying it was not run; the header the run noted
+    /// (`fallback` when it noted none: interrupted before it began); marked interrupted
+    /// ([`Report::interrupted`]). How many cases were done, too.
+    pub fn report(&self, planned: &[String], fallback: RunInfo, by: Signal) -> (Report, usize) {
         let notes = std::mem::take(&mut *self.notes.lock().unwrap_or_else(|e| e.into_inner()));
         let mut cases = std::mem::take(&mut *self.done.lock().unwrap_or_else(|e| e.into_inner()));
         let done = cases.len();
         let info = notes.header.unwrap_or(fallback);
-        let why = not_run_message(info.started.elapsed());
+        let after = info.started.elapsed();
+        let why = not_run_message(by, after);
+        let done_ids: std::collections::HashSet<&str> =
+            cases.iter().map(|c| c.id.as_str()).collect();
         let unrun: Vec<CaseResult> = planned
             .iter()
-            .filter(|id| !cases.iter().any(|c| &c.id == *id))
+            .filter(|id| !done_ids.contains(id.as_str()))
             .map(|id| not_run(id, &why))
             .collect();
         cases.extend(unrun);
-        (info.report(cases, &Redactor::new(notes.secrets)), done)
+        let mut report = info.report(cases, &Redactor::new(notes.secrets));
+        report.interrupted = Some(Interruption::of(by, after, &report.cases, |c| {
+            c.message != why
+        }));
+        (report, done)
     }
 }
 
@@ -132,7 +140,7 @@ mod tests {
         done.fail("the answer echoed s3cret-key-0123");
         sheet.case_done(&done);
         let planned = ["a.one", "b.two"].map(String::from);
-        let (report, count) = sheet.report(&planned, info());
+        let (report, count) = sheet.report(&planned, info(), Signal::Interrupt);
         assert_eq!(count, 1);
         assert_eq!((report.target.as_str(), report.seed), ("http://t", Some(9)));
         assert!(report.strict);
@@ -140,6 +148,11 @@ mod tests {
         assert!(!report.cases[0].message.contains("s3cret-key-0123"));
         assert_eq!(report.cases[1].id, "b.two");
         assert_eq!(report.cases[1].group, "b");
+        let cut = report.interrupted.as_ref().expect("marked interrupted");
+        assert_eq!(cut.by, Signal::Interrupt);
+        assert_eq!((cut.judged, cut.cases, cut.not_reached_count), (1, 2, 1));
+        assert_eq!(cut.not_reached, vec!["b.two".to_string()]);
+        assert_eq!(report.exit_code(), crate::report::Exit::Interrupted);
         assert!(
             report.cases[1]
                 .message
@@ -153,8 +166,16 @@ mod tests {
     async fn outside_a_sheet_nothing_is_noted_and_a_run_that_noted_nothing_has_the_fallback() {
         started(&info());
         secrets(["x".to_string()]);
-        let (report, count) = Sheet::new().report(&["a.one".to_string()], info());
+        let (report, count) =
+            Sheet::new().report(&["a.one".to_string()], info(), Signal::Terminate);
         assert_eq!((count, report.target.as_str()), (0, "http://127.0.0.1:1"));
         assert_eq!(report.cases.len(), 1);
+        assert!(
+            report.cases[0]
+                .message
+                .starts_with("not run: interrupted (SIGTERM) after "),
+            "{}",
+            report.cases[0].message
+        );
     }
 }

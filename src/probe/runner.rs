@@ -222,7 +222,7 @@ fn liveness_verdicts(
 impl Runner<'_> {
     async fn run_case(&self, id: &str) -> CaseResult {
         let spec = self.settings.suite.case(id).expect("selected ids exist");
-        let mut result = CaseResult::new(id, &spec.group(), spec.level, &spec.title, &spec.spec);
+        let mut result = spec.case();
         if spec.requires == Some(Requirement::ApiKey) && self.settings.api_key.is_none() {
             result.skip("no --api-key given: the agent is probed without a key, so refusing a missing or wrong key cannot be tested (give the agent's key with --api-key)");
             return result;

@@ -81,13 +81,28 @@ pub struct CaseSpec {
 impl CaseSpec {
     /// The case as its suite describes it, not judged yet (a pass until failed or skipped).
     pub fn case(&self) -> crate::report::CaseResult {
-        crate::report::CaseResult::new(
+        let case = crate::report::CaseResult::new(
             &self.id.value,
             &self.group(),
             self.level,
             &self.title,
             &self.spec,
-        )
+        );
+        if self.is_precondition() {
+            case.precondition()
+        } else {
+            case
+        }
+    }
+
+    /// Whether the case only finds the peer there (its checks are all `reachable`): a
+    /// precondition of the others, which judges no rule ([`crate::report::CaseResult::precondition`]).
+    pub fn is_precondition(&self) -> bool {
+        !self.checks.is_empty()
+            && self
+                .checks
+                .iter()
+                .all(|c| matches!(c, crate::probe::checks::Check::Reachable))
     }
 
     pub fn group(&self) -> String {

@@ -288,6 +288,65 @@ pub fn write_from(report: &Report) -> String {
     out
 }
 
+/// Why `baseline write --from` refuses `report`, if it does (`from`: the file as given): a
+/// baseline may expect a failure, never a run that judges nothing. Refused: an interrupted
+/// run's report (what it did not reach was never judged), a report that judged nothing, and
+/// one whose failures, once expected, would leave its run judging nothing (a 404 server: its
+/// only MUST verdicts are the reachability pass and the failure of the first request).
+pub fn refusal(report: &Report, from: &str) -> Option<String> {
+    if let Some(cut) = &report.interrupted {
+        return Some(format!(
+            "--from {from}: the report is of an interrupted run ({}): a baseline of it would \
+             expect what was never judged; run it to the end first",
+            cut.headline()
+        ));
+    }
+    if let Some(why) = report.nothing_judged_reason() {
+        return Some(format!(
+            "--from {from}: the report judged nothing, so a baseline of it would hide that ({why}); \
+             fix the agent (or --url) first"
+        ));
+    }
+    // Every failure expected, as the baseline would make it.
+    let mut expected = report.clone();
+    for c in &mut expected.cases {
+        if c.status == Status::Fail {
+            c.status = Status::Xfail;
+        }
+    }
+    expected.summarize();
+    if !expected.judged_nothing() {
+        return None;
+    }
+    let verdicts: Vec<String> = report
+        .cases
+        .iter()
+        .filter(|c| c.kind == super::Kind::Conformance && c.level == super::Level::Must)
+        .filter_map(|c| match c.status {
+            Status::Pass | Status::Stale if c.precondition => {
+                Some(format!("{} (reachability)", c.id))
+            }
+            Status::Fail => Some(format!("the failure of {}", c.id)),
+            Status::Xfail => Some(format!("the expected failure of {}", c.id)),
+            _ => None,
+        })
+        .collect();
+    let shown = verdicts.len().min(6);
+    let mut named = verdicts[..shown].to_vec();
+    if verdicts.len() > shown {
+        named.push(format!("{} more", verdicts.len() - shown));
+    }
+    let named = match named.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => "none".into(),
+    };
+    Some(format!(
+        "--from {from}: a baseline of this report would leave nothing judged: its only MUST \
+         verdicts are {named}; fix the agent (or --url) first"
+    ))
+}
+
 /// A YAML double-quoted string (JSON's escaping is valid YAML).
 fn yaml_string(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
@@ -297,6 +356,48 @@ fn yaml_string(text: &str) -> String {
 pub(crate) mod tests {
     use super::*;
     use crate::report::{Evidence, Level, RunInfo};
+
+    /// `baseline write` refuses what would leave a run judging nothing: an interrupted report,
+    /// one that judged nothing, one whose failures, expected, would leave only a reachability
+    /// pass; a real failure among judged cases is written.
+    #[test]
+    fn a_baseline_of_nothing_judged_is_refused() {
+        let run = || RunInfo::start("probe", "p", "t", 1, false);
+        let mut reachable =
+            CaseResult::new("agent.reachable", "agent", Level::Must, "r", "").precondition();
+        reachable.pass(Evidence::new(1, "connection"), String::new);
+        let mut failed = CaseResult::new("analyze.response", "analyze", Level::Must, "a", "");
+        failed.fail("answered 404");
+        let skipped = CaseResult::new("vote.response", "vote", Level::Must, "v", "");
+        let none = crate::text::Redactor::new(None);
+        let report = run().report(vec![reachable.clone(), failed.clone(), skipped], &none);
+        assert_eq!(
+            refusal(&report, "bad.json").as_deref(),
+            Some(
+                "--from bad.json: a baseline of this report would leave nothing judged: its \
+                 only MUST verdicts are agent.reachable (reachability) and the failure of \
+                 analyze.response; fix the agent (or --url) first"
+            )
+        );
+        let mut judged = CaseResult::new("vote.response", "vote", Level::Must, "v", "");
+        judged.pass(Evidence::new(1, "answer"), String::new);
+        let report = run().report(vec![reachable.clone(), failed.clone(), judged], &none);
+        assert_eq!(refusal(&report, "ok.json"), None);
+        let mut cut = report.clone();
+        cut.interrupted = Some(crate::report::Interruption::of(
+            crate::report::Signal::Interrupt,
+            std::time::Duration::from_secs(1),
+            &cut.cases,
+            |_| true,
+        ));
+        assert!(refusal(&cut, "cut.json")
+            .unwrap()
+            .starts_with("--from cut.json: the report is of an interrupted run (INTERRUPTED (Ctrl-C) after 1.0 s"));
+        let nothing = run().report(vec![reachable], &none);
+        assert!(refusal(&nothing, "n.json")
+            .unwrap()
+            .contains("the report judged nothing"));
+    }
 
     /// A case of `status`, as a case is settled: a pass with evidence, a fail or skip saying
     /// `message`.

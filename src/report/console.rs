@@ -216,11 +216,10 @@ fn last_line(report: &Report) -> String {
             if s.stale == 1 { "y" } else { "ies" }
         ));
     }
-    if report.judged_nothing() {
-        last.push_str(&format!(
-            " · nothing judged: all {} MUST case(s) skipped for want of evidence (not a pass)",
-            s.must
-        ));
+    if let Some(cut) = &report.interrupted {
+        last.push_str(&format!(" · {}", cut.headline()));
+    } else if let Some(why) = report.nothing_judged_reason() {
+        last.push_str(&format!(" · {why}"));
     }
     last
 }

@@ -83,19 +83,22 @@ const SCRIPT: &str = r#"
 
 /// The report as one HTML page.
 pub fn to_string(report: &Report) -> String {
-    let passed = report.exit_code() == super::Exit::Passed;
+    let exit = report.exit_code();
+    let word = verdict_word(exit);
     let mut out = String::with_capacity(64 * 1024 + report.cases.len() * 600);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
     out.push_str(&format!(
-        "<title>agent-tck {} · {}</title><style>{STYLE}</style></head><body>",
+        "<title>agent-tck {} · {word}</title><style>{STYLE}</style></head><body>",
         escape(&report.title()),
-        if passed { "PASS" } else { "FAIL" }
     ));
     out.push_str(&format!(
-        "<header class=\"{}\"><h1>{} · {}</h1><p>{}</p></header><main>",
-        if passed { "pass" } else { "fail" },
-        if passed { "PASS" } else { "FAIL" },
+        "<header class=\"{}\"><h1>{word} · {}</h1><p>{}</p></header><main>",
+        if exit == super::Exit::Passed {
+            "pass"
+        } else {
+            "fail"
+        },
         escape(&report.title()),
         escape(&exit_why(report)),
     ));
@@ -113,7 +116,18 @@ pub fn to_string(report: &Report) -> String {
     out
 }
 
-/// Why the run exits as it does.
+/// The word a page's title and header give a run that exits with `exit`: PASS, FAIL, or
+/// INTERRUPTED (no verdict).
+pub(crate) fn verdict_word(exit: super::Exit) -> &'static str {
+    match exit {
+        super::Exit::Passed => "PASS",
+        super::Exit::Interrupted => "INTERRUPTED",
+        _ => "FAIL",
+    }
+}
+
+/// Why the run exits as it does: an interrupted run first says it was (exit 130, no verdict),
+/// then what had failed before the cut.
 pub(crate) fn exit_why(report: &Report) -> String {
     let blocking: Vec<&str> = report
         .cases
@@ -144,15 +158,22 @@ pub(crate) fn exit_why(report: &Report) -> String {
             stale.join(", ")
         ));
     }
-    if report.judged_nothing() {
-        reasons.push(format!(
-            "nothing judged: all {} MUST case(s) skipped for want of evidence (not a pass)",
-            report.summary.must
-        ));
-    }
     if report.below_min_score() {
         reasons.push("the evaluation score is below --min-score".into());
     }
+    if let Some(cut) = &report.interrupted {
+        // What had failed before the cut still failed; "nothing judged" is the cut's doing.
+        return if reasons.is_empty() {
+            format!("exit 130: {}", cut.headline())
+        } else {
+            format!(
+                "exit 130: {} (before it: {})",
+                cut.headline(),
+                reasons.join("; ")
+            )
+        };
+    }
+    reasons.extend(report.nothing_judged_reason());
     if reasons.is_empty() {
         format!(
             "exit 0: no {}failure fails the run",

@@ -138,8 +138,20 @@ pub fn closing_suites(report: &Report) -> Vec<TestSuite> {
         suite.add_test_case(tc);
         suites.push(suite);
     }
-    if report.judged_nothing() {
-        suites.push(nothing_judged(report));
+    if let Some(cut) = &report.interrupted {
+        suites.push(run_case(
+            report,
+            "run.completed [must]",
+            "interrupted",
+            &cut.headline(),
+        ));
+    } else if let Some(why) = report.nothing_judged_reason() {
+        suites.push(run_case(
+            report,
+            "run.judged [must]",
+            "nothing judged",
+            &why,
+        ));
     }
     suites
 }
@@ -237,19 +249,15 @@ pub mod pieces {
     }
 }
 
-/// A run that judged nothing exits 1: a failed testcase of its own, so that JUnit fails when the
-/// run does (every skipped case alone reads as green).
-fn nothing_judged(report: &Report) -> TestSuite {
-    let why = format!(
-        "nothing judged: all {} MUST case(s) skipped for want of evidence (not a pass)",
-        report.summary.must
-    );
+/// A run that judged nothing exits 1, and an interrupted one 130: a failed testcase of its own
+/// (`name`), so that JUnit fails when the run does (every skipped case alone reads as green).
+fn run_case(report: &Report, name: &str, kind: &str, why: &str) -> TestSuite {
     let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-    status.set_message(why.as_str());
-    status.set_type("nothing judged");
-    let mut tc = TestCase::new("run.judged [must]", status);
+    status.set_message(xml_safe(why));
+    status.set_type(kind);
+    let mut tc = TestCase::new(name, status);
     tc.set_classname(xml_safe(&format!("{}.run", report.protocol)));
-    tc.set_system_out(format!("{why}\n"));
+    tc.set_system_out(xml_safe(&format!("{why}\n")));
     let mut suite = TestSuite::new("run");
     suite.add_test_case(tc);
     suite

@@ -131,6 +131,8 @@ struct HeadFile<C> {
     notes: Vec<String>,
     #[serde(default)]
     min_score: Option<f64>,
+    #[serde(default)]
+    interrupted: Option<super::Interruption>,
 }
 
 #[derive(Deserialize)]
@@ -185,6 +187,7 @@ impl<C> HeadFile<C> {
                 notes: self.notes,
                 min_score: self.min_score,
                 fingerprint: None,
+                interrupted: self.interrupted,
                 timeline: Vec::new(),
                 counts: Vec::new(),
             },
@@ -374,8 +377,7 @@ impl Survey {
         if !head.strict {
             head.summary.warnings = head.summary.failed_should;
         }
-        let exit =
-            Exit::failed_if(failing_total > 0 || head.below_min_score() || head.judged_nothing());
+        let exit = head.exit_given(failing_total > 0);
         if let Some(json) = json {
             json.finish(&head)?;
         }
@@ -383,7 +385,7 @@ impl Survey {
             xml.finish(&head, &self.heads)?;
         }
         if let (Some(page), Some(p)) = (page, out.html) {
-            page.finish(&head, exit == Exit::Passed)
+            page.finish(&head, exit)
                 .map_err(|e| write_error("--html", p, e))?;
         }
         Ok(Merged {
@@ -418,8 +420,12 @@ fn add(into: &mut Summary, more: &Summary) {
     into.failed_must += more.failed_must;
     into.failed_should += more.failed_should;
     into.failed_may += more.failed_may;
+    // Before the counts it falls back on (in a report without it) grow.
+    into.judged_must = Some(into.judged() + more.judged());
     into.skipped_must += more.skipped_must;
     into.must += more.must;
+    into.xfailed_must += more.xfailed_must;
+    into.precondition_must += more.precondition_must;
     if let Some(s) = more.evaluation {
         let e = into.evaluation.get_or_insert_with(Default::default);
         e.met += s.met;
@@ -822,6 +828,68 @@ mod tests {
     }
 
     const C: Kind = Kind::Conformance;
+
+    /// A part cut short by Ctrl-C makes the merge cut short: both merges mark it (the counts
+    /// added, its ids not reached named by part), exit 130 whatever the cases say, and the
+    /// page's header and the part's row say INTERRUPTED; the whole part passed.
+    #[test]
+    fn a_merge_of_an_interrupted_part_is_marked_interrupted() {
+        let whole = report("http://a", false, None, &[("a.one", "a", Pass, Must, C)]);
+        let mut cut = report(
+            "http://a",
+            false,
+            None,
+            &[("b.one", "b", Pass, Must, C), ("b.two", "b", Skip, Must, C)],
+        );
+        cut.interrupted = Some(crate::report::Interruption::of(
+            crate::report::Signal::Interrupt,
+            std::time::Duration::from_millis(2_100),
+            &cut.cases,
+            |c| c.id != "b.two",
+        ));
+        let parts = [whole, cut];
+        let merged = same_as_whole("interrupted", &parts, Ids::ByClash);
+        assert_eq!(merged.exit_code(), Exit::Interrupted);
+        let i = merged.interrupted.clone().unwrap();
+        assert_eq!((i.judged, i.cases, i.not_reached_count), (1, 2, 1));
+        assert_eq!(i.not_reached, vec!["t1: b.two".to_string()]);
+        assert!(
+            merged
+                .notes
+                .iter()
+                .any(|n| n.starts_with("1 of 2 part(s) interrupted, so is the merge (no verdict): t1: INTERRUPTED (Ctrl-C) after 2.1 s")),
+            "{:?}",
+            merged.notes
+        );
+        let dir = Dir::new("interrupted-page");
+        let (_, streamed, _, xml) = both(&dir, &parts, Ids::ByClash, None);
+        assert_eq!(streamed.exit, Exit::Interrupted);
+        assert!(xml.contains("run.completed [must]"), "{xml}");
+        let page = std::fs::read_to_string(dir.0.join("all.html")).unwrap();
+        assert!(page.contains(" · INTERRUPTED</title>"), "{page}");
+        assert!(
+            page.contains("<p>exit 130: INTERRUPTED (Ctrl-C) after 2.1 s — 1 of 2 case(s) judged, 1 not reached; not a verdict — 1 of 2 part(s) interrupted</p>"),
+            "{page}"
+        );
+        // The rows: the whole part passed, the cut one says so (its reason, the headline).
+        assert!(
+            page.contains(r#"["t0","PASS",1,0,0,0,[],0,null]"#),
+            "{page}"
+        );
+        assert!(
+            page.contains(r#"["t1","INTERRUPTED",1,0,0,1,[],0,"INTERRUPTED (Ctrl-C) after 2.1 s"#),
+            "{page}"
+        );
+        // A diff against the cut run notes it.
+        let diff = crate::report::tools::diff(&parts[0], &parts[1]);
+        let shown = crate::report::tools::render_diff(&diff, "a.json", "b.json");
+        assert!(
+            shown.contains(
+                "note: b.json is of an interrupted run, INTERRUPTED (Ctrl-C) after 2.1 s"
+            ),
+            "{shown}"
+        );
+    }
     const E: Kind = Kind::Evaluation;
 
     /// `--baseline` in a merge written as it reads: each case marked by its merged id as it is

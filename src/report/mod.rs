@@ -192,6 +192,11 @@ pub struct CaseResult {
     pub duration_us: u64,
     #[serde(default, skip_serializing_if = "is_default_exchange")]
     pub exchange: Exchange,
+    /// A precondition, not a rule: the case only found the peer there (a connection made, a
+    /// program started: `agent.reachable`). Its pass lets the other cases run, and judges no
+    /// rule: a run whose only MUST pass is one judged nothing. Written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub precondition: bool,
 }
 
 impl CaseResult {
@@ -211,7 +216,27 @@ impl CaseResult {
             duration_ms: 0,
             duration_us: 0,
             exchange: Exchange::default(),
+            precondition: false,
         }
+    }
+
+    /// The same case, as a precondition (see [`CaseResult::precondition`]).
+    pub fn precondition(mut self) -> CaseResult {
+        self.precondition = true;
+        self
+    }
+
+    /// Whether the case judged a MUST rule of the protocol: a conformance case at MUST that
+    /// failed, or passed other than as a precondition. A skip, an expected failure (xfail: the
+    /// baseline set it aside) and a reachability-only pass judge none.
+    pub fn judged_must(&self) -> bool {
+        self.kind == Kind::Conformance
+            && self.level == Level::Must
+            && match self.status {
+                Status::Fail => true,
+                Status::Pass | Status::Stale => !self.precondition,
+                Status::Skip | Status::Xfail => false,
+            }
     }
 
     /// Marks the case passed on `evidence`. With nothing judged (`judged == 0`) it is a SKIP
@@ -346,6 +371,17 @@ pub struct Summary {
     /// MUST cases in all (conformance).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub must: usize,
+    /// MUST cases that judged their rule ([`CaseResult::judged_must`]): none, with MUST cases in
+    /// the run, is a run that judged nothing. Absent in older reports, which fall back to
+    /// `must - skipped_must` ([`Summary::judged`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged_must: Option<usize>,
+    /// MUST failures the baseline expected (xfail): not judged, as far as "nothing judged" goes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub xfailed_must: usize,
+    /// MUST cases that passed as preconditions only (the peer was reachable): judged no rule.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub precondition_must: usize,
 }
 
 /// How many of a run's expectations were met.
@@ -401,6 +437,11 @@ impl Summary {
             if case.level == Level::Must {
                 s.must += 1;
                 s.skipped_must += usize::from(case.status == Status::Skip);
+                s.xfailed_must += usize::from(case.status == Status::Xfail);
+                s.precondition_must += usize::from(
+                    case.precondition && matches!(case.status, Status::Pass | Status::Stale),
+                );
+                *s.judged_must.get_or_insert(0) += usize::from(case.judged_must());
             }
             match case.status {
                 Status::Pass => s.passed += 1,
@@ -418,6 +459,13 @@ impl Summary {
             }
         }
         s
+    }
+
+    /// How many MUST cases judged their rule: [`Summary::judged_must`], or for a report written
+    /// before it was counted, the MUST cases not skipped.
+    pub fn judged(&self) -> usize {
+        self.judged_must
+            .unwrap_or(self.must.saturating_sub(self.skipped_must))
     }
 
     /// The failures that fail the run: MUST ones, and SHOULD ones under `--strict` (not the
@@ -471,6 +519,122 @@ pub struct Report {
     /// Absent elsewhere, and in older reports (which are never resumed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
+    /// Set when Ctrl-C or SIGTERM cut the run short: the report holds what was done before, and
+    /// is no verdict ([`Report::exit_code`] is [`Exit::Interrupted`] whatever the cases say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<Interruption>,
+}
+
+/// The signal that ended a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Signal {
+    /// Ctrl-C.
+    #[serde(rename = "SIGINT")]
+    Interrupt,
+    #[serde(rename = "SIGTERM")]
+    Terminate,
+}
+
+impl std::fmt::Display for Signal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Signal::Interrupt => "Ctrl-C",
+            Signal::Terminate => "SIGTERM",
+        })
+    }
+}
+
+/// Most ids [`Interruption::not_reached`] lists (the rest are counted).
+pub const NOT_REACHED_LISTED: usize = 50;
+
+/// How a run was cut short: when, by what, what it had judged, and what it never reached.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Interruption {
+    pub by: Signal,
+    /// When the signal came, after the run's start.
+    pub after_ms: u64,
+    /// Cases judged before it came (passed, failed, or expected to fail; not a precondition).
+    pub judged: usize,
+    /// The cases of the run: judged, skipped, and not reached.
+    pub cases: usize,
+    /// The first [`NOT_REACHED_LISTED`] cases it kept from running.
+    pub not_reached: Vec<String>,
+    /// How many it kept from running in all.
+    pub not_reached_count: usize,
+}
+
+impl Interruption {
+    /// The interruption by `by`, `after` the start, of a run whose cases are `cases`, those for
+    /// which `reached` is false never run.
+    pub fn of(
+        by: Signal,
+        after: std::time::Duration,
+        cases: &[CaseResult],
+        reached: impl Fn(&CaseResult) -> bool,
+    ) -> Interruption {
+        let (mut not_reached, mut not_reached_count, mut judged) = (Vec::new(), 0, 0);
+        for c in cases {
+            if !reached(c) {
+                not_reached_count += 1;
+                if not_reached.len() < NOT_REACHED_LISTED {
+                    not_reached.push(c.id.clone());
+                }
+            } else if c.status != Status::Skip && !c.precondition {
+                // A reachability pass judged no rule (see `CaseResult::precondition`).
+                judged += 1;
+            }
+        }
+        Interruption {
+            by,
+            after_ms: after.as_millis() as u64,
+            judged,
+            cases: cases.len(),
+            not_reached,
+            not_reached_count,
+        }
+    }
+
+    /// What every reporter says of it: `INTERRUPTED (Ctrl-C) after 2.1 s — 1 of 40 cases
+    /// judged, 38 not reached; not a verdict`.
+    pub fn headline(&self) -> String {
+        format!(
+            "INTERRUPTED ({}) after {:.1} s — {} of {} case(s) judged, {} not reached; not a verdict",
+            self.by,
+            self.after_ms as f64 / 1000.0,
+            self.judged,
+            self.cases,
+            self.not_reached_count
+        )
+    }
+
+    /// The interruptions of parts merged into one: the first signal, the latest moment, the
+    /// counts added, the ids not reached as `label: id` (`label` each part's prefix, if any).
+    pub fn merged<'a>(
+        parts: impl IntoIterator<Item = (&'a Interruption, Option<&'a str>)>,
+    ) -> Option<Interruption> {
+        let mut merged: Option<Interruption> = None;
+        for (part, label) in parts {
+            let m = merged.get_or_insert(Interruption {
+                by: part.by,
+                after_ms: 0,
+                judged: 0,
+                cases: 0,
+                not_reached: Vec::new(),
+                not_reached_count: 0,
+            });
+            m.after_ms = m.after_ms.max(part.after_ms);
+            m.judged += part.judged;
+            m.cases += part.cases;
+            m.not_reached_count += part.not_reached_count;
+            let room = NOT_REACHED_LISTED.saturating_sub(m.not_reached.len());
+            m.not_reached
+                .extend(part.not_reached.iter().take(room).map(|id| match label {
+                    Some(l) => format!("{l}: {id}"),
+                    None => id.clone(),
+                }));
+        }
+        merged
+    }
 }
 
 /// One bar of [`Report::counts`].
@@ -564,6 +728,7 @@ impl RunInfo {
             timeline: Vec::new(),
             counts: Vec::new(),
             fingerprint: None,
+            interrupted: None,
         };
         report.summarize();
         report.redact(redactor);
@@ -614,17 +779,57 @@ impl Report {
             .collect()
     }
 
-    /// 0: no MUST failure (and, under `--strict`, no SHOULD failure), no gated expectation
-    /// unmet, the evaluation score not below `--min-score`; 1 otherwise.
+    /// 130 for an interrupted run (no verdict, whatever its cases say); else 0: no MUST failure
+    /// (and, under `--strict`, no SHOULD failure), no gated expectation unmet, the evaluation
+    /// score not below `--min-score`, something judged; 1 otherwise.
     pub fn exit_code(&self) -> Exit {
-        let blocked = self.cases.iter().any(|c| self.is_blocking(c));
+        self.exit_given(self.cases.iter().any(|c| self.is_blocking(c)))
+    }
+
+    /// [`Report::exit_code`], `blocked` saying whether a case fails the run (a merge written as
+    /// it reads counts them as it goes, holding no case).
+    pub fn exit_given(&self, blocked: bool) -> Exit {
+        if self.interrupted.is_some() {
+            return Exit::Interrupted;
+        }
         Exit::failed_if(blocked || self.below_min_score() || self.judged_nothing())
     }
 
-    /// Whether the run had MUST cases and judged none of them (each skipped for want of
-    /// evidence): such a run is not green, whatever else it printed.
+    /// Whether the run had MUST cases and judged none of their rules (each skipped, expected to
+    /// fail by the baseline, or a reachability-only pass): such a run is not green, whatever
+    /// else it printed or a baseline says.
     pub fn judged_nothing(&self) -> bool {
-        self.summary.must > 0 && self.summary.skipped_must == self.summary.must
+        self.summary.must > 0 && self.summary.judged() == 0
+    }
+
+    /// Why the run judged nothing, as every reporter says it (None when it judged something):
+    /// what was counted and what was not.
+    pub fn nothing_judged_reason(&self) -> Option<String> {
+        if !self.judged_nothing() {
+            return None;
+        }
+        let s = &self.summary;
+        if s.xfailed_must == 0 && s.precondition_must == 0 {
+            return Some(format!(
+                "nothing judged: all {} MUST case(s) skipped for want of evidence (not a pass)",
+                s.must
+            ));
+        }
+        let mut not = vec![format!("{} skipped", s.skipped_must)];
+        if s.xfailed_must > 0 {
+            not.push(format!(
+                "{} expected failure{} by the baseline",
+                s.xfailed_must,
+                if s.xfailed_must == 1 { "" } else { "s" }
+            ));
+        }
+        if s.precondition_must > 0 {
+            not.push(format!("{} reachability only", s.precondition_must));
+        }
+        Some(format!(
+            "nothing judged: no MUST rule was judged ({}) — not a pass",
+            not.join(", ")
+        ))
     }
 
     /// Whether `--min-score` was given and the evaluation score is below it (a run with nothing
@@ -739,6 +944,93 @@ mod tests {
         // A run with no MUST case at all is not "nothing judged" by this rule.
         let report = run().report(vec![case(Level::Should)], &Redactor::new(None));
         assert!(!report.judged_nothing());
+    }
+
+    /// An expected failure and a reachability-only pass judge no MUST rule: a run of only
+    /// those judged nothing, whatever the baseline says; one real verdict is enough.
+    #[test]
+    fn xfail_and_preconditions_are_not_judged() {
+        let run = || RunInfo::start("probe", "p", "t", 1, false);
+        let mut reachable = case(Level::Must).precondition();
+        reachable.pass(Evidence::new(1, "connection"), String::new);
+        let mut expected = case(Level::Must);
+        expected.status = Status::Xfail;
+        let report = run().report(
+            vec![reachable.clone(), expected.clone(), case(Level::Must)],
+            &Redactor::new(None),
+        );
+        assert!(report.judged_nothing());
+        assert_eq!(report.exit_code(), 1);
+        assert_eq!(
+            report.nothing_judged_reason().unwrap(),
+            "nothing judged: no MUST rule was judged (1 skipped, 1 expected failure by the \
+             baseline, 1 reachability only) — not a pass"
+        );
+        let mut judged = case(Level::Must);
+        judged.pass(Evidence::new(1, "answer"), String::new);
+        let report = run().report(vec![reachable, expected, judged], &Redactor::new(None));
+        assert!(!report.judged_nothing());
+        assert_eq!(report.exit_code(), 0);
+        // The precondition mark is written only when set.
+        let json = serde_json::to_value(&report.cases).unwrap();
+        assert_eq!(json[0]["precondition"], true);
+        assert!(json[2].get("precondition").is_none(), "{}", json[2]);
+    }
+
+    /// A report written before `judged_must` was counted reads as it did: judged unless every
+    /// MUST case was skipped.
+    #[test]
+    fn an_older_summary_falls_back_to_the_skipped_must_cases() {
+        let old: Summary = serde_json::from_str(
+            r#"{"passed":1,"failed":0,"skipped":2,"failed_must":0,"failed_should":0,
+               "failed_may":0,"skipped_must":2,"must":3}"#,
+        )
+        .unwrap();
+        assert_eq!((old.judged_must, old.judged()), (None, 1));
+        let none: Summary = serde_json::from_str(
+            r#"{"passed":0,"failed":0,"skipped":2,"failed_must":0,"failed_should":0,
+               "failed_may":0,"skipped_must":2,"must":2}"#,
+        )
+        .unwrap();
+        assert_eq!(none.judged(), 0);
+    }
+
+    /// An interrupted report exits 130 whatever its cases say, and every format says so.
+    #[test]
+    fn an_interrupted_report_is_no_verdict() {
+        let mut passed = case(Level::Must);
+        passed.pass(Evidence::new(1, "answer"), String::new);
+        let mut report = RunInfo::start("probe", "p", "t", 1, false)
+            .report(vec![passed, case(Level::Must)], &Redactor::new(None));
+        assert_eq!(report.exit_code(), 0);
+        report.interrupted = Some(Interruption::of(
+            Signal::Terminate,
+            std::time::Duration::from_millis(2_140),
+            &report.cases,
+            |c| c.status != Status::Skip,
+        ));
+        assert_eq!(report.exit_code(), Exit::Interrupted);
+        let headline = "INTERRUPTED (SIGTERM) after 2.1 s — 1 of 2 case(s) judged, 1 not \
+                        reached; not a verdict";
+        assert_eq!(report.interrupted.as_ref().unwrap().headline(), headline);
+        let console = console::render(&report, false);
+        assert!(console.trim_end().ends_with(headline), "{console}");
+        let page = html::to_string(&report);
+        assert!(page.contains("<title>agent-tck probe p · INTERRUPTED</title>"));
+        assert!(page.contains(&format!(
+            "<h1>INTERRUPTED · probe p</h1><p>exit 130: {headline}</p>"
+        )));
+        let xml = junit::to_string(&report);
+        assert!(
+            xml.contains("run.completed [must]") && xml.contains(headline),
+            "{xml}"
+        );
+        let json = json::to_string(&report);
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value["interrupted"]["by"], "SIGTERM");
+        assert_eq!(crate::schema::schemas().validate("report", &value), vec![]);
+        let back: Report = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, report);
     }
 
     #[test]

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Serialize;
 
 use super::html::{self, escape, LevelTable, Verdict};
-use super::{console, CaseResult, Exchange, Report, Summary};
+use super::{console, CaseResult, Exchange, Exit, Report, Summary};
 use crate::text::shorten;
 
 /// Failing case ids a row keeps (the rest are counted).
@@ -52,6 +52,8 @@ static PAGES: AtomicU64 = AtomicU64::new(0);
 struct Row {
     name: Box<str>,
     passed: bool,
+    /// Cut short (Ctrl-C, SIGTERM): no verdict.
+    interrupted: bool,
     summary: Counts,
     /// The first [`KEPT_IDS`] cases that fail the run.
     failing: Vec<Box<str>>,
@@ -76,7 +78,9 @@ impl Row {
     }
 
     fn word(&self) -> &'static str {
-        if self.passed {
+        if self.interrupted {
+            "INTERRUPTED"
+        } else if self.passed {
             "PASS"
         } else {
             "FAIL"
@@ -171,6 +175,7 @@ impl<'a> ShownCase<'a> {
                 duration_ms: case.duration_ms,
                 duration_us: case.duration_us,
                 exchange,
+                precondition: case.precondition,
             })
         } else {
             Cow::Borrowed(case)
@@ -261,11 +266,15 @@ impl TargetsPage {
                 more += 1;
             }
         }
-        let passed = report.exit_code() == super::Exit::Passed;
+        let exit = report.exit_code();
+        let passed = exit == Exit::Passed;
         let why = html::exit_why(report);
         let counts = console::counts(&summary);
-        let reason = (!passed && failing.is_empty())
-            .then(|| shorten(why.trim_start_matches("exit 1: "), ID_CHARS).into_boxed_str());
+        // An interrupted part says so in its row, failing cases or not.
+        let reason = (!passed && (failing.is_empty() || exit == Exit::Interrupted)).then(|| {
+            let why = why.split_once(": ").map_or(why.as_str(), |(_, w)| w);
+            shorten(why, ID_CHARS).into_boxed_str()
+        });
         self.table.add(&report.cases);
 
         let data = PartData {
@@ -303,6 +312,7 @@ impl TargetsPage {
         self.rows.push(Row {
             name: name.into(),
             passed,
+            interrupted: exit == Exit::Interrupted,
             summary: Counts([
                 summary.passed,
                 summary.failing(),
@@ -316,12 +326,12 @@ impl TargetsPage {
         Ok(())
     }
 
-    /// Writes the page: `head` is the merged report without its cases (title, target, seed, summary, notes, started_at, duration…), `passed` the merged run's verdict.
-    pub fn finish(mut self, head: &Report, passed: bool) -> io::Result<()> {
+    /// Writes the page: `head` is the merged report without its cases (title, target, seed, summary, notes, started_at, duration…), `exit` the merged run's exit.
+    pub fn finish(mut self, head: &Report, exit: Exit) -> io::Result<()> {
         self.spool.flush()?;
         let mut tmp = Sibling::of(&self.path, "tmp", self.n);
         let mut out = BufWriter::new(File::create(&tmp.path)?);
-        out.write_all(self.head(head, passed).as_bytes())?;
+        out.write_all(self.head(head, exit).as_bytes())?;
         out.write_all(b"<script type=\"application/json\" id=\"rows\">[")?;
         for (i, row) in self.rows.iter().enumerate() {
             if i > 0 {
@@ -352,8 +362,9 @@ impl TargetsPage {
     }
 
     /// The page up to the matrix's data: header, facts, counts, notes, the matrix's controls.
-    fn head(&self, head: &Report, passed: bool) -> String {
-        let word = if passed { "PASS" } else { "FAIL" };
+    fn head(&self, head: &Report, exit: Exit) -> String {
+        let passed = exit == Exit::Passed;
+        let word = html::verdict_word(exit);
         let failed = self.rows.iter().filter(|r| !r.passed).count();
         let mut out = String::with_capacity(16 * 1024);
         out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
@@ -412,11 +423,13 @@ impl TargetsPage {
             return format!("exit 0: none of the {total} target(s) fails the run");
         }
         let mut reasons = Vec::new();
+        // An interrupted part is named as such below, not as a failing one.
+        let failed = failed - self.rows.iter().filter(|r| r.interrupted).count();
         if failed > 0 {
             let names: Vec<&str> = self
                 .rows
                 .iter()
-                .filter(|r| !r.passed)
+                .filter(|r| !r.passed && !r.interrupted)
                 .take(NAMED_IN_WHY)
                 .map(|r| &*r.name)
                 .collect();
@@ -431,12 +444,22 @@ impl TargetsPage {
                 }
             ));
         }
-        if head.judged_nothing() {
-            reasons.push("nothing judged: every MUST case skipped for want of evidence".into());
-        }
         if head.below_min_score() {
             reasons.push("the evaluation score is below --min-score".into());
         }
+        if let Some(cut) = &head.interrupted {
+            let parts = self.rows.iter().filter(|r| r.interrupted).count();
+            return format!(
+                "exit 130: {} — {parts} of {total} part(s) interrupted{}",
+                cut.headline(),
+                if reasons.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (before it: {})", reasons.join("; "))
+                }
+            );
+        }
+        reasons.extend(head.nothing_judged_reason());
         if reasons.is_empty() {
             reasons.push("the merged run fails".into());
         }
@@ -661,7 +684,7 @@ mod tests {
         for (name, r) in parts {
             page.add(name, r).unwrap();
         }
-        page.finish(&head(), passed).unwrap();
+        page.finish(&head(), Exit::failed_if(!passed)).unwrap();
         let names: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -768,7 +791,7 @@ mod tests {
         let path = dir.path().join("all.html");
         let mut page = TargetsPage::create(&path).unwrap();
         page.add(name, &r).unwrap();
-        page.finish(&head, false).unwrap();
+        page.finish(&head, Exit::Failed).unwrap();
         let page = std::fs::read_to_string(&path).unwrap();
         // Our blocks (the rows, one per part) and our script; nothing else opens or closes one.
         assert_eq!(page.matches("<script").count(), 3);
@@ -866,7 +889,7 @@ mod tests {
         let spooled = std::fs::metadata(&page.spool_file.path).unwrap().len();
         // Two messages of at most 8,000 characters, a 4,000-character answer: 200 × ~20 KB.
         assert!(spooled < 200 * 24_000, "{spooled} bytes spooled");
-        page.finish(&head(), false).unwrap();
+        page.finish(&head(), Exit::Failed).unwrap();
     }
 
     #[test]

@@ -130,6 +130,7 @@ pub fn without_cases(report: &Report) -> Report {
         notes: report.notes.clone(),
         min_score: report.min_score,
         fingerprint: report.fingerprint.clone(),
+        interrupted: report.interrupted.clone(),
         timeline: Vec::new(),
         counts: Vec::new(),
     }
@@ -296,6 +297,33 @@ pub fn merged_head(all: &[PartHead]) -> Report {
         ));
     }
     let mut notes = vec![format!("merged from {}", named.join("; "))];
+    // A part cut short makes the whole one cut short: named here, counted in `interrupted`.
+    let interrupted: Vec<&PartHead> = all
+        .iter()
+        .filter(|p| p.report.interrupted.is_some())
+        .collect();
+    if !interrupted.is_empty() {
+        let mut named: Vec<String> = interrupted
+            .iter()
+            .take(NAMED_PARTS)
+            .filter_map(|p| {
+                Some(format!(
+                    "{}: {}",
+                    p.file,
+                    p.report.interrupted.as_ref()?.headline()
+                ))
+            })
+            .collect();
+        if interrupted.len() > NAMED_PARTS {
+            named.push(format!("and {} more", interrupted.len() - NAMED_PARTS));
+        }
+        notes.push(format!(
+            "{} of {} part(s) interrupted, so is the merge (no verdict): {}",
+            interrupted.len(),
+            all.len(),
+            named.join("; ")
+        ));
+    }
     let mut known: std::collections::HashSet<String> = notes.iter().cloned().collect();
     for p in &parts {
         for n in &p.report.notes {
@@ -332,6 +360,10 @@ pub fn merged_head(all: &[PartHead]) -> Report {
         timeline: Vec::new(),
         counts: Vec::new(),
         fingerprint: None,
+        interrupted: super::Interruption::merged(all.iter().filter_map(|p| {
+            let label = (all.len() > 1).then_some(p.file.as_str());
+            Some((p.report.interrupted.as_ref()?, label))
+        })),
         min_score: parts
             .iter()
             .all(|p| p.report.min_score == first.min_score)
@@ -388,6 +420,9 @@ pub struct Diff {
     pub added: Vec<(String, Status)>,
     /// In the old run only.
     pub removed: Vec<String>,
+    /// Whether the old run, and the new one, were interrupted (what they say of it): the cases
+    /// they did not reach are skips, not verdicts.
+    pub interrupted: (Option<String>, Option<String>),
 }
 
 impl Diff {
@@ -434,6 +469,10 @@ pub fn diff(old: &Report, new: &Report) -> Diff {
             Some(_) => {}
         }
     }
+    d.interrupted = (
+        old.interrupted.as_ref().map(|i| i.headline()),
+        new.interrupted.as_ref().map(|i| i.headline()),
+    );
     d.removed = old
         .cases
         .iter()
@@ -456,6 +495,14 @@ fn status_word(s: Status) -> &'static str {
 /// The diff as the console shows it.
 pub fn render_diff(d: &Diff, old: &str, new: &str) -> String {
     let mut out = format!("agent-tck report diff · {old} → {new}\n\n");
+    for (file, cut) in [(old, &d.interrupted.0), (new, &d.interrupted.1)] {
+        if let Some(cut) = cut {
+            out.push_str(&format!(
+                "note: {file} is of an interrupted run, {cut}: the cases it did not reach are \
+                 skips, not verdicts\n\n"
+            ));
+        }
+    }
     let section = |out: &mut String, title: &str, lines: Vec<String>| {
         if !lines.is_empty() {
             out.push_str(&format!("{title} ({})\n", lines.len()));

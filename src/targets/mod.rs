@@ -405,13 +405,8 @@ impl Done {
             .filter(|c| report.is_blocking(c))
             .map(|c| c.id.clone())
             .collect();
-        // Failed with no failing case: every MUST case was skipped; say so, not `-`.
-        if report.judged_nothing() {
-            failing.push(format!(
-                "nothing judged (all {} MUST cases skipped)",
-                report.summary.must
-            ));
-        }
+        // Failed with no failing case: no MUST rule was judged; say so (and why), not `-`.
+        failing.extend(report.nothing_judged_reason());
         Done {
             at,
             name,
@@ -535,7 +530,7 @@ mod tests {
         );
         let shown = matrix(&[Done::of(0, "idle".into(), &report)]);
         assert!(
-            shown.contains("idle    FAIL     nothing judged (all 1 MUST cases skipped)\n"),
+            shown.contains("idle    FAIL     nothing judged: all 1 MUST case(s) skipped for want of evidence (not a pass)\n"),
             "{shown}"
         );
     }

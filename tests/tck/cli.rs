@@ -863,7 +863,7 @@ fn interrupted_line(stderr: &str) -> usize {
         .find(|l| l.starts_with("interrupted (Ctrl-C): the report has the "))
         .unwrap_or_else(|| panic!("no interrupted line: {stderr}"));
     assert!(
-        line.ends_with(" case(s) done; the rest are marked not run"),
+        line.ends_with(" case(s) done; the rest are marked not run; exit 130, not a verdict"),
         "{line}"
     );
     line["interrupted (Ctrl-C): the report has the ".len()..]
@@ -910,7 +910,8 @@ fn assert_done_and_not_run(path: &str, done: usize) -> Vec<String> {
 
 /// Ctrl-C while a probe waits on a slow agent (our mock agent, its /challenge answer 60 s
 /// late): the report holds the cases done and the rest marked not run, the line says how many,
-/// exit 130.
+/// exit 130; every format says the run was interrupted, none PASS nor exit 0 (agent.reachable
+/// and the /analyze cases passed: before, the page read "PASS", "exit 0").
 #[test]
 fn an_interrupted_probe_writes_the_cases_done_and_marks_the_rest() {
     let dir = TempDir::new("interrupted-probe");
@@ -930,7 +931,11 @@ fn an_interrupted_probe_writes_the_cases_done_and_marks_the_rest() {
     command.env("AGENT_TCK_REQUEST_LOG", "1");
     let mut agent = Spawned::start(command, RUN_DEADLINE);
     let url = banner_url(&agent.line());
-    let json = dir.path("probe.json");
+    let (json, junit, html) = (
+        dir.path("probe.json"),
+        dir.path("probe.xml"),
+        dir.path("probe.html"),
+    );
     let probe = Spawned::tck(
         &[
             "probe",
@@ -945,6 +950,10 @@ fn an_interrupted_probe_writes_the_cases_done_and_marks_the_rest() {
             KEY,
             "--json",
             &json,
+            "--junit",
+            &junit,
+            "--html",
+            &html,
         ],
         RUN_DEADLINE,
     );
@@ -968,11 +977,18 @@ fn an_interrupted_probe_writes_the_cases_done_and_marks_the_rest() {
             .any(|(id, s, _)| id == "agent.reachable" && s == "pass"),
         "{cases:?}"
     );
-    // The console report was printed too, ending with its counts.
+    // The console report was printed too, ending with its counts and the interruption.
     assert!(
         text(&out.stdout).contains(" passed, "),
         "{}",
         text(&out.stdout)
+    );
+    assert_marked_interrupted(&json, Some(&junit), Some(&html), &text(&out.stdout));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(
+        report["interrupted"]["not_reached_count"].as_u64(),
+        Some(not_run.len() as u64)
     );
     // The key is in no output: the report made on Ctrl-C is redacted as the run's own.
     let written = std::fs::read_to_string(&json).unwrap();
@@ -983,12 +999,18 @@ fn an_interrupted_probe_writes_the_cases_done_and_marks_the_rest() {
 }
 
 /// Ctrl-C during the self-test's matrix: the reference agent's cases are in the report, the
-/// matrix rows not run are marked, the same line, exit 130.
+/// matrix rows not run are marked, the same line, exit 130; the files say the run was
+/// interrupted and stdout ends with a verdict line that says so (before: the page said exit 0
+/// and stdout stopped without a verdict).
 #[test]
 fn an_interrupted_selftest_writes_the_cases_done_and_marks_the_rest() {
     let _heavy = heavy_blocking();
     let dir = TempDir::new("interrupted-selftest");
-    let json = dir.path("selftest.json");
+    let (json, junit, html) = (
+        dir.path("selftest.json"),
+        dir.path("selftest.xml"),
+        dir.path("selftest.html"),
+    );
     let mut selftest = Spawned::tck(
         &[
             "selftest",
@@ -998,6 +1020,10 @@ fn an_interrupted_selftest_writes_the_cases_done_and_marks_the_rest() {
             "1",
             "--json",
             &json,
+            "--junit",
+            &junit,
+            "--html",
+            &html,
         ],
         RUN_DEADLINE,
     );
@@ -1015,6 +1041,17 @@ fn an_interrupted_selftest_writes_the_cases_done_and_marks_the_rest() {
                 .iter()
                 .all(|id| id.starts_with("matrix.roundtable.")),
         "{not_run:?}"
+    );
+    let stdout = text(&out.stdout);
+    assert_marked_interrupted(&json, Some(&junit), Some(&html), &stdout);
+    assert!(
+        stdout
+            .trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("selftest: INTERRUPTED (Ctrl-C) after "),
+        "{stdout}"
     );
 }
 

@@ -729,6 +729,17 @@ async fn ctrl_c_right_after_the_banner_writes_the_reports_and_exits_130() {
         xml.contains("<testsuite") && xml.contains("platform.trigger"),
         "{xml}"
     );
+    // Marked interrupted in every format (--quiet: stdout is the console's end).
+    support::assert_marked_interrupted(&json, Some(&junit), None, &text(&out.stdout));
+    assert!(
+        report["interrupted"]["not_reached"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|id| id == "platform.trigger"),
+        "{}",
+        report["interrupted"]
+    );
 }
 
 /// Ctrl-C while the platform holds a deregistration (it never answers one): the run ends at once

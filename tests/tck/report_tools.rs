@@ -213,3 +213,124 @@ fn shards_merged_give_the_unsharded_verdict_and_a_diff_names_what_changed() {
         text(&out)
     );
 }
+
+/// A baseline written on a bad day: a server with no routes (every request 404, as `python3 -m
+/// http.server`) gives agent.reachable PASS (a connection, no rule) and analyze.response FAIL,
+/// the rest skipped. `baseline write` refuses that report, saying why; a baseline that expects
+/// the failure all the same leaves the run judging nothing: exit 1, "nothing judged" in every
+/// format, not "1 passed, 0 failed … 2 expected failure(s)", exit 0. (The peer that must not
+/// trip it: a real failure on an otherwise judged run, expected: exit 0, above.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_baseline_cannot_turn_a_run_that_judged_nothing_green() {
+    let server = crate::stub_server::spawn(
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        axum::Router::new(),
+    )
+    .await
+    .unwrap();
+    let url = server.url();
+    let blocking = |args: &[&str]| tokio::task::block_in_place(|| tck(args));
+    let dir = TempDir::new("baseline-404");
+    let (bad, base) = (dir.path("bad.json"), dir.path("baseline.yaml"));
+    let probe = |extra: &[&str]| {
+        let mut args = vec![
+            "probe",
+            "roundtable",
+            "--url",
+            &url,
+            "--seed",
+            "1",
+            "--quiet",
+        ];
+        args.extend_from_slice(extra);
+        blocking(&args)
+    };
+    let out = probe(&["--json", &bad]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report = json(&bad);
+    let status = |id: &str| {
+        case_statuses(&report)
+            .into_iter()
+            .find(|(c, _)| c == id)
+            .map(|(_, s)| s)
+    };
+    assert_eq!(status("agent.reachable").as_deref(), Some("pass"));
+    assert_eq!(status("analyze.response").as_deref(), Some("fail"));
+    let reachable = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "agent.reachable")
+        .unwrap();
+    assert_eq!(reachable["precondition"], true, "{reachable}");
+    assert_eq!(report["summary"]["judged_must"], 1, "{}", report["summary"]);
+
+    // Refused: exit 2, one line saying why, no file.
+    let out = blocking(&["baseline", "write", "--from", &bad, "--out", &base]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "--from {bad}: a baseline of this report would leave nothing judged: its only MUST \
+             verdicts are agent.reachable (reachability) and the failure of analyze.response; \
+             fix the agent (or --url) first"
+        )),
+        "{stderr}"
+    );
+    assert!(!std::path::Path::new(&base).exists());
+
+    // Written by hand all the same: the failure is expected, and the run still judged nothing.
+    std::fs::write(
+        &base,
+        "- id: analyze.response\n  reason: the agent is not deployed yet\n",
+    )
+    .unwrap();
+    let (again, junit, html) = (
+        dir.path("again.json"),
+        dir.path("again.xml"),
+        dir.path("again.html"),
+    );
+    let out = probe(&[
+        "--baseline",
+        &base,
+        "--json",
+        &again,
+        "--junit",
+        &junit,
+        "--html",
+        &html,
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let why = "nothing judged: no MUST rule was judged (";
+    let last = stdout.trim_end().lines().last().unwrap();
+    assert!(
+        last.contains(why)
+            && last
+                .contains("1 expected failure by the baseline, 1 reachability only) — not a pass"),
+        "{last}"
+    );
+    let report = json(&again);
+    assert_eq!(report["summary"]["judged_must"], 0, "{}", report["summary"]);
+    assert_eq!(report["summary"]["xfailed_must"], 1);
+    assert_eq!(report["summary"]["precondition_must"], 1);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("name=\"run.judged [must]\"") && xml.contains(why),
+        "{xml}"
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains(" · FAIL</title>"), "{page}");
+    assert!(page.contains(&format!("<p>exit 1: {why}")), "{page}");
+
+    // And a report that already judged nothing (the baseline applied) is refused too.
+    let out = blocking(&["baseline", "write", "--from", &again]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the report judged nothing"),
+        "{}",
+        text(&out)
+    );
+    server.stop().await;
+}

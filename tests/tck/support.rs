@@ -894,3 +894,76 @@ mod bounded {
         assert_eq!(String::from_utf8_lossy(&out.stderr), "two\n");
     }
 }
+
+/// Checks that every format an interrupted run wrote says it was interrupted by Ctrl-C and
+/// none gives a verdict: the JSON report's `interrupted` (valid against the report schema),
+/// JUnit's failed `run.completed`, the HTML page's title and header, and the last line of
+/// `stdout` (the console's); no "PASS" verdict, no "exit 0".
+pub fn assert_marked_interrupted(
+    json: &str,
+    junit: Option<&str>,
+    html: Option<&str>,
+    stdout: &str,
+) {
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(json).unwrap_or_else(|e| panic!("{json}: {e}")))
+            .unwrap();
+    assert_eq!(
+        agent_tck::schema::schemas().validate("report", &report),
+        vec![]
+    );
+    let cut = &report["interrupted"];
+    assert_eq!(cut["by"], "SIGINT", "{cut}");
+    let cases = report["cases"].as_array().unwrap().len() as u64;
+    assert_eq!(cut["cases"].as_u64(), Some(cases), "{cut}");
+    let (judged, not_reached) = (
+        cut["judged"].as_u64().unwrap(),
+        cut["not_reached_count"].as_u64().unwrap(),
+    );
+    assert!(judged + not_reached <= cases, "{cut}");
+    let listed = cut["not_reached"].as_array().unwrap().len() as u64;
+    assert_eq!(listed, not_reached.min(50), "{cut}");
+    if let Some(junit) = junit {
+        let xml = std::fs::read_to_string(junit).unwrap();
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let completed = doc
+            .descendants()
+            .find(|n| n.attribute("name") == Some("run.completed [must]"))
+            .unwrap_or_else(|| panic!("no run.completed testcase: {xml}"));
+        let failure = completed
+            .children()
+            .find(|n| n.has_tag_name("failure"))
+            .unwrap_or_else(|| panic!("run.completed did not fail: {xml}"));
+        assert_eq!(failure.attribute("type"), Some("interrupted"), "{xml}");
+        assert!(
+            failure
+                .attribute("message")
+                .unwrap_or_default()
+                .starts_with("INTERRUPTED (Ctrl-C) after "),
+            "{xml}"
+        );
+    }
+    if let Some(html) = html {
+        let page = std::fs::read_to_string(html).unwrap();
+        let title = &page[page.find("<title>").unwrap()..page.find("</title>").unwrap()];
+        assert!(title.ends_with(" · INTERRUPTED"), "{title}");
+        let header = &page[page.find("<header").unwrap()..page.find("</header>").unwrap()];
+        assert!(header.contains("<h1>INTERRUPTED · "), "{header}");
+        assert!(
+            header.contains("<p>exit 130: INTERRUPTED (Ctrl-C) after ")
+                && header.contains("not a verdict"),
+            "{header}"
+        );
+        for verdict in ["PASS", "exit 0"] {
+            assert!(
+                !title.contains(verdict) && !header.contains(verdict),
+                "{header}"
+            );
+        }
+    }
+    let last = stdout.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        last.contains("INTERRUPTED (Ctrl-C) after ") && last.contains("; not a verdict"),
+        "the console's last line: {last}"
+    );
+}

@@ -133,7 +133,8 @@ pub async fn run(
             crate::report::Level::Must,
             "the Librarian accepts a connection",
             "REST API Endpoints",
-        );
+        )
+        .precondition();
         first.fail(format!("the Librarian is unreachable: {e}"));
         on_case(&first);
         cases.insert(0, first);
