@@ -1028,3 +1028,60 @@ async fn a_socket_agent_that_never_flushes_fails_once_and_the_rest_is_skipped() 
     assert_eq!(stalled_skips(&report).len(), 3 + scenario_cases);
     assert!(took < Duration::from_secs(15), "{took:?}");
 }
+
+/// An execute_task agent over HTTP that dies after six answers: one failure names the death
+/// (agent.alive), and no case fails on the exchanges it cut.
+#[tokio::test]
+async fn an_http_agent_that_dies_mid_run_is_named_once_and_nothing_fails_on_its_death() {
+    let served = agent_tck::mock::fleet::serve(
+        vec![task_agent()],
+        agent_tck::mock::fleet::Layout::PerAgent,
+        "127.0.0.1".parse().unwrap(),
+        0,
+        agent_tck::mock::journal::Journal::off(std::time::Instant::now()),
+        agent_tck::mock::observe::observer_for(
+            &agent_tck::protocols::execute_task::Agents,
+            &PlatformExpect::timeout(Duration::from_secs(120)),
+        ),
+    )
+    .await
+    .unwrap();
+    let to = served.urls[0]
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
+    let relay = crate::support::relay(to, crate::support::Death::AtConnection(6)).await;
+    let target = Target::Http {
+        base: BaseUrl::parse(&relay.url).unwrap(),
+        api_key: None,
+    };
+    let report = tokio::time::timeout(Duration::from_secs(120), run(&settings(target), &|_| {}))
+        .await
+        .expect("the probe ends")
+        .unwrap();
+    let alive = crate::support::case(&report, "agent.alive");
+    assert_eq!(alive.status, Status::Fail, "{}", alive.message);
+    assert!(
+        alive.message.contains("stopped answering at +"),
+        "{}",
+        alive.message
+    );
+    let resting: Vec<_> = failures(&report)
+        .into_iter()
+        .filter(|(id, m)| {
+            id != "agent.alive"
+                && ["reset", "unreachable", "closed", "refused"]
+                    .iter()
+                    .any(|w| m.contains(w))
+        })
+        .collect();
+    assert!(
+        resting.is_empty(),
+        "verdicts rest on the death: {resting:#?}"
+    );
+    assert!(report
+        .cases
+        .iter()
+        .any(|c| c.status == Status::Skip && c.message.contains("went down at +")));
+    assert_eq!(report.exit_code(), 1);
+}

@@ -24,6 +24,7 @@ use crate::report::{CaseResult, Evidence, Exchange, Level, Report, RunInfo, Stat
 use crate::text::{excerpt, excerpt_str, shell_quote, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
 use crate::transport::lines::{AfterSilence, LineError};
+use crate::transport::liveness::{self, Watch};
 use crate::transport::socket::{SocketAddrSpec, SocketAgent, SocketMode};
 use crate::transport::stdio::{StdioAgent, StdioConfig, StdioMode};
 
@@ -134,6 +135,10 @@ pub struct Channel {
     target: Target,
     /// Every exchange: (elapsed, outcome); the slowest and the timeouts.
     pub log: ExchangeLog,
+    /// Whether an HTTP agent is still there ([`crate::transport::liveness`]).
+    watch: Option<Watch>,
+    /// When the exchanges since the last [`take_breaks`](Self::take_breaks) broke.
+    broke: Vec<Duration>,
 }
 
 enum Inner {
@@ -188,12 +193,23 @@ impl Channel {
                 Inner::Socket(SocketAgent::new(addr.clone(), *mode, max_body))
             }
         };
+        let watch = match target {
+            Target::Http { base, .. } => Some(Watch::http(
+                format!("the agent at {base}"),
+                Instant::now(),
+                &base.host,
+                base.port,
+            )),
+            _ => None,
+        };
         Ok(Channel {
             inner,
             timeout,
             max_body,
             target: target.clone(),
             log: ExchangeLog::default(),
+            watch,
+            broke: Vec::new(),
         })
     }
 
@@ -243,7 +259,12 @@ impl Channel {
                     max_body: self.max_body,
                     ..Limits::default()
                 };
-                let r = http::send(base, &request, limits).await.map_err(|e| {
+                let (r, broke) = match &self.watch {
+                    Some(watch) => liveness::send(watch, base, &request, limits).await,
+                    None => (http::send(base, &request, limits).await, None),
+                };
+                self.broke.extend(broke);
+                let r = r.map_err(|e| {
                     if matches!(e, http::Error::Timeout { .. }) {
                         self.log.timeouts.push(e.to_string());
                     }
@@ -319,6 +340,40 @@ impl Channel {
                 Ok(text)
             }
         }
+    }
+
+    /// When the exchanges since the last call broke (refused, reset, closed).
+    fn take_breaks(&mut self) -> Vec<Duration> {
+        std::mem::take(&mut self.broke)
+    }
+
+    /// At the run's end: the cases that rest on exchanges an outage cut become skips saying so
+    /// (`broke`: per case id, when its exchanges broke), and the outage gets its case
+    /// (`agent.alive`, beside `agent.reachable`).
+    async fn judge_liveness(
+        &self,
+        broke: &std::collections::HashMap<String, Vec<Duration>>,
+        cases: &mut Vec<CaseResult>,
+    ) {
+        let Some(watch) = &self.watch else {
+            return;
+        };
+        watch.at_end().await;
+        if !watch.went_down() {
+            return;
+        }
+        const ALIVE: &str = "agent.alive";
+        for case in cases.iter_mut() {
+            let why = broke
+                .get(&case.id)
+                .into_iter()
+                .flatten()
+                .find_map(|at| watch.cut(*at, ALIVE));
+            if let Some(why) = why {
+                case.skip(why);
+            }
+        }
+        cases.extend(watch.case(ALIVE, "agent", "POST /execute_task"));
     }
 
     /// A command that sends `request` the way this run did.
@@ -692,6 +747,9 @@ async fn probe(
     }
     let run_values = RunValues::new(settings.seed);
     let mut stall: Option<Stall> = None;
+    // Per case, when the exchanges it rests on broke: judged against the agent's liveness at
+    // the end.
+    let mut broke = std::collections::HashMap::new();
     for spec in suite.cases().iter().filter(|c| !is_reachability(c)) {
         let Some(exchange) = spec.exchange.as_ref().filter(|_| wanted(&spec.id.value)) else {
             continue;
@@ -740,6 +798,7 @@ async fn probe(
             case.exchange = exchange_of(&channel, &request);
         }
         stall = Stall::after(&case.id, &channel);
+        broke.insert(case.id.clone(), channel.take_breaks());
         on_case(&case);
         cases.push(case);
     }
@@ -777,7 +836,9 @@ async fn probe(
                 .filter_map(|t| t.answer.clone().ok()),
         );
         stall = Stall::after(&format!("{}.completes", scenario.id), &channel);
+        let breaks = channel.take_breaks();
         for mut c in scenario_cases(scenario, &transcript, &channel) {
+            broke.insert(c.id.clone(), breaks.clone());
             c.set_duration(t0.elapsed());
             if wanted(&c.id) {
                 on_case(&c);
@@ -824,6 +885,7 @@ async fn probe(
             }
         }
     }
+    channel.judge_liveness(&broke, &mut cases).await;
     let mut report = finish(settings, run_info, cases);
     report.counts = counts;
     Ok(report)
