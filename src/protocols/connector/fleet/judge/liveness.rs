@@ -1,13 +1,14 @@
 //! An agent server that went down mid-run ([`crate::transport::liveness`]): what its death cut
 //! is no evidence of how it behaves. Before the rules judge, the books lose the callbacks and
 //! session calls that broke in an outage, the forwards whose connection ended in one (a dying
-//! server "gives up" on every acknowledgement), and the user messages said after the last
-//! forward that came before it (the server may have died holding them); the run gets one case
-//! naming the death, `platform.alive`.
+//! server "gives up" on every acknowledgement), and the user messages said after it or too
+//! shortly before it to have been forwarded (the server may have died holding them); the run
+//! gets one case naming the death, `platform.alive`.
 
-use std::time::Instant;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
-use super::super::{Books, Drive, Fleet};
+use super::super::{Books, Drive, Fleet, Forward, Said};
 use crate::mock::http1::Outcome;
 use crate::report::CaseResult;
 
@@ -38,16 +39,33 @@ pub(super) fn without_the_death(fleet: &Fleet, b: &Books) -> Option<(Books, Stri
         })
         .cloned()
         .collect();
-    let last_forward = b
-        .forwards
+    // A message the server may have died holding: never forwarded, and said too shortly before
+    // the death for its forward to have come (twice the slowest forward of the run, at least 1 s).
+    let mut by_session: HashMap<&str, Vec<&Forward>> = HashMap::new();
+    for f in &b.forwards {
+        if let Some(session) = f.session.as_deref() {
+            by_session.entry(session).or_default().push(f);
+        }
+    }
+    let forward_of = |s: &Said| {
+        by_session
+            .get(s.session.as_str())
+            .and_then(|fs| fs.iter().find(|f| f.carries(&s.session, &s.text).is_some()))
+            .map(|f| f.at)
+    };
+    let slowest = b
+        .said
         .iter()
-        .map(|f| f.at)
-        .filter(|at| since(*at) < first)
-        .max();
+        .filter_map(|s| forward_of(s).map(|at| at.saturating_duration_since(s.at)))
+        .max()
+        .unwrap_or_default();
+    let window = (slowest * 2).max(Duration::from_secs(1));
     let said: Vec<_> = b
         .said
         .iter()
-        .filter(|s| last_forward.is_some_and(|last| s.at <= last) && since(s.at) < first)
+        .filter(|s| {
+            since(s.at) < first && (forward_of(s).is_some() || since(s.at) + window <= first)
+        })
         .cloned()
         .collect();
     let note = format!(
