@@ -5,7 +5,8 @@ with a timeout of its own or none (as the eval harness's stdio and socket adapte
     waiting_harness.py tcp HOST:PORT [GIVE_UP_S]
     waiting_harness.py unix PATH [GIVE_UP_S]
 
-Prints `waiting` once the request is sent, then `answered` or `gave up`. Giving up is what a
+Prints `waiting PID` once the request is sent (the agent's pid over stdio, else 0), then
+`answered` or `gave up`. Giving up is what a
 harness does: it closes the agent's stdin or the connection and goes on (here, for a second:
 its report, its next scenario); over stdio it then waits for the agent to end.
 """
@@ -39,7 +40,7 @@ def main():
         out, close = conn, conn.close
         send_flush = conn.sendall
     send_flush((json.dumps(REQUEST) + "\n").encode())
-    print("waiting", flush=True)
+    print("waiting", agent.pid if agent else 0, flush=True)
     ready, _, _ = select.select([out], [], [], give_up)
     if ready:
         print("answered", flush=True)
