@@ -18,6 +18,7 @@
 //! - the process not found (a peer on another host, another user's process, no /proc):
 //!   [`PeerEnd::Unknown`], saying why.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -203,7 +204,8 @@ impl Peer {
     }
 
     /// Who ended the wait, the input having ended (`started`: the mock's start, for "+7.2 s").
-    /// Looks for [`SETTLE`] at most, and only when the peer's process is no longer running.
+    /// Looks for [`SETTLE`] when the peer's process is no longer running (for a signal that
+    /// names who ended it, and for its exit status).
     pub async fn closed(&self, started: Instant) -> PeerEnd {
         let procs = match self.processes() {
             Ok(p) => p,
@@ -232,12 +234,10 @@ impl Peer {
             }) {
                 status = Some(s);
             }
-            // Nothing more to learn once every process is gone or a zombie whose status
-            // was read (a parent reaps at once; a mock being stopped must not wait either).
-            let settled = lives
-                .iter()
-                .all(|l| matches!(l, Life::Gone | Life::Ending(Some(_))));
-            if settled || Instant::now() >= until {
+            // The whole moment, even once the process is gone: a `timeout` signals the
+            // harness first and the group (the agent) next, and the harness's end may close
+            // the input in between.
+            if Instant::now() >= until {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -333,11 +333,7 @@ fn stdin_writers(parent: i32) -> Result<Vec<i32>, String> {
     };
     let found = match mode {
         libc::S_IFSOCK => socket_peer_pid(0).map(|p| vec![p]),
-        libc::S_IFIFO => {
-            let own = std::process::id() as i32;
-            let writers = holders(&format!("pipe:[{}]", st.st_ino), true);
-            Some(writers.into_iter().filter(|p| *p != own).collect())
-        }
+        libc::S_IFIFO => Some(pipe_writers(&format!("pipe:[{}]", st.st_ino))),
         _ => None,
     };
     match found {
@@ -375,13 +371,69 @@ fn socket_peer_pid(_fd: i32) -> Option<i32> {
     None
 }
 
-/// The pids whose open files include `link` (`pipe:[123]`, `socket:[456]`); with `writing`,
-/// only those open for writing.
-fn holders(link: &str, writing: bool) -> Vec<i32> {
+/// The pids (other than this one) that hold pipe `link` (`pipe:[123]`) open for writing.
+fn pipe_writers(link: &str) -> Vec<i32> {
+    let own = std::process::id() as i32;
+    let mut pids = Vec::new();
+    for (pid, fd, target) in open_files() {
+        if pid != own && target == link && opened_for_writing(pid, &fd) && !pids.contains(&pid) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// The pids holding socket `inode`, from one scan of every process's files shared by every
+/// connection looked up meanwhile: a harness with thousands of connections, each kept waiting,
+/// costs a scan per [`RESCAN`], not one per connection.
+fn socket_holders(inode: u64) -> Vec<i32> {
+    static SCANNED: std::sync::Mutex<Option<(Instant, SocketMap)>> = std::sync::Mutex::new(None);
+    let Ok(mut scanned) = SCANNED.lock() else {
+        return Vec::new();
+    };
+    let fresh = scanned
+        .as_ref()
+        .is_some_and(|(at, _)| at.elapsed() < RESCAN);
+    let known = scanned.as_ref().and_then(|(_, map)| map.get(&inode));
+    if known.is_none() && !fresh {
+        *scanned = Some((Instant::now(), socket_map()));
+    }
+    scanned
+        .as_ref()
+        .and_then(|(_, map)| map.get(&inode).cloned())
+        .unwrap_or_default()
+}
+
+/// How often the sockets of every process are scanned at most.
+const RESCAN: Duration = Duration::from_millis(100);
+
+/// Socket inode → the pids that hold it.
+type SocketMap = HashMap<u64, Vec<i32>>;
+
+/// Every socket's holders, of the processes the mock may look at.
+fn socket_map() -> SocketMap {
+    let mut map = SocketMap::new();
+    for (pid, _, link) in open_files() {
+        let inode = link
+            .strip_prefix("socket:[")
+            .and_then(|l| l.strip_suffix(']'))
+            .and_then(|i| i.parse().ok());
+        if let Some(inode) = inode {
+            let pids = map.entry(inode).or_default();
+            if !pids.contains(&pid) {
+                pids.push(pid);
+            }
+        }
+    }
+    map
+}
+
+/// Every (pid, fd, what the fd is open on) the mock may read.
+fn open_files() -> Vec<(i32, String, String)> {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    let mut pids = Vec::new();
+    let mut files = Vec::new();
     for entry in procs.flatten() {
         let Some(pid) = entry
             .file_name()
@@ -393,15 +445,14 @@ fn holders(link: &str, writing: bool) -> Vec<i32> {
         let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
             continue;
         };
-        let holds = fds.flatten().any(|fd| {
-            let is = std::fs::read_link(fd.path()).is_ok_and(|t| t.as_os_str() == link);
-            is && (!writing || opened_for_writing(pid, &fd.file_name().to_string_lossy()))
-        });
-        if holds {
-            pids.push(pid);
+        for fd in fds.flatten() {
+            if let Ok(target) = std::fs::read_link(fd.path()) {
+                let fd_name = fd.file_name().to_string_lossy().into_owned();
+                files.push((pid, fd_name, target.to_string_lossy().into_owned()));
+            }
         }
     }
-    pids
+    files
 }
 
 /// Whether fd `fd` of `pid` is open for writing (its fdinfo flags, in octal).
@@ -423,7 +474,7 @@ fn tcp_owners(local: SocketAddr, peer: SocketAddr) -> Result<Vec<i32>, String> {
         .filter_map(|table| std::fs::read_to_string(table).ok())
         .find_map(|table| tcp_inode(&table, local, peer));
     match inode {
-        Some(inode) => Ok(holders(&format!("socket:[{inode}]"), false)),
+        Some(inode) => Ok(socket_holders(inode)),
         None => Err(format!(
             "its end of the connection, {peer}, is not a socket on this host that the mock can see"
         )),

@@ -73,9 +73,13 @@ fn deadline(json: &str) -> (Status, String) {
 /// report as it ends.
 fn wait_gone(pid: i32) {
     let until = std::time::Instant::now() + WITHIN;
-    while std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
-    {
+    while std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    }) {
         assert!(
             std::time::Instant::now() < until,
             "the agent (pid {pid}) still runs {WITHIN:?} after its harness ended"
@@ -104,12 +108,7 @@ fn over_stdio(python: &str, dir: &TempDir, run: &Run) -> (Status, String) {
     wait_gone(agent);
     let out = harness.output(status);
     let expected = if run.wrapper.is_empty() { 0 } else { 124 };
-    assert_eq!(
-        out.status.code(),
-        Some(expected),
-        "{}",
-        support::text(&out)
-    );
+    assert_eq!(out.status.code(), Some(expected), "{}", support::text(&out));
     deadline(&json)
 }
 
@@ -139,12 +138,7 @@ fn over_socket(python: &str, dir: &TempDir, transport: &str, run: &Run) -> (Stat
     let script = dir.path("harness.py");
     let out = support::run_within(run.harness(python, &script, transport, &target), WITHIN);
     let expected = if run.wrapper.is_empty() { 0 } else { 124 };
-    assert_eq!(
-        out.status.code(),
-        Some(expected),
-        "{}",
-        support::text(&out)
-    );
+    assert_eq!(out.status.code(), Some(expected), "{}", support::text(&out));
     let ended = agent.interrupt(Duration::from_secs(30));
     let (status, message) = deadline(&json);
     // Its exit status is the verdict's: 1 when a MUST failed (this one), else 0.
