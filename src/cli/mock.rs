@@ -306,9 +306,10 @@ async fn serve_line_agent(
         };
         let served = tokio::select! {
             r = line_server::serve_stdio(service.clone(), &rewrite) => r,
-            // Ended by the harness (TERM, INT): what it was waiting for, it gave up on now.
+            // Signalled to end (TERM, INT): by the harness, it gave up on what it was waiting
+            // for; by anyone else, the harness was ended from outside (see `signalled`).
             _ = shutdown_signal() => {
-                service.peer_gave_up();
+                service.signalled();
                 Ok(())
             }
         };

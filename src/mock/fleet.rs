@@ -541,6 +541,7 @@ impl Handler for FleetHandler {
                 task: &note.task,
                 received: note.received,
                 delivered: &delivered,
+                ended: None,
             });
             self.journal.answer(note.seq, &delivered).await;
             if let Some((status, applied)) = &note.logged {

@@ -29,6 +29,8 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+use super::peer_end::PeerEnd;
+
 use crate::mock::decision::Decision;
 use crate::report::{CaseResult, Evidence};
 
@@ -109,6 +111,9 @@ pub enum Event {
         outcome: String,
         bytes: u64,
         total_us: u64,
+        /// Who ended the wait, when the peer's side did (see [`PeerEnd`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ended: Option<PeerEnd>,
     },
     /// A request that never arrived whole.
     Incomplete {

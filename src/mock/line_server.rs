@@ -42,6 +42,7 @@ use super::http1::{Delivered, Fault, Outcome};
 use super::journal::AuthSeen;
 use super::line_journal::{self, forked_case, Event};
 use super::observe::Tally;
+use super::peer_end::{self, Peer, PeerEnd, Source};
 #[cfg(doc)]
 use super::protocol::AgentProtocol;
 use super::protocol::{Answered, PlatformExpect, PlatformObserver, Seen};
@@ -96,8 +97,13 @@ pub struct LineService {
     judge: Judge,
     /// A flood still blocked: nothing more may be written to stderr (it would block).
     stuck: AtomicBool,
-    /// Answers held back right now (seq → when the request came).
+    /// Answers held back right now (seq → when the request came). Each is reported over once,
+    /// by whoever takes it out: the input's end or a signal that ends the agent.
     held: Mutex<HashMap<u64, Instant>>,
+    /// When the mock started (an end is told as "+7.2 s" from here).
+    started: Instant,
+    /// The harness that writes stdin (a stdio agent's peer).
+    stdin_peer: Peer,
     /// Where the processes of one run share what they saw (stdio with --json; see
     /// [`line_journal`]).
     journal: Option<line_journal::Journal>,
@@ -203,6 +209,7 @@ impl Judge {
                     outcome,
                     bytes,
                     total_us,
+                    ended,
                 } => {
                     let Some(n) = renumbered.get(&(record.pid, own)) else {
                         continue;
@@ -221,6 +228,7 @@ impl Judge {
                         task: "",
                         received: now,
                         delivered: &delivered,
+                        ended: ended.as_ref(),
                     });
                 }
                 Event::Incomplete {
@@ -295,6 +303,8 @@ impl LineService {
             judge: Judge::new(observer),
             stuck: AtomicBool::new(false),
             held: Mutex::new(HashMap::new()),
+            started: Instant::now(),
+            stdin_peer: Peer::stdin(),
             journal: None,
         }
     }
@@ -346,26 +356,48 @@ impl LineService {
         self.stuck.load(Ordering::Relaxed)
     }
 
-    /// The peer ended the agent (a signal to a stdio agent) while answers were held back: it
-    /// gave up on them now.
-    pub fn peer_gave_up(&self) {
+    /// A stdio agent was signalled to end (TERM, INT, HUP) while answers were held back: by the
+    /// harness, it gave up on them now; by anyone else (a `timeout` wrapper, a supervisor, a
+    /// terminal's Ctrl-C), the harness was ended from outside and gave up on nothing. The sender
+    /// is read from the signal ([`peer_end::catch_senders`], set up before serving).
+    pub fn signalled(&self) {
         let held: Vec<(u64, Instant)> = match self.held.lock() {
             Ok(mut h) => h.drain().collect(),
             Err(_) => return,
         };
+        if held.is_empty() {
+            return;
+        }
+        let end = match peer_end::caught() {
+            Some((signal, sender)) => {
+                self.stdin_peer
+                    .signalled(signal, sender, self.started.elapsed())
+            }
+            None => PeerEnd::Unknown {
+                why: "the agent was signalled, but the signal's sender was not caught".into(),
+            },
+        };
         for (seq, received) in held {
-            self.answered(seq, received, Outcome::Hung, 0);
+            self.answered(
+                seq,
+                received,
+                Outcome::Hung,
+                0,
+                Some((end.clone(), Instant::now())),
+            );
         }
     }
 
-    fn hold(&self, seq: u64, received: Instant, on: bool) {
+    fn hold(&self, seq: u64, received: Instant) {
         if let Ok(mut h) = self.held.lock() {
-            if on {
-                h.insert(seq, received);
-            } else {
-                h.remove(&seq);
-            }
+            h.insert(seq, received);
         }
+    }
+
+    /// Takes `seq` out of the answers held back: false when a signal took it first (and
+    /// reported it).
+    fn release(&self, seq: u64) -> bool {
+        self.held.lock().is_ok_and(|mut h| h.remove(&seq).is_some())
     }
 
     /// A request and the answer planned for it.
@@ -392,9 +424,21 @@ impl LineService {
         });
     }
 
-    /// Tells the observer an answer is over.
-    fn answered(&self, seq: u64, received: Instant, outcome: Outcome, bytes: u64) {
-        let total = received.elapsed();
+    /// Tells the observer an answer is over (`ended`: who ended the wait, when the peer's side
+    /// did; then `over`, when the input ended, is the end of the wait, not the look after it).
+    fn answered(
+        &self,
+        seq: u64,
+        received: Instant,
+        outcome: Outcome,
+        bytes: u64,
+        ended: Option<(PeerEnd, Instant)>,
+    ) {
+        let (ended, over) = match ended {
+            Some((end, at)) => (Some(end), at),
+            None => (None, Instant::now()),
+        };
+        let total = over.saturating_duration_since(received);
         let delivered = Delivered {
             outcome,
             bytes,
@@ -408,6 +452,7 @@ impl LineService {
             task: "",
             received: received.into_std(),
             delivered: &delivered,
+            ended: ended.as_ref(),
         });
         self.record(Event::Answered {
             seq,
@@ -415,6 +460,7 @@ impl LineService {
             outcome: outcome_name(outcome),
             bytes,
             total_us: total.as_micros() as u64,
+            ended,
         });
     }
 
@@ -467,8 +513,11 @@ pub async fn serve_stdio(
     after_each: &(dyn Fn(&LineService) + Send + Sync),
 ) -> std::io::Result<()> {
     let quirks = StdioQuirks::of(&service.agent);
+    // The sender of a signal that ends the agent tells who ended the harness's wait.
+    peer_end::catch_senders();
     serve_lines(
         &service,
+        &service.stdin_peer,
         tokio::io::stdin(),
         tokio::io::stdout(),
         quirks,
@@ -484,10 +533,14 @@ pub async fn serve_tcp(
     stop: CancellationToken,
 ) {
     let accept = || async {
-        let (stream, _) = listener.accept().await?;
+        let (stream, peer) = listener.accept().await?;
         // Answers go out in one write each; don't let Nagle hold them back.
         let _ = stream.set_nodelay(true);
-        Ok(stream)
+        let source = match stream.local_addr() {
+            Ok(local) => Source::Tcp { local, peer },
+            Err(e) => Source::Nowhere(format!("the connection's own address: {e}")),
+        };
+        Ok((stream, source))
     };
     serve_connections(service, accept, stop).await;
 }
@@ -499,7 +552,14 @@ pub async fn serve_unix(
     listener: tokio::net::UnixListener,
     stop: CancellationToken,
 ) {
-    let accept = || async { listener.accept().await.map(|(stream, _)| stream) };
+    let accept = || async {
+        let (stream, _) = listener.accept().await?;
+        let source = match stream.peer_cred() {
+            Ok(cred) => Source::Pid(cred.pid()),
+            Err(e) => Source::Nowhere(format!("the socket's peer credentials: {e}")),
+        };
+        Ok((stream, source))
+    };
     serve_connections(service, accept, stop).await;
 }
 
@@ -509,7 +569,7 @@ async fn serve_connections<S, A, F>(service: Arc<LineService>, accept: A, stop: 
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
     A: Fn() -> F,
-    F: std::future::Future<Output = std::io::Result<S>>,
+    F: std::future::Future<Output = std::io::Result<(S, Source)>>,
 {
     let tracker = tokio_util::task::TaskTracker::new();
     loop {
@@ -517,7 +577,7 @@ where
             _ = stop.cancelled() => break,
             a = accept() => a,
         };
-        let Ok(stream) = accepted else {
+        let Ok((stream, source)) = accepted else {
             // Out of file descriptors and the like: back off rather than spin.
             tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
@@ -526,10 +586,17 @@ where
         let stop = stop.clone();
         tracker.spawn(async move {
             let (r, w) = tokio::io::split(stream);
+            let peer = Peer::new(source);
+            // A moment past the stop: an input that ended just before it is still judged
+            // (whose end it was takes a look at the harness's process, see `Peer::closed`).
+            let stopped = async {
+                stop.cancelled().await;
+                tokio::time::sleep(peer_end::LAST_LOOK).await;
+            };
             tokio::select! {
                 // An answer still held back is judged by the observer as still awaited.
-                _ = stop.cancelled() => {}
-                _ = serve_stream(&service, r, w) => {}
+                _ = stopped => {}
+                _ = serve_lines(&service, &peer, r, w, StdioQuirks::default(), &|_| {}) => {}
             }
         });
     }
@@ -548,7 +615,16 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    serve_lines(service, reader, writer, StdioQuirks::default(), &|_| {}).await
+    let peer = Peer::new(Source::Nowhere("bytes from memory".into()));
+    serve_lines(
+        service,
+        &peer,
+        reader,
+        writer,
+        StdioQuirks::default(),
+        &|_| {},
+    )
+    .await
 }
 
 /// How the wait for an answer's moment ended.
@@ -590,6 +666,7 @@ async fn wait_watching<R: AsyncBufRead + Unpin>(reader: &mut R, until: Option<In
 
 async fn serve_lines<R, W>(
     service: &LineService,
+    peer: &Peer,
     reader: R,
     mut writer: W,
     quirks: StdioQuirks,
@@ -673,9 +750,14 @@ where
         }
         let hang = matches!(plan.fault, Fault::Hang | Fault::Blackhole);
         let due = (!hang).then(|| received + plan.ttfb + plan.body_delay);
-        service.hold(seq, received, true);
+        service.hold(seq, received);
+        if due.is_none_or(|at| at > Instant::now()) {
+            // The harness is looked up while it waits (once its end is closed, its process
+            // may be gone from /proc's tables): who ends the wait is judged by it.
+            let _ = peer.processes();
+        }
         // A request that ended at the end of input (per-turn stdio) has no input left to watch:
-        // its end says nothing about the peer giving up (a signal does, see `peer_gave_up`).
+        // its end says nothing about the peer giving up (a signal does, see `signalled`).
         let waited = if ended_by_newline {
             wait_watching(&mut reader, due).await
         } else {
@@ -685,28 +767,43 @@ where
             }
             Waited::Due
         };
-        service.hold(seq, received, false);
-        let mut over = false;
+        // The input ended: by the harness giving up, or by its process's end.
+        let over = Instant::now();
+        let ended = match waited {
+            Waited::InputEnded => Some((peer.closed(service.started).await, over)),
+            Waited::NextRequest => Some((PeerEnd::GaveUp, over)),
+            Waited::Due => None,
+        };
+        // Taken by a signal meanwhile: reported there.
+        let mine = service.release(seq);
+        let mut over = !mine;
         match waited {
             Waited::Due => {}
             Waited::InputEnded if hang => {
-                service.answered(seq, received, Outcome::Hung, 0);
-                after_each(service);
+                if mine {
+                    service.answered(seq, received, Outcome::Hung, 0, ended);
+                    after_each(service);
+                }
                 return Ok(());
             }
             Waited::InputEnded => {
-                // It closed its side: it gave up now. (A peer that only half-closed still gets
-                // the answer when it is due; a pipe's closed reader refuses it.)
-                service.answered(seq, received, Outcome::PeerGone, 0);
-                after_each(service);
+                // It closed its side (or its end closed it): the wait is over now. (A peer that
+                // only half-closed still gets the answer when it is due; a pipe's closed reader
+                // refuses it.)
+                if mine {
+                    service.answered(seq, received, Outcome::PeerGone, 0, ended);
+                    after_each(service);
+                }
                 over = true;
                 if let Some(at) = due {
                     tokio::time::sleep_until(at).await;
                 }
             }
             Waited::NextRequest => {
-                service.answered(seq, received, Outcome::Hung, 0);
-                after_each(service);
+                if mine {
+                    service.answered(seq, received, Outcome::Hung, 0, ended);
+                    after_each(service);
+                }
                 continue;
             }
         }
@@ -737,7 +834,7 @@ where
             } else {
                 Outcome::PeerGone
             };
-            service.answered(seq, received, outcome, out.len() as u64);
+            service.answered(seq, received, outcome, out.len() as u64, None);
             after_each(service);
         }
         written?;

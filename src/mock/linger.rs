@@ -16,12 +16,12 @@
 //! the group ends it without a word; the case stays skipped, saying so.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::line_journal::{self, forked_case, Event};
+use super::peer_end::{catch_senders, caught, process_name};
 use crate::report::{junit, Report};
 
 /// The case the child settles.
@@ -39,67 +39,6 @@ pub const HARNESS_PID: &str = "AGENT_TCK_HARNESS_PID";
 /// The environment variable that hands the child how long the harness waits for an agent
 /// (`--expect-timeout`, in ms): the group must be ended within it (+ [`GRACE`]) of the exit.
 pub const BOUND_MS: &str = "AGENT_TCK_LINGER_BOUND_MS";
-
-/// The first ending signal caught, packed: its number in the high half, its sender's pid in the
-/// low half (0: none yet). Written once, by the handler.
-static CAUGHT: AtomicU64 = AtomicU64::new(0);
-
-extern "C" fn on_ending_signal(
-    signal: libc::c_int,
-    info: *mut libc::siginfo_t,
-    _: *mut libc::c_void,
-) {
-    // SAFETY: with SA_SIGINFO the kernel passes a valid siginfo_t; si_pid reads its sender field
-    // (meaningful for signals sent by kill/killpg, 0 for the kernel's own).
-    let sender = if info.is_null() {
-        0
-    } else {
-        unsafe { (*info).si_pid() }
-    };
-    let packed = (u64::from(signal as u32) << 32) | u64::from(sender as u32);
-    // Only the first counts; an atomic store is async-signal-safe.
-    let _ = CAUGHT.compare_exchange(0, packed, Ordering::SeqCst, Ordering::SeqCst);
-}
-
-/// Catches SIGTERM, SIGHUP and SIGINT with their sender (SA_SIGINFO). False when it cannot.
-fn catch_ending_signals() -> bool {
-    [libc::SIGTERM, libc::SIGHUP, libc::SIGINT]
-        .into_iter()
-        .all(|signal| {
-            // SAFETY: a zeroed sigaction is valid once its mask is emptied; the handler has the
-            // three-argument form SA_SIGINFO calls for and only stores an atomic.
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = on_ending_signal as *const () as usize;
-                action.sa_flags = libc::SA_SIGINFO;
-                libc::sigemptyset(&mut action.sa_mask);
-                libc::sigaction(signal, &action, std::ptr::null_mut()) == 0
-            }
-        })
-}
-
-/// The signal caught so far: (its name, its sender's pid).
-fn caught() -> Option<(&'static str, i32)> {
-    let packed = CAUGHT.load(Ordering::SeqCst);
-    if packed == 0 {
-        return None;
-    }
-    let name = match (packed >> 32) as i32 {
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGHUP => "SIGHUP",
-        _ => "SIGINT",
-    };
-    Some((name, packed as u32 as i32))
-}
-
-/// A process as a reader knows it: `pid 1234 (python3)`.
-fn process_name(pid: i32) -> String {
-    match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
-        Ok(comm) => format!("pid {pid} ({})", comm.trim()),
-        Err(_) if pid == 0 => "the kernel (no sending process)".to_string(),
-        Err(_) => format!("pid {pid}"),
-    }
-}
 
 /// What the child knows of the harness: who started the agent, how long it may take.
 struct Harness {
@@ -151,7 +90,7 @@ impl Harness {
 /// Lingers, then settles the case in the reports named (when any).
 pub async fn linger(json: Option<PathBuf>, junit: Option<PathBuf>) {
     let born = Instant::now();
-    if !catch_ending_signals() {
+    if !catch_senders() {
         return;
     }
     let harness = Harness::from_env();

@@ -23,6 +23,7 @@ pub mod line_journal;
 pub mod line_server;
 pub mod linger;
 pub mod observe;
+pub mod peer_end;
 pub mod profile;
 pub mod protocol;
 pub mod reach;

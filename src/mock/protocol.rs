@@ -11,6 +11,7 @@ use super::args::{Args, BehaviorError};
 use super::decision::{Decision, Placed};
 use super::http1::Delivered;
 use super::journal::AuthSeen;
+use super::peer_end::PeerEnd;
 use super::profile::Profile;
 use super::{Body, Responder};
 use crate::report::CaseResult;
@@ -145,6 +146,9 @@ pub struct Answered<'a> {
     /// When the request arrived.
     pub received: Instant,
     pub delivered: &'a Delivered,
+    /// Who ended the wait, when the peer's side ended it and the server could tell (None: it
+    /// did not look, or the answer went out).
+    pub ended: Option<&'a PeerEnd>,
 }
 
 /// Judges a platform from what reaches the fleet.

@@ -21,6 +21,7 @@ mod fleet;
 mod fleet_file;
 mod fuzz;
 mod harness_judged;
+mod harness_kill;
 mod help;
 mod hostile;
 mod html_report;

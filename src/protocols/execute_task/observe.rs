@@ -39,6 +39,7 @@ use serde_json::Value;
 use super::model::{check_answer, governance_feedback};
 use crate::mock::http1::Outcome;
 use crate::mock::observe::{skip_all_if_none, Common, Tally};
+use crate::mock::peer_end::PeerEnd;
 use crate::mock::protocol::{Answered, PlatformExpect, PlatformObserver, Seen};
 use crate::report::{CaseResult, Evidence, Level};
 use crate::text::excerpt_str;
@@ -98,6 +99,14 @@ struct State {
     /// The longest a harness waited before giving up, and how many gave up.
     gave_up: u64,
     longest_wait: Duration,
+    /// Waits the harness did not end itself, within the bound: what ended the first one, and
+    /// how many (not evidence either way: see [`PeerEnd`]).
+    ended_outside: u64,
+    first_outside: Option<String>,
+    /// Waits ended within the bound by a close no process could be found for: counted as
+    /// giving up (the wait did not pass the bound, whoever ended it); why, and how many.
+    unattributed: u64,
+    first_unattributed: Option<String>,
 }
 
 #[derive(Default)]
@@ -571,30 +580,57 @@ impl PlatformObserver for HarnessObserver {
         let waited = d.total;
         let what = delay.what();
         let (name, expect) = (delay.agent, humantime::format_duration(self.expect.timeout));
-        match d.outcome {
-            Outcome::Hung | Outcome::PeerGone => {
+        let waited_s = waited.as_secs_f64();
+        match (d.outcome, answered.ended) {
+            // Its process ended (killed from outside, or it exited): no giving-up to credit;
+            // a wait already past the bound broke the rule whoever ended it.
+            (Outcome::Hung | Outcome::PeerGone, Some(PeerEnd::Ended { what: how })) => {
+                if waited > limit {
+                    s.deadline.check(false, || {
+                        format!(
+                            "{name}: {what}: the harness was still waiting after {waited_s:.1} s, past the bound (expected to give up within {expect} + 1 s), when {how}"
+                        )
+                    });
+                } else {
+                    s.ended_outside += 1;
+                    s.first_outside
+                        .get_or_insert_with(|| format!("{how}, {waited_s:.1} s into its wait for {what}"));
+                }
+            }
+            // Nobody to credit the close to: a wait past the bound broke the rule whoever ended
+            // it; one within it is counted, and the verdict says so.
+            (Outcome::Hung | Outcome::PeerGone, Some(PeerEnd::Unknown { why })) => {
+                s.longest_wait = s.longest_wait.max(waited);
+                s.deadline.check(waited <= limit, || {
+                    format!(
+                        "{name}: {what}: the harness waited {waited_s:.1} s, then its side ended (whether it gave up or was ended, the mock cannot tell: {why}) (expected to give up within {expect} + 1 s)"
+                    )
+                });
+                if waited <= limit {
+                    s.unattributed += 1;
+                    s.first_unattributed.get_or_insert_with(|| why.clone());
+                }
+            }
+            (Outcome::Hung | Outcome::PeerGone, _) => {
                 s.gave_up += 1;
                 s.longest_wait = s.longest_wait.max(waited);
                 s.deadline.check(waited <= limit, || {
                     format!(
-                        "{name}: {what}: the harness gave up only after {:.1} s (expected within {expect} + 1 s)",
-                        waited.as_secs_f64()
+                        "{name}: {what}: the harness gave up only after {waited_s:.1} s (expected within {expect} + 1 s)"
                     )
                 });
             }
-            Outcome::Shutdown if waited <= limit => {}
-            Outcome::Shutdown => s.deadline.check(false, || {
+            (Outcome::Shutdown, _) if waited <= limit => {}
+            (Outcome::Shutdown, _) => s.deadline.check(false, || {
                 format!(
-                    "{name}: {what}: the harness was still waiting after {:.1} s, when the mock stopped (expected to give up within {expect} + 1 s)",
-                    waited.as_secs_f64()
+                    "{name}: {what}: the harness was still waiting after {waited_s:.1} s, when the mock stopped (expected to give up within {expect} + 1 s)"
                 )
             }),
             _ => {
                 s.longest_wait = s.longest_wait.max(waited);
                 s.deadline.check(waited <= limit, || {
                     format!(
-                        "{name}: {what}: the harness waited {:.1} s for it (expected to give up within {expect} + 1 s)",
-                        waited.as_secs_f64()
+                        "{name}: {what}: the harness waited {waited_s:.1} s for it (expected to give up within {expect} + 1 s)"
                     )
                 });
             }
@@ -752,13 +788,7 @@ impl PlatformObserver for HarnessObserver {
             "slow or hanging answers",
             "serve --behavior hang or slow:DUR to test the harness's deadline",
         );
-        if deadline.passed() && s.gave_up > 0 {
-            deadline.message = format!(
-                "the harness gave up on {} (the longest wait {:.1} s)",
-                s.gave_up,
-                s.longest_wait.as_secs_f64()
-            );
-        }
+        s.explain_deadline(&mut deadline);
         cases.push(deadline);
         cases.push(s.after_bad.judged(
             "harness.after-bad-answer",
@@ -777,6 +807,51 @@ impl PlatformObserver for HarnessObserver {
 }
 
 impl State {
+    /// `harness.deadline`'s message when nothing broke it: what the harness gave up on, and
+    /// the waits it did not end itself (ended from outside: not judged; ended by a close no
+    /// process could be found for: counted, saying so).
+    fn explain_deadline(&self, deadline: &mut CaseResult) {
+        if !deadline.passed() && deadline.status != crate::report::Status::Skip {
+            return;
+        }
+        let outside = self.first_outside.as_ref().map(|first| {
+            if self.ended_outside == 1 {
+                first.clone()
+            } else {
+                format!(
+                    "{first} (and {} more wait(s) so ended)",
+                    self.ended_outside - 1
+                )
+            }
+        });
+        let given_up = self.deadline.checked - self.unattributed;
+        if self.deadline.checked == 0 {
+            if let Some(outside) = outside {
+                deadline.skip(format!(
+                    "not judged: {outside}; that is no giving-up of its own (a harness gives up by closing the connection or stdin and living on, or by signalling the agent itself). Run it without an outside limit shorter than --expect-timeout + 1 s to judge it"
+                ));
+            }
+            return;
+        }
+        let mut parts = Vec::new();
+        if given_up > 0 {
+            parts.push(format!(
+                "the harness gave up on {given_up} (the longest wait {:.1} s)",
+                self.longest_wait.as_secs_f64()
+            ));
+        }
+        if let Some(why) = &self.first_unattributed {
+            parts.push(format!(
+                "{} wait(s) ended within the bound by a close the mock cannot credit to the harness or to anyone else ({why}): counted, as no wait passed the bound",
+                self.unattributed
+            ));
+        }
+        if let Some(outside) = outside {
+            parts.push(format!("not counted: {outside}"));
+        }
+        deadline.message = parts.join("; ");
+    }
+
     /// Why a rule on followed conversations judged nothing: `need` (what would exercise it),
     /// and what the requests in hand lacked (no `turn`, joined in the middle).
     fn unfollowed(&self, need: &str) -> String {
