@@ -246,16 +246,11 @@ impl Watch {
 
     /// Checks presence after a break, and opens an outage when the peer is gone.
     async fn confirm(&self) {
-        let asked = self.now();
-        match (self.check)().await {
-            Presence::Gone(how) => self.open(how),
-            // There after the break: the break was its own act, and dates nothing.
-            Presence::Here => {
-                let mut s = self.lock();
-                if s.first_break.as_ref().is_some_and(|(at, _)| *at <= asked) {
-                    s.first_break = None;
-                }
-            }
+        // A peer found there after the break keeps the break dated all the same: a dying
+        // process's port may still take a connection for a moment. Only an answer (in `ended`)
+        // clears it, as proof the peer lived on.
+        if let Presence::Gone(how) = (self.check)().await {
+            self.open(how);
         }
     }
 

@@ -1,9 +1,10 @@
 //! An agent server that went down mid-run ([`crate::transport::liveness`]): what its death cut
-//! is no evidence of how it behaves. Before the rules judge, the books lose the callbacks and
-//! session calls that broke in an outage, the forwards whose connection ended in one (a dying
-//! server "gives up" on every acknowledgement), and the user messages said after it or too
-//! shortly before it to have been forwarded (the server may have died holding them); the run
-//! gets one case naming the death, `platform.alive`.
+//! is no evidence of how it behaves. Before the rules judge, the books lose the callbacks that
+//! broke in an outage or were sent too shortly before it, the outcome of the forwards whose
+//! acknowledgement failed as it came (a dying server "gives up" on every acknowledgement, and
+//! tells no client of a failure), and the user messages said after it or too shortly before it
+//! to have been forwarded (the server may have died holding them); the run gets one case naming
+//! the death, `platform.alive`.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -21,24 +22,6 @@ pub(super) fn without_the_death(fleet: &Fleet, b: &Books) -> Option<(Books, Stri
     let watch = &fleet.watch;
     let first = watch.outages().first()?.from;
     let since = |at: Instant| watch.since_start(at);
-    let callbacks: Vec<_> = b
-        .callbacks
-        .iter()
-        .filter(|c| c.broke_at.is_none_or(|at| watch.cut(at, ALIVE).is_none()))
-        .cloned()
-        .collect();
-    // A forward's connection that ended (not by our plan) after the death ended with it.
-    let forwards: Vec<_> = b
-        .forwards
-        .iter()
-        .filter(|f| {
-            f.ack.is_none_or(|a| {
-                a.outcome != Outcome::PeerGone && a.outcome != Outcome::Hung
-                    || since(f.at + a.total) < first
-            })
-        })
-        .cloned()
-        .collect();
     // A message the server may have died holding: never forwarded, and said too shortly before
     // the death for its forward to have come (twice the slowest forward of the run, at least 1 s).
     let mut by_session: HashMap<&str, Vec<&Forward>> = HashMap::new();
@@ -60,6 +43,37 @@ pub(super) fn without_the_death(fleet: &Fleet, b: &Books) -> Option<(Books, Stri
         .max()
         .unwrap_or_default();
     let window = (slowest * 2).max(Duration::from_secs(1));
+    // A callback sent that shortly before the death, or that broke in it, is not judged: its
+    // answer or its broadcast may have died with the server.
+    let callbacks: Vec<_> = b
+        .callbacks
+        .iter()
+        .filter(|c| {
+            since(c.sent) + window < first
+                && c.broke_at.is_none_or(|at| watch.cut(at, ALIVE).is_none())
+        })
+        .cloned()
+        .collect();
+    // A forward's acknowledgement that failed as the server died (its connection ended with it,
+    // or its error message was due after it) says nothing of how the server handles a failure:
+    // the forward came, its outcome is unknown.
+    let mut forwards_cut = 0;
+    let forwards: Vec<Forward> = b
+        .forwards
+        .iter()
+        .cloned()
+        .map(|mut f| {
+            if let Some(a) = f.ack {
+                let acknowledged =
+                    a.outcome == Outcome::Complete && (200..300).contains(&f.status);
+                if !acknowledged && since(f.at + a.total) + super::ERROR_MARGIN >= first {
+                    f.ack = None;
+                    forwards_cut += 1;
+                }
+            }
+            f
+        })
+        .collect();
     let said: Vec<_> = b
         .said
         .iter()
@@ -69,9 +83,8 @@ pub(super) fn without_the_death(fleet: &Fleet, b: &Books) -> Option<(Books, Stri
         .cloned()
         .collect();
     let note = format!(
-        "not judged, as the agent server's death cut them (see {ALIVE}): {} callback(s), {} forward(s), {} user message(s)",
+        "not judged, as the agent server's death cut them (see {ALIVE}): {} callback(s), {forwards_cut} forward acknowledgement(s), {} user message(s)",
         b.callbacks.len() - callbacks.len(),
-        b.forwards.len() - forwards.len(),
         b.said.len() - said.len()
     );
     let books = Books {
