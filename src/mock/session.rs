@@ -10,7 +10,7 @@ use super::agent::MockAgent;
 use super::driver::Driver;
 use super::fleet::{self, Layout};
 use super::journal::Journal;
-use super::protocol::{AgentProtocol, PlatformExpect};
+use super::protocol::{AgentProtocol, PlatformExpect, RunEnd};
 use crate::error::Error;
 use crate::report::{CaseResult, Evidence, Level, Report, RunInfo, Status};
 use crate::text::Redactor;
@@ -126,6 +126,10 @@ pub async fn run_to_end(
     tokio::pin!(stop);
     // Whether `stop` has completed (it must not be polled again then).
     let mut stopped = true;
+    // What ended the run, once it ended: the answers still open are the run's to cut.
+    let mut ended_by: Option<(Instant, String)> = None;
+    let observer = &served.handler.observer;
+    let waiting = || observer.waiting_within_timeout(Instant::now());
     let mut interrupted = match &settings.driver {
         Some(driver) => {
             let drive = async {
@@ -138,7 +142,10 @@ pub async fn run_to_end(
                     ));
                 } else {
                     let before = served.handler.protocol_requests.load(Ordering::Relaxed);
-                    let triggered = driver.trigger(settings.seed).await;
+                    let triggers = driver.trigger(settings.seed, &waiting).await;
+                    let at = triggers.abandoned.unwrap_or_else(Instant::now);
+                    ended_by = Some((at, driver.end_of_triggers(triggers.overdue)));
+                    let triggered = triggers.cases;
                     let reached = served.handler.protocol_requests.load(Ordering::Relaxed) - before;
                     if Driver::all_answered(&triggered) {
                         served.handler.observer.on_triggers_answered();
@@ -152,13 +159,24 @@ pub async fn run_to_end(
                     }
                 }
             };
+            // The moment of the interrupt is taken before the driving is dropped (and with it
+            // a trigger's connection, whose close the platform may answer by dropping its calls
+            // to agents): what ends after it is the run's doing.
+            let interrupt = async {
+                (&mut stop).await;
+                Instant::now()
+            };
             let interrupted = tokio::select! {
                 _ = drive => false,
-                _ = &mut stop => true,
+                at = interrupt => {
+                    ended_by = Some((at, INTERRUPTED.into()));
+                    true
+                }
             };
             if !interrupted && (settings.serve_after || driver.trigger.is_none()) {
                 crate::errln!("serving until interrupted (Ctrl-C)…");
                 (&mut stop).await;
+                ended_by = Some((Instant::now(), SERVED_UNTIL_STOPPED.into()));
             } else if !interrupted {
                 stopped = false;
             }
@@ -166,9 +184,17 @@ pub async fn run_to_end(
         }
         None => {
             (&mut stop).await;
+            ended_by = Some((Instant::now(), SERVED_UNTIL_STOPPED.into()));
             false
         }
     };
+    if let Some((at, why)) = ended_by {
+        observer.on_run_end(&RunEnd {
+            at,
+            after: at.saturating_duration_since(started),
+            why,
+        });
+    }
     if interrupted {
         crate::errln!("interrupted: stopping the fleet and writing the reports");
     }
@@ -287,6 +313,11 @@ fn caller_of(urls: &[String]) -> String {
 }
 
 const REACHED_FLEET: &str = "platform.reached-fleet";
+
+/// What ended a run cut by Ctrl-C (or SIGTERM) while it drove the platform.
+const INTERRUPTED: &str = "interrupted by Ctrl-C or SIGTERM";
+/// What ended a run that served until it was stopped.
+const SERVED_UNTIL_STOPPED: &str = "stopped by Ctrl-C or SIGTERM after serving";
 
 fn reached_fleet_case() -> CaseResult {
     CaseResult::new(
