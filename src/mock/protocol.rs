@@ -100,6 +100,10 @@ pub struct RunEnd {
     /// What ended it, in a few words: "--deliberation-deadline 20s", "Ctrl-C", "the end of the
     /// triggers".
     pub why: String,
+    /// It abandoned a request to the platform (a trigger at its deadline, or on Ctrl-C): from
+    /// `at` on, the platform may drop its own calls to the agents because of it, and such a
+    /// close is the run's doing too.
+    pub abandoned: bool,
 }
 
 impl RunEnd {

@@ -127,7 +127,7 @@ pub async fn run_to_end(
     // Whether `stop` has completed (it must not be polled again then).
     let mut stopped = true;
     // What ended the run, once it ended: the answers still open are the run's to cut.
-    let mut ended_by: Option<(Instant, String)> = None;
+    let mut ended_by: Option<(Instant, String, bool)> = None;
     let observer = &served.handler.observer;
     let waiting = || observer.waiting_within_timeout(Instant::now());
     let mut interrupted = match &settings.driver {
@@ -143,8 +143,11 @@ pub async fn run_to_end(
                 } else {
                     let before = served.handler.protocol_requests.load(Ordering::Relaxed);
                     let triggers = driver.trigger(settings.seed, &waiting).await;
-                    let at = triggers.abandoned.unwrap_or_else(Instant::now);
-                    ended_by = Some((at, driver.end_of_triggers(triggers.overdue)));
+                    let why = driver.end_of_triggers(triggers.overdue);
+                    ended_by = Some(match triggers.abandoned {
+                        Some(at) => (at, why, true),
+                        None => (Instant::now(), why, false),
+                    });
                     let triggered = triggers.cases;
                     let reached = served.handler.protocol_requests.load(Ordering::Relaxed) - before;
                     if Driver::all_answered(&triggered) {
@@ -169,14 +172,14 @@ pub async fn run_to_end(
             let interrupted = tokio::select! {
                 _ = drive => false,
                 at = interrupt => {
-                    ended_by = Some((at, INTERRUPTED.into()));
+                    ended_by = Some((at, INTERRUPTED.into(), true));
                     true
                 }
             };
             if !interrupted && (settings.serve_after || driver.trigger.is_none()) {
                 crate::errln!("serving until interrupted (Ctrl-C)…");
                 (&mut stop).await;
-                ended_by = Some((Instant::now(), SERVED_UNTIL_STOPPED.into()));
+                ended_by = Some((Instant::now(), SERVED_UNTIL_STOPPED.into(), false));
             } else if !interrupted {
                 stopped = false;
             }
@@ -184,15 +187,16 @@ pub async fn run_to_end(
         }
         None => {
             (&mut stop).await;
-            ended_by = Some((Instant::now(), SERVED_UNTIL_STOPPED.into()));
+            ended_by = Some((Instant::now(), SERVED_UNTIL_STOPPED.into(), false));
             false
         }
     };
-    if let Some((at, why)) = ended_by {
+    if let Some((at, why, abandoned)) = ended_by {
         observer.on_run_end(&RunEnd {
             at,
             after: at.saturating_duration_since(started),
             why,
+            abandoned,
         });
     }
     if interrupted {

@@ -157,7 +157,7 @@ async fn ctrl_c_mid_deliberation_is_not_the_platforms_failure() {
         "--json",
         &json,
     ];
-    let mut child = Spawned::tck(&args, RUN_DEADLINE);
+    let child = Spawned::tck(&args, RUN_DEADLINE);
     // Ready when the platform's /analyze to the hanging agent is in the journal (flushed
     // when the fleet is idle).
     let until = Instant::now() + Duration::from_secs(60);

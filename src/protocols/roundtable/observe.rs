@@ -749,10 +749,14 @@ impl PlatformObserver for Observer {
             return;
         }
         s.run_end = Some(end.clone());
+        let recent = std::mem::take(&mut s.recent_closes);
+        if !end.abandoned {
+            return;
+        }
         // Closes that came after the end, before the session said so: taken back from the
         // verdicts (each was a giving-up within the limit, counted as held, or a first answer
         // that ended) and told as cut.
-        for (at, wait) in std::mem::take(&mut s.recent_closes) {
+        for (at, wait) in recent {
             if at < end.at {
                 continue;
             }
@@ -785,7 +789,7 @@ impl PlatformObserver for Observer {
             })
             .collect();
         // The longest waits first: those the platform is nearest to giving up.
-        open.sort_by(|a, b| b.0.cmp(&a.0));
+        open.sort_by_key(|(open, _)| std::cmp::Reverse(*open));
         open.into_iter().map(|(_, words)| words).collect()
     }
 
@@ -813,7 +817,10 @@ impl PlatformObserver for Observer {
             // The platform closed it within its time: it gave up, or it dropped its work
             // because the run ended (a trigger abandoned at the deadline, Ctrl-C).
             let closed = within && matches!(delivered.outcome, Outcome::PeerGone | Outcome::Hung);
-            let after_end = s.run_end.as_ref().is_some_and(|e| now >= e.at);
+            let after_end = s
+                .run_end
+                .as_ref()
+                .is_some_and(|e| e.abandoned && now >= e.at);
             if (within && delivered.outcome == Outcome::Shutdown) || (closed && after_end) {
                 self.cut(s, &wait);
             } else {
@@ -828,6 +835,7 @@ impl PlatformObserver for Observer {
                         };
                     }
                 }
+                // Kept only until the session says how the run ended.
                 if closed && s.run_end.is_none() {
                     let recent = &mut s.recent_closes;
                     while recent
@@ -1004,7 +1012,8 @@ impl Observer {
     fn retries_case(&self, s: &State) -> CaseResult {
         let mut tally = Tally::default();
         let mut recalled: Vec<(String, usize, String, Call)> = Vec::new();
-        let mut cut: Vec<(String, usize, String, (Key, Key), Call)> = Vec::new();
+        // (seat, phase, call) of each failed first answer the run's end cut.
+        let mut cut: Vec<((Key, Key), usize, Call)> = Vec::new();
         for (&(task, agent), seat) in &s.seats {
             if s.tasks.get(&task).is_none_or(|t| t.agents < 2) {
                 continue;
@@ -1014,13 +1023,7 @@ impl Observer {
                     continue;
                 }
                 if call.first_end != End::Ended {
-                    cut.push((
-                        s.task_id(task),
-                        phase,
-                        s.name(agent).to_string(),
-                        (task, agent),
-                        *call,
-                    ));
+                    cut.push(((task, agent), phase, *call));
                     continue;
                 }
                 tally.checked += 1;
@@ -1058,10 +1061,13 @@ impl Observer {
         "failed answers, each an agent's first in a phase of a task",
         "no agent's answer failed in a deliberation of two agents or more: add an agent with a failing behaviour (hang, http-error, malformed-json) to a fleet and run a deliberation",
     );
-        cut.sort_by(|a, b| (&a.0, a.1, &a.2).cmp(&(&b.0, b.1, &b.2)));
+        cut.sort_by_cached_key(|(seat, phase, _)| {
+            (s.task_id(seat.0), *phase, s.name(seat.1).to_string())
+        });
         let mut cuts = Tally::default();
         let end = s.run_end.as_ref().map(|e| self.micros(e.at));
-        for (_, phase, agent, seat, call) in &cut {
+        for (seat, phase, call) in &cut {
+            let agent = s.name(seat.1);
             let sent = u64::from(call.first_ms) * 1000;
             let open_for = Duration::from_micros(
                 end.unwrap_or_else(|| self.micros(Instant::now()))
