@@ -15,6 +15,7 @@ use tokio::sync::Semaphore;
 
 use super::agent::MockAgent;
 pub use super::expect::{Condition, Expect};
+use super::observe::{note_cut, Tally};
 use super::protocol::{AgentProtocol, PlatformApi};
 use crate::report::{CaseResult, Evidence, Level};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
@@ -162,6 +163,10 @@ pub struct Trigger {
     pub conditions: Vec<Condition>,
     /// How long one deliberation may take.
     pub deadline: Duration,
+    /// How long one may take by the spec: the platform's timeout for each call in sequence,
+    /// plus the margin. A deadline set shorter is the run's own: it running out while the
+    /// platform still waits for an agent within its timeout is not the platform's failure.
+    pub bound: Duration,
     /// Where [`Trigger::deadline`] comes from, for the cases' messages.
     pub deadline_why: String,
 }
@@ -225,6 +230,7 @@ impl Driver {
                     ),
                 };
                 Some(Trigger {
+                    bound: timeout * api.calls_in_sequence + margin,
                     spec: t.clone(),
                     path: t.path.clone().unwrap_or_else(|| api.trigger_path.into()),
                     body: t.body.clone().unwrap_or_else(api.trigger_body),
@@ -302,6 +308,11 @@ impl Driver {
             return Err(Failure::Cut(why));
         }
         result.map_err(|e| platform_error(e, deadline_why))
+    }
+
+    /// When the platform went down, if it did (so far).
+    pub fn went_down_at(&self) -> Option<Instant> {
+        self.watch.went_down_at()
     }
 
     /// At the run's end: the case naming the platform's death (checked once more now), when
@@ -478,9 +489,11 @@ impl Driver {
     }
 
     /// Sends the trigger `count` times (`concurrency` at once); returns its cases.
-    pub async fn trigger(&self, seed: u64) -> Vec<CaseResult> {
+    /// `waiting`: the agents' requests the platform is waiting for, within its own timeout, at
+    /// the moment it is called (asked when a deadline shorter than the spec's runs out).
+    pub async fn trigger(&self, seed: u64, waiting: &(dyn Fn() -> Vec<String> + Sync)) -> Triggers {
         let Some(trigger) = &self.trigger else {
-            return Vec::new();
+            return Triggers::default();
         };
         let Trigger {
             spec,
@@ -488,6 +501,7 @@ impl Driver {
             body,
             conditions,
             deadline,
+            bound,
             deadline_why,
         } = trigger;
         let deadline_why = deadline_why.as_str();
@@ -499,23 +513,73 @@ impl Driver {
                 let _permit = gate.acquire().await;
                 let body = fill(body, n, seed);
                 let t0 = Instant::now();
-                let answer = self
-                    .send(
-                        &self.request(&spec.method, path, Some(&body)),
-                        *deadline,
-                        deadline_why,
-                    )
-                    .await;
-                (n, t0.elapsed(), answer)
+                let request = self.request(&spec.method, path, Some(&body));
+                let send = self.send(&request, *deadline, deadline_why);
+                tokio::pin!(send);
+                // What the platform was waiting for when the run's own deadline, shorter than
+                // the spec's, ran out: asked at that moment, before the trigger's connection
+                // is dropped (a platform may then drop its calls to agents too).
+                let mut within = Vec::new();
+                let answer = tokio::select! {
+                    biased;
+                    _ = tokio::time::sleep_until((t0 + *deadline).into()), if deadline < bound => {
+                        within = waiting();
+                        send.await
+                    }
+                    answer = &mut send => answer,
+                };
+                if !matches!(answer, Err(Failure::Silent(_) | Failure::Late(_))) {
+                    within.clear();
+                }
+                Triggered {
+                    n,
+                    started: t0,
+                    elapsed: t0.elapsed(),
+                    answer,
+                    within,
+                }
             }
         });
         let results = futures::future::join_all(runs).await;
         let target = self.base.join(path);
-        let mut cases = judge_triggers(spec, conditions, *deadline, &target, &results);
+        let why = ShortDeadline {
+            deadline: *deadline,
+            bound: *bound,
+            timeout: self.timeout,
+        };
+        let mut cases = judge_triggers(spec, conditions, &why, &target, &results);
         for c in &mut cases {
             c.set_duration(started.elapsed());
         }
-        cases.into()
+        let overdue = || {
+            results
+                .iter()
+                .filter(|r| matches!(r.answer, Err(Failure::Silent(_) | Failure::Late(_))))
+        };
+        Triggers {
+            cases: cases.into(),
+            overdue: overdue().count(),
+            // When the first trigger was abandoned: from then on, the platform may drop what
+            // it was doing for it (its calls to agents), and that is the run's doing.
+            abandoned: overdue().map(|r| r.started + *deadline).min(),
+        }
+    }
+
+    /// What ended a run whose triggers are done, in a few words: the deliberation deadline
+    /// when `overdue` triggers ran it out, else the end of the triggers.
+    pub fn end_of_triggers(&self, overdue: usize) -> String {
+        match &self.trigger {
+            Some(t) if overdue > 0 => format!(
+                "the deliberation deadline of {}{}",
+                humantime::format_duration(t.deadline),
+                if t.spec.deadline.is_some() {
+                    ", set by --deliberation-deadline or platform.trigger.deadline"
+                } else {
+                    ""
+                }
+            ),
+            _ => "the end of the triggers".to_string(),
+        }
     }
 
     /// Whether the trigger's cases say the platform answered every trigger (so every
@@ -541,30 +605,94 @@ impl Driver {
     }
 }
 
-/// One trigger's number, how long it took, and how it ended.
-type Triggered = (usize, Duration, Result<http::Response, Failure>);
+/// The trigger's cases, and how many triggers the deliberation deadline ran out on.
+#[derive(Default)]
+pub struct Triggers {
+    pub cases: Vec<CaseResult>,
+    pub overdue: usize,
+    /// When the deadline first ran out (a moment before the fleet closed that trigger).
+    pub abandoned: Option<Instant>,
+}
+
+/// One trigger: its number, how long it took, and how it ended.
+struct Triggered {
+    n: usize,
+    started: Instant,
+    elapsed: Duration,
+    answer: Result<http::Response, Failure>,
+    /// When the deadline ran out shorter than the spec's: the agents' requests the platform
+    /// was still waiting for within its own timeout.
+    within: Vec<String>,
+}
+
+/// The deliberation deadline, against the spec's bound.
+struct ShortDeadline {
+    deadline: Duration,
+    bound: Duration,
+    /// The platform's timeout for each agent call.
+    timeout: Duration,
+}
+
+impl ShortDeadline {
+    /// Trigger `n`, cut by the deadline after `elapsed` while the platform waited for `within`.
+    fn describe(&self, n: usize, elapsed: Duration, within: &[String]) -> String {
+        let more = match within.len() {
+            0..=3 => String::new(),
+            k => format!(" and {} more", k - 3),
+        };
+        format!(
+            "#{n}: the deliberation deadline {} ran out after {:.1} s while the platform was still waiting, within its own timeout {}, for {}{more}; the spec lets a deliberation take {}",
+            humantime::format_duration(self.deadline),
+            elapsed.as_secs_f64(),
+            humantime::format_duration(self.timeout),
+            within[..within.len().min(3)].join(", "),
+            humantime::format_duration(self.bound),
+        )
+    }
+}
 
 /// The trigger's four cases, judged on what each trigger got.
 fn judge_triggers(
     spec: &TriggerSpec,
     conditions: &[Condition],
-    deadline: Duration,
+    short: &ShortDeadline,
     target: &str,
     results: &[Triggered],
 ) -> [CaseResult; 4] {
+    let deadline = short.deadline;
     let [mut reached, mut deadline_case, mut no5xx, mut expect_case] = trigger_cases();
     let (mut unreachable, mut silent, mut late) = (Vec::new(), Vec::new(), Vec::new());
     // Triggers the platform's death cut: no evidence of how it answers (platform.alive says it).
-    let mut cut = Vec::new();
+    let mut died = Vec::new();
     let (mut errors, mut unmet, mut latencies) = (Vec::new(), Vec::new(), Vec::new());
+    // Triggers whose deadline, the run's own, ran out while the platform still waited for an
+    // agent within its timeout: not the platform's failure, not judged.
+    let mut cut = Tally::default();
+    // Those whose deadline ran out on the platform's account.
+    let mut overdue = Vec::new();
     let mut below_500 = 0u64;
-    for (n, elapsed, answer) in results {
+    for Triggered {
+        n,
+        elapsed,
+        answer,
+        within,
+        ..
+    } in results
+    {
         let took = format!("{:.1} s", elapsed.as_secs_f64());
+        if !within.is_empty() {
+            cut.check(false, || short.describe(*n, *elapsed, within));
+        }
+        if let Err(Failure::Silent(e) | Failure::Late(e)) = answer {
+            if within.is_empty() {
+                overdue.push(format!("#{n}: {e} (waited {took})"));
+            }
+        }
         match answer {
             Err(Failure::Unreachable(e)) => unreachable.push(format!("#{n}: {e} (after {took})")),
             Err(Failure::Silent(e)) => silent.push(format!("#{n}: {e} (waited {took})")),
             Err(Failure::Late(e)) => late.push(format!("#{n}: {e} (waited {took})")),
-            Err(Failure::Cut(e)) => cut.push(format!("#{n}: {e}")),
+            Err(Failure::Cut(e)) => died.push(format!("#{n}: {e}")),
             Ok(r) => {
                 latencies.push(*elapsed);
                 if r.status >= 500 {
@@ -592,7 +720,7 @@ fn judge_triggers(
     let headed = answered + late.len();
     let silent_note = || {
         format!(
-            "{} of {sent} trigger(s) got no answer head within the deliberation deadline {} (platform.deliberation-deadline fails them):\n  {}",
+            "{} of {sent} trigger(s) got no answer head within the deliberation deadline {} (see platform.deliberation-deadline):\n  {}",
             silent.len(),
             humantime::format_duration(deadline),
             silent.join("\n  ")
@@ -602,17 +730,15 @@ fn judge_triggers(
     if !silent.is_empty() {
         note = format!("{note}; {}", silent_note());
     }
-    note.push_str(&not_judged(&cut));
+    note.push_str(&not_judged(&died));
     settle(
         &mut reached,
         Evidence::new((headed + unreachable.len()) as u64, "triggers"),
         &unreachable,
         note,
-        || not_judged_at_all(&cut, &format!("not judged: {}", silent_note())),
+        || not_judged_at_all(&died, &format!("not judged: {}", silent_note())),
     );
     latencies.sort();
-    let mut overdue = silent.clone();
-    overdue.extend(late.iter().cloned());
     settle(
         &mut deadline_case,
         Evidence::new((answered + overdue.len()) as u64, "triggered deliberations"),
@@ -624,14 +750,15 @@ fn judge_triggers(
         ),
         || {
             not_judged_at_all(
-                &cut,
+                &died,
                 "no trigger reached the platform (see platform.trigger), so no deliberation ran",
             )
         },
     );
+    note_cut(&mut deadline_case, &cut, "deliberation(s)");
     let unanswered = || {
-        if answered == 0 && !cut.is_empty() {
-            return not_judged_at_all(&cut, "");
+        if answered == 0 && !died.is_empty() {
+            return not_judged_at_all(&died, "");
         }
         format!(
             "no trigger got a whole answer ({} unreachable, {} without an answer head, {} late): see platform.trigger and platform.deliberation-deadline",
@@ -930,16 +1057,25 @@ mod tests {
         })
     }
 
-    fn judged(results: Vec<Triggered>) -> [CaseResult; 4] {
+    fn judged(results: Vec<(usize, Duration, Result<http::Response, Failure>)>) -> [CaseResult; 4] {
         let spec = spec();
         let conditions = vec![Condition::parse("status == completed").unwrap()];
-        judge_triggers(
-            &spec,
-            &conditions,
-            Duration::from_secs(9),
-            "http://p/t",
-            &results,
-        )
+        let results: Vec<Triggered> = results
+            .into_iter()
+            .map(|(n, elapsed, answer)| Triggered {
+                n,
+                started: Instant::now(),
+                elapsed,
+                answer,
+                within: Vec::new(),
+            })
+            .collect();
+        let short = ShortDeadline {
+            deadline: Duration::from_secs(9),
+            bound: Duration::from_secs(9),
+            timeout: Duration::from_secs(3),
+        };
+        judge_triggers(&spec, &conditions, &short, "http://p/t", &results)
     }
 
     /// Each trigger case judges only what reached it, and says so.

@@ -69,6 +69,34 @@ impl Tally {
     }
 }
 
+/// Tells, in a case, the answers the run's own end cut before the platform's time for them
+/// was up (`cut`: its count in `broken`, a few of them in words in `examples`; `what`: what
+/// they are, "answers"). They were not judged: with nothing else judged the case is a skip
+/// that names them (not one that asks for a behaviour the fleet already has); beside a
+/// verdict, a note.
+pub fn note_cut(case: &mut CaseResult, cut: &Tally, what: &str) {
+    if cut.broken == 0 {
+        return;
+    }
+    let listed = cut.examples.join("\n  ");
+    let more = match cut.broken - cut.examples.len() as u64 {
+        0 => String::new(),
+        n => format!("\n  … and {n} more"),
+    };
+    if case.status == crate::report::Status::Skip {
+        case.skip(format!(
+            "not judged: {} {what}, cut by the run's own end, which is not the platform's act nor evidence about it:\n  {listed}{more}",
+            cut.broken
+        ));
+    } else {
+        case.message.push_str(&format!(
+            "{}(not judged: {} {what}, cut by the run's own end:\n  {listed}{more})",
+            if case.message.is_empty() { "" } else { "\n" },
+            cut.broken
+        ));
+    }
+}
+
 /// The rules every protocol's platform is held to: each request valid against its endpoint's
 /// schema; agents registered with a key receive it as a bearer token, others none. A protocol's
 /// observer keeps one inside its own state (one lock per request).

@@ -91,6 +91,33 @@ pub struct Mutating<'a> {
     pub injected: &'a mut Vec<Placed>,
 }
 
+/// How and when a run ended on its own account (not the platform's): a deadline of the kit's,
+/// Ctrl-C, the end of the triggers.
+#[derive(Debug, Clone)]
+pub struct RunEnd {
+    pub at: Instant,
+    /// Since the run started.
+    pub after: Duration,
+    /// What ended it, in a few words: "--deliberation-deadline 20s", "Ctrl-C", "the end of the
+    /// triggers".
+    pub why: String,
+    /// It abandoned a request to the platform (a trigger at its deadline, or on Ctrl-C): from
+    /// `at` on, the platform may drop its own calls to the agents because of it, and such a
+    /// close is the run's doing too.
+    pub abandoned: bool,
+}
+
+impl RunEnd {
+    /// "the run ended at +20.0 s (--deliberation-deadline 20s)".
+    pub fn describe(&self) -> String {
+        format!(
+            "the run ended at +{:.1} s ({})",
+            self.after.as_secs_f64(),
+            self.why
+        )
+    }
+}
+
 /// What the user says the platform under test does (`--platform-timeout`, `--expect-max-turns`):
 /// what an observer judges it against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +196,21 @@ pub trait PlatformObserver: Send + Sync {
     /// deliberations they began are over, so what a protocol follows per deliberation (which
     /// phases each agent was called at) can be judged whole.
     fn on_triggers_answered(&self) {}
+
+    /// The run is ending for a reason of its own (`end.why`): the answers still open are about
+    /// to be cut by the fleet's shutdown. Those are the run's act, not the platform's: no rule
+    /// counts them as a failure or a giving-up, and the cases they leave unjudged say why.
+    fn on_run_end(&self, end: &RunEnd) {
+        let _ = end;
+    }
+
+    /// The requests the platform was still waiting for at `at`, while its own timeout for
+    /// them had not run out: each a few words ("beta /analyze, open 20.0 s of the platform's
+    /// 2m"). A deadline of the run's that ran out meanwhile is the run's, not the platform's.
+    fn waiting_within_timeout(&self, at: Instant) -> Vec<String> {
+        let _ = at;
+        Vec::new()
+    }
 
     /// A request agent-tck's probe marked as its own deliberate test (header
     /// `x-agent-tck-case: CASE`): not the platform's doing, so not judged as such; reported.

@@ -10,7 +10,7 @@ use super::agent::MockAgent;
 use super::driver::Driver;
 use super::fleet::{self, Layout};
 use super::journal::Journal;
-use super::protocol::{AgentProtocol, PlatformExpect};
+use super::protocol::{AgentProtocol, PlatformExpect, RunEnd};
 use crate::error::Error;
 use crate::report::{CaseResult, Evidence, Interruption, Level, Report, RunInfo, Signal, Status};
 use crate::text::Redactor;
@@ -64,6 +64,9 @@ pub const NOT_REACHED: &str = "not reached: the run was interrupted";
 /// How long deregistration may take after an interruption: the user asked to stop, and a
 /// platform that hangs must not hold the report back (an uninterrupted run gives each
 /// deregistration the registration deadline).
+/// What ended a run whose platform went down, as the observers' cut answers say it.
+const PLATFORM_WENT_DOWN: &str = "the platform went down: see platform.alive";
+
 const DEREGISTER_WHEN_INTERRUPTED: Duration = Duration::from_secs(10);
 
 /// Runs the session until it ends (triggers done, or `stop` completes) and returns the report.
@@ -133,6 +136,10 @@ pub async fn run_to_end(
     tokio::pin!(stop);
     // Whether `stop` has completed (it must not be polled again then).
     let mut stopped = true;
+    // What ended the run, once it ended: the answers still open are the run's to cut.
+    let mut ended_by: Option<(Instant, String, bool)> = None;
+    let observer = &served.handler.observer;
+    let waiting = || observer.waiting_within_timeout(Instant::now());
     let mut interrupted = match &settings.driver {
         Some(driver) => {
             let drive = async {
@@ -145,7 +152,13 @@ pub async fn run_to_end(
                     ));
                 } else {
                     let before = served.handler.protocol_requests.load(Ordering::Relaxed);
-                    let triggered = driver.trigger(settings.seed).await;
+                    let triggers = driver.trigger(settings.seed, &waiting).await;
+                    let why = driver.end_of_triggers(triggers.overdue);
+                    ended_by = Some(match triggers.abandoned {
+                        Some(at) => (at, why, true),
+                        None => (Instant::now(), why, false),
+                    });
+                    let triggered = triggers.cases;
                     let reached = served.handler.protocol_requests.load(Ordering::Relaxed) - before;
                     if Driver::all_answered(&triggered) {
                         served.handler.observer.on_triggers_answered();
@@ -159,13 +172,24 @@ pub async fn run_to_end(
                     }
                 }
             };
+            // The moment of the interrupt is taken before the driving is dropped (and with it
+            // a trigger's connection, whose close the platform may answer by dropping its calls
+            // to agents): what ends after it is the run's doing.
+            let interrupt = async {
+                let by = (&mut stop).await;
+                (by, Instant::now())
+            };
             let interrupted = tokio::select! {
                 _ = drive => None,
-                by = &mut stop => Some((by, started.elapsed())),
+                (by, at) = interrupt => {
+                    ended_by = Some((at, INTERRUPTED.into(), true));
+                    Some((by, started.elapsed()))
+                }
             };
             if interrupted.is_none() && (settings.serve_after || driver.trigger.is_none()) {
                 crate::errln!("serving until interrupted (Ctrl-C)…");
                 (&mut stop).await;
+                ended_by = Some((Instant::now(), SERVED_UNTIL_STOPPED.into(), false));
             } else if interrupted.is_none() {
                 stopped = false;
             }
@@ -173,9 +197,25 @@ pub async fn run_to_end(
         }
         None => {
             (&mut stop).await;
+            ended_by = Some((Instant::now(), SERVED_UNTIL_STOPPED.into(), false));
             None
         }
     };
+    // A platform that went down ended the run for its observer then: what it dropped as it died
+    // (its calls to the agents) is its death's doing, not a giving-up.
+    if let Some(died) = settings.driver.as_ref().and_then(Driver::went_down_at) {
+        if ended_by.as_ref().is_none_or(|(at, _, _)| died < *at) {
+            ended_by = Some((died, PLATFORM_WENT_DOWN.into(), true));
+        }
+    }
+    if let Some((at, why, abandoned)) = ended_by {
+        observer.on_run_end(&RunEnd {
+            at,
+            after: at.saturating_duration_since(started),
+            why,
+            abandoned,
+        });
+    }
     if interrupted.is_some() {
         crate::errln!("interrupted: stopping the fleet and writing the reports");
     }
@@ -300,6 +340,11 @@ fn caller_of(urls: &[String]) -> String {
 }
 
 const REACHED_FLEET: &str = "platform.reached-fleet";
+
+/// What ended a run cut by Ctrl-C (or SIGTERM) while it drove the platform.
+const INTERRUPTED: &str = "interrupted by Ctrl-C or SIGTERM";
+/// What ended a run that served until it was stopped.
+const SERVED_UNTIL_STOPPED: &str = "stopped by Ctrl-C or SIGTERM after serving";
 
 fn reached_fleet_case() -> CaseResult {
     CaseResult::new(

@@ -172,6 +172,12 @@ impl Watch {
         self.started.elapsed()
     }
 
+    /// When the first outage began, if there was one.
+    pub fn went_down_at(&self) -> Option<Instant> {
+        let s = self.lock();
+        s.outages.first().map(|o| self.started + o.from)
+    }
+
     /// `at`, as time since the run started (zero before it).
     pub fn since_start(&self, at: Instant) -> Duration {
         at.saturating_duration_since(self.started)

@@ -40,6 +40,7 @@ mod readme_table;
 mod reference;
 mod report_tools;
 mod reports;
+mod run_end;
 mod snapshots;
 mod socket;
 mod stdio;

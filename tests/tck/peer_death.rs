@@ -374,3 +374,50 @@ connector:
     );
     assert_eq!(report.exit_code(), 1);
 }
+
+/// A platform whose agent timeout is 120 s, killed while it waits on a hanging agent: its
+/// connections closing as it dies are no giving-up, and no agent is judged not recalled by a
+/// platform that could not have recalled it.
+#[tokio::test]
+async fn a_platform_killed_mid_deliberation_is_not_credited_with_giving_up() {
+    use crate::platform::{self, PlatformConfig};
+    let platform = platform::start(PlatformConfig {
+        agent_timeout: Duration::from_secs(120),
+        ..PlatformConfig::default()
+    })
+    .await;
+    let to = platform.url.trim_start_matches("http://").parse().unwrap();
+    let relay = support::relay(to, support::Death::Never).await;
+    // The fault's timing, not a wait for readiness: killed 2 s in, while the hanging agent's
+    // /analyze is open (were the machine slower, the death comes before it and nothing is
+    // judged, which the assertions allow).
+    let kill = relay.kill.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        kill.notify_one();
+    });
+    let report = crate::fleet::drive(&relay.url, Duration::from_secs(120)).await;
+    platform.stop().await;
+    if std::env::var("SHOW").is_ok() {
+        for c in &report.cases {
+            eprintln!("{:?} {} {}", c.status, c.id, c.message);
+        }
+    }
+    assert_eq!(
+        support::case(&report, "platform.alive").status,
+        Status::Fail
+    );
+    let gives_up = support::case(&report, "platform.gives-up");
+    assert_ne!(gives_up.status, Status::Pass, "{}", gives_up.message);
+    // The hanging agent's failure is not judged; the garbled one's, which the platform saw
+    // before it died, may be.
+    let recalled = support::case(&report, "platform.failed-not-recalled");
+    assert!(
+        recalled.status != Status::Pass
+            || recalled.message.contains("hangs's /analyze")
+                && recalled.message.contains("the platform went down"),
+        "{:?} {}",
+        recalled.status,
+        recalled.message
+    );
+}

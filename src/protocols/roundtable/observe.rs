@@ -27,8 +27,8 @@ use crate::jsonpath::strings;
 use crate::mock::decision::Decision;
 use crate::mock::http1::{Delivered, Outcome};
 use crate::mock::injection;
-use crate::mock::observe::{skip_all_if_none, Common, Tally, EXAMPLES};
-use crate::mock::protocol::{Answered, PlatformObserver, Seen};
+use crate::mock::observe::{note_cut, skip_all_if_none, Common, Tally, EXAMPLES};
+use crate::mock::protocol::{Answered, PlatformObserver, RunEnd, Seen};
 use crate::report::{CaseResult, Evidence, Level, Status};
 
 /// Tasks and canaries tracked at most: a fleet serving for days must not grow without bound.
@@ -41,6 +41,11 @@ const MAX_SEATS: usize = 4 * MAX_TRACKED;
 const MAX_WAITING: usize = 100_000;
 /// The platform's per-field limit (Response Size Limits).
 pub const MAX_FIELD_CHARS: usize = 50_000;
+
+/// How long the platform's recent closes of requests are kept, in case the run's end turns out
+/// to have caused them, and how many at most.
+const RECENT: Duration = Duration::from_secs(60);
+const MAX_RECENT: usize = 10_000;
 
 /// How long past its timeout a platform may take to give up on an agent (and, with no request,
 /// to start a deliberation's next phase): 1 s and 5 % of the timeout (7 s at the spec's 120 s),
@@ -221,6 +226,18 @@ impl Planned {
     }
 }
 
+/// How the first call's answer ended, as the platform saw it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum End {
+    /// Not over yet (or not followed: past [`MAX_WAITING`] open requests).
+    #[default]
+    Open,
+    /// Over by the platform's act or ours as planned: delivered, refused, reset, given up on.
+    Ended,
+    /// Cut by the fleet's own end: the platform never saw it fail.
+    Cut,
+}
+
 /// One phase's calls to one agent in one task.
 #[derive(Debug, Clone, Copy, Default)]
 struct Call {
@@ -228,6 +245,8 @@ struct Call {
     n: u8,
     /// What the first call's answer planned.
     first_answer: Planned,
+    /// How it ended: only an answer that ended is a failure the platform knew of.
+    first_end: End,
     /// The first and the latest call, ms since the observer started.
     first_ms: u32,
     last_ms: u32,
@@ -244,12 +263,17 @@ struct Seat {
     forwarded: bool,
 }
 
-/// A request whose answer was planned to outlast the platform's timeout.
+/// A request of a phase whose answer is not over yet.
+#[derive(Clone, Copy)]
 struct Wait {
     task: Key,
     agent: Key,
     phase: usize,
     received: Instant,
+    /// Its answer was planned to outlast the platform's timeout (platform.gives-up judges it).
+    outlasts: bool,
+    /// It is the seat's first call in the phase (platform.failed-not-recalled needs its end).
+    first: bool,
 }
 
 #[derive(Default)]
@@ -266,7 +290,16 @@ struct State {
     nul_senders: HashSet<Key>,
     long_senders: HashSet<Key>,
     gave_up: Tally,
+    /// Answers planned to outlast the platform's timeout that the run's own end cut before
+    /// that timeout came: how many, and a few in words.
+    gave_up_cut: Tally,
+    /// Every phase request still open, by its number (bounded by [`MAX_WAITING`]).
     waiting: FastMap<u64, Wait>,
+    /// Requests the platform closed within its timeout, lately, and when: a platform drops its
+    /// calls to agents when the fleet abandons a trigger (its deadline, Ctrl-C), a moment
+    /// before the session says the run ended. Those that came after the run's end are its
+    /// doing, not the platform's giving up.
+    recent_closes: std::collections::VecDeque<(Instant, Wait)>,
     tasks: FastMap<Key, Task>,
     seats: FastMap<(Key, Key), Seat>,
     /// Agent names by key (bounded by the fleet: only its agents' names are routed here).
@@ -279,6 +312,9 @@ struct State {
     reappeared_seen: HashSet<(String, String)>,
     /// When the driver said every triggered deliberation was answered (µs since the start).
     triggers_answered: Option<u64>,
+    /// How the run ended, when the session said (else an answer it cut is told as cut "when
+    /// the fleet stopped").
+    run_end: Option<RunEnd>,
     /// Tasks or canaries not followed because MAX_TRACKED was reached.
     untracked: u64,
 }
@@ -368,7 +404,8 @@ impl Observer {
         self.platform_timeout + grace(self.platform_timeout)
     }
 
-    /// Books a call of `phase` to `agent` in `task` (a task id the request carried).
+    /// Books a call of `phase` to `agent` in `task` (a task id the request carried); true when
+    /// it is the agent's first call in that phase of the task.
     fn book(
         &self,
         s: &mut State,
@@ -376,7 +413,7 @@ impl Observer {
         phase: usize,
         planned: Planned,
         carries: Carries,
-    ) {
+    ) -> bool {
         let now = self.micros(seen.at);
         let task_key = key(seen.task);
         let agent_key = key(seen.agent);
@@ -385,12 +422,12 @@ impl Observer {
             .or_insert_with(|| seen.agent.to_string());
         if s.tasks.len() >= MAX_TRACKED && !s.tasks.contains_key(&task_key) {
             s.untracked += 1;
-            return;
+            return false;
         }
         let seat_key = (task_key, agent_key);
         if s.seats.len() >= MAX_SEATS && !s.seats.contains_key(&seat_key) {
             s.untracked += 1;
-            return;
+            return false;
         }
         let task = s
             .tasks
@@ -410,7 +447,8 @@ impl Observer {
         });
         let call = &mut seat.calls[phase];
         let ms = u32::try_from(now / 1000).unwrap_or(u32::MAX);
-        if call.n == 0 {
+        let first = call.n == 0;
+        if first {
             call.first_answer = planned;
             call.first_ms = ms;
             if phase == ANALYZE {
@@ -431,6 +469,7 @@ impl Observer {
         if carries.long {
             s.long_senders.insert(agent_key);
         }
+        first
     }
 
     /// Judges how long the platform held a request whose answer outlasted its timeout.
@@ -450,8 +489,7 @@ impl Observer {
             s.task_id(wait.task)
         );
         match delivered.outcome {
-            // The run ended before the platform's time was up: nothing to judge.
-            Outcome::Shutdown if ok => {}
+            // (Within the platform's time, the run's end cut it: see `on_answer`.)
             Outcome::Shutdown => s.gave_up.check(false, || {
                 format!("{who}: the platform was still waiting after {waited:.1} s, when the fleet stopped ({expect})")
             }),
@@ -462,6 +500,72 @@ impl Observer {
                 format!("{who}: the platform waited {waited:.1} s for the whole answer ({expect})")
             }),
         }
+    }
+
+    /// A request whose answer the run's own end cut before the platform's timeout came: not a
+    /// giving-up, and its first call's failure is one the platform never saw.
+    fn cut(&self, s: &mut State, wait: &Wait) {
+        if wait.outlasts {
+            let end = s.run_end.as_ref().map_or_else(Instant::now, |e| e.at);
+            let words = self.cut_text(
+                s,
+                (wait.task, wait.agent, wait.phase),
+                end.saturating_duration_since(wait.received),
+                "hanging",
+            );
+            s.gave_up_cut.check(false, || words);
+        }
+        if wait.first {
+            if let Some(seat) = s.seats.get_mut(&(wait.task, wait.agent)) {
+                seat.calls[wait.phase].first_end = End::Cut;
+            }
+        }
+    }
+
+    fn cut_text(
+        &self,
+        s: &State,
+        (task, agent, phase): (Key, Key, usize),
+        open_for: Duration,
+        doing: &str,
+    ) -> String {
+        let end = match &s.run_end {
+            Some(end) => end.describe(),
+            None => "the fleet stopped".to_string(),
+        };
+        format!(
+            "{}'s /{} (task {}) was still {doing} when {end}, {:.1} s after the platform sent it; the platform's own timeout ({}) had not come",
+            s.name(agent),
+            PHASES[phase],
+            s.task_id(task),
+            open_for.as_secs_f64(),
+            humantime::format_duration(self.platform_timeout)
+        )
+    }
+
+    /// platform.gives-up: judged on the answers that outlasted the platform's timeout and
+    /// ended (given up on, or held past it); those the run's own end cut before that timeout
+    /// came are named, not judged.
+    fn gives_up_case(&self, s: &State) -> CaseResult {
+        let mut case = s.gave_up.judged(
+            "platform.gives-up",
+            "deliberation",
+            Level::Must,
+            &format!(
+                "the platform gives up on an agent that does not answer within its timeout ({} + {}), closing the request's connection",
+                humantime::format_duration(self.platform_timeout),
+                humantime::format_duration(grace(self.platform_timeout))
+            ),
+            "Timeouts (the platform waits 120 seconds, configurable, for each endpoint)",
+            "answers that outlasted the platform's timeout",
+            "no agent held an answer past the platform's timeout: add an agent with the hang behaviour (or slow:DUR beyond the timeout) and state the platform's timeout (platform.timeout, --platform-timeout)",
+        );
+        note_cut(
+            &mut case,
+            &s.gave_up_cut,
+            "answer(s) meant to outlast the platform's timeout",
+        );
+        case
     }
 
     fn expectation(&self) -> String {
@@ -491,19 +595,24 @@ impl PlatformObserver for Observer {
         let Ok(mut s) = self.state.lock() else { return };
         s.common.on_request(seen);
         if let Some(i) = phase {
-            if task.is_empty() {
+            let first = if task.is_empty() {
                 s.idless.insert((key(name), i));
+                false
             } else {
-                self.book(&mut s, seen, i, planned, carries);
-            }
-            if planned == Planned::TimedOut && s.waiting.len() < MAX_WAITING {
+                self.book(&mut s, seen, i, planned, carries)
+            };
+            if s.waiting.len() < MAX_WAITING {
                 let wait = Wait {
                     task: key(task),
                     agent: key(name),
                     phase: i,
                     received: seen.at,
+                    outlasts: planned == Planned::TimedOut,
+                    first,
                 };
                 s.waiting.insert(seen.seq, wait);
+            } else {
+                s.untracked += 1;
             }
         }
         for placed in &decision.injected {
@@ -601,20 +710,8 @@ impl PlatformObserver for Observer {
                 ],
             ),
             self.phases_case(s),
-            retries_case(s),
-            s.gave_up.judged(
-                "platform.gives-up",
-                "deliberation",
-                Level::Must,
-                &format!(
-                    "the platform gives up on an agent that does not answer within its timeout ({} + {}), closing the request's connection",
-                    humantime::format_duration(self.platform_timeout),
-                    humantime::format_duration(grace(self.platform_timeout))
-                ),
-                "Timeouts (the platform waits 120 seconds, configurable, for each endpoint)",
-                "answers that outlasted the platform's timeout",
-                "no agent held an answer past the platform's timeout: add an agent with the hang behaviour (or slow:DUR beyond the timeout) and state the platform's timeout (platform.timeout, --platform-timeout)",
-            ),
+            self.retries_case(s),
+            self.gives_up_case(s),
             injection_case(s),
             latency_case(s),
         ]);
@@ -643,6 +740,59 @@ impl PlatformObserver for Observer {
         }
     }
 
+    fn on_run_end(&self, end: &RunEnd) {
+        let Ok(mut guard) = self.state.lock() else {
+            return;
+        };
+        let s = &mut *guard;
+        if s.run_end.is_some() {
+            return;
+        }
+        s.run_end = Some(end.clone());
+        let recent = std::mem::take(&mut s.recent_closes);
+        if !end.abandoned {
+            return;
+        }
+        // Closes that came after the end, before the session said so: taken back from the
+        // verdicts (each was a giving-up within the limit, counted as held, or a first answer
+        // that ended) and told as cut.
+        for (at, wait) in recent {
+            if at < end.at {
+                continue;
+            }
+            if wait.outlasts {
+                s.gave_up.checked = s.gave_up.checked.saturating_sub(1);
+            }
+            self.cut(s, &wait);
+        }
+    }
+
+    fn waiting_within_timeout(&self, at: Instant) -> Vec<String> {
+        let Ok(s) = self.state.lock() else {
+            return Vec::new();
+        };
+        let limit = self.limit();
+        let mut open: Vec<(Duration, String)> = s
+            .waiting
+            .values()
+            .map(|w| (at.saturating_duration_since(w.received), w))
+            .filter(|(open, _)| *open <= limit)
+            .map(|(open, w)| {
+                let words = format!(
+                    "{}'s /{} (task {}), open {:.1} s",
+                    s.name(w.agent),
+                    PHASES[w.phase],
+                    s.task_id(w.task),
+                    open.as_secs_f64()
+                );
+                (open, words)
+            })
+            .collect();
+        // The longest waits first: those the platform is nearest to giving up.
+        open.sort_by_key(|(open, _)| std::cmp::Reverse(*open));
+        open.into_iter().map(|(_, words)| words).collect()
+    }
+
     fn on_triggers_answered(&self) {
         let now = self.micros(Instant::now());
         if let Ok(mut s) = self.state.lock() {
@@ -662,7 +812,42 @@ impl PlatformObserver for Observer {
         };
         let s = &mut *guard;
         if let Some(wait) = s.waiting.remove(&answered.seq) {
-            self.judge_wait(s, &wait, delivered);
+            let now = Instant::now();
+            let within = delivered.total <= self.limit();
+            // The platform closed it within its time: it gave up, or it dropped its work
+            // because the run ended (a trigger abandoned at the deadline, Ctrl-C).
+            let closed = within && matches!(delivered.outcome, Outcome::PeerGone | Outcome::Hung);
+            let after_end = s
+                .run_end
+                .as_ref()
+                .is_some_and(|e| e.abandoned && now >= e.at);
+            if (within && delivered.outcome == Outcome::Shutdown) || (closed && after_end) {
+                self.cut(s, &wait);
+            } else {
+                if wait.outlasts {
+                    self.judge_wait(s, &wait, delivered);
+                }
+                if wait.first {
+                    if let Some(seat) = s.seats.get_mut(&(wait.task, wait.agent)) {
+                        seat.calls[wait.phase].first_end = match delivered.outcome {
+                            Outcome::Shutdown => End::Cut,
+                            _ => End::Ended,
+                        };
+                    }
+                }
+                // Kept only until the session says how the run ended.
+                if closed && s.run_end.is_none() {
+                    let recent = &mut s.recent_closes;
+                    while recent
+                        .front()
+                        .is_some_and(|(at, _)| now.duration_since(*at) > RECENT)
+                        || recent.len() >= MAX_RECENT
+                    {
+                        recent.pop_front();
+                    }
+                    recent.push_back((now, wait));
+                }
+            }
         }
         let deadline = received + self.platform_timeout;
         let ended = if delivered.outcome == Outcome::Complete {
@@ -691,7 +876,13 @@ impl Observer {
         let limit = self.limit();
         let expect = self.expectation();
         let waits: Vec<Wait> = s.waiting.drain().map(|(_, w)| w).collect();
-        for wait in waits.iter().filter(|w| w.received.elapsed() > limit) {
+        for wait in waits.iter().filter(|w| w.outlasts) {
+            // Still open, within the platform's time: the run's end cut it, as one that ended
+            // with the fleet's shutdown.
+            if wait.received.elapsed() <= limit {
+                self.cut(s, wait);
+                continue;
+            }
             let who = format!(
                 "{} /{} (task {})",
                 s.name(wait.agent),
@@ -770,8 +961,12 @@ impl Observer {
         );
         let cut = s.tasks.values().filter(|t| t.cut).count();
         if cut > 0 && case.status == Status::Skip {
+            let when = match &s.run_end {
+                Some(end) => format!("when {}", end.describe()),
+                None => "by the end of the run".to_string(),
+            };
             case.message.push_str(&format!(
-                " ({cut} task(s) were cut short by the end of the run, with a request still open)"
+                " ({cut} task(s) were cut short {when}, with a request still open)"
             ));
         }
         case
@@ -805,30 +1000,41 @@ fn missing_examples(missing: &[(String, usize, String, bool)]) -> Vec<String> {
     lines
 }
 
-/// platform.failed-not-recalled: an agent whose first answer in a phase failed is excluded from
-/// that phase: one call per task and phase, the count and the times in the message. Judged in
-/// deliberations of two agents or more: a single agent sent one task's exchanges over and over
-/// is agent-tck's probe at work (one task_id per run), not a round table.
-fn retries_case(s: &State) -> CaseResult {
-    let mut tally = Tally::default();
-    let mut recalled: Vec<(String, usize, String, Call)> = Vec::new();
-    for (&(task, agent), seat) in &s.seats {
-        if s.tasks.get(&task).is_none_or(|t| t.agents < 2) {
-            continue;
-        }
-        for (phase, call) in seat.calls.iter().enumerate() {
-            if !call.first_answer.failed() {
+impl Observer {
+    /// platform.failed-not-recalled: an agent whose first answer in a phase failed is excluded from
+    /// that phase: one call per task and phase, the count and the times in the message. Judged in
+    /// deliberations of two agents or more: a single agent sent one task's exchanges over and over
+    /// is agent-tck's probe at work (one task_id per run), not a round table.
+    ///
+    /// Only a failure the platform saw counts: an answer the run's own end cut (the fleet's
+    /// shutdown, before the platform's timeout for a hang) never failed as far as the platform
+    /// knows, and whether it would call the agent again is not known; the case names those.
+    fn retries_case(&self, s: &State) -> CaseResult {
+        let mut tally = Tally::default();
+        let mut recalled: Vec<(String, usize, String, Call)> = Vec::new();
+        // (seat, phase, call) of each failed first answer the run's end cut.
+        let mut cut: Vec<((Key, Key), usize, Call)> = Vec::new();
+        for (&(task, agent), seat) in &s.seats {
+            if s.tasks.get(&task).is_none_or(|t| t.agents < 2) {
                 continue;
             }
-            tally.checked += 1;
-            if call.n > 1 {
-                tally.broken += 1;
-                recalled.push((s.task_id(task), phase, s.name(agent).to_string(), *call));
+            for (phase, call) in seat.calls.iter().enumerate() {
+                if !call.first_answer.failed() {
+                    continue;
+                }
+                if call.first_end != End::Ended {
+                    cut.push(((task, agent), phase, *call));
+                    continue;
+                }
+                tally.checked += 1;
+                if call.n > 1 {
+                    tally.broken += 1;
+                    recalled.push((s.task_id(task), phase, s.name(agent).to_string(), *call));
+                }
             }
         }
-    }
-    recalled.sort_by(|a, b| (&a.0, a.1, &a.2).cmp(&(&b.0, b.1, &b.2)));
-    tally.examples = recalled
+        recalled.sort_by(|a, b| (&a.0, a.1, &a.2).cmp(&(&b.0, b.1, &b.2)));
+        tally.examples = recalled
         .iter()
         .take(EXAMPLES)
         .map(|(task, phase, agent, call)| {
@@ -846,7 +1052,7 @@ fn retries_case(s: &State) -> CaseResult {
             )
         })
         .collect();
-    tally.judged(
+        let mut case = tally.judged(
         "platform.failed-not-recalled",
         "deliberation",
         Level::Must,
@@ -854,7 +1060,33 @@ fn retries_case(s: &State) -> CaseResult {
         "Timeouts (marked as failed for that phase); Error Handling (excluded from this phase)",
         "failed answers, each an agent's first in a phase of a task",
         "no agent's answer failed in a deliberation of two agents or more: add an agent with a failing behaviour (hang, http-error, malformed-json) to a fleet and run a deliberation",
-    )
+    );
+        cut.sort_by_cached_key(|(seat, phase, _)| {
+            (s.task_id(seat.0), *phase, s.name(seat.1).to_string())
+        });
+        let mut cuts = Tally::default();
+        let end = s.run_end.as_ref().map(|e| self.micros(e.at));
+        for (seat, phase, call) in &cut {
+            let agent = s.name(seat.1);
+            let sent = u64::from(call.first_ms) * 1000;
+            let open_for = Duration::from_micros(
+                end.unwrap_or_else(|| self.micros(Instant::now()))
+                    .saturating_sub(sent),
+            );
+            let doing = match call.first_answer {
+                Planned::TimedOut => "hanging",
+                _ => "being answered",
+            };
+            cuts.check(false, || {
+                format!(
+                    "{}, so whether it would call {agent} again is not known",
+                    self.cut_text(s, (seat.0, seat.1, *phase), open_for, doing)
+                )
+            });
+        }
+        note_cut(&mut case, &cuts, "failed answer(s)");
+        case
+    }
 }
 
 /// The name an other_analyses entry or a key finding gives (empty when none).

@@ -165,6 +165,7 @@ pub(super) fn never_forwarded(fleet: &Fleet, b: &Books, said: &Said) -> String {
 
 pub(super) fn forward_timeout(fleet: &Fleet, b: &Books) -> CaseResult {
     let mut t = Tally::default();
+    let mut cut = Tally::default();
     // How long the server took to give up on each slow acknowledgement.
     let mut gave_up_after = Vec::new();
     for f in &b.forwards {
@@ -178,10 +179,32 @@ pub(super) fn forward_timeout(fleet: &Fleet, b: &Books) -> CaseResult {
                     Behavior::SlowAck(_) | Behavior::Fault(Fault::Hang)
                 )
             });
-        // An acknowledgement the fleet cut short at its own end judges nothing.
-        let Some(ack) = f.ack.filter(|a| slow && a.outcome != Outcome::Shutdown) else {
+        let Some(ack) = f.ack.filter(|_| slow) else {
             continue;
         };
+        let limit = FORWARD_TIMEOUT + GIVE_UP_MARGIN;
+        // An acknowledgement the fleet cut short at its own end, within the server's time,
+        // judges nothing: it is named. One the server still held past its time failed.
+        if ack.outcome == Outcome::Shutdown {
+            if ack.total <= limit {
+                cut.check(false, || {
+                    format!(
+                        "to {}: still held when the fleet stopped, {} after the forward; the server's 5 s had not all run out",
+                        f.agent,
+                        ms(ack.total)
+                    )
+                });
+            } else {
+                t.check(false, || {
+                    format!(
+                        "to {}: still waiting after {} for the acknowledgement, when the fleet stopped (no 5 s timeout)",
+                        f.agent,
+                        ms(ack.total)
+                    )
+                });
+            }
+            continue;
+        }
         let gave_up = matches!(ack.outcome, Outcome::PeerGone | Outcome::Hung);
         if gave_up {
             gave_up_after.push(ack.total);
@@ -218,6 +241,7 @@ pub(super) fn forward_timeout(fleet: &Fleet, b: &Books) -> CaseResult {
             format!("{figures}\n{}", c.message)
         };
     }
+    crate::mock::observe::note_cut(&mut c, &cut, "slow acknowledgement(s)");
     c
 }
 

@@ -64,8 +64,7 @@ pub(super) fn without_the_death(fleet: &Fleet, b: &Books) -> Option<(Books, Stri
         .cloned()
         .map(|mut f| {
             if let Some(a) = f.ack {
-                let acknowledged =
-                    a.outcome == Outcome::Complete && (200..300).contains(&f.status);
+                let acknowledged = a.outcome == Outcome::Complete && (200..300).contains(&f.status);
                 if !acknowledged && since(f.at + a.total) + super::ERROR_MARGIN >= first {
                     f.ack = None;
                     forwards_cut += 1;
