@@ -421,3 +421,38 @@ async fn a_platform_killed_mid_deliberation_is_not_credited_with_giving_up() {
         recalled.message
     );
 }
+
+/// An external agent (the connector's) that dies after six forwards: the probe names the death
+/// once, and the forwards and callbacks it cut are no verdict on the agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_external_agent_that_dies_mid_run_is_named_once_and_nothing_fails_on_its_death() {
+    use agent_tck::mock::http1;
+    use agent_tck::protocols::connector::probe::run;
+    use agent_tck::protocols::connector::reference::{ExternalAgent, Flaws};
+    let agent = std::sync::Arc::new(ExternalAgent::new(Flaws::named("conforming").unwrap()));
+    let running = http1::spawn(agent, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let to = running.url().trim_start_matches("http://").parse().unwrap();
+    let relay = support::relay(to, support::Death::AtConnection(6)).await;
+    let mut settings = crate::connector::settings(&format!("{}/v1/assistant/input", relay.url));
+    settings.reply_timeout = Duration::from_secs(5);
+    let report = tokio::time::timeout(Duration::from_secs(120), run(&settings, &|_| {}))
+        .await
+        .expect("the probe ends")
+        .unwrap();
+    running.stop().await;
+    if std::env::var("SHOW").is_ok() {
+        for c in &report.cases {
+            eprintln!("{:?} {} {}", c.status, c.id, c.message);
+        }
+    }
+    let failing = support::failing(&report);
+    assert_eq!(
+        failing.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        ["agent.alive"],
+        "{failing:#?}"
+    );
+    assert!(report.cases.iter().any(|c| c.status == Status::Pass));
+    assert_eq!(report.exit_code(), 1);
+}

@@ -20,6 +20,7 @@ use crate::probe::Suite as LoadedSuite;
 use crate::report::{CaseResult, Evidence, Report};
 use crate::text::{excerpt, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits, Request};
+use crate::transport::liveness::{self, Watch};
 
 /// The built-in cases.
 pub const SUITE: (&str, &str) = (
@@ -144,6 +145,11 @@ struct Forward {
     failing: bool,
     /// Nothing listened at the inputUrl: why the connection failed.
     unreachable: Option<String>,
+    /// When it broke (refused, reset, closed), since the run started: the agent's act, or its
+    /// death's ([`crate::transport::liveness`]).
+    broke_at: Option<Duration>,
+    /// When it ended, since the run started.
+    ended_at: Duration,
 }
 
 impl Forward {
@@ -192,6 +198,9 @@ fn none_acknowledged(forwards: &[Forward]) -> String {
     )
 }
 
+/// The case that names an external agent that went down mid-run.
+const ALIVE: &str = "agent.alive";
+
 /// The rules that forward messages (the others judge what those forwards brought).
 const FORWARDING: [&str; 5] = [
     "forward",
@@ -206,6 +215,8 @@ const FORWARDING: [&str; 5] = [
 struct Unreachable {
     /// The case that failed for it.
     case: String,
+    /// When the agent went down mid-run instead: the skip message of every case after.
+    why: Option<String>,
 }
 
 struct Run<'a> {
@@ -215,6 +226,8 @@ struct Run<'a> {
     forwards: Vec<Forward>,
     n: u64,
     unreachable: Option<Unreachable>,
+    /// Whether the external agent is still there.
+    watch: Watch,
 }
 
 impl Run<'_> {
@@ -236,6 +249,17 @@ impl Run<'_> {
         if sent.iter().any(|f| f.unreachable.is_none()) {
             return;
         }
+        // An agent that answered before and is gone now went down: one failure names it
+        // (agent.alive), and this case and the rest are not judged.
+        let indexes: Vec<usize> = (from.min(self.forwards.len())..self.forwards.len()).collect();
+        if let Some(why) = self.cut(&indexes) {
+            case.skip(why.clone());
+            self.unreachable = Some(Unreachable {
+                case: case.id.clone(),
+                why: Some(why),
+            });
+            return;
+        }
         case.fail_on(
             Evidence::new(sent.len() as u64, "forwards"),
             format!(
@@ -245,6 +269,7 @@ impl Run<'_> {
         );
         self.unreachable = Some(Unreachable {
             case: case.id.clone(),
+            why: None,
         });
     }
 
@@ -253,6 +278,10 @@ impl Run<'_> {
         let Some(u) = &self.unreachable else {
             return false;
         };
+        if let Some(why) = &u.why {
+            case.skip(why.clone());
+            return true;
+        }
         case.skip(format!(
             "not judged: the agent is unreachable at {} (see {}); an agent listening at its inputUrl exercises this case",
             self.input_url(),
@@ -282,15 +311,27 @@ impl Run<'_> {
             payload["activeArtifact"] = json!({"type": "note", "id": "n-1", "name": "Notes"});
             payload["message"]["tck"] = json!({"unknown": true});
         }
-        let mut forward = send_forward(self.s, what, session, &payload).await;
+        let mut forward = send_forward(self.s, &self.watch, what, session, &payload).await;
         forward.failing = failing;
         self.forwards.push(forward);
         self.forwards.len() - 1
     }
 
+    /// The skip message of a case one of whose forwards broke as the agent died.
+    fn cut(&self, indexes: &[usize]) -> Option<String> {
+        indexes
+            .iter()
+            .filter_map(|&i| self.forwards[i].broke_at)
+            .find_map(|at| self.watch.cut(at, ALIVE))
+    }
+
     /// Passes `case` when every forward of `indexes` was acknowledged 2xx; fails it naming
     /// each that was not, and what it got.
     fn verdict_of(&self, indexes: &[usize], case: &mut CaseResult) {
+        if let Some(why) = self.cut(indexes) {
+            case.skip(why);
+            return;
+        }
         let forwards: Vec<&Forward> = indexes.iter().map(|&i| &self.forwards[i]).collect();
         let evidence = Evidence::new(forwards.len() as u64, "forwards");
         let bad: Vec<String> = forwards
@@ -329,6 +370,10 @@ impl Run<'_> {
     /// acknowledged and others not is a fault of the rule itself (forwards refused under load),
     /// which fails the case naming them.
     fn own_forwards(&self, indexes: &[usize], case: &mut CaseResult, all_needed: bool) -> bool {
+        if let Some(why) = self.cut(indexes) {
+            case.skip(why);
+            return false;
+        }
         let failed: Vec<String> = indexes
             .iter()
             .map(|&i| &self.forwards[i])
@@ -355,7 +400,13 @@ impl Run<'_> {
 
 /// POSTs `payload` to the inputUrl as the server would (JSON, the acknowledgement awaited
 /// [`ack_deadline`]), and says how it went.
-async fn send_forward(s: &Settings, what: &str, session: &str, payload: &Value) -> Forward {
+async fn send_forward(
+    s: &Settings,
+    watch: &Watch,
+    what: &str,
+    session: &str,
+    payload: &Value,
+) -> Forward {
     let (base, path) = &s.input;
     let request = Request {
         method: "POST".into(),
@@ -372,8 +423,10 @@ async fn send_forward(s: &Settings, what: &str, session: &str, payload: &Value) 
         ..Limits::default()
     };
     let started = Instant::now();
-    let result = http::send(base, &request, limits).await;
+    let (result, broke_at) = liveness::send(watch, base, &request, limits).await;
     Forward {
+        broke_at,
+        ended_at: watch.now(),
         what: what.to_string(),
         session: session.to_string(),
         status: result.as_ref().ok().map(|r| r.status),
@@ -454,6 +507,7 @@ pub async fn run(
         .callback_base
         .clone()
         .unwrap_or_else(|| running.url());
+    let (input, _) = &settings.input;
     let mut run = Run {
         s: settings,
         listener,
@@ -461,6 +515,15 @@ pub async fn run(
         forwards: Vec::new(),
         n: 0,
         unreachable: None,
+        watch: Watch::http(
+            format!(
+                "the external agent at {}{}",
+                settings.input.0, settings.input.1
+            ),
+            Instant::now(),
+            &input.host,
+            input.port,
+        ),
     };
     let mut cases = Vec::new();
     // The cases judged once the callbacks are in, with the time their forwards took.
@@ -534,8 +597,10 @@ pub async fn run(
                         &callback,
                         &format!("message for {session}"),
                     );
+                    let watch = &run.watch;
                     async move {
-                        send_forward(settings, "one of twenty at once", session, &payload).await
+                        send_forward(settings, watch, "one of twenty at once", session, &payload)
+                            .await
                     }
                 });
                 for forward in futures::future::join_all(sends).await {
@@ -632,6 +697,10 @@ pub async fn run(
         cases.push(case);
     }
     running.stop().await;
+    run.watch.at_end().await;
+    if run.watch.went_down() {
+        cases.extend(run.watch.case(ALIVE, "agent", "Request Format"));
+    }
     Ok(info.report(cases, &Redactor::new(Vec::<String>::new())))
 }
 
@@ -674,10 +743,16 @@ fn judge_across(
     flooded: Option<&str>,
 ) {
     let timeout = humantime::format_duration(run.s.reply_timeout).to_string();
+    // A session whose agent died before its callback was due is no evidence either way.
+    let died = run.watch.outages().first().map(|o| o.from);
+    let cut_short = |f: &Forward| {
+        died.is_some_and(|d| f.ended_at + run.s.reply_timeout > d)
+            && run.listener.callbacks(&f.session).is_empty()
+    };
     let answered: Vec<&Forward> = run
         .forwards
         .iter()
-        .filter(|f| !f.failing && f.acknowledged())
+        .filter(|f| !f.failing && f.acknowledged() && !cut_short(f))
         .collect();
     let mut sessions: Vec<&str> = answered.iter().map(|f| f.session.as_str()).collect();
     sessions.sort();
