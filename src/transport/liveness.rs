@@ -46,6 +46,20 @@ impl Reply {
         }
     }
 
+    /// How a line exchange (a socket's) ended.
+    pub fn of_line<T>(result: &Result<T, super::lines::LineError>) -> Reply {
+        use super::lines::LineError;
+        match result {
+            Ok(_) => Reply::Answered,
+            Err(LineError::Io(e)) if e.contains("connect") => Reply::Refused,
+            Err(LineError::Io(_) | LineError::Closed { .. }) => Reply::Broken,
+            Err(LineError::Timeout { .. }) => Reply::Silent,
+            // Too long, a process that exited on the request, one that would not start: the
+            // peer's own answer, or no peer to watch.
+            Err(_) => Reply::Answered,
+        }
+    }
+
     /// Whether the call broke (refused, reset, closed): what a death would do.
     pub fn broke(self) -> bool {
         matches!(self, Reply::Refused | Reply::Broken)
@@ -163,6 +177,36 @@ impl Watch {
         let check: Check = Box::new(move || {
             let host = host.clone();
             Box::pin(async move { connects(&host, port).await })
+        });
+        Watch::new(who, started, check)
+    }
+
+    /// A watch over a line agent on a socket (`host:port`, or a Unix socket's path): it is
+    /// there while a new connection is accepted.
+    #[cfg(unix)]
+    pub fn socket(
+        who: impl Into<String>,
+        started: Instant,
+        addr: &super::socket::SocketAddrSpec,
+    ) -> Watch {
+        use super::socket::SocketAddrSpec;
+        let addr = addr.clone();
+        let check: Check = Box::new(move || {
+            let addr = addr.clone();
+            Box::pin(async move {
+                let attempt = async {
+                    match &addr {
+                        SocketAddrSpec::Tcp(a) => tokio::net::TcpStream::connect(a).await.map(drop),
+                        SocketAddrSpec::Unix(p) => {
+                            tokio::net::UnixStream::connect(p).await.map(drop)
+                        }
+                    }
+                };
+                match tokio::time::timeout(Duration::from_secs(2), attempt).await {
+                    Ok(Ok(())) | Err(_) => Presence::Here,
+                    Ok(Err(e)) => Presence::Gone(format!("a new connection to {addr} failed: {e}")),
+                }
+            })
         });
         Watch::new(who, started, check)
     }

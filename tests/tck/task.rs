@@ -1085,3 +1085,39 @@ async fn an_http_agent_that_dies_mid_run_is_named_once_and_nothing_fails_on_its_
         .any(|c| c.status == Status::Skip && c.message.contains("went down at +")));
     assert_eq!(report.exit_code(), 1);
 }
+
+/// The same over a TCP socket (a connection per call): the agent's death is named once.
+#[tokio::test]
+async fn a_socket_agent_that_dies_mid_run_is_named_once_and_nothing_fails_on_its_death() {
+    let stop = CancellationToken::new();
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let to = tcp.local_addr().unwrap();
+    tokio::spawn(agent_tck::mock::line_server::serve_tcp(
+        Arc::new(LineService::judged(
+            task_agent(),
+            &PlatformExpect::timeout(Duration::from_secs(120)),
+        )),
+        tcp,
+        stop.clone(),
+    ));
+    let relay = crate::support::relay(to, crate::support::Death::AtConnection(6)).await;
+    let target = Target::Socket {
+        addr: SocketAddrSpec::Tcp(relay.url.trim_start_matches("http://").to_string()),
+        mode: SocketMode::PerCall,
+    };
+    let report = tokio::time::timeout(Duration::from_secs(120), run(&settings(target), &|_| {}))
+        .await
+        .expect("the probe ends")
+        .unwrap();
+    stop.cancel();
+    let alive = crate::support::case(&report, "agent.alive");
+    assert_eq!(alive.status, Status::Fail, "{}", alive.message);
+    let failing: Vec<_> = failures(&report)
+        .into_iter()
+        .filter(|(id, _)| id != "agent.alive")
+        .collect();
+    assert!(
+        failing.is_empty(),
+        "verdicts rest on the death: {failing:#?}"
+    );
+}

@@ -193,6 +193,8 @@ impl Channel {
                 Inner::Socket(SocketAgent::new(addr.clone(), *mode, max_body))
             }
         };
+        // A stdio agent is started again when it exits (its exit is its answer, and says so);
+        // an HTTP or socket agent that stops answering is watched.
         let watch = match target {
             Target::Http { base, .. } => Some(Watch::http(
                 format!("the agent at {base}"),
@@ -200,7 +202,12 @@ impl Channel {
                 &base.host,
                 base.port,
             )),
-            _ => None,
+            Target::Socket { addr, .. } => Some(Watch::socket(
+                format!("the agent at {addr}"),
+                Instant::now(),
+                addr,
+            )),
+            Target::Stdio(_) => None,
         };
         Ok(Channel {
             inner,
@@ -322,7 +329,16 @@ impl Channel {
                 Ok(text)
             }
             Inner::Socket(agent) => {
+                let watch = self.watch.as_ref();
+                let sent = watch.map(|w| w.sent("a request line"));
                 let answer = agent.exchange(&body, deadline).await;
+                if let (Some(w), Some(sent)) = (watch, sent) {
+                    let reply = liveness::Reply::of_line(&answer);
+                    let ended = w.ended("a request line", sent, reply).await;
+                    if reply.broke() {
+                        self.broke.push(ended);
+                    }
+                }
                 let at_eof = if silent_timeout(&answer, &self.log) {
                     Some(
                         agent
