@@ -21,8 +21,11 @@ use super::agent::{MockAgent, Profile};
 use super::behavior::{self, BehaviorError, For, Item};
 use super::body::Body;
 use super::decision::Decision;
-use super::http1::{self, Delivered, Handler, ListenError, Plan, Request, Response, ServerLimits};
+use super::http1::{
+    self, Delivered, Fault, Handler, ListenError, Outcome, Plan, Request, Response, ServerLimits,
+};
 use super::journal::{AuthSeen, Journal, RequestRecord};
+use super::peer_end::{Peer, Source};
 use super::protocol::{Answered, PlatformExpect, PlatformObserver, Seen};
 
 /// Names agents may have (they become URL path segments and platform registrations).
@@ -298,6 +301,10 @@ pub struct Note {
     /// A request agent-tck's probe marked as its own deliberate test: not the platform's, so
     /// not on the platform's timeline.
     probe: bool,
+    /// The caller's process, looked up as the answer is held back (a hang, a slow first byte):
+    /// so that when the caller leaves, whether it gave up or was ended from outside can be told
+    /// ([`super::peer_end`]).
+    caller: Option<Box<Peer>>,
 }
 
 impl FleetHandler {
@@ -368,6 +375,12 @@ impl FleetHandler {
     }
 }
 
+/// Whether a plan holds its answer back long enough for the caller to leave before it: a hang,
+/// or a first byte a second or more away.
+fn held_back(plan: &Plan) -> bool {
+    plan.fault == Fault::Hang || plan.ttfb >= Duration::from_secs(1)
+}
+
 /// A keep-alive connection is one channel (see [`Body::on_channel`]): its peer address is unique
 /// while it is open. Folded without allocating (this runs on every request).
 fn channel_of(peer: SocketAddr) -> u64 {
@@ -405,6 +418,7 @@ impl Handler for FleetHandler {
                 received: request.received,
                 logged: None,
                 probe: false,
+                caller: None,
             };
             return (plan, note);
         };
@@ -494,6 +508,15 @@ impl Handler for FleetHandler {
             received: request.received,
             logged,
             probe: deliberate.is_some(),
+            caller: held_back(&plan).then(|| {
+                let caller = Peer::new(Source::Tcp {
+                    local: request.local,
+                    peer: request.peer,
+                });
+                // While the caller is there: once it has left, nothing names it.
+                let _ = caller.processes();
+                Box::new(caller)
+            }),
         };
         (plan, note)
     }
@@ -534,6 +557,14 @@ impl Handler for FleetHandler {
                 self.timeline
                     .record(index, note.endpoint.clone(), note.received, &delivered);
             }
+            let left = matches!(delivered.outcome, Outcome::PeerGone | Outcome::Hung);
+            let ended = match (&note.caller, left) {
+                (Some(caller), true) => {
+                    let started = tokio::time::Instant::from_std(self.timeline.started());
+                    Some(caller.closed(started).await)
+                }
+                _ => None,
+            };
             self.observer.on_answer(&Answered {
                 seq: note.seq,
                 agent: self.agents[index].name(),
@@ -541,7 +572,7 @@ impl Handler for FleetHandler {
                 task: &note.task,
                 received: note.received,
                 delivered: &delivered,
-                ended: None,
+                ended: ended.as_ref(),
             });
             self.journal.answer(note.seq, &delivered).await;
             if let Some((status, applied)) = &note.logged {

@@ -57,6 +57,11 @@ impl Timeline {
         }
     }
 
+    /// When the run started (the offsets' origin).
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
     /// An answer to a request the probe marked as its own: counted, not plotted.
     pub fn leave_out(&self) {
         self.left_out

@@ -121,6 +121,7 @@ fn over_socket(python: &str, dir: &TempDir, transport: &str, run: &Run) -> (Stat
     let mut args = run.mock_args();
     match transport {
         "tcp" => args.extend(["--tcp".into(), "0".into()]),
+        "http" => args.extend(["--port".into(), "0".into()]),
         _ => args.extend(["--unix".into(), socket.clone()]),
     }
     args.extend(["--json".into(), json.clone()]);
@@ -128,8 +129,8 @@ fn over_socket(python: &str, dir: &TempDir, transport: &str, run: &Run) -> (Stat
     let mut agent = Spawned::tck(&args, WITHIN);
     let listening = agent.line();
     let target = match transport {
-        "tcp" => listening
-            .rsplit("tcp://")
+        "tcp" | "http" => listening
+            .rsplit(&format!("{transport}://"))
             .next()
             .unwrap_or_default()
             .to_string(),
@@ -278,4 +279,16 @@ fn over_sockets_an_outside_kill_is_not_the_harness_giving_up() {
     assert_eq!(s, Status::Skip, "{m}");
     assert!(m.contains("the harness's process (pid "), "{m}");
     assert!(m.contains("which closed the connection"), "{m}");
+}
+
+/// Over HTTP the harness's process is found from its connection as the answer is held back.
+#[test]
+fn over_http_an_outside_kill_is_not_the_harness_giving_up() {
+    let Some((python, dir)) = setup("harness-kill-http") else {
+        return;
+    };
+    judged_everywhere(
+        &|run| over_socket(python, &dir, "http", run),
+        "which closed the connection",
+    );
 }
