@@ -366,9 +366,9 @@ pub(crate) mod tests {
         let mut reachable =
             CaseResult::new("agent.reachable", "agent", Level::Must, "r", "").precondition();
         reachable.pass(Evidence::new(1, "connection"), String::new);
-        let mut failed = CaseResult::new("analyze.response", "analyze", Level::Must, "a", "");
+        let mut failed = CaseResult::new("first.response", "first", Level::Must, "a", "");
         failed.fail("answered 404");
-        let skipped = CaseResult::new("vote.response", "vote", Level::Must, "v", "");
+        let skipped = CaseResult::new("second.response", "second", Level::Must, "v", "");
         let none = crate::text::Redactor::new(None);
         let report = run().report(vec![reachable.clone(), failed.clone(), skipped], &none);
         assert_eq!(
@@ -376,10 +376,10 @@ pub(crate) mod tests {
             Some(
                 "--from bad.json: a baseline of this report would leave nothing judged: its \
                  only MUST verdicts are agent.reachable (reachability) and the failure of \
-                 analyze.response; fix the agent (or --url) first"
+                 first.response; fix the agent (or --url) first"
             )
         );
-        let mut judged = CaseResult::new("vote.response", "vote", Level::Must, "v", "");
+        let mut judged = CaseResult::new("second.response", "second", Level::Must, "v", "");
         judged.pass(Evidence::new(1, "answer"), String::new);
         let report = run().report(vec![reachable.clone(), failed.clone(), judged], &none);
         assert_eq!(refusal(&report, "ok.json"), None);

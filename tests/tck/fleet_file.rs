@@ -584,7 +584,8 @@ fn an_advertised_host_the_fleet_does_not_listen_on_is_warned_of_at_start() {
 }
 
 /// A deliberation stuck on a hung agent, on a platform that waits for it without end:
-/// `--deliberation-deadline` ends the run after it, not after 3 × the platform's 120 s + 30 s.
+/// `--deliberation-deadline` ends the run after it, not after 3 × the platform's 120 s + 30 s
+/// (and the cut is not held against the platform: its own timeout had not come).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stuck_deliberation_ends_the_run_at_the_deliberation_deadline() {
     let platform = platform::start(PlatformConfig {
@@ -617,17 +618,30 @@ async fn a_stuck_deliberation_ends_the_run_at_the_deliberation_deadline() {
     )
     .await;
     let took = started.elapsed();
-    assert_eq!(out.status.code(), Some(1), "{}", support::text(&out));
     assert!(took < Duration::from_secs(90), "took {took:?}");
+    // What was judged held (registration, the requests): the cut is no failure.
+    assert_eq!(out.status.code(), Some(0), "{}", support::text(&out));
+    // A deadline shorter than the spec's bound, run out while the platform still waits within
+    // its own timeout: the run's end, not the platform's failure, and not a verdict either way.
     let deadline = json_case(&json, "platform.deliberation-deadline");
-    assert_eq!(deadline["status"], "fail", "{deadline}");
+    assert_eq!(deadline["status"], "skip", "{deadline}");
     let message = deadline["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("no complete answer within 3s (the deliberation deadline set by platform.trigger.deadline or --deliberation-deadline: 3s, in place of platform.timeout 2m × 3 + margin 30s)"),
+        message.contains("cut by the run's own end")
+            && message.contains("the deliberation deadline 3s ran out after 3.")
+            && message.contains("the spec lets a deliberation take 6m 30s"),
         "{message}"
     );
+    let trigger = json_case(&json, "platform.trigger");
     assert!(
-        text(&out.stdout).contains("FAIL must   platform.deliberation-deadline"),
+        trigger["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no complete answer within 3s (the deliberation deadline set by platform.trigger.deadline or --deliberation-deadline: 3s, in place of platform.timeout 2m × 3 + margin 30s)"),
+        "{trigger}"
+    );
+    assert!(
+        text(&out.stdout).contains("SKIP must   platform.deliberation-deadline"),
         "{}",
         text(&out.stdout)
     );
