@@ -233,11 +233,8 @@ pub fn check_response(request: &Value, answer: &Value) -> (Vec<Finding>, Vec<Fin
         Some(Value::Object(o)) => !o.is_empty(),
         _ => false,
     };
+    should.extend(unexplained_rejection(answer));
     match status {
-        "rejected" if !non_empty("violations") => should.push(finding(
-            "violations",
-            "a rejection carries no violation: the agent cannot tell what to fix",
-        )),
         "escalated" if !non_empty("escalation_reason") => should.push(finding(
             "escalation_reason",
             "an escalation gives no reason",
@@ -288,6 +285,75 @@ pub fn check_response(request: &Value, answer: &Value) -> (Vec<Finding>, Vec<Fin
         }
     }
     (must, should)
+}
+
+/// A rejection that names no violation (the document's "Handling Rejection" reads
+/// `response.violations` to fix and resubmit), whatever was asked: a refusal of a limit breach
+/// (six deviations, strict mode, a secret) is as much a rejection as one of a valid request.
+pub fn unexplained_rejection(answer: &Value) -> Option<Finding> {
+    let named = match answer.get("violations") {
+        Some(Value::Array(a)) => !a.is_empty(),
+        _ => false,
+    };
+    (answer.get("status").and_then(Value::as_str) == Some("rejected") && !named).then(|| {
+        finding(
+            "violations",
+            "a rejection carries no violation: the agent cannot tell what to fix",
+        )
+    })
+}
+
+/// An answer of POST /agent/request judged as the probe and the fleet both judge every answer
+/// they get; None when it is nothing to judge (a 4xx or a 5xx that is no rejection: the cases
+/// of refusals and of 5xx judge those).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judged {
+    /// Breaks of the response schema (MUST): a 2xx is a LibrarianResponse.
+    pub must: Vec<Finding>,
+    /// The document's expectations (SHOULD): all of them for an answer to a valid request;
+    /// for any other, that a rejection names its violations.
+    pub should: Vec<Finding>,
+}
+
+/// Judges `answer` (the parsed body; None: not JSON), answered `status` to `request` (None: a
+/// body that is not JSON).
+pub fn judge_answer(
+    request: Option<&Value>,
+    status: u16,
+    answer: Option<&Value>,
+) -> Option<Judged> {
+    let valid = request.is_some_and(|r| schemas().validate(REQUEST_SCHEMA, r).is_empty());
+    let two = (200..300).contains(&status);
+    match (answer, request) {
+        (None, _) if two => Some(Judged {
+            must: vec![finding("$", "the answer is not JSON")],
+            should: Vec::new(),
+        }),
+        (Some(answer), Some(request)) if two && valid => {
+            let (must, should) = check_response(request, answer);
+            Some(Judged { must, should })
+        }
+        (Some(answer), _) if two => Some(Judged {
+            must: schemas().validate(RESPONSE_SCHEMA, answer),
+            should: unexplained_rejection(answer).into_iter().collect(),
+        }),
+        (Some(answer), _) if answer.get("status").and_then(Value::as_str) == Some("rejected") => {
+            Some(Judged {
+                must: Vec::new(),
+                should: unexplained_rejection(answer).into_iter().collect(),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The header of a 429 that says when to come back: Retry-After, or a rate-limit header
+/// (`X-RateLimit-*`, `RateLimit-*`) — the document's "check rate limit headers".
+pub fn says_when_to_return(headers: &[(String, String)]) -> Option<&(String, String)> {
+    headers.iter().find(|(n, _)| {
+        let n = n.to_ascii_lowercase();
+        n == "retry-after" || n.starts_with("x-ratelimit") || n.starts_with("ratelimit")
+    })
 }
 
 /// A status that does not fit the request type: a QUERY or a REPORT is not escalated to a human.
