@@ -446,6 +446,56 @@ mod tests {
         assert!(should.iter().any(|f| f.path == "status"), "{should:?}");
     }
 
+    /// Every rejection is judged for its violations, whatever was asked and whatever its HTTP
+    /// status; a refusal that is no LibrarianResponse is not the shared judge's to judge.
+    #[test]
+    fn every_rejection_is_judged_and_a_2xx_is_held_to_the_schema() {
+        let valid = request("a", "APPROVAL", 1);
+        let mut over = valid.clone();
+        over["deviations"] = json!([{}, {}, {}, {}, {}, {}]);
+        let mut invalid = valid.clone();
+        invalid.as_object_mut().unwrap().remove("rationale");
+        let silent = json!({"status": "rejected", "violations": []});
+        for (asked, status) in [
+            (Some(&over), 200),
+            (Some(&over), 422),
+            (Some(&invalid), 200),
+            (None, 400),
+        ] {
+            let judged = judge_answer(asked, status, Some(&silent)).unwrap();
+            assert!(
+                judged.should.iter().any(|f| f.path == "violations"),
+                "{status}: {judged:?}"
+            );
+        }
+        let named =
+            json!({"status": "rejected", "violations": [{"rule": "r", "description": "d"}]});
+        assert_eq!(
+            judge_answer(None, 422, Some(&named)).map(|j| j.should),
+            Some(vec![])
+        );
+        assert_eq!(
+            judge_answer(Some(&valid), 400, Some(&json!({"detail": "no"}))),
+            None
+        );
+        assert_eq!(judge_answer(Some(&valid), 500, None), None);
+        let not_json = judge_answer(Some(&valid), 200, None).unwrap();
+        assert_eq!(not_json.must[0].message, "the answer is not JSON");
+        let odd = json!({"request_id": "r", "status": "success", "confidence": 90});
+        let must = judge_answer(None, 200, Some(&odd)).unwrap().must;
+        assert!(must.iter().any(|f| f.path == "status"), "{must:?}");
+        assert!(must.iter().any(|f| f.path == "confidence"), "{must:?}");
+    }
+
+    #[test]
+    fn a_429_says_when_to_come_back_by_retry_after_or_a_rate_limit_header() {
+        let h = |n: &str| vec![(n.to_string(), "7".to_string())];
+        for says in ["Retry-After", "x-ratelimit-reset", "RateLimit-Reset"] {
+            assert!(says_when_to_return(&h(says)).is_some(), "{says}");
+        }
+        assert_eq!(says_when_to_return(&h("content-type")), None);
+    }
+
     #[test]
     fn governance_states_move_forward_only() {
         use State::*;

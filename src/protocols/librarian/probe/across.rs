@@ -108,7 +108,7 @@ pub(super) fn judge_across(c: &Client<'_>, a: Across, case: &mut CaseResult) {
                     })
                     .collect(),
                 judged.len(),
-                "answers to /agent/request judged (2xx answers to valid requests, and every rejection)",
+                "answers to /agent/request (2xx answers to valid requests, and every rejection)",
             )
         }
         Across::NamesMissingField => (
