@@ -54,11 +54,22 @@ async fn the_reference_librarian_passes_every_case() {
         .any(|n| n.contains("rest on an assumption")));
 }
 
+/// The cases that judge a LibrarianResponse by the schema: a flaw in every answer's own fields
+/// fails each of them.
+const SCHEMA_JUDGED: &[&str] = &[
+    "request.approval",
+    "request.query",
+    "request.validate",
+    "request.report",
+    "robustness.unicode",
+    "robustness.concurrent",
+];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_flawed_librarian_fails_exactly_its_case() {
     let _heavy = crate::support::heavy().await;
     // An empty body is not JSON either: the crash shows under both input cases.
-    let expected: [(&str, &[&str], &str); 16] = [
+    let expected: [(&str, &[&str], &str); 20] = [
         (
             "accepts-any-content-type",
             &["input.wrong-type-content"],
@@ -132,6 +143,24 @@ async fn each_flawed_librarian_fails_exactly_its_case() {
             &["limits.references-21"],
             "references at 21 items, over the limit, was approved",
         ),
+        (
+            "confidence-as-percent",
+            SCHEMA_JUDGED,
+            "confidence: 90.0 is above the maximum 1",
+        ),
+        (
+            "unnamed-status",
+            &["request.query"],
+            "status: \"success\" is not one of approved, rejected",
+        ),
+        ("local-timestamp", SCHEMA_JUDGED, "is not a \"date-time\""),
+        // Rejections answered 422 with `violations: []`: every rejection is judged, not only
+        // the 2xx answers to valid requests (the limit breaches are rejected too).
+        (
+            "unexplained-rejections",
+            &["request.expectations"],
+            "(content at 102401 bytes) violations: a rejection carries no violation",
+        ),
     ];
     assert_eq!(expected.len(), Flaws::NAMES.len());
     for (flaw, cases, needle) in expected {
@@ -147,7 +176,10 @@ async fn each_flawed_librarian_fails_exactly_its_case() {
             "{flaw}: {failed:#?}"
         );
         // A SHOULD (the 429's Retry-After) warns; every other flaw fails the run.
-        let blocking = if matches!(flaw, "silent-429" | "forbids-403") {
+        let blocking = if matches!(
+            flaw,
+            "silent-429" | "forbids-403" | "unexplained-rejections"
+        ) {
             0
         } else {
             1

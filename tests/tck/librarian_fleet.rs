@@ -1,21 +1,26 @@
 //! A fleet of agent clients against the reference Librarian holds its checks; against a flawed
 //! one it names the flaw.
 
-use agent_tck::protocols::librarian::commands::{reference, reference_tokens};
+use agent_tck::protocols::librarian::commands::{reference, reference_registry, reference_tokens};
 use agent_tck::protocols::librarian::fleet::{run, Fleet, FleetFileError};
-use agent_tck::protocols::librarian::reference::Flaws;
+use agent_tck::protocols::librarian::reference::{Flaws, Registered};
 use agent_tck::report::{Report, Status};
 
-/// The chaos preset's clients, shortened to 3 s, with the reference's agents and tokens.
+/// The chaos preset's clients, shortened to 3 s, with the reference's agents and tokens: as in
+/// the preset, the missing-fields client speaks for the first agent (one that may make
+/// APPROVALs, so that it sends one without rationale), the other misbehaving ones for the
+/// flood's.
 fn fleet_file(url: &str) -> String {
     let t = reference_tokens();
     let (a1, t1, a2, t2) = (&t[0].0, &t[0].1, &t[1].0, &t[1].1);
     let mut text = format!(
         "protocol: librarian\nlibrarian:\n  url: {url}\n  duration: 3s\n  clients:\n    - {{ name: steady, agent: {a1}, token: {t1}, behavior: conforming, rate: 60/min }}\n    - {{ name: flood, agent: {a2}, token: {t2}, behavior: flood, rate: 1800/min }}\n"
     );
+    text.push_str(&format!(
+        "    - {{ name: missing-fields-client, agent: {a1}, token: {t1}, behavior: missing-fields, rate: 60/min }}\n"
+    ));
     for b in [
         "oversized",
-        "missing-fields",
         "malformed-json",
         "wrong-token",
         "foreign-agent-id",
@@ -31,8 +36,16 @@ fn fleet_file(url: &str) -> String {
 }
 
 async fn against(flaw: &str) -> Report {
+    against_with(flaw, None).await
+}
+
+/// The fleet against the reference with `flaw`, told the server's `registry` (`--registry`).
+async fn against_with(flaw: &str, registry: Option<Vec<Registered>>) -> Report {
     let served = reference(Flaws::named(flaw).unwrap()).await.unwrap();
-    let fleet = Fleet::parse("fleet.yaml", &fleet_file(&served.url), None).unwrap();
+    let fleet = Fleet::parse("fleet.yaml", &fleet_file(&served.url), None)
+        .unwrap()
+        .with_registry(registry)
+        .unwrap();
     let report = run(&fleet, false, 1).await;
     served.stop().await;
     report
@@ -112,6 +125,72 @@ async fn the_fleet_holds_against_the_reference_and_names_each_flaw() {
             failed.iter().any(|(_, m)| m.contains(needle)),
             "{flaw}: {failed:#?}"
         );
+    }
+}
+
+/// Every answer any client gets is judged by the probe's rules, the fleet told the server's
+/// registry as `--registry` tells it: each flaw of an answer fails its one case, naming the
+/// client that got it; the reference trips none of them, on answers it did judge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fleet_judges_every_answer_it_gets_by_the_probes_rules() {
+    let _heavy = crate::support::heavy().await;
+    let report = against_with("conforming", Some(reference_registry())).await;
+    assert_eq!(
+        crate::support::failing(&report),
+        vec![],
+        "{:#?}",
+        report.cases
+    );
+    for id in [
+        "fleet.answers-valid",
+        "fleet.answers-expected",
+        "fleet.retry-after",
+    ] {
+        let c = report.cases.iter().find(|c| c.id == id).unwrap();
+        assert_eq!(c.status, Status::Pass, "{id}: {}", c.message);
+        assert!(
+            c.evidence.as_ref().is_some_and(|e| e.judged > 0),
+            "{id}: {:?}",
+            c.evidence
+        );
+    }
+    for (flaw, case, needles) in [
+        (
+            "approves-without-rationale",
+            "fleet.refusals",
+            vec!["missing-fields-client (missing-fields): answered 200 approved"],
+        ),
+        (
+            "confidence-as-percent",
+            "fleet.answers-valid",
+            vec!["steady (conforming): a QUERY answered 200: confidence"],
+        ),
+        (
+            "unnamed-status",
+            "fleet.answers-valid",
+            vec!["steady (conforming): a QUERY answered 200: status"],
+        ),
+        (
+            "local-timestamp",
+            "fleet.answers-valid",
+            vec!["steady (conforming): a QUERY answered 200: timestamp"],
+        ),
+        (
+            "silent-429",
+            "fleet.retry-after",
+            vec!["flood (flood): a 429 with neither Retry-After nor rate-limit headers"],
+        ),
+    ] {
+        let report = against_with(flaw, Some(reference_registry())).await;
+        let failed = crate::support::failing(&report);
+        assert_eq!(
+            failed.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+            vec![case],
+            "{flaw}: {failed:#?}"
+        );
+        for needle in needles {
+            assert!(failed[0].1.contains(needle), "{flaw}: {}", failed[0].1);
+        }
     }
 }
 
@@ -216,7 +295,7 @@ fn a_librarian_that_is_down_is_one_failure_naming_it_and_no_client_runs() {
             c.id
         );
     }
-    assert_eq!(report.cases.len(), 7, "{:#?}", report.cases);
+    assert_eq!(report.cases.len(), 10, "{:#?}", report.cases);
     assert!(
         text.contains(&format!("the Librarian at {url} is down")),
         "{text}"

@@ -33,6 +33,14 @@ crate::mock::behavior::switches!(Flaws, transports: &["http"], [
     "accepts-wrong-token" => accepts_wrong_token:
         "any bearer token is taken for the agent the request names",
     "ignores-max-references" => ignores_max_references: "more than 20 references pass",
+    "confidence-as-percent" => confidence_as_percent:
+        "confidence given as a percentage (90), outside the document's 0.0 to 1.0",
+    "unnamed-status" => unnamed_status:
+        "a QUERY answered with a status the document does not name (\"success\")",
+    "unexplained-rejections" => unexplained_rejections:
+        "every rejection answered 422 with violations: [] (its feedback still says why)",
+    "local-timestamp" => local_timestamp:
+        "timestamp written as a day-first local date (\"23/11/2026 10:00:00\"), not ISO 8601",
 ]);
 
 /// The behaviours of the Librarian's fleet clients (a fleet file's `behavior:`), each with the

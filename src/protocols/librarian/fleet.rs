@@ -3,7 +3,10 @@
 //! run at once for a duration, and the fleet judges how the server held up — no 5xx, the right
 //! refusal for each misbehaviour, the flood limited while well-behaved clients are not, those
 //! answered within 10 s at p99, the server still answering at the end — with latency percentiles
-//! per kind of client.
+//! per kind of client. Every answer any client gets is judged by the probe's rules
+//! (`model::judge_answer`, `model::says_when_to_return`, shared, not copied): a 2xx is a
+//! LibrarianResponse of the schema, answers meet the document's expectations (a rejection names
+//! its violations), a 429 says when to come back — failures grouped per client.
 //!
 //! First the fleet asks GET /agent/capabilities: where nothing listens, the server is down, no
 //! client is started, and `fleet.no-5xx` fails naming it (every other case skipped, saying so).
@@ -43,6 +46,7 @@ use super::reference::Registered;
 use super::registry::RegistryError;
 use crate::mock::observe::Tally;
 use crate::report::{CaseResult, Evidence, Level, Report, RunInfo};
+use crate::schema::findings_message;
 use crate::transport::http::{self, BaseUrl, Limits, Request};
 use crate::units::percentile;
 
@@ -179,6 +183,12 @@ struct Outcome {
     error: Option<String>,
     /// When it was sent.
     sent: Instant,
+    /// The answer judged by the probe's rules (`model::judge_answer`), with what was asked
+    /// (`a QUERY`, `a body that is not JSON`); None: nothing to judge in it.
+    judged: Option<(String, model::Judged)>,
+    /// A 429's header that says when to come back (`Retry-After: 7`), if it had one; None for
+    /// any other answer.
+    come_back: Option<Option<String>>,
 }
 
 fn rate(text: &str) -> Result<Duration, String> {
@@ -466,6 +476,7 @@ async fn send(
     trickle: Duration,
 ) -> Outcome {
     let token = token.as_str();
+    let asked = serde_json::from_slice::<Value>(&body).ok();
     let started = Instant::now();
     let result = if trickle.is_zero() {
         let request = Request {
@@ -483,21 +494,33 @@ async fn send(
         };
         http::send(base, &request, limits)
             .await
-            .map(|r| (r.status, serde_json::from_slice::<Value>(&r.body).ok()))
+            .map(|r| {
+                let json = serde_json::from_slice::<Value>(&r.body).ok();
+                (r.status, json, r.headers)
+            })
             .map_err(said)
     } else {
         trickled(base, &body, token, trickle).await
     };
     match result {
-        Ok((status, json)) => Outcome {
-            permitted,
-            status: Some(status),
-            decision: json
-                .and_then(|v| v.get("status").and_then(Value::as_str).map(str::to_string)),
-            elapsed: started.elapsed(),
-            error: None,
-            sent: started,
-        },
+        Ok((status, json, headers)) => {
+            // Every answer is judged as the probe judges it, against what was asked.
+            let judged = model::judge_answer(asked.as_ref(), status, json.as_ref())
+                .map(|j| (asked_as(asked.as_ref()), j));
+            let come_back = (status == 429)
+                .then(|| model::says_when_to_return(&headers).map(|(n, v)| format!("{n}: {v}")));
+            Outcome {
+                permitted,
+                status: Some(status),
+                decision: json
+                    .and_then(|v| v.get("status").and_then(Value::as_str).map(str::to_string)),
+                elapsed: started.elapsed(),
+                error: None,
+                sent: started,
+                judged,
+                come_back,
+            }
+        }
         Err(e) => Outcome {
             permitted,
             status: None,
@@ -505,9 +528,24 @@ async fn send(
             elapsed: started.elapsed(),
             error: Some(e),
             sent: started,
+            judged: None,
+            come_back: None,
         },
     }
 }
+
+/// What a request asked, as an example names it: `a QUERY`, `an APPROVAL`.
+fn asked_as(request: Option<&Value>) -> String {
+    match request.map(|r| r.get("request_type").and_then(Value::as_str)) {
+        Some(Some(t)) if t.starts_with(['A', 'E', 'I', 'O', 'U']) => format!("an {t}"),
+        Some(Some(t)) => format!("a {t}"),
+        Some(None) => "a request without request_type".into(),
+        None => "a body that is not JSON".into(),
+    }
+}
+
+/// An HTTP answer: its status, its body if JSON, its headers.
+type Answer = (u16, Option<Value>, Vec<(String, String)>);
 
 /// A POST whose body goes out in ten pieces over `over` (plain HTTP only).
 async fn trickled(
@@ -515,7 +553,7 @@ async fn trickled(
     body: &[u8],
     token: &str,
     over: Duration,
-) -> Result<(u16, Option<Value>), String> {
+) -> Result<Answer, String> {
     let addr = format!("{}:{}", base.host, base.port);
     let run = async {
         let mut stream = tokio::net::TcpStream::connect(&addr)
@@ -547,10 +585,17 @@ async fn trickled(
             .nth(1)
             .and_then(|s| s.parse::<u16>().ok())
             .ok_or_else(|| format!("not an HTTP answer: {}", crate::text::excerpt(&answer, 80)))?;
-        let json = text
-            .split_once("\r\n\r\n")
-            .and_then(|(_, b)| serde_json::from_str(b).ok());
-        Ok((status, json))
+        let (head, json) = match text.split_once("\r\n\r\n") {
+            Some((head, b)) => (head, serde_json::from_str(b).ok()),
+            None => (text.as_ref(), None),
+        };
+        let headers = head
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_once(':'))
+            .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+            .collect();
+        Ok((status, json, headers))
     };
     tokio::time::timeout(over + LIMITS.response * 3, run)
         .await
@@ -798,6 +843,12 @@ impl ByClient {
 struct Tallies {
     no5xx: ByClient,
     refusals: ByClient,
+    /// Every answer, by the probe's rules: the schema (MUST) and the document's expectations
+    /// (SHOULD).
+    answers: ByClient,
+    expected: ByClient,
+    /// Every 429, by whether it says when to come back.
+    come_back: ByClient,
     flood: Tally,
     conforming: ByClient,
     /// Answered requests per kind of client (2xx only for `conforming`, whose p99 is a case).
@@ -837,6 +888,9 @@ impl Tallies {
         if live || !answered {
             self.no5xx.check(c, answered, || shown(o));
         }
+        if live {
+            self.judge_answer(c, o);
+        }
         let verdict = judged(&c.behavior, o);
         if c.behavior == "conforming" {
             // Judged even when nothing else is: a conforming client answered 404 is the
@@ -871,6 +925,31 @@ impl Tallies {
                 .entry(c.behavior.clone())
                 .or_default()
                 .push(o.elapsed);
+        }
+    }
+}
+
+impl Tallies {
+    /// The answer itself, whichever client got it and whatever its fault: a 2xx is a
+    /// LibrarianResponse of the schema, meeting the document's expectations; a rejection
+    /// names its violations; a 429 says when to come back.
+    fn judge_answer(&mut self, c: &Client, o: &Outcome) {
+        let status = o.status.unwrap_or(0);
+        if let Some((asked, j)) = &o.judged {
+            let answered = || format!("{asked} answered {status}");
+            if (200..300).contains(&status) {
+                self.answers.check(c, j.must.is_empty(), || {
+                    format!("{}: {}", answered(), findings_message(&j.must))
+                });
+            }
+            self.expected.check(c, j.should.is_empty(), || {
+                format!("{}: {}", answered(), findings_message(&j.should))
+            });
+        }
+        if let Some(header) = &o.come_back {
+            self.come_back.check(c, header.is_some(), || {
+                "a 429 with neither Retry-After nor rate-limit headers".into()
+            });
         }
     }
 }
@@ -1001,6 +1080,9 @@ pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
     let mut cases = vec![
         t.no5xx.case("fleet.no-5xx", Level::Must, "no client, however it misbehaves, gets a 5xx (or no answer)", "Validation Rules (a request is refused, never crashes the server)", "requests", &or_dead("no client sent a request: give the fleet clients and a duration")),
         t.refusals.case("fleet.refusals", Level::Must, "each misbehaving request gets the answer its fault calls for (429, 401/403, a refusal; a refusal for authorization to a request its agent may not make)", "REST API Endpoints; Validation Rules; Protocol Settings: limits; Troubleshooting: Agent not authorized", "misbehaving requests", &or_dead("the fleet has no misbehaving client whose answers say something of its fault (a 429 says nothing of a malformed request): add one (oversized, missing-fields, malformed-json, wrong-token, foreign-agent-id, unregistered-agent-id, slow-upload, injection, burst), speaking for an agent that is not flooding")),
+        t.answers.case("fleet.answers-valid", Level::Must, "every 2xx answer any client gets is a LibrarianResponse of the schema (status one the document names, confidence within 0.0 to 1.0, an ISO 8601 timestamp, …), judged by the probe's rules", "Response Message Format", "2xx answers", &or_dead("no client got a 2xx answer: a Librarian that answers the conforming clients exercises this case")),
+        t.expected.case("fleet.answers-expected", Level::Should, "every answer meets the document's expectations, as the probe's request.expectations and request.response-fields judge them (a rejection names its violations, an escalation its reason, …)", "Response Message Format; Common Operations", "LibrarianResponses and rejections", &or_dead("no client got a LibrarianResponse or a rejection: a Librarian that answers the conforming clients exercises this case")),
+        t.come_back.case("fleet.retry-after", Level::Should, "every 429 says when to come back: Retry-After (or rate-limit headers)", "Troubleshooting: Rate limit exceeded (check rate limit headers)", "429 answers", &or_dead("no client was answered 429: a `behavior: flood` client over 60 requests a minute exercises it")),
         t.flood.judged("fleet.flood-limited", g, Level::Must, "a client over 60 requests a minute is answered 429", "REST API Endpoints: rate_limit: 60/minute per agent", "flooding clients", &or_dead("no client sent more than 60 requests within a minute: add a `behavior: flood` client with a rate over 60/min and a duration (or request count) that lets it send more than 60")),
         t.conforming.case("fleet.conforming-served", Level::Must, "well-behaved clients are answered 2xx (never limited) while the others misbehave", "REST API Endpoints: rate_limit per agent", "conforming requests", "the fleet has no conforming client that sent a request its agent may make: add one (`behavior: conforming`), speaking for an agent of its own"),
         p99_case(&t.latency, &conforming_answers(fleet, &results)),

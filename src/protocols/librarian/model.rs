@@ -233,11 +233,8 @@ pub fn check_response(request: &Value, answer: &Value) -> (Vec<Finding>, Vec<Fin
         Some(Value::Object(o)) => !o.is_empty(),
         _ => false,
     };
+    should.extend(unexplained_rejection(answer));
     match status {
-        "rejected" if !non_empty("violations") => should.push(finding(
-            "violations",
-            "a rejection carries no violation: the agent cannot tell what to fix",
-        )),
         "escalated" if !non_empty("escalation_reason") => should.push(finding(
             "escalation_reason",
             "an escalation gives no reason",
@@ -288,6 +285,75 @@ pub fn check_response(request: &Value, answer: &Value) -> (Vec<Finding>, Vec<Fin
         }
     }
     (must, should)
+}
+
+/// A rejection that names no violation (the document's "Handling Rejection" reads
+/// `response.violations` to fix and resubmit), whatever was asked: a refusal of a limit breach
+/// (six deviations, strict mode, a secret) is as much a rejection as one of a valid request.
+pub fn unexplained_rejection(answer: &Value) -> Option<Finding> {
+    let named = match answer.get("violations") {
+        Some(Value::Array(a)) => !a.is_empty(),
+        _ => false,
+    };
+    (answer.get("status").and_then(Value::as_str) == Some("rejected") && !named).then(|| {
+        finding(
+            "violations",
+            "a rejection carries no violation: the agent cannot tell what to fix",
+        )
+    })
+}
+
+/// An answer of POST /agent/request judged as the probe and the fleet both judge every answer
+/// they get; None when it is nothing to judge (a 4xx or a 5xx that is no rejection: the cases
+/// of refusals and of 5xx judge those).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judged {
+    /// Breaks of the response schema (MUST): a 2xx is a LibrarianResponse.
+    pub must: Vec<Finding>,
+    /// The document's expectations (SHOULD): all of them for an answer to a valid request;
+    /// for any other, that a rejection names its violations.
+    pub should: Vec<Finding>,
+}
+
+/// Judges `answer` (the parsed body; None: not JSON), answered `status` to `request` (None: a
+/// body that is not JSON).
+pub fn judge_answer(
+    request: Option<&Value>,
+    status: u16,
+    answer: Option<&Value>,
+) -> Option<Judged> {
+    let valid = request.is_some_and(|r| schemas().validate(REQUEST_SCHEMA, r).is_empty());
+    let two = (200..300).contains(&status);
+    match (answer, request) {
+        (None, _) if two => Some(Judged {
+            must: vec![finding("$", "the answer is not JSON")],
+            should: Vec::new(),
+        }),
+        (Some(answer), Some(request)) if two && valid => {
+            let (must, should) = check_response(request, answer);
+            Some(Judged { must, should })
+        }
+        (Some(answer), _) if two => Some(Judged {
+            must: schemas().validate(RESPONSE_SCHEMA, answer),
+            should: unexplained_rejection(answer).into_iter().collect(),
+        }),
+        (Some(answer), _) if answer.get("status").and_then(Value::as_str) == Some("rejected") => {
+            Some(Judged {
+                must: Vec::new(),
+                should: unexplained_rejection(answer).into_iter().collect(),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The header of a 429 that says when to come back: Retry-After, or a rate-limit header
+/// (`X-RateLimit-*`, `RateLimit-*`) — the document's "check rate limit headers".
+pub fn says_when_to_return(headers: &[(String, String)]) -> Option<&(String, String)> {
+    headers.iter().find(|(n, _)| {
+        let n = n.to_ascii_lowercase();
+        n == "retry-after" || n.starts_with("x-ratelimit") || n.starts_with("ratelimit")
+    })
 }
 
 /// A status that does not fit the request type: a QUERY or a REPORT is not escalated to a human.
@@ -378,6 +444,56 @@ mod tests {
         query_answer["escalation_reason"] = json!("why not");
         let (_, should) = check_response(&request("a", "QUERY", 1), &query_answer);
         assert!(should.iter().any(|f| f.path == "status"), "{should:?}");
+    }
+
+    /// Every rejection is judged for its violations, whatever was asked and whatever its HTTP
+    /// status; a refusal that is no LibrarianResponse is not the shared judge's to judge.
+    #[test]
+    fn every_rejection_is_judged_and_a_2xx_is_held_to_the_schema() {
+        let valid = request("a", "APPROVAL", 1);
+        let mut over = valid.clone();
+        over["deviations"] = json!([{}, {}, {}, {}, {}, {}]);
+        let mut invalid = valid.clone();
+        invalid.as_object_mut().unwrap().remove("rationale");
+        let silent = json!({"status": "rejected", "violations": []});
+        for (asked, status) in [
+            (Some(&over), 200),
+            (Some(&over), 422),
+            (Some(&invalid), 200),
+            (None, 400),
+        ] {
+            let judged = judge_answer(asked, status, Some(&silent)).unwrap();
+            assert!(
+                judged.should.iter().any(|f| f.path == "violations"),
+                "{status}: {judged:?}"
+            );
+        }
+        let named =
+            json!({"status": "rejected", "violations": [{"rule": "r", "description": "d"}]});
+        assert_eq!(
+            judge_answer(None, 422, Some(&named)).map(|j| j.should),
+            Some(vec![])
+        );
+        assert_eq!(
+            judge_answer(Some(&valid), 400, Some(&json!({"detail": "no"}))),
+            None
+        );
+        assert_eq!(judge_answer(Some(&valid), 500, None), None);
+        let not_json = judge_answer(Some(&valid), 200, None).unwrap();
+        assert_eq!(not_json.must[0].message, "the answer is not JSON");
+        let odd = json!({"request_id": "r", "status": "success", "confidence": 90});
+        let must = judge_answer(None, 200, Some(&odd)).unwrap().must;
+        assert!(must.iter().any(|f| f.path == "status"), "{must:?}");
+        assert!(must.iter().any(|f| f.path == "confidence"), "{must:?}");
+    }
+
+    #[test]
+    fn a_429_says_when_to_come_back_by_retry_after_or_a_rate_limit_header() {
+        let h = |n: &str| vec![(n.to_string(), "7".to_string())];
+        for says in ["Retry-After", "x-ratelimit-reset", "RateLimit-Reset"] {
+            assert!(says_when_to_return(&h(says)).is_some(), "{says}");
+        }
+        assert_eq!(says_when_to_return(&h("content-type")), None);
     }
 
     #[test]

@@ -61,6 +61,16 @@ pub struct Flaws {
     /// Not a departure: authorization refused 403 "Agent not authorized" (see
     /// [`Librarian::forbidding`]); its matrix row must break nothing.
     pub forbids_403: bool,
+    /// confidence given as a percentage (90), outside the document's 0.0 to 1.0.
+    pub confidence_as_percent: bool,
+    /// A QUERY answered with a status the document does not name ("success").
+    pub unnamed_status: bool,
+    /// timestamp written as a day-first local date ("23/11/2026 10:00:00"), not ISO 8601.
+    pub local_timestamp: bool,
+    /// Every rejection is answered 422 with its LibrarianResponse, `violations: []` (its
+    /// feedback still says why): a refusal the agent cannot act on, where only answers to
+    /// valid requests answered 2xx were once judged.
+    pub unexplained_rejections: bool,
 }
 
 /// An agent the Librarian knows: its token, what it may do and where.
@@ -471,12 +481,13 @@ impl Librarian {
             );
             id
         };
+        let (status, confidence, timestamp) = self.flawed(&body, status);
         let answer = json!({
             "request_id": id,
-            "timestamp": crate::report::now_rfc3339(),
+            "timestamp": timestamp,
             "processing_time_ms": started.elapsed().as_millis() as u64,
             "status": status,
-            "confidence": 0.9,
+            "confidence": confidence,
             "feedback": extra.remove("feedback").unwrap_or(json!("")),
             "violations": extra.remove("violations").unwrap_or(json!([])),
             "suggestions": extra.remove("suggestions").unwrap_or(json!([])),
@@ -489,7 +500,43 @@ impl Librarian {
             "context": extra.remove("context").unwrap_or(Value::Null),
             "relevant_nodes": extra.remove("relevant_nodes").unwrap_or(Value::Null),
         });
+        if self.flaws.unexplained_rejections && status == "rejected" {
+            let mut answer = answer;
+            answer["violations"] = json!([]);
+            return json_response(422, &answer);
+        }
         json_response(200, &answer)
+    }
+
+    /// The status, confidence and timestamp an answer to `body` is written with: the document's,
+    /// or as a flaw writes them.
+    fn flawed(&self, body: &Value, status: &'static str) -> (&'static str, f64, String) {
+        let status = if self.flaws.unnamed_status && body["request_type"] == "QUERY" {
+            "success"
+        } else {
+            status
+        };
+        let confidence = if self.flaws.confidence_as_percent {
+            90.0
+        } else {
+            0.9
+        };
+        let now = crate::report::now_rfc3339();
+        // 2026-11-23T10:00:00Z → 23/11/2026 10:00:00
+        let local = || {
+            Some(format!(
+                "{}/{}/{} {}",
+                now.get(8..10)?,
+                now.get(5..7)?,
+                now.get(..4)?,
+                now.get(11..19)?
+            ))
+        };
+        let timestamp = match self.flaws.local_timestamp {
+            true => local().unwrap_or_else(|| "yesterday".into()),
+            false => now.clone(),
+        };
+        (status, confidence, timestamp)
     }
 
     /// The decision a script imposes, with the fields the document expects of it.

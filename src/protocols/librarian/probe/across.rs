@@ -5,13 +5,15 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::protocols::librarian::model::{self, check_response, names_field, LIMITS};
+use crate::protocols::librarian::model::{
+    self, check_response, judge_answer, names_field, Judged, LIMITS,
+};
 use crate::protocols::librarian::rules::Across;
 use crate::report::{CaseResult, Evidence};
 use crate::schema::schemas;
 use crate::text::excerpt;
 
-use super::client::Client;
+use super::client::{Client, Seen};
 
 pub(super) fn judge_across(c: &Client<'_>, a: Across, case: &mut CaseResult) {
     // Only an endpoint that answered a request 2xx exists as far as the run can tell: a 404
@@ -58,30 +60,57 @@ pub(super) fn judge_across(c: &Client<'_>, a: Across, case: &mut CaseResult) {
                 "answers from endpoints that answered 2xx",
             )
         }
-        Across::ResponseFields | Across::Expectations => (
+        Across::ResponseFields => (
             answers
                 .iter()
                 .flat_map(|(r, v)| {
                     let (_, should) = check_response(r, v);
                     should
                         .into_iter()
-                        .filter(|f| {
-                            (f.message.contains("fields missing")) == (a == Across::ResponseFields)
-                        })
-                        .map(|f| {
-                            format!(
-                                "{} {}: {}",
-                                r["request_type"].as_str().unwrap_or("?"),
-                                f.path,
-                                f.message
-                            )
-                        })
+                        .filter(|f| f.message.contains("fields missing"))
+                        .map(|f| format!("{} {}: {}", asked(Some(r)), f.path, f.message))
                         .collect::<Vec<_>>()
                 })
                 .collect(),
             answers.len(),
             "2xx answers to valid requests",
         ),
+        // Every answer the shared judge judges: a 2xx to a valid request by every expectation,
+        // and any rejection (to a request over a limit, in strict mode, with a secret…) by
+        // whether it names its violations.
+        Across::Expectations => {
+            let judged: Vec<(&Seen, Judged)> = c
+                .seen
+                .iter()
+                // An answer that is not JSON has no expectation to meet (valid_request fails it).
+                .filter(|s| s.endpoint == "request" && s.answer.is_some())
+                .filter_map(|s| {
+                    let j = judge_answer(s.request.as_ref(), s.status, s.answer.as_ref())?;
+                    Some((s, j))
+                })
+                .collect();
+            (
+                judged
+                    .iter()
+                    .flat_map(|(s, j)| {
+                        j.should
+                            .iter()
+                            .filter(|f| !f.message.contains("fields missing"))
+                            .map(|f| {
+                                format!(
+                                    "{} ({}) {}: {}",
+                                    asked(s.request.as_ref()),
+                                    s.what,
+                                    f.path,
+                                    f.message
+                                )
+                            })
+                    })
+                    .collect(),
+                judged.len(),
+                "answers to /agent/request (2xx answers to valid requests, and every rejection)",
+            )
+        }
         Across::NamesMissingField => (
             c.missing
                 .iter()
@@ -110,6 +139,13 @@ pub(super) fn judge_across(c: &Client<'_>, a: Across, case: &mut CaseResult) {
             format!("{} of {n} {of}: {}", problems.len(), shown.join("; ")),
         );
     }
+}
+
+/// The request type of a request, as a problem line starts (`?`: none, or not JSON).
+fn asked(request: Option<&Value>) -> &str {
+    request
+        .and_then(|r| r["request_type"].as_str())
+        .unwrap_or("?")
 }
 
 /// What would give a case judged across the run something to judge.

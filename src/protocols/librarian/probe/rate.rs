@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use crate::protocols::librarian::model::LIMITS;
+use crate::protocols::librarian::model::{says_when_to_return, LIMITS};
 
 use super::client::{Client, Gate, NoAnswer};
 use super::verdict::{says_nothing, Verdict};
@@ -43,11 +43,7 @@ pub(super) fn retry_after(c: &Client<'_>) -> Verdict {
              that limits an agent at 60 requests a minute",
         );
     };
-    let says = headers.iter().find(|(n, _)| {
-        let n = n.to_ascii_lowercase();
-        n == "retry-after" || n.starts_with("x-ratelimit") || n.starts_with("ratelimit")
-    });
-    match says {
+    match says_when_to_return(headers) {
         Some((n, v)) => Verdict::held(1, "429 answers", format!("{n}: {v}")),
         None => Verdict::broken(
             "the 429 carries neither Retry-After nor rate-limit headers: the client cannot tell when to come back",

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::protocols::librarian::model::check_response;
+use crate::protocols::librarian::model::judge_answer;
 use crate::report::{Evidence, Exchange};
 use crate::schema::findings_message;
 
@@ -137,14 +137,15 @@ pub(super) fn a_librarian_response(body: &Value, got: &Got) -> Result<(), Verdic
             got,
         ));
     }
-    let Some(answer) = &got.json else {
+    if got.json.is_none() {
         return Err(Verdict::fail("the answer is not JSON", got));
-    };
-    let (must, _) = check_response(body, answer);
-    if !must.is_empty() {
-        return Err(Verdict::fail(findings_message(&must), got));
     }
-    Ok(())
+    match judge_answer(Some(body), got.status, got.json.as_ref()) {
+        Some(judged) if !judged.must.is_empty() => {
+            Err(Verdict::fail(findings_message(&judged.must), got))
+        }
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
