@@ -394,6 +394,9 @@ fn plots(out: &mut String, report: &Report) {
     // a millisecond, and whole milliseconds would read every case as 0. The cases that carry an
     // exchange with the peer are its answer times (a probe's group is the endpoint); the others
     // are where the run spent its time.
+    // Several cases judge one exchange (an endpoint's schema, field lengths, list caps… on one
+    // answer): each exchange is one answer time, counted once.
+    let mut exchanges = std::collections::BTreeSet::new();
     let mut answers: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
     let mut durations: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
     for c in &report.cases {
@@ -402,24 +405,25 @@ fn plots(out: &mut String, report: &Report) {
         if us == 0 {
             continue;
         }
-        let exchanged = c.exchange.request.is_some() || c.exchange.response.is_some();
-        let by = if exchanged {
-            &mut answers
+        let e = &c.exchange;
+        if e.request.is_some() || e.response.is_some() {
+            if exchanges.insert((&c.group, &e.request, &e.response, us)) {
+                answers.entry(&c.group).or_default().push(us);
+            }
         } else {
-            &mut durations
-        };
-        by.entry(&c.group).or_default().push(us);
+            durations.entry(&c.group).or_default().push(us);
+        }
     }
     // A group whose cases share one exchange (a scenario) has one duration: nothing to plot.
     let varied = |v: &Vec<u64>| v.iter().collect::<std::collections::BTreeSet<_>>().len() >= 3;
     if !report.counts.is_empty() {
         figures.push(bars(&report.counts));
     }
-    for (group, values) in answers.iter().filter(|(_, v)| varied(v)).take(12) {
+    for (group, values) in answers.iter().filter(|(_, v)| v.len() >= 2).take(12) {
         figures.push((
             histogram(&format!("{group}: answer time"), values),
             format!(
-                "{} cases with an exchange with the peer; p50, p90, p99 marked",
+                "{} answers (the exchanges its cases judged, each once); p50, p90, p99 marked",
                 values.len()
             ),
         ));
@@ -729,13 +733,17 @@ mod tests {
             c.pass(Evidence::new(1, "answer"), String::new);
             c.set_duration(std::time::Duration::from_micros(us));
             if exchanged {
-                c.exchange.request = Some(format!("POST /{group}"));
+                c.exchange.request = Some(format!("POST /{group} {id}"));
             }
             c
         };
         let mut cases = Vec::new();
         for (i, us) in [180, 240, 310, 420, 650, 990].into_iter().enumerate() {
             cases.push(case(&format!("analyze.c{i}"), "analyze", us, true));
+            // A second case judging the same exchange: counted once.
+            let mut twin = case(&format!("analyze.c{i}"), "analyze", us, true);
+            twin.id = format!("analyze.twin{i}");
+            cases.push(twin);
             cases.push(case(&format!("vote.c{i}"), "vote", us / 2, true));
             cases.push(case(&format!("lint.c{i}"), "lint", us + 3, false));
         }
@@ -750,7 +758,9 @@ mod tests {
         ] {
             assert!(html.contains(figure), "{figure}");
         }
-        assert!(html.contains("6 cases with an exchange with the peer; p50, p90, p99 marked"));
+        assert!(html.contains(
+            "6 answers (the exchanges its cases judged, each once); p50, p90, p99 marked"
+        ));
         // The axis and the marks in µs: p50 of the /analyze answers is 420 µs.
         assert!(
             html.contains("p50 420.0 µs"),
