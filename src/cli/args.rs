@@ -404,8 +404,9 @@ pub struct MockFleetArgs {
     /// definitions (written too with --write-config) and exit, without running the fleet.
     #[arg(long)]
     pub print_config: bool,
-    /// Write the definitions the server must be configured with to FILE (JSON: a list of
-    /// agent definitions, or for `ws: assistant-v5` a config file the server loads).
+    /// Write the definitions the server must be configured with to FILE (JSON: for `ws:
+    /// document` a list of agent definitions; for `ws: assistant-v5` and `ws: auto` (the
+    /// default) a config file the public server loads, the list as its `agents`).
     #[arg(long, value_name = "FILE")]
     pub write_config: Option<PathBuf>,
     /// How long to wait, before driving, for the server to know the fleet's agent ids (a

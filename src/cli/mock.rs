@@ -417,6 +417,16 @@ pub(super) async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
             if !fleet.configures_server() {
                 refused(protocol.name())?;
             }
+            // A fleet of clients records no journal (the journal is what a platform sent the
+            // fleet's agents): a flag taken and nothing written would leave an empty promise.
+            if args.run.journal.is_some() {
+                return Err(Error::usage(format!(
+                    "--journal: a fleet of protocol {} writes no journal (only fleets whose agents \
+                     a platform calls record one): leave it out; the report (--json FILE) keeps \
+                     its verdicts",
+                    protocol.name()
+                )));
+            }
             if args.print_config {
                 crate::out!("{}", fleet.server_config(&source, &text, &at)?);
                 return Ok(Ended::Verdict(crate::report::Exit::Passed));

@@ -223,7 +223,7 @@ impl Common {
                 "agents registered with a key receive `Authorization: Bearer KEY`, with the right key",
                 "Authentication",
                 "requests to agents with a key",
-                "give an agent of the fleet a key (`key:` in the fleet file, or --api-key) and have the platform call it",
+                "give an agent a key (`api_key: KEY` on an agent of the fleet file; `mock agent --api-key KEY`) and have the platform call it",
             ),
             self.no_stray_bearer.judged(
                 "platform.no-stray-bearer",

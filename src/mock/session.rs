@@ -125,11 +125,18 @@ pub async fn run_to_end(
         Banner::Agent => print_agent(&served, settings.seed),
         Banner::Fleet => print_listening(&served, settings.advertise.as_deref()),
     }
-    if let Some(advertise) = settings.advertise.as_deref() {
-        if let Some(warning) = super::reach::advertise_warning(settings.host, advertise).await {
-            crate::errln!("{warning}");
-        }
+    let mismatch = match settings.advertise.as_deref() {
+        Some(advertise) => super::reach::advertise_warning(settings.host, advertise).await,
+        None => None,
+    };
+    if let Some(warning) = &mismatch {
+        crate::errln!("{warning}");
     }
+    let reach = Reach {
+        listen: settings.host,
+        advertise: settings.advertise.as_deref(),
+        mismatch: mismatch.as_deref(),
+    };
     let advertised = advertised_urls(&served, settings.advertise.as_deref());
     let mut cases: Vec<CaseResult> = Vec::new();
     let mut registered = Vec::new();
@@ -168,7 +175,7 @@ pub async fn run_to_end(
                         .any(|c| c.id == "platform.trigger" && c.status != Status::Skip);
                     cases.extend(triggered);
                     if ran {
-                        cases.push(reached_fleet(reached, driver, &advertised));
+                        cases.push(reached_fleet(reached, driver, &advertised, &reach));
                     }
                 }
             };
@@ -356,10 +363,49 @@ fn reached_fleet_case() -> CaseResult {
     )
 }
 
+/// Where the fleet listens and what it told the platform, for the hint of a run whose platform
+/// called none of its agents.
+struct Reach<'a> {
+    /// The address the fleet listens on (host: or --host).
+    listen: IpAddr,
+    /// advertise: or --advertise, when given.
+    advertise: Option<&'a str>,
+    /// The warning given when the advertised address is not one the fleet listens on.
+    mismatch: Option<&'a str>,
+}
+
+impl Reach<'_> {
+    /// Why the platform may not have reached the fleet at `url`, from what was set: no
+    /// advertise and a loopback listener; an advertised address the fleet does not listen on;
+    /// or both right here, so the cause is between the platform and this host.
+    fn hint(&self, url: &str) -> String {
+        let listen = self.listen;
+        match self.advertise {
+            None if listen.is_loopback() => format!(
+                "the platform was given {url}, where the fleet listens on loopback ({listen}): from another host or container that address is the platform's own; give the fleet an address the platform reaches with advertise: or --advertise, and listen on it with host: or --host (e.g. --host 0.0.0.0)"
+            ),
+            None => format!(
+                "the platform was given {url}, where the fleet listens ({listen}): check that the platform can reach that address (a firewall, a container network)"
+            ),
+            Some(advertise) if self.mismatch.is_some() => format!(
+                "the platform was given {url} (advertised as {advertise}), but the fleet listens on {listen} only, so nothing answers there: listen on the advertised address with host: or --host (e.g. --host 0.0.0.0)"
+            ),
+            Some(advertise) => format!(
+                "the platform was given {url} (advertised as {advertise}), and the fleet listens there ({listen}): check that the platform can reach that address (a firewall, a container network, a name it resolves elsewhere)"
+            ),
+        }
+    }
+}
+
 /// After a trigger: whether the platform called the fleet at all. A deliberation that reached
 /// no agent leaves every observer rule with nothing to judge — a row of skips that would read as
 /// a pass.
-fn reached_fleet(requests: u64, driver: &Driver, advertised: &[String]) -> CaseResult {
+fn reached_fleet(
+    requests: u64,
+    driver: &Driver,
+    advertised: &[String],
+    reach: &Reach<'_>,
+) -> CaseResult {
     let mut case = reached_fleet_case();
     if requests > 0 {
         case.pass_noting(
@@ -382,9 +428,7 @@ fn reached_fleet(requests: u64, driver: &Driver, advertised: &[String]) -> CaseR
         );
     }
     if let Some(url) = advertised.first() {
-        hints.push(format!(
-            "the platform may not reach the fleet at {url} (a loopback address seen from another host or container? set advertise: or --advertise)"
-        ));
+        hints.push(reach.hint(url));
     }
     case.fail(format!(
         "the triggers ran, and no request reached the fleet. Check: {}",

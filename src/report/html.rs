@@ -390,17 +390,45 @@ fn one_case(out: &mut String, report: &Report, case: &CaseResult) {
 
 fn plots(out: &mut String, report: &Report) {
     let mut figures = Vec::new();
-    // Case durations per group (an endpoint, a scenario): where a probe spent its time.
-    let mut by_group: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
-    for c in report.cases.iter().filter(|c| c.duration_ms > 0) {
-        by_group.entry(&c.group).or_default().push(c.duration_ms);
+    // Per group (an endpoint, a scenario), in microseconds: a fast agent answers in well under
+    // a millisecond, and whole milliseconds would read every case as 0. The cases that carry an
+    // exchange with the peer are its answer times (a probe's group is the endpoint); the others
+    // are where the run spent its time.
+    // Several cases judge one exchange (an endpoint's schema, field lengths, list caps… on one
+    // answer): each exchange is one answer time, counted once.
+    let mut exchanges = std::collections::BTreeSet::new();
+    let mut answers: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    let mut durations: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    for c in &report.cases {
+        // Older reports carry milliseconds only.
+        let us = c.duration_us.max(c.duration_ms.saturating_mul(1000));
+        if us == 0 {
+            continue;
+        }
+        let e = &c.exchange;
+        if e.request.is_some() || e.response.is_some() {
+            if exchanges.insert((&c.group, &e.request, &e.response, us)) {
+                answers.entry(&c.group).or_default().push(us);
+            }
+        } else {
+            durations.entry(&c.group).or_default().push(us);
+        }
     }
     // A group whose cases share one exchange (a scenario) has one duration: nothing to plot.
     let varied = |v: &Vec<u64>| v.iter().collect::<std::collections::BTreeSet<_>>().len() >= 3;
     if !report.counts.is_empty() {
         figures.push(bars(&report.counts));
     }
-    for (group, values) in by_group.iter().filter(|(_, v)| varied(v)).take(12) {
+    for (group, values) in answers.iter().filter(|(_, v)| v.len() >= 2).take(12) {
+        figures.push((
+            histogram(&format!("{group}: answer time"), values),
+            format!(
+                "{} answers (the exchanges its cases judged, each once); p50, p90, p99 marked",
+                values.len()
+            ),
+        ));
+    }
+    for (group, values) in durations.iter().filter(|(_, v)| varied(v)).take(12) {
         figures.push((
             histogram(&format!("{group}: case duration"), values),
             format!("{} cases; p50, p90, p99 marked", values.len()),
@@ -410,7 +438,10 @@ fn plots(out: &mut String, report: &Report) {
         figures.push(timeline(&report.timeline));
         let mut by_endpoint: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
         for s in &report.timeline {
-            by_endpoint.entry(&s.label).or_default().push(s.duration_ms);
+            by_endpoint
+                .entry(&s.label)
+                .or_default()
+                .push(s.duration_ms.saturating_mul(1000));
         }
         for (endpoint, values) in by_endpoint.iter().take(12) {
             figures.push((
@@ -460,21 +491,28 @@ fn draw_svg(
     }
 }
 
-/// A histogram of `values_ms` with p50, p90 and p99 marked, as inline SVG.
-fn histogram(title: &str, values_ms: &[u64]) -> String {
-    let mut sorted: Vec<std::time::Duration> = values_ms
+/// A histogram of `values_us` (microseconds) with p50, p90 and p99 marked, as inline SVG: in
+/// µs when the slowest is under 10 ms, else in ms.
+fn histogram(title: &str, values_us: &[u64]) -> String {
+    let mut sorted: Vec<std::time::Duration> = values_us
         .iter()
-        .map(|ms| std::time::Duration::from_millis(*ms))
+        .map(|us| std::time::Duration::from_micros(*us))
         .collect();
     sorted.sort();
-    // The percentiles as the console and the benchmarks compute them.
-    let q = |p: f64| crate::units::percentile(&sorted, p).as_secs_f64() * 1000.0;
+    let slowest = sorted.last().copied().unwrap_or_default();
+    let (unit, per_second) = if slowest < std::time::Duration::from_millis(10) {
+        ("µs", 1e6)
+    } else {
+        ("ms", 1e3)
+    };
+    // The percentiles as the console and the benchmarks compute them, in `unit`.
+    let q = |p: f64| crate::units::percentile(&sorted, p).as_secs_f64() * per_second;
     let max = q(1.0).max(1.0);
     const BINS: usize = 24;
     let width = max / BINS as f64;
     let mut counts = [0u32; BINS];
-    for v in values_ms {
-        counts[((*v as f64 / width) as usize).min(BINS - 1)] += 1;
+    for v in &sorted {
+        counts[((v.as_secs_f64() * per_second / width) as usize).min(BINS - 1)] += 1;
     }
     let top = counts.iter().copied().max().unwrap_or(1) + 1;
     let svg = draw_svg((520, 230), |root| {
@@ -487,7 +525,7 @@ fn histogram(title: &str, values_ms: &[u64]) -> String {
         chart
             .configure_mesh()
             .disable_mesh()
-            .x_desc("ms")
+            .x_desc(unit)
             .y_desc("count")
             .draw()?;
         chart.draw_series(counts.iter().enumerate().map(|(i, n)| {
@@ -502,7 +540,7 @@ fn histogram(title: &str, values_ms: &[u64]) -> String {
             let v = q(p);
             chart
                 .draw_series(LineSeries::new([(v, 0), (v, top)], colour.stroke_width(2)))?
-                .label(format!("{name} {v:.1} ms"))
+                .label(format!("{name} {v:.1} {unit}"))
                 .legend(move |(x, y)| {
                     PathElement::new([(x, y), (x + 14, y)], colour.stroke_width(2))
                 });
@@ -683,5 +721,52 @@ mod tests {
             html.contains("(judged 1 answer) (412 µs)"),
             "microseconds shown"
         );
+    }
+
+    /// A fast run: every case under a millisecond (0 in whole milliseconds). The cases with an
+    /// exchange are plotted as each endpoint's answer times, in µs, p50/p90/p99 marked; a group
+    /// without exchanges as case durations.
+    #[test]
+    fn a_sub_millisecond_run_is_plotted_in_microseconds_per_endpoint() {
+        let case = |id: &str, group: &str, us: u64, exchanged: bool| {
+            let mut c = CaseResult::new(id, group, Level::Must, "t", "§1");
+            c.pass(Evidence::new(1, "answer"), String::new);
+            c.set_duration(std::time::Duration::from_micros(us));
+            if exchanged {
+                c.exchange.request = Some(format!("POST /{group} {id}"));
+            }
+            c
+        };
+        let mut cases = Vec::new();
+        for (i, us) in [180, 240, 310, 420, 650, 990].into_iter().enumerate() {
+            cases.push(case(&format!("analyze.c{i}"), "analyze", us, true));
+            // A second case judging the same exchange: counted once.
+            let mut twin = case(&format!("analyze.c{i}"), "analyze", us, true);
+            twin.id = format!("analyze.twin{i}");
+            cases.push(twin);
+            cases.push(case(&format!("vote.c{i}"), "vote", us / 2, true));
+            cases.push(case(&format!("lint.c{i}"), "lint", us + 3, false));
+        }
+        assert!(cases.iter().all(|c| c.duration_ms == 0));
+        let report = RunInfo::start("probe", "roundtable", "http://127.0.0.1:1", 1, false)
+            .report(cases, &crate::text::Redactor::new(Vec::new()));
+        let html = to_string(&report);
+        for figure in [
+            "analyze: answer time",
+            "vote: answer time",
+            "lint: case duration",
+        ] {
+            assert!(html.contains(figure), "{figure}");
+        }
+        assert!(html.contains(
+            "6 answers (the exchanges its cases judged, each once); p50, p90, p99 marked"
+        ));
+        // The axis and the marks in µs: p50 of the /analyze answers is 420 µs.
+        assert!(
+            html.contains("p50 420.0 µs"),
+            "{}",
+            &html[html.find("<svg").unwrap()..][..3000]
+        );
+        assert!(!html.contains("lint: answer time"));
     }
 }

@@ -851,7 +851,8 @@ fn closed_stdout_and_stderr_do_not_make_the_kit_panic() {
     }
     let written: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-    assert_eq!(written[0]["agentId"], "ext-a");
+    // `ws: auto` (the default): the whole config file, the definitions as its `agents`.
+    assert_eq!(written["agents"][0]["agentId"], "ext-a");
 }
 
 // ---- Consistency: Ctrl-C and --quiet behave the same on every command that judges ----

@@ -338,9 +338,10 @@ fn quick_fleet(server: &str, listen: &str, dialect: &str) -> String {
 }
 
 /// `--print-config` prints the definitions (and `--write-config` writes the same) for both
-/// dialects — a list of the document's definitions, a whole config file for assistant-v5 — and
-/// exits 0 without calling the server; what it wrote loads in the stand-in server as the public
-/// one loads it, each external agent at its inputUrl.
+/// dialects — a list of the document's definitions, a whole config file for assistant-v5 and
+/// for `ws: auto` (the server's kind unknown: the public one would load a list as no agents) —
+/// and exits 0 without calling the server; what it wrote loads in the stand-in server as the
+/// public one loads it, each external agent at its inputUrl.
 #[test]
 fn print_config_writes_definitions_that_load_and_does_not_drive() {
     let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -348,7 +349,7 @@ fn print_config_writes_definitions_that_load_and_does_not_drive() {
     let url = format!("http://{}", server.local_addr().unwrap());
     let listen = format!("127.0.0.1:{}", free_port());
     let dir = crate::support::TempDir::new("connector-print-config");
-    for (dialect, whole_file) in [("document", false), ("assistant-v5", true)] {
+    for (dialect, whole_file) in [("document", false), ("assistant-v5", true), ("auto", true)] {
         let file = dir.path(&format!("{dialect}.yaml"));
         let written = dir.path(&format!("{dialect}.json"));
         std::fs::write(&file, quick_fleet(&url, &listen, dialect)).unwrap();
@@ -371,6 +372,14 @@ fn print_config_writes_definitions_that_load_and_does_not_drive() {
         );
         let value: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(value.is_object(), whole_file, "{json}");
+        if dialect == "auto" {
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains(
+                    "`ws: auto` leaves the server's kind unknown until the run, and that server would load a bare list as no agents at all"
+                ),
+                "{text}"
+            );
+        }
         let config = agent_server::load_config(&json).unwrap_or_else(|e| panic!("{e}\n{json}"));
         assert!(config.session_routes, "{json}");
         assert_eq!(
@@ -645,6 +654,27 @@ fn the_server_config_flags_are_refused_by_other_fleets() {
     }
 }
 
+/// A connector fleet keeps no journal: `--journal FILE` is refused (exit 2, saying why) before
+/// anything is served or called, and no file is left behind as if it were one.
+#[test]
+fn a_connector_fleet_refuses_journal_rather_than_write_nothing() {
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let listen = format!("127.0.0.1:{}", free_port());
+    let dir = crate::support::TempDir::new("connector-journal");
+    let file = dir.path("fleet.yaml");
+    let journal = dir.path("journal.jsonl");
+    std::fs::write(&file, quick_fleet(&url, &listen, "document")).unwrap();
+    let out = crate::support::tck(&["mock", "fleet", "--config", &file, "--journal", &journal]);
+    let text = crate::support::text(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("--journal: a fleet of protocol connector writes no journal (only fleets whose agents a platform calls record one): leave it out; the report (--json FILE) keeps its verdicts"),
+        "{text}"
+    );
+    assert!(!text.contains("inputUrl"), "nothing was served: {text}");
+    assert!(!std::path::Path::new(&journal).exists());
+}
+
 /// A public-style server whose config does not enable its sessions plugin has no create
 /// endpoint (404): the fleet says so and how to enable it, rather than blaming the agent ids.
 #[test]
@@ -730,6 +760,20 @@ async fn ws_auto_finds_the_dialect_that_answers_and_names_both_when_neither_does
             && n.ends_with("; the run speaks it (document (hello {sessionId}) got no session_ready within 5s; `ws: assistant-v5` in the fleet file skips the try)")),
         "{:?}",
         v5.notes
+    );
+    // The case names the dialect it judged: protocol 5's hello here, the document's there,
+    // both where neither answered.
+    assert_eq!(
+        case(&v5, "platform.ws-attach").title,
+        "a WebSocket client of /ws that says hello {protocolVersion: 5, subscriptions: [{sessionId}]} (assistant-v5 dialect) is told session_ready"
+    );
+    assert_eq!(
+        case(&document, "platform.ws-attach").title,
+        "a WebSocket client of /ws that says hello {sessionId} (document dialect) is told session_ready"
+    );
+    assert_eq!(
+        case(&deaf, "platform.ws-attach").title,
+        "a WebSocket client of /ws that says hello (document: hello {sessionId}; assistant-v5: hello {protocolVersion: 5, subscriptions: [{sessionId}]}) is told session_ready"
     );
     assert_eq!(failed(&document), BTreeSet::new(), "{}", explain(&document));
     assert!(

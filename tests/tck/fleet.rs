@@ -80,6 +80,11 @@ trigger: {{ count: 2, concurrency: 2, margin: 8s, expect: {{ json: ["status == c
 /// Serves the agents of `fleet` (a fleet file's text), drives the platform its `platform:`
 /// section (`spec`, YAML) describes, and returns the report.
 pub async fn drive_fleet(fleet: &str, spec: &str) -> Report {
+    drive_fleet_advertised(fleet, spec, None).await
+}
+
+/// As [`drive_fleet`], the fleet advertised to the platform as `advertise` (advertise:).
+pub async fn drive_fleet_advertised(fleet: &str, spec: &str, advertise: Option<&str>) -> Report {
     let file = FleetFile::parse("fleet.yaml", fleet).unwrap();
     let agents = file
         .agents("fleet.yaml", 5, crate::support::roundtable())
@@ -92,7 +97,7 @@ pub async fn drive_fleet(fleet: &str, spec: &str) -> Report {
         layout: Layout::Shared,
         host: IpAddr::V4(Ipv4Addr::LOCALHOST),
         port: 0,
-        advertise: None,
+        advertise: advertise.map(str::to_string),
         expect: agent_tck::mock::protocol::PlatformExpect::timeout(driver.timeout),
         driver: Some(driver),
         journal: None,

@@ -154,6 +154,63 @@ async fn a_trigger_that_reaches_no_agent_fails_with_a_hint() {
     assert_eq!(report.exit_code(), 1);
 }
 
+/// A platform that registers the fleet's agents and answers each deliberation without calling
+/// one: the hint follows what was set. Without advertise:, the fleet on loopback is told to
+/// advertise an address; advertised where it does not listen, to listen there; advertised where
+/// it listens, that the cause lies between the platform and this host (no advice to set what
+/// was set).
+#[tokio::test]
+async fn a_trigger_that_reaches_no_agent_hints_at_what_was_set() {
+    let platform = support::stub(|_| Reply::json(200, &json!({"status": "completed"}))).await;
+    let spec = format!(
+        "url: {}\ntimeout: 1s\nregister: {{}}\ntrigger: {{ margin: 1s }}\n",
+        platform.url()
+    );
+    let fleet = "agents:\n  - { name: plain }\n";
+    let (none, elsewhere, here) = futures::future::join3(
+        crate::fleet::drive_fleet_advertised(fleet, &spec, None),
+        crate::fleet::drive_fleet_advertised(fleet, &spec, Some("http://192.0.2.7:9400")),
+        crate::fleet::drive_fleet_advertised(fleet, &spec, Some("http://localhost:9400")),
+    )
+    .await;
+    platform.stop().await;
+    let hint = |report: &agent_tck::report::Report| {
+        let reached = case(report, "platform.reached-fleet");
+        assert_eq!(reached.status, Status::Fail, "{}", reached.message);
+        assert_eq!(report.exit_code(), 1);
+        reached.message.clone()
+    };
+    let none = hint(&none);
+    assert!(
+        none.contains("the platform was given http://127.0.0.1:")
+            && none.contains(
+                "where the fleet listens on loopback (127.0.0.1): from another host or container \
+                 that address is the platform's own; give the fleet an address the platform \
+                 reaches with advertise: or --advertise, and listen on it with host: or --host"
+            ),
+        "{none}"
+    );
+    let elsewhere = hint(&elsewhere);
+    assert!(
+        elsewhere.contains(
+            "the platform was given http://192.0.2.7:9400/agents/plain (advertised as \
+             http://192.0.2.7:9400), but the fleet listens on 127.0.0.1 only, so nothing answers \
+             there: listen on the advertised address with host: or --host"
+        ) && !elsewhere.contains("advertise: or --advertise"),
+        "{elsewhere}"
+    );
+    let here = hint(&here);
+    assert!(
+        here.contains(
+            "the platform was given http://localhost:9400/agents/plain (advertised as \
+             http://localhost:9400), and the fleet listens there (127.0.0.1): check that the \
+             platform can reach that address"
+        ) && !here.contains("advertise: or --advertise")
+            && !here.contains("--host"),
+        "{here}"
+    );
+}
+
 #[tokio::test]
 async fn a_platform_that_is_down_is_named_and_nothing_runs_after_a_failed_registration() {
     let url = format!("http://127.0.0.1:{}", closed_port());

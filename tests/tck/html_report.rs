@@ -94,6 +94,23 @@ async fn a_fleet_report_plots_its_requests_over_time() {
     let (url, stop, report) = crate::support::mock_session(at.protocol, agent).await;
     let probe = crate::support::probe(&url, None).await;
     assert!(!probe.cases.is_empty());
+    // The probe's own page, from a fast run (a local mock agent answers within a millisecond or
+    // so; whole milliseconds once read those cases as 0 and left the page without a plot): each
+    // endpoint's answer times are plotted, in µs or ms.
+    let probe_page = agent_tck::report::html::to_string(&probe);
+    for endpoint in ["analyze", "challenge", "vote"] {
+        assert!(
+            probe_page.contains(&format!("{endpoint}: answer time")),
+            "{endpoint}: {}",
+            probe
+                .cases
+                .iter()
+                .map(|c| format!("{} {} {}µs", c.group, c.id, c.duration_us))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+    assert!(probe_page.contains("p50, p90, p99 marked"));
     stop.send(()).unwrap();
     let report = report.await.unwrap().unwrap();
     assert!(report.timeline.len() > 5, "{:?}", report.timeline);

@@ -286,6 +286,10 @@ struct State {
     /// Agents whose forwarded strings the NUL and length rules judged.
     nul_sources: HashSet<Key>,
     long_sources: HashSet<Key>,
+    /// For each seat whose /analyze answer held a string over the limit: that string's
+    /// [`Long`] hashes, to tell a platform that cut it there and appended a marker
+    /// ("… [truncated]") from one that forwarded it whole (bounded by the seats).
+    long_prefixes: FastMap<(Key, Key), Long>,
     /// Agents whose /analyze answer held a NUL, an over-long string (bounded by the fleet).
     nul_senders: HashSet<Key>,
     long_senders: HashSet<Key>,
@@ -345,7 +349,16 @@ pub struct Observer {
 #[derive(Debug, Clone, Copy, Default)]
 struct Carries {
     nul: bool,
-    long: bool,
+    /// A string over the limit.
+    long: Option<Long>,
+}
+
+/// A string over the per-field limit an agent sent, as hashes: of its first
+/// [`MAX_FIELD_CHARS`] characters, and of the whole string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Long {
+    prefix: u64,
+    whole: u64,
 }
 
 impl Carries {
@@ -357,17 +370,27 @@ impl Carries {
             return Carries::default();
         }
         let answer = seen.answer;
-        let long = answer.len() > MAX_FIELD_CHARS
-            && serde_json::from_slice::<Value>(answer).is_ok_and(|v| {
-                strings(&v)
-                    .iter()
-                    .any(|(_, s)| s.chars().count() > MAX_FIELD_CHARS)
-            });
+        let long = if answer.len() > MAX_FIELD_CHARS {
+            serde_json::from_slice::<Value>(answer)
+                .ok()
+                .and_then(|v| strings(&v).iter().find_map(|(_, s)| long_prefix(s)))
+        } else {
+            None
+        };
         Carries {
             nul: has_nul_escape(answer),
             long,
         }
     }
+}
+
+/// `text`'s hashes when it has more than [`MAX_FIELD_CHARS`] characters.
+fn long_prefix(text: &str) -> Option<Long> {
+    let (cut, _) = text.char_indices().nth(MAX_FIELD_CHARS)?;
+    Some(Long {
+        prefix: crate::text::fnv1a(&text[..cut]),
+        whole: crate::text::fnv1a(text),
+    })
 }
 
 /// Whether JSON text holds a `\u0000` escape (not an escaped backslash followed by `u0000`).
@@ -453,7 +476,7 @@ impl Observer {
             call.first_ms = ms;
             if phase == ANALYZE {
                 seat.sent_nul = carries.nul;
-                seat.sent_long = carries.long;
+                seat.sent_long = carries.long.is_some();
                 task.clean = task
                     .clean
                     .saturating_add(u16::from(planned == Planned::Clean));
@@ -466,7 +489,10 @@ impl Observer {
         if carries.nul {
             s.nul_senders.insert(agent_key);
         }
-        if carries.long {
+        if let (Some(prefix), true) = (carries.long, first && phase == ANALYZE) {
+            s.long_prefixes.insert(seat_key, prefix);
+        }
+        if carries.long.is_some() {
             s.long_senders.insert(agent_key);
         }
         first
@@ -552,9 +578,8 @@ impl Observer {
             "deliberation",
             Level::Must,
             &format!(
-                "the platform gives up on an agent that does not answer within its timeout ({} + {}), closing the request's connection",
-                humantime::format_duration(self.platform_timeout),
-                humantime::format_duration(grace(self.platform_timeout))
+                "the platform gives up on an agent that does not answer within {}, closing the request's connection",
+                self.timeout_words()
             ),
             "Timeouts (the platform waits 120 seconds, configurable, for each endpoint)",
             "answers that outlasted the platform's timeout",
@@ -569,8 +594,14 @@ impl Observer {
     }
 
     fn expectation(&self) -> String {
+        format!("expected to give up within {}", self.timeout_words())
+    }
+
+    /// The platform's timeout and the grace allowed past it, in words that cannot be read as
+    /// one sum: "its timeout 2m (and 7s of grace)", not "(2m + 7s)" (which reads as 127 s).
+    fn timeout_words(&self) -> String {
         format!(
-            "expected to give up within its timeout {} + {}",
+            "its timeout {} (and {} of grace)",
             humantime::format_duration(self.platform_timeout),
             humantime::format_duration(grace(self.platform_timeout))
         )
@@ -1170,6 +1201,7 @@ fn check_forwarded(s: &mut State, at: &Forward<'_>, item: &Value) {
     };
     seat.forwarded = true;
     let (nul, long) = (seat.sent_nul, seat.sent_long);
+    let sent_prefix = s.long_prefixes.get(&(key(at.task), from)).copied();
     if !nul && !long {
         return;
     }
@@ -1200,9 +1232,31 @@ fn check_forwarded(s: &mut State, at: &Forward<'_>, item: &Value) {
         if long {
             let chars = text.chars().count();
             s.field_length.check(chars <= MAX_FIELD_CHARS, || {
-                format!("{}: {chars} characters", place())
+                format!("{}: {}", place(), over_limit(text, chars, sent_prefix))
             });
         }
+    }
+}
+
+/// What a forwarded string of `chars` characters (over the limit) is: the agent's string
+/// forwarded whole, or cut at the limit with a marker appended (its first [`MAX_FIELD_CHARS`]
+/// characters are those the agent sent, the rest is not), or simply that many characters.
+fn over_limit(text: &str, chars: usize, sent: Option<Long>) -> String {
+    let extra = chars - MAX_FIELD_CHARS;
+    let Some(sent) = sent else {
+        return format!("{chars} characters");
+    };
+    if crate::text::fnv1a(text) == sent.whole {
+        return format!("{chars} characters: the agent's string forwarded whole, not truncated");
+    }
+    match text.char_indices().nth(MAX_FIELD_CHARS) {
+        Some((cut, _)) if sent.prefix == crate::text::fnv1a(&text[..cut]) && extra <= 200 => {
+            format!(
+                "50,000 characters (the agent's string, cut there) plus a {extra}-character marker {:?}: {chars} in all, over the limit (the marker counts)",
+                crate::text::excerpt_str(&text[cut..], 60)
+            )
+        }
+        _ => format!("{chars} characters"),
     }
 }
 
@@ -1351,16 +1405,20 @@ fn latency_case(s: &State) -> CaseResult {
     );
     let mut lines = Vec::new();
     let mut measured = 0;
-    for (i, (from, to)) in [("analyze", "challenge"), ("challenge", "vote")]
-        .into_iter()
-        .enumerate()
-    {
+    // Each phase to the next one the task reached: a platform that skips /challenge (or whose
+    // challenges all failed) goes from /analyze to /vote, and that is a transition too.
+    for (i, j) in [(ANALYZE, CHALLENGE), (CHALLENGE, VOTE), (ANALYZE, VOTE)] {
+        let (from, to) = (PHASES[i], PHASES[j]);
         let mut gaps: Vec<f64> = s
             .tasks
             .values()
-            .filter(|t| t.phases[i].begun() && t.phases[i + 1].begun())
+            .filter(|t| {
+                t.phases[i].begun()
+                    && t.phases[j].begun()
+                    && (i + 1..j).all(|between| !t.phases[between].begun())
+            })
             .map(|t| {
-                t.phases[i + 1]
+                t.phases[j]
                     .first_request
                     .saturating_sub(t.phases[i].wait_ended) as f64
                     / 1e3
@@ -1381,7 +1439,7 @@ fn latency_case(s: &State) -> CaseResult {
     case.pass_noting(
         Evidence::new(measured, "phase transitions"),
         lines.join("\n"),
-        || "no task reached two phases: run a deliberation past /analyze (at least two agents with usable analyses)".into(),
+        || "no task reached two of the phases (/analyze, /challenge, /vote): run a deliberation past /analyze (at least two agents with usable analyses)".into(),
     );
     case
 }
@@ -1474,6 +1532,192 @@ mod tests {
             plan(&["http-error"], 0, Some("answered 500")),
             Planned::Failed
         );
+    }
+
+    /// A phase request from the platform to `agent` in task `t`, answered with `answer` planned
+    /// by the behaviours `applied`.
+    fn request(
+        observer: &Observer,
+        agent: &str,
+        endpoint: &str,
+        body: Value,
+        answer: &[u8],
+        applied: &[&str],
+    ) {
+        let decision = Decision {
+            applied: applied.iter().map(|s| s.to_string()).collect(),
+            ..Decision::default()
+        };
+        observer.on_request(&Seen {
+            seq: 0,
+            answer,
+            agent,
+            expects_key: false,
+            endpoint,
+            auth: AuthSeen::None,
+            task: "t",
+            body: &Body::new(body.to_string().as_bytes()),
+            schema_findings: &[],
+            decision: &decision,
+            at: Instant::now(),
+        });
+    }
+
+    fn case(observer: &Observer, id: &str) -> CaseResult {
+        observer
+            .cases()
+            .into_iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("no {id}"))
+    }
+
+    /// A platform that cuts an over-long string at 50,000 characters and appends its marker
+    /// (" [truncated]", 12 characters) fails, told as that rather than as "50012 characters";
+    /// one that cuts it at 50,000 passes; one that forwards it whole is told its length.
+    #[test]
+    fn a_truncation_marker_past_the_limit_is_named_as_one() {
+        let long = format!("[fact] {}", "x".repeat(MAX_FIELD_CHARS));
+        let analysis =
+            json!({"agent_name": "big", "domain": "d", "observations": [{"evidence": long}]});
+        let forwarded = |evidence: &str| {
+            let observer = Observer::new(Duration::from_secs(120));
+            request(
+                &observer,
+                "big",
+                "analyze",
+                json!({"task_id": "t"}),
+                analysis.to_string().as_bytes(),
+                &["oversized-field"],
+            );
+            let mut item = analysis.clone();
+            item["observations"][0]["evidence"] = json!(evidence);
+            request(
+                &observer,
+                "other",
+                "challenge",
+                json!({"task_id": "t", "other_analyses": [item]}),
+                b"{}",
+                &[],
+            );
+            case(&observer, "platform.field-truncated")
+        };
+        let cut: String = long.chars().take(MAX_FIELD_CHARS).collect();
+        let marked = forwarded(&format!("{cut} [truncated]"));
+        assert_eq!(marked.status, Status::Fail, "{}", marked.message);
+        assert!(
+            marked.message.contains(r#"other /challenge: other_analyses[0].observations[0].evidence from big (task t): 50,000 characters (the agent's string, cut there) plus a 12-character marker " [truncated]": 50012 in all, over the limit (the marker counts)"#),
+            "{}",
+            marked.message
+        );
+        let exact = forwarded(&cut);
+        assert_eq!(exact.status, Status::Pass, "{}", exact.message);
+        let whole = forwarded(&long);
+        assert_eq!(whole.status, Status::Fail, "{}", whole.message);
+        assert!(
+            whole.message.contains("from big (task t): 50007 characters: the agent's string forwarded whole, not truncated"),
+            "{}",
+            whole.message
+        );
+    }
+
+    /// /analyze then /vote, no /challenge (a platform that goes straight to the vote): one
+    /// transition measured, not "no task reached two phases".
+    #[test]
+    fn phase_latency_counts_any_two_phases_a_task_reached() {
+        let observer = Observer::new(Duration::from_secs(120));
+        request(
+            &observer,
+            "a",
+            "analyze",
+            json!({"task_id": "t"}),
+            b"{}",
+            &[],
+        );
+        let skipped = case(&observer, "platform.phase-latency");
+        assert_eq!(skipped.status, Status::Skip, "{}", skipped.message);
+        assert!(
+            skipped
+                .message
+                .starts_with("no task reached two of the phases (/analyze, /challenge, /vote)"),
+            "{}",
+            skipped.message
+        );
+        request(&observer, "a", "vote", json!({"task_id": "t"}), b"{}", &[]);
+        let latency = case(&observer, "platform.phase-latency");
+        assert_eq!(latency.status, Status::Pass, "{}", latency.message);
+        assert!(
+            latency.message.starts_with("analyze → vote: median ")
+                && latency.message.ends_with(" over 1 task(s)")
+                && !latency.message.contains("challenge"),
+            "{}",
+            latency.message
+        );
+        // With /challenge between them, /analyze → /vote is not measured over it.
+        request(
+            &observer,
+            "a",
+            "challenge",
+            json!({"task_id": "t"}),
+            b"{}",
+            &[],
+        );
+        let latency = case(&observer, "platform.phase-latency");
+        assert!(
+            !latency.message.contains("analyze → vote")
+                && latency.message.contains("analyze → challenge")
+                && latency.message.contains("challenge → vote"),
+            "{}",
+            latency.message
+        );
+    }
+
+    /// The timeout and its grace are told apart, never as a sum: "(2m + 7s)" read as 127 s.
+    #[test]
+    fn the_timeout_and_its_grace_read_as_two_things() {
+        let observer = Observer::new(Duration::from_secs(120));
+        let gives_up = case(&observer, "platform.gives-up");
+        assert_eq!(
+            gives_up.title,
+            format!(
+                "the platform gives up on an agent that does not answer within its timeout 2m (and {} of grace), closing the request's connection",
+                humantime::format_duration(grace(Duration::from_secs(120)))
+            )
+        );
+        assert!(!gives_up.title.contains(" + "), "{}", gives_up.title);
+        assert!(observer
+            .expectation()
+            .starts_with("expected to give up within its timeout 2m (and "));
+    }
+
+    /// A fleet without keys gives platform.bearer nothing to judge: the skip names the fleet
+    /// file's field as the file takes it (`api_key:`; `key:` is refused as unknown).
+    #[test]
+    fn the_bearer_skip_names_the_field_the_fleet_file_takes() {
+        let observer = Observer::new(Duration::from_secs(120));
+        request(
+            &observer,
+            "a",
+            "analyze",
+            json!({"task_id": "t"}),
+            b"{}",
+            &[],
+        );
+        let bearer = case(&observer, "platform.bearer");
+        assert_eq!(bearer.status, Status::Skip, "{}", bearer.message);
+        assert!(
+            bearer.message.contains("give an agent a key (`api_key: KEY` on an agent of the fleet file; `mock agent --api-key KEY`)"),
+            "{}",
+            bearer.message
+        );
+        // Followed, the hint loads; the old one (`key:`) did not.
+        let with = |field: &str| {
+            crate::mock::fleet::FleetFile::parse(
+                "f.yaml",
+                &format!("agents:\n  - {{ name: a, {field}: k }}\n"),
+            )
+        };
+        assert!(with("api_key").is_ok());
+        assert!(with("key").is_err());
     }
 
     /// With no request, every case is a skip that says why: none is left to the report model's

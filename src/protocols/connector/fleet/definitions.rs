@@ -11,6 +11,13 @@
 //! config file that server loads (`{"agents": [...], "plugins": {"sessions": {"enabled": true}}}`:
 //! the session operations are its sessions plugin's, served only when enabled; its other
 //! sections have defaults).
+//!
+//! A fleet of `ws: auto` (the default) does not know its server's kind before the run, and gets
+//! the whole file too. The public server loads a bare list without a word, as a config with no
+//! agents, so a list would fail there silently; JSON has no comments, so the file cannot say in
+//! itself which server takes which shape; and the whole file holds the document's list as its
+//! `agents` member, for a server that takes a list (`jq .agents FILE`). The line that announces
+//! the file says so.
 
 use std::path::Path;
 
@@ -26,8 +33,8 @@ pub struct Definitions {
     json: Value,
     /// A whole config file (`{"agents": [...]}`), not a list to paste.
     pub whole_file: bool,
-    /// The fleet's `ws: auto`: the server's kind is not known before the run, so the list is
-    /// given with a word on the public implementation's whole file.
+    /// The fleet's `ws: auto`: the server's kind is not known before the run, so the whole file
+    /// is given with a word on the document's list inside it.
     auto: bool,
 }
 
@@ -79,19 +86,19 @@ impl Definitions {
                 })
             })
             .collect();
-        if fleet.dialect == Dialect::AssistantV5 {
+        if fleet.dialect == Dialect::AssistantV5 || fleet.detect {
             Definitions {
                 // Its session operations (`/api/plugins/sessions/operations/*`) are a plugin,
                 // there only when enabled.
                 json: json!({ "agents": agents, "plugins": {"sessions": {"enabled": true}} }),
                 whole_file: true,
-                auto: false,
+                auto: fleet.detect,
             }
         } else {
             Definitions {
                 json: Value::Array(agents),
                 whole_file: false,
-                auto: fleet.detect,
+                auto: false,
             }
         }
     }
@@ -130,12 +137,14 @@ impl Definitions {
 
     /// What the printed definitions are, for the line before them.
     pub fn what(&self) -> &'static str {
-        if self.whole_file {
+        if self.auto {
+            "a config file the public agent server (kcosr/assistant) loads as it is (its `agents`, \
+             and its sessions plugin enabled); `ws: auto` leaves the server's kind unknown until \
+             the run, and that server would load a bare list as no agents at all. A server that \
+             takes the document's list of definitions takes its `agents` member (`jq .agents \
+             FILE`; `ws: document` in the fleet file writes the list alone)"
+        } else if self.whole_file {
             "a config file the agent server loads as it is (its `agents`, and its sessions plugin enabled)"
-        } else if self.auto {
-            "the agent definitions to add to the server's agents (the document's config shape; \
-             for the public agent server, `ws: assistant-v5` in the fleet file gives a whole \
-             config file it loads, its sessions plugin enabled)"
         } else {
             "the agent definitions to add to the server's agents (the document's config shape)"
         }
@@ -155,7 +164,7 @@ mod tests {
 
     #[test]
     fn each_definition_has_what_the_public_loader_requires() {
-        let d = Definitions::before_serving(&fleet(""), "f.yaml").unwrap();
+        let d = Definitions::before_serving(&fleet("  ws: document\n"), "f.yaml").unwrap();
         assert!(!d.whole_file);
         let json: Value = serde_json::from_str(&d.text()).unwrap();
         let a = &json[0];
@@ -175,6 +184,26 @@ mod tests {
         assert!(v5.whole_file);
         let json: Value = serde_json::from_str(&v5.text()).unwrap();
         assert_eq!(json["agents"][0]["agentId"], "ext-a");
+    }
+
+    /// `ws: auto` (the default): the server's kind is unknown, so the whole file is written —
+    /// the public server loads a bare list as no agents, without a word — and the line that
+    /// announces it says which server takes which shape.
+    #[test]
+    fn under_ws_auto_the_whole_file_is_written_and_the_list_is_its_agents() {
+        let auto = Definitions::before_serving(&fleet(""), "f.yaml").unwrap();
+        assert!(auto.whole_file);
+        let json: Value = serde_json::from_str(&auto.text()).unwrap();
+        assert_eq!(json["plugins"]["sessions"]["enabled"], true);
+        let listed = Definitions::before_serving(&fleet("  ws: document\n"), "f.yaml").unwrap();
+        assert_eq!(json["agents"].to_string(), listed.json.to_string());
+        assert!(
+            auto.what().starts_with("a config file the public agent server (kcosr/assistant) loads as it is")
+                && auto.what().contains("would load a bare list as no agents at all")
+                && auto.what().contains("takes its `agents` member (`jq .agents FILE`; `ws: document` in the fleet file writes the list alone)"),
+            "{}",
+            auto.what()
+        );
     }
 
     #[test]

@@ -85,7 +85,7 @@ impl Readiness {
                  /api/plugins/sessions/operations/create answered {}): the public agent server \
                  serves it only with its sessions plugin enabled (`\"plugins\": {{\"sessions\": \
                  {{\"enabled\": true}}}}` in its config, as --write-config writes it for `ws: \
-                 assistant-v5`); or give a longer --wait-ready",
+                 assistant-v5` and `ws: auto`); or give a longer --wait-ready",
                 self.server, self.missing[0].answer
             ));
         }

@@ -3,6 +3,7 @@
 
 use crate::mock::observe::Tally;
 use crate::protocols::connector::fleet::{Drive, Fleet, Revive};
+use crate::protocols::connector::ws::Dialect;
 use crate::report::{CaseResult, Evidence, Level, Status};
 
 use super::{status, SPEC};
@@ -109,16 +110,32 @@ pub(super) fn ws_attach(fleet: &Fleet, d: &Drive) -> CaseResult {
             format!("{s}: no session_ready within 5s after {hello}")
         });
     }
+    // The title names the dialect judged: the one the run spoke, else (none answered) both.
+    let neither = d.detection.as_ref().is_some_and(|f| f.answered().is_none());
+    let title = match d.dialect.filter(|_| !neither) {
+        Some(dialect) => format!(
+            "a WebSocket client of /ws that says {} ({} dialect) is told session_ready",
+            dialect.hello_words(),
+            dialect.name()
+        ),
+        None => format!(
+            "a WebSocket client of /ws that says hello ({}: {}; {}: {}) is told session_ready",
+            Dialect::Document.name(),
+            Dialect::Document.hello_words(),
+            Dialect::AssistantV5.name(),
+            Dialect::AssistantV5.hello_words()
+        ),
+    };
     let mut c = t.judged(
         "platform.ws-attach",
         "sessions",
         Level::Must,
-        "a WebSocket client of /ws that says hello {sessionId} is told session_ready",
+        &title,
         SPEC,
         "WebSocket clients",
         "no WebSocket client was started (each session gets `clients: N`)",
     );
-    if d.detection.as_ref().is_some_and(|f| f.answered().is_none()) {
+    if neither {
         c.message.push_str("\nneither WebSocket dialect was answered: set the fleet file's `ws:` (auto, document or assistant-v5) to the server's, if it speaks one of them");
     }
     c
