@@ -456,3 +456,52 @@ async fn an_external_agent_that_dies_mid_run_is_named_once_and_nothing_fails_on_
     assert!(report.cases.iter().any(|c| c.status == Status::Pass));
     assert_eq!(report.exit_code(), 1);
 }
+
+/// A Librarian that dies while a fleet of its clients runs: one failure names the death
+/// (librarian.alive), and the requests it cut count as no 5xx, no refusal, no unserved client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_librarian_that_dies_under_its_client_fleet_is_named_once() {
+    use agent_tck::protocols::librarian::commands::{reference, reference_tokens};
+    use agent_tck::protocols::librarian::fleet::{run, Fleet};
+    use agent_tck::protocols::librarian::reference::Flaws;
+    let served = reference(Flaws::named("conforming").unwrap())
+        .await
+        .unwrap();
+    let to = served
+        .url
+        .trim_start_matches("http://")
+        .parse()
+        .expect("an address");
+    // The first connection is the fleet's check that the server is there.
+    let relay = support::relay(to, support::Death::AtConnection(12)).await;
+    let t = reference_tokens();
+    let text = format!(
+        "protocol: librarian\nlibrarian:\n  url: {}\n  duration: 2s\n  clients:\n    - {{ name: steady, agent: {}, token: {}, behavior: conforming, rate: 600/min }}\n",
+        relay.url, t[0].0, t[0].1
+    );
+    let fleet = Fleet::parse("fleet.yaml", &text, None).unwrap();
+    let report = tokio::time::timeout(Duration::from_secs(60), run(&fleet, false, 1))
+        .await
+        .expect("the fleet ends");
+    served.stop().await;
+    if std::env::var("SHOW").is_ok() {
+        for c in &report.cases {
+            eprintln!("{:?} {} {}", c.status, c.id, c.message);
+        }
+    }
+    let failing = support::failing(&report);
+    assert_eq!(
+        failing.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        ["librarian.alive"],
+        "{failing:#?}"
+    );
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("the Librarian's death cut")),
+        "{:?}",
+        report.notes
+    );
+    assert_eq!(report.exit_code(), 1);
+}

@@ -48,6 +48,7 @@ use crate::mock::observe::Tally;
 use crate::report::{CaseResult, Evidence, Level, Report, RunInfo};
 use crate::schema::findings_message;
 use crate::transport::http::{self, BaseUrl, Limits, Request};
+use crate::transport::liveness::{self, Watch};
 use crate::units::percentile;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -189,6 +190,9 @@ struct Outcome {
     /// A 429's header that says when to come back (`Retry-After: 7`), if it had one; None for
     /// any other answer.
     come_back: Option<Option<String>>,
+    /// When it broke (refused, reset, closed), since the run started: the server's act, or its
+    /// death's ([`crate::transport::liveness`]).
+    broke_at: Option<Duration>,
 }
 
 fn rate(text: &str) -> Result<Duration, String> {
@@ -469,15 +473,18 @@ fn request_of(c: &Client, n: usize) -> (Vec<u8>, String, Option<bool>) {
     )
 }
 
-/// Sends one request, trickled over `trickle` when it is not zero.
+/// Sends one request, trickled over `trickle` when it is not zero; `watch` hears of it (a
+/// trickled request is the server's test, not its presence's).
 async fn send(
     base: &BaseUrl,
     (body, token, permitted): (Vec<u8>, String, Option<bool>),
     trickle: Duration,
+    watch: &Watch,
 ) -> Outcome {
     let token = token.as_str();
     let asked = serde_json::from_slice::<Value>(&body).ok();
     let started = Instant::now();
+    let mut broke_at = None;
     let result = if trickle.is_zero() {
         let request = Request {
             method: "POST".into(),
@@ -492,8 +499,9 @@ async fn send(
             deadline: LIMITS.response * 3,
             ..Limits::default()
         };
-        http::send(base, &request, limits)
-            .await
+        let (result, broke) = liveness::send(watch, base, &request, limits).await;
+        broke_at = broke;
+        result
             .map(|r| {
                 let json = serde_json::from_slice::<Value>(&r.body).ok();
                 (r.status, json, r.headers)
@@ -519,9 +527,11 @@ async fn send(
                 sent: started,
                 judged,
                 come_back,
+                broke_at,
             }
         }
         Err(e) => Outcome {
+            broke_at,
             permitted,
             status: None,
             decision: None,
@@ -603,7 +613,13 @@ async fn trickled(
 }
 
 /// One client's run: its requests at its rate until `until`.
-async fn run_client(base: BaseUrl, c: Client, until: Instant, most: Option<usize>) -> Vec<Outcome> {
+async fn run_client(
+    base: BaseUrl,
+    c: Client,
+    until: Instant,
+    most: Option<usize>,
+    watch: &Watch,
+) -> Vec<Outcome> {
     let mut outcomes = Vec::new();
     let trickle = if c.behavior == "slow-upload" {
         c.trickle
@@ -615,14 +631,14 @@ async fn run_client(base: BaseUrl, c: Client, until: Instant, most: Option<usize
         let all = (0..n).map(|i| {
             let request = request_of(&c, i);
             let base = base.clone();
-            async move { send(&base, request, Duration::ZERO).await }
+            async move { send(&base, request, Duration::ZERO, watch).await }
         });
         return futures::future::join_all(all).await;
     }
     let mut n = 0;
     let mut next = Instant::now();
     while Instant::now() < until && most.is_none_or(|m| n < m) {
-        outcomes.push(send(&base, request_of(&c, n), trickle).await);
+        outcomes.push(send(&base, request_of(&c, n), trickle, watch).await);
         n += 1;
         next += c.every;
         let now = Instant::now();
@@ -1032,6 +1048,9 @@ fn mark_down(fleet: &Fleet, cases: &mut [CaseResult], error: &str) {
     }
 }
 
+/// The case that names a Librarian that went down while the fleet ran.
+const ALIVE: &str = "librarian.alive";
+
 /// Runs the fleet and judges the server.
 pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
     let info = RunInfo::start("mock", super::NAME, fleet.target(), seed, strict)
@@ -1051,16 +1070,30 @@ pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
         _ => None,
     };
     let before = asker.map(|_| first);
-    let results: Vec<Vec<Outcome>> = if down.is_some() {
+    let watch = Watch::http(
+        format!("the Librarian at {}", fleet.target()),
+        Instant::now(),
+        &fleet.base.host,
+        fleet.base.port,
+    );
+    let mut results: Vec<Vec<Outcome>> = if down.is_some() {
         vec![Vec::new(); fleet.clients.len()]
     } else {
         let until = Instant::now() + fleet.duration;
         let runs = fleet
             .clients
             .iter()
-            .map(|c| run_client(fleet.base.clone(), c.clone(), until, fleet.requests));
+            .map(|c| run_client(fleet.base.clone(), c.clone(), until, fleet.requests, &watch));
         futures::future::join_all(runs).await
     };
+    watch.at_end().await;
+    // What the server's death cut is no answer of its: not judged (the alive case names it).
+    let mut cut = 0;
+    for outcomes in &mut results {
+        let before = outcomes.len();
+        outcomes.retain(|o| o.broke_at.is_none_or(|at| watch.cut(at, ALIVE).is_none()));
+        cut += before - outcomes.len();
+    }
     let live = results
         .iter()
         .flatten()
@@ -1092,7 +1125,22 @@ pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
     if let Some(error) = down {
         mark_down(fleet, &mut cases, &error);
     }
-    info.report(
+    if let Some(alive) = watch
+        .case(ALIVE, g, "REST API Endpoints")
+        .filter(|_| watch.went_down())
+    {
+        let why = watch
+            .cut(watch.outages()[0].from, ALIVE)
+            .unwrap_or_default();
+        for c in cases
+            .iter_mut()
+            .filter(|c| c.id == "fleet.capabilities-after")
+        {
+            c.skip(why.clone());
+        }
+        cases.insert(0, alive);
+    }
+    let mut report = info.report(
         cases,
         &crate::text::Redactor::new(
             fleet
@@ -1101,7 +1149,13 @@ pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
                 .map(|c| c.token.clone())
                 .collect::<Vec<_>>(),
         ),
-    )
+    );
+    if cut > 0 {
+        report.notes.push(format!(
+            "{cut} request(s) the Librarian's death cut are not judged (see {ALIVE})"
+        ));
+    }
+    report
 }
 
 /// What the requests of `outcomes` got, counted: `3 answered 401, 2 got no answer`.
