@@ -76,10 +76,11 @@ async fn a_missing_required_field_fails() {
 async fn approve_as_the_string_false_fails_vote() {
     let agent = mutated("vote", |_, a| a["approve"] = json!("false")).await;
     let report = probe(&agent.url(), None).await;
-    // vote.trade-offs-minority needs vote.response: it is skipped, not a second failure.
+    // vote.trade-offs-minority needs vote.response: it is skipped, not a second failure;
+    // vote.extra-fields judges an answer of its own (the same schema), and fails too.
     assert_fails(
         &report,
-        &["vote.response"],
+        &["vote.extra-fields", "vote.response"],
         "vote.response",
         &["approve: \"false\" is not of type"],
     );
@@ -103,10 +104,11 @@ async fn a_challenge_item_without_its_target_fails_the_schema() {
         "challenge.empty-others",
         "challenge.several-others",
     ];
-    // The dependants of challenge.response are skipped, so only challenge.response fails.
+    // The dependants of challenge.response are skipped, so only challenge.response fails, and
+    // challenge.extra-fields, whose own answer breaks the schema the same way.
     assert_fails(
         &report,
-        &expected[..1],
+        &[expected[0], "challenge.extra-fields"],
         "challenge.response",
         &["challenges[0]", "target_agent"],
     );
@@ -125,7 +127,7 @@ async fn a_server_error_fails_with_the_status_and_body() {
     let report = probe(&agent.url(), None).await;
     assert_fails(
         &report,
-        &["vote.response"],
+        &["vote.extra-fields", "vote.response"],
         "vote.response",
         &["answered 500; expected 200", "boom: database down"],
     );
@@ -148,7 +150,7 @@ async fn a_body_that_is_not_json_fails() {
     let report = probe(&agent.url(), None).await;
     assert_fails(
         &report,
-        &["challenge.response"],
+        &["challenge.extra-fields", "challenge.response"],
         "challenge.response",
         &["not valid JSON", "OK, challenged!"],
     );
@@ -513,7 +515,107 @@ async fn robustness_cases_catch_agents_that_break_on_valid_requests() {
     for (id, breaks) in cases {
         let agent = fragile(breaks).await;
         let report = probe(&agent.url(), None).await;
-        assert_fails(&report, &[id], id, &["answered 500; expected 200"]);
+        // vote.extra-fields sends minority views too (as records): the same agent breaks there.
+        let expected: &[&str] = match id {
+            "vote.trade-offs-minority" => &[id, "vote.extra-fields"],
+            _ => &[id],
+        };
+        assert_fails(&report, expected, id, &["answered 500; expected 200"]);
+    }
+}
+
+/// The first field of a nested request record that a strict agent (unknown fields forbidden,
+/// as a typed model with `extra = "forbid"` does) rejects: an other_analyses entry read as the
+/// spec's analysis (its /analyze answer's fields), its observations, the synthesis and its key
+/// findings with only the fields the spec lists; a minority view must be a string. None: it
+/// takes the request.
+fn strict_rejects(endpoint: &str, request: &Value) -> Option<String> {
+    let unknown = |record: &Value, known: &[&str], what: &str| {
+        let fields = record.as_object()?;
+        let extra: Vec<&String> = fields
+            .keys()
+            .filter(|k| !known.contains(&k.as_str()))
+            .collect();
+        (!extra.is_empty()).then(|| format!("{what}: unknown field(s) {extra:?}"))
+    };
+    let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
+    match endpoint {
+        "challenge" => list(&request["other_analyses"]).iter().find_map(|a| {
+            let known = [
+                "agent_name",
+                "domain",
+                "observations",
+                "recommendations",
+                "confidence",
+            ];
+            unknown(a, &known, "other_analyses[]").or_else(|| {
+                list(&a["observations"]).iter().find_map(|o| {
+                    let known = ["finding", "evidence", "severity", "confidence"];
+                    unknown(o, &known, "observations[]")
+                })
+            })
+        }),
+        "vote" => {
+            let s = &request["synthesis"];
+            let known = [
+                "recommended_direction",
+                "key_findings",
+                "trade_offs",
+                "minority_views",
+            ];
+            unknown(s, &known, "synthesis")
+                .or_else(|| {
+                    list(&s["key_findings"]).iter().find_map(|k| {
+                        unknown(k, &["agent_name", "finding", "evidence"], "key_findings[]")
+                    })
+                })
+                .or_else(|| {
+                    list(&s["minority_views"])
+                        .iter()
+                        .any(|m| !m.is_string())
+                        .then(|| "minority_views[]: a string expected".to_string())
+                })
+        }
+        _ => None,
+    }
+}
+
+/// The public round-table platform sends whole records at /challenge and /vote (an analysis
+/// with recommendations, confidence and raw_response; minority views as {agent_name, view,
+/// evidence}): an agent that validates nested records strictly breaks on it, and the
+/// extra-fields cases of /challenge and /vote catch that; the reference agent takes them.
+#[tokio::test]
+async fn an_agent_strict_about_nested_records_fails_the_extra_fields_cases() {
+    let strict = stub(|req| match strict_rejects(&req.endpoint, &req.json()) {
+        Some(why) => Reply::error(422, why),
+        None => req.reference(),
+    })
+    .await;
+    let report = probe(&strict.url(), None).await;
+    assert_fails(
+        &report,
+        &["challenge.extra-fields", "vote.extra-fields"],
+        "challenge.extra-fields",
+        &[
+            "answered 422; expected 200",
+            "other_analyses[]: unknown field(s)",
+            "raw_response",
+        ],
+    );
+    let vote = &case(&report, "vote.extra-fields").message;
+    assert!(
+        vote.contains("answered 422; expected 200") && vote.contains("synthesis: unknown field(s)"),
+        "{vote}"
+    );
+    // /analyze's own extra-fields case never reached a nested record: it passed.
+    assert_eq!(case(&report, "analyze.extra-fields").status, Status::Pass);
+
+    // The reference agent takes the same requests.
+    let agent = reference_agent(None).await;
+    let report = probe(&agent.url(), None).await;
+    for id in ["challenge.extra-fields", "vote.extra-fields"] {
+        let c = case(&report, id);
+        assert_eq!(c.status, Status::Pass, "{id}: {}", c.message);
     }
 }
 

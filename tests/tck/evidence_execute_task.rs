@@ -333,7 +333,7 @@ async fn a_behaviour_that_never_took_effect_is_reported() {
     assert_eq!(s, Status::Skip, "{m}");
     assert!(
         m.starts_with(
-            "judge: never took effect: ignores-governance (execute_task: after a GOVERNANCE ERROR"
+            "judge: never took effect: ignores-governance (execute_task: after governance feedback"
         ),
         "{m}"
     );

@@ -10,6 +10,7 @@ mod broken;
 mod cli;
 mod connector;
 mod connector_fleet;
+mod dict_governance;
 mod engine;
 mod evidence;
 mod evidence_agent_standard;

@@ -8,9 +8,10 @@
 //!   keep-alive connection: see [`Body::on_channel`](crate::mock::Body::on_channel)): what it
 //!   answered last there;
 //! - the task text: a tool result (`Executed NAME`, `Tool 'NAME' returned: …`, `Tools
-//!   returned: …`, a governance error) continues a conversation, after the call of NAME in a
-//!   script; any other text starts one (a text that follows an open call on the same channel
-//!   is that call's result, whatever its words).
+//!   returned: …`, governance feedback in any form) continues a conversation, after the call
+//!   of NAME in a script (governance feedback: a retry of the scripted call that holds the
+//!   value it refuses); any other text starts one (a text that follows an open call on the
+//!   same channel is that call's result, whatever its words).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -43,7 +44,8 @@ pub enum Said {
     ToolResult(String),
     /// The results of several calls (`Tools returned: […]`).
     ToolResults,
-    /// A governance error on the last call.
+    /// Governance feedback on the last call, in any form (`GOVERNANCE ERROR: …`, a
+    /// `policy_violation` status).
     Governance,
     /// Anything else: a new task, or a result in words we don't know.
     Other,
@@ -52,7 +54,13 @@ pub enum Said {
 impl Said {
     pub fn of(task: &str) -> Said {
         let text = task.trim_start();
-        if text.contains("GOVERNANCE ERROR:") {
+        // A batch's results stay a batch's, whatever one of them says.
+        if text.starts_with("Tools returned:") {
+            return Said::ToolResults;
+        }
+        // Every form: the spec's text, a status in a dict's repr or in JSON (see
+        // `governance_feedback`): never a new task.
+        if super::model::governance_feedback(text) {
             return Said::Governance;
         }
         if let Some(rest) = text.strip_prefix("Executed ") {
@@ -169,6 +177,17 @@ mod tests {
         assert_eq!(
             Said::of("{'error': 'GOVERNANCE ERROR: Amount 100 exceeds …'}"),
             Said::Governance
+        );
+        // The reference harness's dict, the repr of its sandbox's answer: not a new task.
+        assert_eq!(
+            Said::of(
+                "{'status': 'policy_violation', 'violation': 'Amount 100 exceeds limit of 50'}"
+            ),
+            Said::Governance
+        );
+        assert_eq!(
+            Said::of(r#"Tools returned: [{"status": "policy_violation"}]"#),
+            Said::ToolResults
         );
         assert_eq!(Said::of("Identify the customer"), Said::Other);
         assert_eq!(Said::of("Executed"), Said::Other);

@@ -191,10 +191,100 @@ pub fn discover_name(answer: &Value) -> Option<(String, &'static str)> {
 }
 
 /// Whether a task_description is governance feedback (a refused tool call), in any form a
-/// harness sends it: the spec's `GOVERNANCE ERROR: …` text, alone or inside something else (the
-/// reference harness's `{'error': 'GOVERNANCE ERROR: …'}`), or a `policy_violation` status.
+/// harness sends it: the spec's `GOVERNANCE ERROR: …` text, alone or inside something else (an
+/// older reference harness's `{'error': 'GOVERNANCE ERROR: …'}`), or a `policy_violation`
+/// status as a quoted value: the spec's `"status": "policy_violation"`, the reference harness's
+/// `{'status': 'policy_violation', 'violation': 'Amount 100 exceeds limit of 50'}` (the repr of
+/// the dict its tool sandbox returns, sent alone as the task), or inside `Tools returned: […]`.
 pub fn governance_feedback(task: &str) -> bool {
-    task.contains("GOVERNANCE ERROR") || task.contains("policy_violation")
+    task.contains("GOVERNANCE ERROR")
+        || task.contains("'policy_violation'")
+        || task.contains("\"policy_violation\"")
+}
+
+/// What governance feedback says about the call it refused, as far as its words tell:
+/// `Amount 100 exceeds maximum allowed limit of 50` (the spec) or `Amount 100 exceeds limit of
+/// 50` (the reference harness's `violation`) give the parameter, the refused value and the
+/// limit. The feedback names no tool: the call it refuses is the conversation's last one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    /// The parameter, lowercased (`amount`).
+    pub param: String,
+    /// The refused value as written (`100`), and as a number.
+    pub value_text: String,
+    pub value: f64,
+    /// The limit: the number after `limit of` or `minimum of` (the words the spec and the
+    /// kit's own harness use), else right after `exceeds` (`Amount 100 exceeds 50`).
+    pub limit: Option<f64>,
+}
+
+impl Refusal {
+    /// The refusal `task` carries, when it is governance feedback that names a parameter and
+    /// its value (`WORD NUMBER`, the first such pair).
+    pub fn of(task: &str) -> Option<Refusal> {
+        if !governance_feedback(task) {
+            return None;
+        }
+        let tokens: Vec<&str> = task.split_whitespace().collect();
+        let (at, param, value_text, value) = tokens.windows(2).enumerate().find_map(|(i, w)| {
+            let param = word(w[0])?;
+            let (text, value) = number(w[1])?;
+            Some((i + 1, param, text, value))
+        })?;
+        let after = |words: &[&str]| {
+            tokens[at + 1..]
+                .windows(words.len() + 1)
+                .find(|w| w[..words.len()] == *words)
+                .and_then(|w| number(w[words.len()]))
+                .map(|(_, n)| n)
+        };
+        let limit = after(&["limit", "of"])
+            .or_else(|| after(&["minimum", "of"]))
+            .or_else(|| after(&["exceeds"]));
+        Some(Refusal {
+            param,
+            value_text,
+            value,
+            limit,
+        })
+    }
+
+    /// Whether `params` (a call's tool_params) hold the refused value under the parameter's
+    /// name (any case; a number, or a string holding one).
+    pub fn refuses(&self, params: &Value) -> bool {
+        self.key_in(params).is_some_and(|k| {
+            let v = &params[k.as_str()];
+            v.as_f64()
+                .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+                == Some(self.value)
+        })
+    }
+
+    /// The key of `params` that is the refused parameter (its name in any case).
+    pub fn key_in(&self, params: &Value) -> Option<String> {
+        params
+            .as_object()?
+            .keys()
+            .find(|k| k.to_ascii_lowercase() == self.param)
+            .cloned()
+    }
+}
+
+/// A token that is a name (`Amount`, `'Amount`): letters, digits and `_`, starting with a
+/// letter, once quotes and punctuation around it are gone. Lowercased.
+fn word(token: &str) -> Option<String> {
+    let w = token.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
+    let starts = w.chars().next().is_some_and(char::is_alphabetic);
+    (starts && w.chars().all(|c| c.is_alphanumeric() || c == '_')).then(|| w.to_ascii_lowercase())
+}
+
+/// A token that is a number (`100`, `$100`, `50.`, `50'}`): the number and its text.
+fn number(token: &str) -> Option<(String, f64)> {
+    let n = token
+        .trim_start_matches(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .trim_end_matches(|c: char| !c.is_ascii_digit());
+    let value: f64 = n.parse().ok().filter(|v: &f64| v.is_finite())?;
+    Some((n.to_string(), value))
 }
 
 /// Everything wrong with an answer: the schema's findings (each names its field), made plainer
@@ -295,6 +385,60 @@ mod tests {
 
     fn messages(answer: &Value) -> Vec<String> {
         check_answer(answer).iter().map(|f| f.to_string()).collect()
+    }
+
+    #[test]
+    fn every_governance_form_names_the_refused_value_and_the_limit() {
+        let refusal = |param: &str, value: f64, limit: f64| Refusal {
+            param: param.into(),
+            value_text: value.to_string(),
+            value,
+            limit: Some(limit),
+        };
+        for (task, expected) in [
+            // The spec's text.
+            (
+                "GOVERNANCE ERROR: Amount 100 exceeds maximum allowed limit of 50. Please adjust.",
+                refusal("amount", 100.0, 50.0),
+            ),
+            // The reference harness: the repr of its sandbox's dict, sent as the task.
+            (
+                "{'status': 'policy_violation', 'violation': 'Amount 100 exceeds limit of 50'}",
+                refusal("amount", 100.0, 50.0),
+            ),
+            // The same in JSON, and inside a batch's results.
+            (
+                r#"Tools returned: [{"status": "policy_violation", "violation": "Amount $75 exceeds limit of 50"}]"#,
+                refusal("amount", 75.0, 50.0),
+            ),
+            // An older form, and the kit's own harness's words for a minimum.
+            (
+                "{'error': 'GOVERNANCE ERROR: Amount 100 exceeds maximum allowed limit of 50.'}",
+                refusal("amount", 100.0, 50.0),
+            ),
+            (
+                "GOVERNANCE ERROR: Quantity 1 is not above the allowed minimum of 2. Please adjust.",
+                refusal("quantity", 1.0, 2.0),
+            ),
+        ] {
+            assert_eq!(Refusal::of(task), Some(expected), "{task}");
+        }
+        let floats = Refusal::of(
+            "{'status': 'policy_violation', 'violation': 'Amount 100.0 exceeds limit of 50'}",
+        )
+        .unwrap();
+        assert_eq!(floats.value_text, "100.0");
+        // Not feedback at all, or feedback that names no value.
+        assert_eq!(
+            Refusal::of("Refund 100 to the policy_violation desk."),
+            None
+        );
+        assert_eq!(Refusal::of("{'status': 'policy_violation'}"), None);
+        let r = Refusal::of("GOVERNANCE ERROR: Amount 100 exceeds maximum allowed limit of 50.")
+            .unwrap();
+        assert!(r.refuses(&json!({"Amount": "100", "id": 1})));
+        assert!(!r.refuses(&json!({"amount": 50})));
+        assert!(!r.refuses(&json!({"total": 100})));
     }
 
     #[test]

@@ -21,7 +21,8 @@
 //! - `harness.loop-ends`: nothing follows final_answer, provide_instructions or error;
 //! - `harness.turn-limit` / `harness.turn-limit-default`: against an agent that never finishes,
 //!   the harness stops at a limit (`--expect-max-turns N`, or some limit: [`NO_LIMIT_TURNS`]),
-//!   5 unless configured (SHOULD);
+//!   5 unless configured (SHOULD: fails past 5; a stop at 5 or before skips, since a limit
+//!   configured to it, such as a scenario's `max_turns: 5`, cannot be told from the default);
 //! - `harness.deadline`: against a slow or hanging agent, the harness gives up (closes the
 //!   connection or stdin) within `--expect-timeout` + 1 s;
 //! - `harness.after-bad-answer`: after a malformed, oversized or wrong-schema answer the harness
@@ -774,6 +775,18 @@ impl PlatformObserver for HarnessObserver {
                 &s.unfollowed(never_ends),
             );
             exercised(&mut default, left, longest, never_ends);
+            if default.passed() {
+                // Stopping at 5 or before is what a harness whose limit is configured (a
+                // scenario's max_turns, a flag) does too: nothing here says the default was in
+                // force, so the default itself was not judged (a stop past 5 still fails).
+                default.skip(format!(
+                    "{}: within the spec's default of {DEFAULT_LIMIT}, but a limit configured to \
+                     {longest} (a scenario's max_turns, a flag of the harness) looks the same \
+                     from the agent's side, so the default was not judged; harness.turn-limit \
+                     judges the limit configured (say it with --expect-max-turns N)",
+                    default.message
+                ));
+            }
             cases.push(default);
         }
         let mut deadline = s.deadline.judged(
@@ -1028,6 +1041,30 @@ mod tests {
         ] {
             assert_eq!(status(&o, id).0, Status::Pass, "{id}: {}", status(&o, id).1);
         }
+    }
+
+    /// A harness that stops a never-ending agent at 5 without the user saying its limit: its
+    /// own max_turns of 5 and the default look the same, so the default is not judged.
+    #[test]
+    fn a_stop_at_five_does_not_tell_the_default_from_a_configured_limit() {
+        let o = HarnessObserver::new(PlatformExpect::timeout(Duration::from_secs(5)));
+        let call = json!({"action": "call_tool", "tool_name": "refund", "tool_params": {}});
+        let mut history: Vec<Value> = Vec::new();
+        let mut task = "Refund ord_1.".to_string();
+        for turn in 1..=5 {
+            request(&o, turn, turn, &task, json!(history), call.clone());
+            history.push(json!({"role": "user", "content": task}));
+            history.push(json!({"role": "assistant", "content": call.to_string()}));
+            task = "Tool 'refund' returned: {}. Continue.".into();
+        }
+        let (s, m) = status(&o, "harness.turn-limit-default");
+        assert_eq!(s, Status::Skip, "{m}");
+        assert!(
+            m.starts_with("1 conversation(s) the agent never ended, the longest stopped at turn 5: within the spec's default of 5, but a limit configured to 5")
+                && m.contains("the default was not judged"),
+            "{m}"
+        );
+        assert_eq!(status(&o, "harness.turn-limit").0, Status::Pass);
     }
 
     #[test]

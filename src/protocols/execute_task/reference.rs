@@ -1,8 +1,10 @@
 //! The conforming execute_task agent (specs/execute-task-agent-api.md): a scripted agent that a
 //! harness author can point a harness at. It answers each turn from a script of actions (by
 //! default: call a tool, then a final answer), identifies itself with `agent_name`, and reacts
-//! to the harness as the spec asks: after a `GOVERNANCE ERROR` it repeats its last call with the
-//! offending parameter lowered (or raised) to the limit the message names.
+//! to the harness as the spec asks: after governance feedback (`GOVERNANCE ERROR: …`, or the
+//! reference harness's `{'status': 'policy_violation', …}`) it repeats its last call with the
+//! offending parameter lowered (or raised) to the limit the message names. The last call is the
+//! history's, else the channel's, else the scripted call that holds the refused value.
 //!
 //! When the request says where it is (its `turn`, or its history), it answers from that alone, so
 //! the same agent serves HTTP, stdio (persistent or a process per turn) and sockets. When it
@@ -15,6 +17,7 @@ use std::sync::Arc;
 
 use crate::mock::{Answer, Body, Reply, Responder};
 use crate::protocols::execute_task::conversation::{stated_turn, Conversations, Progress, Said};
+use crate::protocols::execute_task::model::Refusal;
 use crate::protocols::execute_task::scenario::{Ending, Expect, Op, Policy, Scenario};
 
 /// One scripted answer.
@@ -163,7 +166,12 @@ impl TaskAgent {
             .map(Vec::as_slice)
             .unwrap_or(&[]);
         let mut answer = match stated_turn(request) {
-            Some(turn) => governance_retry(task, last_call(history)).unwrap_or_else(|| {
+            // The call a governance error refuses: the history's last, else the script's.
+            Some(turn) => governance_retry(
+                task,
+                last_call(history).or_else(|| self.refused_call(task).map(|(_, _, c)| c)),
+            )
+            .unwrap_or_else(|| {
                 let step = self
                     .script(task, history)
                     .get(turn as usize - 1)
@@ -204,6 +212,22 @@ impl TaskAgent {
                 return (retry, progress);
             }
         }
+        // Governance feedback on no channel we know (a process or a connection per turn, as the
+        // reference harness opens them, with no history): the scripted call it refuses, found
+        // by the parameter and value the feedback names, is retried within the limit.
+        if ongoing.is_none() && said == Said::Governance {
+            if let Some((opening, index, call)) = self.refused_call(task) {
+                if let Some(retry) = governance_retry(task, Some(call)) {
+                    let progress = Progress {
+                        opening,
+                        answered: index + 1,
+                        last_call: Some(retry.clone()),
+                        open: true,
+                    };
+                    return (retry, progress);
+                }
+            }
+        }
         let (opening, index) = match ongoing {
             _ if new_task => (task.to_string(), 0),
             Some(p) => (p.opening.clone(), p.answered),
@@ -216,7 +240,8 @@ impl TaskAgent {
         let step = script.get(index).unwrap_or(&Step::Final);
         let answer = step_answer(step, task);
         let progress = Progress {
-            answered: index + 1,
+            // Past every script (usize::MAX) stays past it.
+            answered: index.saturating_add(1),
             last_call: match step {
                 Step::Call { .. } => Some(answer.clone()),
                 _ => ongoing.and_then(|p| p.last_call.clone()),
@@ -225,6 +250,26 @@ impl TaskAgent {
             opening,
         };
         (answer, progress)
+    }
+
+    /// The scripted call governance feedback `task` refuses, when nothing remembers the last
+    /// call: the first call of the default script, then of the scenarios' scripts, whose
+    /// parameter holds the refused value. Its script (by its opening task), index and answer.
+    fn refused_call(&self, task: &str) -> Option<(String, usize, Value)> {
+        let refusal = Refusal::of(task)?;
+        let scripts = std::iter::once((String::new(), self.script.as_slice())).chain(
+            self.scenarios
+                .iter()
+                .map(|(opening, script)| (opening.clone(), script.as_slice())),
+        );
+        scripts.into_iter().find_map(|(opening, script)| {
+            script.iter().enumerate().find_map(|(i, step)| match step {
+                Step::Call { params, .. } if refusal.refuses(params) => {
+                    Some((opening.clone(), i, step_answer(step, &opening)))
+                }
+                _ => None,
+            })
+        })
     }
 
     /// The script (by its opening task) and step a result continues, from its words alone.
@@ -285,19 +330,14 @@ fn step_answer(step: &Step, task: &str) -> Value {
     }
 }
 
-/// After `GOVERNANCE ERROR: Amount 100 exceeds maximum allowed limit of 50. Please adjust.`:
-/// the last call of the history again, with the named parameter set to the limit.
+/// After governance feedback (`GOVERNANCE ERROR: Amount 100 exceeds maximum allowed limit of 50.
+/// Please adjust.`, or the reference harness's `{'status': 'policy_violation', 'violation':
+/// 'Amount 100 exceeds limit of 50'}`): the last call again, with the named parameter set to the
+/// limit. None when the feedback names no parameter, value and limit, or when the last call
+/// does not hold the refused value (it is not the call refused).
 fn governance_retry(task: &str, last_call: Option<Value>) -> Option<Value> {
-    // The spec's text, alone or inside the reference harness's dict (`{'error': 'GOVERNANCE …'}`).
-    let (_, rest) = task.split_once("GOVERNANCE ERROR:")?;
-    let param = rest.split_whitespace().next()?.to_ascii_lowercase();
-    let limit: f64 = rest
-        .split("limit of ")
-        .nth(1)?
-        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .next()?
-        .parse()
-        .ok()?;
+    let refusal = Refusal::of(task)?;
+    let limit = refusal.limit?;
     let last_call = last_call?;
     let tool = last_call.get("tool_name")?.as_str()?.to_string();
     let mut params = last_call
@@ -305,11 +345,11 @@ fn governance_retry(task: &str, last_call: Option<Value>) -> Option<Value> {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_else(Map::new);
-    let key = params
-        .keys()
-        .find(|k| k.to_ascii_lowercase() == param)
-        .cloned()
-        .unwrap_or(param);
+    let params_value = Value::Object(params.clone());
+    if !refusal.refuses(&params_value) {
+        return None;
+    }
+    let key = refusal.key_in(&params_value)?;
     params.insert(key, json!(limit));
     Some(json!({
         "action": "call_tool", "tool_name": tool, "tool_params": params,
@@ -494,6 +534,42 @@ mod tests {
         assert_eq!(done["action"], "final_answer");
         // The same request again (a retry) gets the same answer.
         assert_eq!(unnumbered(&agent, Some(1), "Executed apply_refund"), done);
+    }
+
+    /// The reference harness: no turn, no history, a process or connection per turn (no
+    /// channel), and a policy violation as its sandbox dict's repr.
+    #[test]
+    fn a_dict_on_no_channel_retries_the_scripted_call_within_the_limit() {
+        let scenarios = Scenario::builtin();
+        let agent = TaskAgent::with_scenarios("a", &scenarios);
+        let refund = scenarios.iter().find(|s| s.id == "refund-policy").unwrap();
+        for channel in [None, Some(3)] {
+            let first = unnumbered(&agent, channel, &refund.task);
+            assert_eq!(first["tool_params"]["amount"], 100.0);
+            let dict =
+                "{'status': 'policy_violation', 'violation': 'Amount 100.0 exceeds limit of 50'}";
+            let retry = unnumbered(&agent, channel, dict);
+            assert_eq!(
+                (
+                    retry["tool_name"].as_str(),
+                    retry["tool_params"]["amount"].as_f64()
+                ),
+                (Some("apply_refund"), Some(50.0)),
+                "{channel:?}: {retry}"
+            );
+            let done = unnumbered(&agent, channel, "Executed apply_refund");
+            assert_eq!(done["action"], "final_answer", "{channel:?}");
+        }
+        // With a turn and no history, the script's call too.
+        let dict = json!({"task_description": "{'status': 'policy_violation', 'violation': 'Amount 100.0 exceeds limit of 50'}", "turn": 2});
+        assert_eq!(agent.answer(&dict)["tool_params"]["amount"], 50.0);
+        // Feedback about a value no call holds is no retry: the conversation goes on.
+        let other = unnumbered(
+            &agent,
+            None,
+            "{'status': 'policy_violation', 'violation': 'Amount 999 exceeds limit of 50'}",
+        );
+        assert_eq!(other["action"], "final_answer", "{other}");
     }
 
     #[test]
