@@ -116,7 +116,8 @@ async fn junit_has_a_testsuite_per_endpoint_and_skips_with_reasons() {
         .descendants()
         .find(|n| n.attribute("name") == Some("vote"))
         .unwrap();
-    assert_eq!(vote.attribute("failures"), Some("1"));
+    // The plain /vote and the one with extra fields, each answered 500.
+    assert_eq!(vote.attribute("failures"), Some("2"));
 }
 
 #[tokio::test]
@@ -187,7 +188,8 @@ async fn the_api_key_never_appears_in_any_output() {
     })
     .await;
     let report = probe(&agent.url(), Some(KEY)).await;
-    assert_eq!(failed(&report), ["vote.response"]);
+    // Both /vote exchanges (plain, and with extra fields) answered 500.
+    assert_eq!(failed(&report), ["vote.response", "vote.extra-fields"]);
     let outputs = [
         console::render(&report, true),
         console::render(&report, false),
@@ -223,7 +225,8 @@ async fn the_console_report_ends_with_the_counts_and_colours_only_when_asked() {
             s.passed, s.failed, s.skipped
         )
     );
-    assert_eq!(s.failed, 1);
+    // The plain /challenge and the one with extra fields, each answered 500.
+    assert_eq!(s.failed, 2);
     assert!(!plain.contains('\u{1b}'));
     assert!(plain.contains("FAIL must   challenge.response"), "{plain}");
     assert!(plain.contains("reproduce: curl "), "{plain}");

@@ -12,6 +12,7 @@ use crate::mock::http1::Fault;
 use crate::protocols::connector::model::{self, FORWARD_TIMEOUT};
 use crate::protocols::connector::ws;
 use crate::transport::http::BaseUrl;
+use crate::transport::liveness::Reply;
 
 use super::behavior::Behavior;
 use super::books::{Books, Call, Said, CALLBACK_DEADLINE};
@@ -29,6 +30,8 @@ pub struct Drive {
     pub seen: BTreeMap<String, Vec<Vec<ws::Inbound>>>,
     /// Clients that could not connect, and why.
     pub connect_errors: Vec<String>,
+    /// Clients whose handshake the server's death cut (not judged: see `platform.alive`).
+    pub connect_cut: usize,
     /// Clients that got no session_ready.
     pub not_ready: Vec<String>,
     pub clients: usize,
@@ -164,6 +167,30 @@ pub async fn exercise(fleet: &Fleet, served: Served) -> (Drive, Books) {
     (drive, books)
 }
 
+/// How a WebSocket handshake ended, as far as the server's presence goes: refused or cut
+/// (the connection's words), no handshake in time (silent), or refused by an HTTP answer (the
+/// server was there).
+fn handshake_reply(result: &Result<ws::Client, ws::WsError>) -> Reply {
+    match result {
+        Ok(_) => Reply::Answered,
+        Err(ws::WsError::NoHandshake { .. }) => Reply::Silent,
+        Err(ws::WsError::Handshake { cause, .. }) => {
+            let cause = cause.to_ascii_lowercase();
+            if cause.contains("refused") {
+                Reply::Refused
+            } else if ["reset", "closed", "broken pipe", "eof"]
+                .iter()
+                .any(|w| cause.contains(w))
+            {
+                Reply::Broken
+            } else {
+                Reply::Answered
+            }
+        }
+        Err(ws::WsError::Send { .. }) => Reply::Broken,
+    }
+}
+
 /// WebSocket handshakes in flight at once.
 pub(super) const CONNECTS_AT_ONCE: usize = 256;
 
@@ -216,20 +243,27 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
         .collect();
     let mut clients: BTreeMap<String, Vec<ws::Client>> = BTreeMap::new();
     // A few hundred handshakes at a time: thousands at once overflow a server's accept backlog.
-    let connected: Vec<(String, Result<ws::Client, ws::WsError>)> =
+    let connected: Vec<(String, Result<ws::Client, ws::WsError>, bool)> =
         futures::stream::iter(jobs.into_iter().map(|s| {
             let url = url.clone();
+            let watch = &fleet.watch;
             async move {
+                const WHAT: &str = "a WebSocket handshake";
+                let sent = watch.sent(WHAT);
                 let c = ws::Client::connect(&url, &s, dialect, READY).await;
-                (s, c)
+                let reply = handshake_reply(&c);
+                let ended = watch.ended(WHAT, sent, reply).await;
+                let cut = reply.broke() && watch.cut(ended, "platform.alive").is_some();
+                (s, c, cut)
             }
         }))
         .buffer_unordered(CONNECTS_AT_ONCE)
         .collect()
         .await;
-    for (s, c) in connected {
+    for (s, c, cut) in connected {
         match c {
             Ok(c) => clients.entry(s).or_default().push(c),
+            Err(_) if cut => d.connect_cut += 1,
             Err(e) => d.connect_errors.push(e.to_string()),
         }
     }

@@ -208,7 +208,10 @@ pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
     let mut report = info.report(cases, &Redactor::new(Vec::new()));
     if let Some((_, note)) = cut {
         let calls = liveness::calls_cut(fleet, d);
-        let note = format!("{note}, {calls} session call(s)");
+        let note = format!(
+            "{note}, {calls} session call(s), {} WebSocket handshake(s)",
+            d.connect_cut
+        );
         // A case left with nothing to judge may have lost it to the death: say so beside why.
         for case in &mut report.cases {
             if case.status == crate::report::Status::Skip {
