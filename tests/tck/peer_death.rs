@@ -90,6 +90,27 @@ async fn handle(
     }
 }
 
+/// With SHOW set in the environment, prints every case and the notes (to read a run by eye).
+fn show(report: &Report) {
+    if std::env::var("SHOW").is_ok() {
+        for c in &report.cases {
+            eprintln!("{:?} {} {}", c.status, c.id, c.message);
+        }
+        eprintln!("{:?}", report.notes);
+    }
+}
+
+/// The run's one failure is `id`: the death, named once.
+#[track_caller]
+fn only_failure_is(report: &Report, id: &str) {
+    let failing = support::failing(report);
+    assert_eq!(
+        failing.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        [id],
+        "{failing:#?}"
+    );
+}
+
 async fn probe(url: &str) -> Report {
     support::probe_with(url, |s| s.concurrency = 1).await
 }
@@ -218,17 +239,8 @@ async fn a_librarian_that_dies_mid_run_is_one_failure_and_its_unjudged_rules_ski
         .expect("the probe ends")
         .unwrap();
     served.stop().await;
-    let failing = support::failing(&report);
-    if std::env::var("SHOW").is_ok() {
-        for c in &report.cases {
-            eprintln!("{:?} {} {}", c.status, c.id, c.message);
-        }
-    }
-    assert_eq!(
-        failing.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
-        ["librarian.alive"],
-        "{failing:#?}"
-    );
+    show(&report);
+    only_failure_is(&report, "librarian.alive");
     let alive = support::case(&report, "librarian.alive");
     assert!(
         alive.message.contains("the Librarian at http://"),
@@ -261,11 +273,7 @@ async fn a_librarian_that_dies_mid_run_is_one_failure_and_its_unjudged_rules_ski
 async fn a_platform_that_dies_between_phases_is_named_and_not_blamed_for_the_trigger() {
     use crate::platform::Variant;
     let report = crate::fleet::judge(Variant::DiesAfterChallenge).await;
-    if std::env::var("SHOW").is_ok() {
-        for c in &report.cases {
-            eprintln!("{:?} {} {}", c.status, c.id, c.message);
-        }
-    }
+    show(&report);
     let alive = support::case(&report, "platform.alive");
     assert_eq!(alive.status, Status::Fail, "{}", alive.message);
     assert!(
@@ -341,12 +349,7 @@ connector:
     )
     .await
     .expect("the fleet ends");
-    if std::env::var("SHOW").is_ok() {
-        for c in &report.cases {
-            eprintln!("{:?} {} {}", c.status, c.id, c.message);
-        }
-        eprintln!("{:?}", report.notes);
-    }
+    show(&report);
     let alive = support::case(&report, "platform.alive");
     assert_eq!(alive.status, Status::Fail, "{}", alive.message);
     assert!(
@@ -398,11 +401,7 @@ async fn a_platform_killed_mid_deliberation_is_not_credited_with_giving_up() {
     });
     let report = crate::fleet::drive(&relay.url, Duration::from_secs(120)).await;
     platform.stop().await;
-    if std::env::var("SHOW").is_ok() {
-        for c in &report.cases {
-            eprintln!("{:?} {} {}", c.status, c.id, c.message);
-        }
-    }
+    show(&report);
     assert_eq!(
         support::case(&report, "platform.alive").status,
         Status::Fail
@@ -442,17 +441,8 @@ async fn an_external_agent_that_dies_mid_run_is_named_once_and_nothing_fails_on_
         .expect("the probe ends")
         .unwrap();
     running.stop().await;
-    if std::env::var("SHOW").is_ok() {
-        for c in &report.cases {
-            eprintln!("{:?} {} {}", c.status, c.id, c.message);
-        }
-    }
-    let failing = support::failing(&report);
-    assert_eq!(
-        failing.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
-        ["agent.alive"],
-        "{failing:#?}"
-    );
+    show(&report);
+    only_failure_is(&report, "agent.alive");
     assert!(report.cases.iter().any(|c| c.status == Status::Pass));
     assert_eq!(report.exit_code(), 1);
 }
@@ -484,17 +474,8 @@ async fn a_librarian_that_dies_under_its_client_fleet_is_named_once() {
         .await
         .expect("the fleet ends");
     served.stop().await;
-    if std::env::var("SHOW").is_ok() {
-        for c in &report.cases {
-            eprintln!("{:?} {} {}", c.status, c.id, c.message);
-        }
-    }
-    let failing = support::failing(&report);
-    assert_eq!(
-        failing.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
-        ["librarian.alive"],
-        "{failing:#?}"
-    );
+    show(&report);
+    only_failure_is(&report, "librarian.alive");
     assert!(
         report
             .notes

@@ -51,6 +51,23 @@ fn mock_command(extra: &str) -> String {
     )
 }
 
+/// `agent` served over HTTP by the fleet's engine, on a port of its own.
+async fn serve_http(agent: MockAgent) -> agent_tck::mock::fleet::Served {
+    agent_tck::mock::fleet::serve(
+        vec![agent],
+        agent_tck::mock::fleet::Layout::PerAgent,
+        "127.0.0.1".parse().unwrap(),
+        0,
+        agent_tck::mock::journal::Journal::off(std::time::Instant::now()),
+        agent_tck::mock::observe::observer_for(
+            &agent_tck::protocols::execute_task::Agents,
+            &PlatformExpect::timeout(Duration::from_secs(120)),
+        ),
+    )
+    .await
+    .unwrap()
+}
+
 fn task_agent() -> MockAgent {
     task_agent_behaving("conforming")
 }
@@ -122,19 +139,7 @@ async fn the_specs_python_example_agent_passes_the_protocol_cases() {
 async fn the_conforming_mock_passes_every_case_on_every_transport() {
     let stop = CancellationToken::new();
     // HTTP, through the fleet's engine.
-    let served = agent_tck::mock::fleet::serve(
-        vec![task_agent()],
-        agent_tck::mock::fleet::Layout::PerAgent,
-        "127.0.0.1".parse().unwrap(),
-        0,
-        agent_tck::mock::journal::Journal::off(std::time::Instant::now()),
-        agent_tck::mock::observe::observer_for(
-            &agent_tck::protocols::execute_task::Agents,
-            &agent_tck::mock::protocol::PlatformExpect::timeout(Duration::from_secs(120)),
-        ),
-    )
-    .await
-    .unwrap();
+    let served = serve_http(task_agent()).await;
     let http = Target::Http {
         base: BaseUrl::parse(&served.urls[0]).unwrap(),
         api_key: None,
@@ -1033,19 +1038,7 @@ async fn a_socket_agent_that_never_flushes_fails_once_and_the_rest_is_skipped() 
 /// (agent.alive), and no case fails on the exchanges it cut.
 #[tokio::test]
 async fn an_http_agent_that_dies_mid_run_is_named_once_and_nothing_fails_on_its_death() {
-    let served = agent_tck::mock::fleet::serve(
-        vec![task_agent()],
-        agent_tck::mock::fleet::Layout::PerAgent,
-        "127.0.0.1".parse().unwrap(),
-        0,
-        agent_tck::mock::journal::Journal::off(std::time::Instant::now()),
-        agent_tck::mock::observe::observer_for(
-            &agent_tck::protocols::execute_task::Agents,
-            &PlatformExpect::timeout(Duration::from_secs(120)),
-        ),
-    )
-    .await
-    .unwrap();
+    let served = serve_http(task_agent()).await;
     let to = served.urls[0]
         .trim_start_matches("http://")
         .parse()
