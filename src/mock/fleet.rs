@@ -364,7 +364,7 @@ impl FleetHandler {
 
     /// How the request's `Authorization` field (`sent`) stands to the agent's key.
     fn auth(agent: &MockAgent, sent: Option<&str>) -> AuthSeen {
-        let sent = sent.map(|v| v.strip_prefix("Bearer ").unwrap_or(v).trim());
+        let sent = sent.map(bearer_key);
         match (&agent.profile.api_key, sent) {
             (Some(k), Some(s)) if s == k => AuthSeen::Ok,
             (Some(_), Some(_)) => AuthSeen::Wrong,
@@ -373,6 +373,11 @@ impl FleetHandler {
             (None, Some(_)) => AuthSeen::Unexpected,
         }
     }
+}
+
+/// The key an `Authorization` field carries (`Bearer KEY`, or the bare key).
+fn bearer_key(field: &str) -> &str {
+    field.strip_prefix("Bearer ").unwrap_or(field).trim()
 }
 
 /// Whether a plan holds its answer back long enough for the caller to leave before it: a hang,
@@ -442,12 +447,14 @@ impl Handler for FleetHandler {
             Some(e) if e.method != request.method => {
                 refuse(405, format!("/{endpoint} takes {}", e.method))
             }
-            Some(e) if e.needs_key && auth == AuthSeen::Missing => {
-                refuse(401, "missing Authorization: Bearer <key>".into())
-            }
-            Some(e) if e.needs_key && auth == AuthSeen::Wrong => {
-                refuse(401, "wrong API key".into())
-            }
+            Some(e) if e.needs_key && auth == AuthSeen::Missing => refused_credentials(
+                "missing Authorization: Bearer <key>",
+                &format!("no key, though {} has one", agent.name()),
+            ),
+            Some(e) if e.needs_key && auth == AuthSeen::Wrong => refused_credentials(
+                "wrong API key",
+                &format!("a key that is not {}'s", agent.name()),
+            ),
             Some(_) => agent.respond_body(endpoint, &body),
         };
         self.applied.record(index, &decision.applied);
@@ -464,6 +471,7 @@ impl Handler for FleetHandler {
                 expects_key: agent.profile.api_key.is_some(),
                 endpoint,
                 auth,
+                key_print: authorization.map_or(0, |sent| crate::text::fnv1a(bearer_key(sent))),
                 task,
                 body: &body,
                 schema_findings: &findings,
@@ -604,6 +612,16 @@ fn refuse(status: u16, message: String) -> (Plan, Decision) {
             ..Decision::default()
         },
     )
+}
+
+/// The fleet refuses a request for its credentials (401): the platform is told `message`; the
+/// journal and the observer are told what the request carried (`with`), for the request was
+/// not a call to the agent its path names as registered (another registration at its URL made
+/// it, or the platform called it wrongly), and each protocol's observer keys it so.
+fn refused_credentials(message: &str, with: &str) -> (Plan, Decision) {
+    let (plan, mut decision) = refuse(401, message.to_string());
+    decision.unusable = Some(format!("refused: 401 {message} ({with})"));
+    (plan, decision)
 }
 
 /// A fleet being served.
