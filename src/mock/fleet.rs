@@ -447,14 +447,12 @@ impl Handler for FleetHandler {
             Some(e) if e.method != request.method => {
                 refuse(405, format!("/{endpoint} takes {}", e.method))
             }
-            Some(e) if e.needs_key && auth == AuthSeen::Missing => refused_credentials(
-                "missing Authorization: Bearer <key>",
-                &format!("no key, though {} has one", agent.name()),
-            ),
-            Some(e) if e.needs_key && auth == AuthSeen::Wrong => refused_credentials(
-                "wrong API key",
-                &format!("a key that is not {}'s", agent.name()),
-            ),
+            Some(e) if e.needs_key && auth == AuthSeen::Missing => {
+                refuse(401, "missing Authorization: Bearer <key>".into())
+            }
+            Some(e) if e.needs_key && auth == AuthSeen::Wrong => {
+                refuse(401, "wrong API key".into())
+            }
             Some(_) => agent.respond_body(endpoint, &body),
         };
         self.applied.record(index, &decision.applied);
@@ -602,7 +600,9 @@ impl Handler for FleetHandler {
 }
 
 /// The fleet refuses a request (no such endpoint, a missing or wrong key): no usable answer,
-/// whoever caused it.
+/// whoever caused it. A refusal for the credentials (401, with the request's `auth` in the
+/// journal and the observer's [`Seen`]) was not a call to the agent as registered: the
+/// round table's observer books it as another caller's (`roundtable::observe::Caller`).
 fn refuse(status: u16, message: String) -> (Plan, Decision) {
     (
         Plan::immediate(Response::json_error(status, &message)),
@@ -612,16 +612,6 @@ fn refuse(status: u16, message: String) -> (Plan, Decision) {
             ..Decision::default()
         },
     )
-}
-
-/// The fleet refuses a request for its credentials (401): the platform is told `message`; the
-/// journal and the observer are told what the request carried (`with`), for the request was
-/// not a call to the agent its path names as registered (another registration at its URL made
-/// it, or the platform called it wrongly), and each protocol's observer keys it so.
-fn refused_credentials(message: &str, with: &str) -> (Plan, Decision) {
-    let (plan, mut decision) = refuse(401, message.to_string());
-    decision.unusable = Some(format!("refused: 401 {message} ({with})"));
-    (plan, decision)
 }
 
 /// A fleet being served.

@@ -117,7 +117,7 @@ async fn with_impostor(variant: Variant, fleet: &'static str) -> Report {
 }
 
 /// The note every case that could have blamed alpha carries.
-const NOTE: &str = "2 requests to alpha with a key that is not alpha's were refused 401: each counted as a call to another agent registered at alpha's URL, not as alpha failing (a platform that called alpha itself so breaks platform.bearer)";
+const NOTE: &str = "2 requests to alpha with a key that is not alpha's were refused 401: each counted as a call to another agent registered at alpha's URL, not as alpha failing; the fleet cannot tell this from the platform sending alpha itself a wrong key, which platform.bearer judges";
 
 /// A conforming platform sends gamma alpha's analysis, rightly: alpha's own call succeeded. The
 /// impostor's refused calls are not alpha's, whether they came before alpha's or after.

@@ -819,7 +819,9 @@ impl PlatformObserver for Observer {
                 .iter_mut()
                 .filter(|c| BLAMED_BY_REFUSALS.contains(&c.id.as_str()))
             {
-                case.message.push('\n');
+                if !case.message.is_empty() {
+                    case.message.push('\n');
+                }
                 case.message.push_str(&note);
             }
         }
@@ -1096,13 +1098,14 @@ fn refusals_note(s: &State) -> Option<String> {
         .iter()
         .map(|((agent, no_key), &n)| {
             let with = credentials(agent, *no_key);
+            let sent = if *no_key { "no key" } else { "a wrong key" };
             let (what, were, each) = if n == 1 {
                 ("a request".to_string(), "was", "")
             } else {
                 (format!("{n} requests"), "were", "each ")
             };
             format!(
-                "{what} to {agent} with {with} {were} refused 401: {each}counted as a call to another agent registered at {agent}'s URL, not as {agent} failing (a platform that called {agent} itself so breaks platform.bearer)"
+                "{what} to {agent} with {with} {were} refused 401: {each}counted as a call to another agent registered at {agent}'s URL, not as {agent} failing; the fleet cannot tell this from the platform sending {agent} itself {sent}, which platform.bearer judges"
             )
         })
         .collect();
@@ -1774,6 +1777,132 @@ mod tests {
                 && latency.message.contains("challenge → vote"),
             "{}",
             latency.message
+        );
+    }
+
+    /// A request to `agent` in task t carrying `auth` (its key fingerprinted `print`), answered
+    /// `status` at once (401: the fleet's refusal for the credentials; 500: an error the agent's
+    /// behaviour planned), the answer delivered whole. `body`: the request's.
+    fn answered(
+        observer: &Observer,
+        seq: u64,
+        (agent, endpoint, body): (&str, &str, Value),
+        (auth, print): (AuthSeen, u64),
+        status: u16,
+    ) {
+        let decision = Decision {
+            status,
+            unusable: match status {
+                200 => None,
+                401 => Some("refused: 401 wrong API key".into()),
+                _ => Some(format!("answered {status}")),
+            },
+            applied: if status == 500 {
+                vec!["http-error".into()]
+            } else {
+                Vec::new()
+            },
+            ..Decision::default()
+        };
+        let at = Instant::now();
+        observer.on_request(&Seen {
+            seq,
+            answer: b"{}",
+            agent,
+            expects_key: auth != AuthSeen::None,
+            endpoint,
+            auth,
+            key_print: print,
+            task: "t",
+            body: &Body::new(body.to_string().as_bytes()),
+            schema_findings: &[],
+            decision: &decision,
+            at,
+        });
+        observer.on_answer(&Answered {
+            seq,
+            agent,
+            endpoint,
+            task: "t",
+            received: at,
+            delivered: &Delivered {
+                outcome: Outcome::Complete,
+                bytes: 2,
+                ttfb: Some(Duration::ZERO),
+                total: Duration::ZERO,
+            },
+            ended: None,
+        });
+    }
+
+    /// Two impostors at alpha's URL, each with its own wrong key, called beside alpha (with its
+    /// key) in either order: their refusals are not alpha failing, so gamma's getting alpha's
+    /// analysis breaks no rule, and alpha was called once; the impostors count as agents that
+    /// failed once each and were not called again.
+    #[test]
+    fn a_refusal_for_credentials_is_another_callers_whichever_call_came_first() {
+        let analyze = |agent| (agent, "analyze", json!({"task_id": "t"}));
+        let impostor = |n| (AuthSeen::Wrong, n);
+        for alpha_first in [false, true] {
+            let observer = Observer::new(Duration::from_secs(120));
+            answered(&observer, 1, analyze("broken"), (AuthSeen::None, 0), 500);
+            answered(&observer, 2, analyze("gamma"), (AuthSeen::None, 0), 200);
+            let order = if alpha_first { [4, 3, 5] } else { [3, 4, 5] };
+            answered(&observer, order[0], analyze("alpha"), impostor(1), 401);
+            answered(
+                &observer,
+                order[1],
+                analyze("alpha"),
+                (AuthSeen::Ok, 7),
+                200,
+            );
+            answered(&observer, order[2], analyze("alpha"), impostor(2), 401);
+            let others = json!({"task_id": "t", "other_analyses": [{"agent_name": "alpha", "domain": "d", "observations": []}]});
+            answered(
+                &observer,
+                6,
+                ("gamma", "challenge", others),
+                (AuthSeen::None, 0),
+                200,
+            );
+            let no_failed = case(&observer, "platform.challenge-no-failed");
+            assert_eq!(no_failed.status, Status::Pass, "{}", no_failed.message);
+            assert!(
+                no_failed.message.ends_with("2 requests to alpha with a key that is not alpha's were refused 401: each counted as a call to another agent registered at alpha's URL, not as alpha failing; the fleet cannot tell this from the platform sending alpha itself a wrong key, which platform.bearer judges"),
+                "{}",
+                no_failed.message
+            );
+            let recalled = case(&observer, "platform.failed-not-recalled");
+            assert_eq!(recalled.status, Status::Pass, "{}", recalled.message);
+            assert_eq!(
+                recalled.evidence.map(|e| e.judged),
+                Some(3),
+                "broken and the two impostors"
+            );
+        }
+    }
+
+    /// A platform that calls one impostor (one wrong key) twice in a phase calls a failed agent
+    /// again: it breaks the rule, the impostor named as what it is.
+    #[test]
+    fn a_caller_refused_twice_in_a_phase_was_called_again() {
+        let observer = Observer::new(Duration::from_secs(120));
+        let analyze = || ("alpha", "analyze", json!({"task_id": "t"}));
+        answered(
+            &observer,
+            1,
+            ("gamma", "analyze", json!({"task_id": "t"})),
+            (AuthSeen::None, 0),
+            200,
+        );
+        answered(&observer, 2, analyze(), (AuthSeen::Wrong, 1), 401);
+        answered(&observer, 3, analyze(), (AuthSeen::Wrong, 1), 401);
+        let recalled = case(&observer, "platform.failed-not-recalled");
+        assert_eq!(recalled.status, Status::Fail, "{}", recalled.message);
+        assert!(
+            recalled.message.contains("\n  another agent registered at alpha's URL (a key that is not alpha's) /analyze (task t): called 2 times"),
+            "{}",
+            recalled.message
         );
     }
 
