@@ -364,7 +364,7 @@ impl FleetHandler {
 
     /// How the request's `Authorization` field (`sent`) stands to the agent's key.
     fn auth(agent: &MockAgent, sent: Option<&str>) -> AuthSeen {
-        let sent = sent.map(|v| v.strip_prefix("Bearer ").unwrap_or(v).trim());
+        let sent = sent.map(bearer_key);
         match (&agent.profile.api_key, sent) {
             (Some(k), Some(s)) if s == k => AuthSeen::Ok,
             (Some(_), Some(_)) => AuthSeen::Wrong,
@@ -373,6 +373,11 @@ impl FleetHandler {
             (None, Some(_)) => AuthSeen::Unexpected,
         }
     }
+}
+
+/// The key an `Authorization` field carries (`Bearer KEY`, or the bare key).
+fn bearer_key(field: &str) -> &str {
+    field.strip_prefix("Bearer ").unwrap_or(field).trim()
 }
 
 /// Whether a plan holds its answer back long enough for the caller to leave before it: a hang,
@@ -464,6 +469,7 @@ impl Handler for FleetHandler {
                 expects_key: agent.profile.api_key.is_some(),
                 endpoint,
                 auth,
+                key_print: authorization.map_or(0, |sent| crate::text::fnv1a(bearer_key(sent))),
                 task,
                 body: &body,
                 schema_findings: &findings,
@@ -594,7 +600,9 @@ impl Handler for FleetHandler {
 }
 
 /// The fleet refuses a request (no such endpoint, a missing or wrong key): no usable answer,
-/// whoever caused it.
+/// whoever caused it. A refusal for the credentials (401, with the request's `auth` in the
+/// journal and the observer's [`Seen`]) was not a call to the agent as registered: the
+/// round table's observer books it as another caller's (`roundtable::observe::Caller`).
 fn refuse(status: u16, message: String) -> (Plan, Decision) {
     (
         Plan::immediate(Response::json_error(status, &message)),

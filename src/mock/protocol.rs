@@ -147,6 +147,10 @@ pub struct Seen<'a> {
     pub expects_key: bool,
     pub endpoint: &'a str,
     pub auth: AuthSeen,
+    /// A fingerprint (FNV-1a) of the bearer key the request carried, 0 when none: it tells
+    /// apart callers at one agent's URL (several registrations may share it, each with its own
+    /// key). Never shown: it is derived from a secret.
+    pub key_print: u64,
     /// The request's id (the protocol's [`AgentProtocol::request_id_field`]; empty when it has
     /// none), as in its [`Answered`].
     pub task: &'a str,

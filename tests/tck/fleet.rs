@@ -85,6 +85,17 @@ pub async fn drive_fleet(fleet: &str, spec: &str) -> Report {
 
 /// As [`drive_fleet`], the fleet advertised to the platform as `advertise` (advertise:).
 pub async fn drive_fleet_advertised(fleet: &str, spec: &str, advertise: Option<&str>) -> Report {
+    drive_fleet_until(fleet, spec, advertise, std::future::pending()).await
+}
+
+/// As [`drive_fleet_advertised`], the session ended by `stop` (as by Ctrl-C) where the driver
+/// leaves it serving: with no trigger, the test deliberates itself.
+pub async fn drive_fleet_until(
+    fleet: &str,
+    spec: &str,
+    advertise: Option<&str>,
+    stop: impl std::future::Future<Output = ()> + Send,
+) -> Report {
     let file = FleetFile::parse("fleet.yaml", fleet).unwrap();
     let agents = file
         .agents("fleet.yaml", 5, crate::support::roundtable())
@@ -109,13 +120,10 @@ pub async fn drive_fleet_advertised(fleet: &str, spec: &str, advertise: Option<&
         log_requests: false,
     };
     // Bounded: a platform that never answers is cut off by the trigger's own deadline.
-    tokio::time::timeout(
-        Duration::from_secs(30),
-        session::run(settings, std::future::pending()),
-    )
-    .await
-    .expect("the session ends")
-    .unwrap()
+    tokio::time::timeout(Duration::from_secs(30), session::run(settings, stop))
+        .await
+        .expect("the session ends")
+        .unwrap()
 }
 
 fn failed_blocking(report: &Report) -> Vec<(String, String)> {

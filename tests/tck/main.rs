@@ -26,6 +26,7 @@ mod harness_kill;
 mod help;
 mod hostile;
 mod html_report;
+mod impostor;
 mod k8s_jobs;
 mod layers;
 mod librarian;

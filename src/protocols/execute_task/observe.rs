@@ -989,6 +989,7 @@ mod tests {
             expects_key: false,
             endpoint: "execute_task",
             auth: AuthSeen::None,
+            key_print: 0,
             task: "",
             body: &Body::new(body.to_string().as_bytes()),
             schema_findings: &[],

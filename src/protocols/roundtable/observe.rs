@@ -27,6 +27,7 @@ use crate::jsonpath::strings;
 use crate::mock::decision::Decision;
 use crate::mock::http1::{Delivered, Outcome};
 use crate::mock::injection;
+use crate::mock::journal::AuthSeen;
 use crate::mock::observe::{note_cut, skip_all_if_none, Common, Tally, EXAMPLES};
 use crate::mock::protocol::{Answered, PlatformObserver, RunEnd, Seen};
 use crate::report::{CaseResult, Evidence, Level, Status};
@@ -83,6 +84,58 @@ type Key = u64;
 
 fn key(text: &str) -> Key {
     crate::text::fnv1a(text)
+}
+
+/// Who a request was a call to, as the books key it. Mostly the agent its path names; but a
+/// request the fleet refused for its credentials (401: no key, or a key that is not the agent's)
+/// was not a call to that agent as registered: another agent registered at the same URL with
+/// its own key (or none) made it, or the platform called the agent wrongly (platform.bearer
+/// judges that). Its seat is that caller's, told apart by the key it carried, so that the
+/// refusal is never the agent failing, whichever of the two calls came first.
+struct Caller {
+    key: Key,
+    /// Refused for its credentials: with no key (false: with a key not the agent's).
+    refused: Option<bool>,
+}
+
+impl Caller {
+    fn of(seen: &Seen<'_>) -> Caller {
+        let refused = match seen.auth {
+            _ if seen.decision.status != 401 => None,
+            AuthSeen::Missing => Some(true),
+            AuthSeen::Wrong => Some(false),
+            _ => None,
+        };
+        let key = match refused {
+            None => key(seen.agent),
+            // A key no agent name can have (names hold no NUL).
+            Some(_) => key(&format!(
+                "{}\0{:?}\0{:x}",
+                seen.agent, seen.auth, seen.key_print
+            )),
+        };
+        Caller { key, refused }
+    }
+
+    /// How messages name it.
+    fn name(&self, agent: &str) -> String {
+        match self.refused {
+            None => agent.to_string(),
+            Some(no_key) => format!(
+                "another agent registered at {agent}'s URL ({})",
+                credentials(agent, no_key)
+            ),
+        }
+    }
+}
+
+/// What a request refused for its credentials carried.
+fn credentials(agent: &str, no_key: bool) -> String {
+    if no_key {
+        "no key".to_string()
+    } else {
+        format!("a key that is not {agent}'s")
+    }
 }
 
 /// The phases a task goes through, in order: their index in a task's books.
@@ -321,6 +374,9 @@ struct State {
     run_end: Option<RunEnd>,
     /// Tasks or canaries not followed because MAX_TRACKED was reached.
     untracked: u64,
+    /// Requests refused for their credentials, by agent and what they carried (no key: true):
+    /// how many (bounded by the fleet: two entries per agent).
+    refused: std::collections::BTreeMap<(String, bool), u64>,
 }
 
 impl State {
@@ -436,13 +492,14 @@ impl Observer {
         phase: usize,
         planned: Planned,
         carries: Carries,
+        caller: &Caller,
     ) -> bool {
         let now = self.micros(seen.at);
         let task_key = key(seen.task);
-        let agent_key = key(seen.agent);
+        let agent_key = caller.key;
         s.names
             .entry(agent_key)
-            .or_insert_with(|| seen.agent.to_string());
+            .or_insert_with(|| caller.name(seen.agent));
         if s.tasks.len() >= MAX_TRACKED && !s.tasks.contains_key(&task_key) {
             s.untracked += 1;
             return false;
@@ -480,7 +537,13 @@ impl Observer {
                 task.clean = task
                     .clean
                     .saturating_add(u16::from(planned == Planned::Clean));
-                task.failed = task.failed.saturating_add(u16::from(planned.failed()));
+                // Only the fleet's agents' failures: another agent at one of their URLs has a
+                // name at the platform the fleet does not know, so whether the platform left its
+                // analysis out cannot be judged.
+                let own = caller.refused.is_none();
+                task.failed = task
+                    .failed
+                    .saturating_add(u16::from(own && planned.failed()));
             }
         }
         let call = &mut seat.calls[phase];
@@ -623,19 +686,23 @@ impl PlatformObserver for Observer {
             Some(ANALYZE) if !planned.failed() => Carries::of(seen),
             _ => Carries::default(),
         };
+        let caller = Caller::of(seen);
         let Ok(mut s) = self.state.lock() else { return };
         s.common.on_request(seen);
+        if let Some(no_key) = caller.refused {
+            *s.refused.entry((name.to_string(), no_key)).or_default() += 1;
+        }
         if let Some(i) = phase {
             let first = if task.is_empty() {
-                s.idless.insert((key(name), i));
+                s.idless.insert((caller.key, i));
                 false
             } else {
-                self.book(&mut s, seen, i, planned, carries)
+                self.book(&mut s, seen, i, planned, carries, &caller)
             };
             if s.waiting.len() < MAX_WAITING {
                 let wait = Wait {
                     task: key(task),
-                    agent: key(name),
+                    agent: caller.key,
                     phase: i,
                     received: seen.at,
                     outlasts: planned == Planned::TimedOut,
@@ -747,6 +814,17 @@ impl PlatformObserver for Observer {
             latency_case(s),
         ]);
         skip_all_if_none(&mut cases, total);
+        if let Some(note) = refusals_note(s) {
+            for case in cases
+                .iter_mut()
+                .filter(|c| BLAMED_BY_REFUSALS.contains(&c.id.as_str()))
+            {
+                if !case.message.is_empty() {
+                    case.message.push('\n');
+                }
+                case.message.push_str(&note);
+            }
+        }
         cases.extend(s.common.probe_case());
         if s.untracked > 0 {
             for case in &mut cases {
@@ -1002,6 +1080,36 @@ impl Observer {
         }
         case
     }
+}
+
+/// The cases a request refused for its credentials could have been taken for the agent's own
+/// failure in (or, for platform.bearer, cannot be told apart in): each says how it was counted.
+const BLAMED_BY_REFUSALS: [&str; 3] = [
+    "platform.bearer",
+    "platform.challenge-no-failed",
+    "platform.failed-not-recalled",
+];
+
+/// How the requests refused for their credentials were counted, a line per agent and what they
+/// carried; None when there were none.
+fn refusals_note(s: &State) -> Option<String> {
+    let lines: Vec<String> = s
+        .refused
+        .iter()
+        .map(|((agent, no_key), &n)| {
+            let with = credentials(agent, *no_key);
+            let sent = if *no_key { "no key" } else { "a wrong key" };
+            let (what, were, each) = if n == 1 {
+                ("a request".to_string(), "was", "")
+            } else {
+                (format!("{n} requests"), "were", "each ")
+            };
+            format!(
+                "{what} to {agent} with {with} {were} refused 401: {each}counted as a call to another agent registered at {agent}'s URL, not as {agent} failing; the fleet cannot tell this from the platform sending {agent} itself {sent}, which platform.bearer judges"
+            )
+        })
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
 /// Up to [`EXAMPLES`] lines, one per task and phase: which agents never got the call, and how
@@ -1447,7 +1555,6 @@ fn latency_case(s: &State) -> CaseResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mock::journal::AuthSeen;
     use crate::mock::Body;
     use serde_json::json;
 
@@ -1464,6 +1571,7 @@ mod tests {
             expects_key: false,
             endpoint: "challenge",
             auth: AuthSeen::None,
+            key_print: 0,
             task: "t",
             body: &Body::new(body.to_string().as_bytes()),
             schema_findings: &[],
@@ -1555,6 +1663,7 @@ mod tests {
             expects_key: false,
             endpoint,
             auth: AuthSeen::None,
+            key_print: 0,
             task: "t",
             body: &Body::new(body.to_string().as_bytes()),
             schema_findings: &[],
@@ -1668,6 +1777,132 @@ mod tests {
                 && latency.message.contains("challenge → vote"),
             "{}",
             latency.message
+        );
+    }
+
+    /// A request to `agent` in task t carrying `auth` (its key fingerprinted `print`), answered
+    /// `status` at once (401: the fleet's refusal for the credentials; 500: an error the agent's
+    /// behaviour planned), the answer delivered whole. `body`: the request's.
+    fn answered(
+        observer: &Observer,
+        seq: u64,
+        (agent, endpoint, body): (&str, &str, Value),
+        (auth, print): (AuthSeen, u64),
+        status: u16,
+    ) {
+        let decision = Decision {
+            status,
+            unusable: match status {
+                200 => None,
+                401 => Some("refused: 401 wrong API key".into()),
+                _ => Some(format!("answered {status}")),
+            },
+            applied: if status == 500 {
+                vec!["http-error".into()]
+            } else {
+                Vec::new()
+            },
+            ..Decision::default()
+        };
+        let at = Instant::now();
+        observer.on_request(&Seen {
+            seq,
+            answer: b"{}",
+            agent,
+            expects_key: auth != AuthSeen::None,
+            endpoint,
+            auth,
+            key_print: print,
+            task: "t",
+            body: &Body::new(body.to_string().as_bytes()),
+            schema_findings: &[],
+            decision: &decision,
+            at,
+        });
+        observer.on_answer(&Answered {
+            seq,
+            agent,
+            endpoint,
+            task: "t",
+            received: at,
+            delivered: &Delivered {
+                outcome: Outcome::Complete,
+                bytes: 2,
+                ttfb: Some(Duration::ZERO),
+                total: Duration::ZERO,
+            },
+            ended: None,
+        });
+    }
+
+    /// Two impostors at alpha's URL, each with its own wrong key, called beside alpha (with its
+    /// key) in either order: their refusals are not alpha failing, so gamma's getting alpha's
+    /// analysis breaks no rule, and alpha was called once; the impostors count as agents that
+    /// failed once each and were not called again.
+    #[test]
+    fn a_refusal_for_credentials_is_another_callers_whichever_call_came_first() {
+        let analyze = |agent| (agent, "analyze", json!({"task_id": "t"}));
+        let impostor = |n| (AuthSeen::Wrong, n);
+        for alpha_first in [false, true] {
+            let observer = Observer::new(Duration::from_secs(120));
+            answered(&observer, 1, analyze("broken"), (AuthSeen::None, 0), 500);
+            answered(&observer, 2, analyze("gamma"), (AuthSeen::None, 0), 200);
+            let order = if alpha_first { [4, 3, 5] } else { [3, 4, 5] };
+            answered(&observer, order[0], analyze("alpha"), impostor(1), 401);
+            answered(
+                &observer,
+                order[1],
+                analyze("alpha"),
+                (AuthSeen::Ok, 7),
+                200,
+            );
+            answered(&observer, order[2], analyze("alpha"), impostor(2), 401);
+            let others = json!({"task_id": "t", "other_analyses": [{"agent_name": "alpha", "domain": "d", "observations": []}]});
+            answered(
+                &observer,
+                6,
+                ("gamma", "challenge", others),
+                (AuthSeen::None, 0),
+                200,
+            );
+            let no_failed = case(&observer, "platform.challenge-no-failed");
+            assert_eq!(no_failed.status, Status::Pass, "{}", no_failed.message);
+            assert!(
+                no_failed.message.ends_with("2 requests to alpha with a key that is not alpha's were refused 401: each counted as a call to another agent registered at alpha's URL, not as alpha failing; the fleet cannot tell this from the platform sending alpha itself a wrong key, which platform.bearer judges"),
+                "{}",
+                no_failed.message
+            );
+            let recalled = case(&observer, "platform.failed-not-recalled");
+            assert_eq!(recalled.status, Status::Pass, "{}", recalled.message);
+            assert_eq!(
+                recalled.evidence.map(|e| e.judged),
+                Some(3),
+                "broken and the two impostors"
+            );
+        }
+    }
+
+    /// A platform that calls one impostor (one wrong key) twice in a phase calls a failed agent
+    /// again: it breaks the rule, the impostor named as what it is.
+    #[test]
+    fn a_caller_refused_twice_in_a_phase_was_called_again() {
+        let observer = Observer::new(Duration::from_secs(120));
+        let analyze = || ("alpha", "analyze", json!({"task_id": "t"}));
+        answered(
+            &observer,
+            1,
+            ("gamma", "analyze", json!({"task_id": "t"})),
+            (AuthSeen::None, 0),
+            200,
+        );
+        answered(&observer, 2, analyze(), (AuthSeen::Wrong, 1), 401);
+        answered(&observer, 3, analyze(), (AuthSeen::Wrong, 1), 401);
+        let recalled = case(&observer, "platform.failed-not-recalled");
+        assert_eq!(recalled.status, Status::Fail, "{}", recalled.message);
+        assert!(
+            recalled.message.contains("\n  another agent registered at alpha's URL (a key that is not alpha's) /analyze (task t): called 2 times"),
+            "{}",
+            recalled.message
         );
     }
 

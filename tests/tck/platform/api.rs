@@ -135,6 +135,8 @@ pub(super) async fn register(State(shared): State<Arc<Shared>>, body: Bytes) -> 
     }
     let public = agent.public();
     agents.push(agent);
+    drop(agents);
+    shared.registrations.send_modify(|n| *n += 1);
     reply(StatusCode::CREATED, public)
 }
 

@@ -167,7 +167,7 @@ impl Deliberation<'_> {
         ))
     }
 
-    /// Posts `body_for(agent)` to `endpoint` of every agent at once; splits usable answers from
+    /// Posts `body_for(agent)` to `endpoint` of every agent at once (or one after another); splits usable answers from
     /// failures.
     async fn phase<'a>(
         &self,
@@ -179,11 +179,20 @@ impl Deliberation<'_> {
             let body = body_for(agent);
             async move { (agent, self.exchange(agent, endpoint, &body).await) }
         });
+        let outcomes = if self.shared.config.one_at_a_time {
+            let mut outcomes = Vec::new();
+            for call in calls {
+                outcomes.push(call.await);
+            }
+            outcomes
+        } else {
+            join_all(calls).await
+        };
         let mut phase = Phase {
             answers: Vec::new(),
             failures: Vec::new(),
         };
-        for (agent, outcome) in join_all(calls).await {
+        for (agent, outcome) in outcomes {
             match outcome {
                 Ok(answer) => phase.answers.push((agent, answer)),
                 Err(Failure::InvalidJson(_))

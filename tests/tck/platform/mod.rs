@@ -162,6 +162,10 @@ pub struct PlatformConfig {
     pub hang_deregistration: bool,
     /// When set, every `/api/v1/*` request needs `Authorization: Bearer <admin_token>`.
     pub admin_token: Option<String>,
+    /// Calls a phase's agents one after another, in the task's order (its `agents` list, else
+    /// registration order), rather than all at once: the order in which calls reach agents is
+    /// then known, as a test that depends on it needs.
+    pub one_at_a_time: bool,
 }
 
 impl Default for PlatformConfig {
@@ -173,6 +177,7 @@ impl Default for PlatformConfig {
             refuse_private: false,
             hang_deregistration: false,
             admin_token: None,
+            one_at_a_time: false,
         }
     }
 }
@@ -227,6 +232,30 @@ impl Platform {
             .collect()
     }
 
+    /// The base URL `name` is registered with, once it is: waits for the registration (a fleet
+    /// registers its agents as it starts), at most `within`.
+    pub async fn base_url_of(&self, name: &str, within: Duration) -> Option<String> {
+        let mut changed = self.shared.registrations.subscribe();
+        let find = || {
+            self.shared
+                .agents()
+                .iter()
+                .find(|a| a.name == name)
+                .map(|a| a.base_url.clone())
+        };
+        tokio::time::timeout(within, async {
+            loop {
+                if let Some(url) = find() {
+                    return Some(url);
+                }
+                changed.changed().await.ok()?;
+            }
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
     /// How many deregistrations reached the platform so far (answered or not).
     pub fn deregistrations_seen(&self) -> usize {
         self.shared.deregistrations.load(Ordering::Relaxed)
@@ -271,6 +300,8 @@ struct Shared {
     injections: &'static PhraseSet,
     injections_flagged: AtomicUsize,
     deregistrations: AtomicUsize,
+    /// Bumped at each registration (for [`Platform::base_url_of`] to wait on).
+    registrations: tokio::sync::watch::Sender<usize>,
     next_task: AtomicU64,
     /// Kills the relay a [`Variant::DiesAfterChallenge`] platform is served through.
     die: Arc<tokio::sync::Notify>,
@@ -287,6 +318,7 @@ impl Shared {
             injections: injection_patterns(),
             injections_flagged: AtomicUsize::new(0),
             deregistrations: AtomicUsize::new(0),
+            registrations: tokio::sync::watch::Sender::new(0),
             next_task: AtomicU64::new(clock),
             die: Arc::new(tokio::sync::Notify::new()),
         }
