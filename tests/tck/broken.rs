@@ -20,25 +20,78 @@ fn first_other(request: &Value) -> String {
 
 // ---- schema: each endpoint's exchange -------------------------------------------------------
 
+/// One schema error at /analyze (`severity: "high"`) and a 500 at /vote: each endpoint's
+/// fault is reported, and the rules that read the /analyze answer (readable JSON, only
+/// schema-invalid) are judged on it. /vote's answer cannot be read: its other cases skip,
+/// naming vote.response and why.
 #[tokio::test]
-async fn a_severity_outside_the_enum_fails_analyze_and_skips_what_needs_it() {
-    let agent = mutated("analyze", |_, a| {
-        a["observations"][0]["severity"] = json!("high")
+async fn a_schema_error_at_analyze_hides_neither_the_vote_500_nor_the_analyze_rules() {
+    let agent = stub(|req| {
+        if req.endpoint == "vote" {
+            return Reply::error(500, "internal error");
+        }
+        let reply = req.reference();
+        if req.endpoint != "analyze" || reply.status != 200 {
+            return reply;
+        }
+        let mut answer = req.reference_json();
+        answer["observations"][0]["severity"] = json!("high");
+        Reply::json(200, &answer)
     })
     .await;
     let report = probe(&agent.url(), None).await;
+    // Each /analyze exchange's answer breaks the schema the same way: each is a failure of its
+    // own request.
     assert_fails(
         &report,
-        &["analyze.response"],
+        &[
+            "analyze.response",
+            "analyze.minimal",
+            "analyze.extra-fields",
+            "analyze.unicode",
+            "analyze.long-content",
+            "vote.response",
+        ],
         "analyze.response",
         &["observations[0].severity: \"high\" is not one of critical, warning, info"],
     );
-    let challenge = case(&report, "challenge.response");
-    assert_eq!(challenge.status, Status::Skip);
-    assert_eq!(
-        challenge.message,
-        "skipped: it needs analyze.response, which failed"
-    );
+    let vote = case(&report, "vote.response");
+    assert!(vote.message.contains("answered 500"), "{}", vote.message);
+    for id in [
+        "analyze.field-length",
+        "analyze.list-caps",
+        "analyze.evidence-tags",
+        "analyze.sanitization",
+        "analyze.unique-keys",
+        "analyze.content-type",
+        "challenge.response",
+        "challenge.counter-evidence",
+        "challenge.extra-fields",
+        "http.unknown-path",
+        "http.not-json",
+    ] {
+        assert_eq!(
+            case(&report, id).status,
+            Status::Pass,
+            "{id}: {}",
+            case(&report, id).message
+        );
+    }
+    for id in [
+        "vote.dissent-reason",
+        "vote.extra-fields",
+        "agent.name-consistent",
+    ] {
+        let c = case(&report, id);
+        assert_eq!(c.status, Status::Skip, "{id}");
+        assert!(
+            c.message
+                .starts_with("skipped: it needs vote.response, which failed")
+                && c.message.contains("answered 500"),
+            "{id}: {}",
+            c.message
+        );
+    }
     assert_eq!(report.exit_code(), 1);
 }
 
