@@ -102,9 +102,16 @@ async fn a_confidence_above_one_fails() {
     })
     .await;
     let report = probe(&agent.url(), None).await;
+    // Every /analyze request gets the same broken answer: each is judged, and fails.
     assert_fails(
         &report,
-        &["analyze.response"],
+        &[
+            "analyze.response",
+            "analyze.minimal",
+            "analyze.extra-fields",
+            "analyze.unicode",
+            "analyze.long-content",
+        ],
         "analyze.response",
         &["observations[0].confidence: 1.5 is above the maximum"],
     );
@@ -119,7 +126,13 @@ async fn a_missing_required_field_fails() {
     let report = probe(&agent.url(), None).await;
     assert_fails(
         &report,
-        &["analyze.response"],
+        &[
+            "analyze.response",
+            "analyze.minimal",
+            "analyze.extra-fields",
+            "analyze.unicode",
+            "analyze.long-content",
+        ],
         "analyze.response",
         &["domain"],
     );
@@ -129,11 +142,11 @@ async fn a_missing_required_field_fails() {
 async fn approve_as_the_string_false_fails_vote() {
     let agent = mutated("vote", |_, a| a["approve"] = json!("false")).await;
     let report = probe(&agent.url(), None).await;
-    // vote.trade-offs-minority needs vote.response: it is skipped, not a second failure;
-    // vote.extra-fields judges an answer of its own (the same schema), and fails too.
+    // The answer is JSON: vote.extra-fields and vote.trade-offs-minority judge answers of their
+    // own (the same schema), and fail too.
     assert_fails(
         &report,
-        &["vote.extra-fields", "vote.response"],
+        &["vote.extra-fields", "vote.response", "vote.trade-offs-minority"],
         "vote.response",
         &["approve: \"false\" is not of type"],
     );
@@ -157,14 +170,16 @@ async fn a_challenge_item_without_its_target_fails_the_schema() {
         "challenge.empty-others",
         "challenge.several-others",
     ];
-    // The dependants of challenge.response are skipped, so only challenge.response fails, and
-    // challenge.extra-fields, whose own answer breaks the schema the same way.
+    // The answers are JSON: every /challenge exchange's answer breaks the schema the same
+    // way, and known-targets finds a challenge that names no agent of other_analyses.
     assert_fails(
         &report,
-        &[expected[0], "challenge.extra-fields"],
+        &[&expected[..], &["challenge.extra-fields", "challenge.known-targets"]].concat(),
         "challenge.response",
         &["challenges[0]", "target_agent"],
     );
+    let known = &case(&report, "challenge.known-targets").message;
+    assert!(known.contains("challenges[0]"), "{known}");
 }
 
 #[tokio::test]
@@ -178,11 +193,16 @@ async fn a_server_error_fails_with_the_status_and_body() {
     })
     .await;
     let report = probe(&agent.url(), None).await;
+    // One failure for the endpoint: the other /vote cases have no answer to read.
     assert_fails(
         &report,
-        &["vote.extra-fields", "vote.response"],
+        &["vote.response"],
         "vote.response",
         &["answered 500; expected 200", "boom: database down"],
+    );
+    assert_eq!(
+        case(&report, "vote.extra-fields").message,
+        "skipped: it needs vote.response, which failed with no answer to read (answered 500)"
     );
 }
 
@@ -201,11 +221,17 @@ async fn a_body_that_is_not_json_fails() {
     })
     .await;
     let report = probe(&agent.url(), None).await;
+    // One failure for the endpoint: the other /challenge cases have no answer to read.
     assert_fails(
         &report,
-        &["challenge.extra-fields", "challenge.response"],
+        &["challenge.response"],
         "challenge.response",
         &["not valid JSON", "OK, challenged!"],
+    );
+    let skipped = &case(&report, "challenge.known-targets").message;
+    assert!(
+        skipped.starts_with("skipped: it needs challenge.response, which failed with no answer to read (the body is not valid JSON"),
+        "{skipped}"
     );
 }
 
@@ -425,9 +451,10 @@ async fn speculative_counter_evidence_warns() {
 async fn a_body_over_max_body_fails() {
     let agent = reference_agent(None).await;
     let report = probe_with(&agent.url(), |s| s.max_body = 300).await;
+    // The /challenge answer (some 700 bytes) is over the cap too; the /vote answer is not.
     assert_fails(
         &report,
-        &["analyze.response"],
+        &["analyze.response", "challenge.response"],
         "analyze.response",
         &["exceeds 300 bytes (--max-body"],
     );
