@@ -1,6 +1,8 @@
 //! Runs a suite against an agent: cases in dependency layers, each exchange sent once (at most
-//! `concurrency` at a time) under the transport's deadline and byte cap; a case whose needs did not
-//! pass is skipped with the reason, so one broken endpoint does not cascade into a wall of failures.
+//! `concurrency` at a time) under the transport's deadline and byte cap. A case whose `needs:`
+//! did not pass, or whose `needs_answer:` left no answer to read, is skipped with the reason:
+//! one endpoint with no answer is one failure, and a readable answer that breaks one rule is
+//! still judged by the others.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -146,7 +146,11 @@ async fn approve_as_the_string_false_fails_vote() {
     // own (the same schema), and fail too.
     assert_fails(
         &report,
-        &["vote.extra-fields", "vote.response", "vote.trade-offs-minority"],
+        &[
+            "vote.extra-fields",
+            "vote.response",
+            "vote.trade-offs-minority",
+        ],
         "vote.response",
         &["approve: \"false\" is not of type"],
     );
@@ -175,7 +179,11 @@ async fn a_challenge_item_without_its_target_fails_the_schema() {
     // way, and known-targets finds a challenge that names no agent of other_analyses.
     assert_fails(
         &report,
-        &[&expected[..], &["challenge.extra-fields", "challenge.known-targets"]].concat(),
+        &[
+            &expected[..],
+            &["challenge.extra-fields", "challenge.known-targets"],
+        ]
+        .concat(),
         "challenge.response",
         &["challenges[0]", "target_agent"],
     );
