@@ -44,6 +44,20 @@ impl Outcome {
     }
 }
 
+impl Outcome {
+    /// Why the answer is none a protocol's rules can read, if it is not: no answer at all, a
+    /// status outside 2xx (an error page, a 404 from an endpoint that does not exist), or a
+    /// body that is not one JSON object within `max_body`. A readable answer may still break
+    /// the schema: that is a verdict on it, not a reason to leave it unjudged.
+    pub fn unreadable(&self, max_body: usize) -> Option<String> {
+        match &self.result {
+            Err(e) => Some(e.to_string()),
+            Ok(r) if !(200..300).contains(&r.status) => Some(format!("answered {}", r.status)),
+            Ok(_) => self.json(max_body).err().map(|e| e.to_string()),
+        }
+    }
+}
+
 /// Why a peer's answer cannot be read as one JSON object. Not an error of the run: the peer's
 /// fault, which breaks the check that needed the answer (the message is the case's FAIL line).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,6 +1,8 @@
 //! Runs a suite against an agent: cases in dependency layers, each exchange sent once (at most
-//! `concurrency` at a time) under the transport's deadline and byte cap; a case whose needs did not
-//! pass is skipped with the reason, so one broken endpoint does not cascade into a wall of failures.
+//! `concurrency` at a time) under the transport's deadline and byte cap. A case whose `needs:`
+//! did not pass, or whose `needs_answer:` left no answer to read, is skipped with the reason:
+//! one endpoint with no answer is one failure, and a readable answer that breaks one rule is
+//! still judged by the others.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -14,7 +16,7 @@ use super::checks::Check;
 use super::exchange::DELIBERATE_HEADER;
 use super::outcome::Outcome;
 use super::plugin::{Ctx, Verdict, OWN_ANSWER};
-use super::suite::{AuthMode, ExchangeSpec, Requirement, Suite};
+use super::suite::{AuthMode, CaseSpec, ExchangeSpec, Requirement, Suite};
 use super::template::{self, Fill, RunValues};
 use crate::content::Content;
 use crate::report::{CaseResult, Evidence, Exchange, Report, RunInfo, Status};
@@ -163,6 +165,12 @@ pub async fn run(
     Ok(report)
 }
 
+/// The skip message of a case whose need `need` failed (followed, for a `needs_answer:`, by
+/// why its answer could not be read).
+fn failed(need: &str) -> String {
+    format!("skipped: it needs {need}, which failed")
+}
+
 /// When the agent went down: a case that rests on an exchange the outage cut is a skip saying
 /// so (so is a case skipped because it needed one), and the outage is reported once, by a MUST
 /// case beside the suite's reachability case (`agent.reachable` → `agent.alive`).
@@ -204,10 +212,14 @@ fn liveness_verdicts(
         }
     }
     for case in cases.iter_mut().filter(|c| c.status == Status::Skip) {
-        if let Some(need) = cut
-            .iter()
-            .find(|need| case.message == format!("skipped: it needs {need}, which failed"))
-        {
+        let skipped_for = |need: &String| {
+            let failed = failed(need);
+            case.message == failed
+                || case
+                    .message
+                    .starts_with(&format!("{failed} with no answer"))
+        };
+        if let Some(need) = cut.iter().find(|need| skipped_for(need)) {
             case.message = format!(
                 "skipped: it needs {need}, which was not judged: {} went down (see {id})",
                 watch.who
@@ -227,7 +239,7 @@ impl Runner<'_> {
             result.skip("no --api-key given: the agent is probed without a key, so refusing a missing or wrong key cannot be tested (give the agent's key with --api-key)");
             return result;
         }
-        if let Some(why) = self.unmet_need(&spec.needs) {
+        if let Some(why) = self.unmet_need(spec) {
             result.skip(why);
             return result;
         }
@@ -320,19 +332,39 @@ impl Runner<'_> {
         result
     }
 
-    /// Why a case cannot run: a case it needs did not pass.
-    fn unmet_need(&self, needs: &[String]) -> Option<String> {
+    /// Why a case cannot run: a case under its `needs:` did not pass, or one under its
+    /// `needs_answer:` did not pass and left no answer to read (a needed case that failed on
+    /// its schema, say, leaves one: this case judges it).
+    fn unmet_need(&self, spec: &CaseSpec) -> Option<String> {
         let results = self.results.lock().expect("results lock");
-        needs.iter().find_map(|need| {
+        let needs = spec.needs.iter().map(|n| (n, false));
+        let answers = spec.needs_answer.iter().map(|n| (n, true));
+        needs.chain(answers).find_map(|(need, answer_only)| {
             let r = results.get(need)?;
             match r.status {
                 Status::Pass | Status::Stale => None,
-                Status::Fail | Status::Xfail => {
-                    Some(format!("skipped: it needs {need}, which failed"))
-                }
+                Status::Fail | Status::Xfail if answer_only => self
+                    .unreadable_answer(need)
+                    .map(|why| format!("{} with no answer to read ({why})", failed(need))),
+                Status::Fail | Status::Xfail => Some(failed(need)),
                 Status::Skip => Some(format!("skipped: it needs {need}, which was skipped")),
             }
         })
+    }
+
+    /// Why case `id`'s answer cannot be read, if it cannot (None: it can).
+    fn unreadable_answer(&self, id: &str) -> Option<String> {
+        let exchange = self.settings.suite.case(id)?.exchange.as_ref()?;
+        let sent = self
+            .exchanges
+            .lock()
+            .expect("exchanges lock")
+            .get(exchange)
+            .and_then(|cell| cell.get().cloned());
+        match sent {
+            Some(sent) => sent.outcome.unreadable(self.settings.max_body),
+            None => Some(format!("exchange {exchange} was not sent")),
+        }
     }
 
     /// Sends exchange `name` once; later callers get the same outcome.

@@ -73,6 +73,12 @@ pub struct CaseSpec {
     /// Cases that must pass first; if one fails, this case is skipped and says why.
     #[serde(default)]
     pub needs: Vec<String>,
+    /// Cases whose answer must be readable first: the needed case's exchange was answered 2xx
+    /// with one JSON object within `--max-body`. A needed case that failed on a later rule (its
+    /// schema, a protocol rule) still meets it: the answer is judged by this case's rules too.
+    /// A needed case with no answer to read (refused, 404, 500, not JSON) skips this one.
+    #[serde(default)]
+    pub needs_answer: Vec<String>,
     #[serde(default)]
     pub requires: Option<Requirement>,
     pub checks: Vec<Check>,
@@ -103,6 +109,11 @@ impl CaseSpec {
                 .checks
                 .iter()
                 .all(|c| matches!(c, crate::probe::checks::Check::Reachable))
+    }
+
+    /// Every case this one needs, of either kind.
+    pub fn all_needs(&self) -> impl Iterator<Item = &String> {
+        self.needs.iter().chain(&self.needs_answer)
     }
 
     pub fn group(&self) -> String {
@@ -225,9 +236,17 @@ impl Suite {
             }
         }
         for case in &self.file.cases {
-            for need in &case.needs {
+            for need in case.all_needs() {
                 if self.case(need).is_none() {
                     return Err(format!("{}: needs unknown case {need:?}", self.at(case)));
+                }
+            }
+            for need in &case.needs_answer {
+                if self.case(need).is_some_and(|c| c.exchange.is_none()) {
+                    return Err(format!(
+                        "{}: needs_answer names {need:?}, which sends no exchange and so has no answer to read (write it under needs:)",
+                        self.at(case)
+                    ));
                 }
             }
         }
@@ -322,7 +341,7 @@ impl Suite {
             path.push(id);
             let mut d = 0;
             if let Some(case) = suite.case(id) {
-                for need in &case.needs {
+                for need in case.all_needs() {
                     d = d.max(1 + visit(suite, need, depth, path)?);
                 }
             }
@@ -360,7 +379,11 @@ impl Suite {
         }
         let mut stack: Vec<String> = wanted.iter().cloned().collect();
         while let Some(id) = stack.pop() {
-            for need in self.case(&id).map(|c| c.needs.clone()).unwrap_or_default() {
+            let needs: Vec<String> = self
+                .case(&id)
+                .map(|c| c.all_needs().cloned().collect())
+                .unwrap_or_default();
+            for need in needs {
                 if wanted.insert(need.clone()) {
                     stack.push(need);
                 }
@@ -400,6 +423,13 @@ mod tests {
         );
         let e = err("  - {id: c1, level: must, title: t, spec: s, needs: [c2], checks: [json], exchange: a}\n  - {id: c2, level: must, title: t, spec: s, needs: [c1], checks: [json], exchange: a}\n");
         assert!(e.contains("cycle: c1 → c2 → c1"), "{e}");
+        let e = err("  - {id: c1, level: must, title: t, spec: s, needs_answer: [c2], checks: [json], exchange: a}\n  - {id: c2, level: must, title: t, spec: s, needs_answer: [c1], checks: [json], exchange: a}\n");
+        assert!(e.contains("cycle: c1 → c2 → c1"), "{e}");
+        let e = err("  - {id: up, level: must, title: t, spec: s, checks: [reachable]}\n  - {id: c1, level: must, title: t, spec: s, needs_answer: [up], checks: [json], exchange: a}\n");
+        assert!(
+            e.starts_with("s.yaml:8: case c1: needs_answer names \"up\", which sends no exchange"),
+            "{e}"
+        );
         let e = err(
             "  - {id: c1, level: must, title: t, spec: s, exchange: a, checks: [{schema: nope}]}\n",
         );

@@ -20,25 +20,78 @@ fn first_other(request: &Value) -> String {
 
 // ---- schema: each endpoint's exchange -------------------------------------------------------
 
+/// One schema error at /analyze (`severity: "high"`) and a 500 at /vote: each endpoint's
+/// fault is reported, and the rules that read the /analyze answer (readable JSON, only
+/// schema-invalid) are judged on it. /vote's answer cannot be read: its other cases skip,
+/// naming vote.response and why.
 #[tokio::test]
-async fn a_severity_outside_the_enum_fails_analyze_and_skips_what_needs_it() {
-    let agent = mutated("analyze", |_, a| {
-        a["observations"][0]["severity"] = json!("high")
+async fn a_schema_error_at_analyze_hides_neither_the_vote_500_nor_the_analyze_rules() {
+    let agent = stub(|req| {
+        if req.endpoint == "vote" {
+            return Reply::error(500, "internal error");
+        }
+        let reply = req.reference();
+        if req.endpoint != "analyze" || reply.status != 200 {
+            return reply;
+        }
+        let mut answer = req.reference_json();
+        answer["observations"][0]["severity"] = json!("high");
+        Reply::json(200, &answer)
     })
     .await;
     let report = probe(&agent.url(), None).await;
+    // Each /analyze exchange's answer breaks the schema the same way: each is a failure of its
+    // own request.
     assert_fails(
         &report,
-        &["analyze.response"],
+        &[
+            "analyze.response",
+            "analyze.minimal",
+            "analyze.extra-fields",
+            "analyze.unicode",
+            "analyze.long-content",
+            "vote.response",
+        ],
         "analyze.response",
         &["observations[0].severity: \"high\" is not one of critical, warning, info"],
     );
-    let challenge = case(&report, "challenge.response");
-    assert_eq!(challenge.status, Status::Skip);
-    assert_eq!(
-        challenge.message,
-        "skipped: it needs analyze.response, which failed"
-    );
+    let vote = case(&report, "vote.response");
+    assert!(vote.message.contains("answered 500"), "{}", vote.message);
+    for id in [
+        "analyze.field-length",
+        "analyze.list-caps",
+        "analyze.evidence-tags",
+        "analyze.sanitization",
+        "analyze.unique-keys",
+        "analyze.content-type",
+        "challenge.response",
+        "challenge.counter-evidence",
+        "challenge.extra-fields",
+        "http.unknown-path",
+        "http.not-json",
+    ] {
+        assert_eq!(
+            case(&report, id).status,
+            Status::Pass,
+            "{id}: {}",
+            case(&report, id).message
+        );
+    }
+    for id in [
+        "vote.dissent-reason",
+        "vote.extra-fields",
+        "agent.name-consistent",
+    ] {
+        let c = case(&report, id);
+        assert_eq!(c.status, Status::Skip, "{id}");
+        assert!(
+            c.message
+                .starts_with("skipped: it needs vote.response, which failed")
+                && c.message.contains("answered 500"),
+            "{id}: {}",
+            c.message
+        );
+    }
     assert_eq!(report.exit_code(), 1);
 }
 
@@ -49,9 +102,16 @@ async fn a_confidence_above_one_fails() {
     })
     .await;
     let report = probe(&agent.url(), None).await;
+    // Every /analyze request gets the same broken answer: each is judged, and fails.
     assert_fails(
         &report,
-        &["analyze.response"],
+        &[
+            "analyze.response",
+            "analyze.minimal",
+            "analyze.extra-fields",
+            "analyze.unicode",
+            "analyze.long-content",
+        ],
         "analyze.response",
         &["observations[0].confidence: 1.5 is above the maximum"],
     );
@@ -66,7 +126,13 @@ async fn a_missing_required_field_fails() {
     let report = probe(&agent.url(), None).await;
     assert_fails(
         &report,
-        &["analyze.response"],
+        &[
+            "analyze.response",
+            "analyze.minimal",
+            "analyze.extra-fields",
+            "analyze.unicode",
+            "analyze.long-content",
+        ],
         "analyze.response",
         &["domain"],
     );
@@ -76,15 +142,20 @@ async fn a_missing_required_field_fails() {
 async fn approve_as_the_string_false_fails_vote() {
     let agent = mutated("vote", |_, a| a["approve"] = json!("false")).await;
     let report = probe(&agent.url(), None).await;
-    // vote.trade-offs-minority needs vote.response: it is skipped, not a second failure;
-    // vote.extra-fields judges an answer of its own (the same schema), and fails too.
+    // The answer is JSON: vote.extra-fields and vote.trade-offs-minority judge answers of their
+    // own (the same schema), and fail too.
     assert_fails(
         &report,
-        &["vote.extra-fields", "vote.response"],
+        &[
+            "vote.extra-fields",
+            "vote.response",
+            "vote.trade-offs-minority",
+        ],
         "vote.response",
         &["approve: \"false\" is not of type"],
     );
-    assert_eq!(case(&report, "agent.name-consistent").status, Status::Skip);
+    // The /vote answers are JSON: the name is judged on them, and is the same everywhere.
+    assert_eq!(case(&report, "agent.name-consistent").status, Status::Pass);
 }
 
 #[tokio::test]
@@ -104,14 +175,20 @@ async fn a_challenge_item_without_its_target_fails_the_schema() {
         "challenge.empty-others",
         "challenge.several-others",
     ];
-    // The dependants of challenge.response are skipped, so only challenge.response fails, and
-    // challenge.extra-fields, whose own answer breaks the schema the same way.
+    // The answers are JSON: every /challenge exchange's answer breaks the schema the same
+    // way, and known-targets finds a challenge that names no agent of other_analyses.
     assert_fails(
         &report,
-        &[expected[0], "challenge.extra-fields"],
+        &[
+            &expected[..],
+            &["challenge.extra-fields", "challenge.known-targets"],
+        ]
+        .concat(),
         "challenge.response",
         &["challenges[0]", "target_agent"],
     );
+    let known = &case(&report, "challenge.known-targets").message;
+    assert!(known.contains("challenges[0]"), "{known}");
 }
 
 #[tokio::test]
@@ -125,11 +202,16 @@ async fn a_server_error_fails_with_the_status_and_body() {
     })
     .await;
     let report = probe(&agent.url(), None).await;
+    // One failure for the endpoint: the other /vote cases have no answer to read.
     assert_fails(
         &report,
-        &["vote.extra-fields", "vote.response"],
+        &["vote.response"],
         "vote.response",
         &["answered 500; expected 200", "boom: database down"],
+    );
+    assert_eq!(
+        case(&report, "vote.extra-fields").message,
+        "skipped: it needs vote.response, which failed with no answer to read (answered 500)"
     );
 }
 
@@ -148,11 +230,17 @@ async fn a_body_that_is_not_json_fails() {
     })
     .await;
     let report = probe(&agent.url(), None).await;
+    // One failure for the endpoint: the other /challenge cases have no answer to read.
     assert_fails(
         &report,
-        &["challenge.extra-fields", "challenge.response"],
+        &["challenge.response"],
         "challenge.response",
         &["not valid JSON", "OK, challenged!"],
+    );
+    let skipped = &case(&report, "challenge.known-targets").message;
+    assert!(
+        skipped.starts_with("skipped: it needs challenge.response, which failed with no answer to read (the body is not valid JSON"),
+        "{skipped}"
     );
 }
 
@@ -372,9 +460,10 @@ async fn speculative_counter_evidence_warns() {
 async fn a_body_over_max_body_fails() {
     let agent = reference_agent(None).await;
     let report = probe_with(&agent.url(), |s| s.max_body = 300).await;
+    // The /challenge answer (some 700 bytes) is over the cap too; the /vote answer is not.
     assert_fails(
         &report,
-        &["analyze.response"],
+        &["analyze.response", "challenge.response"],
         "analyze.response",
         &["exceeds 300 bytes (--max-body"],
     );

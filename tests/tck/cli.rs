@@ -258,7 +258,7 @@ fn selftest_passes_and_writes_both_reports() {
     assert!(rows
         .iter()
         .any(|c| c.id == "matrix.roundtable.wrong-schema:approve-string"
-            && c.message == "fails vote.extra-fields, vote.response"
+            && c.message == "fails vote.extra-fields, vote.response, vote.trade-offs-minority"
             && c.evidence.as_ref().is_some_and(|e| e.judged > 1)));
     assert_eq!(
         stdout.lines().last(),

@@ -367,6 +367,33 @@ async fn the_probe_against_a_server_with_no_routes_passes_only_reachability() {
         .map(|c| c.id.as_str())
         .collect();
     assert_eq!(passed, ["agent.reachable"]);
+    // One failure per endpoint that does not exist (and /health, which platforms poll); every
+    // other case skips, naming the failure it rests on and the 404 that left nothing to read.
+    let mut failed = crate::support::failed(&report);
+    failed.sort_unstable();
+    assert_eq!(
+        failed,
+        [
+            "analyze.response",
+            "challenge.response",
+            "http.health",
+            "vote.response"
+        ]
+    );
+    for c in report.cases.iter().filter(|c| c.status == Status::Skip) {
+        let endpoint = c.id.split('.').next().unwrap();
+        let need = match endpoint {
+            "challenge" | "vote" => format!("{endpoint}.response"),
+            _ => "analyze.response".to_string(),
+        };
+        let first = if c.id == "agent.name-consistent" {
+            "skipped: it needs analyze.response, which failed with no answer to read (answered 404)"
+                .to_string()
+        } else {
+            format!("skipped: it needs {need}, which failed with no answer to read (answered 404)")
+        };
+        assert_eq!(c.message, first, "{}", c.id);
+    }
     assert_eq!(report.exit_code(), 1);
 }
 

@@ -215,8 +215,8 @@ fn shards_merged_give_the_unsharded_verdict_and_a_diff_names_what_changed() {
 }
 
 /// A baseline written on a bad day: a server with no routes (every request 404, as `python3 -m
-/// http.server`) gives agent.reachable PASS (a connection, no rule) and analyze.response FAIL,
-/// the rest skipped. `baseline write` refuses that report, saying why; a baseline that expects
+/// http.server`) gives agent.reachable PASS (a connection, no rule) and one FAIL per endpoint
+/// (analyze.response, challenge.response, vote.response), the rest skipped. `baseline write` refuses that report, saying why; a baseline that expects
 /// the failure all the same leaves the run judging nothing: exit 1, "nothing judged" in every
 /// format, not "1 passed, 0 failed … 2 expected failure(s)", exit 0. (The peer that must not
 /// trip it: a real failure on an otherwise judged run, expected: exit 0, above.)
@@ -255,7 +255,9 @@ async fn a_baseline_cannot_turn_a_run_that_judged_nothing_green() {
             .map(|(_, s)| s)
     };
     assert_eq!(status("agent.reachable").as_deref(), Some("pass"));
-    assert_eq!(status("analyze.response").as_deref(), Some("fail"));
+    for id in ["analyze.response", "challenge.response", "vote.response"] {
+        assert_eq!(status(id).as_deref(), Some("fail"), "{id}");
+    }
     let reachable = report["cases"]
         .as_array()
         .unwrap()
@@ -263,7 +265,7 @@ async fn a_baseline_cannot_turn_a_run_that_judged_nothing_green() {
         .find(|c| c["id"] == "agent.reachable")
         .unwrap();
     assert_eq!(reachable["precondition"], true, "{reachable}");
-    assert_eq!(report["summary"]["judged_must"], 1, "{}", report["summary"]);
+    assert_eq!(report["summary"]["judged_must"], 3, "{}", report["summary"]);
 
     // Refused: exit 2, one line saying why, no file.
     let out = blocking(&["baseline", "write", "--from", &bad, "--out", &base]);
@@ -273,8 +275,9 @@ async fn a_baseline_cannot_turn_a_run_that_judged_nothing_green() {
     assert!(
         stderr.contains(&format!(
             "--from {bad}: a baseline of this report would leave nothing judged: its only MUST \
-             verdicts are agent.reachable (reachability) and the failure of analyze.response; \
-             fix the agent (or --url) first"
+             verdicts are agent.reachable (reachability), the failure of analyze.response, the \
+             failure of challenge.response and the failure of vote.response; fix the agent (or \
+             --url) first"
         )),
         "{stderr}"
     );
@@ -283,7 +286,9 @@ async fn a_baseline_cannot_turn_a_run_that_judged_nothing_green() {
     // Written by hand all the same: the failure is expected, and the run still judged nothing.
     std::fs::write(
         &base,
-        "- id: analyze.response\n  reason: the agent is not deployed yet\n",
+        "- id: analyze.response\n  reason: the agent is not deployed yet\n\
+         - id: challenge.response\n  reason: the agent is not deployed yet\n\
+         - id: vote.response\n  reason: the agent is not deployed yet\n",
     )
     .unwrap();
     let (again, junit, html) = (
@@ -308,12 +313,12 @@ async fn a_baseline_cannot_turn_a_run_that_judged_nothing_green() {
     assert!(
         last.contains(why)
             && last
-                .contains("1 expected failure by the baseline, 1 reachability only) — not a pass"),
+                .contains("3 expected failures by the baseline, 1 reachability only) — not a pass"),
         "{last}"
     );
     let report = json(&again);
     assert_eq!(report["summary"]["judged_must"], 0, "{}", report["summary"]);
-    assert_eq!(report["summary"]["xfailed_must"], 1);
+    assert_eq!(report["summary"]["xfailed_must"], 3);
     assert_eq!(report["summary"]["precondition_must"], 1);
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(
