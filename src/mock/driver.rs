@@ -323,6 +323,7 @@ impl Driver {
         if !self.watch.went_down() {
             return None;
         }
+        // Only a platform that went down has a last request worth telling.
         if let Some(last) = last_request {
             self.watch.heard(last);
         }

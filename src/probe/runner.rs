@@ -199,18 +199,7 @@ fn liveness_verdicts(
             suite.file.spec.clone(),
         ),
     };
-    let mut cut = Vec::new();
-    for case in cases.iter_mut() {
-        let why = broke
-            .get(&case.id)
-            .into_iter()
-            .flatten()
-            .find_map(|at| watch.cut(*at, &id));
-        if let Some(why) = why {
-            cut.push(case.id.clone());
-            case.skip(why);
-        }
-    }
+    let cut = watch.skip_what_it_cut(cases, broke, &id);
     for case in cases.iter_mut().filter(|c| c.status == Status::Skip) {
         let skipped_for = |need: &String| {
             let failed = failed(need);

@@ -386,33 +386,50 @@ impl Watch {
         ))
     }
 
+    /// The skip message of a case whose calls broke at `times`, when one of them is the
+    /// outage's doing ([`cut`](Self::cut)).
+    pub fn first_cut(
+        &self,
+        times: impl IntoIterator<Item = Duration>,
+        alive_case: &str,
+    ) -> Option<String> {
+        times.into_iter().find_map(|at| self.cut(at, alive_case))
+    }
+
+    /// Skips each of `cases` whose calls (`broke`: by case id, when they broke) the outage cut,
+    /// saying so; returns their ids.
+    pub fn skip_what_it_cut(
+        &self,
+        cases: &mut [CaseResult],
+        broke: &std::collections::HashMap<String, Vec<Duration>>,
+        alive_case: &str,
+    ) -> Vec<String> {
+        let mut cut = Vec::new();
+        for case in cases {
+            let times = broke.get(&case.id).into_iter().flatten().copied();
+            if let Some(why) = self.first_cut(times, alive_case) {
+                cut.push(case.id.clone());
+                case.skip(why);
+            }
+        }
+        cut
+    }
+
     /// Whether any outage was seen.
     pub fn went_down(&self) -> bool {
         !self.lock().outages.is_empty()
     }
 
-    /// The case that reports the peer's presence: a MUST failure naming each outage (when, after
-    /// what, how it was known, whether it came back), or a pass on the calls it answered; `None`
-    /// when no call was made.
+    /// The case that reports the peer's death: a MUST failure naming each outage (when, after
+    /// what, how it was known, whether it came back); `None` when the peer did not go down (the
+    /// case is the run's own finding, as `run.judged` is: it exists only when it fails).
     pub fn case(&self, id: &str, group: &str, spec: &str) -> Option<CaseResult> {
         let s = self.lock();
-        if s.calls == 0 {
+        if s.outages.is_empty() {
             return None;
         }
         let title = format!("{} stays up for the whole run", capitalized(&self.who));
         let mut case = CaseResult::new(id, group, Level::Must, &title, spec);
-        if s.outages.is_empty() {
-            case.pass(
-                Evidence::new(s.answered, format!("answered calls of {}", s.calls)),
-                || {
-                    format!(
-                        "nothing to judge: {} answered none of {} call(s) (see its reachability case)",
-                        self.who, s.calls
-                    )
-                },
-            );
-            return Some(case);
-        }
         let told: Vec<String> = s.outages.iter().map(|o| self.tell(o)).collect();
         let mut why = told.join("; then ");
         if let Some(heard) = &s.heard {
@@ -517,8 +534,8 @@ mod tests {
         let at = call(&w, "POST /vote", Reply::Broken).await;
         assert!(!w.went_down());
         assert_eq!(w.cut(at, "agent.alive"), None);
-        let case = w.case("agent.alive", "agent", "s").unwrap();
-        assert!(case.passed(), "{}", case.message);
+        // No outage, no case: the peer's breaks are judged where they happened.
+        assert!(w.case("agent.alive", "agent", "s").is_none());
     }
 
     #[tokio::test]
@@ -569,12 +586,12 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_peer_never_reached_has_no_outage_and_no_pass() {
+    async fn a_peer_never_reached_has_no_outage_and_no_case() {
         let w = watch(Arc::new(AtomicBool::new(true)));
         call(&w, "a", Reply::Refused).await;
         assert!(!w.went_down());
-        let case = w.case("agent.alive", "agent", "s").unwrap();
-        assert_eq!(case.status, crate::report::Status::Skip);
+        // Its reachability case says it was never there; nothing went down.
+        assert!(w.case("agent.alive", "agent", "s").is_none());
         assert!(watch(Arc::new(AtomicBool::new(false)))
             .case("agent.alive", "agent", "s")
             .is_none());

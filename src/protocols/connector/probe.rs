@@ -319,10 +319,8 @@ impl Run<'_> {
 
     /// The skip message of a case one of whose forwards broke as the agent died.
     fn cut(&self, indexes: &[usize]) -> Option<String> {
-        indexes
-            .iter()
-            .filter_map(|&i| self.forwards[i].broke_at)
-            .find_map(|at| self.watch.cut(at, ALIVE))
+        let times = indexes.iter().filter_map(|&i| self.forwards[i].broke_at);
+        self.watch.first_cut(times, ALIVE)
     }
 
     /// Passes `case` when every forward of `indexes` was acknowledged 2xx; fails it naming
@@ -698,9 +696,7 @@ pub async fn run(
     }
     running.stop().await;
     run.watch.at_end().await;
-    if run.watch.went_down() {
-        cases.extend(run.watch.case(ALIVE, "agent", "Request Format"));
-    }
+    cases.extend(run.watch.case(ALIVE, "agent", "Request Format"));
     Ok(info.report(cases, &Redactor::new(Vec::<String>::new())))
 }
 

@@ -375,20 +375,8 @@ impl Channel {
             return;
         };
         watch.at_end().await;
-        if !watch.went_down() {
-            return;
-        }
         const ALIVE: &str = "agent.alive";
-        for case in cases.iter_mut() {
-            let why = broke
-                .get(&case.id)
-                .into_iter()
-                .flatten()
-                .find_map(|at| watch.cut(*at, ALIVE));
-            if let Some(why) = why {
-                case.skip(why);
-            }
-        }
+        watch.skip_what_it_cut(cases, broke, ALIVE);
         cases.extend(watch.case(ALIVE, "agent", "POST /execute_task"));
     }
 

@@ -1125,10 +1125,7 @@ pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
     if let Some(error) = down {
         mark_down(fleet, &mut cases, &error);
     }
-    if let Some(alive) = watch
-        .case(ALIVE, g, "REST API Endpoints")
-        .filter(|_| watch.went_down())
-    {
+    if let Some(alive) = watch.case(ALIVE, g, "REST API Endpoints") {
         let why = watch
             .cut(watch.outages()[0].from, ALIVE)
             .unwrap_or_default();

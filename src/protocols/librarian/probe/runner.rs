@@ -60,8 +60,8 @@ pub async fn run(
     let mut client = Client::new(settings, run_info.started);
     let mut cases = Vec::new();
     let mut across = Vec::new();
-    // Per case (its index in `cases`), when its requests broke.
-    let mut broke = Vec::new();
+    // Per case, when its requests broke.
+    let mut broke = std::collections::HashMap::new();
     // The client's messages speak of an agent; here the peer is the Librarian.
     let reachable = http::connect(&settings.base, settings.timeout)
         .await
@@ -106,22 +106,14 @@ pub async fn run(
             let t0 = Instant::now();
             judge(&mut client, &scenario, &mut case).await;
             case.set_duration(t0.elapsed());
-            broke.push((cases.len(), std::mem::take(&mut client.broke)));
+            broke.insert(case.id.clone(), std::mem::take(&mut client.broke));
         }
         on_case(&case);
         cases.push(case);
     }
     client.watch.at_end().await;
-    for (i, times) in broke {
-        if let Some(why) = times.iter().find_map(|t| client.watch.cut(*t, ALIVE)) {
-            cases[i].skip(why);
-        }
-    }
-    if let Some(alive) = client
-        .watch
-        .case(ALIVE, "librarian", "REST API Endpoints")
-        .filter(|_| client.watch.went_down())
-    {
+    client.watch.skip_what_it_cut(&mut cases, &broke, ALIVE);
+    if let Some(alive) = client.watch.case(ALIVE, "librarian", "REST API Endpoints") {
         on_case(&alive);
         cases.insert(0, alive);
     }
