@@ -221,7 +221,8 @@ impl Inputs {
             let (digest, len) = (ws::digest(&text), text.trim_end().len());
             drop(text);
             let sent = Instant::now();
-            let watched = self.watch.sent(&format!("POST {path}"));
+            let what = format!("POST {path}");
+            let watched = self.watch.sent(&what);
             let answer = crate::protocols::connector::upload::post(
                 &base,
                 &path,
@@ -232,10 +233,7 @@ impl Inputs {
             let reply = answer
                 .as_ref()
                 .map_or_else(|e| e.reply, |_| Reply::Answered);
-            let ended = self
-                .watch
-                .ended(&format!("POST {path}"), watched, reply)
-                .await;
+            let ended = self.watch.ended(&what, watched, reply).await;
             let record = SentCallback {
                 agent: agent.name.clone(),
                 session: session.clone(),
