@@ -288,14 +288,53 @@ pub enum MockCommand {
     /// Play the Librarian (decisions and faults from a script) and judge the agent client that
     /// calls it: schema, token, rate, back-off after 429, polling, retries, reports.
     Librarian(crate::protocols::librarian::commands::MockLibrarianArgs),
-    /// The child a stdio mock with `forks-and-exits` leaves behind (run by the mock itself).
-    #[command(hide = true)]
-    Linger {
-        #[arg(long)]
-        json: Option<PathBuf>,
-        #[arg(long)]
-        junit: Option<PathBuf>,
-    },
+    /// The child a stdio mock with `forks-and-exits` leaves behind, run by the mock itself: not
+    /// in [`Cli::command`] (whose tree the help, completions and man pages are made from: the
+    /// completion scripts list even a hidden subcommand), only in [`Cli::command_line`], hidden.
+    #[command(skip)]
+    Linger(LingerArgs),
+}
+
+/// `mock linger`'s flags: the reports of the stdio mock agent that left the child behind.
+#[derive(Debug, Clone, Args)]
+pub struct LingerArgs {
+    /// The agent's JSON report, which the child's verdict is written into.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// The agent's JUnit report, which the child's verdict is written into.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+}
+
+impl Cli {
+    /// The command line as parsed: [`Cli::command`] with the internal `mock linger`, hidden.
+    pub fn command_line() -> clap::Command {
+        use clap::CommandFactory;
+        let linger = LingerArgs::augment_args(clap::Command::new("linger"))
+            .about("The child a stdio mock with `forks-and-exits` leaves behind (run by the mock itself)")
+            .hide(true);
+        Cli::command().mut_subcommand("mock", |mock| mock.subcommand(linger))
+    }
+
+    /// Parses `args` (the program's name first) as [`Cli::command_line`] reads them.
+    pub fn parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let mut command_line = Cli::command_line();
+        let matches = command_line.try_get_matches_from_mut(args)?;
+        let linger = matches
+            .subcommand_matches("mock")
+            .and_then(|mock| mock.subcommand_matches("linger"));
+        let parsed = match linger {
+            Some(linger) => LingerArgs::from_arg_matches(linger).map(|args| Cli {
+                command: Command::Mock(Box::new(MockCommand::Linger(args))),
+            }),
+            None => Cli::from_arg_matches(&matches),
+        };
+        parsed.map_err(|e| e.format(&mut command_line))
+    }
 }
 
 /// Flags shared by `mock agent` and `mock fleet`.
