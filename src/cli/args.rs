@@ -260,17 +260,75 @@ pub(super) fn protocol_names() -> PossibleValuesParser {
     PossibleValuesParser::new(protocols::names())
 }
 
+/// `mock agents --protocol NAME`: a protocol that writes sets of mock agents.
+fn agent_set_protocols() -> PossibleValuesParser {
+    PossibleValuesParser::new(protocols::agent_set_protocols())
+}
+
 /// `mock fleet --preset`'s help: the built-in fleets of every protocol in the registry.
 fn preset_help() -> String {
-    let names: Vec<&str> = protocols::REGISTRY
-        .iter()
-        .flat_map(|p| p.capabilities().fleet_presets)
-        .map(|(name, _, _)| *name)
-        .collect();
     format!(
         "A built-in fleet (the files of mocks/): {}",
-        names.join(", ")
+        protocols::preset_names().join(", ")
     )
+}
+
+/// A flag whose value the command checks itself (a behaviour list, a preset: its error has the
+/// command's own "did you mean"), offering `names` (name, what it is) to the shell's completion.
+#[derive(Clone)]
+pub(super) struct Offers(fn() -> Vec<(&'static str, &'static str)>);
+
+impl clap::builder::TypedValueParser for Offers {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        // A double quote in a value's description breaks clap_complete's fish script (it
+        // writes the values inside double quotes, unescaped): a single one says the same.
+        Some(Box::new((self.0)().into_iter().map(|(name, what)| {
+            clap::builder::PossibleValue::new(name).help(what.replace('"', "'"))
+        })))
+    }
+}
+
+/// `--behavior`'s names for completion: the catalogue's (as `mock behaviors` lists it) and each
+/// protocol's own flaws, once each, without their arguments.
+fn behavior_names() -> Vec<(&'static str, &'static str)> {
+    let mut names: Vec<(&'static str, &'static str)> = Vec::new();
+    let catalogue = super::mock::catalogue()
+        .into_iter()
+        .map(|(name, what, _, _)| (name, what));
+    let flaws = protocols::REGISTRY
+        .iter()
+        .flat_map(|p| p.capabilities().behaviors)
+        .map(|b| (b.name, b.what));
+    for (name, what) in catalogue.chain(flaws) {
+        // `slow[:DUR]`, `at:N`: the name before its argument.
+        let name = name.split([':', '[']).next().unwrap_or(name);
+        if !names.iter().any(|(n, _)| *n == name) {
+            names.push((name, what));
+        }
+    }
+    names
+}
+
+/// `--preset`'s names for completion: every protocol's built-in fleets.
+fn preset_names() -> Vec<(&'static str, &'static str)> {
+    protocols::REGISTRY
+        .iter()
+        .flat_map(|p| p.capabilities().fleet_presets)
+        .map(|(name, file, _)| (*name, *file))
+        .collect()
 }
 
 #[derive(Debug, Subcommand)]
@@ -397,7 +455,13 @@ pub struct MockFleetArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     // The help lists the registry's presets: a doc comment would be a literal list.
-    #[arg(long, value_name = "NAME", help = preset_help())]
+    #[arg(
+        long,
+        value_name = "NAME",
+        help = preset_help(),
+        value_parser = Offers(preset_names),
+        hide_possible_values = true
+    )]
     pub preset: Option<String>,
     /// Address to bind, an IP address or a host name (overrides the file's `host`).
     #[arg(long, value_parser = parse_host)]
@@ -503,7 +567,9 @@ pub struct MockAgentArgs {
         visible_alias = "behaviour",
         value_name = "LIST",
         default_value = "conforming",
-        action = clap::ArgAction::Append
+        action = clap::ArgAction::Append,
+        value_parser = Offers(behavior_names),
+        hide_possible_values = true
     )]
     pub behavior: Vec<String>,
     /// Answer on stdin/stdout (protocols served over lines, e.g. execute-task; a request ends at
@@ -548,8 +614,8 @@ pub struct MockAgentArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct MockAgentsArgs {
-    /// The protocol of the agents.
-    #[arg(long, default_value = "agent-standard", value_parser = protocol_names())]
+    /// The protocol of the agents (one whose mock agents come in sets).
+    #[arg(long, default_value = "agent-standard", value_parser = agent_set_protocols())]
     pub protocol: String,
     /// Where to write them (a new or empty directory).
     #[arg(long, value_name = "OUT")]

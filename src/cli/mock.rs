@@ -114,8 +114,9 @@ pub(super) fn mock_agents(args: MockAgentsArgs) -> Result<Ended, Error> {
         .command_agent
         .ok_or_else(|| {
             Error::usage(format!(
-                "--protocol {}: no sets of mock agents (agent-standard has them)",
-                args.protocol
+                "--protocol {}: no sets of mock agents ({} has them)",
+                args.protocol,
+                protocols::agent_set_protocols().join(", ")
             ))
         })?;
     let text = agents.write_set(at)?;
