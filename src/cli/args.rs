@@ -576,9 +576,15 @@ pub struct MockAgentArgs {
     /// a newline or at end of input).
     #[arg(long, conflicts_with_all = ["tcp", "unix"])]
     pub stdio: bool,
-    /// Serve newline-delimited JSON on this TCP port (on --host).
-    #[arg(long, value_name = "PORT", conflicts_with = "unix")]
-    pub tcp: Option<u16>,
+    /// Serve newline-delimited JSON over TCP: on PORT of --host, or on HOST:PORT (0: the OS
+    /// picks the port, and it is printed).
+    #[arg(
+        long,
+        value_name = "[HOST:]PORT",
+        conflicts_with = "unix",
+        value_parser = crate::units::parse_tcp
+    )]
+    pub tcp: Option<crate::units::TcpEndpoint>,
     /// Serve newline-delimited JSON on this Unix socket.
     #[arg(long, value_name = "PATH")]
     pub unix: Option<PathBuf>,

@@ -282,8 +282,15 @@ async fn serve_line_agent(
     let service = Arc::new(service);
     let started = std::time::Instant::now();
     let started_at = crate::report::now_rfc3339();
-    let target = match (&args.tcp, &args.unix) {
-        (Some(port), _) => format!("the harness that connected to tcp://{}:{port}", args.host),
+    // `--tcp PORT` binds --host; `--tcp HOST:PORT` binds HOST.
+    let tcp = args
+        .tcp
+        .as_ref()
+        .map(|tcp| tcp.bind_addr(args.host))
+        .transpose()
+        .map_err(|e| Error::usage(format!("--tcp: {e}")))?;
+    let target = match (&tcp, &args.unix) {
+        (Some(addr), _) => format!("the harness that connected to tcp://{addr}"),
         (_, Some(path)) => format!("the harness that connected to unix://{}", path.display()),
         _ => "the harness that ran this agent (stdio)".to_string(),
     };
@@ -337,8 +344,7 @@ async fn serve_line_agent(
             stop.cancel();
         }
     };
-    if let Some(port) = args.tcp {
-        let addr = std::net::SocketAddr::new(args.host, port);
+    if let Some(addr) = tcp {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| Error::run(format!("cannot listen on {addr}: {e}")))?;
