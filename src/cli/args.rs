@@ -487,7 +487,8 @@ pub struct MockFleetArgs {
     /// Seed of every random choice (overrides the file's `seed`; default: from the clock).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// A Librarian fleet: the server's agent registry (its config/agents.yaml), so that each
+    /// A Librarian fleet: the server's agent registry (its config/agents.yaml in the Librarian
+    /// protocol spec, specs/librarian-agent-communication-protocol.md), so that each
     /// client asks only what its agent may, and a refusal for authorization is judged.
     #[arg(long, value_name = "FILE")]
     pub registry: Option<PathBuf>,
@@ -534,6 +535,11 @@ impl MockFleetArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("quiet", |a| a.help(
+    "Print no line per request served, and only the end of the console report when the agent \
+     stops (its notes, counts and verdict line), no line per case. The files (--json, --junit, \
+     --html) hold every case"
+)))]
 pub struct MockAgentArgs {
     /// The protocol the agent speaks (librarian, connector: their reference peer, the Librarian
     /// or the external agent, for `probe librarian|connector` to be tried on).
@@ -638,6 +644,11 @@ pub struct MockAgentsArgs {
 #[command(mut_arg("timeout", |a| a.help(
     "Deadline of each exchange with the agents the self-test probes (a request and its answer, \
      a turn, a run of a command agent), from connect to the last byte (e.g. 120s, 2m, 500ms, 30)"
+)))]
+#[command(mut_arg("quiet", |a| a.help(
+    "Print only the end of each reference agent's report (its notes, counts and verdict line) and \
+     no table of the probes against the mock behaviours; the closing verdict line stays. The \
+     files (--json, --junit, --html) hold every case and every row"
 )))]
 pub struct SelftestArgs {
     /// Only this protocol (default: every one).
