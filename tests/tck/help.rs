@@ -17,7 +17,8 @@ use clap::{Args, CommandFactory, Parser};
 use crate::support::{tck_within, text};
 
 /// Every command that `--help` can show, named as typed (`agent-tck probe roundtable`), hidden
-/// ones left out (`mock linger`, which the mock runs itself).
+/// ones left out (`mock linger`, which the mock runs itself, is not even in this tree: see
+/// [`the_internal_subcommand_is_hidden_yet_runs`]).
 fn commands() -> Vec<(String, clap::Command)> {
     let mut root = Cli::command();
     root.build();
