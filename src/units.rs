@@ -27,6 +27,8 @@ pub enum UnitError {
     NoAddress,
     #[error("expected HOST:PORT (e.g. 127.0.0.1:0, localhost:8000)")]
     NotAnAddress,
+    #[error("expected PORT or HOST:PORT (e.g. 47700, 127.0.0.1:47700, localhost:8000)")]
+    NotATcpEndpoint,
 }
 
 impl From<UnitError> for crate::error::Error {
@@ -74,6 +76,54 @@ pub fn parse_listen_addr(text: &str) -> Result<SocketAddr, UnitError> {
         .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
         .ok_or(UnitError::NotAnAddress)?;
     Ok(SocketAddr::new(parse_host(host)?, port))
+}
+
+/// A TCP endpoint as a `--tcp` flag names it (the probe's and the mock's alike): HOST:PORT, or
+/// a PORT alone, the host then the command's own (loopback for the probe, `--host` for the
+/// mock). The host is kept as written: a name is resolved where it is connected to or bound.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcpEndpoint {
+    /// The host written (an IPv6 address without its brackets), if any.
+    pub host: Option<String>,
+    pub port: u16,
+}
+
+impl TcpEndpoint {
+    /// `HOST:PORT` to connect to, the host `default` when none was written.
+    pub fn host_port(&self, default: &str) -> String {
+        let host = self.host.as_deref().unwrap_or(default);
+        if host.contains(':') {
+            format!("[{host}]:{}", self.port)
+        } else {
+            format!("{host}:{}", self.port)
+        }
+    }
+
+    /// The address to bind: the host written (as [`parse_host`] reads it), else `default`.
+    pub fn bind_addr(&self, default: IpAddr) -> Result<SocketAddr, UnitError> {
+        let ip = match &self.host {
+            Some(host) => parse_host(host)?,
+            None => default,
+        };
+        Ok(SocketAddr::new(ip, self.port))
+    }
+}
+
+/// `--tcp`'s value: `47700`, `127.0.0.1:47700`, `localhost:8000`, `[::1]:47700`.
+pub fn parse_tcp(text: &str) -> Result<TcpEndpoint, UnitError> {
+    let text = text.trim();
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(TcpEndpoint { host: None, port });
+    }
+    let (host, port) = text
+        .rsplit_once(':')
+        .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
+        .filter(|(h, _)| !h.is_empty())
+        .ok_or(UnitError::NotATcpEndpoint)?;
+    Ok(TcpEndpoint {
+        host: Some(host.to_string()),
+        port,
+    })
 }
 
 /// A duration: `120s`, `2m`, `500ms`, `1h 30m`, or a plain number of seconds.
@@ -141,6 +191,28 @@ pub fn parse_bytes(text: &str) -> Result<usize, UnitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tcp_takes_a_port_or_a_host_and_port() {
+        let port = parse_tcp("47700").unwrap();
+        assert_eq!(port.host_port("127.0.0.1"), "127.0.0.1:47700");
+        let lo = IpAddr::from([127, 0, 0, 1]);
+        assert_eq!(port.bind_addr(lo).unwrap(), SocketAddr::new(lo, 47700));
+        let named = parse_tcp("localhost:8000").unwrap();
+        assert_eq!(named.host_port("127.0.0.1"), "localhost:8000");
+        assert_eq!(
+            named.bind_addr(IpAddr::from([0, 0, 0, 0])).unwrap().port(),
+            8000
+        );
+        assert_eq!(
+            parse_tcp("[::1]:9").unwrap().host_port("x"),
+            "[::1]:9",
+            "an IPv6 host keeps its brackets"
+        );
+        for bad in ["nohost", ":47700", "host:port", "70000", "h:70000", ""] {
+            assert_eq!(parse_tcp(bad), Err(UnitError::NotATcpEndpoint), "{bad:?}");
+        }
+    }
 
     #[test]
     fn hosts_and_listen_addresses() {

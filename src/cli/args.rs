@@ -260,17 +260,75 @@ pub(super) fn protocol_names() -> PossibleValuesParser {
     PossibleValuesParser::new(protocols::names())
 }
 
+/// `mock agents --protocol NAME`: a protocol that writes sets of mock agents.
+fn agent_set_protocols() -> PossibleValuesParser {
+    PossibleValuesParser::new(protocols::agent_set_protocols())
+}
+
 /// `mock fleet --preset`'s help: the built-in fleets of every protocol in the registry.
 fn preset_help() -> String {
-    let names: Vec<&str> = protocols::REGISTRY
-        .iter()
-        .flat_map(|p| p.capabilities().fleet_presets)
-        .map(|(name, _, _)| *name)
-        .collect();
     format!(
         "A built-in fleet (the files of mocks/): {}",
-        names.join(", ")
+        protocols::preset_names().join(", ")
     )
+}
+
+/// A flag whose value the command checks itself (a behaviour list, a preset: its error has the
+/// command's own "did you mean"), offering `names` (name, what it is) to the shell's completion.
+#[derive(Clone)]
+pub(super) struct Offers(fn() -> Vec<(&'static str, &'static str)>);
+
+impl clap::builder::TypedValueParser for Offers {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        // A double quote in a value's description breaks clap_complete's fish script (it
+        // writes the values inside double quotes, unescaped): a single one says the same.
+        Some(Box::new((self.0)().into_iter().map(|(name, what)| {
+            clap::builder::PossibleValue::new(name).help(what.replace('"', "'"))
+        })))
+    }
+}
+
+/// `--behavior`'s names for completion: the catalogue's (as `mock behaviors` lists it) and each
+/// protocol's own flaws, once each, without their arguments.
+fn behavior_names() -> Vec<(&'static str, &'static str)> {
+    let mut names: Vec<(&'static str, &'static str)> = Vec::new();
+    let catalogue = super::mock::catalogue()
+        .into_iter()
+        .map(|(name, what, _, _)| (name, what));
+    let flaws = protocols::REGISTRY
+        .iter()
+        .flat_map(|p| p.capabilities().behaviors)
+        .map(|b| (b.name, b.what));
+    for (name, what) in catalogue.chain(flaws) {
+        // `slow[:DUR]`, `at:N`: the name before its argument.
+        let name = name.split([':', '[']).next().unwrap_or(name);
+        if !names.iter().any(|(n, _)| *n == name) {
+            names.push((name, what));
+        }
+    }
+    names
+}
+
+/// `--preset`'s names for completion: every protocol's built-in fleets.
+fn preset_names() -> Vec<(&'static str, &'static str)> {
+    protocols::REGISTRY
+        .iter()
+        .flat_map(|p| p.capabilities().fleet_presets)
+        .map(|(name, file, _)| (*name, *file))
+        .collect()
 }
 
 #[derive(Debug, Subcommand)]
@@ -288,14 +346,53 @@ pub enum MockCommand {
     /// Play the Librarian (decisions and faults from a script) and judge the agent client that
     /// calls it: schema, token, rate, back-off after 429, polling, retries, reports.
     Librarian(crate::protocols::librarian::commands::MockLibrarianArgs),
-    /// The child a stdio mock with `forks-and-exits` leaves behind (run by the mock itself).
-    #[command(hide = true)]
-    Linger {
-        #[arg(long)]
-        json: Option<PathBuf>,
-        #[arg(long)]
-        junit: Option<PathBuf>,
-    },
+    /// The child a stdio mock with `forks-and-exits` leaves behind, run by the mock itself: not
+    /// in [`Cli::command`] (whose tree the help, completions and man pages are made from: the
+    /// completion scripts list even a hidden subcommand), only in [`Cli::command_line`], hidden.
+    #[command(skip)]
+    Linger(LingerArgs),
+}
+
+/// `mock linger`'s flags: the reports of the stdio mock agent that left the child behind.
+#[derive(Debug, Clone, Args)]
+pub struct LingerArgs {
+    /// The agent's JSON report, which the child's verdict is written into.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// The agent's JUnit report, which the child's verdict is written into.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+}
+
+impl Cli {
+    /// The command line as parsed: [`Cli::command`] with the internal `mock linger`, hidden.
+    pub fn command_line() -> clap::Command {
+        use clap::CommandFactory;
+        let linger = LingerArgs::augment_args(clap::Command::new("linger"))
+            .about("The child a stdio mock with `forks-and-exits` leaves behind (run by the mock itself)")
+            .hide(true);
+        Cli::command().mut_subcommand("mock", |mock| mock.subcommand(linger))
+    }
+
+    /// Parses `args` (the program's name first) as [`Cli::command_line`] reads them.
+    pub fn parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let mut command_line = Cli::command_line();
+        let matches = command_line.try_get_matches_from_mut(args)?;
+        let linger = matches
+            .subcommand_matches("mock")
+            .and_then(|mock| mock.subcommand_matches("linger"));
+        let parsed = match linger {
+            Some(linger) => LingerArgs::from_arg_matches(linger).map(|args| Cli {
+                command: Command::Mock(Box::new(MockCommand::Linger(args))),
+            }),
+            None => Cli::from_arg_matches(&matches),
+        };
+        parsed.map_err(|e| e.format(&mut command_line))
+    }
 }
 
 /// Flags shared by `mock agent` and `mock fleet`.
@@ -358,7 +455,13 @@ pub struct MockFleetArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     // The help lists the registry's presets: a doc comment would be a literal list.
-    #[arg(long, value_name = "NAME", help = preset_help())]
+    #[arg(
+        long,
+        value_name = "NAME",
+        help = preset_help(),
+        value_parser = Offers(preset_names),
+        hide_possible_values = true
+    )]
     pub preset: Option<String>,
     /// Address to bind, an IP address or a host name (overrides the file's `host`).
     #[arg(long, value_parser = parse_host)]
@@ -384,7 +487,8 @@ pub struct MockFleetArgs {
     /// Seed of every random choice (overrides the file's `seed`; default: from the clock).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// A Librarian fleet: the server's agent registry (its config/agents.yaml), so that each
+    /// A Librarian fleet: the server's agent registry (its config/agents.yaml in the Librarian
+    /// protocol spec, specs/librarian-agent-communication-protocol.md), so that each
     /// client asks only what its agent may, and a refusal for authorization is judged.
     #[arg(long, value_name = "FILE")]
     pub registry: Option<PathBuf>,
@@ -431,6 +535,11 @@ impl MockFleetArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("quiet", |a| a.help(
+    "Print no line per request served, and only the end of the console report when the agent \
+     stops (its notes, counts and verdict line), no line per case. The files (--json, --junit, \
+     --html) hold every case"
+)))]
 pub struct MockAgentArgs {
     /// The protocol the agent speaks (librarian, connector: their reference peer, the Librarian
     /// or the external agent, for `probe librarian|connector` to be tried on).
@@ -464,16 +573,24 @@ pub struct MockAgentArgs {
         visible_alias = "behaviour",
         value_name = "LIST",
         default_value = "conforming",
-        action = clap::ArgAction::Append
+        action = clap::ArgAction::Append,
+        value_parser = Offers(behavior_names),
+        hide_possible_values = true
     )]
     pub behavior: Vec<String>,
     /// Answer on stdin/stdout (protocols served over lines, e.g. execute-task; a request ends at
     /// a newline or at end of input).
     #[arg(long, conflicts_with_all = ["tcp", "unix"])]
     pub stdio: bool,
-    /// Serve newline-delimited JSON on this TCP port (on --host).
-    #[arg(long, value_name = "PORT", conflicts_with = "unix")]
-    pub tcp: Option<u16>,
+    /// Serve newline-delimited JSON over TCP: on PORT of --host, or on HOST:PORT (0: the OS
+    /// picks the port, and it is printed).
+    #[arg(
+        long,
+        value_name = "[HOST:]PORT",
+        conflicts_with = "unix",
+        value_parser = crate::units::parse_tcp
+    )]
+    pub tcp: Option<crate::units::TcpEndpoint>,
     /// Serve newline-delimited JSON on this Unix socket.
     #[arg(long, value_name = "PATH")]
     pub unix: Option<PathBuf>,
@@ -509,8 +626,8 @@ pub struct MockAgentArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct MockAgentsArgs {
-    /// The protocol of the agents.
-    #[arg(long, default_value = "agent-standard", value_parser = protocol_names())]
+    /// The protocol of the agents (one whose mock agents come in sets).
+    #[arg(long, default_value = "agent-standard", value_parser = agent_set_protocols())]
     pub protocol: String,
     /// Where to write them (a new or empty directory).
     #[arg(long, value_name = "OUT")]
@@ -527,6 +644,11 @@ pub struct MockAgentsArgs {
 #[command(mut_arg("timeout", |a| a.help(
     "Deadline of each exchange with the agents the self-test probes (a request and its answer, \
      a turn, a run of a command agent), from connect to the last byte (e.g. 120s, 2m, 500ms, 30)"
+)))]
+#[command(mut_arg("quiet", |a| a.help(
+    "Print only the end of each reference agent's report (its notes, counts and verdict line) and \
+     no table of the probes against the mock behaviours; the closing verdict line stays. The \
+     files (--json, --junit, --html) hold every case and every row"
 )))]
 pub struct SelftestArgs {
     /// Only this protocol (default: every one).

@@ -134,9 +134,7 @@ pub(super) async fn execute(command: Command) -> Result<Ended, Error> {
             Ok(Ended::Verdict(Exit::Passed))
         }
         Command::Completions { shell } => {
-            let mut out = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "agent-tck", &mut out);
-            crate::out!("{}", String::from_utf8_lossy(&out));
+            crate::out!("{}", super::completions::script(shell));
             Ok(Ended::Verdict(Exit::Passed))
         }
         Command::Manpages { dir } => {
@@ -161,8 +159,8 @@ async fn execute_mock(command: MockCommand) -> Result<Ended, Error> {
                     .await?;
             conclude(report, &args.output)
         }
-        MockCommand::Linger { json, junit } => {
-            crate::mock::linger::linger(json, junit).await;
+        MockCommand::Linger(args) => {
+            crate::mock::linger::linger(args.json, args.junit).await;
             Ok(Ended::Verdict(Exit::Passed))
         }
         MockCommand::Behaviors => {

@@ -114,8 +114,9 @@ pub(super) fn mock_agents(args: MockAgentsArgs) -> Result<Ended, Error> {
         .command_agent
         .ok_or_else(|| {
             Error::usage(format!(
-                "--protocol {}: no sets of mock agents (agent-standard has them)",
-                args.protocol
+                "--protocol {}: no sets of mock agents ({} has them)",
+                args.protocol,
+                protocols::agent_set_protocols().join(", ")
             ))
         })?;
     let text = agents.write_set(at)?;
@@ -281,8 +282,15 @@ async fn serve_line_agent(
     let service = Arc::new(service);
     let started = std::time::Instant::now();
     let started_at = crate::report::now_rfc3339();
-    let target = match (&args.tcp, &args.unix) {
-        (Some(port), _) => format!("the harness that connected to tcp://{}:{port}", args.host),
+    // `--tcp PORT` binds --host; `--tcp HOST:PORT` binds HOST.
+    let tcp = args
+        .tcp
+        .as_ref()
+        .map(|tcp| tcp.bind_addr(args.host))
+        .transpose()
+        .map_err(|e| Error::usage(format!("--tcp: {e}")))?;
+    let target = match (&tcp, &args.unix) {
+        (Some(addr), _) => format!("the harness that connected to tcp://{addr}"),
         (_, Some(path)) => format!("the harness that connected to unix://{}", path.display()),
         _ => "the harness that ran this agent (stdio)".to_string(),
     };
@@ -336,8 +344,7 @@ async fn serve_line_agent(
             stop.cancel();
         }
     };
-    if let Some(port) = args.tcp {
-        let addr = std::net::SocketAddr::new(args.host, port);
+    if let Some(addr) = tcp {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| Error::run(format!("cannot listen on {addr}: {e}")))?;

@@ -9,6 +9,7 @@
 //! the flags that protocol declares; `--protocol` takes any registered name.
 
 pub mod args;
+pub mod completions;
 pub mod dispatch;
 pub mod exit;
 pub mod mock;
@@ -18,7 +19,6 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand;
-use clap::Parser;
 
 pub use self::args::*;
 pub use self::exit::{exit_status, Ended};
@@ -52,7 +52,7 @@ where
             })
         });
     }
-    let cli = match Cli::try_parse_from(&args) {
+    let cli = match Cli::parse_args(&args) {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
             // --help, --version: clap's own output, exit 0.

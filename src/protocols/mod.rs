@@ -73,10 +73,34 @@ pub fn agent_protocols() -> Vec<&'static dyn AgentProtocol> {
         .collect()
 }
 
+/// Every protocol that writes sets of mock agents (`mock agents --protocol NAME`).
+pub fn agent_set_protocols() -> Vec<&'static str> {
+    REGISTRY
+        .iter()
+        .filter(|p| p.capabilities().command_agent.is_some())
+        .map(|p| p.name())
+        .collect()
+}
+
+/// The built-in fleets' names, of every protocol.
+pub fn preset_names() -> Vec<&'static str> {
+    REGISTRY
+        .iter()
+        .flat_map(|p| p.capabilities().fleet_presets)
+        .map(|(name, _, _)| *name)
+        .collect()
+}
+
 /// A built-in fleet by name, from any protocol: (file, YAML); the error lists the names.
 /// `--preset NAME` names no fleet preset of any protocol: a usage error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("--preset {name:?}: no such preset (known: {})", known.join(", "))]
+#[error(
+    "--preset {name:?}: no such preset ({}known: {})",
+    crate::text::nearest(name, known.iter().copied())
+        .map(|n| format!("did you mean {n:?}? "))
+        .unwrap_or_default(),
+    known.join(", ")
+)]
 pub struct PresetError {
     pub name: String,
     pub known: Vec<&'static str>,

@@ -28,8 +28,7 @@ pub struct OutputArgs {
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
     /// Print only the end of the console report (its notes, counts and verdict line), no line
-    /// per case; a mock serving agents prints no line per request either. The files (--json,
-    /// --junit, --html) hold every case.
+    /// per case. The files (--json, --junit, --html) hold every case.
     #[arg(long)]
     pub quiet: bool,
 }

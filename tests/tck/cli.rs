@@ -576,6 +576,11 @@ fn mock_usage_errors_are_one_line() {
         "--behavior: unknown behaviour \"sloww\"",
     );
     assert_usage_error(&["mock", "fleet", "--preset", "calm"], "no such preset");
+    // A typo gets the nearest name, as a behaviour or a subcommand does.
+    assert_usage_error(
+        &["mock", "fleet", "--preset", "chaoss"],
+        "--preset \"chaoss\": no such preset (did you mean \"chaos\"? known: chaos,",
+    );
     assert_usage_error(&["mock", "fleet"], "--config");
 }
 
@@ -584,7 +589,7 @@ fn probe_execute_task_usage_errors_are_one_line() {
     assert_usage_error(&["probe", "execute-task"], "--url <URL>|--stdio <CMD>");
     assert_usage_error(
         &["probe", "execute-task", "--tcp", "nohost"],
-        "--tcp \"nohost\": expected HOST:PORT",
+        "invalid value 'nohost' for '--tcp <[HOST:]PORT>': expected PORT or HOST:PORT",
     );
     assert_usage_error(
         &["probe", "execute-task", "--stdio", "a | b"],
@@ -1186,4 +1191,39 @@ fn quiet_selftest_prints_no_case_and_no_table() {
             .ends_with("broke exactly the cases it should"),
         "{stdout}"
     );
+}
+
+/// `--tcp` reads alike on both sides: the mock binds HOST:PORT, the probe takes the PORT alone
+/// (127.0.0.1) — and the other way round.
+#[test]
+fn tcp_takes_a_port_or_a_host_and_port_on_the_mock_and_the_probe() {
+    for (bind, reach) in [("127.0.0.1:0", false), ("0", true)] {
+        let mut mock = Spawned::tck(
+            &["mock", "agent", "--protocol", "execute-task", "--tcp", bind],
+            RUN_DEADLINE,
+        );
+        let banner = mock.line();
+        let addr = banner
+            .rsplit("tcp://")
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        assert!(addr.starts_with("127.0.0.1:"), "{banner}");
+        let port = addr.rsplit(':').next().unwrap_or_default().to_string();
+        let target = if reach { addr.clone() } else { port };
+        let out = agent_tck(&["probe", "execute-task", "--tcp", &target, "--quiet"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "--tcp {target}: {}",
+            text(&out.stdout)
+        );
+        assert!(
+            text(&out.stdout).contains("0 MUST failed"),
+            "--tcp {target}: {}",
+            text(&out.stdout)
+        );
+        mock.interrupt(Duration::from_secs(20));
+    }
 }

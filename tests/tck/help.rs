@@ -17,7 +17,8 @@ use clap::{Args, CommandFactory, Parser};
 use crate::support::{tck_within, text};
 
 /// Every command that `--help` can show, named as typed (`agent-tck probe roundtable`), hidden
-/// ones left out (`mock linger`, which the mock runs itself).
+/// ones left out (`mock linger`, which the mock runs itself, is not even in this tree: see
+/// [`the_internal_subcommand_is_hidden_yet_runs`]).
 fn commands() -> Vec<(String, clap::Command)> {
     let mut root = Cli::command();
     root.build();
@@ -597,4 +598,134 @@ fn help_with_targets_is_the_probe_s_help() {
         String::from_utf8_lossy(&out.stderr).trim_end(),
         "agent-tck: error: unexpected argument '--targets' found (see agent-tck probe --help)"
     );
+}
+
+/// `mock linger`, run by a stdio mock for the child it leaves behind, is in no help, completion
+/// script or man page, yet parses and answers its own --help.
+#[test]
+fn the_internal_subcommand_is_hidden_yet_runs() {
+    use crate::support::tck;
+    for args in [&["mock", "--help"][..], &["help", "mock"]] {
+        let out = tck(args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        let help = text(&out);
+        assert!(help.contains("behaviors"), "{args:?}: {help}");
+        assert!(!help.contains("linger"), "{args:?} lists it: {help}");
+    }
+    let dir = crate::support::TempDir::new("help-hidden-man");
+    let out = tck(&["manpages", &dir.path("man")]);
+    assert!(out.status.success(), "{}", text(&out));
+    for page in std::fs::read_dir(dir.0.join("man")).unwrap() {
+        let page = page.unwrap().path();
+        let body = std::fs::read_to_string(&page).unwrap();
+        assert!(!body.contains("linger"), "{} names it", page.display());
+    }
+    let out = tck(&["mock", "linger", "--help"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("--json <FILE>"), "{}", text(&out));
+    let parsed = Cli::parse_args(["agent-tck", "mock", "linger", "--json", "r.json"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    match parsed.command {
+        Command::Mock(mock) => match *mock {
+            MockCommand::Linger(args) => {
+                assert_eq!(args.json, Some(PathBuf::from("r.json")));
+                assert_eq!(args.junit, None);
+            }
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+    // Another command parses as it did.
+    assert!(Cli::parse_args(["agent-tck", "mock", "behaviors"]).is_ok());
+}
+
+/// `mock agents --protocol` offers the protocols that write sets of mock agents, and only them.
+#[test]
+fn mock_agents_lists_only_protocols_with_sets() {
+    let with_sets: Vec<&str> = REGISTRY
+        .iter()
+        .filter(|p| p.capabilities().command_agent.is_some())
+        .map(|p| p.name())
+        .collect();
+    assert!(!with_sets.is_empty() && with_sets.len() < REGISTRY.len());
+    let (_, agents) = commands()
+        .into_iter()
+        .find(|(n, _)| n == "agent-tck mock agents")
+        .expect("mock agents");
+    let protocol = agents
+        .get_arguments()
+        .find(|a| a.get_id() == "protocol")
+        .expect("--protocol");
+    let offered: Vec<String> = protocol
+        .get_possible_values()
+        .iter()
+        .map(|v| v.get_name().to_string())
+        .collect();
+    assert_eq!(offered, with_sets);
+    let without = REGISTRY
+        .iter()
+        .find(|p| p.capabilities().command_agent.is_none())
+        .unwrap()
+        .name();
+    let out = crate::support::tck(&["mock", "agents", "--protocol", without, "--dir", "x"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("[possible values: {}]", with_sets.join(", "))),
+        "{}",
+        text(&out)
+    );
+}
+
+/// `--quiet` says, on each command, what it silences there; the Librarian flags name the spec
+/// whose config files they stand for.
+#[test]
+fn quiet_and_the_librarian_registry_say_what_they_mean_on_each_command() {
+    let quiet = |name: &str| {
+        let help = help_of(name)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        help.split_once("--quiet Print")
+            .unwrap_or_else(|| panic!("{name}: no --quiet"))
+            .1
+            .split(" -h, --help")
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    for (_, cmd) in commands() {
+        for arg in visible_args(&cmd).filter(|a| a.get_id() == "quiet") {
+            let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+            assert!(
+                !help.contains("a mock serving"),
+                "{}: {help}",
+                cmd.get_name()
+            );
+        }
+    }
+    for probe in ["agent-tck probe roundtable", "agent-tck probe librarian"] {
+        let text = quiet(probe);
+        assert!(text.contains("no line per case"), "{probe}: {text}");
+        assert!(!text.contains("request"), "{probe}: {text}");
+    }
+    let agent = quiet("agent-tck mock agent");
+    assert!(agent.contains("no line per request"), "{agent}");
+    let selftest = quiet("agent-tck selftest");
+    assert!(selftest.contains("no table"), "{selftest}");
+    assert!(!selftest.contains("request"), "{selftest}");
+    for name in [
+        "agent-tck probe librarian",
+        "agent-tck mock librarian",
+        "agent-tck mock fleet",
+    ] {
+        let help = help_of(name)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(!help.contains("the document's"), "{name}: {help}");
+        assert!(
+            help.contains("config/agents.yaml in the Librarian protocol spec, specs/librarian-agent-communication-protocol.md"),
+            "{name}: {help}"
+        );
+    }
 }

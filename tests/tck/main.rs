@@ -8,6 +8,7 @@ mod agent_results;
 mod agent_server;
 mod broken;
 mod cli;
+mod completions;
 mod connector;
 mod connector_fleet;
 mod dict_governance;

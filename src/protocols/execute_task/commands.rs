@@ -70,9 +70,9 @@ pub struct TaskProbeArgs {
     /// With --stdio: one process for the whole run, or a process per turn.
     #[arg(long, value_enum, default_value = "persistent")]
     pub stdio_mode: StdioModeArg,
-    /// A TCP agent: newline-delimited JSON on HOST:PORT.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub tcp: Option<String>,
+    /// A TCP agent: newline-delimited JSON on HOST:PORT, or on PORT of 127.0.0.1.
+    #[arg(long, value_name = "[HOST:]PORT", value_parser = crate::units::parse_tcp)]
+    pub tcp: Option<crate::units::TcpEndpoint>,
     /// A Unix-socket agent: newline-delimited JSON.
     #[arg(long, value_name = "PATH")]
     pub unix: Option<PathBuf>,
@@ -126,17 +126,7 @@ pub fn task_settings(args: &TaskProbeArgs) -> Result<TaskSettings, SettingsError
         Target::Stdio(config)
     } else {
         let addr = match (&args.tcp, &args.unix) {
-            (Some(a), _) => {
-                let (host, port) = a
-                    .rsplit_once(':')
-                    .ok_or_else(|| format!("--tcp {a:?}: expected HOST:PORT"))?;
-                port.parse::<u16>()
-                    .map_err(|_| format!("--tcp {a:?}: {port:?} is not a port"))?;
-                if host.is_empty() {
-                    return Err(format!("--tcp {a:?}: the host is empty").into());
-                }
-                SocketAddrSpec::Tcp(a.clone())
-            }
+            (Some(a), _) => SocketAddrSpec::Tcp(a.host_port("127.0.0.1")),
             (None, Some(p)) => SocketAddrSpec::Unix(p.clone()),
             (None, None) => return Err("give --url, --stdio, --tcp or --unix".into()),
         };

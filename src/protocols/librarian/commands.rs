@@ -45,12 +45,13 @@ pub struct LibrarianProbeArgs {
     /// Skip the rate group (61 requests from one agent inside a minute).
     #[arg(long)]
     pub quick: bool,
-    /// The Librarian's agent registry (the document's config/agents.yaml): enables the registry
-    /// cases (capabilities, allowed_targets, an unregistered agent, injection).
+    /// The Librarian's agent registry (its config/agents.yaml in the Librarian protocol spec,
+    /// specs/librarian-agent-communication-protocol.md): enables the registry cases
+    /// (capabilities, allowed_targets, an unregistered agent, injection).
     #[arg(long, value_name = "FILE")]
     pub registry: Option<PathBuf>,
-    /// The Librarian's compliance.allow_deviations, as it is configured (the document's
-    /// protocol.yaml: false, strict mode): whether a request with one deviation is refused
+    /// The Librarian's compliance.allow_deviations, as it is configured (config/protocol.yaml
+    /// in the Librarian protocol spec: false, strict mode): whether a request with one deviation is refused
     /// (false) or not refused for it (true). Without it, limits.strict-deviations is skipped.
     #[arg(long, value_name = "true|false")]
     pub allow_deviations: Option<bool>,
@@ -397,12 +398,13 @@ pub struct MockLibrarianArgs {
     /// Port to bind (0: the OS picks one, and it is printed).
     #[arg(long, default_value_t = 8080)]
     pub port: u16,
-    /// The agent registry (the document's config/agents.yaml, each agent with its `token:`);
+    /// The agent registry (config/agents.yaml in the Librarian protocol spec,
+    /// specs/librarian-agent-communication-protocol.md, each agent with its `token:`);
     /// without it any bearer token is taken, for the agent it first speaks for.
     #[arg(long, value_name = "FILE")]
     pub registry: Option<PathBuf>,
     /// Decisions and faults for successive requests (see mocks/librarian-decisions.yaml);
-    /// default: the document's rules decide.
+    /// default: the rules of the Librarian protocol spec decide.
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
     /// Stop after N requests (`20-requests`) or a duration (`30s`); default: until Ctrl-C.

@@ -70,7 +70,7 @@ struct Spec {
     /// Stop each client after this many requests (and at `duration` in any case).
     #[serde(default)]
     requests: Option<usize>,
-    /// The server's agent registry (the document's config/agents.yaml), for what each agent
+    /// The server's agent registry (config/agents.yaml in the Librarian protocol spec), for what each agent
     /// may do; `--registry` wins.
     #[serde(default)]
     registry: Option<String>,

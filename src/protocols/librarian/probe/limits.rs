@@ -116,7 +116,8 @@ pub(super) async fn strict_deviations(c: &mut Client<'_>) -> Result<Verdict, NoA
         None => {
             return Ok(Verdict::skip(
                 "not judged: the Librarian's compliance mode is not known; give \
-                 --allow-deviations false (strict mode, the document's protocol.yaml) or true, \
+                 --allow-deviations false (strict mode, config/protocol.yaml in the Librarian \
+                 protocol spec) or true, \
                  as the server is configured",
             ))
         }
