@@ -18,6 +18,7 @@ mod evidence_connector;
 mod evidence_execute_task;
 mod evidence_librarian;
 mod evidence_roundtable;
+mod explain;
 mod fleet;
 mod fleet_file;
 mod fuzz;
