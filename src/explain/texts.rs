@@ -121,7 +121,7 @@ impl Text {
     /// The text as `explain` prints it after the case's heading; `matrix` are the matrix rows
     /// that break it.
     pub fn render(&self, file: &TextFile, matrix: &[String]) -> String {
-        let mut out = format!("\nRule: {}\n", self.rule);
+        let mut out = format!("\n{}\n", wrap(&format!("Rule: {}", self.rule)));
         match (&self.clause, &self.basis) {
             (Some(c), _) => {
                 out.push_str(&format!(
@@ -132,13 +132,17 @@ impl Text {
                 ));
             }
             (None, Some(basis)) => {
-                out.push_str(&format!("\nBasis (no clause of the spec): {basis}\n"))
+                let basis = format!("Basis (no clause of the spec): {basis}");
+                out.push_str(&format!("\n{}\n", wrap(&basis)))
             }
             (None, None) => {}
         }
-        out.push_str(&format!("\nWhy: {}\n", self.why.trim()));
+        out.push_str(&format!(
+            "\n{}\n",
+            wrap(&format!("Why: {}", self.why.trim()))
+        ));
         out.push_str(&format!("\nFails:\n{}\n", indent(&self.fails, "  ")));
-        out.push_str(&format!("Passes:\n{}\n", indent(&self.passes, "  ")));
+        out.push_str(&format!("\nPasses:\n{}\n\n", indent(&self.passes, "  ")));
         // The text's own command first, then each matrix row that breaks the case.
         let mut shown: Vec<String> = self.shown_by.iter().cloned().collect();
         shown.extend(matrix.iter().cloned());
@@ -149,10 +153,27 @@ impl Text {
             }
             out.push('\n');
         }
-        out.push_str(&format!("Fix: {}\n", self.fix.trim()));
+        out.push_str(&format!("{}\n", wrap(&format!("Fix: {}", self.fix.trim()))));
         out.push_str(&format!("\n(text: {})\n", file.source));
         out
     }
+}
+
+/// Prose folded at 98 columns, between words.
+fn wrap(text: &str) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > 98 {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    lines.push(line);
+    lines.join("\n")
 }
 
 /// Each line of `text` (trimmed at its end) after `prefix`.
