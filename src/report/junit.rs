@@ -129,6 +129,9 @@ pub fn closing_suites(report: &Report) -> Vec<TestSuite> {
         if report.below_min_score() {
             status = TestCaseStatus::non_success(NonSuccessKind::Failure);
             status.set_message(format!("{score}: below --min-score {min}"));
+            if let Some(see) = super::explained::id_pointer("evaluation.min-score") {
+                status.set_description(format!("see: {see}"));
+            }
             status.set_type("--min-score failure");
         }
         let mut tc = TestCase::new(format!("evaluation.min-score [{min}]"), status);
