@@ -148,7 +148,9 @@ pub fn list(filter: &Filter) -> Result<String, Error> {
 /// What a role means, in a heading.
 fn role_words(role: Role) -> &'static str {
     match role {
-        Role::Probe => "probe cases (the kit plays the caller and judges the agent)",
+        Role::Probe => {
+            "probe cases (the kit judges the agent, playing its platform, harness or server)"
+        }
         Role::Mock => "mock cases (the kit plays the agents or clients and judges the platform)",
         Role::Lint => "lint rules (the kit reads definition files)",
         Role::Orchestration => "orchestration cases (the kit reads an orchestrator's journal)",
