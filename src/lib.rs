@@ -69,6 +69,7 @@ pub mod transport;
 pub mod protocols;
 
 pub mod cli;
+pub mod explain;
 pub mod selftest;
 
 /// The tool's version, printed in every report.

@@ -48,6 +48,13 @@ pub enum Command {
     /// Inspect the suites (cases, levels, spec sections).
     #[command(subcommand)]
     Suites(SuitesCommand),
+    /// Explain a case or lint rule (`explain platform.phases-continue`): the rule, the spec's
+    /// clause with its section, why it matters, a failing and a passing exchange, the mock
+    /// behaviour that breaks it, and what to fix. Every id: `suites list`.
+    Explain {
+        /// The case id as a report gives it (`vote.dissent-reason`), or a lint rule's.
+        id: String,
+    },
     /// The JSON Schemas built into the binary.
     #[command(subcommand)]
     Schemas(SchemasCommand),
@@ -263,6 +270,13 @@ pub(super) fn protocol_names() -> PossibleValuesParser {
 /// `mock agents --protocol NAME`: a protocol that writes sets of mock agents.
 fn agent_set_protocols() -> PossibleValuesParser {
     PossibleValuesParser::new(protocols::agent_set_protocols())
+}
+
+/// `suites list --protocol`: the registered names, and `common`.
+fn list_protocol_names() -> PossibleValuesParser {
+    let mut names = protocols::names();
+    names.push(crate::explain::COMMON);
+    PossibleValuesParser::new(names)
 }
 
 /// `mock fleet --preset`'s help: the built-in fleets of every protocol in the registry.
@@ -664,13 +678,21 @@ pub struct SelftestArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum SuitesCommand {
-    /// Print every case: id, level, spec section, title.
+    /// Print every case of every protocol, in every role (probe, mock, lint, orchestration,
+    /// run): id, level, title, spec section.
     List {
-        /// The protocol whose suite is listed.
-        #[arg(long, default_value = "roundtable", value_parser = protocol_names())]
-        protocol: String,
-        /// List this suite file instead of the built-in one.
-        #[arg(long, value_name = "FILE")]
+        /// Only this protocol's cases (`common`: the ones any protocol can report).
+        #[arg(long, value_parser = list_protocol_names())]
+        protocol: Option<String>,
+        /// Only the cases of this level.
+        #[arg(long, value_parser = ["must", "should", "may", "eval"])]
+        level: Option<String>,
+        /// Only the cases of this role: probe (the kit judges an agent), mock (it judges a
+        /// platform), lint, orchestration, run (the run itself, liveness).
+        #[arg(long, value_parser = ["probe", "mock", "lint", "orchestration", "run"])]
+        role: Option<String>,
+        /// List this suite file instead (of --protocol; default: the first protocol's).
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["level", "role"])]
         suite: Option<PathBuf>,
     },
 }

@@ -19,6 +19,7 @@ use super::signal::{caught_signal, say_interrupted, shutdown_signal};
 use crate::error::Error;
 use crate::probe::args::seed_or_clock;
 use crate::probe::interrupt::Sheet;
+use crate::protocols::plugin::Role;
 use crate::protocols::{self, OnCase, ProbeJob, Protocol};
 use crate::report::{console, CaseResult, Exit, RunInfo};
 use crate::selftest::Shown;
@@ -107,10 +108,27 @@ pub(super) async fn execute(command: Command) -> Result<Ended, Error> {
         }
         Command::Suites(SuitesCommand::List {
             protocol: name,
+            level,
+            role,
             suite,
         }) => {
-            let listing = protocol(&name)?.list_cases(suite.as_deref())?;
+            let listing = match suite {
+                // A suite file is a protocol's: its own listing.
+                Some(file) => {
+                    let name = name.unwrap_or_else(|| protocols::names()[0].to_string());
+                    protocol(&name)?.list_cases(Some(&file))?
+                }
+                None => crate::explain::list(&crate::explain::Filter {
+                    protocol: name,
+                    level,
+                    role: role.as_deref().and_then(Role::parse),
+                })?,
+            };
             crate::out!("{listing}");
+            Ok(Ended::Verdict(Exit::Passed))
+        }
+        Command::Explain { id } => {
+            crate::out!("{}", crate::explain::explain(&id)?);
             Ok(Ended::Verdict(Exit::Passed))
         }
         Command::Schemas(SchemasCommand::Export { dir, protocol }) => {

@@ -324,6 +324,96 @@ pub struct MatrixRow<'a> {
     pub exe: &'a Path,
 }
 
+/// Who the kit plays when a case is judged, and so whom the case judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Role {
+    /// The kit plays the platform (or harness, or server's caller) and judges the agent.
+    Probe,
+    /// The kit plays the agents or clients and judges the platform or server.
+    Mock,
+    /// The kit reads definition files.
+    Lint,
+    /// The kit reads the journal of agents an orchestrator ran (`probe orchestration`).
+    Orchestration,
+    /// The run itself (it judged something, it was not cut short, its peer stayed up).
+    Run,
+}
+
+impl Role {
+    pub const ALL: [Role; 5] = [
+        Role::Probe,
+        Role::Mock,
+        Role::Lint,
+        Role::Orchestration,
+        Role::Run,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Probe => "probe",
+            Role::Mock => "mock",
+            Role::Lint => "lint",
+            Role::Orchestration => "orchestration",
+            Role::Run => "run",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.as_str() == text)
+    }
+}
+
+/// One case of a protocol's [catalogue](Protocol::catalogue): what `suites list` prints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseInfo {
+    /// The case id as reports give it.
+    pub id: String,
+    pub role: Role,
+    /// `must`, `should`, `may`, or `eval` (an evaluation case of a scenario).
+    pub level: String,
+    pub title: String,
+    /// The spec section it enforces, as the case's report gives it; empty when none.
+    pub section: String,
+}
+
+impl CaseInfo {
+    pub fn new(
+        id: &str,
+        role: Role,
+        level: crate::report::Level,
+        title: &str,
+        section: &str,
+    ) -> CaseInfo {
+        CaseInfo {
+            id: id.to_string(),
+            role,
+            level: level.as_str().to_string(),
+            title: title.to_string(),
+            section: section.to_string(),
+        }
+    }
+
+    /// The cases of a suite, in `role`.
+    pub fn of_suite(suite: &Suite, role: Role) -> Vec<CaseInfo> {
+        suite
+            .cases()
+            .iter()
+            .map(|c| CaseInfo::new(&c.id.value, role, c.level, &c.title, &c.spec))
+            .collect()
+    }
+
+    /// A table of (id, level, title, section), in `role`.
+    pub fn of_table(
+        table: &[(&str, crate::report::Level, &str, &str)],
+        role: Role,
+    ) -> Vec<CaseInfo> {
+        table
+            .iter()
+            .map(|(id, level, title, section)| CaseInfo::new(id, role, *level, title, section))
+            .collect()
+    }
+}
+
 /// A protocol as the command line and the self-test see it: its identity and its cases, which
 /// every protocol has, and [`Capabilities`]: what else it offers, each capability a small trait
 /// that holds its flags and its run together.
@@ -343,6 +433,12 @@ pub trait Protocol: Sync {
 
     /// The ids of every case its built-in suite can report (a matrix names them).
     fn case_ids(&self) -> Result<Vec<String>, Error>;
+
+    /// Every case it can report, in every role (its probes', the fleets' that judge its
+    /// platform, its lint rules'): `suites list` lists them and `explain` has a text for each.
+    /// The cases every protocol can report (the run's, liveness, the mock engine's) are not
+    /// here: the engine adds them.
+    fn catalogue(&self) -> Result<Vec<CaseInfo>, Error>;
 
     /// What it offers: the one list the command line and the self-test read.
     fn capabilities(&self) -> Capabilities;

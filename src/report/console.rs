@@ -112,6 +112,9 @@ pub fn render(report: &Report, colour: bool) -> String {
             for line in shorten(&case.message, 1_500).lines() {
                 out.push_str(&format!("         {}\n", p.paint(code, line)));
             }
+            if let Some(see) = super::explained::pointer(case) {
+                out.push_str(&format!("         {} {see}\n", p.paint("90", "see:")));
+            }
             if case.status == Status::Fail {
                 if let Some(cmd) = &case.exchange.reproduce {
                     out.push_str(&format!(

@@ -365,6 +365,12 @@ fn one_case(out: &mut String, report: &Report, case: &CaseResult) {
     if !case.message.is_empty() {
         out.push_str(&format!("<pre>{}</pre>", escape(&case.message)));
     }
+    if let Some(see) = super::explained::pointer(case) {
+        out.push_str(&format!(
+            "<div class=\"label\">see: <code>{}</code></div>",
+            escape(&see)
+        ));
+    }
     out.push_str(&format!(
         "<div class=\"label\">rule: {} · spec: {} · {}</div>",
         escape(&case.title),

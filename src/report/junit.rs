@@ -129,6 +129,9 @@ pub fn closing_suites(report: &Report) -> Vec<TestSuite> {
         if report.below_min_score() {
             status = TestCaseStatus::non_success(NonSuccessKind::Failure);
             status.set_message(format!("{score}: below --min-score {min}"));
+            if let Some(see) = super::explained::id_pointer("evaluation.min-score") {
+                status.set_description(format!("see: {see}"));
+            }
             status.set_type("--min-score failure");
         }
         let mut tc = TestCase::new(format!("evaluation.min-score [{min}]"), status);
@@ -254,6 +257,10 @@ pub mod pieces {
 fn run_case(report: &Report, name: &str, kind: &str, why: &str) -> TestSuite {
     let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
     status.set_message(xml_safe(why));
+    let id = name.split(' ').next().unwrap_or(name);
+    if let Some(see) = super::explained::id_pointer(id) {
+        status.set_description(format!("see: {see}"));
+    }
     status.set_type(kind);
     let mut tc = TestCase::new(name, status);
     tc.set_classname(xml_safe(&format!("{}.run", report.protocol)));
@@ -278,6 +285,9 @@ fn test_case_status(report: &Report, case: &CaseResult) -> TestCaseStatus {
         Status::Fail if report.is_blocking(case) => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             s.set_message(xml_safe(&case.message));
+            if let Some(see) = super::explained::pointer(case) {
+                s.set_description(format!("see: {see}"));
+            }
             s.set_type(format!("{} failure", case.level.as_str().to_uppercase()));
             s
         }
@@ -348,6 +358,9 @@ fn test_case(report: &Report, case: &CaseResult) -> TestCase {
     }
     if !case.message.is_empty() {
         out.push_str(&format!("message: {}\n", case.message));
+    }
+    if let Some(see) = super::explained::pointer(case) {
+        out.push_str(&format!("see: {see}\n"));
     }
     if let Some(request) = &case.exchange.request {
         out.push_str(&format!("\n--- request sent ---\n{request}\n"));

@@ -19,6 +19,7 @@ mod evidence_connector;
 mod evidence_execute_task;
 mod evidence_librarian;
 mod evidence_roundtable;
+mod explain;
 mod fleet;
 mod fleet_file;
 mod fuzz;

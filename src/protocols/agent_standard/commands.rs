@@ -342,6 +342,10 @@ impl Protocol for AgentStandard {
         Ok(ids)
     }
 
+    fn catalogue(&self) -> Result<Vec<crate::protocols::plugin::CaseInfo>, Error> {
+        super::catalogue::catalogue()
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             probes: &[&ResultsProbe, &OrchestrationProbe],

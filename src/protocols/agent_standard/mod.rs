@@ -12,6 +12,7 @@
 
 pub mod agent_set;
 pub mod behaviors;
+pub mod catalogue;
 pub mod commands;
 pub mod definition;
 pub mod exec;

@@ -14,6 +14,7 @@
 //!   verdicts (`fleet::judge`); `upload`: a callback whose answer is read while its body goes out.
 
 pub mod behaviors;
+pub mod catalogue;
 pub mod commands;
 pub mod fleet;
 pub mod listener;

@@ -205,6 +205,10 @@ impl Protocol for ExecuteTask {
         Ok(super::probe::case_ids(&Scenario::builtin())?)
     }
 
+    fn catalogue(&self) -> Result<Vec<crate::protocols::plugin::CaseInfo>, Error> {
+        super::catalogue::catalogue()
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             probes: &[&TaskProbe],

@@ -10,6 +10,7 @@
 //! - `observe`: the mock role's verdicts on a harness (turns, history, tool results, the turn
 //!   limit, the deadline, what follows a bad answer).
 
+pub mod catalogue;
 pub mod commands;
 pub mod conversation;
 pub mod harness;

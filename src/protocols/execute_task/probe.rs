@@ -949,7 +949,7 @@ fn expectation_id(scenario: &Scenario, e: &super::scenario::Expect) -> String {
 }
 
 /// A scenario's cases, not judged yet: `ID.completes`, then one per expectation.
-fn scenario_cases_unjudged(scenario: &Scenario) -> Vec<CaseResult> {
+pub fn scenario_cases_unjudged(scenario: &Scenario) -> Vec<CaseResult> {
     let mut cases = vec![CaseResult::new(
         &format!("{}.completes", scenario.id),
         &scenario.id,

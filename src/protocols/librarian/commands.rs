@@ -151,6 +151,10 @@ impl Protocol for LibrarianProtocol {
         probe::case_ids().map_err(Error::from)
     }
 
+    fn catalogue(&self) -> Result<Vec<crate::protocols::plugin::CaseInfo>, Error> {
+        super::catalogue::catalogue()
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             probes: &[&LibrarianProbe],

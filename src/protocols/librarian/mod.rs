@@ -11,6 +11,7 @@
 //! - `commands`: flags, case listing, self-test.
 
 pub mod behaviors;
+pub mod catalogue;
 pub mod commands;
 pub mod fleet;
 pub mod mock;

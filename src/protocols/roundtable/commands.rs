@@ -114,6 +114,10 @@ impl Protocol for Roundtable {
             .collect())
     }
 
+    fn catalogue(&self) -> Result<Vec<crate::protocols::plugin::CaseInfo>, Error> {
+        super::catalogue::catalogue()
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             probes: &[&PROBE],

@@ -6,6 +6,7 @@
 //! - `reference`: the conforming agent; `mutate`: the content misbehaviours of the mock fleet;
 //! - `observe`: what the fleet judges of a platform from the requests it receives.
 
+pub mod catalogue;
 pub mod commands;
 pub mod content;
 pub mod evidence;

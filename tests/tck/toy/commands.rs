@@ -10,8 +10,8 @@ use agent_tck::mock::behavior::{parse_list, For};
 use agent_tck::mock::fleet::{self, Served};
 use agent_tck::probe::{ProbeSettings, Suite};
 use agent_tck::protocols::plugin::{
-    check_served_behavior, suite_settings, BehaviorError, Capabilities, MatrixRow, Protocol,
-    Selftest, SelftestRun, ServedAgents, SuiteProbe,
+    check_served_behavior, suite_settings, BehaviorError, Capabilities, CaseInfo, MatrixRow,
+    Protocol, Role, Selftest, SelftestRun, ServedAgents, SuiteProbe,
 };
 use agent_tck::report::Report;
 use agent_tck::transport::http::BaseUrl;
@@ -82,6 +82,10 @@ impl Protocol for Toy {
             .iter()
             .map(|c| c.id.value.clone())
             .collect())
+    }
+
+    fn catalogue(&self) -> Result<Vec<CaseInfo>, Error> {
+        Ok(CaseInfo::of_suite(&suite()?, Role::Probe))
     }
 
     fn capabilities(&self) -> Capabilities {
