@@ -4,7 +4,7 @@
 //! `schemas/execute_task/*.json` (a test below proves it); the functions judge what an agent
 //! actually sent, so they read `serde_json::Value`s and never panic on odd shapes.
 //!
-//! The multi-turn loop that drives an agent through a scenario is `probe::harness`.
+//! The multi-turn loop that drives an agent through a scenario is `execute_task::harness`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -339,7 +339,7 @@ pub fn check_answer(answer: &Value) -> Vec<Finding> {
 /// the spec: it reads `prompt` (not `reason`) for `hitl_pause`, and a `branches` list for
 /// `branch`. The spec stays the contract; the notes say how to work with both. (The harness's
 /// side of the difference, how it sends a policy violation, is
-/// `probe::harness::REFERENCE_HARNESS_NOTE`.)
+/// `execute_task::harness::REFERENCE_HARNESS_NOTE`.)
 pub fn reference_harness_notes(answer: &Value) -> Vec<String> {
     let has = |key: &str| answer.get(key).is_some_and(|v| !v.is_null());
     let mut notes = Vec::new();

@@ -4,7 +4,7 @@
 //!
 //! A scenario gives the first task, the tool sandbox (what each tool returns or how it fails,
 //! and an optional governance policy), what the harness does on `hitl_pause` and `branch`, and
-//! the expectations judged on the transcript (`probe::harness::judge`).
+//! the expectations judged on the transcript (`execute_task::harness::judge`).
 //!
 //! Expectations are **evaluation**, not conformance: the protocol never tells an agent which
 //! tools exist, so whether it calls `apply_refund` measures how well it does the task, not
