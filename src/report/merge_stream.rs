@@ -133,6 +133,8 @@ struct HeadFile<C> {
     min_score: Option<f64>,
     #[serde(default)]
     interrupted: Option<super::Interruption>,
+    #[serde(default)]
+    judged_by: Vec<crate::specs::JudgedBy>,
 }
 
 #[derive(Deserialize)]
@@ -190,6 +192,8 @@ impl<C> HeadFile<C> {
                 interrupted: self.interrupted,
                 timeline: Vec::new(),
                 counts: Vec::new(),
+                judged_by: self.judged_by,
+                suite_file: None,
             },
         }
     }

@@ -523,6 +523,15 @@ pub struct Report {
     /// is no verdict ([`Report::exit_code`] is [`Exit::Interrupted`] whatever the cases say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<Interruption>,
+    /// The spec each protocol of the run was judged by, and the suite (see
+    /// [`crate::specs::JudgedBy`]); the command line fills it in before the report is shown.
+    /// Empty in a report written before reports named their spec: "not recorded".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judged_by: Vec<crate::specs::JudgedBy>,
+    /// A user's suite file the cases came from (`--suite FILE`), as the probe read it: moved
+    /// into [`Report::judged_by`] when the report is stamped; never written as such.
+    #[serde(skip)]
+    pub suite_file: Option<crate::specs::SuiteFile>,
 }
 
 /// The signal that ended a run.
@@ -729,6 +738,8 @@ impl RunInfo {
             counts: Vec::new(),
             fingerprint: None,
             interrupted: None,
+            judged_by: Vec::new(),
+            suite_file: None,
         };
         report.summarize();
         report.redact(redactor);

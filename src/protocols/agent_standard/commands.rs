@@ -284,6 +284,15 @@ impl Protocol for AgentStandard {
         "The agent protocol standard: Markdown agent definitions with a YAML frontmatter, and their JSON results."
     }
 
+    fn spec(&self) -> crate::specs::SpecDoc {
+        crate::specs::SpecDoc {
+            file: "agent-protocol-standard.md",
+            title: "Agent Protocol Standard",
+            // The document gives no version or date.
+            version: None,
+        }
+    }
+
     fn schema_dir(&self) -> Option<&'static str> {
         Some("agent_standard")
     }
