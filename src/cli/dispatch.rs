@@ -13,7 +13,7 @@ use super::args::{
     clap_error_line, BaselineCommand, Cli, Command, MockCommand, ReportCommand, SchemasCommand,
     SelftestArgs, SuitesCommand,
 };
-use super::exit::{conclude, exit_status, print_console, Ended};
+use super::exit::{conclude, conclude_as_read, exit_status, print_console, Ended};
 use super::mock::{list_behaviors, mock_agent, mock_agents, mock_fleet};
 use super::signal::{caught_signal, say_interrupted, shutdown_signal};
 use crate::error::Error;
@@ -274,8 +274,9 @@ async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
             // The reference reports and the matrix tables done were printed as they came: the
             // files get them, with the rest marked not run, the report marked interrupted; the
             // verdict line says there is no verdict.
-            let (report, done) =
+            let (mut report, done) =
                 sheet.report(&crate::selftest::planned(&chosen), fallback, by);
+            protocols::stamp(&mut report);
             args.output.write(&report)?;
             if let Some(cut) = &report.interrupted {
                 crate::outln!("\nselftest: {}", cut.headline());
@@ -308,7 +309,7 @@ async fn report_merge(
         .collect();
     let survey = Survey::read(parts, Ids::ByClash, true)?;
     if survey.small() {
-        return conclude(survey.whole()?, output);
+        return conclude_as_read(survey.whole()?, output);
     }
     // Read now: a baseline that does not parse is a usage error before anything is written.
     let baseline = output

@@ -54,12 +54,17 @@ pub fn render(report: &Report, colour: bool) -> String {
     let p = Paint { on: colour };
     let mut out = String::new();
     out.push_str(&format!(
-        "agent-tck {} · {} · {}{}\n\n",
+        "agent-tck {} · {} · {}{}\n",
         report.version,
         report.title(),
         report.target,
         report.seed_text()
     ));
+    for line in report.judged_by_lines(crate::specs::SHORT_DIGEST) {
+        out.push_str(&p.paint("90", &line));
+        out.push('\n');
+    }
+    out.push('\n');
     let id_width = report.cases.iter().map(|c| c.id.len()).max().unwrap_or(0);
     // UNMET, XFAIL and STALE are the five-letter words.
     let word_width =

@@ -194,7 +194,7 @@ fn summary(out: &mut String, report: &Report) {
     notes(out, report);
 }
 
-/// The run's facts: counts, target, seed, start, duration, strict, tool.
+/// The run's facts: counts, target, seed, start, duration, strict, tool, the specs judged by.
 pub(crate) fn facts(out: &mut String, report: &Report) {
     let s = &report.summary;
     out.push_str("<dl class=\"facts\">");
@@ -215,6 +215,8 @@ pub(crate) fn facts(out: &mut String, report: &Report) {
         ("strict", report.strict.to_string()),
         ("tool", format!("{} {}", report.tool, report.version)),
     ]);
+    // The specs judged by, each digest whole (a reader compares it with `agent-tck --version`).
+    facts.extend(report.judged_by_lines(64).into_iter().map(|l| ("spec", l)));
     for (k, v) in facts {
         out.push_str(&format!("<dt>{k}</dt><dd>{}</dd>", escape(&v)));
     }

@@ -621,10 +621,12 @@ impl JunitOut {
                 false => &heads[s.part as usize].report.target,
             };
             let target = junit::xml_safe(target);
-            s.tally.suite(&s.name, &target, head.seed)
+            let mut suite = s.tally.suite(&s.name, &target, head.seed);
+            junit::add_spec_properties(&mut suite, head);
+            suite
         };
         let mut totals = pieces::Totals {
-            name: format!("agent-tck {} {}", head.role, head.protocol),
+            name: junit::root_name(head),
             time: std::time::Duration::from_millis(head.duration_ms),
             ..Default::default()
         };

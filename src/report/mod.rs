@@ -765,6 +765,16 @@ impl Report {
         }
     }
 
+    /// What every format's header says of the specs the run was judged by: a line per protocol
+    /// (`roundtable: judged by "…" (specs/…, no version given, sha256 …); built-in suite of
+    /// agent-tck 0.1.0`, the digest cut to `digits`), or that the report records none.
+    pub fn judged_by_lines(&self, digits: usize) -> Vec<String> {
+        if self.judged_by.is_empty() {
+            return vec![format!("spec: {}", crate::specs::NOT_RECORDED)];
+        }
+        self.judged_by.iter().map(|by| by.line(digits)).collect()
+    }
+
     /// ` · seed N` for a header, nothing for a run without a seed.
     pub fn seed_text(&self) -> String {
         self.seed

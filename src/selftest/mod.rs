@@ -91,9 +91,11 @@ pub async fn run(
     if protocols.is_empty() {
         return Err(Error::usage("no protocol to test"));
     }
+    // The report's duration is the whole self-test's, matrices included.
+    let started = std::time::Instant::now();
     let mut reports = Vec::new();
     for protocol in protocols {
-        let report = protocol
+        let mut report = protocol
             .capabilities()
             .selftest
             .run(SelftestRun {
@@ -104,6 +106,8 @@ pub async fn run(
             })
             .await?;
         report.cases.iter().for_each(|c| sheet.case_done(c));
+        // Each part names its own spec (and suite file) before the parts are merged.
+        crate::protocols::stamp(&mut report);
         reports.push(report);
     }
     let mut report = merge(reports);
@@ -126,6 +130,7 @@ pub async fn run(
         }
     }
     report.summarize();
+    report.duration_ms = started.elapsed().as_millis() as u64;
     Ok(Outcome {
         report,
         rows,
@@ -158,6 +163,7 @@ fn merge(mut reports: Vec<Report>) -> Report {
         first.target = format!("{} and {}", first.target, r.target);
         first.duration_ms += r.duration_ms;
         first.cases.extend(r.cases);
+        first.judged_by.extend(r.judged_by);
     }
     first.summarize();
     first

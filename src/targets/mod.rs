@@ -315,6 +315,7 @@ pub async fn run(
                                 r.compact(FULL_REPORTS);
                             }
                             r.fingerprint = Some(c.fingerprint);
+                            crate::protocols::stamp(&mut r);
                             output.write_quietly(&r)?;
                             Ok(r)
                         })

@@ -246,10 +246,12 @@ pub fn write(
             .map_err(|e| Error::run(format!("--sarif {}: {e}", path.display())))?;
     }
     let report = || {
-        lint.report(
+        let mut report = lint.report(
             target,
             RunInfo::start("lint", NAME, target, None, lint.strict).made_by("lint agents"),
-        )
+        );
+        crate::protocols::stamp(&mut report);
+        report
     };
     match format {
         Format::Console => crate::out!("{}", lint.console()),
