@@ -325,15 +325,17 @@ async fn report_merge(
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
         })
     };
-    let (json, junit, html) = (
+    let (json, junit, ctrf, html) = (
         output.json.clone(),
         output.junit.clone(),
+        output.ctrf.clone(),
         output.html.clone(),
     );
     let written = tokio::task::spawn_blocking(move || {
         let outputs = Outputs {
             json: json.as_deref(),
             junit: junit.as_deref(),
+            ctrf: ctrf.as_deref(),
             html: html.as_deref(),
             baseline: baseline.as_ref(),
         };
@@ -357,7 +359,7 @@ async fn report_merge(
     } else {
         crate::out!("{text}");
     }
-    for path in [&output.json, &output.junit, &output.html]
+    for path in [&output.json, &output.junit, &output.ctrf, &output.html]
         .into_iter()
         .flatten()
     {

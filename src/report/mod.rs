@@ -5,6 +5,7 @@
 pub mod baseline;
 pub mod compact;
 pub mod console;
+pub mod ctrf;
 pub mod html;
 pub mod json;
 pub mod junit;

@@ -91,7 +91,7 @@ pub fn read(path: &Path) -> Result<Report, ReportFileError> {
     serde_json::from_value(value).map_err(|e| unreadable(&e))
 }
 
-fn parse_time(text: &str) -> Option<time::OffsetDateTime> {
+pub fn parse_time(text: &str) -> Option<time::OffsetDateTime> {
     time::OffsetDateTime::parse(text, &Rfc3339).ok()
 }
 
