@@ -203,7 +203,10 @@ mod tests {
             file: "mine.yaml".into(),
             sha256: "ab".repeat(32),
         });
-        assert!(dated.line(64).contains(", 2025-12-12, sha256 "), "{dated:?}");
+        assert!(
+            dated.line(64).contains(", 2025-12-12, sha256 "),
+            "{dated:?}"
+        );
         assert!(
             dated.line(64).ends_with(&format!(
                 "suite mine.yaml (sha256 {}) run by agent-tck {}",

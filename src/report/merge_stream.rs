@@ -562,7 +562,11 @@ impl CtrfOut {
         let failed = |e: std::io::Error| write_error("--ctrf", &self.dest, e);
         for c in cases {
             let text = super::ctrf::test_text(&self.tally.test(head, c));
-            let sep = if self.tests == 0 { "\n      " } else { ",\n      " };
+            let sep = if self.tests == 0 {
+                "\n      "
+            } else {
+                ",\n      "
+            };
             self.spool.file.write_all(sep.as_bytes()).map_err(failed)?;
             self.spool.file.write_all(text.as_bytes()).map_err(failed)?;
             self.tests += 1;

@@ -267,8 +267,8 @@ fn report_files<'a>(
         ("--ctrf", "ctrf.json"),
         ("--html", "html"),
     ]
-        .into_iter()
-        .filter(move |(flag, _)| *flag == "--json" || files.contains(flag))
+    .into_iter()
+    .filter(move |(flag, _)| *flag == "--json" || files.contains(flag))
 }
 
 /// Removes a report file an earlier run left, if any.

@@ -284,6 +284,15 @@ fn selftest_passes_and_writes_both_reports() {
         "the selftest key is redacted"
     );
     roxmltree::Document::parse(&std::fs::read_to_string(&junit).unwrap()).unwrap();
+    // Each protocol's spec, named in the one report of them all.
+    assert_eq!(
+        report
+            .judged_by
+            .iter()
+            .map(|b| b.protocol.as_str())
+            .collect::<Vec<_>>(),
+        agent_tck::protocols::names()
+    );
 }
 
 #[test]

@@ -45,7 +45,11 @@ fn version_lists_each_protocols_spec_and_its_digest() {
     let printed = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = printed.lines().collect();
     assert_eq!(lines[0], format!("agent-tck {}", agent_tck::VERSION));
-    assert_eq!(lines.len(), 1 + agent_tck::protocols::REGISTRY.len(), "{printed}");
+    assert_eq!(
+        lines.len(),
+        1 + agent_tck::protocols::REGISTRY.len(),
+        "{printed}"
+    );
     assert_eq!(
         lines[1],
         format!(
@@ -79,8 +83,22 @@ async fn every_format_of_a_probe_names_the_spec_it_judged_by() {
     let args = paths.clone();
     let out = tokio::task::spawn_blocking(move || {
         tck(&[
-            "probe", "roundtable", "--url", &url, "--seed", "5", "--only", "analyze.*", "--json",
-            &args[0], "--junit", &args[1], "--ctrf", &args[2], "--html", &args[3],
+            "probe",
+            "roundtable",
+            "--url",
+            &url,
+            "--seed",
+            "5",
+            "--only",
+            "analyze.*",
+            "--json",
+            &args[0],
+            "--junit",
+            &args[1],
+            "--ctrf",
+            &args[2],
+            "--html",
+            &args[3],
         ])
     })
     .await
@@ -100,10 +118,17 @@ async fn every_format_of_a_probe_names_the_spec_it_judged_by() {
     let by = &report["judged_by"][0];
     assert_eq!(
         (&by["protocol"], &by["file"], &by["sha256"]),
-        (&Value::from("roundtable"), &Value::from(SPEC_FILE), &Value::from(digest.as_str()))
+        (
+            &Value::from("roundtable"),
+            &Value::from(SPEC_FILE),
+            &Value::from(digest.as_str())
+        )
     );
     assert!(by.get("version").is_none(), "{by}");
-    assert_eq!(by["suite"], serde_json::json!({ "kit": agent_tck::VERSION }));
+    assert_eq!(
+        by["suite"],
+        serde_json::json!({ "kit": agent_tck::VERSION })
+    );
     assert_eq!(
         agent_tck::schema::schemas().validate("report", &report),
         vec![]
@@ -143,7 +168,10 @@ async fn every_format_of_a_probe_names_the_spec_it_judged_by() {
     assert_eq!(ctrf_findings(&ctrf), Vec::<String>::new());
     let env = &ctrf["results"]["environment"];
     assert_eq!(env["reportName"], "agent-tck probe roundtable");
-    assert_eq!(env["extra"]["agent-tck/judged_by"][0]["sha256"], digest.as_str());
+    assert_eq!(
+        env["extra"]["agent-tck/judged_by"][0]["sha256"],
+        digest.as_str()
+    );
     agent.stop().await;
 }
 
@@ -154,15 +182,25 @@ async fn a_user_suite_is_named_with_its_digest() {
     let url = agent.url();
     let dir = TempDir::new("spec-identity-suite");
     let suite = dir.path("mine.yaml");
-    let text_of =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/suites/roundtable.yaml"))
-            .unwrap();
+    let text_of = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/suites/roundtable.yaml"
+    ))
+    .unwrap();
     std::fs::write(&suite, &text_of).unwrap();
     let report = dir.path("r.json");
     let (s, r) = (suite.clone(), report.clone());
     let out = tokio::task::spawn_blocking(move || {
         tck(&[
-            "probe", "roundtable", "--url", &url, "--suite", &s, "--only", "analyze.*", "--json",
+            "probe",
+            "roundtable",
+            "--url",
+            &url,
+            "--suite",
+            &s,
+            "--only",
+            "analyze.*",
+            "--json",
             &r,
         ])
     })
@@ -228,7 +266,8 @@ fn every_status(strict: bool) -> Report {
 fn ctrf_maps_every_status_as_the_run_reads_it_and_is_valid() {
     for strict in [false, true] {
         let report = every_status(strict);
-        let doc: Value = serde_json::from_str(&agent_tck::report::ctrf::to_string(&report)).unwrap();
+        let doc: Value =
+            serde_json::from_str(&agent_tck::report::ctrf::to_string(&report)).unwrap();
         assert_eq!(ctrf_findings(&doc), Vec::<String>::new());
         let got: Vec<(String, String, String)> = doc["results"]["tests"]
             .as_array()
@@ -244,9 +283,15 @@ fn ctrf_maps_every_status_as_the_run_reads_it_and_is_valid() {
             .collect();
         let want = |id: &str, status: &str, raw: &str| (id.into(), status.into(), raw.into());
         let (warn, stale) = if strict {
-            (want("a.warn", "failed", "FAIL"), want("a.stale", "failed", "STALE"))
+            (
+                want("a.warn", "failed", "FAIL"),
+                want("a.stale", "failed", "STALE"),
+            )
         } else {
-            (want("a.warn", "other", "WARN"), want("a.stale", "passed", "STALE"))
+            (
+                want("a.warn", "other", "WARN"),
+                want("a.stale", "passed", "STALE"),
+            )
         };
         assert_eq!(
             got,
@@ -270,8 +315,16 @@ fn ctrf_maps_every_status_as_the_run_reads_it_and_is_valid() {
         );
         let first = &doc["results"]["tests"][1];
         assert_eq!(
-            (&first["labels"]["level"], &first["labels"]["spec"], &first["message"]),
-            (&Value::from("must"), &Value::from("§ 3"), &Value::from("broke it"))
+            (
+                &first["labels"]["level"],
+                &first["labels"]["spec"],
+                &first["message"]
+            ),
+            (
+                &Value::from("must"),
+                &Value::from("§ 3"),
+                &Value::from("broke it")
+            )
         );
         assert_eq!(doc["results"]["extra"]["agent-tck/exit"], 1);
         assert_eq!(
@@ -309,7 +362,10 @@ fn report_diff_says_when_the_specs_differ_or_are_not_recorded() {
     let files = [
         ("now.json", agent_tck::report::json::to_string(&now)),
         ("spec.json", agent_tck::report::json::to_string(&other_spec)),
-        ("suite.json", agent_tck::report::json::to_string(&other_suite)),
+        (
+            "suite.json",
+            agent_tck::report::json::to_string(&other_suite),
+        ),
         ("old.json", old(&now)),
     ];
     for (name, text) in &files {
@@ -358,12 +414,25 @@ fn report_merge_notes_different_specs_and_old_reports_say_not_recorded() {
     let mut other = now.clone();
     other.target = "http://u".into();
     other.judged_by[0].sha256 = "0".repeat(64);
-    std::fs::write(dir.path("now.json"), agent_tck::report::json::to_string(&now)).unwrap();
-    std::fs::write(dir.path("other.json"), agent_tck::report::json::to_string(&other)).unwrap();
+    std::fs::write(
+        dir.path("now.json"),
+        agent_tck::report::json::to_string(&now),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path("other.json"),
+        agent_tck::report::json::to_string(&other),
+    )
+    .unwrap();
     std::fs::write(dir.path("old.json"), old(&now)).unwrap();
     let merged = dir.path("m.json");
     let out = tck(&[
-        "report", "merge", &dir.path("now.json"), &dir.path("other.json"), "--json", &merged,
+        "report",
+        "merge",
+        &dir.path("now.json"),
+        &dir.path("other.json"),
+        "--json",
+        &merged,
     ]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let console = String::from_utf8_lossy(&out.stdout);
@@ -373,12 +442,25 @@ fn report_merge_notes_different_specs_and_old_reports_say_not_recorded() {
         "{console}"
     );
     let value = json(&merged);
-    assert_eq!(value["judged_by"].as_array().map(Vec::len), Some(2), "{value}");
+    assert_eq!(
+        value["judged_by"].as_array().map(Vec::len),
+        Some(2),
+        "{value}"
+    );
 
     let paths = ["o.json", "o.xml", "o.ctrf.json", "o.html"].map(|f| dir.path(f));
     let out = tck(&[
-        "report", "merge", &dir.path("old.json"), "--json", &paths[0], "--junit", &paths[1],
-        "--ctrf", &paths[2], "--html", &paths[3],
+        "report",
+        "merge",
+        &dir.path("old.json"),
+        "--json",
+        &paths[0],
+        "--junit",
+        &paths[1],
+        "--ctrf",
+        &paths[2],
+        "--html",
+        &paths[3],
     ]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let said = format!("spec: {}", agent_tck::specs::NOT_RECORDED);
@@ -391,4 +473,50 @@ fn report_merge_notes_different_specs_and_old_reports_say_not_recorded() {
     }
     let ctrf = json(&paths[2]);
     assert_eq!(ctrf_findings(&ctrf), Vec::<String>::new());
+}
+
+/// The self-test's report: its duration is the whole run's (the matrices too, not only the
+/// reference agents' probes), its JUnit root is named as its page is (`agent-tck selftest`), and
+/// it names the spec of the protocol it tested.
+#[test]
+fn a_selftest_report_is_named_and_timed_as_the_run() {
+    let _heavy = crate::support::heavy_blocking();
+    let dir = TempDir::new("spec-identity-selftest");
+    let (j, x, h) = (dir.path("s.json"), dir.path("s.xml"), dir.path("s.html"));
+    let started = std::time::Instant::now();
+    let out = tck(&[
+        "selftest",
+        "--protocol",
+        "librarian",
+        "--seed",
+        "3",
+        "--quiet",
+        "--json",
+        &j,
+        "--junit",
+        &x,
+        "--html",
+        &h,
+    ]);
+    let wall = started.elapsed().as_millis() as u64;
+    assert!(out.status.success(), "{}", text(&out));
+    let report = json(&j);
+    let took = report["duration_ms"].as_u64().unwrap();
+    // The process's start and the writing of the files are all the run leaves out.
+    assert!(
+        took <= wall && took * 10 >= wall * 8,
+        "the report says {took} ms of a {wall} ms run"
+    );
+    assert_eq!(report["judged_by"][0]["protocol"], "librarian");
+    let xml = std::fs::read_to_string(&x).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    assert_eq!(
+        doc.root_element().attribute("name"),
+        Some("agent-tck selftest")
+    );
+    let page = std::fs::read_to_string(&h).unwrap();
+    assert!(
+        page.contains("<title>agent-tck selftest · PASS</title>"),
+        "{page}"
+    );
 }
