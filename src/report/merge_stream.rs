@@ -930,7 +930,7 @@ mod tests {
             merged
                 .notes
                 .iter()
-                .any(|n| n.starts_with("1 of 2 part(s) interrupted, so is the merge (no verdict): t1: INTERRUPTED (Ctrl-C) after 2.1 s")),
+                .any(|n| n.starts_with("1 of 2 parts interrupted, so is the merge (no verdict): t1: INTERRUPTED (Ctrl-C) after 2.1 s")),
             "{:?}",
             merged.notes
         );
@@ -941,7 +941,7 @@ mod tests {
         let page = std::fs::read_to_string(dir.0.join("all.html")).unwrap();
         assert!(page.contains(" · INTERRUPTED</title>"), "{page}");
         assert!(
-            page.contains("<p>exit 130: INTERRUPTED (Ctrl-C) after 2.1 s — 1 of 2 case(s) judged, 1 not reached; not a verdict — 1 of 2 part(s) interrupted</p>"),
+            page.contains("<p>exit 130: INTERRUPTED (Ctrl-C) after 2.1 s — 1 of 2 cases judged, 1 not reached; not a verdict — 1 of 2 parts interrupted</p>"),
             "{page}"
         );
         // The rows: the whole part passed, the cut one says so (its reason, the headline).

@@ -156,7 +156,8 @@ impl Evidence {
 
 impl std::fmt::Display for Evidence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "judged {} {}", self.judged, self.of)
+        // `of` is written as a plural (`requests`); one thing judged reads in the singular.
+        write!(f, "judged {}", crate::text::count(self.judged, &self.of))
     }
 }
 
@@ -608,11 +609,11 @@ impl Interruption {
     /// judged, 38 not reached; not a verdict`.
     pub fn headline(&self) -> String {
         format!(
-            "INTERRUPTED ({}) after {:.1} s — {} of {} case(s) judged, {} not reached; not a verdict",
+            "INTERRUPTED ({}) after {:.1} s — {} of {} judged, {} not reached; not a verdict",
             self.by,
             self.after_ms as f64 / 1000.0,
             self.judged,
-            self.cases,
+            crate::text::count(self.cases as u64, "cases"),
             self.not_reached_count
         )
     }
@@ -833,8 +834,11 @@ impl Report {
         let s = &self.summary;
         if s.xfailed_must == 0 && s.precondition_must == 0 {
             return Some(format!(
-                "nothing judged: all {} MUST case(s) skipped for want of evidence (not a pass)",
-                s.must
+                "nothing judged: {} skipped for want of evidence (not a pass)",
+                match s.must {
+                    1 => "the one MUST case".to_string(),
+                    n => format!("all {n} MUST cases"),
+                }
             ));
         }
         let mut not = vec![format!("{} skipped", s.skipped_must)];
@@ -1032,7 +1036,7 @@ mod tests {
             |c| c.status != Status::Skip,
         ));
         assert_eq!(report.exit_code(), Exit::Interrupted);
-        let headline = "INTERRUPTED (SIGTERM) after 2.1 s — 1 of 2 case(s) judged, 1 not \
+        let headline = "INTERRUPTED (SIGTERM) after 2.1 s — 1 of 2 cases judged, 1 not \
                         reached; not a verdict";
         assert_eq!(report.interrupted.as_ref().unwrap().headline(), headline);
         let console = console::render(&report, false);

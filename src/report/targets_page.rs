@@ -450,8 +450,9 @@ impl TargetsPage {
         if let Some(cut) = &head.interrupted {
             let parts = self.rows.iter().filter(|r| r.interrupted).count();
             return format!(
-                "exit 130: {} — {parts} of {total} part(s) interrupted{}",
+                "exit 130: {} — {parts} of {} interrupted{}",
                 cut.headline(),
+                crate::text::count(total as u64, "parts"),
                 if reasons.is_empty() {
                     String::new()
                 } else {
@@ -769,7 +770,7 @@ mod tests {
         assert_eq!(rows[0][1], "FAIL");
         assert_eq!(
             rows[0][8],
-            "nothing judged: all 1 MUST case(s) skipped for want of evidence (not a pass)"
+            "nothing judged: the one MUST case skipped for want of evidence (not a pass)"
         );
     }
 

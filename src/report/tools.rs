@@ -327,9 +327,9 @@ pub fn merged_head(all: &[PartHead]) -> Report {
             named.push(format!("and {} more", interrupted.len() - NAMED_PARTS));
         }
         notes.push(format!(
-            "{} of {} part(s) interrupted, so is the merge (no verdict): {}",
+            "{} of {} interrupted, so is the merge (no verdict): {}",
             interrupted.len(),
-            all.len(),
+            crate::text::count(all.len() as u64, "parts"),
             named.join("; ")
         ));
     }
@@ -685,13 +685,14 @@ pub fn render_diff(d: &Diff, old: &str, new: &str) -> String {
             .collect(),
     );
     section(&mut out, "removed cases", d.removed.clone());
+    let n = |items: usize, what: &str| crate::text::count(items as u64, what);
     out.push_str(&format!(
-        "{} regression(s), {} fixed, {} new warning(s), {} no longer judged, {} new case(s), {} removed\n",
-        d.regressions.len(),
+        "{}, {} fixed, {}, {} no longer judged, {}, {} removed\n",
+        n(d.regressions.len(), "regressions"),
         d.fixed.len(),
-        d.new_warnings.len(),
+        n(d.new_warnings.len(), "new warnings"),
         d.unjudged.len(),
-        d.added.len(),
+        n(d.added.len(), "new cases"),
         d.removed.len()
     ));
     out
@@ -814,7 +815,7 @@ mod tests {
             ),
             "{shown}"
         );
-        assert!(shown.ends_with("1 regression(s), 1 fixed, 1 new warning(s), 1 no longer judged, 1 new case(s), 1 removed\n"), "{shown}");
+        assert!(shown.ends_with("1 regression, 1 fixed, 1 new warning, 1 no longer judged, 1 new case, 1 removed\n"), "{shown}");
         assert_eq!(diff(&new, &new).exit_code(), 0);
         // Unchanged but for the note that neither report records its spec (made in-process,
         // not stamped as the command line stamps a run's).

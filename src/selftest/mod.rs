@@ -46,13 +46,15 @@ impl Outcome {
         };
         if failed_must == 0 && self.rows_wrong == 0 && self.rows_unjudged == 0 {
             format!(
-                "selftest: the reference agents pass; each of {} mock behaviours broke exactly the cases it should",
-                self.rows
+                "selftest: the reference agents pass; each of {} broke exactly the cases it should",
+                crate::text::count(self.rows as u64, "mock behaviours")
             )
         } else {
             format!(
-                "selftest: FAILED — {failed_must} blocking failure(s) against the reference agents; {} of {} mock behaviours broke other cases than expected{unjudged}",
-                self.rows_wrong, self.rows
+                "selftest: FAILED — {} against the reference agents; {} of {} broke other cases than expected{unjudged}",
+                crate::text::count(failed_must as u64, "blocking failures"),
+                self.rows_wrong,
+                crate::text::count(self.rows as u64, "mock behaviours")
             )
         }
     }
@@ -315,16 +317,16 @@ mod tests {
         let wrong_row = outcome(false, 1);
         assert_eq!(
             wrong_row.verdict(),
-            "selftest: FAILED — 0 blocking failure(s) against the reference agents; 1 of 3 mock behaviours broke other cases than expected"
+            "selftest: FAILED — 0 blocking failures against the reference agents; 1 of 3 mock behaviours broke other cases than expected"
         );
         assert_eq!(wrong_row.exit_code(), 1);
         let broken_agent = outcome(true, 0);
-        assert!(broken_agent.verdict().contains("1 blocking failure(s)"));
+        assert!(broken_agent.verdict().contains("1 blocking failure"));
         assert_eq!(broken_agent.exit_code(), 1);
         let idle_row = unjudged(false, 0, 1);
         assert_eq!(
             idle_row.verdict(),
-            "selftest: FAILED — 0 blocking failure(s) against the reference agents; 0 of 3 mock behaviours broke other cases than expected; 1 judged nothing (the probe skipped every case)"
+            "selftest: FAILED — 0 blocking failures against the reference agents; 0 of 3 mock behaviours broke other cases than expected; 1 judged nothing (the probe skipped every case)"
         );
         assert_eq!(idle_row.exit_code(), 1);
     }

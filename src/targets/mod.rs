@@ -541,7 +541,7 @@ mod tests {
         );
         let shown = matrix(&[Done::of(0, "idle".into(), &report)]);
         assert!(
-            shown.contains("idle    FAIL     nothing judged: all 1 MUST case(s) skipped for want of evidence (not a pass)\n"),
+            shown.contains("idle    FAIL     nothing judged: the one MUST case skipped for want of evidence (not a pass)\n"),
             "{shown}"
         );
     }
