@@ -730,7 +730,9 @@ fn is_plural(word: &str) -> bool {
     word.len() > 2
         && word.ends_with('s')
         && !["ss", "us", "is"].iter().any(|end| word.ends_with(end))
-        && word.chars().all(|c| c.is_alphanumeric() || c == '-' || c == '_')
+        && word
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '-' || c == '_')
 }
 
 fn singular(word: &str) -> String {
@@ -753,7 +755,10 @@ fn plural(word: &str) -> String {
         .is_some_and(|c| "aeiou".contains(c));
     if let (Some(stem), false) = (word.strip_suffix('y'), vowel_before_y) {
         format!("{stem}ies")
-    } else if ["s", "x", "z", "ch", "sh"].iter().any(|end| word.ends_with(end)) {
+    } else if ["s", "x", "z", "ch", "sh"]
+        .iter()
+        .any(|end| word.ends_with(end))
+    {
         format!("{word}es")
     } else {
         format!("{word}s")
@@ -783,9 +788,7 @@ pub fn in_number(n: u64, phrase: &str) -> String {
     let word = words[head];
     let changed = match (n == 1, is_plural(word)) {
         (true, true) => singular(word),
-        (false, false) if word.chars().all(|c| c.is_ascii_alphabetic() || c == '-') => {
-            plural(word)
-        }
+        (false, false) if word.chars().all(|c| c.is_ascii_alphabetic() || c == '-') => plural(word),
         _ => return phrase.to_string(),
     };
     let mut out: Vec<String> = words.iter().map(|w| w.to_string()).collect();
@@ -805,21 +808,45 @@ mod count_tests {
             (1, "lists", "1 list"),
             (2, "lists", "2 lists"),
             (1, "flooding clients", "1 flooding client"),
-            (1, "strings from 1 agent with null-bytes", "1 string from 1 agent with null-bytes"),
-            (1, "capabilities requests after the fleet", "1 capabilities request after the fleet"),
-            (1, "cases the probe judged against the mock", "1 case the probe judged against the mock"),
+            (
+                1,
+                "strings from 1 agent with null-bytes",
+                "1 string from 1 agent with null-bytes",
+            ),
+            (
+                1,
+                "capabilities requests after the fleet",
+                "1 capabilities request after the fleet",
+            ),
+            (
+                1,
+                "cases the probe judged against the mock",
+                "1 case the probe judged against the mock",
+            ),
             (1, "answers to key abc", "1 answer to key abc"),
-            (3, "answer to the crafted request", "3 answers to the crafted request"),
+            (
+                3,
+                "answer to the crafted request",
+                "3 answers to the crafted request",
+            ),
             (2, "answer", "2 answers"),
             (1, "answer", "1 answer"),
-            (1, "exchanges with the stdio agent", "1 exchange with the stdio agent"),
+            (
+                1,
+                "exchanges with the stdio agent",
+                "1 exchange with the stdio agent",
+            ),
             (1, "deliveries", "1 delivery"),
             (2, "delivery", "2 deliveries"),
             (2, "day", "2 days"),
             (1, "matches", "1 match"),
             (2, "match", "2 matches"),
             (1, "task_descriptions", "1 task_description"),
-            (1, "requests before the fleet (GET /agent/capabilities)", "1 request before the fleet (GET /agent/capabilities)"),
+            (
+                1,
+                "requests before the fleet (GET /agent/capabilities)",
+                "1 request before the fleet (GET /agent/capabilities)",
+            ),
             (1, "HTTP status", "1 HTTP status"),
             (2, "sync-mode run", "2 sync-mode runs"),
             (0, "no request came", "0 no request came"),

@@ -10,7 +10,7 @@ use super::agent::MockAgent;
 use super::driver::Driver;
 use super::fleet::{self, Layout};
 use super::journal::Journal;
-use super::protocol::{AgentProtocol, PlatformExpect, RunEnd};
+use super::protocol::{AgentProtocol, PlatformExpect, RunEnd, Served};
 use crate::error::Error;
 use crate::report::{CaseResult, Evidence, Interruption, Level, Report, RunInfo, Signal, Status};
 use crate::text::Redactor;
@@ -272,7 +272,10 @@ pub async fn run_to_end(
         cases.extend(driver.alive_case(last).await);
     }
     served.stop(Duration::from_secs(2)).await;
-    cases.extend(served.handler.observer.cases());
+    cases.extend(served.handler.observer.cases(match settings.banner {
+        Banner::Agent => Served::OneAgent,
+        Banner::Fleet => Served::Fleet,
+    }));
     cases.extend(served.handler.applied.case(&served.handler.agents));
     let target = settings
         .driver

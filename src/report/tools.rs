@@ -815,7 +815,12 @@ mod tests {
             ),
             "{shown}"
         );
-        assert!(shown.ends_with("1 regression, 1 fixed, 1 new warning, 1 no longer judged, 1 new case, 1 removed\n"), "{shown}");
+        assert!(
+            shown.ends_with(
+                "1 regression, 1 fixed, 1 new warning, 1 no longer judged, 1 new case, 1 removed\n"
+            ),
+            "{shown}"
+        );
         assert_eq!(diff(&new, &new).exit_code(), 0);
         // Unchanged but for the note that neither report records its spec (made in-process,
         // not stamped as the command line stamps a run's).

@@ -444,6 +444,43 @@ async fn mock_agent_serves_a_conforming_agent() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
 }
 
+/// One `mock agent` stopped before any request came is not a fleet: its skips say no request
+/// reached the mock agent (a fleet's say the fleet, fleet_file.rs), and its counts read in the
+/// right number.
+#[test]
+fn a_mock_agent_stopped_with_no_traffic_names_itself_not_a_fleet() {
+    let dir = TempDir::new("mock-agent-idle");
+    let json = dir.path("r.json");
+    let mut child = Spawned::tck(
+        &[
+            "mock", "agent", "--port", "0", "--seed", "1", "--json", &json,
+        ],
+        RUN_DEADLINE,
+    );
+    let line = child.line();
+    assert!(banner_url(&line).starts_with("http://127.0.0.1:"), "{line}");
+    let out = child.interrupt(Duration::from_secs(30));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(
+            "no request reached the mock agent: nothing to judge (point the platform at the \
+             mock agent and have it run a task)"
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("fleet"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["message"]
+            .as_str()
+            .unwrap()
+            .contains("reached the mock agent")));
+}
+
 #[test]
 fn mock_agent_reports_a_port_in_use() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -116,7 +116,10 @@ async fn an_analysis_the_fleet_refused_is_a_failed_one() {
         Ok(200)
     );
     served.stop(Duration::from_secs(2)).await;
-    let cases = served.handler.observer.cases();
+    let cases = served
+        .handler
+        .observer
+        .cases(agent_tck::mock::protocol::Served::Fleet);
     let c = cases
         .iter()
         .find(|c| c.id == "platform.challenge-no-failed")
