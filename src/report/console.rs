@@ -161,7 +161,8 @@ pub fn render(report: &Report, colour: bool) -> String {
         }
         if gated > 0 {
             line.push_str(&format!(
-                " · {gated} gated expectation(s) unmet: fail the run"
+                " · {} unmet: fail the run",
+                crate::text::count(gated as u64, "gated expectations")
             ));
         }
         if report.min_score.is_none() && gated == 0 {
@@ -215,10 +216,9 @@ fn last_line(report: &Report) -> String {
     let mut last = counts(s);
     if s.xfailed + s.stale > 0 {
         last.push_str(&format!(
-            ", {} expected failure(s) (--baseline), {} stale baseline entr{}",
-            s.xfailed,
-            s.stale,
-            if s.stale == 1 { "y" } else { "ies" }
+            ", {} (--baseline), {}",
+            crate::text::count(s.xfailed as u64, "expected failures"),
+            crate::text::count(s.stale as u64, "stale baseline entries")
         ));
     }
     if let Some(cut) = &report.interrupted {

@@ -140,8 +140,11 @@ pub(crate) fn exit_why(report: &Report) -> String {
     if !blocking.is_empty() {
         let more = blocking.len().saturating_sub(8);
         reasons.push(format!(
-            "{} case(s) fail the run: {}{}",
-            blocking.len(),
+            "{} the run: {}{}",
+            match blocking.len() {
+                1 => "1 case fails".to_string(),
+                n => format!("{n} cases fail"),
+            },
             blocking[..blocking.len().min(8)].join(", "),
             if more > 0 {
                 format!(" and {more} more")
@@ -712,7 +715,7 @@ mod tests {
         for external in ["src=\"http", "href=\"http", "@import", "<link", "url("] {
             assert!(!html.contains(external), "{external}");
         }
-        assert!(html.contains("exit 1: 1 case(s) fail the run: analyze.schema"));
+        assert!(html.contains("exit 1: 1 case fails the run: analyze.schema"));
         assert!(html.contains("<svg"), "the duration histogram");
         assert!(html.contains(" open>"), "the failure is expanded");
         assert!(

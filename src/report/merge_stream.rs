@@ -765,8 +765,11 @@ impl Merged {
         }
         if self.failing_total > self.failing.len() {
             out.push_str(&format!(
-                "  … and {} more failing case(s)\n",
-                self.failing_total - self.failing.len()
+                "  … and {} more\n",
+                crate::text::count(
+                    (self.failing_total - self.failing.len()) as u64,
+                    "failing cases"
+                )
             ));
         }
         out.push_str(end);

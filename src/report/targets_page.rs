@@ -715,10 +715,7 @@ mod tests {
             "(judged 2 answers) (7 ms)"
         );
         assert_eq!(part["counts"], "1 passed, 1 failed, 0 skipped");
-        assert_eq!(
-            part["why"],
-            "exit 1: 1 case(s) fail the run: analyze.schema"
-        );
+        assert_eq!(part["why"], "exit 1: 1 case fails the run: analyze.schema");
     }
 
     #[test]

@@ -915,15 +915,20 @@ fn interrupted_line(stderr: &str) -> usize {
         .lines()
         .find(|l| l.starts_with("interrupted (Ctrl-C): the report has the "))
         .unwrap_or_else(|| panic!("no interrupted line: {stderr}"));
-    assert!(
-        line.ends_with(" case(s) done; the rest are marked not run; exit 130, not a verdict"),
-        "{line}"
-    );
-    line["interrupted (Ctrl-C): the report has the ".len()..]
+    let done: usize = line["interrupted (Ctrl-C): the report has the ".len()..]
         .split(' ')
         .next()
         .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{line}"))
+        .unwrap_or_else(|| panic!("{line}"));
+    // The count's noun in its number.
+    let cases = if done == 1 { "case" } else { "cases" };
+    assert!(
+        line.ends_with(&format!(
+            " {done} {cases} done; the rest are marked not run; exit 130, not a verdict"
+        )),
+        "{line}"
+    );
+    done
 }
 
 /// The cases of a JSON report file: (id, status, message).

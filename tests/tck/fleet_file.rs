@@ -778,7 +778,8 @@ async fn ctrl_c_right_after_the_banner_writes_the_reports_and_exits_130() {
         .count();
     assert!(
         text(&out.stderr).contains(&format!(
-            "interrupted (Ctrl-C): the report has the {done} case(s) done; the rest are marked not run"
+            "interrupted (Ctrl-C): the report has the {} done; the rest are marked not run",
+            agent_tck::text::count(done as u64, "cases")
         )),
         "{}",
         text(&out.stderr)
