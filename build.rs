@@ -3,7 +3,9 @@
 //! this writes). The id of `schemas/a/b.json` is `a/b`; of `x.schema.json`, `x`.
 //!
 //! Likewise every `explain/*.yaml` (the texts `agent-tck explain` prints, one file per protocol
-//! and `common.yaml`): src/explain/mod.rs includes the list of (file, text).
+//! and `common.yaml`): src/explain/mod.rs includes the list of (file, text); and every spec under
+//! `specs/` (`*.md` but the folder's README): src/specs.rs includes the list of (file, text), and
+//! a protocol names its file.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -22,8 +24,17 @@ fn walk(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// `path` relative to `base`, with `/` between its parts.
+fn relative(path: &Path, base: &Path) -> String {
+    path.strip_prefix(base)
+        .expect("under its folder")
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
 fn main() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets it"));
     let schemas = root.join("schemas");
     println!("cargo:rerun-if-changed=schemas");
     let mut files = Vec::new();
@@ -31,11 +42,7 @@ fn main() {
     files.sort();
     let mut list = String::from("&[\n");
     for path in &files {
-        let file = path
-            .strip_prefix(&schemas)
-            .expect("under schemas/")
-            .to_string_lossy()
-            .replace('\\', "/");
+        let file = relative(path, &schemas);
         let id = file.trim_end_matches(".json").trim_end_matches(".schema");
         writeln!(
             list,
@@ -45,29 +52,31 @@ fn main() {
         .expect("a String takes writes");
     }
     list.push(']');
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets it")).join("schemas.rs");
-    std::fs::write(out, list).expect("OUT_DIR is writable");
-    explain_texts(&root);
+    std::fs::write(out_dir.join("schemas.rs"), list).expect("OUT_DIR is writable");
+
+    // The explain texts, named as the crate names them (`explain/roundtable.yaml`).
+    embed_files(&root, "explain", "yaml", &out_dir.join("explain.rs"), |p| {
+        relative(p, &root)
+    });
+    // The specs, named by their file alone (`roundtable-external-agent-protocol.md`).
+    embed_files(&root, "specs", "md", &out_dir.join("specs.rs"), |p| {
+        relative(p, &root.join("specs"))
+    });
 }
 
-/// `explain/*.yaml` as `&[(file, include_str!(…))]`, in `OUT_DIR/explain.rs`.
-fn explain_texts(root: &Path) {
-    let dir = root.join("explain");
-    println!("cargo:rerun-if-changed=explain");
+/// Every `*.EXT` under `root/dir` (but a README.md) as `&[(name, include_str!(…))]` in `out`,
+/// sorted by file.
+fn embed_files(root: &Path, dir: &str, ext: &str, out: &Path, name: impl Fn(&Path) -> String) {
+    println!("cargo:rerun-if-changed={dir}");
     let mut files = Vec::new();
-    walk(&dir, "yaml", &mut files);
+    walk(&root.join(dir), ext, &mut files);
+    files.retain(|p| p.file_name().is_some_and(|n| n != "README.md"));
     files.sort();
     let mut list = String::from("&[\n");
     for path in &files {
-        let file = path
-            .strip_prefix(root)
-            .expect("under the crate")
-            .to_string_lossy()
-            .replace('\\', "/");
-        writeln!(list, "    ({file:?}, include_str!({:?})),", path.display())
+        writeln!(list, "    ({:?}, include_str!({:?})),", name(path), path.display())
             .expect("a String takes writes");
     }
     list.push(']');
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets it")).join("explain.rs");
     std::fs::write(out, list).expect("OUT_DIR is writable");
 }

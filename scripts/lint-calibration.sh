@@ -20,7 +20,7 @@ for dialect in standard claude-code; do
         exit "$rc"
     fi
     ms=$((($(date +%s%N) - start) / 1000000))
-    echo "== dialect $dialect: $(grep -E '^[0-9]+ file\(s\):' <<<"$out") in ${ms} ms"
+    echo "== dialect $dialect: $(grep -E '^[0-9]+ files?:' <<<"$out") in ${ms} ms"
     grep -oE '^.+:[0-9]+:[0-9]+: (error|warning|note)\[[a-z-]+\]' <<<"$out" |
         grep -oE '(error|warning|note)\[[a-z-]+\]' | sort | uniq -c | sort -k1,1nr -k2,2 || true
 done

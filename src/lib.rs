@@ -42,7 +42,7 @@ macro_rules! err {
 }
 
 // The layers, from the bottom: shared helpers (`text`, `units`, `content`, `jsonpath`, `json_out`,
-// `json_skim`, `phrases`, `sanitization`, `schema`, `error`), the engines (`transport`, `report`,
+// `json_skim`, `phrases`, `sanitization`, `schema`, `specs`, `error`), the engines (`transport`, `report`,
 // `probe`, `mock`), the protocols that plug into them (`protocols`, one folder each, listed in its
 // registry), and on top what reads the registry: the command line (`cli`), the self-test
 // (`selftest`), the multi-target probe (`targets`) and the fuzz targets (`fuzz`). A module imports
@@ -57,6 +57,7 @@ pub mod jsonpath;
 pub mod phrases;
 pub mod sanitization;
 pub mod schema;
+pub mod specs;
 pub mod targets;
 pub mod text;
 pub mod units;

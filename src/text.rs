@@ -707,3 +707,152 @@ mod article_tests {
         }
     }
 }
+
+/// `n` and `phrase` with its head noun in the number `n` asks for: `count(1, "lists")` is `1
+/// list`, `count(3, "answer to the crafted request")` is `3 answers to the crafted request`,
+/// `count(1, "strings from 2 agents")` is `1 string from 2 agents`. The phrase may be given in
+/// either number (callers describe what they counted, often as a plural). See [`in_number`].
+pub fn count(n: u64, phrase: &str) -> String {
+    format!("{n} {}", in_number(n, phrase))
+}
+
+/// The words that end a phrase's head noun group: what follows them qualifies it (`answers
+/// *to* key …`, `cases *the* probe judged`), and no noun after them is the one counted.
+const AFTER_HEAD: [&str; 25] = [
+    "to", "of", "on", "from", "with", "that", "which", "whose", "before", "after", "below",
+    "above", "at", "in", "by", "for", "per", "the", "a", "an", "than", "over", "under", "into",
+    "without",
+];
+
+/// Whether `word` reads as a regular plural (`lists`, `replies`, `exchanges`; not `status`,
+/// `access`, `analysis`).
+fn is_plural(word: &str) -> bool {
+    word.len() > 2
+        && word.ends_with('s')
+        && !["ss", "us", "is"].iter().any(|end| word.ends_with(end))
+        && word
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '-' || c == '_')
+}
+
+fn singular(word: &str) -> String {
+    if let Some(stem) = word.strip_suffix("ies") {
+        format!("{stem}y")
+    } else if ["sses", "ches", "shes", "xes", "zes"]
+        .iter()
+        .any(|end| word.ends_with(end))
+    {
+        word[..word.len() - 2].to_string()
+    } else {
+        word[..word.len() - 1].to_string()
+    }
+}
+
+fn plural(word: &str) -> String {
+    let vowel_before_y = word
+        .strip_suffix('y')
+        .and_then(|stem| stem.chars().last())
+        .is_some_and(|c| "aeiou".contains(c));
+    if let (Some(stem), false) = (word.strip_suffix('y'), vowel_before_y) {
+        format!("{stem}ies")
+    } else if ["s", "x", "z", "ch", "sh"]
+        .iter()
+        .any(|end| word.ends_with(end))
+    {
+        format!("{word}es")
+    } else {
+        format!("{word}s")
+    }
+}
+
+/// `phrase` with its head noun — the last word of its first group of words, before a word that
+/// qualifies it ([`AFTER_HEAD`]) — singular when `n` is 1 and plural otherwise. Zero keeps the
+/// phrase as given (`no request came`).
+pub fn in_number(n: u64, phrase: &str) -> String {
+    if n == 0 {
+        return phrase.to_string();
+    }
+    let words: Vec<&str> = phrase.split(' ').collect();
+    let group = words
+        .iter()
+        .enumerate()
+        .skip(1)
+        .find(|(_, w)| AFTER_HEAD.contains(w) || w.starts_with('('))
+        .map_or(words.len(), |(i, _)| i);
+    // The noun counted: the last plural of the group (`capabilities requests after …`: the
+    // requests), else its last word.
+    let head = (0..group)
+        .rev()
+        .find(|&i| is_plural(words[i]))
+        .unwrap_or(group.saturating_sub(1));
+    let word = words[head];
+    let changed = match (n == 1, is_plural(word)) {
+        (true, true) => singular(word),
+        (false, false) if word.chars().all(|c| c.is_ascii_alphabetic() || c == '-') => plural(word),
+        _ => return phrase.to_string(),
+    };
+    let mut out: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+    out[head] = changed;
+    out.join(" ")
+}
+
+#[cfg(test)]
+mod count_tests {
+    use super::count;
+
+    /// Every form the kit's counts take: the messages of issue 39 ("judged 1 lists", "judged 1
+    /// flooding clients") among them.
+    #[test]
+    fn a_count_puts_its_noun_in_the_number_it_asks_for() {
+        for (n, phrase, said) in [
+            (1, "lists", "1 list"),
+            (2, "lists", "2 lists"),
+            (1, "flooding clients", "1 flooding client"),
+            (
+                1,
+                "strings from 1 agent with null-bytes",
+                "1 string from 1 agent with null-bytes",
+            ),
+            (
+                1,
+                "capabilities requests after the fleet",
+                "1 capabilities request after the fleet",
+            ),
+            (
+                1,
+                "cases the probe judged against the mock",
+                "1 case the probe judged against the mock",
+            ),
+            (1, "answers to key abc", "1 answer to key abc"),
+            (
+                3,
+                "answer to the crafted request",
+                "3 answers to the crafted request",
+            ),
+            (2, "answer", "2 answers"),
+            (1, "answer", "1 answer"),
+            (
+                1,
+                "exchanges with the stdio agent",
+                "1 exchange with the stdio agent",
+            ),
+            (1, "deliveries", "1 delivery"),
+            (2, "delivery", "2 deliveries"),
+            (2, "day", "2 days"),
+            (1, "matches", "1 match"),
+            (2, "match", "2 matches"),
+            (1, "task_descriptions", "1 task_description"),
+            (
+                1,
+                "requests before the fleet (GET /agent/capabilities)",
+                "1 request before the fleet (GET /agent/capabilities)",
+            ),
+            (1, "HTTP status", "1 HTTP status"),
+            (2, "sync-mode run", "2 sync-mode runs"),
+            (0, "no request came", "0 no request came"),
+            (2, "2xx", "2 2xx"),
+        ] {
+            assert_eq!(count(n, phrase), said, "{n} {phrase}");
+        }
+    }
+}

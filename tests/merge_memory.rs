@@ -107,6 +107,7 @@ fn a_streaming_merge_holds_one_report_at_a_time() {
     let outputs = Outputs {
         json: Some(&out[0]),
         junit: Some(&out[1]),
+        ctrf: None,
         html: Some(&out[2]),
         baseline: None,
     };

@@ -21,12 +21,32 @@ use crate::units::{parse_bytes, parse_duration, parse_host};
 #[command(
     name = "agent-tck",
     version,
+    long_version = long_version(),
     about = "Conformance test kit and mock agent simulator for agent protocols",
     max_term_width = 100
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `agent-tck --version`: the kit's version (the first line, as `-V` gives it alone), then a line
+/// per protocol naming the spec it judges by: `roundtable: specs/FILE ("Title"), no version
+/// given, sha256 DIGEST`, the digest whole, as a report's files give it.
+pub fn long_version() -> String {
+    let mut text = crate::VERSION.to_string();
+    for p in protocols::REGISTRY {
+        let by = p.spec().judged_by(p.name());
+        text.push_str(&format!(
+            "\n{}: {} (\"{}\"), {}, sha256 {}",
+            by.protocol,
+            by.file,
+            by.title,
+            by.version_text(),
+            by.sha256
+        ));
+    }
+    text
 }
 
 #[derive(Debug, Subcommand)]

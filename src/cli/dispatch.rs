@@ -13,7 +13,7 @@ use super::args::{
     clap_error_line, BaselineCommand, Cli, Command, MockCommand, ReportCommand, SchemasCommand,
     SelftestArgs, SuitesCommand,
 };
-use super::exit::{conclude, exit_status, print_console, Ended};
+use super::exit::{conclude, conclude_as_read, exit_status, print_console, Ended};
 use super::mock::{list_behaviors, mock_agent, mock_agents, mock_fleet};
 use super::signal::{caught_signal, say_interrupted, shutdown_signal};
 use crate::error::Error;
@@ -290,8 +290,9 @@ async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
             // The reference reports and the matrix tables done were printed as they came: the
             // files get them, with the rest marked not run, the report marked interrupted; the
             // verdict line says there is no verdict.
-            let (report, done) =
+            let (mut report, done) =
                 sheet.report(&crate::selftest::planned(&chosen), fallback, by);
+            protocols::stamp(&mut report);
             args.output.write(&report)?;
             if let Some(cut) = &report.interrupted {
                 crate::outln!("\nselftest: {}", cut.headline());
@@ -324,7 +325,7 @@ async fn report_merge(
         .collect();
     let survey = Survey::read(parts, Ids::ByClash, true)?;
     if survey.small() {
-        return conclude(survey.whole()?, output);
+        return conclude_as_read(survey.whole()?, output);
     }
     // Read now: a baseline that does not parse is a usage error before anything is written.
     let baseline = output
@@ -340,15 +341,17 @@ async fn report_merge(
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
         })
     };
-    let (json, junit, html) = (
+    let (json, junit, ctrf, html) = (
         output.json.clone(),
         output.junit.clone(),
+        output.ctrf.clone(),
         output.html.clone(),
     );
     let written = tokio::task::spawn_blocking(move || {
         let outputs = Outputs {
             json: json.as_deref(),
             junit: junit.as_deref(),
+            ctrf: ctrf.as_deref(),
             html: html.as_deref(),
             baseline: baseline.as_ref(),
         };
@@ -372,7 +375,7 @@ async fn report_merge(
     } else {
         crate::out!("{text}");
     }
-    for path in [&output.json, &output.junit, &output.html]
+    for path in [&output.json, &output.junit, &output.ctrf, &output.html]
         .into_iter()
         .flatten()
     {

@@ -35,9 +35,16 @@ pub fn exit_status(outcome: &Result<Ended, Error>) -> u8 {
     }
 }
 
-/// The end of a run that reports: the baseline applied (`--baseline`), the report printed and
-/// written, its exit status.
+/// The end of a run that reports: the report named the spec it was judged by, the baseline
+/// applied (`--baseline`), the report printed and written, its exit status.
 pub(super) fn conclude(mut report: Report, output: &OutputArgs) -> Result<Ended, Error> {
+    crate::protocols::stamp(&mut report);
+    conclude_as_read(report, output)
+}
+
+/// [`conclude`] for a report read back (`report merge`): it names the specs its parts
+/// recorded, and no other (a part that recorded none says so).
+pub(super) fn conclude_as_read(mut report: Report, output: &OutputArgs) -> Result<Ended, Error> {
     output.apply_baseline(&mut report)?;
     print_console(&report, output.quiet);
     output.write(&report)?;

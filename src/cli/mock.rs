@@ -302,7 +302,9 @@ async fn serve_line_agent(
             .made_by(format!("mock agent --protocol {protocol}"));
         run.started = started;
         run.started_at = started_at.clone();
-        run.report(service.cases(), &Redactor::new(None))
+        let mut report = run.report(service.cases(), &Redactor::new(None));
+        crate::protocols::stamp(&mut report);
+        report
     };
     if args.stdio {
         // Before the first request: a harness that shows or keeps stderr shows this first.

@@ -49,7 +49,8 @@ pub(super) fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send 
 /// exits 130.
 pub(super) fn say_interrupted(by: Signal, done: usize) {
     crate::errln!(
-        "interrupted ({by}): the report has the {done} case(s) done; the rest are marked not run; exit 130, not a verdict"
+        "interrupted ({by}): the report has the {} done; the rest are marked not run; exit 130, not a verdict",
+        crate::text::count(done as u64, "cases")
     );
 }
 
@@ -57,6 +58,7 @@ pub(super) fn say_interrupted(by: Signal, done: usize) {
 /// when it came, or not started, are not run.
 pub(super) fn say_targets_interrupted(done: usize, of: usize) {
     crate::errln!(
-        "interrupted (Ctrl-C): {done} of {of} target(s) done, their reports written; the rest are not run: run the same command with --resume to finish"
+        "interrupted (Ctrl-C): {done} of {} done, their reports written; the rest are not run: run the same command with --resume to finish",
+        crate::text::count(of as u64, "targets")
     );
 }

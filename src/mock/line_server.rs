@@ -45,7 +45,7 @@ use super::observe::Tally;
 use super::peer_end::{self, Peer, PeerEnd, Source};
 #[cfg(doc)]
 use super::protocol::AgentProtocol;
-use super::protocol::{Answered, PlatformExpect, PlatformObserver, Seen};
+use super::protocol::{Answered, PlatformExpect, PlatformObserver, Seen, Served};
 use crate::report::{CaseResult, Level};
 
 /// Longest request line read.
@@ -246,7 +246,8 @@ impl Judge {
 
     /// The verdicts: the observer's, then the stdio checks that had something to judge.
     fn cases(&self, agent: &MockAgent) -> Vec<CaseResult> {
-        let mut cases = self.observer.cases();
+        // A line agent is one mock agent, never a fleet.
+        let mut cases = self.observer.cases(Served::OneAgent);
         // Lines carry no headers: what is judged on them cannot apply here.
         cases.retain(|c| !super::observe::HTTP_ONLY.contains(&c.id.as_str()));
         if let Ok(drains) = self.drains.lock() {

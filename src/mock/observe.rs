@@ -10,7 +10,7 @@
 use std::sync::Mutex;
 
 use super::journal::AuthSeen;
-use super::protocol::{AgentProtocol, Endpoint, PlatformExpect, PlatformObserver, Seen};
+use super::protocol::{AgentProtocol, Endpoint, PlatformExpect, PlatformObserver, Seen, Served};
 use crate::report::{CaseResult, Evidence, Level};
 use crate::schema::findings_message;
 
@@ -193,7 +193,8 @@ impl Common {
     }
 
     /// The shared cases; `requests_spec` names the spec's request sections.
-    pub fn cases(&self, requests_spec: &str) -> Vec<CaseResult> {
+    pub fn cases(&self, requests_spec: &str, served: Served) -> Vec<CaseResult> {
+        let (mock, agents) = (served.name(), served.agents());
         // Every whole request counts as checked; each broken one as checked and broken.
         let mut whole = self.incomplete.clone();
         whole.checked += self.requests.values().sum::<u64>();
@@ -205,7 +206,7 @@ impl Common {
                 "every request the platform began arrived whole (no connection or stdin closed in the middle of one)",
                 requests_spec,
                 "requests",
-                "no request reached the fleet; point the platform at the fleet's agents",
+                &format!("no request reached {mock}; point the platform at {agents}"),
             ),
             self.schema.judged(
                 "platform.request-schema",
@@ -214,7 +215,7 @@ impl Common {
                 "every request the platform sent is valid against its request schema",
                 requests_spec,
                 "requests",
-                "no whole request reached the fleet; point the platform at the fleet's agents",
+                &format!("no whole request reached {mock}; point the platform at {agents}"),
             ),
             self.bearer.judged(
                 "platform.bearer",
@@ -242,11 +243,16 @@ impl Common {
 /// carries none, so a line mock leaves them out of its report.
 pub const HTTP_ONLY: [&str; 2] = ["platform.bearer", "platform.no-stray-bearer"];
 
-/// Marks every case skipped when no request reached the fleet.
-pub fn skip_all_if_none(cases: &mut [CaseResult], total: u64) {
+/// Marks every case skipped when no request reached the mock (`served`).
+pub fn skip_all_if_none(cases: &mut [CaseResult], total: u64, served: Served) {
     if total == 0 {
+        let why = format!(
+            "no request reached {}: nothing to judge (point the platform at {} and have it run a task)",
+            served.name(),
+            served.agents()
+        );
         for case in cases {
-            case.skip("no request reached the fleet: nothing to judge (point the platform at the fleet's agents and have it run a task)");
+            case.skip(why.clone());
         }
     }
 }
@@ -308,12 +314,12 @@ impl PlatformObserver for SchemaObserver {
         }
     }
 
-    fn cases(&self) -> Vec<CaseResult> {
+    fn cases(&self, served: Served) -> Vec<CaseResult> {
         let Ok(c) = self.common.lock() else {
             return Vec::new();
         };
-        let mut cases = c.cases(&self.spec);
-        skip_all_if_none(&mut cases, c.total());
+        let mut cases = c.cases(&self.spec, served);
+        skip_all_if_none(&mut cases, c.total(), served);
         cases.extend(c.probe_case());
         cases
     }

@@ -137,6 +137,32 @@ impl PlatformExpect {
     }
 }
 
+/// What the platform's requests reach, as the verdicts name it: a fleet of mock agents (`mock
+/// fleet`), or one (`mock agent`, which is not a fleet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    Fleet,
+    OneAgent,
+}
+
+impl Served {
+    /// `the fleet`, `the mock agent`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Served::Fleet => "the fleet",
+            Served::OneAgent => "the mock agent",
+        }
+    }
+
+    /// What the platform is to be pointed at: `the fleet's agents`, `the mock agent`.
+    pub fn agents(self) -> &'static str {
+        match self {
+            Served::Fleet => "the fleet's agents",
+            Served::OneAgent => "the mock agent",
+        }
+    }
+}
+
 /// One request an agent received (after routing), with what the agent decided to answer.
 pub struct Seen<'a> {
     /// The request's number in the session (the same in [`Answered`]).
@@ -220,8 +246,9 @@ pub trait PlatformObserver: Send + Sync {
     /// `x-agent-tck-case: CASE`): not the platform's doing, so not judged as such; reported.
     fn on_probe_request(&self, agent: &str, endpoint: &str, case: &str);
 
-    /// The verdicts, as report cases.
-    fn cases(&self) -> Vec<CaseResult>;
+    /// The verdicts, as report cases; `served` is what the platform's requests reached (a
+    /// fleet, or one mock agent), as the verdicts name it.
+    fn cases(&self, served: Served) -> Vec<CaseResult>;
 }
 
 /// The members of a protocol's answers that the encoding layer bends (`malformed`,

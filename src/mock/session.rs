@@ -10,7 +10,7 @@ use super::agent::MockAgent;
 use super::driver::Driver;
 use super::fleet::{self, Layout};
 use super::journal::Journal;
-use super::protocol::{AgentProtocol, PlatformExpect, RunEnd};
+use super::protocol::{AgentProtocol, PlatformExpect, RunEnd, Served};
 use crate::error::Error;
 use crate::report::{CaseResult, Evidence, Interruption, Level, Report, RunInfo, Signal, Status};
 use crate::text::Redactor;
@@ -246,9 +246,9 @@ pub async fn run_to_end(
             {
                 Ok(case) => cases.extend(case),
                 Err(_) => crate::errln!(
-                    "interrupted: the platform did not answer the deregistrations within {}; {} agent(s) may still be registered",
+                    "interrupted: the platform did not answer the deregistrations within {}; {} may still be registered",
                     humantime::format_duration(DEREGISTER_WHEN_INTERRUPTED),
-                    registered.len()
+                    crate::text::count(registered.len() as u64, "agents")
                 ),
             }
         } else if stopped {
@@ -272,7 +272,10 @@ pub async fn run_to_end(
         cases.extend(driver.alive_case(last).await);
     }
     served.stop(Duration::from_secs(2)).await;
-    cases.extend(served.handler.observer.cases());
+    cases.extend(served.handler.observer.cases(match settings.banner {
+        Banner::Agent => Served::OneAgent,
+        Banner::Fleet => Served::Fleet,
+    }));
     cases.extend(served.handler.applied.case(&served.handler.agents));
     let target = settings
         .driver
@@ -304,8 +307,9 @@ pub async fn run_to_end(
     let left_out = served.handler.timeline.left_out();
     if left_out > 0 {
         report.notes.push(format!(
-            "the timeline leaves out the {left_out} answer(s) to requests agent-tck's probe \
-             marked as its own deliberate tests (x-agent-tck-case): they are not the platform's"
+            "the timeline leaves out the {} to requests agent-tck's probe \
+             marked as its own deliberate tests (x-agent-tck-case): they are not the platform's",
+            crate::text::count(left_out, "answers")
         ));
     }
     // The servers are stopped: what is queued is the whole journal.
@@ -413,7 +417,13 @@ fn reached_fleet(
                 requests,
                 "requests that reached the fleet during the triggers",
             ),
-            format!("{requests} request(s) reached the fleet during the triggers"),
+            format!(
+                "{} the fleet during the triggers",
+                match requests {
+                    1 => "1 request reached".to_string(),
+                    n => format!("{n} requests reached"),
+                }
+            ),
             String::new,
         );
         return case;
@@ -461,8 +471,8 @@ fn print_agent(served: &fleet::Served, seed: u64) {
 fn print_listening(served: &fleet::Served, advertise: Option<&str>) {
     let agents = &served.handler.agents;
     crate::outln!(
-        "agent-tck mock fleet · {} agent(s) · listening on {}",
-        agents.len(),
+        "agent-tck mock fleet · {} · listening on {}",
+        crate::text::count(agents.len() as u64, "agents"),
         served
             .addrs
             .iter()

@@ -161,7 +161,8 @@ pub async fn run(
     let mut cases: Vec<CaseResult> = chosen.iter().filter_map(|id| by_id.remove(id)).collect();
     let broke = runner.broke.into_inner().expect("broke lock");
     liveness_verdicts(&settings.suite, &runner.watch, &broke, &mut cases);
-    let report = run.report(cases, &Redactor::new(settings.api_key.clone()));
+    let mut report = run.report(cases, &Redactor::new(settings.api_key.clone()));
+    report.suite_file = settings.suite.user_file.clone();
     Ok(report)
 }
 

@@ -148,6 +148,9 @@ pub struct Suite {
     pub file: SuiteFile,
     /// The protocol's rules and generators.
     pub protocol: &'static dyn SuiteProtocol,
+    /// The user's file it was read from (`--suite FILE`) and its digest, which the report
+    /// records; None for a built-in suite (the kit's version names it).
+    pub user_file: Option<crate::specs::SuiteFile>,
 }
 
 impl std::fmt::Debug for Suite {
@@ -168,7 +171,12 @@ impl Suite {
             path: path.display().to_string(),
             cause: e.to_string(),
         })?;
-        Suite::parse(&path.display().to_string(), &text, protocol)
+        let mut suite = Suite::parse(&path.display().to_string(), &text, protocol)?;
+        suite.user_file = Some(crate::specs::SuiteFile {
+            file: suite.source.clone(),
+            sha256: crate::specs::sha256_hex(&text),
+        });
+        Ok(suite)
     }
 
     /// Parses and validates against `protocol`'s rules and generators. Errors read
@@ -184,6 +192,7 @@ impl Suite {
             source: source.to_string(),
             file,
             protocol,
+            user_file: None,
         };
         suite.validate().map_err(SuiteError::Invalid)?;
         Ok(suite)

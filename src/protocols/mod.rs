@@ -64,6 +64,30 @@ pub fn schemas() -> Vec<(
         .collect()
 }
 
+/// What a report of the protocols `names` (`a+b` for several, as a merged report names them)
+/// records of the specs each was judged by; a name that is no protocol's (a test's) gets none.
+pub fn judged_by(names: &str) -> Vec<crate::specs::JudgedBy> {
+    crate::report::tools::protocol_names(names)
+        .filter_map(find)
+        .map(|p| p.spec().judged_by(p.name()))
+        .collect()
+}
+
+/// Names in `report` the spec each of its protocols was judged by, and the suite (a user's
+/// suite file, as the probe recorded it), unless it names them already (a merge keeps its
+/// parts'). Every command that reports calls it before printing or writing the report.
+pub fn stamp(report: &mut crate::report::Report) {
+    if !report.judged_by.is_empty() {
+        return;
+    }
+    report.judged_by = judged_by(&report.protocol);
+    if let Some(file) = report.suite_file.take() {
+        for by in &mut report.judged_by {
+            *by = by.clone().with_suite_file(&file);
+        }
+    }
+}
+
 /// Every protocol whose agents the mock engine plays.
 pub fn agent_protocols() -> Vec<&'static dyn AgentProtocol> {
     REGISTRY
@@ -157,6 +181,41 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Each protocol's spec is carried, its title is a line of the document (as a heading or
+    /// not) and its version, when it names one, is in the text; every spec carried is one's.
+    #[test]
+    fn every_protocol_names_a_spec_carried_and_its_title_as_given() {
+        for p in REGISTRY {
+            let doc = p.spec();
+            let text = doc
+                .text()
+                .unwrap_or_else(|| panic!("{}: specs/{} is not carried", p.name(), doc.file));
+            assert!(
+                text.lines()
+                    .any(|l| l.trim_start_matches('#').trim() == doc.title),
+                "{}: no line of specs/{} reads {:?}",
+                p.name(),
+                doc.file,
+                doc.title
+            );
+            if let Some(version) = doc.version {
+                assert!(text.contains(version), "{}: {version}", p.name());
+            }
+            assert_eq!(p.spec().sha256().len(), 64);
+        }
+        for (file, _) in crate::specs::EMBEDDED {
+            assert!(
+                REGISTRY.iter().any(|p| p.spec().file == *file),
+                "specs/{file} is no protocol's spec"
+            );
+        }
+        let both = judged_by("roundtable+execute-task+nope");
+        assert_eq!(
+            both.iter().map(|b| b.protocol.as_str()).collect::<Vec<_>>(),
+            ["roundtable", "execute-task"]
+        );
     }
 
     #[test]

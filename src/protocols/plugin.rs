@@ -424,6 +424,10 @@ pub trait Protocol: Sync {
     /// One line: what the protocol is and which spec defines it.
     fn about(&self) -> &'static str;
 
+    /// The spec it is judged by: its file under `specs/`, its title and version as the document
+    /// gives them. Every report of it names this, with the digest of the text carried.
+    fn spec(&self) -> crate::specs::SpecDoc;
+
     /// The folder of its JSON Schemas under `schemas/` (every file there is embedded), if it
     /// has any.
     fn schema_dir(&self) -> Option<&'static str>;

@@ -25,9 +25,10 @@ impl Report {
             bound_message(&mut case.message);
         }
         self.notes.push(format!(
-            "compacted: the {dropped} passing or skipped case(s) that had an exchange left it \
+            "compacted: the {} that had an exchange left it \
              out, and their messages are cut at {MESSAGE_BOUND} characters; failing cases \
-             (fail, xfail, stale) are whole; {keep_all} keeps everything"
+             (fail, xfail, stale) are whole; {keep_all} keeps everything",
+            crate::text::count(dropped as u64, "passing or skipped cases")
         ));
     }
 }
@@ -102,9 +103,11 @@ mod tests {
         assert_eq!(report.summary, summary);
         assert_eq!(
             report.notes,
-            ["compacted: the 2 passing or skipped case(s) that had an exchange left it out, and \
+            [
+                "compacted: the 2 passing or skipped cases that had an exchange left it out, and \
               their messages are cut at 240 characters; failing cases (fail, xfail, stale) are \
-              whole; --full-reports keeps everything"]
+              whole; --full-reports keeps everything"
+            ]
         );
     }
 }

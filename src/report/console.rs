@@ -54,12 +54,17 @@ pub fn render(report: &Report, colour: bool) -> String {
     let p = Paint { on: colour };
     let mut out = String::new();
     out.push_str(&format!(
-        "agent-tck {} · {} · {}{}\n\n",
+        "agent-tck {} · {} · {}{}\n",
         report.version,
         report.title(),
         report.target,
         report.seed_text()
     ));
+    for line in report.judged_by_lines(crate::specs::SHORT_DIGEST) {
+        out.push_str(&p.paint("90", &line));
+        out.push('\n');
+    }
+    out.push('\n');
     let id_width = report.cases.iter().map(|c| c.id.len()).max().unwrap_or(0);
     // UNMET, XFAIL and STALE are the five-letter words.
     let word_width =
@@ -159,7 +164,8 @@ pub fn render(report: &Report, colour: bool) -> String {
         }
         if gated > 0 {
             line.push_str(&format!(
-                " · {gated} gated expectation(s) unmet: fail the run"
+                " · {} unmet: fail the run",
+                crate::text::count(gated as u64, "gated expectations")
             ));
         }
         if report.min_score.is_none() && gated == 0 {
@@ -213,10 +219,9 @@ fn last_line(report: &Report) -> String {
     let mut last = counts(s);
     if s.xfailed + s.stale > 0 {
         last.push_str(&format!(
-            ", {} expected failure(s) (--baseline), {} stale baseline entr{}",
-            s.xfailed,
-            s.stale,
-            if s.stale == 1 { "y" } else { "ies" }
+            ", {} (--baseline), {}",
+            crate::text::count(s.xfailed as u64, "expected failures"),
+            crate::text::count(s.stale as u64, "stale baseline entries")
         ));
     }
     if let Some(cut) = &report.interrupted {

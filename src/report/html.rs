@@ -140,8 +140,11 @@ pub(crate) fn exit_why(report: &Report) -> String {
     if !blocking.is_empty() {
         let more = blocking.len().saturating_sub(8);
         reasons.push(format!(
-            "{} case(s) fail the run: {}{}",
-            blocking.len(),
+            "{} the run: {}{}",
+            match blocking.len() {
+                1 => "1 case fails".to_string(),
+                n => format!("{n} cases fail"),
+            },
             blocking[..blocking.len().min(8)].join(", "),
             if more > 0 {
                 format!(" and {more} more")
@@ -194,7 +197,7 @@ fn summary(out: &mut String, report: &Report) {
     notes(out, report);
 }
 
-/// The run's facts: counts, target, seed, start, duration, strict, tool.
+/// The run's facts: counts, target, seed, start, duration, strict, tool, the specs judged by.
 pub(crate) fn facts(out: &mut String, report: &Report) {
     let s = &report.summary;
     out.push_str("<dl class=\"facts\">");
@@ -215,6 +218,8 @@ pub(crate) fn facts(out: &mut String, report: &Report) {
         ("strict", report.strict.to_string()),
         ("tool", format!("{} {}", report.tool, report.version)),
     ]);
+    // The specs judged by, each digest whole (a reader compares it with `agent-tck --version`).
+    facts.extend(report.judged_by_lines(64).into_iter().map(|l| ("spec", l)));
     for (k, v) in facts {
         out.push_str(&format!("<dt>{k}</dt><dd>{}</dd>", escape(&v)));
     }
@@ -716,7 +721,7 @@ mod tests {
         for external in ["src=\"http", "href=\"http", "@import", "<link", "url("] {
             assert!(!html.contains(external), "{external}");
         }
-        assert!(html.contains("exit 1: 1 case(s) fail the run: analyze.schema"));
+        assert!(html.contains("exit 1: 1 case fails the run: analyze.schema"));
         assert!(html.contains("<svg"), "the duration histogram");
         assert!(html.contains(" open>"), "the failure is expanded");
         assert!(

@@ -12,9 +12,29 @@ use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 
 use super::{CaseResult, Kind, Report, Status};
 
+/// The name of the document's root: `agent-tck` and the report's title, as the HTML page names
+/// it (`agent-tck selftest`, `agent-tck probe roundtable`).
+pub fn root_name(report: &Report) -> String {
+    xml_safe(&format!("agent-tck {}", report.title()))
+}
+
+/// The properties every testsuite carries of the specs the run was judged by: `spec`, a line
+/// per protocol (the digest whole), and `spec.PROTOCOL.sha256`, the digest alone for a tool
+/// to compare; or one `spec` saying the report records none.
+pub fn add_spec_properties(suite: &mut TestSuite, report: &Report) {
+    for line in report.judged_by_lines(64) {
+        suite.add_property(("spec", xml_safe(&line).as_str()));
+    }
+    for by in &report.judged_by {
+        suite.add_property((
+            xml_safe(&format!("spec.{}.sha256", by.protocol)).as_str(),
+            by.sha256.as_str(),
+        ));
+    }
+}
+
 pub fn to_string(report: &Report) -> String {
-    let mut junit =
-        quick_junit::Report::new(format!("agent-tck {} {}", report.role, report.protocol));
+    let mut junit = quick_junit::Report::new(root_name(report));
     junit.set_time(Duration::from_millis(report.duration_ms));
     // The groups in the order they first appear, found by name in a map (a report of thousands
     // of groups is not searched once per case).
@@ -40,6 +60,7 @@ pub fn to_string(report: &Report) -> String {
         }
         // The tally counted them: the cases go in as they are.
         let mut suite = tally.suite(&group, &target, report.seed);
+        add_spec_properties(&mut suite, report);
         suite.test_cases = tcs;
         junit.add_test_suite(suite);
     }

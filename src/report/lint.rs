@@ -101,13 +101,14 @@ impl Lint {
         // Notes (MAY, advisory) are counted only when there are some: the line stays as it was.
         let notes = match self.count(Level::May) {
             0 => String::new(),
-            n => format!(", {n} note(s)"),
+            n => format!(", {}", crate::text::count(n as u64, "notes")),
         };
+        let n = |count: usize, what: &str| crate::text::count(count as u64, what);
         out.push_str(&format!(
-            "{} file(s): {} error(s), {} warning(s){notes}{}\n",
-            self.files.len(),
-            self.count(Level::Must),
-            self.count(Level::Should),
+            "{}: {}, {}{notes}{}\n",
+            n(self.files.len(), "files"),
+            n(self.count(Level::Must), "errors"),
+            n(self.count(Level::Should), "warnings"),
             if self.strict {
                 " (--strict: warnings fail)"
             } else {

@@ -72,6 +72,7 @@ impl From<MergeStreamError> for crate::error::Error {
 pub struct Outputs<'a> {
     pub json: Option<&'a Path>,
     pub junit: Option<&'a Path>,
+    pub ctrf: Option<&'a Path>,
     pub html: Option<&'a Path>,
     /// `--baseline`, applied to each case as it is met (by its merged id).
     pub baseline: Option<&'a super::baseline::Baseline>,
@@ -133,6 +134,8 @@ struct HeadFile<C> {
     min_score: Option<f64>,
     #[serde(default)]
     interrupted: Option<super::Interruption>,
+    #[serde(default)]
+    judged_by: Vec<crate::specs::JudgedBy>,
 }
 
 #[derive(Deserialize)]
@@ -190,6 +193,8 @@ impl<C> HeadFile<C> {
                 interrupted: self.interrupted,
                 timeline: Vec::new(),
                 counts: Vec::new(),
+                judged_by: self.judged_by,
+                suite_file: None,
             },
         }
     }
@@ -325,6 +330,7 @@ impl Survey {
         let mut head = tools::merged_head(&self.heads);
         let mut json = out.json.map(JsonOut::create).transpose()?;
         let mut xml = out.junit.map(JunitOut::create).transpose()?;
+        let mut ctrf = out.ctrf.map(CtrfOut::create).transpose()?;
         let mut page = match out.html {
             Some(p) => Some(TargetsPage::create(p).map_err(|e| write_error("--html", p, e))?),
             None => None,
@@ -369,6 +375,9 @@ impl Survey {
             if let Some(xml) = &mut xml {
                 xml.cases(&head, i, &self.heads, &cases)?;
             }
+            if let Some(ctrf) = &mut ctrf {
+                ctrf.cases(&head, &cases)?;
+            }
         }
         head.summary = summary;
         if let Some(marking) = marking {
@@ -383,6 +392,9 @@ impl Survey {
         }
         if let Some(xml) = xml {
             xml.finish(&head, &self.heads)?;
+        }
+        if let Some(ctrf) = ctrf {
+            ctrf.finish(&head, exit)?;
         }
         if let (Some(page), Some(p)) = (page, out.html) {
             page.finish(&head, exit)
@@ -526,6 +538,58 @@ impl JsonOut {
     }
 }
 
+/// The merged CTRF: each test written to a spool as it comes and counted, and at the end the
+/// document around them (its summary counts them).
+struct CtrfOut {
+    dest: PathBuf,
+    spool: Beside,
+    tally: super::ctrf::Tally,
+    tests: usize,
+}
+
+impl CtrfOut {
+    fn create(dest: &Path) -> Result<CtrfOut, MergeStreamError> {
+        let spool = Beside::create(dest, "spool").map_err(|e| write_error("--ctrf", dest, e))?;
+        Ok(CtrfOut {
+            dest: dest.to_path_buf(),
+            spool,
+            tally: Default::default(),
+            tests: 0,
+        })
+    }
+
+    fn cases(&mut self, head: &Report, cases: &[CaseResult]) -> Result<(), MergeStreamError> {
+        let failed = |e: std::io::Error| write_error("--ctrf", &self.dest, e);
+        for c in cases {
+            let text = super::ctrf::test_text(&self.tally.test(head, c));
+            let sep = if self.tests == 0 {
+                "\n      "
+            } else {
+                ",\n      "
+            };
+            self.spool.file.write_all(sep.as_bytes()).map_err(failed)?;
+            self.spool.file.write_all(text.as_bytes()).map_err(failed)?;
+            self.tests += 1;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, head: &Report, exit: Exit) -> Result<(), MergeStreamError> {
+        let dest = self.dest.clone();
+        let failed = |e: std::io::Error| write_error("--ctrf", &dest, e);
+        let (before, after) = super::ctrf::split_around_tests(head, &self.tally, exit);
+        let mut file = Beside::create(&self.dest, "tmp").map_err(failed)?;
+        file.file.write_all(before.as_bytes()).map_err(failed)?;
+        self.spool.file.flush().map_err(failed)?;
+        let mut spool = std::fs::File::open(&self.spool.path).map_err(failed)?;
+        std::io::copy(&mut spool, &mut file.file).map_err(failed)?;
+        let close = if self.tests == 0 { "]" } else { "\n    ]" };
+        file.file.write_all(close.as_bytes()).map_err(failed)?;
+        file.file.write_all(after.as_bytes()).map_err(failed)?;
+        file.rename_to(&self.dest).map_err(failed)
+    }
+}
+
 /// A testsuite of the merged JUnit as the cases come: its counts, and the part its first case
 /// came from (a few dozen bytes besides its name, for each of a run's thousands of suites).
 struct Suite {
@@ -617,10 +681,12 @@ impl JunitOut {
                 false => &heads[s.part as usize].report.target,
             };
             let target = junit::xml_safe(target);
-            s.tally.suite(&s.name, &target, head.seed)
+            let mut suite = s.tally.suite(&s.name, &target, head.seed);
+            junit::add_spec_properties(&mut suite, head);
+            suite
         };
         let mut totals = pieces::Totals {
-            name: format!("agent-tck {} {}", head.role, head.protocol),
+            name: junit::root_name(head),
             time: std::time::Duration::from_millis(head.duration_ms),
             ..Default::default()
         };
@@ -699,8 +765,11 @@ impl Merged {
         }
         if self.failing_total > self.failing.len() {
             out.push_str(&format!(
-                "  … and {} more failing case(s)\n",
-                self.failing_total - self.failing.len()
+                "  … and {} more\n",
+                crate::text::count(
+                    (self.failing_total - self.failing.len()) as u64,
+                    "failing cases"
+                )
             ));
         }
         out.push_str(end);
@@ -782,14 +851,16 @@ mod tests {
         if let Some(b) = baseline {
             b.apply(&mut whole, &super::super::baseline::today());
         }
-        let (json, xml, html) = (
+        let (json, xml, ctrf, html) = (
             dir.0.join("all.json"),
             dir.0.join("all.xml"),
+            dir.0.join("all.ctrf.json"),
             dir.0.join("all.html"),
         );
         let out = Outputs {
             json: Some(&json),
             junit: Some(&xml),
+            ctrf: Some(&ctrf),
             html: Some(&html),
             baseline,
         };
@@ -805,6 +876,11 @@ mod tests {
             .collect();
         left.sort();
         assert_eq!(left, Vec::<String>::new());
+        // The streamed CTRF is the whole merge's too.
+        assert_eq!(
+            std::fs::read_to_string(ctrf).unwrap(),
+            super::super::ctrf::to_string(&whole)
+        );
         (
             whole,
             merged,
@@ -857,7 +933,7 @@ mod tests {
             merged
                 .notes
                 .iter()
-                .any(|n| n.starts_with("1 of 2 part(s) interrupted, so is the merge (no verdict): t1: INTERRUPTED (Ctrl-C) after 2.1 s")),
+                .any(|n| n.starts_with("1 of 2 parts interrupted, so is the merge (no verdict): t1: INTERRUPTED (Ctrl-C) after 2.1 s")),
             "{:?}",
             merged.notes
         );
@@ -868,7 +944,7 @@ mod tests {
         let page = std::fs::read_to_string(dir.0.join("all.html")).unwrap();
         assert!(page.contains(" · INTERRUPTED</title>"), "{page}");
         assert!(
-            page.contains("<p>exit 130: INTERRUPTED (Ctrl-C) after 2.1 s — 1 of 2 case(s) judged, 1 not reached; not a verdict — 1 of 2 part(s) interrupted</p>"),
+            page.contains("<p>exit 130: INTERRUPTED (Ctrl-C) after 2.1 s — 1 of 2 cases judged, 1 not reached; not a verdict — 1 of 2 parts interrupted</p>"),
             "{page}"
         );
         // The rows: the whole part passed, the cut one says so (its reason, the headline).
@@ -1191,6 +1267,7 @@ mod tests {
         let out = Outputs {
             json: Some(&json),
             junit: Some(&xml),
+            ctrf: None,
             html: None,
             baseline: None,
         };
@@ -1233,6 +1310,7 @@ mod tests {
         let out = Outputs {
             json: Some(&json),
             junit: Some(&json.with_extension("xml")),
+            ctrf: None,
             html: None,
             baseline: None,
         };

@@ -5,6 +5,7 @@
 pub mod baseline;
 pub mod compact;
 pub mod console;
+pub mod ctrf;
 pub mod explained;
 pub mod html;
 pub mod json;
@@ -156,7 +157,8 @@ impl Evidence {
 
 impl std::fmt::Display for Evidence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "judged {} {}", self.judged, self.of)
+        // `of` is written as a plural (`requests`); one thing judged reads in the singular.
+        write!(f, "judged {}", crate::text::count(self.judged, &self.of))
     }
 }
 
@@ -524,6 +526,15 @@ pub struct Report {
     /// is no verdict ([`Report::exit_code`] is [`Exit::Interrupted`] whatever the cases say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<Interruption>,
+    /// The spec each protocol of the run was judged by, and the suite (see
+    /// [`crate::specs::JudgedBy`]); the command line fills it in before the report is shown.
+    /// Empty in a report written before reports named their spec: "not recorded".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judged_by: Vec<crate::specs::JudgedBy>,
+    /// A user's suite file the cases came from (`--suite FILE`), as the probe read it: moved
+    /// into [`Report::judged_by`] when the report is stamped; never written as such.
+    #[serde(skip)]
+    pub suite_file: Option<crate::specs::SuiteFile>,
 }
 
 /// The signal that ended a run.
@@ -599,11 +610,11 @@ impl Interruption {
     /// judged, 38 not reached; not a verdict`.
     pub fn headline(&self) -> String {
         format!(
-            "INTERRUPTED ({}) after {:.1} s — {} of {} case(s) judged, {} not reached; not a verdict",
+            "INTERRUPTED ({}) after {:.1} s — {} of {} judged, {} not reached; not a verdict",
             self.by,
             self.after_ms as f64 / 1000.0,
             self.judged,
-            self.cases,
+            crate::text::count(self.cases as u64, "cases"),
             self.not_reached_count
         )
     }
@@ -730,6 +741,8 @@ impl RunInfo {
             counts: Vec::new(),
             fingerprint: None,
             interrupted: None,
+            judged_by: Vec::new(),
+            suite_file: None,
         };
         report.summarize();
         report.redact(redactor);
@@ -753,6 +766,16 @@ impl Report {
             Some(command) => command.clone(),
             None => format!("{} {}", self.role, self.protocol),
         }
+    }
+
+    /// What every format's header says of the specs the run was judged by: a line per protocol
+    /// (`roundtable: judged by "…" (specs/…, no version given, sha256 …); built-in suite of
+    /// agent-tck 0.1.0`, the digest cut to `digits`), or that the report records none.
+    pub fn judged_by_lines(&self, digits: usize) -> Vec<String> {
+        if self.judged_by.is_empty() {
+            return vec![format!("spec: {}", crate::specs::NOT_RECORDED)];
+        }
+        self.judged_by.iter().map(|by| by.line(digits)).collect()
     }
 
     /// ` · seed N` for a header, nothing for a run without a seed.
@@ -812,8 +835,11 @@ impl Report {
         let s = &self.summary;
         if s.xfailed_must == 0 && s.precondition_must == 0 {
             return Some(format!(
-                "nothing judged: all {} MUST case(s) skipped for want of evidence (not a pass)",
-                s.must
+                "nothing judged: {} skipped for want of evidence (not a pass)",
+                match s.must {
+                    1 => "the one MUST case".to_string(),
+                    n => format!("all {n} MUST cases"),
+                }
             ));
         }
         let mut not = vec![format!("{} skipped", s.skipped_must)];
@@ -1011,7 +1037,7 @@ mod tests {
             |c| c.status != Status::Skip,
         ));
         assert_eq!(report.exit_code(), Exit::Interrupted);
-        let headline = "INTERRUPTED (SIGTERM) after 2.1 s — 1 of 2 case(s) judged, 1 not \
+        let headline = "INTERRUPTED (SIGTERM) after 2.1 s — 1 of 2 cases judged, 1 not \
                         reached; not a verdict";
         assert_eq!(report.interrupted.as_ref().unwrap().headline(), headline);
         let console = console::render(&report, false);

@@ -1,4 +1,5 @@
-//! Where a run's reports go: the `--json` and `--junit` flags every command that reports shares,
+//! Where a run's reports go: the `--json`, `--junit`, `--ctrf` and `--html` flags every command
+//! that reports shares,
 //! checked before a run (a report that could not be written fails early, not after a long run)
 //! and written after it.
 
@@ -7,7 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::baseline::Baseline;
-use super::{html, json, junit, Report};
+use super::{ctrf, html, json, junit, Report};
 use crate::error::Error;
 
 /// Flags shared by every run that writes a report.
@@ -19,6 +20,10 @@ pub struct OutputArgs {
     /// Write JUnit XML here (one testsuite per endpoint).
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
+    /// Write CTRF here (the Common Test Report Format, https://ctrf.io, which CI test-report
+    /// actions read): a test per case, the spec judged by in its environment.
+    #[arg(long, value_name = "PATH")]
+    pub ctrf: Option<PathBuf>,
     /// Write the HTML report here: one self-contained page (summary, plots, cases with filters).
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
@@ -42,6 +47,7 @@ impl OutputArgs {
         for (flag, path) in [
             ("--json", &self.json),
             ("--junit", &self.junit),
+            ("--ctrf", &self.ctrf),
             ("--html", &self.html),
         ] {
             let Some(path) = path else { continue };
@@ -69,6 +75,7 @@ impl OutputArgs {
         let named = [
             ("--json", &self.json),
             ("--junit", &self.junit),
+            ("--ctrf", &self.ctrf),
             ("--html", &self.html),
         ];
         for (i, (a, pa)) in named.iter().enumerate() {
@@ -102,9 +109,10 @@ impl OutputArgs {
     pub fn write_quietly(&self, report: &Report) -> Result<Vec<&Path>, Error> {
         let mut written = Vec::new();
         // Rendered only when asked for: a stdio mock rewrites its reports after every answer.
-        let files: [(_, _, Render); 3] = [
+        let files: [(_, _, Render); 4] = [
             (&self.json, "--json", json::to_string),
             (&self.junit, "--junit", junit::to_string),
+            (&self.ctrf, "--ctrf", ctrf::to_string),
             (&self.html, "--html", html::to_string),
         ];
         for (path, flag, render) in files {

@@ -450,8 +450,9 @@ impl TargetsPage {
         if let Some(cut) = &head.interrupted {
             let parts = self.rows.iter().filter(|r| r.interrupted).count();
             return format!(
-                "exit 130: {} — {parts} of {total} part(s) interrupted{}",
+                "exit 130: {} — {parts} of {} interrupted{}",
                 cut.headline(),
+                crate::text::count(total as u64, "parts"),
                 if reasons.is_empty() {
                     String::new()
                 } else {
@@ -714,10 +715,7 @@ mod tests {
             "(judged 2 answers) (7 ms)"
         );
         assert_eq!(part["counts"], "1 passed, 1 failed, 0 skipped");
-        assert_eq!(
-            part["why"],
-            "exit 1: 1 case(s) fail the run: analyze.schema"
-        );
+        assert_eq!(part["why"], "exit 1: 1 case fails the run: analyze.schema");
     }
 
     #[test]
@@ -769,7 +767,7 @@ mod tests {
         assert_eq!(rows[0][1], "FAIL");
         assert_eq!(
             rows[0][8],
-            "nothing judged: all 1 MUST case(s) skipped for want of evidence (not a pass)"
+            "nothing judged: the one MUST case skipped for want of evidence (not a pass)"
         );
     }
 

@@ -9,6 +9,13 @@ use std::path::Path;
 use time::format_description::well_known::Rfc3339;
 
 use super::{CaseResult, Report, Status, Summary};
+use crate::specs::{JudgedBy, SHORT_DIGEST};
+
+/// The protocols a report's `protocol` names: one, or several joined by `+` (a self-test's
+/// `a+b`, a merge's `a + b`).
+pub fn protocol_names(protocol: &str) -> impl Iterator<Item = &str> {
+    protocol.split('+').map(str::trim).filter(|n| !n.is_empty())
+}
 
 /// Why a report file could not be read back or reports could not be merged. A usage error by
 /// type (the files named are wrong); a run that merges the reports it wrote itself says
@@ -84,7 +91,7 @@ pub fn read(path: &Path) -> Result<Report, ReportFileError> {
     serde_json::from_value(value).map_err(|e| unreadable(&e))
 }
 
-fn parse_time(text: &str) -> Option<time::OffsetDateTime> {
+pub fn parse_time(text: &str) -> Option<time::OffsetDateTime> {
     time::OffsetDateTime::parse(text, &Rfc3339).ok()
 }
 
@@ -133,6 +140,8 @@ pub fn without_cases(report: &Report) -> Report {
         interrupted: report.interrupted.clone(),
         timeline: Vec::new(),
         counts: Vec::new(),
+        judged_by: report.judged_by.clone(),
+        suite_file: None,
     }
 }
 
@@ -318,12 +327,14 @@ pub fn merged_head(all: &[PartHead]) -> Report {
             named.push(format!("and {} more", interrupted.len() - NAMED_PARTS));
         }
         notes.push(format!(
-            "{} of {} part(s) interrupted, so is the merge (no verdict): {}",
+            "{} of {} interrupted, so is the merge (no verdict): {}",
             interrupted.len(),
-            all.len(),
+            crate::text::count(all.len() as u64, "parts"),
             named.join("; ")
         ));
     }
+    let (judged_by, differ) = judged_by_of(all);
+    notes.extend(differ);
     let mut known: std::collections::HashSet<String> = notes.iter().cloned().collect();
     for p in &parts {
         for n in &p.report.notes {
@@ -364,12 +375,74 @@ pub fn merged_head(all: &[PartHead]) -> Report {
             let label = (all.len() > 1).then_some(p.file.as_str());
             Some((p.report.interrupted.as_ref()?, label))
         })),
+        judged_by,
+        suite_file: None,
         min_score: parts
             .iter()
             .all(|p| p.report.min_score == first.min_score)
             .then_some(first.min_score)
             .flatten(),
     }
+}
+
+/// The specs and suites the parts were judged by, each once, and a note for each protocol whose
+/// parts were judged by different ones (or whose parts record none, beside others that do).
+///
+/// A merge of parts judged by different specs is made, not refused: refusing would throw away
+/// the runs' verdicts (a shard of a CI matrix run by an older kit, a report kept from last
+/// month), while the merged report keeps every part's spec and says that it is no verdict
+/// against one spec.
+pub fn judged_by_of(all: &[PartHead]) -> (Vec<JudgedBy>, Vec<String>) {
+    let mut judged_by: Vec<JudgedBy> = Vec::new();
+    for p in all {
+        for by in &p.report.judged_by {
+            if !judged_by.contains(by) {
+                judged_by.push(by.clone());
+            }
+        }
+    }
+    let mut notes = Vec::new();
+    let mut protocols: Vec<&str> = Vec::new();
+    for p in all {
+        for name in protocol_names(&p.report.protocol) {
+            if !protocols.contains(&name) {
+                protocols.push(name);
+            }
+        }
+    }
+    for name in protocols {
+        // Each spec (or none recorded) the protocol's parts name, with the first part naming it.
+        let mut kinds: Vec<(Option<&JudgedBy>, &PartHead)> = Vec::new();
+        for p in all.iter() {
+            if !protocol_names(&p.report.protocol).any(|n| n == name) {
+                continue;
+            }
+            let by = p.report.judged_by.iter().find(|b| b.protocol == name);
+            if !kinds.iter().any(|(k, _)| *k == by) {
+                kinds.push((by, p));
+            }
+        }
+        if kinds.len() > 1 {
+            let told: Vec<String> = kinds
+                .iter()
+                .map(|(by, p)| match by {
+                    Some(by) => format!(
+                        "{} by {}, {}",
+                        p.file,
+                        by.spec_text(SHORT_DIGEST),
+                        by.suite_text(SHORT_DIGEST)
+                    ),
+                    None => format!("{}: spec {}", p.file, crate::specs::NOT_RECORDED),
+                })
+                .collect();
+            notes.push(format!(
+                "{name}: the parts were judged against different specs or suites, so the merge \
+                 is no verdict against one spec: {}",
+                told.join("; ")
+            ));
+        }
+    }
+    (judged_by, notes)
 }
 
 /// One report of many (`parts`, each with the file it came from), held whole: the cases of
@@ -423,6 +496,68 @@ pub struct Diff {
     /// Whether the old run, and the new one, were interrupted (what they say of it): the cases
     /// they did not reach are skips, not verdicts.
     pub interrupted: (Option<String>, Option<String>),
+    /// Per protocol whose old and new runs were judged against different specs or suites (or
+    /// one of which records none): what each was judged by.
+    pub specs: Vec<SpecChange>,
+}
+
+/// A protocol judged against different specs or suites by two runs compared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpecChange {
+    pub protocol: String,
+    /// What the old run, and the new one, were judged by (None: not recorded).
+    pub old: Option<JudgedBy>,
+    pub new: Option<JudgedBy>,
+}
+
+impl SpecChange {
+    /// The changes between `old`'s and `new`'s specs, per protocol either names.
+    fn between(old: &Report, new: &Report) -> Vec<SpecChange> {
+        let mut names: Vec<&str> = protocol_names(&old.protocol).collect();
+        for n in protocol_names(&new.protocol) {
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+        let of = |r: &Report, n: &str| r.judged_by.iter().find(|b| b.protocol == n).cloned();
+        names
+            .into_iter()
+            .map(|n| SpecChange {
+                protocol: n.to_string(),
+                old: of(old, n),
+                new: of(new, n),
+            })
+            .filter(|c| c.old != c.new || c.old.is_none())
+            .collect()
+    }
+
+    /// One line: what each run was judged by, and why it matters to the comparison.
+    fn line(&self, old: &str, new: &str) -> String {
+        let said = |by: &Option<JudgedBy>| match by {
+            Some(by) => format!(
+                "{}, {}",
+                by.spec_text(SHORT_DIGEST),
+                by.suite_text(SHORT_DIGEST)
+            ),
+            None => crate::specs::NOT_RECORDED.to_string(),
+        };
+        let what = match (&self.old, &self.new) {
+            (None, None) => "neither report records the spec it was judged by",
+            (Some(a), Some(b)) if a.sha256 != b.sha256 => {
+                "judged against different specs: a change may come from the spec, not the agent"
+            }
+            (Some(_), Some(_)) => {
+                "judged by different suites: a change may come from the suite, not the agent"
+            }
+            _ => "the spec is recorded by one report only: the runs may not be comparable",
+        };
+        format!(
+            "{}: {what} — {old}: {}; {new}: {}",
+            self.protocol,
+            said(&self.old),
+            said(&self.new)
+        )
+    }
 }
 
 impl Diff {
@@ -473,6 +608,7 @@ pub fn diff(old: &Report, new: &Report) -> Diff {
         old.interrupted.as_ref().map(|i| i.headline()),
         new.interrupted.as_ref().map(|i| i.headline()),
     );
+    d.specs = SpecChange::between(old, new);
     d.removed = old
         .cases
         .iter()
@@ -502,6 +638,9 @@ pub fn render_diff(d: &Diff, old: &str, new: &str) -> String {
                  skips, not verdicts\n\n"
             ));
         }
+    }
+    for change in &d.specs {
+        out.push_str(&format!("note: {}\n\n", change.line(old, new)));
     }
     let section = |out: &mut String, title: &str, lines: Vec<String>| {
         if !lines.is_empty() {
@@ -546,13 +685,14 @@ pub fn render_diff(d: &Diff, old: &str, new: &str) -> String {
             .collect(),
     );
     section(&mut out, "removed cases", d.removed.clone());
+    let n = |items: usize, what: &str| crate::text::count(items as u64, what);
     out.push_str(&format!(
-        "{} regression(s), {} fixed, {} new warning(s), {} no longer judged, {} new case(s), {} removed\n",
-        d.regressions.len(),
+        "{}, {} fixed, {}, {} no longer judged, {}, {} removed\n",
+        n(d.regressions.len(), "regressions"),
         d.fixed.len(),
-        d.new_warnings.len(),
+        n(d.new_warnings.len(), "new warnings"),
         d.unjudged.len(),
-        d.added.len(),
+        n(d.added.len(), "new cases"),
         d.removed.len()
     ));
     out
@@ -675,8 +815,23 @@ mod tests {
             ),
             "{shown}"
         );
-        assert!(shown.ends_with("1 regression(s), 1 fixed, 1 new warning(s), 1 no longer judged, 1 new case(s), 1 removed\n"), "{shown}");
+        assert!(
+            shown.ends_with(
+                "1 regression, 1 fixed, 1 new warning, 1 no longer judged, 1 new case, 1 removed\n"
+            ),
+            "{shown}"
+        );
         assert_eq!(diff(&new, &new).exit_code(), 0);
-        assert_eq!(diff(&new, &new), Diff::default());
+        // Unchanged but for the note that neither report records its spec (made in-process,
+        // not stamped as the command line stamps a run's).
+        let same = diff(&new, &new);
+        assert_eq!((same.specs.len(), same.specs[0].old.is_none()), (1, true));
+        assert_eq!(
+            Diff {
+                specs: Vec::new(),
+                ..same
+            },
+            Diff::default()
+        );
     }
 }

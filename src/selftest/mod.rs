@@ -46,13 +46,15 @@ impl Outcome {
         };
         if failed_must == 0 && self.rows_wrong == 0 && self.rows_unjudged == 0 {
             format!(
-                "selftest: the reference agents pass; each of {} mock behaviours broke exactly the cases it should",
-                self.rows
+                "selftest: the reference agents pass; each of {} broke exactly the cases it should",
+                crate::text::count(self.rows as u64, "mock behaviours")
             )
         } else {
             format!(
-                "selftest: FAILED — {failed_must} blocking failure(s) against the reference agents; {} of {} mock behaviours broke other cases than expected{unjudged}",
-                self.rows_wrong, self.rows
+                "selftest: FAILED — {} against the reference agents; {} of {} broke other cases than expected{unjudged}",
+                crate::text::count(failed_must as u64, "blocking failures"),
+                self.rows_wrong,
+                crate::text::count(self.rows as u64, "mock behaviours")
             )
         }
     }
@@ -91,9 +93,11 @@ pub async fn run(
     if protocols.is_empty() {
         return Err(Error::usage("no protocol to test"));
     }
+    // The report's duration is the whole self-test's, matrices included.
+    let started = std::time::Instant::now();
     let mut reports = Vec::new();
     for protocol in protocols {
-        let report = protocol
+        let mut report = protocol
             .capabilities()
             .selftest
             .run(SelftestRun {
@@ -104,6 +108,8 @@ pub async fn run(
             })
             .await?;
         report.cases.iter().for_each(|c| sheet.case_done(c));
+        // Each part names its own spec (and suite file) before the parts are merged.
+        crate::protocols::stamp(&mut report);
         reports.push(report);
     }
     let mut report = merge(reports);
@@ -126,6 +132,7 @@ pub async fn run(
         }
     }
     report.summarize();
+    report.duration_ms = started.elapsed().as_millis() as u64;
     Ok(Outcome {
         report,
         rows,
@@ -158,6 +165,7 @@ fn merge(mut reports: Vec<Report>) -> Report {
         first.target = format!("{} and {}", first.target, r.target);
         first.duration_ms += r.duration_ms;
         first.cases.extend(r.cases);
+        first.judged_by.extend(r.judged_by);
     }
     first.summarize();
     first
@@ -309,16 +317,16 @@ mod tests {
         let wrong_row = outcome(false, 1);
         assert_eq!(
             wrong_row.verdict(),
-            "selftest: FAILED — 0 blocking failure(s) against the reference agents; 1 of 3 mock behaviours broke other cases than expected"
+            "selftest: FAILED — 0 blocking failures against the reference agents; 1 of 3 mock behaviours broke other cases than expected"
         );
         assert_eq!(wrong_row.exit_code(), 1);
         let broken_agent = outcome(true, 0);
-        assert!(broken_agent.verdict().contains("1 blocking failure(s)"));
+        assert!(broken_agent.verdict().contains("1 blocking failure"));
         assert_eq!(broken_agent.exit_code(), 1);
         let idle_row = unjudged(false, 0, 1);
         assert_eq!(
             idle_row.verdict(),
-            "selftest: FAILED — 0 blocking failure(s) against the reference agents; 0 of 3 mock behaviours broke other cases than expected; 1 judged nothing (the probe skipped every case)"
+            "selftest: FAILED — 0 blocking failures against the reference agents; 0 of 3 mock behaviours broke other cases than expected; 1 judged nothing (the probe skipped every case)"
         );
         assert_eq!(idle_row.exit_code(), 1);
     }

@@ -16,7 +16,7 @@ pub const FLAGS: [&str; 4] = ["--targets", "--shard", "--target-concurrency", "-
 /// every case whole, and its JUnit and HTML files are written too).
 pub const SWITCHES: [&str; 2] = ["--resume", "--full-reports"];
 /// The report flags: each target gets its own files, these name the merged report.
-pub(super) const REPORT_FLAGS: [&str; 3] = ["--json", "--junit", "--html"];
+pub(super) const REPORT_FLAGS: [&str; 4] = ["--json", "--junit", "--ctrf", "--html"];
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -48,6 +48,7 @@ pub(super) fn write(
     let outputs = Outputs {
         json: output.json.as_deref(),
         junit: output.junit.as_deref(),
+        ctrf: output.ctrf.as_deref(),
         html: output.html.as_deref(),
         // Each target's own baseline was applied to its report.
         baseline: None,
@@ -56,7 +57,7 @@ pub(super) fn write(
     survey
         .write(&outputs, &AtomicBool::new(false))
         .map_err(|e| run(&e))?;
-    for path in [&output.json, &output.junit, &output.html]
+    for path in [&output.json, &output.junit, &output.ctrf, &output.html]
         .into_iter()
         .flatten()
     {

@@ -131,6 +131,7 @@ impl Plan {
         let merged = crate::report::output::OutputArgs {
             json: get("--json").map(PathBuf::from),
             junit: get("--junit").map(PathBuf::from),
+            ctrf: get("--ctrf").map(PathBuf::from),
             html: get("--html").map(PathBuf::from),
             baseline: None,
             quiet: false,
@@ -141,7 +142,7 @@ impl Plan {
         // A target's JUnit and HTML files only with --full-reports: the merged files hold every
         // target, and ten thousand pages of one target each are gigabytes nobody opens (`report
         // merge DIR/NAME.json --html NAME.html` makes one when it is wanted).
-        let files: Vec<&str> = [("--junit"), ("--html")]
+        let files: Vec<&str> = ["--junit", "--ctrf", "--html"]
             .into_iter()
             .filter(|flag| full && get(flag).is_some())
             .collect();
@@ -173,7 +174,7 @@ impl Plan {
             // A run afresh: no report of an earlier run stays to be taken for this one's by a
             // `--resume` after an interruption.
             for t in &targets {
-                for (_, ext) in report_files(&["--junit", "--html"]) {
+                for (_, ext) in report_files(&["--junit", "--ctrf", "--html"]) {
                     remove_old(&out_dir.join(format!("{}.{ext}", t.name)))?;
                 }
             }
@@ -199,7 +200,10 @@ impl Plan {
 
     /// Whether a merged report is asked for.
     fn merges(&self) -> bool {
-        self.merged.json.is_some() || self.merged.junit.is_some() || self.merged.html.is_some()
+        self.merged.json.is_some()
+            || self.merged.junit.is_some()
+            || self.merged.ctrf.is_some()
+            || self.merged.html.is_some()
     }
 
     /// `--resume`: the targets whose report stands, taken into `done` and `progress`; the
@@ -252,13 +256,19 @@ impl Plan {
     }
 }
 
-/// Each target's report files: the JSON one, and those of `files` (`--junit`, `--html`).
+/// Each target's report files: the JSON one, and those of `files` (`--junit`, `--ctrf`,
+/// `--html`).
 fn report_files<'a>(
     files: &'a [&'a str],
 ) -> impl Iterator<Item = (&'static str, &'static str)> + 'a {
-    [("--json", "json"), ("--junit", "xml"), ("--html", "html")]
-        .into_iter()
-        .filter(move |(flag, _)| *flag == "--json" || files.contains(flag))
+    [
+        ("--json", "json"),
+        ("--junit", "xml"),
+        ("--ctrf", "ctrf.json"),
+        ("--html", "html"),
+    ]
+    .into_iter()
+    .filter(move |(flag, _)| *flag == "--json" || files.contains(flag))
 }
 
 /// Removes a report file an earlier run left, if any.
@@ -315,6 +325,7 @@ pub async fn run(
                                 r.compact(FULL_REPORTS);
                             }
                             r.fingerprint = Some(c.fingerprint);
+                            crate::protocols::stamp(&mut r);
                             output.write_quietly(&r)?;
                             Ok(r)
                         })
@@ -530,7 +541,7 @@ mod tests {
         );
         let shown = matrix(&[Done::of(0, "idle".into(), &report)]);
         assert!(
-            shown.contains("idle    FAIL     nothing judged: all 1 MUST case(s) skipped for want of evidence (not a pass)\n"),
+            shown.contains("idle    FAIL     nothing judged: the one MUST case skipped for want of evidence (not a pass)\n"),
             "{shown}"
         );
     }

@@ -143,7 +143,7 @@ fn a_plan_run_that_writes_fails_naming_the_file_and_the_tree_given_is_untouched(
     );
     // Its only MUST case skipped: the run judged nothing, and is not green.
     assert!(
-        shown.contains("· nothing judged: all 1 MUST case(s) skipped"),
+        shown.contains("· nothing judged: the one MUST case skipped"),
         "{shown}"
     );
     assert_eq!(out.status.code(), Some(1), "{shown}");

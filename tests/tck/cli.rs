@@ -149,9 +149,15 @@ fn usage_and_configuration_errors_are_one_line_and_exit_2() {
 fn help_and_version_exit_0() {
     assert!(printed(&["--help"]).contains("probe"));
     assert!(printed(&["probe", "roundtable", "--help"]).contains("--max-body"));
+    // `-V` is the version alone; `--version` begins with it (then the specs, see
+    // spec_identity.rs).
     assert_eq!(
-        printed(&["--version"]).trim(),
+        printed(&["-V"]).trim(),
         format!("agent-tck {}", agent_tck::VERSION)
+    );
+    assert_eq!(
+        printed(&["--version"]).lines().next(),
+        Some(format!("agent-tck {}", agent_tck::VERSION).as_str())
     );
 }
 
@@ -278,6 +284,15 @@ fn selftest_passes_and_writes_both_reports() {
         "the selftest key is redacted"
     );
     roxmltree::Document::parse(&std::fs::read_to_string(&junit).unwrap()).unwrap();
+    // Each protocol's spec, named in the one report of them all.
+    assert_eq!(
+        report
+            .judged_by
+            .iter()
+            .map(|b| b.protocol.as_str())
+            .collect::<Vec<_>>(),
+        agent_tck::protocols::names()
+    );
 }
 
 #[test]
@@ -427,6 +442,43 @@ async fn mock_agent_serves_a_conforming_agent() {
     assert!(failed(&report).is_empty(), "{:?}", failed(&report));
     let out = tokio::task::block_in_place(|| child.interrupt(Duration::from_secs(30)));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+}
+
+/// One `mock agent` stopped before any request came is not a fleet: its skips say no request
+/// reached the mock agent (a fleet's say the fleet, fleet_file.rs), and its counts read in the
+/// right number.
+#[test]
+fn a_mock_agent_stopped_with_no_traffic_names_itself_not_a_fleet() {
+    let dir = TempDir::new("mock-agent-idle");
+    let json = dir.path("r.json");
+    let mut child = Spawned::tck(
+        &[
+            "mock", "agent", "--port", "0", "--seed", "1", "--json", &json,
+        ],
+        RUN_DEADLINE,
+    );
+    let line = child.line();
+    assert!(banner_url(&line).starts_with("http://127.0.0.1:"), "{line}");
+    let out = child.interrupt(Duration::from_secs(30));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(
+            "no request reached the mock agent: nothing to judge (point the platform at the \
+             mock agent and have it run a task)"
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("fleet"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["message"]
+            .as_str()
+            .unwrap()
+            .contains("reached the mock agent")));
 }
 
 #[test]
@@ -868,15 +920,20 @@ fn interrupted_line(stderr: &str) -> usize {
         .lines()
         .find(|l| l.starts_with("interrupted (Ctrl-C): the report has the "))
         .unwrap_or_else(|| panic!("no interrupted line: {stderr}"));
-    assert!(
-        line.ends_with(" case(s) done; the rest are marked not run; exit 130, not a verdict"),
-        "{line}"
-    );
-    line["interrupted (Ctrl-C): the report has the ".len()..]
+    let done: usize = line["interrupted (Ctrl-C): the report has the ".len()..]
         .split(' ')
         .next()
         .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{line}"))
+        .unwrap_or_else(|| panic!("{line}"));
+    // The count's noun in its number.
+    let cases = if done == 1 { "case" } else { "cases" };
+    assert!(
+        line.ends_with(&format!(
+            " {done} {cases} done; the rest are marked not run; exit 130, not a verdict"
+        )),
+        "{line}"
+    );
+    done
 }
 
 /// The cases of a JSON report file: (id, status, message).

@@ -200,7 +200,7 @@ fn a_run_of_saved_responses_that_judged_no_must_case_exits_1() {
     let last = shown.trim_end().lines().last().unwrap();
     assert_eq!(
         last,
-        "0 passed, 0 failed, 1 skipped · nothing judged: all 1 MUST case(s) skipped for want of evidence (not a pass)"
+        "0 passed, 0 failed, 1 skipped · nothing judged: the one MUST case skipped for want of evidence (not a pass)"
     );
 }
 
@@ -532,7 +532,7 @@ fn an_orchestration_journal_passes_on_its_runs_and_an_empty_one_judges_nothing()
     let shown = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{shown}");
     assert!(
-        shown.contains("nothing judged: all 4 MUST case(s) skipped"),
+        shown.contains("nothing judged: all 4 MUST cases skipped"),
         "{shown}"
     );
     let report = read_json(&json);
@@ -663,7 +663,7 @@ fn a_report_of_only_skipped_must_cases_says_nothing_judged_last_and_exits_1() {
     let console = report::console::render(&report, false);
     assert_eq!(
         console.trim_end().lines().last().unwrap(),
-        "1 passed, 0 failed, 1 skipped · nothing judged: all 1 MUST case(s) skipped for want of evidence (not a pass)"
+        "1 passed, 0 failed, 1 skipped · nothing judged: the one MUST case skipped for want of evidence (not a pass)"
     );
     // JUnit fails with the run: a failed testcase says why.
     let junit = report::junit::to_string(&report);
@@ -672,14 +672,14 @@ fn a_report_of_only_skipped_must_cases_says_nothing_judged_last_and_exits_1() {
         "{junit}"
     );
     assert!(
-        junit.contains("<failure message=\"nothing judged: all 1 MUST case(s) skipped for want of evidence (not a pass)\" type=\"nothing judged\"/>"),
+        junit.contains("<failure message=\"nothing judged: the one MUST case skipped for want of evidence (not a pass)\" type=\"nothing judged\"/>"),
         "{junit}"
     );
     assert!(!report::junit::to_string(&three_cases()).contains("run.judged"));
     let html = report::html::to_string(&report);
     assert!(
         html.contains(
-            "exit 1: nothing judged: all 1 MUST case(s) skipped for want of evidence (not a pass)"
+            "exit 1: nothing judged: the one MUST case skipped for want of evidence (not a pass)"
         ),
         "{html}"
     );

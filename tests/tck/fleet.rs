@@ -370,7 +370,7 @@ async fn the_try_it_pair_ends_green_on_both_sides() {
     }
     // The probe's marked requests are not plotted as the platform's: left out, and said so —
     // all four of the suite's (the three above, and one to an unknown path).
-    let note = "the timeline leaves out the 4 answer(s) to requests agent-tck's probe marked as \
+    let note = "the timeline leaves out the 4 answers to requests agent-tck's probe marked as \
                 its own deliberate tests (x-agent-tck-case): they are not the platform's"
         .to_string();
     assert!(mock.notes.contains(&note), "{:?}", mock.notes);

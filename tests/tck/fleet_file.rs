@@ -116,7 +116,10 @@ async fn an_analysis_the_fleet_refused_is_a_failed_one() {
         Ok(200)
     );
     served.stop(Duration::from_secs(2)).await;
-    let cases = served.handler.observer.cases();
+    let cases = served
+        .handler
+        .observer
+        .cases(agent_tck::mock::protocol::Served::Fleet);
     let c = cases
         .iter()
         .find(|c| c.id == "platform.challenge-no-failed")
@@ -775,7 +778,8 @@ async fn ctrl_c_right_after_the_banner_writes_the_reports_and_exits_130() {
         .count();
     assert!(
         text(&out.stderr).contains(&format!(
-            "interrupted (Ctrl-C): the report has the {done} case(s) done; the rest are marked not run"
+            "interrupted (Ctrl-C): the report has the {} done; the rest are marked not run",
+            agent_tck::text::count(done as u64, "cases")
         )),
         "{}",
         text(&out.stderr)

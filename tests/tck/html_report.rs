@@ -34,7 +34,7 @@ fn a_hostile_answer_is_text_in_the_file_and_in_the_browser() {
         "&lt;script&gt;document.body.setAttribute(&#39;data-pwned&#39;,&#39;1&#39;)&lt;/script&gt;";
     assert!(page.contains(escaped), "the answer, escaped");
     assert!(!page.contains(PAYLOAD));
-    assert!(page.contains("exit 1: 1 case(s) fail the run: plan.json-last"));
+    assert!(page.contains("exit 1: 1 case fails the run: plan.json-last"));
 
     let chromium = ["chromium", "chromium-browser"].into_iter().find(|c| {
         Command::new("sh")

@@ -250,7 +250,7 @@ fn the_command_line_lints_directories_in_every_format() {
         "{}",
         String::from_utf8_lossy(&good.stdout)
     );
-    assert!(String::from_utf8_lossy(&good.stdout).contains("3 file(s): 0 error(s), 0 warning(s)"));
+    assert!(String::from_utf8_lossy(&good.stdout).contains("3 files: 0 errors, 0 warnings"));
     let dir = TempDir::new("lint-agents");
     std::fs::create_dir_all(dir.path("agents/nested")).unwrap();
     std::fs::write(
@@ -276,10 +276,7 @@ fn the_command_line_lints_directories_in_every_format() {
         text.contains("scanner.md:6:5: warning[tools-known]"),
         "{text}"
     );
-    assert!(
-        text.contains("2 file(s): 1 error(s), 2 warning(s)"),
-        "{text}"
-    );
+    assert!(text.contains("2 files: 1 error, 2 warnings"), "{text}");
     // Warnings alone pass, unless --strict.
     let scanner = dir.path("agents/scanner.md");
     assert_eq!(lint_cli(&[&scanner]).status.code(), Some(0));
@@ -333,12 +330,12 @@ fn the_dialects_split_what_the_standard_requires_from_what_claude_code_loads() {
         out.contains("triage.md:4:1: error[field-type]: `tools` is a string (\"Read, Grep, Bash(gh issue list *)\"), not a list: write one tool per `- ` line (the standard requires a YAML list; Claude Code also reads a comma-separated string)"),
         "{out}"
     );
-    assert!(out.contains("1 file(s): 1 error(s), 0 warning(s)"), "{out}");
+    assert!(out.contains("1 file: 1 error, 0 warnings"), "{out}");
     // What Claude Code loads: clean, its keys judged.
     let claude = lint_cli(&[&agents, "--dialect", "claude-code", "--strict"]);
     let out = String::from_utf8_lossy(&claude.stdout);
     assert_eq!(claude.status.code(), Some(0), "{out}");
-    assert!(out.contains("1 file(s): 0 error(s), 0 warning(s)"), "{out}");
+    assert!(out.contains("1 file: 0 errors, 0 warnings"), "{out}");
     // A misspelt key of Claude Code's is a warning there, at its line.
     std::fs::write(
         dir.path("agents/triage.md"),
@@ -540,13 +537,13 @@ fn the_calibration_script_prints_the_findings_per_rule_in_each_dialect() {
     assert_eq!(
         lines,
         [
-            "== dialect standard: 9 file(s): 5 error(s), 2 warning(s), 1 note(s)",
+            "== dialect standard: 9 files: 5 errors, 2 warnings, 1 note",
             "2 error[field-type]",
             "2 error[required-field]",
             "2 warning[description-action-verb]",
             "1 error[frontmatter-yaml]",
             "1 note[description-sentences]",
-            "== dialect claude-code: 9 file(s): 0 error(s), 4 warning(s), 1 note(s)",
+            "== dialect claude-code: 9 files: 0 errors, 4 warnings, 1 note",
             "2 warning[description-action-verb]",
             "1 note[description-sentences]",
             "1 warning[claude-code-keys]",
@@ -674,7 +671,7 @@ fn fix_rewrites_each_finding_alone_and_together_keeping_comments_and_order() {
         "{printed}"
     );
     assert!(
-        printed.contains("5 file(s): 0 error(s), 1 warning(s)"),
+        printed.contains("5 files: 0 errors, 1 warning"),
         "{printed}"
     );
     // A second --fix changes nothing, byte for byte, and says no fix.
@@ -744,7 +741,7 @@ fn fix_names_renames_the_file_unless_the_name_is_taken() {
     assert!(!std::path::Path::new(&all).exists());
     assert!(read(&renamed).contains("name: pull-request-reviewer   # was a title\n"));
     assert!(
-        printed.contains("1 file(s): 0 error(s), 0 warning(s)"),
+        printed.contains("1 file: 0 errors, 0 warnings"),
         "{printed}"
     );
     // The target exists: that file is refused whole (not even its other fixes are written).
@@ -808,7 +805,7 @@ fn must_be_used_is_claude_codes_wording_and_long_descriptions_are_notes() {
     let out = String::from_utf8_lossy(&claude.stdout);
     assert_eq!(claude.status.code(), Some(0), "{out}");
     assert!(
-        out.contains("1 file(s): 0 error(s), 0 warning(s) (--strict: warnings fail)\n"),
+        out.contains("1 file: 0 errors, 0 warnings (--strict: warnings fail)\n"),
         "{out}"
     );
     // A long description: a note, which --strict does not fail on.
@@ -826,7 +823,7 @@ fn must_be_used_is_claude_codes_wording_and_long_descriptions_are_notes() {
         "{out}"
     );
     assert!(
-        out.contains("1 file(s): 0 error(s), 0 warning(s), 1 note(s) (--strict: warnings fail)"),
+        out.contains("1 file: 0 errors, 0 warnings, 1 note (--strict: warnings fail)"),
         "{out}"
     );
 }

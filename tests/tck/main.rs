@@ -47,6 +47,7 @@ mod reports;
 mod run_end;
 mod snapshots;
 mod socket;
+mod spec_identity;
 mod stdio;
 mod stub_server;
 mod targets;

@@ -146,7 +146,7 @@ fn the_readme_lint_example_lints_a_folder_that_exists() {
     let printed = crate::support::text(&out);
     assert_eq!(out.status.code(), Some(0), "{printed}");
     let last = printed.trim_end().lines().last().unwrap_or_default();
-    assert_eq!(last, "3 file(s): 0 error(s), 0 warning(s)");
+    assert_eq!(last, "3 files: 0 errors, 0 warnings");
     assert!(README.contains(&format!("```\n{last}\n```\n")));
 }
 

@@ -67,7 +67,7 @@ fn a_baseline_written_from_a_run_holds_its_failures_and_goes_stale_when_they_are
         "{shown}"
     );
     assert!(
-        shown.contains("3 expected failure(s) (--baseline), 0 stale"),
+        shown.contains("3 expected failures (--baseline), 0 stale"),
         "{shown}"
     );
     let report = json(&again);
@@ -218,7 +218,7 @@ fn shards_merged_give_the_unsharded_verdict_and_a_diff_names_what_changed() {
 /// http.server`) gives agent.reachable PASS (a connection, no rule) and one FAIL per endpoint
 /// (analyze.response, challenge.response, vote.response), the rest skipped. `baseline write` refuses that report, saying why; a baseline that expects
 /// the failure all the same leaves the run judging nothing: exit 1, "nothing judged" in every
-/// format, not "1 passed, 0 failed … 2 expected failure(s)", exit 0. (The peer that must not
+/// format, not "1 passed, 0 failed … 2 expected failures", exit 0. (The peer that must not
 /// trip it: a real failure on an otherwise judged run, expected: exit 0, above.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_baseline_cannot_turn_a_run_that_judged_nothing_green() {

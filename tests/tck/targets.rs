@@ -242,7 +242,7 @@ fn an_interrupted_run_over_targets_keeps_the_targets_done() {
     let shown = text(&out);
     assert_eq!(out.status.code(), Some(130), "{shown}");
     assert!(
-        shown.contains("interrupted (Ctrl-C): 1 of 2 target(s) done, their reports written; the rest are not run"),
+        shown.contains("interrupted (Ctrl-C): 1 of 2 targets done, their reports written; the rest are not run"),
         "{shown}"
     );
     assert!(

@@ -267,7 +267,7 @@ fn an_interrupted_run_finishes_with_resume() {
     assert_eq!(out.status.code(), Some(130), "{shown}");
     assert!(
         shown.contains(
-            "interrupted (Ctrl-C): 1 of 2 target(s) done, their reports written; the rest are \
+            "interrupted (Ctrl-C): 1 of 2 targets done, their reports written; the rest are \
              not run: run the same command with --resume to finish"
         ),
         "{shown}"

@@ -193,7 +193,7 @@ async fn a_gated_expectation_and_min_score_fail_the_run_when_unmet() {
     );
     assert!(
         stdout.contains(
-            "evaluation: 1/2 expectations met (50%) · 1 gated expectation(s) unmet: fail the run"
+            "evaluation: 1/2 expectations met (50%) · 1 gated expectation unmet: fail the run"
         ),
         "{stdout}"
     );

@@ -246,10 +246,12 @@ pub fn write(
             .map_err(|e| Error::run(format!("--sarif {}: {e}", path.display())))?;
     }
     let report = || {
-        lint.report(
+        let mut report = lint.report(
             target,
             RunInfo::start("lint", NAME, target, None, lint.strict).made_by("lint agents"),
-        )
+        );
+        crate::protocols::stamp(&mut report);
+        report
     };
     match format {
         Format::Console => crate::out!("{}", lint.console()),
@@ -282,6 +284,15 @@ impl Protocol for AgentStandard {
 
     fn about(&self) -> &'static str {
         "The agent protocol standard: Markdown agent definitions with a YAML frontmatter, and their JSON results."
+    }
+
+    fn spec(&self) -> crate::specs::SpecDoc {
+        crate::specs::SpecDoc {
+            file: "agent-protocol-standard.md",
+            title: "Agent Protocol Standard",
+            // The document gives no version or date.
+            version: None,
+        }
     }
 
     fn schema_dir(&self) -> Option<&'static str> {

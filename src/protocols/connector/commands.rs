@@ -143,6 +143,15 @@ impl Protocol for Connector {
         ABOUT
     }
 
+    fn spec(&self) -> crate::specs::SpecDoc {
+        crate::specs::SpecDoc {
+            file: "external-agents-async-connector.md",
+            title: "External Agents (Async Connector) — Design",
+            // The document gives no version or date.
+            version: None,
+        }
+    }
+
     fn schema_dir(&self) -> Option<&'static str> {
         Some("connector")
     }

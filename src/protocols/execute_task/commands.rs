@@ -189,6 +189,15 @@ impl Protocol for ExecuteTask {
         ABOUT
     }
 
+    fn spec(&self) -> crate::specs::SpecDoc {
+        crate::specs::SpecDoc {
+            file: "execute-task-agent-api.md",
+            title: "Agent API Specification",
+            // The document gives no version or date.
+            version: None,
+        }
+    }
+
     fn schema_dir(&self) -> Option<&'static str> {
         Some("execute_task")
     }

@@ -41,7 +41,7 @@ use super::model::{check_answer, governance_feedback};
 use crate::mock::http1::Outcome;
 use crate::mock::observe::{skip_all_if_none, Common, Tally};
 use crate::mock::peer_end::PeerEnd;
-use crate::mock::protocol::{Answered, PlatformExpect, PlatformObserver, Seen};
+use crate::mock::protocol::{Answered, PlatformExpect, PlatformObserver, Seen, Served};
 use crate::report::{CaseResult, Evidence, Level};
 use crate::text::excerpt_str;
 
@@ -658,7 +658,7 @@ impl PlatformObserver for HarnessObserver {
         }
     }
 
-    fn cases(&self) -> Vec<CaseResult> {
+    fn cases(&self, served: Served) -> Vec<CaseResult> {
         let Ok(mut guard) = self.state.lock() else {
             return Vec::new();
         };
@@ -699,9 +699,10 @@ impl PlatformObserver for HarnessObserver {
             }
         }
         let total = s.common.total();
-        let mut cases = s
-            .common
-            .cases("POST /execute_task: Request Body; Local Subprocess Protocol; Socket Protocol");
+        let mut cases = s.common.cases(
+            "POST /execute_task: Request Body; Local Subprocess Protocol; Socket Protocol",
+            served,
+        );
         let followed = "a request that continues a conversation followed from an earlier one (its turn one more, its history opening with the same task)";
         cases.push(s.turns.judged(
             "harness.turns",
@@ -813,7 +814,7 @@ impl PlatformObserver for HarnessObserver {
             "serve --behavior malformed-json, oversized-body or unknown-action to test it",
         ));
         cases.push(s.forms_case());
-        skip_all_if_none(&mut cases, total);
+        skip_all_if_none(&mut cases, total, served);
         cases.extend(s.common.probe_case());
         cases
     }
@@ -1000,7 +1001,11 @@ mod tests {
     }
 
     fn status(o: &HarnessObserver, id: &str) -> (Status, String) {
-        let c = o.cases().into_iter().find(|c| c.id == id).unwrap();
+        let c = o
+            .cases(Served::OneAgent)
+            .into_iter()
+            .find(|c| c.id == id)
+            .unwrap();
         (c.status, c.message)
     }
 

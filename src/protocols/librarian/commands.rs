@@ -134,6 +134,15 @@ impl Protocol for LibrarianProtocol {
         ABOUT
     }
 
+    fn spec(&self) -> crate::specs::SpecDoc {
+        crate::specs::SpecDoc {
+            file: "librarian-agent-communication-protocol.md",
+            title: "Agent Communication Protocol",
+            // The document gives no version or date.
+            version: None,
+        }
+    }
+
     fn schema_dir(&self) -> Option<&'static str> {
         Some("librarian")
     }

@@ -98,6 +98,15 @@ impl Protocol for Roundtable {
         ABOUT
     }
 
+    fn spec(&self) -> crate::specs::SpecDoc {
+        crate::specs::SpecDoc {
+            file: "roundtable-external-agent-protocol.md",
+            title: "External Agent Protocol",
+            // The document gives no version or date.
+            version: None,
+        }
+    }
+
     fn schema_dir(&self) -> Option<&'static str> {
         Some("roundtable")
     }

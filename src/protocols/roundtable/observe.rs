@@ -29,7 +29,7 @@ use crate::mock::http1::{Delivered, Outcome};
 use crate::mock::injection;
 use crate::mock::journal::AuthSeen;
 use crate::mock::observe::{note_cut, skip_all_if_none, Common, Tally, EXAMPLES};
-use crate::mock::protocol::{Answered, PlatformObserver, RunEnd, Seen};
+use crate::mock::protocol::{Answered, PlatformObserver, RunEnd, Seen, Served};
 use crate::report::{CaseResult, Evidence, Level, Status};
 
 /// Tasks and canaries tracked at most: a fleet serving for days must not grow without bound.
@@ -580,7 +580,7 @@ impl Observer {
         match delivered.outcome {
             // (Within the platform's time, the run's end cut it: see `on_answer`.)
             Outcome::Shutdown => s.gave_up.check(false, || {
-                format!("{who}: the platform was still waiting after {waited:.1} s, when the fleet stopped ({expect})")
+                format!("{who}: the platform was still waiting after {waited:.1} s, when the mock stopped ({expect})")
             }),
             Outcome::Hung | Outcome::PeerGone => s.gave_up.check(ok, || {
                 format!("{who}: the platform gave up only after {waited:.1} s ({expect})")
@@ -756,14 +756,16 @@ impl PlatformObserver for Observer {
     }
 
     /// The verdicts, as report cases.
-    fn cases(&self) -> Vec<CaseResult> {
+    fn cases(&self, served: Served) -> Vec<CaseResult> {
         let Ok(mut guard) = self.state.lock() else {
             return Vec::new();
         };
         let s = &mut *guard;
         self.settle_waiting(s);
         let total = s.common.total();
-        let mut cases = s.common.cases("POST /analyze, /challenge, /vote: Request");
+        let mut cases = s
+            .common
+            .cases("POST /analyze, /challenge, /vote: Request", served);
         cases.extend([
             s.own_analysis.judged(
                 "platform.challenge-not-own",
@@ -772,7 +774,7 @@ impl PlatformObserver for Observer {
                 "/challenge other_analyses never holds the receiving agent's own analysis",
                 "POST /challenge (the platform sends other agents' analyses)",
                 "/challenge requests",
-                "no /challenge request with other_analyses reached the fleet: run a deliberation past /analyze with at least two agents whose analyses are usable",
+                &format!("no /challenge request with other_analyses reached {}: run a deliberation past /analyze with at least two agents whose analyses are usable", served.name()),
             ),
             s.failed_excluded.judged(
                 "platform.challenge-no-failed",
@@ -813,7 +815,7 @@ impl PlatformObserver for Observer {
             injection_case(s),
             latency_case(s),
         ]);
-        skip_all_if_none(&mut cases, total);
+        skip_all_if_none(&mut cases, total, served);
         if let Some(note) = refusals_note(s) {
             for case in cases
                 .iter_mut()
@@ -1000,7 +1002,7 @@ impl Observer {
             );
             let waited = wait.received.elapsed().as_secs_f64();
             s.gave_up.check(false, || {
-                format!("{who}: the platform was still waiting after {waited:.1} s, when the fleet stopped ({expect})")
+                format!("{who}: the platform was still waiting after {waited:.1} s, when the mock stopped ({expect})")
             });
         }
     }
@@ -1587,7 +1589,7 @@ mod tests {
         let observer = Observer::new(Duration::from_secs(120));
         challenge(&observer, "a", &["b", "a", "c"]);
         challenge(&observer, "b", &["a", "c"]);
-        let cases = observer.cases();
+        let cases = observer.cases(Served::Fleet);
         let case = cases
             .iter()
             .find(|c| c.id == "platform.challenge-not-own")
@@ -1674,7 +1676,7 @@ mod tests {
 
     fn case(observer: &Observer, id: &str) -> CaseResult {
         observer
-            .cases()
+            .cases(Served::Fleet)
             .into_iter()
             .find(|c| c.id == id)
             .unwrap_or_else(|| panic!("no {id}"))
@@ -1960,7 +1962,7 @@ mod tests {
     #[test]
     fn with_nothing_seen_every_case_says_why_it_was_not_judged() {
         let observer = Observer::new(Duration::from_secs(120));
-        for mut case in observer.cases() {
+        for mut case in observer.cases(Served::Fleet) {
             assert_eq!(case.status, Status::Skip, "{}", case.id);
             case.settle();
             assert!(

@@ -68,6 +68,15 @@ impl Protocol for Toy {
         PROBE.about
     }
 
+    fn spec(&self) -> agent_tck::specs::SpecDoc {
+        // A toy has no spec carried under specs/: a registered protocol must (a test holds it).
+        agent_tck::specs::SpecDoc {
+            file: "toy.md",
+            title: "Toy greeting protocol",
+            version: None,
+        }
+    }
+
     fn schema_dir(&self) -> Option<&'static str> {
         None
     }
