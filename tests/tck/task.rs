@@ -820,6 +820,24 @@ async fn an_agent_that_never_flushes_fails_once_and_the_rest_is_skipped() {
     assert_eq!(failed.len(), 1, "{failed:#?}");
     let (id, message) = &failed[0];
     assert_eq!(id, "protocol.first-turn");
+    // The case ends within its timeout and the stated margin (it once took the deadline twice:
+    // 6 s for 3 s); the margin is the one --timeout's help states.
+    let first = report.cases.iter().find(|c| c.id == *id).unwrap();
+    let bound = s.timeout + agent_tck::protocols::execute_task::probe::TURN_MARGIN;
+    assert!(
+        u128::from(first.duration_ms) <= bound.as_millis(),
+        "{} ms, over {bound:?}",
+        first.duration_ms
+    );
+    assert!(first.duration_ms >= 3_000, "{} ms", first.duration_ms);
+    assert!(
+        crate::support::text(&crate::support::tck(&["probe", "execute-task", "--help"]))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .contains("A turn takes at most this plus 5 s")
+    );
+    assert_eq!(agent_tck::protocols::execute_task::probe::TURN_MARGIN.as_secs(), 5);
     assert!(
         message.starts_with(
             "no complete answer within 3s (the deadline); 0 bytes of it received; when its \
