@@ -246,13 +246,13 @@ fn usage_errors_name_the_flag() {
 type SetAgent = (String, String, Vec<(String, bool)>);
 
 /// The set's graph, as agents.json has it.
-struct Set {
-    entry: String,
+pub(crate) struct Set {
+    pub(crate) entry: String,
     agents: Vec<SetAgent>,
     journal: String,
 }
 
-fn read_set(dir: &str) -> Set {
+pub(crate) fn read_set(dir: &str) -> Set {
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(format!("{dir}/agents.json")).unwrap()).unwrap();
     Set {
@@ -301,7 +301,7 @@ impl Set {
 
     /// The careful way: plan, approve when asked, execute; then the agents named next — those
     /// that may run in parallel side by side, then the others one after another.
-    fn orchestrate(&self, agent: &str) {
+    pub(crate) fn orchestrate(&self, agent: &str) {
         let plan = self.run(agent, "plan", &[]);
         let approval: &[&str] = if plan["status"] == "needs_approval" {
             &["--approved"]

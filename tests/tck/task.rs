@@ -1132,3 +1132,73 @@ async fn a_socket_agent_that_dies_mid_run_is_named_once_and_nothing_fails_on_its
         "verdicts rest on the death: {failing:#?}"
     );
 }
+
+/// A stdio agent that exits before answering the run's very first request, with nothing on
+/// stdout (a mistyped script path: the interpreter's "can't open file" on stderr), could not
+/// start: one failure says so, quoting its stderr, and every other case that needs an exchange
+/// is skipped naming it (before, each of nine failed with the same exit). One that answered
+/// once and then dies on each request is judged case by case, never "could not start".
+#[tokio::test]
+async fn an_agent_that_cannot_start_is_said_once() {
+    let not_started = StdioConfig::new(
+        "sh -c 'echo \"sh: 0: cannot open agent.py: No such file\" >&2; exit 2'",
+        StdioMode::Persistent,
+    );
+    let report = run(&settings(Target::Stdio(not_started)), &|_| {})
+        .await
+        .unwrap();
+    let failed = failures(&report);
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(
+        failed[0],
+        (
+            "protocol.first-turn".to_string(),
+            "the agent could not start: it exited (status 2) at its very first request, before \
+             answering, with nothing on stdout; stderr: sh: 0: cannot open agent.py: No such file"
+                .to_string()
+        )
+    );
+    let exchanged: Vec<&str> = report
+        .cases
+        .iter()
+        .filter(|c| c.status == Status::Skip && c.message.contains("the agent could not start"))
+        .map(|c| c.id.as_str())
+        .collect();
+    let scenarios = Scenario::builtin();
+    let scenario_cases: usize = scenarios.iter().map(|s| 1 + s.expect.len()).sum();
+    // The three other protocol cases, the scenarios' cases, and the run-wide ones with no
+    // answer to judge (the timing, the name, the sanitization, the harness notes).
+    assert!(
+        exchanged.len() >= 3 + scenario_cases,
+        "{exchanged:?}\n{:#?}",
+        report.cases
+    );
+    assert!(exchanged.contains(&"protocol.unknown-tool"));
+    assert_eq!(report.exit_code(), 1);
+
+    // Answers once, then exits: heard, so each later exit is that exchange's own.
+    let dies_later = StdioConfig::new(
+        "sh -c 'read line; echo \"{\\\"action\\\": \\\"final_answer\\\", \\\"summary\\\": \\\"x\\\"}\"; exit 3'",
+        StdioMode::Persistent,
+    );
+    let report = run(&settings(Target::Stdio(dies_later)), &|_| {})
+        .await
+        .unwrap();
+    assert!(
+        report
+            .cases
+            .iter()
+            .all(|c| !c.message.contains("could not start")),
+        "{:#?}",
+        report.cases
+    );
+    assert_eq!(
+        report
+            .cases
+            .iter()
+            .find(|c| c.id == "protocol.first-turn")
+            .unwrap()
+            .status,
+        Status::Pass
+    );
+}
