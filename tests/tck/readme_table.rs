@@ -68,7 +68,10 @@ fn without_env(command: &str) -> &str {
     let mut rest = command;
     while let Some((word, tail)) = rest.split_once(' ') {
         let is_assignment = word.split_once('=').is_some_and(|(name, _)| {
-            !name.is_empty() && name.chars().all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit())
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit())
         });
         if !is_assignment {
             break;
@@ -308,8 +311,17 @@ impl Server {
     fn stop(self, status: i32, said: &str) {
         let out = self.process.interrupt(STOP_GRACE);
         let printed = text(&out);
-        assert_eq!(out.status.code(), Some(status), "{}\n{printed}", self.command);
-        assert!(printed.contains(said), "{}: no {said:?}\n{printed}", self.command);
+        assert_eq!(
+            out.status.code(),
+            Some(status),
+            "{}\n{printed}",
+            self.command
+        );
+        assert!(
+            printed.contains(said),
+            "{}: no {said:?}\n{printed}",
+            self.command
+        );
     }
 }
 
@@ -517,7 +529,13 @@ fn the_connector_commands_of_the_readme_run_as_written() {
     clone.passes(&server.at(&probe, 7000));
     server.stop(130, "interrupted");
     let block = block_after("To try it without an agent of your own, serve the reference external");
-    assert_eq!(block, [any_port(&block[0]).replace("--port 0", "--port 7000"), probe.clone()]);
+    assert_eq!(
+        block,
+        [
+            any_port(&block[0]).replace("--port 0", "--port 7000"),
+            probe.clone()
+        ]
+    );
     // The ten-line agent (not an agent-tck command: not in the row's list), probed the same way.
     let ten_lines = "python3 examples/minimal-agents/connector.py 7000";
     assert!(README.contains(&format!("`{ten_lines}`")));
@@ -598,5 +616,8 @@ fn the_readme_connector_fleet_is_the_shipped_one() {
     let shipped = include_str!("../../mocks/connector-fleet.yaml");
     let value = |text: &str| -> serde_json::Value { serde_saphyr::from_str(text).unwrap() };
     assert_eq!(value(shown), value(shipped));
-    assert!(shipped.ends_with(shown), "the file's text after its header comment is the README's");
+    assert!(
+        shipped.ends_with(shown),
+        "the file's text after its header comment is the README's"
+    );
 }

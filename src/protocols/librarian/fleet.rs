@@ -1186,8 +1186,8 @@ fn counted(outcomes: &[Outcome]) -> String {
 
 /// When every answer the conforming clients got that was not a 2xx is a 429 (or, with no
 /// conforming client, every answer of `clients`): what that means, and when to come back, from
-/// the last Retry-After (or rate-limit header) the server sent — "the rate limit of claude-3 is
-/// spent: wait Retry-After: 42 (the Retry-After it sent) or use another agent". None when
+/// the last Retry-After (or rate-limit header) the server sent — "the agent's rate limit is
+/// spent (claude-3: …): wait 42 s (the Retry-After it sent) or use another agent". None when
 /// anything else came back (that is the server's own failure, said as such).
 fn rate_limit_spent(clients: &[(&Client, &Vec<Outcome>)]) -> Option<String> {
     let conforming: Vec<&(&Client, &Vec<Outcome>)> = clients
@@ -1214,11 +1214,21 @@ fn rate_limit_spent(clients: &[(&Client, &Vec<Outcome>)]) -> Option<String> {
         .iter()
         .max_by_key(|(_, o)| o.sent)
         .and_then(|(_, o)| o.come_back.clone().flatten());
-    let wait = match last {
-        Some(header) => format!("wait {header} (the Retry-After it sent)"),
+    let wait = match last.as_deref().and_then(|h| h.split_once(": ")) {
+        Some((name, value)) if name.eq_ignore_ascii_case("retry-after") => {
+            match value.trim().parse::<u64>() {
+                Ok(seconds) => format!("wait {seconds} s (the Retry-After it sent)"),
+                Err(_) => format!("wait until {} (the Retry-After it sent)", value.trim()),
+            }
+        }
+        Some((name, value)) => format!("wait as its {name}: {value} says"),
         None => "wait for the limit's window to pass (a minute: the 429s said not when)".into(),
     };
-    let whose = if agents.len() == 1 { "agent's" } else { "agents'" };
+    let whose = if agents.len() == 1 {
+        "agent's"
+    } else {
+        "agents'"
+    };
     Some(format!(
         "the {whose} rate limit is spent ({}: an earlier probe or fleet on this server may have \
          used it): {wait} or use another agent",
