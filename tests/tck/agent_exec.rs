@@ -516,3 +516,71 @@ fn probing_the_kits_own_mock_agents_leaves_their_journal_alone() {
     let journal = std::fs::read_to_string(&set.journal).unwrap();
     assert_eq!(journal.lines().count(), 2, "{journal}");
 }
+
+/// The kit names itself: `agent-tck` as the program of `--exec` is the kit's own executable,
+/// with no `agent-tck` on PATH (a clone's `cargo run -- probe …`). An agent that could not
+/// start (it exits failing before a byte on stdout: a mistyped script path) fails `plan.ran`
+/// once, saying so with its stderr; the execute run, which would end the same way, is skipped
+/// naming it. One that starts and fails later is judged mode by mode.
+#[test]
+fn the_kit_names_itself_and_an_agent_that_cannot_start_is_said_once() {
+    let dir = TempDir::new("agent-exec-self");
+    let probe = |command: &str, path: &str| {
+        let json = dir.path("report.json");
+        let mut run = crate::support::tck_command(&[
+            "probe",
+            "agent-standard",
+            "--exec",
+            command,
+            "--agents",
+            "suites/agent-standard/agents",
+            "--agent",
+            "security-scanner",
+            "--json",
+            &json,
+        ]);
+        run.env("PATH", path);
+        let out = run_within(run, RUN_DEADLINE);
+        let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap())
+            .unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+        (out, report)
+    };
+    // No agent-tck on this PATH: only the system's programs.
+    let system = "/usr/bin:/bin";
+    let (out, report) = probe(
+        "agent-tck mock agent --protocol agent-standard --name security-scanner --mode {mode} --task {task}",
+        system,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(failed_ids(&report), Vec::<String>::new());
+
+    let (out, report) = probe(
+        "sh -c 'echo \"sh: 0: cannot open agnt.py: No such file\" >&2; exit 2'",
+        system,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(failed_ids(&report), ["plan.ran"]);
+    let cases = report["cases"].as_array().unwrap();
+    assert_eq!(
+        cases[0]["message"],
+        "the agent could not start: the agent exited (status 2, with 0 bytes on stdout); \
+         stderr: sh: 0: cannot open agnt.py: No such file"
+    );
+    let execute: Vec<&Value> = cases
+        .iter()
+        .filter(|c| c["id"].as_str().unwrap().starts_with("execute."))
+        .collect();
+    assert!(!execute.is_empty());
+    for c in execute {
+        assert_eq!(c["status"], "skip", "{c}");
+        assert_eq!(
+            c["message"],
+            "skipped: the agent could not start (see plan.ran): its execute-mode run would end the \
+             same way (an agent that starts exercises this)"
+        );
+    }
+
+    // Prints something, then fails: it started; each mode is judged on its own.
+    let (_, report) = probe("sh -c 'echo partial; exit 2'", system);
+    assert_eq!(failed_ids(&report), ["plan.ran", "execute.ran"]);
+}
