@@ -455,21 +455,22 @@ const EOF_GRACE: Duration = Duration::from_secs(2);
 
 /// How much longer an agent that timed out without a byte is waited for with its input still
 /// open, before it is ended: an answer then is late, not buffered (taking a slow agent for a
-/// buffering one would skip the rest of its run). A fixed second, never the deadline again: the
-/// case must end within its --timeout and [`TURN_MARGIN`] (it once waited the deadline twice:
-/// 6 s for `--timeout 3s`). A slower answer that comes out when the input ends is taken for a
-/// buffered one, and the failure says what it saw.
-const LATE_WAIT: Duration = Duration::from_secs(1);
-
+/// buffering one would skip the rest of its run, asking the wrong question). Half the deadline
+/// and a second, at most [`LATE_WAIT_MAX`]: an answer up to half as late again as the deadline
+/// is told from a buffered one, and the turn still ends within --timeout and [`TURN_MARGIN`]
+/// (it once waited the whole deadline again: 6 s for `--timeout 3s`, 132 s at the default).
 fn late_wait(deadline: Duration) -> Duration {
-    deadline.min(LATE_WAIT)
+    (deadline / 2 + Duration::from_secs(1)).min(LATE_WAIT_MAX)
 }
 
+/// The longest late wait.
+const LATE_WAIT_MAX: Duration = Duration::from_secs(4);
+
 /// How much longer than --timeout a turn (and a case of one turn) may take, stated in the
-/// flag's help: the late wait and the grace at the end of input of an agent never heard (3 s),
-/// and ending an agent left out of step by the turn before (its kill grace, 0.5 s), with slack
-/// for a busy machine.
-pub const TURN_MARGIN: Duration = Duration::from_secs(5);
+/// flag's help: the late wait and the grace at the end of input of an agent never heard from
+/// (at most 6 s), and ending an agent left out of step by the turn before (its kill grace,
+/// 0.5 s), with slack for a busy machine.
+pub const TURN_MARGIN: Duration = Duration::from_secs(8);
 
 /// The exchange timed out with 0 bytes back, and nothing ever came back before it.
 fn silent_timeout(
