@@ -441,7 +441,20 @@ pub(super) async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
                 return Ok(Ended::Verdict(crate::report::Exit::Passed));
             }
             args.run.output.check()?;
-            return conclude(fleet.run(&source, &text, at).await?, &args.run.output);
+            // Installed before the fleet prints anything: Ctrl-C (while it waits for its server,
+            // or drives it) ends the run saying so, instead of killing it unannounced. The
+            // clients' verdicts need the whole run: none is written.
+            let signal = caught_signal();
+            return tokio::select! {
+                report = fleet.run(&source, &text, at) => conclude(report?, &args.run.output),
+                by = signal => {
+                    crate::errln!(
+                        "interrupted ({by}) before the fleet's verdict: its clients' answers are \
+                         judged over the whole run, so no report is written; exit 130, not a verdict"
+                    );
+                    Ok(Ended::Interrupted)
+                }
+            };
         }
     }
     let (source, file) = match (&args.config, &args.preset) {

@@ -258,6 +258,29 @@ fn split_words(command: &str) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
+/// The kit's own name as a command's program.
+pub const KIT_PROGRAM: &str = "agent-tck";
+
+/// What runs for `program`, the first word of a command the kit starts (`--exec`, `--stdio`,
+/// every flag that takes a command line: they all start it here, or ask here what it names).
+///
+/// A bare `agent-tck` is the kit naming itself, and runs this very executable whenever this
+/// process is the kit, whether or not an `agent-tck` is on PATH: from a clone
+/// (`cargo run --release -- probe … --exec "agent-tck mock agent …"`) there is none, and an
+/// installed one may be another version than the one judging — a reference peer of another
+/// version would be judged by rules it was not built to. When this process is something else
+/// (a test harness linking the library), the name is looked up on PATH as any other.
+pub fn program_path(program: &str) -> std::ffi::OsString {
+    if program == KIT_PROGRAM {
+        if let Ok(exe) = std::env::current_exe() {
+            if exe.file_name().is_some_and(|name| name == KIT_PROGRAM) {
+                return exe.into_os_string();
+            }
+        }
+    }
+    program.into()
+}
+
 /// A subprocess agent speaking JSON lines on stdin/stdout.
 pub struct StdioAgent {
     config: StdioConfig,
@@ -478,7 +501,7 @@ impl StdioAgent {
         let Some(program) = self.argv.first() else {
             return Err(LineError::Spawn("the command is empty".into()));
         };
-        let mut command = Command::new(program);
+        let mut command = Command::new(program_path(program));
         command
             .args(&self.argv[1..])
             .stdin(Stdio::piped())

@@ -246,13 +246,13 @@ fn usage_errors_name_the_flag() {
 type SetAgent = (String, String, Vec<(String, bool)>);
 
 /// The set's graph, as agents.json has it.
-struct Set {
-    entry: String,
+pub(crate) struct Set {
+    pub(crate) entry: String,
     agents: Vec<SetAgent>,
     journal: String,
 }
 
-fn read_set(dir: &str) -> Set {
+pub(crate) fn read_set(dir: &str) -> Set {
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(format!("{dir}/agents.json")).unwrap()).unwrap();
     Set {
@@ -301,7 +301,7 @@ impl Set {
 
     /// The careful way: plan, approve when asked, execute; then the agents named next — those
     /// that may run in parallel side by side, then the others one after another.
-    fn orchestrate(&self, agent: &str) {
+    pub(crate) fn orchestrate(&self, agent: &str) {
         let plan = self.run(agent, "plan", &[]);
         let approval: &[&str] = if plan["status"] == "needs_approval" {
             &["--approved"]
@@ -515,4 +515,72 @@ fn probing_the_kits_own_mock_agents_leaves_their_journal_alone() {
     set.run(name, "plan", &[]);
     let journal = std::fs::read_to_string(&set.journal).unwrap();
     assert_eq!(journal.lines().count(), 2, "{journal}");
+}
+
+/// The kit names itself: `agent-tck` as the program of `--exec` is the kit's own executable,
+/// with no `agent-tck` on PATH (a clone's `cargo run -- probe …`). An agent that could not
+/// start (it exits failing before a byte on stdout: a mistyped script path) fails `plan.ran`
+/// once, saying so with its stderr; the execute run, which would end the same way, is skipped
+/// naming it. One that starts and fails later is judged mode by mode.
+#[test]
+fn the_kit_names_itself_and_an_agent_that_cannot_start_is_said_once() {
+    let dir = TempDir::new("agent-exec-self");
+    let probe = |command: &str, path: &str| {
+        let json = dir.path("report.json");
+        let mut run = crate::support::tck_command(&[
+            "probe",
+            "agent-standard",
+            "--exec",
+            command,
+            "--agents",
+            "suites/agent-standard/agents",
+            "--agent",
+            "security-scanner",
+            "--json",
+            &json,
+        ]);
+        run.env("PATH", path);
+        let out = run_within(run, RUN_DEADLINE);
+        let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap())
+            .unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+        (out, report)
+    };
+    // No agent-tck on this PATH: only the system's programs.
+    let system = "/usr/bin:/bin";
+    let (out, report) = probe(
+        "agent-tck mock agent --protocol agent-standard --name security-scanner --mode {mode} --task {task}",
+        system,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(failed_ids(&report), Vec::<String>::new());
+
+    let (out, report) = probe(
+        "sh -c 'echo \"sh: 0: cannot open agnt.py: No such file\" >&2; exit 2'",
+        system,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(failed_ids(&report), ["plan.ran"]);
+    let cases = report["cases"].as_array().unwrap();
+    assert_eq!(
+        cases[0]["message"],
+        "the agent could not start: the agent exited (status 2, with 0 bytes on stdout); \
+         stderr: sh: 0: cannot open agnt.py: No such file"
+    );
+    let execute: Vec<&Value> = cases
+        .iter()
+        .filter(|c| c["id"].as_str().unwrap().starts_with("execute."))
+        .collect();
+    assert!(!execute.is_empty());
+    for c in execute {
+        assert_eq!(c["status"], "skip", "{c}");
+        assert_eq!(
+            c["message"],
+            "skipped: the agent could not start (see plan.ran): its execute-mode run would end the \
+             same way (an agent that starts exercises this)"
+        );
+    }
+
+    // Prints something, then fails: it started; each mode is judged on its own.
+    let (_, report) = probe("sh -c 'echo partial; exit 2'", system);
+    assert_eq!(failed_ids(&report), ["plan.ran", "execute.ran"]);
 }

@@ -185,7 +185,7 @@ async fn the_readmes_connector_fleet_file_runs_green_through_the_binary() {
     let _heavy = crate::support::heavy().await;
     let readme = include_str!("../../README.md");
     let yaml = readme
-        .split("# connector-fleet.yaml\n")
+        .split("# mocks/connector-fleet.yaml\n")
         .nth(1)
         .and_then(|rest| rest.split("```").next())
         .expect("the README's connector fleet file");

@@ -225,14 +225,53 @@ fn fleet_files_name_what_is_wrong() {
         "f.yaml: client \"a\": foreign-agent-id speaks in another agent's name, and the fleet \
          (or its registry) names no agent but x: add a client of another agent"
     );
-    let preset = include_str!("../../mocks/librarian-chaos.yaml");
+    // The preset's tokens come from TOKEN_1 and TOKEN_2 (without them it is refused: see
+    // `the_librarian_preset_without_its_tokens_is_refused_naming_the_variable`).
+    let preset = include_str!("../../mocks/librarian-chaos.yaml")
+        .replace("${TOKEN_1}", "t1")
+        .replace("${TOKEN_2}", "t2");
     let fleet = Fleet::parse(
         "mocks/librarian-chaos.yaml",
-        preset,
+        &preset,
         Some("http://127.0.0.1:9"),
     )
     .unwrap();
     assert_eq!(fleet.target(), "http://127.0.0.1:9");
+}
+
+/// The preset's tokens are the server's, from TOKEN_1 and TOKEN_2: without one, the run is a
+/// usage error before anything is sent, naming the variable, the file and its line (before, the
+/// preset's placeholder tokens ran 20 s and every answer was a 401).
+#[test]
+fn the_librarian_preset_without_its_tokens_is_refused_naming_the_variable() {
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    let line = include_str!("../../mocks/librarian-chaos.yaml")
+        .lines()
+        .position(|l| l.contains("${TOKEN_1}"))
+        .unwrap()
+        + 1;
+    let started = std::time::Instant::now();
+    let mut command = crate::support::tck_command(&[
+        "mock",
+        "fleet",
+        "--preset",
+        "librarian-chaos",
+        "--platform-url",
+        &url,
+    ]);
+    command.env_remove("TOKEN_1").env("TOKEN_2", "t2");
+    let out = crate::support::run_within(command, crate::support::RUN_DEADLINE);
+    let text = crate::support::text(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(&format!(
+            "mocks/librarian-chaos.yaml:{line}: ${{TOKEN_1}}: the environment variable TOKEN_1 \
+             is not set"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("is down"), "nothing was sent: {text}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }
 
 /// A port nothing listens on (bound a moment ago, then released).
@@ -251,19 +290,18 @@ fn a_librarian_that_is_down_is_one_failure_naming_it_and_no_client_runs() {
     let json = dir.path("fleet.json");
     let started = std::time::Instant::now();
     // The preset runs its clients for 20 s: a run far shorter than that started none.
-    let out = crate::support::tck_within(
-        &[
-            "mock",
-            "fleet",
-            "--preset",
-            "librarian-chaos",
-            "--platform-url",
-            &url,
-            "--json",
-            &json,
-        ],
-        std::time::Duration::from_secs(90),
-    );
+    let mut command = crate::support::tck_command(&[
+        "mock",
+        "fleet",
+        "--preset",
+        "librarian-chaos",
+        "--platform-url",
+        &url,
+        "--json",
+        &json,
+    ]);
+    command.env("TOKEN_1", "t1").env("TOKEN_2", "t2");
+    let out = crate::support::run_within(command, std::time::Duration::from_secs(90));
     let took = started.elapsed();
     let text = crate::support::text(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
@@ -388,5 +426,112 @@ async fn conforming_latency_without_a_conforming_client_says_to_add_one() {
     assert_eq!(
         c.message,
         "not judged: the fleet has no conforming client to time: add one (`behavior: conforming`), speaking for an agent of its own"
+    );
+}
+
+/// A Librarian that answers every request with `status` (and `Retry-After: 42` on a 429), its
+/// capabilities 200: one whose agents' rate limit an earlier run spent, or one that refuses.
+async fn answering(status: u16) -> crate::stub_server::Running {
+    use axum::http::StatusCode;
+    use axum::routing::{get, post};
+    let app = axum::Router::new()
+        .route(
+            "/agent/capabilities",
+            get(|| async { axum::Json(serde_json::json!({"capabilities": []})) }),
+        )
+        .route(
+            "/agent/request",
+            post(move || async move {
+                let code = StatusCode::from_u16(status).unwrap();
+                let mut response = axum::response::IntoResponse::into_response((
+                    code,
+                    axum::Json(serde_json::json!({"detail": "refused"})),
+                ));
+                if status == 429 {
+                    response
+                        .headers_mut()
+                        .insert("retry-after", "42".parse().unwrap());
+                }
+                response
+            }),
+        );
+    crate::stub_server::spawn("127.0.0.1:0".parse().unwrap(), app)
+        .await
+        .unwrap()
+}
+
+/// `fleet.conforming-served` against a Librarian that answers the conforming client only 429s
+/// (its rate limit spent by an earlier probe on the same server): the failure says the limit is
+/// spent, when to come back and what else to do, and the cases with nothing to judge do not send
+/// the user to another URL. A server that refuses with a 401 is not said to be rate-limited.
+#[tokio::test]
+async fn a_spent_rate_limit_is_said_as_such() {
+    let conforming = |report: &Report| {
+        report
+            .cases
+            .iter()
+            .find(|c| c.id == "fleet.conforming-served")
+            .unwrap()
+            .clone()
+    };
+    let limited = answering(429).await;
+    let fleet = Fleet::parse(
+        "f.yaml",
+        &conforming_file(&limited.url(), true, false),
+        None,
+    )
+    .unwrap();
+    let report = run(&fleet, false, 1).await;
+    limited.stop().await;
+    let served = conforming(&report);
+    assert_eq!(served.status, Status::Fail, "{}", served.message);
+    assert!(
+        served.message.ends_with(
+            "every refusal was a 429: the agent's rate limit is spent (claude-3: an earlier probe \
+             or fleet on this server may have used it): wait 42 s (the Retry-After it sent) or \
+             use another agent"
+        ),
+        "{}",
+        served.message
+    );
+    let valid = report
+        .cases
+        .iter()
+        .find(|c| c.id == "fleet.answers-valid")
+        .unwrap();
+    assert!(
+        valid
+            .message
+            .contains("it answered 429, the agent's rate limit is spent")
+            && !valid.message.contains("--platform-url"),
+        "{}",
+        valid.message
+    );
+
+    let refusing = answering(401).await;
+    let fleet = Fleet::parse(
+        "f.yaml",
+        &conforming_file(&refusing.url(), true, false),
+        None,
+    )
+    .unwrap();
+    let report = run(&fleet, false, 1).await;
+    refusing.stop().await;
+    let served = conforming(&report);
+    assert_ne!(served.status, Status::Pass, "{}", served.message);
+    assert!(
+        served.message.contains("answered 401") && !served.message.contains("rate limit"),
+        "{}",
+        served.message
+    );
+    let valid = report
+        .cases
+        .iter()
+        .find(|c| c.id == "fleet.answers-valid")
+        .unwrap();
+    assert!(
+        valid.message.contains("point --platform-url") && !valid.message.contains("rate limit"),
+        "{}",
+        valid.message
     );
 }

@@ -435,11 +435,13 @@ async fn stdio_reachability_and_a_timing_case_with_nothing_to_time() {
         .find(|c| c.id == "protocol.within-timeout")
         .unwrap();
     assert_eq!(timing.status, Status::Skip, "{}", timing.message);
+    // An agent that exits at every request before a byte of its answer could not start: the
+    // first turn's failure says so, and the timing case points at it.
     assert!(
-        timing
-            .message
-            .starts_with("there is no answer to time: none of the")
-            && timing.message.contains("exit"),
+        timing.message.starts_with(
+            "skipped: no exchange was answered, nor timed out: protocol.first-turn failed as the \
+             agent could not start"
+        ),
         "{}",
         timing.message
     );
@@ -820,6 +822,27 @@ async fn an_agent_that_never_flushes_fails_once_and_the_rest_is_skipped() {
     assert_eq!(failed.len(), 1, "{failed:#?}");
     let (id, message) = &failed[0];
     assert_eq!(id, "protocol.first-turn");
+    // The case ends within its timeout and the stated margin (it once took the deadline twice:
+    // 6 s for 3 s); the margin is the one --timeout's help states.
+    let first = report.cases.iter().find(|c| c.id == *id).unwrap();
+    let bound = s.timeout + agent_tck::protocols::execute_task::probe::TURN_MARGIN;
+    assert!(
+        u128::from(first.duration_ms) <= bound.as_millis(),
+        "{} ms, over {bound:?}",
+        first.duration_ms
+    );
+    assert!(first.duration_ms >= 3_000, "{} ms", first.duration_ms);
+    assert!(
+        crate::support::text(&crate::support::tck(&["probe", "execute-task", "--help"]))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .contains("A turn takes at most this plus 8 s")
+    );
+    assert_eq!(
+        agent_tck::protocols::execute_task::probe::TURN_MARGIN.as_secs(),
+        8
+    );
     assert!(
         message.starts_with(
             "no complete answer within 3s (the deadline); 0 bytes of it received; when its \
@@ -1112,5 +1135,75 @@ async fn a_socket_agent_that_dies_mid_run_is_named_once_and_nothing_fails_on_its
     assert!(
         failing.is_empty(),
         "verdicts rest on the death: {failing:#?}"
+    );
+}
+
+/// A stdio agent that exits before answering the run's very first request, with nothing on
+/// stdout (a mistyped script path: the interpreter's "can't open file" on stderr), could not
+/// start: one failure says so, quoting its stderr, and every other case that needs an exchange
+/// is skipped naming it (before, each of nine failed with the same exit). One that answered
+/// once and then dies on each request is judged case by case, never "could not start".
+#[tokio::test]
+async fn an_agent_that_cannot_start_is_said_once() {
+    let not_started = StdioConfig::new(
+        "sh -c 'echo \"sh: 0: cannot open agent.py: No such file\" >&2; exit 2'",
+        StdioMode::Persistent,
+    );
+    let report = run(&settings(Target::Stdio(not_started)), &|_| {})
+        .await
+        .unwrap();
+    let failed = failures(&report);
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(
+        failed[0],
+        (
+            "protocol.first-turn".to_string(),
+            "the agent could not start: it exited (status 2) at its very first request, before \
+             answering, with nothing on stdout; stderr: sh: 0: cannot open agent.py: No such file"
+                .to_string()
+        )
+    );
+    let exchanged: Vec<&str> = report
+        .cases
+        .iter()
+        .filter(|c| c.status == Status::Skip && c.message.contains("the agent could not start"))
+        .map(|c| c.id.as_str())
+        .collect();
+    let scenarios = Scenario::builtin();
+    let scenario_cases: usize = scenarios.iter().map(|s| 1 + s.expect.len()).sum();
+    // The three other protocol cases, the scenarios' cases, and the run-wide ones with no
+    // answer to judge (the timing, the name, the sanitization, the harness notes).
+    assert!(
+        exchanged.len() >= 3 + scenario_cases,
+        "{exchanged:?}\n{:#?}",
+        report.cases
+    );
+    assert!(exchanged.contains(&"protocol.unknown-tool"));
+    assert_eq!(report.exit_code(), 1);
+
+    // Answers once, then exits: heard, so each later exit is that exchange's own.
+    let dies_later = StdioConfig::new(
+        "sh -c 'read line; echo \"{\\\"action\\\": \\\"final_answer\\\", \\\"summary\\\": \\\"x\\\"}\"; exit 3'",
+        StdioMode::Persistent,
+    );
+    let report = run(&settings(Target::Stdio(dies_later)), &|_| {})
+        .await
+        .unwrap();
+    assert!(
+        report
+            .cases
+            .iter()
+            .all(|c| !c.message.contains("could not start")),
+        "{:#?}",
+        report.cases
+    );
+    assert_eq!(
+        report
+            .cases
+            .iter()
+            .find(|c| c.id == "protocol.first-turn")
+            .unwrap()
+            .status,
+        Status::Pass
     );
 }

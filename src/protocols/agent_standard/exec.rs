@@ -168,8 +168,14 @@ impl Exec {
             .last_cleanup()
             .is_some_and(|c| !c.signalled.is_empty());
         let stderr = agent.stderr();
+        // Exited non-zero before a byte on stdout: it could not start (a mistyped script path,
+        // a missing module), as its stderr says; no other mode's run would get further.
+        let not_started = matches!(&answer, Err(LineError::Exited { status, .. })
+            if status.ends_with(", with 0 bytes on stdout"));
         Ok(Run {
+            not_started,
             output: match answer {
+                Err(e) if not_started => Err(format!("the agent could not start: {e}")),
                 Ok(a) => Ok(String::from_utf8_lossy(&a.text).into_owned()),
                 // Exit 0 with nothing on stdout: a response with no result in it.
                 Err(LineError::Closed { .. }) => Ok(String::new()),
@@ -190,6 +196,8 @@ impl Exec {
 pub struct Run {
     /// What it printed, or why the run did not complete (deadline, cap, exit status, start).
     pub output: Result<String, String>,
+    /// It exited with a failure status before a byte on stdout: it could not start.
+    pub not_started: bool,
     pub elapsed: Duration,
     /// With --workdir: what it changed there (`added PATH`, `deleted PATH`, `changed PATH (…)`).
     pub changes: Option<Vec<String>>,

@@ -186,13 +186,24 @@ pub async fn run(
             }
         }
         Source::Exec(exec) => {
+            // The mode whose run showed the agent could not start: the later modes' runs would
+            // end the same way, and are skipped naming it (one failure, not one per mode).
+            let mut not_started: Option<String> = None;
             for mode in &settings.modes {
                 let wanted = |id: &str| settings.wants(&format!("{mode}.{id}"));
                 if !RULES.iter().chain(RUN_RULES).any(|(id, _, _)| wanted(id)) {
                     continue;
                 }
+                let cx = settings.context(Some(mode.clone()));
+                if let Some(first) = &not_started {
+                    keep(not_run(mode, first, &cx));
+                    continue;
+                }
                 let run = exec.run(mode).await?;
-                keep(judge_run(mode, &run, &settings.context(Some(mode.clone()))));
+                if run.not_started {
+                    not_started = Some(mode.clone());
+                }
+                keep(judge_run(mode, &run, &cx));
             }
         }
     }
@@ -207,6 +218,31 @@ impl Settings {
             agent: self.agent.clone(),
         }
     }
+}
+
+/// The cases of a run in `mode` not made because the agent could not start in mode `first`:
+/// each skipped, saying so.
+fn not_run(mode: &str, first: &str, cx: &Context) -> Vec<CaseResult> {
+    let why = format!(
+        "skipped: the agent could not start (see {first}.ran): its {mode}-mode run would end the \
+         same way (an agent that starts exercises this)"
+    );
+    let run = Run {
+        output: Err(why.clone()),
+        not_started: true,
+        elapsed: std::time::Duration::ZERO,
+        changes: None,
+        left_behind: false,
+        stderr_bytes: 0,
+        input: String::new(),
+        reproduce: String::new(),
+    };
+    let mut cases = judge_run(mode, &run, cx);
+    for case in &mut cases {
+        case.skip(why.clone());
+        case.exchange = Default::default();
+    }
+    cases
 }
 
 /// The cases of one run in `mode`: `ran`, the result's, and (plan) `no-writes`.

@@ -58,7 +58,9 @@ pub enum SocketModeArg {
 #[command(mut_arg("timeout", |a| a.help(
     "Deadline of each turn: a request to the agent and its whole answer (an HTTP response, a \
      JSON line on stdio or a socket), from connect or write to the last byte (e.g. 120s, 2m, \
-     500ms, 30)"
+     500ms, 30). A turn takes at most this plus 8 s: an agent never heard from is given half of \
+     it and 1 s more (4 s at most), then 2 s to write what it holds once its input ends (is \
+     stdout flushed?)"
 )))]
 pub struct TaskProbeArgs {
     /// The agent's base URL: requests go to POST {URL}/execute_task.

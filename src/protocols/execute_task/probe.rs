@@ -174,6 +174,10 @@ pub struct ExchangeLog {
     /// output out: it holds its answers in an unflushed buffer, and every later exchange would
     /// time out the same way (see [`Stall`]).
     pub silent: bool,
+    /// The very first exchange ended with the agent's exit before it answered, and nothing
+    /// ever came on its stdout: it could not start (a mistyped script path, a missing module),
+    /// and every later exchange would end the same way (see [`Stall`]).
+    pub not_started: bool,
     /// The last request sent and what came back, for failure reports.
     pub last_request: Option<Value>,
     pub last_answer: Option<String>,
@@ -450,12 +454,23 @@ impl Output {
 const EOF_GRACE: Duration = Duration::from_secs(2);
 
 /// How much longer an agent that timed out without a byte is waited for with its input still
-/// open, before it is ended: a slow agent's answer then is late, not buffered (taking it for a
-/// buffering one would skip the rest of its run). Its deadline again, at most 10 s: the wait is
-/// paid once per run, and only by an agent never heard.
+/// open, before it is ended: an answer then is late, not buffered (taking a slow agent for a
+/// buffering one would skip the rest of its run, asking the wrong question). Half the deadline
+/// and a second, at most [`LATE_WAIT_MAX`]: an answer up to half as late again as the deadline
+/// is told from a buffered one, and the turn still ends within --timeout and [`TURN_MARGIN`]
+/// (it once waited the whole deadline again: 6 s for `--timeout 3s`, 132 s at the default).
 fn late_wait(deadline: Duration) -> Duration {
-    deadline.min(Duration::from_secs(10))
+    (deadline / 2 + Duration::from_secs(1)).min(LATE_WAIT_MAX)
 }
+
+/// The longest late wait.
+const LATE_WAIT_MAX: Duration = Duration::from_secs(4);
+
+/// How much longer than --timeout a turn (and a case of one turn) may take, stated in the
+/// flag's help: the late wait and the grace at the end of input of an agent never heard from
+/// (at most 6 s), and ending an agent left out of step by the turn before (its kill grace,
+/// 0.5 s), with slack for a busy machine.
+pub const TURN_MARGIN: Duration = Duration::from_secs(8);
 
 /// The exchange timed out with 0 bytes back, and nothing ever came back before it.
 fn silent_timeout(
@@ -485,6 +500,25 @@ fn line_result(
         Err(_) => {}
     }
     answer.map_err(|e| {
+        if let LineError::Exited {
+            status,
+            stderr_tail,
+        } = &e
+        {
+            if log.count == 0 && !log.heard {
+                log.not_started = true;
+                let stderr = if stderr_tail.is_empty() {
+                    " and nothing on stderr".to_string()
+                } else {
+                    format!("; stderr: {stderr_tail}")
+                };
+                return format!(
+                    "the agent could not start: it exited ({}) at its very first request, \
+                     before answering, with nothing on stdout{stderr}",
+                    status.trim_end_matches(", before answering")
+                );
+            }
+        }
         let LineError::Timeout { .. } = e else {
             return e.to_string();
         };
@@ -581,6 +615,13 @@ fn program_found(command: &str) -> Result<String, String> {
     use std::os::unix::fs::PermissionsExt;
     let argv = crate::transport::stdio::split_command(command)?;
     let program = argv.first().ok_or("the command is empty")?;
+    let resolved = crate::transport::stdio::program_path(program);
+    if resolved != std::ffi::OsStr::new(program) {
+        return Ok(format!(
+            "{program} is this kit itself ({})",
+            std::path::Path::new(&resolved).display()
+        ));
+    }
     let runnable = |p: &std::path::Path| {
         std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     };
@@ -624,33 +665,69 @@ impl Exchanger for Channel {
 /// minutes of a run at the default): the cases that need one are skipped instead, naming it. An
 /// agent that answered anything before is not stalled, nor one that writes nothing even at the
 /// end of its input (it hangs, perhaps on that one request): each timeout is that exchange's own.
+///
+/// The same goes for a stdio agent that exited before answering the run's very first request
+/// without a byte on stdout: it could not start (`python3 mistyped.py`: "can't open file"), and
+/// each later exchange would start it again to end the same way — the one failure says so, with
+/// its stderr, and the rest is skipped naming it, as for a program that is not there
+/// (`agent.reachable`). One that answered anything before is not, nor one that dies later.
 struct Stall {
     case: String,
     timeout: Duration,
     output: Output,
+    not_started: bool,
 }
 
 impl Stall {
-    /// After `case` was judged: the stall it revealed, if the channel has just gone silent.
+    /// After `case` was judged: the stall it revealed, if the channel has just gone silent or
+    /// its agent could not start.
     fn after(case: &str, channel: &Channel) -> Option<Stall> {
-        channel.log.silent.then(|| Stall {
+        (channel.log.silent || channel.log.not_started).then(|| Stall {
             case: case.to_string(),
             timeout: channel.timeout,
             output: channel.target.output(),
+            not_started: channel.log.not_started,
         })
     }
 
     /// Why a case that needs an exchange was not tried.
     fn skip_reason(&self) -> String {
+        if self.not_started {
+            return format!(
+                "skipped: the agent could not start (see {}: it exited before answering its \
+                 first request, with nothing on stdout): this exchange would end the same way \
+                 ({})",
+                self.case,
+                self.remedy()
+            );
+        }
         format!(
             "skipped: {} got no byte back within {}, and the agent's output came only when {} \
-             ({}): this exchange would time out the same way (an agent that flushes each \
-             answer's line exercises this)",
+             ({}): this exchange would time out the same way ({})",
             self.case,
             humantime::format_duration(self.timeout),
             self.output.end_of_input(),
-            self.output.question()
+            self.output.question(),
+            self.remedy()
         )
+    }
+
+    /// What went wrong, in a few words.
+    fn cause(&self) -> String {
+        if self.not_started {
+            "the agent could not start".into()
+        } else {
+            self.output.question().to_string()
+        }
+    }
+
+    /// What would give the skipped cases something to judge.
+    fn remedy(&self) -> &'static str {
+        if self.not_started {
+            "an agent that starts and answers its first request exercises this"
+        } else {
+            "an agent that flushes each answer's line exercises this"
+        }
     }
 }
 
@@ -1040,7 +1117,15 @@ impl Across<'_> {
         match rule {
             RunRule::WithinTimeout => {
                 let timed = Evidence::new(log.answered, "exchanges answered");
-                if let Some(stall) = self.stall {
+                if let Some(stall) = self.stall.filter(|s| s.not_started) {
+                    case.skip(format!(
+                        "skipped: no exchange was answered, nor timed out: {} failed as {}, and \
+                         no other was tried ({})",
+                        stall.case,
+                        stall.cause(),
+                        stall.remedy()
+                    ));
+                } else if let Some(stall) = self.stall {
                     // Its one timeout is the stalled case's failure: failing it here too would
                     // count one cause twice.
                     case.skip(format!(
@@ -1150,10 +1235,10 @@ impl Across<'_> {
     fn no_answer(&self, what: &str) -> String {
         if let Some(stall) = self.stall {
             return format!(
-                "{what}: {} got no answer ({}), and no other exchange was tried (an agent that \
-                 flushes each answer's line exercises this)",
+                "{what}: {} got no answer ({}), and no other exchange was tried ({})",
                 stall.case,
-                stall.output.question()
+                stall.cause(),
+                stall.remedy()
             );
         }
         let log = self.log;

@@ -1099,14 +1099,24 @@ pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
         .flatten()
         .any(|o| o.status.is_some_and(|s| (200..300).contains(&s)) && o.decision.is_some());
     let t = Tallies::of(fleet, &results, live);
-    let dead = "no client got a LibrarianResponse (a 2xx with a decision) from POST \
-                /agent/request, so the server never answered as a Librarian; point \
-                --platform-url at the Librarian's base URL";
+    let everyone: Vec<(&Client, &Vec<Outcome>)> = fleet.clients.iter().zip(&results).collect();
+    // A server that answered nothing but 429s is a Librarian whose limit is spent (an earlier
+    // probe or fleet used it): pointing elsewhere would not help, waiting would.
+    let dead = match rate_limit_spent(&everyone) {
+        Some(spent) => format!(
+            "no client got a LibrarianResponse (a 2xx with a decision) from POST \
+             /agent/request: it answered 429, {spent}"
+        ),
+        None => "no client got a LibrarianResponse (a 2xx with a decision) from POST \
+                 /agent/request, so the server never answered as a Librarian; point \
+                 --platform-url at the Librarian's base URL"
+            .to_string(),
+    };
     let or_dead = |reason: &str| {
         if live {
             reason.to_string()
         } else {
-            dead.to_string()
+            dead.clone()
         }
     };
     let g = "fleet";
@@ -1117,7 +1127,10 @@ pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
         t.expected.case("fleet.answers-expected", Level::Should, "every answer meets the document's expectations, as the probe's request.expectations and request.response-fields judge them (a rejection names its violations, an escalation its reason, …)", "Response Message Format; Common Operations", "LibrarianResponses and rejections", &or_dead("no client got a LibrarianResponse or a rejection: a Librarian that answers the conforming clients exercises this case")),
         t.come_back.case("fleet.retry-after", Level::Should, "every 429 says when to come back: Retry-After (or rate-limit headers)", "Troubleshooting: Rate limit exceeded (check rate limit headers)", "429 answers", &or_dead("no client was answered 429: a `behavior: flood` client over 60 requests a minute exercises it")),
         t.flood.judged("fleet.flood-limited", g, Level::Must, "a client over 60 requests a minute is answered 429", "REST API Endpoints: rate_limit: 60/minute per agent", "flooding clients", &or_dead("no client sent more than 60 requests within a minute: add a `behavior: flood` client with a rate over 60/min and a duration (or request count) that lets it send more than 60")),
-        t.conforming.case("fleet.conforming-served", Level::Must, "well-behaved clients are answered 2xx (never limited) while the others misbehave", "REST API Endpoints: rate_limit per agent", "conforming requests", "the fleet has no conforming client that sent a request its agent may make: add one (`behavior: conforming`), speaking for an agent of its own"),
+        spent_said(
+            t.conforming.case("fleet.conforming-served", Level::Must, "well-behaved clients are answered 2xx (never limited) while the others misbehave", "REST API Endpoints: rate_limit per agent", "conforming requests", "the fleet has no conforming client that sent a request its agent may make: add one (`behavior: conforming`), speaking for an agent of its own"),
+            &everyone,
+        ),
         p99_case(&t.latency, &conforming_answers(fleet, &results)),
         after_case(asker, before, &fleet.base).await,
         latency_case(&t.latency, live),
@@ -1169,6 +1182,68 @@ fn counted(outcomes: &[Outcome]) -> String {
         .map(|(k, n)| format!("{n} {k}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// When every answer the conforming clients got that was not a 2xx is a 429 (or, with no
+/// conforming client, every answer of `clients`): what that means, and when to come back, from
+/// the last Retry-After (or rate-limit header) the server sent — "the agent's rate limit is
+/// spent (claude-3: …): wait 42 s (the Retry-After it sent) or use another agent". None when
+/// anything else came back (that is the server's own failure, said as such).
+fn rate_limit_spent(clients: &[(&Client, &Vec<Outcome>)]) -> Option<String> {
+    let conforming: Vec<&(&Client, &Vec<Outcome>)> = clients
+        .iter()
+        .filter(|(c, _)| c.behavior == "conforming")
+        .collect();
+    let judged: Vec<&(&Client, &Vec<Outcome>)> = if conforming.is_empty() {
+        clients.iter().collect()
+    } else {
+        conforming
+    };
+    let refused: Vec<(&Client, &Outcome)> = judged
+        .iter()
+        .flat_map(|(c, outcomes)| outcomes.iter().map(move |o| (*c, o)))
+        .filter(|(_, o)| !o.status.is_some_and(|s| (200..300).contains(&s)))
+        .collect();
+    if refused.is_empty() || refused.iter().any(|(_, o)| o.status != Some(429)) {
+        return None;
+    }
+    let mut agents: Vec<&str> = refused.iter().map(|(c, _)| c.agent.as_str()).collect();
+    agents.sort_unstable();
+    agents.dedup();
+    let last = refused
+        .iter()
+        .max_by_key(|(_, o)| o.sent)
+        .and_then(|(_, o)| o.come_back.clone().flatten());
+    let wait = match last.as_deref().and_then(|h| h.split_once(": ")) {
+        Some((name, value)) if name.eq_ignore_ascii_case("retry-after") => {
+            match value.trim().parse::<u64>() {
+                Ok(seconds) => format!("wait {seconds} s (the Retry-After it sent)"),
+                Err(_) => format!("wait until {} (the Retry-After it sent)", value.trim()),
+            }
+        }
+        Some((name, value)) => format!("wait as its {name}: {value} says"),
+        None => "wait for the limit's window to pass (a minute: the 429s said not when)".into(),
+    };
+    let whose = if agents.len() == 1 {
+        "agent's"
+    } else {
+        "agents'"
+    };
+    Some(format!(
+        "the {whose} rate limit is spent ({}: an earlier probe or fleet on this server may have \
+         used it): {wait} or use another agent",
+        agents.join(", ")
+    ))
+}
+
+/// `fleet.conforming-served`, failed, says so when its every refusal was a 429.
+fn spent_said(mut case: CaseResult, clients: &[(&Client, &Vec<Outcome>)]) -> CaseResult {
+    if case.status == crate::report::Status::Fail {
+        if let Some(spent) = rate_limit_spent(clients) {
+            case.message = format!("{}\n  every refusal was a 429: {spent}", case.message);
+        }
+    }
+    case
 }
 
 /// The fleet's conforming clients, and for each one whose requests got no 2xx answer (so
