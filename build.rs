@@ -74,8 +74,13 @@ fn embed_files(root: &Path, dir: &str, ext: &str, out: &Path, name: impl Fn(&Pat
     files.sort();
     let mut list = String::from("&[\n");
     for path in &files {
-        writeln!(list, "    ({:?}, include_str!({:?})),", name(path), path.display())
-            .expect("a String takes writes");
+        writeln!(
+            list,
+            "    ({:?}, include_str!({:?})),",
+            name(path),
+            path.display()
+        )
+        .expect("a String takes writes");
     }
     list.push(']');
     std::fs::write(out, list).expect("OUT_DIR is writable");
