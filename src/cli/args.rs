@@ -335,27 +335,6 @@ impl clap::builder::TypedValueParser for Offers {
     }
 }
 
-/// `--behavior`'s names for completion: the catalogue's (as `mock behaviors` lists it) and each
-/// protocol's own flaws, once each, without their arguments.
-fn behavior_names() -> Vec<(&'static str, &'static str)> {
-    let mut names: Vec<(&'static str, &'static str)> = Vec::new();
-    let catalogue = super::mock::catalogue()
-        .into_iter()
-        .map(|(name, what, _, _)| (name, what));
-    let flaws = protocols::REGISTRY
-        .iter()
-        .flat_map(|p| p.capabilities().behaviors)
-        .map(|b| (b.name, b.what));
-    for (name, what) in catalogue.chain(flaws) {
-        // `slow[:DUR]`, `at:N`: the name before its argument.
-        let name = name.split([':', '[']).next().unwrap_or(name);
-        if !names.iter().any(|(n, _)| *n == name) {
-            names.push((name, what));
-        }
-    }
-    names
-}
-
 /// `--preset`'s names for completion: every protocol's built-in fleets.
 fn preset_names() -> Vec<(&'static str, &'static str)> {
     protocols::REGISTRY
@@ -608,7 +587,7 @@ pub struct MockAgentArgs {
         value_name = "LIST",
         default_value = "conforming",
         action = clap::ArgAction::Append,
-        value_parser = Offers(behavior_names),
+        value_parser = Offers(super::behaviors::names),
         hide_possible_values = true
     )]
     pub behavior: Vec<String>,

@@ -13,8 +13,9 @@ use super::args::{
     clap_error_line, BaselineCommand, Cli, Command, MockCommand, ReportCommand, SchemasCommand,
     SelftestArgs, SuitesCommand,
 };
+use super::behaviors::list_behaviors;
 use super::exit::{conclude, conclude_as_read, exit_status, print_console, Ended};
-use super::mock::{list_behaviors, mock_agent, mock_agents, mock_fleet};
+use super::mock::{mock_agent, mock_agents, mock_fleet};
 use super::signal::{caught_signal, say_interrupted, shutdown_signal};
 use crate::error::Error;
 use crate::probe::args::seed_or_clock;

@@ -586,101 +586,10 @@ async fn run_mock(settings: SessionSettings, run: &MockRunArgs) -> Result<Ended,
     })
 }
 
-/// One row of the catalogue: name, what it does, the rule it exercises, and (for a content
-/// behaviour) the protocols that have it.
-type CatalogueRow = (&'static str, &'static str, &'static str, Vec<&'static str>);
-
-/// The behaviour catalogue: the engine's behaviours, then each protocol's content behaviours
-/// (a name several protocols share once, with the first one's description), then the modifiers.
-pub fn catalogue() -> Vec<CatalogueRow> {
-    let modifier = |name: &str| matches!(name, "flaky" | "fail-first");
-    let mut rows: Vec<CatalogueRow> = behavior::CATALOGUE
-        .iter()
-        .filter(|(name, _, _)| !modifier(name))
-        .map(|(n, w, r)| (*n, *w, *r, Vec::new()))
-        .collect();
-    let mut content: Vec<CatalogueRow> = Vec::new();
-    for agents in protocols::agent_protocols() {
-        for b in agents.behaviors() {
-            match content.iter_mut().find(|row| row.0 == b.name) {
-                Some(row) => row.3.push(agents.name()),
-                None => content.push((b.name, b.what, b.rule, vec![agents.name()])),
-            }
-        }
-    }
-    rows.extend(content);
-    rows.extend(
-        behavior::CATALOGUE
-            .iter()
-            .filter(|(name, _, _)| modifier(name))
-            .map(|(n, w, r)| (*n, *w, *r, Vec::new())),
-    );
-    rows
-}
-
-/// The behaviour catalogue as printed by `mock behaviors`.
-pub fn list_behaviors() -> String {
-    let mut out = String::from(
-        "Behaviours (--behavior NAME[:ARGS][@ENDPOINT], comma-separated; fleet files: `behaviors:`)\n\n",
-    );
-    for (name, what, rule, protocols) in catalogue() {
-        out.push_str(&format!(
-            "  {name}\n      {what}\n      exercises: {rule}\n"
-        ));
-        if !protocols.is_empty() {
-            out.push_str(&format!("      protocols: {}\n", protocols.join(", ")));
-        }
-    }
-    for p in protocols::REGISTRY {
-        let offers = p.capabilities();
-        if offers.behaviors.is_empty() {
-            continue;
-        }
-        let name = p.name();
-        let heading = match offers.command_agent {
-            Some(_) => format!(
-                "Behaviours of the {name} command agent (mock agent --protocol {name} --behavior \
-                 NAME[:ARG], comma-separated or repeated; one run per call)"
-            ),
-            None => format!(
-                "Behaviours of the {name} reference peer (one a row of its matrix, {}; the \
-                 self-test plays them)",
-                offers.selftest.matrix().0
-            ),
-        };
-        out.push_str(&format!("\n{heading}\n\n"));
-        list_misbehaviors(&mut out, offers.behaviors);
-    }
-    for p in protocols::REGISTRY {
-        if let Some(fleet) = p.capabilities().client_fleet {
-            out.push_str(&format!(
-                "\nBehaviours of {} fleet clients (mock fleet with `protocol: {}`: each \
-                 client's `behavior:`)\n\n",
-                p.name(),
-                p.name()
-            ));
-            list_misbehaviors(&mut out, fleet.behaviors());
-        }
-    }
-    out
-}
-
-/// One protocol's own misbehaviours, as `mock behaviors` prints them.
-fn list_misbehaviors(out: &mut String, behaviors: &[crate::mock::behavior::Misbehavior]) {
-    for b in behaviors {
-        out.push_str(&format!("  {}\n      {}\n", b.name, b.what));
-        if !b.expects.is_empty() {
-            out.push_str(&format!("      expected: {}\n", b.expects));
-        }
-        if b.transports != crate::mock::behavior::Misbehavior::FLEET {
-            out.push_str(&format!("      over: {}\n", b.transports.join(", ")));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::behaviors::{catalogue, list_behaviors};
 
     #[test]
     fn a_protocol_with_nothing_to_serve_is_told_what_the_kit_offers_instead() {

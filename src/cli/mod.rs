@@ -9,6 +9,7 @@
 //! the flags that protocol declares; `--protocol` takes any registered name.
 
 pub mod args;
+pub mod behaviors;
 pub mod completions;
 pub mod dispatch;
 pub mod exit;
@@ -21,8 +22,8 @@ use std::process::ExitCode;
 use clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand;
 
 pub use self::args::*;
+pub use self::behaviors::{catalogue, list_behaviors};
 pub use self::exit::{exit_status, Ended};
-pub use self::mock::{catalogue, list_behaviors};
 pub use crate::error::Error;
 
 use self::dispatch::{execute, finish, probe_job_of, run_async};
