@@ -266,8 +266,26 @@ fn the_librarian_preset_without_its_tokens_is_refused_naming_the_variable() {
     assert!(
         text.contains(&format!(
             "mocks/librarian-chaos.yaml:{line}: ${{TOKEN_1}}: the environment variable TOKEN_1 \
-             is not set"
+             is not set (the built-in preset librarian-chaos reads it: set it, as in `TOKEN_1=… \
+             agent-tck mock fleet --preset librarian-chaos …`, or copy the preset's file"
         )),
+        "{text}"
+    );
+    // A built-in file takes no default: the user file's tip is not given.
+    assert!(!text.contains("give a default"), "{text}");
+    // The same file given as the user's own: a default is theirs to give.
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/mocks/librarian-chaos.yaml");
+    let mut command =
+        crate::support::tck_command(&["mock", "fleet", "--config", file, "--platform-url", &url]);
+    command.env_remove("TOKEN_1").env("TOKEN_2", "t2");
+    let out = crate::support::run_within(command, crate::support::RUN_DEADLINE);
+    let text = crate::support::text(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(&format!(
+            "librarian-chaos.yaml:{line}: ${{TOKEN_1}}: the environment variable TOKEN_1 is not \
+             set (set it, or give a default: ${{TOKEN_1:-VALUE}})"
+        )) && !text.contains("built-in preset"),
         "{text}"
     );
     assert!(!text.contains("is down"), "nothing was sent: {text}");
