@@ -538,7 +538,8 @@ async fn a_spent_rate_limit_is_said_as_such() {
     let served = conforming(&report);
     assert_ne!(served.status, Status::Pass, "{}", served.message);
     assert!(
-        served.message.contains("answered 401") && !served.message.contains("rate limit"),
+        served.message.contains("refused every request 401")
+            && !served.message.contains("rate limit"),
         "{}",
         served.message
     );
@@ -548,7 +549,47 @@ async fn a_spent_rate_limit_is_said_as_such() {
         .find(|c| c.id == "fleet.answers-valid")
         .unwrap();
     assert!(
-        valid.message.contains("point --platform-url") && !valid.message.contains("rate limit"),
+        valid.message.contains("see fleet.conforming-served")
+            && !valid.message.contains("rate limit"),
+        "{}",
+        valid.message
+    );
+}
+
+/// A Librarian that refuses every request 401, run without a registry (the preset's way, its
+/// tokens wrong for this server): one cause, said once where it belongs (`fleet.conforming-
+/// served`, not judged: the tokens), and the case with nothing to judge saying it rests on that
+/// — not a failure of one case and a skip of the other.
+#[tokio::test]
+async fn a_librarian_refusing_every_token_is_said_once_and_the_rest_rests_on_it() {
+    let refusing = answering(401).await;
+    let fleet = Fleet::parse(
+        "f.yaml",
+        &conforming_file(&refusing.url(), true, false),
+        None,
+    )
+    .unwrap();
+    let report = run(&fleet, false, 1).await;
+    refusing.stop().await;
+    let case = |id: &str| report.cases.iter().find(|c| c.id == id).unwrap().clone();
+    let served = case("fleet.conforming-served");
+    let valid = case("fleet.answers-valid");
+    assert_eq!(served.status, Status::Skip, "{}", served.message);
+    assert_eq!(valid.status, Status::Skip, "{}", valid.message);
+    assert!(
+        served.message.starts_with(
+            "not judged: it refused every request 401 (claude-3): the tokens are wrong for this \
+             server; give each client a token this server issued for its agent"
+        ) && !served.message.contains("add one"),
+        "{}",
+        served.message
+    );
+    assert!(
+        valid.message.contains(
+            "from POST /agent/request: it refused every request 401 (claude-3), for the clients' \
+             tokens (see fleet.conforming-served)"
+        ) && !valid.message.contains("the tokens are wrong")
+            && !valid.message.contains("--platform-url"),
         "{}",
         valid.message
     );
