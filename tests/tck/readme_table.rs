@@ -205,7 +205,7 @@ use std::time::Duration;
 use crate::support::{text, Spawned, TempDir, EXE};
 
 /// The deadline of one command, and of a server from its start to its stop.
-const DEADLINE: Duration = Duration::from_secs(150);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(150);
 
 /// How long a server may take to end after Ctrl-C (it writes its report first).
 const STOP_GRACE: Duration = Duration::from_secs(30);
@@ -214,13 +214,13 @@ const STOP_GRACE: Duration = Duration::from_secs(30);
 /// (but `target/` and `.git`), so that the commands read the clone's files and what they write
 /// (`chaos.jsonl`, `mock-agents/`) stays out of the checkout; and `.bin/agent-tck`, a link to
 /// the binary under test, first on PATH.
-struct Clone {
+pub(crate) struct Clone {
     dir: TempDir,
     bin: String,
 }
 
 impl Clone {
-    fn new(name: &str) -> Clone {
+    pub(crate) fn new(name: &str) -> Clone {
         let dir = TempDir::new(name);
         for entry in std::fs::read_dir(env!("CARGO_MANIFEST_DIR")).unwrap() {
             let entry = entry.unwrap();
@@ -236,12 +236,12 @@ impl Clone {
         Clone { dir, bin }
     }
 
-    fn path(&self, file: &str) -> String {
+    pub(crate) fn path(&self, file: &str) -> String {
         self.dir.path(file)
     }
 
     /// `command` as a user types it: run by `sh -c` in the clone.
-    fn shell(&self, command: &str) -> Command {
+    pub(crate) fn shell(&self, command: &str) -> Command {
         let path = std::env::var("PATH").unwrap_or_default();
         let mut shell = Command::new("sh");
         shell
@@ -400,7 +400,7 @@ impl Row {
 
 /// The indented command block that follows the README's paragraph beginning `paragraph`: its
 /// commands, a `\\`-continued one as one (kept as written: the shell joins it).
-fn block_after(paragraph: &str) -> Vec<String> {
+pub(crate) fn block_after(paragraph: &str) -> Vec<String> {
     let after = README
         .split_once(paragraph)
         .unwrap_or_else(|| panic!("no paragraph {paragraph:?}"))
