@@ -621,3 +621,94 @@ fn the_readme_connector_fleet_is_the_shipped_one() {
         "the file's text after its header comment is the README's"
     );
 }
+
+/// The complete CI files the README names: each exists and is YAML; every agent-tck command in
+/// them is one the command line accepts; each report file a publishing step reads (JUnit, CTRF)
+/// is one the command writes, and the GitHub file writes CTRF beside JUnit for its CTRF action.
+#[test]
+fn the_ci_files_the_readme_names_parse_and_publish_what_they_write() {
+    let named = README
+        .split_once("Complete CI files: ")
+        .expect("the README names its CI files")
+        .1
+        .split_once('\n')
+        .unwrap()
+        .0;
+    let files: Vec<&str> = named.split('`').skip(1).step_by(2).collect();
+    assert_eq!(
+        files,
+        ["docs/ci/github-actions.yml", "docs/ci/gitlab-ci.yml"]
+    );
+    for file in files {
+        let text = std::fs::read_to_string(format!("{}/{file}", env!("CARGO_MANIFEST_DIR")))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let yaml: serde_json::Value =
+            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+        // Every string of the file, a folded `run: >` one joined as YAML joins it.
+        let mut strings = Vec::new();
+        all_strings(&yaml, &mut strings);
+        let commands: Vec<&String> = strings
+            .iter()
+            .filter(|s| s.trim_start().starts_with("agent-tck "))
+            .collect();
+        assert!(!commands.is_empty(), "{file}: no agent-tck command");
+        let mut written = Vec::new();
+        for command in &commands {
+            parse(command.trim()).unwrap_or_else(|e| panic!("{file}: {command}: {e}"));
+            let words = split_command(command.trim()).unwrap();
+            for pair in words.windows(2) {
+                if matches!(pair[0].as_str(), "--junit" | "--ctrf") {
+                    written.push((pair[0].clone(), pair[1].clone()));
+                }
+            }
+        }
+        // What each publishing step reads: `report_paths` (the JUnit action), `report-path`
+        // (the CTRF action), `reports: junit` (GitLab).
+        let mut read = Vec::new();
+        reads(&yaml, &mut read);
+        assert!(!read.is_empty(), "{file}: no report is published");
+        for (kind, path) in &read {
+            assert!(
+                written.iter().any(|(flag, p)| flag == kind && p == path),
+                "{file}: {path} is read as {kind} but no command writes it: {written:?}"
+            );
+        }
+        if file.contains("github") {
+            assert!(
+                read.iter().any(|(kind, _)| kind == "--ctrf"),
+                "{file}: no CTRF action reads the --ctrf report"
+            );
+        }
+    }
+}
+
+fn all_strings(value: &serde_json::Value, into: &mut Vec<String>) {
+    match value {
+        serde_json::Value::String(s) => into.push(s.clone()),
+        serde_json::Value::Array(items) => items.iter().for_each(|v| all_strings(v, into)),
+        serde_json::Value::Object(map) => map.values().for_each(|v| all_strings(v, into)),
+        _ => {}
+    }
+}
+
+/// The report files publishing steps read, each with the flag that writes its format.
+fn reads(value: &serde_json::Value, into: &mut Vec<(String, String)>) {
+    match value {
+        serde_json::Value::Array(items) => items.iter().for_each(|v| reads(v, into)),
+        serde_json::Value::Object(map) => {
+            for (key, v) in map {
+                let flag = match key.as_str() {
+                    "report_paths" => Some("--junit"),
+                    "report-path" => Some("--ctrf"),
+                    "junit" => Some("--junit"),
+                    _ => None,
+                };
+                match (flag, v.as_str()) {
+                    (Some(flag), Some(path)) => into.push((flag.into(), path.into())),
+                    _ => reads(v, into),
+                }
+            }
+        }
+        _ => {}
+    }
+}
