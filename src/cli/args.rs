@@ -84,7 +84,14 @@ pub enum Command {
     /// JSON reports read back: merged (shards, protocols, targets) or compared.
     #[command(subcommand)]
     Report(ReportCommand),
-    /// Print a shell completion script: `agent-tck completions bash > /etc/bash_completion.d/agent-tck`.
+    /// Print a shell completion script (commands, flags, protocols, behaviour and preset names).
+    ///
+    /// Installed for your user:
+    /// - bash: `agent-tck completions bash > ~/.local/share/bash-completion/completions/agent-tck`
+    /// - zsh: `agent-tck completions zsh > ~/.zfunc/_agent-tck`, with `fpath=(~/.zfunc $fpath)` before
+    ///   `compinit` in `~/.zshrc`
+    /// - fish: `agent-tck completions fish > ~/.config/fish/completions/agent-tck.fish`
+    #[command(verbatim_doc_comment)]
     Completions {
         /// The shell the script is for.
         #[arg(value_enum)]

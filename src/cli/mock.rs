@@ -379,6 +379,24 @@ async fn serve_line_agent(
     conclude(report_of(&service), &args.run.output)
 }
 
+/// A variable a built-in preset reads and the environment lacks: the file's usual tip (give
+/// a default) cannot be followed in a file built into the binary, so this one says to set it
+/// or to copy the preset's file. (The fleet substitutes again when it parses: same result.)
+fn unset_in_preset(preset: &str, source: &str, text: &str) -> Result<(), Error> {
+    match crate::text::substitute_env(source, text) {
+        Err(crate::text::DataFileError::UnsetVariable { file, line, name }) => {
+            Err(Error::usage(format!(
+                "{file}:{line}: ${{{name}}}: the environment variable {name} is not set (the \
+                 built-in preset {preset} reads it: set it, as in `{name}=… agent-tck mock fleet \
+                 --preset {preset} …`, or copy the preset's file, {file} in agent-tck's source, \
+                 edit it and give it with --config FILE)"
+            )))
+        }
+        // Any other fault of a built-in file is the fleet's parse to report.
+        _ => Ok(()),
+    }
+}
+
 /// The `protocol:` a fleet file names, if it parses that far.
 fn fleet_protocol(text: &str) -> Option<String> {
     #[derive(serde::Deserialize)]
@@ -398,6 +416,7 @@ pub(super) async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
         ),
         (None, Some(name)) => {
             let (source, text) = protocols::fleet_preset(name)?;
+            unset_in_preset(name, source, text)?;
             (source.to_string(), text.to_string())
         }
         (None, None) => return Err(Error::usage("give --config FILE or --preset NAME")),

@@ -180,12 +180,28 @@ fn each_probe_command_says_what_it_probes() {
 
 #[test]
 fn selftest_passes_and_writes_both_reports() {
+    use crate::readme_table::{block_after, Clone};
     let _heavy = crate::support::heavy_blocking();
-    let dir = TempDir::new("selftest");
-    let (json, junit) = (dir.path("tck.json"), dir.path("tck.xml"));
-    let out = agent_tck(&[
-        "selftest", "--seed", "3", "--json", &json, "--junit", &junit,
-    ]);
+    // The README's Quick start, run as written (the one selftest of the suite: it takes a
+    // minute): its `cargo run --release -- selftest` is the installed binary's `agent-tck
+    // selftest`, the line after `cargo install`, which writes the reports too.
+    assert_eq!(
+        block_after("one command shows the whole kit at work"),
+        ["cargo run --release -- selftest"]
+    );
+    let install = block_after("Install the binary");
+    assert_eq!(install[0], "cargo install --locked --path .");
+    let command = &install[1];
+    let (json, junit) = ("selftest.json", "selftest.xml");
+    assert_eq!(
+        *command,
+        format!("agent-tck selftest --json {json} --junit {junit}")
+    );
+    let clone = Clone::new("selftest");
+    let (json, junit) = (clone.path(json), clone.path(junit));
+    let mut shell = clone.shell(command);
+    shell.env_remove("AGENT_TCK_API_KEY");
+    let out = crate::support::run_within(shell, crate::readme_table::DEADLINE);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     let report: agent_tck::report::Report =
@@ -276,9 +292,13 @@ fn selftest_passes_and_writes_both_reports() {
         stdout.contains("ignores-governance (stdio-per-turn)"),
         "{stdout}"
     );
-    assert!(stdout.contains("seed 3"), "the seed is printed");
+    // The seed, from the clock, is printed and recorded.
+    let seed = report.seed.expect("a seed");
+    assert!(
+        stdout.contains(&format!("seed {seed}")),
+        "the seed is printed"
+    );
     assert!(!stdout.contains('\u{1b}'), "no colour when piped");
-    assert_eq!(report.seed, Some(3));
     assert!(
         !text(&out.stdout).contains("selftest-key-"),
         "the selftest key is redacted"

@@ -301,3 +301,47 @@ fn the_internal_subcommand_is_not_offered() {
         );
     }
 }
+
+/// Where to install each script: `completions --help` gives the README's per-user lines, word
+/// for word (the README is the source; a system path in one and a user's in the other misled).
+#[test]
+fn the_help_installs_the_scripts_where_the_readme_does() {
+    let readme = include_str!("../../README.md");
+    let paragraph = readme
+        .split_once("agent-tck completions bash|zsh|fish|elvish|powershell`, installed as")
+        .expect("the README's paragraph on completions")
+        .1;
+    // The bullets, each joined with its continuation lines.
+    let mut bullets: Vec<String> = Vec::new();
+    for line in paragraph
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+    {
+        match line.strip_prefix("- ") {
+            Some(bullet) => bullets.push(bullet.to_string()),
+            None => {
+                let last = bullets.last_mut().expect("a bullet first");
+                last.push(' ');
+                last.push_str(line.trim());
+            }
+        }
+    }
+    let shells: Vec<&str> = bullets
+        .iter()
+        .map(|b| b.split_once(':').unwrap().0)
+        .collect();
+    assert_eq!(shells, ["bash", "zsh", "fish"]);
+    let out = tck(&["completions", "--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    // Wrapped as the terminal's width asks: compared word by word.
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let help = words(&text(&out));
+    for bullet in &bullets {
+        assert!(
+            help.contains(&format!("- {}", words(bullet))),
+            "{bullet}\n{help}"
+        );
+    }
+    assert!(!help.contains("/etc/"), "{help}");
+}

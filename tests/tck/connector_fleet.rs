@@ -597,14 +597,24 @@ fn a_server_never_reached_during_the_wait_is_said_to_be_down() {
     let dir = crate::support::TempDir::new("connector-no-server");
     let file = dir.path("fleet.yaml");
     std::fs::write(&file, quick_fleet(&url, &listen, "document")).unwrap();
-    let out = crate::support::tck(&["mock", "fleet", "--config", &file, "--wait-ready", "1s"]);
+    let out = crate::support::tck(&["mock", "fleet", "--config", &file, "--wait-ready", "2s"]);
     let text = crate::support::text(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
+    // Refused at once, again and again: said so, with the time really waited (polled every
+    // 0.5 s until another poll would not fit) against the wait given.
+    let said = format!("the agent server at {url} refused every connection: ");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&said))
+        .unwrap_or_else(|| panic!("{text}"));
     assert!(
-        text.contains(&format!(
-            "the agent server at {url} did not answer during the 1s wait ("
-        )) && text.contains("start it (or point --platform-url at it)"),
-        "{text}"
+        line.contains(" rounds of session creates over ")
+            && line.contains(
+                "s (the wait is 2s; the last: the agent server is unreachable: cannot connect to"
+            )
+            && line.contains("start it (or point --platform-url at it)")
+            && !line.contains("did not answer"),
+        "{line}"
     );
     // One failure, the drive's own words for a server that is down; the rest skipped.
     let fails: Vec<&str> = text.lines().filter(|l| l.contains("FAIL ")).collect();
@@ -621,6 +631,44 @@ fn a_server_never_reached_during_the_wait_is_said_to_be_down() {
             "not judged: the agent server at {url} is down (see platform.session-create)"
         )),
         "{text}"
+    );
+}
+
+/// A server that takes connections and never answers: said so, over the whole wait (each
+/// create held until the wait runs out), not as a refusal.
+#[test]
+fn a_server_silent_during_the_wait_is_told_from_one_that_refuses() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    // Accepts and holds every connection, reading nothing, until the test ends.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in silent.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let listen = format!("127.0.0.1:{}", free_port());
+    let dir = crate::support::TempDir::new("connector-silent-server");
+    let file = dir.path("fleet.yaml");
+    std::fs::write(&file, quick_fleet(&url, &listen, "document")).unwrap();
+    let started = std::time::Instant::now();
+    let out = crate::support::tck(&["mock", "fleet", "--config", &file, "--wait-ready", "2s"]);
+    let text = crate::support::text(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(2),
+        "{text}"
+    );
+    let said = format!(
+        "the agent server at {url} took connections but answered no session create: 1 round of session creates over 2"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&said))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("(the wait is 2s; the last: no answer before --wait-ready ran out): is it the agent server, and not stuck?"),
+        "{line}"
     );
 }
 

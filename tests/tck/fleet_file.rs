@@ -399,7 +399,7 @@ async fn a_fleet_file_is_pointed_at_its_platform_by_flag_or_environment() {
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(
-        err.contains("env.yaml:6: ${TEST_PLATFORM_URL}: the environment variable TEST_PLATFORM_URL is not set"),
+        err.contains("env.yaml:6: ${TEST_PLATFORM_URL}: the environment variable TEST_PLATFORM_URL is not set (set it, or give a default: ${TEST_PLATFORM_URL:-VALUE})"),
         "{err}"
     );
     // --platform-url without a platform: section to point.

@@ -266,8 +266,26 @@ fn the_librarian_preset_without_its_tokens_is_refused_naming_the_variable() {
     assert!(
         text.contains(&format!(
             "mocks/librarian-chaos.yaml:{line}: ${{TOKEN_1}}: the environment variable TOKEN_1 \
-             is not set"
+             is not set (the built-in preset librarian-chaos reads it: set it, as in `TOKEN_1=… \
+             agent-tck mock fleet --preset librarian-chaos …`, or copy the preset's file"
         )),
+        "{text}"
+    );
+    // A built-in file takes no default: the user file's tip is not given.
+    assert!(!text.contains("give a default"), "{text}");
+    // The same file given as the user's own: a default is theirs to give.
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/mocks/librarian-chaos.yaml");
+    let mut command =
+        crate::support::tck_command(&["mock", "fleet", "--config", file, "--platform-url", &url]);
+    command.env_remove("TOKEN_1").env("TOKEN_2", "t2");
+    let out = crate::support::run_within(command, crate::support::RUN_DEADLINE);
+    let text = crate::support::text(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(&format!(
+            "librarian-chaos.yaml:{line}: ${{TOKEN_1}}: the environment variable TOKEN_1 is not \
+             set (set it, or give a default: ${{TOKEN_1:-VALUE}})"
+        )) && !text.contains("built-in preset"),
         "{text}"
     );
     assert!(!text.contains("is down"), "nothing was sent: {text}");
@@ -520,7 +538,8 @@ async fn a_spent_rate_limit_is_said_as_such() {
     let served = conforming(&report);
     assert_ne!(served.status, Status::Pass, "{}", served.message);
     assert!(
-        served.message.contains("answered 401") && !served.message.contains("rate limit"),
+        served.message.contains("refused every request 401")
+            && !served.message.contains("rate limit"),
         "{}",
         served.message
     );
@@ -530,7 +549,47 @@ async fn a_spent_rate_limit_is_said_as_such() {
         .find(|c| c.id == "fleet.answers-valid")
         .unwrap();
     assert!(
-        valid.message.contains("point --platform-url") && !valid.message.contains("rate limit"),
+        valid.message.contains("see fleet.conforming-served")
+            && !valid.message.contains("rate limit"),
+        "{}",
+        valid.message
+    );
+}
+
+/// A Librarian that refuses every request 401, run without a registry (the preset's way, its
+/// tokens wrong for this server): one cause, said once where it belongs (`fleet.conforming-
+/// served`, not judged: the tokens), and the case with nothing to judge saying it rests on that
+/// — not a failure of one case and a skip of the other.
+#[tokio::test]
+async fn a_librarian_refusing_every_token_is_said_once_and_the_rest_rests_on_it() {
+    let refusing = answering(401).await;
+    let fleet = Fleet::parse(
+        "f.yaml",
+        &conforming_file(&refusing.url(), true, false),
+        None,
+    )
+    .unwrap();
+    let report = run(&fleet, false, 1).await;
+    refusing.stop().await;
+    let case = |id: &str| report.cases.iter().find(|c| c.id == id).unwrap().clone();
+    let served = case("fleet.conforming-served");
+    let valid = case("fleet.answers-valid");
+    assert_eq!(served.status, Status::Skip, "{}", served.message);
+    assert_eq!(valid.status, Status::Skip, "{}", valid.message);
+    assert!(
+        served.message.starts_with(
+            "not judged: it refused every request 401 (claude-3): the tokens are wrong for this \
+             server; give each client a token this server issued for its agent"
+        ) && !served.message.contains("add one"),
+        "{}",
+        served.message
+    );
+    assert!(
+        valid.message.contains(
+            "from POST /agent/request: it refused every request 401 (claude-3), for the clients' \
+             tokens (see fleet.conforming-served)"
+        ) && !valid.message.contains("the tokens are wrong")
+            && !valid.message.contains("--platform-url"),
         "{}",
         valid.message
     );

@@ -205,7 +205,7 @@ use std::time::Duration;
 use crate::support::{text, Spawned, TempDir, EXE};
 
 /// The deadline of one command, and of a server from its start to its stop.
-const DEADLINE: Duration = Duration::from_secs(150);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(150);
 
 /// How long a server may take to end after Ctrl-C (it writes its report first).
 const STOP_GRACE: Duration = Duration::from_secs(30);
@@ -214,13 +214,13 @@ const STOP_GRACE: Duration = Duration::from_secs(30);
 /// (but `target/` and `.git`), so that the commands read the clone's files and what they write
 /// (`chaos.jsonl`, `mock-agents/`) stays out of the checkout; and `.bin/agent-tck`, a link to
 /// the binary under test, first on PATH.
-struct Clone {
+pub(crate) struct Clone {
     dir: TempDir,
     bin: String,
 }
 
 impl Clone {
-    fn new(name: &str) -> Clone {
+    pub(crate) fn new(name: &str) -> Clone {
         let dir = TempDir::new(name);
         for entry in std::fs::read_dir(env!("CARGO_MANIFEST_DIR")).unwrap() {
             let entry = entry.unwrap();
@@ -236,12 +236,12 @@ impl Clone {
         Clone { dir, bin }
     }
 
-    fn path(&self, file: &str) -> String {
+    pub(crate) fn path(&self, file: &str) -> String {
         self.dir.path(file)
     }
 
     /// `command` as a user types it: run by `sh -c` in the clone.
-    fn shell(&self, command: &str) -> Command {
+    pub(crate) fn shell(&self, command: &str) -> Command {
         let path = std::env::var("PATH").unwrap_or_default();
         let mut shell = Command::new("sh");
         shell
@@ -400,7 +400,7 @@ impl Row {
 
 /// The indented command block that follows the README's paragraph beginning `paragraph`: its
 /// commands, a `\\`-continued one as one (kept as written: the shell joins it).
-fn block_after(paragraph: &str) -> Vec<String> {
+pub(crate) fn block_after(paragraph: &str) -> Vec<String> {
     let after = README
         .split_once(paragraph)
         .unwrap_or_else(|| panic!("no paragraph {paragraph:?}"))
@@ -620,4 +620,95 @@ fn the_readme_connector_fleet_is_the_shipped_one() {
         shipped.ends_with(shown),
         "the file's text after its header comment is the README's"
     );
+}
+
+/// The complete CI files the README names: each exists and is YAML; every agent-tck command in
+/// them is one the command line accepts; each report file a publishing step reads (JUnit, CTRF)
+/// is one the command writes, and the GitHub file writes CTRF beside JUnit for its CTRF action.
+#[test]
+fn the_ci_files_the_readme_names_parse_and_publish_what_they_write() {
+    let named = README
+        .split_once("Complete CI files: ")
+        .expect("the README names its CI files")
+        .1
+        .split_once('\n')
+        .unwrap()
+        .0;
+    let files: Vec<&str> = named.split('`').skip(1).step_by(2).collect();
+    assert_eq!(
+        files,
+        ["docs/ci/github-actions.yml", "docs/ci/gitlab-ci.yml"]
+    );
+    for file in files {
+        let text = std::fs::read_to_string(format!("{}/{file}", env!("CARGO_MANIFEST_DIR")))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let yaml: serde_json::Value =
+            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+        // Every string of the file, a folded `run: >` one joined as YAML joins it.
+        let mut strings = Vec::new();
+        all_strings(&yaml, &mut strings);
+        let commands: Vec<&String> = strings
+            .iter()
+            .filter(|s| s.trim_start().starts_with("agent-tck "))
+            .collect();
+        assert!(!commands.is_empty(), "{file}: no agent-tck command");
+        let mut written = Vec::new();
+        for command in &commands {
+            parse(command.trim()).unwrap_or_else(|e| panic!("{file}: {command}: {e}"));
+            let words = split_command(command.trim()).unwrap();
+            for pair in words.windows(2) {
+                if matches!(pair[0].as_str(), "--junit" | "--ctrf") {
+                    written.push((pair[0].clone(), pair[1].clone()));
+                }
+            }
+        }
+        // What each publishing step reads: `report_paths` (the JUnit action), `report-path`
+        // (the CTRF action), `reports: junit` (GitLab).
+        let mut read = Vec::new();
+        reads(&yaml, &mut read);
+        assert!(!read.is_empty(), "{file}: no report is published");
+        for (kind, path) in &read {
+            assert!(
+                written.iter().any(|(flag, p)| flag == kind && p == path),
+                "{file}: {path} is read as {kind} but no command writes it: {written:?}"
+            );
+        }
+        if file.contains("github") {
+            assert!(
+                read.iter().any(|(kind, _)| kind == "--ctrf"),
+                "{file}: no CTRF action reads the --ctrf report"
+            );
+        }
+    }
+}
+
+fn all_strings(value: &serde_json::Value, into: &mut Vec<String>) {
+    match value {
+        serde_json::Value::String(s) => into.push(s.clone()),
+        serde_json::Value::Array(items) => items.iter().for_each(|v| all_strings(v, into)),
+        serde_json::Value::Object(map) => map.values().for_each(|v| all_strings(v, into)),
+        _ => {}
+    }
+}
+
+/// The report files publishing steps read, each with the flag that writes its format.
+fn reads(value: &serde_json::Value, into: &mut Vec<(String, String)>) {
+    match value {
+        serde_json::Value::Array(items) => items.iter().for_each(|v| reads(v, into)),
+        serde_json::Value::Object(map) => {
+            for (key, v) in map {
+                let flag = match key.as_str() {
+                    "report_paths" => Some("--junit"),
+                    "report-path" => Some("--ctrf"),
+                    "junit" => Some("--junit"),
+                    _ => None,
+                };
+                match (flag, v.as_str()) {
+                    (Some(flag), Some(path)) => into.push((flag.into(), path.into())),
+                    _ => reads(v, into),
+                }
+            }
+        }
+        _ => {}
+    }
 }

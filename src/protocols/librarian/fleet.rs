@@ -1102,12 +1102,18 @@ pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
     let everyone: Vec<(&Client, &Vec<Outcome>)> = fleet.clients.iter().zip(&results).collect();
     // A server that answered nothing but 429s is a Librarian whose limit is spent (an earlier
     // probe or fleet used it): pointing elsewhere would not help, waiting would.
-    let dead = match rate_limit_spent(&everyone) {
-        Some(spent) => format!(
+    // One that refused every request for its credentials was never shown a token it takes: that
+    // is said once, by fleet.conforming-served; the cases with nothing to judge rest on it.
+    let dead = match (rate_limit_spent(&everyone), credentials_refused(&everyone)) {
+        (Some(spent), _) => format!(
             "no client got a LibrarianResponse (a 2xx with a decision) from POST \
              /agent/request: it answered 429, {spent}"
         ),
-        None => "no client got a LibrarianResponse (a 2xx with a decision) from POST \
+        (None, Some((refused, _))) => format!(
+            "no client got a LibrarianResponse (a 2xx with a decision) from POST \
+             /agent/request: {refused}, for the clients' tokens (see fleet.conforming-served)"
+        ),
+        (None, None) => "no client got a LibrarianResponse (a 2xx with a decision) from POST \
                  /agent/request, so the server never answered as a Librarian; point \
                  --platform-url at the Librarian's base URL"
             .to_string(),
@@ -1127,7 +1133,7 @@ pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
         t.expected.case("fleet.answers-expected", Level::Should, "every answer meets the document's expectations, as the probe's request.expectations and request.response-fields judge them (a rejection names its violations, an escalation its reason, …)", "Response Message Format; Common Operations", "LibrarianResponses and rejections", &or_dead("no client got a LibrarianResponse or a rejection: a Librarian that answers the conforming clients exercises this case")),
         t.come_back.case("fleet.retry-after", Level::Should, "every 429 says when to come back: Retry-After (or rate-limit headers)", "Troubleshooting: Rate limit exceeded (check rate limit headers)", "429 answers", &or_dead("no client was answered 429: a `behavior: flood` client over 60 requests a minute exercises it")),
         t.flood.judged("fleet.flood-limited", g, Level::Must, "a client over 60 requests a minute is answered 429", "REST API Endpoints: rate_limit: 60/minute per agent", "flooding clients", &or_dead("no client sent more than 60 requests within a minute: add a `behavior: flood` client with a rate over 60/min and a duration (or request count) that lets it send more than 60")),
-        spent_said(
+        refusals_said(
             t.conforming.case("fleet.conforming-served", Level::Must, "well-behaved clients are answered 2xx (never limited) while the others misbehave", "REST API Endpoints: rate_limit per agent", "conforming requests", "the fleet has no conforming client that sent a request its agent may make: add one (`behavior: conforming`), speaking for an agent of its own"),
             &everyone,
         ),
@@ -1236,11 +1242,73 @@ fn rate_limit_spent(clients: &[(&Client, &Vec<Outcome>)]) -> Option<String> {
     ))
 }
 
-/// `fleet.conforming-served`, failed, says so when its every refusal was a 429.
-fn spent_said(mut case: CaseResult, clients: &[(&Client, &Vec<Outcome>)]) -> CaseResult {
-    if case.status == crate::report::Status::Fail {
+/// When every answer the conforming clients got (or, with no conforming client, every client)
+/// was a refusal for credentials, 401 or 403, and none a 2xx: what the server did (`it refused
+/// every request 401 (claude-3)`) and what that means — the tokens are not this server's, which
+/// no rule of the server's is judged on.
+fn credentials_refused(clients: &[(&Client, &Vec<Outcome>)]) -> Option<(String, String)> {
+    let conforming: Vec<&(&Client, &Vec<Outcome>)> = clients
+        .iter()
+        .filter(|(c, _)| c.behavior == "conforming")
+        .collect();
+    let judged: Vec<&(&Client, &Vec<Outcome>)> = if conforming.is_empty() {
+        clients.iter().collect()
+    } else {
+        conforming
+    };
+    let answers: Vec<(&Client, &Outcome)> = judged
+        .iter()
+        .flat_map(|(c, outcomes)| outcomes.iter().map(move |o| (*c, o)))
+        .collect();
+    if answers.is_empty()
+        || !answers
+            .iter()
+            .all(|(_, o)| matches!(o.status, Some(401 | 403)))
+    {
+        return None;
+    }
+    let mut agents: Vec<&str> = answers.iter().map(|(c, _)| c.agent.as_str()).collect();
+    agents.sort_unstable();
+    agents.dedup();
+    let mut statuses: Vec<u16> = answers.iter().filter_map(|(_, o)| o.status).collect();
+    statuses.sort_unstable();
+    statuses.dedup();
+    let statuses: Vec<String> = statuses.iter().map(u16::to_string).collect();
+    let refused = format!(
+        "it refused every request {} ({})",
+        statuses.join("/"),
+        agents.join(", ")
+    );
+    let meaning = if statuses.iter().any(|s| s == "403") {
+        "the tokens are wrong for this server, or their agents not allowed there"
+    } else {
+        "the tokens are wrong for this server"
+    };
+    Some((refused, meaning.to_string()))
+}
+
+/// `fleet.conforming-served` says what its every refusal meant: failed, when each was a 429
+/// (the limit is spent); when each was a refusal for credentials, the tokens — a skip when no
+/// registry could tell a wrong refusal from a right one, a note on a failure.
+fn refusals_said(mut case: CaseResult, clients: &[(&Client, &Vec<Outcome>)]) -> CaseResult {
+    use crate::report::Status;
+    if case.status == Status::Fail {
         if let Some(spent) = rate_limit_spent(clients) {
             case.message = format!("{}\n  every refusal was a 429: {spent}", case.message);
+        }
+    }
+    if let Some((refused, meaning)) = credentials_refused(clients) {
+        let fix = "give each client a token this server issued for its agent (the preset's \
+                   TOKEN_1, TOKEN_2)";
+        match case.status {
+            Status::Fail => {
+                case.message = format!("{}\n  {refused}: {meaning}? {fix}", case.message);
+            }
+            Status::Skip => case.skip(format!(
+                "not judged: {refused}: {meaning}; {fix}, and a Librarian that serves the \
+                 conforming clients exercises this case"
+            )),
+            _ => {}
         }
     }
     case

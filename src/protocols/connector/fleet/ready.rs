@@ -43,6 +43,11 @@ pub struct Readiness {
     pub missing: Vec<Missing>,
     /// Why the server never answered during the wait (None: it answered).
     pub unreachable: Option<String>,
+    /// The server took the connections but answered none (as against refusing them): what its
+    /// last session create met.
+    pub silent: bool,
+    /// Rounds of session creates sent during the wait.
+    pub tries: u32,
     pub waited: Duration,
     pub limit: Duration,
 }
@@ -69,11 +74,26 @@ impl Readiness {
     pub fn problem(&self, declared: &str) -> Option<String> {
         let waited = crate::units::format_duration(self.limit);
         if let Some(why) = &self.unreachable {
+            // The time really waited and how the server behaved in it: a refused connection
+            // fails at once, a silent server holds each create until its deadline.
+            let (how, fix) = if self.silent {
+                (
+                    "took connections but answered no session create",
+                    "is it the agent server, and not stuck? (or point --platform-url at it)",
+                )
+            } else {
+                (
+                    "refused every connection",
+                    "start it (or point --platform-url at it)",
+                )
+            };
             return Some(format!(
-                "the agent server at {} did not answer during the {waited} wait ({why}): start it \
-                 (or point --platform-url at it), with the fleet's agents declared in its config \
-                 `agents[]` ({declared}), or give a longer --wait-ready",
-                self.server
+                "the agent server at {} {how}: {} over {} (the wait is {waited}; the last: {why}): \
+                 {fix}, with the fleet's agents declared in its config `agents[]` ({declared}), or \
+                 give a longer --wait-ready",
+                self.server,
+                crate::text::count(u64::from(self.tries), "rounds of session creates"),
+                crate::units::format_duration(self.waited),
             ));
         }
         if self.missing.is_empty() {
@@ -189,6 +209,7 @@ pub async fn wait(fleet: &Fleet, limit: Duration) -> Readiness {
     let mut answered = false;
     let mut last_error = String::new();
     loop {
+        r.tries += 1;
         let remaining = limit.saturating_sub(started.elapsed());
         let round = futures::future::join_all(pending.iter().map(|(id, session)| async move {
             let call = session_call(
@@ -234,6 +255,8 @@ pub async fn wait(fleet: &Fleet, limit: Duration) -> Readiness {
                 answered = true;
             } else if let Some(e) = &call.error {
                 last_error = e.clone();
+                // A refusal, reset or close breaks the call; a silent server only runs it out.
+                r.silent = call.broke_at.is_none();
             }
             if !call.status.is_some_and(|s| (200..300).contains(&s)) {
                 r.missing.push(Missing {
