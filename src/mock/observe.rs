@@ -71,9 +71,9 @@ impl Tally {
 
 /// Tells, in a case, the answers the run's own end cut before the platform's time for them
 /// was up (`cut`: its count in `broken`, a few of them in words in `examples`; `what`: what
-/// they are, "answers", put in the number `broken` asks for). They were not judged: with nothing else judged the case is a skip
-/// that names them (not one that asks for a behaviour the fleet already has); beside a
-/// verdict, a note.
+/// they are, "answers", put in the number `broken` asks for). They were not judged: with
+/// nothing else judged the case is a skip that names them (not one that asks for a behaviour
+/// the fleet already has); beside a verdict, a note.
 pub fn note_cut(case: &mut CaseResult, cut: &Tally, what: &str) {
     if cut.broken == 0 {
         return;

@@ -264,7 +264,7 @@ impl Clone {
         let printed = text(&out);
         assert_eq!(out.status.code(), Some(0), "{command}\n{printed}");
         assert!(
-            printed.contains("0 MUST failed") || printed.contains(": 0 error(s)"),
+            printed.contains("0 MUST failed") || printed.contains(": 0 errors"),
             "{command}\n{printed}"
         );
         printed
