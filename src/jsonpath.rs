@@ -446,7 +446,10 @@ fn explain(step: &Step, current: &[(String, &Value)]) -> String {
                 ));
             }
             if without > 0 {
-                seen.push(format!("{without} item(s) without {field}"));
+                seen.push(format!(
+                    "{} without {field}",
+                    crate::text::count(without as u64, "items")
+                ));
             }
             format!(
                 "no item of {here} has {} ({})",
@@ -651,7 +654,7 @@ mod tests {
         assert_eq!(why(r#"votes[?agent_name == "arch"]"#), None);
         assert_eq!(
             why(r#"votes[?agent_name == "wscheme"].approve"#).unwrap(),
-            "no item of votes has agent_name == \"wscheme\" (agent_name found: \"arch\", \"sec\", \"wschema\"; 1 item(s) without agent_name)"
+            "no item of votes has agent_name == \"wscheme\" (agent_name found: \"arch\", \"sec\", \"wschema\"; 1 item without agent_name)"
         );
         assert_eq!(
             why(r#"votes[?agent_name == "arch"].dissent_reason"#).unwrap(),

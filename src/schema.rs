@@ -291,7 +291,10 @@ fn describe(error: &jsonschema::ValidationError<'_>) -> String {
         K::Required { property } => format!("required field {property} is missing"),
         K::Minimum { limit } => format!("{value} is below the minimum {limit}"),
         K::Maximum { limit } => format!("{value} is above the maximum {limit}"),
-        K::MinLength { limit } => format!("{value} is shorter than {limit} character(s)"),
+        K::MinLength { limit } => format!(
+            "{value} is shorter than {}",
+            crate::text::count(*limit, "characters")
+        ),
         _ => excerpt_str(&error.to_string(), 300),
     }
 }

@@ -44,7 +44,11 @@ impl Applied {
             for source in content_behaviors(agent) {
                 given += 1;
                 match applied.get(source) {
-                    Some(n) => took.push(format!("{}: {source} on {n} answer(s)", agent.name())),
+                    Some(n) => took.push(format!(
+                        "{}: {source} on {}",
+                        agent.name(),
+                        crate::text::count(*n, "answers")
+                    )),
                     None => never.push(format!(
                         "{}: never took effect: {source} ({})",
                         agent.name(),

@@ -373,8 +373,8 @@ impl Driver {
             case.pass_noting(
                 Evidence::new(ok.len() as u64, "registrations"),
                 format!(
-                    "{} agent(s) registered at {}{}",
-                    ok.len(),
+                    "{} registered at {}{}",
+                    crate::text::count(ok.len() as u64, "agents"),
                     self.base.join(&spec.path),
                     not_judged(&cut)
                 ),
@@ -384,9 +384,9 @@ impl Driver {
             case.fail_on(
                 Evidence::new((agents.len() - cut.len()) as u64, "registrations"),
                 format!(
-                    "{} of {} registration(s) refused:\n  {}",
+                    "{} of {} refused:\n  {}",
                     failures.len(),
-                    agents.len(),
+                    crate::text::count(agents.len() as u64, "registrations"),
                     first_lines(&failures)
                 ),
             );
@@ -480,7 +480,11 @@ impl Driver {
         if failures.is_empty() {
             case.pass_noting(
                 evidence,
-                format!("{judged} agent(s) deregistered{}", not_judged(&cut)),
+                format!(
+                    "{} deregistered{}",
+                    crate::text::count(judged as u64, "agents"),
+                    not_judged(&cut)
+                ),
                 || not_judged_at_all(&cut, ""),
             );
         } else {
@@ -721,13 +725,17 @@ fn judge_triggers(
     let headed = answered + late.len();
     let silent_note = || {
         format!(
-            "{} of {sent} trigger(s) got no answer head within the deliberation deadline {} (see platform.deliberation-deadline):\n  {}",
+            "{} of {} got no answer head within the deliberation deadline {} (see platform.deliberation-deadline):\n  {}",
             silent.len(),
+            crate::text::count(sent as u64, "triggers"),
             humantime::format_duration(deadline),
             silent.join("\n  ")
         )
     };
-    let mut note = format!("{sent} trigger(s) sent to {target}; {headed} got an HTTP answer");
+    let mut note = format!(
+        "{} sent to {target}; {headed} got an HTTP answer",
+        crate::text::count(sent as u64, "triggers")
+    );
     if !silent.is_empty() {
         note = format!("{note}; {}", silent_note());
     }
@@ -756,7 +764,7 @@ fn judge_triggers(
             )
         },
     );
-    note_cut(&mut deadline_case, &cut, "deliberation(s)");
+    note_cut(&mut deadline_case, &cut, "deliberations");
     let unanswered = || {
         if answered == 0 && !died.is_empty() {
             return not_judged_at_all(&died, "");
@@ -772,14 +780,20 @@ fn judge_triggers(
         &mut no5xx,
         Evidence::new(answered as u64, "deliberation answers"),
         &errors,
-        format!("{answered} answer(s), none 5xx"),
+        format!(
+            "{}, none 5xx",
+            crate::text::count(answered as u64, "answers")
+        ),
         unanswered,
     );
     settle(
         &mut expect_case,
         Evidence::new(below_500, "deliberation answers below 500"),
         &unmet,
-        format!("{below_500} answer(s) met every expectation"),
+        format!(
+            "{} met every expectation",
+            crate::text::count(below_500, "answers")
+        ),
         || {
             if answered == 0 {
                 unanswered()
@@ -957,11 +971,11 @@ fn settle(
     }
 }
 
-/// `N problem(s):` and the first ten, a line each.
+/// `N problems:` (`1 problem:`) and the first ten, a line each.
 fn listing(problems: &[String]) -> String {
     format!(
-        "{} problem(s):\n  {}",
-        problems.len(),
+        "{}:\n  {}",
+        crate::text::count(problems.len() as u64, "problems"),
         first_lines(problems)
     )
 }
@@ -1104,7 +1118,7 @@ mod tests {
         assert!(
             reached
                 .message
-                .contains("1 of 1 trigger(s) got no answer head")
+                .contains("1 of 1 trigger got no answer head")
                 && reached.message.contains("(waited 9.0 s)"),
             "{}",
             reached.message
@@ -1129,6 +1143,16 @@ mod tests {
             expect.message.contains("every answer was a 5xx"),
             "{}",
             expect.message
+        );
+    }
+
+    /// `1 problem:`, `2 problems:` (issue 39, point 13).
+    #[test]
+    fn a_listing_counts_its_problems_in_their_number() {
+        assert_eq!(listing(&["a: 500".into()]), "1 problem:\n  a: 500");
+        assert_eq!(
+            listing(&["a: 500".into(), "b: 502".into()]),
+            "2 problems:\n  a: 500\n  b: 502"
         );
     }
 }

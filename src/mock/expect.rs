@@ -339,8 +339,13 @@ impl Condition {
                 if found.is_empty() {
                     return Some(nothing("absent"));
                 }
-                (!items.iter().any(|(_, v)| same(v, want)))
-                    .then(|| format!("{text}: not among {} value(s): {}", items.len(), listed()))
+                (!items.iter().any(|(_, v)| same(v, want))).then(|| {
+                    format!(
+                        "{text}: not among {}: {}",
+                        crate::text::count(items.len() as u64, "values"),
+                        listed()
+                    )
+                })
             }
             Op::All(cmp, want) => {
                 if items.is_empty() {
@@ -368,8 +373,8 @@ impl Condition {
                     Some(nothing("selects nothing"))
                 } else {
                     Some(format!(
-                        "{text}: none of {} value(s): {}",
-                        items.len(),
+                        "{text}: none of {}: {}",
+                        crate::text::count(items.len() as u64, "values"),
                         listed()
                     ))
                 }
@@ -461,7 +466,7 @@ mod tests {
         for (bad, why) in [
             (
                 "excluded[*].agent contains hangs",
-                "hangs: not among 2 value(s): [\"broken-json\", \"slow\"]",
+                "hangs: not among 2 values: [\"broken-json\", \"slow\"]",
             ),
             (
                 "count(excluded) == 3",
@@ -471,7 +476,7 @@ mod tests {
                 "all(votes[*].approve) == true",
                 "1 of 3 differ, e.g. votes[1].approve = false",
             ),
-            ("any(excluded[*].agent) == hangs", "none of 2 value(s)"),
+            ("any(excluded[*].agent) == hangs", "none of 2 values"),
             ("all(empty) == 1", "selects nothing"),
             ("message contains crashed", "found \"two agents timed out\""),
         ] {
@@ -607,7 +612,7 @@ mod tests {
             ),
             (
                 r#"any(analyses[*].confidence) >= 1"#,
-                "none of 3 value(s): [0.8, 0.9, 0.4]",
+                "none of 3 values: [0.8, 0.9, 0.4]",
             ),
             (
                 r#"votes[?agent_name == "wschema"].dissent_reason contains agrees"#,

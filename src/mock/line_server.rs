@@ -500,7 +500,8 @@ impl LineService {
         self.stuck.fetch_or(!whole, Ordering::Relaxed);
         let got = written.load(Ordering::Relaxed);
         let message = format!(
-            "{got} of {bytes} byte(s) written to stderr in {} s: the harness does not read the agent's stderr as it comes (a full pipe blocks the agent)",
+            "{got} of {} written to stderr in {} s: the harness does not read the agent's stderr as it comes (a full pipe blocks the agent)",
+            crate::text::count(bytes as u64, "bytes"),
             FLOOD_WAIT.as_secs()
         );
         self.judge.on_flood(whole, &message);
@@ -713,8 +714,8 @@ where
             service.incomplete(
                 endpoint,
                 format!(
-                    "{} byte(s) without a newline, not a whole JSON request, then the end of input: {}",
-                    line.len(),
+                    "{} without a newline, not a whole JSON request, then the end of input: {}",
+                    crate::text::count(line.len() as u64, "bytes"),
                     crate::text::excerpt(&line, 80)
                 ),
             );

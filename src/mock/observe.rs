@@ -71,9 +71,9 @@ impl Tally {
 
 /// Tells, in a case, the answers the run's own end cut before the platform's time for them
 /// was up (`cut`: its count in `broken`, a few of them in words in `examples`; `what`: what
-/// they are, "answers"). They were not judged: with nothing else judged the case is a skip
-/// that names them (not one that asks for a behaviour the fleet already has); beside a
-/// verdict, a note.
+/// they are, "answers", put in the number `broken` asks for). They were not judged: with
+/// nothing else judged the case is a skip that names them (not one that asks for a behaviour
+/// the fleet already has); beside a verdict, a note.
 pub fn note_cut(case: &mut CaseResult, cut: &Tally, what: &str) {
     if cut.broken == 0 {
         return;
@@ -85,14 +85,14 @@ pub fn note_cut(case: &mut CaseResult, cut: &Tally, what: &str) {
     };
     if case.status == crate::report::Status::Skip {
         case.skip(format!(
-            "not judged: {} {what}, cut by the run's own end, which is not the platform's act nor evidence about it:\n  {listed}{more}",
-            cut.broken
+            "not judged: {}, cut by the run's own end, which is not the platform's act nor evidence about it:\n  {listed}{more}",
+            crate::text::count(cut.broken, what)
         ));
     } else {
         case.message.push_str(&format!(
-            "{}(not judged: {} {what}, cut by the run's own end:\n  {listed}{more})",
+            "{}(not judged: {}, cut by the run's own end:\n  {listed}{more})",
             if case.message.is_empty() { "" } else { "\n" },
-            cut.broken
+            crate::text::count(cut.broken, what)
         ));
     }
 }
@@ -181,7 +181,11 @@ impl Common {
             .collect();
         case.pass_noting(
             Evidence::new(total, "requests marked as the probe's"),
-            format!("{total} marked request(s): {}", kinds.join(", ")),
+            format!(
+                "{}: {}",
+                crate::text::count(total, "marked requests"),
+                kinds.join(", ")
+            ),
             String::new,
         );
         Some(case)
@@ -322,5 +326,48 @@ impl PlatformObserver for SchemaObserver {
         skip_all_if_none(&mut cases, c.total(), served);
         cases.extend(c.probe_case());
         cases
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Status;
+
+    /// The answers the run's end cut, counted in their number: as a skip's reason and as a
+    /// note beside a verdict (issue 39, point 13).
+    #[test]
+    fn the_cut_answers_are_counted_in_their_number() {
+        let cut = |n: u64| Tally {
+            checked: n,
+            broken: n,
+            examples: vec!["t1: cut".into()],
+        };
+        let case = || CaseResult::new("a.case", "g", Level::Must, "t", "s");
+        let mut skipped = case();
+        note_cut(&mut skipped, &cut(1), "failed answers");
+        assert_eq!(skipped.status, Status::Skip);
+        assert!(
+            skipped
+                .message
+                .starts_with("not judged: 1 failed answer, cut by the run's own end,"),
+            "{}",
+            skipped.message
+        );
+        let mut passed = case();
+        passed.pass_noting(
+            Evidence::new(3, "answers"),
+            "3 answers".to_string(),
+            String::new,
+        );
+        note_cut(&mut passed, &cut(2), "failed answers");
+        assert_eq!(passed.status, Status::Pass);
+        assert!(
+            passed.message.starts_with(
+                "3 answers\n(not judged: 2 failed answers, cut by the run's own end:\n  t1: cut\n  … and 1 more)"
+            ),
+            "{}",
+            passed.message
+        );
     }
 }

@@ -47,7 +47,7 @@ pub trait SuiteProtocol: Send + Sync + 'static {
 /// the wrong arguments. A suite's mistake, found when the suite loads.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FillError {
-    #[error("{{{{ {name}(…) }}}} takes {want} number(s), got {args:?}")]
+    #[error("{{{{ {name}(…) }}}} takes {}, got {args:?}", crate::text::count(*.want as u64, "numbers"))]
     NumberCount {
         name: String,
         want: usize,

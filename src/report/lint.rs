@@ -145,7 +145,11 @@ impl Lint {
                 } else {
                     case.fail_on(
                         evidence,
-                        format!("{} finding(s):\n  {}", mine.len(), mine.join("\n  ")),
+                        format!(
+                            "{}:\n  {}",
+                            crate::text::count(mine.len() as u64, "findings"),
+                            mine.join("\n  ")
+                        ),
                     );
                 }
                 case

@@ -388,8 +388,8 @@ impl TargetsPage {
         self.table.write(&mut out);
         html::notes(&mut out, &shown);
         out.push_str(&format!(
-            "<h2>Targets</h2><p class=\"targets\">{} target(s): {} passed, {failed} failed</p>",
-            self.rows.len(),
+            "<h2>Targets</h2><p class=\"targets\">{}: {} passed, {failed} failed</p>",
+            crate::text::count(self.rows.len() as u64, "targets"),
             self.rows.len() - failed
         ));
         if self.rows.is_empty() {
@@ -420,7 +420,10 @@ impl TargetsPage {
     fn why(&self, head: &Report, passed: bool, failed: usize) -> String {
         let total = self.rows.len();
         if passed {
-            return format!("exit 0: none of the {total} target(s) fails the run");
+            return format!(
+                "exit 0: none of the {} fails the run",
+                crate::text::count(total as u64, "targets")
+            );
         }
         let mut reasons = Vec::new();
         // An interrupted part is named as such below, not as a failing one.
@@ -435,7 +438,9 @@ impl TargetsPage {
                 .collect();
             let more = failed - names.len();
             reasons.push(format!(
-                "{failed} of {total} target(s) fail the run: {}{}",
+                "{failed} of {} {} the run: {}{}",
+                crate::text::count(total as u64, "targets"),
+                if failed == 1 { "fails" } else { "fail" },
                 names.join(", "),
                 if more > 0 {
                     format!(" and {more} more")
@@ -748,8 +753,8 @@ mod tests {
                 ]
             ])
         );
-        assert!(page.contains("<p>exit 1: 1 of 2 target(s) fail the run: beta</p>"));
-        assert!(page.contains("<p class=\"targets\">2 target(s): 1 passed, 1 failed</p>"));
+        assert!(page.contains("<p>exit 1: 1 of 2 targets fails the run: beta</p>"));
+        assert!(page.contains("<p class=\"targets\">2 targets: 1 passed, 1 failed</p>"));
         // The counts by level and status, added over the parts.
         assert!(page.contains("<tr><td>must</td><td>2</td><td>9</td><td>0</td>"));
         assert!(page.contains("data-filters"), "the script");
@@ -810,7 +815,7 @@ mod tests {
             page.contains("&lt;img src=x onerror=alert(1)&gt;"),
             "the head's, escaped"
         );
-        assert!(page.contains("1 of 1 target(s) fail the run: &lt;b&gt;beta&lt;/b&gt;"));
+        assert!(page.contains("1 of 1 target fails the run: &lt;b&gt;beta&lt;/b&gt;"));
         // The data still says what the agent sent, to be shown as text.
         let part: serde_json::Value = serde_json::from_str(line(&page, 0)).unwrap();
         assert_eq!(part["cases"][0]["message"], hostile);
@@ -861,8 +866,8 @@ mod tests {
         assert!(page.ends_with("</body></html>\n"));
         assert_eq!(block(&page, "rows"), "[]");
         assert!(page.contains("No target in this report"));
-        assert!(page.contains("<p>exit 0: none of the 0 target(s) fails the run</p>"));
-        assert!(page.contains("0 target(s): 0 passed, 0 failed"));
+        assert!(page.contains("<p>exit 0: none of the 0 targets fails the run</p>"));
+        assert!(page.contains("0 targets: 0 passed, 0 failed"));
     }
 
     #[test]

@@ -672,7 +672,7 @@ mod tests {
             &["a.completes"],
             &[
                 ("a.completes", "too big"),
-                ("protocol.within-timeout", "1 of 9 exchange(s) timed out"),
+                ("protocol.within-timeout", "1 of 9 exchanges timed out"),
             ],
         );
         assert!(is_about_time(&late));

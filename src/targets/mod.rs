@@ -233,8 +233,13 @@ impl Plan {
         }
         if stale > NAMED {
             crate::outln!(
-                "  … and {} more target(s) run again: their reports do not stand",
-                stale - NAMED
+                "  … and {} run again: {} not stand",
+                crate::text::count((stale - NAMED) as u64, "more targets"),
+                if stale - NAMED == 1 {
+                    "its report does"
+                } else {
+                    "their reports do"
+                }
             );
         }
         if done.is_empty() {
@@ -245,10 +250,16 @@ impl Plan {
             );
         } else {
             crate::outln!(
-                "resumed {} of {total} target(s) from {} (their reports are complete and of \
-                 this version and flags); {} to run",
+                "resumed {} of {} from {} ({} complete and of this version and flags); {} to \
+                 run",
                 done.len(),
+                crate::text::count(total as u64, "targets"),
                 self.out_dir.display(),
+                if done.len() == 1 {
+                    "its report is"
+                } else {
+                    "their reports are"
+                },
                 to_run.len()
             );
         }
@@ -292,9 +303,9 @@ pub async fn run(
 ) -> Result<TargetsEnd, Error> {
     let mut plan = Plan::read(&args, &job)?;
     crate::outln!(
-        "agent-tck · {} of {} target(s){} · {} at a time · reports in {}",
+        "agent-tck · {} of {}{} · {} at a time · reports in {}",
         plan.targets.len(),
-        plan.listed,
+        crate::text::count(plan.listed as u64, "targets"),
         plan.shard
             .as_deref()
             .map(|s| format!(" (shard {s})"))
@@ -460,8 +471,8 @@ fn not_run(targets: &[Target], done: &[Done]) -> String {
     }
     if names.len() > NAMED {
         out.push_str(&format!(
-            "  … and {} more target(s) not run: interrupted (Ctrl-C)\n",
-            names.len() - NAMED
+            "  … and {} not run: interrupted (Ctrl-C)\n",
+            crate::text::count((names.len() - NAMED) as u64, "more targets")
         ));
     }
     out
@@ -506,19 +517,21 @@ fn matrix(done: &[Done]) -> String {
     if rows.len() < done.len() {
         let unlisted_failing = failed - rows.len();
         out.push_str(&format!(
-            "… {} passing{} target(s) not listed (past {MATRIX_ROWS} targets the failing ones \
+            "… {} passing{} {} not listed (past {MATRIX_ROWS} targets the failing ones \
              are; every target is in the out-dir and the merged report)\n",
             done.len() - failed,
             if unlisted_failing > 0 {
                 format!(" and {unlisted_failing} more failing")
             } else {
                 String::new()
-            }
+            },
+            // The noun counts both: "1 passing and 1 more failing targets".
+            crate::text::in_number((done.len() - failed + unlisted_failing) as u64, "targets")
         ));
     }
     out.push_str(&format!(
-        "{} target(s): {} passed, {failed} failed\n",
-        done.len(),
+        "{}: {} passed, {failed} failed\n",
+        crate::text::count(done.len() as u64, "targets"),
         done.len() - failed
     ));
     out
@@ -566,23 +579,23 @@ mod tests {
              agent-257  FAIL     a.rule\n\
              agent-507  FAIL     a.rule\n\
              agent-757  FAIL     a.rule\n\
-             … 996 passing target(s) not listed (past 100 targets the failing ones are; every \
+             … 996 passing targets not listed (past 100 targets the failing ones are; every \
              target is in the out-dir and the merged report)\n\
-             1000 target(s): 996 passed, 4 failed\n"
+             1000 targets: 996 passed, 4 failed\n"
         );
         let all_failing: Vec<Done> = (0..150).map(|at| row(at, false)).collect();
         let shown = matrix(&all_failing);
         assert_eq!(shown.lines().count(), 1 + 100 + 2, "{shown}");
         assert!(
-            shown.contains("… 0 passing and 50 more failing target(s) not listed"),
+            shown.contains("… 0 passing and 50 more failing targets not listed"),
             "{shown}"
         );
         let all_passing: Vec<Done> = (0..101).map(|at| row(at, true)).collect();
         assert_eq!(
             matrix(&all_passing),
-            "… 101 passing target(s) not listed (past 100 targets the failing ones are; every \
+            "… 101 passing targets not listed (past 100 targets the failing ones are; every \
              target is in the out-dir and the merged report)\n\
-             101 target(s): 101 passed, 0 failed\n"
+             101 targets: 101 passed, 0 failed\n"
         );
         // After Ctrl-C: five targets not run by name, then a count.
         let targets: Vec<Target> = (0..1000)
@@ -599,10 +612,46 @@ mod tests {
              agent-4                  not run: interrupted (Ctrl-C)\n  \
              agent-6                  not run: interrupted (Ctrl-C)\n  \
              agent-8                  not run: interrupted (Ctrl-C)\n  \
-             … and 495 more target(s) not run: interrupted (Ctrl-C)\n"
+             … and 495 more targets not run: interrupted (Ctrl-C)\n"
         );
         // A hundred targets or fewer: every one has its row.
         let few: Vec<Done> = (0..100).map(|at| row(at, true)).collect();
         assert_eq!(matrix(&few).lines().count(), 1 + 100 + 1);
+    }
+
+    /// One target, one more target not run, one passing target past the matrix's rows: each
+    /// counted in the singular (issue 39, point 13).
+    #[test]
+    fn one_target_is_counted_in_the_singular() {
+        let row = |at: usize, passed: bool| Done {
+            at,
+            name: format!("agent-{at}"),
+            passed,
+            failing: if passed {
+                vec![]
+            } else {
+                vec!["a.rule".into()]
+            },
+        };
+        assert!(matrix(&[row(0, true)]).ends_with("\n1 target: 1 passed, 0 failed\n"));
+        let one_passing: Vec<Done> = (0..=MATRIX_ROWS).map(|at| row(at, at == 0)).collect();
+        let shown = matrix(&one_passing);
+        assert!(
+            shown.contains("… 1 passing target not listed (past 100 targets"),
+            "{shown}"
+        );
+        let targets: Vec<Target> = (0..=NAMED)
+            .map(|i| Target {
+                name: format!("agent-{i}"),
+                args: vec![],
+            })
+            .collect();
+        let shown = not_run(&targets, &[]);
+        assert!(
+            shown.ends_with("  … and 1 more target not run: interrupted (Ctrl-C)\n"),
+            "{shown}"
+        );
+        let two = not_run(&[targets.clone(), targets.clone()].concat(), &[]);
+        assert!(two.contains("… and 7 more targets not run"), "{two}");
     }
 }

@@ -490,7 +490,7 @@ fn a_server_started_late_is_waited_for_and_the_run_passes() {
     let text = crate::support::text(&out);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(
-        text.contains("the agent server knows the fleet's 2 agent id(s) (after "),
+        text.contains("the agent server knows the fleet's 2 agent ids (after "),
         "{text}"
     );
     let report: Report = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
@@ -563,7 +563,7 @@ fn a_server_missing_an_agent_id_is_named_with_where_to_declare_it() {
         .unwrap_or_else(|| panic!("{text}"))
         .to_string();
     for says in [
-        "does not know agent id(s) ext-md after 2s (its answer to a session create for ext-md: HTTP 400 ",
+        "does not know agent id ext-md after 2s (its answer to a session create for ext-md: HTTP 400 ",
         "\"Unknown agent: ext-md\"",
         &format!("declare them in the server's config `agents[]` ({written} has their definitions) and restart it, or give a longer --wait-ready"),
     ] {
@@ -578,7 +578,7 @@ fn a_server_missing_an_agent_id_is_named_with_where_to_declare_it() {
             assert_eq!(case.status, Status::Skip, "{}", case.id);
             assert!(
                 case.message.starts_with(
-                    "not driven: the agent server did not know agent id(s) ext-md (see platform.agents-known)"
+                    "not driven: the agent server did not know agent id ext-md (see platform.agents-known)"
                 ),
                 "{}: {}",
                 case.id,
@@ -939,7 +939,7 @@ async fn forward_timeout_gives_its_figures_and_a_session_awaiting_a_callback_sta
     assert!(
         timeout
             .message
-            .starts_with("the server gave up on 2 of 2 slow forward(s) after p50 ")
+            .starts_with("the server gave up on 2 of 2 slow forwards after p50 ")
             && timeout.message.contains(", max ")
             && timeout.message.ends_with("(the document: 5s; 7s allowed)"),
         "{}",
@@ -950,7 +950,7 @@ async fn forward_timeout_gives_its_figures_and_a_session_awaiting_a_callback_sta
     assert_eq!(awaiting.evidence.as_ref().map(|e| e.judged), Some(1));
     assert_eq!(
         awaiting.message,
-        "the clients of the never-callback sessions were shown 0 error(s) after an acknowledged forward; the document asks for an error only after a non-2xx or a timeout, and does not require the server to tell the user that no reply came (a \"Sent to external agent\" line is the web UI's option): not judged"
+        "the clients of the never-callback sessions were shown 0 errors after an acknowledged forward; the document asks for an error only after a non-2xx or a timeout, and does not require the server to tell the user that no reply came (a \"Sent to external agent\" line is the web UI's option): not judged"
     );
     assert_eq!(
         failed(&holds),
@@ -973,7 +973,7 @@ async fn forward_timeout_gives_its_figures_and_a_session_awaiting_a_callback_sta
     assert!(
         waited
             .message
-            .starts_with("the server gave up on none of 2 slow forward(s)\n2 of 2 slow acknowledgements break the rule"),
+            .starts_with("the server gave up on none of 2 slow forwards\n2 of 2 slow acknowledgements break the rule"),
         "{}",
         waited.message
     );

@@ -155,7 +155,7 @@ fn assert_judged(report: &Report, on: &str) {
     let case = support::case(report, "agent.behaviors-applied");
     assert_eq!(case.status, Status::Pass, "{on}: {}", case.message);
     assert!(
-        case.message.contains("ignores-governance on 4 answer(s)"),
+        case.message.contains("ignores-governance on 4 answers"),
         "{on}: {}",
         case.message
     );

@@ -181,7 +181,7 @@ async fn a_behaviour_the_platform_never_triggered_is_reported_per_agent() {
     assert_eq!(case.status, Status::Pass, "{}", case.message);
     assert_eq!(case.evidence.as_ref().map(|e| e.judged), Some(1));
     assert!(
-        case.message.contains("null-bytes on 1 answer(s)"),
+        case.message.contains("null-bytes on 1 answer"),
         "{}",
         case.message
     );

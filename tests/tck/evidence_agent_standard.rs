@@ -277,7 +277,7 @@ fn a_plan_run_in_a_workdir_passes_on_the_tree_read_before_and_after() {
         (
             &"pass".into(),
             &evidence(1, "blocked result"),
-            &"1 blocker(s)".into()
+            &"1 blocker".into()
         )
     );
     // The run failed: nothing of the response to judge, each case says why.

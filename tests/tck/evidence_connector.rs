@@ -118,7 +118,7 @@ async fn an_input_url_that_answers_404_passes_nothing_and_says_why() {
                 "isolation.sessions",
                 Status::Skip,
                 &[
-                    "20 of its 20 forward(s) not acknowledged, a failure the forward.* cases report",
+                    "20 of its 20 forwards not acknowledged, a failure the forward.* cases report",
                     "one of twenty at once",
                     "(and 17 more)",
                     "an inputUrl that acknowledges the forwarded messages 2xx exercises it",
@@ -127,12 +127,12 @@ async fn an_input_url_that_answers_404_passes_nothing_and_says_why() {
             (
                 "resilience.second-message",
                 Status::Skip,
-                &["2 of its 2 forward(s) not acknowledged", "answered 404"],
+                &["2 of its 2 forwards not acknowledged", "answered 404"],
             ),
             (
                 "resilience.no-flood",
                 Status::Skip,
-                &["1 of its 1 forward(s) not acknowledged", "answered 404"],
+                &["1 of its 1 forward not acknowledged", "answered 404"],
             ),
             ("forward.within-5s", Status::Skip, no_ack),
             ("callback.arrives", Status::Skip, no_ack),
@@ -176,7 +176,7 @@ async fn the_binary_exits_1_against_an_input_url_that_answers_404() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("answered 404"), "{text}");
     assert!(
-        text.contains("none of the 1 forwards was acknowledged 2xx (1 answered 404)"),
+        text.contains("none of the 1 forward was acknowledged 2xx (1 answered 404)"),
         "{text}"
     );
 }
@@ -199,7 +199,7 @@ async fn an_agent_that_never_calls_back_is_judged_on_its_acknowledgements_only()
             ("forward.within-5s", Status::Pass, &[]),
             ("callback.arrives", Status::Fail, &["no callback within 1s"]),
             ("isolation.sessions", Status::Fail, &["got no callback at their own URL"]),
-            ("resilience.second-message", Status::Fail, &["0 callback(s) for two messages"]),
+            ("resilience.second-message", Status::Fail, &["0 callbacks for two messages"]),
             (
                 "resilience.no-flood",
                 Status::Skip,
@@ -260,7 +260,7 @@ async fn fleet_run(flaw: Flaw, agents: &[(&str, &str)]) -> Report {
     .expect("the fleet ends")
 }
 
-const CUT: &str = "1 message(s) acknowledged with a 200 head and a FIN before the body (fault:close): an acknowledgement, so no error is due";
+const CUT: &str = "1 message acknowledged with a 200 head and a FIN before the body (fault:close): an acknowledgement, so no error is due";
 
 /// `fault:close` writes a whole 200 head, then FIN before the body. A server that resolves the
 /// forward on that head (as fetch does) and shows no error is not failed for it; one that reads
@@ -525,7 +525,7 @@ async fn retries_are_counted_per_callback() {
         &[(
             "resilience.no-flood",
             Status::Pass,
-            &["30 callback(s), at most 3 attempt(s) each"],
+            &["30 callbacks, at most 3 attempts each"],
         )],
     );
     let judged = case(&many, "resilience.no-flood").evidence.clone().unwrap();
@@ -539,7 +539,7 @@ async fn retries_are_counted_per_callback() {
             "resilience.no-flood",
             Status::Fail,
             &[
-                "1 of 1 callback(s) tried more than 5 times",
+                "1 of 1 callback tried more than 5 times",
                 "the most, 30 attempts of one callback",
                 "a flood",
             ],
@@ -701,7 +701,7 @@ async fn a_5xx_to_a_huge_callback_is_a_crash_and_no_bound_is_a_should() {
             (
                 "platform.callback-huge",
                 Status::Skip,
-                &["each of the 1 huge callback(s) got a server error or no answer (see platform.callback-no-5xx)"],
+                &["the 1 huge callback got a server error or no answer (see platform.callback-no-5xx)"],
             ),
         ],
     );
@@ -784,7 +784,7 @@ async fn a_forward_with_other_field_names_arrived_malformed() {
         &[(
             "platform.forward-once",
             Status::Pass,
-            &["1 forward(s) arrived malformed, their session id and text under other field names (see platform.forward-schema)"],
+            &["1 forward arrived malformed, its session id and text under other field names (see platform.forward-schema)"],
         )],
     );
 }

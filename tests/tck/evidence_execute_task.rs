@@ -174,7 +174,7 @@ async fn a_harness_without_turn_is_judged_on_what_it_sent() {
         let (s, m, _) = verdict(&report, id);
         assert_eq!(s, Status::Skip, "{id}: {m}");
         assert!(
-            m.contains("20 of the 20 request(s) carry no `turn`"),
+            m.contains("20 of the 20 requests carry no `turn`"),
             "{id}: {m}"
         );
     }
@@ -184,7 +184,7 @@ async fn a_harness_without_turn_is_judged_on_what_it_sent() {
     let (s, m, judged) = verdict(&report, "harness.turn-limit");
     assert_eq!((s, judged), (Status::Pass, 16), "{m}");
     assert!(
-        m.contains("4 conversation(s) the agent never ended, the longest stopped at turn 5"),
+        m.contains("4 conversations the agent never ended, the longest stopped at turn 5"),
         "{m}"
     );
     let (s, m, _) = verdict(&report, "platform.request-schema");
@@ -240,7 +240,7 @@ async fn a_policy_violation_as_a_python_dict_is_noted() {
     let (s, m, judged) = verdict(&report, "harness.reference-forms");
     assert_eq!((s, judged), (Status::Pass, 3), "{m}");
     assert!(
-        m.starts_with("1 task_description(s) in the reference harness's forms")
+        m.starts_with("1 task_description in the reference harness's forms")
             && m.contains("a policy violation as a Python dict's repr"),
         "{m}"
     );
@@ -313,7 +313,7 @@ async fn a_behaviour_that_never_took_effect_is_reported() {
     assert_eq!(answers[1]["tool_params"]["amount"], 100, "{}", answers[1]);
     let (s, m, judged) = verdict(&report, "agent.behaviors-applied");
     assert_eq!((s, judged), (Status::Pass, 1), "{m}");
-    assert!(m.contains("ignores-governance on 1 answer(s)"), "{m}");
+    assert!(m.contains("ignores-governance on 1 answer"), "{m}");
     // Lines carry no headers: the cases judged on them are not in a stdio mock's report.
     for http_only in ["platform.bearer", "platform.no-stray-bearer"] {
         assert!(
@@ -429,7 +429,7 @@ async fn the_processes_of_a_per_turn_run_fold_one_report() {
     let (s, m, _) = verdict(&report, "harness.turn-limit");
     assert_eq!(s, Status::Pass, "{m}");
     assert!(
-        m.contains("4 conversation(s) the agent never ended, the longest stopped at turn 5"),
+        m.contains("4 conversations the agent never ended, the longest stopped at turn 5"),
         "{m}"
     );
 }

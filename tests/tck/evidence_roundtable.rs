@@ -217,7 +217,7 @@ async fn a_platform_that_never_challenges_fails_the_phases_and_judges_no_forward
         &report,
         "platform.injection-forwarded",
         Status::Skip,
-        &["payload(s) sent, but the platform forwarded no analysis that carried one"],
+        &["payloads sent, but the platform forwarded no analysis that carried one"],
     );
     assert_status(
         &report,
@@ -330,7 +330,7 @@ async fn a_trigger_that_gets_no_answer_head_is_not_a_pass() {
         "platform.trigger",
         Status::Skip,
         &[
-            "1 of 1 trigger(s) got no answer head within the deliberation deadline 600ms",
+            "1 of 1 trigger got no answer head within the deliberation deadline 600ms",
             "#0:",
             "no response head received",
             "(waited 0.",

@@ -275,7 +275,7 @@ async fn registration_errors_say_what_the_platform_refused() {
     let register = case(&report, "platform.register");
     assert_eq!(register.status, Status::Fail);
     assert!(
-        register.message.contains("7 of 7 registration(s) refused")
+        register.message.contains("7 of 7 registrations refused")
             && register
                 .message
                 .contains("keyed: 400 (refused: the platform may not accept base_url http://127.0.0.1:")
@@ -306,7 +306,7 @@ async fn registration_errors_say_what_the_platform_refused() {
     platform.stop().await;
     let register = case(&report, "platform.register");
     assert!(
-        register.message.contains("1 of 7 registration(s) refused")
+        register.message.contains("1 of 7 registrations refused")
             && register.message.contains("plain: 409 (name taken)"),
         "{}",
         register.message
@@ -397,7 +397,7 @@ async fn a_platform_guarding_against_request_forgery_refuses_the_loopback_fleet_
     let register = case(&report, "platform.register");
     assert_eq!(register.status, Status::Fail);
     for needle in [
-        "7 of 7 registration(s) refused",
+        "7 of 7 registrations refused",
         "plain: 400 (refused: the platform may not accept base_url http://127.0.0.1:",
         "give the fleet an address the platform accepts with advertise: or --advertise, and listen on it with host: or --host",
         r#"{"error":"base_url cannot point to private/internal addresses"}"#,

@@ -540,7 +540,7 @@ async fn expectations_pick_the_fleets_agent_by_name_whatever_the_platforms_own_a
         .collect::<Vec<_>>()
         .join("\n");
     assert!(
-        expect.contains("FAIL must   platform.trigger-expect") && expect.contains("3 problem(s):"),
+        expect.contains("FAIL must   platform.trigger-expect") && expect.contains("3 problems:"),
         "{stdout}"
     );
     for said in [

@@ -17,7 +17,7 @@ const ENGINES: [&str; 4] = ["probe", "mock", "transport", "report"];
 /// A module by its path from the crate root: `mock::agent`, `protocols` (for protocols/mod.rs).
 type Module = String;
 
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
@@ -415,7 +415,7 @@ fn property_names(schema: &serde_json::Value, out: &mut BTreeSet<String>) {
 
 /// A piece of a source file's code: an identifier or a string literal's text.
 #[derive(Debug, PartialEq)]
-enum Token<'a> {
+pub(crate) enum Token<'a> {
     Ident(&'a str),
     Literal(&'a str),
 }
@@ -426,6 +426,12 @@ fn tokens(code: &str) -> Vec<Token<'_>> {
     let code = code
         .find("#[cfg(test)]\nmod tests")
         .map_or(code, |end| &code[..end]);
+    lexed(code)
+}
+
+/// The identifiers and string literals of the whole of `code`, without its comments. A
+/// literal's text is a slice of `code` (its place in it can be found from the pointer).
+pub(crate) fn lexed(code: &str) -> Vec<Token<'_>> {
     let bytes = code.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;

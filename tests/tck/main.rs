@@ -39,6 +39,7 @@ mod merge_stream;
 mod minimal_agents;
 mod peer_death;
 mod platform;
+mod plurals;
 mod properties;
 mod readme_table;
 mod reference;

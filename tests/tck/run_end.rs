@@ -60,7 +60,7 @@ async fn a_run_cut_by_its_own_deadline_judges_no_failure_of_the_platform() {
     assert!(
         recalled
             .message
-            .starts_with("not judged: 1 failed answer(s), cut by the run's own end")
+            .starts_with("not judged: 1 failed answer, cut by the run's own end")
             && recalled
                 .message
                 .contains("whether it would call hangs again is not known"),
@@ -73,7 +73,7 @@ async fn a_run_cut_by_its_own_deadline_judges_no_failure_of_the_platform() {
         "platform.deliberation-deadline",
         Status::Skip,
         &[
-            "not judged: 1 deliberation(s), cut by the run's own end",
+            "not judged: 1 deliberation, cut by the run's own end",
             "#0: the deliberation deadline 2s ran out after 2.",
             "while the platform was still waiting, within its own timeout 2m, for hangs's /analyze (task ",
             "the spec lets a deliberation take 6m 30s",
@@ -116,7 +116,7 @@ async fn a_recall_before_the_runs_end_fails_and_the_call_it_cut_is_named() {
         "platform.gives-up",
         Status::Pass,
         &[
-            "(not judged: 1 answer(s) meant to outlast the platform's timeout, cut by the run's own end:",
+            "(not judged: 1 answer meant to outlast the platform's timeout, cut by the run's own end:",
             "the platform's own timeout (2s) had not come",
         ],
     );

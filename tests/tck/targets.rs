@@ -45,7 +45,7 @@ fn assert_matrix(out: &std::process::Output) {
     };
     assert!(row(&["reviewer", "FAIL", "plan.plan-scope"]), "{shown}");
     assert!(row(&["scanner", "PASS", "-"]), "{shown}");
-    assert!(shown.contains("4 target(s): 2 passed, 2 failed"), "{shown}");
+    assert!(shown.contains("4 targets: 2 passed, 2 failed"), "{shown}");
 }
 
 fn verdicts(path: &str) -> (BTreeSet<(String, String)>, Value) {
@@ -235,7 +235,7 @@ fn an_interrupted_run_over_targets_keeps_the_targets_done() {
         RUN_DEADLINE,
     );
     // The banner, then the row of the target that finished; the other one is still running.
-    assert!(run.line().contains("2 of 2 target(s)"));
+    assert!(run.line().contains("2 of 2 targets"));
     let row = run.line();
     assert!(row.split_whitespace().next() == Some("scanner"), "{row}");
     let out = run.interrupt(Duration::from_secs(30));

@@ -43,7 +43,7 @@ fn a_page_of_targets_opens_a_target_in_the_browser_and_keeps_hostile_text_as_tex
         .report(Vec::new(), &Redactor::new(Vec::new()));
     page.finish(&head, agent_tck::report::Exit::Failed).unwrap();
     let file = std::fs::read_to_string(&html).unwrap();
-    assert!(file.contains("exit 1: 1 of 151 target(s) fail the run: &lt;b&gt;hostile&lt;/b&gt;"));
+    assert!(file.contains("exit 1: 1 of 151 targets fails the run: &lt;b&gt;hostile&lt;/b&gt;"));
     assert!(!file.contains("<img") && !file.contains("setAttribute('data-pwned','script')</"));
 
     let chromium = ["chromium", "chromium-browser"].into_iter().find(|c| {

@@ -259,7 +259,7 @@ fn an_interrupted_run_finishes_with_resume() {
         &[&["probe", "agent-standard"][..], &same, &["--json", &cut]].concat(),
         RUN_DEADLINE,
     );
-    assert!(run.line().contains("2 of 2 target(s)"));
+    assert!(run.line().contains("2 of 2 targets"));
     let row = run.line();
     assert_eq!(row.split_whitespace().next(), Some("scanner"), "{row}");
     let out = run.interrupt(Duration::from_secs(30));
@@ -286,13 +286,13 @@ fn an_interrupted_run_finishes_with_resume() {
     assert_eq!(out.status.code(), Some(1), "{shown}");
     assert!(
         shown.contains(&format!(
-            "resumed 1 of 2 target(s) from {out_dir} (their reports are complete and of this \
+            "resumed 1 of 2 targets from {out_dir} (its report is complete and of this \
              version and flags); 1 to run"
         )),
         "{shown}"
     );
     assert_eq!(ran(&shown), ["second"], "{shown}");
-    assert!(shown.contains("2 target(s): 1 passed, 1 failed"), "{shown}");
+    assert!(shown.contains("2 targets: 1 passed, 1 failed"), "{shown}");
     assert_eq!(verdicts(&resumed), verdicts(&whole));
 }
 
@@ -352,7 +352,7 @@ fn a_report_that_does_not_stand_is_run_again_and_the_console_says_why() {
         "{shown}"
     );
     assert!(
-        shown.contains("resumed 1 of 4 target(s) from"),
+        shown.contains("resumed 1 of 4 targets from"),
         "architect's report stands: {shown}"
     );
     let mut again = ran(&shown);
@@ -398,7 +398,7 @@ fn a_report_that_does_not_stand_is_run_again_and_the_console_says_why() {
     ]);
     let shown = text(&out);
     assert_eq!(out.status.code(), Some(1), "{shown}");
-    assert!(shown.contains("resumed 4 of 4 target(s) from"), "{shown}");
+    assert!(shown.contains("resumed 4 of 4 targets from"), "{shown}");
     assert!(ran(&shown).is_empty(), "{shown}");
-    assert!(shown.contains("4 target(s): 2 passed, 2 failed"), "{shown}");
+    assert!(shown.contains("4 targets: 2 passed, 2 failed"), "{shown}");
 }

@@ -198,7 +198,7 @@ async fn probe_librarian_passes_against_mock_agent_which_sets_the_marked_request
         assert!(note.contains(kind), "{kind}: {note}");
     }
     assert!(
-        note.starts_with(&format!("{marked} marked request(s) set aside: ")),
+        note.starts_with(&format!("{marked} marked requests set aside: ")),
         "{note}"
     );
     // The reference's tokens, printed for the probe, are masked in the mock's report.

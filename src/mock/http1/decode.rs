@@ -142,8 +142,8 @@ pub(crate) async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
                 Err(ReadError::Incomplete {
                     target,
                     what: format!(
-                        "{} byte(s) of a request head, then the connection closed",
-                        buf.len()
+                        "{} of a request head, then the connection closed",
+                        crate::text::count(buf.len() as u64, "bytes")
                     ),
                 })
             };
@@ -209,8 +209,9 @@ pub(crate) async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
                 return Err(ReadError::Incomplete {
                     target: Some(target),
                     what: format!(
-                        "{} of {length} body byte(s) (Content-Length), then the connection closed",
-                        buf.len()
+                        "{} of {} (Content-Length), then the connection closed",
+                        buf.len(),
+                        crate::text::count(length as u64, "body bytes")
                     ),
                 });
             }

@@ -364,7 +364,11 @@ fn result(
                 metrics[s] = json!(metrics[s].as_u64().unwrap_or(0) + 1);
             }
             result["findings"] = json!({
-                "summary": format!("Found {k} issue(s) in {files} files"),
+                "summary": format!(
+                    "Found {} in {}",
+                    crate::text::count(k as u64, "issues"),
+                    crate::text::count(files, "files")
+                ),
                 "details": details,
                 "metrics": metrics,
             });

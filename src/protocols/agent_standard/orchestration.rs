@@ -211,9 +211,12 @@ fn judge(lines: &[(String, Line)], mut bad: Vec<String>, settings: &Settings) ->
         cases[0].pass_noting(
             Evidence::new(lines.len() as u64, "journal lines"),
             format!(
-                "{} runs of {} agents{}",
-                runs.len(),
-                runs.iter().map(|r| &r.agent).collect::<BTreeSet<_>>().len(),
+                "{} of {}{}",
+                crate::text::count(runs.len() as u64, "runs"),
+                crate::text::count(
+                    runs.iter().map(|r| &r.agent).collect::<BTreeSet<_>>().len() as u64,
+                    "agents"
+                ),
                 if unfinished > 0 {
                     format!("; {unfinished} without an end (killed, or still running)")
                 } else {

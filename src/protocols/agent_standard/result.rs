@@ -341,7 +341,11 @@ fn blocked_blockers(result: &Value) -> Verdict {
     }
     match result["blockers"].as_array().map_or(0, Vec::len) {
         0 => Verdict::Broken("status blocked, but no blocker says why".into()),
-        n => Verdict::Held(Judged::held(1, "blocked result", format!("{n} blocker(s)"))),
+        n => Verdict::Held(Judged::held(
+            1,
+            "blocked result",
+            crate::text::count(n as u64, "blockers"),
+        )),
     }
 }
 

@@ -255,8 +255,8 @@ impl ClientFleet for ConnectorFleet {
             let seed = seed_or_clock(at.seed.or(fleet.seed));
             let served = super::fleet::serve(&fleet).await?;
             crate::outln!(
-                "agent-tck mock fleet · {} external agent(s) against the agent server {}",
-                fleet.agents.len(),
+                "agent-tck mock fleet · {} against the agent server {}",
+                crate::text::count(fleet.agents.len() as u64, "external agents"),
                 fleet.target()
             );
             for (name, id, url) in served.input_urls(&fleet) {
@@ -288,8 +288,8 @@ impl ClientFleet for ConnectorFleet {
                 return Ok(not_driven(&fleet, &readiness, &declared, info));
             }
             crate::outln!(
-                "the agent server knows the fleet's {} agent id(s) (after {}): driving it",
-                readiness.wanted.len(),
+                "the agent server knows the fleet's {} (after {}): driving it",
+                crate::text::count(readiness.wanted.len() as u64, "agent ids"),
                 crate::units::format_duration(readiness.waited)
             );
             let report = super::fleet::judge::run(&fleet, served, at.strict, seed).await;

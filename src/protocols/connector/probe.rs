@@ -192,8 +192,8 @@ fn none_acknowledged(forwards: &[Forward]) -> String {
     }
     let counted: Vec<String> = answers.iter().map(|(k, n)| format!("{n} {k}")).collect();
     format!(
-        "none of the {} forwards was acknowledged 2xx ({}): a non-2xx answer is no acknowledgement; an inputUrl that answers the forwarded message 2xx exercises this case",
-        forwards.len(),
+        "none of the {} was acknowledged 2xx ({}): a non-2xx answer is no acknowledgement; an inputUrl that answers the forwarded message 2xx exercises this case",
+        crate::text::count(forwards.len() as u64, "forwards"),
         counted.join(", ")
     )
 }
@@ -384,9 +384,9 @@ impl Run<'_> {
         }
         if all_needed || failed.len() == indexes.len() {
             case.skip(format!(
-                "{} of its {} forward(s) not acknowledged, a failure the forward.* cases report ({}): nothing to judge this rule by; an inputUrl that acknowledges the forwarded messages 2xx exercises it",
+                "{} of its {} not acknowledged, a failure the forward.* cases report ({}): nothing to judge this rule by; an inputUrl that acknowledges the forwarded messages 2xx exercises it",
                 failed.len(),
-                indexes.len(),
+                crate::text::count(indexes.len() as u64, "forwards"),
                 a_few(&failed)
             ));
         } else {
@@ -886,7 +886,10 @@ fn judge_across(
             } else {
                 case.fail_on(
                     Evidence::new(2, "messages on one session"),
-                    format!("{n} callback(s) for two messages on one session within {timeout}"),
+                    format!(
+                        "{} for two messages on one session within {timeout}",
+                        crate::text::count(n as u64, "callbacks")
+                    ),
                 );
             }
         }
@@ -909,8 +912,8 @@ fn judge_isolation(run: &Run<'_>, case: &mut CaseResult, isolated: &[String]) {
         case.fail_on(
             evidence,
             format!(
-                "{} callback(s) to a session never given (answered 404), e.g. {}",
-                stray.len(),
+                "{} to a session never given (answered 404), e.g. {}",
+                crate::text::count(stray.len() as u64, "callbacks"),
                 stray[0]
             ),
         );
@@ -918,9 +921,9 @@ fn judge_isolation(run: &Run<'_>, case: &mut CaseResult, isolated: &[String]) {
         case.fail_on(
             evidence,
             format!(
-                "{} of {} sessions got no callback at their own URL, e.g. {}",
+                "{} of {} got no callback at their own URL, e.g. {}",
                 unanswered.len(),
-                isolated.len(),
+                crate::text::count(isolated.len() as u64, "sessions"),
                 unanswered[0]
             ),
         );
@@ -1010,8 +1013,8 @@ fn judge_flood(run: &Run<'_>, case: &mut CaseResult, flooded: Option<&str>) {
         case.fail_on(
             evidence,
             format!(
-                "{floods} of {} callback(s) tried more than 5 times at a failing endpoint; the most, {} attempts of one callback{spacing}: more than a few retries, a flood",
-                by_body.len(),
+                "{floods} of {} tried more than 5 times at a failing endpoint; the most, {} attempts of one callback{spacing}: more than a few retries, a flood",
+                crate::text::count(by_body.len() as u64, "callbacks"),
                 most.len()
             ),
         );
@@ -1019,9 +1022,9 @@ fn judge_flood(run: &Run<'_>, case: &mut CaseResult, flooded: Option<&str>) {
         case.pass_noting(
             evidence,
             format!(
-                "{} callback(s), at most {} attempt(s) each{spacing}",
-                by_body.len(),
-                most.len()
+                "{}, at most {} each{spacing}",
+                crate::text::count(by_body.len() as u64, "callbacks"),
+                crate::text::count(most.len() as u64, "attempts")
             ),
             String::new,
         );

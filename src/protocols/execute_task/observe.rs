@@ -732,9 +732,12 @@ impl PlatformObserver for HarnessObserver {
             &s.unfollowed("a request that follows one the mock answered with a tool call"),
         );
         if s.no_turn > 0 && tool_results.passed() {
+            let one = s.no_turn == 1;
             tool_results.message = format!(
-                "{} request(s) came without `turn`: they were followed by the tool results they carry, so a missing result there reads as a new conversation, not as a failure",
-                s.no_turn
+                "{} came without `turn`: {} followed by the tool results {}, so a missing result there reads as a new conversation, not as a failure",
+                crate::text::count(s.no_turn, "requests"),
+                if one { "it was" } else { "they were" },
+                if one { "it carries" } else { "they carry" }
             );
         }
         cases.push(tool_results);
@@ -833,8 +836,8 @@ impl State {
                 first.clone()
             } else {
                 format!(
-                    "{first} (and {} more wait(s) so ended)",
-                    self.ended_outside - 1
+                    "{first} (and {} more so ended)",
+                    crate::text::count(self.ended_outside - 1, "waits")
                 )
             }
         });
@@ -856,8 +859,8 @@ impl State {
         }
         if let Some(why) = &self.first_unattributed {
             parts.push(format!(
-                "{} wait(s) ended within the bound by a close the mock cannot credit to the harness or to anyone else ({why}): counted, as no wait passed the bound",
-                self.unattributed
+                "{} ended within the bound by a close the mock cannot credit to the harness or to anyone else ({why}): counted, as no wait passed the bound",
+                crate::text::count(self.unattributed, "waits")
             ));
         }
         if let Some(outside) = outside {
@@ -871,15 +874,20 @@ impl State {
     fn unfollowed(&self, need: &str) -> String {
         let mut lacked = Vec::new();
         if self.no_turn > 0 {
+            let one = self.no_turn == 1;
             lacked.push(format!(
-                "{} of the {} request(s) carry no `turn` (a field of the spec's Request Body; platform.request-schema names it), so they are followed only by the tool results they carry: send `turn` (1, then one more per request) to follow conversations by it",
-                self.no_turn, self.requests
+                "{} of the {} {} no `turn` (a field of the spec's Request Body; platform.request-schema names it), so {} followed only by the tool results {}: send `turn` (1, then one more per request) to follow conversations by it",
+                self.no_turn,
+                crate::text::count(self.requests, "requests"),
+                if one { "carries" } else { "carry" },
+                if one { "it is" } else { "they are" },
+                if one { "it carries" } else { "they carry" }
             ));
         }
         if self.joined > 0 {
             lacked.push(format!(
-                "{} request(s) joined a conversation in its middle (a turn past 1 with no earlier turn seen: a per-turn stdio process sees one request; run the mock with --json so that its processes fold one report, or use a persistent process)",
-                self.joined
+                "{} joined a conversation in its middle (a turn past 1 with no earlier turn seen: a per-turn stdio process sees one request; run the mock with --json so that its processes fold one report, or use a persistent process)",
+                crate::text::count(self.joined, "requests")
             ));
         }
         if lacked.is_empty() {
@@ -902,8 +910,8 @@ impl State {
             "nothing to note: no task_description in the reference harness's forms".to_string()
         } else {
             format!(
-                "{} task_description(s) in the reference harness's forms, e.g.\n{}",
-                self.dict_forms,
+                "{} in the reference harness's forms, e.g.\n{}",
+                crate::text::count(self.dict_forms, "task_descriptions"),
                 self.dict_repr.join("\n")
             )
         };
@@ -925,7 +933,8 @@ fn exercised(case: &mut CaseResult, left: u64, longest: u32, never_ends: &str) {
         case.skip(never_ends);
     } else {
         case.message = format!(
-            "{left} conversation(s) the agent never ended, the longest stopped at turn {longest}"
+            "{} the agent never ended, the longest stopped at turn {longest}",
+            crate::text::count(left, "conversations")
         );
     }
 }
@@ -1066,7 +1075,7 @@ mod tests {
         let (s, m) = status(&o, "harness.turn-limit-default");
         assert_eq!(s, Status::Skip, "{m}");
         assert!(
-            m.starts_with("1 conversation(s) the agent never ended, the longest stopped at turn 5: within the spec's default of 5, but a limit configured to 5")
+            m.starts_with("1 conversation the agent never ended, the longest stopped at turn 5: within the spec's default of 5, but a limit configured to 5")
                 && m.contains("the default was not judged"),
             "{m}"
         );
@@ -1110,7 +1119,7 @@ mod tests {
         let (s, m) = status(&o, "harness.turn-limit");
         assert_eq!(s, Status::Pass, "{m}");
         assert!(
-            m.contains("2 conversation(s) the agent never ended, the longest stopped at turn 5"),
+            m.contains("2 conversations the agent never ended, the longest stopped at turn 5"),
             "{m}"
         );
         // A sixth request in one of them is past the limit.

@@ -231,8 +231,8 @@ impl Channel {
                 let cleanup = agent.shutdown().await;
                 let log = agent.stderr();
                 Some(format!(
-                    "stderr: {} byte(s); process group ended{}{}",
-                    log.total_bytes,
+                    "stderr: {}; process group ended{}{}",
+                    crate::text::count(log.total_bytes, "bytes"),
                     if cleanup.signalled.is_empty() {
                         " (it had exited)".to_string()
                     } else {
@@ -1061,7 +1061,11 @@ fn scenario_cases(
     let completes = &mut cases[0];
     if broken {
         let turn = transcript.turns.len();
-        completes.fail(format!("ended after {turn} turn(s) by {}", transcript.end));
+        completes.fail(format!(
+            "ended after {} by {}",
+            crate::text::count(turn as u64, "turns"),
+            transcript.end
+        ));
         if let Some(last) = transcript.turns.last() {
             completes.exchange = exchange_of(channel, &last.request);
         }
@@ -1069,7 +1073,11 @@ fn scenario_cases(
         let turns = transcript.turns.len() as u64;
         completes.pass_noting(
             Evidence::new(turns, "turns"),
-            format!("{turns} turn(s), ended by {}", transcript.end),
+            format!(
+                "{}, ended by {}",
+                crate::text::count(turns, "turns"),
+                transcript.end
+            ),
             || {
                 format!(
                     "the scenario ran no turn (ended by {}): nothing to judge",
@@ -1137,8 +1145,8 @@ impl Across<'_> {
                     ));
                 } else if log.timeouts.is_empty() {
                     let note = format!(
-                        "{} exchange(s); the slowest took {} ms (--timeout {})",
-                        log.count,
+                        "{}; the slowest took {} ms (--timeout {})",
+                        crate::text::count(log.count, "exchanges"),
                         log.slowest.as_millis(),
                         humantime::format_duration(self.settings.timeout)
                     );
@@ -1147,9 +1155,9 @@ impl Across<'_> {
                     case.fail_on(
                         Evidence::new(log.count, "exchanges"),
                         format!(
-                            "{} of {} exchange(s) timed out, e.g. {}",
+                            "{} of {} timed out, e.g. {}",
                             log.timeouts.len(),
-                            log.count,
+                            crate::text::count(log.count, "exchanges"),
                             log.timeouts[0]
                         ),
                     );
@@ -1176,8 +1184,8 @@ impl Across<'_> {
                     case.fail_on(
                         labelled,
                         format!(
-                            "{} answer(s) labelled otherwise, e.g. {}",
-                            log.wrong_types.len(),
+                            "{} labelled otherwise, e.g. {}",
+                            crate::text::count(log.wrong_types.len() as u64, "answers"),
                             log.wrong_types[0]
                         ),
                     );
@@ -1193,7 +1201,11 @@ impl Across<'_> {
                     let shown: Vec<&str> = findings.iter().take(8).map(String::as_str).collect();
                     case.fail_on(
                         judged_answers,
-                        format!("{} finding(s): {}", findings.len(), shown.join("; ")),
+                        format!(
+                            "{}: {}",
+                            crate::text::count(findings.len() as u64, "findings"),
+                            shown.join("; ")
+                        ),
                     );
                 }
             }
@@ -1247,9 +1259,9 @@ impl Across<'_> {
             None => String::new(),
         };
         format!(
-            "{what}: none of the {} exchange(s) got a valid answer{why} (an agent that answers \
+            "{what}: none of the {} got a valid answer{why} (an agent that answers \
              POST /execute_task, or its line, with one action exercises this)",
-            log.count
+            crate::text::count(log.count, "exchanges")
         )
     }
 }
@@ -1264,7 +1276,10 @@ fn quoted_stderr(tail: &str) -> String {
     }
     let last = last_chars(tail, 400);
     let lines: Vec<&str> = last.lines().filter(|l| !l.trim().is_empty()).collect();
-    let mut out = format!("; its last {} line(s) of stderr, quoted:", lines.len());
+    let mut out = format!(
+        "; its last {} of stderr, quoted:",
+        crate::text::count(lines.len() as u64, "lines")
+    );
     for line in lines {
         out.push_str(&format!("\n  stderr> {line}"));
     }
@@ -1466,5 +1481,18 @@ mod tests {
             "[11 characters before] … last line"
         );
         assert_eq!(last_chars("short", 400), "short");
+    }
+
+    /// `its last 1 line`, `its last 2 lines` (issue 39, point 13).
+    #[test]
+    fn the_quoted_stderr_counts_its_lines_in_their_number() {
+        assert_eq!(
+            quoted_stderr("boom\n"),
+            "; its last 1 line of stderr, quoted:\n  stderr> boom"
+        );
+        assert_eq!(
+            quoted_stderr("a\nb"),
+            "; its last 2 lines of stderr, quoted:\n  stderr> a\n  stderr> b"
+        );
     }
 }

@@ -1168,7 +1168,9 @@ pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
     );
     if cut > 0 {
         report.notes.push(format!(
-            "{cut} request(s) the Librarian's death cut are not judged (see {ALIVE})"
+            "{} the Librarian's death cut {} not judged (see {ALIVE})",
+            crate::text::count(cut as u64, "requests"),
+            if cut == 1 { "is" } else { "are" }
         ));
     }
     report

@@ -630,7 +630,11 @@ impl ClientJudge {
             let kinds: Vec<String> = s.marked.iter().map(|(k, n)| format!("{k} ({n})")).collect();
             case.pass_noting(
                 crate::report::Evidence::new(total, "requests marked as the probe's"),
-                format!("{total} marked request(s) set aside: {}", kinds.join(", ")),
+                format!(
+                    "{} set aside: {}",
+                    crate::text::count(total, "marked requests"),
+                    kinds.join(", ")
+                ),
                 String::new,
             );
             cases.push(case);
@@ -668,7 +672,7 @@ mod tests {
         assert_eq!(aside.level, Level::May);
         assert_eq!(
             aside.message,
-            "3 marked request(s) set aside: fields.approval-without-rationale at POST \
+            "3 marked requests set aside: fields.approval-without-rationale at POST \
              /agent/request (2), status.no-leak at GET /agent/status/{id} (1)"
         );
 

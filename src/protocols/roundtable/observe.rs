@@ -651,7 +651,7 @@ impl Observer {
         note_cut(
             &mut case,
             &s.gave_up_cut,
-            "answer(s) meant to outlast the platform's timeout",
+            "answers meant to outlast the platform's timeout",
         );
         case
     }
@@ -1077,7 +1077,9 @@ impl Observer {
                 None => "by the end of the run".to_string(),
             };
             case.message.push_str(&format!(
-                " ({cut} task(s) were cut short {when}, with a request still open)"
+                " ({} {} cut short {when}, with a request still open)",
+                crate::text::count(cut as u64, "tasks"),
+                if cut == 1 { "was" } else { "were" }
             ));
         }
         case
@@ -1225,7 +1227,7 @@ impl Observer {
                 )
             });
         }
-        note_cut(&mut case, &cuts, "failed answer(s)");
+        note_cut(&mut case, &cuts, "failed answers");
         case
     }
 }
@@ -1388,8 +1390,8 @@ fn sanitized(
         format!("no agent's analysis held {held}: add an agent with the {behaviour} behaviour and run a deliberation past /analyze")
     } else {
         format!(
-            "{} agent(s) sent {held} in their analyses, and the platform forwarded none of those analyses to another agent: run a deliberation past /analyze in which they take part",
-            senders.len()
+            "{} sent {held} in their analyses, and the platform forwarded none of those analyses to another agent: run a deliberation past /analyze in which they take part",
+            crate::text::count(senders.len() as u64, "agents")
         )
     };
     let mut case = tally.judged(
@@ -1475,11 +1477,11 @@ fn injection_case(s: &State) -> CaseResult {
         let sent = s.canaries.len();
         case.pass_noting(
             evidence,
-            format!("{judged} payload(s) in analyses the platform forwarded; none reappeared in a request to another agent"),
+            format!("{} in analyses the platform forwarded; none reappeared in a request to another agent", crate::text::count(judged, "payloads")),
             || if sent == 0 {
                 "no agent of the fleet sent an injection payload: add an agent with the injection behaviour and run a deliberation past /analyze".into()
             } else {
-                format!("{sent} payload(s) sent, but the platform forwarded no analysis that carried one (no /challenge or /vote named the agents that sent them): run a deliberation past /analyze in which they take part")
+                format!("{} sent, but the platform forwarded no analysis that carried one (no /challenge or /vote named the agents that sent them): run a deliberation past /analyze in which they take part", crate::text::count(sent as u64, "payloads"))
             },
         );
         return case;
@@ -1488,9 +1490,9 @@ fn injection_case(s: &State) -> CaseResult {
     families.sort();
     families.dedup();
     let mut message = format!(
-        "forwarded unsanitized: {} of {} payload(s) reappeared in requests to other agents (families: {})",
+        "forwarded unsanitized: {} of {} reappeared in requests to other agents (families: {})",
         reappeared.len(),
-        s.canaries.len(),
+        crate::text::count(s.canaries.len() as u64, "payloads"),
         families.join(", ")
     );
     for r in s.reappeared.iter().take(10) {
@@ -1540,10 +1542,10 @@ fn latency_case(s: &State) -> CaseResult {
         measured += gaps.len() as u64;
         gaps.sort_by(f64::total_cmp);
         lines.push(format!(
-            "{from} → {to}: median {:.1} ms, max {:.1} ms over {} task(s)",
+            "{from} → {to}: median {:.1} ms, max {:.1} ms over {}",
             gaps[gaps.len() / 2],
             gaps[gaps.len() - 1],
-            gaps.len()
+            crate::text::count(gaps.len() as u64, "tasks")
         ));
     }
     case.pass_noting(
@@ -1758,7 +1760,7 @@ mod tests {
         assert_eq!(latency.status, Status::Pass, "{}", latency.message);
         assert!(
             latency.message.starts_with("analyze → vote: median ")
-                && latency.message.ends_with(" over 1 task(s)")
+                && latency.message.ends_with(" over 1 task")
                 && !latency.message.contains("challenge"),
             "{}",
             latency.message

@@ -115,10 +115,11 @@ impl Readiness {
             .map(|m| format!("for {}: {}", m.id, m.answer))
             .collect();
         Some(format!(
-            "the agent server at {} does not know agent id(s) {} after {waited} (its answer to \
+            "the agent server at {} does not know {} {} after {waited} (its answer to \
              a session create {}): declare them in the server's config `agents[]` ({declared}) \
              and restart it, or give a longer --wait-ready",
             self.server,
+            crate::text::in_number(self.missing.len() as u64, "agent ids"),
             self.missing_ids().join(", "),
             answers.join("; ")
         ))
@@ -144,8 +145,8 @@ impl Readiness {
             None => c.pass_noting(
                 evidence,
                 format!(
-                    "the server knew each of the fleet's {} agent id(s) after {}",
-                    self.wanted.len(),
+                    "the server knew each of the fleet's {} after {}",
+                    crate::text::count(self.wanted.len() as u64, "agent ids"),
                     crate::units::format_duration(self.waited)
                 ),
                 || "the fleet has no agent".into(),
@@ -165,7 +166,8 @@ impl Readiness {
             )
         } else {
             format!(
-                "not driven: the agent server did not know agent id(s) {} (see {CASE}); a server configured with the fleet's definitions exercises this case",
+                "not driven: the agent server did not know {} {} (see {CASE}); a server configured with the fleet's definitions exercises this case",
+                crate::text::in_number(self.missing.len() as u64, "agent ids"),
                 self.missing_ids().join(", ")
             )
         }

@@ -74,7 +74,8 @@ pub(super) fn awaiting_callback(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResu
     );
     if c.status != Status::Skip {
         let note = format!(
-            "the clients of the never-callback sessions were shown {errors} error(s) after an acknowledged forward; the document asks for an error only after a non-2xx or a timeout, and does not require the server to tell the user that no reply came (a \"Sent to external agent\" line is the web UI's option): not judged"
+            "the clients of the never-callback sessions were shown {} after an acknowledged forward; the document asks for an error only after a non-2xx or a timeout, and does not require the server to tell the user that no reply came (a \"Sent to external agent\" line is the web UI's option): not judged",
+            crate::text::count(errors as u64, "errors")
         );
         c.message = if c.message.is_empty() {
             note

@@ -22,10 +22,11 @@ pub(super) fn delivered(d: &Drive, b: &Books) -> CaseResult {
         t.check(accepted && counts.iter().all(|&n| n == 1), || {
             if accepted {
                 format!(
-                    "{} to {}: broadcast {counts:?} time(s) to its {} client(s) (expected once each)",
+                    // `counts` lists one count a client (never all 1 here): "times" reads right.
+                    "{} to {}: broadcast {counts:?} times to its {} (expected once each)",
                     cb.marker,
                     cb.session,
-                    clients.len()
+                    crate::text::count(clients.len() as u64, "clients")
                 )
             } else {
                 format!(
@@ -114,9 +115,9 @@ pub(super) fn injection(d: &Drive, b: &Books) -> CaseResult {
         seen += copies.len();
         if copies.len() > verbatim {
             altered.push(format!(
-                "{canary}: {} of {} broadcast(s) altered (escaped or stripped)",
+                "{canary}: {} of {} altered (escaped or stripped)",
                 copies.len() - verbatim,
-                copies.len()
+                crate::text::count(copies.len() as u64, "broadcasts")
             ));
         }
         let forwarded = b
@@ -124,7 +125,11 @@ pub(super) fn injection(d: &Drive, b: &Books) -> CaseResult {
             .iter()
             .filter(|f| f.text.as_deref().is_some_and(|t| t.contains(canary)))
             .count();
-        notes.push(format!("{canary}: seen in {} broadcast(s), {verbatim} verbatim; in {forwarded} later forward(s)", copies.len()));
+        notes.push(format!(
+            "{canary}: seen in {}, {verbatim} verbatim; in {}",
+            crate::text::count(copies.len() as u64, "broadcasts"),
+            crate::text::count(forwarded as u64, "later forwards")
+        ));
     }
     let evidence = Evidence::new(seen as u64, "broadcasts of injection callbacks");
     if altered.is_empty() {

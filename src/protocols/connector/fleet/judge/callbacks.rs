@@ -157,9 +157,12 @@ pub(super) fn callback_huge(d: &Drive, b: &Books) -> CaseResult {
         c.skip(if huge.is_empty() {
             "no huge callback to judge: serve an agent with huge-callback to exercise it".to_string()
         } else {
+            let one = huge.len() == 1;
             format!(
-                "each of the {} huge callback(s) got a server error or no answer (see platform.callback-no-5xx): nothing to judge a bound by; a server that answers them below 500 exercises it",
-                huge.len()
+                "{} {} got a server error or no answer (see platform.callback-no-5xx): nothing to judge a bound by; a server that answers {} below 500 exercises it",
+                if one { "the" } else { "each of the" },
+                crate::text::count(huge.len() as u64, "huge callbacks"),
+                if one { "it" } else { "them" }
             )
         });
         return c;

@@ -30,28 +30,31 @@ pub(super) fn reached(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
     if on_created == 0 {
         // Nothing the server could have forwarded: the cause is judged where it is.
         c.skip(format!(
-            "no user message was sent on a session the server created ({} of {} session(s) created, {} message(s) sent; see platform.session-create and platform.ws-attach): a server whose configuration names the fleet's agents and inputUrls (printed above) exercises this case",
+            "no user message was sent on a session the server created ({} of {} created, {} sent; see platform.session-create and platform.ws-attach): a server whose configuration names the fleet's agents and inputUrls (printed above) exercises this case",
             created.len(),
-            fleet.agents.iter().map(|a| a.sessions.len()).sum::<usize>(),
-            b.said.len(),
+            crate::text::count(
+                fleet.agents.iter().map(|a| a.sessions.len()).sum::<usize>() as u64,
+                "sessions"
+            ),
+            crate::text::count(b.said.len() as u64, "messages"),
         ));
     } else if d.clients > 0 && d.not_ready.len() == d.clients {
         c.skip(format!(
-            "no WebSocket client was told session_ready ({} client(s); see platform.ws-attach): the messages went nowhere. A server that attaches the fleet's clients exercises this case",
-            d.clients
+            "no WebSocket client was told session_ready ({}; see platform.ws-attach): the messages went nowhere. A server that attaches the fleet's clients exercises this case",
+            crate::text::count(d.clients as u64, "clients")
         ));
     } else if b.forwards.is_empty() {
         c.fail(format!(
-            "no forward reached the fleet ({} user message(s) sent by {} WebSocket client(s) of {} session(s) created): does the server's configuration name the fleet's inputUrls (printed above), can it reach them, and is the WebSocket dialect right (ws: {})?",
-            b.said.len(),
-            d.clients,
-            created.len(),
+            "no forward reached the fleet ({} sent by {} of {} created): does the server's configuration name the fleet's inputUrls (printed above), can it reach them, and is the WebSocket dialect right (ws: {})?",
+            crate::text::count(b.said.len() as u64, "user messages"),
+            crate::text::count(d.clients as u64, "WebSocket clients"),
+            crate::text::count(created.len() as u64, "sessions"),
             d.dialect.unwrap_or(fleet.dialect).name()
         ));
     } else {
         c.pass_noting(
             Evidence::new(b.forwards.len() as u64, "forwards that reached the fleet"),
-            format!("{on_created} user message(s) on created sessions"),
+            crate::text::count(on_created as u64, "user messages on created sessions"),
             String::new,
         );
     }
@@ -131,7 +134,13 @@ pub(super) fn forward_once(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
         "see platform.session-create and platform.ws-attach: a message is sent on a session the server created, by a client it attached",
     );
     if malformed > 0 && c.status != Status::Skip {
-        let note = format!("{malformed} forward(s) arrived malformed, their session id and text under other field names (see platform.forward-schema), and were counted by those values");
+        let one = malformed == 1;
+        let note = format!(
+            "{} arrived malformed, {} session id and text under other field names (see platform.forward-schema), and {} counted by those values",
+            crate::text::count(malformed as u64, "forwards"),
+            if one { "its" } else { "their" },
+            if one { "was" } else { "were" }
+        );
         c.message = if c.message.is_empty() {
             note
         } else {
@@ -157,8 +166,10 @@ pub(super) fn never_forwarded(fleet: &Fleet, b: &Books, said: &Said) -> String {
         )
     } else {
         format!(
-            "{:?} to {}: no forward carried it ({to_agent} forward(s) reached agent {agent}, none with this session id and text anywhere in it: see platform.forward-schema)",
-            said.text, said.session
+            "{:?} to {}: no forward carried it ({} reached agent {agent}, none with this session id and text anywhere in it: see platform.forward-schema)",
+            said.text,
+            said.session,
+            crate::text::count(to_agent as u64, "forwards")
         )
     }
 }
@@ -241,7 +252,7 @@ pub(super) fn forward_timeout(fleet: &Fleet, b: &Books) -> CaseResult {
             format!("{figures}\n{}", c.message)
         };
     }
-    crate::mock::observe::note_cut(&mut c, &cut, "slow acknowledgement(s)");
+    crate::mock::observe::note_cut(&mut c, &cut, "slow acknowledgements");
     c
 }
 
@@ -250,11 +261,15 @@ pub(super) fn forward_timeout(fleet: &Fleet, b: &Books) -> CaseResult {
 fn give_up_figures(times: &mut [std::time::Duration], of: u64) -> String {
     times.sort();
     if times.is_empty() {
-        return format!("the server gave up on none of {of} slow forward(s)");
+        return format!(
+            "the server gave up on none of {}",
+            crate::text::count(of, "slow forwards")
+        );
     }
     format!(
-        "the server gave up on {} of {of} slow forward(s) after p50 {}, max {} (the document: 5s; {} allowed)",
+        "the server gave up on {} of {} after p50 {}, max {} (the document: 5s; {} allowed)",
         times.len(),
+        crate::text::count(of, "slow forwards"),
         ms(crate::units::percentile(times, 0.5)),
         ms(times[times.len() - 1]),
         ms(FORWARD_TIMEOUT + GIVE_UP_MARGIN)
@@ -382,8 +397,39 @@ pub(super) fn error_message(d: &Drive, b: &Books) -> CaseResult {
             c.message.push_str("; ");
         }
         c.message.push_str(&format!(
-            "{cut} message(s) acknowledged with a 200 head and a FIN before the body (fault:close): an acknowledgement, so no error is due (the server showed one for {cut_shown}: a client that reads the body may call it cut short, which the document does not rule on)"
+            "{} acknowledged with a 200 head and a FIN before the body (fault:close): an acknowledgement, so no error is due (the server showed one for {cut_shown}: a client that reads the body may call it cut short, which the document does not rule on)",
+            crate::text::count(cut as u64, "messages")
         ));
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::give_up_figures;
+
+    /// "of 1 slow forward", "of 2 slow forwards" (issue 39, point 13).
+    #[test]
+    fn the_give_up_figures_count_the_slow_forwards_in_their_number() {
+        assert_eq!(
+            give_up_figures(&mut [], 1),
+            "the server gave up on none of 1 slow forward"
+        );
+        assert_eq!(
+            give_up_figures(&mut [], 2),
+            "the server gave up on none of 2 slow forwards"
+        );
+        let one = give_up_figures(&mut [Duration::from_millis(5_100)], 1);
+        assert!(
+            one.starts_with("the server gave up on 1 of 1 slow forward after p50 "),
+            "{one}"
+        );
+        let two = give_up_figures(&mut [Duration::from_millis(5_100)], 2);
+        assert!(
+            two.starts_with("the server gave up on 1 of 2 slow forwards after p50 "),
+            "{two}"
+        );
+    }
 }

@@ -82,9 +82,10 @@ pub(super) fn without_the_death(fleet: &Fleet, b: &Books) -> Option<(Books, Stri
         .cloned()
         .collect();
     let note = format!(
-        "not judged, as the agent server's death cut them (see {ALIVE}): {} callback(s), {forwards_cut} forward acknowledgement(s), {} user message(s)",
-        b.callbacks.len() - callbacks.len(),
-        b.said.len() - said.len()
+        "not judged, as the agent server's death cut them (see {ALIVE}): {}, {}, {}",
+        crate::text::count((b.callbacks.len() - callbacks.len()) as u64, "callbacks"),
+        crate::text::count(forwards_cut as u64, "forward acknowledgements"),
+        crate::text::count((b.said.len() - said.len()) as u64, "user messages")
     );
     let books = Books {
         forwards,

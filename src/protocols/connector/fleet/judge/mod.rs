@@ -209,8 +209,9 @@ pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
     if let Some((_, note)) = cut {
         let calls = liveness::calls_cut(fleet, d);
         let note = format!(
-            "{note}, {calls} session call(s), {} WebSocket handshake(s)",
-            d.connect_cut
+            "{note}, {}, {}",
+            crate::text::count(calls as u64, "session calls"),
+            crate::text::count(d.connect_cut as u64, "WebSocket handshakes")
         );
         // A case left with nothing to judge may have lost it to the death: say so beside why.
         for case in &mut report.cases {

@@ -211,8 +211,8 @@ pub(super) fn revived(
                 "a callback to the revived session {session} was answered {s} (expected 200: a revived session takes callbacks again)"
             )),
             Some(Ok(_)) if r.broadcasts != 1 => Some(format!(
-                "the callback to the revived session {session} was answered 2xx and shown to its client {} time(s) (expected once)",
-                r.broadcasts
+                "the callback to the revived session {session} was answered 2xx and shown to its client {} (expected once)",
+                crate::text::count(r.broadcasts as u64, "times")
             )),
             Some(Ok(_)) => None,
         }
