@@ -559,9 +559,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn past_a_hundred_targets_the_matrix_lists_the_failing_ones() {
-        let row = |at: usize, passed: bool| Done {
+    /// A finished target's row: `agent-AT`, passing or failing `a.rule`.
+    fn row(at: usize, passed: bool) -> Done {
+        Done {
             at,
             name: format!("agent-{at}"),
             passed,
@@ -570,7 +570,11 @@ mod tests {
             } else {
                 vec!["a.rule".into()]
             },
-        };
+        }
+    }
+
+    #[test]
+    fn past_a_hundred_targets_the_matrix_lists_the_failing_ones() {
         let done: Vec<Done> = (0..1000).map(|at| row(at, at % 250 != 7)).collect();
         assert_eq!(
             matrix(&done),
@@ -623,16 +627,6 @@ mod tests {
     /// counted in the singular (issue 39, point 13).
     #[test]
     fn one_target_is_counted_in_the_singular() {
-        let row = |at: usize, passed: bool| Done {
-            at,
-            name: format!("agent-{at}"),
-            passed,
-            failing: if passed {
-                vec![]
-            } else {
-                vec!["a.rule".into()]
-            },
-        };
         assert!(matrix(&[row(0, true)]).ends_with("\n1 target: 1 passed, 0 failed\n"));
         let one_passing: Vec<Done> = (0..=MATRIX_ROWS).map(|at| row(at, at == 0)).collect();
         let shown = matrix(&one_passing);

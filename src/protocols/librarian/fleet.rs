@@ -1192,24 +1192,27 @@ fn counted(outcomes: &[Outcome]) -> String {
         .join(", ")
 }
 
+/// The answers a refusal's cause is read from: the conforming clients' (or, with no conforming
+/// client, every client's), each with its client.
+fn judged_answers<'a>(
+    clients: &[(&'a Client, &'a Vec<Outcome>)],
+) -> Vec<(&'a Client, &'a Outcome)> {
+    let conforming = clients.iter().any(|(c, _)| c.behavior == "conforming");
+    clients
+        .iter()
+        .filter(|(c, _)| !conforming || c.behavior == "conforming")
+        .flat_map(|(c, outcomes)| outcomes.iter().map(move |o| (*c, o)))
+        .collect()
+}
+
 /// When every answer the conforming clients got that was not a 2xx is a 429 (or, with no
 /// conforming client, every answer of `clients`): what that means, and when to come back, from
 /// the last Retry-After (or rate-limit header) the server sent — "the agent's rate limit is
 /// spent (claude-3: …): wait 42 s (the Retry-After it sent) or use another agent". None when
 /// anything else came back (that is the server's own failure, said as such).
 fn rate_limit_spent(clients: &[(&Client, &Vec<Outcome>)]) -> Option<String> {
-    let conforming: Vec<&(&Client, &Vec<Outcome>)> = clients
-        .iter()
-        .filter(|(c, _)| c.behavior == "conforming")
-        .collect();
-    let judged: Vec<&(&Client, &Vec<Outcome>)> = if conforming.is_empty() {
-        clients.iter().collect()
-    } else {
-        conforming
-    };
-    let refused: Vec<(&Client, &Outcome)> = judged
-        .iter()
-        .flat_map(|(c, outcomes)| outcomes.iter().map(move |o| (*c, o)))
+    let refused: Vec<(&Client, &Outcome)> = judged_answers(clients)
+        .into_iter()
         .filter(|(_, o)| !o.status.is_some_and(|s| (200..300).contains(&s)))
         .collect();
     if refused.is_empty() || refused.iter().any(|(_, o)| o.status != Some(429)) {
@@ -1249,19 +1252,7 @@ fn rate_limit_spent(clients: &[(&Client, &Vec<Outcome>)]) -> Option<String> {
 /// every request 401 (claude-3)`) and what that means — the tokens are not this server's, which
 /// no rule of the server's is judged on.
 fn credentials_refused(clients: &[(&Client, &Vec<Outcome>)]) -> Option<(String, String)> {
-    let conforming: Vec<&(&Client, &Vec<Outcome>)> = clients
-        .iter()
-        .filter(|(c, _)| c.behavior == "conforming")
-        .collect();
-    let judged: Vec<&(&Client, &Vec<Outcome>)> = if conforming.is_empty() {
-        clients.iter().collect()
-    } else {
-        conforming
-    };
-    let answers: Vec<(&Client, &Outcome)> = judged
-        .iter()
-        .flat_map(|(c, outcomes)| outcomes.iter().map(move |o| (*c, o)))
-        .collect();
+    let answers = judged_answers(clients);
     if answers.is_empty()
         || !answers
             .iter()
