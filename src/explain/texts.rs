@@ -29,7 +29,8 @@ pub struct TextFile {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Text {
-    /// The case id, or a pattern: `{name}` stands for one or more characters other than `.`.
+    /// The case id, or a pattern: `{name}` stands for one or more characters other than `.` (the
+    /// first one of a pattern, for what a user named, dots too).
     pub id: String,
     pub role: String,
     pub rule: String,
@@ -93,7 +94,7 @@ pub fn embedded() -> Result<&'static [TextFile], Error> {
 }
 
 /// Whether `id` is `pattern`, where each `{name}` of the pattern stands for one or more
-/// characters other than `.`.
+/// characters other than `.` (one that opens the pattern, for any characters).
 pub fn matches(pattern: &str, id: &str) -> bool {
     match pattern.find('{') {
         None => pattern == id,
@@ -105,8 +106,14 @@ pub fn matches(pattern: &str, id: &str) -> bool {
             let Some(tail) = id.strip_prefix(head) else {
                 return false;
             };
-            // The placeholder takes 1..n characters up to the first `.`; try every length.
-            let run = tail.find('.').unwrap_or(tail.len());
+            // The placeholder takes 1..n characters up to the first `.`; try every length. One
+            // that opens the pattern names what a user wrote (a scenario's id, a response
+            // file's name), which may hold dots (`cs.v2.completes`): it may run past them.
+            let run = if open == 0 {
+                tail.len()
+            } else {
+                tail.find('.').unwrap_or(tail.len())
+            };
             (1..=run).any(|n| matches(rest, &tail[n..]))
         }
     }
@@ -190,14 +197,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_placeholder_stands_for_one_or_more_characters_without_a_dot() {
+    fn a_placeholder_stands_for_one_or_more_characters_without_a_dot_but_the_first_one() {
         assert!(matches(
             "{scenario}.called-{tool}",
             "refund.called-apply_refund"
         ));
         assert!(matches("{response}.json-last", "plan.json-last"));
         assert!(!matches("{scenario}.called-{tool}", ".called-x"));
-        assert!(!matches("{scenario}.called-{tool}", "a.b.called-x"));
+        assert!(matches("{scenario}.called-{tool}", "a.b.called-x"));
+        assert!(!matches("{scenario}.called-{tool}", "a.called-x.y"));
+        assert!(!matches("x.{scenario}.completes", "x.a.b.completes"));
         assert!(!matches("{scenario}.called-{tool}", "a.called-"));
         assert!(matches("vote.dissent-reason", "vote.dissent-reason"));
         assert!(!matches("vote.dissent-reason", "vote.dissent-reasons"));
