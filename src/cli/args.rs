@@ -528,6 +528,11 @@ pub struct MockFleetArgs {
     /// definitions (written too with --write-config) and exit, without running the fleet.
     #[arg(long)]
     pub print_config: bool,
+    /// Print the fleet file as it is and exit, running nothing: a preset's YAML, built into the
+    /// binary, to copy and edit (`mock fleet --preset chaos --print-file > my-fleet.yaml`, then
+    /// `--config my-fleet.yaml`).
+    #[arg(long)]
+    pub print_file: bool,
     /// Write the definitions the server must be configured with to FILE (JSON: for `ws:
     /// document` a list of agent definitions; for `ws: assistant-v5` and `ws: auto` (the
     /// default) a config file the public server loads, the list as its `agents`).

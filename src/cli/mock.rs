@@ -381,15 +381,16 @@ async fn serve_line_agent(
 
 /// A variable a built-in preset reads and the environment lacks: the file's usual tip (give
 /// a default) cannot be followed in a file built into the binary, so this one says to set it
-/// or to copy the preset's file. (The fleet substitutes again when it parses: same result.)
+/// or to write the preset out (--print-file) and edit it. (The fleet substitutes again when it
+/// parses: same result.)
 fn unset_in_preset(preset: &str, source: &str, text: &str) -> Result<(), Error> {
     match crate::text::substitute_env(source, text) {
         Err(crate::text::DataFileError::UnsetVariable { file, line, name }) => {
             Err(Error::usage(format!(
                 "{file}:{line}: ${{{name}}}: the environment variable {name} is not set (the \
                  built-in preset {preset} reads it: set it, as in `{name}=… agent-tck mock fleet \
-                 --preset {preset} …`, or copy the preset's file, {file} in agent-tck's source, \
-                 edit it and give it with --config FILE)"
+                 --preset {preset} …`, or write the preset out, `agent-tck mock fleet --preset \
+                 {preset} --print-file > fleet.yaml`, edit it and give it with --config fleet.yaml)"
             )))
         }
         // Any other fault of a built-in file is the fleet's parse to report.
@@ -416,11 +417,18 @@ pub(super) async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
         ),
         (None, Some(name)) => {
             let (source, text) = protocols::fleet_preset(name)?;
-            unset_in_preset(name, source, text)?;
+            if !args.print_file {
+                unset_in_preset(name, source, text)?;
+            }
             (source.to_string(), text.to_string())
         }
         (None, None) => return Err(Error::usage("give --config FILE or --preset NAME")),
     };
+    if args.print_file {
+        // As written, variables and all: a copy to edit, not the fleet as it would run.
+        crate::out!("{text}");
+        return Ok(Ended::Verdict(crate::report::Exit::Passed));
+    }
     let setup_flag = args.server_setup_flag();
     let protocol = fleet_protocol(&text).and_then(|p| protocols::find(&p));
     let refused = |name: &str| {

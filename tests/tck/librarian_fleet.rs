@@ -267,9 +267,26 @@ fn the_librarian_preset_without_its_tokens_is_refused_naming_the_variable() {
         text.contains(&format!(
             "mocks/librarian-chaos.yaml:{line}: ${{TOKEN_1}}: the environment variable TOKEN_1 \
              is not set (the built-in preset librarian-chaos reads it: set it, as in `TOKEN_1=… \
-             agent-tck mock fleet --preset librarian-chaos …`, or copy the preset's file"
+             agent-tck mock fleet --preset librarian-chaos …`, or write the preset out, \
+             `agent-tck mock fleet --preset librarian-chaos --print-file > fleet.yaml`, edit it"
         )),
         "{text}"
+    );
+    // The tip's command runs as written (the variables still unset): the preset's file as built
+    // in, to copy and edit, and nothing run.
+    let mut command = crate::support::tck_command(&[
+        "mock",
+        "fleet",
+        "--preset",
+        "librarian-chaos",
+        "--print-file",
+    ]);
+    command.env_remove("TOKEN_1").env_remove("TOKEN_2");
+    let out = crate::support::run_within(command, crate::support::RUN_DEADLINE);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim_end(),
+        include_str!("../../mocks/librarian-chaos.yaml").trim_end()
     );
     // A built-in file takes no default: the user file's tip is not given.
     assert!(!text.contains("give a default"), "{text}");
