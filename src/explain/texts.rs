@@ -57,6 +57,23 @@ pub struct Clause {
     pub quote: String,
 }
 
+/// The section a case's text rests on, for a catalogue that keeps none of its own (the agent
+/// standard's rules): the quoted clause's, or the kit's own form when the text gives only a
+/// basis; empty for an id no text explains.
+pub fn section_of(id: &str) -> String {
+    let Ok(files) = embedded() else {
+        return String::new();
+    };
+    files
+        .iter()
+        .flat_map(|f| f.cases.iter())
+        .find(|t| matches(&t.id, id))
+        .map_or_else(String::new, |t| match &t.clause {
+            Some(c) => c.section.clone(),
+            None => "agent-tck (its own rule)".to_string(),
+        })
+}
+
 /// Parses one file of texts; the error names the file.
 pub fn parse(source: &str, text: &str) -> Result<TextFile, Error> {
     let mut file: TextFile =

@@ -214,12 +214,11 @@ fn every_case_section_is_a_heading_of_its_spec_or_the_kits_own() {
         }
         match text.map(|(_, t)| t) {
             Some(t) => match &t.clause {
-                Some(c) if !parts.iter().any(|p| squeezed(p) == squeezed(&c.section)) => {
-                    wrong.push(format!(
+                Some(c) if !parts.iter().any(|p| squeezed(p) == squeezed(&c.section)) => wrong
+                    .push(format!(
                         "{} {id}: {section:?} does not name its text's section {:?}",
                         e.protocol, c.section
-                    ))
-                }
+                    )),
                 None if parts.iter().any(|p| !p.starts_with(OWN)) => wrong.push(format!(
                     "{} {id}: {section:?} cites the spec, while its text gives the kit's own basis",
                     e.protocol
@@ -229,7 +228,12 @@ fn every_case_section_is_a_heading_of_its_spec_or_the_kits_own() {
             None => {}
         }
     }
-    assert!(wrong.is_empty(), "{} wrong:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }
 
 /// `--protocol P`, `--behavior X`, `--preset N` of a `shown_by` command.
