@@ -5,7 +5,7 @@
 
 pub mod texts;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::Error;
 use crate::protocols;
@@ -78,6 +78,45 @@ pub fn catalogue() -> Result<Vec<Entry>, Error> {
         case,
     }));
     Ok(out)
+}
+
+/// The form of a section that is the kit's own rule, not a clause of the spec.
+pub const OWN_SECTION: &str = "agent-tck (";
+
+/// The sections cases of `protocol`'s reports name, by id: each catalogue entry's, the
+/// protocol's own before a common one. A common case whose section cites another protocol's
+/// spec (the round table's `Authentication`, judged of an execute_task harness too) says whose
+/// it is, in the kit's own form: the protocol's spec has no such heading. Empty for a name of
+/// no protocol (a merged report's).
+pub fn sections(protocol: &str) -> BTreeMap<String, String> {
+    let Some(p) = protocols::find(protocol) else {
+        return BTreeMap::new();
+    };
+    let texts = texts::embedded().unwrap_or_default();
+    let quoted = |id: &str| {
+        texts.iter().find_map(|f| {
+            f.cases
+                .iter()
+                .find(|t| texts::matches(&t.id, id))
+                .and_then(|t| t.spec_file(f))
+        })
+    };
+    let mut out: BTreeMap<String, String> = common_cases()
+        .into_iter()
+        .map(|c| {
+            let section = match quoted(&c.id) {
+                Some(spec) if !c.section.starts_with(OWN_SECTION) && spec != p.spec().file => {
+                    format!("{OWN_SECTION}as {spec} says in {})", c.section)
+                }
+                _ => c.section,
+            };
+            (c.id, section)
+        })
+        .collect();
+    for c in p.catalogue().unwrap_or_default() {
+        out.insert(c.id, c.section);
+    }
+    out
 }
 
 /// What `suites list` keeps.
@@ -247,4 +286,27 @@ pub fn has_text(id: &str) -> bool {
             .iter()
             .any(|f| f.cases.iter().any(|t| texts::matches(&t.id, id)))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A common case keeps the section its text quotes where that spec is the protocol's, and
+    /// says whose spec it is elsewhere: the execute_task spec has no `Authentication`.
+    #[test]
+    fn a_common_case_cites_another_protocols_spec_in_the_kits_own_form() {
+        assert_eq!(sections("roundtable")["platform.bearer"], "Authentication");
+        assert_eq!(
+            sections("execute-task")["platform.bearer"],
+            "agent-tck (as roundtable-external-agent-protocol.md says in Authentication)"
+        );
+        // A protocol's own entry wins over the common one; the kit's own form is kept as is.
+        assert_eq!(
+            sections("execute-task")["agent.reachable"],
+            "agent-tck (precondition)"
+        );
+        assert_eq!(sections("librarian")["agent.alive"], "agent-tck (liveness)");
+        assert!(sections("roundtable+execute-task").is_empty());
+    }
 }

@@ -179,7 +179,7 @@ fn every_quoted_clause_is_found_in_its_spec_file() {
 }
 
 /// The form of a section that is the kit's own rule, not the spec's: `agent-tck (what it is)`.
-const OWN: &str = "agent-tck (";
+use agent_tck::explain::OWN_SECTION as OWN;
 
 /// Every case's section, as `suites list`, the reports and `explain` show it, is true: each of
 /// its parts (joined by "; ") is a heading of the spec the case is judged by (its protocol's;
@@ -226,6 +226,22 @@ fn every_case_section_is_a_heading_of_its_spec_or_the_kits_own() {
                 _ => {}
             },
             None => {}
+        }
+    }
+    // What a protocol's reports name (its cases and the common ones), against its own spec:
+    // a common case quoting another protocol's spec says so in the kit's own form.
+    for p in protocols::REGISTRY {
+        let body = p.spec().text().unwrap();
+        for (id, section) in explain::sections(p.name()) {
+            for part in section.split("; ") {
+                if !part.starts_with(OWN) && !is_heading(body, part) {
+                    wrong.push(format!(
+                        "{}'s reports: {id}: {part:?} is no heading of specs/{}",
+                        p.name(),
+                        p.spec().file
+                    ));
+                }
+            }
         }
     }
     assert!(
