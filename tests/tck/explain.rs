@@ -135,13 +135,14 @@ fn squeezed(text: &str) -> String {
 
 /// Whether `section` is (in) one of the headings of `spec` (`## 💻 Local Subprocess Protocol`).
 /// A heading is a `#` line, or a line that is the section's words alone: one spec is a copy of
-/// a web page whose headings lost their `#` ("Multi-turn Flow").
+/// a web page whose headings lost their `#` ("Multi-turn Flow"), at the line's start (an
+/// indented line is a code block's: `  auth: Bearer token (agent-specific)` is no heading).
 fn is_heading(spec: &str, section: &str) -> bool {
     let section = squeezed(section);
     !section.is_empty()
         && spec.lines().any(|l| {
             (l.starts_with('#') && squeezed(l.trim_start_matches('#')).contains(&section))
-                || squeezed(l) == section
+                || (!l.starts_with(char::is_whitespace) && squeezed(l) == section)
         })
 }
 
