@@ -5,7 +5,7 @@
 
 pub mod texts;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::Error;
 use crate::protocols;
@@ -22,28 +22,28 @@ pub const COMMON: &str = "common";
 /// fleet the engine plays judges these of the platform beside its protocol's own). A test holds
 /// that every id the engine's code reports is here.
 const COMMON_CASES: &[(&str, Role, Level, &str, &str)] = &[
-    ("run.judged", Role::Run, Level::Must, "the run judged something (a run that judged nothing fails)", ""),
-    ("run.completed", Role::Run, Level::Must, "the run was not cut short (Ctrl-C, SIGTERM): the cases not done are marked not run", ""),
-    ("evaluation.min-score", Role::Run, Level::Must, "the evaluation score is at least --min-score (JUnit's testcase for the gate)", ""),
-    ("agent.alive", Role::Run, Level::Must, "the agent stays up for the whole run", ""),
-    ("librarian.alive", Role::Run, Level::Must, "the Librarian stays up for the whole run", ""),
-    ("platform.alive", Role::Run, Level::Must, "the platform stays up for the whole run", ""),
-    ("peer.alive", Role::Run, Level::Must, "the peer stays up for the whole run (a suite with no reachability case)", ""),
-    ("platform.probe-requests", Role::Mock, Level::May, "requests agent-tck's probe marked as its own deliberate tests, not judged as the platform's", "agent-tck"),
-    ("platform.whole-requests", Role::Mock, Level::Must, "every request the platform began arrived whole", ""),
-    ("platform.request-schema", Role::Mock, Level::Must, "every request the platform sent is valid against its request schema", ""),
+    ("run.judged", Role::Run, Level::Must, "the run judged something (a run that judged nothing fails)", "agent-tck (the run)"),
+    ("run.completed", Role::Run, Level::Must, "the run was not cut short (Ctrl-C, SIGTERM): the cases not done are marked not run", "agent-tck (the run)"),
+    ("evaluation.min-score", Role::Run, Level::Must, "the evaluation score is at least --min-score (JUnit's testcase for the gate)", "agent-tck (the --min-score gate)"),
+    ("agent.alive", Role::Run, Level::Must, "the agent stays up for the whole run", "agent-tck (liveness)"),
+    ("librarian.alive", Role::Run, Level::Must, "the Librarian stays up for the whole run", "agent-tck (liveness)"),
+    ("platform.alive", Role::Run, Level::Must, "the platform stays up for the whole run", "agent-tck (liveness)"),
+    ("peer.alive", Role::Run, Level::Must, "the peer stays up for the whole run (a suite with no reachability case)", "agent-tck (liveness)"),
+    ("platform.probe-requests", Role::Mock, Level::May, "requests agent-tck's probe marked as its own deliberate tests, not judged as the platform's", "agent-tck (a probe's negative cases)"),
+    ("platform.whole-requests", Role::Mock, Level::Must, "every request the platform began arrived whole", "agent-tck (HTTP/1.1, RFC 9112)"),
+    ("platform.request-schema", Role::Mock, Level::Must, "every request the platform sent is valid against its request schema", "agent-tck (the request schema)"),
     ("platform.bearer", Role::Mock, Level::Must, "agents registered with a key receive `Authorization: Bearer KEY`, with the right key", "Authentication"),
     ("platform.no-stray-bearer", Role::Mock, Level::Should, "agents registered without a key receive no Authorization header", "Authentication"),
     ("platform.register", Role::Mock, Level::Must, "every agent of the fleet registers with the platform", "Registration"),
-    ("platform.deregister", Role::Mock, Level::Should, "every registered agent deregisters on exit", "Registration"),
-    ("platform.trigger", Role::Mock, Level::Must, "each trigger reaches the platform and gets an HTTP answer", "fleet file: platform.trigger"),
+    ("platform.deregister", Role::Mock, Level::Should, "every registered agent deregisters on exit", "agent-tck (cleanup)"),
+    ("platform.trigger", Role::Mock, Level::Must, "each trigger reaches the platform and gets an HTTP answer", "agent-tck (the fleet file)"),
     ("platform.deliberation-deadline", Role::Mock, Level::Must, "each triggered deliberation is answered within 3 × the platform's timeout plus a margin", "Timeouts"),
     ("platform.no-5xx", Role::Mock, Level::Must, "each triggered deliberation is answered without a 5xx, despite malformed or hostile agents", "Error Handling"),
-    ("platform.trigger-expect", Role::Mock, Level::Must, "each deliberation's answer meets the fleet file's expectations", "fleet file: platform.trigger.expect"),
-    ("platform.reached-fleet", Role::Mock, Level::Must, "the platform calls the fleet's agents", ""),
-    ("agent.behaviors-applied", Role::Mock, Level::May, "each content behaviour the agents were given took effect", "agent-tck"),
+    ("platform.trigger-expect", Role::Mock, Level::Must, "each deliberation's answer meets the fleet file's expectations", "agent-tck (the fleet file)"),
+    ("platform.reached-fleet", Role::Mock, Level::Must, "the platform calls the fleet's agents", "agent-tck (precondition)"),
+    ("agent.behaviors-applied", Role::Mock, Level::May, "each content behaviour the agents were given took effect", "agent-tck (a check on itself)"),
     ("stdio.drains-stderr", Role::Mock, Level::Must, "the harness drains the agent's stderr as it comes (a flood does not block the agent)", "Local Subprocess Protocol"),
-    ("stdio.kills-process-group", Role::Mock, Level::Must, "the harness ends the agent's whole process group, not the agent alone", "Local Subprocess Protocol"),
+    ("stdio.kills-process-group", Role::Mock, Level::Must, "the harness ends the agent's whole process group, not the agent alone", "agent-tck (robustness)"),
 ];
 
 /// One case of the catalogue and whose it is.
@@ -78,6 +78,45 @@ pub fn catalogue() -> Result<Vec<Entry>, Error> {
         case,
     }));
     Ok(out)
+}
+
+/// The form of a section that is the kit's own rule, not a clause of the spec.
+pub const OWN_SECTION: &str = "agent-tck (";
+
+/// The sections cases of `protocol`'s reports name, by id: each catalogue entry's, the
+/// protocol's own before a common one. A common case whose section cites another protocol's
+/// spec (the round table's `Authentication`, judged of an execute_task harness too) says whose
+/// it is, in the kit's own form: the protocol's spec has no such heading. Empty for a name of
+/// no protocol (a merged report's).
+pub fn sections(protocol: &str) -> BTreeMap<String, String> {
+    let Some(p) = protocols::find(protocol) else {
+        return BTreeMap::new();
+    };
+    let texts = texts::embedded().unwrap_or_default();
+    let quoted = |id: &str| {
+        texts.iter().find_map(|f| {
+            f.cases
+                .iter()
+                .find(|t| texts::matches(&t.id, id))
+                .and_then(|t| t.spec_file(f))
+        })
+    };
+    let mut out: BTreeMap<String, String> = common_cases()
+        .into_iter()
+        .map(|c| {
+            let section = match quoted(&c.id) {
+                Some(spec) if !c.section.starts_with(OWN_SECTION) && spec != p.spec().file => {
+                    format!("{OWN_SECTION}as {spec} says in {})", c.section)
+                }
+                _ => c.section,
+            };
+            (c.id, section)
+        })
+        .collect();
+    for c in p.catalogue().unwrap_or_default() {
+        out.insert(c.id, c.section);
+    }
+    out
 }
 
 /// What `suites list` keeps.
@@ -247,4 +286,27 @@ pub fn has_text(id: &str) -> bool {
             .iter()
             .any(|f| f.cases.iter().any(|t| texts::matches(&t.id, id)))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A common case keeps the section its text quotes where that spec is the protocol's, and
+    /// says whose spec it is elsewhere: the execute_task spec has no `Authentication`.
+    #[test]
+    fn a_common_case_cites_another_protocols_spec_in_the_kits_own_form() {
+        assert_eq!(sections("roundtable")["platform.bearer"], "Authentication");
+        assert_eq!(
+            sections("execute-task")["platform.bearer"],
+            "agent-tck (as roundtable-external-agent-protocol.md says in Authentication)"
+        );
+        // A protocol's own entry wins over the common one; the kit's own form is kept as is.
+        assert_eq!(
+            sections("execute-task")["agent.reachable"],
+            "agent-tck (precondition)"
+        );
+        assert_eq!(sections("librarian")["agent.alive"], "agent-tck (liveness)");
+        assert!(sections("roundtable+execute-task").is_empty());
+    }
 }

@@ -39,6 +39,10 @@ pub struct Text {
     /// The kit's own rule (robustness, hygiene, liveness) when no clause of the spec says it.
     #[serde(default)]
     pub basis: Option<String>,
+    /// What the kit's own rule is, in a word or two (`robustness`): the case's section reads
+    /// `agent-tck (OWN)`, for a catalogue that keeps no section of its own (the agent standard's).
+    #[serde(default)]
+    pub own: Option<String>,
     /// The spec file of the clause, when it is not the file's (a common case quoting one spec).
     #[serde(default)]
     pub spec: Option<String>,
@@ -56,6 +60,23 @@ pub struct Text {
 pub struct Clause {
     pub section: String,
     pub quote: String,
+}
+
+/// The section a case's text rests on, for a catalogue that keeps none of its own (the agent
+/// standard's rules): the quoted clause's, or the kit's own form when the text gives only a
+/// basis; empty for an id no text explains.
+pub fn section_of(id: &str) -> String {
+    let Ok(files) = embedded() else {
+        return String::new();
+    };
+    files
+        .iter()
+        .flat_map(|f| f.cases.iter())
+        .find(|t| matches(&t.id, id))
+        .map_or_else(String::new, |t| match &t.clause {
+            Some(c) => c.section.clone(),
+            None => format!("agent-tck ({})", t.own.as_deref().unwrap_or("its own rule")),
+        })
 }
 
 /// Parses one file of texts; the error names the file.
@@ -76,6 +97,9 @@ pub fn parse(source: &str, text: &str) -> Result<TextFile, Error> {
             (None, None) => return Err(at("give the spec's clause, or the kit's basis")),
             (Some(_), None) if t.spec.is_none() && file.spec.is_none() => {
                 return Err(at("a clause needs the spec it is quoted from (`spec:`)"))
+            }
+            (Some(_), None) if t.own.is_some() => {
+                return Err(at("`own:` names the kit's own rule: it goes with a basis"))
             }
             _ => {}
         }

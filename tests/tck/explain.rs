@@ -133,6 +133,19 @@ fn squeezed(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// Whether `section` is (in) one of the headings of `spec` (`## 💻 Local Subprocess Protocol`).
+/// A heading is a `#` line, or a line that is the section's words alone: one spec is a copy of
+/// a web page whose headings lost their `#` ("Multi-turn Flow"), at the line's start (an
+/// indented line is a code block's: `  auth: Bearer token (agent-specific)` is no heading).
+fn is_heading(spec: &str, section: &str) -> bool {
+    let section = squeezed(section);
+    !section.is_empty()
+        && spec.lines().any(|l| {
+            (l.starts_with('#') && squeezed(l.trim_start_matches('#')).contains(&section))
+                || (!l.starts_with(char::is_whitespace) && squeezed(l) == section)
+        })
+}
+
 #[test]
 fn every_quoted_clause_is_found_in_its_spec_file() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -148,24 +161,14 @@ fn every_quoted_clause_is_found_in_its_spec_file() {
             ));
             continue;
         };
-        // A heading is a `#` line, or a line that is the section's words alone: one spec is a
-        // copy of a web page whose headings lost their `#` ("Multi-turn Flow").
-        let headings: Vec<String> = body
-            .lines()
-            .filter(|l| l.starts_with('#') || squeezed(l) == squeezed(&clause.section))
-            .map(|l| squeezed(l.trim_start_matches('#')))
-            .collect();
-        let body = squeezed(&body);
         quoted += 1;
-        if !body.contains(&squeezed(&clause.quote)) {
+        if !squeezed(&body).contains(&squeezed(&clause.quote)) {
             wrong.push(format!(
                 "{}: {}: not in specs/{spec}: {:?}",
                 file.source, text.id, clause.quote
             ));
         }
-        // The section is (in) one of the spec's headings (`## 💻 Local Subprocess Protocol`).
-        let section = squeezed(&clause.section);
-        if !headings.iter().any(|h| h.contains(&section)) {
+        if !is_heading(&body, &clause.section) {
             wrong.push(format!(
                 "{}: {}: no heading {:?} in specs/{spec}",
                 file.source, text.id, clause.section
@@ -174,6 +177,80 @@ fn every_quoted_clause_is_found_in_its_spec_file() {
     }
     assert!(quoted > 0, "no text quotes a clause");
     assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+}
+
+/// The form of a section that is the kit's own rule, not the spec's: `agent-tck (what it is)`.
+use agent_tck::explain::OWN_SECTION as OWN;
+
+/// Every case's section, as `suites list`, the reports and `explain` show it, is true: each of
+/// its parts (joined by "; ") is a heading of the spec the case is judged by (its protocol's;
+/// for a common case, its text's), or says in the kit's own form (`agent-tck (…)`) that it is
+/// the kit's rule. A case whose text quotes a clause names that clause's section; a case whose
+/// text gives only a basis (the kit's own rule) is in the kit's own form.
+#[test]
+fn every_case_section_is_a_heading_of_its_spec_or_the_kits_own() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let texts = all_texts();
+    let mut wrong = Vec::new();
+    for e in explain::catalogue().unwrap() {
+        let (id, section) = (&e.case.id, &e.case.section);
+        let text = texts.iter().find(|(_, t)| texts::matches(&t.id, id));
+        let spec = match protocols::find(e.protocol) {
+            Some(p) => Some(p.spec().file.to_string()),
+            None => text.and_then(|(f, t)| t.spec_file(f)).map(String::from),
+        };
+        let body = spec
+            .as_ref()
+            .map(|s| std::fs::read_to_string(root.join("specs").join(s)).unwrap());
+        let parts: Vec<&str> = section.split("; ").collect();
+        for part in &parts {
+            let own = part.starts_with(OWN) && part.ends_with(')') && part.len() > OWN.len() + 1;
+            if !own && !body.as_deref().is_some_and(|b| is_heading(b, part)) {
+                wrong.push(format!(
+                    "{} {id}: {part:?} is no heading of specs/{} nor in the kit's own form (`agent-tck (…)`)",
+                    e.protocol,
+                    spec.as_deref().unwrap_or("(none)")
+                ));
+            }
+        }
+        // Every case has a text (another test holds it); the section agrees with it.
+        let Some((_, t)) = text else { continue };
+        match &t.clause {
+            Some(c) if !parts.iter().any(|p| squeezed(p) == squeezed(&c.section)) => {
+                wrong.push(format!(
+                    "{} {id}: {section:?} does not name its text's section {:?}",
+                    e.protocol, c.section
+                ))
+            }
+            None if parts.iter().any(|p| !p.starts_with(OWN)) => wrong.push(format!(
+                "{} {id}: {section:?} cites the spec, while its text gives the kit's own basis",
+                e.protocol
+            )),
+            _ => {}
+        }
+    }
+    // What a protocol's reports name (its cases and the common ones), against its own spec:
+    // a common case quoting another protocol's spec says so in the kit's own form.
+    for p in protocols::REGISTRY {
+        let body = p.spec().text().unwrap();
+        for (id, section) in explain::sections(p.name()) {
+            for part in section.split("; ") {
+                if !part.starts_with(OWN) && !is_heading(body, part) {
+                    wrong.push(format!(
+                        "{}'s reports: {id}: {part:?} is no heading of specs/{}",
+                        p.name(),
+                        p.spec().file
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }
 
 /// `--protocol P`, `--behavior X`, `--preset N` of a `shown_by` command.

@@ -1,8 +1,10 @@
 //! The agent standard's cases in every role: its lint rules (with the Claude Code dialect's
 //! own), the result and run cases of `probe agent-standard --exec` in both modes, and the
-//! cases of `probe orchestration`.
+//! cases of `probe orchestration`. Their tables keep no spec section: each case's is its explain
+//! text's (`explain/agent-standard.yaml`).
 
 use crate::error::Error;
+use crate::explain::texts::section_of;
 use crate::protocols::plugin::{CaseInfo, Role};
 use crate::report::Level;
 
@@ -20,7 +22,7 @@ pub fn catalogue() -> Result<Vec<CaseInfo>, Error> {
                 Role::Lint,
                 rule.level,
                 rule.title,
-                "",
+                &section_of(rule.id),
             ));
         }
     }
@@ -32,16 +34,23 @@ pub fn catalogue() -> Result<Vec<CaseInfo>, Error> {
     for id in super::probe::exec_ids(&["plan", "execute"]) {
         let rule = id.split_once('.').map_or(id.as_str(), |(_, rule)| rule);
         if let Some((_, level, title)) = levels.iter().find(|(r, _, _)| *r == rule) {
-            cases.push(CaseInfo::new(&id, Role::Probe, *level, title, ""));
+            cases.push(CaseInfo::new(
+                &id,
+                Role::Probe,
+                *level,
+                title,
+                &section_of(&id),
+            ));
         }
     }
     for (id, level, title) in super::orchestration::RULES {
+        let id = format!("orchestration.{id}");
         cases.push(CaseInfo::new(
-            &format!("orchestration.{id}"),
+            &id,
             Role::Orchestration,
             *level,
             title,
-            "",
+            &section_of(&id),
         ));
     }
     Ok(cases)

@@ -9,14 +9,14 @@ use crate::report::{Kind, Level};
 /// The cases [`super::observe`] reports on a harness (a test holds that every id observe.rs
 /// reports is here).
 pub const HARNESS_CASES: &[(&str, Level, &str, &str)] = &[
-    ("harness.turns", Level::Must, "turn 1 opens a conversation with an empty history; each next request is the next turn", "POST /execute_task: Request Body (turn); Multi-turn Flow"),
-    ("harness.history", Level::Must, "conversation_history keeps the earlier turns and grows by the previous exchange", "POST /execute_task: Request Body (conversation_history); Multi-turn Flow"),
+    ("harness.turns", Level::Must, "turn 1 opens a conversation with an empty history; each next request is the next turn", "Request Body; Multi-turn Flow"),
+    ("harness.history", Level::Must, "conversation_history keeps the earlier turns and grows by the previous exchange", "Request Body; Multi-turn Flow"),
     ("harness.tool-results", Level::Must, "after call_tool or call_multiple_tools, the next task_description carries each tool's result (or an error naming it, or a GOVERNANCE ERROR)", "Multi-turn Flow; Policy Violations (Governance feedback)"),
-    ("harness.loop-ends", Level::Must, "nothing follows final_answer, provide_instructions or error in a conversation", "Multi-turn Flow (the loop ends when the agent sends final_answer, provide_instructions, error)"),
-    ("harness.turn-limit", Level::Must, "against an agent that never finishes, the harness stops at a turn limit", "Multi-turn Flow (the max turn limit)"),
-    ("harness.turn-limit-default", Level::Should, "the turn limit is the spec's default, 5, unless configured (say --expect-max-turns N)", "Multi-turn Flow (the max turn limit, default: 5)"),
-    ("harness.deadline", Level::Must, "against a slow or hanging agent, the harness gives up within --expect-timeout + 1 s", "Multi-turn Flow (a harness must not wait forever for an agent)"),
-    ("harness.after-bad-answer", Level::Must, "after a malformed, oversized or wrong-schema answer, the harness goes on or ends cleanly (never a half-written request)", "Response Body (one action per answer); Local Subprocess Protocol"),
+    ("harness.loop-ends", Level::Must, "nothing follows final_answer, provide_instructions or error in a conversation", "Multi-turn Flow"),
+    ("harness.turn-limit", Level::Must, "against an agent that never finishes, the harness stops at a turn limit", "Multi-turn Flow"),
+    ("harness.turn-limit-default", Level::Should, "the turn limit is the spec's default, 5, unless configured (say --expect-max-turns N)", "Multi-turn Flow"),
+    ("harness.deadline", Level::Must, "against a slow or hanging agent, the harness gives up within --expect-timeout + 1 s", "agent-tck (robustness)"),
+    ("harness.after-bad-answer", Level::Must, "after a malformed, oversized or wrong-schema answer, the harness goes on or ends cleanly (never a half-written request)", "agent-tck (robustness)"),
     ("harness.reference-forms", Level::May, "where the harness used the reference harness's forms rather than the spec's (INFO)", "Policy Violations (Governance feedback)"),
 ];
 

@@ -1025,6 +1025,21 @@ fn expectation_id(scenario: &Scenario, e: &super::scenario::Expect) -> String {
     format!("{}.{slug}", scenario.id)
 }
 
+/// The spec section a scenario's `completes` case rests on: each turn's answer is one action.
+const COMPLETES_SECTION: &str = "Response Body";
+
+/// The section of an expectation's case: what an agent chose to do is the scenario's
+/// expectation, not the spec's rule, except that a tool the harness refused stays refused
+/// (the spec's governance feedback).
+fn expectation_section(id: &str) -> &'static str {
+    match id.split_once('.') {
+        Some((_, rule)) if rule.starts_with("no_violation_after_governance_error") => {
+            "Policy Violations (Governance feedback)"
+        }
+        _ => "agent-tck (a scenario's expectation)",
+    }
+}
+
 /// A scenario's cases, not judged yet: `ID.completes`, then one per expectation.
 pub fn scenario_cases_unjudged(scenario: &Scenario) -> Vec<CaseResult> {
     let mut cases = vec![CaseResult::new(
@@ -1032,19 +1047,20 @@ pub fn scenario_cases_unjudged(scenario: &Scenario) -> Vec<CaseResult> {
         &scenario.id,
         Level::Must,
         &format!("{}: every turn gets a valid action", scenario.title),
-        &scenario.spec,
+        COMPLETES_SECTION,
     )];
     // What the agent chose to do: scored, not failed, unless the scenario gates it.
     cases.extend(scenario.expect.iter().map(|expectation| {
+        let id = expectation_id(scenario, &expectation.expect);
         CaseResult::new(
-            &expectation_id(scenario, &expectation.expect),
+            &id,
             &scenario.id,
             expectation.level,
             &format!(
                 "{} ({}:{})",
                 expectation.expect, scenario.source, expectation.line
             ),
-            &scenario.spec,
+            expectation_section(&id),
         )
         .evaluation()
     }));
