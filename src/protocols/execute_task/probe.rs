@@ -1025,9 +1025,6 @@ fn expectation_id(scenario: &Scenario, e: &super::scenario::Expect) -> String {
     format!("{}.{slug}", scenario.id)
 }
 
-/// The spec section a scenario's `completes` case rests on: each turn's answer is one action.
-const COMPLETES_SECTION: &str = "Response Body";
-
 /// The section of an expectation's case: what an agent chose to do is the scenario's
 /// expectation, not the spec's rule, except that a tool the harness refused stays refused
 /// (the spec's governance feedback).
@@ -1040,6 +1037,17 @@ fn expectation_section(id: &str) -> &'static str {
     }
 }
 
+/// The section of a scenario's `completes` case: every answer one valid action (Response
+/// Body), and the section the scenario says it exercises (its `spec:`), when another.
+fn completes_section(scenario: &Scenario) -> String {
+    const ANSWERS: &str = "Response Body";
+    if scenario.spec == ANSWERS {
+        ANSWERS.to_string()
+    } else {
+        format!("{ANSWERS}; {}", scenario.spec)
+    }
+}
+
 /// A scenario's cases, not judged yet: `ID.completes`, then one per expectation.
 pub fn scenario_cases_unjudged(scenario: &Scenario) -> Vec<CaseResult> {
     let mut cases = vec![CaseResult::new(
@@ -1047,7 +1055,7 @@ pub fn scenario_cases_unjudged(scenario: &Scenario) -> Vec<CaseResult> {
         &scenario.id,
         Level::Must,
         &format!("{}: every turn gets a valid action", scenario.title),
-        COMPLETES_SECTION,
+        &completes_section(scenario),
     )];
     // What the agent chose to do: scored, not failed, unless the scenario gates it.
     cases.extend(scenario.expect.iter().map(|expectation| {

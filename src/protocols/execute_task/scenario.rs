@@ -17,7 +17,7 @@
 //! ```yaml
 //! id: refund-policy
 //! title: A refund over the limit is refused, and the agent retries within it
-//! spec: "Policy Violations (Governance feedback)"   # the spec section; optional
+//! spec: "Policy Violations (Governance feedback)"   # the section its `completes` case rests on; optional
 //! task: "Process a $100 refund for customer cust_123."
 //! max_turns: 5                 # default 5
 //! on_hitl: stop                # stop (default) | continue
@@ -86,7 +86,8 @@ pub struct Scenario {
     pub source: String,
     pub id: String,
     pub title: String,
-    /// The spec section the scenario exercises.
+    /// The spec section the scenario exercises: its `completes` case's section (its expectations
+    /// are the scenario's own, `agent-tck (a scenario's expectation)`).
     pub spec: String,
     /// The first `task_description`.
     pub task: String,
