@@ -37,7 +37,7 @@ where
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     // Reports point a failing case to its text (`see: agent-tck explain ID`).
-    crate::report::explained::set(crate::explain::has_text);
+    crate::explain::install();
     // `--help` with `--targets`: the probe's help, from clap, not a run over the list; and
     // without a probe named (`probe --targets FILE`), clap's error, not each target's.
     let help = args.iter().any(|a| a == "--help" || a == "-h");

@@ -83,6 +83,14 @@ pub fn catalogue() -> Result<Vec<Entry>, Error> {
 /// The form of a section that is the kit's own rule, not a clause of the spec.
 pub const OWN_SECTION: &str = "agent-tck (";
 
+/// Tells the report engine what only this layer knows: which ids have a text (the `see:`
+/// pointer) and each case's section. The binary calls it at start; a library user that wants
+/// either calls it too.
+pub fn install() {
+    crate::report::explained::set(has_text);
+    crate::report::explained::set_sections(sections);
+}
+
 /// The sections cases of `protocol`'s reports name, by id: each catalogue entry's, the
 /// protocol's own before a common one. A common case whose section cites another protocol's
 /// spec (the round table's `Authentication`, judged of an execute_task harness too) says whose

@@ -1,12 +1,30 @@
-//! The pointer a report gives for a failing case: `see: agent-tck explain ID`. Which ids have
-//! a text is the top layer's to say (the texts are the protocols'): it tells this engine once,
-//! at start ([`set`]); until then no report points anywhere.
+//! The pointer a report gives for a failing case: `see: agent-tck explain ID`, and the spec
+//! section the catalogue gives each case. Which ids have a text, and which section a case
+//! rests on, are the top layer's to say (the texts and catalogues are the protocols'): it tells
+//! this engine once, at start ([`set`], [`set_sections`]; `explain::install` does both); until
+//! then no report points anywhere and each case keeps the section its code gave it.
 
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use super::{CaseResult, Status};
 
 static HAS_TEXT: OnceLock<fn(&str) -> bool> = OnceLock::new();
+
+/// A protocol's case sections: case id → section.
+type Sections = fn(&str) -> BTreeMap<String, String>;
+
+static SECTIONS: OnceLock<Sections> = OnceLock::new();
+
+/// Tells the reports the section of each case of a protocol (the first call counts).
+pub fn set_sections(sections: Sections) {
+    let _ = SECTIONS.set(sections);
+}
+
+/// The sections of `protocol`'s cases, as the catalogue gives them (none until told).
+pub fn sections(protocol: &str) -> BTreeMap<String, String> {
+    SECTIONS.get().map(|of| of(protocol)).unwrap_or_default()
+}
 
 /// Tells the reporters which case ids `agent-tck explain` has a text for (the first call
 /// counts).

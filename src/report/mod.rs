@@ -721,7 +721,7 @@ impl RunInfo {
     pub fn report(self, mut cases: Vec<CaseResult>, redactor: &Redactor) -> Report {
         // The section the catalogue gives each case (held true to the spec by a test), so that
         // the report, `suites list` and `explain` say the same.
-        let sections = crate::explain::sections(&self.protocol);
+        let sections = explained::sections(&self.protocol);
         for case in &mut cases {
             case.settle();
             if let Some(section) = sections.get(&case.id) {

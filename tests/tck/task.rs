@@ -302,6 +302,8 @@ async fn a_governance_ignoring_agent_is_told_which_turn_broke_the_policy() {
 /// probe's) requests against execute_task's request schema, not the round table's.
 #[tokio::test]
 async fn an_http_task_mock_judges_its_harness_by_execute_tasks_rules() {
+    // As the binary does at start: the reports take each case's section from the catalogue.
+    agent_tck::explain::install();
     let (url, stop, mock) =
         crate::support::mock_session(&agent_tck::protocols::execute_task::Agents, task_agent())
             .await;
