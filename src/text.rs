@@ -808,6 +808,19 @@ mod count_tests {
             (1, "lists", "1 list"),
             (2, "lists", "2 lists"),
             (1, "flooding clients", "1 flooding client"),
+            (1, "warnings", "1 warning"),
+            (3, "warnings", "3 warnings"),
+            (1, "agents", "1 agent"),
+            (
+                1,
+                "expected failures by the baseline",
+                "1 expected failure by the baseline",
+            ),
+            (
+                2,
+                "expected failures by the baseline",
+                "2 expected failures by the baseline",
+            ),
             (
                 1,
                 "strings from 1 agent with null-bytes",

@@ -202,9 +202,8 @@ pub fn counts(s: &super::Summary) -> String {
     let mut line = format!("{} passed, {} failed", s.passed, s.failing());
     if s.warnings > 0 {
         line.push_str(&format!(
-            ", {} warning{}",
-            s.warnings,
-            if s.warnings == 1 { "" } else { "s" }
+            ", {}",
+            crate::text::count(s.warnings as u64, "warnings")
         ));
     }
     if s.failed_may > 0 {

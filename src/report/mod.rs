@@ -850,10 +850,9 @@ impl Report {
         }
         let mut not = vec![format!("{} skipped", s.skipped_must)];
         if s.xfailed_must > 0 {
-            not.push(format!(
-                "{} expected failure{} by the baseline",
-                s.xfailed_must,
-                if s.xfailed_must == 1 { "" } else { "s" }
+            not.push(crate::text::count(
+                s.xfailed_must as u64,
+                "expected failures by the baseline",
             ));
         }
         if s.precondition_must > 0 {

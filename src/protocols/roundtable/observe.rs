@@ -1383,8 +1383,8 @@ fn sanitized(
 ) -> CaseResult {
     let n = sources.len();
     let what = format!(
-        "strings forwarded from {n} agent{} whose analyses held {held}",
-        if n == 1 { "" } else { "s" }
+        "strings forwarded from {} whose analyses held {held}",
+        crate::text::count(n as u64, "agents")
     );
     let unexercised = if senders.is_empty() {
         format!("no agent's analysis held {held}: add an agent with the {behaviour} behaviour and run a deliberation past /analyze")
