@@ -194,12 +194,16 @@ async fn the_api_key_never_appears_in_any_output() {
         console::render(&report, false),
         junit::to_string(&report),
         json::to_string(&report),
+        agent_tck::report::ctrf::to_string(&report),
+        agent_tck::report::html::to_string(&report),
     ];
     for out in &outputs {
         assert!(!out.contains(KEY), "the key leaked:\n{out}");
     }
     assert!(
-        outputs[2].contains("Bearer ***") && outputs[3].contains("I got Bearer ***"),
+        outputs[2].contains("Bearer ***")
+            && outputs[3].contains("I got Bearer ***")
+            && outputs[4].contains("I got Bearer ***"),
         "redacted, not dropped"
     );
 }
