@@ -42,7 +42,7 @@ macro_rules! err {
 }
 
 // The layers, from the bottom: shared helpers (`text`, `units`, `content`, `jsonpath`, `json_out`,
-// `json_skim`, `phrases`, `sanitization`, `schema`, `specs`, `error`), the engines (`transport`, `report`,
+// `json_skim`, `phrases`, `sanitization`, `schema`, `specs`, `error`), the engines (`transport`, `report`, `judge`,
 // `probe`, `mock`), the protocols that plug into them (`protocols`, one folder each, listed in its
 // registry), and on top what reads the registry: the command line (`cli`), the self-test
 // (`selftest`), the multi-target probe (`targets`) and the fuzz targets (`fuzz`). A module imports
@@ -62,6 +62,7 @@ pub mod targets;
 pub mod text;
 pub mod units;
 
+pub mod judge;
 pub mod mock;
 pub mod probe;
 pub mod report;
