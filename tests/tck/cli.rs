@@ -1204,11 +1204,9 @@ fn the_screenshot_script_resolves_paths_from_where_it_is_run() {
     let script =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/html-screenshot.sh");
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(&script)
-            .args(args)
-            .current_dir(&dir.0)
-            .output()
-            .unwrap();
+        let mut command = std::process::Command::new(&script);
+        command.args(args).current_dir(&dir.0);
+        let out = run_within(command, RUN_DEADLINE);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         text(&out.stdout)
     };
@@ -1232,11 +1230,9 @@ fn the_screenshot_script_resolves_paths_from_where_it_is_run() {
             env!("CARGO_MANIFEST_DIR")
         )
     );
-    let out = std::process::Command::new(&script)
-        .args(["--png"])
-        .current_dir(&dir.0)
-        .output()
-        .unwrap();
+    let mut command = std::process::Command::new(&script);
+    command.args(["--png"]).current_dir(&dir.0);
+    let out = run_within(command, RUN_DEADLINE);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).starts_with("html-screenshot.sh: --png needs a value"));
 }

@@ -89,11 +89,10 @@ impl Shell {
             Shell::Zsh => "zmodload zsh/zpty",
             _ => "true",
         };
-        std::process::Command::new(self.name())
-            .args(["-c", check])
-            .stdin(std::process::Stdio::null())
-            .output()
-            .is_ok_and(|out| out.status.success())
+        let name = self.name();
+        crate::support::shell_succeeds(&format!(
+            "command -v {name} >/dev/null && {name} -c '{check}' </dev/null"
+        ))
     }
 
     /// What the shell offers at the end of `line` (a trailing space: a new word), once `script`

@@ -36,12 +36,9 @@ fn a_hostile_answer_is_text_in_the_file_and_in_the_browser() {
     assert!(!page.contains(PAYLOAD));
     assert!(page.contains("exit 1: 1 case fails the run: plan.json-last"));
 
-    let chromium = ["chromium", "chromium-browser"].into_iter().find(|c| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {c}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
+    let chromium = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|c| crate::support::shell_succeeds(&format!("command -v {c}")));
     let Some(_) = chromium else {
         eprintln!("chromium is not installed: the browser half of this test did not run");
         return;

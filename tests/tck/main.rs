@@ -11,6 +11,7 @@ mod cli;
 mod completions;
 mod connector;
 mod connector_fleet;
+mod deadlines;
 mod dict_governance;
 mod engine;
 mod evidence;

@@ -569,6 +569,15 @@ pub fn run_within(command: std::process::Command, within: Duration) -> std::proc
     child.output(status)
 }
 
+/// Whether `script` succeeds under `sh -c` (within 30 s): whether a program is here, say.
+pub fn shell_succeeds(script: &str) -> bool {
+    let mut command = std::process::Command::new("sh");
+    command.args(["-c", script]);
+    run_within(command, Duration::from_secs(30))
+        .status
+        .success()
+}
+
 /// The same from async code: the wait runs on a blocking thread, not on the runtime's workers.
 pub async fn run_within_async(
     command: std::process::Command,

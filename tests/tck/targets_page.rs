@@ -46,12 +46,9 @@ fn a_page_of_targets_opens_a_target_in_the_browser_and_keeps_hostile_text_as_tex
     assert!(file.contains("exit 1: 1 of 151 targets fails the run: &lt;b&gt;hostile&lt;/b&gt;"));
     assert!(!file.contains("<img") && !file.contains("setAttribute('data-pwned','script')</"));
 
-    let chromium = ["chromium", "chromium-browser"].into_iter().find(|c| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {c}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
+    let chromium = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|c| crate::support::shell_succeeds(&format!("command -v {c}")));
     if chromium.is_none() {
         eprintln!("chromium is not installed: the browser half of this test did not run");
         return;
