@@ -32,6 +32,9 @@ pub mod session;
 pub(crate) mod stub;
 pub mod timeline;
 
+#[cfg(test)]
+mod handler_tests;
+
 use bytes::Bytes;
 
 pub use body::Body;
