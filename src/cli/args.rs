@@ -11,8 +11,8 @@ use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
 use crate::error::Error;
 use crate::probe::args::{RunArgs, SuiteArgs};
-use crate::protocols::plugin::ProtocolCommand;
-use crate::protocols::{self, ProbeJob, Protocol};
+use crate::protocols::plugin::{MockFlags, MockJob, ProtocolCommand};
+use crate::protocols::{self, Capabilities, ProbeJob, Protocol};
 use crate::report::output::OutputArgs;
 use crate::report::Exit;
 use crate::units::{parse_bytes, parse_duration, parse_host};
@@ -247,8 +247,109 @@ impl Role for LintRole {
     }
 }
 
+/// `mock NAME`: a protocol's own mock command.
+#[derive(Debug, Clone)]
+pub struct MockRole;
+
+impl Role for MockRole {
+    type Output = MockJob;
+
+    fn subcommands(protocol: &dyn Protocol) -> Vec<&'static dyn ProtocolCommand<MockJob>> {
+        protocol.capabilities().mocks.to_vec()
+    }
+}
+
 pub type ProbeCommand = RoleCommand<ProbeRole>;
 pub type LintCommand = RoleCommand<LintRole>;
+pub type MockProtocolCommand = RoleCommand<MockRole>;
+
+/// A role's subcommands beside the command's own (`mock NAME` beside `mock agent`).
+impl<R: Role> Subcommand for RoleCommand<R> {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        protocols::REGISTRY
+            .iter()
+            .flat_map(|p| R::commands(*p))
+            .fold(cmd, clap::Command::subcommand)
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        RoleCommand::<R>::augment_subcommands(cmd)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        protocols::REGISTRY
+            .iter()
+            .any(|p| R::commands(*p).iter().any(|c| c.get_name() == name))
+    }
+}
+
+/// The flags protocols add to one of the engine's mock commands (`mock agent`, `mock fleet`;
+/// `C` picks which): each protocol's, in the registry's order, kept as clap parsed them for the
+/// protocol to read back.
+#[derive(Debug, Clone)]
+pub struct ProtocolFlags<C> {
+    pub matches: ArgMatches,
+    command: std::marker::PhantomData<C>,
+}
+
+/// Which mock command's flags of a protocol's [`Capabilities`].
+pub trait FlagsOf: std::fmt::Debug + Clone + Send + Sync + 'static {
+    fn of(offers: &Capabilities) -> Option<MockFlags>;
+}
+
+/// `mock agent`'s.
+#[derive(Debug, Clone)]
+pub struct AgentFlags;
+
+impl FlagsOf for AgentFlags {
+    fn of(offers: &Capabilities) -> Option<MockFlags> {
+        offers.mock_agent_flags
+    }
+}
+
+/// `mock fleet`'s.
+#[derive(Debug, Clone)]
+pub struct FleetFlagsOf;
+
+impl FlagsOf for FleetFlagsOf {
+    fn of(offers: &Capabilities) -> Option<MockFlags> {
+        offers.mock_fleet_flags
+    }
+}
+
+impl<C: FlagsOf> Args for ProtocolFlags<C> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        protocols::REGISTRY
+            .iter()
+            .filter_map(|p| C::of(&p.capabilities()))
+            .fold(cmd, |cmd, flags| (flags.augment)(cmd))
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        ProtocolFlags::<C>::augment_args(cmd)
+    }
+}
+
+impl<C: FlagsOf> FromArgMatches for ProtocolFlags<C> {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        Ok(ProtocolFlags {
+            matches: matches.clone(),
+            command: std::marker::PhantomData,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = ProtocolFlags::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl<C: FlagsOf> ProtocolFlags<C> {
+    /// Refuses a flag another protocol than `protocol` added (see [`MockFlags::refuse_foreign`]).
+    pub fn refuse_foreign(&self, protocol: &dyn Protocol) -> Result<(), Error> {
+        MockFlags::refuse_foreign(protocol, &self.matches, C::of)
+    }
+}
 
 impl<R: Role> FromArgMatches for RoleCommand<R> {
     fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
@@ -297,6 +398,14 @@ pub(super) fn protocol_names() -> PossibleValuesParser {
 /// `mock agents --protocol NAME`: a protocol that writes sets of mock agents.
 fn agent_set_protocols() -> PossibleValuesParser {
     PossibleValuesParser::new(protocols::agent_set_protocols())
+}
+
+/// `mock agents --protocol`'s default: the first protocol that writes sets of mock agents.
+fn first_agent_set_protocol() -> &'static str {
+    protocols::agent_set_protocols()
+        .first()
+        .copied()
+        .unwrap_or_default()
 }
 
 /// `suites list --protocol`: the registered names, and `common`.
@@ -363,9 +472,10 @@ pub enum MockCommand {
     /// Print the behaviour catalogue: each name, what it does, the platform rule it exercises.
     #[command(visible_alias = "behaviours")]
     Behaviors,
-    /// Play the Librarian (decisions and faults from a script) and judge the agent client that
-    /// calls it: schema, token, rate, back-off after 429, polling, retries, reports.
-    Librarian(crate::protocols::librarian::commands::MockLibrarianArgs),
+    /// A protocol's own mock (`mock NAME`), declared in its [`Capabilities`](
+    /// crate::protocols::Capabilities).
+    #[command(flatten)]
+    Protocol(MockProtocolCommand),
     /// The child a stdio mock with `forks-and-exits` leaves behind, run by the mock itself: not
     /// in [`Cli::command`] (whose tree the help, completions and man pages are made from: the
     /// completion scripts list even a hidden subcommand), only in [`Cli::command_line`], hidden.
@@ -507,11 +617,9 @@ pub struct MockFleetArgs {
     /// Seed of every random choice (overrides the file's `seed`; default: from the clock).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// A Librarian fleet: the server's agent registry (its config/agents.yaml in the Librarian
-    /// protocol spec, specs/librarian-agent-communication-protocol.md), so that each
-    /// client asks only what its agent may, and a refusal for authorization is judged.
-    #[arg(long, value_name = "FILE")]
-    pub registry: Option<PathBuf>,
+    // The protocols' own (`--registry` of a Librarian fleet).
+    #[command(flatten)]
+    pub protocol_flags: ProtocolFlags<FleetFlagsOf>,
     /// Keep serving after the triggers are done, until interrupted.
     #[arg(long)]
     pub serve: bool,
@@ -568,7 +676,7 @@ impl MockFleetArgs {
 pub struct MockAgentArgs {
     /// The protocol the agent speaks (librarian, connector: their reference peer, the Librarian
     /// or the external agent, for `probe librarian|connector` to be tried on).
-    #[arg(long, default_value = "roundtable", value_parser = protocol_names())]
+    #[arg(long, default_value = protocols::names()[0], value_parser = protocol_names())]
     pub protocol: String,
     /// Address to bind, an IP address or a host name (loopback unless told otherwise).
     #[arg(long, default_value = "127.0.0.1", value_parser = parse_host)]
@@ -623,28 +731,9 @@ pub struct MockAgentArgs {
     /// built-in scenarios): the tools each expects, then the ending it accepts.
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub scenario: Vec<PathBuf>,
-    /// agent-standard: the mode of this run (default: read {"execution_mode", "task",
-    /// "approved"} as JSON on stdin).
-    #[arg(long, value_parser = ["plan", "execute"], help_heading = "Command agents (agent-standard)")]
-    pub mode: Option<String>,
-    /// agent-standard: the task of this run.
-    #[arg(
-        long,
-        value_name = "TEXT",
-        help_heading = "Command agents (agent-standard)"
-    )]
-    pub task: Option<String>,
-    /// agent-standard: an agent its execute results name next: NAME, NAME:parallel (can run
-    /// beside this one) or NAME:data=WHAT (a pipeline's handoff). Repeatable.
-    #[arg(
-        long,
-        value_name = "AGENT",
-        help_heading = "Command agents (agent-standard)"
-    )]
-    pub next: Vec<String>,
-    /// agent-standard: the orchestrator approved the plan (as `"approved": true` on stdin).
-    #[arg(long, help_heading = "Command agents (agent-standard)")]
-    pub approved: bool,
+    // The protocols' own (those of a command agent: `--mode`, `--task`, …).
+    #[command(flatten)]
+    pub protocol_flags: ProtocolFlags<AgentFlags>,
     #[command(flatten)]
     pub run: MockRunArgs,
 }
@@ -652,7 +741,7 @@ pub struct MockAgentArgs {
 #[derive(Debug, Clone, Args)]
 pub struct MockAgentsArgs {
     /// The protocol of the agents (one whose mock agents come in sets).
-    #[arg(long, default_value = "agent-standard", value_parser = agent_set_protocols())]
+    #[arg(long, default_value = first_agent_set_protocol(), value_parser = agent_set_protocols())]
     pub protocol: String,
     /// Where to write them (a new or empty directory).
     #[arg(long, value_name = "OUT")]

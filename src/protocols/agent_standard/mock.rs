@@ -16,7 +16,65 @@ use super::behaviors::BEHAVIORS;
 use super::journal::{self, Event, Line, Next};
 use crate::error::Error;
 use crate::mock::behavior::Misbehavior;
-use crate::protocols::plugin::CommandAgent;
+use crate::protocols::plugin::{CommandAgent, MockFlags};
+
+// `mock agent --protocol agent-standard`'s own flags, added to `mock agent` (a plain comment: a
+// doc comment would become the description of the command they are added to).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct AgentFlags {
+    /// agent-standard: the mode of this run (default: read {"execution_mode", "task",
+    /// "approved"} as JSON on stdin).
+    #[arg(long, value_parser = ["plan", "execute"], help_heading = "Command agents (agent-standard)")]
+    pub mode: Option<String>,
+    /// agent-standard: the task of this run.
+    #[arg(
+        long,
+        value_name = "TEXT",
+        help_heading = "Command agents (agent-standard)"
+    )]
+    pub task: Option<String>,
+    /// agent-standard: an agent its execute results name next: NAME, NAME:parallel (can run
+    /// beside this one) or NAME:data=WHAT (a pipeline's handoff). Repeatable.
+    #[arg(
+        long,
+        value_name = "AGENT",
+        help_heading = "Command agents (agent-standard)"
+    )]
+    pub next: Vec<String>,
+    /// agent-standard: the orchestrator approved the plan (as `"approved": true` on stdin).
+    #[arg(long, help_heading = "Command agents (agent-standard)")]
+    pub approved: bool,
+}
+
+/// [`AgentFlags`] as `mock agent` takes them.
+pub const MOCK_AGENT_FLAGS: MockFlags = MockFlags {
+    augment: <AgentFlags as clap::Args>::augment_args,
+    whom: "agents run as a command (--protocol agent-standard)",
+};
+
+/// One run as asked: what the engine's flags say, and the agent standard's own.
+struct Run<'a> {
+    name: &'a str,
+    behavior: &'a str,
+    seed: u64,
+    journal: Option<&'a std::path::Path>,
+    flags: AgentFlags,
+}
+
+impl<'a> Run<'a> {
+    fn of(at: CommandAgent<'a>) -> Result<Run<'a>, Error> {
+        use clap::FromArgMatches;
+        let flags =
+            AgentFlags::from_arg_matches(at.flags).map_err(|e| Error::usage(e.to_string()))?;
+        Ok(Run {
+            name: at.name,
+            behavior: at.behavior,
+            seed: at.seed,
+            journal: at.journal,
+            flags,
+        })
+    }
+}
 
 /// Why a behaviour list is refused (a usage error: `--behavior`, or a matrix row).
 #[derive(Debug, thiserror::Error)]
@@ -136,12 +194,12 @@ struct Asked {
 /// Most bytes of stdin read for the JSON input.
 const MAX_INPUT: u64 = 1 << 20;
 
-fn asked(at: &CommandAgent<'_>) -> Result<Asked, String> {
-    if let Some(mode) = at.mode {
+fn asked(at: &Run<'_>) -> Result<Asked, String> {
+    if let Some(mode) = at.flags.mode.as_deref() {
         return Ok(Asked {
             mode: mode.to_string(),
-            task: at.task.unwrap_or("").to_string(),
-            approved: at.approved,
+            task: at.flags.task.clone().unwrap_or_default(),
+            approved: at.flags.approved,
         });
     }
     let mut text = String::new();
@@ -168,22 +226,24 @@ fn asked(at: &CommandAgent<'_>) -> Result<Asked, String> {
     Ok(Asked {
         mode: mode.to_string(),
         task: at
+            .flags
             .task
-            .map(str::to_string)
+            .clone()
             .or_else(|| input["task"].as_str().map(str::to_string))
             .unwrap_or_default(),
-        approved: at.approved || input["approved"] == true,
+        approved: at.flags.approved || input["approved"] == true,
     })
 }
 
 /// Runs the agent once: the exit status (2 for input it cannot take).
 pub fn run(at: CommandAgent<'_>) -> Result<u8, Error> {
-    Ok(answer(at)?)
+    Ok(answer(Run::of(at)?)?)
 }
 
-fn answer(at: CommandAgent<'_>) -> Result<u8, AgentError> {
+fn answer(at: Run<'_>) -> Result<u8, AgentError> {
     let behaviors = Behaviors::parse(at.behavior).map_err(AgentError::Behavior)?;
     let nexts = at
+        .flags
         .next
         .iter()
         .map(|n| parse_next(n))
@@ -305,7 +365,7 @@ const FINDINGS: &[(&str, &str, &str, &str, &str)] = &[
 
 /// The JSON result of this run.
 fn result(
-    at: &CommandAgent<'_>,
+    at: &Run<'_>,
     asked: &Asked,
     b: &Behaviors,
     nexts: &[(String, bool, Option<String>)],
@@ -467,7 +527,7 @@ fn mix(seed: u64, words: &[&str]) -> u64 {
 /// Writes the response: the prose, the result as the behaviours want it.
 fn print(
     out: &mut impl Write,
-    at: &CommandAgent<'_>,
+    at: &Run<'_>,
     asked: &Asked,
     b: &Behaviors,
     result: &Value,
