@@ -26,7 +26,7 @@ use rand_chacha::ChaCha8Rng;
 pub use super::args::BehaviorError;
 use super::args::{unknown_variant, Args};
 use super::encoding::Malformed;
-use super::protocol::{AgentProtocol, ContentBehavior, Endpoint, Mutation};
+use super::protocol::{AgentProtocol, Endpoint, Mutation};
 
 /// A delay distribution. Samples are never negative.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -314,47 +314,84 @@ impl Item {
     }
 }
 
-/// A misbehaviour a protocol's own mock plays (the Librarian's and the connector's reference
-/// peers and client fleets, the agent standard's command agent), rather than the engine's: an
-/// entry of the catalogue `mock behaviors` prints, and what matrix rows, `--behavior` and a
-/// fleet file's behaviours are checked against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Misbehavior {
-    /// As written in a matrix row, after `--behavior` or in a fleet file; `NAME[:ARG]` when it
-    /// takes an argument.
+/// A behaviour a mock can play, of any table: the engine's ([`ENGINE`]), a protocol's agents'
+/// (its [`AgentProtocol::behaviors`]: content behaviours, a transport's quirks), a protocol's own
+/// mock's (a reference peer's flaws, a command agent's) and its client fleets'. `mock behaviors`
+/// lists each; `--behavior`, a fleet file's `behaviors:` and a matrix row name them.
+#[derive(Debug, Clone, Copy)]
+pub struct Behavior {
+    /// As written; `NAME[:ARG]` in a protocol's own mock's table when it takes an argument.
     pub name: &'static str,
     /// What it does, in one line.
     pub what: &'static str,
-    /// Where it is played: the matrix transports (`http`, `exec`, …), or `fleet` for a client
-    /// fleet's behaviour.
-    pub transports: &'static [&'static str],
+    /// The rule it exercises (`exercises:` in the listing); empty when a matrix row says which
+    /// cases it breaks, or `expects` what the peer must answer.
+    pub rule: &'static str,
     /// What the peer must answer it, when the behaviour itself says so (a client fleet's: the
-    /// fleet judges each answer by it); empty when the matrix row says which cases it breaks.
+    /// fleet judges each answer by it); empty otherwise.
     pub expects: &'static str,
+    /// Who plays it, and how its arguments are read.
+    pub plays: Plays,
 }
 
-impl Misbehavior {
-    /// Where a client fleet's behaviour is played: by the fleet's own clients, not a matrix row.
-    pub const FLEET: &'static [&'static str] = &["fleet"];
+/// Who plays a [`Behavior`], and how.
+#[derive(Debug, Clone, Copy)]
+pub enum Plays {
+    /// The mock engine, below the protocol's answers (timing, encoding, status, the wire, a
+    /// transport's quirks): its arguments read into what it does.
+    Engine(fn(&mut Args<'_>) -> Result<Kind, BehaviorError>),
+    /// The mock engine: whether a request misbehaves (`flaky`, `fail-first`).
+    Modifier(fn(&mut Args<'_>) -> Result<Modifier, BehaviorError>),
+    /// The mock engine, on the protocol's own answers: the mutation its arguments make.
+    Content(fn(&mut Args<'_>) -> Result<Box<dyn Mutation>, BehaviorError>),
+    /// A protocol's own mock (a reference peer, a command agent), over these transports of its
+    /// matrix (`http`, `exec`, …).
+    Own(&'static [&'static str]),
+    /// The clients of a protocol's fleet.
+    FleetClient,
+}
 
+impl Behavior {
     /// A client fleet's behaviour: `what` each client of it does, and what the peer must answer
     /// it (empty when the fleet's cases say so).
     pub const fn fleet_client(
         name: &'static str,
         what: &'static str,
         expects: &'static str,
-    ) -> Misbehavior {
-        Misbehavior {
+    ) -> Behavior {
+        Behavior {
             name,
             what,
-            transports: Misbehavior::FLEET,
+            rule: "",
             expects,
+            plays: Plays::FleetClient,
+        }
+    }
+
+    /// A behaviour the engine plays, with its rule.
+    const fn engine(
+        name: &'static str,
+        what: &'static str,
+        rule: &'static str,
+        parse: fn(&mut Args<'_>) -> Result<Kind, BehaviorError>,
+    ) -> Behavior {
+        Behavior {
+            name,
+            what,
+            rule,
+            expects: "",
+            plays: Plays::Engine(parse),
         }
     }
 
     /// The name without its argument's placeholder: `slow` of `slow[:DUR]`.
     pub fn bare_name(&self) -> &'static str {
         self.name.split('[').next().unwrap_or(self.name)
+    }
+
+    /// Whether the engine plays it for agents of any protocol (not a protocol's content).
+    pub fn by_engine(&self) -> bool {
+        matches!(self.plays, Plays::Engine(_) | Plays::Modifier(_))
     }
 }
 
@@ -365,12 +402,13 @@ impl Misbehavior {
 macro_rules! switches {
     ($ty:ty, transports: $transports:expr, [$($name:literal => $field:ident: $what:literal,)*]) => {
         /// Each misbehaviour, as `mock behaviors` lists it.
-        pub const BEHAVIORS: &[$crate::mock::behavior::Misbehavior] = &[$(
-            $crate::mock::behavior::Misbehavior {
+        pub const BEHAVIORS: &[$crate::mock::behavior::Behavior] = &[$(
+            $crate::mock::behavior::Behavior {
                 name: $name,
                 what: $what,
-                transports: $transports,
+                rule: "",
                 expects: "",
+                plays: $crate::mock::behavior::Plays::Own($transports),
             },
         )*];
 
@@ -400,33 +438,6 @@ macro_rules! switches {
     };
 }
 pub(crate) use switches;
-
-/// The engine's behaviours, each with a one-line description and the platform rule it
-/// exercises; with the protocols' content behaviours, `mock behaviors` and the README's table
-/// print them.
-pub const CATALOGUE: &[(&str, &str, &str)] = &[
-    ("conforming", "the reference agent: valid answers", "200 with valid JSON: used in deliberation"),
-    ("slow", "delays the first byte (ttfb=DIST) and the body (body=DIST); DIST: 2s, uniform(1s,3s), normal(2s,500ms), lognormal(2s,0.5)", "Timeouts (120 s, configurable)"),
-    ("hang", "reads the request, never answers", "Timeouts: marked unhealthy, excluded"),
-    ("blackhole", "accepts the connection, never reads (on its own port; under a shared port: after the request head)", "Timeouts"),
-    ("http-error", "answers a status (default 500; 429 and 503 with Retry-After) with a JSON error body", "Error Handling: 4xx/5xx excluded"),
-    ("malformed-json", "variants: truncated, trailing-garbage, single-quotes, nan, empty, html (status 200), array, duplicate-keys; nan (a bare NaN where a number goes) finds a platform whose JSON parser takes NaN and whose own HTTP client then cannot serialise it: the later phases vanish for every agent, not only this one (a failure naming them, not skips)", "Error Handling: 200 with invalid JSON excluded"),
-    ("oversized-body", "a body of size=BYTES (default 6MB) or endless", "Response Size Limits: 5 MB"),
-    ("invalid-utf8", "bytes that are not UTF-8 inside a string", "Error Handling: invalid JSON"),
-    ("reset", "RST (SO_LINGER 0) before-headers, after-headers, or mid-body=N", "Error Handling: never crash on one agent"),
-    ("close-mid-body", "closes (FIN) after at=N body bytes (default half)", "Error Handling"),
-    ("garbage-then-close", "non-HTTP bytes, then close", "Error Handling"),
-    ("dribble", "the whole answer at N bytes per second (default 10)", "Timeouts: a total deadline, not per byte"),
-    ("content-length-mismatch", "Content-Length says more (default) or less than the body", "Error Handling"),
-    ("wrong-content-type", "a valid JSON body labelled text/plain (or the given type)", "clients that check Content-Type"),
-    ("stdio-banner", "execute_task over stdio: a non-JSON line on stdout before the first answer", "Local Subprocess Protocol: single-line JSON on stdout"),
-    ("stdio-pretty", "execute_task over stdio: pretty-printed, multi-line JSON", "Local Subprocess Protocol: single-line JSON on stdout"),
-    ("exits-early", "execute_task over stdio: exits (status 3) after reading a request, without answering", "Local Subprocess Protocol"),
-    ("stderr-flood", "execute_task over stdio: bytes=N (default 50MB) to stderr before each answer", "Local Subprocess Protocol: stderr is captured as an engine log"),
-    ("forks-and-exits", "execute_task over stdio: a child that holds stdout open and sleeps; the agent answers and exits", "the harness kills the agent's process group"),
-    ("flaky", "modifier: misbehave with probability P (default 0.5), else conform", "intermittent failures"),
-    ("fail-first", "modifier: misbehave on the first N requests per endpoint (default 1), then conform", "retries and recovery"),
-];
 
 /// Splits `text` at commas outside parentheses.
 fn split_items(text: &str) -> Vec<&str> {
@@ -469,6 +480,110 @@ pub fn parse_list(text: &str, at: For<'_>) -> Result<Vec<Item>, BehaviorError> {
     Ok(items)
 }
 
+/// The engine's behaviours, for agents of any protocol, each with a one-line description and
+/// the platform rule it exercises: the HTTP ones, then the modifiers. (A transport's quirks, and
+/// the content behaviours, are in the table of the protocol whose agents have them.)
+pub const ENGINE: &[Behavior] = &[
+    Behavior::engine(
+        "conforming",
+        "the reference agent: valid answers",
+        "200 with valid JSON: used in deliberation",
+        |_| Ok(Kind::Conforming),
+    ),
+    Behavior::engine(
+        "slow",
+        "delays the first byte (ttfb=DIST) and the body (body=DIST); DIST: 2s, uniform(1s,3s), normal(2s,500ms), lognormal(2s,0.5)",
+        "Timeouts (120 s, configurable)",
+        slow,
+    ),
+    Behavior::engine(
+        "hang",
+        "reads the request, never answers",
+        "Timeouts: marked unhealthy, excluded",
+        |_| Ok(Kind::Hang),
+    ),
+    Behavior::engine(
+        "blackhole",
+        "accepts the connection, never reads (on its own port; under a shared port: after the request head)",
+        "Timeouts",
+        |_| Ok(Kind::Blackhole),
+    ),
+    Behavior::engine(
+        "http-error",
+        "answers a status (default 500; 429 and 503 with Retry-After) with a JSON error body",
+        "Error Handling: 4xx/5xx excluded",
+        http_error,
+    ),
+    Behavior::engine(
+        "malformed-json",
+        "variants: truncated, trailing-garbage, single-quotes, nan, empty, html (status 200), array, duplicate-keys; nan (a bare NaN where a number goes) finds a platform whose JSON parser takes NaN and whose own HTTP client then cannot serialise it: the later phases vanish for every agent, not only this one (a failure naming them, not skips)",
+        "Error Handling: 200 with invalid JSON excluded",
+        malformed_json,
+    ),
+    Behavior::engine(
+        "oversized-body",
+        "a body of size=BYTES (default 6MB) or endless",
+        "Response Size Limits: 5 MB",
+        oversized_body,
+    ),
+    Behavior::engine(
+        "invalid-utf8",
+        "bytes that are not UTF-8 inside a string",
+        "Error Handling: invalid JSON",
+        |_| Ok(Kind::InvalidUtf8),
+    ),
+    Behavior::engine(
+        "reset",
+        "RST (SO_LINGER 0) before-headers, after-headers, or mid-body=N",
+        "Error Handling: never crash on one agent",
+        |a| Ok(Kind::Reset(reset_point(a)?)),
+    ),
+    Behavior::engine(
+        "close-mid-body",
+        "closes (FIN) after at=N body bytes (default half)",
+        "Error Handling",
+        close_mid_body,
+    ),
+    Behavior::engine(
+        "garbage-then-close",
+        "non-HTTP bytes, then close",
+        "Error Handling",
+        |_| Ok(Kind::GarbageThenClose),
+    ),
+    Behavior::engine(
+        "dribble",
+        "the whole answer at N bytes per second (default 10)",
+        "Timeouts: a total deadline, not per byte",
+        dribble,
+    ),
+    Behavior::engine(
+        "content-length-mismatch",
+        "Content-Length says more (default) or less than the body",
+        "Error Handling",
+        content_length_mismatch,
+    ),
+    Behavior::engine(
+        "wrong-content-type",
+        "a valid JSON body labelled text/plain (or the given type)",
+        "clients that check Content-Type",
+        |a| Ok(Kind::WrongContentType(a.get("type", true).unwrap_or("text/plain").to_string())),
+    ),
+    Behavior {
+        name: "flaky",
+        what: "modifier: misbehave with probability P (default 0.5), else conform",
+        rule: "intermittent failures",
+        expects: "",
+        plays: Plays::Modifier(flaky),
+    },
+    Behavior {
+        name: "fail-first",
+        what: "modifier: misbehave on the first N requests per endpoint (default 1), then conform",
+        rule: "retries and recovery",
+        expects: "",
+        plays: Plays::Modifier(|a| Ok(Modifier::FailFirst(a.number("n", true, 1)?))),
+    },
+];
+
 /// Parses one item, e.g. `malformed-json:truncated@vote`.
 pub fn parse_item(text: &str, at: For<'_>) -> Result<Item, BehaviorError> {
     let (body, endpoints) = match text.rsplit_once('@') {
@@ -480,9 +595,16 @@ pub fn parse_item(text: &str, at: For<'_>) -> Result<Item, BehaviorError> {
         None => (body, None),
     };
     let mut a = Args::parse(text, args)?;
-    let what = match at.protocol.behavior(name) {
-        Some(content) => content_item(content, &mut a)?,
-        None => what(name, &mut a, at)?,
+    let behavior = find(name, at, a.item())?;
+    let what = match behavior.plays {
+        Plays::Engine(parse) => What::Behavior(parse(&mut a)?),
+        Plays::Modifier(parse) => What::Modifier(parse(&mut a)?),
+        Plays::Content(parse) => What::Behavior(Kind::Content(Content {
+            name: behavior.name,
+            mutation: parse(&mut a)?.into(),
+        })),
+        // Not of the tables `find` reads: a protocol's own mock parses its own.
+        Plays::Own(_) | Plays::FleetClient => return Err(unknown(name, at)),
     };
     a.finish()?;
     Ok(Item {
@@ -490,6 +612,76 @@ pub fn parse_item(text: &str, at: For<'_>) -> Result<Item, BehaviorError> {
         endpoints,
         source: text.trim().to_string(),
     })
+}
+
+/// The behaviour `name` for agents of `at.protocol`: its own (content behaviours, its
+/// transport's quirks), else the engine's. A transport's quirk in another protocol's table is
+/// the engine's too (any agent served over that transport plays it: [`check_fit`] says whether
+/// this one is). A content behaviour of another protocol, or none, is an error.
+fn find(name: &str, at: For<'_>, item: &str) -> Result<&'static Behavior, BehaviorError> {
+    if let Some(b) = at.protocol.behavior(name) {
+        return Ok(b);
+    }
+    if let Some(b) = ENGINE.iter().find(|b| b.name == name) {
+        return Ok(b);
+    }
+    let mut of_others = at.others.iter().flat_map(|p| p.behaviors());
+    if let Some(b) = of_others.find(|b| b.name == name && b.by_engine()) {
+        return Ok(b);
+    }
+    if let Some(owner) = at.others.iter().find(|p| p.behavior(name).is_some()) {
+        return Err(BehaviorError::item(
+            item,
+            format!(
+                "a behaviour of the {} protocol (its mutations know {}), not of {} (add --protocol {})",
+                owner.name(),
+                endpoint_list(*owner),
+                at.protocol.name(),
+                owner.name()
+            ),
+        ));
+    }
+    Err(unknown(name, at))
+}
+
+/// No behaviour `name` for agents of `at.protocol`: the error lists the ones there are (the
+/// engine's, the transports' quirks, the modifiers, then the protocol's content behaviours).
+fn unknown(name: &str, at: For<'_>) -> BehaviorError {
+    let mut known: Vec<&str> = ENGINE
+        .iter()
+        .filter(|b| matches!(b.plays, Plays::Engine(_)))
+        .map(|b| b.name)
+        .collect();
+    let quirks = std::iter::once(at.protocol)
+        .chain(at.others.iter().copied())
+        .flat_map(|p| p.behaviors())
+        .filter(|b| b.by_engine());
+    for b in quirks {
+        if !known.contains(&b.name) {
+            known.push(b.name);
+        }
+    }
+    known.extend(
+        ENGINE
+            .iter()
+            .filter(|b| matches!(b.plays, Plays::Modifier(_)))
+            .map(|b| b.name),
+    );
+    known.extend(
+        at.protocol
+            .behaviors()
+            .iter()
+            .filter(|b| !b.by_engine())
+            .map(|b| b.name),
+    );
+    let hint = crate::text::nearest(name, known.iter().copied())
+        .map(|n| format!("did you mean {n:?}? "))
+        .unwrap_or_default();
+    BehaviorError::Unknown {
+        name: name.to_string(),
+        hint,
+        known: known.join(", "),
+    }
 }
 
 fn parse_endpoints(
@@ -521,154 +713,108 @@ fn parse_endpoints(
         .collect()
 }
 
-fn content_item(
-    content: &'static ContentBehavior,
-    a: &mut Args<'_>,
-) -> Result<What, BehaviorError> {
-    let mutation = (content.parse)(a)?;
-    Ok(What::Behavior(Kind::Content(Content {
-        name: content.name,
-        mutation: mutation.into(),
-    })))
+fn slow(a: &mut Args<'_>) -> Result<Kind, BehaviorError> {
+    let ttfb = a.get("ttfb", true).map(Dist::parse).transpose()?;
+    let body = a.get("body", false).map(Dist::parse).transpose()?;
+    Ok(Kind::Slow {
+        ttfb: ttfb.unwrap_or(Dist::Fixed(Duration::from_secs(5))),
+        body: body.unwrap_or(Dist::Fixed(Duration::ZERO)),
+    })
 }
 
-fn what(name: &str, a: &mut Args<'_>, at: For<'_>) -> Result<What, BehaviorError> {
+fn http_error(a: &mut Args<'_>) -> Result<Kind, BehaviorError> {
     let item = a.item();
-    let b = |k| What::Behavior(k);
-    Ok(match name {
-        "conforming" => b(Kind::Conforming),
-        "slow" => {
-            let ttfb = a.get("ttfb", true).map(Dist::parse).transpose()?;
-            let body = a.get("body", false).map(Dist::parse).transpose()?;
-            b(Kind::Slow {
-                ttfb: ttfb.unwrap_or(Dist::Fixed(Duration::from_secs(5))),
-                body: body.unwrap_or(Dist::Fixed(Duration::ZERO)),
-            })
-        }
-        "hang" => b(Kind::Hang),
-        "blackhole" => b(Kind::Blackhole),
-        "http-error" => {
-            let status: u16 = a.number("status", true, 500)?;
-            if !(400..=599).contains(&status) {
-                return Err(BehaviorError::item(
-                    item,
-                    format!("status {status} is not a 4xx or 5xx"),
-                ));
-            }
-            let default_retry = matches!(status, 429 | 503).then_some(30);
-            let retry_after = match a.get("retry_after", false) {
-                None => default_retry,
-                Some("none") => None,
-                Some(v) => Some(v.parse().map_err(|_| {
-                    BehaviorError::item(item, format!("retry_after={v:?} is not seconds"))
-                })?),
-            };
-            b(Kind::HttpError {
-                status,
-                retry_after,
-            })
-        }
-        "malformed-json" => {
-            let v = a.get("variant", true).unwrap_or("truncated");
-            b(Kind::MalformedJson(Malformed::parse(v).ok_or_else(
-                || unknown_variant(item, v, Malformed::ALL.iter().map(|m| m.name())),
-            )?))
-        }
-        "oversized-body" => match a.get("size", true) {
-            Some("endless") => b(Kind::OversizedBody {
-                bytes: 0,
-                endless: true,
-            }),
-            size => b(Kind::OversizedBody {
-                bytes: match size {
-                    None => 6_000_000,
-                    Some(s) => crate::units::parse_bytes(s)
-                        .map_err(|e| BehaviorError::item(item, format!("size={s:?}: {e}")))?,
-                },
-                endless: false,
-            }),
-        },
-        "invalid-utf8" => b(Kind::InvalidUtf8),
-        "reset" => b(Kind::Reset(reset_point(a)?)),
-        "close-mid-body" => b(Kind::CloseMidBody(
-            a.get("at", true)
-                .map(|v| {
-                    v.parse().map_err(|_| {
-                        BehaviorError::item(item, format!("at={v:?} is not a byte count"))
-                    })
-                })
-                .transpose()?,
-        )),
-        "garbage-then-close" => b(Kind::GarbageThenClose),
-        "dribble" => {
-            let rate: u32 = a.number("rate", true, 10)?;
-            if rate == 0 {
-                return Err(BehaviorError::item(
-                    item,
-                    "the rate must be at least 1 byte/s",
-                ));
-            }
-            b(Kind::Dribble {
-                bytes_per_sec: rate,
-            })
-        }
-        "content-length-mismatch" => b(Kind::ContentLengthMismatch(
-            match a.get("declared", true).unwrap_or("more") {
-                "more" => LengthLie::More,
-                "less" => LengthLie::Less,
-                v => return Err(unknown_variant(item, v, ["more", "less"].into_iter())),
-            },
-        )),
-        "wrong-content-type" => b(Kind::WrongContentType(
-            a.get("type", true).unwrap_or("text/plain").to_string(),
-        )),
-        "stdio-banner" => b(Kind::StdioBanner),
-        "stdio-pretty" => b(Kind::StdioPretty),
-        "exits-early" => b(Kind::ExitsEarly),
-        "stderr-flood" => b(Kind::StderrFlood {
-            bytes: match a.get("bytes", true) {
-                None => 50_000_000,
-                Some(v) => crate::units::parse_bytes(v)
-                    .map_err(|e| BehaviorError::item(item, format!("bytes={v:?}: {e}")))?,
-            },
-        }),
-        "forks-and-exits" => b(Kind::ForksAndExits),
-        "flaky" => {
-            let p: f64 = a.number("p", true, 0.5)?;
-            if !(0.0..=1.0).contains(&p) {
-                return Err(BehaviorError::item(
-                    item,
-                    format!("p={p} is not a probability (0..1)"),
-                ));
-            }
-            What::Modifier(Modifier::Flaky(p))
-        }
-        "fail-first" => What::Modifier(Modifier::FailFirst(a.number("n", true, 1)?)),
-        other => {
-            if let Some(owner) = at.others.iter().find(|p| p.behavior(other).is_some()) {
-                return Err(BehaviorError::item(
-                    item,
-                    format!(
-                        "a behaviour of the {} protocol (its mutations know {}), not of {} (add --protocol {})",
-                        owner.name(),
-                        endpoint_list(*owner),
-                        at.protocol.name(),
-                        owner.name()
-                    ),
-                ));
-            }
-            let mut known: Vec<&str> = CATALOGUE.iter().map(|(n, _, _)| *n).collect();
-            known.extend(at.protocol.behaviors().iter().map(|b| b.name));
-            let hint = crate::text::nearest(other, known.iter().copied())
-                .map(|n| format!("did you mean {n:?}? "))
-                .unwrap_or_default();
-            return Err(BehaviorError::Unknown {
-                name: other.to_string(),
-                hint,
-                known: known.join(", "),
-            });
-        }
+    let status: u16 = a.number("status", true, 500)?;
+    if !(400..=599).contains(&status) {
+        return Err(BehaviorError::item(
+            item,
+            format!("status {status} is not a 4xx or 5xx"),
+        ));
+    }
+    let default_retry = matches!(status, 429 | 503).then_some(30);
+    let retry_after =
+        match a.get("retry_after", false) {
+            None => default_retry,
+            Some("none") => None,
+            Some(v) => Some(v.parse().map_err(|_| {
+                BehaviorError::item(item, format!("retry_after={v:?} is not seconds"))
+            })?),
+        };
+    Ok(Kind::HttpError {
+        status,
+        retry_after,
     })
+}
+
+fn malformed_json(a: &mut Args<'_>) -> Result<Kind, BehaviorError> {
+    let v = a.get("variant", true).unwrap_or("truncated");
+    Ok(Kind::MalformedJson(Malformed::parse(v).ok_or_else(
+        || unknown_variant(a.item(), v, Malformed::ALL.iter().map(|m| m.name())),
+    )?))
+}
+
+fn oversized_body(a: &mut Args<'_>) -> Result<Kind, BehaviorError> {
+    let item = a.item();
+    Ok(match a.get("size", true) {
+        Some("endless") => Kind::OversizedBody {
+            bytes: 0,
+            endless: true,
+        },
+        size => Kind::OversizedBody {
+            bytes: match size {
+                None => 6_000_000,
+                Some(s) => crate::units::parse_bytes(s)
+                    .map_err(|e| BehaviorError::item(item, format!("size={s:?}: {e}")))?,
+            },
+            endless: false,
+        },
+    })
+}
+
+fn close_mid_body(a: &mut Args<'_>) -> Result<Kind, BehaviorError> {
+    let item = a.item();
+    Ok(Kind::CloseMidBody(
+        a.get("at", true)
+            .map(|v| {
+                v.parse()
+                    .map_err(|_| BehaviorError::item(item, format!("at={v:?} is not a byte count")))
+            })
+            .transpose()?,
+    ))
+}
+
+fn dribble(a: &mut Args<'_>) -> Result<Kind, BehaviorError> {
+    let rate: u32 = a.number("rate", true, 10)?;
+    if rate == 0 {
+        return Err(BehaviorError::item(
+            a.item(),
+            "the rate must be at least 1 byte/s",
+        ));
+    }
+    Ok(Kind::Dribble {
+        bytes_per_sec: rate,
+    })
+}
+
+fn content_length_mismatch(a: &mut Args<'_>) -> Result<Kind, BehaviorError> {
+    Ok(Kind::ContentLengthMismatch(
+        match a.get("declared", true).unwrap_or("more") {
+            "more" => LengthLie::More,
+            "less" => LengthLie::Less,
+            v => return Err(unknown_variant(a.item(), v, ["more", "less"].into_iter())),
+        },
+    ))
+}
+
+fn flaky(a: &mut Args<'_>) -> Result<Modifier, BehaviorError> {
+    let p: f64 = a.number("p", true, 0.5)?;
+    if !(0.0..=1.0).contains(&p) {
+        return Err(BehaviorError::item(
+            a.item(),
+            format!("p={p} is not a probability (0..1)"),
+        ));
+    }
+    Ok(Modifier::Flaky(p))
 }
 
 /// `/analyze, /challenge, /vote`: the endpoints a protocol's behaviours apply to by default.

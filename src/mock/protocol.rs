@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::args::{Args, BehaviorError};
 use super::decision::{Decision, Placed};
 use super::http1::Delivered;
 use super::journal::AuthSeen;
@@ -57,18 +56,9 @@ impl Endpoint {
     }
 }
 
-/// A content behaviour: a misbehaviour of the protocol's own answers (a wrong field, an extra
-/// item, an endless tool loop). The engine's behaviours (slow, hang, malformed-json, reset, …)
-/// apply to any protocol; these only to the protocol that defines them.
-pub struct ContentBehavior {
-    pub name: &'static str,
-    /// What it does (the catalogue's second column).
-    pub what: &'static str,
-    /// The rule of the spec it exercises.
-    pub rule: &'static str,
-    /// Reads its arguments (`variant`, `chars=N`, …) into the mutation it applies.
-    pub parse: fn(&mut Args<'_>) -> Result<Box<dyn Mutation>, BehaviorError>,
-}
+/// A protocol's agents' behaviours (content behaviours: a misbehaviour of the protocol's own
+/// answers; a transport's quirks) are of the one behaviour type.
+pub type ContentBehavior = super::behavior::Behavior;
 
 /// Bends a conforming answer (its JSON value) for one request.
 pub trait Mutation: Send + Sync + std::fmt::Debug {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 
 use crate::error::Error;
-use crate::mock::behavior::Misbehavior;
+use crate::mock::behavior::Behavior;
 use crate::mock::protocol::AgentProtocol;
 use crate::mock::Responder;
 use clap::{Args, FromArgMatches};
@@ -534,7 +534,7 @@ pub struct Capabilities {
     /// The misbehaviours of its own mock (a reference peer with flaws, a command agent), when
     /// the engine's behaviours are not the ones it plays: `mock behaviors` lists them, and its
     /// matrix rows name them.
-    pub behaviors: &'static [Misbehavior],
+    pub behaviors: &'static [Behavior],
     /// The files a user writes for it (suites, fleets, scenarios, scripts), as the fuzz targets
     /// feed them.
     pub files: &'static [UserFile],
@@ -690,7 +690,7 @@ pub trait ClientFleet: Sync {
 
     /// The behaviours a fleet file may give its clients (`mock behaviors` lists them, and the
     /// file's parse checks names against them).
-    fn behaviors(&self) -> &'static [crate::mock::behavior::Misbehavior];
+    fn behaviors(&self) -> &'static [crate::mock::behavior::Behavior];
 
     /// Whether the server must be configured with the fleet's agents before a run: then
     /// `mock fleet --print-config`, `--write-config` and `--wait-ready` mean something to it

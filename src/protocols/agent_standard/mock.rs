@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use super::behaviors::BEHAVIORS;
 use super::journal::{self, Event, Line, Next};
 use crate::error::Error;
-use crate::mock::behavior::Misbehavior;
+use crate::mock::behavior::Behavior;
 use crate::protocols::plugin::{CommandAgent, MockFlags};
 
 // `mock agent --protocol agent-standard`'s own flags, added to `mock agent` (a plain comment: a
@@ -136,8 +136,8 @@ impl Behaviors {
                 None => (item, None),
             };
             let known = BEHAVIORS.iter().find(|b| b.bare_name() == name);
-            let Some(Misbehavior { name: spelled, .. }) = known else {
-                let names: Vec<&str> = BEHAVIORS.iter().map(Misbehavior::bare_name).collect();
+            let Some(Behavior { name: spelled, .. }) = known else {
+                let names: Vec<&str> = BEHAVIORS.iter().map(Behavior::bare_name).collect();
                 let hint = crate::text::nearest(name, names.iter().copied())
                     .map(|n| format!(" (did you mean {n}?)"))
                     .unwrap_or_default();

@@ -12,7 +12,7 @@ use super::reference::{Flaws, Librarian, Registered};
 use super::registry::{parse_registry, read_registry};
 use super::NAME;
 use crate::error::Error;
-use crate::mock::behavior::Misbehavior;
+use crate::mock::behavior::Behavior;
 use crate::probe::args::Common;
 use crate::probe::args::{seed_or_clock, RunArgs};
 use crate::protocols::plugin::{
@@ -249,7 +249,7 @@ impl ProtocolCommand<MockJob> for MockLibrarian {
 }
 
 impl ClientFleet for LibrarianFleet {
-    fn behaviors(&self) -> &'static [Misbehavior] {
+    fn behaviors(&self) -> &'static [Behavior] {
         super::behaviors::CLIENT_BEHAVIORS
     }
 
