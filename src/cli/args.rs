@@ -7,14 +7,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::builder::PossibleValuesParser;
-use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
+use clap::{Args, FromArgMatches, Parser, Subcommand};
 
+pub use super::roles::*;
 use crate::error::Error;
 use crate::probe::args::{RunArgs, SuiteArgs};
-use crate::protocols::plugin::{MockFlags, MockJob, ProtocolCommand};
-use crate::protocols::{self, Capabilities, ProbeJob, Protocol};
+use crate::protocols::{self, Protocol};
 use crate::report::output::OutputArgs;
-use crate::report::Exit;
 use crate::units::{parse_bytes, parse_duration, parse_host};
 
 #[derive(Debug, Parser)]
@@ -142,65 +141,6 @@ pub enum ReportCommand {
     },
 }
 
-/// A command whose subcommands come from the registry: one per protocol that declares one for
-/// the role `R` (`probe NAME …`, `lint WHAT …`), with the flags it declares.
-#[derive(Debug, Clone)]
-pub struct RoleCommand<R> {
-    /// The protocol whose subcommand it is.
-    pub protocol: &'static str,
-    /// The subcommand's name (`probe NAME`: the protocol's, or one of its other probes).
-    pub command: String,
-    /// Its flags, as clap parsed them from the protocol's command.
-    pub matches: ArgMatches,
-    role: std::marker::PhantomData<R>,
-}
-
-impl<R: Role> RoleCommand<R> {
-    /// Runs the protocol's subcommand with the flags clap parsed.
-    pub fn run(&self) -> Result<R::Output, Error> {
-        let subcommand = R::subcommands(protocol(self.protocol)?)
-            .into_iter()
-            .find(|s| s.command().get_name() == self.command)
-            .ok_or_else(|| Error::usage(format!("no {} for {}", self.command, self.protocol)))?;
-        subcommand.run(&self.matches)
-    }
-}
-
-/// A role a protocol may declare subcommands for: the ones it declares.
-pub trait Role: std::fmt::Debug + Clone + Send + Sync + 'static {
-    /// What the subcommand's run gives.
-    type Output;
-
-    fn subcommands(protocol: &dyn Protocol) -> Vec<&'static dyn ProtocolCommand<Self::Output>>;
-
-    /// The subcommands' flags, as the command line shows them.
-    fn commands(protocol: &dyn Protocol) -> Vec<clap::Command> {
-        Self::subcommands(protocol)
-            .iter()
-            .map(|s| s.command())
-            .collect()
-    }
-}
-
-/// `probe NAME`: named for the protocol (or for what it judges: `probe orchestration`).
-#[derive(Debug, Clone)]
-pub struct ProbeRole;
-
-impl Role for ProbeRole {
-    type Output = ProbeJob;
-
-    fn subcommands(protocol: &dyn Protocol) -> Vec<&'static dyn ProtocolCommand<ProbeJob>> {
-        protocol.capabilities().probes.to_vec()
-    }
-
-    fn commands(protocol: &dyn Protocol) -> Vec<clap::Command> {
-        Self::subcommands(protocol)
-            .iter()
-            .map(|s| TargetsArgs::augment_args(s.command()))
-            .collect()
-    }
-}
-
 // `probe NAME --targets FILE …`: the flags of a run over many targets, in every probe's help.
 // Such a run is taken apart before clap parses it (`crate::targets`); these declarations
 // document the flags and complete them. (A plain comment: clap would make a doc comment every
@@ -233,161 +173,6 @@ pub struct TargetsArgs {
     /// JUnit/HTML files in --out-dir when --junit/--html are asked.
     #[arg(long)]
     pub full_reports: bool,
-}
-
-/// `lint WHAT`: named for what is linted (`agents`).
-#[derive(Debug, Clone)]
-pub struct LintRole;
-
-impl Role for LintRole {
-    type Output = Exit;
-
-    fn subcommands(protocol: &dyn Protocol) -> Vec<&'static dyn ProtocolCommand<Exit>> {
-        protocol.capabilities().lint.into_iter().collect()
-    }
-}
-
-/// `mock NAME`: a protocol's own mock command.
-#[derive(Debug, Clone)]
-pub struct MockRole;
-
-impl Role for MockRole {
-    type Output = MockJob;
-
-    fn subcommands(protocol: &dyn Protocol) -> Vec<&'static dyn ProtocolCommand<MockJob>> {
-        protocol.capabilities().mocks.to_vec()
-    }
-}
-
-pub type ProbeCommand = RoleCommand<ProbeRole>;
-pub type LintCommand = RoleCommand<LintRole>;
-pub type MockProtocolCommand = RoleCommand<MockRole>;
-
-/// A role's subcommands beside the command's own (`mock NAME` beside `mock agent`).
-impl<R: Role> Subcommand for RoleCommand<R> {
-    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
-        protocols::REGISTRY
-            .iter()
-            .flat_map(|p| R::commands(*p))
-            .fold(cmd, clap::Command::subcommand)
-    }
-
-    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
-        RoleCommand::<R>::augment_subcommands(cmd)
-    }
-
-    fn has_subcommand(name: &str) -> bool {
-        protocols::REGISTRY
-            .iter()
-            .any(|p| R::commands(*p).iter().any(|c| c.get_name() == name))
-    }
-}
-
-/// The flags protocols add to one of the engine's mock commands (`mock agent`, `mock fleet`;
-/// `C` picks which): each protocol's, in the registry's order, kept as clap parsed them for the
-/// protocol to read back.
-#[derive(Debug, Clone)]
-pub struct ProtocolFlags<C> {
-    pub matches: ArgMatches,
-    command: std::marker::PhantomData<C>,
-}
-
-/// Which mock command's flags of a protocol's [`Capabilities`].
-pub trait FlagsOf: std::fmt::Debug + Clone + Send + Sync + 'static {
-    fn of(offers: &Capabilities) -> Option<MockFlags>;
-}
-
-/// `mock agent`'s.
-#[derive(Debug, Clone)]
-pub struct AgentFlags;
-
-impl FlagsOf for AgentFlags {
-    fn of(offers: &Capabilities) -> Option<MockFlags> {
-        offers.mock_agent_flags
-    }
-}
-
-/// `mock fleet`'s.
-#[derive(Debug, Clone)]
-pub struct FleetFlagsOf;
-
-impl FlagsOf for FleetFlagsOf {
-    fn of(offers: &Capabilities) -> Option<MockFlags> {
-        offers.mock_fleet_flags
-    }
-}
-
-impl<C: FlagsOf> Args for ProtocolFlags<C> {
-    fn augment_args(cmd: clap::Command) -> clap::Command {
-        protocols::REGISTRY
-            .iter()
-            .filter_map(|p| C::of(&p.capabilities()))
-            .fold(cmd, |cmd, flags| (flags.augment)(cmd))
-    }
-
-    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-        ProtocolFlags::<C>::augment_args(cmd)
-    }
-}
-
-impl<C: FlagsOf> FromArgMatches for ProtocolFlags<C> {
-    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
-        Ok(ProtocolFlags {
-            matches: matches.clone(),
-            command: std::marker::PhantomData,
-        })
-    }
-
-    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
-        *self = ProtocolFlags::from_arg_matches(matches)?;
-        Ok(())
-    }
-}
-
-impl<C: FlagsOf> ProtocolFlags<C> {
-    /// Refuses a flag another protocol than `protocol` added (see [`MockFlags::refuse_foreign`]).
-    pub fn refuse_foreign(&self, protocol: &dyn Protocol) -> Result<(), Error> {
-        MockFlags::refuse_foreign(protocol, &self.matches, C::of)
-    }
-}
-
-impl<R: Role> FromArgMatches for RoleCommand<R> {
-    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
-        let (name, sub) = matches
-            .subcommand()
-            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::MissingSubcommand))?;
-        let protocol = protocols::REGISTRY
-            .iter()
-            .find(|p| R::commands(**p).iter().any(|c| c.get_name() == name))
-            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidSubcommand))?;
-        Ok(RoleCommand {
-            protocol: protocol.name(),
-            command: name.to_string(),
-            matches: sub.clone(),
-            role: std::marker::PhantomData,
-        })
-    }
-
-    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
-        *self = RoleCommand::from_arg_matches(matches)?;
-        Ok(())
-    }
-}
-
-impl<R: Role> Args for RoleCommand<R> {
-    fn augment_args(cmd: clap::Command) -> clap::Command {
-        protocols::REGISTRY
-            .iter()
-            .flat_map(|p| R::commands(*p))
-            .fold(cmd, clap::Command::subcommand)
-            .subcommand_required(true)
-            // `agent-tck probe` alone: the list of probes, as `agent-tck mock` gives its own.
-            .arg_required_else_help(true)
-    }
-
-    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-        RoleCommand::<R>::augment_args(cmd)
-    }
 }
 
 /// `--protocol NAME`: any registered protocol.

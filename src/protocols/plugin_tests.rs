@@ -113,7 +113,8 @@ fn every_client_fleets_behaviours_are_listed_under_their_protocol() {
 #[test]
 fn the_readme_documents_every_behaviour() {
     let readme = include_str!("../../README.md");
-    for (name, what, _, _) in catalogue() {
+    for row in catalogue() {
+        let (name, what) = (row.behavior.name, row.behavior.what);
         assert!(
             readme.contains(&format!("| `{name}` | {}", what.replace('|', "\\|"))),
             "{name}"
@@ -143,7 +144,7 @@ fn every_protocols_own_behaviours_are_listed_checked_and_played() {
             .expect("a matrix");
         for b in offers.behaviors {
             assert!(section.contains(&format!("\n  {}\n      {}\n", b.name, b.what)));
-            for transport in b.transports {
+            for transport in b.transports() {
                 offers
                     .selftest
                     .check_behavior(b.bare_name(), transport)
@@ -162,7 +163,7 @@ fn every_protocols_own_behaviours_are_listed_checked_and_played() {
         }
         assert!(offers
             .selftest
-            .check_behavior("no-such-flaw", offers.behaviors[0].transports[0])
+            .check_behavior("no-such-flaw", offers.behaviors[0].transports()[0])
             .is_err());
     }
     assert_eq!(

@@ -393,71 +393,18 @@ fn result(
         "status": status,
     });
     if plan {
-        if !b.has("missing-scope") {
-            result["scope"] = json!({
-                "files_analyzed": 0,
-                "files_to_scan": files,
-                "complexity": complexity,
-                "areas": ["authentication", "API endpoints"],
-            });
-        }
-        result["findings"] = json!({
-            "summary": format!("Will examine {files} files for the task"),
-            "details": [],
-        });
+        plan_result(&mut result, b, files, complexity);
     } else {
         result["scope"] = json!({"files_analyzed": files, "complexity": complexity});
         if !b.has("missing-findings") {
-            let k = rng.random_range(1..=4usize);
-            let start = rng.random_range(0..FINDINGS.len());
-            let details: Vec<Value> = (0..k)
-                .map(|i| {
-                    let (category, severity, description, location, recommendation) =
-                        FINDINGS[(start + i) % FINDINGS.len()];
-                    json!({"category": category, "severity": severity, "description": description, "location": location, "recommendation": recommendation})
-                })
-                .collect();
-            let mut metrics =
-                json!({"issues_found": k + if b.has("metrics-mismatch") { 2 } else { 0 }});
-            for d in &details {
-                let s = d["severity"].as_str().unwrap_or("info");
-                metrics[s] = json!(metrics[s].as_u64().unwrap_or(0) + 1);
-            }
-            result["findings"] = json!({
-                "summary": format!(
-                    "Found {} in {}",
-                    crate::text::count(k as u64, "issues"),
-                    crate::text::count(files, "files")
-                ),
-                "details": details,
-                "metrics": metrics,
-            });
+            result["findings"] = findings(&mut rng, b, files);
         }
         result["recommendations"] = json!([{
             "action": "Fix the critical and high findings first",
             "priority": "high",
             "rationale": "They are exploitable",
         }]);
-        let mut next: Vec<Value> = nexts
-            .iter()
-            .map(|(agent, parallel, data)| {
-                let mut n = json!({"agent": agent, "reason": "Follows up on these findings", "can_parallel": parallel});
-                if let Some(d) = data {
-                    n["data_dependency"] = json!(d);
-                }
-                n
-            })
-            .collect();
-        if b.has("unknown-next-agent") {
-            next.push(json!({"agent": "no-such-agent", "reason": "Not defined anywhere", "can_parallel": true}));
-        }
-        if b.has("next-agent-cycle") {
-            let back = b.arg("next-agent-cycle").unwrap_or(at.name);
-            next.push(
-                json!({"agent": back, "reason": "Check the changes again", "can_parallel": false}),
-            );
-        }
-        result["next_agents"] = json!(next);
+        result["next_agents"] = next_agents(at, b, nexts);
     }
     // Blocked by nothing: what blocked-without-blockers is; `blocked` says why.
     result["blockers"] = if b.has("blocked") {
@@ -470,7 +417,87 @@ fn result(
             findings.remove("summary");
         }
     }
-    result["present_to_user"] = json!(if b.has("empty-summary") {
+    result["present_to_user"] = json!(present_to_user(at, b, &mut rng, mode, plan, files));
+    result
+}
+
+/// A plan's scope and findings.
+fn plan_result(result: &mut Value, b: &Behaviors, files: u64, complexity: &str) {
+    if !b.has("missing-scope") {
+        result["scope"] = json!({
+            "files_analyzed": 0,
+            "files_to_scan": files,
+            "complexity": complexity,
+            "areas": ["authentication", "API endpoints"],
+        });
+    }
+    result["findings"] = json!({
+        "summary": format!("Will examine {files} files for the task"),
+        "details": [],
+    });
+}
+
+/// An execution's findings: a few of [`FINDINGS`], and their metrics.
+fn findings(rng: &mut ChaCha8Rng, b: &Behaviors, files: u64) -> Value {
+    let k = rng.random_range(1..=4usize);
+    let start = rng.random_range(0..FINDINGS.len());
+    let details: Vec<Value> = (0..k)
+        .map(|i| {
+            let (category, severity, description, location, recommendation) =
+                FINDINGS[(start + i) % FINDINGS.len()];
+            json!({"category": category, "severity": severity, "description": description, "location": location, "recommendation": recommendation})
+        })
+        .collect();
+    let mut metrics = json!({"issues_found": k + if b.has("metrics-mismatch") { 2 } else { 0 }});
+    for d in &details {
+        let s = d["severity"].as_str().unwrap_or("info");
+        metrics[s] = json!(metrics[s].as_u64().unwrap_or(0) + 1);
+    }
+    json!({
+        "summary": format!(
+            "Found {} in {}",
+            crate::text::count(k as u64, "issues"),
+            crate::text::count(files, "files")
+        ),
+        "details": details,
+        "metrics": metrics,
+    })
+}
+
+/// The agents an execution names next: `--next`'s, and those its behaviours add.
+fn next_agents(at: &Run<'_>, b: &Behaviors, nexts: &[(String, bool, Option<String>)]) -> Value {
+    let mut next: Vec<Value> = nexts
+        .iter()
+        .map(|(agent, parallel, data)| {
+            let mut n = json!({"agent": agent, "reason": "Follows up on these findings", "can_parallel": parallel});
+            if let Some(d) = data {
+                n["data_dependency"] = json!(d);
+            }
+            n
+        })
+        .collect();
+    if b.has("unknown-next-agent") {
+        next.push(json!({"agent": "no-such-agent", "reason": "Not defined anywhere", "can_parallel": true}));
+    }
+    if b.has("next-agent-cycle") {
+        let back = b.arg("next-agent-cycle").unwrap_or(at.name);
+        next.push(
+            json!({"agent": back, "reason": "Check the changes again", "can_parallel": false}),
+        );
+    }
+    json!(next)
+}
+
+/// What the user is shown.
+fn present_to_user(
+    at: &Run<'_>,
+    b: &Behaviors,
+    rng: &mut ChaCha8Rng,
+    mode: &str,
+    plan: bool,
+    files: u64,
+) -> String {
+    if b.has("empty-summary") {
         String::new()
     } else if b.has("injection") {
         let payloads = crate::mock::injection::corpus().payloads();
@@ -483,8 +510,7 @@ fn result(
         format!("**{} plan**\n\nI will examine {files} files.", at.name)
     } else {
         format!("**{} done**\n\nSee the findings below.", at.name)
-    });
-    result
+    }
 }
 
 /// The result pretty-printed with its fields in the order the standard lists them.
