@@ -10,9 +10,9 @@ use clap::builder::PossibleValuesParser;
 use clap::{Args, FromArgMatches, Parser, Subcommand};
 
 pub use super::roles::*;
-use crate::error::Error;
+
 use crate::probe::args::{RunArgs, SuiteArgs};
-use crate::protocols::{self, Protocol};
+use crate::protocols;
 use crate::report::output::OutputArgs;
 use crate::units::{parse_bytes, parse_duration, parse_host};
 
@@ -139,40 +139,6 @@ pub enum ReportCommand {
         #[arg(value_name = "NEW")]
         new: PathBuf,
     },
-}
-
-// `probe NAME --targets FILE …`: the flags of a run over many targets, in every probe's help.
-// Such a run is taken apart before clap parses it (`crate::targets`); these declarations
-// document the flags and complete them. (A plain comment: clap would make a doc comment every
-// probe command's description, replacing the protocol's own.)
-#[derive(Debug, Clone, Args)]
-#[command(next_help_heading = "Many targets")]
-pub struct TargetsArgs {
-    /// Probe every target of a YAML list (name, url, key, flags): a report per target in
-    /// --out-dir, a summary matrix, and --json/--junit/--html for all of them merged.
-    #[arg(long, value_name = "FILE")]
-    pub targets: Option<PathBuf>,
-    /// With --targets: only the share K of N of the list (by a hash of each name).
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<String>,
-    /// With --targets: how many targets are probed at once.
-    #[arg(long, value_name = "N", default_value_t = 4)]
-    pub target_concurrency: usize,
-    /// With --targets: where each target's report goes (NAME.json; .xml/.html too with
-    /// --full-reports when --junit/--html are asked). A run without --resume first removes the
-    /// reports its targets left there.
-    #[arg(long, value_name = "DIR", default_value = "agent-tck-targets")]
-    pub out_dir: PathBuf,
-    /// With --targets: skip the targets whose report in --out-dir is complete and of this
-    /// version and flags (an interrupted run finishes where it stopped); they count in the
-    /// matrix, the exit status and the merged report.
-    #[arg(long)]
-    pub resume: bool,
-    /// With --targets: keep each target's report whole (by default a passing or skipped case
-    /// keeps its verdict, evidence and a short message, not its exchange), and write its
-    /// JUnit/HTML files in --out-dir when --junit/--html are asked.
-    #[arg(long)]
-    pub full_reports: bool,
 }
 
 /// `--protocol NAME`: any registered protocol.
@@ -671,26 +637,21 @@ fn one_line(e: &clap::Error, fallback: impl FnOnce() -> String) -> String {
     format!("{message}{tips} (see {command} --help)")
 }
 
-/// The registered protocol `name` (clap has checked it).
-pub(super) fn protocol(name: &str) -> Result<&'static dyn Protocol, Error> {
-    protocols::find(name).ok_or_else(|| {
-        Error::usage(format!(
-            "--protocol {name:?}: no such protocol (known: {})",
-            protocols::names().join(", ")
-        ))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first registered protocol, whose probe takes `--url` (the registry's test keeps it so).
+    fn first() -> &'static str {
+        protocols::names()[0]
+    }
 
     #[test]
     fn clap_errors_become_one_line() {
         let e = Cli::try_parse_from([
             "agent-tck",
             "probe",
-            "roundtable",
+            first(),
             "--url",
             "http://x",
             "--timeout",
@@ -700,10 +661,10 @@ mod tests {
         let line = clap_one_line(&e);
         assert!(!line.contains('\n'), "{line}");
         assert!(line.contains("--timeout"), "{line}");
-        let e = Cli::try_parse_from(["agent-tck", "probe", "roundtable"]).unwrap_err();
+        let e = Cli::try_parse_from(["agent-tck", "probe", first()]).unwrap_err();
         assert!(clap_one_line(&e).contains("--url"), "{}", clap_one_line(&e));
         assert!(
-            clap_one_line(&e).ends_with("(see agent-tck probe roundtable --help)"),
+            clap_one_line(&e).ends_with(&format!("(see agent-tck probe {} --help)", first())),
             "{}",
             clap_one_line(&e)
         );
@@ -726,11 +687,12 @@ mod tests {
                 assert!(probe.find_subcommand(&name).is_some(), "{name}");
             }
         }
+        // The second protocol's probe too: each is found by its own name.
+        let second = protocols::names()[1];
         let parsed =
-            Cli::try_parse_from(["agent-tck", "probe", "execute-task", "--url", "http://x"])
-                .expect("parses");
+            Cli::try_parse_from(["agent-tck", "probe", second, "--url", "http://x"]).expect(second);
         match parsed.command {
-            Command::Probe(p) => assert_eq!(p.protocol, "execute-task"),
+            Command::Probe(p) => assert_eq!(p.protocol, second),
             other => panic!("{other:?}"),
         }
     }

@@ -5,7 +5,8 @@
 
 use clap::{ArgMatches, Args, FromArgMatches, Subcommand};
 
-use super::args::{protocol, TargetsArgs};
+use std::path::PathBuf;
+
 use crate::error::Error;
 use crate::protocols::plugin::{MockFlags, MockJob, ProtocolCommand};
 use crate::protocols::{self, Capabilities, ProbeJob, Protocol};
@@ -222,5 +223,103 @@ impl<R: Role> Args for RoleCommand<R> {
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
         RoleCommand::<R>::augment_args(cmd)
+    }
+}
+
+// `probe NAME --targets FILE …`: the flags of a run over many targets, in every probe's help.
+// Such a run is taken apart before clap parses it (`crate::targets`); these declarations
+// document the flags and complete them. (A plain comment: clap would make a doc comment every
+// probe command's description, replacing the protocol's own.)
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Many targets")]
+pub struct TargetsArgs {
+    /// Probe every target of a YAML list (name, url, key, flags): a report per target in
+    /// --out-dir, a summary matrix, and --json/--junit/--html for all of them merged.
+    #[arg(long, value_name = "FILE")]
+    pub targets: Option<PathBuf>,
+    /// With --targets: only the share K of N of the list (by a hash of each name).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// With --targets: how many targets are probed at once.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub target_concurrency: usize,
+    /// With --targets: where each target's report goes (NAME.json; .xml/.html too with
+    /// --full-reports when --junit/--html are asked). A run without --resume first removes the
+    /// reports its targets left there.
+    #[arg(long, value_name = "DIR", default_value = "agent-tck-targets")]
+    pub out_dir: PathBuf,
+    /// With --targets: skip the targets whose report in --out-dir is complete and of this
+    /// version and flags (an interrupted run finishes where it stopped); they count in the
+    /// matrix, the exit status and the merged report.
+    #[arg(long)]
+    pub resume: bool,
+    /// With --targets: keep each target's report whole (by default a passing or skipped case
+    /// keeps its verdict, evidence and a short message, not its exchange), and write its
+    /// JUnit/HTML files in --out-dir when --junit/--html are asked.
+    #[arg(long)]
+    pub full_reports: bool,
+}
+
+/// The registered protocol `name` (clap has checked it).
+pub(super) fn protocol(name: &str) -> Result<&'static dyn Protocol, Error> {
+    protocols::find(name).ok_or_else(|| {
+        Error::usage(format!(
+            "--protocol {name:?}: no such protocol (known: {})",
+            protocols::names().join(", ")
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The command line's code names no protocol, nor a flag a protocol adds to a mock command:
+    /// what a protocol offers comes from the registry. (Help texts, in doc comments, may name
+    /// them.)
+    #[test]
+    fn the_command_line_names_no_protocol() {
+        let files = [
+            ("args.rs", include_str!("args.rs")),
+            ("behaviors.rs", include_str!("behaviors.rs")),
+            ("completions.rs", include_str!("completions.rs")),
+            ("dispatch.rs", include_str!("dispatch.rs")),
+            ("exit.rs", include_str!("exit.rs")),
+            ("mock.rs", include_str!("mock.rs")),
+            ("mod.rs", include_str!("mod.rs")),
+            ("roles.rs", include_str!("roles.rs")),
+            ("signal.rs", include_str!("signal.rs")),
+        ];
+        let mut words: Vec<String> = Vec::new();
+        for p in protocols::REGISTRY {
+            words.push(p.name().to_string());
+            words.push(p.name().replace('-', "_"));
+            let offers = p.capabilities();
+            for flags in [offers.mock_agent_flags, offers.mock_fleet_flags]
+                .into_iter()
+                .flatten()
+            {
+                let declared = (flags.augment)(clap::Command::new("flags"));
+                for arg in declared.get_arguments() {
+                    let long = arg.get_long().unwrap_or(arg.get_id().as_str());
+                    words.push(format!("--{long}"));
+                    words.push(format!("\"{long}\""));
+                    words.push(format!(".{long}"));
+                }
+            }
+        }
+        assert!(words.iter().any(|w| w == "--mode"), "{words:?}");
+        let mut found = Vec::new();
+        for (file, text) in files {
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                for word in &words {
+                    if code.contains(word.as_str()) {
+                        found.push(format!("src/cli/{file}:{}: {word}", n + 1));
+                    }
+                }
+            }
+        }
+        assert!(found.is_empty(), "{found:#?}");
     }
 }

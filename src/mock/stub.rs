@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::behavior::{Behavior, Kind, Plays};
+use super::behavior::kind::{Behavior, Kind, Plays};
 use super::protocol::{AgentProtocol, AnswerFields, Endpoint, Mutating, Mutation};
 use super::{Body, Reply, Responder};
 
