@@ -304,11 +304,20 @@ mod tests {
                     let long = arg.get_long().unwrap_or(arg.get_id().as_str());
                     words.push(format!("--{long}"));
                     words.push(format!("\"{long}\""));
-                    words.push(format!(".{long}"));
+                    // A field of that name (`args.mode`), not a method (`.next()`).
+                    words.push(format!(".{long} "));
+                    words.push(format!(".{long},"));
+                    words.push(format!(".{long})"));
+                    words.push(format!(".{long};"));
+                    words.push(format!(".{long}."));
                 }
             }
         }
-        assert!(words.iter().any(|w| w == "--mode"), "{words:?}");
+        // The agent standard's `--mode` and the Librarian's `--registry` at least.
+        assert!(
+            words.iter().filter(|w| w.starts_with("--")).count() >= 2,
+            "{words:?}"
+        );
         let mut found = Vec::new();
         for (file, text) in files {
             for (n, line) in text.lines().enumerate() {
