@@ -299,13 +299,16 @@ impl MockFlags {
     }
 }
 
+/// Runs a protocol's own mock until it ends or `stop` (Ctrl-C) comes, giving the report of
+/// its peer.
+pub type RunMock =
+    Box<dyn FnOnce(BoxFuture<'static, ()>) -> BoxFuture<'static, Result<Report, Error>> + Send>;
+
 /// A `mock NAME` command of a protocol's own (`mock librarian`), set up from its flags and
 /// ready to run.
 pub struct MockJob {
     pub output: OutputArgs,
-    /// Runs it until it ends or `stop` (Ctrl-C) comes, giving the report of its peer.
-    pub run:
-        Box<dyn FnOnce(BoxFuture<'static, ()>) -> BoxFuture<'static, Result<Report, Error>> + Send>,
+    pub run: RunMock,
 }
 
 /// What `mock agent` says to a protocol's reference server.
