@@ -250,7 +250,9 @@ pub struct CommandAgent<'a> {
 /// Flags a protocol adds to one of the engine's mock commands (`mock agent`, `mock fleet`):
 /// declared in its folder (a derived `clap::Args`), shown in the command's help after the
 /// engine's flags of every protocol, in the registry's order, and read back by the protocol from
-/// the [`clap::ArgMatches`] it is given ([`CommandAgent::flags`], [`FleetFlags::flags`]).
+/// the [`clap::ArgMatches`] it is given ([`CommandAgent::flags`], [`FleetFlags::flags`]). (clap
+/// names a derived struct's group after the struct: two protocols' flags need two names, and
+/// `cli::args`'s `the_command_line_is_well_formed` says so when they clash.)
 #[derive(Clone, Copy)]
 pub struct MockFlags {
     /// Adds them to the command: `A::augment_args` of the protocol's flags `A`.

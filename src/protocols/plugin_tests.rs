@@ -171,3 +171,29 @@ fn every_protocols_own_behaviours_are_listed_checked_and_played() {
         ["librarian", "connector", "agent-standard"]
     );
 }
+
+/// A flag a protocol adds to `mock agent` is refused under another protocol, named as typed;
+/// the protocol it belongs to takes it, and a command line without it has nothing to refuse.
+#[test]
+fn a_protocols_mock_flag_is_refused_under_another_and_read_back_by_its_own() {
+    use crate::cli::{Cli, Command, MockCommand};
+    let parsed = |argv: &[&str]| match Cli::parse_args(argv).expect("parses").command {
+        Command::Mock(mock) => match *mock {
+            MockCommand::Agent(args) => args,
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    };
+    let with = parsed(&["agent-tck", "mock", "agent", "--approved", "--task", "t"]);
+    let served = protocols::find("roundtable").unwrap();
+    let e = with.protocol_flags.refuse_foreign(served).unwrap_err();
+    assert!(matches!(e, Error::Usage(_)), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "--task: for agents run as a command (--protocol agent-standard), not roundtable"
+    );
+    let own = protocols::find("agent-standard").unwrap();
+    with.protocol_flags.refuse_foreign(own).unwrap();
+    let without = parsed(&["agent-tck", "mock", "agent", "--port", "0"]);
+    without.protocol_flags.refuse_foreign(served).unwrap();
+}
