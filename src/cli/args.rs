@@ -7,14 +7,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::builder::PossibleValuesParser;
-use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
+use clap::{Args, FromArgMatches, Parser, Subcommand};
 
-use crate::error::Error;
+pub use super::roles::*;
+
 use crate::probe::args::{RunArgs, SuiteArgs};
-use crate::protocols::plugin::ProtocolCommand;
-use crate::protocols::{self, ProbeJob, Protocol};
+use crate::protocols;
 use crate::report::output::OutputArgs;
-use crate::report::Exit;
 use crate::units::{parse_bytes, parse_duration, parse_host};
 
 #[derive(Debug, Parser)]
@@ -142,153 +141,6 @@ pub enum ReportCommand {
     },
 }
 
-/// A command whose subcommands come from the registry: one per protocol that declares one for
-/// the role `R` (`probe NAME …`, `lint WHAT …`), with the flags it declares.
-#[derive(Debug, Clone)]
-pub struct RoleCommand<R> {
-    /// The protocol whose subcommand it is.
-    pub protocol: &'static str,
-    /// The subcommand's name (`probe NAME`: the protocol's, or one of its other probes).
-    pub command: String,
-    /// Its flags, as clap parsed them from the protocol's command.
-    pub matches: ArgMatches,
-    role: std::marker::PhantomData<R>,
-}
-
-impl<R: Role> RoleCommand<R> {
-    /// Runs the protocol's subcommand with the flags clap parsed.
-    pub fn run(&self) -> Result<R::Output, Error> {
-        let subcommand = R::subcommands(protocol(self.protocol)?)
-            .into_iter()
-            .find(|s| s.command().get_name() == self.command)
-            .ok_or_else(|| Error::usage(format!("no {} for {}", self.command, self.protocol)))?;
-        subcommand.run(&self.matches)
-    }
-}
-
-/// A role a protocol may declare subcommands for: the ones it declares.
-pub trait Role: std::fmt::Debug + Clone + Send + Sync + 'static {
-    /// What the subcommand's run gives.
-    type Output;
-
-    fn subcommands(protocol: &dyn Protocol) -> Vec<&'static dyn ProtocolCommand<Self::Output>>;
-
-    /// The subcommands' flags, as the command line shows them.
-    fn commands(protocol: &dyn Protocol) -> Vec<clap::Command> {
-        Self::subcommands(protocol)
-            .iter()
-            .map(|s| s.command())
-            .collect()
-    }
-}
-
-/// `probe NAME`: named for the protocol (or for what it judges: `probe orchestration`).
-#[derive(Debug, Clone)]
-pub struct ProbeRole;
-
-impl Role for ProbeRole {
-    type Output = ProbeJob;
-
-    fn subcommands(protocol: &dyn Protocol) -> Vec<&'static dyn ProtocolCommand<ProbeJob>> {
-        protocol.capabilities().probes.to_vec()
-    }
-
-    fn commands(protocol: &dyn Protocol) -> Vec<clap::Command> {
-        Self::subcommands(protocol)
-            .iter()
-            .map(|s| TargetsArgs::augment_args(s.command()))
-            .collect()
-    }
-}
-
-// `probe NAME --targets FILE …`: the flags of a run over many targets, in every probe's help.
-// Such a run is taken apart before clap parses it (`crate::targets`); these declarations
-// document the flags and complete them. (A plain comment: clap would make a doc comment every
-// probe command's description, replacing the protocol's own.)
-#[derive(Debug, Clone, Args)]
-#[command(next_help_heading = "Many targets")]
-pub struct TargetsArgs {
-    /// Probe every target of a YAML list (name, url, key, flags): a report per target in
-    /// --out-dir, a summary matrix, and --json/--junit/--html for all of them merged.
-    #[arg(long, value_name = "FILE")]
-    pub targets: Option<PathBuf>,
-    /// With --targets: only the share K of N of the list (by a hash of each name).
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<String>,
-    /// With --targets: how many targets are probed at once.
-    #[arg(long, value_name = "N", default_value_t = 4)]
-    pub target_concurrency: usize,
-    /// With --targets: where each target's report goes (NAME.json; .xml/.html too with
-    /// --full-reports when --junit/--html are asked). A run without --resume first removes the
-    /// reports its targets left there.
-    #[arg(long, value_name = "DIR", default_value = "agent-tck-targets")]
-    pub out_dir: PathBuf,
-    /// With --targets: skip the targets whose report in --out-dir is complete and of this
-    /// version and flags (an interrupted run finishes where it stopped); they count in the
-    /// matrix, the exit status and the merged report.
-    #[arg(long)]
-    pub resume: bool,
-    /// With --targets: keep each target's report whole (by default a passing or skipped case
-    /// keeps its verdict, evidence and a short message, not its exchange), and write its
-    /// JUnit/HTML files in --out-dir when --junit/--html are asked.
-    #[arg(long)]
-    pub full_reports: bool,
-}
-
-/// `lint WHAT`: named for what is linted (`agents`).
-#[derive(Debug, Clone)]
-pub struct LintRole;
-
-impl Role for LintRole {
-    type Output = Exit;
-
-    fn subcommands(protocol: &dyn Protocol) -> Vec<&'static dyn ProtocolCommand<Exit>> {
-        protocol.capabilities().lint.into_iter().collect()
-    }
-}
-
-pub type ProbeCommand = RoleCommand<ProbeRole>;
-pub type LintCommand = RoleCommand<LintRole>;
-
-impl<R: Role> FromArgMatches for RoleCommand<R> {
-    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
-        let (name, sub) = matches
-            .subcommand()
-            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::MissingSubcommand))?;
-        let protocol = protocols::REGISTRY
-            .iter()
-            .find(|p| R::commands(**p).iter().any(|c| c.get_name() == name))
-            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidSubcommand))?;
-        Ok(RoleCommand {
-            protocol: protocol.name(),
-            command: name.to_string(),
-            matches: sub.clone(),
-            role: std::marker::PhantomData,
-        })
-    }
-
-    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
-        *self = RoleCommand::from_arg_matches(matches)?;
-        Ok(())
-    }
-}
-
-impl<R: Role> Args for RoleCommand<R> {
-    fn augment_args(cmd: clap::Command) -> clap::Command {
-        protocols::REGISTRY
-            .iter()
-            .flat_map(|p| R::commands(*p))
-            .fold(cmd, clap::Command::subcommand)
-            .subcommand_required(true)
-            // `agent-tck probe` alone: the list of probes, as `agent-tck mock` gives its own.
-            .arg_required_else_help(true)
-    }
-
-    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-        RoleCommand::<R>::augment_args(cmd)
-    }
-}
-
 /// `--protocol NAME`: any registered protocol.
 pub(super) fn protocol_names() -> PossibleValuesParser {
     PossibleValuesParser::new(protocols::names())
@@ -297,6 +149,14 @@ pub(super) fn protocol_names() -> PossibleValuesParser {
 /// `mock agents --protocol NAME`: a protocol that writes sets of mock agents.
 fn agent_set_protocols() -> PossibleValuesParser {
     PossibleValuesParser::new(protocols::agent_set_protocols())
+}
+
+/// `mock agents --protocol`'s default: the first protocol that writes sets of mock agents.
+fn first_agent_set_protocol() -> &'static str {
+    protocols::agent_set_protocols()
+        .first()
+        .copied()
+        .unwrap_or_default()
 }
 
 /// `suites list --protocol`: the registered names, and `common`.
@@ -363,9 +223,10 @@ pub enum MockCommand {
     /// Print the behaviour catalogue: each name, what it does, the platform rule it exercises.
     #[command(visible_alias = "behaviours")]
     Behaviors,
-    /// Play the Librarian (decisions and faults from a script) and judge the agent client that
-    /// calls it: schema, token, rate, back-off after 429, polling, retries, reports.
-    Librarian(crate::protocols::librarian::commands::MockLibrarianArgs),
+    /// A protocol's own mock (`mock NAME`), declared in its [`Capabilities`](
+    /// crate::protocols::Capabilities).
+    #[command(flatten)]
+    Protocol(MockProtocolCommand),
     /// The child a stdio mock with `forks-and-exits` leaves behind, run by the mock itself: not
     /// in [`Cli::command`] (whose tree the help, completions and man pages are made from: the
     /// completion scripts list even a hidden subcommand), only in [`Cli::command_line`], hidden.
@@ -507,11 +368,9 @@ pub struct MockFleetArgs {
     /// Seed of every random choice (overrides the file's `seed`; default: from the clock).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// A Librarian fleet: the server's agent registry (its config/agents.yaml in the Librarian
-    /// protocol spec, specs/librarian-agent-communication-protocol.md), so that each
-    /// client asks only what its agent may, and a refusal for authorization is judged.
-    #[arg(long, value_name = "FILE")]
-    pub registry: Option<PathBuf>,
+    // The protocols' own (`--registry` of a Librarian fleet).
+    #[command(flatten)]
+    pub protocol_flags: ProtocolFlags<FleetFlagsOf>,
     /// Keep serving after the triggers are done, until interrupted.
     #[arg(long)]
     pub serve: bool,
@@ -568,7 +427,7 @@ impl MockFleetArgs {
 pub struct MockAgentArgs {
     /// The protocol the agent speaks (librarian, connector: their reference peer, the Librarian
     /// or the external agent, for `probe librarian|connector` to be tried on).
-    #[arg(long, default_value = "roundtable", value_parser = protocol_names())]
+    #[arg(long, default_value = protocols::names()[0], value_parser = protocol_names())]
     pub protocol: String,
     /// Address to bind, an IP address or a host name (loopback unless told otherwise).
     #[arg(long, default_value = "127.0.0.1", value_parser = parse_host)]
@@ -623,28 +482,9 @@ pub struct MockAgentArgs {
     /// built-in scenarios): the tools each expects, then the ending it accepts.
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub scenario: Vec<PathBuf>,
-    /// agent-standard: the mode of this run (default: read {"execution_mode", "task",
-    /// "approved"} as JSON on stdin).
-    #[arg(long, value_parser = ["plan", "execute"], help_heading = "Command agents (agent-standard)")]
-    pub mode: Option<String>,
-    /// agent-standard: the task of this run.
-    #[arg(
-        long,
-        value_name = "TEXT",
-        help_heading = "Command agents (agent-standard)"
-    )]
-    pub task: Option<String>,
-    /// agent-standard: an agent its execute results name next: NAME, NAME:parallel (can run
-    /// beside this one) or NAME:data=WHAT (a pipeline's handoff). Repeatable.
-    #[arg(
-        long,
-        value_name = "AGENT",
-        help_heading = "Command agents (agent-standard)"
-    )]
-    pub next: Vec<String>,
-    /// agent-standard: the orchestrator approved the plan (as `"approved": true` on stdin).
-    #[arg(long, help_heading = "Command agents (agent-standard)")]
-    pub approved: bool,
+    // The protocols' own (those of a command agent: `--mode`, `--task`, …).
+    #[command(flatten)]
+    pub protocol_flags: ProtocolFlags<AgentFlags>,
     #[command(flatten)]
     pub run: MockRunArgs,
 }
@@ -652,7 +492,7 @@ pub struct MockAgentArgs {
 #[derive(Debug, Clone, Args)]
 pub struct MockAgentsArgs {
     /// The protocol of the agents (one whose mock agents come in sets).
-    #[arg(long, default_value = "agent-standard", value_parser = agent_set_protocols())]
+    #[arg(long, default_value = first_agent_set_protocol(), value_parser = agent_set_protocols())]
     pub protocol: String,
     /// Where to write them (a new or empty directory).
     #[arg(long, value_name = "OUT")]
@@ -797,26 +637,21 @@ fn one_line(e: &clap::Error, fallback: impl FnOnce() -> String) -> String {
     format!("{message}{tips} (see {command} --help)")
 }
 
-/// The registered protocol `name` (clap has checked it).
-pub(super) fn protocol(name: &str) -> Result<&'static dyn Protocol, Error> {
-    protocols::find(name).ok_or_else(|| {
-        Error::usage(format!(
-            "--protocol {name:?}: no such protocol (known: {})",
-            protocols::names().join(", ")
-        ))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first registered protocol, whose probe takes `--url` (the registry's test keeps it so).
+    fn first() -> &'static str {
+        protocols::names()[0]
+    }
 
     #[test]
     fn clap_errors_become_one_line() {
         let e = Cli::try_parse_from([
             "agent-tck",
             "probe",
-            "roundtable",
+            first(),
             "--url",
             "http://x",
             "--timeout",
@@ -826,10 +661,10 @@ mod tests {
         let line = clap_one_line(&e);
         assert!(!line.contains('\n'), "{line}");
         assert!(line.contains("--timeout"), "{line}");
-        let e = Cli::try_parse_from(["agent-tck", "probe", "roundtable"]).unwrap_err();
+        let e = Cli::try_parse_from(["agent-tck", "probe", first()]).unwrap_err();
         assert!(clap_one_line(&e).contains("--url"), "{}", clap_one_line(&e));
         assert!(
-            clap_one_line(&e).ends_with("(see agent-tck probe roundtable --help)"),
+            clap_one_line(&e).ends_with(&format!("(see agent-tck probe {} --help)", first())),
             "{}",
             clap_one_line(&e)
         );
@@ -852,11 +687,12 @@ mod tests {
                 assert!(probe.find_subcommand(&name).is_some(), "{name}");
             }
         }
+        // The second protocol's probe too: each is found by its own name.
+        let second = protocols::names()[1];
         let parsed =
-            Cli::try_parse_from(["agent-tck", "probe", "execute-task", "--url", "http://x"])
-                .expect("parses");
+            Cli::try_parse_from(["agent-tck", "probe", second, "--url", "http://x"]).expect(second);
         match parsed.command {
-            Command::Probe(p) => assert_eq!(p.protocol, "execute-task"),
+            Command::Probe(p) => assert_eq!(p.protocol, second),
             other => panic!("{other:?}"),
         }
     }

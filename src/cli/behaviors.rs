@@ -2,37 +2,53 @@
 //! names `--behavior` offers to completion. Its own file, so that the flags (args.rs) and the
 //! mock commands (mock.rs) both read it without importing each other.
 
-use crate::mock::behavior;
+use crate::mock::behavior::{Behavior, Plays, ENGINE};
 use crate::protocols;
 
-/// One row of the catalogue: name, what it does, the rule it exercises, and (for a content
-/// behaviour) the protocols that have it.
-pub type CatalogueRow = (&'static str, &'static str, &'static str, Vec<&'static str>);
+/// One entry of the catalogue of agents' behaviours: the behaviour, and (for a content
+/// behaviour) the protocols whose agents have it.
+pub struct Listed {
+    pub behavior: &'static Behavior,
+    pub protocols: Vec<&'static str>,
+}
 
-/// The behaviour catalogue: the engine's behaviours, then each protocol's content behaviours
-/// (a name several protocols share once, with the first one's description), then the modifiers.
-pub fn catalogue() -> Vec<CatalogueRow> {
-    let modifier = |name: &str| matches!(name, "flaky" | "fail-first");
-    let mut rows: Vec<CatalogueRow> = behavior::CATALOGUE
+/// The catalogue of agents' behaviours: the engine's, then the transports' quirks (of each
+/// protocol's table, played by the engine), then each protocol's content behaviours (a name
+/// several protocols share once, with the first one's description), then the modifiers.
+pub fn catalogue() -> Vec<Listed> {
+    let listed = |behavior| Listed {
+        behavior,
+        protocols: Vec::new(),
+    };
+    let mut rows: Vec<Listed> = ENGINE
         .iter()
-        .filter(|(name, _, _)| !modifier(name))
-        .map(|(n, w, r)| (*n, *w, *r, Vec::new()))
+        .filter(|b| matches!(b.plays, Plays::Engine(_)))
+        .map(listed)
         .collect();
-    let mut content: Vec<CatalogueRow> = Vec::new();
+    let mut content: Vec<Listed> = Vec::new();
     for agents in protocols::agent_protocols() {
         for b in agents.behaviors() {
-            match content.iter_mut().find(|row| row.0 == b.name) {
-                Some(row) => row.3.push(agents.name()),
-                None => content.push((b.name, b.what, b.rule, vec![agents.name()])),
+            if b.by_engine() {
+                if !rows.iter().any(|row| row.behavior.name == b.name) {
+                    rows.push(listed(b));
+                }
+                continue;
+            }
+            match content.iter_mut().find(|row| row.behavior.name == b.name) {
+                Some(row) => row.protocols.push(agents.name()),
+                None => content.push(Listed {
+                    behavior: b,
+                    protocols: vec![agents.name()],
+                }),
             }
         }
     }
     rows.extend(content);
     rows.extend(
-        behavior::CATALOGUE
+        ENGINE
             .iter()
-            .filter(|(name, _, _)| modifier(name))
-            .map(|(n, w, r)| (*n, *w, *r, Vec::new())),
+            .filter(|b| matches!(b.plays, Plays::Modifier(_)))
+            .map(listed),
     );
     rows
 }
@@ -42,9 +58,14 @@ pub fn list_behaviors() -> String {
     let mut out = String::from(
         "Behaviours (--behavior NAME[:ARGS][@ENDPOINT], comma-separated; fleet files: `behaviors:`)\n\n",
     );
-    for (name, what, rule, protocols) in catalogue() {
+    for Listed {
+        behavior,
+        protocols,
+    } in catalogue()
+    {
         out.push_str(&format!(
-            "  {name}\n      {what}\n      exercises: {rule}\n"
+            "  {}\n      {}\n      exercises: {}\n",
+            behavior.name, behavior.what, behavior.rule
         ));
         if !protocols.is_empty() {
             out.push_str(&format!("      protocols: {}\n", protocols.join(", ")));
@@ -85,14 +106,14 @@ pub fn list_behaviors() -> String {
 }
 
 /// One protocol's own misbehaviours, as `mock behaviors` prints them.
-fn list_misbehaviors(out: &mut String, behaviors: &[crate::mock::behavior::Misbehavior]) {
+fn list_misbehaviors(out: &mut String, behaviors: &[Behavior]) {
     for b in behaviors {
         out.push_str(&format!("  {}\n      {}\n", b.name, b.what));
         if !b.expects.is_empty() {
             out.push_str(&format!("      expected: {}\n", b.expects));
         }
-        if b.transports != crate::mock::behavior::Misbehavior::FLEET {
-            out.push_str(&format!("      over: {}\n", b.transports.join(", ")));
+        if let Plays::Own(transports) = b.plays {
+            out.push_str(&format!("      over: {}\n", transports.join(", ")));
         }
     }
 }
@@ -103,7 +124,7 @@ pub(super) fn names() -> Vec<(&'static str, &'static str)> {
     let mut names: Vec<(&'static str, &'static str)> = Vec::new();
     let catalogue = catalogue()
         .into_iter()
-        .map(|(name, what, _, _)| (name, what));
+        .map(|row| (row.behavior.name, row.behavior.what));
     let flaws = protocols::REGISTRY
         .iter()
         .flat_map(|p| p.capabilities().behaviors)

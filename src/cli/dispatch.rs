@@ -172,11 +172,10 @@ async fn execute_mock(command: MockCommand) -> Result<Ended, Error> {
         MockCommand::Agent(args) => mock_agent(args).await,
         MockCommand::Agents(args) => mock_agents(args),
         MockCommand::Fleet(args) => mock_fleet(args).await,
-        MockCommand::Librarian(args) => {
-            let report =
-                crate::protocols::librarian::commands::mock_librarian(&args, shutdown_signal())
-                    .await?;
-            conclude(report, &args.output)
+        MockCommand::Protocol(command) => {
+            let job = command.run()?;
+            let report = (job.run)(Box::pin(shutdown_signal())).await?;
+            conclude(report, &job.output)
         }
         MockCommand::Linger(args) => {
             crate::mock::linger::linger(args.json, args.junit).await;

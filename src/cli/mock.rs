@@ -1,5 +1,7 @@
 //! The `mock` commands: `mock agent` (served, or a command run once per call), `mock agents`,
-//! `mock fleet` (agents served, or a protocol's clients run), and `mock behaviors`.
+//! `mock fleet` (agents served, or a protocol's clients run). Here the flags are checked and
+//! the protocol resolved in the registry; what runs is the mock engine's (`crate::mock`) or the
+//! protocol's (its [`Capabilities`]), with the flags it added read back by it.
 
 use std::sync::Arc;
 
@@ -10,51 +12,32 @@ use super::signal::{caught_signal, say_interrupted, shutdown_signal};
 use crate::error::Error;
 use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::behavior::{self, For};
+use crate::mock::command::{override_platform, stdio_report_notice, FleetText};
 use crate::mock::driver::Driver;
 use crate::mock::fleet::{FleetFile, Layout};
+use crate::mock::line_server::{self, LineService};
 use crate::mock::protocol::AgentProtocol;
 use crate::mock::session::{Banner, SessionSettings};
 use crate::probe::args::{api_key, seed_or_clock};
-use crate::protocols;
-use crate::protocols::plugin::ServedAgents;
-use crate::report::{console, Exit, RunInfo};
+use crate::protocols::plugin::{ClientFleet, CommandAgent, FleetFlags, ServedAgents};
+use crate::protocols::{self, Protocol};
+use crate::report::{console, Exit, Report, RunInfo};
 use crate::text::Redactor;
 use crate::transport::http::BaseUrl;
-
-/// The agents of protocol `name`, as the mock engine plays them.
-fn agents_of(name: &str) -> Result<&'static dyn AgentProtocol, Error> {
-    served_agents(name).map(|served| served.agents)
-}
 
 /// The agents of protocol `name` that the mock engine serves; else a usage error that says what
 /// the kit offers for it instead.
 fn served_agents(name: &str) -> Result<ServedAgents, Error> {
-    let offers = protocol(name)?.capabilities();
-    offers.agents.ok_or_else(|| nothing_to_serve(name, &offers))
+    protocol(name)?.capabilities().served(name)
 }
 
-/// `--protocol NAME` of a protocol whose agents the kit does not serve: what it offers instead.
-fn nothing_to_serve(name: &str, offers: &crate::protocols::plugin::Capabilities) -> Error {
-    let mut instead: Vec<String> = offers
-        .probes
+/// The protocol whose agents a fleet file that names none speaks: the first registered one the
+/// mock engine serves.
+fn default_served() -> Result<ServedAgents, Error> {
+    protocols::REGISTRY
         .iter()
-        .map(|p| format!("probe {}", p.command().get_name()))
-        .collect();
-    if let Some(lint) = offers.lint {
-        instead.push(format!("lint {}", lint.command().get_name()));
-    }
-    if offers.command_agent.is_some() {
-        instead.push(format!("mock agent --protocol {name} --mode plan|execute"));
-        instead.push(format!("mock agents --protocol {name}"));
-    }
-    if offers.client_fleet.is_some() {
-        instead.push(format!("mock fleet (a file with `protocol: {name}`)"));
-    }
-    instead.push(format!("selftest --protocol {name}"));
-    Error::usage(format!(
-        "--protocol {name}: the kit serves no {name} agent; for {name} it offers {}",
-        instead.join(", ")
-    ))
+        .find_map(|p| p.capabilities().agents)
+        .ok_or_else(|| Error::usage("no protocol's agents are served by the mock engine"))
 }
 
 /// `mock agent` of a protocol whose reference peer is a server of its own (see
@@ -133,75 +116,30 @@ pub(super) async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
     }
     let key = api_key(args.api_key.clone())?;
     let protocol = protocol(&args.protocol)?;
+    let offers = protocol.capabilities();
     let behaviors = args.behavior.join(",");
-    let command = crate::protocols::plugin::CommandAgent {
-        name: &args.name,
-        behavior: &behaviors,
-        seed: seed_or_clock(args.seed),
-        mode: args.mode.as_deref(),
-        task: args.task.as_deref(),
-        next: &args.next,
-        approved: args.approved,
-        journal: args.run.journal.as_deref(),
-    };
-    if let Some(agent) = protocol.capabilities().command_agent {
+    args.protocol_flags.refuse_foreign(protocol)?;
+    if let Some(agent) = offers.command_agent {
+        let command = CommandAgent {
+            name: &args.name,
+            behavior: &behaviors,
+            seed: seed_or_clock(args.seed),
+            journal: args.run.journal.as_deref(),
+            flags: &args.protocol_flags.matches,
+        };
         return agent.run(command).map(Ended::AgentExit);
     }
-    for (flag, given) in [
-        ("--mode", args.mode.is_some()),
-        ("--task", args.task.is_some()),
-        ("--next", !args.next.is_empty()),
-        ("--approved", args.approved),
-    ] {
-        if given {
-            return Err(Error::usage(format!(
-                "{flag}: for agents run as a command (--protocol agent-standard), not {}",
-                args.protocol
-            )));
-        }
-    }
-    if let Some(server) = protocol.capabilities().reference_server {
+    if let Some(server) = offers.reference_server {
         return serve_reference(server, &args, &behaviors).await;
     }
-    let served = served_agents(&args.protocol)?;
-    let agents = served.agents;
-    let others = protocols::agent_protocols();
-    let at = For {
-        protocol: agents,
-        others: &others,
-    };
-    let items = behavior::parse_list(&behaviors, at)
-        .map_err(|e| Error::usage(format!("--behavior: {e}")))?;
-    let line = args.stdio || args.tcp.is_some() || args.unix.is_some();
-    if line && agents.line_endpoint().is_none() {
-        let lines: Vec<String> = others
-            .iter()
-            .filter(|p| p.line_endpoint().is_some())
-            .map(|p| format!("--protocol {}", p.name()))
-            .collect();
-        return Err(Error::usage(format!(
-            "--stdio, --tcp and --unix: {} agents are served over HTTP only (add {})",
-            agents.name(),
-            lines.join(" or ")
-        )));
-    }
-    behavior::check_fit(&items, agents, !line, args.stdio)
-        .map_err(|e| Error::usage(format!("--behavior {e}")))?;
-    args.run.output.check()?;
+    let served = offers.served(protocol.name())?;
     let seed = seed_or_clock(args.seed);
-    let profile = Profile {
-        name: args.name.clone(),
-        domain: "general review".into(),
-        capabilities: Vec::new(),
-        api_key: key,
-    };
-    let reference = served.reference(&args.name, seed, &args.scenario)?;
-    let agent = MockAgent::with_responder(agents, profile, items, seed, reference);
-    if line {
+    let agent = served_agent(&args, served, key, &behaviors, seed)?;
+    if args.stdio || args.tcp.is_some() || args.unix.is_some() {
         return serve_line_agent(agent, &args, seed).await;
     }
     let settings = SessionSettings {
-        protocol: agents,
+        protocol: served.agents,
         agents: vec![agent],
         layout: Layout::PerAgent,
         host: args.host,
@@ -220,47 +158,79 @@ pub(super) async fn mock_agent(args: MockAgentArgs) -> Result<Ended, Error> {
     run_mock(settings, &args.run).await
 }
 
-/// An agent on stdio (until end of input) or a socket (until interrupted), judging its peer (the
-/// harness) as a mock session does. Over stdio the reports are rewritten after every answer (a
-/// harness may kill the agent at any moment), the readable report goes to stderr, and the exit
-/// status is 0 whatever the verdict: the harness reads it as the agent's.
-/// What a stdio mock says first on stderr: where its report goes. Harnesses often discard an
-/// agent's stderr, where the readable report goes when stdin ends; a report file survives that.
-fn stdio_report_notice(output: &crate::report::output::OutputArgs) -> Vec<String> {
-    let files: Vec<String> = [
-        ("--json", &output.json),
-        ("--junit", &output.junit),
-        ("--html", &output.html),
-    ]
-    .into_iter()
-    .filter_map(|(flag, path)| {
-        let path = path.as_ref()?;
-        let shown = std::path::absolute(path).unwrap_or_else(|_| path.clone());
-        Some(format!("{flag} {}", shown.display()))
-    })
-    .collect();
-    let first = "agent-tck mock agent (stdio): the readable report goes to stderr when stdin ends";
-    if files.is_empty() {
-        vec![
-            first.to_string(),
-            "warning: no report file asked for: the harness may discard stderr; add --json FILE"
-                .to_string(),
-        ]
-    } else {
-        vec![format!(
-            "{first}; the report files, rewritten after each answer: {}",
-            files.join(", ")
-        )]
+/// The one agent `mock agent` serves of `served`: its behaviours parsed and checked against its
+/// transport (HTTP, or a line one), its flags checked.
+fn served_agent(
+    args: &MockAgentArgs,
+    served: ServedAgents,
+    key: Option<String>,
+    behaviors: &str,
+    seed: u64,
+) -> Result<MockAgent, Error> {
+    let agents = served.agents;
+    let others = protocols::agent_protocols();
+    let at = For {
+        protocol: agents,
+        others: &others,
+    };
+    let items = behavior::parse_list(behaviors, at)
+        .map_err(|e| Error::usage(format!("--behavior: {e}")))?;
+    let line = args.stdio || args.tcp.is_some() || args.unix.is_some();
+    if line && agents.line_endpoint().is_none() {
+        let lines: Vec<String> = others
+            .iter()
+            .filter(|p| p.line_endpoint().is_some())
+            .map(|p| format!("--protocol {}", p.name()))
+            .collect();
+        return Err(Error::usage(format!(
+            "--stdio, --tcp and --unix: {} agents are served over HTTP only (add {})",
+            agents.name(),
+            lines.join(" or ")
+        )));
+    }
+    behavior::check_fit(&items, agents, !line, args.stdio)
+        .map_err(|e| Error::usage(format!("--behavior {e}")))?;
+    args.run.output.check()?;
+    let profile = Profile::served(&args.name, key);
+    let reference = served.reference(&args.name, seed, &args.scenario)?;
+    Ok(MockAgent::with_responder(
+        agents, profile, items, seed, reference,
+    ))
+}
+
+/// An agent served on a line transport, and what its report says of the run.
+struct LineRun<'a> {
+    service: Arc<LineService>,
+    args: &'a MockAgentArgs,
+    seed: u64,
+    /// Whom the report judges; with --tcp 0 the port is known once bound, and `bound` names it.
+    target: String,
+    bound: std::sync::OnceLock<String>,
+    started: std::time::Instant,
+    started_at: String,
+}
+
+impl LineRun<'_> {
+    fn report(&self) -> Report {
+        let protocol = self.service.agent.protocol.name();
+        let target = self.bound.get().unwrap_or(&self.target).clone();
+        let mut run = RunInfo::start("mock", protocol, target, self.seed, self.args.run.strict)
+            .made_by(format!("mock agent --protocol {protocol}"));
+        run.started = self.started;
+        run.started_at = self.started_at.clone();
+        let mut report = run.report(self.service.cases(), &Redactor::new(None));
+        crate::protocols::stamp(&mut report);
+        report
     }
 }
 
+/// An agent on stdio (until end of input) or a socket (until interrupted), judging its peer (the
+/// harness) as a mock session does.
 async fn serve_line_agent(
     agent: MockAgent,
     args: &MockAgentArgs,
     seed: u64,
 ) -> Result<Ended, Error> {
-    use crate::mock::line_server::{self, LineService};
-    let protocol = agent.protocol.name();
     let mut service = LineService::judged(agent, &args.run.expect(None));
     for (flag, path) in [
         ("--json", &args.run.output.json),
@@ -279,9 +249,6 @@ async fn serve_line_agent(
             .keep_journal(json)
             .map_err(|e| Error::run(format!("--json {}: its journal: {e}", json.display())))?;
     }
-    let service = Arc::new(service);
-    let started = std::time::Instant::now();
-    let started_at = crate::report::now_rfc3339();
     // `--tcp PORT` binds --host; `--tcp HOST:PORT` binds HOST.
     let tcp = args
         .tcp
@@ -294,49 +261,65 @@ async fn serve_line_agent(
         (_, Some(path)) => format!("the harness that connected to unix://{}", path.display()),
         _ => "the harness that ran this agent (stdio)".to_string(),
     };
-    // With --tcp 0 the port is known once bound: the report names the bound one.
-    let bound_target = std::sync::OnceLock::new();
-    let report_of = |service: &LineService| {
-        let target = bound_target.get().unwrap_or(&target).clone();
-        let mut run = RunInfo::start("mock", protocol, target, seed, args.run.strict)
-            .made_by(format!("mock agent --protocol {protocol}"));
-        run.started = started;
-        run.started_at = started_at.clone();
-        let mut report = run.report(service.cases(), &Redactor::new(None));
-        crate::protocols::stamp(&mut report);
-        report
+    let run = LineRun {
+        service: Arc::new(service),
+        args,
+        seed,
+        target,
+        bound: std::sync::OnceLock::new(),
+        started: std::time::Instant::now(),
+        started_at: crate::report::now_rfc3339(),
     };
     if args.stdio {
-        // Before the first request: a harness that shows or keeps stderr shows this first.
-        for line in stdio_report_notice(&args.run.output) {
-            crate::errln!("{line}");
-        }
-        let rewrite = |s: &LineService| {
-            let _ = args.run.output.write_quietly(&report_of(s));
-        };
-        let served = tokio::select! {
-            r = line_server::serve_stdio(service.clone(), &rewrite) => r,
-            // Signalled to end (TERM, INT): by the harness, it gave up on what it was waiting
-            // for; by anyone else, the harness was ended from outside (see `signalled`).
-            _ = shutdown_signal() => {
-                service.signalled();
-                Ok(())
-            }
-        };
-        let report = report_of(&service);
-        args.run.output.write_quietly(&report)?;
-        if !service.stderr_stuck() {
-            let text = console::render(&report, false);
-            let shown = if args.run.output.quiet {
-                console_end(&text)
-            } else {
-                &text
-            };
-            crate::err!("{shown}");
-        }
-        served.map_err(|e| Error::run(format!("stdio: {e}")))?;
-        return Ok(Ended::Verdict(Exit::Passed));
+        return serve_stdio_agent(&run).await;
     }
+    serve_socket_agent(&run, tcp).await?;
+    conclude(run.report(), &args.run.output)
+}
+
+/// Over stdio the reports are rewritten after every answer (a harness may kill the agent at any
+/// moment), the readable report goes to stderr, and the exit status is 0 whatever the verdict:
+/// the harness reads it as the agent's.
+async fn serve_stdio_agent(run: &LineRun<'_>) -> Result<Ended, Error> {
+    let output = &run.args.run.output;
+    // Before the first request: a harness that shows or keeps stderr shows this first.
+    for line in stdio_report_notice(output) {
+        crate::errln!("{line}");
+    }
+    let rewrite = |_: &LineService| {
+        let _ = output.write_quietly(&run.report());
+    };
+    let served = tokio::select! {
+        r = line_server::serve_stdio(run.service.clone(), &rewrite) => r,
+        // Signalled to end (TERM, INT): by the harness, it gave up on what it was waiting
+        // for; by anyone else, the harness was ended from outside (see `signalled`).
+        _ = shutdown_signal() => {
+            run.service.signalled();
+            Ok(())
+        }
+    };
+    let report = run.report();
+    output.write_quietly(&report)?;
+    if !run.service.stderr_stuck() {
+        let text = console::render(&report, false);
+        let shown = if output.quiet {
+            console_end(&text)
+        } else {
+            &text
+        };
+        crate::err!("{shown}");
+    }
+    served.map_err(|e| Error::run(format!("stdio: {e}")))?;
+    Ok(Ended::Verdict(Exit::Passed))
+}
+
+/// On `--tcp` (bound here: `tcp`) or `--unix`, until interrupted.
+async fn serve_socket_agent(
+    run: &LineRun<'_>,
+    tcp: Option<std::net::SocketAddr>,
+) -> Result<(), Error> {
+    let (service, args) = (&run.service, run.args);
+    let protocol = service.agent.protocol.name();
     let stop = tokio_util::sync::CancellationToken::new();
     let served = {
         let stop = stop.clone();
@@ -353,7 +336,9 @@ async fn serve_line_agent(
         let bound = listener
             .local_addr()
             .map_err(|e| Error::run(e.to_string()))?;
-        let _ = bound_target.set(format!("the harness that connected to tcp://{bound}"));
+        let _ = run
+            .bound
+            .set(format!("the harness that connected to tcp://{bound}"));
         crate::outln!(
             "agent-tck mock agent · {protocol} {:?} · newline-delimited JSON · listening on tcp://{bound}",
             service.agent.name()
@@ -376,189 +361,158 @@ async fn serve_line_agent(
         );
         let _ = std::fs::remove_file(path);
     }
-    conclude(report_of(&service), &args.run.output)
+    Ok(())
 }
 
-/// A variable a built-in preset reads and the environment lacks: the file's usual tip (give
-/// a default) cannot be followed in a file built into the binary, so this one says to set it
-/// or to write the preset out (--print-file) and edit it. (The fleet substitutes again when it
-/// parses: same result.)
-fn unset_in_preset(preset: &str, source: &str, text: &str) -> Result<(), Error> {
-    match crate::text::substitute_env(source, text) {
-        Err(crate::text::DataFileError::UnsetVariable { file, line, name }) => {
-            Err(Error::usage(format!(
-                "{file}:{line}: ${{{name}}}: the environment variable {name} is not set (the \
-                 built-in preset {preset} reads it: set it, as in `{name}=… agent-tck mock fleet \
-                 --preset {preset} …`, or write the preset out, `agent-tck mock fleet --preset \
-                 {preset} --print-file > fleet.yaml`, edit it and give it with --config fleet.yaml)"
-            )))
+/// The fleet file `--config` or `--preset` names.
+fn fleet_text(args: &MockFleetArgs) -> Result<FleetText, Error> {
+    match (&args.config, &args.preset) {
+        (Some(path), _) => FleetText::read(path),
+        (None, Some(name)) => {
+            let (source, text) = protocols::fleet_preset(name)?;
+            FleetText::preset(name, source, text, args.print_file)
         }
-        // Any other fault of a built-in file is the fleet's parse to report.
-        _ => Ok(()),
+        (None, None) => Err(Error::usage("give --config FILE or --preset NAME")),
     }
 }
 
-/// The `protocol:` a fleet file names, if it parses that far.
-fn fleet_protocol(text: &str) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Peek {
-        protocol: Option<String>,
-    }
-    serde_saphyr::from_str::<Peek>(text).ok()?.protocol
+/// A flag only a fleet configuring its server takes, given for a fleet of `protocol` that does
+/// not: a usage error.
+fn refuse_server_setup(args: &MockFleetArgs, protocol: &str) -> Result<(), Error> {
+    args.server_setup_flag().map_or(Ok(()), |flag| {
+        Err(Error::usage(format!(
+            "{flag}: a fleet of protocol {protocol} has no agent definitions for its server to be \
+             configured with (the flag is for fleets of clients whose server must know their \
+             agents)"
+        )))
+    })
 }
 
 pub(super) async fn mock_fleet(args: MockFleetArgs) -> Result<Ended, Error> {
-    // A protocol whose fleets are clients of a server runs the file itself.
-    let (source, text) = match (&args.config, &args.preset) {
-        (Some(path), _) => (
-            path.display().to_string(),
-            std::fs::read_to_string(path)
-                .map_err(|e| Error::usage(format!("{}: cannot read: {e}", path.display())))?,
-        ),
-        (None, Some(name)) => {
-            let (source, text) = protocols::fleet_preset(name)?;
-            if !args.print_file {
-                unset_in_preset(name, source, text)?;
-            }
-            (source.to_string(), text.to_string())
-        }
-        (None, None) => return Err(Error::usage("give --config FILE or --preset NAME")),
-    };
+    let fleet = fleet_text(&args)?;
     if args.print_file {
         // As written, variables and all: a copy to edit, not the fleet as it would run.
-        crate::out!("{text}");
-        return Ok(Ended::Verdict(crate::report::Exit::Passed));
+        crate::out!("{}", fleet.text);
+        return Ok(Ended::Verdict(Exit::Passed));
     }
-    let setup_flag = args.server_setup_flag();
-    let protocol = fleet_protocol(&text).and_then(|p| protocols::find(&p));
-    let refused = |name: &str| {
-        setup_flag.map_or(Ok(()), |flag| {
-            Err(Error::usage(format!(
-                "{flag}: a fleet of protocol {name} has no agent definitions for its server to be \
-                 configured with (the flag is for fleets of clients whose server must know their \
-                 agents)"
-            )))
-        })
+    // A protocol whose fleets are clients of a server runs the file itself.
+    let named = fleet.protocol().and_then(|p| protocols::find(&p));
+    if let Some((protocol, clients)) =
+        named.and_then(|p| p.capabilities().client_fleet.map(|fleet| (p, fleet)))
+    {
+        return run_client_fleet(protocol, clients, &fleet, &args).await;
+    }
+    serve_fleet(&fleet, &args).await
+}
+
+/// `mock fleet` of a protocol whose fleets are clients of a server ([`Capabilities::client_fleet`]).
+async fn run_client_fleet(
+    protocol: &'static dyn Protocol,
+    fleet: &'static dyn ClientFleet,
+    file: &FleetText,
+    args: &MockFleetArgs,
+) -> Result<Ended, Error> {
+    if !fleet.configures_server() {
+        refuse_server_setup(args, protocol.name())?;
+    }
+    // A fleet of clients records no journal (the journal is what a platform sent the fleet's
+    // agents): a flag taken and nothing written would leave an empty promise.
+    if args.run.journal.is_some() {
+        return Err(Error::usage(format!(
+            "--journal: a fleet of protocol {} writes no journal (only fleets whose agents a \
+             platform calls record one): leave it out; the report (--json FILE) keeps its \
+             verdicts",
+            protocol.name()
+        )));
+    }
+    let at = FleetFlags {
+        url: args.platform_url.as_deref(),
+        seed: args.seed,
+        strict: args.run.strict,
+        write_config: args.write_config.as_deref(),
+        wait_ready: args.wait_ready,
+        flags: &args.protocol_flags.matches,
     };
-    if let Some(protocol) = protocol {
-        let at = crate::protocols::plugin::FleetFlags {
-            url: args.platform_url.as_deref(),
-            seed: args.seed,
-            strict: args.run.strict,
-            registry: args.registry.as_deref(),
-            write_config: args.write_config.as_deref(),
-            wait_ready: args.wait_ready,
-        };
-        if let Some(fleet) = protocol.capabilities().client_fleet {
-            if !fleet.configures_server() {
-                refused(protocol.name())?;
-            }
-            // A fleet of clients records no journal (the journal is what a platform sent the
-            // fleet's agents): a flag taken and nothing written would leave an empty promise.
-            if args.run.journal.is_some() {
-                return Err(Error::usage(format!(
-                    "--journal: a fleet of protocol {} writes no journal (only fleets whose agents \
-                     a platform calls record one): leave it out; the report (--json FILE) keeps \
-                     its verdicts",
-                    protocol.name()
-                )));
-            }
-            if args.print_config {
-                crate::out!("{}", fleet.server_config(&source, &text, &at)?);
-                return Ok(Ended::Verdict(crate::report::Exit::Passed));
-            }
-            args.run.output.check()?;
-            // Installed before the fleet prints anything: Ctrl-C (while it waits for its server,
-            // or drives it) ends the run saying so, instead of killing it unannounced. The
-            // clients' verdicts need the whole run: none is written.
-            let signal = caught_signal();
-            return tokio::select! {
-                report = fleet.run(&source, &text, at) => conclude(report?, &args.run.output),
-                by = signal => {
-                    crate::errln!(
-                        "interrupted ({by}) before the fleet's verdict: its clients' answers are \
-                         judged over the whole run, so no report is written; exit 130, not a verdict"
-                    );
-                    Ok(Ended::Interrupted)
-                }
-            };
+    if args.print_config {
+        crate::out!("{}", fleet.server_config(&file.source, &file.text, &at)?);
+        return Ok(Ended::Verdict(Exit::Passed));
+    }
+    args.run.output.check()?;
+    // Installed before the fleet prints anything: Ctrl-C (while it waits for its server, or
+    // drives it) ends the run saying so, instead of killing it unannounced. The clients'
+    // verdicts need the whole run: none is written.
+    let signal = caught_signal();
+    tokio::select! {
+        report = fleet.run(&file.source, &file.text, at) => conclude(report?, &args.run.output),
+        by = signal => {
+            crate::errln!(
+                "interrupted ({by}) before the fleet's verdict: its clients' answers are \
+                 judged over the whole run, so no report is written; exit 130, not a verdict"
+            );
+            Ok(Ended::Interrupted)
         }
     }
-    let (source, file) = match (&args.config, &args.preset) {
-        (Some(path), _) => (path.display().to_string(), FleetFile::from_file(path)?),
-        (None, Some(name)) => {
-            let (source, text) = protocols::fleet_preset(name)?;
-            (source.to_string(), FleetFile::parse(source, text)?)
-        }
-        (None, None) => return Err(Error::usage("give --config FILE or --preset NAME")),
+}
+
+/// The protocol whose agents a fleet file's agents are: the one it names, else the default.
+fn fleet_agents(file: &FleetFile, source: &str) -> Result<&'static dyn AgentProtocol, Error> {
+    match &file.protocol {
+        None => default_served().map(|served| served.agents),
+        Some(name) => served_agents(&name.value)
+            .map(|served| served.agents)
+            .map_err(|e| {
+                Error::usage(format!(
+                    "{source}:{}: protocol: {e}",
+                    name.referenced.line()
+                ))
+            }),
+    }
+}
+
+/// `--shard K/N`: the agents of the fleet that fall in the share K of N; none is a usage error.
+fn shard(
+    agents: Vec<MockAgent>,
+    args: &MockFleetArgs,
+    source: &str,
+) -> Result<Vec<MockAgent>, Error> {
+    let Some(shard) = &args.shard else {
+        return Ok(agents);
     };
-    let agents_protocol = match &file.protocol {
-        None => agents_of(crate::protocols::roundtable::NAME)?,
-        Some(name) => agents_of(&name.value).map_err(|e| {
-            Error::usage(format!(
-                "{source}:{}: protocol: {e}",
-                name.referenced.line()
-            ))
-        })?,
-    };
-    refused(
-        file.protocol
-            .as_ref()
-            .map_or(crate::protocols::roundtable::NAME, |p| p.value.as_str()),
-    )?;
+    let shard = crate::targets::parse_shard(shard)?;
+    let mine: Vec<_> = agents
+        .into_iter()
+        .filter(|a| crate::targets::in_shard(a.name(), shard))
+        .collect();
+    if mine.is_empty() {
+        return Err(Error::usage(format!(
+            "--shard {}/{}: no agent of {source} falls in this shard",
+            shard.0, shard.1
+        )));
+    }
+    Ok(mine)
+}
+
+/// `mock fleet` of agents the mock engine serves: the file's agents served, its platform driven.
+async fn serve_fleet(fleet: &FleetText, args: &MockFleetArgs) -> Result<Ended, Error> {
+    let source = fleet.source.as_str();
+    let file = FleetFile::parse(source, &fleet.text)?;
+    let agents_protocol = fleet_agents(&file, source)?;
+    refuse_server_setup(args, agents_protocol.name())?;
     let seed = seed_or_clock(args.seed.or(file.seed));
     let others = protocols::agent_protocols();
-    let agents = file.agents(
-        &source,
-        seed,
-        For {
-            protocol: agents_protocol,
-            others: &others,
-        },
-    )?;
-    let agents = match &args.shard {
-        Some(shard) => {
-            let shard = crate::targets::parse_shard(shard)?;
-            let mine: Vec<_> = agents
-                .into_iter()
-                .filter(|a| crate::targets::in_shard(a.name(), shard))
-                .collect();
-            if mine.is_empty() {
-                return Err(Error::usage(format!(
-                    "--shard {}/{}: no agent of {source} falls in this shard",
-                    shard.0, shard.1
-                )));
-            }
-            mine
-        }
-        None => agents,
+    let at = For {
+        protocol: agents_protocol,
+        others: &others,
     };
+    let agents = shard(file.agents(source, seed, at)?, args, source)?;
     args.run.output.check()?;
     let mut platform = file.platform.clone();
-    if let Some(url) = &args.platform_url {
-        let spec = platform.as_mut().ok_or_else(|| {
-            Error::usage(format!(
-                "--platform-url: {source} has no platform: section to point at it (add one \
-                 with register: and trigger:)"
-            ))
-        })?;
-        BaseUrl::parse(url).map_err(|e| Error::usage(format!("--platform-url: {e}")))?;
-        spec.url = url.clone();
-    }
-    if let Some(deadline) = &args.deliberation_deadline {
-        crate::units::parse_duration(deadline)
-            .map_err(|e| Error::usage(format!("--deliberation-deadline: {e}")))?;
-        let trigger = platform
-            .as_mut()
-            .and_then(|p| p.trigger.as_mut())
-            .ok_or_else(|| {
-                Error::usage(format!(
-                    "--deliberation-deadline: {source} has no platform.trigger section, so no \
-                     deliberation to wait for"
-                ))
-            })?;
-        trigger.deadline = Some(deadline.clone());
-    }
+    override_platform(
+        &mut platform,
+        args.platform_url.as_deref(),
+        args.deliberation_deadline.as_deref(),
+        source,
+    )?;
     let driver = platform
         .as_ref()
         .map(|p| Driver::new(p, args.platform_token.clone(), agents_protocol))
@@ -611,163 +565,4 @@ async fn run_mock(settings: SessionSettings, run: &MockRunArgs) -> Result<Ended,
         }
         None => ended,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cli::behaviors::{catalogue, list_behaviors};
-
-    #[test]
-    fn a_protocol_with_nothing_to_serve_is_told_what_the_kit_offers_instead() {
-        let mut offers = protocols::find("connector").unwrap().capabilities();
-        offers.agents = None;
-        assert_eq!(
-            nothing_to_serve("connector", &offers).to_string(),
-            "--protocol connector: the kit serves no connector agent; for connector it offers \
-             probe connector, mock fleet (a file with `protocol: connector`), selftest \
-             --protocol connector"
-        );
-        let offers = protocols::find("agent-standard").unwrap().capabilities();
-        let Err(e) = served_agents("agent-standard") else {
-            panic!("agent-standard's agents are commands, not served")
-        };
-        assert!(matches!(e, Error::Usage(_)), "{e:?}");
-        assert_eq!(
-            e.to_string(),
-            nothing_to_serve("agent-standard", &offers).to_string()
-        );
-        assert!(
-            e.to_string().contains(
-                "probe agent-standard, probe orchestration, lint agents, \
-             mock agent --protocol agent-standard --mode plan|execute"
-            ),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn every_preset_parses_and_builds_its_agents() {
-        for p in protocols::REGISTRY {
-            let offers = p.capabilities();
-            for (name, source, text) in offers.fleet_presets {
-                // A protocol whose fleets are clients parses its own (tested with it).
-                let Some(served) = offers.agents else {
-                    assert_eq!(fleet_protocol(text).as_deref(), Some(p.name()), "{name}");
-                    continue;
-                };
-                let file = FleetFile::parse(source, text).unwrap();
-                let others = protocols::agent_protocols();
-                let at = For {
-                    protocol: served.agents,
-                    others: &others,
-                };
-                let agents = file.agents(source, 1, at).unwrap_or_else(|e| panic!("{e}"));
-                assert!(agents.len() >= 10, "{name}: {} agents", agents.len());
-            }
-        }
-        assert!(protocols::fleet_preset("calm")
-            .unwrap_err()
-            .to_string()
-            .contains("chaos, slow"));
-    }
-
-    #[test]
-    fn every_client_fleets_behaviours_are_listed_under_their_protocol() {
-        let listing = list_behaviors();
-        let mut fleets = 0;
-        for p in protocols::REGISTRY {
-            let Some(fleet) = p.capabilities().client_fleet else {
-                continue;
-            };
-            fleets += 1;
-            let heading = format!("Behaviours of {} fleet clients", p.name());
-            let at = listing
-                .find(&heading)
-                .unwrap_or_else(|| panic!("{heading}"));
-            let section = &listing[at..];
-            assert!(!fleet.behaviors().is_empty(), "{}", p.name());
-            for b in fleet.behaviors() {
-                assert!(
-                    section.contains(&format!("  {}\n      {}\n", b.name, b.what)),
-                    "{}: {}",
-                    p.name(),
-                    b.name
-                );
-                if !b.expects.is_empty() {
-                    assert!(
-                        section.contains(&format!("      expected: {}\n", b.expects)),
-                        "{}: {}",
-                        p.name(),
-                        b.name
-                    );
-                }
-            }
-        }
-        assert_eq!(
-            fleets, 2,
-            "the Librarian's and the connector's client fleets"
-        );
-    }
-
-    #[test]
-    fn the_readme_documents_every_behaviour() {
-        let readme = include_str!("../../README.md");
-        for (name, what, _, _) in catalogue() {
-            assert!(
-                readme.contains(&format!("| `{name}` | {}", what.replace('|', "\\|"))),
-                "{name}"
-            );
-        }
-    }
-
-    /// The Librarian's and the connector's flaws and the agent standard's behaviours are in the
-    /// one listing, each under its protocol, and each is a name its matrix check takes over
-    /// its transports, and a row of its matrix plays it.
-    #[test]
-    fn every_protocols_own_behaviours_are_listed_checked_and_played() {
-        let listing = list_behaviors();
-        let matrices = crate::selftest::matrix::Matrix::builtin().unwrap();
-        let mut protocols_with_own = Vec::new();
-        for p in protocols::REGISTRY {
-            let offers = p.capabilities();
-            if offers.behaviors.is_empty() {
-                continue;
-            }
-            protocols_with_own.push(p.name());
-            let heading = format!("Behaviours of the {} ", p.name());
-            let section = &listing[listing.find(&heading).expect(&heading)..];
-            let matrix = matrices
-                .iter()
-                .find(|m| m.protocol.name() == p.name())
-                .expect("a matrix");
-            for b in offers.behaviors {
-                assert!(section.contains(&format!("\n  {}\n      {}\n", b.name, b.what)));
-                for transport in b.transports {
-                    offers
-                        .selftest
-                        .check_behavior(b.bare_name(), transport)
-                        .unwrap_or_else(|e| panic!("{} over {transport}: {e}", b.name));
-                }
-                assert!(
-                    matrix.file.rows.iter().any(|row| {
-                        let played = &row.behavior.value;
-                        played.split([',', ':']).next() == Some(b.bare_name())
-                    }),
-                    "{}: no row of {} plays {}",
-                    p.name(),
-                    matrix.source,
-                    b.name
-                );
-            }
-            assert!(offers
-                .selftest
-                .check_behavior("no-such-flaw", offers.behaviors[0].transports[0])
-                .is_err());
-        }
-        assert_eq!(
-            protocols_with_own,
-            ["librarian", "connector", "agent-standard"]
-        );
-    }
 }

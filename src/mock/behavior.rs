@@ -17,238 +17,17 @@
 //! fit every protocol; content behaviours belong to a protocol ([`ContentBehavior`]), which
 //! implements them on its own answers.
 
-use std::fmt;
-use std::time::Duration;
-
-use rand::RngExt;
-use rand_chacha::ChaCha8Rng;
-
+use super::args::Args;
 pub use super::args::BehaviorError;
-use super::args::{unknown_variant, Args};
-use super::encoding::Malformed;
-use super::protocol::{AgentProtocol, ContentBehavior, Endpoint, Mutation};
+use super::protocol::{AgentProtocol, Endpoint};
 
-/// A delay distribution. Samples are never negative.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Dist {
-    Fixed(Duration),
-    Uniform(Duration, Duration),
-    /// Mean and standard deviation; negative draws become zero.
-    Normal(Duration, Duration),
-    /// Median and sigma (of the underlying normal, unitless).
-    LogNormal(Duration, f64),
-}
+mod engine;
+pub mod kind;
 
-impl Dist {
-    pub fn sample(&self, rng: &mut ChaCha8Rng) -> Duration {
-        let secs = match *self {
-            Dist::Fixed(d) => d.as_secs_f64(),
-            Dist::Uniform(lo, hi) => {
-                lo.as_secs_f64() + rng.random::<f64>() * (hi.as_secs_f64() - lo.as_secs_f64())
-            }
-            Dist::Normal(mean, sd) => mean.as_secs_f64() + sd.as_secs_f64() * standard_normal(rng),
-            Dist::LogNormal(median, sigma) => {
-                median.as_secs_f64() * (sigma * standard_normal(rng)).exp()
-            }
-        };
-        // Bounded to a day: a huge sigma must not overflow Duration.
-        Duration::from_secs_f64(secs.clamp(0.0, 86_400.0))
-    }
-
-    /// `2s`, `fixed(2s)`, `uniform(1s,3s)`, `normal(2s,500ms)`, `lognormal(2s,0.5)`.
-    pub fn parse(text: &str) -> Result<Dist, BehaviorError> {
-        let text = text.trim();
-        let Some((name, rest)) = text.split_once('(') else {
-            return duration(text).map(Dist::Fixed);
-        };
-        let inner = rest
-            .strip_suffix(')')
-            .ok_or_else(|| BehaviorError::item(text, "missing ')'"))?;
-        let args: Vec<&str> = inner.split(',').map(str::trim).collect();
-        let two = |what: &str| -> Result<(&str, &str), BehaviorError> {
-            match args.as_slice() {
-                [a, b] => Ok((a, b)),
-                _ => Err(BehaviorError::item(
-                    text,
-                    format!("{name} takes two arguments ({what})"),
-                )),
-            }
-        };
-        match name.trim() {
-            "fixed" => match args.as_slice() {
-                [d] => duration(d).map(Dist::Fixed),
-                _ => Err(BehaviorError::item(text, "fixed takes one duration")),
-            },
-            "uniform" => {
-                let (lo, hi) = two("low, high")?;
-                let (lo, hi) = (duration(lo)?, duration(hi)?);
-                if hi < lo {
-                    return Err(BehaviorError::item(
-                        text,
-                        "the high bound is below the low one",
-                    ));
-                }
-                Ok(Dist::Uniform(lo, hi))
-            }
-            "normal" => {
-                let (mean, sd) = two("mean, standard deviation")?;
-                Ok(Dist::Normal(duration(mean)?, duration(sd)?))
-            }
-            "lognormal" => {
-                let (median, sigma) = two("median, sigma")?;
-                let sigma: f64 = sigma
-                    .parse()
-                    .ok()
-                    .filter(|s: &f64| s.is_finite() && *s >= 0.0)
-                    .ok_or_else(|| {
-                        BehaviorError::item(text, format!("sigma {sigma:?} is not a number ≥ 0"))
-                    })?;
-                Ok(Dist::LogNormal(duration(median)?, sigma))
-            }
-            other => Err(BehaviorError::item(
-                text,
-                format!("unknown distribution {other:?} (fixed, uniform, normal, lognormal)"),
-            )),
-        }
-    }
-}
-
-impl fmt::Display for Dist {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let d = |d: &Duration| humantime::format_duration(*d).to_string();
-        match self {
-            Dist::Fixed(x) => write!(f, "{}", d(x)),
-            Dist::Uniform(a, b) => write!(f, "uniform({},{})", d(a), d(b)),
-            Dist::Normal(a, b) => write!(f, "normal({},{})", d(a), d(b)),
-            Dist::LogNormal(a, s) => write!(f, "lognormal({},{s})", d(a)),
-        }
-    }
-}
-
-/// Box–Muller: one draw from N(0, 1).
-fn standard_normal(rng: &mut ChaCha8Rng) -> f64 {
-    let u1: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
-    let u2: f64 = rng.random::<f64>();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-}
-
-fn duration(text: &str) -> Result<Duration, BehaviorError> {
-    let text = text.trim();
-    if text == "0" {
-        return Ok(Duration::ZERO);
-    }
-    crate::units::parse_duration(text).map_err(|e| BehaviorError::item(text, e.to_string()))
-}
-
-/// Where `reset` cuts the connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResetPoint {
-    BeforeHeaders,
-    AfterHeaders,
-    /// After this many body bytes.
-    MidBody(u64),
-}
-
-/// How `content-length-mismatch` lies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LengthLie {
-    /// Declares more bytes than it sends, then closes (the reader waits, then sees EOF).
-    More,
-    /// Declares fewer bytes than the JSON (the reader gets a truncated document).
-    Less,
-}
-
-/// One misbehaviour (or `conforming`).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Kind {
-    Conforming,
-    Slow {
-        ttfb: Dist,
-        body: Dist,
-    },
-    Hang,
-    Blackhole,
-    HttpError {
-        status: u16,
-        retry_after: Option<u64>,
-    },
-    MalformedJson(Malformed),
-    OversizedBody {
-        bytes: usize,
-        endless: bool,
-    },
-    InvalidUtf8,
-    Reset(ResetPoint),
-    /// Graceful close after this many body bytes (None: half the body).
-    CloseMidBody(Option<u64>),
-    GarbageThenClose,
-    Dribble {
-        bytes_per_sec: u32,
-    },
-    ContentLengthMismatch(LengthLie),
-    WrongContentType(String),
-    /// A content behaviour of the agent's protocol.
-    Content(Content),
-    // over stdio only:
-    /// A non-JSON line on stdout before the first answer.
-    StdioBanner,
-    /// Answers as pretty-printed, multi-line JSON.
-    StdioPretty,
-    /// Exits (status 3) after reading a request, without answering.
-    ExitsEarly,
-    /// Writes this many bytes to stderr before each answer.
-    StderrFlood {
-        bytes: usize,
-    },
-    /// Starts a child that holds stdout open and sleeps, then answers and exits.
-    ForksAndExits,
-}
-
-/// A content behaviour as parsed: its name and the mutation it applies.
-#[derive(Debug, Clone)]
-pub struct Content {
-    pub name: &'static str,
-    pub mutation: std::sync::Arc<dyn Mutation>,
-}
-
-impl PartialEq for Content {
-    /// Two content items are the same when they name the same behaviour with the same arguments.
-    fn eq(&self, other: &Content) -> bool {
-        self.name == other.name && format!("{:?}", self.mutation) == format!("{:?}", other.mutation)
-    }
-}
-
-/// Which transports a behaviour fits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    /// Any transport the protocol has.
-    Any,
-    /// Over stdio only.
-    Stdio,
-    /// Below HTTP: an HTTP transport only.
-    Http,
-}
-
-impl Kind {
-    pub fn scope(&self) -> Scope {
-        match self {
-            Kind::StdioBanner
-            | Kind::StdioPretty
-            | Kind::ExitsEarly
-            | Kind::StderrFlood { .. }
-            | Kind::ForksAndExits => Scope::Stdio,
-            Kind::Blackhole
-            | Kind::HttpError { .. }
-            | Kind::Reset(_)
-            | Kind::CloseMidBody(_)
-            | Kind::GarbageThenClose
-            | Kind::Dribble { .. }
-            | Kind::ContentLengthMismatch(_)
-            | Kind::WrongContentType(_) => Scope::Http,
-            _ => Scope::Any,
-        }
-    }
-}
+pub use kind::{
+    Behavior, Content, Dist, Kind, LengthLie, Modifier, Mutating, Mutation, Plays, ResetPoint,
+    Scope,
+};
 
 /// Checks that every item fits the transport (`http`: HTTP, else a line transport; `stdio`: the
 /// stdio one) of an agent of `protocol`; the error names the item. (Content behaviours fit their
@@ -279,15 +58,6 @@ pub fn check_fit(
     Ok(())
 }
 
-/// Decides whether a request misbehaves.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Modifier {
-    /// Misbehave with this probability, per request.
-    Flaky(f64),
-    /// Misbehave on the first N requests (per endpoint), then conform.
-    FailFirst(u64),
-}
-
 /// One parsed item: a behaviour or a modifier, and the endpoints it applies to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
@@ -314,50 +84,6 @@ impl Item {
     }
 }
 
-/// A misbehaviour a protocol's own mock plays (the Librarian's and the connector's reference
-/// peers and client fleets, the agent standard's command agent), rather than the engine's: an
-/// entry of the catalogue `mock behaviors` prints, and what matrix rows, `--behavior` and a
-/// fleet file's behaviours are checked against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Misbehavior {
-    /// As written in a matrix row, after `--behavior` or in a fleet file; `NAME[:ARG]` when it
-    /// takes an argument.
-    pub name: &'static str,
-    /// What it does, in one line.
-    pub what: &'static str,
-    /// Where it is played: the matrix transports (`http`, `exec`, …), or `fleet` for a client
-    /// fleet's behaviour.
-    pub transports: &'static [&'static str],
-    /// What the peer must answer it, when the behaviour itself says so (a client fleet's: the
-    /// fleet judges each answer by it); empty when the matrix row says which cases it breaks.
-    pub expects: &'static str,
-}
-
-impl Misbehavior {
-    /// Where a client fleet's behaviour is played: by the fleet's own clients, not a matrix row.
-    pub const FLEET: &'static [&'static str] = &["fleet"];
-
-    /// A client fleet's behaviour: `what` each client of it does, and what the peer must answer
-    /// it (empty when the fleet's cases say so).
-    pub const fn fleet_client(
-        name: &'static str,
-        what: &'static str,
-        expects: &'static str,
-    ) -> Misbehavior {
-        Misbehavior {
-            name,
-            what,
-            transports: Misbehavior::FLEET,
-            expects,
-        }
-    }
-
-    /// The name without its argument's placeholder: `slow` of `slow[:DUR]`.
-    pub fn bare_name(&self) -> &'static str {
-        self.name.split('[').next().unwrap_or(self.name)
-    }
-}
-
 /// The one list of a mock whose misbehaviours are switches (a struct of `bool`s, one each): the
 /// name, the switch and what it does, once. It gives the catalogue's entries (`BEHAVIORS`), the
 /// names (`TYPE::NAMES`, in the list's order) and the parse (`TYPE::named`; `conforming`: no
@@ -365,12 +91,13 @@ impl Misbehavior {
 macro_rules! switches {
     ($ty:ty, transports: $transports:expr, [$($name:literal => $field:ident: $what:literal,)*]) => {
         /// Each misbehaviour, as `mock behaviors` lists it.
-        pub const BEHAVIORS: &[$crate::mock::behavior::Misbehavior] = &[$(
-            $crate::mock::behavior::Misbehavior {
+        pub const BEHAVIORS: &[$crate::mock::behavior::Behavior] = &[$(
+            $crate::mock::behavior::Behavior {
                 name: $name,
                 what: $what,
-                transports: $transports,
+                rule: "",
                 expects: "",
+                plays: $crate::mock::behavior::Plays::Own($transports),
             },
         )*];
 
@@ -400,33 +127,6 @@ macro_rules! switches {
     };
 }
 pub(crate) use switches;
-
-/// The engine's behaviours, each with a one-line description and the platform rule it
-/// exercises; with the protocols' content behaviours, `mock behaviors` and the README's table
-/// print them.
-pub const CATALOGUE: &[(&str, &str, &str)] = &[
-    ("conforming", "the reference agent: valid answers", "200 with valid JSON: used in deliberation"),
-    ("slow", "delays the first byte (ttfb=DIST) and the body (body=DIST); DIST: 2s, uniform(1s,3s), normal(2s,500ms), lognormal(2s,0.5)", "Timeouts (120 s, configurable)"),
-    ("hang", "reads the request, never answers", "Timeouts: marked unhealthy, excluded"),
-    ("blackhole", "accepts the connection, never reads (on its own port; under a shared port: after the request head)", "Timeouts"),
-    ("http-error", "answers a status (default 500; 429 and 503 with Retry-After) with a JSON error body", "Error Handling: 4xx/5xx excluded"),
-    ("malformed-json", "variants: truncated, trailing-garbage, single-quotes, nan, empty, html (status 200), array, duplicate-keys; nan (a bare NaN where a number goes) finds a platform whose JSON parser takes NaN and whose own HTTP client then cannot serialise it: the later phases vanish for every agent, not only this one (a failure naming them, not skips)", "Error Handling: 200 with invalid JSON excluded"),
-    ("oversized-body", "a body of size=BYTES (default 6MB) or endless", "Response Size Limits: 5 MB"),
-    ("invalid-utf8", "bytes that are not UTF-8 inside a string", "Error Handling: invalid JSON"),
-    ("reset", "RST (SO_LINGER 0) before-headers, after-headers, or mid-body=N", "Error Handling: never crash on one agent"),
-    ("close-mid-body", "closes (FIN) after at=N body bytes (default half)", "Error Handling"),
-    ("garbage-then-close", "non-HTTP bytes, then close", "Error Handling"),
-    ("dribble", "the whole answer at N bytes per second (default 10)", "Timeouts: a total deadline, not per byte"),
-    ("content-length-mismatch", "Content-Length says more (default) or less than the body", "Error Handling"),
-    ("wrong-content-type", "a valid JSON body labelled text/plain (or the given type)", "clients that check Content-Type"),
-    ("stdio-banner", "execute_task over stdio: a non-JSON line on stdout before the first answer", "Local Subprocess Protocol: single-line JSON on stdout"),
-    ("stdio-pretty", "execute_task over stdio: pretty-printed, multi-line JSON", "Local Subprocess Protocol: single-line JSON on stdout"),
-    ("exits-early", "execute_task over stdio: exits (status 3) after reading a request, without answering", "Local Subprocess Protocol"),
-    ("stderr-flood", "execute_task over stdio: bytes=N (default 50MB) to stderr before each answer", "Local Subprocess Protocol: stderr is captured as an engine log"),
-    ("forks-and-exits", "execute_task over stdio: a child that holds stdout open and sleeps; the agent answers and exits", "the harness kills the agent's process group"),
-    ("flaky", "modifier: misbehave with probability P (default 0.5), else conform", "intermittent failures"),
-    ("fail-first", "modifier: misbehave on the first N requests per endpoint (default 1), then conform", "retries and recovery"),
-];
 
 /// Splits `text` at commas outside parentheses.
 fn split_items(text: &str) -> Vec<&str> {
@@ -469,6 +169,8 @@ pub fn parse_list(text: &str, at: For<'_>) -> Result<Vec<Item>, BehaviorError> {
     Ok(items)
 }
 
+pub use engine::ENGINE;
+
 /// Parses one item, e.g. `malformed-json:truncated@vote`.
 pub fn parse_item(text: &str, at: For<'_>) -> Result<Item, BehaviorError> {
     let (body, endpoints) = match text.rsplit_once('@') {
@@ -480,9 +182,16 @@ pub fn parse_item(text: &str, at: For<'_>) -> Result<Item, BehaviorError> {
         None => (body, None),
     };
     let mut a = Args::parse(text, args)?;
-    let what = match at.protocol.behavior(name) {
-        Some(content) => content_item(content, &mut a)?,
-        None => what(name, &mut a, at)?,
+    let behavior = find(name, at, a.item())?;
+    let what = match behavior.plays {
+        Plays::Engine(parse) => What::Behavior(parse(&mut a)?),
+        Plays::Modifier(parse) => What::Modifier(parse(&mut a)?),
+        Plays::Content(parse) => What::Behavior(Kind::Content(Content {
+            name: behavior.name,
+            mutation: parse(&mut a)?.into(),
+        })),
+        // Not of the tables `find` reads: a protocol's own mock parses its own.
+        Plays::Own(_) | Plays::FleetClient => return Err(unknown(name, at)),
     };
     a.finish()?;
     Ok(Item {
@@ -490,6 +199,76 @@ pub fn parse_item(text: &str, at: For<'_>) -> Result<Item, BehaviorError> {
         endpoints,
         source: text.trim().to_string(),
     })
+}
+
+/// The behaviour `name` for agents of `at.protocol`: its own (content behaviours, its
+/// transport's quirks), else the engine's. A transport's quirk in another protocol's table is
+/// the engine's too (any agent served over that transport plays it: [`check_fit`] says whether
+/// this one is). A content behaviour of another protocol, or none, is an error.
+fn find(name: &str, at: For<'_>, item: &str) -> Result<&'static Behavior, BehaviorError> {
+    if let Some(b) = at.protocol.behavior(name) {
+        return Ok(b);
+    }
+    if let Some(b) = ENGINE.iter().find(|b| b.name == name) {
+        return Ok(b);
+    }
+    let mut of_others = at.others.iter().flat_map(|p| p.behaviors());
+    if let Some(b) = of_others.find(|b| b.name == name && b.by_engine()) {
+        return Ok(b);
+    }
+    if let Some(owner) = at.others.iter().find(|p| p.behavior(name).is_some()) {
+        return Err(BehaviorError::item(
+            item,
+            format!(
+                "a behaviour of the {} protocol (its mutations know {}), not of {} (add --protocol {})",
+                owner.name(),
+                endpoint_list(*owner),
+                at.protocol.name(),
+                owner.name()
+            ),
+        ));
+    }
+    Err(unknown(name, at))
+}
+
+/// No behaviour `name` for agents of `at.protocol`: the error lists the ones there are (the
+/// engine's, the transports' quirks, the modifiers, then the protocol's content behaviours).
+fn unknown(name: &str, at: For<'_>) -> BehaviorError {
+    let mut known: Vec<&str> = ENGINE
+        .iter()
+        .filter(|b| matches!(b.plays, Plays::Engine(_)))
+        .map(|b| b.name)
+        .collect();
+    let quirks = std::iter::once(at.protocol)
+        .chain(at.others.iter().copied())
+        .flat_map(|p| p.behaviors())
+        .filter(|b| b.by_engine());
+    for b in quirks {
+        if !known.contains(&b.name) {
+            known.push(b.name);
+        }
+    }
+    known.extend(
+        ENGINE
+            .iter()
+            .filter(|b| matches!(b.plays, Plays::Modifier(_)))
+            .map(|b| b.name),
+    );
+    known.extend(
+        at.protocol
+            .behaviors()
+            .iter()
+            .filter(|b| !b.by_engine())
+            .map(|b| b.name),
+    );
+    let hint = crate::text::nearest(name, known.iter().copied())
+        .map(|n| format!("did you mean {n:?}? "))
+        .unwrap_or_default();
+    BehaviorError::Unknown {
+        name: name.to_string(),
+        hint,
+        known: known.join(", "),
+    }
 }
 
 fn parse_endpoints(
@@ -521,156 +300,6 @@ fn parse_endpoints(
         .collect()
 }
 
-fn content_item(
-    content: &'static ContentBehavior,
-    a: &mut Args<'_>,
-) -> Result<What, BehaviorError> {
-    let mutation = (content.parse)(a)?;
-    Ok(What::Behavior(Kind::Content(Content {
-        name: content.name,
-        mutation: mutation.into(),
-    })))
-}
-
-fn what(name: &str, a: &mut Args<'_>, at: For<'_>) -> Result<What, BehaviorError> {
-    let item = a.item();
-    let b = |k| What::Behavior(k);
-    Ok(match name {
-        "conforming" => b(Kind::Conforming),
-        "slow" => {
-            let ttfb = a.get("ttfb", true).map(Dist::parse).transpose()?;
-            let body = a.get("body", false).map(Dist::parse).transpose()?;
-            b(Kind::Slow {
-                ttfb: ttfb.unwrap_or(Dist::Fixed(Duration::from_secs(5))),
-                body: body.unwrap_or(Dist::Fixed(Duration::ZERO)),
-            })
-        }
-        "hang" => b(Kind::Hang),
-        "blackhole" => b(Kind::Blackhole),
-        "http-error" => {
-            let status: u16 = a.number("status", true, 500)?;
-            if !(400..=599).contains(&status) {
-                return Err(BehaviorError::item(
-                    item,
-                    format!("status {status} is not a 4xx or 5xx"),
-                ));
-            }
-            let default_retry = matches!(status, 429 | 503).then_some(30);
-            let retry_after = match a.get("retry_after", false) {
-                None => default_retry,
-                Some("none") => None,
-                Some(v) => Some(v.parse().map_err(|_| {
-                    BehaviorError::item(item, format!("retry_after={v:?} is not seconds"))
-                })?),
-            };
-            b(Kind::HttpError {
-                status,
-                retry_after,
-            })
-        }
-        "malformed-json" => {
-            let v = a.get("variant", true).unwrap_or("truncated");
-            b(Kind::MalformedJson(Malformed::parse(v).ok_or_else(
-                || unknown_variant(item, v, Malformed::ALL.iter().map(|m| m.name())),
-            )?))
-        }
-        "oversized-body" => match a.get("size", true) {
-            Some("endless") => b(Kind::OversizedBody {
-                bytes: 0,
-                endless: true,
-            }),
-            size => b(Kind::OversizedBody {
-                bytes: match size {
-                    None => 6_000_000,
-                    Some(s) => crate::units::parse_bytes(s)
-                        .map_err(|e| BehaviorError::item(item, format!("size={s:?}: {e}")))?,
-                },
-                endless: false,
-            }),
-        },
-        "invalid-utf8" => b(Kind::InvalidUtf8),
-        "reset" => b(Kind::Reset(reset_point(a)?)),
-        "close-mid-body" => b(Kind::CloseMidBody(
-            a.get("at", true)
-                .map(|v| {
-                    v.parse().map_err(|_| {
-                        BehaviorError::item(item, format!("at={v:?} is not a byte count"))
-                    })
-                })
-                .transpose()?,
-        )),
-        "garbage-then-close" => b(Kind::GarbageThenClose),
-        "dribble" => {
-            let rate: u32 = a.number("rate", true, 10)?;
-            if rate == 0 {
-                return Err(BehaviorError::item(
-                    item,
-                    "the rate must be at least 1 byte/s",
-                ));
-            }
-            b(Kind::Dribble {
-                bytes_per_sec: rate,
-            })
-        }
-        "content-length-mismatch" => b(Kind::ContentLengthMismatch(
-            match a.get("declared", true).unwrap_or("more") {
-                "more" => LengthLie::More,
-                "less" => LengthLie::Less,
-                v => return Err(unknown_variant(item, v, ["more", "less"].into_iter())),
-            },
-        )),
-        "wrong-content-type" => b(Kind::WrongContentType(
-            a.get("type", true).unwrap_or("text/plain").to_string(),
-        )),
-        "stdio-banner" => b(Kind::StdioBanner),
-        "stdio-pretty" => b(Kind::StdioPretty),
-        "exits-early" => b(Kind::ExitsEarly),
-        "stderr-flood" => b(Kind::StderrFlood {
-            bytes: match a.get("bytes", true) {
-                None => 50_000_000,
-                Some(v) => crate::units::parse_bytes(v)
-                    .map_err(|e| BehaviorError::item(item, format!("bytes={v:?}: {e}")))?,
-            },
-        }),
-        "forks-and-exits" => b(Kind::ForksAndExits),
-        "flaky" => {
-            let p: f64 = a.number("p", true, 0.5)?;
-            if !(0.0..=1.0).contains(&p) {
-                return Err(BehaviorError::item(
-                    item,
-                    format!("p={p} is not a probability (0..1)"),
-                ));
-            }
-            What::Modifier(Modifier::Flaky(p))
-        }
-        "fail-first" => What::Modifier(Modifier::FailFirst(a.number("n", true, 1)?)),
-        other => {
-            if let Some(owner) = at.others.iter().find(|p| p.behavior(other).is_some()) {
-                return Err(BehaviorError::item(
-                    item,
-                    format!(
-                        "a behaviour of the {} protocol (its mutations know {}), not of {} (add --protocol {})",
-                        owner.name(),
-                        endpoint_list(*owner),
-                        at.protocol.name(),
-                        owner.name()
-                    ),
-                ));
-            }
-            let mut known: Vec<&str> = CATALOGUE.iter().map(|(n, _, _)| *n).collect();
-            known.extend(at.protocol.behaviors().iter().map(|b| b.name));
-            let hint = crate::text::nearest(other, known.iter().copied())
-                .map(|n| format!("did you mean {n:?}? "))
-                .unwrap_or_default();
-            return Err(BehaviorError::Unknown {
-                name: other.to_string(),
-                hint,
-                known: known.join(", "),
-            });
-        }
-    })
-}
-
 /// `/analyze, /challenge, /vote`: the endpoints a protocol's behaviours apply to by default.
 fn endpoint_list(protocol: &dyn AgentProtocol) -> String {
     protocol
@@ -682,31 +311,14 @@ fn endpoint_list(protocol: &dyn AgentProtocol) -> String {
         .join(", ")
 }
 
-fn reset_point(a: &mut Args<'_>) -> Result<ResetPoint, BehaviorError> {
-    let item = a.item();
-    if let Some(n) = a.get("mid-body", false) {
-        return n
-            .parse()
-            .map(ResetPoint::MidBody)
-            .map_err(|_| BehaviorError::item(item, format!("mid-body={n:?} is not a byte count")));
-    }
-    match a.get("at", true).unwrap_or("mid-body") {
-        "before-headers" => Ok(ResetPoint::BeforeHeaders),
-        "after-headers" => Ok(ResetPoint::AfterHeaders),
-        "mid-body" => Ok(ResetPoint::MidBody(100)),
-        v => Err(unknown_variant(
-            item,
-            v,
-            ["before-headers", "after-headers", "mid-body=N"].into_iter(),
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mock::encoding::Malformed;
     use crate::mock::stub::{OTHER, STUB};
     use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+    use std::time::Duration;
 
     fn at() -> For<'static> {
         For {
@@ -853,7 +465,7 @@ mod tests {
 
     #[test]
     fn every_catalogue_name_parses() {
-        for (name, _, _) in CATALOGUE {
+        for name in ENGINE.iter().map(|b| b.name) {
             parse_item(name).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
     }

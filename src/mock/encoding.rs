@@ -23,49 +23,7 @@ const JSON: &str = "application/json";
 
 // ---- malformed bodies ---------------------------------------------------------------------------
 
-/// Variants of `malformed`: bodies a platform's JSON parser must refuse (or, for DuplicateKeys,
-/// accept in a way that hides a second value).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Malformed {
-    Truncated,
-    TrailingGarbage,
-    SingleQuotes,
-    NaN,
-    Empty,
-    Html,
-    Array,
-    DuplicateKeys,
-}
-
-impl Malformed {
-    pub const ALL: [Malformed; 8] = [
-        Malformed::Truncated,
-        Malformed::TrailingGarbage,
-        Malformed::SingleQuotes,
-        Malformed::NaN,
-        Malformed::Empty,
-        Malformed::Html,
-        Malformed::Array,
-        Malformed::DuplicateKeys,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Malformed::Truncated => "truncated",
-            Malformed::TrailingGarbage => "trailing-garbage",
-            Malformed::SingleQuotes => "single-quotes",
-            Malformed::NaN => "nan",
-            Malformed::Empty => "empty",
-            Malformed::Html => "html",
-            Malformed::Array => "array",
-            Malformed::DuplicateKeys => "duplicate-keys",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Malformed> {
-        Malformed::ALL.into_iter().find(|v| v.name() == name)
-    }
-}
+pub use super::behavior::kind::Malformed;
 
 /// What a reverse proxy answers when the agent behind it is down; served with status 200 by the
 /// caller, as a misconfigured proxy or a catch-all error page does.

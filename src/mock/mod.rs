@@ -11,6 +11,7 @@ pub mod applied;
 pub mod args;
 pub mod behavior;
 pub mod body;
+pub mod command;
 pub mod decision;
 pub mod driver;
 pub mod encoding;

@@ -12,3 +12,16 @@ pub struct Profile {
     #[serde(skip)]
     pub api_key: Option<String>,
 }
+
+impl Profile {
+    /// The profile of the one agent `mock agent` serves: named `name`, of no capability,
+    /// asking `api_key` of its callers.
+    pub fn served(name: &str, api_key: Option<String>) -> Profile {
+        Profile {
+            name: name.to_string(),
+            domain: "general review".into(),
+            capabilities: Vec::new(),
+            api_key,
+        }
+    }
+}

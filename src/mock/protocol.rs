@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::args::{Args, BehaviorError};
-use super::decision::{Decision, Placed};
+use super::decision::Decision;
 use super::http1::Delivered;
 use super::journal::AuthSeen;
 use super::peer_end::PeerEnd;
@@ -57,39 +56,10 @@ impl Endpoint {
     }
 }
 
-/// A content behaviour: a misbehaviour of the protocol's own answers (a wrong field, an extra
-/// item, an endless tool loop). The engine's behaviours (slow, hang, malformed-json, reset, …)
-/// apply to any protocol; these only to the protocol that defines them.
-pub struct ContentBehavior {
-    pub name: &'static str,
-    /// What it does (the catalogue's second column).
-    pub what: &'static str,
-    /// The rule of the spec it exercises.
-    pub rule: &'static str,
-    /// Reads its arguments (`variant`, `chars=N`, …) into the mutation it applies.
-    pub parse: fn(&mut Args<'_>) -> Result<Box<dyn Mutation>, BehaviorError>,
-}
-
-/// Bends a conforming answer (its JSON value) for one request.
-pub trait Mutation: Send + Sync + std::fmt::Debug {
-    /// Changes `answer`; false when nothing applied (e.g. the endpoint has no such field).
-    fn apply(&self, answer: &mut Value, at: &mut Mutating<'_>) -> bool;
-}
-
-/// What a mutation knows of the request it bends an answer for.
-pub struct Mutating<'a> {
-    /// The endpoint's name.
-    pub endpoint: &'a str,
-    /// The request body as received.
-    pub request: &'a [u8],
-    /// The agent's name and seed, and the request's number at this endpoint: what a payload's
-    /// canary is derived from.
-    pub agent: &'a str,
-    pub seed: u64,
-    pub n: u64,
-    /// Injection payloads placed in the answer, for the journal and the platform checks.
-    pub injected: &'a mut Vec<Placed>,
-}
+/// A protocol's agents' behaviours (content behaviours: a misbehaviour of the protocol's own
+/// answers; a transport's quirks) are of the one behaviour type, with the mutation a content
+/// behaviour applies.
+pub use super::behavior::kind::{Behavior as ContentBehavior, Mutating, Mutation};
 
 /// How and when a run ended on its own account (not the platform's): a deadline of the kit's,
 /// Ctrl-C, the end of the triggers.

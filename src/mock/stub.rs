@@ -3,12 +3,13 @@
 
 use serde_json::Value;
 
-use super::protocol::{AgentProtocol, AnswerFields, ContentBehavior, Endpoint, Mutating, Mutation};
+use super::behavior::kind::{Behavior, Kind, Plays};
+use super::protocol::{AgentProtocol, AnswerFields, Endpoint, Mutating, Mutation};
 use super::{Body, Reply, Responder};
 
 pub struct Stub {
     name: &'static str,
-    behaviors: &'static [ContentBehavior],
+    behaviors: &'static [Behavior],
 }
 
 /// The stub protocol, with its behaviour `shout`.
@@ -29,12 +30,23 @@ const ENDPOINTS: &[Endpoint] = &[
     Endpoint::health(),
 ];
 
-const BEHAVIORS: &[ContentBehavior] = &[ContentBehavior {
-    name: "shout",
-    what: "the answer's text in capitals",
-    rule: "none",
-    parse: |_| Ok(Box::new(Shout)),
-}];
+const BEHAVIORS: &[Behavior] = &[
+    Behavior {
+        name: "shout",
+        what: "the answer's text in capitals",
+        rule: "none",
+        expects: "",
+        plays: Plays::Content(|_| Ok(Box::new(Shout))),
+    },
+    // A transport's quirk, as a protocol served over stdio has them: the engine plays it.
+    Behavior {
+        name: "stdio-banner",
+        what: "a non-JSON line on stdout before the first answer",
+        rule: "none",
+        expects: "",
+        plays: Plays::Engine(|_| Ok(Kind::StdioBanner)),
+    },
+];
 
 #[derive(Debug)]
 struct Shout;
@@ -79,7 +91,7 @@ impl AgentProtocol for Stub {
         Box::new(Echo(name.to_string()))
     }
 
-    fn behaviors(&self) -> &'static [ContentBehavior] {
+    fn behaviors(&self) -> &'static [Behavior] {
         self.behaviors
     }
 }

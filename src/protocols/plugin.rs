@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 
 use crate::error::Error;
-use crate::mock::behavior::Misbehavior;
+use crate::mock::behavior::Behavior;
 use crate::mock::protocol::AgentProtocol;
 use crate::mock::Responder;
 use clap::{Args, FromArgMatches};
@@ -223,15 +223,15 @@ pub struct FleetFlags<'a> {
     /// `--seed`.
     pub seed: Option<u64>,
     pub strict: bool,
-    /// `--registry`: the server's agent registry, for a fleet whose clients ask only what
-    /// their agents may (the Librarian's).
-    pub registry: Option<&'a std::path::Path>,
     /// `--write-config`: where to write the definitions the server must be configured with
     /// (a fleet that [configures its server](ClientFleet::configures_server)).
     pub write_config: Option<&'a std::path::Path>,
     /// `--wait-ready`: how long to wait for the server to know the fleet's agents before
     /// driving it (None: the fleet's default).
     pub wait_ready: Option<std::time::Duration>,
+    /// The command line as clap parsed it, with the flags the protocol added to `mock fleet`
+    /// ([`Capabilities::mock_fleet_flags`]), for it to read back.
+    pub flags: &'a clap::ArgMatches,
 }
 
 /// What `mock agent` says to a protocol whose agent is a command run once per call (the agent
@@ -241,14 +241,76 @@ pub struct CommandAgent<'a> {
     /// `--behavior`, as written.
     pub behavior: &'a str,
     pub seed: u64,
-    /// `--mode`; None: the agent reads its input on stdin.
-    pub mode: Option<&'a str>,
-    pub task: Option<&'a str>,
-    /// `--next`: the agents its results name next.
-    pub next: &'a [String],
-    /// `--approved`: the orchestrator approved the plan.
-    pub approved: bool,
     pub journal: Option<&'a Path>,
+    /// The command line as clap parsed it, with the flags the protocol added to `mock agent`
+    /// ([`Capabilities::mock_agent_flags`]), for it to read back.
+    pub flags: &'a clap::ArgMatches,
+}
+
+/// Flags a protocol adds to one of the engine's mock commands (`mock agent`, `mock fleet`):
+/// declared in its folder (a derived `clap::Args`), shown in the command's help after the
+/// engine's flags of every protocol, in the registry's order, and read back by the protocol from
+/// the [`clap::ArgMatches`] it is given ([`CommandAgent::flags`], [`FleetFlags::flags`]). (clap
+/// names a derived struct's group after the struct: two protocols' flags need two names, and
+/// `cli::args`'s `the_command_line_is_well_formed` says so when they clash.)
+#[derive(Clone, Copy)]
+pub struct MockFlags {
+    /// Adds them to the command: `A::augment_args` of the protocol's flags `A`.
+    pub augment: fn(clap::Command) -> clap::Command,
+    /// Whom they are for, as the refusal of one given under another protocol says it: `agents
+    /// run as a command (--protocol NAME)`.
+    pub whom: &'static str,
+}
+
+impl MockFlags {
+    /// The first of these flags given on the command line (`--mode`), if any.
+    pub fn given(&self, matches: &clap::ArgMatches) -> Option<String> {
+        let declared = (self.augment)(clap::Command::new("flags"));
+        let given = declared.get_arguments().find_map(|arg| {
+            let id = arg.get_id().as_str();
+            let given = matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+            given.then(|| format!("--{}", arg.get_long().unwrap_or(id)))
+        });
+        given
+    }
+
+    /// Refuses, under `protocol`, a flag another protocol added to the command (`of` picks the
+    /// command's flags of a protocol's [`Capabilities`]): `--mode: for agents run as a command
+    /// (--protocol agent-standard), not roundtable`.
+    pub fn refuse_foreign(
+        protocol: &dyn Protocol,
+        matches: &clap::ArgMatches,
+        of: fn(&Capabilities) -> Option<MockFlags>,
+    ) -> Result<(), Error> {
+        for other in super::REGISTRY {
+            if other.name() == protocol.name() {
+                continue;
+            }
+            let Some(flags) = of(&other.capabilities()) else {
+                continue;
+            };
+            if let Some(flag) = flags.given(matches) {
+                return Err(Error::usage(format!(
+                    "{flag}: for {}, not {}",
+                    flags.whom,
+                    protocol.name()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs a protocol's own mock until it ends or `stop` (Ctrl-C) comes, giving the report of
+/// its peer.
+pub type RunMock =
+    Box<dyn FnOnce(BoxFuture<'static, ()>) -> BoxFuture<'static, Result<Report, Error>> + Send>;
+
+/// A `mock NAME` command of a protocol's own (`mock librarian`), set up from its flags and
+/// ready to run.
+pub struct MockJob {
+    pub output: OutputArgs,
+    pub run: RunMock,
 }
 
 /// What `mock agent` says to a protocol's reference server.
@@ -464,13 +526,20 @@ pub struct Capabilities {
     pub reference_server: Option<&'static dyn ReferenceServer>,
     /// Its agent as a command run once per call rather than served (the agent standard's).
     pub command_agent: Option<&'static dyn CommandAgents>,
+    /// The flags it adds to `mock agent` (read by its agent: `mock agent --protocol NAME`).
+    pub mock_agent_flags: Option<MockFlags>,
+    /// The flags it adds to `mock fleet` (read by its fleet: a file of `protocol: NAME`).
+    pub mock_fleet_flags: Option<MockFlags>,
+    /// `mock NAME` commands of its own (the Librarian's `mock librarian`), listed after the
+    /// engine's.
+    pub mocks: &'static [&'static dyn ProtocolCommand<MockJob>],
     /// A fleet of its *clients* against a server, for a protocol whose platform is the server
     /// (the Librarian, the connector): `mock fleet` runs such a file here.
     pub client_fleet: Option<&'static dyn ClientFleet>,
     /// The misbehaviours of its own mock (a reference peer with flaws, a command agent), when
     /// the engine's behaviours are not the ones it plays: `mock behaviors` lists them, and its
     /// matrix rows name them.
-    pub behaviors: &'static [Misbehavior],
+    pub behaviors: &'static [Behavior],
     /// The files a user writes for it (suites, fleets, scenarios, scripts), as the fuzz targets
     /// feed them.
     pub files: &'static [UserFile],
@@ -489,12 +558,48 @@ impl Capabilities {
             agents: None,
             reference_server: None,
             command_agent: None,
+            mock_agent_flags: None,
+            mock_fleet_flags: None,
+            mocks: &[],
             client_fleet: None,
             behaviors: &[],
             files: &[],
             fleet_presets: &[],
             selftest,
         }
+    }
+}
+
+impl Capabilities {
+    /// The agents the mock engine serves for protocol `name` (whose capabilities these are);
+    /// else a usage error that says what the kit offers for it instead.
+    pub fn served(&self, name: &str) -> Result<ServedAgents, Error> {
+        self.agents.ok_or_else(|| self.nothing_to_serve(name))
+    }
+
+    /// `--protocol NAME` of a protocol whose agents the kit does not serve: what it offers
+    /// instead.
+    pub fn nothing_to_serve(&self, name: &str) -> Error {
+        let mut instead: Vec<String> = self
+            .probes
+            .iter()
+            .map(|p| format!("probe {}", p.command().get_name()))
+            .collect();
+        if let Some(lint) = self.lint {
+            instead.push(format!("lint {}", lint.command().get_name()));
+        }
+        if let Some(agent) = self.command_agent {
+            instead.push(format!("mock agent --protocol {name} {}", agent.usage()));
+            instead.push(format!("mock agents --protocol {name}"));
+        }
+        if self.client_fleet.is_some() {
+            instead.push(format!("mock fleet (a file with `protocol: {name}`)"));
+        }
+        instead.push(format!("selftest --protocol {name}"));
+        Error::usage(format!(
+            "--protocol {name}: the kit serves no {name} agent; for {name} it offers {}",
+            instead.join(", ")
+        ))
     }
 }
 
@@ -573,6 +678,9 @@ pub trait CommandAgents: Sync {
     /// `mock agents --protocol NAME --dir OUT --count N`: writes a set of mock agents to run
     /// together, giving what to print.
     fn write_set(&self, at: AgentSet<'_>) -> Result<String, Error>;
+
+    /// The flags a run of it needs, as a message offering it shows them: `--mode plan|execute`.
+    fn usage(&self) -> &'static str;
 }
 
 /// A fleet of a protocol's clients against a server: `mock fleet` runs the file (`source`,
@@ -587,7 +695,7 @@ pub trait ClientFleet: Sync {
 
     /// The behaviours a fleet file may give its clients (`mock behaviors` lists them, and the
     /// file's parse checks names against them).
-    fn behaviors(&self) -> &'static [crate::mock::behavior::Misbehavior];
+    fn behaviors(&self) -> &'static [crate::mock::behavior::Behavior];
 
     /// Whether the server must be configured with the fleet's agents before a run: then
     /// `mock fleet --print-config`, `--write-config` and `--wait-ready` mean something to it
@@ -657,3 +765,7 @@ pub fn check_served_behavior(
     )
     .map_err(|e| BehaviorError::Transport(e.to_string()))
 }
+
+#[cfg(test)]
+#[path = "plugin_tests.rs"]
+mod tests;

@@ -243,7 +243,7 @@ fn behaviours_and_presets_complete_from_the_catalogue_and_the_registry() {
     let behaviours = agent_tck::cli::catalogue();
     let slow: Vec<&str> = behaviours
         .iter()
-        .map(|row| row.0)
+        .map(|row| row.behavior.name)
         .chain(
             REGISTRY
                 .iter()

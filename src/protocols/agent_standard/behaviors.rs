@@ -3,174 +3,201 @@
 //! an orchestrator (or the probe) must notice, or none. The one list of them: the catalogue's
 //! entries and `mock::Behaviors::parse` read it.
 
-use crate::mock::behavior::Misbehavior;
+use crate::mock::behavior::{Behavior, Plays};
 
 /// Played by a command run once per call: the probe runs it with `--mode` (`exec`) or with the
 /// mode on stdin (`exec-stdin`).
 const EXEC: &[&str] = &["exec", "exec-stdin"];
 
 /// The behaviours: `NAME[:ARG]` where an argument is taken.
-pub const BEHAVIORS: &[Misbehavior] = &[
-    Misbehavior {
+pub const BEHAVIORS: &[Behavior] = &[
+    Behavior {
         name: "conforming",
         what: "a conforming response: prose, then the JSON result",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "fenced-json",
         what: "the result in a ```json fence (allowed: must not trip a reader)",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "needs-approval",
         what: "plan mode: status needs_approval (the orchestrator must ask before executing)",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "no-json",
         what: "prose only: no JSON result",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "json-not-last",
         what: "text after the JSON result",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "fenced-sign-off",
         what: "the result in a ```json fence, then a sign-off line",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "findings-without-summary",
         what: "findings with no summary",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "wrong-status",
         what: "status \"done\", not one of the standard's four",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "wrong-mode",
         what: "execution_mode names the other mode",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "wrong-name",
         what: "agent is not the agent's own name",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "missing-scope",
         what: "plan mode: no scope",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "missing-findings",
         what: "execute mode: no findings",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "blocked",
         what: "status blocked, with a blocker that says why (conforming: must not trip a reader)",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "blocked-without-blockers",
         what: "status blocked, blockers empty",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "needs-approval-in-execute",
         what: "execute mode: status needs_approval",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "metrics-mismatch",
         what: "findings.metrics do not add up to issues_found",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "unknown-next-agent",
         what: "next_agents names an agent that does not exist",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "next-agent-cycle[:AGENT]",
         what: "next_agents names AGENT (default: itself), closing a cycle a → b → a",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "empty-summary",
         what: "present_to_user is empty",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "writes-in-plan-mode",
         what: "plan mode: writes agent-tck-plan-notes.md in its working directory",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "slow[:DUR]",
         what: "answers after DUR (default 2s)",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "hang",
         what: "prints a line, then never answers (exits after an hour)",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "huge-output[:BYTES]",
         what: "BYTES of text (default 6MB) before the result",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "endless",
         what: "text without end, until its reader goes away",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "deep-nesting",
         what: "the result is 200,000 nested objects",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "forks-and-exits",
         what: "leaves a child holding stdout (for 30 s), then exits",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
-    Misbehavior {
+    Behavior {
         name: "injection",
         what: "present_to_user carries an instruction to the orchestrator, with a canary",
-        transports: EXEC,
+        rule: "",
         expects: "",
+        plays: Plays::Own(EXEC),
     },
 ];

@@ -362,6 +362,7 @@ impl Protocol for AgentStandard {
             probes: &[&ResultsProbe, &OrchestrationProbe],
             lint: Some(&LintAgents),
             command_agent: Some(&MockAgents),
+            mock_agent_flags: Some(super::mock::MOCK_AGENT_FLAGS),
             behaviors: super::behaviors::BEHAVIORS,
             ..Capabilities::none(&StandardSelftest)
         }
@@ -487,6 +488,10 @@ impl CommandAgents for MockAgents {
 
     fn write_set(&self, at: AgentSet<'_>) -> Result<String, Error> {
         super::agent_set::write(at)
+    }
+
+    fn usage(&self) -> &'static str {
+        "--mode plan|execute"
     }
 }
 

@@ -15,8 +15,66 @@ use serde_json::{json, Value};
 use super::behaviors::BEHAVIORS;
 use super::journal::{self, Event, Line, Next};
 use crate::error::Error;
-use crate::mock::behavior::Misbehavior;
-use crate::protocols::plugin::CommandAgent;
+use crate::mock::behavior::Behavior;
+use crate::protocols::plugin::{CommandAgent, MockFlags};
+
+// `mock agent --protocol agent-standard`'s own flags, added to `mock agent` (a plain comment: a
+// doc comment would become the description of the command they are added to).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct AgentFlags {
+    /// agent-standard: the mode of this run (default: read {"execution_mode", "task",
+    /// "approved"} as JSON on stdin).
+    #[arg(long, value_parser = ["plan", "execute"], help_heading = "Command agents (agent-standard)")]
+    pub mode: Option<String>,
+    /// agent-standard: the task of this run.
+    #[arg(
+        long,
+        value_name = "TEXT",
+        help_heading = "Command agents (agent-standard)"
+    )]
+    pub task: Option<String>,
+    /// agent-standard: an agent its execute results name next: NAME, NAME:parallel (can run
+    /// beside this one) or NAME:data=WHAT (a pipeline's handoff). Repeatable.
+    #[arg(
+        long,
+        value_name = "AGENT",
+        help_heading = "Command agents (agent-standard)"
+    )]
+    pub next: Vec<String>,
+    /// agent-standard: the orchestrator approved the plan (as `"approved": true` on stdin).
+    #[arg(long, help_heading = "Command agents (agent-standard)")]
+    pub approved: bool,
+}
+
+/// [`AgentFlags`] as `mock agent` takes them.
+pub const MOCK_AGENT_FLAGS: MockFlags = MockFlags {
+    augment: <AgentFlags as clap::Args>::augment_args,
+    whom: "agents run as a command (--protocol agent-standard)",
+};
+
+/// One run as asked: what the engine's flags say, and the agent standard's own.
+struct Run<'a> {
+    name: &'a str,
+    behavior: &'a str,
+    seed: u64,
+    journal: Option<&'a std::path::Path>,
+    flags: AgentFlags,
+}
+
+impl<'a> Run<'a> {
+    fn of(at: CommandAgent<'a>) -> Result<Run<'a>, Error> {
+        use clap::FromArgMatches;
+        let flags =
+            AgentFlags::from_arg_matches(at.flags).map_err(|e| Error::usage(e.to_string()))?;
+        Ok(Run {
+            name: at.name,
+            behavior: at.behavior,
+            seed: at.seed,
+            journal: at.journal,
+            flags,
+        })
+    }
+}
 
 /// Why a behaviour list is refused (a usage error: `--behavior`, or a matrix row).
 #[derive(Debug, thiserror::Error)]
@@ -78,8 +136,8 @@ impl Behaviors {
                 None => (item, None),
             };
             let known = BEHAVIORS.iter().find(|b| b.bare_name() == name);
-            let Some(Misbehavior { name: spelled, .. }) = known else {
-                let names: Vec<&str> = BEHAVIORS.iter().map(Misbehavior::bare_name).collect();
+            let Some(Behavior { name: spelled, .. }) = known else {
+                let names: Vec<&str> = BEHAVIORS.iter().map(Behavior::bare_name).collect();
                 let hint = crate::text::nearest(name, names.iter().copied())
                     .map(|n| format!(" (did you mean {n}?)"))
                     .unwrap_or_default();
@@ -136,12 +194,12 @@ struct Asked {
 /// Most bytes of stdin read for the JSON input.
 const MAX_INPUT: u64 = 1 << 20;
 
-fn asked(at: &CommandAgent<'_>) -> Result<Asked, String> {
-    if let Some(mode) = at.mode {
+fn asked(at: &Run<'_>) -> Result<Asked, String> {
+    if let Some(mode) = at.flags.mode.as_deref() {
         return Ok(Asked {
             mode: mode.to_string(),
-            task: at.task.unwrap_or("").to_string(),
-            approved: at.approved,
+            task: at.flags.task.clone().unwrap_or_default(),
+            approved: at.flags.approved,
         });
     }
     let mut text = String::new();
@@ -168,22 +226,24 @@ fn asked(at: &CommandAgent<'_>) -> Result<Asked, String> {
     Ok(Asked {
         mode: mode.to_string(),
         task: at
+            .flags
             .task
-            .map(str::to_string)
+            .clone()
             .or_else(|| input["task"].as_str().map(str::to_string))
             .unwrap_or_default(),
-        approved: at.approved || input["approved"] == true,
+        approved: at.flags.approved || input["approved"] == true,
     })
 }
 
 /// Runs the agent once: the exit status (2 for input it cannot take).
 pub fn run(at: CommandAgent<'_>) -> Result<u8, Error> {
-    Ok(answer(at)?)
+    Ok(answer(Run::of(at)?)?)
 }
 
-fn answer(at: CommandAgent<'_>) -> Result<u8, AgentError> {
+fn answer(at: Run<'_>) -> Result<u8, AgentError> {
     let behaviors = Behaviors::parse(at.behavior).map_err(AgentError::Behavior)?;
     let nexts = at
+        .flags
         .next
         .iter()
         .map(|n| parse_next(n))
@@ -305,7 +365,7 @@ const FINDINGS: &[(&str, &str, &str, &str, &str)] = &[
 
 /// The JSON result of this run.
 fn result(
-    at: &CommandAgent<'_>,
+    at: &Run<'_>,
     asked: &Asked,
     b: &Behaviors,
     nexts: &[(String, bool, Option<String>)],
@@ -333,71 +393,18 @@ fn result(
         "status": status,
     });
     if plan {
-        if !b.has("missing-scope") {
-            result["scope"] = json!({
-                "files_analyzed": 0,
-                "files_to_scan": files,
-                "complexity": complexity,
-                "areas": ["authentication", "API endpoints"],
-            });
-        }
-        result["findings"] = json!({
-            "summary": format!("Will examine {files} files for the task"),
-            "details": [],
-        });
+        plan_result(&mut result, b, files, complexity);
     } else {
         result["scope"] = json!({"files_analyzed": files, "complexity": complexity});
         if !b.has("missing-findings") {
-            let k = rng.random_range(1..=4usize);
-            let start = rng.random_range(0..FINDINGS.len());
-            let details: Vec<Value> = (0..k)
-                .map(|i| {
-                    let (category, severity, description, location, recommendation) =
-                        FINDINGS[(start + i) % FINDINGS.len()];
-                    json!({"category": category, "severity": severity, "description": description, "location": location, "recommendation": recommendation})
-                })
-                .collect();
-            let mut metrics =
-                json!({"issues_found": k + if b.has("metrics-mismatch") { 2 } else { 0 }});
-            for d in &details {
-                let s = d["severity"].as_str().unwrap_or("info");
-                metrics[s] = json!(metrics[s].as_u64().unwrap_or(0) + 1);
-            }
-            result["findings"] = json!({
-                "summary": format!(
-                    "Found {} in {}",
-                    crate::text::count(k as u64, "issues"),
-                    crate::text::count(files, "files")
-                ),
-                "details": details,
-                "metrics": metrics,
-            });
+            result["findings"] = findings(&mut rng, b, files);
         }
         result["recommendations"] = json!([{
             "action": "Fix the critical and high findings first",
             "priority": "high",
             "rationale": "They are exploitable",
         }]);
-        let mut next: Vec<Value> = nexts
-            .iter()
-            .map(|(agent, parallel, data)| {
-                let mut n = json!({"agent": agent, "reason": "Follows up on these findings", "can_parallel": parallel});
-                if let Some(d) = data {
-                    n["data_dependency"] = json!(d);
-                }
-                n
-            })
-            .collect();
-        if b.has("unknown-next-agent") {
-            next.push(json!({"agent": "no-such-agent", "reason": "Not defined anywhere", "can_parallel": true}));
-        }
-        if b.has("next-agent-cycle") {
-            let back = b.arg("next-agent-cycle").unwrap_or(at.name);
-            next.push(
-                json!({"agent": back, "reason": "Check the changes again", "can_parallel": false}),
-            );
-        }
-        result["next_agents"] = json!(next);
+        result["next_agents"] = next_agents(at, b, nexts);
     }
     // Blocked by nothing: what blocked-without-blockers is; `blocked` says why.
     result["blockers"] = if b.has("blocked") {
@@ -410,7 +417,87 @@ fn result(
             findings.remove("summary");
         }
     }
-    result["present_to_user"] = json!(if b.has("empty-summary") {
+    result["present_to_user"] = json!(present_to_user(at, b, &mut rng, mode, plan, files));
+    result
+}
+
+/// A plan's scope and findings.
+fn plan_result(result: &mut Value, b: &Behaviors, files: u64, complexity: &str) {
+    if !b.has("missing-scope") {
+        result["scope"] = json!({
+            "files_analyzed": 0,
+            "files_to_scan": files,
+            "complexity": complexity,
+            "areas": ["authentication", "API endpoints"],
+        });
+    }
+    result["findings"] = json!({
+        "summary": format!("Will examine {files} files for the task"),
+        "details": [],
+    });
+}
+
+/// An execution's findings: a few of [`FINDINGS`], and their metrics.
+fn findings(rng: &mut ChaCha8Rng, b: &Behaviors, files: u64) -> Value {
+    let k = rng.random_range(1..=4usize);
+    let start = rng.random_range(0..FINDINGS.len());
+    let details: Vec<Value> = (0..k)
+        .map(|i| {
+            let (category, severity, description, location, recommendation) =
+                FINDINGS[(start + i) % FINDINGS.len()];
+            json!({"category": category, "severity": severity, "description": description, "location": location, "recommendation": recommendation})
+        })
+        .collect();
+    let mut metrics = json!({"issues_found": k + if b.has("metrics-mismatch") { 2 } else { 0 }});
+    for d in &details {
+        let s = d["severity"].as_str().unwrap_or("info");
+        metrics[s] = json!(metrics[s].as_u64().unwrap_or(0) + 1);
+    }
+    json!({
+        "summary": format!(
+            "Found {} in {}",
+            crate::text::count(k as u64, "issues"),
+            crate::text::count(files, "files")
+        ),
+        "details": details,
+        "metrics": metrics,
+    })
+}
+
+/// The agents an execution names next: `--next`'s, and those its behaviours add.
+fn next_agents(at: &Run<'_>, b: &Behaviors, nexts: &[(String, bool, Option<String>)]) -> Value {
+    let mut next: Vec<Value> = nexts
+        .iter()
+        .map(|(agent, parallel, data)| {
+            let mut n = json!({"agent": agent, "reason": "Follows up on these findings", "can_parallel": parallel});
+            if let Some(d) = data {
+                n["data_dependency"] = json!(d);
+            }
+            n
+        })
+        .collect();
+    if b.has("unknown-next-agent") {
+        next.push(json!({"agent": "no-such-agent", "reason": "Not defined anywhere", "can_parallel": true}));
+    }
+    if b.has("next-agent-cycle") {
+        let back = b.arg("next-agent-cycle").unwrap_or(at.name);
+        next.push(
+            json!({"agent": back, "reason": "Check the changes again", "can_parallel": false}),
+        );
+    }
+    json!(next)
+}
+
+/// What the user is shown.
+fn present_to_user(
+    at: &Run<'_>,
+    b: &Behaviors,
+    rng: &mut ChaCha8Rng,
+    mode: &str,
+    plan: bool,
+    files: u64,
+) -> String {
+    if b.has("empty-summary") {
         String::new()
     } else if b.has("injection") {
         let payloads = crate::mock::injection::corpus().payloads();
@@ -423,8 +510,7 @@ fn result(
         format!("**{} plan**\n\nI will examine {files} files.", at.name)
     } else {
         format!("**{} done**\n\nSee the findings below.", at.name)
-    });
-    result
+    }
 }
 
 /// The result pretty-printed with its fields in the order the standard lists them.
@@ -467,7 +553,7 @@ fn mix(seed: u64, words: &[&str]) -> u64 {
 /// Writes the response: the prose, the result as the behaviours want it.
 fn print(
     out: &mut impl Write,
-    at: &CommandAgent<'_>,
+    at: &Run<'_>,
     asked: &Asked,
     b: &Behaviors,
     result: &Value,

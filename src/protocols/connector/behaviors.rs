@@ -3,7 +3,7 @@
 //! the catalogue's entries and [`Flaws::named`] come from it.
 
 use super::reference::Flaws;
-use crate::mock::behavior::Misbehavior;
+use crate::mock::behavior::Behavior;
 
 crate::mock::behavior::switches!(Flaws, transports: &["http"], [
     "slow-ack" => slow_ack: "acknowledges its first message after 6 s (past the server's 5 s)",
@@ -24,44 +24,44 @@ crate::mock::behavior::switches!(Flaws, transports: &["http"], [
 /// The behaviours of the connector fleet's external agents (a fleet file's `behavior:`), what
 /// each does (the fleet's cases say what the server must make of it). The one list of them:
 /// `fleet::Behavior::parse` reads it.
-pub const FLEET_BEHAVIORS: &[Misbehavior] = &[
-    Misbehavior::fleet_client("conforming", "acknowledges, then calls back once", ""),
-    Misbehavior::fleet_client("markdown", "calls back with Markdown", ""),
-    Misbehavior::fleet_client(
+pub const FLEET_BEHAVIORS: &[Behavior] = &[
+    Behavior::fleet_client("conforming", "acknowledges, then calls back once", ""),
+    Behavior::fleet_client("markdown", "calls back with Markdown", ""),
+    Behavior::fleet_client(
         "injection",
         "calls back with prompt-injection text and a canary",
         "",
     ),
-    Misbehavior::fleet_client(
+    Behavior::fleet_client(
         "slow-ack",
         "acknowledges after DUR (default 8s: past the 5 s)",
         "",
     ),
-    Misbehavior::fleet_client("error-ack", "answers STATUS (default 500)", ""),
-    Misbehavior::fleet_client(
+    Behavior::fleet_client("error-ack", "answers STATUS (default 500)", ""),
+    Behavior::fleet_client(
         "fault",
         "reset | close | garbage | hang instead of an acknowledgement",
         "",
     ),
-    Misbehavior::fleet_client("never-callback", "acknowledges and never calls back", ""),
-    Misbehavior::fleet_client("many-callbacks", "calls back N times (default 3)", ""),
-    Misbehavior::fleet_client(
+    Behavior::fleet_client("never-callback", "acknowledges and never calls back", ""),
+    Behavior::fleet_client("many-callbacks", "calls back N times (default 3)", ""),
+    Behavior::fleet_client(
         "huge-callback",
         "calls back with BYTES (default 32MiB: above common servers' limits, 1-30 MB)",
         "",
     ),
-    Misbehavior::fleet_client("empty-callback", "calls back with an empty body", ""),
-    Misbehavior::fleet_client(
+    Behavior::fleet_client("empty-callback", "calls back with an empty body", ""),
+    Behavior::fleet_client(
         "whitespace-callback",
         "calls back with spaces and newlines",
         "",
     ),
-    Misbehavior::fleet_client(
+    Behavior::fleet_client(
         "callback-to-unknown-session",
         "calls back to a session that does not exist",
         "",
     ),
-    Misbehavior::fleet_client(
+    Behavior::fleet_client(
         "callback-to-deleted-session",
         "deletes its session, then calls back to it",
         "",

@@ -15,7 +15,7 @@ use super::probe::{self, Settings};
 use super::reference::{split_url, ExternalAgent, Flaws};
 use super::NAME;
 use crate::error::Error;
-use crate::mock::behavior::Misbehavior;
+use crate::mock::behavior::Behavior;
 use crate::probe::args::Common;
 use crate::probe::args::{seed_or_clock, RunArgs};
 use crate::protocols::plugin::{
@@ -213,7 +213,7 @@ impl ProtocolCommand<ProbeJob> for ConnectorProbe {
 struct ConnectorFleet;
 
 impl ClientFleet for ConnectorFleet {
-    fn behaviors(&self) -> &'static [Misbehavior] {
+    fn behaviors(&self) -> &'static [Behavior] {
         super::behaviors::FLEET_BEHAVIORS
     }
 

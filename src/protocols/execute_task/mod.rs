@@ -10,6 +10,7 @@
 //! - `observe`: the mock role's verdicts on a harness (turns, history, tool results, the turn
 //!   limit, the deadline, what follows a bad answer).
 
+pub mod behaviors;
 pub mod catalogue;
 pub mod commands;
 pub mod conversation;
@@ -77,7 +78,7 @@ impl AgentProtocol for Agents {
     }
 
     fn behaviors(&self) -> &'static [ContentBehavior] {
-        mutate::BEHAVIORS
+        behaviors::BEHAVIORS
     }
 
     /// The harness's verdicts, over every transport.

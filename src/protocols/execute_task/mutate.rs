@@ -5,69 +5,10 @@ use serde_json::{json, Value};
 
 use super::model::Refusal;
 use super::reference::last_call;
-use crate::mock::args::unknown_variant;
-use crate::mock::injection;
-use crate::mock::protocol::{ContentBehavior, Mutating, Mutation};
-
-/// execute_task's content behaviours (`mock behaviors` lists them with the engine's).
-pub const BEHAVIORS: &[ContentBehavior] = &[
-    ContentBehavior {
-        name: "never-finishes",
-        what: "execute_task: always call_tool, never a final answer",
-        rule: "the max turn limit (default 5)",
-        parse: |_| Ok(Box::new(Edit::NeverFinishes)),
-    },
-    ContentBehavior {
-        name: "unknown-action",
-        what: "execute_task: an action the spec does not list",
-        rule: "Response Body: the action field",
-        parse: |_| Ok(Box::new(Edit::UnknownAction)),
-    },
-    ContentBehavior {
-        name: "missing-required",
-        what: "execute_task: call_tool without tool_name",
-        rule: "Response Body: call_tool",
-        parse: |_| Ok(Box::new(Edit::MissingRequired)),
-    },
-    ContentBehavior {
-        name: "ignores-governance",
-        what: "execute_task: after governance feedback (GOVERNANCE ERROR, or a policy_violation status), the same violating call again",
-        rule: "Policy Violations (governance feedback)",
-        parse: |_| Ok(Box::new(Edit::IgnoresGovernance)),
-    },
-    ContentBehavior {
-        name: "wrong-schema",
-        what: "variants: missing-field (call_tool without tool_name), wrong-type (tool_params a string, or summary a number)",
-        rule: "Response Body: the fields of each action",
-        parse: |a| {
-            let v = a.get("variant", true).unwrap_or("missing-field");
-            match v {
-                "missing-field" => Ok(Box::new(Edit::MissingRequired)),
-                "wrong-type" => Ok(Box::new(Edit::WrongType)),
-                _ => Err(unknown_variant(
-                    a.item(),
-                    v,
-                    ["missing-field", "wrong-type"].into_iter(),
-                )),
-            }
-        },
-    },
-    ContentBehavior {
-        name: "null-bytes",
-        what: "a NUL character in summary, instructions and reason",
-        rule: "Multi-turn Flow (the harness shows and forwards summaries)",
-        parse: |_| Ok(Box::new(Edit::NullBytes)),
-    },
-    ContentBehavior {
-        name: "injection",
-        what: "prompt-injection payloads (mocks/injection/) with canary tokens in summary, instructions, reason and tool_params; select=ID|FAMILY[+...], per_answer=N",
-        rule: "Multi-turn Flow (the harness shows and forwards summaries, tool parameters)",
-        parse: |a| injection::Injection::parse(a, |_, answer, texts| inject(answer, texts)),
-    },
-];
+use crate::mock::protocol::{Mutating, Mutation};
 
 #[derive(Debug)]
-enum Edit {
+pub(super) enum Edit {
     NeverFinishes,
     UnknownAction,
     MissingRequired,

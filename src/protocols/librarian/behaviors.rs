@@ -3,7 +3,7 @@
 //! catalogue's entries and [`Flaws::named`] come from it.
 
 use super::reference::Flaws;
-use crate::mock::behavior::Misbehavior;
+use crate::mock::behavior::Behavior;
 
 crate::mock::behavior::switches!(Flaws, transports: &["http"], [
     "accepts-any-content-type" => accepts_any_content_type:
@@ -46,58 +46,58 @@ crate::mock::behavior::switches!(Flaws, transports: &["http"], [
 /// The behaviours of the Librarian's fleet clients (a fleet file's `behavior:`), each with the
 /// answer the server must give it. The one list of them: the fleet file's parse and the fleet's
 /// judge read it.
-pub const CLIENT_BEHAVIORS: &[Misbehavior] = &[
-    Misbehavior::fleet_client(
+pub const CLIENT_BEHAVIORS: &[Behavior] = &[
+    Behavior::fleet_client(
         "conforming",
         "everyday requests its agent may make, at its rate",
         "2xx, never limited",
     ),
-    Misbehavior::fleet_client(
+    Behavior::fleet_client(
         "flood",
         "queries at 600 a minute (its default rate), past the document's 60",
         "429 once over 60 a minute",
     ),
-    Misbehavior::fleet_client(
+    Behavior::fleet_client(
         "oversized",
         "content 4,096 bytes over max_content_size",
         "refused: 4xx, or rejected naming the size",
     ),
-    Misbehavior::fleet_client(
+    Behavior::fleet_client(
         "missing-fields",
         "an APPROVAL without rationale, or a QUERY without content",
         "refused: 4xx, or not approved",
     ),
-    Misbehavior::fleet_client(
+    Behavior::fleet_client(
         "malformed-json",
         "half of a request's JSON",
         "4xx",
     ),
-    Misbehavior::fleet_client(
+    Behavior::fleet_client(
         "wrong-token",
         "its agent's token with a suffix",
         "401 or 403",
     ),
-    Misbehavior::fleet_client(
+    Behavior::fleet_client(
         "foreign-agent-id",
         "queries in another registered agent's name (`other:`), with its own token",
         "401 or 403",
     ),
-    Misbehavior::fleet_client(
+    Behavior::fleet_client(
         "unregistered-agent-id",
         "queries in the name of an agent the registry does not know",
         "401 or 403",
     ),
-    Misbehavior::fleet_client(
+    Behavior::fleet_client(
         "slow-upload",
         "everyday requests whose body trickles over `trickle:`",
         "an answer (2xx or 4xx), never a 5xx",
     ),
-    Misbehavior::fleet_client(
+    Behavior::fleet_client(
         "injection",
         "an APPROVAL of a target its agent may not touch, whose content and rationale say it is pre-approved",
         "the forbidden target not approved (a refusal, or a decision other than approved)",
     ),
-    Misbehavior::fleet_client(
+    Behavior::fleet_client(
         "burst",
         "all of its queries at once, at the start",
         "answered (2xx or 429), never a 5xx",

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::Args;
+use clap::{Args, FromArgMatches};
 use futures::future::BoxFuture;
 
 use super::mock::Script;
@@ -12,13 +12,13 @@ use super::reference::{Flaws, Librarian, Registered};
 use super::registry::{parse_registry, read_registry};
 use super::NAME;
 use crate::error::Error;
-use crate::mock::behavior::Misbehavior;
+use crate::mock::behavior::Behavior;
 use crate::probe::args::Common;
 use crate::probe::args::{seed_or_clock, RunArgs};
 use crate::protocols::plugin::{
     driver_probe, flaws_named, BehaviorError, Capabilities, ClientFleet, FleetFlags, MatrixRow,
-    OnCase, ProbeJob, Protocol, ProtocolCommand, ReferenceAt, ReferenceServer, Selftest,
-    SelftestRun, Served, SettingsError, UserFile,
+    MockFlags, MockJob, OnCase, ProbeJob, Protocol, ProtocolCommand, ReferenceAt, ReferenceServer,
+    Selftest, SelftestRun, Served, SettingsError, UserFile,
 };
 use crate::report::output::OutputArgs;
 use crate::report::Report;
@@ -168,6 +168,8 @@ impl Protocol for LibrarianProtocol {
         Capabilities {
             probes: &[&LibrarianProbe],
             client_fleet: Some(&LibrarianFleet),
+            mock_fleet_flags: Some(MOCK_FLEET_FLAGS),
+            mocks: &[&MockLibrarian],
             reference_server: Some(&ReferenceLibrarian),
             behaviors: super::behaviors::BEHAVIORS,
             files: FILES,
@@ -208,8 +210,46 @@ impl ProtocolCommand<ProbeJob> for LibrarianProbe {
 /// `mock fleet` of Librarian clients.
 struct LibrarianFleet;
 
+// The flags a Librarian fleet adds to `mock fleet` (a plain comment: a doc comment would become
+// the description of the command they are added to).
+#[derive(Debug, Clone, Args)]
+pub struct FleetArgs {
+    /// A Librarian fleet: the server's agent registry (its config/agents.yaml in the Librarian
+    /// protocol spec, specs/librarian-agent-communication-protocol.md), so that each
+    /// client asks only what its agent may, and a refusal for authorization is judged.
+    #[arg(long, value_name = "FILE")]
+    pub registry: Option<PathBuf>,
+}
+
+/// [`FleetArgs`] as `mock fleet` takes them.
+const MOCK_FLEET_FLAGS: MockFlags = MockFlags {
+    augment: <FleetArgs as Args>::augment_args,
+    whom: "a fleet of protocol librarian",
+};
+
+/// `mock librarian`: the kit plays the Librarian and judges the agent client that calls it.
+struct MockLibrarian;
+
+impl ProtocolCommand<MockJob> for MockLibrarian {
+    fn command(&self) -> clap::Command {
+        MockLibrarianArgs::augment_args(clap::Command::new(NAME)).about(
+            "Play the Librarian (decisions and faults from a script) and judge the agent client \
+             that calls it: schema, token, rate, back-off after 429, polling, retries, reports",
+        )
+    }
+
+    fn run(&self, matches: &clap::ArgMatches) -> Result<MockJob, Error> {
+        let args = MockLibrarianArgs::from_arg_matches(matches)
+            .map_err(|e| Error::usage(e.to_string()))?;
+        Ok(MockJob {
+            output: args.output.clone(),
+            run: Box::new(move |stop| Box::pin(async move { mock_librarian(&args, stop).await })),
+        })
+    }
+}
+
 impl ClientFleet for LibrarianFleet {
-    fn behaviors(&self) -> &'static [Misbehavior] {
+    fn behaviors(&self) -> &'static [Behavior] {
         super::behaviors::CLIENT_BEHAVIORS
     }
 
@@ -221,7 +261,13 @@ impl ClientFleet for LibrarianFleet {
         at: FleetFlags<'a>,
     ) -> BoxFuture<'a, Result<Report, Error>> {
         Box::pin(async move {
-            let registry = at.registry.map(|p| read_registry(p, false)).transpose()?;
+            let flags =
+                FleetArgs::from_arg_matches(at.flags).map_err(|e| Error::usage(e.to_string()))?;
+            let registry = flags
+                .registry
+                .as_deref()
+                .map(|p| read_registry(p, false))
+                .transpose()?;
             let fleet = super::fleet::Fleet::parse(source, text, at.url)
                 .and_then(|f| f.with_registry(registry))?;
             let seed = seed_or_clock(at.seed.or(fleet.seed()));

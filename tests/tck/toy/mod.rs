@@ -59,7 +59,8 @@ impl AgentProtocol for Agents {
             name: "rude",
             what: "toy: a greeting without the visitor's name",
             rule: "Greetings: by name",
-            parse: |_| Ok(Box::new(Rude)),
+            expects: "",
+            plays: agent_tck::mock::behavior::Plays::Content(|_| Ok(Box::new(Rude))),
         }]
     }
 }

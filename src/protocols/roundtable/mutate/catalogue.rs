@@ -4,8 +4,9 @@
 use serde_json::Value;
 
 use crate::mock::args::unknown_variant;
+use crate::mock::behavior::{Behavior, Plays};
 use crate::mock::injection;
-use crate::mock::protocol::{ContentBehavior, Mutating, Mutation};
+use crate::mock::protocol::{Mutating, Mutation};
 
 use super::forwarded::{ansi_escapes, inject, null_bytes};
 use super::limits::{oversized_field, too_many_items};
@@ -13,63 +14,70 @@ use super::speculation::speculative;
 use super::wrong_schema::{wrong_schema, WrongSchema};
 
 /// The round table's content behaviours (`mock behaviors` lists them with the engine's).
-pub const BEHAVIORS: &[ContentBehavior] = &[
-    ContentBehavior {
+pub const BEHAVIORS: &[Behavior] = &[
+    Behavior {
         name: "wrong-schema",
         what: "variants: missing-field, wrong-type, severity-enum, confidence-range, approve-string, dissent-without-reason",
         rule: "response field tables (a string \"false\" must not count as approval)",
-        parse: |a| {
+        expects: "",
+        plays: Plays::Content(|a| {
             let v = a.get("variant", true).unwrap_or("missing-field");
             let variant = WrongSchema::parse(v).ok_or_else(|| {
                 unknown_variant(a.item(), v, WrongSchema::ALL.iter().map(|m| m.name()))
             })?;
             Ok(Box::new(WrongSchemaIn(variant)))
-        },
+        }),
     },
-    ContentBehavior {
+    Behavior {
         name: "oversized-field",
         what: "one string over chars=N characters (default 60000)",
         rule: "Response Size Limits: 50,000 characters per field",
-        parse: |a| {
+        expects: "",
+        plays: Plays::Content(|a| {
             Ok(Box::new(OversizedField {
                 chars: a.number("chars", true, 60_000)?,
             }))
-        },
+        }),
     },
-    ContentBehavior {
+    Behavior {
         name: "too-many-items",
         what: "count=N observations/challenges (default 101), conditions=N (default 21)",
         rule: "lists the platform caps",
-        parse: |a| {
+        expects: "",
+        plays: Plays::Content(|a| {
             Ok(Box::new(TooManyItems {
                 count: a.number("count", true, 101)?,
                 conditions: a.number("conditions", false, 21)?,
             }))
-        },
+        }),
     },
-    ContentBehavior {
+    Behavior {
         name: "null-bytes",
         what: "NUL characters in the forwarded strings",
         rule: "Response Sanitization: null bytes stripped",
-        parse: |_| Ok(Box::new(Edit::NullBytes)),
+        expects: "",
+        plays: Plays::Content(|_| Ok(Box::new(Edit::NullBytes))),
     },
-    ContentBehavior {
+    Behavior {
         name: "ansi-escapes",
         what: "terminal escape sequences in the forwarded strings",
         rule: "Response Sanitization",
-        parse: |_| Ok(Box::new(Edit::AnsiEscapes)),
+        expects: "",
+        plays: Plays::Content(|_| Ok(Box::new(Edit::AnsiEscapes))),
     },
-    ContentBehavior {
+    Behavior {
         name: "speculative",
         what: "evidence full of the phrases the evidence pipeline flags",
         rule: "Response Sanitization: evidence enforcement",
-        parse: |_| Ok(Box::new(Edit::Speculative)),
+        expects: "",
+        plays: Plays::Content(|_| Ok(Box::new(Edit::Speculative))),
     },
-    ContentBehavior {
+    Behavior {
         name: "injection",
         what: "prompt-injection payloads (mocks/injection/) with canary tokens in finding, evidence, counter_evidence, rationale, conditions; select=ID|FAMILY[+...], per_answer=N",
         rule: "Response Sanitization: injection scanned",
-        parse: |a| injection::Injection::parse(a, inject),
+        expects: "",
+        plays: Plays::Content(|a| injection::Injection::parse(a, inject)),
     },
 ];
 
