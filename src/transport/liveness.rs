@@ -17,7 +17,13 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 
+use crate::judge::tape::Tape;
+use crate::judge::Party;
 use crate::report::{CaseResult, Evidence, Level};
+
+/// The endpoint a presence check is recorded at: a fresh connection (or a process's status),
+/// asking whether the peer is there.
+pub const PRESENCE: &str = "(is it there?)";
 
 /// How one call to the peer ended, as far as its presence goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,6 +159,8 @@ pub struct Watch {
     started: Instant,
     check: Check,
     state: Mutex<State>,
+    /// Where its calls are recorded, or replayed from ([`crate::judge::tape`]); who it is there.
+    tape: Option<(std::sync::Arc<Tape>, Party)>,
 }
 
 /// `+12.4 s`.
@@ -167,7 +175,34 @@ impl Watch {
             started,
             check,
             state: Mutex::new(State::default()),
+            tape: None,
         }
+    }
+
+    /// The same watch with its calls and presence checks going through `tape` (none: live),
+    /// recorded as calls to `peer`.
+    pub fn taped(mut self, tape: Option<std::sync::Arc<Tape>>, peer: Party) -> Watch {
+        self.tape = tape.map(|t| (t, peer));
+        self
+    }
+
+    /// The tape its calls go through, and the party they go to.
+    pub fn tape(&self) -> Option<(&Tape, &Party)> {
+        self.tape.as_ref().map(|(t, p)| (&**t, p))
+    }
+
+    /// Whether the peer is there: checked live, or as recorded.
+    async fn presence(&self) -> Presence {
+        let Some((tape, peer)) = self.tape() else {
+            return (self.check)().await;
+        };
+        let call = crate::judge::tape::Call {
+            to: peer.clone(),
+            method: None,
+            endpoint: PRESENCE.to_string(),
+            request: crate::judge::Message::default(),
+        };
+        crate::judge::tape::through(Some(tape), call, (self.check)()).await
     }
 
     /// A watch over an HTTP peer at `host:port`: it is there while a new connection is accepted
@@ -299,7 +334,7 @@ impl Watch {
         // A peer found there after the break keeps the break dated all the same: a dying
         // process's port may still take a connection for a moment. Only an answer (in `ended`)
         // clears it, as proof the peer lived on.
-        if let Presence::Gone(how) = (self.check)().await {
+        if let Presence::Gone(how) = self.presence().await {
             self.open(how);
         }
     }
@@ -338,7 +373,7 @@ impl Watch {
         if !ask {
             return;
         }
-        if let Presence::Gone(how) = (self.check)().await {
+        if let Presence::Gone(how) = self.presence().await {
             let mut s = self.lock();
             if s.open().is_some() || s.outages.len() == MAX_OUTAGES {
                 return;
@@ -478,10 +513,40 @@ pub async fn send(
 ) {
     let what = format!("{} {}", request.method, request.path);
     let sent = watch.sent(&what);
-    let result = super::http::send(base, request, limits).await;
+    let result = match watch.tape() {
+        Some((tape, peer)) => {
+            let call = super::taped::http_call(peer.clone(), request);
+            let live = super::http::send(base, request, limits);
+            crate::judge::tape::through(Some(tape), call, live).await
+        }
+        None => super::http::send(base, request, limits).await,
+    };
     let reply = Reply::of_http(&result);
     let ended = watch.ended(&what, sent, reply).await;
     (result, reply.broke().then_some(ended))
+}
+
+/// Opens a connection to `base` (and closes it), as a reachability case does: how long it took,
+/// or why it failed; through the watch's tape, when it has one (the watch itself is not fed:
+/// a connection carries no call).
+pub async fn connect(
+    watch: &Watch,
+    base: &super::http::BaseUrl,
+    deadline: Duration,
+) -> Result<Duration, super::http::Error> {
+    let live = super::http::connect(base, deadline);
+    match watch.tape() {
+        Some((tape, peer)) => {
+            let call = crate::judge::tape::Call {
+                to: peer.clone(),
+                method: None,
+                endpoint: super::taped::CONNECT.to_string(),
+                request: crate::judge::Message::default(),
+            };
+            crate::judge::tape::through(Some(tape), call, live).await
+        }
+        None => live.await,
+    }
 }
 
 fn capitalized(s: &str) -> String {

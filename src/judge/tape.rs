@@ -1,0 +1,421 @@
+//! A run's exchanges on tape: recorded as they happen, or replayed from a recording in place
+//! of the peer.
+//!
+//! A transport sends through [`through`]: recording, the call goes to the peer and the exchange
+//! is written to the file as it ends; replaying, nothing is sent and the answer is the recorded
+//! one, with the recorded elapsed time standing in for the measured one (so the rules on latency
+//! and deadlines judge what they judged live). The rules downstream cannot tell the two apart:
+//! judging a recording gives the live run's verdicts.
+//!
+//! A replayed call is matched to the first unused recorded exchange of the same case, to the
+//! same party, method and endpoint (in order: a case's calls are sequential). A call the
+//! recording does not hold gets the transport's "no answer" value and is noted: the run then
+//! ends with [`TapeError::Unmatched`], never with a verdict made up.
+//!
+//! Engine code: it names no protocol and no transport.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::record::{read, RecordError, Recorder};
+use super::{Answer, Exchange, Message, Party};
+
+/// What a run does with its exchanges: nothing, record them to a file, or replay them from one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum TapeSpec {
+    #[default]
+    Off,
+    Record(PathBuf),
+    Replay(PathBuf),
+}
+
+/// Why a tape failed the run.
+#[derive(Debug, thiserror::Error)]
+pub enum TapeError {
+    #[error("the recording of exchanges: {0}")]
+    Record(#[from] RecordError),
+    /// The run asked what the recording does not hold: it is not this run's recording (another
+    /// suite, seed, `--only` or agent mode), or the run took another path than the recorded one.
+    #[error("replaying {}: {} the recording does not hold ({}); it was recorded by another run (suite, --seed, --only or flags), so its verdicts cannot be given", path.display(), crate::text::count(*count, "calls"), first)]
+    Unmatched {
+        path: PathBuf,
+        count: u64,
+        first: String,
+    },
+}
+
+impl From<TapeError> for crate::error::Error {
+    fn from(e: TapeError) -> Self {
+        crate::error::Error::Run(e.to_string())
+    }
+}
+
+/// One call as the transport makes it.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub to: Party,
+    pub method: Option<String>,
+    pub endpoint: String,
+    pub request: Message,
+}
+
+impl Call {
+    fn describe(&self) -> String {
+        let what = match &self.method {
+            Some(m) => format!("{m} {}", self.endpoint),
+            None => self.endpoint.clone(),
+        };
+        match current_case() {
+            Some(case) => format!("{what} of case {case}"),
+            None => what,
+        }
+    }
+}
+
+/// How a transport's result goes on tape and comes back from it.
+pub trait Taped: Sized {
+    /// The answer as recorded; `context` holds what the answer alone does not say (a typed
+    /// error, a flag); `elapsed` the transport's own measure, when it has one.
+    fn to_tape(&self) -> (Answer, Value, Option<Duration>);
+    /// The result a recorded exchange stands for (`elapsed`: as recorded); None when the
+    /// exchange is not one of this kind.
+    fn from_tape(exchange: &Exchange, elapsed: Duration) -> Option<Self>;
+    /// The result of a call the recording does not hold (`why` says so).
+    fn unmatched(why: String) -> Self;
+}
+
+enum Mode {
+    Record {
+        recorder: Recorder,
+        seq: u64,
+        /// The first write that failed (the run goes on; the end says so).
+        failed: Option<RecordError>,
+    },
+    Replay {
+        path: PathBuf,
+        exchanges: Vec<Exchange>,
+        used: Vec<bool>,
+        misses: Vec<String>,
+    },
+}
+
+/// A recorder or a replayer, shared by a run's transports.
+pub struct Tape {
+    started: Instant,
+    mode: Mutex<Mode>,
+}
+
+tokio::task_local! {
+    static CASE: String;
+}
+
+/// Runs `fut` with its calls belonging to `case` (recorded with it, replayed from its own).
+pub async fn in_case<F: Future>(case: impl Into<String>, fut: F) -> F::Output {
+    CASE.scope(case.into(), fut).await
+}
+
+fn current_case() -> Option<String> {
+    CASE.try_with(Clone::clone).ok()
+}
+
+impl Tape {
+    /// The tape `spec` asks for (None: off).
+    pub fn open(spec: &TapeSpec) -> Result<Option<Arc<Tape>>, TapeError> {
+        let mode = match spec {
+            TapeSpec::Off => return Ok(None),
+            TapeSpec::Record(path) => Mode::Record {
+                recorder: Recorder::create(path)?,
+                seq: 0,
+                failed: None,
+            },
+            TapeSpec::Replay(path) => {
+                let exchanges = read(path)?;
+                Mode::Replay {
+                    path: path.clone(),
+                    used: vec![false; exchanges.len()],
+                    exchanges,
+                    misses: Vec::new(),
+                }
+            }
+        };
+        Ok(Some(Arc::new(Tape {
+            started: Instant::now(),
+            mode: Mutex::new(mode),
+        })))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Mode> {
+        self.mode.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether answers come from the recording (nothing is sent).
+    pub fn replaying(&self) -> bool {
+        matches!(*self.lock(), Mode::Replay { .. })
+    }
+
+    fn since_start(&self, at: Instant) -> f64 {
+        at.saturating_duration_since(self.started).as_secs_f64() * 1000.0
+    }
+
+    fn write(&self, call: Call, answer: Answer, context: Value, sent: Instant, elapsed: Duration) {
+        let sent_ms = self.since_start(sent);
+        let answered_ms = match answer {
+            Answer::TimedOut | Answer::Cut => None,
+            _ => Some(sent_ms + elapsed.as_secs_f64() * 1000.0),
+        };
+        let mut mode = self.lock();
+        let Mode::Record {
+            recorder,
+            seq,
+            failed,
+        } = &mut *mode
+        else {
+            return;
+        };
+        *seq += 1;
+        let exchange = Exchange {
+            seq: *seq,
+            from: Party::Platform,
+            to: call.to,
+            method: call.method,
+            endpoint: call.endpoint,
+            case: current_case(),
+            request: call.request,
+            answer,
+            sent_ms,
+            answered_ms,
+            // Timeouts keep their elapsed time too (the deadline they ran to).
+            context: with_elapsed(context, elapsed),
+        };
+        // Flushed at once: a run cut short leaves a whole file of what it did.
+        let done = recorder.write(&exchange).and_then(|()| recorder.flush());
+        if let Err(e) = done {
+            failed.get_or_insert(e);
+        }
+    }
+
+    fn take(&self, call: &Call) -> Option<Exchange> {
+        let case = current_case();
+        let mut mode = self.lock();
+        let Mode::Replay {
+            exchanges,
+            used,
+            misses,
+            ..
+        } = &mut *mode
+        else {
+            return None;
+        };
+        let found = exchanges.iter().enumerate().position(|(i, e)| {
+            !used[i]
+                && e.case == case
+                && e.to == call.to
+                && e.method == call.method
+                && e.endpoint == call.endpoint
+        });
+        match found {
+            Some(i) => {
+                used[i] = true;
+                Some(exchanges[i].clone())
+            }
+            None => {
+                misses.push(call.describe());
+                None
+            }
+        }
+    }
+
+    /// At the run's end: the file flushed (recording), or every call matched (replaying).
+    pub fn finish(&self) -> Result<(), TapeError> {
+        let mut mode = self.lock();
+        match &mut *mode {
+            Mode::Record {
+                recorder, failed, ..
+            } => {
+                if let Some(e) = failed.take() {
+                    return Err(e.into());
+                }
+                recorder.flush()?;
+                Ok(())
+            }
+            Mode::Replay { path, misses, .. } => match misses.first() {
+                None => Ok(()),
+                Some(first) => Err(TapeError::Unmatched {
+                    path: path.clone(),
+                    count: misses.len() as u64,
+                    first: first.clone(),
+                }),
+            },
+        }
+    }
+}
+
+/// The elapsed time a recording keeps beside the answer (a timeout has no answer time).
+fn with_elapsed(context: Value, elapsed: Duration) -> Value {
+    let mut context = match context {
+        Value::Object(map) => map,
+        Value::Null => serde_json::Map::new(),
+        other => {
+            let mut map = serde_json::Map::new();
+            map.insert("value".into(), other);
+            map
+        }
+    };
+    // In nanoseconds, whole: a replay gives back the very duration measured.
+    let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+    context.insert("elapsed_ns".into(), Value::from(nanos));
+    Value::Object(context)
+}
+
+/// The elapsed time of a recorded exchange.
+fn recorded_elapsed(exchange: &Exchange) -> Duration {
+    if let Some(nanos) = exchange.context.get("elapsed_ns").and_then(Value::as_u64) {
+        return Duration::from_nanos(nanos);
+    }
+    // A recording made elsewhere: its times.
+    let ms = exchange
+        .answered_ms
+        .map_or(0.0, |a| a - exchange.sent_ms)
+        .max(0.0);
+    Duration::try_from_secs_f64(ms / 1000.0).unwrap_or_default()
+}
+
+/// Makes `call` through `tape`: `live` when there is no tape or it records (the exchange then
+/// written), else the recorded answer (`live` is not run).
+pub async fn through<T: Taped, F: Future<Output = T>>(
+    tape: Option<&Tape>,
+    call: Call,
+    live: F,
+) -> T {
+    let Some(tape) = tape else {
+        return live.await;
+    };
+    if tape.replaying() {
+        let why = format!("the recording holds no answer to {}", call.describe());
+        return match tape.take(&call) {
+            Some(exchange) => {
+                let elapsed = recorded_elapsed(&exchange);
+                T::from_tape(&exchange, elapsed).unwrap_or_else(|| {
+                    tape.note_miss(format!(
+                        "{} (recorded exchange {} is of another kind)",
+                        call.describe(),
+                        exchange.seq
+                    ));
+                    T::unmatched(why)
+                })
+            }
+            None => T::unmatched(why),
+        };
+    }
+    let sent = Instant::now();
+    let result = live.await;
+    let measured = sent.elapsed();
+    let (answer, context, elapsed) = result.to_tape();
+    tape.write(call, answer, context, sent, elapsed.unwrap_or(measured));
+    result
+}
+
+impl Tape {
+    fn note_miss(&self, what: String) {
+        if let Mode::Replay { misses, .. } = &mut *self.lock() {
+            misses.push(what);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq)]
+    struct Echo(String, Duration);
+
+    impl Taped for Echo {
+        fn to_tape(&self) -> (Answer, Value, Option<Duration>) {
+            (
+                Answer::Delivered {
+                    status: None,
+                    message: Message::masked([], self.0.as_bytes()),
+                },
+                Value::Null,
+                Some(self.1),
+            )
+        }
+        fn from_tape(e: &Exchange, elapsed: Duration) -> Option<Self> {
+            match &e.answer {
+                Answer::Delivered { message, .. } => Some(Echo(message.text.clone()?, elapsed)),
+                _ => None,
+            }
+        }
+        fn unmatched(why: String) -> Self {
+            Echo(why, Duration::ZERO)
+        }
+    }
+
+    fn call(endpoint: &str) -> Call {
+        Call {
+            to: Party::Agent("a".into()),
+            method: None,
+            endpoint: endpoint.into(),
+            request: Message::masked([("authorization", "Bearer k3y")], b"q"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_replay_gives_the_recorded_answers_per_case_and_names_what_it_lacks() {
+        let dir = std::env::temp_dir().join(format!("tck-tape-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("run.jsonl");
+        let rec = Tape::open(&TapeSpec::Record(path.clone()))
+            .unwrap()
+            .unwrap();
+        for (case, answer, ms) in [("c1", "one", 7), ("c2", "two", 900)] {
+            let got = in_case(
+                case,
+                through(Some(&rec), call("/x"), async move {
+                    Echo(answer.into(), Duration::from_millis(ms))
+                }),
+            )
+            .await;
+            assert_eq!(got.0, answer);
+        }
+        rec.finish().unwrap();
+        assert!(!std::fs::read_to_string(&path).unwrap().contains("k3y"));
+        let play = Tape::open(&TapeSpec::Replay(path.clone()))
+            .unwrap()
+            .unwrap();
+        // Asked in another order than recorded: each case gets its own answer and time.
+        let two: Echo = in_case(
+            "c2",
+            through(Some(&play), call("/x"), async { unreachable!() }),
+        )
+        .await;
+        assert_eq!(two, Echo("two".into(), Duration::from_millis(900)));
+        let one: Echo = in_case(
+            "c1",
+            through(Some(&play), call("/x"), async { unreachable!() }),
+        )
+        .await;
+        assert_eq!(one, Echo("one".into(), Duration::from_millis(7)));
+        play.finish().unwrap();
+        let extra: Echo = in_case(
+            "c1",
+            through(Some(&play), call("/x"), async { unreachable!() }),
+        )
+        .await;
+        assert!(
+            extra.0.contains("holds no answer to /x of case c1"),
+            "{extra:?}"
+        );
+        let e = play.finish().unwrap_err().to_string();
+        assert!(
+            e.contains("1 call the recording does not hold (/x of case c1)"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,134 @@
+//! Rules judge exchanges, wherever they come from: every protocol's probe, run live against a
+//! peer of our own with `--record`, then run again with `--replay` and no peer at all, gives the
+//! same verdicts (case ids, statuses, evidence, and messages but for their wall-clock figures),
+//! for a conforming peer and for one that fails some cases. The recording never holds the key.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agent_tck::judge::tape::TapeSpec;
+use agent_tck::report::{Report, Status};
+
+use crate::support;
+
+/// A fresh directory for one test's recordings.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tck-rejudge-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// A case as the comparison sees it: id, status, evidence, message with its wall-clock figures
+/// (`12 ms`, `+1.3 s`, `1.2s`) blanked.
+type Seen = (String, Status, Option<(u64, String)>, String);
+
+fn without_times(message: &str) -> String {
+    let times = regex::Regex::new(r"\+?\d+(\.\d+)?\s?(ms|s|µs|ns)\b").expect("regex");
+    times.replace_all(message, "<time>").into_owned()
+}
+
+fn seen(report: &Report) -> Vec<Seen> {
+    report
+        .cases
+        .iter()
+        .map(|c| {
+            (
+                c.id.clone(),
+                c.status,
+                c.evidence.as_ref().map(|e| (e.judged, e.of.clone())),
+                without_times(&c.message),
+            )
+        })
+        .collect()
+}
+
+/// The replay's verdicts are the live run's; the live run judged something, failed where
+/// `must_fail` says (a misbehaving peer) and nowhere else (a conforming one).
+pub fn assert_same(live: &Report, replayed: &Report, must_fail: bool) {
+    let (live, replayed) = (seen(live), seen(replayed));
+    assert!(
+        live.iter().any(|c| c.1 == Status::Pass),
+        "the live run judged nothing: {live:#?}"
+    );
+    let failed = live.iter().any(|c| c.1 == Status::Fail);
+    assert_eq!(failed, must_fail, "live verdicts: {live:#?}");
+    assert_eq!(live.len(), replayed.len(), "{live:#?}\n---\n{replayed:#?}");
+    for (l, r) in live.iter().zip(&replayed) {
+        assert_eq!(l, r);
+    }
+}
+
+/// The recording holds exchanges, and never `secret`.
+pub fn assert_recorded_without(path: &Path, secret: &str) {
+    let text = std::fs::read_to_string(path).expect("the recording");
+    assert!(text.lines().count() > 0, "nothing recorded");
+    assert!(!text.contains(secret), "the key is in {}", path.display());
+}
+
+/// Record: `TapeSpec::Record` at `dir/name.jsonl`; the same path to replay.
+pub fn tapes(dir: &Path, name: &str) -> (TapeSpec, TapeSpec) {
+    let path = dir.join(format!("{name}.jsonl"));
+    (TapeSpec::Record(path.clone()), TapeSpec::Replay(path))
+}
+
+const DEADLINE: Duration = Duration::from_secs(120);
+
+async fn roundtable_both_ways(behavior: &str, must_fail: bool) {
+    let dir = scratch(&format!("roundtable-{behavior}"));
+    let (record, replay) = tapes(&dir, "run");
+    let served = agent_tck::protocols::roundtable::commands::serve_one(
+        "agent",
+        Some(support::KEY.to_string()),
+        behavior,
+        support::SEED,
+    )
+    .await
+    .expect("bind loopback");
+    let url = served.urls[0].clone();
+    let run = |tape: TapeSpec| {
+        let url = url.clone();
+        async move {
+            let mut s = support::settings(&url);
+            s.api_key = Some(support::KEY.to_string());
+            s.tape = tape;
+            tokio::time::timeout(DEADLINE, agent_tck::probe::run(&s, &|_| {}))
+                .await
+                .expect("the probe ends")
+        }
+    };
+    let live = run(record).await.expect("the live run");
+    served.stop(Duration::from_millis(500)).await;
+    assert_recorded_without(&dir.join("run.jsonl"), support::KEY);
+    // No agent now: every answer comes from the recording.
+    let replayed = run(replay).await.expect("the replay");
+    assert_same(&live, &replayed, must_fail);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn roundtable_rejudged_from_its_recording_gives_the_live_verdicts() {
+    roundtable_both_ways("conforming", false).await;
+}
+
+#[tokio::test]
+async fn roundtable_misbehaving_rejudged_gives_the_live_failures() {
+    roundtable_both_ways("wrong-content-type", true).await;
+}
+
+#[tokio::test]
+async fn a_replay_that_lacks_a_call_is_an_error_naming_it() {
+    let dir = scratch("unmatched");
+    let path = dir.join("empty.jsonl");
+    std::fs::write(&path, "").expect("write");
+    let mut s = support::settings("http://127.0.0.1:9");
+    s.tape = TapeSpec::Replay(path);
+    let e = tokio::time::timeout(DEADLINE, agent_tck::probe::run(&s, &|_| {}))
+        .await
+        .expect("the probe ends")
+        .expect_err("nothing to replay");
+    let e = e.to_string();
+    assert!(e.contains("the recording does not hold"), "{e}");
+    assert!(e.contains("(connect) of case"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
