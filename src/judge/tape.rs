@@ -210,13 +210,20 @@ impl Tape {
         else {
             return None;
         };
-        let found = exchanges.iter().enumerate().position(|(i, e)| {
+        let fits = |i: usize, e: &Exchange| {
             !used[i]
                 && e.case == case
                 && e.to == call.to
                 && e.method == call.method
                 && e.endpoint == call.endpoint
-        });
+        };
+        // Calls made at once (ten requests in flight) ended in any order: each takes the
+        // answer to its own body when there is one, else the case's next answer.
+        let found = exchanges
+            .iter()
+            .enumerate()
+            .position(|(i, e)| fits(i, e) && e.request == call.request)
+            .or_else(|| exchanges.iter().enumerate().position(|(i, e)| fits(i, e)));
         match found {
             Some(i) => {
                 used[i] = true;

@@ -132,3 +132,55 @@ async fn a_replay_that_lacks_a_call_is_an_error_naming_it() {
     assert!(e.contains("(connect) of case"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+async fn librarian_both_ways(flaw: &str, must_fail: bool) {
+    use agent_tck::protocols::librarian::commands::{
+        reference, reference_registry, reference_tokens,
+    };
+    use agent_tck::protocols::librarian::probe::{run, Settings};
+    use agent_tck::protocols::librarian::reference::Flaws;
+    let dir = scratch(&format!("librarian-{flaw}"));
+    let (record, replay) = tapes(&dir, "run");
+    let served = reference(Flaws::named(flaw).expect("a flaw"))
+        .await
+        .expect("bind loopback");
+    let settings = |tape: TapeSpec| Settings {
+        base: agent_tck::transport::http::BaseUrl::parse(&served.url).expect("url"),
+        tokens: reference_tokens(),
+        timeout: Duration::from_secs(20),
+        max_body: 5_000_000,
+        common: agent_tck::probe::args::Common {
+            seed: 3,
+            tape,
+            ..Default::default()
+        },
+        // The rate group's minute of requests is judged the same way; left out for time.
+        quick: true,
+        allow_deviations: Some(false),
+        registry: Some(reference_registry()),
+    };
+    let probe = |s: Settings| async move {
+        tokio::time::timeout(DEADLINE, run(&s, &|_| {}))
+            .await
+            .expect("the probe ends")
+    };
+    let live = probe(settings(record)).await.expect("the live run");
+    let replay = settings(replay);
+    served.stop().await;
+    for (_, token) in reference_tokens() {
+        assert_recorded_without(&dir.join("run.jsonl"), &token);
+    }
+    let replayed = probe(replay).await.expect("the replay");
+    assert_same(&live, &replayed, must_fail);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn librarian_rejudged_from_its_recording_gives_the_live_verdicts() {
+    librarian_both_ways("conforming", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn librarian_flawed_rejudged_gives_the_live_failures() {
+    librarian_both_ways("accepts-any-content-type", true).await;
+}
