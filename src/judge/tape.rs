@@ -161,7 +161,13 @@ impl Tape {
         at.saturating_duration_since(self.started).as_secs_f64() * 1000.0
     }
 
-    fn write(&self, call: Call, answer: Answer, context: Value, sent: Instant, elapsed: Duration) {
+    fn write(
+        &self,
+        call: Call,
+        (answer, context): (Answer, Value),
+        sent: Instant,
+        (elapsed, took): (Duration, Duration),
+    ) {
         let sent_ms = self.since_start(sent);
         let answered_ms = match answer {
             Answer::TimedOut | Answer::Cut => None,
@@ -189,7 +195,7 @@ impl Tape {
             sent_ms,
             answered_ms,
             // Timeouts keep their elapsed time too (the deadline they ran to).
-            context: with_elapsed(context, elapsed),
+            context: with_times(context, elapsed, took),
         };
         // Flushed at once: a run cut short leaves a whole file of what it did.
         let done = recorder.write(&exchange).and_then(|()| recorder.flush());
@@ -261,8 +267,9 @@ impl Tape {
     }
 }
 
-/// The elapsed time a recording keeps beside the answer (a timeout has no answer time).
-fn with_elapsed(context: Value, elapsed: Duration) -> Value {
+/// The times a recording keeps beside the answer: the transport's own measure of the exchange,
+/// and how long the call took as a whole (a timeout has no answer time, and both).
+fn with_times(context: Value, elapsed: Duration, took: Duration) -> Value {
     let mut context = match context {
         Value::Object(map) => map,
         Value::Null => serde_json::Map::new(),
@@ -273,22 +280,26 @@ fn with_elapsed(context: Value, elapsed: Duration) -> Value {
         }
     };
     // In nanoseconds, whole: a replay gives back the very duration measured.
-    let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-    context.insert("elapsed_ns".into(), Value::from(nanos));
+    let nanos = |d: Duration| Value::from(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    context.insert("elapsed_ns".into(), nanos(elapsed));
+    context.insert("took_ns".into(), nanos(took));
     Value::Object(context)
 }
 
-/// The elapsed time of a recorded exchange.
-fn recorded_elapsed(exchange: &Exchange) -> Duration {
-    if let Some(nanos) = exchange.context.get("elapsed_ns").and_then(Value::as_u64) {
-        return Duration::from_nanos(nanos);
+/// The times of a recorded exchange: the transport's measure, and the call's as a whole.
+fn recorded_times(exchange: &Exchange) -> (Duration, Duration) {
+    let nanos = |key: &str| exchange.context.get(key).and_then(Value::as_u64);
+    if let Some(elapsed) = nanos("elapsed_ns") {
+        let took = nanos("took_ns").unwrap_or(elapsed);
+        return (Duration::from_nanos(elapsed), Duration::from_nanos(took));
     }
     // A recording made elsewhere: its times.
     let ms = exchange
         .answered_ms
         .map_or(0.0, |a| a - exchange.sent_ms)
         .max(0.0);
-    Duration::try_from_secs_f64(ms / 1000.0).unwrap_or_default()
+    let d = Duration::try_from_secs_f64(ms / 1000.0).unwrap_or_default();
+    (d, d)
 }
 
 /// Makes `call` through `tape`: `live` when there is no tape or it records (the exchange then
@@ -298,32 +309,43 @@ pub async fn through<T: Taped, F: Future<Output = T>>(
     call: Call,
     live: F,
 ) -> T {
+    through_timed(tape, call, live).await.0
+}
+
+/// As [`through`], with how long the call took as a whole: measured, or as recorded (a caller
+/// that times a turn of several calls adds them up when replaying).
+pub async fn through_timed<T: Taped, F: Future<Output = T>>(
+    tape: Option<&Tape>,
+    call: Call,
+    live: F,
+) -> (T, Duration) {
+    let sent = Instant::now();
     let Some(tape) = tape else {
-        return live.await;
+        let result = live.await;
+        return (result, sent.elapsed());
     };
     if tape.replaying() {
         let why = format!("the recording holds no answer to {}", call.describe());
-        return match tape.take(&call) {
-            Some(exchange) => {
-                let elapsed = recorded_elapsed(&exchange);
-                T::from_tape(&exchange, elapsed).unwrap_or_else(|| {
-                    tape.note_miss(format!(
-                        "{} (recorded exchange {} is of another kind)",
-                        call.describe(),
-                        exchange.seq
-                    ));
-                    T::unmatched(why)
-                })
-            }
-            None => T::unmatched(why),
+        let Some(exchange) = tape.take(&call) else {
+            return (T::unmatched(why), Duration::ZERO);
         };
+        let (elapsed, took) = recorded_times(&exchange);
+        let result = T::from_tape(&exchange, elapsed).unwrap_or_else(|| {
+            tape.note_miss(format!(
+                "{} (recorded exchange {} is of another kind)",
+                call.describe(),
+                exchange.seq
+            ));
+            T::unmatched(why)
+        });
+        return (result, took);
     }
-    let sent = Instant::now();
     let result = live.await;
-    let measured = sent.elapsed();
+    let took = sent.elapsed();
     let (answer, context, elapsed) = result.to_tape();
-    tape.write(call, answer, context, sent, elapsed.unwrap_or(measured));
-    result
+    let elapsed = elapsed.unwrap_or(took);
+    tape.write(call, (answer, context), sent, (elapsed, took));
+    (result, took)
 }
 
 impl Tape {

@@ -511,19 +511,39 @@ pub async fn send(
     Result<super::http::Response, super::http::Error>,
     Option<Duration>,
 ) {
+    let (result, broke, _) = send_timed(watch, base, request, limits).await;
+    (result, broke)
+}
+
+/// As [`send`], with how long the call took: measured, or as recorded when the watch's tape
+/// replays ([`crate::judge::tape::through_timed`]).
+pub async fn send_timed(
+    watch: &Watch,
+    base: &super::http::BaseUrl,
+    request: &super::http::Request,
+    limits: super::http::Limits,
+) -> (
+    Result<super::http::Response, super::http::Error>,
+    Option<Duration>,
+    Duration,
+) {
     let what = format!("{} {}", request.method, request.path);
     let sent = watch.sent(&what);
-    let result = match watch.tape() {
+    let live = super::http::send(base, request, limits);
+    let (result, took) = match watch.tape() {
         Some((tape, peer)) => {
             let call = super::taped::http_call(peer.clone(), request);
-            let live = super::http::send(base, request, limits);
-            crate::judge::tape::through(Some(tape), call, live).await
+            crate::judge::tape::through_timed(Some(tape), call, live).await
         }
-        None => super::http::send(base, request, limits).await,
+        None => {
+            let started = Instant::now();
+            let result = live.await;
+            (result, started.elapsed())
+        }
     };
     let reply = Reply::of_http(&result);
     let ended = watch.ended(&what, sent, reply).await;
-    (result, reply.broke().then_some(ended))
+    (result, reply.broke().then_some(ended), took)
 }
 
 /// Opens a connection to `base` (and closes it), as a reachability case does: how long it took,

@@ -245,3 +245,30 @@ impl Taped for Result<Duration, http::Error> {
 
 /// The endpoint a connection attempt is recorded at.
 pub const CONNECT: &str = "(connect)";
+
+/// A check's finding (`connected in 3 ms`) or why it failed, as told to a reader: a socket's
+/// connection, a program's presence.
+impl Taped for Result<String, String> {
+    fn to_tape(&self) -> (Answer, Value, Option<Duration>) {
+        match self {
+            Ok(note) => (
+                delivered(None, Message::masked([], note.as_bytes())),
+                Value::Null,
+                None,
+            ),
+            Err(why) => (Answer::Failed { what: why.clone() }, Value::Null, None),
+        }
+    }
+
+    fn from_tape(exchange: &Exchange, _: Duration) -> Option<Self> {
+        match &exchange.answer {
+            Answer::Delivered { message, .. } => Some(Ok(message.text.clone().unwrap_or_default())),
+            Answer::Failed { what } => Some(Err(what.clone())),
+            _ => None,
+        }
+    }
+
+    fn unmatched(why: String) -> Self {
+        Err(why)
+    }
+}

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agent_tck::judge::tape::TapeSpec;
+use agent_tck::protocols::execute_task::probe::Target;
 use agent_tck::report::{Report, Status};
 
 use crate::support;
@@ -183,4 +184,74 @@ async fn librarian_rejudged_from_its_recording_gives_the_live_verdicts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn librarian_flawed_rejudged_gives_the_live_failures() {
     librarian_both_ways("accepts-any-content-type", true).await;
+}
+
+/// `probe execute-task` against `target` recording, then replaying with `stop` run in between
+/// (the agent gone) against `replay_target` (the same, or a stdio agent that does not exist).
+async fn execute_task_both_ways(
+    name: &str,
+    (target, replay_target): (Target, Target),
+    stop: impl std::future::Future<Output = ()>,
+    must_fail: bool,
+) {
+    use agent_tck::protocols::execute_task::probe::run;
+    let dir = scratch(&format!("execute-task-{name}"));
+    let (record, replay) = tapes(&dir, "run");
+    let probe = |tape: TapeSpec, target: Target| {
+        let mut s = crate::task::settings(target);
+        s.tape = tape;
+        async move {
+            tokio::time::timeout(DEADLINE, run(&s, &|_| {}))
+                .await
+                .expect("the probe ends")
+        }
+    };
+    let live = probe(record, target).await.expect("the live run");
+    stop.await;
+    assert_recorded_without(&dir.join("run.jsonl"), support::KEY);
+    let replayed = probe(replay, replay_target).await.expect("the replay");
+    assert_same(&live, &replayed, must_fail);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+async fn execute_task_http(behavior: &str, must_fail: bool) {
+    let served = crate::task::serve_http(crate::task::task_agent_behaving(behavior)).await;
+    let target = Target::Http {
+        base: agent_tck::transport::http::BaseUrl::parse(&served.urls[0]).expect("url"),
+        api_key: Some(support::KEY.to_string()),
+    };
+    let stop = served.stop(Duration::from_millis(500));
+    let targets = (target.clone(), target);
+    execute_task_both_ways(&format!("http-{behavior}"), targets, stop, must_fail).await;
+}
+
+#[tokio::test]
+async fn execute_task_http_rejudged_from_its_recording_gives_the_live_verdicts() {
+    execute_task_http("conforming", false).await;
+}
+
+#[tokio::test]
+async fn execute_task_http_misbehaving_rejudged_gives_the_live_failures() {
+    execute_task_http("wrong-content-type", true).await;
+}
+
+async fn execute_task_stdio(behavior: &str, must_fail: bool) {
+    use agent_tck::transport::stdio::{StdioConfig, StdioMode};
+    let extra = format!("--behavior {behavior}");
+    let config = StdioConfig::new(crate::task::mock_command(&extra), StdioMode::Persistent);
+    // The probe ends the agent's process group itself: nothing to stop. The replay names a
+    // program that does not exist: it is never run.
+    let gone = StdioConfig::new("/nonexistent/agent-tck-agent", StdioMode::Persistent);
+    let targets = (Target::Stdio(config), Target::Stdio(gone));
+    execute_task_both_ways(&format!("stdio-{behavior}"), targets, async {}, must_fail).await;
+}
+
+#[tokio::test]
+async fn execute_task_stdio_rejudged_from_its_recording_gives_the_live_verdicts() {
+    execute_task_stdio("conforming", false).await;
+}
+
+#[tokio::test]
+async fn execute_task_stdio_misbehaving_rejudged_gives_the_live_failures() {
+    execute_task_stdio("stdio-banner", true).await;
 }

@@ -5,6 +5,7 @@
 //! also feeds the cases that look across them: answered within --timeout, a discoverable name,
 //! JSON labelled as JSON, the reference harness's differences.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -15,6 +16,8 @@ use super::rules::{action_note, suite, RunRule};
 use super::scenario::Scenario;
 use crate::content::Content;
 use crate::error::Error;
+use crate::judge::tape::{in_case, through, through_timed, Tape, TapeSpec, Taped};
+use crate::judge::Party;
 use crate::probe::args::{seed_or_clock, RunArgs};
 use crate::probe::checks::Check;
 use crate::probe::suite::CaseSpec;
@@ -27,6 +30,7 @@ use crate::transport::lines::{AfterSilence, LineError};
 use crate::transport::liveness::{self, Watch};
 use crate::transport::socket::{SocketAddrSpec, SocketAgent, SocketMode};
 use crate::transport::stdio::{StdioAgent, StdioConfig, StdioMode};
+use crate::transport::taped::{line_call, Note};
 
 /// Where the agent is.
 #[derive(Debug, Clone)]
@@ -103,6 +107,8 @@ pub struct TaskSettings {
     pub strict: bool,
     /// `--min-score`: an evaluation score below it fails the run.
     pub min_score: Option<f64>,
+    /// `--record` / `--replay`: the exchanges written to a file, or judged from one.
+    pub tape: TapeSpec,
 }
 
 impl TaskSettings {
@@ -118,6 +124,7 @@ impl TaskSettings {
             only: run.only(),
             strict: run.strict,
             min_score: None,
+            tape: run.tape(),
         }
     }
 
@@ -139,6 +146,15 @@ pub struct Channel {
     watch: Option<Watch>,
     /// When the exchanges since the last [`take_breaks`](Self::take_breaks) broke.
     broke: Vec<Duration>,
+    /// Where the exchanges are recorded, or replayed from.
+    tape: Option<Arc<Tape>>,
+    /// How long the calls of the exchange under way took, as recorded (a replay's time).
+    took: Duration,
+}
+
+/// The agent as a recording names it.
+fn peer() -> Party {
+    Party::Agent(super::NAME.to_string())
 }
 
 enum Inner {
@@ -184,7 +200,12 @@ pub struct ExchangeLog {
 }
 
 impl Channel {
-    pub fn new(target: &Target, timeout: Duration, max_body: usize) -> Result<Channel, ProbeError> {
+    pub fn new(
+        target: &Target,
+        timeout: Duration,
+        max_body: usize,
+        tape: Option<Arc<Tape>>,
+    ) -> Result<Channel, ProbeError> {
         let inner = match target {
             Target::Http { base, api_key } => Inner::Http {
                 base: base.clone(),
@@ -212,7 +233,8 @@ impl Channel {
                 addr,
             )),
             Target::Stdio(_) => None,
-        };
+        }
+        .map(|watch| watch.taped(tape.clone(), peer()));
         Ok(Channel {
             inner,
             timeout,
@@ -221,11 +243,31 @@ impl Channel {
             log: ExchangeLog::default(),
             watch,
             broke: Vec::new(),
+            tape,
+            took: Duration::ZERO,
         })
+    }
+
+    fn tape(&self) -> Option<&Tape> {
+        self.tape.as_deref()
+    }
+
+    fn replaying(&self) -> bool {
+        self.tape().is_some_and(Tape::replaying)
     }
 
     /// Ends the agent's process group (stdio) or connection (socket).
     pub async fn close(&mut self) -> Option<String> {
+        let call = line_call(peer(), "(end of the run)", b"");
+        let tape = self.tape.clone();
+        through(tape.as_deref(), call, async {
+            Note(self.close_live().await)
+        })
+        .await
+        .0
+    }
+
+    async fn close_live(&mut self) -> Option<String> {
         match &mut self.inner {
             Inner::Stdio(agent) => {
                 let cleanup = agent.shutdown().await;
@@ -271,7 +313,12 @@ impl Channel {
                     ..Limits::default()
                 };
                 let (r, broke) = match &self.watch {
-                    Some(watch) => liveness::send(watch, base, &request, limits).await,
+                    Some(watch) => {
+                        let (r, broke, took) =
+                            liveness::send_timed(watch, base, &request, limits).await;
+                        self.took += took;
+                        (r, broke)
+                    }
                     None => (http::send(base, &request, limits).await, None),
                 };
                 self.broke.extend(broke);
@@ -310,14 +357,13 @@ impl Channel {
             Inner::Stdio(agent) => {
                 let persistent =
                     matches!(&self.target, Target::Stdio(c) if c.mode == StdioMode::Persistent);
-                let answer = agent.exchange(&body, deadline).await;
+                let (tape, took) = (self.tape.as_deref(), &mut self.took);
+                let live = agent.exchange(&body, deadline);
+                let answer = taped_line(tape, took, STDIN, &body, live).await;
                 // Nothing ever came out: does it all come out at the end of its input?
                 let at_eof = if persistent && silent_timeout(&answer, &self.log) {
-                    Some(
-                        agent
-                            .output_at_eof(late_wait(deadline), EOF_GRACE.min(deadline))
-                            .await,
-                    )
+                    let live = agent.output_at_eof(late_wait(deadline), EOF_GRACE.min(deadline));
+                    Some(taped_line(tape, took, END_OF_INPUT, b"", live).await)
                 } else {
                     None
                 };
@@ -335,7 +381,9 @@ impl Channel {
             Inner::Socket(agent) => {
                 let watch = self.watch.as_ref();
                 let sent = watch.map(|w| w.sent("a request line"));
-                let answer = agent.exchange(&body, deadline).await;
+                let (tape, took) = (self.tape.as_deref(), &mut self.took);
+                let live = agent.exchange(&body, deadline);
+                let answer = taped_line(tape, took, SOCKET, &body, live).await;
                 if let (Some(w), Some(sent)) = (watch, sent) {
                     let reply = liveness::Reply::of_line(&answer);
                     let ended = w.ended("a request line", sent, reply).await;
@@ -344,11 +392,8 @@ impl Channel {
                     }
                 }
                 let at_eof = if silent_timeout(&answer, &self.log) {
-                    Some(
-                        agent
-                            .output_at_eof(late_wait(deadline), EOF_GRACE.min(deadline))
-                            .await,
-                    )
+                    let live = agent.output_at_eof(late_wait(deadline), EOF_GRACE.min(deadline));
+                    Some(taped_line(tape, took, END_OF_INPUT, b"", live).await)
                 } else {
                     None
                 };
@@ -405,6 +450,25 @@ impl Channel {
             },
         }
     }
+}
+
+/// Where a line goes, and what ends a silent agent's input, as a recording names them.
+const STDIN: &str = "stdin";
+const SOCKET: &str = "the socket";
+const END_OF_INPUT: &str = "(end of input)";
+
+/// A call of a line agent (stdio, socket) through `tape`, its time added to `took`.
+async fn taped_line<T: Taped>(
+    tape: Option<&Tape>,
+    took: &mut Duration,
+    endpoint: &str,
+    line: &[u8],
+    live: impl std::future::Future<Output = T>,
+) -> T {
+    let call = line_call(peer(), endpoint, line);
+    let (result, t) = through_timed(tape, call, live).await;
+    *took += t;
+    result
 }
 
 /// Where a line agent's answers come out, for the hint of a silent timeout.
@@ -577,8 +641,14 @@ impl Channel {
     /// Whether the agent can be reached at all: a connection (HTTP, sockets), or a program that
     /// exists (stdio). Ok says how; Err why not.
     async fn reachable(&self) -> Result<String, String> {
+        let call = line_call(peer(), "(can it be reached?)", b"");
+        through(self.tape(), call, self.reachable_live()).await
+    }
+
+    async fn reachable_live(&self) -> Result<String, String> {
         let deadline = self.timeout;
         match &self.target {
+            // Through the tape above: the watch's own would record it twice.
             Target::Http { base, .. } => http::connect(base, deadline)
                 .await
                 .map(|t| format!("connected in {} ms", t.as_millis()))
@@ -643,6 +713,7 @@ fn program_found(command: &str) -> Result<String, String> {
 impl Exchanger for Channel {
     async fn exchange(&mut self, request: &Value) -> Result<Vec<u8>, NoAnswer> {
         let started = Instant::now();
+        self.took = Duration::ZERO;
         self.log.last_request = Some(request.clone());
         let result = self.send(request).await.map_err(NoAnswer);
         self.log.count += 1;
@@ -650,7 +721,13 @@ impl Exchanger for Channel {
         if let Err(e) = &result {
             self.log.first_failure.get_or_insert_with(|| e.0.clone());
         }
-        self.log.slowest = self.log.slowest.max(started.elapsed());
+        // A replay's turn took what its recorded calls took.
+        let took = if self.replaying() {
+            self.took
+        } else {
+            started.elapsed()
+        };
+        self.log.slowest = self.log.slowest.max(took);
         self.log.last_answer = Some(match &result {
             Ok(b) => excerpt(b, 2_000),
             Err(e) => e.0.clone(),
@@ -758,12 +835,18 @@ pub async fn run(
     settings: &TaskSettings,
     on_case: &(dyn Fn(&CaseResult) + Sync),
 ) -> Result<Report, Error> {
-    Ok(probe(settings, on_case).await?)
+    let tape = Tape::open(&settings.tape)?;
+    let report = probe(settings, on_case, tape.clone()).await?;
+    if let Some(tape) = &tape {
+        tape.finish()?;
+    }
+    Ok(report)
 }
 
 async fn probe(
     settings: &TaskSettings,
     on_case: &(dyn Fn(&CaseResult) + Sync),
+    tape: Option<Arc<Tape>>,
 ) -> Result<Report, ProbeError> {
     let run_info = RunInfo::start(
         "probe",
@@ -777,7 +860,7 @@ async fn probe(
     if let Target::Http { api_key, .. } = &settings.target {
         crate::probe::interrupt::secrets(api_key.clone());
     }
-    let mut channel = Channel::new(&settings.target, settings.timeout, settings.max_body)?;
+    let mut channel = Channel::new(&settings.target, settings.timeout, settings.max_body, tape)?;
     let wanted = |id: &str| settings.wants(id);
     let mut cases = Vec::new();
     let mut answers: Vec<Value> = Vec::new();
@@ -794,7 +877,7 @@ async fn probe(
         }
         let t0 = Instant::now();
         let mut case = spec.case();
-        match channel.reachable().await {
+        match in_case(spec.id.value.clone(), channel.reachable()).await {
             Ok(note) => case.pass_noting(
                 Evidence::new(1, settings.target.reached()),
                 note,
@@ -856,7 +939,7 @@ async fn probe(
         let request = template::render(template, &mut fill)
             .map_err(|e| ProbeError::BuiltIn(e.to_string()))?;
         let t0 = Instant::now();
-        let result = channel.exchange(&request).await;
+        let result = in_case(spec.id.value.clone(), channel.exchange(&request)).await;
         let mut case = spec.case();
         case.set_duration(t0.elapsed());
         match result
@@ -899,7 +982,8 @@ async fn probe(
             continue;
         }
         let t0 = Instant::now();
-        let transcript = harness::run_scenario(scenario, &mut channel, settings.max_turns).await;
+        let turns = harness::run_scenario(scenario, &mut channel, settings.max_turns);
+        let transcript = in_case(scenario.id.clone(), turns).await;
         counts.push(crate::report::Count {
             label: scenario.id.clone(),
             value: transcript.turns.len() as u64,
@@ -1408,7 +1492,7 @@ mod tests {
             Error::Run("protocol.yaml: broken".into())
         );
         let no_split = Target::Stdio(StdioConfig::new("agent 'unclosed", StdioMode::Persistent));
-        let e = Channel::new(&no_split, Duration::from_secs(1), 1000)
+        let e = Channel::new(&no_split, Duration::from_secs(1), 1000, None)
             .err()
             .expect("an unsplittable command");
         assert!(matches!(e, ProbeError::Command(_)), "{e}");
