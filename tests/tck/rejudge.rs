@@ -255,3 +255,92 @@ async fn execute_task_stdio_rejudged_from_its_recording_gives_the_live_verdicts(
 async fn execute_task_stdio_misbehaving_rejudged_gives_the_live_failures() {
     execute_task_stdio("stdio-banner", true).await;
 }
+
+/// The cases of a JSON report as the comparison sees them (its statuses as written).
+fn seen_json(report: &serde_json::Value) -> Vec<(String, String, String, String)> {
+    report["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| {
+            (
+                c["id"].to_string(),
+                c["status"].to_string(),
+                c["evidence"].to_string(),
+                without_times(c["message"].as_str().unwrap_or("")),
+            )
+        })
+        .collect()
+}
+
+/// `probe agent-standard --exec` on the command line with `--record`, then with `--replay` and
+/// an --exec that names no program at all: the same exit status and verdicts.
+fn agent_standard_both_ways(behavior: &str, must_fail: bool) {
+    let dir = crate::support::TempDir::new(&format!("rejudge-agent-standard-{behavior}"));
+    let tree = dir.path("project");
+    std::fs::create_dir_all(format!("{tree}/src")).expect("project");
+    std::fs::write(format!("{tree}/src/main.rs"), "fn main() {}\n").expect("project");
+    let tape = dir.path("run.jsonl");
+    let mock = format!(
+        "'{}' mock agent --protocol agent-standard --name security-scanner --next reviewer --seed 9 {behavior}",
+        crate::support::EXE
+    );
+    let probe = |command: &str, tape_flag: &str, json: &str| {
+        crate::support::tck(&[
+            "probe",
+            "agent-standard",
+            "--exec",
+            command,
+            "--agents",
+            "suites/agent-standard/agents",
+            "--agent",
+            "security-scanner",
+            "--workdir",
+            &tree,
+            tape_flag,
+            &tape,
+            "--json",
+            json,
+        ])
+    };
+    let (live_json, replay_json) = (dir.path("live.json"), dir.path("replay.json"));
+    let live = probe(&mock, "--record", &live_json);
+    assert_eq!(
+        live.status.code(),
+        Some(i32::from(must_fail)),
+        "{}",
+        crate::support::text(&live)
+    );
+    let replayed = probe(
+        "/nonexistent/agent-tck-agent {mode}",
+        "--replay",
+        &replay_json,
+    );
+    assert_eq!(
+        replayed.status.code(),
+        live.status.code(),
+        "{}",
+        crate::support::text(&replayed)
+    );
+    let read = |path: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(path).expect("report")).expect("JSON")
+    };
+    let (live, replayed) = (seen_json(&read(&live_json)), seen_json(&read(&replay_json)));
+    assert!(live.iter().any(|c| c.1 == "\"pass\""), "{live:#?}");
+    assert_eq!(
+        live.iter().any(|c| c.1 == "\"fail\""),
+        must_fail,
+        "{live:#?}"
+    );
+    assert_eq!(live, replayed);
+}
+
+#[test]
+fn agent_standard_rejudged_from_its_recording_gives_the_live_verdicts() {
+    agent_standard_both_ways("", false);
+}
+
+#[test]
+fn agent_standard_misbehaving_rejudged_gives_the_live_failures() {
+    agent_standard_both_ways("--behavior writes-in-plan-mode", true);
+}
