@@ -218,6 +218,7 @@ impl Tape {
         };
         let fits = |i: usize, e: &Exchange| {
             !used[i]
+                && e.from == Party::Platform
                 && e.case == case
                 && e.to == call.to
                 && e.method == call.method
@@ -349,6 +350,42 @@ pub async fn through_timed<T: Taped, F: Future<Output = T>>(
 }
 
 impl Tape {
+    /// Recording: an exchange the peer started (a callback it made to us), written as heard;
+    /// its `seq` is given here.
+    pub fn heard(&self, mut exchange: Exchange) {
+        let mut mode = self.lock();
+        if let Mode::Record {
+            recorder,
+            seq,
+            failed,
+        } = &mut *mode
+        {
+            *seq += 1;
+            exchange.seq = *seq;
+            let done = recorder.write(&exchange).and_then(|()| recorder.flush());
+            if let Err(e) = done {
+                failed.get_or_insert(e);
+            }
+        }
+    }
+
+    /// Replaying: the exchanges the peer started, as recorded (the replay plays them again).
+    pub fn heard_recorded(&self) -> Vec<Exchange> {
+        match &*self.lock() {
+            Mode::Replay { exchanges, .. } => exchanges
+                .iter()
+                .filter(|e| e.from != Party::Platform)
+                .cloned()
+                .collect(),
+            Mode::Record { .. } => Vec::new(),
+        }
+    }
+
+    /// Milliseconds from the tape's start to `at`.
+    pub fn offset_ms(&self, at: Instant) -> f64 {
+        self.since_start(at)
+    }
+
     fn note_miss(&self, what: String) {
         if let Mode::Replay { misses, .. } = &mut *self.lock() {
             misses.push(what);

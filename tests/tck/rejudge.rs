@@ -344,3 +344,50 @@ fn agent_standard_rejudged_from_its_recording_gives_the_live_verdicts() {
 fn agent_standard_misbehaving_rejudged_gives_the_live_failures() {
     agent_standard_both_ways("--behavior writes-in-plan-mode", true);
 }
+
+/// `probe connector` against the reference external agent with `flaw`: the forwards' answers
+/// and the callbacks the agent made are recorded; the replay plays the callbacks again to its
+/// own callback endpoint, at the recorded delays after their forwards.
+async fn connector_both_ways(flaw: &str, must_fail: bool) {
+    use agent_tck::mock::http1;
+    use agent_tck::protocols::connector::probe::run;
+    use agent_tck::protocols::connector::reference::{ExternalAgent, Flaws};
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+    let dir = scratch(&format!("connector-{flaw}"));
+    let (record, replay) = tapes(&dir, "run");
+    let agent = Arc::new(ExternalAgent::new(Flaws::named(flaw).expect("a flaw")));
+    let running = http1::spawn(agent, SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .expect("bind loopback");
+    let input = format!("{}/v1/assistant/input", running.url());
+    let probe = |tape: TapeSpec| {
+        let mut s = crate::connector::settings(&input);
+        s.common.tape = tape;
+        async move {
+            tokio::time::timeout(DEADLINE, run(&s, &|_| {}))
+                .await
+                .expect("the probe ends")
+        }
+    };
+    let live = probe(record).await.expect("the live run");
+    running.stop().await;
+    let replayed = probe(replay).await.expect("the replay");
+    assert_same(&live, &replayed, must_fail);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connector_rejudged_from_its_recording_gives_the_live_verdicts() {
+    connector_both_ways("conforming", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connector_flawed_rejudged_gives_the_live_failures() {
+    connector_both_ways("drops-query", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connector_stray_callbacks_rejudged_give_the_live_failures() {
+    connector_both_ways("stray-callback", true).await;
+}

@@ -12,6 +12,8 @@ use serde_json::{json, Value};
 
 use super::listener::Listener;
 use super::model::{self, FORWARD_TIMEOUT};
+use crate::judge::tape::Tape;
+use crate::judge::{Message, Party};
 use crate::mock::http1;
 use crate::probe::args::Common;
 use crate::probe::checks::Check;
@@ -74,6 +76,15 @@ pub enum ProbeError {
     /// The callback endpoint could not listen (`--callback-listen`): the run cannot go on.
     #[error("{0}")]
     Listen(String),
+    /// `--record` could not write, or `--replay` does not hold what the run asked.
+    #[error("{0}")]
+    Tape(String),
+}
+
+impl From<crate::judge::tape::TapeError> for ProbeError {
+    fn from(e: crate::judge::tape::TapeError) -> Self {
+        ProbeError::Tape(e.to_string())
+    }
 }
 
 impl From<ProbeError> for crate::error::Error {
@@ -82,7 +93,7 @@ impl From<ProbeError> for crate::error::Error {
             ProbeError::Suite(_) | ProbeError::NotOneRule { .. } => {
                 crate::error::Error::Usage(e.to_string())
             }
-            ProbeError::Listen(_) => crate::error::Error::Run(e.to_string()),
+            ProbeError::Listen(_) | ProbeError::Tape(_) => crate::error::Error::Run(e.to_string()),
         }
     }
 }
@@ -228,6 +239,10 @@ struct Run<'a> {
     unreachable: Option<Unreachable>,
     /// Whether the external agent is still there.
     watch: Watch,
+    /// Where the exchanges are recorded, or replayed from.
+    tape: Option<Arc<Tape>>,
+    /// The callback endpoint itself (a replay plays the recorded callbacks to it).
+    listening: BaseUrl,
 }
 
 impl Run<'_> {
@@ -314,7 +329,107 @@ impl Run<'_> {
         let mut forward = send_forward(self.s, &self.watch, what, session, &payload).await;
         forward.failing = failing;
         self.forwards.push(forward);
+        self.play_callbacks(self.forwards.len() - 1);
         self.forwards.len() - 1
+    }
+
+    /// Replaying: the callbacks the agent made after forward `i`, played to the callback
+    /// endpoint as long after this forward as they came after the recorded one.
+    fn play_callbacks(&self, i: usize) {
+        let Some(tape) = self.tape.as_deref().filter(|t| t.replaying()) else {
+            return;
+        };
+        let session = &self.forwards[i].session;
+        let k = self.forwards[..i]
+            .iter()
+            .filter(|f| &f.session == session)
+            .count();
+        let heard = tape.heard_recorded();
+        let mine = heard.iter().filter(|e| {
+            e.case.as_ref() == Some(session) && e.context["forward"].as_u64() == Some(k as u64)
+        });
+        for exchange in mine {
+            let after = Duration::from_nanos(exchange.context["after_ns"].as_u64().unwrap_or(0));
+            self.play(exchange, after);
+        }
+    }
+
+    /// Plays one recorded callback to the callback endpoint, `after` from now.
+    fn play(&self, exchange: &crate::judge::Exchange, after: Duration) {
+        let (base, request) = (self.listening.clone(), replayed_callback(exchange));
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            // Its answer is the callback endpoint's own, judged by nothing.
+            let _ = http::send(&base, &request, Limits::default()).await;
+        });
+    }
+
+    /// Replaying: the callbacks to sessions never given, played now one after the other (in
+    /// the order they came: the first is the one a failure quotes).
+    async fn play_strays(&self) {
+        let Some(tape) = self.tape.as_deref().filter(|t| t.replaying()) else {
+            return;
+        };
+        for exchange in tape.heard_recorded().iter().filter(|e| e.case.is_none()) {
+            let request = replayed_callback(exchange);
+            let _ = http::send(&self.listening, &request, Limits::default()).await;
+        }
+    }
+
+    /// Recording: every callback the agent made, with the forward it followed (the last of its
+    /// session to have ended before it came) and how long after; then those to no session.
+    fn record_callbacks(&self) {
+        let Some(tape) = self.tape.as_deref().filter(|t| !t.replaying()) else {
+            return;
+        };
+        let mut sessions: Vec<&str> = Vec::new();
+        for f in &self.forwards {
+            if !sessions.contains(&f.session.as_str()) {
+                sessions.push(&f.session);
+            }
+        }
+        let heard = |case: Option<&str>, method: &str, endpoint: &str, request, context| {
+            tape.heard(crate::judge::Exchange {
+                seq: 0,
+                from: Party::Agent(super::NAME.to_string()),
+                to: Party::Platform,
+                method: Some(method.to_string()),
+                endpoint: endpoint.to_string(),
+                case: case.map(str::to_string),
+                request,
+                answer: crate::judge::Answer::Delivered {
+                    status: None,
+                    message: Message::default(),
+                },
+                sent_ms: 0.0,
+                answered_ms: None,
+                context,
+            })
+        };
+        for session in sessions {
+            let ends: Vec<Duration> = self
+                .forwards
+                .iter()
+                .filter(|f| f.session == session)
+                .map(|f| f.ended_at)
+                .collect();
+            for cb in self.listener.callbacks(session) {
+                let at = self.watch.since_start(cb.at);
+                let k = ends.iter().rposition(|e| *e <= at).unwrap_or(0);
+                let after = at.saturating_sub(ends[k]);
+                let headers = cb.content_type.iter().map(|t| ("content-type", t.as_str()));
+                let context = json!({
+                    "forward": k,
+                    "after_ns": u64::try_from(after.as_nanos()).unwrap_or(u64::MAX),
+                });
+                let request = Message::masked(headers, &cb.body);
+                heard(Some(session), &cb.method, &cb.path, request, context);
+            }
+        }
+        for stray in self.listener.stray() {
+            let (method, target) = stray.split_once(' ').unwrap_or(("POST", &stray));
+            heard(None, method, target, Message::default(), Value::Null);
+        }
     }
 
     /// The skip message of a case one of whose forwards broke as the agent died.
@@ -396,6 +511,16 @@ impl Run<'_> {
     }
 }
 
+/// A recorded callback, to be made again.
+fn replayed_callback(exchange: &crate::judge::Exchange) -> Request {
+    Request {
+        method: exchange.method.clone().unwrap_or_else(|| "POST".into()),
+        path: exchange.endpoint.clone(),
+        headers: exchange.request.headers.clone(),
+        body: exchange.request.body().into(),
+    }
+}
+
 /// POSTs `payload` to the inputUrl as the server would (JSON, the acknowledgement awaited
 /// [`ack_deadline`]), and says how it went.
 async fn send_forward(
@@ -420,8 +545,7 @@ async fn send_forward(
         max_body: s.max_body,
         ..Limits::default()
     };
-    let started = Instant::now();
-    let (result, broke_at) = liveness::send(watch, base, &request, limits).await;
+    let (result, broke_at, took) = liveness::send_timed(watch, base, &request, limits).await;
     Forward {
         broke_at,
         ended_at: watch.now(),
@@ -432,7 +556,8 @@ async fn send_forward(
             .as_ref()
             .map(|r| excerpt(&r.body, 120))
             .unwrap_or_default(),
-        elapsed: started.elapsed(),
+        // Measured, or as recorded when replaying.
+        elapsed: took,
         unreachable: match &result {
             Err(http::Error::Connect { addr, reason }) => {
                 Some(format!("cannot connect to {addr}: {reason}"))
@@ -506,6 +631,9 @@ pub async fn run(
         .clone()
         .unwrap_or_else(|| running.url());
     let (input, _) = &settings.input;
+    let tape = Tape::open(&settings.common.tape)?;
+    let listening =
+        BaseUrl::parse(&running.url()).map_err(|e| ProbeError::Listen(e.to_string()))?;
     let mut run = Run {
         s: settings,
         listener,
@@ -521,7 +649,10 @@ pub async fn run(
             Instant::now(),
             &input.host,
             input.port,
-        ),
+        )
+        .taped(tape.clone(), Party::Agent(super::NAME.to_string())),
+        tape,
+        listening,
     };
     let mut cases = Vec::new();
     // The cases judged once the callbacks are in, with the time their forwards took.
@@ -603,6 +734,7 @@ pub async fn run(
                 });
                 for forward in futures::future::join_all(sends).await {
                     run.forwards.push(forward);
+                    run.play_callbacks(run.forwards.len() - 1);
                     all.push(run.forwards.len() - 1);
                 }
                 if run.own_forwards(&all, &mut case, false) {
@@ -663,6 +795,7 @@ pub async fn run(
         .map(|f| f.session.clone())
         .collect();
     let watch_flood = Duration::from_secs(3).min(settings.reply_timeout);
+    run.play_strays().await;
     loop {
         let missing = expected
             .iter()
@@ -677,6 +810,10 @@ pub async fn run(
     }
     // A moment more for stray callbacks that follow the right ones.
     tokio::time::sleep(Duration::from_millis(200)).await;
+    run.record_callbacks();
+    if let Some(tape) = &run.tape {
+        tape.finish()?;
+    }
     for (name, mut case, forwarding) in across {
         let judging = Instant::now();
         if !run.skip_unreachable(&mut case) {
