@@ -312,7 +312,7 @@ fn next_step(
             let tool = answer["tool_name"].as_str().unwrap_or_default();
             let params = answer.get("tool_params").cloned().unwrap_or(json!({}));
             let call = run_tool(scenario, tool, params);
-            let sentence = call.sentence(&available);
+            let sentence = call.sentence(available);
             let text = match call.outcome {
                 ToolOutcome::PolicyViolation(_) => sentence,
                 _ => format!("{sentence} Continue."),
@@ -331,7 +331,7 @@ fn next_step(
                     .cloned()
                     .unwrap_or(json!({}));
                 let call = run_tool(scenario, name.as_str().unwrap_or_default(), params);
-                sentences.push(call.sentence(&available));
+                sentences.push(call.sentence(available));
                 record.tool_results.push(call);
             }
             Next::Task(format!("{} Continue.", sentences.join(" ")))

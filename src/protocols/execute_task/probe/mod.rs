@@ -690,6 +690,7 @@ fn exchange_of(channel: &Channel, request: &Value) -> Exchange {
 
 #[cfg(test)]
 mod tests {
+    use super::channel::*;
     use super::*;
 
     /// A command that cannot be run as given is the user's (exit 2); broken built-in data is a
