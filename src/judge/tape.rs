@@ -107,6 +107,11 @@ enum Mode {
 pub struct Tape {
     started: Instant,
     mode: Mutex<Mode>,
+    /// Patterns (regular expressions) of the parts of requests that differ from run to run by
+    /// nature (the time a message was written, the address of the kit's own callback endpoint):
+    /// recorded beside each exchange, and left out when a replayed request is compared with the
+    /// recorded one.
+    volatile: Mutex<Vec<String>>,
 }
 
 tokio::task_local! {
@@ -145,7 +150,22 @@ impl Tape {
         Ok(Some(Arc::new(Tape {
             started: Instant::now(),
             mode: Mutex::new(mode),
+            volatile: Mutex::new(Vec::new()),
         })))
+    }
+
+    /// Names the parts of this run's requests that `pattern` (a regular expression) matches as
+    /// differing from run to run.
+    pub fn volatile(&self, part: impl Into<String>) {
+        let mut v = self.volatile.lock().unwrap_or_else(|e| e.into_inner());
+        v.push(part.into());
+    }
+
+    fn volatiles(&self) -> Vec<String> {
+        self.volatile
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Mode> {
@@ -195,7 +215,7 @@ impl Tape {
             sent_ms,
             answered_ms,
             // Timeouts keep their elapsed time too (the deadline they ran to).
-            context: with_times(context, elapsed, took),
+            context: with_volatile(with_times(context, elapsed, took), &self.volatiles()),
         };
         // Flushed at once: a run cut short leaves a whole file of what it did.
         let done = recorder.write(&exchange).and_then(|()| recorder.flush());
@@ -206,6 +226,7 @@ impl Tape {
 
     fn take(&self, call: &Call) -> Option<Exchange> {
         let case = current_case();
+        let asked = normalized(&call.request, &self.volatiles());
         let mut mode = self.lock();
         let Mode::Replay {
             exchanges,
@@ -225,19 +246,28 @@ impl Tape {
                 && e.endpoint == call.endpoint
         };
         // Calls made at once (ten requests in flight) ended in any order: each takes the
-        // answer to its own body when there is one, else the case's next answer.
+        // answer to its own request. A request unlike every recorded one of its case was not
+        // asked in the recorded run (another --seed, other flags): no answer stands for it.
+        let same = |e: &Exchange| normalized(&e.request, &recorded_volatiles(e)) == asked;
         let found = exchanges
             .iter()
             .enumerate()
-            .position(|(i, e)| fits(i, e) && e.request == call.request)
-            .or_else(|| exchanges.iter().enumerate().position(|(i, e)| fits(i, e)));
+            .position(|(i, e)| fits(i, e) && same(e));
         match found {
             Some(i) => {
                 used[i] = true;
                 Some(exchanges[i].clone())
             }
             None => {
-                misses.push(call.describe());
+                let unlike = exchanges.iter().enumerate().find(|(i, e)| fits(*i, e));
+                misses.push(match unlike {
+                    Some((_, e)) => format!(
+                        "{}, whose request is not the one recorded (exchange {})",
+                        call.describe(),
+                        e.seq
+                    ),
+                    None => call.describe(),
+                });
                 None
             }
         }
@@ -266,6 +296,39 @@ impl Tape {
             },
         }
     }
+}
+
+/// `context` with the run's volatile parts, when it has some.
+fn with_volatile(mut context: Value, volatile: &[String]) -> Value {
+    if !volatile.is_empty() {
+        context["volatile"] = Value::from(volatile.to_vec());
+    }
+    context
+}
+
+/// The volatile parts of the run that recorded `exchange`.
+fn recorded_volatiles(exchange: &Exchange) -> Vec<String> {
+    exchange.context["volatile"]
+        .as_array()
+        .map(|v| {
+            v.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A request with its volatile parts (matches of the patterns) left out, for comparing runs.
+fn normalized(request: &Message, volatile: &[String]) -> Message {
+    let mut request = request.clone();
+    if let Some(text) = &mut request.text {
+        // A pattern that does not compile (a recording edited by hand) leaves the text as it is.
+        for pattern in volatile.iter().filter_map(|p| regex::Regex::new(p).ok()) {
+            *text = pattern.replace_all(text, "{volatile}").into_owned();
+        }
+    }
+    request
 }
 
 /// The times a recording keeps beside the answer: the transport's own measure of the exchange,
@@ -480,6 +543,41 @@ mod tests {
         let e = play.finish().unwrap_err().to_string();
         assert!(
             e.contains("1 call the recording does not hold (/x of case c1)"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_request_unlike_the_recorded_one_is_not_answered_but_for_its_volatile_parts() {
+        let dir = std::env::temp_dir().join(format!("tck-tape-v-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("run.jsonl");
+        let asking = |body: &str| Call {
+            request: Message::masked([], body.as_bytes()),
+            ..call("/x")
+        };
+        let rec = Tape::open(&TapeSpec::Record(path.clone()))
+            .unwrap()
+            .unwrap();
+        rec.volatile(r"at=\d+");
+        let live = async { Echo("one".into(), Duration::ZERO) };
+        through(Some(&rec), asking("q at=111"), live).await;
+        rec.finish().unwrap();
+        let play = Tape::open(&TapeSpec::Replay(path.clone()))
+            .unwrap()
+            .unwrap();
+        play.volatile(r"at=\d+");
+        // Written at another time: the same request.
+        let same: Echo = through(Some(&play), asking("q at=222"), async { unreachable!() }).await;
+        assert_eq!(same.0, "one");
+        play.finish().unwrap();
+        let play = Tape::open(&TapeSpec::Replay(path)).unwrap().unwrap();
+        let other: Echo = through(Some(&play), asking("r at=111"), async { unreachable!() }).await;
+        assert!(other.0.contains("holds no answer"), "{other:?}");
+        let e = play.finish().unwrap_err().to_string();
+        assert!(
+            e.contains("whose request is not the one recorded (exchange 1)"),
             "{e}"
         );
         std::fs::remove_dir_all(&dir).unwrap();

@@ -391,3 +391,31 @@ async fn connector_flawed_rejudged_gives_the_live_failures() {
 async fn connector_stray_callbacks_rejudged_give_the_live_failures() {
     connector_both_ways("stray-callback", true).await;
 }
+
+/// A replay under another `--seed` asks other requests: an error naming the first, not
+/// verdicts on answers to requests that were never sent.
+#[tokio::test]
+async fn a_replay_under_another_seed_is_an_error_not_a_verdict() {
+    let dir = scratch("other-seed");
+    let (record, replay) = tapes(&dir, "run");
+    let agent = support::reference_agent(None).await;
+    let url = agent.url();
+    let run = |tape: TapeSpec, seed: u64| {
+        let mut s = support::settings(&url);
+        s.tape = tape;
+        s.seed = seed;
+        async move {
+            tokio::time::timeout(DEADLINE, agent_tck::probe::run(&s, &|_| {}))
+                .await
+                .expect("the probe ends")
+        }
+    };
+    run(record, support::SEED).await.expect("the live run");
+    agent.stop().await;
+    let e = run(replay, support::SEED + 1)
+        .await
+        .expect_err("other requests")
+        .to_string();
+    assert!(e.contains("whose request is not the one recorded"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -69,6 +69,10 @@ pub async fn run(
     // Redacted from a report made on Ctrl-C as from this one.
     crate::probe::interrupt::secrets(settings.tokens.iter().map(|(_, t)| t.clone()));
     let tape = Tape::open(&settings.common.tape)?;
+    if let Some(tape) = &tape {
+        // Each request carries the time it was written.
+        tape.volatile(r#""timestamp":"[^"]*""#);
+    }
     let mut client = Client::new(settings, run_info.started, tape.clone());
     let mut cases = Vec::new();
     let mut across = Vec::new();
