@@ -23,46 +23,7 @@ impl Across<'_> {
         let (log, answers) = (self.log, self.answers);
         let judged_answers = Evidence::new(answers.len() as u64, "answers");
         match rule {
-            RunRule::WithinTimeout => {
-                let timed = Evidence::new(log.answered, "exchanges answered");
-                if let Some(stall) = self.stall.filter(|s| s.not_started) {
-                    case.skip(format!(
-                        "skipped: no exchange was answered, nor timed out: {} failed as {}, and \
-                         no other was tried ({})",
-                        stall.case,
-                        stall.cause(),
-                        stall.remedy()
-                    ));
-                } else if let Some(stall) = self.stall {
-                    // Its one timeout is the stalled case's failure: failing it here too would
-                    // count one cause twice.
-                    case.skip(format!(
-                        "skipped: the one exchange that timed out is {}'s failure ({}), and no \
-                         other was tried (an agent that flushes each answer's line gives this \
-                         answers to time)",
-                        stall.case,
-                        stall.output.question()
-                    ));
-                } else if log.timeouts.is_empty() {
-                    let note = format!(
-                        "{}; the slowest took {} ms (--timeout {})",
-                        crate::text::count(log.count, "exchanges"),
-                        log.slowest.as_millis(),
-                        humantime::format_duration(self.settings.timeout)
-                    );
-                    case.pass_noting(timed, note, || self.no_answer("there is no answer to time"));
-                } else {
-                    case.fail_on(
-                        Evidence::new(log.count, "exchanges"),
-                        format!(
-                            "{} of {} timed out, e.g. {}",
-                            log.timeouts.len(),
-                            crate::text::count(log.count, "exchanges"),
-                            log.timeouts[0]
-                        ),
-                    );
-                }
-            }
+            RunRule::WithinTimeout => self.within_timeout(&mut case),
             RunRule::Identity => match answers.iter().find_map(discover_name) {
                 Some((name, source)) => case.pass_noting(
                     judged_answers,
@@ -72,62 +33,9 @@ impl Across<'_> {
                 None if answers.is_empty() => case.skip(self.no_answer("no name to look for")),
                 None => case.fail_on(judged_answers, "no name in any answer: the harness falls back to --agent-name or the endpoint URL (add `agent_name` to every answer)"),
             },
-            RunRule::HttpContentType => {
-                let labelled = Evidence::new(log.http_answers, "HTTP answers with a 2xx status");
-                if !matches!(self.settings.target, Target::Http { .. }) {
-                    case.skip("not an HTTP agent: Content-Type is an HTTP answer's label (probe the agent over HTTP to judge it)");
-                } else if log.wrong_types.is_empty() {
-                    case.pass(labelled, || {
-                        self.no_answer("no 2xx answer whose Content-Type to judge (an error page's label is not the protocol's)")
-                    });
-                } else {
-                    case.fail_on(
-                        labelled,
-                        format!(
-                            "{} labelled otherwise, e.g. {}",
-                            crate::text::count(log.wrong_types.len() as u64, "answers"),
-                            log.wrong_types[0]
-                        ),
-                    );
-                }
-            }
-            RunRule::Sanitization => {
-                let findings = sanitization_findings(answers)?;
-                if answers.is_empty() {
-                    case.skip(self.no_answer("no answer to look in"));
-                } else if findings.is_empty() {
-                    case.pass(judged_answers, String::new);
-                } else {
-                    let shown: Vec<&str> = findings.iter().take(8).map(String::as_str).collect();
-                    case.fail_on(
-                        judged_answers,
-                        format!(
-                            "{}: {}",
-                            crate::text::count(findings.len() as u64, "findings"),
-                            shown.join("; ")
-                        ),
-                    );
-                }
-            }
-            RunRule::ReferenceHarness => {
-                let mut notes: Vec<String> =
-                    answers.iter().flat_map(reference_harness_notes).collect();
-                notes.sort();
-                notes.dedup();
-                if self.governance_sent {
-                    notes.push(REFERENCE_HARNESS_NOTE.to_string());
-                }
-                // INFO: a report, not a verdict (the console shows a MAY case's message even
-                // when it passes).
-                let note = if notes.is_empty() {
-                    "nothing to note: every answer used the spec's forms".to_string()
-                } else {
-                    notes.join("\n")
-                };
-                case.pass_noting(judged_answers, note, || {
-                    self.no_answer("no answer to compare with the reference harness's forms")
-                });
-            }
+            RunRule::HttpContentType => self.http_content_type(&mut case),
+            RunRule::Sanitization => self.sanitization(&mut case)?,
+            RunRule::ReferenceHarness => self.reference_harness(&mut case),
             RunRule::EngineLog => {
                 let Some(note) = &self.transport_note else {
                     return Ok(None);
@@ -140,6 +48,116 @@ impl Across<'_> {
             }
         }
         Ok(Some(case))
+    }
+
+    /// `within-timeout`: every exchange answered within --timeout.
+    fn within_timeout(&self, case: &mut CaseResult) {
+        let log = self.log;
+        let timed = Evidence::new(log.answered, "exchanges answered");
+        if let Some(stall) = self.stall.filter(|s| s.not_started) {
+            case.skip(format!(
+                "skipped: no exchange was answered, nor timed out: {} failed as {}, and \
+                 no other was tried ({})",
+                stall.case,
+                stall.cause(),
+                stall.remedy()
+            ));
+        } else if let Some(stall) = self.stall {
+            // Its one timeout is the stalled case's failure: failing it here too would
+            // count one cause twice.
+            case.skip(format!(
+                "skipped: the one exchange that timed out is {}'s failure ({}), and no \
+                 other was tried (an agent that flushes each answer's line gives this \
+                 answers to time)",
+                stall.case,
+                stall.output.question()
+            ));
+        } else if log.timeouts.is_empty() {
+            let note = format!(
+                "{}; the slowest took {} ms (--timeout {})",
+                crate::text::count(log.count, "exchanges"),
+                log.slowest.as_millis(),
+                humantime::format_duration(self.settings.timeout)
+            );
+            case.pass_noting(timed, note, || self.no_answer("there is no answer to time"));
+        } else {
+            case.fail_on(
+                Evidence::new(log.count, "exchanges"),
+                format!(
+                    "{} of {} timed out, e.g. {}",
+                    log.timeouts.len(),
+                    crate::text::count(log.count, "exchanges"),
+                    log.timeouts[0]
+                ),
+            );
+        }
+    }
+
+    /// `http-content-type`: the 2xx answers labelled application/json.
+    fn http_content_type(&self, case: &mut CaseResult) {
+        let log = self.log;
+        let labelled = Evidence::new(log.http_answers, "HTTP answers with a 2xx status");
+        if !matches!(self.settings.target, Target::Http { .. }) {
+            case.skip("not an HTTP agent: Content-Type is an HTTP answer's label (probe the agent over HTTP to judge it)");
+        } else if log.wrong_types.is_empty() {
+            case.pass(labelled, || {
+                self.no_answer("no 2xx answer whose Content-Type to judge (an error page's label is not the protocol's)")
+            });
+        } else {
+            case.fail_on(
+                labelled,
+                format!(
+                    "{} labelled otherwise, e.g. {}",
+                    crate::text::count(log.wrong_types.len() as u64, "answers"),
+                    log.wrong_types[0]
+                ),
+            );
+        }
+    }
+
+    /// `sanitization`: no NUL characters, terminal escapes or injection patterns in answers.
+    fn sanitization(&self, case: &mut CaseResult) -> Result<(), String> {
+        let answers = self.answers;
+        let judged_answers = Evidence::new(answers.len() as u64, "answers");
+        let findings = sanitization_findings(answers)?;
+        if answers.is_empty() {
+            case.skip(self.no_answer("no answer to look in"));
+        } else if findings.is_empty() {
+            case.pass(judged_answers, String::new);
+        } else {
+            let shown: Vec<&str> = findings.iter().take(8).map(String::as_str).collect();
+            case.fail_on(
+                judged_answers,
+                format!(
+                    "{}: {}",
+                    crate::text::count(findings.len() as u64, "findings"),
+                    shown.join("; ")
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// `reference-harness`: what the reference harness would do differently (INFO).
+    fn reference_harness(&self, case: &mut CaseResult) {
+        let answers = self.answers;
+        let judged_answers = Evidence::new(answers.len() as u64, "answers");
+        let mut notes: Vec<String> = answers.iter().flat_map(reference_harness_notes).collect();
+        notes.sort();
+        notes.dedup();
+        if self.governance_sent {
+            notes.push(REFERENCE_HARNESS_NOTE.to_string());
+        }
+        // INFO: a report, not a verdict (the console shows a MAY case's message even
+        // when it passes).
+        let note = if notes.is_empty() {
+            "nothing to note: every answer used the spec's forms".to_string()
+        } else {
+            notes.join("\n")
+        };
+        case.pass_noting(judged_answers, note, || {
+            self.no_answer("no answer to compare with the reference harness's forms")
+        });
     }
 
     /// The reason of a case left with no answer to judge: `what`, how many exchanges got none

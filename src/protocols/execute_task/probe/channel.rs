@@ -163,73 +163,91 @@ impl Channel {
 
     pub(super) async fn send(&mut self, request: &Value) -> Result<Vec<u8>, String> {
         let body = serde_json::to_vec(request).unwrap_or_default();
+        match &self.inner {
+            Inner::Http { base, api_key } => {
+                let (base, api_key) = (base.clone(), api_key.clone());
+                self.send_http(&base, api_key.as_deref(), body).await
+            }
+            Inner::Stdio(_) | Inner::Socket(_) => self.send_line(&body).await,
+        }
+    }
+
+    /// One POST /execute_task: its body, or why there is no answer to read.
+    async fn send_http(
+        &mut self,
+        base: &BaseUrl,
+        api_key: Option<&str>,
+        body: Vec<u8>,
+    ) -> Result<Vec<u8>, String> {
+        let deadline = self.timeout;
+        let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
+        if let Some(k) = api_key {
+            headers.push(("authorization".into(), format!("Bearer {k}")));
+        }
+        let request = Request {
+            method: "POST".into(),
+            path: "/execute_task".into(),
+            headers,
+            body: Bytes::from(body),
+        };
+        let limits = Limits {
+            deadline,
+            max_body: self.max_body,
+            ..Limits::default()
+        };
+        let (r, broke) = match &self.watch {
+            Some(watch) => {
+                let (r, broke, took) = liveness::send_timed(watch, base, &request, limits).await;
+                self.took += took;
+                (r, broke)
+            }
+            None => (http::send(base, &request, limits).await, None),
+        };
+        self.broke.extend(broke);
+        let r = r.map_err(|e| {
+            if matches!(e, http::Error::Timeout { .. }) {
+                self.log.timeouts.push(e.to_string());
+            }
+            e.to_string()
+        })?;
+        let ct = r.header("content-type").unwrap_or("").to_string();
+        // Only a 2xx answer is the protocol's: a 404 page's label says nothing.
+        let success = (200..300).contains(&r.status);
+        self.log.http_answers += u64::from(success);
+        if success
+            && !ct
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        {
+            self.log.wrong_types.push(format!("{ct:?}"));
+        }
+        if r.body_exceeded {
+            return Err(format!("the answer is larger than {} bytes", self.max_body));
+        }
+        if r.status != 200 {
+            return Err(format!(
+                "answered HTTP {}; expected 200; body: {}",
+                r.status,
+                excerpt(&r.body, 300)
+            ));
+        }
+        Ok(r.body.to_vec())
+    }
+
+    /// One request line (stdio, socket): the answer's line, or why there is none to read.
+    async fn send_line(&mut self, body: &[u8]) -> Result<Vec<u8>, String> {
         let deadline = self.timeout;
         match &mut self.inner {
-            Inner::Http { base, api_key } => {
-                let mut headers =
-                    vec![("content-type".to_string(), "application/json".to_string())];
-                if let Some(k) = api_key {
-                    headers.push(("authorization".into(), format!("Bearer {k}")));
-                }
-                let request = Request {
-                    method: "POST".into(),
-                    path: "/execute_task".into(),
-                    headers,
-                    body: Bytes::from(body),
-                };
-                let limits = Limits {
-                    deadline,
-                    max_body: self.max_body,
-                    ..Limits::default()
-                };
-                let (r, broke) = match &self.watch {
-                    Some(watch) => {
-                        let (r, broke, took) =
-                            liveness::send_timed(watch, base, &request, limits).await;
-                        self.took += took;
-                        (r, broke)
-                    }
-                    None => (http::send(base, &request, limits).await, None),
-                };
-                self.broke.extend(broke);
-                let r = r.map_err(|e| {
-                    if matches!(e, http::Error::Timeout { .. }) {
-                        self.log.timeouts.push(e.to_string());
-                    }
-                    e.to_string()
-                })?;
-                let ct = r.header("content-type").unwrap_or("").to_string();
-                // Only a 2xx answer is the protocol's: a 404 page's label says nothing.
-                let success = (200..300).contains(&r.status);
-                self.log.http_answers += u64::from(success);
-                if success
-                    && !ct
-                        .split(';')
-                        .next()
-                        .unwrap_or("")
-                        .trim()
-                        .eq_ignore_ascii_case("application/json")
-                {
-                    self.log.wrong_types.push(format!("{ct:?}"));
-                }
-                if r.body_exceeded {
-                    return Err(format!("the answer is larger than {} bytes", self.max_body));
-                }
-                if r.status != 200 {
-                    return Err(format!(
-                        "answered HTTP {}; expected 200; body: {}",
-                        r.status,
-                        excerpt(&r.body, 300)
-                    ));
-                }
-                Ok(r.body.to_vec())
-            }
+            Inner::Http { .. } => Err("an HTTP agent takes no request line".to_string()),
             Inner::Stdio(agent) => {
                 let persistent =
                     matches!(&self.target, Target::Stdio(c) if c.mode == StdioMode::Persistent);
                 let (tape, took) = (self.tape.as_deref(), &mut self.took);
-                let live = agent.exchange(&body, deadline);
-                let answer = taped_line(tape, took, STDIN, &body, live).await;
+                let live = agent.exchange(body, deadline);
+                let answer = taped_line(tape, took, STDIN, body, live).await;
                 // Nothing ever came out: does it all come out at the end of its input?
                 let at_eof = if persistent && silent_timeout(&answer, &self.log) {
                     let live = agent.output_at_eof(late_wait(deadline), EOF_GRACE.min(deadline));
@@ -252,8 +270,8 @@ impl Channel {
                 let watch = self.watch.as_ref();
                 let sent = watch.map(|w| w.sent("a request line"));
                 let (tape, took) = (self.tape.as_deref(), &mut self.took);
-                let live = agent.exchange(&body, deadline);
-                let answer = taped_line(tape, took, SOCKET, &body, live).await;
+                let live = agent.exchange(body, deadline);
+                let answer = taped_line(tape, took, SOCKET, body, live).await;
                 if let (Some(w), Some(sent)) = (watch, sent) {
                     let reply = liveness::Reply::of_line(&answer);
                     let ended = w.ended("a request line", sent, reply).await;
