@@ -16,9 +16,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+use serde_json::Value;
 
-use crate::judge::tape::Tape;
-use crate::judge::Party;
+use crate::judge::tape::{Tape, Taped};
+use crate::judge::{Answer, Exchange, Message, Party};
 use crate::report::{CaseResult, Evidence, Level};
 
 /// The endpoint a presence check is recorded at: a fresh connection (or a process's status),
@@ -497,6 +498,35 @@ impl Watch {
             o.first,
             o.how
         )
+    }
+}
+
+/// Whether the peer was there, as a presence check goes on tape.
+impl Taped for Presence {
+    fn to_tape(&self) -> (Answer, Value, Option<Duration>) {
+        match self {
+            Presence::Here => (
+                Answer::Delivered {
+                    status: None,
+                    message: Message::masked([], b"here"),
+                },
+                Value::Null,
+                None,
+            ),
+            Presence::Gone(how) => (Answer::Failed { what: how.clone() }, Value::Null, None),
+        }
+    }
+
+    fn from_tape(exchange: &Exchange, _: Duration) -> Option<Self> {
+        match &exchange.answer {
+            Answer::Delivered { .. } => Some(Presence::Here),
+            Answer::Failed { what } => Some(Presence::Gone(what.clone())),
+            _ => None,
+        }
+    }
+
+    fn unmatched(_: String) -> Self {
+        Presence::Here
     }
 }
 

@@ -1,8 +1,8 @@
 //! How the transports' results go on tape and come back from it ([`crate::judge::tape`]): an
-//! HTTP response or error, a line answer or error, what a silent agent wrote at the end of its
-//! input, and whether a peer was there. What an [`Answer`] alone does not say (a typed error, a
-//! body cut at the cap, a line's number) rides in the exchange's context, so a replay gives the
-//! very value the live transport gave.
+//! HTTP response or error, a line answer or error, and what a silent agent wrote at the end of
+//! its input (whether a peer was there goes on tape in `liveness`). What an [`Answer`] alone
+//! does not say (a typed error, a body cut at the cap, a line's number) rides in the exchange's
+//! context, so a replay gives the very value the live transport gave.
 
 use std::time::Duration;
 
@@ -12,7 +12,6 @@ use serde_json::{json, Value};
 
 use super::http::{self, Response};
 use super::lines::{AfterSilence, LineAnswer, LineError};
-use super::liveness::Presence;
 use crate::judge::tape::{Call, Taped};
 use crate::judge::{Answer, Exchange, Message, Party};
 
@@ -155,31 +154,6 @@ impl Taped for AfterSilence {
 
     fn unmatched(_: String) -> Self {
         AfterSilence::AtEof(0)
-    }
-}
-
-impl Taped for Presence {
-    fn to_tape(&self) -> (Answer, Value, Option<Duration>) {
-        match self {
-            Presence::Here => (
-                delivered(None, Message::masked([], b"here")),
-                Value::Null,
-                None,
-            ),
-            Presence::Gone(how) => (Answer::Failed { what: how.clone() }, Value::Null, None),
-        }
-    }
-
-    fn from_tape(exchange: &Exchange, _: Duration) -> Option<Self> {
-        match &exchange.answer {
-            Answer::Delivered { .. } => Some(Presence::Here),
-            Answer::Failed { what } => Some(Presence::Gone(what.clone())),
-            _ => None,
-        }
-    }
-
-    fn unmatched(_: String) -> Self {
-        Presence::Here
     }
 }
 

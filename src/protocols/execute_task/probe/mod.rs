@@ -38,6 +38,9 @@ mod channel;
 use across::Across;
 pub use channel::{Channel, ExchangeLog, TURN_MARGIN};
 use channel::{Output, Stall};
+// The tests judge the channel's helpers directly.
+#[cfg(test)]
+use channel::*;
 
 /// Where the agent is.
 #[derive(Debug, Clone)]
@@ -690,7 +693,6 @@ fn exchange_of(channel: &Channel, request: &Value) -> Exchange {
 
 #[cfg(test)]
 mod tests {
-    use super::channel::*;
     use super::*;
 
     /// A command that cannot be run as given is the user's (exit 2); broken built-in data is a
