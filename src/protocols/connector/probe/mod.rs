@@ -363,48 +363,7 @@ pub async fn run(
         super::NAME,
         format!("{}{}", settings.input.0, settings.input.1),
     );
-    let listener = Arc::new(Listener::default());
-    // Callbacks over --max-body are refused (413) by the engine, and the listener told why.
-    let limits = http1::ServerLimits {
-        max_body: settings.max_body,
-    };
-    let running = http1::spawn_with(listener.clone(), settings.listen, limits)
-        .await
-        .map_err(|e| ProbeError::Listen(e.to_string()))?;
-    let base = settings
-        .callback_base
-        .clone()
-        .unwrap_or_else(|| running.url());
-    let (input, _) = &settings.input;
-    let tape = Tape::open(&settings.common.tape)?;
-    if let Some(tape) = &tape {
-        // The forwards carry the callback endpoint's address, another in each run, and the
-        // time each message was written.
-        tape.volatile(regex::escape(base.trim_end_matches('/')));
-        tape.volatile(r#""createdAt":"[^"]*""#);
-    }
-    let listening =
-        BaseUrl::parse(&running.url()).map_err(|e| ProbeError::Listen(e.to_string()))?;
-    let mut run = Run {
-        s: settings,
-        listener,
-        base,
-        forwards: Vec::new(),
-        n: 0,
-        unreachable: None,
-        watch: Watch::http(
-            format!(
-                "the external agent at {}{}",
-                settings.input.0, settings.input.1
-            ),
-            Instant::now(),
-            &input.host,
-            input.port,
-        )
-        .taped(tape.clone(), Party::Agent(super::NAME.to_string())),
-        tape,
-        listening,
-    };
+    let (running, mut run) = Run::start(settings).await?;
     let mut cases = Vec::new();
     let mut later = Later::default();
     for spec in suite.cases() {
@@ -456,6 +415,55 @@ pub async fn run(
     run.watch.at_end().await;
     cases.extend(run.watch.case(ALIVE, "agent", "Request Format"));
     Ok(info.report(cases, &Redactor::new(Vec::<String>::new())))
+}
+
+impl<'a> Run<'a> {
+    /// The callback endpoint listening, and the run that gives its URLs, its tape open.
+    async fn start(settings: &'a Settings) -> Result<(http1::Running, Run<'a>), ProbeError> {
+        let listener = Arc::new(Listener::default());
+        // Callbacks over --max-body are refused (413) by the engine, and the listener told why.
+        let limits = http1::ServerLimits {
+            max_body: settings.max_body,
+        };
+        let running = http1::spawn_with(listener.clone(), settings.listen, limits)
+            .await
+            .map_err(|e| ProbeError::Listen(e.to_string()))?;
+        let base = settings
+            .callback_base
+            .clone()
+            .unwrap_or_else(|| running.url());
+        let (input, _) = &settings.input;
+        let tape = Tape::open(&settings.common.tape)?;
+        if let Some(tape) = &tape {
+            // The forwards carry the callback endpoint's address, another in each run, and the
+            // time each message was written.
+            tape.volatile(regex::escape(base.trim_end_matches('/')));
+            tape.volatile(r#""createdAt":"[^"]*""#);
+        }
+        let listening =
+            BaseUrl::parse(&running.url()).map_err(|e| ProbeError::Listen(e.to_string()))?;
+        let run = Run {
+            s: settings,
+            listener,
+            base,
+            forwards: Vec::new(),
+            n: 0,
+            unreachable: None,
+            watch: Watch::http(
+                format!(
+                    "the external agent at {}{}",
+                    settings.input.0, settings.input.1
+                ),
+                Instant::now(),
+                &input.host,
+                input.port,
+            )
+            .taped(tape.clone(), Party::Agent(super::NAME.to_string())),
+            tape,
+            listening,
+        };
+        Ok((running, run))
+    }
 }
 
 /// What the forwarding cases leave to be judged once the callbacks are in.
