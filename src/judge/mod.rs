@@ -11,5 +11,6 @@
 
 pub mod exchange;
 pub mod record;
+pub mod tape;
 
 pub use exchange::{Answer, Exchange, Message, Party};

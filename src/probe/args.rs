@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::{ProbeSettings, Suite};
+use crate::judge::tape::TapeSpec;
 use crate::report::output::OutputArgs;
 use crate::transport::http::BaseUrl;
 use crate::units::{parse_bytes, parse_duration};
@@ -30,6 +31,14 @@ pub struct RunArgs {
     /// SHOULD failures fail the run (exit 1) instead of warning.
     #[arg(long)]
     pub strict: bool,
+    /// Write every exchange with the agent to FILE (JSON lines, secrets masked), to judge it
+    /// again with --replay.
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+    /// Judge the exchanges recorded in FILE (by --record) instead of talking to the agent: the
+    /// same flags give the same verdicts, with no agent running.
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
 }
 
 /// The flags of a probe that runs a suite of exchanges against an HTTP agent (`probe
@@ -82,6 +91,15 @@ impl RunArgs {
     pub fn only(&self) -> Vec<String> {
         only_patterns(&self.only)
     }
+
+    /// What `--record` and `--replay` ask of the run's exchanges.
+    pub fn tape(&self) -> TapeSpec {
+        match (&self.record, &self.replay) {
+            (_, Some(path)) => TapeSpec::Replay(path.clone()),
+            (Some(path), None) => TapeSpec::Record(path.clone()),
+            (None, None) => TapeSpec::Off,
+        }
+    }
 }
 
 /// What every driver probe's settings share: the run's seed, the cases `--only` keeps, and
@@ -91,6 +109,8 @@ pub struct Common {
     pub seed: u64,
     pub only: Vec<String>,
     pub strict: bool,
+    /// `--record` / `--replay`.
+    pub tape: TapeSpec,
 }
 
 impl Common {
@@ -100,6 +120,7 @@ impl Common {
             seed: seed_or_clock(run.seed),
             only: run.only(),
             strict: run.strict,
+            tape: run.tape(),
         }
     }
 
@@ -188,6 +209,7 @@ pub fn settings(
     settings.only = run.only();
     settings.strict = run.strict;
     settings.concurrency = suite_args.concurrency as usize;
+    settings.tape = run.tape();
     // Catch an --only that matches nothing before anything is sent.
     settings.suite.select(&settings.only)?;
     Ok(settings)

@@ -397,64 +397,9 @@ impl Check {
                 OWN_ANSWER,
                 String::new,
             )),
-            Check::MaxField => {
-                let all = strings(json()?);
-                let findings = all
-                    .iter()
-                    .filter_map(|(path, s)| {
-                        let n = s.chars().count();
-                        (n > ctx.max_field).then(|| crate::schema::finding(path.clone(), format!("{n} characters; at most {} (--max-field; the platform truncates)", ctx.max_field)))
-                    })
-                    .collect();
-                if all.is_empty() {
-                    return Ok(Verdict::nothing("the answer holds no string to measure"));
-                }
-                Ok(verdict(findings, all.len() as u64, "strings", String::new))
-            }
-            Check::ListCaps(caps) => {
-                let body = json()?;
-                let mut findings = Vec::new();
-                let mut lists = 0;
-                for (path, cap) in caps {
-                    for (at, value) in JsonPath::parse(path)?.select(body) {
-                        let Some(items) = value.as_array() else {
-                            continue;
-                        };
-                        lists += 1;
-                        if items.len() > *cap {
-                            findings.push(crate::schema::finding(at, format!("{} items; the platform keeps the first {cap} and silently drops the rest", items.len())));
-                        }
-                    }
-                }
-                if lists == 0 {
-                    return Ok(Verdict::nothing(format!(
-                        "the answer holds none of the capped lists ({})",
-                        caps.keys().cloned().collect::<Vec<_>>().join(", ")
-                    )));
-                }
-                Ok(verdict(findings, lists, "lists", String::new))
-            }
-            Check::Phrases { fields, patterns } => {
-                let set = patterns.compiled()?;
-                let body = json()?;
-                let mut findings = Vec::new();
-                let mut scanned = 0;
-                for path in fields {
-                    for (at, value) in JsonPath::parse(path)?.select(body) {
-                        if let Some(text) = value.as_str() {
-                            scanned += 1;
-                            findings.extend(set.scan(&at, text));
-                        }
-                    }
-                }
-                if scanned == 0 {
-                    return Ok(Verdict::nothing(format!(
-                        "the answer holds no string at {}",
-                        fields.join(", ")
-                    )));
-                }
-                Ok(verdict(findings, scanned, "strings", String::new))
-            }
+            Check::MaxField => Ok(max_field_verdict(json()?, ctx.max_field)),
+            Check::ListCaps(caps) => list_caps_verdict(json()?, caps),
+            Check::Phrases { fields, patterns } => phrases_verdict(json()?, fields, patterns),
             Check::Refused => match response.status {
                 401 | 403 => Ok(Verdict::answer(format!("refused with {}", response.status))),
                 s => {
@@ -480,6 +425,86 @@ impl Check {
             }
         }
     }
+}
+
+/// `max_field`: no string of the answer longer than `max_field` characters.
+fn max_field_verdict(json: &Value, max_field: usize) -> Verdict {
+    let all = strings(json);
+    let findings = all
+        .iter()
+        .filter_map(|(path, s)| {
+            let n = s.chars().count();
+            (n > max_field).then(|| {
+                crate::schema::finding(
+                    path.clone(),
+                    format!(
+                        "{n} characters; at most {} (--max-field; the platform truncates)",
+                        max_field
+                    ),
+                )
+            })
+        })
+        .collect();
+    if all.is_empty() {
+        return Verdict::nothing("the answer holds no string to measure");
+    }
+    verdict(findings, all.len() as u64, "strings", String::new)
+}
+
+/// `list_caps`: no list at these paths longer than its cap.
+fn list_caps_verdict(body: &Value, caps: &BTreeMap<String, usize>) -> Result<Verdict, String> {
+    let mut findings = Vec::new();
+    let mut lists = 0;
+    for (path, cap) in caps {
+        for (at, value) in JsonPath::parse(path)?.select(body) {
+            let Some(items) = value.as_array() else {
+                continue;
+            };
+            lists += 1;
+            if items.len() > *cap {
+                findings.push(crate::schema::finding(
+                    at,
+                    format!(
+                        "{} items; the platform keeps the first {cap} and silently drops the rest",
+                        items.len()
+                    ),
+                ));
+            }
+        }
+    }
+    if lists == 0 {
+        return Ok(Verdict::nothing(format!(
+            "the answer holds none of the capped lists ({})",
+            caps.keys().cloned().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(verdict(findings, lists, "lists", String::new))
+}
+
+/// `phrases`: none of the patterns in the strings at these paths.
+fn phrases_verdict(
+    body: &Value,
+    fields: &[String],
+    patterns: &Patterns,
+) -> Result<Verdict, String> {
+    let set = patterns.compiled()?;
+    let mut findings = Vec::new();
+    let mut scanned = 0;
+    for path in fields {
+        for (at, value) in JsonPath::parse(path)?.select(body) {
+            if let Some(text) = value.as_str() {
+                scanned += 1;
+                findings.extend(set.scan(&at, text));
+            }
+        }
+    }
+    if scanned == 0 {
+        return Ok(Verdict::nothing(format!(
+            "the answer holds no string at {}",
+            fields.join(", ")
+        )));
+    }
+    Ok(verdict(findings, scanned, "strings", String::new))
 }
 
 #[cfg(test)]

@@ -19,6 +19,8 @@ use super::plugin::{Ctx, Verdict, OWN_ANSWER};
 use super::suite::{AuthMode, CaseSpec, ExchangeSpec, Requirement, Suite};
 use super::template::{self, Fill, RunValues};
 use crate::content::Content;
+use crate::judge::tape::{in_case, Tape, TapeSpec};
+use crate::judge::Party;
 use crate::report::{CaseResult, Evidence, Exchange, Report, RunInfo, Status};
 use crate::text::{excerpt, excerpt_str, shell_quote, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits};
@@ -40,6 +42,8 @@ pub struct ProbeSettings {
     /// Exchanges in flight at once.
     pub concurrency: usize,
     pub suite: Suite,
+    /// `--record` / `--replay`: the exchanges written to a file, or judged from one.
+    pub tape: TapeSpec,
 }
 
 impl ProbeSettings {
@@ -56,6 +60,7 @@ impl ProbeSettings {
             strict: false,
             concurrency: 4,
             suite,
+            tape: TapeSpec::Off,
         }
     }
 
@@ -125,6 +130,7 @@ pub async fn run(
     super::interrupt::secrets(settings.api_key.clone());
     let chosen = settings.suite.select(&settings.only)?;
     let layers = settings.suite.layers(&chosen)?;
+    let tape = Tape::open(&settings.tape)?;
     let runner = Runner {
         settings,
         run_values: RunValues::new(settings.seed),
@@ -136,6 +142,10 @@ pub async fn run(
             run.started,
             &settings.base.host,
             settings.base.port,
+        )
+        .taped(
+            tape.clone(),
+            Party::Agent(settings.suite.file.protocol.clone()),
         ),
         broke: Mutex::new(HashMap::new()),
     };
@@ -160,6 +170,9 @@ pub async fn run(
     let mut by_id = runner.results.into_inner().expect("results lock");
     let mut cases: Vec<CaseResult> = chosen.iter().filter_map(|id| by_id.remove(id)).collect();
     let broke = runner.broke.into_inner().expect("broke lock");
+    if let Some(tape) = &tape {
+        tape.finish()?;
+    }
     liveness_verdicts(&settings.suite, &runner.watch, &broke, &mut cases);
     let mut report = run.report(cases, &Redactor::new(settings.api_key.clone()));
     report.suite_file = settings.suite.user_file.clone();
@@ -236,7 +249,9 @@ impl Runner<'_> {
 
         let reachable = if spec.checks.iter().any(|c| matches!(c, Check::Reachable)) {
             let started = Instant::now();
-            let r = http::connect(&self.settings.base, self.settings.timeout).await;
+            let connect =
+                liveness::connect(&self.watch, &self.settings.base, self.settings.timeout);
+            let r = in_case(id, connect).await;
             result.set_duration(started.elapsed());
             Some(
                 r.map(|t| format!("connected in {} ms", t.as_millis()))
@@ -373,7 +388,8 @@ impl Runner<'_> {
                 .acquire()
                 .await
                 .expect("semaphore never closed");
-            Arc::new(self.send(name, spec).await)
+            // Its calls are recorded (and replayed) as the exchange's.
+            Arc::new(in_case(name, self.send(name, spec)).await)
         })
         .await
         .clone()

@@ -190,7 +190,7 @@ impl Response {
 }
 
 /// Why an exchange produced no usable response. Each variant's text says what the peer did.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum Error {
     #[error("agent unreachable: cannot connect to {addr}: {reason}")]
     Connect { addr: String, reason: String },

@@ -12,7 +12,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// What an agent that timed out without a byte wrote afterwards (`output_at_eof`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum AfterSilence {
     /// Bytes that came while its input was still open: a slow agent, not a buffering one.
     Late(usize),
@@ -33,7 +33,7 @@ pub struct LineAnswer {
 }
 
 /// Why an exchange produced no answer. Each variant's text says what the agent did.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum LineError {
     /// The agent could not be started (stdio): the text says which program and why.
     #[error("{0}")]

@@ -16,8 +16,15 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+use serde_json::Value;
 
+use crate::judge::tape::{Tape, Taped};
+use crate::judge::{Answer, Exchange, Message, Party};
 use crate::report::{CaseResult, Evidence, Level};
+
+/// The endpoint a presence check is recorded at: a fresh connection (or a process's status),
+/// asking whether the peer is there.
+pub const PRESENCE: &str = "(is it there?)";
 
 /// How one call to the peer ended, as far as its presence goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,6 +160,8 @@ pub struct Watch {
     started: Instant,
     check: Check,
     state: Mutex<State>,
+    /// Where its calls are recorded, or replayed from ([`crate::judge::tape`]); who it is there.
+    tape: Option<(std::sync::Arc<Tape>, Party)>,
 }
 
 /// `+12.4 s`.
@@ -167,7 +176,34 @@ impl Watch {
             started,
             check,
             state: Mutex::new(State::default()),
+            tape: None,
         }
+    }
+
+    /// The same watch with its calls and presence checks going through `tape` (none: live),
+    /// recorded as calls to `peer`.
+    pub fn taped(mut self, tape: Option<std::sync::Arc<Tape>>, peer: Party) -> Watch {
+        self.tape = tape.map(|t| (t, peer));
+        self
+    }
+
+    /// The tape its calls go through, and the party they go to.
+    pub fn tape(&self) -> Option<(&Tape, &Party)> {
+        self.tape.as_ref().map(|(t, p)| (&**t, p))
+    }
+
+    /// Whether the peer is there: checked live, or as recorded.
+    async fn presence(&self) -> Presence {
+        let Some((tape, peer)) = self.tape() else {
+            return (self.check)().await;
+        };
+        let call = crate::judge::tape::Call {
+            to: peer.clone(),
+            method: None,
+            endpoint: PRESENCE.to_string(),
+            request: crate::judge::Message::default(),
+        };
+        crate::judge::tape::through(Some(tape), call, (self.check)()).await
     }
 
     /// A watch over an HTTP peer at `host:port`: it is there while a new connection is accepted
@@ -299,7 +335,7 @@ impl Watch {
         // A peer found there after the break keeps the break dated all the same: a dying
         // process's port may still take a connection for a moment. Only an answer (in `ended`)
         // clears it, as proof the peer lived on.
-        if let Presence::Gone(how) = (self.check)().await {
+        if let Presence::Gone(how) = self.presence().await {
             self.open(how);
         }
     }
@@ -338,7 +374,7 @@ impl Watch {
         if !ask {
             return;
         }
-        if let Presence::Gone(how) = (self.check)().await {
+        if let Presence::Gone(how) = self.presence().await {
             let mut s = self.lock();
             if s.open().is_some() || s.outages.len() == MAX_OUTAGES {
                 return;
@@ -465,6 +501,35 @@ impl Watch {
     }
 }
 
+/// Whether the peer was there, as a presence check goes on tape.
+impl Taped for Presence {
+    fn to_tape(&self) -> (Answer, Value, Option<Duration>) {
+        match self {
+            Presence::Here => (
+                Answer::Delivered {
+                    status: None,
+                    message: Message::masked([], b"here"),
+                },
+                Value::Null,
+                None,
+            ),
+            Presence::Gone(how) => (Answer::Failed { what: how.clone() }, Value::Null, None),
+        }
+    }
+
+    fn from_tape(exchange: &Exchange, _: Duration) -> Option<Self> {
+        match &exchange.answer {
+            Answer::Delivered { .. } => Some(Presence::Here),
+            Answer::Failed { what } => Some(Presence::Gone(what.clone())),
+            _ => None,
+        }
+    }
+
+    fn unmatched(_: String) -> Self {
+        Presence::Here
+    }
+}
+
 /// Sends one HTTP request under `watch`: the result, and when it broke if it did (the time to
 /// give [`Watch::cut`]).
 pub async fn send(
@@ -476,12 +541,62 @@ pub async fn send(
     Result<super::http::Response, super::http::Error>,
     Option<Duration>,
 ) {
+    let (result, broke, _) = send_timed(watch, base, request, limits).await;
+    (result, broke)
+}
+
+/// As [`send`], with how long the call took: measured, or as recorded when the watch's tape
+/// replays ([`crate::judge::tape::through_timed`]).
+pub async fn send_timed(
+    watch: &Watch,
+    base: &super::http::BaseUrl,
+    request: &super::http::Request,
+    limits: super::http::Limits,
+) -> (
+    Result<super::http::Response, super::http::Error>,
+    Option<Duration>,
+    Duration,
+) {
     let what = format!("{} {}", request.method, request.path);
     let sent = watch.sent(&what);
-    let result = super::http::send(base, request, limits).await;
+    let live = super::http::send(base, request, limits);
+    let (result, took) = match watch.tape() {
+        Some((tape, peer)) => {
+            let call = super::taped::http_call(peer.clone(), request);
+            crate::judge::tape::through_timed(Some(tape), call, live).await
+        }
+        None => {
+            let started = Instant::now();
+            let result = live.await;
+            (result, started.elapsed())
+        }
+    };
     let reply = Reply::of_http(&result);
     let ended = watch.ended(&what, sent, reply).await;
-    (result, reply.broke().then_some(ended))
+    (result, reply.broke().then_some(ended), took)
+}
+
+/// Opens a connection to `base` (and closes it), as a reachability case does: how long it took,
+/// or why it failed; through the watch's tape, when it has one (the watch itself is not fed:
+/// a connection carries no call).
+pub async fn connect(
+    watch: &Watch,
+    base: &super::http::BaseUrl,
+    deadline: Duration,
+) -> Result<Duration, super::http::Error> {
+    let live = super::http::connect(base, deadline);
+    match watch.tape() {
+        Some((tape, peer)) => {
+            let call = crate::judge::tape::Call {
+                to: peer.clone(),
+                method: None,
+                endpoint: super::taped::CONNECT.to_string(),
+                request: crate::judge::Message::default(),
+            };
+            crate::judge::tape::through(Some(tape), call, live).await
+        }
+        None => live.await,
+    }
 }
 
 fn capitalized(s: &str) -> String {

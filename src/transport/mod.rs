@@ -8,3 +8,4 @@ pub mod liveness;
 pub mod socket;
 #[cfg(unix)]
 pub mod stdio;
+pub mod taped;

@@ -23,6 +23,7 @@ pub(crate) fn settings(input: &str) -> Settings {
             seed: 9,
             only: Vec::new(),
             strict: false,
+            ..Default::default()
         },
     }
 }

@@ -37,6 +37,7 @@ fn probe_settings(base: &str) -> TaskSettings {
         only: Vec::new(),
         strict: false,
         min_score: None,
+        tape: Default::default(),
     }
 }
 

@@ -26,6 +26,7 @@ fn settings(url: &str, only: &[&str]) -> Settings {
             seed: 3,
             only: only.iter().map(|s| s.to_string()).collect(),
             strict: false,
+            ..Default::default()
         },
         quick: false,
         allow_deviations: Some(false),

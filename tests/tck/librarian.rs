@@ -20,6 +20,7 @@ async fn probe(flaw: &str) -> Report {
             seed: 3,
             only: Vec::new(),
             strict: false,
+            ..Default::default()
         },
         quick: false,
         allow_deviations: Some(false),
@@ -204,6 +205,7 @@ async fn an_unreachable_librarian_is_one_failure_and_the_rest_skipped() {
             seed: 3,
             only: Vec::new(),
             strict: false,
+            ..Default::default()
         },
         quick: true,
         allow_deviations: Some(false),
@@ -269,6 +271,7 @@ async fn a_hostile_librarian_is_judged_within_the_deadlines() {
                 seed: 3,
                 only: vec!["request.*".into(), "status.lookup".into(), "input.*".into()],
                 strict: false,
+                ..Default::default()
             },
             quick: true,
             allow_deviations: Some(false),

@@ -235,6 +235,7 @@ async fn a_librarian_that_dies_mid_run_is_one_failure_and_its_unjudged_rules_ski
             seed: 3,
             only: Vec::new(),
             strict: false,
+            ..Default::default()
         },
         quick: true,
         allow_deviations: Some(false),

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::support::TempDir;
 
-fn settings(target: Target) -> TaskSettings {
+pub(crate) fn settings(target: Target) -> TaskSettings {
     TaskSettings {
         target,
         timeout: Duration::from_secs(10),
@@ -32,6 +32,7 @@ fn settings(target: Target) -> TaskSettings {
         only: Vec::new(),
         strict: false,
         min_score: None,
+        tape: Default::default(),
     }
 }
 
@@ -44,7 +45,7 @@ fn failures(report: &Report) -> Vec<(String, String)> {
         .collect()
 }
 
-fn mock_command(extra: &str) -> String {
+pub(crate) fn mock_command(extra: &str) -> String {
     format!(
         "{} mock agent --protocol execute-task --stdio --name stdio-mock {extra}",
         shell_quote(env!("CARGO_BIN_EXE_agent-tck"))
@@ -52,7 +53,7 @@ fn mock_command(extra: &str) -> String {
 }
 
 /// `agent` served over HTTP by the fleet's engine, on a port of its own.
-async fn serve_http(agent: MockAgent) -> agent_tck::mock::fleet::Served {
+pub(crate) async fn serve_http(agent: MockAgent) -> agent_tck::mock::fleet::Served {
     agent_tck::mock::fleet::serve(
         vec![agent],
         agent_tck::mock::fleet::Layout::PerAgent,
@@ -72,7 +73,7 @@ fn task_agent() -> MockAgent {
     task_agent_behaving("conforming")
 }
 
-fn task_agent_behaving(behavior: &str) -> MockAgent {
+pub(crate) fn task_agent_behaving(behavior: &str) -> MockAgent {
     let profile = Profile {
         name: "task-mock".into(),
         domain: "support".into(),

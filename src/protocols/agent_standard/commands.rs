@@ -229,6 +229,7 @@ fn orchestration_settings(
             seed: 0,
             only: crate::probe::args::only_patterns(&args.only),
             strict: args.strict,
+            ..Common::default()
         },
     })
 }
@@ -565,6 +566,7 @@ impl Selftest for StandardSelftest {
                     seed: row.seed,
                     only: row.only.to_vec(),
                     strict: false,
+                    ..Common::default()
                 },
             };
             Ok(super::probe::run(&settings, &|_| {}).await?)

@@ -18,7 +18,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{json, Value};
+
+use crate::judge::tape::{through, Tape, Taped};
+use crate::judge::{Answer, Exchange, Message, Party};
+use crate::transport::taped::line_call;
 
 use super::workdir::{Scratch, Tree, WorkdirError};
 use crate::transport::stdio::{LineError, StdioAgent, StdioConfig, StdioMode};
@@ -35,6 +39,9 @@ pub enum ExecError {
     NotADirectory { dir: PathBuf },
     #[error(transparent)]
     Workdir(#[from] WorkdirError),
+    /// A replayed run that had failed so when recorded (`--replay`).
+    #[error("{0}")]
+    Replayed(String),
 }
 
 impl From<ExecError> for crate::error::Error {
@@ -44,6 +51,7 @@ impl From<ExecError> for crate::error::Error {
             | ExecError::NoAgent { .. }
             | ExecError::NotADirectory { .. } => Self::Usage(e.to_string()),
             ExecError::Workdir(w) => w.into(),
+            ExecError::Replayed(m) => Self::Run(m),
         }
     }
 }
@@ -132,7 +140,16 @@ impl Exec {
 
     /// Runs the agent in `mode`: in a scratch copy of --workdir (read before and after), or in
     /// our own directory without one. Errs only when the scratch copy cannot be made or read.
-    pub async fn run(&self, mode: &str) -> Result<Run, ExecError> {
+    pub async fn run(&self, mode: &str, tape: Option<&Tape>) -> Result<Run, ExecError> {
+        let call = line_call(
+            Party::Agent(super::NAME.to_string()),
+            "stdin",
+            self.input(mode).to_string().as_bytes(),
+        );
+        through(tape, call, self.run_live(mode)).await
+    }
+
+    async fn run_live(&self, mode: &str) -> Result<Run, ExecError> {
         let scratch = self.workdir.as_deref().map(Scratch::copy_of).transpose()?;
         let before = scratch.as_ref().map(|s| Tree::read(s.path())).transpose()?;
         let mut config = StdioConfig::new(self.command.clone(), StdioMode::PerTurn);
@@ -191,8 +208,48 @@ impl Exec {
     }
 }
 
+/// One run of the agent, as it goes on tape: what it printed (or why not) as the answer, the
+/// rest of the run in the context.
+impl Taped for Result<Run, ExecError> {
+    fn to_tape(&self) -> (Answer, Value, Option<Duration>) {
+        match self {
+            Ok(run) => {
+                let answer = match &run.output {
+                    Ok(out) => Answer::Delivered {
+                        status: None,
+                        message: Message::masked([], out.as_bytes()),
+                    },
+                    Err(why) => Answer::Failed { what: why.clone() },
+                };
+                let recorded = serde_json::to_value(run).unwrap_or(Value::Null);
+                (answer, json!({ "run": recorded }), Some(run.elapsed))
+            }
+            Err(e) => (
+                Answer::Failed {
+                    what: e.to_string(),
+                },
+                json!({ "exec_error": e.to_string() }),
+                None,
+            ),
+        }
+    }
+
+    fn from_tape(exchange: &Exchange, elapsed: Duration) -> Option<Self> {
+        if let Some(e) = exchange.context.get("exec_error").and_then(Value::as_str) {
+            return Some(Err(ExecError::Replayed(e.to_string())));
+        }
+        let mut run: Run = serde_json::from_value(exchange.context.get("run")?.clone()).ok()?;
+        run.elapsed = elapsed;
+        Some(Ok(run))
+    }
+
+    fn unmatched(why: String) -> Self {
+        Err(ExecError::Replayed(why))
+    }
+}
+
 /// One run of the agent.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Run {
     /// What it printed, or why the run did not complete (deadline, cap, exit status, start).
     pub output: Result<String, String>,

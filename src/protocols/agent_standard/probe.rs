@@ -107,6 +107,8 @@ pub enum ProbeError {
     Definitions(#[from] DefinitionError),
     #[error(transparent)]
     Exec(#[from] ExecError),
+    #[error(transparent)]
+    Tape(#[from] crate::judge::tape::TapeError),
 }
 
 impl From<ProbeError> for crate::error::Error {
@@ -115,6 +117,7 @@ impl From<ProbeError> for crate::error::Error {
             ProbeError::Output { .. } | ProbeError::NoAgents { .. } => Self::Usage(e.to_string()),
             ProbeError::Definitions(d) => d.into(),
             ProbeError::Exec(x) => x.into(),
+            ProbeError::Tape(t) => t.into(),
         }
     }
 }
@@ -156,6 +159,7 @@ pub async fn run(
         Source::Exec(exec) => exec.command.clone(),
     };
     let info = settings.common.run_info(super::NAME, target);
+    let tape = crate::judge::tape::Tape::open(&settings.common.tape)?;
     let mut cases = Vec::new();
     let mut keep = |judged: Vec<CaseResult>| {
         for c in judged.into_iter().filter(|c| settings.wants(&c.id)) {
@@ -199,13 +203,16 @@ pub async fn run(
                     keep(not_run(mode, first, &cx));
                     continue;
                 }
-                let run = exec.run(mode).await?;
+                let run = exec.run(mode, tape.as_deref()).await?;
                 if run.not_started {
                     not_started = Some(mode.clone());
                 }
                 keep(judge_run(mode, &run, &cx));
             }
         }
+    }
+    if let Some(tape) = &tape {
+        tape.finish()?;
     }
     Ok(info.report(cases, &Redactor::new(Vec::new())))
 }

@@ -110,6 +110,7 @@ async fn probe_reference(
             seed,
             only,
             strict: false,
+            ..Common::default()
         },
     };
     let report = probe::run(&settings, &|_| {}).await;

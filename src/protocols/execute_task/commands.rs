@@ -385,6 +385,7 @@ impl Selftest for TaskSelftest {
                 only: row.only.to_vec(),
                 strict: false,
                 min_score: None,
+                tape: Default::default(),
             };
             let report = super::probe::run(&settings, &|_| {}).await;
             stop.cancel();

@@ -290,6 +290,7 @@ impl Selftest for LibrarianSelftest {
             seed: at.seed,
             only: at.run.only(),
             strict: at.run.strict,
+            tape: at.run.tape(),
         };
         Box::pin(probe_reference(
             Flaws::default(),
@@ -330,6 +331,7 @@ impl Selftest for LibrarianSelftest {
                 seed: row.seed,
                 only: row.only.to_vec(),
                 strict: false,
+                ..Common::default()
             };
             probe_reference(flaws, row.timeout, 5_000_000, common).await
         })

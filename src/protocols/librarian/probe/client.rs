@@ -264,14 +264,19 @@ impl Got {
 impl<'a> Client<'a> {
     /// A client for one run, before its first request.
     /// A client of the Librarian `s` names, for a run that started at `started`.
-    pub(super) fn new(s: &'a Settings, started: Instant) -> Client<'a> {
+    pub(super) fn new(
+        s: &'a Settings,
+        started: Instant,
+        tape: Option<std::sync::Arc<crate::judge::tape::Tape>>,
+    ) -> Client<'a> {
         Client {
             watch: Watch::http(
                 format!("the Librarian at {}", s.base),
                 started,
                 &s.base.host,
                 s.base.port,
-            ),
+            )
+            .taped(tape, crate::judge::Party::Server),
             broke: Vec::new(),
             s,
             seen: Vec::new(),
@@ -320,11 +325,11 @@ impl<'a> Client<'a> {
                 max_body: self.s.max_body,
                 ..Limits::default()
             };
-            let started = Instant::now();
             let (r, broke) = liveness::send(&self.watch, &self.s.base, &req, limits).await;
             self.broke.extend(broke);
             let r = r?;
-            let elapsed = started.elapsed();
+            // The transport's measure: a replay gives back the recorded one.
+            let elapsed = r.elapsed;
             if r.status == 429 && self.patient && attempt < LIMITS.max_retries {
                 attempt += 1;
                 let wait = r

@@ -3,6 +3,7 @@
 
 use std::time::Instant;
 
+use crate::judge::tape::{in_case, Tape};
 use crate::probe::checks::Check;
 use crate::probe::suite::{CaseSpec, SuiteError};
 use crate::protocols::librarian::model::{self};
@@ -10,6 +11,7 @@ use crate::protocols::librarian::rules::{suite, RuleCallError, Scenario};
 use crate::report::{CaseResult, Report};
 use crate::text::Redactor;
 use crate::transport::http::{self};
+use crate::transport::liveness;
 
 use super::across::judge_across;
 use super::auth::auth;
@@ -35,6 +37,15 @@ pub enum RunError {
     NotOneRule { case: String },
     #[error(transparent)]
     Rule(#[from] RuleCallError),
+    /// `--record` could not write, or `--replay` does not hold what the run asked.
+    #[error("{0}")]
+    Tape(String),
+}
+
+impl From<crate::judge::tape::TapeError> for RunError {
+    fn from(e: crate::judge::tape::TapeError) -> Self {
+        RunError::Tape(e.to_string())
+    }
 }
 
 impl From<RunError> for crate::error::Error {
@@ -57,13 +68,19 @@ pub async fn run(
         .run_info(crate::protocols::librarian::NAME, settings.base.to_string());
     // Redacted from a report made on Ctrl-C as from this one.
     crate::probe::interrupt::secrets(settings.tokens.iter().map(|(_, t)| t.clone()));
-    let mut client = Client::new(settings, run_info.started);
+    let tape = Tape::open(&settings.common.tape)?;
+    if let Some(tape) = &tape {
+        // Each request carries the time it was written.
+        tape.volatile(r#""timestamp":"[^"]*""#);
+    }
+    let mut client = Client::new(settings, run_info.started, tape.clone());
     let mut cases = Vec::new();
     let mut across = Vec::new();
     // Per case, when its requests broke.
     let mut broke = std::collections::HashMap::new();
     // The client's messages speak of an agent; here the peer is the Librarian.
-    let reachable = http::connect(&settings.base, settings.timeout)
+    let connect = liveness::connect(&client.watch, &settings.base, settings.timeout);
+    let reachable = in_case("librarian.reachable", connect)
         .await
         .map_err(|e| match e {
             http::Error::Connect { addr, reason } => format!("cannot connect to {addr}: {reason}"),
@@ -104,7 +121,12 @@ pub async fn run(
             );
             client.marked = marked(&scenario).then(|| spec.id.value.clone());
             let t0 = Instant::now();
-            judge(&mut client, &scenario, &mut case).await;
+            // Its calls are recorded (and replayed) as its own.
+            in_case(
+                spec.id.value.clone(),
+                judge(&mut client, &scenario, &mut case),
+            )
+            .await;
             case.set_duration(t0.elapsed());
             broke.insert(case.id.clone(), std::mem::take(&mut client.broke));
         }
@@ -130,6 +152,9 @@ pub async fn run(
         first.fail(format!("the Librarian is unreachable: {e}"));
         on_case(&first);
         cases.insert(0, first);
+    }
+    if let Some(tape) = &tape {
+        tape.finish()?;
     }
     for (a, mut case) in across {
         judge_across(&client, a, &mut case);
