@@ -44,7 +44,7 @@ mod plurals;
 mod properties;
 mod readme_table;
 mod reference;
-mod rejudge;
+mod rejudge_agents;
 mod report_tools;
 mod reports;
 mod run_end;
