@@ -11,5 +11,6 @@
 
 pub mod exchange;
 pub mod record;
+pub mod time;
 
-pub use exchange::{Answer, Exchange, Message, Party};
+pub use exchange::{Answer, Entry, Event, Exchange, Message, Party};

@@ -230,6 +230,7 @@ impl Judge {
                         received: now,
                         delivered: &delivered,
                         ended: ended.as_ref(),
+                        at: now,
                     });
                 }
                 Event::Incomplete {
@@ -274,24 +275,7 @@ impl Judge {
 
 /// An [`Outcome`] from its kebab-case name (as the journal writes it).
 fn outcome_named(name: &str) -> Outcome {
-    [
-        Outcome::Complete,
-        Outcome::Reset,
-        Outcome::Closed,
-        Outcome::Hung,
-        Outcome::PeerGone,
-        Outcome::Shutdown,
-    ]
-    .into_iter()
-    .find(|o| outcome_name(*o) == name)
-    .unwrap_or(Outcome::Complete)
-}
-
-fn outcome_name(outcome: Outcome) -> String {
-    serde_json::to_value(outcome)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
+    super::recording::outcome_named(name).unwrap_or(Outcome::Complete)
 }
 
 impl LineService {
@@ -455,11 +439,12 @@ impl LineService {
             received: received.into_std(),
             delivered: &delivered,
             ended: ended.as_ref(),
+            at: std::time::Instant::now(),
         });
         self.record(Event::Answered {
             seq,
             agent: self.agent.name().to_string(),
-            outcome: outcome_name(outcome),
+            outcome: outcome.word().to_string(),
             bytes,
             total_us: total.as_micros() as u64,
             ended,

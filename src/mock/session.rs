@@ -82,10 +82,35 @@ pub async fn run(
     run_to_end(settings, stop).await.map(|ran| ran.report)
 }
 
+/// [`run`], the platform's exchanges with the agents and the run's moments recorded to
+/// `record` as they are judged (JSON lines, [`crate::judge::record`]): a judging offline
+/// ([`super::recording::rejudge`]) gives the report's platform verdicts again.
+pub async fn run_recorded(
+    settings: SessionSettings,
+    stop: impl std::future::Future<Output = ()> + Send,
+    record: &std::path::Path,
+) -> Result<Report, Error> {
+    let stop = async {
+        stop.await;
+        Signal::Interrupt
+    };
+    run_to_end_recording(settings, stop, Some(record))
+        .await
+        .map(|ran| ran.report)
+}
+
 /// [`run`], `stop` saying which signal came.
 pub async fn run_to_end(
     settings: SessionSettings,
     stop: impl std::future::Future<Output = Signal> + Send,
+) -> Result<Ran, Error> {
+    run_to_end_recording(settings, stop, None).await
+}
+
+async fn run_to_end_recording(
+    settings: SessionSettings,
+    stop: impl std::future::Future<Output = Signal> + Send,
+    record: Option<&std::path::Path>,
 ) -> Result<Ran, Error> {
     let started = Instant::now();
     let started_at = crate::report::now_rfc3339();
@@ -107,13 +132,21 @@ pub async fn run_to_end(
         .collect();
     // Compile the schemas now, not inside the first request the platform sends.
     let _ = crate::schema::schemas();
+    let mut observer = super::observe::observer_for(settings.protocol, &settings.expect);
+    let mut recorded = None;
+    if let Some(path) = record {
+        let (recording, handle) = super::recording::Recording::wrap(observer, path, started)
+            .map_err(|e| Error::usage(e.to_string()))?;
+        observer = Box::new(recording);
+        recorded = Some(handle);
+    }
     let served = fleet::serve(
         settings.agents,
         settings.layout,
         settings.host,
         settings.port,
         journal,
-        super::observe::observer_for(settings.protocol, &settings.expect),
+        observer,
     )
     .await?;
     served
@@ -168,7 +201,7 @@ pub async fn run_to_end(
                     let triggered = triggers.cases;
                     let reached = served.handler.protocol_requests.load(Ordering::Relaxed) - before;
                     if Driver::all_answered(&triggered) {
-                        served.handler.observer.on_triggers_answered();
+                        served.handler.observer.on_triggers_answered(Instant::now());
                     }
                     let ran = triggered
                         .iter()
@@ -276,6 +309,9 @@ pub async fn run_to_end(
         Banner::Agent => Served::OneAgent,
         Banner::Fleet => Served::Fleet,
     }));
+    if let Some(recorded) = recorded {
+        recorded.close().map_err(|e| Error::run(e.to_string()))?;
+    }
     cases.extend(served.handler.applied.case(&served.handler.agents));
     let target = settings
         .driver

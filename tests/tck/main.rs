@@ -43,6 +43,7 @@ mod plurals;
 mod properties;
 mod readme_table;
 mod reference;
+mod rejudge;
 mod report_tools;
 mod reports;
 mod run_end;

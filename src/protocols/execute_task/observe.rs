@@ -33,7 +33,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -658,7 +658,7 @@ impl PlatformObserver for HarnessObserver {
         }
     }
 
-    fn cases(&self, served: Served) -> Vec<CaseResult> {
+    fn cases_at(&self, served: Served, now: Instant) -> Vec<CaseResult> {
         let Ok(mut guard) = self.state.lock() else {
             return Vec::new();
         };
@@ -673,7 +673,7 @@ impl PlatformObserver for HarnessObserver {
         let limit = self.expect.timeout + GRACE;
         let expect = humantime::format_duration(self.expect.timeout);
         for delay in s.waiting.values() {
-            let waited = delay.received.elapsed();
+            let waited = now.saturating_duration_since(delay.received);
             if waited > limit {
                 s.deadline.check(false, || {
                     format!(
@@ -685,7 +685,8 @@ impl PlatformObserver for HarnessObserver {
                 });
             }
         }
-        s.waiting.retain(|_, d| d.received.elapsed() <= limit);
+        s.waiting
+            .retain(|_, d| now.saturating_duration_since(d.received) <= limit);
         let (mut left, mut longest) = (s.left_to_harness, s.longest_left);
         let open = s.agents.values().flat_map(|a| {
             let chain = a.chains.iter().map(|c| (c.requests, &c.answer));

@@ -593,9 +593,9 @@ impl Observer {
 
     /// A request whose answer the run's own end cut before the platform's timeout came: not a
     /// giving-up, and its first call's failure is one the platform never saw.
-    fn cut(&self, s: &mut State, wait: &Wait) {
+    fn cut(&self, s: &mut State, wait: &Wait, now: Instant) {
         if wait.outlasts {
-            let end = s.run_end.as_ref().map_or_else(Instant::now, |e| e.at);
+            let end = s.run_end.as_ref().map_or(now, |e| e.at);
             let words = self.cut_text(
                 s,
                 (wait.task, wait.agent, wait.phase),
@@ -756,12 +756,12 @@ impl PlatformObserver for Observer {
     }
 
     /// The verdicts, as report cases.
-    fn cases(&self, served: Served) -> Vec<CaseResult> {
+    fn cases_at(&self, served: Served, now: Instant) -> Vec<CaseResult> {
         let Ok(mut guard) = self.state.lock() else {
             return Vec::new();
         };
         let s = &mut *guard;
-        self.settle_waiting(s);
+        self.settle_waiting(s, now);
         let total = s.common.total();
         let mut cases = s
             .common
@@ -809,8 +809,8 @@ impl PlatformObserver for Observer {
                     "oversized-field",
                 ],
             ),
-            self.phases_case(s),
-            self.retries_case(s),
+            self.phases_case(s, now),
+            self.retries_case(s, now),
             self.gives_up_case(s),
             injection_case(s),
             latency_case(s),
@@ -874,7 +874,7 @@ impl PlatformObserver for Observer {
             if wait.outlasts {
                 s.gave_up.checked = s.gave_up.checked.saturating_sub(1);
             }
-            self.cut(s, &wait);
+            self.cut(s, &wait, end.at);
         }
     }
 
@@ -904,8 +904,8 @@ impl PlatformObserver for Observer {
         open.into_iter().map(|(_, words)| words).collect()
     }
 
-    fn on_triggers_answered(&self) {
-        let now = self.micros(Instant::now());
+    fn on_triggers_answered(&self, at: Instant) {
+        let now = self.micros(at);
         if let Ok(mut s) = self.state.lock() {
             s.triggers_answered = Some(now);
         }
@@ -923,7 +923,7 @@ impl PlatformObserver for Observer {
         };
         let s = &mut *guard;
         if let Some(wait) = s.waiting.remove(&answered.seq) {
-            let now = Instant::now();
+            let now = answered.at;
             let within = delivered.total <= self.limit();
             // The platform closed it within its time: it gave up, or it dropped its work
             // because the run ended (a trigger abandoned at the deadline, Ctrl-C).
@@ -933,7 +933,7 @@ impl PlatformObserver for Observer {
                 .as_ref()
                 .is_some_and(|e| e.abandoned && now >= e.at);
             if (within && delivered.outcome == Outcome::Shutdown) || (closed && after_end) {
-                self.cut(s, &wait);
+                self.cut(s, &wait, now);
             } else {
                 if wait.outlasts {
                     self.judge_wait(s, &wait, delivered);
@@ -983,15 +983,16 @@ impl PlatformObserver for Observer {
 impl Observer {
     /// Answers still held when the verdicts are drawn: a platform still waiting past its limit
     /// broke the rule; one within it is not judged.
-    fn settle_waiting(&self, s: &mut State) {
+    fn settle_waiting(&self, s: &mut State, now: Instant) {
         let limit = self.limit();
         let expect = self.expectation();
         let waits: Vec<Wait> = s.waiting.drain().map(|(_, w)| w).collect();
         for wait in waits.iter().filter(|w| w.outlasts) {
             // Still open, within the platform's time: the run's end cut it, as one that ended
             // with the fleet's shutdown.
-            if wait.received.elapsed() <= limit {
-                self.cut(s, wait);
+            let open = now.saturating_duration_since(wait.received);
+            if open <= limit {
+                self.cut(s, wait, now);
                 continue;
             }
             let who = format!(
@@ -1000,7 +1001,7 @@ impl Observer {
                 PHASES[wait.phase],
                 s.task_id(wait.task)
             );
-            let waited = wait.received.elapsed().as_secs_f64();
+            let waited = open.as_secs_f64();
             s.gave_up.check(false, || {
                 format!("{who}: the platform was still waiting after {waited:.1} s, when the mock stopped ({expect})")
             });
@@ -1023,8 +1024,8 @@ impl Observer {
     /// platform.phases-continue: in a finished deliberation with at least two conforming
     /// analyses, every agent whose analysis conformed was called at /challenge, and every agent
     /// called at /challenge that did not time out there was called at /vote.
-    fn phases_case(&self, s: &State) -> CaseResult {
-        let now = self.micros(Instant::now());
+    fn phases_case(&self, s: &State, now: Instant) -> CaseResult {
+        let now = self.micros(now);
         let mut tally = Tally::default();
         // (task id, phase, agent, whether the task reached /vote) of every call that was due
         // and never came.
@@ -1152,7 +1153,7 @@ impl Observer {
     /// Only a failure the platform saw counts: an answer the run's own end cut (the fleet's
     /// shutdown, before the platform's timeout for a hang) never failed as far as the platform
     /// knows, and whether it would call the agent again is not known; the case names those.
-    fn retries_case(&self, s: &State) -> CaseResult {
+    fn retries_case(&self, s: &State, now: Instant) -> CaseResult {
         let mut tally = Tally::default();
         let mut recalled: Vec<(String, usize, String, Call)> = Vec::new();
         // (seat, phase, call) of each failed first answer the run's end cut.
@@ -1212,10 +1213,8 @@ impl Observer {
         for (seat, phase, call) in &cut {
             let agent = s.name(seat.1);
             let sent = u64::from(call.first_ms) * 1000;
-            let open_for = Duration::from_micros(
-                end.unwrap_or_else(|| self.micros(Instant::now()))
-                    .saturating_sub(sent),
-            );
+            let open_for =
+                Duration::from_micros(end.unwrap_or_else(|| self.micros(now)).saturating_sub(sent));
             let doing = match call.first_answer {
                 Planned::TimedOut => "hanging",
                 _ => "being answered",
@@ -1836,6 +1835,7 @@ mod tests {
                 total: Duration::ZERO,
             },
             ended: None,
+            at,
         });
     }
 
