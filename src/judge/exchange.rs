@@ -95,6 +95,9 @@ pub struct Event {
 }
 
 /// One line of a recording: an exchange, or an event.
+// Nearly every line is an exchange: boxing them to spare the few events' room would cost an
+// allocation a line.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Entry {
     Exchange(Exchange),
