@@ -11,6 +11,7 @@
 
 pub mod exchange;
 pub mod record;
+pub mod replay;
 pub mod time;
 
 pub use exchange::{Answer, Entry, Event, Exchange, Message, Party};

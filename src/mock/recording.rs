@@ -26,6 +26,7 @@ use super::journal::AuthSeen;
 use super::peer_end::PeerEnd;
 use super::protocol::{Answered, PlatformObserver, RunEnd, Seen, Served};
 use crate::judge::record::{RecordError, Recorder};
+pub use crate::judge::replay::ReplayError;
 use crate::judge::time::{duration, instant, ms, ms_since};
 use crate::judge::{Answer, Entry, Event, Exchange, Message, Party};
 use crate::report::CaseResult;
@@ -357,19 +358,6 @@ pub fn outcome_named(word: &str) -> Option<Outcome> {
     .find(|o| o.word() == word)
 }
 
-/// A recording that cannot be judged again: what of which line is wrong.
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    #[error("recorded exchange {seq}: {what}")]
-    Exchange { seq: u64, what: String },
-    #[error("recorded event {event:?}: {what}")]
-    Event { event: String, what: String },
-    #[error(
-        "the recording holds no `judged` event: the run ended before its verdicts were drawn, so there is no moment to judge it at"
-    )]
-    NotJudged,
-}
-
 /// One call the live observer was told, in its place.
 enum Call<'a> {
     Request(&'a Exchange),
@@ -420,7 +408,11 @@ pub fn rejudge(
             Call::Event(e) => tell_event(observer, e, base)?,
         }
     }
-    let (served, now) = judged.ok_or(ReplayError::NotJudged)?;
+    let (served, now) = judged.ok_or_else(|| {
+        ReplayError::Missing(
+            "`judged` event: the run ended before its verdicts were drawn, so there is no moment to judge it at".into(),
+        )
+    })?;
     Ok(observer.cases_at(served, now))
 }
 

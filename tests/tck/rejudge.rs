@@ -188,3 +188,45 @@ fn a_broken_recording_is_refused_with_where_it_breaks() {
         .to_string();
     assert!(e.contains("no `judged` event"), "{e}");
 }
+
+/// The cases of two reports are the same, case for case and in order: the offline judging
+/// gives the whole list the live run gave.
+fn same_list(live: &[CaseResult], again: &[CaseResult]) {
+    let ids = |cases: &[CaseResult]| cases.iter().map(|c| c.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(live), ids(again));
+}
+
+/// The Librarian: the chaos fleet against the reference server that crashes on malformed JSON
+/// (two broken rules, with examples), every client's answers judged by the probe's rules.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_librarians_server_verdicts_come_again_from_its_recording() {
+    use agent_tck::protocols::librarian::commands::reference;
+    use agent_tck::protocols::librarian::fleet::{rejudge, run_recorded, Fleet};
+    use agent_tck::protocols::librarian::reference::Flaws;
+    let _heavy = crate::support::heavy().await;
+    let dir = TempDir::new("rejudge-librarian");
+    let path = std::path::PathBuf::from(dir.path("exchanges.jsonl"));
+    let served = reference(Flaws::named("crashes-on-malformed-json").unwrap())
+        .await
+        .unwrap();
+    let text = crate::librarian_fleet::fleet_file(&served.url);
+    let fleet = Fleet::parse("fleet.yaml", &text, None).unwrap();
+    let run = run_recorded(&fleet, false, 1, &path);
+    let report = tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the fleet ends")
+        .unwrap();
+    served.stop().await;
+    let entries = read_entries(&path).unwrap();
+    let again = rejudge(&fleet, false, &entries).unwrap();
+    same_list(&report.cases, &again);
+    let exact = assert_same_verdicts(&report.cases, &again);
+    eprintln!(
+        "librarian: {} exchanges, {} cases judged again alike, {exact} messages to the character",
+        entries.len(),
+        again.len()
+    );
+    let (s, m) = status(&again, "fleet.no-5xx");
+    assert_eq!(s, Status::Fail, "{m}");
+    assert!(m.contains("malformed-json-client"), "{m}");
+}

@@ -44,12 +44,15 @@ use super::behaviors::CLIENT_BEHAVIORS;
 use super::model::{self, LIMITS};
 use super::reference::Registered;
 use super::registry::RegistryError;
+use crate::judge::{Exchange, Message};
 use crate::mock::observe::Tally;
 use crate::report::{CaseResult, Evidence, Level, Report, RunInfo};
 use crate::schema::findings_message;
 use crate::transport::http::{self, BaseUrl, Limits, Request};
 use crate::transport::liveness::{self, Watch};
 use crate::units::percentile;
+
+mod exchanges;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -190,9 +193,6 @@ struct Outcome {
     /// A 429's header that says when to come back (`Retry-After: 7`), if it had one; None for
     /// any other answer.
     come_back: Option<Option<String>>,
-    /// When it broke (refused, reset, closed), since the run started: the server's act, or its
-    /// death's ([`crate::transport::liveness`]).
-    broke_at: Option<Duration>,
 }
 
 fn rate(text: &str) -> Result<Duration, String> {
@@ -432,7 +432,7 @@ fn injected(c: &Client, n: usize) -> Value {
 
 /// The request a client of `behavior` sends: its body (raw bytes), its token, and whether its
 /// agent may make it.
-fn request_of(c: &Client, n: usize) -> (Vec<u8>, String, Option<bool>) {
+fn request_of(c: &Client, n: usize) -> (Vec<u8>, String) {
     let mut token = c.token.clone();
     let body = match c.behavior.as_str() {
         "flood" | "burst" => query(&c.agent, n),
@@ -454,7 +454,7 @@ fn request_of(c: &Client, n: usize) -> (Vec<u8>, String, Option<bool>) {
         }
         "malformed-json" => {
             let text = everyday(c, n).to_string();
-            return (text.as_bytes()[..text.len() / 2].to_vec(), token, None);
+            return (text.as_bytes()[..text.len() / 2].to_vec(), token);
         }
         "wrong-token" => {
             token = format!("{token}-wrong");
@@ -465,24 +465,28 @@ fn request_of(c: &Client, n: usize) -> (Vec<u8>, String, Option<bool>) {
         "injection" => injected(c, n),
         _ => everyday(c, n),
     };
-    let permitted = c.permits.allow(&body);
-    (
-        serde_json::to_vec(&body).unwrap_or_default(),
-        token,
-        permitted,
-    )
+    (serde_json::to_vec(&body).unwrap_or_default(), token)
 }
 
-/// Sends one request, trickled over `trickle` when it is not zero; `watch` hears of it (a
-/// trickled request is the server's test, not its presence's).
+/// Sends one request of client `who`, trickled over `trickle` when it is not zero; `watch`
+/// hears of it (a trickled request is the server's test, not its presence's). The exchange's
+/// instants are counted from `run_start`.
 async fn send(
+    who: &str,
     base: &BaseUrl,
-    (body, token, permitted): (Vec<u8>, String, Option<bool>),
+    (body, token): (Vec<u8>, String),
     trickle: Duration,
     watch: &Watch,
-) -> Outcome {
+    run_start: Instant,
+) -> Exchange {
     let token = token.as_str();
-    let asked = serde_json::from_slice::<Value>(&body).ok();
+    let request = Message::masked(
+        [
+            ("content-type", "application/json"),
+            ("authorization", format!("Bearer {token}").as_str()),
+        ],
+        &body,
+    );
     let started = Instant::now();
     let mut broke_at = None;
     let result = if trickle.is_zero() {
@@ -502,46 +506,19 @@ async fn send(
         let (result, broke) = liveness::send(watch, base, &request, limits).await;
         broke_at = broke;
         result
-            .map(|r| {
-                let json = serde_json::from_slice::<Value>(&r.body).ok();
-                (r.status, json, r.headers)
-            })
+            .map(|r| (r.status, r.body.to_vec(), r.headers))
             .map_err(said)
     } else {
         trickled(base, &body, token, trickle).await
     };
-    match result {
-        Ok((status, json, headers)) => {
-            // Every answer is judged as the probe judges it, against what was asked.
-            let judged = model::judge_answer(asked.as_ref(), status, json.as_ref())
-                .map(|j| (asked_as(asked.as_ref()), j));
-            let come_back = (status == 429)
-                .then(|| model::says_when_to_return(&headers).map(|(n, v)| format!("{n}: {v}")));
-            Outcome {
-                permitted,
-                status: Some(status),
-                decision: json
-                    .and_then(|v| v.get("status").and_then(Value::as_str).map(str::to_string)),
-                elapsed: started.elapsed(),
-                error: None,
-                sent: started,
-                judged,
-                come_back,
-                broke_at,
-            }
-        }
-        Err(e) => Outcome {
-            broke_at,
-            permitted,
-            status: None,
-            decision: None,
-            elapsed: started.elapsed(),
-            error: Some(e),
-            sent: started,
-            judged: None,
-            come_back: None,
-        },
-    }
+    let answered = Instant::now();
+    exchanges::of_request(
+        who,
+        request,
+        result,
+        (started, answered, run_start),
+        broke_at,
+    )
 }
 
 /// What a request asked, as an example names it: `a QUERY`, `an APPROVAL`.
@@ -554,8 +531,8 @@ fn asked_as(request: Option<&Value>) -> String {
     }
 }
 
-/// An HTTP answer: its status, its body if JSON, its headers.
-type Answer = (u16, Option<Value>, Vec<(String, String)>);
+/// An HTTP answer: its status, its body, its headers.
+type HttpAnswer = (u16, Vec<u8>, Vec<(String, String)>);
 
 /// A POST whose body goes out in ten pieces over `over` (plain HTTP only).
 async fn trickled(
@@ -563,7 +540,7 @@ async fn trickled(
     body: &[u8],
     token: &str,
     over: Duration,
-) -> Result<Answer, String> {
+) -> Result<HttpAnswer, String> {
     let addr = format!("{}:{}", base.host, base.port);
     let run = async {
         let mut stream = tokio::net::TcpStream::connect(&addr)
@@ -595,9 +572,9 @@ async fn trickled(
             .nth(1)
             .and_then(|s| s.parse::<u16>().ok())
             .ok_or_else(|| format!("not an HTTP answer: {}", crate::text::excerpt(&answer, 80)))?;
-        let (head, json) = match text.split_once("\r\n\r\n") {
-            Some((head, b)) => (head, serde_json::from_str(b).ok()),
-            None => (text.as_ref(), None),
+        let (head, body) = match text.split_once("\r\n\r\n") {
+            Some((head, b)) => (head, b.as_bytes().to_vec()),
+            None => (text.as_ref(), Vec::new()),
         };
         let headers = head
             .lines()
@@ -605,7 +582,7 @@ async fn trickled(
             .filter_map(|l| l.split_once(':'))
             .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
             .collect();
-        Ok((status, json, headers))
+        Ok((status, body, headers))
     };
     tokio::time::timeout(over + LIMITS.response * 3, run)
         .await
@@ -619,7 +596,8 @@ async fn run_client(
     until: Instant,
     most: Option<usize>,
     watch: &Watch,
-) -> Vec<Outcome> {
+    run_start: Instant,
+) -> Vec<Exchange> {
     let mut outcomes = Vec::new();
     let trickle = if c.behavior == "slow-upload" {
         c.trickle
@@ -630,15 +608,16 @@ async fn run_client(
         let n = (LIMITS.per_minute as usize / 2).max(1);
         let all = (0..n).map(|i| {
             let request = request_of(&c, i);
-            let base = base.clone();
-            async move { send(&base, request, Duration::ZERO, watch).await }
+            let (base, who) = (base.clone(), c.name.as_str());
+            async move { send(who, &base, request, Duration::ZERO, watch, run_start).await }
         });
         return futures::future::join_all(all).await;
     }
     let mut n = 0;
     let mut next = Instant::now();
     while Instant::now() < until && most.is_none_or(|m| n < m) {
-        outcomes.push(send(&base, request_of(&c, n), trickle, watch).await);
+        let request = request_of(&c, n);
+        outcomes.push(send(&c.name, &base, request, trickle, watch, run_start).await);
         n += 1;
         next += c.every;
         let now = Instant::now();
@@ -1000,8 +979,14 @@ impl std::fmt::Display for Unserved {
     }
 }
 
-/// GET /agent/capabilities with `token`: 200, or what came instead.
-async fn capabilities(base: &BaseUrl, token: &str) -> Result<(), Unserved> {
+/// GET /agent/capabilities with the token of client `who`: the exchange (its verdict:
+/// [`exchanges::unserved`]), its instants counted from `run_start`.
+async fn capabilities(
+    base: &BaseUrl,
+    (who, token): (&str, &str),
+    check: &str,
+    run_start: Instant,
+) -> Exchange {
     let request = Request {
         method: "GET".into(),
         path: "/agent/capabilities".into(),
@@ -1012,14 +997,16 @@ async fn capabilities(base: &BaseUrl, token: &str) -> Result<(), Unserved> {
         deadline: LIMITS.response,
         ..Limits::default()
     };
-    match http::send(base, &request, limits).await {
-        Ok(r) if r.status == 200 => Ok(()),
-        Ok(r) => Err(Unserved::Other(format!("answered {}", r.status))),
+    let started = Instant::now();
+    let result = match http::send(base, &request, limits).await {
+        Ok(r) => Ok((r.status, r.body.to_vec(), r.headers)),
         Err(http::Error::Connect { addr, reason }) => Err(Unserved::Down(format!(
             "cannot connect to {addr}: {reason}"
         ))),
         Err(e) => Err(Unserved::Other(said(e))),
-    }
+    };
+    let answered = Instant::now();
+    exchanges::of_capabilities(who, check, result, (started, answered, run_start))
 }
 
 /// The case that carries a server that is down.
@@ -1055,45 +1042,116 @@ const ALIVE: &str = "librarian.alive";
 pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
     let info = RunInfo::start("mock", super::NAME, fleet.target(), seed, strict)
         .made_by(format!("mock fleet ({})", super::NAME));
-    let asker = fleet.clients.iter().find(|c| c.behavior == "conforming");
+    let ran = gather(fleet).await;
+    judge(fleet, info, &ran)
+}
+
+/// [`run`], every exchange of the run and what the server's liveness said recorded to
+/// `record` (JSON lines, [`crate::judge::record`]): [`rejudge`] gives its verdicts again.
+pub async fn run_recorded(
+    fleet: &Fleet,
+    strict: bool,
+    seed: u64,
+    record: &std::path::Path,
+) -> Result<Report, crate::judge::record::RecordError> {
+    let info = RunInfo::start("mock", super::NAME, fleet.target(), seed, strict)
+        .made_by(format!("mock fleet ({})", super::NAME));
+    let ran = gather(fleet).await;
+    exchanges::write(&ran, record)?;
+    Ok(judge(fleet, info, &ran))
+}
+
+/// Judges a recording of a run of `fleet` again, with no server: the cases its report had.
+pub fn rejudge(
+    fleet: &Fleet,
+    strict: bool,
+    entries: &[crate::judge::Entry],
+) -> Result<Vec<CaseResult>, crate::judge::replay::ReplayError> {
+    let ran = exchanges::read(fleet, entries)?;
+    let info = RunInfo::start("mock", super::NAME, fleet.target(), 0, strict);
+    Ok(judge(fleet, info, &ran).cases)
+}
+
+/// The conforming client that asks GET /agent/capabilities before and after the fleet.
+fn asker(fleet: &Fleet) -> Option<&Client> {
+    fleet.clients.iter().find(|c| c.behavior == "conforming")
+}
+
+/// Runs the clients: every exchange, and what the server's liveness said.
+async fn gather(fleet: &Fleet) -> exchanges::Ran {
+    let base = Instant::now();
+    let asker = asker(fleet);
     // First, whether the server is there at all (as the round-table fleet does): a server that
     // is down is one failure, not every request of every client for the whole duration. With a
     // conforming client's token, the same request says whether it answered before the fleet:
     // "still answers" needs a "before". Without one, any client's token (as configured: a
     // wrong-token client spoils its own only when it sends) asks.
-    let token = asker
+    let who = asker
         .or(fleet.clients.first())
-        .map_or("", |c| c.token.as_str());
-    let first = capabilities(&fleet.base, token).await;
-    let down = match &first {
-        Err(Unserved::Down(e)) => Some(e.clone()),
-        _ => None,
-    };
-    let before = asker.map(|_| first);
+        .map_or(("", ""), |c| (c.name.as_str(), c.token.as_str()));
+    let before = capabilities(&fleet.base, who, exchanges::BEFORE, base).await;
+    let first = exchanges::unserved(&before);
+    let down = matches!(first, Err(Unserved::Down(_)));
     let watch = Watch::http(
         format!("the Librarian at {}", fleet.target()),
         Instant::now(),
         &fleet.base.host,
         fleet.base.port,
     );
-    let mut results: Vec<Vec<Outcome>> = if down.is_some() {
+    let mut clients: Vec<Vec<Exchange>> = if down {
         vec![Vec::new(); fleet.clients.len()]
     } else {
         let until = Instant::now() + fleet.duration;
-        let runs = fleet
-            .clients
-            .iter()
-            .map(|c| run_client(fleet.base.clone(), c.clone(), until, fleet.requests, &watch));
+        let runs = fleet.clients.iter().map(|c| {
+            run_client(
+                fleet.base.clone(),
+                c.clone(),
+                until,
+                fleet.requests,
+                &watch,
+                base,
+            )
+        });
         futures::future::join_all(runs).await
     };
     watch.at_end().await;
     // What the server's death cut is no answer of its: not judged (the alive case names it).
-    let mut cut = 0;
-    for outcomes in &mut results {
-        let before = outcomes.len();
-        outcomes.retain(|o| o.broke_at.is_none_or(|at| watch.cut(at, ALIVE).is_none()));
-        cut += before - outcomes.len();
+    for exchange in clients.iter_mut().flatten() {
+        exchanges::mark_cut(exchange, |at| watch.cut(at, ALIVE).is_some());
     }
+    let after = match (asker, &first) {
+        (Some(c), Ok(())) => {
+            Some(capabilities(&fleet.base, (&c.name, &c.token), exchanges::AFTER, base).await)
+        }
+        _ => None,
+    };
+    let alive = watch
+        .case(ALIVE, "fleet", "REST API Endpoints")
+        .map(|case| {
+            let why = watch
+                .cut(watch.outages()[0].from, ALIVE)
+                .unwrap_or_default();
+            (case, why)
+        });
+    exchanges::Ran {
+        base,
+        before,
+        clients,
+        after,
+        alive,
+    }
+}
+
+/// The verdicts on what a run gathered (live or recorded).
+fn judge(fleet: &Fleet, info: RunInfo, ran: &exchanges::Ran) -> Report {
+    let asker = asker(fleet);
+    let first = exchanges::unserved(&ran.before);
+    let down = match &first {
+        Err(Unserved::Down(e)) => Some(e.clone()),
+        _ => None,
+    };
+    let before = asker.map(|_| first);
+    let (results, cut) = exchanges::outcomes(fleet, ran);
     let live = results
         .iter()
         .flatten()
@@ -1138,16 +1196,13 @@ pub async fn run(fleet: &Fleet, strict: bool, seed: u64) -> Report {
             &everyone,
         ),
         p99_case(&t.latency, &conforming_answers(fleet, &results)),
-        after_case(asker, before, &fleet.base).await,
+        after_case(asker, before, ran.after.as_ref().map(exchanges::unserved)),
         latency_case(&t.latency, live),
     ];
     if let Some(error) = down {
         mark_down(fleet, &mut cases, &error);
     }
-    if let Some(alive) = watch.case(ALIVE, g, "REST API Endpoints") {
-        let why = watch
-            .cut(watch.outages()[0].from, ALIVE)
-            .unwrap_or_default();
+    if let Some((alive, why)) = ran.alive.clone() {
         for c in cases
             .iter_mut()
             .filter(|c| c.id == "fleet.capabilities-after")
@@ -1391,10 +1446,10 @@ fn p99_case(latency: &BTreeMap<String, Vec<Duration>>, answers: &ConformingAnswe
 }
 
 /// Whether the server, which answered GET /agent/capabilities before the fleet, still does.
-async fn after_case(
+fn after_case(
     asker: Option<&Client>,
     before: Option<Result<(), Unserved>>,
-    base: &BaseUrl,
+    after: Option<Result<(), Unserved>>,
 ) -> CaseResult {
     let mut case = CaseResult::new(
         "fleet.capabilities-after",
@@ -1404,13 +1459,16 @@ async fn after_case(
         "REST API Endpoints: /agent/capabilities",
     );
     match (asker, before) {
-        (Some(c), Some(Ok(()))) => match capabilities(base, &c.token).await {
-            Ok(()) => case.pass_noting(
+        (Some(_), Some(Ok(()))) => match after {
+            None => {
+                case.skip("not judged: GET /agent/capabilities was not asked again after the fleet")
+            }
+            Some(Ok(())) => case.pass_noting(
                 Evidence::new(1, "capabilities requests after the fleet"),
                 "200, as before the fleet",
                 String::new,
             ),
-            Err(e) => case.fail(format!("answered 200 before the fleet, then: {e}")),
+            Some(Err(e)) => case.fail(format!("answered 200 before the fleet, then: {e}")),
         },
         (Some(_), Some(Err(e))) => case.skip(format!(
             "not judged: GET /agent/capabilities {e} before the fleet already, so there is no \
