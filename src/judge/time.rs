@@ -39,9 +39,67 @@ pub fn instant(base: Instant, ms: f64) -> Instant {
     }
 }
 
+thread_local! {
+    /// The instant that [`serde_instant`] counts from, while [`based`] runs.
+    static BASE: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with instants (de)serialized by [`serde_instant`] as milliseconds from `base`: a
+/// recording's instants count from its run's start, and a judging offline rebuilds them from a
+/// base of its own. Outside it, an instant is an error to (de)serialize, never a guess.
+pub fn based<T>(base: Instant, f: impl FnOnce() -> T) -> T {
+    let before = BASE.with(|b| b.replace(Some(base)));
+    let out = f();
+    BASE.with(|b| b.set(before));
+    out
+}
+
+/// `#[serde(with = "crate::judge::time::serde_instant")]`: an `Instant` as milliseconds from
+/// the base [`based`] sets.
+pub mod serde_instant {
+    use super::*;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    const NO_BASE: &str = "an instant outside a recording's time (no base to count from)";
+
+    fn base() -> Option<Instant> {
+        BASE.with(|b| b.get())
+    }
+
+    pub fn serialize<S: Serializer>(at: &Instant, s: S) -> Result<S::Ok, S::Error> {
+        let base = base().ok_or_else(|| <S::Error as serde::ser::Error>::custom(NO_BASE))?;
+        s.serialize_f64(ms_since(base, *at))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Instant, D::Error> {
+        let base = base().ok_or_else(|| <D::Error as serde::de::Error>::custom(NO_BASE))?;
+        Ok(instant(base, f64::deserialize(d)?))
+    }
+
+    /// The same, for an `Option<Instant>`.
+    pub mod option {
+        use super::*;
+
+        pub fn serialize<S: Serializer>(at: &Option<Instant>, s: S) -> Result<S::Ok, S::Error> {
+            match at {
+                Some(at) => super::serialize(at, s),
+                None => s.serialize_none(),
+            }
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Instant>, D::Error> {
+            let base = base().ok_or_else(|| <D::Error as serde::de::Error>::custom(NO_BASE))?;
+            Ok(Option::<f64>::deserialize(d)?.map(|ms| instant(base, ms)))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct At(#[serde(with = "serde_instant")] Instant);
 
     #[test]
     fn an_instant_comes_back_to_the_nanosecond() {
@@ -59,6 +117,15 @@ mod tests {
                 serde_json::from_str(&serde_json::to_string(&ms_since(base, at)).unwrap()).unwrap();
             assert_eq!(instant(base, recorded), at, "{nanos}");
         }
+        let recorded = based(base, || {
+            serde_json::to_string(&At(base + Duration::from_nanos(7)))
+        });
+        let rebuilt: At = based(base, || serde_json::from_str(&recorded.unwrap())).unwrap();
+        assert_eq!(rebuilt.0, base + Duration::from_nanos(7));
+        assert!(
+            serde_json::to_string(&At(base)).is_err(),
+            "no base, no instant"
+        );
         let before = base.checked_sub(Duration::from_millis(5)).unwrap();
         assert_eq!(ms_since(base, before), -5.0);
         assert_eq!(instant(base, -5.0), before);

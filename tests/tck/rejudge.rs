@@ -230,3 +230,36 @@ async fn the_librarians_server_verdicts_come_again_from_its_recording() {
     assert_eq!(s, Status::Fail, "{m}");
     assert!(m.contains("malformed-json-client"), "{m}");
 }
+
+/// The connector: the fleet of one agent of each behaviour against the reference agent server
+/// that broadcasts each callback to every client (a broken rule, with examples), forwards,
+/// callbacks, broadcasts and session calls judged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_connector_servers_verdicts_come_again_from_its_recording() {
+    use agent_tck::protocols::connector::fleet::{judge, Fleet};
+    let _heavy = crate::support::heavy().await;
+    let dir = TempDir::new("rejudge-connector");
+    let path = std::path::PathBuf::from(dir.path("exchanges.jsonl"));
+    let (listener, url) = crate::agent_server::bind().await;
+    let text = crate::connector_fleet::FLEET.replace("${SERVER}", &url);
+    let fleet = Fleet::parse("fleet.yaml", &text, None).unwrap();
+    let flaw = crate::agent_server::Flaw::BroadcastsToAll;
+    let run = crate::connector_fleet::judged_recording(&fleet, (listener, url), flaw, Some(&path));
+    let report = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("the fleet ends");
+    let entries = read_entries(&path).unwrap();
+    // Judged with a fleet of its own, as a reader of the recording would: no server, no
+    // inputUrls served.
+    let offline = Fleet::parse("fleet.yaml", &text, None).unwrap();
+    let again = judge::rejudge(&offline, false, &entries).unwrap();
+    same_list(&report.cases, &again);
+    let exact = assert_same_verdicts(&report.cases, &again);
+    eprintln!(
+        "connector: {} exchanges and events, {} cases judged again alike, {exact} messages to the character",
+        entries.len(),
+        again.len()
+    );
+    let (s, m) = status(&again, "platform.broadcast-isolated");
+    assert_eq!(s, Status::Fail, "{m}");
+}

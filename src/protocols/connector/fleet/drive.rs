@@ -21,7 +21,7 @@ use super::inputs::Served;
 use super::session_api::session_call;
 
 /// What the driver saw besides the inputs' books.
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub struct Drive {
     pub creates: Vec<Call>,
     /// The session-id probes of the create endpoint: (what, call, expected to be refused).
@@ -45,7 +45,7 @@ pub struct Drive {
 
 /// The dialects `ws: auto` tried on one session, in order, and whether each was told
 /// session_ready.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Detection {
     pub session: String,
     pub tried: Vec<(ws::Dialect, bool)>,
@@ -137,7 +137,7 @@ async fn detect(fleet: &Fleet, session: &str) -> Detection {
 
 /// What became of a deleted session created again (the document: "If session is deleted:
 /// revive (idempotent attach)"), and of a callback to it.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Revive {
     pub session: String,
     /// create, delete, create again: as far as they went.
@@ -145,6 +145,7 @@ pub struct Revive {
     /// Why its WebSocket client was not attached, if it was not.
     pub not_attached: Option<String>,
     /// The callback to it: its status, or what happened instead.
+    #[serde(with = "super::record::revived")]
     pub callback: Option<Result<u16, crate::protocols::connector::upload::Unanswered>>,
     /// How many times its client was shown the callback's text.
     pub broadcasts: usize,
