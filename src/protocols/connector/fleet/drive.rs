@@ -237,6 +237,32 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
         .unwrap_or(fleet.dialect);
     d.dialect = Some(dialect);
     d.revive = revive(fleet, dialect).await;
+    let clients = connect(fleet, &sessions, dialect, &mut d).await;
+    say(fleet, served, &clients).await;
+    await_forwards(fleet, served, &d, &clients).await;
+    // Broadcasts come `settle` after the last callback; a failed forward's error message is
+    // judged within its margin, so the clients stay until it came or the margin passed.
+    tokio::time::sleep(fleet.settle.max(Duration::from_secs(1))).await;
+    errors_awaited(served, &clients).await;
+    for (s, cs) in clients {
+        let mut all = Vec::new();
+        for c in cs {
+            all.push(c.messages());
+            c.close().await;
+        }
+        d.seen.insert(s, all);
+    }
+    d
+}
+
+/// Attaches `fleet.clients` WebSocket clients to each session and waits for each to be told
+/// session_ready: the clients by session; those that failed, and those never ready, in `d`.
+async fn connect(
+    fleet: &Fleet,
+    sessions: &[(super::FleetAgent, String)],
+    dialect: ws::Dialect,
+    d: &mut Drive,
+) -> BTreeMap<String, Vec<ws::Client>> {
     let url = ws::ws_url(&fleet.server);
     let jobs: Vec<String> = sessions
         .iter()
@@ -280,7 +306,11 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
         .into_iter()
         .flatten()
         .collect();
-    // The user messages, a round at a time: every session's first client speaks.
+    clients
+}
+
+/// The user messages, a round at a time: every session's first client speaks.
+async fn say(fleet: &Fleet, served: &Served, clients: &BTreeMap<String, Vec<ws::Client>>) {
     let silent: std::collections::BTreeSet<&str> = fleet
         .agents
         .iter()
@@ -290,7 +320,7 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
     for round in 0..fleet.messages {
         // Never-callback sessions' messages of this round, whose acknowledgement is awaited.
         let mut unanswered = Vec::new();
-        for (s, cs) in &clients {
+        for (s, cs) in clients {
             let text = format!("Hello from agent-tck, message {} to {s}", round + 1);
             if let Some(c) = cs.first() {
                 if c.say(&text).await.is_ok() {
@@ -312,8 +342,16 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
             acknowledged(served, &unanswered).await;
         }
     }
-    // Waits for the forwards to end (a slow ack up to its own delay), the callbacks to be
-    // answered, and then `settle` for the broadcasts — bounded in all.
+}
+
+/// Waits for the forwards to end (a slow ack up to its own delay), the callbacks to be
+/// answered — bounded in all.
+async fn await_forwards(
+    fleet: &Fleet,
+    served: &Served,
+    d: &Drive,
+    clients: &BTreeMap<String, Vec<ws::Client>>,
+) {
     let slowest = fleet
         .agents
         .iter()
@@ -361,19 +399,6 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // Broadcasts come `settle` after the last callback; a failed forward's error message is
-    // judged within its margin, so the clients stay until it came or the margin passed.
-    tokio::time::sleep(fleet.settle.max(Duration::from_secs(1))).await;
-    errors_awaited(served, &clients).await;
-    for (s, cs) in clients {
-        let mut all = Vec::new();
-        for c in cs {
-            all.push(c.messages());
-            c.close().await;
-        }
-        d.seen.insert(s, all);
-    }
-    d
 }
 
 /// Waits until the first client of each session whose forward failed was shown an error after
