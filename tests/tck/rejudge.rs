@@ -187,6 +187,24 @@ fn a_broken_recording_is_refused_with_where_it_breaks() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("no `judged` event"), "{e}");
+    // A connector recording whose driver's view is not one, or that has none.
+    use agent_tck::protocols::connector::fleet::record;
+    std::fs::write(
+        &path,
+        "{\"event\": \"drive\", \"at_ms\": 1.0, \"context\": {\"drive\": 5}}\n",
+    )
+    .unwrap();
+    let e = record::read(&read_entries(&path).unwrap())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("its drive is not an object"), "{e}");
+    std::fs::write(&path, "").unwrap();
+    let e = record::read(&read_entries(&path).unwrap())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("no `drive` event"), "{e}");
 }
 
 /// The cases of two reports are the same, case for case and in order: the offline judging

@@ -239,8 +239,11 @@ fn read_based(entries: &[Entry]) -> Result<(Drive, Books), ReplayError> {
                 }
                 books.dropped = e.context["dropped"].as_u64().unwrap_or(0);
                 let mut value = e.context["drive"].clone();
-                value["creates"] = json!([]);
-                value["id_checks"] = json!([]);
+                let Some(members) = value.as_object_mut() else {
+                    return Err(wrong("its drive is not an object".into()));
+                };
+                members.insert("creates".into(), json!([]));
+                members.insert("id_checks".into(), json!([]));
                 drive = Some(
                     serde_json::from_value(value)
                         .map_err(|err| wrong(format!("its drive: {err}")))?,
