@@ -80,6 +80,30 @@ pub struct Exchange {
     pub context: Value,
 }
 
+/// Something that happened in a run besides an exchange, which a rule needs to judge the
+/// exchanges around it: the run's end, the moment a driver's triggers were all answered, a
+/// request that never arrived whole. A recording holds events among its exchanges.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// What happened, in the producer's words (`run-end`, `triggers-answered`).
+    pub event: String,
+    /// When, in milliseconds from the run's start.
+    pub at_ms: f64,
+    /// What the rules need to know of it.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub context: Value,
+}
+
+/// One line of a recording: an exchange, or an event.
+// Nearly every line is an exchange: boxing them to spare the few events' room would cost an
+// allocation a line.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    Exchange(Exchange),
+    Event(Event),
+}
+
 /// Header names whose values are never recorded.
 const SECRET_HEADERS: [&str; 4] = [
     "authorization",

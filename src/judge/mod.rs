@@ -11,6 +11,8 @@
 
 pub mod exchange;
 pub mod record;
+pub mod replay;
 pub mod tape;
+pub mod time;
 
-pub use exchange::{Answer, Exchange, Message, Party};
+pub use exchange::{Answer, Entry, Event, Exchange, Message, Party};

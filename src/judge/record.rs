@@ -1,10 +1,11 @@
-//! A file of recorded exchanges: JSON lines, one [`Exchange`] a line, in the order they ended.
-//! A line that does not parse is an error naming the file and the line.
+//! A file of recorded exchanges: JSON lines, one [`Exchange`] a line, in the order they ended,
+//! with the run's [`Event`]s among them (a line with an `event` member). A line that does not
+//! parse is an error naming the file and the line.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
-use super::Exchange;
+use super::{Entry, Event, Exchange};
 
 /// A recording that cannot be read (or written).
 #[derive(Debug, thiserror::Error)]
@@ -41,11 +42,20 @@ impl Recorder {
     }
 
     pub fn write(&mut self, exchange: &Exchange) -> Result<(), RecordError> {
+        self.line(exchange)
+    }
+
+    /// Writes an event of the run.
+    pub fn write_event(&mut self, event: &Event) -> Result<(), RecordError> {
+        self.line(event)
+    }
+
+    fn line(&mut self, value: &impl serde::Serialize) -> Result<(), RecordError> {
         let io = |source| RecordError::Io {
             path: self.path.clone(),
             source,
         };
-        serde_json::to_writer(&mut self.out, exchange)
+        serde_json::to_writer(&mut self.out, value)
             .map_err(std::io::Error::from)
             .map_err(io)?;
         self.out.write_all(b"\n").map_err(io)
@@ -60,8 +70,19 @@ impl Recorder {
     }
 }
 
-/// Every exchange of a recording, in order.
+/// Every exchange of a recording, in order (its events left out).
 pub fn read(path: &Path) -> Result<Vec<Exchange>, RecordError> {
+    Ok(read_entries(path)?
+        .into_iter()
+        .filter_map(|entry| match entry {
+            Entry::Exchange(exchange) => Some(exchange),
+            Entry::Event(_) => None,
+        })
+        .collect())
+}
+
+/// Every line of a recording, exchanges and events, in order.
+pub fn read_entries(path: &Path) -> Result<Vec<Entry>, RecordError> {
     let file = std::fs::File::open(path).map_err(|source| RecordError::Io {
         path: path.to_path_buf(),
         source,
@@ -75,15 +96,23 @@ pub fn read(path: &Path) -> Result<Vec<Exchange>, RecordError> {
         if line.trim().is_empty() {
             continue;
         }
-        out.push(
-            serde_json::from_str(&line).map_err(|source| RecordError::Line {
-                path: path.to_path_buf(),
-                line: i + 1,
-                source,
-            })?,
-        );
+        out.push(entry(&line).map_err(|source| RecordError::Line {
+            path: path.to_path_buf(),
+            line: i + 1,
+            source,
+        })?);
     }
     Ok(out)
+}
+
+/// One line: an event when it has an `event` member, else an exchange.
+fn entry(line: &str) -> Result<Entry, serde_json::Error> {
+    let value: serde_json::Value = serde_json::from_str(line)?;
+    if value.get("event").is_some() {
+        serde_json::from_value(value).map(Entry::Event)
+    } else {
+        serde_json::from_value(value).map(Entry::Exchange)
+    }
 }
 
 #[cfg(test)]
@@ -113,12 +142,25 @@ mod tests {
             context: serde_json::Value::Null,
         };
         let mut recorder = Recorder::create(&path).unwrap();
+        let event = Event {
+            event: "run-end".into(),
+            at_ms: 4.0,
+            context: serde_json::json!({"why": "Ctrl-C"}),
+        };
         recorder.write(&exchange).unwrap();
+        recorder.write_event(&event).unwrap();
         recorder.flush().unwrap();
-        assert_eq!(read(&path).unwrap(), vec![exchange]);
+        assert_eq!(read(&path).unwrap(), vec![exchange.clone()]);
+        assert_eq!(
+            read_entries(&path).unwrap(),
+            vec![Entry::Exchange(exchange), Entry::Event(event)]
+        );
         std::fs::write(&path, "\n{\"seq\": 1}\n").unwrap();
         let e = read(&path).unwrap_err().to_string();
         assert!(e.contains("run.jsonl:2: not a recorded exchange"), "{e}");
+        std::fs::write(&path, "{\"event\": \"run-end\"}\nnot json\n").unwrap();
+        let e = read_entries(&path).unwrap_err().to_string();
+        assert!(e.contains("run.jsonl:1: not a recorded exchange"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A payload placed in an answer, traceable by its canary.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Placed {
     pub canary: String,
     pub payload: String,
@@ -16,7 +16,7 @@ pub struct Placed {
 }
 
 /// What an agent decided for one request.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Decision {
     /// The items applied (their source text); empty when the answer conforms.
     pub applied: Vec<String>,
@@ -30,7 +30,7 @@ pub struct Decision {
     /// unless it takes longer than the platform waits).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unusable: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub injected: Vec<Placed>,
 }
 

@@ -579,6 +579,7 @@ impl Handler for FleetHandler {
                 received: note.received,
                 delivered: &delivered,
                 ended: ended.as_ref(),
+                at: std::time::Instant::now(),
             });
             self.journal.answer(note.seq, &delivered).await;
             if let Some((status, applied)) = &note.logged {

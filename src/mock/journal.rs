@@ -21,7 +21,7 @@ use super::decision::Decision;
 use super::http1::Delivered;
 
 /// How a request's Authorization compared with what the agent was registered with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AuthSeen {
     /// The right bearer key.

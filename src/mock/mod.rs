@@ -28,6 +28,7 @@ pub mod peer_end;
 pub mod profile;
 pub mod protocol;
 pub mod reach;
+pub mod recording;
 pub mod session;
 #[cfg(test)]
 pub(crate) mod stub;

@@ -318,7 +318,7 @@ impl PlatformObserver for SchemaObserver {
         }
     }
 
-    fn cases(&self, served: Served) -> Vec<CaseResult> {
+    fn cases_at(&self, served: Served, _now: std::time::Instant) -> Vec<CaseResult> {
         let Ok(c) = self.common.lock() else {
             return Vec::new();
         };

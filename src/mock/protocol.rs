@@ -176,6 +176,9 @@ pub struct Answered<'a> {
     /// Who ended the wait, when the peer's side ended it and the server could tell (None: it
     /// did not look, or the answer went out).
     pub ended: Option<&'a PeerEnd>,
+    /// When the observer is told (the answer is over): the rules read the time from here,
+    /// never from the clock, so that a judging offline finds the same.
+    pub at: Instant,
 }
 
 /// Judges a platform from what reaches the fleet.
@@ -194,8 +197,10 @@ pub trait PlatformObserver: Send + Sync {
 
     /// The fleet file's driver sent its triggers and the platform answered every one: the
     /// deliberations they began are over, so what a protocol follows per deliberation (which
-    /// phases each agent was called at) can be judged whole.
-    fn on_triggers_answered(&self) {}
+    /// phases each agent was called at) can be judged whole. `at`: when.
+    fn on_triggers_answered(&self, at: Instant) {
+        let _ = at;
+    }
 
     /// The run is ending for a reason of its own (`end.why`): the answers still open are about
     /// to be cut by the fleet's shutdown. Those are the run's act, not the platform's: no rule
@@ -216,9 +221,15 @@ pub trait PlatformObserver: Send + Sync {
     /// `x-agent-tck-case: CASE`): not the platform's doing, so not judged as such; reported.
     fn on_probe_request(&self, agent: &str, endpoint: &str, case: &str);
 
-    /// The verdicts, as report cases; `served` is what the platform's requests reached (a
-    /// fleet, or one mock agent), as the verdicts name it.
-    fn cases(&self, served: Served) -> Vec<CaseResult>;
+    /// The verdicts drawn now ([`PlatformObserver::cases_at`]).
+    fn cases(&self, served: Served) -> Vec<CaseResult> {
+        self.cases_at(served, Instant::now())
+    }
+
+    /// The verdicts, as report cases, drawn at `now` (what is still open is judged as open
+    /// until then); `served` is what the platform's requests reached (a fleet, or one mock
+    /// agent), as the verdicts name it.
+    fn cases_at(&self, served: Served, now: Instant) -> Vec<CaseResult>;
 }
 
 /// The members of a protocol's answers that the encoding layer bends (`malformed`,

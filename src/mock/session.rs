@@ -82,18 +82,133 @@ pub async fn run(
     run_to_end(settings, stop).await.map(|ran| ran.report)
 }
 
+/// [`run`], the platform's exchanges with the agents and the run's moments recorded to
+/// `record` as they are judged (JSON lines, [`crate::judge::record`]): a judging offline
+/// ([`super::recording::rejudge`]) gives the report's platform verdicts again.
+pub async fn run_recorded(
+    settings: SessionSettings,
+    stop: impl std::future::Future<Output = ()> + Send,
+    record: &std::path::Path,
+) -> Result<Report, Error> {
+    let stop = async {
+        stop.await;
+        Signal::Interrupt
+    };
+    run_to_end_recording(settings, stop, Some(record))
+        .await
+        .map(|ran| ran.report)
+}
+
 /// [`run`], `stop` saying which signal came.
 pub async fn run_to_end(
     settings: SessionSettings,
     stop: impl std::future::Future<Output = Signal> + Send,
 ) -> Result<Ran, Error> {
+    run_to_end_recording(settings, stop, None).await
+}
+
+async fn run_to_end_recording(
+    mut settings: SessionSettings,
+    stop: impl std::future::Future<Output = Signal> + Send,
+    record: Option<&std::path::Path>,
+) -> Result<Ran, Error> {
     let started = Instant::now();
     let started_at = crate::report::now_rfc3339();
-    let journal = match &settings.journal {
-        Some(path) => Journal::create(path, settings.journal_body_cap, started).await?,
-        None => Journal::off(started),
+    let secrets = secrets(&settings);
+    let (served, recorded) = serve(&mut settings, started, record).await?;
+    let mismatch = mismatch(&settings).await;
+    let reach = Reach {
+        listen: settings.host,
+        advertise: settings.advertise.as_deref(),
+        mismatch: mismatch.as_deref(),
     };
-    let secrets: Vec<String> = settings
+    let advertised = advertised_urls(&served, settings.advertise.as_deref());
+    tokio::pin!(stop);
+    let mut run = Progress {
+        cases: Vec::new(),
+        registered: Vec::new(),
+        stopped: true,
+        ended_by: None,
+        started,
+    };
+    let mut interrupted = match &settings.driver {
+        Some(driver) => {
+            let driving = Driving {
+                driver,
+                served: &served,
+                advertised: &advertised,
+                reach: &reach,
+                seed: settings.seed,
+                serve_after: settings.serve_after,
+            };
+            driving.drive(&mut run, &mut stop).await
+        }
+        None => {
+            (&mut stop).await;
+            run.ended_by = Some((Instant::now(), SERVED_UNTIL_STOPPED.into(), false));
+            None
+        }
+    };
+    tell_the_end(settings.driver.as_ref(), &served, &mut run);
+    if interrupted.is_some() {
+        crate::errln!("interrupted: stopping the fleet and writing the reports");
+    }
+    if let Some(driver) = &settings.driver {
+        wind_down(driver, &mut run, &mut interrupted, &mut stop).await;
+        let last = served.handler.timeline.last_request();
+        run.cases.extend(driver.alive_case(last).await);
+    }
+    served.stop(Duration::from_secs(2)).await;
+    let made = Made {
+        started,
+        started_at,
+        secrets,
+    };
+    let cases = judged(&settings, &served, run.cases, recorded)?;
+    let mut report = report(&settings, &served, cases, made);
+    // The servers are stopped: what is queued is the whole journal.
+    let lines = served.handler.journal.close().await?;
+    if let Some(path) = &settings.journal {
+        crate::errln!("wrote {} ({lines} records)", path.display());
+    }
+    report.interrupted = interrupted.map(|(by, after)| {
+        Interruption::of(by, after, &report.cases, |c| {
+            !c.message.starts_with(NOT_REACHED)
+        })
+    });
+    Ok(Ran { report })
+}
+
+/// The warning, said once, when the advertised address is not one the fleet listens on.
+async fn mismatch(settings: &SessionSettings) -> Option<String> {
+    let advertise = settings.advertise.as_deref()?;
+    let warning = super::reach::advertise_warning(settings.host, advertise).await?;
+    crate::errln!("{warning}");
+    Some(warning)
+}
+
+/// Tells the observer how the run ended, when it ended on its own account. A platform that
+/// went down ended the run for its observer then: what it dropped as it died (its calls to the
+/// agents) is its death's doing, not a giving-up.
+fn tell_the_end(driver: Option<&Driver>, served: &fleet::Served, run: &mut Progress) {
+    if let Some(died) = driver.and_then(Driver::went_down_at) {
+        if run.ended_by.as_ref().is_none_or(|(at, _, _)| died < *at) {
+            run.ended_by = Some((died, PLATFORM_WENT_DOWN.into(), true));
+        }
+    }
+    if let Some((at, why, abandoned)) = run.ended_by.take() {
+        served.handler.observer.on_run_end(&RunEnd {
+            at,
+            after: at.saturating_duration_since(run.started),
+            why,
+            abandoned,
+        });
+    }
+}
+
+/// The keys of the agents and the platform: never shown in a report.
+fn secrets(settings: &SessionSettings) -> Vec<String> {
+    settings
         .agents
         .iter()
         .filter_map(|a| a.profile.api_key.clone())
@@ -104,179 +219,232 @@ pub async fn run_to_end(
                 .and_then(|d| d.secret())
                 .map(str::to_string),
         )
-        .collect();
+        .collect()
+}
+
+/// Serves the agents (taken from `settings`), judged by the protocol's observer (recording to
+/// `record` when given), and says where.
+async fn serve(
+    settings: &mut SessionSettings,
+    started: Instant,
+    record: Option<&std::path::Path>,
+) -> Result<(fleet::Served, Option<super::recording::Recorded>), Error> {
+    let journal = match &settings.journal {
+        Some(path) => Journal::create(path, settings.journal_body_cap, started).await?,
+        None => Journal::off(started),
+    };
     // Compile the schemas now, not inside the first request the platform sends.
     let _ = crate::schema::schemas();
+    let mut observer = super::observe::observer_for(settings.protocol, &settings.expect);
+    let mut recorded = None;
+    if let Some(path) = record {
+        let (recording, handle) = super::recording::Recording::wrap(observer, path, started)
+            .map_err(|e| Error::usage(e.to_string()))?;
+        observer = Box::new(recording);
+        recorded = Some(handle);
+    }
     let served = fleet::serve(
-        settings.agents,
+        std::mem::take(&mut settings.agents),
         settings.layout,
         settings.host,
         settings.port,
         journal,
-        super::observe::observer_for(settings.protocol, &settings.expect),
+        observer,
     )
     .await?;
     served
         .handler
         .log_requests
-        .store(settings.log_requests, std::sync::atomic::Ordering::Relaxed);
-    let agents = &served.handler.agents;
+        .store(settings.log_requests, Ordering::Relaxed);
     match settings.banner {
         Banner::Agent => print_agent(&served, settings.seed),
         Banner::Fleet => print_listening(&served, settings.advertise.as_deref()),
     }
-    let mismatch = match settings.advertise.as_deref() {
-        Some(advertise) => super::reach::advertise_warning(settings.host, advertise).await,
-        None => None,
-    };
-    if let Some(warning) = &mismatch {
-        crate::errln!("{warning}");
-    }
-    let reach = Reach {
-        listen: settings.host,
-        advertise: settings.advertise.as_deref(),
-        mismatch: mismatch.as_deref(),
-    };
-    let advertised = advertised_urls(&served, settings.advertise.as_deref());
-    let mut cases: Vec<CaseResult> = Vec::new();
-    let mut registered = Vec::new();
-    tokio::pin!(stop);
-    // Whether `stop` has completed (it must not be polled again then).
-    let mut stopped = true;
-    // What ended the run, once it ended: the answers still open are the run's to cut.
-    let mut ended_by: Option<(Instant, String, bool)> = None;
-    let observer = &served.handler.observer;
-    let waiting = || observer.waiting_within_timeout(Instant::now());
-    let mut interrupted = match &settings.driver {
-        Some(driver) => {
-            let drive = async {
-                let case = driver.register(agents, &advertised, &mut registered).await;
-                cases.extend(case);
-                if driver.register.is_some() && registered.is_empty() {
-                    // A deliberation among none of the fleet's agents would test nothing.
-                    cases.extend(driver.trigger_skipped(
-                        "skipped: no agent was registered (platform.register failed)",
-                    ));
-                } else {
-                    let before = served.handler.protocol_requests.load(Ordering::Relaxed);
-                    let triggers = driver.trigger(settings.seed, &waiting).await;
-                    let why = driver.end_of_triggers(triggers.overdue);
-                    ended_by = Some(match triggers.abandoned {
-                        Some(at) => (at, why, true),
-                        None => (Instant::now(), why, false),
-                    });
-                    let triggered = triggers.cases;
-                    let reached = served.handler.protocol_requests.load(Ordering::Relaxed) - before;
-                    if Driver::all_answered(&triggered) {
-                        served.handler.observer.on_triggers_answered();
-                    }
-                    let ran = triggered
-                        .iter()
-                        .any(|c| c.id == "platform.trigger" && c.status != Status::Skip);
-                    cases.extend(triggered);
-                    if ran {
-                        cases.push(reached_fleet(reached, driver, &advertised, &reach));
-                    }
-                }
-            };
-            // The moment of the interrupt is taken before the driving is dropped (and with it
-            // a trigger's connection, whose close the platform may answer by dropping its calls
-            // to agents): what ends after it is the run's doing.
-            let interrupt = async {
-                let by = (&mut stop).await;
-                (by, Instant::now())
-            };
-            let interrupted = tokio::select! {
-                _ = drive => None,
-                (by, at) = interrupt => {
-                    ended_by = Some((at, INTERRUPTED.into(), true));
-                    Some((by, started.elapsed()))
-                }
-            };
-            if interrupted.is_none() && (settings.serve_after || driver.trigger.is_none()) {
-                crate::errln!("serving until interrupted (Ctrl-C)…");
-                (&mut stop).await;
-                ended_by = Some((Instant::now(), SERVED_UNTIL_STOPPED.into(), false));
-            } else if interrupted.is_none() {
-                stopped = false;
+    Ok((served, recorded))
+}
+
+/// What a run has come to so far.
+struct Progress {
+    cases: Vec<CaseResult>,
+    /// The agents the platform registered.
+    registered: Vec<String>,
+    /// Whether `stop` has completed (it must not be polled again then).
+    stopped: bool,
+    /// What ended the run, once it ended: the answers still open are the run's to cut.
+    ended_by: Option<(Instant, String, bool)>,
+    started: Instant,
+}
+
+/// Which signal interrupted the run, and after how long.
+type Interrupted = Option<(Signal, Duration)>;
+
+/// The platform's driving: registrations, then triggers.
+struct Driving<'a> {
+    driver: &'a Driver,
+    served: &'a fleet::Served,
+    advertised: &'a [String],
+    reach: &'a Reach<'a>,
+    seed: u64,
+    serve_after: bool,
+}
+
+impl Driving<'_> {
+    /// Drives the platform until the triggers are done (then serves on, if asked, until
+    /// `stop`), or until `stop` interrupts it.
+    async fn drive<S>(&self, run: &mut Progress, stop: &mut std::pin::Pin<&mut S>) -> Interrupted
+    where
+        S: std::future::Future<Output = Signal>,
+    {
+        let driver = self.driver;
+        let mut ended_by = None;
+        let drive = self.register_and_trigger(&mut run.cases, &mut run.registered, &mut ended_by);
+        // The moment of the interrupt is taken before the driving is dropped (and with it
+        // a trigger's connection, whose close the platform may answer by dropping its calls
+        // to agents): what ends after it is the run's doing.
+        let interrupt = async {
+            let by = (&mut *stop).await;
+            (by, Instant::now())
+        };
+        let interrupted = tokio::select! {
+            _ = drive => None,
+            (by, at) = interrupt => {
+                ended_by = Some((at, INTERRUPTED.into(), true));
+                Some((by, run.started.elapsed()))
             }
-            interrupted
+        };
+        run.ended_by = ended_by;
+        if interrupted.is_none() && (self.serve_after || driver.trigger.is_none()) {
+            crate::errln!("serving until interrupted (Ctrl-C)…");
+            (&mut *stop).await;
+            run.ended_by = Some((Instant::now(), SERVED_UNTIL_STOPPED.into(), false));
+        } else if interrupted.is_none() {
+            run.stopped = false;
         }
-        None => {
-            (&mut stop).await;
-            ended_by = Some((Instant::now(), SERVED_UNTIL_STOPPED.into(), false));
-            None
-        }
-    };
-    // A platform that went down ended the run for its observer then: what it dropped as it died
-    // (its calls to the agents) is its death's doing, not a giving-up.
-    if let Some(died) = settings.driver.as_ref().and_then(Driver::went_down_at) {
-        if ended_by.as_ref().is_none_or(|(at, _, _)| died < *at) {
-            ended_by = Some((died, PLATFORM_WENT_DOWN.into(), true));
-        }
+        interrupted
     }
-    if let Some((at, why, abandoned)) = ended_by {
-        observer.on_run_end(&RunEnd {
-            at,
-            after: at.saturating_duration_since(started),
-            why,
-            abandoned,
+
+    async fn register_and_trigger(
+        &self,
+        cases: &mut Vec<CaseResult>,
+        registered: &mut Vec<String>,
+        ended_by: &mut Option<(Instant, String, bool)>,
+    ) {
+        let (driver, handler) = (self.driver, &self.served.handler);
+        let agents = &handler.agents;
+        cases.extend(driver.register(agents, self.advertised, registered).await);
+        if driver.register.is_some() && registered.is_empty() {
+            // A deliberation among none of the fleet's agents would test nothing.
+            cases
+                .extend(driver.trigger_skipped(
+                    "skipped: no agent was registered (platform.register failed)",
+                ));
+            return;
+        }
+        let waiting = || handler.observer.waiting_within_timeout(Instant::now());
+        let before = handler.protocol_requests.load(Ordering::Relaxed);
+        let triggers = driver.trigger(self.seed, &waiting).await;
+        let why = driver.end_of_triggers(triggers.overdue);
+        *ended_by = Some(match triggers.abandoned {
+            Some(at) => (at, why, true),
+            None => (Instant::now(), why, false),
         });
+        let triggered = triggers.cases;
+        let reached = handler.protocol_requests.load(Ordering::Relaxed) - before;
+        if Driver::all_answered(&triggered) {
+            handler.observer.on_triggers_answered(Instant::now());
+        }
+        let ran = triggered
+            .iter()
+            .any(|c| c.id == "platform.trigger" && c.status != Status::Skip);
+        cases.extend(triggered);
+        if ran {
+            cases.push(reached_fleet(reached, driver, self.advertised, self.reach));
+        }
     }
-    if interrupted.is_some() {
-        crate::errln!("interrupted: stopping the fleet and writing the reports");
-    }
-    if let Some(driver) = &settings.driver {
-        if let Some((by, after)) = interrupted {
-            let why = format!(
-                "{NOT_REACHED} ({by}) after {:.1} s, before this was judged",
-                after.as_secs_f64()
-            );
-            cases.extend(driver.not_reached(&cases, &why));
-            if driver.trigger.is_some() && !cases.iter().any(|c| c.id == REACHED_FLEET) {
-                let mut case = reached_fleet_case();
-                case.skip(why);
-                cases.push(case);
-            }
-            match tokio::time::timeout(
-                DEREGISTER_WHEN_INTERRUPTED,
-                driver.deregister(&registered),
-            )
+}
+
+/// The run is over: the cases an interruption left unjudged, and the deregistrations (cut
+/// short by `stop`).
+async fn wind_down<S>(
+    driver: &Driver,
+    run: &mut Progress,
+    interrupted: &mut Interrupted,
+    stop: &mut std::pin::Pin<&mut S>,
+) where
+    S: std::future::Future<Output = Signal>,
+{
+    let (cases, registered) = (&mut run.cases, &run.registered);
+    if let Some((by, after)) = *interrupted {
+        let why = format!(
+            "{NOT_REACHED} ({by}) after {:.1} s, before this was judged",
+            after.as_secs_f64()
+        );
+        cases.extend(driver.not_reached(cases, &why));
+        if driver.trigger.is_some() && !cases.iter().any(|c| c.id == REACHED_FLEET) {
+            let mut case = reached_fleet_case();
+            case.skip(why);
+            cases.push(case);
+        }
+        match tokio::time::timeout(DEREGISTER_WHEN_INTERRUPTED, driver.deregister(registered))
             .await
-            {
-                Ok(case) => cases.extend(case),
-                Err(_) => crate::errln!(
-                    "interrupted: the platform did not answer the deregistrations within {}; {} may still be registered",
-                    humantime::format_duration(DEREGISTER_WHEN_INTERRUPTED),
-                    crate::text::count(registered.len() as u64, "agents")
-                ),
-            }
-        } else if stopped {
-            cases.extend(driver.deregister(&registered).await);
-        } else {
-            // Ctrl-C during the deregistrations ends them too.
-            tokio::select! {
-                case = driver.deregister(&registered) => cases.extend(case),
-                by = &mut stop => {
-                    interrupted = Some((by, started.elapsed()));
-                    crate::errln!("interrupted: the deregistrations are cut short; writing the reports");
-                    cases.extend(driver.deregister_skipped(&format!(
-                        "{NOT_REACHED} ({by}) during the deregistrations"
-                    )));
-                }
+        {
+            Ok(case) => cases.extend(case),
+            Err(_) => crate::errln!(
+                "interrupted: the platform did not answer the deregistrations within {}; {} may still be registered",
+                humantime::format_duration(DEREGISTER_WHEN_INTERRUPTED),
+                crate::text::count(registered.len() as u64, "agents")
+            ),
+        }
+    } else if run.stopped {
+        cases.extend(driver.deregister(registered).await);
+    } else {
+        // Ctrl-C during the deregistrations ends them too.
+        tokio::select! {
+            case = driver.deregister(registered) => cases.extend(case),
+            by = &mut *stop => {
+                *interrupted = Some((by, run.started.elapsed()));
+                crate::errln!("interrupted: the deregistrations are cut short; writing the reports");
+                cases.extend(driver.deregister_skipped(&format!(
+                    "{NOT_REACHED} ({by}) during the deregistrations"
+                )));
             }
         }
     }
-    if let Some(driver) = &settings.driver {
-        let last = served.handler.timeline.last_request();
-        cases.extend(driver.alive_case(last).await);
-    }
-    served.stop(Duration::from_secs(2)).await;
+}
+
+/// The driver's cases, then the platform's verdicts (the observer's, the behaviours applied),
+/// the recording closed once they are drawn.
+fn judged(
+    settings: &SessionSettings,
+    served: &fleet::Served,
+    mut cases: Vec<CaseResult>,
+    recorded: Option<super::recording::Recorded>,
+) -> Result<Vec<CaseResult>, Error> {
     cases.extend(served.handler.observer.cases(match settings.banner {
         Banner::Agent => Served::OneAgent,
         Banner::Fleet => Served::Fleet,
     }));
+    if let Some(recorded) = recorded {
+        recorded.close().map_err(|e| Error::run(e.to_string()))?;
+    }
     cases.extend(served.handler.applied.case(&served.handler.agents));
+    Ok(cases)
+}
+
+/// When the run started, and the keys its report must not show.
+struct Made {
+    started: Instant,
+    started_at: String,
+    secrets: Vec<String>,
+}
+
+/// The session's report: its cases, who made it, the timeline.
+fn report(
+    settings: &SessionSettings,
+    served: &fleet::Served,
+    cases: Vec<CaseResult>,
+    made: Made,
+) -> Report {
     let target = settings
         .driver
         .as_ref()
@@ -293,9 +461,9 @@ pub async fn run_to_end(
         Banner::Agent => format!("mock agent --protocol {}", settings.protocol.name()),
         Banner::Fleet => format!("mock fleet ({})", settings.protocol.name()),
     });
-    run.started = started;
-    run.started_at = started_at;
-    let mut report = run.report(cases, &Redactor::new(secrets));
+    run.started = made.started;
+    run.started_at = made.started_at;
+    let mut report = run.report(cases, &Redactor::new(made.secrets));
     let (timeline, answered) = served.handler.timeline.take();
     if answered > timeline.len() as u64 {
         report.notes.push(format!(
@@ -312,17 +480,7 @@ pub async fn run_to_end(
             crate::text::count(left_out, "answers")
         ));
     }
-    // The servers are stopped: what is queued is the whole journal.
-    let lines = served.handler.journal.close().await?;
-    if let Some(path) = &settings.journal {
-        crate::errln!("wrote {} ({lines} records)", path.display());
-    }
-    report.interrupted = interrupted.map(|(by, after)| {
-        Interruption::of(by, after, &report.cases, |c| {
-            !c.message.starts_with(NOT_REACHED)
-        })
-    });
-    Ok(Ran { report })
+    report
 }
 
 /// The report's target when no driver named the platform: the platform, as what called the

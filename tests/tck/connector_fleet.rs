@@ -12,7 +12,7 @@ use agent_tck::report::{Report, Status};
 use crate::agent_server::{self, Flaw};
 
 /// One external agent of each behaviour.
-const FLEET: &str = r#"
+pub(crate) const FLEET: &str = r#"
 protocol: connector
 seed: 7
 connector:
@@ -51,6 +51,16 @@ pub(crate) async fn judged_against(
     bound: (tokio::net::TcpListener, String),
     flaw: Flaw,
 ) -> Report {
+    judged_recording(fleet, bound, flaw, None).await
+}
+
+/// [`judged_against`], what the run saw recorded to `record` when given.
+pub(crate) async fn judged_recording(
+    fleet: &Fleet,
+    bound: (tokio::net::TcpListener, String),
+    flaw: Flaw,
+    record: Option<&std::path::Path>,
+) -> Report {
     let served = fleet::serve(fleet).await.unwrap();
     let agents: HashMap<String, String> = served
         .input_urls(fleet)
@@ -58,7 +68,12 @@ pub(crate) async fn judged_against(
         .map(|(_, id, input)| (id, input))
         .collect();
     let _server = agent_server::start(bound, flaw, agents);
-    judge::run(fleet, served, false, 7).await
+    match record {
+        Some(path) => judge::run_recorded(fleet, served, false, 7, path)
+            .await
+            .unwrap(),
+        None => judge::run(fleet, served, false, 7).await,
+    }
 }
 
 fn failed(report: &Report) -> BTreeSet<String> {

@@ -50,7 +50,7 @@ async fn the_probe_fails_exactly_the_cases_each_behaviour_breaks() {
 /// A fleet with one agent of each kind the platform checks need: keyed and keyless conforming
 /// agents, agents that fail /analyze (hang, malformed JSON), and agents whose answers the
 /// platform must sanitize (NUL bytes, an oversized field, injection payloads).
-const FLEET: &str = r#"
+pub const FLEET: &str = r#"
 seed: 5
 agents:
   - { name: keyed, api_key: k-keyed, capabilities: [security] }
@@ -65,7 +65,12 @@ agents:
 /// Serves the fleet, drives `platform` (register, two deliberations, deregister), and returns
 /// the report.
 pub async fn drive(platform_url: &str, agent_timeout: Duration) -> Report {
-    let spec = format!(
+    drive_fleet(FLEET, &spec(platform_url, agent_timeout)).await
+}
+
+/// The `platform:` section [`drive`] drives `platform_url` with.
+pub fn spec(platform_url: &str, agent_timeout: Duration) -> String {
+    format!(
         r#"
 url: {platform_url}
 timeout: {}ms
@@ -73,8 +78,7 @@ register: {{ path: /api/v1/agents }}
 trigger: {{ count: 2, concurrency: 2, margin: 8s, expect: {{ json: ["status == completed"] }} }}
 "#,
         agent_timeout.as_millis()
-    );
-    drive_fleet(FLEET, &spec).await
+    )
 }
 
 /// Serves the agents of `fleet` (a fleet file's text), drives the platform its `platform:`
@@ -96,13 +100,23 @@ pub async fn drive_fleet_until(
     advertise: Option<&str>,
     stop: impl std::future::Future<Output = ()> + Send,
 ) -> Report {
+    let settings = settings(fleet, spec, advertise);
+    // Bounded: a platform that never answers is cut off by the trigger's own deadline.
+    tokio::time::timeout(Duration::from_secs(30), session::run(settings, stop))
+        .await
+        .expect("the session ends")
+        .unwrap()
+}
+
+/// The session [`drive_fleet_until`] runs: the agents of `fleet`, the platform of `spec`.
+pub fn settings(fleet: &str, spec: &str, advertise: Option<&str>) -> SessionSettings {
     let file = FleetFile::parse("fleet.yaml", fleet).unwrap();
     let agents = file
         .agents("fleet.yaml", 5, crate::support::roundtable())
         .unwrap();
     let spec = serde_saphyr::from_str(spec).unwrap();
     let driver = Driver::new(&spec, None, &agent_tck::protocols::roundtable::Agents).unwrap();
-    let settings = SessionSettings {
+    SessionSettings {
         protocol: &agent_tck::protocols::roundtable::Agents,
         agents,
         layout: Layout::Shared,
@@ -118,12 +132,7 @@ pub async fn drive_fleet_until(
         strict: false,
         banner: Banner::Fleet,
         log_requests: false,
-    };
-    // Bounded: a platform that never answers is cut off by the trigger's own deadline.
-    tokio::time::timeout(Duration::from_secs(30), session::run(settings, stop))
-        .await
-        .expect("the session ends")
-        .unwrap()
+    }
 }
 
 fn failed_blocking(report: &Report) -> Vec<(String, String)> {

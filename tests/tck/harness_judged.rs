@@ -19,17 +19,17 @@ use crate::support::{self, TempDir};
 
 /// How a harness goes wrong (the reference harness has no flaw).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Flaws {
+pub(crate) struct Flaws {
     /// Runs until the agent ends the loop (capped at 12 turns here, to end the test).
-    no_turn_limit: bool,
+    pub(crate) no_turn_limit: bool,
     /// Waits for an answer as long as it takes.
-    no_timeout: bool,
+    pub(crate) no_timeout: bool,
     /// On an answer that is not JSON, writes half of a next request and dies.
-    crashes_on_malformed: bool,
+    pub(crate) crashes_on_malformed: bool,
     /// Every request says turn 1.
-    turn_stuck: bool,
+    pub(crate) turn_stuck: bool,
     /// Sends an empty history every turn.
-    forgets_history: bool,
+    pub(crate) forgets_history: bool,
 }
 
 /// The harness: the spec's loop, a turn limit of 5, a 1 s deadline per turn.
@@ -169,14 +169,29 @@ pub(crate) async fn session(
     tokio::sync::oneshot::Sender<()>,
     tokio::task::JoinHandle<Result<Report, agent_tck::error::Error>>,
 ) {
-    let expect = PlatformExpect {
-        timeout: DEADLINE,
-        max_turns: Some(LIMIT),
-    };
-    support::mock_session_expecting(
+    recorded_session(behavior, None).await
+}
+
+/// What the mock expects of the harness: [`DEADLINE`], [`LIMIT`].
+pub(crate) const EXPECT: PlatformExpect = PlatformExpect {
+    timeout: DEADLINE,
+    max_turns: Some(LIMIT),
+};
+
+/// [`session`], the harness's exchanges recorded to `record` when given.
+async fn recorded_session(
+    behavior: &str,
+    record: Option<std::path::PathBuf>,
+) -> (
+    String,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<Report, agent_tck::error::Error>>,
+) {
+    support::mock_session_recording(
         &agent_tck::protocols::execute_task::Agents,
         agent(behavior),
-        expect,
+        EXPECT,
+        record,
     )
     .await
 }
@@ -185,7 +200,18 @@ pub(crate) async fn session(
 /// report. `linger` keeps the mock serving that long after the harness is done (a harness
 /// stuck waiting is then still waiting when the mock stops).
 async fn judged(behavior: &str, flaws: Flaws, tasks: &[&str], linger: Duration) -> Report {
-    let (url, stop, report) = session(behavior).await;
+    judged_recording(behavior, flaws, tasks, linger, None).await
+}
+
+/// [`judged`], the harness's exchanges recorded to `record` when given.
+pub(crate) async fn judged_recording(
+    behavior: &str,
+    flaws: Flaws,
+    tasks: &[&str],
+    linger: Duration,
+    record: Option<std::path::PathBuf>,
+) -> Report {
+    let (url, stop, report) = recorded_session(behavior, record).await;
     let harness = Harness { url, flaws };
     let tasks: Vec<String> = tasks.iter().map(|t| t.to_string()).collect();
     let run = tokio::spawn(async move {
@@ -221,7 +247,7 @@ fn status<'a>(report: &'a Report, id: &str) -> (Status, &'a str) {
     (c.status, c.message.as_str())
 }
 
-const TASKS: &[&str] = &["Look up customer cust_1.", "Refund order ord_9."];
+pub(crate) const TASKS: &[&str] = &["Look up customer cust_1.", "Refund order ord_9."];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_harness_is_judged_clean_against_every_behaviour() {

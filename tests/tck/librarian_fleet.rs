@@ -10,7 +10,7 @@ use agent_tck::report::{Report, Status};
 /// the preset, the missing-fields client speaks for the first agent (one that may make
 /// APPROVALs, so that it sends one without rationale), the other misbehaving ones for the
 /// flood's.
-fn fleet_file(url: &str) -> String {
+pub(crate) fn fleet_file(url: &str) -> String {
     let t = reference_tokens();
     let (a1, t1, a2, t2) = (&t[0].0, &t[0].1, &t[1].0, &t[1].1);
     let mut text = format!(

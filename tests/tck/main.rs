@@ -45,6 +45,7 @@ mod properties;
 mod readme_table;
 mod reference;
 mod rejudge_agents;
+mod rejudge_platforms;
 mod report_tools;
 mod reports;
 mod run_end;

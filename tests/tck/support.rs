@@ -379,6 +379,20 @@ pub async fn mock_session_expecting(
     tokio::sync::oneshot::Sender<()>,
     tokio::task::JoinHandle<Result<Report, agent_tck::error::Error>>,
 ) {
+    mock_session_recording(protocol, agent, expect, None).await
+}
+
+/// The same, the platform's exchanges recorded to `record` when given.
+pub async fn mock_session_recording(
+    protocol: &'static dyn agent_tck::mock::protocol::AgentProtocol,
+    agent: agent_tck::mock::agent::MockAgent,
+    expect: agent_tck::mock::protocol::PlatformExpect,
+    record: Option<std::path::PathBuf>,
+) -> (
+    String,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<Report, agent_tck::error::Error>>,
+) {
     use agent_tck::mock::fleet::Layout;
     use agent_tck::mock::session::{self, Banner, SessionSettings};
     // A port the OS gave a moment ago (the session binds it itself).
@@ -405,9 +419,15 @@ pub async fn mock_session_expecting(
         log_requests: false,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let report = tokio::spawn(session::run(settings, async {
+    let stopped = async {
         let _ = stopped.await;
-    }));
+    };
+    let report = tokio::spawn(async move {
+        match record {
+            Some(path) => session::run_recorded(settings, stopped, &path).await,
+            None => session::run(settings, stopped).await,
+        }
+    });
     // Ready when it accepts a connection; a session that never does fails the test here, not
     // later with a confusing refusal (30 s: a busy machine's margin, not an idle one's).
     let ready = tokio::time::timeout(Duration::from_secs(30), async {

@@ -255,7 +255,7 @@ impl Plan {
 }
 
 /// How an answer ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
     /// Every byte written.
@@ -287,7 +287,7 @@ impl Outcome {
 }
 
 /// What was actually sent.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub struct Delivered {
     pub outcome: Outcome,
     /// Bytes written (head and body).

@@ -52,7 +52,7 @@ pub enum WsError {
     Send { session: String, cause: String },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Dialect {
     /// The document: `hello {sessionId}`, `user_message {text}`.
     Document,
@@ -117,8 +117,9 @@ impl Dialect {
 }
 
 /// A message the server sent to a client.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Inbound {
+    #[serde(with = "crate::judge::time::serde_instant")]
     pub at: Instant,
     /// Its `type` ("" when it has none or is not JSON).
     pub kind: String,

@@ -8,9 +8,10 @@ use serde_json::Value;
 use crate::mock::http1::Delivered;
 
 /// A forward that reached an agent of the fleet.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Forward {
     pub agent: String,
+    #[serde(with = "crate::judge::time::serde_instant")]
     pub at: Instant,
     pub session: Option<String>,
     pub text: Option<String>,
@@ -25,7 +26,7 @@ pub struct Forward {
     pub status: u16,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CallbackKind {
     /// A text that must be broadcast.
     Text,
@@ -84,7 +85,7 @@ pub(super) fn strings_of(value: &Value) -> Vec<String> {
 }
 
 /// A callback the fleet sent.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SentCallback {
     pub agent: String,
     pub session: String,
@@ -96,8 +97,10 @@ pub struct SentCallback {
     pub canary: Option<String>,
     /// The text of the user message it answers.
     pub answers: String,
+    #[serde(with = "crate::judge::time::serde_instant")]
     pub sent: Instant,
     pub status: Option<u16>,
+    #[serde(with = "crate::judge::time::serde_instant::option")]
     pub answered: Option<Instant>,
     pub error: Option<String>,
     /// No answer, and the connection broke before the whole body went out.
@@ -107,15 +110,16 @@ pub struct SentCallback {
 }
 
 /// A user message the fleet sent.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Said {
     pub session: String,
     pub text: String,
+    #[serde(with = "crate::judge::time::serde_instant")]
     pub at: Instant,
 }
 
 /// A create or delete call and its answer.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Call {
     pub what: String,
     pub session: String,
@@ -126,7 +130,7 @@ pub struct Call {
     pub broke_at: Option<Duration>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Books {
     pub forwards: Vec<Forward>,
     pub callbacks: Vec<SentCallback>,

@@ -21,7 +21,7 @@ use super::inputs::Served;
 use super::session_api::session_call;
 
 /// What the driver saw besides the inputs' books.
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub struct Drive {
     pub creates: Vec<Call>,
     /// The session-id probes of the create endpoint: (what, call, expected to be refused).
@@ -45,7 +45,7 @@ pub struct Drive {
 
 /// The dialects `ws: auto` tried on one session, in order, and whether each was told
 /// session_ready.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Detection {
     pub session: String,
     pub tried: Vec<(ws::Dialect, bool)>,
@@ -137,7 +137,7 @@ async fn detect(fleet: &Fleet, session: &str) -> Detection {
 
 /// What became of a deleted session created again (the document: "If session is deleted:
 /// revive (idempotent attach)"), and of a callback to it.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Revive {
     pub session: String,
     /// create, delete, create again: as far as they went.
@@ -145,6 +145,7 @@ pub struct Revive {
     /// Why its WebSocket client was not attached, if it was not.
     pub not_attached: Option<String>,
     /// The callback to it: its status, or what happened instead.
+    #[serde(with = "super::record::revived")]
     pub callback: Option<Result<u16, crate::protocols::connector::upload::Unanswered>>,
     /// How many times its client was shown the callback's text.
     pub broadcasts: usize,
@@ -236,6 +237,32 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
         .unwrap_or(fleet.dialect);
     d.dialect = Some(dialect);
     d.revive = revive(fleet, dialect).await;
+    let clients = connect(fleet, &sessions, dialect, &mut d).await;
+    say(fleet, served, &clients).await;
+    await_forwards(fleet, served, &d, &clients).await;
+    // Broadcasts come `settle` after the last callback; a failed forward's error message is
+    // judged within its margin, so the clients stay until it came or the margin passed.
+    tokio::time::sleep(fleet.settle.max(Duration::from_secs(1))).await;
+    errors_awaited(served, &clients).await;
+    for (s, cs) in clients {
+        let mut all = Vec::new();
+        for c in cs {
+            all.push(c.messages());
+            c.close().await;
+        }
+        d.seen.insert(s, all);
+    }
+    d
+}
+
+/// Attaches `fleet.clients` WebSocket clients to each session and waits for each to be told
+/// session_ready: the clients by session; those that failed, and those never ready, in `d`.
+async fn connect(
+    fleet: &Fleet,
+    sessions: &[(super::FleetAgent, String)],
+    dialect: ws::Dialect,
+    d: &mut Drive,
+) -> BTreeMap<String, Vec<ws::Client>> {
     let url = ws::ws_url(&fleet.server);
     let jobs: Vec<String> = sessions
         .iter()
@@ -279,7 +306,11 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
         .into_iter()
         .flatten()
         .collect();
-    // The user messages, a round at a time: every session's first client speaks.
+    clients
+}
+
+/// The user messages, a round at a time: every session's first client speaks.
+async fn say(fleet: &Fleet, served: &Served, clients: &BTreeMap<String, Vec<ws::Client>>) {
     let silent: std::collections::BTreeSet<&str> = fleet
         .agents
         .iter()
@@ -289,7 +320,7 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
     for round in 0..fleet.messages {
         // Never-callback sessions' messages of this round, whose acknowledgement is awaited.
         let mut unanswered = Vec::new();
-        for (s, cs) in &clients {
+        for (s, cs) in clients {
             let text = format!("Hello from agent-tck, message {} to {s}", round + 1);
             if let Some(c) = cs.first() {
                 if c.say(&text).await.is_ok() {
@@ -311,8 +342,16 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
             acknowledged(served, &unanswered).await;
         }
     }
-    // Waits for the forwards to end (a slow ack up to its own delay), the callbacks to be
-    // answered, and then `settle` for the broadcasts — bounded in all.
+}
+
+/// Waits for the forwards to end (a slow ack up to its own delay), the callbacks to be
+/// answered — bounded in all.
+async fn await_forwards(
+    fleet: &Fleet,
+    served: &Served,
+    d: &Drive,
+    clients: &BTreeMap<String, Vec<ws::Client>>,
+) {
     let slowest = fleet
         .agents
         .iter()
@@ -360,19 +399,6 @@ pub(super) async fn drive(fleet: &Fleet, served: &Served) -> Drive {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // Broadcasts come `settle` after the last callback; a failed forward's error message is
-    // judged within its margin, so the clients stay until it came or the margin passed.
-    tokio::time::sleep(fleet.settle.max(Duration::from_secs(1))).await;
-    errors_awaited(served, &clients).await;
-    for (s, cs) in clients {
-        let mut all = Vec::new();
-        for c in cs {
-            all.push(c.messages());
-            c.close().await;
-        }
-        d.seen.insert(s, all);
-    }
-    d
 }
 
 /// Waits until the first client of each session whose forward failed was shown an error after

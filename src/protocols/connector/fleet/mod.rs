@@ -34,6 +34,7 @@ mod file;
 mod inputs;
 pub mod judge;
 pub mod ready;
+pub mod record;
 mod session_api;
 
 pub use behavior::{Behavior, BehaviorError, HUGE_DEFAULT};

@@ -121,6 +121,48 @@ pub fn mark_server_down(fleet: &Fleet, cases: &mut [CaseResult], error: &str) {
 
 /// Runs the fleet against the server and judges it.
 pub async fn run(fleet: &Fleet, served: super::Served, strict: bool, seed: u64) -> Report {
+    // Without a recording, nothing is written and nothing can fail to be.
+    run_recording(fleet, served, strict, seed, None).await.0
+}
+
+/// [`run`], what the run saw recorded to `record` ([`super::record`]): [`rejudge`] gives its
+/// verdicts again.
+pub async fn run_recorded(
+    fleet: &Fleet,
+    served: super::Served,
+    strict: bool,
+    seed: u64,
+    record: &std::path::Path,
+) -> Result<Report, crate::judge::record::RecordError> {
+    let (report, written) = run_recording(fleet, served, strict, seed, Some(record)).await;
+    written.map(|()| report)
+}
+
+/// Judges a recording of a run of `fleet` again, with no server and no fleet: the cases its
+/// report had.
+pub fn rejudge(
+    fleet: &Fleet,
+    strict: bool,
+    entries: &[crate::judge::Entry],
+) -> Result<Vec<CaseResult>, crate::judge::replay::ReplayError> {
+    let (drive, books) = super::record::read(entries)?;
+    let info = RunInfo::start(
+        "mock",
+        crate::protocols::connector::NAME,
+        fleet.target(),
+        0,
+        strict,
+    );
+    Ok(judge(fleet, &drive, &books, info).cases)
+}
+
+async fn run_recording(
+    fleet: &Fleet,
+    served: super::Served,
+    strict: bool,
+    seed: u64,
+    record: Option<&std::path::Path>,
+) -> (Report, Result<(), crate::judge::record::RecordError>) {
     let info = RunInfo::start(
         "mock",
         crate::protocols::connector::NAME,
@@ -135,6 +177,13 @@ pub async fn run(fleet: &Fleet, served: super::Served, strict: bool, seed: u64) 
     let started = Instant::now();
     let (drive, books) = super::exercise(fleet, served).await;
     fleet.watch.at_end().await;
+    let written = match record {
+        Some(path) => {
+            let outages = fleet.watch.outages().len();
+            super::record::write(&drive, &books, outages, started, path)
+        }
+        None => Ok(()),
+    };
     let mut report = judge(fleet, &drive, &books, info);
     // Every case is judged over the whole exchange (sessions, messages, callbacks, the wait
     // for broadcasts): that is how long its evidence took.
@@ -142,7 +191,7 @@ pub async fn run(fleet: &Fleet, served: super::Served, strict: bool, seed: u64) 
     for case in &mut report.cases {
         case.set_duration(took);
     }
-    report
+    (report, written)
 }
 
 pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {

@@ -47,6 +47,7 @@ use super::peer_end::{self, Peer, PeerEnd, Source};
 use super::protocol::AgentProtocol;
 use super::protocol::{Answered, PlatformExpect, PlatformObserver, Seen, Served};
 use crate::report::{CaseResult, Level};
+mod judged;
 
 /// Longest request line read.
 const MAX_REQUEST: u64 = 32 * 1024 * 1024;
@@ -126,172 +127,6 @@ struct Forked {
     unsettled: Option<CaseResult>,
     /// PASS or FAIL, and why: one per child that settled.
     settled: Vec<(bool, String)>,
-}
-
-impl Judge {
-    fn new(observer: Box<dyn PlatformObserver>) -> Judge {
-        Judge {
-            observer,
-            drains: Mutex::new(Tally::default()),
-            forked: Mutex::new(Forked::default()),
-            applied: Applied::default(),
-        }
-    }
-
-    fn on_request(&self, seen: &Seen<'_>) {
-        self.observer.on_request(seen);
-        self.applied.record(0, &seen.decision.applied);
-    }
-
-    fn on_flood(&self, whole: bool, message: &str) {
-        if let Ok(mut drains) = self.drains.lock() {
-            drains.check(whole, || message.to_string());
-        }
-    }
-
-    fn on_forked(&self, case: CaseResult) {
-        if let Ok(mut f) = self.forked.lock() {
-            f.unsettled.get_or_insert(case);
-        }
-    }
-
-    fn on_settled(&self, pass: bool, message: String) {
-        if let Ok(mut f) = self.forked.lock() {
-            f.settled.push((pass, message));
-        }
-    }
-
-    /// Replays journal records (of every process, in order) into this judge.
-    fn replay(&self, records: Vec<line_journal::Record>, agent: &MockAgent, seq: &AtomicU64) {
-        let endpoint = agent.protocol.line_endpoint().unwrap_or_default();
-        let schema = agent
-            .protocol
-            .endpoint(endpoint)
-            .and_then(|e| e.request_schema);
-        // Each process numbered its requests from 0: renumbered here, in the journal's order.
-        let mut renumbered: HashMap<(u32, u64), u64> = HashMap::new();
-        let now = std::time::Instant::now();
-        for record in records {
-            match record.event {
-                Event::Request {
-                    seq: own,
-                    agent: name,
-                    line,
-                    planned,
-                    answer,
-                    answer_len,
-                } => {
-                    let answer = line_journal::replayed_answer(&answer, answer_len);
-                    let n = seq.fetch_add(1, Ordering::Relaxed);
-                    renumbered.insert((record.pid, own), n);
-                    let body = Body::checked(line.as_bytes(), schema);
-                    let decision = planned.decision();
-                    let Some(findings) = body.findings("the request is not JSON") else {
-                        continue;
-                    };
-                    self.on_request(&Seen {
-                        seq: n,
-                        agent: &name,
-                        expects_key: false,
-                        endpoint,
-                        auth: AuthSeen::None,
-                        key_print: 0,
-                        task: "",
-                        body: &body,
-                        schema_findings: &findings,
-                        decision: &decision,
-                        answer: &answer,
-                        at: now,
-                    });
-                }
-                Event::Answered {
-                    seq: own,
-                    agent: name,
-                    outcome,
-                    bytes,
-                    total_us,
-                    ended,
-                } => {
-                    let Some(n) = renumbered.get(&(record.pid, own)) else {
-                        continue;
-                    };
-                    let total = Duration::from_micros(total_us);
-                    let delivered = Delivered {
-                        outcome: outcome_named(&outcome),
-                        bytes,
-                        ttfb: (bytes > 0).then_some(total),
-                        total,
-                    };
-                    self.observer.on_answer(&Answered {
-                        seq: *n,
-                        agent: &name,
-                        endpoint,
-                        task: "",
-                        received: now,
-                        delivered: &delivered,
-                        ended: ended.as_ref(),
-                    });
-                }
-                Event::Incomplete {
-                    agent,
-                    endpoint,
-                    what,
-                } => self.observer.on_incomplete(&agent, &endpoint, &what),
-                Event::Flood { whole, message } => self.on_flood(whole, &message),
-                Event::Forked { case } => self.on_forked(case),
-                Event::Settled { pass, message } => self.on_settled(pass, message),
-            }
-        }
-    }
-
-    /// The verdicts: the observer's, then the stdio checks that had something to judge.
-    fn cases(&self, agent: &MockAgent) -> Vec<CaseResult> {
-        // A line agent is one mock agent, never a fleet.
-        let mut cases = self.observer.cases(Served::OneAgent);
-        // Lines carry no headers: what is judged on them cannot apply here.
-        cases.retain(|c| !super::observe::HTTP_ONLY.contains(&c.id.as_str()));
-        if let Ok(drains) = self.drains.lock() {
-            if drains.checked > 0 {
-                cases.push(drains.judged(
-                    "stdio.drains-stderr",
-                    "stdio",
-                    Level::Must,
-                    "the harness drains the agent's stderr as it comes (a flood does not block the agent)",
-                    "Local Subprocess Protocol (anything the agent writes to stderr is captured and emitted as an engine log)",
-                    "stderr floods",
-                    "serve --behavior stderr-flood over stdio to test it",
-                ));
-            }
-        }
-        if let Ok(f) = self.forked.lock() {
-            let settled = &f.settled;
-            cases.extend(f.unsettled.clone().map(|case| forked_case(case, settled)));
-        }
-        cases.extend(self.applied.case(std::slice::from_ref(agent)));
-        cases
-    }
-}
-
-/// An [`Outcome`] from its kebab-case name (as the journal writes it).
-fn outcome_named(name: &str) -> Outcome {
-    [
-        Outcome::Complete,
-        Outcome::Reset,
-        Outcome::Closed,
-        Outcome::Hung,
-        Outcome::PeerGone,
-        Outcome::Shutdown,
-    ]
-    .into_iter()
-    .find(|o| outcome_name(*o) == name)
-    .unwrap_or(Outcome::Complete)
-}
-
-fn outcome_name(outcome: Outcome) -> String {
-    serde_json::to_value(outcome)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 impl LineService {
@@ -455,11 +290,12 @@ impl LineService {
             received: received.into_std(),
             delivered: &delivered,
             ended: ended.as_ref(),
+            at: std::time::Instant::now(),
         });
         self.record(Event::Answered {
             seq,
             agent: self.agent.name().to_string(),
-            outcome: outcome_name(outcome),
+            outcome: outcome.word().to_string(),
             bytes,
             total_us: total.as_micros() as u64,
             ended,
