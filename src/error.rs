@@ -1,41 +1,411 @@
 //! The errors that end a command before it has a verdict, typed by what the user can do about
 //! them: a usage or configuration error (a flag, a data file, a setting: fix it; nothing was run)
 //! or a run that could not go on (a port in use, an agent that could not be started, a report
-//! that could not be written). The command line turns them into exit statuses, 2 and 1
-//! (`cli::exit_status`).
+//! that could not be written). [`Error::class`] says which, and [`Error::exit_code`] turns it
+//! into the exit status (2 and 1; the statuses are documented on [`crate::report::Exit`]).
 //!
 //! A layer with errors of its own has its own type, whose variants carry what the message
-//! names (file, line, flag, path, cause) and whose class is decided once, by type, in its
-//! `impl From<ThatError> for Error`: `SuiteError`, `BaselineError`, `ReportFileError`,
-//! `TargetsError`, `CommandError`, `DataFileError`, `UnitError`, `PathError`,
-//! `PatternError` are usage errors. A caller that knows better says so where it converts (a
-//! targets run that cannot merge the reports it wrote itself: a run error). Private helpers
-//! inside a module may still gather one-line strings with `?`.
+//! names (file, line, flag, path, cause). [`Error`] keeps that type whole, one variant per layer
+//! (`Error::Suite(SuiteError)`, `Error::Targets(TargetsError)`, …), so that a library user can
+//! match on what failed, and reach it as the error's `source()`. Each variant prints its layer's
+//! message as it is. The class of each is decided here, in [`Error::class`], and nowhere else:
+//! by the type, or by the layer error's variant where one type holds both kinds (a journal that
+//! cannot be created is a usage error, one that cannot be written a run error). A caller that
+//! knows better says so where it converts, with [`Error::as_run`] or [`Error::as_usage`] (a
+//! targets run that cannot merge the reports it wrote itself: a run error).
+//!
+//! [`Error::Usage`] and [`Error::Run`] remain for errors that are nothing but a message (a flag
+//! with no layer of its own, a count out of range). Private helpers inside a module may still
+//! gather one-line strings with `?`.
 //!
 //! A rule that a peer broke is not an error of either kind: rules and checks return a
 //! `probe::plugin::Verdict`.
 
+use crate::protocols::{agent_standard, connector, execute_task, librarian};
+
+/// What the user can do about an error, which decides the exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// A flag, a file or a setting is wrong: nothing was run (exit status 2).
+    Usage,
+    /// The run could not go on (exit status 1).
+    Run,
+}
+
+impl Class {
+    /// The exit status of a command that ended with an error of this class.
+    pub fn exit(self) -> crate::report::Exit {
+        match self {
+            Class::Usage => crate::report::Exit::Usage,
+            Class::Run => crate::report::Exit::Failed,
+        }
+    }
+}
+
 /// Why a command ended without a verdict.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+///
+/// Every variant prints as its message alone (the layer error's own, unchanged); a variant that
+/// holds a layer error gives it as its `source()`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
-    /// A flag, a file or a setting is wrong: nothing was run.
+    /// A flag, a file or a setting is wrong: nothing was run. A message and nothing else.
     #[error("{0}")]
     Usage(String),
-    /// The run could not go on.
+    /// The run could not go on. A message and nothing else.
     #[error("{0}")]
     Run(String),
+    /// A layer error whose class its caller decided ([`Error::as_run`], [`Error::as_usage`]).
+    #[error("{error}")]
+    Classed {
+        class: Class,
+        #[source]
+        error: Box<Error>,
+    },
+
+    // The kit's own layers.
+    #[error("{0}")]
+    Suite(#[from] crate::probe::suite::SuiteError),
+    #[error("{0}")]
+    Settings(#[from] crate::probe::args::SettingsError),
+    #[error("{0}")]
+    Baseline(#[from] crate::report::baseline::BaselineError),
+    #[error("{0}")]
+    ReportFile(#[from] crate::report::tools::ReportFileError),
+    #[error("{0}")]
+    MergeStream(#[from] crate::report::merge_stream::MergeStreamError),
+    #[error("{0}")]
+    Targets(#[from] crate::targets::TargetsError),
+    #[error("{0}")]
+    DataFile(#[from] crate::text::DataFileError),
+    #[error("{0}")]
+    Unit(#[from] crate::units::UnitError),
+    #[error("{0}")]
+    Path(#[from] crate::jsonpath::PathError),
+    #[error("{0}")]
+    Pattern(#[from] crate::phrases::PatternError),
+    #[error("{0}")]
+    Patterns(#[from] crate::sanitization::PatternsError),
+    #[error("{0}")]
+    Command(#[from] crate::transport::stdio::CommandError),
+    #[error("{0}")]
+    Url(#[from] crate::transport::http::UrlError),
+    #[error("{0}")]
+    Behavior(#[from] crate::mock::args::BehaviorError),
+    #[error("{0}")]
+    PlatformSpec(#[from] crate::mock::driver::PlatformSpecError),
+    #[error("{0}")]
+    Journal(#[from] crate::mock::journal::JournalError),
+    #[error("{0}")]
+    Listen(#[from] crate::mock::http1::ListenError),
+    #[error("{0}")]
+    FleetFile(#[from] crate::mock::fleet::FleetFileError),
+    #[error("{0}")]
+    Matrix(#[from] crate::selftest::matrix::MatrixFileError),
+    #[error("{0}")]
+    Template(#[from] crate::selftest::matrix::TemplateError),
+    #[error("{0}")]
+    Preset(#[from] crate::protocols::PresetError),
+    #[error("{0}")]
+    ProtocolSettings(#[from] crate::protocols::plugin::SettingsError),
+    #[error("{0}")]
+    ProtocolBehavior(#[from] crate::protocols::plugin::BehaviorError),
+
+    // The protocols' layers.
+    #[error("{0}")]
+    AgentExec(#[from] agent_standard::exec::ExecError),
+    #[error("{0}")]
+    AgentFix(#[from] agent_standard::fix::FixError),
+    #[error("{0}")]
+    AgentJournal(#[from] agent_standard::journal::JournalError),
+    #[error("{0}")]
+    AgentMock(#[from] agent_standard::mock::AgentError),
+    #[error("{0}")]
+    AgentWorkdir(#[from] agent_standard::workdir::WorkdirError),
+    #[error("{0}")]
+    AgentDefinition(#[from] agent_standard::definition::DefinitionError),
+    #[error("{0}")]
+    AgentSet(#[from] agent_standard::agent_set::AgentSetError),
+    #[error("{0}")]
+    AgentProbe(#[from] agent_standard::probe::ProbeError),
+    #[error("{0}")]
+    ConnectorDialect(#[from] connector::ws::DialectError),
+    #[error("{0}")]
+    ConnectorServe(#[from] connector::fleet::ServeError),
+    #[error("{0}")]
+    ConnectorFleetFile(#[from] connector::fleet::FleetFileError),
+    #[error("{0}")]
+    ConnectorDefinitions(#[from] connector::fleet::DefinitionsError),
+    #[error("{0}")]
+    ConnectorProbe(#[from] connector::probe::ProbeError),
+    #[error("{0}")]
+    LibrarianRun(#[from] librarian::probe::RunError),
+    #[error("{0}")]
+    LibrarianScript(#[from] librarian::mock::ScriptError),
+    #[error("{0}")]
+    LibrarianServer(#[from] librarian::reference::ServerError),
+    #[error("{0}")]
+    LibrarianRegistry(#[from] librarian::registry::RegistryError),
+    #[error("{0}")]
+    LibrarianFleetFile(#[from] librarian::fleet::FleetFileError),
+    #[error("{0}")]
+    TaskScenario(#[from] execute_task::scenario::ScenarioError),
+    #[error("{0}")]
+    TaskProbe(#[from] execute_task::probe::ProbeError),
 }
 
 impl Error {
-    /// A usage or configuration error.
+    /// A usage or configuration error that is nothing but a message.
     pub fn usage(message: impl Into<String>) -> Error {
         Error::Usage(message.into())
     }
 
-    /// A run that could not go on.
+    /// A run that could not go on, said by a message alone.
     pub fn run(message: impl Into<String>) -> Error {
         Error::Run(message.into())
+    }
+
+    /// `error`, a run error whatever its type's class: the caller made what failed itself (a
+    /// report the kit wrote, the URL of a reference it serves), so the user has nothing to fix.
+    pub fn as_run(error: impl Into<Error>) -> Error {
+        Error::Classed {
+            class: Class::Run,
+            error: Box::new(error.into()),
+        }
+    }
+
+    /// `error`, a usage error whatever its type's class: the caller knows the user's input is
+    /// what failed.
+    pub fn as_usage(error: impl Into<Error>) -> Error {
+        Error::Classed {
+            class: Class::Usage,
+            error: Box::new(error.into()),
+        }
+    }
+
+    /// What the user can do about it: the one place each error's class is decided.
+    pub fn class(&self) -> Class {
+        use Class::{Run, Usage};
+        match self {
+            Error::Usage(_) => Usage,
+            Error::Run(_) => Run,
+            Error::Classed { class, .. } => *class,
+
+            // What the user gave cannot be used: a flag, a file, a setting.
+            Error::Suite(_)
+            | Error::Settings(_)
+            | Error::Baseline(_)
+            | Error::ReportFile(_)
+            | Error::Targets(_)
+            | Error::DataFile(_)
+            | Error::Unit(_)
+            | Error::Path(_)
+            | Error::Pattern(_)
+            | Error::Patterns(_)
+            | Error::Command(_)
+            | Error::Url(_)
+            | Error::Behavior(_)
+            | Error::PlatformSpec(_)
+            | Error::FleetFile(_)
+            | Error::Matrix(_)
+            | Error::Template(_)
+            | Error::Preset(_)
+            | Error::ProtocolSettings(_)
+            | Error::ProtocolBehavior(_)
+            | Error::AgentDefinition(_)
+            | Error::ConnectorDialect(_)
+            | Error::ConnectorFleetFile(_)
+            | Error::ConnectorDefinitions(_)
+            | Error::LibrarianScript(_)
+            | Error::LibrarianRegistry(_)
+            | Error::LibrarianFleetFile(_)
+            | Error::TaskScenario(_) => Usage,
+
+            // Something the run needed could not be had: a port, a served input, a reference.
+            Error::Listen(_) | Error::ConnectorServe(_) | Error::LibrarianRun(_) => Run,
+
+            // Types that hold both kinds: by the variant.
+            Error::MergeStream(e) => {
+                use crate::report::merge_stream::MergeStreamError as E;
+                match e {
+                    // A part that does not read, or parts that do not merge.
+                    E::File(_) => Usage,
+                    E::Write { .. } | E::Interrupted => Run,
+                }
+            }
+            Error::Journal(e) => {
+                use crate::mock::journal::JournalError as E;
+                match e {
+                    E::Create { .. } => Usage,
+                    E::Write { .. } => Run,
+                }
+            }
+            Error::AgentExec(e) => agent_exec(e),
+            Error::AgentFix(e) => {
+                use agent_standard::fix::FixError as E;
+                match e {
+                    // The files were found: only reading them is the user's to fix.
+                    E::Read { .. } => Usage,
+                    E::Write { .. } | E::Rename { .. } => Run,
+                }
+            }
+            Error::AgentJournal(e) => agent_journal(e),
+            Error::AgentMock(e) => {
+                use agent_standard::mock::AgentError as E;
+                match e {
+                    E::Behavior(_) | E::Next(_) | E::Input(_) => Usage,
+                    E::Journal(j) => agent_journal(j),
+                }
+            }
+            Error::AgentWorkdir(e) => agent_workdir(e),
+            Error::AgentSet(e) => {
+                use agent_standard::agent_set::AgentSetError as E;
+                match e {
+                    E::Count { .. } | E::Dir { .. } | E::NotEmpty { .. } => Usage,
+                    E::Write { .. } => Run,
+                }
+            }
+            Error::AgentProbe(e) => {
+                use agent_standard::probe::ProbeError as E;
+                match e {
+                    E::Output { .. } | E::NoAgents { .. } | E::Definitions(_) => Usage,
+                    E::Exec(x) => agent_exec(x),
+                }
+            }
+            Error::ConnectorProbe(e) => {
+                use connector::probe::ProbeError as E;
+                match e {
+                    E::Suite(_) | E::NotOneRule { .. } => Usage,
+                    E::Listen(_) => Run,
+                }
+            }
+            Error::LibrarianServer(e) => {
+                use librarian::reference::ServerError as E;
+                match e {
+                    E::Journal { .. } => Usage,
+                    E::Listen(_) => Run,
+                }
+            }
+            Error::TaskProbe(e) => {
+                use execute_task::probe::ProbeError as E;
+                match e {
+                    E::Command(_) => Usage,
+                    // The kit's own cases, templates or patterns are broken.
+                    E::BuiltIn(_) => Run,
+                }
+            }
+        }
+    }
+
+    /// The exit status of a command that ended with this error.
+    pub fn exit_code(&self) -> u8 {
+        self.class().exit().code()
+    }
+}
+
+fn agent_exec(e: &agent_standard::exec::ExecError) -> Class {
+    use agent_standard::exec::ExecError as E;
+    match e {
+        E::Split { .. } | E::NoAgent { .. } | E::NotADirectory { .. } => Class::Usage,
+        E::Workdir(w) => agent_workdir(w),
+    }
+}
+
+fn agent_workdir(e: &agent_standard::workdir::WorkdirError) -> Class {
+    use agent_standard::workdir::WorkdirError as E;
+    match e {
+        // The user's tree: a usage error, as a --workdir that is not a directory is.
+        E::Copy { .. } => Class::Usage,
+        // The temporary directory, or the kit's own copy of the tree.
+        E::Make { .. } | E::NamesTaken { .. } | E::Read { .. } => Class::Run,
+    }
+}
+
+fn agent_journal(e: &agent_standard::journal::JournalError) -> Class {
+    use agent_standard::journal::JournalError as E;
+    match e {
+        // The file `probe orchestration --journal` names, to read.
+        E::Read { .. } => Class::Usage,
+        E::Encode(_) | E::Write { .. } => Class::Run,
     }
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+impl Error {
+    /// The class and the message: what a test of a layer's conversion compares (`Error` is not
+    /// `PartialEq`: its layers' errors hold `io::Error`s).
+    pub(crate) fn shown(&self) -> (Class, String) {
+        (self.class(), self.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::suite::SuiteError;
+
+    #[test]
+    fn a_library_user_matches_on_what_failed() {
+        let e: Error = crate::probe::suite::Suite::parse(
+            "bad.yaml",
+            "cases: [",
+            &crate::protocols::roundtable::rules::Suite,
+        )
+        .map_err(Error::from)
+        .unwrap_err();
+        assert!(matches!(&e, Error::Suite(SuiteError::Invalid(_))), "{e:?}");
+        // The layer error is the source, and the message is its own.
+        let source = std::error::Error::source(&e).expect("a source");
+        assert_eq!(source.to_string(), e.to_string());
+        assert!(source.downcast_ref::<SuiteError>().is_some());
+        assert_eq!((e.class(), e.exit_code()), (Class::Usage, 2));
+    }
+
+    #[test]
+    fn each_kind_has_its_class_and_exit_status() {
+        use crate::report::merge_stream::MergeStreamError;
+        let cases: Vec<(Error, Class, u8)> = vec![
+            (Error::usage("--url: no scheme"), Class::Usage, 2),
+            (Error::run("cannot bind"), Class::Run, 1),
+            // A type of one class.
+            (
+                crate::protocols::librarian::probe::RunError::NotOneRule { case: "c".into() }
+                    .into(),
+                Class::Run,
+                1,
+            ),
+            // A type of both, by its variant.
+            (MergeStreamError::Interrupted.into(), Class::Run, 1),
+            (
+                MergeStreamError::File(crate::report::tools::ReportFileError::NothingToMerge)
+                    .into(),
+                Class::Usage,
+                2,
+            ),
+            // A caller that knows better.
+            (
+                Error::as_run(crate::transport::http::UrlError::NoHost { url: "x".into() }),
+                Class::Run,
+                1,
+            ),
+            (Error::as_usage(Error::run("r")), Class::Usage, 2),
+        ];
+        for (e, class, code) in cases {
+            assert_eq!((e.class(), e.exit_code()), (class, code), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn a_reclassed_error_prints_as_its_own_and_keeps_its_type() {
+        let url = crate::transport::http::UrlError::NoHost { url: "x".into() };
+        let message = url.to_string();
+        let e = Error::as_run(url);
+        assert_eq!(e.shown(), (Class::Run, message));
+        let Error::Classed { error, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert!(matches!(**error, Error::Url(_)), "{error:?}");
+    }
+}

@@ -74,12 +74,6 @@ pub struct PathError {
     pub what: String,
 }
 
-impl From<PathError> for crate::error::Error {
-    fn from(e: PathError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 /// For the loaders and rules that gather one-line messages with `?` (the message unchanged).
 impl From<PathError> for String {
     fn from(e: PathError) -> Self {

@@ -15,12 +15,6 @@ pub struct PatternError {
     pub cause: String,
 }
 
-impl From<PatternError> for crate::error::Error {
-    fn from(e: PatternError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 /// For the loaders and rules that gather one-line messages with `?` (the message unchanged).
 impl From<PatternError> for String {
     fn from(e: PatternError) -> Self {

@@ -28,12 +28,6 @@ pub enum PatternsError {
     Compile(#[from] PatternError),
 }
 
-impl From<PatternsError> for crate::error::Error {
-    fn from(e: PatternsError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 /// For the rules that gather one-line messages with `?` (the message unchanged).
 impl From<PatternsError> for String {
     fn from(e: PatternsError) -> Self {

@@ -256,12 +256,6 @@ pub enum DataFileError {
     Yaml(String),
 }
 
-impl From<DataFileError> for crate::error::Error {
-    fn from(e: DataFileError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 /// For the file loaders that gather one-line messages with `?` (the message unchanged).
 impl From<DataFileError> for String {
     fn from(e: DataFileError) -> Self {

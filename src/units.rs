@@ -31,12 +31,6 @@ pub enum UnitError {
     NotATcpEndpoint,
 }
 
-impl From<UnitError> for crate::error::Error {
-    fn from(e: UnitError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 /// For the loaders and rules that gather one-line messages with `?` (the message unchanged).
 impl From<UnitError> for String {
     fn from(e: UnitError) -> Self {

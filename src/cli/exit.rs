@@ -30,8 +30,7 @@ pub fn exit_status(outcome: &Result<Ended, Error>) -> u8 {
         Ok(Ended::Verdict(exit)) => exit.code(),
         Ok(Ended::AgentExit(status)) => *status,
         Ok(Ended::Interrupted) => Exit::Interrupted.code(),
-        Err(Error::Run(_)) => Exit::Failed.code(),
-        Err(Error::Usage(_)) => Exit::Usage.code(),
+        Err(e) => e.exit_code(),
     }
 }
 

@@ -41,12 +41,6 @@ impl BehaviorError {
     }
 }
 
-impl From<BehaviorError> for crate::error::Error {
-    fn from(e: BehaviorError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 /// The arguments of one item: the bare value and `key=value` pairs. A behaviour reads the ones
 /// it takes; [`Args::finish`] refuses the rest.
 pub struct Args<'a> {
@@ -183,8 +177,11 @@ mod tests {
             }
         );
         assert_eq!(
-            Error::from(e),
-            Error::Usage("\"slow:1s;2s\": two bare arguments (\"2s\")".into())
+            Error::from(e).shown(),
+            (
+                crate::error::Class::Usage,
+                "\"slow:1s;2s\": two bare arguments (\"2s\")".into()
+            )
         );
         let mut a = Args::parse("flaky:p=x", Some("p=x")).unwrap();
         assert_eq!(

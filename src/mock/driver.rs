@@ -127,12 +127,6 @@ pub enum PlatformSpecError {
     Expectation(#[from] super::expect::ExpectError),
 }
 
-impl From<PlatformSpecError> for crate::error::Error {
-    fn from(e: PlatformSpecError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 /// Validated driver settings.
 pub struct Driver {
     pub base: BaseUrl,
@@ -1040,9 +1034,10 @@ mod tests {
             "platform: the stub protocol has no platform API that a fleet can drive"
         );
         assert_eq!(
-            crate::error::Error::from(e),
-            crate::error::Error::usage(
-                "platform: the stub protocol has no platform API that a fleet can drive"
+            crate::error::Error::from(e).shown(),
+            (
+                crate::error::Class::Usage,
+                "platform: the stub protocol has no platform API that a fleet can drive".into()
             )
         );
     }

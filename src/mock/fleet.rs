@@ -145,12 +145,6 @@ pub enum FleetFileError {
     },
 }
 
-impl From<FleetFileError> for crate::error::Error {
-    fn from(e: FleetFileError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 /// Most agents one fleet may hold.
 pub const MAX_AGENTS: usize = 100_000;
 
@@ -748,7 +742,7 @@ mod tests {
         );
         let e = crate::error::Error::from(e);
         assert!(
-            matches!(&e, crate::error::Error::Usage(m) if m.starts_with("/nonexistent/fleet.yaml: cannot read: ")),
+            matches!(e.shown(), (crate::error::Class::Usage, m) if m.starts_with("/nonexistent/fleet.yaml: cannot read: ")),
             "{e:?}"
         );
         let file =

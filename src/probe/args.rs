@@ -155,12 +155,6 @@ pub enum SettingsError {
     Suite(#[from] super::suite::SuiteError),
 }
 
-impl From<SettingsError> for crate::error::Error {
-    fn from(e: SettingsError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 /// An `--api-key` as given: refused when empty (a blank secret would turn auth cases on and
 /// send `Bearer ` with nothing after it).
 pub fn api_key(key: Option<String>) -> Result<Option<String>, SettingsError> {

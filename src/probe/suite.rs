@@ -43,12 +43,6 @@ impl From<SuiteError> for String {
     }
 }
 
-impl From<SuiteError> for crate::error::Error {
-    fn from(e: SuiteError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Requirement {

@@ -130,12 +130,6 @@ pub struct PresetError {
     pub known: Vec<&'static str>,
 }
 
-impl From<PresetError> for crate::error::Error {
-    fn from(e: PresetError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 pub fn fleet_preset(name: &str) -> Result<(&'static str, &'static str), PresetError> {
     let all: Vec<_> = REGISTRY
         .iter()

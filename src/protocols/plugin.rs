@@ -53,12 +53,6 @@ impl From<&str> for SettingsError {
     }
 }
 
-impl From<SettingsError> for Error {
-    fn from(e: SettingsError) -> Error {
-        Error::Usage(e.to_string())
-    }
-}
-
 /// Why a matrix row's behaviour is not one the protocol's mock can play: a usage error of the
 /// matrix file (the self-test names the file and line).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -69,12 +63,6 @@ pub enum BehaviorError {
     /// No such behaviour, or one written wrong.
     #[error("{0}")]
     Unknown(String),
-}
-
-impl From<BehaviorError> for Error {
-    fn from(e: BehaviorError) -> Error {
-        Error::Usage(e.to_string())
-    }
 }
 
 /// Told of each case as it finishes (a progress line).

@@ -52,12 +52,6 @@ pub enum BaselineError {
     Invalid(String),
 }
 
-impl From<BaselineError> for crate::error::Error {
-    fn from(e: BaselineError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 impl Baseline {
     /// Reads `text` (from `source`): a YAML list of `{id, reason, until?}`. Errors name the file
     /// and line: an empty reason, a date that is not `YYYY-MM-DD`, an id listed twice.

@@ -58,15 +58,6 @@ pub enum MergeStreamError {
     Interrupted,
 }
 
-impl From<MergeStreamError> for crate::error::Error {
-    fn from(e: MergeStreamError) -> Self {
-        match e {
-            MergeStreamError::File(e) => e.into(),
-            e => crate::error::Error::Run(e.to_string()),
-        }
-    }
-}
-
 /// Where the merged report goes.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Outputs<'a> {

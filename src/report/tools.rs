@@ -59,12 +59,6 @@ fn more_findings(more: usize) -> String {
     }
 }
 
-impl From<ReportFileError> for crate::error::Error {
-    fn from(e: ReportFileError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 /// Reads a JSON report, checked against `schemas/report.schema.json`; errors name the file and
 /// the JSON path (or the line and column of a syntax error).
 pub fn read(path: &Path) -> Result<Report, ReportFileError> {

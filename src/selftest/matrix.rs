@@ -122,12 +122,6 @@ pub enum MatrixFileError {
     Cases(String),
 }
 
-impl From<MatrixFileError> for Error {
-    fn from(e: MatrixFileError) -> Error {
-        Error::Usage(e.to_string())
-    }
-}
-
 /// A matrix file, parsed: YAML errors and the timeout say where they are.
 fn read(source: &str, text: &str) -> Result<MatrixFile, MatrixFileError> {
     let file: MatrixFile = serde_saphyr::from_str(text)
@@ -143,12 +137,6 @@ fn read(source: &str, text: &str) -> Result<MatrixFile, MatrixFileError> {
 #[error("{behavior:?}: a template other than {{deadline}} or {{deadline*F}}")]
 pub struct TemplateError {
     pub behavior: String,
-}
-
-impl From<TemplateError> for Error {
-    fn from(e: TemplateError) -> Error {
-        Error::Usage(e.to_string())
-    }
 }
 
 /// `behavior` with each `{deadline}` or `{deadline*F}` written as that duration in milliseconds:
@@ -581,6 +569,7 @@ pub fn render(results: &[RowResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Class;
 
     #[test]
     fn a_row_that_cannot_be_played_is_a_usage_error_at_its_line() {
@@ -593,24 +582,29 @@ mod tests {
         let no_flaw =
             "  - behavior: conforming\n    fails: []\n  - behavior: no-such-flaw\n    fails: []\n";
         assert_eq!(
-            matrix(no_flaw).err(),
-            Some(Error::usage(format!(
-                "m.yaml:6: \"no-such-flaw\" is no Librarian flaw (known: conforming, {})",
-                crate::protocols::librarian::reference::Flaws::NAMES.join(", ")
-            )))
+            matrix(no_flaw).err().map(|e| e.shown()),
+            Some((
+                Class::Usage,
+                format!(
+                    "m.yaml:6: \"no-such-flaw\" is no Librarian flaw (known: conforming, {})",
+                    crate::protocols::librarian::reference::Flaws::NAMES.join(", ")
+                )
+            ))
         );
         let over_stdio = "  - behavior: conforming\n    transport: stdio\n    fails: []\n";
         assert_eq!(
-            matrix(over_stdio).err(),
-            Some(Error::usage(
-                "m.yaml:4: the Librarian is served over http only, not stdio"
+            matrix(over_stdio).err().map(|e| e.shown()),
+            Some((
+                Class::Usage,
+                "m.yaml:4: the Librarian is served over http only, not stdio".into()
             ))
         );
         let no_case = "  - behavior: conforming\n    fails: [no.such-case]\n";
         assert_eq!(
-            matrix(no_case).err(),
-            Some(Error::usage(
-                "m.yaml:4: no case \"no.such-case\" in the built-in suite of librarian"
+            matrix(no_case).err().map(|e| e.shown()),
+            Some((
+                Class::Usage,
+                "m.yaml:4: no case \"no.such-case\" in the built-in suite of librarian".into()
             ))
         );
     }

@@ -35,12 +35,6 @@ pub enum UrlError {
     Query { url: String },
 }
 
-impl From<UrlError> for crate::error::Error {
-    fn from(e: UrlError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 /// For the loaders that gather one-line messages with `?` (the message unchanged).
 impl From<UrlError> for String {
     fn from(e: UrlError) -> Self {

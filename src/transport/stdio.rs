@@ -137,12 +137,6 @@ pub enum CommandError {
     Named { command: String, what: String },
 }
 
-impl From<CommandError> for crate::error::Error {
-    fn from(e: CommandError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 /// For the protocol runners that gather one-line messages with `?` (the message unchanged).
 impl From<CommandError> for String {
     fn from(e: CommandError) -> Self {

@@ -182,12 +182,6 @@ pub enum ListenError {
     LocalAddr(std::io::Error),
 }
 
-impl From<ListenError> for crate::error::Error {
-    fn from(e: ListenError) -> Self {
-        crate::error::Error::Run(e.to_string())
-    }
-}
-
 /// Binds `addr` (port 0: the OS picks) and serves `handler` there.
 pub async fn spawn<H: Handler>(handler: Arc<H>, addr: SocketAddr) -> Result<Running, ListenError> {
     spawn_with(handler, addr, ServerLimits::default()).await
@@ -246,7 +240,7 @@ mod tests {
         );
         let e = crate::error::Error::from(e);
         assert!(
-            matches!(&e, crate::error::Error::Run(m) if m.starts_with(&format!("cannot listen on {addr}: "))),
+            matches!(e.shown(), (crate::error::Class::Run, m) if m.starts_with(&format!("cannot listen on {addr}: "))),
             "{e:?}"
         );
     }

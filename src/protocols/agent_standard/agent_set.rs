@@ -169,17 +169,6 @@ pub enum AgentSetError {
     },
 }
 
-impl From<AgentSetError> for Error {
-    fn from(e: AgentSetError) -> Self {
-        match e {
-            AgentSetError::Count { .. }
-            | AgentSetError::Dir { .. }
-            | AgentSetError::NotEmpty { .. } => Error::Usage(e.to_string()),
-            AgentSetError::Write { .. } => Error::Run(e.to_string()),
-        }
-    }
-}
-
 /// Writes the set; what to print (the graph, and how to run it).
 pub fn write(at: AgentSet<'_>) -> Result<String, Error> {
     Ok(written(at)?)

@@ -370,16 +370,6 @@ pub enum DefinitionError {
     },
 }
 
-impl From<DefinitionError> for crate::error::Error {
-    fn from(e: DefinitionError) -> Self {
-        match e {
-            DefinitionError::Find { .. } | DefinitionError::Read { .. } => {
-                Self::Usage(e.to_string())
-            }
-        }
-    }
-}
-
 /// Reads each of `files` (lossily decoded: a stray byte is the lint's business, not a read error).
 pub fn read_all(files: &[std::path::PathBuf]) -> Result<Vec<Definition>, DefinitionError> {
     files

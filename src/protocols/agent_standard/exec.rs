@@ -37,17 +37,6 @@ pub enum ExecError {
     Workdir(#[from] WorkdirError),
 }
 
-impl From<ExecError> for crate::error::Error {
-    fn from(e: ExecError) -> Self {
-        match e {
-            ExecError::Split { .. }
-            | ExecError::NoAgent { .. }
-            | ExecError::NotADirectory { .. } => Self::Usage(e.to_string()),
-            ExecError::Workdir(w) => w.into(),
-        }
-    }
-}
-
 /// How to run the agent.
 #[derive(Debug, Clone)]
 pub struct Exec {
@@ -266,10 +255,10 @@ mod tests {
             err.to_string(),
             "--exec \"run {agent}\": the command has {agent}; say which agent with --agent NAME"
         );
-        assert!(matches!(
-            crate::error::Error::from(err),
-            crate::error::Error::Usage(_)
-        ));
+        assert_eq!(
+            crate::error::Error::from(err).class(),
+            crate::error::Class::Usage
+        );
         let err = exec("run | tee", None).unwrap_err();
         assert!(matches!(err, ExecError::Split { .. }), "{err}");
         assert!(err.to_string().contains("shell operator"), "{err}");

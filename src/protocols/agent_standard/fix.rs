@@ -377,15 +377,6 @@ pub enum FixError {
     },
 }
 
-impl From<FixError> for crate::error::Error {
-    fn from(e: FixError) -> Self {
-        match e {
-            FixError::Read { .. } => Self::Usage(e.to_string()),
-            FixError::Write { .. } | FixError::Rename { .. } => Self::Run(e.to_string()),
-        }
-    }
-}
-
 /// Fixes each of `files` (or, with `dry_run`, prints the diff), saying each fix through `say`;
 /// the definitions as they are after the fix (read from the fixed text, under the new name), for
 /// the lint of what is left.

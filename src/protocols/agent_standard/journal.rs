@@ -80,15 +80,6 @@ pub enum JournalError {
     },
 }
 
-impl From<JournalError> for crate::error::Error {
-    fn from(e: JournalError) -> Self {
-        match e {
-            JournalError::Encode(_) | JournalError::Write { .. } => Self::Run(e.to_string()),
-            JournalError::Read { .. } => Self::Usage(e.to_string()),
-        }
-    }
-}
-
 /// Appends `line` to the journal at `path` (created when missing) in one write.
 pub fn append(path: &Path, line: &Line) -> Result<(), JournalError> {
     let mut text = serde_json::to_string(line).map_err(JournalError::Encode)?;

@@ -53,17 +53,6 @@ pub enum AgentError {
     Journal(#[from] journal::JournalError),
 }
 
-impl From<AgentError> for Error {
-    fn from(e: AgentError) -> Self {
-        match e {
-            AgentError::Behavior(_) | AgentError::Next(_) | AgentError::Input(_) => {
-                Error::Usage(e.to_string())
-            }
-            AgentError::Journal(j) => j.into(),
-        }
-    }
-}
-
 /// A behaviour list parsed: the names, each with its argument.
 #[derive(Debug, Clone, Default)]
 pub struct Behaviors(Vec<(String, Option<String>)>);

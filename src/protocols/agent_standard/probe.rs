@@ -109,16 +109,6 @@ pub enum ProbeError {
     Exec(#[from] ExecError),
 }
 
-impl From<ProbeError> for crate::error::Error {
-    fn from(e: ProbeError) -> Self {
-        match e {
-            ProbeError::Output { .. } | ProbeError::NoAgents { .. } => Self::Usage(e.to_string()),
-            ProbeError::Definitions(d) => d.into(),
-            ProbeError::Exec(x) => x.into(),
-        }
-    }
-}
-
 /// The definitions' names under `dir` (each file's frontmatter `name`).
 pub fn agent_names(dir: &std::path::Path) -> Result<BTreeSet<String>, ProbeError> {
     let defs = super::definition::read_all(&super::lint::files(&[dir.to_path_buf()])?)?;

@@ -76,17 +76,6 @@ pub enum ProbeError {
     Listen(String),
 }
 
-impl From<ProbeError> for crate::error::Error {
-    fn from(e: ProbeError) -> Self {
-        match e {
-            ProbeError::Suite(_) | ProbeError::NotOneRule { .. } => {
-                crate::error::Error::Usage(e.to_string())
-            }
-            ProbeError::Listen(_) => crate::error::Error::Run(e.to_string()),
-        }
-    }
-}
-
 /// The built-in suite, loaded once.
 pub fn suite() -> Result<LoadedSuite, ProbeError> {
     static LOADED: OnceLock<Result<LoadedSuite, String>> = OnceLock::new();
@@ -1039,7 +1028,7 @@ pub fn case_ids() -> Result<Vec<String>, ProbeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
+    use crate::error::{Class, Error};
 
     #[test]
     fn the_built_in_suite_loads_and_errors_are_classed_by_type() {
@@ -1048,18 +1037,23 @@ mod tests {
         assert_eq!(
             Error::from(ProbeError::NotOneRule {
                 case: "forward.plain".into()
-            }),
-            Error::Usage("case forward.plain: a connector case runs one rule".into())
+            })
+            .shown(),
+            (
+                Class::Usage,
+                "case forward.plain: a connector case runs one rule".into()
+            )
         );
         assert_eq!(
-            Error::from(ProbeError::Suite("suites/connector.yaml:3: bad".into())),
-            Error::Usage("suites/connector.yaml:3: bad".into())
+            Error::from(ProbeError::Suite("suites/connector.yaml:3: bad".into())).shown(),
+            (Class::Usage, "suites/connector.yaml:3: bad".into())
         );
         assert_eq!(
             Error::from(ProbeError::Listen(
                 "cannot listen on 127.0.0.1:1: taken".into()
-            )),
-            Error::Run("cannot listen on 127.0.0.1:1: taken".into())
+            ))
+            .shown(),
+            (Class::Run, "cannot listen on 127.0.0.1:1: taken".into())
         );
     }
 }

@@ -34,12 +34,6 @@ pub struct DialectError {
     pub given: String,
 }
 
-impl From<DialectError> for crate::error::Error {
-    fn from(e: DialectError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 /// A web client that could not attach or speak. The server's doing, so the fleet judges it (a
 /// failed case's evidence): it never ends a command, and has no exit status.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

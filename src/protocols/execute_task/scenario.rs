@@ -460,14 +460,6 @@ pub enum ScenarioError {
     Invalid(String),
 }
 
-impl From<ScenarioError> for crate::error::Error {
-    fn from(e: ScenarioError) -> Self {
-        match e {
-            ScenarioError::Read { .. } | ScenarioError::Invalid(_) => Self::Usage(e.to_string()),
-        }
-    }
-}
-
 impl Scenario {
     /// Every built-in scenario. The shipped files are ours, and a unit test loads each, so a
     /// broken one is a bug caught before release; it panics with the file's error.

@@ -251,12 +251,6 @@ pub enum FleetFileError {
     },
 }
 
-impl From<FleetFileError> for crate::error::Error {
-    fn from(e: FleetFileError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 /// A fleet file parsed and checked: the clients, the duration, the server.
 pub struct Fleet {
     base: BaseUrl,

@@ -82,12 +82,6 @@ pub enum ScriptError {
     Empty { file: String },
 }
 
-impl From<ScriptError> for crate::error::Error {
-    fn from(e: ScriptError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 impl Step {
     pub fn parse(text: &str) -> Result<Step, StepError> {
         let wrong = |what: String| StepError {

@@ -40,12 +40,6 @@ pub enum RegistryError {
     Empty { file: String },
 }
 
-impl From<RegistryError> for crate::error::Error {
-    fn from(e: RegistryError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 /// The agents of a registry file (`need_tokens`: each must give its `token:`, as the mock
 /// Librarian's must); errors name the file and the agent.
 pub fn read_registry(path: &Path, need_tokens: bool) -> Result<Vec<Registered>, RegistryError> {

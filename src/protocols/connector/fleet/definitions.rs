@@ -57,12 +57,6 @@ pub enum DefinitionsError {
     Write { path: String, cause: String },
 }
 
-impl From<DefinitionsError> for crate::error::Error {
-    fn from(e: DefinitionsError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 impl Definitions {
     /// The definitions of `fleet`'s agents when its inputUrls are served at `base`.
     pub fn of(fleet: &Fleet, base: &str) -> Definitions {
@@ -211,8 +205,8 @@ mod tests {
         let e =
             Definitions::before_serving(&fleet("  listen: 127.0.0.1:0\n"), "f.yaml").unwrap_err();
         assert_eq!(
-            crate::error::Error::from(e.clone()),
-            crate::error::Error::Usage(e.to_string())
+            crate::error::Error::from(e.clone()).shown(),
+            (crate::error::Class::Usage, e.to_string())
         );
         assert!(
             e.to_string().starts_with(

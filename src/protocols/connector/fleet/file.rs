@@ -172,12 +172,6 @@ pub enum AgentFault {
     Behavior(#[from] BehaviorError),
 }
 
-impl From<FleetFileError> for crate::error::Error {
-    fn from(e: FleetFileError) -> Self {
-        crate::error::Error::Usage(e.to_string())
-    }
-}
-
 impl Fleet {
     /// Parses (after `${ENV}` substitution); `url` overrides the file's. Errors name the file
     /// and the agent.
@@ -406,8 +400,10 @@ mod tests {
         assert_eq!(
             crate::error::Error::from(refused(
                 ok.replace("sessions", "x").replace("name: a", "name: a/b")
-            )),
-            crate::error::Error::Usage(
+            ))
+            .shown(),
+            (
+                crate::error::Class::Usage,
                 "f.yaml: agent \"a/b\": the name must be [A-Za-z0-9_-] (it is a path segment \
                  of the inputUrl)"
                     .into()

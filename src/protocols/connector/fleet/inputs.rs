@@ -369,12 +369,6 @@ pub struct ServeError {
     pub cause: String,
 }
 
-impl From<ServeError> for crate::error::Error {
-    fn from(e: ServeError) -> Self {
-        crate::error::Error::Run(e.to_string())
-    }
-}
-
 /// Serves the fleet's inputUrls on `fleet.listen`.
 pub async fn serve(fleet: &Fleet) -> Result<Served, ServeError> {
     let inputs = Arc::new(Inputs {
@@ -426,8 +420,8 @@ mod tests {
             "{e}"
         );
         assert_eq!(
-            crate::error::Error::from(e.clone()),
-            crate::error::Error::Run(e.cause)
+            crate::error::Error::from(e.clone()).shown(),
+            (crate::error::Class::Run, e.cause)
         );
     }
 }

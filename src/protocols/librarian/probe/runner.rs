@@ -37,12 +37,6 @@ pub enum RunError {
     Rule(#[from] RuleCallError),
 }
 
-impl From<RunError> for crate::error::Error {
-    fn from(e: RunError) -> Self {
-        crate::error::Error::Run(e.to_string())
-    }
-}
-
 /// The case that names a Librarian that went down mid-run.
 const ALIVE: &str = "librarian.alive";
 
