@@ -62,8 +62,19 @@ pub enum Error {
         #[source]
         error: Box<Error>,
     },
+    /// An error and what its caller was at when it came (`target NAME:`, `--targets`), printed
+    /// before it ([`Error::within`]); of the error's class.
+    #[error("{context} {error}")]
+    Context {
+        context: String,
+        #[source]
+        error: Box<Error>,
+    },
 
     // The kit's own layers.
+    /// A protocol's flags that do not parse (clap's message, as it gives it).
+    #[error("{0}")]
+    Flags(#[from] clap::Error),
     #[error("{0}")]
     Suite(#[from] crate::probe::suite::SuiteError),
     #[error("{0}")]
@@ -183,6 +194,24 @@ impl Error {
         }
     }
 
+    /// `error`, with what the caller was at when it came (`--targets`, `target NAME:`) before
+    /// its message, a space between.
+    pub fn within(context: impl Into<String>, error: impl Into<Error>) -> Error {
+        Error::Context {
+            context: context.into(),
+            error: Box::new(error.into()),
+        }
+    }
+
+    /// The error its layer gave, under any context or class its callers added: what a library
+    /// user matches on.
+    pub fn layer(&self) -> &Error {
+        match self {
+            Error::Classed { error, .. } | Error::Context { error, .. } => error.layer(),
+            e => e,
+        }
+    }
+
     /// What the user can do about it: the one place each error's class is decided.
     pub fn class(&self) -> Class {
         use Class::{Run, Usage};
@@ -190,9 +219,11 @@ impl Error {
             Error::Usage(_) => Usage,
             Error::Run(_) => Run,
             Error::Classed { class, .. } => *class,
+            Error::Context { error, .. } => error.class(),
 
             // What the user gave cannot be used: a flag, a file, a setting.
-            Error::Suite(_)
+            Error::Flags(_)
+            | Error::Suite(_)
             | Error::Settings(_)
             | Error::Baseline(_)
             | Error::ReportFile(_)
@@ -402,10 +433,16 @@ mod tests {
         let url = crate::transport::http::UrlError::NoHost { url: "x".into() };
         let message = url.to_string();
         let e = Error::as_run(url);
-        assert_eq!(e.shown(), (Class::Run, message));
-        let Error::Classed { error, .. } = &e else {
-            panic!("{e:?}")
-        };
-        assert!(matches!(**error, Error::Url(_)), "{error:?}");
+        assert_eq!(e.shown(), (Class::Run, message.clone()));
+        assert!(matches!(e.layer(), Error::Url(_)), "{e:?}");
+        // A context goes before the message and keeps the class it wraps.
+        let e = Error::within("target a:", e);
+        assert_eq!(e.shown(), (Class::Run, format!("target a: {message}")));
+        assert!(matches!(e.layer(), Error::Url(_)), "{e:?}");
+        let e = Error::within(
+            "--url:",
+            crate::transport::http::UrlError::NoHost { url: "x".into() },
+        );
+        assert_eq!(e.class(), Class::Usage);
     }
 }

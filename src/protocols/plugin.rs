@@ -125,7 +125,7 @@ where
     F: FnOnce(S, OnCase) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = Result<Report, Error>> + Send + 'static,
 {
-    let flags = A::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
+    let flags = A::from_arg_matches(matches)?;
     let made = settings(&flags)?;
     let output = output(flags);
     output.check()?;
@@ -177,9 +177,8 @@ impl ProtocolCommand<ProbeJob> for SuiteProbe {
     }
 
     fn run(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        let flags =
-            SuiteProbeArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
-        let base = BaseUrl::parse(&flags.url).map_err(|e| Error::usage(format!("--url: {e}")))?;
+        let flags = SuiteProbeArgs::from_arg_matches(matches)?;
+        let base = BaseUrl::parse(&flags.url).map_err(|e| Error::within("--url:", e))?;
         let settings =
             suite_settings(base, flags.key.api_key, &flags.run, &flags.suite, self.load)?;
         flags.output.check()?;

@@ -112,7 +112,7 @@ impl Plan {
                 .map(|(_, v)| v.clone())
         };
         let file = PathBuf::from(get("--targets").unwrap_or_default());
-        let mut targets = read(&file).map_err(|e| Error::usage(format!("--targets {e}")))?;
+        let mut targets = read(&file).map_err(|e| Error::within("--targets", e))?;
         let listed = targets.len();
         let shard = get("--shard");
         if let Some(shard) = &shard {
@@ -162,7 +162,10 @@ impl Plan {
                 argv.push(flag.into());
                 argv.push(out_dir.join(format!("{}.{ext}", t.name)).into());
             }
-            job(&argv).map_err(|e| Error::usage(format!("target {}: {e}", t.name)))?;
+            // Whatever its own class, a target's command line that does not parse is the
+            // list's to fix: nothing has run.
+            job(&argv)
+                .map_err(|e| Error::as_usage(Error::within(format!("target {}:", t.name), e)))?;
             commands.push(Command {
                 at,
                 name: t.name.clone(),
@@ -371,7 +374,7 @@ pub async fn run(
             Ok(r) => r,
             Err(e) => {
                 line.clear();
-                return Err(Error::run(format!("target {name}: {e}")));
+                return Err(Error::as_run(Error::within(format!("target {name}:"), e)));
             }
         };
         let d = Done::of(at, name, &r);

@@ -379,8 +379,7 @@ impl ProtocolCommand<ProbeJob> for ResultsProbe {
     }
 
     fn run(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        let flags = AgentStandardProbeArgs::from_arg_matches(matches)
-            .map_err(|e| Error::usage(e.to_string()))?;
+        let flags = AgentStandardProbeArgs::from_arg_matches(matches)?;
         let ids = super::probe::case_ids(&flags.source()?, &flags.modes()?);
         let job = |s: Settings, on: OnCase| async move { Ok(super::probe::run(&s, &*on).await?) };
         driver_probe(
@@ -429,8 +428,7 @@ impl ProtocolCommand<crate::report::Exit> for LintAgents {
     }
 
     fn run(&self, matches: &clap::ArgMatches) -> Result<crate::report::Exit, Error> {
-        let flags =
-            LintAgentsArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
+        let flags = LintAgentsArgs::from_arg_matches(matches)?;
         let files = lint::files(&flags.paths)?;
         if files.is_empty() {
             return Err(Error::usage(format!(

@@ -300,7 +300,7 @@ async fn probe_reference(
 ) -> Result<Report, Error> {
     let served = reference(flaws).await?;
     let settings = Settings {
-        base: BaseUrl::parse(&served.url).map_err(|e| Error::Run(e.to_string()))?,
+        base: BaseUrl::parse(&served.url).map_err(Error::as_run)?,
         tokens: reference_tokens(),
         timeout,
         max_body,
