@@ -70,6 +70,17 @@ pub enum Error {
         #[source]
         error: Box<Error>,
     },
+    /// A file, a directory or a socket that the system refused, with what the caller was doing
+    /// (`--out-dir DIR:`, `--sarif FILE:`) before the system's message. Its class is the
+    /// caller's to say ([`Error::io`]): the same refusal is the user's to fix for a file they
+    /// named, and a run that cannot go on for one the kit makes.
+    #[error("{}", prefixed(context, cause))]
+    Io {
+        class: Class,
+        context: String,
+        #[source]
+        cause: std::io::Error,
+    },
 
     // The kit's own layers.
     /// A protocol's flags that do not parse (clap's message, as it gives it).
@@ -194,6 +205,16 @@ impl Error {
         }
     }
 
+    /// An I/O error of `class`, with what the caller was doing (printed before it, a space
+    /// between; nothing when empty).
+    pub fn io(class: Class, context: impl Into<String>, cause: std::io::Error) -> Error {
+        Error::Io {
+            class,
+            context: context.into(),
+            cause,
+        }
+    }
+
     /// `error`, with what the caller was at when it came (`--targets`, `target NAME:`) before
     /// its message, a space between.
     pub fn within(context: impl Into<String>, error: impl Into<Error>) -> Error {
@@ -220,6 +241,7 @@ impl Error {
             Error::Run(_) => Run,
             Error::Classed { class, .. } => *class,
             Error::Context { error, .. } => error.class(),
+            Error::Io { class, .. } => *class,
 
             // What the user gave cannot be used: a flag, a file, a setting.
             Error::Flags(_)
@@ -334,6 +356,15 @@ impl Error {
     }
 }
 
+/// `context` and `cause`, a space between, or `cause` alone.
+fn prefixed(context: &str, cause: &dyn std::fmt::Display) -> String {
+    if context.is_empty() {
+        cause.to_string()
+    } else {
+        format!("{context} {cause}")
+    }
+}
+
 fn agent_exec(e: &agent_standard::exec::ExecError) -> Class {
     use agent_standard::exec::ExecError as E;
     match e {
@@ -422,6 +453,16 @@ mod tests {
                 1,
             ),
             (Error::as_usage(Error::run("r")), Class::Usage, 2),
+            // An I/O error: the caller says whose.
+            (
+                Error::io(
+                    Class::Run,
+                    "--sarif s.json:",
+                    std::io::Error::other("disk full"),
+                ),
+                Class::Run,
+                1,
+            ),
         ];
         for (e, class, code) in cases {
             assert_eq!((e.class(), e.exit_code()), (class, code), "{e:?}");

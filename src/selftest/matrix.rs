@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-use crate::error::Error;
+use crate::error::{Class, Error};
 use crate::protocols::{self, MatrixRow, Protocol};
 use crate::report::Status;
 use crate::text::yaml_error;
@@ -181,7 +181,7 @@ impl Calibration {
                 .kill_on_drop(true)
                 .status()
                 .await
-                .map_err(|e| Error::run(format!("cannot run {}: {e}", exe.display())))?;
+                .map_err(|e| Error::io(Class::Run, format!("cannot run {}:", exe.display()), e))?;
             if !status.success() {
                 return Err(Error::run(format!("{} --version: {status}", exe.display())));
             }
@@ -191,7 +191,7 @@ impl Calibration {
             spawn,
             round_trip: loopback_round_trip()
                 .await
-                .map_err(|e| Error::run(format!("a loopback round trip: {e}")))?,
+                .map_err(|e| Error::io(Class::Run, "a loopback round trip:", e))?,
         })
     }
 
@@ -569,7 +569,6 @@ pub fn render(results: &[RowResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Class;
 
     #[test]
     fn a_row_that_cannot_be_played_is_a_usage_error_at_its_line() {

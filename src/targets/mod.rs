@@ -37,7 +37,7 @@ use std::io::IsTerminal;
 
 use futures::stream::{self, StreamExt};
 
-use crate::error::Error;
+use crate::error::{Class, Error};
 use crate::protocols::ProbeJob;
 use crate::report::{CaseResult, Report};
 
@@ -127,7 +127,7 @@ impl Plan {
         };
         let out_dir = PathBuf::from(get("--out-dir").unwrap_or_else(|| "agent-tck-targets".into()));
         std::fs::create_dir_all(&out_dir)
-            .map_err(|e| Error::usage(format!("--out-dir {}: {e}", out_dir.display())))?;
+            .map_err(|e| Error::io(Class::Usage, format!("--out-dir {}:", out_dir.display()), e))?;
         let merged = crate::report::output::OutputArgs {
             json: get("--json").map(PathBuf::from),
             junit: get("--junit").map(PathBuf::from),
@@ -288,10 +288,14 @@ fn report_files<'a>(
 /// Removes a report file an earlier run left, if any.
 fn remove_old(path: &Path) -> Result<(), Error> {
     match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::usage(format!(
-            "--out-dir: cannot remove the earlier report {}: {e}",
-            path.display()
-        ))),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(
+            Class::Usage,
+            format!(
+                "--out-dir: cannot remove the earlier report {}:",
+                path.display()
+            ),
+            e,
+        )),
         _ => Ok(()),
     }
 }

@@ -15,7 +15,7 @@ use super::probe::{Target, TaskSettings};
 use super::reference::TaskAgent;
 use super::scenario::Scenario;
 use super::{Agents, NAME};
-use crate::error::Error;
+use crate::error::{Class, Error};
 use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::behavior::{self, For};
 use crate::mock::fleet::{self};
@@ -337,10 +337,10 @@ impl Selftest for TaskSelftest {
                 "tcp" => {
                     let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
                         .await
-                        .map_err(|e| Error::run(e.to_string()))?;
+                        .map_err(|e| Error::io(Class::Run, "", e))?;
                     let addr = listener
                         .local_addr()
-                        .map_err(|e| Error::run(e.to_string()))?;
+                        .map_err(|e| Error::io(Class::Run, "", e))?;
                     let expect = crate::mock::protocol::PlatformExpect::timeout(row.timeout);
                     tokio::spawn(crate::mock::line_server::serve_tcp(
                         Arc::new(LineService::judged(agent(), &expect)),
