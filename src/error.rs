@@ -44,136 +44,170 @@ impl Class {
 
 /// Why a command ended without a verdict.
 ///
-/// Every variant prints as its message alone (the layer error's own, unchanged); a variant that
-/// holds a layer error gives it as its `source()`.
-#[derive(Debug, thiserror::Error)]
+/// Every variant prints as its message alone (the layer error's own, unchanged; a context before
+/// it); a variant that holds an error gives it as its `source()`: a layer's unboxed, so that
+/// `downcast_ref::<SuiteError>()` finds it. Layer errors are boxed so that `Error`, in every
+/// `Result` of the crate, stays the size of a message.
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
     /// A flag, a file or a setting is wrong: nothing was run. A message and nothing else.
-    #[error("{0}")]
     Usage(String),
     /// The run could not go on. A message and nothing else.
-    #[error("{0}")]
     Run(String),
     /// A layer error whose class its caller decided ([`Error::as_run`], [`Error::as_usage`]).
-    #[error("{error}")]
     Classed {
         class: Class,
-        #[source]
         error: Box<Error>,
     },
     /// An error and what its caller was at when it came (`target NAME:`, `--targets`), printed
     /// before it ([`Error::within`]); of the error's class.
-    #[error("{context} {error}")]
     Context {
         context: String,
-        #[source]
         error: Box<Error>,
     },
     /// A file, a directory or a socket that the system refused, with what the caller was doing
     /// (`--out-dir DIR:`, `--sarif FILE:`) before the system's message. Its class is the
     /// caller's to say ([`Error::io`]): the same refusal is the user's to fix for a file they
     /// named, and a run that cannot go on for one the kit makes.
-    #[error("{}", prefixed(context, cause))]
     Io {
         class: Class,
         context: String,
-        #[source]
         cause: std::io::Error,
     },
 
     // The kit's own layers.
     /// A protocol's flags that do not parse (clap's message, as it gives it).
-    #[error("{0}")]
-    Flags(#[from] clap::Error),
-    #[error("{0}")]
-    Suite(#[from] crate::probe::suite::SuiteError),
-    #[error("{0}")]
-    Settings(#[from] crate::probe::args::SettingsError),
-    #[error("{0}")]
-    Baseline(#[from] crate::report::baseline::BaselineError),
-    #[error("{0}")]
-    ReportFile(#[from] crate::report::tools::ReportFileError),
-    #[error("{0}")]
-    MergeStream(#[from] crate::report::merge_stream::MergeStreamError),
-    #[error("{0}")]
-    Targets(#[from] crate::targets::TargetsError),
-    #[error("{0}")]
-    DataFile(#[from] crate::text::DataFileError),
-    #[error("{0}")]
-    Unit(#[from] crate::units::UnitError),
-    #[error("{0}")]
-    Path(#[from] crate::jsonpath::PathError),
-    #[error("{0}")]
-    Pattern(#[from] crate::phrases::PatternError),
-    #[error("{0}")]
-    Patterns(#[from] crate::sanitization::PatternsError),
-    #[error("{0}")]
-    Command(#[from] crate::transport::stdio::CommandError),
-    #[error("{0}")]
-    Url(#[from] crate::transport::http::UrlError),
-    #[error("{0}")]
-    Behavior(#[from] crate::mock::args::BehaviorError),
-    #[error("{0}")]
-    PlatformSpec(#[from] crate::mock::driver::PlatformSpecError),
-    #[error("{0}")]
-    Journal(#[from] crate::mock::journal::JournalError),
-    #[error("{0}")]
-    Listen(#[from] crate::mock::http1::ListenError),
-    #[error("{0}")]
-    FleetFile(#[from] crate::mock::fleet::FleetFileError),
-    #[error("{0}")]
-    Matrix(#[from] crate::selftest::matrix::MatrixFileError),
-    #[error("{0}")]
-    Template(#[from] crate::selftest::matrix::TemplateError),
-    #[error("{0}")]
-    Preset(#[from] crate::protocols::PresetError),
-    #[error("{0}")]
-    ProtocolSettings(#[from] crate::protocols::plugin::SettingsError),
-    #[error("{0}")]
-    ProtocolBehavior(#[from] crate::protocols::plugin::BehaviorError),
+    Flags(Box<clap::Error>),
+    Suite(Box<crate::probe::suite::SuiteError>),
+    Settings(Box<crate::probe::args::SettingsError>),
+    Baseline(Box<crate::report::baseline::BaselineError>),
+    ReportFile(Box<crate::report::tools::ReportFileError>),
+    MergeStream(Box<crate::report::merge_stream::MergeStreamError>),
+    Targets(Box<crate::targets::TargetsError>),
+    DataFile(Box<crate::text::DataFileError>),
+    Unit(Box<crate::units::UnitError>),
+    Path(Box<crate::jsonpath::PathError>),
+    Pattern(Box<crate::phrases::PatternError>),
+    Patterns(Box<crate::sanitization::PatternsError>),
+    Command(Box<crate::transport::stdio::CommandError>),
+    Url(Box<crate::transport::http::UrlError>),
+    Behavior(Box<crate::mock::args::BehaviorError>),
+    PlatformSpec(Box<crate::mock::driver::PlatformSpecError>),
+    Journal(Box<crate::mock::journal::JournalError>),
+    Listen(Box<crate::mock::http1::ListenError>),
+    FleetFile(Box<crate::mock::fleet::FleetFileError>),
+    Matrix(Box<crate::selftest::matrix::MatrixFileError>),
+    Template(Box<crate::selftest::matrix::TemplateError>),
+    Preset(Box<crate::protocols::PresetError>),
+    ProtocolSettings(Box<crate::protocols::plugin::SettingsError>),
+    ProtocolBehavior(Box<crate::protocols::plugin::BehaviorError>),
 
     // The protocols' layers.
-    #[error("{0}")]
-    AgentExec(#[from] agent_standard::exec::ExecError),
-    #[error("{0}")]
-    AgentFix(#[from] agent_standard::fix::FixError),
-    #[error("{0}")]
-    AgentJournal(#[from] agent_standard::journal::JournalError),
-    #[error("{0}")]
-    AgentMock(#[from] agent_standard::mock::AgentError),
-    #[error("{0}")]
-    AgentWorkdir(#[from] agent_standard::workdir::WorkdirError),
-    #[error("{0}")]
-    AgentDefinition(#[from] agent_standard::definition::DefinitionError),
-    #[error("{0}")]
-    AgentSet(#[from] agent_standard::agent_set::AgentSetError),
-    #[error("{0}")]
-    AgentProbe(#[from] agent_standard::probe::ProbeError),
-    #[error("{0}")]
-    ConnectorDialect(#[from] connector::ws::DialectError),
-    #[error("{0}")]
-    ConnectorServe(#[from] connector::fleet::ServeError),
-    #[error("{0}")]
-    ConnectorFleetFile(#[from] connector::fleet::FleetFileError),
-    #[error("{0}")]
-    ConnectorDefinitions(#[from] connector::fleet::DefinitionsError),
-    #[error("{0}")]
-    ConnectorProbe(#[from] connector::probe::ProbeError),
-    #[error("{0}")]
-    LibrarianRun(#[from] librarian::probe::RunError),
-    #[error("{0}")]
-    LibrarianScript(#[from] librarian::mock::ScriptError),
-    #[error("{0}")]
-    LibrarianServer(#[from] librarian::reference::ServerError),
-    #[error("{0}")]
-    LibrarianRegistry(#[from] librarian::registry::RegistryError),
-    #[error("{0}")]
-    LibrarianFleetFile(#[from] librarian::fleet::FleetFileError),
-    #[error("{0}")]
-    TaskScenario(#[from] execute_task::scenario::ScenarioError),
-    #[error("{0}")]
-    TaskProbe(#[from] execute_task::probe::ProbeError),
+    AgentExec(Box<agent_standard::exec::ExecError>),
+    AgentFix(Box<agent_standard::fix::FixError>),
+    AgentJournal(Box<agent_standard::journal::JournalError>),
+    AgentMock(Box<agent_standard::mock::AgentError>),
+    AgentWorkdir(Box<agent_standard::workdir::WorkdirError>),
+    AgentDefinition(Box<agent_standard::definition::DefinitionError>),
+    AgentSet(Box<agent_standard::agent_set::AgentSetError>),
+    AgentProbe(Box<agent_standard::probe::ProbeError>),
+    ConnectorDialect(Box<connector::ws::DialectError>),
+    ConnectorServe(Box<connector::fleet::ServeError>),
+    ConnectorFleetFile(Box<connector::fleet::FleetFileError>),
+    ConnectorDefinitions(Box<connector::fleet::DefinitionsError>),
+    ConnectorProbe(Box<connector::probe::ProbeError>),
+    LibrarianRun(Box<librarian::probe::RunError>),
+    LibrarianScript(Box<librarian::mock::ScriptError>),
+    LibrarianServer(Box<librarian::reference::ServerError>),
+    LibrarianRegistry(Box<librarian::registry::RegistryError>),
+    LibrarianFleetFile(Box<librarian::fleet::FleetFileError>),
+    TaskScenario(Box<execute_task::scenario::ScenarioError>),
+    TaskProbe(Box<execute_task::probe::ProbeError>),
+}
+
+/// For each variant that holds a layer's error: `From` that error, and the `Display` and
+/// `source()` of `Error`, which match every variant (a variant left out of the list does not
+/// compile).
+macro_rules! layer_errors {
+    ($($variant:ident($ty:ty),)*) => {
+        $(impl From<$ty> for Error {
+            fn from(e: $ty) -> Error {
+                Error::$variant(Box::new(e))
+            }
+        })*
+
+        impl std::fmt::Display for Error {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match self {
+                    Error::Usage(message) | Error::Run(message) => f.write_str(message),
+                    Error::Classed { error, .. } => error.fmt(f),
+                    Error::Context { context, error } => write!(f, "{context} {error}"),
+                    Error::Io { context, cause, .. } if context.is_empty() => cause.fmt(f),
+                    Error::Io { context, cause, .. } => write!(f, "{context} {cause}"),
+                    $(Error::$variant(e) => e.fmt(f),)*
+                }
+            }
+        }
+
+        impl std::error::Error for Error {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                match self {
+                    Error::Usage(_) | Error::Run(_) => None,
+                    Error::Classed { error, .. } | Error::Context { error, .. } => Some(&**error),
+                    Error::Io { cause, .. } => Some(cause),
+                    $(Error::$variant(e) => Some(&**e),)*
+                }
+            }
+        }
+    };
+}
+
+layer_errors! {
+    Flags(clap::Error),
+    Suite(crate::probe::suite::SuiteError),
+    Settings(crate::probe::args::SettingsError),
+    Baseline(crate::report::baseline::BaselineError),
+    ReportFile(crate::report::tools::ReportFileError),
+    MergeStream(crate::report::merge_stream::MergeStreamError),
+    Targets(crate::targets::TargetsError),
+    DataFile(crate::text::DataFileError),
+    Unit(crate::units::UnitError),
+    Path(crate::jsonpath::PathError),
+    Pattern(crate::phrases::PatternError),
+    Patterns(crate::sanitization::PatternsError),
+    Command(crate::transport::stdio::CommandError),
+    Url(crate::transport::http::UrlError),
+    Behavior(crate::mock::args::BehaviorError),
+    PlatformSpec(crate::mock::driver::PlatformSpecError),
+    Journal(crate::mock::journal::JournalError),
+    Listen(crate::mock::http1::ListenError),
+    FleetFile(crate::mock::fleet::FleetFileError),
+    Matrix(crate::selftest::matrix::MatrixFileError),
+    Template(crate::selftest::matrix::TemplateError),
+    Preset(crate::protocols::PresetError),
+    ProtocolSettings(crate::protocols::plugin::SettingsError),
+    ProtocolBehavior(crate::protocols::plugin::BehaviorError),
+    AgentExec(agent_standard::exec::ExecError),
+    AgentFix(agent_standard::fix::FixError),
+    AgentJournal(agent_standard::journal::JournalError),
+    AgentMock(agent_standard::mock::AgentError),
+    AgentWorkdir(agent_standard::workdir::WorkdirError),
+    AgentDefinition(agent_standard::definition::DefinitionError),
+    AgentSet(agent_standard::agent_set::AgentSetError),
+    AgentProbe(agent_standard::probe::ProbeError),
+    ConnectorDialect(connector::ws::DialectError),
+    ConnectorServe(connector::fleet::ServeError),
+    ConnectorFleetFile(connector::fleet::FleetFileError),
+    ConnectorDefinitions(connector::fleet::DefinitionsError),
+    ConnectorProbe(connector::probe::ProbeError),
+    LibrarianRun(librarian::probe::RunError),
+    LibrarianScript(librarian::mock::ScriptError),
+    LibrarianServer(librarian::reference::ServerError),
+    LibrarianRegistry(librarian::registry::RegistryError),
+    LibrarianFleetFile(librarian::fleet::FleetFileError),
+    TaskScenario(execute_task::scenario::ScenarioError),
+    TaskProbe(execute_task::probe::ProbeError),
 }
 
 impl Error {
@@ -280,7 +314,7 @@ impl Error {
             // Types that hold both kinds: by the variant.
             Error::MergeStream(e) => {
                 use crate::report::merge_stream::MergeStreamError as E;
-                match e {
+                match &**e {
                     // A part that does not read, or parts that do not merge.
                     E::File(_) => Usage,
                     E::Write { .. } | E::Interrupted => Run,
@@ -288,7 +322,7 @@ impl Error {
             }
             Error::Journal(e) => {
                 use crate::mock::journal::JournalError as E;
-                match e {
+                match &**e {
                     E::Create { .. } => Usage,
                     E::Write { .. } => Run,
                 }
@@ -296,7 +330,7 @@ impl Error {
             Error::AgentExec(e) => agent_exec(e),
             Error::AgentFix(e) => {
                 use agent_standard::fix::FixError as E;
-                match e {
+                match &**e {
                     // The files were found: only reading them is the user's to fix.
                     E::Read { .. } => Usage,
                     E::Write { .. } | E::Rename { .. } => Run,
@@ -305,7 +339,7 @@ impl Error {
             Error::AgentJournal(e) => agent_journal(e),
             Error::AgentMock(e) => {
                 use agent_standard::mock::AgentError as E;
-                match e {
+                match &**e {
                     E::Behavior(_) | E::Next(_) | E::Input(_) => Usage,
                     E::Journal(j) => agent_journal(j),
                 }
@@ -313,35 +347,35 @@ impl Error {
             Error::AgentWorkdir(e) => agent_workdir(e),
             Error::AgentSet(e) => {
                 use agent_standard::agent_set::AgentSetError as E;
-                match e {
+                match &**e {
                     E::Count { .. } | E::Dir { .. } | E::NotEmpty { .. } => Usage,
                     E::Write { .. } => Run,
                 }
             }
             Error::AgentProbe(e) => {
                 use agent_standard::probe::ProbeError as E;
-                match e {
+                match &**e {
                     E::Output { .. } | E::NoAgents { .. } | E::Definitions(_) => Usage,
                     E::Exec(x) => agent_exec(x),
                 }
             }
             Error::ConnectorProbe(e) => {
                 use connector::probe::ProbeError as E;
-                match e {
+                match &**e {
                     E::Suite(_) | E::NotOneRule { .. } => Usage,
                     E::Listen(_) => Run,
                 }
             }
             Error::LibrarianServer(e) => {
                 use librarian::reference::ServerError as E;
-                match e {
+                match &**e {
                     E::Journal { .. } => Usage,
                     E::Listen(_) => Run,
                 }
             }
             Error::TaskProbe(e) => {
                 use execute_task::probe::ProbeError as E;
-                match e {
+                match &**e {
                     E::Command(_) => Usage,
                     // The kit's own cases, templates or patterns are broken.
                     E::BuiltIn(_) => Run,
@@ -353,15 +387,6 @@ impl Error {
     /// The exit status of a command that ended with this error.
     pub fn exit_code(&self) -> u8 {
         self.class().exit().code()
-    }
-}
-
-/// `context` and `cause`, a space between, or `cause` alone.
-fn prefixed(context: &str, cause: &dyn std::fmt::Display) -> String {
-    if context.is_empty() {
-        cause.to_string()
-    } else {
-        format!("{context} {cause}")
     }
 }
 
@@ -417,12 +442,24 @@ mod tests {
         )
         .map_err(Error::from)
         .unwrap_err();
-        assert!(matches!(&e, Error::Suite(SuiteError::Invalid(_))), "{e:?}");
+        assert!(
+            matches!(&e, Error::Suite(s) if matches!(**s, SuiteError::Invalid(_))),
+            "{e:?}"
+        );
         // The layer error is the source, and the message is its own.
         let source = std::error::Error::source(&e).expect("a source");
         assert_eq!(source.to_string(), e.to_string());
         assert!(source.downcast_ref::<SuiteError>().is_some());
         assert_eq!((e.class(), e.exit_code()), (Class::Usage, 2));
+    }
+
+    #[test]
+    fn an_error_is_the_size_of_a_message_and_a_little_more() {
+        assert!(
+            std::mem::size_of::<Error>() <= 48,
+            "{}",
+            std::mem::size_of::<Error>()
+        );
     }
 
     #[test]
@@ -485,5 +522,15 @@ mod tests {
             crate::transport::http::UrlError::NoHost { url: "x".into() },
         );
         assert_eq!(e.class(), Class::Usage);
+        // An I/O error: its cause as the system says it, after the caller's words if any.
+        let io = |context: &str| Error::io(Class::Usage, context, std::io::Error::other("gone"));
+        assert_eq!(
+            io("--out-dir d:").shown(),
+            (Class::Usage, "--out-dir d: gone".into())
+        );
+        assert_eq!(io("").to_string(), "gone");
+        let e = io("x");
+        let cause = std::error::Error::source(&e).expect("a source");
+        assert!(cause.downcast_ref::<std::io::Error>().is_some());
     }
 }
