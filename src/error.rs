@@ -12,11 +12,14 @@
 //! by the type, or by the layer error's variant where one type holds both kinds (a journal that
 //! cannot be created is a usage error, one that cannot be written a run error). A caller that
 //! knows better says so where it converts, with [`Error::as_run`] or [`Error::as_usage`] (a
-//! targets run that cannot merge the reports it wrote itself: a run error).
+//! targets run that cannot merge the reports it wrote itself: a run error), and adds what it was
+//! at with [`Error::within`] (`target NAME:`), never by formatting the error into a string.
 //!
-//! [`Error::Usage`] and [`Error::Run`] remain for errors that are nothing but a message (a flag
-//! with no layer of its own, a count out of range). Private helpers inside a module may still
-//! gather one-line strings with `?`.
+//! [`Error::Io`] keeps an `io::Error` with the caller's words and class (the same refusal is the
+//! user's for a file they named, the run's for one the kit makes). [`Error::Usage`] and
+//! [`Error::Run`] remain for errors that are nothing but a message (a flag with no layer of its
+//! own, a count out of range). Private helpers inside a module may still gather one-line
+//! strings with `?`.
 //!
 //! A rule that a peer broke is not an error of either kind: rules and checks return a
 //! `probe::plugin::Verdict`.
