@@ -74,6 +74,12 @@ pub struct PathError {
     pub what: String,
 }
 
+impl crate::error::LayerError for PathError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 /// For the loaders and rules that gather one-line messages with `?` (the message unchanged).
 impl From<PathError> for String {
     fn from(e: PathError) -> Self {

@@ -15,6 +15,12 @@ pub struct PatternError {
     pub cause: String,
 }
 
+impl crate::error::LayerError for PatternError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 /// For the loaders and rules that gather one-line messages with `?` (the message unchanged).
 impl From<PatternError> for String {
     fn from(e: PatternError) -> Self {

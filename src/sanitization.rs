@@ -28,6 +28,12 @@ pub enum PatternsError {
     Compile(#[from] PatternError),
 }
 
+impl crate::error::LayerError for PatternsError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 /// For the rules that gather one-line messages with `?` (the message unchanged).
 impl From<PatternsError> for String {
     fn from(e: PatternsError) -> Self {

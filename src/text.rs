@@ -256,6 +256,12 @@ pub enum DataFileError {
     Yaml(String),
 }
 
+impl crate::error::LayerError for DataFileError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 /// For the file loaders that gather one-line messages with `?` (the message unchanged).
 impl From<DataFileError> for String {
     fn from(e: DataFileError) -> Self {

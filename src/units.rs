@@ -31,6 +31,12 @@ pub enum UnitError {
     NotATcpEndpoint,
 }
 
+impl crate::error::LayerError for UnitError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 /// For the loaders and rules that gather one-line messages with `?` (the message unchanged).
 impl From<UnitError> for String {
     fn from(e: UnitError) -> Self {

@@ -41,6 +41,12 @@ impl BehaviorError {
     }
 }
 
+impl crate::error::LayerError for BehaviorError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 /// The arguments of one item: the bare value and `key=value` pairs. A behaviour reads the ones
 /// it takes; [`Args::finish`] refuses the rest.
 pub struct Args<'a> {

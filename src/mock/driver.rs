@@ -127,6 +127,12 @@ pub enum PlatformSpecError {
     Expectation(#[from] super::expect::ExpectError),
 }
 
+impl crate::error::LayerError for PlatformSpecError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 /// Validated driver settings.
 pub struct Driver {
     pub base: BaseUrl,

@@ -145,6 +145,12 @@ pub enum FleetFileError {
     },
 }
 
+impl crate::error::LayerError for FleetFileError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 /// Most agents one fleet may hold.
 pub const MAX_AGENTS: usize = 100_000;
 

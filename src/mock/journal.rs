@@ -80,6 +80,16 @@ pub enum JournalError {
     Write { cause: std::io::Error },
 }
 
+impl crate::error::LayerError for JournalError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            JournalError::Create { .. } => Class::Usage,
+            JournalError::Write { .. } => Class::Run,
+        }
+    }
+}
+
 pub struct Journal {
     /// Taken (and so dropped) by `close`: the writer ends once every sender is gone.
     tx: Mutex<Option<mpsc::Sender<String>>>,

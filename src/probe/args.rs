@@ -155,6 +155,12 @@ pub enum SettingsError {
     Suite(#[from] super::suite::SuiteError),
 }
 
+impl crate::error::LayerError for SettingsError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 /// An `--api-key` as given: refused when empty (a blank secret would turn auth cases on and
 /// send `Bearer ` with nothing after it).
 pub fn api_key(key: Option<String>) -> Result<Option<String>, SettingsError> {

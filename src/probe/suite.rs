@@ -43,6 +43,12 @@ impl From<SuiteError> for String {
     }
 }
 
+impl crate::error::LayerError for SuiteError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Requirement {

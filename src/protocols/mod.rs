@@ -130,6 +130,12 @@ pub struct PresetError {
     pub known: Vec<&'static str>,
 }
 
+impl crate::error::LayerError for PresetError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 pub fn fleet_preset(name: &str) -> Result<(&'static str, &'static str), PresetError> {
     let all: Vec<_> = REGISTRY
         .iter()

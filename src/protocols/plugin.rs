@@ -53,6 +53,12 @@ impl From<&str> for SettingsError {
     }
 }
 
+impl crate::error::LayerError for SettingsError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 /// Why a matrix row's behaviour is not one the protocol's mock can play: a usage error of the
 /// matrix file (the self-test names the file and line).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -63,6 +69,12 @@ pub enum BehaviorError {
     /// No such behaviour, or one written wrong.
     #[error("{0}")]
     Unknown(String),
+}
+
+impl crate::error::LayerError for BehaviorError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
 }
 
 /// Told of each case as it finishes (a progress line).

@@ -52,6 +52,12 @@ pub enum BaselineError {
     Invalid(String),
 }
 
+impl crate::error::LayerError for BaselineError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 impl Baseline {
     /// Reads `text` (from `source`): a YAML list of `{id, reason, until?}`. Errors name the file
     /// and line: an empty reason, a date that is not `YYYY-MM-DD`, an id listed twice.

@@ -58,6 +58,17 @@ pub enum MergeStreamError {
     Interrupted,
 }
 
+impl crate::error::LayerError for MergeStreamError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            // A part that does not read, or parts that do not merge.
+            MergeStreamError::File(e) => e.class(),
+            MergeStreamError::Write { .. } | MergeStreamError::Interrupted => Class::Run,
+        }
+    }
+}
+
 /// Where the merged report goes.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Outputs<'a> {

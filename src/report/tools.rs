@@ -59,6 +59,12 @@ fn more_findings(more: usize) -> String {
     }
 }
 
+impl crate::error::LayerError for ReportFileError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 /// Reads a JSON report, checked against `schemas/report.schema.json`; errors name the file and
 /// the JSON path (or the line and column of a syntax error).
 pub fn read(path: &Path) -> Result<Report, ReportFileError> {

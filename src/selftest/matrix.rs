@@ -122,6 +122,12 @@ pub enum MatrixFileError {
     Cases(String),
 }
 
+impl crate::error::LayerError for MatrixFileError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 /// A matrix file, parsed: YAML errors and the timeout say where they are.
 fn read(source: &str, text: &str) -> Result<MatrixFile, MatrixFileError> {
     let file: MatrixFile = serde_saphyr::from_str(text)
@@ -137,6 +143,12 @@ fn read(source: &str, text: &str) -> Result<MatrixFile, MatrixFileError> {
 #[error("{behavior:?}: a template other than {{deadline}} or {{deadline*F}}")]
 pub struct TemplateError {
     pub behavior: String,
+}
+
+impl crate::error::LayerError for TemplateError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
 }
 
 /// `behavior` with each `{deadline}` or `{deadline*F}` written as that duration in milliseconds:

@@ -47,6 +47,12 @@ pub enum TargetsError {
     Shard { text: String, what: &'static str },
 }
 
+impl crate::error::LayerError for TargetsError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 /// One target of the list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {

@@ -35,6 +35,12 @@ pub enum UrlError {
     Query { url: String },
 }
 
+impl crate::error::LayerError for UrlError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 /// For the loaders that gather one-line messages with `?` (the message unchanged).
 impl From<UrlError> for String {
     fn from(e: UrlError) -> Self {

@@ -137,6 +137,12 @@ pub enum CommandError {
     Named { command: String, what: String },
 }
 
+impl crate::error::LayerError for CommandError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 /// For the protocol runners that gather one-line messages with `?` (the message unchanged).
 impl From<CommandError> for String {
     fn from(e: CommandError) -> Self {

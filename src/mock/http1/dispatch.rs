@@ -182,6 +182,12 @@ pub enum ListenError {
     LocalAddr(std::io::Error),
 }
 
+impl crate::error::LayerError for ListenError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Run
+    }
+}
+
 /// Binds `addr` (port 0: the OS picks) and serves `handler` there.
 pub async fn spawn<H: Handler>(handler: Arc<H>, addr: SocketAddr) -> Result<Running, ListenError> {
     spawn_with(handler, addr, ServerLimits::default()).await

@@ -169,6 +169,18 @@ pub enum AgentSetError {
     },
 }
 
+impl crate::error::LayerError for AgentSetError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            AgentSetError::Count { .. }
+            | AgentSetError::Dir { .. }
+            | AgentSetError::NotEmpty { .. } => Class::Usage,
+            AgentSetError::Write { .. } => Class::Run,
+        }
+    }
+}
+
 /// Writes the set; what to print (the graph, and how to run it).
 pub fn write(at: AgentSet<'_>) -> Result<String, Error> {
     Ok(written(at)?)

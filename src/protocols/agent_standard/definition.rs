@@ -370,6 +370,15 @@ pub enum DefinitionError {
     },
 }
 
+impl crate::error::LayerError for DefinitionError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            DefinitionError::Find { .. } | DefinitionError::Read { .. } => Class::Usage,
+        }
+    }
+}
+
 /// Reads each of `files` (lossily decoded: a stray byte is the lint's business, not a read error).
 pub fn read_all(files: &[std::path::PathBuf]) -> Result<Vec<Definition>, DefinitionError> {
     files

@@ -37,6 +37,18 @@ pub enum ExecError {
     Workdir(#[from] WorkdirError),
 }
 
+impl crate::error::LayerError for ExecError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            ExecError::Split { .. }
+            | ExecError::NoAgent { .. }
+            | ExecError::NotADirectory { .. } => Class::Usage,
+            ExecError::Workdir(w) => w.class(),
+        }
+    }
+}
+
 /// How to run the agent.
 #[derive(Debug, Clone)]
 pub struct Exec {

@@ -377,6 +377,16 @@ pub enum FixError {
     },
 }
 
+impl crate::error::LayerError for FixError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            FixError::Read { .. } => Class::Usage,
+            FixError::Write { .. } | FixError::Rename { .. } => Class::Run,
+        }
+    }
+}
+
 /// Fixes each of `files` (or, with `dry_run`, prints the diff), saying each fix through `say`;
 /// the definitions as they are after the fix (read from the fixed text, under the new name), for
 /// the lint of what is left.

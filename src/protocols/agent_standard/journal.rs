@@ -80,6 +80,16 @@ pub enum JournalError {
     },
 }
 
+impl crate::error::LayerError for JournalError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            JournalError::Encode(_) | JournalError::Write { .. } => Class::Run,
+            JournalError::Read { .. } => Class::Usage,
+        }
+    }
+}
+
 /// Appends `line` to the journal at `path` (created when missing) in one write.
 pub fn append(path: &Path, line: &Line) -> Result<(), JournalError> {
     let mut text = serde_json::to_string(line).map_err(JournalError::Encode)?;

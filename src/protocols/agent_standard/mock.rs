@@ -53,6 +53,16 @@ pub enum AgentError {
     Journal(#[from] journal::JournalError),
 }
 
+impl crate::error::LayerError for AgentError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            AgentError::Behavior(_) | AgentError::Next(_) | AgentError::Input(_) => Class::Usage,
+            AgentError::Journal(j) => j.class(),
+        }
+    }
+}
+
 /// A behaviour list parsed: the names, each with its argument.
 #[derive(Debug, Clone, Default)]
 pub struct Behaviors(Vec<(String, Option<String>)>);

@@ -109,6 +109,17 @@ pub enum ProbeError {
     Exec(#[from] ExecError),
 }
 
+impl crate::error::LayerError for ProbeError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            ProbeError::Output { .. } | ProbeError::NoAgents { .. } => Class::Usage,
+            ProbeError::Definitions(d) => d.class(),
+            ProbeError::Exec(x) => x.class(),
+        }
+    }
+}
+
 /// The definitions' names under `dir` (each file's frontmatter `name`).
 pub fn agent_names(dir: &std::path::Path) -> Result<BTreeSet<String>, ProbeError> {
     let defs = super::definition::read_all(&super::lint::files(&[dir.to_path_buf()])?)?;

@@ -38,6 +38,20 @@ pub enum WorkdirError {
     },
 }
 
+impl crate::error::LayerError for WorkdirError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            // The user's tree: a usage error, as a --workdir that is not a directory is.
+            WorkdirError::Copy { .. } => Class::Usage,
+            // The temporary directory, or our own copy of the tree.
+            WorkdirError::Make { .. }
+            | WorkdirError::NamesTaken { .. }
+            | WorkdirError::Read { .. } => Class::Run,
+        }
+    }
+}
+
 /// A directory of our own under the system's temporary directory, removed when dropped.
 #[derive(Debug)]
 pub struct Scratch {

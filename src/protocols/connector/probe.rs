@@ -76,6 +76,16 @@ pub enum ProbeError {
     Listen(String),
 }
 
+impl crate::error::LayerError for ProbeError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            ProbeError::Suite(_) | ProbeError::NotOneRule { .. } => Class::Usage,
+            ProbeError::Listen(_) => Class::Run,
+        }
+    }
+}
+
 /// The built-in suite, loaded once.
 pub fn suite() -> Result<LoadedSuite, ProbeError> {
     static LOADED: OnceLock<Result<LoadedSuite, String>> = OnceLock::new();

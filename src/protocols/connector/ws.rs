@@ -34,6 +34,12 @@ pub struct DialectError {
     pub given: String,
 }
 
+impl crate::error::LayerError for DialectError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 /// A web client that could not attach or speak. The server's doing, so the fleet judges it (a
 /// failed case's evidence): it never ends a command, and has no exit status.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -744,6 +744,16 @@ pub enum ProbeError {
     BuiltIn(String),
 }
 
+impl crate::error::LayerError for ProbeError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            ProbeError::Command(_) => Class::Usage,
+            ProbeError::BuiltIn(_) => Class::Run,
+        }
+    }
+}
+
 /// Runs the probe and returns the report (the API key redacted).
 pub async fn run(
     settings: &TaskSettings,

@@ -460,6 +460,15 @@ pub enum ScenarioError {
     Invalid(String),
 }
 
+impl crate::error::LayerError for ScenarioError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            ScenarioError::Read { .. } | ScenarioError::Invalid(_) => Class::Usage,
+        }
+    }
+}
+
 impl Scenario {
     /// Every built-in scenario. The shipped files are ours, and a unit test loads each, so a
     /// broken one is a bug caught before release; it panics with the file's error.

@@ -251,6 +251,12 @@ pub enum FleetFileError {
     },
 }
 
+impl crate::error::LayerError for FleetFileError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 /// A fleet file parsed and checked: the clients, the duration, the server.
 pub struct Fleet {
     base: BaseUrl,

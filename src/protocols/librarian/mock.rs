@@ -82,6 +82,12 @@ pub enum ScriptError {
     Empty { file: String },
 }
 
+impl crate::error::LayerError for ScriptError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 impl Step {
     pub fn parse(text: &str) -> Result<Step, StepError> {
         let wrong = |what: String| StepError {

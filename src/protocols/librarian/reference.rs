@@ -1009,6 +1009,16 @@ pub enum ServerError {
     Listen(String),
 }
 
+impl crate::error::LayerError for ServerError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            ServerError::Journal { .. } => Class::Usage,
+            ServerError::Listen(_) => Class::Run,
+        }
+    }
+}
+
 /// A Librarian being served.
 pub struct Served {
     pub url: String,

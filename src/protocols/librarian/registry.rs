@@ -40,6 +40,12 @@ pub enum RegistryError {
     Empty { file: String },
 }
 
+impl crate::error::LayerError for RegistryError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 /// The agents of a registry file (`need_tokens`: each must give its `token:`, as the mock
 /// Librarian's must); errors name the file and the agent.
 pub fn read_registry(path: &Path, need_tokens: bool) -> Result<Vec<Registered>, RegistryError> {

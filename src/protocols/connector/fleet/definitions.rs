@@ -57,6 +57,12 @@ pub enum DefinitionsError {
     Write { path: String, cause: String },
 }
 
+impl crate::error::LayerError for DefinitionsError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 impl Definitions {
     /// The definitions of `fleet`'s agents when its inputUrls are served at `base`.
     pub fn of(fleet: &Fleet, base: &str) -> Definitions {

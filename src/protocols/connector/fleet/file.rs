@@ -172,6 +172,12 @@ pub enum AgentFault {
     Behavior(#[from] BehaviorError),
 }
 
+impl crate::error::LayerError for FleetFileError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
+    }
+}
+
 impl Fleet {
     /// Parses (after `${ENV}` substitution); `url` overrides the file's. Errors name the file
     /// and the agent.

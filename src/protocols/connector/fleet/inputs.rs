@@ -369,6 +369,12 @@ pub struct ServeError {
     pub cause: String,
 }
 
+impl crate::error::LayerError for ServeError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Run
+    }
+}
+
 /// Serves the fleet's inputUrls on `fleet.listen`.
 pub async fn serve(fleet: &Fleet) -> Result<Served, ServeError> {
     let inputs = Arc::new(Inputs {

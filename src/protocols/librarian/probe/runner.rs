@@ -37,6 +37,12 @@ pub enum RunError {
     Rule(#[from] RuleCallError),
 }
 
+impl crate::error::LayerError for RunError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Run
+    }
+}
+
 /// The case that names a Librarian that went down mid-run.
 const ALIVE: &str = "librarian.alive";
 
