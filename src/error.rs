@@ -209,59 +209,82 @@ impl Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::suite::SuiteError;
-    use crate::transport::http::UrlError;
+
+    // A layer's error as a layer writes one. (The layers' own are tested where they are:
+    // naming them here would make their imports loop back, tests/tck/layers.rs; a bad suite
+    // file is `probe::suite`'s test, and an outside user's match is tests/tck/toy_protocol.rs.)
+    #[derive(Debug, thiserror::Error)]
+    enum ListError {
+        #[error("{path}:{line}: no such flag {flag:?}")]
+        Flag {
+            path: String,
+            line: usize,
+            flag: String,
+        },
+        #[error("{path}: cannot write: {cause}")]
+        Write { path: String, cause: String },
+    }
+
+    impl LayerError for ListError {
+        fn class(&self) -> Class {
+            match self {
+                ListError::Flag { .. } => Class::Usage,
+                ListError::Write { .. } => Class::Run,
+            }
+        }
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("other")]
+    struct OtherError;
+
+    impl LayerError for OtherError {
+        fn class(&self) -> Class {
+            Class::Usage
+        }
+    }
+
+    fn read_list() -> Result<()> {
+        Err(ListError::Flag {
+            path: "l.yaml".into(),
+            line: 3,
+            flag: "--nope".into(),
+        })?
+    }
 
     #[test]
     fn a_library_user_matches_on_what_failed() {
-        let e: Error = crate::probe::suite::Suite::parse(
-            "bad.yaml",
-            "cases: [",
-            &crate::protocols::roundtable::rules::Suite,
-        )
-        .map_err(Error::from)
-        .unwrap_err();
+        let e = read_list().unwrap_err();
         assert!(
-            matches!(e.layer::<SuiteError>(), Some(SuiteError::Invalid(m)) if m.starts_with("bad.yaml:")),
+            matches!(e.layer::<ListError>(), Some(ListError::Flag { line: 3, flag, .. }) if flag == "--nope"),
             "{e:?}"
         );
-        assert!(e.layer::<UrlError>().is_none(), "{e:?}");
+        assert!(e.layer::<OtherError>().is_none(), "{e:?}");
         // The layer error is the source, and the message is its own.
+        assert_eq!(e.to_string(), "l.yaml:3: no such flag \"--nope\"");
         let source = std::error::Error::source(&e).expect("a source");
         assert_eq!(source.to_string(), e.to_string());
-        assert!(source.downcast_ref::<SuiteError>().is_some());
+        assert!(source.downcast_ref::<ListError>().is_some());
         assert_eq!((e.class(), e.exit_code()), (Class::Usage, 2));
     }
 
     #[test]
     fn each_kind_has_its_class_and_exit_status() {
-        use crate::report::merge_stream::MergeStreamError;
+        let write = || ListError::Write {
+            path: "out.json".into(),
+            cause: "disk full".into(),
+        };
         let cases: Vec<(Error, Class, u8)> = vec![
             (Error::usage("--url: no scheme"), Class::Usage, 2),
             (Error::run("cannot bind"), Class::Run, 1),
-            // A type of one class.
-            (UrlError::NoHost { url: "x".into() }.into(), Class::Usage, 2),
-            (
-                crate::protocols::librarian::probe::RunError::NotOneRule { case: "c".into() }
-                    .into(),
-                Class::Run,
-                1,
-            ),
-            // A type of both, by its variant.
-            (MergeStreamError::Interrupted.into(), Class::Run, 1),
-            (
-                MergeStreamError::File(crate::report::tools::ReportFileError::NothingToMerge)
-                    .into(),
-                Class::Usage,
-                2,
-            ),
+            // A layer's type: its class by its variant.
+            (read_list().unwrap_err(), Class::Usage, 2),
+            (write().into(), Class::Run, 1),
             // A caller that knows better.
-            (
-                Error::as_run(UrlError::NoHost { url: "x".into() }),
-                Class::Run,
-                1,
-            ),
-            (Error::as_usage(Error::run("r")), Class::Usage, 2),
+            (Error::as_usage(write()), Class::Usage, 2),
+            (Error::as_run(OtherError), Class::Run, 1),
+            // A context keeps the class it wraps.
+            (Error::within("target a:", write()), Class::Run, 1),
             // An I/O error: the caller says whose.
             (
                 Error::io(
@@ -271,6 +294,15 @@ mod tests {
                 ),
                 Class::Run,
                 1,
+            ),
+            (
+                Error::io(
+                    Class::Usage,
+                    "--out-dir d:",
+                    std::io::Error::other("denied"),
+                ),
+                Class::Usage,
+                2,
             ),
         ];
         for (e, class, code) in cases {
@@ -288,21 +320,18 @@ mod tests {
     }
 
     #[test]
-    fn a_reclassed_error_prints_as_its_own_and_keeps_its_type() {
-        let url = UrlError::NoHost { url: "x".into() };
-        let message = url.to_string();
-        let e = Error::as_run(url);
+    fn a_wrapped_error_prints_as_its_own_and_keeps_its_type() {
+        let message = read_list().unwrap_err().to_string();
+        let e = Error::as_run(read_list().unwrap_err());
         assert_eq!(e.shown(), (Class::Run, message.clone()));
-        assert!(e.layer::<UrlError>().is_some(), "{e:?}");
-        // A context goes before the message and keeps the class it wraps.
+        assert!(e.layer::<ListError>().is_some(), "{e:?}");
+        // A context goes before the message.
         let e = Error::within("target a:", e);
         assert_eq!(e.shown(), (Class::Run, format!("target a: {message}")));
         assert!(
-            matches!(e.layer::<UrlError>(), Some(UrlError::NoHost { .. })),
+            matches!(e.layer::<ListError>(), Some(ListError::Flag { .. })),
             "{e:?}"
         );
-        let e = Error::within("--url:", UrlError::NoHost { url: "x".into() });
-        assert_eq!(e.class(), Class::Usage);
         // An I/O error: its cause as the system says it, after the caller's words if any.
         let io = |context: &str| Error::io(Class::Usage, context, std::io::Error::other("gone"));
         assert_eq!(

@@ -407,6 +407,22 @@ mod tests {
     use super::*;
     use crate::probe::plugin::GenericOnly;
 
+    /// A library user that loads a bad suite file gets the suite's own error inside the crate's
+    /// `Error`, and matches on it; its class is a usage error (exit status 2).
+    #[test]
+    fn a_bad_suite_file_is_a_suite_error_to_match_on() {
+        let load = || -> crate::error::Result<Suite> {
+            Ok(Suite::parse("bad.yaml", "cases: [", &GenericOnly)?)
+        };
+        let e = load().unwrap_err();
+        assert!(
+            matches!(e.layer::<SuiteError>(), Some(SuiteError::Invalid(m)) if m.starts_with("bad.yaml:")),
+            "{e:?}"
+        );
+        assert_eq!(e.class(), crate::error::Class::Usage);
+        assert_eq!(e.exit_code(), 2);
+    }
+
     #[test]
     fn globs() {
         assert!(glob_match("analyze.*", "analyze.response"));
