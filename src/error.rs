@@ -1,9 +1,9 @@
 //! The errors that end a command before it has a verdict, typed by what the user can do about
 //! them: a usage or configuration error (a flag, a data file, a setting: fix it; nothing was run)
 //! or a run that could not go on (a port in use, an agent that could not be started, a report
-//! that could not be written). [`Error::class`] says which, and [`Error::exit_code`] turns it
+//! that could not be written). [`Error::class`] says which, and `cli::exit_status` turns it
 //! into the exit status, in one place (2 and 1; the statuses are documented on
-//! [`crate::report::Exit`]).
+//! `report::Exit`).
 //!
 //! A layer with errors of its own has its own type, whose variants carry what the message
 //! names (file, line, flag, path, cause). [`Error`] keeps that type whole ([`Error::Layer`]), so
@@ -26,23 +26,14 @@
 //! A rule that a peer broke is not an error of either kind: rules and checks return a
 //! `probe::plugin::Verdict`.
 
-/// What the user can do about an error, which decides the exit status.
+/// What the user can do about an error, which decides the exit status (`cli::exit_status`, the
+/// one place: this module is below `report`, where the statuses are named).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Class {
     /// A flag, a file or a setting is wrong: nothing was run (exit status 2).
     Usage,
     /// The run could not go on (exit status 1).
     Run,
-}
-
-impl Class {
-    /// The exit status of a command that ended with an error of this class.
-    pub fn exit(self) -> crate::report::Exit {
-        match self {
-            Class::Usage => crate::report::Exit::Usage,
-            Class::Run => crate::report::Exit::Failed,
-        }
-    }
 }
 
 /// A layer's own error type, which becomes an [`Error`] with `?` and stays itself inside it.
@@ -188,11 +179,6 @@ impl Error {
             Error::Context { error, .. } => error.class(),
         }
     }
-
-    /// The exit status of a command that ended with this error: the one place it is decided.
-    pub fn exit_code(&self) -> u8 {
-        self.class().exit().code()
-    }
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -265,26 +251,26 @@ mod tests {
         let source = std::error::Error::source(&e).expect("a source");
         assert_eq!(source.to_string(), e.to_string());
         assert!(source.downcast_ref::<ListError>().is_some());
-        assert_eq!((e.class(), e.exit_code()), (Class::Usage, 2));
+        assert_eq!(e.class(), Class::Usage);
     }
 
     #[test]
-    fn each_kind_has_its_class_and_exit_status() {
+    fn each_kind_has_its_class() {
         let write = || ListError::Write {
             path: "out.json".into(),
             cause: "disk full".into(),
         };
-        let cases: Vec<(Error, Class, u8)> = vec![
-            (Error::usage("--url: no scheme"), Class::Usage, 2),
-            (Error::run("cannot bind"), Class::Run, 1),
+        let cases: Vec<(Error, Class)> = vec![
+            (Error::usage("--url: no scheme"), Class::Usage),
+            (Error::run("cannot bind"), Class::Run),
             // A layer's type: its class by its variant.
-            (read_list().unwrap_err(), Class::Usage, 2),
-            (write().into(), Class::Run, 1),
+            (read_list().unwrap_err(), Class::Usage),
+            (write().into(), Class::Run),
             // A caller that knows better.
-            (Error::as_usage(write()), Class::Usage, 2),
-            (Error::as_run(OtherError), Class::Run, 1),
+            (Error::as_usage(write()), Class::Usage),
+            (Error::as_run(OtherError), Class::Run),
             // A context keeps the class it wraps.
-            (Error::within("target a:", write()), Class::Run, 1),
+            (Error::within("target a:", write()), Class::Run),
             // An I/O error: the caller says whose.
             (
                 Error::io(
@@ -293,7 +279,6 @@ mod tests {
                     std::io::Error::other("disk full"),
                 ),
                 Class::Run,
-                1,
             ),
             (
                 Error::io(
@@ -302,11 +287,10 @@ mod tests {
                     std::io::Error::other("denied"),
                 ),
                 Class::Usage,
-                2,
             ),
         ];
-        for (e, class, code) in cases {
-            assert_eq!((e.class(), e.exit_code()), (class, code), "{e:?}");
+        for (e, class) in cases {
+            assert_eq!(e.class(), class, "{e:?}");
         }
     }
 
