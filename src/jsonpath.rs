@@ -74,9 +74,9 @@ pub struct PathError {
     pub what: String,
 }
 
-impl From<PathError> for crate::error::Error {
-    fn from(e: PathError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for PathError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 

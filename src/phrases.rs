@@ -15,9 +15,9 @@ pub struct PatternError {
     pub cause: String,
 }
 
-impl From<PatternError> for crate::error::Error {
-    fn from(e: PatternError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for PatternError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 

@@ -28,9 +28,9 @@ pub enum PatternsError {
     Compile(#[from] PatternError),
 }
 
-impl From<PatternsError> for crate::error::Error {
-    fn from(e: PatternsError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for PatternsError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 

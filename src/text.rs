@@ -256,9 +256,9 @@ pub enum DataFileError {
     Yaml(String),
 }
 
-impl From<DataFileError> for crate::error::Error {
-    fn from(e: DataFileError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for DataFileError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 

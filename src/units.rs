@@ -31,9 +31,9 @@ pub enum UnitError {
     NotATcpEndpoint,
 }
 
-impl From<UnitError> for crate::error::Error {
-    fn from(e: UnitError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for UnitError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 

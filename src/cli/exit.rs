@@ -1,7 +1,7 @@
 //! The one place a command's end becomes an exit status ([`exit_status`]); the statuses are
 //! documented on [`crate::report::Exit`].
 
-use crate::error::Error;
+use crate::error::{Class, Error};
 use crate::report::output::OutputArgs;
 use crate::report::{console, Exit, Report};
 
@@ -30,8 +30,10 @@ pub fn exit_status(outcome: &Result<Ended, Error>) -> u8 {
         Ok(Ended::Verdict(exit)) => exit.code(),
         Ok(Ended::AgentExit(status)) => *status,
         Ok(Ended::Interrupted) => Exit::Interrupted.code(),
-        Err(Error::Run(_)) => Exit::Failed.code(),
-        Err(Error::Usage(_)) => Exit::Usage.code(),
+        Err(e) => match e.class() {
+            Class::Run => Exit::Failed.code(),
+            Class::Usage => Exit::Usage.code(),
+        },
     }
 }
 
@@ -81,6 +83,7 @@ mod tests {
         assert_eq!(exit_status(&Ok(Ended::Interrupted)), 130);
         assert_eq!(exit_status(&Err(Error::run("cannot bind"))), 1);
         assert_eq!(exit_status(&Err(Error::usage("--url: no scheme"))), 2);
+        assert_eq!(exit_status(&Err(Error::as_run(Error::usage("x")))), 1);
     }
 
     #[test]

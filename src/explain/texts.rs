@@ -114,7 +114,8 @@ pub fn embedded() -> Result<&'static [TextFile], Error> {
         .get_or_init(|| EMBEDDED.iter().map(|(f, t)| parse(f, t)).collect())
         .as_ref()
         .map(Vec::as_slice)
-        .map_err(Clone::clone)
+        // `parse`'s errors are messages alone (`Error::Usage`): each call gets its own copy.
+        .map_err(|e| Error::usage(e.to_string()))
 }
 
 /// Whether `id` is `pattern`, where each `{name}` of the pattern stands for one or more

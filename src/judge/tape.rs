@@ -48,9 +48,9 @@ pub enum TapeError {
     },
 }
 
-impl From<TapeError> for crate::error::Error {
-    fn from(e: TapeError) -> Self {
-        crate::error::Error::Run(e.to_string())
+impl crate::error::LayerError for TapeError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Run
     }
 }
 

@@ -41,9 +41,9 @@ impl BehaviorError {
     }
 }
 
-impl From<BehaviorError> for crate::error::Error {
-    fn from(e: BehaviorError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for BehaviorError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 
@@ -183,8 +183,11 @@ mod tests {
             }
         );
         assert_eq!(
-            Error::from(e),
-            Error::Usage("\"slow:1s;2s\": two bare arguments (\"2s\")".into())
+            Error::from(e).shown(),
+            (
+                crate::error::Class::Usage,
+                "\"slow:1s;2s\": two bare arguments (\"2s\")".into()
+            )
         );
         let mut a = Args::parse("flaky:p=x", Some("p=x")).unwrap();
         assert_eq!(

@@ -145,9 +145,9 @@ pub enum FleetFileError {
     },
 }
 
-impl From<FleetFileError> for crate::error::Error {
-    fn from(e: FleetFileError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for FleetFileError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 
@@ -749,7 +749,7 @@ mod tests {
         );
         let e = crate::error::Error::from(e);
         assert!(
-            matches!(&e, crate::error::Error::Usage(m) if m.starts_with("/nonexistent/fleet.yaml: cannot read: ")),
+            matches!(e.shown(), (crate::error::Class::Usage, m) if m.starts_with("/nonexistent/fleet.yaml: cannot read: ")),
             "{e:?}"
         );
         let file =

@@ -80,11 +80,12 @@ pub enum JournalError {
     Write { cause: std::io::Error },
 }
 
-impl From<JournalError> for crate::error::Error {
-    fn from(e: JournalError) -> Self {
-        match e {
-            JournalError::Create { .. } => crate::error::Error::Usage(e.to_string()),
-            JournalError::Write { .. } => crate::error::Error::Run(e.to_string()),
+impl crate::error::LayerError for JournalError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            JournalError::Create { .. } => Class::Usage,
+            JournalError::Write { .. } => Class::Run,
         }
     }
 }
@@ -236,15 +237,18 @@ mod journal_errors {
             matches!(&e, JournalError::Create { path, .. } if path == "/nonexistent-dir/j.jsonl")
         );
         assert!(
-            matches!(crate::error::Error::from(e), crate::error::Error::Usage(m)
+            matches!(crate::error::Error::from(e).shown(), (crate::error::Class::Usage, m)
                 if m.starts_with("--journal /nonexistent-dir/j.jsonl: cannot create: ")),
         );
         let write = JournalError::Write {
             cause: std::io::Error::other("disk full"),
         };
         assert_eq!(
-            crate::error::Error::from(write),
-            crate::error::Error::Run("--journal: cannot write: disk full".into())
+            crate::error::Error::from(write).shown(),
+            (
+                crate::error::Class::Run,
+                "--journal: cannot write: disk full".into()
+            )
         );
     }
 }

@@ -176,9 +176,9 @@ pub enum SettingsError {
     Suite(#[from] super::suite::SuiteError),
 }
 
-impl From<SettingsError> for crate::error::Error {
-    fn from(e: SettingsError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for SettingsError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 

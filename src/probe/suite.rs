@@ -43,9 +43,9 @@ impl From<SuiteError> for String {
     }
 }
 
-impl From<SuiteError> for crate::error::Error {
-    fn from(e: SuiteError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for SuiteError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 
@@ -406,6 +406,21 @@ impl Suite {
 mod tests {
     use super::*;
     use crate::probe::plugin::GenericOnly;
+
+    /// A library user that loads a bad suite file gets the suite's own error inside the crate's
+    /// `Error`, and matches on it; its class is a usage error.
+    #[test]
+    fn a_bad_suite_file_is_a_suite_error_to_match_on() {
+        let load = || -> crate::error::Result<Suite> {
+            Ok(Suite::parse("bad.yaml", "cases: [", &GenericOnly)?)
+        };
+        let e = load().unwrap_err();
+        assert!(
+            matches!(e.layer::<SuiteError>(), Some(SuiteError::Invalid(m)) if m.starts_with("bad.yaml:")),
+            "{e:?}"
+        );
+        assert_eq!(e.class(), crate::error::Class::Usage);
+    }
 
     #[test]
     fn globs() {

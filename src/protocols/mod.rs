@@ -130,9 +130,9 @@ pub struct PresetError {
     pub known: Vec<&'static str>,
 }
 
-impl From<PresetError> for crate::error::Error {
-    fn from(e: PresetError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for PresetError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 

@@ -53,9 +53,9 @@ impl From<&str> for SettingsError {
     }
 }
 
-impl From<SettingsError> for Error {
-    fn from(e: SettingsError) -> Error {
-        Error::Usage(e.to_string())
+impl crate::error::LayerError for SettingsError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 
@@ -71,9 +71,9 @@ pub enum BehaviorError {
     Unknown(String),
 }
 
-impl From<BehaviorError> for Error {
-    fn from(e: BehaviorError) -> Error {
-        Error::Usage(e.to_string())
+impl crate::error::LayerError for BehaviorError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 
@@ -137,7 +137,7 @@ where
     F: FnOnce(S, OnCase) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = Result<Report, Error>> + Send + 'static,
 {
-    let flags = A::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
+    let flags = A::from_arg_matches(matches)?;
     let made = settings(&flags)?;
     let output = output(flags);
     output.check()?;
@@ -189,9 +189,8 @@ impl ProtocolCommand<ProbeJob> for SuiteProbe {
     }
 
     fn run(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        let flags =
-            SuiteProbeArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
-        let base = BaseUrl::parse(&flags.url).map_err(|e| Error::usage(format!("--url: {e}")))?;
+        let flags = SuiteProbeArgs::from_arg_matches(matches)?;
+        let base = BaseUrl::parse(&flags.url).map_err(|e| Error::within("--url:", e))?;
         let settings =
             suite_settings(base, flags.key.api_key, &flags.run, &flags.suite, self.load)?;
         flags.output.check()?;

@@ -52,9 +52,9 @@ pub enum BaselineError {
     Invalid(String),
 }
 
-impl From<BaselineError> for crate::error::Error {
-    fn from(e: BaselineError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for BaselineError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 

@@ -58,11 +58,13 @@ pub enum MergeStreamError {
     Interrupted,
 }
 
-impl From<MergeStreamError> for crate::error::Error {
-    fn from(e: MergeStreamError) -> Self {
-        match e {
-            MergeStreamError::File(e) => e.into(),
-            e => crate::error::Error::Run(e.to_string()),
+impl crate::error::LayerError for MergeStreamError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            // A part that does not read, or parts that do not merge.
+            MergeStreamError::File(e) => e.class(),
+            MergeStreamError::Write { .. } | MergeStreamError::Interrupted => Class::Run,
         }
     }
 }

@@ -118,7 +118,8 @@ impl OutputArgs {
         for (path, flag, render) in files {
             if let Some(path) = path {
                 write_whole(path, &render(report)).map_err(|e| {
-                    Error::run(format!("{flag} {}: cannot write: {e}", path.display()))
+                    let context = format!("{flag} {}: cannot write:", path.display());
+                    Error::io(crate::error::Class::Run, context, e)
                 })?;
                 written.push(path.as_path());
             }

@@ -59,9 +59,9 @@ fn more_findings(more: usize) -> String {
     }
 }
 
-impl From<ReportFileError> for crate::error::Error {
-    fn from(e: ReportFileError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for ReportFileError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-use crate::error::Error;
+use crate::error::{Class, Error};
 use crate::protocols::{self, MatrixRow, Protocol};
 use crate::report::Status;
 use crate::text::yaml_error;
@@ -122,9 +122,9 @@ pub enum MatrixFileError {
     Cases(String),
 }
 
-impl From<MatrixFileError> for Error {
-    fn from(e: MatrixFileError) -> Error {
-        Error::Usage(e.to_string())
+impl crate::error::LayerError for MatrixFileError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 
@@ -145,9 +145,9 @@ pub struct TemplateError {
     pub behavior: String,
 }
 
-impl From<TemplateError> for Error {
-    fn from(e: TemplateError) -> Error {
-        Error::Usage(e.to_string())
+impl crate::error::LayerError for TemplateError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 
@@ -193,7 +193,7 @@ impl Calibration {
                 .kill_on_drop(true)
                 .status()
                 .await
-                .map_err(|e| Error::run(format!("cannot run {}: {e}", exe.display())))?;
+                .map_err(|e| Error::io(Class::Run, format!("cannot run {}:", exe.display()), e))?;
             if !status.success() {
                 return Err(Error::run(format!("{} --version: {status}", exe.display())));
             }
@@ -203,7 +203,7 @@ impl Calibration {
             spawn,
             round_trip: loopback_round_trip()
                 .await
-                .map_err(|e| Error::run(format!("a loopback round trip: {e}")))?,
+                .map_err(|e| Error::io(Class::Run, "a loopback round trip:", e))?,
         })
     }
 
@@ -593,24 +593,29 @@ mod tests {
         let no_flaw =
             "  - behavior: conforming\n    fails: []\n  - behavior: no-such-flaw\n    fails: []\n";
         assert_eq!(
-            matrix(no_flaw).err(),
-            Some(Error::usage(format!(
-                "m.yaml:6: \"no-such-flaw\" is no Librarian flaw (known: conforming, {})",
-                crate::protocols::librarian::reference::Flaws::NAMES.join(", ")
-            )))
+            matrix(no_flaw).err().map(|e| e.shown()),
+            Some((
+                Class::Usage,
+                format!(
+                    "m.yaml:6: \"no-such-flaw\" is no Librarian flaw (known: conforming, {})",
+                    crate::protocols::librarian::reference::Flaws::NAMES.join(", ")
+                )
+            ))
         );
         let over_stdio = "  - behavior: conforming\n    transport: stdio\n    fails: []\n";
         assert_eq!(
-            matrix(over_stdio).err(),
-            Some(Error::usage(
-                "m.yaml:4: the Librarian is served over http only, not stdio"
+            matrix(over_stdio).err().map(|e| e.shown()),
+            Some((
+                Class::Usage,
+                "m.yaml:4: the Librarian is served over http only, not stdio".into()
             ))
         );
         let no_case = "  - behavior: conforming\n    fails: [no.such-case]\n";
         assert_eq!(
-            matrix(no_case).err(),
-            Some(Error::usage(
-                "m.yaml:4: no case \"no.such-case\" in the built-in suite of librarian"
+            matrix(no_case).err().map(|e| e.shown()),
+            Some((
+                Class::Usage,
+                "m.yaml:4: no case \"no.such-case\" in the built-in suite of librarian".into()
             ))
         );
     }

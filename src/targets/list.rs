@@ -7,8 +7,6 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-use crate::error::Error;
-
 /// The flags that make a probe a run over many targets (taken out of each target's command).
 pub const FLAGS: [&str; 4] = ["--targets", "--shard", "--target-concurrency", "--out-dir"];
 /// The run-wide flags without a value: `--resume` (skip the targets whose report in --out-dir
@@ -49,9 +47,9 @@ pub enum TargetsError {
     Shard { text: String, what: &'static str },
 }
 
-impl From<TargetsError> for Error {
-    fn from(e: TargetsError) -> Self {
-        Error::Usage(e.to_string())
+impl crate::error::LayerError for TargetsError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 

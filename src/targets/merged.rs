@@ -33,7 +33,6 @@ pub(super) fn write(
         );
         return output.write(&info.report(Vec::new(), &crate::text::Redactor::new(Vec::new())));
     }
-    let run = |e: &dyn std::fmt::Display| Error::Run(e.to_string());
     let parts = parts
         .iter()
         .map(|(name, path)| Part {
@@ -41,9 +40,9 @@ pub(super) fn write(
             path: path.clone(),
         })
         .collect();
-    let survey = Survey::read(parts, Ids::ByName, false).map_err(|e| run(&e))?;
+    let survey = Survey::read(parts, Ids::ByName, false).map_err(Error::as_run)?;
     if survey.small() {
-        return output.write(&survey.whole().map_err(|e| run(&e))?);
+        return output.write(&survey.whole().map_err(Error::as_run)?);
     }
     let outputs = Outputs {
         json: output.json.as_deref(),
@@ -56,7 +55,7 @@ pub(super) fn write(
     // The run's Ctrl-C ended the targets' runs; the merge of those done is not interrupted.
     survey
         .write(&outputs, &AtomicBool::new(false))
-        .map_err(|e| run(&e))?;
+        .map_err(Error::as_run)?;
     for path in [&output.json, &output.junit, &output.ctrf, &output.html]
         .into_iter()
         .flatten()

@@ -37,7 +37,7 @@ use std::io::IsTerminal;
 
 use futures::stream::{self, StreamExt};
 
-use crate::error::Error;
+use crate::error::{Class, Error};
 use crate::protocols::ProbeJob;
 use crate::report::{CaseResult, Report};
 
@@ -112,7 +112,7 @@ impl Plan {
                 .map(|(_, v)| v.clone())
         };
         let file = PathBuf::from(get("--targets").unwrap_or_default());
-        let mut targets = read(&file).map_err(|e| Error::usage(format!("--targets {e}")))?;
+        let mut targets = read(&file).map_err(|e| Error::within("--targets", e))?;
         let listed = targets.len();
         let shard = get("--shard");
         if let Some(shard) = &shard {
@@ -127,7 +127,7 @@ impl Plan {
         };
         let out_dir = PathBuf::from(get("--out-dir").unwrap_or_else(|| "agent-tck-targets".into()));
         std::fs::create_dir_all(&out_dir)
-            .map_err(|e| Error::usage(format!("--out-dir {}: {e}", out_dir.display())))?;
+            .map_err(|e| Error::io(Class::Usage, format!("--out-dir {}:", out_dir.display()), e))?;
         let merged = crate::report::output::OutputArgs {
             json: get("--json").map(PathBuf::from),
             junit: get("--junit").map(PathBuf::from),
@@ -162,7 +162,10 @@ impl Plan {
                 argv.push(flag.into());
                 argv.push(out_dir.join(format!("{}.{ext}", t.name)).into());
             }
-            job(&argv).map_err(|e| Error::usage(format!("target {}: {e}", t.name)))?;
+            // Whatever its own class, a target's command line that does not parse is the
+            // list's to fix: nothing has run.
+            job(&argv)
+                .map_err(|e| Error::as_usage(Error::within(format!("target {}:", t.name), e)))?;
             commands.push(Command {
                 at,
                 name: t.name.clone(),
@@ -285,10 +288,14 @@ fn report_files<'a>(
 /// Removes a report file an earlier run left, if any.
 fn remove_old(path: &Path) -> Result<(), Error> {
     match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::usage(format!(
-            "--out-dir: cannot remove the earlier report {}: {e}",
-            path.display()
-        ))),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(
+            Class::Usage,
+            format!(
+                "--out-dir: cannot remove the earlier report {}:",
+                path.display()
+            ),
+            e,
+        )),
         _ => Ok(()),
     }
 }
@@ -371,7 +378,7 @@ pub async fn run(
             Ok(r) => r,
             Err(e) => {
                 line.clear();
-                return Err(Error::run(format!("target {name}: {e}")));
+                return Err(Error::as_run(Error::within(format!("target {name}:"), e)));
             }
         };
         let d = Done::of(at, name, &r);

@@ -35,9 +35,9 @@ pub enum UrlError {
     Query { url: String },
 }
 
-impl From<UrlError> for crate::error::Error {
-    fn from(e: UrlError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for UrlError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 

@@ -137,9 +137,9 @@ pub enum CommandError {
     Named { command: String, what: String },
 }
 
-impl From<CommandError> for crate::error::Error {
-    fn from(e: CommandError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for CommandError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 

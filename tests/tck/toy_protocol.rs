@@ -150,10 +150,16 @@ async fn the_toys_probe_command_runs() {
         )
         .err()
         .unwrap();
+    // A library user matches on what failed: the URL's own error, a usage error.
     assert!(
-        matches!(e, agent_tck::error::Error::Usage(ref m) if m.starts_with("--url")),
-        "{e}"
+        matches!(
+            e.layer::<agent_tck::transport::http::UrlError>(),
+            Some(agent_tck::transport::http::UrlError::Scheme { .. })
+        ),
+        "{e:?}"
     );
+    assert_eq!(e.class(), agent_tck::error::Class::Usage);
+    assert!(e.to_string().starts_with("--url: "), "{e}");
     served.stop(Duration::from_millis(200)).await;
 }
 

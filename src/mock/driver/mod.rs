@@ -130,9 +130,9 @@ pub enum PlatformSpecError {
     Expectation(#[from] super::expect::ExpectError),
 }
 
-impl From<PlatformSpecError> for crate::error::Error {
-    fn from(e: PlatformSpecError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for PlatformSpecError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 

@@ -12,9 +12,10 @@ fn a_protocol_without_a_platform_api_cannot_be_driven() {
         "platform: the stub protocol has no platform API that a fleet can drive"
     );
     assert_eq!(
-        crate::error::Error::from(e),
-        crate::error::Error::usage(
-            "platform: the stub protocol has no platform API that a fleet can drive"
+        crate::error::Error::from(e).shown(),
+        (
+            crate::error::Class::Usage,
+            "platform: the stub protocol has no platform API that a fleet can drive".into()
         )
     );
 }

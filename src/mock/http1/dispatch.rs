@@ -182,9 +182,9 @@ pub enum ListenError {
     LocalAddr(std::io::Error),
 }
 
-impl From<ListenError> for crate::error::Error {
-    fn from(e: ListenError) -> Self {
-        crate::error::Error::Run(e.to_string())
+impl crate::error::LayerError for ListenError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Run
     }
 }
 
@@ -246,7 +246,7 @@ mod tests {
         );
         let e = crate::error::Error::from(e);
         assert!(
-            matches!(&e, crate::error::Error::Run(m) if m.starts_with(&format!("cannot listen on {addr}: "))),
+            matches!(e.shown(), (crate::error::Class::Run, m) if m.starts_with(&format!("cannot listen on {addr}: "))),
             "{e:?}"
         );
     }

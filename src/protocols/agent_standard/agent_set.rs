@@ -169,13 +169,14 @@ pub enum AgentSetError {
     },
 }
 
-impl From<AgentSetError> for Error {
-    fn from(e: AgentSetError) -> Self {
-        match e {
+impl crate::error::LayerError for AgentSetError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
             AgentSetError::Count { .. }
             | AgentSetError::Dir { .. }
-            | AgentSetError::NotEmpty { .. } => Error::Usage(e.to_string()),
-            AgentSetError::Write { .. } => Error::Run(e.to_string()),
+            | AgentSetError::NotEmpty { .. } => Class::Usage,
+            AgentSetError::Write { .. } => Class::Run,
         }
     }
 }

@@ -12,7 +12,7 @@ use super::orchestration;
 use super::probe::{agent_names, Settings, Source};
 use super::workdir::Scratch;
 use super::{EXAMPLES, NAME};
-use crate::error::Error;
+use crate::error::{Class, Error};
 use crate::probe::args::Common;
 use crate::probe::args::RunArgs;
 use crate::protocols::plugin::{
@@ -244,7 +244,7 @@ pub fn write(
     let sarif_text = || serde_json::to_string_pretty(&lint.sarif()).unwrap_or_default();
     if let Some(path) = sarif {
         std::fs::write(path, sarif_text() + "\n")
-            .map_err(|e| Error::run(format!("--sarif {}: {e}", path.display())))?;
+            .map_err(|e| Error::io(Class::Run, format!("--sarif {}:", path.display()), e))?;
     }
     let report = || {
         let mut report = lint.report(
@@ -381,8 +381,7 @@ impl ProtocolCommand<ProbeJob> for ResultsProbe {
     }
 
     fn run(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        let flags = AgentStandardProbeArgs::from_arg_matches(matches)
-            .map_err(|e| Error::usage(e.to_string()))?;
+        let flags = AgentStandardProbeArgs::from_arg_matches(matches)?;
         let ids = super::probe::case_ids(&flags.source()?, &flags.modes()?);
         let job = |s: Settings, on: OnCase| async move { Ok(super::probe::run(&s, &*on).await?) };
         driver_probe(
@@ -431,8 +430,7 @@ impl ProtocolCommand<crate::report::Exit> for LintAgents {
     }
 
     fn run(&self, matches: &clap::ArgMatches) -> Result<crate::report::Exit, Error> {
-        let flags =
-            LintAgentsArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
+        let flags = LintAgentsArgs::from_arg_matches(matches)?;
         let files = lint::files(&flags.paths)?;
         if files.is_empty() {
             return Err(Error::usage(format!(
@@ -537,7 +535,7 @@ impl Selftest for StandardSelftest {
         Box::pin(async move {
             let tree = Scratch::new()?;
             std::fs::write(tree.path().join("README.md"), "# a project\n")
-                .map_err(|e| Error::run(format!("{}: {e}", tree.path().display())))?;
+                .map_err(|e| Error::io(Class::Run, format!("{}:", tree.path().display()), e))?;
             let mut command = format!(
                 "{} mock agent --protocol agent-standard --name security-scanner --next reviewer \
                  --seed {} --behavior {}",

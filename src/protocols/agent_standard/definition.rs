@@ -370,12 +370,11 @@ pub enum DefinitionError {
     },
 }
 
-impl From<DefinitionError> for crate::error::Error {
-    fn from(e: DefinitionError) -> Self {
-        match e {
-            DefinitionError::Find { .. } | DefinitionError::Read { .. } => {
-                Self::Usage(e.to_string())
-            }
+impl crate::error::LayerError for DefinitionError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            DefinitionError::Find { .. } | DefinitionError::Read { .. } => Class::Usage,
         }
     }
 }

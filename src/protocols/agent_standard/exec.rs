@@ -44,14 +44,15 @@ pub enum ExecError {
     Replayed(String),
 }
 
-impl From<ExecError> for crate::error::Error {
-    fn from(e: ExecError) -> Self {
-        match e {
+impl crate::error::LayerError for ExecError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
             ExecError::Split { .. }
             | ExecError::NoAgent { .. }
-            | ExecError::NotADirectory { .. } => Self::Usage(e.to_string()),
-            ExecError::Workdir(w) => w.into(),
-            ExecError::Replayed(m) => Self::Run(m),
+            | ExecError::NotADirectory { .. } => Class::Usage,
+            ExecError::Workdir(w) => w.class(),
+            ExecError::Replayed(_) => Class::Run,
         }
     }
 }
@@ -323,10 +324,10 @@ mod tests {
             err.to_string(),
             "--exec \"run {agent}\": the command has {agent}; say which agent with --agent NAME"
         );
-        assert!(matches!(
-            crate::error::Error::from(err),
-            crate::error::Error::Usage(_)
-        ));
+        assert_eq!(
+            crate::error::Error::from(err).class(),
+            crate::error::Class::Usage
+        );
         let err = exec("run | tee", None).unwrap_err();
         assert!(matches!(err, ExecError::Split { .. }), "{err}");
         assert!(err.to_string().contains("shell operator"), "{err}");

@@ -377,11 +377,12 @@ pub enum FixError {
     },
 }
 
-impl From<FixError> for crate::error::Error {
-    fn from(e: FixError) -> Self {
-        match e {
-            FixError::Read { .. } => Self::Usage(e.to_string()),
-            FixError::Write { .. } | FixError::Rename { .. } => Self::Run(e.to_string()),
+impl crate::error::LayerError for FixError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            FixError::Read { .. } => Class::Usage,
+            FixError::Write { .. } | FixError::Rename { .. } => Class::Run,
         }
     }
 }

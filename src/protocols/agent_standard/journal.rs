@@ -80,11 +80,12 @@ pub enum JournalError {
     },
 }
 
-impl From<JournalError> for crate::error::Error {
-    fn from(e: JournalError) -> Self {
-        match e {
-            JournalError::Encode(_) | JournalError::Write { .. } => Self::Run(e.to_string()),
-            JournalError::Read { .. } => Self::Usage(e.to_string()),
+impl crate::error::LayerError for JournalError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            JournalError::Encode(_) | JournalError::Write { .. } => Class::Run,
+            JournalError::Read { .. } => Class::Usage,
         }
     }
 }

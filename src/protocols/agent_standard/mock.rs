@@ -111,13 +111,12 @@ pub enum AgentError {
     Journal(#[from] journal::JournalError),
 }
 
-impl From<AgentError> for Error {
-    fn from(e: AgentError) -> Self {
-        match e {
-            AgentError::Behavior(_) | AgentError::Next(_) | AgentError::Input(_) => {
-                Error::Usage(e.to_string())
-            }
-            AgentError::Journal(j) => j.into(),
+impl crate::error::LayerError for AgentError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            AgentError::Behavior(_) | AgentError::Next(_) | AgentError::Input(_) => Class::Usage,
+            AgentError::Journal(j) => j.class(),
         }
     }
 }

@@ -111,13 +111,14 @@ pub enum ProbeError {
     Tape(#[from] crate::judge::tape::TapeError),
 }
 
-impl From<ProbeError> for crate::error::Error {
-    fn from(e: ProbeError) -> Self {
-        match e {
-            ProbeError::Output { .. } | ProbeError::NoAgents { .. } => Self::Usage(e.to_string()),
-            ProbeError::Definitions(d) => d.into(),
-            ProbeError::Exec(x) => x.into(),
-            ProbeError::Tape(t) => t.into(),
+impl crate::error::LayerError for ProbeError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            ProbeError::Output { .. } | ProbeError::NoAgents { .. } => Class::Usage,
+            ProbeError::Definitions(d) => d.class(),
+            ProbeError::Exec(x) => x.class(),
+            ProbeError::Tape(t) => t.class(),
         }
     }
 }

@@ -38,15 +38,16 @@ pub enum WorkdirError {
     },
 }
 
-impl From<WorkdirError> for crate::error::Error {
-    fn from(e: WorkdirError) -> Self {
-        match e {
+impl crate::error::LayerError for WorkdirError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
             // The user's tree: a usage error, as a --workdir that is not a directory is.
-            WorkdirError::Copy { .. } => Self::Usage(e.to_string()),
+            WorkdirError::Copy { .. } => Class::Usage,
             // The temporary directory, or our own copy of the tree.
             WorkdirError::Make { .. }
             | WorkdirError::NamesTaken { .. }
-            | WorkdirError::Read { .. } => Self::Run(e.to_string()),
+            | WorkdirError::Read { .. } => Class::Run,
         }
     }
 }
@@ -262,7 +263,7 @@ fn sha256_of(path: &Path) -> std::io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
+    use crate::error::{Class, Error};
 
     /// The user's tree that cannot be copied is a usage error, through `--exec`'s error too;
     /// the temporary directory and our own copy are run errors. Messages as they always read.
@@ -274,23 +275,30 @@ mod tests {
             cause: io(),
         };
         assert_eq!(
-            Error::from(super::super::exec::ExecError::from(copy)),
-            Error::Usage("--workdir proj: cannot copy it: permission denied".into())
+            Error::from(super::super::exec::ExecError::from(copy)).shown(),
+            (
+                Class::Usage,
+                "--workdir proj: cannot copy it: permission denied".into()
+            )
         );
         let make = WorkdirError::Make {
             base: "/tmp".into(),
             cause: io(),
         };
         assert_eq!(
-            Error::from(make),
-            Error::Run("cannot make a scratch directory under /tmp: permission denied".into())
+            Error::from(make).shown(),
+            (
+                Class::Run,
+                "cannot make a scratch directory under /tmp: permission denied".into()
+            )
         );
         let taken = WorkdirError::NamesTaken {
             base: "/tmp".into(),
         };
         assert_eq!(
-            Error::from(taken),
-            Error::Run(
+            Error::from(taken).shown(),
+            (
+                Class::Run,
                 "cannot make a scratch directory under /tmp: every name tried is taken".into()
             )
         );
@@ -299,8 +307,8 @@ mod tests {
             cause: io(),
         };
         assert_eq!(
-            Error::from(read),
-            Error::Run("reading /tmp/x: permission denied".into())
+            Error::from(read).shown(),
+            (Class::Run, "reading /tmp/x: permission denied".into())
         );
     }
 

@@ -34,9 +34,9 @@ pub struct DialectError {
     pub given: String,
 }
 
-impl From<DialectError> for crate::error::Error {
-    fn from(e: DialectError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for DialectError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 

@@ -15,7 +15,7 @@ use super::probe::{Target, TaskSettings};
 use super::reference::TaskAgent;
 use super::scenario::Scenario;
 use super::{Agents, NAME};
-use crate::error::Error;
+use crate::error::{Class, Error};
 use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::behavior::{self, For};
 use crate::mock::fleet::{self};
@@ -252,8 +252,7 @@ impl ProtocolCommand<ProbeJob> for TaskProbe {
     }
 
     fn run(&self, matches: &clap::ArgMatches) -> Result<ProbeJob, Error> {
-        let flags =
-            TaskProbeArgs::from_arg_matches(matches).map_err(|e| Error::usage(e.to_string()))?;
+        let flags = TaskProbeArgs::from_arg_matches(matches)?;
         // The case ids depend on the scenarios the flags name.
         let ids = super::probe::case_ids(&task_settings(&flags)?.scenarios)?;
         let job = |s: TaskSettings, on: OnCase| async move { super::probe::run(&s, &*on).await };
@@ -328,8 +327,7 @@ impl Selftest for TaskSelftest {
             let target = match row.transport {
                 "http" => {
                     let served = fleet::serve_one(agent(), row.timeout).await?;
-                    let base =
-                        BaseUrl::parse(&served.urls[0]).map_err(|e| Error::Run(e.to_string()))?;
+                    let base = BaseUrl::parse(&served.urls[0]).map_err(Error::as_run)?;
                     http = Some(served);
                     Target::Http {
                         base,
@@ -339,10 +337,10 @@ impl Selftest for TaskSelftest {
                 "tcp" => {
                     let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
                         .await
-                        .map_err(|e| Error::run(e.to_string()))?;
+                        .map_err(|e| Error::io(Class::Run, "", e))?;
                     let addr = listener
                         .local_addr()
-                        .map_err(|e| Error::run(e.to_string()))?;
+                        .map_err(|e| Error::io(Class::Run, "", e))?;
                     let expect = crate::mock::protocol::PlatformExpect::timeout(row.timeout);
                     tokio::spawn(crate::mock::line_server::serve_tcp(
                         Arc::new(LineService::judged(agent(), &expect)),

@@ -460,10 +460,11 @@ pub enum ScenarioError {
     Invalid(String),
 }
 
-impl From<ScenarioError> for crate::error::Error {
-    fn from(e: ScenarioError) -> Self {
-        match e {
-            ScenarioError::Read { .. } | ScenarioError::Invalid(_) => Self::Usage(e.to_string()),
+impl crate::error::LayerError for ScenarioError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            ScenarioError::Read { .. } | ScenarioError::Invalid(_) => Class::Usage,
         }
     }
 }

@@ -11,7 +11,7 @@ use super::probe::{self, Settings};
 use super::reference::{Flaws, Librarian, Registered};
 use super::registry::{parse_registry, read_registry};
 use super::NAME;
-use crate::error::Error;
+use crate::error::{Class, Error};
 use crate::mock::behavior::Behavior;
 use crate::probe::args::Common;
 use crate::probe::args::{seed_or_clock, RunArgs};
@@ -348,7 +348,7 @@ async fn probe_reference(
 ) -> Result<Report, Error> {
     let served = reference(flaws).await?;
     let settings = Settings {
-        base: BaseUrl::parse(&served.url).map_err(|e| Error::Run(e.to_string()))?,
+        base: BaseUrl::parse(&served.url).map_err(Error::as_run)?,
         tokens: reference_tokens(),
         timeout,
         max_body,
@@ -523,7 +523,11 @@ pub async fn mock_librarian(
     let script = match &args.script {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| {
-                Error::usage(format!("--script {}: cannot read: {e}", path.display()))
+                Error::io(
+                    Class::Usage,
+                    format!("--script {}: cannot read:", path.display()),
+                    e,
+                )
             })?;
             Script::parse(&path.display().to_string(), &text)?
         }

@@ -82,9 +82,9 @@ pub enum ScriptError {
     Empty { file: String },
 }
 
-impl From<ScriptError> for crate::error::Error {
-    fn from(e: ScriptError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for ScriptError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 

@@ -1009,11 +1009,12 @@ pub enum ServerError {
     Listen(String),
 }
 
-impl From<ServerError> for crate::error::Error {
-    fn from(e: ServerError) -> Self {
-        match e {
-            ServerError::Journal { .. } => crate::error::Error::Usage(e.to_string()),
-            ServerError::Listen(_) => crate::error::Error::Run(e.to_string()),
+impl crate::error::LayerError for ServerError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            ServerError::Journal { .. } => Class::Usage,
+            ServerError::Listen(_) => Class::Run,
         }
     }
 }
@@ -1053,7 +1054,7 @@ pub async fn serve_on(librarian: Librarian, addr: SocketAddr) -> Result<Served, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
+    use crate::error::{Class, Error};
 
     #[test]
     fn a_journal_not_created_is_usage_and_a_port_not_listened_on_is_run() {
@@ -1070,11 +1071,11 @@ mod tests {
             message.starts_with("--journal /nonexistent-dir/j.jsonl: cannot create: "),
             "{message}"
         );
-        assert_eq!(Error::from(journal), Error::Usage(message));
+        assert_eq!(Error::from(journal).shown(), (Class::Usage, message));
         let listen = ServerError::Listen("cannot listen on 127.0.0.1:1: denied".into());
         assert_eq!(
-            Error::from(listen),
-            Error::Run("cannot listen on 127.0.0.1:1: denied".into())
+            Error::from(listen).shown(),
+            (Class::Run, "cannot listen on 127.0.0.1:1: denied".into())
         );
     }
 }

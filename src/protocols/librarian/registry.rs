@@ -40,9 +40,9 @@ pub enum RegistryError {
     Empty { file: String },
 }
 
-impl From<RegistryError> for crate::error::Error {
-    fn from(e: RegistryError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for RegistryError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 

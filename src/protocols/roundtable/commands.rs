@@ -51,19 +51,15 @@ pub async fn serve_one(
 
 /// The suite to run: `--suite FILE` or the built-in one, for this protocol.
 fn load_suite(file: Option<&Path>) -> Result<Suite, Error> {
-    load_suite_text(file).map_err(Error::Usage)
-}
-
-fn load_suite_text(file: Option<&Path>) -> Result<Suite, String> {
     let suite = match file {
-        Some(path) => Suite::from_file(path, &rules::Suite).map_err(|e| e.to_string())?,
+        Some(path) => Suite::from_file(path, &rules::Suite)?,
         None => suite()?,
     };
     if suite.file.protocol != NAME {
-        return Err(format!(
+        return Err(Error::usage(format!(
             "{}: the suite is for protocol {:?}, not {NAME:?}",
             suite.source, suite.file.protocol
-        ));
+        )));
     }
     Ok(suite)
 }
@@ -172,10 +168,13 @@ impl Selftest for RoundtableSelftest {
             let served = serve_one("reference-agent", Some(key.clone()), "conforming", seed)
                 .await
                 .map_err(|e| {
-                    Error::run(format!("cannot start the reference agent on loopback: {e}"))
+                    Error::as_run(Error::within(
+                        "cannot start the reference agent on loopback:",
+                        e,
+                    ))
                 })?;
             crate::errln!("reference agent listening on {}", served.urls[0]);
-            let base = BaseUrl::parse(&served.urls[0]).map_err(|e| Error::Run(e.to_string()))?;
+            let base = BaseUrl::parse(&served.urls[0]).map_err(Error::as_run)?;
             let mut run = at.run.clone();
             run.seed = Some(seed);
             let settings = suite_settings(base, Some(key), &run, at.suite, load_suite)?;
@@ -206,7 +205,7 @@ impl Selftest for RoundtableSelftest {
                 )));
             }
             let served = serve_one("matrix-agent", None, row.behavior, row.seed).await?;
-            let base = BaseUrl::parse(&served.urls[0]).map_err(|e| Error::Run(e.to_string()))?;
+            let base = BaseUrl::parse(&served.urls[0]).map_err(Error::as_run)?;
             let mut settings = ProbeSettings::new(base, suite()?);
             settings.timeout = row.timeout;
             settings.seed = row.seed;

@@ -113,7 +113,7 @@ impl Selftest for ToySelftest {
     fn run<'a>(&'a self, at: SelftestRun<'a>) -> BoxFuture<'a, Result<Report, Error>> {
         Box::pin(async move {
             let served = serve("conforming", at.seed).await?;
-            let base = BaseUrl::parse(&served.urls[0]).map_err(|e| Error::Run(e.to_string()))?;
+            let base = BaseUrl::parse(&served.urls[0]).map_err(Error::as_run)?;
             let settings = suite_settings(base, None, at.run, at.suite, load)?;
             let report = agent_tck::probe::run(&settings, &|_| {}).await;
             served.stop(Duration::from_millis(500)).await;
@@ -132,7 +132,7 @@ impl Selftest for ToySelftest {
     fn matrix_row<'a>(&'a self, row: MatrixRow<'a>) -> BoxFuture<'a, Result<Report, Error>> {
         Box::pin(async move {
             let served = serve(row.behavior, row.seed).await?;
-            let base = BaseUrl::parse(&served.urls[0]).map_err(|e| Error::Run(e.to_string()))?;
+            let base = BaseUrl::parse(&served.urls[0]).map_err(Error::as_run)?;
             let mut settings = ProbeSettings::new(base, suite()?);
             settings.timeout = row.timeout;
             settings.seed = row.seed;

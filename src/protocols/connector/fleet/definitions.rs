@@ -57,9 +57,9 @@ pub enum DefinitionsError {
     Write { path: String, cause: String },
 }
 
-impl From<DefinitionsError> for crate::error::Error {
-    fn from(e: DefinitionsError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for DefinitionsError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 
@@ -211,8 +211,8 @@ mod tests {
         let e =
             Definitions::before_serving(&fleet("  listen: 127.0.0.1:0\n"), "f.yaml").unwrap_err();
         assert_eq!(
-            crate::error::Error::from(e.clone()),
-            crate::error::Error::Usage(e.to_string())
+            crate::error::Error::from(e.clone()).shown(),
+            (crate::error::Class::Usage, e.to_string())
         );
         assert!(
             e.to_string().starts_with(

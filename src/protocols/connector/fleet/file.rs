@@ -172,9 +172,9 @@ pub enum AgentFault {
     Behavior(#[from] BehaviorError),
 }
 
-impl From<FleetFileError> for crate::error::Error {
-    fn from(e: FleetFileError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for FleetFileError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 
@@ -406,8 +406,10 @@ mod tests {
         assert_eq!(
             crate::error::Error::from(refused(
                 ok.replace("sessions", "x").replace("name: a", "name: a/b")
-            )),
-            crate::error::Error::Usage(
+            ))
+            .shown(),
+            (
+                crate::error::Class::Usage,
                 "f.yaml: agent \"a/b\": the name must be [A-Za-z0-9_-] (it is a path segment \
                  of the inputUrl)"
                     .into()

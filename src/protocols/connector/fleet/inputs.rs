@@ -369,9 +369,9 @@ pub struct ServeError {
     pub cause: String,
 }
 
-impl From<ServeError> for crate::error::Error {
-    fn from(e: ServeError) -> Self {
-        crate::error::Error::Run(e.to_string())
+impl crate::error::LayerError for ServeError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Run
     }
 }
 
@@ -426,8 +426,8 @@ mod tests {
             "{e}"
         );
         assert_eq!(
-            crate::error::Error::from(e.clone()),
-            crate::error::Error::Run(e.cause)
+            crate::error::Error::from(e.clone()).shown(),
+            (crate::error::Class::Run, e.cause)
         );
     }
 }

@@ -94,13 +94,12 @@ impl From<crate::judge::tape::TapeError> for ProbeError {
     }
 }
 
-impl From<ProbeError> for crate::error::Error {
-    fn from(e: ProbeError) -> Self {
-        match e {
-            ProbeError::Suite(_) | ProbeError::NotOneRule { .. } => {
-                crate::error::Error::Usage(e.to_string())
-            }
-            ProbeError::Listen(_) | ProbeError::Tape(_) => crate::error::Error::Run(e.to_string()),
+impl crate::error::LayerError for ProbeError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            ProbeError::Suite(_) | ProbeError::NotOneRule { .. } => Class::Usage,
+            ProbeError::Listen(_) | ProbeError::Tape(_) => Class::Run,
         }
     }
 }
@@ -634,7 +633,7 @@ pub fn case_ids() -> Result<Vec<String>, ProbeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
+    use crate::error::{Class, Error};
 
     #[test]
     fn the_built_in_suite_loads_and_errors_are_classed_by_type() {
@@ -643,18 +642,23 @@ mod tests {
         assert_eq!(
             Error::from(ProbeError::NotOneRule {
                 case: "forward.plain".into()
-            }),
-            Error::Usage("case forward.plain: a connector case runs one rule".into())
+            })
+            .shown(),
+            (
+                Class::Usage,
+                "case forward.plain: a connector case runs one rule".into()
+            )
         );
         assert_eq!(
-            Error::from(ProbeError::Suite("suites/connector.yaml:3: bad".into())),
-            Error::Usage("suites/connector.yaml:3: bad".into())
+            Error::from(ProbeError::Suite("suites/connector.yaml:3: bad".into())).shown(),
+            (Class::Usage, "suites/connector.yaml:3: bad".into())
         );
         assert_eq!(
             Error::from(ProbeError::Listen(
                 "cannot listen on 127.0.0.1:1: taken".into()
-            )),
-            Error::Run("cannot listen on 127.0.0.1:1: taken".into())
+            ))
+            .shown(),
+            (Class::Run, "cannot listen on 127.0.0.1:1: taken".into())
         );
     }
 }

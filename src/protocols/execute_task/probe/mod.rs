@@ -157,11 +157,12 @@ pub enum ProbeError {
     BuiltIn(String),
 }
 
-impl From<ProbeError> for Error {
-    fn from(e: ProbeError) -> Self {
-        match e {
-            ProbeError::Command(m) => Error::Usage(m),
-            ProbeError::BuiltIn(m) => Error::Run(m),
+impl crate::error::LayerError for ProbeError {
+    fn class(&self) -> crate::error::Class {
+        use crate::error::Class;
+        match self {
+            ProbeError::Command(_) => Class::Usage,
+            ProbeError::BuiltIn(_) => Class::Run,
         }
     }
 }
@@ -694,18 +695,19 @@ fn exchange_of(channel: &Channel, request: &Value) -> Exchange {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Class;
 
     /// A command that cannot be run as given is the user's (exit 2); broken built-in data is a
     /// bug of the kit that no flag can fix (exit 1).
     #[test]
     fn a_command_is_usage_and_built_in_data_is_run() {
         assert_eq!(
-            Error::from(ProbeError::Command("command \"a |\": no".into())),
-            Error::Usage("command \"a |\": no".into())
+            Error::from(ProbeError::Command("command \"a |\": no".into())).shown(),
+            (Class::Usage, "command \"a |\": no".into())
         );
         assert_eq!(
-            Error::from(ProbeError::BuiltIn("protocol.yaml: broken".into())),
-            Error::Run("protocol.yaml: broken".into())
+            Error::from(ProbeError::BuiltIn("protocol.yaml: broken".into())).shown(),
+            (Class::Run, "protocol.yaml: broken".into())
         );
         let no_split = Target::Stdio(StdioConfig::new("agent 'unclosed", StdioMode::Persistent));
         let e = Channel::new(&no_split, Duration::from_secs(1), 1000, None)

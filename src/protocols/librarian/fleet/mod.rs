@@ -255,9 +255,9 @@ pub enum FleetFileError {
     },
 }
 
-impl From<FleetFileError> for crate::error::Error {
-    fn from(e: FleetFileError) -> Self {
-        crate::error::Error::Usage(e.to_string())
+impl crate::error::LayerError for FleetFileError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Usage
     }
 }
 

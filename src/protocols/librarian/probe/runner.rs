@@ -48,9 +48,9 @@ impl From<crate::judge::tape::TapeError> for RunError {
     }
 }
 
-impl From<RunError> for crate::error::Error {
-    fn from(e: RunError) -> Self {
-        crate::error::Error::Run(e.to_string())
+impl crate::error::LayerError for RunError {
+    fn class(&self) -> crate::error::Class {
+        crate::error::Class::Run
     }
 }
 
