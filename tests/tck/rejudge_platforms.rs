@@ -82,6 +82,19 @@ fn rejudged_alike(
     again
 }
 
+/// A key or token the run was given never appears in its recording.
+fn assert_no_secret(path: &Path, secrets: &[&str]) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(!text.is_empty(), "{}: nothing recorded", path.display());
+    for secret in secrets {
+        assert!(
+            !text.contains(secret),
+            "{}: the recording holds the secret {secret:?}",
+            path.display()
+        );
+    }
+}
+
 fn status<'a>(cases: &'a [CaseResult], id: &str) -> (Status, &'a str) {
     let case = cases
         .iter()
@@ -113,6 +126,9 @@ async fn the_round_tables_platform_verdicts_come_again_from_its_recording() {
         .expect("the session ends")
         .unwrap();
     platform.stop().await;
+    // The fleet's keyed agent is registered with its key, and the platform sends it back.
+    assert!(crate::fleet::FLEET.contains("api_key: k-keyed"));
+    assert_no_secret(&path, &["k-keyed"]);
     let again = rejudged_alike(
         &path,
         &agent_tck::protocols::roundtable::Agents,
@@ -235,6 +251,9 @@ async fn the_librarians_server_verdicts_come_again_from_its_recording() {
         .expect("the fleet ends")
         .unwrap();
     served.stop().await;
+    let tokens = agent_tck::protocols::librarian::commands::reference_tokens();
+    let secrets: Vec<&str> = tokens.iter().map(|(_, token)| token.as_str()).collect();
+    assert_no_secret(&path, &secrets);
     let entries = read_entries(&path).unwrap();
     let again = rejudge(&fleet, false, &entries).unwrap();
     same_list(&report.cases, &again);
