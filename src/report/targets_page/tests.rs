@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::report::{Evidence, Level, RunInfo};
 use crate::text::Redactor;

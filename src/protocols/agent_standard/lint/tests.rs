@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn with(dialect: Dialect) -> Extra {
