@@ -527,129 +527,17 @@ impl Scenario {
             if name.trim().is_empty() {
                 return Err(format!("{here}: a tool needs a name"));
             }
-            let RawTool {
-                returns,
-                error,
-                policy,
-            } = spec.value;
-            let result = match (returns, error) {
-                (Some(v), None) => ToolResult::Returns(v),
-                (None, Some(e)) => ToolResult::Fails(e),
-                _ => {
-                    return Err(format!(
-                        "{here}: give exactly one of `returns` (any JSON) or `error` (a message)"
-                    ))
-                }
-            };
-            let policy = policy
-                .map(|p| Policy::parse(&p))
-                .transpose()
-                .map_err(|e| format!("{here}: {e}"))?;
-            tools.insert(name, Tool { result, policy });
+            let tool = tool(&here, spec.value)?;
+            tools.insert(name, tool);
         }
 
+        let raw_ctx = (raw.on_hitl, raw.on_branch);
         let mut expect = Vec::new();
         for item in raw.expect {
             let line = item.referenced.line() as usize;
             let here = at(line as u64);
-            let r = item.value;
-            let mut kinds = Vec::new();
-            if let Some(e) = r.ends_with {
-                let names = match e {
-                    OneOrMany::One(n) => vec![n],
-                    OneOrMany::Many(list) => list,
-                };
-                if names.is_empty() {
-                    return Err(format!("{here}: ends_with lists nothing"));
-                }
-                let mut endings = Vec::new();
-                for n in names {
-                    let ending = Ending::parse(&n).ok_or_else(|| {
-                        let known: Vec<&str> = Ending::ALL.iter().map(|e| e.as_str()).collect();
-                        format!("{here}: ends_with {n:?} is not one of {}", known.join(", "))
-                    })?;
-                    if raw.on_hitl == OnHitl::Continue && ending == Ending::HitlPause {
-                        return Err(format!(
-                            "{here}: ends_with hitl_pause cannot hold with on_hitl: continue"
-                        ));
-                    }
-                    if raw.on_branch == OnBranch::Follow && ending == Ending::Branch {
-                        return Err(format!(
-                            "{here}: ends_with branch cannot hold with on_branch: follow \
-                             (the default; set on_branch: stop)"
-                        ));
-                    }
-                    endings.push(ending);
-                }
-                kinds.push(Expect::EndsWith(endings));
-            }
-            if let Some(n) = r.within_turns {
-                if n == 0 || n > max_turns {
-                    return Err(format!(
-                        "{here}: within_turns {n} must be between 1 and max_turns ({max_turns})"
-                    ));
-                }
-                kinds.push(Expect::WithinTurns(n));
-            }
-            if let Some(t) = r.called {
-                if !tools.contains_key(&t) {
-                    return Err(format!("{here}: called {t:?}: {}", no_such_tool(&tools)));
-                }
-                kinds.push(Expect::Called(t));
-            }
-            if let Some(t) = r.not_called {
-                // May name a tool the sandbox lacks: an agent must not invent it either.
-                kinds.push(Expect::NotCalled(t));
-            }
-            if let Some(t) = r.no_violation_after_governance_error {
-                match tools.get(&t) {
-                    None => {
-                        return Err(format!(
-                            "{here}: no_violation_after_governance_error {t:?}: {}",
-                            no_such_tool(&tools)
-                        ))
-                    }
-                    Some(tool) if tool.policy.is_none() => {
-                        return Err(format!(
-                        "{here}: no_violation_after_governance_error {t:?}: the tool has no policy"
-                    ))
-                    }
-                    Some(_) => kinds.push(Expect::NoViolationAfterGovernanceError(t)),
-                }
-            }
-            if let Some(b) = r.asked_human {
-                kinds.push(Expect::AskedHuman(b));
-            }
-            if let Some(a) = r.used {
-                if !ACTIONS.contains(&a.as_str()) {
-                    return Err(format!(
-                        "{here}: used {a:?} is not one of {}",
-                        ACTIONS.join(", ")
-                    ));
-                }
-                kinds.push(Expect::Used(a));
-            }
-            let kind = match kinds.len() {
-                1 => kinds.remove(0),
-                0 => {
-                    return Err(format!(
-                        "{here}: an expectation needs one of ends_with, within_turns, called, \
-                         not_called, no_violation_after_governance_error, asked_human, used"
-                    ))
-                }
-                _ => {
-                    let names: Vec<&str> = kinds.iter().map(Expect::kind).collect();
-                    return Err(format!(
-                        "{here}: one expectation per item, this one has {} (write one item each)",
-                        names.join(" and ")
-                    ));
-                }
-            };
-            expect.push(Expectation {
-                expect: kind,
-                level: r.level.unwrap_or(Level::May),
-                line,
-            });
+            let expectation = expectation(&here, line, item.value, &raw_ctx, max_turns, &tools)?;
+            expect.push(expectation);
         }
         if expect.is_empty() {
             return Err(format!(
@@ -676,6 +564,146 @@ impl Scenario {
     pub fn tool_names(&self) -> Vec<&str> {
         self.tools.keys().map(String::as_str).collect()
     }
+}
+
+/// A tool of the sandbox: what it returns or fails with, and its policy.
+fn tool(here: &str, spec: RawTool) -> Result<Tool, String> {
+    let RawTool {
+        returns,
+        error,
+        policy,
+    } = spec;
+    let result = match (returns, error) {
+        (Some(v), None) => ToolResult::Returns(v),
+        (None, Some(e)) => ToolResult::Fails(e),
+        _ => {
+            return Err(format!(
+                "{here}: give exactly one of `returns` (any JSON) or `error` (a message)"
+            ))
+        }
+    };
+    let policy = policy
+        .map(|p| Policy::parse(&p))
+        .transpose()
+        .map_err(|e| format!("{here}: {e}"))?;
+    Ok(Tool { result, policy })
+}
+
+/// One item of `expect`, checked against the scenario: exactly one kind, naming tools it has
+/// and endings its `on` (on_hitl, on_branch) allow.
+/// (Over 80 lines: one short check per kind of expectation, in the order their errors are
+/// found; split, they would read as a table of one-line functions.)
+fn expectation(
+    here: &str,
+    line: usize,
+    r: RawExpectation,
+    on: &(OnHitl, OnBranch),
+    max_turns: u32,
+    tools: &BTreeMap<String, Tool>,
+) -> Result<Expectation, String> {
+    let mut kinds = Vec::new();
+    if let Some(e) = r.ends_with {
+        let names = match e {
+            OneOrMany::One(n) => vec![n],
+            OneOrMany::Many(list) => list,
+        };
+        if names.is_empty() {
+            return Err(format!("{here}: ends_with lists nothing"));
+        }
+        let endings = endings(here, names, on)?;
+        kinds.push(Expect::EndsWith(endings));
+    }
+    if let Some(n) = r.within_turns {
+        if n == 0 || n > max_turns {
+            return Err(format!(
+                "{here}: within_turns {n} must be between 1 and max_turns ({max_turns})"
+            ));
+        }
+        kinds.push(Expect::WithinTurns(n));
+    }
+    if let Some(t) = r.called {
+        if !tools.contains_key(&t) {
+            return Err(format!("{here}: called {t:?}: {}", no_such_tool(&tools)));
+        }
+        kinds.push(Expect::Called(t));
+    }
+    if let Some(t) = r.not_called {
+        // May name a tool the sandbox lacks: an agent must not invent it either.
+        kinds.push(Expect::NotCalled(t));
+    }
+    if let Some(t) = r.no_violation_after_governance_error {
+        match tools.get(&t) {
+            None => {
+                return Err(format!(
+                    "{here}: no_violation_after_governance_error {t:?}: {}",
+                    no_such_tool(&tools)
+                ))
+            }
+            Some(tool) if tool.policy.is_none() => {
+                return Err(format!(
+                    "{here}: no_violation_after_governance_error {t:?}: the tool has no policy"
+                ))
+            }
+            Some(_) => kinds.push(Expect::NoViolationAfterGovernanceError(t)),
+        }
+    }
+    if let Some(b) = r.asked_human {
+        kinds.push(Expect::AskedHuman(b));
+    }
+    if let Some(a) = r.used {
+        if !ACTIONS.contains(&a.as_str()) {
+            return Err(format!(
+                "{here}: used {a:?} is not one of {}",
+                ACTIONS.join(", ")
+            ));
+        }
+        kinds.push(Expect::Used(a));
+    }
+    let kind = match kinds.len() {
+        1 => kinds.remove(0),
+        0 => {
+            return Err(format!(
+                "{here}: an expectation needs one of ends_with, within_turns, called, \
+                 not_called, no_violation_after_governance_error, asked_human, used"
+            ))
+        }
+        _ => {
+            let names: Vec<&str> = kinds.iter().map(Expect::kind).collect();
+            return Err(format!(
+                "{here}: one expectation per item, this one has {} (write one item each)",
+                names.join(" and ")
+            ));
+        }
+    };
+    Ok(Expectation {
+        expect: kind,
+        level: r.level.unwrap_or(Level::May),
+        line,
+    })
+}
+
+/// The endings `ends_with` names, each one the scenario's `on` (on_hitl, on_branch) lets happen.
+fn endings(here: &str, names: Vec<String>, on: &(OnHitl, OnBranch)) -> Result<Vec<Ending>, String> {
+    let mut endings = Vec::new();
+    for n in names {
+        let ending = Ending::parse(&n).ok_or_else(|| {
+            let known: Vec<&str> = Ending::ALL.iter().map(|e| e.as_str()).collect();
+            format!("{here}: ends_with {n:?} is not one of {}", known.join(", "))
+        })?;
+        if on.0 == OnHitl::Continue && ending == Ending::HitlPause {
+            return Err(format!(
+                "{here}: ends_with hitl_pause cannot hold with on_hitl: continue"
+            ));
+        }
+        if on.1 == OnBranch::Follow && ending == Ending::Branch {
+            return Err(format!(
+                "{here}: ends_with branch cannot hold with on_branch: follow \
+                 (the default; set on_branch: stop)"
+            ));
+        }
+        endings.push(ending);
+    }
+    Ok(endings)
 }
 
 fn no_such_tool(tools: &BTreeMap<String, Tool>) -> String {
