@@ -623,7 +623,7 @@ fn expectation(
     }
     if let Some(t) = r.called {
         if !tools.contains_key(&t) {
-            return Err(format!("{here}: called {t:?}: {}", no_such_tool(&tools)));
+            return Err(format!("{here}: called {t:?}: {}", no_such_tool(tools)));
         }
         kinds.push(Expect::Called(t));
     }
@@ -636,7 +636,7 @@ fn expectation(
             None => {
                 return Err(format!(
                     "{here}: no_violation_after_governance_error {t:?}: {}",
-                    no_such_tool(&tools)
+                    no_such_tool(tools)
                 ))
             }
             Some(tool) if tool.policy.is_none() => {
