@@ -86,51 +86,78 @@ pub fn render(report: &Report, colour: bool) -> String {
             };
             out.push_str(&format!("{}{score}\n", p.paint("1", group)));
         }
-        let (word, code) = verdict(report, case);
-        // An evaluation case that no one gated is scored, not levelled.
-        let level = match (case.kind, case.level) {
-            (Kind::Evaluation, Level::May) => "eval",
-            (_, level) => level.as_str(),
-        };
-        // What the case judged, then how long it took (nothing when it did no work).
-        let mut after = Vec::new();
-        if let Some(e) = &case.evidence {
-            after.push(format!("({e})"));
+        case_lines(&mut out, &p, report, case, id_width, word_width);
+    }
+    footer(&mut out, report);
+    let code = if report.exit_code() == super::Exit::Passed {
+        "1;32"
+    } else {
+        "1;31"
+    };
+    out.push_str(&p.paint(code, &last_line(report)));
+    out.push('\n');
+    out
+}
+
+/// One case's lines: its verdict, level, id, title, evidence and time, then (when it did not
+/// pass, or is informational) its message, where to read more and how to reproduce it.
+fn case_lines(
+    out: &mut String,
+    p: &Paint,
+    report: &Report,
+    case: &CaseResult,
+    id_width: usize,
+    word_width: usize,
+) {
+    let (word, code) = verdict(report, case);
+    // An evaluation case that no one gated is scored, not levelled.
+    let level = match (case.kind, case.level) {
+        (Kind::Evaluation, Level::May) => "eval",
+        (_, level) => level.as_str(),
+    };
+    // What the case judged, then how long it took (nothing when it did no work).
+    let mut after = Vec::new();
+    if let Some(e) = &case.evidence {
+        after.push(format!("({e})"));
+    }
+    if case.duration_us > 0 || case.duration_ms > 0 {
+        after.push(format!("({})", case.duration_text()));
+    }
+    out.push_str(&format!(
+        "  {} {:<6} {:<id_width$}  {}",
+        p.paint(code, &format!("{word:<word_width$}")),
+        level,
+        case.id,
+        case.title,
+    ));
+    if !after.is_empty() {
+        out.push_str(&format!(" {}", p.paint("90", &after.join(" "))));
+    }
+    out.push('\n');
+    // MAY cases are informational: what they found is shown even when they pass.
+    let informational = case.level == Level::May && case.kind == Kind::Conformance;
+    if (case.status != Status::Pass || informational) && !case.message.is_empty() {
+        for line in shorten(&case.message, 1_500).lines() {
+            out.push_str(&format!("         {}\n", p.paint(code, line)));
         }
-        if case.duration_us > 0 || case.duration_ms > 0 {
-            after.push(format!("({})", case.duration_text()));
+        if let Some(see) = super::explained::pointer(case) {
+            out.push_str(&format!("         {} {see}\n", p.paint("90", "see:")));
         }
-        out.push_str(&format!(
-            "  {} {:<6} {:<id_width$}  {}",
-            p.paint(code, &format!("{word:<word_width$}")),
-            level,
-            case.id,
-            case.title,
-        ));
-        if !after.is_empty() {
-            out.push_str(&format!(" {}", p.paint("90", &after.join(" "))));
-        }
-        out.push('\n');
-        // MAY cases are informational: what they found is shown even when they pass.
-        let informational = case.level == Level::May && case.kind == Kind::Conformance;
-        if (case.status != Status::Pass || informational) && !case.message.is_empty() {
-            for line in shorten(&case.message, 1_500).lines() {
-                out.push_str(&format!("         {}\n", p.paint(code, line)));
-            }
-            if let Some(see) = super::explained::pointer(case) {
-                out.push_str(&format!("         {} {see}\n", p.paint("90", "see:")));
-            }
-            if case.status == Status::Fail {
-                if let Some(cmd) = &case.exchange.reproduce {
-                    out.push_str(&format!(
-                        "         {} {}\n",
-                        p.paint("90", "reproduce:"),
-                        reproduce_line(&cmd.replace('\n', " "))
-                    ));
-                }
+        if case.status == Status::Fail {
+            if let Some(cmd) = &case.exchange.reproduce {
+                out.push_str(&format!(
+                    "         {} {}\n",
+                    p.paint("90", "reproduce:"),
+                    reproduce_line(&cmd.replace('\n', " "))
+                ));
             }
         }
     }
+}
+
+/// After the cases: the notes, the counts, the evaluation's score, the stale entries that fail
+/// the run.
+fn footer(out: &mut String, report: &Report) {
     for note in &report.notes {
         out.push_str(&format!("\nnote: {note}"));
     }
@@ -148,30 +175,7 @@ pub fn render(report: &Report, colour: bool) -> String {
         report.duration_ms
     ));
     if let Some(score) = s.evaluation {
-        let gated = report
-            .cases
-            .iter()
-            .filter(|c| c.kind == Kind::Evaluation && report.is_blocking(c))
-            .count();
-        let mut line = format!("evaluation: {score}");
-        if let Some(min) = report.min_score {
-            let verdict = if report.below_min_score() {
-                "below it: fails the run"
-            } else {
-                "met"
-            };
-            line.push_str(&format!(" · --min-score {min}: {verdict}"));
-        }
-        if gated > 0 {
-            line.push_str(&format!(
-                " · {} unmet: fail the run",
-                crate::text::count(gated as u64, "gated expectations")
-            ));
-        }
-        if report.min_score.is_none() && gated == 0 {
-            line.push_str(" (scored, not failed: gate with `level: must` or --min-score)");
-        }
-        out.push_str(&format!("{line}\n"));
+        out.push_str(&format!("{}\n", evaluation_line(report, score)));
     }
     let stale = report.blocking_stale();
     if !stale.is_empty() {
@@ -186,14 +190,34 @@ pub fn render(report: &Report, colour: bool) -> String {
             stale.join(", ")
         ));
     }
-    let code = if report.exit_code() == super::Exit::Passed {
-        "1;32"
-    } else {
-        "1;31"
-    };
-    out.push_str(&p.paint(code, &last_line(report)));
-    out.push('\n');
-    out
+}
+
+/// `evaluation: met 3/4 …`: the score, and what gates it.
+fn evaluation_line(report: &Report, score: super::Score) -> String {
+    let gated = report
+        .cases
+        .iter()
+        .filter(|c| c.kind == Kind::Evaluation && report.is_blocking(c))
+        .count();
+    let mut line = format!("evaluation: {score}");
+    if let Some(min) = report.min_score {
+        let verdict = if report.below_min_score() {
+            "below it: fails the run"
+        } else {
+            "met"
+        };
+        line.push_str(&format!(" · --min-score {min}: {verdict}"));
+    }
+    if gated > 0 {
+        line.push_str(&format!(
+            " · {} unmet: fail the run",
+            crate::text::count(gated as u64, "gated expectations")
+        ));
+    }
+    if report.min_score.is_none() && gated == 0 {
+        line.push_str(" (scored, not failed: gate with `level: must` or --min-score)");
+    }
+    line
 }
 
 /// `14 passed, 0 failed, 1 warning, 3 skipped`: `failed` counts what fails the run; a SHOULD

@@ -532,7 +532,9 @@ fn engine_knowledge() -> Vec<String> {
     for file in files {
         let module = module_of(&src, &file);
         let top = module.split("::").next().unwrap_or("");
-        if TOP_LAYER.contains(&top) || module.is_empty() {
+        // A `tests.rs` is a test module in a file of its own (`#[cfg(test)] mod tests;`): tests
+        // need concrete messages, as in an inline one.
+        if TOP_LAYER.contains(&top) || module.is_empty() || file.ends_with("tests.rs") {
             continue;
         }
         let name = file

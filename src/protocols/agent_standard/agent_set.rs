@@ -205,10 +205,6 @@ fn written(at: AgentSet<'_>) -> Result<String, AgentSetError> {
     {
         return Err(AgentSetError::NotEmpty { dir: out });
     }
-    let io = |what: &Path, cause: std::io::Error| AgentSetError::Write {
-        path: what.to_path_buf(),
-        cause,
-    };
     for sub in ["agents", "bin"] {
         std::fs::create_dir_all(out.join(sub)).map_err(|e| io(&out.join(sub), e))?;
     }
@@ -218,77 +214,10 @@ fn written(at: AgentSet<'_>) -> Result<String, AgentSetError> {
     let mut agents = Vec::new();
     let mut lines = Vec::new();
     for i in 0..at.count {
-        let me = name(i);
-        let follows = edges.iter().find(|e| e.to == i).map(|e| name(e.from));
-        let def = out.join("agents").join(format!("{me}.md"));
-        std::fs::write(&def, definition(i, follows.as_deref())).map_err(|e| io(&def, e))?;
         let next: Vec<&Edge> = edges.iter().filter(|e| e.from == i).collect();
-        let mut flags: Vec<String> = next
-            .iter()
-            .map(|e| {
-                let how = match (e.can_parallel, e.data) {
-                    (true, _) => ":parallel".to_string(),
-                    (false, Some(d)) => format!(":data={d}"),
-                    (false, None) => String::new(),
-                };
-                format!("--next {}", shell_quote(&format!("{}{how}", name(e.to))))
-            })
-            .collect();
-        if needs_approval(i) {
-            flags.push("--behavior needs-approval".into());
-        }
-        let bin = out.join("bin").join(&me);
-        let script = format!(
-            "#!/bin/sh\n# {me}: a mock agent of the agent protocol standard (agent-tck).\n\
-             # Run: {me} --mode plan|execute --task TEXT [--approved], or give it\n\
-             # {{\"execution_mode\": \"plan\", \"task\": \"…\", \"approved\": false}} on stdin.\n\
-             exec {exe} mock agent --protocol agent-standard --name {me} --seed {} {} --journal {} \"$@\"\n",
-            at.seed,
-            flags.join(" "),
-            shell_quote(&journal.display().to_string())
-        );
-        std::fs::write(&bin, script).map_err(|e| io(&bin, e))?;
-        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755))
-            .map_err(|e| io(&bin, e))?;
-        agents.push(json!({
-            "name": me,
-            "definition": def.display().to_string(),
-            "command": bin.display().to_string(),
-            "plan_status": if needs_approval(i) { "needs_approval" } else { "complete" },
-            "next_agents": next.iter().map(|e| {
-                let mut n = json!({"agent": name(e.to), "can_parallel": e.can_parallel});
-                if let Some(d) = e.data { n["data_dependency"] = json!(d); }
-                n
-            }).collect::<Vec<Value>>(),
-        }));
-        let arrows: Vec<String> = next
-            .iter()
-            .map(|e| {
-                format!(
-                    "{}{}",
-                    name(e.to),
-                    match (e.can_parallel, e.data) {
-                        (true, _) => " (parallel)",
-                        (false, Some(_)) => " (pipeline: takes the findings)",
-                        _ => " (sequential)",
-                    }
-                )
-            })
-            .collect();
-        if !arrows.is_empty() || i == 0 {
-            lines.push(format!(
-                "  {me}{} → {}",
-                if needs_approval(i) {
-                    " [asks approval]"
-                } else {
-                    ""
-                },
-                if arrows.is_empty() {
-                    "(none)".to_string()
-                } else {
-                    arrows.join(", ")
-                }
-            ));
+        agents.push(write_agent(&out, &at, &exe, &journal, &edges, i)?);
+        if let Some(line) = graph_line(i, &name(i), &next) {
+            lines.push(line);
         }
     }
     let manifest = json!({
@@ -330,6 +259,103 @@ fn written(at: AgentSet<'_>) -> Result<String, AgentSetError> {
         out.display(),
         lines.join("\n")
     ))
+}
+
+/// What a write of the set fails with, naming the file.
+fn io(what: &Path, cause: std::io::Error) -> AgentSetError {
+    AgentSetError::Write {
+        path: what.to_path_buf(),
+        cause,
+    }
+}
+
+/// Writes agent `i`'s definition and its command; its entry in agents.json.
+fn write_agent(
+    out: &Path,
+    at: &AgentSet<'_>,
+    exe: &str,
+    journal: &Path,
+    edges: &[Edge],
+    i: usize,
+) -> Result<Value, AgentSetError> {
+    let me = name(i);
+    let follows = edges.iter().find(|e| e.to == i).map(|e| name(e.from));
+    let def = out.join("agents").join(format!("{me}.md"));
+    std::fs::write(&def, definition(i, follows.as_deref())).map_err(|e| io(&def, e))?;
+    let next: Vec<&Edge> = edges.iter().filter(|e| e.from == i).collect();
+    let mut flags: Vec<String> = next
+        .iter()
+        .map(|e| {
+            let how = match (e.can_parallel, e.data) {
+                (true, _) => ":parallel".to_string(),
+                (false, Some(d)) => format!(":data={d}"),
+                (false, None) => String::new(),
+            };
+            format!("--next {}", shell_quote(&format!("{}{how}", name(e.to))))
+        })
+        .collect();
+    if needs_approval(i) {
+        flags.push("--behavior needs-approval".into());
+    }
+    let bin = out.join("bin").join(&me);
+    let script = format!(
+        "#!/bin/sh\n# {me}: a mock agent of the agent protocol standard (agent-tck).\n\
+         # Run: {me} --mode plan|execute --task TEXT [--approved], or give it\n\
+         # {{\"execution_mode\": \"plan\", \"task\": \"…\", \"approved\": false}} on stdin.\n\
+         exec {exe} mock agent --protocol agent-standard --name {me} --seed {} {} --journal {} \"$@\"\n",
+        at.seed,
+        flags.join(" "),
+        shell_quote(&journal.display().to_string())
+    );
+    std::fs::write(&bin, script).map_err(|e| io(&bin, e))?;
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| io(&bin, e))?;
+    let entry = json!({
+        "name": me,
+        "definition": def.display().to_string(),
+        "command": bin.display().to_string(),
+        "plan_status": if needs_approval(i) { "needs_approval" } else { "complete" },
+        "next_agents": next.iter().map(|e| {
+            let mut n = json!({"agent": name(e.to), "can_parallel": e.can_parallel});
+            if let Some(d) = e.data { n["data_dependency"] = json!(d); }
+            n
+        }).collect::<Vec<Value>>(),
+    });
+    Ok(entry)
+}
+
+/// Agent `i`'s line of the printed graph (`reviewer → tester (parallel)`), when it leads
+/// somewhere or is the entry.
+fn graph_line(i: usize, me: &str, next: &[&Edge]) -> Option<String> {
+    let arrows: Vec<String> = next
+        .iter()
+        .map(|e| {
+            format!(
+                "{}{}",
+                name(e.to),
+                match (e.can_parallel, e.data) {
+                    (true, _) => " (parallel)",
+                    (false, Some(_)) => " (pipeline: takes the findings)",
+                    _ => " (sequential)",
+                }
+            )
+        })
+        .collect();
+    (!arrows.is_empty() || i == 0).then(|| {
+        format!(
+            "  {me}{} → {}",
+            if needs_approval(i) {
+                " [asks approval]"
+            } else {
+                ""
+            },
+            if arrows.is_empty() {
+                "(none)".to_string()
+            } else {
+                arrows.join(", ")
+            }
+        )
+    })
 }
 
 #[cfg(test)]

@@ -22,6 +22,8 @@ use super::mock::{Answered, ClientJudge, Script, Step};
 use super::model::{self, State, LIMITS};
 use crate::mock::http1::{self, Delivered, Handler, Plan, Request, Response};
 
+mod decision;
+
 /// One departure from the document each, switched on by name (the list is in `behaviors.rs`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Flaws {
@@ -374,7 +376,10 @@ impl Librarian {
         Ok(())
     }
 
-    fn agent_request(&self, request: &Request, step: &Step) -> Response {
+    /// The agent a request is in the name of (by its token, or as the flaw takes a wrong one)
+    /// and its body; the answer that refuses it when the token, the body or the rate will not
+    /// do.
+    fn requester(&self, request: &Request) -> Result<(Registered, Value), Response> {
         let named_early = serde_json::from_slice::<Value>(&request.body)
             .ok()
             .and_then(|v| {
@@ -391,37 +396,41 @@ impl Librarian {
             {
                 None
             }
-            Err(r) => return r,
+            Err(r) => return Err(r),
         };
         let body: Value = match serde_json::from_slice(&request.body) {
             Ok(v) => v,
             Err(_) if self.flaws.crashes_on_malformed_json => {
-                return error(500, "internal server error")
+                return Err(error(500, "internal server error"))
             }
-            Err(e) => return error(400, &format!("the body is not JSON: {e}")),
+            Err(e) => return Err(error(400, &format!("the body is not JSON: {e}"))),
         };
         let named = body.get("agent_id").and_then(Value::as_str).unwrap_or("");
-        let agent = match token_agent.as_ref() {
+        let agent = match token_agent {
             Some(a) if a.id == named || named.is_empty() => a,
             Some(a) => {
-                return error(
+                return Err(error(
                     403,
                     &format!(
                         "the token is {}'s; the request is in the name of {named:?}",
                         a.id
                     ),
-                )
+                ))
             }
             // A wrong token taken for the named agent (the flaw).
             None => match self.agents.iter().find(|a| a.id == named) {
-                Some(a) => a,
-                None => return error(401, "unknown token"),
+                Some(a) => a.clone(),
+                None => return Err(error(401, "unknown token")),
             },
         };
-        if let Err(r) = self.within_rate(&agent.id) {
-            return r;
-        }
-        let findings = crate::schema::schemas().validate(model::REQUEST_SCHEMA, &body);
+        self.within_rate(&agent.id)?;
+        Ok((agent, body))
+    }
+
+    /// The answer that refuses a schema-invalid request (or, as the flaw does, one the agent may
+    /// not make), if it is one.
+    fn refused(&self, agent: &Registered, body: &Value) -> Option<Response> {
+        let findings = crate::schema::schemas().validate(model::REQUEST_SCHEMA, body);
         let findings: Vec<_> = findings
             .into_iter()
             .filter(|f| {
@@ -432,12 +441,26 @@ impl Librarian {
             })
             .collect();
         if !findings.is_empty() {
-            return error(400, &crate::schema::findings_message(&findings));
+            return Some(error(400, &crate::schema::findings_message(&findings)));
         }
         if self.flaws.forbids_403 && body["request_type"] == "APPROVAL" {
-            if let Some(why) = agent.refuses(&body) {
-                return error(403, &format!("Agent not authorized: {why}"));
+            if let Some(why) = agent.refuses(body) {
+                return Some(error(403, &format!("Agent not authorized: {why}")));
             }
+        }
+        None
+    }
+
+    /// A request in an agent's name: who it is, what it asks, what the Librarian decides, and
+    /// the answer that says so.
+    fn agent_request(&self, request: &Request, step: &Step) -> Response {
+        let (agent, body) = match self.requester(request) {
+            Ok(found) => found,
+            Err(r) => return r,
+        };
+        let agent = &agent;
+        if let Some(r) = self.refused(agent, &body) {
+            return r;
         }
         let started = Instant::now();
         let (status, mut extra, state) = match step {
@@ -506,262 +529,6 @@ impl Librarian {
             return json_response(422, &answer);
         }
         json_response(200, &answer)
-    }
-
-    /// The status, confidence and timestamp an answer to `body` is written with: the document's,
-    /// or as a flaw writes them.
-    fn flawed(&self, body: &Value, status: &'static str) -> (&'static str, f64, String) {
-        let status = if self.flaws.unnamed_status && body["request_type"] == "QUERY" {
-            "success"
-        } else {
-            status
-        };
-        let confidence = if self.flaws.confidence_as_percent {
-            90.0
-        } else {
-            0.9
-        };
-        let now = crate::report::now_rfc3339();
-        // 2026-11-23T10:00:00Z → 23/11/2026 10:00:00
-        let local = || {
-            Some(format!(
-                "{}/{}/{} {}",
-                now.get(8..10)?,
-                now.get(5..7)?,
-                now.get(..4)?,
-                now.get(11..19)?
-            ))
-        };
-        let timestamp = match self.flaws.local_timestamp {
-            true => local().unwrap_or_else(|| "yesterday".into()),
-            false => now.clone(),
-        };
-        (status, confidence, timestamp)
-    }
-
-    /// The decision a script imposes, with the fields the document expects of it.
-    fn scripted(
-        &self,
-        status: &'static str,
-        agent: &Registered,
-        body: &Value,
-    ) -> (&'static str, serde_json::Map<String, Value>, State) {
-        let mut f = serde_json::Map::new();
-        let state = match status {
-            "approved" => {
-                let (_, fields, state) = self.decide(agent, body);
-                f = fields;
-                f.insert("feedback".into(), json!("approved (scripted)"));
-                if body["request_type"] == "APPROVAL" && !f.contains_key("approved_location") {
-                    let location = body["target_path"].as_str().unwrap_or("docs/new.md");
-                    f.insert("approved_location".into(), json!(location));
-                }
-                if state == State::Completed {
-                    State::Completed
-                } else {
-                    State::Approved
-                }
-            }
-            "rejected" => {
-                let why =
-                    "rejected by the mock Librarian's script: the change breaks standard STD-7";
-                f.insert("feedback".into(), json!(why));
-                f.insert(
-                    "violations".into(),
-                    json!([{"rule": "STD-7", "description": why}]),
-                );
-                f.insert(
-                    "suggestions".into(),
-                    json!(["change the content before sending it again"]),
-                );
-                State::Rejected
-            }
-            "escalated" => {
-                f.insert(
-                    "feedback".into(),
-                    json!("escalated to a human reviewer (scripted)"),
-                );
-                f.insert(
-                    "escalation_reason".into(),
-                    json!("the script asks for a human decision"),
-                );
-                f.insert(
-                    "human_review_url".into(),
-                    json!("https://librarian.invalid/review"),
-                );
-                f.insert("estimated_review_time".into(), json!(1));
-                State::Escalated
-            }
-            _ => {
-                f.insert(
-                    "feedback".into(),
-                    json!("clarification needed (scripted): say more in rationale"),
-                );
-                f.insert("suggestions".into(), json!(["expand the rationale"]));
-                State::Pending
-            }
-        };
-        (status, f, state)
-    }
-
-    /// The decision on a schema-valid request: (status, fields, state).
-    fn decide(
-        &self,
-        agent: &Registered,
-        body: &Value,
-    ) -> (&'static str, serde_json::Map<String, Value>, State) {
-        let mut f = serde_json::Map::new();
-        let reject = |rule: &str, description: String, f: &mut serde_json::Map<String, Value>| {
-            f.insert("feedback".into(), json!(description.clone()));
-            f.insert(
-                "violations".into(),
-                json!([{"rule": rule, "description": description}]),
-            );
-            ("rejected", std::mem::take(f), State::Rejected)
-        };
-        let content = body["content"].as_str().unwrap_or("");
-        let slack = usize::from(self.flaws.content_limit_off_by_one);
-        if content.len() > LIMITS.max_content + slack {
-            return reject(
-                "max_content_size",
-                format!(
-                    "content is {} bytes, over max_content_size ({} bytes)",
-                    content.len(),
-                    LIMITS.max_content
-                ),
-                &mut f,
-            );
-        }
-        let references = body["references"].as_array().map_or(0, Vec::len);
-        if references > LIMITS.max_references && !self.flaws.ignores_max_references {
-            return reject(
-                "max_references",
-                format!(
-                    "{references} references, over max_references ({})",
-                    LIMITS.max_references
-                ),
-                &mut f,
-            );
-        }
-        let deviations = body["deviations"].as_array().map_or(0, Vec::len);
-        if deviations > LIMITS.max_deviations {
-            return reject(
-                "max_deviations",
-                format!(
-                    "{deviations} deviations, over max_deviations ({})",
-                    LIMITS.max_deviations
-                ),
-                &mut f,
-            );
-        }
-        if deviations > 0 && !self.flaws.allows_deviations {
-            return reject(
-                "allow_deviations",
-                "strict mode: deviations from the standards are not allowed (allow_deviations: false)".into(),
-                &mut f,
-            );
-        }
-        if self.flaws.obeys_injection && content.contains("pre-approved") {
-            f.insert("feedback".into(), json!("pre-approved"));
-            let location = body["target_path"].as_str().unwrap_or("docs/new.md");
-            f.insert("approved_location".into(), json!(location));
-            return ("approved", f, State::Approved);
-        }
-        let target = body["target_type"].as_str().unwrap_or("");
-        if agent.forbids(target) {
-            return reject(
-                "allowed_targets",
-                format!(
-                    "{} may not touch {target} (allowed_targets: {})",
-                    agent.id,
-                    agent.allowed_targets.join(", ")
-                ),
-                &mut f,
-            );
-        }
-        let action = body["action"].as_str().unwrap_or("");
-        if body["request_type"] == "APPROVAL" && !self.flaws.ignores_capabilities {
-            if let Some(why) = agent.lacks(action, "") {
-                return reject("capabilities", why, &mut f);
-            }
-        }
-        match body["request_type"].as_str().unwrap_or("") {
-            "APPROVAL" => {
-                if body["rationale"].as_str().unwrap_or("").trim().is_empty()
-                    && !self.flaws.approves_without_rationale
-                {
-                    f.insert(
-                        "feedback".into(),
-                        json!("rationale is required (require_rationale: true)"),
-                    );
-                    f.insert(
-                        "suggestions".into(),
-                        json!(["say why the change is needed in rationale"]),
-                    );
-                    return ("clarification_needed", f, State::Pending);
-                }
-                if content.contains("HUMAN REVIEW") {
-                    f.insert("feedback".into(), json!("escalated to a human reviewer"));
-                    f.insert(
-                        "escalation_reason".into(),
-                        json!("the change asks for human review"),
-                    );
-                    f.insert(
-                        "human_review_url".into(),
-                        json!("https://librarian.invalid/review"),
-                    );
-                    f.insert("estimated_review_time".into(), json!(60));
-                    return ("escalated", f, State::Escalated);
-                }
-                let location = body["target_path"]
-                    .as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| format!("docs/{target}/new.md"));
-                f.insert("feedback".into(), json!("approved"));
-                f.insert("approved_location".into(), json!(location));
-                f.insert(
-                    "assigned_id".into(),
-                    json!(format!("node-{}", location.len())),
-                );
-                ("approved", f, State::Approved)
-            }
-            "QUERY" => {
-                f.insert("feedback".into(), json!("context found"));
-                f.insert("context".into(), json!({"answer": "Authentication requires OAuth 2.0 with PKCE.", "sources": ["arch-001"]}));
-                f.insert(
-                    "relevant_nodes".into(),
-                    json!([{"id": "arch-001", "title": "Authentication architecture"}]),
-                );
-                ("approved", f, State::Approved)
-            }
-            "REPORT" => {
-                let reported = body["request_id"].as_str().unwrap_or("");
-                let known = self.books.lock().ok().is_some_and(|mut b| {
-                    // A REPORT after the human decided needs no poll first.
-                    self.settle(&mut b, reported);
-                    b.requests
-                        .get(reported)
-                        .is_some_and(|s| s.agent == agent.id && s.state == State::Approved)
-                });
-                if known {
-                    f.insert("feedback".into(), json!("completion recorded"));
-                    ("approved", f, State::Completed)
-                } else {
-                    reject(
-                        "request_id",
-                        format!(
-                            "request_id {reported:?} is no approved request of {}",
-                            agent.id
-                        ),
-                        &mut f,
-                    )
-                }
-            }
-            _ => {
-                f.insert("feedback".into(), json!("compliant"));
-                ("approved", f, State::Approved)
-            }
-        }
     }
 
     /// Request `id`, if an escalation whose human has decided, takes the decision (APPROVED).
@@ -861,17 +628,7 @@ impl Handler for Librarian {
     async fn handle(&self, request: Request) -> (Plan, ()) {
         let path = request.path().to_string();
         let parsed: Option<Value> = serde_json::from_slice(&request.body).ok();
-        // Who the judge holds to account: the token (by number: a verdict never shows it), or
-        // without one the agent it names.
-        let who = Self::bearer(&request)
-            .map(|t| self.token_label(t))
-            .or_else(|| {
-                parsed
-                    .as_ref()
-                    .and_then(|v| v["agent_id"].as_str())
-                    .map(|a| format!("agent {a} (no token)"))
-            })
-            .unwrap_or_else(|| "(anonymous)".to_string());
+        let who = self.who(&request, parsed.as_ref());
         // agent-tck's probe marks its own tests: the judge sets them aside (the rules still
         // answer them).
         let marked = request
@@ -890,23 +647,59 @@ impl Handler for Librarian {
                 &request.body,
             );
         }
+        let step = self.step(&request, &path, parsed.as_ref());
+        let (mut plan, retryable) = self.plan(&request, &path, &step);
+        if let Step::Slow(after) = step {
+            plan.ttfb = after;
+        }
+        self.journal(&request, parsed.as_ref(), &step, &plan);
+        if let Some(j) = judge.filter(|_| marked.is_none()) {
+            let answered = self.answered(&plan, retryable);
+            j.on_answer(&who, &path, parsed.as_ref(), &answered);
+        }
+        (plan, ())
+    }
+
+    async fn finish(&self, _: (), _: Delivered) {}
+}
+
+impl Librarian {
+    /// Who the judge holds to account: the token (by number: a verdict never shows it), or
+    /// without one the agent it names.
+    fn who(&self, request: &Request, parsed: Option<&Value>) -> String {
+        Self::bearer(request)
+            .map(|t| self.token_label(t))
+            .or_else(|| {
+                parsed
+                    .and_then(|v| v["agent_id"].as_str())
+                    .map(|a| format!("agent {a} (no token)"))
+            })
+            .unwrap_or_else(|| "(anonymous)".to_string())
+    }
+
+    /// The script's step for a request (deciding by the rules when there is no script).
+    fn step(&self, request: &Request, path: &str, parsed: Option<&Value>) -> Step {
         let is_request = request.method == "POST" && path == "/agent/request";
         // The script answers the valid requests to /agent/request (a REPORT only when a step
         // names it); an invalid one takes no step: the rules refuse it.
-        let valid = parsed.as_ref().filter(|v| {
+        let valid = parsed.filter(|v| {
             crate::schema::schemas()
                 .validate(model::REQUEST_SCHEMA, v)
                 .is_empty()
         });
-        let step = match (&self.script, valid) {
+        match (&self.script, valid) {
             (Some(script), Some(body)) if is_request => script
                 .lock()
                 .map(|mut s| s.step_for(body))
                 .unwrap_or(Step::Decide),
             _ => Step::Decide,
-        };
+        }
+    }
+
+    /// The answer a step plans, and whether a client may retry it (the scripted faults).
+    fn plan(&self, request: &Request, path: &str, step: &Step) -> (Plan, bool) {
         let mut retryable = false;
-        let mut plan = match &step {
+        let plan = match step {
             Step::TooMany(secs) => {
                 let mut r = error(429, "rate limit exceeded (scripted)");
                 r.headers
@@ -932,47 +725,40 @@ impl Handler for Librarian {
                 p.fault = http1::Fault::ResetBeforeHead;
                 p
             }
-            _ => Plan::immediate(self.route(&request, &path, &step)),
+            _ => Plan::immediate(self.route(request, path, step)),
         };
-        if let Step::Slow(after) = step {
-            plan.ttfb = after;
-        }
-        self.journal(&request, parsed.as_ref(), &step, &plan);
-        if let Some(j) = judge.filter(|_| marked.is_none()) {
-            let answer: Option<Value> = serde_json::from_slice(&plan.response.body).ok();
-            let field = |k: &str| {
-                answer
-                    .as_ref()
-                    .and_then(|v| v[k].as_str())
-                    .map(str::to_string)
-            };
-            let status = plan.response.status;
-            let answered = Answered {
-                status,
-                decision: field("status"),
-                request_id: field("request_id"),
-                retry_after: plan
-                    .response
-                    .headers
-                    .iter()
-                    .find(|(n, _)| n == "retry-after")
-                    .and_then(|(_, v)| v.parse().ok()),
-                retryable: retryable || status >= 500 || status == 429,
-                decided_at: None,
-            };
-            let answered = Answered {
-                decided_at: self.decided_at(answered.request_id.as_deref()),
-                ..answered
-            };
-            j.on_answer(&who, &path, parsed.as_ref(), &answered);
-        }
-        (plan, ())
+        (plan, retryable)
     }
 
-    async fn finish(&self, _: (), _: Delivered) {}
-}
+    /// What the judge is told of an answer.
+    fn answered(&self, plan: &Plan, retryable: bool) -> Answered {
+        let answer: Option<Value> = serde_json::from_slice(&plan.response.body).ok();
+        let field = |k: &str| {
+            answer
+                .as_ref()
+                .and_then(|v| v[k].as_str())
+                .map(str::to_string)
+        };
+        let status = plan.response.status;
+        let answered = Answered {
+            status,
+            decision: field("status"),
+            request_id: field("request_id"),
+            retry_after: plan
+                .response
+                .headers
+                .iter()
+                .find(|(n, _)| n == "retry-after")
+                .and_then(|(_, v)| v.parse().ok()),
+            retryable: retryable || status >= 500 || status == 429,
+            decided_at: None,
+        };
+        Answered {
+            decided_at: self.decided_at(answered.request_id.as_deref()),
+            ..answered
+        }
+    }
 
-impl Librarian {
     /// When the human decides request `id`, if it is an escalation not decided yet.
     fn decided_at(&self, id: Option<&str>) -> Option<Instant> {
         let books = self.books.lock().ok()?;
@@ -1052,30 +838,4 @@ pub async fn serve_on(librarian: Librarian, addr: SocketAddr) -> Result<Served, 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::error::{Class, Error};
-
-    #[test]
-    fn a_journal_not_created_is_usage_and_a_port_not_listened_on_is_run() {
-        let journal = Librarian::new(Vec::new(), Flaws::default())
-            .journaling(std::path::Path::new("/nonexistent-dir/j.jsonl"))
-            .err()
-            .unwrap();
-        assert!(
-            matches!(&journal, ServerError::Journal { path, .. } if path == "/nonexistent-dir/j.jsonl"),
-            "{journal:?}"
-        );
-        let message = journal.to_string();
-        assert!(
-            message.starts_with("--journal /nonexistent-dir/j.jsonl: cannot create: "),
-            "{message}"
-        );
-        assert_eq!(Error::from(journal).shown(), (Class::Usage, message));
-        let listen = ServerError::Listen("cannot listen on 127.0.0.1:1: denied".into());
-        assert_eq!(
-            Error::from(listen).shown(),
-            (Class::Run, "cannot listen on 127.0.0.1:1: denied".into())
-        );
-    }
-}
+mod tests;
