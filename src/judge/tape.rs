@@ -494,7 +494,7 @@ mod tests {
         }
     }
 
-    #[tokio::test]
+    #[deadline::test]
     async fn a_replay_gives_the_recorded_answers_per_case_and_names_what_it_lacks() {
         let dir = std::env::temp_dir().join(format!("tck-tape-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -548,7 +548,7 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    #[tokio::test]
+    #[deadline::test]
     async fn a_request_unlike_the_recorded_one_is_not_answered_but_for_its_volatile_parts() {
         let dir = std::env::temp_dir().join(format!("tck-tape-v-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -226,7 +226,7 @@ impl Journal {
 mod journal_errors {
     use super::*;
 
-    #[tokio::test]
+    #[deadline::test]
     async fn a_journal_that_cannot_be_created_is_a_usage_error_naming_the_path() {
         let path = Path::new("/nonexistent-dir/j.jsonl");
         let e = Journal::create(path, 0, Instant::now())

@@ -82,7 +82,7 @@ mod tests {
         text.parse().unwrap()
     }
 
-    #[tokio::test]
+    #[deadline::test]
     async fn a_host_the_fleet_does_not_listen_on_is_named_with_the_fix() {
         let w = advertise_warning(ip("127.0.0.1"), "http://192.168.1.5:9000")
             .await
@@ -104,7 +104,7 @@ mod tests {
         );
     }
 
-    #[tokio::test]
+    #[deadline::test]
     async fn a_host_the_fleet_listens_on_is_not_warned_of() {
         for (listen, advertise) in [
             ("127.0.0.1", "http://127.0.0.1:9000"),

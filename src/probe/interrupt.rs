@@ -127,7 +127,7 @@ mod tests {
         RunInfo::start("probe", "p", "http://127.0.0.1:1", 7, false)
     }
 
-    #[tokio::test]
+    #[deadline::test]
     async fn the_report_holds_the_cases_done_and_the_rest_not_run_redacted() {
         let sheet = Sheet::new();
         sheet
@@ -162,7 +162,7 @@ mod tests {
         );
     }
 
-    #[tokio::test]
+    #[deadline::test]
     async fn outside_a_sheet_nothing_is_noted_and_a_run_that_noted_nothing_has_the_fallback() {
         started(&info());
         secrets(["x".to_string()]);

@@ -710,7 +710,7 @@ mod tests {
         );
     }
 
-    #[tokio::test]
+    #[deadline::test]
     async fn a_loopback_round_trip_is_measured() {
         let trip = loopback_round_trip().await.unwrap();
         assert!(

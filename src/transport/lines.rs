@@ -198,7 +198,7 @@ impl LineReader {
 mod tests {
     use super::*;
 
-    #[tokio::test]
+    #[deadline::test]
     async fn lines_split_and_cap() {
         let mut data: &[u8] = b"{\"a\":1}\n\nsecond\r\npartial";
         let mut r = LineReader::new(10);

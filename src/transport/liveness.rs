@@ -641,7 +641,7 @@ mod tests {
         w.ended(what, start, reply).await
     }
 
-    #[tokio::test]
+    #[deadline::test]
     async fn a_break_of_a_peer_still_there_is_its_own_act() {
         let gone = Arc::new(AtomicBool::new(false));
         let w = watch(gone);
@@ -653,7 +653,7 @@ mod tests {
         assert!(w.case("agent.alive", "agent", "s").is_none());
     }
 
-    #[tokio::test]
+    #[deadline::test]
     async fn a_peer_gone_after_a_break_is_named_once_and_cuts_what_came_after() {
         let gone = Arc::new(AtomicBool::new(false));
         let w = watch(gone.clone());
@@ -685,7 +685,7 @@ mod tests {
         );
     }
 
-    #[tokio::test]
+    #[deadline::test]
     async fn a_peer_that_answers_again_is_named_as_restarted() {
         let gone = Arc::new(AtomicBool::new(true));
         let w = watch(gone.clone());
@@ -700,7 +700,7 @@ mod tests {
         assert!(case.message.contains("(restarted)"), "{}", case.message);
     }
 
-    #[tokio::test]
+    #[deadline::test]
     async fn a_peer_never_reached_has_no_outage_and_no_case() {
         let w = watch(Arc::new(AtomicBool::new(true)));
         call(&w, "a", Reply::Refused).await;
@@ -712,7 +712,7 @@ mod tests {
             .is_none());
     }
 
-    #[tokio::test]
+    #[deadline::test]
     async fn a_peer_gone_at_the_end_is_named_without_cutting_anything() {
         let gone = Arc::new(AtomicBool::new(false));
         let w = watch(gone.clone());
@@ -729,7 +729,7 @@ mod tests {
         );
     }
 
-    #[tokio::test]
+    #[deadline::test]
     async fn a_timeout_says_nothing_of_presence() {
         let gone = Arc::new(AtomicBool::new(true));
         let w = watch(gone);
@@ -738,7 +738,7 @@ mod tests {
         assert!(!w.went_down());
     }
 
-    #[tokio::test]
+    #[deadline::test]
     async fn a_closed_port_is_gone_and_an_open_one_here() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();

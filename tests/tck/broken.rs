@@ -24,7 +24,7 @@ fn first_other(request: &Value) -> String {
 /// fault is reported, and the rules that read the /analyze answer (readable JSON, only
 /// schema-invalid) are judged on it. /vote's answer cannot be read: its other cases skip,
 /// naming vote.response and why.
-#[tokio::test]
+#[deadline::test]
 async fn a_schema_error_at_analyze_hides_neither_the_vote_500_nor_the_analyze_rules() {
     let agent = stub(|req| {
         if req.endpoint == "vote" {
@@ -95,7 +95,7 @@ async fn a_schema_error_at_analyze_hides_neither_the_vote_500_nor_the_analyze_ru
     assert_eq!(report.exit_code(), 1);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_confidence_above_one_fails() {
     let agent = mutated("analyze", |_, a| {
         a["observations"][0]["confidence"] = json!(1.5)
@@ -117,7 +117,7 @@ async fn a_confidence_above_one_fails() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_missing_required_field_fails() {
     let agent = mutated("analyze", |_, a| {
         a.as_object_mut().unwrap().remove("domain");
@@ -138,7 +138,7 @@ async fn a_missing_required_field_fails() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn approve_as_the_string_false_fails_vote() {
     let agent = mutated("vote", |_, a| a["approve"] = json!("false")).await;
     let report = probe(&agent.url(), None).await;
@@ -158,7 +158,7 @@ async fn approve_as_the_string_false_fails_vote() {
     assert_eq!(case(&report, "agent.name-consistent").status, Status::Pass);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_challenge_item_without_its_target_fails_the_schema() {
     let agent =
         mutated(
@@ -191,7 +191,7 @@ async fn a_challenge_item_without_its_target_fails_the_schema() {
     assert!(known.contains("challenges[0]"), "{known}");
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_server_error_fails_with_the_status_and_body() {
     let agent = stub(|req| {
         if req.endpoint == "vote" {
@@ -215,7 +215,7 @@ async fn a_server_error_fails_with_the_status_and_body() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_body_that_is_not_json_fails() {
     let agent = stub(|req| {
         if req.endpoint == "challenge" {
@@ -246,7 +246,7 @@ async fn a_body_that_is_not_json_fails() {
 
 // ---- semantic rules ------------------------------------------------------------------------
 
-#[tokio::test]
+#[deadline::test]
 async fn a_dissent_without_a_reason_fails() {
     let agent = mutated("vote", |_, a| {
         a["approve"] = json!(false);
@@ -262,7 +262,7 @@ async fn a_dissent_without_a_reason_fails() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_dissent_with_a_blank_reason_fails() {
     let agent = mutated("vote", |_, a| {
         a["approve"] = json!(false);
@@ -278,7 +278,7 @@ async fn a_dissent_with_a_blank_reason_fails() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_challenge_without_counter_evidence_fails() {
     let agent = mutated("challenge", |req, a| {
         a["challenges"] = json!([
@@ -296,7 +296,7 @@ async fn a_challenge_without_counter_evidence_fails() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_challenge_of_an_agent_not_at_the_table_fails() {
     let agent = mutated("challenge", |req, a| {
         a["challenges"] = json!([{"target_agent": "ghost-agent", "finding_challenged": "f", "counter_evidence": "[POSSIBLE] x"}]);
@@ -315,7 +315,7 @@ async fn a_challenge_of_an_agent_not_at_the_table_fails() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_concession_to_an_unknown_agent_fails() {
     let agent =
         mutated(
@@ -334,7 +334,7 @@ async fn a_concession_to_an_unknown_agent_fails() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_different_agent_name_at_vote_fails() {
     let agent = mutated("vote", |_, a| a["agent_name"] = json!("someone-else")).await;
     let report = probe(&agent.url(), None).await;
@@ -351,7 +351,7 @@ async fn a_different_agent_name_at_vote_fails() {
 
 // ---- evidence --------------------------------------------------------------------------------
 
-#[tokio::test]
+#[deadline::test]
 async fn evidence_without_a_level_tag_warns() {
     let agent = mutated("analyze", |_, a| {
         a["observations"][0]["evidence"] = json!("see the code")
@@ -370,7 +370,7 @@ async fn evidence_without_a_level_tag_warns() {
     assert_eq!(strict.exit_code(), 1, "--strict makes it fail the run");
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn malformed_evidence_tags_say_what_is_wrong() {
     for (evidence, needle) in [
         ("[VERIFIED: auth.py] token check", "lacks the :ref part"),
@@ -395,7 +395,7 @@ async fn malformed_evidence_tags_say_what_is_wrong() {
     }
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn speculation_phrases_are_reported_with_their_place() {
     let agent = mutated("analyze", |_, a| {
         a["observations"][0]["finding"] =
@@ -416,7 +416,7 @@ async fn speculation_phrases_are_reported_with_their_place() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn hedging_phrases_are_noted_at_may_level() {
     let agent = mutated("analyze", |_, a| {
         a["observations"][0]["evidence"] = json!("[POSSIBLE] this seems to be a race")
@@ -439,7 +439,7 @@ async fn hedging_phrases_are_noted_at_may_level() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn speculative_counter_evidence_warns() {
     let agent = mutated("challenge", |req, a| {
         a["challenges"] = json!([{"target_agent": first_other(req), "finding_challenged": "f", "counter_evidence": "In my opinion this is fine"}])
@@ -456,7 +456,7 @@ async fn speculative_counter_evidence_warns() {
 
 // ---- limits ------------------------------------------------------------------------------------
 
-#[tokio::test]
+#[deadline::test]
 async fn a_body_over_max_body_fails() {
     let agent = reference_agent(None).await;
     let report = probe_with(&agent.url(), |s| s.max_body = 300).await;
@@ -469,7 +469,7 @@ async fn a_body_over_max_body_fails() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_string_over_max_field_fails() {
     let agent = mutated("vote", |_, a| {
         a["conditions"] = json!(["ok", "x".repeat(50_001)])
@@ -484,7 +484,7 @@ async fn a_string_over_max_field_fails() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn lists_over_the_platform_caps_warn() {
     let agent = mutated("analyze", |_, a| {
         let first = a["observations"][0].clone();
@@ -524,7 +524,7 @@ async fn lists_over_the_platform_caps_warn() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn an_answer_after_the_deadline_fails() {
     use axum::routing::post;
     let app = axum::Router::new().route(
@@ -570,7 +570,7 @@ async fn fragile(breaks: Breaks) -> crate::stub_server::Running {
     .await
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn robustness_cases_catch_agents_that_break_on_valid_requests() {
     let cases: [(&str, Breaks); 7] = [
         ("analyze.minimal", |e, r| {
@@ -673,7 +673,7 @@ fn strict_rejects(endpoint: &str, request: &Value) -> Option<String> {
 /// with recommendations, confidence and raw_response; minority views as {agent_name, view,
 /// evidence}): an agent that validates nested records strictly breaks on it, and the
 /// extra-fields cases of /challenge and /vote catch that; the reference agent takes them.
-#[tokio::test]
+#[deadline::test]
 async fn an_agent_strict_about_nested_records_fails_the_extra_fields_cases() {
     let strict = stub(|req| match strict_rejects(&req.endpoint, &req.json()) {
         Some(why) => Reply::error(422, why),
@@ -710,7 +710,7 @@ async fn an_agent_strict_about_nested_records_fails_the_extra_fields_cases() {
 
 // ---- auth --------------------------------------------------------------------------------------
 
-#[tokio::test]
+#[deadline::test]
 async fn the_key_goes_as_a_bearer_token() {
     let agent = stub(|req| {
         let auth = req
@@ -729,7 +729,7 @@ async fn the_key_goes_as_a_bearer_token() {
     assert!(failed(&report).is_empty(), "{:?}", failed(&report));
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn an_agent_that_ignores_the_key_is_a_security_finding() {
     let agent = reference_agent(None).await;
     let report = probe(&agent.url(), Some(KEY)).await;
@@ -749,7 +749,7 @@ async fn an_agent_that_ignores_the_key_is_a_security_finding() {
     assert_eq!(report.exit_code(), 0, "SHOULD");
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn an_agent_that_accepts_any_bearer_token_fails_the_wrong_key_case() {
     let agent = stub(|req| {
         if req.headers.contains_key("authorization") {
@@ -768,7 +768,7 @@ async fn an_agent_that_accepts_any_bearer_token_fails_the_wrong_key_case() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn refusing_with_a_server_error_is_not_a_refusal() {
     let agent = stub(|req| {
         match req
@@ -793,7 +793,7 @@ async fn refusing_with_a_server_error_is_not_a_refusal() {
 
 // ---- bad requests and /health -------------------------------------------------------------------
 
-#[tokio::test]
+#[deadline::test]
 async fn a_server_error_on_a_body_that_is_not_json_warns() {
     let agent = stub(|req| {
         if req.json().is_null() && req.endpoint == "analyze" {
@@ -812,7 +812,7 @@ async fn a_server_error_on_a_body_that_is_not_json_warns() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn an_unknown_path_answered_200_warns() {
     let agent = stub(|req| {
         if req.endpoint.starts_with("agent-tck-no-such") {
@@ -831,7 +831,7 @@ async fn an_unknown_path_answered_200_warns() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_missing_health_endpoint_is_noted() {
     let agent = stub(|req| {
         if req.endpoint == "health" {
@@ -853,7 +853,7 @@ async fn a_missing_health_endpoint_is_noted() {
 
 // ---- sanitization ------------------------------------------------------------------------------
 
-#[tokio::test]
+#[deadline::test]
 async fn nul_characters_and_injection_patterns_warn_wherever_they_are() {
     let agent = mutated("analyze", |_, a| {
         a["domain"] = json!("security\u{0} review")

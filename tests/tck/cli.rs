@@ -346,7 +346,7 @@ fn an_unreachable_agent_exits_1_and_says_so() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn probing_a_real_agent_with_a_key_exits_0_and_hides_the_key() {
     let agent = reference_agent(Some(KEY)).await;
     let url = agent.url();
@@ -380,7 +380,7 @@ async fn probing_a_real_agent_with_a_key_exits_0_and_hides_the_key() {
     assert!(!stdout.contains(KEY));
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_should_failure_exits_0_and_1_under_strict() {
     let agent = mutated("analyze", |_, a| {
         a["observations"][0]["evidence"] = serde_json::json!("untagged")
@@ -440,7 +440,7 @@ fn schemas_export_writes_the_embedded_files() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mock_agent_serves_a_conforming_agent() {
     let mut child = Spawned::tck(
         &[
@@ -511,7 +511,7 @@ fn mock_agent_reports_a_port_in_use() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mock_fleet_stops_on_sigint_and_still_writes_the_reports() {
     let dir = TempDir::new("fleet-sigint");
     let fleet = dir.path("fleet.yaml");
@@ -794,7 +794,7 @@ fn the_readme_stands_alone_and_its_examples_are_valid() {
 
 /// `mock agent` says what it serves as it serves it: a line per request (asked for here with
 /// AGENT_TCK_REQUEST_LOG=1, as stdout is not a terminal), none with --quiet.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mock_agent_prints_a_line_per_request_unless_quiet() {
     /// What it printed after its banner, the probe run against it and the mock stopped.
     async fn lines(quiet: bool) -> Vec<String> {

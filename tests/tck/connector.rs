@@ -43,7 +43,7 @@ async fn probe(flaw: &str) -> Report {
     report
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(secs = 900, flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_agent_passes_and_each_flaw_fails_exactly_its_case() {
     let _heavy = crate::support::heavy().await;
     let report = probe("conforming").await;
@@ -169,7 +169,7 @@ fn an_input_url_that_is_not_there_is_one_failure_and_the_rest_skipped() {
 
 /// The same when the first case run forwards twenty at once (`--only isolation.*`): the
 /// reachability failure is that case's.
-#[tokio::test]
+#[deadline::test]
 async fn the_first_case_run_carries_the_reachability_failure() {
     let url = format!("http://127.0.0.1:{}/in", closed_port());
     let mut s = settings(&url);
@@ -193,7 +193,7 @@ async fn the_first_case_run_carries_the_reachability_failure() {
 }
 
 /// An inputUrl that takes the message and never answers is cut 2 s after the server's 5 s.
-#[tokio::test]
+#[deadline::test]
 async fn an_input_url_that_never_answers_is_cut_at_the_deadline() {
     let (url, task) = crate::support::raw_server(|mut stream| async move {
         crate::support::read_request(&mut stream).await;
@@ -223,7 +223,7 @@ async fn an_input_url_that_never_answers_is_cut_at_the_deadline() {
 
 /// A callback over --max-body is refused unread by the kit's endpoint, and the case says so
 /// (rather than that no callback came).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_callback_over_max_body_is_reported_as_refused() {
     let agent = Arc::new(ExternalAgent::new(Flaws::default()));
     let running = http1::spawn(agent, SocketAddr::from(([127, 0, 0, 1], 0)))

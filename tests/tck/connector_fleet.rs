@@ -89,7 +89,7 @@ fn explain(report: &Report) -> String {
         .join("\n")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(secs = 900, flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_server_passes_and_each_flaw_fails_exactly_its_check() {
     let _heavy = crate::support::heavy().await;
     let mut runs = vec![run(Flaw::None)];
@@ -135,7 +135,7 @@ async fn the_reference_server_passes_and_each_flaw_fails_exactly_its_check() {
 /// An error message that comes 2 s after the failed forward (a busy server's), after the fleet's
 /// `settle` but within the 3 s the document's rule is judged by: the fleet keeps its clients
 /// until it came, and the server passes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_error_message_late_but_in_time_passes() {
     let (listener, url) = agent_server::bind().await;
     let mut fleet = Fleet::parse("fleet.yaml", &FLEET.replace("${SERVER}", &url), None).unwrap();
@@ -157,7 +157,7 @@ async fn an_error_message_late_but_in_time_passes() {
 /// A server that knows none of the fleet's agents refuses their sessions: that is the failure
 /// (`platform.session-create`), and `platform.reached-fleet`, with no message it could have
 /// forwarded, says what would exercise it.
-#[tokio::test]
+#[deadline::test]
 async fn a_server_that_knows_no_agent_fails_session_create_and_reached_fleet_says_why() {
     let (listener, url) = agent_server::bind().await;
     let text = FLEET.replace("${SERVER}", &url);
@@ -195,7 +195,7 @@ async fn a_server_that_knows_no_agent_fails_session_create_and_reached_fleet_say
 
 /// The README's connector fleet file, run through the binary as it says (`mock fleet --config
 /// … --platform-url …`) against the reference server: green, every check judged.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(secs = 900, flavor = "multi_thread", worker_threads = 2)]
 async fn the_readmes_connector_fleet_file_runs_green_through_the_binary() {
     let _heavy = crate::support::heavy().await;
     let readme = include_str!("../../README.md");
@@ -266,7 +266,7 @@ async fn the_readmes_connector_fleet_file_runs_green_through_the_binary() {
 /// The fleet file's switches reach the wire: `ws: assistant-v5` speaks protocol 5 (a server that
 /// takes it runs green), and `callback-base:` is what every callbackUrl must start with (a server
 /// that gives another is told so, naming the URL).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dialect_and_the_callback_base_are_the_files() {
     let short = |extra: &str, url: &str| {
         FLEET
@@ -808,7 +808,7 @@ fn case<'a>(report: &'a Report, id: &str) -> &'a agent_tck::report::CaseResult {
 /// green; against the document's server the document answers at once. A server that answers
 /// neither fails platform.ws-attach naming both dialects and the `ws:` option, and
 /// platform.reached-fleet, with no client attached, says why it has nothing to judge.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ws_auto_finds_the_dialect_that_answers_and_names_both_when_neither_does() {
     let quick = ["steady", "md", "err"];
     let (v5, document, deaf) = futures::future::join3(
@@ -880,7 +880,7 @@ async fn ws_auto_finds_the_dialect_that_answers_and_names_both_when_neither_does
 /// Nothing listens at the server's URL: platform.session-create fails once, saying the server is
 /// down, and every other case is a skip that says so and what would exercise it — no row of
 /// failures blaming the agents.
-#[tokio::test]
+#[deadline::test]
 async fn a_server_that_is_down_fails_once_and_skips_the_rest_saying_why() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -937,7 +937,7 @@ async fn a_server_that_is_down_fails_once_and_skips_the_rest_saying_why() {
 /// max); platform.awaiting-callback passes a server whose never-callback session takes its next
 /// message, fails one that holds the session for the callback, and skips a fleet with no
 /// never-callback agent, or with one message per session, saying what would exercise it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(secs = 900, flavor = "multi_thread", worker_threads = 2)]
 async fn forward_timeout_gives_its_figures_and_a_session_awaiting_a_callback_stays_usable() {
     let _heavy = crate::support::heavy().await;
     let agents = ["steady", "slow", "silent"];

@@ -41,14 +41,10 @@ fn every_async_test_has_a_deadline_and_no_process_is_waited_for_unbounded() {
         for (i, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");
             if code.contains(bare_test) {
-                found.push(format!(
-                    "{}:{}: a bare #[tokio::test]",
-                    rel.display(),
-                    i + 1
-                ));
+                found.push(format!("{}:{}: a bare {bare_test}]", rel.display(), i + 1));
             }
             if code.contains(bare_output) && rel.starts_with("tests") && !is_support(rel) {
-                found.push(format!("{}:{}: a bare .output()", rel.display(), i + 1));
+                found.push(format!("{}:{}: a bare {bare_output}", rel.display(), i + 1));
             }
         }
     }

@@ -179,7 +179,7 @@ const RUNS: [(&str, Form); 3] = [
     ("ignores-governance", Form::Dict),
 ];
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_http_the_mock_follows_a_harness_that_sends_only_dicts() {
     for (behavior, form) in RUNS {
         // No --expect-max-turns: the harness's limit is its own (the scenario's).
@@ -200,7 +200,7 @@ async fn over_http_the_mock_follows_a_harness_that_sends_only_dicts() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_per_turn_stdio_the_mock_follows_a_harness_that_sends_only_dicts() {
     let dir = TempDir::new("dict-governance-stdio");
     for (i, (behavior, form)) in RUNS.into_iter().enumerate() {

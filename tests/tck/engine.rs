@@ -86,7 +86,7 @@ async fn connect(served: &Served) -> TcpStream {
     TcpStream::connect(served.addrs[0]).await.unwrap()
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_connection_carries_several_requests_until_the_client_closes_it() {
     let served = serve_one("conforming", Journal::off(Instant::now())).await;
     let mut stream = connect(&served).await;
@@ -118,7 +118,7 @@ async fn a_connection_carries_several_requests_until_the_client_closes_it() {
 
 /// `Connection` is a list of tokens, in any case: `close` among others closes; HTTP/1.0 stays open
 /// only with `keep-alive`.
-#[tokio::test]
+#[deadline::test]
 async fn connection_tokens_are_read_as_a_list() {
     let served = serve_one("conforming", Journal::off(Instant::now())).await;
     let cases = [
@@ -142,7 +142,7 @@ async fn connection_tokens_are_read_as_a_list() {
     served.stop(Duration::from_secs(1)).await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn chunked_bodies_and_expect_continue_are_understood() {
     let served = serve_one("conforming", Journal::off(Instant::now())).await;
     let mut stream = connect(&served).await;
@@ -171,7 +171,7 @@ async fn chunked_bodies_and_expect_continue_are_understood() {
     served.stop(Duration::from_secs(1)).await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn bad_requests_get_a_clear_4xx_and_a_close() {
     let served = serve_one("conforming", Journal::off(Instant::now())).await;
     let huge_header = format!(
@@ -207,7 +207,7 @@ async fn bad_requests_get_a_clear_4xx_and_a_close() {
     served.stop(Duration::from_secs(1)).await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn the_journal_keeps_every_request_under_load_and_caps_bodies() {
     let dir = TempDir::new("journal");
     let path = dir.0.join("journal.jsonl");
@@ -269,7 +269,7 @@ async fn the_journal_keeps_every_request_under_load_and_caps_bodies() {
         .all(|r| r["outcome"] == "complete"));
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn slow_answers_are_never_early_and_the_delay_is_journaled() {
     let dir = TempDir::new("slow");
     let path = dir.0.join("journal.jsonl");
@@ -315,7 +315,7 @@ async fn slow_answers_are_never_early_and_the_delay_is_journaled() {
     }
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn stopping_ends_hung_exchanges_at_once() {
     let served = serve_one("hang", Journal::off(Instant::now())).await;
     let mut stream = connect(&served).await;

@@ -20,7 +20,7 @@ fn passed_beyond_reachability(report: &Report) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread")]
+#[deadline::test(flavor = "multi_thread")]
 async fn no_probe_passes_a_server_with_no_routes() {
     let server = crate::support::no_routes().await;
     let url = server.url();
@@ -71,7 +71,7 @@ async fn no_probe_passes_a_server_with_no_routes() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
+#[deadline::test(flavor = "multi_thread")]
 async fn a_mock_that_no_request_reached_judged_nothing() {
     for protocol in agent_tck::protocols::agent_protocols() {
         let profile = agent_tck::mock::agent::Profile {
@@ -113,7 +113,7 @@ async fn a_mock_that_no_request_reached_judged_nothing() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
+#[deadline::test(flavor = "multi_thread")]
 async fn the_reference_agent_passes_on_evidence() {
     let agent = crate::support::reference_agent(None).await;
     let report = crate::support::probe(&agent.url(), None).await;
@@ -137,7 +137,7 @@ async fn the_reference_agent_passes_on_evidence() {
 
 /// A content behaviour that nothing triggered tested nothing: the fleet says so per agent
 /// (`agent.behaviors-applied`, INFO), and credits one that took effect with its count.
-#[tokio::test(flavor = "multi_thread")]
+#[deadline::test(flavor = "multi_thread")]
 async fn a_behaviour_the_platform_never_triggered_is_reported_per_agent() {
     use agent_tck::mock::behavior::parse_list;
     let protocol = &agent_tck::protocols::roundtable::Agents;

@@ -95,7 +95,7 @@ fn ok() -> Reply {
 
 /// A server with none of the routes: every forward fails naming its 404 and what it said, and
 /// every case judged across the callbacks is a skip that says a 404 is no acknowledgement.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_input_url_that_answers_404_passes_nothing_and_says_why() {
     let report = probe_stub(not_found).await;
     let answered_404: &[&str] = &[
@@ -148,7 +148,7 @@ async fn an_input_url_that_answers_404_passes_nothing_and_says_why() {
 }
 
 /// The same server probed through the binary: exit 1, the skip's reason on the console.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_exits_1_against_an_input_url_that_answers_404() {
     let stub = crate::support::stub(|_| not_found()).await;
     let input = format!("{}/in", stub.url());
@@ -184,7 +184,7 @@ async fn the_binary_exits_1_against_an_input_url_that_answers_404() {
 /// An agent that acknowledges every forward and never calls back: the forwards and their
 /// 5 s pass on what was acknowledged; callback.arrives fails naming the sessions; the cases
 /// about what the callbacks carried have none to judge, and say so.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_that_never_calls_back_is_judged_on_its_acknowledgements_only() {
     let report = probe_stub(ok).await;
     let none_came: &[&str] = &[
@@ -267,7 +267,7 @@ const CUT: &str = "1 message acknowledged with a 200 head and a FIN before the b
 /// the body and calls it failed is not either (the answer was cut short); an error-ack beside it
 /// is what platform.error-message judges; with only the cut acknowledgement it has nothing to
 /// judge and says so; a server that stays silent after a 503 fails it, naming the agent.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(secs = 900, flavor = "multi_thread", worker_threads = 2)]
 async fn a_200_head_cut_before_its_body_is_an_acknowledgement() {
     let _heavy = crate::support::heavy().await;
     let with_error = [
@@ -347,7 +347,7 @@ async fn a_200_head_cut_before_its_body_is_an_acknowledgement() {
 /// A server that creates the sessions but forwards to an inputUrl nobody serves: reached-fleet
 /// fails with its hint; the cases about forwards have none to judge and say what would
 /// exercise them; the sessions and clients pass on what they judged.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_forwards_elsewhere_fails_reached_fleet_and_judges_no_forward() {
     let (listener, url) = agent_server::bind().await;
     let fleet = fleet_of(&url, &[("steady", "conforming")]);
@@ -438,7 +438,7 @@ async fn probe_flaw(flaw: &str) -> Report {
 
 /// A callback PUT to exactly the URL given is named by its method (the endpoint answers 405),
 /// not reported as a callback to a session never given; the reference's POSTs pass.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_put_callback_is_named_by_its_method() {
     let (put, reference) = tokio::join!(probe_flaw("put-callback"), probe_flaw("conforming"));
     assert_cases(
@@ -472,7 +472,7 @@ async fn a_put_callback_is_named_by_its_method() {
 
 /// A callback to the URL given without its query string: the case shows the URL it came to,
 /// the URL given, and what differs.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_callback_that_drops_the_query_string_shows_both_urls_and_the_difference() {
     let report = probe_flaw("drops-query").await;
     assert_cases(
@@ -513,7 +513,7 @@ async fn a_callback_that_drops_the_query_string_shows_both_urls_and_the_differen
 
 /// Thirty callbacks for one message at an endpoint answering 500, each tried three times, are
 /// thirty callbacks retried a little, not a flood; one callback tried thirty times is.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_are_counted_per_callback() {
     let (many, floods) = tokio::join!(
         probe_flaw("many-callbacks"),
@@ -549,7 +549,7 @@ async fn retries_are_counted_per_callback() {
 
 /// A forward cut at the kit's own bound says where the bound came from: the server's 5 s and
 /// 2 s of grace by default, --timeout when that is shorter.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forward_cut_at_the_deadline_says_where_the_deadline_came_from() {
     let (url, task) = crate::support::raw_server(|mut stream| async move {
         crate::support::read_request(&mut stream).await;
@@ -583,7 +583,7 @@ async fn revive_run(flaw: Flaw) -> Report {
 /// A deleted session created again is revived: the reference attaches it and takes its
 /// callback; a server that answers 201 but keeps it deleted fails, naming the step; a server
 /// with no delete endpoint gives nothing to revive, and says what would.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_session_is_revived_and_called_back() {
     let (reference, stale, no_delete) = tokio::join!(
         revive_run(Flaw::None),
@@ -664,7 +664,7 @@ async fn a_deleted_session_is_revived_and_called_back() {
 
 /// A server error to a callback of any size is a MUST failure that states the size; taking a
 /// huge body whole is the SHOULD (stated with its size too); a 413 passes both.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(secs = 900, flavor = "multi_thread", worker_threads = 2)]
 async fn a_5xx_to_a_huge_callback_is_a_crash_and_no_bound_is_a_should() {
     let _heavy = crate::support::heavy().await;
     let agents = [("steady", "conforming"), ("huge", "huge-callback:2MiB")];
@@ -734,7 +734,7 @@ async fn a_5xx_to_a_huge_callback_is_a_crash_and_no_bound_is_a_should() {
 /// A server without the callback route answers the default huge callback (32 MiB, past common
 /// servers' limits) 404 before reading it and closes: the 404 is read, so it is a refusal, not
 /// a broken pipe taken for a crash.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(secs = 900, flavor = "multi_thread", worker_threads = 2)]
 async fn a_huge_callback_answered_404_before_its_body_is_a_refusal_not_a_crash() {
     let _heavy = crate::support::heavy().await;
     let report = fleet_run(
@@ -770,7 +770,7 @@ async fn a_huge_callback_answered_404_before_its_body_is_a_refusal_not_a_crash()
 
 /// A forward whose field names are not the document's arrived: forward-once counts it by its
 /// values and says it was malformed (forward-schema fails it), never "never forwarded".
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forward_with_other_field_names_arrived_malformed() {
     let report = fleet_run(Flaw::WrongFieldNames, &[("steady", "conforming")]).await;
     assert_eq!(

@@ -43,7 +43,7 @@ fn probe_settings(base: &str) -> TaskSettings {
 
 /// A 404 is no answer: nothing but reachability passes, the exchanges fail naming the status,
 /// and every case judged across the run is skipped saying what was missing.
-#[tokio::test]
+#[deadline::test]
 async fn a_server_with_no_routes_passes_nothing_but_reachability() {
     let server = support::no_routes().await;
     let base = server.url();
@@ -92,7 +92,7 @@ async fn a_server_with_no_routes_passes_nothing_but_reachability() {
 }
 
 /// The conforming agent, over HTTP: every case judged across the run passes on evidence.
-#[tokio::test]
+#[deadline::test]
 async fn the_conforming_agent_passes_on_evidence() {
     let (url, stop, _mock) = support::mock_session(
         &agent_tck::protocols::execute_task::Agents,
@@ -167,7 +167,7 @@ async fn turnless(url: String, conversations: usize, requests: usize) {
 /// No `turn` in 20 requests: the turn rules say so (the field, the count) instead of "no
 /// requests"; tool results and the turn limit are still judged, by the results the requests
 /// carry.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_harness_without_turn_is_judged_on_what_it_sent() {
     let report = judging("never-finishes", |url| turnless(url, 4, 5)).await;
     assert_every_verdict_explained(&report);
@@ -195,7 +195,7 @@ async fn a_harness_without_turn_is_judged_on_what_it_sent() {
 
 /// The same harness without a turn limit: past 5 requests of one conversation, counted by the
 /// tool results that link them.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_harness_without_turn_or_limit_breaks_the_limit_by_count() {
     let report = judging("never-finishes", |url| turnless(url, 2, 7)).await;
     let (s, m, judged) = verdict(&report, "harness.turn-limit");
@@ -234,7 +234,7 @@ const SPEC: &str =
 
 /// A policy violation sent as a Python dict's repr is noted (every request is looked at), and
 /// it still carries the tool's result; the spec's text leaves nothing to note.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_policy_violation_as_a_python_dict_is_noted() {
     let report = judging("never-finishes", |url| governed(url, DICT)).await;
     assert_every_verdict_explained(&report);
@@ -296,7 +296,7 @@ async fn stdio_session(behavior: &str, requests: &[Value], json: &str) -> (Vec<V
 
 /// `ignores-governance` acts on the dict form of the feedback too; an agent whose behaviour
 /// never took effect says so, naming it.
-#[tokio::test]
+#[deadline::test]
 async fn a_behaviour_that_never_took_effect_is_reported() {
     let dir = TempDir::new("ignores-governance");
     let call =
@@ -342,7 +342,7 @@ async fn a_behaviour_that_never_took_effect_is_reported() {
 
 /// A SIGTERM from a process other than the harness (here `kill`, started by the test) does not
 /// count as the harness ending the group: FAIL, naming the sender.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_from_an_outsider_is_not_the_harness_ending_the_group() {
     let dir = TempDir::new("outsider");
     let json = dir.path("outsider.json");
@@ -357,7 +357,7 @@ async fn a_signal_from_an_outsider_is_not_the_harness_ending_the_group() {
 
 /// A harness that never ends the group and keeps the agent's stdout open: the child fails the
 /// case once the bound (--expect-timeout + 5 s) has passed; a signal later is not credited.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_left_past_the_bound_fails() {
     let dir = TempDir::new("past-bound");
     let json = dir.path("past.json");
@@ -402,7 +402,7 @@ async fn per_turn(json: &str, request: &Value) -> Value {
 
 /// A per-turn harness: 4 conversations of 5 turns, a process per turn, all with the same --json.
 /// The report counts every turn of the run, and follows conversations across the processes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_processes_of_a_per_turn_run_fold_one_report() {
     let dir = TempDir::new("per-turn-fold");
     let json = dir.path("run.json");
@@ -437,7 +437,7 @@ async fn the_processes_of_a_per_turn_run_fold_one_report() {
 
 /// A journal an earlier run left (last written an hour ago, by a process of another parent) is
 /// not folded into this run's report.
-#[tokio::test]
+#[deadline::test]
 async fn an_earlier_runs_journal_is_started_afresh() {
     let dir = TempDir::new("stale-journal");
     let json = dir.path("run.json");

@@ -90,7 +90,7 @@ fn assert_skips_explain(report: &Report) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probe_against_a_server_without_the_routes_passes_nothing_and_each_skip_says_why() {
     let server = crate::support::no_routes().await;
     let report = probe(&server.url(), &[]).await;
@@ -158,7 +158,7 @@ async fn probe_against_a_server_without_the_routes_passes_nothing_and_each_skip_
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probe_librarian_on_the_command_line_exits_1_against_a_server_without_the_routes() {
     let server = crate::support::no_routes().await;
     let dir = crate::support::TempDir::new("evidence-librarian-cli");
@@ -237,7 +237,7 @@ fn fleet_file(url: &str) -> String {
     text
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_client_fleet_passes_nothing_against_a_server_without_the_routes() {
     let server = crate::support::no_routes().await;
     let fleet = Fleet::parse("fleet.yaml", &fleet_file(&server.url()), None).unwrap();
@@ -280,7 +280,7 @@ async fn the_client_fleet_passes_nothing_against_a_server_without_the_routes() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fleet_judges_the_reference_on_evidence() {
     let served = reference(Flaws::default()).await.unwrap();
     let fleet = Fleet::parse("fleet.yaml", &fleet_file(&served.url), None).unwrap();
@@ -309,7 +309,7 @@ async fn the_fleet_judges_the_reference_on_evidence() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_too_slow_to_pass_the_limit_is_not_judged() {
     let served = reference(Flaws::default()).await.unwrap();
     let t = reference_tokens();
@@ -341,7 +341,7 @@ async fn a_flood_too_slow_to_pass_the_limit_is_not_judged() {
 }
 
 /// The reference Librarian passes every case on evidence that says how many of what it judged.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_passes_on_evidence() {
     let served = reference(Flaws::default()).await.unwrap();
     let report = probe(
@@ -387,7 +387,7 @@ async fn the_reference_passes_on_evidence() {
 
 /// A Librarian without the status route: only status.lookup, which judges the endpoint, fails;
 /// the other cases about it have nothing to judge and say so.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_status_route_fails_its_own_case_and_skips_the_rest() {
     let served = reference(Flaws::named("no-status-endpoint").unwrap())
         .await
@@ -507,7 +507,7 @@ fn verdict<'a>(
     cases.iter().find(|c| c.id == id).unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mock_librarian_judges_what_the_client_exercised_and_names_what_would_exercise_the_rest(
 ) {
     // No request: every rule skips, saying so.
@@ -571,7 +571,7 @@ async fn the_mock_librarian_judges_what_the_client_exercised_and_names_what_woul
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mock_librarian_judges_retries_and_resends_on_their_occasions() {
     use agent_tck::protocols::librarian::model::request;
     // Two 500s, retried once: held, on two failures answered.
@@ -687,7 +687,7 @@ fn body_of(r: &agent_tck::mock::http1::Request) -> Option<Value> {
     serde_json::from_slice(&r.body).ok()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_request_id_answered_200_fails_status_unknown() {
     let report = probe_tweaked(&["status.*"], |r| {
         r.path()
@@ -714,7 +714,7 @@ async fn an_unknown_request_id_answered_200_fails_status_unknown() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn content_under_the_limit_refused_for_its_size_fails_and_refused_for_nothing_named_skips() {
     let under = |r: &agent_tck::mock::http1::Request| {
         body_of(r).and_then(|b| b["content"].as_str().map(str::len)) == Some(102_400)
@@ -745,7 +745,7 @@ async fn content_under_the_limit_refused_for_its_size_fails_and_refused_for_noth
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_404_to_a_malformed_body_from_a_live_endpoint_says_nothing() {
     let report = probe_tweaked(&["input.malformed-json", "input.empty-body"], |r| {
         (r.method == "POST" && body_of(r).is_none())
@@ -764,7 +764,7 @@ async fn a_404_to_a_malformed_body_from_a_live_endpoint_says_nothing() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_without_a_token_answered_400_fails_auth_no_token() {
     let report = probe_tweaked(&["auth.*"], |r| {
         r.header("authorization")
@@ -784,7 +784,7 @@ async fn a_request_without_a_token_answered_400_fails_auth_no_token() {
 }
 
 /// A 5xx counts wherever it comes from, even from an endpoint that never answered 2xx.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_5xx_from_any_endpoint_fails_no_5xx() {
     let report = probe_tweaked(
         &["request.approval", "capabilities.get", "request.no-5xx"],
@@ -803,7 +803,7 @@ async fn a_5xx_from_any_endpoint_fails_no_5xx() {
     assert_eq!(c.evidence.as_ref().unwrap().judged, 2, "{c:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_that_do_not_name_the_missing_field_pass_its_case_and_fail_fields_named() {
     let report = probe_tweaked(&["fields.*"], |r| {
         let b = body_of(r)?;
@@ -830,7 +830,7 @@ async fn refusals_that_do_not_name_the_missing_field_pass_its_case_and_fail_fiel
 
 /// A Librarian that answers GET /agent/capabilities before the fleet and not after it fails
 /// `fleet.capabilities-after`; one that never answered it gives that case nothing to judge.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fleet_judges_capabilities_after_only_against_a_before() {
     use agent_tck::protocols::librarian::reference::Librarian;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -931,7 +931,7 @@ const ALL_FAULTS: [&str; 3] = ["injection", "foreign-agent-id", "unregistered-ag
 /// A Librarian that refuses the second agent's APPROVALs 403 (it lacks `write`) is right: the
 /// fleet fails it neither with nor without the registry; without one it says which answers it
 /// could not tell from a wrong refusal, per client, and with one it judges them.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_librarian_refusing_unauthorized_requests_403_passes_the_fleet() {
     let report = fleet_against(forbidding(), &ALL_FAULTS, false).await;
     assert_eq!(crate::support::failing(&report), vec![]);
@@ -973,7 +973,7 @@ async fn a_librarian_refusing_unauthorized_requests_403_passes_the_fleet() {
 
 /// A 403 to a request its agent may make (the second agent's QUERY) is a fault, and one
 /// client's many faults do not hide another's single one: the message names each client.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_403_to_a_permitted_request_fails_refusals_naming_each_client() {
     let gemini = format!("Bearer {}", reference_tokens()[1].1);
     let handler = Tweaked {
@@ -1013,7 +1013,7 @@ async fn a_403_to_a_permitted_request_fails_refusals_naming_each_client() {
 
 /// Injected text that gets its forbidden target approved fails `fleet.refusals` on the answer
 /// (a 200 is no pass); with no registry to say what is forbidden it is not judged.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn injected_text_approved_for_a_forbidden_target_fails_refusals() {
     let obeys = || {
         agent_tck::protocols::librarian::reference::Librarian::new(
@@ -1046,7 +1046,7 @@ async fn injected_text_approved_for_a_forbidden_target_fails_refusals() {
 
 /// Agent A's token in agent B's name and an agent no registry holds are two tests: a Librarian
 /// that checks registration but not whose token it is fails only the first.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_taken_in_another_registered_agents_name_fails_foreign_agent_id_only() {
     let gemini = format!("Bearer {}", reference_tokens()[1].1);
     let claude = reference_tokens()[0].0.clone();
@@ -1103,7 +1103,7 @@ const CHANGES: [&str; 8] = [
 /// With the first --token an agent that may not create designs, a Librarian that refuses its
 /// changes 403 is right: with the registry every case asks with an agent that may, and nothing
 /// fails; without it, a 403 to a valid request is not judged (it names --registry).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_order_does_not_change_verdicts_against_a_librarian_refusing_403() {
     let served = server_forbidding().await;
     let report = probe_reversed(&served.url, &CHANGES, true).await;
@@ -1144,7 +1144,7 @@ async fn server_forbidding() -> agent_tck::protocols::librarian::reference::Serv
 /// A Librarian that takes the agent from agent_id (checking its capabilities) and never asks
 /// whose token it is fails auth.foreign-agent: the case asks, in B's name, what B may (a QUERY),
 /// so a capability refusal cannot hide the fault.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_taken_in_another_agents_name_fails_auth_foreign_agent() {
     let tokens = reference_tokens();
     let handler = Tweaked {
@@ -1195,7 +1195,7 @@ async fn probe_with(url: &str, only: &[&str], tweak: impl FnOnce(&mut Settings))
 }
 
 /// content as a list is a 4xx from the reference; a Librarian that approves it fails the case.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn content_of_the_wrong_type_approved_fails_input_wrong_type_content() {
     let served = reference(Flaws::default()).await.unwrap();
     let report = probe(&served.url, &["input.wrong-type-content"]).await;
@@ -1227,7 +1227,7 @@ async fn content_of_the_wrong_type_approved_fails_input_wrong_type_content() {
 
 /// 102,400 bytes of content (100 KB, the kit's KB being 1024) are accepted and 102,401 refused
 /// by the reference; a Librarian off by one either way fails the case at that edge.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_content_limit_is_judged_at_its_exact_edge() {
     let only = ["limits.content-*"];
     let served = reference(Flaws::default()).await.unwrap();
@@ -1278,7 +1278,7 @@ async fn the_content_limit_is_judged_at_its_exact_edge() {
 
 /// limits.strict-deviations holds the server to the mode it is given: skipped without one,
 /// one deviation refused under strict mode, not refused for it when deviations are allowed.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strict_deviations_is_judged_against_the_servers_declared_mode() {
     use agent_tck::protocols::librarian::reference::{serve, Librarian};
     let only = ["limits.strict-deviations"];
@@ -1333,7 +1333,7 @@ async fn strict_deviations_is_judged_against_the_servers_declared_mode() {
 
 /// A rejected APPROVAL fixed and resubmitted: three times is within max_retry_attempts, four
 /// is one too many; a client whose requests are never rejected gives nothing to judge.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mock_librarian_judges_resubmissions_of_a_rejected_request() {
     use agent_tck::protocols::librarian::model::request;
     for (resubmitted, want) in [(3, Status::Pass), (4, Status::Fail)] {
@@ -1376,7 +1376,7 @@ async fn the_mock_librarian_judges_resubmissions_of_a_rejected_request() {
 
 /// Content of 102,400 bytes is within max_content_size; 102,401 is over it; a client that
 /// sends no content gives nothing to judge.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mock_librarian_judges_the_clients_content_size() {
     use agent_tck::protocols::librarian::model::request;
     for (bytes, want) in [(102_400, Status::Pass), (102_401, Status::Fail)] {
@@ -1413,7 +1413,7 @@ async fn the_mock_librarian_judges_the_clients_content_size() {
 
 /// A client that REPORTs an escalated request before its human decided fails
 /// client.waits-for-human; one that polls until the decision and then reports passes it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mock_librarian_judges_waiting_for_the_human_decision() {
     use agent_tck::protocols::librarian::model::request;
     let reported = |id: &Value| {
@@ -1483,7 +1483,7 @@ async fn the_mock_librarian_judges_waiting_for_the_human_decision() {
 /// A Librarian that approves a forbidden target with or without injected text fails
 /// robustness.injection saying it is a permission problem; one talked into it by the text
 /// alone is blamed on the text, with what the plain request got.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn injection_is_blamed_only_when_the_plain_request_is_refused() {
     let only = ["robustness.injection", "registry.target-outside"];
     let report = probe_tweaked(&only, |r| {
@@ -1522,7 +1522,7 @@ async fn injection_is_blamed_only_when_the_plain_request_is_refused() {
 }
 
 /// A REPORT that leaves its request APPROVED is said in the document's words, not Rust's.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_still_approved_after_its_report_is_said_plainly() {
     let report = probe_tweaked(&["lifecycle.report-completes"], |r| {
         let id = r.path().strip_prefix("/agent/status/")?;
@@ -1548,7 +1548,7 @@ async fn a_request_still_approved_after_its_report_is_said_plainly() {
 /// One script serves any client: each step names the requests it answers, an invalid request
 /// takes no step, a request no step answers is decided by the rules, and an old script (steps
 /// naming nothing) reads as before.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn script_steps_answer_the_requests_they_name() {
     use agent_tck::protocols::librarian::mock::{Script, ScriptError};
     use agent_tck::protocols::librarian::model::request;
@@ -1608,7 +1608,7 @@ async fn script_steps_answer_the_requests_they_name() {
 /// `mock fleet --registry FILE` reads the server's registry: against a Librarian that refuses
 /// 403 what an agent may not do, every refusal is judged and the run exits 0; a registry that
 /// cannot be read is a one-line usage error naming the file.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mock_fleet_reads_the_registry_flag() {
     let served = reference(Flaws::named("forbids-403").unwrap())
         .await
@@ -1662,7 +1662,7 @@ async fn mock_fleet_reads_the_registry_flag() {
 
 /// With only the token of an agent the registry lets make no APPROVAL, the cases that need one
 /// are not judged, and say why in plain English ("an APPROVAL", never "a APPROVAL").
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_case_no_token_agent_may_ask_names_the_request_with_its_article() {
     let served = server_forbidding().await;
     let mut s = settings(&served.url, &["request.approval"]);

@@ -68,7 +68,7 @@ trigger: {{ count: 2, concurrency: 2, margin: 8s, expect: {{ json: ["status == c
     )
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn the_reference_platform_passes_each_rule_on_what_exercised_it() {
     let report = judge(Variant::Conforming).await;
     assert_every_verdict_explained(&report);
@@ -118,7 +118,7 @@ async fn the_reference_platform_passes_each_rule_on_what_exercised_it() {
     assert_eq!(report.exit_code(), 0);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn without_such_agents_the_rules_they_exercise_skip_and_say_what_to_add() {
     let platform = platform::start(PlatformConfig {
         agent_timeout: Duration::from_millis(800),
@@ -181,7 +181,7 @@ async fn without_such_agents_the_rules_they_exercise_skip_and_say_what_to_add() 
     assert_eq!(report.exit_code(), 0);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_platform_that_never_challenges_fails_the_phases_and_judges_no_forwarding() {
     let report = judge(Variant::NeverChallenges).await;
     assert_every_verdict_explained(&report);
@@ -234,7 +234,7 @@ async fn a_platform_that_never_challenges_fails_the_phases_and_judges_no_forward
     assert_eq!(report.exit_code(), 1);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_platform_that_drops_the_challenge_after_a_failure_fails_naming_the_phase() {
     let report = judge(Variant::DropsChallengeAfterFailure).await;
     assert_every_verdict_explained(&report);
@@ -252,7 +252,7 @@ async fn a_platform_that_drops_the_challenge_after_a_failure_fails_naming_the_ph
     assert_eq!(report.exit_code(), 1);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_platform_that_calls_a_timed_out_agent_again_fails_with_the_count_and_times() {
     let report = judge(Variant::RetriesTimeouts).await;
     assert_every_verdict_explained(&report);
@@ -278,7 +278,7 @@ async fn a_platform_that_calls_a_timed_out_agent_again_fails_with_the_count_and_
     assert_eq!(report.exit_code(), 1);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_platform_without_a_timeout_fails_gives_up_naming_the_agent_and_the_wait() {
     let report = judge(Variant::NoTimeout).await;
     assert_every_verdict_explained(&report);
@@ -301,7 +301,7 @@ async fn a_platform_without_a_timeout_fails_gives_up_naming_the_agent_and_the_wa
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_forwarded_nul_is_named_with_the_agent_that_sent_it() {
     let report = judge(Variant::NoNulStripping).await;
     let c = assert_status(
@@ -314,7 +314,7 @@ async fn a_forwarded_nul_is_named_with_the_agent_that_sent_it() {
     assert!(evidence.of.contains("from 1 agent"), "{evidence}");
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_trigger_that_gets_no_answer_head_is_not_a_pass() {
     // A platform that reads the trigger and never answers.
     let (url, _server) = raw_server(|mut stream| async move {
@@ -355,7 +355,7 @@ async fn a_trigger_that_gets_no_answer_head_is_not_a_pass() {
     assert_eq!(report.exit_code(), 1);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn the_probe_against_a_server_with_no_routes_passes_only_reachability() {
     let server = crate::support::no_routes().await;
     let report = crate::support::probe(&server.url(), Some(crate::support::KEY)).await;
@@ -399,7 +399,7 @@ async fn the_probe_against_a_server_with_no_routes_passes_only_reachability() {
 
 /// agent-tck's probe sends one run's exchanges under one task_id, to one agent: against a
 /// hanging mock agent it is not a platform that calls a timed-out agent again.
-#[tokio::test]
+#[deadline::test]
 async fn the_probe_against_a_hanging_mock_agent_is_not_judged_a_retrying_platform() {
     let at = crate::support::roundtable();
     let agent = agent_tck::mock::agent::MockAgent::new(

@@ -16,7 +16,7 @@ use crate::platform::{self, PlatformConfig, Variant};
 /// The matrices' shape, and that a row judged against the wrong expectation is reported. Every
 /// row of every matrix is run (and must pass) by `cli::selftest_passes_and_writes_both_reports`,
 /// through the binary; running them all here too doubled the slowest part of the suite (~50 s).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_probe_fails_exactly_the_cases_each_behaviour_breaks() {
     let exe = std::path::Path::new(env!("CARGO_BIN_EXE_agent-tck"));
     let mut matrices = agent_tck::selftest::matrix::Matrix::builtin().unwrap();
@@ -161,7 +161,7 @@ pub async fn judge(variant: Variant) -> Report {
     report
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn the_reference_platform_passes_every_platform_check() {
     let report = judge(Variant::Conforming).await;
     assert!(
@@ -219,7 +219,7 @@ async fn the_reference_platform_passes_every_platform_check() {
     assert_eq!(report.exit_code(), 0);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn each_broken_platform_fails_exactly_its_check() {
     // A platform without a timeout is seen from both sides: the trigger's deadline, and the
     // hanging agent's connection held past the platform's timeout. One that crashes on an
@@ -271,7 +271,7 @@ async fn each_broken_platform_fails_exactly_its_check() {
     }
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn registration_errors_say_what_the_platform_refused() {
     // Real platforms refuse loopback base URLs: the message points at --advertise.
     let platform = platform::start(PlatformConfig {
@@ -333,7 +333,7 @@ pub fn case<'r>(report: &'r Report, id: &str) -> &'r agent_tck::report::CaseResu
 /// The README's "try it" pair: `mock agent --api-key KEY` probed by `probe roundtable --api-key
 /// KEY`. The probe's deliberate negative requests (no key, a wrong key, a body that is not
 /// JSON) are marked, and the mock reports them as the probe's, not as the platform's faults.
-#[tokio::test]
+#[deadline::test]
 async fn the_try_it_pair_ends_green_on_both_sides() {
     let at = crate::support::roundtable();
     let agent = agent_tck::mock::agent::MockAgent::new(
@@ -394,7 +394,7 @@ async fn the_try_it_pair_ends_green_on_both_sides() {
 /// KangaKode/aiscaffold's guard against server-side request forgery refuses loopback, private
 /// and `*.internal` base URLs with a 400 and its own words: the fleet's registration case shows
 /// those words, the URL it sent, and where to give another (advertise, and listen on it).
-#[tokio::test]
+#[deadline::test]
 async fn a_platform_guarding_against_request_forgery_refuses_the_loopback_fleet_and_says_so() {
     let platform = platform::start(PlatformConfig {
         refuse_private: true,
@@ -424,7 +424,7 @@ async fn a_platform_guarding_against_request_forgery_refuses_the_loopback_fleet_
 /// then its HTTP client cannot serialise any /challenge (each carries the analyses): /challenge
 /// vanishes for every agent, and that is a failure naming them — not a row of skips. The
 /// conforming platform refuses the answer as invalid JSON and challenges the others.
-#[tokio::test]
+#[deadline::test]
 async fn an_agents_nan_that_breaks_the_platforms_client_fails_the_vanished_challenge() {
     const NAN_FLEET: &str = r#"
 agents:

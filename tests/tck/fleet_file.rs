@@ -79,7 +79,7 @@ async fn post(
         .map_err(|e| e.to_string())
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn an_analysis_the_fleet_refused_is_a_failed_one() {
     let served = serve(
         "agents:\n  - { name: alpha, api_key: k-alpha }\n  - { name: beta }\n  - { name: gamma }\n",
@@ -132,7 +132,7 @@ async fn an_analysis_the_fleet_refused_is_a_failed_one() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_trigger_that_reaches_no_agent_fails_with_a_hint() {
     // A platform that answers every deliberation and never calls an agent (it knows none).
     let platform = support::stub(|_| Reply::json(200, &json!({"status": "completed"}))).await;
@@ -162,7 +162,7 @@ async fn a_trigger_that_reaches_no_agent_fails_with_a_hint() {
 /// advertise an address; advertised where it does not listen, to listen there; advertised where
 /// it listens, that the cause lies between the platform and this host (no advice to set what
 /// was set).
-#[tokio::test]
+#[deadline::test]
 async fn a_trigger_that_reaches_no_agent_hints_at_what_was_set() {
     let platform = support::stub(|_| Reply::json(200, &json!({"status": "completed"}))).await;
     let spec = format!(
@@ -214,7 +214,7 @@ async fn a_trigger_that_reaches_no_agent_hints_at_what_was_set() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_platform_that_is_down_is_named_and_nothing_runs_after_a_failed_registration() {
     let url = format!("http://127.0.0.1:{}", closed_port());
     // With registration: it fails, saying the platform is unreachable; the triggers and the
@@ -269,7 +269,7 @@ async fn a_platform_that_is_down_is_named_and_nothing_runs_after_a_failed_regist
     assert_eq!(report.exit_code(), 1);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn the_deliberation_deadline_names_where_it_comes_from() {
     let agent_timeout = Duration::from_millis(800);
     let platform = platform::start(PlatformConfig {
@@ -296,7 +296,7 @@ async fn the_deliberation_deadline_names_where_it_comes_from() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn strict_requests_false_lets_a_hang_hold_an_invalid_request() {
     let served = serve(
         "agents:\n  - { name: strict, behaviors: hang }\n  - { name: lenient, behaviors: hang, strict_requests: false }\n",
@@ -341,7 +341,7 @@ async fn fleet_cli(args: &[&str], env: &[(&str, &str)]) -> Output {
     crate::support::run_within_async(command, crate::support::RUN_DEADLINE).await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fleet_file_is_pointed_at_its_platform_by_flag_or_environment() {
     let platform = platform::start(PlatformConfig::default()).await;
     let dir = TempDir::new("fleet-url");
@@ -417,7 +417,7 @@ async fn a_fleet_file_is_pointed_at_its_platform_by_flag_or_environment() {
 
 /// The README's complete fleet file, run as it says against the reference platform: every
 /// expectation it writes holds, and the run is green.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readmes_fleet_file_runs_green_against_the_reference_platform() {
     let readme = include_str!("../../README.md");
     let yaml = readme
@@ -474,7 +474,7 @@ fn one_agent_fleet(url: &str, conditions: &[&str]) -> String {
 /// filter on agent_name still judges the fleet's agent; a wrong one says what it found and
 /// where; one that names no agent says which names there were; a filter that does not read is
 /// a usage error naming the file, the line and the column, before anything is served.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expectations_pick_the_fleets_agent_by_name_whatever_the_platforms_own_agents() {
     let platform = platform::start(PlatformConfig::default()).await;
     let own = serve(
@@ -646,7 +646,7 @@ fn an_advertised_host_the_fleet_does_not_listen_on_is_warned_of_at_start() {
 /// A deliberation stuck on a hung agent, on a platform that waits for it without end:
 /// `--deliberation-deadline` ends the run after it, not after 3 × the platform's 120 s + 30 s
 /// (and the cut is not held against the platform: its own timeout had not come).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stuck_deliberation_ends_the_run_at_the_deliberation_deadline() {
     let platform = platform::start(PlatformConfig {
         variant: Variant::NoTimeout,
@@ -728,7 +728,7 @@ async fn a_stuck_deliberation_ends_the_run_at_the_deliberation_deadline() {
 
 /// Ctrl-C right after the banner, while the platform is still deliberating: the reports are
 /// written all the same (the cases not reached say so), and the exit is 130.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_right_after_the_banner_writes_the_reports_and_exits_130() {
     let platform = platform::start(PlatformConfig {
         variant: Variant::NoTimeout,
@@ -819,7 +819,7 @@ async fn ctrl_c_right_after_the_banner_writes_the_reports_and_exits_130() {
 
 /// Ctrl-C while the platform holds a deregistration (it never answers one): the run ends at once
 /// with the reports, the deregistration skipped as not reached, exit 130.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_during_a_hung_deregistration_writes_the_reports_and_exits_130() {
     let platform = platform::start(PlatformConfig {
         agent_timeout: Duration::from_secs(5),

@@ -249,7 +249,7 @@ fn status<'a>(report: &'a Report, id: &str) -> (Status, &'a str) {
 
 pub(crate) const TASKS: &[&str] = &["Look up customer cust_1.", "Refund order ord_9."];
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_harness_is_judged_clean_against_every_behaviour() {
     // Conforming: every rule about turns, history and tool results judged, none broken.
     let report = judged("conforming", Flaws::default(), TASKS, Duration::ZERO).await;
@@ -293,7 +293,7 @@ async fn the_reference_harness_is_judged_clean_against_every_behaviour() {
     assert_eq!(status(&report, "harness.after-bad-answer").0, Status::Pass);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(secs = 900, flavor = "multi_thread", worker_threads = 2)]
 async fn each_flawed_harness_is_caught_by_exactly_its_check() {
     let _heavy = crate::support::heavy().await;
     let cases: &[(&str, Flaws, &str, &str)] = &[
@@ -468,7 +468,7 @@ pub(crate) async fn settled(json: &str, id: &str) -> (String, String) {
     panic!("{id} never settled in {json}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_harness_must_drain_stderr_and_end_the_process_group() {
     let dir = TempDir::new("stdio-harness");
     // Drains stderr: the flood goes through.

@@ -112,7 +112,7 @@ async fn assert_stops_at_max_body(url: &str) {
 
 // ---- time: a peer that is slow on purpose ----------------------------------------------------
 
-#[tokio::test]
+#[deadline::test]
 async fn a_body_trickled_one_byte_a_second_is_cut_off_at_the_total_deadline() {
     let url = answering(|mut stream| async move {
         let head =
@@ -141,7 +141,7 @@ async fn a_body_trickled_one_byte_a_second_is_cut_off_at_the_total_deadline() {
     assert_prompt(elapsed, Duration::from_secs(8));
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_head_trickled_one_byte_a_second_is_cut_off_at_the_total_deadline() {
     let url = answering(|mut stream| async move {
         for byte in b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{}" {
@@ -164,7 +164,7 @@ async fn a_head_trickled_one_byte_a_second_is_cut_off_at_the_total_deadline() {
     assert_prompt(elapsed, Duration::from_secs(8));
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_peer_that_accepts_and_never_answers_times_out() {
     let url = answering(|stream| async move {
         // Hold the connection open, silent, until the test's runtime ends.
@@ -186,7 +186,7 @@ async fn a_peer_that_accepts_and_never_answers_times_out() {
 
 // ---- size: a peer that sends too much ------------------------------------------------------------
 
-#[tokio::test]
+#[deadline::test]
 async fn an_endless_chunked_body_stops_at_max_body() {
     let url = answering(|mut stream| async move {
         let head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
@@ -200,7 +200,7 @@ async fn an_endless_chunked_body_stops_at_max_body() {
     assert_stops_at_max_body(&url).await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn an_endless_body_without_length_stops_at_max_body() {
     let url = answering(|mut stream| async move {
         let head =
@@ -215,7 +215,7 @@ async fn an_endless_body_without_length_stops_at_max_body() {
     assert_stops_at_max_body(&url).await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_one_megabyte_header_block_is_refused() {
     // Few, large headers: the byte limit.
     let mut head = String::from("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n");
@@ -227,7 +227,7 @@ async fn a_one_megabyte_header_block_is_refused() {
     assert_analyze_fails(&url, Duration::from_secs(10), &["the response head (status line and headers) is too large: more than 65536 bytes or more than 100 header fields"]).await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_header_block_of_many_small_headers_is_refused() {
     // Many small headers, ~1 MB in all: the header count limit comes first.
     let mut head = String::from("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n");
@@ -240,7 +240,7 @@ async fn a_header_block_of_many_small_headers_is_refused() {
     assert_analyze_fails(&url, Duration::from_secs(10), &["the response head (status line and headers) is too large: more than 65536 bytes or more than 100 header fields"]).await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_small_head_with_too_many_headers_is_refused() {
     // 150 headers in 4 KB: within the byte limit, over the header count limit.
     let mut head = String::from("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n");
@@ -260,7 +260,7 @@ async fn a_small_head_with_too_many_headers_is_refused() {
 
 // ---- shape: a peer that sends nonsense -------------------------------------------------------
 
-#[tokio::test]
+#[deadline::test]
 async fn two_hundred_thousand_nested_arrays_fail_without_overflowing_the_stack() {
     let mut body = "[".repeat(200_000);
     body.push_str(&"]".repeat(200_000));
@@ -273,7 +273,7 @@ async fn two_hundred_thousand_nested_arrays_fail_without_overflowing_the_stack()
     .await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn two_hundred_thousand_nested_objects_fail_without_overflowing_the_stack() {
     let mut body = r#"{"a":"#.repeat(200_000);
     body.push('1');
@@ -287,7 +287,7 @@ async fn two_hundred_thousand_nested_objects_fail_without_overflowing_the_stack(
     .await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_peer_that_speaks_another_protocol_is_not_http() {
     let mut garbage = b"SSH-2.0-OpenSSH_9.6\r\n".to_vec();
     // Deterministic "random" binary.
@@ -307,7 +307,7 @@ async fn a_peer_that_speaks_another_protocol_is_not_http() {
     .await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_body_that_is_not_utf8_names_the_byte_and_its_offset() {
     let url = fixed(ok_json(b"{\"agent_name\": \"\xff\xfe\"}")).await;
     assert_analyze_fails(
@@ -320,7 +320,7 @@ async fn a_body_that_is_not_utf8_names_the_byte_and_its_offset() {
 
 // ---- the connection: a peer that hangs up ----------------------------------------------------
 
-#[tokio::test]
+#[deadline::test]
 async fn a_reset_connection_is_reported_as_reset() {
     let url = answering(|stream| async move {
         // SO_LINGER 0: closing sends RST, not FIN. (Deprecated in tokio because a non-zero linger
@@ -338,7 +338,7 @@ async fn a_reset_connection_is_reported_as_reset() {
     .await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_connection_closed_without_an_answer_is_reported_as_closed() {
     let url = answering(|mut stream| async move {
         let _ = stream.shutdown().await;
@@ -354,7 +354,7 @@ async fn a_connection_closed_without_an_answer_is_reported_as_closed() {
 
 // ---- degenerate but well-formed answers: no panic --------------------------------------------
 
-#[tokio::test]
+#[deadline::test]
 async fn an_empty_body_fails_without_panicking() {
     let url = fixed(ok_json(b"")).await;
     assert_analyze_fails(
@@ -365,7 +365,7 @@ async fn an_empty_body_fails_without_panicking() {
     .await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_json_array_body_fails_without_panicking() {
     let url = fixed(ok_json(br#"[{"agent_name": "a"}, 1, null]"#)).await;
     assert_analyze_fails(
@@ -378,7 +378,7 @@ async fn a_json_array_body_fails_without_panicking() {
 
 // ---- nobody there --------------------------------------------------------------------------------
 
-#[tokio::test]
+#[deadline::test]
 async fn an_unreachable_agent_fails_reachable_and_skips_everything_else() {
     let port = {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");

@@ -74,7 +74,7 @@ fn a_hostile_answer_is_text_in_the_file_and_in_the_browser() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_fleet_report_plots_its_requests_over_time() {
     let at = crate::support::roundtable();
     let agent = agent_tck::mock::agent::MockAgent::new(

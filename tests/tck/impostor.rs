@@ -121,7 +121,7 @@ const NOTE: &str = "2 requests to alpha with a key that is not alpha's were refu
 
 /// A conforming platform sends gamma alpha's analysis, rightly: alpha's own call succeeded. The
 /// impostor's refused calls are not alpha's, whether they came before alpha's or after.
-#[tokio::test]
+#[deadline::test]
 async fn a_refused_impostor_at_an_agents_url_is_not_that_agent_failing() {
     let report = with_impostor(Variant::Conforming, FLEET).await;
     let no_failed = case(&report, "platform.challenge-no-failed");
@@ -146,7 +146,7 @@ async fn a_refused_impostor_at_an_agents_url_is_not_that_agent_failing() {
 
 /// A platform that forwards a failed agent's analysis still fails the rule, naming that agent,
 /// not alpha.
-#[tokio::test]
+#[deadline::test]
 async fn a_platform_that_keeps_a_failed_agent_still_fails_naming_it_not_alpha() {
     let report = with_impostor(Variant::KeepsFailedAgents, FLEET).await;
     let no_failed = case(&report, "platform.challenge-no-failed");
@@ -163,7 +163,7 @@ async fn a_platform_that_keeps_a_failed_agent_still_fails_naming_it_not_alpha() 
 
 /// With no fleet agent failing, only the impostor's calls failed: the fleet cannot know the
 /// impostor's name at the platform, so the rule has nothing to judge, and says why.
-#[tokio::test]
+#[deadline::test]
 async fn with_only_the_impostor_failing_the_rule_skips_and_says_why() {
     let report = with_impostor(Variant::Conforming, NO_FAILING_AGENT).await;
     let no_failed = case(&report, "platform.challenge-no-failed");

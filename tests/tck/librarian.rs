@@ -31,7 +31,7 @@ async fn probe(flaw: &str) -> Report {
     report
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_librarian_passes_every_case() {
     let report = probe("conforming").await;
     assert_eq!(
@@ -66,7 +66,7 @@ const SCHEMA_JUDGED: &[&str] = &[
     "robustness.concurrent",
 ];
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(secs = 900, flavor = "multi_thread", worker_threads = 2)]
 async fn each_flawed_librarian_fails_exactly_its_case() {
     let _heavy = crate::support::heavy().await;
     // An empty body is not JSON either: the crash shows under both input cases.
@@ -189,7 +189,7 @@ async fn each_flawed_librarian_fails_exactly_its_case() {
     }
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn an_unreachable_librarian_is_one_failure_and_the_rest_skipped() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -232,7 +232,7 @@ async fn an_unreachable_librarian_is_one_failure_and_the_rest_skipped() {
 
 /// A hostile Librarian (answers nested 100,000 deep, an endless trickle, an endless body) is
 /// judged within the deadlines, case by case, without a panic.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_librarian_is_judged_within_the_deadlines() {
     use tokio::io::AsyncWriteExt;
     for kind in ["deep", "trickle", "endless"] {

@@ -193,7 +193,7 @@ fn failing(cases: &[CaseResult]) -> Vec<&str> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_client_is_judged_clean_and_every_rule_is_exercised() {
     let cases = judged(Flaws_::default()).await;
     assert_eq!(failing(&cases), Vec::<&str>::new(), "{cases:#?}");
@@ -208,7 +208,7 @@ async fn the_example_client_is_judged_clean_and_every_rule_is_exercised() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(secs = 900, flavor = "multi_thread", worker_threads = 2)]
 async fn each_flawed_client_is_caught_by_exactly_its_check() {
     let _heavy = crate::support::heavy().await;
     let cases = [
@@ -277,7 +277,7 @@ async fn each_flawed_client_is_caught_by_exactly_its_check() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mock_librarian_on_the_command_line_stops_after_n_requests_and_journals_them() {
     use tokio::io::AsyncBufReadExt;
     let dir = crate::support::TempDir::new("mock-librarian");
@@ -425,7 +425,7 @@ async fn mock_librarian_outputs(extra: &[&str], tokens: [(&str, &str); 2]) -> (S
 
 /// A client's bearer token never shows in `mock librarian`'s verdicts, in any format, with or
 /// without a registry, however short: the judge names a token by its number.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mock_librarian_never_prints_a_clients_token() {
     let tokens = [
         ("claude-3", "tck-client-secret-7f3a9c"),

@@ -51,7 +51,7 @@ async fn against_with(flaw: &str, registry: Option<Vec<Registered>>) -> Report {
     report
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(secs = 900, flavor = "multi_thread", worker_threads = 2)]
 async fn the_fleet_holds_against_the_reference_and_names_each_flaw() {
     let _heavy = crate::support::heavy().await;
     let report = against("conforming").await;
@@ -131,7 +131,7 @@ async fn the_fleet_holds_against_the_reference_and_names_each_flaw() {
 /// Every answer any client gets is judged by the probe's rules, the fleet told the server's
 /// registry as `--registry` tells it: each flaw of an answer fails its one case, naming the
 /// client that got it; the reference trips none of them, on answers it did judge.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(secs = 900, flavor = "multi_thread", worker_threads = 2)]
 async fn the_fleet_judges_every_answer_it_gets_by_the_probes_rules() {
     let _heavy = crate::support::heavy().await;
     let report = against_with("conforming", Some(reference_registry())).await;
@@ -396,7 +396,7 @@ fn conforming_file(url: &str, steady: bool, stranger: bool) -> String {
     text
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conforming_latency_names_the_conforming_clients_that_got_nothing_to_time() {
     let served = reference(Flaws::named("conforming").unwrap())
         .await
@@ -439,7 +439,7 @@ async fn conforming_latency_names_the_conforming_clients_that_got_nothing_to_tim
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn conforming_latency_without_a_conforming_client_says_to_add_one() {
     let served = reference(Flaws::named("conforming").unwrap())
         .await
@@ -508,7 +508,7 @@ async fn answering(status: u16) -> crate::stub_server::Running {
 /// (its rate limit spent by an earlier probe on the same server): the failure says the limit is
 /// spent, when to come back and what else to do, and the cases with nothing to judge do not send
 /// the user to another URL. A server that refuses with a 401 is not said to be rate-limited.
-#[tokio::test]
+#[deadline::test]
 async fn a_spent_rate_limit_is_said_as_such() {
     let conforming = |report: &Report| {
         report
@@ -549,7 +549,7 @@ async fn a_spent_rate_limit_is_said_as_such() {
 /// tokens wrong for this server): one cause, said once where it belongs (`fleet.conforming-
 /// served`, not judged: the tokens), and the case with nothing to judge saying it rests on that
 /// — not a failure of one case and a skip of the other.
-#[tokio::test]
+#[deadline::test]
 async fn a_librarian_refusing_every_token_is_said_once_and_the_rest_rests_on_it() {
     let report = fleet_against(401).await;
     let case = |id: &str| report.cases.iter().find(|c| c.id == id).unwrap().clone();

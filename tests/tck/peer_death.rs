@@ -123,7 +123,7 @@ fn alive_message(report: &Report) -> Option<(Status, String)> {
         .map(|c| (c.status, c.message.clone()))
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn an_agent_that_dies_after_five_answers_is_named_once_and_nothing_rests_on_its_death() {
     let url = raw_agent(|n, _| if n < 5 { Fate::Answer } else { Fate::Die }).await;
     let report = tokio::time::timeout(Duration::from_secs(60), probe(&url))
@@ -167,7 +167,7 @@ async fn an_agent_that_dies_after_five_answers_is_named_once_and_nothing_rests_o
     assert_eq!(report.exit_code(), 1);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn an_agent_that_resets_one_endpoint_but_stays_up_fails_that_endpoint_and_is_not_called_dead()
 {
     let url = raw_agent(|_, path| {
@@ -189,7 +189,7 @@ async fn an_agent_that_resets_one_endpoint_but_stays_up_fails_that_endpoint_and_
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_conforming_agent_gets_no_liveness_case_and_an_unreachable_one_no_outage() {
     let agent = support::reference_agent(None).await;
     let report = probe(&agent.url()).await;
@@ -208,7 +208,7 @@ async fn a_conforming_agent_gets_no_liveness_case_and_an_unreachable_one_no_outa
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_librarian_that_dies_mid_run_is_one_failure_and_its_unjudged_rules_skip() {
     use agent_tck::protocols::librarian::commands::{
         reference, reference_registry, reference_tokens,
@@ -276,7 +276,7 @@ async fn a_librarian_that_dies_mid_run_is_one_failure_and_its_unjudged_rules_ski
 /// A round-table platform that dies after its first challenge phase: the fleet names the death
 /// once (platform.alive), and neither the trigger cut by it nor the deregistrations it refused
 /// are held against the platform's handling of triggers or registrations.
-#[tokio::test]
+#[deadline::test]
 async fn a_platform_that_dies_between_phases_is_named_and_not_blamed_for_the_trigger() {
     use crate::platform::Variant;
     let report = crate::fleet::judge(Variant::DiesAfterChallenge).await;
@@ -309,7 +309,7 @@ async fn a_platform_that_dies_between_phases_is_named_and_not_blamed_for_the_tri
 /// rejection, reproduced by hand: a text input followed at once by a session delete kills it):
 /// the fleet names the death, and no verdict rests on the callbacks, forwards and messages it
 /// cut — no refusal read into a broken upload, no isolation judged on callbacks never taken.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(secs = 900, flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_server_that_dies_on_a_session_delete_is_named_and_nothing_rests_on_its_death() {
     use agent_tck::protocols::connector::fleet::{self, judge, Fleet};
     let _heavy = support::heavy().await;
@@ -388,7 +388,7 @@ connector:
 /// A platform whose agent timeout is 120 s, killed while it waits on a hanging agent: its
 /// connections closing as it dies are no giving-up, and no agent is judged not recalled by a
 /// platform that could not have recalled it.
-#[tokio::test]
+#[deadline::test]
 async fn a_platform_killed_mid_deliberation_is_not_credited_with_giving_up() {
     use crate::platform::{self, PlatformConfig};
     let platform = platform::start(PlatformConfig {
@@ -430,7 +430,7 @@ async fn a_platform_killed_mid_deliberation_is_not_credited_with_giving_up() {
 
 /// An external agent (the connector's) that dies after six forwards: the probe names the death
 /// once, and the forwards and callbacks it cut are no verdict on the agent.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_external_agent_that_dies_mid_run_is_named_once_and_nothing_fails_on_its_death() {
     use agent_tck::mock::http1;
     use agent_tck::protocols::connector::probe::run;
@@ -456,7 +456,7 @@ async fn an_external_agent_that_dies_mid_run_is_named_once_and_nothing_fails_on_
 
 /// A Librarian that dies while a fleet of its clients runs: one failure names the death
 /// (librarian.alive), and the requests it cut count as no 5xx, no refusal, no unserved client.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_librarian_that_dies_under_its_client_fleet_is_named_once() {
     use agent_tck::protocols::librarian::commands::{reference, reference_tokens};
     use agent_tck::protocols::librarian::fleet::{run, Fleet};

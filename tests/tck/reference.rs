@@ -4,7 +4,7 @@ use agent_tck::report::Status;
 
 use crate::support::*;
 
-#[tokio::test]
+#[deadline::test]
 async fn with_a_key_every_case_passes() {
     let agent = reference_agent(Some(KEY)).await;
     let report = probe(&agent.url(), Some(KEY)).await;
@@ -27,7 +27,7 @@ async fn with_a_key_every_case_passes() {
     agent.stop().await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn without_a_key_only_the_auth_cases_are_skipped() {
     let agent = reference_agent(None).await;
     let report = probe(&agent.url(), None).await;
@@ -46,7 +46,7 @@ async fn without_a_key_only_the_auth_cases_are_skipped() {
     assert_eq!(report.exit_code(), 0);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn every_seed_passes_and_the_same_seed_sends_the_same_requests() {
     let agent = reference_agent(None).await;
     for seed in [0, 1, 7, u64::MAX] {
@@ -76,7 +76,7 @@ async fn every_seed_passes_and_the_same_seed_sends_the_same_requests() {
     assert_ne!(request(&a), request(&c));
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn only_runs_the_chosen_cases_and_what_they_need() {
     let agent = reference_agent(None).await;
     let report = probe_with(&agent.url(), |s| s.only = vec!["vote.dissent-*".into()]).await;
@@ -88,7 +88,7 @@ async fn only_runs_the_chosen_cases_and_what_they_need() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_base_url_with_a_path_prefix_is_honoured() {
     // An agent mounted under /agents/x: the stub only answers there.
     let agent = stub(|req| match req.endpoint.strip_prefix("agents/x/") {

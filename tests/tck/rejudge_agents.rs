@@ -107,17 +107,17 @@ async fn roundtable_both_ways(behavior: &str, must_fail: bool) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn roundtable_rejudged_from_its_recording_gives_the_live_verdicts() {
     roundtable_both_ways("conforming", false).await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn roundtable_misbehaving_rejudged_gives_the_live_failures() {
     roundtable_both_ways("wrong-content-type", true).await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_replay_that_lacks_a_call_is_an_error_naming_it() {
     let dir = scratch("unmatched");
     let path = dir.join("empty.jsonl");
@@ -176,12 +176,12 @@ async fn librarian_both_ways(flaw: &str, must_fail: bool) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn librarian_rejudged_from_its_recording_gives_the_live_verdicts() {
     librarian_both_ways("conforming", false).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn librarian_flawed_rejudged_gives_the_live_failures() {
     librarian_both_ways("accepts-any-content-type", true).await;
 }
@@ -225,12 +225,12 @@ async fn execute_task_http(behavior: &str, must_fail: bool) {
     execute_task_both_ways(&format!("http-{behavior}"), targets, stop, must_fail).await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn execute_task_http_rejudged_from_its_recording_gives_the_live_verdicts() {
     execute_task_http("conforming", false).await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn execute_task_http_misbehaving_rejudged_gives_the_live_failures() {
     execute_task_http("wrong-content-type", true).await;
 }
@@ -246,12 +246,12 @@ async fn execute_task_stdio(behavior: &str, must_fail: bool) {
     execute_task_both_ways(&format!("stdio-{behavior}"), targets, async {}, must_fail).await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn execute_task_stdio_rejudged_from_its_recording_gives_the_live_verdicts() {
     execute_task_stdio("conforming", false).await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn execute_task_stdio_misbehaving_rejudged_gives_the_live_failures() {
     execute_task_stdio("stdio-banner", true).await;
 }
@@ -377,24 +377,24 @@ async fn connector_both_ways(flaw: &str, must_fail: bool) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connector_rejudged_from_its_recording_gives_the_live_verdicts() {
     connector_both_ways("conforming", false).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connector_flawed_rejudged_gives_the_live_failures() {
     connector_both_ways("drops-query", true).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connector_stray_callbacks_rejudged_give_the_live_failures() {
     connector_both_ways("stray-callback", true).await;
 }
 
 /// A replay under another `--seed` asks other requests: an error naming the first, not
 /// verdicts on answers to requests that were never sent.
-#[tokio::test]
+#[deadline::test]
 async fn a_replay_under_another_seed_is_an_error_not_a_verdict() {
     let dir = scratch("other-seed");
     let (record, replay) = tapes(&dir, "run");

@@ -106,7 +106,7 @@ fn status<'a>(cases: &'a [CaseResult], id: &str) -> (Status, &'a str) {
 /// The round table: the fleet drives the reference platform that keeps failed agents in
 /// /challenge (a broken rule, with examples), through two deliberations with a hanging agent
 /// (a wait judged against the platform's timeout).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_round_tables_platform_verdicts_come_again_from_its_recording() {
     let dir = TempDir::new("rejudge-roundtable");
     let path = std::path::PathBuf::from(dir.path("exchanges.jsonl"));
@@ -144,7 +144,7 @@ async fn the_round_tables_platform_verdicts_come_again_from_its_recording() {
 
 /// execute_task: the reference harness that says turn 1 every turn (a broken rule), and the
 /// harness that gives up on a hanging agent at its deadline (a wait judged).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn execute_tasks_harness_verdicts_come_again_from_its_recording() {
     use crate::harness_judged::{judged_recording, Flaws, EXPECT, TASKS};
     let dir = TempDir::new("rejudge-execute-task");
@@ -232,7 +232,7 @@ fn same_list(live: &[CaseResult], again: &[CaseResult]) {
 
 /// The Librarian: the chaos fleet against the reference server that crashes on malformed JSON
 /// (two broken rules, with examples), every client's answers judged by the probe's rules.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(secs = 900, flavor = "multi_thread", worker_threads = 2)]
 async fn the_librarians_server_verdicts_come_again_from_its_recording() {
     use agent_tck::protocols::librarian::commands::reference;
     use agent_tck::protocols::librarian::fleet::{rejudge, run_recorded, Fleet};
@@ -271,7 +271,7 @@ async fn the_librarians_server_verdicts_come_again_from_its_recording() {
 /// The connector: the fleet of one agent of each behaviour against the reference agent server
 /// that broadcasts each callback to every client (a broken rule, with examples), forwards,
 /// callbacks, broadcasts and session calls judged.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(secs = 900, flavor = "multi_thread", worker_threads = 2)]
 async fn the_connector_servers_verdicts_come_again_from_its_recording() {
     use agent_tck::protocols::connector::fleet::{judge, Fleet};
     let _heavy = crate::support::heavy().await;

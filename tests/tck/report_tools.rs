@@ -220,7 +220,7 @@ fn shards_merged_give_the_unsharded_verdict_and_a_diff_names_what_changed() {
 /// the failure all the same leaves the run judging nothing: exit 1, "nothing judged" in every
 /// format, not "1 passed, 0 failed … 2 expected failures", exit 0. (The peer that must not
 /// trip it: a real failure on an otherwise judged run, expected: exit 0, above.)
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_baseline_cannot_turn_a_run_that_judged_nothing_green() {
     let server = crate::stub_server::spawn(
         std::net::SocketAddr::from(([127, 0, 0, 1], 0)),

@@ -29,7 +29,7 @@ async fn hostile_report() -> Report {
     probe(&agent.url(), None).await
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn junit_parses_in_the_presence_of_hostile_bytes() {
     let report = hostile_report().await;
     assert_eq!(failed(&report), ["analyze.response"]);
@@ -80,7 +80,7 @@ async fn junit_parses_in_the_presence_of_hostile_bytes() {
         .any(|n| n.attribute("name") == Some("http.health [may]")));
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn junit_has_a_testsuite_per_endpoint_and_skips_with_reasons() {
     let agent = stub(|req| {
         if req.endpoint == "vote" {
@@ -120,7 +120,7 @@ async fn junit_has_a_testsuite_per_endpoint_and_skips_with_reasons() {
     assert_eq!(vote.attribute("failures"), Some("1"));
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn the_json_report_is_valid_against_its_schema() {
     for report in [
         hostile_report().await,
@@ -148,7 +148,7 @@ async fn the_json_report_is_valid_against_its_schema() {
     }
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn the_report_schema_can_fail() {
     let report = probe(&reference_agent(None).await.url(), None).await;
     let mut value = serde_json::to_value(&report).unwrap();
@@ -169,7 +169,7 @@ async fn the_report_schema_can_fail() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn the_api_key_never_appears_in_any_output() {
     // An agent that refuses everything at /vote, quoting the header it got: the key comes back
     // in the answer too, and must be hidden there as well.
@@ -208,7 +208,7 @@ async fn the_api_key_never_appears_in_any_output() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn the_console_report_ends_with_the_counts_and_colours_only_when_asked() {
     let agent = stub(|req| {
         if req.endpoint == "challenge" {
@@ -240,7 +240,7 @@ async fn the_console_report_ends_with_the_counts_and_colours_only_when_asked() {
     assert!(console::render(&report, true).contains("\u{1b}[1;31mFAIL"));
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn excerpts_are_bounded() {
     let huge = format!("{{\"agent_name\": \"{}\"}}", "é".repeat(2_000_000));
     let agent = stub(move |req| {
@@ -291,7 +291,7 @@ async fn excerpts_are_bounded() {
 
 /// A short key (`--api-key wrong`) is masked where it was sent, not searched for: the agent's
 /// "wrong API key" stays readable, and the report says why the key was not searched for.
-#[tokio::test]
+#[deadline::test]
 async fn a_short_key_is_masked_where_sent_and_messages_stay_readable() {
     let agent = crate::support::reference_agent(Some(crate::support::KEY)).await;
     let report = crate::support::probe(&agent.url(), Some("wrong")).await;
@@ -337,7 +337,7 @@ async fn a_short_key_is_masked_where_sent_and_messages_stay_readable() {
 }
 
 /// A failure's reproduce command is printed whole on the console, so that it can be pasted.
-#[tokio::test]
+#[deadline::test]
 async fn the_console_prints_reproduce_commands_whole() {
     let agent = crate::support::mutated("vote", |_, answer| {
         answer["approve"] = serde_json::json!("false");
@@ -357,7 +357,7 @@ async fn the_console_prints_reproduce_commands_whole() {
 
 /// JUnit agrees with the exit status: a SHOULD failure that does not fail the run is a passed
 /// testcase with a `warning` property; under --strict it is a <failure>.
-#[tokio::test]
+#[deadline::test]
 async fn junit_warnings_are_passed_testcases_unless_strict() {
     // Conforming but for one SHOULD rule: answers labelled text/plain.
     let agent = stub(|req| {

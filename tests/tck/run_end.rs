@@ -44,7 +44,7 @@ fn assert_case(report: &Report, id: &str, status: Status, needles: &[&str]) -> C
 /// The platform waits 120 s for an agent; the fleet's deliberation deadline is 2 s. When it
 /// runs out, the hanging /analyze is still within the platform's timeout: nothing the platform
 /// did or failed to do is judged from it.
-#[tokio::test]
+#[deadline::test]
 async fn a_run_cut_by_its_own_deadline_judges_no_failure_of_the_platform() {
     let platform = platform::start(PlatformConfig::default()).await;
     let report = drive_fleet(FLEET, &spec(&platform.url, "120s", "2s")).await;
@@ -85,7 +85,7 @@ async fn a_run_cut_by_its_own_deadline_judges_no_failure_of_the_platform() {
 /// A platform whose 2 s timeout came gave up on the first call and called the agent again:
 /// that recall fails the rule though the run's 3 s deadline cut the second call; the cut call
 /// is named beside the verdicts, and the deadline that cut it is not the platform's failure.
-#[tokio::test]
+#[deadline::test]
 async fn a_recall_before_the_runs_end_fails_and_the_call_it_cut_is_named() {
     let platform = platform::start(PlatformConfig {
         variant: Variant::RetriesTimeouts,
@@ -136,7 +136,7 @@ async fn a_recall_before_the_runs_end_fails_and_the_call_it_cut_is_named() {
 
 /// Ctrl-C while the platform (timeout 120 s) waits for the hanging agent: exit 130, and the
 /// answer the interrupt cut is neither a failed answer nor a giving-up.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_mid_deliberation_is_not_the_platforms_failure() {
     let platform = platform::start(PlatformConfig::default()).await;
     let dir = TempDir::new("run-end-sigint");

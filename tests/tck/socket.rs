@@ -128,7 +128,7 @@ async fn three_exchanges(agent: &mut SocketAgent) -> Vec<(u64, u64)> {
     seen
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn persistent_reuses_one_connection_and_per_call_opens_one_each() {
     let (addr, accepts) = tcp_stub(Stub::Echo).await;
     let mut agent = SocketAgent::new(addr.clone(), SocketMode::Persistent, MAX_LINE);
@@ -143,7 +143,7 @@ async fn persistent_reuses_one_connection_and_per_call_opens_one_each() {
     assert_eq!(accepts.load(Ordering::SeqCst), 3);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn unix_sockets_work_in_both_modes() {
     let stub = unix_stub(Stub::Echo).await;
     let addr = SocketAddrSpec::Unix(stub.path.clone());
@@ -156,7 +156,7 @@ async fn unix_sockets_work_in_both_modes() {
     assert_eq!(stub.accepts.load(Ordering::SeqCst), 4);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_connection_closed_between_exchanges_is_reopened_once() {
     let (addr, accepts) = tcp_stub(Stub::CloseAfterAnswer).await;
     let mut agent = SocketAgent::new(addr, SocketMode::Persistent, MAX_LINE);
@@ -169,7 +169,7 @@ async fn a_connection_closed_between_exchanges_is_reopened_once() {
     assert_eq!(accepts.load(Ordering::SeqCst), 3);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_connection_closed_during_the_exchange_is_an_error() {
     let stub = unix_stub(Stub::CloseWithoutAnswer).await;
     let mut agent = SocketAgent::new(
@@ -192,7 +192,7 @@ async fn a_connection_closed_during_the_exchange_is_an_error() {
     assert_eq!(stub.accepts.load(Ordering::SeqCst), 1);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn silence_and_trickles_time_out_at_the_deadline() {
     let deadline = Duration::from_millis(500);
     for (stub, got) in [(Stub::Silent, 0), (Stub::Partial, 3)] {
@@ -208,7 +208,7 @@ async fn silence_and_trickles_time_out_at_the_deadline() {
     }
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_peer_that_never_reads_cannot_block_our_write() {
     let (addr, _) = tcp_stub(Stub::Deaf).await;
     let mut agent = SocketAgent::new(addr, SocketMode::PerCall, MAX_LINE);
@@ -221,7 +221,7 @@ async fn a_peer_that_never_reads_cannot_block_our_write() {
     assert!(started.elapsed() < deadline + Duration::from_secs(1));
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn an_over_long_line_is_too_long() {
     let (addr, accepts) = tcp_stub(Stub::Long).await;
     let mut agent = SocketAgent::new(addr, SocketMode::Persistent, 1000);
@@ -235,7 +235,7 @@ async fn an_over_long_line_is_too_long() {
     assert_eq!(accepts.load(Ordering::SeqCst), 2);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn an_unreachable_agent_says_where() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();

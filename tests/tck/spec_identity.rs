@@ -74,7 +74,7 @@ fn version_lists_each_protocols_spec_and_its_digest() {
 
 /// A probe's console, JSON, JUnit, HTML and CTRF each name the spec, its version (none given),
 /// its digest and the built-in suite's version; the JUnit root is named as the page is.
-#[tokio::test]
+#[deadline::test]
 async fn every_format_of_a_probe_names_the_spec_it_judged_by() {
     let agent = reference_agent(None).await;
     let url = agent.url();
@@ -176,7 +176,7 @@ async fn every_format_of_a_probe_names_the_spec_it_judged_by() {
 }
 
 /// A user's suite file (`--suite`) is named with its own digest beside the kit's version.
-#[tokio::test]
+#[deadline::test]
 async fn a_user_suite_is_named_with_its_digest() {
     let agent = reference_agent(None).await;
     let url = agent.url();

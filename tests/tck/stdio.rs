@@ -82,7 +82,7 @@ async fn child_pid(agent: &StdioAgent) -> i32 {
 const ECHO_LEN: &str =
     r#"sh -c 'while IFS= read -r line; do printf "{\"len\":%d,\"pid\":%d}\n" "${#line}" $$; done'"#;
 
-#[tokio::test]
+#[deadline::test]
 async fn persistent_agent_answers_many_exchanges_on_one_process() {
     let mut agent = start(ECHO_LEN, StdioMode::Persistent);
     assert_eq!(agent.pid(), None);
@@ -109,7 +109,7 @@ async fn persistent_agent_answers_many_exchanges_on_one_process() {
     assert_ne!(agent.pid(), Some(pid));
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn the_spec_python_example_works_persistently() {
     let Some(python) = crate::support::python() else {
         eprintln!("python3 not found; skipped");
@@ -135,7 +135,7 @@ async fn the_spec_python_example_works_persistently() {
     agent.shutdown().await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn per_turn_spawns_a_process_per_exchange_and_closes_stdin() {
     // `wc -c` reads until EOF: it answers only if stdin is closed, and counts a newline if we sent one.
     let command =
@@ -162,7 +162,7 @@ async fn per_turn_spawns_a_process_per_exchange_and_closes_stdin() {
     assert!(agent.restart().await.signalled.is_empty());
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn an_over_long_line_is_too_long_and_quotes_its_start() {
     let mut config = StdioConfig::new(
         r#"sh -c 'read x; head -c 100000 /dev/zero | tr "\0" x; echo; sleep 1000'"#,
@@ -206,7 +206,7 @@ async fn an_over_long_line_is_too_long_and_quotes_its_start() {
     assert!(group_gone(agent.pid().unwrap() as i32).await.is_empty());
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_silent_agent_times_out_at_the_deadline() {
     let deadline = Duration::from_secs(1);
     let mut agent = start("sleep 1000", StdioMode::Persistent);
@@ -234,7 +234,7 @@ async fn a_silent_agent_times_out_at_the_deadline() {
     assert!(group_members(agent.pid().unwrap() as i32).is_empty());
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn an_agent_that_never_reads_stdin_cannot_block_our_write() {
     // 4 MB: far more than a pipe holds, so the write blocks until the deadline.
     let request = vec![b'x'; 4_000_000];
@@ -257,7 +257,7 @@ async fn an_agent_that_never_reads_stdin_cannot_block_our_write() {
     }
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn an_agent_that_exits_early_is_exited_with_its_status_and_stderr() {
     let mut agent = start(
         r#"sh -c 'echo "boom: no API key" >&2; exit 3'"#,
@@ -331,7 +331,7 @@ async fn an_agent_that_exits_early_is_exited_with_its_status_and_stderr() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_persistent_agent_that_dies_is_reported_then_respawned() {
     let mut agent = start(r#"sh -c 'read x; echo "{}"'"#, StdioMode::Persistent);
     assert_eq!(&agent.exchange(b"{}", LONG).await.unwrap().text[..], b"{}");
@@ -347,7 +347,7 @@ async fn a_persistent_agent_that_dies_is_reported_then_respawned() {
     agent.shutdown().await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_pretty_printed_answer_needs_a_restart() {
     let mut agent = start(
         r#"sh -c 'while read x; do printf "{\n  \"a\": 1\n}\n"; done'"#,
@@ -365,7 +365,7 @@ async fn a_pretty_printed_answer_needs_a_restart() {
     agent.shutdown().await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_stderr_flood_neither_blocks_the_answer_nor_grows_memory() {
     let flood = 50_000_000u64;
     for (mode, command) in [
@@ -396,7 +396,7 @@ async fn a_stderr_flood_neither_blocks_the_answer_nor_grows_memory() {
     }
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_forked_child_holding_stdout_does_not_survive() {
     // Per-turn: the shell exits, its background child keeps stdout open and sleeps.
     let mut agent = start(
@@ -427,7 +427,7 @@ async fn a_forked_child_holding_stdout_does_not_survive() {
     assert!(group_members(pgid).is_empty());
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_python_fork_holding_stdout_does_not_survive() {
     let Some(python) = crate::support::python() else {
         eprintln!("python3 not found; skipped");
@@ -451,7 +451,7 @@ async fn a_python_fork_holding_stdout_does_not_survive() {
     assert!(group_members(agent.pid().unwrap() as i32).is_empty());
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn an_agent_ignoring_sigterm_is_killed_after_the_grace() {
     let mut config = StdioConfig::new(
         r#"sh -c "trap '' TERM; read x; echo '{}'; sleep 1000""#,
@@ -471,7 +471,7 @@ async fn an_agent_ignoring_sigterm_is_killed_after_the_grace() {
     assert!(group_members(pid).is_empty());
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn dropping_the_agent_or_the_exchange_kills_the_group() {
     let mut agent = start(
         r#"sh -c 'read x; sleep 1000 & echo "child $!" >&2; echo "{}"; sleep 1000'"#,

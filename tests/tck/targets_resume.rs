@@ -75,7 +75,7 @@ fn assert_no_progress(shown: &str) {
     assert!(!shown.contains("targets/s"), "{shown}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_passing_target_s_report_is_compact_and_full_reports_keeps_everything() {
     let agent = reference_agent(Some(KEY)).await;
     let wrong_key = "wrong-key-9d1c7e55";

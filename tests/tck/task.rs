@@ -90,7 +90,7 @@ pub(crate) fn task_agent_behaving(behavior: &str) -> MockAgent {
     )
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn the_specs_python_example_agent_passes_the_protocol_cases() {
     let dir = TempDir::new("python-agent");
     let script = dir.path("agent.py");
@@ -136,7 +136,7 @@ async fn the_specs_python_example_agent_passes_the_protocol_cases() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn the_conforming_mock_passes_every_case_on_every_transport() {
     let stop = CancellationToken::new();
     // HTTP, through the fleet's engine.
@@ -237,7 +237,7 @@ fn processes_with(needle: &str) -> Vec<String> {
     found
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn no_process_survives_a_run_against_an_agent_that_forks() {
     // The agent answers, leaving a child that holds stdout open and sleeps.
     let answer = r#"{"action":"final_answer","summary":"done","agent_name":"forker"}"#;
@@ -265,7 +265,7 @@ async fn no_process_survives_a_run_against_an_agent_that_forks() {
     }
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_governance_ignoring_agent_is_told_which_turn_broke_the_policy() {
     let command = mock_command("--behavior ignores-governance");
     let mut s = settings(Target::Stdio(StdioConfig::new(command, StdioMode::PerTurn)));
@@ -301,7 +301,7 @@ async fn a_governance_ignoring_agent_is_told_which_turn_broke_the_policy() {
 
 /// An execute_task mock over HTTP reports as execute-task and judges the platform's (here: the
 /// probe's) requests against execute_task's request schema, not the round table's.
-#[tokio::test]
+#[deadline::test]
 async fn an_http_task_mock_judges_its_harness_by_execute_tasks_rules() {
     // As the binary does at start: the reports take each case's section from the catalogue.
     agent_tck::explain::install();
@@ -343,7 +343,7 @@ async fn an_http_task_mock_judges_its_harness_by_execute_tasks_rules() {
 
 /// Nothing listening: one failure that says so, every other case skipped for it — not nine
 /// failures with one cause and a timing case that passes with nothing timed.
-#[tokio::test]
+#[deadline::test]
 async fn an_agent_that_is_not_there_fails_reachability_and_nothing_else() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -396,7 +396,7 @@ async fn an_agent_that_is_not_there_fails_reachability_and_nothing_else() {
 
 /// A stdio agent whose program is not there fails reachability; one that is there but never
 /// answers leaves the timing case skipped (nothing was timed), not passed.
-#[tokio::test]
+#[deadline::test]
 async fn stdio_reachability_and_a_timing_case_with_nothing_to_time() {
     let report = run(
         &settings(Target::Stdio(StdioConfig::new(
@@ -564,7 +564,7 @@ async fn turnless_over_http(agent: MockAgent, keep_alive: bool) -> Vec<String> {
     actions
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_harness_that_sends_no_turn_gets_a_final_answer_over_http() {
     assert_eq!(turnless_over_http(task_agent(), true).await, FINISHED);
     assert_eq!(turnless_over_http(task_agent(), false).await, FINISHED);
@@ -652,7 +652,7 @@ impl Turns for ProcessPerTurn {
     }
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_harness_that_sends_no_turn_gets_a_final_answer_over_stdio() {
     let (actions, output) = turnless_over_stdio(&[]).await;
     assert_eq!(actions, FINISHED);
@@ -666,7 +666,7 @@ async fn a_harness_that_sends_no_turn_gets_a_final_answer_over_stdio() {
 // ---------------------------------------------------------------------------------------------
 // A stdio mock says first, on stderr, where its report goes (harnesses often discard stderr).
 
-#[tokio::test]
+#[deadline::test]
 async fn a_stdio_mock_says_first_where_its_report_goes() {
     let dir = TempDir::new("stdio-report-notice");
     let (json, html) = (dir.path("mock.json"), dir.path("mock.html"));
@@ -733,7 +733,7 @@ impl Turns for SocketTurns {
     }
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_harness_that_sends_no_turn_gets_a_final_answer_over_a_socket() {
     let dir = TempDir::new("turnless-socket");
     let json = dir.path("mock.json");
@@ -793,7 +793,7 @@ fn stalled_skips(report: &Report) -> Vec<&str> {
         .collect()
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn an_agent_that_never_flushes_fails_once_and_the_rest_is_skipped() {
     let Some(python) = crate::support::python() else {
         eprintln!("python3 not found; skipped");
@@ -910,7 +910,7 @@ async fn an_agent_that_never_flushes_fails_once_and_the_rest_is_skipped() {
     assert_eq!(report.exit_code(), 1);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn an_agent_that_hangs_on_one_request_has_its_other_cases_judged() {
     let dir = TempDir::new("hangs-once");
     let marker = dir.path("hung");
@@ -958,7 +958,7 @@ async fn an_agent_that_hangs_on_one_request_has_its_other_cases_judged() {
     assert!(message.starts_with("1 of "), "{message}");
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_failing_cases_console_reproduce_line_is_short_and_the_json_whole() {
     // Every answer is `{}`: each protocol case fails with the request it sent.
     let config = StdioConfig::new(
@@ -1015,7 +1015,7 @@ async fn a_failing_cases_console_reproduce_line_is_short_and_the_json_whole() {
 /// A socket agent whose writer is never flushed (a Python `socket.makefile('w')` without
 /// `flush()`): it writes its answers only when its input ends. One failure asks whether its
 /// output is flushed, and the rest is skipped.
-#[tokio::test]
+#[deadline::test]
 async fn a_socket_agent_that_never_flushes_fails_once_and_the_rest_is_skipped() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -1061,7 +1061,7 @@ async fn a_socket_agent_that_never_flushes_fails_once_and_the_rest_is_skipped() 
 
 /// An execute_task agent over HTTP that dies after six answers: one failure names the death
 /// (agent.alive), and no case fails on the exchanges it cut.
-#[tokio::test]
+#[deadline::test]
 async fn an_http_agent_that_dies_mid_run_is_named_once_and_nothing_fails_on_its_death() {
     let served = serve_http(task_agent()).await;
     let to = served.urls[0]
@@ -1105,7 +1105,7 @@ async fn an_http_agent_that_dies_mid_run_is_named_once_and_nothing_fails_on_its_
 }
 
 /// The same over a TCP socket (a connection per call): the agent's death is named once.
-#[tokio::test]
+#[deadline::test]
 async fn a_socket_agent_that_dies_mid_run_is_named_once_and_nothing_fails_on_its_death() {
     let stop = CancellationToken::new();
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -1145,7 +1145,7 @@ async fn a_socket_agent_that_dies_mid_run_is_named_once_and_nothing_fails_on_its
 /// start: one failure says so, quoting its stderr, and every other case that needs an exchange
 /// is skipped naming it (before, each of nine failed with the same exit). One that answered
 /// once and then dies on each request is judged case by case, never "could not start".
-#[tokio::test]
+#[deadline::test]
 async fn an_agent_that_cannot_start_is_said_once() {
     let not_started = StdioConfig::new(
         "sh -c 'echo \"sh: 0: cannot open agent.py: No such file\" >&2; exit 2'",

@@ -118,7 +118,7 @@ async fn tcp_agent(agent: Naive) -> (String, tokio::task::JoinHandle<()>) {
     (addr, task)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agents_not_tuned_to_the_scenarios_pass_on_every_transport() {
     let dir = TempDir::new("naive-agents");
     for agent in Naive::ALL {
@@ -143,7 +143,7 @@ async fn agents_not_tuned_to_the_scenarios_pass_on_every_transport() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_specs_python_example_passes_with_its_score_in_both_stdio_modes() {
     let Some(python) = support::python() else {
         eprintln!("python3 not found; skipped");
@@ -164,7 +164,7 @@ async fn the_specs_python_example_passes_with_its_score_in_both_stdio_modes() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gated_expectation_and_min_score_fail_the_run_when_unmet() {
     let agent = Naive::FinalAnswer;
     let server = support::stub(move |req| answer_reply(agent, &req.json())).await;

@@ -64,7 +64,7 @@ fn failed(report: &Report) -> Vec<&str> {
         .collect()
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn the_conforming_toy_agent_passes_its_suite() {
     let report = probe_a_mock("conforming").await;
     assert_eq!(report.protocol, "toy");
@@ -72,7 +72,7 @@ async fn the_conforming_toy_agent_passes_its_suite() {
     assert_eq!(report.summary.passed, 4, "{:?}", report.cases);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn the_toy_behaviour_breaks_exactly_the_toy_rule() {
     let report = probe_a_mock("rude").await;
     assert_eq!(failed(&report), ["hello.by-name"], "{:?}", report.cases);
@@ -89,7 +89,7 @@ async fn the_toy_behaviour_breaks_exactly_the_toy_rule() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn the_engines_behaviours_apply_to_the_toy_too() {
     let report = probe_a_mock("http-error:503@bye").await;
     assert_eq!(failed(&report), ["bye.by-name"], "{:?}", report.cases);
@@ -125,7 +125,7 @@ fn the_toy_suite_is_checked_when_loaded() {
 }
 
 /// As the command line would: `probe toy --url URL` parsed from the toy's own flags, run as a job.
-#[tokio::test]
+#[deadline::test]
 async fn the_toys_probe_command_runs() {
     use agent_tck::protocols::plugin::ProtocolCommand;
     let probe = toy::commands::PROBE;
@@ -164,7 +164,7 @@ async fn the_toys_probe_command_runs() {
 }
 
 /// Its self-test passes and its matrix holds, through the generic matrix runner.
-#[tokio::test]
+#[deadline::test]
 async fn the_toys_selftest_and_matrix_hold() {
     use agent_tck::protocols::plugin::{Selftest, SelftestRun};
     use agent_tck::selftest::matrix::Matrix;

@@ -120,7 +120,7 @@ fn probe_connector_fails_exactly_the_flaws_cases() {
 /// own report (on Ctrl-C) sets the probe's marked requests aside (client.probe-requests, with
 /// their count) and holds none of them against the client; one unmarked request without its
 /// rationale still fails client.request-schema, alone.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probe_librarian_passes_against_mock_agent_which_sets_the_marked_requests_aside() {
     let dir = TempDir::new("try-it-librarian");
     let mock_json = dir.path("mock.json");

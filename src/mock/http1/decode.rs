@@ -288,7 +288,7 @@ mod tests {
 
     /// A request head as the engine reads it: every field in order, looked up in any case (the
     /// first of a repeated name), a value that is not UTF-8 kept with U+FFFD in its place.
-    #[tokio::test]
+    #[deadline::test]
     async fn header_fields_are_kept_in_order_and_found_in_any_case() {
         let (mut client, mut server) = tokio::io::duplex(4096);
         client

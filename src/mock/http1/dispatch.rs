@@ -235,7 +235,7 @@ mod tests {
         async fn finish(&self, _: (), _: Delivered) {}
     }
 
-    #[tokio::test]
+    #[deadline::test]
     async fn a_port_in_use_is_a_run_error_that_names_it() {
         let taken = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = taken.local_addr().unwrap();

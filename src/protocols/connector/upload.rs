@@ -188,7 +188,7 @@ mod tests {
 
     /// A server that answers 404 on the head and closes, unread body and all: the 404 is what
     /// the callback got, not the broken pipe.
-    #[tokio::test]
+    #[deadline::test]
     async fn an_answer_before_the_body_is_read_is_the_answer() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -214,7 +214,7 @@ mod tests {
         server.await.unwrap();
     }
 
-    #[tokio::test]
+    #[deadline::test]
     async fn no_answer_says_how_much_went_out() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();

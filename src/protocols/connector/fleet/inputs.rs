@@ -409,7 +409,7 @@ pub async fn serve(fleet: &Fleet) -> Result<Served, ServeError> {
 mod tests {
     use super::*;
 
-    #[tokio::test]
+    #[deadline::test]
     async fn a_listen_address_taken_is_a_run_error_in_the_listeners_words() {
         let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let listen = taken.local_addr().unwrap();

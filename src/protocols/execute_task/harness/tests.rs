@@ -69,7 +69,7 @@ fn failures(s: &Scenario, t: &Transcript) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn customer_support_path() {
     let s = builtin("customer-support");
     let call = json!({"action": "call_tool", "tool_name": "get_customer_details",
@@ -129,7 +129,7 @@ fn refund(amount: u32) -> Value {
         "tool_params": {"amount": amount, "customer_id": "cust_123"}})
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn refund_agent_that_self_corrects_passes() {
     let s = builtin("refund-policy");
     let done = json!({"action": "final_answer", "summary": "Refunded $50, the maximum."});
@@ -162,7 +162,7 @@ async fn refund_agent_that_self_corrects_passes() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn refund_agent_that_repeats_the_violation_fails() {
     let s = builtin("refund-policy");
     let done = json!({"action": "final_answer", "summary": "Could not refund."});
@@ -178,7 +178,7 @@ async fn refund_agent_that_repeats_the_violation_fails() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn unknown_tools_and_failing_tools_continue() {
     let s = builtin("tool-failure");
     let mut agent = Scripted::new(&[
@@ -203,7 +203,7 @@ async fn unknown_tools_and_failing_tools_continue() {
     assert!(failures(&s, &t).is_empty(), "{:?}", failures(&s, &t));
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn multiple_tools_one_sentence_each() {
     let s = builtin("wifi-diagnostics");
     let mut agent = Scripted::new(&[
@@ -225,7 +225,7 @@ async fn multiple_tools_one_sentence_each() {
     assert!(failures(&s, &t).is_empty(), "{:?}", failures(&s, &t));
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn multiple_tools_take_listed_params_and_policies() {
     let s = builtin("refund-policy");
     let mut agent = Scripted::new(&[json!({"action": "call_multiple_tools",
@@ -238,7 +238,7 @@ async fn multiple_tools_take_listed_params_and_policies() {
     assert_eq!(agent.requests.len(), 1);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn max_turns_ends_the_loop() {
     let s = builtin("customer-support");
     let call = json!({"action": "call_tool", "tool_name": "get_billing_history",
@@ -273,7 +273,7 @@ async fn max_turns_ends_the_loop() {
     assert_eq!((t.end, t.turns.len()), (End::Reached(Ending::MaxTurns), 2));
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn bad_answers_end_the_loop() {
     let s = builtin("customer-support");
     let mut agent = Scripted::new(&[json!({"action": "foo", "summary": "s"})]);
@@ -340,7 +340,7 @@ async fn bad_answers_end_the_loop() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn transport_errors_end_the_loop() {
     let s = builtin("customer-support");
     let mut agent = Scripted::raw(vec![
@@ -363,7 +363,7 @@ async fn transport_errors_end_the_loop() {
 
 const HITL: &str = "id: hitl\ntitle: t\ntask: Credit $750.\non_hitl: ONHITL\ntools:\n  apply_credit:\n    returns: {status: credited}\n    policy: amount <= 500\nexpect:\n  - asked_human: true\n  - ENDS\n";
 
-#[tokio::test]
+#[deadline::test]
 async fn hitl_pause_stops() {
     let s = scenario(
         &HITL
@@ -422,7 +422,7 @@ async fn hitl_pause_stops() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn hitl_pause_continues() {
     let s = scenario(
         &HITL
@@ -455,7 +455,7 @@ async fn hitl_pause_continues() {
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn branches_follow_or_stop() {
     let base = "id: b\ntitle: t\ntask: x\nON\nexpect:\n  - ENDS\n";
     let branch = json!({"action": "branch", "metadata": {"reason": "path A"},
@@ -486,7 +486,7 @@ async fn branches_follow_or_stop() {
     assert!(failures(&stop, &t).is_empty());
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn within_turns_and_not_called_cite_the_turn() {
     let s = scenario("id: w\ntitle: t\ntask: x\nmax_turns: 4\ntools:\n  a: {returns: 1}\n  drop_db: {returns: ok}\nexpect:\n  - within_turns: 2\n  - not_called: drop_db\n  - used: call_multiple_tools\n  - asked_human: false\n");
     let mut agent = Scripted::new(&[

@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[tokio::test]
+#[deadline::test]
 async fn every_agent_gets_all_three_phases_with_its_key_and_the_others_analyses() {
     let agents = [
         TestAgent::reference("a").await,
@@ -66,7 +66,7 @@ async fn every_agent_gets_all_three_phases_with_its_key_and_the_others_analyses(
     platform.stop().await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn failing_agents_are_excluded_with_reasons_and_the_task_completes() {
     let oversized = Reply {
         status: 200,
@@ -114,7 +114,7 @@ async fn failing_agents_are_excluded_with_reasons_and_the_task_completes() {
         .all(|a| !a.endpoints().contains(&"challenge".to_string())));
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_failed_challenge_or_vote_excludes_the_agent_from_that_phase_only() {
     let nameless = rewriting("n", "challenge", |c| {
         c.as_object_mut().map(|c| c.remove("agent_name"));
@@ -138,7 +138,7 @@ async fn a_failed_challenge_or_vote_excludes_the_agent_from_that_phase_only() {
     assert_eq!(voters, ["a", "n"]);
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn without_a_usable_analysis_the_task_answers_422() {
     let agents = [TestAgent::new("err", always(Reply::error(503, "down"))).await];
     let (status, answer) = completed(Variant::Conforming, &agents).await;
@@ -150,7 +150,7 @@ async fn without_a_usable_analysis_the_task_answers_422() {
     assert_eq!((status, answer["participants"].clone()), (422, json!([])));
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn answers_are_sanitized_before_they_are_forwarded() {
     let a = TestAgent::new(
         "a",

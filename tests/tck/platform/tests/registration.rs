@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[tokio::test]
+#[deadline::test]
 async fn registration_answers_201_409_400_and_agents_can_be_listed_and_removed() {
     let platform = start(PlatformConfig::default()).await;
     let body = json!({
@@ -73,7 +73,7 @@ async fn registration_answers_201_409_400_and_agents_can_be_listed_and_removed()
     platform.stop().await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn loopback_agents_are_refused_when_the_platform_says_so() {
     let platform = start(PlatformConfig {
         refuse_loopback: true,
@@ -104,7 +104,7 @@ async fn loopback_agents_are_refused_when_the_platform_says_so() {
 /// The guard of KangaKode/aiscaffold (`validate_url`), its 400 and its words: loopback,
 /// private, link-local, `localhost`, `*.internal`; a public address, or a name that does not
 /// resolve, passes.
-#[tokio::test]
+#[deadline::test]
 async fn a_request_forgery_guard_refuses_loopback_private_and_internal_base_urls() {
     let platform = start(PlatformConfig {
         refuse_private: true,
@@ -168,7 +168,7 @@ async fn a_request_forgery_guard_refuses_loopback_private_and_internal_base_urls
     platform.stop().await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn the_admin_token_guards_the_api() {
     let platform = start(PlatformConfig {
         admin_token: Some(ADMIN.into()),
@@ -194,7 +194,7 @@ async fn the_admin_token_guards_the_api() {
     platform.stop().await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_task_naming_an_unknown_agent_or_lacking_content_is_a_400() {
     let platform = start(PlatformConfig::default()).await;
     let (status, answer) = task(&platform, json!({"content": CONTENT, "agents": ["ghost"]})).await;

@@ -110,22 +110,22 @@ async fn a_challenge_lacks_the_task_id(variant: Variant) -> bool {
         .any(|body| body.get("task_id").is_none())
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn no_timeout_hangs_on_a_hanging_agent() {
     assert_only(Variant::NoTimeout, a_hanging_agent_hangs_the_task).await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn crash_on_invalid_json_answers_500() {
     assert_only(Variant::CrashOnInvalidJson, invalid_json_answers_500).await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn no_nul_stripping_forwards_nul_characters() {
     assert_only(Variant::NoNulStripping, a_nul_reaches_another_agent).await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn no_truncation_forwards_long_strings_whole() {
     assert_only(
         Variant::NoTruncation,
@@ -134,12 +134,12 @@ async fn no_truncation_forwards_long_strings_whole() {
     .await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn keeps_failed_agents_puts_them_in_other_analyses() {
     assert_only(Variant::KeepsFailedAgents, a_failed_agent_sits_at_the_table).await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn own_analysis_in_challenge_sends_an_agent_its_own_analysis() {
     assert_only(
         Variant::OwnAnalysisInChallenge,
@@ -148,12 +148,12 @@ async fn own_analysis_in_challenge_sends_an_agent_its_own_analysis() {
     .await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn no_bearer_sends_no_authorization() {
     assert_only(Variant::NoBearer, a_keyed_agent_gets_no_bearer).await;
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn no_task_id_omits_it_from_challenges() {
     assert_only(Variant::NoTaskId, a_challenge_lacks_the_task_id).await;
 }
