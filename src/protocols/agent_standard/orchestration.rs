@@ -196,20 +196,36 @@ fn judge(lines: &[(String, Line)], mut bad: Vec<String>, settings: &Settings) ->
         .collect();
     let (runs, problems) = runs(lines);
     bad.extend(problems);
-    const NO_RUNS: &str = "the journal holds no runs: have the orchestrator run the mock agents \
-                           (`mock agent --protocol agent-standard --journal FILE`, or the \
-                           commands `mock agents --dir OUT` writes) and pass that journal";
+    judge_journal(&mut cases[0], lines.len(), bad, &runs);
+    if runs.is_empty() {
+        for c in &mut cases[1..] {
+            c.skip(NO_RUNS);
+        }
+        return cases;
+    }
+    let timeline = Timeline::new(&runs);
+    judge_plan_before_execute(&mut cases[1], &timeline, settings);
+    judge_approval_before_execute(&mut cases[2], &timeline);
+    judge_sequential_handoff(&mut cases[3], &timeline);
+    judge_bounded_runs(&mut cases[4], &timeline, settings.max_runs);
+    cases
+}
+
+const NO_RUNS: &str = "the journal holds no runs: have the orchestrator run the mock agents \
+                       (`mock agent --protocol agent-standard --journal FILE`, or the \
+                       commands `mock agents --dir OUT` writes) and pass that journal";
+
+/// `orchestration.journal`: fails on the lines that were not journal lines (`bad`), skips with
+/// no runs, else passes counting the runs and agents.
+fn judge_journal(case: &mut CaseResult, lines: usize, bad: Vec<String>, runs: &[Run]) {
     if !bad.is_empty() {
-        cases[0].fail_on(
-            Evidence::new(lines.len() as u64, "journal lines"),
-            listed(bad),
-        );
+        case.fail_on(Evidence::new(lines as u64, "journal lines"), listed(bad));
     } else if runs.is_empty() {
-        cases[0].skip(NO_RUNS);
+        case.skip(NO_RUNS);
     } else {
         let unfinished = runs.iter().filter(|r| r.end.is_none()).count();
-        cases[0].pass_noting(
-            Evidence::new(lines.len() as u64, "journal lines"),
+        case.pass_noting(
+            Evidence::new(lines as u64, "journal lines"),
             format!(
                 "{} of {}{}",
                 crate::text::count(runs.len() as u64, "runs"),
@@ -226,21 +242,41 @@ fn judge(lines: &[(String, Line)], mut bad: Vec<String>, settings: &Settings) ->
             String::new,
         );
     }
-    if runs.is_empty() {
-        for c in &mut cases[1..] {
-            c.skip(NO_RUNS);
+}
+
+/// The runs of a journal (at least one), as the rules after `journal` read them.
+struct Timeline<'a> {
+    runs: &'a [Run],
+    executes: Vec<&'a Run>,
+    /// The first run's start: times in messages are offsets from it.
+    zero: u64,
+}
+
+impl<'a> Timeline<'a> {
+    fn new(runs: &'a [Run]) -> Self {
+        Timeline {
+            runs,
+            executes: runs.iter().filter(|r| r.mode == "execute").collect(),
+            zero: runs[0].start,
         }
-        return cases;
     }
-    let zero = runs[0].start;
-    let executes: Vec<&Run> = runs.iter().filter(|r| r.mode == "execute").collect();
-    let plans_of = |agent: &str, before: u64| -> Vec<&Run> {
-        runs.iter()
+
+    /// The plan runs of `agent` that ended by `before`.
+    fn plans_of(&self, agent: &str, before: u64) -> Vec<&'a Run> {
+        self.runs
+            .iter()
             .filter(|p| p.mode == "plan" && p.agent == agent && p.end.is_some_and(|e| e <= before))
             .collect()
-    };
+    }
 
-    // Plan before execute.
+    /// `t` as an offset from the first run's start.
+    fn offset(&self, t: u64) -> String {
+        offset(t, self.zero)
+    }
+}
+
+/// `orchestration.plan-before-execute`.
+fn judge_plan_before_execute(case: &mut CaseResult, timeline: &Timeline, settings: &Settings) {
     let supports_plan = |agent: &str| {
         settings
             .plan_mode
@@ -249,31 +285,34 @@ fn judge(lines: &[(String, Line)], mut bad: Vec<String>, settings: &Settings) ->
     };
     let mut unplanned = Vec::new();
     let mut judged: u64 = 0;
-    for e in executes.iter().filter(|e| supports_plan(&e.agent)) {
+    for e in timeline.executes.iter().filter(|e| supports_plan(&e.agent)) {
         judged += 1;
-        if plans_of(&e.agent, e.start).is_empty() {
+        if timeline.plans_of(&e.agent, e.start).is_empty() {
             unplanned.push(format!(
                 "{}: {} executed at {} with no plan run of it ended before",
                 e.at,
                 e.agent,
-                offset(e.start, zero)
+                timeline.offset(e.start)
             ));
         }
     }
     verdict(
-        &mut cases[1],
+        case,
         (judged, "execute runs of agents that plan"),
         unplanned,
         "no execute run of an agent that supports plan mode: an orchestrator that executes an \
          agent with supports_plan_mode: true (in --agents; every mock agent without --agents) \
          would exercise this",
     );
+}
 
-    // Approval before execute.
+/// `orchestration.approval-before-execute`.
+fn judge_approval_before_execute(case: &mut CaseResult, timeline: &Timeline) {
     let mut unapproved = Vec::new();
     let mut judged: u64 = 0;
-    for e in &executes {
-        let last_plan = plans_of(&e.agent, e.start)
+    for e in &timeline.executes {
+        let last_plan = timeline
+            .plans_of(&e.agent, e.start)
             .into_iter()
             .max_by_key(|p| p.end);
         if let Some(p) = last_plan.filter(|p| p.status.as_deref() == Some("needs_approval")) {
@@ -284,24 +323,27 @@ fn judge(lines: &[(String, Line)], mut bad: Vec<String>, settings: &Settings) ->
                      needs_approval at {}",
                     e.at,
                     e.agent,
-                    offset(e.start, zero),
+                    timeline.offset(e.start),
                     p.at,
-                    offset(p.end.unwrap_or(0), zero)
+                    timeline.offset(p.end.unwrap_or(0))
                 ));
             }
         }
     }
     verdict(
-        &mut cases[2],
+        case,
         (judged, "execute runs after a needs_approval plan"),
         unapproved,
         "no execute run followed a plan that ended needs_approval: a mock agent with the \
          needs-approval behaviour, planned and then executed, would exercise this",
     );
+}
 
-    // Sequential hand-off.
+/// Each (agent, next agent it named) pair of the runs' results, and whether the hand-off was
+/// parallel.
+fn handoffs(runs: &[Run]) -> BTreeMap<(String, String), bool> {
     let mut pairs: BTreeMap<(String, String), bool> = BTreeMap::new();
-    for r in &runs {
+    for r in runs {
         for (next, parallel) in &r.next {
             // Named both ways: sequential wins (the stricter word).
             let entry = pairs
@@ -310,18 +352,24 @@ fn judge(lines: &[(String, Line)], mut bad: Vec<String>, settings: &Settings) ->
             *entry &= *parallel;
         }
     }
+    pairs
+}
+
+/// `orchestration.sequential-handoff`.
+fn judge_sequential_handoff(case: &mut CaseResult, timeline: &Timeline) {
     let mut concurrent = Vec::new();
     let mut allowed = 0;
     let mut judged: u64 = 0;
-    for ((from, to), parallel) in &pairs {
+    for ((from, to), parallel) in &handoffs(timeline.runs) {
         if from == to {
             continue;
         }
-        for a in executes
+        for a in timeline
+            .executes
             .iter()
             .filter(|r| &r.agent == from && r.end.is_some())
         {
-            for b in executes.iter().filter(|r| &r.agent == to) {
+            for b in timeline.executes.iter().filter(|r| &r.agent == to) {
                 // Only a sequential hand-off can break the rule: a parallel one is counted
                 // apart, as what it allowed.
                 judged += u64::from(!*parallel);
@@ -335,16 +383,16 @@ fn judge(lines: &[(String, Line)], mut bad: Vec<String>, settings: &Settings) ->
                         "{}: {to} executed at {} while {from} (which named it with can_parallel: \
                          false, {}) ran until {}",
                         b.at,
-                        offset(b.start, zero),
+                        timeline.offset(b.start),
                         a.at,
-                        offset(a.end.unwrap_or(0), zero)
+                        timeline.offset(a.end.unwrap_or(0))
                     ));
                 }
             }
         }
     }
     verdict(
-        &mut cases[3],
+        case,
         (
             judged,
             "execute runs of sequential next agents beside the run that named them",
@@ -354,30 +402,31 @@ fn judge(lines: &[(String, Line)], mut bad: Vec<String>, settings: &Settings) ->
          that named it: mock agents handing off (`--next NAME`, sequential by default) to an agent the \
          orchestrator then executes would exercise this",
     );
-    if allowed > 0 && cases[3].passed() {
-        cases[3].message.push_str(&format!(
+    if allowed > 0 && case.passed() {
+        case.message.push_str(&format!(
             "; {allowed} ran side by side where can_parallel: true allowed it"
         ));
     }
+}
 
-    // Bounded runs.
+/// `orchestration.bounded-runs`.
+fn judge_bounded_runs(case: &mut CaseResult, timeline: &Timeline, max_runs: usize) {
     let mut count: BTreeMap<&str, usize> = BTreeMap::new();
-    for e in &executes {
+    for e in &timeline.executes {
         *count.entry(e.agent.as_str()).or_default() += 1;
     }
     let over: Vec<String> = count
         .iter()
-        .filter(|(_, n)| **n > settings.max_runs)
-        .map(|(a, n)| format!("{a} executed {n} times (--max-runs {})", settings.max_runs))
+        .filter(|(_, n)| **n > max_runs)
+        .map(|(a, n)| format!("{a} executed {n} times (--max-runs {max_runs})"))
         .collect();
     verdict(
-        &mut cases[4],
+        case,
         (count.len() as u64, "agents executed"),
         over,
         "no execute run in the journal: an orchestrator that executes the mock agents would \
          exercise this",
     );
-    cases
 }
 
 /// Fails `case` with the `problems`, or passes it on what was judged (`(how many, of what)`);

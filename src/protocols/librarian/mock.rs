@@ -330,6 +330,141 @@ struct JudgeState {
     marked: std::collections::BTreeMap<String, u64>,
 }
 
+/// The parts of [`ClientJudge::on_request`], in the order it judges them.
+impl JudgeState {
+    /// `client.backs-off`: a request from `who` after a 429 came no sooner than its Retry-After.
+    fn judge_back_off(&mut self, who: &str, method: &str, path: &str, now: Instant) {
+        if let Some((until, secs)) = self.not_before.remove(who) {
+            let early = until.saturating_duration_since(now);
+            self.backs_off.check(early.is_zero(), || {
+                format!(
+                    "{who}: {method} {path} came {:.1} s after a 429 with Retry-After: {secs}",
+                    secs as f64 - early.as_secs_f64()
+                )
+            });
+        }
+    }
+
+    /// `client.polling`: a poll of an escalated request's status came no faster than once a
+    /// second.
+    fn judge_poll(&mut self, who: &str, id: &str, now: Instant) {
+        if let Some(last) = self.escalated.get(id).copied() {
+            if let Some(last) = last {
+                let gap = now.duration_since(last);
+                // A little slack under a second for timer jitter.
+                self.polling.check(gap >= Duration::from_millis(900), || {
+                    format!(
+                        "{who}: {id} polled again after {} ms (no faster than once a second)",
+                        gap.as_millis()
+                    )
+                });
+            }
+            self.escalated.insert(id.to_string(), Some(now));
+        }
+    }
+
+    /// `client.rate`: `who`'s requests in the last minute, this one counted. False when `who`
+    /// is one agent too many to track (the request is then not judged further).
+    fn judge_rate(&mut self, who: &str, now: Instant) -> bool {
+        if self.windows.len() >= TRACKED && !self.windows.contains_key(who) {
+            return false;
+        }
+        let window = self.windows.entry(who.to_string()).or_default();
+        while window
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(60))
+        {
+            window.pop_front();
+        }
+        window.push_back(now);
+        // Enough to tell "over the limit": the window never holds more than one past it.
+        if window.len() > LIMITS.per_minute as usize + 1 {
+            window.pop_front();
+        }
+        let in_minute = window.len();
+        self.rate
+            .check(in_minute <= LIMITS.per_minute as usize, || {
+                format!(
+                    "{who}: {in_minute} requests within a minute (rate_limit: 60/minute per agent)"
+                )
+            });
+        true
+    }
+
+    /// `client.request-schema` and `client.content-size` of a JSON request body.
+    fn judge_content(&mut self, who: &str, body: &Value) {
+        let findings = crate::schema::schemas().validate(model::REQUEST_SCHEMA, body);
+        self.schema.check(findings.is_empty(), || {
+            format!("{who}: {}", crate::schema::findings_message(&findings))
+        });
+        if let Some(content) = body["content"].as_str() {
+            let bytes = content.len();
+            self.content.check(bytes <= LIMITS.max_content, || {
+                format!(
+                    "{who}: content of {bytes} bytes (max_content_size: 100 KB = {} bytes)",
+                    LIMITS.max_content
+                )
+            });
+        }
+    }
+
+    /// `client.resubmissions`: how often a rejected ask was made again; and the ask in flight,
+    /// for on_answer.
+    fn judge_resubmission(&mut self, who: &str, body: &Value) {
+        let ask = ask_of(who, body);
+        if let Some(n) = self.chains.get_mut(&ask) {
+            *n += 1;
+            let n = *n;
+            self.resubmissions.check(n <= LIMITS.max_retries, || {
+                format!(
+                    "{who}: a rejected {} resubmitted {n} times (max_retry_attempts: 3)",
+                    body["request_type"].as_str().unwrap_or("request")
+                )
+            });
+        }
+        if self.last_ask.len() < TRACKED || self.last_ask.contains_key(who) {
+            self.last_ask.insert(who.to_string(), ask);
+        }
+    }
+
+    /// A REPORT: `client.waits-for-human` when its request still awaited a human, and
+    /// `client.reports` when it reports an approval not reported yet.
+    fn judge_report(&mut self, who: &str, body: &Value, now: Instant) {
+        if let Some(id) = body["request_id"].as_str() {
+            if let Some(at) = self.awaiting.get(id).copied() {
+                let early = at.saturating_duration_since(now);
+                self.premature.check(early.is_zero(), || {
+                    format!(
+                        "{who}: REPORTed {id} while it awaited a human decision (ESCALATED), \
+                         {:.1} s before it",
+                        early.as_secs_f64()
+                    )
+                });
+            }
+            let before = self.unreported.len();
+            self.unreported.retain(|r| r != id);
+            if self.unreported.len() < before {
+                self.reports.check(true, String::new);
+            }
+        }
+    }
+
+    /// `client.retries`: how often the same body (by `hash`) was sent; and the hash in flight,
+    /// for on_answer.
+    fn judge_sends(&mut self, who: &str, hash: u64) {
+        if self.sends.len() >= TRACKED && !self.sends.contains_key(&hash) {
+            return;
+        }
+        let sends = self.sends.entry(hash).or_insert(0);
+        *sends += 1;
+        let sends = *sends;
+        self.retries.check(sends <= 1 + LIMITS.max_retries, || {
+            format!("{who}: the same request sent {sends} times (max_retry_attempts: 3)")
+        });
+        self.last_hash.insert(who.to_string(), hash);
+    }
+}
+
 /// What a request asks for, whatever its wording: who, its type, action and target (and the
 /// request a REPORT reports). A fixed request resubmitted after a rejection asks for the same.
 fn ask_of(who: &str, body: &Value) -> String {
@@ -374,53 +509,17 @@ impl ClientJudge {
         s.bearer.check(token, || {
             format!("{method} {path}: no Authorization: Bearer token")
         });
-        if let Some((until, secs)) = s.not_before.remove(who) {
-            let early = until.saturating_duration_since(now);
-            s.backs_off.check(early.is_zero(), || {
-                format!(
-                    "{who}: {method} {path} came {:.1} s after a 429 with Retry-After: {secs}",
-                    secs as f64 - early.as_secs_f64()
-                )
-            });
-        }
+        s.judge_back_off(who, method, path, now);
         if let Some(id) = path.strip_prefix("/agent/status/") {
-            if let Some(last) = s.escalated.get(id).copied() {
-                if let Some(last) = last {
-                    let gap = now.duration_since(last);
-                    // A little slack under a second for timer jitter.
-                    s.polling.check(gap >= Duration::from_millis(900), || {
-                        format!(
-                            "{who}: {id} polled again after {} ms (no faster than once a second)",
-                            gap.as_millis()
-                        )
-                    });
-                }
-                s.escalated.insert(id.to_string(), Some(now));
-            }
+            s.judge_poll(who, id, now);
             return;
         }
         if path != "/agent/request" || method != "POST" {
             return;
         }
-        if s.windows.len() >= TRACKED && !s.windows.contains_key(who) {
+        if !s.judge_rate(who, now) {
             return;
         }
-        let window = s.windows.entry(who.to_string()).or_default();
-        while window
-            .front()
-            .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(60))
-        {
-            window.pop_front();
-        }
-        window.push_back(now);
-        // Enough to tell "over the limit": the window never holds more than one past it.
-        if window.len() > LIMITS.per_minute as usize + 1 {
-            window.pop_front();
-        }
-        let in_minute = window.len();
-        s.rate.check(in_minute <= LIMITS.per_minute as usize, || {
-            format!("{who}: {in_minute} requests within a minute (rate_limit: 60/minute per agent)")
-        });
         let Some(body) = body else {
             s.schema.check(false, || {
                 format!(
@@ -430,33 +529,8 @@ impl ClientJudge {
             });
             return;
         };
-        let findings = crate::schema::schemas().validate(model::REQUEST_SCHEMA, body);
-        s.schema.check(findings.is_empty(), || {
-            format!("{who}: {}", crate::schema::findings_message(&findings))
-        });
-        if let Some(content) = body["content"].as_str() {
-            let bytes = content.len();
-            s.content.check(bytes <= LIMITS.max_content, || {
-                format!(
-                    "{who}: content of {bytes} bytes (max_content_size: 100 KB = {} bytes)",
-                    LIMITS.max_content
-                )
-            });
-        }
-        let ask = ask_of(who, body);
-        if let Some(n) = s.chains.get_mut(&ask) {
-            *n += 1;
-            let n = *n;
-            s.resubmissions.check(n <= LIMITS.max_retries, || {
-                format!(
-                    "{who}: a rejected {} resubmitted {n} times (max_retry_attempts: 3)",
-                    body["request_type"].as_str().unwrap_or("request")
-                )
-            });
-        }
-        if s.last_ask.len() < TRACKED || s.last_ask.contains_key(who) {
-            s.last_ask.insert(who.to_string(), ask);
-        }
+        s.judge_content(who, body);
+        s.judge_resubmission(who, body);
         let hash = body_hash(body);
         // Judged once something was rejected: before, no request can be a resend of one.
         if !s.rejected.is_empty() {
@@ -466,34 +540,9 @@ impl ClientJudge {
             });
         }
         if body["request_type"] == "REPORT" {
-            if let Some(id) = body["request_id"].as_str() {
-                if let Some(at) = s.awaiting.get(id).copied() {
-                    let early = at.saturating_duration_since(now);
-                    s.premature.check(early.is_zero(), || {
-                        format!(
-                            "{who}: REPORTed {id} while it awaited a human decision (ESCALATED), \
-                             {:.1} s before it",
-                            early.as_secs_f64()
-                        )
-                    });
-                }
-                let before = s.unreported.len();
-                s.unreported.retain(|r| r != id);
-                if s.unreported.len() < before {
-                    s.reports.check(true, String::new);
-                }
-            }
+            s.judge_report(who, body, now);
         }
-        if s.sends.len() >= TRACKED && !s.sends.contains_key(&hash) {
-            return;
-        }
-        let sends = s.sends.entry(hash).or_insert(0);
-        *sends += 1;
-        let sends = *sends;
-        s.retries.check(sends <= 1 + LIMITS.max_retries, || {
-            format!("{who}: the same request sent {sends} times (max_retry_attempts: 3)")
-        });
-        s.last_hash.insert(who.to_string(), hash);
+        s.judge_sends(who, hash);
     }
 
     /// A request agent-tck's probe marked as its own test of `case` (header `x-agent-tck-case`):

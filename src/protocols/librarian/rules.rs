@@ -144,104 +144,143 @@ pub enum RuleCallError {
 impl Scenario {
     /// The scenario a case's rule call names, its arguments checked.
     pub fn of(name: &str, args: &Value) -> Result<Scenario, RuleCallError> {
-        let rule = || name.to_string();
-        let needs = |key: &'static str, what: &'static str| RuleCallError::Needs {
-            rule: rule(),
-            key,
-            what,
-        };
-        let text = |key: &'static str| -> Result<String, RuleCallError> {
-            args.get(key)
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .ok_or_else(|| needs(key, "a string"))
-        };
-        let one_of =
-            |value: String, known: &'static [&'static str]| -> Result<String, RuleCallError> {
-                if known.contains(&value.as_str()) {
-                    Ok(value)
-                } else {
-                    Err(RuleCallError::NotOneOf {
-                        rule: rule(),
-                        value,
-                        known,
-                    })
-                }
-            };
-        let none = || -> Result<(), RuleCallError> {
-            if args.is_null() {
-                Ok(())
-            } else {
-                Err(RuleCallError::NoParameters { rule: rule() })
-            }
-        };
+        let call = Call { name, args };
         Ok(match name {
-            "valid_request" => Scenario::ValidRequest(one_of(text("type")?, &REQUEST_TYPES)?),
-            "missing_field" => {
-                let request_type = one_of(text("type")?, &REQUEST_TYPES)?;
-                let field = text("field")?;
-                if !required_fields(&request_type).contains(&field.as_str()) {
-                    return Err(RuleCallError::NotRequired {
-                        rule: rule(),
-                        required: required_fields(&request_type),
-                        field,
-                        request_type,
-                    });
-                }
-                Scenario::MissingField {
-                    request_type,
-                    field,
-                }
-            }
-            "bad_input" => Scenario::BadInput(one_of(text("kind")?, &BAD_INPUTS)?),
-            "limit" => {
-                let field = one_of(text("field")?, &LIMIT_FIELDS)?;
-                let size = args
-                    .get("size")
-                    .and_then(Value::as_u64)
-                    .ok_or_else(|| needs("size", "a number"))? as usize;
-                let refused = args
-                    .get("refused")
-                    .and_then(Value::as_bool)
-                    .ok_or_else(|| needs("refused", "true or false"))?;
-                Scenario::Limit {
-                    field,
-                    size,
-                    refused,
-                }
-            }
-            "auth" => Scenario::Auth(one_of(text("kind")?, &AUTH_KINDS)?),
+            "valid_request" => Scenario::ValidRequest(call.one_of("type", &REQUEST_TYPES)?),
+            "missing_field" => call.missing_field()?,
+            "bad_input" => Scenario::BadInput(call.one_of("kind", &BAD_INPUTS)?),
+            "limit" => call.limit()?,
+            "auth" => Scenario::Auth(call.one_of("kind", &AUTH_KINDS)?),
             _ => {
-                none()?;
-                match name {
-                    "status_lookup" => Scenario::StatusLookup,
-                    "status_unknown" => Scenario::StatusUnknown,
-                    "status_no_leak" => Scenario::StatusNoLeak,
-                    "strict_deviations" => Scenario::StrictDeviations,
-                    "context" => Scenario::Context,
-                    "capabilities" => Scenario::Capabilities,
-                    "lifecycle" => Scenario::Lifecycle,
-                    "escalation" => Scenario::Escalation,
-                    "rate_limit" => Scenario::RateLimit,
-                    "rate_isolation" => Scenario::RateIsolation,
-                    "retry_after" => Scenario::RetryAfter,
-                    "capabilities_match" => Scenario::CapabilitiesMatch,
-                    "target_outside" => Scenario::TargetOutside,
-                    "action_outside" => Scenario::ActionOutside,
-                    "unregistered" => Scenario::Unregistered,
-                    "unicode" => Scenario::Unicode,
-                    "concurrent" => Scenario::Concurrent,
-                    "injection" => Scenario::Injection,
-                    "within_timeout" => Scenario::Across(Across::WithinTimeout),
-                    "response_fields" => Scenario::Across(Across::ResponseFields),
-                    "expectations" => Scenario::Across(Across::Expectations),
-                    "names_missing_field" => Scenario::Across(Across::NamesMissingField),
-                    "no_5xx" => Scenario::Across(Across::No5xx),
-                    _ => return Err(RuleCallError::Unknown { rule: rule() }),
-                }
+                call.none()?;
+                parameterless(name).ok_or_else(|| RuleCallError::Unknown { rule: call.rule() })?
             }
         })
     }
+}
+
+/// A case's rule call: the rule's name and its arguments, read for the scenario it names.
+struct Call<'a> {
+    name: &'a str,
+    args: &'a Value,
+}
+
+impl Call<'_> {
+    fn rule(&self) -> String {
+        self.name.to_string()
+    }
+
+    fn needs(&self, key: &'static str, what: &'static str) -> RuleCallError {
+        RuleCallError::Needs {
+            rule: self.rule(),
+            key,
+            what,
+        }
+    }
+
+    /// The string argument `key`.
+    fn text(&self, key: &'static str) -> Result<String, RuleCallError> {
+        self.args
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| self.needs(key, "a string"))
+    }
+
+    /// The string argument `key`, one of `known`.
+    fn one_of(
+        &self,
+        key: &'static str,
+        known: &'static [&'static str],
+    ) -> Result<String, RuleCallError> {
+        let value = self.text(key)?;
+        if known.contains(&value.as_str()) {
+            Ok(value)
+        } else {
+            Err(RuleCallError::NotOneOf {
+                rule: self.rule(),
+                value,
+                known,
+            })
+        }
+    }
+
+    /// A call with no arguments.
+    fn none(&self) -> Result<(), RuleCallError> {
+        if self.args.is_null() {
+            Ok(())
+        } else {
+            Err(RuleCallError::NoParameters { rule: self.rule() })
+        }
+    }
+
+    /// `missing_field`: a request type and one of its required fields.
+    fn missing_field(&self) -> Result<Scenario, RuleCallError> {
+        let request_type = self.one_of("type", &REQUEST_TYPES)?;
+        let field = self.text("field")?;
+        if !required_fields(&request_type).contains(&field.as_str()) {
+            return Err(RuleCallError::NotRequired {
+                rule: self.rule(),
+                required: required_fields(&request_type),
+                field,
+                request_type,
+            });
+        }
+        Ok(Scenario::MissingField {
+            request_type,
+            field,
+        })
+    }
+
+    /// `limit`: a field, a size, and whether that size is refused.
+    fn limit(&self) -> Result<Scenario, RuleCallError> {
+        let field = self.one_of("field", &LIMIT_FIELDS)?;
+        let size = self
+            .args
+            .get("size")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| self.needs("size", "a number"))? as usize;
+        let refused = self
+            .args
+            .get("refused")
+            .and_then(Value::as_bool)
+            .ok_or_else(|| self.needs("refused", "true or false"))?;
+        Ok(Scenario::Limit {
+            field,
+            size,
+            refused,
+        })
+    }
+}
+
+/// The scenario of a rule that takes no parameters, if `name` is one.
+fn parameterless(name: &str) -> Option<Scenario> {
+    Some(match name {
+        "status_lookup" => Scenario::StatusLookup,
+        "status_unknown" => Scenario::StatusUnknown,
+        "status_no_leak" => Scenario::StatusNoLeak,
+        "strict_deviations" => Scenario::StrictDeviations,
+        "context" => Scenario::Context,
+        "capabilities" => Scenario::Capabilities,
+        "lifecycle" => Scenario::Lifecycle,
+        "escalation" => Scenario::Escalation,
+        "rate_limit" => Scenario::RateLimit,
+        "rate_isolation" => Scenario::RateIsolation,
+        "retry_after" => Scenario::RetryAfter,
+        "capabilities_match" => Scenario::CapabilitiesMatch,
+        "target_outside" => Scenario::TargetOutside,
+        "action_outside" => Scenario::ActionOutside,
+        "unregistered" => Scenario::Unregistered,
+        "unicode" => Scenario::Unicode,
+        "concurrent" => Scenario::Concurrent,
+        "injection" => Scenario::Injection,
+        "within_timeout" => Scenario::Across(Across::WithinTimeout),
+        "response_fields" => Scenario::Across(Across::ResponseFields),
+        "expectations" => Scenario::Across(Across::Expectations),
+        "names_missing_field" => Scenario::Across(Across::NamesMissingField),
+        "no_5xx" => Scenario::Across(Across::No5xx),
+        _ => return None,
+    })
 }
 
 const RULES: [&str; 28] = [

@@ -15,116 +15,17 @@ use crate::text::excerpt;
 
 use super::client::{Client, Seen};
 
+/// What a case judged across the run found: its problems, how many things it judged, and
+/// what they were.
+type Findings = (Vec<String>, usize, &'static str);
+
 pub(super) fn judge_across(c: &Client<'_>, a: Across, case: &mut CaseResult) {
-    // Only an endpoint that answered a request 2xx exists as far as the run can tell: a 404
-    // from a server without the route is no answer to time or to judge.
-    let live: BTreeSet<&str> = c
-        .seen
-        .iter()
-        .filter(|s| (200..300).contains(&s.status))
-        .map(|s| s.endpoint)
-        .collect();
-    let from_live = || c.seen.iter().filter(|s| live.contains(s.endpoint));
-    let answers: Vec<(&Value, &Value)> = c
-        .seen
-        .iter()
-        .filter(|s| (200..300).contains(&s.status))
-        .filter_map(|s| Some((s.request.as_ref()?, s.answer.as_ref()?)))
-        .filter(|(r, _)| schemas().validate(model::REQUEST_SCHEMA, r).is_empty())
-        .collect();
-    let (problems, n, of): (Vec<String>, usize, &str) = match a {
-        Across::WithinTimeout => (
-            from_live()
-                .filter(|s| s.elapsed > LIMITS.response)
-                .map(|s| format!("{} took {} ms", s.what, s.elapsed.as_millis()))
-                .collect(),
-            from_live().count(),
-            "answers from endpoints that answered 2xx",
-        ),
-        Across::No5xx => {
-            // A 5xx breaks the rule wherever it comes from; the rest count from live endpoints.
-            let errors: Vec<String> = c
-                .seen
-                .iter()
-                .filter(|s| s.status >= 500 && !s.judged)
-                .map(|s| format!("{}: {}", s.what, s.status))
-                .collect();
-            let dead_5xx = c
-                .seen
-                .iter()
-                .filter(|s| s.status >= 500 && !s.judged && !live.contains(s.endpoint))
-                .count();
-            (
-                errors,
-                from_live().count() + dead_5xx,
-                "answers from endpoints that answered 2xx",
-            )
-        }
-        Across::ResponseFields => (
-            answers
-                .iter()
-                .flat_map(|(r, v)| {
-                    let (_, should) = check_response(r, v);
-                    should
-                        .into_iter()
-                        .filter(|f| f.message.contains("fields missing"))
-                        .map(|f| format!("{} {}: {}", asked(Some(r)), f.path, f.message))
-                        .collect::<Vec<_>>()
-                })
-                .collect(),
-            answers.len(),
-            "2xx answers to valid requests",
-        ),
-        // Every answer the shared judge judges: a 2xx to a valid request by every expectation,
-        // and any rejection (to a request over a limit, in strict mode, with a secret…) by
-        // whether it names its violations.
-        Across::Expectations => {
-            let judged: Vec<(&Seen, Judged)> = c
-                .seen
-                .iter()
-                // An answer that is not JSON has no expectation to meet (valid_request fails it).
-                .filter(|s| s.endpoint == "request" && s.answer.is_some())
-                .filter_map(|s| {
-                    let j = judge_answer(s.request.as_ref(), s.status, s.answer.as_ref())?;
-                    Some((s, j))
-                })
-                .collect();
-            (
-                judged
-                    .iter()
-                    .flat_map(|(s, j)| {
-                        j.should
-                            .iter()
-                            .filter(|f| !f.message.contains("fields missing"))
-                            .map(|f| {
-                                format!(
-                                    "{} ({}) {}: {}",
-                                    asked(s.request.as_ref()),
-                                    s.what,
-                                    f.path,
-                                    f.message
-                                )
-                            })
-                    })
-                    .collect(),
-                judged.len(),
-                "answers to /agent/request (2xx answers to valid requests, and every rejection)",
-            )
-        }
-        Across::NamesMissingField => (
-            c.missing
-                .iter()
-                .filter(|(field, answer)| !names_field(answer, field))
-                .map(|(field, answer)| {
-                    format!(
-                        "without {field}: {}",
-                        excerpt(answer.to_string().as_bytes(), 160)
-                    )
-                })
-                .collect(),
-            c.missing.len(),
-            "refusals for a missing field",
-        ),
+    let (problems, n, of) = match a {
+        Across::WithinTimeout => within_timeout(c),
+        Across::No5xx => no_5xx(c),
+        Across::ResponseFields => response_fields(c),
+        Across::Expectations => expectations(c),
+        Across::NamesMissingField => names_missing_field(c),
     };
     if problems.is_empty() {
         case.pass_noting(
@@ -139,6 +40,134 @@ pub(super) fn judge_across(c: &Client<'_>, a: Across, case: &mut CaseResult) {
             format!("{} of {n} {of}: {}", problems.len(), shown.join("; ")),
         );
     }
+}
+
+/// The endpoints that answered a request 2xx. Only those exist as far as the run can tell: a
+/// 404 from a server without the route is no answer to time or to judge.
+fn live_endpoints(c: &Client<'_>) -> BTreeSet<&'static str> {
+    c.seen
+        .iter()
+        .filter(|s| (200..300).contains(&s.status))
+        .map(|s| s.endpoint)
+        .collect()
+}
+
+/// `Across::WithinTimeout`: the answers of live endpoints that took too long.
+fn within_timeout(c: &Client<'_>) -> Findings {
+    let live = live_endpoints(c);
+    let from_live = || c.seen.iter().filter(|s| live.contains(s.endpoint));
+    (
+        from_live()
+            .filter(|s| s.elapsed > LIMITS.response)
+            .map(|s| format!("{} took {} ms", s.what, s.elapsed.as_millis()))
+            .collect(),
+        from_live().count(),
+        "answers from endpoints that answered 2xx",
+    )
+}
+
+/// `Across::No5xx`: the 5xx answers no case judged already.
+fn no_5xx(c: &Client<'_>) -> Findings {
+    let live = live_endpoints(c);
+    // A 5xx breaks the rule wherever it comes from; the rest count from live endpoints.
+    let errors: Vec<String> = c
+        .seen
+        .iter()
+        .filter(|s| s.status >= 500 && !s.judged)
+        .map(|s| format!("{}: {}", s.what, s.status))
+        .collect();
+    let dead_5xx = c
+        .seen
+        .iter()
+        .filter(|s| s.status >= 500 && !s.judged && !live.contains(s.endpoint))
+        .count();
+    let from_live = c.seen.iter().filter(|s| live.contains(s.endpoint)).count();
+    (
+        errors,
+        from_live + dead_5xx,
+        "answers from endpoints that answered 2xx",
+    )
+}
+
+/// `Across::ResponseFields`: the fields missing from 2xx answers to valid requests.
+fn response_fields(c: &Client<'_>) -> Findings {
+    let answers: Vec<(&Value, &Value)> = c
+        .seen
+        .iter()
+        .filter(|s| (200..300).contains(&s.status))
+        .filter_map(|s| Some((s.request.as_ref()?, s.answer.as_ref()?)))
+        .filter(|(r, _)| schemas().validate(model::REQUEST_SCHEMA, r).is_empty())
+        .collect();
+    (
+        answers
+            .iter()
+            .flat_map(|(r, v)| {
+                let (_, should) = check_response(r, v);
+                should
+                    .into_iter()
+                    .filter(|f| f.message.contains("fields missing"))
+                    .map(|f| format!("{} {}: {}", asked(Some(r)), f.path, f.message))
+                    .collect::<Vec<_>>()
+            })
+            .collect(),
+        answers.len(),
+        "2xx answers to valid requests",
+    )
+}
+
+/// `Across::Expectations`: every answer the shared judge judges: a 2xx to a valid request by
+/// every expectation, and any rejection (to a request over a limit, in strict mode, with a
+/// secret…) by whether it names its violations.
+fn expectations(c: &Client<'_>) -> Findings {
+    let judged: Vec<(&Seen, Judged)> = c
+        .seen
+        .iter()
+        // An answer that is not JSON has no expectation to meet (valid_request fails it).
+        .filter(|s| s.endpoint == "request" && s.answer.is_some())
+        .filter_map(|s| {
+            let j = judge_answer(s.request.as_ref(), s.status, s.answer.as_ref())?;
+            Some((s, j))
+        })
+        .collect();
+    (
+        judged
+            .iter()
+            .flat_map(|(s, j)| {
+                j.should
+                    .iter()
+                    .filter(|f| !f.message.contains("fields missing"))
+                    .map(|f| {
+                        format!(
+                            "{} ({}) {}: {}",
+                            asked(s.request.as_ref()),
+                            s.what,
+                            f.path,
+                            f.message
+                        )
+                    })
+            })
+            .collect(),
+        judged.len(),
+        "answers to /agent/request (2xx answers to valid requests, and every rejection)",
+    )
+}
+
+/// `Across::NamesMissingField`: the refusals for a missing field that do not name it.
+fn names_missing_field(c: &Client<'_>) -> Findings {
+    (
+        c.missing
+            .iter()
+            .filter(|(field, answer)| !names_field(answer, field))
+            .map(|(field, answer)| {
+                format!(
+                    "without {field}: {}",
+                    excerpt(answer.to_string().as_bytes(), 160)
+                )
+            })
+            .collect(),
+        c.missing.len(),
+        "refusals for a missing field",
+    )
 }
 
 /// The request type of a request, as a problem line starts (`?`: none, or not JSON).

@@ -1,7 +1,7 @@
 //! The run: settings, each case of the suite in the file's order (skipped when it cannot be
 //! judged, else its scenario run and judged), then the cases judged across the run.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::judge::tape::{in_case, Tape};
 use crate::probe::checks::Check;
@@ -78,14 +78,7 @@ pub async fn run(
     let mut across = Vec::new();
     // Per case, when its requests broke.
     let mut broke = std::collections::HashMap::new();
-    // The client's messages speak of an agent; here the peer is the Librarian.
-    let connect = liveness::connect(&client.watch, &settings.base, settings.timeout);
-    let reachable = in_case("librarian.reachable", connect)
-        .await
-        .map_err(|e| match e {
-            http::Error::Connect { addr, reason } => format!("cannot connect to {addr}: {reason}"),
-            other => other.to_string(),
-        });
+    let reachable = reach(&client, settings).await;
     for spec in suite.cases() {
         if !settings.wants(&spec.id.value) {
             continue;
@@ -99,35 +92,10 @@ pub async fn run(
         } else if let Scenario::Across(a) = scenario {
             across.push((a, case));
             continue;
-        } else if spec.group() == "rate" && settings.quick {
-            case.skip(
-                "not judged under --quick: the rate group sends a minute's worth of requests; \
-                 run without --quick to exercise it",
-            );
-        } else if needs_two(&scenario) && settings.tokens.len() < 2 {
-            case.skip("not judged: needs a second agent; give --token twice (AGENT=TOKEN)");
-        } else if needs_registry(&scenario) && settings.registry.is_none() {
-            case.skip(
-                "not judged: needs the Librarian's agent registry; give --registry agents.yaml",
-            );
+        } else if let Some(why) = unmet_need(spec, &scenario, settings) {
+            case.skip(why);
         } else {
-            client.patient = spec.group() != "rate";
-            client.judges_5xx = matches!(
-                scenario,
-                Scenario::MissingField { .. }
-                    | Scenario::BadInput(_)
-                    | Scenario::Limit { .. }
-                    | Scenario::Auth(_)
-            );
-            client.marked = marked(&scenario).then(|| spec.id.value.clone());
-            let t0 = Instant::now();
-            // Its calls are recorded (and replayed) as its own.
-            in_case(
-                spec.id.value.clone(),
-                judge(&mut client, &scenario, &mut case),
-            )
-            .await;
-            case.set_duration(t0.elapsed());
+            run_case(&mut client, spec, &scenario, &mut case).await;
             broke.insert(case.id.clone(), std::mem::take(&mut client.broke));
         }
         on_case(&case);
@@ -141,15 +109,7 @@ pub async fn run(
     }
     if let Err(e) = &reachable {
         // One failure that says why, rather than every case failing for it.
-        let mut first = CaseResult::new(
-            "librarian.reachable",
-            "librarian",
-            crate::report::Level::Must,
-            "the Librarian accepts a connection",
-            "REST API Endpoints",
-        )
-        .precondition();
-        first.fail(format!("the Librarian is unreachable: {e}"));
+        let first = unreachable(e);
         on_case(&first);
         cases.insert(0, first);
     }
@@ -163,15 +123,86 @@ pub async fn run(
     }
     let secrets: Vec<String> = settings.tokens.iter().map(|(_, t)| t.clone()).collect();
     let mut report = run_info.report(cases, &Redactor::new(secrets));
-    report.notes.push(format!(
+    report.notes.push(assumptions_note());
+    Ok(report)
+}
+
+/// Connects to the Librarian, as the case `librarian.reachable`: why it could not, in the
+/// words of a Librarian rather than the client's words of an agent.
+async fn reach(client: &Client<'_>, settings: &Settings) -> Result<Duration, String> {
+    // The client's messages speak of an agent; here the peer is the Librarian.
+    let connect = liveness::connect(&client.watch, &settings.base, settings.timeout);
+    in_case("librarian.reachable", connect)
+        .await
+        .map_err(|e| match e {
+            http::Error::Connect { addr, reason } => format!("cannot connect to {addr}: {reason}"),
+            other => other.to_string(),
+        })
+}
+
+/// Why a reachable Librarian's case cannot be judged in this run (what it needs that the
+/// settings do not give), if it cannot.
+fn unmet_need(spec: &CaseSpec, scenario: &Scenario, settings: &Settings) -> Option<&'static str> {
+    if spec.group() == "rate" && settings.quick {
+        Some(
+            "not judged under --quick: the rate group sends a minute's worth of requests; \
+             run without --quick to exercise it",
+        )
+    } else if needs_two(scenario) && settings.tokens.len() < 2 {
+        Some("not judged: needs a second agent; give --token twice (AGENT=TOKEN)")
+    } else if needs_registry(scenario) && settings.registry.is_none() {
+        Some("not judged: needs the Librarian's agent registry; give --registry agents.yaml")
+    } else {
+        None
+    }
+}
+
+/// Runs one case's scenario and judges it into `case`, timed.
+async fn run_case(
+    client: &mut Client<'_>,
+    spec: &CaseSpec,
+    scenario: &Scenario,
+    case: &mut CaseResult,
+) {
+    client.patient = spec.group() != "rate";
+    client.judges_5xx = matches!(
+        scenario,
+        Scenario::MissingField { .. }
+            | Scenario::BadInput(_)
+            | Scenario::Limit { .. }
+            | Scenario::Auth(_)
+    );
+    client.marked = marked(scenario).then(|| spec.id.value.clone());
+    let t0 = Instant::now();
+    // Its calls are recorded (and replayed) as its own.
+    in_case(spec.id.value.clone(), judge(client, scenario, case)).await;
+    case.set_duration(t0.elapsed());
+}
+
+/// `librarian.reachable`, failed: the Librarian could not be reached (`why`).
+fn unreachable(why: &str) -> CaseResult {
+    let mut first = CaseResult::new(
+        "librarian.reachable",
+        "librarian",
+        crate::report::Level::Must,
+        "the Librarian accepts a connection",
+        "REST API Endpoints",
+    )
+    .precondition();
+    first.fail(format!("the Librarian is unreachable: {why}"));
+    first
+}
+
+/// The report's note on the checks that rest on an assumption.
+fn assumptions_note() -> String {
+    format!(
         "checks that rest on an assumption (the document names these shapes without giving them): {}",
         model::ASSUMPTIONS
             .iter()
             .map(|(what, assumed)| format!("{what}: {assumed}"))
             .collect::<Vec<_>>()
             .join("; ")
-    ));
-    Ok(report)
+    )
 }
 
 /// Whether a scenario's requests are the probe's own tests, not what a client of the protocol
