@@ -331,11 +331,11 @@ impl<'a> Selected<'a> {
 
     /// The first ten items, and how many more.
     fn listed(&self) -> String {
-        let shown: Vec<String> = self.items.iter().take(10).map(|(_, v)| shown(v)).collect();
+        let first: Vec<String> = self.items.iter().take(10).map(|(_, v)| shown(v)).collect();
         let more = self.items.len().saturating_sub(10);
         format!(
             "[{}{}]",
-            shown.join(", "),
+            first.join(", "),
             if more > 0 {
                 format!(", … {more} more")
             } else {
