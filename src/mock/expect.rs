@@ -266,9 +266,52 @@ impl Condition {
 
     /// None when it holds, else what was found.
     pub fn violation(&self, answer: &Value) -> Option<String> {
-        let found = self.path.select(answer);
-        let shown = |v: &Value| crate::text::excerpt_str(&v.to_string(), 200);
-        // The values a list operator looks at: those selected, or the items of the one array.
+        let s = Selected::of(self, answer);
+        let text = &self.text;
+        match &self.op {
+            Op::Exists if s.found.is_empty() => Some(s.nothing("absent")),
+            Op::Exists => None,
+            Op::Eq(want) | Op::Ne(want) if s.filtered => {
+                s.each_equal(want, matches!(self.op, Op::Eq(_)))
+            }
+            Op::Eq(want) => match s.found.first() {
+                Some((_, v)) if same(v, want) => None,
+                Some((_, v)) => Some(format!("{text}: found {}", shown(v))),
+                None => Some(format!("{text}: absent")),
+            },
+            Op::Ne(want) => match s.found.first() {
+                Some((_, v)) if same(v, want) => Some(format!("{text}: found {}", shown(v))),
+                _ => None,
+            },
+            Op::Contains(want) => s.contains(want),
+            Op::All(cmp, want) => s.all(*cmp, want),
+            Op::Any(cmp, want) => s.any(*cmp, want),
+            Op::Count(cmp, n) => s.count(*cmp, *n),
+        }
+    }
+}
+
+/// A value as a failure shows it.
+fn shown(v: &Value) -> String {
+    crate::text::excerpt_str(&v.to_string(), 200)
+}
+
+/// What a condition's path selected in an answer, and how the condition's failures on it are
+/// said.
+struct Selected<'a> {
+    condition: &'a Condition,
+    answer: &'a Value,
+    found: Vec<(String, &'a Value)>,
+    /// The values a list operator looks at: those selected, or the items of the one array.
+    items: Vec<(String, &'a Value)>,
+    /// Through a filter, nothing selected is a failure that says which step found nothing;
+    /// elsewhere the words are those of before filters (`absent`, `selects nothing`).
+    filtered: bool,
+}
+
+impl<'a> Selected<'a> {
+    fn of(condition: &'a Condition, answer: &'a Value) -> Selected<'a> {
+        let found = condition.path.select(answer);
         let items: Vec<(String, &Value)> = match found.as_slice() {
             [(path, Value::Array(list))] => list
                 .iter()
@@ -277,116 +320,123 @@ impl Condition {
                 .collect(),
             _ => found.iter().map(|(p, v)| (p.clone(), *v)).collect(),
         };
-        let listed = || {
-            let shown: Vec<String> = items.iter().take(10).map(|(_, v)| shown(v)).collect();
-            let more = items.len().saturating_sub(10);
-            format!(
-                "[{}{}]",
-                shown.join(", "),
-                if more > 0 {
-                    format!(", … {more} more")
-                } else {
-                    String::new()
-                }
-            )
-        };
-        let text = &self.text;
-        // Through a filter, nothing selected is a failure that says which step found nothing;
-        // elsewhere the words are those of before filters (`absent`, `selects nothing`).
-        let filtered = self.path.has_filter();
-        let nothing = |plain: &str| match self.path.why_nothing(answer) {
-            Some(why) if filtered => format!("{text}: selects nothing: {why}"),
-            _ => format!("{text}: {plain}"),
-        };
-        // `found X (where)`, for the first of the values that fail, and how many more do.
-        let first_off = |off: &[&(String, &Value)]| {
-            off.first().map(|(at, v)| {
-                let more = match off.len() {
-                    1 => String::new(),
-                    n => format!(", and {} more of {}", n - 1, found.len()),
-                };
-                format!("{text}: found {} ({at}){more}", shown(v))
-            })
-        };
-        match &self.op {
-            Op::Exists if found.is_empty() => Some(nothing("absent")),
-            Op::Exists => None,
-            Op::Eq(want) | Op::Ne(want) if filtered => {
-                if found.is_empty() {
-                    return Some(nothing("absent"));
-                }
-                let equal = matches!(self.op, Op::Eq(_));
-                let off: Vec<&(String, &Value)> = found
-                    .iter()
-                    .filter(|(_, v)| same(v, want) != equal)
-                    .collect();
-                first_off(&off)
-            }
-            Op::Eq(want) => match found.first() {
-                Some((_, v)) if same(v, want) => None,
-                Some((_, v)) => Some(format!("{text}: found {}", shown(v))),
-                None => Some(format!("{text}: absent")),
-            },
-            Op::Ne(want) => match found.first() {
-                Some((_, v)) if same(v, want) => Some(format!("{text}: found {}", shown(v))),
-                _ => None,
-            },
-            Op::Contains(want) => {
-                if let ([(_, Value::String(s))], Value::String(part)) = (found.as_slice(), want) {
-                    return (!s.contains(part.as_str()))
-                        .then(|| format!("{text}: found {}", shown(&Value::String(s.clone()))));
-                }
-                if found.is_empty() {
-                    return Some(nothing("absent"));
-                }
-                (!items.iter().any(|(_, v)| same(v, want))).then(|| {
-                    format!(
-                        "{text}: not among {}: {}",
-                        crate::text::count(items.len() as u64, "values"),
-                        listed()
-                    )
-                })
-            }
-            Op::All(cmp, want) => {
-                if items.is_empty() {
-                    return Some(nothing("selects nothing"));
-                }
-                let off: Vec<&(String, &Value)> =
-                    items.iter().filter(|(_, v)| !cmp.meets(v, want)).collect();
-                let verb = match cmp {
-                    Cmp::Eq | Cmp::Ne => "differ",
-                    _ => "do not meet it",
-                };
-                off.first().map(|(path, v)| {
-                    format!(
-                        "{text}: {} of {} {verb}, e.g. {path} = {}",
-                        off.len(),
-                        items.len(),
-                        shown(v)
-                    )
-                })
-            }
-            Op::Any(cmp, want) => {
-                if items.iter().any(|(_, v)| cmp.meets(v, want)) {
-                    None
-                } else if items.is_empty() {
-                    Some(nothing("selects nothing"))
-                } else {
-                    Some(format!(
-                        "{text}: none of {}: {}",
-                        crate::text::count(items.len() as u64, "values"),
-                        listed()
-                    ))
-                }
-            }
-            Op::Count(cmp, n) => {
-                let count = items.len();
-                (!cmp.holds(count, *n)).then(|| match self.path.why_nothing(answer) {
-                    Some(why) if filtered => format!("{text}: found {count} [] ({why})"),
-                    _ => format!("{text}: found {count} {}", listed()),
-                })
-            }
+        Selected {
+            condition,
+            answer,
+            found,
+            items,
+            filtered: condition.path.has_filter(),
         }
+    }
+
+    /// The first ten items, and how many more.
+    fn listed(&self) -> String {
+        let first: Vec<String> = self.items.iter().take(10).map(|(_, v)| shown(v)).collect();
+        let more = self.items.len().saturating_sub(10);
+        format!(
+            "[{}{}]",
+            first.join(", "),
+            if more > 0 {
+                format!(", … {more} more")
+            } else {
+                String::new()
+            }
+        )
+    }
+
+    /// Nothing selected: through a filter, which step found nothing, else `plain`.
+    fn nothing(&self, plain: &str) -> String {
+        let text = &self.condition.text;
+        match self.condition.path.why_nothing(self.answer) {
+            Some(why) if self.filtered => format!("{text}: selects nothing: {why}"),
+            _ => format!("{text}: {plain}"),
+        }
+    }
+
+    /// `PATH == VALUE` (`equal`) or `PATH != VALUE` through a filter: on each value it picks.
+    fn each_equal(&self, want: &Value, equal: bool) -> Option<String> {
+        if self.found.is_empty() {
+            return Some(self.nothing("absent"));
+        }
+        let off: Vec<&(String, &Value)> = self
+            .found
+            .iter()
+            .filter(|(_, v)| same(v, want) != equal)
+            .collect();
+        // `found X (where)`, for the first of the values that fail, and how many more do.
+        off.first().map(|(at, v)| {
+            let more = match off.len() {
+                1 => String::new(),
+                n => format!(", and {} more of {}", n - 1, self.found.len()),
+            };
+            format!("{}: found {} ({at}){more}", self.condition.text, shown(v))
+        })
+    }
+
+    fn contains(&self, want: &Value) -> Option<String> {
+        let text = &self.condition.text;
+        if let ([(_, Value::String(s))], Value::String(part)) = (self.found.as_slice(), want) {
+            return (!s.contains(part.as_str()))
+                .then(|| format!("{text}: found {}", shown(&Value::String(s.clone()))));
+        }
+        if self.found.is_empty() {
+            return Some(self.nothing("absent"));
+        }
+        (!self.items.iter().any(|(_, v)| same(v, want))).then(|| {
+            format!(
+                "{text}: not among {}: {}",
+                crate::text::count(self.items.len() as u64, "values"),
+                self.listed()
+            )
+        })
+    }
+
+    fn all(&self, cmp: Cmp, want: &Value) -> Option<String> {
+        if self.items.is_empty() {
+            return Some(self.nothing("selects nothing"));
+        }
+        let off: Vec<&(String, &Value)> = self
+            .items
+            .iter()
+            .filter(|(_, v)| !cmp.meets(v, want))
+            .collect();
+        let verb = match cmp {
+            Cmp::Eq | Cmp::Ne => "differ",
+            _ => "do not meet it",
+        };
+        off.first().map(|(path, v)| {
+            format!(
+                "{}: {} of {} {verb}, e.g. {path} = {}",
+                self.condition.text,
+                off.len(),
+                self.items.len(),
+                shown(v)
+            )
+        })
+    }
+
+    fn any(&self, cmp: Cmp, want: &Value) -> Option<String> {
+        if self.items.iter().any(|(_, v)| cmp.meets(v, want)) {
+            None
+        } else if self.items.is_empty() {
+            Some(self.nothing("selects nothing"))
+        } else {
+            Some(format!(
+                "{}: none of {}: {}",
+                self.condition.text,
+                crate::text::count(self.items.len() as u64, "values"),
+                self.listed()
+            ))
+        }
+    }
+
+    fn count(&self, cmp: Cmp, n: usize) -> Option<String> {
+        let text = &self.condition.text;
+        let count = self.items.len();
+        (!cmp.holds(count, n)).then(|| match self.condition.path.why_nothing(self.answer) {
+            Some(why) if self.filtered => format!("{text}: found {count} [] ({why})"),
+            _ => format!("{text}: found {count} {}", self.listed()),
+        })
     }
 }
 

@@ -49,6 +49,201 @@ impl ShortDeadline {
     }
 }
 
+/// What the triggers got, sorted by the case each finding belongs to.
+#[derive(Default)]
+struct Sorted {
+    sent: usize,
+    unreachable: Vec<String>,
+    silent: Vec<String>,
+    late: Vec<String>,
+    /// Triggers the platform's death cut: no evidence of how it answers (platform.alive says it).
+    died: Vec<String>,
+    errors: Vec<String>,
+    unmet: Vec<String>,
+    /// The times of the answers, sorted.
+    latencies: Vec<Duration>,
+    /// Triggers whose deadline, the run's own, ran out while the platform still waited for an
+    /// agent within its timeout: not the platform's failure, not judged.
+    cut: Tally,
+    /// Those whose deadline ran out on the platform's account.
+    overdue: Vec<String>,
+    below_500: u64,
+}
+
+impl Sorted {
+    fn of(
+        spec: &TriggerSpec,
+        conditions: &[Condition],
+        short: &ShortDeadline,
+        results: &[Triggered],
+    ) -> Sorted {
+        let mut s = Sorted {
+            sent: results.len(),
+            ..Sorted::default()
+        };
+        for Triggered {
+            n,
+            elapsed,
+            answer,
+            within,
+            ..
+        } in results
+        {
+            let took = format!("{:.1} s", elapsed.as_secs_f64());
+            if !within.is_empty() {
+                s.cut.check(false, || short.describe(*n, *elapsed, within));
+            }
+            if let Err(Failure::Silent(e) | Failure::Late(e)) = answer {
+                if within.is_empty() {
+                    s.overdue.push(format!("#{n}: {e} (waited {took})"));
+                }
+            }
+            match answer {
+                Err(Failure::Unreachable(e)) => {
+                    s.unreachable.push(format!("#{n}: {e} (after {took})"))
+                }
+                Err(Failure::Silent(e)) => s.silent.push(format!("#{n}: {e} (waited {took})")),
+                Err(Failure::Late(e)) => s.late.push(format!("#{n}: {e} (waited {took})")),
+                Err(Failure::Cut(e)) => s.died.push(format!("#{n}: {e}")),
+                Ok(r) => {
+                    s.latencies.push(*elapsed);
+                    if r.status >= 500 {
+                        s.errors.push(format!(
+                            "#{n}: {} {}",
+                            r.status,
+                            crate::text::excerpt(&r.body, 200)
+                        ));
+                    } else {
+                        // A 5xx is platform.no-5xx's finding; judging its body too would report it twice.
+                        s.below_500 += 1;
+                        s.unmet.extend(
+                            expectations(spec, conditions, r)
+                                .into_iter()
+                                .map(|u| format!("#{n}: {u}")),
+                        );
+                    }
+                }
+            }
+        }
+        s.latencies.sort();
+        s
+    }
+
+    fn answered(&self) -> usize {
+        self.latencies.len()
+    }
+
+    fn silent_note(&self, deadline: Duration) -> String {
+        format!(
+            "{} of {} got no answer head within the deliberation deadline {} (see platform.deliberation-deadline):\n  {}",
+            self.silent.len(),
+            crate::text::count(self.sent as u64, "triggers"),
+            humantime::format_duration(deadline),
+            self.silent.join("\n  ")
+        )
+    }
+
+    /// Why no answer was there to judge.
+    fn unanswered(&self) -> String {
+        if self.answered() == 0 && !self.died.is_empty() {
+            return not_judged_at_all(&self.died, "");
+        }
+        format!(
+            "no trigger got a whole answer ({} unreachable, {} without an answer head, {} late): see platform.trigger and platform.deliberation-deadline",
+            self.unreachable.len(),
+            self.silent.len(),
+            self.late.len()
+        )
+    }
+
+    /// platform.trigger: the triggers reached the platform.
+    fn reached(&self, case: &mut CaseResult, target: &str, deadline: Duration) {
+        // A trigger with no answer head within the deadline tells nothing of whether the
+        // platform answers at all: that wait is the deadline case's failure, and this case
+        // says what it saw.
+        let headed = self.answered() + self.late.len();
+        let mut note = format!(
+            "{} sent to {target}; {headed} got an HTTP answer",
+            crate::text::count(self.sent as u64, "triggers")
+        );
+        if !self.silent.is_empty() {
+            note = format!("{note}; {}", self.silent_note(deadline));
+        }
+        note.push_str(&not_judged(&self.died));
+        settle(
+            case,
+            Evidence::new((headed + self.unreachable.len()) as u64, "triggers"),
+            &self.unreachable,
+            note,
+            || {
+                not_judged_at_all(
+                    &self.died,
+                    &format!("not judged: {}", self.silent_note(deadline)),
+                )
+            },
+        );
+    }
+
+    /// platform.deliberation-deadline: each deliberation answered within the deadline.
+    fn within_deadline(&self, case: &mut CaseResult, deadline: Duration) {
+        let answered = self.answered();
+        settle(
+            case,
+            Evidence::new(
+                (answered + self.overdue.len()) as u64,
+                "triggered deliberations",
+            ),
+            &self.overdue,
+            format!(
+                "{answered} of {} answered within {}; {}",
+                self.sent,
+                humantime::format_duration(deadline),
+                latency_summary(&self.latencies)
+            ),
+            || {
+                not_judged_at_all(
+                    &self.died,
+                    "no trigger reached the platform (see platform.trigger), so no deliberation ran",
+                )
+            },
+        );
+        note_cut(case, &self.cut, "deliberations");
+    }
+
+    /// platform.no-5xx: no answer was a server error.
+    fn no_5xx(&self, case: &mut CaseResult) {
+        let answered = self.answered() as u64;
+        settle(
+            case,
+            Evidence::new(answered, "deliberation answers"),
+            &self.errors,
+            format!("{}, none 5xx", crate::text::count(answered, "answers")),
+            || self.unanswered(),
+        );
+    }
+
+    /// The expectations stated, on the answers below 500.
+    fn expected(&self, case: &mut CaseResult) {
+        let answered = self.answered();
+        settle(
+            case,
+            Evidence::new(self.below_500, "deliberation answers below 500"),
+            &self.unmet,
+            format!(
+                "{} met every expectation",
+                crate::text::count(self.below_500, "answers")
+            ),
+            || {
+                if answered == 0 {
+                    self.unanswered()
+                } else {
+                    format!("every answer was a 5xx ({answered}, see platform.no-5xx): the expectations are judged on answers below 500")
+                }
+            },
+        );
+    }
+}
+
 /// The trigger's four cases, judged on what each trigger got.
 pub(super) fn judge_triggers(
     spec: &TriggerSpec,
@@ -57,144 +252,12 @@ pub(super) fn judge_triggers(
     target: &str,
     results: &[Triggered],
 ) -> [CaseResult; 4] {
-    let deadline = short.deadline;
     let [mut reached, mut deadline_case, mut no5xx, mut expect_case] = trigger_cases();
-    let (mut unreachable, mut silent, mut late) = (Vec::new(), Vec::new(), Vec::new());
-    // Triggers the platform's death cut: no evidence of how it answers (platform.alive says it).
-    let mut died = Vec::new();
-    let (mut errors, mut unmet, mut latencies) = (Vec::new(), Vec::new(), Vec::new());
-    // Triggers whose deadline, the run's own, ran out while the platform still waited for an
-    // agent within its timeout: not the platform's failure, not judged.
-    let mut cut = Tally::default();
-    // Those whose deadline ran out on the platform's account.
-    let mut overdue = Vec::new();
-    let mut below_500 = 0u64;
-    for Triggered {
-        n,
-        elapsed,
-        answer,
-        within,
-        ..
-    } in results
-    {
-        let took = format!("{:.1} s", elapsed.as_secs_f64());
-        if !within.is_empty() {
-            cut.check(false, || short.describe(*n, *elapsed, within));
-        }
-        if let Err(Failure::Silent(e) | Failure::Late(e)) = answer {
-            if within.is_empty() {
-                overdue.push(format!("#{n}: {e} (waited {took})"));
-            }
-        }
-        match answer {
-            Err(Failure::Unreachable(e)) => unreachable.push(format!("#{n}: {e} (after {took})")),
-            Err(Failure::Silent(e)) => silent.push(format!("#{n}: {e} (waited {took})")),
-            Err(Failure::Late(e)) => late.push(format!("#{n}: {e} (waited {took})")),
-            Err(Failure::Cut(e)) => died.push(format!("#{n}: {e}")),
-            Ok(r) => {
-                latencies.push(*elapsed);
-                if r.status >= 500 {
-                    errors.push(format!(
-                        "#{n}: {} {}",
-                        r.status,
-                        crate::text::excerpt(&r.body, 200)
-                    ));
-                } else {
-                    // A 5xx is platform.no-5xx's finding; judging its body too would report it twice.
-                    below_500 += 1;
-                    unmet.extend(
-                        expectations(spec, conditions, r)
-                            .into_iter()
-                            .map(|u| format!("#{n}: {u}")),
-                    );
-                }
-            }
-        }
-    }
-    let sent = results.len();
-    let answered = latencies.len();
-    // A trigger with no answer head within the deadline tells nothing of whether the platform
-    // answers at all: that wait is the deadline case's failure, and this case says what it saw.
-    let headed = answered + late.len();
-    let silent_note = || {
-        format!(
-            "{} of {} got no answer head within the deliberation deadline {} (see platform.deliberation-deadline):\n  {}",
-            silent.len(),
-            crate::text::count(sent as u64, "triggers"),
-            humantime::format_duration(deadline),
-            silent.join("\n  ")
-        )
-    };
-    let mut note = format!(
-        "{} sent to {target}; {headed} got an HTTP answer",
-        crate::text::count(sent as u64, "triggers")
-    );
-    if !silent.is_empty() {
-        note = format!("{note}; {}", silent_note());
-    }
-    note.push_str(&not_judged(&died));
-    settle(
-        &mut reached,
-        Evidence::new((headed + unreachable.len()) as u64, "triggers"),
-        &unreachable,
-        note,
-        || not_judged_at_all(&died, &format!("not judged: {}", silent_note())),
-    );
-    latencies.sort();
-    settle(
-        &mut deadline_case,
-        Evidence::new((answered + overdue.len()) as u64, "triggered deliberations"),
-        &overdue,
-        format!(
-            "{answered} of {sent} answered within {}; {}",
-            humantime::format_duration(deadline),
-            latency_summary(&latencies)
-        ),
-        || {
-            not_judged_at_all(
-                &died,
-                "no trigger reached the platform (see platform.trigger), so no deliberation ran",
-            )
-        },
-    );
-    note_cut(&mut deadline_case, &cut, "deliberations");
-    let unanswered = || {
-        if answered == 0 && !died.is_empty() {
-            return not_judged_at_all(&died, "");
-        }
-        format!(
-            "no trigger got a whole answer ({} unreachable, {} without an answer head, {} late): see platform.trigger and platform.deliberation-deadline",
-            unreachable.len(),
-            silent.len(),
-            late.len()
-        )
-    };
-    settle(
-        &mut no5xx,
-        Evidence::new(answered as u64, "deliberation answers"),
-        &errors,
-        format!(
-            "{}, none 5xx",
-            crate::text::count(answered as u64, "answers")
-        ),
-        unanswered,
-    );
-    settle(
-        &mut expect_case,
-        Evidence::new(below_500, "deliberation answers below 500"),
-        &unmet,
-        format!(
-            "{} met every expectation",
-            crate::text::count(below_500, "answers")
-        ),
-        || {
-            if answered == 0 {
-                unanswered()
-            } else {
-                format!("every answer was a 5xx ({answered}, see platform.no-5xx): the expectations are judged on answers below 500")
-            }
-        },
-    );
+    let sorted = Sorted::of(spec, conditions, short, results);
+    sorted.reached(&mut reached, target, short.deadline);
+    sorted.within_deadline(&mut deadline_case, short.deadline);
+    sorted.no_5xx(&mut no5xx);
+    sorted.expected(&mut expect_case);
     [reached, deadline_case, no5xx, expect_case]
 }
 

@@ -200,73 +200,9 @@ impl Fleet {
         };
         let reply_after = duration("reply-after", &spec.reply_after)?;
         let settle = duration("settle", &spec.settle)?;
-        let (dialect, detect) = match spec.ws.as_str() {
-            "auto" => (Dialect::Document, true),
-            forced => (
-                Dialect::parse(forced).map_err(|_| FleetFileError::Dialect {
-                    file: source.to_string(),
-                    given: forced.to_string(),
-                })?,
-                false,
-            ),
-        };
-        if spec.agents.is_empty() {
-            return Err(FleetFileError::NoAgents {
-                file: source.to_string(),
-            });
-        }
-        for (key, n, max) in [
-            ("messages", spec.messages, 100),
-            ("clients", spec.clients, 10_000),
-        ] {
-            if n == 0 || n > max {
-                return Err(FleetFileError::OutOfRange {
-                    file: source.to_string(),
-                    key,
-                    n,
-                    max,
-                });
-            }
-        }
-        // Session ids: the seed keeps them apart from an earlier run's on the same server.
-        let tag = file.seed.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64)
-        }) % 0xFFFF_FFFF;
-        let mut agents = Vec::new();
-        let mut names = std::collections::BTreeSet::new();
-        for a in spec.agents {
-            let at = |fault: AgentFault| FleetFileError::Agent {
-                file: source.to_string(),
-                agent: a.name.clone(),
-                fault,
-            };
-            if !names.insert(a.name.clone()) {
-                return Err(at(AgentFault::Twice));
-            }
-            if a.name.is_empty()
-                || !a
-                    .name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-            {
-                return Err(at(AgentFault::Name));
-            }
-            if a.sessions == 0 || a.sessions > 1000 {
-                return Err(at(AgentFault::Sessions(a.sessions)));
-            }
-            let behavior = Behavior::parse(&a.behavior).map_err(|e| at(e.into()))?;
-            let sessions = (0..a.sessions)
-                .map(|n| format!("tck-{}-{n}-{tag:08x}", a.name))
-                .collect();
-            agents.push(FleetAgent {
-                name: a.name,
-                agent_id: a.agent_id,
-                behavior,
-                sessions,
-            });
-        }
+        let (dialect, detect) = dialect(source, &spec.ws)?;
+        counts(source, &spec)?;
+        let agents = agents(source, spec.agents, session_tag(file.seed))?;
         let watch = std::sync::Arc::new(crate::transport::liveness::Watch::http(
             format!("the agent server at {server_url}"),
             std::time::Instant::now(),
@@ -302,6 +238,95 @@ impl Fleet {
     pub fn input_url(base: &str, agent: &str) -> String {
         format!("{base}/agents/{agent}/input")
     }
+}
+
+/// The `ws` setting: the dialect to speak, and whether to detect it (`auto`).
+fn dialect(source: &str, ws: &str) -> Result<(Dialect, bool), FleetFileError> {
+    Ok(match ws {
+        "auto" => (Dialect::Document, true),
+        forced => (
+            Dialect::parse(forced).map_err(|_| FleetFileError::Dialect {
+                file: source.to_string(),
+                given: forced.to_string(),
+            })?,
+            false,
+        ),
+    })
+}
+
+/// The counts in range: some agents, and the messages and clients.
+fn counts(source: &str, spec: &Spec) -> Result<(), FleetFileError> {
+    if spec.agents.is_empty() {
+        return Err(FleetFileError::NoAgents {
+            file: source.to_string(),
+        });
+    }
+    for (key, n, max) in [
+        ("messages", spec.messages, 100),
+        ("clients", spec.clients, 10_000),
+    ] {
+        if n == 0 || n > max {
+            return Err(FleetFileError::OutOfRange {
+                file: source.to_string(),
+                key,
+                n,
+                max,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// What session ids end with: the seed keeps them apart from an earlier run's on the same
+/// server.
+fn session_tag(seed: Option<u64>) -> u64 {
+    seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }) % 0xFFFF_FFFF
+}
+
+/// The agents, each checked (the first wrong one is the error), their sessions named with `tag`.
+fn agents(
+    source: &str,
+    specs: Vec<AgentSpec>,
+    tag: u64,
+) -> Result<Vec<FleetAgent>, FleetFileError> {
+    let mut agents = Vec::new();
+    let mut names = std::collections::BTreeSet::new();
+    for a in specs {
+        let at = |fault: AgentFault| FleetFileError::Agent {
+            file: source.to_string(),
+            agent: a.name.clone(),
+            fault,
+        };
+        if !names.insert(a.name.clone()) {
+            return Err(at(AgentFault::Twice));
+        }
+        if a.name.is_empty()
+            || !a
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(at(AgentFault::Name));
+        }
+        if a.sessions == 0 || a.sessions > 1000 {
+            return Err(at(AgentFault::Sessions(a.sessions)));
+        }
+        let behavior = Behavior::parse(&a.behavior).map_err(|e| at(e.into()))?;
+        let sessions = (0..a.sessions)
+            .map(|n| format!("tck-{}-{n}-{tag:08x}", a.name))
+            .collect();
+        agents.push(FleetAgent {
+            name: a.name,
+            agent_id: a.agent_id,
+            behavior,
+            sessions,
+        });
+    }
+    Ok(agents)
 }
 
 #[cfg(test)]

@@ -36,6 +36,17 @@ pub struct Inputs {
     next: std::sync::atomic::AtomicU64,
 }
 
+/// A callback to send: what it is, the path it goes to, its body, and the canary it carries.
+type Callback = (CallbackKind, String, Vec<u8>, Option<String>);
+
+/// Where a forward's callbacks go, and what each one's record says of it.
+struct Addressed<'a> {
+    base: &'a BaseUrl,
+    agent: &'a str,
+    session: &'a str,
+    answers: &'a str,
+}
+
 impl Inputs {
     fn record_forward(&self, f: Forward) -> Option<usize> {
         let mut b = self.books.lock().ok()?;
@@ -135,10 +146,26 @@ impl Inputs {
         let Some((base, path)) = split_url(&callback_url) else {
             return;
         };
+        let to = Addressed {
+            base: &base,
+            agent: &agent.name,
+            session: &session,
+            answers: &answers,
+        };
+        for callback in self.callbacks(&agent.behavior, &session, path).await {
+            self.send(&to, callback).await;
+        }
+    }
+
+    /// The callbacks an agent that behaves so sends to `path` for a forward to `session`, each
+    /// numbered in turn (none when the agent calls back not at all, or when the session it
+    /// should call back to after deleting it could not be deleted: a callback then would judge
+    /// nothing).
+    async fn callbacks(&self, behavior: &Behavior, session: &str, path: String) -> Vec<Callback> {
         let n = || self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let reply = |n: u64| format!("Received, thank you.\n\n(tck-reply-{n})");
-        let mut sends: Vec<(CallbackKind, String, Vec<u8>, Option<String>)> = Vec::new();
-        match &agent.behavior {
+        let mut sends: Vec<Callback> = Vec::new();
+        match behavior {
             Behavior::Markdown => {
                 let n = n();
                 sends.push((CallbackKind::Text, path, format!("# Answer\n\nHere is a *Markdown* reply:\n\n- one\n- two `code`\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n(tck-reply-{n})").into_bytes(), None));
@@ -175,7 +202,7 @@ impl Inputs {
             Behavior::UnknownSession => {
                 let n = n();
                 let unknown = path.replace(
-                    &model::callback_path(&session),
+                    &model::callback_path(session),
                     &model::callback_path(&format!("tck-no-such-session-{n}")),
                 );
                 sends.push((
@@ -187,11 +214,11 @@ impl Inputs {
             }
             Behavior::DeletedSession => {
                 let deleted = self
-                    .session_call("delete", &session, json!({"sessionId": session}))
+                    .session_call("delete", session, json!({"sessionId": session}))
                     .await;
                 if deleted.status.is_none_or(|s| !(200..300).contains(&s)) {
                     // Not deleted: a callback now would judge nothing.
-                    return;
+                    return sends;
                 }
                 let n = n();
                 sends.push((
@@ -210,50 +237,53 @@ impl Inputs {
                 sends.push((CallbackKind::Text, path, reply(n).into_bytes(), None));
             }
         }
-        for (kind, path, body, canary) in sends {
-            // Borrowed, not copied: a huge body is tens of megabytes.
-            let text = String::from_utf8_lossy(&body);
-            let marker = text
-                .find("(tck-reply-")
-                .and_then(|i| text[i + 1..].split(')').next())
-                .unwrap_or("")
-                .to_string();
-            let (digest, len) = (ws::digest(&text), text.trim_end().len());
-            drop(text);
-            let sent = Instant::now();
-            let what = format!("POST {path}");
-            let watched = self.watch.sent(&what);
-            let answer = crate::protocols::connector::upload::post(
-                &base,
-                &path,
-                body.into(),
-                CALLBACK_DEADLINE,
-            )
-            .await;
-            let reply = answer
-                .as_ref()
-                .map_or_else(|e| e.reply, |_| Reply::Answered);
-            let ended = self.watch.ended(&what, watched, reply).await;
-            let record = SentCallback {
-                agent: agent.name.clone(),
-                session: session.clone(),
-                kind,
-                digest,
-                len,
-                marker,
-                canary,
-                answers: answers.clone(),
-                sent,
-                status: answer.as_ref().ok().copied(),
-                answered: Some(Instant::now()),
-                cut_mid_body: answer.as_ref().is_err_and(|e| e.cut_mid_body),
-                broke_at: reply.broke().then_some(ended),
-                error: answer.err().map(|e| e.message),
-            };
-            if let Ok(mut b) = self.books.lock() {
-                if b.callbacks.len() < KEPT {
-                    b.callbacks.push(record);
-                }
+        sends
+    }
+
+    /// Sends one callback and records what became of it.
+    async fn send(&self, to: &Addressed<'_>, (kind, path, body, canary): Callback) {
+        // Borrowed, not copied: a huge body is tens of megabytes.
+        let text = String::from_utf8_lossy(&body);
+        let marker = text
+            .find("(tck-reply-")
+            .and_then(|i| text[i + 1..].split(')').next())
+            .unwrap_or("")
+            .to_string();
+        let (digest, len) = (ws::digest(&text), text.trim_end().len());
+        drop(text);
+        let sent = Instant::now();
+        let what = format!("POST {path}");
+        let watched = self.watch.sent(&what);
+        let answer = crate::protocols::connector::upload::post(
+            to.base,
+            &path,
+            body.into(),
+            CALLBACK_DEADLINE,
+        )
+        .await;
+        let reply = answer
+            .as_ref()
+            .map_or_else(|e| e.reply, |_| Reply::Answered);
+        let ended = self.watch.ended(&what, watched, reply).await;
+        let record = SentCallback {
+            agent: to.agent.to_string(),
+            session: to.session.to_string(),
+            kind,
+            digest,
+            len,
+            marker,
+            canary,
+            answers: to.answers.to_string(),
+            sent,
+            status: answer.as_ref().ok().copied(),
+            answered: Some(Instant::now()),
+            cut_mid_body: answer.as_ref().is_err_and(|e| e.cut_mid_body),
+            broke_at: reply.broke().then_some(ended),
+            error: answer.err().map(|e| e.message),
+        };
+        if let Ok(mut b) = self.books.lock() {
+            if b.callbacks.len() < KEPT {
+                b.callbacks.push(record);
             }
         }
     }

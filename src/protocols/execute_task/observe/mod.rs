@@ -44,6 +44,7 @@ use crate::mock::peer_end::PeerEnd;
 use crate::mock::protocol::{Answered, PlatformExpect, PlatformObserver, Seen, Served};
 use crate::report::{CaseResult, Evidence, Level};
 use crate::text::excerpt_str;
+mod cases;
 mod follow;
 mod verdicts;
 use verdicts::*;
@@ -418,160 +419,16 @@ impl PlatformObserver for HarnessObserver {
             return Vec::new();
         };
         let s = &mut *guard;
-        // Bad answers the harness never followed up: it ended the scenario cleanly.
-        for agent in s.agents.values_mut() {
-            if agent.pending_bad.take().is_some() {
-                s.after_bad.check(true, String::new);
-            }
-        }
-        // Answers still held back: a harness still waiting past its deadline.
-        let limit = self.expect.timeout + GRACE;
-        let expect = humantime::format_duration(self.expect.timeout);
-        for delay in s.waiting.values() {
-            let waited = now.saturating_duration_since(delay.received);
-            if waited > limit {
-                s.deadline.check(false, || {
-                    format!(
-                        "{}: {}: the harness was still waiting after {:.1} s, when the mock stopped (expected to give up within {expect} + 1 s)",
-                        delay.agent,
-                        delay.what(),
-                        waited.as_secs_f64()
-                    )
-                });
-            }
-        }
-        s.waiting
-            .retain(|_, d| now.saturating_duration_since(d.received) <= limit);
-        let (mut left, mut longest) = (s.left_to_harness, s.longest_left);
-        let open = s.agents.values().flat_map(|a| {
-            let chain = a.chains.iter().map(|c| (c.requests, &c.answer));
-            let followed = a.conversations.iter().filter(|c| c.from_start);
-            chain.chain(followed.map(|c| (c.turn, &c.answer)))
-        });
-        for (turns, answer) in open {
-            if turns > 1 && answer.keeps_going() {
-                left += 1;
-                longest = longest.max(turns);
-            }
-        }
+        let expect = humantime::format_duration(self.expect.timeout).to_string();
+        s.settle(now, self.expect.timeout + GRACE, &expect);
         let total = s.common.total();
         let mut cases = s.common.cases(
             "POST /execute_task: Request Body; Local Subprocess Protocol; Socket Protocol",
             served,
         );
-        let followed = "a request that continues a conversation followed from an earlier one (its turn one more, its history opening with the same task)";
-        cases.push(s.turns.judged(
-            "harness.turns",
-            GROUP,
-            Level::Must,
-            "turn 1 opens a conversation with an empty history; each next request is the next turn",
-            "POST /execute_task: Request Body (turn); Multi-turn Flow",
-            "requests with a turn",
-            &s.unfollowed("a request at turn 1, or the next turn of a conversation followed"),
-        ));
-        cases.push(s.history.judged(
-            "harness.history",
-            GROUP,
-            Level::Must,
-            "conversation_history keeps the earlier turns and grows by the previous exchange",
-            "POST /execute_task: Request Body (conversation_history); Multi-turn Flow",
-            "turns that continue a conversation",
-            &s.unfollowed(followed),
-        ));
-        let mut tool_results = s.tool_results.judged(
-            "harness.tool-results",
-            GROUP,
-            Level::Must,
-            "after call_tool or call_multiple_tools, the next task_description carries each tool's result (or an error naming it, or a GOVERNANCE ERROR)",
-            "Multi-turn Flow; Policy Violations (Governance feedback)",
-            "turns after a tool call",
-            &s.unfollowed("a request that follows one the mock answered with a tool call"),
-        );
-        if s.no_turn > 0 && tool_results.passed() {
-            let one = s.no_turn == 1;
-            tool_results.message = format!(
-                "{} came without `turn`: {} followed by the tool results {}, so a missing result there reads as a new conversation, not as a failure",
-                crate::text::count(s.no_turn, "requests"),
-                if one { "it was" } else { "they were" },
-                if one { "it carries" } else { "they carry" }
-            );
-        }
-        cases.push(tool_results);
-        cases.push(s.loop_ends.judged(
-            "harness.loop-ends",
-            GROUP,
-            Level::Must,
-            "nothing follows final_answer, provide_instructions or error in a conversation",
-            "Multi-turn Flow (the loop ends when the agent sends final_answer, provide_instructions, error)",
-            "turns that continue a conversation",
-            &s.unfollowed(followed),
-        ));
-        let never_ends = "no conversation was left to the harness's limit (the mock ended each one, or none was followed past its first request): serve --behavior never-finishes to test it";
-        let mut limit = s.over_limit.judged(
-            "harness.turn-limit",
-            GROUP,
-            Level::Must,
-            &format!(
-                "against an agent that never finishes, the harness stops at a turn limit ({})",
-                match self.expect.max_turns {
-                    Some(n) => format!("--expect-max-turns {n}"),
-                    None => format!("any: a conversation past turn {NO_LIMIT_TURNS} has none"),
-                }
-            ),
-            "Multi-turn Flow (the max turn limit)",
-            "requests of conversations followed from their start",
-            &s.unfollowed(never_ends),
-        );
-        exercised(&mut limit, left, longest, never_ends);
-        cases.push(limit);
-        if self.expect.max_turns.is_none() {
-            let mut default = s.over_default.judged(
-                "harness.turn-limit-default",
-                GROUP,
-                Level::Should,
-                "the turn limit is the spec's default, 5, unless configured (say --expect-max-turns N)",
-                "Multi-turn Flow (the max turn limit, default: 5)",
-                "requests of conversations followed from their start",
-                &s.unfollowed(never_ends),
-            );
-            exercised(&mut default, left, longest, never_ends);
-            if default.passed() {
-                // Stopping at 5 or before is what a harness whose limit is configured (a
-                // scenario's max_turns, a flag) does too: nothing here says the default was in
-                // force, so the default itself was not judged (a stop past 5 still fails).
-                default.skip(format!(
-                    "{}: within the spec's default of {DEFAULT_LIMIT}, but a limit configured to \
-                     {longest} (a scenario's max_turns, a flag of the harness) looks the same \
-                     from the agent's side, so the default was not judged; harness.turn-limit \
-                     judges the limit configured (say it with --expect-max-turns N)",
-                    default.message
-                ));
-            }
-            cases.push(default);
-        }
-        let mut deadline = s.deadline.judged(
-            "harness.deadline",
-            GROUP,
-            Level::Must,
-            &format!(
-                "against a slow or hanging agent, the harness gives up within --expect-timeout ({}) + 1 s",
-                humantime::format_duration(self.expect.timeout)
-            ),
-            "Multi-turn Flow (a harness must not wait forever for an agent)",
-            "slow or hanging answers",
-            "serve --behavior hang or slow:DUR to test the harness's deadline",
-        );
-        s.explain_deadline(&mut deadline);
-        cases.push(deadline);
-        cases.push(s.after_bad.judged(
-            "harness.after-bad-answer",
-            GROUP,
-            Level::Must,
-            "after a malformed, oversized or wrong-schema answer, the harness goes on or ends cleanly (never a half-written request)",
-            "Response Body (one action per answer); Local Subprocess Protocol",
-            "bad answers",
-            "serve --behavior malformed-json, oversized-body or unknown-action to test it",
-        ));
+        s.loop_cases(&mut cases);
+        s.limit_cases(self.expect.max_turns, &mut cases);
+        s.answer_cases(self.expect.timeout, &mut cases);
         cases.push(s.forms_case());
         skip_all_if_none(&mut cases, total, served);
         cases.extend(s.common.probe_case());
