@@ -515,6 +515,10 @@ pub struct MockAgentsArgs {
      no table of the probes against the mock behaviours; the closing verdict line stays. The \
      files (--json, --junit, --html) hold every case and every row"
 )))]
+// A probe's --record and --replay are one run's exchanges; the self-test runs many probes at
+// once, so it takes neither (hidden here, refused if given).
+#[command(mut_arg("record", |a| a.hide(true)))]
+#[command(mut_arg("replay", |a| a.hide(true)))]
 pub struct SelftestArgs {
     /// Only this protocol (default: every one).
     #[arg(long, value_parser = protocol_names())]

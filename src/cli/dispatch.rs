@@ -254,6 +254,12 @@ async fn run_probe(protocol: &'static str, job: ProbeJob) -> Result<Ended, Error
 
 async fn selftest(args: SelftestArgs) -> Result<Ended, Error> {
     args.output.check()?;
+    if args.run.record.is_some() || args.run.replay.is_some() {
+        return Err(Error::usage(
+            "--record, --replay: a probe's flags (one run's exchanges with one agent); the \
+             self-test probes many peers at once and records none",
+        ));
+    }
     let chosen: Vec<&'static dyn Protocol> = match &args.protocol {
         Some(name) => vec![protocol(name)?],
         None => protocols::REGISTRY.to_vec(),
