@@ -54,9 +54,22 @@ struct Written {
     open: HashMap<u64, Exchange>,
     /// The first write that failed: the run goes on, and closing says it.
     failed: Option<RecordError>,
+    /// Each bearer key's fingerprint as recorded: its order of first use (1, 2, …; 0 for no
+    /// key). The observer only tells callers apart by it, and a fingerprint of a short key can
+    /// be reversed by trying keys, so the recording holds neither the key nor its hash.
+    callers: HashMap<u64, u64>,
 }
 
 impl Written {
+    /// The caller's number in this recording for a key's fingerprint.
+    fn caller(&mut self, key_print: u64) -> u64 {
+        if key_print == 0 {
+            return 0;
+        }
+        let next = self.callers.len() as u64 + 1;
+        *self.callers.entry(key_print).or_insert(next)
+    }
+
     fn next(&mut self) -> u64 {
         self.calls += 1;
         self.calls
@@ -93,6 +106,7 @@ impl Recording {
             calls: 0,
             open: HashMap::new(),
             failed: None,
+            callers: HashMap::new(),
         }));
         let recorded = Recorded {
             state: state.clone(),
@@ -155,7 +169,7 @@ impl PlatformObserver for Recording {
                     answered_ms: None,
                     context: json!({
                         "order": [order, null],
-                        "seen": seen_context(seen),
+                        "seen": seen_context(seen, w.caller(seen.key_print)),
                     }),
                 };
                 w.open.insert(seen.seq, exchange);
@@ -246,7 +260,7 @@ impl PlatformObserver for Recording {
 }
 
 /// What an observer reads of a request beyond its body.
-fn seen_context(seen: &Seen<'_>) -> Value {
+fn seen_context(seen: &Seen<'_>, caller: u64) -> Value {
     let findings: Vec<Value> = seen
         .schema_findings
         .iter()
@@ -255,7 +269,7 @@ fn seen_context(seen: &Seen<'_>) -> Value {
     json!({
         "expects_key": seen.expects_key,
         "auth": seen.auth,
-        "key_print": seen.key_print,
+        "key_print": caller,
         "task": seen.task,
         "channel": seen.body.channel(),
         "findings": findings,
