@@ -234,6 +234,43 @@ fn liveness_verdicts(
     }
 }
 
+/// Settles a case by its checks, in order: the first that breaks fails it, one with nothing to
+/// judge skips it; else it passes on the last check's evidence, with every check's note.
+fn judge_checks(spec: &CaseSpec, ctx: &Ctx<'_>, result: &mut CaseResult) {
+    let mut notes = Vec::new();
+    let mut evidence = None;
+    for check in &spec.checks {
+        match check.evaluate(ctx) {
+            Verdict::Held(judged) if judged.judged == 0 => {
+                result.skip(format!("nothing to judge: {}", judged.note));
+                return;
+            }
+            Verdict::Held(judged) => {
+                if !judged.note.is_empty() {
+                    notes.push(judged.note);
+                }
+                // The last check is the case's most specific one: its count is the evidence.
+                evidence = Some(Evidence::new(judged.judged, judged.of));
+            }
+            Verdict::Broken(why) => {
+                result.fail(why);
+                return;
+            }
+        }
+    }
+    let of = own_label(spec.exchange.as_deref());
+    match evidence {
+        Some(mut e) => {
+            if e.of == OWN_ANSWER {
+                e.of = of;
+            }
+            let note = notes.join("; ");
+            result.pass_noting(e, note, String::new);
+        }
+        None => result.skip("the case has no checks: nothing to judge"),
+    }
+}
+
 impl Runner<'_> {
     async fn run_case(&self, id: &str) -> CaseResult {
         let spec = self.settings.suite.case(id).expect("selected ids exist");
@@ -247,20 +284,58 @@ impl Runner<'_> {
             return result;
         }
 
-        let reachable = if spec.checks.iter().any(|c| matches!(c, Check::Reachable)) {
-            let started = Instant::now();
-            let connect =
-                liveness::connect(&self.watch, &self.settings.base, self.settings.timeout);
-            let r = in_case(id, connect).await;
-            result.set_duration(started.elapsed());
-            Some(
-                r.map(|t| format!("connected in {} ms", t.as_millis()))
-                    .map_err(|e| e.to_string()),
-            )
-        } else {
-            None
+        let reachable = self.reach(id, spec, &mut result).await;
+        let outcomes = self.send_exchanges(spec).await;
+        let own = spec
+            .exchange
+            .as_ref()
+            .and_then(|n| outcomes.get(n))
+            .cloned();
+        if let Some(sent) = &own {
+            result.set_duration(sent.elapsed);
+            result.exchange = sent.detail.clone();
+        }
+        self.note_broke(id, &outcomes);
+        let by_name: HashMap<String, Arc<Outcome>> = outcomes
+            .iter()
+            .map(|(k, v)| (k.clone(), v.outcome.clone()))
+            .collect();
+        let ctx = Ctx {
+            protocol: self.settings.suite.protocol,
+            outcome: own.as_ref().map(|s| s.outcome.as_ref()),
+            exchanges: &by_name,
+            reachable,
+            max_body: self.settings.max_body,
+            max_field: self.settings.max_field,
+            status_judged: spec.checks.iter().any(Check::judges_status),
         };
+        judge_checks(spec, &ctx, &mut result);
+        result
+    }
 
+    /// The case's connection, when one of its checks is `Reachable` (its time is the case's):
+    /// how long it took, or why it failed.
+    async fn reach(
+        &self,
+        id: &str,
+        spec: &CaseSpec,
+        result: &mut CaseResult,
+    ) -> Option<Result<String, String>> {
+        if !spec.checks.iter().any(|c| matches!(c, Check::Reachable)) {
+            return None;
+        }
+        let started = Instant::now();
+        let connect = liveness::connect(&self.watch, &self.settings.base, self.settings.timeout);
+        let r = in_case(id, connect).await;
+        result.set_duration(started.elapsed());
+        Some(
+            r.map(|t| format!("connected in {} ms", t.as_millis()))
+                .map_err(|e| e.to_string()),
+        )
+    }
+
+    /// Sends the exchanges the case's checks need, then its own, each by name.
+    async fn send_exchanges(&self, spec: &CaseSpec) -> HashMap<String, Arc<Sent>> {
         let mut outcomes = HashMap::new();
         let protocol = self.settings.suite.protocol;
         let mut names: Vec<String> = spec
@@ -273,15 +348,11 @@ impl Runner<'_> {
             let sent = self.exchange(&name).await;
             outcomes.insert(name, sent);
         }
-        let own = spec
-            .exchange
-            .as_ref()
-            .and_then(|n| outcomes.get(n))
-            .cloned();
-        if let Some(sent) = &own {
-            result.set_duration(sent.elapsed);
-            result.exchange = sent.detail.clone();
-        }
+        outcomes
+    }
+
+    /// Records when the case's exchanges saw the agent break, if they did.
+    fn note_broke(&self, id: &str, outcomes: &HashMap<String, Arc<Sent>>) {
         let broke: Vec<Duration> = outcomes.values().filter_map(|s| s.broke_at).collect();
         if !broke.is_empty() {
             self.broke
@@ -289,52 +360,6 @@ impl Runner<'_> {
                 .expect("broke lock")
                 .insert(id.to_string(), broke);
         }
-        let by_name: HashMap<String, Arc<Outcome>> = outcomes
-            .iter()
-            .map(|(k, v)| (k.clone(), v.outcome.clone()))
-            .collect();
-        let ctx = Ctx {
-            protocol,
-            outcome: own.as_ref().map(|s| s.outcome.as_ref()),
-            exchanges: &by_name,
-            reachable,
-            max_body: self.settings.max_body,
-            max_field: self.settings.max_field,
-            status_judged: spec.checks.iter().any(Check::judges_status),
-        };
-        let mut notes = Vec::new();
-        let mut evidence = None;
-        for check in &spec.checks {
-            match check.evaluate(&ctx) {
-                Verdict::Held(judged) if judged.judged == 0 => {
-                    result.skip(format!("nothing to judge: {}", judged.note));
-                    return result;
-                }
-                Verdict::Held(judged) => {
-                    if !judged.note.is_empty() {
-                        notes.push(judged.note);
-                    }
-                    // The last check is the case's most specific one: its count is the evidence.
-                    evidence = Some(Evidence::new(judged.judged, judged.of));
-                }
-                Verdict::Broken(why) => {
-                    result.fail(why);
-                    return result;
-                }
-            }
-        }
-        let of = own_label(spec.exchange.as_deref());
-        match evidence {
-            Some(mut e) => {
-                if e.of == OWN_ANSWER {
-                    e.of = of;
-                }
-                let note = notes.join("; ");
-                result.pass_noting(e, note, String::new);
-            }
-            None => result.skip("the case has no checks: nothing to judge"),
-        }
-        result
     }
 
     /// Why a case cannot run: a case under its `needs:` did not pass, or one under its

@@ -38,7 +38,8 @@ use super::agent::MockAgent;
 use super::applied::Applied;
 use super::behavior::{Kind, What};
 use super::body::Body;
-use super::http1::{Delivered, Fault, Outcome};
+use super::decision::Decision;
+use super::http1::{Delivered, Fault, Outcome, Plan};
 use super::journal::AuthSeen;
 use super::line_journal::{self, forked_case, Event};
 use super::observe::Tally;
@@ -79,6 +80,18 @@ impl StdioQuirks {
             }
         }
         q
+    }
+
+    /// What the agent does with a whole request before answering it: exits without an answer
+    /// (`exits-early`), or floods stderr (`stderr-flood`).
+    fn before_answer(&self, service: &LineService) {
+        if self.exits_early {
+            crate::errln!("agent-tck mock (exits-early): exiting without an answer");
+            std::process::exit(3);
+        }
+        if let Some(bytes) = self.stderr_flood {
+            service.flood_stderr(bytes);
+        }
     }
 }
 
@@ -526,148 +539,46 @@ where
     let channel = CHANNELS.fetch_add(1, Ordering::Relaxed);
     let mut reader = BufReader::new(reader);
     let mut first = true;
-    loop {
-        let mut line = Vec::new();
-        let n = (&mut reader)
-            .take(MAX_REQUEST)
-            .read_until(b'\n', &mut line)
-            .await?;
-        if n == 0 {
-            return Ok(());
-        }
-        let ended_by_newline = line.last() == Some(&b'\n');
-        if ended_by_newline {
-            line.pop();
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
+    while let Some((line, ended_by_newline)) = read_request(&mut reader).await? {
         let received = Instant::now();
         let body = Body::checked(&line, schema).on_channel(channel);
         if !ended_by_newline && body.admitted().is_none() && body.value().is_none() {
             // The input ended in the middle of a request: a peer that died writing it (in
             // per-turn mode a whole request ends at the end of input too, but it is JSON).
-            service.incomplete(
-                endpoint,
-                format!(
-                    "{} without a newline, not a whole JSON request, then the end of input: {}",
-                    crate::text::count(line.len() as u64, "bytes"),
-                    crate::text::excerpt(&line, 80)
-                ),
-            );
+            service.incomplete(endpoint, cut_short(&line));
             after_each(service);
             return Ok(());
         }
-        if quirks.exits_early {
-            crate::errln!("agent-tck mock (exits-early): exiting without an answer");
-            std::process::exit(3);
-        }
-        if let Some(bytes) = quirks.stderr_flood {
-            service.flood_stderr(bytes);
-        }
+        quirks.before_answer(service);
         let (plan, decision) = agent.respond_body(endpoint, &body);
         let seq = service.seq.fetch_add(1, Ordering::Relaxed);
-        if let Some(findings) = body.findings("the request is not JSON") {
-            let id = agent
-                .protocol
-                .request_id_field()
-                .and_then(|field| body.str_member(field));
-            let seen = Seen {
-                seq,
-                agent: agent.name(),
-                expects_key: false,
-                endpoint,
-                auth: AuthSeen::None,
-                key_print: 0,
-                task: id.as_deref().unwrap_or(""),
-                body: &body,
-                schema_findings: &findings,
-                decision: &decision,
-                answer: &plan.response.body,
-                at: received.into_std(),
-            };
-            service.requested(&seen, &line);
-        }
+        record_request(
+            service, endpoint, seq, &body, &plan, &decision, received, &line,
+        );
         let hang = matches!(plan.fault, Fault::Hang | Fault::Blackhole);
         let due = (!hang).then(|| received + plan.ttfb + plan.body_delay);
-        service.hold(seq, received);
-        if due.is_none_or(|at| at > Instant::now()) {
-            // The harness is looked up while it waits (once its end is closed, its process
-            // may be gone from /proc's tables): who ends the wait is judged by it.
-            let _ = peer.processes();
-        }
-        // A request that ended at the end of input (per-turn stdio) has no input left to watch:
-        // its end says nothing about the peer giving up (a signal does, see `signalled`).
-        let waited = if ended_by_newline {
-            wait_watching(&mut reader, due).await
-        } else {
-            match due {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-            Waited::Due
-        };
-        // The input ended: by the harness giving up, or by its process's end.
-        let over = Instant::now();
-        let ended = match waited {
-            Waited::InputEnded => Some((peer.closed(service.started).await, over)),
-            Waited::NextRequest => Some((PeerEnd::GaveUp, over)),
-            Waited::Due => None,
-        };
-        // Taken by a signal meanwhile: reported there.
-        let mine = service.release(seq);
-        let mut over = !mine;
-        match waited {
-            Waited::Due => {}
-            Waited::InputEnded if hang => {
-                if mine {
-                    service.answered(seq, received, Outcome::Hung, 0, ended);
-                    after_each(service);
-                }
-                return Ok(());
-            }
-            Waited::InputEnded => {
-                // It closed its side (or its end closed it): the wait is over now. (A peer that
-                // only half-closed still gets the answer when it is due; a pipe's closed reader
-                // refuses it.)
-                if mine {
-                    service.answered(seq, received, Outcome::PeerGone, 0, ended);
-                    after_each(service);
-                }
-                over = true;
-                if let Some(at) = due {
-                    tokio::time::sleep_until(at).await;
-                }
-            }
-            Waited::NextRequest => {
-                if mine {
-                    service.answered(seq, received, Outcome::Hung, 0, ended);
-                    after_each(service);
-                }
-                continue;
-            }
-        }
+        let waited = hold_answer(
+            service,
+            peer,
+            &mut reader,
+            seq,
+            received,
+            ended_by_newline,
+            due,
+        )
+        .await;
+        let over =
+            match settle_wait(service, peer, seq, received, waited, hang, due, after_each).await {
+                Settled::Answer { over } => over,
+                Settled::NextRequest => continue,
+                Settled::Stop => return Ok(()),
+            };
         if first && quirks.banner {
-            writer
-                .write_all(b"agent-tck mock agent v0.1 starting up (stdio-banner)\n")
-                .await?;
+            write_banner(&mut writer).await?;
         }
         first = false;
-        let mut out = if quirks.pretty {
-            serde_json::from_slice::<Value>(&plan.response.body)
-                .and_then(|v| serde_json::to_vec_pretty(&v))
-                .unwrap_or_else(|_| plan.response.body.to_vec())
-        } else {
-            plan.response.body.to_vec()
-        };
-        // One write for the answer and its newline: two would meet Nagle's algorithm and the
-        // peer's delayed ACK (40 ms a turn over TCP).
-        out.push(b'\n');
-        let written = async {
-            writer.write_all(&out).await?;
-            writer.flush().await
-        }
-        .await;
+        let out = answer_line(&plan.response.body, quirks.pretty);
+        let written = write_answer(&mut writer, &out).await;
         if !over {
             let outcome = if written.is_ok() {
                 Outcome::Complete
@@ -682,6 +593,202 @@ where
             fork_and_exit(service, after_each);
         }
     }
+    Ok(())
+}
+
+/// What a request cut short by the end of input was: its size and its start.
+fn cut_short(line: &[u8]) -> String {
+    format!(
+        "{} without a newline, not a whole JSON request, then the end of input: {}",
+        crate::text::count(line.len() as u64, "bytes"),
+        crate::text::excerpt(line, 80)
+    )
+}
+
+/// Reads the next request that is not blank, to its newline (taken off) or the end of input, and
+/// whether a newline ended it; None once the input has ended.
+async fn read_request<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+) -> std::io::Result<Option<(Vec<u8>, bool)>> {
+    loop {
+        let mut line = Vec::new();
+        let n = (&mut *reader)
+            .take(MAX_REQUEST)
+            .read_until(b'\n', &mut line)
+            .await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        let ended_by_newline = line.last() == Some(&b'\n');
+        if ended_by_newline {
+            line.pop();
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        return Ok(Some((line, ended_by_newline)));
+    }
+}
+
+/// Tells the observer of a request it can read (one that is JSON), with the answer planned.
+#[allow(clippy::too_many_arguments)]
+fn record_request(
+    service: &LineService,
+    endpoint: &str,
+    seq: u64,
+    body: &Body<'_>,
+    plan: &Plan,
+    decision: &Decision,
+    received: Instant,
+    line: &[u8],
+) {
+    let Some(findings) = body.findings("the request is not JSON") else {
+        return;
+    };
+    let agent = &service.agent;
+    let id = agent
+        .protocol
+        .request_id_field()
+        .and_then(|field| body.str_member(field));
+    let seen = Seen {
+        seq,
+        agent: agent.name(),
+        expects_key: false,
+        endpoint,
+        auth: AuthSeen::None,
+        key_print: 0,
+        task: id.as_deref().unwrap_or(""),
+        body,
+        schema_findings: &findings,
+        decision,
+        answer: &plan.response.body,
+        at: received.into_std(),
+    };
+    service.requested(&seen, line);
+}
+
+/// Holds the answer until `due` (forever when None), watching the input meanwhile when there is
+/// any left to watch.
+async fn hold_answer<R: AsyncBufRead + Unpin>(
+    service: &LineService,
+    peer: &Peer,
+    reader: &mut R,
+    seq: u64,
+    received: Instant,
+    ended_by_newline: bool,
+    due: Option<Instant>,
+) -> Waited {
+    service.hold(seq, received);
+    if due.is_none_or(|at| at > Instant::now()) {
+        // The harness is looked up while it waits (once its end is closed, its process
+        // may be gone from /proc's tables): who ends the wait is judged by it.
+        let _ = peer.processes();
+    }
+    // A request that ended at the end of input (per-turn stdio) has no input left to watch:
+    // its end says nothing about the peer giving up (a signal does, see `signalled`).
+    if ended_by_newline {
+        wait_watching(reader, due).await
+    } else {
+        match due {
+            Some(at) => tokio::time::sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+        Waited::Due
+    }
+}
+
+/// What comes after the wait for an answer's moment.
+enum Settled {
+    /// The answer goes out; `over` when its outcome is already reported (or a signal took it).
+    Answer { over: bool },
+    /// The peer moved on to its next request: the held answer is dropped.
+    NextRequest,
+    /// The input ended on a hanging agent: nothing more to serve.
+    Stop,
+}
+
+/// Reports how the wait ended when the peer ended it (unless a signal took the request first),
+/// and says what comes next.
+#[allow(clippy::too_many_arguments)]
+async fn settle_wait(
+    service: &LineService,
+    peer: &Peer,
+    seq: u64,
+    received: Instant,
+    waited: Waited,
+    hang: bool,
+    due: Option<Instant>,
+    after_each: &(dyn Fn(&LineService) + Send + Sync),
+) -> Settled {
+    // The input ended: by the harness giving up, or by its process's end.
+    let over = Instant::now();
+    let ended = match waited {
+        Waited::InputEnded => Some((peer.closed(service.started).await, over)),
+        Waited::NextRequest => Some((PeerEnd::GaveUp, over)),
+        Waited::Due => None,
+    };
+    // Taken by a signal meanwhile: reported there.
+    let mine = service.release(seq);
+    let mut over = !mine;
+    match waited {
+        Waited::Due => {}
+        Waited::InputEnded if hang => {
+            if mine {
+                service.answered(seq, received, Outcome::Hung, 0, ended);
+                after_each(service);
+            }
+            return Settled::Stop;
+        }
+        Waited::InputEnded => {
+            // It closed its side (or its end closed it): the wait is over now. (A peer that
+            // only half-closed still gets the answer when it is due; a pipe's closed reader
+            // refuses it.)
+            if mine {
+                service.answered(seq, received, Outcome::PeerGone, 0, ended);
+                after_each(service);
+            }
+            over = true;
+            if let Some(at) = due {
+                tokio::time::sleep_until(at).await;
+            }
+        }
+        Waited::NextRequest => {
+            if mine {
+                service.answered(seq, received, Outcome::Hung, 0, ended);
+                after_each(service);
+            }
+            return Settled::NextRequest;
+        }
+    }
+    Settled::Answer { over }
+}
+
+/// The answer as written: its body (pretty-printed for `stdio-pretty`, when it is JSON) and its
+/// newline. One write for both: two would meet Nagle's algorithm and the peer's delayed ACK
+/// (40 ms a turn over TCP).
+fn answer_line(body: &[u8], pretty: bool) -> Vec<u8> {
+    let mut out = if pretty {
+        serde_json::from_slice::<Value>(body)
+            .and_then(|v| serde_json::to_vec_pretty(&v))
+            .unwrap_or_else(|_| body.to_vec())
+    } else {
+        body.to_vec()
+    };
+    out.push(b'\n');
+    out
+}
+
+/// Writes the banner a `stdio-banner` agent puts before its first answer.
+async fn write_banner<W: AsyncWrite + Unpin>(writer: &mut W) -> std::io::Result<()> {
+    writer
+        .write_all(b"agent-tck mock agent v0.1 starting up (stdio-banner)\n")
+        .await
+}
+
+/// Writes an answer line and flushes it.
+async fn write_answer<W: AsyncWrite + Unpin>(writer: &mut W, out: &[u8]) -> std::io::Result<()> {
+    writer.write_all(out).await?;
+    writer.flush().await
 }
 
 /// Leaves a child that holds stdout open, then exits: a harness that reads stdout to its end
