@@ -119,12 +119,7 @@ impl Plan {
             let shard = parse_shard(shard)?;
             targets.retain(|t| in_shard(&t.name, shard));
         }
-        let concurrency: usize = match get("--target-concurrency") {
-            Some(c) => c.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                Error::usage(format!("--target-concurrency {c:?}: a number above 0"))
-            })?,
-            None => 4,
-        };
+        let concurrency = concurrency(get("--target-concurrency"))?;
         let out_dir = PathBuf::from(get("--out-dir").unwrap_or_else(|| "agent-tck-targets".into()));
         std::fs::create_dir_all(&out_dir)
             .map_err(|e| Error::io(Class::Usage, format!("--out-dir {}:", out_dir.display()), e))?;
@@ -150,37 +145,9 @@ impl Plan {
             full,
             files: &files,
         };
-        // Each target's command line, parsed now. The jobs themselves are made again when their
-        // turn comes: a list of thousands of targets holds thousands of command lines, not
-        // thousands of loaded suites.
-        let mut commands = Vec::new();
-        for (at, t) in targets.iter().enumerate() {
-            let mut argv = rest.clone();
-            argv.extend(t.args.iter().map(OsString::from));
-            let fingerprint = resume::fingerprint(&argv, made);
-            for (flag, ext) in report_files(&files) {
-                argv.push(flag.into());
-                argv.push(out_dir.join(format!("{}.{ext}", t.name)).into());
-            }
-            // Whatever its own class, a target's command line that does not parse is the
-            // list's to fix: nothing has run.
-            job(&argv)
-                .map_err(|e| Error::as_usage(Error::within(format!("target {}:", t.name), e)))?;
-            commands.push(Command {
-                at,
-                name: t.name.clone(),
-                argv,
-                fingerprint,
-            });
-        }
+        let commands = commands(&targets, &rest, &files, made, &out_dir, job)?;
         if !resume {
-            // A run afresh: no report of an earlier run stays to be taken for this one's by a
-            // `--resume` after an interruption.
-            for t in &targets {
-                for (_, ext) in report_files(&["--junit", "--ctrf", "--html"]) {
-                    remove_old(&out_dir.join(format!("{}.{ext}", t.name)))?;
-                }
-            }
+            remove_old_reports(&targets, &out_dir)?;
         }
         Ok(Plan {
             file,
@@ -298,6 +265,64 @@ fn remove_old(path: &Path) -> Result<(), Error> {
         )),
         _ => Ok(()),
     }
+}
+
+/// `--target-concurrency`: how many targets run at once, 4 unless given.
+fn concurrency(value: Option<String>) -> Result<usize, Error> {
+    match value {
+        Some(c) => {
+            c.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                Error::usage(format!("--target-concurrency {c:?}: a number above 0"))
+            })
+        }
+        None => Ok(4),
+    }
+}
+
+/// Each target's command line: the shared `rest`, the target's own arguments and its report
+/// files in `out_dir`, each parsed by `job` (a line that does not parse is a usage error).
+fn commands(
+    targets: &[list::Target],
+    rest: &[OsString],
+    files: &[&str],
+    made: resume::Made,
+    out_dir: &Path,
+    job: &impl Fn(&[OsString]) -> Result<ProbeJob, Error>,
+) -> Result<Vec<Command>, Error> {
+    // Each target's command line, parsed now. The jobs themselves are made again when their
+    // turn comes: a list of thousands of targets holds thousands of command lines, not
+    // thousands of loaded suites.
+    let mut commands = Vec::new();
+    for (at, t) in targets.iter().enumerate() {
+        let mut argv = rest.to_vec();
+        argv.extend(t.args.iter().map(OsString::from));
+        let fingerprint = resume::fingerprint(&argv, made);
+        for (flag, ext) in report_files(files) {
+            argv.push(flag.into());
+            argv.push(out_dir.join(format!("{}.{ext}", t.name)).into());
+        }
+        // Whatever its own class, a target's command line that does not parse is the
+        // list's to fix: nothing has run.
+        job(&argv).map_err(|e| Error::as_usage(Error::within(format!("target {}:", t.name), e)))?;
+        commands.push(Command {
+            at,
+            name: t.name.clone(),
+            argv,
+            fingerprint,
+        });
+    }
+    Ok(commands)
+}
+
+/// A run afresh: no report of an earlier run stays to be taken for this one's by a `--resume`
+/// after an interruption.
+fn remove_old_reports(targets: &[list::Target], out_dir: &Path) -> Result<(), Error> {
+    for t in targets {
+        for (_, ext) in report_files(&["--junit", "--ctrf", "--html"]) {
+            remove_old(&out_dir.join(format!("{}.{ext}", t.name)))?;
+        }
+    }
+    Ok(())
 }
 
 /// Runs the probe over the targets; the exit status is 1 when any target fails. `job` makes a
