@@ -334,17 +334,7 @@ pub async fn run(
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<TargetsEnd, Error> {
     let mut plan = Plan::read(&args, &job)?;
-    crate::outln!(
-        "agent-tck · {} of {}{} · {} at a time · reports in {}",
-        plan.targets.len(),
-        crate::text::count(plan.listed as u64, "targets"),
-        plan.shard
-            .as_deref()
-            .map(|s| format!(" (shard {s})"))
-            .unwrap_or_default(),
-        plan.concurrency,
-        plan.out_dir.display()
-    );
+    banner(&plan);
     let mut done: Vec<Done> = Vec::new();
     let mut progress = progress::Progress::new(plan.targets.len(), std::time::Instant::now());
     if plan.resume {
@@ -356,27 +346,7 @@ pub async fn run(
     let passes_quiet = line.on() && std::io::stdout().is_terminal();
     let (job, full) = (&job, plan.full);
     let mut running = stream::iter(std::mem::take(&mut plan.commands))
-        .map(|c| async move {
-            let report = match job(&c.argv) {
-                Ok(job) => {
-                    let output = job.output.clone();
-                    (job.run)(std::sync::Arc::new(|_: &CaseResult| {}))
-                        .await
-                        .and_then(|mut r| {
-                            output.apply_baseline(&mut r)?;
-                            if !full {
-                                r.compact(FULL_REPORTS);
-                            }
-                            r.fingerprint = Some(c.fingerprint);
-                            crate::protocols::stamp(&mut r);
-                            output.write_quietly(&r)?;
-                            Ok(r)
-                        })
-                }
-                Err(e) => Err(e),
-            };
-            (c.at, c.name, report)
-        })
+        .map(|c| run_target(job, c, full))
         .buffer_unordered(plan.concurrency);
     let mut stop = std::pin::pin!(stop);
     let mut interrupted = false;
@@ -417,6 +387,55 @@ pub async fn run(
     }
     drop(running);
     line.clear();
+    finish(&plan, done, interrupted)
+}
+
+/// The run's first line: how many targets of how many, how many at a time, where the reports go.
+fn banner(plan: &Plan) {
+    crate::outln!(
+        "agent-tck · {} of {}{} · {} at a time · reports in {}",
+        plan.targets.len(),
+        crate::text::count(plan.listed as u64, "targets"),
+        plan.shard
+            .as_deref()
+            .map(|s| format!(" (shard {s})"))
+            .unwrap_or_default(),
+        plan.concurrency,
+        plan.out_dir.display()
+    );
+}
+
+/// Runs one target's probe job, its report (compacted unless `full`, fingerprinted and stamped)
+/// written to the target's files, with the target's place in the list and name.
+async fn run_target(
+    job: &impl Fn(&[OsString]) -> Result<ProbeJob, Error>,
+    c: Command,
+    full: bool,
+) -> (usize, String, Result<Report, Error>) {
+    let report = match job(&c.argv) {
+        Ok(job) => {
+            let output = job.output.clone();
+            (job.run)(std::sync::Arc::new(|_: &CaseResult| {}))
+                .await
+                .and_then(|mut r| {
+                    output.apply_baseline(&mut r)?;
+                    if !full {
+                        r.compact(FULL_REPORTS);
+                    }
+                    r.fingerprint = Some(c.fingerprint);
+                    crate::protocols::stamp(&mut r);
+                    output.write_quietly(&r)?;
+                    Ok(r)
+                })
+        }
+        Err(e) => Err(e),
+    };
+    (c.at, c.name, report)
+}
+
+/// The end of a run: the matrix in the list's order, the targets not run when `interrupted`,
+/// the merged reports, and the exit (1 when any target failed).
+fn finish(plan: &Plan, mut done: Vec<Done>, interrupted: bool) -> Result<TargetsEnd, Error> {
     // The list's order, whatever order they finished in.
     done.sort_by_key(|d| d.at);
     crate::out!("\n{}", matrix(&done));
