@@ -69,82 +69,24 @@ pub(super) async fn execute(command: Command) -> Result<Ended, Error> {
         Command::Lint(lint) => Ok(Ended::Verdict(lint.run()?)),
         Command::Selftest(args) => selftest(args).await,
         Command::Mock(mock) => execute_mock(*mock).await,
-        Command::Baseline(BaselineCommand::Write { from, out }) => {
-            let report = crate::report::tools::read(&from)
-                .map_err(|e| Error::usage(format!("--from {e}")))?;
-            // A baseline may expect a failure, never a run that judges nothing.
-            if let Some(why) =
-                crate::report::baseline::refusal(&report, &from.display().to_string())
-            {
-                return Err(Error::Usage(why));
-            }
-            let text = crate::report::baseline::write_from(&report);
-            match out {
-                Some(path) => {
-                    std::fs::write(&path, text)
-                        .map_err(|e| Error::run(format!("--out {}: {e}", path.display())))?;
-                    crate::errln!("wrote {}", path.display());
-                }
-                None => crate::out!("{text}"),
-            }
-            Ok(Ended::Verdict(Exit::Passed))
-        }
+        Command::Baseline(BaselineCommand::Write { from, out }) => baseline_write(&from, out),
         Command::Report(ReportCommand::Merge { reports, output }) => {
             output.check()?;
             report_merge(reports, &output).await
         }
-        Command::Report(ReportCommand::Diff { old, new }) => {
-            let read = |p: &PathBuf| crate::report::tools::read(p).map_err(Error::from);
-            let (before, after) = (read(&old)?, read(&new)?);
-            let diff = crate::report::tools::diff(&before, &after);
-            crate::out!(
-                "{}",
-                crate::report::tools::render_diff(
-                    &diff,
-                    &old.display().to_string(),
-                    &new.display().to_string()
-                )
-            );
-            Ok(Ended::Verdict(diff.exit_code()))
-        }
+        Command::Report(ReportCommand::Diff { old, new }) => report_diff(&old, &new),
         Command::Suites(SuitesCommand::List {
             protocol: name,
             level,
             role,
             suite,
-        }) => {
-            let listing = match suite {
-                // A suite file is a protocol's: its own listing.
-                Some(file) => {
-                    let name = name.unwrap_or_else(|| protocols::names()[0].to_string());
-                    protocol(&name)?.list_cases(Some(&file))?
-                }
-                None => crate::explain::list(&crate::explain::Filter {
-                    protocol: name,
-                    level,
-                    role: role.as_deref().and_then(Role::parse),
-                })?,
-            };
-            crate::out!("{listing}");
-            Ok(Ended::Verdict(Exit::Passed))
-        }
+        }) => suites_list(name, level, role, suite),
         Command::Explain { id } => {
             crate::out!("{}", crate::explain::explain(&id)?);
             Ok(Ended::Verdict(Exit::Passed))
         }
         Command::Schemas(SchemasCommand::Export { dir, protocol }) => {
-            let chosen: Vec<(&str, &str)> = protocols::schemas()
-                .into_iter()
-                .filter(|s| protocol.is_none() || s.3 == protocol.as_deref())
-                .map(|(_, file, text, _)| (file, text))
-                .collect();
-            let written = crate::schema::export(&dir, &chosen).map_err(|e| {
-                Error::run(format!("cannot write schemas under {}: {e}", dir.display()))
-            })?;
-            for path in written {
-                crate::outln!("{}", path.display());
-            }
-            Ok(Ended::Verdict(Exit::Passed))
+            schemas_export(&dir, protocol)
         }
         Command::Schemas(SchemasCommand::List) => {
             for (id, file, _, owner) in protocols::schemas() {
@@ -164,6 +106,80 @@ pub(super) async fn execute(command: Command) -> Result<Ended, Error> {
             Ok(Ended::Verdict(Exit::Passed))
         }
     }
+}
+
+/// `baseline write`: a baseline from a report, to `out` or stdout.
+fn baseline_write(from: &Path, out: Option<PathBuf>) -> Result<Ended, Error> {
+    let report =
+        crate::report::tools::read(from).map_err(|e| Error::usage(format!("--from {e}")))?;
+    // A baseline may expect a failure, never a run that judges nothing.
+    if let Some(why) = crate::report::baseline::refusal(&report, &from.display().to_string()) {
+        return Err(Error::Usage(why));
+    }
+    let text = crate::report::baseline::write_from(&report);
+    match out {
+        Some(path) => {
+            std::fs::write(&path, text)
+                .map_err(|e| Error::run(format!("--out {}: {e}", path.display())))?;
+            crate::errln!("wrote {}", path.display());
+        }
+        None => crate::out!("{text}"),
+    }
+    Ok(Ended::Verdict(Exit::Passed))
+}
+
+/// `report diff`: what changed from the `old` report to the `new`.
+fn report_diff(old: &Path, new: &Path) -> Result<Ended, Error> {
+    let read = |p: &Path| crate::report::tools::read(p).map_err(Error::from);
+    let (before, after) = (read(old)?, read(new)?);
+    let diff = crate::report::tools::diff(&before, &after);
+    crate::out!(
+        "{}",
+        crate::report::tools::render_diff(
+            &diff,
+            &old.display().to_string(),
+            &new.display().to_string()
+        )
+    );
+    Ok(Ended::Verdict(diff.exit_code()))
+}
+
+/// `suites list`: the cases of the kit (by protocol, level, role) or of one suite file.
+fn suites_list(
+    name: Option<String>,
+    level: Option<String>,
+    role: Option<String>,
+    suite: Option<PathBuf>,
+) -> Result<Ended, Error> {
+    let listing = match suite {
+        // A suite file is a protocol's: its own listing.
+        Some(file) => {
+            let name = name.unwrap_or_else(|| protocols::names()[0].to_string());
+            protocol(&name)?.list_cases(Some(&file))?
+        }
+        None => crate::explain::list(&crate::explain::Filter {
+            protocol: name,
+            level,
+            role: role.as_deref().and_then(Role::parse),
+        })?,
+    };
+    crate::out!("{listing}");
+    Ok(Ended::Verdict(Exit::Passed))
+}
+
+/// `schemas export`: the schemas (of one protocol, or all) written under `dir`.
+fn schemas_export(dir: &Path, protocol: Option<String>) -> Result<Ended, Error> {
+    let chosen: Vec<(&str, &str)> = protocols::schemas()
+        .into_iter()
+        .filter(|s| protocol.is_none() || s.3 == protocol.as_deref())
+        .map(|(_, file, text, _)| (file, text))
+        .collect();
+    let written = crate::schema::export(dir, &chosen)
+        .map_err(|e| Error::run(format!("cannot write schemas under {}: {e}", dir.display())))?;
+    for path in written {
+        crate::outln!("{}", path.display());
+    }
+    Ok(Ended::Verdict(Exit::Passed))
 }
 
 /// `mock …`: the other side played.

@@ -259,90 +259,8 @@ pub fn merged_head(all: &[PartHead]) -> Report {
     let parts = speaking(all);
     let first = &parts[0].report;
     let same = |f: fn(&Report) -> &str| parts.iter().all(|p| f(&p.report) == f(first));
-    let joined = |f: fn(&Report) -> String| {
-        let mut seen: Vec<String> = Vec::new();
-        let mut known = std::collections::HashSet::new();
-        for p in &parts {
-            let v = f(&p.report);
-            if known.insert(v.clone()) {
-                seen.push(v);
-            }
-        }
-        seen.join(" + ")
-    };
-    let starts: Vec<_> = parts
-        .iter()
-        .filter_map(|p| Some((parse_time(&p.report.started_at)?, p.report.duration_ms)))
-        .collect();
-    let start = starts.iter().map(|s| s.0).min();
-    let end = starts
-        .iter()
-        .map(|(t, d)| *t + time::Duration::milliseconds(*d as i64))
-        .max();
-    let duration_ms = match (start, end) {
-        (Some(s), Some(e)) => (e - s).whole_milliseconds().max(0) as u64,
-        _ => parts.iter().map(|p| p.report.duration_ms).sum(),
-    };
-    let mut named: Vec<String> = all
-        .iter()
-        .take(NAMED_PARTS)
-        .map(|p| {
-            let r = &p.report;
-            format!(
-                "{} ({} against {}{}, {} cases)",
-                p.file,
-                r.title(),
-                r.target,
-                r.seed.map(|s| format!(", seed {s}")).unwrap_or_default(),
-                p.cases
-            )
-        })
-        .collect();
-    if all.len() > NAMED_PARTS {
-        named.push(format!(
-            "and {} more ({} parts in all)",
-            all.len() - NAMED_PARTS,
-            all.len()
-        ));
-    }
-    let mut notes = vec![format!("merged from {}", named.join("; "))];
-    // A part cut short makes the whole one cut short: named here, counted in `interrupted`.
-    let interrupted: Vec<&PartHead> = all
-        .iter()
-        .filter(|p| p.report.interrupted.is_some())
-        .collect();
-    if !interrupted.is_empty() {
-        let mut named: Vec<String> = interrupted
-            .iter()
-            .take(NAMED_PARTS)
-            .filter_map(|p| {
-                Some(format!(
-                    "{}: {}",
-                    p.file,
-                    p.report.interrupted.as_ref()?.headline()
-                ))
-            })
-            .collect();
-        if interrupted.len() > NAMED_PARTS {
-            named.push(format!("and {} more", interrupted.len() - NAMED_PARTS));
-        }
-        notes.push(format!(
-            "{} of {} interrupted, so is the merge (no verdict): {}",
-            interrupted.len(),
-            crate::text::count(all.len() as u64, "parts"),
-            named.join("; ")
-        ));
-    }
-    let (judged_by, differ) = judged_by_of(all);
-    notes.extend(differ);
-    let mut known: std::collections::HashSet<String> = notes.iter().cloned().collect();
-    for p in &parts {
-        for n in &p.report.notes {
-            if known.insert(n.clone()) {
-                notes.push(n.clone());
-            }
-        }
-    }
+    let (start, duration_ms) = merged_span(&parts);
+    let (notes, judged_by) = merged_notes(all, &parts);
     Report {
         tool: "agent-tck".into(),
         version: crate::VERSION.into(),
@@ -351,15 +269,15 @@ pub fn merged_head(all: &[PartHead]) -> Report {
         } else {
             "merged".into()
         },
-        protocol: joined(|r| r.protocol.clone()),
-        target: joined(|r| r.target.clone()),
+        protocol: joined(&parts, |r| r.protocol.clone()),
+        target: joined(&parts, |r| r.target.clone()),
         // One seed when every run had the same; none otherwise (no seed made the whole).
         seed: if parts.iter().all(|p| p.report.seed == first.seed) {
             first.seed
         } else {
             None
         },
-        command: Some(format!("report merge of {}", joined(|r| r.title()))),
+        command: Some(format!("report merge of {}", joined(&parts, |r| r.title()))),
         strict: parts.iter().any(|p| p.report.strict),
         started_at: start
             .and_then(|s| s.format(&Rfc3339).ok())
@@ -383,6 +301,116 @@ pub fn merged_head(all: &[PartHead]) -> Report {
             .then_some(first.min_score)
             .flatten(),
     }
+}
+
+/// `f` of each part, each distinct value once in the parts' order, joined by ` + `.
+fn joined(parts: &[&PartHead], f: fn(&Report) -> String) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    let mut known = std::collections::HashSet::new();
+    for p in parts {
+        let v = f(&p.report);
+        if known.insert(v.clone()) {
+            seen.push(v);
+        }
+    }
+    seen.join(" + ")
+}
+
+/// The earliest start of `parts` and the span from it to the latest end; when no start can be
+/// read, no start and the sum of the parts' durations.
+fn merged_span(parts: &[&PartHead]) -> (Option<time::OffsetDateTime>, u64) {
+    let starts: Vec<_> = parts
+        .iter()
+        .filter_map(|p| Some((parse_time(&p.report.started_at)?, p.report.duration_ms)))
+        .collect();
+    let start = starts.iter().map(|s| s.0).min();
+    let end = starts
+        .iter()
+        .map(|(t, d)| *t + time::Duration::milliseconds(*d as i64))
+        .max();
+    let duration_ms = match (start, end) {
+        (Some(s), Some(e)) => (e - s).whole_milliseconds().max(0) as u64,
+        _ => parts.iter().map(|p| p.report.duration_ms).sum(),
+    };
+    (start, duration_ms)
+}
+
+/// The merged report's notes, in order: the parts merged, the parts interrupted, the specs that
+/// differ, then the speaking `parts`' own notes, each once; and the specs all were judged by.
+fn merged_notes(all: &[PartHead], parts: &[&PartHead]) -> (Vec<String>, Vec<JudgedBy>) {
+    let mut notes = vec![merged_from_note(all)];
+    notes.extend(interrupted_note(all));
+    let (judged_by, differ) = judged_by_of(all);
+    notes.extend(differ);
+    let mut known: std::collections::HashSet<String> = notes.iter().cloned().collect();
+    for p in parts {
+        for n in &p.report.notes {
+            if known.insert(n.clone()) {
+                notes.push(n.clone());
+            }
+        }
+    }
+    (notes, judged_by)
+}
+
+/// `merged from …`: the first `NAMED_PARTS` parts by file, title, target, seed and cases, and
+/// how many more.
+fn merged_from_note(all: &[PartHead]) -> String {
+    let mut named: Vec<String> = all
+        .iter()
+        .take(NAMED_PARTS)
+        .map(|p| {
+            let r = &p.report;
+            format!(
+                "{} ({} against {}{}, {} cases)",
+                p.file,
+                r.title(),
+                r.target,
+                r.seed.map(|s| format!(", seed {s}")).unwrap_or_default(),
+                p.cases
+            )
+        })
+        .collect();
+    if all.len() > NAMED_PARTS {
+        named.push(format!(
+            "and {} more ({} parts in all)",
+            all.len() - NAMED_PARTS,
+            all.len()
+        ));
+    }
+    format!("merged from {}", named.join("; "))
+}
+
+/// A part cut short makes the whole one cut short: the note naming the interrupted parts (they
+/// are counted in `interrupted`), or none when no part was.
+fn interrupted_note(all: &[PartHead]) -> Option<String> {
+    let interrupted: Vec<&PartHead> = all
+        .iter()
+        .filter(|p| p.report.interrupted.is_some())
+        .collect();
+    if interrupted.is_empty() {
+        return None;
+    }
+    let mut named: Vec<String> = interrupted
+        .iter()
+        .take(NAMED_PARTS)
+        .filter_map(|p| {
+            Some(format!(
+                "{}: {}",
+                p.file,
+                p.report.interrupted.as_ref()?.headline()
+            ))
+        })
+        .collect();
+    if interrupted.len() > NAMED_PARTS {
+        named.push(format!("and {} more", interrupted.len() - NAMED_PARTS));
+    }
+    Some(format!(
+        "{} of {} interrupted, so is the merge (no verdict): {}",
+        interrupted.len(),
+        crate::text::count(all.len() as u64, "parts"),
+        named.join("; ")
+    ))
 }
 
 /// The specs and suites the parts were judged by, each once, and a note for each protocol whose

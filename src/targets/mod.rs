@@ -119,12 +119,7 @@ impl Plan {
             let shard = parse_shard(shard)?;
             targets.retain(|t| in_shard(&t.name, shard));
         }
-        let concurrency: usize = match get("--target-concurrency") {
-            Some(c) => c.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                Error::usage(format!("--target-concurrency {c:?}: a number above 0"))
-            })?,
-            None => 4,
-        };
+        let concurrency = concurrency(get("--target-concurrency"))?;
         let out_dir = PathBuf::from(get("--out-dir").unwrap_or_else(|| "agent-tck-targets".into()));
         std::fs::create_dir_all(&out_dir)
             .map_err(|e| Error::io(Class::Usage, format!("--out-dir {}:", out_dir.display()), e))?;
@@ -150,37 +145,9 @@ impl Plan {
             full,
             files: &files,
         };
-        // Each target's command line, parsed now. The jobs themselves are made again when their
-        // turn comes: a list of thousands of targets holds thousands of command lines, not
-        // thousands of loaded suites.
-        let mut commands = Vec::new();
-        for (at, t) in targets.iter().enumerate() {
-            let mut argv = rest.clone();
-            argv.extend(t.args.iter().map(OsString::from));
-            let fingerprint = resume::fingerprint(&argv, made);
-            for (flag, ext) in report_files(&files) {
-                argv.push(flag.into());
-                argv.push(out_dir.join(format!("{}.{ext}", t.name)).into());
-            }
-            // Whatever its own class, a target's command line that does not parse is the
-            // list's to fix: nothing has run.
-            job(&argv)
-                .map_err(|e| Error::as_usage(Error::within(format!("target {}:", t.name), e)))?;
-            commands.push(Command {
-                at,
-                name: t.name.clone(),
-                argv,
-                fingerprint,
-            });
-        }
+        let commands = commands(&targets, &rest, &files, made, &out_dir, job)?;
         if !resume {
-            // A run afresh: no report of an earlier run stays to be taken for this one's by a
-            // `--resume` after an interruption.
-            for t in &targets {
-                for (_, ext) in report_files(&["--junit", "--ctrf", "--html"]) {
-                    remove_old(&out_dir.join(format!("{}.{ext}", t.name)))?;
-                }
-            }
+            remove_old_reports(&targets, &out_dir)?;
         }
         Ok(Plan {
             file,
@@ -300,6 +267,64 @@ fn remove_old(path: &Path) -> Result<(), Error> {
     }
 }
 
+/// `--target-concurrency`: how many targets run at once, 4 unless given.
+fn concurrency(value: Option<String>) -> Result<usize, Error> {
+    match value {
+        Some(c) => {
+            c.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                Error::usage(format!("--target-concurrency {c:?}: a number above 0"))
+            })
+        }
+        None => Ok(4),
+    }
+}
+
+/// Each target's command line: the shared `rest`, the target's own arguments and its report
+/// files in `out_dir`, each parsed by `job` (a line that does not parse is a usage error).
+fn commands(
+    targets: &[list::Target],
+    rest: &[OsString],
+    files: &[&str],
+    made: resume::Made,
+    out_dir: &Path,
+    job: &impl Fn(&[OsString]) -> Result<ProbeJob, Error>,
+) -> Result<Vec<Command>, Error> {
+    // Each target's command line, parsed now. The jobs themselves are made again when their
+    // turn comes: a list of thousands of targets holds thousands of command lines, not
+    // thousands of loaded suites.
+    let mut commands = Vec::new();
+    for (at, t) in targets.iter().enumerate() {
+        let mut argv = rest.to_vec();
+        argv.extend(t.args.iter().map(OsString::from));
+        let fingerprint = resume::fingerprint(&argv, made);
+        for (flag, ext) in report_files(files) {
+            argv.push(flag.into());
+            argv.push(out_dir.join(format!("{}.{ext}", t.name)).into());
+        }
+        // Whatever its own class, a target's command line that does not parse is the
+        // list's to fix: nothing has run.
+        job(&argv).map_err(|e| Error::as_usage(Error::within(format!("target {}:", t.name), e)))?;
+        commands.push(Command {
+            at,
+            name: t.name.clone(),
+            argv,
+            fingerprint,
+        });
+    }
+    Ok(commands)
+}
+
+/// A run afresh: no report of an earlier run stays to be taken for this one's by a `--resume`
+/// after an interruption.
+fn remove_old_reports(targets: &[list::Target], out_dir: &Path) -> Result<(), Error> {
+    for t in targets {
+        for (_, ext) in report_files(&["--junit", "--ctrf", "--html"]) {
+            remove_old(&out_dir.join(format!("{}.{ext}", t.name)))?;
+        }
+    }
+    Ok(())
+}
+
 /// Runs the probe over the targets; the exit status is 1 when any target fails. `job` makes a
 /// probe job of one target's command line (the command line's own parser: a bad flag is a usage
 /// error naming it). `stop` (Ctrl-C) ends the run with what is done.
@@ -309,17 +334,7 @@ pub async fn run(
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<TargetsEnd, Error> {
     let mut plan = Plan::read(&args, &job)?;
-    crate::outln!(
-        "agent-tck · {} of {}{} · {} at a time · reports in {}",
-        plan.targets.len(),
-        crate::text::count(plan.listed as u64, "targets"),
-        plan.shard
-            .as_deref()
-            .map(|s| format!(" (shard {s})"))
-            .unwrap_or_default(),
-        plan.concurrency,
-        plan.out_dir.display()
-    );
+    banner(&plan);
     let mut done: Vec<Done> = Vec::new();
     let mut progress = progress::Progress::new(plan.targets.len(), std::time::Instant::now());
     if plan.resume {
@@ -331,27 +346,7 @@ pub async fn run(
     let passes_quiet = line.on() && std::io::stdout().is_terminal();
     let (job, full) = (&job, plan.full);
     let mut running = stream::iter(std::mem::take(&mut plan.commands))
-        .map(|c| async move {
-            let report = match job(&c.argv) {
-                Ok(job) => {
-                    let output = job.output.clone();
-                    (job.run)(std::sync::Arc::new(|_: &CaseResult| {}))
-                        .await
-                        .and_then(|mut r| {
-                            output.apply_baseline(&mut r)?;
-                            if !full {
-                                r.compact(FULL_REPORTS);
-                            }
-                            r.fingerprint = Some(c.fingerprint);
-                            crate::protocols::stamp(&mut r);
-                            output.write_quietly(&r)?;
-                            Ok(r)
-                        })
-                }
-                Err(e) => Err(e),
-            };
-            (c.at, c.name, report)
-        })
+        .map(|c| run_target(job, c, full))
         .buffer_unordered(plan.concurrency);
     let mut stop = std::pin::pin!(stop);
     let mut interrupted = false;
@@ -392,6 +387,55 @@ pub async fn run(
     }
     drop(running);
     line.clear();
+    finish(&plan, done, interrupted)
+}
+
+/// The run's first line: how many targets of how many, how many at a time, where the reports go.
+fn banner(plan: &Plan) {
+    crate::outln!(
+        "agent-tck · {} of {}{} · {} at a time · reports in {}",
+        plan.targets.len(),
+        crate::text::count(plan.listed as u64, "targets"),
+        plan.shard
+            .as_deref()
+            .map(|s| format!(" (shard {s})"))
+            .unwrap_or_default(),
+        plan.concurrency,
+        plan.out_dir.display()
+    );
+}
+
+/// Runs one target's probe job, its report (compacted unless `full`, fingerprinted and stamped)
+/// written to the target's files, with the target's place in the list and name.
+async fn run_target(
+    job: &impl Fn(&[OsString]) -> Result<ProbeJob, Error>,
+    c: Command,
+    full: bool,
+) -> (usize, String, Result<Report, Error>) {
+    let report = match job(&c.argv) {
+        Ok(job) => {
+            let output = job.output.clone();
+            (job.run)(std::sync::Arc::new(|_: &CaseResult| {}))
+                .await
+                .and_then(|mut r| {
+                    output.apply_baseline(&mut r)?;
+                    if !full {
+                        r.compact(FULL_REPORTS);
+                    }
+                    r.fingerprint = Some(c.fingerprint);
+                    crate::protocols::stamp(&mut r);
+                    output.write_quietly(&r)?;
+                    Ok(r)
+                })
+        }
+        Err(e) => Err(e),
+    };
+    (c.at, c.name, report)
+}
+
+/// The end of a run: the matrix in the list's order, the targets not run when `interrupted`,
+/// the merged reports, and the exit (1 when any target failed).
+fn finish(plan: &Plan, mut done: Vec<Done>, interrupted: bool) -> Result<TargetsEnd, Error> {
     // The list's order, whatever order they finished in.
     done.sort_by_key(|d| d.at);
     crate::out!("\n{}", matrix(&done));
