@@ -38,9 +38,12 @@ pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
                 }) => match n.base10_parse::<u64>() {
                     Ok(n) if n > 0 => secs = n,
                     _ => {
-                        return syn::Error::new_spanned(n, "secs: a whole number of seconds, over 0")
-                            .to_compile_error()
-                            .into()
+                        return syn::Error::new_spanned(
+                            n,
+                            "secs: a whole number of seconds, over 0",
+                        )
+                        .to_compile_error()
+                        .into()
                     }
                 },
                 other => {
@@ -53,9 +56,12 @@ pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
         }
     }
     if function.sig.asyncness.is_none() {
-        return syn::Error::new_spanned(function.sig.fn_token, "#[deadline::test] takes an async fn")
-            .to_compile_error()
-            .into();
+        return syn::Error::new_spanned(
+            function.sig.fn_token,
+            "#[deadline::test] takes an async fn",
+        )
+        .to_compile_error()
+        .into();
     }
     let ItemFn {
         attrs,
