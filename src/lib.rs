@@ -41,12 +41,13 @@ macro_rules! err {
     }};
 }
 
-// The layers, from the bottom: shared helpers (`text`, `units`, `content`, `jsonpath`, `json_out`,
+// The layers, from the bottom: shared helpers (`text`, `base64`, `units`, `content`, `jsonpath`, `json_out`,
 // `json_skim`, `phrases`, `sanitization`, `schema`, `specs`, `error`), the engines (`transport`, `report`, `judge`,
 // `probe`, `mock`), the protocols that plug into them (`protocols`, one folder each, listed in its
 // registry), and on top what reads the registry: the command line (`cli`), the self-test
 // (`selftest`), the multi-target probe (`targets`) and the fuzz targets (`fuzz`). A module imports
 // only from its own layer or below; a test (`tests/tck/layers.rs`) holds the crate to it.
+pub mod base64;
 pub mod content;
 pub mod error;
 #[doc(hidden)]

@@ -132,7 +132,7 @@ impl Message {
             .collect();
         let (text, base64) = match std::str::from_utf8(body) {
             Ok(text) => (Some(text.to_string()), None),
-            Err(_) => (None, Some(base64_encode(body))),
+            Err(_) => (None, Some(crate::base64::encode(body))),
         };
         Message {
             headers,
@@ -145,7 +145,7 @@ impl Message {
     pub fn body(&self) -> Vec<u8> {
         match (&self.text, &self.base64) {
             (Some(text), _) => text.as_bytes().to_vec(),
-            (None, Some(b64)) => base64_decode(b64),
+            (None, Some(b64)) => crate::base64::decode(b64),
             (None, None) => Vec::new(),
         }
     }
@@ -166,46 +166,6 @@ fn mask(value: &str) -> String {
         Some((scheme, _)) => format!("{scheme} ***"),
         None => "***".to_string(),
     }
-}
-
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-fn base64_encode(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(B64[(n >> (18 - 6 * i)) as usize & 63] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-/// Decodes what [`base64_encode`] wrote; characters outside the alphabet are skipped.
-fn base64_decode(text: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(text.len() / 4 * 3);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in text.bytes() {
-        let Some(v) = B64.iter().position(|&b| b == c) else {
-            continue;
-        };
-        acc = (acc << 6) | v as u32;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

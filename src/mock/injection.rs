@@ -485,24 +485,6 @@ mod tests {
         }
     }
 
-    fn decode_base64(text: &str) -> Vec<u8> {
-        const ALPHABET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let sextets: Vec<u32> = text
-            .trim_end_matches('=')
-            .chars()
-            .map(|c| ALPHABET.find(c).expect("base64 alphabet") as u32)
-            .collect();
-        let mut out = Vec::new();
-        for group in sextets.chunks(4) {
-            let n = group
-                .iter()
-                .enumerate()
-                .fold(0, |n, (i, s)| n | s << (18 - 6 * i));
-            out.extend(n.to_be_bytes()[1..group.len()].iter());
-        }
-        out
-    }
-
     fn decode_hex(text: &str) -> Vec<u8> {
         (0..text.len())
             .step_by(2)
@@ -527,7 +509,7 @@ mod tests {
     /// Reverses an encoding with code written apart from the encoders (rot13 is its own inverse).
     fn decode(encoding: Encoding, text: &str) -> String {
         let bytes = match encoding {
-            Encoding::Base64 => decode_base64(text),
+            Encoding::Base64 => crate::base64::decode(text),
             Encoding::Hex => decode_hex(text),
             Encoding::Url => decode_percent(text),
             Encoding::Rot13 => return Encoding::Rot13.apply(text),

@@ -56,7 +56,7 @@ impl Encoding {
 
     pub fn apply(self, text: &str) -> String {
         match self {
-            Encoding::Base64 => base64(text.as_bytes()),
+            Encoding::Base64 => crate::base64::encode(text.as_bytes()),
             Encoding::Hex => text.bytes().fold(String::new(), |mut out, b| {
                 let _ = write!(out, "{b:02x}");
                 out
@@ -204,26 +204,6 @@ impl Parser<'_> {
 fn flushed(mut out: Vec<Segment>, literal: String) -> Vec<Segment> {
     if !literal.is_empty() {
         out.push(Segment::Text(literal));
-    }
-    out
-}
-
-/// Standard base64 (RFC 4648, section 4) with padding.
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let group = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[(group >> (18 - 6 * i) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
     }
     out
 }
