@@ -292,6 +292,7 @@ pub fn mock_body(data: &[u8]) {
                         received: Instant::now(),
                         peer: local(),
                         local: local(),
+                        left: None,
                     };
                     let plan = handle(fleet, request.clone());
                     let valid = match (endpoint.request_schema, &parsed) {

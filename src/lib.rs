@@ -43,7 +43,7 @@ macro_rules! err {
 
 // The layers, from the bottom: shared helpers (`text`, `base64`, `units`, `content`, `jsonpath`, `json_out`,
 // `json_skim`, `phrases`, `sanitization`, `schema`, `specs`, `error`), the engines (`transport`, `report`, `judge`,
-// `probe`, `mock`), the protocols that plug into them (`protocols`, one folder each, listed in its
+// `probe`, `mock`, `proxy`), the protocols that plug into them (`protocols`, one folder each, listed in its
 // registry), and on top what reads the registry: the command line (`cli`), the self-test
 // (`selftest`), the multi-target probe (`targets`) and the fuzz targets (`fuzz`). A module imports
 // only from its own layer or below; a test (`tests/tck/layers.rs`) holds the crate to it.
@@ -66,6 +66,7 @@ pub mod units;
 pub mod judge;
 pub mod mock;
 pub mod probe;
+pub mod proxy;
 pub mod report;
 pub mod transport;
 

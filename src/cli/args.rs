@@ -56,6 +56,14 @@ pub enum Command {
     /// clients), judging it from what it sends.
     #[command(subcommand)]
     Mock(Box<MockCommand>),
+    /// Stand between a real platform and its real agents: pass each request on to the agent
+    /// and its answer back (with --fault, bent as a mock agent's would be), judging the
+    /// platform by the platform rules and each agent by the agent rules, from the live traffic;
+    /// Ctrl-C, --duration or --deliberations end it and write the reports.
+    Proxy(Box<super::proxy::ProxyArgs>),
+    /// Judge a recording of `proxy --record FILE` again, with no platform and no agent running:
+    /// the same rules, the same verdicts as the live run.
+    Judge(super::proxy::JudgeArgs),
     /// Probe a conforming agent of every protocol, then a mock agent per behaviour; print it all
     /// and end with one verdict line (exit 0 when the reference agents pass and every behaviour
     /// broke exactly the cases it should). --json and --junit hold the matrices too, a case per

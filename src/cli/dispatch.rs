@@ -69,6 +69,8 @@ pub(super) async fn execute(command: Command) -> Result<Ended, Error> {
         Command::Lint(lint) => Ok(Ended::Verdict(lint.run()?)),
         Command::Selftest(args) => selftest(args).await,
         Command::Mock(mock) => execute_mock(*mock).await,
+        Command::Proxy(args) => super::proxy::proxy(*args).await,
+        Command::Judge(args) => super::proxy::judge(args),
         Command::Baseline(BaselineCommand::Write { from, out }) => baseline_write(&from, out),
         Command::Report(ReportCommand::Merge { reports, output }) => {
             output.check()?;

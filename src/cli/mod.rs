@@ -14,6 +14,7 @@ pub mod completions;
 pub mod dispatch;
 pub mod exit;
 pub mod mock;
+pub mod proxy;
 pub mod roles;
 pub mod signal;
 

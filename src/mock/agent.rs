@@ -96,6 +96,17 @@ impl MockAgent {
 
     /// The same, with the body as the engine read it (see [`Body`]).
     pub fn respond_body(&self, endpoint: &str, body: &Body<'_>) -> (Plan, Decision) {
+        self.shape(endpoint, body, self.reference.as_ref())
+    }
+
+    /// The answer `conforming` gives, bent by this agent's behaviours: a proxy's real agent's
+    /// answer, as the mock's own reference agent's is.
+    pub fn shape(
+        &self,
+        endpoint: &str,
+        body: &Body<'_>,
+        source: &dyn Responder,
+    ) -> (Plan, Decision) {
         let endpoints = self.protocol.endpoints();
         let index = endpoints.iter().position(|e| e.name == endpoint);
         let n = self.counters[index.unwrap_or(endpoints.len())].fetch_add(1, Ordering::Relaxed);
@@ -126,13 +137,13 @@ impl MockAgent {
                 .any(|i| matches!(i.what, What::Behavior(Kind::Content(_))))
         });
         let (conforming, value) = if bends {
-            match self.reference.respond_value(endpoint, body) {
+            match source.respond_value(endpoint, body) {
                 Answer::Json(200, value) => (Reply::json_placeholder(200), Some(value)),
                 Answer::Json(status, value) => (Reply::json(status, &value), None),
                 Answer::Reply(reply) => (reply, None),
             }
         } else {
-            (self.reference.respond_body(endpoint, body), None)
+            (source.respond_body(endpoint, body), None)
         };
         let plan = Plan::immediate(Response::new(
             conforming.status,
@@ -175,6 +186,7 @@ impl MockAgent {
             decision,
             rng,
             agent: self,
+            source,
             n,
         };
         shaper.apply(&items, value);
@@ -206,6 +218,8 @@ struct Shaper<'a> {
     decision: Decision,
     rng: ChaCha8Rng,
     agent: &'a MockAgent,
+    /// Who gave the answer being bent.
+    source: &'a dyn Responder,
     n: u64,
 }
 
@@ -239,10 +253,7 @@ impl Shaper<'_> {
                     Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
             } else if given {
                 // Nothing applied at this endpoint: the answer as the responder writes it.
-                let reply = self
-                    .agent
-                    .reference
-                    .respond_body(self.endpoint, self.request);
+                let reply = self.source.respond_body(self.endpoint, self.request);
                 self.plan.response.body = reply.body;
             }
         }

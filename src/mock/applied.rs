@@ -33,13 +33,13 @@ impl Applied {
 
     /// The case, when some agent of `agents` was given content behaviours: PASS when each took
     /// effect, else a SKIP naming, per agent, the ones that never did and what they wait for.
-    pub fn case(&self, agents: &[MockAgent]) -> Option<CaseResult> {
+    pub fn case<'a>(&self, agents: impl IntoIterator<Item = &'a MockAgent>) -> Option<CaseResult> {
         let by_agent = self.by_agent.lock().ok()?;
         let none = HashMap::new();
         let mut given = 0;
         let mut took = Vec::new();
         let mut never = Vec::new();
-        for (i, agent) in agents.iter().enumerate() {
+        for (i, agent) in agents.into_iter().enumerate() {
             let applied = by_agent.get(&i).unwrap_or(&none);
             for source in content_behaviors(agent) {
                 given += 1;

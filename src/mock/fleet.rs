@@ -388,7 +388,7 @@ fn held_back(plan: &Plan) -> bool {
 
 /// A keep-alive connection is one channel (see [`Body::on_channel`]): its peer address is unique
 /// while it is open. Folded without allocating (this runs on every request).
-fn channel_of(peer: SocketAddr) -> u64 {
+pub(crate) fn channel_of(peer: SocketAddr) -> u64 {
     let ip = match peer.ip() {
         std::net::IpAddr::V4(ip) => u128::from(u32::from(ip)),
         std::net::IpAddr::V6(ip) => u128::from(ip),

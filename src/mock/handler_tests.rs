@@ -41,6 +41,7 @@ fn request(path: &str, headers: &[(&str, &str)], body: &str) -> Request {
         received: Instant::now(),
         peer: SocketAddr::from((Ipv4Addr::LOCALHOST, 40000)),
         local: SocketAddr::from((Ipv4Addr::LOCALHOST, 8080)),
+        left: None,
     }
 }
 

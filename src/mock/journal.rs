@@ -34,6 +34,9 @@ pub enum AuthSeen {
     None,
     /// No key is expected and one came anyway.
     Unexpected,
+    /// Whether a key is expected is not known (a proxy told no key of the agent behind it):
+    /// the bearer rules are not judged on it.
+    Unknown,
 }
 
 #[derive(Debug, Serialize)]

@@ -125,7 +125,9 @@ impl Common {
         }
         let name = seen.agent;
         let auth = seen.auth;
-        if seen.expects_key {
+        if auth == AuthSeen::Unknown {
+            // Neither rule can be judged without the agent's key.
+        } else if seen.expects_key {
             self.bearer.check(auth == AuthSeen::Ok, || {
                 format!("{name} /{endpoint}: {}", auth_text(auth))
             });

@@ -113,6 +113,8 @@ impl PlatformExpect {
 pub enum Served {
     Fleet,
     OneAgent,
+    /// Real agents behind `agent-tck proxy`.
+    Proxy,
 }
 
 impl Served {
@@ -121,6 +123,7 @@ impl Served {
         match self {
             Served::Fleet => "the fleet",
             Served::OneAgent => "the mock agent",
+            Served::Proxy => "the proxy",
         }
     }
 
@@ -129,6 +132,7 @@ impl Served {
         match self {
             Served::Fleet => "the fleet's agents",
             Served::OneAgent => "the mock agent",
+            Served::Proxy => "the proxy's URLs for its agents",
         }
     }
 }

@@ -132,6 +132,25 @@ impl Recording {
 }
 
 impl Recorded {
+    /// Writes an event of the producer's own (one no observer reads: a proxy's settings), in
+    /// its place among the calls.
+    pub fn event(&self, event: &str, at_ms: f64, context: Value) {
+        if let Ok(mut written) = self.state.lock() {
+            written.event(event, at_ms, context);
+        }
+    }
+
+    /// Adds to the exchange of request `seq`, while its answer is not over, what its producer
+    /// knew beside what the observer was told (a proxy: the method, the header fields, what
+    /// the real agent answered).
+    pub fn attach(&self, seq: u64, add: impl FnOnce(&mut Exchange)) {
+        if let Ok(mut written) = self.state.lock() {
+            if let Some(exchange) = written.open.get_mut(&seq) {
+                add(exchange);
+            }
+        }
+    }
+
     /// Writes the requests never answered (their answer cut by the run's end) and flushes the
     /// file: the first error of the whole recording, if a write failed.
     pub fn close(self) -> Result<(), RecordError> {
@@ -251,6 +270,7 @@ impl PlatformObserver for Recording {
                 let served = match served {
                     Served::Fleet => "fleet",
                     Served::OneAgent => "one-agent",
+                    Served::Proxy => "proxy",
                 };
                 w.event("judged", self.ms(now), json!({"served": served}));
             },
@@ -415,6 +435,7 @@ pub fn rejudge(
             Call::Event(e) if e.event == "judged" => {
                 let served = match e.context["served"].as_str() {
                     Some("one-agent") => Served::OneAgent,
+                    Some("proxy") => Served::Proxy,
                     _ => Served::Fleet,
                 };
                 judged = Some((served, instant(base, e.at_ms)));

@@ -14,6 +14,7 @@ pub mod plugin;
 pub mod runner;
 pub mod suite;
 pub mod template;
+pub mod traffic;
 
 pub use runner::{run, ProbeSettings};
 pub use suite::Suite;

@@ -544,6 +544,10 @@ pub struct Capabilities {
     pub files: &'static [UserFile],
     /// Built-in fleets (`mock fleet --preset NAME`): (name, file, YAML).
     pub fleet_presets: &'static [(&'static str, &'static str, &'static str)],
+    /// The suite whose cases judge its agents' answers in traffic the kit did not send (its
+    /// `traffic: true` exchanges): `agent-tck proxy` and `agent-tck judge` read it. None: its
+    /// agents are not judged behind a proxy yet.
+    pub traffic_suite: Option<fn() -> Result<crate::probe::Suite, crate::probe::suite::SuiteError>>,
     /// The self-test and the behaviour matrix: every protocol is tested on itself.
     pub selftest: &'static dyn Selftest,
 }
@@ -564,6 +568,7 @@ impl Capabilities {
             behaviors: &[],
             files: &[],
             fleet_presets: &[],
+            traffic_suite: None,
             selftest,
         }
     }

@@ -217,7 +217,7 @@ pub const MAX_HEADERS: usize = 100;
 
 /// Where an exchange stands; read when the deadline fires, to say how far the peer got.
 #[derive(Default)]
-struct Progress {
+pub(crate) struct Progress {
     phase: AtomicU8,
     body_bytes: AtomicU64,
 }
@@ -231,7 +231,7 @@ impl Progress {
         self.phase.store(phase, Ordering::Relaxed);
     }
 
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self.phase.load(Ordering::Relaxed) {
             CONNECTING => "still connecting".into(),
             WAITING_HEAD => "no response head received".into(),
@@ -339,14 +339,47 @@ async fn exchange_on<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut sender, conn) = hyper::client::conn::http1::Builder::new()
+    let (mut sender, conn) = handshake(stream, limits).await?;
+    // The connection task ends with the exchange: the guard aborts it when we return.
+    let _conn = AbortOnDrop(tokio::spawn(conn));
+    exchange_with(&mut sender, base, request, limits, progress, started).await
+}
+
+/// A connection's sender and the task that drives it (to be spawned).
+pub(crate) type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+/// The HTTP/1.1 handshake over `stream`, with the head caps of `limits`.
+pub(crate) async fn handshake<S>(
+    stream: S,
+    limits: Limits,
+) -> Result<
+    (
+        Sender,
+        impl std::future::Future<Output = Result<(), hyper::Error>> + Send + 'static,
+    ),
+    Error,
+>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    hyper::client::conn::http1::Builder::new()
         .max_buf_size(limits.max_head.max(8192))
         .max_headers(MAX_HEADERS)
         .handshake::<_, Full<Bytes>>(TokioIo::new(stream))
         .await
-        .map_err(|e| classify(e, "before the request was sent", limits))?;
-    // The connection task ends with the exchange: the guard aborts it when we return.
-    let conn = AbortOnDrop(tokio::spawn(conn));
+        .map_err(|e| classify(e, "before the request was sent", limits))
+}
+
+/// One exchange on a connection that is open: the request sent, the head and the body read
+/// (at most `max_body` bytes and one frame).
+pub(crate) async fn exchange_with(
+    sender: &mut Sender,
+    base: &BaseUrl,
+    request: &Request,
+    limits: Limits,
+    progress: &Progress,
+    started: Instant,
+) -> Result<Response, Error> {
     progress.set(WAITING_HEAD);
 
     let mut builder = hyper::Request::builder()
@@ -393,7 +426,6 @@ where
             }
         }
     }
-    drop(conn);
     Ok(Response {
         status,
         headers,
@@ -437,7 +469,7 @@ fn classify(error: hyper::Error, phase: &str, limits: Limits) -> Error {
     Error::Other(format!("{error} ({phase})"))
 }
 
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+pub(crate) struct AbortOnDrop<T>(pub(crate) tokio::task::JoinHandle<T>);
 
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {

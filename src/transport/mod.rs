@@ -4,6 +4,7 @@
 pub mod http;
 pub mod lines;
 pub mod liveness;
+pub mod pool;
 #[cfg(unix)]
 pub mod socket;
 #[cfg(unix)]

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Engine folders: generic over protocols.
-const ENGINES: [&str; 5] = ["probe", "mock", "transport", "report", "judge"];
+const ENGINES: [&str; 6] = ["probe", "mock", "proxy", "transport", "report", "judge"];
 
 /// A module by its path from the crate root: `mock::agent`, `protocols` (for protocols/mod.rs).
 type Module = String;

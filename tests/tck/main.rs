@@ -42,6 +42,7 @@ mod peer_death;
 mod platform;
 mod plurals;
 mod properties;
+mod proxy;
 mod readme_table;
 mod reference;
 mod rejudge_agents;

@@ -50,6 +50,7 @@ impl Parts {
             received: Instant::now(),
             peer,
             local,
+            left: None,
         }
     }
 }

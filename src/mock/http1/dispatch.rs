@@ -26,6 +26,14 @@ pub trait Handler: Send + Sync + 'static {
         true
     }
 
+    /// Whether [`Handler::handle`] may wait on others (a proxy's real agent) before it has a
+    /// plan: then the engine watches the peer meanwhile and cancels the request's `left` token
+    /// when the peer leaves (it gave up), so that the handler can stop waiting and say so. A
+    /// handler that answers at once needs no watch (and no token a request).
+    fn waits(&self) -> bool {
+        false
+    }
+
     /// Decides the answer to one request.
     fn handle(
         &self,
@@ -129,7 +137,11 @@ async fn connection<H: Handler>(
         };
         let close = request.close;
         let received = request.received;
-        let (plan, note) = handler.handle(request).await;
+        let (plan, note) = if handler.waits() {
+            handle_watching(handler, request, &stream).await
+        } else {
+            handler.handle(request).await
+        };
         // The request is out of the buffer: while a slow or hung answer is written (it may take
         // long), an empty buffer need not keep its capacity. A prompt answer keeps it, and the
         // next request is read into the same allocation (the request, and its body, are gone).
@@ -145,6 +157,34 @@ async fn connection<H: Handler>(
         if !keep_going {
             return Ok(());
         }
+    }
+}
+
+/// Asks a handler that waits on others for its plan, watching the peer meanwhile: when it
+/// leaves, the request's `left` token says so and the handler ends its wait.
+async fn handle_watching<H: Handler>(
+    handler: &H,
+    mut request: Request,
+    stream: &TcpStream,
+) -> (Plan, H::Note) {
+    let left = tokio_util::sync::CancellationToken::new();
+    request.left = Some(left.clone());
+    let handled = handler.handle(request);
+    tokio::pin!(handled);
+    tokio::select! {
+        done = &mut handled => return done,
+        () = peer_leaves(stream) => left.cancel(),
+    }
+    handled.await
+}
+
+/// Resolves when the peer closes its side (or the connection fails); never when it sends more
+/// (a pipelined request is left where it is, and the peer is plainly still there).
+async fn peer_leaves(stream: &TcpStream) {
+    let mut byte = [0u8; 1];
+    match stream.peek(&mut byte).await {
+        Ok(0) | Err(_) => {}
+        Ok(_) => std::future::pending().await,
     }
 }
 

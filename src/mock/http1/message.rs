@@ -22,6 +22,9 @@ pub struct Request {
     pub received: Instant,
     pub peer: SocketAddr,
     pub local: SocketAddr,
+    /// Cancelled when the peer leaves while [`super::Handler::handle`] still works on the
+    /// answer: set only for a handler that waits on others ([`super::Handler::waits`]).
+    pub left: Option<tokio_util::sync::CancellationToken>,
 }
 
 impl Request {

@@ -129,6 +129,7 @@ impl Protocol for Roundtable {
             agents: Some(ServedAgents::plain(&Agents)),
             fleet_presets: FLEET_PRESETS,
             files: FILES,
+            traffic_suite: Some(super::suite),
             ..Capabilities::none(&RoundtableSelftest)
         }
     }

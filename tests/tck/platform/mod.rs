@@ -256,6 +256,46 @@ impl Platform {
         .flatten()
     }
 
+    /// Registers agent `name` at `url` (with `key`, when given): the status the platform
+    /// answered (201: registered).
+    pub async fn register(&self, name: &str, url: &str, key: Option<&str>) -> u16 {
+        let mut body = json!({"name": name, "domain": "general review", "base_url": url});
+        if let Some(key) = key {
+            body["api_key"] = json!(key);
+        }
+        self.api("/api/v1/agents", &body).await.0
+    }
+
+    /// Runs one deliberation of `content` over every registered agent: the platform's status
+    /// and answer.
+    pub async fn deliberate(&self, content: &str) -> (u16, Value) {
+        self.api("/api/v1/round-table/tasks", &json!({"content": content}))
+            .await
+    }
+
+    /// POSTs `body` to the platform's own API, with the kit's bounded client (a minute at
+    /// most: a deliberation of agents that hang takes 3 × their timeout).
+    async fn api(&self, path: &str, body: &Value) -> (u16, Value) {
+        let request = Request {
+            method: "POST".into(),
+            path: path.into(),
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: Bytes::from(serde_json::to_vec(body).expect("JSON")),
+        };
+        let base = BaseUrl::parse(&self.url).expect("the platform's URL");
+        let limits = Limits {
+            deadline: Duration::from_secs(60),
+            ..Limits::default()
+        };
+        match send(&base, &request, limits).await {
+            Ok(r) => (
+                r.status,
+                serde_json::from_slice(&r.body).unwrap_or(Value::Null),
+            ),
+            Err(e) => panic!("the platform did not answer {path}: {e}"),
+        }
+    }
+
     /// How many deregistrations reached the platform so far (answered or not).
     pub fn deregistrations_seen(&self) -> usize {
         self.shared.deregistrations.load(Ordering::Relaxed)

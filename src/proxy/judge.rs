@@ -1,0 +1,195 @@
+//! A proxy run's recording judged again, with no platform and no agent running: the platform
+//! rules fed the recorded calls in the order the live observer had them
+//! ([`crate::mock::recording::rejudge`]), the agent rules fed each agent's recorded answer as
+//! the live judge had it. The run's settings (the protocol, the timeouts, the faults) are an
+//! event of the recording's own, written as the run starts.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::judge::time::duration;
+use crate::judge::{Entry, Exchange, Message};
+use crate::mock::agent::{MockAgent, Profile};
+use crate::mock::applied::Applied;
+use crate::mock::behavior::{self, For};
+use crate::mock::protocol::{AgentProtocol, PlatformExpect};
+use crate::mock::recording::{rejudge, ReplayError};
+use crate::probe::traffic::{LiveAnswer, TrafficJudge, TrafficLimits};
+use crate::probe::Suite;
+use crate::report::CaseResult;
+use crate::transport::http;
+
+/// The event that holds a proxy run's settings.
+pub const SETTINGS_EVENT: &str = "proxy";
+
+/// What a proxy run was told, as its recording keeps it (never a key).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    pub protocol: String,
+    pub platform_timeout_ms: f64,
+    pub timeout_ms: f64,
+    pub max_body: usize,
+    pub max_field: usize,
+    pub seed: u64,
+    pub agents: Vec<RecordedAgent>,
+}
+
+/// An agent of the run: its name and the faults the proxy put on its answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedAgent {
+    pub name: String,
+    pub faults: Vec<String>,
+}
+
+impl RunSettings {
+    /// The settings a recording holds, if it holds them.
+    pub fn of(entries: &[Entry]) -> Option<RunSettings> {
+        entries.iter().find_map(|entry| match entry {
+            Entry::Event(e) if e.event == SETTINGS_EVENT => {
+                serde_json::from_value(e.context["settings"].clone()).ok()
+            }
+            _ => None,
+        })
+    }
+
+    pub fn expect(&self) -> PlatformExpect {
+        PlatformExpect::timeout(duration(self.platform_timeout_ms))
+    }
+
+    pub fn limits(&self) -> TrafficLimits {
+        TrafficLimits {
+            max_body: self.max_body,
+            max_field: self.max_field,
+            timeout: duration(self.timeout_ms),
+        }
+    }
+}
+
+/// Judges `entries` again as the live proxy judged them: the same cases, in the same order.
+pub fn judge(
+    entries: &[Entry],
+    protocol: &'static dyn AgentProtocol,
+    suite: Suite,
+    settings: &RunSettings,
+) -> Result<Vec<CaseResult>, ReplayError> {
+    let observer = crate::mock::observe::observer_for(protocol, &settings.expect());
+    let platform = rejudge(entries, observer.as_ref())?;
+    let traffic = TrafficJudge::new(suite, settings.limits());
+    let applied = Applied::default();
+    let agents = agents_of(protocol, settings)?;
+    let mut told: Vec<(u64, &Exchange)> = entries
+        .iter()
+        .filter_map(|entry| match entry {
+            Entry::Exchange(e) => e.context["order"][0].as_u64().map(|n| (n, e)),
+            Entry::Event(_) => None,
+        })
+        .collect();
+    told.sort_by_key(|(order, _)| *order);
+    for (_, exchange) in &told {
+        let agent = match &exchange.to {
+            crate::judge::Party::Agent(name) => name.as_str(),
+            _ => continue,
+        };
+        if let Some(i) = agents.iter().position(|a| a.name() == agent) {
+            let decision = &exchange.context["seen"]["decision"]["applied"];
+            let sources: Vec<String> = serde_json::from_value(decision.clone()).unwrap_or_default();
+            applied.record(i, &sources);
+        }
+        if let Some(answer) = recorded_answer(exchange, traffic.timeout())? {
+            traffic.judge(LiveAnswer {
+                agent,
+                method: exchange.method.as_deref().unwrap_or("POST"),
+                path: &format!("/{}", exchange.endpoint),
+                request: serde_json::from_slice(&exchange.request.body()).ok(),
+                result: answer.0,
+                at: duration(exchange.sent_ms),
+                elapsed: answer.1,
+            });
+        }
+    }
+    let mut cases = vec![super::run::reached_case(told.len() as u64)];
+    cases.extend(platform);
+    cases.extend(traffic.cases());
+    cases.extend(applied.case(&agents));
+    Ok(cases)
+}
+
+/// The agents as the run had them: their faults parsed again (to say which took effect).
+fn agents_of(
+    protocol: &'static dyn AgentProtocol,
+    settings: &RunSettings,
+) -> Result<Vec<MockAgent>, ReplayError> {
+    settings
+        .agents
+        .iter()
+        .map(|a| {
+            let items = behavior::parse_list(
+                &a.faults.join(","),
+                For {
+                    protocol,
+                    others: &[],
+                },
+            )
+            .map_err(|e| ReplayError::Event {
+                event: SETTINGS_EVENT.into(),
+                what: format!("agent {}'s faults: {e}", a.name),
+            })?;
+            Ok(MockAgent::new(
+                protocol,
+                Profile::served(&a.name, None),
+                items,
+                settings.seed,
+            ))
+        })
+        .collect()
+}
+
+/// What the agent answered, as the live judge had it, and how long it took: None when the run
+/// ended or the platform left first (not judged live either, unless past the timeout — the
+/// judge decides that from the figure).
+#[allow(clippy::type_complexity)]
+fn recorded_answer(
+    exchange: &Exchange,
+    timeout: Duration,
+) -> Result<Option<(Result<http::Response, http::Error>, Duration)>, ReplayError> {
+    let a = &exchange.context["agent_answer"];
+    let wrong = |what: &str| ReplayError::Exchange {
+        seq: exchange.seq,
+        what: format!("its agent_answer's {what} is missing or wrong"),
+    };
+    let ms = |key: &str| a[key].as_f64().map(duration);
+    if a.is_null() || a.get("stopped_ms").is_some() {
+        return Ok(None);
+    }
+    if let Some(left) = ms("left_ms") {
+        return Ok(super::handler::left_unanswered(left, timeout).map(|late| (Err(late), left)));
+    }
+    let elapsed = ms("elapsed_ms").ok_or_else(|| wrong("elapsed_ms"))?;
+    if let Some(error) = a.get("error") {
+        let error: http::Error =
+            serde_json::from_value(error.clone()).map_err(|_| wrong("error"))?;
+        return Ok(Some((Err(error), elapsed)));
+    }
+    let status = a["status"]
+        .as_u64()
+        .and_then(|s| u16::try_from(s).ok())
+        .ok_or_else(|| wrong("status"))?;
+    let message: Message =
+        serde_json::from_value(a["message"].clone()).map_err(|_| wrong("message"))?;
+    let response = http::Response {
+        status,
+        headers: message.headers.clone(),
+        body: Bytes::from(message.body()),
+        body_exceeded: a["body_exceeded"].as_bool().unwrap_or(false),
+        elapsed,
+    };
+    Ok(Some((Ok(response), elapsed)))
+}
+
+/// The settings event's context.
+pub fn settings_context(settings: &RunSettings) -> Value {
+    serde_json::json!({ "settings": settings })
+}

@@ -1,0 +1,328 @@
+//! A proxy run: serve the agents' URLs, pass the platform's requests on until the run ends
+//! (Ctrl-C, `--duration`, `--deliberations N`), then draw both sides' verdicts into one report.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::task::TaskTracker;
+
+use super::handler::{Deliberations, ProxyHandler, Upstream};
+use super::judge::{settings_context, RecordedAgent, RunSettings, SETTINGS_EVENT};
+use crate::error::Error;
+use crate::mock::agent::{MockAgent, Profile};
+use crate::mock::behavior::Item;
+use crate::mock::http1::{self, ServerLimits};
+use crate::mock::protocol::{AgentProtocol, PlatformExpect, PlatformObserver, RunEnd, Served};
+use crate::mock::recording::Recording;
+use crate::probe::traffic::{TrafficJudge, TrafficLimits};
+use crate::probe::Suite;
+use crate::report::{CaseResult, Evidence, Level, Report, RunInfo};
+use crate::text::Redactor;
+use crate::transport::http::BaseUrl;
+use crate::transport::pool::Pool;
+
+/// One real agent, as `--agent NAME=URL` (and `--agent-key`, `--fault`) gave it.
+pub struct AgentAt {
+    pub name: String,
+    pub base: BaseUrl,
+    /// Its key, when the user gave it: the platform's bearer is judged against it.
+    pub key: Option<String>,
+    pub faults: Vec<Item>,
+}
+
+/// Everything a proxy run needs, checked.
+pub struct ProxySettings {
+    pub protocol: &'static dyn AgentProtocol,
+    /// The suite whose cases judge the agents' answers.
+    pub suite: Suite,
+    pub agents: Vec<AgentAt>,
+    pub listen: SocketAddr,
+    pub expect: PlatformExpect,
+    pub limits: TrafficLimits,
+    pub duration: Option<Duration>,
+    pub deliberations: Option<u64>,
+    pub record: Option<PathBuf>,
+    pub seed: u64,
+    pub strict: bool,
+    pub log: bool,
+}
+
+/// A proxy being served.
+pub struct Running {
+    pub handler: Arc<ProxyHandler>,
+    pub addr: SocketAddr,
+    stop: tokio_util::sync::CancellationToken,
+    tracker: TaskTracker,
+    started: Instant,
+    started_at: String,
+    secrets: Vec<String>,
+    settings: Ended,
+}
+
+/// What the report needs of the settings once the run is over.
+struct Ended {
+    protocol: &'static str,
+    seed: u64,
+    strict: bool,
+    duration: Option<Duration>,
+    deliberations: Option<u64>,
+    record: Option<PathBuf>,
+}
+
+impl Running {
+    /// The URL the platform is to be given for agent `name`.
+    pub fn url_of(&self, name: &str) -> String {
+        format!("http://{}/agents/{name}", self.addr)
+    }
+
+    /// Each agent's proxy URL and real URL.
+    pub fn routes(&self) -> Vec<(String, String)> {
+        self.handler
+            .upstreams
+            .iter()
+            .map(|u| (self.url_of(u.faults.name()), u.pool.base().to_string()))
+            .collect()
+    }
+
+    /// Serves until `stop` completes, `--duration` passes or `--deliberations` are over; then
+    /// stops and returns the report.
+    pub async fn until(
+        self,
+        stop: impl std::future::Future<Output = String> + Send,
+    ) -> Result<Report, Error> {
+        let duration = async {
+            match self.settings.duration {
+                Some(d) => {
+                    tokio::time::sleep(d).await;
+                    format!("--duration {}", humantime::format_duration(d))
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let deliberations = async {
+            match self.settings.deliberations {
+                Some(n) => {
+                    self.handler.deliberations.done.notified().await;
+                    format!("--deliberations {n}")
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let why = tokio::select! {
+            why = stop => why,
+            why = duration => why,
+            why = deliberations => why,
+        };
+        self.end(why).await
+    }
+
+    /// Ends the run for `why` (`Ctrl-C`, `--duration 10m`): what is still open is cut, the run's
+    /// act and not the platform's, and the verdicts are drawn.
+    pub async fn end(self, why: String) -> Result<Report, Error> {
+        let at = Instant::now();
+        self.handler.observer.on_run_end(&RunEnd {
+            at,
+            after: at - self.started,
+            why,
+            abandoned: false,
+        });
+        self.handler.stop.cancel();
+        self.stop.cancel();
+        self.tracker.close();
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.tracker.wait()).await;
+        let handler = &self.handler;
+        let requests = handler
+            .protocol_requests
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let mut cases = vec![reached_case(requests)];
+        cases.extend(handler.observer.cases_at(Served::Proxy, Instant::now()));
+        cases.extend(handler.traffic.cases());
+        cases.extend(
+            handler
+                .applied
+                .case(handler.upstreams.iter().map(|u| &u.faults)),
+        );
+        let recorded = handler.recorded.lock().ok().and_then(|mut r| r.take());
+        if let Some(recorded) = recorded {
+            recorded.close().map_err(|e| Error::run(e.to_string()))?;
+            if let Some(path) = &self.settings.record {
+                crate::errln!("wrote {}", path.display());
+            }
+        }
+        let target = format!(
+            "the platform and the {} behind http://{}/agents/",
+            crate::text::count(handler.upstreams.len() as u64, "agents"),
+            self.addr
+        );
+        let mut report = report_of(
+            self.settings.protocol,
+            target,
+            (self.settings.seed, self.settings.strict),
+            cases,
+            &Redactor::new(self.secrets.clone()),
+        );
+        report.started_at = self.started_at.clone();
+        report.duration_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        if let Some(n) = self.settings.deliberations {
+            report.notes.push(format!(
+                "{} of the {n} deliberations asked for reached their last phase",
+                handler.deliberations.count()
+            ));
+        }
+        Ok(report)
+    }
+}
+
+/// A proxy's report (live, or of a recording judged again): `seed` and `strict` as the run
+/// had them.
+pub fn report_of(
+    protocol: &str,
+    target: String,
+    (seed, strict): (u64, bool),
+    cases: Vec<CaseResult>,
+    redactor: &Redactor,
+) -> Report {
+    RunInfo::start("proxy", protocol.to_string(), target, seed, strict)
+        .made_by(format!("proxy --protocol {protocol}"))
+        .report(cases, redactor)
+}
+
+/// The case that says whether the platform's traffic came through the proxy at all: without
+/// it, every rule has nothing to judge.
+pub fn reached_case(requests: u64) -> CaseResult {
+    let mut case = CaseResult::new(
+        REACHED,
+        "platform",
+        Level::Must,
+        "the platform calls its agents through the proxy",
+        "agent-tck (precondition)",
+    )
+    .precondition();
+    if requests == 0 {
+        case.fail(
+            "no request of the protocol came through the proxy: register the proxy's URLs \
+             (printed at start) with the platform in place of the agents' own, then let it work"
+                .to_string(),
+        );
+    } else {
+        case.pass_noting(
+            Evidence::new(requests, "requests"),
+            String::new(),
+            String::new,
+        );
+    }
+    case
+}
+
+/// The precondition case's id.
+pub const REACHED: &str = "platform.reached-proxy";
+
+/// The settings a recording keeps, for `agent-tck judge` (never a key).
+fn run_settings(settings: &ProxySettings) -> RunSettings {
+    RunSettings {
+        protocol: settings.protocol.name().to_string(),
+        platform_timeout_ms: crate::judge::time::ms(settings.expect.timeout),
+        timeout_ms: crate::judge::time::ms(settings.limits.timeout),
+        max_body: settings.limits.max_body,
+        max_field: settings.limits.max_field,
+        seed: settings.seed,
+        agents: settings
+            .agents
+            .iter()
+            .map(|a| RecordedAgent {
+                name: a.name.clone(),
+                faults: a.faults.iter().map(|i| i.source.clone()).collect(),
+            })
+            .collect(),
+    }
+}
+
+/// Binds `settings.listen` and starts passing requests on.
+pub async fn start(settings: ProxySettings) -> Result<Running, Error> {
+    let started = Instant::now();
+    let started_at = crate::report::now_rfc3339();
+    let secrets: Vec<String> = settings
+        .agents
+        .iter()
+        .filter_map(|a| a.key.clone())
+        .collect();
+    let observer = crate::mock::observe::observer_for(settings.protocol, &settings.expect);
+    let (observer, recorded): (Box<dyn PlatformObserver>, _) = match &settings.record {
+        Some(path) => {
+            let (recording, recorded) = Recording::wrap(observer, path, started)
+                .map_err(|e| Error::run(format!("--record: {e}")))?;
+            recorded.event(
+                SETTINGS_EVENT,
+                0.0,
+                settings_context(&run_settings(&settings)),
+            );
+            (Box::new(recording), Some(recorded))
+        }
+        None => (observer, None),
+    };
+    let upstreams = settings
+        .agents
+        .into_iter()
+        .map(|a| Upstream {
+            faults: MockAgent::new(
+                settings.protocol,
+                Profile::served(&a.name, a.key),
+                a.faults,
+                settings.seed,
+            ),
+            pool: Pool::new(a.base),
+        })
+        .collect();
+    // The proxy waits for an agent past the platform's timeout: the platform, leaving, ends
+    // the wait first; a platform that never leaves is judged by its own rule.
+    let deadline = settings.expect.timeout.max(settings.limits.timeout) + Duration::from_secs(30);
+    let mut handler = ProxyHandler::new(
+        upstreams,
+        settings.protocol,
+        observer,
+        TrafficJudge::new(settings.suite, settings.limits),
+        recorded,
+        Deliberations::new(settings.protocol, settings.deliberations),
+        deadline,
+        started,
+    );
+    handler.log = settings.log;
+    let handler = Arc::new(handler);
+    let listener = tokio::net::TcpListener::bind(settings.listen)
+        .await
+        .map_err(|cause| http1::ListenError::Bind {
+            addr: settings.listen,
+            cause,
+        })?;
+    let addr = listener
+        .local_addr()
+        .map_err(http1::ListenError::LocalAddr)?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let tracker = TaskTracker::new();
+    tracker.spawn(http1::serve(
+        listener,
+        handler.clone(),
+        ServerLimits::default(),
+        stop.clone(),
+        tracker.clone(),
+    ));
+    Ok(Running {
+        handler,
+        addr,
+        stop,
+        tracker,
+        started,
+        started_at,
+        secrets,
+        settings: Ended {
+            protocol: settings.protocol.name(),
+            seed: settings.seed,
+            strict: settings.strict,
+            duration: settings.duration,
+            deliberations: settings.deliberations,
+            record: settings.record,
+        },
+    })
+}

@@ -1,0 +1,348 @@
+//! `agent-tck proxy` between a platform of our own (`platform`, a conforming one or one that
+//! breaks one rule) and agents of our own (the mock engine's, conforming or with one flaw),
+//! judged from the traffic between them: each platform flaw is named the platform's by the
+//! fleet's rule, each agent flaw the agent's by the probe's case, a correct pair passes, and a
+//! fault the proxy injects into a real answer shows how the platform handles it — never as the
+//! agent's fault.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use agent_tck::mock::behavior;
+use agent_tck::mock::protocol::PlatformExpect;
+use agent_tck::probe::traffic::TrafficLimits;
+use agent_tck::protocols::roundtable;
+use agent_tck::proxy::run::{start, AgentAt, ProxySettings};
+use agent_tck::report::{Exit, Report, Status};
+use agent_tck::transport::http::BaseUrl;
+
+use crate::platform::{self, PlatformConfig, Variant};
+use crate::support::{self, SEED};
+
+/// The platform's timeout for an agent: short, so that a hang costs a test a second.
+const PLATFORM_TIMEOUT: Duration = Duration::from_secs(1);
+const CONTENT: &str = "Review the authentication module for security vulnerabilities";
+const KEY: &str = "proxy-test-key-7f3a";
+
+/// What stands behind the proxy in one test.
+struct Stand<'a> {
+    variant: Variant,
+    /// Each real agent: its name and its own behaviour (its flaw, or `conforming`).
+    agents: &'a [(&'a str, &'a str)],
+    /// The proxy's faults on real answers: (agent, fault).
+    faults: &'a [(&'a str, &'a str)],
+    /// The agents are registered with a key, which the proxy is told.
+    keys: bool,
+    deliberations: usize,
+    /// Where the proxy records the traffic.
+    record: Option<std::path::PathBuf>,
+}
+
+impl Stand<'_> {
+    fn of(variant: Variant) -> Stand<'static> {
+        Stand {
+            variant,
+            agents: &[
+                ("alpha", "conforming"),
+                ("beta", "conforming"),
+                ("gamma", "conforming"),
+            ],
+            faults: &[],
+            keys: false,
+            deliberations: 2,
+            record: None,
+        }
+    }
+}
+
+/// Serves the agents, the proxy before them and the platform, registers the agents at their
+/// proxy URLs, runs the deliberations, then ends the proxy and returns its report.
+async fn judged(stand: Stand<'_>) -> Report {
+    let key = stand.keys.then_some(KEY);
+    let mut served = Vec::new();
+    let mut agents = Vec::new();
+    for (name, behaviour) in stand.agents {
+        let agent = roundtable::commands::serve_one(name, key.map(str::to_string), behaviour, SEED)
+            .await
+            .expect("serve an agent");
+        let faults: Vec<_> = stand
+            .faults
+            .iter()
+            .filter(|(n, _)| n == name)
+            .flat_map(|(_, f)| behavior::parse_list(f, support::roundtable()).expect("a fault"))
+            .collect();
+        agents.push(AgentAt {
+            name: name.to_string(),
+            base: BaseUrl::parse(&agent.urls[0]).unwrap(),
+            key: key.map(str::to_string),
+            faults,
+        });
+        served.push(agent);
+    }
+    let proxy = start(ProxySettings {
+        protocol: &roundtable::Agents,
+        suite: roundtable::suite().unwrap(),
+        agents,
+        listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        expect: PlatformExpect::timeout(PLATFORM_TIMEOUT),
+        limits: TrafficLimits {
+            max_body: 5_000_000,
+            max_field: 50_000,
+            timeout: Duration::from_secs(30),
+        },
+        duration: None,
+        deliberations: None,
+        record: stand.record.clone(),
+        seed: SEED,
+        strict: false,
+        log: false,
+    })
+    .await
+    .expect("the proxy starts");
+    let platform = platform::start(PlatformConfig {
+        variant: stand.variant,
+        agent_timeout: PLATFORM_TIMEOUT,
+        ..PlatformConfig::default()
+    })
+    .await;
+    for (name, _) in stand.agents {
+        assert_eq!(platform.register(name, &proxy.url_of(name), key).await, 201);
+    }
+    for _ in 0..stand.deliberations {
+        platform.deliberate(CONTENT).await;
+    }
+    // A deliberation is judged whole once the platform was quiet for its timeout and grace
+    // (there is no trigger the proxy sees answered): the rule's own wait, not a readiness one.
+    tokio::time::sleep(PLATFORM_TIMEOUT * 3).await;
+    let report = proxy.end("the test's end".into()).await.expect("a report");
+    platform.stop().await;
+    for agent in served {
+        agent.stop(Duration::from_secs(1)).await;
+    }
+    report
+}
+
+fn status_of(report: &Report, id: &str) -> Status {
+    support::case(report, id).status
+}
+
+/// The cases that failed, each with its message, for assertion messages.
+fn failures(report: &Report) -> String {
+    format!("{:#?}", support::failing(report))
+}
+
+#[deadline::test]
+async fn a_conforming_platform_with_conforming_agents_passes_on_evidence() {
+    let report = judged(Stand::of(Variant::Conforming)).await;
+    assert_eq!(report.exit_code(), Exit::Passed, "{}", failures(&report));
+    for id in [
+        "platform.reached-proxy",
+        "platform.request-schema",
+        "platform.challenge-not-own",
+        "platform.phases-continue",
+        "alpha/analyze.response",
+        "beta/challenge.response",
+        "gamma/vote.response",
+    ] {
+        let case = support::case(&report, id);
+        assert_eq!(case.status, Status::Pass, "{id}: {}", case.message);
+        assert!(case.evidence.as_ref().is_some_and(|e| e.judged > 0), "{id}");
+    }
+}
+
+#[deadline::test]
+async fn a_nul_the_proxy_put_in_a_real_answer_comes_out_stripped_at_the_others() {
+    let faults = [("beta", "null-bytes@analyze")];
+    let report = judged(Stand {
+        faults: &faults,
+        ..Stand::of(Variant::Conforming)
+    })
+    .await;
+    let nul = support::case(&report, "platform.nul-stripped");
+    assert_eq!(nul.status, Status::Pass, "{}", nul.message);
+    assert!(nul.evidence.as_ref().is_some_and(|e| e.judged > 0));
+    // The NUL was the proxy's, not beta's: beta's own answers are judged clean.
+    assert_eq!(
+        status_of(&report, "beta/analyze.sanitization"),
+        Status::Pass
+    );
+    assert_eq!(status_of(&report, "agent.behaviors-applied"), Status::Pass);
+    assert_eq!(report.exit_code(), Exit::Passed, "{}", failures(&report));
+}
+
+#[deadline::test]
+async fn a_platform_that_forwards_the_nul_is_named_and_the_agent_is_not() {
+    let faults = [("beta", "null-bytes@analyze")];
+    let report = judged(Stand {
+        faults: &faults,
+        ..Stand::of(Variant::NoNulStripping)
+    })
+    .await;
+    let nul = support::case(&report, "platform.nul-stripped");
+    assert_eq!(nul.status, Status::Fail, "{}", nul.message);
+    assert!(nul.message.contains("beta"), "{}", nul.message);
+    let agents_failed: Vec<_> = support::failed(&report)
+        .into_iter()
+        .filter(|id| id.contains('/'))
+        .collect();
+    assert!(agents_failed.is_empty(), "{agents_failed:?}");
+}
+
+#[deadline::test]
+async fn each_platform_flaw_is_the_platforms_by_the_fleets_rule() {
+    let failed = [("gamma", "http-error:500@analyze")];
+    for (variant, faults, keys, rule) in [
+        (
+            Variant::OwnAnalysisInChallenge,
+            &[][..],
+            false,
+            "platform.challenge-not-own",
+        ),
+        (
+            Variant::KeepsFailedAgents,
+            &failed[..],
+            false,
+            "platform.challenge-no-failed",
+        ),
+        (Variant::NoBearer, &[][..], true, "platform.bearer"),
+    ] {
+        let report = judged(Stand {
+            faults,
+            keys,
+            deliberations: 1,
+            ..Stand::of(variant)
+        })
+        .await;
+        let case = support::case(&report, rule);
+        assert_eq!(
+            case.status,
+            Status::Fail,
+            "{}: {}",
+            variant.name(),
+            case.message
+        );
+        assert!(
+            support::failed(&report)
+                .iter()
+                .all(|id| id.starts_with("platform.")),
+            "{}: {}",
+            variant.name(),
+            failures(&report)
+        );
+        // The same stand with a conforming platform: the rule holds, on evidence.
+        let report = judged(Stand {
+            faults,
+            keys,
+            deliberations: 1,
+            ..Stand::of(Variant::Conforming)
+        })
+        .await;
+        let case = support::case(&report, rule);
+        assert_eq!(
+            case.status,
+            Status::Pass,
+            "conforming {rule}: {}",
+            case.message
+        );
+    }
+}
+
+#[deadline::test]
+async fn an_agents_own_flaw_is_the_agents_by_the_probes_case() {
+    let agents = [
+        ("alpha", "conforming"),
+        ("beta", "wrong-schema:dissent-without-reason@vote"),
+        ("gamma", "conforming"),
+    ];
+    let report = judged(Stand {
+        agents: &agents,
+        ..Stand::of(Variant::Conforming)
+    })
+    .await;
+    let case = support::case(&report, "beta/vote.dissent-reason");
+    assert_eq!(case.status, Status::Fail, "{}", case.message);
+    assert_eq!(
+        status_of(&report, "alpha/vote.dissent-reason"),
+        Status::Pass
+    );
+    assert!(
+        support::failed(&report)
+            .iter()
+            .all(|id| id.starts_with("beta/")),
+        "{}",
+        failures(&report)
+    );
+}
+
+#[deadline::test]
+async fn a_hang_the_proxy_injected_shows_whether_the_platform_gives_up() {
+    let faults = [("gamma", "hang@analyze")];
+    let report = judged(Stand {
+        faults: &faults,
+        deliberations: 1,
+        ..Stand::of(Variant::Conforming)
+    })
+    .await;
+    let case = support::case(&report, "platform.gives-up");
+    assert_eq!(case.status, Status::Pass, "{}", case.message);
+    // gamma answered: the hang was the proxy's, and gamma's answers are judged on time.
+    assert_eq!(status_of(&report, "gamma/analyze.response"), Status::Pass);
+}
+
+#[deadline::test]
+async fn with_no_traffic_nothing_is_green() {
+    let report = judged(Stand {
+        deliberations: 0,
+        ..Stand::of(Variant::Conforming)
+    })
+    .await;
+    assert_eq!(status_of(&report, "platform.reached-proxy"), Status::Fail);
+    assert_ne!(report.exit_code(), Exit::Passed);
+    assert_eq!(status_of(&report, "alpha/analyze.response"), Status::Skip);
+}
+
+#[deadline::test]
+async fn a_recording_judged_again_gives_the_live_verdicts_and_holds_no_key() {
+    let dir = support::TempDir::new("proxy-record");
+    for file in ["run.jsonl", "run.har"] {
+        let path = std::path::PathBuf::from(dir.path(file));
+        let faults = [
+            ("beta", "null-bytes@analyze"),
+            ("gamma", "http-error:503@challenge"),
+        ];
+        let agents = [
+            ("alpha", "conforming"),
+            ("beta", "conforming"),
+            ("gamma", "wrong-schema:dissent-without-reason@vote"),
+        ];
+        let live = judged(Stand {
+            agents: &agents,
+            faults: &faults,
+            keys: true,
+            record: Some(path.clone()),
+            ..Stand::of(Variant::NoNulStripping)
+        })
+        .await;
+        // The run judged both parties at fault somewhere: the recording has something to say.
+        let failed = support::failed(&live);
+        assert!(failed.contains(&"platform.nul-stripped"), "{failed:?}");
+        assert!(failed.contains(&"gamma/vote.dissent-reason"), "{failed:?}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains(KEY), "{file} holds the key");
+        let entries = agent_tck::judge::record::read_entries(&path).unwrap();
+        let settings = agent_tck::proxy::judge::RunSettings::of(&entries).expect("the settings");
+        let again = agent_tck::proxy::judge::judge(
+            &entries,
+            &roundtable::Agents,
+            roundtable::suite().unwrap(),
+            &settings,
+        )
+        .unwrap();
+        crate::rejudge_platforms::assert_same_verdicts(&live.cases, &again);
+        assert_eq!(
+            again.len(),
+            live.cases.len(),
+            "{file}: every live case, offline"
+        );
+    }
+}
