@@ -2,7 +2,7 @@
 //! `lint WHAT`) come from the registry ([`RoleCommand`]).
 
 use std::ffi::OsString;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -60,10 +60,10 @@ pub enum Command {
     /// and its answer back (with --fault, bent as a mock agent's would be), judging the
     /// platform by the platform rules and each agent by the agent rules, from the live traffic;
     /// Ctrl-C, --duration or --deliberations end it and write the reports.
-    Proxy(Box<super::proxy::ProxyArgs>),
+    Proxy(Box<ProxyArgs>),
     /// Judge a recording of `proxy --record FILE` again, with no platform and no agent running:
     /// the same rules, the same verdicts as the live run.
-    Judge(super::proxy::JudgeArgs),
+    Judge(JudgeArgs),
     /// Probe a conforming agent of every protocol, then a mock agent per behaviour; print it all
     /// and end with one verdict line (exit 0 when the reference agents pass and every behaviour
     /// broke exactly the cases it should). --json and --junit hold the matrices too, a case per
@@ -708,4 +708,77 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+}
+
+/// `agent-tck proxy`.
+#[derive(Debug, Clone, Args)]
+pub struct ProxyArgs {
+    /// The protocol the platform and its agents speak.
+    #[arg(long, default_value = protocols::names()[0], value_parser = protocol_names())]
+    pub protocol: String,
+    /// Where the proxy listens (HOST:PORT; port 0: the OS picks). The platform is given
+    /// `http://HOST:PORT/agents/NAME` for each agent.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8700")]
+    pub listen: SocketAddr,
+    /// A real agent: its name (the proxy's path for it) and its own base URL. Repeatable.
+    #[arg(long = "agent", value_name = "NAME=URL", required = true)]
+    pub agents: Vec<String>,
+    /// An agent's API key: the platform's `Authorization: Bearer` to it is judged against it
+    /// (without it, the bearer rules are not judged for that agent). Repeatable; never shown.
+    #[arg(long = "agent-key", value_name = "NAME=KEY", hide_env_values = true)]
+    pub agent_keys: Vec<String>,
+    /// A fault on an agent's real answers: one of the mock's behaviours (`agent-tck mock
+    /// behaviors`), at an endpoint or all, on a share of the answers (`beta=null-bytes@analyze`,
+    /// `alpha=slow:3s:50%`). Repeatable.
+    #[arg(long = "fault", value_name = "NAME=BEHAVIOUR[@ENDPOINT][:P%]")]
+    pub faults: Vec<String>,
+    /// Each agent answer must come within this (the agent rules' timeout, as `probe --timeout`).
+    #[arg(long, value_name = "DUR", default_value = "120s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// The platform's own per-request timeout: a platform that waits longer for a slow or
+    /// hanging agent is told so (default 120s).
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub platform_timeout: Option<Duration>,
+    /// The largest answer body the agent rules accept (as `probe --max-body`).
+    #[arg(long, value_name = "BYTES", default_value = "5MB", value_parser = parse_bytes)]
+    pub max_body: usize,
+    /// End the run after this long (default: at Ctrl-C).
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// End the run once this many deliberations reached the protocol's last phase and every
+    /// exchange is answered.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub deliberations: Option<u64>,
+    /// Record every exchange to FILE as it ends, secrets masked: HAR 1.2 for a name ending in
+    /// `.har` (browsers, Redocly and mitmproxy read it), JSON lines otherwise. `agent-tck judge
+    /// FILE` judges it again.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Seed of the faults' random choices (default: from the clock; printed).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// SHOULD failures fail the run.
+    #[arg(long)]
+    pub strict: bool,
+    /// A line per exchange on stdout.
+    #[arg(long)]
+    pub log: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `agent-tck judge`.
+#[derive(Debug, Clone, Args)]
+pub struct JudgeArgs {
+    /// The recording (`proxy --record FILE`: HAR 1.2 or JSON lines).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The protocol (default: the one the recording names).
+    #[arg(long, value_parser = protocol_names())]
+    pub protocol: Option<String>,
+    /// SHOULD failures fail the run.
+    #[arg(long)]
+    pub strict: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }

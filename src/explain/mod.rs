@@ -41,10 +41,20 @@ const COMMON_CASES: &[(&str, Role, Level, &str, &str)] = &[
     ("platform.no-5xx", Role::Mock, Level::Must, "each triggered deliberation is answered without a 5xx, despite malformed or hostile agents", "Error Handling"),
     ("platform.trigger-expect", Role::Mock, Level::Must, "each deliberation's answer meets the fleet file's expectations", "agent-tck (the fleet file)"),
     ("platform.reached-fleet", Role::Mock, Level::Must, "the platform calls the fleet's agents", "agent-tck (precondition)"),
+    ("platform.reached-proxy", Role::Mock, Level::Must, "the platform calls its agents through the proxy", "agent-tck (precondition)"),
     ("agent.behaviors-applied", Role::Mock, Level::May, "each content behaviour the agents were given took effect", "agent-tck (a check on itself)"),
     ("stdio.drains-stderr", Role::Mock, Level::Must, "the harness drains the agent's stderr as it comes (a flood does not block the agent)", "Local Subprocess Protocol"),
     ("stdio.kills-process-group", Role::Mock, Level::Must, "the harness ends the agent's whole process group, not the agent alone", "agent-tck (robustness)"),
 ];
+
+/// The case a party-scoped id reports (`beta/vote.response`: the proxy judges each agent by
+/// the suite's cases, under the agent's name), else the id as it is.
+pub fn case_of(id: &str) -> &str {
+    match id.split_once('/') {
+        Some((party, case)) if crate::mock::fleet::valid_name(party) && !case.is_empty() => case,
+        _ => id,
+    }
+}
 
 /// One case of the catalogue and whose it is.
 #[derive(Debug, Clone)]
@@ -231,6 +241,7 @@ pub fn shown_by_matrix(id: &str) -> Result<Vec<String>, Error> {
 /// `agent-tck explain ID`: the text of `id`, with what the catalogue and the matrices know of
 /// it; an id of no case is a usage error naming the nearest ones.
 pub fn explain(id: &str) -> Result<String, Error> {
+    let id = case_of(id);
     let all = catalogue()?;
     let files = texts::embedded()?;
     let found: Vec<(&TextFile, &Text)> = files
@@ -289,6 +300,7 @@ pub fn explain(id: &str) -> Result<String, Error> {
 
 /// Whether `id` has a text: the reports point to `explain` only for those.
 pub fn has_text(id: &str) -> bool {
+    let id = case_of(id);
     texts::embedded().is_ok_and(|files| {
         files
             .iter()

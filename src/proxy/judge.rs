@@ -7,66 +7,19 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
+use super::settings::{RunSettings, SETTINGS_EVENT};
 use crate::judge::time::duration;
 use crate::judge::{Entry, Exchange, Message};
 use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::applied::Applied;
 use crate::mock::behavior::{self, For};
-use crate::mock::protocol::{AgentProtocol, PlatformExpect};
+use crate::mock::protocol::AgentProtocol;
 use crate::mock::recording::{rejudge, ReplayError};
-use crate::probe::traffic::{LiveAnswer, TrafficJudge, TrafficLimits};
+use crate::probe::traffic::{LiveAnswer, TrafficJudge};
 use crate::probe::Suite;
 use crate::report::CaseResult;
 use crate::transport::http;
-
-/// The event that holds a proxy run's settings.
-pub const SETTINGS_EVENT: &str = "proxy";
-
-/// What a proxy run was told, as its recording keeps it (never a key).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunSettings {
-    pub protocol: String,
-    pub platform_timeout_ms: f64,
-    pub timeout_ms: f64,
-    pub max_body: usize,
-    pub max_field: usize,
-    pub seed: u64,
-    pub agents: Vec<RecordedAgent>,
-}
-
-/// An agent of the run: its name and the faults the proxy put on its answers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RecordedAgent {
-    pub name: String,
-    pub faults: Vec<String>,
-}
-
-impl RunSettings {
-    /// The settings a recording holds, if it holds them.
-    pub fn of(entries: &[Entry]) -> Option<RunSettings> {
-        entries.iter().find_map(|entry| match entry {
-            Entry::Event(e) if e.event == SETTINGS_EVENT => {
-                serde_json::from_value(e.context["settings"].clone()).ok()
-            }
-            _ => None,
-        })
-    }
-
-    pub fn expect(&self) -> PlatformExpect {
-        PlatformExpect::timeout(duration(self.platform_timeout_ms))
-    }
-
-    pub fn limits(&self) -> TrafficLimits {
-        TrafficLimits {
-            max_body: self.max_body,
-            max_field: self.max_field,
-            timeout: duration(self.timeout_ms),
-        }
-    }
-}
 
 /// Judges `entries` again as the live proxy judged them: the same cases, in the same order.
 pub fn judge(
@@ -110,7 +63,7 @@ pub fn judge(
             });
         }
     }
-    let mut cases = vec![super::run::reached_case(told.len() as u64)];
+    let mut cases = vec![super::report::reached_case(told.len() as u64)];
     cases.extend(platform);
     cases.extend(traffic.cases());
     cases.extend(applied.case(&agents));
@@ -126,17 +79,20 @@ fn agents_of(
         .agents
         .iter()
         .map(|a| {
-            let items = behavior::parse_list(
-                &a.faults.join(","),
-                For {
-                    protocol,
-                    others: &[],
-                },
-            )
-            .map_err(|e| ReplayError::Event {
-                event: SETTINGS_EVENT.into(),
-                what: format!("agent {}'s faults: {e}", a.name),
-            })?;
+            let items = match a.faults.as_slice() {
+                [] => Vec::new(),
+                faults => behavior::parse_list(
+                    &faults.join(","),
+                    For {
+                        protocol,
+                        others: &[],
+                    },
+                )
+                .map_err(|e| ReplayError::Event {
+                    event: SETTINGS_EVENT.into(),
+                    what: format!("agent {}'s faults: {e}", a.name),
+                })?,
+            };
             Ok(MockAgent::new(
                 protocol,
                 Profile::served(&a.name, None),
@@ -187,9 +143,4 @@ fn recorded_answer(
         elapsed,
     };
     Ok(Some((Ok(response), elapsed)))
-}
-
-/// The settings event's context.
-pub fn settings_context(settings: &RunSettings) -> Value {
-    serde_json::json!({ "settings": settings })
 }

@@ -9,4 +9,6 @@
 pub mod forward;
 pub mod handler;
 pub mod judge;
+pub mod report;
 pub mod run;
+pub mod settings;

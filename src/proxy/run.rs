@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use tokio_util::task::TaskTracker;
 
 use super::handler::{Deliberations, ProxyHandler, Upstream};
-use super::judge::{settings_context, RecordedAgent, RunSettings, SETTINGS_EVENT};
+use super::report::{reached_case, report_of};
+use super::settings::{settings_context, RecordedAgent, RunSettings, SETTINGS_EVENT};
 use crate::error::Error;
 use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::behavior::Item;
@@ -18,7 +19,7 @@ use crate::mock::protocol::{AgentProtocol, PlatformExpect, PlatformObserver, Run
 use crate::mock::recording::Recording;
 use crate::probe::traffic::{TrafficJudge, TrafficLimits};
 use crate::probe::Suite;
-use crate::report::{CaseResult, Evidence, Level, Report, RunInfo};
+use crate::report::Report;
 use crate::text::Redactor;
 use crate::transport::http::BaseUrl;
 use crate::transport::pool::Pool;
@@ -174,50 +175,6 @@ impl Running {
         Ok(report)
     }
 }
-
-/// A proxy's report (live, or of a recording judged again): `seed` and `strict` as the run
-/// had them.
-pub fn report_of(
-    protocol: &str,
-    target: String,
-    (seed, strict): (u64, bool),
-    cases: Vec<CaseResult>,
-    redactor: &Redactor,
-) -> Report {
-    RunInfo::start("proxy", protocol.to_string(), target, seed, strict)
-        .made_by(format!("proxy --protocol {protocol}"))
-        .report(cases, redactor)
-}
-
-/// The case that says whether the platform's traffic came through the proxy at all: without
-/// it, every rule has nothing to judge.
-pub fn reached_case(requests: u64) -> CaseResult {
-    let mut case = CaseResult::new(
-        REACHED,
-        "platform",
-        Level::Must,
-        "the platform calls its agents through the proxy",
-        "agent-tck (precondition)",
-    )
-    .precondition();
-    if requests == 0 {
-        case.fail(
-            "no request of the protocol came through the proxy: register the proxy's URLs \
-             (printed at start) with the platform in place of the agents' own, then let it work"
-                .to_string(),
-        );
-    } else {
-        case.pass_noting(
-            Evidence::new(requests, "requests"),
-            String::new(),
-            String::new,
-        );
-    }
-    case
-}
-
-/// The precondition case's id.
-pub const REACHED: &str = "platform.reached-proxy";
 
 /// The settings a recording keeps, for `agent-tck judge` (never a key).
 fn run_settings(settings: &ProxySettings) -> RunSettings {

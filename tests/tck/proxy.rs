@@ -330,7 +330,7 @@ async fn a_recording_judged_again_gives_the_live_verdicts_and_holds_no_key() {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains(KEY), "{file} holds the key");
         let entries = agent_tck::judge::record::read_entries(&path).unwrap();
-        let settings = agent_tck::proxy::judge::RunSettings::of(&entries).expect("the settings");
+        let settings = agent_tck::proxy::settings::RunSettings::of(&entries).expect("the settings");
         let again = agent_tck::proxy::judge::judge(
             &entries,
             &roundtable::Agents,
