@@ -33,9 +33,9 @@ pub(crate) struct Flaws {
 }
 
 /// The harness: the spec's loop, a turn limit of 5, a 1 s deadline per turn.
-struct Harness {
-    url: String,
-    flaws: Flaws,
+pub(crate) struct Harness {
+    pub(crate) url: String,
+    pub(crate) flaws: Flaws,
 }
 
 pub(crate) const LIMIT: u32 = 5;
@@ -58,19 +58,19 @@ impl Harness {
                 None => Got::Nothing,
             };
         }
-        let addr = self.url.trim_start_matches("http://").to_string();
-        let Ok(mut stream) = TcpStream::connect(&addr).await else {
+        let (addr, prefix) = split_url(&self.url);
+        let Ok(mut stream) = TcpStream::connect(addr).await else {
             return Got::Nothing;
         };
         // Dies in the middle of writing: the head and half the body, then gone.
-        let head = request_head(&addr, body.len());
+        let head = request_head(addr, prefix, body.len());
         let _ = stream.write_all(head.as_bytes()).await;
         let _ = stream.write_all(&body[..body.len() / 2]).await;
         Got::Nothing
     }
 
     /// One conversation from `task`.
-    async fn run(&self, task: &str) {
+    pub(crate) async fn run(&self, task: &str) {
         let mut history: Vec<Value> = Vec::new();
         let mut description = task.to_string();
         let limit = if self.flaws.no_turn_limit { 12 } else { LIMIT };
@@ -116,19 +116,29 @@ impl Harness {
     }
 }
 
-fn request_head(addr: &str, len: usize) -> String {
+/// `http://HOST:PORT/PREFIX` as the address to connect to and the path prefix (`/agents/a`,
+/// a proxy's, or empty).
+fn split_url(url: &str) -> (&str, &str) {
+    let rest = url.trim_start_matches("http://");
+    match rest.find('/') {
+        Some(slash) => (&rest[..slash], rest[slash..].trim_end_matches('/')),
+        None => (rest, ""),
+    }
+}
+
+fn request_head(addr: &str, prefix: &str, len: usize) -> String {
     format!(
-        "POST /execute_task HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
+        "POST {prefix}/execute_task HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
     )
 }
 
 /// POST /execute_task to `url` over a fresh connection (HTTP/1.1, closed after the answer): the
 /// answer's body, or None when it failed or took longer than `deadline`.
 pub(crate) async fn post(url: &str, body: &[u8], deadline: Option<Duration>) -> Option<Vec<u8>> {
-    let addr = url.trim_start_matches("http://").to_string();
-    let mut stream = TcpStream::connect(&addr).await.ok()?;
+    let (addr, prefix) = split_url(url);
+    let mut stream = TcpStream::connect(addr).await.ok()?;
     stream
-        .write_all(request_head(&addr, body.len()).as_bytes())
+        .write_all(request_head(addr, prefix, body.len()).as_bytes())
         .await
         .ok()?;
     stream.write_all(body).await.ok()?;

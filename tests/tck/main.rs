@@ -43,6 +43,7 @@ mod platform;
 mod plurals;
 mod properties;
 mod proxy;
+mod proxy_cli;
 mod readme_table;
 mod reference;
 mod rejudge_agents;

@@ -16,6 +16,7 @@ use agent_tck::proxy::run::{start, AgentAt, ProxySettings};
 use agent_tck::report::{Exit, Report, Status};
 use agent_tck::transport::http::BaseUrl;
 
+use crate::harness_judged::Flaws;
 use crate::platform::{self, PlatformConfig, Variant};
 use crate::support::{self, SEED};
 
@@ -345,4 +346,86 @@ async fn a_recording_judged_again_gives_the_live_verdicts_and_holds_no_key() {
             "{file}: every live case, offline"
         );
     }
+}
+
+/// An execute_task harness of our own (`harness_judged`'s, with `flaws`) and one of the kit's
+/// mock agents behind the proxy, the agent's answers bent by `faults`: the proxy's report once
+/// the harness ran `TASKS`, or once `linger` passed (a harness stuck waiting is still waiting).
+async fn harness_judged(flaws: Flaws, faults: &str, linger: Duration) -> Report {
+    use crate::harness_judged::{agent, Harness, EXPECT, TASKS};
+    use agent_tck::protocols::execute_task;
+    let served = agent_tck::mock::fleet::serve_one(agent("conforming"), EXPECT.timeout)
+        .await
+        .expect("serve the agent");
+    let faults = match faults {
+        "" => Vec::new(),
+        f => behavior::parse_list(f, support::execute_task()).expect("a fault"),
+    };
+    let proxy = start(ProxySettings {
+        protocol: &execute_task::Agents,
+        suite: execute_task::rules::suite().unwrap(),
+        agents: vec![AgentAt {
+            name: "judge".into(),
+            base: BaseUrl::parse(&served.urls[0]).unwrap(),
+            key: None,
+            faults,
+        }],
+        listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        expect: EXPECT,
+        limits: TrafficLimits {
+            max_body: 5_000_000,
+            max_field: 50_000,
+            timeout: Duration::from_secs(30),
+        },
+        duration: None,
+        deliberations: None,
+        record: None,
+        seed: SEED,
+        strict: false,
+        log: false,
+    })
+    .await
+    .expect("the proxy starts");
+    let harness = Harness {
+        url: proxy.url_of("judge"),
+        flaws,
+    };
+    let mut run = tokio::spawn(async move {
+        for task in TASKS {
+            harness.run(task).await;
+        }
+    });
+    if linger.is_zero() {
+        (&mut run).await.unwrap();
+    } else {
+        // The run ends (as at Ctrl-C) while the harness may still be waiting.
+        tokio::time::sleep(linger).await;
+    }
+    let report = proxy.end("the test's end".into()).await.expect("a report");
+    run.abort();
+    served.stop(Duration::from_secs(1)).await;
+    report
+}
+
+#[deadline::test]
+async fn an_execute_task_harness_is_judged_through_the_proxy_by_the_harness_rules() {
+    let report = harness_judged(Flaws::default(), "", Duration::ZERO).await;
+    assert_eq!(report.protocol, "execute-task");
+    for id in ["platform.reached-proxy", "harness.turns", "harness.history"] {
+        let case = support::case(&report, id);
+        assert_eq!(case.status, Status::Pass, "{id}: {}", case.message);
+    }
+    assert!(support::failed(&report).is_empty(), "{}", failures(&report));
+    // A hang the proxy put on the real agent's answers: the harness without a deadline waits
+    // on, and harness.deadline names it; the reference harness gives up and passes it.
+    let stuck = Flaws {
+        no_timeout: true,
+        ..Flaws::default()
+    };
+    let report = harness_judged(stuck, "hang", Duration::from_secs(4)).await;
+    let case = support::case(&report, "harness.deadline");
+    assert_eq!(case.status, Status::Fail, "{}", case.message);
+    let report = harness_judged(Flaws::default(), "hang", Duration::from_secs(4)).await;
+    let case = support::case(&report, "harness.deadline");
+    assert_eq!(case.status, Status::Pass, "{}", case.message);
 }

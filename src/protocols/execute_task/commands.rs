@@ -228,6 +228,7 @@ impl Protocol for ExecuteTask {
                 with_scenarios: Some(with_scenarios),
             }),
             files: FILES,
+            traffic_suite: Some(super::rules::suite),
             ..Capabilities::none(&TaskSelftest)
         }
     }

@@ -1,0 +1,187 @@
+//! `agent-tck proxy` and `agent-tck judge` as a user runs them (README, "Judge a real platform
+//! with real agents"): two of the kit's mock agents as the real agents, the probe as the
+//! platform through the proxy, Ctrl-C to end it; the reports in every format, the recording
+//! judged again to the same verdicts, and the agent's key in none of them.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::{case_statuses, tck_within, text, Spawned, TempDir, RUN_DEADLINE};
+
+const KEY: &str = "proxy-cli-key-93be41";
+
+/// The URL at the end of a mock agent's banner (`… listening on http://127.0.0.1:PORT`).
+fn agent(name: &str, key: Option<&str>) -> (Spawned, String) {
+    let mut args = vec![
+        "mock", "agent", "--port", "0", "--name", name, "--seed", "7",
+    ];
+    if let Some(key) = key {
+        args.extend(["--api-key", key]);
+    }
+    let mut child = Spawned::tck(&args, RUN_DEADLINE);
+    let banner = child.line();
+    let url = banner
+        .rsplit(' ')
+        .next()
+        .filter(|u| u.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {banner:?}"))
+        .to_string();
+    (child, url)
+}
+
+fn read_json(path: &str) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn the_readme_try_it_judges_both_parties_and_a_recording_gives_the_same_verdicts() {
+    let dir = TempDir::new("proxy-cli");
+    let (alpha, alpha_url) = agent("alpha", None);
+    let (beta, beta_url) = agent("beta", Some(KEY));
+    let (har, json, junit, html) = (
+        dir.path("try.har"),
+        dir.path("proxy.json"),
+        dir.path("proxy.xml"),
+        dir.path("proxy.html"),
+    );
+    let alpha_arg = format!("alpha={alpha_url}");
+    let beta_arg = format!("beta={beta_url}");
+    let key_arg = format!("beta={KEY}");
+    let mut proxy = Spawned::tck(
+        &[
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--agent",
+            &alpha_arg,
+            "--agent",
+            &beta_arg,
+            "--agent-key",
+            &key_arg,
+            "--fault",
+            "beta=null-bytes@analyze",
+            "--record",
+            &har,
+            "--json",
+            &json,
+            "--junit",
+            &junit,
+            "--html",
+            &html,
+            "--seed",
+            "7",
+        ],
+        RUN_DEADLINE,
+    );
+    let banner = proxy.line();
+    let base = banner
+        .split(' ')
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {banner:?}"))
+        .to_string();
+    for name in ["alpha", "beta"] {
+        let route = proxy.line();
+        assert!(
+            route.contains(&format!("{base}/agents/{name}  ->  http://")),
+            "{route}"
+        );
+    }
+    // The probe plays the platform: one agent at a time, beta with its key.
+    let beta_through = format!("{base}/agents/beta");
+    let probed = tck_within(
+        &[
+            "probe",
+            "roundtable",
+            "--url",
+            &beta_through,
+            "--api-key",
+            KEY,
+        ],
+        RUN_DEADLINE,
+    );
+    // It met the proxy's NUL in beta's analysis (a SHOULD: a warning, exit 0).
+    assert!(
+        text(&probed).contains("WARN should analyze.sanitization"),
+        "{}",
+        text(&probed)
+    );
+    let out = proxy.interrupt(Duration::from_secs(30));
+    let console = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{console}");
+    let live = read_json(&json);
+    let statuses = case_statuses(&live);
+    let status = |id: &str| {
+        statuses
+            .iter()
+            .find(|(i, _)| i == id)
+            .map(|(_, s)| s.as_str())
+            .unwrap_or_else(|| panic!("no {id} in {statuses:?}"))
+    };
+    assert_eq!(live["role"], "proxy");
+    assert_eq!(status("platform.reached-proxy"), "pass");
+    assert_eq!(
+        status("platform.bearer"),
+        "pass",
+        "beta's key came with each call"
+    );
+    // beta's own answers held no NUL: the proxy's fault is not beta's.
+    assert_eq!(status("beta/analyze.sanitization"), "pass");
+    assert_eq!(status("beta/analyze.response"), "pass");
+    assert_eq!(status("agent.behaviors-applied"), "pass");
+    let junit_text = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        junit_text.contains("name=\"agent beta\""),
+        "a JUnit suite per party"
+    );
+    for (what, written) in [
+        ("console", console.clone()),
+        ("JSON", std::fs::read_to_string(&json).unwrap()),
+        ("JUnit", junit_text),
+        ("HTML", std::fs::read_to_string(&html).unwrap()),
+        ("HAR", std::fs::read_to_string(&har).unwrap()),
+    ] {
+        assert!(!written.contains(KEY), "the key is in the {what} output");
+    }
+    let har_value: Value = serde_json::from_str(&std::fs::read_to_string(&har).unwrap())
+        .expect("the recording is one JSON document");
+    assert_eq!(har_value["log"]["version"], "1.2");
+    // Judged again, offline: the same verdicts.
+    let again = dir.path("again.json");
+    let judged = tck_within(&["judge", &har, "--json", &again], RUN_DEADLINE);
+    assert_eq!(judged.status.code(), Some(0), "{}", text(&judged));
+    assert_eq!(case_statuses(&read_json(&again)), statuses);
+    drop((alpha, beta));
+}
+
+#[test]
+fn flags_that_cannot_be_followed_are_refused_naming_the_flag() {
+    for (args, needle) in [
+        (
+            vec!["proxy", "--agent", "alpha"],
+            "--agent \"alpha\": expected NAME=URL",
+        ),
+        (
+            vec!["proxy", "--agent", "alpha=ftp://x"],
+            "--agent alpha: ",
+        ),
+        (
+            vec!["proxy", "--agent", "alpha=http://127.0.0.1:9", "--fault", "beta=hang"],
+            "--fault beta=…: no --agent beta=URL (the agents: alpha)",
+        ),
+        (
+            vec!["proxy", "--agent", "alpha=http://127.0.0.1:9", "--fault", "alpha=no-such"],
+            "--fault alpha=no-such: ",
+        ),
+        (
+            vec!["proxy", "--protocol", "librarian", "--agent", "a=http://127.0.0.1:9"],
+            "--protocol librarian: the proxy does not stand between its parties yet (it does for: roundtable",
+        ),
+        (vec!["judge", "/nonexistent/run.har"], "/nonexistent/run.har"),
+    ] {
+        let out = tck_within(&args, RUN_DEADLINE);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(needle), "{args:?}: {}", text(&out));
+    }
+}
