@@ -64,6 +64,10 @@ pub enum Command {
     /// Judge a recording of `proxy --record FILE` again, with no platform and no agent running:
     /// the same rules, the same verdicts as the live run.
     Judge(JudgeArgs),
+    /// Send a recording's requests (`proxy --record FILE`) again to another version of an agent:
+    /// its new answers judged by the agent rules, and what changed from the recorded ones (the
+    /// verdicts, as `report diff` shows them, and the answers' fields).
+    Replay(ReplayArgs),
     /// Probe a conforming agent of every protocol, then a mock agent per behaviour; print it all
     /// and end with one verdict line (exit 0 when the reference agents pass and every behaviour
     /// broke exactly the cases it should). --json and --junit hold the matrices too, a case per
@@ -776,6 +780,27 @@ pub struct JudgeArgs {
     /// The protocol (default: the one the recording names).
     #[arg(long, value_parser = protocol_names())]
     pub protocol: Option<String>,
+    /// SHOULD failures fail the run.
+    #[arg(long)]
+    pub strict: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `agent-tck replay`.
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// The recording (`proxy --record FILE`).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// An agent of the recording and the URL of its new version: its recorded requests are sent
+    /// there. Repeatable.
+    #[arg(long = "agent", value_name = "NAME=URL", required = true)]
+    pub agents: Vec<String>,
+    /// The agent's API key, sent where the recording had one (a recording never holds it).
+    /// Repeatable; never shown.
+    #[arg(long = "agent-key", value_name = "NAME=KEY", hide_env_values = true)]
+    pub agent_keys: Vec<String>,
     /// SHOULD failures fail the run.
     #[arg(long)]
     pub strict: bool,

@@ -71,6 +71,7 @@ pub(super) async fn execute(command: Command) -> Result<Ended, Error> {
         Command::Mock(mock) => execute_mock(*mock).await,
         Command::Proxy(args) => super::proxy::proxy(*args).await,
         Command::Judge(args) => super::proxy::judge(args),
+        Command::Replay(args) => super::proxy::replay(args).await,
         Command::Baseline(BaselineCommand::Write { from, out }) => baseline_write(&from, out),
         Command::Report(ReportCommand::Merge { reports, output }) => {
             output.check()?;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::args::{protocol, JudgeArgs, ProxyArgs};
+use super::args::{protocol, JudgeArgs, ProxyArgs, ReplayArgs};
 use super::exit::{conclude, Ended};
 use super::signal::caught_signal;
 use crate::error::Error;
@@ -89,13 +89,20 @@ fn fault_items(
     )
 }
 
+/// `--agent NAME=URL`, `--agent-key NAME=KEY` and `--fault NAME=…` as given.
+struct Flags<'a> {
+    agents: &'a [String],
+    keys: &'a [String],
+    faults: &'a [String],
+}
+
 /// The agents as the flags give them, each with its key and faults.
 fn agents_of(
-    args: &ProxyArgs,
+    flags: Flags<'_>,
     protocol: &'static dyn AgentProtocol,
 ) -> Result<Vec<AgentAt>, Error> {
     let mut agents: Vec<AgentAt> = Vec::new();
-    for text in &args.agents {
+    for text in flags.agents {
         let (name, url) = named("--agent", text, "URL")?;
         if agents.iter().any(|a| a.name == name) {
             return Err(Error::usage(format!("--agent {name}: given twice")));
@@ -112,7 +119,8 @@ fn agents_of(
         agents.iter().position(|a| a.name == name).ok_or_else(|| {
             Error::usage(format!(
                 "{flag} {name}=…: no --agent {name}=URL (the agents: {})",
-                args.agents
+                flags
+                    .agents
                     .iter()
                     .filter_map(|a| a.split_once('=').map(|(n, _)| n))
                     .collect::<Vec<_>>()
@@ -121,7 +129,7 @@ fn agents_of(
         })
     };
     let mut keys = Vec::new();
-    for text in &args.agent_keys {
+    for text in flags.keys {
         // The key is never repeated in a message.
         let (name, key) = text
             .split_once('=')
@@ -130,7 +138,7 @@ fn agents_of(
         keys.push((find("--agent-key", name)?, key.to_string()));
     }
     let mut faults = Vec::new();
-    for text in &args.faults {
+    for text in flags.faults {
         let (name, fault) = named("--fault", text, "BEHAVIOUR")?;
         let items = fault_items(fault, protocol)
             .map_err(|e| Error::usage(format!("--fault {name}={fault}: {e}")))?;
@@ -151,7 +159,12 @@ fn agents_of(
 pub(super) async fn proxy(args: ProxyArgs) -> Result<Ended, Error> {
     args.output.check()?;
     let (agents_protocol, suite) = proxied(&args.protocol)?;
-    let agents = agents_of(&args, agents_protocol)?;
+    let flags = Flags {
+        agents: &args.agents,
+        keys: &args.agent_keys,
+        faults: &args.faults,
+    };
+    let agents = agents_of(flags, agents_protocol)?;
     let seed = seed_or_clock(args.seed);
     let settings = ProxySettings {
         protocol: agents_protocol,
@@ -186,18 +199,33 @@ pub(super) async fn proxy(args: ProxyArgs) -> Result<Ended, Error> {
     conclude(report, &args.output)
 }
 
-/// `agent-tck judge FILE`: a proxy run's recording judged again, with the run's settings.
-pub(super) fn judge(args: JudgeArgs) -> Result<Ended, Error> {
-    use crate::proxy::settings::RunSettings;
-    args.output.check()?;
-    let shown = args.file.display().to_string();
+/// A proxy run's recording: its entries and the run's settings; a usage error naming the file
+/// when it cannot be read or holds no settings.
+fn recording(
+    file: &std::path::Path,
+) -> Result<
+    (
+        Vec<crate::judge::Entry>,
+        crate::proxy::settings::RunSettings,
+    ),
+    Error,
+> {
+    let shown = file.display();
     let entries =
-        crate::judge::record::read_entries(&args.file).map_err(|e| Error::usage(e.to_string()))?;
-    let settings = RunSettings::of(&entries).ok_or_else(|| {
+        crate::judge::record::read_entries(file).map_err(|e| Error::usage(e.to_string()))?;
+    let settings = crate::proxy::settings::RunSettings::of(&entries).ok_or_else(|| {
         Error::usage(format!(
-            "{shown}: no proxy settings in it (a recording of `agent-tck proxy --record`, which writes them as it starts, is what judge reads)"
+            "{shown}: no proxy settings in it (a recording of `agent-tck proxy --record`, which writes them as it starts, is what this reads)"
         ))
     })?;
+    Ok((entries, settings))
+}
+
+/// `agent-tck judge FILE`: a proxy run's recording judged again, with the run's settings.
+pub(super) fn judge(args: JudgeArgs) -> Result<Ended, Error> {
+    args.output.check()?;
+    let shown = args.file.display().to_string();
+    let (entries, settings) = recording(&args.file)?;
     let name = args.protocol.as_deref().unwrap_or(&settings.protocol);
     let (protocol, suite) = proxied(name)?;
     let cases = crate::proxy::judge::judge(&entries, protocol, suite, &settings)
@@ -210,6 +238,88 @@ pub(super) fn judge(args: JudgeArgs) -> Result<Ended, Error> {
         &crate::text::Redactor::new(Vec::new()),
     );
     conclude(report, &args.output)
+}
+
+/// `agent-tck replay FILE --agent NAME=URL`: the recorded requests sent to new versions of the
+/// agents, their answers judged, and what changed printed after the report.
+pub(super) async fn replay(args: ReplayArgs) -> Result<Ended, Error> {
+    use crate::proxy::replay::{replay, Target};
+    use crate::proxy::report::report_of;
+    args.output.check()?;
+    let shown = args.file.display().to_string();
+    let (entries, settings) = recording(&args.file)?;
+    let (protocol, suite) = proxied(&settings.protocol)?;
+    let flags = Flags {
+        agents: &args.agents,
+        keys: &args.agent_keys,
+        faults: &[],
+    };
+    let agents = agents_of(flags, protocol)?;
+    let recorded: Vec<&str> = settings.agents.iter().map(|a| a.name.as_str()).collect();
+    if let Some(stranger) = agents.iter().find(|a| !recorded.contains(&a.name.as_str())) {
+        return Err(Error::usage(format!(
+            "--agent {}: {shown} recorded no agent of that name (it has: {})",
+            stranger.name,
+            recorded.join(", ")
+        )));
+    }
+    let secrets: Vec<String> = agents.iter().filter_map(|a| a.key.clone()).collect();
+    let targets: Vec<Target> = agents
+        .into_iter()
+        .map(|a| Target {
+            name: a.name,
+            pool: crate::transport::pool::Pool::new(a.base),
+            key: a.key,
+        })
+        .collect();
+    let found = replay(&entries, suite, &settings, &targets)
+        .await
+        .map_err(|e| Error::usage(format!("{shown}: {e}")))?;
+    let redactor = crate::text::Redactor::new(secrets);
+    let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+    let report_as = |cases, what: &str| {
+        report_of(
+            &settings.protocol,
+            format!("{} ({what}, {shown})", names.join(", ")),
+            (settings.seed, args.strict),
+            cases,
+            &redactor,
+        )
+    };
+    let mut before = report_as(found.recorded, "as recorded");
+    let mut after = report_as(found.replayed, "replayed");
+    crate::protocols::stamp(&mut before);
+    crate::protocols::stamp(&mut after);
+    after.notes.push(format!(
+        "{} sent again; {} answered otherwise than recorded",
+        crate::text::count(found.sent, "requests"),
+        found.changed
+    ));
+    if found.keyless > 0 {
+        after.notes.push(format!(
+            "{} held a key in the recording (masked there) and went without one: give --agent-key NAME=KEY",
+            crate::text::count(found.keyless, "requests")
+        ));
+    }
+    let diff = crate::report::tools::diff(&before, &after);
+    let ended = conclude(after, &args.output)?;
+    crate::outln!(
+        "{}",
+        crate::report::tools::render_diff(&diff, "as recorded", "replayed")
+    );
+    if !found.changes.is_empty() {
+        crate::outln!("answers that changed:");
+        for change in &found.changes {
+            crate::outln!("  {change}");
+        }
+        if found.changed > found.changes.len() as u64 {
+            crate::outln!(
+                "  … and {} more",
+                found.changed - found.changes.len() as u64
+            );
+        }
+    }
+    Ok(ended)
 }
 
 #[cfg(test)]

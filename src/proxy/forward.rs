@@ -29,7 +29,7 @@ const HOP_BY_HOP: [&str; 9] = [
     "host",
 ];
 
-fn passed_on(name: &str) -> bool {
+pub fn passed_on(name: &str) -> bool {
     !HOP_BY_HOP.iter().any(|h| name.eq_ignore_ascii_case(h))
 }
 

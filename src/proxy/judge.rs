@@ -107,7 +107,7 @@ fn agents_of(
 /// ended or the platform left first (not judged live either, unless past the timeout — the
 /// judge decides that from the figure).
 #[allow(clippy::type_complexity)]
-fn recorded_answer(
+pub(super) fn recorded_answer(
     exchange: &Exchange,
     timeout: Duration,
 ) -> Result<Option<(Result<http::Response, http::Error>, Duration)>, ReplayError> {
