@@ -185,3 +185,60 @@ fn flags_that_cannot_be_followed_are_refused_naming_the_flag() {
         assert!(text(&out).contains(needle), "{args:?}: {}", text(&out));
     }
 }
+
+#[test]
+fn a_recording_replayed_to_a_new_agent_version_says_what_changed() {
+    let dir = TempDir::new("proxy-replay");
+    let (old, old_url) = agent("beta", Some(KEY));
+    let har = dir.path("run.har");
+    let beta = format!("beta={old_url}");
+    let key = format!("beta={KEY}");
+    let mut proxy = Spawned::tck(
+        &[
+            "proxy", "--listen", "127.0.0.1:0", "--agent", &beta, "--agent-key", &key,
+            "--record", &har, "--quiet",
+        ],
+        RUN_DEADLINE,
+    );
+    let banner = proxy.line();
+    let base = banner
+        .split(' ')
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {banner:?}"))
+        .to_string();
+    let through = format!("{base}/agents/beta");
+    let probed = tck_within(
+        &["probe", "roundtable", "--url", &through, "--api-key", KEY, "--quiet"],
+        RUN_DEADLINE,
+    );
+    assert_eq!(probed.status.code(), Some(0), "{}", text(&probed));
+    let out = proxy.interrupt(Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    drop(old);
+    // The new version votes without a reason for its dissent.
+    let mut args = vec!["mock", "agent", "--port", "0", "--name", "beta", "--seed", "7"];
+    args.extend(["--api-key", KEY, "--behavior", "wrong-schema:dissent-without-reason@vote"]);
+    let mut new = Spawned::tck(&args, RUN_DEADLINE);
+    let banner = new.line();
+    let new_url = banner.rsplit(' ').next().unwrap().to_string();
+    let json = dir.path("replayed.json");
+    let target = format!("beta={new_url}");
+    let replayed = tck_within(
+        &["replay", &har, "--agent", &target, "--agent-key", &key, "--json", &json],
+        RUN_DEADLINE,
+    );
+    let said = text(&replayed);
+    assert_eq!(replayed.status.code(), Some(1), "{said}");
+    let statuses = case_statuses(&read_json(&json));
+    assert!(
+        statuses.contains(&("beta/vote.dissent-reason".to_string(), "fail".to_string())),
+        "{statuses:?}"
+    );
+    assert!(said.contains("1 regression"), "{said}");
+    assert!(said.contains("beta /vote: ") && said.contains("dissent_reason removed"), "{said}");
+    assert!(!said.contains(KEY) && !std::fs::read_to_string(&json).unwrap().contains(KEY));
+    // Without the key, the requests go without one, and the note says so.
+    let keyless = tck_within(&["replay", &har, "--agent", &target, "--quiet"], RUN_DEADLINE);
+    assert!(text(&keyless).contains("give --agent-key NAME=KEY"), "{}", text(&keyless));
+    drop(new);
+}
