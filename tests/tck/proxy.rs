@@ -110,7 +110,15 @@ async fn judged(stand: Stand<'_>) -> Report {
         assert_eq!(platform.register(name, &proxy.url_of(name), key).await, 201);
     }
     for _ in 0..stand.deliberations {
-        platform.deliberate(CONTENT).await;
+        // A platform that waits on a hung agent forever (NoTimeout) is left waiting: the run
+        // ends with its request open, as a user's Ctrl-C would end it.
+        let bound = 3 * PLATFORM_TIMEOUT + Duration::from_secs(5);
+        if tokio::time::timeout(bound, platform.deliberate(CONTENT))
+            .await
+            .is_err()
+        {
+            break;
+        }
     }
     // A deliberation is judged whole once the platform was quiet for its timeout and grace
     // (there is no trigger the proxy sees answered): the rule's own wait, not a readiness one.

@@ -195,8 +195,16 @@ fn a_recording_replayed_to_a_new_agent_version_says_what_changed() {
     let key = format!("beta={KEY}");
     let mut proxy = Spawned::tck(
         &[
-            "proxy", "--listen", "127.0.0.1:0", "--agent", &beta, "--agent-key", &key,
-            "--record", &har, "--quiet",
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--agent",
+            &beta,
+            "--agent-key",
+            &key,
+            "--record",
+            &har,
+            "--quiet",
         ],
         RUN_DEADLINE,
     );
@@ -208,7 +216,15 @@ fn a_recording_replayed_to_a_new_agent_version_says_what_changed() {
         .to_string();
     let through = format!("{base}/agents/beta");
     let probed = tck_within(
-        &["probe", "roundtable", "--url", &through, "--api-key", KEY, "--quiet"],
+        &[
+            "probe",
+            "roundtable",
+            "--url",
+            &through,
+            "--api-key",
+            KEY,
+            "--quiet",
+        ],
         RUN_DEADLINE,
     );
     assert_eq!(probed.status.code(), Some(0), "{}", text(&probed));
@@ -216,15 +232,31 @@ fn a_recording_replayed_to_a_new_agent_version_says_what_changed() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     drop(old);
     // The new version votes without a reason for its dissent.
-    let mut args = vec!["mock", "agent", "--port", "0", "--name", "beta", "--seed", "7"];
-    args.extend(["--api-key", KEY, "--behavior", "wrong-schema:dissent-without-reason@vote"]);
+    let mut args = vec![
+        "mock", "agent", "--port", "0", "--name", "beta", "--seed", "7",
+    ];
+    args.extend([
+        "--api-key",
+        KEY,
+        "--behavior",
+        "wrong-schema:dissent-without-reason@vote",
+    ]);
     let mut new = Spawned::tck(&args, RUN_DEADLINE);
     let banner = new.line();
     let new_url = banner.rsplit(' ').next().unwrap().to_string();
     let json = dir.path("replayed.json");
     let target = format!("beta={new_url}");
     let replayed = tck_within(
-        &["replay", &har, "--agent", &target, "--agent-key", &key, "--json", &json],
+        &[
+            "replay",
+            &har,
+            "--agent",
+            &target,
+            "--agent-key",
+            &key,
+            "--json",
+            &json,
+        ],
         RUN_DEADLINE,
     );
     let said = text(&replayed);
@@ -235,10 +267,20 @@ fn a_recording_replayed_to_a_new_agent_version_says_what_changed() {
         "{statuses:?}"
     );
     assert!(said.contains("1 regression"), "{said}");
-    assert!(said.contains("beta /vote: ") && said.contains("dissent_reason removed"), "{said}");
+    assert!(
+        said.contains("beta /vote: ") && said.contains("dissent_reason removed"),
+        "{said}"
+    );
     assert!(!said.contains(KEY) && !std::fs::read_to_string(&json).unwrap().contains(KEY));
     // Without the key, the requests go without one, and the note says so.
-    let keyless = tck_within(&["replay", &har, "--agent", &target, "--quiet"], RUN_DEADLINE);
-    assert!(text(&keyless).contains("give --agent-key NAME=KEY"), "{}", text(&keyless));
+    let keyless = tck_within(
+        &["replay", &har, "--agent", &target, "--quiet"],
+        RUN_DEADLINE,
+    );
+    assert!(
+        text(&keyless).contains("give --agent-key NAME=KEY"),
+        "{}",
+        text(&keyless)
+    );
     drop(new);
 }
