@@ -67,6 +67,7 @@ pub fn judge(
     cases.extend(platform);
     cases.extend(traffic.cases());
     cases.extend(applied.case(&agents));
+    super::report::by_party(&mut cases);
     Ok(cases)
 }
 

@@ -46,3 +46,19 @@ pub fn reached_case(requests: u64) -> CaseResult {
 
 /// The precondition case's id.
 pub const REACHED: &str = "platform.reached-proxy";
+
+/// Each case under its party, a JUnit test suite each: the platform's (the observer's topical
+/// groups, `requests`, `challenge`, … folded into `platform`), each agent's (`agent NAME`, as
+/// the agent rules name them), and the proxy's own (whether its faults took effect).
+pub fn by_party(cases: &mut [CaseResult]) {
+    for case in cases {
+        if case.id.contains('/') {
+            continue;
+        }
+        case.group = if case.id == "agent.behaviors-applied" {
+            "proxy".to_string()
+        } else {
+            "platform".to_string()
+        };
+    }
+}

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use tokio_util::task::TaskTracker;
 
 use super::handler::{Deliberations, ProxyHandler, Upstream};
-use super::report::{reached_case, report_of};
+use super::report::{by_party, reached_case, report_of};
 use super::settings::{settings_context, RecordedAgent, RunSettings, SETTINGS_EVENT};
 use crate::error::Error;
 use crate::mock::agent::{MockAgent, Profile};
@@ -145,6 +145,7 @@ impl Running {
                 .applied
                 .case(handler.upstreams.iter().map(|u| &u.faults)),
         );
+        by_party(&mut cases);
         let recorded = handler.recorded.lock().ok().and_then(|mut r| r.take());
         if let Some(recorded) = recorded {
             recorded.close().map_err(|e| Error::run(e.to_string()))?;
