@@ -131,8 +131,14 @@ fn the_readme_try_it_judges_both_parties_and_a_recording_gives_the_same_verdicts
     assert_eq!(status("beta/analyze.response"), "pass");
     assert_eq!(status("agent.behaviors-applied"), "pass");
     let junit_text = std::fs::read_to_string(&junit).unwrap();
-    assert!(
-        junit_text.contains("name=\"agent beta\""),
+    let suites: Vec<&str> = junit_text
+        .split("<testsuite name=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    assert_eq!(
+        suites,
+        ["platform", "agent alpha", "agent beta", "proxy"],
         "a JUnit suite per party"
     );
     for (what, written) in [
