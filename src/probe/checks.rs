@@ -294,6 +294,17 @@ impl Check {
         }
     }
 
+    /// Whether it is a protocol rule that judges each answer's time against `--timeout`
+    /// ([`super::plugin::Rule::judges_latency`]).
+    pub fn judges_latency(&self, protocol: &dyn SuiteProtocol) -> bool {
+        match self {
+            Check::Rule(call) => protocol
+                .rule(&call.name)
+                .is_some_and(|r| r.judges_latency()),
+            _ => false,
+        }
+    }
+
     /// Whether the check reads an answer's body as one of the protocol's answers (so an answer
     /// with a non-2xx status gives it nothing to judge, unless the case asked for that status).
     fn reads_answer_body(&self) -> bool {

@@ -95,6 +95,13 @@ pub trait Rule: Send + Sync {
         }
     }
 
+    /// Whether it judges each answer's time against `--timeout`: in traffic the kit did not
+    /// send ([`super::traffic`]), the suite's first case with such a rule is the one each
+    /// answer's time is judged by (the judge has a case of its own when there is none).
+    fn judges_latency(&self) -> bool {
+        false
+    }
+
     /// The exchanges it reads besides the case's own.
     fn exchanges(&self, args: &Value) -> Vec<String> {
         let _ = args;

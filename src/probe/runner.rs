@@ -26,6 +26,13 @@ use crate::text::{excerpt, excerpt_str, shell_quote, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits};
 use crate::transport::liveness::{self, Watch};
 
+/// `--timeout`'s default: the deadline of each exchange.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// `--max-body`'s default, in bytes.
+pub const DEFAULT_MAX_BODY: usize = 5_000_000;
+/// `--max-field`'s default, in characters.
+pub const DEFAULT_MAX_FIELD: usize = 50_000;
+
 /// Validated settings for one probe run (see `cli` for the flags).
 #[derive(Debug, Clone)]
 pub struct ProbeSettings {
@@ -52,9 +59,9 @@ impl ProbeSettings {
         ProbeSettings {
             base,
             api_key: None,
-            timeout: Duration::from_secs(120),
-            max_body: 5_000_000,
-            max_field: 50_000,
+            timeout: DEFAULT_TIMEOUT,
+            max_body: DEFAULT_MAX_BODY,
+            max_field: DEFAULT_MAX_FIELD,
             seed: 0,
             only: Vec::new(),
             strict: false,
@@ -299,15 +306,15 @@ pub(crate) fn unmet_need(
 ) -> Option<String> {
     let needs = spec.needs.iter().map(|n| (n, false));
     let answers = spec.needs_answer.iter().map(|n| (n, true));
-    needs.chain(answers).find_map(|(need, answer_only)| {
-        match status(need)? {
+    needs
+        .chain(answers)
+        .find_map(|(need, answer_only)| match status(need)? {
             Status::Pass | Status::Stale => None,
             Status::Fail | Status::Xfail if answer_only => unreadable(need)
                 .map(|why| format!("{} with no answer to read ({why})", failed(need))),
             Status::Fail | Status::Xfail => Some(failed(need)),
             Status::Skip => Some(format!("skipped: it needs {need}, which was skipped")),
-        }
-    })
+        })
 }
 
 impl Runner<'_> {
