@@ -312,12 +312,16 @@ impl TrafficJudge {
             .filter_map(|(name, l)| Some((name.clone(), Arc::clone(l.outcome.as_ref()?))))
             .chain([(exchange.to_string(), Arc::clone(&outcome))])
             .collect();
+        let refused = refusal(&outcome.result);
         for (i, case) in self.live.iter().enumerate() {
             if !case.judges(exchange) {
                 continue;
             }
             let spec = &self.suite.cases()[case.index];
-            let (step, message) = self.judge_case(spec, case, &outcome, &exchanges, &state);
+            let (step, message) = match &refused {
+                Some(why) => (Step::Unjudged, why.clone()),
+                None => self.judge_case(spec, case, &outcome, &exchanges, &state),
+            };
             record(&mut state.tallies[i], &step, message, &seen);
             state.last[i] = Some(step);
         }
@@ -580,6 +584,19 @@ fn live_case(suite: &Suite, index: usize) -> Option<LiveCase> {
         None => None,
     };
     Some(LiveCase { index, on, reads })
+}
+
+/// Why an answer is not the agent's to be judged on: it refused the platform's credentials
+/// (401, 403). Whether it was right to depends on the key the platform sent, which the platform
+/// rules judge (a platform that sends none is theirs to blame, not the agent that refused it).
+fn refusal(result: &Result<Response, Error>) -> Option<String> {
+    match result {
+        Ok(r) if matches!(r.status, 401 | 403) => Some(format!(
+            "the agent refused the platform's credentials ({}): the key the platform sent is judged by the platform rules, not by this answer",
+            r.status
+        )),
+        _ => None,
+    }
 }
 
 /// An answer's time against `timeout`: None when there is none to judge (the agent refused the
@@ -847,6 +864,24 @@ mod tests {
             "1 /analyze answer not judged: it needs analyze.response, which failed with no answer to read (answered 500)"
         );
         assert_eq!(case(&cases, "alpha/vote.response").status, Status::Pass);
+    }
+
+    /// A refusal of the platform's credentials is not judged against the agent (a platform that
+    /// sends no key is the platform rules' to blame); its time still is.
+    #[test]
+    fn a_refusal_of_the_platforms_key_is_not_the_agents_failure() {
+        let judge = roundtable();
+        let body = r#"{"error":"missing Authorization: Bearer <key>"}"#;
+        tell(&judge, "alpha", "analyze", Ok(response(401, body)), 1);
+        let cases = judge.cases();
+        assert_eq!(failed(&cases), Vec::<(&str, &str)>::new());
+        let analyze = case(&cases, "alpha/analyze.response");
+        assert_eq!(analyze.status, Status::Skip);
+        assert_eq!(
+            analyze.message,
+            "none of alpha's 1 /analyze answer was judged: the agent refused the platform's credentials (401): the key the platform sent is judged by the platform rules, not by this answer"
+        );
+        assert_eq!(case(&cases, "alpha/agent.latency").status, Status::Pass);
     }
 
     /// Only the 500: the dependent cases skip, saying why, and judged nothing.
