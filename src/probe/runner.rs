@@ -354,6 +354,7 @@ impl Runner<'_> {
             max_body: self.settings.max_body,
             max_field: self.settings.max_field,
             status_judged: spec.checks.iter().any(Check::judges_status),
+            live: false,
         };
         judge_checks(spec, &ctx, &mut result);
         result

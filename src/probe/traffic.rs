@@ -373,6 +373,7 @@ impl TrafficJudge {
             max_body: self.limits.max_body,
             max_field: self.limits.max_field,
             status_judged: spec.checks.iter().any(Check::judges_status),
+            live: true,
         };
         match settle_checks(spec, &ctx) {
             Settled::Pass { .. } => (Step::Held, String::new()),
@@ -882,6 +883,45 @@ mod tests {
             "none of alpha's 1 /analyze answer was judged: the agent refused the platform's credentials (401): the key the platform sent is judged by the platform rules, not by this answer"
         );
         assert_eq!(case(&cases, "alpha/agent.latency").status, Status::Pass);
+    }
+
+    /// A NUL the agent repeats from what the platform sent it is the platform's (which
+    /// forwarded it unstripped), not the agent's; one of the agent's own is the agent's.
+    #[test]
+    fn a_phrase_repeated_from_the_request_is_the_senders() {
+        let judge = roundtable();
+        let mut sent = request(&judge, "challenge");
+        sent["other_analyses"][0]["observations"][0]["finding"] = "spilled\u{0}NUL".into();
+        let with_nul = |request: &Value| {
+            let mut answer: Value =
+                serde_json::from_slice(&reference("alpha", "challenge", request).body).unwrap();
+            answer["challenges"][0]["counter_evidence"] = "it said spilled\u{0}NUL".into();
+            response(200, serde_json::to_vec(&answer).unwrap())
+        };
+        for (agent, request) in [
+            ("alpha", sent.clone()),
+            ("beta", request(&judge, "challenge")),
+        ] {
+            judge.judge(LiveAnswer {
+                agent,
+                method: "POST",
+                path: "/challenge",
+                result: Ok(with_nul(&request)),
+                request: Some(request),
+                at: Duration::from_secs(1),
+                elapsed: Duration::from_millis(40),
+            });
+        }
+        let cases = judge.cases();
+        let echoed = case(&cases, "alpha/challenge.sanitization");
+        assert_eq!(echoed.status, Status::Pass, "{}", echoed.message);
+        let own = case(&cases, "beta/challenge.sanitization");
+        assert_eq!(own.status, Status::Fail, "{}", own.message);
+        assert!(
+            own.message.contains("challenges[0].counter_evidence"),
+            "{}",
+            own.message
+        );
     }
 
     /// Only the 500: the dependent cases skip, saying why, and judged nothing.

@@ -199,6 +199,7 @@ mod tests {
             max_body: 1,
             max_field: 1,
             status_judged: false,
+            live: false,
         };
         let e = Suite.rule("identity").unwrap().evaluate(&Value::Null, &ctx);
         assert!(
