@@ -232,11 +232,7 @@ impl TrafficJudge {
             c.checks.iter().any(|k| k.judges_latency(protocol))
                 && !live.iter().any(|l| suite.cases()[l.index].id == c.id)
         });
-        let kept = live
-            .iter()
-            .filter(|c| c.on.is_none() || !c.reads.is_empty())
-            .flat_map(|c| c.reads.iter().cloned())
-            .collect();
+        let kept = live.iter().flat_map(|c| c.reads.iter().cloned()).collect();
         TrafficJudge {
             suite,
             limits,
@@ -1165,6 +1161,31 @@ mod tests {
         let at = |id: &str| alpha.iter().position(|c| *c == id).unwrap();
         assert!(at("alpha/agent.name-consistent") < at("alpha/analyze.response"));
         assert!(at("alpha/analyze.response") < at("alpha/vote.response"));
+    }
+
+    /// Answers judged from several threads at once are each counted once.
+    #[test]
+    fn answers_from_several_threads_are_each_counted() {
+        fn shared<T: Send + Sync>(_: &T) {}
+        let judge = roundtable();
+        shared(&judge);
+        let vote = request(&judge, "vote");
+        let answer = reference("alpha", "vote", &vote);
+        std::thread::scope(|s| {
+            for agent in ["alpha", "beta", "alpha", "beta"] {
+                let (judge, answer) = (&judge, answer.clone());
+                s.spawn(move || {
+                    for at in 0..25 {
+                        tell(judge, agent, "vote", Ok(answer.clone()), at);
+                    }
+                });
+            }
+        });
+        let cases = judge.cases();
+        for agent in ["alpha", "beta"] {
+            let vote = case(&cases, &format!("{agent}/vote.response"));
+            assert_eq!(vote.evidence, Some(Evidence::new(50, "/vote answers")));
+        }
     }
 
     /// Memory is bounded: past EXAMPLES failures only the counts grow.
