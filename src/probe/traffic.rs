@@ -146,9 +146,9 @@ struct Tally {
     /// Answers judged (held or broken).
     judged: u64,
     failed: u64,
-    /// Answers it was not judged on, and the first reason why.
+    /// Answers it was not judged on, and why not, at the latest (what holds it back now).
     unjudged: u64,
-    first_unjudged: Option<String>,
+    last_unjudged: Option<String>,
     /// The first failures (at most [`EXAMPLES`]).
     examples: Vec<Example>,
 }
@@ -470,15 +470,17 @@ impl TrafficJudge {
                     format!(" ({})", about.join(", "))
                 };
                 let when = if n == 0 { "first" } else { "then" };
-                message.push_str(&format!(
-                    "; {when} at {}{about}: {}",
-                    offset(e.at),
-                    e.message
-                ));
+                // A failure like the first is told by when and where only.
+                let what = match n {
+                    0 => e.message.as_str(),
+                    _ if e.message == tally.examples[0].message => "the same",
+                    _ => e.message.as_str(),
+                };
+                message.push_str(&format!("; {when} at {}{about}: {what}", offset(e.at)));
             }
             case.fail_on(Evidence::new(tally.judged, answers), message);
         } else if tally.judged > 0 {
-            let note = match &tally.first_unjudged {
+            let note = match &tally.last_unjudged {
                 Some(why) if tally.unjudged > 0 => format!(
                     "{} not judged: {}",
                     count(tally.unjudged, &answers),
@@ -488,7 +490,7 @@ impl TrafficJudge {
             };
             case.pass_noting(Evidence::new(tally.judged, answers), note, String::new);
         } else {
-            let why = match &tally.first_unjudged {
+            let why = match &tally.last_unjudged {
                 Some(why) => format!(
                     "none of {agent}'s {} was judged: {}",
                     count(tally.unjudged, &answers),
@@ -646,9 +648,7 @@ fn record(tally: &mut Tally, step: &Step, message: String, seen: &Seen<'_>) {
         }
         Step::Unjudged => {
             tally.unjudged += 1;
-            if tally.first_unjudged.is_none() {
-                tally.first_unjudged = Some(message);
-            }
+            tally.last_unjudged = Some(message);
         }
     }
 }
@@ -935,6 +935,22 @@ mod tests {
         );
     }
 
+    /// A case held back on every answer says what holds it back now: the latest reason.
+    #[test]
+    fn a_skip_says_what_holds_the_case_back_at_the_end() {
+        let judge = roundtable();
+        tell(&judge, "beta", "challenge", Ok(response(500, "no")), 1);
+        for endpoint in ["vote", "analyze"] {
+            let answer = reference("beta", endpoint, &request(&judge, endpoint));
+            tell(&judge, "beta", endpoint, Ok(answer), 2);
+        }
+        let cases = judge.cases();
+        assert_eq!(
+            case(&cases, "beta/agent.name-consistent").message,
+            "none of beta's 3 answers was judged: it needs challenge.response, which failed with no answer to read (answered 500)"
+        );
+    }
+
     /// A dissent with no reason breaks vote.dissent-reason on a real /vote answer (the probe
     /// provokes it with a request of its own; traffic holds the platform's).
     #[test]
@@ -1210,6 +1226,18 @@ mod tests {
             vote.message
         );
         assert!(!vote.message.contains("+4.0 s"), "{}", vote.message);
+        assert_eq!(
+            vote.message.matches("answered 503").count(),
+            1,
+            "{}",
+            vote.message
+        );
+        assert!(
+            vote.message
+                .ends_with("; then at +3.0 s (task 3688ff6f5f4d): the same"),
+            "{}",
+            vote.message
+        );
         let state = judge.agent("alpha");
         assert!(lock(&state)
             .tallies
