@@ -116,7 +116,7 @@ impl LiveCase {
 enum Step {
     Held,
     Broken,
-    /// Not judged on that answer: why.
+    /// Not judged on that answer (why is told beside it).
     Unjudged,
 }
 
@@ -222,15 +222,19 @@ impl TrafficJudge {
                 live_case(&suite, index)
             })
             .collect();
-        let by_index = live.iter().enumerate().map(|(i, c)| (c.index, i)).collect();
+        let by_index: HashMap<usize, usize> =
+            live.iter().enumerate().map(|(i, c)| (c.index, i)).collect();
         let by_id = live
             .iter()
             .enumerate()
             .map(|(i, c)| (suite.cases()[c.index].id.value.clone(), i))
             .collect();
-        let latency = suite.cases().iter().position(|c| {
-            c.checks.iter().any(|k| k.judges_latency(protocol))
-                && !live.iter().any(|l| suite.cases()[l.index].id == c.id)
+        let latency = (0..suite.cases().len()).find(|i| {
+            !by_index.contains_key(i)
+                && suite.cases()[*i]
+                    .checks
+                    .iter()
+                    .any(|k| k.judges_latency(protocol))
         });
         let kept = live.iter().flat_map(|c| c.reads.iter().cloned()).collect();
         TrafficJudge {
