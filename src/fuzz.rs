@@ -432,6 +432,7 @@ fn judge_with_suite(
                 .checks
                 .iter()
                 .any(crate::probe::checks::Check::judges_status),
+            live: false,
         };
         for check in &case.checks {
             if let crate::probe::plugin::Verdict::Broken(why) = check.evaluate(&ctx) {

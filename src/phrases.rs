@@ -55,20 +55,33 @@ impl PhraseSet {
 
     /// Every phrase found in `text`, as a finding at `path` quoting the match and its place.
     pub fn scan(&self, path: &str, text: &str) -> Vec<Finding> {
+        self.scan_except(path, text, |_| false)
+    }
+
+    /// [`scan`](Self::scan), leaving out the matches `skip` says are not to be judged.
+    pub fn scan_except(
+        &self,
+        path: &str,
+        text: &str,
+        mut skip: impl FnMut(&str) -> bool,
+    ) -> Vec<Finding> {
         let mut out = Vec::new();
-        for (_, re) in &self.phrases {
-            for m in re.find_iter(text) {
-                let at = text[..m.start()].chars().count();
-                out.push(finding(
-                    path,
-                    format!(
-                        "{} at character {at}",
-                        excerpt_str(&format!("\"{}\"", m.as_str()), 80)
-                    ),
-                ));
-            }
+        for (at, m) in self.find(text).filter(|(_, m)| !skip(m)) {
+            out.push(finding(
+                path,
+                format!("{} at character {at}", excerpt_str(&format!("\"{m}\""), 80)),
+            ));
         }
         out
+    }
+
+    /// Every phrase found in `text`: where it starts (in characters) and what matched, pattern
+    /// by pattern.
+    pub fn find<'t>(&'t self, text: &'t str) -> impl Iterator<Item = (usize, &'t str)> + 't {
+        self.phrases.iter().flat_map(move |(_, re)| {
+            re.find_iter(text)
+                .map(move |m| (text[..m.start()].chars().count(), m.as_str()))
+        })
     }
 }
 

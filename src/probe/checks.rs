@@ -3,7 +3,7 @@
 //! ([`super::plugin::Rule`], named in suites the same way). The first failing check ends the case,
 //! and its message names the JSON path and the rule, what was expected and what came back.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Deserialize;
@@ -294,6 +294,17 @@ impl Check {
         }
     }
 
+    /// Whether it is a protocol rule that judges each answer's time against `--timeout`
+    /// ([`super::plugin::Rule::judges_latency`]).
+    pub fn judges_latency(&self, protocol: &dyn SuiteProtocol) -> bool {
+        match self {
+            Check::Rule(call) => protocol
+                .rule(&call.name)
+                .is_some_and(|r| r.judges_latency()),
+            _ => false,
+        }
+    }
+
     /// Whether the check reads an answer's body as one of the protocol's answers (so an answer
     /// with a non-2xx status gives it nothing to judge, unless the case asked for that status).
     fn reads_answer_body(&self) -> bool {
@@ -399,7 +410,10 @@ impl Check {
             )),
             Check::MaxField => Ok(max_field_verdict(json()?, ctx.max_field)),
             Check::ListCaps(caps) => list_caps_verdict(json()?, caps),
-            Check::Phrases { fields, patterns } => phrases_verdict(json()?, fields, patterns),
+            Check::Phrases { fields, patterns } => {
+                let request = outcome.body_sent.as_ref().filter(|_| ctx.live);
+                phrases_verdict(json()?, fields, patterns, request)
+            }
             Check::Refused => match response.status {
                 401 | 403 => Ok(Verdict::answer(format!("refused with {}", response.status))),
                 s => {
@@ -481,20 +495,36 @@ fn list_caps_verdict(body: &Value, caps: &BTreeMap<String, usize>) -> Result<Ver
     Ok(verdict(findings, lists, "lists", String::new))
 }
 
-/// `phrases`: none of the patterns in the strings at these paths.
+/// `phrases`: none of the patterns in the strings at these paths. With `request` (an answer in
+/// traffic the kit did not send: [`Ctx::live`]), a match the request holds too is the sender's,
+/// repeated: it is not judged, and the note counts it.
 fn phrases_verdict(
     body: &Value,
     fields: &[String],
     patterns: &Patterns,
+    request: Option<&Value>,
 ) -> Result<Verdict, String> {
     let set = patterns.compiled()?;
+    let sent: HashSet<&str> = request
+        .map(|r| {
+            strings(r)
+                .into_iter()
+                .flat_map(|(_, s)| set.find(s).map(|(_, m)| m))
+                .collect()
+        })
+        .unwrap_or_default();
     let mut findings = Vec::new();
     let mut scanned = 0;
+    let mut repeated = 0;
     for path in fields {
         for (at, value) in JsonPath::parse(path)?.select(body) {
             if let Some(text) = value.as_str() {
                 scanned += 1;
-                findings.extend(set.scan(&at, text));
+                findings.extend(set.scan_except(&at, text, |m| {
+                    let echo = sent.contains(m);
+                    repeated += usize::from(echo);
+                    echo
+                }));
             }
         }
     }
@@ -504,7 +534,16 @@ fn phrases_verdict(
             fields.join(", ")
         )));
     }
-    Ok(verdict(findings, scanned, "strings", String::new))
+    Ok(verdict(findings, scanned, "strings", || {
+        if repeated == 0 {
+            String::new()
+        } else {
+            format!(
+                "{} repeated from the request not judged (the sender's to strip)",
+                crate::text::count(repeated as u64, "phrases")
+            )
+        }
+    }))
 }
 
 #[cfg(test)]

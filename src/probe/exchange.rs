@@ -43,6 +43,12 @@ pub struct ExchangeSpec {
     /// its caller knows it for the probe's own test and not the platform's fault.
     #[serde(default)]
     pub deliberate: bool,
+    /// The exchange that stands for the platform's own requests to its method and path: in
+    /// traffic the kit did not send (`agent-tck proxy`, `agent-tck judge`), each answer to that
+    /// method and path is judged by this exchange's cases ([`crate::probe::traffic`]). At most
+    /// one per method and path; the probe itself ignores it.
+    #[serde(default)]
+    pub traffic: bool,
 }
 
 /// The header that marks a deliberate request ([`ExchangeSpec::deliberate`]).

@@ -95,6 +95,13 @@ pub trait Rule: Send + Sync {
         }
     }
 
+    /// Whether it judges each answer's time against `--timeout`: in traffic the kit did not
+    /// send ([`super::traffic`]), the suite's first case with such a rule is the one each
+    /// answer's time is judged by (the judge has a case of its own when there is none).
+    fn judges_latency(&self) -> bool {
+        false
+    }
+
     /// The exchanges it reads besides the case's own.
     fn exchanges(&self, args: &Value) -> Vec<String> {
         let _ = args;
@@ -304,6 +311,11 @@ pub struct Ctx<'a> {
     /// checks read an answer of any status; otherwise a non-2xx answer gives them nothing to
     /// judge.
     pub status_judged: bool,
+    /// The answer came in traffic the kit did not send ([`super::traffic`]): a phrase it repeats
+    /// from its request was the sender's to strip, not the agent's to avoid, and is not judged
+    /// against it (the platform that forwarded it is judged on it by the platform rules). The
+    /// probe's requests are its own: there, an answer is judged on every phrase it carries.
+    pub live: bool,
 }
 
 #[cfg(test)]

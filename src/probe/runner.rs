@@ -26,6 +26,13 @@ use crate::text::{excerpt, excerpt_str, shell_quote, Redactor};
 use crate::transport::http::{self, BaseUrl, Limits};
 use crate::transport::liveness::{self, Watch};
 
+/// `--timeout`'s default: the deadline of each exchange.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// `--max-body`'s default, in bytes.
+pub const DEFAULT_MAX_BODY: usize = 5_000_000;
+/// `--max-field`'s default, in characters.
+pub const DEFAULT_MAX_FIELD: usize = 50_000;
+
 /// Validated settings for one probe run (see `cli` for the flags).
 #[derive(Debug, Clone)]
 pub struct ProbeSettings {
@@ -52,9 +59,9 @@ impl ProbeSettings {
         ProbeSettings {
             base,
             api_key: None,
-            timeout: Duration::from_secs(120),
-            max_body: 5_000_000,
-            max_field: 50_000,
+            timeout: DEFAULT_TIMEOUT,
+            max_body: DEFAULT_MAX_BODY,
+            max_field: DEFAULT_MAX_FIELD,
             seed: 0,
             only: Vec::new(),
             strict: false,
@@ -234,16 +241,27 @@ fn liveness_verdicts(
     }
 }
 
+/// How a case's checks settled on what they read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Settled {
+    /// Every check held: the last one's evidence, with every check's note.
+    Pass { evidence: Evidence, note: String },
+    /// A check broke: why.
+    Fail(String),
+    /// A check had nothing to judge (or the case has no checks): why.
+    Skip(String),
+}
+
 /// Settles a case by its checks, in order: the first that breaks fails it, one with nothing to
-/// judge skips it; else it passes on the last check's evidence, with every check's note.
-fn judge_checks(spec: &CaseSpec, ctx: &Ctx<'_>, result: &mut CaseResult) {
+/// judge skips it; else it passes on the last check's evidence, with every check's note. The
+/// probe's cases and the cases that judge live traffic ([`super::traffic`]) both settle here.
+pub(crate) fn settle_checks(spec: &CaseSpec, ctx: &Ctx<'_>) -> Settled {
     let mut notes = Vec::new();
     let mut evidence = None;
     for check in &spec.checks {
         match check.evaluate(ctx) {
             Verdict::Held(judged) if judged.judged == 0 => {
-                result.skip(format!("nothing to judge: {}", judged.note));
-                return;
+                return Settled::Skip(format!("nothing to judge: {}", judged.note));
             }
             Verdict::Held(judged) => {
                 if !judged.note.is_empty() {
@@ -252,23 +270,51 @@ fn judge_checks(spec: &CaseSpec, ctx: &Ctx<'_>, result: &mut CaseResult) {
                 // The last check is the case's most specific one: its count is the evidence.
                 evidence = Some(Evidence::new(judged.judged, judged.of));
             }
-            Verdict::Broken(why) => {
-                result.fail(why);
-                return;
-            }
+            Verdict::Broken(why) => return Settled::Fail(why),
         }
     }
-    let of = own_label(spec.exchange.as_deref());
     match evidence {
         Some(mut e) => {
             if e.of == OWN_ANSWER {
-                e.of = of;
+                e.of = own_label(spec.exchange.as_deref());
             }
-            let note = notes.join("; ");
-            result.pass_noting(e, note, String::new);
+            Settled::Pass {
+                evidence: e,
+                note: notes.join("; "),
+            }
         }
-        None => result.skip("the case has no checks: nothing to judge"),
+        None => Settled::Skip("the case has no checks: nothing to judge".into()),
     }
+}
+
+fn judge_checks(spec: &CaseSpec, ctx: &Ctx<'_>, result: &mut CaseResult) {
+    match settle_checks(spec, ctx) {
+        Settled::Pass { evidence, note } => result.pass_noting(evidence, note, String::new),
+        Settled::Fail(why) => result.fail(why),
+        Settled::Skip(why) => result.skip(why),
+    }
+}
+
+/// Why a case cannot be judged: a case under its `needs:` did not pass, or one under its
+/// `needs_answer:` did not pass and left no answer to read (a needed case that failed on its
+/// schema, say, leaves one: this case judges it). `status` is a needed case's verdict (None: it
+/// has none, and does not hold this one back); `unreadable` why its answer cannot be read.
+pub(crate) fn unmet_need(
+    spec: &CaseSpec,
+    status: impl Fn(&str) -> Option<Status>,
+    unreadable: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
+    let needs = spec.needs.iter().map(|n| (n, false));
+    let answers = spec.needs_answer.iter().map(|n| (n, true));
+    needs
+        .chain(answers)
+        .find_map(|(need, answer_only)| match status(need)? {
+            Status::Pass | Status::Stale => None,
+            Status::Fail | Status::Xfail if answer_only => unreadable(need)
+                .map(|why| format!("{} with no answer to read ({why})", failed(need))),
+            Status::Fail | Status::Xfail => Some(failed(need)),
+            Status::Skip => Some(format!("skipped: it needs {need}, which was skipped")),
+        })
 }
 
 impl Runner<'_> {
@@ -308,6 +354,7 @@ impl Runner<'_> {
             max_body: self.settings.max_body,
             max_field: self.settings.max_field,
             status_judged: spec.checks.iter().any(Check::judges_status),
+            live: false,
         };
         judge_checks(spec, &ctx, &mut result);
         result
@@ -362,24 +409,14 @@ impl Runner<'_> {
         }
     }
 
-    /// Why a case cannot run: a case under its `needs:` did not pass, or one under its
-    /// `needs_answer:` did not pass and left no answer to read (a needed case that failed on
-    /// its schema, say, leaves one: this case judges it).
+    /// Why a case cannot run ([`unmet_need`]), by the verdicts so far.
     fn unmet_need(&self, spec: &CaseSpec) -> Option<String> {
         let results = self.results.lock().expect("results lock");
-        let needs = spec.needs.iter().map(|n| (n, false));
-        let answers = spec.needs_answer.iter().map(|n| (n, true));
-        needs.chain(answers).find_map(|(need, answer_only)| {
-            let r = results.get(need)?;
-            match r.status {
-                Status::Pass | Status::Stale => None,
-                Status::Fail | Status::Xfail if answer_only => self
-                    .unreadable_answer(need)
-                    .map(|why| format!("{} with no answer to read ({why})", failed(need))),
-                Status::Fail | Status::Xfail => Some(failed(need)),
-                Status::Skip => Some(format!("skipped: it needs {need}, which was skipped")),
-            }
-        })
+        unmet_need(
+            spec,
+            |need| results.get(need).map(|r| r.status),
+            |need| self.unreadable_answer(need),
+        )
     }
 
     /// Why case `id`'s answer cannot be read, if it cannot (None: it can).

@@ -81,6 +81,12 @@ pub struct CaseSpec {
     pub needs_answer: Vec<String>,
     #[serde(default)]
     pub requires: Option<Requirement>,
+    /// Judged in traffic the kit did not send on the answers to its exchange's method and path,
+    /// though its exchange is not the `traffic:` one of them: a rule on any answer there, which
+    /// the probe provokes with a request of its own (`vote.dissent-reason` sends the synthesis
+    /// an agent is likeliest to dissent from). See [`crate::probe::traffic`].
+    #[serde(default)]
+    pub traffic: bool,
     pub checks: Vec<Check>,
 }
 
@@ -243,7 +249,12 @@ impl Suite {
                     .validate(case.exchange.is_some(), &self.file.exchanges, self.protocol)
                     .map_err(|e| format!("{at}: {e}"))?;
             }
+            if case.traffic {
+                self.validate_case_traffic(case)
+                    .map_err(|e| format!("{at}: traffic: true: {e}"))?;
+            }
         }
+        self.validate_traffic()?;
         for case in &self.file.cases {
             for need in case.all_needs() {
                 if self.case(need).is_none() {
@@ -294,6 +305,50 @@ impl Suite {
             }
         }
         Ok(())
+    }
+
+    /// The `traffic: true` exchange of `method` and `path`, if the suite has one.
+    pub fn traffic_exchange(&self, method: &str, path: &str) -> Option<&str> {
+        self.file
+            .exchanges
+            .iter()
+            .find(|(_, x)| x.traffic && x.method.eq_ignore_ascii_case(method) && x.path == path)
+            .map(|(name, _)| name.as_str())
+    }
+
+    /// At most one `traffic: true` exchange per method and path: the one whose cases judge
+    /// the answers there.
+    fn validate_traffic(&self) -> Result<(), String> {
+        let mut seen: HashMap<(String, &str), &str> = HashMap::new();
+        for (name, x) in self.file.exchanges.iter().filter(|(_, x)| x.traffic) {
+            if let Some(first) = seen.insert((x.method.to_uppercase(), &x.path), name) {
+                return Err(format!(
+                    "{}: exchanges {first} and {name} are both traffic: true for {} {} (at most one per method and path: its cases judge the answers there)",
+                    self.source, x.method, x.path
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A case's own `traffic: true` names an exchange that is not the traffic one of a method
+    /// and path that has one.
+    fn validate_case_traffic(&self, case: &CaseSpec) -> Result<(), String> {
+        let name = case
+            .exchange
+            .as_deref()
+            .ok_or("the case has no exchange whose method and path it could judge")?;
+        let x = &self.file.exchanges[name];
+        match self.traffic_exchange(&x.method, &x.path) {
+            None => Err(format!(
+                "no exchange is traffic: true for {} {} (mark the one that stands for the platform's requests)",
+                x.method, x.path
+            )),
+            Some(t) if t == name => Err(format!(
+                "its exchange {name} is the traffic one already (drop the case's traffic:)"
+            )),
+            Some(_) => Ok(()),
+        }
     }
 
     /// The case list: `id  level  title` and the spec section under it, in suite order.

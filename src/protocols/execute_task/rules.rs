@@ -66,7 +66,10 @@ impl SuiteProtocol for Suite {
         if name == "valid_action" {
             return Some(&ValidAction);
         }
-        RunRule::named(name).map(|_| &AcrossTheRun as &dyn Rule)
+        RunRule::named(name).map(|rule| match rule {
+            RunRule::WithinTimeout => &AcrossTheRun { latency: true } as &dyn Rule,
+            _ => &AcrossTheRun { latency: false },
+        })
     }
 
     fn rules(&self) -> Vec<&'static str> {
@@ -126,11 +129,18 @@ pub fn action_note(answer: &Value) -> String {
 
 /// The rules judged across a run: `probe execute-task` judges them after the scenarios, from
 /// what every exchange of the run left (`probe::ExchangeLog`); one exchange alone cannot.
-struct AcrossTheRun;
+struct AcrossTheRun {
+    /// `within_timeout`: each answer's time against `--timeout`.
+    latency: bool,
+}
 
 impl Rule for AcrossTheRun {
     fn reads_exchange(&self) -> bool {
         false
+    }
+
+    fn judges_latency(&self) -> bool {
+        self.latency
     }
 
     fn evaluate(&self, _: &Value, _: &Ctx<'_>) -> Verdict {
@@ -189,6 +199,7 @@ mod tests {
             max_body: 1,
             max_field: 1,
             status_judged: false,
+            live: false,
         };
         let e = Suite.rule("identity").unwrap().evaluate(&Value::Null, &ctx);
         assert!(

@@ -153,6 +153,7 @@ fn failing(exchange: &Exchange, answer: &Value) -> Vec<String> {
         max_body: 5_000_000,
         max_field: SPEC_MAX_FIELD,
         status_judged: true,
+        live: false,
     };
     suite()
         .cases()
