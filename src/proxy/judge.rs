@@ -31,6 +31,9 @@ pub fn judge(
     let observer = crate::mock::observe::observer_for(protocol, &settings.expect());
     let platform = rejudge(entries, observer.as_ref())?;
     let traffic = TrafficJudge::new(suite, settings.limits());
+    for agent in &settings.agents {
+        traffic.expect(&agent.name);
+    }
     let applied = Applied::default();
     let agents = agents_of(protocol, settings)?;
     let mut told: Vec<(u64, &Exchange)> = entries

@@ -59,6 +59,10 @@ pub async fn replay(
 ) -> Result<Replayed, ReplayError> {
     let old = TrafficJudge::new(suite.clone(), settings.limits());
     let new = TrafficJudge::new(suite, settings.limits());
+    for target in targets {
+        old.expect(&target.name);
+        new.expect(&target.name);
+    }
     let limits = http::Limits {
         deadline: settings.limits().timeout + Duration::from_secs(5),
         max_body: super::forward::MAX_FORWARDED_BODY,

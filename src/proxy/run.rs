@@ -220,6 +220,11 @@ pub async fn start(settings: ProxySettings) -> Result<Running, Error> {
         }
         None => (observer, None),
     };
+    // Every agent is reported, the ones no answer came from too (their cases skip, saying so).
+    let traffic = TrafficJudge::new(settings.suite, settings.limits);
+    for agent in &settings.agents {
+        traffic.expect(&agent.name);
+    }
     let upstreams = settings
         .agents
         .into_iter()
@@ -240,7 +245,7 @@ pub async fn start(settings: ProxySettings) -> Result<Running, Error> {
         upstreams,
         settings.protocol,
         observer,
-        TrafficJudge::new(settings.suite, settings.limits),
+        traffic,
         recorded,
         Deliberations::new(settings.protocol, settings.deliberations),
         deadline,
