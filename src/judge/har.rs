@@ -386,6 +386,16 @@ fn query(url: &str) -> Vec<Header> {
         .collect()
 }
 
+/// The base and the endpoint joined by one `/` (an endpoint over lines has none: `analyze`).
+fn url(base: &str, endpoint: &str) -> String {
+    let base = base.trim_end_matches('/');
+    if endpoint.is_empty() || endpoint.starts_with(['/', '?']) {
+        format!("{base}{endpoint}")
+    } else {
+        format!("{base}/{endpoint}")
+    }
+}
+
 fn to_entry(exchange: &Exchange, urls: &Urls, started: OffsetDateTime) -> HarEntry {
     let at = time::Duration::nanoseconds((exchange.sent_ms * 1e6) as i64);
     let started_date_time = started
@@ -398,7 +408,7 @@ fn to_entry(exchange: &Exchange, urls: &Urls, started: OffsetDateTime) -> HarEnt
         _ => 0.0,
     };
     let request = &exchange.request;
-    let url = format!("{}{}", urls(&exchange.to), exchange.endpoint);
+    let url = url(&urls(&exchange.to), &exchange.endpoint);
     let body = request.body();
     let post_data = match (&request.text, &request.base64) {
         (Some(text), _) => Some(text.clone()),
@@ -944,11 +954,23 @@ mod tests {
         });
         let mut recorder = Recorder::create_with_urls(&path, urls).unwrap();
         recorder.write(&exchange(1, Answer::Cut)).unwrap();
+        let mut bare = exchange(2, Answer::Cut);
+        bare.endpoint = "vote".into();
+        recorder.write(&bare).unwrap();
         recorder.finish().unwrap();
         let har: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let urls: Vec<_> = har["log"]["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["request"]["url"].as_str().unwrap())
+            .collect();
         assert_eq!(
-            har["log"]["entries"][0]["request"]["url"],
-            "http://127.0.0.1:8700/agents/alpha/analyze?round=2"
+            urls,
+            [
+                "http://127.0.0.1:8700/agents/alpha/analyze?round=2",
+                "http://127.0.0.1:8700/agents/alpha/vote"
+            ]
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
