@@ -196,7 +196,7 @@ impl HarWriter {
             out.write_all(head_start().as_bytes())?;
             write!(out, ",\"{EVENTS_FIRST}\":")?;
             serde_json::to_writer(&mut *out, &events)?;
-            write!(out, ",{HEAD_END}\n")?;
+            writeln!(out, ",{HEAD_END}")?;
             out.flush()
         })()
         .map_err(|source| io(path, source))
