@@ -509,9 +509,27 @@ fn message(headers: Vec<Header>, text: Option<String>, base64: bool) -> Message 
     }
 }
 
-/// The exchange an entry holds; `n` is its place (from 1), `first_ns` the first entry's start
-/// (a foreign entry's instants count from it).
-fn to_exchange(entry: HarEntry, n: u64, first_ns: i128) -> Result<Exchange, String> {
+/// Turns a file's entries into exchanges, in order.
+#[derive(Default)]
+struct Entries {
+    /// How many so far.
+    n: u64,
+    /// The first entry's start: a foreign entry's instants count from it.
+    first: Option<String>,
+}
+
+impl Entries {
+    fn next(&mut self, entry: HarEntry) -> Result<Exchange, String> {
+        self.n += 1;
+        let first = self
+            .first
+            .get_or_insert_with(|| entry.started_date_time.clone());
+        to_exchange(entry, self.n, first)
+    }
+}
+
+/// The exchange an entry holds; `n` is its place (from 1), `first` the first entry's start.
+fn to_exchange(entry: HarEntry, n: u64, first: &str) -> Result<Exchange, String> {
     let request = message(
         entry.request.headers,
         entry.request.post_data.map(|p| p.text),
@@ -526,7 +544,7 @@ fn to_exchange(entry: HarEntry, n: u64, first_ns: i128) -> Result<Exchange, Stri
         ),
     };
     let Some(ours) = entry.agent_tck else {
-        let sent_ms = (started_ns(&entry.started_date_time)? - first_ns) as f64 / 1e6;
+        let sent_ms = (started_ns(&entry.started_date_time)? - started_ns(first)?) as f64 / 1e6;
         let (to, endpoint) = party_of(&entry.request.url);
         let answer = if entry.response.status > 0 {
             delivered()
@@ -691,6 +709,7 @@ pub(super) fn read_ours(
         None => Vec::new(),
     };
     let mut exchanges = Vec::new();
+    let mut numbered = Entries::default();
     let mut line = String::new();
     let mut number = 1;
     loop {
@@ -749,8 +768,11 @@ pub(super) fn read_ours(
                 })
             }
         };
-        let n = exchanges.len() as u64 + 1;
-        exchanges.push(to_exchange(entry, n, 0).map_err(|e| line_error(path, number, e))?);
+        exchanges.push(
+            numbered
+                .next(entry)
+                .map_err(|e| line_error(path, number, e))?,
+        );
     }
 }
 
@@ -783,18 +805,14 @@ pub(super) fn read_whole(path: &Path, file: std::fs::File) -> Result<Read, Recor
             }
         })?;
     let mut entries = Vec::with_capacity(whole.log.entries.len());
-    let mut first_ns = None;
+    let mut numbered = Entries::default();
     for (i, entry) in whole.log.entries.into_iter().enumerate() {
         let bad = |why: String| RecordError::Entry {
             path: path.to_path_buf(),
             entry: i + 1,
             why,
         };
-        let first = match first_ns {
-            Some(ms) => ms,
-            None => *first_ns.insert(started_ns(&entry.started_date_time).map_err(bad)?),
-        };
-        entries.push(to_exchange(entry, i as u64 + 1, first).map_err(bad)?);
+        entries.push(numbered.next(entry).map_err(bad)?);
     }
     let mut events = whole.log.events_first;
     events.extend(whole.log.events);
@@ -1103,6 +1121,16 @@ mod tests {
         .unwrap();
         let e = read_recording(&path).unwrap_err().to_string();
         assert!(e.contains("run.har:4: not a recorded exchange"), "{e}");
+
+        // An entry that parses but whose instant is none: its place in `entries`.
+        let entry = r#"{"startedDateTime": "yesterday", "request": {"method": "GET", "url": "/"},
+            "response": {"status": 200}}"#;
+        std::fs::write(&path, format!("{{\"log\": {{\"entries\": [{entry}]}}}}")).unwrap();
+        let e = read_recording(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("run.har: entry 1 of the HAR: startedDateTime \"yesterday\""),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
