@@ -4,12 +4,13 @@
 //! asked whom, at which endpoint, what was sent, what came back (or how the wait ended), and
 //! when. The rules of a protocol judge exchanges; who produced them is not their concern. The
 //! probe produces them while it plays the platform, the mock while it plays the agents, and a
-//! file of recorded exchanges (JSON lines, [`record`]) holds them for a judging offline: the same
+//! file of recorded exchanges (JSON lines or HAR, [`record`]) holds them for a judging offline: the same
 //! rules, fed the same exchanges, give the same verdicts.
 //!
 //! This module is an engine: it names no protocol.
 
 pub mod exchange;
+pub mod har;
 pub mod record;
 pub mod replay;
 pub mod tape;

@@ -273,7 +273,7 @@ impl Tape {
         }
     }
 
-    /// At the run's end: the file flushed (recording), or every call matched (replaying).
+    /// At the run's end: the file closed (recording; a HAR gets its tail), or every call matched (replaying).
     pub fn finish(&self) -> Result<(), TapeError> {
         let mut mode = self.lock();
         match &mut *mode {
@@ -283,7 +283,7 @@ impl Tape {
                 if let Some(e) = failed.take() {
                     return Err(e.into());
                 }
-                recorder.flush()?;
+                recorder.finish()?;
                 Ok(())
             }
             Mode::Replay { path, misses, .. } => match misses.first() {

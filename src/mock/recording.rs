@@ -151,7 +151,7 @@ impl Recorded {
         }
     }
 
-    /// Writes the requests never answered (their answer cut by the run's end) and flushes the
+    /// Writes the requests never answered (their answer cut by the run's end) and closes the
     /// file: the first error of the whole recording, if a write failed.
     pub fn close(self) -> Result<(), RecordError> {
         let Ok(mut written) = self.state.lock() else {
@@ -164,7 +164,7 @@ impl Recorded {
         }
         match written.failed.take() {
             Some(e) => Err(e),
-            None => written.recorder.flush(),
+            None => written.recorder.finish(),
         }
     }
 }

@@ -70,7 +70,7 @@ pub fn write(
             }),
         })
     })?;
-    recorder.flush()
+    recorder.finish()
 }
 
 /// The driver's view, its session calls left out (each is an exchange of its own).

@@ -230,7 +230,7 @@ pub fn write(ran: &Ran, path: &Path) -> Result<(), RecordError> {
             context: json!({"case": case, "why": why}),
         })?;
     }
-    recorder.flush()
+    recorder.finish()
 }
 
 /// What a recording of a run of `fleet` gathered.
