@@ -201,35 +201,44 @@ pub(super) async fn proxy(args: ProxyArgs) -> Result<Ended, Error> {
 
 /// A proxy run's recording: its entries and the run's settings; a usage error naming the file
 /// when it cannot be read or holds no settings.
-fn recording(
-    file: &std::path::Path,
-) -> Result<
-    (
-        Vec<crate::judge::Entry>,
-        crate::proxy::settings::RunSettings,
-    ),
-    Error,
-> {
+/// (the entries, the run's settings, and when the recording ends when it was cut before its
+/// close).
+type Recording = (
+    Vec<crate::judge::Entry>,
+    crate::proxy::settings::RunSettings,
+    Option<f64>,
+);
+
+fn recording(file: &std::path::Path) -> Result<Recording, Error> {
     let shown = file.display();
-    let entries =
-        crate::judge::record::read_entries(file).map_err(|e| Error::usage(e.to_string()))?;
+    let read =
+        crate::judge::record::read_recording(file).map_err(|e| Error::usage(e.to_string()))?;
+    let mut entries = read.entries;
+    let cut = if read.cut {
+        crate::proxy::judge::close_cut(&mut entries)
+    } else {
+        None
+    };
     let settings = crate::proxy::settings::RunSettings::of(&entries).ok_or_else(|| {
         Error::usage(format!(
             "{shown}: no proxy settings in it (a recording of `agent-tck proxy --record`, which writes them as it starts, is what this reads)"
         ))
     })?;
-    Ok((entries, settings))
+    Ok((entries, settings, cut))
 }
 
 /// `agent-tck judge FILE`: a proxy run's recording judged again, with the run's settings.
 pub(super) fn judge(args: JudgeArgs) -> Result<Ended, Error> {
     args.output.check()?;
     let shown = args.file.display().to_string();
-    let (entries, settings) = recording(&args.file)?;
+    let (entries, settings, cut) = recording(&args.file)?;
     let name = args.protocol.as_deref().unwrap_or(&settings.protocol);
     let (protocol, suite) = proxied(name)?;
-    let cases = crate::proxy::judge::judge(&entries, protocol, suite, &settings)
+    let mut cases = crate::proxy::judge::judge(&entries, protocol, suite, &settings)
         .map_err(|e| Error::usage(format!("{shown}: {e}")))?;
+    if let Some(at_ms) = cut {
+        cases.insert(0, crate::proxy::judge::cut_case(at_ms));
+    }
     let report = crate::proxy::report::report_of(
         name,
         format!("the platform and agents recorded in {shown}"),
@@ -247,7 +256,8 @@ pub(super) async fn replay(args: ReplayArgs) -> Result<Ended, Error> {
     use crate::proxy::report::report_of;
     args.output.check()?;
     let shown = args.file.display().to_string();
-    let (entries, settings) = recording(&args.file)?;
+    // A cut recording's requests are sent again as far as it goes.
+    let (entries, settings, _) = recording(&args.file)?;
     let (protocol, suite) = proxied(&settings.protocol)?;
     let flags = Flags {
         agents: &args.agents,

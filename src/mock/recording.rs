@@ -101,8 +101,21 @@ impl Recording {
         path: &Path,
         base: Instant,
     ) -> Result<(Recording, Recorded), RecordError> {
+        Ok(Recording::wrap_recorder(
+            inner,
+            Recorder::create(path)?,
+            base,
+        ))
+    }
+
+    /// The same, writing with `recorder` (one that names the parties' URLs, say).
+    pub fn wrap_recorder(
+        inner: Box<dyn PlatformObserver>,
+        recorder: Recorder,
+        base: Instant,
+    ) -> (Recording, Recorded) {
         let state = Arc::new(Mutex::new(Written {
-            recorder: Recorder::create(path)?,
+            recorder,
             calls: 0,
             open: HashMap::new(),
             failed: None,
@@ -111,7 +124,7 @@ impl Recording {
         let recorded = Recorded {
             state: state.clone(),
         };
-        Ok((Recording { inner, base, state }, recorded))
+        (Recording { inner, base, state }, recorded)
     }
 
     /// Runs `call` on the inner observer with the recording's lock held, and `write` with

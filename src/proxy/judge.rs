@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use serde_json::Value;
 
 use super::settings::{RunSettings, SETTINGS_EVENT};
 use crate::judge::time::duration;
@@ -147,4 +148,73 @@ pub(super) fn recorded_answer(
         elapsed,
     };
     Ok(Some((Ok(response), elapsed)))
+}
+
+/// What ends a recording cut before its close (the proxy killed, or dead): the run's end and
+/// the verdicts drawn at its last moment, where none were written, as the live run would have
+/// drawn them had it ended there. Returns when that moment was (ms from the start), None when
+/// the recording was closed after all.
+pub fn close_cut(entries: &mut Vec<Entry>) -> Option<f64> {
+    let judged = entries
+        .iter()
+        .any(|e| matches!(e, Entry::Event(ev) if ev.event == "judged"));
+    if judged {
+        return None;
+    }
+    let mut last_order = 0;
+    let mut last_ms: f64 = 0.0;
+    for entry in entries.iter() {
+        match entry {
+            Entry::Exchange(e) => {
+                for i in 0..2 {
+                    last_order = last_order.max(e.context["order"][i].as_u64().unwrap_or(0));
+                }
+                last_ms = last_ms.max(e.answered_ms.unwrap_or(e.sent_ms));
+            }
+            Entry::Event(e) => {
+                last_order = last_order.max(e.context["order"].as_u64().unwrap_or(0));
+                last_ms = last_ms.max(e.at_ms);
+            }
+        }
+    }
+    let event = |name: &str, order: u64, mut context: Value| {
+        context["order"] = serde_json::json!(order);
+        Entry::Event(crate::judge::Event {
+            event: name.to_string(),
+            at_ms: last_ms,
+            context,
+        })
+    };
+    entries.push(event(
+        "run-end",
+        last_order + 1,
+        serde_json::json!({
+            "after_ms": last_ms,
+            "why": "the recording ends there (the proxy was killed, or died)",
+            "abandoned": false,
+        }),
+    ));
+    entries.push(event(
+        "judged",
+        last_order + 2,
+        serde_json::json!({"served": "proxy"}),
+    ));
+    Some(last_ms)
+}
+
+/// The case that says a recording was cut: the run did not end as a run ends, and no verdict
+/// drawn from it is the whole run's.
+pub fn cut_case(at_ms: f64) -> CaseResult {
+    let mut case = CaseResult::new(
+        "run.completed",
+        "run",
+        crate::report::Level::Must,
+        "the run was not cut short (Ctrl-C, SIGTERM): the cases not done are marked not run",
+        "agent-tck (the run)",
+    );
+    case.fail(format!(
+        "the recording ends without its close, {:.1} s into the run: the proxy was killed or died there; the verdicts are drawn at that moment, and what the run would have seen after it is not judged",
+        at_ms / 1000.0
+    ));
+    case
 }

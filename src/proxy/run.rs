@@ -12,6 +12,8 @@ use super::handler::{Deliberations, ProxyHandler, Upstream};
 use super::report::{by_party, reached_case, report_of};
 use super::settings::{settings_context, RecordedAgent, RunSettings, SETTINGS_EVENT};
 use crate::error::Error;
+use crate::judge::record::Recorder;
+use crate::judge::Party;
 use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::behavior::Item;
 use crate::mock::http1::{self, ServerLimits};
@@ -206,11 +208,26 @@ pub async fn start(settings: ProxySettings) -> Result<Running, Error> {
         .iter()
         .filter_map(|a| a.key.clone())
         .collect();
+    let listener = tokio::net::TcpListener::bind(settings.listen)
+        .await
+        .map_err(|cause| http1::ListenError::Bind {
+            addr: settings.listen,
+            cause,
+        })?;
+    let addr = listener
+        .local_addr()
+        .map_err(http1::ListenError::LocalAddr)?;
     let observer = crate::mock::observe::observer_for(settings.protocol, &settings.expect);
     let (observer, recorded): (Box<dyn PlatformObserver>, _) = match &settings.record {
         Some(path) => {
-            let (recording, recorded) = Recording::wrap(observer, path, started)
+            // A HAR names each exchange's URL: the proxy's for the agent, as the platform used it.
+            let urls = Box::new(move |party: &Party| match party {
+                Party::Agent(name) => format!("http://{addr}/agents/{name}"),
+                other => crate::judge::har::default_url(other),
+            });
+            let recorder = Recorder::create_with_urls(path, urls)
                 .map_err(|e| Error::run(format!("--record: {e}")))?;
+            let (recording, recorded) = Recording::wrap_recorder(observer, recorder, started);
             recorded.event(
                 SETTINGS_EVENT,
                 0.0,
@@ -253,15 +270,6 @@ pub async fn start(settings: ProxySettings) -> Result<Running, Error> {
     );
     handler.log = settings.log;
     let handler = Arc::new(handler);
-    let listener = tokio::net::TcpListener::bind(settings.listen)
-        .await
-        .map_err(|cause| http1::ListenError::Bind {
-            addr: settings.listen,
-            cause,
-        })?;
-    let addr = listener
-        .local_addr()
-        .map_err(http1::ListenError::LocalAddr)?;
     let stop = tokio_util::sync::CancellationToken::new();
     let tracker = TaskTracker::new();
     tracker.spawn(http1::serve(

@@ -290,3 +290,55 @@ fn a_recording_replayed_to_a_new_agent_version_says_what_changed() {
     );
     drop(new);
 }
+
+#[test]
+fn a_recording_cut_by_a_kill_is_judged_as_far_as_it_goes_and_never_green() {
+    let dir = TempDir::new("proxy-killed");
+    let (alpha, url) = agent("alpha", None);
+    let har = dir.path("killed.har");
+    let target = format!("alpha={url}");
+    let mut proxy = Spawned::tck(
+        &[
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--agent",
+            &target,
+            "--record",
+            &har,
+        ],
+        RUN_DEADLINE,
+    );
+    let banner = proxy.line();
+    let base = banner
+        .split(' ')
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {banner:?}"))
+        .to_string();
+    let through = format!("{base}/agents/alpha");
+    let probed = tck_within(
+        &["probe", "roundtable", "--url", &through, "--quiet"],
+        RUN_DEADLINE,
+    );
+    assert_eq!(probed.status.code(), Some(0), "{}", text(&probed));
+    let pid = libc::pid_t::try_from(proxy.id()).unwrap();
+    // SAFETY: kill(2) on our child, not yet waited for.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let status = proxy.wait();
+    assert_eq!(status.code(), None, "killed");
+    let json = dir.path("judged.json");
+    let judged = tck_within(&["judge", &har, "--json", &json], RUN_DEADLINE);
+    assert_eq!(judged.status.code(), Some(1), "{}", text(&judged));
+    let report = read_json(&json);
+    let statuses = case_statuses(&report);
+    assert!(
+        statuses.contains(&("run.completed".to_string(), "fail".to_string())),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.contains(&("alpha/analyze.response".to_string(), "pass".to_string())),
+        "the exchanges before the kill are judged: {statuses:?}"
+    );
+    assert!(text(&judged).contains("the recording ends without its close"));
+    drop(alpha);
+}
