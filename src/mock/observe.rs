@@ -111,6 +111,9 @@ pub struct Common {
     no_stray_bearer: Tally,
     /// Requests that never arrived whole (the connection or stdin closed mid-request).
     incomplete: Tally,
+    /// Requests to agents whose key is not known (behind a proxy told none): the bearer rules
+    /// were not judged on them.
+    unknown_keys: u64,
 }
 
 impl Common {
@@ -127,6 +130,7 @@ impl Common {
         let auth = seen.auth;
         if auth == AuthSeen::Unknown {
             // Neither rule can be judged without the agent's key.
+            self.unknown_keys += 1;
         } else if seen.expects_key {
             self.bearer.check(auth == AuthSeen::Ok, || {
                 format!("{name} /{endpoint}: {}", auth_text(auth))
@@ -204,6 +208,17 @@ impl Common {
         // Every whole request counts as checked; each broken one as checked and broken.
         let mut whole = self.incomplete.clone();
         whole.checked += self.requests.values().sum::<u64>();
+        let unknown = (self.unknown_keys > 0).then(|| {
+            format!(
+                "{} went to agents whose key {mock} was not told (--agent-key NAME=KEY): whether a key came as it should is not judged without it",
+                crate::text::count(self.unknown_keys, "requests")
+            )
+        });
+        let with_key = unknown.clone().unwrap_or_else(|| "give an agent a key (`api_key: KEY` on an agent of the fleet file; `mock agent --api-key KEY`) and have the platform call it".to_string());
+        let without_key = unknown.unwrap_or_else(|| {
+            "every agent the platform called has a key; leave one agent keyless to judge this"
+                .to_string()
+        });
         vec![
             whole.judged(
                 "platform.whole-requests",
@@ -230,7 +245,7 @@ impl Common {
                 "agents registered with a key receive `Authorization: Bearer KEY`, with the right key",
                 "Authentication",
                 "requests to agents with a key",
-                "give an agent a key (`api_key: KEY` on an agent of the fleet file; `mock agent --api-key KEY`) and have the platform call it",
+                &with_key,
             ),
             self.no_stray_bearer.judged(
                 "platform.no-stray-bearer",
@@ -239,7 +254,7 @@ impl Common {
                 "agents registered without a key receive no Authorization header",
                 "Authentication (no API key: no Authorization header is sent)",
                 "requests to agents without a key",
-                "every agent the platform called has a key; leave one agent keyless to judge this",
+                &without_key,
             ),
         ]
     }
