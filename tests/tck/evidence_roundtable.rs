@@ -262,7 +262,7 @@ async fn a_platform_that_calls_a_timed_out_agent_again_fails_with_the_count_and_
         "platform.failed-not-recalled",
         Status::Fail,
         &[
-            "2 of 4 failed answers",
+            "2 of 4 first failed answers of an agent",
             "hangs /analyze (task ",
             "called 3 times",
             "its first answer timed out",

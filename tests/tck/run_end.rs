@@ -101,7 +101,7 @@ async fn a_recall_before_the_runs_end_fails_and_the_call_it_cut_is_named() {
         "platform.failed-not-recalled",
         Status::Fail,
         &[
-            "1 of 1 failed answers",
+            "1 of 1 first failed answers of an agent",
             "hangs /analyze (task ",
             "called 2 times",
         ],

@@ -210,7 +210,7 @@ impl Observer {
                 _ => "failed",
             };
             format!(
-                "{agent} /{} (task {task}): called {}{} times, the first {:.1} s and the last {:.1} s after the fleet started, though its first answer {how}",
+                "{agent} /{} (task {task}): called {}{} times, the first {:.1} s and the last {:.1} s after the run started, though its first answer {how}",
                 PHASES[*phase],
                 call.n,
                 if call.n == u8::MAX { "+" } else { "" },
@@ -225,7 +225,7 @@ impl Observer {
         Level::Must,
         "an agent whose answer failed in a phase (timed out, errored, malformed) is marked failed for that phase: it is not called again in that phase of the task",
         "Timeouts (marked as failed for that phase); Error Handling (excluded from this phase)",
-        "failed answers, each an agent's first in a phase of a task",
+        "first failed answers of an agent in a phase of a task",
         "no agent's answer failed in a deliberation of two agents or more: add an agent with a failing behaviour (hang, http-error, malformed-json) to a fleet and run a deliberation",
     );
         cut.sort_by_cached_key(|(seat, phase, _)| {
