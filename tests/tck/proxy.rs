@@ -37,6 +37,8 @@ struct Stand<'a> {
     deliberations: usize,
     /// Where the proxy records the traffic.
     record: Option<std::path::PathBuf>,
+    /// The run ends as soon as the deliberations are answered, with no quiet after them.
+    at_once: bool,
 }
 
 impl Stand<'_> {
@@ -52,6 +54,7 @@ impl Stand<'_> {
             keys: false,
             deliberations: 2,
             record: None,
+            at_once: false,
         }
     }
 }
@@ -122,7 +125,9 @@ async fn judged(stand: Stand<'_>) -> Report {
     }
     // A deliberation is judged whole once the platform was quiet for its timeout and grace
     // (there is no trigger the proxy sees answered): the rule's own wait, not a readiness one.
-    tokio::time::sleep(PLATFORM_TIMEOUT * 3).await;
+    if !stand.at_once {
+        tokio::time::sleep(PLATFORM_TIMEOUT * 3).await;
+    }
     let report = proxy.end("the test's end".into()).await.expect("a report");
     platform.stop().await;
     for agent in served {
@@ -436,4 +441,22 @@ async fn an_execute_task_harness_is_judged_through_the_proxy_by_the_harness_rule
     let report = harness_judged(Flaws::default(), "hang", Duration::from_secs(4)).await;
     let case = support::case(&report, "harness.deadline");
     assert_eq!(case.status, Status::Pass, "{}", case.message);
+}
+
+#[deadline::test]
+async fn a_run_ended_before_its_deliberations_were_seen_over_says_their_votes_were_not_judged() {
+    let report = judged(Stand {
+        at_once: true,
+        ..Stand::of(Variant::Conforming)
+    })
+    .await;
+    let case = support::case(&report, "platform.phases-continue");
+    // Their /challenge calls were judged (each reached /vote), their /vote calls were not.
+    assert_eq!(case.status, Status::Pass, "{}", case.message);
+    assert!(
+        case.message
+            .contains("the /vote calls of 2 deliberations not judged"),
+        "{}",
+        case.message
+    );
 }

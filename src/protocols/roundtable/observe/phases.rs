@@ -91,9 +91,28 @@ impl Observer {
             Level::Must,
             "every agent whose /analyze answer conformed is called at /challenge, and every agent called at /challenge that did not time out there is called at /vote (in a deliberation with at least two conforming analyses)",
             "Overview (Phase 1 analyze, Phase 2 challenge, Phase 3 vote); Error Handling (other agents continue the deliberation); Timeouts",
-            "calls due to agents in finished deliberations",
+            "calls due to agents (at /challenge once the deliberation reached /vote, at /vote once it was over)",
             "no deliberation with two conforming analyses was seen whole: run one with at least two conforming agents, and let it end (a trigger the platform answers, or the platform's timeout of quiet before the fleet stops)",
         );
+        // A deliberation that reached /vote but was not seen over: its /vote calls were not
+        // judged, and a pass must not read as if they were.
+        let unfinished = s
+            .tasks
+            .values()
+            .filter(|t| t.phases[VOTE].begun() && !self.finished(s, t, now))
+            .count();
+        if unfinished > 0 && case.status != Status::Skip {
+            let note = format!(
+                "the /vote calls of {} not judged: {} not seen over (no trigger answered, nor the platform's timeout of quiet before the run ended)",
+                crate::text::count(unfinished as u64, "deliberations"),
+                if unfinished == 1 { "it was" } else { "they were" }
+            );
+            if case.message.is_empty() {
+                case.message = note;
+            } else {
+                case.message.push_str(&format!("; {note}"));
+            }
+        }
         let cut = s.tasks.values().filter(|t| t.cut).count();
         if cut > 0 && case.status == Status::Skip {
             let when = match &s.run_end {
