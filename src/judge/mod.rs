@@ -11,6 +11,7 @@
 
 pub mod exchange;
 pub mod har;
+pub mod read;
 pub mod record;
 pub mod replay;
 pub mod tape;

@@ -8,29 +8,8 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
 use super::har::{self, HarWriter, Kind, Urls};
+pub use super::read::{Read, RecordError};
 use super::{Entry, Event, Exchange};
-
-/// A recording that cannot be read (or written).
-#[derive(Debug, thiserror::Error)]
-pub enum RecordError {
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{}:{line}: not a recorded exchange: {source}", path.display())]
-    Line {
-        path: PathBuf,
-        line: usize,
-        source: serde_json::Error,
-    },
-    #[error("{}: entry {entry} of the HAR: {why}", path.display())]
-    Entry {
-        path: PathBuf,
-        entry: usize,
-        why: String,
-    },
-}
 
 /// Writes exchanges as they end: JSON lines, or HAR when the file's name ends in `.har`.
 pub struct Recorder(Format);
@@ -122,15 +101,6 @@ fn line(
 fn is_har(path: &Path) -> bool {
     path.extension()
         .is_some_and(|ext| ext.eq_ignore_ascii_case("har"))
-}
-
-/// A recording as read: its entries, and whether it was cut before its close (a HAR whose
-/// writer was killed: every entry it finished is there, the events told after the first
-/// exchange are lost). JSON lines are never cut: each line is whole or an error.
-#[derive(Debug)]
-pub struct Read {
-    pub entries: Vec<Entry>,
-    pub cut: bool,
 }
 
 /// Every exchange of a recording, in order (its events left out).

@@ -375,6 +375,48 @@ impl FleetHandler {
     }
 }
 
+/// What the fleet and the proxy read of a request before they answer it, each field found
+/// once: its credentials, the probe's mark, the endpoint it is for, and its body (checked
+/// against that endpoint's request schema).
+pub(crate) struct Incoming<'r> {
+    pub authorization: Option<&'r str>,
+    /// The probe's `x-agent-tck-case`: a request it sends as a deliberate test.
+    pub deliberate: Option<&'r str>,
+    pub known: Option<&'static super::protocol::Endpoint>,
+    pub body: Body<'r>,
+}
+
+impl<'r> Incoming<'r> {
+    pub(crate) fn read(
+        request: &'r Request,
+        protocol: &dyn super::protocol::AgentProtocol,
+        endpoint: &str,
+    ) -> Incoming<'r> {
+        let [authorization, deliberate] = request
+            .headers
+            .first_of(["authorization", crate::probe::exchange::DELIBERATE_HEADER]);
+        let known = protocol.endpoint(endpoint);
+        let body = Body::checked(&request.body, known.and_then(|e| e.request_schema))
+            .on_channel(channel_of(request.peer));
+        Incoming {
+            authorization,
+            deliberate,
+            known,
+            body,
+        }
+    }
+
+    /// The request's id (the member the protocol names), when it has one.
+    pub(crate) fn id<'b>(
+        body: &'b Body<'_>,
+        protocol: &dyn super::protocol::AgentProtocol,
+    ) -> Option<Cow<'b, str>> {
+        protocol
+            .request_id_field()
+            .and_then(|field| body.str_member(field))
+    }
+}
+
 /// The key an `Authorization` field carries (`Bearer KEY`, or the bare key).
 fn bearer_key(field: &str) -> &str {
     field.strip_prefix("Bearer ").unwrap_or(field).trim()
@@ -388,7 +430,7 @@ fn held_back(plan: &Plan) -> bool {
 
 /// A keep-alive connection is one channel (see [`Body::on_channel`]): its peer address is unique
 /// while it is open. Folded without allocating (this runs on every request).
-pub(crate) fn channel_of(peer: SocketAddr) -> u64 {
+fn channel_of(peer: SocketAddr) -> u64 {
     let ip = match peer.ip() {
         std::net::IpAddr::V4(ip) => u128::from(u32::from(ip)),
         std::net::IpAddr::V6(ip) => u128::from(ip),
@@ -429,18 +471,15 @@ impl Handler for FleetHandler {
         };
         let agent = &self.agents[index];
         // The two fields the fleet reads, found in one pass over the request's fields.
-        let [authorization, deliberate] = request
-            .headers
-            .first_of(["authorization", crate::probe::exchange::DELIBERATE_HEADER]);
+        let Incoming {
+            authorization,
+            deliberate,
+            known,
+            body,
+        } = Incoming::read(&request, agent.protocol, endpoint);
         let auth = Self::auth(agent, authorization);
-        let known = agent.protocol.endpoint(endpoint);
-        let body = Body::checked(&request.body, known.and_then(|e| e.request_schema))
-            .on_channel(channel_of(request.peer));
         // Read once, for the observer, the journal and the answer's note.
-        let id = agent
-            .protocol
-            .request_id_field()
-            .and_then(|field| body.str_member(field));
+        let id = Incoming::id(&body, agent.protocol);
         let task = id.as_deref().unwrap_or("");
         let (plan, decision) = match known {
             None => refuse(404, format!("no endpoint /{endpoint}")),

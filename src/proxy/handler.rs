@@ -18,7 +18,7 @@ use crate::judge::Message;
 use crate::mock::agent::MockAgent;
 use crate::mock::applied::Applied;
 use crate::mock::decision::Decision;
-use crate::mock::fleet::channel_of;
+use crate::mock::fleet::Incoming;
 use crate::mock::http1::{Delivered, Fault, Handler, Plan, Request, Response};
 use crate::mock::journal::AuthSeen;
 use crate::mock::protocol::{AgentProtocol, Answered, PlatformObserver, Seen};
@@ -259,8 +259,10 @@ impl ProxyHandler {
                 Decision {
                     status: 0,
                     ttfb_ms: waited_ms,
+                    // Not "never": the agent may yet have answered in time. Only a wait that
+                    // reached the platform's timeout (ttfb_ms) counts as one that outlasted it.
                     unusable: Some(format!(
-                        "never answered: {} had not answered when the platform left",
+                        "{} had not answered when the platform left, after {waited_ms} ms",
                         upstream.name()
                     )),
                     ..Decision::default()
@@ -270,10 +272,12 @@ impl ProxyHandler {
     }
 
     /// The agent's answer judged by the agent rules: as it came, before any fault.
+    #[allow(clippy::too_many_arguments)]
     fn judge_answer(
         &self,
         upstream: &Upstream,
         endpoint: &str,
+        task: &str,
         request: &Request,
         body: &Body<'_>,
         forwarded: &Forwarded,
@@ -291,6 +295,7 @@ impl ProxyHandler {
             agent: upstream.name(),
             method: &request.method,
             path: &format!("/{endpoint}"),
+            task: (!task.is_empty()).then_some(task),
             request: body.value().cloned(),
             result,
             at: request.received.saturating_duration_since(self.started),
@@ -346,18 +351,17 @@ impl Handler for ProxyHandler {
         };
         self.open.fetch_add(1, Ordering::Relaxed);
         let upstream = &self.upstreams[index];
-        let [authorization, deliberate] = request
-            .headers
-            .first_of(["authorization", crate::probe::exchange::DELIBERATE_HEADER]);
+        let Incoming {
+            authorization,
+            deliberate,
+            known,
+            body,
+        } = Incoming::read(&request, self.protocol, endpoint);
         let auth = upstream.auth(authorization);
-        let known = self.protocol.endpoint(endpoint);
-        let body = Body::checked(&request.body, known.and_then(|e| e.request_schema))
-            .on_channel(channel_of(request.peer));
-        let id = self
-            .protocol
-            .request_id_field()
-            .and_then(|field| body.str_member(field));
-        let task = id.as_deref().unwrap_or("").to_string();
+        let task = Incoming::id(&body, self.protocol)
+            .as_deref()
+            .unwrap_or("")
+            .to_string();
         // The target past `/agents/NAME`: the agent's own path and query.
         let target = match &request.target["/agents/".len() + upstream.name().len()..] {
             "" => "/",
@@ -390,7 +394,9 @@ impl Handler for ProxyHandler {
             known.and_then(|e| e.request_schema),
         ) {
             self.protocol_requests.fetch_add(1, Ordering::Relaxed);
-            self.judge_answer(upstream, endpoint, &request, &body, &forwarded, waited);
+            self.judge_answer(
+                upstream, endpoint, &task, &request, &body, &forwarded, waited,
+            );
             self.observer.on_request(&Seen {
                 seq,
                 agent: upstream.name(),

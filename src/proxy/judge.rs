@@ -37,15 +37,8 @@ pub fn judge(
     }
     let applied = Applied::default();
     let agents = agents_of(protocol, settings)?;
-    let mut told: Vec<(u64, &Exchange)> = entries
-        .iter()
-        .filter_map(|entry| match entry {
-            Entry::Exchange(e) => e.context["order"][0].as_u64().map(|n| (n, e)),
-            Entry::Event(_) => None,
-        })
-        .collect();
-    told.sort_by_key(|(order, _)| *order);
-    for (_, exchange) in &told {
+    let told = told_in_order(entries);
+    for exchange in &told {
         let agent = match &exchange.to {
             crate::judge::Party::Agent(name) => name.as_str(),
             _ => continue,
@@ -60,6 +53,7 @@ pub fn judge(
                 agent,
                 method: exchange.method.as_deref().unwrap_or("POST"),
                 path: &format!("/{}", exchange.endpoint),
+                task: task_of(exchange),
                 request: serde_json::from_slice(&exchange.request.body()).ok(),
                 result: answer.0,
                 at: duration(exchange.sent_ms),
@@ -73,6 +67,26 @@ pub fn judge(
     cases.extend(applied.case(&agents));
     super::report::by_party(&mut cases);
     Ok(cases)
+}
+
+/// A recorded request's id, as the live observer was told it (None: it had none).
+pub(super) fn task_of(exchange: &Exchange) -> Option<&str> {
+    exchange.context["seen"]["task"]
+        .as_str()
+        .filter(|t| !t.is_empty())
+}
+
+/// The recorded exchanges whose request the live observer was told, in the order it was.
+pub(super) fn told_in_order(entries: &[Entry]) -> Vec<&Exchange> {
+    let mut told: Vec<(u64, &Exchange)> = entries
+        .iter()
+        .filter_map(|entry| match entry {
+            Entry::Exchange(e) => e.context["order"][0].as_u64().map(|n| (n, e)),
+            Entry::Event(_) => None,
+        })
+        .collect();
+    told.sort_by_key(|(order, _)| *order);
+    told.into_iter().map(|(_, e)| e).collect()
 }
 
 /// The agents as the run had them: their faults parsed again (to say which took effect).

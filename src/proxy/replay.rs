@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::judge::recorded_answer;
+use super::judge::{recorded_answer, task_of, told_in_order};
 use super::settings::RunSettings;
 use crate::judge::{Entry, Exchange, Party};
 use crate::mock::recording::ReplayError;
@@ -68,14 +68,6 @@ pub async fn replay(
         max_body: super::forward::MAX_FORWARDED_BODY,
         ..http::Limits::default()
     };
-    let mut told: Vec<(u64, &Exchange)> = entries
-        .iter()
-        .filter_map(|entry| match entry {
-            Entry::Exchange(e) => e.context["order"][0].as_u64().map(|n| (n, e)),
-            Entry::Event(_) => None,
-        })
-        .collect();
-    told.sort_by_key(|(order, _)| *order);
     let started = Instant::now();
     let mut found = Replayed {
         recorded: Vec::new(),
@@ -85,7 +77,7 @@ pub async fn replay(
         changed: 0,
         keyless: 0,
     };
-    for (_, exchange) in told {
+    for exchange in told_in_order(entries) {
         let Party::Agent(name) = &exchange.to else {
             continue;
         };
@@ -102,6 +94,7 @@ pub async fn replay(
                 agent: name,
                 method,
                 path: &path,
+                task: task_of(exchange),
                 request: request_json.clone(),
                 result,
                 at: crate::judge::time::duration(exchange.sent_ms),
@@ -124,6 +117,7 @@ pub async fn replay(
             agent: name,
             method,
             path: &path,
+            task: task_of(exchange),
             request: request_json,
             result,
             at,

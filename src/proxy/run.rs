@@ -6,8 +6,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio_util::task::TaskTracker;
-
 use super::handler::{Deliberations, ProxyHandler, Upstream};
 use super::report::{by_party, reached_case, report_of};
 use super::settings::{settings_context, RecordedAgent, RunSettings, SETTINGS_EVENT};
@@ -56,8 +54,7 @@ pub struct ProxySettings {
 pub struct Running {
     pub handler: Arc<ProxyHandler>,
     pub addr: SocketAddr,
-    stop: tokio_util::sync::CancellationToken,
-    tracker: TaskTracker,
+    server: http1::Running,
     started: Instant,
     started_at: String,
     secrets: Vec<String>,
@@ -132,9 +129,7 @@ impl Running {
             abandoned: false,
         });
         self.handler.stop.cancel();
-        self.stop.cancel();
-        self.tracker.close();
-        let _ = tokio::time::timeout(Duration::from_secs(2), self.tracker.wait()).await;
+        self.server.stop().await;
         let handler = &self.handler;
         let requests = handler
             .protocol_requests
@@ -270,20 +265,11 @@ pub async fn start(settings: ProxySettings) -> Result<Running, Error> {
     );
     handler.log = settings.log;
     let handler = Arc::new(handler);
-    let stop = tokio_util::sync::CancellationToken::new();
-    let tracker = TaskTracker::new();
-    tracker.spawn(http1::serve(
-        listener,
-        handler.clone(),
-        ServerLimits::default(),
-        stop.clone(),
-        tracker.clone(),
-    ));
+    let server = http1::Running::on(listener, handler.clone(), ServerLimits::default())?;
     Ok(Running {
         handler,
         addr,
-        stop,
-        tracker,
+        server,
         started,
         started_at,
         secrets,

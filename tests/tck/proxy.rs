@@ -39,6 +39,9 @@ struct Stand<'a> {
     record: Option<std::path::PathBuf>,
     /// The run ends as soon as the deliberations are answered, with no quiet after them.
     at_once: bool,
+    /// The run ends itself (`--duration`, `--deliberations`) rather than at the test's word.
+    duration: Option<Duration>,
+    end_after: Option<u64>,
 }
 
 impl Stand<'_> {
@@ -55,6 +58,8 @@ impl Stand<'_> {
             deliberations: 2,
             record: None,
             at_once: false,
+            duration: None,
+            end_after: None,
         }
     }
 }
@@ -94,8 +99,8 @@ async fn judged(stand: Stand<'_>) -> Report {
             max_field: 50_000,
             timeout: Duration::from_secs(30),
         },
-        duration: None,
-        deliberations: None,
+        duration: stand.duration,
+        deliberations: stand.end_after,
         record: stand.record.clone(),
         seed: SEED,
         strict: false,
@@ -103,32 +108,55 @@ async fn judged(stand: Stand<'_>) -> Report {
     })
     .await
     .expect("the proxy starts");
-    let platform = platform::start(PlatformConfig {
-        variant: stand.variant,
-        agent_timeout: PLATFORM_TIMEOUT,
-        ..PlatformConfig::default()
-    })
-    .await;
+    let platform = std::sync::Arc::new(
+        platform::start(PlatformConfig {
+            variant: stand.variant,
+            agent_timeout: PLATFORM_TIMEOUT,
+            ..PlatformConfig::default()
+        })
+        .await,
+    );
     for (name, _) in stand.agents {
         assert_eq!(platform.register(name, &proxy.url_of(name), key).await, 201);
     }
-    for _ in 0..stand.deliberations {
-        // A platform that waits on a hung agent forever (NoTimeout) is left waiting: the run
-        // ends with its request open, as a user's Ctrl-C would end it.
-        let bound = 3 * PLATFORM_TIMEOUT + Duration::from_secs(5);
-        if tokio::time::timeout(bound, platform.deliberate(CONTENT))
-            .await
-            .is_err()
-        {
-            break;
+    let driven = platform.clone();
+    let deliberations = stand.deliberations;
+    let driving = tokio::spawn(async move {
+        for _ in 0..deliberations {
+            // A platform that waits on a hung agent forever (NoTimeout) is left waiting: the
+            // run ends with its request open, as a user's Ctrl-C would end it.
+            let bound = 3 * PLATFORM_TIMEOUT + Duration::from_secs(5);
+            if tokio::time::timeout(bound, driven.deliberate(CONTENT))
+                .await
+                .is_err()
+            {
+                break;
+            }
         }
-    }
-    // A deliberation is judged whole once the platform was quiet for its timeout and grace
-    // (there is no trigger the proxy sees answered): the rule's own wait, not a readiness one.
-    if !stand.at_once {
-        tokio::time::sleep(PLATFORM_TIMEOUT * 3).await;
-    }
-    let report = proxy.end("the test's end".into()).await.expect("a report");
+    });
+    let report = if stand.duration.is_some() || stand.end_after.is_some() {
+        // The run ends itself; the test only bounds it.
+        let ended = proxy.until(std::future::pending());
+        let report = tokio::time::timeout(Duration::from_secs(60), ended)
+            .await
+            .expect("the run ends itself")
+            .expect("a report");
+        driving.abort();
+        let _ = driving.await;
+        report
+    } else {
+        driving.await.unwrap();
+        // A deliberation is judged whole once the platform was quiet for its timeout and grace
+        // (there is no trigger the proxy sees answered): the rule's own wait, not a readiness
+        // one.
+        if !stand.at_once {
+            tokio::time::sleep(PLATFORM_TIMEOUT * 3).await;
+        }
+        proxy.end("the test's end".into()).await.expect("a report")
+    };
+    let Ok(platform) = std::sync::Arc::try_unwrap(platform) else {
+        panic!("the platform is still driven");
+    };
     platform.stop().await;
     for agent in served {
         agent.stop(Duration::from_secs(1)).await;
@@ -164,14 +192,19 @@ async fn a_conforming_platform_with_conforming_agents_passes_on_evidence() {
     }
 }
 
+/// The `variant` platform's report, with the proxy putting NULs in beta's real analyses.
+async fn nul_in_betas_analyses(variant: Variant) -> Report {
+    let faults = [("beta", "null-bytes@analyze")];
+    judged(Stand {
+        faults: &faults,
+        ..Stand::of(variant)
+    })
+    .await
+}
+
 #[deadline::test]
 async fn a_nul_the_proxy_put_in_a_real_answer_comes_out_stripped_at_the_others() {
-    let faults = [("beta", "null-bytes@analyze")];
-    let report = judged(Stand {
-        faults: &faults,
-        ..Stand::of(Variant::Conforming)
-    })
-    .await;
+    let report = nul_in_betas_analyses(Variant::Conforming).await;
     let nul = support::case(&report, "platform.nul-stripped");
     assert_eq!(nul.status, Status::Pass, "{}", nul.message);
     assert!(nul.evidence.as_ref().is_some_and(|e| e.judged > 0));
@@ -186,12 +219,7 @@ async fn a_nul_the_proxy_put_in_a_real_answer_comes_out_stripped_at_the_others()
 
 #[deadline::test]
 async fn a_platform_that_forwards_the_nul_is_named_and_the_agent_is_not() {
-    let faults = [("beta", "null-bytes@analyze")];
-    let report = judged(Stand {
-        faults: &faults,
-        ..Stand::of(Variant::NoNulStripping)
-    })
-    .await;
+    let report = nul_in_betas_analyses(Variant::NoNulStripping).await;
     let nul = support::case(&report, "platform.nul-stripped");
     assert_eq!(nul.status, Status::Fail, "{}", nul.message);
     assert!(nul.message.contains("beta"), "{}", nul.message);
@@ -459,4 +487,30 @@ async fn a_run_ended_before_its_deliberations_were_seen_over_says_their_votes_we
         "{}",
         case.message
     );
+}
+
+#[deadline::test]
+async fn deliberations_or_a_duration_end_the_run_and_it_says_so() {
+    let report = judged(Stand {
+        deliberations: 3,
+        end_after: Some(2),
+        ..Stand::of(Variant::Conforming)
+    })
+    .await;
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("2 of the 2 deliberations asked for reached their last phase")),
+        "{:?}",
+        report.notes
+    );
+    assert_eq!(status_of(&report, "platform.reached-proxy"), Status::Pass);
+    let report = judged(Stand {
+        deliberations: 0,
+        duration: Some(Duration::from_millis(300)),
+        ..Stand::of(Variant::Conforming)
+    })
+    .await;
+    assert_eq!(status_of(&report, "platform.reached-proxy"), Status::Fail);
 }

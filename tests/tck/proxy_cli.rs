@@ -30,6 +30,16 @@ fn agent(name: &str, key: Option<&str>) -> (Spawned, String) {
     (child, url)
 }
 
+/// The proxy's URL, from its first line (`agent-tck proxy (…) on http://127.0.0.1:PORT …`).
+fn proxy_url(proxy: &mut Spawned) -> String {
+    let banner = proxy.line();
+    banner
+        .split(' ')
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {banner:?}"))
+        .to_string()
+}
+
 fn read_json(path: &str) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
@@ -75,12 +85,7 @@ fn the_readme_try_it_judges_both_parties_and_a_recording_gives_the_same_verdicts
         ],
         RUN_DEADLINE,
     );
-    let banner = proxy.line();
-    let base = banner
-        .split(' ')
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {banner:?}"))
-        .to_string();
+    let base = proxy_url(&mut proxy);
     for name in ["alpha", "beta"] {
         let route = proxy.line();
         assert!(
@@ -214,12 +219,7 @@ fn a_recording_replayed_to_a_new_agent_version_says_what_changed() {
         ],
         RUN_DEADLINE,
     );
-    let banner = proxy.line();
-    let base = banner
-        .split(' ')
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {banner:?}"))
-        .to_string();
+    let base = proxy_url(&mut proxy);
     let through = format!("{base}/agents/beta");
     let probed = tck_within(
         &[
@@ -309,12 +309,7 @@ fn a_recording_cut_by_a_kill_is_judged_as_far_as_it_goes_and_never_green() {
         ],
         RUN_DEADLINE,
     );
-    let banner = proxy.line();
-    let base = banner
-        .split(' ')
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {banner:?}"))
-        .to_string();
+    let base = proxy_url(&mut proxy);
     let through = format!("{base}/agents/alpha");
     let probed = tck_within(
         &["probe", "roundtable", "--url", &through, "--quiet"],

@@ -242,21 +242,32 @@ pub async fn spawn_with<H: Handler>(
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|cause| ListenError::Bind { addr, cause })?;
-    let addr = listener.local_addr().map_err(ListenError::LocalAddr)?;
-    let stop = CancellationToken::new();
-    let tracker = TaskTracker::new();
-    tracker.spawn(serve(
-        listener,
-        handler,
-        limits,
-        stop.clone(),
-        tracker.clone(),
-    ));
-    Ok(Running {
-        addr,
-        stop,
-        tracker,
-    })
+    Running::on(listener, handler, limits)
+}
+
+impl Running {
+    /// Serves `handler` on a listener already bound (a caller that needed its address first).
+    pub fn on<H: Handler>(
+        listener: TcpListener,
+        handler: Arc<H>,
+        limits: ServerLimits,
+    ) -> Result<Running, ListenError> {
+        let addr = listener.local_addr().map_err(ListenError::LocalAddr)?;
+        let stop = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        tracker.spawn(serve(
+            listener,
+            handler,
+            limits,
+            stop.clone(),
+            tracker.clone(),
+        ));
+        Ok(Running {
+            addr,
+            stop,
+            tracker,
+        })
+    }
 }
 
 #[cfg(test)]

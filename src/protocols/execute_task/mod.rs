@@ -86,3 +86,6 @@ impl AgentProtocol for Agents {
         Some(Box::new(observe::HarnessObserver::new(*expect)))
     }
 }
+
+#[cfg(test)]
+mod traffic_tests;

@@ -97,6 +97,9 @@ impl AgentProtocol for Agents {
 }
 
 #[cfg(test)]
+mod traffic_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

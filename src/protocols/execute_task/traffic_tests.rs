@@ -1,0 +1,86 @@
+//! execute_task's agent rules judging answers the kit did not ask for (`probe::traffic`, fed
+//! by `agent-tck proxy` between a harness and its agent).
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::probe::traffic::{LiveAnswer, TrafficJudge, TrafficLimits};
+use crate::report::{CaseResult, Evidence, Status};
+use crate::transport::http::Response;
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A harness's first turn.
+fn first_turn() -> Value {
+    json!({"task_description": "What plan is cust_123 on?", "turn": 1, "conversation_history": []})
+}
+
+fn response(status: u16, body: &str) -> Response {
+    Response {
+        status,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: bytes::Bytes::copy_from_slice(body.as_bytes()),
+        body_exceeded: false,
+        elapsed: Duration::from_millis(40),
+    }
+}
+
+fn case<'a>(cases: &'a [CaseResult], id: &str) -> &'a CaseResult {
+    cases
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no case {id} in {:?}", ids(cases)))
+}
+
+fn ids(cases: &[CaseResult]) -> Vec<&str> {
+    cases.iter().map(|c| c.id.as_str()).collect()
+}
+
+/// execute_task: first-turn judges each real answer, and the suite's own time case
+/// (protocol.within-timeout) judges each answer's time: no case of the judge's own.
+#[test]
+fn execute_task_reuses_its_time_case() {
+    let judge = TrafficJudge::new(
+        super::rules::suite().unwrap(),
+        TrafficLimits {
+            timeout: TIMEOUT,
+            ..TrafficLimits::default()
+        },
+    );
+    for (elapsed, answer) in [
+        (
+            1,
+            r#"{"action":"final_answer","summary":"cust_123 is on the Pro plan"}"#,
+        ),
+        (11, r#"{"action":"dance"}"#),
+    ] {
+        judge.judge(LiveAnswer {
+            agent: "solo",
+            method: "POST",
+            path: "/execute_task",
+            task: None,
+            request: Some(first_turn()),
+            result: Ok(response(200, answer)),
+            at: Duration::from_secs(2),
+            elapsed: Duration::from_secs(elapsed),
+        });
+    }
+    let cases = judge.cases();
+    assert_eq!(
+        ids(&cases),
+        ["solo/protocol.first-turn", "solo/protocol.within-timeout"]
+    );
+    let first = case(&cases, "solo/protocol.first-turn");
+    assert_eq!(first.status, Status::Fail);
+    assert!(
+        first
+            .message
+            .starts_with("solo broke it in 1 of 2 /execute_task answers; first at +2.0 s: "),
+        "{}",
+        first.message
+    );
+    let time = case(&cases, "solo/protocol.within-timeout");
+    assert_eq!(time.status, Status::Fail);
+    assert_eq!(time.evidence, Some(Evidence::new(2, "answers")));
+}
