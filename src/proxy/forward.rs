@@ -4,7 +4,7 @@
 //! timeout).
 
 use std::borrow::Cow;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -85,7 +85,8 @@ pub async fn forward(
 }
 
 /// A real agent's answer as the conforming answer the mock engine's behaviours bend (the
-/// `--fault`s): its status and body; its JSON value when it is a 200 of JSON.
+/// `--fault`s): its status and body; its JSON value when it is a 2xx of JSON (parsed once,
+/// here).
 pub struct Given {
     reply: Reply,
     value: Option<Value>,
@@ -93,7 +94,8 @@ pub struct Given {
 
 impl Given {
     pub fn of(response: &http::Response) -> Given {
-        let value = (response.status == 200)
+        let value = (200..300)
+            .contains(&response.status)
             .then(|| serde_json::from_slice(&response.body).ok())
             .flatten();
         Given {
@@ -115,9 +117,16 @@ impl Responder for Given {
 
     fn respond_value(&self, _: &str, _: &Body<'_>) -> Answer {
         match &self.value {
-            Some(value) => Answer::Json(200, value.clone()),
-            None => Answer::Reply(self.reply.clone()),
+            Some(value) if self.reply.status == 200 => Answer::Json(200, value.clone()),
+            _ => Answer::Reply(self.reply.clone()),
         }
+    }
+}
+
+impl Given {
+    /// Whether the answer was a 2xx whose body is JSON.
+    pub fn is_json(&self) -> bool {
+        self.value.is_some()
     }
 }
 
@@ -169,11 +178,6 @@ pub fn after_the_agent(plan: &mut Plan, elapsed: Duration) {
     if !plan.ttfb.is_zero() {
         plan.ttfb += elapsed;
     }
-}
-
-/// Milliseconds since `since`, whole.
-pub fn ms_since(since: Instant) -> u64 {
-    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -232,6 +236,10 @@ mod tests {
         assert!(matches!(json.respond_value("x", &body), Answer::Json(200, v) if v["a"] == 1));
         let error = Given::of(&response(500, &[], "{\"a\":1}"));
         assert!(matches!(error.respond_value("x", &body), Answer::Reply(r) if r.status == 500));
+        let created = Given::of(&response(201, &[], "{\"a\":1}"));
+        assert!(created.is_json(), "a 2xx of JSON is JSON");
+        assert!(matches!(created.respond_value("x", &body), Answer::Reply(r) if r.status == 201));
+        assert!(!error.is_json());
         let text = Given::of(&response(200, &[], "not json"));
         assert!(
             matches!(text.respond_value("x", &body), Answer::Reply(r) if &r.body[..] == b"not json")

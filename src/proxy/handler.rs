@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::forward::{self, Forwarded, Given};
@@ -187,11 +187,6 @@ impl ProxyHandler {
         self.by_name.get(name).map(|&i| (i, endpoint))
     }
 
-    /// Exchanges not over yet.
-    pub fn open(&self) -> u64 {
-        self.open.load(Ordering::Relaxed)
-    }
-
     fn not_routed(&self, request: &Request, seq: u64) -> (Plan, Note) {
         let names: Vec<&str> = self.upstreams.iter().map(Upstream::name).collect();
         let plan = Plan::immediate(Response::json_error(
@@ -225,13 +220,13 @@ impl ProxyHandler {
         let waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
         match forwarded {
             Forwarded::Came(Ok(response)) => {
-                let (mut plan, mut decision) =
-                    upstream.faults.shape(endpoint, body, &Given::of(response));
+                let given = Given::of(response);
+                let (mut plan, mut decision) = upstream.faults.shape(endpoint, body, &given);
                 forward::restore_headers(&mut plan, response);
                 forward::after_the_agent(&mut plan, waited);
                 decision.ttfb_ms += waited_ms;
                 let ok = (200..300).contains(&response.status);
-                if ok && serde_json::from_slice::<Value>(&response.body).is_err() {
+                if ok && !given.is_json() {
                     decision.unusable.get_or_insert_with(|| {
                         format!("answered {} with a body that is not JSON", response.status)
                     });
@@ -262,8 +257,13 @@ impl ProxyHandler {
                     // Not "never": the agent may yet have answered in time. Only a wait that
                     // reached the platform's timeout (ttfb_ms) counts as one that outlasted it.
                     unusable: Some(format!(
-                        "{} had not answered when the platform left, after {waited_ms} ms",
-                        upstream.name()
+                        "{} had not answered when {}, after {waited_ms} ms",
+                        upstream.name(),
+                        if matches!(forwarded, Forwarded::Stopped) {
+                            "the run ended"
+                        } else {
+                            "the platform left"
+                        }
                     )),
                     ..Decision::default()
                 },

@@ -261,17 +261,25 @@ pub async fn send(base: &BaseUrl, request: &Request, limits: Limits) -> Result<R
     }
 }
 
+/// A TCP connection to `base`'s host and port, Nagle off (a request goes out in one piece);
+/// a failure names the address.
+pub(crate) async fn open_tcp(base: &BaseUrl) -> Result<TcpStream, Error> {
+    let tcp = TcpStream::connect((base.host.as_str(), base.port))
+        .await
+        .map_err(|e| Error::Connect {
+            addr: format!("{}:{}", base.host, base.port),
+            reason: e.to_string(),
+        })?;
+    let _ = tcp.set_nodelay(true);
+    Ok(tcp)
+}
+
 /// Opens a connection (and completes a TLS handshake for https), then closes it.
 pub async fn connect(base: &BaseUrl, deadline: Duration) -> Result<Duration, Error> {
     let started = Instant::now();
     let attempt = async {
         let addr = format!("{}:{}", base.host, base.port);
-        let tcp = TcpStream::connect((base.host.as_str(), base.port))
-            .await
-            .map_err(|e| Error::Connect {
-                addr: addr.clone(),
-                reason: e.to_string(),
-            })?;
+        let tcp = open_tcp(base).await?;
         if base.tls {
             tls_connect(base, tcp)
                 .await
@@ -296,13 +304,7 @@ async fn exchange(
     started: Instant,
 ) -> Result<Response, Error> {
     let addr = format!("{}:{}", base.host, base.port);
-    let tcp = TcpStream::connect((base.host.as_str(), base.port))
-        .await
-        .map_err(|e| Error::Connect {
-            addr: addr.clone(),
-            reason: e.to_string(),
-        })?;
-    let _ = tcp.set_nodelay(true);
+    let tcp = open_tcp(base).await?;
     if base.tls {
         let tls = tls_connect(base, tcp)
             .await

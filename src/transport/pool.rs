@@ -10,11 +10,9 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use tokio::net::TcpStream;
-
 use super::http::{
-    exchange_with, handshake, send, AbortOnDrop, BaseUrl, Error, Limits, Progress, Request,
-    Response, Sender,
+    exchange_with, handshake, open_tcp, send, AbortOnDrop, BaseUrl, Error, Limits, Progress,
+    Request, Response, Sender,
 };
 
 /// How long an idle connection is used again: well under the keep-alive timeouts servers
@@ -117,13 +115,7 @@ impl Pool {
     }
 
     async fn connect(&self, limits: Limits) -> Result<Idle, Error> {
-        let tcp = TcpStream::connect((self.base.host.as_str(), self.base.port))
-            .await
-            .map_err(|e| Error::Connect {
-                addr: format!("{}:{}", self.base.host, self.base.port),
-                reason: e.to_string(),
-            })?;
-        let _ = tcp.set_nodelay(true);
+        let tcp = open_tcp(&self.base).await?;
         let (sender, conn) = handshake(tcp, limits).await?;
         Ok(Idle {
             sender,
