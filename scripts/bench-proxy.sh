@@ -7,6 +7,9 @@
 #       platform's requests and the agent's answers judged live), at /agents/alpha/analyze;
 #   (b') the same with `--record FILE.har` (every exchange written to disk, as Redocly's proxy
 #       always does); RECORD=0 leaves it out;
+#   (b") the same with `--judging spare` (answers judged beside the traffic on spare CPU, those
+#       the judge falls behind on passed on unjudged and counted: how many, printed at the end);
+#       SPARE=0 leaves it out;
 #   (c) a bare forwarding proxy on hyper (examples/bare_forward.rs: hyper-util's pooled client,
 #       bodies streamed through, nothing judged): the yardstick of "within 0.8×";
 #   (d) nginx as a reverse proxy (apt's nginx; a generated config in the scratch folder:
@@ -35,7 +38,7 @@
 #
 # Usage: scripts/bench-proxy.sh   (ROUNDS=2; DURATION=10s: each wrk run; OHA_DURATION=20s; RATE=1000;
 #        DURATION_MEM=10m, MEM_EVERY=10, MEM=0: no memory run; NGINX=0, PRISM=0, REDOCLY=0,
-#        RECORD=0: leave that row out; PRISM_VERSION=5.14.2, REDOCLY_VERSION=2.77.0)
+#        RECORD=0, SPARE=0: leave that row out; PRISM_VERSION=5.14.2, REDOCLY_VERSION=2.77.0)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -50,6 +53,7 @@ NGINX=${NGINX:-1}
 PRISM=${PRISM:-1}
 REDOCLY=${REDOCLY:-1}
 RECORD=${RECORD:-1}
+SPARE=${SPARE:-1}
 PRISM_VERSION=${PRISM_VERSION:-5.14.2}
 REDOCLY_VERSION=${REDOCLY_VERSION:-2.77.0}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
@@ -181,6 +185,11 @@ if [ "$RECORD" != 0 ]; then
     start record 10 "$BIN" proxy --protocol roundtable --listen 127.0.0.1:0 --agent "alpha=$UPSTREAM" \
         --quiet --json "$tmp/record.json" --record "$tmp/record.har"
     add_row record "$PID" "$URL/agents/alpha/analyze"
+fi
+if [ "$SPARE" != 0 ]; then
+    start spare 10 "$BIN" proxy --protocol roundtable --listen 127.0.0.1:0 --agent "alpha=$UPSTREAM" \
+        --quiet --json "$tmp/spare.json" --judging spare
+    add_row spare "$PID" "$URL/agents/alpha/analyze"
 fi
 
 start bare 10 "$BARE" --upstream "$UPSTREAM"
@@ -390,7 +399,7 @@ fi
 
 # ---- stop the proxies, hear what they said --------------------------------------------------------
 # Stopped before the table (the reports are written on SIGINT); the HAR files' sizes kept.
-for row in proxy record; do
+for row in proxy record spare; do
     pid=PID_$row
     [ -n "${!pid:-}" ] || continue
     stop "${!pid}"
@@ -407,6 +416,7 @@ label() {
     direct) echo "(a) direct to the agent" ;;
     proxy) echo "(b) agent-tck proxy" ;;
     record) echo "(b') agent-tck proxy --record .har" ;;
+    spare) echo "(b\") agent-tck proxy --judging spare" ;;
     bare) echo "(c) bare forward (hyper)" ;;
     nginx) echo "(d) nginx $NGINX_VERSION" ;;
     prism) echo "(e) Prism $PRISM_VERSION proxy" ;;
@@ -485,6 +495,7 @@ echo "throughput, agent-tck proxy / bare forward:   $R — target ≥ 0.8: $(ver
 ! has prism || { R=$(ratio proxy prism); echo "throughput, agent-tck proxy / Prism:          $R — target > 1: $(verdict "${R%% *}" ">=" 1.0)"; }
 ! has redocly || { R=$(ratio proxy redocly); echo "throughput, agent-tck proxy / Redocly:        $R — target > 1: $(verdict "${R%% *}" ">=" 1.0)"; }
 ! has record || { R=$(ratio record bare); echo "throughput, agent-tck proxy --record / bare:  $R"; }
+! has spare || { R=$(ratio spare bare); echo "throughput, agent-tck proxy --judging spare / bare: $R — target ≥ 0.8: $(verdict "${R%% *}" ">=" 0.8)"; }
 ! has record || ! has redocly || { R=$(ratio record redocly); echo "throughput, proxy --record / Redocly (both record HAR): $R"; }
 ADDED99=$(python3 -c 'import statistics, sys
 o = [list(map(float, l.split())) for l in open(sys.argv[1])]
@@ -493,6 +504,9 @@ print(f"{statistics.median(x[1] - y[1] for x, y in zip(o, d)):.3f}")' "$tmp/prox
 echo "added p99 of agent-tck proxy at $RATE/s:       $ADDED99 ms — target < 1 ms: $(verdict "$ADDED99" "<" 1)"
 echo "agent-tck proxy at SIGINT:                    ${STOP_proxy:-}; its report: $SAID_proxy"
 ! has record || echo "agent-tck proxy --record at SIGINT:           ${STOP_record:-}; HAR: $RECORD_MB MB; its report: $SAID_record"
+! has spare || echo "agent-tck proxy --judging spare at SIGINT:    ${STOP_spare:-}; its report: $SAID_spare; answers judged: $(python3 -c 'import json, sys
+c = {c["id"]: c for c in json.load(open(sys.argv[1]))["cases"]}["alpha/analyze.response"]
+print(c["evidence"]["judged"] if c.get("evidence") else 0, "judged;", c["message"] or "none passed over")' "$tmp/spare.json" 2>/dev/null || echo "?")"
 ! has redocly || echo "Redocly's HAR:                                $REDOCLY_MB MB"
 
 if [ "$MEM" != 0 ]; then

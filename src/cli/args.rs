@@ -767,6 +767,11 @@ pub struct ProxyArgs {
     /// A line per exchange on stdout.
     #[arg(long)]
     pub log: bool,
+    /// When the agents' answers are judged: `every` answer before it is passed on (under a
+    /// flood, the platform waits for the judge), or on `spare` CPU beside the traffic (answers
+    /// past what the judge keeps up with are passed on unjudged, and each case counts them).
+    #[arg(long, value_enum, default_value_t = crate::proxy::judging::Judging::Every)]
+    pub judging: crate::proxy::judging::Judging,
     #[command(flatten)]
     pub output: OutputArgs,
 }

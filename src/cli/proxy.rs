@@ -183,6 +183,7 @@ pub(super) async fn proxy(args: ProxyArgs) -> Result<Ended, Error> {
         seed,
         strict: args.strict,
         log: args.log && !args.output.quiet,
+        judging: args.judging,
     };
     let running = crate::proxy::run::start(settings).await?;
     crate::outln!(

@@ -165,6 +165,16 @@ struct Latest {
     unreadable: Option<String>,
 }
 
+/// What one answer is judged against: the agent's state as it was when the answer came.
+struct Before {
+    /// Per live case, its step on the latest answer it was considered on.
+    last: Vec<Option<Step>>,
+    /// By traffic exchange: why its latest answer cannot be read (None: it can).
+    unreadable: HashMap<String, Option<String>>,
+    /// The latest answers the cases across exchanges read, this one among them.
+    exchanges: HashMap<String, Arc<Outcome>>,
+}
+
 /// What the judge holds of one agent.
 #[derive(Default)]
 struct AgentState {
@@ -282,14 +292,10 @@ impl TrafficJudge {
     /// counted as unjudged), then its time.
     pub fn judge(&self, answer: LiveAnswer<'_>) {
         let state = self.agent(answer.agent);
-        // One agent's answers are judged one at a time (its needs across exchanges read its
-        // latest answers); different agents' in parallel.
-        let mut state = lock(&state);
         let Some(exchange) = self.suite.traffic_exchange(answer.method, answer.path) else {
-            state.unjudged_answers += 1;
+            lock(&state).unjudged_answers += 1;
             return;
         };
-        state.judged_answers += 1;
         let task = answer.task.map(|t| excerpt_str(t, 40));
         let latency = latency_step(&answer.result, answer.elapsed, self.limits.timeout);
         let outcome = Arc::new(Outcome::new(
@@ -298,25 +304,42 @@ impl TrafficJudge {
             answer.result,
         ));
         let unreadable = outcome.unreadable(self.limits.max_body);
-        state.latest.insert(
-            exchange.to_string(),
-            Latest {
-                outcome: self.kept.contains(exchange).then(|| Arc::clone(&outcome)),
-                unreadable,
-            },
-        );
-        let seen = Seen {
-            at: answer.at,
-            path: answer.path,
-            task: task.as_deref(),
+        // The agent's state is held only to read what the cases need and, after, to record
+        // their steps: judging under the lock put every answer of an agent in one queue, and
+        // the waits on it were a tenth of the proxy's CPU under load. Answers that come at
+        // once are judged side by side, each on what the agent had answered before it.
+        let before = {
+            let mut state = lock(&state);
+            state.judged_answers += 1;
+            state.latest.insert(
+                exchange.to_string(),
+                Latest {
+                    outcome: self.kept.contains(exchange).then(|| Arc::clone(&outcome)),
+                    unreadable,
+                },
+            );
+            Before {
+                last: state.last.clone(),
+                unreadable: state
+                    .latest
+                    .iter()
+                    .map(|(name, l)| (name.clone(), l.unreadable.clone()))
+                    .collect(),
+                exchanges: state
+                    .latest
+                    .iter()
+                    .filter_map(|(name, l)| Some((name.clone(), Arc::clone(l.outcome.as_ref()?))))
+                    .chain([(exchange.to_string(), Arc::clone(&outcome))])
+                    .collect(),
+            }
         };
-        let exchanges: HashMap<String, Arc<Outcome>> = state
-            .latest
-            .iter()
-            .filter_map(|(name, l)| Some((name.clone(), Arc::clone(l.outcome.as_ref()?))))
-            .chain([(exchange.to_string(), Arc::clone(&outcome))])
-            .collect();
+        let Before {
+            mut last,
+            unreadable,
+            exchanges,
+        } = before;
         let refused = refusal(&outcome.result);
+        let mut steps = Vec::new();
         for (i, case) in self.live.iter().enumerate() {
             if !case.judges(exchange) {
                 continue;
@@ -324,12 +347,56 @@ impl TrafficJudge {
             let spec = &self.suite.cases()[case.index];
             let (step, message) = match &refused {
                 Some(why) => (Step::Unjudged, why.clone()),
-                None => self.judge_case(spec, case, &outcome, &exchanges, &state),
+                None => self.judge_case(spec, case, &outcome, &exchanges, &last, &unreadable),
             };
+            last[i] = Some(step.clone());
+            steps.push((i, step, message));
+        }
+        let seen = Seen {
+            at: answer.at,
+            path: answer.path,
+            task: task.as_deref(),
+        };
+        let mut state = lock(&state);
+        for (i, step, message) in steps {
             record(&mut state.tallies[i], &step, message, &seen);
             state.last[i] = Some(step);
         }
         if let Some((step, message)) = latency {
+            let i = self.live.len();
+            record(&mut state.tallies[i], &step, message, &seen);
+        }
+    }
+
+    /// An answer passed on unjudged (`why`): counted, unjudged, in each case that would have
+    /// judged it; its latency, known without reading it, judged.
+    pub fn pass_over(&self, answer: LiveAnswer<'_>, why: &str) {
+        let state = self.agent(answer.agent);
+        let mut state = lock(&state);
+        let Some(exchange) = self.suite.traffic_exchange(answer.method, answer.path) else {
+            state.unjudged_answers += 1;
+            return;
+        };
+        state.judged_answers += 1;
+        let task = answer.task.map(|t| excerpt_str(t, 40));
+        let seen = Seen {
+            at: answer.at,
+            path: answer.path,
+            task: task.as_deref(),
+        };
+        for (i, case) in self.live.iter().enumerate() {
+            if case.judges(exchange) {
+                record(
+                    &mut state.tallies[i],
+                    &Step::Unjudged,
+                    why.to_string(),
+                    &seen,
+                );
+            }
+        }
+        if let Some((step, message)) =
+            latency_step(&answer.result, answer.elapsed, self.limits.timeout)
+        {
             let i = self.live.len();
             record(&mut state.tallies[i], &step, message, &seen);
         }
@@ -342,7 +409,8 @@ impl TrafficJudge {
         case: &LiveCase,
         outcome: &Outcome,
         exchanges: &HashMap<String, Arc<Outcome>>,
-        state: &AgentState,
+        last: &[Option<Step>],
+        unreadable: &HashMap<String, Option<String>>,
     ) -> (Step, String) {
         if let Some(missing) = case.reads.iter().find(|r| !exchanges.contains_key(*r)) {
             let path = &self.suite.file.exchanges[missing].path;
@@ -354,14 +422,14 @@ impl TrafficJudge {
                 // A case not judged in traffic holds none back: the answer came. One that is,
                 // and was not judged yet (its exchange unanswered), does.
                 let i = *self.by_id.get(need)?;
-                Some(state.last[i].as_ref().map_or(Status::Skip, Step::status))
+                Some(last[i].as_ref().map_or(Status::Skip, Step::status))
             },
             |need| {
                 let on = self.suite.case(need)?.exchange.as_ref()?;
                 let x = &self.suite.file.exchanges[on];
                 let traffic = self.suite.traffic_exchange(&x.method, &x.path)?;
-                match state.latest.get(traffic) {
-                    Some(latest) => latest.unreadable.clone(),
+                match unreadable.get(traffic) {
+                    Some(why) => why.clone(),
                     None => Some(format!("no {} answer came through", x.path)),
                 }
             },

@@ -14,6 +14,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::forward::{self, Forwarded, Given};
+use super::judging::{Answer, Judge};
 use crate::judge::Message;
 use crate::mock::agent::MockAgent;
 use crate::mock::applied::Applied;
@@ -24,7 +25,6 @@ use crate::mock::journal::AuthSeen;
 use crate::mock::protocol::{AgentProtocol, Answered, PlatformObserver, Seen};
 use crate::mock::recording::Recorded;
 use crate::mock::Body;
-use crate::probe::traffic::{LiveAnswer, TrafficJudge};
 use crate::transport::http;
 use crate::transport::pool::Pool;
 
@@ -114,7 +114,8 @@ pub struct ProxyHandler {
     by_name: HashMap<String, usize>,
     pub protocol: &'static dyn AgentProtocol,
     pub observer: Box<dyn PlatformObserver>,
-    pub traffic: TrafficJudge,
+    /// The agent rules, judging as `--judging` says.
+    pub traffic: Judge,
     /// The recording, when `--record` asked for one: what the agents answered is added to the
     /// exchanges the observer's recording writes.
     pub recorded: Mutex<Option<Recorded>>,
@@ -150,7 +151,7 @@ impl ProxyHandler {
         upstreams: Vec<Upstream>,
         protocol: &'static dyn AgentProtocol,
         observer: Box<dyn PlatformObserver>,
-        traffic: TrafficJudge,
+        traffic: Judge,
         recorded: Option<Recorded>,
         deliberations: Deliberations,
         deadline: Duration,
@@ -275,7 +276,7 @@ impl ProxyHandler {
     #[allow(clippy::too_many_arguments)]
     fn judge_answer(
         &self,
-        upstream: &Upstream,
+        index: usize,
         endpoint: &str,
         task: &str,
         request: &Request,
@@ -285,22 +286,27 @@ impl ProxyHandler {
     ) {
         let result = match forwarded {
             Forwarded::Came(result) => result.clone(),
-            Forwarded::PlatformLeft => match left_unanswered(waited, self.traffic.timeout()) {
-                Some(late) => Err(late),
-                None => return,
-            },
+            Forwarded::PlatformLeft => {
+                match left_unanswered(waited, self.traffic.traffic().timeout()) {
+                    Some(late) => Err(late),
+                    None => return,
+                }
+            }
             Forwarded::Stopped => return,
         };
-        self.traffic.judge(LiveAnswer {
-            agent: upstream.name(),
-            method: &request.method,
-            path: &format!("/{endpoint}"),
-            task: (!task.is_empty()).then_some(task),
-            request: body.value().cloned(),
-            result,
-            at: request.received.saturating_duration_since(self.started),
-            elapsed: waited,
-        });
+        self.traffic.judge(
+            index,
+            Answer {
+                agent: self.upstreams[index].name().to_string(),
+                method: request.method.clone(),
+                path: format!("/{endpoint}"),
+                task: (!task.is_empty()).then(|| task.to_string()),
+                request: body.value().cloned(),
+                result,
+                at: request.received.saturating_duration_since(self.started),
+                elapsed: waited,
+            },
+        );
     }
 
     /// Adds to the exchange the recording writes what the observer does not read: the
@@ -394,9 +400,7 @@ impl Handler for ProxyHandler {
             known.and_then(|e| e.request_schema),
         ) {
             self.protocol_requests.fetch_add(1, Ordering::Relaxed);
-            self.judge_answer(
-                upstream, endpoint, &task, &request, &body, &forwarded, waited,
-            );
+            self.judge_answer(index, endpoint, &task, &request, &body, &forwarded, waited);
             self.observer.on_request(&Seen {
                 seq,
                 agent: upstream.name(),

@@ -9,6 +9,7 @@
 pub mod forward;
 pub mod handler;
 pub mod judge;
+pub mod judging;
 pub mod replay;
 pub mod report;
 pub mod run;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::handler::{Deliberations, ProxyHandler, Upstream};
+use super::judging::{Judge, Judging};
 use super::report::{by_party, reached_case, report_of};
 use super::settings::{settings_context, RecordedAgent, RunSettings, SETTINGS_EVENT};
 use crate::error::Error;
@@ -48,6 +49,7 @@ pub struct ProxySettings {
     pub seed: u64,
     pub strict: bool,
     pub log: bool,
+    pub judging: Judging,
 }
 
 /// A proxy being served.
@@ -130,13 +132,14 @@ impl Running {
         });
         self.handler.stop.cancel();
         self.server.stop().await;
+        self.handler.traffic.finish().await;
         let handler = &self.handler;
         let requests = handler
             .protocol_requests
             .load(std::sync::atomic::Ordering::Relaxed);
         let mut cases = vec![reached_case(requests)];
         cases.extend(handler.observer.cases_at(Served::Proxy, Instant::now()));
-        cases.extend(handler.traffic.cases());
+        cases.extend(handler.traffic.traffic().cases());
         cases.extend(
             handler
                 .applied
@@ -237,6 +240,7 @@ pub async fn start(settings: ProxySettings) -> Result<Running, Error> {
     for agent in &settings.agents {
         traffic.expect(&agent.name);
     }
+    let traffic = Judge::new(Arc::new(traffic), settings.judging, settings.agents.len());
     let upstreams = settings
         .agents
         .into_iter()

@@ -12,6 +12,7 @@ use agent_tck::mock::behavior;
 use agent_tck::mock::protocol::PlatformExpect;
 use agent_tck::probe::traffic::TrafficLimits;
 use agent_tck::protocols::roundtable;
+use agent_tck::proxy::judging::Judging;
 use agent_tck::proxy::run::{start, AgentAt, ProxySettings};
 use agent_tck::report::{Exit, Report, Status};
 use agent_tck::transport::http::BaseUrl;
@@ -42,6 +43,8 @@ struct Stand<'a> {
     /// The run ends itself (`--duration`, `--deliberations`) rather than at the test's word.
     duration: Option<Duration>,
     end_after: Option<u64>,
+    /// `--judging`.
+    judging: Judging,
 }
 
 impl Stand<'_> {
@@ -60,6 +63,7 @@ impl Stand<'_> {
             at_once: false,
             duration: None,
             end_after: None,
+            judging: Judging::Every,
         }
     }
 }
@@ -105,6 +109,7 @@ async fn judged(stand: Stand<'_>) -> Report {
         seed: SEED,
         strict: false,
         log: false,
+        judging: stand.judging,
     })
     .await
     .expect("the proxy starts");
@@ -316,6 +321,52 @@ async fn an_agents_own_flaw_is_the_agents_by_the_probes_case() {
     );
 }
 
+/// Judged beside the traffic (`--judging spare`), at a pace the judge keeps up with, every
+/// answer is judged, and the verdicts are those of judging each answer before it is passed on.
+#[deadline::test]
+async fn answers_judged_on_spare_cpu_give_the_same_verdicts_when_the_judge_keeps_up() {
+    let agents = [
+        ("alpha", "conforming"),
+        ("beta", "wrong-schema:dissent-without-reason@vote"),
+        ("gamma", "conforming"),
+    ];
+    let verdicts = |report: &Report| -> Vec<(String, Status, Option<u64>)> {
+        report
+            .cases
+            .iter()
+            .filter(|c| c.id.contains('/'))
+            .map(|c| {
+                (
+                    c.id.clone(),
+                    c.status,
+                    c.evidence.as_ref().map(|e| e.judged),
+                )
+            })
+            .collect()
+    };
+    let every = judged(Stand {
+        agents: &agents,
+        ..Stand::of(Variant::Conforming)
+    })
+    .await;
+    let spare = judged(Stand {
+        agents: &agents,
+        judging: Judging::Spare,
+        ..Stand::of(Variant::Conforming)
+    })
+    .await;
+    assert_eq!(verdicts(&spare), verdicts(&every));
+    assert_eq!(
+        support::case(&spare, "beta/vote.dissent-reason").status,
+        Status::Fail
+    );
+    assert!(
+        spare.cases.iter().all(|c| !c.message.contains("unjudged")),
+        "{}",
+        failures(&spare)
+    );
+}
+
 #[deadline::test]
 async fn a_hang_the_proxy_injected_shows_whether_the_platform_gives_up() {
     let faults = [("gamma", "hang@analyze")];
@@ -424,6 +475,7 @@ async fn harness_judged(flaws: Flaws, faults: &str, linger: Duration) -> Report 
         seed: SEED,
         strict: false,
         log: false,
+        judging: Judging::Every,
     })
     .await
     .expect("the proxy starts");

@@ -635,3 +635,122 @@ fn the_loader_refuses_traffic_markings_it_cannot_use() {
         "{e}"
     );
 }
+
+/// An answer passed on unjudged (`--judging spare`, the judge behind) is counted in each case
+/// that would have judged it, and said why; its latency is still judged. With none judged,
+/// the case is skipped, saying so.
+#[test]
+fn answers_passed_over_are_counted_and_said_why() {
+    let judge = roundtable();
+    let analyze = request("analyze");
+    let live = |elapsed: Duration| LiveAnswer {
+        agent: "alpha",
+        method: "POST",
+        path: "/analyze",
+        task: task_of(&analyze),
+        request: Some(analyze.clone()),
+        result: Ok(reference("alpha", "analyze", &analyze)),
+        at: Duration::from_secs(2),
+        elapsed,
+    };
+    let why = "passed on unjudged: the judge fell behind";
+    judge.pass_over(live(Duration::from_millis(40)), why);
+    judge.pass_over(live(Duration::from_secs(12)), why);
+    tell(
+        &judge,
+        "alpha",
+        "analyze",
+        Ok(reference("alpha", "analyze", &analyze)),
+        4,
+    );
+    judge.pass_over(
+        LiveAnswer {
+            path: "/vote",
+            ..live(Duration::from_millis(40))
+        },
+        why,
+    );
+    let cases = judge.cases();
+    let response = case(&cases, "alpha/analyze.response");
+    assert_eq!(response.status, Status::Pass);
+    assert_eq!(
+        response.evidence,
+        Some(Evidence::new(1, "/analyze answers"))
+    );
+    assert_eq!(
+        response.message,
+        "2 /analyze answers not judged: passed on unjudged: the judge fell behind"
+    );
+    let vote = case(&cases, "alpha/vote.response");
+    assert_eq!(vote.status, Status::Skip);
+    assert!(
+        vote.message.contains("passed on unjudged"),
+        "{}",
+        vote.message
+    );
+    // The latency of an answer passed over is judged: 12 s is past the 10 s timeout.
+    let latency = cases
+        .iter()
+        .find(|c| c.id == "alpha/agent.latency")
+        .expect("the latency case");
+    assert_eq!(latency.status, Status::Fail, "{}", latency.message);
+}
+
+/// Judged on spare CPU, the answers still queued when the run ends are judged before the
+/// verdicts are drawn.
+#[tokio::test]
+async fn answers_queued_for_the_spare_judge_are_judged_before_the_verdicts() {
+    use crate::proxy::judging::{Answer, Judge, Judging};
+    let judge = Judge::new(std::sync::Arc::new(roundtable()), Judging::Spare, 2);
+    let analyze = request("analyze");
+    for (i, agent) in ["alpha", "beta"].iter().cycle().take(40).enumerate() {
+        judge.judge(
+            i % 2,
+            Answer {
+                agent: agent.to_string(),
+                method: "POST".into(),
+                path: "/analyze".into(),
+                task: task_of(&analyze).map(str::to_string),
+                request: Some(analyze.clone()),
+                result: Ok(reference(agent, "analyze", &analyze)),
+                at: Duration::from_secs(1),
+                elapsed: Duration::from_millis(40),
+            },
+        );
+    }
+    judge.finish().await;
+    let cases = judge.traffic().cases();
+    for agent in ["alpha", "beta"] {
+        let response = case(&cases, &format!("{agent}/analyze.response"));
+        assert_eq!(response.status, Status::Pass, "{}", response.message);
+        assert_eq!(
+            response.evidence,
+            Some(Evidence::new(20, "/analyze answers"))
+        );
+    }
+    // After the end, an answer is passed over, not lost.
+    judge.judge(
+        0,
+        Answer {
+            agent: "alpha".into(),
+            method: "POST".into(),
+            path: "/analyze".into(),
+            task: None,
+            request: Some(analyze.clone()),
+            result: Ok(reference("alpha", "analyze", &analyze)),
+            at: Duration::from_secs(2),
+            elapsed: Duration::from_millis(40),
+        },
+    );
+    let after = judge.traffic().cases();
+    let response = case(&after, "alpha/analyze.response");
+    assert_eq!(
+        response.evidence,
+        Some(Evidence::new(20, "/analyze answers"))
+    );
+    assert!(
+        response.message.contains("1 /analyze answer not judged"),
+        "{}",
+        response.message
+    );
+}

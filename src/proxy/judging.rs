@@ -1,0 +1,190 @@
+//! When the agents' answers are judged (`--judging every|spare`): before each is passed on
+//! (every answer judged; under a flood, the platform waits for the judge), or beside the
+//! traffic on spare CPU, where an answer the judge cannot keep up with is passed on unjudged
+//! and counted in each case it would have been judged by.
+//!
+//! Judging an answer (its schema, its phrases, its semantics) costs several times what passing
+//! it on does; a proxy left in staging under a load it was not sized for should not become the
+//! platform's bottleneck, and its report should say how much it judged.
+
+use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::probe::traffic::{LiveAnswer, TrafficJudge};
+use crate::transport::http::{Error, Response};
+
+/// `--judging`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Judging {
+    /// Each answer judged before it is passed on.
+    #[default]
+    Every,
+    /// Answers passed on at once and judged beside the traffic, on spare CPU; those past what
+    /// the judge keeps up with passed on unjudged, counted.
+    Spare,
+}
+
+/// Answers waiting for a judge, per worker, past which an answer is passed over: about a
+/// second of a busy agent's traffic, and a bound on what the queue holds in memory.
+const WAITING: usize = 1024;
+
+/// One answer, owned, on its way to a judge.
+pub struct Answer {
+    pub agent: String,
+    pub method: String,
+    pub path: String,
+    pub task: Option<String>,
+    pub request: Option<Value>,
+    pub result: Result<Response, Error>,
+    pub at: Duration,
+    pub elapsed: Duration,
+}
+
+/// Judges as `--judging` says.
+pub struct Judge {
+    traffic: Arc<TrafficJudge>,
+    /// Spare: a worker per share of the agents (an agent's answers always go to the same one,
+    /// so they are judged in the order they came). Empty: every answer judged in place.
+    workers: Mutex<Vec<Worker>>,
+}
+
+struct Worker {
+    queue: Option<SyncSender<Answer>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Judge {
+    pub fn new(traffic: Arc<TrafficJudge>, judging: Judging, agents: usize) -> Judge {
+        let workers = match judging {
+            Judging::Every => Vec::new(),
+            Judging::Spare => {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                (0..cores.min(agents).max(1))
+                    .map(|i| Worker::start(i, Arc::clone(&traffic)))
+                    .collect()
+            }
+        };
+        Judge {
+            traffic,
+            workers: Mutex::new(workers),
+        }
+    }
+
+    pub fn traffic(&self) -> &TrafficJudge {
+        &self.traffic
+    }
+
+    /// Judges `answer` of agent number `index`: in place, or handed to its worker; passed over
+    /// (counted, unjudged) when that worker is behind, or the run is ending.
+    pub fn judge(&self, index: usize, answer: Answer) {
+        let answer = {
+            let Ok(workers) = self.workers.lock() else {
+                return;
+            };
+            if workers.is_empty() {
+                drop(workers);
+                judge_now(&self.traffic, answer);
+                return;
+            }
+            // No queue: the run is ending (or the worker could not start).
+            match &workers[index % workers.len()].queue {
+                None => answer,
+                Some(queue) => match queue.try_send(answer) {
+                    Ok(()) => return,
+                    Err(TrySendError::Full(a) | TrySendError::Disconnected(a)) => a,
+                },
+            }
+        };
+        answer.told(|live| self.traffic.pass_over(live, PASSED_OVER));
+    }
+
+    /// Waits for the answers still queued to be judged (at the run's end, before its verdicts).
+    pub async fn finish(&self) {
+        let threads: Vec<JoinHandle<()>> = match self.workers.lock() {
+            Ok(mut workers) => workers
+                .iter_mut()
+                .filter_map(|w| {
+                    w.queue = None;
+                    w.thread.take()
+                })
+                .collect(),
+            Err(_) => return,
+        };
+        if threads.is_empty() {
+            return;
+        }
+        let _ = tokio::task::spawn_blocking(move || {
+            for t in threads {
+                let _ = t.join();
+            }
+        })
+        .await;
+    }
+}
+
+/// Why an answer was passed on unjudged.
+const PASSED_OVER: &str = "passed on unjudged: the judge fell behind the traffic (--judging spare)";
+
+fn judge_now(traffic: &TrafficJudge, answer: Answer) {
+    answer.told(|live| traffic.judge(live));
+}
+
+impl Answer {
+    /// `tell` given the answer as the judge reads it.
+    fn told(self, tell: impl FnOnce(LiveAnswer<'_>)) {
+        let Answer {
+            agent,
+            method,
+            path,
+            task,
+            request,
+            result,
+            at,
+            elapsed,
+        } = self;
+        tell(LiveAnswer {
+            agent: &agent,
+            method: &method,
+            path: &path,
+            task: task.as_deref(),
+            request,
+            result,
+            at,
+            elapsed,
+        });
+    }
+}
+
+impl Worker {
+    fn start(n: usize, traffic: Arc<TrafficJudge>) -> Worker {
+        let (queue, answers) = mpsc::sync_channel::<Answer>(WAITING);
+        let thread = std::thread::Builder::new()
+            .name(format!("judge-{n}"))
+            .spawn(move || {
+                lower_priority();
+                for answer in answers {
+                    judge_now(&traffic, answer);
+                }
+            })
+            .ok();
+        Worker {
+            queue: thread.is_some().then_some(queue),
+            thread,
+        }
+    }
+}
+
+/// The judge's thread yields the CPU to the traffic: it runs on what passing answers on
+/// leaves (nice 10: about a tenth of a core's share beside a busy one).
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority on this thread's own id; a failure leaves the priority as it was.
+    unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
+    }
+}
