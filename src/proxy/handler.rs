@@ -280,7 +280,6 @@ impl ProxyHandler {
         endpoint: &str,
         task: &str,
         request: &Request,
-        body: &Body<'_>,
         forwarded: &Forwarded,
         waited: Duration,
     ) {
@@ -301,7 +300,7 @@ impl ProxyHandler {
                 method: request.method.clone(),
                 path: format!("/{endpoint}"),
                 task: (!task.is_empty()).then(|| task.to_string()),
-                request: body.value().cloned(),
+                request: request.body.clone(),
                 result,
                 at: request.received.saturating_duration_since(self.started),
                 elapsed: waited,
@@ -400,7 +399,7 @@ impl Handler for ProxyHandler {
             known.and_then(|e| e.request_schema),
         ) {
             self.protocol_requests.fetch_add(1, Ordering::Relaxed);
-            self.judge_answer(index, endpoint, &task, &request, &body, &forwarded, waited);
+            self.judge_answer(index, endpoint, &task, &request, &forwarded, waited);
             self.observer.on_request(&Seen {
                 seq,
                 agent: upstream.name(),

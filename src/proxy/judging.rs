@@ -38,7 +38,8 @@ pub struct Answer {
     pub method: String,
     pub path: String,
     pub task: Option<String>,
-    pub request: Option<Value>,
+    /// The platform's request body as it came: parsed by the judge, off the traffic's path.
+    pub request: bytes::Bytes,
     pub result: Result<Response, Error>,
     pub at: Duration,
     pub elapsed: Duration,
@@ -151,7 +152,7 @@ impl Answer {
             method: &method,
             path: &path,
             task: task.as_deref(),
-            request,
+            request: serde_json::from_slice::<Value>(&request).ok(),
             result,
             at,
             elapsed,
