@@ -10,6 +10,7 @@
 //! - `reference`: a conforming Librarian on the kit's HTTP engine, with switchable flaws;
 //! - `commands`: flags, case listing, self-test.
 
+pub(crate) mod answers;
 pub mod behaviors;
 pub mod catalogue;
 pub mod commands;
