@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use serde_json::Value;
+
 use super::model::Judged;
 use crate::report::{CaseResult, Evidence, Level};
 use crate::schema::findings_message;
@@ -166,5 +168,15 @@ impl ServerAnswers {
             self.expected.case("fleet.answers-expected", Level::Should, "every answer meets the document's expectations, as the probe's request.expectations and request.response-fields judge them (a rejection names its violations, an escalation its reason, …)", "Response Message Format; Common Operations", "LibrarianResponses and rejections", hints[2]),
             self.come_back.case("fleet.retry-after", Level::Should, "every 429 says when to come back: Retry-After (or rate-limit headers)", "Troubleshooting: Rate limit exceeded (check rate limit headers)", "429 answers", hints[3]),
         ]
+    }
+}
+
+/// What a request asked, as an example names it: `a QUERY`, `an APPROVAL`.
+pub(crate) fn asked_as(request: Option<&Value>) -> String {
+    match request.map(|r| r.get("request_type").and_then(Value::as_str)) {
+        Some(Some(t)) if t.starts_with(['A', 'E', 'I', 'O', 'U']) => format!("an {t}"),
+        Some(Some(t)) => format!("a {t}"),
+        Some(None) => "a request without request_type".into(),
+        None => "a body that is not JSON".into(),
     }
 }
