@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::forward::{self, Forwarded};
-use super::report::{by_party, clients_reached_case, report_of};
+use super::report::{by_party, clients_reached_case, report_of, CLIENTS_REACHED};
 use super::settings::{settings_context, RecordedAgent, RunSettings, SETTINGS_EVENT};
 use crate::error::Error;
 use crate::judge::record::{RecordError, Recorder};
@@ -433,9 +433,7 @@ impl RunningServer {
         self.server.stop().await;
         let elapsed = handler.started.elapsed();
         let requests = handler.requests.load(Ordering::Relaxed);
-        let mut cases = vec![clients_reached_case(requests)];
-        cases.extend(handler.judge.cases());
-        by_party(&mut cases);
+        let cases = drawn(requests, handler.judge.cases());
         handler.event("run-end", ms(elapsed), json!({"why": why}));
         handler.event("judged", ms(elapsed), json!({"served": "proxy"}));
         if let Some(written) = &handler.written {
@@ -477,6 +475,23 @@ impl RunningServer {
         }
         Ok(report)
     }
+}
+
+/// The run's cases, each under its party: whether the clients came through the proxy, then the
+/// judge's; with no request at all, every rule a skip that says so (not what would exercise it
+/// once requests come).
+fn drawn(requests: u64, judged: Vec<CaseResult>) -> Vec<CaseResult> {
+    let mut cases = vec![clients_reached_case(requests)];
+    cases.extend(judged.into_iter().map(|mut case| {
+        if requests == 0 {
+            case.skip(format!(
+                "not judged: no request came through the proxy (see {CLIENTS_REACHED})"
+            ));
+        }
+        case
+    }));
+    by_party(&mut cases);
+    cases
 }
 
 /// Judges a recording of a run before a server again: each exchange's request and answer told
@@ -558,8 +573,5 @@ pub fn judge(
             _ => {}
         }
     }
-    let mut cases = vec![clients_reached_case(exchanges.len() as u64)];
-    cases.extend(judge.cases());
-    by_party(&mut cases);
-    Ok(cases)
+    Ok(drawn(exchanges.len() as u64, judge.cases()))
 }
