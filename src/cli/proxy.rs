@@ -15,7 +15,7 @@ use crate::probe::traffic::TrafficLimits;
 use crate::probe::Suite;
 use crate::protocols;
 use crate::proxy::run::{AgentAt, ProxySettings};
-use crate::proxy::server::{ProxiedServer, ServerSettings};
+use crate::proxy::server::{ProxiedServer, ServerFault, ServerSettings};
 use crate::transport::http::BaseUrl;
 
 /// The protocol's agents and the suite that judges their answers; else a usage error that says
@@ -172,6 +172,38 @@ fn proxied_server(name: &str) -> Result<Option<&'static dyn ProxiedServer>, Erro
     Ok(protocol(name)?.capabilities().proxied_server)
 }
 
+/// `--fault NAME=FAULT[@PATH][:P%]` before a server: on the answers to client NAME (`all`:
+/// every client), at paths that start with PATH, on P% of them.
+fn server_fault(text: &str, proxied: &dyn ProxiedServer) -> Result<ServerFault, Error> {
+    let (client, fault) = named("--fault", text, "FAULT")?;
+    let wrong = |what: String| Error::usage(format!("--fault {text}: {what}"));
+    let (rest, share) = match fault.rsplit_once(':') {
+        Some((rest, pct)) if pct.ends_with('%') => {
+            let p: f64 = pct
+                .trim_end_matches('%')
+                .trim()
+                .parse()
+                .map_err(|_| wrong(format!("{pct:?} is not a percentage")))?;
+            if !(0.0..=100.0).contains(&p) {
+                return Err(wrong(format!("{pct} is not between 0% and 100%")));
+            }
+            (rest, p / 100.0)
+        }
+        _ => (fault, 1.0),
+    };
+    let (step, at) = match rest.split_once('@') {
+        Some((step, at)) => (step, Some(at.to_string())),
+        None => (rest, None),
+    };
+    Ok(ServerFault {
+        client: (client != "all").then(|| client.to_string()),
+        at,
+        share,
+        fault: proxied.fault(step).map_err(wrong)?,
+        source: text.to_string(),
+    })
+}
+
 /// `agent-tck proxy --protocol P --server URL`: the proxy before a server, its clients judged
 /// by the client rules and its answers by the server rules.
 async fn proxy_server(
@@ -185,12 +217,6 @@ async fn proxy_server(
              before the server, not before agents: give --server URL (the real server) and \
              point the agents at the proxy's URL; each is judged as a client, named by its \
              agent_id (--agent-key NAME=KEY to judge its bearer)"
-        )));
-    }
-    if !args.faults.is_empty() {
-        return Err(Error::usage(format!(
-            "--fault: no faults on the {name} server's answers yet (the proxy passes them on as \
-             they come); `agent-tck mock librarian --script` plays a server's faults"
         )));
     }
     if args.deliberations.is_some() {
@@ -217,12 +243,18 @@ async fn proxy_server(
         }
         keys.push((agent.to_string(), key.to_string()));
     }
+    let faults = args
+        .faults
+        .iter()
+        .map(|text| server_fault(text, proxied))
+        .collect::<Result<Vec<_>, _>>()?;
     let seed = seed_or_clock(args.seed);
     let running = crate::proxy::server::start(ServerSettings {
         protocol: protocol(name)?.name(),
         proxied,
         server,
         keys,
+        faults,
         listen: args.listen,
         timeout: args.timeout,
         duration: args.duration,

@@ -39,6 +39,38 @@ pub trait ProxiedServer: Send + Sync {
     /// A judge for one run; `keys`: each client's key by its name (`--agent-key NAME=KEY`),
     /// against which its bearer is judged.
     fn judge(&self, keys: &[(String, String)]) -> Box<dyn ServerTraffic>;
+    /// A fault on the server's real answers, as `--fault NAME=FAULT` names it (the protocol's
+    /// own words); Err: why it is no such fault, naming the ones there are.
+    fn fault(&self, text: &str) -> Result<Box<dyn AnswerFault>, String>;
+}
+
+/// An answer as the proxy writes it back: the server's own, or a fault's in its place.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: bytes::Bytes,
+    /// Written this much later than the server answered.
+    pub delay: Duration,
+    /// No answer at all: the connection reset.
+    pub reset: bool,
+}
+
+/// A fault on a server's real answers.
+pub trait AnswerFault: Send + Sync {
+    /// What the client gets in place of `real`, the server's answer to a request at `path`;
+    /// None: the answer goes as it came (the fault does not bend such an answer).
+    fn bend(&self, path: &str, real: &Reply) -> Option<Reply>;
+}
+
+/// A fault of the run's: on the answers to which client (None: every one), at which path
+/// (None: all), on what share of them, and as the user wrote it.
+pub struct ServerFault {
+    pub client: Option<String>,
+    pub at: Option<String>,
+    pub share: f64,
+    pub fault: Box<dyn AnswerFault>,
+    pub source: String,
 }
 
 /// One request of a client's, as it came.
@@ -71,12 +103,15 @@ pub trait ServerTraffic: Send + Sync {
     /// A client's request: the name of the client that sent it (the party it is judged as),
     /// and a note of what the judge knew of it that the masked recording cannot show again.
     fn on_request(&self, request: &ClientRequest<'_>) -> (String, Value);
-    /// The server's answer to `request` of `client`, at `at`.
+    /// The server's answer to `request` of `client`, at `at`; `given`: what the client got in
+    /// its place, when a `--fault` bent it (the server is judged on its own answer, the client
+    /// on what it got).
     fn on_answer(
         &self,
         request: &ClientRequest<'_>,
         client: &str,
         answer: &ServerAnswer<'_>,
+        given: Option<&ServerAnswer<'_>>,
         at: Instant,
     );
     /// The verdicts: the server's (ids without `/`: the platform's party), each client's
@@ -91,6 +126,7 @@ pub struct ServerSettings {
     pub server: BaseUrl,
     /// Each client's key, by name: the clients expected (reported even when silent).
     pub keys: Vec<(String, String)>,
+    pub faults: Vec<ServerFault>,
     pub listen: std::net::SocketAddr,
     /// How long the proxy waits for the server's answer at most.
     pub timeout: Duration,
@@ -110,6 +146,10 @@ struct Written {
 /// The proxy's handler before a server.
 pub struct ServerProxy {
     judge: Box<dyn ServerTraffic>,
+    faults: Vec<ServerFault>,
+    /// How many answers each fault bent.
+    bent: Vec<AtomicU64>,
+    seed: u64,
     pool: Pool,
     /// How many calls the judge was told so far, held while it is told: a recording keeps each
     /// call's place, for a judging offline in the same order.
@@ -135,6 +175,32 @@ pub struct Note {
 }
 
 impl ServerProxy {
+    /// The answer the client gets in place of `real` (the answer `seq` to `client` at `path`),
+    /// when a fault bends it: the first fault for the client and the path, on its share of the
+    /// answers (drawn from the seed and the request's number: the same run, the same choices).
+    fn bend(&self, seq: u64, client: &str, path: &str, real: &Reply) -> Option<(Reply, &str)> {
+        self.faults.iter().enumerate().find_map(|(i, f)| {
+            let meant = f.client.as_deref().is_none_or(|c| c == client)
+                && f.at.as_deref().is_none_or(|at| path.starts_with(at));
+            let drawn = crate::text::fnv1a(&format!("{}:{seq}:{i}", self.seed)) % 10_000;
+            if !meant || drawn as f64 >= f.share * 10_000.0 {
+                return None;
+            }
+            let bent = f.fault.bend(path, real)?;
+            self.bent[i].fetch_add(1, Ordering::Relaxed);
+            Some((bent, f.source.as_str()))
+        })
+    }
+
+    /// How many answers each fault bent, with the fault as the user wrote it.
+    fn bent_counts(&self) -> Vec<(String, u64)> {
+        self.faults
+            .iter()
+            .zip(&self.bent)
+            .map(|(f, n)| (f.source.clone(), n.load(Ordering::Relaxed)))
+            .collect()
+    }
+
     /// Tells the judge (`call`) with its place among the calls.
     fn tell<T>(&self, call: impl FnOnce() -> T) -> (T, u64) {
         match self.told.lock() {
@@ -224,15 +290,24 @@ impl Handler for ServerProxy {
         )
         .await;
         let at = Instant::now();
+        let path = request.path();
+        let real = match &forwarded {
+            Forwarded::Came(Ok(r)) => Some(Reply {
+                status: r.status,
+                headers: r.headers.clone(),
+                body: r.body.clone(),
+                delay: Duration::ZERO,
+                reset: false,
+            }),
+            _ => None,
+        };
+        let bent = real
+            .as_ref()
+            .and_then(|real| self.bend(seq, &client, path, real));
+        let mut context = json!({"note": note});
         let (plan, answer, line) = match &forwarded {
             Forwarded::Came(Ok(response)) => {
                 self.answers.fetch_add(1, Ordering::Relaxed);
-                let mut plan = Plan::immediate(Response::new(
-                    response.status,
-                    "application/json",
-                    response.body.clone(),
-                ));
-                forward::restore_headers(&mut plan, response);
                 let answer = Answer::Delivered {
                     status: Some(response.status),
                     message: Message::masked(
@@ -243,7 +318,25 @@ impl Handler for ServerProxy {
                         &response.body,
                     ),
                 };
-                let line = response.status.to_string();
+                let (plan, line) = match &bent {
+                    Some((reply, source)) => {
+                        context["fault"] = json!(source);
+                        context["given"] = given_context(reply);
+                        (
+                            fault_plan(reply),
+                            format!("{} (--fault {source})", reply.status),
+                        )
+                    }
+                    None => {
+                        let mut plan = Plan::immediate(Response::new(
+                            response.status,
+                            "application/json",
+                            response.body.clone(),
+                        ));
+                        forward::restore_headers(&mut plan, response);
+                        (plan, response.status.to_string())
+                    }
+                };
                 (plan, answer, line)
             }
             Forwarded::Came(Err(e)) => {
@@ -272,11 +365,16 @@ impl Handler for ServerProxy {
                     },
                     Err(e) => ServerAnswer::Failed(e.to_string()),
                 };
-                let ((), n) = self.tell(|| self.judge.on_answer(&asked, &client, &answer, at));
+                let given = bent.as_ref().map(|(reply, _)| given_answer(reply));
+                let ((), n) = self.tell(|| {
+                    self.judge
+                        .on_answer(&asked, &client, &answer, given.as_ref(), at)
+                });
                 Some(n)
             }
             _ => None,
         };
+        context["order"] = json!([asked_order, told]);
         self.write(&Exchange {
             seq,
             from: Party::Client(client.clone()),
@@ -288,7 +386,7 @@ impl Handler for ServerProxy {
             answer,
             sent_ms: ms_since(self.started, request.received),
             answered_ms: Some(ms_since(self.started, at)),
-            context: json!({"order": [asked_order, told], "note": note}),
+            context,
         });
         let line = format!("{} {} {line}", request.method, request.path());
         (plan, self.log.then_some(Note { client, line }))
@@ -305,6 +403,96 @@ impl Handler for ServerProxy {
             );
         }
     }
+}
+
+/// The proxy's own case: how many answers each fault bent (`bent`: each fault as written, and
+/// its count; none given: no case).
+fn faults_case(bent: &[(String, u64)]) -> Option<CaseResult> {
+    if bent.is_empty() {
+        return None;
+    }
+    let mut case = CaseResult::new(
+        "proxy.faults-applied",
+        "proxy",
+        crate::report::Level::May,
+        "the --fault faults bent the server's real answers (the server is judged on its own \
+         answers, each client on what it got)",
+        "agent-tck (--fault)",
+    );
+    let total: u64 = bent.iter().map(|(_, n)| n).sum();
+    let listed: Vec<String> = bent.iter().map(|(s, n)| format!("{s} ({n})")).collect();
+    case.pass_noting(
+        crate::report::Evidence::new(total, "answers bent"),
+        format!(
+            "{} bent: {}",
+            crate::text::count(total, "answers"),
+            listed.join(", ")
+        ),
+        || {
+            format!(
+                "not judged: no answer was bent ({}): no answer to the clients and paths they \
+                 name came, or none such a fault bends",
+                listed.join(", ")
+            )
+        },
+    );
+    Some(case)
+}
+
+/// What the client gets of a fault's reply, as the judge is told it.
+fn given_answer(reply: &Reply) -> ServerAnswer<'_> {
+    if reply.reset {
+        ServerAnswer::Failed("the connection reset (--fault)".into())
+    } else {
+        ServerAnswer::Came {
+            status: reply.status,
+            headers: &reply.headers,
+            body: &reply.body,
+        }
+    }
+}
+
+/// A fault's reply as the recording keeps it (beside the server's own answer).
+fn given_context(reply: &Reply) -> Value {
+    json!({
+        "status": reply.status,
+        "message": Message::masked(
+            reply.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+            &reply.body,
+        ),
+        "reset": reply.reset,
+        "delay_ms": ms(reply.delay),
+    })
+}
+
+/// A recorded fault's reply, as the live judge was told it.
+fn recorded_given(context: &Value) -> Option<Reply> {
+    let given = context.get("given")?;
+    let message: Message = serde_json::from_value(given["message"].clone()).ok()?;
+    Some(Reply {
+        status: u16::try_from(given["status"].as_u64()?).ok()?,
+        body: bytes::Bytes::from(message.body()),
+        headers: message.headers,
+        delay: crate::judge::time::duration(given["delay_ms"].as_f64().unwrap_or(0.0)),
+        reset: given["reset"].as_bool().unwrap_or(false),
+    })
+}
+
+/// The plan that writes a fault's reply.
+fn fault_plan(reply: &Reply) -> Plan {
+    let mut response = Response::new(reply.status, "application/json", reply.body.clone());
+    response.headers = reply
+        .headers
+        .iter()
+        .filter(|(n, _)| forward::passed_on(n))
+        .map(|(n, v)| (n.clone().into(), v.clone().into()))
+        .collect();
+    let mut plan = Plan::immediate(response);
+    plan.ttfb = reply.delay;
+    if reply.reset {
+        plan.fault = Fault::ResetBeforeHead;
+    }
+    plan
 }
 
 /// A proxy before a server, being served.
@@ -368,8 +556,18 @@ pub async fn start(settings: ServerSettings) -> Result<RunningServer, Error> {
         }
         None => None,
     };
+    let mut first = settings_context(&run_settings(&settings));
+    first["faults"] = json!(settings
+        .faults
+        .iter()
+        .map(|f| f.source.clone())
+        .collect::<Vec<_>>());
+    let bent = settings.faults.iter().map(|_| AtomicU64::new(0)).collect();
     let handler = std::sync::Arc::new(ServerProxy {
         judge: settings.proxied.judge(&settings.keys),
+        faults: settings.faults,
+        bent,
+        seed: settings.seed,
         pool: Pool::new(settings.server.clone()),
         told: Mutex::new(0),
         written,
@@ -382,11 +580,7 @@ pub async fn start(settings: ServerSettings) -> Result<RunningServer, Error> {
         stopped_answering: Mutex::new(None),
         log: settings.log,
     });
-    handler.event(
-        SETTINGS_EVENT,
-        0.0,
-        settings_context(&run_settings(&settings)),
-    );
+    handler.event(SETTINGS_EVENT, 0.0, first);
     let server = http1::Running::on(listener, handler.clone(), ServerLimits::default())?;
     Ok(RunningServer {
         handler,
@@ -433,7 +627,8 @@ impl RunningServer {
         self.server.stop().await;
         let elapsed = handler.started.elapsed();
         let requests = handler.requests.load(Ordering::Relaxed);
-        let cases = drawn(requests, handler.judge.cases());
+        let mut cases = drawn(requests, handler.judge.cases());
+        cases.extend(faults_case(&handler.bent_counts()));
         handler.event("run-end", ms(elapsed), json!({"why": why}));
         handler.event("judged", ms(elapsed), json!({"served": "proxy"}));
         if let Some(written) = &handler.written {
@@ -565,13 +760,37 @@ pub fn judge(
                     headers: &message.headers,
                     body: &answered,
                 };
-                judge.on_answer(&asked, &client, &answer, at);
+                let given = recorded_given(&x.context);
+                let given = given.as_ref().map(given_answer);
+                judge.on_answer(&asked, &client, &answer, given.as_ref(), at);
             }
             Answer::Failed { what } => {
-                judge.on_answer(&asked, &client, &ServerAnswer::Failed(what.clone()), at);
+                let failed = ServerAnswer::Failed(what.clone());
+                judge.on_answer(&asked, &client, &failed, None, at);
             }
             _ => {}
         }
     }
-    Ok(drawn(exchanges.len() as u64, judge.cases()))
+    let mut cases = drawn(exchanges.len() as u64, judge.cases());
+    let faults: Vec<String> = entries
+        .iter()
+        .find_map(|e| match e {
+            Entry::Event(ev) if ev.event == SETTINGS_EVENT => {
+                serde_json::from_value(ev.context["faults"].clone()).ok()
+            }
+            _ => None,
+        })
+        .unwrap_or_default();
+    let bent: Vec<(String, u64)> = faults
+        .into_iter()
+        .map(|f| {
+            let n = exchanges
+                .iter()
+                .filter(|x| x.context["fault"].as_str() == Some(f.as_str()))
+                .count() as u64;
+            (f, n)
+        })
+        .collect();
+    cases.extend(faults_case(&bent));
+    Ok(cases)
 }

@@ -13,7 +13,9 @@ use agent_tck::protocols::librarian::mock::Script;
 use agent_tck::protocols::librarian::model;
 use agent_tck::protocols::librarian::proxied::Proxied;
 use agent_tck::protocols::librarian::reference::{self, Flaws, Librarian};
-use agent_tck::proxy::server::{judge, start, RunningServer, ServerSettings};
+use agent_tck::proxy::server::{
+    judge, start, ProxiedServer, RunningServer, ServerFault, ServerSettings,
+};
 use agent_tck::proxy::settings::RunSettings;
 use agent_tck::report::{Exit, Report, Status};
 use agent_tck::transport::http::BaseUrl;
@@ -31,6 +33,15 @@ async fn proxy_before(
     keys: &[(&str, &str)],
     record: Option<String>,
 ) -> RunningServer {
+    proxy_with(server, keys, record, Vec::new()).await
+}
+
+async fn proxy_with(
+    server: &str,
+    keys: &[(&str, &str)],
+    record: Option<String>,
+    faults: Vec<ServerFault>,
+) -> RunningServer {
     start(ServerSettings {
         protocol: "librarian",
         proxied: &Proxied,
@@ -39,6 +50,7 @@ async fn proxy_before(
             .iter()
             .map(|(n, k)| (n.to_string(), k.to_string()))
             .collect(),
+        faults,
         listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         timeout: Duration::from_secs(30),
         duration: None,
@@ -382,4 +394,75 @@ async fn a_server_that_dies_is_blamed_not_its_clients() {
         "{:?}",
         report.notes
     );
+}
+
+/// Faults on the real server's answers: a 429 given to a client that does not wait breaks its
+/// client.backs-off; a 500 given to a client that retries within the limit passes its
+/// client.retries; neither is the server's (it answered 200: fleet.no-5xx holds, and no 429 of
+/// its own was there to judge). The recording keeps what each client got: judged again, the
+/// same verdicts.
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_on_real_answers_are_judged_on_the_client_that_got_them_never_the_server() {
+    let served = reference::serve(Librarian::new(Vec::new(), Flaws::default()))
+        .await
+        .unwrap();
+    let fault = |client: &str, text: &str| ServerFault {
+        client: Some(client.to_string()),
+        at: Some("/agent/request".into()),
+        share: 1.0,
+        fault: Proxied.fault(text).unwrap(),
+        source: format!("{client}={text}@/agent/request"),
+    };
+    let dir = TempDir::new("proxy-librarian-faults");
+    let record = dir.path("run.har");
+    let faults = vec![fault(AGENT, "429:1"), fault("polite", "500")];
+    // No key: each client is named by the agent_id it speaks for (both send the same bearer).
+    let proxy = proxy_with(&served.url, &[], Some(record.clone()), faults).await;
+    let hasty = client(
+        &proxy,
+        Flaws_ {
+            ignores_429: true,
+            ..Default::default()
+        },
+    );
+    assert!(hasty
+        .request(&model::request(AGENT, "QUERY", 1))
+        .await
+        .is_none());
+    let polite = client(&proxy, Flaws_::default());
+    assert!(polite
+        .request(&model::request("polite", "QUERY", 2))
+        .await
+        .is_none());
+    let report = proxy.end("the test's end".into()).await.unwrap();
+    served.stop().await;
+    let backs_off = support::case(&report, &format!("{AGENT}/client.backs-off"));
+    assert_eq!(backs_off.status, Status::Fail, "{}", backs_off.message);
+    assert!(
+        backs_off
+            .message
+            .contains("after a 429 with Retry-After: 1"),
+        "{}",
+        backs_off.message
+    );
+    let retries = support::case(&report, "polite/client.retries");
+    assert_eq!(retries.status, Status::Pass, "{}", retries.message);
+    assert!(retries.evidence.as_ref().is_some_and(|e| e.judged > 0));
+    assert_eq!(status_of(&report, "fleet.no-5xx"), Status::Pass);
+    assert_eq!(status_of(&report, "fleet.retry-after"), Status::Skip);
+    let applied = support::case(&report, "proxy.faults-applied");
+    assert_eq!(applied.status, Status::Pass, "{}", applied.message);
+    assert!(
+        applied.message.starts_with("8 answers bent"),
+        "{}",
+        applied.message
+    );
+
+    let read = read_recording(std::path::Path::new(&record)).unwrap();
+    let settings = RunSettings::of(&read.entries).unwrap();
+    let again = judge(&read.entries, &Proxied, &settings).unwrap();
+    let statuses = |cases: &[agent_tck::report::CaseResult]| -> Vec<(String, Status)> {
+        cases.iter().map(|c| (c.id.clone(), c.status)).collect()
+    };
+    assert_eq!(statuses(&again), statuses(&report.cases));
 }

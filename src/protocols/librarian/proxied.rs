@@ -12,18 +12,71 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use super::answers::{asked_as, ServerAnswers};
-use super::mock::{Answered, Bearer, ClientJudge, ClientSent};
+use super::mock::{Answered, Bearer, ClientJudge, ClientSent, Step};
 use super::model;
-use crate::proxy::server::{ClientRequest, ProxiedServer, ServerAnswer, ServerTraffic};
+use crate::proxy::server::{
+    AnswerFault, ClientRequest, ProxiedServer, Reply, ServerAnswer, ServerTraffic,
+};
 use crate::report::CaseResult;
 
 /// The Librarian as the proxy stands before it.
 pub struct Proxied;
+
+/// A fault on the real Librarian's answers.
+enum Fault {
+    Step(Step),
+    Silent429,
+}
+
+impl AnswerFault for Fault {
+    fn bend(&self, _: &str, real: &Reply) -> Option<Reply> {
+        let error = |status: u16, message: &str| Reply {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: json!({ "error": message }).to_string().into(),
+            delay: Duration::ZERO,
+            reset: false,
+        };
+        match self {
+            Fault::Step(Step::TooMany(secs)) => {
+                let mut r = error(429, "rate limit exceeded (agent-tck proxy --fault)");
+                r.headers.push(("retry-after".into(), secs.to_string()));
+                Some(r)
+            }
+            Fault::Step(Step::ServerError) => Some(error(
+                500,
+                "internal server error (agent-tck proxy --fault)",
+            )),
+            Fault::Step(Step::Malformed) => Some(Reply {
+                body: r#"{"request_id": "req-0000", "status": "appr"#.into(),
+                ..error(200, "")
+            }),
+            Fault::Step(Step::Slow(after)) => Some(Reply {
+                delay: *after,
+                ..real.clone()
+            }),
+            Fault::Step(Step::Reset) => Some(Reply {
+                reset: true,
+                ..error(502, "")
+            }),
+            Fault::Step(_) => None,
+            Fault::Silent429 => (real.status == 429).then(|| Reply {
+                headers: real
+                    .headers
+                    .iter()
+                    .filter(|h| model::says_when_to_return(std::slice::from_ref(h)).is_none())
+                    .cloned()
+                    .collect(),
+                ..real.clone()
+            }),
+        }
+    }
+}
 
 /// Clients (and bearer tokens) followed at most: past it, one judge for the rest.
 const CLIENTS: usize = 1_000;
@@ -34,6 +87,28 @@ const UNIDENTIFIED: &str = "unidentified";
 const OTHERS: &str = "more-clients";
 
 impl ProxiedServer for Proxied {
+    /// The mock Librarian's script faults, on real answers: `429:SECS` (rate limited, with
+    /// Retry-After), `500`, `malformed-json` (a truncated LibrarianResponse), `slow:DUR` (the
+    /// real answer, DUR later), `reset` (the connection reset, no answer); and the reference's
+    /// `silent-429` (a real 429's Retry-After and rate-limit headers taken away).
+    fn fault(&self, text: &str) -> Result<Box<dyn AnswerFault>, String> {
+        if text.trim() == "silent-429" {
+            return Ok(Box::new(Fault::Silent429));
+        }
+        let step = Step::parse(text).map_err(|e| e.to_string())?;
+        match step {
+            Step::TooMany(_)
+            | Step::ServerError
+            | Step::Malformed
+            | Step::Slow(_)
+            | Step::Reset => Ok(Box::new(Fault::Step(step))),
+            _ => Err(format!(
+                "{text:?} is a decision of the mock Librarian's, not a fault on a real answer \
+                 (faults: 429:SECS, 500, malformed-json, slow:DUR, reset, silent-429)"
+            )),
+        }
+    }
+
     fn judge(&self, keys: &[(String, String)]) -> Box<dyn ServerTraffic> {
         let clients = keys
             .iter()
@@ -207,6 +282,7 @@ impl ServerTraffic for Judge {
         request: &ClientRequest<'_>,
         client: &str,
         answer: &ServerAnswer<'_>,
+        given: Option<&ServerAnswer<'_>>,
         at: Instant,
     ) {
         let r = read(request);
@@ -215,7 +291,8 @@ impl ServerTraffic for Judge {
         let Ok(mut state) = self.state.lock() else {
             return;
         };
-        let answered = match answer {
+        // The server is judged on its own answer.
+        match answer {
             ServerAnswer::Came {
                 status,
                 headers,
@@ -226,8 +303,7 @@ impl ServerTraffic for Judge {
                 state.server.no5xx.check(client, status < 500, || {
                     format!("{method} {path} answered {status}")
                 });
-                let asks = method == "POST" && path == "/agent/request";
-                let judged = asks
+                let judged = (method == "POST" && path == "/agent/request")
                     .then(|| model::judge_answer(r.body.as_ref(), status, json.as_ref()))
                     .flatten()
                     .map(|j| (asked_as(r.body.as_ref()), j));
@@ -236,6 +312,20 @@ impl ServerTraffic for Judge {
                 state
                     .server
                     .judge(client, status, judged.as_ref(), come_back.as_ref());
+            }
+            ServerAnswer::Failed(what) => state.server.no5xx.check(client, false, || {
+                format!("{method} {path}: no answer ({what})")
+            }),
+        }
+        // The client, on what it got.
+        let answered = match given.unwrap_or(answer) {
+            ServerAnswer::Came {
+                status,
+                headers,
+                body,
+            } => {
+                let status = *status;
+                let json: Option<Value> = serde_json::from_slice(body).ok();
                 let field = |k: &str| {
                     json.as_ref()
                         .and_then(|v| v[k].as_str())
@@ -251,7 +341,7 @@ impl ServerTraffic for Judge {
                 }
                 Answered {
                     status,
-                    decision: field("status").filter(|_| asks),
+                    decision: field("status").filter(|_| path == "/agent/request"),
                     request_id: field("request_id"),
                     retry_after: headers
                         .iter()
@@ -262,16 +352,11 @@ impl ServerTraffic for Judge {
                     at: Some(at),
                 }
             }
-            ServerAnswer::Failed(what) => {
-                state.server.no5xx.check(client, false, || {
-                    format!("{method} {path}: no answer ({what})")
-                });
-                Answered {
-                    retryable: true,
-                    at: Some(at),
-                    ..Answered::default()
-                }
-            }
+            ServerAnswer::Failed(_) => Answered {
+                retryable: true,
+                at: Some(at),
+                ..Answered::default()
+            },
         };
         let marked = request
             .headers
