@@ -224,6 +224,12 @@ async fn proxy_server(
             "--deliberations: {name} has no deliberations; end the run with --duration or Ctrl-C"
         )));
     }
+    if args.platform_timeout.is_some() {
+        return Err(Error::usage(format!(
+            "--platform-timeout: the {name} platform is the server, which waits on no agent; \
+             --timeout bounds the proxy's wait for the server's answer"
+        )));
+    }
     let server = args.server.as_deref().ok_or_else(|| {
         Error::usage(format!(
             "--protocol {name}: give --server URL, the real server the agents call"

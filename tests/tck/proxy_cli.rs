@@ -198,6 +198,10 @@ fn flags_that_cannot_be_followed_are_refused_naming_the_flag() {
             "--server: the proxy stands before a server only for a protocol whose platform is one (librarian",
         ),
         (vec!["proxy"], "--agent NAME=URL: give each real agent the platform calls"),
+        (
+            vec!["proxy", "--protocol", "librarian", "--server", "http://127.0.0.1:9", "--fault", "all=approve"],
+            "--fault all=approve: \"approve\" is a decision of the mock Librarian's, not a fault on a real answer",
+        ),
         (vec!["judge", "/nonexistent/run.har"], "/nonexistent/run.har"),
     ] {
         let out = tck_within(&args, RUN_DEADLINE);
