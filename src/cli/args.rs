@@ -724,16 +724,26 @@ pub struct ProxyArgs {
     /// `http://HOST:PORT/agents/NAME` for each agent.
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8700")]
     pub listen: SocketAddr,
-    /// A real agent: its name (the proxy's path for it) and its own base URL. Repeatable.
-    #[arg(long = "agent", value_name = "NAME=URL", required = true)]
+    /// A real agent: its name (the proxy's path for it) and its own base URL. Repeatable; at
+    /// least one, for a protocol whose agents the platform calls.
+    #[arg(long = "agent", value_name = "NAME=URL")]
     pub agents: Vec<String>,
+    /// The real server, for a protocol whose platform is a server its agents call (the
+    /// Librarian): the agents are given the proxy's URL in place of this one, and each is
+    /// judged as a client (named by its agent_id, or its --agent-key).
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
     /// An agent's API key: the platform's `Authorization: Bearer` to it is judged against it
-    /// (without it, the bearer rules are not judged for that agent). Repeatable; never shown.
+    /// (without it, the bearer rules are not judged for that agent); before a server, the
+    /// client's own bearer to the server is. Repeatable; never shown.
     #[arg(long = "agent-key", value_name = "NAME=KEY", hide_env_values = true)]
     pub agent_keys: Vec<String>,
     /// A fault on an agent's real answers: one of the mock's behaviours (`agent-tck mock
     /// behaviors`), at an endpoint or all, on a share of the answers (`beta=null-bytes@analyze`,
-    /// `alpha=slow:3s:50%`). Repeatable.
+    /// `alpha=slow:3s:50%`). Before a server (--server): a fault on the server's answers to
+    /// client NAME (`all`: every client), `NAME=FAULT[@PATH][:P%]`, FAULT one of 429:SECS,
+    /// 500, malformed-json, slow:DUR, reset, silent-429 (`all=500@/agent/request:10%`).
+    /// Repeatable.
     #[arg(long = "fault", value_name = "NAME=BEHAVIOUR[@ENDPOINT][:P%]")]
     pub faults: Vec<String>,
     /// Each agent answer must come within this (the agent rules' timeout, as `probe --timeout`).

@@ -15,6 +15,7 @@ use crate::probe::traffic::TrafficLimits;
 use crate::probe::Suite;
 use crate::protocols;
 use crate::proxy::run::{AgentAt, ProxySettings};
+use crate::proxy::server::{ProxiedServer, ServerFault, ServerSettings};
 use crate::transport::http::BaseUrl;
 
 /// The protocol's agents and the suite that judges their answers; else a usage error that says
@@ -33,9 +34,10 @@ fn proxied(name: &str) -> Result<(&'static dyn AgentProtocol, Suite), Error> {
                 })
                 .map(|p| p.name())
                 .collect();
+            let before_servers = server_protocols();
             Err(Error::usage(format!(
                 "--protocol {name}: the proxy does not stand between its parties yet (it does for: {})",
-                able.join(", ")
+                able.iter().chain(&before_servers).copied().collect::<Vec<_>>().join(", ")
             )))
         }
     }
@@ -155,9 +157,149 @@ fn agents_of(
     Ok(agents)
 }
 
+/// The protocols whose server the proxy stands before.
+fn server_protocols() -> Vec<&'static str> {
+    protocols::REGISTRY
+        .iter()
+        .filter(|p| p.capabilities().proxied_server.is_some())
+        .map(|p| p.name())
+        .collect()
+}
+
+/// The protocol's server as the proxy stands before it, if its platform is a server its agents
+/// call.
+fn proxied_server(name: &str) -> Result<Option<&'static dyn ProxiedServer>, Error> {
+    Ok(protocol(name)?.capabilities().proxied_server)
+}
+
+/// `--fault NAME=FAULT[@PATH][:P%]` before a server: on the answers to client NAME (`all`:
+/// every client), at paths that start with PATH, on P% of them.
+fn server_fault(text: &str, proxied: &dyn ProxiedServer) -> Result<ServerFault, Error> {
+    let (client, fault) = named("--fault", text, "FAULT")?;
+    let wrong = |what: String| Error::usage(format!("--fault {text}: {what}"));
+    let (rest, share) = match fault.rsplit_once(':') {
+        Some((rest, pct)) if pct.ends_with('%') => {
+            let p: f64 = pct
+                .trim_end_matches('%')
+                .trim()
+                .parse()
+                .map_err(|_| wrong(format!("{pct:?} is not a percentage")))?;
+            if !(0.0..=100.0).contains(&p) {
+                return Err(wrong(format!("{pct} is not between 0% and 100%")));
+            }
+            (rest, p / 100.0)
+        }
+        _ => (fault, 1.0),
+    };
+    let (step, at) = match rest.split_once('@') {
+        Some((step, at)) => (step, Some(at.to_string())),
+        None => (rest, None),
+    };
+    Ok(ServerFault {
+        client: (client != "all").then(|| client.to_string()),
+        at,
+        share,
+        fault: proxied.fault(step).map_err(wrong)?,
+        source: text.to_string(),
+    })
+}
+
+/// `agent-tck proxy --protocol P --server URL`: the proxy before a server, its clients judged
+/// by the client rules and its answers by the server rules.
+async fn proxy_server(
+    args: ProxyArgs,
+    proxied: &'static dyn ProxiedServer,
+) -> Result<Ended, Error> {
+    let name = &args.protocol;
+    if !args.agents.is_empty() {
+        return Err(Error::usage(format!(
+            "--agent: the {name} platform is a server its agents call, so the proxy stands \
+             before the server, not before agents: give --server URL (the real server) and \
+             point the agents at the proxy's URL; each is judged as a client, named by its \
+             agent_id (--agent-key NAME=KEY to judge its bearer)"
+        )));
+    }
+    if args.deliberations.is_some() {
+        return Err(Error::usage(format!(
+            "--deliberations: {name} has no deliberations; end the run with --duration or Ctrl-C"
+        )));
+    }
+    if args.platform_timeout.is_some() {
+        return Err(Error::usage(format!(
+            "--platform-timeout: the {name} platform is the server, which waits on no agent; \
+             --timeout bounds the proxy's wait for the server's answer"
+        )));
+    }
+    let server = args.server.as_deref().ok_or_else(|| {
+        Error::usage(format!(
+            "--protocol {name}: give --server URL, the real server the agents call"
+        ))
+    })?;
+    let server =
+        BaseUrl::parse(server).map_err(|e| Error::usage(format!("--server {server}: {e}")))?;
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for text in &args.agent_keys {
+        // The key is never repeated in a message.
+        let (agent, key) = text
+            .split_once('=')
+            .filter(|(_, k)| !k.trim().is_empty())
+            .ok_or_else(|| Error::usage("--agent-key: expected NAME=KEY"))?;
+        if keys.iter().any(|(n, _)| n == agent) {
+            return Err(Error::usage(format!("--agent-key {agent}: given twice")));
+        }
+        keys.push((agent.to_string(), key.to_string()));
+    }
+    let faults = args
+        .faults
+        .iter()
+        .map(|text| server_fault(text, proxied))
+        .collect::<Result<Vec<_>, _>>()?;
+    let seed = seed_or_clock(args.seed);
+    let running = crate::proxy::server::start(ServerSettings {
+        protocol: protocol(name)?.name(),
+        proxied,
+        server,
+        keys,
+        faults,
+        listen: args.listen,
+        timeout: args.timeout,
+        duration: args.duration,
+        record: args.record.clone(),
+        seed,
+        strict: args.strict,
+        log: args.log && !args.output.quiet,
+    })
+    .await?;
+    crate::outln!(
+        "agent-tck proxy ({name}) on {} (seed {seed}): give the agents this URL in place of the server's",
+        running.url()
+    );
+    crate::outln!("  {}  ->  {}", running.url(), running.server());
+    crate::outln!("Ctrl-C ends the run and writes the reports");
+    let stop = async { format!("{}", caught_signal().await) };
+    let report = running.until(stop).await?;
+    conclude(report, &args.output)
+}
+
 /// `agent-tck proxy`: serves until Ctrl-C, `--duration` or `--deliberations`, then reports.
 pub(super) async fn proxy(args: ProxyArgs) -> Result<Ended, Error> {
     args.output.check()?;
+    if let Some(server) = proxied_server(&args.protocol)? {
+        return proxy_server(args, server).await;
+    }
+    if args.server.is_some() {
+        return Err(Error::usage(format!(
+            "--server: the proxy stands before a server only for a protocol whose platform is \
+             one ({}); the {} platform calls its agents: give --agent NAME=URL for each",
+            server_protocols().join(", "),
+            args.protocol
+        )));
+    }
+    if args.agents.is_empty() {
+        return Err(Error::usage(
+            "--agent NAME=URL: give each real agent the platform calls (at least one)",
+        ));
+    }
     let (agents_protocol, suite) = proxied(&args.protocol)?;
     let flags = Flags {
         agents: &args.agents,
@@ -234,9 +376,14 @@ pub(super) fn judge(args: JudgeArgs) -> Result<Ended, Error> {
     let shown = args.file.display().to_string();
     let (entries, settings, cut) = recording(&args.file)?;
     let name = args.protocol.as_deref().unwrap_or(&settings.protocol);
-    let (protocol, suite) = proxied(name)?;
-    let mut cases = crate::proxy::judge::judge(&entries, protocol, suite, &settings)
-        .map_err(|e| Error::usage(format!("{shown}: {e}")))?;
+    let mut cases = match proxied_server(name)? {
+        Some(server) => crate::proxy::server::judge(&entries, server, &settings),
+        None => {
+            let (protocol, suite) = proxied(name)?;
+            crate::proxy::judge::judge(&entries, protocol, suite, &settings)
+        }
+    }
+    .map_err(|e| Error::usage(format!("{shown}: {e}")))?;
     if let Some(at_ms) = cut {
         cases.insert(0, crate::proxy::judge::cut_case(at_ms));
     }
@@ -259,6 +406,14 @@ pub(super) async fn replay(args: ReplayArgs) -> Result<Ended, Error> {
     let shown = args.file.display().to_string();
     // A cut recording's requests are sent again as far as it goes.
     let (entries, settings, _) = recording(&args.file)?;
+    if proxied_server(&settings.protocol)?.is_some() {
+        return Err(Error::usage(format!(
+            "{shown}: a recording of clients and their {} server; replay sends a platform's \
+             recorded requests to new agents, and has nothing to send here (judge it again \
+             with `agent-tck judge {shown}`)",
+            settings.protocol
+        )));
+    }
     let (protocol, suite) = proxied(&settings.protocol)?;
     let flags = Flags {
         agents: &args.agents,

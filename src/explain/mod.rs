@@ -43,6 +43,8 @@ const COMMON_CASES: &[(&str, Role, Level, &str, &str)] = &[
     ("platform.reached-fleet", Role::Mock, Level::Must, "the platform calls the fleet's agents", "agent-tck (precondition)"),
     ("platform.reached-proxy", Role::Mock, Level::Must, "the platform calls its agents through the proxy", "agent-tck (precondition)"),
     ("agent.behaviors-applied", Role::Mock, Level::May, "each content behaviour the agents were given took effect", "agent-tck (a check on itself)"),
+    ("proxy.clients-reached", Role::Mock, Level::Must, "the clients call the server through the proxy", "agent-tck (precondition)"),
+    ("proxy.faults-applied", Role::Mock, Level::May, "the --fault faults bent the server's real answers (the server is judged on its own answers, each client on what it got)", "agent-tck (--fault)"),
     ("stdio.drains-stderr", Role::Mock, Level::Must, "the harness drains the agent's stderr as it comes (a flood does not block the agent)", "Local Subprocess Protocol"),
     ("stdio.kills-process-group", Role::Mock, Level::Must, "the harness ends the agent's whole process group, not the agent alone", "agent-tck (robustness)"),
 ];

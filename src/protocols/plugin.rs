@@ -548,6 +548,10 @@ pub struct Capabilities {
     /// `traffic: true` exchanges): `agent-tck proxy` and `agent-tck judge` read it. None: its
     /// agents are not judged behind a proxy yet.
     pub traffic_suite: Option<fn() -> Result<crate::probe::Suite, crate::probe::suite::SuiteError>>,
+    /// Its platform as a server its agents call, judged with them from their traffic by
+    /// `agent-tck proxy --server URL` (its client rules on the requests, its server rules on
+    /// the answers). None: no proxy stands before its server.
+    pub proxied_server: Option<&'static dyn crate::proxy::server::ProxiedServer>,
     /// The self-test and the behaviour matrix: every protocol is tested on itself.
     pub selftest: &'static dyn Selftest,
 }
@@ -569,6 +573,7 @@ impl Capabilities {
             files: &[],
             fleet_presets: &[],
             traffic_suite: None,
+            proxied_server: None,
             selftest,
         }
     }

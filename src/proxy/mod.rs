@@ -4,7 +4,9 @@
 //! user asked for. Both parties are judged from that traffic by the rules the kit already
 //! has: the platform's requests by its protocol's platform rules (the mock fleet's observer),
 //! each agent's answers by its agent rules (the probe suite's cases for ordinary traffic).
-//! The engine names no protocol.
+//! Where the platform is a server its agents call, the proxy stands before that server
+//! instead ([`server`]): the agents' requests judged by the client rules, the server's
+//! answers by the server rules. The engine names no protocol.
 
 pub mod forward;
 pub mod handler;
@@ -13,4 +15,5 @@ pub mod judging;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod server;
 pub mod settings;

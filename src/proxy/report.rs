@@ -47,15 +47,47 @@ pub fn reached_case(requests: u64) -> CaseResult {
 /// The precondition case's id.
 pub const REACHED: &str = "platform.reached-proxy";
 
+/// Before a server its clients call: whether their traffic came through the proxy at all.
+/// Nobody's fault when it did not (the proxy's own party): the clients were not pointed at it.
+pub fn clients_reached_case(requests: u64) -> CaseResult {
+    let mut case = CaseResult::new(
+        CLIENTS_REACHED,
+        "proxy",
+        Level::Must,
+        "the clients call the server through the proxy",
+        "agent-tck (precondition)",
+    )
+    .precondition();
+    if requests == 0 {
+        case.fail(
+            "no request came through the proxy, so neither the server nor any client was \
+             judged: give the clients the proxy's URL (printed at start) in place of the \
+             server's, then let them work"
+                .to_string(),
+        );
+    } else {
+        case.pass_noting(
+            Evidence::new(requests, "requests"),
+            String::new(),
+            String::new,
+        );
+    }
+    case
+}
+
+/// Its id.
+pub const CLIENTS_REACHED: &str = "proxy.clients-reached";
+
 /// Each case under its party, a JUnit test suite each: the platform's (the observer's topical
 /// groups, `requests`, `challenge`, … folded into `platform`), each agent's (`agent NAME`, as
-/// the agent rules name them), and the proxy's own (whether its faults took effect).
+/// the agent rules name them), and the proxy's own (whether its faults took effect; whether
+/// a server's clients came through it).
 pub fn by_party(cases: &mut [CaseResult]) {
     for case in cases {
         if case.id.contains('/') {
             continue;
         }
-        case.group = if case.id == "agent.behaviors-applied" {
+        case.group = if case.id == "agent.behaviors-applied" || case.id == CLIENTS_REACHED {
             "proxy".to_string()
         } else {
             "platform".to_string()

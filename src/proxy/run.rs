@@ -94,15 +94,7 @@ impl Running {
         self,
         stop: impl std::future::Future<Output = String> + Send,
     ) -> Result<Report, Error> {
-        let duration = async {
-            match self.settings.duration {
-                Some(d) => {
-                    tokio::time::sleep(d).await;
-                    format!("--duration {}", humantime::format_duration(d))
-                }
-                None => std::future::pending().await,
-            }
-        };
+        let duration = after(self.settings.duration);
         let deliberations = async {
             match self.settings.deliberations {
                 Some(n) => {
@@ -174,6 +166,17 @@ impl Running {
             ));
         }
         Ok(report)
+    }
+}
+
+/// Completes once `--duration` has passed (never without one), saying so.
+pub(super) async fn after(duration: Option<Duration>) -> String {
+    match duration {
+        Some(d) => {
+            tokio::time::sleep(d).await;
+            format!("--duration {}", humantime::format_duration(d))
+        }
+        None => std::future::pending().await,
     }
 }
 

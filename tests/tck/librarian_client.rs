@@ -13,32 +13,38 @@ use serde_json::{json, Value};
 
 /// How a client goes wrong (the example client has no flaw).
 #[derive(Debug, Clone, Copy, Default)]
-struct Flaws_ {
-    ignores_429: bool,
-    tight_polling: bool,
-    never_reports: bool,
-    no_token: bool,
-    no_rationale: bool,
+pub(crate) struct Flaws_ {
+    pub(crate) ignores_429: bool,
+    pub(crate) tight_polling: bool,
+    pub(crate) never_reports: bool,
+    pub(crate) no_token: bool,
+    pub(crate) no_rationale: bool,
     /// Reports an escalated change at once, without waiting for the human.
-    reports_escalated_early: bool,
+    pub(crate) reports_escalated_early: bool,
     /// Its first change's content is over 100 KB.
-    oversized_content: bool,
+    pub(crate) oversized_content: bool,
 }
 
-struct Client {
-    base: BaseUrl,
-    flaws: Flaws_,
-    n: usize,
+/// The example client: the proxy's tests put it behind the proxy (`proxy_librarian.rs`).
+pub(crate) struct Client {
+    pub(crate) base: BaseUrl,
+    pub(crate) flaws: Flaws_,
+    pub(crate) n: usize,
 }
 
-struct Answer {
+pub(crate) struct Answer {
     status: u16,
     json: Option<Value>,
     retry_after: Option<u64>,
 }
 
 impl Client {
-    async fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Option<Answer> {
+    pub(crate) async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Option<Answer> {
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
         if !self.flaws.no_token {
             headers.push(("authorization".into(), "Bearer example-token".into()));
@@ -62,7 +68,7 @@ impl Client {
     }
 
     /// Sends `body`, retrying a failure at most 3 times (after Retry-After for a 429).
-    async fn request(&self, body: &Value) -> Option<Value> {
+    pub(crate) async fn request(&self, body: &Value) -> Option<Value> {
         for _ in 0..=model::LIMITS.max_retries {
             let answer = self.call("POST", "/agent/request", Some(body)).await;
             match answer {
@@ -102,7 +108,7 @@ impl Client {
 
     /// One change: asked for, fixed when rejected or unclear, awaited when escalated, reported
     /// when approved.
-    async fn change(&mut self) {
+    pub(crate) async fn change(&mut self) {
         let mut body = self.approval("");
         for _ in 0..3 {
             let Some(answer) = self.request(&body).await else {

@@ -187,7 +187,20 @@ fn flags_that_cannot_be_followed_are_refused_naming_the_flag() {
         ),
         (
             vec!["proxy", "--protocol", "librarian", "--agent", "a=http://127.0.0.1:9"],
-            "--protocol librarian: the proxy does not stand between its parties yet (it does for: roundtable",
+            "--agent: the librarian platform is a server its agents call, so the proxy stands before the server",
+        ),
+        (
+            vec!["proxy", "--protocol", "librarian"],
+            "--protocol librarian: give --server URL, the real server the agents call",
+        ),
+        (
+            vec!["proxy", "--server", "http://127.0.0.1:9", "--agent", "a=http://127.0.0.1:9"],
+            "--server: the proxy stands before a server only for a protocol whose platform is one (librarian",
+        ),
+        (vec!["proxy"], "--agent NAME=URL: give each real agent the platform calls"),
+        (
+            vec!["proxy", "--protocol", "librarian", "--server", "http://127.0.0.1:9", "--fault", "all=approve"],
+            "--fault all=approve: \"approve\" is a decision of the mock Librarian's, not a fault on a real answer",
         ),
         (vec!["judge", "/nonexistent/run.har"], "/nonexistent/run.har"),
     ] {

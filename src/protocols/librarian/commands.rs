@@ -178,6 +178,7 @@ impl Protocol for LibrarianProtocol {
                 "mocks/librarian-chaos.yaml",
                 include_str!("../../../mocks/librarian-chaos.yaml"),
             )],
+            proxied_server: Some(&super::proxied::Proxied),
             ..Capabilities::none(&LibrarianSelftest)
         }
     }

@@ -276,14 +276,67 @@ pub struct Answered {
     pub retry_after: Option<u64>,
     /// A failure the client may retry (5xx, a reset, a body that is not JSON, a 429).
     pub retryable: bool,
-    /// An escalation: when its human decides.
+    /// An escalation: when its human decides (None: not known, as behind a proxy, where a
+    /// status that shows the decision tells it: [`ClientJudge::decided`]).
     pub decided_at: Option<Instant>,
+    /// When the answer went out (None: now).
+    pub at: Option<Instant>,
 }
+
+/// How a request's `Authorization` stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bearer {
+    Missing,
+    Sent,
+    /// A bearer that is not the key the kit was told for the client (`proxy --agent-key`).
+    NotTheKey,
+}
+
+/// One request from a client, as the judge is told it.
+pub struct ClientSent<'a> {
+    /// Who the judge holds to account for it.
+    pub who: &'a str,
+    pub method: &'a str,
+    pub path: &'a str,
+    pub bearer: Bearer,
+    /// The body, when it is JSON; and as it came.
+    pub body: Option<&'a Value>,
+    pub raw: &'a [u8],
+    /// When it came.
+    pub at: Instant,
+}
+
+/// Where the judge sits, for what its skips say would exercise a rule: the mock Librarian
+/// (which scripts the server's answers: `--script`) or a proxy before a real one (which
+/// scripts nothing: the real server and client must do it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Seat {
+    #[default]
+    Mock,
+    Proxy,
+}
+
+/// What exercises each `client.*` rule behind a proxy, in the order [`ClientJudge::cases`]
+/// draws them.
+const BEHIND_PROXY: [&str; 11] = [
+    "the client made no POST /agent/request through the proxy",
+    "no request of this client came through the proxy",
+    "the client made no POST /agent/request through the proxy",
+    "the server answered this client no 429 that it went on after",
+    "the server escalated none of this client's requests whose status it then polled twice",
+    "the server answered this client no failure (5xx, a reset, malformed JSON, 429)",
+    "the server approved none of this client's APPROVALs",
+    "the server rejected none of this client's requests",
+    "no rejected request of this client's was resubmitted",
+    "the client sent no request with content (an APPROVAL, a QUERY)",
+    "the server escalated none of this client's requests",
+];
 
 /// The judge of a client.
 #[derive(Default)]
 pub struct ClientJudge {
     state: Mutex<JudgeState>,
+    seat: Seat,
 }
 
 #[derive(Default)]
@@ -302,8 +355,8 @@ struct JudgeState {
     premature: Tally,
     /// Escalations answered: each an occasion to wait for the human.
     escalations: u64,
-    /// Escalated request ids not decided yet → when their human decides.
-    awaiting: HashMap<String, Instant>,
+    /// Escalated request ids not decided yet → when their human decides (None: not known).
+    awaiting: HashMap<String, Option<Instant>>,
     /// Rejected requests (by what they ask: who, type, action, target) → how often each was
     /// resubmitted since.
     chains: HashMap<String, u32>,
@@ -431,15 +484,24 @@ impl JudgeState {
     /// `client.reports` when it reports an approval not reported yet.
     fn judge_report(&mut self, who: &str, body: &Value, now: Instant) {
         if let Some(id) = body["request_id"].as_str() {
-            if let Some(at) = self.awaiting.get(id).copied() {
-                let early = at.saturating_duration_since(now);
-                self.premature.check(early.is_zero(), || {
+            match self.awaiting.get(id).copied() {
+                Some(Some(at)) => {
+                    let early = at.saturating_duration_since(now);
+                    self.premature.check(early.is_zero(), || {
+                        format!(
+                            "{who}: REPORTed {id} while it awaited a human decision \
+                             (ESCALATED), {:.1} s before it",
+                            early.as_secs_f64()
+                        )
+                    });
+                }
+                Some(None) => self.premature.check(false, || {
                     format!(
-                        "{who}: REPORTed {id} while it awaited a human decision (ESCALATED), \
-                         {:.1} s before it",
-                        early.as_secs_f64()
+                        "{who}: REPORTed {id} while it awaited a human decision (ESCALATED; \
+                         no status of it had shown a decision yet)"
                     )
-                });
+                }),
+                None => {}
             }
             let before = self.unreported.len();
             self.unreported.retain(|r| r != id);
@@ -492,22 +554,33 @@ fn body_hash(body: &Value) -> u64 {
 }
 
 impl ClientJudge {
+    /// A judge of a client behind a proxy (its skips say what the real parties must do).
+    pub fn behind_proxy() -> ClientJudge {
+        ClientJudge {
+            seat: Seat::Proxy,
+            ..ClientJudge::default()
+        }
+    }
+
     /// One request from the client: who (the token or, without one, the agent_id), where, and
     /// the body when it is JSON.
-    pub fn on_request(
-        &self,
-        who: &str,
-        method: &str,
-        path: &str,
-        token: bool,
-        body: Option<&Value>,
-        raw: &[u8],
-    ) {
+    pub fn on_request(&self, sent: &ClientSent<'_>) {
         let Ok(mut s) = self.state.lock() else { return };
-        let now = Instant::now();
+        let ClientSent {
+            who,
+            method,
+            path,
+            bearer,
+            body,
+            raw,
+            at: now,
+        } = *sent;
         s.requests += 1;
-        s.bearer.check(token, || {
-            format!("{method} {path}: no Authorization: Bearer token")
+        s.bearer.check(bearer == Bearer::Sent, || match bearer {
+            Bearer::NotTheKey => format!(
+                "{who}: {method} {path}: a bearer token that is not the key given for it (--agent-key)"
+            ),
+            _ => format!("{method} {path}: no Authorization: Bearer token"),
         });
         s.judge_back_off(who, method, path, now);
         if let Some(id) = path.strip_prefix("/agent/status/") {
@@ -568,11 +641,10 @@ impl ClientJudge {
     /// What the mock answered to `who`'s last request.
     pub fn on_answer(&self, who: &str, path: &str, body: Option<&Value>, answered: &Answered) {
         let Ok(mut s) = self.state.lock() else { return };
+        let now = answered.at.unwrap_or_else(Instant::now);
         if let Some(secs) = answered.retry_after {
-            s.not_before.insert(
-                who.to_string(),
-                (Instant::now() + Duration::from_secs(secs), secs),
-            );
+            s.not_before
+                .insert(who.to_string(), (now + Duration::from_secs(secs), secs));
         }
         if path != "/agent/request" {
             return;
@@ -606,10 +678,7 @@ impl ClientJudge {
             (Some("escalated"), Some(id)) if s.escalated.len() < TRACKED => {
                 s.escalated.insert(id.clone(), None);
                 s.escalations += 1;
-                let at = answered
-                    .decided_at
-                    .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400));
-                s.awaiting.insert(id.clone(), at);
+                s.awaiting.insert(id.clone(), answered.decided_at);
             }
             (Some("approved"), Some(id))
                 if body.is_some_and(|b| b["request_type"] == "APPROVAL")
@@ -655,22 +724,32 @@ impl ClientJudge {
             ..s.premature.clone()
         };
         let g = "client";
+        // What would exercise each rule: the mock's own hint, or behind a proxy (which
+        // scripts nothing) what the real server and client must do.
+        let hint = |i: usize, mock: &str| match self.seat {
+            Seat::Mock => mock.to_string(),
+            Seat::Proxy => BEHIND_PROXY[i].to_string(),
+        };
         let mut cases = vec![
-            s.schema.judged("client.request-schema", g, Level::Must, "every /agent/request body is a valid AgentRequest, with its type's required fields", "Request Message Format; Validation Rules: REQUIRED_FIELDS", "requests to /agent/request", "the client made no POST /agent/request; have it ask for something"),
-            s.bearer.judged("client.bearer", g, Level::Must, "every request carries Authorization: Bearer TOKEN", "REST API Endpoints: auth: Bearer token (agent-specific)", "requests", "no request reached the mock Librarian"),
-            s.rate.judged("client.rate", g, Level::Must, "at most 60 requests a minute per agent", "REST API Endpoints: rate_limit: 60/minute per agent", "requests to /agent/request", "the client made no POST /agent/request; have it ask for something"),
-            s.backs_off.judged("client.backs-off", g, Level::Must, "after a 429, the client waits at least Retry-After before its next request", "Troubleshooting: Rate limit exceeded (back off, check rate limit headers)", "requests after a 429", "the client sent nothing after a 429; add a `429:SECS` step to --script and have the client go on after it"),
-            s.polling.judged("client.polling", g, Level::Must, "an escalated request's status is polled no faster than once a second", "Common Operations: 4. Escalation Handling (poll status)", "polls of an escalated request", "no escalated request's status was polled twice; add an `escalate:DUR` step to --script, for a client that polls GET /agent/status/{id}"),
-            retries.judged("client.retries", g, Level::Must, "a failed request is retried at most 3 times", "Protocol Settings: limits.max_retry_attempts", "failures answered (5xx, reset, malformed JSON, 429)", "the mock answered no request with a failure; add a `500`, `reset`, `malformed-json` or `429:SECS` step to --script"),
-            reports.judged("client.reports", g, Level::Should, "every approved APPROVAL is reported: a REPORT with its request_id", "Common Operations: 1. Agent Requesting Approval (report_completion)", "approved APPROVALs", "no APPROVAL was approved; have the client ask for approval (the `approve` step, or `decide` for a valid APPROVAL, approves it)"),
-            s.resend.judged("client.no-unchanged-resend", g, Level::Should, "a rejected request is fixed before it is sent again, not resent unchanged", "Common Operations: 3. Handling Rejection", "requests after a rejection", "no request was rejected; add a `reject` step to --script"),
-            s.resubmissions.judged("client.resubmissions", g, Level::Must, "a rejected request is resubmitted (fixed or not) at most 3 times", "Common Operations: 3. Handling Rejection (retry_response); Protocol Settings: limits.max_retry_attempts", "resubmissions after a rejection", "no rejected request was resubmitted; add a `reject` step to --script (`APPROVAL: reject` for every APPROVAL) and have the client fix and resubmit it"),
-            s.content.judged("client.content-size", g, Level::Must, "no request's content is over max_content_size (100 KB = 102,400 bytes)", "Protocol Settings: limits.max_content_size", "requests with content", "the client sent no request with content; have it ask for something (an APPROVAL, a QUERY)"),
-            waits.judged("client.waits-for-human", g, Level::Must, "an escalated request is not REPORTed before the human decision", "Common Operations: 4. Escalation Handling (Agent must wait for human decision)", "escalations", "no request was escalated; add an `escalate:DUR` step to --script for the client's APPROVAL"),
+            s.schema.judged("client.request-schema", g, Level::Must, "every /agent/request body is a valid AgentRequest, with its type's required fields", "Request Message Format; Validation Rules: REQUIRED_FIELDS", "requests to /agent/request", &hint(0, "the client made no POST /agent/request; have it ask for something")),
+            s.bearer.judged("client.bearer", g, Level::Must, "every request carries Authorization: Bearer TOKEN", "REST API Endpoints: auth: Bearer token (agent-specific)", "requests", &hint(1, "no request reached the mock Librarian")),
+            s.rate.judged("client.rate", g, Level::Must, "at most 60 requests a minute per agent", "REST API Endpoints: rate_limit: 60/minute per agent", "requests to /agent/request", &hint(2, "the client made no POST /agent/request; have it ask for something")),
+            s.backs_off.judged("client.backs-off", g, Level::Must, "after a 429, the client waits at least Retry-After before its next request", "Troubleshooting: Rate limit exceeded (back off, check rate limit headers)", "requests after a 429", &hint(3, "the client sent nothing after a 429; add a `429:SECS` step to --script and have the client go on after it")),
+            s.polling.judged("client.polling", g, Level::Must, "an escalated request's status is polled no faster than once a second", "Common Operations: 4. Escalation Handling (poll status)", "polls of an escalated request", &hint(4, "no escalated request's status was polled twice; add an `escalate:DUR` step to --script, for a client that polls GET /agent/status/{id}")),
+            retries.judged("client.retries", g, Level::Must, "a failed request is retried at most 3 times", "Protocol Settings: limits.max_retry_attempts", "failures answered (5xx, reset, malformed JSON, 429)", &hint(5, "the mock answered no request with a failure; add a `500`, `reset`, `malformed-json` or `429:SECS` step to --script")),
+            reports.judged("client.reports", g, Level::Should, "every approved APPROVAL is reported: a REPORT with its request_id", "Common Operations: 1. Agent Requesting Approval (report_completion)", "approved APPROVALs", &hint(6, "no APPROVAL was approved; have the client ask for approval (the `approve` step, or `decide` for a valid APPROVAL, approves it)")),
+            s.resend.judged("client.no-unchanged-resend", g, Level::Should, "a rejected request is fixed before it is sent again, not resent unchanged", "Common Operations: 3. Handling Rejection", "requests after a rejection", &hint(7, "no request was rejected; add a `reject` step to --script")),
+            s.resubmissions.judged("client.resubmissions", g, Level::Must, "a rejected request is resubmitted (fixed or not) at most 3 times", "Common Operations: 3. Handling Rejection (retry_response); Protocol Settings: limits.max_retry_attempts", "resubmissions after a rejection", &hint(8, "no rejected request was resubmitted; add a `reject` step to --script (`APPROVAL: reject` for every APPROVAL) and have the client fix and resubmit it")),
+            s.content.judged("client.content-size", g, Level::Must, "no request's content is over max_content_size (100 KB = 102,400 bytes)", "Protocol Settings: limits.max_content_size", "requests with content", &hint(9, "the client sent no request with content; have it ask for something (an APPROVAL, a QUERY)")),
+            waits.judged("client.waits-for-human", g, Level::Must, "an escalated request is not REPORTed before the human decision", "Common Operations: 4. Escalation Handling (Agent must wait for human decision)", "escalations", &hint(10, "no request was escalated; add an `escalate:DUR` step to --script for the client's APPROVAL")),
         ];
         if s.requests == 0 {
+            let why = match self.seat {
+                Seat::Mock => "not judged: no request reached the mock Librarian; point the agent client at the URL it printed and have it make requests",
+                Seat::Proxy => "not judged: no request of this client came through the proxy; point it at the proxy's URL in place of the server's and have it make requests",
+            };
             for c in &mut cases {
-                c.skip("not judged: no request reached the mock Librarian; point the agent client at the URL it printed and have it make requests");
+                c.skip(why);
             }
         }
         if !s.marked.is_empty() {
@@ -726,28 +805,23 @@ mod tests {
         );
 
         let body = serde_json::json!({"request_type": "APPROVAL", "agent_id": "a"});
-        judge.on_request(
-            "token #1",
-            "POST",
-            "/agent/request",
-            true,
-            Some(&body),
-            b"{}",
-        );
+        let sent = ClientSent {
+            who: "token #1",
+            method: "POST",
+            path: "/agent/request",
+            bearer: Bearer::Sent,
+            body: Some(&body),
+            raw: b"{}",
+            at: Instant::now(),
+        };
+        judge.on_request(&sent);
         let cases = judge.cases();
         let schema = case(&cases, "client.request-schema").unwrap();
         assert_eq!(schema.status, Status::Fail, "{schema:#?}");
         assert!(schema.message.starts_with("1 of 1 "), "{}", schema.message);
 
         let none = ClientJudge::default();
-        none.on_request(
-            "token #1",
-            "POST",
-            "/agent/request",
-            true,
-            Some(&body),
-            b"{}",
-        );
+        none.on_request(&sent);
         assert!(case(&none.cases(), "client.probe-requests").is_none());
     }
 }

@@ -8,8 +8,10 @@
 //! - `rules`: the suite's rule vocabulary (`suites/librarian.yaml`);
 //! - `probe`: `probe librarian`, each case a small scenario of requests;
 //! - `reference`: a conforming Librarian on the kit's HTTP engine, with switchable flaws;
+//! - `proxied`: the judge of real clients and a real Librarian behind `agent-tck proxy`;
 //! - `commands`: flags, case listing, self-test.
 
+pub(crate) mod answers;
 pub mod behaviors;
 pub mod catalogue;
 pub mod commands;
@@ -17,6 +19,7 @@ pub mod fleet;
 pub mod mock;
 pub mod model;
 pub mod probe;
+pub mod proxied;
 pub mod reference;
 pub mod registry;
 pub mod rules;

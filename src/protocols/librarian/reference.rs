@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::mock::{Answered, ClientJudge, Script, Step};
+use super::mock::{Answered, Bearer, ClientJudge, ClientSent, Script, Step};
 use super::model::{self, State, LIMITS};
 use crate::mock::http1::{self, Delivered, Handler, Plan, Request, Response};
 
@@ -638,14 +638,19 @@ impl Handler for Librarian {
         if let (Some(j), Some(case)) = (judge, &marked) {
             j.on_marked(case, &request.method, &path);
         } else if let Some(j) = judge {
-            j.on_request(
-                &who,
-                &request.method,
-                &path,
-                Self::bearer(&request).is_some(),
-                parsed.as_ref(),
-                &request.body,
-            );
+            j.on_request(&ClientSent {
+                who: &who,
+                method: &request.method,
+                path: &path,
+                bearer: if Self::bearer(&request).is_some() {
+                    Bearer::Sent
+                } else {
+                    Bearer::Missing
+                },
+                body: parsed.as_ref(),
+                raw: &request.body,
+                at: request.received,
+            });
         }
         let step = self.step(&request, &path, parsed.as_ref());
         let (mut plan, retryable) = self.plan(&request, &path, &step);
@@ -752,6 +757,7 @@ impl Librarian {
                 .and_then(|(_, v)| v.parse().ok()),
             retryable: retryable || status >= 500 || status == 429,
             decided_at: None,
+            at: None,
         };
         Answered {
             decided_at: self.decided_at(answered.request_id.as_deref()),

@@ -12,11 +12,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{asked_as, Client, Fleet, Outcome, Unserved};
+use super::{Client, Fleet, Outcome, Unserved};
 use crate::judge::record::{RecordError, Recorder};
 use crate::judge::replay::ReplayError;
 use crate::judge::time::{duration, instant, ms, ms_since};
 use crate::judge::{Answer, Entry, Event, Exchange, Message, Party};
+use crate::protocols::librarian::answers::asked_as;
 use crate::protocols::librarian::model;
 use crate::report::CaseResult;
 

@@ -47,7 +47,6 @@ use super::registry::RegistryError;
 use crate::judge::{Exchange, Message};
 use crate::mock::observe::Tally;
 use crate::report::{CaseResult, Evidence, Level, Report, RunInfo};
-use crate::schema::findings_message;
 use crate::transport::http::{self, BaseUrl, Limits, Request};
 use crate::transport::liveness::{self, Watch};
 use crate::units::percentile;

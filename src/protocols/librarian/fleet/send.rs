@@ -130,16 +130,6 @@ pub(super) async fn send(
     )
 }
 
-/// What a request asked, as an example names it: `a QUERY`, `an APPROVAL`.
-pub(super) fn asked_as(request: Option<&Value>) -> String {
-    match request.map(|r| r.get("request_type").and_then(Value::as_str)) {
-        Some(Some(t)) if t.starts_with(['A', 'E', 'I', 'O', 'U']) => format!("an {t}"),
-        Some(Some(t)) => format!("a {t}"),
-        Some(None) => "a request without request_type".into(),
-        None => "a body that is not JSON".into(),
-    }
-}
-
 /// An HTTP answer: its status, its body, its headers.
 pub(super) type HttpAnswer = (u16, Vec<u8>, Vec<(String, String)>);
 

@@ -2,6 +2,7 @@
 //! client's behaviour, tallied per rule and per client, and the cases.
 
 use super::*;
+use crate::protocols::librarian::answers::{ByClient, ServerAnswers};
 
 /// How one answer stands to what its client's behaviour calls for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,121 +107,12 @@ pub(super) fn shown(o: &Outcome) -> String {
     }
 }
 
-/// One client's share of a rule.
-#[derive(Default)]
-pub(super) struct Count {
-    checked: u64,
-    broken: u64,
-    examples: Vec<String>,
-    /// Answers that said nothing of the rule, by why.
-    unjudged: BTreeMap<&'static str, u64>,
-}
-
-/// A rule's answers per client, so that one client's noise does not hide another's fault.
-#[derive(Default)]
-pub(super) struct ByClient(BTreeMap<String, Count>);
-
-/// Examples kept per client.
-pub(super) const PER_CLIENT: usize = 2;
-
-impl ByClient {
-    pub(super) fn check(&mut self, c: &Client, ok: bool, example: impl FnOnce() -> String) {
-        let count = self.0.entry(c.label()).or_default();
-        count.checked += 1;
-        if !ok {
-            count.broken += 1;
-            if count.examples.len() < PER_CLIENT {
-                count.examples.push(example());
-            }
-        }
-    }
-
-    pub(super) fn unjudged(&mut self, c: &Client, why: &'static str) {
-        *self
-            .0
-            .entry(c.label())
-            .or_default()
-            .unjudged
-            .entry(why)
-            .or_default() += 1;
-    }
-
-    /// "client: N answers … " lines for the answers that said nothing.
-    pub(super) fn unjudged_lines(&self) -> Vec<String> {
-        self.0
-            .iter()
-            .flat_map(|(client, count)| {
-                count
-                    .unjudged
-                    .iter()
-                    .map(move |(why, n)| format!("{client}: {n} not judged: {why}"))
-            })
-            .collect()
-    }
-
-    /// The rule's case: failed naming each client that broke it (its count and examples),
-    /// passed on what was checked, or skipped saying `unexercised`; either way it says which
-    /// answers went unjudged and why.
-    pub(super) fn case(
-        &self,
-        id: &str,
-        level: Level,
-        title: &str,
-        spec: &str,
-        of: &str,
-        unexercised: &str,
-    ) -> CaseResult {
-        let mut case = CaseResult::new(id, "fleet", level, title, spec);
-        let checked: u64 = self.0.values().map(|c| c.checked).sum();
-        let broken: u64 = self.0.values().map(|c| c.broken).sum();
-        let evidence = Evidence::new(checked, of);
-        let unjudged = self.unjudged_lines();
-        let also = if unjudged.is_empty() {
-            String::new()
-        } else {
-            format!("\n  {}", unjudged.join("\n  "))
-        };
-        if broken > 0 {
-            let faults: Vec<String> = self
-                .0
-                .iter()
-                .filter(|(_, c)| c.broken > 0)
-                .map(|(client, c)| {
-                    format!(
-                        "{client}: {} ({} of its {})",
-                        c.examples.join(" | "),
-                        c.broken,
-                        c.checked
-                    )
-                })
-                .collect();
-            case.fail_on(
-                evidence,
-                format!(
-                    "{broken} of {checked} {of} break the rule, by client:\n  {}{also}",
-                    faults.join("\n  ")
-                ),
-            );
-        } else {
-            case.pass_noting(evidence, format!("{checked} {of} held{also}"), || {
-                format!("not judged: {unexercised}{also}")
-            });
-        }
-        case
-    }
-}
-
 /// What every answer of the run tells, tallied per rule.
 #[derive(Default)]
 pub(super) struct Tallies {
-    no5xx: ByClient,
+    /// Every answer, by the rules any server's answer is held to (shared with the proxy).
+    server: ServerAnswers,
     refusals: ByClient,
-    /// Every answer, by the probe's rules: the schema (MUST) and the document's expectations
-    /// (SHOULD).
-    answers: ByClient,
-    expected: ByClient,
-    /// Every 429, by whether it says when to come back.
-    come_back: ByClient,
     flood: Tally,
     conforming: ByClient,
     /// Answered requests per kind of client (2xx only for `conforming`, whose p99 is a case).
@@ -258,7 +150,7 @@ impl Tallies {
         let answered = o.status.is_some_and(|s| s < 500);
         // A 5xx or no answer breaks the rule whatever else the server does.
         if live || !answered {
-            self.no5xx.check(c, answered, || shown(o));
+            self.server.no5xx.check(&c.label(), answered, || shown(o));
         }
         if live {
             self.judge_answer(c, o);
@@ -268,8 +160,10 @@ impl Tallies {
             // Judged even when nothing else is: a conforming client answered 404 is the
             // server's failure to serve the protocol at all.
             match verdict {
-                Judged::Nothing(why) => self.conforming.unjudged(c, why),
-                v => self.conforming.check(c, v == Judged::Held, || shown(o)),
+                Judged::Nothing(why) => self.conforming.unjudged(&c.label(), why),
+                v => self
+                    .conforming
+                    .check(&c.label(), v == Judged::Held, || shown(o)),
             }
             if verdict == Judged::Held {
                 self.latency
@@ -283,8 +177,8 @@ impl Tallies {
             return;
         }
         match verdict {
-            Judged::Nothing(why) => self.refusals.unjudged(c, why),
-            v => self.refusals.check(c, v == Judged::Held, || {
+            Judged::Nothing(why) => self.refusals.unjudged(&c.label(), why),
+            v => self.refusals.check(&c.label(), v == Judged::Held, || {
                 let want = CLIENT_BEHAVIORS
                     .iter()
                     .find(|b| b.name == c.behavior)
@@ -306,23 +200,12 @@ impl Tallies {
     /// LibrarianResponse of the schema, meeting the document's expectations; a rejection
     /// names its violations; a 429 says when to come back.
     pub(super) fn judge_answer(&mut self, c: &Client, o: &Outcome) {
-        let status = o.status.unwrap_or(0);
-        if let Some((asked, j)) = &o.judged {
-            let answered = || format!("{asked} answered {status}");
-            if (200..300).contains(&status) {
-                self.answers.check(c, j.must.is_empty(), || {
-                    format!("{}: {}", answered(), findings_message(&j.must))
-                });
-            }
-            self.expected.check(c, j.should.is_empty(), || {
-                format!("{}: {}", answered(), findings_message(&j.should))
-            });
-        }
-        if let Some(header) = &o.come_back {
-            self.come_back.check(c, header.is_some(), || {
-                "a 429 with neither Retry-After nor rate-limit headers".into()
-            });
-        }
+        self.server.judge(
+            &c.label(),
+            o.status.unwrap_or(0),
+            o.judged.as_ref(),
+            o.come_back.as_ref(),
+        );
     }
 }
 
@@ -394,12 +277,18 @@ pub(super) fn judge(fleet: &Fleet, info: RunInfo, ran: &exchanges::Ran) -> Repor
         }
     };
     let g = "fleet";
+    let [no5xx, valid, expected, retry_after] = t.server.cases([
+        &or_dead("no client sent a request: give the fleet clients and a duration"),
+        &or_dead("no client got a 2xx answer: a Librarian that answers the conforming clients exercises this case"),
+        &or_dead("no client got a LibrarianResponse or a rejection: a Librarian that answers the conforming clients exercises this case"),
+        &or_dead("no client was answered 429: a `behavior: flood` client over 60 requests a minute exercises it"),
+    ]);
     let mut cases = vec![
-        t.no5xx.case("fleet.no-5xx", Level::Must, "no client, however it misbehaves, gets a 5xx (or no answer)", "Validation Rules (a request is refused, never crashes the server)", "requests", &or_dead("no client sent a request: give the fleet clients and a duration")),
+        no5xx,
         t.refusals.case("fleet.refusals", Level::Must, "each misbehaving request gets the answer its fault calls for (429, 401/403, a refusal; a refusal for authorization to a request its agent may not make)", "REST API Endpoints; Validation Rules; Protocol Settings: limits; Troubleshooting: Agent not authorized", "misbehaving requests", &or_dead("the fleet has no misbehaving client whose answers say something of its fault (a 429 says nothing of a malformed request): add one (oversized, missing-fields, malformed-json, wrong-token, foreign-agent-id, unregistered-agent-id, slow-upload, injection, burst), speaking for an agent that is not flooding")),
-        t.answers.case("fleet.answers-valid", Level::Must, "every 2xx answer any client gets is a LibrarianResponse of the schema (status one the document names, confidence within 0.0 to 1.0, an ISO 8601 timestamp, …), judged by the probe's rules", "Response Message Format", "2xx answers", &or_dead("no client got a 2xx answer: a Librarian that answers the conforming clients exercises this case")),
-        t.expected.case("fleet.answers-expected", Level::Should, "every answer meets the document's expectations, as the probe's request.expectations and request.response-fields judge them (a rejection names its violations, an escalation its reason, …)", "Response Message Format; Common Operations", "LibrarianResponses and rejections", &or_dead("no client got a LibrarianResponse or a rejection: a Librarian that answers the conforming clients exercises this case")),
-        t.come_back.case("fleet.retry-after", Level::Should, "every 429 says when to come back: Retry-After (or rate-limit headers)", "Troubleshooting: Rate limit exceeded (check rate limit headers)", "429 answers", &or_dead("no client was answered 429: a `behavior: flood` client over 60 requests a minute exercises it")),
+        valid,
+        expected,
+        retry_after,
         t.flood.judged("fleet.flood-limited", g, Level::Must, "a client over 60 requests a minute is answered 429", "REST API Endpoints: rate_limit: 60/minute per agent", "flooding clients", &or_dead("no client sent more than 60 requests within a minute: add a `behavior: flood` client with a rate over 60/min and a duration (or request count) that lets it send more than 60")),
         refusals_said(
             t.conforming.case("fleet.conforming-served", Level::Must, "well-behaved clients are answered 2xx (never limited) while the others misbehave", "REST API Endpoints: rate_limit per agent", "conforming requests", "the fleet has no conforming client that sent a request its agent may make: add one (`behavior: conforming`), speaking for an agent of its own"),
