@@ -224,6 +224,13 @@ async fn proxy_server(
             "--deliberations: {name} has no deliberations; end the run with --duration or Ctrl-C"
         )));
     }
+    if args.judging != crate::proxy::judging::Judging::Every {
+        return Err(Error::usage(format!(
+            "--judging: the {name} server's answers and its clients' requests are judged as \
+             they pass (their rules count and time each exchange); --judging spare is for the \
+             agent rules of the protocols whose agents the proxy stands before"
+        )));
+    }
     if args.platform_timeout.is_some() {
         return Err(Error::usage(format!(
             "--platform-timeout: the {name} platform is the server, which waits on no agent; \

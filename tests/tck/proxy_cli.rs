@@ -202,6 +202,14 @@ fn flags_that_cannot_be_followed_are_refused_naming_the_flag() {
             vec!["proxy", "--protocol", "librarian", "--server", "http://127.0.0.1:9", "--fault", "all=approve"],
             "--fault all=approve: \"approve\" is a decision of the mock Librarian's, not a fault on a real answer",
         ),
+        (
+            vec!["proxy", "--protocol", "librarian", "--server", "http://127.0.0.1:9", "--judging", "spare"],
+            "--judging: the librarian server's answers and its clients' requests are judged as they pass",
+        ),
+        (
+            vec!["proxy", "--agent", "a=http://127.0.0.1:9", "--judging", "sometimes"],
+            "invalid value 'sometimes' for '--judging",
+        ),
         (vec!["judge", "/nonexistent/run.har"], "/nonexistent/run.har"),
     ] {
         let out = tck_within(&args, RUN_DEADLINE);
