@@ -181,6 +181,16 @@ impl ProxyHandler {
         }
     }
 
+    /// Requests that came, routed or not.
+    pub fn requests_seen(&self) -> u64 {
+        self.seq.load(Ordering::Relaxed)
+    }
+
+    /// Requests passed on to an agent and not yet answered.
+    pub fn open_now(&self) -> u64 {
+        self.open.load(Ordering::Relaxed)
+    }
+
     /// The agent `/agents/NAME/REST` names, and REST.
     fn route<'r>(&self, path: &'r str) -> Option<(usize, &'r str)> {
         let rest = path.strip_prefix("/agents/")?;

@@ -25,6 +25,10 @@ use crate::text::Redactor;
 use crate::transport::http::BaseUrl;
 use crate::transport::pool::Pool;
 
+/// How long the platform must have sent nothing, once `--deliberations N` were seen to their
+/// last phase, for the run to end.
+pub const QUIET: Duration = Duration::from_secs(2);
+
 /// One real agent, as `--agent NAME=URL` (and `--agent-key`, `--fault`) gave it.
 pub struct AgentAt {
     pub name: String,
@@ -97,10 +101,21 @@ impl Running {
         let duration = after(self.settings.duration);
         let deliberations = async {
             match self.settings.deliberations {
-                Some(n) => {
+                Some(n) => loop {
                     self.handler.deliberations.done.notified().await;
-                    format!("--deliberations {n}")
-                }
+                    // A platform may send a phase's calls a moment apart (one after another, or
+                    // gathered but not all sent before the first is answered): the run ends
+                    // only once QUIET passed with no request coming and none open, so that the
+                    // last deliberation's other calls are not cut off by the proxy's end.
+                    let seen = self.handler.requests_seen();
+                    tokio::time::sleep(QUIET).await;
+                    if self.handler.requests_seen() == seen && self.handler.open_now() == 0 {
+                        break format!(
+                            "--deliberations {n} (and {} with no request after them)",
+                            humantime::format_duration(QUIET)
+                        );
+                    }
+                },
                 None => std::future::pending().await,
             }
         };

@@ -45,6 +45,8 @@ struct Stand<'a> {
     end_after: Option<u64>,
     /// `--judging`.
     judging: Judging,
+    /// The platform calls a phase's agents one after another, not at once.
+    one_at_a_time: bool,
 }
 
 impl Stand<'_> {
@@ -64,6 +66,7 @@ impl Stand<'_> {
             duration: None,
             end_after: None,
             judging: Judging::Every,
+            one_at_a_time: false,
         }
     }
 }
@@ -117,6 +120,7 @@ async fn judged(stand: Stand<'_>) -> Report {
         platform::start(PlatformConfig {
             variant: stand.variant,
             agent_timeout: PLATFORM_TIMEOUT,
+            one_at_a_time: stand.one_at_a_time,
             ..PlatformConfig::default()
         })
         .await,
@@ -558,6 +562,27 @@ async fn deliberations_or_a_duration_end_the_run_and_it_says_so() {
         report.notes
     );
     assert_eq!(status_of(&report, "platform.reached-proxy"), Status::Pass);
+    // A platform that calls a phase's agents one after another: the first /vote answered ends
+    // the deliberation's count, and the others' votes must still come through, not meet a
+    // proxy that ended.
+    let report = judged(Stand {
+        deliberations: 1,
+        end_after: Some(1),
+        one_at_a_time: true,
+        ..Stand::of(Variant::Conforming)
+    })
+    .await;
+    for agent in ["alpha", "beta", "gamma"] {
+        let vote = support::case(&report, &format!("{agent}/vote.response"));
+        assert_eq!(vote.status, Status::Pass, "{agent}: {}", vote.message);
+        assert_eq!(
+            vote.evidence.as_ref().map(|e| e.judged),
+            Some(1),
+            "{agent}: {}",
+            vote.message
+        );
+    }
+    assert!(support::failed(&report).is_empty(), "{}", failures(&report));
     let report = judged(Stand {
         deliberations: 0,
         duration: Some(Duration::from_millis(300)),
