@@ -6,6 +6,7 @@
 //! each agent's answers by its agent rules (the probe suite's cases for ordinary traffic).
 //! The engine names no protocol.
 
+pub mod bend;
 pub mod forward;
 pub mod handler;
 pub mod judge;
