@@ -413,7 +413,9 @@ impl TrafficJudge {
                         max_body: self.limits.max_body,
                         max_field: self.limits.max_field,
                         status_judged: spec.checks.iter().any(Check::judges_status),
-                        live: true,
+                        // The request was the kit's making, as the probe's are: a NUL or a
+                        // payload the agent repeats from it is the agent's to have stripped.
+                        live: false,
                     };
                     match settle_checks(spec, &ctx) {
                         Settled::Pass { .. } => (Step::Held, String::new()),

@@ -109,9 +109,10 @@ pub fn known() -> String {
 pub fn parse(text: &str, protocol: &dyn AgentProtocol) -> Result<RequestFault, BehaviorError> {
     let (item, share) = match text.rsplit_once(':') {
         Some((item, pct)) if pct.ends_with('%') => {
-            let p: f64 = pct.trim_end_matches('%').trim().parse().map_err(|_| {
-                BehaviorError::item(text, format!("{pct:?} is not a percentage"))
-            })?;
+            let p: f64 =
+                pct.trim_end_matches('%').trim().parse().map_err(|_| {
+                    BehaviorError::item(text, format!("{pct:?} is not a percentage"))
+                })?;
             if !(0.0..=100.0).contains(&p) {
                 return Err(BehaviorError::item(
                     text,
@@ -290,7 +291,9 @@ impl Requests {
             how => {
                 let mut value: Value = serde_json::from_slice(body).ok()?;
                 let changed = match how {
-                    How::NullBytes => edit_longest(&mut value, |s| s.push_str("\u{0} (after a NUL)")),
+                    How::NullBytes => {
+                        edit_longest(&mut value, |s| s.push_str("\u{0} (after a NUL)"))
+                    }
                     How::OversizedField(chars) => edit_longest(&mut value, |s| {
                         let more = (chars + 1).saturating_sub(s.chars().count()).max(1);
                         s.extend(std::iter::repeat_n('x', more));
@@ -344,7 +347,9 @@ impl Requests {
 
 /// The proxy's case that says how many requests it bent and how (None: no agent was given a
 /// request fault). A fault that bent nothing tested nothing: the case skips, naming it.
-pub fn bent_case<'a>(agents: impl IntoIterator<Item = (&'a str, &'a Requests)>) -> Option<CaseResult> {
+pub fn bent_case<'a>(
+    agents: impl IntoIterator<Item = (&'a str, &'a Requests)>,
+) -> Option<CaseResult> {
     let mut given = 0;
     let mut total = 0;
     let mut took = Vec::new();
@@ -482,13 +487,25 @@ mod tests {
         assert!(matches!(f.how, How::Malformed(Malformed::Truncated)));
         assert_eq!(f.endpoints, ["analyze", "vote"]);
         assert!((f.share - 0.25).abs() < 1e-9);
-        assert!(matches!(parse("slow:2s", roundtable()).unwrap().how, How::Hold(_)));
-        let e = parse("wrong-content-type", roundtable()).unwrap_err().to_string();
-        assert!(e.contains("\"wrong-content-type\": not a fault on a request"), "{e}");
+        assert!(matches!(
+            parse("slow:2s", roundtable()).unwrap().how,
+            How::Hold(_)
+        ));
+        let e = parse("wrong-content-type", roundtable())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"wrong-content-type\": not a fault on a request"),
+            "{e}"
+        );
         assert!(e.contains("malformed-json, null-bytes"), "{e}");
-        let e = parse("malformed-json:duplicate-keys", roundtable()).unwrap_err().to_string();
+        let e = parse("malformed-json:duplicate-keys", roundtable())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("still parses"), "{e}");
-        let e = parse("null-bytes@health", roundtable()).unwrap_err().to_string();
+        let e = parse("null-bytes@health", roundtable())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("@health"), "{e}");
     }
 
@@ -516,7 +533,10 @@ mod tests {
         assert_eq!(long["content"].as_str().unwrap().chars().count(), 101);
         let injected: Value = serde_json::from_slice(&bend("injection")).unwrap();
         let content = injected["content"].as_str().unwrap();
-        assert!(!crate::mock::injection::find_canaries(content).is_empty(), "{content}");
+        assert!(
+            !crate::mock::injection::find_canaries(content).is_empty(),
+            "{content}"
+        );
     }
 
     #[test]
@@ -537,10 +557,17 @@ mod tests {
             .filter(|_| r.bend(p, vote, "beta", body).is_some())
             .count();
         assert!((25..75).contains(&bent), "{bent} of 100");
-        assert!(r.bend(p, analyze, "beta", body).is_none(), "not its endpoint");
+        assert!(
+            r.bend(p, analyze, "beta", body).is_none(),
+            "not its endpoint"
+        );
         let case = bent_case([("beta", &r)]).unwrap();
         assert_eq!(case.status, crate::report::Status::Pass, "{case:?}");
-        assert!(case.message.contains("hang@challenge bent no request"), "{}", case.message);
+        assert!(
+            case.message.contains("hang@challenge bent no request"),
+            "{}",
+            case.message
+        );
         let none = Requests::new(vec![parse("hang", p).unwrap()], "beta", 1);
         let case = bent_case([("beta", &none)]).unwrap();
         assert_eq!(case.status, crate::report::Status::Skip);

@@ -103,7 +103,10 @@ pub async fn cut(
     };
     let mut tcp = tcp;
     if !base.tls {
-        let mut head = format!("{method} {path} HTTP/1.1\r\nhost: {}:{}\r\n", base.host, base.port);
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nhost: {}:{}\r\n",
+            base.host, base.port
+        );
         for (n, v) in headers.filter(|(n, _)| passed_on(n)) {
             head.push_str(&format!("{n}: {v}\r\n"));
         }

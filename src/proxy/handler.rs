@@ -482,11 +482,9 @@ impl Handler for ProxyHandler {
         // Only the protocol's own requests are bent (not a probe's deliberate ones, not
         // /health): the platform's, as the platform rules judge them.
         let bent = match known {
-            Some(e) if deliberate.is_none() && e.request_schema.is_some() => {
-                upstream
-                    .requests
-                    .bend(self.protocol, e, upstream.name(), &request.body)
-            }
+            Some(e) if deliberate.is_none() && e.request_schema.is_some() => upstream
+                .requests
+                .bend(self.protocol, e, upstream.name(), &request.body),
             _ => None,
         };
         let forwarded = self

@@ -82,12 +82,11 @@ pub fn judge(
         };
         match (bent["behavior"].as_str(), bent.get("message")) {
             (Some(name), Some(sent)) => {
-                let sent: Message = serde_json::from_value(sent.clone()).map_err(|_| {
-                    ReplayError::Exchange {
+                let sent: Message =
+                    serde_json::from_value(sent.clone()).map_err(|_| ReplayError::Exchange {
                         seq: exchange.seq,
                         what: "its forwarded message is missing or wrong".into(),
-                    }
-                })?;
+                    })?;
                 answer.request = serde_json::from_slice(&sent.body()).ok();
                 traffic.judge_bent(answer, name, RequestFault::refusal_holds(name));
             }
@@ -141,7 +140,10 @@ fn requests_of(
                     event: SETTINGS_EVENT.into(),
                     what: format!("agent {}'s request faults: {e}", a.name),
                 })?;
-            Ok((a.name.clone(), Requests::new(faults, &a.name, settings.seed)))
+            Ok((
+                a.name.clone(),
+                Requests::new(faults, &a.name, settings.seed),
+            ))
         })
         .collect()
 }

@@ -146,7 +146,10 @@ impl Running {
                 .case(handler.upstreams.iter().map(|u| &u.faults)),
         );
         cases.extend(bent_case(
-            handler.upstreams.iter().map(|u| (u.faults.name(), &u.requests)),
+            handler
+                .upstreams
+                .iter()
+                .map(|u| (u.faults.name(), &u.requests)),
         ));
         by_party(&mut cases);
         let recorded = handler.recorded.lock().ok().and_then(|mut r| r.take());
