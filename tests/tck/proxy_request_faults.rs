@@ -13,6 +13,10 @@ use agent_tck::report::{Exit, Report, Status};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
+use agent_tck::mock::encoding::Malformed;
+use agent_tck::mock::protocol::AgentProtocol;
+use agent_tck::proxy::bend::{bent_case, parse, How, Requests, What};
+
 use crate::platform::Variant;
 use crate::proxy::{failures, judged, status_of, Stand};
 use crate::support::{self, SEED};
@@ -285,4 +289,103 @@ async fn a_recording_of_bent_requests_keeps_both_and_is_judged_again_the_same() 
         );
         fragile.stop().await;
     }
+}
+
+// ---- the faults themselves, without a platform ----------------------------------------------
+
+#[test]
+fn a_request_fault_parses_as_the_answer_side_form_and_one_that_bends_no_request_is_named() {
+    let f = parse(
+        "malformed-json:truncated@analyze+vote:25%",
+        &roundtable::Agents,
+    )
+    .unwrap();
+    assert!(matches!(f.how, How::Malformed(Malformed::Truncated)));
+    assert_eq!(f.endpoints, ["analyze", "vote"]);
+    assert!((f.share - 0.25).abs() < 1e-9);
+    assert!(matches!(
+        parse("slow:2s", &roundtable::Agents).unwrap().how,
+        How::Hold(_)
+    ));
+    let e = parse("wrong-content-type", &roundtable::Agents)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("\"wrong-content-type\": not a fault on a request"),
+        "{e}"
+    );
+    assert!(e.contains("malformed-json, null-bytes"), "{e}");
+    let e = parse("malformed-json:duplicate-keys", &roundtable::Agents)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("still parses"), "{e}");
+    let e = parse("null-bytes@health", &roundtable::Agents)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("@health"), "{e}");
+}
+
+#[test]
+fn each_content_fault_bends_the_request_and_says_so() {
+    let p: &dyn AgentProtocol = &roundtable::Agents;
+    let analyze = p.endpoints().iter().find(|e| e.name == "analyze").unwrap();
+    let body = br#"{"task_id":"t1","content":"review this code please"}"#;
+    let bend = |text: &str| {
+        let r = Requests::new(vec![parse(text, p).unwrap()], "beta", 7);
+        let bent = r.bend(p, analyze, "beta", body).expect(text);
+        match bent.what {
+            What::Body(b, _) => b,
+            _ => panic!("{text}: not a body"),
+        }
+    };
+    let nul = bend("null-bytes");
+    let v: Value = serde_json::from_slice(&nul).unwrap();
+    assert!(v["content"].as_str().unwrap().contains('\0'));
+    assert_eq!(v["task_id"], "t1", "the longest string only");
+    assert!(serde_json::from_slice::<Value>(&bend("malformed-json")).is_err());
+    let missing: Value = serde_json::from_slice(&bend("missing-field")).unwrap();
+    assert_eq!(missing.as_object().unwrap().len(), 1, "{missing}");
+    let long: Value = serde_json::from_slice(&bend("oversized-field:chars=100")).unwrap();
+    assert_eq!(long["content"].as_str().unwrap().chars().count(), 101);
+    let injected: Value = serde_json::from_slice(&bend("injection")).unwrap();
+    let content = injected["content"].as_str().unwrap();
+    assert!(
+        !agent_tck::mock::injection::find_canaries(content).is_empty(),
+        "{content}"
+    );
+}
+
+#[test]
+fn a_share_bends_some_requests_and_the_case_counts_them() {
+    let p: &dyn AgentProtocol = &roundtable::Agents;
+    let vote = p.endpoints().iter().find(|e| e.name == "vote").unwrap();
+    let analyze = p.endpoints().iter().find(|e| e.name == "analyze").unwrap();
+    let r = Requests::new(
+        vec![
+            parse("null-bytes@vote:50%", p).unwrap(),
+            parse("hang@challenge", p).unwrap(),
+        ],
+        "beta",
+        1,
+    );
+    let body = br#"{"task_id":"t1","content":"x"}"#;
+    let bent = (0..100)
+        .filter(|_| r.bend(p, vote, "beta", body).is_some())
+        .count();
+    assert!((25..75).contains(&bent), "{bent} of 100");
+    assert!(
+        r.bend(p, analyze, "beta", body).is_none(),
+        "not its endpoint"
+    );
+    let case = bent_case([("beta", &r)]).unwrap();
+    assert_eq!(case.status, Status::Pass, "{case:?}");
+    assert!(
+        case.message.contains("hang@challenge bent no request"),
+        "{}",
+        case.message
+    );
+    let none = Requests::new(vec![parse("hang", p).unwrap()], "beta", 1);
+    let case = bent_case([("beta", &none)]).unwrap();
+    assert_eq!(case.status, Status::Skip);
+    assert!(bent_case([("beta", &Requests::new(vec![], "beta", 1))]).is_none());
 }
