@@ -359,7 +359,8 @@ impl TrafficJudge {
     /// asked (the request was not the platform's: nothing the agent did before bears on it).
     /// With `refusal_holds` (a NUL, an injection: stripped or refused), a 4xx holds and another
     /// status that is not a 2xx is a failure on the input, whatever the case's checks say.
-    pub fn judge_bent(&self, answer: LiveAnswer<'_>, fault: &str, refusal_holds: bool) {
+    /// Returns whether a case judged it (false: the suite marks none for that fault there).
+    pub fn judge_bent(&self, answer: LiveAnswer<'_>, fault: &str, refusal_holds: bool) -> bool {
         let state = self.agent(answer.agent);
         let mut state = lock(&state);
         state.bending = true;
@@ -384,7 +385,7 @@ impl TrafficJudge {
             })
             .collect();
         if judging.is_empty() {
-            return;
+            return false;
         }
         let refused = refusal(&answer.result);
         let outcome = Outcome::new(AuthMode::Default, answer.request, answer.result);
@@ -434,6 +435,7 @@ impl TrafficJudge {
             };
             record(tally, &step, message, &seen);
         }
+        true
     }
 
     /// One case on one answer: its step and, for a failure or a skip, why.

@@ -232,8 +232,10 @@ pub struct Requests {
     faults: Vec<RequestFault>,
     rng: Mutex<ChaCha8Rng>,
     seed: u64,
-    /// Requests bent, by fault source; and requests seen that a fault could have bent.
+    /// Requests bent, by fault source.
     bent: Mutex<BTreeMap<String, u64>>,
+    /// Answers to them no case of the suite judges, by fault source.
+    unjudged: Mutex<BTreeMap<String, u64>>,
 }
 
 impl Requests {
@@ -245,6 +247,7 @@ impl Requests {
             )),
             seed,
             bent: Mutex::new(BTreeMap::new()),
+            unjudged: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -340,8 +343,18 @@ impl Requests {
         }
     }
 
-    fn counts(&self) -> BTreeMap<String, u64> {
-        self.bent.lock().map(|b| b.clone()).unwrap_or_default()
+    /// Counts an answer to a request bent by `source` that no case judged.
+    pub fn unjudged(&self, source: &str) {
+        if let Ok(mut unjudged) = self.unjudged.lock() {
+            *unjudged.entry(source.to_string()).or_default() += 1;
+        }
+    }
+
+    fn counts(&self) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
+        (
+            self.bent.lock().map(|b| b.clone()).unwrap_or_default(),
+            self.unjudged.lock().map(|b| b.clone()).unwrap_or_default(),
+        )
     }
 }
 
@@ -355,17 +368,24 @@ pub fn bent_case<'a>(
     let mut took = Vec::new();
     let mut never = Vec::new();
     for (name, requests) in agents {
-        let counts = requests.counts();
+        let (counts, unjudged) = requests.counts();
         for fault in &requests.faults {
             given += 1;
             match counts.get(&fault.source) {
                 Some(n) => {
                     total += n;
-                    took.push(format!(
+                    let mut said = format!(
                         "{name}: request:{} on {}",
                         fault.source,
                         crate::text::count(*n, "requests")
-                    ));
+                    );
+                    if let Some(u) = unjudged.get(&fault.source) {
+                        said.push_str(&format!(
+                            " ({u} of their answers judged by no case: the suite marks none `bent: [{}]` where they went)",
+                            fault.name
+                        ));
+                    }
+                    took.push(said);
                 }
                 None => never.push(format!(
                     "{name}: request:{} bent no request (none to {} came through, or none it could bend)",

@@ -371,11 +371,11 @@ impl ProxyHandler {
         };
         if let Some(Bent {
             name,
+            source,
             what: What::Body(sent, _),
-            ..
         }) = bent
         {
-            self.traffic.judge_bent(
+            let judged = self.traffic.judge_bent(
                 LiveAnswer {
                     agent: upstream.name(),
                     method: &request.method,
@@ -389,6 +389,9 @@ impl ProxyHandler {
                 name,
                 RequestFault::refusal_holds(name),
             );
+            if !judged {
+                upstream.requests.unjudged(source);
+            }
             return;
         }
         self.traffic.judge(LiveAnswer {

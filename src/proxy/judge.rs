@@ -54,10 +54,11 @@ pub fn judge(
             applied.record(i, &sources);
         }
         let bent = &exchange.context["forwarded"];
-        if let (Some(source), Some((_, r))) = (
-            bent["fault"].as_str(),
-            requests.iter().find(|(name, _)| name == agent),
-        ) {
+        let theirs = requests
+            .iter()
+            .find(|(name, _)| name == agent)
+            .map(|(_, r)| r);
+        if let (Some(source), Some(r)) = (bent["fault"].as_str(), theirs) {
             r.count(source);
         }
         // As the live judge: a request held is judged on the agent's own time; one cut or never
@@ -88,7 +89,10 @@ pub fn judge(
                         what: "its forwarded message is missing or wrong".into(),
                     })?;
                 answer.request = serde_json::from_slice(&sent.body()).ok();
-                traffic.judge_bent(answer, name, RequestFault::refusal_holds(name));
+                let judged = traffic.judge_bent(answer, name, RequestFault::refusal_holds(name));
+                if let (false, Some(source), Some(r)) = (judged, bent["fault"].as_str(), theirs) {
+                    r.unjudged(source);
+                }
             }
             _ => traffic.judge(answer),
         }

@@ -49,13 +49,14 @@ pub const REACHED: &str = "platform.reached-proxy";
 
 /// Each case under its party, a JUnit test suite each: the platform's (the observer's topical
 /// groups, `requests`, `challenge`, … folded into `platform`), each agent's (`agent NAME`, as
-/// the agent rules name them), and the proxy's own (whether its faults took effect).
+/// the agent rules name them), and the proxy's own (whether its faults took effect, which
+/// requests it bent).
 pub fn by_party(cases: &mut [CaseResult]) {
     for case in cases {
         if case.id.contains('/') {
             continue;
         }
-        case.group = if case.id == "agent.behaviors-applied" {
+        case.group = if case.id == "agent.behaviors-applied" || case.id == super::bend::BENT_ID {
             "proxy".to_string()
         } else {
             "platform".to_string()
