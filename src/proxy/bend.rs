@@ -242,8 +242,9 @@ impl Requests {
     pub fn new(faults: Vec<RequestFault>, agent: &str, seed: u64) -> Requests {
         Requests {
             faults,
+            // Its own stream (not the answer faults'): "request" in ASCII, mixed in.
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(
-                seed ^ crate::text::fnv1a(agent) ^ 0x7265_7175_6573_74,
+                seed ^ crate::text::fnv1a(agent) ^ 0x0072_6571_7565_7374,
             )),
             seed,
             bent: Mutex::new(BTreeMap::new()),
