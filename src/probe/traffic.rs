@@ -384,6 +384,27 @@ impl TrafficJudge {
                         })
             })
             .collect();
+        // The ordinary cases of its method and path say why they did not judge it.
+        if let Some(exchange) = self.suite.traffic_exchange(answer.method, answer.path) {
+            let by: Vec<&str> = judging
+                .iter()
+                .map(|&i| self.suite.cases()[i].id.value.as_str())
+                .collect();
+            let why = match by.as_slice() {
+                [] => {
+                    format!("it answered a request the proxy bent ({fault}), which no case judges")
+                }
+                by => format!(
+                    "it answered a request the proxy bent ({fault}), which {} judges",
+                    by.join(" and ")
+                ),
+            };
+            for (i, case) in self.live.iter().enumerate() {
+                if case.judges(exchange) && !judging.contains(&case.index) {
+                    record(&mut state.tallies[i], &Step::Unjudged, why.clone(), &seen);
+                }
+            }
+        }
         if judging.is_empty() {
             return false;
         }
