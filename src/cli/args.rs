@@ -740,11 +740,16 @@ pub struct ProxyArgs {
     pub agent_keys: Vec<String>,
     /// A fault on an agent's real answers: one of the mock's behaviours (`agent-tck mock
     /// behaviors`), at an endpoint or all, on a share of the answers (`beta=null-bytes@analyze`,
-    /// `alpha=slow:3s:50%`). Before a server (--server): a fault on the server's answers to
-    /// client NAME (`all`: every client), `NAME=FAULT[@PATH][:P%]`, FAULT one of 429:SECS,
-    /// 500, malformed-json, slow:DUR, reset, silent-429 (`all=500@/agent/request:10%`).
-    /// Repeatable.
-    #[arg(long = "fault", value_name = "NAME=BEHAVIOUR[@ENDPOINT][:P%]")]
+    /// `alpha=slow:3s:50%`); with `request:` before the behaviour, on the platform's requests
+    /// to it instead (`beta=request:malformed-json@analyze`: malformed-json, null-bytes,
+    /// injection, oversized-field, missing-field, slow, hang, reset). Before a server
+    /// (--server): a fault on the server's answers to client NAME (`all`: every client),
+    /// `NAME=FAULT[@PATH][:P%]`, FAULT one of 429:SECS, 500, malformed-json, slow:DUR, reset,
+    /// silent-429 (`all=500@/agent/request:10%`). Repeatable.
+    #[arg(
+        long = "fault",
+        value_name = "NAME=[request:]BEHAVIOUR[@ENDPOINT][:P%]"
+    )]
     pub faults: Vec<String>,
     /// Each agent answer must come within this (the agent rules' timeout, as `probe --timeout`).
     #[arg(long, value_name = "DUR", default_value = "120s", value_parser = parse_duration)]

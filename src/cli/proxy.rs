@@ -59,6 +59,9 @@ fn named<'a>(flag: &str, text: &'a str, what: &str) -> Result<(&'a str, &'a str)
     Ok((name, value))
 }
 
+/// `--fault NAME=request:…`: a fault on the platform's requests to NAME, not on its answers.
+const REQUEST_PREFIX: &str = "request:";
+
 /// `BEHAVIOUR[@ENDPOINT][:P%]` as the mock's behaviour list: the share becomes `flaky`.
 fn fault_items(
     text: &str,
@@ -115,6 +118,7 @@ fn agents_of(
             base,
             key: None,
             faults: Vec::new(),
+            requests: Vec::new(),
         });
     }
     let find = |flag: &str, name: &str| -> Result<usize, Error> {
@@ -140,8 +144,15 @@ fn agents_of(
         keys.push((find("--agent-key", name)?, key.to_string()));
     }
     let mut faults = Vec::new();
+    let mut requests = Vec::new();
     for text in flags.faults {
         let (name, fault) = named("--fault", text, "BEHAVIOUR")?;
+        if let Some(on_request) = fault.strip_prefix(REQUEST_PREFIX) {
+            let parsed = crate::proxy::bend::parse(on_request, protocol)
+                .map_err(|e| Error::usage(format!("--fault {name}={fault}: {e}")))?;
+            requests.push((find("--fault", name)?, parsed));
+            continue;
+        }
         let items = fault_items(fault, protocol)
             .map_err(|e| Error::usage(format!("--fault {name}={fault}: {e}")))?;
         behavior::check_fit(&items, protocol, true, false)
@@ -153,6 +164,9 @@ fn agents_of(
     }
     for (i, items) in faults {
         agents[i].faults.extend(items);
+    }
+    for (i, fault) in requests {
+        agents[i].requests.push(fault);
     }
     Ok(agents)
 }

@@ -87,6 +87,13 @@ pub struct CaseSpec {
     /// an agent is likeliest to dissent from). See [`crate::probe::traffic`].
     #[serde(default)]
     pub traffic: bool,
+    /// Judges, in traffic, the answers to requests `agent-tck proxy` bent this way on their way
+    /// to the agent (`--fault NAME=request:BEHAVIOUR`) at its exchange's method and path, and
+    /// only those: its own exchange is the probe's (`http.not-json`'s body that is not JSON),
+    /// or a traffic one whose ordinary answers it judges too (`analyze.sanitization`). See
+    /// [`crate::probe::traffic::TrafficJudge::judge_bent`].
+    #[serde(default)]
+    pub bent: Vec<String>,
     pub checks: Vec<Check>,
 }
 

@@ -188,6 +188,10 @@ struct AgentState {
     judged_answers: u64,
     /// Answers to a method and path that has none.
     unjudged_answers: u64,
+    /// Per case that judges only answers to bent requests ([`TrafficJudge::judge_bent`]).
+    bent: Vec<Tally>,
+    /// Whether the proxy bends some of its requests: those cases are reported for it.
+    bending: bool,
 }
 
 /// An agent seen with no answer to a traffic exchange: none of its answers were judged.
@@ -211,6 +215,9 @@ pub struct TrafficJudge {
     latency: Option<usize>,
     /// The traffic exchanges whose latest answer is kept whole.
     kept: HashSet<String>,
+    /// The cases (their place in the suite) that judge only answers to bent requests: marked
+    /// `bent:` and not judged on ordinary answers.
+    bent_only: Vec<usize>,
     agents: Mutex<BTreeMap<String, Arc<Mutex<AgentState>>>>,
 }
 
@@ -251,6 +258,9 @@ impl TrafficJudge {
                     .any(|k| k.judges_latency(protocol))
         });
         let kept = live.iter().flat_map(|c| c.reads.iter().cloned()).collect();
+        let bent_only = (0..suite.cases().len())
+            .filter(|i| !suite.cases()[*i].bent.is_empty() && !by_index.contains_key(i))
+            .collect();
         TrafficJudge {
             suite,
             limits,
@@ -259,6 +269,7 @@ impl TrafficJudge {
             by_id,
             latency,
             kept,
+            bent_only,
             agents: Mutex::new(BTreeMap::new()),
         }
     }
@@ -282,6 +293,7 @@ impl TrafficJudge {
         let state = Arc::new(Mutex::new(AgentState {
             tallies: vec![Tally::default(); self.live.len() + 1],
             last: vec![None; self.live.len()],
+            bent: vec![Tally::default(); self.bent_only.len()],
             ..AgentState::default()
         }));
         agents.insert(name.to_string(), Arc::clone(&state));
@@ -402,6 +414,118 @@ impl TrafficJudge {
         }
     }
 
+    /// An agent whose requests the proxy bends (some of them): the cases that judge answers to
+    /// bent requests are reported for it, skipped when none came.
+    pub fn expect_bent(&self, agent: &str) {
+        lock(&self.agent(agent)).bending = true;
+    }
+
+    /// Judges the answer to a request the proxy bent (`fault`: the behaviour's name) by the
+    /// cases marked `bent: [fault]` at its method and path, and by no other: the rules of an
+    /// answer to a valid request do not hold for a request the proxy broke. Their needs are not
+    /// asked (the request was not the platform's: nothing the agent did before bears on it).
+    /// With `refusal_holds` (a NUL, an injection: stripped or refused), a 4xx holds and another
+    /// status that is not a 2xx is a failure on the input, whatever the case's checks say.
+    /// Returns whether a case judged it (false: the suite marks none for that fault there).
+    pub fn judge_bent(&self, answer: LiveAnswer<'_>, fault: &str, refusal_holds: bool) -> bool {
+        let state = self.agent(answer.agent);
+        let mut state = lock(&state);
+        state.bending = true;
+        let task = answer.task.map(|t| excerpt_str(t, 40));
+        let seen = Seen {
+            at: answer.at,
+            path: answer.path,
+            task: task.as_deref(),
+        };
+        let exchanges = &self.suite.file.exchanges;
+        let judging: Vec<usize> = (0..self.suite.cases().len())
+            .filter(|&i| {
+                let spec = &self.suite.cases()[i];
+                spec.bent.iter().any(|b| b == fault)
+                    && spec
+                        .exchange
+                        .as_ref()
+                        .and_then(|x| exchanges.get(x))
+                        .is_some_and(|x| {
+                            x.method.eq_ignore_ascii_case(answer.method) && x.path == answer.path
+                        })
+            })
+            .collect();
+        // The ordinary cases of its method and path say why they did not judge it.
+        if let Some(exchange) = self.suite.traffic_exchange(answer.method, answer.path) {
+            let by: Vec<&str> = judging
+                .iter()
+                .map(|&i| self.suite.cases()[i].id.value.as_str())
+                .collect();
+            let why = match by.as_slice() {
+                [] => {
+                    format!("it answered a request the proxy bent ({fault}), which no case judges")
+                }
+                by => format!(
+                    "it answered a request the proxy bent ({fault}), which {} judges",
+                    by.join(" and ")
+                ),
+            };
+            for (i, case) in self.live.iter().enumerate() {
+                if case.judges(exchange) && !judging.contains(&case.index) {
+                    record(&mut state.tallies[i], &Step::Unjudged, why.clone(), &seen);
+                }
+            }
+        }
+        if judging.is_empty() {
+            return false;
+        }
+        let refused = refusal(&answer.result);
+        let outcome = Outcome::new(AuthMode::Default, answer.request, answer.result);
+        let none = HashMap::new();
+        for index in judging {
+            let spec = &self.suite.cases()[index];
+            let (step, why) = match (&refused, &outcome.result) {
+                (Some(why), _) => (Step::Unjudged, why.clone()),
+                (None, Err(e)) => (Step::Broken, format!("no answer: {e}")),
+                (None, Ok(r)) if refusal_holds && (400..500).contains(&r.status) => {
+                    (Step::Held, String::new())
+                }
+                (None, Ok(r)) if refusal_holds && !(200..300).contains(&r.status) => (
+                    Step::Broken,
+                    format!(
+                        "answered {}: a request it cannot take is refused with a 4xx, not failed on",
+                        r.status
+                    ),
+                ),
+                (None, Ok(_)) => {
+                    let ctx = Ctx {
+                        protocol: self.suite.protocol,
+                        outcome: Some(&outcome),
+                        exchanges: &none,
+                        reachable: None,
+                        max_body: self.limits.max_body,
+                        max_field: self.limits.max_field,
+                        status_judged: spec.checks.iter().any(Check::judges_status),
+                        // The request was the kit's making, as the probe's are: a NUL or a
+                        // payload the agent repeats from it is the agent's to have stripped.
+                        live: false,
+                    };
+                    match settle_checks(spec, &ctx) {
+                        Settled::Pass { .. } => (Step::Held, String::new()),
+                        Settled::Fail(why) => (Step::Broken, why),
+                        Settled::Skip(why) => (Step::Unjudged, why),
+                    }
+                }
+            };
+            let message = format!("to a request the proxy bent ({fault}): {why}");
+            let tally = match self.by_index.get(&index) {
+                Some(&i) => &mut state.tallies[i],
+                None => match self.bent_only.iter().position(|&b| b == index) {
+                    Some(j) => &mut state.bent[j],
+                    None => continue,
+                },
+            };
+            record(tally, &step, message, &seen);
+        }
+        true
+    }
+
     /// One case on one answer: its step and, for a failure or a skip, why.
     fn judge_case(
         &self,
@@ -505,6 +629,15 @@ impl TrafficJudge {
                         }
                     };
                     (&state.tallies[i], triggers)
+                } else if let Some(j) = self.bent_only.iter().position(|&b| b == index) {
+                    if !state.bending {
+                        continue;
+                    }
+                    let path = spec
+                        .exchange
+                        .as_ref()
+                        .map_or_else(String::new, |x| self.path_of(x));
+                    (&state.bent[j], Triggers::Bent(path, spec.bent.clone()))
                 } else {
                     continue;
                 };
@@ -534,7 +667,7 @@ impl TrafficJudge {
             );
             for (n, e) in tally.examples.iter().enumerate() {
                 let mut about = Vec::new();
-                if !matches!(triggers, Triggers::One(_)) {
+                if !matches!(triggers, Triggers::One(_) | Triggers::Bent(..)) {
                     about.push(e.path.clone());
                 }
                 if let Some(task) = &e.task {
@@ -566,13 +699,19 @@ impl TrafficJudge {
             };
             case.pass_noting(Evidence::new(tally.judged, answers), note, String::new);
         } else {
-            let why = match &tally.last_unjudged {
-                Some(why) => format!(
+            let why = match (&tally.last_unjudged, &triggers) {
+                (None, Triggers::Bent(path, faults)) => format!(
+                    "the proxy bent no {path} request to {agent} the way this case judges ({}): --fault {agent}=request:{}@{} would",
+                    faults.join(", "),
+                    faults.first().map_or("", String::as_str),
+                    path.trim_start_matches('/')
+                ),
+                (Some(why), _) => format!(
                     "none of {agent}'s {} was judged: {}",
                     count(tally.unjudged, &answers),
                     unskipped(why)
                 ),
-                None => format!("no {} from {agent} came through", triggers.one_answer()),
+                (None, _) => format!("no {} from {agent} came through", triggers.one_answer()),
             };
             case.skip(why);
         }
@@ -587,6 +726,8 @@ enum Triggers {
     One(String),
     /// Any of these paths' (a case across exchanges).
     Several(Vec<String>),
+    /// The answers to the requests to one path the proxy bent these ways.
+    Bent(String, Vec<String>),
 }
 
 impl Triggers {
@@ -594,6 +735,7 @@ impl Triggers {
     fn answers(&self) -> String {
         match self {
             Triggers::One(path) => format!("{path} answers"),
+            Triggers::Bent(path, _) => format!("answers to bent {path} requests"),
             Triggers::Any | Triggers::Several(_) => "answers".into(),
         }
     }
@@ -603,6 +745,7 @@ impl Triggers {
         match self {
             Triggers::Any => "answer".into(),
             Triggers::One(path) => format!("{path} answer"),
+            Triggers::Bent(path, _) => format!("answer to a bent {path} request"),
             Triggers::Several(paths) => match paths.split_last() {
                 Some((last, [])) => format!("{last} answer"),
                 Some((last, rest)) => format!("{} or {last} answer", rest.join(", ")),

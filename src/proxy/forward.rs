@@ -84,6 +84,45 @@ pub async fn forward(
     }
 }
 
+/// `request:reset`: the request's head and half its body written to the agent on a connection
+/// of the proxy's own (never a pooled one, which the next request would reuse), then the
+/// connection reset (RST). Over https the cut comes before any byte (the kit writes no TLS by
+/// hand). What the platform meets: a reset, as if the agent had cut it.
+pub async fn cut(
+    to: &Pool,
+    method: &str,
+    path: &str,
+    headers: impl Iterator<Item = (String, String)>,
+    body: &[u8],
+) -> Forwarded {
+    use tokio::io::AsyncWriteExt;
+    let base = to.base();
+    let tcp = match http::open_tcp(base).await {
+        Ok(tcp) => tcp,
+        Err(e) => return Forwarded::Came(Err(e)),
+    };
+    let mut tcp = tcp;
+    if !base.tls {
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nhost: {}:{}\r\n",
+            base.host, base.port
+        );
+        for (n, v) in headers.filter(|(n, _)| passed_on(n)) {
+            head.push_str(&format!("{n}: {v}\r\n"));
+        }
+        head.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
+        let half = &body[..body.len() / 2];
+        // A write that fails finds the agent gone already: cut either way.
+        let _ = tcp.write_all(&[head.as_bytes(), half].concat()).await;
+        let _ = tcp.flush().await;
+    }
+    let _ = tcp.set_zero_linger();
+    drop(tcp);
+    Forwarded::Came(Err(http::Error::Reset {
+        phase: "cut by the proxy mid-body (--fault request:reset)".into(),
+    }))
+}
+
 /// A real agent's answer as the conforming answer the mock engine's behaviours bend (the
 /// `--fault`s): its status and body; its JSON value when it is a 2xx of JSON (parsed once,
 /// here).

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use super::bend::{Bent, RequestFault, Requests, What};
 use super::forward::{self, Forwarded, Given};
 use super::judging::{Answer, Judge};
 use crate::judge::Message;
@@ -25,6 +26,7 @@ use crate::mock::journal::AuthSeen;
 use crate::mock::protocol::{AgentProtocol, Answered, PlatformObserver, Seen};
 use crate::mock::recording::Recorded;
 use crate::mock::Body;
+use crate::probe::traffic::LiveAnswer;
 use crate::transport::http;
 use crate::transport::pool::Pool;
 
@@ -34,6 +36,8 @@ pub struct Upstream {
     pub faults: MockAgent,
     /// Its real URL, and the connections open to it.
     pub pool: Pool,
+    /// The faults on the platform's requests to it (`--fault NAME=request:…`).
+    pub requests: Requests,
 }
 
 impl Upstream {
@@ -191,6 +195,72 @@ impl ProxyHandler {
         self.open.load(Ordering::Relaxed)
     }
 
+    /// Passes the request on to the agent, bent when a request fault fires: another body,
+    /// held first, cut, or never passed on.
+    #[allow(clippy::too_many_arguments)]
+    async fn pass_on(
+        &self,
+        upstream: &Upstream,
+        request: &Request,
+        target: &str,
+        bent: Option<&Bent>,
+    ) -> Forwarded {
+        let headers = |kind: Option<&'static str>| {
+            request.headers.iter().map(move |(n, v)| {
+                let v = match kind {
+                    Some(k) if n.eq_ignore_ascii_case("content-type") => k,
+                    _ => v,
+                };
+                (n.to_string(), v.to_string())
+            })
+        };
+        let left = async {
+            match &request.left {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let (body, kind) = match bent.map(|b| &b.what) {
+            Some(What::Body(body, kind)) => (body.clone(), *kind),
+            Some(What::Hang) => {
+                return tokio::select! {
+                    () = left => Forwarded::PlatformLeft,
+                    () = self.stop.cancelled() => Forwarded::Stopped,
+                }
+            }
+            Some(What::Cut) => {
+                return forward::cut(
+                    &upstream.pool,
+                    &request.method,
+                    target,
+                    headers(None),
+                    &request.body,
+                )
+                .await
+            }
+            Some(What::Hold(held)) => {
+                tokio::select! {
+                    () = tokio::time::sleep(*held) => {}
+                    () = left => return Forwarded::PlatformLeft,
+                    () = self.stop.cancelled() => return Forwarded::Stopped,
+                }
+                (request.body.clone(), None)
+            }
+            None => (request.body.clone(), None),
+        };
+        forward::forward(
+            &upstream.pool,
+            &request.method,
+            target,
+            headers(kind),
+            body,
+            self.deadline,
+            request.left.as_ref(),
+            &self.stop,
+        )
+        .await
+    }
+
     /// The agent `/agents/NAME/REST` names, and REST.
     fn route<'r>(&self, path: &'r str) -> Option<(usize, &'r str)> {
         let rest = path.strip_prefix("/agents/")?;
@@ -282,7 +352,10 @@ impl ProxyHandler {
         }
     }
 
-    /// The agent's answer judged by the agent rules: as it came, before any fault.
+    /// The agent's answer judged by the agent rules: as it came, before any fault. The answer
+    /// to a request the proxy bent is judged by the cases of bent requests only; one the proxy
+    /// held is judged on the time the agent took once it had it; one it cut or never passed on
+    /// is not judged (the agent was given nothing to answer).
     #[allow(clippy::too_many_arguments)]
     fn judge_answer(
         &self,
@@ -292,7 +365,13 @@ impl ProxyHandler {
         request: &Request,
         forwarded: &Forwarded,
         waited: Duration,
+        bent: Option<&Bent>,
     ) {
+        let waited = match bent.map(|b| &b.what) {
+            Some(What::Hold(held)) => waited.saturating_sub(*held),
+            Some(What::Hang | What::Cut) => return,
+            _ => waited,
+        };
         let result = match forwarded {
             Forwarded::Came(result) => result.clone(),
             Forwarded::PlatformLeft => {
@@ -303,6 +382,31 @@ impl ProxyHandler {
             }
             Forwarded::Stopped => return,
         };
+        if let Some(Bent {
+            name,
+            source,
+            what: What::Body(sent, _),
+        }) = bent
+        {
+            let judged = self.traffic.traffic().judge_bent(
+                LiveAnswer {
+                    agent: self.upstreams[index].name(),
+                    method: &request.method,
+                    path: &format!("/{endpoint}"),
+                    task: (!task.is_empty()).then_some(task),
+                    request: serde_json::from_slice(sent).ok(),
+                    result,
+                    at: request.received.saturating_duration_since(self.started),
+                    elapsed: waited,
+                },
+                name,
+                RequestFault::refusal_holds(name),
+            );
+            if !judged {
+                self.upstreams[index].requests.unjudged(source);
+            }
+            return;
+        }
         self.traffic.judge(
             index,
             Answer {
@@ -319,8 +423,17 @@ impl ProxyHandler {
     }
 
     /// Adds to the exchange the recording writes what the observer does not read: the
-    /// request's method and header fields, and the agent's own answer.
-    fn record(&self, seq: u64, request: &Request, forwarded: &Forwarded, waited: Duration) {
+    /// request's method and header fields, the agent's own answer, and, when the proxy bent the
+    /// request, how and what it passed on (`forwarded`; the exchange's request stays the
+    /// platform's, as it sent it).
+    fn record(
+        &self,
+        seq: u64,
+        request: &Request,
+        forwarded: &Forwarded,
+        waited: Duration,
+        bent: Option<&Bent>,
+    ) {
         let Ok(mut recorded) = self.recorded.lock() else {
             return;
         };
@@ -348,6 +461,9 @@ impl ProxyHandler {
             exchange.method = Some(request.method.clone());
             exchange.request = Message::masked(request.headers.iter(), &request.body);
             exchange.context["agent_answer"] = agent;
+            if let Some(bent) = bent {
+                exchange.context["forwarded"] = recorded_bend(bent, request);
+            }
         });
     }
 }
@@ -382,20 +498,17 @@ impl Handler for ProxyHandler {
             "" => "/",
             rest => rest,
         };
-        let forwarded = forward::forward(
-            &upstream.pool,
-            &request.method,
-            target,
-            request
-                .headers
-                .iter()
-                .map(|(n, v)| (n.to_string(), v.to_string())),
-            request.body.clone(),
-            self.deadline,
-            request.left.as_ref(),
-            &self.stop,
-        )
-        .await;
+        // Only the protocol's own requests are bent (not a probe's deliberate ones, not
+        // /health): the platform's, as the platform rules judge them.
+        let bent = match known {
+            Some(e) if deliberate.is_none() && e.request_schema.is_some() => upstream
+                .requests
+                .bend(self.protocol, e, upstream.name(), &request.body),
+            _ => None,
+        };
+        let forwarded = self
+            .pass_on(upstream, &request, target, bent.as_ref())
+            .await;
         let waited = request.received.elapsed();
         let (plan, decision) = self.decide(upstream, endpoint, &body, &forwarded, waited);
         self.applied.record(index, &decision.applied);
@@ -409,7 +522,15 @@ impl Handler for ProxyHandler {
             known.and_then(|e| e.request_schema),
         ) {
             self.protocol_requests.fetch_add(1, Ordering::Relaxed);
-            self.judge_answer(index, endpoint, &task, &request, &forwarded, waited);
+            self.judge_answer(
+                index,
+                endpoint,
+                &task,
+                &request,
+                &forwarded,
+                waited,
+                bent.as_ref(),
+            );
             self.observer.on_request(&Seen {
                 seq,
                 agent: upstream.name(),
@@ -427,7 +548,7 @@ impl Handler for ProxyHandler {
                 at: request.received,
             });
             judged = true;
-            self.record(seq, &request, &forwarded, waited);
+            self.record(seq, &request, &forwarded, waited, bent.as_ref());
         }
         let note = Note {
             seq,
@@ -470,4 +591,24 @@ impl Handler for ProxyHandler {
         self.deliberations
             .answered(&note.endpoint, &note.task, open);
     }
+}
+
+/// How the proxy bent a request, as its recording keeps it: the fault, and what it passed on
+/// (the body as forwarded, keys masked), how long it held it, or that it cut or never passed
+/// it on.
+fn recorded_bend(bent: &Bent, request: &Request) -> serde_json::Value {
+    let mut out = json!({"fault": bent.source, "behavior": bent.name});
+    match &bent.what {
+        What::Body(body, kind) => {
+            let headers = request.headers.iter().map(|(n, v)| match kind {
+                Some(k) if n.eq_ignore_ascii_case("content-type") => (n, *k),
+                _ => (n, v),
+            });
+            out["message"] = json!(Message::masked(headers, body));
+        }
+        What::Hold(held) => out["held_ms"] = json!(crate::judge::time::ms(*held)),
+        What::Hang => out["hang"] = json!(true),
+        What::Cut => out["cut"] = json!(true),
+    }
+    out
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde_json::Value;
 
+use super::bend::{bent_case, RequestFault, Requests};
 use super::settings::{RunSettings, SETTINGS_EVENT};
 use crate::judge::time::duration;
 use crate::judge::{Entry, Exchange, Message};
@@ -34,9 +35,13 @@ pub fn judge(
     let traffic = TrafficJudge::new(suite, settings.limits());
     for agent in &settings.agents {
         traffic.expect(&agent.name);
+        if !agent.requests.is_empty() {
+            traffic.expect_bent(&agent.name);
+        }
     }
     let applied = Applied::default();
     let agents = agents_of(protocol, settings)?;
+    let requests = requests_of(protocol, settings)?;
     let told = told_in_order(entries);
     for exchange in &told {
         let agent = match &exchange.to {
@@ -48,23 +53,55 @@ pub fn judge(
             let sources: Vec<String> = serde_json::from_value(decision.clone()).unwrap_or_default();
             applied.record(i, &sources);
         }
-        if let Some(answer) = recorded_answer(exchange, traffic.timeout())? {
-            traffic.judge(LiveAnswer {
-                agent,
-                method: exchange.method.as_deref().unwrap_or("POST"),
-                path: &format!("/{}", exchange.endpoint),
-                task: task_of(exchange),
-                request: serde_json::from_slice(&exchange.request.body()).ok(),
-                result: answer.0,
-                at: duration(exchange.sent_ms),
-                elapsed: answer.1,
-            });
+        let bent = &exchange.context["forwarded"];
+        let theirs = requests
+            .iter()
+            .find(|(name, _)| name == agent)
+            .map(|(_, r)| r);
+        if let (Some(source), Some(r)) = (bent["fault"].as_str(), theirs) {
+            r.count(source);
+        }
+        // As the live judge: a request held is judged on the agent's own time; one cut or never
+        // passed on is not judged; one bent, by the cases of bent requests, on what was sent.
+        let held = bent["held_ms"].as_f64().map_or(Duration::ZERO, duration);
+        if bent["cut"].as_bool() == Some(true) || bent["hang"].as_bool() == Some(true) {
+            continue;
+        }
+        let Some((result, elapsed)) = recorded_answer(exchange, traffic.timeout(), held)? else {
+            continue;
+        };
+        let path = format!("/{}", exchange.endpoint);
+        let mut answer = LiveAnswer {
+            agent,
+            method: exchange.method.as_deref().unwrap_or("POST"),
+            path: &path,
+            task: task_of(exchange),
+            request: serde_json::from_slice(&exchange.request.body()).ok(),
+            result,
+            at: duration(exchange.sent_ms),
+            elapsed,
+        };
+        match (bent["behavior"].as_str(), bent.get("message")) {
+            (Some(name), Some(sent)) => {
+                let sent: Message =
+                    serde_json::from_value(sent.clone()).map_err(|_| ReplayError::Exchange {
+                        seq: exchange.seq,
+                        what: "its forwarded message is missing or wrong".into(),
+                    })?;
+                answer.request = serde_json::from_slice(&sent.body()).ok();
+                let judged = traffic.judge_bent(answer, name, RequestFault::refusal_holds(name));
+                if let (false, Some(source), Some(r)) = (judged, bent["fault"].as_str(), theirs) {
+                    r.unjudged(source);
+                }
+            }
+            _ => traffic.judge(answer),
         }
     }
     let mut cases = vec![super::report::reached_case(told.len() as u64)];
     cases.extend(platform);
     cases.extend(traffic.cases());
     cases.extend(applied.case(&agents));
+    cases.extend(bent_case(requests.iter().map(|(n, r)| (n.as_str(), r))));
     super::report::by_party(&mut cases);
     Ok(cases)
 }
@@ -87,6 +124,32 @@ pub(super) fn told_in_order(entries: &[Entry]) -> Vec<&Exchange> {
         .collect();
     told.sort_by_key(|(order, _)| *order);
     told.into_iter().map(|(_, e)| e).collect()
+}
+
+/// Each agent's request faults as the run had them, parsed again (to count what they bent).
+fn requests_of(
+    protocol: &'static dyn AgentProtocol,
+    settings: &RunSettings,
+) -> Result<Vec<(String, Requests)>, ReplayError> {
+    settings
+        .agents
+        .iter()
+        .map(|a| {
+            let faults = a
+                .requests
+                .iter()
+                .map(|f| super::bend::parse(f, protocol))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| ReplayError::Event {
+                    event: SETTINGS_EVENT.into(),
+                    what: format!("agent {}'s request faults: {e}", a.name),
+                })?;
+            Ok((
+                a.name.clone(),
+                Requests::new(faults, &a.name, settings.seed),
+            ))
+        })
+        .collect()
 }
 
 /// The agents as the run had them: their faults parsed again (to say which took effect).
@@ -122,20 +185,22 @@ fn agents_of(
         .collect()
 }
 
-/// What the agent answered, as the live judge had it, and how long it took: None when the run
-/// ended or the platform left first (not judged live either, unless past the timeout — the
-/// judge decides that from the figure).
+/// What the agent answered, as the live judge had it, and how long it took (less `held`, the
+/// time the proxy held the request before passing it on): None when the run ended or the
+/// platform left first (not judged live either, unless past the timeout — the judge decides
+/// that from the figure).
 #[allow(clippy::type_complexity)]
 pub(super) fn recorded_answer(
     exchange: &Exchange,
     timeout: Duration,
+    held: Duration,
 ) -> Result<Option<(Result<http::Response, http::Error>, Duration)>, ReplayError> {
     let a = &exchange.context["agent_answer"];
     let wrong = |what: &str| ReplayError::Exchange {
         seq: exchange.seq,
         what: format!("its agent_answer's {what} is missing or wrong"),
     };
-    let ms = |key: &str| a[key].as_f64().map(duration);
+    let ms = |key: &str| a[key].as_f64().map(|ms| duration(ms).saturating_sub(held));
     if a.is_null() || a.get("stopped_ms").is_some() {
         return Ok(None);
     }

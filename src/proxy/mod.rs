@@ -8,6 +8,7 @@
 //! instead ([`server`]): the agents' requests judged by the client rules, the server's
 //! answers by the server rules. The engine names no protocol.
 
+pub mod bend;
 pub mod forward;
 pub mod handler;
 pub mod judge;

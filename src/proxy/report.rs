@@ -80,14 +80,17 @@ pub const CLIENTS_REACHED: &str = "proxy.clients-reached";
 
 /// Each case under its party, a JUnit test suite each: the platform's (the observer's topical
 /// groups, `requests`, `challenge`, … folded into `platform`), each agent's (`agent NAME`, as
-/// the agent rules name them), and the proxy's own (whether its faults took effect; whether
-/// a server's clients came through it).
+/// the agent rules name them), and the proxy's own (whether its faults took effect, which
+/// requests it bent; whether a server's clients came through it).
 pub fn by_party(cases: &mut [CaseResult]) {
     for case in cases {
         if case.id.contains('/') {
             continue;
         }
-        case.group = if case.id == "agent.behaviors-applied" || case.id == CLIENTS_REACHED {
+        case.group = if case.id == "agent.behaviors-applied"
+            || case.id == CLIENTS_REACHED
+            || case.id == super::bend::BENT_ID
+        {
             "proxy".to_string()
         } else {
             "platform".to_string()

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::bend::{bent_case, RequestFault, Requests};
 use super::handler::{Deliberations, ProxyHandler, Upstream};
 use super::judging::{Judge, Judging};
 use super::report::{by_party, reached_case, report_of};
@@ -36,6 +37,8 @@ pub struct AgentAt {
     /// Its key, when the user gave it: the platform's bearer is judged against it.
     pub key: Option<String>,
     pub faults: Vec<Item>,
+    /// The faults on the platform's requests to it (`--fault NAME=request:…`).
+    pub requests: Vec<RequestFault>,
 }
 
 /// Everything a proxy run needs, checked.
@@ -152,6 +155,12 @@ impl Running {
                 .applied
                 .case(handler.upstreams.iter().map(|u| &u.faults)),
         );
+        cases.extend(bent_case(
+            handler
+                .upstreams
+                .iter()
+                .map(|u| (u.faults.name(), &u.requests)),
+        ));
         by_party(&mut cases);
         let recorded = handler.recorded.lock().ok().and_then(|mut r| r.take());
         if let Some(recorded) = recorded {
@@ -210,6 +219,7 @@ fn run_settings(settings: &ProxySettings) -> RunSettings {
             .map(|a| RecordedAgent {
                 name: a.name.clone(),
                 faults: a.faults.iter().map(|i| i.source.clone()).collect(),
+                requests: a.requests.iter().map(|f| f.source.clone()).collect(),
             })
             .collect(),
     }
@@ -257,6 +267,9 @@ pub async fn start(settings: ProxySettings) -> Result<Running, Error> {
     let traffic = TrafficJudge::new(settings.suite, settings.limits);
     for agent in &settings.agents {
         traffic.expect(&agent.name);
+        if !agent.requests.is_empty() {
+            traffic.expect_bent(&agent.name);
+        }
     }
     let traffic = Judge::new(Arc::new(traffic), settings.judging, settings.agents.len());
     let upstreams = settings
@@ -270,6 +283,7 @@ pub async fn start(settings: ProxySettings) -> Result<Running, Error> {
                 settings.seed,
             ),
             pool: Pool::new(a.base),
+            requests: Requests::new(a.requests, &a.name, settings.seed),
         })
         .collect();
     // The proxy waits for an agent past the platform's timeout: the platform, leaving, ends

@@ -525,6 +525,7 @@ fn run_settings(settings: &ServerSettings) -> RunSettings {
             .map(|(name, _)| RecordedAgent {
                 name: name.clone(),
                 faults: Vec::new(),
+                requests: Vec::new(),
             })
             .collect(),
     }

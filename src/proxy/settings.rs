@@ -24,11 +24,14 @@ pub struct RunSettings {
     pub agents: Vec<RecordedAgent>,
 }
 
-/// An agent of the run: its name and the faults the proxy put on its answers.
+/// An agent of the run: its name, the faults the proxy put on its answers and those it put on
+/// the platform's requests to it (what follows `request:`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RecordedAgent {
     pub name: String,
     pub faults: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<String>,
 }
 
 impl RunSettings {

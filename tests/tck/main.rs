@@ -45,6 +45,7 @@ mod properties;
 mod proxy;
 mod proxy_cli;
 mod proxy_librarian;
+mod proxy_request_faults;
 mod readme_table;
 mod reference;
 mod rejudge_agents;

@@ -27,30 +27,33 @@ const CONTENT: &str = "Review the authentication module for security vulnerabili
 const KEY: &str = "proxy-test-key-7f3a";
 
 /// What stands behind the proxy in one test.
-struct Stand<'a> {
-    variant: Variant,
+pub(crate) struct Stand<'a> {
+    pub(crate) variant: Variant,
     /// Each real agent: its name and its own behaviour (its flaw, or `conforming`).
-    agents: &'a [(&'a str, &'a str)],
-    /// The proxy's faults on real answers: (agent, fault).
-    faults: &'a [(&'a str, &'a str)],
+    pub(crate) agents: &'a [(&'a str, &'a str)],
+    /// Agents served by the test itself (name, URL), in place of the mock ones of those names.
+    pub(crate) real: &'a [(&'a str, String)],
+    /// The proxy's faults on real answers, or on the platform's requests with `request:`
+    /// before the behaviour (as `--fault` takes them): (agent, fault).
+    pub(crate) faults: &'a [(&'a str, &'a str)],
     /// The agents are registered with a key, which the proxy is told.
-    keys: bool,
-    deliberations: usize,
+    pub(crate) keys: bool,
+    pub(crate) deliberations: usize,
     /// Where the proxy records the traffic.
-    record: Option<std::path::PathBuf>,
+    pub(crate) record: Option<std::path::PathBuf>,
     /// The run ends as soon as the deliberations are answered, with no quiet after them.
-    at_once: bool,
+    pub(crate) at_once: bool,
     /// The run ends itself (`--duration`, `--deliberations`) rather than at the test's word.
-    duration: Option<Duration>,
-    end_after: Option<u64>,
+    pub(crate) duration: Option<Duration>,
+    pub(crate) end_after: Option<u64>,
     /// `--judging`.
-    judging: Judging,
+    pub(crate) judging: Judging,
     /// The platform calls a phase's agents one after another, not at once.
-    one_at_a_time: bool,
+    pub(crate) one_at_a_time: bool,
 }
 
 impl Stand<'_> {
-    fn of(variant: Variant) -> Stand<'static> {
+    pub(crate) fn of(variant: Variant) -> Stand<'static> {
         Stand {
             variant,
             agents: &[
@@ -58,6 +61,7 @@ impl Stand<'_> {
                 ("beta", "conforming"),
                 ("gamma", "conforming"),
             ],
+            real: &[],
             faults: &[],
             keys: false,
             deliberations: 2,
@@ -73,27 +77,39 @@ impl Stand<'_> {
 
 /// Serves the agents, the proxy before them and the platform, registers the agents at their
 /// proxy URLs, runs the deliberations, then ends the proxy and returns its report.
-async fn judged(stand: Stand<'_>) -> Report {
+pub(crate) async fn judged(stand: Stand<'_>) -> Report {
     let key = stand.keys.then_some(KEY);
     let mut served = Vec::new();
     let mut agents = Vec::new();
     for (name, behaviour) in stand.agents {
-        let agent = roundtable::commands::serve_one(name, key.map(str::to_string), behaviour, SEED)
-            .await
-            .expect("serve an agent");
-        let faults: Vec<_> = stand
-            .faults
-            .iter()
-            .filter(|(n, _)| n == name)
+        let url = match stand.real.iter().find(|(n, _)| n == name) {
+            Some((_, url)) => url.clone(),
+            None => {
+                let agent =
+                    roundtable::commands::serve_one(name, key.map(str::to_string), behaviour, SEED)
+                        .await
+                        .expect("serve an agent");
+                let url = agent.urls[0].clone();
+                served.push(agent);
+                url
+            }
+        };
+        let mine = || stand.faults.iter().filter(|(n, _)| n == name);
+        let faults: Vec<_> = mine()
+            .filter(|(_, f)| !f.starts_with("request:"))
             .flat_map(|(_, f)| behavior::parse_list(f, support::roundtable()).expect("a fault"))
+            .collect();
+        let requests = mine()
+            .filter_map(|(_, f)| f.strip_prefix("request:"))
+            .map(|f| agent_tck::proxy::bend::parse(f, &roundtable::Agents).expect("a fault"))
             .collect();
         agents.push(AgentAt {
             name: name.to_string(),
-            base: BaseUrl::parse(&agent.urls[0]).unwrap(),
+            base: BaseUrl::parse(&url).unwrap(),
             key: key.map(str::to_string),
             faults,
+            requests,
         });
-        served.push(agent);
     }
     let proxy = start(ProxySettings {
         protocol: &roundtable::Agents,
@@ -173,12 +189,12 @@ async fn judged(stand: Stand<'_>) -> Report {
     report
 }
 
-fn status_of(report: &Report, id: &str) -> Status {
+pub(crate) fn status_of(report: &Report, id: &str) -> Status {
     support::case(report, id).status
 }
 
 /// The cases that failed, each with its message, for assertion messages.
-fn failures(report: &Report) -> String {
+pub(crate) fn failures(report: &Report) -> String {
     format!("{:#?}", support::failing(report))
 }
 
@@ -465,6 +481,7 @@ async fn harness_judged(flaws: Flaws, faults: &str, linger: Duration) -> Report 
             base: BaseUrl::parse(&served.urls[0]).unwrap(),
             key: None,
             faults,
+            requests: Vec::new(),
         }],
         listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         expect: EXPECT,

@@ -219,6 +219,26 @@ fn flags_that_cannot_be_followed_are_refused_naming_the_flag() {
 }
 
 #[test]
+fn a_behaviour_that_bends_no_request_is_refused_naming_it_and_the_ones_that_do() {
+    let args = [
+        "proxy",
+        "--agent",
+        "alpha=http://127.0.0.1:9",
+        "--fault",
+        "alpha=request:wrong-content-type@analyze",
+    ];
+    let out = tck_within(&args, RUN_DEADLINE);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "--fault alpha=request:wrong-content-type@analyze: \"wrong-content-type\": not a fault on a request (on a request: malformed-json, null-bytes, injection, oversized-field, missing-field, slow, hang, reset; the other behaviours bend the agent's answers: --fault NAME=BEHAVIOUR)"
+        ),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
 fn a_recording_replayed_to_a_new_agent_version_says_what_changed() {
     let dir = TempDir::new("proxy-replay");
     let (old, old_url) = agent("beta", Some(KEY));
