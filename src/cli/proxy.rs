@@ -14,6 +14,7 @@ use crate::probe::args::seed_or_clock;
 use crate::probe::traffic::TrafficLimits;
 use crate::probe::Suite;
 use crate::protocols;
+use crate::proxy::relay::{CallsBack, RelaySettings};
 use crate::proxy::run::{AgentAt, ProxySettings};
 use crate::transport::http::BaseUrl;
 
@@ -29,7 +30,7 @@ fn proxied(name: &str) -> Result<(&'static dyn AgentProtocol, Suite), Error> {
                 .iter()
                 .filter(|p| {
                     let c = p.capabilities();
-                    c.agents.is_some() && c.traffic_suite.is_some()
+                    (c.agents.is_some() && c.traffic_suite.is_some()) || c.calls_back.is_some()
                 })
                 .map(|p| p.name())
                 .collect();
@@ -96,10 +97,11 @@ struct Flags<'a> {
     faults: &'a [String],
 }
 
-/// The agents as the flags give them, each with its key and faults.
+/// The agents as the flags give them, each with its key and faults (`protocol`: the agents
+/// the faults are the mock's behaviours of; None: they take none).
 fn agents_of(
     flags: Flags<'_>,
-    protocol: &'static dyn AgentProtocol,
+    protocol: Option<&'static dyn AgentProtocol>,
 ) -> Result<Vec<AgentAt>, Error> {
     let mut agents: Vec<AgentAt> = Vec::new();
     for text in flags.agents {
@@ -140,6 +142,11 @@ fn agents_of(
     let mut faults = Vec::new();
     for text in flags.faults {
         let (name, fault) = named("--fault", text, "BEHAVIOUR")?;
+        let Some(protocol) = protocol else {
+            return Err(Error::usage(format!(
+                "--fault {text}: these agents take no faults"
+            )));
+        };
         let items = fault_items(fault, protocol)
             .map_err(|e| Error::usage(format!("--fault {name}={fault}: {e}")))?;
         behavior::check_fit(&items, protocol, true, false)
@@ -155,16 +162,80 @@ fn agents_of(
     Ok(agents)
 }
 
+/// The protocol's relay, when its agents call the platform back (the connector's).
+fn calls_back(name: &str) -> Result<Option<&'static dyn CallsBack>, Error> {
+    Ok(protocol(name)?.capabilities().calls_back)
+}
+
+/// `agent-tck proxy` of a protocol whose agents call the platform back: the flags it takes,
+/// checked, and the relay served until Ctrl-C or `--duration`.
+async fn relay(args: ProxyArgs, calls_back: &'static dyn CallsBack) -> Result<Ended, Error> {
+    let name = args.protocol.as_str();
+    let refuse = |flag: &str| {
+        Error::usage(format!(
+            "{flag}: not for --protocol {name} (its agents are judged on their acknowledgements and callbacks)"
+        ))
+    };
+    if !args.faults.is_empty() {
+        return Err(refuse("--fault"));
+    }
+    if !args.agent_keys.is_empty() {
+        return Err(refuse("--agent-key"));
+    }
+    if args.deliberations.is_some() {
+        return Err(refuse("--deliberations"));
+    }
+    let flags = Flags {
+        agents: &args.agents,
+        keys: &[],
+        faults: &[],
+    };
+    let agents = agents_of(flags, None)?
+        .into_iter()
+        .map(|a| (a.name, a.base))
+        .collect();
+    let seed = seed_or_clock(args.seed);
+    let settings = RelaySettings {
+        protocol: protocol(name)?.name(),
+        calls_back,
+        agents,
+        listen: args.listen,
+        reply_timeout: args.timeout,
+        deadline: args.platform_timeout.unwrap_or(Duration::from_secs(120))
+            + Duration::from_secs(30),
+        duration: args.duration,
+        record: args.record.clone(),
+        seed,
+        strict: args.strict,
+        log: args.log && !args.output.quiet,
+    };
+    let running = crate::proxy::relay::start(settings).await?;
+    crate::outln!(
+        "agent-tck proxy ({name}) on http://{} (seed {seed}): give the platform each agent's proxy URL; the agents are given the proxy's callback URLs",
+        running.addr
+    );
+    for (proxied, real) in running.routes() {
+        crate::outln!("  {proxied}  ->  {real}");
+    }
+    crate::outln!("Ctrl-C ends the run and writes the reports");
+    let stop = async { format!("{}", caught_signal().await) };
+    let report = running.until(stop).await?;
+    conclude(report, &args.output)
+}
+
 /// `agent-tck proxy`: serves until Ctrl-C, `--duration` or `--deliberations`, then reports.
 pub(super) async fn proxy(args: ProxyArgs) -> Result<Ended, Error> {
     args.output.check()?;
+    if let Some(calls_back) = calls_back(&args.protocol)? {
+        return relay(args, calls_back).await;
+    }
     let (agents_protocol, suite) = proxied(&args.protocol)?;
     let flags = Flags {
         agents: &args.agents,
         keys: &args.agent_keys,
         faults: &args.faults,
     };
-    let agents = agents_of(flags, agents_protocol)?;
+    let agents = agents_of(flags, Some(agents_protocol))?;
     let seed = seed_or_clock(args.seed);
     let settings = ProxySettings {
         protocol: agents_protocol,
@@ -233,9 +304,19 @@ pub(super) fn judge(args: JudgeArgs) -> Result<Ended, Error> {
     let shown = args.file.display().to_string();
     let (entries, settings, cut) = recording(&args.file)?;
     let name = args.protocol.as_deref().unwrap_or(&settings.protocol);
-    let (protocol, suite) = proxied(name)?;
-    let mut cases = crate::proxy::judge::judge(&entries, protocol, suite, &settings)
-        .map_err(|e| Error::usage(format!("{shown}: {e}")))?;
+    let mut cases = match calls_back(name)? {
+        Some(calls_back) => {
+            let names: Vec<String> = settings.agents.iter().map(|a| a.name.clone()).collect();
+            let relay = calls_back.relay(&names, settings.limits().timeout);
+            crate::proxy::relay::judge(relay.as_ref(), &entries)
+                .map_err(|e| Error::usage(format!("{shown}: {e}")))?
+        }
+        None => {
+            let (protocol, suite) = proxied(name)?;
+            crate::proxy::judge::judge(&entries, protocol, suite, &settings)
+                .map_err(|e| Error::usage(format!("{shown}: {e}")))?
+        }
+    };
     if let Some(at_ms) = cut {
         cases.insert(0, crate::proxy::judge::cut_case(at_ms));
     }
@@ -264,7 +345,7 @@ pub(super) async fn replay(args: ReplayArgs) -> Result<Ended, Error> {
         keys: &args.agent_keys,
         faults: &[],
     };
-    let agents = agents_of(flags, protocol)?;
+    let agents = agents_of(flags, Some(protocol))?;
     let recorded: Vec<&str> = settings.agents.iter().map(|a| a.name.as_str()).collect();
     if let Some(stranger) = agents.iter().find(|a| !recorded.contains(&a.name.as_str())) {
         return Err(Error::usage(format!(

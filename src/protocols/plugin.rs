@@ -548,6 +548,11 @@ pub struct Capabilities {
     /// `traffic: true` exchanges): `agent-tck proxy` and `agent-tck judge` read it. None: its
     /// agents are not judged behind a proxy yet.
     pub traffic_suite: Option<fn() -> Result<crate::probe::Suite, crate::probe::suite::SuiteError>>,
+    /// Its agents answer later, by calling the platform back at a URL the platform's request
+    /// gave them (the connector's external agents): `agent-tck proxy` passes the requests on
+    /// with that URL pointing at itself, passes the callbacks on to the platform, and this
+    /// judges both parties from the exchanges both ways.
+    pub calls_back: Option<&'static dyn crate::proxy::relay::CallsBack>,
     /// The self-test and the behaviour matrix: every protocol is tested on itself.
     pub selftest: &'static dyn Selftest,
 }
@@ -569,6 +574,7 @@ impl Capabilities {
             files: &[],
             fleet_presets: &[],
             traffic_suite: None,
+            calls_back: None,
             selftest,
         }
     }

@@ -9,6 +9,7 @@
 pub mod forward;
 pub mod handler;
 pub mod judge;
+pub mod relay;
 pub mod replay;
 pub mod report;
 pub mod run;

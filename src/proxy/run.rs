@@ -92,15 +92,7 @@ impl Running {
         self,
         stop: impl std::future::Future<Output = String> + Send,
     ) -> Result<Report, Error> {
-        let duration = async {
-            match self.settings.duration {
-                Some(d) => {
-                    tokio::time::sleep(d).await;
-                    format!("--duration {}", humantime::format_duration(d))
-                }
-                None => std::future::pending().await,
-            }
-        };
+        let duration = after(self.settings.duration);
         let deliberations = async {
             match self.settings.deliberations {
                 Some(n) => {
@@ -171,6 +163,17 @@ impl Running {
             ));
         }
         Ok(report)
+    }
+}
+
+/// Once `--duration` has passed, what ends the run then (`--duration 10m`); never without one.
+pub(super) async fn after(duration: Option<Duration>) -> String {
+    match duration {
+        Some(d) => {
+            tokio::time::sleep(d).await;
+            format!("--duration {}", humantime::format_duration(d))
+        }
+        None => std::future::pending().await,
     }
 }
 

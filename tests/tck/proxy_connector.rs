@@ -1,0 +1,450 @@
+//! `agent-tck proxy --protocol connector` between an agent server of our own (`agent_server.rs`'s
+//! reference, conforming or with one flaw) and external agents of our own (the kit's reference
+//! external agent, conforming or with one flaw): the forwards go through the proxy with their
+//! callbackUrl pointing back at it, the callbacks come back through it. A conforming pair
+//! passes; each agent flaw is caught by the probe's case under that agent, each server flaw by
+//! the fleet's case under the platform; an agent that dies is named once, as the agent's; a run
+//! with no traffic says so; a recording judged again gives the live verdicts.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_tck::mock::http1;
+use agent_tck::protocols::connector::reference::{ExternalAgent, Flaws, INPUT_PATH};
+use agent_tck::protocols::connector::relay::ConnectorRelay;
+use agent_tck::protocols::connector::ws::{ws_url, Client, Dialect};
+use agent_tck::proxy::relay::{start, RelayRunning, RelaySettings};
+use agent_tck::report::{Report, Status};
+use agent_tck::transport::http::{send, BaseUrl, Limits, Request};
+
+use crate::agent_server::{self, Flaw};
+
+/// How long the stand waits for the traffic of one message to settle (a busy 2-core machine).
+const SETTLE: Duration = Duration::from_secs(20);
+
+fn loopback() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 0))
+}
+
+/// What stands behind the proxy in one test.
+struct Stand {
+    /// Each external agent: its name and its flaws.
+    agents: Vec<(&'static str, Flaws)>,
+    server: Flaw,
+    /// User messages sent on each agent's session.
+    messages: usize,
+    /// Stop agent `alpha` after its first message's callback, before the next message.
+    kill_alpha: bool,
+    /// The agents call back (not when the server's forwards give them nothing to call back at).
+    callbacks: bool,
+    record: Option<std::path::PathBuf>,
+}
+
+impl Stand {
+    fn of(agents: Vec<(&'static str, Flaws)>, server: Flaw) -> Stand {
+        Stand {
+            agents,
+            server,
+            messages: 1,
+            kill_alpha: false,
+            callbacks: true,
+            record: None,
+        }
+    }
+}
+
+/// The proxy before real agents, as the tests start it.
+async fn proxy_for(
+    agents: &[(String, String)],
+    record: Option<std::path::PathBuf>,
+) -> RelayRunning {
+    start(RelaySettings {
+        protocol: "connector",
+        calls_back: &ConnectorRelay,
+        agents: agents
+            .iter()
+            .map(|(name, url)| (name.clone(), BaseUrl::parse(url).unwrap()))
+            .collect(),
+        listen: loopback(),
+        reply_timeout: Duration::from_secs(5),
+        deadline: Duration::from_secs(30),
+        duration: None,
+        record,
+        seed: 7,
+        strict: false,
+        log: false,
+    })
+    .await
+    .unwrap()
+}
+
+/// Waits until `done` holds, at most `SETTLE`; false when it never did.
+async fn settled(done: impl Fn() -> bool) -> bool {
+    let until = Instant::now() + SETTLE;
+    while Instant::now() < until {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+/// Creates `session` for `agent_id` on the server at `url`.
+async fn create(url: &str, agent_id: &str, session: &str) {
+    let request = Request {
+        method: "POST".into(),
+        path: "/api/plugins/sessions/operations/create".into(),
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: serde_json::json!({"agentId": agent_id, "sessionId": session})
+            .to_string()
+            .into(),
+    };
+    let answer = send(&BaseUrl::parse(url).unwrap(), &request, Limits::default())
+        .await
+        .unwrap();
+    assert_eq!(answer.status, 201, "create {session}");
+}
+
+/// Runs the stand: each agent's session created, its messages sent over the server's WebSocket,
+/// each waited for until the proxy has passed on its forward and a callback (or the run's
+/// timeouts passed), then the run ended and judged.
+async fn run(stand: Stand) -> Report {
+    let mut agents = Vec::new();
+    let mut served = HashMap::new();
+    for (name, flaws) in &stand.agents {
+        let running = http1::spawn(Arc::new(ExternalAgent::new(*flaws)), loopback())
+            .await
+            .unwrap();
+        agents.push((name.to_string(), running.url()));
+        served.insert(*name, running);
+    }
+    let proxy = proxy_for(&agents, stand.record.clone()).await;
+    let bound = agent_server::bind().await;
+    let url = bound.1.clone();
+    let inputs = stand
+        .agents
+        .iter()
+        .map(|(name, _)| {
+            (
+                format!("ext-{name}"),
+                format!("http://{}/agents/{name}{INPUT_PATH}", proxy.addr),
+            )
+        })
+        .collect();
+    let _server = agent_server::start(bound, stand.server, inputs);
+    let handler = proxy.handler.clone();
+    let mut clients = Vec::new();
+    for (name, _) in &stand.agents {
+        let session = format!("s-{name}");
+        create(&url, &format!("ext-{name}"), &session).await;
+        let client = Client::connect(
+            &ws_url(&BaseUrl::parse(&url).unwrap()),
+            &session,
+            Dialect::Document,
+            SETTLE,
+        )
+        .await
+        .unwrap();
+        assert!(client.wait_for(SETTLE, |m| m.kind == "session_ready").await);
+        clients.push(client);
+    }
+    let (mut sent, mut due) = (0, 0);
+    for n in 0..stand.messages {
+        if n == 1 && stand.kill_alpha {
+            if let Some(alpha) = served.remove("alpha") {
+                alpha.stop().await;
+            }
+        }
+        for client in &clients {
+            client.say(&format!("message {n}")).await.unwrap();
+        }
+        sent += clients.len() as u64;
+        // Each agent still up calls back at least once per message.
+        if stand.callbacks {
+            due += served.len() as u64;
+        }
+        // Every forward passed on, a callback for each message of an agent still up, and
+        // every exchange over.
+        let over = settled(|| {
+            handler.forwards.load(Ordering::Relaxed) >= sent
+                && handler.callbacks.load(Ordering::Relaxed) >= due
+                && handler.open.load(Ordering::Relaxed) == 0
+        })
+        .await;
+        assert!(
+            over,
+            "the traffic of message {n} did not settle within {SETTLE:?}"
+        );
+    }
+    for client in clients {
+        client.close().await;
+    }
+    proxy.end("the test's end".into()).await.unwrap()
+}
+
+fn statuses(report: &Report) -> BTreeMap<String, Status> {
+    report
+        .cases
+        .iter()
+        .map(|c| (c.id.clone(), c.status))
+        .collect()
+}
+
+fn failed(report: &Report) -> Vec<String> {
+    report
+        .cases
+        .iter()
+        .filter(|c| c.status == Status::Fail)
+        .map(|c| c.id.clone())
+        .collect()
+}
+
+fn case<'a>(report: &'a Report, id: &str) -> &'a agent_tck::report::CaseResult {
+    report
+        .cases
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no case {id} in {:?}", statuses(report)))
+}
+
+fn flaws(f: impl FnOnce(&mut Flaws)) -> Flaws {
+    let mut flaws = Flaws::default();
+    f(&mut flaws);
+    flaws
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conforming_server_and_agent_pass_and_each_side_is_its_own_party() {
+    let mut stand = Stand::of(vec![("alpha", Flaws::default())], Flaw::None);
+    stand.messages = 2;
+    let report = run(stand).await;
+    assert!(failed(&report).is_empty(), "{:#?}", report.cases);
+    for id in [
+        "platform.reached-proxy",
+        "platform.forward-schema",
+        "platform.forward-once",
+        "platform.callback-delivered",
+        "platform.callback-no-5xx",
+        "alpha/agent.alive",
+        "alpha/forward.acknowledged",
+        "alpha/forward.within-5s",
+        "alpha/callback.arrives",
+        "alpha/callback.exact-url",
+        "alpha/callback.method",
+        "alpha/callback.not-empty",
+        "alpha/callback.raw-text",
+    ] {
+        assert_eq!(
+            case(&report, id).status,
+            Status::Pass,
+            "{id}: {:?}",
+            case(&report, id)
+        );
+    }
+    assert_eq!(case(&report, "platform.forward-schema").group, "platform");
+    assert_eq!(case(&report, "alpha/callback.arrives").group, "agent alpha");
+    // What nothing exercised says so rather than passing.
+    let timeout = case(&report, "platform.forward-timeout");
+    assert_eq!(timeout.status, Status::Skip);
+    assert!(timeout.message.contains("after 5 s"), "{}", timeout.message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_flaws_are_caught_by_the_probes_case_under_that_agent() {
+    let report = run(Stand::of(
+        vec![
+            ("alpha", flaws(|f| f.hard_coded_callback = true)),
+            ("beta", flaws(|f| f.json_envelope = true)),
+            ("gamma", flaws(|f| f.put_callback = true)),
+        ],
+        Flaw::None,
+    ))
+    .await;
+    let mut failing = failed(&report);
+    failing.sort();
+    assert_eq!(
+        failing,
+        [
+            "alpha/callback.exact-url",
+            "beta/callback.raw-text",
+            "gamma/callback.method"
+        ],
+        "{:#?}",
+        report.cases
+    );
+    let exact = case(&report, "alpha/callback.exact-url");
+    assert!(
+        exact
+            .message
+            .contains("the path lost its prefix `/callbacks/alpha`"),
+        "{}",
+        exact.message
+    );
+    // The hard-coded callback still reached the server, which took it.
+    assert_eq!(
+        case(&report, "platform.callback-delivered").status,
+        Status::Pass
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_acknowledgement_is_the_agents_and_the_servers_give_up_is_judged() {
+    let report = run(Stand::of(
+        vec![("alpha", flaws(|f| f.slow_ack = true))],
+        Flaw::None,
+    ))
+    .await;
+    assert_eq!(
+        failed(&report),
+        ["alpha/forward.acknowledged"],
+        "{:#?}",
+        report.cases
+    );
+    let ack = case(&report, "alpha/forward.acknowledged");
+    assert!(
+        ack.message.contains("when the agent server gave up"),
+        "{}",
+        ack.message
+    );
+    // The server gave up at its 5 s: the fleet's rule held.
+    assert_eq!(
+        case(&report, "platform.forward-timeout").status,
+        Status::Pass
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_flaws_are_caught_by_the_fleets_case_under_the_platform() {
+    let mut stand = Stand::of(vec![("alpha", Flaws::default())], Flaw::WrongFieldNames);
+    stand.callbacks = false;
+    let report = run(stand).await;
+    assert_eq!(
+        failed(&report),
+        ["platform.forward-schema"],
+        "{:#?}",
+        report.cases
+    );
+    // The agent's refusal of a payload that broke the document is not held against it.
+    let ack = case(&report, "alpha/forward.acknowledged");
+    assert_eq!(ack.status, Status::Skip, "{ack:?}");
+    assert!(
+        ack.message.contains("platform.forward-schema"),
+        "{}",
+        ack.message
+    );
+
+    let report = run(Stand::of(
+        vec![("alpha", Flaws::default())],
+        Flaw::NoCallbackRoute,
+    ))
+    .await;
+    assert_eq!(
+        failed(&report),
+        ["platform.callback-delivered"],
+        "{:#?}",
+        report.cases
+    );
+    assert!(case(&report, "platform.callback-delivered")
+        .message
+        .contains("404"));
+    assert_eq!(
+        case(&report, "alpha/callback.exact-url").status,
+        Status::Pass
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_callback_and_a_500_to_it_are_each_their_own_partys() {
+    let report = run(Stand::of(
+        vec![("alpha", flaws(|f| f.empty_callback = true))],
+        Flaw::ServerErrorOnEmptyCallback,
+    ))
+    .await;
+    let mut failing = failed(&report);
+    failing.sort();
+    assert_eq!(
+        failing,
+        [
+            "alpha/callback.not-empty",
+            "platform.callback-empty",
+            "platform.callback-no-5xx"
+        ],
+        "{:#?}",
+        report.cases
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_traffic_fails_the_precondition_and_every_rule_skips_saying_why() {
+    let proxy = proxy_for(&[("alpha".into(), "http://127.0.0.1:9".into())], None).await;
+    let report = proxy.end("the test's end".into()).await.unwrap();
+    assert_eq!(
+        failed(&report),
+        ["platform.reached-proxy"],
+        "{:#?}",
+        report.cases
+    );
+    for c in &report.cases {
+        if c.id == "platform.reached-proxy" || c.id == "alpha/agent.alive" {
+            continue;
+        }
+        assert_eq!(c.status, Status::Skip, "{c:?}");
+        assert!(!c.message.is_empty(), "{c:?}");
+    }
+    assert!(case(&report, "alpha/callback.arrives")
+        .message
+        .contains("no forward reached agent alpha"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_dies_mid_run_is_named_once_and_the_server_is_not_blamed() {
+    let mut stand = Stand::of(vec![("alpha", Flaws::default())], Flaw::None);
+    stand.messages = 2;
+    stand.kill_alpha = true;
+    let report = run(stand).await;
+    assert_eq!(
+        failed(&report),
+        ["alpha/agent.alive"],
+        "{:#?}",
+        report.cases
+    );
+    let alive = case(&report, "alpha/agent.alive");
+    assert!(
+        alive.message.contains("after answering 1 forward"),
+        "{}",
+        alive.message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_judged_again_gives_the_live_verdicts() {
+    let dir = crate::support::TempDir::new("proxy-connector-record");
+    for file in ["run.jsonl", "run.har"] {
+        let path = dir.0.join(file);
+        let mut stand = Stand::of(
+            vec![
+                ("alpha", flaws(|f| f.hard_coded_callback = true)),
+                ("beta", Flaws::default()),
+            ],
+            Flaw::None,
+        );
+        stand.record = Some(path.clone());
+        let live = run(stand).await;
+        let read = agent_tck::judge::record::read_recording(&path).unwrap();
+        let names = ["alpha".to_string(), "beta".to_string()];
+        let relay = agent_tck::proxy::relay::CallsBack::relay(
+            &ConnectorRelay,
+            &names,
+            Duration::from_secs(5),
+        );
+        let again = agent_tck::proxy::relay::judge(relay.as_ref(), &read.entries).unwrap();
+        let again: BTreeMap<String, Status> =
+            again.iter().map(|c| (c.id.clone(), c.status)).collect();
+        assert_eq!(again, statuses(&live), "{file}");
+        assert_eq!(again["alpha/callback.exact-url"], Status::Fail, "{file}");
+    }
+}
