@@ -176,9 +176,6 @@ async fn relay(args: ProxyArgs, calls_back: &'static dyn CallsBack) -> Result<En
             "{flag}: not for --protocol {name} (its agents are judged on their acknowledgements and callbacks)"
         ))
     };
-    if !args.faults.is_empty() {
-        return Err(refuse("--fault"));
-    }
     if !args.agent_keys.is_empty() {
         return Err(refuse("--agent-key"));
     }
@@ -190,10 +187,19 @@ async fn relay(args: ProxyArgs, calls_back: &'static dyn CallsBack) -> Result<En
         keys: &[],
         faults: &[],
     };
-    let agents = agents_of(flags, None)?
+    let mut agents: Vec<(String, BaseUrl, Vec<String>)> = agents_of(flags, None)?
         .into_iter()
-        .map(|a| (a.name, a.base))
+        .map(|a| (a.name, a.base, Vec::new()))
         .collect();
+    // The faults are the protocol's to read: the relay says which it knows.
+    for text in &args.faults {
+        let (name, fault) = named("--fault", text, "BEHAVIOUR")?;
+        let agent = agents
+            .iter_mut()
+            .find(|a| a.0 == name)
+            .ok_or_else(|| Error::usage(format!("--fault {name}=…: no --agent {name}=URL")))?;
+        agent.2.push(fault.to_string());
+    }
     let seed = seed_or_clock(args.seed);
     let settings = RelaySettings {
         protocol: protocol(name)?.name(),
@@ -306,8 +312,14 @@ pub(super) fn judge(args: JudgeArgs) -> Result<Ended, Error> {
     let name = args.protocol.as_deref().unwrap_or(&settings.protocol);
     let mut cases = match calls_back(name)? {
         Some(calls_back) => {
-            let names: Vec<String> = settings.agents.iter().map(|a| a.name.clone()).collect();
-            let relay = calls_back.relay(&names, settings.limits().timeout);
+            let agents: Vec<(String, Vec<String>)> = settings
+                .agents
+                .iter()
+                .map(|a| (a.name.clone(), a.faults.clone()))
+                .collect();
+            let relay = calls_back
+                .relay(&agents, settings.limits().timeout)
+                .map_err(|e| Error::usage(format!("{shown}: the recorded --fault {e}")))?;
             crate::proxy::relay::judge(relay.as_ref(), &entries)
                 .map_err(|e| Error::usage(format!("{shown}: {e}")))?
         }

@@ -32,8 +32,14 @@ use crate::transport::pool::Pool;
 /// A protocol whose agents answer later by calling the platform back at a URL the platform's
 /// request gave them: the proxy stands between them both ways.
 pub trait CallsBack: Sync {
-    /// The relay of one run, for agents `agents`; a callback may take `reply_timeout` to come.
-    fn relay(&self, agents: &[String], reply_timeout: Duration) -> Box<dyn Relay>;
+    /// The relay of one run, for `agents` (each its name and the `--fault`s put on it, as
+    /// written); a callback may take `reply_timeout` to come. A fault it does not know is an
+    /// error that says which it knows.
+    fn relay(
+        &self,
+        agents: &[(String, Vec<String>)],
+        reply_timeout: Duration,
+    ) -> Result<Box<dyn Relay>, String>;
 }
 
 /// What the proxy asks of a protocol between a platform and agents that call back, and tells
@@ -53,6 +59,14 @@ pub trait Relay: Send + Sync {
     /// from and the platform's URL (origin, then path and query). `agent` is the agent whose
     /// route it came under, None when it came elsewhere. None: nowhere (the proxy answers 404).
     fn destination(&self, agent: Option<&str>, target: &str) -> Option<Destination>;
+
+    /// The agent's answer to a forward, as the platform is to meet it: bent by the agent's
+    /// faults, if it has some (the agent is judged on the answer as it came).
+    fn bend_answer(&self, agent: &str, plan: &mut Plan);
+
+    /// A callback's body, as the platform is to meet it: bent by the agent's faults, if it has
+    /// some (the agent is judged on the callback as it came).
+    fn bend_callback(&self, agent: &str, body: bytes::Bytes) -> bytes::Bytes;
 
     /// An exchange the proxy relayed (or refused), both ways, once it is over; `body` is the
     /// request's body as it came.
@@ -141,8 +155,8 @@ pub const GIVEN_EVENT: &str = "callback-given";
 pub struct RelaySettings {
     pub protocol: &'static str,
     pub calls_back: &'static dyn CallsBack,
-    /// Each agent's name and real URL.
-    pub agents: Vec<(String, BaseUrl)>,
+    /// Each agent's name, real URL and `--fault`s (as written).
+    pub agents: Vec<(String, BaseUrl, Vec<String>)>,
     pub listen: SocketAddr,
     /// How long a callback may take to come.
     pub reply_timeout: Duration,
@@ -335,7 +349,11 @@ impl Handler for RelayHandler {
             let forwarded = self
                 .pass_on(&self.agents[agent], target, &request, body)
                 .await;
-            let (plan, came) = answered(&forwarded);
+            let (mut plan, came) = answered(&forwarded);
+            // Nothing is written to a platform that left, nor at the run's end.
+            if matches!(came, Came::Answer { .. } | Came::Failed { .. }) {
+                self.relay.bend_answer(agent, &mut plan);
+            }
             let waited = request.received.elapsed();
             return (
                 plan,
@@ -363,9 +381,8 @@ impl Handler for RelayHandler {
                 pending(relayed(Way::Callback, agent, Came::Nowhere, Duration::ZERO)),
             );
         };
-        let forwarded = self
-            .pass_on(&pool, &to.target, &request, request.body.clone())
-            .await;
+        let body = self.relay.bend_callback(&to.agent, request.body.clone());
+        let forwarded = self.pass_on(&pool, &to.target, &request, body).await;
         let (plan, came) = answered(&forwarded);
         let waited = request.received.elapsed();
         (
@@ -594,7 +611,16 @@ pub async fn start(settings: RelaySettings) -> Result<RelayRunning, Error> {
     let addr = listener
         .local_addr()
         .map_err(http1::ListenError::LocalAddr)?;
-    let names: Vec<String> = settings.agents.iter().map(|(n, _)| n.clone()).collect();
+    let names: Vec<String> = settings.agents.iter().map(|(n, ..)| n.clone()).collect();
+    let faulted: Vec<(String, Vec<String>)> = settings
+        .agents
+        .iter()
+        .map(|(n, _, f)| (n.clone(), f.clone()))
+        .collect();
+    let relay = settings
+        .calls_back
+        .relay(&faulted, settings.reply_timeout)
+        .map_err(|e| Error::usage(format!("--fault {e}")))?;
     let recorder = match &settings.record {
         Some(path) => {
             let urls = Box::new(move |party: &Party| match party {
@@ -613,11 +639,11 @@ pub async fn start(settings: RelaySettings) -> Result<RelayRunning, Error> {
                     max_body: 0,
                     max_field: 0,
                     seed: settings.seed,
-                    agents: names
+                    agents: faulted
                         .iter()
-                        .map(|name| super::settings::RecordedAgent {
+                        .map(|(name, faults)| super::settings::RecordedAgent {
                             name: name.clone(),
-                            faults: Vec::new(),
+                            faults: faults.clone(),
                         })
                         .collect(),
                 }),
@@ -633,9 +659,9 @@ pub async fn start(settings: RelaySettings) -> Result<RelayRunning, Error> {
         agents: settings
             .agents
             .into_iter()
-            .map(|(name, base)| (name, Pool::new(base)))
+            .map(|(name, base, _)| (name, Pool::new(base)))
             .collect(),
-        relay: settings.calls_back.relay(&names, settings.reply_timeout),
+        relay,
         names,
         platforms: Mutex::new(HashMap::new()),
         origin: format!("http://{addr}"),

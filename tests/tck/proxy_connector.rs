@@ -33,6 +33,8 @@ fn loopback() -> SocketAddr {
 struct Stand {
     /// Each external agent: its name and its flaws.
     agents: Vec<(&'static str, Flaws)>,
+    /// The proxy's faults on real traffic: (agent, fault).
+    faults: Vec<(&'static str, &'static str)>,
     server: Flaw,
     /// User messages sent on each agent's session.
     messages: usize,
@@ -47,6 +49,7 @@ impl Stand {
     fn of(agents: Vec<(&'static str, Flaws)>, server: Flaw) -> Stand {
         Stand {
             agents,
+            faults: Vec::new(),
             server,
             messages: 1,
             kill_alpha: false,
@@ -58,7 +61,7 @@ impl Stand {
 
 /// The proxy before real agents, as the tests start it.
 async fn proxy_for(
-    agents: &[(String, String)],
+    agents: &[(String, String, Vec<String>)],
     record: Option<std::path::PathBuf>,
 ) -> RelayRunning {
     start(RelaySettings {
@@ -66,7 +69,7 @@ async fn proxy_for(
         calls_back: &ConnectorRelay,
         agents: agents
             .iter()
-            .map(|(name, url)| (name.clone(), BaseUrl::parse(url).unwrap()))
+            .map(|(name, url, faults)| (name.clone(), BaseUrl::parse(url).unwrap(), faults.clone()))
             .collect(),
         listen: loopback(),
         reply_timeout: Duration::from_secs(5),
@@ -119,7 +122,13 @@ async fn run(stand: Stand) -> Report {
         let running = http1::spawn(Arc::new(ExternalAgent::new(*flaws)), loopback())
             .await
             .unwrap();
-        agents.push((name.to_string(), running.url()));
+        let faults = stand
+            .faults
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, f)| f.to_string())
+            .collect();
+        agents.push((name.to_string(), running.url(), faults));
         served.insert(*name, running);
     }
     let proxy = proxy_for(&agents, stand.record.clone()).await;
@@ -380,7 +389,11 @@ async fn an_empty_callback_and_a_500_to_it_are_each_their_own_partys() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_traffic_fails_the_precondition_and_every_rule_skips_saying_why() {
-    let proxy = proxy_for(&[("alpha".into(), "http://127.0.0.1:9".into())], None).await;
+    let proxy = proxy_for(
+        &[("alpha".into(), "http://127.0.0.1:9".into(), Vec::new())],
+        None,
+    )
+    .await;
     let report = proxy.end("the test's end".into()).await.unwrap();
     assert_eq!(
         failed(&report),
@@ -432,19 +445,95 @@ async fn a_recording_judged_again_gives_the_live_verdicts() {
             ],
             Flaw::None,
         );
+        stand.faults = vec![("beta", "error-ack:503")];
         stand.record = Some(path.clone());
         let live = run(stand).await;
         let read = agent_tck::judge::record::read_recording(&path).unwrap();
-        let names = ["alpha".to_string(), "beta".to_string()];
+        let names = [
+            ("alpha".to_string(), Vec::new()),
+            ("beta".to_string(), vec!["error-ack:503".to_string()]),
+        ];
         let relay = agent_tck::proxy::relay::CallsBack::relay(
             &ConnectorRelay,
             &names,
             Duration::from_secs(5),
-        );
+        )
+        .unwrap();
         let again = agent_tck::proxy::relay::judge(relay.as_ref(), &read.entries).unwrap();
         let again: BTreeMap<String, Status> =
             again.iter().map(|c| (c.id.clone(), c.status)).collect();
         assert_eq!(again, statuses(&live), "{file}");
         assert_eq!(again["alpha/callback.exact-url"], Status::Fail, "{file}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_on_real_traffic_show_the_servers_handling_and_are_not_the_agents() {
+    let mut stand = Stand::of(
+        vec![("alpha", Flaws::default()), ("beta", Flaws::default())],
+        Flaw::NoForwardTimeout,
+    );
+    stand.faults = vec![("alpha", "slow-ack:5500ms"), ("beta", "empty-callback")];
+    let report = run(stand).await;
+    let mut failing = failed(&report);
+    failing.sort();
+    // A server that waits for the slow acknowledgement fails the 5 s rule; the empty body the
+    // proxy put in beta's callback is refused 400, as it must be; neither agent is blamed.
+    assert_eq!(failing, ["platform.forward-timeout"], "{:#?}", report.cases);
+    let timeout = case(&report, "platform.forward-timeout");
+    assert!(
+        timeout.message.contains("no 5 s timeout"),
+        "{}",
+        timeout.message
+    );
+    assert_eq!(
+        case(&report, "platform.callback-empty").status,
+        Status::Pass
+    );
+    assert_eq!(
+        case(&report, "beta/callback.not-empty").status,
+        Status::Pass
+    );
+    assert_eq!(
+        case(&report, "alpha/forward.within-5s").status,
+        Status::Pass
+    );
+
+    // The same faults on a server that gives up at 5 s: it passes.
+    let mut stand = Stand::of(vec![("alpha", Flaws::default())], Flaw::None);
+    stand.faults = vec![("alpha", "slow-ack:5500ms")];
+    let report = run(stand).await;
+    assert!(failed(&report).is_empty(), "{:#?}", report.cases);
+    assert_eq!(
+        case(&report, "platform.forward-timeout").status,
+        Status::Pass
+    );
+}
+
+#[tokio::test]
+async fn a_fault_the_proxy_cannot_put_on_real_traffic_is_refused_naming_those_it_can() {
+    let refused = start(RelaySettings {
+        protocol: "connector",
+        calls_back: &ConnectorRelay,
+        agents: vec![(
+            "alpha".into(),
+            BaseUrl::parse("http://127.0.0.1:9").unwrap(),
+            vec!["markdown".into()],
+        )],
+        listen: loopback(),
+        reply_timeout: Duration::from_secs(5),
+        deadline: Duration::from_secs(30),
+        duration: None,
+        record: None,
+        seed: 7,
+        strict: false,
+        log: false,
+    })
+    .await;
+    let Err(e) = refused else {
+        panic!("a fault the proxy cannot apply was taken")
+    };
+    let e = e.to_string();
+    assert!(e.contains("--fault alpha=markdown"), "{e}");
+    assert!(e.contains("slow-ack"), "{e}");
 }

@@ -15,12 +15,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::fleet::{judge::between, Books, CallbackKind, Forward as ServerForward, SentCallback};
+use super::fleet::{
+    head_under, judge::between, Behavior, Books, CallbackKind, Forward as ServerForward,
+    SentCallback,
+};
 use super::listener::{Heard as Whose, Listener};
 use super::model::{callback_path, FORWARD_TIMEOUT};
 use super::probe::{judge_across, Forward, Heard};
 use super::reference::origin_and_rest;
-use crate::mock::http1::Request;
+use bytes::Bytes;
+
+use crate::mock::http1::{Fault, Plan, Request, Response};
 use crate::probe::checks::Check;
 use crate::proxy::relay::{CallsBack, Came, Destination, Relay, Relayed, Way};
 use crate::report::{CaseResult, Evidence, Level};
@@ -30,12 +35,21 @@ use crate::transport::http;
 pub struct ConnectorRelay;
 
 impl CallsBack for ConnectorRelay {
-    fn relay(&self, agents: &[String], reply_timeout: Duration) -> Box<dyn Relay> {
+    fn relay(
+        &self,
+        agents: &[(String, Vec<String>)],
+        reply_timeout: Duration,
+    ) -> Result<Box<dyn Relay>, String> {
+        let mut bent = HashMap::new();
+        for (name, faults) in agents {
+            bent.insert(name.clone(), Bent::of(name, faults)?);
+        }
         let agents = agents
             .iter()
-            .map(|name| (name.clone(), Agent::default()))
+            .map(|(name, _)| (name.clone(), Agent::default()))
             .collect();
-        Box::new(Between {
+        Ok(Box::new(Between {
+            bent,
             base: Instant::now(),
             reply_timeout,
             state: Mutex::new(State {
@@ -43,7 +57,55 @@ impl CallsBack for ConnectorRelay {
                 books: Books::default(),
                 slow: HashSet::new(),
             }),
-        })
+        }))
+    }
+}
+
+/// What the proxy bends of one agent's traffic (`--fault NAME=…`): the fleet's behaviours that
+/// bend an exchange rather than make one.
+#[derive(Debug, Default)]
+struct Bent {
+    /// Its acknowledgements: slow-ack, error-ack, fault:….
+    ack: Option<Behavior>,
+    /// Its callbacks' body: empty-callback, whitespace-callback.
+    callback: Option<CallbackKind>,
+}
+
+impl Bent {
+    fn of(name: &str, faults: &[String]) -> Result<Bent, String> {
+        let mut bent = Bent::default();
+        for item in faults.iter().flat_map(|f| f.split(',')).map(str::trim) {
+            let wrong = |why: String| format!("{name}={item}: {why}");
+            match Behavior::parse(item).map_err(|e| wrong(e.to_string()))? {
+                b @ (Behavior::SlowAck(_) | Behavior::ErrorAck(_) | Behavior::Fault(_)) => {
+                    bent.ack = Some(b)
+                }
+                Behavior::EmptyCallback => bent.callback = Some(CallbackKind::Empty),
+                Behavior::WhitespaceCallback => bent.callback = Some(CallbackKind::Whitespace),
+                _ => return Err(wrong(
+                    "not a fault the proxy puts on real traffic: it bends an acknowledgement (slow-ack[:DUR], error-ack[:STATUS], fault:reset|close|garbage|hang) or a callback's body (empty-callback, whitespace-callback)".into(),
+                )),
+            }
+        }
+        Ok(bent)
+    }
+
+    /// Whether it holds the acknowledgement past the server's 5 s.
+    fn slow(&self) -> bool {
+        match &self.ack {
+            Some(Behavior::SlowAck(d)) => *d > FORWARD_TIMEOUT,
+            Some(Behavior::Fault(fault)) => *fault == Fault::Hang,
+            _ => false,
+        }
+    }
+
+    /// The status of the head the server meets for an acknowledgement of `status`.
+    fn head(&self, status: u16) -> u16 {
+        match &self.ack {
+            Some(Behavior::ErrorAck(s)) => *s,
+            Some(Behavior::Fault(fault)) => head_under(fault, status),
+            _ => status,
+        }
     }
 }
 
@@ -57,6 +119,9 @@ const AGENT_RULES: [&str; 6] = [
     "callback_not_empty",
     "callback_raw_text",
 ];
+
+/// How much under its 5 s a server's give-up may read at the proxy and still be its 5 s.
+const EARLY: Duration = Duration::from_millis(250);
 
 /// The case that judges each acknowledgement's status (the probe's `forward.*` cases judge
 /// the ones it sends itself).
@@ -79,6 +144,8 @@ struct Agent {
     /// The forwards (their index) whose payload broke the document: the server's fault
     /// (platform.forward-schema), so the agent's refusal of them is not judged.
     malformed: HashSet<usize>,
+    /// The forwards the server gave up on before its 5 s: the agent's answer was not yet due.
+    early: HashSet<usize>,
 }
 
 struct State {
@@ -90,6 +157,8 @@ struct State {
 }
 
 struct Between {
+    /// Each agent's faults.
+    bent: HashMap<String, Bent>,
     /// The clock the records' times are read on (they are times since the run started).
     base: Instant,
     reply_timeout: Duration,
@@ -160,6 +229,28 @@ impl Relay for Between {
                 rest.into()
             },
         })
+    }
+
+    fn bend_answer(&self, agent: &str, plan: &mut Plan) {
+        match self.bent.get(agent).and_then(|b| b.ack.as_ref()) {
+            Some(Behavior::SlowAck(after)) => plan.ttfb = *after,
+            Some(Behavior::ErrorAck(status)) => {
+                plan.response = Response::json_error(
+                    *status,
+                    "the external agent is failing (agent-tck proxy --fault)",
+                )
+            }
+            Some(Behavior::Fault(fault)) => plan.fault = fault.clone(),
+            _ => {}
+        }
+    }
+
+    fn bend_callback(&self, agent: &str, body: Bytes) -> Bytes {
+        match self.bent.get(agent).and_then(|b| b.callback) {
+            Some(CallbackKind::Empty) => Bytes::new(),
+            Some(CallbackKind::Whitespace) => Bytes::from_static(b"  \n\t \r\n "),
+            _ => body,
+        }
     }
 
     fn heard(&self, relayed: &Relayed, body: &[u8]) {
@@ -237,6 +328,9 @@ impl Between {
             ended_at,
         };
         let mut status = 0;
+        // The server's clock starts before the forward's last byte reaches the proxy: a give-up
+        // at its 5 s reads a little under them here.
+        let early = matches!(relayed.came, Came::Left) && waited + EARLY < FORWARD_TIMEOUT;
         let slow = match &relayed.came {
             Came::Answer {
                 status: s, said, ..
@@ -266,7 +360,9 @@ impl Between {
                     "no acknowledgement when the agent server gave up, {:.1} s after the forward",
                     waited.as_secs_f64()
                 ));
-                waited >= FORWARD_TIMEOUT
+                // Slower than the server waited (its clock started before the forward's last
+                // byte reached the proxy, so this wait reads a little under its 5 s).
+                true
             }
             // The run's end cut it: nothing to judge either party by.
             Came::Stopped | Came::Nowhere => return,
@@ -286,6 +382,10 @@ impl Between {
             _ => {}
         }
         let malformed = !problems.is_empty();
+        // The server is judged on what it met: the acknowledgement as the faults bent it.
+        let bent = self.bent.get(name);
+        let slow = slow || bent.is_some_and(Bent::slow);
+        let status = bent.map_or(status, |b| b.head(status));
         let mut server = ServerForward::received(name, request, &payload, problems, status);
         server.ack = relayed.delivered;
         if slow {
@@ -304,6 +404,9 @@ impl Between {
         }
         if malformed {
             agent.malformed.insert(agent.forwards.len());
+        }
+        if early {
+            agent.early.insert(agent.forwards.len());
         }
         agent.forwards.push(forward);
     }
@@ -330,8 +433,12 @@ impl Between {
             // doing.
             Came::Left | Came::Stopped | Came::Nowhere => return,
         };
+        // The server is judged on the body it met (the agent on the one it sent).
+        let bent = self.bent.get(agent_name(relayed)).and_then(|b| b.callback);
         let body = &request.body;
-        let kind = if body.is_empty() {
+        let kind = if let Some(kind) = bent {
+            kind
+        } else if body.is_empty() {
             CallbackKind::Empty
         } else if body.iter().all(u8::is_ascii_whitespace) {
             CallbackKind::Whitespace
@@ -392,6 +499,10 @@ impl Between {
     }
 }
 
+fn agent_name(relayed: &Relayed) -> &str {
+    relayed.agent.as_deref().unwrap_or("")
+}
+
 fn no_forward(name: &str) -> String {
     format!(
         "no forward reached agent {name} through the proxy: give the agent server the proxy's inputUrl for {name} (printed at start) and send a message on one of its sessions"
@@ -425,7 +536,8 @@ fn alive_case(agent: &Agent) -> CaseResult {
 }
 
 /// Each forward acknowledged 2xx; those after the agent went down are its death's, named once
-/// by agent.alive, and those whose payload broke the document the server's.
+/// by agent.alive, and those whose payload broke the document, or that the server gave up on
+/// before its 5 s, the server's.
 fn acknowledged_case(agent: &Agent) -> CaseResult {
     let (id, title, section) = ACKNOWLEDGED;
     let mut case = CaseResult::new(id, "forward", Level::Must, title, section);
@@ -434,9 +546,9 @@ fn acknowledged_case(agent: &Agent) -> CaseResult {
         .forwards
         .iter()
         .enumerate()
-        .filter(|(i, _)| !agent.malformed.contains(i))
+        .filter(|(i, _)| !agent.malformed.contains(i) && !agent.early.contains(i))
         .map(|(_, f)| f)
-        .filter(|f| !died.is_some_and(|d| f.broke_at.is_some_and(|b| b >= d)))
+        .filter(|f| died.is_none_or(|d| f.broke_at.is_none_or(|b| b < d)))
         .collect();
     let bad: Vec<String> = judged
         .iter()
@@ -451,6 +563,11 @@ fn acknowledged_case(agent: &Agent) -> CaseResult {
                 format!(
                     "each of the {} broke the document (see platform.forward-schema): the agent's answer to them is not judged; a server whose forwards follow it exercises this case",
                     crate::text::count(malformed as u64, "forwards")
+                )
+            } else if !agent.early.is_empty() {
+                format!(
+                    "the server gave up on each of the {} before its 5 s: no acknowledgement was due yet",
+                    crate::text::count(agent.early.len() as u64, "forwards")
                 )
             } else {
                 "no forward was answered before the agent went down (see agent.alive)".into()

@@ -46,6 +46,15 @@ pub fn payload_problems(request: &Request, payload: &Value) -> Vec<String> {
     problems
 }
 
+/// The status of the head an acknowledgement of `status` still sends under `fault` (0: none):
+/// `fault:close` sends the head whole before its FIN, so the server sees the status.
+pub fn head_under(fault: &Fault, status: u16) -> u16 {
+    match fault {
+        Fault::CloseAt(_) | Fault::ResetAt(_) | Fault::ResetAfterHead => status,
+        _ => 0,
+    }
+}
+
 impl Forward {
     /// The forward `request` (its `payload` parsed) to `agent`, with `problems`, acknowledged
     /// with a head of `status` (0: none).
@@ -151,11 +160,7 @@ impl Inputs {
                 *status,
             ),
             Behavior::Fault(fault) => {
-                // `fault:close` sends the 200 head whole before its FIN: the server sees a 200.
-                let head = match fault {
-                    Fault::CloseAt(_) | Fault::ResetAt(_) | Fault::ResetAfterHead => 200,
-                    _ => 0,
-                };
+                let head = head_under(fault, 200);
                 (
                     Plan {
                         fault: fault.clone(),
