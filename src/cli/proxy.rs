@@ -351,6 +351,12 @@ pub(super) async fn replay(args: ReplayArgs) -> Result<Ended, Error> {
     let shown = args.file.display().to_string();
     // A cut recording's requests are sent again as far as it goes.
     let (entries, settings, _) = recording(&args.file)?;
+    if calls_back(&settings.protocol)?.is_some() {
+        return Err(Error::usage(format!(
+            "{shown}: a recording of --protocol {} is not replayed yet (its agents answer by calling back, which a replay cannot make them do to it); `agent-tck judge {shown}` judges it again",
+            settings.protocol
+        )));
+    }
     let (protocol, suite) = proxied(&settings.protocol)?;
     let flags = Flags {
         agents: &args.agents,

@@ -22,6 +22,9 @@ use agent_tck::transport::http::{send, BaseUrl, Limits, Request};
 
 use crate::agent_server::{self, Flaw};
 
+/// A key an agent calls back with.
+const KEY: &str = "connector-callback-key-5c1e";
+
 /// How long the stand waits for the traffic of one message to settle (a busy 2-core machine).
 const SETTLE: Duration = Duration::from_secs(20);
 
@@ -40,6 +43,9 @@ struct Stand {
     messages: usize,
     /// Stop agent `alpha` after its first message's callback, before the next message.
     kill_alpha: bool,
+    /// After the messages, agent alpha's session is called back once more with this bearer
+    /// key (the document plans a token on the callbacks).
+    key: Option<&'static str>,
     /// The agents call back (not when the server's forwards give them nothing to call back at).
     callbacks: bool,
     record: Option<std::path::PathBuf>,
@@ -54,6 +60,7 @@ impl Stand {
             messages: 1,
             kill_alpha: false,
             callbacks: true,
+            key: None,
             record: None,
         }
     }
@@ -188,6 +195,21 @@ async fn run(stand: Stand) -> Report {
             over,
             "the traffic of message {n} did not settle within {SETTLE:?}"
         );
+    }
+    if let Some(key) = stand.key {
+        let request = Request {
+            method: "POST".into(),
+            path: "/callbacks/alpha/external/sessions/s-alpha/messages".into(),
+            headers: vec![
+                ("content-type".into(), "text/plain".into()),
+                ("authorization".into(), format!("Bearer {key}")),
+            ],
+            body: "one more answer".into(),
+        };
+        let proxy_url = BaseUrl::parse(&format!("http://{}", proxy.addr)).unwrap();
+        let answer = send(&proxy_url, &request, Limits::default()).await.unwrap();
+        assert_eq!(answer.status, 200, "the keyed callback, relayed");
+        assert!(settled(|| handler.open.load(Ordering::Relaxed) == 0).await);
     }
     for client in clients {
         client.close().await;
@@ -447,7 +469,13 @@ async fn a_recording_judged_again_gives_the_live_verdicts() {
         );
         stand.faults = vec![("beta", "error-ack:503")];
         stand.record = Some(path.clone());
+        stand.key = Some(KEY);
         let live = run(stand).await;
+        // The key went on to the server, and nowhere else: not the recording, not the report.
+        let recorded = std::fs::read_to_string(&path).unwrap();
+        assert!(recorded.contains("one more answer"), "{file}");
+        assert!(!recorded.contains(KEY), "{file} holds the key");
+        assert!(!serde_json::to_string(&live).unwrap().contains(KEY));
         let read = agent_tck::judge::record::read_recording(&path).unwrap();
         let names = [
             ("alpha".to_string(), Vec::new()),
@@ -536,4 +564,122 @@ async fn a_fault_the_proxy_cannot_put_on_real_traffic_is_refused_naming_those_it
     let e = e.to_string();
     assert!(e.contains("--fault alpha=markdown"), "{e}");
     assert!(e.contains("slow-ack"), "{e}");
+}
+
+/// The README's connector try-it, through the binary: the reference external agent behind the
+/// proxy, the probe playing the agent server; Ctrl-C ends it; a JUnit suite per party; the
+/// recording judged again to the same verdicts; `replay` of it refused, saying why.
+#[test]
+fn the_readmes_connector_try_it_runs_through_the_binary() {
+    use crate::support::{case_statuses, tck_within, text, Spawned, TempDir, RUN_DEADLINE};
+    let dir = TempDir::new("proxy-connector-cli");
+    let (har, json, junit, again) = (
+        dir.path("conn.har"),
+        dir.path("proxy.json"),
+        dir.path("proxy.xml"),
+        dir.path("again.json"),
+    );
+    let mut agent = Spawned::tck(
+        &["mock", "agent", "--protocol", "connector", "--port", "0"],
+        RUN_DEADLINE,
+    );
+    let banner = agent.line();
+    let input = banner
+        .rsplit(' ')
+        .next()
+        .filter(|u| u.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no inputUrl in {banner:?}"))
+        .to_string();
+    let origin = input.trim_end_matches(INPUT_PATH).to_string();
+    let agent_arg = format!("alpha={origin}");
+    let mut proxy = Spawned::tck(
+        &[
+            "proxy",
+            "--protocol",
+            "connector",
+            "--listen",
+            "127.0.0.1:0",
+            "--agent",
+            &agent_arg,
+            "--timeout",
+            "10s",
+            "--record",
+            &har,
+            "--json",
+            &json,
+            "--junit",
+            &junit,
+        ],
+        RUN_DEADLINE,
+    );
+    let proxy_banner = proxy.line();
+    let base = proxy_banner
+        .split(' ')
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {proxy_banner:?}"))
+        .to_string();
+    let through = format!("{base}/agents/alpha{INPUT_PATH}");
+    let probed = tck_within(
+        &[
+            "probe",
+            "connector",
+            "--input-url",
+            &through,
+            "--reply-timeout",
+            "8s",
+        ],
+        RUN_DEADLINE,
+    );
+    assert_eq!(probed.status.code(), Some(0), "{}", text(&probed));
+    let out = proxy.interrupt(Duration::from_secs(30));
+    let console = text(&out);
+    // The probe answers one session's callbacks 500 on purpose: the "server"'s failure.
+    assert_eq!(out.status.code(), Some(1), "{console}");
+    let live: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let statuses = case_statuses(&live);
+    let failing: Vec<&str> = statuses
+        .iter()
+        .filter(|(_, s)| s == "fail")
+        .map(|(id, _)| id.as_str())
+        .collect();
+    assert_eq!(
+        failing,
+        ["platform.callback-delivered", "platform.callback-no-5xx"],
+        "{console}"
+    );
+    for id in [
+        "alpha/callback.exact-url",
+        "alpha/forward.acknowledged",
+        "platform.forward-schema",
+    ] {
+        assert!(
+            statuses.iter().any(|(i, s)| i == id && s == "pass"),
+            "{id}: {console}"
+        );
+    }
+    let junit_text = std::fs::read_to_string(&junit).unwrap();
+    let suites: Vec<&str> = junit_text
+        .split("<testsuite name=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    assert_eq!(
+        suites,
+        ["platform", "agent alpha"],
+        "a JUnit suite per party"
+    );
+    let judged = tck_within(&["judge", &har, "--json", &again], RUN_DEADLINE);
+    assert_eq!(judged.status.code(), Some(1), "{}", text(&judged));
+    let again: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&again).unwrap()).unwrap();
+    assert_eq!(case_statuses(&again), statuses);
+    let replayed = tck_within(&["replay", &har, "--agent", &agent_arg], RUN_DEADLINE);
+    assert_eq!(replayed.status.code(), Some(2), "{}", text(&replayed));
+    assert!(
+        text(&replayed).contains("is not replayed yet"),
+        "{}",
+        text(&replayed)
+    );
+    drop(agent);
 }
