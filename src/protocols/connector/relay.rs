@@ -131,6 +131,18 @@ pub const ACKNOWLEDGED: (&str, &str, &str) = (
     "2) Forward user input to inputUrl",
 );
 
+impl Agent {
+    /// When it went down, since the run started, and how: the first forward whose connection
+    /// broke (refused, reset, closed) after one it answered, when it answered none after it.
+    /// A connection that broke while the agent stayed up is its own failure, judged as such.
+    fn died(&self) -> Option<(Duration, String)> {
+        let last_answer = self.forwards.iter().rposition(|f| f.status.is_some())?;
+        self.forwards[last_answer + 1..]
+            .iter()
+            .find_map(|f| Some((f.broke_at?, f.error.clone().unwrap_or_default())))
+    }
+}
+
 /// One agent as the probe's rules see it.
 #[derive(Default)]
 struct Agent {
@@ -139,8 +151,6 @@ struct Agent {
     listener: Listener,
     /// Each session's callbackUrl as the server gave it.
     given: HashMap<String, String>,
-    /// When it stopped answering, since the run started, and how.
-    died: Option<(Duration, String)>,
     /// The forwards (their index) whose payload broke the document: the server's fault
     /// (platform.forward-schema), so the agent's refusal of them is not judged.
     malformed: HashSet<usize>,
@@ -395,13 +405,6 @@ impl Between {
         let Some(agent) = state.agents.get_mut(name) else {
             return;
         };
-        // An agent that acknowledged before and cannot be reached now went down.
-        let answered_before = agent.forwards.iter().any(|f| f.status.is_some());
-        if agent.died.is_none() && answered_before {
-            if let Some(why) = &forward.unreachable {
-                agent.died = Some((relayed.at(), why.clone()));
-            }
-        }
         if malformed {
             agent.malformed.insert(agent.forwards.len());
         }
@@ -470,7 +473,7 @@ impl Between {
             forwards: &agent.forwards,
             listener: &agent.listener,
             reply_timeout: self.reply_timeout,
-            died: agent.died.as_ref().map(|(at, _)| *at),
+            died: agent.died().map(|(at, _)| at),
             ended: Some(ended),
         };
         if let Ok(suite) = super::probe::suite() {
@@ -519,7 +522,7 @@ fn alive_case(agent: &Agent) -> CaseResult {
         "Request Format",
     );
     let answered = agent.forwards.iter().filter(|f| f.status.is_some()).count() as u64;
-    match &agent.died {
+    match &agent.died() {
         Some((at, why)) => case.fail_on(
             Evidence::new(agent.forwards.len() as u64, "forwards"),
             format!(
@@ -541,7 +544,7 @@ fn alive_case(agent: &Agent) -> CaseResult {
 fn acknowledged_case(agent: &Agent) -> CaseResult {
     let (id, title, section) = ACKNOWLEDGED;
     let mut case = CaseResult::new(id, "forward", Level::Must, title, section);
-    let died = agent.died.as_ref().map(|(at, _)| *at);
+    let died = agent.died().map(|(at, _)| at);
     let judged: Vec<&Forward> = agent
         .forwards
         .iter()
