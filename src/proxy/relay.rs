@@ -398,13 +398,22 @@ impl Handler for RelayHandler {
         let _over = Over(&self.open);
         relayed.delivered = Some(delivered);
         if self.log {
+            let way = match relayed.way {
+                Way::Forward => "forward to",
+                Way::Callback => "callback from",
+            };
+            let came = match &relayed.came {
+                Came::Answer { status, .. } => format!("answered {status}"),
+                Came::Failed { error } => format!("failed: {error}"),
+                Came::Left => "the asker left first".into(),
+                Came::Stopped => "cut by the run's end".into(),
+                Came::Nowhere => "nowhere to pass it on (404)".into(),
+            };
             crate::outln!(
-                "{:?} {} {} {} ms {:?}",
-                relayed.way,
-                relayed.agent.as_deref().unwrap_or("?"),
+                "{way} {} {} {} ms: {came}",
+                relayed.agent.as_deref().unwrap_or("an unknown agent"),
                 relayed.target,
                 relayed.waited_ms as u64,
-                relayed.came
             );
         }
         self.relay.heard(&relayed, &pending.body);

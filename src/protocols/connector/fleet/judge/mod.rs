@@ -215,6 +215,10 @@ pub fn between(b: &Books, slow: &dyn Fn(&super::Forward) -> bool) -> Vec<CaseRes
     ];
     for c in &mut cases {
         c.group = "platform".into();
+        // Between real parties, the proxy's faults give the server what no agent did.
+        if c.id == EMPTY.id && c.status == crate::report::Status::Skip {
+            c.message = "no empty or whitespace-only callback to judge: an agent that sends one, or the proxy's --fault NAME=empty-callback on a real one, exercises it".into();
+        }
     }
     cases
 }
