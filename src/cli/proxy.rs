@@ -14,6 +14,7 @@ use crate::probe::args::seed_or_clock;
 use crate::probe::traffic::TrafficLimits;
 use crate::probe::Suite;
 use crate::protocols;
+use crate::proxy::relay::{CallsBack, RelaySettings};
 use crate::proxy::run::{AgentAt, ProxySettings};
 use crate::proxy::server::{ProxiedServer, ServerFault, ServerSettings};
 use crate::transport::http::BaseUrl;
@@ -30,7 +31,7 @@ fn proxied(name: &str) -> Result<(&'static dyn AgentProtocol, Suite), Error> {
                 .iter()
                 .filter(|p| {
                     let c = p.capabilities();
-                    c.agents.is_some() && c.traffic_suite.is_some()
+                    (c.agents.is_some() && c.traffic_suite.is_some()) || c.calls_back.is_some()
                 })
                 .map(|p| p.name())
                 .collect();
@@ -101,10 +102,11 @@ struct Flags<'a> {
     faults: &'a [String],
 }
 
-/// The agents as the flags give them, each with its key and faults.
+/// The agents as the flags give them, each with its key and faults (`protocol`: the agents
+/// the faults are the mock's behaviours of; None: they take none).
 fn agents_of(
     flags: Flags<'_>,
-    protocol: &'static dyn AgentProtocol,
+    protocol: Option<&'static dyn AgentProtocol>,
 ) -> Result<Vec<AgentAt>, Error> {
     let mut agents: Vec<AgentAt> = Vec::new();
     for text in flags.agents {
@@ -147,6 +149,11 @@ fn agents_of(
     let mut requests = Vec::new();
     for text in flags.faults {
         let (name, fault) = named("--fault", text, "BEHAVIOUR")?;
+        let Some(protocol) = protocol else {
+            return Err(Error::usage(format!(
+                "--fault {text}: these agents take no faults"
+            )));
+        };
         if let Some(on_request) = fault.strip_prefix(REQUEST_PREFIX) {
             let parsed = crate::proxy::bend::parse(on_request, protocol)
                 .map_err(|e| Error::usage(format!("--fault {name}={fault}: {e}")))?;
@@ -302,9 +309,82 @@ async fn proxy_server(
     conclude(report, &args.output)
 }
 
+/// The protocol's relay, when its agents call the platform back (the connector's).
+fn calls_back(name: &str) -> Result<Option<&'static dyn CallsBack>, Error> {
+    Ok(protocol(name)?.capabilities().calls_back)
+}
+
+/// `agent-tck proxy` of a protocol whose agents call the platform back: the flags it takes,
+/// checked, and the relay served until Ctrl-C or `--duration`.
+async fn relay(args: ProxyArgs, calls_back: &'static dyn CallsBack) -> Result<Ended, Error> {
+    let name = args.protocol.as_str();
+    let refuse = |flag: &str| {
+        Error::usage(format!(
+            "{flag}: not for --protocol {name} (its agents are judged on their acknowledgements and callbacks)"
+        ))
+    };
+    if !args.agent_keys.is_empty() {
+        return Err(refuse("--agent-key"));
+    }
+    if args.deliberations.is_some() {
+        return Err(refuse("--deliberations"));
+    }
+    if args.judging != crate::proxy::judging::Judging::Every {
+        return Err(refuse("--judging spare"));
+    }
+    let flags = Flags {
+        agents: &args.agents,
+        keys: &[],
+        faults: &[],
+    };
+    let mut agents: Vec<(String, BaseUrl, Vec<String>)> = agents_of(flags, None)?
+        .into_iter()
+        .map(|a| (a.name, a.base, Vec::new()))
+        .collect();
+    // The faults are the protocol's to read: the relay says which it knows.
+    for text in &args.faults {
+        let (name, fault) = named("--fault", text, "BEHAVIOUR")?;
+        let agent = agents
+            .iter_mut()
+            .find(|a| a.0 == name)
+            .ok_or_else(|| Error::usage(format!("--fault {name}=…: no --agent {name}=URL")))?;
+        agent.2.push(fault.to_string());
+    }
+    let seed = seed_or_clock(args.seed);
+    let settings = RelaySettings {
+        protocol: protocol(name)?.name(),
+        calls_back,
+        agents,
+        listen: args.listen,
+        reply_timeout: args.timeout,
+        deadline: args.platform_timeout.unwrap_or(Duration::from_secs(120))
+            + Duration::from_secs(30),
+        duration: args.duration,
+        record: args.record.clone(),
+        seed,
+        strict: args.strict,
+        log: args.log && !args.output.quiet,
+    };
+    let running = crate::proxy::relay::start(settings).await?;
+    crate::outln!(
+        "agent-tck proxy ({name}) on http://{} (seed {seed}): give the platform each agent's proxy URL; the agents are given the proxy's callback URLs",
+        running.addr
+    );
+    for (proxied, real) in running.routes() {
+        crate::outln!("  {proxied}  ->  {real}");
+    }
+    crate::outln!("Ctrl-C ends the run and writes the reports");
+    let stop = async { format!("{}", caught_signal().await) };
+    let report = running.until(stop).await?;
+    conclude(report, &args.output)
+}
+
 /// `agent-tck proxy`: serves until Ctrl-C, `--duration` or `--deliberations`, then reports.
 pub(super) async fn proxy(args: ProxyArgs) -> Result<Ended, Error> {
     args.output.check()?;
+    if let Some(calls_back) = calls_back(&args.protocol)? {
+        return relay(args, calls_back).await;
+    }
     if let Some(server) = proxied_server(&args.protocol)? {
         return proxy_server(args, server).await;
     }
@@ -327,7 +407,7 @@ pub(super) async fn proxy(args: ProxyArgs) -> Result<Ended, Error> {
         keys: &args.agent_keys,
         faults: &args.faults,
     };
-    let agents = agents_of(flags, agents_protocol)?;
+    let agents = agents_of(flags, Some(agents_protocol))?;
     let seed = seed_or_clock(args.seed);
     let settings = ProxySettings {
         protocol: agents_protocol,
@@ -397,14 +477,28 @@ pub(super) fn judge(args: JudgeArgs) -> Result<Ended, Error> {
     let shown = args.file.display().to_string();
     let (entries, settings, cut) = recording(&args.file)?;
     let name = args.protocol.as_deref().unwrap_or(&settings.protocol);
-    let mut cases = match proxied_server(name)? {
-        Some(server) => crate::proxy::server::judge(&entries, server, &settings),
-        None => {
+    let unjudged = |e: &dyn std::fmt::Display| Error::usage(format!("{shown}: {e}"));
+    let mut cases = match (calls_back(name)?, proxied_server(name)?) {
+        (Some(calls_back), _) => {
+            let agents: Vec<(String, Vec<String>)> = settings
+                .agents
+                .iter()
+                .map(|a| (a.name.clone(), a.faults.clone()))
+                .collect();
+            let relay = calls_back
+                .relay(&agents, settings.limits().timeout)
+                .map_err(|e| Error::usage(format!("{shown}: the recorded --fault {e}")))?;
+            crate::proxy::relay::judge(relay.as_ref(), &entries).map_err(|e| unjudged(&e))?
+        }
+        (None, Some(server)) => {
+            crate::proxy::server::judge(&entries, server, &settings).map_err(|e| unjudged(&e))?
+        }
+        (None, None) => {
             let (protocol, suite) = proxied(name)?;
             crate::proxy::judge::judge(&entries, protocol, suite, &settings)
+                .map_err(|e| unjudged(&e))?
         }
-    }
-    .map_err(|e| Error::usage(format!("{shown}: {e}")))?;
+    };
     if let Some(at_ms) = cut {
         cases.insert(0, crate::proxy::judge::cut_case(at_ms));
     }
@@ -427,6 +521,12 @@ pub(super) async fn replay(args: ReplayArgs) -> Result<Ended, Error> {
     let shown = args.file.display().to_string();
     // A cut recording's requests are sent again as far as it goes.
     let (entries, settings, _) = recording(&args.file)?;
+    if calls_back(&settings.protocol)?.is_some() {
+        return Err(Error::usage(format!(
+            "{shown}: a recording of --protocol {} is not replayed yet (its agents answer by calling back, which a replay cannot make them do to it); `agent-tck judge {shown}` judges it again",
+            settings.protocol
+        )));
+    }
     if proxied_server(&settings.protocol)?.is_some() {
         return Err(Error::usage(format!(
             "{shown}: a recording of clients and their {} server; replay sends a platform's \
@@ -441,7 +541,7 @@ pub(super) async fn replay(args: ReplayArgs) -> Result<Ended, Error> {
         keys: &args.agent_keys,
         faults: &[],
     };
-    let agents = agents_of(flags, protocol)?;
+    let agents = agents_of(flags, Some(protocol))?;
     let recorded: Vec<&str> = settings.agents.iter().map(|a| a.name.as_str()).collect();
     if let Some(stranger) = agents.iter().find(|a| !recorded.contains(&a.name.as_str())) {
         return Err(Error::usage(format!(

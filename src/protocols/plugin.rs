@@ -552,6 +552,11 @@ pub struct Capabilities {
     /// `agent-tck proxy --server URL` (its client rules on the requests, its server rules on
     /// the answers). None: no proxy stands before its server.
     pub proxied_server: Option<&'static dyn crate::proxy::server::ProxiedServer>,
+    /// Its agents answer later, by calling the platform back at a URL the platform's request
+    /// gave them (the connector's external agents): `agent-tck proxy` passes the requests on
+    /// with that URL pointing at itself, passes the callbacks on to the platform, and this
+    /// judges both parties from the exchanges both ways.
+    pub calls_back: Option<&'static dyn crate::proxy::relay::CallsBack>,
     /// The self-test and the behaviour matrix: every protocol is tested on itself.
     pub selftest: &'static dyn Selftest,
 }
@@ -574,6 +579,7 @@ impl Capabilities {
             fleet_presets: &[],
             traffic_suite: None,
             proxied_server: None,
+            calls_back: None,
             selftest,
         }
     }

@@ -13,6 +13,7 @@ pub mod forward;
 pub mod handler;
 pub mod judge;
 pub mod judging;
+pub mod relay;
 pub mod replay;
 pub mod report;
 pub mod run;

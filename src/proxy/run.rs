@@ -193,7 +193,7 @@ impl Running {
     }
 }
 
-/// Completes once `--duration` has passed (never without one), saying so.
+/// Once `--duration` has passed, what ends the run then (`--duration 10m`); never without one.
 pub(super) async fn after(duration: Option<Duration>) -> String {
     match duration {
         Some(d) => {

@@ -44,6 +44,7 @@ mod plurals;
 mod properties;
 mod proxy;
 mod proxy_cli;
+mod proxy_connector;
 mod proxy_librarian;
 mod proxy_request_faults;
 mod readme_table;

@@ -29,9 +29,11 @@ pub const FLEET_CASES: &[(&str, Level, &str, &str)] = &[
     ("platform.broadcast-latency", Level::May, "the time from a callback to its broadcast, and from a user message to the broadcast of its answer (p50, p99)", "agent-tck (measurement)"),
 ];
 
-/// The suite's cases (probe), then the fleet's (mock).
+/// The suite's cases (probe), the one the proxy adds to them, then the fleet's (mock).
 pub fn catalogue() -> Result<Vec<CaseInfo>, Error> {
     let mut cases = CaseInfo::of_suite(&super::probe::suite()?, Role::Probe);
+    let (id, title, section) = super::relay::ACKNOWLEDGED;
+    cases.push(CaseInfo::new(id, Role::Probe, Level::Must, title, section));
     cases.extend(CaseInfo::of_table(FLEET_CASES, Role::Mock));
     Ok(cases)
 }

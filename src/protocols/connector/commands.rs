@@ -179,6 +179,7 @@ impl Protocol for Connector {
             probes: &[&ConnectorProbe],
             client_fleet: Some(&ConnectorFleet),
             reference_server: Some(&super::reference::ReferenceAgent),
+            calls_back: Some(&super::relay::ConnectorRelay),
             behaviors: super::behaviors::BEHAVIORS,
             files: FILES,
             ..Capabilities::none(&ConnectorSelftest)

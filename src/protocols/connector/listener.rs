@@ -58,6 +58,19 @@ impl Listener {
     /// A callback path and query for `session` (registered), to be joined to the public base;
     /// a session given before keeps its URL and its callbacks.
     pub fn give(&self, session: &str, failing: bool) -> String {
+        self.give_as(session, failing, |n| {
+            format!("/cb/{n}{}?k=tck-{n}", super::model::callback_path(session))
+        })
+    }
+
+    /// Registers `session` with the callback path and query `target` (made of the session's
+    /// number): a session given before keeps its own.
+    pub fn give_as(
+        &self,
+        session: &str,
+        failing: bool,
+        target: impl FnOnce(u64) -> String,
+    ) -> String {
         let Ok(mut b) = self.books.lock() else {
             return String::new();
         };
@@ -65,8 +78,7 @@ impl Listener {
             return s.target.clone();
         }
         b.next += 1;
-        let n = b.next;
-        let target = format!("/cb/{n}{}?k=tck-{n}", super::model::callback_path(session));
+        let target = target(b.next);
         b.sessions.insert(
             session.to_string(),
             Session {
@@ -106,10 +118,56 @@ impl Listener {
     }
 
     /// The session a path names: `/cb/N/external/sessions/ID/messages` or the bare form.
-    fn session_of(path: &str) -> Option<String> {
+    pub fn session_of(path: &str) -> Option<String> {
         let rest = path.split("/external/sessions/").nth(1)?;
         let id = rest.strip_suffix("/messages")?;
         Some(percent_decode(id))
+    }
+}
+
+/// Whom a callback was for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Heard {
+    /// A session given: its id, and whether its endpoint is told to fail.
+    Given { session: String, failing: bool },
+    /// No session given (recorded as a stray).
+    Stray,
+}
+
+impl Listener {
+    /// Records `request`, a callback that came `at`, under the session its path names (or as a
+    /// stray), and says whom it was for: the endpoint answers it, or a proxy passes it on.
+    pub fn heard(&self, request: &Request, at: Instant) -> Heard {
+        let path = request.path().to_string();
+        let Ok(mut b) = self.books.lock() else {
+            return Heard::Stray;
+        };
+        let known = Listener::session_of(&path).filter(|s| b.sessions.contains_key(s));
+        let Some(session) = known else {
+            if b.stray.len() < KEPT {
+                b.stray
+                    .push((format!("{} {}", request.method, request.target), at));
+            }
+            return Heard::Stray;
+        };
+        let Some(s) = b.sessions.get_mut(&session) else {
+            return Heard::Stray;
+        };
+        if s.callbacks.len() < KEPT {
+            s.callbacks.push(Callback {
+                at,
+                method: request.method.clone(),
+                path: request.target.clone(),
+                given: s.target.clone(),
+                exact: request.target == s.target,
+                body: request.body.to_vec(),
+                content_type: request.header("content-type").map(str::to_string),
+            });
+        }
+        Heard::Given {
+            failing: s.failing,
+            session,
+        }
     }
 }
 
@@ -138,42 +196,15 @@ impl Handler for Listener {
     type Note = ();
 
     async fn handle(&self, request: Request) -> (Plan, ()) {
-        let now = Instant::now();
-        let path = request.path().to_string();
-        let Ok(mut b) = self.books.lock() else {
-            return (Plan::immediate(Response::json_error(500, "poisoned")), ());
-        };
-        let known = Listener::session_of(&path).filter(|s| b.sessions.contains_key(s));
-        let response = match known {
-            Some(session) => {
-                let s = b.sessions.get_mut(&session).expect("known");
-                let exact = request.target == s.target;
-                if s.callbacks.len() < KEPT {
-                    s.callbacks.push(Callback {
-                        at: now,
-                        method: request.method.clone(),
-                        path: request.target.clone(),
-                        given: s.target.clone(),
-                        exact,
-                        body: request.body.to_vec(),
-                        content_type: request.header("content-type").map(str::to_string),
-                    });
-                }
-                if request.method != "POST" {
-                    Response::json_error(405, "callbacks are POSTed (agent-tck)")
-                } else if s.failing {
-                    Response::json_error(500, "the callback endpoint is failing (agent-tck)")
-                } else {
-                    Response::new(200, "text/plain", Vec::new())
-                }
+        let response = match self.heard(&request, Instant::now()) {
+            Heard::Stray => Response::json_error(404, "unknown session"),
+            Heard::Given { failing: _, .. } if request.method != "POST" => {
+                Response::json_error(405, "callbacks are POSTed (agent-tck)")
             }
-            None => {
-                if b.stray.len() < KEPT {
-                    b.stray
-                        .push((format!("{} {}", request.method, request.target), now));
-                }
-                Response::json_error(404, "unknown session")
+            Heard::Given { failing: true, .. } => {
+                Response::json_error(500, "the callback endpoint is failing (agent-tck)")
             }
+            Heard::Given { .. } => Response::new(200, "text/plain", Vec::new()),
         };
         (Plan::immediate(response), ())
     }

@@ -21,6 +21,7 @@ pub mod listener;
 pub mod model;
 pub mod probe;
 pub mod reference;
+pub mod relay;
 pub mod upload;
 pub mod ws;
 

@@ -47,17 +47,22 @@ pub const INPUT_PATH: &str = "/v1/assistant/input";
 
 /// Splits `http://host:port/path?query` into its origin and the rest.
 pub fn split_url(url: &str) -> Option<(BaseUrl, String)> {
+    let (origin, rest) = origin_and_rest(url)?;
+    Some((BaseUrl::parse(origin).ok()?, rest.to_string()))
+}
+
+/// `http://host:port/path?query` as its origin (`http://host:port`) and the rest (`/` when
+/// none).
+pub fn origin_and_rest(url: &str) -> Option<(&str, &str)> {
     let scheme_end = url.find("://")? + 3;
     let rest_at = url[scheme_end..]
-        .find('/')
+        .find(['/', '?'])
         .map_or(url.len(), |i| scheme_end + i);
-    let base = BaseUrl::parse(&url[..rest_at]).ok()?;
-    let rest = if rest_at == url.len() {
-        "/".to_string()
-    } else {
-        url[rest_at..].to_string()
+    let rest = match &url[rest_at..] {
+        "" => "/",
+        rest => rest,
     };
-    Some((base, rest))
+    Some((&url[..rest_at], rest))
 }
 
 /// The external agent as the HTTP engine's handler.

@@ -23,6 +23,61 @@ use super::file::{Fleet, FleetAgent};
 use super::session_api::session_call;
 use crate::transport::liveness::{Reply, Watch};
 
+/// What is wrong with a forward, whoever received it: its payload's schema, its Content-Type and
+/// its method.
+pub fn payload_problems(request: &Request, payload: &Value) -> Vec<String> {
+    let mut problems: Vec<String> = crate::schema::schemas()
+        .validate(INPUT_SCHEMA, payload)
+        .into_iter()
+        .map(|f| format!("{}: {}", f.path, f.message))
+        .collect();
+    let content_type = request.header("content-type").unwrap_or("");
+    if !content_type
+        .to_ascii_lowercase()
+        .starts_with("application/json")
+    {
+        problems.push(format!(
+            "Content-Type {content_type:?} (expected application/json)"
+        ));
+    }
+    if request.method != "POST" {
+        problems.push(format!("method {} (expected POST)", request.method));
+    }
+    problems
+}
+
+/// The status of the head an acknowledgement of `status` still sends under `fault` (0: none):
+/// `fault:close` sends the head whole before its FIN, so the server sees the status.
+pub fn head_under(fault: &Fault, status: u16) -> u16 {
+    match fault {
+        Fault::CloseAt(_) | Fault::ResetAt(_) | Fault::ResetAfterHead => status,
+        _ => 0,
+    }
+}
+
+impl Forward {
+    /// The forward `request` (its `payload` parsed) to `agent`, with `problems`, acknowledged
+    /// with a head of `status` (0: none).
+    pub fn received(
+        agent: &str,
+        request: &Request,
+        payload: &Value,
+        problems: Vec<String>,
+        status: u16,
+    ) -> Forward {
+        Forward {
+            agent: agent.to_string(),
+            at: request.received,
+            session: payload["sessionId"].as_str().map(str::to_string),
+            text: payload["message"]["text"].as_str().map(str::to_string),
+            problems,
+            strings: strings_of(payload),
+            ack: None,
+            status,
+        }
+    }
+}
+
 /// The fleet's inputUrls.
 pub struct Inputs {
     agents: BTreeMap<String, FleetAgent>,
@@ -58,22 +113,10 @@ impl Inputs {
         Some(b.forwards.len() - 1)
     }
 
-    /// What is wrong with a forwarded payload for `agent`.
+    /// What is wrong with a forwarded payload for `agent`: what is wrong with any forward
+    /// ([`payload_problems`]), and its agent, session and callback base not the fleet's.
     fn problems(&self, agent: &FleetAgent, request: &Request, payload: &Value) -> Vec<String> {
-        let mut problems: Vec<String> = crate::schema::schemas()
-            .validate(INPUT_SCHEMA, payload)
-            .into_iter()
-            .map(|f| format!("{}: {}", f.path, f.message))
-            .collect();
-        let content_type = request.header("content-type").unwrap_or("");
-        if !content_type
-            .to_ascii_lowercase()
-            .starts_with("application/json")
-        {
-            problems.push(format!(
-                "Content-Type {content_type:?} (expected application/json)"
-            ));
-        }
+        let mut problems = payload_problems(request, payload);
         if payload["agentId"].as_str() != Some(&agent.agent_id) {
             problems.push(format!(
                 "agentId {} (expected {:?})",
@@ -117,11 +160,7 @@ impl Inputs {
                 *status,
             ),
             Behavior::Fault(fault) => {
-                // `fault:close` sends the 200 head whole before its FIN: the server sees a 200.
-                let head = match fault {
-                    Fault::CloseAt(_) | Fault::ResetAt(_) | Fault::ResetAfterHead => 200,
-                    _ => 0,
-                };
+                let head = head_under(fault, 200);
                 (
                     Plan {
                         fault: fault.clone(),
@@ -313,22 +352,16 @@ impl Handler for Arc<Inputs> {
             );
         };
         let payload: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-        let mut problems = self.problems(&agent, &request, &payload);
-        if request.method != "POST" {
-            problems.push(format!("method {} (expected POST)", request.method));
-        }
+        let problems = self.problems(&agent, &request, &payload);
         let (plan, status) = Inputs::plan(&agent.behavior);
         let session = payload["sessionId"].as_str().map(str::to_string);
-        let index = self.record_forward(Forward {
-            agent: agent.name.clone(),
-            at: request.received,
-            session: session.clone(),
-            text: payload["message"]["text"].as_str().map(str::to_string),
+        let index = self.record_forward(Forward::received(
+            &agent.name,
+            &request,
+            &payload,
             problems,
-            strings: strings_of(&payload),
-            ack: None,
             status,
-        });
+        ));
         let note = match (index, session, payload["callbackUrl"].as_str()) {
             (Some(i), Some(s), Some(url)) => Some((i, agent, s, url.to_string())),
             (Some(i), _, _) => Some((i, agent, String::new(), String::new())),

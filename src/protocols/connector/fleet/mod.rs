@@ -42,6 +42,6 @@ pub use books::{Books, Call, CallbackKind, Carried, Forward, Said, SentCallback}
 pub use definitions::{Definitions, DefinitionsError};
 pub use drive::{exercise, Drive, Revive};
 pub use file::{AgentFault, Fleet, FleetAgent, FleetFileError, DEFAULT_LISTEN};
-pub use inputs::{serve, Inputs, ServeError, Served};
+pub use inputs::{head_under, payload_problems, serve, Inputs, ServeError, Served};
 pub use ready::Readiness;
 pub use session_api::session_call;

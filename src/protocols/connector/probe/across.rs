@@ -2,6 +2,21 @@
 
 use super::super::listener::Callback;
 use super::*;
+use crate::protocols::connector::listener::Listener;
+
+/// What the rules judged across a run read: the forwards and the callbacks that followed them,
+/// wherever they were heard (the probe's own callback endpoint, or a proxy between a real server
+/// and the agent).
+pub(crate) struct Heard<'a> {
+    pub(crate) forwards: &'a [Forward],
+    pub(crate) listener: &'a Listener,
+    pub(crate) reply_timeout: Duration,
+    /// When the agent died, since the run started.
+    pub(crate) died: Option<Duration>,
+    /// When the run ended, since it started, when it did not wait for the callbacks due (a
+    /// proxy's): a session whose callback was still due then is not judged.
+    pub(crate) ended: Option<Duration>,
+}
 
 /// Judges `case` over `n` things of `of`: passed with none of `problems`, failed naming the
 /// first few, skipped saying `unexercised` with nothing to judge.
@@ -23,9 +38,9 @@ pub(super) fn over(
 }
 
 /// Why a run had nothing to judge a case about callbacks by.
-pub(super) fn no_callbacks(run: &Run<'_>, answered: usize, timeout: &str) -> String {
+pub(super) fn no_callbacks(run: &Heard<'_>, answered: usize, timeout: &str) -> String {
     if answered == 0 {
-        none_acknowledged(&run.forwards)
+        none_acknowledged(run.forwards)
     } else {
         format!(
             "no callback came within {timeout} for the {answered} acknowledged sessions (see callback.arrives): an agent that POSTs its answer to the callbackUrl it was given exercises this case"
@@ -33,8 +48,8 @@ pub(super) fn no_callbacks(run: &Run<'_>, answered: usize, timeout: &str) -> Str
     }
 }
 
-pub(super) fn judge_across(
-    run: &Run<'_>,
+pub(crate) fn judge_across(
+    run: &Heard<'_>,
     rule: &str,
     case: &mut CaseResult,
     isolated: &[String],
@@ -74,10 +89,14 @@ struct Seen {
 }
 
 impl Seen {
-    fn of(run: &Run<'_>) -> Seen {
-        let died = run.watch.outages().first().map(|o| o.from);
+    fn of(run: &Heard<'_>) -> Seen {
+        // A session whose callback was still due when the agent died, or when the run ended,
+        // has no callback for a reason not its own.
         let cut_short = |f: &Forward| {
-            died.is_some_and(|d| f.ended_at + run.s.reply_timeout > d)
+            [run.died, run.ended]
+                .into_iter()
+                .flatten()
+                .any(|d| f.ended_at + run.reply_timeout > d)
                 && run.listener.callbacks(&f.session).is_empty()
         };
         let mut sessions: Vec<String> = run
@@ -98,7 +117,7 @@ impl Seen {
             })
             .collect();
         Seen {
-            timeout: humantime::format_duration(run.s.reply_timeout).to_string(),
+            timeout: humantime::format_duration(run.reply_timeout).to_string(),
             sessions,
             callbacks,
         }
@@ -107,7 +126,7 @@ impl Seen {
 
 /// `ack_within_5s`: only an acknowledgement (2xx) is timed; a 404 at once is no
 /// acknowledgement.
-fn judge_ack(run: &Run<'_>, case: &mut CaseResult) {
+fn judge_ack(run: &Heard<'_>, case: &mut CaseResult) {
     let acked: Vec<&Forward> = run.forwards.iter().filter(|f| f.acknowledged()).collect();
     let late: Vec<String> = acked
         .iter()
@@ -126,12 +145,12 @@ fn judge_ack(run: &Run<'_>, case: &mut CaseResult) {
         "forwards acknowledged 2xx",
         &late,
         String::new(),
-        || none_acknowledged(&run.forwards),
+        || none_acknowledged(run.forwards),
     );
 }
 
 /// `callback_arrives`: every acknowledged session called back (or refused unread, said so).
-fn judge_arrival(run: &Run<'_>, seen: &Seen, case: &mut CaseResult) {
+fn judge_arrival(run: &Heard<'_>, seen: &Seen, case: &mut CaseResult) {
     let timeout = &seen.timeout;
     let missing: Vec<String> = seen
         .sessions
@@ -150,7 +169,7 @@ fn judge_arrival(run: &Run<'_>, seen: &Seen, case: &mut CaseResult) {
         "acknowledged sessions",
         &missing,
         String::new(),
-        || none_acknowledged(&run.forwards),
+        || none_acknowledged(run.forwards),
     );
 }
 
@@ -210,7 +229,7 @@ fn callback_problems(rule: &str, all: &[(String, Callback)]) -> Option<(Vec<Stri
 }
 
 /// `second_message`: two messages on one session, two callbacks.
-fn judge_second(run: &Run<'_>, seen: &Seen, case: &mut CaseResult, second: Option<&str>) {
+fn judge_second(run: &Heard<'_>, seen: &Seen, case: &mut CaseResult, second: Option<&str>) {
     let Some(session) = second else {
         case.skip(
             "the second message was not sent (resilience.second-message did not run its forwards)",
@@ -237,7 +256,7 @@ fn judge_second(run: &Run<'_>, seen: &Seen, case: &mut CaseResult, second: Optio
 
 /// Twenty sessions forwarded at once: each called back at its own URL, and no callback to a
 /// session never given.
-pub(super) fn judge_isolation(run: &Run<'_>, case: &mut CaseResult, isolated: &[String]) {
+pub(super) fn judge_isolation(run: &Heard<'_>, case: &mut CaseResult, isolated: &[String]) {
     let evidence = Evidence::new(isolated.len() as u64, "sessions forwarded at once");
     let stray = run.listener.stray();
     let unanswered: Vec<String> = isolated
@@ -311,7 +330,7 @@ pub(super) fn url_difference(given: &str, got: &str) -> String {
 
 /// A session whose callback endpoint answers 500: each callback (told apart by its body) is
 /// tried at most five times; many callbacks, each retried a few times, are no flood.
-pub(super) fn judge_flood(run: &Run<'_>, case: &mut CaseResult, flooded: Option<&str>) {
+pub(super) fn judge_flood(run: &Heard<'_>, case: &mut CaseResult, flooded: Option<&str>) {
     let attempts = flooded
         .map(|s| run.listener.callbacks(s))
         .unwrap_or_default();
@@ -324,7 +343,7 @@ pub(super) fn judge_flood(run: &Run<'_>, case: &mut CaseResult, flooded: Option<
         }
     }
     let Some((_, most)) = by_body.iter().max_by_key(|(_, t)| t.len()) else {
-        let watched = Duration::from_secs(3).min(run.s.reply_timeout);
+        let watched = Duration::from_secs(3).min(run.reply_timeout);
         case.skip(format!(
             "the agent made no callback within {} to the session whose endpoint answers 500: no retry to count; an agent that calls back (and retries a 5xx) exercises this case",
             humantime::format_duration(watched)

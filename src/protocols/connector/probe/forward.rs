@@ -3,34 +3,34 @@
 use super::*;
 
 /// One forward: its session, when it went, what came back.
-pub(super) struct Forward {
-    pub(super) what: String,
-    pub(super) session: String,
-    pub(super) status: Option<u16>,
+pub(crate) struct Forward {
+    pub(crate) what: String,
+    pub(crate) session: String,
+    pub(crate) status: Option<u16>,
     /// An excerpt of the answer's body (what a non-2xx said).
-    pub(super) said: String,
-    pub(super) elapsed: Duration,
-    pub(super) error: Option<String>,
+    pub(crate) said: String,
+    pub(crate) elapsed: Duration,
+    pub(crate) error: Option<String>,
     /// Its callback endpoint answers 500 (the no-flood case).
-    pub(super) failing: bool,
+    pub(crate) failing: bool,
     /// Nothing listened at the inputUrl: why the connection failed.
-    pub(super) unreachable: Option<String>,
+    pub(crate) unreachable: Option<String>,
     /// When it broke (refused, reset, closed), since the run started: the agent's act, or its
     /// death's ([`crate::transport::liveness`]).
-    pub(super) broke_at: Option<Duration>,
+    pub(crate) broke_at: Option<Duration>,
     /// When it ended, since the run started.
-    pub(super) ended_at: Duration,
+    pub(crate) ended_at: Duration,
 }
 
 impl Forward {
     /// Acknowledged: answered 2xx. Any other status (a 404 from a server without the route
     /// included) is no acknowledgement, and nothing follows from it.
-    pub(super) fn acknowledged(&self) -> bool {
+    pub(crate) fn acknowledged(&self) -> bool {
         self.status.is_some_and(|s| (200..300).contains(&s))
     }
 
     /// How a forward that was not acknowledged went, for a failure message.
-    pub(super) fn unacknowledged(&self) -> String {
+    pub(crate) fn unacknowledged(&self) -> String {
         match (&self.status, &self.error) {
             (Some(s), _) if self.said.is_empty() => format!(
                 "{} ({}): answered {s}, not an acknowledgement (a 2xx)",
@@ -48,7 +48,7 @@ impl Forward {
 
 /// What the forwards got instead of an acknowledgement, counted (`30 answered 404`), for a
 /// case that had none to judge.
-pub(super) fn none_acknowledged(forwards: &[Forward]) -> String {
+pub(crate) fn none_acknowledged(forwards: &[Forward]) -> String {
     if forwards.is_empty() {
         return "no forward was sent in this run: run it with a case that forwards (forward.*, isolation.sessions, resilience.*)".into();
     }
@@ -70,7 +70,7 @@ pub(super) fn none_acknowledged(forwards: &[Forward]) -> String {
 
 /// POSTs `payload` to the inputUrl as the server would (JSON, the acknowledgement awaited
 /// [`ack_deadline`]), and says how it went.
-pub(super) async fn send_forward(
+pub(crate) async fn send_forward(
     s: &Settings,
     watch: &Watch,
     what: &str,
@@ -118,7 +118,7 @@ pub(super) async fn send_forward(
 
 /// What the transport said, with where a deadline came from (the transport can only name
 /// --timeout; the kit's own bound on an acknowledgement is the server's 5 s and 2 s more).
-pub(super) fn transport_error(error: http::Error) -> String {
+pub(crate) fn transport_error(error: http::Error) -> String {
     match error {
         http::Error::Timeout { deadline, phase } => {
             let whence = if deadline < FORWARD_TIMEOUT + ACK_GRACE {
@@ -137,14 +137,14 @@ pub(super) fn transport_error(error: http::Error) -> String {
 
 /// How long the kit waits for an acknowledgement: the server's 5 s and 2 s more, to tell a
 /// slow agent (`forward.within-5s`) from one that never answers (cut there, as everywhere).
-pub(super) fn ack_deadline(s: &Settings) -> Duration {
+pub(crate) fn ack_deadline(s: &Settings) -> Duration {
     s.timeout.min(FORWARD_TIMEOUT + ACK_GRACE)
 }
 
 /// How long past the server's 5 s the kit waits for an acknowledgement.
-pub(super) const ACK_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const ACK_GRACE: Duration = Duration::from_secs(2);
 
-pub(super) fn text_of(kind: &str) -> String {
+pub(crate) fn text_of(kind: &str) -> String {
     match kind {
         "unicode-markdown" => "# Überblick 🔐\n\n- 认证模块 *prüfen*\n- راجع الفاتورة — סקור\n\n```rust\nfn main() {}\n```".into(),
         "large" => {

@@ -28,8 +28,9 @@ mod across;
 mod callbacks;
 mod forward;
 
-use across::judge_across;
-use forward::{none_acknowledged, send_forward, text_of, Forward};
+pub(crate) use across::{judge_across, Heard};
+pub(crate) use forward::Forward;
+use forward::{none_acknowledged, send_forward, text_of};
 
 /// The built-in cases.
 pub const SUITE: (&str, &str) = (
@@ -186,6 +187,17 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
+    /// What the rules judged across the run read.
+    fn heard(&self) -> Heard<'_> {
+        Heard {
+            forwards: &self.forwards,
+            listener: &self.listener,
+            reply_timeout: self.s.reply_timeout,
+            died: self.watch.outages().first().map(|o| o.from),
+            ended: None,
+        }
+    }
+
     /// The inputUrl, as given.
     fn input_url(&self) -> String {
         format!("{}{}", self.s.input.0, self.s.input.1)
@@ -397,7 +409,7 @@ pub async fn run(
         let judging = Instant::now();
         if !run.skip_unreachable(&mut case) {
             judge_across(
-                &run,
+                &run.heard(),
                 &name,
                 &mut case,
                 &later.isolated,

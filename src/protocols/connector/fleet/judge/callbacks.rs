@@ -51,6 +51,37 @@ pub(super) fn callback_refusals(b: &Books, r: Refusal<'_>) -> CaseResult {
     )
 }
 
+/// `platform.callback-delivered` as far as the callbacks' answers show it, when the clients are
+/// not seen (a proxy between the server and its agents): each text callback is answered 2xx.
+pub(super) fn callback_answered(b: &Books) -> CaseResult {
+    let mut t = Tally::default();
+    for cb in b.callbacks.iter().filter(|c| c.kind == CallbackKind::Text) {
+        t.check(cb.status.is_some_and(|s| (200..300).contains(&s)), || {
+            format!(
+                "a callback of {} to {} (agent {}): {} (expected 200)",
+                size(cb.len),
+                cb.session,
+                cb.agent,
+                status(cb.status, &cb.error)
+            )
+        });
+    }
+    let mut c = t.judged(
+        "platform.callback-delivered",
+        "callbacks",
+        Level::Must,
+        "a callback's raw text to a session the server forwarded is answered 2xx (its broadcast to the session's clients is not seen between the server and its agents: `mock fleet` judges it)",
+        SPEC,
+        "callbacks with text to sessions the server forwarded",
+        "an agent that calls back with text exercises it",
+    );
+    if c.status == crate::report::Status::Pass && c.message.is_empty() {
+        c.message =
+            "the answers judged; the broadcasts to the session's clients are not seen here".into();
+    }
+    c
+}
+
 /// A body's size for a reader: `33554432 bytes (32 MiB)`.
 pub(super) fn size(n: usize) -> String {
     match n {

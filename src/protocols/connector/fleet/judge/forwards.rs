@@ -150,6 +150,38 @@ pub(super) fn forward_once(fleet: &Fleet, d: &Drive, b: &Books) -> CaseResult {
     c
 }
 
+/// `platform.forward-once` judged from the forwards alone, when the users' messages are not
+/// seen (a proxy between the server and its agents): a forward whose payload is another's, the
+/// same message at the same moment, is a retry.
+pub(super) fn forward_not_repeated(b: &Books) -> CaseResult {
+    let mut t = Tally::default();
+    let mut seen: Vec<&Forward> = Vec::new();
+    for f in &b.forwards {
+        let again = seen
+            .iter()
+            .find(|g| g.agent == f.agent && g.strings == f.strings && !f.strings.is_empty());
+        t.check(again.is_none(), || {
+            format!(
+                "{:?} to {} (agent {}): forwarded again, {} after the first (the document: no retries)",
+                f.text.as_deref().unwrap_or(""),
+                f.session.as_deref().unwrap_or(""),
+                f.agent,
+                ms(f.at.saturating_duration_since(again.map_or(f.at, |g| g.at)))
+            )
+        });
+        seen.push(f);
+    }
+    t.judged(
+        "platform.forward-once",
+        "forward",
+        Level::Must,
+        "each user message is forwarded exactly once (no retry, even after a failure): judged from the forwards, a payload sent again (the same session, text and createdAt) being a retry",
+        SPEC,
+        "forwards",
+        "no forward came through: a server that forwards its users' messages exercises it",
+    )
+}
+
 /// Why no forward was found for `said`: none reached its agent, or some did without its
 /// session id and text anywhere in them.
 pub(super) fn never_forwarded(fleet: &Fleet, b: &Books, said: &Said) -> String {
@@ -175,12 +207,8 @@ pub(super) fn never_forwarded(fleet: &Fleet, b: &Books, said: &Said) -> String {
 }
 
 pub(super) fn forward_timeout(fleet: &Fleet, b: &Books) -> CaseResult {
-    let mut t = Tally::default();
-    let mut cut = Tally::default();
-    // How long the server took to give up on each slow acknowledgement.
-    let mut gave_up_after = Vec::new();
-    for f in &b.forwards {
-        let slow = fleet
+    let slow = |f: &Forward| {
+        fleet
             .agents
             .iter()
             .find(|a| a.name == f.agent)
@@ -189,8 +217,28 @@ pub(super) fn forward_timeout(fleet: &Fleet, b: &Books) -> CaseResult {
                     a.behavior,
                     Behavior::SlowAck(_) | Behavior::Fault(Fault::Hang)
                 )
-            });
-        let Some(ack) = f.ack.filter(|_| slow) else {
+            })
+    };
+    forward_timeout_of(
+        b,
+        &slow,
+        "serve an agent with slow-ack or fault:hang to exercise it",
+    )
+}
+
+/// `platform.forward-timeout` over the forwards `slow` says were acknowledged late (or never);
+/// `unexercised` says what would give it one.
+pub(super) fn forward_timeout_of(
+    b: &Books,
+    slow: &dyn Fn(&Forward) -> bool,
+    unexercised: &str,
+) -> CaseResult {
+    let mut t = Tally::default();
+    let mut cut = Tally::default();
+    // How long the server took to give up on each slow acknowledgement.
+    let mut gave_up_after = Vec::new();
+    for f in &b.forwards {
+        let Some(ack) = f.ack.filter(|_| slow(f)) else {
             continue;
         };
         let limit = FORWARD_TIMEOUT + GIVE_UP_MARGIN;
@@ -242,7 +290,7 @@ pub(super) fn forward_timeout(fleet: &Fleet, b: &Books) -> CaseResult {
         "a forward whose acknowledgement is slow is given up at 5 s",
         SPEC,
         "slow acknowledgements",
-        "serve an agent with slow-ack or fault:hang to exercise it",
+        unexercised,
     );
     if c.status != Status::Skip {
         let figures = give_up_figures(&mut gave_up_after, t.checked);

@@ -20,9 +20,12 @@ mod sessions;
 
 use awaiting::awaiting_callback;
 use broadcasts::{delivered, injection, isolated, latency};
-use callbacks::{callback_huge, callback_no_5xx, callback_refusals, Refusal};
+use callbacks::{callback_answered, callback_huge, callback_no_5xx, callback_refusals, Refusal};
 pub(super) use forwards::{error_due, shows_error, wire, Wire};
-use forwards::{error_message, forward_once, forward_schema, forward_timeout, reached};
+use forwards::{
+    error_message, forward_not_repeated, forward_once, forward_schema, forward_timeout,
+    forward_timeout_of, reached,
+};
 use sessions::{session_create, session_ids, session_revive, ws_attach};
 
 const SPEC: &str = "external-agents-async-connector.md";
@@ -194,6 +197,42 @@ async fn run_recording(
     (report, written)
 }
 
+/// The server's cases a party between it and its agents can judge (a proxy): it sees the
+/// forwards and the answers to the callbacks, not the users' side (sessions, WebSocket
+/// clients, broadcasts). `slow` says which forwards the agent acknowledged late or never.
+pub fn between(b: &Books, slow: &dyn Fn(&super::Forward) -> bool) -> Vec<CaseResult> {
+    let mut cases = vec![
+        forward_schema(b),
+        forward_not_repeated(b),
+        forward_timeout_of(
+            b,
+            slow,
+            "an agent that acknowledges a forward after 5 s, or never, exercises it (or --fault NAME=slow-ack)",
+        ),
+        callback_answered(b),
+        callback_refusals(b, EMPTY),
+        callback_no_5xx(b),
+    ];
+    for c in &mut cases {
+        c.group = "platform".into();
+        // Between real parties, the proxy's faults give the server what no agent did.
+        if c.id == EMPTY.id && c.status == crate::report::Status::Skip {
+            c.message = "no empty or whitespace-only callback to judge: an agent that sends one, or the proxy's --fault NAME=empty-callback on a real one, exercises it".into();
+        }
+    }
+    cases
+}
+
+/// The refusal of an empty callback.
+const EMPTY: Refusal<'static> = Refusal {
+    id: "platform.callback-empty",
+    title: "an empty or whitespace-only callback body gets 400 (never a 5xx)",
+    kinds: &[CallbackKind::Empty, CallbackKind::Whitespace],
+    expected: 400,
+    of: "empty or whitespace-only callbacks",
+    behaviors: "empty-callback or whitespace-callback",
+};
+
 pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
     let cut = liveness::without_the_death(fleet, b);
     let b = cut.as_ref().map_or(b, |(books, _)| books);
@@ -221,17 +260,7 @@ pub fn judge(fleet: &Fleet, d: &Drive, b: &Books, info: RunInfo) -> Report {
     cases.extend([
         delivered(d, b),
         isolated(d, b),
-        callback_refusals(
-            b,
-            Refusal {
-                id: "platform.callback-empty",
-                title: "an empty or whitespace-only callback body gets 400 (never a 5xx)",
-                kinds: &[CallbackKind::Empty, CallbackKind::Whitespace],
-                expected: 400,
-                of: "empty or whitespace-only callbacks",
-                behaviors: "empty-callback or whitespace-callback",
-            },
-        ),
+        callback_refusals(b, EMPTY),
         callback_refusals(
             b,
             Refusal {
