@@ -725,8 +725,13 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8700")]
     pub listen: SocketAddr,
     /// A real agent: its name (the proxy's path for it) and its own base URL. Repeatable.
-    #[arg(long = "agent", value_name = "NAME=URL", required = true)]
+    #[arg(long = "agent", value_name = "NAME=URL", required_unless_present = "stdio")]
     pub agents: Vec<String>,
+    /// Be the harness's agent command instead (execute-task): start CMD (split like a shell
+    /// would, run directly) and relay the harness's stdin to it and its stdout back, byte for
+    /// byte, judging both sides; exit with the agent's status. Its agent is named `stdio`.
+    #[arg(long, value_name = "CMD")]
+    pub stdio: Option<String>,
     /// An agent's API key: the platform's `Authorization: Bearer` to it is judged against it
     /// (without it, the bearer rules are not judged for that agent). Repeatable; never shown.
     #[arg(long = "agent-key", value_name = "NAME=KEY", hide_env_values = true)]

@@ -158,6 +158,9 @@ fn agents_of(
 /// `agent-tck proxy`: serves until Ctrl-C, `--duration` or `--deliberations`, then reports.
 pub(super) async fn proxy(args: ProxyArgs) -> Result<Ended, Error> {
     args.output.check()?;
+    if let Some(command) = &args.stdio {
+        return proxy_stdio(command, &args).await;
+    }
     let (agents_protocol, suite) = proxied(&args.protocol)?;
     let flags = Flags {
         agents: &args.agents,
@@ -197,6 +200,187 @@ pub(super) async fn proxy(args: ProxyArgs) -> Result<Ended, Error> {
     let stop = async { format!("{}", caught_signal().await) };
     let report = running.until(stop).await?;
     conclude(report, &args.output)
+}
+
+/// `agent-tck proxy --stdio CMD`: the harness's agent command, relaying to the real agent and
+/// judging both; exits with the agent's status (the verdicts are the reports').
+async fn proxy_stdio(command: &str, args: &ProxyArgs) -> Result<Ended, Error> {
+    use crate::proxy::stdio::{StdioSettings, AGENT};
+    if !args.agents.is_empty() {
+        return Err(Error::usage(
+            "--stdio and --agent: one or the other (--stdio CMD is the harness's agent command, \
+             relaying to the agent it starts; --agent NAME=URL serves agents over HTTP)",
+        ));
+    }
+    let (agents_protocol, suite) = proxied(&args.protocol)?;
+    if agents_protocol.line_endpoint().is_none() || args.protocol != crate::protocols::execute_task::NAME {
+        return Err(Error::usage(format!(
+            "--stdio: --protocol {} is not spoken over stdio; the proxy relays stdio for --protocol {} only",
+            args.protocol,
+            crate::protocols::execute_task::NAME
+        )));
+    }
+    if args.deliberations.is_some() {
+        return Err(Error::usage(
+            "--deliberations: not with --stdio (one process relays one conversation, and ends with the agent)",
+        ));
+    }
+    let argv = crate::transport::stdio::split_command(command)
+        .map_err(|e| Error::usage(format!("--stdio {command:?}: {e}")))?;
+    let mut faults = Vec::new();
+    for text in &args.faults {
+        let (name, fault) = named("--fault", text, "BEHAVIOUR")?;
+        if name != AGENT {
+            return Err(Error::usage(format!(
+                "--fault {name}=…: under --stdio the agent is named {AGENT} (--fault {AGENT}={fault})"
+            )));
+        }
+        let items = fault_items(fault, agents_protocol)
+            .map_err(|e| Error::usage(format!("--fault {text}: {e}")))?;
+        line_faults(&items).map_err(|why| Error::usage(format!("--fault {text}: {why}")))?;
+        faults.extend(items);
+    }
+    let mut secrets = Vec::new();
+    for text in &args.agent_keys {
+        // The key is never repeated in a message.
+        let (name, key) = text
+            .split_once('=')
+            .filter(|(_, k)| !k.trim().is_empty())
+            .ok_or_else(|| Error::usage("--agent-key: expected NAME=KEY"))?;
+        if name != AGENT {
+            return Err(Error::usage(format!(
+                "--agent-key {name}=…: under --stdio the agent is named {AGENT}"
+            )));
+        }
+        secrets.push(key.to_string());
+    }
+    let record = args
+        .record
+        .as_deref()
+        .map(stdio_recording)
+        .transpose()?;
+    let seed = seed_or_clock(args.seed);
+    let settings = StdioSettings {
+        protocol: agents_protocol,
+        suite,
+        argv,
+        faults,
+        expect: PlatformExpect::timeout(args.platform_timeout.unwrap_or(Duration::from_secs(120))),
+        limits: TrafficLimits {
+            max_body: args.max_body,
+            max_field: 50_000,
+            timeout: args.timeout,
+        },
+        record,
+        seed,
+        strict: args.strict,
+        log: args.log && !args.output.quiet,
+        secrets,
+    };
+    // Everything of ours goes to stderr: stdout carries the protocol's lines only.
+    let stop = async {
+        match args.duration {
+            Some(d) => tokio::select! {
+                s = caught_signal() => format!("{s}"),
+                () = tokio::time::sleep(d) => format!("--duration {}", humantime::format_duration(d)),
+            },
+            None => format!("{}", caught_signal().await),
+        }
+    };
+    let end = crate::proxy::stdio::run(settings, stop).await?;
+    let mut report = end.report;
+    crate::protocols::stamp(&mut report);
+    args.output.apply_baseline(&mut report)?;
+    let text = crate::report::console::render(&report, false);
+    let shown = if args.output.quiet {
+        super::exit::console_end(&text)
+    } else {
+        &text
+    };
+    crate::err!("{shown}");
+    args.output.write(&report)?;
+    // The harness sees the agent's own status: 128 + the signal's number when one ended it.
+    let code = match end.status {
+        Some(status) => {
+            use std::os::unix::process::ExitStatusExt;
+            status
+                .code()
+                .or_else(|| status.signal().map(|s| 128 + s))
+                .unwrap_or(1)
+        }
+        None => 1,
+    };
+    Ok(Ended::AgentExit(u8::try_from(code).unwrap_or(1)))
+}
+
+/// The faults that make sense on a line: the content ones and the timing ones (hang, slow);
+/// not a fault below HTTP (a TCP reset has no line to bend), nor the stdio mock's own
+/// behaviours (a banner, an early exit: the real agent's to show).
+fn line_faults(items: &[Item]) -> Result<(), String> {
+    use crate::mock::behavior::kind::Scope;
+    use crate::mock::behavior::What;
+    for item in items {
+        if let What::Behavior(kind) = &item.what {
+            match kind.scope() {
+                Scope::Any => {}
+                Scope::Http => {
+                    return Err(format!(
+                        "{} is a fault below HTTP (a connection's), and --stdio relays lines: \
+                         use a fault on the answer's content or time (malformed-json, \
+                         null-bytes, oversized-field, injection, hang, slow)",
+                        item.source
+                    ))
+                }
+                Scope::Stdio => {
+                    return Err(format!(
+                        "{} is what a mock stdio agent does of itself, not a fault the proxy \
+                         puts on a real agent's answer line",
+                        item.source
+                    ))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `--record` under `--stdio`: this process's own file. A harness starts one proxy per
+/// conversation, so many write at once: each writes its own file in a directory (`DIR/`, JSON
+/// lines; `DIR/*.har`, HAR: the `*` is the conversation's start and pid), and `agent-tck judge
+/// DIR` judges them together. A single file shared by processes is refused: a HAR is one JSON
+/// document, and a process killed mid-write would spoil the lines of the others.
+fn stdio_recording(path: &std::path::Path) -> Result<std::path::PathBuf, Error> {
+    let text = path.to_string_lossy();
+    let name = crate::proxy::stdio::conversation_name();
+    let (dir, file) = if path.is_dir() || text.ends_with('/') {
+        (path.to_path_buf(), format!("{name}.jsonl"))
+    } else {
+        match path.file_name().map(|f| f.to_string_lossy().into_owned()) {
+            Some(f) if f.contains('*') => (
+                path.parent().map(std::path::Path::to_path_buf).unwrap_or_default(),
+                f.replacen('*', &name, 1),
+            ),
+            _ => {
+                return Err(Error::usage(format!(
+                    "--record {text}: under --stdio each conversation is its own process, and \
+                     they cannot share one file: give a directory (--record {}/, a JSON lines \
+                     file per conversation) or a pattern (--record '{}/*.har'); `agent-tck judge \
+                     DIR` judges them together",
+                    text.trim_end_matches(".har").trim_end_matches(".jsonl"),
+                    text.trim_end_matches(".har").trim_end_matches(".jsonl"),
+                )))
+            }
+        }
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        std::path::PathBuf::from(".")
+    } else {
+        dir
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        Error::usage(format!("--record {text}: cannot create {}: {e}", dir.display()))
+    })?;
+    Ok(dir.join(file))
 }
 
 /// A proxy run's recording: its entries and the run's settings; a usage error naming the file

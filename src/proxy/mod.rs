@@ -13,3 +13,4 @@ pub mod replay;
 pub mod report;
 pub mod run;
 pub mod settings;
+pub mod stdio;
