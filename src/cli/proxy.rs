@@ -414,6 +414,9 @@ fn recording(file: &std::path::Path) -> Result<Recording, Error> {
 /// `agent-tck judge FILE`: a proxy run's recording judged again, with the run's settings.
 pub(super) fn judge(args: JudgeArgs) -> Result<Ended, Error> {
     args.output.check()?;
+    if args.file.is_dir() {
+        return judge_directory(&args);
+    }
     let shown = args.file.display().to_string();
     let (entries, settings, cut) = recording(&args.file)?;
     let name = args.protocol.as_deref().unwrap_or(&settings.protocol);
@@ -430,6 +433,83 @@ pub(super) fn judge(args: JudgeArgs) -> Result<Ended, Error> {
         cases,
         &crate::text::Redactor::new(Vec::new()),
     );
+    conclude(report, &args.output)
+}
+
+/// `agent-tck judge DIR`: every recording in DIR (`proxy --stdio --record DIR/`, a file per
+/// conversation) judged together, as one run; a recording cut by its process's death fails
+/// `run.completed`, naming it.
+fn judge_directory(args: &JudgeArgs) -> Result<Ended, Error> {
+    let shown = args.file.display().to_string();
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&args.file)
+        .map_err(|e| Error::usage(format!("{shown}: {e}")))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| {
+            path.is_file()
+                && path
+                    .extension()
+                    .is_some_and(|x| x.eq_ignore_ascii_case("jsonl") || x.eq_ignore_ascii_case("har"))
+        })
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(Error::usage(format!(
+            "{shown}: no recording in it (a directory of `proxy --stdio --record DIR/` holds a .jsonl or .har file per conversation)"
+        )));
+    }
+    let mut read: Vec<Recording> = files
+        .iter()
+        .map(|f| recording(f))
+        .collect::<Result<_, _>>()?;
+    // JSON lines are whole line by line, but a conversation whose process was killed has no
+    // close: it is cut too.
+    for (entries, _, cut) in &mut read {
+        if cut.is_none() {
+            *cut = crate::proxy::judge::close_cut(entries);
+        }
+    }
+    let name = args
+        .protocol
+        .as_deref()
+        .unwrap_or(&read[0].1.protocol)
+        .to_string();
+    let (protocol, suite) = proxied(&name)?;
+    let together: Vec<(&[crate::judge::Entry], &crate::proxy::settings::RunSettings)> = read
+        .iter()
+        .map(|(entries, settings, _)| (entries.as_slice(), settings))
+        .collect();
+    let mut cases = crate::proxy::judge::judge_together(&together, protocol, suite)
+        .map_err(|e| Error::usage(format!("{shown}: {e}")))?;
+    let cut: Vec<String> = files
+        .iter()
+        .zip(&read)
+        .filter_map(|(file, (_, _, cut))| {
+            cut.map(|ms| format!("{} ({:.1} s in)", file.display(), ms / 1000.0))
+        })
+        .collect();
+    if let Some(at_ms) = read.iter().filter_map(|(_, _, cut)| *cut).reduce(f64::max) {
+        let mut case = crate::proxy::judge::cut_case(at_ms);
+        case.message = format!(
+            "{} of the {} recordings end without their close (their proxy was killed or died): {}; the verdicts on those conversations are drawn where they end",
+            cut.len(),
+            files.len(),
+            cut.join(", ")
+        );
+        cases.insert(0, case);
+    }
+    let mut report = crate::proxy::report::report_of(
+        &name,
+        format!(
+            "the {} recorded in {shown}",
+            crate::text::count(files.len() as u64, "conversations")
+        ),
+        (read[0].1.seed, args.strict),
+        cases,
+        &crate::text::Redactor::new(Vec::new()),
+    );
+    report
+        .notes
+        .push(format!("judged together: {}", crate::text::count(files.len() as u64, "recordings")));
     conclude(report, &args.output)
 }
 

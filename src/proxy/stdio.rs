@@ -440,11 +440,16 @@ impl Relay {
         for pending in std::mem::take(&mut self.pending) {
             let waited = now.saturating_duration_since(pending.received);
             let body = Body::checked(&pending.line, self.schema).on_channel(0);
+            let deadline = self.deadline;
+            let hang = || http::Error::Timeout {
+                deadline,
+                phase: format!(
+                    "no answer line in {:.1} s: the agent hung, and {why}",
+                    waited.as_secs_f64()
+                ),
+            };
             let result = if hung {
-                Some(Err(http::Error::Timeout {
-                    deadline: waited,
-                    phase: format!("no answer line: the agent hung, {why}"),
-                }))
+                Some(Err(hang()))
             } else {
                 left_unanswered(waited, self.traffic.timeout()).map(Err)
             };
@@ -471,10 +476,7 @@ impl Relay {
             let key = if hung { "error" } else { "stopped_ms" };
             let value = if hung {
                 json!({
-                    "error": http::Error::Timeout {
-                        deadline: waited,
-                        phase: format!("no answer line: the agent hung, {why}"),
-                    },
+                    "error": hang(),
                     "elapsed_ms": crate::judge::time::ms(waited),
                 })
             } else {
@@ -804,7 +806,7 @@ impl Relay {
                         format!("ended with {}", cleanup.signalled.join(" then "))
                     };
                     let what = format!(
-                        "the proxy ended its process group at the deadline ({}; {signals})",
+                        "the proxy ended the agent's process group at the deadline ({}: --timeout or --platform-timeout, the larger; {signals})",
                         humantime::format_duration(self.deadline)
                     );
                     if waiting {
