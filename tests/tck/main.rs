@@ -44,6 +44,7 @@ mod plurals;
 mod properties;
 mod proxy;
 mod proxy_cli;
+mod proxy_stdio;
 mod readme_table;
 mod reference;
 mod rejudge_agents;
