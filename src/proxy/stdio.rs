@@ -106,7 +106,6 @@ struct Pending {
     seq: u64,
     received: Instant,
     line: Bytes,
-    by_newline: bool,
 }
 
 /// An answer line as it came (its first `max_body` bytes when longer).
@@ -242,12 +241,23 @@ impl Relay {
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
         }
+        let body = Body::checked(&line, self.schema);
+        if !by_newline && body.admitted().is_none() && body.value().is_none() {
+            // The harness's input ended in the middle of a request (it died writing it): the
+            // harness's fault, and nothing the agent owes an answer to.
+            let what = format!(
+                "{} without a newline, not a whole JSON request, then the end of input: {}",
+                crate::text::count(line.len() as u64, "bytes"),
+                crate::text::excerpt(&line, 80)
+            );
+            self.observer.on_incomplete(AGENT, self.endpoint, &what);
+            return;
+        }
         self.seq += 1;
         let pending = Pending {
             seq: self.seq,
             received: at,
             line: Bytes::from(line),
-            by_newline,
         };
         match self.early.pop_front() {
             Some(answer) => self.answer(pending, answer),
@@ -330,8 +340,7 @@ impl Relay {
     }
 
     /// The request told to the platform observer, with the answer planned for it (None: the
-    /// request is not the protocol's: not JSON). A line cut by the end of input that is not a
-    /// whole JSON request is a half-written one.
+    /// request is not the protocol's: not JSON).
     fn tell_request(
         &mut self,
         pending: &Pending,
@@ -339,15 +348,6 @@ impl Relay {
         decision: &Decision,
         answer: &[u8],
     ) -> Option<Told> {
-        if !pending.by_newline && body.admitted().is_none() && body.value().is_none() {
-            let what = format!(
-                "{} without a newline, not a whole JSON request, then the end of input: {}",
-                crate::text::count(pending.line.len() as u64, "bytes"),
-                crate::text::excerpt(&pending.line, 80)
-            );
-            self.observer.on_incomplete(AGENT, self.endpoint, &what);
-            return None;
-        }
         let findings = body.findings("the request is not JSON")?;
         self.requests += 1;
         let id = self

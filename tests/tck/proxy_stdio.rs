@@ -105,7 +105,7 @@ fn a_conforming_agent_passes_and_the_harness_gets_its_lines_unchanged() {
     assert!(failed.is_empty(), "{failed:?}\n{}", text(&out));
     assert_eq!(status_of(&statuses, "stdio/protocol.first-turn"), "pass");
     assert_eq!(status_of(&statuses, "harness.turns"), "pass");
-    assert_eq!(case(&report, "harness.turns")["evidence"]["count"], 2);
+    assert_eq!(case(&report, "harness.turns")["evidence"]["judged"], 2);
     assert_eq!(case(&report, "stdio/protocol.first-turn")["group"], "agent stdio");
 }
 
@@ -236,8 +236,8 @@ fn two_processes_record_into_one_directory_and_judge_judges_both() {
     let out = tck_within(&["judge", &record, "--json", &json_path], DEADLINE);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let report = read_json(&json_path);
-    assert_eq!(case(&report, "platform.reached-proxy")["evidence"]["count"], 2);
-    assert_eq!(case(&report, "stdio/protocol.first-turn")["evidence"]["count"], 2);
+    assert_eq!(case(&report, "platform.reached-proxy")["evidence"]["judged"], 2);
+    assert_eq!(case(&report, "stdio/protocol.first-turn")["evidence"]["judged"], 2);
     assert_eq!(case(&report, "harness.turns")["status"], "pass");
 }
 
@@ -299,8 +299,8 @@ fn stdio_flags_that_do_not_fit_are_usage_errors() {
             "--stdio: --protocol roundtable",
         ),
         (
-            vec!["--protocol", "execute-task", "--stdio", agent, "--fault", "stdio=fault:reset"],
-            "--fault stdio=fault:reset: fault:reset is a fault below HTTP",
+            vec!["--protocol", "execute-task", "--stdio", agent, "--fault", "stdio=reset"],
+            "--fault stdio=reset: reset is a fault below HTTP",
         ),
         (
             vec!["--protocol", "execute-task", "--stdio", agent, "--record", "one.jsonl"],
@@ -316,8 +316,8 @@ fn stdio_flags_that_do_not_fit_are_usage_errors() {
     }
 }
 
-/// A fault on the real agent's answer line: the harness receives the bent line, the agent is
-/// judged on what it sent (it passes), and the proxy says the fault took effect.
+/// A fault on the real agent's answer line: the harness receives the bent line and is judged on
+/// what it received (a bad answer it took cleanly), the agent on what it sent (it passes).
 #[test]
 fn a_fault_bends_the_real_answer_line_and_the_agent_is_judged_on_its_own() {
     let dir = TempDir::new("proxy-stdio-fault");
@@ -333,5 +333,46 @@ fn a_fault_bends_the_real_answer_line_and_the_agent_is_judged_on_its_own() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let report = read_json(&json_path);
     assert_eq!(case(&report, "stdio/protocol.first-turn")["status"], "pass");
-    assert_eq!(case(&report, "agent.behaviors-applied")["status"], "pass");
+    let after_bad = case(&report, "harness.after-bad-answer");
+    assert_eq!(after_bad["status"], "pass", "{after_bad}");
+    assert_eq!(after_bad["evidence"]["judged"], 1, "{after_bad}");
+}
+
+/// The harness gives up (SIGINT to its agent command) while the agent is still working: the
+/// agent's group is ended, the report is written saying what ended the relay, and the agent is
+/// not blamed for an answer the harness did not wait for.
+#[test]
+fn a_harness_that_gives_up_ends_the_agent_and_the_reports_say_so() {
+    let dir = TempDir::new("proxy-stdio-int");
+    let json_path = dir.path("int.json");
+    let (mut proxy, mut stdin) = proxy(
+        Some("hang"),
+        &["--json", &json_path, "--timeout", "60s", "--platform-timeout", "60s"],
+    );
+    send(&mut stdin, &first_turn("What plan is cust_123 on?"));
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    let agent = loop {
+        if let Some(&pid) = children(proxy.id()).first() {
+            break pid;
+        }
+        assert!(std::time::Instant::now() < until, "the proxy started no agent");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // The request reached the agent before the harness gives up (the report counts it).
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(format!("/proc/{agent}/io"))
+        .is_ok_and(|io| !io.contains("rchar: 0\n"))
+    {
+        assert!(std::time::Instant::now() < until, "the agent read nothing");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = proxy.interrupt(Duration::from_secs(20));
+    drop(stdin);
+    assert!(!running(agent), "the agent (pid {agent}) outlived the proxy");
+    let report = read_json(&json_path);
+    let notes = report["notes"].to_string();
+    assert!(notes.contains("Ctrl-C ended the proxy"), "{notes}\n{}", text(&out));
+    let time = case(&report, "stdio/protocol.within-timeout");
+    assert_ne!(time["status"], "fail", "{time}");
+    assert_eq!(case(&report, "platform.reached-proxy")["status"], "pass");
 }
