@@ -725,7 +725,11 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8700")]
     pub listen: SocketAddr,
     /// A real agent: its name (the proxy's path for it) and its own base URL. Repeatable.
-    #[arg(long = "agent", value_name = "NAME=URL", required_unless_present = "stdio")]
+    #[arg(
+        long = "agent",
+        value_name = "NAME=URL",
+        required_unless_present = "stdio"
+    )]
     pub agents: Vec<String>,
     /// Be the harness's agent command instead (execute-task): start CMD (split like a shell
     /// would, run directly) and relay the harness's stdin to it and its stdout back, byte for

@@ -213,7 +213,9 @@ async fn proxy_stdio(command: &str, args: &ProxyArgs) -> Result<Ended, Error> {
         ));
     }
     let (agents_protocol, suite) = proxied(&args.protocol)?;
-    if agents_protocol.line_endpoint().is_none() || args.protocol != crate::protocols::execute_task::NAME {
+    if agents_protocol.line_endpoint().is_none()
+        || args.protocol != crate::protocols::execute_task::NAME
+    {
         return Err(Error::usage(format!(
             "--stdio: --protocol {} is not spoken over stdio; the proxy relays stdio for --protocol {} only",
             args.protocol,
@@ -254,11 +256,7 @@ async fn proxy_stdio(command: &str, args: &ProxyArgs) -> Result<Ended, Error> {
         }
         secrets.push(key.to_string());
     }
-    let record = args
-        .record
-        .as_deref()
-        .map(stdio_recording)
-        .transpose()?;
+    let record = args.record.as_deref().map(stdio_recording).transpose()?;
     let seed = seed_or_clock(args.seed);
     let settings = StdioSettings {
         protocol: agents_protocol,
@@ -357,7 +355,9 @@ fn stdio_recording(path: &std::path::Path) -> Result<std::path::PathBuf, Error> 
     } else {
         match path.file_name().map(|f| f.to_string_lossy().into_owned()) {
             Some(f) if f.contains('*') => (
-                path.parent().map(std::path::Path::to_path_buf).unwrap_or_default(),
+                path.parent()
+                    .map(std::path::Path::to_path_buf)
+                    .unwrap_or_default(),
                 f.replacen('*', &name, 1),
             ),
             _ => {
@@ -378,7 +378,10 @@ fn stdio_recording(path: &std::path::Path) -> Result<std::path::PathBuf, Error> 
         dir
     };
     std::fs::create_dir_all(&dir).map_err(|e| {
-        Error::usage(format!("--record {text}: cannot create {}: {e}", dir.display()))
+        Error::usage(format!(
+            "--record {text}: cannot create {}: {e}",
+            dir.display()
+        ))
     })?;
     Ok(dir.join(file))
 }
@@ -446,9 +449,9 @@ fn judge_directory(args: &JudgeArgs) -> Result<Ended, Error> {
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|path| {
             path.is_file()
-                && path
-                    .extension()
-                    .is_some_and(|x| x.eq_ignore_ascii_case("jsonl") || x.eq_ignore_ascii_case("har"))
+                && path.extension().is_some_and(|x| {
+                    x.eq_ignore_ascii_case("jsonl") || x.eq_ignore_ascii_case("har")
+                })
         })
         .collect();
     files.sort();
@@ -507,9 +510,10 @@ fn judge_directory(args: &JudgeArgs) -> Result<Ended, Error> {
         cases,
         &crate::text::Redactor::new(Vec::new()),
     );
-    report
-        .notes
-        .push(format!("judged together: {}", crate::text::count(files.len() as u64, "recordings")));
+    report.notes.push(format!(
+        "judged together: {}",
+        crate::text::count(files.len() as u64, "recordings")
+    ));
     conclude(report, &args.output)
 }
 

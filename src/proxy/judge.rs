@@ -44,7 +44,9 @@ pub fn judge_together(
     suite: Suite,
 ) -> Result<Vec<CaseResult>, ReplayError> {
     let Some((_, first)) = recordings.first() else {
-        return Err(ReplayError::Missing("recording: there is none to judge".into()));
+        return Err(ReplayError::Missing(
+            "recording: there is none to judge".into(),
+        ));
     };
     let observer = crate::mock::observe::observer_for(protocol, &first.expect());
     let traffic = TrafficJudge::new(suite, first.limits());

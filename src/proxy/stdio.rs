@@ -334,7 +334,11 @@ impl Relay {
             return;
         }
         match due {
-            Some(due) => self.outbox.push_back(Outgoing { bytes, due: Some(due), told }),
+            Some(due) => self.outbox.push_back(Outgoing {
+                bytes,
+                due: Some(due),
+                told,
+            }),
             None => self.held.extend(told),
         }
     }
@@ -549,7 +553,10 @@ pub async fn run(
             // Where this conversation stands among the others of a recording directory.
             context["started_unix_ms"] = json!(unix_ms());
             recorded.event(SETTINGS_EVENT, 0.0, context);
-            (Box::new(recording) as Box<dyn PlatformObserver>, Some(recorded))
+            (
+                Box::new(recording) as Box<dyn PlatformObserver>,
+                Some(recorded),
+            )
         }
         None => (observer, None),
     };
@@ -692,7 +699,8 @@ impl Relay {
                             if let Some(pipe) = stdin.as_mut() {
                                 // An agent that closed its stdin: the rest is read and judged,
                                 // not written (its exit or its output says what happened).
-                                if pipe.write_all(&chunk).await.is_err() || pipe.flush().await.is_err()
+                                if pipe.write_all(&chunk).await.is_err()
+                                    || pipe.flush().await.is_err()
                                 {
                                     stdin = None;
                                 }
@@ -710,7 +718,7 @@ impl Relay {
         let mut requests = Splitter::new(self.max_body);
         let mut answers = Splitter::new(self.max_body);
         let mut pieces = Vec::new();
-        let (mut harness_open, mut agent_open, mut inputs_over) = (true, true, false);
+        let (mut agent_open, mut inputs_over) = (true, false);
         let mut status: Option<ExitStatus> = None;
         let mut exited_at: Option<tokio::time::Instant> = None;
         let mut input_ended: Option<tokio::time::Instant> = None;
@@ -749,7 +757,6 @@ impl Relay {
                         }
                     }
                     Some(Input::HarnessEnd) => {
-                        harness_open = false;
                         input_ended = Some(tokio::time::Instant::now());
                         if let Some(Piece::Line { bytes, .. }) = requests.finish() {
                             self.request(bytes, false, Instant::now());
@@ -829,7 +836,6 @@ impl Relay {
                     }
                 }
             }
-            let _ = harness_open;
         };
         // Whatever way it ended, nothing of the agent's outlives the relay.
         let cleanup = agent.end(DEFAULT_KILL_GRACE).await;

@@ -106,7 +106,10 @@ fn a_conforming_agent_passes_and_the_harness_gets_its_lines_unchanged() {
     assert_eq!(status_of(&statuses, "stdio/protocol.first-turn"), "pass");
     assert_eq!(status_of(&statuses, "harness.turns"), "pass");
     assert_eq!(case(&report, "harness.turns")["evidence"]["judged"], 2);
-    assert_eq!(case(&report, "stdio/protocol.first-turn")["group"], "agent stdio");
+    assert_eq!(
+        case(&report, "stdio/protocol.first-turn")["group"],
+        "agent stdio"
+    );
 }
 
 /// An agent whose answer is not JSON: the harness gets the bytes as the agent wrote them, and
@@ -159,7 +162,12 @@ fn running(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|stat| {
-            let state = stat.rsplit_once(')')?.1.split_whitespace().next()?.to_string();
+            let state = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .next()?
+                .to_string();
             Some(state != "Z" && state != "X")
         })
         .unwrap_or(false)
@@ -190,14 +198,20 @@ fn a_hanging_agent_is_killed_at_the_deadline_and_blamed() {
         if let Some(&pid) = children(proxy.id()).first() {
             break pid;
         }
-        assert!(std::time::Instant::now() < until, "the proxy started no agent");
+        assert!(
+            std::time::Instant::now() < until,
+            "the proxy started no agent"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     // The harness keeps its stdin open: only the deadline ends the wait.
     let status = proxy.wait();
     drop(stdin);
     let out = proxy.output(status);
-    assert!(!running(agent), "the agent (pid {agent}) outlived the proxy");
+    assert!(
+        !running(agent),
+        "the agent (pid {agent}) outlived the proxy"
+    );
     assert!(out.stdout.is_empty(), "{}", text(&out));
     let report = read_json(&json_path);
     let time = case(&report, "stdio/protocol.within-timeout");
@@ -236,8 +250,14 @@ fn two_processes_record_into_one_directory_and_judge_judges_both() {
     let out = tck_within(&["judge", &record, "--json", &json_path], DEADLINE);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let report = read_json(&json_path);
-    assert_eq!(case(&report, "platform.reached-proxy")["evidence"]["judged"], 2);
-    assert_eq!(case(&report, "stdio/protocol.first-turn")["evidence"]["judged"], 2);
+    assert_eq!(
+        case(&report, "platform.reached-proxy")["evidence"]["judged"],
+        2
+    );
+    assert_eq!(
+        case(&report, "stdio/protocol.first-turn")["evidence"]["judged"],
+        2
+    );
     assert_eq!(case(&report, "harness.turns")["status"], "pass");
 }
 
@@ -275,7 +295,10 @@ fn the_agents_key_is_in_no_output() {
     let out = proxy.output(status);
     assert!(!text(&out).contains(KEY), "{}", text(&out));
     let mut files = vec![json, junit, html];
-    for entry in std::fs::read_dir(&record).expect("the recording directory").flatten() {
+    for entry in std::fs::read_dir(&record)
+        .expect("the recording directory")
+        .flatten()
+    {
         files.push(entry.path().display().to_string());
     }
     assert_eq!(files.len(), 4, "{files:?}");
@@ -291,7 +314,14 @@ fn stdio_flags_that_do_not_fit_are_usage_errors() {
     let agent = "agent-tck mock agent --protocol execute-task --stdio";
     for (args, needle) in [
         (
-            vec!["--protocol", "execute-task", "--stdio", agent, "--agent", "a=http://127.0.0.1:9"],
+            vec![
+                "--protocol",
+                "execute-task",
+                "--stdio",
+                agent,
+                "--agent",
+                "a=http://127.0.0.1:9",
+            ],
             "--stdio and --agent",
         ),
         (
@@ -299,11 +329,25 @@ fn stdio_flags_that_do_not_fit_are_usage_errors() {
             "--stdio: --protocol roundtable",
         ),
         (
-            vec!["--protocol", "execute-task", "--stdio", agent, "--fault", "stdio=reset"],
+            vec![
+                "--protocol",
+                "execute-task",
+                "--stdio",
+                agent,
+                "--fault",
+                "stdio=reset",
+            ],
             "--fault stdio=reset: reset is a fault below HTTP",
         ),
         (
-            vec!["--protocol", "execute-task", "--stdio", agent, "--record", "one.jsonl"],
+            vec![
+                "--protocol",
+                "execute-task",
+                "--stdio",
+                agent,
+                "--record",
+                "one.jsonl",
+            ],
             "--record one.jsonl: under --stdio each conversation is its own process",
         ),
     ] {
@@ -312,7 +356,11 @@ fn stdio_flags_that_do_not_fit_are_usage_errors() {
         let out = tck_within(&all, DEADLINE);
         assert_eq!(out.status.code(), Some(2), "{all:?}: {}", text(&out));
         assert!(text(&out).contains(needle), "{all:?}: {}", text(&out));
-        assert!(out.stdout.is_empty(), "{all:?}: stdout holds {}", text(&out));
+        assert!(
+            out.stdout.is_empty(),
+            "{all:?}: stdout holds {}",
+            text(&out)
+        );
     }
 }
 
@@ -322,8 +370,10 @@ fn stdio_flags_that_do_not_fit_are_usage_errors() {
 fn a_fault_bends_the_real_answer_line_and_the_agent_is_judged_on_its_own() {
     let dir = TempDir::new("proxy-stdio-fault");
     let json_path = dir.path("fault.json");
-    let (mut proxy, mut stdin) =
-        proxy(None, &["--json", &json_path, "--fault", "stdio=malformed-json"]);
+    let (mut proxy, mut stdin) = proxy(
+        None,
+        &["--json", &json_path, "--fault", "stdio=malformed-json"],
+    );
     send(&mut stdin, &first_turn("What plan is cust_123 on?"));
     let line = proxy.line();
     assert!(serde_json::from_str::<Value>(&line).is_err(), "{line}");
@@ -345,9 +395,16 @@ fn a_fault_bends_the_real_answer_line_and_the_agent_is_judged_on_its_own() {
 fn a_harness_that_gives_up_ends_the_agent_and_the_reports_say_so() {
     let dir = TempDir::new("proxy-stdio-int");
     let json_path = dir.path("int.json");
-    let (mut proxy, mut stdin) = proxy(
+    let (proxy, mut stdin) = proxy(
         Some("hang"),
-        &["--json", &json_path, "--timeout", "60s", "--platform-timeout", "60s"],
+        &[
+            "--json",
+            &json_path,
+            "--timeout",
+            "60s",
+            "--platform-timeout",
+            "60s",
+        ],
     );
     send(&mut stdin, &first_turn("What plan is cust_123 on?"));
     let until = std::time::Instant::now() + Duration::from_secs(30);
@@ -355,7 +412,10 @@ fn a_harness_that_gives_up_ends_the_agent_and_the_reports_say_so() {
         if let Some(&pid) = children(proxy.id()).first() {
             break pid;
         }
-        assert!(std::time::Instant::now() < until, "the proxy started no agent");
+        assert!(
+            std::time::Instant::now() < until,
+            "the proxy started no agent"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     // The request reached the agent before the harness gives up (the report counts it).
@@ -368,10 +428,17 @@ fn a_harness_that_gives_up_ends_the_agent_and_the_reports_say_so() {
     }
     let out = proxy.interrupt(Duration::from_secs(20));
     drop(stdin);
-    assert!(!running(agent), "the agent (pid {agent}) outlived the proxy");
+    assert!(
+        !running(agent),
+        "the agent (pid {agent}) outlived the proxy"
+    );
     let report = read_json(&json_path);
     let notes = report["notes"].to_string();
-    assert!(notes.contains("Ctrl-C ended the proxy"), "{notes}\n{}", text(&out));
+    assert!(
+        notes.contains("Ctrl-C ended the proxy"),
+        "{notes}\n{}",
+        text(&out)
+    );
     let time = case(&report, "stdio/protocol.within-timeout");
     assert_ne!(time["status"], "fail", "{time}");
     assert_eq!(case(&report, "platform.reached-proxy")["status"], "pass");
