@@ -469,24 +469,22 @@ impl Relay {
             if let Some(result) = result {
                 self.judge_answer(&pending, &body, result, waited);
             }
-            if let Some(told) = self.tell_request(&pending, &body, &decision, b"") {
-                let outcome = if hung {
-                    Outcome::Shutdown
-                } else {
-                    Outcome::PeerGone
-                };
-                self.tell_answer(&told, outcome, 0, None);
-            }
-            let key = if hung { "error" } else { "stopped_ms" };
+            // As the HTTP proxy records an answer the platform left before (`left_ms`): judged
+            // again as it was live, late only past --timeout.
             let value = if hung {
                 json!({
                     "error": hang(),
                     "elapsed_ms": crate::judge::time::ms(waited),
                 })
             } else {
-                json!({ key: crate::judge::time::ms(waited) })
+                json!({ "left_ms": crate::judge::time::ms(waited) })
             };
-            self.record_answer(pending.seq, &pending, value);
+            let outcome = if hung {
+                Outcome::Shutdown
+            } else {
+                Outcome::PeerGone
+            };
+            self.unanswered_told(&pending, &body, &decision, value, outcome);
         }
         for told in std::mem::take(&mut self.held) {
             self.tell_answer(&told, Outcome::Hung, 0, None);
@@ -495,6 +493,23 @@ impl Relay {
             if let Some(told) = out.told {
                 self.tell_answer(&told, Outcome::Shutdown, 0, None);
             }
+        }
+    }
+
+    /// A request that got no answer told to the observer, the recording given what the agent
+    /// did (before the exchange is written: telling its answer writes it).
+    fn unanswered_told(
+        &mut self,
+        pending: &Pending,
+        body: &Body<'_>,
+        decision: &Decision,
+        agent: serde_json::Value,
+        outcome: Outcome,
+    ) {
+        let told = self.tell_request(pending, body, decision, b"");
+        self.record_answer(pending.seq, pending, agent);
+        if let Some(told) = told {
+            self.tell_answer(&told, outcome, 0, None);
         }
     }
 
@@ -929,14 +944,8 @@ impl Relay {
                 unusable: Some(format!("no answer: {error}")),
                 ..Decision::default()
             };
-            if let Some(told) = self.tell_request(&pending, &body, &decision, b"") {
-                self.tell_answer(&told, Outcome::Complete, 0, None);
-            }
-            self.record_answer(
-                pending.seq,
-                &pending,
-                json!({"error": error, "elapsed_ms": crate::judge::time::ms(waited)}),
-            );
+            let value = json!({"error": error, "elapsed_ms": crate::judge::time::ms(waited)});
+            self.unanswered_told(&pending, &body, &decision, value, Outcome::Complete);
         }
     }
 }

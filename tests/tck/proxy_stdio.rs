@@ -180,9 +180,12 @@ fn running(pid: u32) -> bool {
 fn a_hanging_agent_is_killed_at_the_deadline_and_blamed() {
     let dir = TempDir::new("proxy-stdio-hang");
     let json_path = dir.path("hang.json");
+    let record = format!("{}/", dir.path("rec"));
     let (mut proxy, mut stdin) = proxy(
         Some("hang"),
         &[
+            "--record",
+            &record,
             "--json",
             &json_path,
             "--timeout",
@@ -223,6 +226,22 @@ fn a_hanging_agent_is_killed_at_the_deadline_and_blamed() {
             && message.contains("ended the agent's process group at the deadline"),
         "{message}"
     );
+    // Its recording judged again: the same verdicts, the same words.
+    let judged_path = dir.path("judged.json");
+    let out = tck_within(&["judge", &record, "--json", &judged_path], DEADLINE);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let verdicts = |r: &Value| -> Vec<(Value, Value, Value)> {
+        r["cases"]
+            .as_array()
+            .map(|cases| {
+                cases
+                    .iter()
+                    .map(|c| (c["id"].clone(), c["status"].clone(), c["message"].clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(verdicts(&read_json(&judged_path)), verdicts(&report));
 }
 
 /// Two conversations, two proxy processes at once recording into one directory; `agent-tck
