@@ -460,6 +460,23 @@ fn judge_directory(args: &JudgeArgs) -> Result<Ended, Error> {
             "{shown}: no recording in it (a directory of `proxy --stdio --record DIR/` holds a .jsonl or .har file per conversation)"
         )));
     }
+    // A file with nothing in it is a conversation whose proxy was killed before it wrote
+    // anything: counted as cut, not an error that hides the others.
+    let total = files.len();
+    let mut empty = Vec::new();
+    files.retain(|f| match std::fs::metadata(f) {
+        Ok(m) if m.len() == 0 => {
+            empty.push(format!("{} (empty)", f.display()));
+            false
+        }
+        _ => true,
+    });
+    if files.is_empty() {
+        return Err(Error::usage(format!(
+            "{shown}: every recording in it is empty (their proxies were killed before they wrote anything): {}",
+            empty.join(", ")
+        )));
+    }
     let mut read: Vec<Recording> = files
         .iter()
         .map(|f| recording(f))
@@ -483,19 +500,21 @@ fn judge_directory(args: &JudgeArgs) -> Result<Ended, Error> {
         .collect();
     let mut cases = crate::proxy::judge::judge_together(&together, protocol, suite)
         .map_err(|e| Error::usage(format!("{shown}: {e}")))?;
-    let cut: Vec<String> = files
+    let mut cut: Vec<String> = files
         .iter()
         .zip(&read)
         .filter_map(|(file, (_, _, cut))| {
             cut.map(|ms| format!("{} ({:.1} s in)", file.display(), ms / 1000.0))
         })
         .collect();
-    if let Some(at_ms) = read.iter().filter_map(|(_, _, cut)| *cut).reduce(f64::max) {
+    cut.extend(empty);
+    let last_cut = read.iter().filter_map(|(_, _, cut)| *cut).reduce(f64::max);
+    if let Some(at_ms) = last_cut.or((!cut.is_empty()).then_some(0.0)) {
         let mut case = crate::proxy::judge::cut_case(at_ms);
         case.message = format!(
             "{} of the {} recordings end without their close (their proxy was killed or died): {}; the verdicts on those conversations are drawn where they end",
             cut.len(),
-            files.len(),
+            total,
             cut.join(", ")
         );
         cases.insert(0, case);
@@ -504,7 +523,7 @@ fn judge_directory(args: &JudgeArgs) -> Result<Ended, Error> {
         &name,
         format!(
             "the {} recorded in {shown}",
-            crate::text::count(files.len() as u64, "conversations")
+            crate::text::count(total as u64, "conversations")
         ),
         (read[0].1.seed, args.strict),
         cases,

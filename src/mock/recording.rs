@@ -164,6 +164,16 @@ impl Recorded {
         }
     }
 
+    /// Flushes what is written so far to the file (a producer that may be killed any moment,
+    /// as `proxy --stdio` is by its harness, keeps each exchange on disk as it ends).
+    pub fn flush(&self) {
+        if let Ok(mut written) = self.state.lock() {
+            if written.failed.is_none() {
+                written.failed = written.recorder.flush().err();
+            }
+        }
+    }
+
     /// Writes the requests never answered (their answer cut by the run's end) and closes the
     /// file: the first error of the whole recording, if a write failed.
     pub fn close(self) -> Result<(), RecordError> {

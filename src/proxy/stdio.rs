@@ -398,6 +398,11 @@ impl Relay {
             ended: end.as_ref(),
             at: Instant::now(),
         });
+        // The harness may kill its agent command at any moment: each exchange is on disk as it
+        // ends.
+        if let Some(recorded) = &self.recorded {
+            recorded.flush();
+        }
         if self.log {
             crate::errln!(
                 "agent-tck proxy: {AGENT} /{} {} ms {outcome:?}",
@@ -568,6 +573,7 @@ pub async fn run(
             // Where this conversation stands among the others of a recording directory.
             context["started_unix_ms"] = json!(unix_ms());
             recorded.event(SETTINGS_EVENT, 0.0, context);
+            recorded.flush();
             (
                 Box::new(recording) as Box<dyn PlatformObserver>,
                 Some(recorded),
@@ -758,6 +764,18 @@ impl Relay {
             tokio::select! {
                 biased;
                 why = &mut stop => {
+                    // What the harness sent before it gave up counts, though the relay had not
+                    // split it into requests yet (the agent is given it right after).
+                    while let Ok(input) = rx.try_recv() {
+                        if let Input::Harness(chunk) = input {
+                            requests.push(&chunk, &mut pieces);
+                            for piece in pieces.drain(..) {
+                                if let Piece::Line { bytes, .. } = piece {
+                                    self.request(bytes, true, Instant::now());
+                                }
+                            }
+                        }
+                    }
                     self.unanswered(&format!("{why} ended the proxy"), false);
                     break format!("{why} ended the proxy (the harness gave up, or was ended)");
                 }
