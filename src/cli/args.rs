@@ -733,6 +733,11 @@ pub struct ProxyArgs {
     /// judged as a client (named by its agent_id, or its --agent-key).
     #[arg(long, value_name = "URL")]
     pub server: Option<String>,
+    /// Be the harness's agent command instead (execute-task): start CMD (split like a shell
+    /// would, run directly) and relay the harness's stdin to it and its stdout back, byte for
+    /// byte, judging both sides; exit with the agent's status. Its agent is named `stdio`.
+    #[arg(long, value_name = "CMD")]
+    pub stdio: Option<String>,
     /// An agent's API key: the platform's `Authorization: Bearer` to it is judged against it
     /// (without it, the bearer rules are not judged for that agent); before a server, the
     /// client's own bearer to the server is. Repeatable; never shown.

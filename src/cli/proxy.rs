@@ -382,6 +382,9 @@ async fn relay(args: ProxyArgs, calls_back: &'static dyn CallsBack) -> Result<En
 /// `agent-tck proxy`: serves until Ctrl-C, `--duration` or `--deliberations`, then reports.
 pub(super) async fn proxy(args: ProxyArgs) -> Result<Ended, Error> {
     args.output.check()?;
+    if let Some(command) = &args.stdio {
+        return proxy_stdio(command, &args).await;
+    }
     if let Some(calls_back) = calls_back(&args.protocol)? {
         return relay(args, calls_back).await;
     }
@@ -443,6 +446,209 @@ pub(super) async fn proxy(args: ProxyArgs) -> Result<Ended, Error> {
     conclude(report, &args.output)
 }
 
+/// `agent-tck proxy --stdio CMD`: the harness's agent command, relaying to the real agent and
+/// judging both; exits with the agent's status (the verdicts are the reports').
+async fn proxy_stdio(command: &str, args: &ProxyArgs) -> Result<Ended, Error> {
+    use crate::proxy::stdio::{StdioSettings, AGENT};
+    if !args.agents.is_empty() {
+        return Err(Error::usage(
+            "--stdio and --agent: one or the other (--stdio CMD is the harness's agent command, \
+             relaying to the agent it starts; --agent NAME=URL serves agents over HTTP)",
+        ));
+    }
+    let (agents_protocol, suite) = proxied(&args.protocol)?;
+    if agents_protocol.line_endpoint().is_none()
+        || args.protocol != crate::protocols::execute_task::NAME
+    {
+        return Err(Error::usage(format!(
+            "--stdio: --protocol {} is not spoken over stdio; the proxy relays stdio for --protocol {} only",
+            args.protocol,
+            crate::protocols::execute_task::NAME
+        )));
+    }
+    if args.deliberations.is_some() {
+        return Err(Error::usage(
+            "--deliberations: not with --stdio (one process relays one conversation, and ends with the agent)",
+        ));
+    }
+    if args.server.is_some() {
+        return Err(Error::usage(
+            "--server: not with --stdio (the agent is the command --stdio starts)",
+        ));
+    }
+    if args.judging != crate::proxy::judging::Judging::Every {
+        return Err(Error::usage(
+            "--judging spare: not with --stdio (one conversation's answers are judged as they pass)",
+        ));
+    }
+    if let Some(text) = args.faults.iter().find(|f| {
+        f.split_once('=')
+            .is_some_and(|(_, b)| b.starts_with(REQUEST_PREFIX))
+    }) {
+        return Err(Error::usage(format!(
+            "--fault {text}: faults on the harness's requests are not applied over stdio yet; \
+             --fault {AGENT}=BEHAVIOUR bends the agent's answer lines"
+        )));
+    }
+    let argv = crate::transport::stdio::split_command(command)
+        .map_err(|e| Error::usage(format!("--stdio {command:?}: {e}")))?;
+    let mut faults = Vec::new();
+    for text in &args.faults {
+        let (name, fault) = named("--fault", text, "BEHAVIOUR")?;
+        if name != AGENT {
+            return Err(Error::usage(format!(
+                "--fault {name}=…: under --stdio the agent is named {AGENT} (--fault {AGENT}={fault})"
+            )));
+        }
+        let items = fault_items(fault, agents_protocol)
+            .map_err(|e| Error::usage(format!("--fault {text}: {e}")))?;
+        line_faults(&items).map_err(|why| Error::usage(format!("--fault {text}: {why}")))?;
+        faults.extend(items);
+    }
+    let mut secrets = Vec::new();
+    for text in &args.agent_keys {
+        // The key is never repeated in a message.
+        let (name, key) = text
+            .split_once('=')
+            .filter(|(_, k)| !k.trim().is_empty())
+            .ok_or_else(|| Error::usage("--agent-key: expected NAME=KEY"))?;
+        if name != AGENT {
+            return Err(Error::usage(format!(
+                "--agent-key {name}=…: under --stdio the agent is named {AGENT}"
+            )));
+        }
+        secrets.push(key.to_string());
+    }
+    let record = args.record.as_deref().map(stdio_recording).transpose()?;
+    let seed = seed_or_clock(args.seed);
+    let settings = StdioSettings {
+        protocol: agents_protocol,
+        suite,
+        argv,
+        faults,
+        expect: PlatformExpect::timeout(args.platform_timeout.unwrap_or(Duration::from_secs(120))),
+        limits: TrafficLimits {
+            max_body: args.max_body,
+            max_field: 50_000,
+            timeout: args.timeout,
+        },
+        record,
+        seed,
+        strict: args.strict,
+        log: args.log && !args.output.quiet,
+        secrets,
+    };
+    // Everything of ours goes to stderr: stdout carries the protocol's lines only.
+    let stop = async {
+        match args.duration {
+            Some(d) => tokio::select! {
+                s = caught_signal() => format!("{s}"),
+                () = tokio::time::sleep(d) => format!("--duration {}", humantime::format_duration(d)),
+            },
+            None => format!("{}", caught_signal().await),
+        }
+    };
+    let end = crate::proxy::stdio::run(settings, stop).await?;
+    let mut report = end.report;
+    crate::protocols::stamp(&mut report);
+    args.output.apply_baseline(&mut report)?;
+    let text = crate::report::console::render(&report, false);
+    let shown = if args.output.quiet {
+        super::exit::console_end(&text)
+    } else {
+        &text
+    };
+    crate::err!("{shown}");
+    args.output.write(&report)?;
+    // The harness sees the agent's own status: 128 + the signal's number when one ended it.
+    let code = match end.status {
+        Some(status) => {
+            use std::os::unix::process::ExitStatusExt;
+            status
+                .code()
+                .or_else(|| status.signal().map(|s| 128 + s))
+                .unwrap_or(1)
+        }
+        None => 1,
+    };
+    Ok(Ended::AgentExit(u8::try_from(code).unwrap_or(1)))
+}
+
+/// The faults that make sense on a line: the content ones and the timing ones (hang, slow);
+/// not a fault below HTTP (a TCP reset has no line to bend), nor the stdio mock's own
+/// behaviours (a banner, an early exit: the real agent's to show).
+fn line_faults(items: &[Item]) -> Result<(), String> {
+    use crate::mock::behavior::kind::Scope;
+    use crate::mock::behavior::What;
+    for item in items {
+        if let What::Behavior(kind) = &item.what {
+            match kind.scope() {
+                Scope::Any => {}
+                Scope::Http => {
+                    return Err(format!(
+                        "{} is a fault below HTTP (a connection's), and --stdio relays lines: \
+                         use a fault on the answer's content or time (malformed-json, \
+                         null-bytes, oversized-field, injection, hang, slow)",
+                        item.source
+                    ))
+                }
+                Scope::Stdio => {
+                    return Err(format!(
+                        "{} is what a mock stdio agent does of itself, not a fault the proxy \
+                         puts on a real agent's answer line",
+                        item.source
+                    ))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `--record` under `--stdio`: this process's own file. A harness starts one proxy per
+/// conversation, so many write at once: each writes its own file in a directory (`DIR/`, JSON
+/// lines; `DIR/*.har`, HAR: the `*` is the conversation's start and pid), and `agent-tck judge
+/// DIR` judges them together. A single file shared by processes is refused: a HAR is one JSON
+/// document, and a process killed mid-write would spoil the lines of the others.
+fn stdio_recording(path: &std::path::Path) -> Result<std::path::PathBuf, Error> {
+    let text = path.to_string_lossy();
+    let name = crate::proxy::stdio::conversation_name();
+    let (dir, file) = if path.is_dir() || text.ends_with('/') {
+        (path.to_path_buf(), format!("{name}.jsonl"))
+    } else {
+        match path.file_name().map(|f| f.to_string_lossy().into_owned()) {
+            Some(f) if f.contains('*') => (
+                path.parent()
+                    .map(std::path::Path::to_path_buf)
+                    .unwrap_or_default(),
+                f.replacen('*', &name, 1),
+            ),
+            _ => {
+                return Err(Error::usage(format!(
+                    "--record {text}: under --stdio each conversation is its own process, and \
+                     they cannot share one file: give a directory (--record {}/, a JSON lines \
+                     file per conversation) or a pattern (--record '{}/*.har'); `agent-tck judge \
+                     DIR` judges them together",
+                    text.trim_end_matches(".har").trim_end_matches(".jsonl"),
+                    text.trim_end_matches(".har").trim_end_matches(".jsonl"),
+                )))
+            }
+        }
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        std::path::PathBuf::from(".")
+    } else {
+        dir
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        Error::usage(format!(
+            "--record {text}: cannot create {}: {e}",
+            dir.display()
+        ))
+    })?;
+    Ok(dir.join(file))
+}
+
 /// A proxy run's recording: its entries and the run's settings; a usage error naming the file
 /// when it cannot be read or holds no settings.
 /// (the entries, the run's settings, and when the recording ends when it was cut before its
@@ -474,6 +680,9 @@ fn recording(file: &std::path::Path) -> Result<Recording, Error> {
 /// `agent-tck judge FILE`: a proxy run's recording judged again, with the run's settings.
 pub(super) fn judge(args: JudgeArgs) -> Result<Ended, Error> {
     args.output.check()?;
+    if args.file.is_dir() {
+        return judge_directory(&args);
+    }
     let shown = args.file.display().to_string();
     let (entries, settings, cut) = recording(&args.file)?;
     let name = args.protocol.as_deref().unwrap_or(&settings.protocol);
@@ -509,6 +718,103 @@ pub(super) fn judge(args: JudgeArgs) -> Result<Ended, Error> {
         cases,
         &crate::text::Redactor::new(Vec::new()),
     );
+    conclude(report, &args.output)
+}
+
+/// `agent-tck judge DIR`: every recording in DIR (`proxy --stdio --record DIR/`, a file per
+/// conversation) judged together, as one run; a recording cut by its process's death fails
+/// `run.completed`, naming it.
+fn judge_directory(args: &JudgeArgs) -> Result<Ended, Error> {
+    let shown = args.file.display().to_string();
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&args.file)
+        .map_err(|e| Error::usage(format!("{shown}: {e}")))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| {
+            path.is_file()
+                && path.extension().is_some_and(|x| {
+                    x.eq_ignore_ascii_case("jsonl") || x.eq_ignore_ascii_case("har")
+                })
+        })
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(Error::usage(format!(
+            "{shown}: no recording in it (a directory of `proxy --stdio --record DIR/` holds a .jsonl or .har file per conversation)"
+        )));
+    }
+    // A file with nothing in it is a conversation whose proxy was killed before it wrote
+    // anything: counted as cut, not an error that hides the others.
+    let total = files.len();
+    let mut empty = Vec::new();
+    files.retain(|f| match std::fs::metadata(f) {
+        Ok(m) if m.len() == 0 => {
+            empty.push(format!("{} (empty)", f.display()));
+            false
+        }
+        _ => true,
+    });
+    if files.is_empty() {
+        return Err(Error::usage(format!(
+            "{shown}: every recording in it is empty (their proxies were killed before they wrote anything): {}",
+            empty.join(", ")
+        )));
+    }
+    let mut read: Vec<Recording> = files
+        .iter()
+        .map(|f| recording(f))
+        .collect::<Result<_, _>>()?;
+    // JSON lines are whole line by line, but a conversation whose process was killed has no
+    // close: it is cut too.
+    for (entries, _, cut) in &mut read {
+        if cut.is_none() {
+            *cut = crate::proxy::judge::close_cut(entries);
+        }
+    }
+    let name = args
+        .protocol
+        .as_deref()
+        .unwrap_or(&read[0].1.protocol)
+        .to_string();
+    let (protocol, suite) = proxied(&name)?;
+    let together: Vec<(&[crate::judge::Entry], &crate::proxy::settings::RunSettings)> = read
+        .iter()
+        .map(|(entries, settings, _)| (entries.as_slice(), settings))
+        .collect();
+    let mut cases = crate::proxy::judge::judge_together(&together, protocol, suite)
+        .map_err(|e| Error::usage(format!("{shown}: {e}")))?;
+    let mut cut: Vec<String> = files
+        .iter()
+        .zip(&read)
+        .filter_map(|(file, (_, _, cut))| {
+            cut.map(|ms| format!("{} ({:.1} s in)", file.display(), ms / 1000.0))
+        })
+        .collect();
+    cut.extend(empty);
+    let last_cut = read.iter().filter_map(|(_, _, cut)| *cut).reduce(f64::max);
+    if let Some(at_ms) = last_cut.or((!cut.is_empty()).then_some(0.0)) {
+        let mut case = crate::proxy::judge::cut_case(at_ms);
+        case.message = format!(
+            "{} of the {} recordings end without their close (their proxy was killed or died): {}; the verdicts on those conversations are drawn where they end",
+            cut.len(),
+            total,
+            cut.join(", ")
+        );
+        cases.insert(0, case);
+    }
+    let mut report = crate::proxy::report::report_of(
+        &name,
+        format!(
+            "the {} recorded in {shown}",
+            crate::text::count(total as u64, "conversations")
+        ),
+        (read[0].1.seed, args.strict),
+        cases,
+        &crate::text::Redactor::new(Vec::new()),
+    );
+    report.notes.push(format!(
+        "judged together: {}",
+        crate::text::count(files.len() as u64, "recordings")
+    ));
     conclude(report, &args.output)
 }
 

@@ -164,6 +164,16 @@ impl Recorded {
         }
     }
 
+    /// Flushes what is written so far to the file (a producer that may be killed any moment,
+    /// as `proxy --stdio` is by its harness, keeps each exchange on disk as it ends).
+    pub fn flush(&self) {
+        if let Ok(mut written) = self.state.lock() {
+            if written.failed.is_none() {
+                written.failed = written.recorder.flush().err();
+            }
+        }
+    }
+
     /// Writes the requests never answered (their answer cut by the run's end) and closes the
     /// file: the first error of the whole recording, if a write failed.
     pub fn close(self) -> Result<(), RecordError> {
@@ -419,7 +429,31 @@ pub fn rejudge(
     entries: &[Entry],
     observer: &dyn PlatformObserver,
 ) -> Result<Vec<CaseResult>, ReplayError> {
-    let base = Instant::now();
+    let (served, now) = tell(entries, observer, Instant::now(), Apart::default())?.ok_or_else(|| {
+        ReplayError::Missing(
+            "`judged` event: the run ended before its verdicts were drawn, so there is no moment to judge it at".into(),
+        )
+    })?;
+    Ok(observer.cases_at(served, now))
+}
+
+/// How one recording of several told to one observer is kept apart from the others (the
+/// conversations of `proxy --stdio`, a process and a file each): its requests' numbers and
+/// channels shifted past the others'.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Apart {
+    pub seq: u64,
+    pub channel: u64,
+}
+
+/// Tells `observer` the calls of `entries` in the order the live observer was told them, its
+/// instants from `base`; the moment (and the way) its verdicts were drawn, when it says.
+pub fn tell(
+    entries: &[Entry],
+    observer: &dyn PlatformObserver,
+    base: Instant,
+    apart: Apart,
+) -> Result<Option<(Served, Instant)>, ReplayError> {
     let mut calls: Vec<(u64, Call<'_>)> = Vec::new();
     for entry in entries {
         match entry {
@@ -443,8 +477,8 @@ pub fn rejudge(
     let mut judged = None;
     for (_, call) in calls {
         match call {
-            Call::Request(e) => tell_request(observer, e, base)?,
-            Call::Answer(e) => tell_answer(observer, e, base)?,
+            Call::Request(e) => tell_request(observer, e, base, apart)?,
+            Call::Answer(e) => tell_answer(observer, e, base, apart)?,
             Call::Event(e) if e.event == "judged" => {
                 let served = match e.context["served"].as_str() {
                     Some("one-agent") => Served::OneAgent,
@@ -456,18 +490,14 @@ pub fn rejudge(
             Call::Event(e) => tell_event(observer, e, base)?,
         }
     }
-    let (served, now) = judged.ok_or_else(|| {
-        ReplayError::Missing(
-            "`judged` event: the run ended before its verdicts were drawn, so there is no moment to judge it at".into(),
-        )
-    })?;
-    Ok(observer.cases_at(served, now))
+    Ok(judged)
 }
 
 fn tell_request(
     observer: &dyn PlatformObserver,
     e: &Exchange,
     base: Instant,
+    apart: Apart,
 ) -> Result<(), ReplayError> {
     let wrong = |what: &str| ReplayError::Exchange {
         seq: e.seq,
@@ -497,10 +527,10 @@ fn tell_request(
     let bytes = e.request.body();
     let mut body = Body::new(&bytes);
     if let Some(channel) = seen["channel"].as_u64() {
-        body = body.on_channel(channel);
+        body = body.on_channel(channel + apart.channel);
     }
     observer.on_request(&Seen {
-        seq: e.seq,
+        seq: e.seq + apart.seq,
         agent,
         expects_key: seen["expects_key"]
             .as_bool()
@@ -524,6 +554,7 @@ fn tell_answer(
     observer: &dyn PlatformObserver,
     e: &Exchange,
     base: Instant,
+    apart: Apart,
 ) -> Result<(), ReplayError> {
     let wrong = |what: &str| ReplayError::Exchange {
         seq: e.seq,
@@ -545,7 +576,7 @@ fn tell_answer(
     };
     let answered_ms = e.answered_ms.ok_or_else(|| wrong("answered_ms"))?;
     observer.on_answer(&Answered {
-        seq: e.seq,
+        seq: e.seq + apart.seq,
         agent: text("agent")?,
         endpoint: text("endpoint")?,
         task: text("task")?,

@@ -4,7 +4,7 @@
 //! the live judge had it. The run's settings (the protocol, the timeouts, the faults) are an
 //! event of the recording's own, written as the run starts.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -17,7 +17,8 @@ use crate::mock::agent::{MockAgent, Profile};
 use crate::mock::applied::Applied;
 use crate::mock::behavior::{self, For};
 use crate::mock::protocol::AgentProtocol;
-use crate::mock::recording::{rejudge, ReplayError};
+use crate::mock::protocol::Served;
+use crate::mock::recording::{tell, Apart, ReplayError};
 use crate::probe::traffic::{LiveAnswer, TrafficJudge};
 use crate::probe::Suite;
 use crate::report::CaseResult;
@@ -30,80 +31,157 @@ pub fn judge(
     suite: Suite,
     settings: &RunSettings,
 ) -> Result<Vec<CaseResult>, ReplayError> {
-    let observer = crate::mock::observe::observer_for(protocol, &settings.expect());
-    let platform = rejudge(entries, observer.as_ref())?;
-    let traffic = TrafficJudge::new(suite, settings.limits());
-    for agent in &settings.agents {
-        traffic.expect(&agent.name);
-        if !agent.requests.is_empty() {
+    judge_together(&[(entries, settings)], protocol, suite)
+}
+
+/// Judges several recordings together, as one run (the conversations of `proxy --stdio`, a
+/// process and a file each): one platform observer told every conversation, each in its place
+/// in time (by the start each recorded; its requests' numbers kept apart from the others'),
+/// one agent judge fed every answer. The first recording's settings are the run's (its
+/// timeouts and limits); every recording's agents are reported.
+pub fn judge_together(
+    recordings: &[(&[Entry], &RunSettings)],
+    protocol: &'static dyn AgentProtocol,
+    suite: Suite,
+) -> Result<Vec<CaseResult>, ReplayError> {
+    let Some((_, first)) = recordings.first() else {
+        return Err(ReplayError::Missing(
+            "recording: there is none to judge".into(),
+        ));
+    };
+    let observer = crate::mock::observe::observer_for(protocol, &first.expect());
+    let traffic = TrafficJudge::new(suite, first.limits());
+    let mut agents: Vec<MockAgent> = Vec::new();
+    let mut requests: Vec<(String, Requests)> = Vec::new();
+    for (_, settings) in recordings {
+        for agent in agents_of(protocol, settings)? {
+            if !agents.iter().any(|a| a.name() == agent.name()) {
+                traffic.expect(agent.name());
+                agents.push(agent);
+            }
+        }
+        for (name, r) in requests_of(protocol, settings)? {
+            if !requests.iter().any(|(n, _)| *n == name) {
+                requests.push((name, r));
+            }
+        }
+        for agent in settings.agents.iter().filter(|a| !a.requests.is_empty()) {
             traffic.expect_bent(&agent.name);
         }
     }
+    let base = Instant::now();
+    let earliest = recordings
+        .iter()
+        .filter_map(|(entries, _)| started_unix_ms(entries))
+        .min()
+        .unwrap_or(0);
     let applied = Applied::default();
-    let agents = agents_of(protocol, settings)?;
-    let requests = requests_of(protocol, settings)?;
-    let told = told_in_order(entries);
-    for exchange in &told {
-        let agent = match &exchange.to {
-            crate::judge::Party::Agent(name) => name.as_str(),
-            _ => continue,
-        };
-        if let Some(i) = agents.iter().position(|a| a.name() == agent) {
-            let decision = &exchange.context["seen"]["decision"]["applied"];
-            let sources: Vec<String> = serde_json::from_value(decision.clone()).unwrap_or_default();
-            applied.record(i, &sources);
+    let mut judged: Option<(Served, Instant)> = None;
+    let mut apart = Apart::default();
+    let mut told_count = 0u64;
+    for (entries, _) in recordings {
+        let offset = started_unix_ms(entries).map_or(0, |ms| ms.saturating_sub(earliest));
+        let at = base + Duration::from_millis(offset);
+        if let Some((served, when)) = tell(entries, observer.as_ref(), at, apart)? {
+            judged = Some(match judged {
+                Some((s, w)) => (s, w.max(when)),
+                None => (served, when),
+            });
         }
-        let bent = &exchange.context["forwarded"];
-        let theirs = requests
-            .iter()
-            .find(|(name, _)| name == agent)
-            .map(|(_, r)| r);
-        if let (Some(source), Some(r)) = (bent["fault"].as_str(), theirs) {
-            r.count(source);
-        }
-        // As the live judge: a request held is judged on the agent's own time; one cut or never
-        // passed on is not judged; one bent, by the cases of bent requests, on what was sent.
-        let held = bent["held_ms"].as_f64().map_or(Duration::ZERO, duration);
-        if bent["cut"].as_bool() == Some(true) || bent["hang"].as_bool() == Some(true) {
-            continue;
-        }
-        let Some((result, elapsed)) = recorded_answer(exchange, traffic.timeout(), held)? else {
-            continue;
-        };
-        let path = format!("/{}", exchange.endpoint);
-        let mut answer = LiveAnswer {
-            agent,
-            method: exchange.method.as_deref().unwrap_or("POST"),
-            path: &path,
-            task: task_of(exchange),
-            request: serde_json::from_slice(&exchange.request.body()).ok(),
-            result,
-            at: duration(exchange.sent_ms),
-            elapsed,
-        };
-        match (bent["behavior"].as_str(), bent.get("message")) {
-            (Some(name), Some(sent)) => {
-                let sent: Message =
-                    serde_json::from_value(sent.clone()).map_err(|_| ReplayError::Exchange {
-                        seq: exchange.seq,
-                        what: "its forwarded message is missing or wrong".into(),
-                    })?;
-                answer.request = serde_json::from_slice(&sent.body()).ok();
-                let judged = traffic.judge_bent(answer, name, RequestFault::refusal_holds(name));
-                if let (false, Some(source), Some(r)) = (judged, bent["fault"].as_str(), theirs) {
-                    r.unjudged(source);
-                }
+        let told = told_in_order(entries);
+        told_count += told.len() as u64;
+        for exchange in &told {
+            let agent = match &exchange.to {
+                crate::judge::Party::Agent(name) => name.as_str(),
+                _ => continue,
+            };
+            if let Some(i) = agents.iter().position(|a| a.name() == agent) {
+                let decision = &exchange.context["seen"]["decision"]["applied"];
+                let sources: Vec<String> =
+                    serde_json::from_value(decision.clone()).unwrap_or_default();
+                applied.record(i, &sources);
             }
-            _ => traffic.judge(answer),
+            let bent = &exchange.context["forwarded"];
+            let theirs = requests
+                .iter()
+                .find(|(name, _)| name == agent)
+                .map(|(_, r)| r);
+            if let (Some(source), Some(r)) = (bent["fault"].as_str(), theirs) {
+                r.count(source);
+            }
+            // As the live judge: a request held is judged on the agent's own time; one cut or
+            // never passed on is not judged; one bent, by the cases of bent requests, on what
+            // was sent.
+            let held = bent["held_ms"].as_f64().map_or(Duration::ZERO, duration);
+            if bent["cut"].as_bool() == Some(true) || bent["hang"].as_bool() == Some(true) {
+                continue;
+            }
+            let Some((result, elapsed)) = recorded_answer(exchange, traffic.timeout(), held)?
+            else {
+                continue;
+            };
+            let path = format!("/{}", exchange.endpoint);
+            let mut answer = LiveAnswer {
+                agent,
+                method: exchange.method.as_deref().unwrap_or("POST"),
+                path: &path,
+                task: task_of(exchange),
+                request: serde_json::from_slice(&exchange.request.body()).ok(),
+                result,
+                at: duration(exchange.sent_ms) + Duration::from_millis(offset),
+                elapsed,
+            };
+            match (bent["behavior"].as_str(), bent.get("message")) {
+                (Some(name), Some(sent)) => {
+                    let sent: Message = serde_json::from_value(sent.clone()).map_err(|_| {
+                        ReplayError::Exchange {
+                            seq: exchange.seq,
+                            what: "its forwarded message is missing or wrong".into(),
+                        }
+                    })?;
+                    answer.request = serde_json::from_slice(&sent.body()).ok();
+                    let judged =
+                        traffic.judge_bent(answer, name, RequestFault::refusal_holds(name));
+                    if let (false, Some(source), Some(r)) = (judged, bent["fault"].as_str(), theirs)
+                    {
+                        r.unjudged(source);
+                    }
+                }
+                _ => traffic.judge(answer),
+            }
         }
+        let most = entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Exchange(x) => Some(x.seq),
+                Entry::Event(_) => None,
+            })
+            .max()
+            .unwrap_or(0);
+        apart.seq += most + 1;
+        apart.channel += 1 << 32;
     }
-    let mut cases = vec![super::report::reached_case(told.len() as u64)];
-    cases.extend(platform);
+    let (served, now) = judged.ok_or_else(|| {
+        ReplayError::Missing(
+            "`judged` event: the run ended before its verdicts were drawn, so there is no moment to judge it at".into(),
+        )
+    })?;
+    let mut cases = vec![super::report::reached_case(told_count)];
+    cases.extend(observer.cases_at(served, now));
     cases.extend(traffic.cases());
     cases.extend(applied.case(&agents));
     cases.extend(bent_case(requests.iter().map(|(n, r)| (n.as_str(), r))));
     super::report::by_party(&mut cases);
     Ok(cases)
+}
+
+/// When a recording's run started (ms since the epoch), when it recorded it (`proxy --stdio`
+/// does, to place its conversation among the others').
+fn started_unix_ms(entries: &[Entry]) -> Option<u64> {
+    entries.iter().find_map(|entry| match entry {
+        Entry::Event(e) if e.event == SETTINGS_EVENT => e.context["started_unix_ms"].as_u64(),
+        _ => None,
+    })
 }
 
 /// A recorded request's id, as the live observer was told it (None: it had none).

@@ -19,3 +19,4 @@ pub mod report;
 pub mod run;
 pub mod server;
 pub mod settings;
+pub mod stdio;

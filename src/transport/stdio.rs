@@ -419,10 +419,6 @@ struct Proc {
 }
 
 impl Proc {
-    fn pgid(&self) -> i32 {
-        self.guard.pgid
-    }
-
     /// Lets the stderr drain catch up (it ends at EOF, unless something forked holds stderr),
     /// then quotes what this process wrote.
     async fn stderr_tail(&self, ring: &Mutex<StderrRing>) -> String {
@@ -593,9 +589,20 @@ async fn per_turn(
 /// Ends a process group: SIGTERM if the leader or anything in its group is still alive, SIGKILL
 /// after `grace` if anything still is; reaps the leader; lets the stderr drain finish.
 async fn terminate(proc: &mut Proc, grace: Duration) -> Cleanup {
-    let pgid = proc.pgid();
+    let cleanup = end_group(&mut proc.guard, &mut proc.child, grace).await;
+    let settle = tokio::time::Instant::now() + STDERR_SETTLE;
+    while !proc.drain.0.is_finished() && tokio::time::Instant::now() < settle {
+        tokio::time::sleep(POLL).await;
+    }
+    proc.drain.0.abort();
+    cleanup
+}
+
+/// Ends the group `guard` names, whose leader is `child` (see [`terminate`]).
+async fn end_group(guard: &mut GroupGuard, child: &mut Child, grace: Duration) -> Cleanup {
+    let pgid = guard.pgid;
     let mut signalled = Vec::new();
-    let mut status = proc.child.try_wait().ok().flatten();
+    let mut status = child.try_wait().ok().flatten();
     if status.is_none() || group_alive(pgid) {
         if signal_group(pgid, libc::SIGTERM) {
             signalled.push("TERM");
@@ -603,13 +610,13 @@ async fn terminate(proc: &mut Proc, grace: Duration) -> Cleanup {
         let until = tokio::time::Instant::now() + grace;
         loop {
             if status.is_none() {
-                status = proc.child.try_wait().ok().flatten();
+                status = child.try_wait().ok().flatten();
             }
             if (status.is_some() && !group_alive(pgid)) || tokio::time::Instant::now() >= until {
                 break;
             }
             tokio::select! {
-                exited = proc.child.wait(), if status.is_none() => status = exited.ok(),
+                exited = child.wait(), if status.is_none() => status = exited.ok(),
                 () = tokio::time::sleep(POLL) => {}
             }
         }
@@ -618,7 +625,7 @@ async fn terminate(proc: &mut Proc, grace: Duration) -> Cleanup {
                 signalled.push("KILL");
             }
             if status.is_none() {
-                status = tokio::time::timeout(Duration::from_secs(2), proc.child.wait())
+                status = tokio::time::timeout(Duration::from_secs(2), child.wait())
                     .await
                     .ok()
                     .and_then(Result::ok);
@@ -633,17 +640,81 @@ async fn terminate(proc: &mut Proc, grace: Duration) -> Cleanup {
     }
     if status.is_some() && !group_alive(pgid) {
         // Nothing left to kill; never signal this pgid again (it may be reused).
-        proc.guard.armed = false;
+        guard.armed = false;
     }
-    let settle = tokio::time::Instant::now() + STDERR_SETTLE;
-    while !proc.drain.0.is_finished() && tokio::time::Instant::now() < settle {
-        tokio::time::sleep(POLL).await;
-    }
-    proc.drain.0.abort();
     Cleanup {
         signalled,
         exit: Some(status.map_or_else(|| "unknown (not reaped)".to_string(), describe_status)),
     }
+}
+
+/// An agent whose standard I/O the caller relays (`agent-tck proxy --stdio`): started as
+/// [`StdioAgent`] starts one (the command split, run directly, never through a shell; in a
+/// process group of its own, killed with it when dropped), its stdin and stdout handed to the
+/// caller, its stderr left as the caller's own (the agent's messages pass through unchanged).
+pub struct Relayed {
+    /// Declared first: dropped (the group killed) before the child is.
+    guard: GroupGuard,
+    pub child: Child,
+    pub pid: u32,
+}
+
+impl Relayed {
+    /// Starts `argv` (`config` gives the directory and the environment); its pipes.
+    pub fn spawn(
+        argv: &[String],
+        config: &StdioConfig,
+    ) -> Result<(Relayed, ChildStdin, ChildStdout), LineError> {
+        let Some(program) = argv.first() else {
+            return Err(LineError::Spawn("the command is empty".into()));
+        };
+        let mut command = Command::new(program_path(program));
+        command
+            .args(&argv[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(dir) = &config.cwd {
+            command.current_dir(dir);
+        }
+        command.envs(config.env.iter().map(|(k, v)| (k, v)));
+        let shown = crate::text::excerpt(program.as_bytes(), 200);
+        let mut child = command
+            .spawn()
+            .map_err(|e| LineError::Spawn(format!("cannot start `{shown}`: {e}")))?;
+        let Some(pid) = child.id() else {
+            return Err(LineError::Spawn(format!(
+                "`{shown}` exited before we saw its pid"
+            )));
+        };
+        let guard = GroupGuard {
+            pgid: pid as i32,
+            armed: true,
+        };
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(LineError::Spawn(format!(
+                "cannot start `{shown}`: its standard I/O was not piped"
+            )));
+        };
+        Ok((Relayed { guard, child, pid }, stdin, stdout))
+    }
+
+    /// Ends the whole group (SIGTERM, SIGKILL after `grace`) and reaps the leader.
+    pub async fn end(&mut self, grace: Duration) -> Cleanup {
+        end_group(&mut self.guard, &mut self.child, grace).await
+    }
+
+    /// Whether anything of the agent's group still runs (its leader reaped or not).
+    pub fn group_alive(&self) -> bool {
+        group_alive(self.guard.pgid)
+    }
+}
+
+/// How an exit status reads in a message: `status 3`, `signal 9 (KILL)`.
+pub fn status_text(status: ExitStatus) -> String {
+    describe_status(status)
 }
 
 struct AbortOnDrop(tokio::task::JoinHandle<()>);

@@ -47,6 +47,7 @@ mod proxy_cli;
 mod proxy_connector;
 mod proxy_librarian;
 mod proxy_request_faults;
+mod proxy_stdio;
 mod readme_table;
 mod reference;
 mod rejudge_agents;

@@ -630,13 +630,29 @@ impl Spawned {
 
     /// Starts `command`, which must end within `within` of now.
     pub fn start(mut command: std::process::Command, within: Duration) -> Spawned {
+        command.stdin(std::process::Stdio::null());
+        Spawned::started(command, within)
+    }
+
+    /// As [`Spawned::start`], with its stdin ours to write (a harness feeding its agent
+    /// command); dropping it is the end of its input.
+    pub fn fed(
+        mut command: std::process::Command,
+        within: Duration,
+    ) -> (Spawned, std::process::ChildStdin) {
+        command.stdin(std::process::Stdio::piped());
+        let mut spawned = Spawned::started(command, within);
+        let stdin = spawned.child.stdin.take().expect("piped stdin");
+        (spawned, stdin)
+    }
+
+    fn started(mut command: std::process::Command, within: Duration) -> Spawned {
         use std::io::{BufRead, Read};
         use std::os::unix::process::CommandExt;
         use std::process::Stdio;
         let what = format!("{command:?}");
         let mut child = command
             .process_group(0)
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
