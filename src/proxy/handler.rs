@@ -433,6 +433,7 @@ impl ProxyHandler {
         forwarded: &Forwarded,
         waited: Duration,
         bent: Option<&Bent>,
+        given: &Response,
     ) {
         let Ok(mut recorded) = self.recorded.lock() else {
             return;
@@ -461,6 +462,13 @@ impl ProxyHandler {
             exchange.method = Some(request.method.clone());
             exchange.request = Message::masked(request.headers.iter(), &request.body);
             exchange.context["agent_answer"] = agent;
+            // The answer the platform is given, with its header fields (a HAR viewer shows
+            // them; the observer was told its body only).
+            exchange.context["seen"]["planned"] = serde_json::to_value(Message::masked(
+                given.headers.iter().map(|(n, v)| (n.as_ref(), v.as_ref())),
+                &given.body,
+            ))
+            .unwrap_or_default();
             if let Some(bent) = bent {
                 exchange.context["forwarded"] = recorded_bend(bent, request);
             }
@@ -548,7 +556,14 @@ impl Handler for ProxyHandler {
                 at: request.received,
             });
             judged = true;
-            self.record(seq, &request, &forwarded, waited, bent.as_ref());
+            self.record(
+                seq,
+                &request,
+                &forwarded,
+                waited,
+                bent.as_ref(),
+                &plan.response,
+            );
         }
         let note = Note {
             seq,

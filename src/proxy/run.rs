@@ -78,6 +78,7 @@ struct Ended {
     duration: Option<Duration>,
     deliberations: Option<u64>,
     record: Option<PathBuf>,
+    judging: Judging,
 }
 
 impl Running {
@@ -188,6 +189,14 @@ impl Running {
                 "{} of the {n} deliberations asked for reached their last phase",
                 handler.deliberations.count()
             ));
+        }
+        if self.settings.judging == Judging::Spare {
+            report.notes.push(
+                "the agents' answers were judged beside the traffic, on spare CPU (--judging \
+                 spare): an answer the judge fell behind on was passed on unjudged, and each \
+                 case says how many"
+                    .to_string(),
+            );
         }
         Ok(report)
     }
@@ -316,6 +325,7 @@ pub async fn start(settings: ProxySettings) -> Result<Running, Error> {
             duration: settings.duration,
             deliberations: settings.deliberations,
             record: settings.record,
+            judging: settings.judging,
         },
     })
 }

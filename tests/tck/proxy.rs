@@ -376,6 +376,12 @@ async fn answers_judged_on_spare_cpu_give_the_same_verdicts_when_the_judge_keeps
     })
     .await;
     assert_eq!(verdicts(&spare), verdicts(&every));
+    assert!(
+        spare.notes.iter().any(|n| n.contains("--judging spare")),
+        "{:?}",
+        spare.notes
+    );
+    assert!(!every.notes.iter().any(|n| n.contains("--judging")));
     assert_eq!(
         support::case(&spare, "beta/vote.dissent-reason").status,
         Status::Fail
@@ -442,6 +448,30 @@ async fn a_recording_judged_again_gives_the_live_verdicts_and_holds_no_key() {
         assert!(failed.contains(&"gamma/vote.dissent-reason"), "{failed:?}");
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains(KEY), "{file} holds the key");
+        if file.ends_with(".har") {
+            // Each answer the platform was given shows its header fields, as HAR viewers read them.
+            let har: serde_json::Value = serde_json::from_str(&text).expect("a HAR document");
+            let answered: Vec<&serde_json::Value> = har["log"]["entries"]
+                .as_array()
+                .expect("entries")
+                .iter()
+                .filter(|e| e["response"]["status"] == 200)
+                .collect();
+            assert!(!answered.is_empty(), "{file}: no answered entry");
+            for entry in answered {
+                let response = &entry["response"];
+                assert_eq!(
+                    response["content"]["mimeType"], "application/json",
+                    "{response}"
+                );
+                assert!(
+                    response["headers"]
+                        .as_array()
+                        .is_some_and(|h| h.iter().any(|h| h["name"] == "content-type")),
+                    "{response}"
+                );
+            }
+        }
         let entries = agent_tck::judge::record::read_entries(&path).unwrap();
         let settings = agent_tck::proxy::settings::RunSettings::of(&entries).expect("the settings");
         let again = agent_tck::proxy::judge::judge(
