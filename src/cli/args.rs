@@ -761,8 +761,12 @@ pub struct ProxyArgs {
     pub timeout: Duration,
     /// The platform's own per-request timeout: a platform that waits longer for a slow or
     /// hanging agent is told so (default 120s).
-    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    #[arg(long, visible_alias = "expect-timeout", value_name = "DUR", value_parser = parse_duration)]
     pub platform_timeout: Option<Duration>,
+    /// The platform's turn limit (protocols with turns, e.g. execute-task): a conversation
+    /// that goes past it fails (default: 5 is a SHOULD; a MUST only that there is a limit).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub expect_max_turns: Option<u32>,
     /// The largest answer body the agent rules accept (as `probe --max-body`).
     #[arg(long, value_name = "BYTES", default_value = "5MB", value_parser = parse_bytes)]
     pub max_body: usize,

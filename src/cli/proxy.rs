@@ -44,6 +44,14 @@ fn proxied(name: &str) -> Result<(&'static dyn AgentProtocol, Suite), Error> {
     }
 }
 
+/// What the user says the platform does: its timeout (default 120 s) and its turn limit.
+fn expect_of(args: &ProxyArgs) -> PlatformExpect {
+    PlatformExpect {
+        timeout: args.platform_timeout.unwrap_or(Duration::from_secs(120)),
+        max_turns: args.expect_max_turns,
+    }
+}
+
 /// `NAME=VALUE` of flag `flag`, NAME an agent name.
 fn named<'a>(flag: &str, text: &'a str, what: &str) -> Result<(&'a str, &'a str), Error> {
     let (name, value) = text
@@ -417,7 +425,7 @@ pub(super) async fn proxy(args: ProxyArgs) -> Result<Ended, Error> {
         suite,
         agents,
         listen: args.listen,
-        expect: PlatformExpect::timeout(args.platform_timeout.unwrap_or(Duration::from_secs(120))),
+        expect: expect_of(&args),
         limits: TrafficLimits {
             max_body: args.max_body,
             max_field: 50_000,
@@ -526,7 +534,7 @@ async fn proxy_stdio(command: &str, args: &ProxyArgs) -> Result<Ended, Error> {
         suite,
         argv,
         faults,
-        expect: PlatformExpect::timeout(args.platform_timeout.unwrap_or(Duration::from_secs(120))),
+        expect: expect_of(args),
         limits: TrafficLimits {
             max_body: args.max_body,
             max_field: 50_000,

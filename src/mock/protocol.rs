@@ -127,6 +127,15 @@ impl Served {
         }
     }
 
+    /// How a hint says to give an agent behaviour `b` here: `serve --behavior hang`; behind
+    /// the proxy, whose agents are real, `--fault NAME=hang on an agent`.
+    pub fn with_behavior(self, b: &str) -> String {
+        match self {
+            Served::Proxy => format!("--fault NAME={b} on an agent"),
+            Served::Fleet | Served::OneAgent => format!("serve --behavior {b}"),
+        }
+    }
+
     /// What the platform is to be pointed at: `the fleet's agents`, `the mock agent`.
     pub fn agents(self) -> &'static str {
         match self {

@@ -648,6 +648,7 @@ pub async fn start(settings: RelaySettings) -> Result<RelayRunning, Error> {
                     max_body: 0,
                     max_field: 0,
                     seed: settings.seed,
+                    max_turns: None,
                     agents: faulted
                         .iter()
                         .map(|(name, faults)| super::settings::RecordedAgent {

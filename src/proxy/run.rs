@@ -222,6 +222,7 @@ fn run_settings(settings: &ProxySettings) -> RunSettings {
         max_body: settings.limits.max_body,
         max_field: settings.limits.max_field,
         seed: settings.seed,
+        max_turns: settings.expect.max_turns,
         agents: settings
             .agents
             .iter()

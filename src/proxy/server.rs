@@ -519,6 +519,7 @@ fn run_settings(settings: &ServerSettings) -> RunSettings {
         max_body: forward::MAX_FORWARDED_BODY,
         max_field: 0,
         seed: settings.seed,
+        max_turns: None,
         agents: settings
             .keys
             .iter()

@@ -22,6 +22,9 @@ pub struct RunSettings {
     pub max_field: usize,
     pub seed: u64,
     pub agents: Vec<RecordedAgent>,
+    /// `--expect-max-turns` (protocols with turns), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
 }
 
 /// An agent of the run: its name, the faults the proxy put on its answers and those it put on
@@ -46,7 +49,10 @@ impl RunSettings {
     }
 
     pub fn expect(&self) -> PlatformExpect {
-        PlatformExpect::timeout(duration(self.platform_timeout_ms))
+        PlatformExpect {
+            max_turns: self.max_turns,
+            ..PlatformExpect::timeout(duration(self.platform_timeout_ms))
+        }
     }
 
     pub fn limits(&self) -> TrafficLimits {

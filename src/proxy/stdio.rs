@@ -539,6 +539,7 @@ fn run_settings(settings: &StdioSettings) -> RunSettings {
         max_body: settings.limits.max_body,
         max_field: settings.limits.max_field,
         seed: settings.seed,
+        max_turns: settings.expect.max_turns,
         agents: vec![RecordedAgent {
             name: AGENT.to_string(),
             faults: settings.faults.iter().map(|i| i.source.clone()).collect(),

@@ -215,6 +215,14 @@ async fn a_conforming_platform_with_conforming_agents_passes_on_evidence() {
         assert_eq!(case.status, Status::Pass, "{id}: {}", case.message);
         assert!(case.evidence.as_ref().is_some_and(|e| e.judged > 0), "{id}");
     }
+    // What a rule would need is said in the proxy's words: its agents are real, given faults.
+    let recalled = support::case(&report, "platform.failed-not-recalled");
+    assert_eq!(recalled.status, Status::Skip, "{}", recalled.message);
+    assert!(
+        recalled.message.contains("--fault NAME=hang") && !recalled.message.contains("fleet"),
+        "{}",
+        recalled.message
+    );
 }
 
 /// The `variant` platform's report, with the proxy putting NULs in beta's real analyses.
@@ -560,6 +568,13 @@ async fn an_execute_task_harness_is_judged_through_the_proxy_by_the_harness_rule
         assert_eq!(case.status, Status::Pass, "{id}: {}", case.message);
     }
     assert!(support::failed(&report).is_empty(), "{}", failures(&report));
+    let deadline = support::case(&report, "harness.deadline");
+    assert_eq!(deadline.status, Status::Skip, "{}", deadline.message);
+    assert!(
+        deadline.message.contains("--fault NAME=hang") && !deadline.message.contains("serve"),
+        "{}",
+        deadline.message
+    );
     // A hang the proxy put on the real agent's answers: the harness without a deadline waits
     // on, and harness.deadline names it; the reference harness gives up and passes it.
     let stuck = Flaws {

@@ -3,7 +3,13 @@
 use super::*;
 
 /// What the turn-limit cases say when no conversation exercised them, and how to.
-const NEVER_ENDS: &str = "no conversation was left to the harness's limit (the mock ended each one, or none was followed past its first request): serve --behavior never-finishes to test it";
+/// Why the turn-limit cases were not judged, and what would judge them.
+fn never_ends(served: Served) -> String {
+    format!(
+        "no conversation was left to the harness's limit (the agent ended each one, or none was followed past its first request): {} to test it",
+        served.with_behavior("never-finishes")
+    )
+}
 
 impl State {
     /// Settles what is still open when the mock stops: bad answers the harness never followed
@@ -102,7 +108,13 @@ impl State {
     }
 
     /// The turn-limit cases: the limit stated (else any), and the spec's default when none is.
-    pub(super) fn limit_cases(&self, max_turns: Option<u32>, cases: &mut Vec<CaseResult>) {
+    pub(super) fn limit_cases(
+        &self,
+        max_turns: Option<u32>,
+        served: Served,
+        cases: &mut Vec<CaseResult>,
+    ) {
+        let never = never_ends(served);
         let (left, longest) = self.left_open();
         let mut limit = self.over_limit.judged(
             "harness.turn-limit",
@@ -117,9 +129,9 @@ impl State {
             ),
             "Multi-turn Flow (the max turn limit)",
             "requests of conversations followed from their start",
-            &self.unfollowed(NEVER_ENDS),
+            &self.unfollowed(&never),
         );
-        exercised(&mut limit, left, longest, NEVER_ENDS);
+        exercised(&mut limit, left, longest, &never);
         cases.push(limit);
         if max_turns.is_some() {
             return;
@@ -131,9 +143,9 @@ impl State {
             "the turn limit is the spec's default, 5, unless configured (say --expect-max-turns N)",
             "Multi-turn Flow (the max turn limit, default: 5)",
             "requests of conversations followed from their start",
-            &self.unfollowed(NEVER_ENDS),
+            &self.unfollowed(&never),
         );
-        exercised(&mut default, left, longest, NEVER_ENDS);
+        exercised(&mut default, left, longest, &never);
         if default.passed() {
             // Stopping at 5 or before is what a harness whose limit is configured (a
             // scenario's max_turns, a flag) does too: nothing here says the default was in
@@ -150,7 +162,12 @@ impl State {
     }
 
     /// The cases on how the harness took the mock's answers: slow or hanging ones, bad ones.
-    pub(super) fn answer_cases(&self, timeout: Duration, cases: &mut Vec<CaseResult>) {
+    pub(super) fn answer_cases(
+        &self,
+        timeout: Duration,
+        served: Served,
+        cases: &mut Vec<CaseResult>,
+    ) {
         let mut deadline = self.deadline.judged(
             "harness.deadline",
             GROUP,
@@ -161,7 +178,10 @@ impl State {
             ),
             "Multi-turn Flow (a harness must not wait forever for an agent)",
             "slow or hanging answers",
-            "serve --behavior hang or slow:DUR to test the harness's deadline",
+            &format!(
+                "{} to test the harness's deadline",
+                served.with_behavior("hang (or slow:DUR)")
+            ),
         );
         self.explain_deadline(&mut deadline);
         cases.push(deadline);
@@ -172,7 +192,10 @@ impl State {
             "after a malformed, oversized or wrong-schema answer, the harness goes on or ends cleanly (never a half-written request)",
             "Response Body (one action per answer); Local Subprocess Protocol",
             "bad answers",
-            "serve --behavior malformed-json, oversized-body or unknown-action to test it",
+            &format!(
+                "{} to test it",
+                served.with_behavior("malformed-json (or oversized-body, unknown-action)")
+            ),
         ));
     }
 }

@@ -377,7 +377,7 @@ impl PlatformObserver for HarnessObserver {
                 s.longest_wait = s.longest_wait.max(waited);
                 s.deadline.check(waited <= limit, || {
                     format!(
-                        "{name}: {what}: the harness gave up only after {waited_s:.1} s (expected within {expect} + 1 s)"
+                        "{name}: {what}: the harness gave up only after {waited_s:.2} s (expected within {expect} + 1 s)"
                     )
                 });
             }
@@ -431,8 +431,8 @@ impl PlatformObserver for HarnessObserver {
             served,
         );
         s.loop_cases(&mut cases);
-        s.limit_cases(self.expect.max_turns, &mut cases);
-        s.answer_cases(self.expect.timeout, &mut cases);
+        s.limit_cases(self.expect.max_turns, served, &mut cases);
+        s.answer_cases(self.expect.timeout, served, &mut cases);
         cases.push(s.forms_case());
         skip_all_if_none(&mut cases, total, served);
         cases.extend(s.common.probe_case());

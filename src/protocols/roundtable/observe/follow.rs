@@ -129,7 +129,7 @@ impl Observer {
                 format!("{who}: the platform was still waiting after {waited:.1} s, when the mock stopped ({expect})")
             }),
             Outcome::Hung | Outcome::PeerGone => s.gave_up.check(ok, || {
-                format!("{who}: the platform gave up only after {waited:.1} s ({expect})")
+                format!("{who}: the platform gave up only after {waited:.2} s ({expect})")
             }),
             _ => s.gave_up.check(ok, || {
                 format!("{who}: the platform waited {waited:.1} s for the whole answer ({expect})")

@@ -601,7 +601,7 @@ impl PlatformObserver for Observer {
                 ],
             ),
             self.phases_case(s, now),
-            self.retries_case(s, now),
+            self.retries_case(s, now, served),
             self.gives_up_case(s),
             injection_case(s),
             latency_case(s),

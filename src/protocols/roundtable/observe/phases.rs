@@ -195,7 +195,7 @@ impl Observer {
     /// Only a failure the platform saw counts: an answer the run's own end cut (the fleet's
     /// shutdown, before the platform's timeout for a hang) never failed as far as the platform
     /// knows, and whether it would call the agent again is not known; the case names those.
-    pub(super) fn retries_case(&self, s: &State, now: Instant) -> CaseResult {
+    pub(super) fn retries_case(&self, s: &State, now: Instant, served: Served) -> CaseResult {
         let mut tally = Tally::default();
         let mut recalled: Vec<(String, usize, String, Call)> = Vec::new();
         // (seat, phase, call) of each failed first answer the run's end cut.
@@ -245,7 +245,13 @@ impl Observer {
         "an agent whose answer failed in a phase (timed out, errored, malformed) is marked failed for that phase: it is not called again in that phase of the task",
         "Timeouts (marked as failed for that phase); Error Handling (excluded from this phase)",
         "first failed answers of an agent in a phase of a task",
-        "no agent's answer failed in a deliberation of two agents or more: add an agent with a failing behaviour (hang, http-error, malformed-json) to a fleet and run a deliberation",
+        &format!(
+            "no agent's answer failed in a deliberation of two agents or more: {}, then run a deliberation",
+            match served {
+                Served::Proxy => "put a failing --fault on an agent (--fault NAME=hang, http-error, malformed-json)".to_string(),
+                _ => "add an agent with a failing behaviour (hang, http-error, malformed-json) to a fleet".to_string(),
+            }
+        ),
     );
         cut.sort_by_cached_key(|(seat, phase, _)| {
             (s.task_id(seat.0), *phase, s.name(seat.1).to_string())
