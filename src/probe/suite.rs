@@ -84,7 +84,9 @@ pub struct CaseSpec {
     /// Judged in traffic the kit did not send on the answers to its exchange's method and path,
     /// though its exchange is not the `traffic:` one of them: a rule on any answer there, which
     /// the probe provokes with a request of its own (`vote.dissent-reason` sends the synthesis
-    /// an agent is likeliest to dissent from). See [`crate::probe::traffic`].
+    /// an agent is likeliest to dissent from). On a case of no exchange (a rule over every
+    /// answer of a run: execute_task's `protocol.sanitization`), judged on each answer to any
+    /// traffic exchange, as that answer's own. See [`crate::probe::traffic`].
     #[serde(default)]
     pub traffic: bool,
     /// Judges, in traffic, the answers to requests `agent-tck proxy` bent this way on their way
@@ -341,10 +343,14 @@ impl Suite {
     /// A case's own `traffic: true` names an exchange that is not the traffic one of a method
     /// and path that has one.
     fn validate_case_traffic(&self, case: &CaseSpec) -> Result<(), String> {
-        let name = case
-            .exchange
-            .as_deref()
-            .ok_or("the case has no exchange whose method and path it could judge")?;
+        // A case of no exchange (a rule over every answer of a run) is judged on each answer
+        // to any traffic exchange: there must be one.
+        let Some(name) = case.exchange.as_deref() else {
+            return match self.file.exchanges.values().any(|x| x.traffic) {
+                true => Ok(()),
+                false => Err("no exchange is traffic: true, so no answer in traffic would be judged by it (mark the one that stands for the platform's requests)".into()),
+            };
+        };
         let x = &self.file.exchanges[name];
         match self.traffic_exchange(&x.method, &x.path) {
             None => Err(format!(

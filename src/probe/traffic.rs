@@ -103,11 +103,17 @@ struct LiveCase {
     on: Option<String>,
     /// The exchanges its checks read besides its own (all of them traffic ones).
     reads: Vec<String>,
+    /// A case of no exchange marked `traffic: true`: judged on each answer to any traffic
+    /// exchange, as that answer's own.
+    every: bool,
 }
 
 impl LiveCase {
     /// Whether an answer to traffic exchange `exchange` is judged by this case.
     fn judges(&self, exchange: &str) -> bool {
+        if self.every {
+            return true;
+        }
         match &self.on {
             Some(on) => on == exchange,
             None => self.reads.iter().any(|r| r == exchange),
@@ -563,7 +569,7 @@ impl TrafficJudge {
         }
         let ctx = Ctx {
             protocol: self.suite.protocol,
-            outcome: case.on.as_ref().map(|_| outcome),
+            outcome: (case.on.is_some() || case.every).then_some(outcome),
             exchanges,
             reachable: None,
             max_body: self.limits.max_body,
@@ -623,6 +629,7 @@ impl TrafficJudge {
                 } else if let Some(&i) = self.by_index.get(&index) {
                     let case = &self.live[i];
                     let triggers = match &case.on {
+                        _ if case.every => Triggers::Any,
                         Some(on) => Triggers::One(self.path_of(on)),
                         None => {
                             Triggers::Several(case.reads.iter().map(|r| self.path_of(r)).collect())
@@ -798,10 +805,23 @@ fn live_case(suite: &Suite, index: usize) -> Option<LiveCase> {
         Some(own) if exchanges.get(own).is_some_and(|x| x.traffic) => Some(own.clone()),
         Some(own) if spec.traffic => Some(traffic_of(own)?),
         Some(_) => return None,
+        None if reads.is_empty() && spec.traffic => {
+            return Some(LiveCase {
+                index,
+                on: None,
+                reads,
+                every: true,
+            })
+        }
         None if reads.is_empty() => return None,
         None => None,
     };
-    Some(LiveCase { index, on, reads })
+    Some(LiveCase {
+        index,
+        on,
+        reads,
+        every: false,
+    })
 }
 
 /// Why an answer is not the agent's to be judged on: it refused the platform's credentials

@@ -886,3 +886,13 @@ mod tests {
         assert!(problems.is_empty(), "{}", problems.join("\n"));
     }
 }
+
+/// Whether a Content-Type labels an answer JSON (`application/json`, any parameters).
+pub fn labelled_json(content_type: &str) -> bool {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .eq_ignore_ascii_case("application/json")
+}

@@ -67,8 +67,24 @@ impl SuiteProtocol for Suite {
             return Some(&ValidAction);
         }
         RunRule::named(name).map(|rule| match rule {
-            RunRule::WithinTimeout => &AcrossTheRun { latency: true } as &dyn Rule,
-            _ => &AcrossTheRun { latency: false },
+            RunRule::WithinTimeout => &AcrossTheRun {
+                rule: RunRule::WithinTimeout,
+            } as &dyn Rule,
+            RunRule::Identity => &AcrossTheRun {
+                rule: RunRule::Identity,
+            },
+            RunRule::HttpContentType => &AcrossTheRun {
+                rule: RunRule::HttpContentType,
+            },
+            RunRule::Sanitization => &AcrossTheRun {
+                rule: RunRule::Sanitization,
+            },
+            RunRule::ReferenceHarness => &AcrossTheRun {
+                rule: RunRule::ReferenceHarness,
+            },
+            RunRule::EngineLog => &AcrossTheRun {
+                rule: RunRule::EngineLog,
+            },
         })
     }
 
@@ -128,10 +144,12 @@ pub fn action_note(answer: &Value) -> String {
 }
 
 /// The rules judged across a run: `probe execute-task` judges them after the scenarios, from
-/// what every exchange of the run left (`probe::ExchangeLog`); one exchange alone cannot.
+/// what every exchange of the run left (`probe::ExchangeLog`); one exchange alone cannot. In
+/// traffic the kit did not send (`agent-tck proxy`, a case marked `traffic: true`), the ones
+/// that hold of each answer alone are judged on each: `sanitization` (`http_content_type` not
+/// yet: over stdio an answer has no label, and the judge is not told the transport).
 struct AcrossTheRun {
-    /// `within_timeout`: each answer's time against `--timeout`.
-    latency: bool,
+    rule: RunRule,
 }
 
 impl Rule for AcrossTheRun {
@@ -140,12 +158,48 @@ impl Rule for AcrossTheRun {
     }
 
     fn judges_latency(&self) -> bool {
-        self.latency
+        self.rule == RunRule::WithinTimeout
     }
 
-    fn evaluate(&self, _: &Value, _: &Ctx<'_>) -> Verdict {
-        Verdict::broken("judged across a whole run by `probe execute-task`, not on one exchange")
+    fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Verdict {
+        match (ctx.live, ctx.outcome, self.rule) {
+            (true, Some(outcome), RunRule::Sanitization) => live_sanitization(outcome, ctx),
+            _ => Verdict::broken(
+                "judged across a whole run by `probe execute-task`, not on one exchange",
+            ),
+        }
     }
+}
+
+/// `sanitization` on one answer in traffic: no NUL, terminal escape or injection pattern in its
+/// strings, but for what it repeats from its request (the sender's to strip, as the round
+/// table's agent rules hold it).
+fn live_sanitization(outcome: &crate::probe::outcome::Outcome, ctx: &Ctx<'_>) -> Verdict {
+    Verdict::of(|| {
+        let answer = outcome.json(ctx.max_body)?;
+        let patterns = crate::sanitization::patterns()?;
+        let sent: std::collections::HashSet<&str> = outcome
+            .body_sent
+            .as_ref()
+            .map(|r| {
+                crate::jsonpath::strings(r)
+                    .into_iter()
+                    .flat_map(|(_, s)| patterns.find(s).map(|(_, m)| m))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let strings = crate::jsonpath::strings(answer);
+        let findings: Vec<_> = strings
+            .iter()
+            .flat_map(|(path, text)| patterns.scan_except(path, text, |m| sent.contains(m)))
+            .collect();
+        Ok(verdict(
+            findings,
+            strings.len() as u64,
+            "strings",
+            String::new,
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -214,14 +214,7 @@ impl Channel {
         // Only a 2xx answer is the protocol's: a 404 page's label says nothing.
         let success = (200..300).contains(&r.status);
         self.log.http_answers += u64::from(success);
-        if success
-            && !ct
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .eq_ignore_ascii_case("application/json")
-        {
+        if success && !crate::protocols::execute_task::model::labelled_json(&ct) {
             self.log.wrong_types.push(format!("{ct:?}"));
         }
         if r.body_exceeded {
