@@ -378,6 +378,16 @@ pub fn reference_harness_notes(answer: &Value) -> Vec<String> {
     notes
 }
 
+/// Whether a Content-Type labels an answer JSON (`application/json`, any parameters).
+pub fn labelled_json(content_type: &str) -> bool {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .eq_ignore_ascii_case("application/json")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -885,14 +895,4 @@ mod tests {
         assert!(!schemas().validate(REQUEST_SCHEMA, &zero).is_empty());
         assert!(problems.is_empty(), "{}", problems.join("\n"));
     }
-}
-
-/// Whether a Content-Type labels an answer JSON (`application/json`, any parameters).
-pub fn labelled_json(content_type: &str) -> bool {
-    content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .eq_ignore_ascii_case("application/json")
 }
