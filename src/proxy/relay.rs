@@ -611,15 +611,7 @@ impl RelayRunning {
 pub async fn start(settings: RelaySettings) -> Result<RelayRunning, Error> {
     let started = Instant::now();
     let started_at = crate::report::now_rfc3339();
-    let listener = tokio::net::TcpListener::bind(settings.listen)
-        .await
-        .map_err(|cause| http1::ListenError::Bind {
-            addr: settings.listen,
-            cause,
-        })?;
-    let addr = listener
-        .local_addr()
-        .map_err(http1::ListenError::LocalAddr)?;
+    let (listener, addr) = http1::bind(settings.listen).await?;
     let names: Vec<String> = settings.agents.iter().map(|(n, ..)| n.clone()).collect();
     let faulted: Vec<(String, Vec<String>)> = settings
         .agents

@@ -244,15 +244,7 @@ pub async fn start(settings: ProxySettings) -> Result<Running, Error> {
         .iter()
         .filter_map(|a| a.key.clone())
         .collect();
-    let listener = tokio::net::TcpListener::bind(settings.listen)
-        .await
-        .map_err(|cause| http1::ListenError::Bind {
-            addr: settings.listen,
-            cause,
-        })?;
-    let addr = listener
-        .local_addr()
-        .map_err(http1::ListenError::LocalAddr)?;
+    let (listener, addr) = http1::bind(settings.listen).await?;
     let observer = crate::mock::observe::observer_for(settings.protocol, &settings.expect);
     let (observer, recorded): (Box<dyn PlatformObserver>, _) = match &settings.record {
         Some(path) => {

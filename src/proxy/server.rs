@@ -536,15 +536,7 @@ fn run_settings(settings: &ServerSettings) -> RunSettings {
 pub async fn start(settings: ServerSettings) -> Result<RunningServer, Error> {
     let started = Instant::now();
     let started_at = crate::report::now_rfc3339();
-    let listener = tokio::net::TcpListener::bind(settings.listen)
-        .await
-        .map_err(|cause| http1::ListenError::Bind {
-            addr: settings.listen,
-            cause,
-        })?;
-    let addr = listener
-        .local_addr()
-        .map_err(http1::ListenError::LocalAddr)?;
+    let (listener, addr) = http1::bind(settings.listen).await?;
     let written = match &settings.record {
         Some(path) => {
             // A HAR names each exchange's URL: the proxy's, where the client sent it.

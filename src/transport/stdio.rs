@@ -349,35 +349,7 @@ impl StdioAgent {
     }
 
     fn spawn(&self) -> Result<Proc, LineError> {
-        let Some(program) = self.argv.first() else {
-            return Err(LineError::Spawn("the command is empty".into()));
-        };
-        let mut command = Command::new(program_path(program));
-        command
-            .args(&self.argv[1..])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        if let Some(dir) = &self.config.cwd {
-            command.current_dir(dir);
-        }
-        command.envs(self.config.env.iter().map(|(k, v)| (k, v)));
-        let shown = crate::text::excerpt(program.as_bytes(), 200);
-        let mut child = command
-            .spawn()
-            .map_err(|e| LineError::Spawn(format!("cannot start `{shown}`: {e}")))?;
-        let Some(pid) = child.id() else {
-            return Err(LineError::Spawn(format!(
-                "`{shown}` exited before we saw its pid"
-            )));
-        };
-        // From here on, dropping `guard` kills the group.
-        let guard = GroupGuard {
-            pgid: pid as i32,
-            armed: true,
-        };
+        let (mut child, guard, pid, shown) = start_group(&self.argv, &self.config, Stdio::piped())?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -648,6 +620,46 @@ async fn end_group(guard: &mut GroupGuard, child: &mut Child, grace: Duration) -
     }
 }
 
+/// Starts `argv` in a process group of its own (`config`: its directory and environment), its
+/// stdin and stdout piped, its stderr as `stderr` says; dropping the guard kills the group.
+/// Also the command as messages show it.
+fn start_group(
+    argv: &[String],
+    config: &StdioConfig,
+    stderr: Stdio,
+) -> Result<(Child, GroupGuard, u32, String), LineError> {
+    let Some(program) = argv.first() else {
+        return Err(LineError::Spawn("the command is empty".into()));
+    };
+    let mut command = Command::new(program_path(program));
+    command
+        .args(&argv[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(dir) = &config.cwd {
+        command.current_dir(dir);
+    }
+    command.envs(config.env.iter().map(|(k, v)| (k, v)));
+    let shown = crate::text::excerpt(program.as_bytes(), 200);
+    let child = command
+        .spawn()
+        .map_err(|e| LineError::Spawn(format!("cannot start `{shown}`: {e}")))?;
+    let Some(pid) = child.id() else {
+        return Err(LineError::Spawn(format!(
+            "`{shown}` exited before we saw its pid"
+        )));
+    };
+    // From here on, dropping the guard kills the group.
+    let guard = GroupGuard {
+        pgid: pid as i32,
+        armed: true,
+    };
+    Ok((child, guard, pid, shown))
+}
+
 /// An agent whose standard I/O the caller relays (`agent-tck proxy --stdio`): started as
 /// [`StdioAgent`] starts one (the command split, run directly, never through a shell; in a
 /// process group of its own, killed with it when dropped), its stdin and stdout handed to the
@@ -665,34 +677,7 @@ impl Relayed {
         argv: &[String],
         config: &StdioConfig,
     ) -> Result<(Relayed, ChildStdin, ChildStdout), LineError> {
-        let Some(program) = argv.first() else {
-            return Err(LineError::Spawn("the command is empty".into()));
-        };
-        let mut command = Command::new(program_path(program));
-        command
-            .args(&argv[1..])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .process_group(0)
-            .kill_on_drop(true);
-        if let Some(dir) = &config.cwd {
-            command.current_dir(dir);
-        }
-        command.envs(config.env.iter().map(|(k, v)| (k, v)));
-        let shown = crate::text::excerpt(program.as_bytes(), 200);
-        let mut child = command
-            .spawn()
-            .map_err(|e| LineError::Spawn(format!("cannot start `{shown}`: {e}")))?;
-        let Some(pid) = child.id() else {
-            return Err(LineError::Spawn(format!(
-                "`{shown}` exited before we saw its pid"
-            )));
-        };
-        let guard = GroupGuard {
-            pgid: pid as i32,
-            armed: true,
-        };
+        let (mut child, guard, pid, shown) = start_group(argv, config, Stdio::inherit())?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(LineError::Spawn(format!(
                 "cannot start `{shown}`: its standard I/O was not piped"

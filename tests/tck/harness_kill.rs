@@ -207,7 +207,13 @@ fn judged_everywhere(judge: &dyn Fn(&Run) -> (Status, String), closed: &str) {
     };
     let (s, m) = judge(&late);
     assert_eq!(s, Status::Fail, "{m}");
-    assert!(m.contains("the harness gave up only after 3."), "{m}");
+    let after: f64 = m
+        .split("the harness gave up only after ")
+        .nth(1)
+        .and_then(|rest| rest.split(" s").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no time in {m}"));
+    assert!((2.5..4.5).contains(&after), "{m}");
     // Never kept waiting: nothing to judge.
     let answered = Run {
         behavior: "conforming",

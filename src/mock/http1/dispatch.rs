@@ -233,6 +233,16 @@ pub async fn spawn<H: Handler>(handler: Arc<H>, addr: SocketAddr) -> Result<Runn
     spawn_with(handler, addr, ServerLimits::default()).await
 }
 
+/// Binds `addr` and says where it listens (port 0: the one the OS picked), for a caller that
+/// needs its address before it serves ([`Running::on`]).
+pub async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), ListenError> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|cause| ListenError::Bind { addr, cause })?;
+    let at = listener.local_addr().map_err(ListenError::LocalAddr)?;
+    Ok((listener, at))
+}
+
 /// The same, with `limits` on what a peer may send.
 pub async fn spawn_with<H: Handler>(
     handler: Arc<H>,

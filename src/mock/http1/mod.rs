@@ -19,7 +19,7 @@ mod write;
 
 pub(crate) use decode::{read_request, ReadError};
 pub use decode::{ServerLimits, MAX_HEAD};
-pub use dispatch::{serve, spawn, spawn_with, Handler, ListenError, Running};
+pub use dispatch::{bind, serve, spawn, spawn_with, Handler, ListenError, Running};
 pub use encode::{canonical_reason, head};
 pub use message::{Delivered, Fault, Framing, Headers, Outcome, Plan, Request, Response};
 pub use write::write_plan;
