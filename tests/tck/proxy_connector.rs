@@ -248,7 +248,7 @@ fn flaws(f: impl FnOnce(&mut Flaws)) -> Flaws {
     flaws
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_conforming_server_and_agent_pass_and_each_side_is_its_own_party() {
     let mut stand = Stand::of(vec![("alpha", Flaws::default())], Flaw::None);
     stand.messages = 2;
@@ -284,7 +284,7 @@ async fn a_conforming_server_and_agent_pass_and_each_side_is_its_own_party() {
     assert!(timeout.message.contains("after 5 s"), "{}", timeout.message);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_flaws_are_caught_by_the_probes_case_under_that_agent() {
     let report = run(Stand::of(
         vec![
@@ -322,7 +322,7 @@ async fn agent_flaws_are_caught_by_the_probes_case_under_that_agent() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_acknowledgement_is_the_agents_and_the_servers_give_up_is_judged() {
     let report = run(Stand::of(
         vec![("alpha", flaws(|f| f.slow_ack = true))],
@@ -348,7 +348,7 @@ async fn a_slow_acknowledgement_is_the_agents_and_the_servers_give_up_is_judged(
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_flaws_are_caught_by_the_fleets_case_under_the_platform() {
     let mut stand = Stand::of(vec![("alpha", Flaws::default())], Flaw::WrongFieldNames);
     stand.callbacks = false;
@@ -388,7 +388,7 @@ async fn server_flaws_are_caught_by_the_fleets_case_under_the_platform() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_empty_callback_and_a_500_to_it_are_each_their_own_partys() {
     let report = run(Stand::of(
         vec![("alpha", flaws(|f| f.empty_callback = true))],
@@ -409,7 +409,7 @@ async fn an_empty_callback_and_a_500_to_it_are_each_their_own_partys() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_traffic_fails_the_precondition_and_every_rule_skips_saying_why() {
     let proxy = proxy_for(
         &[("alpha".into(), "http://127.0.0.1:9".into(), Vec::new())],
@@ -435,7 +435,7 @@ async fn no_traffic_fails_the_precondition_and_every_rule_skips_saying_why() {
         .contains("no forward reached agent alpha"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_that_dies_mid_run_is_named_once_and_the_server_is_not_blamed() {
     let mut stand = Stand::of(vec![("alpha", Flaws::default())], Flaw::None);
     stand.messages = 2;
@@ -455,7 +455,7 @@ async fn an_agent_that_dies_mid_run_is_named_once_and_the_server_is_not_blamed()
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recording_judged_again_gives_the_live_verdicts() {
     let dir = crate::support::TempDir::new("proxy-connector-record");
     for file in ["run.jsonl", "run.har"] {
@@ -495,7 +495,7 @@ async fn a_recording_judged_again_gives_the_live_verdicts() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_on_real_traffic_show_the_servers_handling_and_are_not_the_agents() {
     let mut stand = Stand::of(
         vec![("alpha", Flaws::default()), ("beta", Flaws::default())],
@@ -538,7 +538,7 @@ async fn faults_on_real_traffic_show_the_servers_handling_and_are_not_the_agents
     );
 }
 
-#[tokio::test]
+#[deadline::test]
 async fn a_fault_the_proxy_cannot_put_on_real_traffic_is_refused_naming_those_it_can() {
     let refused = start(RelaySettings {
         protocol: "connector",

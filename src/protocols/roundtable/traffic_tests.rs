@@ -698,7 +698,7 @@ fn answers_passed_over_are_counted_and_said_why() {
 
 /// Judged on spare CPU, the answers still queued when the run ends are judged before the
 /// verdicts are drawn.
-#[tokio::test]
+#[deadline::test]
 async fn answers_queued_for_the_spare_judge_are_judged_before_the_verdicts() {
     use crate::proxy::judging::{Answer, Judge, Judging};
     let judge = Judge::new(std::sync::Arc::new(roundtable()), Judging::Spare, 2);
