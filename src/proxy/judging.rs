@@ -8,7 +8,7 @@
 //! platform's bottleneck, and its report should say how much it judged.
 
 use std::sync::mpsc::{self, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -48,30 +48,36 @@ pub struct Answer {
 /// Judges as `--judging` says.
 pub struct Judge {
     traffic: Arc<TrafficJudge>,
-    /// Spare: a worker per share of the agents (an agent's answers always go to the same one,
-    /// so they are judged in the order they came). Empty: every answer judged in place.
-    workers: Mutex<Vec<Worker>>,
-}
-
-struct Worker {
-    queue: Option<SyncSender<Answer>>,
-    thread: Option<JoinHandle<()>>,
+    /// `--judging spare`: answers go to the workers' queues; else each is judged in place,
+    /// with no lock taken.
+    spare: bool,
+    /// Spare: a queue per worker, a worker per share of the agents (an agent's answers always
+    /// go to the same one, so they are judged in the order they came). Emptied at the run's
+    /// end, when an answer still coming is passed over. Read per answer; written once.
+    queues: RwLock<Vec<SyncSender<Answer>>>,
+    /// The workers, joined at the run's end.
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Judge {
     pub fn new(traffic: Arc<TrafficJudge>, judging: Judging, agents: usize) -> Judge {
-        let workers = match judging {
-            Judging::Every => Vec::new(),
-            Judging::Spare => {
-                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-                (0..cores.min(agents).max(1))
-                    .map(|i| Worker::start(i, Arc::clone(&traffic)))
-                    .collect()
+        let spare = judging == Judging::Spare;
+        let (mut queues, mut threads) = (Vec::new(), Vec::new());
+        if spare {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            // A worker that could not start takes no share: its agents go to the others.
+            for (queue, thread) in
+                (0..cores.min(agents).max(1)).filter_map(|i| start_worker(i, Arc::clone(&traffic)))
+            {
+                queues.push(queue);
+                threads.push(thread);
             }
-        };
+        }
         Judge {
             traffic,
-            workers: Mutex::new(workers),
+            spare,
+            queues: RwLock::new(queues),
+            threads: Mutex::new(threads),
         }
     }
 
@@ -82,37 +88,31 @@ impl Judge {
     /// Judges `answer` of agent number `index`: in place, or handed to its worker; passed over
     /// (counted, unjudged) when that worker is behind, or the run is ending.
     pub fn judge(&self, index: usize, answer: Answer) {
-        let answer = {
-            let Ok(workers) = self.workers.lock() else {
-                return;
-            };
-            if workers.is_empty() {
-                drop(workers);
-                judge_now(&self.traffic, answer);
-                return;
-            }
-            // No queue: the run is ending (or the worker could not start).
-            match &workers[index % workers.len()].queue {
-                None => answer,
-                Some(queue) => match queue.try_send(answer) {
+        if !self.spare {
+            judge_now(&self.traffic, answer);
+            return;
+        }
+        let answer = match self.queues.read() {
+            Ok(queues) if !queues.is_empty() => {
+                match queues[index % queues.len()].try_send(answer) {
                     Ok(()) => return,
                     Err(TrySendError::Full(a) | TrySendError::Disconnected(a)) => a,
-                },
+                }
             }
+            // No queue: the run is ending (or no worker could start).
+            _ => answer,
         };
         answer.told(|live| self.traffic.pass_over(live, PASSED_OVER));
     }
 
     /// Waits for the answers still queued to be judged (at the run's end, before its verdicts).
     pub async fn finish(&self) {
-        let threads: Vec<JoinHandle<()>> = match self.workers.lock() {
-            Ok(mut workers) => workers
-                .iter_mut()
-                .filter_map(|w| {
-                    w.queue = None;
-                    w.thread.take()
-                })
-                .collect(),
+        if let Ok(mut queues) = self.queues.write() {
+            // The workers end once their queue is empty and closed.
+            queues.clear();
+        }
+        let threads: Vec<JoinHandle<()>> = match self.threads.lock() {
+            Ok(mut threads) => threads.drain(..).collect(),
             Err(_) => return,
         };
         if threads.is_empty() {
@@ -160,23 +160,22 @@ impl Answer {
     }
 }
 
-impl Worker {
-    fn start(n: usize, traffic: Arc<TrafficJudge>) -> Worker {
-        let (queue, answers) = mpsc::sync_channel::<Answer>(WAITING);
-        let thread = std::thread::Builder::new()
-            .name(format!("judge-{n}"))
-            .spawn(move || {
-                lower_priority();
-                for answer in answers {
-                    judge_now(&traffic, answer);
-                }
-            })
-            .ok();
-        Worker {
-            queue: thread.is_some().then_some(queue),
-            thread,
-        }
-    }
+/// Starts judge thread `n`: its queue and its handle (None: the thread could not start).
+fn start_worker(
+    n: usize,
+    traffic: Arc<TrafficJudge>,
+) -> Option<(SyncSender<Answer>, JoinHandle<()>)> {
+    let (queue, answers) = mpsc::sync_channel::<Answer>(WAITING);
+    let thread = std::thread::Builder::new()
+        .name(format!("judge-{n}"))
+        .spawn(move || {
+            lower_priority();
+            for answer in answers {
+                judge_now(&traffic, answer);
+            }
+        })
+        .ok()?;
+    Some((queue, thread))
 }
 
 /// The judge's thread yields the CPU to the traffic: it runs on what passing answers on
