@@ -349,7 +349,8 @@ impl StdioAgent {
     }
 
     fn spawn(&self) -> Result<Proc, LineError> {
-        let (mut child, guard, pid, shown) = start_group(&self.argv, &self.config, Stdio::piped())?;
+        let (mut child, guard, pid, shown) =
+            start_group(&self.argv, &self.config, Stdio::piped(), DiesWithUs::No)?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -620,6 +621,16 @@ async fn end_group(guard: &mut GroupGuard, child: &mut Child, grace: Duration) -
     }
 }
 
+/// Whether a started agent is killed when this process dies without ending it (SIGKILL, a
+/// crash): only when the thread that starts it lives as long as the process (the kernel's
+/// parent-death signal follows the thread, not the process).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum DiesWithUs {
+    No,
+    /// The caller starts it on the main thread, which lives as long as the process.
+    FromMainThread,
+}
+
 /// Starts `argv` in a process group of its own (`config`: its directory and environment), its
 /// stdin and stdout piped, its stderr as `stderr` says; dropping the guard kills the group.
 /// Also the command as messages show it.
@@ -627,6 +638,7 @@ fn start_group(
     argv: &[String],
     config: &StdioConfig,
     stderr: Stdio,
+    dies: DiesWithUs,
 ) -> Result<(Child, GroupGuard, u32, String), LineError> {
     let Some(program) = argv.first() else {
         return Err(LineError::Spawn("the command is empty".into()));
@@ -643,6 +655,26 @@ fn start_group(
         command.current_dir(dir);
     }
     command.envs(config.env.iter().map(|(k, v)| (k, v)));
+    #[cfg(target_os = "linux")]
+    if dies == DiesWithUs::FromMainThread {
+        let us = std::process::id();
+        // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid, _exit).
+        unsafe {
+            command.pre_exec(move || {
+                // The leader is killed when we die; the rest of its group is not (nothing
+                // signals a group for a dead process), so an agent that forks is left to its
+                // own leader's death.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // We died between the fork and the prctl: no signal will come.
+                if libc::getppid() as u32 != us {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+    }
     let shown = crate::text::excerpt(program.as_bytes(), 200);
     let child = command
         .spawn()
@@ -672,12 +704,23 @@ pub struct Relayed {
 }
 
 impl Relayed {
-    /// Starts `argv` (`config` gives the directory and the environment); its pipes.
+    /// Starts `argv` (`config` gives the directory and the environment); its pipes. Called on
+    /// the process's main thread: the agent is killed if the process dies without ending it
+    /// (a harness's `kill -9`), and is no orphan.
     pub fn spawn(
         argv: &[String],
         config: &StdioConfig,
     ) -> Result<(Relayed, ChildStdin, ChildStdout), LineError> {
-        let (mut child, guard, pid, shown) = start_group(argv, config, Stdio::inherit())?;
+        let (mut child, guard, pid, shown) = start_group(
+            argv,
+            config,
+            Stdio::inherit(),
+            if std::thread::current().name() == Some("main") {
+                DiesWithUs::FromMainThread
+            } else {
+                DiesWithUs::No
+            },
+        )?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(LineError::Spawn(format!(
                 "cannot start `{shown}`: its standard I/O was not piped"

@@ -477,3 +477,51 @@ fn a_harness_that_gives_up_ends_the_agent_and_the_reports_say_so() {
     assert_ne!(time["status"], "fail", "{time}");
     assert_eq!(case(&report, "platform.reached-proxy")["status"], "pass");
 }
+
+/// The proxy killed outright (`kill -9`: no signal it can catch, no report): the agent it
+/// started is killed with it, not left an orphan. The agent here reads nothing and writes
+/// nothing (`sleep`): the end of its pipes would never end it.
+#[test]
+fn an_agent_dies_with_a_proxy_killed_outright() {
+    let (mut proxy, mut stdin) = Spawned::fed(
+        tck_command(&[
+            "proxy",
+            "--protocol",
+            "execute-task",
+            "--stdio",
+            "sleep 120",
+            "--timeout",
+            "60s",
+        ]),
+        DEADLINE,
+    );
+    send(&mut stdin, &first_turn("What plan is cust_123 on?"));
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    let agent = loop {
+        if let Some(&pid) = children(proxy.id()).first() {
+            break pid;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the proxy started no agent"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let pid = libc::pid_t::try_from(proxy.id()).expect("a pid");
+    // SAFETY: kill(2) on our child, not yet waited for (its pid is not reused); no memory.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let status = proxy.wait();
+    drop(stdin);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGKILL)
+    );
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    while running(agent) {
+        assert!(
+            std::time::Instant::now() < until,
+            "the agent (pid {agent}) outlived the proxy killed outright"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
