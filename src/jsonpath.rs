@@ -9,6 +9,8 @@
 //! (`votes[?reviews[?by == "a"].ok == true]`). An item without the field is selected by neither
 //! `==` nor `!=`: a filter never picks an item for what it lacks.
 
+use std::fmt;
+
 use serde_json::Value;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -318,6 +320,55 @@ impl JsonPath {
         self.steps.iter().any(|s| matches!(s, Step::Filter(_)))
     }
 
+    /// Calls `f` with every string the path reaches and its place (as [`select`] writes it),
+    /// in the same order, rendering no place it is not asked for.
+    ///
+    /// [`select`]: Self::select
+    pub fn each_string<'v>(&self, root: &'v Value, f: &mut impl FnMut(&Place<'_>, &'v str)) {
+        fn go<'v>(
+            steps: &[Step],
+            at: &Place<'_>,
+            value: &'v Value,
+            f: &mut impl FnMut(&Place<'_>, &'v str),
+        ) {
+            let Some((step, rest)) = steps.split_first() else {
+                if let Value::String(s) = value {
+                    f(at, s);
+                }
+                return;
+            };
+            match step {
+                Step::Key(k) => {
+                    if let Some(v) = value.get(k) {
+                        go(rest, &Place::Key(at, k), v, f);
+                    }
+                }
+                Step::Index(i) => {
+                    if let Some(v) = value.get(i) {
+                        go(rest, &Place::Index(at, *i), v, f);
+                    }
+                }
+                Step::Every | Step::Filter(_) => {
+                    for (i, v) in value.as_array().into_iter().flatten().enumerate() {
+                        if let Step::Filter(filter) = step {
+                            if !filter.holds(v) {
+                                continue;
+                            }
+                        }
+                        go(rest, &Place::Index(at, i), v, f);
+                    }
+                }
+                Step::AllStrings => {}
+            }
+        }
+        match self.steps.as_slice() {
+            [Step::AllStrings] => each_string(root, f),
+            // The document itself: `select` names its place "".
+            [] => go(&[], &Place::Rendered(""), root, f),
+            steps => go(steps, &Place::Root, root, f),
+        }
+    }
+
     /// Every value the path reaches, with its concrete path (`observations[2].evidence`).
     pub fn select<'a>(&self, root: &'a Value) -> Vec<(String, &'a Value)> {
         if self.steps == [Step::AllStrings] {
@@ -472,39 +523,63 @@ pub fn strings(root: &Value) -> Vec<(String, &str)> {
 /// Every string value in a document with its path, in document order.
 fn string_values(root: &Value) -> Vec<(String, &Value)> {
     let mut out = Vec::new();
-    let mut stack = vec![(String::from("$"), root)];
-    while let Some((at, value)) = stack.pop() {
+    each_string_value(root, &mut |at, value| out.push((at.to_string(), value)));
+    out
+}
+
+/// Where a value sits in a document, rendered only when asked for (`observations[2].evidence`;
+/// `$` for the root itself): a judge reads every string of every answer, and needs the path of
+/// the few it finds fault with.
+#[derive(Clone, Copy)]
+pub enum Place<'p> {
+    Root,
+    Key(&'p Place<'p>, &'p str),
+    Index(&'p Place<'p>, usize),
+    /// A path already rendered.
+    Rendered(&'p str),
+}
+
+impl fmt::Display for Place<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Place::Root => f.write_str("$"),
+            Place::Rendered(at) => f.write_str(at),
+            Place::Key(Place::Root, key) => f.write_str(key),
+            Place::Index(Place::Root, i) => write!(f, "[{i}]"),
+            Place::Key(parent, key) => write!(f, "{parent}.{key}"),
+            Place::Index(parent, i) => write!(f, "{parent}[{i}]"),
+        }
+    }
+}
+
+/// Calls `f` with every string of a document and its place, in document order, allocating
+/// nothing. Deep documents are bounded by the parser (serde_json stops at 128 levels).
+pub fn each_string<'v>(root: &'v Value, f: &mut impl FnMut(&Place<'_>, &'v str)) {
+    each_string_value(root, &mut |at, value| {
+        if let Value::String(s) = value {
+            f(at, s)
+        }
+    });
+}
+
+fn each_string_value<'v>(root: &'v Value, f: &mut impl FnMut(&Place<'_>, &'v Value)) {
+    fn walk<'v>(at: &Place<'_>, value: &'v Value, f: &mut impl FnMut(&Place<'_>, &'v Value)) {
         match value {
-            Value::String(_) => out.push((at, value)),
+            Value::String(_) => f(at, value),
             Value::Array(items) => {
-                for (i, v) in items.iter().enumerate().rev() {
-                    stack.push((
-                        if at == "$" {
-                            format!("[{i}]")
-                        } else {
-                            format!("{at}[{i}]")
-                        },
-                        v,
-                    ));
+                for (i, item) in items.iter().enumerate() {
+                    walk(&Place::Index(at, i), item, f);
                 }
             }
             Value::Object(map) => {
-                let entries: Vec<_> = map.iter().collect();
-                for (k, v) in entries.into_iter().rev() {
-                    stack.push((
-                        if at == "$" {
-                            k.clone()
-                        } else {
-                            format!("{at}.{k}")
-                        },
-                        v,
-                    ));
+                for (key, item) in map {
+                    walk(&Place::Key(at, key), item, f);
                 }
             }
             _ => {}
         }
     }
-    out
+    walk(&Place::Root, root, f);
 }
 
 #[cfg(test)]
@@ -568,6 +643,49 @@ mod tests {
             .map(|(p, _)| p)
             .collect();
         assert_eq!(every, ["a", "b[0].c", "b[1]"]);
+    }
+
+    /// `each_string`, which renders a place only when asked, reaches the strings `select`
+    /// does, in its order, at the places it writes (and `**` those of `strings`).
+    #[test]
+    fn each_string_walks_as_select_does() {
+        let doc = json!({"a": "1", "b": [{"c": "2", "d": 3}, "3", ["4", {"e": "5"}]],
+            "votes": votes()["votes"], "s": "top"});
+        let paths = [
+            "a",
+            "b[0].c",
+            "b[*]",
+            "b[2][*]",
+            "b[2][1].e",
+            "b[*].c",
+            "d",
+            "b[9]",
+            "**",
+            "votes[?agent_name == \"sec\"].agent_name",
+            "votes[?approve != true].reviews[*].by",
+            "votes[*].tags[0]",
+            "s",
+        ];
+        for path in paths {
+            let path = JsonPath::parse(path).unwrap();
+            let selected: Vec<String> = path
+                .select(&doc)
+                .into_iter()
+                .filter_map(|(at, v)| Some(format!("{at}={}", v.as_str()?)))
+                .collect();
+            let mut walked = Vec::new();
+            path.each_string(&doc, &mut |at, s| walked.push(format!("{at}={s}")));
+            assert_eq!(walked, selected, "{}", path.as_str());
+        }
+        assert!(!JsonPath::parse("b[*].c").unwrap().select(&doc).is_empty());
+        let mut all = Vec::new();
+        each_string(&doc, &mut |at, s| all.push((at.to_string(), s)));
+        assert_eq!(all, strings(&doc));
+        // The document itself, when it is a string.
+        let mut root = Vec::new();
+        each_string(&json!("x"), &mut |at, s| root.push(format!("{at}={s}")));
+        assert_eq!(root, ["$=x"]);
+        assert_eq!(strings(&json!("x")), [("$".to_string(), "x")]);
     }
 
     fn picked(path: &str, doc: &Value) -> Vec<String> {

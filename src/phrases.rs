@@ -60,21 +60,22 @@ impl PhraseSet {
     }
 
     /// Every phrase found in `text`, as a finding at `path` quoting the match and its place.
-    pub fn scan(&self, path: &str, text: &str) -> Vec<Finding> {
+    pub fn scan(&self, path: impl std::fmt::Display, text: &str) -> Vec<Finding> {
         self.scan_except(path, text, |_| false)
     }
 
     /// [`scan`](Self::scan), leaving out the matches `skip` says are not to be judged.
+    /// `path` is rendered only for a finding.
     pub fn scan_except(
         &self,
-        path: &str,
+        path: impl std::fmt::Display,
         text: &str,
         mut skip: impl FnMut(&str) -> bool,
     ) -> Vec<Finding> {
         let mut out = Vec::new();
         for (at, m) in self.find(text).filter(|(_, m)| !skip(m)) {
             out.push(finding(
-                path,
+                path.to_string(),
                 format!("{} at character {at}", excerpt_str(&format!("\"{m}\""), 80)),
             ));
         }
@@ -84,11 +85,18 @@ impl PhraseSet {
     /// Every phrase found in `text`: where it starts (in characters) and what matched, pattern
     /// by pattern.
     pub fn find<'t>(&'t self, text: &'t str) -> impl Iterator<Item = (usize, &'t str)> + 't {
-        let held = self.any.as_ref().map(|set| set.matches(text));
+        // Most texts hold no phrase: a search that stops at the first is cheaper than learning
+        // which of the patterns occur.
+        let none = self.any.as_ref().is_some_and(|set| !set.is_match(text));
+        let held = self
+            .any
+            .as_ref()
+            .filter(|_| !none)
+            .map(|set| set.matches(text));
         self.phrases
             .iter()
             .enumerate()
-            .filter(move |(i, _)| held.as_ref().is_none_or(|h| h.matched(*i)))
+            .filter(move |(i, _)| !none && held.as_ref().is_none_or(|h| h.matched(*i)))
             .flat_map(move |(_, (_, re))| {
                 re.find_iter(text)
                     .map(move |m| (text[..m.start()].chars().count(), m.as_str()))

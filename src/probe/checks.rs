@@ -43,6 +43,9 @@ pub enum Check {
     Phrases {
         fields: Vec<String>,
         patterns: Patterns,
+        /// Both compiled, on the first answer judged.
+        #[serde(skip)]
+        compiled: CompiledPhrases,
     },
     /// The request (sent without the key, or with a wrong one) is refused with 401 or 403.
     Refused,
@@ -81,6 +84,37 @@ impl Patterns {
         static COMPILED: OnceLock<CompiledLists> = OnceLock::new();
         let lists = COMPILED.get_or_init(|| CompiledLists::new(CompiledLists::CAP));
         Ok(lists.get(self.list()?)?)
+    }
+}
+
+/// A `phrases` check's list and paths compiled once for the check: each answer the proxy
+/// judges reads them, and finding the list among those compiled for the process (hashing every
+/// pattern) and parsing the paths again cost more than the search. Set when the check is
+/// first judged; the check's fields and patterns are not changed after it is read from its
+/// suite.
+#[derive(Debug, Clone, Default)]
+pub struct CompiledPhrases(OnceLock<Result<Compiled, String>>);
+
+/// A phrase list and the paths it reads.
+type Compiled = (Arc<PhraseSet>, Arc<[JsonPath]>);
+
+impl CompiledPhrases {
+    fn get(
+        &self,
+        fields: &[String],
+        patterns: &Patterns,
+    ) -> Result<(&PhraseSet, &[JsonPath]), String> {
+        let compiled = self.0.get_or_init(|| {
+            let paths = fields
+                .iter()
+                .map(|f| JsonPath::parse(f))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((patterns.compiled()?, paths.into()))
+        });
+        match compiled {
+            Ok((set, paths)) => Ok((set, paths)),
+            Err(e) => Err(e.clone()),
+        }
     }
 }
 
@@ -269,7 +303,9 @@ impl Check {
             Check::ListCaps(caps) => caps
                 .keys()
                 .try_for_each(|p| Ok(JsonPath::parse(p).map(drop)?)),
-            Check::Phrases { fields, patterns } => {
+            Check::Phrases {
+                fields, patterns, ..
+            } => {
                 fields
                     .iter()
                     .try_for_each(|p| JsonPath::parse(p).map(drop))?;
@@ -410,9 +446,14 @@ impl Check {
             )),
             Check::MaxField => Ok(max_field_verdict(json()?, ctx.max_field)),
             Check::ListCaps(caps) => list_caps_verdict(json()?, caps),
-            Check::Phrases { fields, patterns } => {
-                let request = outcome.body_sent.as_ref().filter(|_| ctx.live);
-                phrases_verdict(json()?, fields, patterns, request)
+            Check::Phrases {
+                fields,
+                patterns,
+                compiled,
+            } => {
+                let request = outcome.body_sent().filter(|_| ctx.live);
+                let (set, paths) = compiled.get(fields, patterns)?;
+                phrases_verdict(json()?, fields, set, paths, request)
             }
             Check::Refused => match response.status {
                 401 | 403 => Ok(Verdict::answer(format!("refused with {}", response.status))),
@@ -443,26 +484,28 @@ impl Check {
 
 /// `max_field`: no string of the answer longer than `max_field` characters.
 fn max_field_verdict(json: &Value, max_field: usize) -> Verdict {
-    let all = strings(json);
-    let findings = all
-        .iter()
-        .filter_map(|(path, s)| {
-            let n = s.chars().count();
-            (n > max_field).then(|| {
-                crate::schema::finding(
-                    path.clone(),
-                    format!(
-                        "{n} characters; at most {} (--max-field; the platform truncates)",
-                        max_field
-                    ),
-                )
-            })
-        })
-        .collect();
-    if all.is_empty() {
+    let (mut findings, mut measured) = (Vec::new(), 0u64);
+    crate::jsonpath::each_string(json, &mut |at, s| {
+        measured += 1;
+        // No more bytes than the limit cannot be more characters.
+        let n = if s.len() > max_field {
+            s.chars().count()
+        } else {
+            0
+        };
+        if n > max_field {
+            findings.push(crate::schema::finding(
+                at.to_string(),
+                format!(
+                    "{n} characters; at most {max_field} (--max-field; the platform truncates)"
+                ),
+            ));
+        }
+    });
+    if measured == 0 {
         return Verdict::nothing("the answer holds no string to measure");
     }
-    verdict(findings, all.len() as u64, "strings", String::new)
+    verdict(findings, measured, "strings", String::new)
 }
 
 /// `list_caps`: no list at these paths longer than its cap.
@@ -501,10 +544,10 @@ fn list_caps_verdict(body: &Value, caps: &BTreeMap<String, usize>) -> Result<Ver
 fn phrases_verdict(
     body: &Value,
     fields: &[String],
-    patterns: &Patterns,
+    set: &PhraseSet,
+    paths: &[JsonPath],
     request: Option<&Value>,
 ) -> Result<Verdict, String> {
-    let set = patterns.compiled()?;
     // What the request holds is read only once the answer is found to hold a phrase: most
     // answers hold none, and reading every request for every list was a tenth of the proxy's
     // CPU per answer.
@@ -522,17 +565,15 @@ fn phrases_verdict(
     let mut findings = Vec::new();
     let mut scanned = 0;
     let mut repeated = 0;
-    for path in fields {
-        for (at, value) in JsonPath::parse(path)?.select(body) {
-            if let Some(text) = value.as_str() {
-                scanned += 1;
-                findings.extend(set.scan_except(&at, text, |m| {
-                    let echo = sent_by_request(m);
-                    repeated += usize::from(echo);
-                    echo
-                }));
-            }
-        }
+    for path in paths {
+        path.each_string(body, &mut |at, text| {
+            scanned += 1;
+            findings.extend(set.scan_except(at, text, |m| {
+                let echo = sent_by_request(m);
+                repeated += usize::from(echo);
+                echo
+            }));
+        });
     }
     if scanned == 0 {
         return Ok(Verdict::nothing(format!(
@@ -555,6 +596,25 @@ fn phrases_verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Characters are counted, not bytes: a string of more bytes than the limit in no more
+    /// characters holds; one character more breaks it, named by its path.
+    #[test]
+    fn field_length_counts_characters_and_names_the_path() {
+        let held = max_field_verdict(&serde_json::json!({"a": ["ééé", "ok"]}), 3);
+        assert_eq!(held, Verdict::held(2, "strings", ""));
+        match max_field_verdict(&serde_json::json!({"a": ["ok", "éééé"]}), 3) {
+            Verdict::Broken(why) => assert!(
+                why.contains("a[1]") && why.contains("4 characters"),
+                "{why}"
+            ),
+            held => panic!("expected broken, got {held:?}"),
+        }
+        assert!(matches!(
+            max_field_verdict(&serde_json::json!({"n": 1}), 3),
+            Verdict::Held(j) if j.judged == 0
+        ));
+    }
 
     /// A list is compiled once for the process (a run over many targets loads the suite again
     /// for each), a named list too; one that does not compile is an error each time.

@@ -2,10 +2,13 @@
 //! silently; RFC 8259 §4 says names SHOULD be unique because receivers then disagree on the
 //! value. This walks a document once with a visitor and reports each repeated key by path.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
 
-use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use crate::jsonpath::Place;
 
 use crate::schema::Finding;
 
@@ -15,34 +18,54 @@ pub fn duplicate_keys(body: &[u8]) -> Result<Vec<Finding>, serde_json::Error> {
     let mut found = Vec::new();
     let mut de = serde_json::Deserializer::from_slice(body);
     Walk {
-        path: String::new(),
+        at: &Place::Root,
         found: &mut found,
     }
     .deserialize(&mut de)?;
     Ok(found)
 }
 
-struct Walk<'a> {
-    path: String,
-    found: &'a mut Vec<Finding>,
+/// One value of the document: where it is (rendered only for a repeated key: the proxy walks
+/// every answer, and almost none repeats one) and what was found so far.
+struct Walk<'p, 'f> {
+    at: &'p Place<'p>,
+    found: &'f mut Vec<Finding>,
 }
 
-impl<'de> DeserializeSeed<'de> for Walk<'_> {
+impl<'de> DeserializeSeed<'de> for Walk<'_, '_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_string()
-    } else {
-        format!("{path}.{key}")
+/// A key as the text holds it: borrowed unless it has escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> Visitor<'de> for Text {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(s.to_string())))
+            }
+        }
+        d.deserialize_str(Text)
     }
 }
 
-impl<'de> Visitor<'de> for Walk<'_> {
+/// Keys of one object seen so far: compared in turn while there are few (most objects), in a
+/// set past that (an object of many keys stays linear).
+const FEW: usize = 16;
+
+impl<'de> Visitor<'de> for Walk<'_, '_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -50,17 +73,27 @@ impl<'de> Visitor<'de> for Walk<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let path = join(&self.path, &key);
-            if !seen.insert(key.clone()) {
+        let (mut few, mut many) = (Vec::<Cow<'de, str>>::new(), HashSet::<Cow<'de, str>>::new());
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let repeated = if many.is_empty() && few.len() < FEW {
+                let repeated = few.contains(&key);
+                if !repeated {
+                    few.push(key.clone());
+                }
+                repeated
+            } else {
+                many.extend(few.drain(..));
+                !many.insert(key.clone())
+            };
+            let at = Place::Key(self.at, &key);
+            if repeated {
                 self.found.push(crate::schema::finding(
-                    path.clone(),
-                    format!("the key {key:?} occurs twice in one object (readers disagree on which value counts)"),
+                    at.to_string(),
+                    format!("the key {:?} occurs twice in one object (readers disagree on which value counts)", &*key),
                 ));
             }
             map.next_value_seed(Walk {
-                path,
+                at: &at,
                 found: self.found,
             })?;
         }
@@ -71,7 +104,7 @@ impl<'de> Visitor<'de> for Walk<'_> {
         let mut i = 0;
         while seq
             .next_element_seed(Walk {
-                path: format!("{}[{i}]", self.path),
+                at: &Place::Index(self.at, i),
                 found: self.found,
             })?
             .is_some()
@@ -114,6 +147,27 @@ mod tests {
             .unwrap()
             .is_empty());
         assert!(duplicate_keys(b"{\"a\":").is_err());
+    }
+
+    /// A key written with escapes is the key it spells; an object of many keys is searched as
+    /// well as a small one; a document that is a list names its items.
+    #[test]
+    fn escaped_keys_and_large_objects_and_lists() {
+        let found = duplicate_keys(br#"[{"a":1,"\u0061":2}]"#).unwrap();
+        let paths: Vec<&str> = found.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["[0].a"]);
+        assert!(
+            found[0].message.contains(r#"the key "a" occurs twice"#),
+            "{found:?}"
+        );
+        let keys: Vec<String> = (0..40).map(|i| format!("\"k{i}\":{i}")).collect();
+        let wide = format!("{{{},\"k3\":0,\"k39\":1}}", keys.join(","));
+        let found = duplicate_keys(wide.as_bytes()).unwrap();
+        let paths: Vec<&str> = found.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["k3", "k39"]);
+        assert!(duplicate_keys(format!("{{{}}}", keys.join(",")).as_bytes())
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

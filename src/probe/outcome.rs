@@ -12,10 +12,25 @@ use crate::transport::http::{Error as HttpError, Response};
 /// A request as sent and what came back; shared by every case that reads the same exchange.
 pub struct Outcome {
     pub auth: AuthMode,
-    /// The JSON body sent, when it was JSON.
-    pub body_sent: Option<Value>,
+    /// The body sent as its bytes, when it is read only if a case asks ([`Self::body_sent`]).
+    sent_bytes: Option<bytes::Bytes>,
+    sent: OnceLock<Option<Value>>,
     pub result: Result<Response, HttpError>,
     parsed: OnceLock<Result<Value, AnswerError>>,
+}
+
+/// A request's body as a judge is given it: read already, or its bytes, read only if a case
+/// asks (most answers the proxy judges are judged without the request: reading each was a
+/// twentieth of its CPU per answer).
+pub enum Sent {
+    Read(Option<Value>),
+    Bytes(bytes::Bytes),
+}
+
+impl From<Option<Value>> for Sent {
+    fn from(value: Option<Value>) -> Sent {
+        Sent::Read(value)
+    }
 }
 
 impl Outcome {
@@ -26,10 +41,50 @@ impl Outcome {
     ) -> Outcome {
         Outcome {
             auth,
-            body_sent,
+            sent_bytes: None,
+            sent: OnceLock::from(body_sent),
             result,
             parsed: OnceLock::new(),
         }
+    }
+
+    /// The JSON body sent, when it was JSON.
+    pub fn body_sent(&self) -> Option<&Value> {
+        self.sent
+            .get_or_init(|| {
+                let bytes = self.sent_bytes.as_ref()?;
+                serde_json::from_slice(bytes).ok()
+            })
+            .as_ref()
+    }
+
+    /// [`new`](Self::new), with the answer's body already parsed (`json`: what
+    /// `serde_json` read of it, when that was one object; else it is parsed again, for the
+    /// reason it is not one).
+    pub fn parsed(
+        auth: AuthMode,
+        sent: Sent,
+        result: Result<Response, HttpError>,
+        json: Option<Value>,
+    ) -> Outcome {
+        let mut outcome = Outcome {
+            auth,
+            sent_bytes: None,
+            sent: OnceLock::new(),
+            result,
+            parsed: OnceLock::new(),
+        };
+        match sent {
+            Sent::Read(value) => outcome.sent = OnceLock::from(value),
+            Sent::Bytes(bytes) => outcome.sent_bytes = Some(bytes),
+        }
+        match (&outcome.result, json) {
+            (Ok(r), Some(v @ Value::Object(_))) if !r.body_exceeded => {
+                let _ = outcome.parsed.set(Ok(v));
+            }
+            _ => {}
+        }
+        outcome
     }
 
     /// The body as JSON, parsed once.
@@ -168,5 +223,40 @@ mod tests {
             String::from(AnswerError::Empty),
             AnswerError::Empty.to_string()
         );
+    }
+
+    /// An answer parsed before (by the proxy, for its faults) is read as parsed; a value that
+    /// is no object, or the body of an answer cut at its limit, is read again and judged for
+    /// what it is.
+    #[test]
+    fn an_answer_parsed_before_is_not_parsed_again_unless_it_is_no_object() {
+        let parsed = |body: &[u8], exceeded, json: Value| {
+            Outcome::parsed(
+                AuthMode::Default,
+                Sent::Bytes(bytes::Bytes::from_static(b"{\"sent\": 1}")),
+                Ok(response(body, exceeded)),
+                Some(json),
+            )
+        };
+        // The value given wins: proof that the body was not parsed again.
+        let given = parsed(b"{\"a\":1}", false, serde_json::json!({"a": 2}));
+        assert_eq!(given.json(100).unwrap(), &serde_json::json!({"a": 2}));
+        // The request's bytes, read when asked.
+        assert_eq!(given.body_sent(), Some(&serde_json::json!({"sent": 1})));
+        let list = parsed(b"[1]", false, serde_json::json!([1]));
+        assert!(matches!(
+            list.json(100),
+            Err(AnswerError::NotAnObject { .. })
+        ));
+        let cut = parsed(b"{\"a\":1}", true, serde_json::json!({"a": 1}));
+        assert!(matches!(cut.json(4), Err(AnswerError::TooLarge { .. })));
+        let none = Outcome::parsed(
+            AuthMode::Default,
+            Sent::Bytes(bytes::Bytes::from_static(b"not json")),
+            Ok(response(b"{}", false)),
+            None,
+        );
+        assert_eq!(none.json(100).unwrap(), &serde_json::json!({}));
+        assert_eq!(none.body_sent(), None);
     }
 }

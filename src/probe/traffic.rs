@@ -32,7 +32,7 @@ use serde_json::Value;
 
 use super::checks::Check;
 use super::exchange::AuthMode;
-use super::outcome::Outcome;
+use super::outcome::{Outcome, Sent};
 use super::plugin::Ctx;
 use super::runner::{settle_checks, unmet_need, Settled};
 use super::suite::{CaseSpec, Requirement};
@@ -81,13 +81,16 @@ pub struct LiveAnswer<'a> {
     pub method: &'a str,
     /// The endpoint's path as the suite writes it: `/analyze`.
     pub path: &'a str,
-    /// The JSON body the platform sent, when it was JSON.
-    pub request: Option<Value>,
+    /// The body the platform sent (read as JSON only if a case asks).
+    pub request: Sent,
     /// The request's id (the member its protocol names: a round table's task), when it has
     /// one: to find the answer again in the platform's logs.
     pub task: Option<&'a str>,
     /// What came back, or why nothing did.
     pub result: Result<Response, Error>,
+    /// The answer's body as a JSON object, when the caller parsed it already (the proxy does,
+    /// for its faults): not parsed again.
+    pub answer_json: Option<Value>,
     /// When the request came, since the run started.
     pub at: Duration,
     /// How long the agent took to answer (or was waited for).
@@ -316,10 +319,11 @@ impl TrafficJudge {
         };
         let task = answer.task.map(|t| excerpt_str(t, 40));
         let latency = latency_step(&answer.result, answer.elapsed, self.limits.timeout);
-        let outcome = Arc::new(Outcome::new(
+        let outcome = Arc::new(Outcome::parsed(
             AuthMode::Default,
             answer.request,
             answer.result,
+            answer.answer_json,
         ));
         let unreadable = outcome.unreadable(self.limits.max_body);
         // The agent's state is held only to read what the cases need and, after, to record
@@ -482,7 +486,7 @@ impl TrafficJudge {
             return false;
         }
         let refused = refusal(&answer.result);
-        let outcome = Outcome::new(AuthMode::Default, answer.request, answer.result);
+        let outcome = Outcome::parsed(AuthMode::Default, answer.request, answer.result, None);
         let none = HashMap::new();
         for index in judging {
             let spec = &self.suite.cases()[index];

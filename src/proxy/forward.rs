@@ -163,6 +163,11 @@ impl Responder for Given {
 }
 
 impl Given {
+    /// The answer's body as JSON, when it was a 2xx of JSON: for the judge, not parsed again.
+    pub fn into_json(self) -> Option<Value> {
+        self.value
+    }
+
     /// Whether the answer was a 2xx whose body is JSON.
     pub fn is_json(&self) -> bool {
         self.value.is_some()

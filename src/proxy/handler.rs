@@ -26,6 +26,7 @@ use crate::mock::journal::AuthSeen;
 use crate::mock::protocol::{AgentProtocol, Answered, PlatformObserver, Seen};
 use crate::mock::recording::Recorded;
 use crate::mock::Body;
+use crate::probe::outcome::Sent;
 use crate::probe::traffic::LiveAnswer;
 use crate::transport::http;
 use crate::transport::pool::Pool;
@@ -289,7 +290,8 @@ impl ProxyHandler {
         (plan, note)
     }
 
-    /// What the agent's answer (or its absence) was, as the platform rules read a decision.
+    /// What the agent's answer (or its absence) was, as the platform rules read a decision;
+    /// and the answer's body as JSON, when it was a 2xx of JSON (parsed once, here).
     fn decide(
         &self,
         upstream: &Upstream,
@@ -297,7 +299,7 @@ impl ProxyHandler {
         body: &Body<'_>,
         forwarded: &Forwarded,
         waited: Duration,
-    ) -> (Plan, Decision) {
+    ) -> (Plan, Decision, Option<serde_json::Value>) {
         let waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
         match forwarded {
             Forwarded::Came(Ok(response)) => {
@@ -314,7 +316,7 @@ impl ProxyHandler {
                 } else if !ok {
                     decision.unusable = Some(format!("answered {}", response.status));
                 }
-                (plan, decision)
+                (plan, decision, given.into_json())
             }
             Forwarded::Came(Err(e)) => (
                 forward::failed_plan(e),
@@ -324,6 +326,7 @@ impl ProxyHandler {
                     unusable: Some(format!("no answer: {e}")),
                     ..Decision::default()
                 },
+                None,
             ),
             Forwarded::PlatformLeft | Forwarded::Stopped => (
                 // Nothing to write: the platform is gone, or the run is ending (the engine
@@ -348,6 +351,7 @@ impl ProxyHandler {
                     )),
                     ..Decision::default()
                 },
+                None,
             ),
         }
     }
@@ -364,6 +368,7 @@ impl ProxyHandler {
         task: &str,
         request: &Request,
         forwarded: &Forwarded,
+        answer_json: Option<serde_json::Value>,
         waited: Duration,
         bent: Option<&Bent>,
     ) {
@@ -390,11 +395,12 @@ impl ProxyHandler {
         {
             let judged = self.traffic.traffic().judge_bent(
                 LiveAnswer {
+                    answer_json: None,
                     agent: self.upstreams[index].name(),
                     method: &request.method,
                     path: &format!("/{endpoint}"),
                     task: (!task.is_empty()).then_some(task),
-                    request: serde_json::from_slice(sent).ok(),
+                    request: Sent::Bytes(sent.clone()),
                     result,
                     at: request.received.saturating_duration_since(self.started),
                     elapsed: waited,
@@ -416,6 +422,7 @@ impl ProxyHandler {
                 task: (!task.is_empty()).then(|| task.to_string()),
                 request: request.body.clone(),
                 result,
+                answer_json,
                 at: request.received.saturating_duration_since(self.started),
                 elapsed: waited,
             },
@@ -518,7 +525,8 @@ impl Handler for ProxyHandler {
             .pass_on(upstream, &request, target, bent.as_ref())
             .await;
         let waited = request.received.elapsed();
-        let (plan, decision) = self.decide(upstream, endpoint, &body, &forwarded, waited);
+        let (plan, decision, answer_json) =
+            self.decide(upstream, endpoint, &body, &forwarded, waited);
         self.applied.record(index, &decision.applied);
         // The platform is judged on the protocol's own messages, as the fleet judges them.
         let mut judged = false;
@@ -536,6 +544,7 @@ impl Handler for ProxyHandler {
                 &task,
                 &request,
                 &forwarded,
+                answer_json,
                 waited,
                 bent.as_ref(),
             );

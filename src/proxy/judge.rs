@@ -19,6 +19,7 @@ use crate::mock::behavior::{self, For};
 use crate::mock::protocol::AgentProtocol;
 use crate::mock::protocol::Served;
 use crate::mock::recording::{tell, Apart, ReplayError};
+use crate::probe::outcome::Sent;
 use crate::probe::traffic::{LiveAnswer, TrafficJudge};
 use crate::probe::Suite;
 use crate::report::CaseResult;
@@ -122,11 +123,12 @@ pub fn judge_together(
             };
             let path = format!("/{}", exchange.endpoint);
             let mut answer = LiveAnswer {
+                answer_json: None,
                 agent,
                 method: exchange.method.as_deref().unwrap_or("POST"),
                 path: &path,
                 task: task_of(exchange),
-                request: serde_json::from_slice(&exchange.request.body()).ok(),
+                request: Sent::Bytes(exchange.request.body().into()),
                 result,
                 at: duration(exchange.sent_ms) + Duration::from_millis(offset),
                 elapsed,
@@ -139,7 +141,7 @@ pub fn judge_together(
                             what: "its forwarded message is missing or wrong".into(),
                         }
                     })?;
-                    answer.request = serde_json::from_slice(&sent.body()).ok();
+                    answer.request = Sent::Bytes(sent.body().into());
                     let judged =
                         traffic.judge_bent(answer, name, RequestFault::refusal_holds(name));
                     if let (false, Some(source), Some(r)) = (judged, bent["fault"].as_str(), theirs)

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::probe::outcome::Sent;
 use crate::probe::traffic::{LiveAnswer, TrafficJudge};
 use crate::transport::http::{Error, Response};
 
@@ -41,6 +42,8 @@ pub struct Answer {
     /// The platform's request body as it came: parsed by the judge, off the traffic's path.
     pub request: bytes::Bytes,
     pub result: Result<Response, Error>,
+    /// The answer's body, parsed already (for the faults), when it was JSON.
+    pub answer_json: Option<Value>,
     pub at: Duration,
     pub elapsed: Duration,
 }
@@ -144,6 +147,7 @@ impl Answer {
             task,
             request,
             result,
+            answer_json,
             at,
             elapsed,
         } = self;
@@ -152,8 +156,9 @@ impl Answer {
             method: &method,
             path: &path,
             task: task.as_deref(),
-            request: serde_json::from_slice::<Value>(&request).ok(),
+            request: Sent::Bytes(request),
             result,
+            answer_json,
             at,
             elapsed,
         });

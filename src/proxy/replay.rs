@@ -97,11 +97,12 @@ pub async fn replay(
         };
         if let Some((result, elapsed)) = before.clone() {
             old.judge(LiveAnswer {
+                answer_json: None,
                 agent: name,
                 method,
                 path: &path,
                 task: task_of(exchange),
-                request: request_json.clone(),
+                request: (request_json.clone()).into(),
                 result,
                 at: crate::judge::time::duration(exchange.sent_ms),
                 elapsed,
@@ -120,11 +121,12 @@ pub async fn replay(
             }
         }
         new.judge(LiveAnswer {
+            answer_json: None,
             agent: name,
             method,
             path: &path,
             task: task_of(exchange),
-            request: request_json,
+            request: (request_json).into(),
             result,
             at,
             elapsed: sent.elapsed(),

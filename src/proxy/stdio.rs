@@ -420,11 +420,12 @@ impl Relay {
         waited: Duration,
     ) {
         self.traffic.judge(LiveAnswer {
+            answer_json: None,
             agent: AGENT,
             method: "POST",
             path: &format!("/{}", self.endpoint),
             task: None,
-            request: body.value().cloned(),
+            request: (body.value().cloned()).into(),
             result,
             at: pending.received.saturating_duration_since(self.started),
             elapsed: waited,

@@ -59,7 +59,10 @@ fn phrase_checks() -> &'static [(Vec<JsonPath>, PhraseSet)] {
         let mut out = Vec::new();
         for case in suite().cases() {
             for check in &case.checks {
-                if let Check::Phrases { fields, patterns } = check {
+                if let Check::Phrases {
+                    fields, patterns, ..
+                } = check
+                {
                     if seen.insert((fields.clone(), patterns.clone())) {
                         let paths = fields
                             .iter()

@@ -179,8 +179,7 @@ fn live_sanitization(outcome: &crate::probe::outcome::Outcome, ctx: &Ctx<'_>) ->
         let answer = outcome.json(ctx.max_body)?;
         let patterns = crate::sanitization::patterns()?;
         let sent: std::collections::HashSet<&str> = outcome
-            .body_sent
-            .as_ref()
+            .body_sent()
             .map(|r| {
                 crate::jsonpath::strings(r)
                     .into_iter()

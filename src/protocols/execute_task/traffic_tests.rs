@@ -56,11 +56,12 @@ fn execute_task_reuses_its_time_case() {
         (11, r#"{"action":"dance"}"#),
     ] {
         judge.judge(LiveAnswer {
+            answer_json: None,
             agent: "solo",
             method: "POST",
             path: "/execute_task",
             task: None,
-            request: Some(first_turn()),
+            request: Some(first_turn()).into(),
             result: Ok(response(200, answer)),
             at: Duration::from_secs(2),
             elapsed: Duration::from_secs(elapsed),
@@ -122,11 +123,12 @@ fn each_real_answer_is_judged_for_sanitization_as_its_own() {
         ),
     ] {
         judge.judge(LiveAnswer {
+            answer_json: None,
             agent: "solo",
             method: "POST",
             path: "/execute_task",
             task: None,
-            request: Some(request),
+            request: Some(request).into(),
             result: Ok(response(200, answer)),
             at: Duration::from_secs(3),
             elapsed: Duration::from_millis(30),

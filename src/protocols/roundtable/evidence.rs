@@ -56,7 +56,7 @@ pub fn evidence_level(text: &str) -> Result<EvidenceLevel, TagError> {
         let whole = caps.get(0).map_or("", |m| m.as_str());
         let word = caps.get(1).map_or("", |m| m.as_str());
         let arg = caps.get(2).map(|m| m.as_str().trim());
-        let problem = if word != word.to_uppercase() {
+        let problem = if word.bytes().any(|b| b.is_ascii_lowercase()) {
             Some(TagError::NotUpperCase {
                 tag: quote(whole),
                 upper: word.to_uppercase(),

@@ -66,8 +66,10 @@ impl SuiteProtocol for Suite {
 }
 
 /// A list of strings as a rule's arguments (paths, exchange names).
-fn string_list(args: &Value, what: &str) -> Result<Vec<String>, String> {
-    serde_json::from_value(args.clone()).map_err(|_| format!("expects a list of {what}"))
+fn string_list<'a>(args: &'a Value, what: &str) -> Result<Vec<&'a str>, String> {
+    args.as_array()
+        .and_then(|items| items.iter().map(Value::as_str).collect())
+        .ok_or_else(|| format!("expects a list of {what}"))
 }
 
 /// Each string at these paths carries a well-formed evidence level tag.
@@ -160,10 +162,7 @@ impl Rule for KnownTargets {
         Verdict::of(|| {
             let outcome = ctx.outcome.ok_or("the case has no exchange")?;
             outcome.result.as_ref().map_err(|e| e.to_string())?;
-            let request = outcome
-                .body_sent
-                .as_ref()
-                .ok_or("the request had no JSON body")?;
+            let request = outcome.body_sent().ok_or("the request had no JSON body")?;
             let body = outcome.json(ctx.max_body)?;
             let targets = count(body, &["challenges", "concessions"]);
             if targets == 0 {
@@ -195,14 +194,18 @@ impl Rule for SameAgentName {
         exchanges: &BTreeMap<String, ExchangeSpec>,
     ) -> Result<(), InvalidArgs> {
         let names = string_list(args, "exchanges")?;
-        match names.iter().find(|n| !exchanges.contains_key(*n)) {
+        match names.iter().find(|n| !exchanges.contains_key(**n)) {
             Some(n) => Err(format!("same_agent_name: unknown exchange {n:?}").into()),
             None => Ok(()),
         }
     }
 
     fn exchanges(&self, args: &Value) -> Vec<String> {
-        string_list(args, "exchanges").unwrap_or_default()
+        string_list(args, "exchanges")
+            .unwrap_or_default()
+            .into_iter()
+            .map(String::from)
+            .collect()
     }
 
     fn evaluate(&self, args: &Value, ctx: &Ctx<'_>) -> Verdict {
@@ -214,13 +217,13 @@ impl Rule for SameAgentName {
             for name in string_list(args, "exchanges")? {
                 let outcome = ctx
                     .exchanges
-                    .get(&name)
+                    .get(name)
                     .ok_or_else(|| format!("exchange {name} was not run"))?;
                 let body = outcome
                     .json(ctx.max_body)
                     .map_err(|e| format!("/{name}: {e}"))?;
                 match body.get("agent_name").and_then(Value::as_str) {
-                    Some(agent) => seen.push((name.clone(), agent.to_string())),
+                    Some(agent) => seen.push((name.to_string(), agent.to_string())),
                     None => nameless.push(format!("/{name}")),
                 }
             }

@@ -76,11 +76,12 @@ fn tell(
 ) {
     let sent = request(endpoint);
     judge.judge(LiveAnswer {
+        answer_json: None,
         agent,
         method: "POST",
         path: &format!("/{endpoint}"),
         task: task_of(&sent),
-        request: Some(sent.clone()),
+        request: Some(sent.clone()).into(),
         result,
         at: Duration::from_secs(at_s),
         elapsed: Duration::from_millis(40),
@@ -170,11 +171,12 @@ fn a_500_fails_its_response_case_once() {
     let judge = roundtable();
     let analyze = request("analyze");
     judge.judge(LiveAnswer {
+        answer_json: None,
         agent: "alpha",
         method: "POST",
         path: "/analyze",
         task: task_of(&analyze),
-        request: Some(analyze.clone()),
+        request: Some(analyze.clone()).into(),
         result: Ok(response(500, "upstream exploded")),
         at: Duration::from_millis(3_200),
         elapsed: Duration::from_millis(40),
@@ -247,12 +249,13 @@ fn a_phrase_repeated_from_the_request_is_the_senders() {
     };
     for (agent, request) in [("alpha", sent.clone()), ("beta", request("challenge"))] {
         judge.judge(LiveAnswer {
+            answer_json: None,
             agent,
             method: "POST",
             path: "/challenge",
             task: None,
             result: Ok(with_nul(&request)),
-            request: Some(request),
+            request: Some(request).into(),
             at: Duration::from_secs(1),
             elapsed: Duration::from_millis(40),
         });
@@ -355,11 +358,12 @@ fn an_agent_with_no_vote_answers_has_skips_that_say_so() {
     );
     judge.expect("gamma");
     judge.judge(LiveAnswer {
+        answer_json: None,
         agent: "delta",
         method: "GET",
         path: "/health",
         task: None,
-        request: None,
+        request: None.into(),
         result: Ok(response(200, "{}")),
         at: Duration::ZERO,
         elapsed: Duration::from_millis(5),
@@ -405,22 +409,24 @@ fn a_slow_answer_fails_latency() {
     let vote = request("vote");
     for (agent, elapsed) in [("alpha", 9_000), ("beta", 12_500)] {
         judge.judge(LiveAnswer {
+            answer_json: None,
             agent,
             method: "POST",
             path: "/vote",
             task: task_of(&vote),
-            request: Some(vote.clone()),
+            request: Some(vote.clone()).into(),
             result: Ok(reference(agent, "vote", &vote)),
             at: Duration::from_secs(1),
             elapsed: Duration::from_millis(elapsed),
         });
     }
     judge.judge(LiveAnswer {
+        answer_json: None,
         agent: "gamma",
         method: "POST",
         path: "/vote",
         task: task_of(&vote),
-        request: Some(vote.clone()),
+        request: Some(vote.clone()).into(),
         result: Err(Error::Timeout {
             deadline: TIMEOUT,
             phase: "no response head received".into(),
@@ -644,11 +650,12 @@ fn answers_passed_over_are_counted_and_said_why() {
     let judge = roundtable();
     let analyze = request("analyze");
     let live = |elapsed: Duration| LiveAnswer {
+        answer_json: None,
         agent: "alpha",
         method: "POST",
         path: "/analyze",
         task: task_of(&analyze),
-        request: Some(analyze.clone()),
+        request: Some(analyze.clone()).into(),
         result: Ok(reference("alpha", "analyze", &analyze)),
         at: Duration::from_secs(2),
         elapsed,
@@ -665,6 +672,7 @@ fn answers_passed_over_are_counted_and_said_why() {
     );
     judge.pass_over(
         LiveAnswer {
+            answer_json: None,
             path: "/vote",
             ..live(Duration::from_millis(40))
         },
@@ -713,6 +721,7 @@ async fn answers_queued_for_the_spare_judge_are_judged_before_the_verdicts() {
                 task: task_of(&analyze).map(str::to_string),
                 request: serde_json::to_vec(&analyze).unwrap().into(),
                 result: Ok(reference(agent, "analyze", &analyze)),
+                answer_json: None,
                 at: Duration::from_secs(1),
                 elapsed: Duration::from_millis(40),
             },
@@ -738,6 +747,7 @@ async fn answers_queued_for_the_spare_judge_are_judged_before_the_verdicts() {
             task: None,
             request: serde_json::to_vec(&analyze).unwrap().into(),
             result: Ok(reference("alpha", "analyze", &analyze)),
+            answer_json: None,
             at: Duration::from_secs(2),
             elapsed: Duration::from_millis(40),
         },

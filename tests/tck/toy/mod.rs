@@ -158,8 +158,7 @@ impl Rule for ByName {
             let outcome = ctx.outcome.ok_or("the case has no exchange")?;
             let field = args.as_str().unwrap_or_default();
             let visitor = outcome
-                .body_sent
-                .as_ref()
+                .body_sent()
                 .and_then(|b| b.get("name"))
                 .and_then(Value::as_str)
                 .unwrap_or_default();

@@ -97,7 +97,10 @@ pub(super) fn suite_speculation_patterns() -> Vec<String> {
     };
     let mut out: Vec<String> = Vec::new();
     for check in suite.cases().iter().flat_map(|case| &case.checks) {
-        if let Check::Phrases { fields, patterns } = check {
+        if let Check::Phrases {
+            fields, patterns, ..
+        } = check
+        {
             if fields.iter().any(|f| f.ends_with("evidence")) {
                 for pattern in patterns.list().unwrap_or_default() {
                     if !out.contains(pattern) {
