@@ -10,7 +10,7 @@ use crate::report::{Kind, Level};
 /// reports is here).
 pub const HARNESS_CASES: &[(&str, Level, &str, &str)] = &[
     ("harness.turns", Level::Must, "turn 1 opens a conversation with an empty history; each next request is the next turn", "Request Body; Multi-turn Flow"),
-    ("harness.history", Level::Must, "conversation_history keeps the earlier turns and grows by the previous exchange", "Request Body; Multi-turn Flow"),
+    ("harness.history", Level::Must, "conversation_history, when sent, keeps the earlier turns and grows by the previous exchange", "Request Body; Multi-turn Flow"),
     ("harness.tool-results", Level::Must, "after call_tool or call_multiple_tools, the next task_description carries each tool's result (or an error naming it, or a GOVERNANCE ERROR)", "Multi-turn Flow; Policy Violations (Governance feedback)"),
     ("harness.loop-ends", Level::Must, "nothing follows final_answer, provide_instructions or error in a conversation", "Multi-turn Flow"),
     ("harness.turn-limit", Level::Must, "against an agent that never finishes, the harness stops at a turn limit", "Multi-turn Flow"),

@@ -68,15 +68,29 @@ impl State {
             "requests with a turn",
             &self.unfollowed("a request at turn 1, or the next turn of a conversation followed"),
         ));
-        cases.push(self.history.judged(
+        let without = (self.no_history > 0).then(|| {
+            format!(
+                "{} continued a conversation without conversation_history (optional in the spec's Request Body), so {} not judged on it",
+                crate::text::count(self.no_history, "requests"),
+                if self.no_history == 1 { "it was" } else { "they were" }
+            )
+        });
+        let mut history = self.history.judged(
             "harness.history",
             GROUP,
             Level::Must,
-            "conversation_history keeps the earlier turns and grows by the previous exchange",
+            "conversation_history, when sent, keeps the earlier turns and grows by the previous exchange",
             "POST /execute_task: Request Body (conversation_history); Multi-turn Flow",
             "turns that continue a conversation",
-            &self.unfollowed(followed),
-        ));
+            &match &without {
+                Some(without) => format!("{}; {without}", self.unfollowed(followed)),
+                None => self.unfollowed(followed),
+            },
+        );
+        if let Some(without) = without.filter(|_| history.passed()) {
+            history.message = format!("{}; {without}", history.message);
+        }
+        cases.push(history);
         let mut tool_results = self.tool_results.judged(
             "harness.tool-results",
             GROUP,

@@ -9,6 +9,8 @@ struct Turned<'a> {
     task: &'a str,
     turn: u32,
     history: &'a [Value],
+    /// Whether the request carried `conversation_history` at all (optional in the spec).
+    has_history: bool,
     /// Hash of the task that opens the conversation: the history's first entry, else this task.
     first_task: u64,
 }
@@ -28,6 +30,7 @@ impl<'a> Turned<'a> {
             task,
             turn: u32::try_from(turn).unwrap_or(u32::MAX),
             history,
+            has_history: body.get("conversation_history").is_some(),
             first_task,
         }
     }
@@ -216,11 +219,15 @@ impl State {
     /// before: its history, and what follows the mock's last answer.
     fn judge_continued(&mut self, r: &Turned<'_>, previous: &Conversation) {
         let (name, turn, history) = (r.name, r.turn, r.history);
-        // The history: the earlier turns kept, the previous exchange added.
+        // The history: the earlier turns kept, the previous exchange added. A request without
+        // one (the spec's Request Body marks it optional) is not judged on it.
         let kept = history.len() >= previous.history_len
             && history_hash(history, previous.history_len) == previous.history_hash;
         let grew = history.len() > previous.history_len;
-        self.history.check(kept && grew, || {
+        if !r.has_history {
+            self.no_history += 1;
+        } else {
+            self.history.check(kept && grew, || {
             if !kept {
                 format!(
                     "{name}: turn {turn}'s history ({} entries) does not start with turn {}'s ({} entries): earlier turns were dropped or changed",
@@ -235,7 +242,8 @@ impl State {
                     turn - 1
                 )
             }
-        });
+            });
+        }
         // What follows the mock's last answer.
         let last = &previous.answer;
         let after = &last.action;

@@ -14,7 +14,7 @@
 //! The rules (group `harness`):
 //! - `harness.turns`: turn 1 starts a conversation with an empty history; each next request is
 //!   the next turn;
-//! - `harness.history`: the history keeps the earlier turns and grows by the previous exchange;
+//! - `harness.history`: the history, when sent, keeps the earlier turns and grows by the previous exchange;
 //! - `harness.tool-results`: after call_tool or call_multiple_tools, the next task_description
 //!   carries each tool's result (`Tool 'NAME' returned: …. Continue.`), an error naming it, or
 //!   governance feedback (`GOVERNANCE ERROR: …`, also inside the reference harness's dict);
@@ -95,6 +95,9 @@ struct State {
     no_turn: u64,
     /// Requests at a turn past 1 that continued no conversation followed (joined in the middle).
     joined: u64,
+    /// Requests that continued a conversation followed without `conversation_history` (the
+    /// spec's Request Body marks it optional): their history not judged.
+    no_history: u64,
     /// Requests in the reference harness's forms rather than the spec's (INFO): how many, and
     /// a few examples.
     dict_forms: u64,

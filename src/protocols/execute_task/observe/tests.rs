@@ -178,3 +178,45 @@ fn turnless_conversations_side_by_side_are_counted_apart() {
     assert_eq!(s, Status::Fail, "{m}");
     assert!(m.contains("request 6 of a conversation"), "{m}");
 }
+
+/// `conversation_history` is optional in the spec's Request Body: a harness that sends `turn`
+/// but no history is not failed for a history it did not send (the case says how many went
+/// without); one that sends a history that does not grow is.
+#[test]
+fn a_history_not_sent_is_not_judged_and_one_sent_wrong_is() {
+    let call = json!({"action": "call_tool", "tool_name": "lookup", "tool_params": {}});
+    let without = HarnessObserver::new(PlatformExpect::timeout(Duration::from_secs(5)));
+    for turn in 1..=3 {
+        let task = if turn == 1 {
+            "Find ord_1.".to_string()
+        } else {
+            "Tool 'lookup' returned: {}. Continue.".to_string()
+        };
+        feed(
+            &without,
+            turn,
+            json!({"task_description": task, "turn": turn}),
+            call.clone(),
+        );
+    }
+    let (s, m) = status(&without, "harness.history");
+    assert_eq!(s, Status::Skip, "{m}");
+    assert!(
+        m.contains("2 requests continued a conversation without conversation_history (optional in the spec's Request Body), so they were not judged on it"),
+        "{m}"
+    );
+    assert_eq!(status(&without, "harness.turns").0, Status::Pass);
+    let empty = HarnessObserver::new(PlatformExpect::timeout(Duration::from_secs(5)));
+    request(&empty, 1, 1, "Find ord_1.", json!([]), call.clone());
+    request(
+        &empty,
+        2,
+        2,
+        "Tool 'lookup' returned: {}. Continue.",
+        json!([]),
+        call,
+    );
+    let (s, m) = status(&empty, "harness.history");
+    assert_eq!(s, Status::Fail, "{m}");
+    assert!(m.contains("the previous exchange is not in it"), "{m}");
+}
