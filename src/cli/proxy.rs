@@ -430,6 +430,7 @@ pub(super) async fn proxy(args: ProxyArgs) -> Result<Ended, Error> {
             max_body: args.max_body,
             max_field: 50_000,
             timeout: args.timeout,
+            labelled: true,
         },
         duration: args.duration,
         deliberations: args.deliberations,
@@ -539,6 +540,8 @@ async fn proxy_stdio(command: &str, args: &ProxyArgs) -> Result<Ended, Error> {
             max_body: args.max_body,
             max_field: 50_000,
             timeout: args.timeout,
+            // Lines carry no header fields.
+            labelled: false,
         },
         record,
         seed,

@@ -330,6 +330,16 @@ impl Check {
         }
     }
 
+    /// Whether it reads an answer's HTTP header fields (a Content-Type): in traffic over lines
+    /// (stdio), where answers carry none, it is not judged.
+    pub fn reads_headers(&self, protocol: &dyn SuiteProtocol) -> bool {
+        match self {
+            Check::ContentType(_) => true,
+            Check::Rule(call) => protocol.rule(&call.name).is_some_and(|r| r.reads_headers()),
+            _ => false,
+        }
+    }
+
     /// Whether it is a protocol rule that judges each answer's time against `--timeout`
     /// ([`super::plugin::Rule::judges_latency`]).
     pub fn judges_latency(&self, protocol: &dyn SuiteProtocol) -> bool {
@@ -426,18 +436,7 @@ impl Check {
                     String::new,
                 ))
             }
-            Check::ContentType(want) => {
-                let got = response.header("content-type").unwrap_or("");
-                let media = got.split(';').next().unwrap_or("").trim();
-                if media.eq_ignore_ascii_case(want) {
-                    Ok(Verdict::answer(""))
-                } else {
-                    broken(format!(
-                        "Content-Type is {:?}; expected {want} (clients such as aiohttp's json() refuse other types)",
-                        excerpt_str(got, 100)
-                    ))
-                }
-            }
+            Check::ContentType(want) => Ok(content_type_verdict(response, want)),
             Check::Schema(id) => Ok(verdict(
                 schemas().validate(id, json()?),
                 1,
@@ -506,6 +505,20 @@ fn max_field_verdict(json: &Value, max_field: usize) -> Verdict {
         return Verdict::nothing("the answer holds no string to measure");
     }
     verdict(findings, measured, "strings", String::new)
+}
+
+/// Whether an answer's Content-Type is the media type `want` (its parameters aside).
+pub fn content_type_verdict(response: &crate::transport::http::Response, want: &str) -> Verdict {
+    let got = response.header("content-type").unwrap_or("");
+    let media = got.split(';').next().unwrap_or("").trim();
+    if media.eq_ignore_ascii_case(want) {
+        Verdict::answer("")
+    } else {
+        Verdict::broken(format!(
+            "Content-Type is {:?}; expected {want} (clients such as aiohttp's json() refuse other types)",
+            excerpt_str(got, 100)
+        ))
+    }
 }
 
 /// `list_caps`: no list at these paths longer than its cap.

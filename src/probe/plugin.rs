@@ -102,6 +102,12 @@ pub trait Rule: Send + Sync {
         false
     }
 
+    /// Whether it reads an answer's HTTP header fields: in traffic over lines (stdio) it is
+    /// not judged.
+    fn reads_headers(&self) -> bool {
+        false
+    }
+
     /// The exchanges it reads besides the case's own.
     fn exchanges(&self, args: &Value) -> Vec<String> {
         let _ = args;

@@ -61,6 +61,9 @@ pub struct TrafficLimits {
     pub max_field: usize,
     /// `--timeout`: an answer slower than it (or none within it) breaks the latency case.
     pub timeout: Duration,
+    /// Whether the answers carry HTTP header fields (the agents speak HTTP): cases that read
+    /// them (a Content-Type) are judged only then.
+    pub labelled: bool,
 }
 
 impl Default for TrafficLimits {
@@ -70,6 +73,7 @@ impl Default for TrafficLimits {
             max_body: super::runner::DEFAULT_MAX_BODY,
             max_field: super::runner::DEFAULT_MAX_FIELD,
             timeout: super::runner::DEFAULT_TIMEOUT,
+            labelled: true,
         }
     }
 }
@@ -249,7 +253,7 @@ impl TrafficJudge {
             .iter()
             .filter_map(|id| {
                 let index = suite.cases().iter().position(|c| &c.id.value == id)?;
-                live_case(&suite, index)
+                live_case(&suite, index, limits.labelled)
             })
             .collect();
         let by_index: HashMap<usize, usize> =
@@ -772,15 +776,17 @@ fn unskipped(why: &str) -> &str {
     why.strip_prefix("skipped: ").unwrap_or(why)
 }
 
-/// Whether suite case `index` judges live traffic, and how.
-fn live_case(suite: &Suite, index: usize) -> Option<LiveCase> {
+/// Whether suite case `index` judges live traffic, and how. `labelled`: the answers carry
+/// HTTP header fields (else a case that reads them has nothing to judge, and is left out).
+fn live_case(suite: &Suite, index: usize, labelled: bool) -> Option<LiveCase> {
     let spec = &suite.cases()[index];
     let probes_own = spec.requires == Some(Requirement::ApiKey)
         || spec
             .checks
             .iter()
             .any(|c| matches!(c, Check::Reachable | Check::Refused));
-    if probes_own {
+    let unlabelled = !labelled && spec.checks.iter().any(|c| c.reads_headers(suite.protocol));
+    if probes_own || unlabelled {
         return None;
     }
     let exchanges = &suite.file.exchanges;

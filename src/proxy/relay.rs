@@ -641,6 +641,7 @@ pub async fn start(settings: RelaySettings) -> Result<RelayRunning, Error> {
                     max_field: 0,
                     seed: settings.seed,
                     max_turns: None,
+                    transport: Some(super::settings::HTTP.into()),
                     agents: faulted
                         .iter()
                         .map(|(name, faults)| super::settings::RecordedAgent {

@@ -223,6 +223,7 @@ fn run_settings(settings: &ProxySettings) -> RunSettings {
         max_field: settings.limits.max_field,
         seed: settings.seed,
         max_turns: settings.expect.max_turns,
+        transport: Some(super::settings::HTTP.into()),
         agents: settings
             .agents
             .iter()

@@ -520,6 +520,7 @@ fn run_settings(settings: &ServerSettings) -> RunSettings {
         max_field: 0,
         seed: settings.seed,
         max_turns: None,
+        transport: Some(super::settings::HTTP.into()),
         agents: settings
             .keys
             .iter()

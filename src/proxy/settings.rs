@@ -9,6 +9,12 @@ use crate::judge::Entry;
 use crate::mock::protocol::PlatformExpect;
 use crate::probe::traffic::TrafficLimits;
 
+/// [`RunSettings::transport`] of agents that speak HTTP.
+pub const HTTP: &str = "http";
+
+/// [`RunSettings::transport`] of an agent over stdio.
+pub const STDIO: &str = "stdio";
+
 /// The event that holds a proxy run's settings.
 pub const SETTINGS_EVENT: &str = "proxy";
 
@@ -25,6 +31,11 @@ pub struct RunSettings {
     /// `--expect-max-turns` (protocols with turns), when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_turns: Option<u32>,
+    /// How the agents answered: `http`, or `stdio` (lines, no header fields). A recording
+    /// that does not say is judged as one whose answers carry no header fields (the cases
+    /// that read them are left out rather than judged on a label it may not have kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
 }
 
 /// An agent of the run: its name, the faults the proxy put on its answers and those it put on
@@ -60,6 +71,7 @@ impl RunSettings {
             max_body: self.max_body,
             max_field: self.max_field,
             timeout: duration(self.timeout_ms),
+            labelled: self.transport.as_deref() == Some(HTTP),
         }
     }
 }

@@ -541,6 +541,7 @@ fn run_settings(settings: &StdioSettings) -> RunSettings {
         max_field: settings.limits.max_field,
         seed: settings.seed,
         max_turns: settings.expect.max_turns,
+        transport: Some(super::settings::STDIO.into()),
         agents: vec![RecordedAgent {
             name: AGENT.to_string(),
             faults: settings.faults.iter().map(|i| i.source.clone()).collect(),

@@ -146,8 +146,8 @@ pub fn action_note(answer: &Value) -> String {
 /// The rules judged across a run: `probe execute-task` judges them after the scenarios, from
 /// what every exchange of the run left (`probe::ExchangeLog`); one exchange alone cannot. In
 /// traffic the kit did not send (`agent-tck proxy`, a case marked `traffic: true`), the ones
-/// that hold of each answer alone are judged on each: `sanitization` (`http_content_type` not
-/// yet: over stdio an answer has no label, and the judge is not told the transport).
+/// that hold of each answer alone are judged on each: `sanitization`, and `http_content_type`
+/// when the agents speak HTTP (over stdio an answer has no label: the case is not judged).
 struct AcrossTheRun {
     rule: RunRule,
 }
@@ -161,13 +161,34 @@ impl Rule for AcrossTheRun {
         self.rule == RunRule::WithinTimeout
     }
 
+    fn reads_headers(&self) -> bool {
+        self.rule == RunRule::HttpContentType
+    }
+
     fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Verdict {
         match (ctx.live, ctx.outcome, self.rule) {
             (true, Some(outcome), RunRule::Sanitization) => live_sanitization(outcome, ctx),
+            (true, Some(outcome), RunRule::HttpContentType) => live_content_type(outcome),
             _ => Verdict::broken(
                 "judged across a whole run by `probe execute-task`, not on one exchange",
             ),
         }
+    }
+}
+
+/// `http_content_type` on one answer in traffic: a 2xx labelled application/json (an error
+/// page's label is not the protocol's: nothing to judge).
+fn live_content_type(outcome: &crate::probe::outcome::Outcome) -> Verdict {
+    match &outcome.result {
+        Ok(r) if (200..300).contains(&r.status) => {
+            crate::probe::checks::content_type_verdict(r, "application/json")
+        }
+        Ok(r) => Verdict::nothing(format!(
+            "answered {}: an error page's label is not the protocol's",
+            r.status
+        )),
+        // The answer's own cases say what became of it.
+        Err(e) => Verdict::nothing(format!("no answer to judge ({e})")),
     }
 }
 

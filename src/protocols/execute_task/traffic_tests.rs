@@ -73,6 +73,7 @@ fn execute_task_reuses_its_time_case() {
         [
             "solo/protocol.first-turn",
             "solo/protocol.within-timeout",
+            "solo/protocol.content-type",
             "solo/protocol.sanitization"
         ]
     );
@@ -143,4 +144,59 @@ fn each_real_answer_is_judged_for_sanitization_as_its_own() {
         clean.message
     );
     assert!(clean.message.contains("summary"), "{}", clean.message);
+}
+
+/// protocol.content-type judges each real 2xx answer's label when the agents speak HTTP: one
+/// labelled text/plain breaks it, an error page's label is not judged; over lines (stdio), where
+/// an answer has no label, the case is not judged at all.
+#[test]
+fn each_real_http_answer_is_judged_for_its_content_type_and_lines_are_not() {
+    let answers = |labelled: bool| {
+        let judge = TrafficJudge::new(
+            super::rules::suite().unwrap(),
+            TrafficLimits {
+                timeout: TIMEOUT,
+                labelled,
+                ..TrafficLimits::default()
+            },
+        );
+        for (status, kind) in [
+            (200, "application/json; charset=utf-8"),
+            (200, "text/plain"),
+            (500, "text/html"),
+        ] {
+            let mut result = response(status, r#"{"action":"final_answer","summary":"Pro"}"#);
+            result.headers = vec![("Content-Type".into(), kind.into())];
+            judge.judge(LiveAnswer {
+                answer_json: None,
+                agent: "solo",
+                method: "POST",
+                path: "/execute_task",
+                task: None,
+                request: Some(first_turn()).into(),
+                result: Ok(result),
+                at: Duration::from_secs(1),
+                elapsed: Duration::from_millis(30),
+            });
+        }
+        judge.cases()
+    };
+    let http = answers(true);
+    let label = case(&http, "solo/protocol.content-type");
+    assert_eq!(label.status, Status::Fail, "{}", label.message);
+    assert!(
+        label.message.starts_with("solo broke it in 1 of 2 answers")
+            && label
+                .message
+                .contains("Content-Type is \"text/plain\"; expected application/json"),
+        "{}",
+        label.message
+    );
+    let lines = answers(false);
+    assert!(
+        !ids(&lines).contains(&"solo/protocol.content-type"),
+        "{:?}",
+        ids(&lines)
+    );
+    assert!(ids(&lines).contains(&"solo/protocol.sanitization"));
 }
