@@ -200,3 +200,55 @@ fn each_real_http_answer_is_judged_for_its_content_type_and_lines_are_not() {
     );
     assert!(ids(&lines).contains(&"solo/protocol.sanitization"));
 }
+
+/// A request the proxy bent is judged by protocol.first-turn (marked `bent:`): a valid action
+/// holds, a 4xx refusal of a NUL holds, a 500 to an oversized task breaks it, and a fault no
+/// case names (malformed JSON) is judged by none, saying so.
+#[test]
+fn answers_to_bent_requests_are_judged_by_the_first_turn_case() {
+    let judge = TrafficJudge::new(
+        super::rules::suite().unwrap(),
+        TrafficLimits {
+            timeout: TIMEOUT,
+            ..TrafficLimits::default()
+        },
+    );
+    let bent = |fault: &str, status: u16, body: &str| {
+        judge.judge_bent(
+            LiveAnswer {
+                answer_json: None,
+                agent: "solo",
+                method: "POST",
+                path: "/execute_task",
+                task: None,
+                request: Some(first_turn()).into(),
+                result: Ok(response(status, body)),
+                at: Duration::from_secs(1),
+                elapsed: Duration::from_millis(30),
+            },
+            fault,
+            matches!(fault, "null-bytes" | "injection"),
+        )
+    };
+    assert!(bent(
+        "injection",
+        200,
+        r#"{"action":"final_answer","summary":"No."}"#
+    ));
+    assert!(bent("null-bytes", 400, r#"{"error":"bad input"}"#));
+    assert!(bent("oversized-field", 500, "boom"));
+    assert!(!bent("malformed-json", 400, r#"{"error":"not json"}"#));
+    let cases = judge.cases();
+    let first = case(&cases, "solo/protocol.first-turn");
+    assert_eq!(first.status, Status::Fail, "{}", first.message);
+    assert!(
+        first
+            .message
+            .starts_with("solo broke it in 1 of 3 /execute_task answers")
+            && first
+                .message
+                .contains("to a request the proxy bent (oversized-field)"),
+        "{}",
+        first.message
+    );
+}
