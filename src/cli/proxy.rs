@@ -71,6 +71,17 @@ fn named<'a>(flag: &str, text: &'a str, what: &str) -> Result<(&'a str, &'a str)
 /// `--fault NAME=request:…`: a fault on the platform's requests to NAME, not on its answers.
 const REQUEST_PREFIX: &str = "request:";
 
+/// Refuses a `--fault NAME=request:…` where requests are not bent, saying `why`.
+fn no_request_faults(faults: &[String], why: &str) -> Result<(), Error> {
+    match faults.iter().find(|f| {
+        f.split_once('=')
+            .is_some_and(|(_, b)| b.starts_with(REQUEST_PREFIX))
+    }) {
+        Some(text) => Err(Error::usage(format!("--fault {text}: {why}"))),
+        None => Ok(()),
+    }
+}
+
 /// `BEHAVIOUR[@ENDPOINT][:P%]` as the mock's behaviour list: the share becomes `flaky`.
 fn fault_items(
     text: &str,
@@ -285,6 +296,10 @@ async fn proxy_server(
         }
         keys.push((agent.to_string(), key.to_string()));
     }
+    no_request_faults(
+        &args.faults,
+        &format!("the clients' requests are not bent for --protocol {} (faults on the platform's requests work for round table and execute_task over HTTP); --fault CLIENT=FAULT bends the server's answers", args.protocol),
+    )?;
     let faults = args
         .faults
         .iter()
@@ -340,6 +355,10 @@ async fn relay(args: ProxyArgs, calls_back: &'static dyn CallsBack) -> Result<En
     if args.judging != crate::proxy::judging::Judging::Every {
         return Err(refuse("--judging spare"));
     }
+    no_request_faults(
+        &args.faults,
+        &format!("the server's forwards are not bent for --protocol {name} (faults on the platform's requests work for round table and execute_task over HTTP); --fault NAME=BEHAVIOUR bends the agent's acknowledgements and callbacks"),
+    )?;
     let flags = Flags {
         agents: &args.agents,
         keys: &[],
@@ -490,15 +509,10 @@ async fn proxy_stdio(command: &str, args: &ProxyArgs) -> Result<Ended, Error> {
             "--judging spare: not with --stdio (one conversation's answers are judged as they pass)",
         ));
     }
-    if let Some(text) = args.faults.iter().find(|f| {
-        f.split_once('=')
-            .is_some_and(|(_, b)| b.starts_with(REQUEST_PREFIX))
-    }) {
-        return Err(Error::usage(format!(
-            "--fault {text}: faults on the harness's requests are not applied over stdio yet; \
-             --fault {AGENT}=BEHAVIOUR bends the agent's answer lines"
-        )));
-    }
+    no_request_faults(
+        &args.faults,
+        &format!("faults on the harness's requests are not applied over stdio yet; --fault {AGENT}=BEHAVIOUR bends the agent's answer lines"),
+    )?;
     let argv = crate::transport::stdio::split_command(command)
         .map_err(|e| Error::usage(format!("--stdio {command:?}: {e}")))?;
     let mut faults = Vec::new();

@@ -394,3 +394,30 @@ fn a_share_bends_some_requests_and_the_case_counts_them() {
     assert_eq!(case.status, Status::Skip);
     assert!(bent_case([("beta", &Requests::new(vec![], "beta", 1))]).is_none());
 }
+
+/// Where the platform's requests are not bent (the Librarian's clients, the connector's
+/// server), a request fault is a usage error saying so and naming what can be bent there.
+#[test]
+fn a_request_fault_where_requests_are_not_bent_is_refused_saying_so() {
+    for (args, needle) in [
+        (
+            vec!["--protocol", "librarian", "--server", "http://127.0.0.1:9"],
+            "the clients' requests are not bent for --protocol librarian",
+        ),
+        (
+            vec!["--protocol", "connector", "--agent", "a=http://127.0.0.1:9"],
+            "the server's forwards are not bent for --protocol connector",
+        ),
+    ] {
+        let mut all = vec!["proxy"];
+        all.extend(args);
+        all.extend(["--fault", "a=request:null-bytes"]);
+        let out = support::tck_within(&all, std::time::Duration::from_secs(60));
+        let said = support::text(&out);
+        assert_eq!(out.status.code(), Some(2), "{all:?}: {said}");
+        assert!(
+            said.contains(&format!("--fault a=request:null-bytes: {needle}")),
+            "{all:?}: {said}"
+        );
+    }
+}
