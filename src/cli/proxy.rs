@@ -509,19 +509,25 @@ async fn proxy_stdio(command: &str, args: &ProxyArgs) -> Result<Ended, Error> {
             "--judging spare: not with --stdio (one conversation's answers are judged as they pass)",
         ));
     }
-    no_request_faults(
-        &args.faults,
-        &format!("faults on the harness's requests are not applied over stdio yet; --fault {AGENT}=BEHAVIOUR bends the agent's answer lines"),
-    )?;
     let argv = crate::transport::stdio::split_command(command)
         .map_err(|e| Error::usage(format!("--stdio {command:?}: {e}")))?;
     let mut faults = Vec::new();
+    let mut requests = Vec::new();
     for text in &args.faults {
         let (name, fault) = named("--fault", text, "BEHAVIOUR")?;
         if name != AGENT {
             return Err(Error::usage(format!(
                 "--fault {name}=…: under --stdio the agent is named {AGENT} (--fault {AGENT}={fault})"
             )));
+        }
+        if let Some(on_request) = fault.strip_prefix(REQUEST_PREFIX) {
+            let parsed = crate::proxy::bend::parse(on_request, agents_protocol)
+                .map_err(|e| Error::usage(format!("--fault {text}: {e}")))?;
+            if let Some(why) = crate::proxy::bend::not_over_lines(&parsed) {
+                return Err(Error::usage(format!("--fault {text}: {why}")));
+            }
+            requests.push(parsed);
+            continue;
         }
         let items = fault_items(fault, agents_protocol)
             .map_err(|e| Error::usage(format!("--fault {text}: {e}")))?;
@@ -549,6 +555,7 @@ async fn proxy_stdio(command: &str, args: &ProxyArgs) -> Result<Ended, Error> {
         suite,
         argv,
         faults,
+        requests,
         expect: expect_of(args),
         limits: TrafficLimits {
             max_body: args.max_body,

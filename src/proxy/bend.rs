@@ -95,6 +95,39 @@ impl RequestFault {
     }
 }
 
+/// Why a request fault cannot bend a request line over stdio (None: it can). Lines pair up in
+/// order on one pipe: a line never passed on would leave the agent's next answer to answer it,
+/// and a connection to cut is not there.
+pub fn not_over_lines(fault: &RequestFault) -> Option<String> {
+    match fault.how {
+        How::Hang => Some(
+            "hang is not applied over stdio: the agent answers lines in order, and a line never passed on would make its next answer this one's (use slow:DUR to hold a line)".into(),
+        ),
+        How::Cut => Some("reset is a fault below lines: there is no connection to cut over stdio".into()),
+        _ => None,
+    }
+}
+
+/// How a bent request is kept in a recording: the fault, and what was passed on (the body as
+/// forwarded, keys masked, `headers` with the Content-Type the fault wrote), how long it was
+/// held, or that it was cut or never passed on.
+pub fn recorded<'h>(bent: &Bent, headers: impl Iterator<Item = (&'h str, &'h str)>) -> Value {
+    let mut out = serde_json::json!({"fault": bent.source, "behavior": bent.name});
+    match &bent.what {
+        What::Body(body, kind) => {
+            let headers = headers.map(|(n, v)| match kind {
+                Some(k) if n.eq_ignore_ascii_case("content-type") => (n, *k),
+                _ => (n, v),
+            });
+            out["message"] = serde_json::json!(crate::judge::Message::masked(headers, body));
+        }
+        What::Hold(held) => out["held_ms"] = serde_json::json!(crate::judge::time::ms(*held)),
+        What::Hang => out["hang"] = serde_json::json!(true),
+        What::Cut => out["cut"] = serde_json::json!(true),
+    }
+    out
+}
+
 /// What works after `request:`, for a usage error.
 pub fn known() -> String {
     REQUEST_FAULTS

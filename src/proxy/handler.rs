@@ -477,7 +477,7 @@ impl ProxyHandler {
             ))
             .unwrap_or_default();
             if let Some(bent) = bent {
-                exchange.context["forwarded"] = recorded_bend(bent, request);
+                exchange.context["forwarded"] = super::bend::recorded(bent, request.headers.iter());
             }
         });
     }
@@ -615,24 +615,4 @@ impl Handler for ProxyHandler {
         self.deliberations
             .answered(&note.endpoint, &note.task, open);
     }
-}
-
-/// How the proxy bent a request, as its recording keeps it: the fault, and what it passed on
-/// (the body as forwarded, keys masked), how long it held it, or that it cut or never passed
-/// it on.
-fn recorded_bend(bent: &Bent, request: &Request) -> serde_json::Value {
-    let mut out = json!({"fault": bent.source, "behavior": bent.name});
-    match &bent.what {
-        What::Body(body, kind) => {
-            let headers = request.headers.iter().map(|(n, v)| match kind {
-                Some(k) if n.eq_ignore_ascii_case("content-type") => (n, *k),
-                _ => (n, v),
-            });
-            out["message"] = json!(Message::masked(headers, body));
-        }
-        What::Hold(held) => out["held_ms"] = json!(crate::judge::time::ms(*held)),
-        What::Hang => out["hang"] = json!(true),
-        What::Cut => out["cut"] = json!(true),
-    }
-    out
 }

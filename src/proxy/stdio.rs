@@ -9,7 +9,10 @@
 //! the harness's (ended by a newline, or by the end of input: the per-turn framing) is a request,
 //! told to the protocol's platform observer once the agent's answer came; the agent's next line
 //! is its answer, judged by the traffic suite (`TrafficJudge`), bent by the `--fault`s first
-//! when some are given (the agent judged on what it sent, the harness on what it received). Lines
+//! when some are given (the agent judged on what it sent, the harness on what it received).
+//! With request faults (`--fault stdio=request:…`) the harness's lines are bent on their way to
+//! the agent ([`Bender`]): the harness is judged on the line it sent, the agent's answer by the
+//! cases of bent requests. Lines
 //! are paired in order, as a harness that reads a line per request pairs them: a line the agent
 //! writes before any request is the answer to the next one.
 //!
@@ -31,6 +34,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use super::bend::{Bent, RequestFault, Requests, What};
 use super::forward::Given;
 use super::handler::left_unanswered;
 use super::report::{by_party, reached_case, report_of};
@@ -46,9 +50,10 @@ use crate::mock::decision::Decision;
 use crate::mock::http1::{Delivered, Fault, Outcome};
 use crate::mock::journal::AuthSeen;
 use crate::mock::protocol::{
-    AgentProtocol, Answered, PlatformExpect, PlatformObserver, RunEnd, Seen, Served,
+    AgentProtocol, Answered, Endpoint, PlatformExpect, PlatformObserver, RunEnd, Seen, Served,
 };
 use crate::mock::recording::{Recorded, Recording};
+use crate::probe::outcome::Sent;
 use crate::probe::traffic::{LiveAnswer, TrafficJudge, TrafficLimits};
 use crate::probe::Suite;
 use crate::report::Report;
@@ -74,6 +79,8 @@ pub struct StdioSettings {
     /// (it may hold a token): the reports name its program only.
     pub argv: Vec<String>,
     pub faults: Vec<Item>,
+    /// `--fault stdio=request:…`: the harness's request lines bent on their way to the agent.
+    pub requests: Vec<RequestFault>,
     pub expect: PlatformExpect,
     pub limits: TrafficLimits,
     /// This process's own recording file (see `--record` under `--stdio`).
@@ -96,6 +103,14 @@ pub struct StdioEnd {
 /// What the reader tasks hand the relay.
 enum Input {
     Harness(Bytes),
+    /// A request line of the harness's, whole, as it came (with request faults, the task that
+    /// writes the agent's stdin splits the lines itself: see [`Bender`]), and how it was bent.
+    HarnessLine {
+        line: Vec<u8>,
+        newline: bool,
+        bent: Option<Bent>,
+        at: Instant,
+    },
     HarnessEnd,
     Agent(Bytes),
     AgentEnd,
@@ -106,6 +121,27 @@ struct Pending {
     seq: u64,
     received: Instant,
     line: Bytes,
+    /// How the proxy bent it on its way to the agent.
+    bent: Option<Bent>,
+}
+
+/// The harness's request lines bent on their way to the agent (`--fault stdio=request:…`), by
+/// the task that writes the agent's stdin: it then passes lines on whole, not bytes as they
+/// come. A line over `--max-body` passes through as it comes, unbent.
+struct Bender {
+    requests: Requests,
+    protocol: &'static dyn AgentProtocol,
+    endpoint: &'static Endpoint,
+}
+
+impl Bender {
+    fn bend(&self, line: &[u8]) -> Option<Bent> {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return None;
+        }
+        self.requests
+            .bend(self.protocol, self.endpoint, AGENT, line)
+    }
 }
 
 /// An answer line as it came (its first `max_body` bytes when longer).
@@ -233,11 +269,13 @@ struct Relay {
     outbox: VecDeque<Outgoing>,
     /// Answers held by a hang fault: never written, told at the end.
     held: Vec<Told>,
+    /// `--fault stdio=request:…`, shared with the task that writes the agent's stdin.
+    bender: Option<std::sync::Arc<Bender>>,
 }
 
 impl Relay {
-    /// A request line of the harness's.
-    fn request(&mut self, line: Vec<u8>, by_newline: bool, at: Instant) {
+    /// A request line of the harness's (`bent`: as the proxy passed it on).
+    fn request(&mut self, line: Vec<u8>, by_newline: bool, at: Instant, bent: Option<Bent>) {
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
         }
@@ -258,6 +296,7 @@ impl Relay {
             seq: self.seq,
             received: at,
             line: Bytes::from(line),
+            bent,
         };
         match self.early.pop_front() {
             Some(answer) => self.answer(pending, answer),
@@ -412,6 +451,8 @@ impl Relay {
         }
     }
 
+    /// The agent's answer judged by the agent rules; the answer to a line the proxy bent by the
+    /// cases of bent requests only, and one it held on the time the agent took once it had it.
     fn judge_answer(
         &self,
         pending: &Pending,
@@ -419,17 +460,37 @@ impl Relay {
         result: Result<http::Response, http::Error>,
         waited: Duration,
     ) {
-        self.traffic.judge(LiveAnswer {
+        let path = format!("/{}", self.endpoint);
+        let answer = |request: Sent, elapsed: Duration| LiveAnswer {
             answer_json: None,
             agent: AGENT,
             method: "POST",
-            path: &format!("/{}", self.endpoint),
+            path: &path,
             task: None,
-            request: (body.value().cloned()).into(),
+            request,
             result,
             at: pending.received.saturating_duration_since(self.started),
-            elapsed: waited,
-        });
+            elapsed,
+        };
+        match pending.bent.as_ref().map(|b| (b, &b.what)) {
+            Some((bent, What::Body(sent, _))) => {
+                let judged = self.traffic.judge_bent(
+                    answer(Sent::Bytes(sent.clone()), waited),
+                    bent.name,
+                    RequestFault::refusal_holds(bent.name),
+                );
+                if let (false, Some(bender)) = (judged, &self.bender) {
+                    bender.requests.unjudged(&bent.source);
+                }
+            }
+            Some((_, What::Hold(held))) => self.traffic.judge(answer(
+                body.value().cloned().into(),
+                waited.saturating_sub(*held),
+            )),
+            _ => self
+                .traffic
+                .judge(answer(body.value().cloned().into(), waited)),
+        }
     }
 
     fn record_answer(&self, seq: u64, pending: &Pending, agent: serde_json::Value) {
@@ -438,6 +499,9 @@ impl Relay {
                 exchange.method = Some("POST".into());
                 exchange.request = Message::masked([], &pending.line);
                 exchange.context["agent_answer"] = agent;
+                if let Some(bent) = &pending.bent {
+                    exchange.context["forwarded"] = super::bend::recorded(bent, std::iter::empty());
+                }
             });
         }
     }
@@ -545,7 +609,7 @@ fn run_settings(settings: &StdioSettings) -> RunSettings {
         agents: vec![RecordedAgent {
             name: AGENT.to_string(),
             faults: settings.faults.iter().map(|i| i.source.clone()).collect(),
-            requests: Vec::new(),
+            requests: settings.requests.iter().map(|f| f.source.clone()).collect(),
         }],
     }
 }
@@ -612,7 +676,21 @@ pub async fn run(
         early: VecDeque::new(),
         outbox: VecDeque::new(),
         held: Vec::new(),
+        bender: None,
     };
+    if !settings.requests.is_empty() {
+        let Some(at) = settings.protocol.endpoint(endpoint) else {
+            return Err(Error::usage(format!(
+                "--fault {AGENT}=request:…: {} has no line endpoint to bend",
+                settings.protocol.name()
+            )));
+        };
+        relay.bender = Some(std::sync::Arc::new(Bender {
+            requests: Requests::new(settings.requests, AGENT, settings.seed),
+            protocol: settings.protocol,
+            endpoint: at,
+        }));
+    }
     let config = StdioConfig::new(String::new(), StdioMode::Persistent);
     let (status, why) = match Relayed::spawn(&settings.argv, &config) {
         Ok((agent, stdin, stdout)) => relay.pump(agent, stdin, stdout, stop).await,
@@ -632,6 +710,9 @@ pub async fn run(
     cases.extend(relay.observer.cases_at(Served::Proxy, Instant::now()));
     cases.extend(relay.traffic.cases());
     cases.extend(relay.applied.case(std::iter::once(&relay.faults)));
+    if let Some(bender) = &relay.bender {
+        cases.extend(super::bend::bent_case([(AGENT, &bender.requests)]));
+    }
     by_party(&mut cases);
     if let Some(recorded) = relay.recorded.take() {
         recorded.close().map_err(|e| Error::run(e.to_string()))?;
@@ -709,33 +790,45 @@ impl Relay {
         // relay is told each chunk before it is written (its request's time is when it came).
         let to_agent = {
             let tx = tx.clone();
+            let bender = self.bender.clone();
+            let max_body = self.max_body;
             tokio::spawn(async move {
-                let mut stdin = Some(stdin);
+                let mut to = ToAgent {
+                    stdin: Some(stdin),
+                    tx,
+                };
                 let mut ours = tokio::io::stdin();
                 let mut buf = vec![0u8; READ_CHUNK];
+                let mut lines = Splitter::new(max_body);
+                let mut pieces = Vec::new();
                 loop {
                     match ours.read(&mut buf).await {
                         Ok(0) | Err(_) => break,
                         Ok(n) => {
-                            let chunk = Bytes::copy_from_slice(&buf[..n]);
-                            if tx.send(Input::Harness(chunk.clone())).is_err() {
-                                return;
-                            }
-                            if let Some(pipe) = stdin.as_mut() {
-                                // An agent that closed its stdin: the rest is read and judged,
-                                // not written (its exit or its output says what happened).
-                                if pipe.write_all(&chunk).await.is_err()
-                                    || pipe.flush().await.is_err()
-                                {
-                                    stdin = None;
+                            let chunk = &buf[..n];
+                            let Some(bender) = &bender else {
+                                if !to.relay(chunk).await {
+                                    return;
+                                }
+                                continue;
+                            };
+                            lines.push(chunk, &mut pieces);
+                            for piece in pieces.drain(..) {
+                                if !to.bent(piece, bender).await {
+                                    return;
                                 }
                             }
                         }
                     }
                 }
+                if let (Some(bender), Some(last)) = (&bender, lines.finish()) {
+                    if !to.bent(last, bender).await {
+                        return;
+                    }
+                }
                 // Our end of input is the agent's.
-                drop(stdin);
-                let _ = tx.send(Input::HarnessEnd);
+                drop(to.stdin.take());
+                let _ = to.tx.send(Input::HarnessEnd);
             })
         };
         let from_agent = tokio::spawn(read_into(stdout, tx, Input::Agent, Input::AgentEnd));
@@ -771,13 +864,19 @@ impl Relay {
                     // What the harness sent before it gave up counts, though the relay had not
                     // split it into requests yet (the agent is given it right after).
                     while let Ok(input) = rx.try_recv() {
-                        if let Input::Harness(chunk) = input {
-                            requests.push(&chunk, &mut pieces);
-                            for piece in pieces.drain(..) {
-                                if let Piece::Line { bytes, .. } = piece {
-                                    self.request(bytes, true, Instant::now());
+                        match input {
+                            Input::Harness(chunk) => {
+                                requests.push(&chunk, &mut pieces);
+                                for piece in pieces.drain(..) {
+                                    if let Piece::Line { bytes, .. } = piece {
+                                        self.request(bytes, true, Instant::now(), None);
+                                    }
                                 }
                             }
+                            Input::HarnessLine { line, bent, at, .. } => {
+                                self.request(line, true, at, bent);
+                            }
+                            _ => {}
                         }
                     }
                     self.unanswered(&format!("{why} ended the proxy"), false);
@@ -789,14 +888,17 @@ impl Relay {
                         requests.push(&chunk, &mut pieces);
                         for piece in pieces.drain(..) {
                             if let Piece::Line { bytes, .. } = piece {
-                                self.request(bytes, true, at);
+                                self.request(bytes, true, at, None);
                             }
                         }
+                    }
+                    Some(Input::HarnessLine { line, newline, bent, at }) => {
+                        self.request(line, newline, at, bent);
                     }
                     Some(Input::HarnessEnd) => {
                         input_ended = Some(tokio::time::Instant::now());
                         if let Some(Piece::Line { bytes, .. }) = requests.finish() {
-                            self.request(bytes, false, Instant::now());
+                            self.request(bytes, false, Instant::now(), None);
                         }
                     }
                     Some(Input::Agent(chunk)) => {
@@ -968,6 +1070,77 @@ impl Relay {
             };
             let value = json!({"error": error, "elapsed_ms": crate::judge::time::ms(waited)});
             self.unanswered_told(&pending, &body, &decision, value, Outcome::Complete);
+        }
+    }
+}
+
+/// The task's side of the agent's stdin: the harness's bytes go to the agent, the relay is told
+/// of them first (a request's time is when it came). An agent that closed its stdin: the rest
+/// is read and judged, not written (its exit or its output says what happened).
+struct ToAgent {
+    stdin: Option<tokio::process::ChildStdin>,
+    tx: mpsc::UnboundedSender<Input>,
+}
+
+impl ToAgent {
+    /// Bytes as they came; false: the relay is gone.
+    async fn relay(&mut self, chunk: &[u8]) -> bool {
+        let chunk = Bytes::copy_from_slice(chunk);
+        if self.tx.send(Input::Harness(chunk.clone())).is_err() {
+            return false;
+        }
+        self.write(&chunk).await;
+        true
+    }
+
+    /// A piece of the harness's lines, bent as a request fault says; false: the relay is gone.
+    async fn bent(&mut self, piece: Piece, bender: &Bender) -> bool {
+        let (line, over, newline) = match piece {
+            // An over-long line, as it comes.
+            Piece::Through(bytes) => {
+                self.write(&bytes).await;
+                return true;
+            }
+            Piece::Line {
+                bytes,
+                over,
+                newline,
+            } => (bytes, over, newline),
+        };
+        // An over-long line went through already: told as a request, not bent.
+        let bent = (!over).then(|| bender.bend(&line)).flatten();
+        let (mut out, held) = match bent.as_ref().map(|b| &b.what) {
+            Some(What::Body(sent, _)) => (sent.to_vec(), None),
+            Some(What::Hold(held)) => (line.clone(), Some(*held)),
+            _ => (line.clone(), None),
+        };
+        let input = Input::HarnessLine {
+            line,
+            newline,
+            bent,
+            at: Instant::now(),
+        };
+        if self.tx.send(input).is_err() {
+            return false;
+        }
+        if over {
+            return true;
+        }
+        if let Some(held) = held {
+            tokio::time::sleep(held).await;
+        }
+        if newline {
+            out.push(b'\n');
+        }
+        self.write(&out).await;
+        true
+    }
+
+    async fn write(&mut self, bytes: &[u8]) {
+        if let Some(pipe) = self.stdin.as_mut() {
+            if pipe.write_all(bytes).await.is_err() || pipe.flush().await.is_err() {
+                self.stdin = None;
+            }
         }
     }
 }

@@ -376,12 +376,30 @@ fn stdio_flags_that_do_not_fit_are_usage_errors() {
                 "--stdio",
                 agent,
                 "--fault",
-                "stdio=request:null-bytes",
+                "stdio=request:hang",
             ],
-            "--fault stdio=request:null-bytes: faults on the harness's requests are not applied over stdio yet",
+            "--fault stdio=request:hang: hang is not applied over stdio",
         ),
         (
-            vec!["--protocol", "execute-task", "--stdio", agent, "--judging", "spare"],
+            vec![
+                "--protocol",
+                "execute-task",
+                "--stdio",
+                agent,
+                "--fault",
+                "stdio=request:reset",
+            ],
+            "--fault stdio=request:reset: reset is a fault below lines",
+        ),
+        (
+            vec![
+                "--protocol",
+                "execute-task",
+                "--stdio",
+                agent,
+                "--judging",
+                "spare",
+            ],
             "--judging spare: not with --stdio",
         ),
     ] {
@@ -523,5 +541,71 @@ fn an_agent_dies_with_a_proxy_killed_outright() {
             "the agent (pid {agent}) outlived the proxy killed outright"
         );
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `--fault stdio=request:null-bytes`: the harness's request line reaches the agent with a NUL
+/// in its longest string (the kit's stdio agent repeats its input, so the harness sees it came
+/// through), the harness is judged on the line it sent, and protocol.first-turn judges the
+/// answers to the bent lines: a conforming agent holds it, one that answers garbage breaks it,
+/// named for the bent request; `judge DIR` says the same of the recording.
+#[test]
+fn a_request_fault_bends_the_harness_line_the_agent_reads() {
+    for (behavior, expect) in [(None, "pass"), (Some("malformed-json"), "fail")] {
+        let dir = TempDir::new("proxy-stdio-bent");
+        let json_path = dir.path("bent.json");
+        let record = format!("{}/", dir.path("rec"));
+        let (mut proxy, mut stdin) = proxy(
+            behavior,
+            &[
+                "--fault",
+                "stdio=request:null-bytes",
+                "--record",
+                &record,
+                "--json",
+                &json_path,
+                "--timeout",
+                "20s",
+            ],
+        );
+        send(&mut stdin, &first_turn("What plan is cust_123 on?"));
+        let answer = proxy.line();
+        if behavior.is_none() {
+            assert!(
+                answer.contains("(after a NUL)"),
+                "the agent did not get the bent line: {answer}"
+            );
+        }
+        drop(stdin);
+        let status = proxy.wait();
+        let out = proxy.output(status);
+        assert_eq!(status.code(), Some(0), "{}", text(&out));
+        let report = read_json(&json_path);
+        let first = case(&report, "stdio/protocol.first-turn");
+        assert_eq!(first["status"], expect, "{first}");
+        if expect == "fail" {
+            let message = first["message"].as_str().unwrap_or("");
+            assert!(
+                message.contains("to a request the proxy bent (null-bytes)"),
+                "{message}"
+            );
+        }
+        let bent = case(&report, "proxy.requests-bent");
+        assert_eq!(bent["status"], "pass", "{bent}");
+        assert_eq!(bent["evidence"]["judged"], 1, "{bent}");
+        // The harness is judged on the line it sent, which had no NUL.
+        assert_eq!(case(&report, "platform.request-schema")["status"], "pass");
+        let judged_path = dir.path("judged.json");
+        let out = tck_within(&["judge", &record, "--json", &judged_path], DEADLINE);
+        assert!(out.status.code().is_some(), "{}", text(&out));
+        let again = read_json(&judged_path);
+        for id in ["stdio/protocol.first-turn", "proxy.requests-bent"] {
+            assert_eq!(
+                case(&again, id)["status"],
+                case(&report, id)["status"],
+                "{id}: {}",
+                case(&again, id)
+            );
+        }
     }
 }
