@@ -157,6 +157,21 @@ fn children(pid: u32) -> Vec<u32> {
         .collect()
 }
 
+/// The agent the proxy started, once it runs (the proxy's child).
+fn started_agent(proxy: &Spawned) -> u32 {
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(&pid) = children(proxy.id()).first() {
+            return pid;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the proxy started no agent"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Whether `pid` is a process that runs (a zombie does not).
 fn running(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -196,17 +211,7 @@ fn a_hanging_agent_is_killed_at_the_deadline_and_blamed() {
     );
     send(&mut stdin, &first_turn("What plan is cust_123 on?"));
     // The agent is the proxy's child; found once it runs.
-    let until = std::time::Instant::now() + Duration::from_secs(30);
-    let agent = loop {
-        if let Some(&pid) = children(proxy.id()).first() {
-            break pid;
-        }
-        assert!(
-            std::time::Instant::now() < until,
-            "the proxy started no agent"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let agent = started_agent(&proxy);
     // The harness keeps its stdin open: only the deadline ends the wait.
     let status = proxy.wait();
     drop(stdin);
@@ -459,17 +464,7 @@ fn a_harness_that_gives_up_ends_the_agent_and_the_reports_say_so() {
         ],
     );
     send(&mut stdin, &first_turn("What plan is cust_123 on?"));
-    let until = std::time::Instant::now() + Duration::from_secs(30);
-    let agent = loop {
-        if let Some(&pid) = children(proxy.id()).first() {
-            break pid;
-        }
-        assert!(
-            std::time::Instant::now() < until,
-            "the proxy started no agent"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let agent = started_agent(&proxy);
     // The request reached the agent before the harness gives up (the report counts it).
     let until = std::time::Instant::now() + Duration::from_secs(30);
     while !std::fs::read_to_string(format!("/proc/{agent}/io"))
@@ -514,17 +509,7 @@ fn an_agent_dies_with_a_proxy_killed_outright() {
         DEADLINE,
     );
     send(&mut stdin, &first_turn("What plan is cust_123 on?"));
-    let until = std::time::Instant::now() + Duration::from_secs(30);
-    let agent = loop {
-        if let Some(&pid) = children(proxy.id()).first() {
-            break pid;
-        }
-        assert!(
-            std::time::Instant::now() < until,
-            "the proxy started no agent"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let agent = started_agent(&proxy);
     let pid = libc::pid_t::try_from(proxy.id()).expect("a pid");
     // SAFETY: kill(2) on our child, not yet waited for (its pid is not reused); no memory.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
