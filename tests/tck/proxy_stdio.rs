@@ -594,3 +594,35 @@ fn a_request_fault_bends_the_harness_line_the_agent_reads() {
         }
     }
 }
+
+/// A line the proxy holds (`request:slow`) past the deadline: the relay ends at the deadline
+/// with the agent given the line only just, or not at all; the agent is not failed for an
+/// answer the proxy's hold kept it from giving.
+#[test]
+fn a_line_held_past_the_deadline_is_not_the_agents_hang() {
+    let dir = TempDir::new("proxy-stdio-held");
+    let json_path = dir.path("held.json");
+    let (mut proxy, mut stdin) = proxy(
+        None,
+        &[
+            "--fault",
+            "stdio=request:slow:3s",
+            "--json",
+            &json_path,
+            "--timeout",
+            "1s",
+            "--platform-timeout",
+            "1s",
+        ],
+    );
+    send(&mut stdin, &first_turn("What plan is cust_123 on?"));
+    let status = proxy.wait();
+    drop(stdin);
+    let out = proxy.output(status);
+    let report = read_json(&json_path);
+    let time = case(&report, "stdio/protocol.within-timeout");
+    assert_ne!(time["status"], "fail", "{time}\n{}", text(&out));
+    let first = case(&report, "stdio/protocol.first-turn");
+    assert_ne!(first["status"], "fail", "{first}");
+    assert_eq!(case(&report, "proxy.requests-bent")["status"], "pass");
+}
