@@ -24,7 +24,7 @@ use super::decision::Decision;
 use super::http1::{Delivered, Outcome};
 use super::journal::AuthSeen;
 use super::peer_end::PeerEnd;
-use super::protocol::{Answered, PlatformObserver, RunEnd, Seen, Served};
+use super::protocol::{AgentProtocol, Answered, PlatformObserver, RunEnd, Seen, Served};
 use crate::judge::record::{RecordError, Recorder};
 pub use crate::judge::replay::ReplayError;
 use crate::judge::time::{duration, instant, ms, ms_since};
@@ -429,7 +429,7 @@ pub fn rejudge(
     entries: &[Entry],
     observer: &dyn PlatformObserver,
 ) -> Result<Vec<CaseResult>, ReplayError> {
-    let (served, now) = tell(entries, observer, Instant::now(), Apart::default())?.ok_or_else(|| {
+    let (served, now) = tell(entries, observer, Instant::now(), Apart::default(), None)?.ok_or_else(|| {
         ReplayError::Missing(
             "`judged` event: the run ended before its verdicts were drawn, so there is no moment to judge it at".into(),
         )
@@ -448,11 +448,15 @@ pub struct Apart {
 
 /// Tells `observer` the calls of `entries` in the order the live observer was told them, its
 /// instants from `base`; the moment (and the way) its verdicts were drawn, when it says.
+/// `protocol`: the requests' protocol, whose request schemas judge each JSON request again (a
+/// recording made before a schema changed is judged by the schema of now, as its other rules
+/// are); None: the findings the recording kept.
 pub fn tell(
     entries: &[Entry],
     observer: &dyn PlatformObserver,
     base: Instant,
     apart: Apart,
+    protocol: Option<&dyn AgentProtocol>,
 ) -> Result<Option<(Served, Instant)>, ReplayError> {
     let mut calls: Vec<(u64, Call<'_>)> = Vec::new();
     for entry in entries {
@@ -477,7 +481,7 @@ pub fn tell(
     let mut judged = None;
     for (_, call) in calls {
         match call {
-            Call::Request(e) => tell_request(observer, e, base, apart)?,
+            Call::Request(e) => tell_request(observer, e, base, apart, protocol)?,
             Call::Answer(e) => tell_answer(observer, e, base, apart)?,
             Call::Event(e) if e.event == "judged" => {
                 let served = match e.context["served"].as_str() {
@@ -498,6 +502,7 @@ fn tell_request(
     e: &Exchange,
     base: Instant,
     apart: Apart,
+    protocol: Option<&dyn AgentProtocol>,
 ) -> Result<(), ReplayError> {
     let wrong = |what: &str| ReplayError::Exchange {
         seq: e.seq,
@@ -525,6 +530,16 @@ fn tell_request(
         .collect::<Option<Vec<Finding>>>()
         .ok_or_else(|| wrong("findings"))?;
     let bytes = e.request.body();
+    // A JSON request judged again by its schema of now; one that is not JSON keeps its finding.
+    let schema = protocol
+        .and_then(|p| p.endpoint(&e.endpoint))
+        .and_then(|endpoint| endpoint.request_schema);
+    let findings = match schema.map(|id| Body::checked(&bytes, Some(id))) {
+        Some(checked) if checked.value().is_some() => checked
+            .findings("the request is not JSON")
+            .unwrap_or(findings),
+        _ => findings,
+    };
     let mut body = Body::new(&bytes);
     if let Some(channel) = seen["channel"].as_u64() {
         body = body.on_channel(channel + apart.channel);

@@ -83,7 +83,7 @@ pub fn judge_together(
     for (entries, _) in recordings {
         let offset = started_unix_ms(entries).map_or(0, |ms| ms.saturating_sub(earliest));
         let at = base + Duration::from_millis(offset);
-        if let Some((served, when)) = tell(entries, observer.as_ref(), at, apart)? {
+        if let Some((served, when)) = tell(entries, observer.as_ref(), at, apart, Some(protocol))? {
             judged = Some(match judged {
                 Some((s, w)) => (s, w.max(when)),
                 None => (served, when),

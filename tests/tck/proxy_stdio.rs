@@ -626,3 +626,35 @@ fn a_line_held_past_the_deadline_is_not_the_agents_hang() {
     assert_ne!(first["status"], "fail", "{first}");
     assert_eq!(case(&report, "proxy.requests-bent")["status"], "pass");
 }
+
+/// `judge` judges a recorded JSON request by its request schema of now, as it judges every
+/// other rule again: a finding the recording kept (a schema since corrected, here one written
+/// into the file) is not repeated.
+#[test]
+fn judge_validates_a_recorded_request_by_the_schema_of_now() {
+    let dir = TempDir::new("proxy-stdio-rejudge");
+    let record = format!("{}/", dir.path("rec"));
+    let (mut proxy, mut stdin) = proxy(None, &["--record", &record, "--timeout", "20s"]);
+    send(&mut stdin, &first_turn("What plan is cust_123 on?"));
+    proxy.line();
+    drop(stdin);
+    let status = proxy.wait();
+    let out = proxy.output(status);
+    assert_eq!(status.code(), Some(0), "{}", text(&out));
+    let files: Vec<_> = std::fs::read_dir(dir.path("rec"))
+        .expect("the recording directory")
+        .flatten()
+        .map(|f| f.path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let kept = std::fs::read_to_string(&files[0]).expect("the recording");
+    let stale = r#""findings":[{"path":"$","message":"required field \"stale\" is missing"}]"#;
+    assert!(kept.contains(r#""findings":[]"#), "{kept}");
+    std::fs::write(&files[0], kept.replace(r#""findings":[]"#, stale)).expect("rewrite");
+    let judged_path = dir.path("judged.json");
+    let out = tck_within(&["judge", &record, "--json", &judged_path], DEADLINE);
+    assert!(out.status.code().is_some(), "{}", text(&out));
+    let schema = case(&read_json(&judged_path), "platform.request-schema").clone();
+    assert_eq!(schema["status"], "pass", "{schema}");
+    assert!(!schema.to_string().contains("stale"), "{schema}");
+}
