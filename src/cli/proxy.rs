@@ -321,15 +321,26 @@ async fn proxy_server(
         log: args.log && !args.output.quiet,
     })
     .await?;
-    crate::outln!(
-        "agent-tck proxy ({name}) on {} (seed {seed}): give the agents this URL in place of the server's",
-        running.url()
+    announce(
+        &format!(
+            "agent-tck proxy ({name}) on {} (seed {seed}): give the agents this URL in place of the server's",
+            running.url()
+        ),
+        &[(running.url(), running.server())],
     );
-    crate::outln!("  {}  ->  {}", running.url(), running.server());
-    crate::outln!("Ctrl-C ends the run and writes the reports");
     let stop = async { format!("{}", caught_signal().await) };
     let report = running.until(stop).await?;
     conclude(report, &args.output)
+}
+
+/// What a running proxy prints first: `head`, each URL it serves and where it goes, and how to
+/// end it.
+fn announce(head: &str, routes: &[(String, String)]) {
+    crate::outln!("{head}");
+    for (proxied, real) in routes {
+        crate::outln!("  {proxied}  ->  {real}");
+    }
+    crate::outln!("Ctrl-C ends the run and writes the reports");
 }
 
 /// The protocol's relay, when its agents call the platform back (the connector's).
@@ -393,14 +404,13 @@ async fn relay(args: ProxyArgs, calls_back: &'static dyn CallsBack) -> Result<En
         log: args.log && !args.output.quiet,
     };
     let running = crate::proxy::relay::start(settings).await?;
-    crate::outln!(
-        "agent-tck proxy ({name}) on http://{} (seed {seed}): give the platform each agent's proxy URL; the agents are given the proxy's callback URLs",
-        running.addr
+    announce(
+        &format!(
+            "agent-tck proxy ({name}) on http://{} (seed {seed}): give the platform each agent's proxy URL; the agents are given the proxy's callback URLs",
+            running.addr
+        ),
+        &running.routes(),
     );
-    for (proxied, real) in running.routes() {
-        crate::outln!("  {proxied}  ->  {real}");
-    }
-    crate::outln!("Ctrl-C ends the run and writes the reports");
     let stop = async { format!("{}", caught_signal().await) };
     let report = running.until(stop).await?;
     conclude(report, &args.output)
@@ -460,15 +470,13 @@ pub(super) async fn proxy(args: ProxyArgs) -> Result<Ended, Error> {
         judging: args.judging,
     };
     let running = crate::proxy::run::start(settings).await?;
-    crate::outln!(
-        "agent-tck proxy ({}) on http://{} (seed {seed}): register each agent with the platform at its proxy URL",
-        args.protocol,
-        running.addr
+    announce(
+        &format!(
+            "agent-tck proxy ({}) on http://{} (seed {seed}): register each agent with the platform at its proxy URL",
+            args.protocol, running.addr
+        ),
+        &running.routes(),
     );
-    for (proxied, real) in running.routes() {
-        crate::outln!("  {proxied}  ->  {real}");
-    }
-    crate::outln!("Ctrl-C ends the run and writes the reports");
     let stop = async { format!("{}", caught_signal().await) };
     let report = running.until(stop).await?;
     conclude(report, &args.output)

@@ -20,28 +20,13 @@ pub fn report_of(
 /// The case that says whether the platform's traffic came through the proxy at all: without
 /// it, every rule has nothing to judge.
 pub fn reached_case(requests: u64) -> CaseResult {
-    let mut case = CaseResult::new(
-        REACHED,
-        "platform",
-        Level::Must,
+    came_through(
+        (REACHED, "platform"),
         "the platform calls its agents through the proxy",
-        "agent-tck (precondition)",
+        requests,
+        "no request of the protocol came through the proxy: register the proxy's URLs \
+         (printed at start) with the platform in place of the agents' own, then let it work",
     )
-    .precondition();
-    if requests == 0 {
-        case.fail(
-            "no request of the protocol came through the proxy: register the proxy's URLs \
-             (printed at start) with the platform in place of the agents' own, then let it work"
-                .to_string(),
-        );
-    } else {
-        case.pass_noting(
-            Evidence::new(requests, "requests"),
-            String::new(),
-            String::new,
-        );
-    }
-    case
 }
 
 /// The precondition case's id.
@@ -50,21 +35,23 @@ pub const REACHED: &str = "platform.reached-proxy";
 /// Before a server its clients call: whether their traffic came through the proxy at all.
 /// Nobody's fault when it did not (the proxy's own party): the clients were not pointed at it.
 pub fn clients_reached_case(requests: u64) -> CaseResult {
-    let mut case = CaseResult::new(
-        CLIENTS_REACHED,
-        "proxy",
-        Level::Must,
+    came_through(
+        (CLIENTS_REACHED, "proxy"),
         "the clients call the server through the proxy",
-        "agent-tck (precondition)",
+        requests,
+        "no request came through the proxy, so neither the server nor any client was \
+         judged: give the clients the proxy's URL (printed at start) in place of the \
+         server's, then let them work",
     )
-    .precondition();
+}
+
+/// A precondition case (`id`, `group`): passed on the `requests` that came through the proxy,
+/// failed saying `none` when none did.
+fn came_through((id, group): (&str, &str), title: &str, requests: u64, none: &str) -> CaseResult {
+    let mut case =
+        CaseResult::new(id, group, Level::Must, title, "agent-tck (precondition)").precondition();
     if requests == 0 {
-        case.fail(
-            "no request came through the proxy, so neither the server nor any client was \
-             judged: give the clients the proxy's URL (printed at start) in place of the \
-             server's, then let them work"
-                .to_string(),
-        );
+        case.fail(none.to_string());
     } else {
         case.pass_noting(
             Evidence::new(requests, "requests"),
