@@ -514,10 +514,9 @@ fn explain(step: &Step, current: &[(String, &Value)]) -> String {
 
 /// Every string in a document with its path, in document order (for length limits).
 pub fn strings(root: &Value) -> Vec<(String, &str)> {
-    string_values(root)
-        .into_iter()
-        .map(|(at, v)| (at, v.as_str().unwrap_or_default()))
-        .collect()
+    let mut out = Vec::new();
+    each_string(root, &mut |at, s| out.push((at.to_string(), s)));
+    out
 }
 
 /// Every string value in a document with its path, in document order.

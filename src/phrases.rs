@@ -86,17 +86,18 @@ impl PhraseSet {
     /// by pattern.
     pub fn find<'t>(&'t self, text: &'t str) -> impl Iterator<Item = (usize, &'t str)> + 't {
         // Most texts hold no phrase: a search that stops at the first is cheaper than learning
-        // which of the patterns occur.
-        let none = self.any.as_ref().is_some_and(|set| !set.is_match(text));
+        // which of the patterns occur (None: no set, each pattern searched; Some(None): none).
         let held = self
             .any
             .as_ref()
-            .filter(|_| !none)
-            .map(|set| set.matches(text));
+            .map(|set| set.is_match(text).then(|| set.matches(text)));
         self.phrases
             .iter()
             .enumerate()
-            .filter(move |(i, _)| !none && held.as_ref().is_none_or(|h| h.matched(*i)))
+            .filter(move |(i, _)| match &held {
+                None => true,
+                Some(held) => held.as_ref().is_some_and(|h| h.matched(*i)),
+            })
             .flat_map(move |(_, (_, re))| {
                 re.find_iter(text)
                     .map(move |m| (text[..m.start()].chars().count(), m.as_str()))

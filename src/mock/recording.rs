@@ -534,13 +534,12 @@ fn tell_request(
     let schema = protocol
         .and_then(|p| p.endpoint(&e.endpoint))
         .and_then(|endpoint| endpoint.request_schema);
-    let findings = match schema.map(|id| Body::checked(&bytes, Some(id))) {
-        Some(checked) if checked.value().is_some() => checked
-            .findings("the request is not JSON")
-            .unwrap_or(findings),
-        _ => findings,
+    // The body checked as live (the observer is given it so, parsed once).
+    let mut body = Body::checked(&bytes, schema);
+    let findings = match body.value() {
+        Some(_) => body.findings("the request is not JSON").unwrap_or(findings),
+        None => findings,
     };
-    let mut body = Body::new(&bytes);
     if let Some(channel) = seen["channel"].as_u64() {
         body = body.on_channel(channel + apart.channel);
     }

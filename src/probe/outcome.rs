@@ -39,13 +39,7 @@ impl Outcome {
         body_sent: Option<Value>,
         result: Result<Response, HttpError>,
     ) -> Outcome {
-        Outcome {
-            auth,
-            sent_bytes: None,
-            sent: OnceLock::from(body_sent),
-            result,
-            parsed: OnceLock::new(),
-        }
+        Outcome::parsed(auth, Sent::Read(body_sent), result, None)
     }
 
     /// The JSON body sent, when it was JSON.

@@ -304,6 +304,17 @@ impl Relay {
         }
     }
 
+    /// Bytes of the harness's as they came (no request faults): each whole line a request.
+    fn harness_chunk(&mut self, chunk: &[u8], requests: &mut Splitter, pieces: &mut Vec<Piece>) {
+        let at = Instant::now();
+        requests.push(chunk, pieces);
+        for piece in pieces.drain(..) {
+            if let Piece::Line { bytes, .. } = piece {
+                self.request(bytes, true, at, None);
+            }
+        }
+    }
+
     /// An answer line of the agent's: the oldest request's.
     fn agent_line(&mut self, line: Line) {
         match self.pending.pop_front() {
@@ -874,16 +885,14 @@ impl Relay {
                     while let Ok(input) = rx.try_recv() {
                         match input {
                             Input::Harness(chunk) => {
-                                requests.push(&chunk, &mut pieces);
-                                for piece in pieces.drain(..) {
-                                    if let Piece::Line { bytes, .. } = piece {
-                                        self.request(bytes, true, Instant::now(), None);
-                                    }
-                                }
+                                self.harness_chunk(&chunk, &mut requests, &mut pieces);
                             }
-                            Input::HarnessLine { line, bent, at, .. } => {
-                                self.request(line, true, at, bent);
-                            }
+                            Input::HarnessLine {
+                                line,
+                                newline,
+                                bent,
+                                at,
+                            } => self.request(line, newline, at, bent),
                             _ => {}
                         }
                     }
@@ -892,13 +901,7 @@ impl Relay {
                 }
                 input = rx.recv(), if !inputs_over => match input {
                     Some(Input::Harness(chunk)) => {
-                        let at = Instant::now();
-                        requests.push(&chunk, &mut pieces);
-                        for piece in pieces.drain(..) {
-                            if let Piece::Line { bytes, .. } = piece {
-                                self.request(bytes, true, at, None);
-                            }
-                        }
+                        self.harness_chunk(&chunk, &mut requests, &mut pieces);
                     }
                     Some(Input::HarnessLine { line, newline, bent, at }) => {
                         self.request(line, newline, at, bent);
