@@ -450,8 +450,9 @@ impl Check {
                 patterns,
                 compiled,
             } => {
-                let request = outcome.body_sent().filter(|_| ctx.live);
                 let (set, paths) = compiled.get(fields, patterns)?;
+                // The request is read only for a phrase found (most answers hold none).
+                let request = || outcome.body_sent().filter(|_| ctx.live);
                 phrases_verdict(json()?, fields, set, paths, request)
             }
             Check::Refused => match response.status {
@@ -554,24 +555,25 @@ fn list_caps_verdict(body: &Value, caps: &BTreeMap<String, usize>) -> Result<Ver
 /// `phrases`: none of the patterns in the strings at these paths. With `request` (an answer in
 /// traffic the kit did not send: [`Ctx::live`]), a match the request holds too is the sender's,
 /// repeated: it is not judged, and the note counts it.
-fn phrases_verdict(
+fn phrases_verdict<'r>(
     body: &Value,
     fields: &[String],
     set: &PhraseSet,
     paths: &[JsonPath],
-    request: Option<&Value>,
+    request: impl FnOnce() -> Option<&'r Value>,
 ) -> Result<Verdict, String> {
     // What the request holds is read only once the answer is found to hold a phrase: most
     // answers hold none, and reading every request for every list was a tenth of the proxy's
-    // CPU per answer.
+    // CPU per answer (and parsing it at all, a twentieth).
+    let mut request = Some(request);
     let mut sent: Option<HashSet<&str>> = None;
     let mut sent_by_request = |m: &str| {
-        let Some(r) = request else { return false };
-        sent.get_or_insert_with(|| {
-            strings(r)
+        sent.get_or_insert_with(|| match request.take().and_then(|r| r()) {
+            Some(r) => strings(r)
                 .into_iter()
                 .flat_map(|(_, s)| set.find(s).map(|(_, m)| m))
-                .collect()
+                .collect(),
+            None => HashSet::new(),
         })
         .contains(m)
     };

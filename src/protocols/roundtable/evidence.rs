@@ -52,10 +52,11 @@ pub enum TagError {
 /// found, or that there is none.
 pub fn evidence_level(text: &str) -> Result<EvidenceLevel, TagError> {
     let mut first_problem = None;
-    for caps in tag_regex().captures_iter(text) {
-        let whole = caps.get(0).map_or("", |m| m.as_str());
-        let word = caps.get(1).map_or("", |m| m.as_str());
-        let arg = caps.get(2).map(|m| m.as_str().trim());
+    // The tags found by the automaton alone, their parts read by hand: asking the regex for its
+    // groups ran its slowest engine, a sixth of the judge's time on a round-table answer.
+    for found in tag_regex().find_iter(text) {
+        let whole = found.as_str();
+        let (word, arg) = tag_parts(whole);
         let problem = if word.bytes().any(|b| b.is_ascii_lowercase()) {
             Some(TagError::NotUpperCase {
                 tag: quote(whole),
@@ -88,6 +89,19 @@ pub fn evidence_level(text: &str) -> Result<EvidenceLevel, TagError> {
         }
     }
     Err(first_problem.unwrap_or(TagError::NoTag))
+}
+
+/// A tag's word and its argument (what follows the colon, trimmed), from a match of
+/// [`tag_regex`]: `[`, blanks, the word (letters), blanks, then `]` or `:` … `]`.
+fn tag_parts(tag: &str) -> (&str, Option<&str>) {
+    let inside = &tag[1..tag.len() - 1];
+    let inside = inside.trim_start();
+    let end = inside
+        .find(|c: char| !c.is_alphabetic())
+        .unwrap_or(inside.len());
+    let (word, rest) = inside.split_at(end);
+    let arg = rest.trim_start().strip_prefix(':').map(str::trim);
+    (word, arg)
 }
 
 fn quote(text: &str) -> String {
@@ -123,6 +137,37 @@ mod tests {
             evidence_level("[POSSIBLE] a guess"),
             Ok(EvidenceLevel::Possible)
         );
+    }
+
+    #[test]
+    fn a_tag_is_read_as_the_pattern_groups_it() {
+        let groups =
+            Regex::new(r"(?i)\[\s*(VERIFIED|CORROBORATED|INDICATED|POSSIBLE)\s*(?::([^\]]*))?\]")
+                .unwrap();
+        for text in [
+            "[VERIFIED: a.py:line_4]",
+            "[ verified :a:b ]",
+            "[POSSIBLE]",
+            "[POSSIBLE : x]",
+            "[CORROBORATED:logs + metrics]",
+            "[INDICATED:]",
+            "[\u{2003}Indicated\u{2003}: r\u{2003}]",
+            "[VERIFIED: a [POSSIBLE] b]",
+            "[po\u{17f}\u{17f}ible]",
+        ] {
+            for (caps, found) in groups.captures_iter(text).zip(tag_regex().find_iter(text)) {
+                let want = (
+                    caps.get(1).map_or("", |m| m.as_str()),
+                    caps.get(2).map(|m| m.as_str().trim()),
+                );
+                assert_eq!(tag_parts(found.as_str()), want, "{text:?}");
+            }
+            assert_eq!(
+                groups.captures_iter(text).count(),
+                tag_regex().find_iter(text).count(),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]
