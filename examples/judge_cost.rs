@@ -40,7 +40,7 @@ fn main() {
             let response = Response {
                 status: reply.status,
                 headers: vec![("content-type".into(), "application/json".into())],
-                body: reply.body.into(),
+                body: reply.body,
                 body_exceeded: false,
                 elapsed: Duration::from_millis(2),
             };
