@@ -750,7 +750,10 @@ pub struct ProxyArgs {
     /// injection, oversized-field, missing-field, slow, hang, reset). Before a server
     /// (--server): a fault on the server's answers to client NAME (`all`: every client),
     /// `NAME=FAULT[@PATH][:P%]`, FAULT one of 429:SECS, 500, malformed-json, slow:DUR, reset,
-    /// silent-429 (`all=500@/agent/request:10%`). Repeatable.
+    /// silent-429 (`all=500@/agent/request:10%`). The connector: `NAME=FAULT[@PATH][:P%]`,
+    /// FAULT one of slow-ack[:DUR], error-ack[:STATUS], fault:reset|close|garbage|hang (its
+    /// acknowledgements), empty-callback, whitespace-callback (its callbacks' bodies), PATH
+    /// the agent's (`alpha=empty-callback@/v1:25%`). Repeatable.
     #[arg(
         long = "fault",
         value_name = "NAME=[request:]BEHAVIOUR[@ENDPOINT][:P%]"

@@ -87,22 +87,11 @@ fn fault_items(
     text: &str,
     protocol: &'static dyn AgentProtocol,
 ) -> Result<Vec<Item>, behavior::BehaviorError> {
-    let (items, share) = match text.rsplit_once(':') {
-        Some((items, pct)) if pct.ends_with('%') => (items, Some(pct)),
-        _ => (text, None),
-    };
+    let (items, share) =
+        crate::proxy::share::split(text).map_err(|why| behavior::BehaviorError::item(text, why))?;
     let mut list = items.to_string();
-    if let Some(pct) = share {
-        let p: f64 = pct.trim_end_matches('%').trim().parse().map_err(|_| {
-            behavior::BehaviorError::item(text, format!("{pct:?} is not a percentage"))
-        })?;
-        if !(0.0..=100.0).contains(&p) {
-            return Err(behavior::BehaviorError::item(
-                text,
-                format!("{pct} is not between 0% and 100%"),
-            ));
-        }
-        list.push_str(&format!(",flaky:{}", p / 100.0));
+    if share < 1.0 {
+        list.push_str(&format!(",flaky:{share}"));
     }
     let others = protocols::agent_protocols();
     behavior::parse_list(
@@ -217,20 +206,7 @@ fn proxied_server(name: &str) -> Result<Option<&'static dyn ProxiedServer>, Erro
 fn server_fault(text: &str, proxied: &dyn ProxiedServer) -> Result<ServerFault, Error> {
     let (client, fault) = named("--fault", text, "FAULT")?;
     let wrong = |what: String| Error::usage(format!("--fault {text}: {what}"));
-    let (rest, share) = match fault.rsplit_once(':') {
-        Some((rest, pct)) if pct.ends_with('%') => {
-            let p: f64 = pct
-                .trim_end_matches('%')
-                .trim()
-                .parse()
-                .map_err(|_| wrong(format!("{pct:?} is not a percentage")))?;
-            if !(0.0..=100.0).contains(&p) {
-                return Err(wrong(format!("{pct} is not between 0% and 100%")));
-            }
-            (rest, p / 100.0)
-        }
-        _ => (fault, 1.0),
-    };
+    let (rest, share) = crate::proxy::share::split(fault).map_err(wrong)?;
     let (step, at) = match rest.split_once('@') {
         Some((step, at)) => (step, Some(at.to_string())),
         None => (rest, None),
@@ -735,7 +711,7 @@ pub(super) fn judge(args: JudgeArgs) -> Result<Ended, Error> {
                 .map(|a| (a.name.clone(), a.faults.clone()))
                 .collect();
             let relay = calls_back
-                .relay(&agents, settings.limits().timeout)
+                .relay(&agents, settings.limits().timeout, settings.seed)
                 .map_err(|e| Error::usage(format!("{shown}: the recorded --fault {e}")))?;
             crate::proxy::relay::judge(relay.as_ref(), &entries).map_err(|e| unjudged(&e))?
         }

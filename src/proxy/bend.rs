@@ -140,22 +140,7 @@ pub fn known() -> String {
 /// Parses `BEHAVIOUR[:ARGS][@EP[+EP]][:P%]` (the text after `request:`), as the answer-side form
 /// is written; a behaviour that means nothing on a request is refused, naming the ones that do.
 pub fn parse(text: &str, protocol: &dyn AgentProtocol) -> Result<RequestFault, BehaviorError> {
-    let (item, share) = match text.rsplit_once(':') {
-        Some((item, pct)) if pct.ends_with('%') => {
-            let p: f64 =
-                pct.trim_end_matches('%').trim().parse().map_err(|_| {
-                    BehaviorError::item(text, format!("{pct:?} is not a percentage"))
-                })?;
-            if !(0.0..=100.0).contains(&p) {
-                return Err(BehaviorError::item(
-                    text,
-                    format!("{pct} is not between 0% and 100%"),
-                ));
-            }
-            (item, p / 100.0)
-        }
-        _ => (text, 1.0),
-    };
+    let (item, share) = super::share::split(text).map_err(|why| BehaviorError::item(text, why))?;
     let (body, endpoints) = match item.rsplit_once('@') {
         Some((b, e)) => (b.trim(), endpoints_of(text, e, protocol)?),
         None => (item.trim(), Vec::new()),

@@ -19,4 +19,5 @@ pub mod report;
 pub mod run;
 pub mod server;
 pub mod settings;
+pub mod share;
 pub mod stdio;

@@ -39,6 +39,7 @@ pub trait CallsBack: Sync {
         &self,
         agents: &[(String, Vec<String>)],
         reply_timeout: Duration,
+        seed: u64,
     ) -> Result<Box<dyn Relay>, String>;
 }
 
@@ -60,13 +61,20 @@ pub trait Relay: Send + Sync {
     /// route it came under, None when it came elsewhere. None: nowhere (the proxy answers 404).
     fn destination(&self, agent: Option<&str>, target: &str) -> Option<Destination>;
 
-    /// The agent's answer to a forward, as the platform is to meet it: bent by the agent's
-    /// faults, if it has some (the agent is judged on the answer as it came).
-    fn bend_answer(&self, agent: &str, plan: &mut Plan);
+    /// The agent's answer to forward `seq` (at `target`, the proxy's path), as the platform is
+    /// to meet it: bent by the agent's faults, if one falls on it (the agent is judged on the
+    /// answer as it came).
+    fn bend_answer(&self, agent: &str, seq: u64, target: &str, plan: &mut Plan);
 
-    /// A callback's body, as the platform is to meet it: bent by the agent's faults, if it has
-    /// some (the agent is judged on the callback as it came).
-    fn bend_callback(&self, agent: &str, body: bytes::Bytes) -> bytes::Bytes;
+    /// The body of callback `seq` (at `target`), as the platform is to meet it: bent by the
+    /// agent's faults, if one falls on it (the agent is judged on the callback as it came).
+    fn bend_callback(
+        &self,
+        agent: &str,
+        seq: u64,
+        target: &str,
+        body: bytes::Bytes,
+    ) -> bytes::Bytes;
 
     /// An exchange the proxy relayed (or refused), both ways, once it is over; `body` is the
     /// request's body as it came.
@@ -352,7 +360,8 @@ impl Handler for RelayHandler {
             let (mut plan, came) = answered(&forwarded);
             // Nothing is written to a platform that left, nor at the run's end.
             if matches!(came, Came::Answer { .. } | Came::Failed { .. }) {
-                self.relay.bend_answer(agent, &mut plan);
+                self.relay
+                    .bend_answer(agent, seq, &request.target, &mut plan);
             }
             let waited = request.received.elapsed();
             return (
@@ -381,7 +390,9 @@ impl Handler for RelayHandler {
                 pending(relayed(Way::Callback, agent, Came::Nowhere, Duration::ZERO)),
             );
         };
-        let body = self.relay.bend_callback(&to.agent, request.body.clone());
+        let body = self
+            .relay
+            .bend_callback(&to.agent, seq, &request.target, request.body.clone());
         let forwarded = self.pass_on(&pool, &to.target, &request, body).await;
         let (plan, came) = answered(&forwarded);
         let waited = request.received.elapsed();
@@ -620,7 +631,7 @@ pub async fn start(settings: RelaySettings) -> Result<RelayRunning, Error> {
         .collect();
     let relay = settings
         .calls_back
-        .relay(&faulted, settings.reply_timeout)
+        .relay(&faulted, settings.reply_timeout, settings.seed)
         .map_err(|e| Error::usage(format!("--fault {e}")))?;
     let recorder = match &settings.record {
         Some(path) => {

@@ -182,8 +182,7 @@ impl ServerProxy {
         self.faults.iter().enumerate().find_map(|(i, f)| {
             let meant = f.client.as_deref().is_none_or(|c| c == client)
                 && f.at.as_deref().is_none_or(|at| path.starts_with(at));
-            let drawn = crate::text::fnv1a(&format!("{}:{seq}:{i}", self.seed)) % 10_000;
-            if !meant || drawn as f64 >= f.share * 10_000.0 {
+            if !meant || !super::share::drawn(self.seed, seq, i, f.share) {
                 return None;
             }
             let bent = f.fault.bend(path, real)?;

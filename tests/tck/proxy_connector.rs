@@ -485,6 +485,7 @@ async fn a_recording_judged_again_gives_the_live_verdicts() {
             &ConnectorRelay,
             &names,
             Duration::from_secs(5),
+            7,
         )
         .unwrap();
         let again = agent_tck::proxy::relay::judge(relay.as_ref(), &read.entries).unwrap();
@@ -535,6 +536,42 @@ async fn faults_on_real_traffic_show_the_servers_handling_and_are_not_the_agents
     assert_eq!(
         case(&report, "platform.forward-timeout").status,
         Status::Pass
+    );
+}
+
+/// How many of alpha's 8 callbacks the server met empty (platform.callback-empty's evidence)
+/// with `fault` on alpha, and that case's status.
+async fn empty_callbacks_under(fault: &'static str) -> (Status, u64) {
+    let mut stand = Stand::of(vec![("alpha", Flaws::default())], Flaw::None);
+    stand.messages = 8;
+    stand.faults = vec![("alpha", fault)];
+    let report = run(stand).await;
+    // The agent called back with text each time: what the proxy bent is not its fault.
+    assert_eq!(
+        case(&report, "alpha/callback.not-empty").status,
+        Status::Pass,
+        "{fault}"
+    );
+    let c = case(&report, "platform.callback-empty");
+    (c.status, c.evidence.as_ref().map_or(0, |e| e.judged))
+}
+
+#[deadline::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fault_falls_on_its_share_of_the_exchanges_and_at_its_path_only() {
+    // Every callback bent (at a path every callback's starts with): eight empty bodies met.
+    assert_eq!(
+        empty_callbacks_under("empty-callback@/").await,
+        (Status::Pass, 8)
+    );
+    // Half of them, drawn from the seed: some, not all, and the same ones on a second run.
+    let (status, half) = empty_callbacks_under("empty-callback:50%").await;
+    assert_eq!(status, Status::Pass);
+    assert!((1..8).contains(&half), "{half} of 8 bent at 50%");
+    assert_eq!(empty_callbacks_under("empty-callback:50%").await.1, half);
+    // At a path no callback goes to: none bent, nothing for the rule to judge.
+    assert_eq!(
+        empty_callbacks_under("empty-callback@/elsewhere").await,
+        (Status::Skip, 0)
     );
 }
 

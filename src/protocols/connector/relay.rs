@@ -39,6 +39,7 @@ impl CallsBack for ConnectorRelay {
         &self,
         agents: &[(String, Vec<String>)],
         reply_timeout: Duration,
+        seed: u64,
     ) -> Result<Box<dyn Relay>, String> {
         let mut bent = HashMap::new();
         for (name, faults) in agents {
@@ -50,6 +51,7 @@ impl CallsBack for ConnectorRelay {
             .collect();
         Ok(Box::new(Between {
             bent,
+            seed,
             base: Instant::now(),
             reply_timeout,
             state: Mutex::new(State {
@@ -61,14 +63,28 @@ impl CallsBack for ConnectorRelay {
     }
 }
 
-/// What the proxy bends of one agent's traffic (`--fault NAME=…`): the fleet's behaviours that
-/// bend an exchange rather than make one.
+/// What the proxy bends of one agent's traffic (`--fault NAME=BEHAVIOUR[@PATH][:P%]`): the
+/// fleet's behaviours that bend an exchange rather than make one, each on the exchanges whose
+/// path (the agent's, after `/agents/NAME` or `/callbacks/NAME`) starts with PATH, on its
+/// share of them. The first that falls on an exchange bends it.
 #[derive(Debug, Default)]
 struct Bent {
-    /// Its acknowledgements: slow-ack, error-ack, fault:….
-    ack: Option<Behavior>,
-    /// Its callbacks' body: empty-callback, whitespace-callback.
-    callback: Option<CallbackKind>,
+    faults: Vec<Bend>,
+}
+
+#[derive(Debug)]
+struct Bend {
+    what: Bends,
+    at: Option<String>,
+    share: f64,
+}
+
+#[derive(Debug)]
+enum Bends {
+    /// An acknowledgement: slow-ack, error-ack, fault:….
+    Ack(Behavior),
+    /// A callback's body: empty-callback, whitespace-callback.
+    Callback(CallbackKind),
 }
 
 impl Bent {
@@ -76,36 +92,93 @@ impl Bent {
         let mut bent = Bent::default();
         for item in faults.iter().flat_map(|f| f.split(',')).map(str::trim) {
             let wrong = |why: String| format!("{name}={item}: {why}");
-            match Behavior::parse(item).map_err(|e| wrong(e.to_string()))? {
-                b @ (Behavior::SlowAck(_) | Behavior::ErrorAck(_) | Behavior::Fault(_)) => {
-                    bent.ack = Some(b)
+            let (rest, share) = crate::proxy::share::split(item).map_err(wrong)?;
+            let (behaviour, at) = match rest.split_once('@') {
+                Some((b, at)) if at.starts_with('/') => (b, Some(at.to_string())),
+                Some((_, at)) => {
+                    return Err(wrong(format!(
+                        "@{at}: a path the agent is sent to or calls back at, starting with /"
+                    )))
                 }
-                Behavior::EmptyCallback => bent.callback = Some(CallbackKind::Empty),
-                Behavior::WhitespaceCallback => bent.callback = Some(CallbackKind::Whitespace),
+                None => (rest, None),
+            };
+            let what = match Behavior::parse(behaviour).map_err(|e| wrong(e.to_string()))? {
+                b @ (Behavior::SlowAck(_) | Behavior::ErrorAck(_) | Behavior::Fault(_)) => {
+                    Bends::Ack(b)
+                }
+                Behavior::EmptyCallback => Bends::Callback(CallbackKind::Empty),
+                Behavior::WhitespaceCallback => Bends::Callback(CallbackKind::Whitespace),
                 _ => return Err(wrong(
-                    "not a fault the proxy puts on real traffic: it bends an acknowledgement (slow-ack[:DUR], error-ack[:STATUS], fault:reset|close|garbage|hang) or a callback's body (empty-callback, whitespace-callback)".into(),
+                    "not a fault the proxy puts on real traffic: it bends an acknowledgement (slow-ack[:DUR], error-ack[:STATUS], fault:reset|close|garbage|hang) or a callback's body (empty-callback, whitespace-callback), each [@PATH][:P%]".into(),
                 )),
-            }
+            };
+            bent.faults.push(Bend { what, at, share });
         }
         Ok(bent)
     }
 
-    /// Whether it holds the acknowledgement past the server's 5 s.
-    fn slow(&self) -> bool {
-        match &self.ack {
-            Some(Behavior::SlowAck(d)) => *d > FORWARD_TIMEOUT,
-            Some(Behavior::Fault(fault)) => *fault == Fault::Hang,
-            _ => false,
-        }
+    /// The fault that falls on exchange `seq` at `path` (the agent's), of those `pick` takes.
+    fn on<'b, T>(
+        &'b self,
+        seed: u64,
+        seq: u64,
+        path: &str,
+        pick: impl Fn(&'b Bends) -> Option<T>,
+    ) -> Option<T> {
+        self.faults.iter().enumerate().find_map(|(i, f)| {
+            let meant = f.at.as_deref().is_none_or(|at| path.starts_with(at));
+            let what = pick(&f.what)?;
+            (meant && crate::proxy::share::drawn(seed, seq, i, f.share)).then_some(what)
+        })
     }
 
-    /// The status of the head the server meets for an acknowledgement of `status`.
-    fn head(&self, status: u16) -> u16 {
-        match &self.ack {
-            Some(Behavior::ErrorAck(s)) => *s,
-            Some(Behavior::Fault(fault)) => head_under(fault, status),
-            _ => status,
-        }
+    /// The acknowledgement fault on forward `seq` to `path`.
+    fn ack(&self, seed: u64, seq: u64, path: &str) -> Option<&Behavior> {
+        self.on(seed, seq, path, |w| match w {
+            Bends::Ack(b) => Some(b),
+            Bends::Callback(_) => None,
+        })
+    }
+
+    /// The body fault on callback `seq` to `path`.
+    fn callback(&self, seed: u64, seq: u64, path: &str) -> Option<CallbackKind> {
+        self.on(seed, seq, path, |w| match w {
+            Bends::Callback(kind) => Some(*kind),
+            Bends::Ack(_) => None,
+        })
+    }
+}
+
+/// Whether an acknowledgement bent by `ack` is held past the server's 5 s.
+fn held_past_5s(ack: &Behavior) -> bool {
+    match ack {
+        Behavior::SlowAck(d) => *d > FORWARD_TIMEOUT,
+        Behavior::Fault(fault) => *fault == Fault::Hang,
+        _ => false,
+    }
+}
+
+/// The status of the head the server meets for an acknowledgement of `status` bent by `ack`.
+fn head_met(ack: &Behavior, status: u16) -> u16 {
+    match ack {
+        Behavior::ErrorAck(s) => *s,
+        Behavior::Fault(fault) => head_under(fault, status),
+        _ => status,
+    }
+}
+
+/// The path of an exchange as its agent sees it: the target at the proxy without the route
+/// (`/agents/NAME`, `/callbacks/NAME`) and the query.
+fn agent_path<'t>(target: &'t str, agent: &str) -> &'t str {
+    let path = target.split('?').next().unwrap_or(target);
+    let rest = ["/agents/", "/callbacks/"]
+        .iter()
+        .find_map(|route| path.strip_prefix(route)?.strip_prefix(agent))
+        .unwrap_or(path);
+    if rest.is_empty() {
+        "/"
+    } else {
+        rest
     }
 }
 
@@ -167,8 +240,9 @@ struct State {
 }
 
 struct Between {
-    /// Each agent's faults.
+    /// Each agent's faults, and the seed that draws their shares.
     bent: HashMap<String, Bent>,
+    seed: u64,
     /// The clock the records' times are read on (they are times since the run started).
     base: Instant,
     reply_timeout: Duration,
@@ -241,8 +315,8 @@ impl Relay for Between {
         })
     }
 
-    fn bend_answer(&self, agent: &str, plan: &mut Plan) {
-        match self.bent.get(agent).and_then(|b| b.ack.as_ref()) {
+    fn bend_answer(&self, agent: &str, seq: u64, target: &str, plan: &mut Plan) {
+        match self.ack(agent, seq, target) {
             Some(Behavior::SlowAck(after)) => plan.ttfb = *after,
             Some(Behavior::ErrorAck(status)) => {
                 plan.response = Response::json_error(
@@ -255,8 +329,8 @@ impl Relay for Between {
         }
     }
 
-    fn bend_callback(&self, agent: &str, body: Bytes) -> Bytes {
-        match self.bent.get(agent).and_then(|b| b.callback) {
+    fn bend_callback(&self, agent: &str, seq: u64, target: &str, body: Bytes) -> Bytes {
+        match self.callback(agent, seq, target) {
             Some(CallbackKind::Empty) => Bytes::new(),
             Some(CallbackKind::Whitespace) => Bytes::from_static(b"  \n\t \r\n "),
             _ => body,
@@ -295,6 +369,20 @@ impl Relay for Between {
 }
 
 impl Between {
+    /// The acknowledgement fault that falls on forward `seq` to `agent` at `target`.
+    fn ack(&self, agent: &str, seq: u64, target: &str) -> Option<&Behavior> {
+        self.bent
+            .get(agent)?
+            .ack(self.seed, seq, agent_path(target, agent))
+    }
+
+    /// The body fault that falls on callback `seq` from `agent` at `target`.
+    fn callback(&self, agent: &str, seq: u64, target: &str) -> Option<CallbackKind> {
+        self.bent
+            .get(agent)?
+            .callback(self.seed, seq, agent_path(target, agent))
+    }
+
     /// The request as it came to the proxy, for the rules that read one.
     fn request(&self, relayed: &Relayed, body: &[u8]) -> Request {
         let mut headers = crate::mock::http1::Headers::default();
@@ -393,9 +481,9 @@ impl Between {
         }
         let malformed = !problems.is_empty();
         // The server is judged on what it met: the acknowledgement as the faults bent it.
-        let bent = self.bent.get(name);
-        let slow = slow || bent.is_some_and(Bent::slow);
-        let status = bent.map_or(status, |b| b.head(status));
+        let bent = self.ack(name, relayed.seq, &relayed.target);
+        let slow = slow || bent.is_some_and(held_past_5s);
+        let status = bent.map_or(status, |b| head_met(b, status));
         let mut server = ServerForward::received(name, request, &payload, problems, status);
         server.ack = relayed.delivered;
         if slow {
@@ -437,7 +525,7 @@ impl Between {
             Came::Left | Came::Stopped | Came::Nowhere => return,
         };
         // The server is judged on the body it met (the agent on the one it sent).
-        let bent = self.bent.get(agent_name(relayed)).and_then(|b| b.callback);
+        let bent = self.callback(agent_name(relayed), relayed.seq, &relayed.target);
         let body = &request.body;
         let kind = if let Some(kind) = bent {
             kind
