@@ -148,6 +148,8 @@ pub struct Note {
     received: Instant,
     /// Told to the observer (the platform's request, judged): its answer is told too.
     judged: bool,
+    /// The agent's answer, for the agent rules once the platform has it.
+    answer: Option<Answer>,
 }
 
 impl ProxyHandler {
@@ -286,6 +288,7 @@ impl ProxyHandler {
             task: String::new(),
             received: request.received,
             judged: false,
+            answer: None,
         };
         (plan, note)
     }
@@ -356,12 +359,14 @@ impl ProxyHandler {
         }
     }
 
-    /// The agent's answer judged by the agent rules: as it came, before any fault. The answer
-    /// to a request the proxy bent is judged by the cases of bent requests only; one the proxy
-    /// held is judged on the time the agent took once it had it; one it cut or never passed on
-    /// is not judged (the agent was given nothing to answer).
+    /// The agent's answer for the agent rules: as it came, before any fault. The answer to a
+    /// request the proxy bent is judged at once by the cases of bent requests only (rare); an
+    /// ordinary one is returned, to be judged once the platform has it (in [`Handler::finish`]:
+    /// the judge adds nothing to the platform's wait, and the connection's next request still
+    /// waits for it). One the proxy held is judged on the time the agent took once it had it;
+    /// one it cut or never passed on is not judged (the agent was given nothing to answer).
     #[allow(clippy::too_many_arguments)]
-    fn judge_answer(
+    fn answer_to_judge(
         &self,
         index: usize,
         endpoint: &str,
@@ -371,21 +376,18 @@ impl ProxyHandler {
         answer_json: Option<serde_json::Value>,
         waited: Duration,
         bent: Option<&Bent>,
-    ) {
+    ) -> Option<Answer> {
         let waited = match bent.map(|b| &b.what) {
             Some(What::Hold(held)) => waited.saturating_sub(*held),
-            Some(What::Hang | What::Cut) => return,
+            Some(What::Hang | What::Cut) => return None,
             _ => waited,
         };
         let result = match forwarded {
             Forwarded::Came(result) => result.clone(),
             Forwarded::PlatformLeft => {
-                match left_unanswered(waited, self.traffic.traffic().timeout()) {
-                    Some(late) => Err(late),
-                    None => return,
-                }
+                Err(left_unanswered(waited, self.traffic.traffic().timeout())?)
             }
-            Forwarded::Stopped => return,
+            Forwarded::Stopped => return None,
         };
         if let Some(Bent {
             name,
@@ -411,22 +413,19 @@ impl ProxyHandler {
             if !judged {
                 self.upstreams[index].requests.unjudged(source);
             }
-            return;
+            return None;
         }
-        self.traffic.judge(
-            index,
-            Answer {
-                agent: self.upstreams[index].name().to_string(),
-                method: request.method.clone(),
-                path: format!("/{endpoint}"),
-                task: (!task.is_empty()).then(|| task.to_string()),
-                request: request.body.clone(),
-                result,
-                answer_json,
-                at: request.received.saturating_duration_since(self.started),
-                elapsed: waited,
-            },
-        );
+        Some(Answer {
+            agent: self.upstreams[index].name().to_string(),
+            method: request.method.clone(),
+            path: format!("/{endpoint}"),
+            task: (!task.is_empty()).then(|| task.to_string()),
+            request: request.body.clone(),
+            result,
+            answer_json,
+            at: request.received.saturating_duration_since(self.started),
+            elapsed: waited,
+        })
     }
 
     /// Adds to the exchange the recording writes what the observer does not read: the
@@ -530,6 +529,7 @@ impl Handler for ProxyHandler {
         self.applied.record(index, &decision.applied);
         // The platform is judged on the protocol's own messages, as the fleet judges them.
         let mut judged = false;
+        let mut answer = None;
         if let (Some(case), Some(_)) = (deliberate, known.and_then(|e| e.request_schema)) {
             self.observer
                 .on_probe_request(upstream.name(), endpoint, case);
@@ -538,7 +538,7 @@ impl Handler for ProxyHandler {
             known.and_then(|e| e.request_schema),
         ) {
             self.protocol_requests.fetch_add(1, Ordering::Relaxed);
-            self.judge_answer(
+            answer = self.answer_to_judge(
                 index,
                 endpoint,
                 &task,
@@ -584,12 +584,16 @@ impl Handler for ProxyHandler {
             task,
             received: request.received,
             judged,
+            answer,
         };
         (plan, note)
     }
 
     async fn finish(&self, note: Note, delivered: Delivered) {
         let Some(index) = note.agent else { return };
+        if let Some(answer) = note.answer {
+            self.traffic.judge(index, answer);
+        }
         let name = self.upstreams[index].name();
         if note.judged {
             self.observer.on_answer(&Answered {

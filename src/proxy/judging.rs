@@ -1,7 +1,8 @@
-//! When the agents' answers are judged (`--judging every|spare`): before each is passed on
-//! (every answer judged; under a flood, the platform waits for the judge), or beside the
-//! traffic on spare CPU, where an answer the judge cannot keep up with is passed on unjudged
-//! and counted in each case it would have been judged by.
+//! When the agents' answers are judged (`--judging every|spare`): as each is passed on (every
+//! answer judged, once the platform has it and before its connection's next request is read:
+//! under a flood, the platform waits for the judge), or beside the traffic on spare CPU, where
+//! an answer the judge cannot keep up with is passed on unjudged and counted in each case it
+//! would have been judged by.
 //!
 //! Judging an answer (its schema, its phrases, its semantics) costs several times what passing
 //! it on does; a proxy left in staging under a load it was not sized for should not become the
@@ -21,7 +22,8 @@ use crate::transport::http::{Error, Response};
 /// `--judging`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Judging {
-    /// Each answer judged before it is passed on.
+    /// Each answer judged as it is passed on (once the platform has it; its connection's next
+    /// request waits for the judge).
     #[default]
     Every,
     /// Answers passed on at once and judged beside the traffic, on spare CPU; those past what
