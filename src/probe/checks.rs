@@ -340,6 +340,12 @@ impl Check {
         }
     }
 
+    /// Whether it is a protocol rule that holds of a run once one answer holds it
+    /// ([`Rule::once_in_a_run`]).
+    pub fn once_in_a_run(&self, protocol: &dyn SuiteProtocol) -> bool {
+        matches!(self, Check::Rule(call) if protocol.rule(&call.name).is_some_and(|r| r.once_in_a_run()))
+    }
+
     /// Whether it is a protocol rule that judges each answer's time against `--timeout`
     /// ([`super::plugin::Rule::judges_latency`]).
     pub fn judges_latency(&self, protocol: &dyn SuiteProtocol) -> bool {

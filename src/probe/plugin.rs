@@ -108,6 +108,13 @@ pub trait Rule: Send + Sync {
         false
     }
 
+    /// Whether it holds of a run once one answer holds it (an agent that names itself in some
+    /// answer): in traffic, an answer that does not is no failure while another did, and the
+    /// case fails only when none of the agent's answers held it.
+    fn once_in_a_run(&self) -> bool {
+        false
+    }
+
     /// The exchanges it reads besides the case's own.
     fn exchanges(&self, args: &Value) -> Vec<String> {
         let _ = args;

@@ -113,6 +113,8 @@ struct LiveCase {
     /// A case of no exchange marked `traffic: true`: judged on each answer to any traffic
     /// exchange, as that answer's own.
     every: bool,
+    /// Its checks hold of a run once one answer holds them ([`Check::once_in_a_run`]).
+    once: bool,
 }
 
 impl LiveCase {
@@ -168,6 +170,8 @@ struct Tally {
     last_unjudged: Option<String>,
     /// The first failures (at most [`EXAMPLES`]).
     examples: Vec<Example>,
+    /// What the first answer that held it said (for a case that holds once in a run).
+    first_held: Option<String>,
 }
 
 /// The latest answer of an agent to one traffic exchange.
@@ -586,6 +590,8 @@ impl TrafficJudge {
             live: true,
         };
         match settle_checks(spec, &ctx) {
+            // What held is kept only where the verdict tells it (the first answer that held).
+            Settled::Pass { note, .. } if case.once => (Step::Held, note),
             Settled::Pass { .. } => (Step::Held, String::new()),
             Settled::Fail(why) => (Step::Broken, why),
             Settled::Skip(why) => (Step::Unjudged, why),
@@ -660,11 +666,41 @@ impl TrafficJudge {
                 case.id = format!("{agent}/{}", spec.id.value);
                 case.group = format!("agent {agent}");
                 case.precondition = false;
-                self.settle(&mut case, &agent, tally, triggers);
+                let once = self
+                    .by_index
+                    .get(&index)
+                    .is_some_and(|&i| self.live[i].once);
+                if once {
+                    self.settle_once(&mut case, &agent, tally, &triggers);
+                } else {
+                    self.settle(&mut case, &agent, tally, triggers);
+                }
                 out.push(case);
             }
         }
         out
+    }
+
+    /// The verdict of a case that holds once in a run: passed once an answer held it (what the
+    /// first said, noted), failed when every answer judged broke it, else as any case.
+    fn settle_once(&self, case: &mut CaseResult, agent: &str, tally: &Tally, triggers: &Triggers) {
+        let answers = triggers.answers();
+        let judged = Evidence::new(tally.judged, &answers);
+        if tally.judged > tally.failed {
+            let note = tally.first_held.clone().unwrap_or_default();
+            case.pass_noting(judged, note, String::new);
+        } else if tally.judged > 0 {
+            let why = tally.examples.first().map_or("", |e| e.message.as_str());
+            case.fail_on(
+                judged,
+                format!(
+                    "none of {agent}'s {} held it: {why}",
+                    count(tally.judged, &answers)
+                ),
+            );
+        } else {
+            self.settle(case, agent, tally, Triggers::Any);
+        }
     }
 
     fn path_of(&self, exchange: &str) -> String {
@@ -821,6 +857,7 @@ fn live_case(suite: &Suite, index: usize, labelled: bool) -> Option<LiveCase> {
                 on: None,
                 reads,
                 every: true,
+                once: spec.checks.iter().all(|c| c.once_in_a_run(suite.protocol)),
             })
         }
         None if reads.is_empty() => return None,
@@ -831,6 +868,7 @@ fn live_case(suite: &Suite, index: usize, labelled: bool) -> Option<LiveCase> {
         on,
         reads,
         every: false,
+        once: false,
     })
 }
 
@@ -882,7 +920,12 @@ struct Seen<'a> {
 
 fn record(tally: &mut Tally, step: &Step, message: String, seen: &Seen<'_>) {
     match step {
-        Step::Held => tally.judged += 1,
+        Step::Held => {
+            tally.judged += 1;
+            if tally.first_held.is_none() && !message.is_empty() {
+                tally.first_held = Some(message);
+            }
+        }
         Step::Broken => {
             tally.judged += 1;
             tally.failed += 1;

@@ -165,10 +165,15 @@ impl Rule for AcrossTheRun {
         self.rule == RunRule::HttpContentType
     }
 
+    fn once_in_a_run(&self) -> bool {
+        self.rule == RunRule::Identity
+    }
+
     fn evaluate(&self, _: &Value, ctx: &Ctx<'_>) -> Verdict {
         match (ctx.live, ctx.outcome, self.rule) {
             (true, Some(outcome), RunRule::Sanitization) => live_sanitization(outcome, ctx),
             (true, Some(outcome), RunRule::HttpContentType) => live_content_type(outcome),
+            (true, Some(outcome), RunRule::Identity) => live_identity(outcome, ctx),
             _ => Verdict::broken(
                 "judged across a whole run by `probe execute-task`, not on one exchange",
             ),
@@ -191,6 +196,35 @@ fn live_content_type(outcome: &crate::probe::outcome::Outcome) -> Verdict {
         Err(e) => Verdict::nothing(format!("no answer to judge ({e})")),
     }
 }
+
+/// `identity` on one answer in traffic: the name the harness would discover in it (the case
+/// holds once one answer of the agent's names it: [`Rule::once_in_a_run`]).
+fn live_identity(outcome: &crate::probe::outcome::Outcome, ctx: &Ctx<'_>) -> Verdict {
+    Verdict::of(|| {
+        if let Ok(r) = &outcome.result {
+            if !(200..300).contains(&r.status) {
+                return Ok(Verdict::nothing(format!(
+                    "answered {}: not an answer of the protocol",
+                    r.status
+                )));
+            }
+        }
+        let answer = outcome.json(ctx.max_body)?;
+        Ok(match super::model::discover_name(answer) {
+            Some((name, source)) => Verdict::held(
+                1,
+                OWN_ANSWER,
+                format!("discovered {name:?} from `{source}`"),
+            ),
+            None => Verdict::broken(
+                "no name in the answer (name, agent_name, metadata.name, metadata.agent_name or metadata.model)",
+            ),
+        })
+    })
+}
+
+/// Why an agent that never names itself fails `identity`.
+pub const NO_NAME: &str = "no name in any answer: the harness falls back to --agent-name or the endpoint URL (add `agent_name` to every answer)";
 
 /// `sanitization` on one answer in traffic: no NUL, terminal escape or injection pattern in its
 /// strings, but for what it repeats from its request (the sender's to strip, as the round

@@ -88,6 +88,7 @@ fn execute_task_reuses_its_time_case() {
         [
             "solo/protocol.first-turn",
             "solo/protocol.within-timeout",
+            "solo/protocol.identity",
             "solo/protocol.content-type",
             "solo/protocol.sanitization"
         ]
@@ -225,4 +226,47 @@ fn answers_to_bent_requests_are_judged_by_the_first_turn_case() {
         "{}",
         first.message
     );
+}
+
+/// protocol.identity holds of a run once one answer names the agent: an agent that names
+/// itself in one answer of three passes (what the harness discovered, noted); one that never
+/// does fails, counting its answers; one whose answers were all errors gave it nothing.
+#[test]
+fn identity_is_judged_across_an_agents_real_answers() {
+    let verdict = |answers: &[(u16, &str)]| {
+        let judge = judge_of(true);
+        for (status, body) in answers {
+            judge.judge(live(
+                first_turn(),
+                response(*status, body),
+                Duration::from_millis(30),
+            ));
+        }
+        case(&judge.cases(), "solo/protocol.identity").clone()
+    };
+    let unnamed = r#"{"action":"final_answer","summary":"Pro plan"}"#;
+    let named = r#"{"action":"final_answer","summary":"Pro plan","metadata":{"agent_name":"Ada"}}"#;
+
+    let once = verdict(&[(200, unnamed), (200, named), (200, unnamed)]);
+    assert_eq!(once.status, Status::Pass, "{}", once.message);
+    assert_eq!(once.evidence, Some(Evidence::new(3, "answers")));
+    assert!(
+        once.message
+            .contains(r#"discovered "Ada" from `metadata.agent_name`"#),
+        "{}",
+        once.message
+    );
+
+    let never = verdict(&[(200, unnamed), (200, unnamed)]);
+    assert_eq!(never.status, Status::Fail);
+    assert!(
+        never
+            .message
+            .starts_with("none of solo's 2 answers held it: no name in the answer"),
+        "{}",
+        never.message
+    );
+
+    let errors = verdict(&[(500, r#"{"error":"down"}"#)]);
+    assert_eq!(errors.status, Status::Skip, "{}", errors.message);
 }

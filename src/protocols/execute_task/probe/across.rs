@@ -31,7 +31,10 @@ impl Across<'_> {
                     String::new,
                 ),
                 None if answers.is_empty() => case.skip(self.no_answer("no name to look for")),
-                None => case.fail_on(judged_answers, "no name in any answer: the harness falls back to --agent-name or the endpoint URL (add `agent_name` to every answer)"),
+                None => case.fail_on(
+                    judged_answers,
+                    crate::protocols::execute_task::rules::NO_NAME,
+                ),
             },
             RunRule::HttpContentType => self.http_content_type(&mut case),
             RunRule::Sanitization => self.sanitization(&mut case)?,
@@ -43,7 +46,9 @@ impl Across<'_> {
                 case.group = self.settings.target.group().to_string();
                 let exchanges = Evidence::new(log.count, "exchanges with the stdio agent");
                 case.pass_noting(exchanges, note.clone(), || {
-                    format!("no exchange with the agent: nothing it wrote to stderr to report ({note})")
+                    format!(
+                        "no exchange with the agent: nothing it wrote to stderr to report ({note})"
+                    )
                 });
             }
         }
