@@ -436,7 +436,7 @@ impl Check {
             Check::UniqueKeys => {
                 json()?;
                 Ok(verdict(
-                    super::dupkeys::duplicate_keys(&response.body).map_err(|e| e.to_string())?,
+                    outcome.duplicate_keys(ctx.max_body)?.to_vec(),
                     1,
                     OWN_ANSWER,
                     String::new,

@@ -1,142 +1,155 @@
 //! Duplicate object keys. serde_json (like most parsers) keeps the last of two equal keys
 //! silently; RFC 8259 §4 says names SHOULD be unique because receivers then disagree on the
-//! value. This walks a document once with a visitor and reports each repeated key by path.
+//! value. A document is parsed once into its value (as serde_json builds it: the last of two
+//! equal keys kept) with a visitor that reports each repeated key by path on the way.
 
-use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
 
-use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
 
 use crate::jsonpath::Place;
 
 use crate::schema::Finding;
 
+/// A document parsed, and the keys it repeats.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed {
+    pub value: Value,
+    /// Every key that occurs twice in one object, with its path.
+    pub duplicates: Vec<Finding>,
+}
+
+/// Parses `body` as serde_json does (`from_slice`: one value, nothing after it but blanks),
+/// noting the keys it repeats: one pass where the proxy's judge made two.
+pub fn parse(body: &[u8]) -> Result<Parsed, serde_json::Error> {
+    let mut duplicates = Vec::new();
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = Build {
+        at: &Place::Root,
+        found: &mut duplicates,
+    }
+    .deserialize(&mut de)?;
+    de.end()?;
+    Ok(Parsed { value, duplicates })
+}
+
 /// Every key that occurs twice in one object, with its path (`observations[0].severity`).
 /// Err when the text is not JSON (callers parse it first and report that).
 pub fn duplicate_keys(body: &[u8]) -> Result<Vec<Finding>, serde_json::Error> {
-    let mut found = Vec::new();
-    let mut de = serde_json::Deserializer::from_slice(body);
-    Walk {
-        at: &Place::Root,
-        found: &mut found,
-    }
-    .deserialize(&mut de)?;
-    Ok(found)
+    parse(body).map(|p| p.duplicates)
 }
 
-/// One value of the document: where it is (rendered only for a repeated key: the proxy walks
+/// One value of the document: where it is (rendered only for a repeated key: the proxy parses
 /// every answer, and almost none repeats one) and what was found so far.
-struct Walk<'p, 'f> {
+struct Build<'p, 'f> {
     at: &'p Place<'p>,
     found: &'f mut Vec<Finding>,
 }
 
-impl<'de> DeserializeSeed<'de> for Walk<'_, '_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+impl<'de> DeserializeSeed<'de> for Build<'_, '_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-/// A key as the text holds it: borrowed unless it has escapes.
-struct Key<'de>(Cow<'de, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Text;
-        impl<'de> Visitor<'de> for Text {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object key")
-            }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(s)))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(s.to_string())))
-            }
-        }
-        d.deserialize_str(Text)
-    }
-}
-
-/// Keys of one object seen so far: compared in turn while there are few (most objects), in a
-/// set past that (an object of many keys stays linear).
+/// Keys of one object seen so far: looked up in the object itself while it is small (most
+/// objects), in a set past that (an object of many keys stays linear).
 const FEW: usize = 16;
 
-impl<'de> Visitor<'de> for Walk<'_, '_> {
-    type Value = ();
+impl<'de> Visitor<'de> for Build<'_, '_> {
+    type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
+        f.write_str("any valid JSON value")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let (mut few, mut many) = (Vec::<Cow<'de, str>>::new(), HashSet::<Cow<'de, str>>::new());
-        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-            let repeated = if many.is_empty() && few.len() < FEW {
-                let repeated = few.contains(&key);
-                if !repeated {
-                    few.push(key.clone());
-                }
-                repeated
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        let mut many = HashSet::<String>::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let repeated = if many.is_empty() && object.len() < FEW {
+                object.contains_key(&key)
             } else {
-                many.extend(few.drain(..));
+                if many.is_empty() {
+                    many.extend(object.keys().cloned());
+                }
                 !many.insert(key.clone())
             };
             let at = Place::Key(self.at, &key);
             if repeated {
                 self.found.push(crate::schema::finding(
                     at.to_string(),
-                    format!("the key {:?} occurs twice in one object (readers disagree on which value counts)", &*key),
+                    format!("the key {key:?} occurs twice in one object (readers disagree on which value counts)"),
                 ));
             }
-            map.next_value_seed(Walk {
+            let value = map.next_value_seed(Build {
                 at: &at,
                 found: self.found,
             })?;
+            object.insert(key, value);
         }
-        Ok(())
+        Ok(Value::Object(object))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut i = 0;
-        while seq
-            .next_element_seed(Walk {
-                at: &Place::Index(self.at, i),
-                found: self.found,
-            })?
-            .is_some()
-        {
-            i += 1;
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(Build {
+            at: &Place::Index(self.at, items.len()),
+            found: self.found,
+        })? {
+            items.push(item);
         }
-        Ok(())
+        Ok(Value::Array(items))
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
     }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
     }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
     }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
+    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number))
     }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_string()))
     }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The value is serde_json's own, duplicates and all (the last of two equal keys kept).
+    #[test]
+    fn the_value_is_serde_jsons() {
+        for text in [
+            r#"{"a":1,"b":[{"c":1,"c":2}],"a":3}"#,
+            r#"{"n":-5,"u":18446744073709551615,"f":1.5e3,"s":"\u00e9\n","t":true,"z":null}"#,
+            r#"[1,[2,[3,{}]],"x"]"#,
+            " \"text\" ",
+        ] {
+            let parsed = parse(text.as_bytes()).unwrap();
+            assert_eq!(
+                parsed.value,
+                serde_json::from_str::<Value>(text).unwrap(),
+                "{text}"
+            );
+        }
+        assert!(parse(b"{} x").is_err() && serde_json::from_slice::<Value>(b"{} x").is_err());
+    }
 
     #[test]
     fn repeated_keys_are_found_with_their_path() {

@@ -5,6 +5,8 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
+pub use super::dupkeys::Parsed;
+
 use super::exchange::AuthMode;
 use crate::text::{excerpt, excerpt_str};
 use crate::transport::http::{Error as HttpError, Response};
@@ -17,6 +19,9 @@ pub struct Outcome {
     sent: OnceLock<Option<Value>>,
     pub result: Result<Response, HttpError>,
     parsed: OnceLock<Result<Value, AnswerError>>,
+    /// The keys the answer repeats, found as it was parsed (here, or by the proxy that gave
+    /// it parsed): set with `parsed` when that holds an object.
+    duplicates: OnceLock<Vec<crate::schema::Finding>>,
 }
 
 /// A request's body as a judge is given it: read already, or its bytes, read only if a case
@@ -59,7 +64,7 @@ impl Outcome {
         auth: AuthMode,
         sent: Sent,
         result: Result<Response, HttpError>,
-        json: Option<Value>,
+        json: Option<Parsed>,
     ) -> Outcome {
         let mut outcome = Outcome {
             auth,
@@ -67,14 +72,22 @@ impl Outcome {
             sent: OnceLock::new(),
             result,
             parsed: OnceLock::new(),
+            duplicates: OnceLock::new(),
         };
         match sent {
             Sent::Read(value) => outcome.sent = OnceLock::from(value),
             Sent::Bytes(bytes) => outcome.sent_bytes = Some(bytes),
         }
         match (&outcome.result, json) {
-            (Ok(r), Some(v @ Value::Object(_))) if !r.body_exceeded => {
+            (
+                Ok(r),
+                Some(Parsed {
+                    value: v @ Value::Object(_),
+                    duplicates,
+                }),
+            ) if !r.body_exceeded => {
                 let _ = outcome.parsed.set(Ok(v));
+                let _ = outcome.duplicates.set(duplicates);
             }
             _ => {}
         }
@@ -87,9 +100,23 @@ impl Outcome {
             cause: e.to_string(),
         })?;
         self.parsed
-            .get_or_init(|| parse_body(response, max_body))
+            .get_or_init(|| {
+                parse_answer(response, max_body).map(|p| {
+                    let _ = self.duplicates.set(p.duplicates);
+                    p.value
+                })
+            })
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// The keys the answer repeats (Err: it is no JSON object, as [`json`](Self::json) says).
+    pub fn duplicate_keys(
+        &self,
+        max_body: usize,
+    ) -> Result<&[crate::schema::Finding], AnswerError> {
+        self.json(max_body)?;
+        Ok(self.duplicates.get().map_or(&[], Vec::as_slice))
     }
 }
 
@@ -140,6 +167,11 @@ impl From<AnswerError> for String {
 
 /// Parses a body as one JSON object, saying precisely why it is not one.
 pub fn parse_body(response: &Response, max_body: usize) -> Result<Value, AnswerError> {
+    parse_answer(response, max_body).map(|p| p.value)
+}
+
+/// [`parse_body`], with the keys the body repeats.
+pub fn parse_answer(response: &Response, max_body: usize) -> Result<Parsed, AnswerError> {
     if response.body_exceeded {
         return Err(body_too_large(response, max_body));
     }
@@ -154,9 +186,14 @@ pub fn parse_body(response: &Response, max_body: usize) -> Result<Value, AnswerE
             offset,
         });
     }
-    match serde_json::from_slice::<Value>(body) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(other) => Err(AnswerError::NotAnObject {
+    match super::dupkeys::parse(body) {
+        Ok(
+            p @ Parsed {
+                value: Value::Object(_),
+                ..
+            },
+        ) => Ok(p),
+        Ok(Parsed { value: other, .. }) => Err(AnswerError::NotAnObject {
             shown: excerpt_str(&other.to_string(), 120),
         }),
         Err(e) if e.to_string().contains("recursion limit") => Err(AnswerError::TooDeep {
@@ -229,7 +266,10 @@ mod tests {
                 AuthMode::Default,
                 Sent::Bytes(bytes::Bytes::from_static(b"{\"sent\": 1}")),
                 Ok(response(body, exceeded)),
-                Some(json),
+                Some(Parsed {
+                    value: json,
+                    duplicates: Vec::new(),
+                }),
             )
         };
         // The value given wins: proof that the body was not parsed again.
@@ -252,5 +292,33 @@ mod tests {
         );
         assert_eq!(none.json(100).unwrap(), &serde_json::json!({}));
         assert_eq!(none.body_sent(), None);
+    }
+
+    /// The keys an answer repeats are found as it is parsed, here or by whoever gave it parsed;
+    /// an answer that is no object has none to judge.
+    #[test]
+    fn repeated_keys_are_found_with_the_parse_or_after_it() {
+        let outcome = |body: &'static [u8], given: Option<Parsed>| {
+            Outcome::parsed(
+                AuthMode::Default,
+                Sent::Read(None),
+                Ok(response(body, false)),
+                given,
+            )
+        };
+        let twice = br#"{"a":1,"a":2}"#;
+        let parsed = outcome(twice, None);
+        assert_eq!(parsed.json(100).unwrap(), &serde_json::json!({"a": 2}));
+        assert_eq!(parsed.duplicate_keys(100).unwrap()[0].path, "a");
+        let given = outcome(
+            twice,
+            Some(Parsed {
+                value: serde_json::json!({"a": 2}),
+                duplicates: Vec::new(),
+            }),
+        );
+        // What the parser that gave it found is what counts: it read these very bytes.
+        assert!(given.duplicate_keys(100).unwrap().is_empty());
+        assert!(outcome(b"[1]", None).duplicate_keys(100).is_err());
     }
 }

@@ -28,8 +28,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::checks::Check;
 use super::exchange::AuthMode;
 use super::outcome::{Outcome, Sent};
@@ -94,7 +92,7 @@ pub struct LiveAnswer<'a> {
     pub result: Result<Response, Error>,
     /// The answer's body as a JSON object, when the caller parsed it already (the proxy does,
     /// for its faults): not parsed again.
-    pub answer_json: Option<Value>,
+    pub answer_json: Option<crate::probe::outcome::Parsed>,
     /// When the request came, since the run started.
     pub at: Duration,
     /// How long the agent took to answer (or was waited for).

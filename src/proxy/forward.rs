@@ -7,8 +7,9 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use bytes::Bytes;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+
+use crate::probe::outcome::Parsed;
 
 use crate::mock::http1::{Fault, Plan, Response};
 use crate::mock::{Answer, Body, Reply, Responder};
@@ -124,18 +125,18 @@ pub async fn cut(
 }
 
 /// A real agent's answer as the conforming answer the mock engine's behaviours bend (the
-/// `--fault`s): its status and body; its JSON value when it is a 2xx of JSON (parsed once,
-/// here).
+/// `--fault`s): its status and body; its JSON value (and the keys it repeats) when it is a
+/// 2xx of JSON (parsed once, here).
 pub struct Given {
     reply: Reply,
-    value: Option<Value>,
+    parsed: Option<Parsed>,
 }
 
 impl Given {
     pub fn of(response: &http::Response) -> Given {
-        let value = (200..300)
+        let parsed = (200..300)
             .contains(&response.status)
-            .then(|| serde_json::from_slice(&response.body).ok())
+            .then(|| crate::probe::dupkeys::parse(&response.body).ok())
             .flatten();
         Given {
             reply: Reply {
@@ -144,7 +145,7 @@ impl Given {
                 content_type: "application/json",
                 body: response.body.clone(),
             },
-            value,
+            parsed,
         }
     }
 }
@@ -155,8 +156,8 @@ impl Responder for Given {
     }
 
     fn respond_value(&self, _: &str, _: &Body<'_>) -> Answer {
-        match &self.value {
-            Some(value) if self.reply.status == 200 => Answer::Json(200, value.clone()),
+        match &self.parsed {
+            Some(p) if self.reply.status == 200 => Answer::Json(200, p.value.clone()),
             _ => Answer::Reply(self.reply.clone()),
         }
     }
@@ -164,13 +165,13 @@ impl Responder for Given {
 
 impl Given {
     /// The answer's body as JSON, when it was a 2xx of JSON: for the judge, not parsed again.
-    pub fn into_json(self) -> Option<Value> {
-        self.value
+    pub fn into_json(self) -> Option<Parsed> {
+        self.parsed
     }
 
     /// Whether the answer was a 2xx whose body is JSON.
     pub fn is_json(&self) -> bool {
-        self.value.is_some()
+        self.parsed.is_some()
     }
 }
 

@@ -302,7 +302,7 @@ impl ProxyHandler {
         body: &Body<'_>,
         forwarded: &Forwarded,
         waited: Duration,
-    ) -> (Plan, Decision, Option<serde_json::Value>) {
+    ) -> (Plan, Decision, Option<crate::probe::outcome::Parsed>) {
         let waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
         match forwarded {
             Forwarded::Came(Ok(response)) => {
@@ -373,7 +373,7 @@ impl ProxyHandler {
         task: &str,
         request: &Request,
         forwarded: &Forwarded,
-        answer_json: Option<serde_json::Value>,
+        answer_json: Option<crate::probe::outcome::Parsed>,
         waited: Duration,
         bent: Option<&Bent>,
     ) -> Option<Answer> {

@@ -13,8 +13,6 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use crate::probe::outcome::Sent;
 use crate::probe::traffic::{LiveAnswer, TrafficJudge};
 use crate::transport::http::{Error, Response};
@@ -45,7 +43,7 @@ pub struct Answer {
     pub request: bytes::Bytes,
     pub result: Result<Response, Error>,
     /// The answer's body, parsed already (for the faults), when it was JSON.
-    pub answer_json: Option<Value>,
+    pub answer_json: Option<crate::probe::outcome::Parsed>,
     pub at: Duration,
     pub elapsed: Duration,
 }
