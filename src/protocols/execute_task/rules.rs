@@ -199,28 +199,33 @@ fn live_content_type(outcome: &crate::probe::outcome::Outcome) -> Verdict {
 
 /// `identity` on one answer in traffic: the name the harness would discover in it (the case
 /// holds once one answer of the agent's names it: [`Rule::once_in_a_run`]).
+/// An answer that did not come, or came as no JSON object, holds no name to look for: it is
+/// not counted against the agent here (its own cases say what became of it).
 fn live_identity(outcome: &crate::probe::outcome::Outcome, ctx: &Ctx<'_>) -> Verdict {
-    Verdict::of(|| {
-        if let Ok(r) = &outcome.result {
-            if !(200..300).contains(&r.status) {
-                return Ok(Verdict::nothing(format!(
-                    "answered {}: not an answer of the protocol",
-                    r.status
-                )));
-            }
+    match &outcome.result {
+        Ok(r) if !(200..300).contains(&r.status) => {
+            return Verdict::nothing(format!(
+                "answered {}: not an answer of the protocol",
+                r.status
+            ))
         }
-        let answer = outcome.json(ctx.max_body)?;
-        Ok(match super::model::discover_name(answer) {
-            Some((name, source)) => Verdict::held(
-                1,
-                OWN_ANSWER,
-                format!("discovered {name:?} from `{source}`"),
-            ),
-            None => Verdict::broken(
-                "no name in the answer (name, agent_name, metadata.name, metadata.agent_name or metadata.model)",
-            ),
-        })
-    })
+        Err(e) => return Verdict::nothing(format!("no answer to look for a name in ({e})")),
+        Ok(_) => {}
+    }
+    let answer = match outcome.json(ctx.max_body) {
+        Ok(answer) => answer,
+        Err(e) => return Verdict::nothing(format!("no JSON object to look for a name in ({e})")),
+    };
+    match super::model::discover_name(answer) {
+        Some((name, source)) => Verdict::held(
+            1,
+            OWN_ANSWER,
+            format!("discovered {name:?} from `{source}`"),
+        ),
+        None => Verdict::broken(
+            "no name in the answer (name, agent_name, metadata.name, metadata.agent_name or metadata.model)",
+        ),
+    }
 }
 
 /// Why an agent that never names itself fails `identity`.

@@ -267,6 +267,42 @@ fn identity_is_judged_across_an_agents_real_answers() {
         never.message
     );
 
-    let errors = verdict(&[(500, r#"{"error":"down"}"#)]);
+    let errors = verdict(&[(500, r#"{"error":"down"}"#), (200, "not json")]);
     assert_eq!(errors.status, Status::Skip, "{}", errors.message);
+
+    // An agent gone silent: its answers that never came are not answers without a name.
+    let judge = judge_of(true);
+    for result in [
+        Ok(response(200, named)),
+        Err(crate::transport::http::Error::Timeout {
+            deadline: TIMEOUT,
+            phase: "no response head received".into(),
+        }),
+    ] {
+        judge.judge(LiveAnswer {
+            result,
+            ..live(
+                first_turn(),
+                response(200, named),
+                Duration::from_millis(30),
+            )
+        });
+    }
+    let gone = case(&judge.cases(), "solo/protocol.identity").clone();
+    assert_eq!(gone.status, Status::Pass, "{}", gone.message);
+    let judge = judge_of(true);
+    judge.judge(LiveAnswer {
+        result: Err(crate::transport::http::Error::Timeout {
+            deadline: TIMEOUT,
+            phase: "no response head received".into(),
+        }),
+        ..live(first_turn(), response(200, named), Duration::from_secs(11))
+    });
+    let silent = case(&judge.cases(), "solo/protocol.identity").clone();
+    assert_eq!(silent.status, Status::Skip, "{}", silent.message);
+    assert!(
+        silent.message.contains("no answer to look for a name in"),
+        "{}",
+        silent.message
+    );
 }
