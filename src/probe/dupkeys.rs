@@ -35,12 +35,6 @@ pub fn parse(body: &[u8]) -> Result<Parsed, serde_json::Error> {
     Ok(Parsed { value, duplicates })
 }
 
-/// Every key that occurs twice in one object, with its path (`observations[0].severity`).
-/// Err when the text is not JSON (callers parse it first and report that).
-pub fn duplicate_keys(body: &[u8]) -> Result<Vec<Finding>, serde_json::Error> {
-    parse(body).map(|p| p.duplicates)
-}
-
 /// One value of the document: where it is (rendered only for a repeated key: the proxy parses
 /// every answer, and almost none repeats one) and what was found so far.
 struct Build<'p, 'f> {
@@ -131,6 +125,10 @@ impl<'de> Visitor<'de> for Build<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn duplicate_keys(body: &[u8]) -> Result<Vec<Finding>, serde_json::Error> {
+        parse(body).map(|p| p.duplicates)
+    }
 
     /// The value is serde_json's own, duplicates and all (the last of two equal keys kept).
     #[test]

@@ -171,7 +171,7 @@ pub fn parse_body(response: &Response, max_body: usize) -> Result<Value, AnswerE
 }
 
 /// [`parse_body`], with the keys the body repeats.
-pub fn parse_answer(response: &Response, max_body: usize) -> Result<Parsed, AnswerError> {
+fn parse_answer(response: &Response, max_body: usize) -> Result<Parsed, AnswerError> {
     if response.body_exceeded {
         return Err(body_too_large(response, max_body));
     }

@@ -669,7 +669,7 @@ impl TrafficJudge {
                     .get(&index)
                     .is_some_and(|&i| self.live[i].once);
                 if once {
-                    self.settle_once(&mut case, &agent, tally, &triggers);
+                    self.settle_once(&mut case, &agent, tally, triggers);
                 } else {
                     self.settle(&mut case, &agent, tally, triggers);
                 }
@@ -681,7 +681,7 @@ impl TrafficJudge {
 
     /// The verdict of a case that holds once in a run: passed once an answer held it (what the
     /// first said, noted), failed when every answer judged broke it, else as any case.
-    fn settle_once(&self, case: &mut CaseResult, agent: &str, tally: &Tally, triggers: &Triggers) {
+    fn settle_once(&self, case: &mut CaseResult, agent: &str, tally: &Tally, triggers: Triggers) {
         let answers = triggers.answers();
         let judged = Evidence::new(tally.judged, &answers);
         if tally.judged > tally.failed {
@@ -697,7 +697,7 @@ impl TrafficJudge {
                 ),
             );
         } else {
-            self.settle(case, agent, tally, Triggers::Any);
+            self.settle(case, agent, tally, triggers);
         }
     }
 

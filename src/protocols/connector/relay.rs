@@ -131,22 +131,6 @@ impl Bent {
             (meant && crate::proxy::share::drawn(seed, seq, i, f.share)).then_some(what)
         })
     }
-
-    /// The acknowledgement fault on forward `seq` to `path`.
-    fn ack(&self, seed: u64, seq: u64, path: &str) -> Option<&Behavior> {
-        self.on(seed, seq, path, |w| match w {
-            Bends::Ack(b) => Some(b),
-            Bends::Callback(_) => None,
-        })
-    }
-
-    /// The body fault on callback `seq` to `path`.
-    fn callback(&self, seed: u64, seq: u64, path: &str) -> Option<CallbackKind> {
-        self.on(seed, seq, path, |w| match w {
-            Bends::Callback(kind) => Some(*kind),
-            Bends::Ack(_) => None,
-        })
-    }
 }
 
 /// Whether an acknowledgement bent by `ack` is held past the server's 5 s.
@@ -371,16 +355,20 @@ impl Relay for Between {
 impl Between {
     /// The acknowledgement fault that falls on forward `seq` to `agent` at `target`.
     fn ack(&self, agent: &str, seq: u64, target: &str) -> Option<&Behavior> {
-        self.bent
-            .get(agent)?
-            .ack(self.seed, seq, agent_path(target, agent))
+        let path = agent_path(target, agent);
+        self.bent.get(agent)?.on(self.seed, seq, path, |w| match w {
+            Bends::Ack(b) => Some(b),
+            Bends::Callback(_) => None,
+        })
     }
 
     /// The body fault that falls on callback `seq` from `agent` at `target`.
     fn callback(&self, agent: &str, seq: u64, target: &str) -> Option<CallbackKind> {
-        self.bent
-            .get(agent)?
-            .callback(self.seed, seq, agent_path(target, agent))
+        let path = agent_path(target, agent);
+        self.bent.get(agent)?.on(self.seed, seq, path, |w| match w {
+            Bends::Callback(kind) => Some(*kind),
+            Bends::Ack(_) => None,
+        })
     }
 
     /// The request as it came to the proxy, for the rules that read one.
