@@ -4,6 +4,8 @@
 
 use regex::{Regex, RegexSet};
 
+pub(crate) mod needles;
+
 use crate::schema::{finding, Finding};
 use crate::text::excerpt_str;
 
@@ -43,6 +45,10 @@ pub struct PhraseSet {
     /// at once that none of them holds a phrase ([`none_in_lines`](Self::none_in_lines)).
     /// None when a pattern could not be read that way.
     lines: Option<RegexSet>,
+    /// The words every match holds, searched at once: on an ASCII text that holds none of them,
+    /// it says "none here" several times faster than the automata ([`needles`]). None when a
+    /// pattern names no such word.
+    needles: Option<needles::Needles>,
 }
 
 impl PhraseSet {
@@ -66,10 +72,17 @@ impl PhraseSet {
             .map(|(_, re)| line_anchored(re.as_str()))
             .collect::<Option<Vec<_>>>()
             .and_then(|patterns| RegexSet::new(patterns).ok());
+        let needles = needles::Needles::of(
+            &phrases
+                .iter()
+                .map(|(_, re)| re.as_str())
+                .collect::<Vec<_>>(),
+        );
         Ok(PhraseSet {
             phrases,
             any,
             lines,
+            needles,
         })
     }
 
@@ -79,7 +92,23 @@ impl PhraseSet {
     /// character); what a match across a newline adds only makes this say false. False says
     /// nothing: the texts are then searched one by one.
     pub fn none_in_lines(&self, joined: &str) -> bool {
-        self.lines.as_ref().is_some_and(|set| !set.is_match(joined))
+        self.surely_none(joined) || self.lines.as_ref().is_some_and(|set| !set.is_match(joined))
+    }
+
+    /// Whether the list's words say at once that `text` holds no phrase (false says nothing).
+    fn surely_none(&self, text: &str) -> bool {
+        self.needles.as_ref().is_some_and(|n| n.surely_none(text))
+    }
+
+    /// The patterns, as written.
+    pub fn patterns(&self) -> impl Iterator<Item = &str> {
+        self.phrases.iter().map(|(p, _)| p.as_str())
+    }
+
+    /// Whether the list has the quick look of [`needles`] (each pattern names the words every
+    /// match holds).
+    pub fn has_quick_look(&self) -> bool {
+        self.needles.is_some()
     }
 
     /// Every phrase found in `text`, as a finding at `path` quoting the match and its place.
@@ -110,10 +139,13 @@ impl PhraseSet {
     pub fn find<'t>(&'t self, text: &'t str) -> impl Iterator<Item = (usize, &'t str)> + 't {
         // Most texts hold no phrase: a search that stops at the first is cheaper than learning
         // which of the patterns occur (None: no set, each pattern searched; Some(None): none).
-        let held = self
-            .any
-            .as_ref()
-            .map(|set| set.is_match(text).then(|| set.matches(text)));
+        let held = if self.surely_none(text) {
+            Some(None)
+        } else {
+            self.any
+                .as_ref()
+                .map(|set| set.is_match(text).then(|| set.matches(text)))
+        };
         self.phrases
             .iter()
             .enumerate()
@@ -182,6 +214,7 @@ mod tests {
         // The one-pass set and the pattern-by-pattern search find the same, in the same order.
         let each = PhraseSet {
             any: None,
+            needles: None,
             ..set.clone()
         };
         for text in [

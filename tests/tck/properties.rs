@@ -88,6 +88,73 @@ fn phrase_checks() -> &'static [(Vec<JsonPath>, PhraseSet)] {
     })
 }
 
+/// The quick look of a phrase list (the words every match holds, found at once) never calls a
+/// text clean that one of its patterns matches: texts made of the lists' own words and of the
+/// characters their patterns name, in any case, with and without non-ASCII characters, each
+/// judged alone and joined as lines with another.
+#[test]
+fn the_quick_look_calls_no_matching_text_clean() {
+    use rand::{RngExt, SeedableRng};
+    let escapes = regex::Regex::new(r"\\x[0-9a-fA-F]{2}|\\[a-zA-Z]|\(\?-?[im]+\)").unwrap();
+    let words = regex::Regex::new(r"[A-Za-z' _]+").unwrap();
+    let marks = [
+        " ", "\n", "\t", ":", "%", "90", "4.5", "#", "##", "<", ">", "<|", "|>", "<<", ">>", "/",
+        "[", "]", "\"", "\u{0}", "\u{1b}", "é", "—", "x",
+    ];
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(41);
+    for (_, set) in phrase_checks() {
+        assert!(set.has_quick_look(), "a built-in list has no quick look");
+        let patterns: Vec<&str> = set.patterns().collect();
+        // The oracle: the patterns alone, as the list compiles them, without the quick look.
+        let oracle = regex::RegexSet::new(patterns.iter().map(|p| format!("(?i){p}"))).unwrap();
+        let pieces: Vec<String> = patterns
+            .iter()
+            .flat_map(|p| {
+                let plain = escapes.replace_all(p, " ");
+                words
+                    .find_iter(&plain)
+                    .map(|m| m.as_str().to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let (mut matched, mut ascii) = (0, 0);
+        for _ in 0..30_000 {
+            let mut text = String::new();
+            for _ in 0..rng.random_range(1..8) {
+                let piece = if rng.random_bool(0.6) {
+                    pieces[rng.random_range(0..pieces.len())].clone()
+                } else {
+                    marks[rng.random_range(0..marks.len())].to_string()
+                };
+                text.push_str(&match rng.random_range(0..3) {
+                    0 => piece.to_uppercase(),
+                    1 => piece.to_lowercase(),
+                    _ => piece,
+                });
+            }
+            if !oracle.is_match(&text) {
+                continue;
+            }
+            matched += 1;
+            assert!(
+                set.find(&text).next().is_some(),
+                "{text:?} holds a phrase of {patterns:?}"
+            );
+            ascii += usize::from(text.is_ascii());
+            for joined in [format!("{text}\n"), format!("fine text\n{text}\nmore\n")] {
+                assert!(
+                    !set.none_in_lines(&joined),
+                    "{joined:?} holds a phrase of {patterns:?}"
+                );
+            }
+        }
+        assert!(
+            ascii > 100 && matched > ascii,
+            "{matched} texts matched ({ascii} ASCII): too few to exercise {patterns:?}"
+        );
+    }
+}
+
 /// Findings of every phrase list of the suite on `answer`.
 fn phrase_findings(answer: &Value) -> Vec<Finding> {
     let mut findings = Vec::new();
