@@ -9,9 +9,15 @@
 //! (`votes[?reviews[?by == "a"].ok == true]`). An item without the field is selected by neither
 //! `==` nor `!=`: a filter never picks an item for what it lacks.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt;
+use std::rc::Rc;
 
 use serde_json::Value;
+
+/// How many parsed paths a thread keeps ([`JsonPath::cached`]).
+pub const CACHED: usize = 256;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Step {
@@ -320,21 +326,40 @@ impl JsonPath {
         self.steps.iter().any(|s| matches!(s, Step::Filter(_)))
     }
 
-    /// Calls `f` with every string the path reaches and its place (as [`select`] writes it),
+    /// The path `text` parsed, kept for the thread: a judge reads the same few paths in every
+    /// answer, and parsing them each time was a fiftieth of its work. Up to [`CACHED`] paths
+    /// are kept (then the cache starts again).
+    pub fn cached(text: &str) -> Result<Rc<JsonPath>, PathError> {
+        thread_local! {
+            static PATHS: RefCell<HashMap<String, Rc<JsonPath>>> = RefCell::new(HashMap::new());
+        }
+        if let Some(path) = PATHS.with(|p| p.borrow().get(text).cloned()) {
+            return Ok(path);
+        }
+        let path = Rc::new(JsonPath::parse(text)?);
+        PATHS.with(|p| {
+            let mut paths = p.borrow_mut();
+            if paths.len() >= CACHED {
+                paths.clear();
+            }
+            paths.insert(text.to_string(), Rc::clone(&path));
+        });
+        Ok(path)
+    }
+
+    /// Calls `f` with every value the path reaches and its place (as [`select`] gives them),
     /// in the same order, rendering no place it is not asked for.
     ///
     /// [`select`]: Self::select
-    pub fn each_string<'v>(&self, root: &'v Value, f: &mut impl FnMut(&Place<'_>, &'v str)) {
+    pub fn each<'v>(&self, root: &'v Value, f: &mut impl FnMut(&Place<'_>, &'v Value)) {
         fn go<'v>(
             steps: &[Step],
             at: &Place<'_>,
             value: &'v Value,
-            f: &mut impl FnMut(&Place<'_>, &'v str),
+            f: &mut impl FnMut(&Place<'_>, &'v Value),
         ) {
             let Some((step, rest)) = steps.split_first() else {
-                if let Value::String(s) = value {
-                    f(at, s);
-                }
+                f(at, value);
                 return;
             };
             match step {
@@ -362,11 +387,23 @@ impl JsonPath {
             }
         }
         match self.steps.as_slice() {
-            [Step::AllStrings] => each_string(root, f),
+            [Step::AllStrings] => each_string_value(root, f),
             // The document itself: `select` names its place "".
             [] => go(&[], &Place::Rendered(""), root, f),
             steps => go(steps, &Place::Root, root, f),
         }
+    }
+
+    /// Calls `f` with every string the path reaches and its place (as [`select`] writes it),
+    /// in the same order, rendering no place it is not asked for.
+    ///
+    /// [`select`]: Self::select
+    pub fn each_string<'v>(&self, root: &'v Value, f: &mut impl FnMut(&Place<'_>, &'v str)) {
+        self.each(root, &mut |at, value| {
+            if let Value::String(s) = value {
+                f(at, s);
+            }
+        });
     }
 
     /// Every value the path reaches, with its concrete path (`observations[2].evidence`).
@@ -644,8 +681,9 @@ mod tests {
         assert_eq!(every, ["a", "b[0].c", "b[1]"]);
     }
 
-    /// `each_string`, which renders a place only when asked, reaches the strings `select`
-    /// does, in its order, at the places it writes (and `**` those of `strings`).
+    /// `each` and `each_string`, which render a place only when asked, reach the values and
+    /// strings `select` does, in its order, at the places it writes (and `**` those of
+    /// `strings`); a cached path is the path parsed.
     #[test]
     fn each_string_walks_as_select_does() {
         let doc = json!({"a": "1", "b": [{"c": "2", "d": 3}, "3", ["4", {"e": "5"}]],
@@ -675,7 +713,18 @@ mod tests {
             let mut walked = Vec::new();
             path.each_string(&doc, &mut |at, s| walked.push(format!("{at}={s}")));
             assert_eq!(walked, selected, "{}", path.as_str());
+            let every: Vec<String> = path
+                .select(&doc)
+                .into_iter()
+                .map(|(at, v)| format!("{at}={v}"))
+                .collect();
+            let mut each = Vec::new();
+            JsonPath::cached(path.as_str())
+                .unwrap()
+                .each(&doc, &mut |at, v| each.push(format!("{at}={v}")));
+            assert_eq!(each, every, "{}", path.as_str());
         }
+        assert!(JsonPath::cached("a[").is_err());
         assert!(!JsonPath::parse("b[*].c").unwrap().select(&doc).is_empty());
         let mut all = Vec::new();
         each_string(&doc, &mut |at, s| all.push((at.to_string(), s)));

@@ -533,21 +533,21 @@ fn list_caps_verdict(body: &Value, caps: &BTreeMap<String, usize>) -> Result<Ver
     let mut findings = Vec::new();
     let mut lists = 0;
     for (path, cap) in caps {
-        for (at, value) in JsonPath::parse(path)?.select(body) {
+        JsonPath::cached(path)?.each(body, &mut |at, value| {
             let Some(items) = value.as_array() else {
-                continue;
+                return;
             };
             lists += 1;
             if items.len() > *cap {
                 findings.push(crate::schema::finding(
-                    at,
+                    at.to_string(),
                     format!(
                         "{} items; the platform keeps the first {cap} and silently drops the rest",
                         items.len()
                     ),
                 ));
             }
-        }
+        });
     }
     if lists == 0 {
         return Ok(Verdict::nothing(format!(

@@ -108,11 +108,11 @@ fn quote(text: &str) -> String {
     excerpt_str(text, 80)
 }
 
-/// Checks the tag of one evidence string at `path`.
-pub fn check_tag(path: &str, text: &str) -> Option<Finding> {
+/// Checks the tag of one evidence string at `path` (written out only for a finding).
+pub fn check_tag(path: impl std::fmt::Display, text: &str) -> Option<Finding> {
     evidence_level(text)
         .err()
-        .map(|why| finding(path, why.to_string()))
+        .map(|why| finding(path.to_string(), why.to_string()))
 }
 
 #[cfg(test)]

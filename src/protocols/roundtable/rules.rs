@@ -93,10 +93,10 @@ impl Rule for EvidenceTags {
             let paths = string_list(args, "paths")?;
             let mut tagged = 0;
             for path in &paths {
-                for (at, value) in JsonPath::parse(path)?.select(body) {
+                JsonPath::cached(path)?.each(body, &mut |at, value| {
                     tagged += 1;
-                    findings.extend(check_tag(&at, value.as_str().unwrap_or_default()));
-                }
+                    findings.extend(check_tag(at, value.as_str().unwrap_or_default()));
+                });
             }
             if tagged == 0 {
                 return Ok(Verdict::nothing(format!(
