@@ -209,13 +209,18 @@ impl ProxyHandler {
         bent: Option<&Bent>,
     ) -> Forwarded {
         let headers = |kind: Option<&'static str>| {
-            request.headers.iter().map(move |(n, v)| {
-                let v = match kind {
-                    Some(k) if n.eq_ignore_ascii_case("content-type") => k,
-                    _ => v,
-                };
-                (n.to_string(), v.to_string())
-            })
+            // Hop-by-hop fields are left out before they are copied.
+            request
+                .headers
+                .iter()
+                .filter(|(n, _)| forward::passed_on(n))
+                .map(move |(n, v)| {
+                    let v = match kind {
+                        Some(k) if n.eq_ignore_ascii_case("content-type") => k,
+                        _ => v,
+                    };
+                    (n.to_string(), v.to_string())
+                })
         };
         let left = async {
             match &request.left {
@@ -372,7 +377,7 @@ impl ProxyHandler {
         endpoint: &str,
         task: &str,
         request: &Request,
-        forwarded: &Forwarded,
+        forwarded: Forwarded,
         answer_json: Option<crate::probe::outcome::Parsed>,
         waited: Duration,
         bent: Option<&Bent>,
@@ -383,7 +388,7 @@ impl ProxyHandler {
             _ => waited,
         };
         let result = match forwarded {
-            Forwarded::Came(result) => result.clone(),
+            Forwarded::Came(result) => result,
             Forwarded::PlatformLeft => {
                 Err(left_unanswered(waited, self.traffic.traffic().timeout())?)
             }
@@ -538,16 +543,6 @@ impl Handler for ProxyHandler {
             known.and_then(|e| e.request_schema),
         ) {
             self.protocol_requests.fetch_add(1, Ordering::Relaxed);
-            answer = self.answer_to_judge(
-                index,
-                endpoint,
-                &task,
-                &request,
-                &forwarded,
-                answer_json,
-                waited,
-                bent.as_ref(),
-            );
             self.observer.on_request(&Seen {
                 seq,
                 agent: upstream.name(),
@@ -572,6 +567,17 @@ impl Handler for ProxyHandler {
                 waited,
                 bent.as_ref(),
                 &plan.response,
+            );
+            // Last: the agent's answer moves into what is judged (no copy of it).
+            answer = self.answer_to_judge(
+                index,
+                endpoint,
+                &task,
+                &request,
+                forwarded,
+                answer_json,
+                waited,
+                bent.as_ref(),
             );
         }
         let note = Note {
