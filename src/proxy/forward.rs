@@ -51,11 +51,11 @@ pub enum Forwarded {
 /// Sends `method path` with `headers` and `body` to the agent `to` (its open connections),
 /// until it answers, `deadline` passes, the platform leaves (`left`) or the run stops (`stop`).
 #[allow(clippy::too_many_arguments)]
-pub async fn forward(
+pub async fn forward<'h>(
     to: &Pool,
     method: &str,
     path: &str,
-    headers: impl Iterator<Item = (String, String)>,
+    headers: impl Iterator<Item = (&'h str, &'h str)>,
     body: Bytes,
     deadline: Duration,
     left: Option<&CancellationToken>,
@@ -64,7 +64,11 @@ pub async fn forward(
     let request = http::Request {
         method: method.to_string(),
         path: path.to_string(),
-        headers: headers.filter(|(n, _)| passed_on(n)).collect(),
+        // Hop-by-hop fields are left out before the others are copied.
+        headers: headers
+            .filter(|(n, _)| passed_on(n))
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect(),
         body,
     };
     let limits = http::Limits {
@@ -89,11 +93,11 @@ pub async fn forward(
 /// of the proxy's own (never a pooled one, which the next request would reuse), then the
 /// connection reset (RST). Over https the cut comes before any byte (the kit writes no TLS by
 /// hand). What the platform meets: a reset, as if the agent had cut it.
-pub async fn cut(
+pub async fn cut<'h>(
     to: &Pool,
     method: &str,
     path: &str,
-    headers: impl Iterator<Item = (String, String)>,
+    headers: impl Iterator<Item = (&'h str, &'h str)>,
     body: &[u8],
 ) -> Forwarded {
     use tokio::io::AsyncWriteExt;

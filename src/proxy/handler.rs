@@ -209,18 +209,13 @@ impl ProxyHandler {
         bent: Option<&Bent>,
     ) -> Forwarded {
         let headers = |kind: Option<&'static str>| {
-            // Hop-by-hop fields are left out before they are copied.
-            request
-                .headers
-                .iter()
-                .filter(|(n, _)| forward::passed_on(n))
-                .map(move |(n, v)| {
-                    let v = match kind {
-                        Some(k) if n.eq_ignore_ascii_case("content-type") => k,
-                        _ => v,
-                    };
-                    (n.to_string(), v.to_string())
-                })
+            request.headers.iter().map(move |(n, v)| {
+                let v = match kind {
+                    Some(k) if n.eq_ignore_ascii_case("content-type") => k,
+                    _ => v,
+                };
+                (n, v)
+            })
         };
         let left = async {
             match &request.left {

@@ -263,10 +263,7 @@ impl RelayHandler {
             pool,
             &request.method,
             target,
-            request
-                .headers
-                .iter()
-                .map(|(n, v)| (n.to_string(), v.to_string())),
+            request.headers.iter(),
             body,
             self.deadline,
             request.left.as_ref(),

@@ -278,10 +278,7 @@ impl Handler for ServerProxy {
             &self.pool,
             &request.method,
             &request.target,
-            request
-                .headers
-                .iter()
-                .map(|(n, v)| (n.to_string(), v.to_string())),
+            request.headers.iter(),
             request.body.clone(),
             self.timeout,
             request.left.as_ref(),
