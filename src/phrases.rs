@@ -67,17 +67,15 @@ impl PhraseSet {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let any = RegexSet::new(phrases.iter().map(|(_, re)| re.as_str())).ok();
-        let lines = phrases
+        // Each pattern's syntax, read once for the two quick passes (None: one cannot be read).
+        let syntax = phrases
             .iter()
-            .map(|(_, re)| line_anchored(re.as_str()))
-            .collect::<Option<Vec<_>>>()
-            .and_then(|patterns| RegexSet::new(patterns).ok());
-        let needles = needles::Needles::of(
-            &phrases
-                .iter()
-                .map(|(_, re)| re.as_str())
-                .collect::<Vec<_>>(),
-        );
+            .map(|(_, re)| regex_syntax::Parser::new().parse(re.as_str()).ok())
+            .collect::<Option<Vec<_>>>();
+        let lines = syntax
+            .as_ref()
+            .and_then(|hirs| RegexSet::new(hirs.iter().map(line_anchored)).ok());
+        let needles = syntax.as_deref().and_then(needles::Needles::of);
         Ok(PhraseSet {
             phrases,
             any,
@@ -161,9 +159,8 @@ impl PhraseSet {
 }
 
 /// `pattern` with its text anchors made line anchors: a pattern that matches wherever
-/// `pattern` does in a text, and there again once that text is a line among others. None when
-/// the pattern cannot be read.
-fn line_anchored(pattern: &str) -> Option<String> {
+/// `pattern` does in a text, and there again once that text is a line among others.
+fn line_anchored(pattern: &regex_syntax::hir::Hir) -> String {
     use regex_syntax::hir::{Capture, Hir, HirKind, Look, Repetition};
     fn lines(hir: &Hir) -> Hir {
         match hir.kind() {
@@ -182,8 +179,7 @@ fn line_anchored(pattern: &str) -> Option<String> {
             _ => hir.clone(),
         }
     }
-    let hir = regex_syntax::Parser::new().parse(pattern).ok()?;
-    Some(lines(&hir).to_string())
+    lines(pattern).to_string()
 }
 
 #[cfg(test)]

@@ -24,13 +24,12 @@ pub struct Needles {
 }
 
 impl Needles {
-    /// The words of `patterns` (as compiled: flags included); None when some pattern needs no
-    /// word (then only the regular expressions can say a text holds none).
-    pub fn of<S: AsRef<str>>(patterns: &[S]) -> Option<Needles> {
+    /// The words of the patterns (their syntax, as compiled: flags included); None when some
+    /// pattern needs no word (then only the regular expressions can say a text holds none).
+    pub fn of(patterns: &[Hir]) -> Option<Needles> {
         let mut words = Vec::new();
-        for p in patterns {
-            let hir = regex_syntax::Parser::new().parse(p.as_ref()).ok()?;
-            words.extend(required(&hir)?);
+        for hir in patterns {
+            words.extend(required(hir)?);
         }
         words.sort();
         words.dedup();
@@ -290,13 +289,16 @@ mod tests {
 
     #[test]
     fn a_text_with_none_of_the_words_is_surely_clean() {
-        let needles = Needles::of(&[
+        let syntax: Vec<Hir> = [
             r"(?i)\x00",
             r"(?i)\x1b[\[\]]",
             r"(?i)<\|[a-z]{2}\|>",
             r"(?i)\bprobably\b",
-        ])
-        .unwrap();
+        ]
+        .iter()
+        .map(|p| regex_syntax::Parser::new().parse(p).unwrap())
+        .collect();
+        let needles = Needles::of(&syntax).unwrap();
         assert!(needles.surely_none("plain text, nothing here"));
         // Each short word, whichever its first byte, and a long one in another case.
         for text in ["a\u{0}b", "x\u{1b}]y", "see <|ab|> here", "PROBABLY"] {
