@@ -24,7 +24,7 @@
 //! [`EXAMPLES`] failures; per agent and traffic exchange, the latest answer only (kept whole
 //! only for the exchanges a case across exchanges reads).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -113,6 +113,9 @@ struct LiveCase {
     every: bool,
     /// Its checks hold of a run once one answer holds them ([`Check::once_in_a_run`]).
     once: bool,
+    /// The cases it needs (`needs:`, `needs_answer:`) that are judged in traffic too, with
+    /// their live positions: looked up on every answer, in a list this short by name.
+    live_needs: Vec<(String, usize)>,
 }
 
 impl LiveCase {
@@ -126,6 +129,21 @@ impl LiveCase {
             None => self.reads.iter().any(|r| r == exchange),
         }
     }
+}
+
+/// A traffic exchange: the one that stands for the platform's requests to its method and path.
+/// The judge looks an answer's up once, and keeps an agent's latest answers by its position.
+struct Slot {
+    name: String,
+    method: String,
+    path: String,
+    /// The live cases that judge its answers, in judging order (positions in `live`).
+    cases: Vec<usize>,
+    /// Whether one of them reads other exchanges' answers: only then are the agent's latest
+    /// answers gathered for an answer here.
+    reads_others: bool,
+    /// Whether a case across exchanges reads its answers: then the latest is kept whole.
+    kept: bool,
 }
 
 /// What one answer did to one case.
@@ -184,9 +202,11 @@ struct Latest {
 struct Before {
     /// Per live case, its step on the latest answer it was considered on.
     last: Vec<Option<Step>>,
-    /// By traffic exchange: why its latest answer cannot be read (None: it can).
-    unreadable: HashMap<String, Option<String>>,
-    /// The latest answers the cases across exchanges read, this one among them.
+    /// By traffic exchange (its slot): None when no answer came through there, else why its
+    /// latest answer cannot be read (None: it can).
+    unreadable: Vec<Option<Option<String>>>,
+    /// The latest answers the cases across exchanges read, this one among them (empty when no
+    /// case judging this answer reads another exchange's).
     exchanges: HashMap<String, Arc<Outcome>>,
 }
 
@@ -197,8 +217,8 @@ struct AgentState {
     tallies: Vec<Tally>,
     /// Per live case, its verdict on the latest answer it was considered on (for the needs).
     last: Vec<Option<Step>>,
-    /// By traffic exchange.
-    latest: HashMap<String, Latest>,
+    /// By traffic exchange (its slot): None until an answer came through there.
+    latest: Vec<Option<Latest>>,
     /// Answers to a traffic exchange.
     judged_answers: u64,
     /// Answers to a method and path that has none.
@@ -223,13 +243,12 @@ pub struct TrafficJudge {
     limits: TrafficLimits,
     /// The live cases, in the order an answer is judged: dependency layers, each in suite order.
     live: Vec<LiveCase>,
-    /// The live position of each live case, by its place in the suite and by its id.
+    /// The live position of each live case, by its place in the suite.
     by_index: HashMap<usize, usize>,
-    by_id: HashMap<String, usize>,
     /// The suite's case that judges time, if it has one (its place in the suite).
     latency: Option<usize>,
-    /// The traffic exchanges whose latest answer is kept whole.
-    kept: HashSet<String>,
+    /// The traffic exchanges, each with the live cases that judge its answers.
+    slots: Vec<Slot>,
     /// The cases (their place in the suite) that judge only answers to bent requests: marked
     /// `bent:` and not judged on ordinary answers.
     bent_only: Vec<usize>,
@@ -251,7 +270,7 @@ impl TrafficJudge {
             .layers(&ids)
             .map(|layers| layers.into_iter().flatten().collect())
             .unwrap_or(ids);
-        let live: Vec<LiveCase> = order
+        let mut live: Vec<LiveCase> = order
             .iter()
             .filter_map(|id| {
                 let index = suite.cases().iter().position(|c| &c.id.value == id)?;
@@ -260,11 +279,20 @@ impl TrafficJudge {
             .collect();
         let by_index: HashMap<usize, usize> =
             live.iter().enumerate().map(|(i, c)| (c.index, i)).collect();
-        let by_id = live
+        let by_id: HashMap<String, usize> = live
             .iter()
             .enumerate()
             .map(|(i, c)| (suite.cases()[c.index].id.value.clone(), i))
             .collect();
+        for case in &mut live {
+            let spec = &suite.cases()[case.index];
+            case.live_needs = spec
+                .needs
+                .iter()
+                .chain(&spec.needs_answer)
+                .filter_map(|need| Some((need.clone(), *by_id.get(need)?)))
+                .collect();
+        }
         let latency = (0..suite.cases().len()).find(|i| {
             !by_index.contains_key(i)
                 && suite.cases()[*i]
@@ -272,7 +300,23 @@ impl TrafficJudge {
                     .iter()
                     .any(|k| k.judges_latency(protocol))
         });
-        let kept = live.iter().flat_map(|c| c.reads.iter().cloned()).collect();
+        let slots = suite
+            .file
+            .exchanges
+            .iter()
+            .filter(|(_, x)| x.traffic)
+            .map(|(name, x)| {
+                let cases: Vec<usize> = (0..live.len()).filter(|&i| live[i].judges(name)).collect();
+                Slot {
+                    reads_others: cases.iter().any(|&i| !live[i].reads.is_empty()),
+                    kept: live.iter().any(|c| c.reads.contains(name)),
+                    name: name.clone(),
+                    method: x.method.clone(),
+                    path: x.path.clone(),
+                    cases,
+                }
+            })
+            .collect();
         let bent_only = (0..suite.cases().len())
             .filter(|i| !suite.cases()[*i].bent.is_empty() && !by_index.contains_key(i))
             .collect();
@@ -281,9 +325,8 @@ impl TrafficJudge {
             limits,
             live,
             by_index,
-            by_id,
             latency,
-            kept,
+            slots,
             bent_only,
             agents: Mutex::new(BTreeMap::new()),
         }
@@ -309,6 +352,7 @@ impl TrafficJudge {
             tallies: vec![Tally::default(); self.live.len() + 1],
             last: vec![None; self.live.len()],
             bent: vec![Tally::default(); self.bent_only.len()],
+            latest: (0..self.slots.len()).map(|_| None).collect(),
             ..AgentState::default()
         }));
         agents.insert(name.to_string(), Arc::clone(&state));
@@ -319,11 +363,11 @@ impl TrafficJudge {
     /// counted as unjudged), then its time.
     pub fn judge(&self, answer: LiveAnswer<'_>) {
         let state = self.agent(answer.agent);
-        let Some(exchange) = self.suite.traffic_exchange(answer.method, answer.path) else {
+        let Some(at) = self.slot(answer.method, answer.path) else {
             lock(&state).unjudged_answers += 1;
             return;
         };
-        let task = answer.task.map(|t| excerpt_str(t, 40));
+        let slot = &self.slots[at];
         let latency = latency_step(&answer.result, answer.elapsed, self.limits.timeout);
         let outcome = Arc::new(Outcome::parsed(
             AuthMode::Default,
@@ -336,42 +380,47 @@ impl TrafficJudge {
         // their steps: judging under the lock put every answer of an agent in one queue, and
         // the waits on it were a tenth of the proxy's CPU under load. Answers that come at
         // once are judged side by side, each on what the agent had answered before it.
-        let before = {
+        let (before, replaced) = {
             let mut state = lock(&state);
             state.judged_answers += 1;
-            state.latest.insert(
-                exchange.to_string(),
-                Latest {
-                    outcome: self.kept.contains(exchange).then(|| Arc::clone(&outcome)),
-                    unreadable,
-                },
-            );
-            Before {
+            let replaced = state.latest[at].replace(Latest {
+                outcome: slot.kept.then(|| Arc::clone(&outcome)),
+                unreadable,
+            });
+            let exchanges = if slot.reads_others {
+                self.slots
+                    .iter()
+                    .zip(&state.latest)
+                    .filter_map(|(s, l)| {
+                        Some((s.name.clone(), Arc::clone(l.as_ref()?.outcome.as_ref()?)))
+                    })
+                    .chain([(slot.name.clone(), Arc::clone(&outcome))])
+                    .collect()
+            } else {
+                HashMap::new()
+            };
+            let before = Before {
                 last: state.last.clone(),
                 unreadable: state
                     .latest
                     .iter()
-                    .map(|(name, l)| (name.clone(), l.unreadable.clone()))
+                    .map(|l| l.as_ref().map(|l| l.unreadable.clone()))
                     .collect(),
-                exchanges: state
-                    .latest
-                    .iter()
-                    .filter_map(|(name, l)| Some((name.clone(), Arc::clone(l.outcome.as_ref()?))))
-                    .chain([(exchange.to_string(), Arc::clone(&outcome))])
-                    .collect(),
-            }
+                exchanges,
+            };
+            (before, replaced)
         };
+        // The agent's previous answer there is freed outside the lock.
+        drop(replaced);
         let Before {
             mut last,
             unreadable,
             exchanges,
         } = before;
         let refused = refusal(&outcome.result);
-        let mut steps = Vec::new();
-        for (i, case) in self.live.iter().enumerate() {
-            if !case.judges(exchange) {
-                continue;
-            }
+        let mut steps = Vec::with_capacity(slot.cases.len());
+        for &i in &slot.cases {
+            let case = &self.live[i];
             let spec = &self.suite.cases()[case.index];
             let (step, message) = match &refused {
                 Some(why) => (Step::Unjudged, why.clone()),
@@ -383,7 +432,7 @@ impl TrafficJudge {
         let seen = Seen {
             at: answer.at,
             path: answer.path,
-            task: task.as_deref(),
+            task: answer.task,
         };
         let mut state = lock(&state);
         for (i, step, message) in steps {
@@ -396,31 +445,35 @@ impl TrafficJudge {
         }
     }
 
+    /// The traffic exchange (its slot) that stands for requests to `method` and `path`.
+    fn slot(&self, method: &str, path: &str) -> Option<usize> {
+        self.slots
+            .iter()
+            .position(|s| s.path == path && s.method.eq_ignore_ascii_case(method))
+    }
+
     /// An answer passed on unjudged (`why`): counted, unjudged, in each case that would have
     /// judged it; its latency, known without reading it, judged.
     pub fn pass_over(&self, answer: LiveAnswer<'_>, why: &str) {
         let state = self.agent(answer.agent);
         let mut state = lock(&state);
-        let Some(exchange) = self.suite.traffic_exchange(answer.method, answer.path) else {
+        let Some(at) = self.slot(answer.method, answer.path) else {
             state.unjudged_answers += 1;
             return;
         };
         state.judged_answers += 1;
-        let task = answer.task.map(|t| excerpt_str(t, 40));
         let seen = Seen {
             at: answer.at,
             path: answer.path,
-            task: task.as_deref(),
+            task: answer.task,
         };
-        for (i, case) in self.live.iter().enumerate() {
-            if case.judges(exchange) {
-                record(
-                    &mut state.tallies[i],
-                    &Step::Unjudged,
-                    why.to_string(),
-                    &seen,
-                );
-            }
+        for &i in &self.slots[at].cases {
+            record(
+                &mut state.tallies[i],
+                &Step::Unjudged,
+                why.to_string(),
+                &seen,
+            );
         }
         if let Some((step, message)) =
             latency_step(&answer.result, answer.elapsed, self.limits.timeout)
@@ -447,11 +500,10 @@ impl TrafficJudge {
         let state = self.agent(answer.agent);
         let mut state = lock(&state);
         state.bending = true;
-        let task = answer.task.map(|t| excerpt_str(t, 40));
         let seen = Seen {
             at: answer.at,
             path: answer.path,
-            task: task.as_deref(),
+            task: answer.task,
         };
         let exchanges = &self.suite.file.exchanges;
         let judging: Vec<usize> = (0..self.suite.cases().len())
@@ -468,7 +520,7 @@ impl TrafficJudge {
             })
             .collect();
         // The ordinary cases of its method and path say why they did not judge it.
-        if let Some(exchange) = self.suite.traffic_exchange(answer.method, answer.path) {
+        if let Some(at) = self.slot(answer.method, answer.path) {
             let by: Vec<&str> = judging
                 .iter()
                 .map(|&i| self.suite.cases()[i].id.value.as_str())
@@ -482,8 +534,8 @@ impl TrafficJudge {
                     by.join(" and ")
                 ),
             };
-            for (i, case) in self.live.iter().enumerate() {
-                if case.judges(exchange) && !judging.contains(&case.index) {
+            for &i in &self.slots[at].cases {
+                if !judging.contains(&self.live[i].index) {
                     record(&mut state.tallies[i], &Step::Unjudged, why.clone(), &seen);
                 }
             }
@@ -550,7 +602,7 @@ impl TrafficJudge {
         outcome: &Outcome,
         exchanges: &HashMap<String, Arc<Outcome>>,
         last: &[Option<Step>],
-        unreadable: &HashMap<String, Option<String>>,
+        unreadable: &[Option<Option<String>>],
     ) -> (Step, String) {
         if let Some(missing) = case.reads.iter().find(|r| !exchanges.contains_key(*r)) {
             let path = &self.suite.file.exchanges[missing].path;
@@ -561,14 +613,13 @@ impl TrafficJudge {
             |need| {
                 // A case not judged in traffic holds none back: the answer came. One that is,
                 // and was not judged yet (its exchange unanswered), does.
-                let i = *self.by_id.get(need)?;
-                Some(last[i].as_ref().map_or(Status::Skip, Step::status))
+                let (_, i) = case.live_needs.iter().find(|(n, _)| n == need)?;
+                Some(last[*i].as_ref().map_or(Status::Skip, Step::status))
             },
             |need| {
                 let on = self.suite.case(need)?.exchange.as_ref()?;
                 let x = &self.suite.file.exchanges[on];
-                let traffic = self.suite.traffic_exchange(&x.method, &x.path)?;
-                match unreadable.get(traffic) {
+                match &unreadable[self.slot(&x.method, &x.path)?] {
                     Some(why) => why.clone(),
                     None => Some(format!("no {} answer came through", x.path)),
                 }
@@ -856,6 +907,7 @@ fn live_case(suite: &Suite, index: usize, labelled: bool) -> Option<LiveCase> {
                 reads,
                 every: true,
                 once: spec.checks.iter().all(|c| c.once_in_a_run(suite.protocol)),
+                live_needs: Vec::new(),
             })
         }
         None if reads.is_empty() => return None,
@@ -867,6 +919,7 @@ fn live_case(suite: &Suite, index: usize, labelled: bool) -> Option<LiveCase> {
         reads,
         every: false,
         once: false,
+        live_needs: Vec::new(),
     })
 }
 
@@ -913,6 +966,7 @@ fn latency_step(
 struct Seen<'a> {
     at: Duration,
     path: &'a str,
+    /// The task as its request carried it: cut short only for a failure's example.
     task: Option<&'a str>,
 }
 
@@ -931,7 +985,7 @@ fn record(tally: &mut Tally, step: &Step, message: String, seen: &Seen<'_>) {
                 tally.examples.push(Example {
                     at: seen.at,
                     path: seen.path.to_string(),
-                    task: seen.task.map(str::to_string),
+                    task: seen.task.map(|t| excerpt_str(t, 40)),
                     message,
                 });
             }
