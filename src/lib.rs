@@ -58,6 +58,7 @@ pub mod jsonpath;
 pub mod phrases;
 pub mod sanitization;
 pub mod schema;
+pub mod scratch;
 pub mod specs;
 pub mod targets;
 pub mod text;

@@ -63,8 +63,15 @@ impl Needles {
         if !crate::text::is_ascii(text.as_bytes()) {
             return false;
         }
-        let lower = text.as_bytes().to_ascii_lowercase();
-        !self.holds_short(&lower) && self.words.as_ref().is_none_or(|w| w.find(&lower).is_none())
+        thread_local! {
+            /// The room a thread lower-cases a text in.
+            static LOWER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+        }
+        crate::scratch::with(&LOWER, |lower| {
+            lower.extend_from_slice(text.as_bytes());
+            lower.make_ascii_lowercase();
+            !self.holds_short(lower) && self.words.as_ref().is_none_or(|w| w.find(lower).is_none())
+        })
     }
 
     /// Whether `lower` holds a short word: each place of one of their first bytes is tried.

@@ -558,6 +558,11 @@ fn list_caps_verdict(body: &Value, caps: &BTreeMap<String, usize>) -> Result<Ver
     Ok(verdict(findings, lists, "lists", String::new))
 }
 
+thread_local! {
+    /// The room a thread joins an answer's strings in for [`phrases_verdict`].
+    static LINES: std::cell::Cell<String> = const { std::cell::Cell::new(String::new()) };
+}
+
 /// `phrases`: none of the patterns in the strings at these paths. With `request` (an answer in
 /// traffic the kit did not send: [`Ctx::live`]), a match the request holds too is the sender's,
 /// repeated: it is not judged, and the note counts it.
@@ -569,16 +574,18 @@ fn phrases_verdict<'r>(
     request: impl FnOnce() -> Option<&'r Value>,
 ) -> Result<Verdict, String> {
     // Most answers hold no phrase: their strings, joined as lines, are read once to say so.
-    let mut lines = String::new();
     let mut scanned = 0;
-    for path in paths {
-        path.each_string(body, &mut |_, text| {
-            scanned += 1;
-            lines.push_str(text);
-            lines.push('\n');
-        });
-    }
-    if scanned > 0 && set.none_in_lines(&lines) {
+    let none = crate::scratch::with(&LINES, |lines| {
+        for path in paths {
+            path.each_string(body, &mut |_, text| {
+                scanned += 1;
+                lines.push_str(text);
+                lines.push('\n');
+            });
+        }
+        scanned > 0 && set.none_in_lines(lines)
+    });
+    if none {
         return Ok(verdict(Vec::new(), scanned, "strings", String::new));
     }
     // What the request holds is read only once the answer is found to hold a phrase: most
