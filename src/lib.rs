@@ -42,7 +42,7 @@ macro_rules! err {
 }
 
 // The layers, from the bottom: shared helpers (`text`, `base64`, `units`, `content`, `jsonpath`, `json_out`,
-// `json_skim`, `phrases`, `sanitization`, `schema`, `specs`, `error`), the engines (`transport`, `report`, `judge`,
+// `json_skim`, `phrases`, `sanitization`, `schema`, `scratch`, `specs`, `error`), the engines (`transport`, `report`, `judge`,
 // `probe`, `mock`, `proxy`), the protocols that plug into them (`protocols`, one folder each, listed in its
 // registry), and on top what reads the registry: the command line (`cli`), the self-test
 // (`selftest`), the multi-target probe (`targets`) and the fuzz targets (`fuzz`). A module imports
