@@ -33,10 +33,7 @@ pub const KEPT: usize = 64 * 1024;
 
 /// Runs `f` with the thread's buffer in `cell`, emptied. The buffer is taken out for the call,
 /// so a call nested in `f` gets a new one rather than a borrow that fails.
-pub fn with<B: Reusable, T>(
-    cell: &'static LocalKey<Cell<B>>,
-    f: impl FnOnce(&mut B) -> T,
-) -> T {
+pub fn with<B: Reusable, T>(cell: &'static LocalKey<Cell<B>>, f: impl FnOnce(&mut B) -> T) -> T {
     let mut buffer = cell.with(Cell::take);
     buffer.clear();
     let out = f(&mut buffer);
@@ -73,6 +70,8 @@ mod tests {
             assert_eq!(b.as_str(), "outer");
         });
         with(&BUFFER, |b| b.push_str(&"x".repeat(KEPT + 1)));
-        with(&BUFFER, |b| assert!(b.capacity() <= KEPT, "{}", b.capacity()));
+        with(&BUFFER, |b| {
+            assert!(b.capacity() <= KEPT, "{}", b.capacity())
+        });
     }
 }
