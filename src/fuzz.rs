@@ -433,6 +433,7 @@ fn judge_with_suite(
                 .iter()
                 .any(crate::probe::checks::Check::judges_status),
             live: false,
+            notes: true,
         };
         for check in &case.checks {
             if let crate::probe::plugin::Verdict::Broken(why) = check.evaluate(&ctx) {

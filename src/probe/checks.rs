@@ -415,7 +415,9 @@ impl Check {
             Check::Reachable | Check::Rule(_) => unreachable!("handled above"),
             Check::Status(spec) => {
                 if spec.matches(response.status) {
-                    Ok(Verdict::answer(format!("answered {}", response.status)))
+                    Ok(Verdict::answer(
+                        ctx.note(|| format!("answered {}", response.status)),
+                    ))
                 } else {
                     broken(format!(
                         "answered {}; expected {}; body: {}",
@@ -429,7 +431,9 @@ impl Check {
                 if response.body_exceeded {
                     broken(body_too_large(response, ctx.max_body).to_string())
                 } else {
-                    Ok(Verdict::answer(format!("{} bytes", response.body.len())))
+                    Ok(Verdict::answer(
+                        ctx.note(|| format!("{} bytes", response.body.len())),
+                    ))
                 }
             }
             Check::Json => Ok(json().map(|_| Verdict::answer(""))?),

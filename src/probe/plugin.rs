@@ -329,6 +329,21 @@ pub struct Ctx<'a> {
     /// against it (the platform that forwarded it is judged on it by the platform rules). The
     /// probe's requests are its own: there, an answer is judged on every phrase it carries.
     pub live: bool,
+    /// Whether a check says what held (its note): the probe reports it; the traffic judge
+    /// keeps it only for a case that holds once in a run, and asks for none otherwise (two
+    /// notes written for every answer were a fiftieth of the proxy's judge).
+    pub notes: bool,
+}
+
+impl Ctx<'_> {
+    /// A note on what held, written only when it is read ([`Ctx::notes`]).
+    pub fn note(&self, write: impl FnOnce() -> String) -> String {
+        if self.notes {
+            write()
+        } else {
+            String::new()
+        }
+    }
 }
 
 #[cfg(test)]

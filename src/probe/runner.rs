@@ -244,7 +244,9 @@ fn liveness_verdicts(
 /// How a case's checks settled on what they read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Settled {
-    /// Every check held: the last one's evidence, with every check's note.
+    /// Every check held: the last one's evidence (counted in [`OWN_ANSWER`] for the case's
+    /// own answer: the probe names it after the exchange, the traffic judge counts answers
+    /// itself), with every check's note.
     Pass { evidence: Evidence, note: String },
     /// A check broke: why.
     Fail(String),
@@ -274,22 +276,25 @@ pub(crate) fn settle_checks(spec: &CaseSpec, ctx: &Ctx<'_>) -> Settled {
         }
     }
     match evidence {
-        Some(mut e) => {
-            if e.of == OWN_ANSWER {
-                e.of = own_label(spec.exchange.as_deref());
-            }
-            Settled::Pass {
-                evidence: e,
-                note: notes.join("; "),
-            }
-        }
+        Some(evidence) => Settled::Pass {
+            evidence,
+            note: match notes.len() {
+                0 | 1 => notes.pop().unwrap_or_default(),
+                _ => notes.join("; "),
+            },
+        },
         None => Settled::Skip("the case has no checks: nothing to judge".into()),
     }
 }
 
 fn judge_checks(spec: &CaseSpec, ctx: &Ctx<'_>, result: &mut CaseResult) {
     match settle_checks(spec, ctx) {
-        Settled::Pass { evidence, note } => result.pass_noting(evidence, note, String::new),
+        Settled::Pass { mut evidence, note } => {
+            if evidence.of == OWN_ANSWER {
+                evidence.of = own_label(spec.exchange.as_deref());
+            }
+            result.pass_noting(evidence, note, String::new)
+        }
         Settled::Fail(why) => result.fail(why),
         Settled::Skip(why) => result.skip(why),
     }
@@ -355,6 +360,7 @@ impl Runner<'_> {
             max_field: self.settings.max_field,
             status_judged: spec.checks.iter().any(Check::judges_status),
             live: false,
+            notes: true,
         };
         judge_checks(spec, &ctx, &mut result);
         result

@@ -573,6 +573,7 @@ impl TrafficJudge {
                         // The request was the kit's making, as the probe's are: a NUL or a
                         // payload the agent repeats from it is the agent's to have stripped.
                         live: false,
+                        notes: false,
                     };
                     match settle_checks(spec, &ctx) {
                         Settled::Pass { .. } => (Step::Held, String::new()),
@@ -637,6 +638,7 @@ impl TrafficJudge {
             max_field: self.limits.max_field,
             status_judged: spec.checks.iter().any(Check::judges_status),
             live: true,
+            notes: case.once,
         };
         match settle_checks(spec, &ctx) {
             // What held is kept only where the verdict tells it (the first answer that held).

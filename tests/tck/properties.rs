@@ -524,6 +524,7 @@ proptest! {
             max_field: 50_000,
             status_judged: true,
             live: false,
+            notes: true,
         };
         for case in suite().cases() {
             for check in &case.checks {

@@ -313,6 +313,7 @@ mod tests {
             max_field: 1,
             status_judged: false,
             live: false,
+            notes: true,
         };
         let e = Suite.rule("identity").unwrap().evaluate(&Value::Null, &ctx);
         assert!(
