@@ -3,10 +3,10 @@
 //! value. A document is parsed once into its value (as serde_json builds it: the last of two
 //! equal keys kept) with a visitor that reports each repeated key by path on the way.
 
-use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
 use crate::jsonpath::Place;
@@ -49,10 +49,6 @@ impl<'de> DeserializeSeed<'de> for Build<'_, '_> {
     }
 }
 
-/// Keys of one object seen so far: looked up in the object itself while it is small (most
-/// objects), in a set past that (an object of many keys stays linear).
-const FEW: usize = 16;
-
 impl<'de> Visitor<'de> for Build<'_, '_> {
     type Value = Value;
 
@@ -62,28 +58,30 @@ impl<'de> Visitor<'de> for Build<'_, '_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut object = Map::new();
-        let mut many = HashSet::<String>::new();
         while let Some(key) = map.next_key::<String>()? {
-            let repeated = if many.is_empty() && object.len() < FEW {
-                object.contains_key(&key)
-            } else {
-                if many.is_empty() {
-                    many.extend(object.keys().cloned());
+            // One search of the object for the key, whether it is new or repeated; a repeated
+            // key's value replaces the first (as serde_json keeps the last).
+            match object.entry(key) {
+                Entry::Vacant(slot) => {
+                    let value = map.next_value_seed(Build {
+                        at: &Place::Key(self.at, slot.key()),
+                        found: self.found,
+                    })?;
+                    slot.insert(value);
                 }
-                !many.insert(key.clone())
-            };
-            let at = Place::Key(self.at, &key);
-            if repeated {
-                self.found.push(crate::schema::finding(
-                    at.to_string(),
-                    format!("the key {key:?} occurs twice in one object (readers disagree on which value counts)"),
-                ));
+                Entry::Occupied(mut slot) => {
+                    let at = Place::Key(self.at, slot.key());
+                    self.found.push(crate::schema::finding(
+                        at.to_string(),
+                        format!("the key {:?} occurs twice in one object (readers disagree on which value counts)", slot.key()),
+                    ));
+                    let value = map.next_value_seed(Build {
+                        at: &at,
+                        found: self.found,
+                    })?;
+                    slot.insert(value);
+                }
             }
-            let value = map.next_value_seed(Build {
-                at: &at,
-                found: self.found,
-            })?;
-            object.insert(key, value);
         }
         Ok(Value::Object(object))
     }
