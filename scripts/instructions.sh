@@ -7,9 +7,16 @@
 # cost of one request in user space, start-up and shutdown cancelled out. Prints one line per
 # server and the ratio (target: mock ≤ 1.25× bare hyper).
 #
-# Usage: scripts/instructions.sh   (N1=1000, N2=3000; PROFILE=profiling: the release build with
-#        line tables, so that callgrind_annotate can name functions; the files are kept when
-#        KEEP=DIR is set)
+# With `proxy`: `agent-tck proxy --protocol roundtable` and the bare forwarding proxy on hyper
+# (examples/bare_forward.rs), each in front of one `agent-tck mock agent --name alpha` (not counted),
+# the same way; the proxy's figure is then split into what judging the answers took (the agent
+# rules, TrafficJudge::judge) and their parse (dupkeys::parse), from callgrind_annotate. The
+# throughput target (proxy ≥ 0.8× bare, scripts/bench-proxy.sh) is of req/s, not instructions:
+# both make the same system calls, so the kernel's share narrows the ratio in req/s.
+#
+# Usage: scripts/instructions.sh [proxy]   (N1=1000, N2=3000; PROFILE=profiling: the release
+#        build with line tables, so that callgrind_annotate can name functions; the files are
+#        kept when KEEP=DIR is set)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -22,9 +29,13 @@ SCRIPT=instructions.sh
 source scripts/common.sh
 need valgrind:valgrind python3:python3 curl:curl
 
-cargo build --profile "$PROFILE" --bin agent-tck --example bare_hyper
+WHAT=${1:-mock}
+case $WHAT in mock | proxy) ;; *) die "usage: scripts/instructions.sh [proxy] (not $WHAT)" ;; esac
+
+cargo build --profile "$PROFILE" --bin agent-tck --example bare_hyper --example bare_forward
 BIN=$TARGET_DIR/$PROFILE/agent-tck
 BARE=$TARGET_DIR/$PROFILE/examples/bare_hyper
+BARE_FORWARD=$TARGET_DIR/$PROFILE/examples/bare_forward
 
 cat >"$tmp/fleet.yaml" <<'EOF'
 agents:
@@ -52,14 +63,15 @@ for i in range(n):
 EOF
 }
 
-# count NAME N CMD… : runs CMD under callgrind, serves N requests, stops it; prints total Ir.
+# count NAME N CMD… : runs CMD under callgrind, serves N requests (at $AT, its path), stops it;
+# prints total Ir.
+AT=/agents/bench-1/analyze # bare hyper answers any path; the mock's agent is at this one
 count() {
     local name=$1 n=$2
     shift 2
     local out="$tmp/$name-$n.callgrind"
     start "$name-$n" 120 valgrind --tool=callgrind --callgrind-out-file="$out" "$@"
-    # Bare hyper answers any path; the mock's agent is at this one.
-    local pid=$PID url=$URL/agents/bench-1/analyze
+    local pid=$PID url=$URL$AT
     post 20 "$url" # warm: lazily built tables, the first connection
     post "$n" "$url"
     kill -TERM "$pid"
@@ -69,12 +81,6 @@ count() {
     awk '/^(summary|totals):/ { print $2; exit }' "$out"
 }
 
-# The answer bare hyper serves: the mock's own bytes.
-start answer 30 "$BIN" mock fleet --config "$tmp/fleet.yaml" --port 0 --seed 1
-curl -sS -o "$tmp/answer.bin" -X POST -H 'content-type: application/json' \
-    --data-binary @"$tmp/body.json" "$URL/agents/bench-1/analyze"
-kill -TERM "$PID"
-
 per_request() { # per_request NAME CMD… : instructions per request
     local name=$1 a b
     shift
@@ -82,6 +88,44 @@ per_request() { # per_request NAME CMD… : instructions per request
     b=$(count "$name" "$N2" "$@")
     echo $(((b - a) / (N2 - N1)))
 }
+
+# inclusive NAME N FUNCTION : FUNCTION's inclusive Ir in the kept run of N requests.
+inclusive() {
+    callgrind_annotate --inclusive=yes "$tmp/$1-$2.callgrind" 2>/dev/null |
+        awk -v f="$3" 'index($0, f " [") { gsub(",", "", $1); print $1; exit }'
+}
+
+if [ "$WHAT" = proxy ]; then
+    start upstream 30 "$BIN" mock agent --port 0 --name alpha --seed 1 --quiet
+    UPSTREAM=$URL
+    AT=/agents/alpha/analyze
+    PROXY=$(per_request proxy "$BIN" proxy --protocol roundtable --listen 127.0.0.1:0 \
+        --agent "alpha=$UPSTREAM" --quiet)
+    share() { # share FUNCTION : its instructions per request in the proxy
+        local a b
+        a=$(inclusive proxy "$N1" "$1")
+        b=$(inclusive proxy "$N2" "$1")
+        echo $(((${b:-0} - ${a:-0}) / (N2 - N1)))
+    }
+    JUDGE=$(share agent_tck::probe::traffic::TrafficJudge::judge)
+    PARSE=$(share agent_tck::probe::dupkeys::parse)
+    AT=/analyze
+    BARE_IR=$(per_request bare "$BARE_FORWARD" --upstream "$UPSTREAM")
+    echo "instructions per request (callgrind, user space, ($N2 − $N1) keep-alive POSTs /analyze to one mock agent, a new task_id each):"
+    echo "  agent-tck proxy         $PROXY"
+    echo "    judging the answer    $JUDGE"
+    echo "    parsing the answer    $PARSE"
+    echo "  bare forward (hyper)    $BARE_IR"
+    awk -v p="$PROXY" -v b="$BARE_IR" 'BEGIN { printf "  ratio proxy / bare %.2f\n", p / b }'
+    exit 0
+fi
+
+# The answer bare hyper serves: the mock's own bytes.
+start answer 30 "$BIN" mock fleet --config "$tmp/fleet.yaml" --port 0 --seed 1
+curl -sS -o "$tmp/answer.bin" -X POST -H 'content-type: application/json' \
+    --data-binary @"$tmp/body.json" "$URL/agents/bench-1/analyze"
+kill -TERM "$PID"
+
 MOCK=$(per_request mock "$BIN" mock fleet --config "$tmp/fleet.yaml" --port 0 --seed 1)
 BARE_IR=$(per_request bare "$BARE" --body "$tmp/answer.bin" --content-type application/json)
 echo "instructions per request (callgrind, user space, ($N2 − $N1) keep-alive POSTs /analyze, a new task_id each):"
