@@ -642,6 +642,57 @@ fn phrases_verdict<'r>(
 mod tests {
     use super::*;
 
+    /// A check says what held only when its note is read: the probe's reports carry "answered
+    /// 200" and the body's size; the traffic judge, which throws them away, gets none written.
+    /// Either way the check holds on the one answer.
+    #[test]
+    fn a_note_on_what_held_is_written_only_when_read() {
+        let outcome = super::super::outcome::Outcome::new(
+            AuthMode::Default,
+            None,
+            Ok(crate::transport::http::Response {
+                status: 200,
+                headers: Vec::new(),
+                body: bytes::Bytes::from_static(br#"{"a":1}"#),
+                body_exceeded: false,
+                elapsed: std::time::Duration::ZERO,
+            }),
+        );
+        let exchanges = HashMap::new();
+        let checks: Vec<Check> =
+            serde_json::from_value(serde_json::json!([{"status": 200}, "max_body"]))
+                .expect("the checks as a suite writes them");
+        for notes in [true, false] {
+            let ctx = Ctx {
+                protocol: &super::super::plugin::GenericOnly,
+                outcome: Some(&outcome),
+                exchanges: &exchanges,
+                reachable: None,
+                max_body: 1024,
+                max_field: 1024,
+                status_judged: true,
+                live: !notes,
+                notes,
+            };
+            let said: Vec<String> = checks
+                .iter()
+                .map(|check| match check.evaluate(&ctx) {
+                    Verdict::Held(judged) => {
+                        assert_eq!(judged.judged, 1, "{check:?}");
+                        judged.note
+                    }
+                    broken => panic!("{check:?}: {broken:?}"),
+                })
+                .collect();
+            let want: &[&str] = if notes {
+                &["answered 200", "7 bytes"]
+            } else {
+                &["", ""]
+            };
+            assert_eq!(said, want, "notes: {notes}");
+        }
+    }
+
     /// Characters are counted, not bytes: a string of more bytes than the limit in no more
     /// characters holds; one character more breaks it, named by its path.
     #[test]

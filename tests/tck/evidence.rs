@@ -132,6 +132,22 @@ async fn the_reference_agent_passes_on_evidence() {
         evidence.judged > 1 && evidence.of == "strings",
         "{evidence:?}"
     );
+    // A case judged on its own answer counts that answer, named after its exchange, and says
+    // what held (the probe reads every check's note).
+    let response = crate::support::case(&report, "analyze.response");
+    let evidence = response
+        .evidence
+        .as_ref()
+        .expect("a pass carries its evidence");
+    assert_eq!(
+        (evidence.judged, evidence.of.as_str()),
+        (1, "answer to exchange analyze")
+    );
+    assert!(
+        response.message.contains("answered 200") && response.message.contains("bytes"),
+        "{}",
+        response.message
+    );
     agent.stop().await;
 }
 
