@@ -61,24 +61,23 @@ impl<'de> Visitor<'de> for Build<'_, '_> {
         while let Some(key) = map.next_key::<String>()? {
             // One search of the object for the key, whether it is new or repeated; a repeated
             // key's value replaces the first (as serde_json keeps the last).
-            match object.entry(key) {
+            let slot = object.entry(key);
+            let at = Place::Key(self.at, slot.key());
+            if let Entry::Occupied(_) = slot {
+                self.found.push(crate::schema::finding(
+                    at.to_string(),
+                    format!("the key {:?} occurs twice in one object (readers disagree on which value counts)", slot.key()),
+                ));
+            }
+            let value = map.next_value_seed(Build {
+                at: &at,
+                found: self.found,
+            })?;
+            match slot {
                 Entry::Vacant(slot) => {
-                    let value = map.next_value_seed(Build {
-                        at: &Place::Key(self.at, slot.key()),
-                        found: self.found,
-                    })?;
                     slot.insert(value);
                 }
                 Entry::Occupied(mut slot) => {
-                    let at = Place::Key(self.at, slot.key());
-                    self.found.push(crate::schema::finding(
-                        at.to_string(),
-                        format!("the key {:?} occurs twice in one object (readers disagree on which value counts)", slot.key()),
-                    ));
-                    let value = map.next_value_seed(Build {
-                        at: &at,
-                        found: self.found,
-                    })?;
                     slot.insert(value);
                 }
             }
